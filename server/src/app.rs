@@ -1,0 +1,224 @@
+//! Wires one hookd process: storage, tenant actors, the HTTP ingress (actix)
+//! and the gRPC control plane (tonic on its own runtime), with graceful
+//! shutdown.
+
+use std::{
+    net::{SocketAddr, TcpListener},
+    sync::{mpsc as std_mpsc, Arc},
+    thread::JoinHandle,
+    time::Duration,
+};
+
+use actix_web::{middleware::from_fn, App, HttpServer};
+use tokio::sync::oneshot;
+
+use crate::{
+    clock::SharedClock,
+    config::{parse_addr, Config, TenantSettings},
+    error::{Error, Result},
+    ingress::{self, AppState},
+    store::Store,
+    tenant::Registry,
+};
+
+/// A running hookd: its bound addresses and the means to stop it.
+pub struct Server {
+    http_addr: SocketAddr,
+    grpc_addr: SocketAddr,
+    shutdown: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<Result<()>>>,
+}
+
+impl Server {
+    /// Binds both listeners, opens storage, starts every configured tenant
+    /// and begins serving on a thread of its own. Returns once hookd accepts
+    /// deliveries.
+    pub fn start(config: Config, clock: SharedClock) -> Result<Server> {
+        let tenants = config
+            .tenants
+            .iter()
+            .map(|t| {
+                t.resolve()
+                    .map_err(|e| Error::Config(format!("tenant {}: {e}", t.id)))
+            })
+            .collect::<Result<Vec<TenantSettings>>>()?;
+        let http = TcpListener::bind(parse_addr("http.addr", &config.http.addr)?)?;
+        let grpc = TcpListener::bind(parse_addr("grpc.addr", &config.grpc.addr)?)?;
+        let (http_addr, grpc_addr) = (http.local_addr()?, grpc.local_addr()?);
+        let (store, committer) = Store::open(
+            &config.data_dir,
+            config.storage.commit_batch_max,
+            config.storage.fsync,
+        )?;
+        let (shutdown_tx, shutdown_rx) = oneshot::channel();
+        let (ready_tx, ready_rx) = std_mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("hookd-main".into())
+            .spawn(move || {
+                let served = actix_rt::System::new().block_on(serve(
+                    config,
+                    http,
+                    grpc,
+                    store,
+                    tenants,
+                    clock,
+                    shutdown_rx,
+                    ready_tx,
+                ));
+                let joined = committer.join().map_err(|_| Error::CommitterGone);
+                served.and(joined)
+            })?;
+        match ready_rx.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(e),
+            Err(_) => {
+                return Err(thread
+                    .join()
+                    .map_err(|_| Error::CommitterGone)?
+                    .err()
+                    .unwrap_or(Error::CommitterGone))
+            }
+        }
+        tracing::info!("http listening on {http_addr}");
+        tracing::info!("grpc listening on {grpc_addr}");
+        Ok(Server {
+            http_addr,
+            grpc_addr,
+            shutdown: Some(shutdown_tx),
+            thread: Some(thread),
+        })
+    }
+
+    /// Where the HTTP ingress listens.
+    pub fn http_addr(&self) -> SocketAddr {
+        self.http_addr
+    }
+
+    /// Where the gRPC control plane listens.
+    pub fn grpc_addr(&self) -> SocketAddr {
+        self.grpc_addr
+    }
+
+    /// Stops accepting, lets in-flight requests finish, flushes storage and
+    /// waits until everything is closed (the data dir can then be reopened).
+    pub fn shutdown(mut self) -> Result<()> {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        self.join_thread()
+    }
+
+    fn join_thread(&mut self) -> Result<()> {
+        match self.thread.take() {
+            Some(t) => t.join().map_err(|_| Error::CommitterGone)?,
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+            let _ = self.join_thread();
+        }
+    }
+}
+
+/// Backend the control plane sees.
+struct Backend {
+    registry: Registry,
+}
+
+impl hookd_control::ControlBackend for Backend {
+    fn is_ready(&self) -> bool {
+        self.registry.store().is_healthy() && self.registry.all_running()
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn serve(
+    config: Config,
+    http: TcpListener,
+    grpc: TcpListener,
+    store: Store,
+    tenants: Vec<TenantSettings>,
+    clock: SharedClock,
+    shutdown: oneshot::Receiver<()>,
+    ready: std_mpsc::Sender<Result<()>>,
+) -> Result<()> {
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2);
+    let arbiters: Vec<actix_rt::Arbiter> = (0..cores).map(|_| actix_rt::Arbiter::new()).collect();
+    let registry = Registry::new(arbiters.iter().map(|a| a.handle()).collect(), store, clock);
+    for tenant in tenants {
+        if let Err(e) = registry.start_tenant(tenant) {
+            let _ = ready.send(Err(e));
+            return Ok(());
+        }
+    }
+
+    let state = AppState {
+        registry: registry.clone(),
+    };
+    let workers = if config.http.workers == 0 {
+        cores
+    } else {
+        config.http.workers
+    };
+    let server = HttpServer::new(move || {
+        App::new()
+            .wrap(from_fn(ingress::request_id))
+            .configure(ingress::configure(state.clone()))
+    })
+    .workers(workers)
+    .disable_signals()
+    .shutdown_timeout(config.http.shutdown_timeout_secs)
+    .listen(http)?
+    .run();
+    let http_handle = server.handle();
+
+    let (grpc_stop_tx, grpc_stop_rx) = oneshot::channel::<()>();
+    let backend = Arc::new(Backend {
+        registry: registry.clone(),
+    });
+    let grpc_thread = std::thread::Builder::new()
+        .name("hookd-grpc".into())
+        .spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("grpc runtime");
+            runtime.block_on(async move {
+                if let Err(e) = hookd_control::serve(grpc, backend, async {
+                    let _ = grpc_stop_rx.await;
+                })
+                .await
+                {
+                    tracing::error!(error = %e, "grpc server stopped");
+                }
+            });
+            runtime.shutdown_timeout(Duration::from_secs(5));
+        })?;
+
+    actix_rt::spawn(async move {
+        let _ = shutdown.await;
+        tracing::info!("shutting down: finishing in-flight requests");
+        http_handle.stop(true).await;
+    });
+    let _ = ready.send(Ok(()));
+    let served = server.await;
+
+    let _ = grpc_stop_tx.send(());
+    let _ = grpc_thread.join();
+    for arbiter in arbiters {
+        arbiter.stop();
+        let _ = arbiter.join();
+    }
+    registry.store().flush()?;
+    drop(registry);
+    tracing::info!("shutdown complete");
+    served.map_err(Error::from)
+}

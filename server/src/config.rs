@@ -1,0 +1,529 @@
+//! Layered configuration: embedded defaults, an optional TOML file, `HOOKD_*`
+//! environment variables, then flags; validated once at start.
+
+use std::{
+    net::SocketAddr,
+    path::{Path, PathBuf},
+};
+
+use figment::{
+    providers::{Env, Format, Serialized, Toml},
+    Figment,
+};
+use hookd_sdk::signature::{Scheme, Secret};
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    error::{Error, Result},
+    ids::TenantId,
+};
+
+/// The embedded defaults, every key documented.
+pub const DEFAULT_TOML: &str = include_str!("../config.default.toml");
+
+/// hookd's whole configuration.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Directory holding the sled database.
+    pub data_dir: PathBuf,
+    /// HTTP ingress.
+    pub http: HttpConfig,
+    /// gRPC control plane.
+    pub grpc: GrpcConfig,
+    /// Logging.
+    pub log: LogConfig,
+    /// Durable storage.
+    pub storage: StorageConfig,
+    /// Tenants declared in the file.
+    #[serde(default)]
+    pub tenants: Vec<TenantConfig>,
+}
+
+/// HTTP ingress settings.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpConfig {
+    /// Listen address; port 0 picks a free one.
+    pub addr: String,
+    /// Worker threads, 0 = one per core.
+    pub workers: usize,
+    /// Grace period for in-flight requests at shutdown.
+    pub shutdown_timeout_secs: u64,
+}
+
+/// gRPC control plane settings.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct GrpcConfig {
+    /// Listen address; port 0 picks a free one.
+    pub addr: String,
+}
+
+/// Log output settings.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogConfig {
+    /// `text` or `json`.
+    pub format: LogFormat,
+    /// `RUST_LOG`-style filter.
+    pub filter: String,
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Durable storage settings.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct StorageConfig {
+    /// Most writes one group commit takes.
+    pub commit_batch_max: usize,
+    /// fdatasync after each commit, so acknowledged events survive power loss.
+    pub fsync: bool,
+}
+
+/// One tenant, as declared in the config file.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TenantConfig {
+    /// The tenant id used in `/hooks/{tenant_id}`.
+    pub id: String,
+    /// Signature scheme name.
+    #[serde(default = "default_scheme")]
+    pub scheme: String,
+    /// A disabled tenant answers 403 and stores nothing.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Allowed distance of the signed timestamp from now, both directions.
+    #[serde(default = "default_tolerance")]
+    pub tolerance_secs: u64,
+    /// Largest body accepted, in bytes.
+    #[serde(default = "default_max_body")]
+    pub max_body_bytes: usize,
+    /// Body fields that must be present besides the event id.
+    #[serde(default)]
+    pub required_fields: Vec<String>,
+    /// Body field carrying the event id, instead of the scheme's default.
+    #[serde(default)]
+    pub event_id_field: Option<String>,
+    /// Entries in the replay cache; older ones fall back to the idempotency log.
+    #[serde(default = "default_replay_capacity")]
+    pub replay_cache_capacity: u64,
+    /// Optional limit on accepted deliveries.
+    #[serde(default)]
+    pub rate_limit: Option<RateLimitConfig>,
+    /// Signing secrets: at most one current and one previous.
+    #[serde(default)]
+    pub secrets: Vec<SecretConfig>,
+    /// Where accepted events are forwarded.
+    #[serde(default)]
+    pub destination: Option<DestinationConfig>,
+    /// Forwarding retry policy.
+    #[serde(default)]
+    pub retry: RetryConfig,
+}
+
+/// Token-bucket rate limit of one tenant.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimitConfig {
+    /// Sustained deliveries per second.
+    pub per_sec: f64,
+    /// Burst size.
+    pub burst: u32,
+}
+
+/// One signing secret, inline or read from the environment or a file.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecretConfig {
+    /// Key id; a `kid` in a signature header selects it.
+    pub kid: String,
+    /// The secret itself (prefer `secret_env` or `secret_file`).
+    #[serde(default)]
+    pub secret: Option<String>,
+    /// Name of an environment variable holding the secret.
+    #[serde(default)]
+    pub secret_env: Option<String>,
+    /// Path of a file holding the secret (trailing newline ignored).
+    #[serde(default)]
+    pub secret_file: Option<PathBuf>,
+    /// `current` or `previous`.
+    #[serde(default)]
+    pub state: Option<SecretState>,
+    /// Unix seconds after which a previous secret is no longer accepted.
+    #[serde(default)]
+    pub expires_at: Option<i64>,
+}
+
+/// Whether a secret is the one senders should use now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SecretState {
+    /// The secret senders sign with now.
+    Current,
+    /// The one before, accepted until its overlap ends.
+    Previous,
+}
+
+/// A tenant's destination for forwarded events.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DestinationConfig {
+    /// URL hookd POSTs each event to.
+    pub url: String,
+    /// Standard Webhooks secret hookd signs forwarded deliveries with.
+    #[serde(default)]
+    pub secret: Option<String>,
+    /// Environment variable holding the destination secret.
+    #[serde(default)]
+    pub secret_env: Option<String>,
+    /// File holding the destination secret.
+    #[serde(default)]
+    pub secret_file: Option<PathBuf>,
+    /// Whole-request timeout.
+    #[serde(default = "default_forward_timeout")]
+    pub timeout_secs: u64,
+}
+
+/// When failed forwards are retried.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetryConfig {
+    /// Delays between attempts.
+    #[serde(default = "default_schedule")]
+    pub schedule_secs: Vec<u64>,
+    /// After this long since acceptance a delivery is dead-lettered.
+    #[serde(default = "default_window")]
+    pub window_secs: u64,
+}
+
+impl Default for RetryConfig {
+    fn default() -> Self {
+        RetryConfig {
+            schedule_secs: default_schedule(),
+            window_secs: default_window(),
+        }
+    }
+}
+
+fn default_scheme() -> String {
+    "standard".into()
+}
+fn yes() -> bool {
+    true
+}
+fn default_tolerance() -> u64 {
+    300
+}
+fn default_max_body() -> usize {
+    1024 * 1024
+}
+fn default_replay_capacity() -> u64 {
+    100_000
+}
+fn default_forward_timeout() -> u64 {
+    30
+}
+fn default_schedule() -> Vec<u64> {
+    vec![30, 120, 600, 3600, 21600]
+}
+fn default_window() -> u64 {
+    86_400
+}
+
+/// Values given on the command line (or their `HOOKD_*` env equivalents),
+/// which win over the file.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// `--data-dir`.
+    pub data_dir: Option<PathBuf>,
+    /// `--http-addr`.
+    pub http_addr: Option<String>,
+    /// `--grpc-addr`.
+    pub grpc_addr: Option<String>,
+}
+
+impl Config {
+    /// Loads defaults, then `file`, then `HOOKD_*` env vars, then `overrides`,
+    /// and validates the result.
+    pub fn load(file: Option<&Path>, overrides: &Overrides) -> Result<Config> {
+        let mut figment = Figment::from(Toml::string(DEFAULT_TOML));
+        if let Some(path) = file {
+            if !path.exists() {
+                return Err(Error::Config(format!(
+                    "config file {} does not exist",
+                    path.display()
+                )));
+            }
+            figment = figment.merge(Toml::file(path));
+        }
+        figment = figment.merge(
+            Env::prefixed("HOOKD_")
+                .filter(|k| k.as_str().contains("__"))
+                .split("__"),
+        );
+        if let Some(dir) = &overrides.data_dir {
+            figment = figment.merge(Serialized::default("data_dir", dir));
+        }
+        if let Some(addr) = &overrides.http_addr {
+            figment = figment.merge(Serialized::default("http.addr", addr));
+        }
+        if let Some(addr) = &overrides.grpc_addr {
+            figment = figment.merge(Serialized::default("grpc.addr", addr));
+        }
+        let config: Config = figment
+            .extract()
+            .map_err(|e| Error::Config(e.to_string()))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// The embedded defaults alone, with the data dir and addresses given;
+    /// handy for tests and embedding.
+    pub fn with_defaults(data_dir: &Path) -> Config {
+        let mut config: Config = Figment::from(Toml::string(DEFAULT_TOML))
+            .extract()
+            .expect("embedded defaults are valid");
+        config.data_dir = data_dir.to_path_buf();
+        config
+    }
+
+    /// Checks every key once, naming the key in the error.
+    pub fn validate(&self) -> Result<()> {
+        parse_addr("http.addr", &self.http.addr)?;
+        parse_addr("grpc.addr", &self.grpc.addr)?;
+        if self.storage.commit_batch_max == 0 {
+            return Err(Error::Config(
+                "storage.commit_batch_max must be at least 1".into(),
+            ));
+        }
+        let mut seen = std::collections::HashSet::new();
+        for (i, tenant) in self.tenants.iter().enumerate() {
+            tenant
+                .resolve()
+                .map_err(|e| Error::Config(format!("tenants[{i}] ({}): {e}", tenant.id)))?;
+            if !seen.insert(tenant.id.as_str()) {
+                return Err(Error::Config(format!(
+                    "tenants[{i}].id: duplicate tenant id {:?}",
+                    tenant.id
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Parses a listen address, naming the key on failure.
+pub fn parse_addr(key: &str, value: &str) -> Result<SocketAddr> {
+    value.parse().map_err(|_| {
+        Error::Config(format!(
+            "{key}: {value:?} is not an address like 127.0.0.1:8080"
+        ))
+    })
+}
+
+/// A tenant's settings after validation, with secrets loaded.
+#[derive(Debug, Clone)]
+pub struct TenantSettings {
+    /// The tenant id.
+    pub id: TenantId,
+    /// Signature scheme.
+    pub scheme: Scheme,
+    /// Disabled tenants answer 403.
+    pub enabled: bool,
+    /// Timestamp tolerance in seconds.
+    pub tolerance_secs: u64,
+    /// Body limit in bytes.
+    pub max_body_bytes: usize,
+    /// Required body fields besides the event id.
+    pub required_fields: Vec<String>,
+    /// Body field overriding the scheme's event id source.
+    pub event_id_field: Option<String>,
+    /// Replay cache entries.
+    pub replay_cache_capacity: u64,
+    /// Optional rate limit.
+    pub rate_limit: Option<RateLimitConfig>,
+    /// The current secret.
+    pub current: Secret,
+    /// The previous secret and when it stops being accepted (None = until removed).
+    pub previous: Option<(Secret, Option<i64>)>,
+}
+
+/// Largest body a tenant may allow; past this a single delivery could
+/// exhaust memory.
+pub const MAX_BODY_LIMIT: usize = 64 * 1024 * 1024;
+
+impl TenantConfig {
+    /// Validates this tenant and loads its secrets.
+    pub fn resolve(&self) -> std::result::Result<TenantSettings, String> {
+        if !TenantId::is_valid(&self.id) {
+            return Err("id must be 1-64 characters of a-z, 0-9, '-' or '_'".into());
+        }
+        let scheme: Scheme = self.scheme.parse().map_err(|e| format!("scheme: {e}"))?;
+        if self.tolerance_secs == 0 {
+            return Err("tolerance_secs must be at least 1".into());
+        }
+        if self.max_body_bytes == 0 || self.max_body_bytes > MAX_BODY_LIMIT {
+            return Err(format!(
+                "max_body_bytes must be between 1 and {MAX_BODY_LIMIT}"
+            ));
+        }
+        if self.replay_cache_capacity == 0 {
+            return Err("replay_cache_capacity must be at least 1".into());
+        }
+        if let Some(limit) = &self.rate_limit {
+            if !(limit.per_sec > 0.0) || limit.burst == 0 {
+                return Err("rate_limit: per_sec must be > 0 and burst >= 1".into());
+            }
+        }
+        if self.retry.schedule_secs.is_empty() {
+            return Err("retry.schedule_secs must not be empty".into());
+        }
+        let mut current = None;
+        let mut previous = None;
+        for (i, s) in self.secrets.iter().enumerate() {
+            let raw = load_secret(
+                s.secret.as_deref(),
+                s.secret_env.as_deref(),
+                s.secret_file.as_deref(),
+            )
+            .map_err(|e| format!("secrets[{i}] ({}): {e}", s.kid))?;
+            let secret = Secret::from_provider(scheme, s.kid.clone(), &raw)
+                .map_err(|e| format!("secrets[{i}] ({}): {e}", s.kid))?;
+            let state = s.state.unwrap_or(if i == 0 {
+                SecretState::Current
+            } else {
+                SecretState::Previous
+            });
+            let slot = match state {
+                SecretState::Current => &mut current,
+                SecretState::Previous => &mut previous,
+            };
+            if slot.is_some() {
+                return Err(format!(
+                    "secrets[{i}]: at most one current and one previous secret"
+                ));
+            }
+            *slot = Some((secret, s.expires_at));
+        }
+        let (current, _) = current.ok_or("secrets: a current secret is required")?;
+        if let Some(dest) = &self.destination {
+            if !(dest.url.starts_with("http://") || dest.url.starts_with("https://")) {
+                return Err(format!(
+                    "destination.url: {:?} must be an http:// or https:// URL",
+                    dest.url
+                ));
+            }
+        }
+        Ok(TenantSettings {
+            id: TenantId::new(self.id.clone()),
+            scheme,
+            enabled: self.enabled,
+            tolerance_secs: self.tolerance_secs,
+            max_body_bytes: self.max_body_bytes,
+            required_fields: self.required_fields.clone(),
+            event_id_field: self.event_id_field.clone(),
+            replay_cache_capacity: self.replay_cache_capacity,
+            rate_limit: self.rate_limit,
+            current,
+            previous,
+        })
+    }
+}
+
+/// Reads a secret given inline, by env var name or by file path (exactly one).
+pub fn load_secret(
+    inline: Option<&str>,
+    env: Option<&str>,
+    file: Option<&Path>,
+) -> std::result::Result<String, String> {
+    match (inline, env, file) {
+        (Some(s), None, None) => Ok(s.to_owned()),
+        (None, Some(name), None) => {
+            std::env::var(name).map_err(|_| format!("environment variable {name} is not set"))
+        }
+        (None, None, Some(path)) => std::fs::read_to_string(path)
+            .map(|s| s.trim_end_matches(['\r', '\n']).to_owned())
+            .map_err(|e| format!("cannot read secret file {}: {e}", path.display())),
+        (None, None, None) => Err("one of secret, secret_env or secret_file is required".into()),
+        _ => Err("give only one of secret, secret_env or secret_file".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load_str(toml: &str) -> Result<Config> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hookd.toml");
+        std::fs::write(&path, toml).unwrap();
+        Config::load(Some(&path), &Overrides::default())
+    }
+
+    #[test]
+    fn embedded_defaults_match_the_design() {
+        let c = Config::load(None, &Overrides::default()).unwrap();
+        assert_eq!(c.data_dir, PathBuf::from("./hookd-data"));
+        assert_eq!(c.http.addr, "127.0.0.1:8080");
+        assert_eq!(c.grpc.addr, "127.0.0.1:50051");
+        assert!(c.storage.fsync);
+    }
+
+    #[test]
+    fn flags_win_over_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hookd.toml");
+        std::fs::write(&path, "[http]\naddr = \"127.0.0.1:9999\"\n").unwrap();
+        let o = Overrides {
+            http_addr: Some("127.0.0.1:0".into()),
+            ..Default::default()
+        };
+        let c = Config::load(Some(&path), &o).unwrap();
+        assert_eq!(c.http.addr, "127.0.0.1:0");
+    }
+
+    #[test]
+    fn tenant_with_inline_and_file_secrets_resolves() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret_path = dir.path().join("s");
+        std::fs::write(&secret_path, "hk-previous\n").unwrap();
+        let c = load_str(&format!(
+            "[[tenants]]\nid = \"acme\"\nscheme = \"hookd\"\n[[tenants.secrets]]\nkid = \"k2\"\nsecret = \"hk-current\"\n[[tenants.secrets]]\nkid = \"k1\"\nsecret_file = {:?}\n",
+            secret_path
+        ))
+        .unwrap();
+        let t = c.tenants[0].resolve().unwrap();
+        assert_eq!(t.current.kid(), "k2");
+        assert_eq!(t.previous.as_ref().unwrap().0.kid(), "k1");
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        let e = load_str("[[tenants]]\nid = \"acme\"\nscheme = \"paypal\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("tenants[0]") && e.contains("scheme"), "{e}");
+        let e = load_str("[[tenants]]\nid = \"acme\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("current secret"), "{e}");
+        let e = load_str("[http]\naddr = \"nope\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("http.addr"), "{e}");
+        let e = load_str("[htttp]\naddr = \"127.0.0.1:1\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("htttp"), "{e}");
+    }
+}

@@ -1,0 +1,217 @@
+//! Public error codes of the HTTP ingress and the one place they become an HTTP answer.
+
+use actix_web::{http::StatusCode, HttpResponse};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::ids::RequestId;
+
+/// Every code an HTTP caller can see in an error body. The wire string is
+/// [`ErrorCode::as_str`]; `docs/error-codes.md` documents each one and a test
+/// keeps the two in step, so adding a variant means documenting it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    /// The body is larger than the tenant's `max_body_bytes`.
+    PayloadTooLarge,
+    /// No tenant with that id.
+    TenantNotFound,
+    /// The tenant exists but is disabled.
+    TenantDisabled,
+    /// A signature header the tenant's scheme needs is absent.
+    MissingSignature,
+    /// A signature header is present but cannot be parsed.
+    InvalidSignatureFormat,
+    /// The signature matches none of the tenant's live secrets.
+    BadSignature,
+    /// The signed timestamp is older than the tolerance.
+    StaleTimestamp,
+    /// The signed timestamp is further ahead than the tolerance.
+    FutureTimestamp,
+    /// The signed timestamp is not an integer.
+    InvalidTimestamp,
+    /// The (authentic) body is not a JSON object.
+    InvalidJson,
+    /// A field the tenant requires is absent.
+    MissingRequiredField,
+    /// A field is present but has the wrong type or shape.
+    InvalidField,
+    /// The tenant is over its rate limit.
+    RateLimited,
+    /// Durable storage could not take the event; nothing was acknowledged.
+    StorageUnavailable,
+    /// No such route.
+    RouteNotFound,
+    /// The route exists but not for this method.
+    MethodNotAllowed,
+    /// The body ended before its declared length or could not be read.
+    BodyIncomplete,
+    /// Readiness probe: hookd cannot take deliveries right now.
+    NotReady,
+    /// An unexpected failure inside hookd; the event was not acknowledged.
+    InternalError,
+}
+
+impl ErrorCode {
+    /// Every code, in documentation order.
+    pub const ALL: [ErrorCode; 19] = [
+        ErrorCode::PayloadTooLarge,
+        ErrorCode::TenantNotFound,
+        ErrorCode::TenantDisabled,
+        ErrorCode::MissingSignature,
+        ErrorCode::InvalidSignatureFormat,
+        ErrorCode::BadSignature,
+        ErrorCode::StaleTimestamp,
+        ErrorCode::FutureTimestamp,
+        ErrorCode::InvalidTimestamp,
+        ErrorCode::InvalidJson,
+        ErrorCode::MissingRequiredField,
+        ErrorCode::InvalidField,
+        ErrorCode::RateLimited,
+        ErrorCode::StorageUnavailable,
+        ErrorCode::RouteNotFound,
+        ErrorCode::MethodNotAllowed,
+        ErrorCode::BodyIncomplete,
+        ErrorCode::NotReady,
+        ErrorCode::InternalError,
+    ];
+
+    /// The wire `code`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
+            ErrorCode::TenantNotFound => "TENANT_NOT_FOUND",
+            ErrorCode::TenantDisabled => "TENANT_DISABLED",
+            ErrorCode::MissingSignature => "MISSING_SIGNATURE",
+            ErrorCode::InvalidSignatureFormat => "INVALID_SIGNATURE_FORMAT",
+            ErrorCode::BadSignature => "BAD_SIGNATURE",
+            ErrorCode::StaleTimestamp => "STALE_TIMESTAMP",
+            ErrorCode::FutureTimestamp => "FUTURE_TIMESTAMP",
+            ErrorCode::InvalidTimestamp => "INVALID_TIMESTAMP",
+            ErrorCode::InvalidJson => "INVALID_JSON",
+            ErrorCode::MissingRequiredField => "MISSING_REQUIRED_FIELD",
+            ErrorCode::InvalidField => "INVALID_FIELD",
+            ErrorCode::RateLimited => "RATE_LIMITED",
+            ErrorCode::StorageUnavailable => "STORAGE_UNAVAILABLE",
+            ErrorCode::RouteNotFound => "ROUTE_NOT_FOUND",
+            ErrorCode::MethodNotAllowed => "METHOD_NOT_ALLOWED",
+            ErrorCode::BodyIncomplete => "BODY_INCOMPLETE",
+            ErrorCode::NotReady => "NOT_READY",
+            ErrorCode::InternalError => "INTERNAL_ERROR",
+        }
+    }
+
+    /// The HTTP status that carries this code.
+    pub fn status(self) -> StatusCode {
+        match self {
+            ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorCode::TenantNotFound | ErrorCode::RouteNotFound => StatusCode::NOT_FOUND,
+            ErrorCode::TenantDisabled => StatusCode::FORBIDDEN,
+            ErrorCode::MissingSignature
+            | ErrorCode::InvalidSignatureFormat
+            | ErrorCode::BadSignature
+            | ErrorCode::StaleTimestamp
+            | ErrorCode::FutureTimestamp
+            | ErrorCode::InvalidTimestamp => StatusCode::UNAUTHORIZED,
+            ErrorCode::InvalidJson
+            | ErrorCode::MissingRequiredField
+            | ErrorCode::InvalidField
+            | ErrorCode::BodyIncomplete => StatusCode::BAD_REQUEST,
+            ErrorCode::RateLimited => StatusCode::TOO_MANY_REQUESTS,
+            ErrorCode::StorageUnavailable | ErrorCode::NotReady => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ErrorCode::InternalError => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// Maps a verifier verdict code (the SDK's wire code) onto ours.
+    pub fn from_verify_code(code: &str) -> ErrorCode {
+        ErrorCode::ALL
+            .into_iter()
+            .find(|c| c.as_str() == code)
+            .unwrap_or(ErrorCode::BadSignature)
+    }
+}
+
+/// A rejection as the sender will see it: code, a message a person can act
+/// on, and machine-readable details. Never carries secrets or body bytes.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    /// The public code.
+    pub code: ErrorCode,
+    /// Plain words: why, and what to do.
+    pub message: String,
+    /// Structured details, always a JSON object.
+    pub details: Value,
+    /// Seconds the sender should wait, sent as `Retry-After`.
+    pub retry_after_secs: Option<u64>,
+}
+
+impl ApiError {
+    /// An error with empty details.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        ApiError {
+            code,
+            message: message.into(),
+            details: json!({}),
+            retry_after_secs: None,
+        }
+    }
+
+    /// Adds one detail field.
+    pub fn detail(mut self, key: &str, value: impl Into<Value>) -> Self {
+        if let Value::Object(map) = &mut self.details {
+            map.insert(key.to_owned(), value.into());
+        }
+        self
+    }
+
+    /// Asks the sender to wait before retrying.
+    pub fn retry_after(mut self, secs: u64) -> Self {
+        self.retry_after_secs = Some(secs);
+        self
+    }
+
+    /// The HTTP answer: `{"code","message","details","request_id"}`.
+    pub fn to_response(&self, request_id: &RequestId) -> HttpResponse {
+        #[derive(Serialize)]
+        struct Body<'a> {
+            code: &'static str,
+            message: &'a str,
+            details: &'a Value,
+            request_id: &'a str,
+        }
+        let mut builder = HttpResponse::build(self.code.status());
+        if let Some(secs) = self.retry_after_secs {
+            builder.insert_header(("Retry-After", secs.to_string()));
+        }
+        builder.json(Body {
+            code: self.code.as_str(),
+            message: &self.message,
+            details: &self.details,
+            request_id: request_id.as_str(),
+        })
+    }
+}
+
+/// Internal failures of the server library.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// sled refused an operation.
+    #[error("storage: {0}")]
+    Storage(#[from] sled::Error),
+    /// A file in the data dir could not be read or written.
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+    /// A stored record could not be decoded.
+    #[error("corrupt record: {0}")]
+    Corrupt(String),
+    /// The durable writer has stopped (shutdown or a fatal storage error).
+    #[error("durable writer is not running")]
+    CommitterGone,
+    /// Configuration is invalid; the message names the key.
+    #[error("config: {0}")]
+    Config(String),
+}
+
+/// Result with the server's internal error.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

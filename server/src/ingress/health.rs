@@ -1,0 +1,29 @@
+//! Liveness and readiness probes.
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde_json::json;
+
+use super::{request_id_of, AppState};
+use crate::error::{ApiError, ErrorCode};
+
+/// Alive: the process answers HTTP.
+pub async fn healthz() -> HttpResponse {
+    HttpResponse::Ok().json(json!({"status": "ok"}))
+}
+
+/// Ready: storage accepts durable writes and every tenant actor runs.
+pub async fn readyz(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    let mut problems = Vec::new();
+    if !state.registry.store().is_healthy() {
+        problems.push("storage: the last durable commit failed");
+    }
+    if !state.registry.all_running() {
+        problems.push("tenants: an actor has stopped");
+    }
+    if problems.is_empty() {
+        return HttpResponse::Ok().json(json!({"status": "ready"}));
+    }
+    ApiError::new(ErrorCode::NotReady, problems.join("; "))
+        .detail("problems", problems)
+        .to_response(&request_id_of(&req))
+}

@@ -1,0 +1,88 @@
+//! The HTTP surface: routes, the request-id middleware and the answers for
+//! unknown routes. Handlers stay thin; the work happens in tenant actors.
+
+mod health;
+mod hooks;
+
+use actix_web::{
+    body::MessageBody,
+    dev::{ServiceRequest, ServiceResponse},
+    http::header::{HeaderName, HeaderValue},
+    middleware::Next,
+    web, HttpMessage, HttpRequest, HttpResponse,
+};
+
+use crate::{
+    error::{ApiError, ErrorCode},
+    ids::RequestId,
+    tenant::Registry,
+};
+
+/// Shared state of every HTTP worker.
+#[derive(Clone)]
+pub struct AppState {
+    /// Running tenants.
+    pub registry: Registry,
+}
+
+/// Registers every route on an actix-web app.
+pub fn configure(state: AppState) -> impl FnOnce(&mut web::ServiceConfig) {
+    move |cfg| {
+        cfg.app_data(web::Data::new(state))
+            .service(
+                web::resource("/hooks/{tenant_id}")
+                    .route(web::post().to(hooks::ingest))
+                    .default_service(web::to(method_not_allowed)),
+            )
+            .route("/healthz", web::get().to(health::healthz))
+            .route("/readyz", web::get().to(health::readyz))
+            .default_service(web::to(route_not_found));
+    }
+}
+
+/// Gives every request an id, stores it for handlers and echoes it in
+/// `X-Request-Id` on every answer.
+pub async fn request_id(
+    req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let id = RequestId::generate();
+    req.extensions_mut().insert(id.clone());
+    let mut res = next.call(req).await?;
+    if let Ok(value) = HeaderValue::from_str(id.as_str()) {
+        res.headers_mut()
+            .insert(HeaderName::from_static("x-request-id"), value);
+    }
+    Ok(res)
+}
+
+/// The request id the middleware assigned.
+pub fn request_id_of(req: &HttpRequest) -> RequestId {
+    req.extensions()
+        .get::<RequestId>()
+        .cloned()
+        .unwrap_or_else(RequestId::generate)
+}
+
+async fn route_not_found(req: HttpRequest) -> HttpResponse {
+    ApiError::new(
+        ErrorCode::RouteNotFound,
+        format!(
+            "no route for {} {}; webhooks go to POST /hooks/{{tenant_id}}",
+            req.method(),
+            req.path()
+        ),
+    )
+    .to_response(&request_id_of(&req))
+}
+
+async fn method_not_allowed(req: HttpRequest) -> HttpResponse {
+    ApiError::new(
+        ErrorCode::MethodNotAllowed,
+        format!(
+            "{} is not allowed here; webhooks are delivered with POST",
+            req.method()
+        ),
+    )
+    .to_response(&request_id_of(&req))
+}

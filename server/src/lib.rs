@@ -1,0 +1,16 @@
+//! hookd: a multi-tenant inbound webhook receiver. This library holds all of
+//! it; the `hookd` binary only parses flags and calls [`Server::start`].
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod app;
+pub mod clock;
+pub mod config;
+pub mod error;
+pub mod ids;
+pub mod ingress;
+pub mod store;
+pub mod telemetry;
+pub mod tenant;
+
+pub use app::Server;

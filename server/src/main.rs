@@ -1,0 +1,71 @@
+//! The `hookd` binary: flags, config, logging, then the server library.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use hookd_server::{
+    clock::SystemClock,
+    config::{Config, Overrides},
+    telemetry, Server,
+};
+
+/// hookd: receives webhooks for many tenants, verifies them, stores them
+/// durably and forwards them.
+#[derive(Parser)]
+#[command(name = "hookd", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// TOML config file.
+    #[arg(long, env = "HOOKD_CONFIG", global = true)]
+    config: Option<PathBuf>,
+    /// Data directory (sled database).
+    #[arg(long, env = "HOOKD_DATA_DIR", global = true)]
+    data_dir: Option<PathBuf>,
+    /// HTTP ingress address; port 0 picks a free port.
+    #[arg(long, env = "HOOKD_HTTP_ADDR", global = true)]
+    http_addr: Option<String>,
+    /// gRPC control-plane address; port 0 picks a free port.
+    #[arg(long, env = "HOOKD_GRPC_ADDR", global = true)]
+    grpc_addr: Option<String>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the server (the default).
+    Serve,
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let (Some(Command::Serve) | None) = cli.command;
+    let overrides = Overrides {
+        data_dir: cli.data_dir,
+        http_addr: cli.http_addr,
+        grpc_addr: cli.grpc_addr,
+    };
+    let config =
+        Config::load(cli.config.as_deref(), &overrides).context("invalid configuration")?;
+    telemetry::init_logging(&config.log);
+    let server =
+        Server::start(config, std::sync::Arc::new(SystemClock)).context("hookd could not start")?;
+    wait_for_signal()?;
+    server.shutdown().context("shutdown failed")?;
+    Ok(())
+}
+
+/// Blocks until SIGTERM or SIGINT.
+fn wait_for_signal() -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+        Ok(())
+    })
+}

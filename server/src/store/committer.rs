@@ -1,0 +1,206 @@
+//! The group committer: one thread applies every pending write, flushes sled
+//! and fdatasyncs its file once per batch, and only then answers the waiters.
+//! Concurrent requests share one fsync; none is acknowledged before it.
+
+use std::{
+    fs::File,
+    path::{Path, PathBuf},
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
+    thread::JoinHandle,
+    time::{Duration, SystemTime},
+};
+
+use sled::{transaction::TransactionError, Transactional};
+use tokio::sync::{mpsc, oneshot};
+
+use super::{
+    records::{queue_key, EventMeta, IdempotencyRecord, StoredEvent},
+    TenantTrees, SEGMENT_SIZE,
+};
+use crate::{
+    error::{Error, Result},
+    ids::{DeliveryId, EventId},
+};
+
+/// Writes waiting for the committer; a full queue makes senders wait.
+const QUEUE_CAPACITY: usize = 8192;
+
+/// A new event to record: idempotency entry, stored event and queue entry,
+/// all or nothing.
+pub struct NewDelivery {
+    /// The tenant's trees.
+    pub trees: TenantTrees,
+    /// Idempotency key.
+    pub event_id: EventId,
+    /// Stored metadata.
+    pub meta: EventMeta,
+    /// Raw body.
+    pub body: actix_web::web::Bytes,
+    /// When the first forward attempt is due (Unix ms).
+    pub due_ms: i64,
+}
+
+/// What happened to a [`NewDelivery`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommitOutcome {
+    /// Stored durably as a new delivery.
+    Accepted,
+    /// The event id was already recorded; nothing was written.
+    Duplicate(DeliveryId),
+}
+
+struct Pending {
+    item: NewDelivery,
+    reply: oneshot::Sender<Result<CommitOutcome>>,
+}
+
+/// Handle to the committer thread.
+#[derive(Clone)]
+pub struct Committer {
+    tx: mpsc::Sender<Pending>,
+}
+
+impl Committer {
+    pub(super) fn start(
+        db: sled::Db,
+        sled_dir: &Path,
+        batch_max: usize,
+        fsync: bool,
+        healthy: Arc<AtomicBool>,
+    ) -> Result<(Committer, JoinHandle<()>)> {
+        let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
+        let syncer = Syncer::open(sled_dir, fsync)?;
+        let handle = std::thread::Builder::new()
+            .name("hookd-committer".into())
+            .spawn(move || run(db, rx, batch_max, syncer, healthy))?;
+        Ok((Committer { tx }, handle))
+    }
+
+    /// Records `item` durably unless its event id is already known; returns
+    /// only once the outcome is on disk.
+    pub async fn commit(&self, item: NewDelivery) -> Result<CommitOutcome> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(Pending { item, reply })
+            .await
+            .map_err(|_| Error::CommitterGone)?;
+        answer.await.map_err(|_| Error::CommitterGone)?
+    }
+}
+
+fn run(
+    db: sled::Db,
+    mut rx: mpsc::Receiver<Pending>,
+    batch_max: usize,
+    syncer: Syncer,
+    healthy: Arc<AtomicBool>,
+) {
+    let mut batch = Vec::with_capacity(batch_max);
+    while let Some(first) = rx.blocking_recv() {
+        batch.push(first);
+        while batch.len() < batch_max {
+            match rx.try_recv() {
+                Ok(p) => batch.push(p),
+                Err(_) => break,
+            }
+        }
+        // mtime is coarse-grained: look a second further back than the batch.
+        let started = SystemTime::now() - Duration::from_secs(1);
+        let large = batch.iter().any(|p| p.item.body.len() > SEGMENT_SIZE / 8);
+        let outcomes: Vec<Result<CommitOutcome>> =
+            batch.iter().map(|p| apply(&db, &p.item)).collect();
+        let durable = db
+            .flush()
+            .map_err(Error::from)
+            .and_then(|_| syncer.sync(large.then_some(started)));
+        match &durable {
+            Ok(()) => healthy.store(true, Ordering::Relaxed),
+            Err(e) => {
+                tracing::error!(error = %e, batch = batch.len(), "durable commit failed; answering 503");
+                healthy.store(false, Ordering::Relaxed);
+            }
+        }
+        for (pending, outcome) in batch.drain(..).zip(outcomes) {
+            let answer = match (&durable, outcome) {
+                (Err(_), _) => Err(Error::CommitterGone),
+                (Ok(()), outcome) => outcome,
+            };
+            let _ = pending.reply.send(answer);
+        }
+    }
+    if let Err(e) = db.flush() {
+        tracing::error!(error = %e, "final flush failed");
+    }
+}
+
+/// Inserts the three records atomically if the event id is new.
+fn apply(db: &sled::Db, item: &NewDelivery) -> Result<CommitOutcome> {
+    let trees = &item.trees;
+    let idem_value = IdempotencyRecord {
+        delivery_id: item.meta.delivery_id.clone(),
+        received_at_ms: item.meta.received_at_ms,
+    }
+    .encode();
+    let event_value = StoredEvent::encode(&item.meta, &item.body);
+    let key = queue_key(item.due_ms, db.generate_id()?);
+    let result = (&trees.idem, &trees.events, &trees.queue).transaction(|(idem, events, queue)| {
+        if let Some(existing) = idem.get(item.event_id.as_str())? {
+            return Ok(Some(existing));
+        }
+        idem.insert(item.event_id.as_str(), idem_value.as_slice())?;
+        events.insert(item.meta.delivery_id.as_str(), event_value.as_slice())?;
+        queue.insert(&key[..], item.meta.delivery_id.as_str())?;
+        Ok(None)
+    });
+    match result {
+        Ok(None) => Ok(CommitOutcome::Accepted),
+        Ok(Some(existing)) => Ok(CommitOutcome::Duplicate(
+            IdempotencyRecord::decode(&existing)?.delivery_id,
+        )),
+        Err(TransactionError::Storage(e)) => Err(e.into()),
+        Err(TransactionError::Abort(())) => Err(Error::Corrupt("transaction aborted".into())),
+    }
+}
+
+/// fdatasync of sled's log (and fresh blob files): `flush()` alone uses
+/// `sync_file_range`, which survives a process crash but not a power loss.
+struct Syncer {
+    enabled: bool,
+    log: File,
+    blobs: PathBuf,
+}
+
+impl Syncer {
+    fn open(sled_dir: &Path, enabled: bool) -> Result<Syncer> {
+        Ok(Syncer {
+            enabled,
+            log: File::open(sled_dir.join("db"))?,
+            blobs: sled_dir.join("blobs"),
+        })
+    }
+
+    fn sync(&self, blobs_since: Option<SystemTime>) -> Result<()> {
+        if !self.enabled {
+            return Ok(());
+        }
+        self.log.sync_data()?;
+        if let Some(since) = blobs_since {
+            for entry in std::fs::read_dir(&self.blobs)? {
+                let entry = entry?;
+                let fresh = entry
+                    .metadata()?
+                    .modified()
+                    .map(|m| m >= since)
+                    .unwrap_or(true);
+                if fresh {
+                    File::open(entry.path())?.sync_data()?;
+                }
+            }
+            File::open(&self.blobs)?.sync_all()?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,249 @@
+//! The tenant actor: owns one tenant's secrets, replay cache, rate limit and
+//! storage trees, and runs the ingest path for its deliveries.
+
+use std::{sync::Arc, time::Duration};
+
+use actix::{Actor, Context, Handler, ResponseFuture};
+use actix_web::http::header::HeaderMap;
+use hookd_sdk::signature::{self, HeaderSource, Scheme, Secret, VerifyError};
+use moka::sync::Cache;
+
+use super::{
+    messages::{Ingest, IngestOutcome},
+    rate_limit::TokenBucket,
+    validate::{validate_body, EventIdSource},
+};
+use crate::{
+    clock::SharedClock,
+    config::TenantSettings,
+    error::{ApiError, ErrorCode},
+    ids::{DeliveryId, EventId},
+    store::{records::EventMeta, CommitOutcome, Committer, NewDelivery, TenantTrees},
+};
+
+/// Messages waiting for one tenant before senders are made to wait.
+const MAILBOX_CAPACITY: usize = 4096;
+
+/// Headers kept with a stored event so the forwarder can pass them on.
+const KEPT_HEADERS: [&str; 3] = ["content-type", "x-github-event", "x-shopify-topic"];
+
+/// Recently accepted deliveries: replay key -> (event id, first delivery id).
+pub type ReplayCache = Cache<Vec<u8>, (EventId, DeliveryId)>;
+
+/// One tenant's actor.
+pub struct TenantActor {
+    settings: Arc<TenantSettings>,
+    replay: ReplayCache,
+    trees: TenantTrees,
+    committer: Committer,
+    clock: SharedClock,
+    limiter: Option<TokenBucket>,
+}
+
+impl TenantActor {
+    /// A new actor for `settings`, writing through `committer`.
+    pub fn new(
+        settings: Arc<TenantSettings>,
+        trees: TenantTrees,
+        committer: Committer,
+        clock: SharedClock,
+    ) -> Self {
+        let ttl = Duration::from_secs((settings.tolerance_secs * 2).max(60));
+        let replay = Cache::builder()
+            .max_capacity(settings.replay_cache_capacity)
+            .time_to_live(ttl)
+            .build();
+        let limiter = settings
+            .rate_limit
+            .map(|c| TokenBucket::new(c, clock.now_ms()));
+        TenantActor {
+            settings,
+            replay,
+            trees,
+            committer,
+            clock,
+            limiter,
+        }
+    }
+
+    /// The secrets a delivery may be signed with right now: the current one,
+    /// then the previous one while its overlap is open.
+    fn live_keys(&self, now_secs: i64) -> Vec<Secret> {
+        let mut keys = vec![self.settings.current.clone()];
+        if let Some((previous, expires_at)) = &self.settings.previous {
+            if expires_at.is_none_or(|t| now_secs < t) {
+                keys.push(previous.clone());
+            }
+        }
+        keys
+    }
+
+    /// Everything up to the durable write: verify, replay cache, rate limit,
+    /// body checks. Returns the write to make, or the duplicate's answer.
+    fn prepare(&mut self, msg: &Ingest) -> Result<Prepared, ApiError> {
+        let s = &self.settings;
+        let now_ms = self.clock.now_ms();
+        let headers = Headers(&msg.headers);
+        let keys = self.live_keys(now_ms.div_euclid(1000));
+        let verified = signature::verify(
+            s.scheme,
+            &headers,
+            &msg.body,
+            &keys,
+            now_ms.div_euclid(1000),
+            s.tolerance_secs,
+        )
+        .map_err(|e| verify_error(&e, s.tolerance_secs))?;
+
+        let replay_key = match &verified.header_event_id {
+            Some(id) => [b"id:".as_slice(), id.as_bytes()].concat(),
+            None => [b"sig:".as_slice(), &verified.signature_digest].concat(),
+        };
+        if let Some((event_id, delivery_id)) = self.replay.get(&replay_key) {
+            return Ok(Prepared::Duplicate(IngestOutcome {
+                event_id,
+                delivery_id,
+                duplicate: true,
+            }));
+        }
+
+        let id_source = match s
+            .event_id_field
+            .as_deref()
+            .or(s.scheme.body_event_id_field())
+        {
+            Some(field) => EventIdSource::BodyField(field),
+            None => EventIdSource::Header(
+                event_id_header(s.scheme),
+                verified.header_event_id.as_deref(),
+            ),
+        };
+        let event_id = validate_body(&msg.body, id_source, &s.required_fields)?;
+
+        if let Some(limiter) = &mut self.limiter {
+            limiter.try_take(now_ms).map_err(|wait| {
+                ApiError::new(
+                    ErrorCode::RateLimited,
+                    format!("tenant is over its rate limit; retry in {wait} s"),
+                )
+                .detail("retry_after_secs", wait)
+                .retry_after(wait)
+            })?;
+        }
+
+        let headers = KEPT_HEADERS
+            .iter()
+            .filter_map(|name| Some(((*name).to_owned(), headers.header(name)?.to_owned())))
+            .collect();
+        let meta = EventMeta {
+            event_id: event_id.clone(),
+            delivery_id: DeliveryId::generate(),
+            request_id: msg.request_id.clone(),
+            received_at_ms: now_ms,
+            headers,
+        };
+        Ok(Prepared::New {
+            replay_key,
+            item: NewDelivery {
+                trees: self.trees.clone(),
+                event_id,
+                meta,
+                body: msg.body.clone(),
+                due_ms: now_ms,
+            },
+        })
+    }
+}
+
+enum Prepared {
+    Duplicate(IngestOutcome),
+    New {
+        replay_key: Vec<u8>,
+        item: NewDelivery,
+    },
+}
+
+impl Actor for TenantActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.set_mailbox_capacity(MAILBOX_CAPACITY);
+    }
+}
+
+impl Handler<Ingest> for TenantActor {
+    type Result = ResponseFuture<Result<IngestOutcome, ApiError>>;
+
+    fn handle(&mut self, msg: Ingest, _ctx: &mut Self::Context) -> Self::Result {
+        let (replay_key, item) = match self.prepare(&msg) {
+            Err(e) => return Box::pin(std::future::ready(Err(e))),
+            Ok(Prepared::Duplicate(outcome)) => return Box::pin(std::future::ready(Ok(outcome))),
+            Ok(Prepared::New { replay_key, item }) => (replay_key, item),
+        };
+        let committer = self.committer.clone();
+        let replay = self.replay.clone();
+        Box::pin(async move {
+            let event_id = item.event_id.clone();
+            let new_id = item.meta.delivery_id.clone();
+            let outcome = committer.commit(item).await.map_err(|e| {
+                tracing::error!(error = %e, "durable write failed");
+                ApiError::new(
+                    ErrorCode::StorageUnavailable,
+                    "storage is unavailable; the event was not accepted, retry later",
+                )
+                .retry_after(5)
+            })?;
+            let (delivery_id, duplicate) = match outcome {
+                CommitOutcome::Accepted => (new_id, false),
+                CommitOutcome::Duplicate(first) => (first, true),
+            };
+            replay.insert(replay_key, (event_id.clone(), delivery_id.clone()));
+            Ok(IngestOutcome {
+                event_id,
+                delivery_id,
+                duplicate,
+            })
+        })
+    }
+}
+
+/// Maps a verifier verdict to the sender's answer; the message says what to
+/// check without revealing which part of a signature differed.
+fn verify_error(e: &VerifyError, tolerance_secs: u64) -> ApiError {
+    let code = ErrorCode::from_verify_code(e.code());
+    let mut err = ApiError::new(code, e.to_string());
+    match e {
+        VerifyError::MissingSignature { header } => err = err.detail("header", *header),
+        VerifyError::StaleTimestamp { age_secs } => {
+            err = err
+                .detail("age_secs", *age_secs)
+                .detail("tolerance_secs", tolerance_secs)
+        }
+        VerifyError::FutureTimestamp { ahead_secs } => {
+            err = err
+                .detail("ahead_secs", *ahead_secs)
+                .detail("tolerance_secs", tolerance_secs)
+        }
+        _ => {}
+    }
+    err
+}
+
+/// The header a scheme carries its event id in, to name it when absent.
+fn event_id_header(scheme: Scheme) -> &'static str {
+    match scheme {
+        Scheme::Standard => "webhook-id",
+        Scheme::Github => "X-GitHub-Delivery",
+        Scheme::Shopify => "X-Shopify-Webhook-Id",
+        Scheme::Hookd | Scheme::Stripe | Scheme::Slack => "event_id",
+    }
+}
+
+/// Case-insensitive header access for the verifier.
+struct Headers<'a>(&'a HeaderMap);
+
+impl HeaderSource for Headers<'_> {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.0.get(name)?.to_str().ok()
+    }
+}

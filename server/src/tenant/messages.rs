@@ -1,0 +1,32 @@
+//! Messages a tenant actor answers.
+
+use actix::Message;
+use actix_web::{http::header::HeaderMap, web::Bytes};
+
+use crate::{
+    error::ApiError,
+    ids::{DeliveryId, EventId, RequestId},
+};
+
+/// One inbound delivery, body already read within the tenant's limit.
+#[derive(Message)]
+#[rtype(result = "Result<IngestOutcome, ApiError>")]
+pub struct Ingest {
+    /// The request's id, for the answer and the logs.
+    pub request_id: RequestId,
+    /// The request headers as received.
+    pub headers: HeaderMap,
+    /// The raw body, never re-encoded.
+    pub body: Bytes,
+}
+
+/// What the sender is told after a successful ingest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IngestOutcome {
+    /// The event id as the scheme found it.
+    pub event_id: EventId,
+    /// The new delivery, or the first one for a duplicate.
+    pub delivery_id: DeliveryId,
+    /// True when the event had been accepted before.
+    pub duplicate: bool,
+}

@@ -1,0 +1,11 @@
+//! Tenants: one actix actor each, the registry that routes to them, and the
+//! checks a delivery passes inside its tenant.
+
+mod actor;
+pub mod messages;
+mod rate_limit;
+mod registry;
+mod validate;
+
+pub use actor::TenantActor;
+pub use registry::{Registry, TenantHandle};

@@ -1,0 +1,72 @@
+//! Token bucket limiting how many deliveries one tenant may have accepted.
+
+use crate::config::RateLimitConfig;
+
+/// A token bucket refilled continuously at `per_sec`, holding up to `burst`.
+#[derive(Debug, Clone)]
+pub struct TokenBucket {
+    per_ms: f64,
+    burst: f64,
+    tokens: f64,
+    last_ms: i64,
+}
+
+impl TokenBucket {
+    /// A full bucket.
+    pub fn new(config: RateLimitConfig, now_ms: i64) -> Self {
+        TokenBucket {
+            per_ms: config.per_sec / 1000.0,
+            burst: f64::from(config.burst),
+            tokens: f64::from(config.burst),
+            last_ms: now_ms,
+        }
+    }
+
+    /// Takes one token, or says how many whole seconds until one is there.
+    pub fn try_take(&mut self, now_ms: i64) -> Result<(), u64> {
+        let elapsed = (now_ms - self.last_ms).max(0) as f64;
+        self.tokens = (self.tokens + elapsed * self.per_ms).min(self.burst);
+        self.last_ms = now_ms.max(self.last_ms);
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            Ok(())
+        } else {
+            let wait_ms = (1.0 - self.tokens) / self.per_ms;
+            Err(((wait_ms / 1000.0).ceil() as u64).max(1))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn burst_then_refill() {
+        let mut b = TokenBucket::new(
+            RateLimitConfig {
+                per_sec: 1.0,
+                burst: 2,
+            },
+            0,
+        );
+        assert!(b.try_take(0).is_ok());
+        assert!(b.try_take(0).is_ok());
+        assert_eq!(b.try_take(0), Err(1));
+        assert!(b.try_take(999).is_err());
+        assert!(b.try_take(1000).is_ok());
+    }
+
+    #[test]
+    fn wait_is_rounded_up_to_whole_seconds() {
+        let mut b = TokenBucket::new(
+            RateLimitConfig {
+                per_sec: 0.1,
+                burst: 1,
+            },
+            0,
+        );
+        assert!(b.try_take(0).is_ok());
+        assert_eq!(b.try_take(0), Err(10));
+    }
+}
