@@ -381,7 +381,7 @@ impl TenantConfig {
             return Err("replay_cache_capacity must be at least 1".into());
         }
         if let Some(limit) = &self.rate_limit {
-            if !(limit.per_sec > 0.0) || limit.burst == 0 {
+            if limit.per_sec.is_nan() || limit.per_sec <= 0.0 || limit.burst == 0 {
                 return Err("rate_limit: per_sec must be > 0 and burst >= 1".into());
             }
         }

@@ -1,0 +1,226 @@
+//! The real `hookd` binary as a child process: SIGKILL and restart keep every
+//! acknowledged event, SIGTERM shuts down cleanly, and logs say why a
+//! delivery was rejected without leaking secrets or bodies.
+
+use std::{
+    io::{BufRead, BufReader},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    sync::{mpsc, Arc, Mutex, OnceLock},
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+};
+
+use reqwest::StatusCode;
+use serde_json::Value;
+
+use crate::harness::{order, signed, ACME};
+
+/// Path of the `hookd` binary next to this test binary, built if missing.
+fn hookd_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let target = std::env::current_exe()
+            .unwrap()
+            .parent()
+            .unwrap()
+            .parent()
+            .unwrap()
+            .to_path_buf();
+        let bin = target.join("hookd");
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "-q", "-p", "hookd-server", "--bin", "hookd"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .unwrap();
+        assert!(
+            status.success() && bin.exists(),
+            "could not build {}",
+            bin.display()
+        );
+        bin
+    })
+}
+
+/// A running `hookd` child with its log lines collected.
+struct HookdProcess {
+    child: Child,
+    base: String,
+    logs: Arc<Mutex<Vec<String>>>,
+}
+
+impl HookdProcess {
+    fn spawn(data: &Path, config: &Path, env: &[(&str, &str)]) -> HookdProcess {
+        let mut child = Command::new(hookd_bin())
+            .args([
+                "--data-dir",
+                data.to_str().unwrap(),
+                "--config",
+                config.to_str().unwrap(),
+            ])
+            .args(["--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"])
+            .envs(env.iter().copied())
+            .env_remove("RUST_LOG")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let logs = Arc::new(Mutex::new(Vec::new()));
+        let (addr_tx, addr_rx) = mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        let sink = logs.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(rest) = line.split("http listening on ").nth(1) {
+                    let addr: String = rest
+                        .chars()
+                        .take_while(|c| !c.is_whitespace() && *c != '"')
+                        .collect();
+                    let _ = addr_tx.send(addr);
+                }
+                sink.lock().unwrap().push(line);
+            }
+        });
+        let addr = addr_rx
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("hookd did not start: {:?}", logs.lock().unwrap()));
+        HookdProcess {
+            child,
+            base: format!("http://{addr}"),
+            logs,
+        }
+    }
+
+    async fn post(&self, event_id: &str, ts: i64, body: &[u8]) -> (StatusCode, Value) {
+        let mut req = reqwest::Client::new().post(format!("{}/hooks/acme", self.base));
+        for (k, v) in signed(event_id, ts, body) {
+            req = req.header(k, v);
+        }
+        let res = req.body(body.to_vec()).send().await.unwrap();
+        (res.status(), res.json().await.unwrap())
+    }
+
+    fn logs(&self) -> String {
+        self.logs.lock().unwrap().join("\n")
+    }
+
+    /// Waits for the log line `needle`, bounded.
+    fn wait_for_log(&self, needle: &str) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !self.logs().contains(needle) {
+            assert!(
+                Instant::now() < deadline,
+                "no log line {needle:?} in:\n{}",
+                self.logs()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for HookdProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+fn setup() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("hookd.toml");
+    std::fs::write(&config, ACME).unwrap();
+    let data = dir.path().join("data");
+    (dir, data, config)
+}
+
+#[tokio::test]
+async fn acknowledged_event_survives_sigkill() {
+    let (_dir, data, config) = setup();
+    let body = order("evt_k");
+    let ts = now();
+    let delivery_id = {
+        let mut hookd = HookdProcess::spawn(&data, &config, &[]);
+        let (status, answer) = hookd.post("msg_kill", ts, &body).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{answer}");
+        hookd.child.kill().unwrap();
+        hookd.child.wait().unwrap();
+        answer["delivery_id"].as_str().unwrap().to_owned()
+    };
+    let hookd = HookdProcess::spawn(&data, &config, &[]);
+    let (status, answer) = hookd.post("msg_kill", ts, &body).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["duplicate"], true);
+    assert_eq!(answer["delivery_id"], delivery_id.as_str());
+}
+
+#[tokio::test]
+async fn sigterm_shuts_down_gracefully() {
+    let (_dir, data, config) = setup();
+    let mut hookd = HookdProcess::spawn(&data, &config, &[]);
+    let body = order("evt_t");
+    assert_eq!(
+        hookd.post("msg_term", now(), &body).await.0,
+        StatusCode::ACCEPTED
+    );
+    let pid = nix::unistd::Pid::from_raw(hookd.child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = hookd.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "hookd did not exit after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+    hookd.wait_for_log("shutdown complete");
+}
+
+#[tokio::test]
+async fn rejections_are_logged_in_plain_words_without_secrets_or_bodies() {
+    let (_dir, data, config) = setup();
+    let hookd = HookdProcess::spawn(&data, &config, &[("HOOKD_LOG__FORMAT", "json")]);
+    let marker = "BODY-MARKER-7731";
+    let body = format!(r#"{{"type":"order.paid","note":"{marker}"}}"#).into_bytes();
+    let (status, answer) = hookd.post("msg_stale", now() - 3600, &body).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let request_id = answer["request_id"].as_str().unwrap().to_owned();
+    hookd.wait_for_log(&request_id);
+
+    let line = hookd
+        .logs()
+        .lines()
+        .find(|l| l.contains(&request_id))
+        .unwrap()
+        .to_owned();
+    let entry: Value =
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+    assert_eq!(entry["tenant"], "acme", "{line}");
+    assert_eq!(entry["code"], "STALE_TIMESTAMP", "{line}");
+    assert!(
+        entry["reason"]
+            .as_str()
+            .unwrap()
+            .contains("timestamp too old"),
+        "{line}"
+    );
+
+    let logs = hookd.logs();
+    for secret in [
+        "AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA",
+        "ZWZnaGlqa2xtbm9wcXJzdHV2d3h5ent8fX5",
+    ] {
+        assert!(!logs.contains(secret), "a secret reached the logs");
+    }
+    assert!(!logs.contains(marker), "a body reached the logs");
+}

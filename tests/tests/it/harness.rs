@@ -1,0 +1,144 @@
+//! Starts hookd in-process on 127.0.0.1:0 with a temp data dir and a clock
+//! the test controls, and sends signed deliveries to it.
+
+use std::{path::Path, sync::Arc};
+
+use hookd_sdk::signature::{sign, Scheme, Secret};
+use hookd_server::{
+    clock::ManualClock,
+    config::{Config, Overrides},
+    Server,
+};
+use reqwest::StatusCode;
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// The server clock every in-process test starts at (the vectors' `now`).
+pub const NOW: i64 = 1_764_480_000;
+
+/// A standard-scheme tenant `acme` requiring `type`, with a current and a previous secret.
+pub const ACME: &str = r#"
+[[tenants]]
+id = "acme"
+scheme = "standard"
+required_fields = ["type"]
+max_body_bytes = 65536
+[[tenants.secrets]]
+kid = "k2"
+secret = "whsec_AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA="
+[[tenants.secrets]]
+kid = "k1"
+secret = "whsec_ZWZnaGlqa2xtbm9wcXJzdHV2d3h5ent8fX5/gIGCg4Q="
+"#;
+
+/// One answer from the ingress.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: StatusCode,
+    pub body: Value,
+    pub request_id_header: Option<String>,
+}
+
+impl Answer {
+    /// The error code, for error answers.
+    pub fn code(&self) -> &str {
+        self.body["code"].as_str().unwrap_or("")
+    }
+}
+
+/// An in-process hookd.
+pub struct TestServer {
+    server: Option<Server>,
+    pub base: String,
+    pub clock: ManualClock,
+    pub dir: TempDir,
+    client: reqwest::Client,
+}
+
+impl TestServer {
+    /// Starts hookd with `tenants_toml` appended to an otherwise default config.
+    pub fn start(tenants_toml: &str) -> TestServer {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = ManualClock::at_secs(NOW);
+        let server = start_on(dir.path(), tenants_toml, &clock);
+        TestServer {
+            base: format!("http://{}", server.http_addr()),
+            server: Some(server),
+            clock,
+            dir,
+            client: reqwest::Client::new(),
+        }
+    }
+
+    /// Stops gracefully and starts again on the same data dir.
+    pub fn restart(&mut self, tenants_toml: &str) {
+        self.server.take().unwrap().shutdown().unwrap();
+        let server = start_on(self.dir.path(), tenants_toml, &self.clock);
+        self.base = format!("http://{}", server.http_addr());
+        self.server = Some(server);
+    }
+
+    /// POSTs `body` with `headers` to `/hooks/{tenant}`.
+    pub async fn post(&self, tenant: &str, headers: &[(String, String)], body: &[u8]) -> Answer {
+        let mut req = self.client.post(format!("{}/hooks/{tenant}", self.base));
+        for (k, v) in headers {
+            req = req.header(k.as_str(), v.as_str());
+        }
+        let res = req.body(body.to_vec()).send().await.unwrap();
+        let status = res.status();
+        let request_id_header = res
+            .headers()
+            .get("x-request-id")
+            .map(|v| v.to_str().unwrap().to_owned());
+        let body = res.json().await.unwrap_or(Value::Null);
+        Answer {
+            status,
+            body,
+            request_id_header,
+        }
+    }
+
+    /// GETs a path.
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        self.client
+            .get(format!("{}{path}", self.base))
+            .send()
+            .await
+            .unwrap()
+    }
+}
+
+fn start_on(dir: &Path, tenants_toml: &str, clock: &ManualClock) -> Server {
+    let file = dir.join("hookd.toml");
+    std::fs::write(&file, tenants_toml).unwrap();
+    let overrides = Overrides {
+        data_dir: Some(dir.join("data")),
+        http_addr: Some("127.0.0.1:0".into()),
+        grpc_addr: Some("127.0.0.1:0".into()),
+    };
+    let config = Config::load(Some(&file), &overrides).unwrap();
+    Server::start(config, Arc::new(clock.clone())).unwrap()
+}
+
+/// acme's current secret.
+pub fn acme_secret() -> Secret {
+    Secret::from_provider(
+        Scheme::Standard,
+        "k2",
+        "whsec_AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=",
+    )
+    .unwrap()
+}
+
+/// Headers of a delivery to acme signed at `ts`.
+pub fn signed(event_id: &str, ts: i64, body: &[u8]) -> Vec<(String, String)> {
+    let mut headers = sign(Scheme::Standard, &acme_secret(), event_id, ts, body);
+    headers.push(("content-type".into(), "application/json".into()));
+    headers
+}
+
+/// A valid order event body.
+pub fn order(event_id: &str) -> Vec<u8> {
+    format!(r#"{{"event_id":"{event_id}","type":"order.paid","data":{{"amount":100}}}}"#)
+        .into_bytes()
+}

@@ -1,0 +1,8 @@
+//! Black-box tests of hookd over real HTTP: an in-process server on port 0
+//! for most, the real `hookd` binary for crash, restart and log tests.
+
+mod binary;
+mod harness;
+mod ingest;
+mod limits;
+mod vectors;
