@@ -215,3 +215,45 @@ pub enum Error {
 
 /// Result with the server's internal error.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DOC: &str = include_str!("../../docs/error-codes.md");
+
+    /// `docs/error-codes.md` lists exactly the codes of [`ErrorCode`], each
+    /// with its real status.
+    #[test]
+    fn error_code_doc_matches_the_enum() {
+        let documented: Vec<(&str, &str)> = DOC
+            .split("\n## `")
+            .skip(1)
+            .map(|section| {
+                let code = section.split('`').next().unwrap();
+                let status = section
+                    .split("Status: ")
+                    .nth(1)
+                    .unwrap_or_else(|| panic!("{code}: no Status line"))
+                    .get(..3)
+                    .unwrap();
+                (code, status)
+            })
+            .collect();
+        let expected: Vec<(&str, String)> = ErrorCode::ALL
+            .iter()
+            .map(|c| (c.as_str(), c.status().as_u16().to_string()))
+            .collect();
+        assert_eq!(documented.len(), expected.len(), "{documented:?}");
+        for ((doc_code, doc_status), (code, status)) in documented.iter().zip(&expected) {
+            assert_eq!((doc_code, doc_status), (code, &status.as_str()));
+        }
+    }
+
+    #[test]
+    fn verifier_codes_map_onto_public_codes() {
+        for code in ["MISSING_SIGNATURE", "INVALID_SIGNATURE_FORMAT", "BAD_SIGNATURE", "STALE_TIMESTAMP", "FUTURE_TIMESTAMP", "INVALID_TIMESTAMP"] {
+            assert_eq!(ErrorCode::from_verify_code(code).as_str(), code);
+        }
+    }
+}

@@ -56,6 +56,17 @@ impl Scheme {
         }
     }
 
+    /// Header that carries the event id for schemes that sign it in a header,
+    /// so an error can name it when it is absent.
+    pub fn event_id_header(self) -> Option<&'static str> {
+        match self {
+            Scheme::Standard => Some("webhook-id"),
+            Scheme::Github => Some("X-GitHub-Delivery"),
+            Scheme::Shopify => Some("X-Shopify-Webhook-Id"),
+            Scheme::Hookd | Scheme::Stripe | Scheme::Slack => None,
+        }
+    }
+
     /// Whether the signed material has a timestamp; without one the tolerance window
     /// cannot bound replays and the server must lean on its replay cache alone.
     pub fn has_timestamp(self) -> bool {

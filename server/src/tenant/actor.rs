@@ -5,7 +5,7 @@ use std::{sync::Arc, time::Duration};
 
 use actix::{Actor, Context, Handler, ResponseFuture};
 use actix_web::http::header::HeaderMap;
-use hookd_sdk::signature::{self, HeaderSource, Scheme, Secret, VerifyError};
+use hookd_sdk::signature::{self, HeaderSource, Secret, VerifyError};
 use moka::sync::Cache;
 
 use super::{
@@ -114,7 +114,7 @@ impl TenantActor {
         {
             Some(field) => EventIdSource::BodyField(field),
             None => EventIdSource::Header(
-                event_id_header(s.scheme),
+                s.scheme.event_id_header().unwrap_or("event_id"),
                 verified.header_event_id.as_deref(),
             ),
         };
@@ -227,16 +227,6 @@ fn verify_error(e: &VerifyError, tolerance_secs: u64) -> ApiError {
         _ => {}
     }
     err
-}
-
-/// The header a scheme carries its event id in, to name it when absent.
-fn event_id_header(scheme: Scheme) -> &'static str {
-    match scheme {
-        Scheme::Standard => "webhook-id",
-        Scheme::Github => "X-GitHub-Delivery",
-        Scheme::Shopify => "X-Shopify-Webhook-Id",
-        Scheme::Hookd | Scheme::Stripe | Scheme::Slack => "event_id",
-    }
 }
 
 /// Case-insensitive header access for the verifier.
