@@ -16,13 +16,17 @@ use crate::{
     clock::SharedClock,
     config::{parse_addr, Config, TenantSettings},
     error::{Error, Result},
+    events::EventBus,
     ingress::{self, AppState},
     store::Store,
+    sweeper,
     tenant::Registry,
 };
 
 /// A running hookd: its bound addresses and the means to stop it.
 pub struct Server {
+    /// Dropped before joining: it holds storage open.
+    registry: Option<Registry>,
     http_addr: SocketAddr,
     grpc_addr: SocketAddr,
     shutdown: Option<oneshot::Sender<()>>,
@@ -68,8 +72,8 @@ impl Server {
                 let joined = committer.join().map_err(|_| Error::CommitterGone);
                 served.and(joined)
             })?;
-        match ready_rx.recv() {
-            Ok(Ok(())) => {}
+        let registry = match ready_rx.recv() {
+            Ok(Ok(registry)) => registry,
             Ok(Err(e)) => return Err(e),
             Err(_) => {
                 return Err(thread
@@ -78,10 +82,11 @@ impl Server {
                     .err()
                     .unwrap_or(Error::CommitterGone))
             }
-        }
+        };
         tracing::info!("http listening on {http_addr}");
         tracing::info!("grpc listening on {grpc_addr}");
         Ok(Server {
+            registry: Some(registry),
             http_addr,
             grpc_addr,
             shutdown: Some(shutdown_tx),
@@ -92,6 +97,13 @@ impl Server {
     /// Where the HTTP ingress listens.
     pub fn http_addr(&self) -> SocketAddr {
         self.http_addr
+    }
+
+    /// The running tenants: redelivery and the live delivery feed.
+    pub fn registry(&self) -> &Registry {
+        self.registry
+            .as_ref()
+            .expect("registry lives until shutdown")
     }
 
     /// Where the gRPC control plane listens.
@@ -109,6 +121,7 @@ impl Server {
     }
 
     fn join_thread(&mut self) -> Result<()> {
+        self.registry = None;
         match self.thread.take() {
             Some(t) => t.join().map_err(|_| Error::CommitterGone)?,
             None => Ok(()),
@@ -145,13 +158,18 @@ async fn serve(
     tenants: Vec<TenantSettings>,
     clock: SharedClock,
     shutdown: oneshot::Receiver<()>,
-    ready: std_mpsc::Sender<Result<()>>,
+    ready: std_mpsc::Sender<Result<Registry>>,
 ) -> Result<()> {
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(2);
     let arbiters: Vec<actix_rt::Arbiter> = (0..cores).map(|_| actix_rt::Arbiter::new()).collect();
-    let registry = Registry::new(arbiters.iter().map(|a| a.handle()).collect(), store, clock);
+    let registry = Registry::new(
+        arbiters.iter().map(|a| a.handle()).collect(),
+        store,
+        clock,
+        EventBus::default(),
+    );
     for tenant in tenants {
         if let Err(e) = registry.start_tenant(tenant) {
             let _ = ready.send(Err(e));
@@ -208,7 +226,8 @@ async fn serve(
         tracing::info!("shutting down: finishing in-flight requests");
         http_handle.stop(true).await;
     });
-    let _ = ready.send(Ok(()));
+    actix_rt::spawn(sweeper::run(registry.clone(), config.retention.clone()));
+    let _ = ready.send(Ok(registry.clone()));
     let served = server.await;
 
     let _ = grpc_stop_tx.send(());

@@ -4,6 +4,7 @@
 use std::{
     net::SocketAddr,
     path::{Path, PathBuf},
+    time::Duration,
 };
 
 use figment::{
@@ -35,6 +36,8 @@ pub struct Config {
     pub log: LogConfig,
     /// Durable storage.
     pub storage: StorageConfig,
+    /// Retention of finished work.
+    pub retention: RetentionConfig,
     /// Tenants declared in the file.
     #[serde(default)]
     pub tenants: Vec<TenantConfig>,
@@ -129,6 +132,51 @@ pub struct TenantConfig {
     /// Forwarding retry policy.
     #[serde(default)]
     pub retry: RetryConfig,
+    /// Most forwards of this tenant in flight at once, so one slow
+    /// destination cannot take every connection.
+    #[serde(default = "default_max_in_flight")]
+    pub max_in_flight: usize,
+    /// Optional limit on forwards per second to the destination.
+    #[serde(default)]
+    pub delivery_rate: Option<RateLimitConfig>,
+    /// Circuit breaker in front of the destination.
+    #[serde(default)]
+    pub breaker: BreakerConfig,
+}
+
+/// When to stop hammering a failing destination.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct BreakerConfig {
+    /// Consecutive failed attempts that open the breaker.
+    #[serde(default = "default_failure_threshold")]
+    pub failure_threshold: u32,
+    /// How long it stays open before one probe is let through.
+    #[serde(default = "default_cooldown")]
+    pub cooldown_secs: f64,
+}
+
+impl Default for BreakerConfig {
+    fn default() -> Self {
+        BreakerConfig {
+            failure_threshold: default_failure_threshold(),
+            cooldown_secs: default_cooldown(),
+        }
+    }
+}
+
+/// How long finished work is kept.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetentionConfig {
+    /// Idempotency records older than this are forgotten.
+    pub idempotency_secs: u64,
+    /// Delivered events (body, attempts) older than this are deleted.
+    pub delivered_secs: u64,
+    /// Pause between sweeps.
+    pub sweep_interval_secs: f64,
+    /// Most records one sweep step deletes per tenant.
+    pub sweep_batch: usize,
 }
 
 /// Token-bucket rate limit of one tenant.
@@ -189,21 +237,27 @@ pub struct DestinationConfig {
     /// File holding the destination secret.
     #[serde(default)]
     pub secret_file: Option<PathBuf>,
-    /// Whole-request timeout.
+    /// Whole-request timeout, connect included.
     #[serde(default = "default_forward_timeout")]
-    pub timeout_secs: u64,
+    pub timeout_secs: f64,
+    /// Connect timeout.
+    #[serde(default = "default_connect_timeout")]
+    pub connect_timeout_secs: f64,
 }
 
 /// When failed forwards are retried.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RetryConfig {
-    /// Delays between attempts.
+    /// Delays between attempts; the last one repeats until the window ends.
     #[serde(default = "default_schedule")]
-    pub schedule_secs: Vec<u64>,
-    /// After this long since acceptance a delivery is dead-lettered.
+    pub schedule_secs: Vec<f64>,
+    /// After this long since acceptance a failing delivery is dead-lettered.
     #[serde(default = "default_window")]
-    pub window_secs: u64,
+    pub window_secs: f64,
+    /// Random spread of each delay, as a fraction (0.1 = ±10 %).
+    #[serde(default = "default_jitter")]
+    pub jitter: f64,
 }
 
 impl Default for RetryConfig {
@@ -211,6 +265,7 @@ impl Default for RetryConfig {
         RetryConfig {
             schedule_secs: default_schedule(),
             window_secs: default_window(),
+            jitter: default_jitter(),
         }
     }
 }
@@ -230,14 +285,29 @@ fn default_max_body() -> usize {
 fn default_replay_capacity() -> u64 {
     100_000
 }
-fn default_forward_timeout() -> u64 {
-    30
+fn default_forward_timeout() -> f64 {
+    30.0
 }
-fn default_schedule() -> Vec<u64> {
-    vec![30, 120, 600, 3600, 21600]
+fn default_connect_timeout() -> f64 {
+    10.0
 }
-fn default_window() -> u64 {
-    86_400
+fn default_schedule() -> Vec<f64> {
+    vec![30.0, 120.0, 600.0, 3600.0, 21600.0]
+}
+fn default_window() -> f64 {
+    86_400.0
+}
+fn default_jitter() -> f64 {
+    0.1
+}
+fn default_max_in_flight() -> usize {
+    8
+}
+fn default_failure_threshold() -> u32 {
+    5
+}
+fn default_cooldown() -> f64 {
+    30.0
 }
 
 /// Values given on the command line (or their `HOOKD_*` env equivalents),
@@ -301,6 +371,11 @@ impl Config {
     pub fn validate(&self) -> Result<()> {
         parse_addr("http.addr", &self.http.addr)?;
         parse_addr("grpc.addr", &self.grpc.addr)?;
+        if self.retention.sweep_batch == 0 || !positive(self.retention.sweep_interval_secs) {
+            return Err(Error::Config(
+                "retention: sweep_batch must be >= 1 and sweep_interval_secs > 0".into(),
+            ));
+        }
         if self.storage.commit_batch_max == 0 {
             return Err(Error::Config(
                 "storage.commit_batch_max must be at least 1".into(),
@@ -356,6 +431,8 @@ pub struct TenantSettings {
     pub current: Secret,
     /// The previous secret and when it stops being accepted (None = until removed).
     pub previous: Option<(Secret, Option<i64>)>,
+    /// Forwarding, when the tenant has a destination (pull mode otherwise).
+    pub forward: Option<ForwardSettings>,
 }
 
 /// Largest body a tenant may allow; past this a single delivery could
@@ -385,8 +462,25 @@ impl TenantConfig {
                 return Err("rate_limit: per_sec must be > 0 and burst >= 1".into());
             }
         }
-        if self.retry.schedule_secs.is_empty() {
-            return Err("retry.schedule_secs must not be empty".into());
+        let retry = &self.retry;
+        if retry.schedule_secs.is_empty()
+            || retry
+                .schedule_secs
+                .iter()
+                .any(|d| !d.is_finite() || *d < 0.0)
+        {
+            return Err(
+                "retry.schedule_secs must be a non-empty list of non-negative seconds".into(),
+            );
+        }
+        if !positive(retry.window_secs) || !(0.0..=1.0).contains(&retry.jitter) {
+            return Err("retry: window_secs must be > 0 and jitter between 0 and 1".into());
+        }
+        if self.max_in_flight == 0 {
+            return Err("max_in_flight must be at least 1".into());
+        }
+        if self.breaker.failure_threshold == 0 || !positive(self.breaker.cooldown_secs) {
+            return Err("breaker: failure_threshold must be >= 1 and cooldown_secs > 0".into());
         }
         let mut current = None;
         let mut previous = None;
@@ -416,14 +510,11 @@ impl TenantConfig {
             *slot = Some((secret, s.expires_at));
         }
         let (current, _) = current.ok_or("secrets: a current secret is required")?;
-        if let Some(dest) = &self.destination {
-            if !(dest.url.starts_with("http://") || dest.url.starts_with("https://")) {
-                return Err(format!(
-                    "destination.url: {:?} must be an http:// or https:// URL",
-                    dest.url
-                ));
-            }
-        }
+        let forward = self
+            .destination
+            .as_ref()
+            .map(|d| self.forward_settings(d))
+            .transpose()?;
         Ok(TenantSettings {
             id: TenantId::new(self.id.clone()),
             scheme,
@@ -436,8 +527,83 @@ impl TenantConfig {
             rate_limit: self.rate_limit,
             current,
             previous,
+            forward,
         })
     }
+
+    fn forward_settings(
+        &self,
+        dest: &DestinationConfig,
+    ) -> std::result::Result<ForwardSettings, String> {
+        if !(dest.url.starts_with("http://") || dest.url.starts_with("https://")) {
+            return Err(format!(
+                "destination.url: {:?} must be an http:// or https:// URL",
+                dest.url
+            ));
+        }
+        if !positive(dest.timeout_secs) || !positive(dest.connect_timeout_secs) {
+            return Err("destination: timeout_secs and connect_timeout_secs must be > 0".into());
+        }
+        let raw = load_secret(
+            dest.secret.as_deref(),
+            dest.secret_env.as_deref(),
+            dest.secret_file.as_deref(),
+        )
+        .map_err(|e| format!("destination: {e}"))?;
+        let secret = Secret::from_provider(Scheme::Standard, "dest", &raw)
+            .map_err(|e| format!("destination.secret: {e} (a Standard Webhooks whsec_ secret)"))?;
+        if let Some(rate) = &self.delivery_rate {
+            if rate.per_sec.is_nan() || rate.per_sec <= 0.0 || rate.burst == 0 {
+                return Err("delivery_rate: per_sec must be > 0 and burst >= 1".into());
+            }
+        }
+        let ms = |secs: f64| (secs * 1000.0).round() as i64;
+        Ok(ForwardSettings {
+            url: dest.url.clone(),
+            secret,
+            timeout: Duration::from_secs_f64(dest.timeout_secs),
+            connect_timeout: Duration::from_secs_f64(dest.connect_timeout_secs),
+            schedule_ms: self.retry.schedule_secs.iter().map(|s| ms(*s)).collect(),
+            window_ms: ms(self.retry.window_secs),
+            jitter: self.retry.jitter,
+            max_in_flight: self.max_in_flight,
+            delivery_rate: self.delivery_rate,
+            breaker_threshold: self.breaker.failure_threshold,
+            breaker_cooldown_ms: ms(self.breaker.cooldown_secs),
+        })
+    }
+}
+
+/// How one tenant's events are forwarded, validated.
+#[derive(Debug, Clone)]
+pub struct ForwardSettings {
+    /// Destination URL.
+    pub url: String,
+    /// Standard Webhooks secret hookd signs with.
+    pub secret: Secret,
+    /// Whole-request timeout.
+    pub timeout: Duration,
+    /// Connect timeout.
+    pub connect_timeout: Duration,
+    /// Delays between attempts (ms); the last repeats.
+    pub schedule_ms: Vec<i64>,
+    /// Retry window from acceptance (ms).
+    pub window_ms: i64,
+    /// Jitter fraction.
+    pub jitter: f64,
+    /// Concurrency limit.
+    pub max_in_flight: usize,
+    /// Optional forward rate limit.
+    pub delivery_rate: Option<RateLimitConfig>,
+    /// Consecutive failures that open the breaker.
+    pub breaker_threshold: u32,
+    /// Breaker cooldown (ms).
+    pub breaker_cooldown_ms: i64,
+}
+
+/// A finite number above zero.
+fn positive(x: f64) -> bool {
+    x.is_finite() && x > 0.0
 }
 
 /// Reads a secret given inline, by env var name or by file path (exactly one).

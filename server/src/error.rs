@@ -208,6 +208,12 @@ pub enum Error {
     /// The durable writer has stopped (shutdown or a fatal storage error).
     #[error("durable writer is not running")]
     CommitterGone,
+    /// The thing asked for does not exist.
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// The request is valid but the thing is not in a state that allows it.
+    #[error("{0}")]
+    Precondition(String),
     /// Configuration is invalid; the message names the key.
     #[error("config: {0}")]
     Config(String),
@@ -252,7 +258,14 @@ mod tests {
 
     #[test]
     fn verifier_codes_map_onto_public_codes() {
-        for code in ["MISSING_SIGNATURE", "INVALID_SIGNATURE_FORMAT", "BAD_SIGNATURE", "STALE_TIMESTAMP", "FUTURE_TIMESTAMP", "INVALID_TIMESTAMP"] {
+        for code in [
+            "MISSING_SIGNATURE",
+            "INVALID_SIGNATURE_FORMAT",
+            "BAD_SIGNATURE",
+            "STALE_TIMESTAMP",
+            "FUTURE_TIMESTAMP",
+            "INVALID_TIMESTAMP",
+        ] {
             assert_eq!(ErrorCode::from_verify_code(code).as_str(), code);
         }
     }

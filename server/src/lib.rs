@@ -7,9 +7,12 @@ mod app;
 pub mod clock;
 pub mod config;
 pub mod error;
+pub mod events;
+pub mod forward;
 pub mod ids;
 pub mod ingress;
 pub mod store;
+mod sweeper;
 pub mod telemetry;
 pub mod tenant;
 

@@ -74,13 +74,13 @@ async fn accept(
         ApiError::new(ErrorCode::TenantNotFound, format!("no tenant {tenant:?}"))
             .detail("tenant_id", tenant)
     })?;
-    if !handle.enabled {
+    if !handle.settings.enabled {
         return Err(ApiError::new(
             ErrorCode::TenantDisabled,
             format!("tenant {tenant:?} is disabled"),
         ));
     }
-    let body = read_body(req, payload, handle.max_body_bytes).await?;
+    let body = read_body(req, payload, handle.settings.max_body_bytes).await?;
     handle
         .addr
         .send(Ingest {

@@ -17,7 +17,9 @@ use sled::{transaction::TransactionError, Transactional};
 use tokio::sync::{mpsc, oneshot};
 
 use super::{
-    records::{queue_key, EventMeta, IdempotencyRecord, StoredEvent},
+    records::{
+        decode, encode, queue_key, DeliveryState, EventMeta, IdempotencyRecord, StoredEvent,
+    },
     TenantTrees, SEGMENT_SIZE,
 };
 use crate::{
@@ -139,26 +141,33 @@ fn run(
 /// Inserts the three records atomically if the event id is new.
 fn apply(db: &sled::Db, item: &NewDelivery) -> Result<CommitOutcome> {
     let trees = &item.trees;
-    let idem_value = IdempotencyRecord {
+    let idem_value = encode(&IdempotencyRecord {
         delivery_id: item.meta.delivery_id.clone(),
         received_at_ms: item.meta.received_at_ms,
-    }
-    .encode();
+    });
+    let state_value = encode(&DeliveryState::pending(
+        item.event_id.clone(),
+        item.meta.received_at_ms,
+    ));
     let event_value = StoredEvent::encode(&item.meta, &item.body);
     let key = queue_key(item.due_ms, db.generate_id()?);
-    let result = (&trees.idem, &trees.events, &trees.queue).transaction(|(idem, events, queue)| {
-        if let Some(existing) = idem.get(item.event_id.as_str())? {
-            return Ok(Some(existing));
-        }
-        idem.insert(item.event_id.as_str(), idem_value.as_slice())?;
-        events.insert(item.meta.delivery_id.as_str(), event_value.as_slice())?;
-        queue.insert(&key[..], item.meta.delivery_id.as_str())?;
-        Ok(None)
-    });
+    let delivery_id = item.meta.delivery_id.as_str();
+    let result = (&trees.idem, &trees.events, &trees.queue, &trees.state).transaction(
+        |(idem, events, queue, state)| {
+            if let Some(existing) = idem.get(item.event_id.as_str())? {
+                return Ok(Some(existing));
+            }
+            idem.insert(item.event_id.as_str(), idem_value.as_slice())?;
+            events.insert(delivery_id, event_value.as_slice())?;
+            state.insert(delivery_id, state_value.as_slice())?;
+            queue.insert(&key[..], delivery_id)?;
+            Ok(None)
+        },
+    );
     match result {
         Ok(None) => Ok(CommitOutcome::Accepted),
         Ok(Some(existing)) => Ok(CommitOutcome::Duplicate(
-            IdempotencyRecord::decode(&existing)?.delivery_id,
+            decode::<IdempotencyRecord>(&existing)?.delivery_id,
         )),
         Err(TransactionError::Storage(e)) => Err(e.into()),
         Err(TransactionError::Abort(())) => Err(Error::Corrupt("transaction aborted".into())),

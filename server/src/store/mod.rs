@@ -2,6 +2,7 @@
 //! `events`, `queue`) and the group committer that makes writes durable.
 
 mod committer;
+pub mod deliveries;
 pub mod records;
 
 use std::{
@@ -28,8 +29,16 @@ pub struct TenantTrees {
     pub idem: sled::Tree,
     /// delivery_id -> [`records::StoredEvent`].
     pub events: sled::Tree,
-    /// [`records::queue_key`] -> delivery_id.
+    /// [`records::queue_key`] -> delivery_id: what is due to be forwarded.
     pub queue: sled::Tree,
+    /// delivery_id -> [`records::DeliveryState`].
+    pub state: sled::Tree,
+    /// delivery_id + attempt number -> [`records::AttemptRecord`].
+    pub attempts: sled::Tree,
+    /// dead-at time + delivery_id -> [`records::DeadLetter`]: the dead-letter index.
+    pub dead: sled::Tree,
+    /// finished time + delivery_id -> (): delivered events, for retention.
+    pub done: sled::Tree,
 }
 
 /// The process's storage: the sled database and its committer.
@@ -71,6 +80,10 @@ impl Store {
             idem: self.db.open_tree(name("idem"))?,
             events: self.db.open_tree(name("events"))?,
             queue: self.db.open_tree(name("queue"))?,
+            state: self.db.open_tree(name("state"))?,
+            attempts: self.db.open_tree(name("attempts"))?,
+            dead: self.db.open_tree(name("dead"))?,
+            done: self.db.open_tree(name("done"))?,
         })
     }
 
@@ -82,6 +95,11 @@ impl Store {
     /// False after a commit failed to reach the disk, until one succeeds.
     pub fn is_healthy(&self) -> bool {
         self.healthy.load(Ordering::Relaxed)
+    }
+
+    /// The sled database, for components that keep their own trees.
+    pub fn db(&self) -> &sled::Db {
+        &self.db
     }
 
     /// Flushes everything to disk now.

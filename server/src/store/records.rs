@@ -44,6 +44,9 @@ pub struct EventMeta {
     pub received_at_ms: i64,
     /// Headers worth passing on (content type, event type), lower-case names.
     pub headers: Vec<(String, String)>,
+    /// W3C trace id (32 hex digits) shared by the ingest and every forward.
+    #[serde(default)]
+    pub trace_id: String,
 }
 
 /// A stored event: metadata and the raw body exactly as received.
@@ -85,6 +88,126 @@ impl StoredEvent {
     }
 }
 
+/// Where a delivery stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeliveryStatus {
+    /// Waiting for its next forward attempt (or a pull).
+    Pending,
+    /// The destination answered 2xx (or a pull consumer acked it).
+    Delivered,
+    /// Given up: permanent error or retry window exhausted.
+    Dead,
+    /// A dead letter that was queued again as a new delivery.
+    Redelivered,
+}
+
+/// The mutable state of one delivery.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeliveryState {
+    /// The sender's event id.
+    pub event_id: EventId,
+    /// Where it stands.
+    pub status: DeliveryStatus,
+    /// When it was accepted (Unix ms).
+    pub received_at_ms: i64,
+    /// Attempts made so far.
+    pub attempts: u32,
+    /// When the next attempt is due, if one is scheduled.
+    pub next_attempt_at_ms: Option<i64>,
+    /// Why the last attempt failed, in plain words.
+    pub last_error: Option<String>,
+    /// HTTP status of the last attempt, if it got one.
+    pub last_status: Option<u16>,
+    /// When it was delivered or dead-lettered.
+    pub finished_at_ms: Option<i64>,
+    /// The dead letter this delivery re-sends.
+    pub redelivery_of: Option<DeliveryId>,
+    /// The delivery that re-sent this dead letter.
+    pub redelivered_as: Option<DeliveryId>,
+}
+
+impl DeliveryState {
+    /// A freshly accepted delivery.
+    pub fn pending(event_id: EventId, received_at_ms: i64) -> Self {
+        DeliveryState {
+            event_id,
+            status: DeliveryStatus::Pending,
+            received_at_ms,
+            attempts: 0,
+            next_attempt_at_ms: Some(received_at_ms),
+            last_error: None,
+            last_status: None,
+            finished_at_ms: None,
+            redelivery_of: None,
+            redelivered_as: None,
+        }
+    }
+}
+
+/// One forward attempt, as an operator will want to see it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttemptRecord {
+    /// 1-based attempt number.
+    pub attempt: u32,
+    /// When it started (Unix ms).
+    pub started_at_ms: i64,
+    /// How long it took.
+    pub duration_ms: u64,
+    /// HTTP status, if the destination answered.
+    pub status_code: Option<u16>,
+    /// Why it failed, in plain words; None on success.
+    pub error: Option<String>,
+    /// First 4 KiB of the response body.
+    pub response_body: Vec<u8>,
+    /// When the next attempt is due, if one was scheduled.
+    pub next_retry_at_ms: Option<i64>,
+    /// The `X-Request-Id` hookd sent with the attempt.
+    pub request_id: RequestId,
+}
+
+/// A dead letter in the index.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeadLetter {
+    /// The delivery given up on.
+    pub delivery_id: DeliveryId,
+    /// Its event.
+    pub event_id: EventId,
+    /// Why, in plain words.
+    pub reason: String,
+    /// When (Unix ms).
+    pub dead_at_ms: i64,
+    /// Attempts made.
+    pub attempts: u32,
+    /// HTTP status of the last attempt, if any.
+    pub last_status: Option<u16>,
+}
+
+/// JSON encoding for the small records above.
+pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+    serde_json::to_vec(value).expect("record serializes")
+}
+
+/// Decodes what [`encode`] wrote.
+pub fn decode<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<T> {
+    serde_json::from_slice(bytes).map_err(|e| Error::Corrupt(e.to_string()))
+}
+
+/// Key of a time-ordered index entry: time then delivery id.
+pub fn time_key(at_ms: i64, delivery_id: &DeliveryId) -> Vec<u8> {
+    let mut key = (at_ms.max(0) as u64).to_be_bytes().to_vec();
+    key.extend_from_slice(delivery_id.as_str().as_bytes());
+    key
+}
+
+/// Key of an attempt: delivery id, `/`, attempt number.
+pub fn attempt_key(delivery_id: &DeliveryId, attempt: u32) -> Vec<u8> {
+    let mut key = delivery_id.as_str().as_bytes().to_vec();
+    key.push(b'/');
+    key.extend_from_slice(&attempt.to_be_bytes());
+    key
+}
+
 /// Queue key: due time then a sequence number, both big-endian, so sled's
 /// ordered iteration yields deliveries in due order.
 pub fn queue_key(due_ms: i64, seq: u64) -> [u8; 16] {
@@ -112,6 +235,7 @@ mod tests {
             request_id: RequestId::new("req_1"),
             received_at_ms: 42,
             headers: vec![("content-type".into(), "application/json".into())],
+            trace_id: "0af7651916cd43dd8448eb211c80319c".into(),
         };
         let body = b"{\"a\": 1}\n\xff";
         let decoded = StoredEvent::decode(&StoredEvent::encode(&meta, body)).unwrap();

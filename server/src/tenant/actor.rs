@@ -7,6 +7,7 @@ use actix::{Actor, Context, Handler, ResponseFuture};
 use actix_web::http::header::HeaderMap;
 use hookd_sdk::signature::{self, HeaderSource, Secret, VerifyError};
 use moka::sync::Cache;
+use tokio::sync::Notify;
 
 use super::{
     messages::{Ingest, IngestOutcome},
@@ -17,6 +18,7 @@ use crate::{
     clock::SharedClock,
     config::TenantSettings,
     error::{ApiError, ErrorCode},
+    events::{DeliveryEvent, DeliveryEventKind, EventBus},
     ids::{DeliveryId, EventId},
     store::{records::EventMeta, CommitOutcome, Committer, NewDelivery, TenantTrees},
 };
@@ -33,6 +35,8 @@ pub type ReplayCache = Cache<Vec<u8>, (EventId, DeliveryId)>;
 /// One tenant's actor.
 pub struct TenantActor {
     settings: Arc<TenantSettings>,
+    wake: Arc<Notify>,
+    events: EventBus,
     replay: ReplayCache,
     trees: TenantTrees,
     committer: Committer,
@@ -47,6 +51,8 @@ impl TenantActor {
         trees: TenantTrees,
         committer: Committer,
         clock: SharedClock,
+        wake: Arc<Notify>,
+        events: EventBus,
     ) -> Self {
         let ttl = Duration::from_secs((settings.tolerance_secs * 2).max(60));
         let replay = Cache::builder()
@@ -58,6 +64,8 @@ impl TenantActor {
             .map(|c| TokenBucket::new(c, clock.now_ms()));
         TenantActor {
             settings,
+            wake,
+            events,
             replay,
             trees,
             committer,
@@ -131,9 +139,10 @@ impl TenantActor {
             })?;
         }
 
+        let headers_src = headers;
         let headers = KEPT_HEADERS
             .iter()
-            .filter_map(|name| Some(((*name).to_owned(), headers.header(name)?.to_owned())))
+            .filter_map(|name| Some(((*name).to_owned(), headers_src.header(name)?.to_owned())))
             .collect();
         let meta = EventMeta {
             event_id: event_id.clone(),
@@ -141,16 +150,17 @@ impl TenantActor {
             request_id: msg.request_id.clone(),
             received_at_ms: now_ms,
             headers,
+            trace_id: headers_trace_id(&headers_src),
         };
         Ok(Prepared::New {
             replay_key,
-            item: NewDelivery {
+            item: Box::new(NewDelivery {
                 trees: self.trees.clone(),
                 event_id,
                 meta,
                 body: msg.body.clone(),
                 due_ms: now_ms,
-            },
+            }),
         })
     }
 }
@@ -159,7 +169,7 @@ enum Prepared {
     Duplicate(IngestOutcome),
     New {
         replay_key: Vec<u8>,
-        item: NewDelivery,
+        item: Box<NewDelivery>,
     },
 }
 
@@ -182,10 +192,16 @@ impl Handler<Ingest> for TenantActor {
         };
         let committer = self.committer.clone();
         let replay = self.replay.clone();
+        let (wake, events, tenant) = (
+            self.wake.clone(),
+            self.events.clone(),
+            self.settings.id.clone(),
+        );
         Box::pin(async move {
             let event_id = item.event_id.clone();
             let new_id = item.meta.delivery_id.clone();
-            let outcome = committer.commit(item).await.map_err(|e| {
+            let received_at_ms = item.meta.received_at_ms;
+            let outcome = committer.commit(*item).await.map_err(|e| {
                 tracing::error!(error = %e, "durable write failed");
                 ApiError::new(
                     ErrorCode::StorageUnavailable,
@@ -194,7 +210,20 @@ impl Handler<Ingest> for TenantActor {
                 .retry_after(5)
             })?;
             let (delivery_id, duplicate) = match outcome {
-                CommitOutcome::Accepted => (new_id, false),
+                CommitOutcome::Accepted => {
+                    wake.notify_one();
+                    events.publish(DeliveryEvent {
+                        kind: DeliveryEventKind::Accepted,
+                        tenant,
+                        delivery_id: new_id.clone(),
+                        event_id: event_id.clone(),
+                        at_ms: received_at_ms,
+                        attempt: 0,
+                        status_code: None,
+                        reason: None,
+                    });
+                    (new_id, false)
+                }
                 CommitOutcome::Duplicate(first) => (first, true),
             };
             replay.insert(replay_key, (event_id.clone(), delivery_id.clone()));
@@ -227,6 +256,22 @@ fn verify_error(e: &VerifyError, tolerance_secs: u64) -> ApiError {
         _ => {}
     }
     err
+}
+
+/// The trace id of an incoming W3C `traceparent`, or a fresh one, so the
+/// sender's trace continues through hookd to the destination.
+fn headers_trace_id(headers: &Headers<'_>) -> String {
+    let incoming = headers.header("traceparent").and_then(|tp| {
+        let mut parts = tp.split('-');
+        let (_version, trace) = (parts.next()?, parts.next()?);
+        let valid = trace.len() == 32
+            && trace
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+            && trace.bytes().any(|b| b != b'0');
+        valid.then(|| trace.to_owned())
+    });
+    incoming.unwrap_or_else(|| format!("{:032x}", rand::random::<u128>() | 1))
 }
 
 /// Case-insensitive header access for the verifier.

@@ -3,7 +3,7 @@
 
 mod actor;
 pub mod messages;
-mod rate_limit;
+pub(crate) mod rate_limit;
 mod registry;
 mod validate;
 

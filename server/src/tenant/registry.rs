@@ -1,5 +1,5 @@
-//! Tenant id -> running actor, plus what the HTTP layer must know before it
-//! reads a body (limit, enabled).
+//! Tenant id -> running actor and dispatcher, plus what the HTTP layer must
+//! know before it reads a body (limit, enabled).
 
 use std::{
     collections::HashMap,
@@ -7,21 +7,32 @@ use std::{
 };
 
 use actix::{Actor, Addr, ArbiterHandle};
+use futures_util::future::{AbortHandle, Abortable};
+use tokio::sync::Notify;
 
 use super::actor::TenantActor;
 use crate::{
-    clock::SharedClock, config::TenantSettings, error::Result, ids::TenantId, store::Store,
+    clock::SharedClock,
+    config::TenantSettings,
+    error::{Error, Result},
+    events::{DeliveryEvent, DeliveryEventKind, EventBus},
+    forward::Dispatcher,
+    ids::{DeliveryId, TenantId},
+    store::{deliveries, Store, TenantTrees},
 };
 
-/// What the ingress needs to route one delivery.
+/// What the ingress and the control plane need of one tenant.
 #[derive(Clone)]
 pub struct TenantHandle {
     /// The tenant's actor.
     pub addr: Addr<TenantActor>,
-    /// Body limit, enforced while reading.
-    pub max_body_bytes: usize,
-    /// Disabled tenants are answered 403 before the body is read.
-    pub enabled: bool,
+    /// Its validated settings.
+    pub settings: Arc<TenantSettings>,
+    /// Its storage trees.
+    pub trees: TenantTrees,
+    /// Wakes its dispatcher when work is queued.
+    pub wake: Arc<Notify>,
+    dispatcher: Option<AbortHandle>,
 }
 
 /// All running tenants.
@@ -31,54 +42,94 @@ pub struct Registry {
     arbiters: Arc<Vec<ArbiterHandle>>,
     store: Store,
     clock: SharedClock,
+    events: EventBus,
 }
 
 impl Registry {
     /// An empty registry whose actors run on `arbiters` (spread by tenant).
-    pub fn new(arbiters: Vec<ArbiterHandle>, store: Store, clock: SharedClock) -> Self {
+    pub fn new(
+        arbiters: Vec<ArbiterHandle>,
+        store: Store,
+        clock: SharedClock,
+        events: EventBus,
+    ) -> Self {
         assert!(!arbiters.is_empty(), "at least one arbiter");
         Registry {
             tenants: Arc::default(),
             arbiters: Arc::new(arbiters),
             store,
             clock,
+            events,
         }
     }
 
-    /// Starts (or replaces) the actor of one tenant.
+    /// Starts (or replaces) the actor and dispatcher of one tenant. Work a
+    /// previous incarnation left queued is picked up.
     pub fn start_tenant(&self, settings: TenantSettings) -> Result<()> {
         let settings = Arc::new(settings);
         let trees = self.store.tenant_trees(&settings.id)?;
-        let index = {
-            let tenants = self.tenants.read().expect("registry lock");
-            tenants.len() % self.arbiters.len()
-        };
+        let arbiter = &self.arbiters[self.arbiter_index(&settings.id)];
+        let wake = Arc::new(Notify::new());
         let actor = TenantActor::new(
             settings.clone(),
-            trees,
+            trees.clone(),
             self.store.committer().clone(),
             self.clock.clone(),
+            wake.clone(),
+            self.events.clone(),
         );
-        let addr = TenantActor::start_in_arbiter(&self.arbiters[index], |_| actor);
+        let addr = TenantActor::start_in_arbiter(arbiter, |_| actor);
+        let dispatcher = match &settings.forward {
+            Some(forward) => {
+                let dispatcher = Dispatcher::new(
+                    settings.id.clone(),
+                    trees.clone(),
+                    self.store.db().clone(),
+                    forward.clone(),
+                    self.clock.clone(),
+                    wake.clone(),
+                    self.events.clone(),
+                )
+                .map_err(|e| {
+                    Error::Config(format!("tenant {}: destination client: {e}", settings.id))
+                })?;
+                let (abort, registration) = AbortHandle::new_pair();
+                arbiter.spawn(async move {
+                    let _ = Abortable::new(dispatcher.run(), registration).await;
+                });
+                Some(abort)
+            }
+            None => None,
+        };
         let handle = TenantHandle {
             addr,
-            max_body_bytes: settings.max_body_bytes,
-            enabled: settings.enabled,
+            settings: settings.clone(),
+            trees,
+            wake,
+            dispatcher,
         };
-        self.tenants
+        let old = self
+            .tenants
             .write()
             .expect("registry lock")
             .insert(settings.id.clone(), handle);
+        if let Some(old) = old {
+            old.stop();
+        }
         Ok(())
+    }
+
+    /// Spreads tenants over arbiters by a hash of their id.
+    fn arbiter_index(&self, id: &TenantId) -> usize {
+        let hash = id.as_str().bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+        });
+        (hash % self.arbiters.len() as u64) as usize
     }
 
     /// The handle of one tenant.
     pub fn get(&self, id: &str) -> Option<TenantHandle> {
-        self.tenants
-            .read()
-            .expect("registry lock")
-            .get(&TenantId::new(id))
-            .cloned()
+        self.tenants.read().expect("registry lock").get(id).cloned()
     }
 
     /// True when every tenant's actor is alive.
@@ -90,8 +141,68 @@ impl Registry {
             .all(|h| h.addr.connected())
     }
 
+    /// Queues a dead letter again as a new delivery of the same event and
+    /// returns the new delivery id.
+    pub fn redeliver(&self, tenant: &str, delivery_id: &DeliveryId) -> Result<DeliveryId> {
+        let handle = self
+            .get(tenant)
+            .ok_or_else(|| Error::NotFound(format!("tenant {tenant}")))?;
+        let now = self.clock.now_ms();
+        let new_id = deliveries::redeliver(
+            &handle.trees,
+            delivery_id,
+            self.store.db().generate_id()?,
+            now,
+        )?;
+        let state = deliveries::load_state(&handle.trees, &new_id)?;
+        handle.wake.notify_one();
+        tracing::info!(tenant = %tenant, delivery_id = %delivery_id, new_delivery_id = %new_id, "dead letter redelivered");
+        if let Some(state) = state {
+            self.events.publish(DeliveryEvent {
+                kind: DeliveryEventKind::Redelivered,
+                tenant: handle.settings.id.clone(),
+                delivery_id: new_id.clone(),
+                event_id: state.event_id,
+                at_ms: now,
+                attempt: 0,
+                status_code: None,
+                reason: None,
+            });
+        }
+        Ok(new_id)
+    }
+
+    /// The clock the tenants run on.
+    pub fn clock(&self) -> &SharedClock {
+        &self.clock
+    }
+
+    /// The live delivery feed.
+    pub fn events(&self) -> &EventBus {
+        &self.events
+    }
+
     /// The storage the tenants write to.
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// Every running tenant's handle.
+    pub fn handles(&self) -> Vec<TenantHandle> {
+        self.tenants
+            .read()
+            .expect("registry lock")
+            .values()
+            .cloned()
+            .collect()
+    }
+}
+
+impl TenantHandle {
+    /// Stops the dispatcher; the actor stops when its last address is dropped.
+    fn stop(&self) {
+        if let Some(abort) = &self.dispatcher {
+            abort.abort();
+        }
     }
 }

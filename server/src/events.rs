@@ -1,0 +1,69 @@
+//! A live feed of what happens to deliveries, for `WatchDeliveries` and tests.
+
+use tokio::sync::broadcast;
+
+use crate::ids::{DeliveryId, EventId, TenantId};
+
+/// What happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeliveryEventKind {
+    /// A new delivery was acknowledged to its sender.
+    Accepted,
+    /// The destination took it.
+    Delivered,
+    /// An attempt failed; another is scheduled.
+    RetryScheduled,
+    /// Given up on.
+    DeadLettered,
+    /// A dead letter was queued again.
+    Redelivered,
+}
+
+/// One event of the feed.
+#[derive(Debug, Clone)]
+pub struct DeliveryEvent {
+    /// What happened.
+    pub kind: DeliveryEventKind,
+    /// Whose.
+    pub tenant: TenantId,
+    /// Which delivery.
+    pub delivery_id: DeliveryId,
+    /// Its event.
+    pub event_id: EventId,
+    /// When (Unix ms).
+    pub at_ms: i64,
+    /// Attempt number, for attempt outcomes.
+    pub attempt: u32,
+    /// HTTP status of the attempt, if any.
+    pub status_code: Option<u16>,
+    /// Why, in plain words, for failures.
+    pub reason: Option<String>,
+}
+
+/// Fan-out of [`DeliveryEvent`]s; slow watchers miss events rather than
+/// slowing deliveries down.
+#[derive(Clone)]
+pub struct EventBus(broadcast::Sender<DeliveryEvent>);
+
+impl EventBus {
+    /// A bus buffering `capacity` events per watcher.
+    pub fn new(capacity: usize) -> Self {
+        EventBus(broadcast::channel(capacity).0)
+    }
+
+    /// Publishes, whether or not anyone watches.
+    pub fn publish(&self, event: DeliveryEvent) {
+        let _ = self.0.send(event);
+    }
+
+    /// A new watcher, seeing events from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<DeliveryEvent> {
+        self.0.subscribe()
+    }
+}
+
+impl Default for EventBus {
+    fn default() -> Self {
+        EventBus::new(4096)
+    }
+}

@@ -1,0 +1,148 @@
+//! One forward attempt: POST the original body, signed in Standard Webhooks
+//! form with the tenant's destination secret, and classify the answer.
+
+use std::time::Instant;
+
+use hookd_sdk::signature::{sign, Scheme};
+use rand::Rng;
+
+use super::policy::{parse_retry_after, verdict_for_status, Verdict};
+use crate::{
+    config::ForwardSettings,
+    ids::RequestId,
+    store::records::{AttemptRecord, StoredEvent},
+};
+
+/// Most response bytes kept with an attempt.
+pub const RESPONSE_KEEP_BYTES: usize = 4096;
+
+/// What one attempt produced.
+#[derive(Debug)]
+pub struct AttemptResult {
+    /// The record to store (its `next_retry_at_ms` is filled in later).
+    pub record: AttemptRecord,
+    /// Retry classification.
+    pub verdict: Verdict,
+    /// Why it failed, in plain words ("HTTP 503 Service Unavailable").
+    pub error: String,
+}
+
+/// Headers of a forwarded delivery, besides the signature.
+pub const ATTEMPT_HEADER: &str = "hookd-attempt";
+/// Carries hookd's delivery id to the destination.
+pub const DELIVERY_ID_HEADER: &str = "hookd-delivery-id";
+
+/// Sends attempt number `attempt` of `event` to the tenant's destination.
+pub async fn send(
+    client: &reqwest::Client,
+    settings: &ForwardSettings,
+    event: &StoredEvent,
+    attempt: u32,
+    now_ms: i64,
+) -> AttemptResult {
+    let request_id = RequestId::generate();
+    let meta = &event.meta;
+    let mut request = client
+        .post(&settings.url)
+        .timeout(settings.timeout)
+        .header("x-request-id", request_id.as_str())
+        .header(ATTEMPT_HEADER, attempt.to_string())
+        .header(DELIVERY_ID_HEADER, meta.delivery_id.as_str())
+        .header("traceparent", traceparent(&meta.trace_id));
+    let mut has_content_type = false;
+    for (name, value) in &meta.headers {
+        has_content_type |= name == "content-type";
+        request = request.header(name.as_str(), value.as_str());
+    }
+    if !has_content_type {
+        request = request.header("content-type", "application/json");
+    }
+    for (name, value) in sign(
+        Scheme::Standard,
+        &settings.secret,
+        meta.event_id.as_str(),
+        now_ms.div_euclid(1000),
+        &event.body,
+    ) {
+        request = request.header(name, value);
+    }
+
+    let started = Instant::now();
+    let outcome = request.body(event.body.clone()).send().await;
+    let (status_code, response_body, verdict, error) = match outcome {
+        Ok(mut response) => {
+            let status = response.status();
+            let retry_after = response
+                .headers()
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| parse_retry_after(v, now_ms));
+            let mut kept = Vec::new();
+            while kept.len() < RESPONSE_KEEP_BYTES {
+                match response.chunk().await {
+                    Ok(Some(chunk)) => kept.extend_from_slice(
+                        &chunk[..chunk.len().min(RESPONSE_KEEP_BYTES - kept.len())],
+                    ),
+                    Ok(None) | Err(_) => break,
+                }
+            }
+            let verdict = verdict_for_status(status.as_u16(), retry_after);
+            let error = format!("HTTP {status}");
+            (Some(status.as_u16()), kept, verdict, error)
+        }
+        Err(e) => {
+            let error = describe(&e, settings);
+            (
+                None,
+                Vec::new(),
+                Verdict::Retryable {
+                    retry_after_ms: None,
+                },
+                error,
+            )
+        }
+    };
+    let success = verdict == Verdict::Success;
+    AttemptResult {
+        record: AttemptRecord {
+            attempt,
+            started_at_ms: now_ms,
+            duration_ms: started.elapsed().as_millis() as u64,
+            status_code,
+            error: (!success).then(|| error.clone()),
+            response_body,
+            next_retry_at_ms: None,
+            request_id,
+        },
+        verdict,
+        error,
+    }
+}
+
+/// A W3C `traceparent` in the event's trace, with a fresh span id.
+fn traceparent(trace_id: &str) -> String {
+    let span: u64 = rand::rng().random_range(1..=u64::MAX);
+    format!("00-{trace_id}-{span:016x}-01")
+}
+
+/// Plain words for a transport failure.
+fn describe(e: &reqwest::Error, settings: &ForwardSettings) -> String {
+    if e.is_timeout() {
+        if e.is_connect() {
+            return format!(
+                "connect timeout after {:.1} s",
+                settings.connect_timeout.as_secs_f64()
+            );
+        }
+        return format!("timeout after {:.1} s", settings.timeout.as_secs_f64());
+    }
+    let mut root: &dyn std::error::Error = e;
+    while let Some(next) = root.source() {
+        root = next;
+    }
+    if e.is_connect() {
+        format!("could not connect: {root}")
+    } else {
+        format!("request failed: {root}")
+    }
+}

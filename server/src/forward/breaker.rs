@@ -1,0 +1,118 @@
+//! Circuit breaker per destination: after N consecutive failures forwarding
+//! pauses, then one probe at a time is let through until one succeeds.
+
+/// Breaker state, visible in logs (and metrics).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BreakerState {
+    /// Forwarding normally.
+    Closed,
+    /// Paused until `until_ms`.
+    Open {
+        /// End of the pause.
+        until_ms: i64,
+    },
+    /// One probe is in flight; the rest wait for its verdict.
+    HalfOpen,
+}
+
+/// A consecutive-failure circuit breaker.
+#[derive(Debug, Clone)]
+pub struct Breaker {
+    threshold: u32,
+    cooldown_ms: i64,
+    failures: u32,
+    state: BreakerState,
+}
+
+impl Breaker {
+    /// A closed breaker.
+    pub fn new(threshold: u32, cooldown_ms: i64) -> Self {
+        Breaker {
+            threshold,
+            cooldown_ms,
+            failures: 0,
+            state: BreakerState::Closed,
+        }
+    }
+
+    /// The current state.
+    pub fn state(&self) -> BreakerState {
+        self.state
+    }
+
+    /// Whether one more attempt may start now; an open breaker whose pause
+    /// is over lets exactly one probe through.
+    pub fn admit(&mut self, now_ms: i64) -> bool {
+        match self.state {
+            BreakerState::Closed => true,
+            BreakerState::HalfOpen => false,
+            BreakerState::Open { until_ms } if now_ms >= until_ms => {
+                self.state = BreakerState::HalfOpen;
+                true
+            }
+            BreakerState::Open { .. } => false,
+        }
+    }
+
+    /// When an open breaker lets its next probe through.
+    pub fn reopens_at(&self) -> Option<i64> {
+        match self.state {
+            BreakerState::Open { until_ms } => Some(until_ms),
+            _ => None,
+        }
+    }
+
+    /// The destination answered (any HTTP answer that is not a server-side
+    /// failure counts: it is up). Returns true if this closed the breaker.
+    pub fn on_success(&mut self) -> bool {
+        self.failures = 0;
+        let was_open = self.state != BreakerState::Closed;
+        self.state = BreakerState::Closed;
+        was_open
+    }
+
+    /// An attempt failed in a way that suggests the destination is down.
+    /// Returns true if this opened the breaker.
+    pub fn on_failure(&mut self, now_ms: i64) -> bool {
+        self.failures = self.failures.saturating_add(1);
+        let open = self.state == BreakerState::HalfOpen || self.failures >= self.threshold;
+        let was_closed = self.state == BreakerState::Closed;
+        if open {
+            self.state = BreakerState::Open {
+                until_ms: now_ms + self.cooldown_ms,
+            };
+        }
+        open && was_closed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn opens_after_threshold_then_probes_one_at_a_time() {
+        let mut b = Breaker::new(3, 1_000);
+        assert!(!b.on_failure(0));
+        assert!(!b.on_failure(0));
+        assert!(b.on_failure(0));
+        assert!(!b.admit(999));
+        assert!(b.admit(1_000));
+        assert_eq!(b.state(), BreakerState::HalfOpen);
+        assert!(!b.admit(1_000), "only one probe");
+        b.on_failure(1_100);
+        assert_eq!(b.reopens_at(), Some(2_100));
+        assert!(b.admit(2_100));
+        assert!(b.on_success());
+        assert!(b.admit(2_100) && b.admit(2_100));
+    }
+
+    #[test]
+    fn a_success_resets_the_count() {
+        let mut b = Breaker::new(2, 1_000);
+        b.on_failure(0);
+        b.on_success();
+        assert!(!b.on_failure(0));
+        assert_eq!(b.state(), BreakerState::Closed);
+    }
+}

@@ -1,0 +1,249 @@
+//! One tenant's forwarding loop: takes due deliveries from its sled queue,
+//! runs at most `max_in_flight` attempts at once (so a slow destination only
+//! ever holds its own tenant's slots), and records every outcome.
+
+use std::{collections::HashSet, future::Future, pin::Pin, sync::Arc, time::Duration};
+
+use futures_util::{stream::FuturesUnordered, StreamExt};
+use tokio::sync::Notify;
+
+use super::{
+    attempt::{self, AttemptResult},
+    breaker::Breaker,
+    policy::{next_step, Verdict},
+};
+use crate::{
+    clock::SharedClock,
+    config::ForwardSettings,
+    error::Result,
+    events::{DeliveryEvent, DeliveryEventKind, EventBus},
+    ids::{DeliveryId, TenantId},
+    store::{
+        deliveries::{self, Next},
+        records::queue_key_due_ms,
+        TenantTrees,
+    },
+    tenant::rate_limit::TokenBucket,
+};
+
+/// Longest the loop sleeps without looking at the queue again.
+const MAX_IDLE_MS: i64 = 1000;
+
+struct Done {
+    key: Vec<u8>,
+    delivery_id: DeliveryId,
+    accepted_at_ms: i64,
+    result: Option<AttemptResult>,
+}
+
+type InFlight = Pin<Box<dyn Future<Output = Done> + Send>>;
+
+/// The forwarding loop of one tenant.
+pub struct Dispatcher {
+    tenant: TenantId,
+    trees: TenantTrees,
+    db: sled::Db,
+    settings: Arc<ForwardSettings>,
+    client: reqwest::Client,
+    clock: SharedClock,
+    wake: Arc<Notify>,
+    events: EventBus,
+    breaker: Breaker,
+    rate: Option<TokenBucket>,
+}
+
+impl Dispatcher {
+    /// A dispatcher for one tenant; `wake` is notified when new work is queued.
+    pub fn new(
+        tenant: TenantId,
+        trees: TenantTrees,
+        db: sled::Db,
+        settings: ForwardSettings,
+        clock: SharedClock,
+        wake: Arc<Notify>,
+        events: EventBus,
+    ) -> reqwest::Result<Self> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(settings.connect_timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .pool_max_idle_per_host(settings.max_in_flight)
+            .user_agent(concat!("hookd/", env!("CARGO_PKG_VERSION")))
+            .build()?;
+        Ok(Dispatcher {
+            breaker: Breaker::new(settings.breaker_threshold, settings.breaker_cooldown_ms),
+            rate: settings
+                .delivery_rate
+                .map(|r| TokenBucket::new(r, clock.now_ms())),
+            tenant,
+            trees,
+            db,
+            settings: Arc::new(settings),
+            client,
+            clock,
+            wake,
+            events,
+        })
+    }
+
+    /// Runs until the task is dropped (at shutdown). Anything in flight then
+    /// stays queued and is sent again after a restart.
+    pub async fn run(mut self) {
+        let mut in_flight: FuturesUnordered<InFlight> = FuturesUnordered::new();
+        let mut busy: HashSet<Vec<u8>> = HashSet::new();
+        loop {
+            let now = self.clock.now_ms();
+            let wake_at = match self.start_due(now, &mut in_flight, &mut busy) {
+                Ok(wake_at) => wake_at,
+                Err(e) => {
+                    tracing::error!(tenant = %self.tenant, error = %e, "reading the delivery queue failed");
+                    now + MAX_IDLE_MS
+                }
+            };
+            let sleep = tokio::time::sleep(Duration::from_millis(
+                (wake_at - now).clamp(1, MAX_IDLE_MS) as u64,
+            ));
+            tokio::select! {
+                Some(done) = in_flight.next(), if !in_flight.is_empty() => {
+                    busy.remove(&done.key);
+                    if let Err(e) = self.finish(done) {
+                        tracing::error!(tenant = %self.tenant, error = %e, "recording a forward attempt failed");
+                    }
+                }
+                _ = self.wake.notified() => {}
+                _ = sleep => {}
+            }
+        }
+    }
+
+    /// Starts every due delivery there is room for; returns when to look again.
+    fn start_due(
+        &mut self,
+        now: i64,
+        in_flight: &mut FuturesUnordered<InFlight>,
+        busy: &mut HashSet<Vec<u8>>,
+    ) -> Result<i64> {
+        let mut wake_at = now + MAX_IDLE_MS;
+        if let Some(reopens) = self.breaker.reopens_at() {
+            wake_at = wake_at.min(reopens);
+        }
+        for entry in self.trees.queue.iter() {
+            let (key, value) = entry?;
+            let due = queue_key_due_ms(&key).unwrap_or_default();
+            if due > now {
+                return Ok(wake_at.min(due));
+            }
+            if busy.contains(key.as_ref()) {
+                continue;
+            }
+            if in_flight.len() >= self.settings.max_in_flight {
+                break;
+            }
+            if let Some(rate) = &mut self.rate {
+                if let Err(wait_secs) = rate.try_take(now) {
+                    return Ok(wake_at.min(now + (wait_secs as i64 * 1000).min(MAX_IDLE_MS)));
+                }
+            }
+            if !self.breaker.admit(now) {
+                break;
+            }
+            let delivery_id = DeliveryId::new(String::from_utf8_lossy(&value).into_owned());
+            busy.insert(key.to_vec());
+            in_flight.push(self.attempt(key.to_vec(), delivery_id, now)?);
+        }
+        Ok(wake_at)
+    }
+
+    fn attempt(&self, key: Vec<u8>, delivery_id: DeliveryId, now: i64) -> Result<InFlight> {
+        let state = deliveries::load_state(&self.trees, &delivery_id)?;
+        let event = deliveries::load_event(&self.trees, &delivery_id)?;
+        let (client, settings) = (self.client.clone(), self.settings.clone());
+        Ok(Box::pin(async move {
+            let (Some(state), Some(event)) = (state, event) else {
+                return Done {
+                    key,
+                    delivery_id,
+                    accepted_at_ms: 0,
+                    result: None,
+                };
+            };
+            let result = attempt::send(&client, &settings, &event, state.attempts + 1, now).await;
+            Done {
+                key,
+                delivery_id,
+                accepted_at_ms: state.received_at_ms,
+                result: Some(result),
+            }
+        }))
+    }
+
+    /// Records an attempt's outcome and what follows from it.
+    fn finish(&mut self, done: Done) -> Result<()> {
+        let Some(mut result) = done.result else {
+            tracing::warn!(tenant = %self.tenant, delivery_id = %done.delivery_id, "queued delivery has no stored event; dropping it");
+            return deliveries::drop_queue_entry(&self.trees, &done.key);
+        };
+        let now = self.clock.now_ms();
+        let attempt = result.record.attempt;
+        let next = next_step(
+            &self.settings,
+            attempt,
+            done.accepted_at_ms,
+            now,
+            &result.verdict,
+            &result.error,
+            &mut rand::rng(),
+        );
+        match &result.verdict {
+            Verdict::Retryable { .. } => {
+                if self.breaker.on_failure(now) {
+                    tracing::warn!(tenant = %self.tenant, destination = %self.settings.url, "circuit breaker open: destination failing, pausing forwards");
+                }
+            }
+            Verdict::Success | Verdict::Permanent => {
+                if self.breaker.on_success() {
+                    tracing::info!(tenant = %self.tenant, destination = %self.settings.url, "circuit breaker closed: destination answering again");
+                }
+            }
+        }
+        if let Next::Retry { due_ms } = next {
+            result.record.next_retry_at_ms = Some(due_ms);
+        }
+        let state = deliveries::record_attempt(
+            &self.trees,
+            &done.key,
+            &done.delivery_id,
+            &result.record,
+            &next,
+            self.db.generate_id()?,
+            now,
+        )?;
+        let (kind, reason) = match &next {
+            Next::Delivered => {
+                tracing::info!(tenant = %self.tenant, event_id = %state.event_id, delivery_id = %done.delivery_id, attempt, status = ?result.record.status_code, "forward delivered");
+                (DeliveryEventKind::Delivered, None)
+            }
+            Next::Retry { due_ms } => {
+                tracing::warn!(tenant = %self.tenant, event_id = %state.event_id, delivery_id = %done.delivery_id, attempt, reason = %result.error, retry_in_ms = due_ms - now, "forward failed; retry scheduled");
+                (
+                    DeliveryEventKind::RetryScheduled,
+                    Some(result.error.clone()),
+                )
+            }
+            Next::Dead { reason } => {
+                tracing::warn!(tenant = %self.tenant, event_id = %state.event_id, delivery_id = %done.delivery_id, attempt, reason = %reason, "delivery dead-lettered");
+                (DeliveryEventKind::DeadLettered, Some(reason.clone()))
+            }
+        };
+        self.events.publish(DeliveryEvent {
+            kind,
+            tenant: self.tenant.clone(),
+            delivery_id: done.delivery_id,
+            event_id: state.event_id,
+            at_ms: now,
+            attempt,
+            status_code: result.record.status_code,
+            reason,
+        });
+        Ok(())
+    }
+}

@@ -1,0 +1,11 @@
+//! Forwarding accepted events to each tenant's destination: the per-tenant
+//! dispatcher, one attempt, the retry policy and the circuit breaker.
+
+mod attempt;
+mod breaker;
+mod dispatcher;
+pub mod policy;
+
+pub use attempt::{ATTEMPT_HEADER, DELIVERY_ID_HEADER, RESPONSE_KEEP_BYTES};
+pub use breaker::{Breaker, BreakerState};
+pub use dispatcher::Dispatcher;

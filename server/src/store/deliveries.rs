@@ -1,0 +1,279 @@
+//! What happens to a delivery after it is accepted: attempts and outcomes,
+//! dead letters, redelivery and retention, each as one sled transaction.
+
+use sled::{transaction::TransactionError, Transactional};
+
+use super::{
+    records::{
+        attempt_key, decode, encode, queue_key, time_key, AttemptRecord, DeadLetter, DeliveryState,
+        DeliveryStatus, EventMeta, IdempotencyRecord, StoredEvent,
+    },
+    TenantTrees,
+};
+use crate::{
+    error::{Error, Result},
+    ids::{DeliveryId, RequestId},
+};
+
+/// What an attempt leads to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Next {
+    /// The destination took it.
+    Delivered,
+    /// Try again at `due_ms`.
+    Retry {
+        /// When.
+        due_ms: i64,
+    },
+    /// Give up, for this reason.
+    Dead {
+        /// In plain words.
+        reason: String,
+    },
+}
+
+/// The stored event of a delivery.
+pub fn load_event(trees: &TenantTrees, delivery_id: &DeliveryId) -> Result<Option<StoredEvent>> {
+    trees
+        .events
+        .get(delivery_id.as_str())?
+        .map(|v| StoredEvent::decode(&v))
+        .transpose()
+}
+
+/// The state of a delivery.
+pub fn load_state(trees: &TenantTrees, delivery_id: &DeliveryId) -> Result<Option<DeliveryState>> {
+    trees
+        .state
+        .get(delivery_id.as_str())?
+        .map(|v| decode(&v))
+        .transpose()
+}
+
+/// Every attempt of a delivery, in order.
+pub fn load_attempts(trees: &TenantTrees, delivery_id: &DeliveryId) -> Result<Vec<AttemptRecord>> {
+    let mut prefix = delivery_id.as_str().as_bytes().to_vec();
+    prefix.push(b'/');
+    trees
+        .attempts
+        .scan_prefix(prefix)
+        .map(|kv| decode(&kv?.1))
+        .collect()
+}
+
+/// Records one attempt and its consequence atomically: the queue entry
+/// `queue_key` is replaced by a retry, or removed for a delivered or dead one.
+pub fn record_attempt(
+    trees: &TenantTrees,
+    queue_entry: &[u8],
+    delivery_id: &DeliveryId,
+    attempt: &AttemptRecord,
+    next: &Next,
+    retry_seq: u64,
+    now_ms: i64,
+) -> Result<DeliveryState> {
+    let mut state = load_state(trees, delivery_id)?
+        .ok_or_else(|| Error::Corrupt(format!("no state for {delivery_id}")))?;
+    state.attempts = state.attempts.max(attempt.attempt);
+    state.last_status = attempt.status_code;
+    state.last_error = attempt.error.clone();
+    state.next_attempt_at_ms = None;
+    let mut dead = None;
+    match next {
+        Next::Delivered => {
+            state.status = DeliveryStatus::Delivered;
+            state.finished_at_ms = Some(now_ms);
+        }
+        Next::Retry { due_ms } => {
+            state.status = DeliveryStatus::Pending;
+            state.next_attempt_at_ms = Some(*due_ms);
+        }
+        Next::Dead { reason } => {
+            state.status = DeliveryStatus::Dead;
+            state.finished_at_ms = Some(now_ms);
+            state.last_error = Some(reason.clone());
+            dead = Some(DeadLetter {
+                delivery_id: delivery_id.clone(),
+                event_id: state.event_id.clone(),
+                reason: reason.clone(),
+                dead_at_ms: now_ms,
+                attempts: state.attempts,
+                last_status: attempt.status_code,
+            });
+        }
+    }
+    let state_value = encode(&state);
+    let attempt_value = encode(attempt);
+    let id = delivery_id.as_str();
+    let result = (
+        &trees.queue,
+        &trees.state,
+        &trees.attempts,
+        &trees.dead,
+        &trees.done,
+    )
+        .transaction(|(queue, states, attempts, dead_index, done)| {
+            queue.remove(queue_entry)?;
+            states.insert(id, state_value.as_slice())?;
+            attempts.insert(
+                attempt_key(delivery_id, attempt.attempt),
+                attempt_value.as_slice(),
+            )?;
+            match next {
+                Next::Delivered => {
+                    done.insert(time_key(now_ms, delivery_id), &[])?;
+                }
+                Next::Retry { due_ms } => {
+                    queue.insert(&queue_key(*due_ms, retry_seq)[..], id)?;
+                }
+                Next::Dead { .. } => {
+                    let letter = dead.as_ref().expect("dead letter built above");
+                    dead_index.insert(time_key(now_ms, delivery_id), encode(letter))?;
+                }
+            }
+            Ok(())
+        });
+    result.map_err(flatten)?;
+    Ok(state)
+}
+
+/// Drops a queue entry whose event is gone (purged or swept).
+pub fn drop_queue_entry(trees: &TenantTrees, queue_entry: &[u8]) -> Result<()> {
+    trees.queue.remove(queue_entry)?;
+    Ok(())
+}
+
+/// Queues a dead letter again as a new delivery of the same event: a new
+/// delivery id, attempts from 1, due now. The old one leaves the
+/// dead-letter index and points at the new one.
+pub fn redeliver(
+    trees: &TenantTrees,
+    delivery_id: &DeliveryId,
+    seq: u64,
+    now_ms: i64,
+) -> Result<DeliveryId> {
+    let mut old = load_state(trees, delivery_id)?
+        .ok_or_else(|| Error::NotFound(format!("delivery {delivery_id}")))?;
+    if old.status != DeliveryStatus::Dead {
+        return Err(Error::Precondition(format!(
+            "delivery {delivery_id} is {:?}, only dead letters can be redelivered",
+            old.status
+        )));
+    }
+    let event = load_event(trees, delivery_id)?
+        .ok_or_else(|| Error::NotFound(format!("event of {delivery_id}")))?;
+    let new_id = DeliveryId::generate();
+    let meta = EventMeta {
+        delivery_id: new_id.clone(),
+        received_at_ms: now_ms,
+        request_id: RequestId::generate(),
+        ..event.meta
+    };
+    let dead_key = time_key(old.finished_at_ms.unwrap_or_default(), delivery_id);
+    old.status = DeliveryStatus::Redelivered;
+    old.redelivered_as = Some(new_id.clone());
+    let mut new_state = DeliveryState::pending(meta.event_id.clone(), now_ms);
+    new_state.redelivery_of = Some(delivery_id.clone());
+    let event_value = StoredEvent::encode(&meta, &event.body);
+    let (old_value, new_value) = (encode(&old), encode(&new_state));
+    let result = (&trees.events, &trees.state, &trees.queue, &trees.dead).transaction(
+        |(events, states, queue, dead)| {
+            events.insert(new_id.as_str(), event_value.as_slice())?;
+            states.insert(new_id.as_str(), new_value.as_slice())?;
+            states.insert(delivery_id.as_str(), old_value.as_slice())?;
+            queue.insert(&queue_key(now_ms, seq)[..], new_id.as_str())?;
+            dead.remove(dead_key.as_slice())?;
+            Ok(())
+        },
+    );
+    result.map_err(flatten)?;
+    Ok(new_id)
+}
+
+/// The dead-letter index, oldest first (`.rev()` for newest first).
+pub fn dead_letters(
+    trees: &TenantTrees,
+) -> impl DoubleEndedIterator<Item = Result<(Vec<u8>, DeadLetter)>> {
+    trees.dead.iter().map(|kv| {
+        let (k, v) = kv?;
+        Ok((k.to_vec(), decode(&v)?))
+    })
+}
+
+/// Removes dead letters (their event, state and attempts too).
+pub fn purge_dead_letter(trees: &TenantTrees, dead_key: &[u8], letter: &DeadLetter) -> Result<()> {
+    trees.dead.remove(dead_key)?;
+    delete_delivery(trees, &letter.delivery_id)
+}
+
+fn delete_delivery(trees: &TenantTrees, delivery_id: &DeliveryId) -> Result<()> {
+    trees.events.remove(delivery_id.as_str())?;
+    trees.state.remove(delivery_id.as_str())?;
+    let mut prefix = delivery_id.as_str().as_bytes().to_vec();
+    prefix.push(b'/');
+    for key in trees.attempts.scan_prefix(prefix).keys() {
+        trees.attempts.remove(key?)?;
+    }
+    Ok(())
+}
+
+/// What one sweep removed.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Swept {
+    /// Delivered events deleted.
+    pub delivered: usize,
+    /// Idempotency records forgotten.
+    pub idempotency: usize,
+}
+
+/// Deletes, in bounded batches, delivered events older than
+/// `delivered_before_ms` and idempotency records older than
+/// `idem_before_ms`. `idem_cursor` carries the scan position between sweeps.
+pub fn sweep(
+    trees: &TenantTrees,
+    delivered_before_ms: i64,
+    idem_before_ms: i64,
+    batch: usize,
+    idem_cursor: &mut Vec<u8>,
+) -> Result<Swept> {
+    let mut swept = Swept::default();
+    let cutoff = (delivered_before_ms.max(0) as u64).to_be_bytes();
+    for kv in trees.done.range(..cutoff.as_slice()).take(batch) {
+        let (key, _) = kv?;
+        let id = DeliveryId::new(String::from_utf8_lossy(&key[8..]).into_owned());
+        delete_delivery(trees, &id)?;
+        trees.done.remove(key)?;
+        swept.delivered += 1;
+    }
+    let mut scanned = 0;
+    let mut last = None;
+    for kv in trees.idem.range(idem_cursor.as_slice()..) {
+        let (key, value) = kv?;
+        scanned += 1;
+        let record: IdempotencyRecord = decode(&value)?;
+        if record.received_at_ms < idem_before_ms {
+            trees.idem.remove(&key)?;
+            swept.idempotency += 1;
+        }
+        last = Some(key);
+        if scanned >= batch {
+            break;
+        }
+    }
+    *idem_cursor = match last {
+        Some(key) if scanned >= batch => {
+            let mut next = key.to_vec();
+            next.push(0);
+            next
+        }
+        _ => Vec::new(),
+    };
+    Ok(swept)
+}
+
+fn flatten(e: TransactionError<()>) -> Error {
+    match e {
+        TransactionError::Storage(e) => e.into(),
+        TransactionError::Abort(()) => Error::Corrupt("transaction aborted".into()),
+    }
+}

@@ -1,0 +1,39 @@
+//! Retention: every few seconds, each tenant forgets idempotency records and
+//! deletes delivered events past their retention, in bounded batches so a
+//! sweep never stalls the ingest path.
+
+use std::{collections::HashMap, time::Duration};
+
+use crate::{config::RetentionConfig, ids::TenantId, store::deliveries, tenant::Registry};
+
+/// Sweeps forever; dropped with the server.
+pub async fn run(registry: Registry, retention: RetentionConfig) {
+    let mut cursors: HashMap<TenantId, Vec<u8>> = HashMap::new();
+    let interval = Duration::from_secs_f64(retention.sweep_interval_secs);
+    loop {
+        tokio::time::sleep(interval).await;
+        let now = registry.clock().now_ms();
+        for handle in registry.handles() {
+            let cursor = cursors.entry(handle.settings.id.clone()).or_default();
+            let result = deliveries::sweep(
+                &handle.trees,
+                now - (retention.delivered_secs as i64).saturating_mul(1000),
+                now - (retention.idempotency_secs as i64).saturating_mul(1000),
+                retention.sweep_batch,
+                cursor,
+            );
+            match result {
+                Ok(swept) if swept.delivered + swept.idempotency > 0 => tracing::info!(
+                    tenant = %handle.settings.id,
+                    delivered = swept.delivered,
+                    idempotency = swept.idempotency,
+                    "retention sweep removed expired records"
+                ),
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::error!(tenant = %handle.settings.id, error = %e, "retention sweep failed")
+                }
+            }
+        }
+    }
+}
