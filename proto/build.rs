@@ -1,4 +1,7 @@
-//! Compiles `hookd/v1/*.proto` with protox (pure Rust, no protoc needed).
+//! Compiles `hookd/v1/*.proto` with protox (pure Rust, no protoc needed), and
+//! keeps the encoded descriptor set for gRPC server reflection.
+
+use std::{env, fs, path::PathBuf};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let protos = [
@@ -11,7 +14,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for proto in protos {
         println!("cargo:rerun-if-changed={proto}");
     }
-    let fds = protox::compile(protos, ["."])?;
-    tonic_prost_build::configure().compile_fds(fds)?;
+    let mut compiler = protox::Compiler::new(["."])?;
+    compiler
+        .include_source_info(true)
+        .include_imports(true)
+        .open_files(protos)?;
+    let out_dir = PathBuf::from(env::var("OUT_DIR")?);
+    fs::write(
+        out_dir.join("hookd_descriptor.bin"),
+        compiler.encode_file_descriptor_set(),
+    )?;
+    tonic_prost_build::configure().compile_fds(compiler.file_descriptor_set())?;
     Ok(())
 }

@@ -1,7 +1,32 @@
 //! hookd client SDK: the webhook signature schemes hookd accepts, for senders (sign)
-//! and for the receiver (verify), with no dependency on any HTTP crate.
+//! and for the receiver (verify), and [`client::HookdClient`], the typed admin client
+//! for hookd's gRPC control plane that the `hookctl` CLI is built on.
+//!
+//! The [`signature`] module depends on no HTTP or gRPC crate, so the server verifies
+//! with exactly the code senders sign with.
+//!
+//! ```no_run
+//! use hookd_sdk::client::{proto::CreateTenantRequest, HookdClient};
+//!
+//! # async fn demo() -> Result<(), hookd_sdk::client::ClientError> {
+//! let client = HookdClient::connect("http://127.0.0.1:50051", "admin-token").await?;
+//! let created = client
+//!     .create_tenant(CreateTenantRequest {
+//!         tenant_id: "acme".into(),
+//!         destination_url: "http://127.0.0.1:9000/hooks".into(),
+//!         ..Default::default()
+//!     })
+//!     .await?;
+//! println!("sign with {} (kid {})", created.secret, created.kid);
+//! for tenant in client.list_all_tenants().await? {
+//!     println!("{} -> {}", tenant.tenant_id, tenant.ingest_path);
+//! }
+//! # Ok(())
+//! # }
+//! ```
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod client;
 mod error;
 pub mod signature;

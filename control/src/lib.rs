@@ -1,22 +1,56 @@
-//! hookd's gRPC control plane. It reaches the server only through
-//! [`ControlBackend`], so the server depends on this crate and never the reverse.
+//! hookd's gRPC control plane: the `hookd.v1` services, `grpc.health.v1` and
+//! server reflection. It reaches the server only through [`ControlBackend`],
+//! so the server depends on this crate and never the reverse.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-use std::{future::Future, sync::Arc};
+mod auth;
+mod backend;
+mod convert;
+mod error;
+pub mod model;
+mod services;
+pub mod watch;
 
+#[cfg(test)]
+mod fake;
+
+use std::{future::Future, sync::Arc, time::Duration};
+
+use hookd_proto::v1::{
+    consumer_service_server::{self, ConsumerServiceServer},
+    delivery_service_server::{self, DeliveryServiceServer},
+    secret_service_server::{self, SecretServiceServer},
+    tenant_service_server::{self, TenantServiceServer},
+    token_service_server::{self, TokenServiceServer},
+};
 use tonic::transport::server::TcpIncoming;
-use tonic_health::ServingStatus;
+use tonic_health::{server::HealthReporter, ServingStatus};
 
-/// What the control plane needs from the server.
-pub trait ControlBackend: Send + Sync + 'static {
-    /// True while storage is open and every tenant actor runs; drives
-    /// `grpc.health.v1`.
-    fn is_ready(&self) -> bool;
-}
+/// The attribute [`ControlBackend`] is declared with; implementations put
+/// `#[hookd_control::async_trait]` on their `impl` block.
+pub use tonic::async_trait;
 
-/// Serves the control plane on `listener` until `shutdown` resolves.
-/// Must run inside a tokio runtime.
+use crate::services::{ConsumerApi, DeliveryApi, SecretApi, TenantApi, TokenApi};
+pub use crate::{
+    backend::{ControlBackend, EventStream},
+    error::{Error, Result},
+};
+
+/// Every service whose health is reported: the server as a whole ("") and
+/// each `hookd.v1` service, so a probe may ask for either.
+const HEALTH_NAMES: [&str; 6] = [
+    "",
+    tenant_service_server::SERVICE_NAME,
+    secret_service_server::SERVICE_NAME,
+    token_service_server::SERVICE_NAME,
+    delivery_service_server::SERVICE_NAME,
+    consumer_service_server::SERVICE_NAME,
+];
+
+/// Serves the control plane on `listener` until `shutdown` resolves, then
+/// ends open WatchDeliveries streams (UNAVAILABLE) and lets in-flight calls
+/// finish. Must run inside a tokio runtime.
 pub async fn serve<B: ControlBackend>(
     listener: std::net::TcpListener,
     backend: Arc<B>,
@@ -24,22 +58,59 @@ pub async fn serve<B: ControlBackend>(
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     listener.set_nonblocking(true)?;
     let incoming = TcpIncoming::from(tokio::net::TcpListener::from_std(listener)?);
+    let reflection_v1 = reflection().build_v1()?;
+    let reflection_v1alpha = reflection().build_v1alpha()?;
     let (reporter, health) = tonic_health::server::health_reporter();
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
-        loop {
-            tick.tick().await;
-            let status = if backend.is_ready() {
-                ServingStatus::Serving
-            } else {
-                ServingStatus::NotServing
-            };
-            reporter.set_service_status("", status).await;
-        }
-    });
-    tonic::transport::Server::builder()
+    let readiness = tokio::spawn(report_readiness(reporter, Arc::clone(&backend)));
+    let (stop, stopping) = tokio::sync::watch::channel(false);
+    let tenants = TenantApi::new(Arc::clone(&backend));
+    let secrets = SecretApi::new(Arc::clone(&backend));
+    let tokens = TokenApi::new(Arc::clone(&backend));
+    let deliveries = DeliveryApi::new(Arc::clone(&backend), stopping);
+    let consumer = ConsumerApi::new(backend);
+    let served = tonic::transport::Server::builder()
         .add_service(health)
-        .serve_with_incoming_shutdown(incoming, shutdown)
-        .await?;
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha)
+        .add_service(TenantServiceServer::new(tenants))
+        .add_service(SecretServiceServer::new(secrets))
+        .add_service(TokenServiceServer::new(tokens))
+        .add_service(DeliveryServiceServer::new(deliveries))
+        .add_service(ConsumerServiceServer::new(consumer))
+        .serve_with_incoming_shutdown(incoming, async move {
+            shutdown.await;
+            stop.send_replace(true);
+        })
+        .await;
+    readiness.abort();
+    served?;
     Ok(())
 }
+
+/// Reflection over `hookd.v1` and `grpc.health.v1`, so `grpcurl` needs no
+/// `.proto` files. Served as v1 and as v1alpha, which older clients (older
+/// grpcurl among them) still ask for.
+fn reflection() -> tonic_reflection::server::Builder<'static> {
+    tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(hookd_proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+}
+
+/// Mirrors [`ControlBackend::is_ready`] into `grpc.health.v1` once a second.
+async fn report_readiness<B: ControlBackend>(reporter: HealthReporter, backend: Arc<B>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tick.tick().await;
+        let status = if backend.is_ready() {
+            ServingStatus::Serving
+        } else {
+            ServingStatus::NotServing
+        };
+        for name in HEALTH_NAMES {
+            reporter.set_service_status(name, status).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -3,6 +3,7 @@
 //! shutdown.
 
 use std::{
+    collections::HashSet,
     net::{SocketAddr, TcpListener},
     sync::{mpsc as std_mpsc, Arc},
     thread::JoinHandle,
@@ -13,11 +14,14 @@ use actix_web::{middleware::from_fn, App, HttpServer};
 use tokio::sync::oneshot;
 
 use crate::{
+    admin::Backend,
+    catalog::{effective_config, Catalog},
     clock::SharedClock,
     config::{parse_addr, Config, TenantSettings},
     error::{Error, Result},
     events::EventBus,
     ingress::{self, AppState},
+    keyring::{load_admin_token, MasterKey},
     store::Store,
     sweeper,
     tenant::Registry,
@@ -138,17 +142,6 @@ impl Drop for Server {
     }
 }
 
-/// Backend the control plane sees.
-struct Backend {
-    registry: Registry,
-}
-
-impl hookd_control::ControlBackend for Backend {
-    fn is_ready(&self) -> bool {
-        self.registry.store().is_healthy() && self.registry.all_running()
-    }
-}
-
 #[allow(clippy::too_many_arguments)]
 async fn serve(
     config: Config,
@@ -170,12 +163,17 @@ async fn serve(
         clock,
         EventBus::default(),
     );
-    for tenant in tenants {
-        if let Err(e) = registry.start_tenant(tenant) {
+    let backend = match start_tenants(&config, &registry, tenants) {
+        Ok(backend) => Arc::new(backend),
+        Err(e) => {
+            for arbiter in arbiters {
+                arbiter.stop();
+                let _ = arbiter.join();
+            }
             let _ = ready.send(Err(e));
             return Ok(());
         }
-    }
+    };
 
     let state = AppState {
         registry: registry.clone(),
@@ -198,9 +196,6 @@ async fn serve(
     let http_handle = server.handle();
 
     let (grpc_stop_tx, grpc_stop_rx) = oneshot::channel::<()>();
-    let backend = Arc::new(Backend {
-        registry: registry.clone(),
-    });
     let grpc_thread = std::thread::Builder::new()
         .name("hookd-grpc".into())
         .spawn(move || {
@@ -240,4 +235,29 @@ async fn serve(
     drop(registry);
     tracing::info!("shutdown complete");
     served.map_err(Error::from)
+}
+
+/// Starts the config file's tenants, then those created over the control
+/// plane (a config tenant wins an id clash), and builds the control-plane
+/// backend over them.
+fn start_tenants(config: &Config, registry: &Registry, tenants: Vec<TenantSettings>) -> Result<Backend> {
+    let key = MasterKey::load(&config.keys, &config.data_dir)?;
+    let admin_token = load_admin_token(&config.keys, &config.data_dir)?;
+    let catalog = Catalog::open(registry.store().db(), key)?;
+    let config_ids: HashSet<String> = tenants.iter().map(|t| t.id.to_string()).collect();
+    for tenant in tenants {
+        registry.start_tenant(tenant)?;
+    }
+    for (record, secrets) in catalog.all()? {
+        let id = record.config.id.clone();
+        if config_ids.contains(&id) {
+            tracing::warn!(tenant = %id, "tenant is both in the config file and created over the API; the config file wins");
+            continue;
+        }
+        let settings = effective_config(&record, &secrets)
+            .resolve()
+            .map_err(|e| Error::Config(format!("stored tenant {id}: {e}")))?;
+        registry.start_tenant(settings)?;
+    }
+    Ok(Backend::new(registry.clone(), catalog, config_ids, admin_token))
 }

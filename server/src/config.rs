@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::{
     error::{Error, Result},
     ids::TenantId,
+    keyring::KeySources,
 };
 
 /// The embedded defaults, every key documented.
@@ -41,6 +42,9 @@ pub struct Config {
     /// Tenants declared in the file.
     #[serde(default)]
     pub tenants: Vec<TenantConfig>,
+    /// Master key and admin token, from the environment (never the file).
+    #[serde(skip)]
+    pub keys: KeySources,
 }
 
 /// HTTP ingress settings.
@@ -433,6 +437,8 @@ pub struct TenantSettings {
     pub previous: Option<(Secret, Option<i64>)>,
     /// Forwarding, when the tenant has a destination (pull mode otherwise).
     pub forward: Option<ForwardSettings>,
+    /// How long an unacknowledged delivery is retried (pull mode: pulled).
+    pub retry_window_ms: i64,
 }
 
 /// Largest body a tenant may allow; past this a single delivery could
@@ -528,6 +534,7 @@ impl TenantConfig {
             current,
             previous,
             forward,
+            retry_window_ms: (self.retry.window_secs * 1000.0).round() as i64,
         })
     }
 

@@ -3,7 +3,9 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod admin;
 mod app;
+pub mod catalog;
 pub mod clock;
 pub mod config;
 pub mod error;
@@ -11,6 +13,7 @@ pub mod events;
 pub mod forward;
 pub mod ids;
 pub mod ingress;
+pub mod keyring;
 pub mod store;
 mod sweeper;
 pub mod telemetry;

@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 use hookd_server::{
     clock::SystemClock,
     config::{Config, Overrides},
+    keyring::KeySources,
     telemetry, Server,
 };
 
@@ -29,6 +30,15 @@ struct Cli {
     /// gRPC control-plane address; port 0 picks a free port.
     #[arg(long, env = "HOOKD_GRPC_ADDR", global = true)]
     grpc_addr: Option<String>,
+    /// Admin token of the control plane (generated into the data dir if unset).
+    #[arg(long, env = "HOOKD_ADMIN_TOKEN", hide_env_values = true, global = true)]
+    admin_token: Option<String>,
+    /// Master key for secrets at rest: base64 of 32 bytes.
+    #[arg(long, env = "HOOKD_MASTER_KEY", hide_env_values = true, global = true)]
+    master_key: Option<String>,
+    /// File holding the master key.
+    #[arg(long, env = "HOOKD_MASTER_KEY_FILE", global = true)]
+    master_key_file: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -45,8 +55,13 @@ fn main() -> anyhow::Result<()> {
         http_addr: cli.http_addr,
         grpc_addr: cli.grpc_addr,
     };
-    let config =
+    let mut config =
         Config::load(cli.config.as_deref(), &overrides).context("invalid configuration")?;
+    config.keys = KeySources {
+        master_key: cli.master_key,
+        master_key_file: cli.master_key_file,
+        admin_token: cli.admin_token,
+    };
     telemetry::init_logging(&config.log);
     let server =
         Server::start(config, std::sync::Arc::new(SystemClock)).context("hookd could not start")?;

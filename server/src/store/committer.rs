@@ -145,12 +145,11 @@ fn apply(db: &sled::Db, item: &NewDelivery) -> Result<CommitOutcome> {
         delivery_id: item.meta.delivery_id.clone(),
         received_at_ms: item.meta.received_at_ms,
     });
-    let state_value = encode(&DeliveryState::pending(
-        item.event_id.clone(),
-        item.meta.received_at_ms,
-    ));
     let event_value = StoredEvent::encode(&item.meta, &item.body);
     let key = queue_key(item.due_ms, db.generate_id()?);
+    let mut state = DeliveryState::pending(item.event_id.clone(), item.meta.received_at_ms);
+    state.queue_key = Some(hex::encode(key));
+    let state_value = encode(&state);
     let delivery_id = item.meta.delivery_id.as_str();
     let result = (&trees.idem, &trees.events, &trees.queue, &trees.state).transaction(
         |(idem, events, queue, state)| {

@@ -78,6 +78,7 @@ pub fn record_attempt(
     state.last_status = attempt.status_code;
     state.last_error = attempt.error.clone();
     state.next_attempt_at_ms = None;
+    state.queue_key = None;
     let mut dead = None;
     match next {
         Next::Delivered => {
@@ -87,6 +88,7 @@ pub fn record_attempt(
         Next::Retry { due_ms } => {
             state.status = DeliveryStatus::Pending;
             state.next_attempt_at_ms = Some(*due_ms);
+            state.queue_key = Some(hex::encode(queue_key(*due_ms, retry_seq)));
         }
         Next::Dead { reason } => {
             state.status = DeliveryStatus::Dead;
@@ -143,9 +145,9 @@ pub fn drop_queue_entry(trees: &TenantTrees, queue_entry: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// Queues a dead letter again as a new delivery of the same event: a new
-/// delivery id, attempts from 1, due now. The old one leaves the
-/// dead-letter index and points at the new one.
+/// Queues a dead (or delivered) delivery again as a new delivery of the same
+/// event: a new delivery id, attempts from 1, due now. The old one points at
+/// the new one; a dead letter leaves the dead-letter index.
 pub fn redeliver(
     trees: &TenantTrees,
     delivery_id: &DeliveryId,
@@ -154,12 +156,16 @@ pub fn redeliver(
 ) -> Result<DeliveryId> {
     let mut old = load_state(trees, delivery_id)?
         .ok_or_else(|| Error::NotFound(format!("delivery {delivery_id}")))?;
-    if old.status != DeliveryStatus::Dead {
-        return Err(Error::Precondition(format!(
-            "delivery {delivery_id} is {:?}, only dead letters can be redelivered",
-            old.status
-        )));
-    }
+    let was_dead = match old.status {
+        DeliveryStatus::Dead => true,
+        DeliveryStatus::Delivered => false,
+        other => {
+            return Err(Error::Precondition(format!(
+                "delivery {delivery_id} is {}; only dead or delivered ones can be redelivered",
+                other.as_str()
+            )))
+        }
+    };
     let event = load_event(trees, delivery_id)?
         .ok_or_else(|| Error::NotFound(format!("event of {delivery_id}")))?;
     let new_id = DeliveryId::generate();
@@ -170,10 +176,13 @@ pub fn redeliver(
         ..event.meta
     };
     let dead_key = time_key(old.finished_at_ms.unwrap_or_default(), delivery_id);
-    old.status = DeliveryStatus::Redelivered;
+    if was_dead {
+        old.status = DeliveryStatus::Redelivered;
+    }
     old.redelivered_as = Some(new_id.clone());
     let mut new_state = DeliveryState::pending(meta.event_id.clone(), now_ms);
     new_state.redelivery_of = Some(delivery_id.clone());
+    new_state.queue_key = Some(hex::encode(queue_key(now_ms, seq)));
     let event_value = StoredEvent::encode(&meta, &event.body);
     let (old_value, new_value) = (encode(&old), encode(&new_state));
     let result = (&trees.events, &trees.state, &trees.queue, &trees.dead).transaction(
@@ -271,9 +280,185 @@ pub fn sweep(
     Ok(swept)
 }
 
+/// Hands out up to `max` due deliveries of a pull-mode tenant and hides each
+/// for `visibility_ms`: unacknowledged, it comes back. Each pull counts as an
+/// attempt; one older than the retry window is dead-lettered instead.
+pub fn pull(
+    trees: &TenantTrees,
+    db: &sled::Db,
+    max: usize,
+    visibility_ms: i64,
+    window_ms: i64,
+    now_ms: i64,
+) -> Result<Vec<(StoredEvent, u32)>> {
+    let due: Vec<(sled::IVec, DeliveryId)> = trees
+        .queue
+        .range(..queue_key(now_ms + 1, 0).as_slice())
+        .take(max)
+        .map(|kv| kv.map(|(k, v)| (k, DeliveryId::new(String::from_utf8_lossy(&v).into_owned()))))
+        .collect::<std::result::Result<_, _>>()?;
+    let mut out = Vec::with_capacity(due.len());
+    for (key, delivery_id) in due {
+        let (Some(mut state), Some(event)) = (load_state(trees, &delivery_id)?, load_event(trees, &delivery_id)?) else {
+            drop_queue_entry(trees, &key)?;
+            continue;
+        };
+        if now_ms - state.received_at_ms > window_ms {
+            let attempt = AttemptRecord {
+                attempt: state.attempts,
+                started_at_ms: now_ms,
+                duration_ms: 0,
+                status_code: None,
+                error: Some("not acknowledged by a consumer".into()),
+                response_body: Vec::new(),
+                next_retry_at_ms: None,
+                request_id: RequestId::generate(),
+            };
+            let reason = format!("not acknowledged within the retry window after {} pulls", state.attempts);
+            record_attempt(trees, &key, &delivery_id, &attempt, &Next::Dead { reason }, 0, now_ms)?;
+            continue;
+        }
+        let hidden_until = queue_key(now_ms + visibility_ms, db.generate_id()?);
+        state.attempts += 1;
+        state.next_attempt_at_ms = Some(now_ms + visibility_ms);
+        state.queue_key = Some(hex::encode(hidden_until));
+        let state_value = encode(&state);
+        (&trees.queue, &trees.state)
+            .transaction(|(queue, states)| {
+                queue.remove(&key)?;
+                queue.insert(&hidden_until[..], delivery_id.as_str())?;
+                states.insert(delivery_id.as_str(), state_value.as_slice())?;
+                Ok(())
+            })
+            .map_err(flatten)?;
+        out.push((event, state.attempts));
+    }
+    Ok(out)
+}
+
+/// Marks pulled deliveries delivered; returns how many were pending.
+pub fn ack(trees: &TenantTrees, ids: &[DeliveryId], now_ms: i64) -> Result<u32> {
+    let mut acked = 0;
+    for id in ids {
+        let Some(mut state) = load_state(trees, id)? else { continue };
+        if state.status != DeliveryStatus::Pending {
+            continue;
+        }
+        let key = state.queue_key.take().and_then(|k| hex::decode(k).ok()).unwrap_or_default();
+        state.status = DeliveryStatus::Delivered;
+        state.finished_at_ms = Some(now_ms);
+        state.next_attempt_at_ms = None;
+        let state_value = encode(&state);
+        (&trees.queue, &trees.state, &trees.done)
+            .transaction(|(queue, states, done)| {
+                queue.remove(key.as_slice())?;
+                states.insert(id.as_str(), state_value.as_slice())?;
+                done.insert(time_key(now_ms, id), &[])?;
+                Ok(())
+            })
+            .map_err(flatten)?;
+        acked += 1;
+    }
+    Ok(acked)
+}
+
+/// Makes pulled deliveries visible again at once; returns how many.
+pub fn nack(trees: &TenantTrees, db: &sled::Db, ids: &[DeliveryId], now_ms: i64) -> Result<u32> {
+    let mut returned = 0;
+    for id in ids {
+        let Some(mut state) = load_state(trees, id)? else { continue };
+        let Some(old) = state.queue_key.as_ref().and_then(|k| hex::decode(k).ok()) else { continue };
+        if state.status != DeliveryStatus::Pending {
+            continue;
+        }
+        let new = queue_key(now_ms, db.generate_id()?);
+        state.queue_key = Some(hex::encode(new));
+        state.next_attempt_at_ms = Some(now_ms);
+        let state_value = encode(&state);
+        (&trees.queue, &trees.state)
+            .transaction(|(queue, states)| {
+                queue.remove(old.as_slice())?;
+                queue.insert(&new[..], id.as_str())?;
+                states.insert(id.as_str(), state_value.as_slice())?;
+                Ok(())
+            })
+            .map_err(flatten)?;
+        returned += 1;
+    }
+    Ok(returned)
+}
+
 fn flatten(e: TransactionError<()>) -> Error {
     match e {
         TransactionError::Storage(e) => e.into(),
         TransactionError::Abort(()) => Error::Corrupt("transaction aborted".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{
+        ids::{EventId, TenantId},
+        store::Store,
+    };
+
+    fn delivered(trees: &TenantTrees, n: u32, at_ms: i64) -> DeliveryId {
+        let id = DeliveryId::new(format!("dlv_{n}"));
+        let event_id = EventId::new(format!("evt_{n}"));
+        let meta = EventMeta {
+            event_id: event_id.clone(),
+            delivery_id: id.clone(),
+            request_id: RequestId::new("req_1"),
+            received_at_ms: at_ms,
+            headers: vec![],
+            trace_id: String::new(),
+        };
+        trees.events.insert(id.as_str(), StoredEvent::encode(&meta, b"{}")).unwrap();
+        trees.state.insert(id.as_str(), encode(&DeliveryState::pending(event_id.clone(), at_ms))).unwrap();
+        let idem = IdempotencyRecord { delivery_id: id.clone(), received_at_ms: at_ms };
+        trees.idem.insert(event_id.as_str(), encode(&idem)).unwrap();
+        let key = queue_key(at_ms, u64::from(n));
+        trees.queue.insert(key, id.as_str()).unwrap();
+        let attempt = AttemptRecord {
+            attempt: 1,
+            started_at_ms: at_ms,
+            duration_ms: 1,
+            status_code: Some(200),
+            error: None,
+            response_body: vec![],
+            next_retry_at_ms: None,
+            request_id: RequestId::new("req_2"),
+        };
+        record_attempt(trees, &key, &id, &attempt, &Next::Delivered, 0, at_ms).unwrap();
+        id
+    }
+
+    #[test]
+    fn sweep_removes_only_expired_records_in_bounded_batches() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, _committer) = Store::open(dir.path(), 16, false).unwrap();
+        let trees = store.tenant_trees(&TenantId::new("t")).unwrap();
+        let old: Vec<_> = (0..5).map(|n| delivered(&trees, n, 1_000)).collect();
+        let fresh = delivered(&trees, 9, 50_000);
+        assert_eq!(load_attempts(&trees, &old[0]).unwrap().len(), 1);
+
+        let mut cursor = Vec::new();
+        let first = sweep(&trees, 10_000, 10_000, 3, &mut cursor).unwrap();
+        assert_eq!(first.delivered, 3, "bounded by the batch size");
+        let mut total = first;
+        for _ in 0..3 {
+            let s = sweep(&trees, 10_000, 10_000, 3, &mut cursor).unwrap();
+            total.delivered += s.delivered;
+            total.idempotency += s.idempotency;
+        }
+        assert_eq!(total, Swept { delivered: 5, idempotency: 5 });
+        for id in &old {
+            assert!(load_event(&trees, id).unwrap().is_none());
+            assert!(load_attempts(&trees, id).unwrap().is_empty());
+        }
+        assert!(load_event(&trees, &fresh).unwrap().is_some());
+        assert!(trees.idem.get("evt_9").unwrap().is_some());
+        assert_eq!(trees.idem.len(), 1);
     }
 }

@@ -102,6 +102,18 @@ pub enum DeliveryStatus {
     Redelivered,
 }
 
+impl DeliveryStatus {
+    /// Lower-case name, for messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeliveryStatus::Pending => "pending",
+            DeliveryStatus::Delivered => "delivered",
+            DeliveryStatus::Dead => "dead",
+            DeliveryStatus::Redelivered => "redelivered",
+        }
+    }
+}
+
 /// The mutable state of one delivery.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeliveryState {
@@ -125,6 +137,9 @@ pub struct DeliveryState {
     pub redelivery_of: Option<DeliveryId>,
     /// The delivery that re-sent this dead letter.
     pub redelivered_as: Option<DeliveryId>,
+    /// Its entry in the queue (hex), while it has one.
+    #[serde(default)]
+    pub queue_key: Option<String>,
 }
 
 impl DeliveryState {
@@ -141,6 +156,7 @@ impl DeliveryState {
             finished_at_ms: None,
             redelivery_of: None,
             redelivered_as: None,
+            queue_key: None,
         }
     }
 }

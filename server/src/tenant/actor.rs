@@ -10,7 +10,7 @@ use moka::sync::Cache;
 use tokio::sync::Notify;
 
 use super::{
-    messages::{Ingest, IngestOutcome},
+    messages::{Ingest, IngestOutcome, Reconfigure},
     rate_limit::TokenBucket,
     validate::{validate_body, EventIdSource},
 };
@@ -233,6 +233,14 @@ impl Handler<Ingest> for TenantActor {
                 duplicate,
             })
         })
+    }
+}
+
+impl Handler<Reconfigure> for TenantActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Reconfigure, _ctx: &mut Self::Context) {
+        self.settings = msg.0;
     }
 }
 

@@ -30,3 +30,9 @@ pub struct IngestOutcome {
     /// True when the event had been accepted before.
     pub duplicate: bool,
 }
+
+/// New settings for a running tenant (a rotated or revoked secret): the
+/// actor keeps its replay cache and rate-limit state.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Reconfigure(pub std::sync::Arc<crate::config::TenantSettings>);

@@ -10,7 +10,7 @@ use actix::{Actor, Addr, ArbiterHandle};
 use futures_util::future::{AbortHandle, Abortable};
 use tokio::sync::Notify;
 
-use super::actor::TenantActor;
+use super::{actor::TenantActor, messages::Reconfigure};
 use crate::{
     clock::SharedClock,
     config::TenantSettings,
@@ -117,6 +117,28 @@ impl Registry {
             old.stop();
         }
         Ok(())
+    }
+
+    /// Swaps the settings of a running tenant without restarting it (secret
+    /// rotation): its dispatcher, replay cache and rate limit carry on.
+    pub fn reconfigure(&self, settings: TenantSettings) -> Result<()> {
+        let settings = Arc::new(settings);
+        let mut tenants = self.tenants.write().expect("registry lock");
+        let handle = tenants
+            .get_mut(settings.id.as_str())
+            .ok_or_else(|| Error::NotFound(format!("tenant {}", settings.id)))?;
+        handle.addr.do_send(Reconfigure(settings.clone()));
+        handle.settings = settings;
+        Ok(())
+    }
+
+    /// Stops a tenant and forgets it; its data is left to the caller.
+    pub fn remove(&self, id: &str) -> bool {
+        let removed = self.tenants.write().expect("registry lock").remove(id);
+        if let Some(handle) = &removed {
+            handle.stop();
+        }
+        removed.is_some()
     }
 
     /// Spreads tenants over arbiters by a hash of their id.

@@ -13,7 +13,11 @@ use std::{
 use reqwest::StatusCode;
 use serde_json::Value;
 
-use crate::harness::{order, signed, ACME};
+use crate::{
+    forward::DEST_SECRET,
+    harness::{order, signed, ACME},
+    receiver::{Receiver, Reply},
+};
 
 /// Path of the `hookd` binary next to this test binary, built if missing.
 fn hookd_bin() -> &'static Path {
@@ -133,9 +137,13 @@ fn now() -> i64 {
 }
 
 fn setup() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    setup_with(ACME)
+}
+
+fn setup_with(config_toml: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("hookd.toml");
-    std::fs::write(&config, ACME).unwrap();
+    std::fs::write(&config, config_toml).unwrap();
     let data = dir.path().join("data");
     (dir, data, config)
 }
@@ -223,4 +231,46 @@ async fn rejections_are_logged_in_plain_words_without_secrets_or_bodies() {
         assert!(!logs.contains(secret), "a secret reached the logs");
     }
     assert!(!logs.contains(marker), "a body reached the logs");
+}
+
+#[tokio::test]
+async fn events_acknowledged_while_the_destination_is_down_all_arrive_after_sigkill() {
+    // A port nothing listens on yet: the destination is down.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let config = format!(
+        "{ACME}[tenants.destination]\nurl = \"http://127.0.0.1:{port}/hooks\"\nsecret = \"{DEST_SECRET}\"\n\
+         [tenants.retry]\nschedule_secs = [0.2]\nwindow_secs = 600\n[tenants.breaker]\ncooldown_secs = 0.2\n"
+    );
+    let (_dir, data, config) = setup_with(&config);
+    const EVENTS: usize = 200;
+    let ts = now();
+    {
+        let mut hookd = HookdProcess::spawn(&data, &config, &[]);
+        for chunk in (0..EVENTS).collect::<Vec<_>>().chunks(20) {
+            let posts = chunk.iter().map(|i| {
+                let body = order(&format!("evt_{i}"));
+                let hookd = &hookd;
+                async move { hookd.post(&format!("msg_{i}"), ts, &body).await }
+            });
+            for (status, answer) in futures_util::future::join_all(posts).await {
+                assert_eq!(status, StatusCode::ACCEPTED, "{answer}");
+            }
+        }
+        hookd.child.kill().unwrap();
+        hookd.child.wait().unwrap();
+    }
+    let dest = Receiver::start_on(format!("127.0.0.1:{port}").parse().unwrap(), Reply::Status(200)).await;
+    let _hookd = HookdProcess::spawn(&data, &config, &[]);
+    let got = dest.wait_for(EVENTS, Duration::from_secs(60)).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let got = dest.received().len().max(got.len());
+    let ids: std::collections::HashSet<String> = dest
+        .received()
+        .iter()
+        .map(|r| r.header("webhook-id").unwrap().to_owned())
+        .collect();
+    assert_eq!(ids.len(), EVENTS, "every acknowledged event arrives");
+    let duplicates = got - EVENTS;
+    println!("{EVENTS} events acknowledged, hookd killed with SIGKILL, restarted: {got} requests at the destination, {duplicates} duplicates");
+    assert!(duplicates <= 8, "only attempts in flight at the kill may repeat: {duplicates}");
 }

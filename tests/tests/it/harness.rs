@@ -5,7 +5,7 @@ use std::{path::Path, sync::Arc};
 
 use hookd_sdk::signature::{sign, Scheme, Secret};
 use hookd_server::{
-    clock::ManualClock,
+    clock::{ManualClock, SharedClock, SystemClock},
     config::{Config, Overrides},
     Server,
 };
@@ -51,6 +51,7 @@ pub struct TestServer {
     server: Option<Server>,
     pub base: String,
     pub clock: ManualClock,
+    shared_clock: SharedClock,
     pub dir: TempDir,
     client: reqwest::Client,
 }
@@ -58,22 +59,38 @@ pub struct TestServer {
 impl TestServer {
     /// Starts hookd with `tenants_toml` appended to an otherwise default config.
     pub fn start(tenants_toml: &str) -> TestServer {
-        let dir = tempfile::tempdir().unwrap();
         let clock = ManualClock::at_secs(NOW);
-        let server = start_on(dir.path(), tenants_toml, &clock);
+        TestServer::start_with(tenants_toml, clock.clone(), Arc::new(clock))
+    }
+
+    /// Starts hookd on the system clock, for forwarding with real (short)
+    /// retry schedules; sign with [`now_secs`].
+    pub fn start_live(tenants_toml: &str) -> TestServer {
+        TestServer::start_with(tenants_toml, ManualClock::at_secs(NOW), Arc::new(SystemClock))
+    }
+
+    fn start_with(tenants_toml: &str, clock: ManualClock, shared_clock: SharedClock) -> TestServer {
+        let dir = tempfile::tempdir().unwrap();
+        let server = start_on(dir.path(), tenants_toml, shared_clock.clone());
         TestServer {
             base: format!("http://{}", server.http_addr()),
             server: Some(server),
             clock,
+            shared_clock,
             dir,
             client: reqwest::Client::new(),
         }
     }
 
+    /// The running server, for library entry points (redelivery, event feed).
+    pub fn server(&self) -> &Server {
+        self.server.as_ref().unwrap()
+    }
+
     /// Stops gracefully and starts again on the same data dir.
     pub fn restart(&mut self, tenants_toml: &str) {
         self.server.take().unwrap().shutdown().unwrap();
-        let server = start_on(self.dir.path(), tenants_toml, &self.clock);
+        let server = start_on(self.dir.path(), tenants_toml, self.shared_clock.clone());
         self.base = format!("http://{}", server.http_addr());
         self.server = Some(server);
     }
@@ -108,7 +125,7 @@ impl TestServer {
     }
 }
 
-fn start_on(dir: &Path, tenants_toml: &str, clock: &ManualClock) -> Server {
+fn start_on(dir: &Path, tenants_toml: &str, clock: SharedClock) -> Server {
     let file = dir.join("hookd.toml");
     std::fs::write(&file, tenants_toml).unwrap();
     let overrides = Overrides {
@@ -117,7 +134,7 @@ fn start_on(dir: &Path, tenants_toml: &str, clock: &ManualClock) -> Server {
         grpc_addr: Some("127.0.0.1:0".into()),
     };
     let config = Config::load(Some(&file), &overrides).unwrap();
-    Server::start(config, Arc::new(clock.clone())).unwrap()
+    Server::start(config, clock).unwrap()
 }
 
 /// acme's current secret.
@@ -141,4 +158,12 @@ pub fn signed(event_id: &str, ts: i64, body: &[u8]) -> Vec<(String, String)> {
 pub fn order(event_id: &str) -> Vec<u8> {
     format!(r#"{{"event_id":"{event_id}","type":"order.paid","data":{{"amount":100}}}}"#)
         .into_bytes()
+}
+
+/// Unix seconds now, for servers on the system clock.
+pub fn now_secs() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
 }

@@ -2,7 +2,9 @@
 //! for most, the real `hookd` binary for crash, restart and log tests.
 
 mod binary;
+mod forward;
 mod harness;
 mod ingest;
 mod limits;
+mod receiver;
 mod vectors;

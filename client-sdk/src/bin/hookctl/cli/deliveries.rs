@@ -1,0 +1,161 @@
+//! Flags of the commands that inspect and act on deliveries: `deliveries` and
+//! `dead-letters`, with their shared filter and paging flags and time parsing.
+
+use clap::{Args, Subcommand, ValueEnum};
+use hookd_sdk::client::proto::DeliveryStatus;
+use time::{format_description::well_known::Rfc3339, OffsetDateTime};
+
+/// `hookctl deliveries ...`
+#[derive(Debug, Subcommand)]
+pub enum DeliveriesCommand {
+    /// List a tenant's deliveries, newest first.
+    List {
+        /// The tenant id.
+        tenant: String,
+        /// Only deliveries in this status.
+        #[arg(long, value_enum)]
+        status: Option<StatusArg>,
+        /// Paging flags.
+        #[command(flatten)]
+        page: PageArgs,
+    },
+    /// Show one delivery with all its attempts.
+    Get {
+        /// The tenant id.
+        tenant: String,
+        /// The delivery id (`dlv_...`).
+        delivery_id: String,
+    },
+}
+
+/// `hookctl dead-letters ...`
+#[derive(Debug, Subcommand)]
+pub enum DeadLettersCommand {
+    /// List a tenant's dead letters, most recently dead first.
+    List {
+        /// The tenant id.
+        tenant: String,
+        /// Which dead letters.
+        #[command(flatten)]
+        filter: FilterArgs,
+        /// Paging flags.
+        #[command(flatten)]
+        page: PageArgs,
+    },
+    /// Queue dead (or delivered) deliveries again, by id or by filter.
+    Redeliver {
+        /// The tenant id.
+        tenant: String,
+        /// Deliveries to redeliver.
+        #[arg(
+            required_unless_present = "all_matching",
+            conflicts_with = "all_matching"
+        )]
+        delivery_ids: Vec<String>,
+        /// Redeliver every dead letter matching the filter flags.
+        #[arg(long)]
+        all_matching: bool,
+        /// Which dead letters, with --all-matching.
+        #[command(flatten)]
+        filter: FilterArgs,
+    },
+    /// Delete dead letters and their bodies for good, by id or all.
+    Purge {
+        /// The tenant id.
+        tenant: String,
+        /// Dead letters to purge.
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        delivery_ids: Vec<String>,
+        /// Purge every dead letter of the tenant.
+        #[arg(long)]
+        all: bool,
+        /// With --all: only those dead before this time (Unix ms or RFC 3339).
+        #[arg(long, requires = "all", value_parser = parse_time)]
+        until: Option<i64>,
+        /// Confirm the purge.
+        #[arg(long, required = true)]
+        yes: bool,
+    },
+}
+
+/// Dead-letter filter flags, shared by list and redeliver.
+#[derive(Debug, Args)]
+pub struct FilterArgs {
+    /// Only those dead at or after this time (Unix ms or RFC 3339).
+    #[arg(long, value_parser = parse_time)]
+    pub since: Option<i64>,
+    /// Only those dead before this time (Unix ms or RFC 3339).
+    #[arg(long, value_parser = parse_time)]
+    pub until: Option<i64>,
+    /// Only those whose reason contains this text, ignoring case.
+    #[arg(long)]
+    pub reason_contains: Option<String>,
+}
+
+/// Paging flags: one page by default, or `--all` pages.
+#[derive(Debug, Args)]
+pub struct PageArgs {
+    /// Items per page (at most 1000; default 100).
+    #[arg(long, default_value_t = 0, hide_default_value = true)]
+    pub page_size: u32,
+    /// Continue from the token printed with the previous page.
+    #[arg(long, default_value = "", hide_default_value = true)]
+    pub page_token: String,
+    /// Follow every page to the last.
+    #[arg(long, conflicts_with = "page_token")]
+    pub all: bool,
+}
+
+/// Delivery statuses as typed on the command line and printed in tables.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum StatusArg {
+    /// Waiting for a forward attempt or to be pulled.
+    Pending,
+    /// Forward under way, or pulled and not yet acked.
+    InFlight,
+    /// Delivered (2xx or acked).
+    Delivered,
+    /// Given up on: a dead letter.
+    Dead,
+    /// Superseded by a redelivery.
+    Redelivered,
+}
+
+impl From<StatusArg> for DeliveryStatus {
+    fn from(status: StatusArg) -> DeliveryStatus {
+        match status {
+            StatusArg::Pending => DeliveryStatus::Pending,
+            StatusArg::InFlight => DeliveryStatus::InFlight,
+            StatusArg::Delivered => DeliveryStatus::Delivered,
+            StatusArg::Dead => DeliveryStatus::Dead,
+            StatusArg::Redelivered => DeliveryStatus::Redelivered,
+        }
+    }
+}
+
+/// Accepts Unix milliseconds or an RFC 3339 time such as 2024-05-01T12:00:00Z.
+pub fn parse_time(text: &str) -> Result<i64, String> {
+    if let Ok(unix_ms) = text.parse::<i64>() {
+        return Ok(unix_ms);
+    }
+    let when = OffsetDateTime::parse(text, &Rfc3339)
+        .map_err(|_| format!("{text:?} is neither Unix milliseconds nor an RFC 3339 time"))?;
+    i64::try_from(when.unix_timestamp_nanos() / 1_000_000)
+        .map_err(|_| format!("{text:?} is out of range"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_unix_ms_or_rfc3339() {
+        assert_eq!(parse_time("1714564800000"), Ok(1_714_564_800_000));
+        assert_eq!(parse_time("2024-05-01T12:00:00Z"), Ok(1_714_564_800_000));
+        assert_eq!(
+            parse_time("2024-05-01T14:00:00.5+02:00"),
+            Ok(1_714_564_800_500)
+        );
+        assert!(parse_time("yesterday").is_err());
+    }
+}

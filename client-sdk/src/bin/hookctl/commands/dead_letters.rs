@@ -1,0 +1,127 @@
+//! `hookctl dead-letters list|redeliver|purge`.
+
+use hookd_sdk::client::{
+    proto::{ListDeadLettersRequest, PurgeDeadLettersRequest, RedeliverRequest},
+    DeadLetterFilter, HookdClient,
+};
+use serde_json::json;
+
+use crate::{
+    cli::{DeadLettersCommand, FilterArgs},
+    output::{print, Output},
+    table::Table,
+};
+
+/// Runs one `dead-letters` subcommand.
+pub async fn run(
+    client: &HookdClient,
+    out: Output,
+    command: DeadLettersCommand,
+) -> anyhow::Result<()> {
+    match command {
+        DeadLettersCommand::List {
+            tenant,
+            filter,
+            page,
+        } => {
+            let filter = dead_letter_filter(filter);
+            if page.all {
+                let dead = client.list_all_dead_letters(tenant, &filter).await?;
+                return Ok(out.list("dead_letters", &dead, Some(""))?);
+            }
+            let listed = client
+                .list_dead_letters(ListDeadLettersRequest {
+                    tenant_id: tenant,
+                    page_size: page.page_size,
+                    page_token: page.page_token,
+                    since_unix_ms: filter.since_unix_ms,
+                    until_unix_ms: filter.until_unix_ms,
+                    reason_contains: filter.reason_contains,
+                })
+                .await?;
+            Ok(out.list(
+                "dead_letters",
+                &listed.dead_letters,
+                Some(&listed.next_page_token),
+            )?)
+        }
+        DeadLettersCommand::Redeliver {
+            tenant,
+            delivery_ids,
+            all_matching,
+            filter,
+        } => {
+            let filter = dead_letter_filter(filter);
+            let new_ids = client
+                .redeliver(RedeliverRequest {
+                    tenant_id: tenant,
+                    delivery_ids: delivery_ids.clone(),
+                    all_matching,
+                    since_unix_ms: filter.since_unix_ms,
+                    until_unix_ms: filter.until_unix_ms,
+                    reason_contains: filter.reason_contains,
+                })
+                .await?;
+            if out.is_json() {
+                return Ok(out.document(&json!({ "delivery_ids": new_ids }))?);
+            }
+            Ok(print(&redelivered(&delivery_ids, &new_ids))?)
+        }
+        DeadLettersCommand::Purge {
+            tenant,
+            delivery_ids,
+            all,
+            until,
+            yes: _,
+        } => {
+            let purged = client
+                .purge_dead_letters(PurgeDeadLettersRequest {
+                    tenant_id: tenant.clone(),
+                    delivery_ids,
+                    all,
+                    until_unix_ms: until.unwrap_or_default(),
+                })
+                .await?;
+            let text = format!("purged {purged} dead letters of tenant {tenant}");
+            Ok(out.result(&text, &json!({ "purged": purged }))?)
+        }
+    }
+}
+
+fn dead_letter_filter(args: FilterArgs) -> DeadLetterFilter {
+    DeadLetterFilter {
+        since_unix_ms: args.since.unwrap_or_default(),
+        until_unix_ms: args.until.unwrap_or_default(),
+        reason_contains: args.reason_contains.unwrap_or_default(),
+    }
+}
+
+/// Old id next to new id when redelivering by id (hookd keeps the order); with a
+/// filter only the new ids are known.
+fn redelivered(old_ids: &[String], new_ids: &[String]) -> Table {
+    let mut table = Table::with_header(&["DELIVERY_ID", "REDELIVERED_AS"]);
+    for (index, new_id) in new_ids.iter().enumerate() {
+        let old_id = old_ids.get(index).map_or("-", String::as_str);
+        table.row(vec![old_id.to_owned(), new_id.clone()]);
+    }
+    table
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redelivery_by_id_pairs_old_and_new() {
+        let old = vec!["dlv_a".to_owned(), "dlv_b".to_owned()];
+        let new = vec!["dlv_c".to_owned(), "dlv_d".to_owned()];
+        assert_eq!(
+            redelivered(&old, &new).to_string(),
+            "DELIVERY_ID  REDELIVERED_AS\ndlv_a        dlv_c\ndlv_b        dlv_d\n"
+        );
+        assert_eq!(
+            redelivered(&[], &new[..1]).to_string(),
+            "DELIVERY_ID  REDELIVERED_AS\n-            dlv_c\n"
+        );
+    }
+}

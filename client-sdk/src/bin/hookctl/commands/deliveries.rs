@@ -1,0 +1,61 @@
+//! `hookctl deliveries list|get`.
+
+use std::io::{self, Write};
+
+use hookd_sdk::client::{
+    proto::{DeliveryStatus, ListDeliveriesRequest},
+    HookdClient,
+};
+
+use crate::{
+    cli::DeliveriesCommand,
+    output::{print, rows, Output},
+    table::Table,
+    view::View,
+};
+
+/// Runs one `deliveries` subcommand.
+pub async fn run(
+    client: &HookdClient,
+    out: Output,
+    command: DeliveriesCommand,
+) -> anyhow::Result<()> {
+    match command {
+        DeliveriesCommand::List {
+            tenant,
+            status,
+            page,
+        } => {
+            let status = status.map_or(DeliveryStatus::Unspecified, DeliveryStatus::from);
+            if page.all {
+                let deliveries = client.list_all_deliveries(tenant, status).await?;
+                return Ok(out.list("deliveries", &deliveries, Some(""))?);
+            }
+            let listed = client
+                .list_deliveries(ListDeliveriesRequest {
+                    tenant_id: tenant,
+                    status: status.into(),
+                    page_size: page.page_size,
+                    page_token: page.page_token,
+                })
+                .await?;
+            Ok(out.list(
+                "deliveries",
+                &listed.deliveries,
+                Some(&listed.next_page_token),
+            )?)
+        }
+        DeliveriesCommand::Get {
+            tenant,
+            delivery_id,
+        } => {
+            let delivery = client.get_delivery(tenant, delivery_id).await?;
+            if out.is_json() {
+                return Ok(out.record(&delivery)?);
+            }
+            print(&Table::fields(delivery.fields()))?;
+            writeln!(io::stdout().lock())?;
+            Ok(print(&rows(&delivery.attempts))?)
+        }
+    }
+}

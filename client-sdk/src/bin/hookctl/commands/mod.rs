@@ -1,0 +1,53 @@
+//! One module per command group: each turns parsed arguments into client calls and
+//! prints the result through [`Output`].
+
+mod dead_letters;
+mod deliveries;
+mod secrets;
+mod send;
+mod tail;
+mod tenants;
+mod tokens;
+
+use anyhow::Context;
+use hookd_sdk::client::HookdClient;
+
+use crate::{
+    cli::{Cli, Command},
+    exit::CliError,
+    output::Output,
+};
+
+/// Runs the parsed command line; connects to the control plane only for commands that
+/// use it (`send` talks HTTP to the ingest).
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    let Cli {
+        endpoint,
+        token,
+        json,
+        command,
+    } = cli;
+    let out = Output::new(json);
+    let connect = || connect(&endpoint, token.clone());
+    match command {
+        Command::Send(args) => send::run(out, args).await,
+        Command::Tenants(command) => tenants::run(&connect().await?, out, command).await,
+        Command::Secrets(command) => secrets::run(&connect().await?, out, command).await,
+        Command::Tokens(command) => tokens::run(&connect().await?, out, command).await,
+        Command::Deliveries(command) => deliveries::run(&connect().await?, out, command).await,
+        Command::DeadLetters(command) => dead_letters::run(&connect().await?, out, command).await,
+        Command::Tail { tenant } => tail::run(&connect().await?, out, tenant).await,
+    }
+}
+
+/// `--token`/`$HOOKCTL_TOKEN` wins over `$HOOKD_ADMIN_TOKEN`, so a tenant-scoped token
+/// can be used in a shell that also runs hookd with its admin token.
+async fn connect(endpoint: &str, token: Option<String>) -> anyhow::Result<HookdClient> {
+    let token = token
+        .or_else(|| std::env::var("HOOKD_ADMIN_TOKEN").ok())
+        .filter(|token| !token.is_empty())
+        .ok_or(CliError::MissingToken)?;
+    HookdClient::connect(endpoint, token)
+        .await
+        .context("connecting to hookd's control plane")
+}

@@ -1,0 +1,122 @@
+//! The typed admin client for hookd's gRPC control plane: one [`HookdClient`] over one
+//! channel, a method per RPC of the five `hookd.v1` services, and paging helpers.
+
+mod auth;
+mod consumer;
+mod deliveries;
+mod error;
+mod paging;
+mod secrets;
+mod tenants;
+mod tokens;
+
+use std::{fmt, time::Duration};
+
+use hookd_proto::v1::{
+    consumer_service_client::ConsumerServiceClient, delivery_service_client::DeliveryServiceClient,
+    secret_service_client::SecretServiceClient, tenant_service_client::TenantServiceClient,
+    token_service_client::TokenServiceClient,
+};
+use tonic::{
+    service::interceptor::InterceptedService,
+    transport::{Channel, Endpoint},
+};
+
+use auth::BearerAuth;
+pub use deliveries::{DeadLetterFilter, DeliveryEventStream};
+pub use error::ClientError;
+/// The generated `hookd.v1` messages the client takes and returns, so callers need no
+/// direct dependency on `hookd-proto`.
+pub use hookd_proto::v1 as proto;
+/// gRPC status codes, as returned by [`ClientError::code`], so scripts can branch on
+/// them without depending on tonic.
+pub use tonic::Code;
+
+/// How long [`HookdClient::connect`] waits for the TCP connection before reporting
+/// hookd unreachable, so a wrong endpoint fails fast instead of hanging a script.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+type Authed = InterceptedService<Channel, BearerAuth>;
+
+/// A connection to hookd's control plane that sends `authorization: Bearer <token>`
+/// with every call.
+///
+/// Cloning is cheap and clones share the one HTTP/2 connection, so hand a clone to each
+/// task instead of wrapping the client in a lock. Methods take the generated
+/// [`proto`] types (or plain ids for the simple calls) and fail with a [`ClientError`]
+/// whose [`code`](ClientError::code) says what went wrong.
+///
+/// ```no_run
+/// use hookd_sdk::client::{Code, HookdClient};
+///
+/// # async fn demo() -> Result<(), hookd_sdk::client::ClientError> {
+/// let client = HookdClient::connect("http://127.0.0.1:50051", "admin-token").await?;
+/// match client.get_tenant("acme").await {
+///     Ok(tenant) => println!("{} uses {}", tenant.tenant_id, tenant.scheme),
+///     Err(err) if err.code() == Code::NotFound => println!("no tenant acme"),
+///     Err(err) => return Err(err),
+/// }
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct HookdClient {
+    tenants: TenantServiceClient<Authed>,
+    secrets: SecretServiceClient<Authed>,
+    tokens: TokenServiceClient<Authed>,
+    deliveries: DeliveryServiceClient<Authed>,
+    consumer: ConsumerServiceClient<Authed>,
+}
+
+impl HookdClient {
+    /// Connects to `endpoint` (e.g. `http://127.0.0.1:50051`) before returning, so an
+    /// unreachable hookd is reported here ([`Code::Unavailable`]) rather than on the
+    /// first call.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), hookd_sdk::client::ClientError> {
+    /// let token = std::env::var("HOOKD_ADMIN_TOKEN").unwrap_or_default();
+    /// let client = hookd_sdk::client::HookdClient::connect("http://127.0.0.1:50051", token).await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn connect(
+        endpoint: impl Into<String>,
+        token: impl Into<String>,
+    ) -> Result<HookdClient, ClientError> {
+        let endpoint = endpoint.into();
+        let channel = Endpoint::from_shared(endpoint.clone())
+            .map_err(|source| ClientError::InvalidEndpoint {
+                endpoint: endpoint.clone(),
+                source,
+            })?
+            .connect_timeout(CONNECT_TIMEOUT)
+            .connect()
+            .await
+            .map_err(|source| ClientError::Connect { endpoint, source })?;
+        HookdClient::with_channel(channel, token)
+    }
+
+    /// Wraps a channel the caller built, for TLS, custom timeouts, or a test harness
+    /// that already holds one. Fails only if the token cannot be sent as a header.
+    pub fn with_channel(
+        channel: Channel,
+        token: impl Into<String>,
+    ) -> Result<HookdClient, ClientError> {
+        let auth = BearerAuth::new(&token.into())?;
+        let authed = InterceptedService::new(channel, auth);
+        Ok(HookdClient {
+            tenants: TenantServiceClient::new(authed.clone()),
+            secrets: SecretServiceClient::new(authed.clone()),
+            tokens: TokenServiceClient::new(authed.clone()),
+            deliveries: DeliveryServiceClient::new(authed.clone()),
+            consumer: ConsumerServiceClient::new(authed),
+        })
+    }
+}
+
+impl fmt::Debug for HookdClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HookdClient").finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,155 @@
+//! [`ControlBackend`]: everything the control plane needs from the server,
+//! in domain terms. The services authenticate, authorize and validate before
+//! calling it, so an implementation can trust its arguments' shape (a
+//! well-formed tenant id, a clamped page size, no empty ids) but not that
+//! what they name exists.
+
+use futures_util::stream::BoxStream;
+
+use crate::{
+    error::Result,
+    model::{
+        CreatedTenant, CreatedToken, DeadLetterFilter, DeadLetterView, DeliveryEventView,
+        DeliveryStatus, DeliveryView, NewTenant, Page, PageRequest, Principal, PulledDelivery,
+        RotatedSecret, SecretInfo, Selection, TenantPatch, TenantView, TokenInfo,
+    },
+};
+
+/// A live feed of delivery events for one watcher. It ends after yielding
+/// an `Err` (typically [`crate::Error::Unavailable`] when the watcher fell
+/// behind or hookd is stopping); [`crate::watch::from_broadcast`] builds one
+/// from a `tokio::sync::broadcast` subscription.
+pub type EventStream = BoxStream<'static, Result<DeliveryEventView>>;
+
+/// What the control plane needs from the server. The server implements it;
+/// this crate never depends on the server.
+///
+/// Every method answers [`crate::Error::NotFound`] for a tenant that does
+/// not exist, [`crate::Error::Unavailable`] when storage could not make a
+/// change durable (and then changed nothing), and
+/// [`crate::Error::Internal`] for anything the caller cannot act on.
+#[tonic::async_trait]
+pub trait ControlBackend: Send + Sync + 'static {
+    /// True while storage is open and every tenant actor runs; drives
+    /// `grpc.health.v1`. Called once a second, so it must be cheap.
+    fn is_ready(&self) -> bool;
+
+    /// Who holds `bearer_token`: the admin token, or a live (not revoked)
+    /// tenant-scoped token, compared by hash in constant time. `None` for
+    /// anything else; the caller then gets UNAUTHENTICATED. A revoked token
+    /// must answer `None` from the moment `revoke_token` returned.
+    fn authenticate(&self, bearer_token: &str) -> Option<Principal>;
+
+    /// Creates an enabled tenant with a first signing secret and a
+    /// destination secret, durably, and returns both secrets: this is the
+    /// only time they leave hookd. A taken id is `AlreadyExists`; a
+    /// destination URL or event-id field the server refuses is
+    /// `InvalidArgument`.
+    async fn create_tenant(&self, tenant: NewTenant) -> Result<CreatedTenant>;
+
+    /// Reads one tenant.
+    async fn get_tenant(&self, tenant_id: &str) -> Result<TenantView>;
+
+    /// Tenants in id order. A page token the backend did not issue is
+    /// `InvalidArgument` naming `page_token`.
+    async fn list_tenants(&self, page: PageRequest) -> Result<Page<TenantView>>;
+
+    /// Applies the patch atomically (all of it or nothing) and returns the
+    /// tenant as stored; later deliveries see the change. A config-file
+    /// tenant is `FailedPrecondition`; a rate limit that resolves to a burst
+    /// without a rate is `InvalidArgument`.
+    async fn update_tenant(&self, tenant_id: &str, patch: TenantPatch) -> Result<TenantView>;
+
+    /// Drops the tenant and everything it owns: secrets, tokens (which stop
+    /// authenticating at once), events, deliveries, dead letters. A
+    /// config-file tenant is `FailedPrecondition`.
+    async fn delete_tenant(&self, tenant_id: &str) -> Result<()>;
+
+    /// Makes a new current secret and returns it: the only time it leaves
+    /// hookd. The old current one becomes previous for `overlap_secs`
+    /// (already defaulted and bounded to 30 days); a previous one that
+    /// existed before is dropped. A config-file tenant is
+    /// `FailedPrecondition`.
+    async fn rotate_secret(&self, tenant_id: &str, overlap_secs: u64) -> Result<RotatedSecret>;
+
+    /// The live secrets, current first, without their values; expired ones
+    /// are left out.
+    async fn list_secrets(&self, tenant_id: &str) -> Result<Vec<SecretInfo>>;
+
+    /// Stops accepting the previous secret `kid` at once. An unknown kid is
+    /// `NotFound`; the current secret, or a config-file tenant, is
+    /// `FailedPrecondition`.
+    async fn revoke_secret(&self, tenant_id: &str, kid: &str) -> Result<()>;
+
+    /// Issues a token scoped to the tenant, keeping only its hash, and
+    /// returns its value: the only time it leaves hookd. `description` is at
+    /// most 256 bytes.
+    async fn create_token(&self, tenant_id: &str, description: &str) -> Result<CreatedToken>;
+
+    /// Live tokens, oldest first, of one tenant or (`None`) of all.
+    async fn list_tokens(&self, tenant_id: Option<&str>) -> Result<Vec<TokenInfo>>;
+
+    /// Revokes a token; `authenticate` refuses it from when this returns. An
+    /// unknown or already revoked id is `NotFound`.
+    async fn revoke_token(&self, token_id: &str) -> Result<()>;
+
+    /// The tenant's deliveries, newest first, without attempts; `status`
+    /// `None` means any. A foreign page token is `InvalidArgument`.
+    async fn list_deliveries(
+        &self,
+        tenant_id: &str,
+        status: Option<DeliveryStatus>,
+        page: PageRequest,
+    ) -> Result<Page<DeliveryView>>;
+
+    /// One delivery with every attempt, oldest first. An id the tenant does
+    /// not have (or that was purged) is `NotFound`.
+    async fn get_delivery(&self, tenant_id: &str, delivery_id: &str) -> Result<DeliveryView>;
+
+    /// The tenant's dead letters passing `filter`, most recently dead first.
+    /// A foreign page token is `InvalidArgument`.
+    async fn list_dead_letters(
+        &self,
+        tenant_id: &str,
+        filter: DeadLetterFilter,
+        page: PageRequest,
+    ) -> Result<Page<DeadLetterView>>;
+
+    /// Queues each selected delivery's event again as a new delivery and
+    /// marks the original redelivered; returns the new ids in the order of
+    /// `Selection::Ids`, or oldest dead letter first for
+    /// `Selection::Matching` (empty if nothing matched). All or nothing: an
+    /// unknown id is `NotFound`, one pending, in flight or already
+    /// redelivered is `FailedPrecondition`, and then nothing changes.
+    async fn redeliver(&self, tenant_id: &str, selection: Selection) -> Result<Vec<String>>;
+
+    /// Deletes the selected dead letters and their stored bodies for good
+    /// and returns how many went. Ids that are not dead letters of the
+    /// tenant are skipped, not errors.
+    async fn purge_dead_letters(&self, tenant_id: &str, selection: Selection) -> Result<u64>;
+
+    /// Events from now on of one tenant, or (`None`) of every tenant. The
+    /// services pass `None` only for the admin token. Nothing from before
+    /// the call is replayed.
+    async fn watch(&self, tenant_id: Option<&str>) -> Result<EventStream>;
+
+    /// Hands out up to `max` (1..=100) pending deliveries of a pull-mode
+    /// tenant, oldest first, hidden from other pulls for `visibility_secs`
+    /// (1..=43200); returns at once, possibly empty. A push-mode tenant is
+    /// `FailedPrecondition`.
+    async fn pull(
+        &self,
+        tenant_id: &str,
+        max: u32,
+        visibility_secs: u32,
+    ) -> Result<Vec<PulledDelivery>>;
+
+    /// Marks pulled deliveries delivered, even after their visibility
+    /// timeout; returns how many this call acked. Unknown or already acked
+    /// ids are skipped. A push-mode tenant is `FailedPrecondition`.
+    async fn ack(&self, tenant_id: &str, delivery_ids: Vec<String>) -> Result<u32>;
+
+    /// Makes pulled deliveries pending again at once. Ids not currently
+    /// pulled are skipped. A push-mode tenant is `FailedPrecondition`.
+    async fn nack(&self, tenant_id: &str, delivery_ids: Vec<String>) -> Result<()>;
+}

@@ -1,0 +1,396 @@
+//! Deliveries, dead letters, redelivery and purge selections, and delivery
+//! events between `hookd.v1` and the domain.
+
+use std::collections::HashSet;
+
+use hookd_proto::v1 as pb;
+
+use super::{non_empty, status_code, time_bound};
+use crate::{
+    error::Error,
+    model::{
+        AttemptView, DeadLetterFilter, DeadLetterView, DeliveryEventKind, DeliveryEventView,
+        DeliveryStatus, DeliveryView, Selection,
+    },
+    Result,
+};
+
+/// ListDeliveries' status filter: UNSPECIFIED means any status.
+pub(crate) fn status_filter(value: i32) -> Result<Option<DeliveryStatus>> {
+    match pb::DeliveryStatus::try_from(value) {
+        Ok(pb::DeliveryStatus::Unspecified) => Ok(None),
+        Ok(status) => DeliveryStatus::try_from(status).map(Some),
+        Err(_) => Err(Error::InvalidArgument(format!(
+            "status {value} is not a DeliveryStatus"
+        ))),
+    }
+}
+
+impl From<DeliveryStatus> for pb::DeliveryStatus {
+    fn from(s: DeliveryStatus) -> Self {
+        match s {
+            DeliveryStatus::Pending => pb::DeliveryStatus::Pending,
+            DeliveryStatus::Delivered => pb::DeliveryStatus::Delivered,
+            DeliveryStatus::Dead => pb::DeliveryStatus::Dead,
+            DeliveryStatus::Redelivered => pb::DeliveryStatus::Redelivered,
+            DeliveryStatus::InFlight => pb::DeliveryStatus::InFlight,
+        }
+    }
+}
+
+impl TryFrom<pb::DeliveryStatus> for DeliveryStatus {
+    type Error = Error;
+
+    fn try_from(s: pb::DeliveryStatus) -> Result<Self> {
+        Ok(match s {
+            pb::DeliveryStatus::Pending => DeliveryStatus::Pending,
+            pb::DeliveryStatus::Delivered => DeliveryStatus::Delivered,
+            pb::DeliveryStatus::Dead => DeliveryStatus::Dead,
+            pb::DeliveryStatus::Redelivered => DeliveryStatus::Redelivered,
+            pb::DeliveryStatus::InFlight => DeliveryStatus::InFlight,
+            pb::DeliveryStatus::Unspecified => {
+                return Err(Error::InvalidArgument(
+                    "status is unspecified; a delivery always has one".into(),
+                ))
+            }
+        })
+    }
+}
+
+impl From<AttemptView> for pb::Attempt {
+    fn from(a: AttemptView) -> Self {
+        pb::Attempt {
+            attempt: a.attempt,
+            started_at_unix_ms: a.started_at_ms,
+            duration_ms: a.duration_ms,
+            status_code: a.status_code.map_or(0, u32::from),
+            error: a.error.unwrap_or_default(),
+            response_body: a.response_body,
+            next_retry_at_unix_ms: a.next_retry_at_ms.unwrap_or(0),
+            request_id: a.request_id,
+        }
+    }
+}
+
+impl TryFrom<pb::Attempt> for AttemptView {
+    type Error = Error;
+
+    fn try_from(a: pb::Attempt) -> Result<Self> {
+        Ok(AttemptView {
+            attempt: a.attempt,
+            started_at_ms: a.started_at_unix_ms,
+            duration_ms: a.duration_ms,
+            status_code: status_code("status_code", a.status_code)?,
+            error: non_empty(a.error),
+            response_body: a.response_body,
+            next_retry_at_ms: (a.next_retry_at_unix_ms != 0).then_some(a.next_retry_at_unix_ms),
+            request_id: a.request_id,
+        })
+    }
+}
+
+impl From<DeliveryView> for pb::Delivery {
+    fn from(d: DeliveryView) -> Self {
+        pb::Delivery {
+            tenant_id: d.tenant_id,
+            delivery_id: d.delivery_id,
+            event_id: d.event_id,
+            status: pb::DeliveryStatus::from(d.status).into(),
+            received_at_unix_ms: d.received_at_ms,
+            attempt_count: d.attempt_count,
+            next_attempt_at_unix_ms: d.next_attempt_at_ms.unwrap_or(0),
+            last_error: d.last_error.unwrap_or_default(),
+            redelivery_of: d.redelivery_of.unwrap_or_default(),
+            redelivered_as: d.redelivered_as.unwrap_or_default(),
+            attempts: d.attempts.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+impl TryFrom<pb::Delivery> for DeliveryView {
+    type Error = Error;
+
+    fn try_from(d: pb::Delivery) -> Result<Self> {
+        let status = pb::DeliveryStatus::try_from(d.status)
+            .map_err(|_| Error::InvalidArgument(format!("status {} is unknown", d.status)))?;
+        Ok(DeliveryView {
+            tenant_id: d.tenant_id,
+            delivery_id: d.delivery_id,
+            event_id: d.event_id,
+            status: status.try_into()?,
+            received_at_ms: d.received_at_unix_ms,
+            attempt_count: d.attempt_count,
+            next_attempt_at_ms: (d.next_attempt_at_unix_ms != 0)
+                .then_some(d.next_attempt_at_unix_ms),
+            last_error: non_empty(d.last_error),
+            redelivery_of: non_empty(d.redelivery_of),
+            redelivered_as: non_empty(d.redelivered_as),
+            attempts: d
+                .attempts
+                .into_iter()
+                .map(AttemptView::try_from)
+                .collect::<Result<_>>()?,
+        })
+    }
+}
+
+impl From<DeadLetterView> for pb::DeadLetter {
+    fn from(d: DeadLetterView) -> Self {
+        pb::DeadLetter {
+            tenant_id: d.tenant_id,
+            delivery_id: d.delivery_id,
+            event_id: d.event_id,
+            reason: d.reason,
+            dead_at_unix_ms: d.dead_at_ms,
+            attempt_count: d.attempt_count,
+            last_status_code: d.last_status_code.map_or(0, u32::from),
+        }
+    }
+}
+
+impl TryFrom<&pb::ListDeadLettersRequest> for DeadLetterFilter {
+    type Error = Error;
+
+    fn try_from(r: &pb::ListDeadLettersRequest) -> Result<Self> {
+        filter(r.since_unix_ms, r.until_unix_ms, &r.reason_contains)
+    }
+}
+
+impl TryFrom<pb::RedeliverRequest> for Selection {
+    type Error = Error;
+
+    fn try_from(r: pb::RedeliverRequest) -> Result<Self> {
+        let has_filter =
+            r.since_unix_ms != 0 || r.until_unix_ms != 0 || !r.reason_contains.is_empty();
+        match (r.delivery_ids.is_empty(), r.all_matching) {
+            (false, true) => Err(Error::InvalidArgument(
+                "set delivery_ids or all_matching, not both".into(),
+            )),
+            (true, false) => Err(Error::InvalidArgument(
+                "set delivery_ids, or all_matching to redeliver every matching dead letter".into(),
+            )),
+            (false, false) if has_filter => Err(Error::InvalidArgument(
+                "since_unix_ms, until_unix_ms and reason_contains apply only with all_matching"
+                    .into(),
+            )),
+            (false, false) => distinct_ids(r.delivery_ids).map(Selection::Ids),
+            (true, true) => filter(r.since_unix_ms, r.until_unix_ms, &r.reason_contains)
+                .map(Selection::Matching),
+        }
+    }
+}
+
+impl TryFrom<pb::PurgeDeadLettersRequest> for Selection {
+    type Error = Error;
+
+    fn try_from(r: pb::PurgeDeadLettersRequest) -> Result<Self> {
+        match (r.delivery_ids.is_empty(), r.all) {
+            (false, true) => Err(Error::InvalidArgument(
+                "set delivery_ids or all, not both".into(),
+            )),
+            (true, false) => Err(Error::InvalidArgument(
+                "set delivery_ids, or all to purge every dead letter".into(),
+            )),
+            (false, false) if r.until_unix_ms != 0 => Err(Error::InvalidArgument(
+                "until_unix_ms applies only with all".into(),
+            )),
+            (false, false) => super::ids("delivery_ids", r.delivery_ids).map(Selection::Ids),
+            (true, true) => filter(0, r.until_unix_ms, "").map(Selection::Matching),
+        }
+    }
+}
+
+impl From<DeliveryEventKind> for pb::DeliveryEventKind {
+    fn from(k: DeliveryEventKind) -> Self {
+        match k {
+            DeliveryEventKind::Accepted => pb::DeliveryEventKind::Accepted,
+            DeliveryEventKind::Delivered => pb::DeliveryEventKind::Delivered,
+            DeliveryEventKind::RetryScheduled => pb::DeliveryEventKind::RetryScheduled,
+            DeliveryEventKind::DeadLettered => pb::DeliveryEventKind::DeadLettered,
+            DeliveryEventKind::Redelivered => pb::DeliveryEventKind::Redelivered,
+        }
+    }
+}
+
+impl From<DeliveryEventView> for pb::DeliveryEvent {
+    fn from(e: DeliveryEventView) -> Self {
+        pb::DeliveryEvent {
+            kind: pb::DeliveryEventKind::from(e.kind).into(),
+            tenant_id: e.tenant_id,
+            delivery_id: e.delivery_id,
+            event_id: e.event_id,
+            at_unix_ms: e.at_ms,
+            attempt: e.attempt.unwrap_or(0),
+            status_code: e.status_code.map_or(0, u32::from),
+            reason: e.reason.unwrap_or_default(),
+            redelivered_as: e.redelivered_as.unwrap_or_default(),
+            next_attempt_at_unix_ms: e.next_attempt_at_ms.unwrap_or(0),
+        }
+    }
+}
+
+fn filter(
+    since_unix_ms: i64,
+    until_unix_ms: i64,
+    reason_contains: &str,
+) -> Result<DeadLetterFilter> {
+    let since_ms = time_bound("since_unix_ms", since_unix_ms)?;
+    let until_ms = time_bound("until_unix_ms", until_unix_ms)?;
+    if let (Some(since), Some(until)) = (since_ms, until_ms) {
+        if since > until {
+            return Err(Error::InvalidArgument(
+                "since_unix_ms is after until_unix_ms".into(),
+            ));
+        }
+    }
+    Ok(DeadLetterFilter {
+        since_ms,
+        until_ms,
+        reason_contains: non_empty(reason_contains.to_owned()),
+    })
+}
+
+/// Redelivering one delivery twice in a call cannot succeed; say so up front.
+fn distinct_ids(ids: Vec<String>) -> Result<Vec<String>> {
+    let ids = super::ids("delivery_ids", ids)?;
+    let mut seen = HashSet::with_capacity(ids.len());
+    if let Some(twice) = ids.iter().find(|id| !seen.insert(id.as_str())) {
+        return Err(Error::InvalidArgument(format!(
+            "delivery_ids lists {twice:?} more than once"
+        )));
+    }
+    Ok(ids)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn delivery_with_attempts() -> DeliveryView {
+        DeliveryView {
+            tenant_id: "acme".into(),
+            delivery_id: "dlv_01J".into(),
+            event_id: "evt_1".into(),
+            status: DeliveryStatus::Redelivered,
+            received_at_ms: 1_700_000_000_000,
+            attempt_count: 2,
+            next_attempt_at_ms: None,
+            last_error: Some("503 Service Unavailable".into()),
+            redelivery_of: None,
+            redelivered_as: Some("dlv_01K".into()),
+            attempts: vec![
+                AttemptView {
+                    attempt: 1,
+                    started_at_ms: 1_700_000_000_100,
+                    duration_ms: 30_000,
+                    status_code: None,
+                    error: Some("timeout after 30 s".into()),
+                    response_body: vec![],
+                    next_retry_at_ms: Some(1_700_000_030_100),
+                    request_id: "req_1".into(),
+                },
+                AttemptView {
+                    attempt: 2,
+                    started_at_ms: 1_700_000_030_100,
+                    duration_ms: 12,
+                    status_code: Some(503),
+                    error: Some("503 Service Unavailable".into()),
+                    response_body: b"busy\xff".to_vec(),
+                    next_retry_at_ms: None,
+                    request_id: "req_2".into(),
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn delivery_with_attempts_survives_a_round_trip() {
+        let original = delivery_with_attempts();
+        let wire = pb::Delivery::from(original.clone());
+        assert_eq!(wire.status(), pb::DeliveryStatus::Redelivered);
+        assert_eq!(wire.attempts[0].status_code, 0);
+        assert_eq!(wire.attempts[1].next_retry_at_unix_ms, 0);
+        assert_eq!(wire.redelivery_of, "");
+        assert_eq!(DeliveryView::try_from(wire).unwrap(), original);
+    }
+
+    #[test]
+    fn a_delivery_without_status_does_not_convert() {
+        let mut wire = pb::Delivery::from(delivery_with_attempts());
+        wire.status = 0;
+        assert!(DeliveryView::try_from(wire.clone()).is_err());
+        wire.status = 99;
+        assert!(DeliveryView::try_from(wire).is_err());
+    }
+
+    #[test]
+    fn redeliver_needs_exactly_one_selection() {
+        let ids = |ids: &[&str]| ids.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let invalid = [
+            pb::RedeliverRequest::default(),
+            pb::RedeliverRequest {
+                delivery_ids: ids(&["a"]),
+                all_matching: true,
+                ..Default::default()
+            },
+            pb::RedeliverRequest {
+                delivery_ids: ids(&["a"]),
+                since_unix_ms: 5,
+                ..Default::default()
+            },
+            pb::RedeliverRequest {
+                delivery_ids: ids(&["a", "a"]),
+                ..Default::default()
+            },
+            pb::RedeliverRequest {
+                all_matching: true,
+                since_unix_ms: 9,
+                until_unix_ms: 5,
+                ..Default::default()
+            },
+        ];
+        for request in invalid {
+            assert!(
+                matches!(
+                    Selection::try_from(request.clone()),
+                    Err(Error::InvalidArgument(_))
+                ),
+                "{request:?}"
+            );
+        }
+        let matching = Selection::try_from(pb::RedeliverRequest {
+            all_matching: true,
+            reason_contains: "503".into(),
+            ..Default::default()
+        });
+        assert_eq!(
+            matching.unwrap(),
+            Selection::Matching(DeadLetterFilter {
+                reason_contains: Some("503".into()),
+                ..Default::default()
+            })
+        );
+    }
+
+    #[test]
+    fn purge_until_needs_all() {
+        let until_only = pb::PurgeDeadLettersRequest {
+            delivery_ids: vec!["dlv_1".into()],
+            until_unix_ms: 10,
+            ..Default::default()
+        };
+        assert!(Selection::try_from(until_only).is_err());
+        let all = pb::PurgeDeadLettersRequest {
+            all: true,
+            until_unix_ms: 10,
+            ..Default::default()
+        };
+        assert_eq!(
+            Selection::try_from(all).unwrap(),
+            Selection::Matching(DeadLetterFilter {
+                until_ms: Some(10),
+                ..Default::default()
+            })
+        );
+    }
+}

@@ -1,0 +1,343 @@
+//! An in-memory [`ControlBackend`] for the crate's tests: a few tenants,
+//! fixed tokens, deliveries the test seeds, an event bus the test feeds, and
+//! a log of which methods ran so a test can prove a refused call never
+//! reached the backend.
+
+use std::{
+    collections::BTreeMap,
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Mutex,
+    },
+};
+
+use tokio::sync::broadcast;
+
+use crate::{
+    backend::{ControlBackend, EventStream},
+    error::{Error, Result},
+    model::{
+        CreatedTenant, CreatedToken, DeadLetterFilter, DeadLetterView, DeliveryEventView,
+        DeliveryStatus, DeliveryView, NewTenant, Page, PageRequest, Principal, PulledDelivery,
+        RotatedSecret, Scheme, SecretInfo, SecretState, Selection, TenantPatch, TenantView,
+        TokenInfo,
+    },
+};
+
+/// The admin's bearer token.
+pub(crate) const ADMIN: &str = "admin-token";
+/// A bearer token scoped to tenant `acme`.
+pub(crate) const ACME: &str = "acme-token";
+
+pub(crate) struct FakeBackend {
+    tenants: Mutex<BTreeMap<String, TenantView>>,
+    deliveries: Mutex<Vec<DeliveryView>>,
+    calls: Mutex<Vec<&'static str>>,
+    ready: AtomicBool,
+    /// Events sent here reach watchers.
+    pub(crate) events: broadcast::Sender<DeliveryEventView>,
+}
+
+impl FakeBackend {
+    /// Tenants `acme` (pull mode) and `globex` (push mode), no deliveries.
+    pub(crate) fn new() -> Self {
+        let tenants = [
+            ("acme", None),
+            ("globex", Some("https://globex.test/hooks")),
+        ]
+        .into_iter()
+        .map(|(id, url)| (id.to_owned(), tenant(id, url.map(str::to_owned))))
+        .collect();
+        FakeBackend {
+            tenants: Mutex::new(tenants),
+            deliveries: Mutex::new(Vec::new()),
+            calls: Mutex::new(Vec::new()),
+            ready: AtomicBool::new(true),
+            events: broadcast::channel(4).0,
+        }
+    }
+
+    pub(crate) fn set_ready(&self, ready: bool) {
+        self.ready.store(ready, Ordering::Relaxed);
+    }
+
+    pub(crate) fn add_delivery(&self, delivery: DeliveryView) {
+        self.deliveries.lock().unwrap().push(delivery);
+    }
+
+    /// Backend methods called so far, in order (not `authenticate`).
+    pub(crate) fn calls(&self) -> Vec<&'static str> {
+        self.calls.lock().unwrap().clone()
+    }
+
+    fn called(&self, method: &'static str) {
+        self.calls.lock().unwrap().push(method);
+    }
+
+    fn tenant(&self, tenant_id: &str) -> Result<TenantView> {
+        self.tenants
+            .lock()
+            .unwrap()
+            .get(tenant_id)
+            .cloned()
+            .ok_or_else(|| Error::NotFound(format!("no tenant has the id \"{tenant_id}\"")))
+    }
+}
+
+pub(crate) fn tenant(tenant_id: &str, destination_url: Option<String>) -> TenantView {
+    TenantView {
+        tenant_id: tenant_id.into(),
+        scheme: Scheme::Standard,
+        tolerance_secs: 300,
+        destination_url,
+        enabled: true,
+        max_body_bytes: 1 << 20,
+        required_fields: vec![],
+        from_config: false,
+        max_in_flight: 16,
+        rate_limit: None,
+        event_id_field: None,
+        created_at_ms: 1_700_000_000_000,
+    }
+}
+
+#[tonic::async_trait]
+impl ControlBackend for FakeBackend {
+    fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Relaxed)
+    }
+
+    fn authenticate(&self, bearer_token: &str) -> Option<Principal> {
+        match bearer_token {
+            ADMIN => Some(Principal::Admin),
+            ACME => Some(Principal::Tenant("acme".into())),
+            _ => None,
+        }
+    }
+
+    async fn create_tenant(&self, new: NewTenant) -> Result<CreatedTenant> {
+        self.called("create_tenant");
+        let mut tenants = self.tenants.lock().unwrap();
+        if tenants.contains_key(&new.tenant_id) {
+            return Err(Error::AlreadyExists(format!(
+                "tenant \"{}\" already exists",
+                new.tenant_id
+            )));
+        }
+        let view = tenant(&new.tenant_id, new.destination_url);
+        tenants.insert(new.tenant_id, view.clone());
+        Ok(CreatedTenant {
+            tenant: view,
+            kid: "k1".into(),
+            secret: "whsec_c2VjcmV0".into(),
+            destination_secret: "whsec_ZGVzdA==".into(),
+        })
+    }
+
+    async fn get_tenant(&self, tenant_id: &str) -> Result<TenantView> {
+        self.called("get_tenant");
+        self.tenant(tenant_id)
+    }
+
+    async fn list_tenants(&self, page: PageRequest) -> Result<Page<TenantView>> {
+        self.called("list_tenants");
+        let tenants = self.tenants.lock().unwrap();
+        let after = page.token.unwrap_or_default();
+        let mut items: Vec<TenantView> = tenants
+            .values()
+            .filter(|t| t.tenant_id > after)
+            .take(page.size as usize + 1)
+            .cloned()
+            .collect();
+        let next_token = (items.len() > page.size as usize).then(|| {
+            items.truncate(page.size as usize);
+            items
+                .last()
+                .map(|t| t.tenant_id.clone())
+                .unwrap_or_default()
+        });
+        Ok(Page { items, next_token })
+    }
+
+    async fn update_tenant(&self, tenant_id: &str, patch: TenantPatch) -> Result<TenantView> {
+        self.called("update_tenant");
+        let mut view = self.tenant(tenant_id)?;
+        if let Some(enabled) = patch.enabled {
+            view.enabled = enabled;
+        }
+        if let Some(url) = patch.destination_url {
+            view.destination_url = url;
+        }
+        self.tenants
+            .lock()
+            .unwrap()
+            .insert(tenant_id.into(), view.clone());
+        Ok(view)
+    }
+
+    async fn delete_tenant(&self, tenant_id: &str) -> Result<()> {
+        self.called("delete_tenant");
+        self.tenant(tenant_id)?;
+        self.tenants.lock().unwrap().remove(tenant_id);
+        Ok(())
+    }
+
+    async fn rotate_secret(&self, tenant_id: &str, overlap_secs: u64) -> Result<RotatedSecret> {
+        self.called("rotate_secret");
+        self.tenant(tenant_id)?;
+        Ok(RotatedSecret {
+            kid: "k2".into(),
+            secret: "whsec_bmV3".into(),
+            previous_kid: "k1".into(),
+            previous_expires_at_ms: 1_700_000_000_000 + overlap_secs as i64 * 1000,
+        })
+    }
+
+    async fn list_secrets(&self, tenant_id: &str) -> Result<Vec<SecretInfo>> {
+        self.called("list_secrets");
+        self.tenant(tenant_id)?;
+        Ok(vec![SecretInfo {
+            kid: "k1".into(),
+            state: SecretState::Current,
+            created_at_ms: 1_700_000_000_000,
+            expires_at_ms: None,
+        }])
+    }
+
+    async fn revoke_secret(&self, tenant_id: &str, kid: &str) -> Result<()> {
+        self.called("revoke_secret");
+        self.tenant(tenant_id)?;
+        match kid {
+            "k1" => Err(Error::FailedPrecondition(
+                "k1 is the current secret; rotate first".into(),
+            )),
+            _ => Err(Error::NotFound(format!("tenant has no secret \"{kid}\""))),
+        }
+    }
+
+    async fn create_token(&self, tenant_id: &str, _description: &str) -> Result<CreatedToken> {
+        self.called("create_token");
+        self.tenant(tenant_id)?;
+        Ok(CreatedToken {
+            token_id: "tok_1".into(),
+            token: "hkt_new".into(),
+        })
+    }
+
+    async fn list_tokens(&self, _tenant_id: Option<&str>) -> Result<Vec<TokenInfo>> {
+        self.called("list_tokens");
+        Ok(vec![])
+    }
+
+    async fn revoke_token(&self, token_id: &str) -> Result<()> {
+        self.called("revoke_token");
+        Err(Error::NotFound(format!(
+            "no token has the id \"{token_id}\""
+        )))
+    }
+
+    async fn list_deliveries(
+        &self,
+        tenant_id: &str,
+        status: Option<DeliveryStatus>,
+        page: PageRequest,
+    ) -> Result<Page<DeliveryView>> {
+        self.called("list_deliveries");
+        self.tenant(tenant_id)?;
+        let items = self
+            .deliveries
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|d| d.tenant_id == tenant_id && status.is_none_or(|s| s == d.status))
+            .take(page.size as usize)
+            .map(|d| DeliveryView {
+                attempts: vec![],
+                ..d.clone()
+            })
+            .collect();
+        Ok(Page {
+            items,
+            next_token: None,
+        })
+    }
+
+    async fn get_delivery(&self, tenant_id: &str, delivery_id: &str) -> Result<DeliveryView> {
+        self.called("get_delivery");
+        self.tenant(tenant_id)?;
+        self.deliveries
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|d| d.tenant_id == tenant_id && d.delivery_id == delivery_id)
+            .cloned()
+            .ok_or_else(|| Error::NotFound(format!("no delivery has the id \"{delivery_id}\"")))
+    }
+
+    async fn list_dead_letters(
+        &self,
+        tenant_id: &str,
+        _filter: DeadLetterFilter,
+        _page: PageRequest,
+    ) -> Result<Page<DeadLetterView>> {
+        self.called("list_dead_letters");
+        self.tenant(tenant_id)?;
+        Ok(Page {
+            items: vec![],
+            next_token: None,
+        })
+    }
+
+    async fn redeliver(&self, tenant_id: &str, selection: Selection) -> Result<Vec<String>> {
+        self.called("redeliver");
+        self.tenant(tenant_id)?;
+        Ok(match selection {
+            Selection::Ids(ids) => ids.into_iter().map(|id| format!("{id}-again")).collect(),
+            Selection::Matching(_) => vec![],
+        })
+    }
+
+    async fn purge_dead_letters(&self, tenant_id: &str, selection: Selection) -> Result<u64> {
+        self.called("purge_dead_letters");
+        self.tenant(tenant_id)?;
+        Ok(match selection {
+            Selection::Ids(ids) => ids.len() as u64,
+            Selection::Matching(_) => 0,
+        })
+    }
+
+    async fn watch(&self, tenant_id: Option<&str>) -> Result<EventStream> {
+        self.called("watch");
+        if let Some(id) = tenant_id {
+            self.tenant(id)?;
+        }
+        Ok(crate::watch::from_broadcast(self.events.subscribe(), Some))
+    }
+
+    async fn pull(
+        &self,
+        tenant_id: &str,
+        _max: u32,
+        _visibility: u32,
+    ) -> Result<Vec<PulledDelivery>> {
+        self.called("pull");
+        if self.tenant(tenant_id)?.destination_url.is_some() {
+            return Err(Error::FailedPrecondition(format!(
+                "tenant \"{tenant_id}\" has a destination_url; hookd forwards its deliveries"
+            )));
+        }
+        Ok(vec![])
+    }
+
+    async fn ack(&self, tenant_id: &str, delivery_ids: Vec<String>) -> Result<u32> {
+        self.called("ack");
+        self.tenant(tenant_id)?;
+        Ok(delivery_ids.len() as u32)
+    }
+
+    async fn nack(&self, tenant_id: &str, _delivery_ids: Vec<String>) -> Result<()> {
+        self.called("nack");
+        self.tenant(tenant_id)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,198 @@
+//! Deliveries, their attempts, dead letters, pulled messages and the live
+//! event feed.
+
+/// Where a delivery is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeliveryStatus {
+    /// Waiting for its next forward attempt, or to be pulled.
+    Pending,
+    /// Forwarded with a 2xx answer, or acked. Final.
+    Delivered,
+    /// Given up on: a dead letter. Final unless redelivered.
+    Dead,
+    /// Made into a new delivery by redelivery. Final.
+    Redelivered,
+    /// A forward is under way, or it was pulled and not yet acked.
+    InFlight,
+}
+
+/// One forward attempt (or, in pull mode, one pull that handed it out).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptView {
+    /// 1-based.
+    pub attempt: u32,
+    /// Start, Unix ms.
+    pub started_at_ms: i64,
+    /// Until the end of the response or the failure (pull: until ack, nack
+    /// or the visibility timeout).
+    pub duration_ms: u64,
+    /// The destination's HTTP status; `None` without an HTTP answer and for
+    /// pulls.
+    pub status_code: Option<u16>,
+    /// Why it failed, in plain words; `None` if it succeeded.
+    pub error: Option<String>,
+    /// First 4 KiB of the response body.
+    pub response_body: Vec<u8>,
+    /// When the next attempt was scheduled after this one failed.
+    pub next_retry_at_ms: Option<i64>,
+    /// `req_<ulid>` sent as `X-Request-Id`, to find the log lines.
+    pub request_id: String,
+}
+
+/// One accepted webhook and what became of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryView {
+    /// The receiving tenant.
+    pub tenant_id: String,
+    /// `dlv_<ulid>`.
+    pub delivery_id: String,
+    /// The sender's event id.
+    pub event_id: String,
+    /// Where it is now.
+    pub status: DeliveryStatus,
+    /// Acceptance (for a redelivery: its creation), Unix ms.
+    pub received_at_ms: i64,
+    /// Attempts made so far.
+    pub attempt_count: u32,
+    /// When the next forward attempt is due, if one is scheduled.
+    pub next_attempt_at_ms: Option<i64>,
+    /// The latest failed attempt's error.
+    pub last_error: Option<String>,
+    /// The delivery this one redelivers.
+    pub redelivery_of: Option<String>,
+    /// The delivery that redelivered this one.
+    pub redelivered_as: Option<String>,
+    /// Every attempt, oldest first; empty in listings.
+    pub attempts: Vec<AttemptView>,
+}
+
+/// A delivery hookd gave up on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadLetterView {
+    /// The receiving tenant.
+    pub tenant_id: String,
+    /// The dead delivery.
+    pub delivery_id: String,
+    /// The sender's event id.
+    pub event_id: String,
+    /// Why hookd gave up, in plain words.
+    pub reason: String,
+    /// When it died, Unix ms.
+    pub dead_at_ms: i64,
+    /// Attempts made before giving up.
+    pub attempt_count: u32,
+    /// HTTP status of the last attempt, if it got one.
+    pub last_status_code: Option<u16>,
+}
+
+/// Which dead letters a listing, redelivery or purge covers. Validated:
+/// times are not negative and `since_ms` is not after `until_ms`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeadLetterFilter {
+    /// Only those dead at or after this time.
+    pub since_ms: Option<i64>,
+    /// Only those dead before this time.
+    pub until_ms: Option<i64>,
+    /// Only those whose reason contains this text, ignoring case.
+    pub reason_contains: Option<String>,
+}
+
+impl DeadLetterFilter {
+    /// Whether a dead letter passes the filter; the one definition of the
+    /// API's range and case rules, for the backend to apply.
+    pub fn matches(&self, dead_at_ms: i64, reason: &str) -> bool {
+        self.since_ms.is_none_or(|since| dead_at_ms >= since)
+            && self.until_ms.is_none_or(|until| dead_at_ms < until)
+            && self
+                .reason_contains
+                .as_ref()
+                .is_none_or(|needle| reason.to_lowercase().contains(&needle.to_lowercase()))
+    }
+}
+
+/// The deliveries a redelivery or purge acts on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Selection {
+    /// These deliveries, in this order; none empty, no duplicates.
+    Ids(Vec<String>),
+    /// Every dead letter the filter matches (a purge sets only `until_ms`).
+    Matching(DeadLetterFilter),
+}
+
+/// A delivery handed out by a pull.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PulledDelivery {
+    /// For ack and nack.
+    pub delivery_id: String,
+    /// The key to process idempotently by.
+    pub event_id: String,
+    /// The request body exactly as received.
+    pub body: Vec<u8>,
+    /// The original headers in order, names lowercase; repeated headers
+    /// once per value.
+    pub headers: Vec<(String, String)>,
+    /// Acceptance, Unix ms.
+    pub received_at_ms: i64,
+    /// Times pulled, this one included.
+    pub attempt: u32,
+}
+
+/// What happened to a delivery, for the live feed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeliveryEventKind {
+    /// Accepted from a sender, or created by redelivery.
+    Accepted,
+    /// Forwarded with a 2xx answer, or acked.
+    Delivered,
+    /// An attempt failed and another is scheduled (pull: it came back after
+    /// a nack or its visibility timeout).
+    RetryScheduled,
+    /// Given up on.
+    DeadLettered,
+    /// Redelivered as a new delivery.
+    Redelivered,
+}
+
+/// One change to one delivery, as it happens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryEventView {
+    /// What happened.
+    pub kind: DeliveryEventKind,
+    /// The owning tenant.
+    pub tenant_id: String,
+    /// The delivery it happened to.
+    pub delivery_id: String,
+    /// The sender's event id.
+    pub event_id: String,
+    /// When, Unix ms.
+    pub at_ms: i64,
+    /// The attempt it is about (delivered, retry scheduled, dead-lettered).
+    pub attempt: Option<u32>,
+    /// HTTP status of that attempt, if it got one.
+    pub status_code: Option<u16>,
+    /// The attempt's error, or why it died.
+    pub reason: Option<String>,
+    /// Redelivered: the new delivery's id.
+    pub redelivered_as: Option<String>,
+    /// Retry scheduled: when the next attempt is due.
+    pub next_attempt_at_ms: Option<i64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filter_includes_since_excludes_until_and_ignores_case() {
+        let filter = DeadLetterFilter {
+            since_ms: Some(100),
+            until_ms: Some(200),
+            reason_contains: Some("service UNAVAILABLE".into()),
+        };
+        assert!(filter.matches(100, "503 Service Unavailable"));
+        assert!(!filter.matches(200, "503 Service Unavailable"));
+        assert!(!filter.matches(99, "503 Service Unavailable"));
+        assert!(!filter.matches(150, "connection refused"));
+        assert!(DeadLetterFilter::default().matches(0, ""));
+    }
+}

@@ -1,0 +1,58 @@
+//! The control plane's domain types: what [`crate::ControlBackend`] takes and
+//! returns. Protobuf's zero values ("0 means the default", "empty means
+//! none") are resolved into `Option`s and concrete values before the
+//! backend sees a request, so it never has to guess what a 0 meant.
+
+mod delivery;
+mod tenant;
+
+pub use delivery::{
+    AttemptView, DeadLetterFilter, DeadLetterView, DeliveryEventKind, DeliveryEventView,
+    DeliveryStatus, DeliveryView, PulledDelivery, Selection,
+};
+pub use tenant::{
+    CreatedTenant, CreatedToken, NewTenant, RateLimit, RotatedSecret, Scheme, SecretInfo,
+    SecretState, TenantPatch, TenantView, TokenInfo,
+};
+
+/// Who is calling, as decided by [`crate::ControlBackend::authenticate`] from
+/// the bearer token. The services enforce what each may do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Principal {
+    /// The operator's admin token: may call everything.
+    Admin,
+    /// A tenant-scoped token: may act on this tenant only, and never on
+    /// tenant lifecycle or tokens.
+    Tenant(String),
+}
+
+impl Principal {
+    /// Whether this caller may read or change `tenant_id`'s data.
+    pub fn may_act_on(&self, tenant_id: &str) -> bool {
+        match self {
+            Principal::Admin => true,
+            Principal::Tenant(own) => own == tenant_id,
+        }
+    }
+}
+
+/// Which page of a listing to read. The size is already clamped to the
+/// API's range (1..=1000, 100 when unset).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageRequest {
+    /// Most items to return; always between 1 and 1000.
+    pub size: u32,
+    /// The `next_token` of the previous page; `None` for the first page. The
+    /// backend owns its format and answers [`crate::Error::InvalidArgument`]
+    /// for one it did not issue.
+    pub token: Option<String>,
+}
+
+/// One page of a listing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page<T> {
+    /// At most the requested size, in the listing's documented order.
+    pub items: Vec<T>,
+    /// Where the next page starts; `None` on the last page.
+    pub next_token: Option<String>,
+}

@@ -1,0 +1,158 @@
+//! `hookd.v1.DeliveryService`: inspecting deliveries and dead letters,
+//! redelivering and purging them, and the live WatchDeliveries stream.
+
+use std::sync::Arc;
+
+use futures_util::{stream::BoxStream, StreamExt};
+use hookd_proto::v1::{self as pb, delivery_service_server::DeliveryService};
+use tonic::{Request, Response, Status};
+
+use super::Stopping;
+use crate::{
+    auth::{authenticate, authorize_tenant, require_tenant},
+    backend::{ControlBackend, EventStream},
+    convert,
+    model::{DeadLetterFilter, Principal, Selection},
+};
+
+/// Serves DeliveryService from a backend.
+pub(crate) struct DeliveryApi<B> {
+    backend: Arc<B>,
+    stopping: Stopping,
+}
+
+impl<B> DeliveryApi<B> {
+    /// A service sharing `backend` with the others; its watch streams end
+    /// when `stopping` turns true.
+    pub(crate) fn new(backend: Arc<B>, stopping: Stopping) -> Self {
+        DeliveryApi { backend, stopping }
+    }
+}
+
+#[tonic::async_trait]
+impl<B: ControlBackend> DeliveryService for DeliveryApi<B> {
+    type WatchDeliveriesStream = BoxStream<'static, Result<pb::DeliveryEvent, Status>>;
+
+    async fn list_deliveries(
+        &self,
+        request: Request<pb::ListDeliveriesRequest>,
+    ) -> Result<Response<pb::ListDeliveriesResponse>, Status> {
+        let tenant_id = authorize_tenant(&*self.backend, &request, &request.get_ref().tenant_id)?;
+        let r = request.into_inner();
+        let status = convert::status_filter(r.status)?;
+        let page = convert::page(r.page_size, r.page_token);
+        let page = self
+            .backend
+            .list_deliveries(&tenant_id, status, page)
+            .await?;
+        Ok(Response::new(pb::ListDeliveriesResponse {
+            deliveries: page.items.into_iter().map(Into::into).collect(),
+            next_page_token: page.next_token.unwrap_or_default(),
+        }))
+    }
+
+    async fn get_delivery(
+        &self,
+        request: Request<pb::GetDeliveryRequest>,
+    ) -> Result<Response<pb::Delivery>, Status> {
+        let tenant_id = authorize_tenant(&*self.backend, &request, &request.get_ref().tenant_id)?;
+        let delivery_id = convert::required("delivery_id", &request.get_ref().delivery_id)?;
+        let delivery = self.backend.get_delivery(&tenant_id, &delivery_id).await?;
+        Ok(Response::new(delivery.into()))
+    }
+
+    async fn list_dead_letters(
+        &self,
+        request: Request<pb::ListDeadLettersRequest>,
+    ) -> Result<Response<pb::ListDeadLettersResponse>, Status> {
+        let tenant_id = authorize_tenant(&*self.backend, &request, &request.get_ref().tenant_id)?;
+        let filter = DeadLetterFilter::try_from(request.get_ref())?;
+        let r = request.into_inner();
+        let page = convert::page(r.page_size, r.page_token);
+        let page = self
+            .backend
+            .list_dead_letters(&tenant_id, filter, page)
+            .await?;
+        Ok(Response::new(pb::ListDeadLettersResponse {
+            dead_letters: page.items.into_iter().map(Into::into).collect(),
+            next_page_token: page.next_token.unwrap_or_default(),
+        }))
+    }
+
+    async fn redeliver(
+        &self,
+        request: Request<pb::RedeliverRequest>,
+    ) -> Result<Response<pb::RedeliverResponse>, Status> {
+        let tenant_id = authorize_tenant(&*self.backend, &request, &request.get_ref().tenant_id)?;
+        let selection = Selection::try_from(request.into_inner())?;
+        let delivery_ids = self.backend.redeliver(&tenant_id, selection).await?;
+        Ok(Response::new(pb::RedeliverResponse { delivery_ids }))
+    }
+
+    async fn purge_dead_letters(
+        &self,
+        request: Request<pb::PurgeDeadLettersRequest>,
+    ) -> Result<Response<pb::PurgeDeadLettersResponse>, Status> {
+        let tenant_id = authorize_tenant(&*self.backend, &request, &request.get_ref().tenant_id)?;
+        let selection = Selection::try_from(request.into_inner())?;
+        let purged = self
+            .backend
+            .purge_dead_letters(&tenant_id, selection)
+            .await?;
+        Ok(Response::new(pb::PurgeDeadLettersResponse { purged }))
+    }
+
+    async fn watch_deliveries(
+        &self,
+        request: Request<pb::WatchDeliveriesRequest>,
+    ) -> Result<Response<Self::WatchDeliveriesStream>, Status> {
+        let principal = authenticate(&*self.backend, &request)?;
+        let tenant_id = match (request.get_ref().tenant_id.as_str(), principal) {
+            ("", Principal::Admin) => None,
+            ("", Principal::Tenant(own)) => Some(own),
+            (id, principal) => {
+                let id = convert::tenant_id(id)?;
+                require_tenant(&principal, &id)?;
+                Some(id)
+            }
+        };
+        let events = self.backend.watch(tenant_id.as_deref()).await?;
+        Ok(Response::new(watch_stream(
+            events,
+            tenant_id,
+            self.stopping.clone(),
+        )))
+    }
+}
+
+/// The wire stream of one watcher. It ends after the backend's first error
+/// or when hookd starts stopping (UNAVAILABLE, so the client reconnects),
+/// and drops events of other tenants even if the backend sent them, so a
+/// tenant token can never see another tenant's traffic.
+fn watch_stream(
+    events: EventStream,
+    only: Option<String>,
+    stopping: Stopping,
+) -> BoxStream<'static, Result<pb::DeliveryEvent, Status>> {
+    futures_util::stream::unfold(Some((events, stopping)), move |state| {
+        let only = only.clone();
+        async move {
+            let (mut events, mut stopping) = state?;
+            loop {
+                let next = tokio::select! {
+                    next = events.next() => next?,
+                    _ = stopping.wait_for(|stopping| *stopping) => {
+                        let status = Status::unavailable("hookd is stopping; reconnect");
+                        return Some((Err(status), None));
+                    }
+                };
+                match next {
+                    Ok(event) if only.as_ref().is_some_and(|t| *t != event.tenant_id) => continue,
+                    Ok(event) => return Some((Ok(event.into()), Some((events, stopping)))),
+                    Err(error) => return Some((Err(error.into()), None)),
+                }
+            }
+        }
+    })
+    .boxed()
+}

@@ -1,0 +1,291 @@
+//! Deliveries, dead letters, redelivery, the live feed and pull mode for
+//! the control plane.
+
+use hookd_control::{
+    model::{
+        AttemptView, DeadLetterFilter, DeadLetterView, DeliveryEventKind as ApiKind, DeliveryEventView,
+        DeliveryStatus as ApiStatus, DeliveryView, Page, PageRequest, PulledDelivery, Selection,
+    },
+    watch, Error as ApiError, EventStream, Result as ApiResult,
+};
+
+use super::{api, Backend};
+use crate::{
+    events::{DeliveryEvent, DeliveryEventKind},
+    ids::DeliveryId,
+    store::{
+        deliveries,
+        records::{DeadLetter, DeliveryState, DeliveryStatus},
+    },
+    tenant::TenantHandle,
+};
+
+/// Longest visibility timeout a pull may ask for: 12 h.
+const MAX_VISIBILITY_SECS: u32 = 43_200;
+
+impl Backend {
+    fn tenant(&self, tenant_id: &str) -> ApiResult<TenantHandle> {
+        self.registry
+            .get(tenant_id)
+            .ok_or_else(|| ApiError::NotFound(format!("tenant {tenant_id}")))
+    }
+
+    pub(super) fn deliveries(
+        &self,
+        tenant_id: &str,
+        status: Option<ApiStatus>,
+        page: PageRequest,
+    ) -> ApiResult<Page<DeliveryView>> {
+        let handle = self.tenant(tenant_id)?;
+        let upper = page.token.clone().unwrap_or_else(|| "\u{10ffff}".into());
+        let mut items = Vec::new();
+        let mut next_token = None;
+        for kv in handle.trees.state.range(..upper.as_bytes()).rev() {
+            let (key, value) = kv.map_err(|e| api(e.into()))?;
+            let state: DeliveryState = crate::store::records::decode(&value).map_err(api)?;
+            if status.is_some_and(|s| s != api_status(state.status)) {
+                continue;
+            }
+            if items.len() == page.size as usize {
+                next_token = items.last().map(|v: &DeliveryView| v.delivery_id.clone());
+                break;
+            }
+            let id = String::from_utf8_lossy(&key).into_owned();
+            items.push(delivery_view(tenant_id, id, state, Vec::new()));
+        }
+        Ok(Page { items, next_token })
+    }
+
+    pub(super) fn delivery(&self, tenant_id: &str, delivery_id: &str) -> ApiResult<DeliveryView> {
+        let handle = self.tenant(tenant_id)?;
+        let id = DeliveryId::new(delivery_id);
+        let state = deliveries::load_state(&handle.trees, &id)
+            .map_err(api)?
+            .ok_or_else(|| ApiError::NotFound(format!("delivery {delivery_id} of tenant {tenant_id}")))?;
+        let attempts = deliveries::load_attempts(&handle.trees, &id).map_err(api)?;
+        let attempts = attempts
+            .into_iter()
+            .map(|a| AttemptView {
+                attempt: a.attempt,
+                started_at_ms: a.started_at_ms,
+                duration_ms: a.duration_ms,
+                status_code: a.status_code,
+                error: a.error,
+                response_body: a.response_body,
+                next_retry_at_ms: a.next_retry_at_ms,
+                request_id: a.request_id.to_string(),
+            })
+            .collect();
+        Ok(delivery_view(tenant_id, delivery_id.to_owned(), state, attempts))
+    }
+
+    pub(super) fn dead_letters(
+        &self,
+        tenant_id: &str,
+        filter: DeadLetterFilter,
+        page: PageRequest,
+    ) -> ApiResult<Page<DeadLetterView>> {
+        let handle = self.tenant(tenant_id)?;
+        let upper = match &page.token {
+            Some(token) => hex::decode(token).map_err(|_| ApiError::InvalidArgument("page_token is not valid".into()))?,
+            None => vec![0xff; 9],
+        };
+        let mut items = Vec::new();
+        let mut last_key = None;
+        let mut next_token = None;
+        for kv in handle.trees.dead.range(..upper).rev() {
+            let (key, value) = kv.map_err(|e| api(e.into()))?;
+            let letter: DeadLetter = crate::store::records::decode(&value).map_err(api)?;
+            if !filter.matches(letter.dead_at_ms, &letter.reason) {
+                continue;
+            }
+            if items.len() == page.size as usize {
+                next_token = last_key.take().map(hex::encode);
+                break;
+            }
+            last_key = Some(key.to_vec());
+            items.push(dead_letter_view(tenant_id, letter));
+        }
+        Ok(Page { items, next_token })
+    }
+
+    /// Dead letters a selection names: every id must be one of this tenant's
+    /// dead or delivered deliveries, or nothing happens.
+    fn selected(&self, handle: &TenantHandle, selection: Selection) -> ApiResult<Vec<DeliveryId>> {
+        match selection {
+            Selection::Ids(ids) => ids
+                .into_iter()
+                .map(|id| {
+                    let id = DeliveryId::new(id);
+                    let state = deliveries::load_state(&handle.trees, &id)
+                        .map_err(api)?
+                        .ok_or_else(|| ApiError::NotFound(format!("delivery {id}")))?;
+                    match state.status {
+                        DeliveryStatus::Dead | DeliveryStatus::Delivered => Ok(id),
+                        other => Err(ApiError::FailedPrecondition(format!(
+                            "delivery {id} is {}; only dead or delivered deliveries can be redelivered",
+                            other.as_str()
+                        ))),
+                    }
+                })
+                .collect(),
+            Selection::Matching(filter) => deliveries::dead_letters(&handle.trees)
+                .filter_map(|item| match item {
+                    Ok((_, letter)) if filter.matches(letter.dead_at_ms, &letter.reason) => Some(Ok(letter.delivery_id)),
+                    Ok(_) => None,
+                    Err(e) => Some(Err(api(e))),
+                })
+                .collect(),
+        }
+    }
+
+    pub(super) fn redeliver_selection(&self, tenant_id: &str, selection: Selection) -> ApiResult<Vec<String>> {
+        let handle = self.tenant(tenant_id)?;
+        let ids = self.selected(&handle, selection)?;
+        ids.iter()
+            .map(|id| self.registry.redeliver(tenant_id, id).map(|n| n.to_string()).map_err(api))
+            .collect()
+    }
+
+    pub(super) fn purge(&self, tenant_id: &str, selection: Selection) -> ApiResult<u64> {
+        let handle = self.tenant(tenant_id)?;
+        let wanted: Option<std::collections::HashSet<String>> = match &selection {
+            Selection::Ids(ids) => Some(ids.iter().cloned().collect()),
+            Selection::Matching(_) => None,
+        };
+        let filter = match selection {
+            Selection::Matching(filter) => filter,
+            Selection::Ids(_) => DeadLetterFilter::default(),
+        };
+        let mut purged = 0;
+        let letters: Vec<_> = deliveries::dead_letters(&handle.trees).collect::<Result<_, _>>().map_err(api)?;
+        for (key, letter) in letters {
+            let chosen = match &wanted {
+                Some(ids) => ids.contains(letter.delivery_id.as_str()),
+                None => filter.matches(letter.dead_at_ms, &letter.reason),
+            };
+            if chosen {
+                deliveries::purge_dead_letter(&handle.trees, &key, &letter).map_err(api)?;
+                purged += 1;
+            }
+        }
+        tracing::info!(tenant = %tenant_id, purged, "dead letters purged");
+        Ok(purged)
+    }
+
+    pub(super) fn watch_events(&self, tenant_id: Option<&str>) -> EventStream {
+        let only = tenant_id.map(str::to_owned);
+        watch::from_broadcast(self.registry.events().subscribe(), move |e: DeliveryEvent| {
+            if only.as_ref().is_some_and(|t| t != e.tenant.as_str()) {
+                return None;
+            }
+            Some(event_view(e))
+        })
+    }
+
+    pub(super) fn pull_deliveries(&self, tenant_id: &str, max: u32, visibility_secs: u32) -> ApiResult<Vec<PulledDelivery>> {
+        let handle = self.tenant(tenant_id)?;
+        if handle.settings.forward.is_some() {
+            return Err(ApiError::FailedPrecondition(format!(
+                "tenant {tenant_id} forwards to a destination; only pull-mode tenants can be pulled"
+            )));
+        }
+        if visibility_secs > MAX_VISIBILITY_SECS {
+            return Err(ApiError::InvalidArgument(format!(
+                "visibility_timeout_secs must be at most {MAX_VISIBILITY_SECS}"
+            )));
+        }
+        let pulled = deliveries::pull(
+            &handle.trees,
+            self.registry.store().db(),
+            max as usize,
+            i64::from(visibility_secs) * 1000,
+            handle.settings.retry_window_ms,
+            self.now_ms(),
+        )
+        .map_err(api)?;
+        Ok(pulled
+            .into_iter()
+            .map(|(event, attempt)| PulledDelivery {
+                delivery_id: event.meta.delivery_id.to_string(),
+                event_id: event.meta.event_id.to_string(),
+                body: event.body,
+                headers: event.meta.headers,
+                received_at_ms: event.meta.received_at_ms,
+                attempt,
+            })
+            .collect())
+    }
+
+    pub(super) fn ack_deliveries(&self, tenant_id: &str, ids: Vec<String>) -> ApiResult<u32> {
+        let handle = self.tenant(tenant_id)?;
+        let ids: Vec<DeliveryId> = ids.into_iter().map(DeliveryId::new).collect();
+        deliveries::ack(&handle.trees, &ids, self.now_ms()).map_err(api)
+    }
+
+    pub(super) fn nack_deliveries(&self, tenant_id: &str, ids: Vec<String>) -> ApiResult<()> {
+        let handle = self.tenant(tenant_id)?;
+        let ids: Vec<DeliveryId> = ids.into_iter().map(DeliveryId::new).collect();
+        deliveries::nack(&handle.trees, self.registry.store().db(), &ids, self.now_ms()).map_err(api)?;
+        Ok(())
+    }
+}
+
+fn api_status(status: DeliveryStatus) -> ApiStatus {
+    match status {
+        DeliveryStatus::Pending => ApiStatus::Pending,
+        DeliveryStatus::Delivered => ApiStatus::Delivered,
+        DeliveryStatus::Dead => ApiStatus::Dead,
+        DeliveryStatus::Redelivered => ApiStatus::Redelivered,
+    }
+}
+
+fn delivery_view(tenant_id: &str, delivery_id: String, state: DeliveryState, attempts: Vec<AttemptView>) -> DeliveryView {
+    DeliveryView {
+        tenant_id: tenant_id.to_owned(),
+        delivery_id,
+        event_id: state.event_id.to_string(),
+        status: api_status(state.status),
+        received_at_ms: state.received_at_ms,
+        attempt_count: state.attempts,
+        next_attempt_at_ms: state.next_attempt_at_ms,
+        last_error: state.last_error,
+        redelivery_of: state.redelivery_of.map(|d| d.to_string()),
+        redelivered_as: state.redelivered_as.map(|d| d.to_string()),
+        attempts,
+    }
+}
+
+fn dead_letter_view(tenant_id: &str, letter: DeadLetter) -> DeadLetterView {
+    DeadLetterView {
+        tenant_id: tenant_id.to_owned(),
+        delivery_id: letter.delivery_id.to_string(),
+        event_id: letter.event_id.to_string(),
+        reason: letter.reason,
+        dead_at_ms: letter.dead_at_ms,
+        attempt_count: letter.attempts,
+        last_status_code: letter.last_status,
+    }
+}
+
+fn event_view(e: DeliveryEvent) -> DeliveryEventView {
+    let kind = match e.kind {
+        DeliveryEventKind::Accepted => ApiKind::Accepted,
+        DeliveryEventKind::Delivered => ApiKind::Delivered,
+        DeliveryEventKind::RetryScheduled => ApiKind::RetryScheduled,
+        DeliveryEventKind::DeadLettered => ApiKind::DeadLettered,
+        DeliveryEventKind::Redelivered => ApiKind::Redelivered,
+    };
+    DeliveryEventView {
+        kind,
+        tenant_id: e.tenant.to_string(),
+        delivery_id: e.delivery_id.to_string(),
+        event_id: e.event_id.to_string(),
+        at_ms: e.at_ms,
+        attempt: (e.attempt > 0).then_some(e.attempt),
+        status_code: e.status_code,
+        reason: e.reason,
+        redelivered_as: None,
+        next_attempt_at_ms: None,
+    }
+}

@@ -1,0 +1,272 @@
+//! Tenants, secrets and their views for the control plane. Tenants from the
+//! config file are read-only here: change them in the file.
+
+use hookd_control::{
+    model::{
+        CreatedTenant, NewTenant, Page, PageRequest, RateLimit, RotatedSecret, Scheme as ApiScheme, SecretInfo,
+        SecretState as ApiSecretState, TenantPatch, TenantView,
+    },
+    Error as ApiError, Result as ApiResult,
+};
+use hookd_sdk::signature::Scheme;
+
+use super::{api, Backend};
+use crate::{
+    catalog::{effective_config, SecretSet, TenantRecord},
+    config::{
+        BreakerConfig, DestinationConfig, RateLimitConfig, RetryConfig, TenantConfig, TenantSettings,
+    },
+};
+
+/// Overlap of a rotated secret when the caller gives none: 24 h.
+const DEFAULT_OVERLAP_SECS: u64 = 86_400;
+/// Concurrency limit when the caller gives none.
+const DEFAULT_MAX_IN_FLIGHT: usize = 8;
+
+impl Backend {
+    fn read_only(&self, tenant_id: &str) -> ApiResult<()> {
+        if self.config_tenants.contains(tenant_id) {
+            return Err(ApiError::FailedPrecondition(format!(
+                "tenant {tenant_id} is declared in the config file; change it there and restart hookd"
+            )));
+        }
+        Ok(())
+    }
+
+    fn stored(&self, tenant_id: &str) -> ApiResult<(TenantRecord, SecretSet)> {
+        self.read_only(tenant_id)?;
+        self.catalog
+            .get(tenant_id)
+            .map_err(api)?
+            .ok_or_else(|| ApiError::NotFound(format!("tenant {tenant_id}")))
+    }
+
+    /// Validates, persists and (re)starts a stored tenant.
+    fn apply(&self, record: &TenantRecord, secrets: &SecretSet, restart: bool) -> ApiResult<TenantSettings> {
+        let settings = effective_config(record, secrets)
+            .resolve()
+            .map_err(ApiError::InvalidArgument)?;
+        self.catalog.put(record, secrets).map_err(api)?;
+        let started = if restart {
+            self.registry.start_tenant(settings.clone())
+        } else {
+            self.registry.reconfigure(settings.clone())
+        };
+        started.map_err(api)?;
+        Ok(settings)
+    }
+
+    pub(super) fn create(&self, new: NewTenant) -> ApiResult<CreatedTenant> {
+        if self.registry.get(&new.tenant_id).is_some() || self.catalog.get(&new.tenant_id).map_err(api)?.is_some() {
+            return Err(ApiError::AlreadyExists(format!("tenant {} already exists", new.tenant_id)));
+        }
+        let scheme = sdk_scheme(new.scheme);
+        let now = self.now_ms();
+        let record = TenantRecord {
+            config: TenantConfig {
+                id: new.tenant_id.clone(),
+                scheme: scheme.as_str().to_owned(),
+                enabled: true,
+                tolerance_secs: new.tolerance_secs,
+                max_body_bytes: new.max_body_bytes as usize,
+                required_fields: new.required_fields,
+                event_id_field: new.event_id_field,
+                replay_cache_capacity: 100_000,
+                rate_limit: new.rate_limit.map(rate_config),
+                secrets: Vec::new(),
+                destination: new.destination_url.map(destination),
+                retry: RetryConfig::default(),
+                max_in_flight: in_flight(new.max_in_flight),
+                delivery_rate: None,
+                breaker: BreakerConfig::default(),
+            },
+            created_at_ms: now,
+        };
+        let secrets = SecretSet::generate(scheme, now);
+        let settings = self.apply(&record, &secrets, true)?;
+        tracing::info!(tenant = %new.tenant_id, scheme = scheme.as_str(), "tenant created");
+        Ok(CreatedTenant {
+            tenant: view_of(&settings, false, now),
+            kid: secrets.current.kid.clone(),
+            secret: secrets.current.secret.clone(),
+            destination_secret: secrets.destination.clone(),
+        })
+    }
+
+    pub(super) fn view(&self, tenant_id: &str) -> ApiResult<TenantView> {
+        let handle = self
+            .registry
+            .get(tenant_id)
+            .ok_or_else(|| ApiError::NotFound(format!("tenant {tenant_id}")))?;
+        let from_config = self.config_tenants.contains(tenant_id);
+        let created = match from_config {
+            true => 0,
+            false => self.catalog.get(tenant_id).map_err(api)?.map_or(0, |(r, _)| r.created_at_ms),
+        };
+        Ok(view_of(&handle.settings, from_config, created))
+    }
+
+    pub(super) fn list(&self, page: PageRequest) -> ApiResult<Page<TenantView>> {
+        let mut ids: Vec<String> = self
+            .registry
+            .handles()
+            .into_iter()
+            .map(|h| h.settings.id.to_string())
+            .filter(|id| page.token.as_ref().is_none_or(|after| id > after))
+            .collect();
+        ids.sort();
+        let more = ids.len() > page.size as usize;
+        ids.truncate(page.size as usize);
+        let items = ids.iter().map(|id| self.view(id)).collect::<ApiResult<Vec<_>>>()?;
+        let next_token = more.then(|| ids.last().cloned()).flatten();
+        Ok(Page { items, next_token })
+    }
+
+    pub(super) fn update(&self, tenant_id: &str, patch: TenantPatch) -> ApiResult<TenantView> {
+        let (mut record, secrets) = self.stored(tenant_id)?;
+        let c = &mut record.config;
+        if let Some(scheme) = patch.scheme {
+            c.scheme = scheme.as_str().to_owned();
+        }
+        if let Some(tolerance) = patch.tolerance_secs {
+            c.tolerance_secs = tolerance;
+        }
+        if let Some(url) = patch.destination_url {
+            c.destination = url.map(destination);
+        }
+        if let Some(enabled) = patch.enabled {
+            c.enabled = enabled;
+        }
+        if let Some(max) = patch.max_body_bytes {
+            c.max_body_bytes = max as usize;
+        }
+        if let Some(fields) = patch.required_fields {
+            c.required_fields = fields;
+        }
+        if patch.rate_limit_per_sec.is_some() || patch.rate_limit_burst.is_some() {
+            let current = c.rate_limit.map_or((0.0, 0), |r| (r.per_sec, r.burst));
+            let per_sec = patch.rate_limit_per_sec.unwrap_or(current.0);
+            let burst = patch.rate_limit_burst.unwrap_or(current.1);
+            c.rate_limit = RateLimit::from_api(per_sec, burst).map(rate_config);
+        }
+        if let Some(max) = patch.max_in_flight {
+            c.max_in_flight = in_flight(max);
+        }
+        let settings = self.apply(&record, &secrets, true)?;
+        tracing::info!(tenant = %tenant_id, "tenant updated");
+        Ok(view_of(&settings, false, record.created_at_ms))
+    }
+
+    pub(super) fn delete(&self, tenant_id: &str) -> ApiResult<()> {
+        self.stored(tenant_id)?;
+        self.registry.remove(tenant_id);
+        self.catalog.delete(tenant_id).map_err(api)?;
+        tracing::info!(tenant = %tenant_id, "tenant deleted with all its data");
+        Ok(())
+    }
+
+    pub(super) fn rotate(&self, tenant_id: &str, overlap_secs: u64) -> ApiResult<RotatedSecret> {
+        let (record, mut secrets) = self.stored(tenant_id)?;
+        let now = self.now_ms();
+        let overlap = if overlap_secs == 0 { DEFAULT_OVERLAP_SECS } else { overlap_secs };
+        let previous_kid = secrets.current.kid.clone();
+        let current = secrets.rotate(sdk_scheme_of(&record)?, now, (overlap as i64).saturating_mul(1000));
+        self.apply(&record, &secrets, false)?;
+        tracing::info!(tenant = %tenant_id, kid = %current.kid, previous_kid = %previous_kid, overlap_secs = overlap, "secret rotated");
+        Ok(RotatedSecret {
+            kid: current.kid,
+            secret: current.secret,
+            previous_kid,
+            previous_expires_at_ms: now + (overlap as i64).saturating_mul(1000),
+        })
+    }
+
+    pub(super) fn secrets(&self, tenant_id: &str) -> ApiResult<Vec<SecretInfo>> {
+        let (_, mut secrets) = self.stored(tenant_id)?;
+        secrets.expire(self.now_ms());
+        let info = |e: &crate::catalog::SecretEntry, state| SecretInfo {
+            kid: e.kid.clone(),
+            state,
+            created_at_ms: e.created_at_ms,
+            expires_at_ms: e.expires_at_ms,
+        };
+        Ok(std::iter::once(info(&secrets.current, ApiSecretState::Current))
+            .chain(secrets.previous.iter().map(|p| info(p, ApiSecretState::Previous)))
+            .collect())
+    }
+
+    pub(super) fn revoke(&self, tenant_id: &str, kid: &str) -> ApiResult<()> {
+        let (record, mut secrets) = self.stored(tenant_id)?;
+        if secrets.current.kid == kid {
+            return Err(ApiError::FailedPrecondition(format!(
+                "{kid} is the current secret of {tenant_id}; rotate first, then revoke it"
+            )));
+        }
+        if secrets.previous.as_ref().is_none_or(|p| p.kid != kid) {
+            return Err(ApiError::NotFound(format!("secret {kid} of tenant {tenant_id}")));
+        }
+        secrets.previous = None;
+        self.apply(&record, &secrets, false)?;
+        tracing::info!(tenant = %tenant_id, kid = %kid, "secret revoked");
+        Ok(())
+    }
+}
+
+fn sdk_scheme(scheme: ApiScheme) -> Scheme {
+    scheme.as_str().parse().expect("control and SDK name the same schemes")
+}
+
+fn sdk_scheme_of(record: &TenantRecord) -> ApiResult<Scheme> {
+    record
+        .config
+        .scheme
+        .parse()
+        .map_err(|e| ApiError::Internal(format!("stored tenant: {e}")))
+}
+
+fn rate_config(rate: RateLimit) -> RateLimitConfig {
+    RateLimitConfig {
+        per_sec: rate.per_sec,
+        burst: rate.burst,
+    }
+}
+
+fn in_flight(max: u32) -> usize {
+    if max == 0 {
+        DEFAULT_MAX_IN_FLIGHT
+    } else {
+        max as usize
+    }
+}
+
+fn destination(url: String) -> DestinationConfig {
+    DestinationConfig {
+        url,
+        secret: None,
+        secret_env: None,
+        secret_file: None,
+        timeout_secs: 30.0,
+        connect_timeout_secs: 10.0,
+    }
+}
+
+/// What the control plane shows of a running tenant.
+pub(super) fn view_of(s: &TenantSettings, from_config: bool, created_at_ms: i64) -> TenantView {
+    TenantView {
+        tenant_id: s.id.to_string(),
+        scheme: ApiScheme::from_name(s.scheme.as_str()).unwrap_or(ApiScheme::Standard),
+        tolerance_secs: s.tolerance_secs,
+        destination_url: s.forward.as_ref().map(|f| f.url.clone()),
+        enabled: s.enabled,
+        max_body_bytes: s.max_body_bytes as u64,
+        required_fields: s.required_fields.clone(),
+        from_config,
+        max_in_flight: s.forward.as_ref().map_or(DEFAULT_MAX_IN_FLIGHT, |f| f.max_in_flight) as u32,
+        rate_limit: s.rate_limit.map(|r| RateLimit {
+            per_sec: r.per_sec,
+            burst: r.burst,
+        }),
+        event_id_field: s.event_id_field.clone(),
+        created_at_ms,
+    }
+}

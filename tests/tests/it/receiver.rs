@@ -1,0 +1,147 @@
+//! A fake destination on 127.0.0.1: records every request it gets and
+//! answers as the test scripts (status codes, `Retry-After`, hangs).
+
+use std::{
+    collections::VecDeque,
+    convert::Infallible,
+    net::SocketAddr,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use http_body_util::{BodyExt, Full};
+use hyper::{body::Bytes, server::conn::http1, service::service_fn, Request, Response};
+use hyper_util::rt::TokioIo;
+use tokio::{net::TcpListener, sync::Notify};
+
+/// How the receiver answers one request.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// This status, empty body.
+    Status(u16),
+    /// This status with a `Retry-After` header.
+    RetryAfter(u16, String),
+    /// Wait this long, then answer 200.
+    Hang(Duration),
+}
+
+/// One request the receiver got.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub headers: Vec<(String, String)>,
+    pub body: Bytes,
+    pub at: Instant,
+}
+
+impl Received {
+    /// A header's value.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+#[derive(Default)]
+struct Shared {
+    script: Mutex<VecDeque<Reply>>,
+    default: Mutex<Option<Reply>>,
+    received: Mutex<Vec<Received>>,
+    arrived: Notify,
+}
+
+/// A running fake destination.
+#[derive(Clone)]
+pub struct Receiver {
+    pub url: String,
+    shared: Arc<Shared>,
+}
+
+impl Receiver {
+    /// Starts on a free port, answering `default` unless scripted.
+    pub async fn start(default: Reply) -> Receiver {
+        Receiver::start_on("127.0.0.1:0".parse().unwrap(), default).await
+    }
+
+    /// Starts on `addr`.
+    pub async fn start_on(addr: SocketAddr, default: Reply) -> Receiver {
+        let listener = TcpListener::bind(addr).await.unwrap();
+        let url = format!("http://{}/hooks", listener.local_addr().unwrap());
+        let shared = Arc::new(Shared::default());
+        *shared.default.lock().unwrap() = Some(default);
+        let state = shared.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else { return };
+                let state = state.clone();
+                tokio::spawn(async move {
+                    let service = service_fn(move |req| handle(state.clone(), req));
+                    let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
+                });
+            }
+        });
+        Receiver { url, shared }
+    }
+
+    /// Answers the next requests with `replies`, in order, then the default.
+    pub fn script(&self, replies: impl IntoIterator<Item = Reply>) {
+        self.shared.script.lock().unwrap().extend(replies);
+    }
+
+    /// Changes the default answer.
+    pub fn set_default(&self, reply: Reply) {
+        *self.shared.default.lock().unwrap() = Some(reply);
+    }
+
+    /// Everything received so far.
+    pub fn received(&self) -> Vec<Received> {
+        self.shared.received.lock().unwrap().clone()
+    }
+
+    /// Waits until at least `n` requests arrived; panics after `limit`.
+    pub async fn wait_for(&self, n: usize, limit: Duration) -> Vec<Received> {
+        let deadline = Instant::now() + limit;
+        loop {
+            let notified = self.shared.arrived.notified();
+            let got = self.received();
+            if got.len() >= n {
+                return got;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(!left.is_zero(), "expected {n} requests, got {} within {limit:?}", got.len());
+            let _ = tokio::time::timeout(left, notified).await;
+        }
+    }
+}
+
+async fn handle(state: Arc<Shared>, req: Request<hyper::body::Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+    let headers = req
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or_default().to_owned()))
+        .collect();
+    let body = req.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+    let reply = {
+        let next = state.script.lock().unwrap().pop_front();
+        next.or_else(|| state.default.lock().unwrap().clone()).unwrap()
+    };
+    state.received.lock().unwrap().push(Received {
+        headers,
+        body,
+        at: Instant::now(),
+    });
+    state.arrived.notify_waiters();
+    let response = match reply {
+        Reply::Status(code) => Response::builder().status(code).body(Full::new(Bytes::from_static(b"ok"))),
+        Reply::RetryAfter(code, after) => Response::builder()
+            .status(code)
+            .header("retry-after", after)
+            .body(Full::new(Bytes::from_static(b"slow down"))),
+        Reply::Hang(wait) => {
+            tokio::time::sleep(wait).await;
+            Response::builder().status(200).body(Full::new(Bytes::new()))
+        }
+    };
+    Ok(response.unwrap())
+}
