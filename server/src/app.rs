@@ -196,6 +196,7 @@ async fn serve(
     let http_handle = server.handle();
 
     let (grpc_stop_tx, grpc_stop_rx) = oneshot::channel::<()>();
+    let grpc_grace = Duration::from_secs_f64(config.grpc.shutdown_grace_secs);
     let grpc_thread = std::thread::Builder::new()
         .name("hookd-grpc".into())
         .spawn(move || {
@@ -205,12 +206,22 @@ async fn serve(
                 .build()
                 .expect("grpc runtime");
             runtime.block_on(async move {
-                if let Err(e) = hookd_control::serve(grpc, backend, async {
+                let (stopping_tx, stopping_rx) = oneshot::channel::<()>();
+                let serve = hookd_control::serve(grpc, backend, async move {
                     let _ = grpc_stop_rx.await;
-                })
-                .await
-                {
-                    tracing::error!(error = %e, "grpc server stopped");
+                    let _ = stopping_tx.send(());
+                });
+                // Graceful shutdown waits for clients to hang up; past the
+                // grace period the runtime closes their connections.
+                let grace = async move {
+                    let _ = stopping_rx.await;
+                    tokio::time::sleep(grpc_grace).await;
+                };
+                tokio::select! {
+                    served = serve => if let Err(e) = served {
+                        tracing::error!(error = %e, "grpc server stopped");
+                    },
+                    _ = grace => tracing::info!("grpc clients still connected after the grace period; closing them"),
                 }
             });
             runtime.shutdown_timeout(Duration::from_secs(5));
@@ -240,7 +251,11 @@ async fn serve(
 /// Starts the config file's tenants, then those created over the control
 /// plane (a config tenant wins an id clash), and builds the control-plane
 /// backend over them.
-fn start_tenants(config: &Config, registry: &Registry, tenants: Vec<TenantSettings>) -> Result<Backend> {
+fn start_tenants(
+    config: &Config,
+    registry: &Registry,
+    tenants: Vec<TenantSettings>,
+) -> Result<Backend> {
     let key = MasterKey::load(&config.keys, &config.data_dir)?;
     let admin_token = load_admin_token(&config.keys, &config.data_dir)?;
     let catalog = Catalog::open(registry.store().db(), key)?;
@@ -259,5 +274,10 @@ fn start_tenants(config: &Config, registry: &Registry, tenants: Vec<TenantSettin
             .map_err(|e| Error::Config(format!("stored tenant {id}: {e}")))?;
         registry.start_tenant(settings)?;
     }
-    Ok(Backend::new(registry.clone(), catalog, config_ids, admin_token))
+    Ok(Backend::new(
+        registry.clone(),
+        catalog,
+        config_ids,
+        admin_token,
+    ))
 }

@@ -150,7 +150,12 @@ impl Catalog {
 
     /// Creates a token for `tenant_id`; the value is returned once and only
     /// its hash is kept.
-    pub fn create_token(&self, tenant_id: &str, description: &str, now_ms: i64) -> Result<(TokenRecord, String)> {
+    pub fn create_token(
+        &self,
+        tenant_id: &str,
+        description: &str,
+        now_ms: i64,
+    ) -> Result<(TokenRecord, String)> {
         let token = format!("hkt_{}", random_hex(24));
         let record = TokenRecord {
             token_id: format!("tok_{}", ulid::Ulid::new()),
@@ -159,8 +164,10 @@ impl Catalog {
             created_at_ms: now_ms,
             hash: token_hash(&token),
         };
-        self.tokens.insert(format!("id:{}", record.token_id), encode(&record))?;
-        self.tokens.insert(format!("h:{}", record.hash), record.token_id.as_bytes())?;
+        self.tokens
+            .insert(format!("id:{}", record.token_id), encode(&record))?;
+        self.tokens
+            .insert(format!("h:{}", record.hash), record.token_id.as_bytes())?;
         self.db.flush()?;
         Ok((record, token))
     }
@@ -234,7 +241,11 @@ impl SecretSet {
 
     /// Drops the previous secret when its overlap has ended.
     pub fn expire(&mut self, now_ms: i64) {
-        if self.previous.as_ref().is_some_and(|p| p.expires_at_ms.is_some_and(|t| t <= now_ms)) {
+        if self
+            .previous
+            .as_ref()
+            .is_some_and(|p| p.expires_at_ms.is_some_and(|t| t <= now_ms))
+        {
             self.previous = None;
         }
     }
@@ -252,7 +263,12 @@ pub fn effective_config(record: &TenantRecord, secrets: &SecretSet) -> TenantCon
     };
     let mut config = record.config.clone();
     config.secrets = std::iter::once(entry(&secrets.current, SecretState::Current))
-        .chain(secrets.previous.iter().map(|p| entry(p, SecretState::Previous)))
+        .chain(
+            secrets
+                .previous
+                .iter()
+                .map(|p| entry(p, SecretState::Previous)),
+        )
         .collect();
     if let Some(dest) = &mut config.destination {
         *dest = DestinationConfig {

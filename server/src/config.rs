@@ -65,6 +65,8 @@ pub struct HttpConfig {
 pub struct GrpcConfig {
     /// Listen address; port 0 picks a free one.
     pub addr: String,
+    /// How long open gRPC connections get to close at shutdown.
+    pub shutdown_grace_secs: f64,
 }
 
 /// Log output settings.
@@ -375,6 +377,11 @@ impl Config {
     pub fn validate(&self) -> Result<()> {
         parse_addr("http.addr", &self.http.addr)?;
         parse_addr("grpc.addr", &self.grpc.addr)?;
+        if !(self.grpc.shutdown_grace_secs.is_finite() && self.grpc.shutdown_grace_secs >= 0.0) {
+            return Err(Error::Config(
+                "grpc.shutdown_grace_secs must be >= 0".into(),
+            ));
+        }
         if self.retention.sweep_batch == 0 || !positive(self.retention.sweep_interval_secs) {
             return Err(Error::Config(
                 "retention: sweep_batch must be >= 1 and sweep_interval_secs > 0".into(),

@@ -69,8 +69,12 @@ impl MasterKey {
             .decode(&encoded)
             .ok()
             .filter(|k| k.len() == 32)
-            .ok_or_else(|| Error::Config("master key: must be the base64 encoding of exactly 32 bytes".into()))?;
-        Ok(MasterKey(XChaCha20Poly1305::new_from_slice(&key).expect("32-byte key")))
+            .ok_or_else(|| {
+                Error::Config("master key: must be the base64 encoding of exactly 32 bytes".into())
+            })?;
+        Ok(MasterKey(
+            XChaCha20Poly1305::new_from_slice(&key).expect("32-byte key"),
+        ))
     }
 
     /// A key from raw bytes (tests).
@@ -82,7 +86,11 @@ impl MasterKey {
     pub fn seal(&self, plaintext: &[u8]) -> Vec<u8> {
         let nonce = XChaCha20Poly1305::generate_nonce(&mut OsRng);
         let mut out = nonce.to_vec();
-        out.extend(self.0.encrypt(&nonce, plaintext).expect("encryption cannot fail"));
+        out.extend(
+            self.0
+                .encrypt(&nonce, plaintext)
+                .expect("encryption cannot fail"),
+        );
         out
     }
 
@@ -94,7 +102,9 @@ impl MasterKey {
         let (nonce, ciphertext) = sealed.split_at(NONCE_LEN);
         self.0
             .decrypt(XNonce::from_slice(nonce), ciphertext)
-            .map_err(|_| Error::Config("stored secrets cannot be decrypted: wrong HOOKD_MASTER_KEY?".into()))
+            .map_err(|_| {
+                Error::Config("stored secrets cannot be decrypted: wrong HOOKD_MASTER_KEY?".into())
+            })
     }
 }
 
@@ -103,7 +113,9 @@ impl MasterKey {
 pub fn load_admin_token(sources: &KeySources, data_dir: &Path) -> Result<String> {
     if let Some(token) = &sources.admin_token {
         if token.trim().len() < 16 {
-            return Err(Error::Config("HOOKD_ADMIN_TOKEN: must be at least 16 characters".into()));
+            return Err(Error::Config(
+                "HOOKD_ADMIN_TOKEN: must be at least 16 characters".into(),
+            ));
         }
         return Ok(token.trim().to_owned());
     }
@@ -132,7 +144,11 @@ fn write_private(path: &Path, contents: &str) -> Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let mut file = OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
     file.write_all(contents.as_bytes())?;
     file.sync_all()?;
     Ok(())
@@ -148,7 +164,10 @@ mod tests {
     fn generated_key_is_private_stable_and_round_trips() {
         let dir = tempfile::tempdir().unwrap();
         let key = MasterKey::load(&KeySources::default(), dir.path()).unwrap();
-        let mode = std::fs::metadata(dir.path().join("master.key")).unwrap().permissions().mode();
+        let mode = std::fs::metadata(dir.path().join("master.key"))
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o600);
         let sealed = key.seal(b"whsec_topsecret");
         assert!(!sealed.windows(6).any(|w| w == b"whsec_"));
@@ -161,8 +180,13 @@ mod tests {
     #[test]
     fn bad_master_key_is_refused_by_name() {
         let dir = tempfile::tempdir().unwrap();
-        let sources = KeySources { master_key: Some("short".into()), ..Default::default() };
-        let e = MasterKey::load(&sources, dir.path()).unwrap_err().to_string();
+        let sources = KeySources {
+            master_key: Some("short".into()),
+            ..Default::default()
+        };
+        let e = MasterKey::load(&sources, dir.path())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("master key"), "{e}");
     }
 

@@ -3,8 +3,9 @@
 
 use hookd_control::{
     model::{
-        AttemptView, DeadLetterFilter, DeadLetterView, DeliveryEventKind as ApiKind, DeliveryEventView,
-        DeliveryStatus as ApiStatus, DeliveryView, Page, PageRequest, PulledDelivery, Selection,
+        AttemptView, DeadLetterFilter, DeadLetterView, DeliveryEventKind as ApiKind,
+        DeliveryEventView, DeliveryStatus as ApiStatus, DeliveryView, Page, PageRequest,
+        PulledDelivery, Selection,
     },
     watch, Error as ApiError, EventStream, Result as ApiResult,
 };
@@ -61,7 +62,9 @@ impl Backend {
         let id = DeliveryId::new(delivery_id);
         let state = deliveries::load_state(&handle.trees, &id)
             .map_err(api)?
-            .ok_or_else(|| ApiError::NotFound(format!("delivery {delivery_id} of tenant {tenant_id}")))?;
+            .ok_or_else(|| {
+                ApiError::NotFound(format!("delivery {delivery_id} of tenant {tenant_id}"))
+            })?;
         let attempts = deliveries::load_attempts(&handle.trees, &id).map_err(api)?;
         let attempts = attempts
             .into_iter()
@@ -76,7 +79,12 @@ impl Backend {
                 request_id: a.request_id.to_string(),
             })
             .collect();
-        Ok(delivery_view(tenant_id, delivery_id.to_owned(), state, attempts))
+        Ok(delivery_view(
+            tenant_id,
+            delivery_id.to_owned(),
+            state,
+            attempts,
+        ))
     }
 
     pub(super) fn dead_letters(
@@ -87,7 +95,8 @@ impl Backend {
     ) -> ApiResult<Page<DeadLetterView>> {
         let handle = self.tenant(tenant_id)?;
         let upper = match &page.token {
-            Some(token) => hex::decode(token).map_err(|_| ApiError::InvalidArgument("page_token is not valid".into()))?,
+            Some(token) => hex::decode(token)
+                .map_err(|_| ApiError::InvalidArgument("page_token is not valid".into()))?,
             None => vec![0xff; 9],
         };
         let mut items = Vec::new();
@@ -139,11 +148,20 @@ impl Backend {
         }
     }
 
-    pub(super) fn redeliver_selection(&self, tenant_id: &str, selection: Selection) -> ApiResult<Vec<String>> {
+    pub(super) fn redeliver_selection(
+        &self,
+        tenant_id: &str,
+        selection: Selection,
+    ) -> ApiResult<Vec<String>> {
         let handle = self.tenant(tenant_id)?;
         let ids = self.selected(&handle, selection)?;
         ids.iter()
-            .map(|id| self.registry.redeliver(tenant_id, id).map(|n| n.to_string()).map_err(api))
+            .map(|id| {
+                self.registry
+                    .redeliver(tenant_id, id)
+                    .map(|n| n.to_string())
+                    .map_err(api)
+            })
             .collect()
     }
 
@@ -158,7 +176,9 @@ impl Backend {
             Selection::Ids(_) => DeadLetterFilter::default(),
         };
         let mut purged = 0;
-        let letters: Vec<_> = deliveries::dead_letters(&handle.trees).collect::<Result<_, _>>().map_err(api)?;
+        let letters: Vec<_> = deliveries::dead_letters(&handle.trees)
+            .collect::<Result<_, _>>()
+            .map_err(api)?;
         for (key, letter) in letters {
             let chosen = match &wanted {
                 Some(ids) => ids.contains(letter.delivery_id.as_str()),
@@ -175,15 +195,23 @@ impl Backend {
 
     pub(super) fn watch_events(&self, tenant_id: Option<&str>) -> EventStream {
         let only = tenant_id.map(str::to_owned);
-        watch::from_broadcast(self.registry.events().subscribe(), move |e: DeliveryEvent| {
-            if only.as_ref().is_some_and(|t| t != e.tenant.as_str()) {
-                return None;
-            }
-            Some(event_view(e))
-        })
+        watch::from_broadcast(
+            self.registry.events().subscribe(),
+            move |e: DeliveryEvent| {
+                if only.as_ref().is_some_and(|t| t != e.tenant.as_str()) {
+                    return None;
+                }
+                Some(event_view(e))
+            },
+        )
     }
 
-    pub(super) fn pull_deliveries(&self, tenant_id: &str, max: u32, visibility_secs: u32) -> ApiResult<Vec<PulledDelivery>> {
+    pub(super) fn pull_deliveries(
+        &self,
+        tenant_id: &str,
+        max: u32,
+        visibility_secs: u32,
+    ) -> ApiResult<Vec<PulledDelivery>> {
         let handle = self.tenant(tenant_id)?;
         if handle.settings.forward.is_some() {
             return Err(ApiError::FailedPrecondition(format!(
@@ -226,7 +254,13 @@ impl Backend {
     pub(super) fn nack_deliveries(&self, tenant_id: &str, ids: Vec<String>) -> ApiResult<()> {
         let handle = self.tenant(tenant_id)?;
         let ids: Vec<DeliveryId> = ids.into_iter().map(DeliveryId::new).collect();
-        deliveries::nack(&handle.trees, self.registry.store().db(), &ids, self.now_ms()).map_err(api)?;
+        deliveries::nack(
+            &handle.trees,
+            self.registry.store().db(),
+            &ids,
+            self.now_ms(),
+        )
+        .map_err(api)?;
         Ok(())
     }
 }
@@ -240,7 +274,12 @@ fn api_status(status: DeliveryStatus) -> ApiStatus {
     }
 }
 
-fn delivery_view(tenant_id: &str, delivery_id: String, state: DeliveryState, attempts: Vec<AttemptView>) -> DeliveryView {
+fn delivery_view(
+    tenant_id: &str,
+    delivery_id: String,
+    state: DeliveryState,
+    attempts: Vec<AttemptView>,
+) -> DeliveryView {
     DeliveryView {
         tenant_id: tenant_id.to_owned(),
         delivery_id,

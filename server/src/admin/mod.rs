@@ -9,9 +9,9 @@ use std::collections::HashSet;
 
 use hookd_control::{
     model::{
-        CreatedTenant, CreatedToken, DeadLetterFilter, DeadLetterView, DeliveryStatus, DeliveryView, NewTenant, Page,
-        PageRequest, Principal, PulledDelivery, RotatedSecret, SecretInfo, Selection, TenantPatch, TenantView,
-        TokenInfo,
+        CreatedTenant, CreatedToken, DeadLetterFilter, DeadLetterView, DeliveryStatus,
+        DeliveryView, NewTenant, Page, PageRequest, Principal, PulledDelivery, RotatedSecret,
+        SecretInfo, Selection, TenantPatch, TenantView, TokenInfo,
     },
     ControlBackend, Error as ApiError, EventStream, Result as ApiResult,
 };
@@ -31,7 +31,12 @@ pub struct Backend {
 impl Backend {
     /// A backend over `registry`; `config_tenants` are the ids declared in
     /// the config file.
-    pub fn new(registry: Registry, catalog: Catalog, config_tenants: HashSet<String>, admin_token: String) -> Self {
+    pub fn new(
+        registry: Registry,
+        catalog: Catalog,
+        config_tenants: HashSet<String>,
+        admin_token: String,
+    ) -> Self {
         Backend {
             registry,
             catalog,
@@ -51,7 +56,9 @@ fn api(e: Error) -> ApiError {
         Error::NotFound(what) => ApiError::NotFound(what),
         Error::Precondition(why) => ApiError::FailedPrecondition(why),
         Error::Config(why) => ApiError::InvalidArgument(why),
-        Error::CommitterGone | Error::Storage(_) | Error::Io(_) => ApiError::Unavailable(format!("storage: {e}")),
+        Error::CommitterGone | Error::Storage(_) | Error::Io(_) => {
+            ApiError::Unavailable(format!("storage: {e}"))
+        }
         Error::Corrupt(_) => ApiError::Internal(e.to_string()),
     }
 }
@@ -111,7 +118,10 @@ impl ControlBackend for Backend {
         self.registry
             .get(tenant_id)
             .ok_or_else(|| ApiError::NotFound(format!("tenant {tenant_id}")))?;
-        let (record, token) = self.catalog.create_token(tenant_id, description, self.now_ms()).map_err(api)?;
+        let (record, token) = self
+            .catalog
+            .create_token(tenant_id, description, self.now_ms())
+            .map_err(api)?;
         Ok(CreatedToken {
             token_id: record.token_id,
             token,
@@ -172,7 +182,12 @@ impl ControlBackend for Backend {
         Ok(self.watch_events(tenant_id))
     }
 
-    async fn pull(&self, tenant_id: &str, max: u32, visibility_secs: u32) -> ApiResult<Vec<PulledDelivery>> {
+    async fn pull(
+        &self,
+        tenant_id: &str,
+        max: u32,
+        visibility_secs: u32,
+    ) -> ApiResult<Vec<PulledDelivery>> {
         self.pull_deliveries(tenant_id, max, visibility_secs)
     }
 

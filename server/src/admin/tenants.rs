@@ -3,8 +3,8 @@
 
 use hookd_control::{
     model::{
-        CreatedTenant, NewTenant, Page, PageRequest, RateLimit, RotatedSecret, Scheme as ApiScheme, SecretInfo,
-        SecretState as ApiSecretState, TenantPatch, TenantView,
+        CreatedTenant, NewTenant, Page, PageRequest, RateLimit, RotatedSecret, Scheme as ApiScheme,
+        SecretInfo, SecretState as ApiSecretState, TenantPatch, TenantView,
     },
     Error as ApiError, Result as ApiResult,
 };
@@ -14,7 +14,8 @@ use super::{api, Backend};
 use crate::{
     catalog::{effective_config, SecretSet, TenantRecord},
     config::{
-        BreakerConfig, DestinationConfig, RateLimitConfig, RetryConfig, TenantConfig, TenantSettings,
+        BreakerConfig, DestinationConfig, RateLimitConfig, RetryConfig, TenantConfig,
+        TenantSettings,
     },
 };
 
@@ -42,7 +43,12 @@ impl Backend {
     }
 
     /// Validates, persists and (re)starts a stored tenant.
-    fn apply(&self, record: &TenantRecord, secrets: &SecretSet, restart: bool) -> ApiResult<TenantSettings> {
+    fn apply(
+        &self,
+        record: &TenantRecord,
+        secrets: &SecretSet,
+        restart: bool,
+    ) -> ApiResult<TenantSettings> {
         let settings = effective_config(record, secrets)
             .resolve()
             .map_err(ApiError::InvalidArgument)?;
@@ -57,8 +63,13 @@ impl Backend {
     }
 
     pub(super) fn create(&self, new: NewTenant) -> ApiResult<CreatedTenant> {
-        if self.registry.get(&new.tenant_id).is_some() || self.catalog.get(&new.tenant_id).map_err(api)?.is_some() {
-            return Err(ApiError::AlreadyExists(format!("tenant {} already exists", new.tenant_id)));
+        if self.registry.get(&new.tenant_id).is_some()
+            || self.catalog.get(&new.tenant_id).map_err(api)?.is_some()
+        {
+            return Err(ApiError::AlreadyExists(format!(
+                "tenant {} already exists",
+                new.tenant_id
+            )));
         }
         let scheme = sdk_scheme(new.scheme);
         let now = self.now_ms();
@@ -101,7 +112,11 @@ impl Backend {
         let from_config = self.config_tenants.contains(tenant_id);
         let created = match from_config {
             true => 0,
-            false => self.catalog.get(tenant_id).map_err(api)?.map_or(0, |(r, _)| r.created_at_ms),
+            false => self
+                .catalog
+                .get(tenant_id)
+                .map_err(api)?
+                .map_or(0, |(r, _)| r.created_at_ms),
         };
         Ok(view_of(&handle.settings, from_config, created))
     }
@@ -117,7 +132,10 @@ impl Backend {
         ids.sort();
         let more = ids.len() > page.size as usize;
         ids.truncate(page.size as usize);
-        let items = ids.iter().map(|id| self.view(id)).collect::<ApiResult<Vec<_>>>()?;
+        let items = ids
+            .iter()
+            .map(|id| self.view(id))
+            .collect::<ApiResult<Vec<_>>>()?;
         let next_token = more.then(|| ids.last().cloned()).flatten();
         Ok(Page { items, next_token })
     }
@@ -168,9 +186,17 @@ impl Backend {
     pub(super) fn rotate(&self, tenant_id: &str, overlap_secs: u64) -> ApiResult<RotatedSecret> {
         let (record, mut secrets) = self.stored(tenant_id)?;
         let now = self.now_ms();
-        let overlap = if overlap_secs == 0 { DEFAULT_OVERLAP_SECS } else { overlap_secs };
+        let overlap = if overlap_secs == 0 {
+            DEFAULT_OVERLAP_SECS
+        } else {
+            overlap_secs
+        };
         let previous_kid = secrets.current.kid.clone();
-        let current = secrets.rotate(sdk_scheme_of(&record)?, now, (overlap as i64).saturating_mul(1000));
+        let current = secrets.rotate(
+            sdk_scheme_of(&record)?,
+            now,
+            (overlap as i64).saturating_mul(1000),
+        );
         self.apply(&record, &secrets, false)?;
         tracing::info!(tenant = %tenant_id, kid = %current.kid, previous_kid = %previous_kid, overlap_secs = overlap, "secret rotated");
         Ok(RotatedSecret {
@@ -190,9 +216,16 @@ impl Backend {
             created_at_ms: e.created_at_ms,
             expires_at_ms: e.expires_at_ms,
         };
-        Ok(std::iter::once(info(&secrets.current, ApiSecretState::Current))
-            .chain(secrets.previous.iter().map(|p| info(p, ApiSecretState::Previous)))
-            .collect())
+        Ok(
+            std::iter::once(info(&secrets.current, ApiSecretState::Current))
+                .chain(
+                    secrets
+                        .previous
+                        .iter()
+                        .map(|p| info(p, ApiSecretState::Previous)),
+                )
+                .collect(),
+        )
     }
 
     pub(super) fn revoke(&self, tenant_id: &str, kid: &str) -> ApiResult<()> {
@@ -203,7 +236,9 @@ impl Backend {
             )));
         }
         if secrets.previous.as_ref().is_none_or(|p| p.kid != kid) {
-            return Err(ApiError::NotFound(format!("secret {kid} of tenant {tenant_id}")));
+            return Err(ApiError::NotFound(format!(
+                "secret {kid} of tenant {tenant_id}"
+            )));
         }
         secrets.previous = None;
         self.apply(&record, &secrets, false)?;
@@ -213,7 +248,10 @@ impl Backend {
 }
 
 fn sdk_scheme(scheme: ApiScheme) -> Scheme {
-    scheme.as_str().parse().expect("control and SDK name the same schemes")
+    scheme
+        .as_str()
+        .parse()
+        .expect("control and SDK name the same schemes")
 }
 
 fn sdk_scheme_of(record: &TenantRecord) -> ApiResult<Scheme> {
@@ -261,7 +299,10 @@ pub(super) fn view_of(s: &TenantSettings, from_config: bool, created_at_ms: i64)
         max_body_bytes: s.max_body_bytes as u64,
         required_fields: s.required_fields.clone(),
         from_config,
-        max_in_flight: s.forward.as_ref().map_or(DEFAULT_MAX_IN_FLIGHT, |f| f.max_in_flight) as u32,
+        max_in_flight: s
+            .forward
+            .as_ref()
+            .map_or(DEFAULT_MAX_IN_FLIGHT, |f| f.max_in_flight) as u32,
         rate_limit: s.rate_limit.map(|r| RateLimit {
             per_sec: r.per_sec,
             burst: r.burst,

@@ -299,7 +299,10 @@ pub fn pull(
         .collect::<std::result::Result<_, _>>()?;
     let mut out = Vec::with_capacity(due.len());
     for (key, delivery_id) in due {
-        let (Some(mut state), Some(event)) = (load_state(trees, &delivery_id)?, load_event(trees, &delivery_id)?) else {
+        let (Some(mut state), Some(event)) = (
+            load_state(trees, &delivery_id)?,
+            load_event(trees, &delivery_id)?,
+        ) else {
             drop_queue_entry(trees, &key)?;
             continue;
         };
@@ -314,8 +317,19 @@ pub fn pull(
                 next_retry_at_ms: None,
                 request_id: RequestId::generate(),
             };
-            let reason = format!("not acknowledged within the retry window after {} pulls", state.attempts);
-            record_attempt(trees, &key, &delivery_id, &attempt, &Next::Dead { reason }, 0, now_ms)?;
+            let reason = format!(
+                "not acknowledged within the retry window after {} pulls",
+                state.attempts
+            );
+            record_attempt(
+                trees,
+                &key,
+                &delivery_id,
+                &attempt,
+                &Next::Dead { reason },
+                0,
+                now_ms,
+            )?;
             continue;
         }
         let hidden_until = queue_key(now_ms + visibility_ms, db.generate_id()?);
@@ -340,11 +354,17 @@ pub fn pull(
 pub fn ack(trees: &TenantTrees, ids: &[DeliveryId], now_ms: i64) -> Result<u32> {
     let mut acked = 0;
     for id in ids {
-        let Some(mut state) = load_state(trees, id)? else { continue };
+        let Some(mut state) = load_state(trees, id)? else {
+            continue;
+        };
         if state.status != DeliveryStatus::Pending {
             continue;
         }
-        let key = state.queue_key.take().and_then(|k| hex::decode(k).ok()).unwrap_or_default();
+        let key = state
+            .queue_key
+            .take()
+            .and_then(|k| hex::decode(k).ok())
+            .unwrap_or_default();
         state.status = DeliveryStatus::Delivered;
         state.finished_at_ms = Some(now_ms);
         state.next_attempt_at_ms = None;
@@ -366,8 +386,12 @@ pub fn ack(trees: &TenantTrees, ids: &[DeliveryId], now_ms: i64) -> Result<u32> 
 pub fn nack(trees: &TenantTrees, db: &sled::Db, ids: &[DeliveryId], now_ms: i64) -> Result<u32> {
     let mut returned = 0;
     for id in ids {
-        let Some(mut state) = load_state(trees, id)? else { continue };
-        let Some(old) = state.queue_key.as_ref().and_then(|k| hex::decode(k).ok()) else { continue };
+        let Some(mut state) = load_state(trees, id)? else {
+            continue;
+        };
+        let Some(old) = state.queue_key.as_ref().and_then(|k| hex::decode(k).ok()) else {
+            continue;
+        };
         if state.status != DeliveryStatus::Pending {
             continue;
         }
@@ -414,9 +438,21 @@ mod tests {
             headers: vec![],
             trace_id: String::new(),
         };
-        trees.events.insert(id.as_str(), StoredEvent::encode(&meta, b"{}")).unwrap();
-        trees.state.insert(id.as_str(), encode(&DeliveryState::pending(event_id.clone(), at_ms))).unwrap();
-        let idem = IdempotencyRecord { delivery_id: id.clone(), received_at_ms: at_ms };
+        trees
+            .events
+            .insert(id.as_str(), StoredEvent::encode(&meta, b"{}"))
+            .unwrap();
+        trees
+            .state
+            .insert(
+                id.as_str(),
+                encode(&DeliveryState::pending(event_id.clone(), at_ms)),
+            )
+            .unwrap();
+        let idem = IdempotencyRecord {
+            delivery_id: id.clone(),
+            received_at_ms: at_ms,
+        };
         trees.idem.insert(event_id.as_str(), encode(&idem)).unwrap();
         let key = queue_key(at_ms, u64::from(n));
         trees.queue.insert(key, id.as_str()).unwrap();
@@ -452,7 +488,13 @@ mod tests {
             total.delivered += s.delivered;
             total.idempotency += s.idempotency;
         }
-        assert_eq!(total, Swept { delivered: 5, idempotency: 5 });
+        assert_eq!(
+            total,
+            Swept {
+                delivered: 5,
+                idempotency: 5
+            }
+        );
         for id in &old {
             assert!(load_event(&trees, id).unwrap().is_none());
             assert!(load_attempts(&trees, id).unwrap().is_empty());

@@ -236,7 +236,11 @@ async fn rejections_are_logged_in_plain_words_without_secrets_or_bodies() {
 #[tokio::test]
 async fn events_acknowledged_while_the_destination_is_down_all_arrive_after_sigkill() {
     // A port nothing listens on yet: the destination is down.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let config = format!(
         "{ACME}[tenants.destination]\nurl = \"http://127.0.0.1:{port}/hooks\"\nsecret = \"{DEST_SECRET}\"\n\
          [tenants.retry]\nschedule_secs = [0.2]\nwindow_secs = 600\n[tenants.breaker]\ncooldown_secs = 0.2\n"
@@ -259,7 +263,11 @@ async fn events_acknowledged_while_the_destination_is_down_all_arrive_after_sigk
         hookd.child.kill().unwrap();
         hookd.child.wait().unwrap();
     }
-    let dest = Receiver::start_on(format!("127.0.0.1:{port}").parse().unwrap(), Reply::Status(200)).await;
+    let dest = Receiver::start_on(
+        format!("127.0.0.1:{port}").parse().unwrap(),
+        Reply::Status(200),
+    )
+    .await;
     let _hookd = HookdProcess::spawn(&data, &config, &[]);
     let got = dest.wait_for(EVENTS, Duration::from_secs(60)).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -272,5 +280,8 @@ async fn events_acknowledged_while_the_destination_is_down_all_arrive_after_sigk
     assert_eq!(ids.len(), EVENTS, "every acknowledged event arrives");
     let duplicates = got - EVENTS;
     println!("{EVENTS} events acknowledged, hookd killed with SIGKILL, restarted: {got} requests at the destination, {duplicates} duplicates");
-    assert!(duplicates <= 8, "only attempts in flight at the kill may repeat: {duplicates}");
+    assert!(
+        duplicates <= 8,
+        "only attempts in flight at the kill may repeat: {duplicates}"
+    );
 }

@@ -46,13 +46,19 @@ jitter = 0.0
 /// Sends one signed event to `tenant` and returns its delivery id.
 async fn send(s: &TestServer, tenant: &str, event_id: &str) -> String {
     let body = order(event_id);
-    let a = s.post(tenant, &signed(event_id, now_secs(), &body), &body).await;
+    let a = s
+        .post(tenant, &signed(event_id, now_secs(), &body), &body)
+        .await;
     assert_eq!(a.status, StatusCode::ACCEPTED, "{:?}", a.body);
     a.body["delivery_id"].as_str().unwrap().to_owned()
 }
 
 /// Waits for the feed to report `kind` for `delivery_id`.
-async fn wait_event(feed: &mut broadcast::Receiver<DeliveryEvent>, delivery_id: &str, kind: DeliveryEventKind) -> DeliveryEvent {
+async fn wait_event(
+    feed: &mut broadcast::Receiver<DeliveryEvent>,
+    delivery_id: &str,
+    kind: DeliveryEventKind,
+) -> DeliveryEvent {
     let deadline = Instant::now() + WAIT;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -72,33 +78,55 @@ async fn delivered_once_byte_for_byte_and_signed_for_the_tenant() {
     let s = TestServer::start_live(&tenant("shop", &dest.url, "", "", ""));
     let mut feed = s.server().registry().events().subscribe();
     let body = order("evt_fwd");
-    let a = s.post("shop", &signed("msg_fwd", now_secs(), &body), &body).await;
+    let a = s
+        .post("shop", &signed("msg_fwd", now_secs(), &body), &body)
+        .await;
     let delivery_id = a.body["delivery_id"].as_str().unwrap();
     wait_event(&mut feed, delivery_id, DeliveryEventKind::Delivered).await;
 
     let got = dest.received();
     assert_eq!(got.len(), 1);
     let r = &got[0];
-    assert_eq!(r.body.as_ref(), body.as_slice(), "body forwarded byte for byte");
+    assert_eq!(
+        r.body.as_ref(),
+        body.as_slice(),
+        "body forwarded byte for byte"
+    );
     assert_eq!(r.header("webhook-id"), Some("msg_fwd"));
     assert_eq!(r.header("hookd-attempt"), Some("1"));
     assert_eq!(r.header("hookd-delivery-id"), Some(delivery_id));
     assert_eq!(r.header("content-type"), Some("application/json"));
     let traceparent = r.header("traceparent").unwrap();
-    assert!(traceparent.starts_with("00-") && traceparent.len() == 55, "{traceparent}");
+    assert!(
+        traceparent.starts_with("00-") && traceparent.len() == 55,
+        "{traceparent}"
+    );
 
     // The SDK's verifier accepts it with the destination secret...
     let secret = Secret::from_provider(Scheme::Standard, "dest", DEST_SECRET).unwrap();
-    let verified = verify(Scheme::Standard, &r.headers, &r.body, &[secret], now_secs(), 300).unwrap();
+    let verified = verify(
+        Scheme::Standard,
+        &r.headers,
+        &r.body,
+        &[secret],
+        now_secs(),
+        300,
+    )
+    .unwrap();
     assert_eq!(verified.header_event_id.as_deref(), Some("msg_fwd"));
 
     // ...and so does the Standard Webhooks rule written out by hand:
     // base64(HMAC-SHA256(base64decode(secret), "id.timestamp.body")).
-    let key = base64::engine::general_purpose::STANDARD.decode(DEST_SECRET.trim_start_matches("whsec_")).unwrap();
+    let key = base64::engine::general_purpose::STANDARD
+        .decode(DEST_SECRET.trim_start_matches("whsec_"))
+        .unwrap();
     let mut mac = Hmac::<Sha256>::new_from_slice(&key).unwrap();
     mac.update(format!("msg_fwd.{}.", r.header("webhook-timestamp").unwrap()).as_bytes());
     mac.update(&r.body);
-    let expected = format!("v1,{}", base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes()));
+    let expected = format!(
+        "v1,{}",
+        base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
+    );
     assert_eq!(r.header("webhook-signature"), Some(expected.as_str()));
 
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -142,32 +170,56 @@ async fn retry_after_is_honoured() {
     send(&s, "shop", "evt_429").await;
     let got = dest.wait_for(2, WAIT).await;
     let gap = got[1].at - got[0].at;
-    assert!(gap >= Duration::from_millis(900), "second attempt after {gap:?}, not after Retry-After: 1");
+    assert!(
+        gap >= Duration::from_millis(900),
+        "second attempt after {gap:?}, not after Retry-After: 1"
+    );
 }
 
 #[tokio::test]
 async fn timeouts_are_retried() {
     let dest = Receiver::start(Reply::Status(200)).await;
     dest.script([Reply::Hang(Duration::from_secs(3))]);
-    let s = TestServer::start_live(&tenant("shop", &dest.url, "", "timeout_secs = 0.3", "schedule_secs = [0.05]"));
+    let s = TestServer::start_live(&tenant(
+        "shop",
+        &dest.url,
+        "",
+        "timeout_secs = 0.3",
+        "schedule_secs = [0.05]",
+    ));
     let mut feed = s.server().registry().events().subscribe();
     let id = send(&s, "shop", "evt_slow").await;
     let retry = wait_event(&mut feed, &id, DeliveryEventKind::RetryScheduled).await;
-    assert!(retry.reason.as_deref().unwrap().contains("timeout"), "{retry:?}");
+    assert!(
+        retry.reason.as_deref().unwrap().contains("timeout"),
+        "{retry:?}"
+    );
     wait_event(&mut feed, &id, DeliveryEventKind::Delivered).await;
 }
 
 #[tokio::test]
 async fn exhausted_window_dead_letters_with_the_last_reason() {
     let dest = Receiver::start(Reply::Status(502)).await;
-    let s = TestServer::start_live(&tenant("shop", &dest.url, "", "", "schedule_secs = [0.1]\nwindow_secs = 0.35"));
+    let s = TestServer::start_live(&tenant(
+        "shop",
+        &dest.url,
+        "",
+        "",
+        "schedule_secs = [0.1]\nwindow_secs = 0.35",
+    ));
     let mut feed = s.server().registry().events().subscribe();
     let id = send(&s, "shop", "evt_window").await;
     let dead = wait_event(&mut feed, &id, DeliveryEventKind::DeadLettered).await;
     let reason = dead.reason.unwrap();
-    assert!(reason.contains("window exhausted") && reason.contains("502"), "{reason}");
+    assert!(
+        reason.contains("window exhausted") && reason.contains("502"),
+        "{reason}"
+    );
     let attempts = dest.received().len();
-    assert!((3..=4).contains(&attempts), "{attempts} attempts in a 0.35 s window every 0.1 s");
+    assert!(
+        (3..=4).contains(&attempts),
+        "{attempts} attempts in a 0.35 s window every 0.1 s"
+    );
 }
 
 #[tokio::test]
@@ -188,7 +240,10 @@ async fn dead_letter_is_redelivered_as_a_new_delivery() {
     assert_eq!(got[1].header("webhook-id"), Some("evt_redo"));
     assert_eq!(got[1].header("hookd-delivery-id"), Some(new_id.as_str()));
     let again = s.server().registry().redeliver("shop", &old);
-    assert!(again.is_err(), "a redelivered dead letter is not redelivered twice");
+    assert!(
+        again.is_err(),
+        "a redelivered dead letter is not redelivered twice"
+    );
 }
 
 #[tokio::test]
@@ -203,16 +258,23 @@ async fn circuit_breaker_pauses_a_failing_destination() {
     ));
     send(&s, "shop", "evt_cb").await;
     let got = dest.wait_for(3, WAIT).await;
-    assert!(got[1].at - got[0].at < Duration::from_millis(400), "second attempt follows the schedule");
+    assert!(
+        got[1].at - got[0].at < Duration::from_millis(400),
+        "second attempt follows the schedule"
+    );
     let paused = got[2].at - got[1].at;
-    assert!(paused >= Duration::from_millis(550), "breaker should pause ~0.6 s, paused {paused:?}");
+    assert!(
+        paused >= Duration::from_millis(550),
+        "breaker should pause ~0.6 s, paused {paused:?}"
+    );
 }
 
 #[tokio::test]
 async fn a_hanging_destination_does_not_delay_another_tenant() {
     let slow = Receiver::start(Reply::Hang(Duration::from_secs(30))).await;
     let fast = Receiver::start(Reply::Status(200)).await;
-    let config = tenant("slow", &slow.url, "max_in_flight = 4", "", "") + &tenant("fast", &fast.url, "", "", "");
+    let config = tenant("slow", &slow.url, "max_in_flight = 4", "", "")
+        + &tenant("fast", &fast.url, "", "", "");
     let s = TestServer::start_live(&config);
     for i in 0..20 {
         send(&s, "slow", &format!("slow_{i}")).await;
@@ -226,7 +288,17 @@ async fn a_hanging_destination_does_not_delay_another_tenant() {
         fast.wait_for(i + 1, WAIT).await;
         worst = worst.max(sent.elapsed());
     }
-    assert!(worst < Duration::from_secs(2), "healthy tenant's worst ingest-to-delivery latency {worst:?}");
-    assert_eq!(slow.received().len(), 4, "the slow tenant stays within its own 4 slots");
-    println!("healthy tenant: 20 deliveries in {:?}, worst {worst:?}", started.elapsed());
+    assert!(
+        worst < Duration::from_secs(2),
+        "healthy tenant's worst ingest-to-delivery latency {worst:?}"
+    );
+    assert_eq!(
+        slow.received().len(),
+        4,
+        "the slow tenant stays within its own 4 slots"
+    );
+    println!(
+        "healthy tenant: 20 deliveries in {:?}, worst {worst:?}",
+        started.elapsed()
+    );
 }

@@ -31,6 +31,9 @@ kid = "k1"
 secret = "whsec_ZWZnaGlqa2xtbm9wcXJzdHV2d3h5ent8fX5/gIGCg4Q="
 "#;
 
+/// The admin token every in-process server runs with.
+pub const ADMIN_TOKEN: &str = "hka_test_admin_token_0123456789";
+
 /// One answer from the ingress.
 #[derive(Debug)]
 pub struct Answer {
@@ -66,7 +69,11 @@ impl TestServer {
     /// Starts hookd on the system clock, for forwarding with real (short)
     /// retry schedules; sign with [`now_secs`].
     pub fn start_live(tenants_toml: &str) -> TestServer {
-        TestServer::start_with(tenants_toml, ManualClock::at_secs(NOW), Arc::new(SystemClock))
+        TestServer::start_with(
+            tenants_toml,
+            ManualClock::at_secs(NOW),
+            Arc::new(SystemClock),
+        )
     }
 
     fn start_with(tenants_toml: &str, clock: ManualClock, shared_clock: SharedClock) -> TestServer {
@@ -115,6 +122,24 @@ impl TestServer {
         }
     }
 
+    /// Unix seconds on the server's clock.
+    pub fn clock_secs(&self) -> i64 {
+        self.shared_clock.now_secs()
+    }
+
+    /// A control-plane client with `token`.
+    pub async fn client(&self, token: &str) -> hookd_sdk::client::HookdClient {
+        let endpoint = format!("http://{}", self.server().grpc_addr());
+        hookd_sdk::client::HookdClient::connect(endpoint, token)
+            .await
+            .unwrap()
+    }
+
+    /// A control-plane client with the admin token.
+    pub async fn admin(&self) -> hookd_sdk::client::HookdClient {
+        self.client(ADMIN_TOKEN).await
+    }
+
     /// GETs a path.
     pub async fn get(&self, path: &str) -> reqwest::Response {
         self.client
@@ -133,7 +158,11 @@ fn start_on(dir: &Path, tenants_toml: &str, clock: SharedClock) -> Server {
         http_addr: Some("127.0.0.1:0".into()),
         grpc_addr: Some("127.0.0.1:0".into()),
     };
-    let config = Config::load(Some(&file), &overrides).unwrap();
+    let mut config = Config::load(Some(&file), &overrides).unwrap();
+    config.keys.admin_token = Some(ADMIN_TOKEN.into());
+    // A test's gRPC clients live on the runtime that is blocked dropping the
+    // server, so they cannot hang up: don't wait for them.
+    config.grpc.shutdown_grace_secs = 0.0;
     Server::start(config, clock).unwrap()
 }
 

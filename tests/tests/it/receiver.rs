@@ -73,11 +73,15 @@ impl Receiver {
         let state = shared.clone();
         tokio::spawn(async move {
             loop {
-                let Ok((stream, _)) = listener.accept().await else { return };
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
                 let state = state.clone();
                 tokio::spawn(async move {
                     let service = service_fn(move |req| handle(state.clone(), req));
-                    let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
+                    let _ = http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
                 });
             }
         });
@@ -109,22 +113,40 @@ impl Receiver {
                 return got;
             }
             let left = deadline.saturating_duration_since(Instant::now());
-            assert!(!left.is_zero(), "expected {n} requests, got {} within {limit:?}", got.len());
+            assert!(
+                !left.is_zero(),
+                "expected {n} requests, got {} within {limit:?}",
+                got.len()
+            );
             let _ = tokio::time::timeout(left, notified).await;
         }
     }
 }
 
-async fn handle(state: Arc<Shared>, req: Request<hyper::body::Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+async fn handle(
+    state: Arc<Shared>,
+    req: Request<hyper::body::Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
     let headers = req
         .headers()
         .iter()
-        .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or_default().to_owned()))
+        .map(|(k, v)| {
+            (
+                k.as_str().to_owned(),
+                v.to_str().unwrap_or_default().to_owned(),
+            )
+        })
         .collect();
-    let body = req.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+    let body = req
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
     let reply = {
         let next = state.script.lock().unwrap().pop_front();
-        next.or_else(|| state.default.lock().unwrap().clone()).unwrap()
+        next.or_else(|| state.default.lock().unwrap().clone())
+            .unwrap()
     };
     state.received.lock().unwrap().push(Received {
         headers,
@@ -133,14 +155,18 @@ async fn handle(state: Arc<Shared>, req: Request<hyper::body::Incoming>) -> Resu
     });
     state.arrived.notify_waiters();
     let response = match reply {
-        Reply::Status(code) => Response::builder().status(code).body(Full::new(Bytes::from_static(b"ok"))),
+        Reply::Status(code) => Response::builder()
+            .status(code)
+            .body(Full::new(Bytes::from_static(b"ok"))),
         Reply::RetryAfter(code, after) => Response::builder()
             .status(code)
             .header("retry-after", after)
             .body(Full::new(Bytes::from_static(b"slow down"))),
         Reply::Hang(wait) => {
             tokio::time::sleep(wait).await;
-            Response::builder().status(200).body(Full::new(Bytes::new()))
+            Response::builder()
+                .status(200)
+                .body(Full::new(Bytes::new()))
         }
     };
     Ok(response.unwrap())

@@ -115,12 +115,20 @@ mod tests {
     }
 
     #[test]
-    fn update_needs_a_change_and_delete_needs_yes() {
+    fn destructive_or_empty_requests_are_usage_errors() {
         assert!(Cli::try_parse_from(["hookctl", "tenants", "update", "acme"]).is_err());
         assert!(Cli::try_parse_from(["hookctl", "tenants", "update", "acme", "--disable"]).is_ok());
         assert!(Cli::try_parse_from(["hookctl", "tenants", "delete", "acme"]).is_err());
         assert!(
             Cli::try_parse_from(["hookctl", "dead-letters", "purge", "acme", "--yes"]).is_err()
         );
+        let redeliver = |extra: &[&str]| {
+            let argv = ["hookctl", "dead-letters", "redeliver", "acme"];
+            Cli::try_parse_from(argv.iter().chain(extra))
+        };
+        assert!(redeliver(&[]).is_err());
+        assert!(redeliver(&["dlv_1", "dlv_2"]).is_ok());
+        assert!(redeliver(&["--all-matching", "--reason-contains", "503"]).is_ok());
+        assert!(redeliver(&["dlv_1", "--all-matching"]).is_err());
     }
 }
