@@ -24,6 +24,7 @@ use crate::{
     keyring::{load_admin_token, MasterKey},
     store::Store,
     sweeper,
+    telemetry::Telemetry,
     tenant::Registry,
 };
 
@@ -162,6 +163,7 @@ async fn serve(
         store,
         clock,
         EventBus::default(),
+        Telemetry::new(config.tracer_provider.as_ref(), &config.metrics),
     );
     let backend = match start_tenants(&config, &registry, tenants) {
         Ok(backend) => Arc::new(backend),

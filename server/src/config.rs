@@ -12,6 +12,7 @@ use figment::{
     Figment,
 };
 use hookd_sdk::signature::{Scheme, Secret};
+use opentelemetry_sdk::trace::SdkTracerProvider;
 use serde::{Deserialize, Serialize};
 
 use crate::{
@@ -35,6 +36,8 @@ pub struct Config {
     pub grpc: GrpcConfig,
     /// Logging.
     pub log: LogConfig,
+    /// Prometheus metrics.
+    pub metrics: MetricsConfig,
     /// Durable storage.
     pub storage: StorageConfig,
     /// Retention of finished work.
@@ -45,6 +48,11 @@ pub struct Config {
     /// Master key and admin token, from the environment (never the file).
     #[serde(skip)]
     pub keys: KeySources,
+    /// Where spans go: the binary sets an OTLP pipeline from the `OTEL_*`
+    /// variables, a test an in-memory exporter. `None`: spans still get ids,
+    /// so `traceparent` reaches destinations, but nothing is exported.
+    #[serde(skip)]
+    pub tracer_provider: Option<SdkTracerProvider>,
 }
 
 /// HTTP ingress settings.
@@ -87,6 +95,35 @@ pub enum LogFormat {
     Text,
     /// One JSON object per line.
     Json,
+}
+
+impl std::str::FromStr for LogFormat {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        match s {
+            "text" => Ok(LogFormat::Text),
+            "json" => Ok(LogFormat::Json),
+            other => Err(format!(
+                "log format {other:?} is neither \"text\" nor \"json\""
+            )),
+        }
+    }
+}
+
+/// Prometheus metrics settings.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// Serve `GET /metrics` on the HTTP address.
+    pub enabled: bool,
+    /// Tenants that get a `tenant` label of their own, in the order they
+    /// start; the rest are counted together as `tenant="other"`, so label
+    /// cardinality stays bounded however many tenants there are.
+    pub max_tenant_labels: usize,
+    /// Most queue and dead-letter entries counted per tenant per scrape:
+    /// sled counts by scanning, so a huge backlog must not make a scrape slow.
+    pub scan_limit: usize,
 }
 
 /// Durable storage settings.
@@ -385,6 +422,11 @@ impl Config {
         if self.retention.sweep_batch == 0 || !positive(self.retention.sweep_interval_secs) {
             return Err(Error::Config(
                 "retention: sweep_batch must be >= 1 and sweep_interval_secs > 0".into(),
+            ));
+        }
+        if self.metrics.scan_limit == 0 {
+            return Err(Error::Config(
+                "metrics.scan_limit must be at least 1".into(),
             ));
         }
         if self.storage.commit_batch_max == 0 {

@@ -14,6 +14,7 @@ pub mod forward;
 pub mod ids;
 pub mod ingress;
 pub mod keyring;
+pub mod metrics;
 pub mod store;
 mod sweeper;
 pub mod telemetry;

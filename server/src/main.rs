@@ -1,4 +1,5 @@
-//! The `hookd` binary: flags, config, logging, then the server library.
+//! The `hookd` binary: flags, config, logging and span export, then the
+//! server library.
 
 use std::path::PathBuf;
 
@@ -6,9 +7,10 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use hookd_server::{
     clock::SystemClock,
-    config::{Config, Overrides},
+    config::{Config, LogFormat, Overrides},
     keyring::KeySources,
-    telemetry, Server,
+    telemetry::{self, OtlpExport},
+    Server,
 };
 
 /// hookd: receives webhooks for many tenants, verifies them, stores them
@@ -39,6 +41,9 @@ struct Cli {
     /// File holding the master key.
     #[arg(long, env = "HOOKD_MASTER_KEY_FILE", global = true)]
     master_key_file: Option<PathBuf>,
+    /// Log format, `text` or `json` (wins over `[log] format`).
+    #[arg(long, env = "HOOKD_LOG_FORMAT", global = true)]
+    log_format: Option<LogFormat>,
 }
 
 #[derive(Subcommand)]
@@ -62,12 +67,27 @@ fn main() -> anyhow::Result<()> {
         master_key_file: cli.master_key_file,
         admin_token: cli.admin_token,
     };
+    if let Some(format) = cli.log_format {
+        config.log.format = format;
+    }
     telemetry::init_logging(&config.log);
+    let otlp = OtlpExport::from_env()
+        .map_err(anyhow::Error::msg)
+        .context("OpenTelemetry export")?;
+    if let Some(otlp) = &otlp {
+        config.tracer_provider = Some(otlp.provider().clone());
+        tracing::info!("exporting spans over OTLP/gRPC");
+    }
     let server =
         Server::start(config, std::sync::Arc::new(SystemClock)).context("hookd could not start")?;
     wait_for_signal()?;
-    server.shutdown().context("shutdown failed")?;
-    Ok(())
+    let stopped = server.shutdown().context("shutdown failed");
+    // Only now: the last requests' spans are queued, and no actix thread
+    // is left to stall the flush.
+    if let Some(otlp) = otlp {
+        otlp.shutdown();
+    }
+    stopped
 }
 
 /// Blocks until SIGTERM or SIGINT.

@@ -1,10 +1,9 @@
 //! One forward attempt: POST the original body, signed in Standard Webhooks
 //! form with the tenant's destination secret, and classify the answer.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use hookd_sdk::signature::{sign, Scheme};
-use rand::Rng;
 
 use super::policy::{parse_retry_after, verdict_for_status, Verdict};
 use crate::{
@@ -25,6 +24,8 @@ pub struct AttemptResult {
     pub verdict: Verdict,
     /// Why it failed, in plain words ("HTTP 503 Service Unavailable").
     pub error: String,
+    /// How long the attempt took, for the latency histogram.
+    pub elapsed: Duration,
 }
 
 /// Headers of a forwarded delivery, besides the signature.
@@ -32,13 +33,15 @@ pub const ATTEMPT_HEADER: &str = "hookd-attempt";
 /// Carries hookd's delivery id to the destination.
 pub const DELIVERY_ID_HEADER: &str = "hookd-delivery-id";
 
-/// Sends attempt number `attempt` of `event` to the tenant's destination.
+/// Sends attempt number `attempt` of `event` to the tenant's destination,
+/// with `trace_headers` (the attempt's `traceparent`).
 pub async fn send(
     client: &reqwest::Client,
     settings: &ForwardSettings,
     event: &StoredEvent,
     attempt: u32,
     now_ms: i64,
+    trace_headers: &[(String, String)],
 ) -> AttemptResult {
     let request_id = RequestId::generate();
     let meta = &event.meta;
@@ -47,8 +50,10 @@ pub async fn send(
         .timeout(settings.timeout)
         .header("x-request-id", request_id.as_str())
         .header(ATTEMPT_HEADER, attempt.to_string())
-        .header(DELIVERY_ID_HEADER, meta.delivery_id.as_str())
-        .header("traceparent", traceparent(&meta.trace_id));
+        .header(DELIVERY_ID_HEADER, meta.delivery_id.as_str());
+    for (name, value) in trace_headers {
+        request = request.header(name.as_str(), value.as_str());
+    }
     let mut has_content_type = false;
     for (name, value) in &meta.headers {
         has_content_type |= name == "content-type";
@@ -103,11 +108,12 @@ pub async fn send(
         }
     };
     let success = verdict == Verdict::Success;
+    let elapsed = started.elapsed();
     AttemptResult {
         record: AttemptRecord {
             attempt,
             started_at_ms: now_ms,
-            duration_ms: started.elapsed().as_millis() as u64,
+            duration_ms: elapsed.as_millis() as u64,
             status_code,
             error: (!success).then(|| error.clone()),
             response_body,
@@ -116,13 +122,8 @@ pub async fn send(
         },
         verdict,
         error,
+        elapsed,
     }
-}
-
-/// A W3C `traceparent` in the event's trace, with a fresh span id.
-fn traceparent(trace_id: &str) -> String {
-    let span: u64 = rand::rng().random_range(1..=u64::MAX);
-    format!("00-{trace_id}-{span:016x}-01")
 }
 
 /// Plain words for a transport failure.

@@ -9,7 +9,7 @@ use tokio::sync::Notify;
 
 use super::{
     attempt::{self, AttemptResult},
-    breaker::Breaker,
+    breaker::{Breaker, BreakerState},
     policy::{next_step, Verdict},
 };
 use crate::{
@@ -17,11 +17,16 @@ use crate::{
     config::ForwardSettings,
     error::Result,
     events::{DeliveryEvent, DeliveryEventKind, EventBus},
-    ids::{DeliveryId, TenantId},
+    ids::{DeliveryId, RequestId, TenantId},
+    metrics::{BreakerGauge, ForwardOutcome, TenantMetrics},
     store::{
         deliveries::{self, Next},
         records::queue_key_due_ms,
         TenantTrees,
+    },
+    telemetry::{
+        spans::{self, ForwardRecord},
+        Tracing,
     },
     tenant::rate_limit::TokenBucket,
 };
@@ -33,7 +38,17 @@ struct Done {
     key: Vec<u8>,
     delivery_id: DeliveryId,
     accepted_at_ms: i64,
-    result: Option<AttemptResult>,
+    /// None when the queued delivery had no stored event.
+    sent: Option<Sent>,
+}
+
+/// An attempt that was made.
+struct Sent {
+    result: AttemptResult,
+    /// The request that brought the event in.
+    request_id: RequestId,
+    /// Holds the attempt's `hookd.forward` span.
+    trace: opentelemetry::Context,
 }
 
 type InFlight = Pin<Box<dyn Future<Output = Done> + Send>>;
@@ -50,10 +65,16 @@ pub struct Dispatcher {
     events: EventBus,
     breaker: Breaker,
     rate: Option<TokenBucket>,
+    tracing: Tracing,
+    metrics: Arc<TenantMetrics>,
+    breaker_gauge: BreakerGauge,
+    /// The destination's host, for spans and logs (its URL may carry a token).
+    host: String,
 }
 
 impl Dispatcher {
     /// A dispatcher for one tenant; `wake` is notified when new work is queued.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         tenant: TenantId,
         trees: TenantTrees,
@@ -62,6 +83,8 @@ impl Dispatcher {
         clock: SharedClock,
         wake: Arc<Notify>,
         events: EventBus,
+        tracing: Tracing,
+        metrics: Arc<TenantMetrics>,
     ) -> reqwest::Result<Self> {
         let client = reqwest::Client::builder()
             .connect_timeout(settings.connect_timeout)
@@ -69,7 +92,15 @@ impl Dispatcher {
             .pool_max_idle_per_host(settings.max_in_flight)
             .user_agent(concat!("hookd/", env!("CARGO_PKG_VERSION")))
             .build()?;
+        let host = reqwest::Url::parse(&settings.url)
+            .ok()
+            .and_then(|url| url.host_str().map(str::to_owned))
+            .unwrap_or_default();
         Ok(Dispatcher {
+            breaker_gauge: BreakerGauge::new(metrics.clone()),
+            tracing,
+            metrics,
+            host,
             breaker: Breaker::new(settings.breaker_threshold, settings.breaker_cooldown_ms),
             rate: settings
                 .delivery_rate
@@ -156,29 +187,44 @@ impl Dispatcher {
     fn attempt(&self, key: Vec<u8>, delivery_id: DeliveryId, now: i64) -> Result<InFlight> {
         let state = deliveries::load_state(&self.trees, &delivery_id)?;
         let event = deliveries::load_event(&self.trees, &delivery_id)?;
+        let (Some(state), Some(event)) = (state, event) else {
+            return Ok(Box::pin(std::future::ready(Done {
+                key,
+                delivery_id,
+                accepted_at_ms: 0,
+                sent: None,
+            })));
+        };
+        let number = state.attempts + 1;
+        let trace = self
+            .tracing
+            .start_forward(&self.tenant, &event.meta, number, &self.host);
+        let trace_headers = spans::trace_headers(&trace);
         let (client, settings) = (self.client.clone(), self.settings.clone());
         Ok(Box::pin(async move {
-            let (Some(state), Some(event)) = (state, event) else {
-                return Done {
-                    key,
-                    delivery_id,
-                    accepted_at_ms: 0,
-                    result: None,
-                };
-            };
-            let result = attempt::send(&client, &settings, &event, state.attempts + 1, now).await;
+            let result =
+                attempt::send(&client, &settings, &event, number, now, &trace_headers).await;
             Done {
                 key,
                 delivery_id,
                 accepted_at_ms: state.received_at_ms,
-                result: Some(result),
+                sent: Some(Sent {
+                    result,
+                    request_id: event.meta.request_id,
+                    trace,
+                }),
             }
         }))
     }
 
     /// Records an attempt's outcome and what follows from it.
     fn finish(&mut self, done: Done) -> Result<()> {
-        let Some(mut result) = done.result else {
+        let Some(Sent {
+            mut result,
+            request_id,
+            trace,
+        }) = done.sent
+        else {
             tracing::warn!(tenant = %self.tenant, delivery_id = %done.delivery_id, "queued delivery has no stored event; dropping it");
             return deliveries::drop_queue_entry(&self.trees, &done.key);
         };
@@ -196,15 +242,17 @@ impl Dispatcher {
         match &result.verdict {
             Verdict::Retryable { .. } => {
                 if self.breaker.on_failure(now) {
-                    tracing::warn!(tenant = %self.tenant, destination = %self.settings.url, "circuit breaker open: destination failing, pausing forwards");
+                    tracing::warn!(tenant = %self.tenant, destination = %self.host, "circuit breaker open: destination failing, pausing forwards");
                 }
             }
             Verdict::Success | Verdict::Permanent => {
                 if self.breaker.on_success() {
-                    tracing::info!(tenant = %self.tenant, destination = %self.settings.url, "circuit breaker closed: destination answering again");
+                    tracing::info!(tenant = %self.tenant, destination = %self.host, "circuit breaker closed: destination answering again");
                 }
             }
         }
+        self.breaker_gauge
+            .set(self.breaker.state() != BreakerState::Closed);
         if let Next::Retry { due_ms } = next {
             result.record.next_retry_at_ms = Some(due_ms);
         }
@@ -217,20 +265,35 @@ impl Dispatcher {
             self.db.generate_id()?,
             now,
         )?;
+        let (outcome, error) = match &next {
+            Next::Delivered => (ForwardOutcome::Delivered, None),
+            Next::Retry { .. } => (ForwardOutcome::Retry, Some(result.error.as_str())),
+            Next::Dead { reason } => (ForwardOutcome::Dead, Some(reason.as_str())),
+        };
+        self.metrics.forwarded(outcome, result.elapsed);
+        ForwardRecord {
+            outcome,
+            status_code: result.record.status_code,
+            duration_ms: result.record.duration_ms,
+            error,
+        }
+        .end(&trace);
+        let trace_id = spans::trace_id(&trace);
+        let attempt_request_id = &result.record.request_id;
         let (kind, reason) = match &next {
             Next::Delivered => {
-                tracing::info!(tenant = %self.tenant, event_id = %state.event_id, delivery_id = %done.delivery_id, attempt, status = ?result.record.status_code, "forward delivered");
+                tracing::info!(tenant = %self.tenant, event_id = %state.event_id, delivery_id = %done.delivery_id, request_id = %request_id, trace_id = %trace_id, attempt, attempt_request_id = %attempt_request_id, status = ?result.record.status_code, "forward delivered");
                 (DeliveryEventKind::Delivered, None)
             }
             Next::Retry { due_ms } => {
-                tracing::warn!(tenant = %self.tenant, event_id = %state.event_id, delivery_id = %done.delivery_id, attempt, reason = %result.error, retry_in_ms = due_ms - now, "forward failed; retry scheduled");
+                tracing::warn!(tenant = %self.tenant, event_id = %state.event_id, delivery_id = %done.delivery_id, request_id = %request_id, trace_id = %trace_id, attempt, attempt_request_id = %attempt_request_id, reason = %result.error, retry_in_ms = due_ms - now, "forward failed; retry scheduled");
                 (
                     DeliveryEventKind::RetryScheduled,
                     Some(result.error.clone()),
                 )
             }
             Next::Dead { reason } => {
-                tracing::warn!(tenant = %self.tenant, event_id = %state.event_id, delivery_id = %done.delivery_id, attempt, reason = %reason, "delivery dead-lettered");
+                tracing::warn!(tenant = %self.tenant, event_id = %state.event_id, delivery_id = %done.delivery_id, request_id = %request_id, trace_id = %trace_id, attempt, attempt_request_id = %attempt_request_id, reason = %reason, "delivery dead-lettered");
                 (DeliveryEventKind::DeadLettered, Some(reason.clone()))
             }
         };

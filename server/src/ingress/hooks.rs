@@ -1,6 +1,8 @@
 //! `POST /hooks/{tenant_id}`: route to the tenant, read the raw body within
 //! its limit, hand it to the tenant's actor, answer.
 
+use std::time::Instant;
+
 use actix_web::{
     http::header::CONTENT_LENGTH,
     web::{self, BytesMut},
@@ -13,28 +15,51 @@ use super::{request_id_of, AppState};
 use crate::{
     error::{ApiError, ErrorCode},
     ids::RequestId,
-    tenant::messages::{Ingest, IngestOutcome},
+    metrics::IngestResult,
+    telemetry::spans::{self, IngestRecord},
+    tenant::{
+        messages::{Ingest, IngestOutcome},
+        TenantHandle,
+    },
 };
 
-/// The ingest handler.
+/// The ingest handler: one `hookd.ingest` span, one log line and the
+/// counters of the tenant's label for every request.
 pub async fn ingest(
     req: HttpRequest,
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> HttpResponse {
+    let started = Instant::now();
     let request_id = request_id_of(&req);
     let tenant = req
         .match_info()
         .get("tenant_id")
         .unwrap_or_default()
         .to_owned();
-    match accept(&req, payload, &state, &tenant, &request_id).await {
+    let telemetry = state.registry.telemetry();
+    let trace = telemetry.tracing().start_ingest(req.headers());
+    let trace_id = spans::trace_id(&trace);
+    let handle = state.registry.get(&tenant);
+    let result = accept(&req, payload, handle.as_ref(), &tenant, &request_id, &trace).await;
+    let counters = handle
+        .as_ref()
+        .map_or(telemetry.metrics().other(), |h| &h.metrics);
+    IngestRecord {
+        tenant: &tenant,
+        request_id: &request_id,
+        scheme: handle.as_ref().map(|h| h.settings.scheme),
+        result: result.as_ref(),
+    }
+    .end(&trace);
+    let (response, kind) = match result {
         Ok(outcome) => {
             tracing::info!(
                 tenant = %tenant,
                 event_id = %outcome.event_id,
                 delivery_id = %outcome.delivery_id,
                 request_id = %request_id,
+                trace_id = %trace_id,
                 duplicate = outcome.duplicate,
                 "delivery accepted"
             );
@@ -44,33 +69,40 @@ pub async fn ingest(
                 "request_id": request_id,
             });
             if outcome.duplicate {
+                counters.duplicate();
                 body["duplicate"] = json!(true);
-                HttpResponse::Ok().json(body)
+                (HttpResponse::Ok().json(body), IngestResult::Duplicate)
             } else {
-                HttpResponse::Accepted().json(body)
+                counters.accepted();
+                (HttpResponse::Accepted().json(body), IngestResult::Accepted)
             }
         }
         Err(e) => {
             tracing::warn!(
                 tenant = %tenant,
                 request_id = %request_id,
+                trace_id = %trace_id,
                 code = e.code.as_str(),
                 reason = %e.message,
                 "delivery rejected"
             );
-            e.to_response(&request_id)
+            counters.rejected(e.code);
+            (e.to_response(&request_id), IngestResult::Rejected)
         }
-    }
+    };
+    telemetry.metrics().ingest_latency(kind, started.elapsed());
+    response
 }
 
 async fn accept(
     req: &HttpRequest,
     payload: web::Payload,
-    state: &AppState,
+    handle: Option<&TenantHandle>,
     tenant: &str,
     request_id: &RequestId,
+    trace: &opentelemetry::Context,
 ) -> Result<IngestOutcome, ApiError> {
-    let handle = state.registry.get(tenant).ok_or_else(|| {
+    let handle = handle.ok_or_else(|| {
         ApiError::new(ErrorCode::TenantNotFound, format!("no tenant {tenant:?}"))
             .detail("tenant_id", tenant)
     })?;
@@ -87,10 +119,11 @@ async fn accept(
             request_id: request_id.clone(),
             headers: req.headers().clone(),
             body,
+            trace: trace.clone(),
         })
         .await
         .map_err(|e| {
-            tracing::error!(tenant = %tenant, error = %e, "tenant actor unreachable");
+            tracing::error!(tenant = %tenant, request_id = %request_id, error = %e, "tenant actor unreachable");
             ApiError::new(
                 ErrorCode::InternalError,
                 "the tenant is not running; retry later",

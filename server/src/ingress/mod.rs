@@ -3,6 +3,7 @@
 
 mod health;
 mod hooks;
+mod metrics;
 
 use actix_web::{
     body::MessageBody,
@@ -28,6 +29,9 @@ pub struct AppState {
 /// Registers every route on an actix-web app.
 pub fn configure(state: AppState) -> impl FnOnce(&mut web::ServiceConfig) {
     move |cfg| {
+        if state.registry.telemetry().metrics().enabled() {
+            cfg.route("/metrics", web::get().to(metrics::metrics));
+        }
         cfg.app_data(web::Data::new(state))
             .service(
                 web::resource("/hooks/{tenant_id}")

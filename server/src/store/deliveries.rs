@@ -437,6 +437,8 @@ mod tests {
             received_at_ms: at_ms,
             headers: vec![],
             trace_id: String::new(),
+            span_id: String::new(),
+            sampled: true,
         };
         trees
             .events

@@ -47,6 +47,18 @@ pub struct EventMeta {
     /// W3C trace id (32 hex digits) shared by the ingest and every forward.
     #[serde(default)]
     pub trace_id: String,
+    /// Span id (16 hex digits) of the `hookd.ingest` span: every
+    /// `hookd.forward` span is its child. Empty in events stored before it
+    /// was kept.
+    #[serde(default)]
+    pub span_id: String,
+    /// Whether the ingest trace is sampled; forwards follow its decision.
+    #[serde(default = "sampled_by_default")]
+    pub sampled: bool,
+}
+
+fn sampled_by_default() -> bool {
+    true
 }
 
 /// A stored event: metadata and the raw body exactly as received.
@@ -252,6 +264,8 @@ mod tests {
             received_at_ms: 42,
             headers: vec![("content-type".into(), "application/json".into())],
             trace_id: "0af7651916cd43dd8448eb211c80319c".into(),
+            span_id: "b7ad6b7169203331".into(),
+            sampled: true,
         };
         let body = b"{\"a\": 1}\n\xff";
         let decoded = StoredEvent::decode(&StoredEvent::encode(&meta, body)).unwrap();

@@ -21,6 +21,10 @@ use crate::{
     events::{DeliveryEvent, DeliveryEventKind, EventBus},
     ids::{DeliveryId, EventId},
     store::{records::EventMeta, CommitOutcome, Committer, NewDelivery, TenantTrees},
+    telemetry::{
+        spans::{self, ACTOR_SPAN, COMMIT_SPAN},
+        Tracing,
+    },
 };
 
 /// Messages waiting for one tenant before senders are made to wait.
@@ -42,6 +46,7 @@ pub struct TenantActor {
     committer: Committer,
     clock: SharedClock,
     limiter: Option<TokenBucket>,
+    tracing: Tracing,
 }
 
 impl TenantActor {
@@ -53,6 +58,7 @@ impl TenantActor {
         clock: SharedClock,
         wake: Arc<Notify>,
         events: EventBus,
+        tracing: Tracing,
     ) -> Self {
         let ttl = Duration::from_secs((settings.tolerance_secs * 2).max(60));
         let replay = Cache::builder()
@@ -71,6 +77,7 @@ impl TenantActor {
             committer,
             clock,
             limiter,
+            tracing,
         }
     }
 
@@ -144,13 +151,16 @@ impl TenantActor {
             .iter()
             .filter_map(|name| Some(((*name).to_owned(), headers_src.header(name)?.to_owned())))
             .collect();
+        let (trace_id, span_id, sampled) = spans::span_ids(&msg.trace);
         let meta = EventMeta {
             event_id: event_id.clone(),
             delivery_id: DeliveryId::generate(),
             request_id: msg.request_id.clone(),
             received_at_ms: now_ms,
             headers,
-            trace_id: headers_trace_id(&headers_src),
+            trace_id,
+            span_id,
+            sampled,
         };
         Ok(Prepared::New {
             replay_key,
@@ -185,9 +195,18 @@ impl Handler<Ingest> for TenantActor {
     type Result = ResponseFuture<Result<IngestOutcome, ApiError>>;
 
     fn handle(&mut self, msg: Ingest, _ctx: &mut Self::Context) -> Self::Result {
+        let span = self
+            .tracing
+            .start_child(&msg.trace, ACTOR_SPAN, &self.settings.id);
         let (replay_key, item) = match self.prepare(&msg) {
-            Err(e) => return Box::pin(std::future::ready(Err(e))),
-            Ok(Prepared::Duplicate(outcome)) => return Box::pin(std::future::ready(Ok(outcome))),
+            Err(e) => {
+                spans::end_span(&span, Some(&e));
+                return Box::pin(std::future::ready(Err(e)));
+            }
+            Ok(Prepared::Duplicate(outcome)) => {
+                spans::end_span(&span, None);
+                return Box::pin(std::future::ready(Ok(outcome)));
+            }
             Ok(Prepared::New { replay_key, item }) => (replay_key, item),
         };
         let committer = self.committer.clone();
@@ -197,18 +216,35 @@ impl Handler<Ingest> for TenantActor {
             self.events.clone(),
             self.settings.id.clone(),
         );
+        let commit_span = self.tracing.start_child(&span, COMMIT_SPAN, &tenant);
+        let request_id = msg.request_id;
         Box::pin(async move {
             let event_id = item.event_id.clone();
             let new_id = item.meta.delivery_id.clone();
             let received_at_ms = item.meta.received_at_ms;
-            let outcome = committer.commit(*item).await.map_err(|e| {
-                tracing::error!(error = %e, "durable write failed");
+            let committed = committer.commit(*item).await.map_err(|e| {
+                tracing::error!(
+                    tenant = %tenant,
+                    event_id = %event_id,
+                    delivery_id = %new_id,
+                    request_id = %request_id,
+                    error = %e,
+                    "durable write failed"
+                );
                 ApiError::new(
                     ErrorCode::StorageUnavailable,
                     "storage is unavailable; the event was not accepted, retry later",
                 )
                 .retry_after(5)
-            })?;
+            });
+            spans::end_span(&commit_span, committed.as_ref().err());
+            let outcome = match committed {
+                Ok(outcome) => outcome,
+                Err(e) => {
+                    spans::end_span(&span, Some(&e));
+                    return Err(e);
+                }
+            };
             let (delivery_id, duplicate) = match outcome {
                 CommitOutcome::Accepted => {
                     wake.notify_one();
@@ -227,6 +263,7 @@ impl Handler<Ingest> for TenantActor {
                 CommitOutcome::Duplicate(first) => (first, true),
             };
             replay.insert(replay_key, (event_id.clone(), delivery_id.clone()));
+            spans::end_span(&span, None);
             Ok(IngestOutcome {
                 event_id,
                 delivery_id,
@@ -264,22 +301,6 @@ fn verify_error(e: &VerifyError, tolerance_secs: u64) -> ApiError {
         _ => {}
     }
     err
-}
-
-/// The trace id of an incoming W3C `traceparent`, or a fresh one, so the
-/// sender's trace continues through hookd to the destination.
-fn headers_trace_id(headers: &Headers<'_>) -> String {
-    let incoming = headers.header("traceparent").and_then(|tp| {
-        let mut parts = tp.split('-');
-        let (_version, trace) = (parts.next()?, parts.next()?);
-        let valid = trace.len() == 32
-            && trace
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-            && trace.bytes().any(|b| b != b'0');
-        valid.then(|| trace.to_owned())
-    });
-    incoming.unwrap_or_else(|| format!("{:032x}", rand::random::<u128>() | 1))
 }
 
 /// Case-insensitive header access for the verifier.

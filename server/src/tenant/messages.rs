@@ -18,6 +18,9 @@ pub struct Ingest {
     pub headers: HeaderMap,
     /// The raw body, never re-encoded.
     pub body: Bytes,
+    /// Holds the request's `hookd.ingest` span: the actor's spans are its
+    /// children and the stored event keeps its ids for the forwards.
+    pub trace: opentelemetry::Context,
 }
 
 /// What the sender is told after a successful ingest.

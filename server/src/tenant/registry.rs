@@ -18,7 +18,9 @@ use crate::{
     events::{DeliveryEvent, DeliveryEventKind, EventBus},
     forward::Dispatcher,
     ids::{DeliveryId, TenantId},
+    metrics::TenantMetrics,
     store::{deliveries, Store, TenantTrees},
+    telemetry::Telemetry,
 };
 
 /// What the ingress and the control plane need of one tenant.
@@ -32,6 +34,8 @@ pub struct TenantHandle {
     pub trees: TenantTrees,
     /// Wakes its dispatcher when work is queued.
     pub wake: Arc<Notify>,
+    /// The counters of its `tenant` label.
+    pub metrics: Arc<TenantMetrics>,
     dispatcher: Option<AbortHandle>,
 }
 
@@ -43,6 +47,7 @@ pub struct Registry {
     store: Store,
     clock: SharedClock,
     events: EventBus,
+    telemetry: Telemetry,
 }
 
 impl Registry {
@@ -52,6 +57,7 @@ impl Registry {
         store: Store,
         clock: SharedClock,
         events: EventBus,
+        telemetry: Telemetry,
     ) -> Self {
         assert!(!arbiters.is_empty(), "at least one arbiter");
         Registry {
@@ -60,6 +66,7 @@ impl Registry {
             store,
             clock,
             events,
+            telemetry,
         }
     }
 
@@ -70,6 +77,7 @@ impl Registry {
         let trees = self.store.tenant_trees(&settings.id)?;
         let arbiter = &self.arbiters[self.arbiter_index(&settings.id)];
         let wake = Arc::new(Notify::new());
+        let metrics = self.telemetry.metrics().tenant(&settings.id);
         let actor = TenantActor::new(
             settings.clone(),
             trees.clone(),
@@ -77,6 +85,7 @@ impl Registry {
             self.clock.clone(),
             wake.clone(),
             self.events.clone(),
+            self.telemetry.tracing().clone(),
         );
         let addr = TenantActor::start_in_arbiter(arbiter, |_| actor);
         let dispatcher = match &settings.forward {
@@ -89,6 +98,8 @@ impl Registry {
                     self.clock.clone(),
                     wake.clone(),
                     self.events.clone(),
+                    self.telemetry.tracing().clone(),
+                    metrics.clone(),
                 )
                 .map_err(|e| {
                     Error::Config(format!("tenant {}: destination client: {e}", settings.id))
@@ -106,6 +117,7 @@ impl Registry {
             settings: settings.clone(),
             trees,
             wake,
+            metrics,
             dispatcher,
         };
         let old = self
@@ -202,6 +214,11 @@ impl Registry {
     /// The live delivery feed.
     pub fn events(&self) -> &EventBus {
         &self.events
+    }
+
+    /// Where the tenants record spans and metrics.
+    pub fn telemetry(&self) -> &Telemetry {
+        &self.telemetry
     }
 
     /// The storage the tenants write to.

@@ -3,11 +3,8 @@
 //! delivery was rejected without leaking secrets or bodies.
 
 use std::{
-    io::{BufRead, BufReader},
-    path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
-    sync::{mpsc, Arc, Mutex, OnceLock},
-    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+    path::PathBuf,
+    time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
 use reqwest::StatusCode;
@@ -15,119 +12,10 @@ use serde_json::Value;
 
 use crate::{
     forward::DEST_SECRET,
-    harness::{order, signed, ACME},
+    harness::{order, ACME},
+    process::HookdProcess,
     receiver::{Receiver, Reply},
 };
-
-/// Path of the `hookd` binary next to this test binary, built if missing.
-fn hookd_bin() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let target = std::env::current_exe()
-            .unwrap()
-            .parent()
-            .unwrap()
-            .parent()
-            .unwrap()
-            .to_path_buf();
-        let bin = target.join("hookd");
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "-q", "-p", "hookd-server", "--bin", "hookd"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .unwrap();
-        assert!(
-            status.success() && bin.exists(),
-            "could not build {}",
-            bin.display()
-        );
-        bin
-    })
-}
-
-/// A running `hookd` child with its log lines collected.
-struct HookdProcess {
-    child: Child,
-    base: String,
-    logs: Arc<Mutex<Vec<String>>>,
-}
-
-impl HookdProcess {
-    fn spawn(data: &Path, config: &Path, env: &[(&str, &str)]) -> HookdProcess {
-        let mut child = Command::new(hookd_bin())
-            .args([
-                "--data-dir",
-                data.to_str().unwrap(),
-                "--config",
-                config.to_str().unwrap(),
-            ])
-            .args(["--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"])
-            .envs(env.iter().copied())
-            .env_remove("RUST_LOG")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let logs = Arc::new(Mutex::new(Vec::new()));
-        let (addr_tx, addr_rx) = mpsc::channel();
-        let stderr = child.stderr.take().unwrap();
-        let sink = logs.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(rest) = line.split("http listening on ").nth(1) {
-                    let addr: String = rest
-                        .chars()
-                        .take_while(|c| !c.is_whitespace() && *c != '"')
-                        .collect();
-                    let _ = addr_tx.send(addr);
-                }
-                sink.lock().unwrap().push(line);
-            }
-        });
-        let addr = addr_rx
-            .recv_timeout(Duration::from_secs(30))
-            .unwrap_or_else(|_| panic!("hookd did not start: {:?}", logs.lock().unwrap()));
-        HookdProcess {
-            child,
-            base: format!("http://{addr}"),
-            logs,
-        }
-    }
-
-    async fn post(&self, event_id: &str, ts: i64, body: &[u8]) -> (StatusCode, Value) {
-        let mut req = reqwest::Client::new().post(format!("{}/hooks/acme", self.base));
-        for (k, v) in signed(event_id, ts, body) {
-            req = req.header(k, v);
-        }
-        let res = req.body(body.to_vec()).send().await.unwrap();
-        (res.status(), res.json().await.unwrap())
-    }
-
-    fn logs(&self) -> String {
-        self.logs.lock().unwrap().join("\n")
-    }
-
-    /// Waits for the log line `needle`, bounded.
-    fn wait_for_log(&self, needle: &str) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !self.logs().contains(needle) {
-            assert!(
-                Instant::now() < deadline,
-                "no log line {needle:?} in:\n{}",
-                self.logs()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for HookdProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn now() -> i64 {
     SystemTime::now()
@@ -177,19 +65,7 @@ async fn sigterm_shuts_down_gracefully() {
         hookd.post("msg_term", now(), &body).await.0,
         StatusCode::ACCEPTED
     );
-    let pid = nix::unistd::Pid::from_raw(hookd.child.id() as i32);
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(status) = hookd.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "hookd did not exit after SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = hookd.terminate();
     assert!(status.success(), "{status:?}");
     hookd.wait_for_log("shutdown complete");
 }

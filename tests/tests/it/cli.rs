@@ -14,7 +14,13 @@ use crate::{
 fn hookctl_bin() -> &'static PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
-        let target = std::env::current_exe().unwrap().parent().unwrap().parent().unwrap().to_path_buf();
+        let target = std::env::current_exe()
+            .unwrap()
+            .parent()
+            .unwrap()
+            .parent()
+            .unwrap()
+            .to_path_buf();
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let status = std::process::Command::new(cargo)
             .args(["build", "-q", "-p", "hookd-sdk", "--bin", "hookctl"])
@@ -22,7 +28,11 @@ fn hookctl_bin() -> &'static PathBuf {
             .status()
             .unwrap();
         let bin = target.join("hookctl");
-        assert!(status.success() && bin.exists(), "could not build {}", bin.display());
+        assert!(
+            status.success() && bin.exists(),
+            "could not build {}",
+            bin.display()
+        );
         bin
     })
 }
@@ -31,7 +41,10 @@ fn hookctl_bin() -> &'static PathBuf {
 async fn hookctl(s: &TestServer, args: &[&str]) -> (i32, String) {
     let out = tokio::process::Command::new(hookctl_bin())
         .args(args)
-        .env("HOOKCTL_ENDPOINT", format!("http://{}", s.server().grpc_addr()))
+        .env(
+            "HOOKCTL_ENDPOINT",
+            format!("http://{}", s.server().grpc_addr()),
+        )
         .env("HOOKD_ADMIN_TOKEN", ADMIN_TOKEN)
         .env_remove("HOOKCTL_TOKEN")
         .output()
@@ -46,7 +59,8 @@ async fn json(s: &TestServer, args: &[&str]) -> Value {
     all.extend_from_slice(args);
     let (code, out) = hookctl(s, &all).await;
     assert_eq!(code, 0, "hookctl {args:?}: {out}");
-    serde_json::from_str(&out).unwrap_or_else(|e| panic!("hookctl {args:?} printed no JSON ({e}): {out}"))
+    serde_json::from_str(&out)
+        .unwrap_or_else(|e| panic!("hookctl {args:?} printed no JSON ({e}): {out}"))
 }
 
 /// Polls `deliveries list` until one delivery has `status`.
@@ -65,12 +79,36 @@ async fn wait_status(s: &TestServer, tenant: &str, status: &str) -> Value {
 async fn the_walkthrough_works_with_hookctl() {
     let dest = Receiver::start(Reply::Status(400)).await;
     let s = TestServer::start_live("");
-    let created = json(&s, &["tenants", "create", "acme", "--destination-url", &dest.url, "--required-field", "type"]).await;
+    let created = json(
+        &s,
+        &[
+            "tenants",
+            "create",
+            "acme",
+            "--destination-url",
+            &dest.url,
+            "--required-field",
+            "type",
+        ],
+    )
+    .await;
     let secret = created["secret"].as_str().unwrap().to_owned();
     assert_eq!(created["tenant"]["ingest_path"], "/hooks/acme");
 
     let url = format!("{}/hooks/acme", s.base);
-    let (code, out) = hookctl(&s, &["send", "--url", &url, "--secret", &secret, "--event-id", "evt_walk"]).await;
+    let (code, out) = hookctl(
+        &s,
+        &[
+            "send",
+            "--url",
+            &url,
+            "--secret",
+            &secret,
+            "--event-id",
+            "evt_walk",
+        ],
+    )
+    .await;
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("202"), "{out}");
 
@@ -78,7 +116,10 @@ async fn the_walkthrough_works_with_hookctl() {
     assert_eq!(dead["event_id"], "evt_walk");
     let letters = json(&s, &["dead-letters", "list", "acme"]).await;
     let letter = &letters["dead_letters"][0];
-    assert!(letter["reason"].as_str().unwrap().contains("400"), "{letter}");
+    assert!(
+        letter["reason"].as_str().unwrap().contains("400"),
+        "{letter}"
+    );
 
     dest.set_default(Reply::Status(200));
     let dead_id = dead["delivery_id"].as_str().unwrap();
@@ -87,12 +128,18 @@ async fn the_walkthrough_works_with_hookctl() {
     let delivered = wait_status(&s, "acme", "delivered").await;
     assert_eq!(delivered["event_id"], "evt_walk");
     assert_ne!(delivered["delivery_id"], dead["delivery_id"]);
-    assert_eq!(dest.received().last().unwrap().header("webhook-id"), Some("evt_walk"));
+    assert_eq!(
+        dest.received().last().unwrap().header("webhook-id"),
+        Some("evt_walk")
+    );
 
     let (code, _) = hookctl(&s, &["tenants", "get", "nobody"]).await;
     assert_eq!(code, 3, "NOT_FOUND exits 3");
     let (code, table) = hookctl(&s, &["tenants", "list"]).await;
     assert_eq!(code, 0);
-    assert!(table.lines().next().unwrap().contains("TENANT_ID") && table.contains("acme"), "{table}");
+    assert!(
+        table.lines().next().unwrap().contains("TENANT_ID") && table.contains("acme"),
+        "{table}"
+    );
     assert!(!table.contains(&secret), "list never shows a secret");
 }

@@ -418,3 +418,46 @@ async fn deleted_tenant_is_gone_with_its_data() {
         "old idempotency log dropped with the tenant"
     );
 }
+
+#[tokio::test]
+async fn update_switches_a_tenant_between_pull_mode_and_forwarding() {
+    let dest = Receiver::start(Reply::Status(200)).await;
+    let s = TestServer::start("");
+    let admin = s.admin().await;
+    let (kid, secret) = create(&admin, "flex", "").await;
+    let updated = admin
+        .update_tenant(UpdateTenantRequest {
+            tenant_id: "flex".into(),
+            destination_url: Some(dest.url.clone()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(updated.destination_url, dest.url);
+    assert_eq!(
+        send(&s, "flex", &kid, &secret, "u1").await.status,
+        StatusCode::ACCEPTED
+    );
+    dest.wait_for(1, Duration::from_secs(10)).await;
+    let err = admin.pull("flex", 10, 30).await.unwrap_err();
+    assert_eq!(
+        err.code(),
+        Code::FailedPrecondition,
+        "a forwarding tenant cannot be pulled"
+    );
+
+    admin.set_tenant_enabled("flex", false).await.unwrap();
+    assert_eq!(
+        send(&s, "flex", &kid, &secret, "u2").await.code(),
+        "TENANT_DISABLED"
+    );
+    let err = admin
+        .update_tenant(UpdateTenantRequest {
+            tenant_id: "flex".into(),
+            destination_url: Some("ftp://nope".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument, "{err}");
+}

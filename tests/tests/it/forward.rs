@@ -302,3 +302,24 @@ async fn a_hanging_destination_does_not_delay_another_tenant() {
         started.elapsed()
     );
 }
+
+#[tokio::test]
+async fn delivery_rate_spaces_out_forwards() {
+    let dest = Receiver::start(Reply::Status(200)).await;
+    let s = TestServer::start_live(&tenant(
+        "shop",
+        &dest.url,
+        "delivery_rate = { per_sec = 5.0, burst = 1 }",
+        "",
+        "",
+    ));
+    for i in 0..4 {
+        send(&s, "shop", &format!("evt_rate_{i}")).await;
+    }
+    let got = dest.wait_for(4, WAIT).await;
+    let spread = got[3].at - got[0].at;
+    assert!(
+        spread >= Duration::from_millis(550),
+        "4 forwards at 5/s with burst 1 took only {spread:?}"
+    );
+}

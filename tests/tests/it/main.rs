@@ -8,5 +8,7 @@ mod forward;
 mod harness;
 mod ingest;
 mod limits;
+mod process;
 mod receiver;
+mod telemetry;
 mod vectors;

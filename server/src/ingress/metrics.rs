@@ -1,0 +1,31 @@
+//! `GET /metrics`: every metric in the Prometheus text format. Storage
+//! gauges are counted at scrape time on actix's blocking pool, never on an
+//! HTTP worker.
+
+use actix_web::{web, HttpRequest, HttpResponse};
+
+use super::{request_id_of, AppState};
+use crate::error::{ApiError, ErrorCode};
+
+/// The scrape handler.
+pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    let registry = state.registry.clone();
+    let scraped = web::block(move || {
+        crate::metrics::scrape(
+            registry.telemetry().metrics(),
+            &registry.handles(),
+            registry.clock().now_ms(),
+        )
+    })
+    .await;
+    match scraped {
+        Ok(text) => HttpResponse::Ok()
+            .content_type("text/plain; version=0.0.4; charset=utf-8")
+            .body(text),
+        Err(e) => {
+            tracing::error!(error = %e, "metrics scrape failed");
+            ApiError::new(ErrorCode::InternalError, "metrics could not be collected")
+                .to_response(&request_id_of(&req))
+        }
+    }
+}

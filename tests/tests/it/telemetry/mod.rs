@@ -1,0 +1,147 @@
+//! Observability as an operator uses it: spans of an in-process hookd in an
+//! in-memory exporter, spans of the real binary at a fake OTLP collector
+//! (SIGTERM included), `/metrics` after a scripted mix, and no secret,
+//! token or body in any log line, span or metric.
+
+mod collector;
+mod export;
+mod metrics;
+mod spans;
+
+use std::{
+    collections::BTreeMap,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use hookd_server::{
+    clock::SystemClock,
+    config::{Config, Overrides},
+    Server,
+};
+use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
+use reqwest::StatusCode;
+use serde_json::Value;
+use tempfile::TempDir;
+
+use crate::harness::ADMIN_TOKEN;
+
+/// How long anything asynchronous gets.
+const WAIT: Duration = Duration::from_secs(10);
+
+/// An in-process hookd on the system clock whose spans land in memory.
+pub struct Traced {
+    _server: Server,
+    pub base: String,
+    pub exporter: InMemorySpanExporter,
+    _dir: TempDir,
+}
+
+impl Traced {
+    /// Starts hookd with `toml` as its config file.
+    pub fn start(toml: &str) -> Traced {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("hookd.toml");
+        std::fs::write(&file, toml).unwrap();
+        let overrides = Overrides {
+            data_dir: Some(dir.path().join("data")),
+            http_addr: Some("127.0.0.1:0".into()),
+            grpc_addr: Some("127.0.0.1:0".into()),
+        };
+        let mut config = Config::load(Some(&file), &overrides).unwrap();
+        config.keys.admin_token = Some(ADMIN_TOKEN.into());
+        config.grpc.shutdown_grace_secs = 0.0;
+        let exporter = InMemorySpanExporter::default();
+        config.tracer_provider = Some(
+            SdkTracerProvider::builder()
+                .with_simple_exporter(exporter.clone())
+                .build(),
+        );
+        let server = Server::start(config, Arc::new(SystemClock)).unwrap();
+        Traced {
+            base: format!("http://{}", server.http_addr()),
+            _server: server,
+            exporter,
+            _dir: dir,
+        }
+    }
+
+    /// POSTs `body` with `headers` to `/hooks/{tenant}`.
+    pub async fn post(
+        &self,
+        tenant: &str,
+        headers: &[(String, String)],
+        body: &[u8],
+    ) -> (StatusCode, Value) {
+        let mut req = reqwest::Client::new().post(format!("{}/hooks/{tenant}", self.base));
+        for (k, v) in headers {
+            req = req.header(k.as_str(), v.as_str());
+        }
+        let res = req.body(body.to_vec()).send().await.unwrap();
+        (res.status(), res.json().await.unwrap_or(Value::Null))
+    }
+
+    /// Every span ended so far.
+    pub fn spans(&self) -> Vec<SpanData> {
+        self.exporter.get_finished_spans().unwrap()
+    }
+
+    /// Waits until `n` spans match `pred`; returns them.
+    pub async fn wait_spans(&self, n: usize, pred: impl Fn(&SpanData) -> bool) -> Vec<SpanData> {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let found: Vec<SpanData> = self.spans().into_iter().filter(|s| pred(s)).collect();
+            if found.len() >= n {
+                return found;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "expected {n} matching spans, have {:#?}",
+                self.spans()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// A span attribute as text ("true", "202", "shop").
+pub fn attr(span: &SpanData, key: &str) -> Option<String> {
+    span.attributes
+        .iter()
+        .find(|kv| kv.key.as_str() == key)
+        .map(|kv| kv.value.to_string())
+}
+
+/// The one span named `name` whose `request_id` attribute is `request_id`.
+pub fn span_of<'a>(spans: &'a [SpanData], name: &str, request_id: &str) -> &'a SpanData {
+    let found: Vec<&SpanData> = spans
+        .iter()
+        .filter(|s| s.name == name && attr(s, "request_id").as_deref() == Some(request_id))
+        .collect();
+    assert_eq!(found.len(), 1, "{name} of {request_id} in {spans:#?}");
+    found[0]
+}
+
+/// Samples of a Prometheus text exposition: series (name and labels, as
+/// written) -> value.
+pub fn parse_metrics(text: &str) -> BTreeMap<String, f64> {
+    text.lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let (series, value) = l.rsplit_once(' ').unwrap();
+            (series.to_owned(), value.parse().unwrap())
+        })
+        .collect()
+}
+
+/// GETs `/metrics` from `base`.
+pub async fn scrape(base: &str) -> String {
+    let res = reqwest::get(format!("{base}/metrics")).await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let content_type = res.headers()["content-type"].to_str().unwrap().to_owned();
+    assert!(
+        content_type.starts_with("text/plain; version=0.0.4"),
+        "{content_type}"
+    );
+    res.text().await.unwrap()
+}
