@@ -14,6 +14,7 @@ pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> HttpRespon
         crate::metrics::scrape(
             registry.telemetry().metrics(),
             &registry.handles(),
+            registry.store().committer().stats(),
             registry.clock().now_ms(),
         )
     })

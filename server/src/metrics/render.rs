@@ -4,7 +4,11 @@
 use std::{collections::BTreeMap, fmt::Write, sync::atomic::Ordering};
 
 use super::{ForwardOutcome, IngestResult, Metrics};
-use crate::{error::ErrorCode, store::records::queue_key_due_ms, tenant::TenantHandle};
+use crate::{
+    error::ErrorCode,
+    store::{records::queue_key_due_ms, CommitStats},
+    tenant::TenantHandle,
+};
 
 /// The storage gauges of one `tenant` label, summed over its tenants.
 #[derive(Default)]
@@ -17,7 +21,12 @@ struct QueueGauges {
 /// Renders every metric. `tenants` are the running tenants, whose queues
 /// and dead-letter indexes are counted now (at most `scan_limit` entries
 /// each); `now_ms` is the server clock, for the age of the oldest due entry.
-pub fn scrape(metrics: &Metrics, tenants: &[TenantHandle], now_ms: i64) -> String {
+pub fn scrape(
+    metrics: &Metrics,
+    tenants: &[TenantHandle],
+    commits: &CommitStats,
+    now_ms: i64,
+) -> String {
     let limit = metrics.config.scan_limit;
     let mut gauges: BTreeMap<String, QueueGauges> = BTreeMap::new();
     for handle in tenants {
@@ -33,6 +42,30 @@ pub fn scrape(metrics: &Metrics, tenants: &[TenantHandle], now_ms: i64) -> Strin
 
     let labelled = metrics.labelled();
     let mut out = String::with_capacity(16 * 1024);
+    family(
+        &mut out,
+        "hookd_storage_commits_total",
+        "counter",
+        "Durable batches (flush + fdatasync) of the group committer.",
+    );
+    sample(
+        &mut out,
+        "hookd_storage_commits_total",
+        &[],
+        commits.batches(),
+    );
+    family(
+        &mut out,
+        "hookd_storage_commit_writes_total",
+        "counter",
+        "Writes those batches carried; writes / commits = requests sharing one fsync.",
+    );
+    sample(
+        &mut out,
+        "hookd_storage_commit_writes_total",
+        &[],
+        commits.writes(),
+    );
     family(
         &mut out,
         "hookd_deliveries_accepted_total",
@@ -168,7 +201,10 @@ fn family(out: &mut String, name: &str, kind: &str, help: &str) {
 }
 
 fn sample(out: &mut String, name: &str, labels: &[(&str, &str)], value: impl std::fmt::Display) {
-    let _ = writeln!(out, "{name}{{{}}} {value}", format_labels(labels));
+    let _ = match labels {
+        [] => writeln!(out, "{name} {value}"),
+        _ => writeln!(out, "{name}{{{}}} {value}", format_labels(labels)),
+    };
 }
 
 /// `k="v",k2="v2"` with values escaped as the text format requires.
@@ -208,7 +244,7 @@ mod tests {
         acme.accepted();
         acme.rejected(ErrorCode::BadSignature);
         m.other().rejected(ErrorCode::TenantNotFound);
-        let text = scrape(&m, &[], 0);
+        let text = scrape(&m, &[], &CommitStats::default(), 0);
         for line in [
             "hookd_deliveries_accepted_total{tenant=\"acme\"} 1",
             "hookd_deliveries_accepted_total{tenant=\"other\"} 0",

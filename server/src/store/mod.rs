@@ -14,7 +14,7 @@ use std::{
     thread::JoinHandle,
 };
 
-pub use committer::{CommitOutcome, Committer, NewDelivery};
+pub use committer::{CommitOutcome, CommitStats, Committer, NewDelivery};
 
 use crate::{error::Result, ids::TenantId};
 
