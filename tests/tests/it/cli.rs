@@ -2,40 +2,15 @@
 //! walk-through as a test — create a tenant, send a signed webhook, see it
 //! dead-lettered, fix the destination, redeliver, see it delivered.
 
-use std::{path::PathBuf, sync::OnceLock, time::Duration};
+use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::{
     harness::{TestServer, ADMIN_TOKEN},
+    process::hookctl_bin,
     receiver::{Receiver, Reply},
 };
-
-fn hookctl_bin() -> &'static PathBuf {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let target = std::env::current_exe()
-            .unwrap()
-            .parent()
-            .unwrap()
-            .parent()
-            .unwrap()
-            .to_path_buf();
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = std::process::Command::new(cargo)
-            .args(["build", "-q", "-p", "hookd-sdk", "--bin", "hookctl"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .unwrap();
-        let bin = target.join("hookctl");
-        assert!(
-            status.success() && bin.exists(),
-            "could not build {}",
-            bin.display()
-        );
-        bin
-    })
-}
 
 /// Runs hookctl with `args`; returns (exit code, stdout).
 async fn hookctl(s: &TestServer, args: &[&str]) -> (i32, String) {

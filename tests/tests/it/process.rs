@@ -17,28 +17,38 @@ use crate::harness::signed;
 /// Path of the `hookd` binary next to this test binary, built if missing.
 pub fn hookd_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let target = std::env::current_exe()
-            .unwrap()
-            .parent()
-            .unwrap()
-            .parent()
-            .unwrap()
-            .to_path_buf();
-        let bin = target.join("hookd");
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "-q", "-p", "hookd-server", "--bin", "hookd"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .unwrap();
-        assert!(
-            status.success() && bin.exists(),
-            "could not build {}",
-            bin.display()
-        );
-        bin
-    })
+    BIN.get_or_init(|| workspace_bin("hookd-server", "hookd"))
+}
+
+/// Path of the `hookctl` binary next to this test binary, built if missing.
+pub fn hookctl_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| workspace_bin("hookd-sdk", "hookctl"))
+}
+
+/// Builds (a no-op when fresh) binary `name` of workspace `package` into the
+/// target dir this test runs from, and returns its path.
+fn workspace_bin(package: &str, name: &str) -> PathBuf {
+    let target = std::env::current_exe()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let bin = target.join(name);
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .args(["build", "-q", "-p", package, "--bin", name])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .status()
+        .unwrap();
+    assert!(
+        status.success() && bin.exists(),
+        "could not build {}",
+        bin.display()
+    );
+    bin
 }
 
 /// A running `hookd` child with its log lines collected.
