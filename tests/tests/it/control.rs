@@ -461,3 +461,93 @@ async fn update_switches_a_tenant_between_pull_mode_and_forwarding() {
         .unwrap_err();
     assert_eq!(err.code(), Code::InvalidArgument, "{err}");
 }
+
+#[tokio::test]
+async fn attempts_keep_4_kib_of_the_answer_and_dead_letters_can_be_purged() {
+    let dest = Receiver::start(Reply::Body(422, 10_000)).await;
+    let s = TestServer::start("");
+    let admin = s.admin().await;
+    let (kid, secret) = create(&admin, "shop", &dest.url).await;
+    let mut feed = admin.watch_deliveries("shop").await.unwrap();
+    let ids: Vec<String> = futures_util::future::join_all(
+        ["d1", "d2", "d3"].map(|e| send(&s, "shop", &kid, &secret, e)),
+    )
+    .await
+    .into_iter()
+    .map(|a| a.body["delivery_id"].as_str().unwrap().to_owned())
+    .collect();
+    let mut dead = 0;
+    while dead < 3 {
+        let event = tokio::time::timeout(Duration::from_secs(10), feed.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        if event.kind == DeliveryEventKind::DeadLettered as i32 {
+            assert!(event.reason.contains("422"), "{}", event.reason);
+            dead += 1;
+        }
+    }
+    let delivery = admin.get_delivery("shop", ids[0].clone()).await.unwrap();
+    assert_eq!(
+        delivery.attempts[0].response_body.len(),
+        4096,
+        "first 4 KiB of a 10 KB answer"
+    );
+    assert_eq!(delivery.attempts[0].status_code, 422);
+
+    let purged = admin
+        .purge_dead_letters(hookd_sdk::client::proto::PurgeDeadLettersRequest {
+            tenant_id: "shop".into(),
+            delivery_ids: vec![ids[0].clone()],
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(purged, 1);
+    assert_eq!(
+        admin
+            .get_delivery("shop", ids[0].clone())
+            .await
+            .unwrap_err()
+            .code(),
+        Code::NotFound
+    );
+    let left = admin
+        .list_all_dead_letters("shop", &Default::default())
+        .await
+        .unwrap();
+    assert_eq!(left.len(), 2);
+    let purged = admin
+        .purge_dead_letters(hookd_sdk::client::proto::PurgeDeadLettersRequest {
+            tenant_id: "shop".into(),
+            all: true,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(purged, 2);
+    assert!(admin
+        .list_all_dead_letters("shop", &Default::default())
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+#[tokio::test]
+async fn nack_returns_a_pulled_delivery_at_once() {
+    let s = TestServer::start("");
+    let admin = s.admin().await;
+    let (kid, secret) = create(&admin, "puller", "").await;
+    send(&s, "puller", &kid, &secret, "n1").await;
+    let pulled = admin.pull("puller", 10, 300).await.unwrap();
+    assert_eq!(pulled.len(), 1);
+    assert!(admin.pull("puller", 10, 300).await.unwrap().is_empty());
+    admin
+        .nack("puller", [pulled[0].delivery_id.clone()])
+        .await
+        .unwrap();
+    let again = admin.pull("puller", 10, 300).await.unwrap();
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].attempt, 2);
+}

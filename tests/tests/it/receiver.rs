@@ -23,6 +23,8 @@ pub enum Reply {
     RetryAfter(u16, String),
     /// Wait this long, then answer 200.
     Hang(Duration),
+    /// This status with a body of this many bytes.
+    Body(u16, usize),
 }
 
 /// One request the receiver got.
@@ -162,6 +164,9 @@ async fn handle(
             .status(code)
             .header("retry-after", after)
             .body(Full::new(Bytes::from_static(b"slow down"))),
+        Reply::Body(code, len) => Response::builder()
+            .status(code)
+            .body(Full::new(Bytes::from(vec![b'x'; len]))),
         Reply::Hang(wait) => {
             tokio::time::sleep(wait).await;
             Response::builder()
