@@ -1,6 +1,7 @@
-//! The group committer: one thread applies every pending write, flushes sled
-//! and fdatasyncs its file once per batch, and only then answers the waiters.
-//! Concurrent requests share one fsync; none is acknowledged before it.
+//! The group committer: every pending write is applied as one sled
+//! transaction, then a whole batch is made durable with one flush and one
+//! fdatasync, and only then are its waiters answered. Concurrent requests
+//! share one fsync; none is acknowledged before it.
 
 use std::{
     fs::File,
@@ -100,7 +101,7 @@ impl Committer {
         let counted = stats.clone();
         let handle = std::thread::Builder::new()
             .name("hookd-committer".into())
-            .spawn(move || run(db, rx, batch_max, syncer, healthy, &counted))?;
+            .spawn(move || run(db, rx, batch_max, syncer, healthy, counted))?;
         Ok((Committer { tx, stats }, handle))
     }
 
@@ -121,16 +122,37 @@ impl Committer {
     }
 }
 
+/// A batch whose writes are applied and now wait for one durable flush.
+struct Applied {
+    answers: Vec<(Pending, Result<CommitOutcome>)>,
+    /// Set when a body went to a sled blob file: sync blobs newer than this.
+    blobs_since: Option<SystemTime>,
+}
+
+/// Two stages on two threads: this one applies batch N+1 while the flusher
+/// makes batch N durable, so transactions and fsyncs overlap. The flusher
+/// takes batches in order and each flush covers every write applied before
+/// it, so no answer (a duplicate of a write in flight included) goes out
+/// before the write it depends on is on disk.
 fn run(
     db: sled::Db,
     mut rx: mpsc::Receiver<Pending>,
     batch_max: usize,
     syncer: Syncer,
     healthy: Arc<AtomicBool>,
-    stats: &CommitStats,
+    stats: Arc<CommitStats>,
 ) {
-    let mut batch = Vec::with_capacity(batch_max);
+    let (applied_tx, applied_rx) = std::sync::mpsc::sync_channel::<Applied>(1);
+    let flush_db = db.clone();
+    let flusher = std::thread::Builder::new()
+        .name("hookd-flusher".into())
+        .spawn(move || flush_batches(flush_db, applied_rx, syncer, healthy, stats));
+    let Ok(flusher) = flusher else {
+        tracing::error!("could not start the flusher thread; durable writes are unavailable");
+        return;
+    };
     while let Some(first) = rx.blocking_recv() {
+        let mut batch = Vec::with_capacity(batch_max);
         batch.push(first);
         while batch.len() < batch_max {
             match rx.try_recv() {
@@ -139,28 +161,58 @@ fn run(
             }
         }
         // mtime is coarse-grained: look a second further back than the batch.
-        let started = SystemTime::now() - Duration::from_secs(1);
-        let large = batch.iter().any(|p| p.item.body.len() > SEGMENT_SIZE / 8);
-        let outcomes: Vec<Result<CommitOutcome>> =
-            batch.iter().map(|p| apply(&db, &p.item)).collect();
+        let blobs_since = batch
+            .iter()
+            .any(|p| p.item.body.len() > SEGMENT_SIZE / 8)
+            .then(|| SystemTime::now() - Duration::from_secs(1));
+        let answers = batch
+            .into_iter()
+            .map(|p| {
+                let outcome = apply(&db, &p.item);
+                (p, outcome)
+            })
+            .collect();
+        if applied_tx
+            .send(Applied {
+                answers,
+                blobs_since,
+            })
+            .is_err()
+        {
+            break;
+        }
+    }
+    drop(applied_tx);
+    let _ = flusher.join();
+}
+
+/// The second stage: one flush (+ fdatasync) per batch, then the answers.
+fn flush_batches(
+    db: sled::Db,
+    applied: std::sync::mpsc::Receiver<Applied>,
+    syncer: Syncer,
+    healthy: Arc<AtomicBool>,
+    stats: Arc<CommitStats>,
+) {
+    for batch in applied {
         let durable = db
             .flush()
             .map_err(Error::from)
-            .and_then(|_| syncer.sync(large.then_some(started)));
+            .and_then(|_| syncer.sync(batch.blobs_since));
         match &durable {
             Ok(()) => {
                 healthy.store(true, Ordering::Relaxed);
                 stats.batches.fetch_add(1, Ordering::Relaxed);
                 stats
                     .writes
-                    .fetch_add(batch.len() as u64, Ordering::Relaxed);
+                    .fetch_add(batch.answers.len() as u64, Ordering::Relaxed);
             }
             Err(e) => {
-                tracing::error!(error = %e, batch = batch.len(), "durable commit failed; answering 503");
+                tracing::error!(error = %e, batch = batch.answers.len(), "durable commit failed; answering 503");
                 healthy.store(false, Ordering::Relaxed);
             }
         }
-        for (pending, outcome) in batch.drain(..).zip(outcomes) {
+        for (pending, outcome) in batch.answers {
             let answer = match (&durable, outcome) {
                 (Err(_), _) => Err(Error::CommitterGone),
                 (Ok(()), outcome) => outcome,
