@@ -39,6 +39,10 @@ pub type ReplayCache = Cache<Vec<u8>, (EventId, DeliveryId)>;
 /// One tenant's actor.
 pub struct TenantActor {
     settings: Arc<TenantSettings>,
+    /// Current secret, then the previous one if any.
+    keys: Vec<Secret>,
+    /// When the previous secret stops being accepted (Unix seconds).
+    previous_expires_at: Option<i64>,
     wake: Arc<Notify>,
     events: EventBus,
     replay: ReplayCache,
@@ -68,8 +72,11 @@ impl TenantActor {
         let limiter = settings
             .rate_limit
             .map(|c| TokenBucket::new(c, clock.now_ms()));
+        let (keys, previous_expires_at) = signing_keys(&settings);
         TenantActor {
             settings,
+            keys,
+            previous_expires_at,
             wake,
             events,
             replay,
@@ -82,15 +89,12 @@ impl TenantActor {
     }
 
     /// The secrets a delivery may be signed with right now: the current one,
-    /// then the previous one while its overlap is open.
-    fn live_keys(&self, now_secs: i64) -> Vec<Secret> {
-        let mut keys = vec![self.settings.current.clone()];
-        if let Some((previous, expires_at)) = &self.settings.previous {
-            if expires_at.is_none_or(|t| now_secs < t) {
-                keys.push(previous.clone());
-            }
-        }
-        keys
+    /// then the previous one while its overlap is open. No allocation: the
+    /// keys are laid out once per settings change.
+    fn live_keys(&self, now_secs: i64) -> &[Secret] {
+        let previous_live =
+            self.keys.len() > 1 && self.previous_expires_at.is_none_or(|t| now_secs < t);
+        &self.keys[..if previous_live { 2 } else { 1 }]
     }
 
     /// Everything up to the durable write: verify, replay cache, rate limit,
@@ -104,7 +108,7 @@ impl TenantActor {
             s.scheme,
             &headers,
             &msg.body,
-            &keys,
+            keys,
             now_ms.div_euclid(1000),
             s.tolerance_secs,
         )
@@ -277,8 +281,21 @@ impl Handler<Reconfigure> for TenantActor {
     type Result = ();
 
     fn handle(&mut self, msg: Reconfigure, _ctx: &mut Self::Context) {
+        (self.keys, self.previous_expires_at) = signing_keys(&msg.0);
         self.settings = msg.0;
     }
+}
+
+/// The signing keys of `settings` in verification order, and the previous
+/// key's expiry.
+fn signing_keys(settings: &TenantSettings) -> (Vec<Secret>, Option<i64>) {
+    let mut keys = vec![settings.current.clone()];
+    let mut expires_at = None;
+    if let Some((previous, expiry)) = &settings.previous {
+        keys.push(previous.clone());
+        expires_at = *expiry;
+    }
+    (keys, expires_at)
 }
 
 /// Maps a verifier verdict to the sender's answer; the message says what to
