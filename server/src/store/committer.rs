@@ -1,6 +1,6 @@
-//! The group committer: every pending write is applied as one sled
-//! transaction, then a whole batch is made durable with one flush and one
-//! fdatasync, and only then are its waiters answered. Concurrent requests
+//! The group committer: a batch of pending writes is applied as one sled
+//! transaction, made durable with one flush and one fdatasync, and only then
+//! are its waiters answered. Concurrent requests
 //! share one fsync; none is acknowledged before it.
 
 use std::{
@@ -165,13 +165,22 @@ fn run(
             .iter()
             .any(|p| p.item.body.len() > SEGMENT_SIZE / 8)
             .then(|| SystemTime::now() - Duration::from_secs(1));
-        let answers = batch
-            .into_iter()
-            .map(|p| {
-                let outcome = apply(&db, &p.item);
-                (p, outcome)
-            })
-            .collect();
+        let items: Vec<&NewDelivery> = batch.iter().map(|p| &p.item).collect();
+        let outcomes = apply_batch(&db, &items);
+        drop(items);
+        let answers = match outcomes {
+            Ok(outcomes) => batch
+                .into_iter()
+                .zip(outcomes.into_iter().map(Ok))
+                .collect(),
+            Err(e) => {
+                tracing::error!(error = %e, batch = batch.len(), "applying a batch failed; answering 503");
+                batch
+                    .into_iter()
+                    .map(|p| (p, Err(Error::CommitterGone)))
+                    .collect()
+            }
+        };
         if applied_tx
             .send(Applied {
                 answers,
@@ -225,39 +234,92 @@ fn flush_batches(
     }
 }
 
-/// Inserts the three records atomically if the event id is new.
-fn apply(db: &sled::Db, item: &NewDelivery) -> Result<CommitOutcome> {
-    let trees = &item.trees;
-    let idem_value = encode(&IdempotencyRecord {
-        delivery_id: item.meta.delivery_id.clone(),
-        received_at_ms: item.meta.received_at_ms,
-    });
-    let event_value = StoredEvent::encode(&item.meta, &item.body);
-    let key = queue_key(item.due_ms, db.generate_id()?);
-    let mut state = DeliveryState::pending(item.event_id.clone(), item.meta.received_at_ms);
-    state.queue_key = Some(hex::encode(key));
-    let state_value = encode(&state);
-    let delivery_id = item.meta.delivery_id.as_str();
-    let result = (&trees.idem, &trees.events, &trees.queue, &trees.state).transaction(
-        |(idem, events, queue, state)| {
-            if let Some(existing) = idem.get(item.event_id.as_str())? {
-                return Ok(Some(existing));
+/// One write, encoded ahead of its transaction.
+struct Encoded<'a> {
+    /// Index of the item's tenant in the transaction's tree list.
+    tenant: usize,
+    event_id: &'a str,
+    delivery_id: &'a str,
+    queue_key: [u8; 16],
+    idem: Vec<u8>,
+    event: Vec<u8>,
+    state: Vec<u8>,
+}
+
+/// Applies a whole batch as ONE sled transaction over the trees of the
+/// tenants it touches: for each item, its idempotency record, stored event,
+/// state and queue entry are inserted unless the event id is already known
+/// (in storage or earlier in the same batch), which makes it a duplicate.
+/// One transaction per batch instead of one per write: sled's transaction
+/// overhead is paid once.
+fn apply_batch(db: &sled::Db, items: &[&NewDelivery]) -> Result<Vec<CommitOutcome>> {
+    let mut tenants: Vec<&TenantTrees> = Vec::new();
+    let mut encoded = Vec::with_capacity(items.len());
+    for item in items {
+        let tenant = match tenants
+            .iter()
+            .position(|t| t.idem.name() == item.trees.idem.name())
+        {
+            Some(i) => i,
+            None => {
+                tenants.push(&item.trees);
+                tenants.len() - 1
             }
-            idem.insert(item.event_id.as_str(), idem_value.as_slice())?;
-            events.insert(delivery_id, event_value.as_slice())?;
-            state.insert(delivery_id, state_value.as_slice())?;
-            queue.insert(&key[..], delivery_id)?;
-            Ok(None)
-        },
-    );
-    match result {
-        Ok(None) => Ok(CommitOutcome::Accepted),
-        Ok(Some(existing)) => Ok(CommitOutcome::Duplicate(
-            decode::<IdempotencyRecord>(&existing)?.delivery_id,
-        )),
-        Err(TransactionError::Storage(e)) => Err(e.into()),
-        Err(TransactionError::Abort(())) => Err(Error::Corrupt("transaction aborted".into())),
+        };
+        let queue_key = queue_key(item.due_ms, db.generate_id()?);
+        let mut state = DeliveryState::pending(item.event_id.clone(), item.meta.received_at_ms);
+        state.queue_key = Some(hex::encode(queue_key));
+        encoded.push(Encoded {
+            tenant,
+            event_id: item.event_id.as_str(),
+            delivery_id: item.meta.delivery_id.as_str(),
+            queue_key,
+            idem: encode(&IdempotencyRecord {
+                delivery_id: item.meta.delivery_id.clone(),
+                received_at_ms: item.meta.received_at_ms,
+            }),
+            event: StoredEvent::encode(&item.meta, &item.body),
+            state: encode(&state),
+        });
     }
+    let trees: Vec<&sled::Tree> = tenants
+        .iter()
+        .flat_map(|t| [&t.idem, &t.events, &t.state, &t.queue])
+        .collect();
+    let result = trees.as_slice().transaction(|views| {
+        let mut existing = Vec::with_capacity(encoded.len());
+        for e in &encoded {
+            let [idem, events, states, queue] = &views[e.tenant * 4..e.tenant * 4 + 4] else {
+                unreachable!("four trees per tenant")
+            };
+            if let Some(first) = idem.get(e.event_id)? {
+                existing.push(Some(first));
+                continue;
+            }
+            idem.insert(e.event_id, e.idem.as_slice())?;
+            events.insert(e.delivery_id, e.event.as_slice())?;
+            states.insert(e.delivery_id, e.state.as_slice())?;
+            queue.insert(&e.queue_key[..], e.delivery_id)?;
+            existing.push(None);
+        }
+        Ok(existing)
+    });
+    let existing = match result {
+        Ok(existing) => existing,
+        Err(TransactionError::Storage(e)) => return Err(e.into()),
+        Err(TransactionError::Abort(())) => {
+            return Err(Error::Corrupt("transaction aborted".into()))
+        }
+    };
+    existing
+        .into_iter()
+        .map(|first| match first {
+            None => Ok(CommitOutcome::Accepted),
+            Some(record) => Ok(CommitOutcome::Duplicate(
+                decode::<IdempotencyRecord>(&record)?.delivery_id,
+            )),
+        })
+        .collect()
 }
 
 /// fdatasync of sled's log (and fresh blob files): `flush()` alone uses
@@ -333,9 +395,13 @@ mod tests {
     async fn concurrent_commits_share_durable_batches() {
         let dir = tempfile::tempdir().unwrap();
         let (store, _thread) = Store::open(dir.path(), 512, true).unwrap();
-        let trees = store.tenant_trees(&TenantId::new("t")).unwrap();
+        let tenants = [
+            store.tenant_trees(&TenantId::new("a")).unwrap(),
+            store.tenant_trees(&TenantId::new("b")).unwrap(),
+        ];
         let commits = (0..64).map(|n| {
-            let (committer, item) = (store.committer().clone(), delivery(&trees, n % 60));
+            let item = delivery(&tenants[n % 2], n % 60);
+            let committer = store.committer().clone();
             tokio::spawn(async move { committer.commit(item).await.unwrap() })
         });
         let outcomes = futures_util::future::join_all(commits).await;
