@@ -310,6 +310,22 @@ mod tests {
     }
 
     #[test]
+    fn secrets_can_come_from_the_environment() {
+        std::env::set_var("HOOKD_TEST_SECRET_FROM_ENV", "hk-from-env");
+        let c = load_str(
+            "[[tenants]]\nid = \"acme\"\nscheme = \"hookd\"\n[[tenants.secrets]]\nkid = \"k7\"\nsecret_env = \"HOOKD_TEST_SECRET_FROM_ENV\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.tenants[0].resolve().unwrap().current.kid(), "k7");
+        let e = load_str(
+            "[[tenants]]\nid = \"acme\"\n[[tenants.secrets]]\nkid = \"k1\"\nsecret_env = \"HOOKD_TEST_UNSET_VARIABLE\"\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("HOOKD_TEST_UNSET_VARIABLE is not set"), "{e}");
+    }
+
+    #[test]
     fn errors_name_the_key() {
         let e = load_str("[[tenants]]\nid = \"acme\"\nscheme = \"paypal\"\n")
             .unwrap_err()
