@@ -1,7 +1,7 @@
 //! hookd's own scheme: `X-Webhook-Signature: t=<unix>,v1=<hex>[,kid=<id>]` over
 //! `t.body`; a `kid` pins verification to that one key.
 
-use super::codec::{self, Tag};
+use super::codec::Tag;
 use super::{kv, Claims, HeaderSource, SchemeImpl, Secret};
 use crate::error::VerifyError;
 
@@ -12,18 +12,11 @@ pub(crate) struct Hookd;
 
 impl SchemeImpl for Hookd {
     fn parse<H: HeaderSource + ?Sized>(headers: &H) -> Result<Claims, VerifyError> {
-        let header = kv::parse(codec::required(headers, SIGNATURE)?)?;
-        Ok(Claims {
-            signatures: header.signatures,
-            prefix: Self::prefix("", header.raw_timestamp),
-            timestamp: Some(header.timestamp),
-            header_event_id: None,
-            kid: header.kid.map(str::to_owned),
-        })
+        kv::claims(headers, SIGNATURE, true)
     }
 
     fn prefix(_: &str, timestamp: &str) -> Vec<u8> {
-        format!("{timestamp}.").into_bytes()
+        kv::signed_prefix(timestamp)
     }
 
     fn emit(tag: &Tag, secret: &Secret, _: &str, timestamp: &str) -> Vec<(String, String)> {

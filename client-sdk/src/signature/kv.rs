@@ -1,7 +1,32 @@
 //! Parser for the `t=<unix>,v1=<hex>[,...]` header shape that Stripe and hookd share.
 
-use super::codec::{self, Tag, MAX_SIGNATURES};
+use super::{
+    codec::{self, Tag, MAX_SIGNATURES},
+    Claims, HeaderSource,
+};
 use crate::error::VerifyError;
+
+/// Claims of a `t=..,v1=..` header named `name`, signed over `t.body`. Only
+/// hookd honours a `kid` (`keep_kid`); Stripe has none.
+pub(crate) fn claims<H: HeaderSource + ?Sized>(
+    headers: &H,
+    name: &'static str,
+    keep_kid: bool,
+) -> Result<Claims, VerifyError> {
+    let header = parse(codec::required(headers, name)?)?;
+    Ok(Claims {
+        signatures: header.signatures,
+        prefix: signed_prefix(header.raw_timestamp),
+        timestamp: Some(header.timestamp),
+        header_event_id: None,
+        kid: header.kid.filter(|_| keep_kid).map(str::to_owned),
+    })
+}
+
+/// The bytes before the body: `t.`.
+pub(crate) fn signed_prefix(timestamp: &str) -> Vec<u8> {
+    format!("{timestamp}.").into_bytes()
+}
 
 /// What a `t=..,v1=..` header says, already decoded and checked.
 pub(crate) struct KvHeader<'h> {

@@ -1,7 +1,7 @@
 //! Stripe: `Stripe-Signature: t=<unix>,v1=<hex>[,v1=...]` over `t.body`, keyed with the
 //! `whsec_...` string literally; `v0` and unknown entries are ignored.
 
-use super::codec::{self, Tag};
+use super::codec::Tag;
 use super::{kv, Claims, HeaderSource, SchemeImpl, Secret};
 use crate::error::VerifyError;
 
@@ -12,18 +12,11 @@ pub(crate) struct Stripe;
 
 impl SchemeImpl for Stripe {
     fn parse<H: HeaderSource + ?Sized>(headers: &H) -> Result<Claims, VerifyError> {
-        let header = kv::parse(codec::required(headers, SIGNATURE)?)?;
-        Ok(Claims {
-            signatures: header.signatures,
-            prefix: Self::prefix("", header.raw_timestamp),
-            timestamp: Some(header.timestamp),
-            header_event_id: None,
-            kid: None,
-        })
+        kv::claims(headers, SIGNATURE, false)
     }
 
     fn prefix(_: &str, timestamp: &str) -> Vec<u8> {
-        format!("{timestamp}.").into_bytes()
+        kv::signed_prefix(timestamp)
     }
 
     fn emit(tag: &Tag, _: &Secret, _: &str, timestamp: &str) -> Vec<(String, String)> {
