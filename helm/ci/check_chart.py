@@ -338,6 +338,32 @@ def status(url: str, body: bytes | None = None) -> int | None:
         return None
 
 
+# Values whose contents are free-form Kubernetes or label maps: documented as a whole.
+OPAQUE = {"podSecurityContext", "securityContext", "resources", "affinity", "nodeSelector",
+          "commonLabels", "podAnnotations", "podLabels", "grpcNamespaceSelector", "metricsNamespaceSelector",
+          "annotations", "labels", "resourceAttributes"}
+
+
+def value_paths(values: dict, prefix: str = "") -> list[str]:
+    """Dotted paths of every documented value in the chart's values.yaml."""
+    paths = []
+    for key, value in values.items():
+        path = prefix + key
+        if isinstance(value, dict) and value and key not in OPAQUE:
+            paths.extend(value_paths(value, path + "."))
+        else:
+            paths.append(path)
+    return paths
+
+
+def assert_readme(chart: helm.Chart, chart_dir: str) -> None:
+    """The chart's README names every value, and both install recipes."""
+    readme = Path(chart_dir, "README.md").read_text()
+    for path in value_paths(chart.values):
+        check(f"`{path}`" in readme, f"README.md documents `{path}`")
+    check("storage.backend=postgres" in readme and "helm install" in readme, "README.md: install recipes")
+
+
 def main() -> int:
     chart_dir, binary = sys.argv[1], sys.argv[2]
     started = time.monotonic()
@@ -346,6 +372,7 @@ def main() -> int:
         assert_defaults(rendered["defaults"])
         assert_postgres(rendered["postgres"])
         assert_tls(rendered["tls"])
+        assert_readme(chart, chart_dir)
         render_fails(chart, {"replicaCount": 3}, "PostgreSQL", "sled mode with replicaCount=3")
         render_fails(chart, {"autoscaling": {"enabled": True}}, "PostgreSQL", "sled mode with autoscaling")
         render_fails(chart, {"storage": {"backend": "postgres"}}, "storage.postgres.existingSecret",
