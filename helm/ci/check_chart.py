@@ -341,7 +341,7 @@ def status(url: str, body: bytes | None = None) -> int | None:
 # Values whose contents are free-form Kubernetes or label maps: documented as a whole.
 OPAQUE = {"podSecurityContext", "securityContext", "resources", "affinity", "nodeSelector",
           "commonLabels", "podAnnotations", "podLabels", "grpcNamespaceSelector", "metricsNamespaceSelector",
-          "annotations", "labels", "resourceAttributes"}
+          "annotations", "labels", "resourceAttributes", "tlsConfig"}
 
 
 def value_paths(values: dict, prefix: str = "") -> list[str]:
@@ -364,6 +364,23 @@ def assert_readme(chart: helm.Chart, chart_dir: str) -> None:
     check("storage.backend=postgres" in readme and "helm install" in readme, "README.md: install recipes")
 
 
+def assert_schema_closed(schema: dict, where: str = "values") -> None:
+    """Every object of values.schema.json with named properties refuses other keys."""
+    if "properties" in schema:
+        check(schema.get("additionalProperties") is False, f"schema: {where} refuses unknown keys")
+        for key, sub in schema["properties"].items():
+            assert_schema_closed(sub, f"{where}.{key}")
+    if isinstance(schema.get("items"), dict):
+        assert_schema_closed(schema["items"], f"{where}[]")
+
+
+def assert_notes(chart: helm.Chart) -> None:
+    """NOTES.txt says where the ingress, the control plane and the admin token are."""
+    notes = chart.render({}, name=RELEASE, namespace=NAMESPACE, is_install=True)["hookd/templates/NOTES.txt"]
+    for needle in ("/hooks/<tenant_id>", "svc/hookd-grpc", "get secret hookd-auth", "admin-token"):
+        check(needle in notes, f"NOTES.txt mentions {needle}")
+
+
 def main() -> int:
     chart_dir, binary = sys.argv[1], sys.argv[2]
     started = time.monotonic()
@@ -373,6 +390,8 @@ def main() -> int:
         assert_postgres(rendered["postgres"])
         assert_tls(rendered["tls"])
         assert_readme(chart, chart_dir)
+        assert_schema_closed(chart.schema)
+        assert_notes(chart)
         render_fails(chart, {"replicaCount": 3}, "PostgreSQL", "sled mode with replicaCount=3")
         render_fails(chart, {"autoscaling": {"enabled": True}}, "PostgreSQL", "sled mode with autoscaling")
         render_fails(chart, {"storage": {"backend": "postgres"}}, "storage.postgres.existingSecret",
