@@ -310,7 +310,7 @@ def start_hookd(binary: str, docs: list[dict], tenant: str | None) -> None:
                         break
                 time.sleep(0.1)
             what = f"hookd with the chart's config ({'tenant ' + tenant if tenant else 'defaults'})"
-            check(ready == 200, f"{what}: /readyz answered {ready}; log:\n{log.read_text(errors='replace')[-3000:]}")
+            check(ready == 200, f"{what}: /readyz answered {ready}; log:\n{log.read_text(errors='replace')[:2500]}")
             check(not (data / "admin-token").exists() and not (data / "master.key").exists(),
                   f"{what}: used the chart's admin token and master key")
             if tenant and ready == 200:
