@@ -96,7 +96,14 @@ impl TestServer {
 
     /// Stops gracefully and starts again on the same data dir.
     pub fn restart(&mut self, tenants_toml: &str) {
+        self.restart_with(tenants_toml, |_| {});
+    }
+
+    /// Stops gracefully, runs `offline` on the stopped data dir (for
+    /// instance to leave it as a crash would), and starts again.
+    pub fn restart_with(&mut self, tenants_toml: &str, offline: impl FnOnce(&Path)) {
         self.server.take().unwrap().shutdown().unwrap();
+        offline(&self.dir.path().join("data"));
         let server = start_on(self.dir.path(), tenants_toml, self.shared_clock.clone());
         self.base = format!("http://{}", server.http_addr());
         self.server = Some(server);

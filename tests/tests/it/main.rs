@@ -11,4 +11,5 @@ mod limits;
 mod process;
 mod receiver;
 mod telemetry;
+mod tokens;
 mod vectors;
