@@ -174,6 +174,11 @@ impl Catalog {
         }
     }
 
+    /// Whether a tenant of that id is stored, without opening its secrets.
+    pub fn contains(&self, id: &str) -> Result<bool> {
+        Ok(self.tenants.contains_key(id)?)
+    }
+
     fn secrets_of(&self, id: &str) -> Result<SecretSet> {
         let row = self
             .secrets

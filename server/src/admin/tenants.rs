@@ -176,8 +176,13 @@ impl Backend {
         Ok(view_of(&settings, false, record.created_at_ms))
     }
 
+    /// Needs only the tenant's record, so a tenant whose secrets no longer
+    /// open can still be deleted.
     pub(super) fn delete(&self, tenant_id: &str) -> ApiResult<()> {
-        self.stored(tenant_id)?;
+        self.read_only(tenant_id)?;
+        if !self.catalog.contains(tenant_id).map_err(api)? {
+            return Err(ApiError::NotFound(format!("tenant {tenant_id}")));
+        }
         self.registry.remove(tenant_id);
         self.catalog.delete(tenant_id).map_err(api)?;
         tracing::info!(tenant = %tenant_id, "tenant deleted with all its data");

@@ -3,7 +3,7 @@
 //! verifies a delivery.
 
 use hookd_sdk::{
-    client::proto::CreateTenantRequest,
+    client::{proto::CreateTenantRequest, Code},
     signature::{sign, Scheme, Secret},
 };
 use reqwest::StatusCode;
@@ -58,4 +58,39 @@ async fn secrets_copied_to_another_tenant_never_verify() {
             );
         }
     }
+}
+
+#[tokio::test]
+async fn a_tenant_whose_secrets_do_not_open_can_still_be_deleted() {
+    let s = TestServer::start("");
+    let admin = s.admin().await;
+    for id in ["alpha", "beta"] {
+        admin
+            .create_tenant(CreateTenantRequest {
+                tenant_id: id.into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+    }
+    let secrets = s
+        .server()
+        .registry()
+        .store()
+        .db()
+        .open_tree("secrets")
+        .unwrap();
+    secrets
+        .insert("beta", secrets.get("alpha").unwrap().unwrap())
+        .unwrap();
+    let refused = admin.rotate_secret("beta", 60).await.unwrap_err();
+    assert_eq!(refused.code(), Code::Internal, "{refused}");
+
+    admin.delete_tenant("beta").await.unwrap();
+    assert_eq!(
+        admin.get_tenant("beta").await.unwrap_err().code(),
+        Code::NotFound
+    );
+    assert!(secrets.get("beta").unwrap().is_none());
+    assert_eq!(admin.get_tenant("alpha").await.unwrap().tenant_id, "alpha");
 }
