@@ -10,7 +10,8 @@
 //! re-used id never inherits it. A delete removes the tenant record, its
 //! secrets and its tokens in one transaction that also leaves a marker in
 //! `tenant_drops`; the tenant's data trees are dropped after, and a marker a
-//! crash left behind is finished when the catalog next opens.
+//! crash left behind is finished when the catalog next opens. A tenant
+//! created under a used id starts with no data of the one before.
 
 mod sealed;
 mod tokens;
@@ -199,10 +200,12 @@ impl Catalog {
         }
     }
 
-    /// Stores a tenant and its secrets together, durably.
+    /// Stores a tenant and its secrets together, durably. A tenant stored
+    /// for the first time starts without data: whatever an earlier tenant
+    /// of its id left (deleted, or removed from the config file) is dropped.
     pub fn put(&self, record: &TenantRecord, secrets: &SecretSet) -> Result<()> {
         let id = record.config.id.as_str();
-        if self.drops.contains_key(id)? {
+        if !self.tenants.contains_key(id)? {
             self.drop_data(id)?;
         }
         let (record, sealed) = (encode(record), sealed::seal(&self.key, id, secrets));
@@ -240,7 +243,7 @@ impl Catalog {
         Ok(existed)
     }
 
-    /// Drops the data trees of a deleted tenant, then its marker.
+    /// Drops every data tree of `id`, then its delete marker if any.
     fn drop_data(&self, id: &str) -> Result<()> {
         let prefix = format!("t/{id}/");
         for name in self.db.tree_names() {

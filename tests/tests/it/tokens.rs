@@ -1,11 +1,15 @@
 //! Tenant-scoped API tokens over real gRPC live exactly as long as the
 //! tenant they were made for: deleting the tenant, dropping it from the
-//! config file, or a crash half-way through a delete never leaves a token
-//! that a later tenant with the same id inherits.
+//! config file, or a crash half-way through a delete never leaves a token,
+//! or data, that a later tenant with the same id inherits.
 
-use hookd_sdk::client::{proto::CreateTenantRequest, Code, HookdClient};
+use hookd_sdk::client::{
+    proto::{CreateTenantRequest, DeliveryStatus},
+    Code, HookdClient,
+};
+use reqwest::StatusCode;
 
-use crate::harness::{TestServer, ACME};
+use crate::harness::{order, signed, TestServer, ACME, NOW};
 
 async fn create(admin: &HookdClient, id: &str) {
     admin
@@ -107,5 +111,31 @@ async fn token_of_a_tenant_removed_from_the_config_file_is_refused_after_restart
         status_of(&s, &token, "acme").await,
         Code::Unauthenticated,
         "a tenant created over the API inherited a config tenant's token"
+    );
+}
+
+#[tokio::test]
+async fn a_tenant_created_with_the_id_of_a_removed_config_tenant_sees_none_of_its_data() {
+    let mut s = TestServer::start(ACME);
+    let body = order("evt_config_era");
+    let accepted = s
+        .post("acme", &signed("evt_config_era", NOW, &body), &body)
+        .await;
+    assert_eq!(accepted.status, StatusCode::ACCEPTED, "{:?}", accepted.body);
+
+    s.restart("");
+    let admin = s.admin().await;
+    create(&admin, "acme").await;
+    let token = admin.create_token("acme", "ci").await.unwrap().token;
+    let seen = s
+        .client(&token)
+        .await
+        .list_all_deliveries("acme", DeliveryStatus::Unspecified)
+        .await
+        .unwrap();
+    assert!(
+        seen.is_empty(),
+        "the new tenant sees {} deliveries of the removed one",
+        seen.len()
     );
 }
