@@ -260,8 +260,8 @@ fn start_tenants(
 ) -> Result<Backend> {
     let key = MasterKey::load(&config.keys, &config.data_dir)?;
     let admin_token = load_admin_token(&config.keys, &config.data_dir)?;
-    let catalog = Catalog::open(registry.store().db(), key)?;
     let config_ids: HashSet<String> = tenants.iter().map(|t| t.id.to_string()).collect();
+    let catalog = Catalog::open(registry.store().db(), key, config_ids.clone())?;
     for tenant in tenants {
         registry.start_tenant(tenant)?;
     }

@@ -63,9 +63,9 @@ fn main() -> anyhow::Result<()> {
     let mut config =
         Config::load(cli.config.as_deref(), &overrides).context("invalid configuration")?;
     config.keys = KeySources {
-        master_key: cli.master_key,
+        master_key: cli.master_key.map(Into::into),
         master_key_file: cli.master_key_file,
-        admin_token: cli.admin_token,
+        admin_token: cli.admin_token.map(Into::into),
     };
     if let Some(format) = cli.log_format {
         config.log.format = format;

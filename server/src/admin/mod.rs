@@ -15,6 +15,7 @@ use hookd_control::{
     },
     ControlBackend, Error as ApiError, EventStream, Result as ApiResult,
 };
+use secrecy::{ExposeSecret, SecretString};
 use subtle::ConstantTimeEq;
 
 use crate::{catalog::Catalog, error::Error, tenant::Registry};
@@ -25,7 +26,7 @@ pub struct Backend {
     catalog: Catalog,
     /// Tenants declared in the config file: read-only over the API.
     config_tenants: HashSet<String>,
-    admin_token: String,
+    admin_token: SecretString,
 }
 
 impl Backend {
@@ -35,7 +36,7 @@ impl Backend {
         registry: Registry,
         catalog: Catalog,
         config_tenants: HashSet<String>,
-        admin_token: String,
+        admin_token: SecretString,
     ) -> Self {
         Backend {
             registry,
@@ -70,7 +71,8 @@ impl ControlBackend for Backend {
     }
 
     fn authenticate(&self, bearer_token: &str) -> Option<Principal> {
-        if bool::from(bearer_token.as_bytes().ct_eq(self.admin_token.as_bytes())) {
+        let admin = self.admin_token.expose_secret().as_bytes();
+        if bool::from(bearer_token.as_bytes().ct_eq(admin)) {
             return Some(Principal::Admin);
         }
         match self.catalog.token_tenant(bearer_token) {

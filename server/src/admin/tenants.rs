@@ -9,6 +9,7 @@ use hookd_control::{
     Error as ApiError, Result as ApiResult,
 };
 use hookd_sdk::signature::Scheme;
+use secrecy::ExposeSecret;
 
 use super::{api, Backend};
 use crate::{
@@ -73,8 +74,8 @@ impl Backend {
         }
         let scheme = sdk_scheme(new.scheme);
         let now = self.now_ms();
-        let record = TenantRecord {
-            config: TenantConfig {
+        let record = TenantRecord::new(
+            TenantConfig {
                 id: new.tenant_id.clone(),
                 scheme: scheme.as_str().to_owned(),
                 enabled: true,
@@ -91,16 +92,16 @@ impl Backend {
                 delivery_rate: None,
                 breaker: BreakerConfig::default(),
             },
-            created_at_ms: now,
-        };
+            now,
+        );
         let secrets = SecretSet::generate(scheme, now);
         let settings = self.apply(&record, &secrets, true)?;
         tracing::info!(tenant = %new.tenant_id, scheme = scheme.as_str(), "tenant created");
         Ok(CreatedTenant {
             tenant: view_of(&settings, false, now),
             kid: secrets.current.kid.clone(),
-            secret: secrets.current.secret.clone(),
-            destination_secret: secrets.destination.clone(),
+            secret: secrets.current.secret.expose_secret().to_owned(),
+            destination_secret: secrets.destination.expose_secret().to_owned(),
         })
     }
 
@@ -175,8 +176,13 @@ impl Backend {
         Ok(view_of(&settings, false, record.created_at_ms))
     }
 
+    /// Needs only the tenant's record, so a tenant whose secrets no longer
+    /// open can still be deleted.
     pub(super) fn delete(&self, tenant_id: &str) -> ApiResult<()> {
-        self.stored(tenant_id)?;
+        self.read_only(tenant_id)?;
+        if !self.catalog.contains(tenant_id).map_err(api)? {
+            return Err(ApiError::NotFound(format!("tenant {tenant_id}")));
+        }
         self.registry.remove(tenant_id);
         self.catalog.delete(tenant_id).map_err(api)?;
         tracing::info!(tenant = %tenant_id, "tenant deleted with all its data");
@@ -201,7 +207,7 @@ impl Backend {
         tracing::info!(tenant = %tenant_id, kid = %current.kid, previous_kid = %previous_kid, overlap_secs = overlap, "secret rotated");
         Ok(RotatedSecret {
             kid: current.kid,
-            secret: current.secret,
+            secret: current.secret.expose_secret().to_owned(),
             previous_kid,
             previous_expires_at_ms: now + (overlap as i64).saturating_mul(1000),
         })

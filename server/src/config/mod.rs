@@ -326,6 +326,35 @@ mod tests {
     }
 
     #[test]
+    fn debug_output_holds_no_secret() {
+        let mut c = load_str(
+            "[[tenants]]\nid = \"acme\"\nscheme = \"hookd\"\n[[tenants.secrets]]\nkid = \"k1\"\nsecret = \"hk-inline-signing-secret\"\n[tenants.destination]\nurl = \"http://127.0.0.1:9/\"\nsecret = \"whsec_ZGVzdGluYXRpb24tc2VjcmV0LXZhbHVl\"\n",
+        )
+        .unwrap();
+        c.keys = KeySources {
+            master_key: Some("bWFzdGVyLWtleS1ieXRlcy1tYXN0ZXIta2V5LWJ5dGVzIQ==".into()),
+            master_key_file: None,
+            admin_token: Some("hka_admin-token-that-must-not-leak".into()),
+        };
+        let printed = format!("{c:?} {c:#?} {:?} {:?}", c.tenants[0], c.keys);
+        for secret in [
+            "hk-inline-signing-secret",
+            "ZGVzdGluYXRpb24tc2VjcmV0LXZhbHVl",
+            "bWFzdGVyLWtleS1ieXRlcy1tYXN0ZXIta2V5LWJ5dGVzIQ==",
+            "admin-token-that-must-not-leak",
+        ] {
+            assert!(
+                !printed.contains(secret),
+                "{{:?}} of the config shows {secret}"
+            );
+        }
+        assert!(
+            printed.contains("acme") && printed.contains("k1"),
+            "{printed}"
+        );
+    }
+
+    #[test]
     fn errors_name_the_key() {
         let e = load_str("[[tenants]]\nid = \"acme\"\nscheme = \"paypal\"\n")
             .unwrap_err()

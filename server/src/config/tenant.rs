@@ -1,5 +1,7 @@
 //! One tenant's configuration as written (file or control plane) and as it
 //! runs once validated: scheme, limits, secrets, forwarding and retries.
+//! Secret values are [`SecretString`]s: `{:?}` prints them redacted, they are
+//! never serialized, and their memory is zeroed when dropped.
 
 use std::{
     path::{Path, PathBuf},
@@ -7,7 +9,9 @@ use std::{
 };
 
 use hookd_sdk::signature::{Scheme, Secret};
+use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
+use zeroize::Zeroizing;
 
 use crate::ids::TenantId;
 
@@ -100,8 +104,8 @@ pub struct SecretConfig {
     /// Key id; a `kid` in a signature header selects it.
     pub kid: String,
     /// The secret itself (prefer `secret_env` or `secret_file`).
-    #[serde(default)]
-    pub secret: Option<String>,
+    #[serde(default, skip_serializing)]
+    pub secret: Option<SecretString>,
     /// Name of an environment variable holding the secret.
     #[serde(default)]
     pub secret_env: Option<String>,
@@ -133,8 +137,8 @@ pub struct DestinationConfig {
     /// URL hookd POSTs each event to.
     pub url: String,
     /// Standard Webhooks secret hookd signs forwarded deliveries with.
-    #[serde(default)]
-    pub secret: Option<String>,
+    #[serde(default, skip_serializing)]
+    pub secret: Option<SecretString>,
     /// Environment variable holding the destination secret.
     #[serde(default)]
     pub secret_env: Option<String>,
@@ -296,12 +300,12 @@ impl TenantConfig {
         let mut previous = None;
         for (i, s) in self.secrets.iter().enumerate() {
             let raw = load_secret(
-                s.secret.as_deref(),
+                s.secret.as_ref(),
                 s.secret_env.as_deref(),
                 s.secret_file.as_deref(),
             )
             .map_err(|e| format!("secrets[{i}] ({}): {e}", s.kid))?;
-            let secret = Secret::from_provider(scheme, s.kid.clone(), &raw)
+            let secret = Secret::from_provider(scheme, s.kid.clone(), raw.expose_secret())
                 .map_err(|e| format!("secrets[{i}] ({}): {e}", s.kid))?;
             let state = s.state.unwrap_or(if i == 0 {
                 SecretState::Current
@@ -356,12 +360,12 @@ impl TenantConfig {
             return Err("destination: timeout_secs and connect_timeout_secs must be > 0".into());
         }
         let raw = load_secret(
-            dest.secret.as_deref(),
+            dest.secret.as_ref(),
             dest.secret_env.as_deref(),
             dest.secret_file.as_deref(),
         )
         .map_err(|e| format!("destination: {e}"))?;
-        let secret = Secret::from_provider(Scheme::Standard, "dest", &raw)
+        let secret = Secret::from_provider(Scheme::Standard, "dest", raw.expose_secret())
             .map_err(|e| format!("destination.secret: {e} (a Standard Webhooks whsec_ secret)"))?;
         if let Some(rate) = &self.delivery_rate {
             if rate.per_sec.is_nan() || rate.per_sec <= 0.0 || rate.burst == 0 {
@@ -419,17 +423,20 @@ pub(crate) fn positive(x: f64) -> bool {
 
 /// Reads a secret given inline, by env var name or by file path (exactly one).
 pub fn load_secret(
-    inline: Option<&str>,
+    inline: Option<&SecretString>,
     env: Option<&str>,
     file: Option<&Path>,
-) -> std::result::Result<String, String> {
+) -> std::result::Result<SecretString, String> {
     match (inline, env, file) {
-        (Some(s), None, None) => Ok(s.to_owned()),
-        (None, Some(name), None) => {
-            std::env::var(name).map_err(|_| format!("environment variable {name} is not set"))
-        }
+        (Some(s), None, None) => Ok(s.clone()),
+        (None, Some(name), None) => std::env::var(name)
+            .map(SecretString::from)
+            .map_err(|_| format!("environment variable {name} is not set")),
         (None, None, Some(path)) => std::fs::read_to_string(path)
-            .map(|s| s.trim_end_matches(['\r', '\n']).to_owned())
+            .map(|s| {
+                let s = Zeroizing::new(s);
+                SecretString::from(s.trim_end_matches(['\r', '\n']))
+            })
             .map_err(|e| format!("cannot read secret file {}: {e}", path.display())),
         (None, None, None) => Err("one of secret, secret_env or secret_file is required".into()),
         _ => Err("give only one of secret, secret_env or secret_file".into()),

@@ -96,10 +96,27 @@ impl TestServer {
 
     /// Stops gracefully and starts again on the same data dir.
     pub fn restart(&mut self, tenants_toml: &str) {
+        self.restart_with(tenants_toml, |_| {});
+    }
+
+    /// Stops gracefully, runs `offline` on the stopped data dir (for
+    /// instance to leave it as a crash would), and starts again.
+    pub fn restart_with(&mut self, tenants_toml: &str, offline: impl FnOnce(&Path)) {
+        self.try_restart_with(tenants_toml, offline).unwrap();
+    }
+
+    /// [`TestServer::restart_with`], handing back a failure to start.
+    pub fn try_restart_with(
+        &mut self,
+        tenants_toml: &str,
+        offline: impl FnOnce(&Path),
+    ) -> hookd_server::error::Result<()> {
         self.server.take().unwrap().shutdown().unwrap();
-        let server = start_on(self.dir.path(), tenants_toml, self.shared_clock.clone());
+        offline(&self.dir.path().join("data"));
+        let server = try_start_on(self.dir.path(), tenants_toml, self.shared_clock.clone())?;
         self.base = format!("http://{}", server.http_addr());
         self.server = Some(server);
+        Ok(())
     }
 
     /// POSTs `body` with `headers` to `/hooks/{tenant}`.
@@ -151,6 +168,14 @@ impl TestServer {
 }
 
 fn start_on(dir: &Path, tenants_toml: &str, clock: SharedClock) -> Server {
+    try_start_on(dir, tenants_toml, clock).unwrap()
+}
+
+fn try_start_on(
+    dir: &Path,
+    tenants_toml: &str,
+    clock: SharedClock,
+) -> hookd_server::error::Result<Server> {
     let file = dir.join("hookd.toml");
     std::fs::write(&file, tenants_toml).unwrap();
     let overrides = Overrides {
@@ -163,7 +188,7 @@ fn start_on(dir: &Path, tenants_toml: &str, clock: SharedClock) -> Server {
     // A test's gRPC clients live on the runtime that is blocked dropping the
     // server, so they cannot hang up: don't wait for them.
     config.grpc.shutdown_grace_secs = 0.0;
-    Server::start(config, clock).unwrap()
+    Server::start(config, clock)
 }
 
 /// acme's current secret.

@@ -10,5 +10,7 @@ mod ingest;
 mod limits;
 mod process;
 mod receiver;
+mod sealed;
 mod telemetry;
+mod tokens;
 mod vectors;
