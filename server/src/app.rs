@@ -271,10 +271,13 @@ fn start_tenants(
             tracing::warn!(tenant = %id, "tenant is both in the config file and created over the API; the config file wins");
             continue;
         }
-        let settings = effective_config(&record, &secrets)
+        let started = effective_config(&record, &secrets)
             .resolve()
-            .map_err(|e| Error::Config(format!("stored tenant {id}: {e}")))?;
-        registry.start_tenant(settings)?;
+            .and_then(|settings| registry.start_tenant(settings).map_err(|e| e.to_string()));
+        if let Err(reason) = started {
+            tracing::error!(tenant = %id, reason = %reason, "stored tenant cannot start and is skipped; its deliveries get 503 TENANT_UNAVAILABLE until UpdateTenant fixes it or it is deleted");
+            registry.mark_unavailable(&id, reason);
+        }
     }
     Ok(Backend::new(
         registry.clone(),

@@ -49,11 +49,13 @@ pub enum ErrorCode {
     NotReady,
     /// An unexpected failure inside hookd; the event was not acknowledged.
     InternalError,
+    /// The tenant is stored but could not start (a setting out of range).
+    TenantUnavailable,
 }
 
 impl ErrorCode {
     /// Every code, in documentation order.
-    pub const ALL: [ErrorCode; 19] = [
+    pub const ALL: [ErrorCode; 20] = [
         ErrorCode::PayloadTooLarge,
         ErrorCode::TenantNotFound,
         ErrorCode::TenantDisabled,
@@ -73,6 +75,7 @@ impl ErrorCode {
         ErrorCode::BodyIncomplete,
         ErrorCode::NotReady,
         ErrorCode::InternalError,
+        ErrorCode::TenantUnavailable,
     ];
 
     /// The wire `code`.
@@ -97,6 +100,7 @@ impl ErrorCode {
             ErrorCode::BodyIncomplete => "BODY_INCOMPLETE",
             ErrorCode::NotReady => "NOT_READY",
             ErrorCode::InternalError => "INTERNAL_ERROR",
+            ErrorCode::TenantUnavailable => "TENANT_UNAVAILABLE",
         }
     }
 
@@ -117,7 +121,9 @@ impl ErrorCode {
             | ErrorCode::InvalidField
             | ErrorCode::BodyIncomplete => StatusCode::BAD_REQUEST,
             ErrorCode::RateLimited => StatusCode::TOO_MANY_REQUESTS,
-            ErrorCode::StorageUnavailable | ErrorCode::NotReady => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::StorageUnavailable | ErrorCode::NotReady | ErrorCode::TenantUnavailable => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ErrorCode::InternalError => StatusCode::INTERNAL_SERVER_ERROR,
         }

@@ -51,7 +51,7 @@ impl Backend {
     ) -> ApiResult<TenantSettings> {
         let settings = effective_config(record, secrets)
             .resolve()
-            .map_err(ApiError::InvalidArgument)?;
+            .map_err(|e| ApiError::InvalidArgument(api_field_names(&e)))?;
         self.catalog.put(record, secrets).map_err(api)?;
         let started = if restart {
             self.registry.start_tenant(settings.clone())
@@ -260,6 +260,12 @@ fn sdk_scheme_of(record: &TenantRecord) -> ApiResult<Scheme> {
         .scheme
         .parse()
         .map_err(|e| ApiError::Internal(format!("stored tenant: {e}")))
+}
+
+/// A settings error in the API's field names: the config file's
+/// `rate_limit.per_sec` is the API's `rate_limit_per_sec`.
+fn api_field_names(message: &str) -> String {
+    message.replacen("rate_limit.", "rate_limit_", 1)
 }
 
 fn rate_config(rate: RateLimit) -> RateLimitConfig {

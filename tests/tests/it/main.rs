@@ -2,6 +2,7 @@
 //! for most, the real `hookd` binary for crash, restart and log tests.
 
 mod binary;
+mod bounds;
 mod cli;
 mod control;
 mod forward;
