@@ -11,5 +11,6 @@ mod ingest;
 mod limits;
 mod process;
 mod receiver;
+mod replay;
 mod telemetry;
 mod vectors;
