@@ -51,11 +51,13 @@ pub enum ErrorCode {
     InternalError,
     /// The tenant is stored but could not start (a setting out of range).
     TenantUnavailable,
+    /// The event id is not 1-255 bytes of visible ASCII.
+    InvalidEventId,
 }
 
 impl ErrorCode {
     /// Every code, in documentation order.
-    pub const ALL: [ErrorCode; 20] = [
+    pub const ALL: [ErrorCode; 21] = [
         ErrorCode::PayloadTooLarge,
         ErrorCode::TenantNotFound,
         ErrorCode::TenantDisabled,
@@ -76,6 +78,7 @@ impl ErrorCode {
         ErrorCode::NotReady,
         ErrorCode::InternalError,
         ErrorCode::TenantUnavailable,
+        ErrorCode::InvalidEventId,
     ];
 
     /// The wire `code`.
@@ -101,6 +104,7 @@ impl ErrorCode {
             ErrorCode::NotReady => "NOT_READY",
             ErrorCode::InternalError => "INTERNAL_ERROR",
             ErrorCode::TenantUnavailable => "TENANT_UNAVAILABLE",
+            ErrorCode::InvalidEventId => "INVALID_EVENT_ID",
         }
     }
 
@@ -119,6 +123,7 @@ impl ErrorCode {
             ErrorCode::InvalidJson
             | ErrorCode::MissingRequiredField
             | ErrorCode::InvalidField
+            | ErrorCode::InvalidEventId
             | ErrorCode::BodyIncomplete => StatusCode::BAD_REQUEST,
             ErrorCode::RateLimited => StatusCode::TOO_MANY_REQUESTS,
             ErrorCode::StorageUnavailable | ErrorCode::NotReady | ErrorCode::TenantUnavailable => {
