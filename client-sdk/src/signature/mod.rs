@@ -16,7 +16,7 @@ mod stripe;
 mod tests;
 
 pub use crate::error::{InvalidSecret, UnknownScheme, VerifyError};
-pub use headers::HeaderSource;
+pub use headers::{HeaderLookup, HeaderSource};
 pub use scheme::Scheme;
 pub use secret::Secret;
 

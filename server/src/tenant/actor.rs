@@ -5,7 +5,9 @@ use std::{sync::Arc, time::Duration};
 
 use actix::{Actor, Context, Handler, ResponseFuture};
 use actix_web::http::header::HeaderMap;
-use hookd_sdk::signature::{self, HeaderSource, Scheme, Secret, Verified, VerifyError};
+use hookd_sdk::signature::{
+    self, HeaderLookup, HeaderSource, Scheme, Secret, Verified, VerifyError,
+};
 use moka::sync::Cache;
 use sha2::{Digest, Sha256};
 use tokio::sync::Notify;
@@ -385,5 +387,19 @@ struct Headers<'a>(&'a HeaderMap);
 impl HeaderSource for Headers<'_> {
     fn header(&self, name: &str) -> Option<&str> {
         self.0.get(name)?.to_str().ok()
+    }
+
+    /// Every line of `name`: two lines are `Repeated`, a value that is not
+    /// ASCII text is `NotText`, never "absent".
+    fn lookup(&self, name: &str) -> HeaderLookup<'_> {
+        let mut values = self.0.get_all(name);
+        match (values.next(), values.next()) {
+            (None, _) => HeaderLookup::Absent,
+            (Some(_), Some(_)) => HeaderLookup::Repeated,
+            (Some(value), None) => match value.to_str() {
+                Ok(text) => HeaderLookup::of_value(text),
+                Err(_) => HeaderLookup::NotText,
+            },
+        }
     }
 }

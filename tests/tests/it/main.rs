@@ -13,5 +13,6 @@ mod limits;
 mod process;
 mod receiver;
 mod replay;
+mod signature_headers;
 mod telemetry;
 mod vectors;
