@@ -6,6 +6,8 @@ mod github;
 mod headers;
 mod hookd;
 mod kv;
+#[cfg(test)]
+mod props;
 mod scheme;
 mod secret;
 mod shopify;

@@ -123,6 +123,9 @@ fn invalid(field: &str, expected: &str) -> ApiError {
 }
 
 #[cfg(test)]
+mod props;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
