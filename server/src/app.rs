@@ -265,15 +265,18 @@ fn start_tenants(
     for tenant in tenants {
         registry.start_tenant(tenant)?;
     }
-    for (record, secrets) in catalog.all()? {
-        let id = record.config.id.clone();
+    for id in catalog.ids()? {
         if config_ids.contains(&id) {
             tracing::warn!(tenant = %id, "tenant is both in the config file and created over the API; the config file wins");
             continue;
         }
-        let started = effective_config(&record, &secrets)
-            .resolve()
-            .and_then(|settings| registry.start_tenant(settings).map_err(|e| e.to_string()));
+        let started = match catalog.get(&id) {
+            Ok(Some((record, secrets))) => effective_config(&record, &secrets)
+                .resolve()
+                .and_then(|settings| registry.start_tenant(settings).map_err(|e| e.to_string())),
+            Ok(None) => continue,
+            Err(e) => Err(format!("stored record cannot be read: {e}")),
+        };
         if let Err(reason) = started {
             tracing::error!(tenant = %id, reason = %reason, "stored tenant cannot start and is skipped; its deliveries get 503 TENANT_UNAVAILABLE until UpdateTenant fixes it or it is deleted");
             registry.mark_unavailable(&id, reason);

@@ -105,10 +105,14 @@ impl Backend {
     }
 
     pub(super) fn view(&self, tenant_id: &str) -> ApiResult<TenantView> {
-        let handle = self
-            .registry
-            .get(tenant_id)
-            .ok_or_else(|| ApiError::NotFound(format!("tenant {tenant_id}")))?;
+        let handle = self.registry.get(tenant_id).ok_or_else(|| {
+            match self.registry.unavailable(tenant_id) {
+                Some(reason) => ApiError::FailedPrecondition(format!(
+                    "tenant {tenant_id} is stored but cannot run ({reason}); fix it with UpdateTenant or delete it"
+                )),
+                None => ApiError::NotFound(format!("tenant {tenant_id}")),
+            }
+        })?;
         let from_config = self.config_tenants.contains(tenant_id);
         let created = match from_config {
             true => 0,

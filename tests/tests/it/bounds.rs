@@ -147,6 +147,14 @@ async fn a_stored_tenant_with_a_bad_value_does_not_stop_a_restart() {
         },
     )
     .await;
+    create(
+        &admin,
+        CreateTenantRequest {
+            tenant_id: "unreadable".into(),
+            ..Default::default()
+        },
+    )
+    .await;
     let (good_kid, good_secret) = create(
         &admin,
         CreateTenantRequest {
@@ -158,16 +166,23 @@ async fn a_stored_tenant_with_a_bad_value_does_not_stop_a_restart() {
     drop(admin);
 
     s.restart_after(ACME, |data| {
-        poison_stored_tenant(data, "older", "tolerance_secs", Value::from(u64::MAX))
+        poison_stored_tenant(data, "older", "tolerance_secs", Value::from(u64::MAX));
+        poison_stored_tenant(data, "unreadable", "max_in_flight", Value::from("many"));
     });
 
-    let a = send(&s, "older", &kid, &secret, "evt_1").await;
-    assert_eq!(
-        (a.status, a.code()),
-        (StatusCode::SERVICE_UNAVAILABLE, "TENANT_UNAVAILABLE"),
-        "{:?}",
-        a.body
-    );
+    for tenant in ["older", "unreadable"] {
+        let a = send(&s, tenant, &kid, &secret, "evt_1").await;
+        assert_eq!(
+            (a.status, a.code()),
+            (StatusCode::SERVICE_UNAVAILABLE, "TENANT_UNAVAILABLE"),
+            "{tenant}: {:?}",
+            a.body
+        );
+    }
+    let admin = s.admin().await;
+    let err = admin.get_tenant("older").await.unwrap_err();
+    assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
+    assert!(err.to_string().contains("tolerance_secs"), "{err}");
     let a = send(&s, "fine", &good_kid, &good_secret, "evt_1").await;
     assert_eq!(a.status, StatusCode::ACCEPTED, "{:?}", a.body);
     let body = order("evt_1");
@@ -177,7 +192,6 @@ async fn a_stored_tenant_with_a_bad_value_does_not_stop_a_restart() {
     assert_eq!(a.status, StatusCode::ACCEPTED, "{:?}", a.body);
 
     // Fixing the setting over the API brings the tenant back.
-    let admin = s.admin().await;
     admin
         .update_tenant(UpdateTenantRequest {
             tenant_id: "older".into(),
