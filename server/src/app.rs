@@ -47,7 +47,7 @@ impl Server {
             .tenants
             .iter()
             .map(|t| {
-                t.resolve()
+                t.resolve_under(config.limits.tenant_max_body_bytes)
                     .map_err(|e| Error::Config(format!("tenant {}: {e}", t.id)))
             })
             .collect::<Result<Vec<TenantSettings>>>()?;
@@ -272,7 +272,7 @@ fn start_tenants(
         }
         let started = match catalog.get(&id) {
             Ok(Some((record, secrets))) => effective_config(&record, &secrets)
-                .resolve()
+                .resolve_under(config.limits.tenant_max_body_bytes)
                 .and_then(|settings| registry.start_tenant(settings).map_err(|e| e.to_string())),
             Ok(None) => continue,
             Err(e) => Err(format!("stored record cannot be read: {e}")),
@@ -287,5 +287,6 @@ fn start_tenants(
         catalog,
         config_ids,
         admin_token,
+        config.limits.tenant_max_body_bytes,
     ))
 }

@@ -26,6 +26,8 @@ pub struct Backend {
     /// Tenants declared in the config file: read-only over the API.
     config_tenants: HashSet<String>,
     admin_token: String,
+    /// The operator's cap on a tenant's `max_body_bytes`.
+    body_cap: usize,
 }
 
 impl Backend {
@@ -36,12 +38,14 @@ impl Backend {
         catalog: Catalog,
         config_tenants: HashSet<String>,
         admin_token: String,
+        body_cap: usize,
     ) -> Self {
         Backend {
             registry,
             catalog,
             config_tenants,
             admin_token,
+            body_cap,
         }
     }
 

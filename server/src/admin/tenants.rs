@@ -50,7 +50,7 @@ impl Backend {
         restart: bool,
     ) -> ApiResult<TenantSettings> {
         let settings = effective_config(record, secrets)
-            .resolve()
+            .resolve_under(self.body_cap)
             .map_err(|e| ApiError::InvalidArgument(api_field_names(&e)))?;
         self.catalog.put(record, secrets).map_err(api)?;
         let started = if restart {

@@ -87,6 +87,20 @@ pub const MAX_BODY_LIMIT: usize = 64 * 1024 * 1024;
 
 // Tenant settings (config file `[[tenants]]` and the control plane).
 
+/// `limits.tenant_max_body_bytes`: the operator's cap on every tenant's
+/// `max_body_bytes`, itself under [`MAX_BODY_LIMIT`].
+pub const TENANT_BODY_CAP: Count = count(1, MAX_BODY_LIMIT as u64);
+
+/// `max_body_bytes` of one tenant against the operator's cap.
+pub fn check_body_under_cap(cap: usize, value: usize) -> Result<(), String> {
+    if value > cap {
+        return Err(format!(
+            "max_body_bytes: {value} is over this hookd's limit of {cap} (limits.tenant_max_body_bytes)"
+        ));
+    }
+    Ok(())
+}
+
 /// `tolerance_secs`: a day at most (the replay cache keeps entries twice as long).
 pub const TOLERANCE_SECS: Count = count(1, DAY);
 /// `max_body_bytes`, under [`MAX_BODY_LIMIT`].

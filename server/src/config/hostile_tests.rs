@@ -43,6 +43,8 @@ fn hostile_numbers_are_config_errors_naming_the_key() {
         global("storage", "commit_batch_max", BIG),
         global("metrics", "scan_limit", BIG),
         global("metrics", "max_tenant_labels", BIG),
+        global("limits", "tenant_max_body_bytes", BIG),
+        global("limits", "tenant_max_body_bytes", "0"),
     ];
     let tenant_cases = [
         (
@@ -53,6 +55,13 @@ fn hostile_numbers_are_config_errors_naming_the_key() {
         (
             "max_body_bytes",
             tenant(&format!("max_body_bytes = {BIG}"), ""),
+        ),
+        (
+            "limits.tenant_max_body_bytes",
+            format!(
+                "[limits]\ntenant_max_body_bytes = 4096\n{}",
+                tenant("max_body_bytes = 4097", "")
+            ),
         ),
         (
             "replay_cache_capacity",

@@ -49,6 +49,8 @@ pub struct Config {
     pub storage: StorageConfig,
     /// Retention of finished work.
     pub retention: RetentionConfig,
+    /// Caps on what tenants may set.
+    pub limits: LimitsConfig,
     /// Tenants declared in the file.
     #[serde(default)]
     pub tenants: Vec<TenantConfig>,
@@ -157,6 +159,14 @@ pub struct RetentionConfig {
     pub sweep_batch: usize,
 }
 
+/// Caps the operator puts on every tenant's settings.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Largest `max_body_bytes` any tenant may have (file or control plane).
+    pub tenant_max_body_bytes: usize,
+}
+
 /// Values given on the command line (or their `HOOKD_*` env equivalents),
 /// which win over the file.
 #[derive(Debug, Clone, Default)]
@@ -222,7 +232,7 @@ impl Config {
         let mut seen = std::collections::HashSet::new();
         for (i, tenant) in self.tenants.iter().enumerate() {
             tenant
-                .resolve()
+                .resolve_under(self.limits.tenant_max_body_bytes)
                 .map_err(|e| Error::Config(format!("tenants[{i}] ({}): {e}", tenant.id)))?;
             if !seen.insert(tenant.id.as_str()) {
                 return Err(Error::Config(format!(
@@ -266,7 +276,12 @@ impl Config {
         bounds::RETENTION_SECS.check("retention.delivered_secs", r.delivered_secs)?;
         bounds::SWEEP_INTERVAL_SECS
             .check("retention.sweep_interval_secs", r.sweep_interval_secs)?;
-        check_usize(bounds::SWEEP_BATCH, "retention.sweep_batch", r.sweep_batch)
+        check_usize(bounds::SWEEP_BATCH, "retention.sweep_batch", r.sweep_batch)?;
+        check_usize(
+            bounds::TENANT_BODY_CAP,
+            "limits.tenant_max_body_bytes",
+            self.limits.tenant_max_body_bytes,
+        )
     }
 }
 

@@ -247,6 +247,14 @@ pub struct TenantSettings {
 }
 
 impl TenantConfig {
+    /// [`resolve`](Self::resolve), with `max_body_bytes` also under the
+    /// operator's cap (`limits.tenant_max_body_bytes`): how the config file,
+    /// the control plane and the boot of stored tenants all validate.
+    pub fn resolve_under(&self, body_cap: usize) -> std::result::Result<TenantSettings, String> {
+        bounds::check_body_under_cap(body_cap, self.max_body_bytes)?;
+        self.resolve()
+    }
+
     /// Every number of this tenant against [`bounds`], naming the key that
     /// is out of range. Checked the same for the config file and the API.
     fn check_bounds(&self) -> std::result::Result<(), String> {

@@ -118,6 +118,26 @@ async fn out_of_range_tenant_numbers_are_refused_over_grpc() {
     assert_eq!(a.status, StatusCode::ACCEPTED, "{:?}", a.body);
 }
 
+#[tokio::test]
+async fn the_operator_caps_the_body_limit_tenants_may_set() {
+    let s = TestServer::start("[limits]\ntenant_max_body_bytes = 4096\n");
+    let admin = s.admin().await;
+    let request = CreateTenantRequest {
+        tenant_id: "capped".into(),
+        max_body_bytes: 4097,
+        ..Default::default()
+    };
+    let message = refused("max_body_bytes", admin.create_tenant(request.clone()).await);
+    assert!(message.contains("4096"), "{message}");
+    admin
+        .create_tenant(CreateTenantRequest {
+            max_body_bytes: 4096,
+            ..request
+        })
+        .await
+        .unwrap();
+}
+
 /// Rewrites one field of a stored tenant record, as an older hookd without
 /// bounds could have stored it.
 fn poison_stored_tenant(data: &Path, tenant: &str, field: &str, value: Value) {
