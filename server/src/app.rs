@@ -47,7 +47,7 @@ impl Server {
             .tenants
             .iter()
             .map(|t| {
-                t.resolve()
+                t.resolve_under(config.limits.tenant_max_body_bytes)
                     .map_err(|e| Error::Config(format!("tenant {}: {e}", t.id)))
             })
             .collect::<Result<Vec<TenantSettings>>>()?;
@@ -265,21 +265,28 @@ fn start_tenants(
     for tenant in tenants {
         registry.start_tenant(tenant)?;
     }
-    for (record, secrets) in catalog.all()? {
-        let id = record.config.id.clone();
+    for id in catalog.ids()? {
         if config_ids.contains(&id) {
             tracing::warn!(tenant = %id, "tenant is both in the config file and created over the API; the config file wins");
             continue;
         }
-        let settings = effective_config(&record, &secrets)
-            .resolve()
-            .map_err(|e| Error::Config(format!("stored tenant {id}: {e}")))?;
-        registry.start_tenant(settings)?;
+        let started = match catalog.get(&id) {
+            Ok(Some((record, secrets))) => effective_config(&record, &secrets)
+                .resolve_under(config.limits.tenant_max_body_bytes)
+                .and_then(|settings| registry.start_tenant(settings).map_err(|e| e.to_string())),
+            Ok(None) => continue,
+            Err(e) => Err(format!("stored record cannot be read: {e}")),
+        };
+        if let Err(reason) = started {
+            tracing::error!(tenant = %id, reason = %reason, "stored tenant cannot start and is skipped; its deliveries get 503 TENANT_UNAVAILABLE until UpdateTenant fixes it or it is deleted");
+            registry.mark_unavailable(&id, reason);
+        }
     }
     Ok(Backend::new(
         registry.clone(),
         catalog,
         config_ids,
         admin_token,
+        config.limits.tenant_max_body_bytes,
     ))
 }

@@ -156,15 +156,14 @@ impl Catalog {
         Ok(())
     }
 
-    /// Every stored tenant with its secrets, in id order.
-    pub fn all(&self) -> Result<Vec<(TenantRecord, SecretSet)>> {
-        let mut out = Vec::new();
-        for kv in self.tenants.iter() {
-            let (id, record) = kv?;
-            let secrets = self.secrets_of(&String::from_utf8_lossy(&id))?;
-            out.push((decode(&record)?, secrets));
-        }
-        Ok(out)
+    /// The ids of every stored tenant, in order, without decoding them, so
+    /// one unreadable record cannot hide the others.
+    pub fn ids(&self) -> Result<Vec<String>> {
+        self.tenants
+            .iter()
+            .keys()
+            .map(|id| Ok(String::from_utf8_lossy(&id?).into_owned()))
+            .collect()
     }
 
     /// One stored tenant.

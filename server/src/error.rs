@@ -49,11 +49,15 @@ pub enum ErrorCode {
     NotReady,
     /// An unexpected failure inside hookd; the event was not acknowledged.
     InternalError,
+    /// The tenant is stored but could not start (a setting out of range).
+    TenantUnavailable,
+    /// The event id is not 1-255 bytes of visible ASCII.
+    InvalidEventId,
 }
 
 impl ErrorCode {
     /// Every code, in documentation order.
-    pub const ALL: [ErrorCode; 19] = [
+    pub const ALL: [ErrorCode; 21] = [
         ErrorCode::PayloadTooLarge,
         ErrorCode::TenantNotFound,
         ErrorCode::TenantDisabled,
@@ -73,6 +77,8 @@ impl ErrorCode {
         ErrorCode::BodyIncomplete,
         ErrorCode::NotReady,
         ErrorCode::InternalError,
+        ErrorCode::TenantUnavailable,
+        ErrorCode::InvalidEventId,
     ];
 
     /// The wire `code`.
@@ -97,6 +103,8 @@ impl ErrorCode {
             ErrorCode::BodyIncomplete => "BODY_INCOMPLETE",
             ErrorCode::NotReady => "NOT_READY",
             ErrorCode::InternalError => "INTERNAL_ERROR",
+            ErrorCode::TenantUnavailable => "TENANT_UNAVAILABLE",
+            ErrorCode::InvalidEventId => "INVALID_EVENT_ID",
         }
     }
 
@@ -115,9 +123,12 @@ impl ErrorCode {
             ErrorCode::InvalidJson
             | ErrorCode::MissingRequiredField
             | ErrorCode::InvalidField
+            | ErrorCode::InvalidEventId
             | ErrorCode::BodyIncomplete => StatusCode::BAD_REQUEST,
             ErrorCode::RateLimited => StatusCode::TOO_MANY_REQUESTS,
-            ErrorCode::StorageUnavailable | ErrorCode::NotReady => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::StorageUnavailable | ErrorCode::NotReady | ErrorCode::TenantUnavailable => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ErrorCode::InternalError => StatusCode::INTERNAL_SERVER_ERROR,
         }

@@ -27,6 +27,8 @@ pub struct Backend {
     /// Tenants declared in the config file: read-only over the API.
     config_tenants: HashSet<String>,
     admin_token: SecretString,
+    /// The operator's cap on a tenant's `max_body_bytes`.
+    body_cap: usize,
 }
 
 impl Backend {
@@ -37,12 +39,14 @@ impl Backend {
         catalog: Catalog,
         config_tenants: HashSet<String>,
         admin_token: SecretString,
+        body_cap: usize,
     ) -> Self {
         Backend {
             registry,
             catalog,
             config_tenants,
             admin_token,
+            body_cap,
         }
     }
 

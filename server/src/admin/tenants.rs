@@ -51,8 +51,8 @@ impl Backend {
         restart: bool,
     ) -> ApiResult<TenantSettings> {
         let settings = effective_config(record, secrets)
-            .resolve()
-            .map_err(ApiError::InvalidArgument)?;
+            .resolve_under(self.body_cap)
+            .map_err(|e| ApiError::InvalidArgument(api_field_names(&e)))?;
         self.catalog.put(record, secrets).map_err(api)?;
         let started = if restart {
             self.registry.start_tenant(settings.clone())
@@ -106,10 +106,14 @@ impl Backend {
     }
 
     pub(super) fn view(&self, tenant_id: &str) -> ApiResult<TenantView> {
-        let handle = self
-            .registry
-            .get(tenant_id)
-            .ok_or_else(|| ApiError::NotFound(format!("tenant {tenant_id}")))?;
+        let handle = self.registry.get(tenant_id).ok_or_else(|| {
+            match self.registry.unavailable(tenant_id) {
+                Some(reason) => ApiError::FailedPrecondition(format!(
+                    "tenant {tenant_id} is stored but cannot run ({reason}); fix it with UpdateTenant or delete it"
+                )),
+                None => ApiError::NotFound(format!("tenant {tenant_id}")),
+            }
+        })?;
         let from_config = self.config_tenants.contains(tenant_id);
         let created = match from_config {
             true => 0,
@@ -266,6 +270,12 @@ fn sdk_scheme_of(record: &TenantRecord) -> ApiResult<Scheme> {
         .scheme
         .parse()
         .map_err(|e| ApiError::Internal(format!("stored tenant: {e}")))
+}
+
+/// A settings error in the API's field names: the config file's
+/// `rate_limit.per_sec` is the API's `rate_limit_per_sec`.
+fn api_field_names(message: &str) -> String {
+    message.replacen("rate_limit.", "rate_limit_", 1)
 }
 
 fn rate_config(rate: RateLimit) -> RateLimitConfig {

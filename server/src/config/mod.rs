@@ -17,13 +17,15 @@ use crate::{
     error::{Error, Result},
     keyring::KeySources,
 };
-use tenant::positive;
-
+pub mod bounds;
+#[cfg(test)]
+mod hostile_tests;
 mod tenant;
 
+pub use bounds::MAX_BODY_LIMIT;
 pub use tenant::{
     load_secret, BreakerConfig, DestinationConfig, ForwardSettings, RateLimitConfig, RetryConfig,
-    SecretConfig, SecretState, TenantConfig, TenantSettings, MAX_BODY_LIMIT,
+    SecretConfig, SecretState, TenantConfig, TenantSettings,
 };
 
 /// The embedded defaults, every key documented.
@@ -47,6 +49,8 @@ pub struct Config {
     pub storage: StorageConfig,
     /// Retention of finished work.
     pub retention: RetentionConfig,
+    /// Caps on what tenants may set.
+    pub limits: LimitsConfig,
     /// Tenants declared in the file.
     #[serde(default)]
     pub tenants: Vec<TenantConfig>,
@@ -155,6 +159,14 @@ pub struct RetentionConfig {
     pub sweep_batch: usize,
 }
 
+/// Caps the operator puts on every tenant's settings.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Largest `max_body_bytes` any tenant may have (file or control plane).
+    pub tenant_max_body_bytes: usize,
+}
+
 /// Values given on the command line (or their `HOOKD_*` env equivalents),
 /// which win over the file.
 #[derive(Debug, Clone, Default)]
@@ -216,30 +228,11 @@ impl Config {
     pub fn validate(&self) -> Result<()> {
         parse_addr("http.addr", &self.http.addr)?;
         parse_addr("grpc.addr", &self.grpc.addr)?;
-        if !(self.grpc.shutdown_grace_secs.is_finite() && self.grpc.shutdown_grace_secs >= 0.0) {
-            return Err(Error::Config(
-                "grpc.shutdown_grace_secs must be >= 0".into(),
-            ));
-        }
-        if self.retention.sweep_batch == 0 || !positive(self.retention.sweep_interval_secs) {
-            return Err(Error::Config(
-                "retention: sweep_batch must be >= 1 and sweep_interval_secs > 0".into(),
-            ));
-        }
-        if self.metrics.scan_limit == 0 {
-            return Err(Error::Config(
-                "metrics.scan_limit must be at least 1".into(),
-            ));
-        }
-        if self.storage.commit_batch_max == 0 {
-            return Err(Error::Config(
-                "storage.commit_batch_max must be at least 1".into(),
-            ));
-        }
+        self.check_bounds().map_err(Error::Config)?;
         let mut seen = std::collections::HashSet::new();
         for (i, tenant) in self.tenants.iter().enumerate() {
             tenant
-                .resolve()
+                .resolve_under(self.limits.tenant_max_body_bytes)
                 .map_err(|e| Error::Config(format!("tenants[{i}] ({}): {e}", tenant.id)))?;
             if !seen.insert(tenant.id.as_str()) {
                 return Err(Error::Config(format!(
@@ -249,6 +242,46 @@ impl Config {
             }
         }
         Ok(())
+    }
+}
+
+impl Config {
+    /// Every process-wide number against [`bounds`], naming the key.
+    fn check_bounds(&self) -> std::result::Result<(), String> {
+        use bounds::check_usize;
+        check_usize(bounds::HTTP_WORKERS, "http.workers", self.http.workers)?;
+        bounds::HTTP_SHUTDOWN_SECS.check(
+            "http.shutdown_timeout_secs",
+            self.http.shutdown_timeout_secs,
+        )?;
+        bounds::GRPC_SHUTDOWN_SECS
+            .check("grpc.shutdown_grace_secs", self.grpc.shutdown_grace_secs)?;
+        check_usize(
+            bounds::METRICS_TENANT_LABELS,
+            "metrics.max_tenant_labels",
+            self.metrics.max_tenant_labels,
+        )?;
+        check_usize(
+            bounds::METRICS_SCAN_LIMIT,
+            "metrics.scan_limit",
+            self.metrics.scan_limit,
+        )?;
+        check_usize(
+            bounds::COMMIT_BATCH_MAX,
+            "storage.commit_batch_max",
+            self.storage.commit_batch_max,
+        )?;
+        let r = &self.retention;
+        bounds::RETENTION_SECS.check("retention.idempotency_secs", r.idempotency_secs)?;
+        bounds::RETENTION_SECS.check("retention.delivered_secs", r.delivered_secs)?;
+        bounds::SWEEP_INTERVAL_SECS
+            .check("retention.sweep_interval_secs", r.sweep_interval_secs)?;
+        check_usize(bounds::SWEEP_BATCH, "retention.sweep_batch", r.sweep_batch)?;
+        check_usize(
+            bounds::TENANT_BODY_CAP,
+            "limits.tenant_max_body_bytes",
+            self.limits.tenant_max_body_bytes,
+        )
     }
 }
 

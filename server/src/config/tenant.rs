@@ -13,6 +13,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
 
+use super::bounds;
 use crate::ids::TenantId;
 
 /// One tenant, as declared in the config file.
@@ -249,53 +250,68 @@ pub struct TenantSettings {
     pub retry_window_ms: i64,
 }
 
-/// Largest body a tenant may allow; past this a single delivery could
-/// exhaust memory.
-pub const MAX_BODY_LIMIT: usize = 64 * 1024 * 1024;
-
 impl TenantConfig {
+    /// [`resolve`](Self::resolve), with `max_body_bytes` also under the
+    /// operator's cap (`limits.tenant_max_body_bytes`): how the config file,
+    /// the control plane and the boot of stored tenants all validate.
+    pub fn resolve_under(&self, body_cap: usize) -> std::result::Result<TenantSettings, String> {
+        bounds::check_body_under_cap(body_cap, self.max_body_bytes)?;
+        self.resolve()
+    }
+
+    /// Every number of this tenant against [`bounds`], naming the key that
+    /// is out of range. Checked the same for the config file and the API.
+    fn check_bounds(&self) -> std::result::Result<(), String> {
+        bounds::TOLERANCE_SECS.check("tolerance_secs", self.tolerance_secs)?;
+        bounds::check_usize(
+            bounds::MAX_BODY_BYTES,
+            "max_body_bytes",
+            self.max_body_bytes,
+        )?;
+        bounds::REPLAY_CACHE_CAPACITY.check("replay_cache_capacity", self.replay_cache_capacity)?;
+        bounds::check_usize(bounds::MAX_IN_FLIGHT, "max_in_flight", self.max_in_flight)?;
+        for (key, rate) in [
+            ("rate_limit", &self.rate_limit),
+            ("delivery_rate", &self.delivery_rate),
+        ] {
+            if let Some(rate) = rate {
+                bounds::RATE_PER_SEC.check(&format!("{key}.per_sec"), rate.per_sec)?;
+                bounds::RATE_BURST.check(&format!("{key}.burst"), u64::from(rate.burst))?;
+            }
+        }
+        let retry = &self.retry;
+        bounds::check_usize(
+            bounds::RETRY_STEPS,
+            "retry.schedule_secs (number of delays)",
+            retry.schedule_secs.len(),
+        )?;
+        for (i, delay) in retry.schedule_secs.iter().enumerate() {
+            bounds::RETRY_DELAY_SECS.check(&format!("retry.schedule_secs[{i}]"), *delay)?;
+        }
+        bounds::RETRY_WINDOW_SECS.check("retry.window_secs", retry.window_secs)?;
+        bounds::RETRY_JITTER.check("retry.jitter", retry.jitter)?;
+        bounds::BREAKER_THRESHOLD.check(
+            "breaker.failure_threshold",
+            u64::from(self.breaker.failure_threshold),
+        )?;
+        bounds::BREAKER_COOLDOWN_SECS.check("breaker.cooldown_secs", self.breaker.cooldown_secs)?;
+        if let Some(dest) = &self.destination {
+            bounds::FORWARD_TIMEOUT_SECS.check("destination.timeout_secs", dest.timeout_secs)?;
+            bounds::CONNECT_TIMEOUT_SECS.check(
+                "destination.connect_timeout_secs",
+                dest.connect_timeout_secs,
+            )?;
+        }
+        Ok(())
+    }
+
     /// Validates this tenant and loads its secrets.
     pub fn resolve(&self) -> std::result::Result<TenantSettings, String> {
         if !TenantId::is_valid(&self.id) {
             return Err("id must be 1-64 characters of a-z, 0-9, '-' or '_'".into());
         }
         let scheme: Scheme = self.scheme.parse().map_err(|e| format!("scheme: {e}"))?;
-        if self.tolerance_secs == 0 {
-            return Err("tolerance_secs must be at least 1".into());
-        }
-        if self.max_body_bytes == 0 || self.max_body_bytes > MAX_BODY_LIMIT {
-            return Err(format!(
-                "max_body_bytes must be between 1 and {MAX_BODY_LIMIT}"
-            ));
-        }
-        if self.replay_cache_capacity == 0 {
-            return Err("replay_cache_capacity must be at least 1".into());
-        }
-        if let Some(limit) = &self.rate_limit {
-            if limit.per_sec.is_nan() || limit.per_sec <= 0.0 || limit.burst == 0 {
-                return Err("rate_limit: per_sec must be > 0 and burst >= 1".into());
-            }
-        }
-        let retry = &self.retry;
-        if retry.schedule_secs.is_empty()
-            || retry
-                .schedule_secs
-                .iter()
-                .any(|d| !d.is_finite() || *d < 0.0)
-        {
-            return Err(
-                "retry.schedule_secs must be a non-empty list of non-negative seconds".into(),
-            );
-        }
-        if !positive(retry.window_secs) || !(0.0..=1.0).contains(&retry.jitter) {
-            return Err("retry: window_secs must be > 0 and jitter between 0 and 1".into());
-        }
-        if self.max_in_flight == 0 {
-            return Err("max_in_flight must be at least 1".into());
-        }
-        if self.breaker.failure_threshold == 0 || !positive(self.breaker.cooldown_secs) {
-            return Err("breaker: failure_threshold must be >= 1 and cooldown_secs > 0".into());
-        }
+        self.check_bounds()?;
         let mut current = None;
         let mut previous = None;
         for (i, s) in self.secrets.iter().enumerate() {
@@ -356,9 +372,6 @@ impl TenantConfig {
                 dest.url
             ));
         }
-        if !positive(dest.timeout_secs) || !positive(dest.connect_timeout_secs) {
-            return Err("destination: timeout_secs and connect_timeout_secs must be > 0".into());
-        }
         let raw = load_secret(
             dest.secret.as_ref(),
             dest.secret_env.as_deref(),
@@ -367,11 +380,6 @@ impl TenantConfig {
         .map_err(|e| format!("destination: {e}"))?;
         let secret = Secret::from_provider(Scheme::Standard, "dest", raw.expose_secret())
             .map_err(|e| format!("destination.secret: {e} (a Standard Webhooks whsec_ secret)"))?;
-        if let Some(rate) = &self.delivery_rate {
-            if rate.per_sec.is_nan() || rate.per_sec <= 0.0 || rate.burst == 0 {
-                return Err("delivery_rate: per_sec must be > 0 and burst >= 1".into());
-            }
-        }
         let ms = |secs: f64| (secs * 1000.0).round() as i64;
         Ok(ForwardSettings {
             url: dest.url.clone(),
@@ -414,11 +422,6 @@ pub struct ForwardSettings {
     pub breaker_threshold: u32,
     /// Breaker cooldown (ms).
     pub breaker_cooldown_ms: i64,
-}
-
-/// A finite number above zero.
-pub(crate) fn positive(x: f64) -> bool {
-    x.is_finite() && x > 0.0
 }
 
 /// Reads a secret given inline, by env var name or by file path (exactly one).

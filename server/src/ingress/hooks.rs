@@ -19,7 +19,7 @@ use crate::{
     telemetry::spans::{self, IngestRecord},
     tenant::{
         messages::{Ingest, IngestOutcome},
-        TenantHandle,
+        Registry, TenantHandle,
     },
 };
 
@@ -41,7 +41,15 @@ pub async fn ingest(
     let trace = telemetry.tracing().start_ingest(req.headers());
     let trace_id = spans::trace_id(&trace);
     let handle = state.registry.get(&tenant);
-    let result = accept(&req, payload, handle.as_ref(), &tenant, &request_id, &trace).await;
+    let result = accept(
+        &req,
+        payload,
+        (handle.as_ref(), &state.registry),
+        &tenant,
+        &request_id,
+        &trace,
+    )
+    .await;
     let counters = handle
         .as_ref()
         .map_or(telemetry.metrics().other(), |h| &h.metrics);
@@ -97,15 +105,23 @@ pub async fn ingest(
 async fn accept(
     req: &HttpRequest,
     payload: web::Payload,
-    handle: Option<&TenantHandle>,
+    (handle, registry): (Option<&TenantHandle>, &Registry),
     tenant: &str,
     request_id: &RequestId,
     trace: &opentelemetry::Context,
 ) -> Result<IngestOutcome, ApiError> {
-    let handle = handle.ok_or_else(|| {
-        ApiError::new(ErrorCode::TenantNotFound, format!("no tenant {tenant:?}"))
+    let Some(handle) = handle else {
+        return Err(match registry.unavailable(tenant) {
+            Some(_) => ApiError::new(
+                ErrorCode::TenantUnavailable,
+                format!("tenant {tenant:?} cannot run until an operator fixes its settings"),
+            )
             .detail("tenant_id", tenant)
-    })?;
+            .retry_after(60),
+            None => ApiError::new(ErrorCode::TenantNotFound, format!("no tenant {tenant:?}"))
+                .detail("tenant_id", tenant),
+        });
+    };
     if !handle.settings.enabled {
         return Err(ApiError::new(
             ErrorCode::TenantDisabled,

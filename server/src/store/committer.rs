@@ -44,6 +44,10 @@ pub struct NewDelivery {
     pub body: actix_web::web::Bytes,
     /// When the first forward attempt is due (Unix ms).
     pub due_ms: i64,
+    /// A second idempotency key for schemes that sign no timestamp: a digest
+    /// of what the signature covers, so a resend under a fresh (unsigned)
+    /// delivery-id header is a duplicate too. Never a valid event id.
+    pub content_key: Option<Vec<u8>>,
 }
 
 /// What happened to a [`NewDelivery`].
@@ -53,6 +57,9 @@ pub enum CommitOutcome {
     Accepted,
     /// The event id was already recorded; nothing was written.
     Duplicate(DeliveryId),
+    /// The signed content was already recorded under another event id (the
+    /// first delivery's, given): a replay; nothing was written.
+    DuplicateOf(DeliveryId, EventId),
 }
 
 struct Pending {
@@ -242,6 +249,8 @@ struct Encoded<'a> {
     delivery_id: &'a str,
     queue_key: [u8; 16],
     idem: Vec<u8>,
+    /// Content key and its record, naming the event id.
+    content: Option<(&'a [u8], Vec<u8>)>,
     event: Vec<u8>,
     state: Vec<u8>,
 }
@@ -277,6 +286,15 @@ fn apply_batch(db: &sled::Db, items: &[&NewDelivery]) -> Result<Vec<CommitOutcom
             idem: encode(&IdempotencyRecord {
                 delivery_id: item.meta.delivery_id.clone(),
                 received_at_ms: item.meta.received_at_ms,
+                event_id: None,
+            }),
+            content: item.content_key.as_deref().map(|key| {
+                let record = IdempotencyRecord {
+                    delivery_id: item.meta.delivery_id.clone(),
+                    received_at_ms: item.meta.received_at_ms,
+                    event_id: Some(item.event_id.clone()),
+                };
+                (key, encode(&record))
             }),
             event: StoredEvent::encode(&item.meta, &item.body),
             state: encode(&state),
@@ -295,6 +313,13 @@ fn apply_batch(db: &sled::Db, items: &[&NewDelivery]) -> Result<Vec<CommitOutcom
             if let Some(first) = idem.get(e.event_id)? {
                 existing.push(Some(first));
                 continue;
+            }
+            if let Some((key, record)) = &e.content {
+                if let Some(first) = idem.get(key)? {
+                    existing.push(Some(first));
+                    continue;
+                }
+                idem.insert(*key, record.as_slice())?;
             }
             idem.insert(e.event_id, e.idem.as_slice())?;
             events.insert(e.delivery_id, e.event.as_slice())?;
@@ -315,9 +340,13 @@ fn apply_batch(db: &sled::Db, items: &[&NewDelivery]) -> Result<Vec<CommitOutcom
         .into_iter()
         .map(|first| match first {
             None => Ok(CommitOutcome::Accepted),
-            Some(record) => Ok(CommitOutcome::Duplicate(
-                decode::<IdempotencyRecord>(&record)?.delivery_id,
-            )),
+            Some(record) => {
+                let first = decode::<IdempotencyRecord>(&record)?;
+                Ok(match first.event_id {
+                    Some(event_id) => CommitOutcome::DuplicateOf(first.delivery_id, event_id),
+                    None => CommitOutcome::Duplicate(first.delivery_id),
+                })
+            }
         })
         .collect()
 }
@@ -386,6 +415,7 @@ mod tests {
             },
             body: actix_web::web::Bytes::from_static(b"{}"),
             due_ms: 1,
+            content_key: None,
         }
     }
 

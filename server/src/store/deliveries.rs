@@ -454,6 +454,7 @@ mod tests {
         let idem = IdempotencyRecord {
             delivery_id: id.clone(),
             received_at_ms: at_ms,
+            event_id: None,
         };
         trees.idem.insert(event_id.as_str(), encode(&idem)).unwrap();
         let key = queue_key(at_ms, u64::from(n));

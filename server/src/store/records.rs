@@ -15,6 +15,10 @@ pub struct IdempotencyRecord {
     pub delivery_id: DeliveryId,
     /// When that copy was accepted (Unix ms).
     pub received_at_ms: i64,
+    /// The first copy's event id, kept only under a content key (a replay
+    /// of an unsigned-timestamp scheme may carry another id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_id: Option<EventId>,
 }
 
 impl IdempotencyRecord {

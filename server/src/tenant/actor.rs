@@ -5,8 +5,11 @@ use std::{sync::Arc, time::Duration};
 
 use actix::{Actor, Context, Handler, ResponseFuture};
 use actix_web::http::header::HeaderMap;
-use hookd_sdk::signature::{self, HeaderSource, Secret, VerifyError};
+use hookd_sdk::signature::{
+    self, HeaderLookup, HeaderSource, Scheme, Secret, Verified, VerifyError,
+};
 use moka::sync::Cache;
+use sha2::{Digest, Sha256};
 use tokio::sync::Notify;
 
 use super::{
@@ -114,11 +117,8 @@ impl TenantActor {
         )
         .map_err(|e| verify_error(&e, s.tolerance_secs))?;
 
-        let replay_key = match &verified.header_event_id {
-            Some(id) => [b"id:".as_slice(), id.as_bytes()].concat(),
-            None => [b"sig:".as_slice(), &verified.signature_digest].concat(),
-        };
-        if let Some((event_id, delivery_id)) = self.replay.get(&replay_key) {
+        let keys = ReplayKeys::of(s.scheme, &verified);
+        if let Some((event_id, delivery_id)) = keys.all().find_map(|key| self.replay.get(key)) {
             return Ok(Prepared::Duplicate(IngestOutcome {
                 event_id,
                 delivery_id,
@@ -167,14 +167,19 @@ impl TenantActor {
             sampled,
         };
         Ok(Prepared::New {
-            replay_key,
             item: Box::new(NewDelivery {
+                content_key: keys
+                    .content
+                    .as_ref()
+                    .filter(|_| !s.scheme.has_timestamp())
+                    .map(|key| content_idem_key(key)),
                 trees: self.trees.clone(),
                 event_id,
                 meta,
                 body: msg.body.clone(),
                 due_ms: now_ms,
             }),
+            replay_keys: keys,
         })
     }
 }
@@ -182,7 +187,7 @@ impl TenantActor {
 enum Prepared {
     Duplicate(IngestOutcome),
     New {
-        replay_key: Vec<u8>,
+        replay_keys: ReplayKeys,
         item: Box<NewDelivery>,
     },
 }
@@ -202,7 +207,7 @@ impl Handler<Ingest> for TenantActor {
         let span = self
             .tracing
             .start_child(&msg.trace, ACTOR_SPAN, &self.settings.id);
-        let (replay_key, item) = match self.prepare(&msg) {
+        let (replay_keys, item) = match self.prepare(&msg) {
             Err(e) => {
                 spans::end_span(&span, Some(&e));
                 return Box::pin(std::future::ready(Err(e)));
@@ -211,7 +216,7 @@ impl Handler<Ingest> for TenantActor {
                 spans::end_span(&span, None);
                 return Box::pin(std::future::ready(Ok(outcome)));
             }
-            Ok(Prepared::New { replay_key, item }) => (replay_key, item),
+            Ok(Prepared::New { replay_keys, item }) => (replay_keys, item),
         };
         let committer = self.committer.clone();
         let replay = self.replay.clone();
@@ -249,7 +254,7 @@ impl Handler<Ingest> for TenantActor {
                     return Err(e);
                 }
             };
-            let (delivery_id, duplicate) = match outcome {
+            let (event_id, delivery_id, duplicate) = match outcome {
                 CommitOutcome::Accepted => {
                     wake.notify_one();
                     events.publish(DeliveryEvent {
@@ -262,11 +267,14 @@ impl Handler<Ingest> for TenantActor {
                         status_code: None,
                         reason: None,
                     });
-                    (new_id, false)
+                    (event_id, new_id, false)
                 }
-                CommitOutcome::Duplicate(first) => (first, true),
+                CommitOutcome::Duplicate(first) => (event_id, first, true),
+                CommitOutcome::DuplicateOf(first, first_event_id) => (first_event_id, first, true),
             };
-            replay.insert(replay_key, (event_id.clone(), delivery_id.clone()));
+            for key in replay_keys.into_all() {
+                replay.insert(key, (event_id.clone(), delivery_id.clone()));
+            }
             spans::end_span(&span, None);
             Ok(IngestOutcome {
                 event_id,
@@ -320,11 +328,78 @@ fn verify_error(e: &VerifyError, tolerance_secs: u64) -> ApiError {
     err
 }
 
+/// The replay-cache keys of one verified delivery: its signed event-id
+/// header, and a digest of what the signature covers. Schemes with a signed
+/// timestamp need only one (their tolerance bounds replays); schemes without
+/// one (GitHub, Shopify) sign neither the timestamp nor the id header, so a
+/// captured delivery resent under a fresh id header must still be caught by
+/// the content digest, in the cache and in the durable idempotency log.
+struct ReplayKeys {
+    id: Option<Vec<u8>>,
+    content: Option<Vec<u8>>,
+}
+
+impl ReplayKeys {
+    fn of(scheme: Scheme, verified: &Verified) -> ReplayKeys {
+        let content = || [b"sig:".as_slice(), &content_digest(scheme, verified)].concat();
+        let id = verified
+            .header_event_id
+            .as_ref()
+            .map(|id| [b"id:".as_slice(), id.as_bytes()].concat());
+        let content = match (&id, scheme.has_timestamp()) {
+            (Some(_), true) => None,
+            _ => Some(content()),
+        };
+        ReplayKeys { id, content }
+    }
+
+    fn all(&self) -> impl Iterator<Item = &Vec<u8>> {
+        self.id.iter().chain(&self.content)
+    }
+
+    fn into_all(self) -> impl Iterator<Item = Vec<u8>> {
+        self.id.into_iter().chain(self.content)
+    }
+}
+
+/// SHA-256 over the scheme, the key that matched and the digest of the
+/// signed bytes: the same for every resend of one signed delivery, whatever
+/// unsigned headers come with it.
+fn content_digest(scheme: Scheme, verified: &Verified) -> [u8; 32] {
+    let mut digest = Sha256::new();
+    for part in [scheme.as_str().as_bytes(), verified.kid.as_bytes()] {
+        digest.update(part);
+        digest.update([0]);
+    }
+    digest.update(verified.signature_digest);
+    digest.finalize().into()
+}
+
+/// The idempotency-log key of a content digest: it starts with a NUL byte,
+/// which no valid event id contains, so the two key spaces never meet.
+fn content_idem_key(replay_key: &[u8]) -> Vec<u8> {
+    [b"\0".as_slice(), replay_key].concat()
+}
+
 /// Case-insensitive header access for the verifier.
 struct Headers<'a>(&'a HeaderMap);
 
 impl HeaderSource for Headers<'_> {
     fn header(&self, name: &str) -> Option<&str> {
         self.0.get(name)?.to_str().ok()
+    }
+
+    /// Every line of `name`: two lines are `Repeated`, a value that is not
+    /// ASCII text is `NotText`, never "absent".
+    fn lookup(&self, name: &str) -> HeaderLookup<'_> {
+        let mut values = self.0.get_all(name);
+        match (values.next(), values.next()) {
+            (None, _) => HeaderLookup::Absent,
+            (Some(_), Some(_)) => HeaderLookup::Repeated,
+            (Some(value), None) => match value.to_str() {
+                Ok(text) => HeaderLookup::of_value(text),
+                Err(_) => HeaderLookup::NotText,
+            },
+        }
     }
 }

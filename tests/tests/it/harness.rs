@@ -119,6 +119,17 @@ impl TestServer {
         Ok(())
     }
 
+    /// Stops gracefully, lets `edit` change the data dir while nothing has
+    /// it open (as an older hookd version or an operator would), and starts
+    /// again on it.
+    pub fn restart_after(&mut self, tenants_toml: &str, edit: impl FnOnce(&Path)) {
+        self.server.take().unwrap().shutdown().unwrap();
+        edit(&self.dir.path().join("data"));
+        let server = start_on(self.dir.path(), tenants_toml, self.shared_clock.clone());
+        self.base = format!("http://{}", server.http_addr());
+        self.server = Some(server);
+    }
+
     /// POSTs `body` with `headers` to `/hooks/{tenant}`.
     pub async fn post(&self, tenant: &str, headers: &[(String, String)], body: &[u8]) -> Answer {
         let mut req = self.client.post(format!("{}/hooks/{tenant}", self.base));

@@ -2,15 +2,19 @@
 //! for most, the real `hookd` binary for crash, restart and log tests.
 
 mod binary;
+mod bounds;
 mod cli;
 mod control;
+mod event_ids;
 mod forward;
 mod harness;
 mod ingest;
 mod limits;
 mod process;
 mod receiver;
+mod replay;
 mod sealed;
+mod signature_headers;
 mod telemetry;
 mod tokens;
 mod vectors;
