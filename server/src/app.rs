@@ -20,6 +20,7 @@ use crate::{
     config::{parse_addr, Config, TenantSettings},
     error::{Error, Result},
     events::EventBus,
+    forward::AddressPolicy,
     ingress::{self, AppState},
     keyring::{load_admin_token, MasterKey},
     store::Store,
@@ -261,6 +262,7 @@ fn start_tenants(
     let key = MasterKey::load(&config.keys, &config.data_dir)?;
     let admin_token = load_admin_token(&config.keys, &config.data_dir)?;
     let catalog = Catalog::open(registry.store().db(), key)?;
+    let address_policy = Arc::new(AddressPolicy::new(config.forward.allow_networks.clone()));
     let config_ids: HashSet<String> = tenants.iter().map(|t| t.id.to_string()).collect();
     for tenant in tenants {
         registry.start_tenant(tenant)?;
@@ -274,12 +276,13 @@ fn start_tenants(
         let settings = effective_config(&record, &secrets)
             .resolve()
             .map_err(|e| Error::Config(format!("stored tenant {id}: {e}")))?;
-        registry.start_tenant(settings)?;
+        registry.start_tenant(settings.with_address_policy(&address_policy))?;
     }
     Ok(Backend::new(
         registry.clone(),
         catalog,
         config_ids,
         admin_token,
+        address_policy,
     ))
 }

@@ -5,7 +5,7 @@
 mod deliveries;
 mod tenants;
 
-use std::collections::HashSet;
+use std::{collections::HashSet, sync::Arc};
 
 use hookd_control::{
     model::{
@@ -17,7 +17,7 @@ use hookd_control::{
 };
 use subtle::ConstantTimeEq;
 
-use crate::{catalog::Catalog, error::Error, tenant::Registry};
+use crate::{catalog::Catalog, error::Error, forward::AddressPolicy, tenant::Registry};
 
 /// Implements the control plane over the running server.
 pub struct Backend {
@@ -26,22 +26,26 @@ pub struct Backend {
     /// Tenants declared in the config file: read-only over the API.
     config_tenants: HashSet<String>,
     admin_token: String,
+    /// Where destinations set over the API may point.
+    address_policy: Arc<AddressPolicy>,
 }
 
 impl Backend {
     /// A backend over `registry`; `config_tenants` are the ids declared in
-    /// the config file.
+    /// the config file; destinations set over the API obey `address_policy`.
     pub fn new(
         registry: Registry,
         catalog: Catalog,
         config_tenants: HashSet<String>,
         admin_token: String,
+        address_policy: Arc<AddressPolicy>,
     ) -> Self {
         Backend {
             registry,
             catalog,
             config_tenants,
             admin_token,
+            address_policy,
         }
     }
 

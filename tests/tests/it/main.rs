@@ -10,5 +10,6 @@ mod ingest;
 mod limits;
 mod process;
 mod receiver;
+mod ssrf;
 mod telemetry;
 mod vectors;
