@@ -210,6 +210,7 @@ mod tests {
 
     use super::*;
     use crate::{
+        forward::AddressPolicy,
         ids::{DeliveryId, EventId},
         store::records::EventMeta,
     };
@@ -295,6 +296,47 @@ mod tests {
         assert!(
             listener.accept().is_err(),
             "nothing may reach the destination"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_denied_literal_address_is_never_contacted_even_when_already_stored() {
+        let (url, listener) = counting_listener();
+        let mut settings = settings(&url);
+        settings.address_policy = Some(std::sync::Arc::new(AddressPolicy::default()));
+        let result = send(
+            &reqwest::Client::new(),
+            &settings,
+            &event("evt_ok"),
+            1,
+            0,
+            &[],
+        )
+        .await;
+        assert_eq!(result.verdict, Verdict::Unsendable, "{}", result.error);
+        assert_eq!(
+            result.error,
+            "destination address not allowed (127.0.0.1 is loopback)"
+        );
+        assert!(listener.accept().is_err(), "nothing may reach 127.0.0.1");
+        drop(listener);
+
+        settings.address_policy = Some(std::sync::Arc::new(AddressPolicy::new(vec![
+            "127.0.0.1/32".parse().unwrap(),
+        ])));
+        let result = send(
+            &reqwest::Client::new(),
+            &settings,
+            &event("evt_ok"),
+            1,
+            0,
+            &[],
+        )
+        .await;
+        assert!(
+            result.error.starts_with("could not connect"),
+            "allowed, so tried: {}",
+            result.error
         );
     }
 }
