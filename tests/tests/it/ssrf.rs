@@ -273,3 +273,64 @@ async fn the_environment_form_of_allow_networks_works_in_the_real_binary() {
     assert_eq!(err.code(), Code::InvalidArgument, "{err}");
     assert!(hookd.terminate().success());
 }
+
+#[tokio::test]
+async fn a_redirect_cannot_bounce_a_delivery_to_a_denied_address() {
+    let inside = Receiver::start_on("127.0.0.2:0".parse().unwrap(), Reply::Status(200)).await;
+    let allowed = Receiver::start(Reply::Redirect(307, inside.url.clone())).await;
+    let s = TestServer::start_live("[forward]\nallow_networks = [\"127.0.0.1/32\"]\n");
+    let admin = s.admin().await;
+    let (kid, secret) = create(&admin, "shop", &allowed.url).await;
+    let delivery_id = send(&s, "shop", &kid, &secret, "evt_redirect").await;
+    let (status, attempts, error) = settled(&admin, "shop", &delivery_id).await;
+    assert_eq!(status, DeliveryStatus::Dead as i32, "{error}");
+    assert_eq!(attempts, 1);
+    assert!(error.contains("307"), "{error}");
+    assert_eq!(allowed.received().len(), 1);
+    assert!(inside.received().is_empty(), "the redirect was followed");
+}
+
+#[tokio::test]
+async fn a_proxy_from_the_environment_cannot_carry_a_delivery_past_the_policy() {
+    let proxy = Receiver::start(Reply::Status(200)).await;
+    let proxy_url = format!("http://127.0.0.1:{}", port_of(&proxy));
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("hookd.toml");
+    std::fs::write(&config, "").unwrap();
+    let token = "hka_proxy_env_test_token_0123";
+    let mut hookd = HookdProcess::spawn(
+        &dir.path().join("data"),
+        &config,
+        &[
+            ("HOOKD_ADMIN_TOKEN", token),
+            ("HTTP_PROXY", &proxy_url),
+            ("http_proxy", &proxy_url),
+            ("ALL_PROXY", &proxy_url),
+            ("NO_PROXY", ""),
+            ("no_proxy", ""),
+        ],
+    );
+    let admin = HookdClient::connect(hookd.grpc.clone(), token)
+        .await
+        .unwrap();
+    let (kid, secret) = create(&admin, "shop", "http://localhost:9/hooks").await;
+    let key = Secret::from_provider(Scheme::Standard, &kid, &secret).unwrap();
+    let body = order("evt_proxy");
+    let mut request = reqwest::Client::new()
+        .post(format!("{}/hooks/shop", hookd.base))
+        .body(body.clone());
+    for (name, value) in sign(Scheme::Standard, &key, "evt_proxy", now_secs(), &body) {
+        request = request.header(name, value);
+    }
+    let answer: serde_json::Value = request.send().await.unwrap().json().await.unwrap();
+    let delivery_id = answer["delivery_id"].as_str().expect("accepted").to_owned();
+    let (status, attempts, error) = settled(&admin, "shop", &delivery_id).await;
+    assert_eq!(status, DeliveryStatus::Dead as i32, "{error}");
+    assert_eq!(attempts, 1);
+    assert!(error.contains("loopback"), "{error}");
+    assert!(
+        proxy.received().is_empty(),
+        "the delivery went out through the proxy"
+    );
+    assert!(hookd.terminate().success());
+}
