@@ -20,6 +20,7 @@ use crate::{
     config::{parse_addr, Config, TenantSettings},
     error::{Error, Result},
     events::EventBus,
+    forward::AddressPolicy,
     ingress::{self, AppState},
     keyring::{load_admin_token, MasterKey},
     store::Store,
@@ -260,6 +261,7 @@ fn start_tenants(
 ) -> Result<Backend> {
     let key = MasterKey::load(&config.keys, &config.data_dir)?;
     let admin_token = load_admin_token(&config.keys, &config.data_dir)?;
+    let address_policy = Arc::new(AddressPolicy::new(config.forward.allow_networks.clone()));
     let config_ids: HashSet<String> = tenants.iter().map(|t| t.id.to_string()).collect();
     let catalog = Catalog::open(registry.store().db(), key, config_ids.clone())?;
     for tenant in tenants {
@@ -273,7 +275,11 @@ fn start_tenants(
         let started = match catalog.get(&id) {
             Ok(Some((record, secrets))) => effective_config(&record, &secrets)
                 .resolve_under(config.limits.tenant_max_body_bytes)
-                .and_then(|settings| registry.start_tenant(settings).map_err(|e| e.to_string())),
+                .and_then(|settings| {
+                    registry
+                        .start_tenant(settings.with_address_policy(&address_policy))
+                        .map_err(|e| e.to_string())
+                }),
             Ok(None) => continue,
             Err(e) => Err(format!("stored record cannot be read: {e}")),
         };
@@ -288,5 +294,6 @@ fn start_tenants(
         config_ids,
         admin_token,
         config.limits.tenant_max_body_bytes,
+        address_policy,
     ))
 }

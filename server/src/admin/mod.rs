@@ -5,7 +5,7 @@
 mod deliveries;
 mod tenants;
 
-use std::collections::HashSet;
+use std::{collections::HashSet, sync::Arc};
 
 use hookd_control::{
     model::{
@@ -18,7 +18,7 @@ use hookd_control::{
 use secrecy::{ExposeSecret, SecretString};
 use subtle::ConstantTimeEq;
 
-use crate::{catalog::Catalog, error::Error, tenant::Registry};
+use crate::{catalog::Catalog, error::Error, forward::AddressPolicy, tenant::Registry};
 
 /// Implements the control plane over the running server.
 pub struct Backend {
@@ -29,17 +29,20 @@ pub struct Backend {
     admin_token: SecretString,
     /// The operator's cap on a tenant's `max_body_bytes`.
     body_cap: usize,
+    /// Where destinations set over the API may point.
+    address_policy: Arc<AddressPolicy>,
 }
 
 impl Backend {
     /// A backend over `registry`; `config_tenants` are the ids declared in
-    /// the config file.
+    /// the config file; destinations set over the API obey `address_policy`.
     pub fn new(
         registry: Registry,
         catalog: Catalog,
         config_tenants: HashSet<String>,
         admin_token: SecretString,
         body_cap: usize,
+        address_policy: Arc<AddressPolicy>,
     ) -> Self {
         Backend {
             registry,
@@ -47,6 +50,7 @@ impl Backend {
             config_tenants,
             admin_token,
             body_cap,
+            address_policy,
         }
     }
 

@@ -52,7 +52,8 @@ impl Backend {
     ) -> ApiResult<TenantSettings> {
         let settings = effective_config(record, secrets)
             .resolve_under(self.body_cap)
-            .map_err(|e| ApiError::InvalidArgument(api_field_names(&e)))?;
+            .map_err(|e| ApiError::InvalidArgument(api_field_names(&e)))?
+            .with_address_policy(&self.address_policy);
         self.catalog.put(record, secrets).map_err(api)?;
         let started = if restart {
             self.registry.start_tenant(settings.clone())
@@ -63,7 +64,22 @@ impl Backend {
         Ok(settings)
     }
 
+    /// Refuses a destination URL that does not parse or whose literal
+    /// address the destination address policy denies; a name is checked
+    /// each time it is resolved.
+    fn check_destination(&self, url: &str) -> ApiResult<()> {
+        let parsed = reqwest::Url::parse(url).map_err(|e| {
+            ApiError::InvalidArgument(format!("destination_url: {url:?} is not a valid URL: {e}"))
+        })?;
+        self.address_policy
+            .check_url(&parsed)
+            .map_err(|denied| ApiError::InvalidArgument(denied.refusal()))
+    }
+
     pub(super) fn create(&self, new: NewTenant) -> ApiResult<CreatedTenant> {
+        if let Some(url) = &new.destination_url {
+            self.check_destination(url)?;
+        }
         if self.registry.get(&new.tenant_id).is_some()
             || self.catalog.get(&new.tenant_id).map_err(api)?.is_some()
         {
@@ -155,6 +171,9 @@ impl Backend {
             c.tolerance_secs = tolerance;
         }
         if let Some(url) = patch.destination_url {
+            if let Some(url) = &url {
+                self.check_destination(url)?;
+            }
             c.destination = url.map(destination);
         }
         if let Some(enabled) = patch.enabled {

@@ -51,6 +51,8 @@ pub struct Config {
     pub retention: RetentionConfig,
     /// Caps on what tenants may set.
     pub limits: LimitsConfig,
+    /// Forwarding to destinations.
+    pub forward: ForwardConfig,
     /// Tenants declared in the file.
     #[serde(default)]
     pub tenants: Vec<TenantConfig>,
@@ -165,6 +167,15 @@ pub struct RetentionConfig {
 pub struct LimitsConfig {
     /// Largest `max_body_bytes` any tenant may have (file or control plane).
     pub tenant_max_body_bytes: usize,
+}
+
+/// Forwarding settings that are not per tenant.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForwardConfig {
+    /// Networks a destination set over the control plane may reach although
+    /// the destination address policy denies them by default.
+    pub allow_networks: Vec<ipnet::IpNet>,
 }
 
 /// Values given on the command line (or their `HOOKD_*` env equivalents),
@@ -385,6 +396,25 @@ mod tests {
             printed.contains("acme") && printed.contains("k1"),
             "{printed}"
         );
+    }
+
+    #[test]
+    fn allow_networks_parse_and_a_bad_one_names_the_key() {
+        let quickstart = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/quickstart.toml");
+        let c = Config::load(Some(&quickstart), &Overrides::default()).unwrap();
+        assert_eq!(
+            c.forward.allow_networks,
+            vec!["127.0.0.1/32".parse::<ipnet::IpNet>().unwrap()]
+        );
+        assert!(Config::load(None, &Overrides::default())
+            .unwrap()
+            .forward
+            .allow_networks
+            .is_empty());
+        let e = load_str("[forward]\nallow_networks = [\"10.0.0.0/33\"]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("forward.allow_networks"), "{e}");
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 use std::{
     path::{Path, PathBuf},
+    sync::Arc,
     time::Duration,
 };
 
@@ -14,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
 
 use super::bounds;
-use crate::ids::TenantId;
+use crate::{forward::AddressPolicy, ids::TenantId};
 
 /// One tenant, as declared in the config file.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -393,7 +394,19 @@ impl TenantConfig {
             delivery_rate: self.delivery_rate,
             breaker_threshold: self.breaker.failure_threshold,
             breaker_cooldown_ms: ms(self.breaker.cooldown_secs),
+            address_policy: None,
         })
+    }
+}
+
+impl TenantSettings {
+    /// Puts the destination under `policy`: for tenants whose destination
+    /// was set over the control plane (the config file's are trusted).
+    pub fn with_address_policy(mut self, policy: &Arc<AddressPolicy>) -> Self {
+        if let Some(forward) = &mut self.forward {
+            forward.address_policy = Some(policy.clone());
+        }
+        self
     }
 }
 
@@ -422,6 +435,9 @@ pub struct ForwardSettings {
     pub breaker_threshold: u32,
     /// Breaker cooldown (ms).
     pub breaker_cooldown_ms: i64,
+    /// The addresses the destination may reach; `None` for a destination
+    /// written in the operator's config file, which is trusted as written.
+    pub address_policy: Option<Arc<AddressPolicy>>,
 }
 
 /// Reads a secret given inline, by env var name or by file path (exactly one).

@@ -1,6 +1,8 @@
 //! One tenant's forwarding loop: takes due deliveries from its sled queue,
 //! runs at most `max_in_flight` attempts at once (so a slow destination only
-//! ever holds its own tenant's slots), and records every outcome.
+//! ever holds its own tenant's slots), and records every outcome. A
+//! destination set over the control plane gets a client whose resolver
+//! enforces the destination address policy, with no redirects and no proxy.
 
 use std::{collections::HashSet, future::Future, pin::Pin, sync::Arc, time::Duration};
 
@@ -8,6 +10,7 @@ use futures_util::{stream::FuturesUnordered, StreamExt};
 use tokio::sync::Notify;
 
 use super::{
+    address::GuardedResolver,
     attempt::{self, AttemptResult},
     breaker::{Breaker, BreakerState},
     policy::{next_step, Verdict},
@@ -86,12 +89,19 @@ impl Dispatcher {
         tracing: Tracing,
         metrics: Arc<TenantMetrics>,
     ) -> reqwest::Result<Self> {
-        let client = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .connect_timeout(settings.connect_timeout)
             .redirect(reqwest::redirect::Policy::none())
             .pool_max_idle_per_host(settings.max_in_flight)
-            .user_agent(concat!("hookd/", env!("CARGO_PKG_VERSION")))
-            .build()?;
+            .user_agent(concat!("hookd/", env!("CARGO_PKG_VERSION")));
+        if let Some(policy) = &settings.address_policy {
+            // Every name is resolved, and checked, by hookd itself; a proxy
+            // from the environment would resolve it out of sight.
+            builder = builder
+                .dns_resolver(Arc::new(GuardedResolver::new(policy.clone())))
+                .no_proxy();
+        }
+        let client = builder.build()?;
         let host = reqwest::Url::parse(&settings.url)
             .ok()
             .and_then(|url| url.host_str().map(str::to_owned))
@@ -250,6 +260,7 @@ impl Dispatcher {
                     tracing::info!(tenant = %self.tenant, destination = %self.host, "circuit breaker closed: destination answering again");
                 }
             }
+            Verdict::Unsendable => self.breaker.on_not_sent(now),
         }
         self.breaker_gauge
             .set(self.breaker.state() != BreakerState::Closed);

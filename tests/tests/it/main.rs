@@ -15,6 +15,7 @@ mod receiver;
 mod replay;
 mod sealed;
 mod signature_headers;
+mod ssrf;
 mod telemetry;
 mod tokens;
 mod vectors;
