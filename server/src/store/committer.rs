@@ -4,8 +4,7 @@
 //! share one fsync; none is acknowledged before it.
 
 use std::{
-    fs::File,
-    path::{Path, PathBuf},
+    path::Path,
     sync::{
         atomic::{AtomicBool, AtomicU64, Ordering},
         Arc,
@@ -21,6 +20,7 @@ use super::{
     records::{
         decode, encode, queue_key, DeliveryState, EventMeta, IdempotencyRecord, StoredEvent,
     },
+    sync::{SharedSync, Syncer},
     TenantTrees, SEGMENT_SIZE,
 };
 use crate::{
@@ -92,11 +92,11 @@ impl Committer {
         db: sled::Db,
         sled_dir: &Path,
         batch_max: usize,
-        fsync: bool,
+        sync: Option<SharedSync>,
         healthy: Arc<AtomicBool>,
     ) -> Result<(Committer, JoinHandle<()>)> {
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
-        let syncer = Syncer::open(sled_dir, fsync)?;
+        let syncer = Syncer::open(sled_dir, sync)?;
         let stats = Arc::new(CommitStats::default());
         let counted = stats.clone();
         let handle = std::thread::Builder::new()
@@ -207,7 +207,7 @@ fn flush_batches(
         let durable = db
             .flush()
             .map_err(Error::from)
-            .and_then(|_| syncer.sync(batch.blobs_since));
+            .and_then(|_| syncer.sync(batch.blobs_since).map_err(Error::from));
         match &durable {
             Ok(()) => {
                 healthy.store(true, Ordering::Relaxed);
@@ -320,46 +320,6 @@ fn apply_batch(db: &sled::Db, items: &[&NewDelivery]) -> Result<Vec<CommitOutcom
             )),
         })
         .collect()
-}
-
-/// fdatasync of sled's log (and fresh blob files): `flush()` alone uses
-/// `sync_file_range`, which survives a process crash but not a power loss.
-struct Syncer {
-    enabled: bool,
-    log: File,
-    blobs: PathBuf,
-}
-
-impl Syncer {
-    fn open(sled_dir: &Path, enabled: bool) -> Result<Syncer> {
-        Ok(Syncer {
-            enabled,
-            log: File::open(sled_dir.join("db"))?,
-            blobs: sled_dir.join("blobs"),
-        })
-    }
-
-    fn sync(&self, blobs_since: Option<SystemTime>) -> Result<()> {
-        if !self.enabled {
-            return Ok(());
-        }
-        self.log.sync_data()?;
-        if let Some(since) = blobs_since {
-            for entry in std::fs::read_dir(&self.blobs)? {
-                let entry = entry?;
-                let fresh = entry
-                    .metadata()?
-                    .modified()
-                    .map(|m| m >= since)
-                    .unwrap_or(true);
-                if fresh {
-                    File::open(entry.path())?.sync_data()?;
-                }
-            }
-            File::open(&self.blobs)?.sync_all()?;
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]

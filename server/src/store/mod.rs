@@ -4,6 +4,7 @@
 mod committer;
 pub mod deliveries;
 pub mod records;
+pub mod sync;
 
 use std::{
     path::{Path, PathBuf},
@@ -15,6 +16,7 @@ use std::{
 };
 
 pub use committer::{CommitOutcome, CommitStats, Committer, NewDelivery};
+pub use sync::{OsSync, SharedSync, SyncOps};
 
 use crate::{error::Result, ids::TenantId};
 
@@ -54,6 +56,17 @@ impl Store {
     /// committer thread. The returned handle ends when every `Store` and
     /// `Committer` clone is dropped, after a final flush.
     pub fn open(data_dir: &Path, batch_max: usize, fsync: bool) -> Result<(Store, JoinHandle<()>)> {
+        let sync: Option<SharedSync> = fsync.then(|| Arc::new(OsSync) as SharedSync);
+        Store::open_with(data_dir, batch_max, sync)
+    }
+
+    /// [`Store::open`] with the syncs going through `sync` (`None`: no
+    /// fdatasync at all, which survives a process crash but not a power loss).
+    pub fn open_with(
+        data_dir: &Path,
+        batch_max: usize,
+        sync: Option<SharedSync>,
+    ) -> Result<(Store, JoinHandle<()>)> {
         let path = sled_path(data_dir);
         std::fs::create_dir_all(&path)?;
         let db = sled::Config::new()
@@ -62,7 +75,7 @@ impl Store {
             .open()?;
         let healthy = Arc::new(AtomicBool::new(true));
         let (committer, handle) =
-            Committer::start(db.clone(), &path, batch_max, fsync, healthy.clone())?;
+            Committer::start(db.clone(), &path, batch_max, sync, healthy.clone())?;
         Ok((
             Store {
                 db,
