@@ -10,7 +10,6 @@ use std::{
         Arc,
     },
     thread::JoinHandle,
-    time::{Duration, SystemTime},
 };
 
 use sled::{transaction::TransactionError, Transactional};
@@ -21,7 +20,7 @@ use super::{
         decode, encode, queue_key, DeliveryState, EventMeta, IdempotencyRecord, StoredEvent,
     },
     sync::{SharedSync, Syncer},
-    TenantTrees, SEGMENT_SIZE,
+    TenantTrees,
 };
 use crate::{
     error::{Error, Result},
@@ -125,8 +124,6 @@ impl Committer {
 /// A batch whose writes are applied and now wait for one durable flush.
 struct Applied {
     answers: Vec<(Pending, Result<CommitOutcome>)>,
-    /// Set when a body went to a sled blob file: sync blobs newer than this.
-    blobs_since: Option<SystemTime>,
 }
 
 /// Two stages on two threads: this one applies batch N+1 while the flusher
@@ -160,11 +157,6 @@ fn run(
                 Err(_) => break,
             }
         }
-        // mtime is coarse-grained: look a second further back than the batch.
-        let blobs_since = batch
-            .iter()
-            .any(|p| p.item.body.len() > SEGMENT_SIZE / 8)
-            .then(|| SystemTime::now() - Duration::from_secs(1));
         let items: Vec<&NewDelivery> = batch.iter().map(|p| &p.item).collect();
         let outcomes = apply_batch(&db, &items);
         drop(items);
@@ -182,10 +174,7 @@ fn run(
             }
         };
         if applied_tx
-            .send(Applied {
-                answers,
-                blobs_since,
-            })
+            .send(Applied { answers })
             .is_err()
         {
             break;
@@ -199,7 +188,7 @@ fn run(
 fn flush_batches(
     db: sled::Db,
     applied: std::sync::mpsc::Receiver<Applied>,
-    syncer: Syncer,
+    mut syncer: Syncer,
     healthy: Arc<AtomicBool>,
     stats: Arc<CommitStats>,
 ) {
@@ -207,7 +196,7 @@ fn flush_batches(
         let durable = db
             .flush()
             .map_err(Error::from)
-            .and_then(|_| syncer.sync(batch.blobs_since).map_err(Error::from));
+            .and_then(|_| syncer.sync().map_err(Error::from));
         match &durable {
             Ok(()) => {
                 healthy.store(true, Ordering::Relaxed);

@@ -2,6 +2,8 @@
 //! `events`, `queue`) and the group committer that makes writes durable.
 
 mod committer;
+#[cfg(test)]
+mod durability_tests;
 pub mod deliveries;
 pub mod records;
 pub mod sync;
@@ -20,8 +22,9 @@ pub use sync::{OsSync, SharedSync, SyncOps};
 
 use crate::{error::Result, ids::TenantId};
 
-/// sled segment size: values up to a quarter of it are written inline in the
-/// log (which the committer fdatasyncs); larger ones go to blob files.
+/// sled segment size: page images (a leaf of up to 16 entries, so several
+/// bodies of a few hundred KiB) larger than a quarter of it go to blob files
+/// under `blobs/`, smaller ones inline in the log; the committer syncs both.
 const SEGMENT_SIZE: usize = 8 * 1024 * 1024;
 
 /// The trees holding one tenant's data.
