@@ -67,10 +67,11 @@ pub struct TokenRecord {
     pub hash: String,
 }
 
-/// The control plane's persistent state.
+/// The control plane's persistent state. Writes are applied in memory;
+/// callers make them durable with [`crate::store::Store::durable_barrier`]
+/// before they answer.
 #[derive(Clone)]
 pub struct Catalog {
-    db: sled::Db,
     tenants: sled::Tree,
     secrets: sled::Tree,
     tokens: sled::Tree,
@@ -81,7 +82,6 @@ impl Catalog {
     /// Opens the catalog's trees.
     pub fn open(db: &sled::Db, key: MasterKey) -> Result<Catalog> {
         Ok(Catalog {
-            db: db.clone(),
             tenants: db.open_tree("tenants")?,
             secrets: db.open_tree("secrets")?,
             tokens: db.open_tree("tokens")?,
@@ -116,7 +116,7 @@ impl Catalog {
         decode(&self.key.open(&sealed)?)
     }
 
-    /// Stores a tenant and its secrets together, durably.
+    /// Stores a tenant and its secrets together (one transaction).
     pub fn put(&self, record: &TenantRecord, secrets: &SecretSet) -> Result<()> {
         let id = record.config.id.as_str();
         let (record, sealed) = (encode(record), self.key.seal(&encode(secrets)));
@@ -127,24 +127,17 @@ impl Catalog {
                 Ok::<_, sled::transaction::ConflictableTransactionError<()>>(())
             })
             .map_err(|e| Error::Corrupt(format!("catalog write: {e:?}")))?;
-        self.db.flush()?;
         Ok(())
     }
 
-    /// Deletes a tenant, its secrets, its tokens and every tree of its data.
+    /// Deletes a tenant, its secrets and its tokens; its data trees are
+    /// dropped by [`crate::store::Store::drop_tenant_trees`].
     pub fn delete(&self, id: &str) -> Result<bool> {
         let existed = self.tenants.remove(id)?.is_some();
         self.secrets.remove(id)?;
         for token in self.list_tokens(Some(id))? {
             self.revoke_token(&token.token_id)?;
         }
-        let prefix = format!("t/{id}/");
-        for name in self.db.tree_names() {
-            if name.starts_with(prefix.as_bytes()) {
-                self.db.drop_tree(name)?;
-            }
-        }
-        self.db.flush()?;
         Ok(existed)
     }
 
@@ -168,7 +161,6 @@ impl Catalog {
             .insert(format!("id:{}", record.token_id), encode(&record))?;
         self.tokens
             .insert(format!("h:{}", record.hash), record.token_id.as_bytes())?;
-        self.db.flush()?;
         Ok((record, token))
     }
 
@@ -191,7 +183,6 @@ impl Catalog {
         };
         let record: TokenRecord = decode(&record)?;
         self.tokens.remove(format!("h:{}", record.hash))?;
-        self.db.flush()?;
         Ok(true)
     }
 

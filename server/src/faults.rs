@@ -32,11 +32,13 @@ pub enum Synced {
 }
 
 /// Real syncs, recorded in order; after [`FaultSync::fail_from_now`] every
-/// sync fails instead, as a disk with a writeback error would.
+/// sync fails instead, as a dead disk would, and [`FaultSync::fail_once`]
+/// fails only the next one, as Linux reports a writeback error only once.
 #[derive(Debug, Default)]
 pub struct FaultSync {
     log: Mutex<Vec<Synced>>,
     failing: AtomicBool,
+    fail_next: AtomicBool,
 }
 
 impl FaultSync {
@@ -50,13 +52,18 @@ impl FaultSync {
         self.failing.store(true, Ordering::SeqCst);
     }
 
+    /// The next sync fails; the ones after it succeed again.
+    pub fn fail_once(&self) {
+        self.fail_next.store(true, Ordering::SeqCst);
+    }
+
     /// The syncs done so far, in order.
     pub fn synced(&self) -> Vec<Synced> {
         self.log.lock().expect("sync log").clone()
     }
 
     fn check(&self) -> io::Result<()> {
-        if self.failing.load(Ordering::SeqCst) {
+        if self.failing.load(Ordering::SeqCst) || self.fail_next.swap(false, Ordering::SeqCst) {
             return Err(io::Error::other("injected fsync failure"));
         }
         Ok(())

@@ -17,6 +17,7 @@ use crate::{
         BreakerConfig, DestinationConfig, RateLimitConfig, RetryConfig, TenantConfig,
         TenantSettings,
     },
+    ids::TenantId,
 };
 
 /// Overlap of a rotated secret when the caller gives none: 24 h.
@@ -175,10 +176,26 @@ impl Backend {
         Ok(view_of(&settings, false, record.created_at_ms))
     }
 
-    pub(super) fn delete(&self, tenant_id: &str) -> ApiResult<()> {
-        self.stored(tenant_id)?;
-        self.registry.remove(tenant_id);
-        self.catalog.delete(tenant_id).map_err(api)?;
+    /// Stops the tenant, drops its data trees (durably, between the
+    /// committer's batches), then deletes its record, secrets and tokens
+    /// durably: a crash in between leaves the tenant listed with no data,
+    /// and deleting it again finishes the job.
+    pub(super) async fn delete(&self, tenant_id: &str) -> ApiResult<()> {
+        let id = tenant_id.to_owned();
+        self.blocking(move |b| {
+            b.stored(&id)?;
+            b.registry.remove(&id);
+            Ok(())
+        })
+        .await?;
+        self.registry
+            .store()
+            .drop_tenant_trees(&TenantId::new(tenant_id))
+            .await
+            .map_err(api)?;
+        let id = tenant_id.to_owned();
+        self.durably(move |b| b.catalog.delete(&id).map_err(api))
+            .await?;
         tracing::info!(tenant = %tenant_id, "tenant deleted with all its data");
         Ok(())
     }

@@ -87,3 +87,104 @@ async fn every_file_backing_an_acknowledged_event_is_synced() {
     let blob_count = std::fs::read_dir(&blobs).unwrap().count();
     assert!(blob_count > 0, "the bodies made sled write blob files");
 }
+
+/// Linux reports a writeback error once: the sync after a failed one
+/// succeeds although the failed batch may never reach the disk. The failed
+/// write's retry must not be answered "duplicate" from memory, nor may
+/// anything else be acknowledged, until a restart reads what is on disk.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_sync_poisons_the_store_until_it_is_reopened() {
+    let dir = tempfile::tempdir().unwrap();
+    let sync = FaultSync::new();
+    let (store, thread) =
+        Store::open_with(dir.path(), 64, Some(sync.clone() as SharedSync)).unwrap();
+    let trees = store.tenant_trees(&TenantId::new("t")).unwrap();
+    let commit = |id: &str| {
+        store
+            .committer()
+            .commit(delivery(&trees, id, Bytes::from_static(b"{}")))
+    };
+    assert_eq!(commit("evt_1").await.unwrap(), CommitOutcome::Accepted);
+
+    sync.fail_once();
+    let failed = commit("evt_2").await;
+    assert!(failed.is_err(), "the write whose sync failed: {failed:?}");
+    let retry = commit("evt_2").await;
+    assert!(
+        retry.is_err(),
+        "the sender's retry after a failed sync must fail too, got {retry:?}"
+    );
+    let other = commit("evt_3").await;
+    assert!(other.is_err(), "a new event after a failed sync: {other:?}");
+    let known = commit("evt_1").await;
+    assert!(known.is_err(), "even a duplicate is refused: {known:?}");
+    assert!(!store.is_healthy(), "a poisoned store is not healthy");
+
+    drop((trees, store));
+    thread.join().unwrap();
+    let (store, _thread) = Store::open(dir.path(), 64, true).unwrap();
+    assert!(store.is_healthy());
+    let trees = store.tenant_trees(&TenantId::new("t")).unwrap();
+    let commit = |id: &str| {
+        store
+            .committer()
+            .commit(delivery(&trees, id, Bytes::from_static(b"{}")))
+    };
+    assert!(matches!(
+        commit("evt_1").await.unwrap(),
+        CommitOutcome::Duplicate(_)
+    ));
+    assert!(
+        commit("evt_2").await.is_ok(),
+        "after a restart the retry is taken"
+    );
+    assert_eq!(commit("evt_4").await.unwrap(), CommitOutcome::Accepted);
+}
+
+/// Writes for a tenant whose trees were just dropped share batches with
+/// other tenants' writes; only the deleted tenant's writes may fail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn deleting_a_tenant_fails_only_its_own_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _thread) = Store::open(dir.path(), 512, true).unwrap();
+    let trees: Vec<TenantTrees> = ["a", "b", "gone"]
+        .iter()
+        .map(|t| store.tenant_trees(&TenantId::new(*t)).unwrap())
+        .collect();
+    let spawn_commits = |round: usize| {
+        (0..90)
+            .map(|n| {
+                let item = delivery(
+                    &trees[n % 3],
+                    &format!("evt_{round}_{n}"),
+                    Bytes::from_static(b"{}"),
+                );
+                let committer = store.committer().clone();
+                tokio::spawn(async move { (n % 3, committer.commit(item).await) })
+            })
+            .collect::<Vec<_>>()
+    };
+    // Round 0 races the delete; round 1 comes after it.
+    let racing = spawn_commits(0);
+    store
+        .drop_tenant_trees(&TenantId::new("gone"))
+        .await
+        .unwrap();
+    let after = spawn_commits(1);
+    for (round, commits) in [(0, racing), (1, after)] {
+        for outcome in futures_util::future::join_all(commits).await {
+            let (tenant, outcome) = outcome.unwrap();
+            match tenant {
+                2 if round == 1 => assert!(
+                    matches!(outcome, Err(crate::error::Error::TenantDeleted(_))),
+                    "a write for the deleted tenant: {outcome:?}"
+                ),
+                2 => {}
+                _ => assert!(
+                    matches!(outcome, Ok(CommitOutcome::Accepted)),
+                    "round {round}: another tenant's write failed with the deleted one's: {outcome:?}"
+                ),
+            }
+        }
+    }
+}

@@ -1,10 +1,11 @@
 //! Durable storage on one sled `Db`: per-tenant trees (`t/{tenant}/idem`,
 //! `events`, `queue`) and the group committer that makes writes durable.
 
+mod apply;
 mod committer;
+pub mod deliveries;
 #[cfg(test)]
 mod durability_tests;
-pub mod deliveries;
 pub mod records;
 pub mod sync;
 
@@ -51,7 +52,7 @@ pub struct TenantTrees {
 pub struct Store {
     db: sled::Db,
     committer: Committer,
-    healthy: Arc<AtomicBool>,
+    poisoned: Arc<AtomicBool>,
 }
 
 impl Store {
@@ -76,14 +77,14 @@ impl Store {
             .path(&path)
             .segment_size(SEGMENT_SIZE)
             .open()?;
-        let healthy = Arc::new(AtomicBool::new(true));
+        let poisoned = Arc::new(AtomicBool::new(false));
         let (committer, handle) =
-            Committer::start(db.clone(), &path, batch_max, sync, healthy.clone())?;
+            Committer::start(db.clone(), &path, batch_max, sync, poisoned.clone())?;
         Ok((
             Store {
                 db,
                 committer,
-                healthy,
+                poisoned,
             },
             handle,
         ))
@@ -108,9 +109,24 @@ impl Store {
         &self.committer
     }
 
-    /// False after a commit failed to reach the disk, until one succeeds.
+    /// False once a write or sync failed (the store is poisoned): nothing
+    /// more is acknowledged until hookd is restarted.
     pub fn is_healthy(&self) -> bool {
-        self.healthy.load(Ordering::Relaxed)
+        !self.poisoned.load(Ordering::SeqCst)
+    }
+
+    /// Returns once everything written to the db before the call is flushed
+    /// and fdatasynced, sharing the committer's fsyncs; fails when the store
+    /// is poisoned. Control-plane writes answer only after it.
+    pub async fn durable_barrier(&self) -> Result<()> {
+        self.committer.barrier().await
+    }
+
+    /// Drops every tree of `tenant` on the committer thread, between batches
+    /// (so a batch holding writes for it fails only those), and returns once
+    /// that is durable.
+    pub async fn drop_tenant_trees(&self, tenant: &TenantId) -> Result<()> {
+        self.committer.drop_trees(format!("t/{tenant}/")).await
     }
 
     /// The sled database, for components that keep their own trees.
