@@ -65,6 +65,9 @@ impl Backend {
         &self,
         work: impl FnOnce(&Backend) -> ApiResult<T> + Send + 'static,
     ) -> ApiResult<T> {
+        if !self.registry.store().is_healthy() {
+            return Err(api(Error::StoragePoisoned));
+        }
         let out = self.blocking(work).await?;
         self.registry.store().durable_barrier().await.map_err(api)?;
         Ok(out)

@@ -62,7 +62,7 @@ pub enum CommitOutcome {
 /// What the committer is asked to do.
 enum Request {
     /// Record a delivery.
-    Write(NewDelivery, oneshot::Sender<Result<CommitOutcome>>),
+    Write(Box<NewDelivery>, oneshot::Sender<Result<CommitOutcome>>),
     /// Answer once everything written before is durable.
     Barrier(oneshot::Sender<Result<()>>),
     /// Drop the trees whose names start with the prefix, durably.
@@ -201,7 +201,8 @@ impl Committer {
     /// Records `item` durably unless its event id is already known; returns
     /// only once the outcome is on disk.
     pub async fn commit(&self, item: NewDelivery) -> Result<CommitOutcome> {
-        self.ask(|reply| Request::Write(item, reply)).await
+        self.ask(|reply| Request::Write(Box::new(item), reply))
+            .await
     }
 
     /// Returns once everything written to the db before the call is flushed
@@ -299,7 +300,7 @@ fn apply_requests(shared: &Shared, requests: Vec<Request>) -> Vec<Answer> {
         }
     }
     if !writes.is_empty() {
-        let items: Vec<&NewDelivery> = writes.iter().map(|(item, _)| item).collect();
+        let items: Vec<&NewDelivery> = writes.iter().map(|(item, _)| &**item).collect();
         let outcomes = apply_isolated(&shared.db, &items);
         drop(items);
         match outcomes {
