@@ -6,7 +6,7 @@ use std::{
     collections::{HashMap, HashSet},
     ffi::OsString,
     fs::File,
-    io,
+    io::{self, BufRead, Read},
     path::{Path, PathBuf},
     sync::Arc,
     time::SystemTime,
@@ -46,7 +46,8 @@ impl SyncOps for OsSync {
 /// before the log record that points at it, and never changes it after, so
 /// a file synced at its present length and named in a synced directory is
 /// durable; a file caught while being written is synced again once it is
-/// longer.
+/// longer. A blob whose checksum shows it whole is settled and not looked
+/// at again, so a batch costs a listing of `blobs/`, not a stat per blob.
 pub(super) struct Syncer {
     ops: Option<SharedSync>,
     log: File,
@@ -67,8 +68,8 @@ impl Syncer {
             log: File::open(&log_path)?,
             log_path,
             dirs: [
-                WatchedDir::new(sled_dir.to_owned()),
-                WatchedDir::new(sled_dir.join("blobs")),
+                WatchedDir::new(sled_dir.to_owned(), false),
+                WatchedDir::new(sled_dir.join("blobs"), true),
             ],
         })
     }
@@ -91,27 +92,47 @@ impl Syncer {
 /// writeback error on it is reported to us).
 const LOG_FILE: &str = "db";
 
-/// One directory's files and the length and mtime each had when synced.
+/// What is known of one file in a watched directory.
+#[derive(Debug, PartialEq, Eq)]
+enum FileState {
+    /// Synced when it had this length and mtime.
+    Synced(u64, Option<SystemTime>),
+    /// A complete blob, synced whole: sled never changes it again, so it is
+    /// not even looked at any more.
+    Settled,
+}
+
+/// One directory's files and what was synced of each.
 struct WatchedDir {
     path: PathBuf,
-    synced: HashMap<OsString, (u64, Option<SystemTime>)>,
+    /// True for `blobs/`, whose files can be checked for completeness.
+    blobs: bool,
+    files: HashMap<OsString, FileState>,
 }
 
 impl WatchedDir {
-    fn new(path: PathBuf) -> WatchedDir {
+    fn new(path: PathBuf, blobs: bool) -> WatchedDir {
         WatchedDir {
             path,
-            synced: HashMap::new(),
+            blobs,
+            files: HashMap::new(),
         }
     }
 
+    /// Syncs every file that is new or changed, then the directory if its
+    /// entries changed. Costs one directory listing plus a stat of each file
+    /// not yet settled; settled blobs cost nothing.
     fn sync(&mut self, ops: &dyn SyncOps) -> io::Result<()> {
         let mut names_changed = false;
-        let mut seen = HashSet::with_capacity(self.synced.len());
+        let mut seen = HashSet::with_capacity(self.files.len());
         for entry in std::fs::read_dir(&self.path)? {
             let entry = entry?;
             let name = entry.file_name();
             if name == LOG_FILE {
+                continue;
+            }
+            if self.files.get(&name) == Some(&FileState::Settled) {
+                seen.insert(name);
                 continue;
             }
             // Stat before syncing: a file still growing is seen shorter than
@@ -124,9 +145,9 @@ impl WatchedDir {
             if !meta.is_file() {
                 continue;
             }
-            let stamp = (meta.len(), meta.modified().ok());
             seen.insert(name.clone());
-            if self.synced.get(&name) == Some(&stamp) {
+            let stamp = FileState::Synced(meta.len(), meta.modified().ok());
+            if self.files.get(&name) == Some(&stamp) {
                 continue;
             }
             let path = entry.path();
@@ -136,15 +157,106 @@ impl WatchedDir {
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(e),
             };
+            let complete = self.blobs && blob_is_complete(&file, meta.len())?;
             ops.sync_file(&path, &file)?;
-            names_changed |= self.synced.insert(name, stamp).is_none();
+            let state = if complete { FileState::Settled } else { stamp };
+            names_changed |= self.files.insert(name, state).is_none();
         }
-        let before = self.synced.len();
-        self.synced.retain(|name, _| seen.contains(name));
-        names_changed |= self.synced.len() != before;
+        let before = self.files.len();
+        self.files.retain(|name, _| seen.contains(name));
+        names_changed |= self.files.len() != before;
         if names_changed {
             ops.sync_dir(&self.path, &File::open(&self.path)?)?;
         }
         Ok(())
+    }
+}
+
+/// True when `file` is a whole sled blob of exactly `len` bytes: its CRC-32
+/// (little-endian, first 4 bytes) matches the kind byte and data after it.
+/// sled writes a blob once, with `create_new`, and never changes it after.
+pub(super) fn blob_is_complete(file: &File, len: u64) -> io::Result<bool> {
+    let mut reader = io::BufReader::with_capacity(256 * 1024, file);
+    let mut expected = [0u8; 4];
+    if len < 5 || reader.read_exact(&mut expected).is_err() {
+        return Ok(false);
+    }
+    let mut hasher = crc32fast::Hasher::new();
+    let mut read = 4u64;
+    loop {
+        let chunk = reader.fill_buf()?;
+        if chunk.is_empty() {
+            break;
+        }
+        hasher.update(chunk);
+        read += chunk.len() as u64;
+        let n = chunk.len();
+        reader.consume(n);
+    }
+    Ok(read == len && hasher.finalize() == u32::from_le_bytes(expected))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::{ffi::OsStr, io::Write};
+
+    use super::*;
+    use crate::faults::{FaultSync, Synced};
+
+    /// A blob as sled writes it: CRC-32 of kind byte and data, then both.
+    fn blob(data: &[u8]) -> Vec<u8> {
+        let mut hasher = crc32fast::Hasher::new();
+        hasher.update(&[7]);
+        hasher.update(data);
+        let mut out = hasher.finalize().to_le_bytes().to_vec();
+        out.push(7);
+        out.extend_from_slice(data);
+        out
+    }
+
+    fn syncs_of(sync: &FaultSync, path: &Path) -> Vec<u64> {
+        sync.synced()
+            .into_iter()
+            .filter_map(|s| match s {
+                Synced::File { path: p, len } if p == path => Some(len),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// A blob caught half written is synced, then synced again once whole,
+    /// then never looked at again; the directory is synced when it appears.
+    #[test]
+    fn a_blob_is_synced_until_it_is_whole_then_settled() {
+        let dir = tempfile::tempdir().unwrap();
+        let sled_dir = dir.path().join("sled");
+        std::fs::create_dir_all(sled_dir.join("blobs")).unwrap();
+        std::fs::write(sled_dir.join(LOG_FILE), b"log").unwrap();
+        let sync = FaultSync::new();
+        let mut syncer = Syncer::open(&sled_dir, Some(sync.clone() as SharedSync)).unwrap();
+
+        let path = sled_dir.join("blobs").join("4096");
+        let whole = blob(&vec![42u8; 300_000]);
+        let mut file = File::create(&path).unwrap();
+        file.write_all(&whole[..100_000]).unwrap();
+        syncer.sync().unwrap();
+        assert_eq!(syncs_of(&sync, &path), [100_000]);
+        assert!(sync.synced().contains(&Synced::Dir(sled_dir.join("blobs"))));
+
+        file.write_all(&whole[100_000..]).unwrap();
+        drop(file);
+        syncer.sync().unwrap();
+        assert_eq!(syncs_of(&sync, &path), [100_000, whole.len() as u64]);
+        assert_eq!(
+            syncer.dirs[1].files.get(OsStr::new("4096")),
+            Some(&FileState::Settled)
+        );
+
+        syncer.sync().unwrap();
+        assert_eq!(
+            syncs_of(&sync, &path).len(),
+            2,
+            "a settled blob is not synced again"
+        );
     }
 }
