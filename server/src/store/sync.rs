@@ -9,7 +9,7 @@ use std::{
     io::{self, BufRead, Read},
     path::{Path, PathBuf},
     sync::Arc,
-    time::SystemTime,
+    time::{Duration, SystemTime},
 };
 
 /// The file-system syncs the committer performs.
@@ -102,12 +102,21 @@ enum FileState {
     Settled,
 }
 
+/// How much older than the listing a directory's mtime must be before an
+/// unchanged mtime proves that no entry was added or removed since: more
+/// than the coarsest timestamp granularity of a Linux file system (FAT: 2 s).
+const QUIET_MARGIN: Duration = Duration::from_secs(3);
+
 /// One directory's files and what was synced of each.
 struct WatchedDir {
     path: PathBuf,
     /// True for `blobs/`, whose files can be checked for completeness.
     blobs: bool,
     files: HashMap<OsString, FileState>,
+    /// The directory's mtime before the last listing, when that was at least
+    /// [`QUIET_MARGIN`] old: while it stays the same and every file is
+    /// settled, there is nothing to list.
+    quiet_since: Option<SystemTime>,
 }
 
 impl WatchedDir {
@@ -116,13 +125,26 @@ impl WatchedDir {
             path,
             blobs,
             files: HashMap::new(),
+            quiet_since: None,
         }
     }
 
     /// Syncs every file that is new or changed, then the directory if its
     /// entries changed. Costs one directory listing plus a stat of each file
-    /// not yet settled; settled blobs cost nothing.
+    /// not yet settled; settled blobs cost nothing, and a quiet directory of
+    /// settled blobs costs one stat.
     fn sync(&mut self, ops: &dyn SyncOps) -> io::Result<()> {
+        let listed_at = SystemTime::now();
+        let dir_mtime = std::fs::metadata(&self.path)?.modified().ok();
+        let all_settled = self.files.values().all(|f| *f == FileState::Settled);
+        if all_settled && dir_mtime.is_some() && dir_mtime == self.quiet_since {
+            return Ok(());
+        }
+        self.quiet_since = dir_mtime.filter(|m| {
+            listed_at
+                .duration_since(*m)
+                .is_ok_and(|age| age >= QUIET_MARGIN)
+        });
         let mut names_changed = false;
         let mut seen = HashSet::with_capacity(self.files.len());
         for entry in std::fs::read_dir(&self.path)? {
@@ -258,5 +280,38 @@ mod tests {
             2,
             "a settled blob is not synced again"
         );
+    }
+
+    /// A directory of settled blobs whose mtime has not moved since a
+    /// listing well after it is not listed again; a new file moves the mtime
+    /// and is found.
+    #[test]
+    fn a_quiet_blob_dir_is_not_listed_until_its_mtime_moves() {
+        let dir = tempfile::tempdir().unwrap();
+        let sled_dir = dir.path().join("sled");
+        let blobs = sled_dir.join("blobs");
+        std::fs::create_dir_all(&blobs).unwrap();
+        std::fs::write(sled_dir.join(LOG_FILE), b"log").unwrap();
+        let sync = FaultSync::new();
+        let mut syncer = Syncer::open(&sled_dir, Some(sync.clone() as SharedSync)).unwrap();
+        let set_dir_mtime = |t: SystemTime| File::open(&blobs).unwrap().set_modified(t).unwrap();
+
+        std::fs::write(blobs.join("1"), blob(b"one")).unwrap();
+        let quiet = SystemTime::now() - Duration::from_secs(60);
+        set_dir_mtime(quiet);
+        syncer.sync().unwrap();
+        assert_eq!(syncs_of(&sync, &blobs.join("1")).len(), 1);
+
+        // An entry that did not move the mtime (impossible for a real
+        // create) is not seen: the listing was skipped.
+        std::fs::write(blobs.join("2"), blob(b"two")).unwrap();
+        set_dir_mtime(quiet);
+        syncer.sync().unwrap();
+        assert!(syncs_of(&sync, &blobs.join("2")).is_empty());
+
+        std::fs::write(blobs.join("3"), blob(b"three")).unwrap();
+        syncer.sync().unwrap();
+        assert_eq!(syncs_of(&sync, &blobs.join("2")).len(), 1);
+        assert_eq!(syncs_of(&sync, &blobs.join("3")).len(), 1);
     }
 }
