@@ -1,7 +1,10 @@
 //! Tests of what the committer makes durable before it answers, with the
 //! syncs recorded (or failed) through [`FaultSync`].
 
-use std::path::Path;
+use std::{
+    path::Path,
+    sync::{Arc, Mutex, OnceLock},
+};
 
 use actix_web::web::Bytes;
 
@@ -12,6 +15,46 @@ use crate::{
     faults::{FaultSync, Synced},
     ids::{DeliveryId, EventId, RequestId, TenantId},
 };
+
+/// Every log line of this test binary, from every thread (the committer's
+/// included). Only this module installs it; lines of other tests mix in, so
+/// a test looks for its own message.
+#[derive(Clone, Default)]
+struct CapturedLogs(Arc<Mutex<Vec<u8>>>);
+
+impl CapturedLogs {
+    fn install() -> CapturedLogs {
+        static LOGS: OnceLock<CapturedLogs> = OnceLock::new();
+        LOGS.get_or_init(|| {
+            let logs = CapturedLogs::default();
+            let writer = logs.clone();
+            tracing_subscriber::fmt()
+                .with_ansi(false)
+                .with_writer(move || writer.clone())
+                .init();
+            logs
+        })
+        .clone()
+    }
+
+    fn lines(&self) -> Vec<String> {
+        String::from_utf8_lossy(&self.0.lock().unwrap())
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+impl std::io::Write for CapturedLogs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
 
 fn delivery(trees: &TenantTrees, event_id: &str, body: Bytes) -> NewDelivery {
     NewDelivery {
@@ -105,6 +148,7 @@ async fn every_file_backing_an_acknowledged_event_is_synced() {
 /// anything else be acknowledged, until a restart reads what is on disk.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_sync_poisons_the_store_until_it_is_reopened() {
+    let logs = CapturedLogs::install();
     let dir = tempfile::tempdir().unwrap();
     let sync = FaultSync::new();
     let (store, thread) =
@@ -130,6 +174,17 @@ async fn a_failed_sync_poisons_the_store_until_it_is_reopened() {
     let known = commit("evt_1").await;
     assert!(known.is_err(), "even a duplicate is refused: {known:?}");
     assert!(!store.is_healthy(), "a poisoned store is not healthy");
+    let loud: Vec<String> = logs
+        .lines()
+        .into_iter()
+        .filter(|l| l.contains("ERROR") && l.contains("storage is poisoned"))
+        .collect();
+    assert_eq!(
+        loud.len(),
+        1,
+        "one loud log line, not one per write: {loud:?}"
+    );
+    assert!(loud[0].contains("restarted"), "{}", loud[0]);
 
     drop((trees, store));
     thread.join().unwrap();

@@ -261,14 +261,12 @@ impl Handler<Ingest> for TenantActor {
             let new_id = item.meta.delivery_id.clone();
             let received_at_ms = item.meta.received_at_ms;
             let committed = committer.commit(*item).await.map_err(|e| {
-                tracing::error!(
-                    tenant = %tenant,
-                    event_id = %event_id,
-                    delivery_id = %new_id,
-                    request_id = %request_id,
-                    error = %e,
-                    "durable write failed"
-                );
+                // A poisoned store was logged loudly once by the committer.
+                if matches!(e, Error::SyncFailed(_) | Error::BatchFailed(_) | Error::StoragePoisoned | Error::TenantDeleted(_)) {
+                    tracing::warn!(tenant = %tenant, event_id = %event_id, delivery_id = %new_id, request_id = %request_id, error = %e, "durable write refused");
+                } else {
+                    tracing::error!(tenant = %tenant, event_id = %event_id, delivery_id = %new_id, request_id = %request_id, error = %e, "durable write failed");
+                }
                 match e {
                     Error::TenantDeleted(_) => ApiError::new(
                         ErrorCode::TenantNotFound,
