@@ -3,7 +3,10 @@
 //! only after a sync, and a panicking tenant actor is restarted without
 //! touching other tenants.
 
-use hookd_sdk::client::{proto::CreateTenantRequest, Code, HookdClient};
+use hookd_sdk::{
+    client::{proto::CreateTenantRequest, Code, HookdClient},
+    signature::{sign, Scheme, Secret},
+};
 use hookd_server::{
     faults::{panic_next_ingest, FaultSync, Synced},
     store::SharedSync,
@@ -139,6 +142,51 @@ async fn tenant_delete_answers_only_after_a_sync() {
         !names.iter().any(|n| n.starts_with(b"t/gone/")),
         "the tenant's trees are dropped"
     );
+}
+
+/// A tenant is deleted while it and another tenant take deliveries: every
+/// delivery to the other tenant is accepted; the deleted tenant's get 202
+/// (before the delete) or 404, never a 5xx.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn deleting_a_tenant_during_ingest_leaves_other_tenants_alone() {
+    let s = TestServer::start(ACME);
+    let admin = s.admin().await;
+    let created = admin
+        .create_tenant(CreateTenantRequest {
+            tenant_id: "gone".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let key = Secret::from_provider(Scheme::Standard, &created.kid, &created.secret).unwrap();
+    let ts = s.clock_secs();
+    let posts = (0..60).map(|n| {
+        let event_id = format!("evt_{n}");
+        let body = order(&event_id);
+        let (tenant, headers) = match n % 2 {
+            0 => ("acme", signed(&event_id, ts, &body)),
+            _ => ("gone", sign(Scheme::Standard, &key, &event_id, ts, &body)),
+        };
+        let s = &s;
+        async move { (tenant, s.post(tenant, &headers, &body).await) }
+    });
+    let delete = async {
+        admin.delete_tenant("gone").await.unwrap();
+    };
+    let (answers, ()) = tokio::join!(futures_util::future::join_all(posts), delete);
+    for (tenant, answer) in answers {
+        match tenant {
+            "acme" => assert_eq!(answer.status, StatusCode::ACCEPTED, "{:?}", answer.body),
+            _ => assert!(
+                answer.status == StatusCode::ACCEPTED
+                    || (answer.status == StatusCode::NOT_FOUND
+                        && answer.code() == "TENANT_NOT_FOUND"),
+                "a delivery to the deleted tenant: {} {:?}",
+                answer.status,
+                answer.body
+            ),
+        }
+    }
 }
 
 const TWO: &str = r#"
