@@ -23,7 +23,7 @@ use crate::{
     forward::AddressPolicy,
     ingress::{self, AppState},
     keyring::{load_admin_token, MasterKey},
-    store::Store,
+    store::{OsSync, SharedSync, Store},
     sweeper,
     telemetry::Telemetry,
     tenant::Registry,
@@ -44,6 +44,12 @@ impl Server {
     /// and begins serving on a thread of its own. Returns once hookd accepts
     /// deliveries.
     pub fn start(config: Config, clock: SharedClock) -> Result<Server> {
+        Server::start_with_sync(config, clock, Arc::new(OsSync))
+    }
+
+    /// [`Server::start`] with storage's syncs going through `sync` (unless
+    /// `storage.fsync` is off): tests record them or make them fail.
+    pub fn start_with_sync(config: Config, clock: SharedClock, sync: SharedSync) -> Result<Server> {
         let tenants = config
             .tenants
             .iter()
@@ -55,10 +61,10 @@ impl Server {
         let http = TcpListener::bind(parse_addr("http.addr", &config.http.addr)?)?;
         let grpc = TcpListener::bind(parse_addr("grpc.addr", &config.grpc.addr)?)?;
         let (http_addr, grpc_addr) = (http.local_addr()?, grpc.local_addr()?);
-        let (store, committer) = Store::open(
+        let (store, committer) = Store::open_with(
             &config.data_dir,
             config.storage.commit_batch_max,
-            config.storage.fsync,
+            config.storage.fsync.then_some(sync),
         )?;
         let (shutdown_tx, shutdown_rx) = oneshot::channel();
         let (ready_tx, ready_rx) = std_mpsc::channel();

@@ -87,7 +87,9 @@ pub struct SecretSet {
     pub destination: SecretString,
 }
 
-/// The control plane's persistent state.
+/// The control plane's persistent state. Writes are applied in memory;
+/// callers make them durable with [`crate::store::Store::durable_barrier`]
+/// before they answer.
 #[derive(Clone)]
 pub struct Catalog {
     db: sled::Db,
@@ -199,7 +201,8 @@ impl Catalog {
         }
     }
 
-    /// Stores a tenant and its secrets together, durably. A tenant stored
+    /// Stores a tenant and its secrets together (one transaction; the caller
+    /// makes it durable). A tenant stored
     /// for the first time starts without data: whatever an earlier tenant
     /// of its id left (deleted, or removed from the config file) is dropped.
     pub fn put(&self, record: &TenantRecord, secrets: &SecretSet) -> Result<()> {
@@ -215,17 +218,18 @@ impl Catalog {
                 Ok::<_, ConflictableTransactionError<()>>(())
             })
             .map_err(|e| Error::Corrupt(format!("catalog write: {e:?}")))?;
-        self.db.flush()?;
         Ok(())
     }
 
-    /// Deletes a tenant, its secrets, its tokens and every tree of its data.
-    /// The first three go in one transaction, with a marker that the data
-    /// trees are to be dropped; they are dropped after, and the marker
-    /// removed.
+    /// Deletes a tenant's record, secrets and tokens in one transaction,
+    /// with a marker that its data trees are still to be dropped. The caller
+    /// drops them through the committer
+    /// ([`crate::store::Store::drop_tenant_trees`]) and then calls
+    /// [`Catalog::data_dropped`]; a crash in between is finished at the next
+    /// start.
     pub fn delete(&self, id: &str) -> Result<bool> {
         let tokens = self.list_tokens(Some(id))?;
-        let existed = (&self.tenants, &self.secrets, &self.tokens, &self.drops)
+        (&self.tenants, &self.secrets, &self.tokens, &self.drops)
             .transaction(|(tenants, secrets, token_rows, drops)| {
                 let existed = tenants.remove(id)?.is_some();
                 secrets.remove(id)?;
@@ -236,10 +240,13 @@ impl Catalog {
                 drops.insert(id, &[])?;
                 Ok::<_, ConflictableTransactionError<()>>(existed)
             })
-            .map_err(|e| Error::Corrupt(format!("catalog delete: {e:?}")))?;
-        self.db.flush()?;
-        self.drop_data(id)?;
-        Ok(existed)
+            .map_err(|e| Error::Corrupt(format!("catalog delete: {e:?}")))
+    }
+
+    /// Forgets the delete marker of `id` once its data trees are dropped.
+    pub fn data_dropped(&self, id: &str) -> Result<()> {
+        self.drops.remove(id)?;
+        Ok(())
     }
 
     /// Drops every data tree of `id`, then its delete marker if any.
@@ -251,7 +258,6 @@ impl Catalog {
             }
         }
         self.drops.remove(id)?;
-        self.db.flush()?;
         Ok(())
     }
 }

@@ -216,9 +216,22 @@ pub enum Error {
     /// A stored record could not be decoded.
     #[error("corrupt record: {0}")]
     Corrupt(String),
-    /// The durable writer has stopped (shutdown or a fatal storage error).
+    /// The durable writer's thread has stopped (shutdown).
     #[error("durable writer is not running")]
     CommitterGone,
+    /// Applying a batch of writes to storage failed; the store is poisoned.
+    #[error("applying writes to storage failed: {0}")]
+    BatchFailed(String),
+    /// Flushing or fdatasyncing a batch failed; the store is poisoned.
+    #[error("making writes durable failed: {0}")]
+    SyncFailed(String),
+    /// An earlier write or sync failed: nothing is written or acknowledged
+    /// until hookd restarts and recovers from what is on disk.
+    #[error("storage failed earlier and takes no writes until hookd restarts")]
+    StoragePoisoned,
+    /// The tenant was deleted while its write waited.
+    #[error("tenant {0} was deleted")]
+    TenantDeleted(String),
     /// The thing asked for does not exist.
     #[error("not found: {0}")]
     NotFound(String),

@@ -20,12 +20,14 @@ use subtle::ConstantTimeEq;
 
 use crate::{catalog::Catalog, error::Error, forward::AddressPolicy, tenant::Registry};
 
-/// Implements the control plane over the running server.
+/// Implements the control plane over the running server. Cheap to clone:
+/// a clone carries a call's sled work to the blocking pool.
+#[derive(Clone)]
 pub struct Backend {
     registry: Registry,
     catalog: Catalog,
     /// Tenants declared in the config file: read-only over the API.
-    config_tenants: HashSet<String>,
+    config_tenants: Arc<HashSet<String>>,
     admin_token: SecretString,
     /// The operator's cap on a tenant's `max_body_bytes`.
     body_cap: usize,
@@ -47,11 +49,37 @@ impl Backend {
         Backend {
             registry,
             catalog,
-            config_tenants,
+            config_tenants: Arc::new(config_tenants),
             admin_token,
             body_cap,
             address_policy,
         }
+    }
+
+    /// Runs `work` (sled calls may block) on the blocking pool, off the
+    /// gRPC runtime's threads.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Backend) -> ApiResult<T> + Send + 'static,
+    ) -> ApiResult<T> {
+        let backend = self.clone();
+        tokio::task::spawn_blocking(move || work(&backend))
+            .await
+            .map_err(|e| ApiError::Internal(format!("control-plane task failed: {e}")))?
+    }
+
+    /// [`Backend::blocking`], answered only once its writes are durable
+    /// (flushed and fdatasynced through the committer, sharing its fsyncs).
+    async fn durably<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Backend) -> ApiResult<T> + Send + 'static,
+    ) -> ApiResult<T> {
+        if !self.registry.store().is_healthy() {
+            return Err(api(Error::StoragePoisoned));
+        }
+        let out = self.blocking(work).await?;
+        self.registry.store().durable_barrier().await.map_err(api)?;
+        Ok(out)
     }
 
     fn now_ms(&self) -> i64 {
@@ -63,11 +91,15 @@ impl Backend {
 fn api(e: Error) -> ApiError {
     match e {
         Error::NotFound(what) => ApiError::NotFound(what),
+        Error::TenantDeleted(tenant) => ApiError::NotFound(format!("tenant {tenant}")),
         Error::Precondition(why) => ApiError::FailedPrecondition(why),
         Error::Config(why) => ApiError::InvalidArgument(why),
-        Error::CommitterGone | Error::Storage(_) | Error::Io(_) => {
-            ApiError::Unavailable(format!("storage: {e}"))
-        }
+        Error::CommitterGone
+        | Error::BatchFailed(_)
+        | Error::SyncFailed(_)
+        | Error::StoragePoisoned
+        | Error::Storage(_)
+        | Error::Io(_) => ApiError::Unavailable(format!("storage: {e}")),
         Error::Corrupt(_) => ApiError::Internal(e.to_string()),
     }
 }
@@ -93,45 +125,55 @@ impl ControlBackend for Backend {
     }
 
     async fn create_tenant(&self, tenant: NewTenant) -> ApiResult<CreatedTenant> {
-        self.create(tenant)
+        self.durably(move |b| b.create(tenant)).await
     }
 
     async fn get_tenant(&self, tenant_id: &str) -> ApiResult<TenantView> {
-        self.view(tenant_id)
+        let tenant_id = tenant_id.to_owned();
+        self.blocking(move |b| b.view(&tenant_id)).await
     }
 
     async fn list_tenants(&self, page: PageRequest) -> ApiResult<Page<TenantView>> {
-        self.list(page)
+        self.blocking(move |b| b.list(page)).await
     }
 
     async fn update_tenant(&self, tenant_id: &str, patch: TenantPatch) -> ApiResult<TenantView> {
-        self.update(tenant_id, patch)
+        let tenant_id = tenant_id.to_owned();
+        self.durably(move |b| b.update(&tenant_id, patch)).await
     }
 
     async fn delete_tenant(&self, tenant_id: &str) -> ApiResult<()> {
-        self.delete(tenant_id)
+        self.delete(tenant_id).await
     }
 
     async fn rotate_secret(&self, tenant_id: &str, overlap_secs: u64) -> ApiResult<RotatedSecret> {
-        self.rotate(tenant_id, overlap_secs)
+        let tenant_id = tenant_id.to_owned();
+        self.durably(move |b| b.rotate(&tenant_id, overlap_secs))
+            .await
     }
 
     async fn list_secrets(&self, tenant_id: &str) -> ApiResult<Vec<SecretInfo>> {
-        self.secrets(tenant_id)
+        let tenant_id = tenant_id.to_owned();
+        self.blocking(move |b| b.secrets(&tenant_id)).await
     }
 
     async fn revoke_secret(&self, tenant_id: &str, kid: &str) -> ApiResult<()> {
-        self.revoke(tenant_id, kid)
+        let (tenant_id, kid) = (tenant_id.to_owned(), kid.to_owned());
+        self.durably(move |b| b.revoke(&tenant_id, &kid)).await
     }
 
     async fn create_token(&self, tenant_id: &str, description: &str) -> ApiResult<CreatedToken> {
         self.registry
             .get(tenant_id)
             .ok_or_else(|| ApiError::NotFound(format!("tenant {tenant_id}")))?;
+        let (tenant_id, description) = (tenant_id.to_owned(), description.to_owned());
         let (record, token) = self
-            .catalog
-            .create_token(tenant_id, description, self.now_ms())
-            .map_err(api)?;
+            .durably(move |b| {
+                b.catalog
+                    .create_token(&tenant_id, &description, b.now_ms())
+                    .map_err(api)
+            })
+            .await?;
         Ok(CreatedToken {
             token_id: record.token_id,
             token,
@@ -139,7 +181,10 @@ impl ControlBackend for Backend {
     }
 
     async fn list_tokens(&self, tenant_id: Option<&str>) -> ApiResult<Vec<TokenInfo>> {
-        let tokens = self.catalog.list_tokens(tenant_id).map_err(api)?;
+        let tenant_id = tenant_id.map(str::to_owned);
+        let tokens = self
+            .blocking(move |b| b.catalog.list_tokens(tenant_id.as_deref()).map_err(api))
+            .await?;
         Ok(tokens
             .into_iter()
             .map(|t| TokenInfo {
@@ -152,7 +197,11 @@ impl ControlBackend for Backend {
     }
 
     async fn revoke_token(&self, token_id: &str) -> ApiResult<()> {
-        match self.catalog.revoke_token(token_id).map_err(api)? {
+        let id = token_id.to_owned();
+        match self
+            .durably(move |b| b.catalog.revoke_token(&id).map_err(api))
+            .await?
+        {
             true => Ok(()),
             false => Err(ApiError::NotFound(format!("token {token_id}"))),
         }

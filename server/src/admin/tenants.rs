@@ -18,6 +18,7 @@ use crate::{
         BreakerConfig, DestinationConfig, RateLimitConfig, RetryConfig, TenantConfig,
         TenantSettings,
     },
+    ids::TenantId,
 };
 
 /// Overlap of a rotated secret when the caller gives none: 24 h.
@@ -200,14 +201,30 @@ impl Backend {
     }
 
     /// Needs only the tenant's record, so a tenant whose secrets no longer
-    /// open can still be deleted.
-    pub(super) fn delete(&self, tenant_id: &str) -> ApiResult<()> {
-        self.read_only(tenant_id)?;
-        if !self.catalog.contains(tenant_id).map_err(api)? {
-            return Err(ApiError::NotFound(format!("tenant {tenant_id}")));
-        }
-        self.registry.remove(tenant_id);
-        self.catalog.delete(tenant_id).map_err(api)?;
+    /// open can still be deleted. Its record, secrets and tokens go first,
+    /// in one durable transaction with a drop marker; then its data trees,
+    /// between the committer's batches; then the marker. A crash in between
+    /// is finished at the next start.
+    pub(super) async fn delete(&self, tenant_id: &str) -> ApiResult<()> {
+        let id = tenant_id.to_owned();
+        self.durably(move |b| {
+            b.read_only(&id)?;
+            if !b.catalog.contains(&id).map_err(api)? {
+                return Err(ApiError::NotFound(format!("tenant {id}")));
+            }
+            b.registry.remove(&id);
+            b.catalog.delete(&id).map_err(api)?;
+            Ok(())
+        })
+        .await?;
+        self.registry
+            .store()
+            .drop_tenant_trees(&TenantId::new(tenant_id))
+            .await
+            .map_err(api)?;
+        let id = tenant_id.to_owned();
+        self.durably(move |b| b.catalog.data_dropped(&id).map_err(api))
+            .await?;
         tracing::info!(tenant = %tenant_id, "tenant deleted with all its data");
         Ok(())
     }

@@ -69,7 +69,6 @@ impl Catalog {
             record.token_id.as_bytes(),
         );
         self.tokens.apply_batch(batch)?;
-        self.db.flush()?;
         Ok((record, token))
     }
 
@@ -95,7 +94,6 @@ impl Catalog {
         batch.remove(id_key(token_id).as_bytes());
         batch.remove(hash_key(&record.hash).as_bytes());
         self.tokens.apply_batch(batch)?;
-        self.db.flush()?;
         Ok(true)
     }
 

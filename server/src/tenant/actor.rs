@@ -1,9 +1,9 @@
 //! The tenant actor: owns one tenant's secrets, replay cache, rate limit and
 //! storage trees, and runs the ingest path for its deliveries.
 
-use std::{sync::Arc, time::Duration};
+use std::{panic::AssertUnwindSafe, sync::Arc, time::Duration};
 
-use actix::{Actor, Context, Handler, ResponseFuture};
+use actix::{Actor, ActorContext, Context, Handler, ResponseFuture, Supervised};
 use actix_web::http::header::HeaderMap;
 use hookd_sdk::signature::{
     self, HeaderLookup, HeaderSource, Scheme, Secret, Verified, VerifyError,
@@ -20,7 +20,7 @@ use super::{
 use crate::{
     clock::SharedClock,
     config::TenantSettings,
-    error::{ApiError, ErrorCode},
+    error::{ApiError, Error, ErrorCode},
     events::{DeliveryEvent, DeliveryEventKind, EventBus},
     ids::{DeliveryId, EventId},
     store::{records::EventMeta, CommitOutcome, Committer, NewDelivery, TenantTrees},
@@ -103,6 +103,8 @@ impl TenantActor {
     /// Everything up to the durable write: verify, replay cache, rate limit,
     /// body checks. Returns the write to make, or the duplicate's answer.
     fn prepare(&mut self, msg: &Ingest) -> Result<Prepared, ApiError> {
+        #[cfg(any(test, feature = "fault-injection"))]
+        crate::faults::maybe_panic(self.settings.id.as_str());
         let s = &self.settings;
         let now_ms = self.clock.now_ms();
         let headers = Headers(&msg.headers);
@@ -200,14 +202,46 @@ impl Actor for TenantActor {
     }
 }
 
+/// Run under an actix `Supervisor`: an actor stopped after a panic is
+/// restarted with its mailbox, rebuilding what the panic may have left half
+/// changed. It stops for good once its tenant is removed (no address left).
+impl Supervised for TenantActor {
+    fn restarting(&mut self, _ctx: &mut Self::Context) {
+        tracing::warn!(tenant = %self.settings.id, "tenant actor restarted after a panic");
+        (self.keys, self.previous_expires_at) = signing_keys(&self.settings);
+        self.limiter = self
+            .settings
+            .rate_limit
+            .map(|c| TokenBucket::new(c, self.clock.now_ms()));
+    }
+}
+
 impl Handler<Ingest> for TenantActor {
     type Result = ResponseFuture<Result<IngestOutcome, ApiError>>;
 
-    fn handle(&mut self, msg: Ingest, _ctx: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, msg: Ingest, ctx: &mut Self::Context) -> Self::Result {
         let span = self
             .tracing
             .start_child(&msg.trace, ACTOR_SPAN, &self.settings.id);
-        let (replay_keys, item) = match self.prepare(&msg) {
+        // A poisoned store acknowledges nothing, not even from the replay
+        // cache: the sender retries after the restart.
+        if self.committer.is_poisoned() {
+            let e = storage_unavailable();
+            spans::end_span(&span, Some(&e));
+            return Box::pin(std::future::ready(Err(e)));
+        }
+        let Ok(prepared) = std::panic::catch_unwind(AssertUnwindSafe(|| self.prepare(&msg))) else {
+            tracing::error!(tenant = %self.settings.id, request_id = %msg.request_id, "tenant actor panicked; its supervisor restarts it");
+            ctx.stop();
+            let e = ApiError::new(
+                ErrorCode::InternalError,
+                "hookd failed while handling this delivery; it was not accepted, retry later",
+            )
+            .retry_after(1);
+            spans::end_span(&span, Some(&e));
+            return Box::pin(std::future::ready(Err(e)));
+        };
+        let (replay_keys, item) = match prepared {
             Err(e) => {
                 spans::end_span(&span, Some(&e));
                 return Box::pin(std::future::ready(Err(e)));
@@ -232,19 +266,20 @@ impl Handler<Ingest> for TenantActor {
             let new_id = item.meta.delivery_id.clone();
             let received_at_ms = item.meta.received_at_ms;
             let committed = committer.commit(*item).await.map_err(|e| {
-                tracing::error!(
-                    tenant = %tenant,
-                    event_id = %event_id,
-                    delivery_id = %new_id,
-                    request_id = %request_id,
-                    error = %e,
-                    "durable write failed"
-                );
-                ApiError::new(
-                    ErrorCode::StorageUnavailable,
-                    "storage is unavailable; the event was not accepted, retry later",
-                )
-                .retry_after(5)
+                // A poisoned store was logged loudly once by the committer.
+                if matches!(e, Error::SyncFailed(_) | Error::BatchFailed(_) | Error::StoragePoisoned | Error::TenantDeleted(_)) {
+                    tracing::warn!(tenant = %tenant, event_id = %event_id, delivery_id = %new_id, request_id = %request_id, error = %e, "durable write refused");
+                } else {
+                    tracing::error!(tenant = %tenant, event_id = %event_id, delivery_id = %new_id, request_id = %request_id, error = %e, "durable write failed");
+                }
+                match e {
+                    Error::TenantDeleted(_) => ApiError::new(
+                        ErrorCode::TenantNotFound,
+                        format!("tenant {tenant:?} was deleted; the event was not accepted"),
+                    )
+                    .detail("tenant_id", tenant.as_str()),
+                    _ => storage_unavailable(),
+                }
             });
             spans::end_span(&commit_span, committed.as_ref().err());
             let outcome = match committed {
@@ -292,6 +327,15 @@ impl Handler<Reconfigure> for TenantActor {
         (self.keys, self.previous_expires_at) = signing_keys(&msg.0);
         self.settings = msg.0;
     }
+}
+
+/// The answer when the event could not be made durable.
+fn storage_unavailable() -> ApiError {
+    ApiError::new(
+        ErrorCode::StorageUnavailable,
+        "storage is unavailable; the event was not accepted, retry later",
+    )
+    .retry_after(5)
 }
 
 /// The signing keys of `settings` in verification order, and the previous

@@ -6,7 +6,7 @@ use std::{
     sync::{Arc, RwLock},
 };
 
-use actix::{Actor, Addr, ArbiterHandle};
+use actix::{Addr, ArbiterHandle, Supervisor};
 use futures_util::future::{AbortHandle, Abortable};
 use tokio::sync::Notify;
 
@@ -91,7 +91,7 @@ impl Registry {
             self.events.clone(),
             self.telemetry.tracing().clone(),
         );
-        let addr = TenantActor::start_in_arbiter(arbiter, |_| actor);
+        let addr = Supervisor::start_in_arbiter(arbiter, |_| actor);
         let dispatcher = match &settings.forward {
             Some(forward) => {
                 let dispatcher = Dispatcher::new(

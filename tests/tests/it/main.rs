@@ -5,6 +5,7 @@ mod binary;
 mod bounds;
 mod cli;
 mod control;
+mod durability;
 mod event_ids;
 mod forward;
 mod harness;
