@@ -184,8 +184,9 @@ impl Backend {
                 Some(ids) => ids.contains(letter.delivery_id.as_str()),
                 None => filter.matches(letter.dead_at_ms, &letter.reason),
             };
-            if chosen {
-                deliveries::purge_dead_letter(&handle.trees, &key, &letter).map_err(api)?;
+            if chosen
+                && deliveries::purge_dead_letter(&handle.trees, &key, &letter).map_err(api)?
+            {
                 purged += 1;
             }
         }

@@ -265,6 +265,10 @@ impl Dispatcher {
             self.db.generate_id()?,
             now,
         )?;
+        let Some(state) = state else {
+            tracing::warn!(tenant = %self.tenant, delivery_id = %done.delivery_id, attempt, "delivery changed while its attempt was in flight; outcome not recorded");
+            return Ok(());
+        };
         let (outcome, error) = match &next {
             Next::Delivered => (ForwardOutcome::Delivered, None),
             Next::Retry { .. } => (ForwardOutcome::Retry, Some(result.error.as_str())),
