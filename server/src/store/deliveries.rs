@@ -275,9 +275,9 @@ pub fn redeliver(
                 }
                 (other, _) => {
                     return abort(Error::Precondition(format!(
-                        "delivery {delivery_id} is {}; only dead or delivered ones can be redelivered",
-                        other.as_str()
-                    )))
+                    "delivery {delivery_id} is {}; only dead or delivered ones can be redelivered",
+                    other.as_str()
+                )))
                 }
             };
             let Some(stored) = events.get(id)? else {
@@ -321,7 +321,11 @@ pub fn dead_letters(
 
 /// Removes a dead letter (its event, state and attempts too) in one
 /// transaction, only if it is still a dead letter; returns whether it was.
-pub fn purge_dead_letter(trees: &TenantTrees, dead_key: &[u8], letter: &DeadLetter) -> Result<bool> {
+pub fn purge_dead_letter(
+    trees: &TenantTrees,
+    dead_key: &[u8],
+    letter: &DeadLetter,
+) -> Result<bool> {
     let id = &letter.delivery_id;
     let mut prefix = id.as_str().as_bytes().to_vec();
     prefix.push(b'/');

@@ -1,6 +1,7 @@
 //! Durable storage on one sled `Db`: per-tenant trees (`t/{tenant}/idem`,
 //! `events`, `queue`) and the group committer that makes writes durable.
 
+mod barrier;
 mod committer;
 pub mod deliveries;
 pub mod records;
@@ -47,6 +48,7 @@ pub struct Store {
     db: sled::Db,
     committer: Committer,
     healthy: Arc<AtomicBool>,
+    barrier: barrier::Barrier,
 }
 
 impl Store {
@@ -68,6 +70,7 @@ impl Store {
                 db,
                 committer,
                 healthy,
+                barrier: barrier::Barrier::new(&path),
             },
             handle,
         ))

@@ -9,6 +9,7 @@ mod harness;
 mod ingest;
 mod limits;
 mod process;
+mod queue;
 mod receiver;
 mod telemetry;
 mod vectors;

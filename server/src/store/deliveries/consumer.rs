@@ -121,9 +121,8 @@ pub fn ack(trees: &TenantTrees, ids: &[DeliveryId], now_ms: i64) -> Result<u32> 
                     return Ok(false);
                 }
                 if let Some(key) = state.queue_key.take() {
-                    let key = hex::decode(&key).or_else(|e| {
-                        abort(Error::Corrupt(format!("queue key of {id}: {e}")))
-                    })?;
+                    let key = hex::decode(&key)
+                        .or_else(|e| abort(Error::Corrupt(format!("queue key of {id}: {e}"))))?;
                     queue.remove(key)?;
                 }
                 state.status = DeliveryStatus::Delivered;

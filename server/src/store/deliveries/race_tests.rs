@@ -218,15 +218,20 @@ fn ack_after_the_visibility_timeout_counts_once_and_a_stale_nack_is_skipped() {
     // A's late ack still counts; B's ack then finds it delivered.
     assert_eq!(ack(&trees, &[id.clone()], later + 1).unwrap(), 1);
     assert_eq!(ack(&trees, &[id.clone()], later + 2).unwrap(), 0);
-    assert_eq!(nack(&trees, store.db(), &[id.clone()], later + 3).unwrap(), 0);
+    assert_eq!(
+        nack(&trees, store.db(), &[id.clone()], later + 3).unwrap(),
+        0
+    );
     let state = load_state(&trees, &id).unwrap().unwrap();
     assert_eq!(state.status, DeliveryStatus::Delivered);
     assert_eq!(state.finished_at_ms, Some(later + 1));
     assert_eq!(trees.done.len(), 1);
     assert_queue_consistent(&trees);
-    assert!(pull(&trees, store.db(), 1, VISIBLE_MS, WINDOW_MS, later + 4)
-        .unwrap()
-        .is_empty());
+    assert!(
+        pull(&trees, store.db(), 1, VISIBLE_MS, WINDOW_MS, later + 4)
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[test]
