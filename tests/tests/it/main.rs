@@ -4,6 +4,7 @@
 mod binary;
 mod cli;
 mod control;
+mod crash;
 mod faults;
 mod forward;
 mod harness;
