@@ -278,3 +278,66 @@ async fn sigkill_campaign_loses_no_acknowledged_event() {
         "{twice} events forwarded twice; at most {MAX_IN_FLIGHT} attempts are in flight at each of {kills} kills"
     );
 }
+
+/// Waits (bounded) until `hookd` logged `n` forwards as delivered.
+fn wait_for_delivered(hookd: &HookdProcess, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while hookd.logs().matches(" forward delivered").count() < n {
+        assert!(
+            Instant::now() < deadline,
+            "fewer than {n} forwards delivered:\n{}",
+            hookd.logs()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forward_logged_as_delivered_is_not_sent_again_after_sigkill() {
+    const ROUNDS: usize = 4;
+    const EVENTS: usize = 10;
+    let sink = Receiver::start(Reply::Status(200)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("hookd.toml");
+    let toml = tenant("acme", &sink.url, "max_in_flight = 1", "", "");
+    std::fs::write(&config, toml).unwrap();
+    let data = dir.path().join("data");
+    let client = reqwest::Client::new();
+    for round in 0..ROUNDS {
+        let mut hookd = spawn_hookd(&data, &config);
+        for i in 0..EVENTS {
+            let answer = post(&client, &hookd.base, &format!("evt_{round}_{i}")).await;
+            assert_eq!(answer.map(|a| a.0), Some(StatusCode::ACCEPTED));
+        }
+        // Killed as soon as the last forward is reported delivered: that
+        // outcome must already be on disk.
+        tokio::task::block_in_place(|| wait_for_delivered(&hookd, EVENTS));
+        hookd.child.kill().unwrap();
+        hookd.child.wait().unwrap();
+    }
+    // One at a time in due order: anything sent again comes before this.
+    let hookd = spawn_hookd(&data, &config);
+    let answer = post(&client, &hookd.base, "evt_last").await;
+    assert_eq!(answer.map(|a| a.0), Some(StatusCode::ACCEPTED));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !sink
+        .received()
+        .iter()
+        .any(|r| r.header("webhook-id") == Some("evt_last"))
+    {
+        assert!(Instant::now() < deadline, "evt_last never reached the sink");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for r in sink.received() {
+        *seen
+            .entry(r.header("webhook-id").unwrap_or_default().to_owned())
+            .or_default() += 1;
+    }
+    let again: Vec<_> = seen.iter().filter(|(_, &n)| n > 1).collect();
+    assert!(
+        again.is_empty(),
+        "delivered forwards sent again after SIGKILL: {again:?}"
+    );
+    assert_eq!(seen.len(), ROUNDS * EVENTS + 1);
+}
