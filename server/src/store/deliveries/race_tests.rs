@@ -212,14 +212,23 @@ fn ack_after_the_visibility_timeout_counts_once_and_a_stale_nack_is_skipped() {
     // Consumer A's lease ran out; consumer B pulls it again.
     let later = 2_000 + VISIBLE_MS + 1;
     // A nack after the timeout is stale: the delivery is already visible.
-    assert_eq!(nack(&trees, store.db(), &[id.clone()], later).unwrap(), 0);
+    assert_eq!(
+        nack(&trees, store.db(), std::slice::from_ref(&id), later).unwrap(),
+        0
+    );
     let second = pull(&trees, store.db(), 1, VISIBLE_MS, WINDOW_MS, later).unwrap();
     assert_eq!(second[0].1, 2, "pulled again with a higher attempt");
     // A's late ack still counts; B's ack then finds it delivered.
-    assert_eq!(ack(&trees, &[id.clone()], later + 1).unwrap(), 1);
-    assert_eq!(ack(&trees, &[id.clone()], later + 2).unwrap(), 0);
     assert_eq!(
-        nack(&trees, store.db(), &[id.clone()], later + 3).unwrap(),
+        ack(&trees, std::slice::from_ref(&id), later + 1).unwrap(),
+        1
+    );
+    assert_eq!(
+        ack(&trees, std::slice::from_ref(&id), later + 2).unwrap(),
+        0
+    );
+    assert_eq!(
+        nack(&trees, store.db(), std::slice::from_ref(&id), later + 3).unwrap(),
         0
     );
     let state = load_state(&trees, &id).unwrap().unwrap();
