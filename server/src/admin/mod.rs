@@ -230,11 +230,11 @@ impl ControlBackend for Backend {
     }
 
     async fn redeliver(&self, tenant_id: &str, selection: Selection) -> ApiResult<Vec<String>> {
-        self.redeliver_selection(tenant_id, selection)
+        self.redeliver_selection(tenant_id, selection).await
     }
 
     async fn purge_dead_letters(&self, tenant_id: &str, selection: Selection) -> ApiResult<u64> {
-        self.purge(tenant_id, selection)
+        self.purge(tenant_id, selection).await
     }
 
     async fn watch(&self, tenant_id: Option<&str>) -> ApiResult<EventStream> {
@@ -247,14 +247,14 @@ impl ControlBackend for Backend {
         max: u32,
         visibility_secs: u32,
     ) -> ApiResult<Vec<PulledDelivery>> {
-        self.pull_deliveries(tenant_id, max, visibility_secs)
+        self.pull_deliveries(tenant_id, max, visibility_secs).await
     }
 
     async fn ack(&self, tenant_id: &str, delivery_ids: Vec<String>) -> ApiResult<u32> {
-        self.ack_deliveries(tenant_id, delivery_ids)
+        self.ack_deliveries(tenant_id, delivery_ids).await
     }
 
     async fn nack(&self, tenant_id: &str, delivery_ids: Vec<String>) -> ApiResult<()> {
-        self.nack_deliveries(tenant_id, delivery_ids)
+        self.nack_deliveries(tenant_id, delivery_ids).await
     }
 }

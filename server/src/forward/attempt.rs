@@ -185,7 +185,9 @@ fn root_cause(e: &reqwest::Error) -> &(dyn std::error::Error + 'static) {
     root
 }
 
-/// Plain words for a transport failure.
+/// Plain words for a transport failure: what went wrong first ("dns lookup
+/// failed", "tls handshake failed", "connection reset", "response ended
+/// early", "could not connect"), then the innermost cause.
 fn describe(e: &reqwest::Error, settings: &ForwardSettings) -> String {
     if e.is_timeout() {
         if e.is_connect() {
@@ -196,12 +198,48 @@ fn describe(e: &reqwest::Error, settings: &ForwardSettings) -> String {
         }
         return format!("timeout after {:.1} s", settings.timeout.as_secs_f64());
     }
-    let root = root_cause(e);
+    let chain: Vec<&(dyn std::error::Error + 'static)> =
+        std::iter::successors(Some(e as &(dyn std::error::Error + 'static)), |e| {
+            e.source()
+        })
+        .collect();
+    let root = chain.last().copied().unwrap_or(e);
+    let io = || {
+        chain
+            .iter()
+            .filter_map(|e| e.downcast_ref::<std::io::Error>())
+    };
+    // hyper-util names the step that failed: "dns error", "tcp connect error".
+    if chain.iter().any(|e| e.to_string().starts_with("dns error")) {
+        return format!("dns lookup failed: {root}");
+    }
+    if let Some(tls) = io().find_map(rustls_error) {
+        return format!("tls handshake failed: {tls}");
+    }
+    if io().any(|io| io.kind() == std::io::ErrorKind::ConnectionReset) {
+        return format!("connection reset: {root}");
+    }
+    if chain
+        .iter()
+        .filter_map(|e| e.downcast_ref::<hyper::Error>())
+        .any(|h| h.is_incomplete_message())
+    {
+        return format!("response ended early: {root}");
+    }
     if e.is_connect() {
         format!("could not connect: {root}")
     } else {
         format!("request failed: {root}")
     }
+}
+
+/// The rustls error inside (possibly nested) io errors: `source()` skips
+/// the error an io::Error wraps, so unwrap them by hand.
+fn rustls_error(io: &std::io::Error) -> Option<&rustls::Error> {
+    let inner = io.get_ref()?;
+    inner
+        .downcast_ref::<rustls::Error>()
+        .or_else(|| rustls_error(inner.downcast_ref::<std::io::Error>()?))
 }
 
 #[cfg(test)]

@@ -97,7 +97,7 @@ impl Registry {
                 let dispatcher = Dispatcher::new(
                     settings.id.clone(),
                     trees.clone(),
-                    self.store.db().clone(),
+                    self.store.clone(),
                     forward.clone(),
                     self.clock.clone(),
                     wake.clone(),

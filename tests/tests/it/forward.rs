@@ -54,7 +54,7 @@ async fn send(s: &TestServer, tenant: &str, event_id: &str) -> String {
 }
 
 /// Waits for the feed to report `kind` for `delivery_id`.
-async fn wait_event(
+pub async fn wait_event(
     feed: &mut broadcast::Receiver<DeliveryEvent>,
     delivery_id: &str,
     kind: DeliveryEventKind,
