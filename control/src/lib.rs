@@ -24,7 +24,8 @@ use hookd_proto::v1::{
     tenant_service_server::{self, TenantServiceServer},
     token_service_server::{self, TokenServiceServer},
 };
-use tonic::transport::server::TcpIncoming;
+use hookd_proto::{MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES};
+use tonic::transport::{server::TcpIncoming, ServerTlsConfig};
 use tonic_health::{server::HealthReporter, ServingStatus};
 
 /// The attribute [`ControlBackend`] is declared with; implementations put
@@ -36,6 +37,17 @@ pub use crate::{
     backend::{ControlBackend, EventStream},
     error::{Error, Result},
 };
+
+/// A `hookd.v1` service with the message size limits of the wire contract:
+/// requests up to [`MAX_REQUEST_BYTES`], responses up to
+/// [`MAX_RESPONSE_BYTES`].
+macro_rules! limited {
+    ($service:expr) => {
+        $service
+            .max_decoding_message_size(MAX_REQUEST_BYTES)
+            .max_encoding_message_size(MAX_RESPONSE_BYTES)
+    };
+}
 
 /// Every service whose health is reported: the server as a whole ("") and
 /// each `hookd.v1` service, so a probe may ask for either.
@@ -50,10 +62,13 @@ const HEALTH_NAMES: [&str; 6] = [
 
 /// Serves the control plane on `listener` until `shutdown` resolves, then
 /// ends open WatchDeliveries streams (UNAVAILABLE) and lets in-flight calls
-/// finish. Must run inside a tokio runtime.
+/// finish. With `tls`, every connection must complete a TLS handshake first
+/// (and present a client certificate, if the config names a client CA).
+/// Must run inside a tokio runtime.
 pub async fn serve<B: ControlBackend>(
     listener: std::net::TcpListener,
     backend: Arc<B>,
+    tls: Option<ServerTlsConfig>,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     listener.set_nonblocking(true)?;
@@ -68,15 +83,19 @@ pub async fn serve<B: ControlBackend>(
     let tokens = TokenApi::new(Arc::clone(&backend));
     let deliveries = DeliveryApi::new(Arc::clone(&backend), stopping);
     let consumer = ConsumerApi::new(backend);
-    let served = tonic::transport::Server::builder()
+    let mut builder = tonic::transport::Server::builder();
+    if let Some(tls) = tls {
+        builder = builder.tls_config(tls)?;
+    }
+    let served = builder
         .add_service(health)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
-        .add_service(TenantServiceServer::new(tenants))
-        .add_service(SecretServiceServer::new(secrets))
-        .add_service(TokenServiceServer::new(tokens))
-        .add_service(DeliveryServiceServer::new(deliveries))
-        .add_service(ConsumerServiceServer::new(consumer))
+        .add_service(limited!(TenantServiceServer::new(tenants)))
+        .add_service(limited!(SecretServiceServer::new(secrets)))
+        .add_service(limited!(TokenServiceServer::new(tokens)))
+        .add_service(limited!(DeliveryServiceServer::new(deliveries)))
+        .add_service(limited!(ConsumerServiceServer::new(consumer)))
         .serve_with_incoming_shutdown(incoming, async move {
             shutdown.await;
             stop.send_replace(true);

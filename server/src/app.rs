@@ -26,6 +26,7 @@ use crate::{
     sweeper,
     telemetry::Telemetry,
     tenant::Registry,
+    tls,
 };
 
 /// A running hookd: its bound addresses and the means to stop it.
@@ -51,6 +52,21 @@ impl Server {
                     .map_err(|e| Error::Config(format!("tenant {}: {e}", t.id)))
             })
             .collect::<Result<Vec<TenantSettings>>>()?;
+        let tls = Tls {
+            http: config
+                .http
+                .tls
+                .as_ref()
+                .map(tls::http_server_config)
+                .transpose()?,
+            grpc: config
+                .grpc
+                .tls
+                .as_ref()
+                .map(tls::grpc_server_config)
+                .transpose()?,
+        };
+        let schemes = (tls.http.is_some(), tls.grpc.is_some());
         let http = TcpListener::bind(parse_addr("http.addr", &config.http.addr)?)?;
         let grpc = TcpListener::bind(parse_addr("grpc.addr", &config.grpc.addr)?)?;
         let (http_addr, grpc_addr) = (http.local_addr()?, grpc.local_addr()?);
@@ -68,6 +84,7 @@ impl Server {
                     config,
                     http,
                     grpc,
+                    tls,
                     store,
                     tenants,
                     clock,
@@ -88,8 +105,9 @@ impl Server {
                     .unwrap_or(Error::CommitterGone))
             }
         };
-        tracing::info!("http listening on {http_addr}");
-        tracing::info!("grpc listening on {grpc_addr}");
+        let scheme = |tls: bool| if tls { "https" } else { "http" };
+        tracing::info!(scheme = scheme(schemes.0), "http listening on {http_addr}");
+        tracing::info!(scheme = scheme(schemes.1), "grpc listening on {grpc_addr}");
         Ok(Server {
             registry: Some(registry),
             http_addr,
@@ -143,11 +161,19 @@ impl Drop for Server {
     }
 }
 
+/// The TLS configurations of the two listeners, built (and checked) before
+/// anything starts; `None` serves plaintext.
+struct Tls {
+    http: Option<rustls::ServerConfig>,
+    grpc: Option<tonic::transport::ServerTlsConfig>,
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn serve(
     config: Config,
     http: TcpListener,
     grpc: TcpListener,
+    tls: Tls,
     store: Store,
     tenants: Vec<TenantSettings>,
     clock: SharedClock,
@@ -192,8 +218,11 @@ async fn serve(
     })
     .workers(workers)
     .disable_signals()
-    .shutdown_timeout(config.http.shutdown_timeout_secs)
-    .listen(http)?
+    .shutdown_timeout(config.http.shutdown_timeout_secs);
+    let server = match tls.http {
+        Some(rustls) => server.listen_rustls_0_23(http, rustls)?,
+        None => server.listen(http)?,
+    }
     .run();
     let http_handle = server.handle();
 
@@ -209,7 +238,7 @@ async fn serve(
                 .expect("grpc runtime");
             runtime.block_on(async move {
                 let (stopping_tx, stopping_rx) = oneshot::channel::<()>();
-                let serve = hookd_control::serve(grpc, backend, async move {
+                let serve = hookd_control::serve(grpc, backend, tls.grpc, async move {
                     let _ = grpc_stop_rx.await;
                     let _ = stopping_tx.send(());
                 });

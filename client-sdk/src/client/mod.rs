@@ -28,6 +28,8 @@ pub use error::ClientError;
 /// The generated `hookd.v1` messages the client takes and returns, so callers need no
 /// direct dependency on `hookd-proto`.
 pub use hookd_proto::v1 as proto;
+/// The wire contract's message size limits, which the client applies too.
+pub use hookd_proto::{MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES, PULL_RESPONSE_BUDGET_BYTES};
 /// gRPC status codes, as returned by [`ClientError::code`], so scripts can branch on
 /// them without depending on tonic.
 pub use tonic::Code;
@@ -37,6 +39,16 @@ pub use tonic::Code;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 type Authed = InterceptedService<Channel, BearerAuth>;
+
+/// A service client that reads responses up to [`MAX_RESPONSE_BYTES`]. What it
+/// sends is left to hookd to refuse: a request over [`MAX_REQUEST_BYTES`] is
+/// answered `OUT_OF_RANGE` naming the limit, whereas tonic's own send limit
+/// ends the call with an opaque `INTERNAL: h2 protocol error`.
+macro_rules! limited {
+    ($client:expr) => {
+        $client.max_decoding_message_size(MAX_RESPONSE_BYTES)
+    };
+}
 
 /// A connection to hookd's control plane that sends `authorization: Bearer <token>`
 /// with every call.
@@ -106,11 +118,11 @@ impl HookdClient {
         let auth = BearerAuth::new(&token.into())?;
         let authed = InterceptedService::new(channel, auth);
         Ok(HookdClient {
-            tenants: TenantServiceClient::new(authed.clone()),
-            secrets: SecretServiceClient::new(authed.clone()),
-            tokens: TokenServiceClient::new(authed.clone()),
-            deliveries: DeliveryServiceClient::new(authed.clone()),
-            consumer: ConsumerServiceClient::new(authed),
+            tenants: limited!(TenantServiceClient::new(authed.clone())),
+            secrets: limited!(SecretServiceClient::new(authed.clone())),
+            tokens: limited!(TokenServiceClient::new(authed.clone())),
+            deliveries: limited!(DeliveryServiceClient::new(authed.clone())),
+            consumer: limited!(ConsumerServiceClient::new(authed)),
         })
     }
 }

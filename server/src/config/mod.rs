@@ -70,6 +70,34 @@ pub struct HttpConfig {
     pub workers: usize,
     /// Grace period for in-flight requests at shutdown.
     pub shutdown_timeout_secs: u64,
+    /// Serve HTTPS from these PEM files instead of plain HTTP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<HttpTlsConfig>,
+}
+
+/// `[http.tls]`: the ingress certificate.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpTlsConfig {
+    /// PEM certificate chain, leaf first.
+    pub cert_file: PathBuf,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1).
+    pub key_file: PathBuf,
+}
+
+/// `[grpc.tls]`: the control-plane certificate and, optionally, the CA that
+/// client certificates must be signed by.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct GrpcTlsConfig {
+    /// PEM certificate chain, leaf first.
+    pub cert_file: PathBuf,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1).
+    pub key_file: PathBuf,
+    /// PEM CA certificate(s); when set, a client without a certificate
+    /// signed by one of them is refused at the handshake.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_ca_file: Option<PathBuf>,
 }
 
 /// gRPC control plane settings.
@@ -80,6 +108,9 @@ pub struct GrpcConfig {
     pub addr: String,
     /// How long open gRPC connections get to close at shutdown.
     pub shutdown_grace_secs: f64,
+    /// Serve gRPC over TLS from these PEM files instead of plaintext.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<GrpcTlsConfig>,
 }
 
 /// Log output settings.
@@ -216,6 +247,12 @@ impl Config {
     pub fn validate(&self) -> Result<()> {
         parse_addr("http.addr", &self.http.addr)?;
         parse_addr("grpc.addr", &self.grpc.addr)?;
+        if let Some(tls) = &self.http.tls {
+            crate::tls::http_server_config(tls)?;
+        }
+        if let Some(tls) = &self.grpc.tls {
+            crate::tls::grpc_server_config(tls)?;
+        }
         if !(self.grpc.shutdown_grace_secs.is_finite() && self.grpc.shutdown_grace_secs >= 0.0) {
             return Err(Error::Config(
                 "grpc.shutdown_grace_secs must be >= 0".into(),

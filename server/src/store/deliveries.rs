@@ -282,11 +282,15 @@ pub fn sweep(
 
 /// Hands out up to `max` due deliveries of a pull-mode tenant and hides each
 /// for `visibility_ms`: unacknowledged, it comes back. Each pull counts as an
-/// attempt; one older than the retry window is dead-lettered instead.
+/// attempt; one older than the retry window is dead-lettered instead. Stops
+/// before a delivery that would take the bodies and headers handed out past
+/// `max_bytes` (that one stays due); the first is handed out whatever its size.
+#[allow(clippy::too_many_arguments)]
 pub fn pull(
     trees: &TenantTrees,
     db: &sled::Db,
     max: usize,
+    max_bytes: usize,
     visibility_ms: i64,
     window_ms: i64,
     now_ms: i64,
@@ -298,6 +302,7 @@ pub fn pull(
         .map(|kv| kv.map(|(k, v)| (k, DeliveryId::new(String::from_utf8_lossy(&v).into_owned()))))
         .collect::<std::result::Result<_, _>>()?;
     let mut out = Vec::with_capacity(due.len());
+    let mut bytes = 0;
     for (key, delivery_id) in due {
         let (Some(mut state), Some(event)) = (
             load_state(trees, &delivery_id)?,
@@ -332,6 +337,11 @@ pub fn pull(
             )?;
             continue;
         }
+        let size = event.size();
+        if !out.is_empty() && bytes + size > max_bytes {
+            break;
+        }
+        bytes += size;
         let hidden_until = queue_key(now_ms + visibility_ms, db.generate_id()?);
         state.attempts += 1;
         state.next_attempt_at_ms = Some(now_ms + visibility_ms);

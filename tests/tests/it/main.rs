@@ -8,6 +8,7 @@ mod forward;
 mod harness;
 mod ingest;
 mod limits;
+mod messages;
 mod process;
 mod receiver;
 mod telemetry;
