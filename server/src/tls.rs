@@ -4,84 +4,127 @@
 //! its certificate or an empty CA file stops hookd at start with an error
 //! naming the key, never later on the first handshake.
 
-use std::{path::Path, sync::Arc};
+use std::{
+    path::{Path, PathBuf},
+    sync::{Arc, PoisonError, RwLock},
+};
 
 use rustls::{
     crypto::{ring, CryptoProvider},
     pki_types::{pem::PemObject, CertificateDer, PrivateKeyDer},
-    server::WebPkiClientVerifier,
+    server::{ClientHello, ResolvesServerCert, WebPkiClientVerifier},
+    sign::CertifiedKey,
     RootCertStore, ServerConfig,
 };
-use tonic::transport::{Certificate, Identity, ServerTlsConfig};
 
 use crate::{
     config::{GrpcTlsConfig, HttpTlsConfig},
     error::{Error, Result},
 };
 
-/// The rustls configuration of the HTTPS ingress (no client certificates:
-/// senders prove themselves with signatures).
-pub fn http_server_config(tls: &HttpTlsConfig) -> Result<ServerConfig> {
-    let (certs, key) = identity("http.tls", &tls.cert_file, &tls.key_file)?;
-    let builder = ServerConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-        .map_err(|e| Error::Config(format!("http.tls: {e}")))?;
-    builder
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .map_err(|e| unusable("http.tls", &tls.cert_file, &tls.key_file, e))
+/// The certificate and key a listener presents, re-read from their files by
+/// [`CertSource::reload`] (on SIGHUP): new handshakes get the new pair, open
+/// connections keep the one they started with.
+#[derive(Debug)]
+pub struct CertSource {
+    section: &'static str,
+    cert_file: PathBuf,
+    key_file: PathBuf,
+    current: RwLock<Arc<CertifiedKey>>,
 }
 
-/// The TLS configuration of the gRPC control plane; with `client_ca_file`,
-/// clients must present a certificate signed by that CA.
-pub fn grpc_server_config(tls: &GrpcTlsConfig) -> Result<ServerTlsConfig> {
-    let (certs, key) = identity("grpc.tls", &tls.cert_file, &tls.key_file)?;
-    let mut roots = RootCertStore::empty();
-    let mut client_ca = None;
-    if let Some(path) = &tls.client_ca_file {
-        let pem = read("grpc.tls.client_ca_file", path)?;
-        for cert in certificates("grpc.tls.client_ca_file", path, &pem)? {
-            roots.add(cert).map_err(|e| {
-                Error::Config(format!(
-                    "grpc.tls.client_ca_file: {} holds a certificate that cannot be a CA: {e}",
-                    path.display()
-                ))
-            })?;
-        }
-        client_ca = Some(pem);
+impl CertSource {
+    fn load(section: &'static str, cert_file: &Path, key_file: &Path) -> Result<Arc<CertSource>> {
+        Ok(Arc::new(CertSource {
+            section,
+            cert_file: cert_file.to_path_buf(),
+            key_file: key_file.to_path_buf(),
+            current: RwLock::new(Arc::new(certified(section, cert_file, key_file)?)),
+        }))
     }
-    // Building the rustls configuration tonic will build checks the key
-    // against the certificate and the CA file now rather than at serve time.
+
+    /// Reads the files again; on any error the pair in use stays.
+    pub fn reload(&self) -> Result<()> {
+        let fresh = certified(self.section, &self.cert_file, &self.key_file)?;
+        *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(fresh);
+        Ok(())
+    }
+
+    /// `http.tls` or `grpc.tls`.
+    pub fn section(&self) -> &'static str {
+        self.section
+    }
+}
+
+impl ResolvesServerCert for CertSource {
+    fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(Arc::clone(
+            &self.current.read().unwrap_or_else(PoisonError::into_inner),
+        ))
+    }
+}
+
+/// A listener's rustls configuration and the source of its certificate.
+#[derive(Debug)]
+pub struct ListenerTls {
+    /// What the listener serves with.
+    pub config: ServerConfig,
+    /// What SIGHUP reloads.
+    pub cert: Arc<CertSource>,
+}
+
+/// The HTTPS ingress: no client certificates (senders prove themselves with
+/// signatures).
+pub fn http_server_config(tls: &HttpTlsConfig) -> Result<ListenerTls> {
+    let cert = CertSource::load("http.tls", &tls.cert_file, &tls.key_file)?;
+    let config = ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| Error::Config(format!("http.tls: {e}")))?
+        .with_no_client_auth()
+        .with_cert_resolver(cert.clone());
+    Ok(ListenerTls { config, cert })
+}
+
+/// The gRPC control plane (ALPN `h2`); with `client_ca_file`, clients must
+/// present a certificate signed by that CA.
+pub fn grpc_server_config(tls: &GrpcTlsConfig) -> Result<ListenerTls> {
+    let cert = CertSource::load("grpc.tls", &tls.cert_file, &tls.key_file)?;
     let builder = ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| Error::Config(format!("grpc.tls: {e}")))?;
-    let builder = if roots.is_empty() {
-        builder.with_no_client_auth()
-    } else {
-        let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider())
-            .build()
-            .map_err(|e| Error::Config(format!("grpc.tls.client_ca_file: {e}")))?;
-        builder.with_client_cert_verifier(verifier)
+    let builder = match &tls.client_ca_file {
+        None => builder.with_no_client_auth(),
+        Some(path) => {
+            let key = "grpc.tls.client_ca_file";
+            let mut roots = RootCertStore::empty();
+            for ca in certificates(key, path, &read(key, path)?)? {
+                roots.add(ca).map_err(|e| {
+                    Error::Config(format!(
+                        "{key}: {} holds a certificate that cannot be a CA: {e}",
+                        path.display()
+                    ))
+                })?;
+            }
+            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider())
+                .build()
+                .map_err(|e| Error::Config(format!("{key}: {e}")))?;
+            builder.with_client_cert_verifier(verifier)
+        }
     };
-    builder
-        .with_single_cert(certs, key)
-        .map_err(|e| unusable("grpc.tls", &tls.cert_file, &tls.key_file, e))?;
-
-    let identity = Identity::from_pem(
-        read("grpc.tls.cert_file", &tls.cert_file)?,
-        read("grpc.tls.key_file", &tls.key_file)?,
-    );
-    let config = ServerTlsConfig::new().identity(identity);
-    Ok(match client_ca {
-        Some(pem) => config
-            .client_ca_root(Certificate::from_pem(pem))
-            .client_auth_optional(false),
-        None => config,
-    })
+    let mut config = builder.with_cert_resolver(cert.clone());
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    Ok(ListenerTls { config, cert })
 }
 
 fn provider() -> Arc<CryptoProvider> {
     Arc::new(ring::default_provider())
+}
+
+/// The certificate chain and key of `section`, checked to belong together.
+fn certified(section: &str, cert_file: &Path, key_file: &Path) -> Result<CertifiedKey> {
+    let (certs, key) = identity(section, cert_file, key_file)?;
+    CertifiedKey::from_der(certs, key, &provider())
+        .map_err(|e| unusable(section, cert_file, key_file, e))
 }
 
 /// The certificate chain and key of `section`, both checked to parse.
@@ -162,6 +205,27 @@ mod tests {
             client_ca_file: Some(cert_file),
         })
         .unwrap();
+    }
+
+    #[test]
+    fn reload_swaps_the_pair_and_a_broken_file_keeps_the_old_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let (one, two) = (self_signed(), self_signed());
+        let cert_file = write(dir.path(), "c.pem", &one.cert.pem());
+        let key_file = write(dir.path(), "k.pem", &one.signing_key.serialize_pem());
+        let source = CertSource::load("grpc.tls", &cert_file, &key_file).unwrap();
+        let presented = |s: &CertSource| s.current.read().unwrap().cert[0].clone();
+        assert_eq!(presented(&source), *one.cert.der());
+
+        write(dir.path(), "c.pem", &two.cert.pem());
+        write(dir.path(), "k.pem", &two.signing_key.serialize_pem());
+        source.reload().unwrap();
+        assert_eq!(presented(&source), *two.cert.der());
+
+        write(dir.path(), "k.pem", &one.signing_key.serialize_pem());
+        let e = source.reload().unwrap_err().to_string();
+        assert!(e.contains("not a usable certificate and key"), "{e}");
+        assert_eq!(presented(&source), *two.cert.der(), "the old pair stays");
     }
 
     #[test]

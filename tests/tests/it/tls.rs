@@ -1,8 +1,12 @@
 //! Transport security end to end with certificates made at test time: the
 //! control plane over TLS with the SDK client and the real `hookctl`, client
-//! certificates required by `grpc.tls.client_ca_file`, and the HTTPS ingress.
+//! certificates required by `grpc.tls.client_ca_file`, the HTTPS ingress, and
+//! certificates reloaded on SIGHUP.
 
-use std::path::Path;
+use std::{
+    path::Path,
+    time::{Duration, Instant},
+};
 
 use hookd_sdk::client::{proto::CreateTenantRequest, ClientError, ClientTls, Code, HookdClient};
 use reqwest::StatusCode;
@@ -222,4 +226,85 @@ async fn hookctl_talks_to_a_hookd_configured_for_mutual_tls_from_the_environment
     let (code, out) = hookctl(&endpoint, &send).await;
     assert_eq!(code, 0, "send over HTTPS: {out}");
     assert!(out.contains("202"), "{out}");
+}
+
+/// Waits (bounded) until `needle` was logged `times` times.
+fn wait_logged(hookd: &HookdProcess, needle: &str, times: usize) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while hookd.logs().matches(needle).count() < times {
+        assert!(
+            Instant::now() < deadline,
+            "{needle:?} not logged {times}x:\n{}",
+            hookd.logs()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn hangup(hookd: &HookdProcess) {
+    let pid = nix::unistd::Pid::from_raw(hookd.child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGHUP).unwrap();
+}
+
+/// Whether a client trusting `pki`'s CA gets through to both listeners.
+async fn trusted_by(hookd: &HookdProcess, pki: &Pki) -> (bool, bool) {
+    let grpc = hookd.grpc.replacen("http://", "https://", 1);
+    let tls = ClientTls::new().ca_pem(pki.ca_pem());
+    let grpc_ok = match HookdClient::connect_with_tls(grpc, ADMIN_TOKEN, tls).await {
+        Ok(client) => client.list_all_tenants().await.is_ok(),
+        Err(_) => false,
+    };
+    let https = reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(&pki.ca_pem()).unwrap())
+        .build()
+        .unwrap();
+    let healthz = format!("{}/healthz", hookd.base.replacen("http://", "https://", 1));
+    let http_ok = https.get(healthz).send().await.is_ok();
+    (grpc_ok, http_ok)
+}
+
+#[tokio::test]
+async fn sighup_reloads_the_certificates_and_a_broken_file_keeps_the_old_one() {
+    let (old, new) = (Pki::new(), Pki::new());
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = (dir.path().join("tls.pem"), dir.path().join("tls.key"));
+    let install = |pki: &Pki| {
+        let (pki_cert, pki_key) = pki.server();
+        std::fs::copy(pki_cert, &cert).unwrap();
+        std::fs::copy(pki_key, &key).unwrap();
+    };
+    install(&old);
+    let config = dir.path().join("hookd.toml");
+    let files = format!("cert_file = {cert:?}\nkey_file = {key:?}\n");
+    std::fs::write(&config, format!("[http.tls]\n{files}[grpc.tls]\n{files}")).unwrap();
+    let hookd = HookdProcess::spawn(
+        &dir.path().join("data"),
+        &config,
+        &[("HOOKD_ADMIN_TOKEN", ADMIN_TOKEN)],
+    );
+    assert_eq!(trusted_by(&hookd, &old).await, (true, true));
+    assert_eq!(trusted_by(&hookd, &new).await, (false, false));
+
+    install(&new);
+    hangup(&hookd);
+    wait_logged(&hookd, "TLS certificate reloaded", 2);
+    assert_eq!(
+        trusted_by(&hookd, &new).await,
+        (true, true),
+        "new certificate served"
+    );
+    assert_eq!(
+        trusted_by(&hookd, &old).await,
+        (false, false),
+        "old one retired"
+    );
+
+    std::fs::write(&key, "not a key").unwrap();
+    hangup(&hookd);
+    wait_logged(&hookd, "TLS certificate not reloaded", 2);
+    assert_eq!(
+        trusted_by(&hookd, &new).await,
+        (true, true),
+        "still serving"
+    );
 }
