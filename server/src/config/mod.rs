@@ -381,4 +381,31 @@ mod tests {
             .to_string();
         assert!(e.contains("htttp"), "{e}");
     }
+
+    #[test]
+    fn tls_files_are_checked_at_load_naming_the_key() {
+        let e = load_str("[grpc.tls]\ncert_file = \"/nonexistent/grpc.pem\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("key_file"), "{e}");
+        let e = load_str(
+            "[grpc.tls]\ncert_file = \"/nonexistent/grpc.pem\"\nkey_file = \"/nonexistent/grpc.key\"\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("grpc.tls.cert_file") && e.contains("/nonexistent/grpc.pem"),
+            "{e}"
+        );
+        let e =
+            load_str("[http.tls]\ncert_file = \"a\"\nkey_file = \"b\"\nclient_ca_file = \"c\"\n")
+                .unwrap_err()
+                .to_string();
+        assert!(e.contains("client_ca_file"), "{e}");
+        let c = Config::load(None, &Overrides::default()).unwrap();
+        assert!(
+            c.http.tls.is_none() && c.grpc.tls.is_none(),
+            "plaintext by default"
+        );
+    }
 }
