@@ -61,6 +61,10 @@ async fn create_and_list(client: &HookdClient, id: &str) {
 async fn grpc_over_tls_works_with_a_client_that_trusts_the_ca_only() {
     let pki = Pki::new();
     let s = TestServer::start(&pki.grpc_toml(false));
+    // A client that connects and never starts its handshake delays nobody.
+    let _silent = tokio::net::TcpStream::connect(s.server().grpc_addr())
+        .await
+        .unwrap();
     let client = connect(&s, ClientTls::new().ca_pem(pki.ca_pem()))
         .await
         .unwrap();
