@@ -27,6 +27,7 @@ use crate::{
     sweeper,
     telemetry::Telemetry,
     tenant::Registry,
+    tls::{self, CertSource, ListenerTls},
 };
 
 /// A running hookd: its bound addresses and the means to stop it.
@@ -35,6 +36,8 @@ pub struct Server {
     registry: Option<Registry>,
     http_addr: SocketAddr,
     grpc_addr: SocketAddr,
+    /// The listeners' TLS certificates, for [`Server::reload_tls`].
+    certs: Vec<Arc<CertSource>>,
     shutdown: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<Result<()>>>,
 }
@@ -58,6 +61,26 @@ impl Server {
                     .map_err(|e| Error::Config(format!("tenant {}: {e}", t.id)))
             })
             .collect::<Result<Vec<TenantSettings>>>()?;
+        let tls = Tls {
+            http: config
+                .http
+                .tls
+                .as_ref()
+                .map(tls::http_server_config)
+                .transpose()?,
+            grpc: config
+                .grpc
+                .tls
+                .as_ref()
+                .map(tls::grpc_server_config)
+                .transpose()?,
+        };
+        let schemes = (tls.http.is_some(), tls.grpc.is_some());
+        let certs = [&tls.http, &tls.grpc]
+            .into_iter()
+            .flatten()
+            .map(|listener| Arc::clone(&listener.cert))
+            .collect();
         let http = TcpListener::bind(parse_addr("http.addr", &config.http.addr)?)?;
         let grpc = TcpListener::bind(parse_addr("grpc.addr", &config.grpc.addr)?)?;
         let (http_addr, grpc_addr) = (http.local_addr()?, grpc.local_addr()?);
@@ -75,6 +98,7 @@ impl Server {
                     config,
                     http,
                     grpc,
+                    tls,
                     store,
                     tenants,
                     clock,
@@ -95,12 +119,14 @@ impl Server {
                     .unwrap_or(Error::CommitterGone))
             }
         };
-        tracing::info!("http listening on {http_addr}");
-        tracing::info!("grpc listening on {grpc_addr}");
+        let scheme = |tls: bool| if tls { "https" } else { "http" };
+        tracing::info!(scheme = scheme(schemes.0), "http listening on {http_addr}");
+        tracing::info!(scheme = scheme(schemes.1), "grpc listening on {grpc_addr}");
         Ok(Server {
             registry: Some(registry),
             http_addr,
             grpc_addr,
+            certs,
             shutdown: Some(shutdown_tx),
             thread: Some(thread),
         })
@@ -116,6 +142,24 @@ impl Server {
         self.registry
             .as_ref()
             .expect("registry lives until shutdown")
+    }
+
+    /// Re-reads every TLS certificate and key file (what SIGHUP does): new
+    /// handshakes use the new pairs. A listener whose files fail to load
+    /// keeps its current pair; the first such error is returned after every
+    /// listener was tried.
+    pub fn reload_tls(&self) -> Result<()> {
+        let mut failed = None;
+        for cert in &self.certs {
+            match cert.reload() {
+                Ok(()) => tracing::info!(section = cert.section(), "TLS certificate reloaded"),
+                Err(e) => {
+                    tracing::error!(section = cert.section(), error = %e, "TLS certificate not reloaded; the previous one stays in use");
+                    failed.get_or_insert(e);
+                }
+            }
+        }
+        failed.map_or(Ok(()), Err)
     }
 
     /// Where the gRPC control plane listens.
@@ -150,11 +194,19 @@ impl Drop for Server {
     }
 }
 
+/// The TLS configurations of the two listeners, built (and checked) before
+/// anything starts; `None` serves plaintext.
+struct Tls {
+    http: Option<ListenerTls>,
+    grpc: Option<ListenerTls>,
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn serve(
     config: Config,
     http: TcpListener,
     grpc: TcpListener,
+    tls: Tls,
     store: Store,
     tenants: Vec<TenantSettings>,
     clock: SharedClock,
@@ -199,8 +251,11 @@ async fn serve(
     })
     .workers(workers)
     .disable_signals()
-    .shutdown_timeout(config.http.shutdown_timeout_secs)
-    .listen(http)?
+    .shutdown_timeout(config.http.shutdown_timeout_secs);
+    let server = match tls.http {
+        Some(listener) => server.listen_rustls_0_23(http, listener.config)?,
+        None => server.listen(http)?,
+    }
     .run();
     let http_handle = server.handle();
 
@@ -216,7 +271,8 @@ async fn serve(
                 .expect("grpc runtime");
             runtime.block_on(async move {
                 let (stopping_tx, stopping_rx) = oneshot::channel::<()>();
-                let serve = hookd_control::serve(grpc, backend, async move {
+                let grpc_tls = tls.grpc.map(|listener| Arc::new(listener.config));
+                let serve = hookd_control::serve(grpc, backend, grpc_tls, async move {
                     let _ = grpc_stop_rx.await;
                     let _ = stopping_tx.send(());
                 });

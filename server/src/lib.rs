@@ -21,5 +21,6 @@ pub mod store;
 mod sweeper;
 pub mod telemetry;
 pub mod tenant;
+pub mod tls;
 
 pub use app::Server;

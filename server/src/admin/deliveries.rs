@@ -21,6 +21,11 @@ use crate::{
     tenant::TenantHandle,
 };
 
+// A delivery at the largest body limit, with its headers and attempts, must
+// fit in one gRPC response (Pull hands it out alone, GetDelivery shows it).
+const _: () =
+    assert!(hookd_proto::MAX_RESPONSE_BYTES >= crate::config::MAX_BODY_LIMIT + 8 * 1024 * 1024);
+
 /// Longest visibility timeout a pull may ask for: 12 h.
 const MAX_VISIBILITY_SECS: u32 = 43_200;
 
@@ -193,6 +198,7 @@ impl Backend {
                 &handle.trees,
                 &db,
                 max as usize,
+                hookd_proto::PULL_RESPONSE_BUDGET_BYTES,
                 i64::from(visibility_secs) * 1000,
                 handle.settings.retry_window_ms,
                 now,

@@ -76,6 +76,34 @@ pub struct HttpConfig {
     pub workers: usize,
     /// Grace period for in-flight requests at shutdown.
     pub shutdown_timeout_secs: u64,
+    /// Serve HTTPS from these PEM files instead of plain HTTP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<HttpTlsConfig>,
+}
+
+/// `[http.tls]`: the ingress certificate.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpTlsConfig {
+    /// PEM certificate chain, leaf first.
+    pub cert_file: PathBuf,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1).
+    pub key_file: PathBuf,
+}
+
+/// `[grpc.tls]`: the control-plane certificate and, optionally, the CA that
+/// client certificates must be signed by.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct GrpcTlsConfig {
+    /// PEM certificate chain, leaf first.
+    pub cert_file: PathBuf,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1).
+    pub key_file: PathBuf,
+    /// PEM CA certificate(s); when set, a client without a certificate
+    /// signed by one of them is refused at the handshake.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_ca_file: Option<PathBuf>,
 }
 
 /// gRPC control plane settings.
@@ -86,6 +114,9 @@ pub struct GrpcConfig {
     pub addr: String,
     /// How long open gRPC connections get to close at shutdown.
     pub shutdown_grace_secs: f64,
+    /// Serve gRPC over TLS from these PEM files instead of plaintext.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<GrpcTlsConfig>,
 }
 
 /// Log output settings.
@@ -239,6 +270,12 @@ impl Config {
     pub fn validate(&self) -> Result<()> {
         parse_addr("http.addr", &self.http.addr)?;
         parse_addr("grpc.addr", &self.grpc.addr)?;
+        if let Some(tls) = &self.http.tls {
+            crate::tls::http_server_config(tls)?;
+        }
+        if let Some(tls) = &self.grpc.tls {
+            crate::tls::grpc_server_config(tls)?;
+        }
         self.check_bounds().map_err(Error::Config)?;
         let mut seen = std::collections::HashSet::new();
         for (i, tenant) in self.tenants.iter().enumerate() {
@@ -435,5 +472,32 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("htttp"), "{e}");
+    }
+
+    #[test]
+    fn tls_files_are_checked_at_load_naming_the_key() {
+        let e = load_str("[grpc.tls]\ncert_file = \"/nonexistent/grpc.pem\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("key_file"), "{e}");
+        let e = load_str(
+            "[grpc.tls]\ncert_file = \"/nonexistent/grpc.pem\"\nkey_file = \"/nonexistent/grpc.key\"\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("grpc.tls.cert_file") && e.contains("/nonexistent/grpc.pem"),
+            "{e}"
+        );
+        let e =
+            load_str("[http.tls]\ncert_file = \"a\"\nkey_file = \"b\"\nclient_ca_file = \"c\"\n")
+                .unwrap_err()
+                .to_string();
+        assert!(e.contains("client_ca_file"), "{e}");
+        let c = Config::load(None, &Overrides::default()).unwrap();
+        assert!(
+            c.http.tls.is_none() && c.grpc.tls.is_none(),
+            "plaintext by default"
+        );
     }
 }

@@ -19,17 +19,21 @@ use crate::{
 
 /// Hands out up to `max` due deliveries of a pull-mode tenant and hides each
 /// for `visibility_ms`: unacknowledged, it comes back. Each pull counts as an
-/// attempt; one older than the retry window is dead-lettered instead.
+/// attempt; one older than the retry window is dead-lettered instead. Stops
+/// before a delivery that would take the bodies and headers handed out past
+/// `max_bytes` (that one stays due); the first is handed out whatever its size.
 pub fn pull(
     trees: &TenantTrees,
     db: &sled::Db,
     max: usize,
+    max_bytes: usize,
     visibility_ms: i64,
     window_ms: i64,
     now_ms: i64,
 ) -> Result<Vec<(StoredEvent, u32)>> {
     let mut out = Vec::with_capacity(max.min(100));
     let mut handed = HashSet::new();
+    let mut bytes = 0;
     for kv in trees.queue.range(..queue_key(now_ms + 1, 0).as_slice()) {
         if out.len() >= max {
             break;
@@ -43,6 +47,10 @@ pub fn pull(
             super::drop_queue_entry(trees, &key)?;
             continue;
         };
+        let size = event.size();
+        if !out.is_empty() && bytes + size > max_bytes {
+            break;
+        }
         let hidden_until = queue_key(now_ms + visibility_ms, db.generate_id()?);
         let taken = (
             &trees.queue,
@@ -98,6 +106,7 @@ pub fn pull(
             })
             .map_err(flatten)?;
         if let Some(attempt) = taken {
+            bytes += size;
             handed.insert(delivery_id);
             out.push((event, attempt));
         }

@@ -107,7 +107,7 @@ fn concurrent_pulls_never_hand_one_message_to_two_consumers() {
         }
         let (db, shared) = (store.db().clone(), trees.clone());
         let pulled = at_once(move |_| {
-            pull(&shared, &db, 5, VISIBLE_MS, WINDOW_MS, 2_000)
+            pull(&shared, &db, 5, usize::MAX, VISIBLE_MS, WINDOW_MS, 2_000)
                 .unwrap()
                 .into_iter()
                 .map(|(event, _)| event.meta.delivery_id)
@@ -133,9 +133,17 @@ fn concurrent_ack_and_pull_leave_no_orphan_that_later_dead_letters() {
         let (_dir, store, trees) = open();
         let id = pending(&trees, 1, 1_000);
         assert_eq!(
-            pull(&trees, store.db(), 1, VISIBLE_MS, WINDOW_MS, 2_000)
-                .unwrap()
-                .len(),
+            pull(
+                &trees,
+                store.db(),
+                1,
+                usize::MAX,
+                VISIBLE_MS,
+                WINDOW_MS,
+                2_000
+            )
+            .unwrap()
+            .len(),
             1
         );
         // The visibility timeout has passed: pulls may take it again while
@@ -146,7 +154,7 @@ fn concurrent_ack_and_pull_leave_no_orphan_that_later_dead_letters() {
             if i % 2 == 0 {
                 ack(&shared, std::slice::from_ref(&ack_id), later).unwrap();
             } else {
-                pull(&shared, &db, 1, VISIBLE_MS, WINDOW_MS, later).unwrap();
+                pull(&shared, &db, 1, usize::MAX, VISIBLE_MS, WINDOW_MS, later).unwrap();
             }
         });
         let state = load_state(&trees, &id).unwrap().unwrap();
@@ -154,7 +162,16 @@ fn concurrent_ack_and_pull_leave_no_orphan_that_later_dead_letters() {
         assert_queue_consistent(&trees);
         // Far past the retry window nothing may turn the delivered event
         // into a dead letter.
-        pull(&trees, store.db(), 10, VISIBLE_MS, WINDOW_MS, WINDOW_MS * 2).unwrap();
+        pull(
+            &trees,
+            store.db(),
+            10,
+            usize::MAX,
+            VISIBLE_MS,
+            WINDOW_MS,
+            WINDOW_MS * 2,
+        )
+        .unwrap();
         assert_eq!(
             load_state(&trees, &id).unwrap().unwrap().status,
             DeliveryStatus::Delivered,
@@ -170,8 +187,26 @@ fn concurrent_redeliver_of_one_dead_letter_makes_exactly_one_delivery() {
         let (_dir, store, trees) = open();
         let id = pending(&trees, 1, 1_000);
         // Pulled, never acked: dead after the retry window.
-        pull(&trees, store.db(), 1, VISIBLE_MS, WINDOW_MS, 2_000).unwrap();
-        pull(&trees, store.db(), 1, VISIBLE_MS, WINDOW_MS, WINDOW_MS * 2).unwrap();
+        pull(
+            &trees,
+            store.db(),
+            1,
+            usize::MAX,
+            VISIBLE_MS,
+            WINDOW_MS,
+            2_000,
+        )
+        .unwrap();
+        pull(
+            &trees,
+            store.db(),
+            1,
+            usize::MAX,
+            VISIBLE_MS,
+            WINDOW_MS,
+            WINDOW_MS * 2,
+        )
+        .unwrap();
         assert_eq!(
             load_state(&trees, &id).unwrap().unwrap().status,
             DeliveryStatus::Dead
@@ -207,7 +242,16 @@ fn concurrent_redeliver_of_one_dead_letter_makes_exactly_one_delivery() {
 fn ack_after_the_visibility_timeout_counts_once_and_a_stale_nack_is_skipped() {
     let (_dir, store, trees) = open();
     let id = pending(&trees, 1, 1_000);
-    let first = pull(&trees, store.db(), 1, VISIBLE_MS, WINDOW_MS, 2_000).unwrap();
+    let first = pull(
+        &trees,
+        store.db(),
+        1,
+        usize::MAX,
+        VISIBLE_MS,
+        WINDOW_MS,
+        2_000,
+    )
+    .unwrap();
     assert_eq!(first[0].1, 1);
     // Consumer A's lease ran out; consumer B pulls it again.
     let later = 2_000 + VISIBLE_MS + 1;
@@ -216,7 +260,16 @@ fn ack_after_the_visibility_timeout_counts_once_and_a_stale_nack_is_skipped() {
         nack(&trees, store.db(), std::slice::from_ref(&id), later).unwrap(),
         0
     );
-    let second = pull(&trees, store.db(), 1, VISIBLE_MS, WINDOW_MS, later).unwrap();
+    let second = pull(
+        &trees,
+        store.db(),
+        1,
+        usize::MAX,
+        VISIBLE_MS,
+        WINDOW_MS,
+        later,
+    )
+    .unwrap();
     assert_eq!(second[0].1, 2, "pulled again with a higher attempt");
     // A's late ack still counts; B's ack then finds it delivered.
     assert_eq!(
@@ -236,11 +289,17 @@ fn ack_after_the_visibility_timeout_counts_once_and_a_stale_nack_is_skipped() {
     assert_eq!(state.finished_at_ms, Some(later + 1));
     assert_eq!(trees.done.len(), 1);
     assert_queue_consistent(&trees);
-    assert!(
-        pull(&trees, store.db(), 1, VISIBLE_MS, WINDOW_MS, later + 4)
-            .unwrap()
-            .is_empty()
-    );
+    assert!(pull(
+        &trees,
+        store.db(),
+        1,
+        usize::MAX,
+        VISIBLE_MS,
+        WINDOW_MS,
+        later + 4
+    )
+    .unwrap()
+    .is_empty());
 }
 
 #[test]
@@ -249,9 +308,17 @@ fn concurrent_nacks_and_pulls_keep_one_queue_entry_per_delivery() {
         let (_dir, store, trees) = open();
         let ids: Vec<_> = (0..10).map(|n| pending(&trees, n, 1_000)).collect();
         assert_eq!(
-            pull(&trees, store.db(), 10, VISIBLE_MS, WINDOW_MS, 2_000)
-                .unwrap()
-                .len(),
+            pull(
+                &trees,
+                store.db(),
+                10,
+                usize::MAX,
+                VISIBLE_MS,
+                WINDOW_MS,
+                2_000
+            )
+            .unwrap()
+            .len(),
             10
         );
         let (db, shared) = (store.db().clone(), trees.clone());
@@ -260,7 +327,7 @@ fn concurrent_nacks_and_pulls_keep_one_queue_entry_per_delivery() {
                 nack(&shared, &db, &ids, 2_001).unwrap();
                 Vec::new()
             } else {
-                pull(&shared, &db, 10, VISIBLE_MS, WINDOW_MS, 2_001).unwrap()
+                pull(&shared, &db, 10, usize::MAX, VISIBLE_MS, WINDOW_MS, 2_001).unwrap()
             }
         });
         // A nack may return a delivery another consumer just pulled, so it
