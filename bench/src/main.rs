@@ -129,15 +129,16 @@ struct LoadArgs {
 }
 
 impl LoadArgs {
-    fn duration(&self) -> Option<Duration> {
+    /// The run's length, `None` for a `--count` run.
+    fn duration(&self) -> anyhow::Result<Option<Duration>> {
         match (self.count, self.duration_secs) {
-            (Some(_), _) => None,
-            (None, secs) => Some(Duration::from_secs_f64(secs.unwrap_or(10.0))),
+            (Some(_), _) => Ok(None),
+            (None, secs) => positive_secs("--duration-secs", secs.unwrap_or(10.0)).map(Some),
         }
     }
 
     fn plan_spec(&self) -> anyhow::Result<PlanSpec> {
-        let requests = match (self.count, self.duration()) {
+        let requests = match (self.count, self.duration()?) {
             (Some(count), _) => count,
             (None, Some(d)) => self.max_requests.unwrap_or_else(|| {
                 ((d.as_secs_f64() * PLANNED_PER_SEC) as usize).clamp(1, PLANNED_MAX)
@@ -161,19 +162,22 @@ impl LoadArgs {
         if self.connections == 0 {
             bail!("--connections must be at least 1");
         }
-        if !(self.timeout_secs > 0.0) {
-            bail!("--timeout-secs must be positive");
-        }
-        if self.duration_secs.is_some_and(|s| !(s > 0.0)) {
-            bail!("--duration-secs must be positive");
-        }
+        let request_timeout = positive_secs("--timeout-secs", self.timeout_secs)?;
         Ok(LoadOptions {
             addr,
             connections: self.connections,
-            duration: self.duration(),
-            request_timeout: Duration::from_secs_f64(self.timeout_secs),
+            duration: self.duration()?,
+            request_timeout,
             progress: !self.json,
         })
+    }
+}
+
+/// `secs` as a duration, refused unless it is a positive, finite number of seconds.
+fn positive_secs(flag: &str, secs: f64) -> anyhow::Result<Duration> {
+    match Duration::try_from_secs_f64(secs) {
+        Ok(d) if !d.is_zero() => Ok(d),
+        _ => bail!("{flag} must be a positive number of seconds, got {secs}"),
     }
 }
 
@@ -322,5 +326,17 @@ mod tests {
         assert!(err.contains("loopback"), "{err}");
         assert!(target_addr("https://127.0.0.1:1").is_err());
         assert!(target_addr("http://127.0.0.1:1/hooks/x").is_err());
+    }
+
+    #[test]
+    fn durations_must_be_positive() {
+        assert_eq!(
+            positive_secs("--x", 1.5).unwrap(),
+            Duration::from_millis(1500)
+        );
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            let err = positive_secs("--x", bad).unwrap_err().to_string();
+            assert!(err.contains("--x"), "{err}");
+        }
     }
 }

@@ -257,7 +257,7 @@ mod tests {
                     scheme,
                     &headers,
                     &delivery.body,
-                    &[secret.clone()],
+                    std::slice::from_ref(&secret),
                     now,
                     300,
                 )
