@@ -24,10 +24,10 @@ use load::{run_phase, LoadOptions, PhaseResult};
 use plan::{Plan, PlanSpec};
 use report::{Comparison, Summary};
 
-/// Timed requests a duration run plans per second of its duration.
-const PLANNED_PER_SEC: f64 = 100_000.0;
+/// Unique deliveries a duration run signs per second of its duration.
+const PLANNED_UNIQUE_PER_SEC: f64 = 100_000.0;
 /// Most timed requests a duration run plans unless `--max-requests` says otherwise.
-const PLANNED_MAX: usize = 5_000_000;
+const PLANNED_MAX: usize = 10_000_000;
 
 #[derive(Debug, Parser)]
 #[command(name = "hookd-bench", version, about)]
@@ -85,7 +85,7 @@ struct LoadArgs {
     /// Send exactly this many timed requests instead of running for a duration.
     #[arg(long)]
     count: Option<usize>,
-    /// Most timed requests a duration run signs up front (default 100,000 per second, at most 5,000,000).
+    /// Most timed requests a duration run plans up front (default: 100,000 unique deliveries per second plus the duplicates of --dup-ratio, at most four times as many requests and 10,000,000).
     #[arg(long)]
     max_requests: Option<usize>,
     /// Body size in bytes.
@@ -141,7 +141,10 @@ impl LoadArgs {
         let requests = match (self.count, self.duration()?) {
             (Some(count), _) => count,
             (None, Some(d)) => self.max_requests.unwrap_or_else(|| {
-                ((d.as_secs_f64() * PLANNED_PER_SEC) as usize).clamp(1, PLANNED_MAX)
+                // Duplicates cost no memory of their own: plan more requests
+                // when more of them are duplicates (up to four times as many).
+                let per_sec = PLANNED_UNIQUE_PER_SEC / (1.0 - self.dup_ratio).max(0.25);
+                ((d.as_secs_f64() * per_sec) as usize).clamp(1, PLANNED_MAX)
             }),
             (None, None) => unreachable!("a run without --count has a duration"),
         };
