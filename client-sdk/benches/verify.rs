@@ -8,7 +8,11 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use hookd_sdk::signature::{sign, verify, Scheme, Secret};
 
 const SECRET: &str = "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
-const SIZES: [(usize, &str); 3] = [(1 << 10, "1KiB"), (16 << 10, "16KiB"), (256 << 10, "256KiB")];
+const SIZES: [(usize, &str); 3] = [
+    (1 << 10, "1KiB"),
+    (16 << 10, "16KiB"),
+    (256 << 10, "256KiB"),
+];
 
 fn verification(c: &mut Criterion) {
     let now = SystemTime::now()
@@ -24,9 +28,13 @@ fn verification(c: &mut Criterion) {
             // A bench that measured a rejection would be measuring the wrong path.
             verify(scheme, &headers, &body, &keys, now, 300).unwrap();
             group.throughput(Throughput::Bytes(size as u64));
-            group.bench_with_input(BenchmarkId::new(scheme.as_str(), label), &body, |b, body| {
-                b.iter(|| verify(scheme, &headers, body, &keys, now, 300).unwrap());
-            });
+            group.bench_with_input(
+                BenchmarkId::new(scheme.as_str(), label),
+                &body,
+                |b, body| {
+                    b.iter(|| verify(scheme, &headers, body, &keys, now, 300).unwrap());
+                },
+            );
         }
     }
     group.finish();

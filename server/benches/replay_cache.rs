@@ -32,7 +32,10 @@ fn key(n: u64) -> Vec<u8> {
 }
 
 fn value(n: u64) -> (EventId, DeliveryId) {
-    (EventId::new(format!("msg_bench_{n:012}")), DeliveryId::generate())
+    (
+        EventId::new(format!("msg_bench_{n:012}")),
+        DeliveryId::generate(),
+    )
 }
 
 fn full_cache() -> ReplayCache {
@@ -47,9 +50,15 @@ fn full_cache() -> ReplayCache {
 fn replay(c: &mut Criterion) {
     let cache = full_cache();
     let present: Vec<Vec<u8>> = (0..CAPACITY).step_by(97).map(key).collect();
-    assert!(present.iter().all(|k| cache.contains_key(k)), "hits must hit");
+    assert!(
+        present.iter().all(|k| cache.contains_key(k)),
+        "hits must hit"
+    );
     let absent: Vec<Vec<u8>> = (0..1024).map(|n| key(CAPACITY * 10 + n)).collect();
-    assert!(absent.iter().all(|k| !cache.contains_key(k)), "misses must miss");
+    assert!(
+        absent.iter().all(|k| !cache.contains_key(k)),
+        "misses must miss"
+    );
 
     let mut group = c.benchmark_group("replay_cache");
     let mut i = 0;
