@@ -179,18 +179,25 @@ async fn serve(
 
     let state = AppState {
         registry: registry.clone(),
+        limits: ingress::EdgeLimits::new(&config.http),
     };
     let workers = if config.http.workers == 0 {
         cores
     } else {
         config.http.workers
     };
+    let max_header_bytes = config.http.max_header_bytes;
     let server = HttpServer::new(move || {
         App::new()
+            .wrap(from_fn(move |req, next| {
+                ingress::header_limit(max_header_bytes, req, next)
+            }))
             .wrap(from_fn(ingress::request_id))
             .configure(ingress::configure(state.clone()))
     })
     .workers(workers)
+    .max_connections(config.http.max_connections)
+    .client_request_timeout(config.http.head_timeout())
     .disable_signals()
     .shutdown_timeout(config.http.shutdown_timeout_secs)
     .listen(http)?

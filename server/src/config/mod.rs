@@ -4,6 +4,7 @@
 use std::{
     net::SocketAddr,
     path::{Path, PathBuf},
+    time::Duration,
 };
 
 use figment::{
@@ -70,6 +71,48 @@ pub struct HttpConfig {
     pub workers: usize,
     /// Grace period for in-flight requests at shutdown.
     pub shutdown_timeout_secs: u64,
+    /// Deadline for reading one whole request, head and body (408 past it).
+    pub request_timeout_secs: u64,
+    /// Largest request head (request line and header lines) accepted (431).
+    pub max_header_bytes: usize,
+    /// Open connections each worker serves at once; more wait to be accepted.
+    pub max_connections: usize,
+}
+
+/// The largest head actix-http itself reads before answering a bare 431.
+pub const FRAMEWORK_MAX_HEAD_BYTES: usize = 128 * 1024;
+
+impl HttpConfig {
+    fn validate(&self) -> Result<()> {
+        if !(1..=86_400).contains(&self.request_timeout_secs) {
+            return Err(Error::Config(
+                "http.request_timeout_secs must be between 1 and 86400".into(),
+            ));
+        }
+        if !(1024..=FRAMEWORK_MAX_HEAD_BYTES).contains(&self.max_header_bytes) {
+            return Err(Error::Config(format!(
+                "http.max_header_bytes must be between 1024 and {FRAMEWORK_MAX_HEAD_BYTES}"
+            )));
+        }
+        if self.max_connections == 0 {
+            return Err(Error::Config(
+                "http.max_connections must be at least 1".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// How long the head of a request may take to arrive: a sixth of the
+    /// request deadline, at most 5 s (actix's head timer).
+    pub fn head_timeout(&self) -> Duration {
+        (Duration::from_secs(self.request_timeout_secs) / 6).min(Duration::from_secs(5))
+    }
+
+    /// How long the body may take once the head is in: the rest of the
+    /// request deadline, so head and body together stay within it.
+    pub fn body_timeout(&self) -> Duration {
+        Duration::from_secs(self.request_timeout_secs) - self.head_timeout()
+    }
 }
 
 /// gRPC control plane settings.
@@ -216,6 +259,7 @@ impl Config {
     pub fn validate(&self) -> Result<()> {
         parse_addr("http.addr", &self.http.addr)?;
         parse_addr("grpc.addr", &self.grpc.addr)?;
+        self.http.validate()?;
         if !(self.grpc.shutdown_grace_secs.is_finite() && self.grpc.shutdown_grace_secs >= 0.0) {
             return Err(Error::Config(
                 "grpc.shutdown_grace_secs must be >= 0".into(),
@@ -339,6 +383,14 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("http.addr"), "{e}");
+        let e = load_str("[http]\nmax_header_bytes = 200000\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("http.max_header_bytes"), "{e}");
+        let e = load_str("[http]\nrequest_timeout_secs = 0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("http.request_timeout_secs"), "{e}");
         let e = load_str("[htttp]\naddr = \"127.0.0.1:1\"\n")
             .unwrap_err()
             .to_string();

@@ -1,6 +1,8 @@
 //! The HTTP surface: routes, the request-id middleware and the answers for
 //! unknown routes. Handlers stay thin; the work happens in tenant actors.
 
+mod body;
+mod edge;
 mod health;
 mod hooks;
 mod metrics;
@@ -19,11 +21,15 @@ use crate::{
     tenant::Registry,
 };
 
+pub use edge::{header_limit, EdgeLimits};
+
 /// Shared state of every HTTP worker.
 #[derive(Clone)]
 pub struct AppState {
     /// Running tenants.
     pub registry: Registry,
+    /// Head size and body deadline.
+    pub limits: EdgeLimits,
 }
 
 /// Registers every route on an actix-web app.

@@ -4,6 +4,7 @@
 mod binary;
 mod cli;
 mod control;
+mod edge;
 mod forward;
 mod harness;
 mod ingest;
