@@ -34,6 +34,7 @@ pub struct Server {
     registry: Option<Registry>,
     http_addr: SocketAddr,
     grpc_addr: SocketAddr,
+    metrics_addr: Option<SocketAddr>,
     shutdown: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<Result<()>>>,
 }
@@ -54,6 +55,11 @@ impl Server {
         let http = TcpListener::bind(parse_addr("http.addr", &config.http.addr)?)?;
         let grpc = TcpListener::bind(parse_addr("grpc.addr", &config.grpc.addr)?)?;
         let (http_addr, grpc_addr) = (http.local_addr()?, grpc.local_addr()?);
+        let metrics = match (&config.metrics.addr, config.metrics.enabled) {
+            (Some(addr), true) => Some(TcpListener::bind(parse_addr("metrics.addr", addr)?)?),
+            _ => None,
+        };
+        let metrics_addr = metrics.as_ref().map(TcpListener::local_addr).transpose()?;
         let (store, committer) = Store::open(
             &config.data_dir,
             config.storage.commit_batch_max,
@@ -66,8 +72,11 @@ impl Server {
             .spawn(move || {
                 let served = actix_rt::System::new().block_on(serve(
                     config,
-                    http,
-                    grpc,
+                    Listeners {
+                        http,
+                        grpc,
+                        metrics,
+                    },
                     store,
                     tenants,
                     clock,
@@ -90,10 +99,14 @@ impl Server {
         };
         tracing::info!("http listening on {http_addr}");
         tracing::info!("grpc listening on {grpc_addr}");
+        if let Some(addr) = metrics_addr {
+            tracing::info!("metrics listening on {addr}");
+        }
         Ok(Server {
             registry: Some(registry),
             http_addr,
             grpc_addr,
+            metrics_addr,
             shutdown: Some(shutdown_tx),
             thread: Some(thread),
         })
@@ -109,6 +122,12 @@ impl Server {
         self.registry
             .as_ref()
             .expect("registry lives until shutdown")
+    }
+
+    /// Where `GET /metrics` is served apart from the ingress, when
+    /// `metrics.addr` is set.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
     }
 
     /// Where the gRPC control plane listens.
@@ -143,11 +162,21 @@ impl Drop for Server {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn serve(
-    config: Config,
+/// The bound sockets one server serves on.
+struct Listeners {
     http: TcpListener,
     grpc: TcpListener,
+    /// `metrics.addr`, when set.
+    metrics: Option<TcpListener>,
+}
+
+async fn serve(
+    config: Config,
+    Listeners {
+        http,
+        grpc,
+        metrics,
+    }: Listeners,
     store: Store,
     tenants: Vec<TenantSettings>,
     clock: SharedClock,
@@ -181,6 +210,7 @@ async fn serve(
         registry: registry.clone(),
         limits: ingress::EdgeLimits::new(&config.http),
     };
+    let metrics_state = state.clone();
     let workers = if config.http.workers == 0 {
         cores
     } else {
@@ -203,6 +233,25 @@ async fn serve(
     .listen(http)?
     .run();
     let http_handle = server.handle();
+    let metrics_server = match metrics {
+        Some(listener) => {
+            let server = HttpServer::new(move || {
+                App::new()
+                    .wrap(from_fn(ingress::request_id))
+                    .configure(ingress::configure_metrics(metrics_state.clone()))
+            })
+            .workers(1)
+            .max_connections(64)
+            .client_request_timeout(config.http.head_timeout())
+            .disable_signals()
+            .shutdown_timeout(1)
+            .listen(listener)?
+            .run();
+            Some((server.handle(), actix_rt::spawn(server)))
+        }
+        None => None,
+    };
+    let metrics_handle = metrics_server.as_ref().map(|(handle, _)| handle.clone());
 
     let (grpc_stop_tx, grpc_stop_rx) = oneshot::channel::<()>();
     let grpc_grace = Duration::from_secs_f64(config.grpc.shutdown_grace_secs);
@@ -240,10 +289,16 @@ async fn serve(
         let _ = shutdown.await;
         tracing::info!("shutting down: finishing in-flight requests");
         http_handle.stop(true).await;
+        if let Some(handle) = metrics_handle {
+            handle.stop(false).await;
+        }
     });
     actix_rt::spawn(sweeper::run(registry.clone(), config.retention.clone()));
     let _ = ready.send(Ok(registry.clone()));
     let served = server.await;
+    if let Some((_, task)) = metrics_server {
+        let _ = task.await;
+    }
 
     let _ = grpc_stop_tx.send(());
     let _ = grpc_thread.join();

@@ -179,6 +179,7 @@ impl Backend {
         self.stored(tenant_id)?;
         self.registry.remove(tenant_id);
         self.catalog.delete(tenant_id).map_err(api)?;
+        self.registry.store().forget_tenant(tenant_id);
         tracing::info!(tenant = %tenant_id, "tenant deleted with all its data");
         Ok(())
     }

@@ -163,15 +163,16 @@ impl std::str::FromStr for LogFormat {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct MetricsConfig {
-    /// Serve `GET /metrics` on the HTTP address.
+    /// Serve `GET /metrics`.
     pub enabled: bool,
+    /// A separate address to serve `GET /metrics` on, e.g. `127.0.0.1:9090`;
+    /// when set, the public HTTP address no longer serves it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub addr: Option<String>,
     /// Tenants that get a `tenant` label of their own, in the order they
     /// start; the rest are counted together as `tenant="other"`, so label
     /// cardinality stays bounded however many tenants there are.
     pub max_tenant_labels: usize,
-    /// Most queue and dead-letter entries counted per tenant per scrape:
-    /// sled counts by scanning, so a huge backlog must not make a scrape slow.
-    pub scan_limit: usize,
 }
 
 /// Durable storage settings.
@@ -270,10 +271,8 @@ impl Config {
                 "retention: sweep_batch must be >= 1 and sweep_interval_secs > 0".into(),
             ));
         }
-        if self.metrics.scan_limit == 0 {
-            return Err(Error::Config(
-                "metrics.scan_limit must be at least 1".into(),
-            ));
+        if let Some(addr) = &self.metrics.addr {
+            parse_addr("metrics.addr", addr)?;
         }
         if self.storage.commit_batch_max == 0 {
             return Err(Error::Config(

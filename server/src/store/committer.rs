@@ -311,6 +311,11 @@ fn apply_batch(db: &sled::Db, items: &[&NewDelivery]) -> Result<Vec<CommitOutcom
             return Err(Error::Corrupt("transaction aborted".into()))
         }
     };
+    for (e, first) in encoded.iter().zip(&existing) {
+        if first.is_none() {
+            tenants[e.tenant].gauges.add_queued(1);
+        }
+    }
     existing
         .into_iter()
         .map(|first| match first {

@@ -115,7 +115,7 @@ pub fn record_attempt(
         &trees.done,
     )
         .transaction(|(queue, states, attempts, dead_index, done)| {
-            queue.remove(queue_entry)?;
+            let mut counts = (-i64::from(queue.remove(queue_entry)?.is_some()), 0);
             states.insert(id, state_value.as_slice())?;
             attempts.insert(
                 attempt_key(delivery_id, attempt.attempt),
@@ -126,22 +126,28 @@ pub fn record_attempt(
                     done.insert(time_key(now_ms, delivery_id), &[])?;
                 }
                 Next::Retry { due_ms } => {
-                    queue.insert(&queue_key(*due_ms, retry_seq)[..], id)?;
+                    let old = queue.insert(&queue_key(*due_ms, retry_seq)[..], id)?;
+                    counts.0 += i64::from(old.is_none());
                 }
                 Next::Dead { .. } => {
                     let letter = dead.as_ref().expect("dead letter built above");
-                    dead_index.insert(time_key(now_ms, delivery_id), encode(letter))?;
+                    let old = dead_index.insert(time_key(now_ms, delivery_id), encode(letter))?;
+                    counts.1 += i64::from(old.is_none());
                 }
             }
-            Ok(())
+            Ok(counts)
         });
-    result.map_err(flatten)?;
+    let (queued, dead) = result.map_err(flatten)?;
+    trees.gauges.add_queued(queued);
+    trees.gauges.add_dead(dead);
     Ok(state)
 }
 
 /// Drops a queue entry whose event is gone (purged or swept).
 pub fn drop_queue_entry(trees: &TenantTrees, queue_entry: &[u8]) -> Result<()> {
-    trees.queue.remove(queue_entry)?;
+    if trees.queue.remove(queue_entry)?.is_some() {
+        trees.gauges.add_queued(-1);
+    }
     Ok(())
 }
 
@@ -190,12 +196,14 @@ pub fn redeliver(
             events.insert(new_id.as_str(), event_value.as_slice())?;
             states.insert(new_id.as_str(), new_value.as_slice())?;
             states.insert(delivery_id.as_str(), old_value.as_slice())?;
-            queue.insert(&queue_key(now_ms, seq)[..], new_id.as_str())?;
-            dead.remove(dead_key.as_slice())?;
-            Ok(())
+            let queued = queue.insert(&queue_key(now_ms, seq)[..], new_id.as_str())?;
+            let unlisted = dead.remove(dead_key.as_slice())?;
+            Ok((i64::from(queued.is_none()), -i64::from(unlisted.is_some())))
         },
     );
-    result.map_err(flatten)?;
+    let (queued, dead) = result.map_err(flatten)?;
+    trees.gauges.add_queued(queued);
+    trees.gauges.add_dead(dead);
     Ok(new_id)
 }
 
@@ -211,7 +219,9 @@ pub fn dead_letters(
 
 /// Removes dead letters (their event, state and attempts too).
 pub fn purge_dead_letter(trees: &TenantTrees, dead_key: &[u8], letter: &DeadLetter) -> Result<()> {
-    trees.dead.remove(dead_key)?;
+    if trees.dead.remove(dead_key)?.is_some() {
+        trees.gauges.add_dead(-1);
+    }
     delete_delivery(trees, &letter.delivery_id)
 }
 
@@ -337,14 +347,17 @@ pub fn pull(
         state.next_attempt_at_ms = Some(now_ms + visibility_ms);
         state.queue_key = Some(hex::encode(hidden_until));
         let state_value = encode(&state);
-        (&trees.queue, &trees.state)
+        let queued = (&trees.queue, &trees.state)
             .transaction(|(queue, states)| {
-                queue.remove(&key)?;
-                queue.insert(&hidden_until[..], delivery_id.as_str())?;
+                let removed = queue.remove(&key)?.is_some();
+                let added = queue
+                    .insert(&hidden_until[..], delivery_id.as_str())?
+                    .is_none();
                 states.insert(delivery_id.as_str(), state_value.as_slice())?;
-                Ok(())
+                Ok(i64::from(added) - i64::from(removed))
             })
             .map_err(flatten)?;
+        trees.gauges.add_queued(queued);
         out.push((event, state.attempts));
     }
     Ok(out)
@@ -369,14 +382,15 @@ pub fn ack(trees: &TenantTrees, ids: &[DeliveryId], now_ms: i64) -> Result<u32> 
         state.finished_at_ms = Some(now_ms);
         state.next_attempt_at_ms = None;
         let state_value = encode(&state);
-        (&trees.queue, &trees.state, &trees.done)
+        let removed = (&trees.queue, &trees.state, &trees.done)
             .transaction(|(queue, states, done)| {
-                queue.remove(key.as_slice())?;
+                let removed = queue.remove(key.as_slice())?.is_some();
                 states.insert(id.as_str(), state_value.as_slice())?;
                 done.insert(time_key(now_ms, id), &[])?;
-                Ok(())
+                Ok(removed)
             })
             .map_err(flatten)?;
+        trees.gauges.add_queued(-i64::from(removed));
         acked += 1;
     }
     Ok(acked)
@@ -399,14 +413,15 @@ pub fn nack(trees: &TenantTrees, db: &sled::Db, ids: &[DeliveryId], now_ms: i64)
         state.queue_key = Some(hex::encode(new));
         state.next_attempt_at_ms = Some(now_ms);
         let state_value = encode(&state);
-        (&trees.queue, &trees.state)
+        let queued = (&trees.queue, &trees.state)
             .transaction(|(queue, states)| {
-                queue.remove(old.as_slice())?;
-                queue.insert(&new[..], id.as_str())?;
+                let removed = queue.remove(old.as_slice())?.is_some();
+                let added = queue.insert(&new[..], id.as_str())?.is_none();
                 states.insert(id.as_str(), state_value.as_slice())?;
-                Ok(())
+                Ok(i64::from(added) - i64::from(removed))
             })
             .map_err(flatten)?;
+        trees.gauges.add_queued(queued);
         returned += 1;
     }
     Ok(returned)

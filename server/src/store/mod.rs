@@ -3,18 +3,21 @@
 
 mod committer;
 pub mod deliveries;
+mod gauges;
 pub mod records;
 
 use std::{
+    collections::HashMap,
     path::{Path, PathBuf},
     sync::{
         atomic::{AtomicBool, Ordering},
-        Arc,
+        Arc, Mutex,
     },
     thread::JoinHandle,
 };
 
 pub use committer::{CommitOutcome, CommitStats, Committer, NewDelivery};
+pub use gauges::QueueGauges;
 
 use crate::{error::Result, ids::TenantId};
 
@@ -39,6 +42,9 @@ pub struct TenantTrees {
     pub dead: sled::Tree,
     /// finished time + delivery_id -> (): delivered events, for retention.
     pub done: sled::Tree,
+    /// Live counts of `queue` and `dead`, shared by every handle of the
+    /// tenant's trees in this process.
+    pub gauges: Arc<QueueGauges>,
 }
 
 /// The process's storage: the sled database and its committer.
@@ -47,6 +53,7 @@ pub struct Store {
     db: sled::Db,
     committer: Committer,
     healthy: Arc<AtomicBool>,
+    gauges: Arc<Mutex<HashMap<TenantId, Arc<QueueGauges>>>>,
 }
 
 impl Store {
@@ -68,23 +75,47 @@ impl Store {
                 db,
                 committer,
                 healthy,
+                gauges: Arc::default(),
             },
             handle,
         ))
     }
 
-    /// Opens the trees of one tenant (cheap after the first call).
+    /// Opens the trees of one tenant (cheap after the first call; the first
+    /// counts its queue and dead letters once).
     pub fn tenant_trees(&self, tenant: &TenantId) -> Result<TenantTrees> {
         let name = |kind: &str| format!("t/{tenant}/{kind}");
+        let (queue, dead) = (
+            self.db.open_tree(name("queue"))?,
+            self.db.open_tree(name("dead"))?,
+        );
+        let gauges = {
+            let mut known = self.gauges.lock().expect("gauges lock");
+            match known.get(tenant) {
+                Some(gauges) => gauges.clone(),
+                None => {
+                    let gauges = Arc::new(QueueGauges::count(&queue, &dead)?);
+                    known.insert(tenant.clone(), gauges.clone());
+                    gauges
+                }
+            }
+        };
         Ok(TenantTrees {
             idem: self.db.open_tree(name("idem"))?,
             events: self.db.open_tree(name("events"))?,
-            queue: self.db.open_tree(name("queue"))?,
+            queue,
             state: self.db.open_tree(name("state"))?,
             attempts: self.db.open_tree(name("attempts"))?,
-            dead: self.db.open_tree(name("dead"))?,
+            dead,
             done: self.db.open_tree(name("done"))?,
+            gauges,
         })
+    }
+
+    /// Forgets the counts of a tenant whose trees were dropped, so a tenant
+    /// created later under the same id starts from its own (empty) trees.
+    pub fn forget_tenant(&self, tenant: &str) {
+        self.gauges.lock().expect("gauges lock").remove(tenant);
     }
 
     /// The group committer all durable writes go through.

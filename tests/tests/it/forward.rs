@@ -44,7 +44,7 @@ jitter = 0.0
 }
 
 /// Sends one signed event to `tenant` and returns its delivery id.
-async fn send(s: &TestServer, tenant: &str, event_id: &str) -> String {
+pub async fn send(s: &TestServer, tenant: &str, event_id: &str) -> String {
     let body = order(event_id);
     let a = s
         .post(tenant, &signed(event_id, now_secs(), &body), &body)
@@ -54,7 +54,7 @@ async fn send(s: &TestServer, tenant: &str, event_id: &str) -> String {
 }
 
 /// Waits for the feed to report `kind` for `delivery_id`.
-async fn wait_event(
+pub async fn wait_event(
     feed: &mut broadcast::Receiver<DeliveryEvent>,
     delivery_id: &str,
     kind: DeliveryEventKind,
