@@ -227,6 +227,7 @@ async fn serve(
     })
     .workers(workers)
     .max_connections(config.http.max_connections)
+    .keep_alive(config.http.keep_alive())
     .client_request_timeout(config.http.head_timeout())
     .disable_signals()
     .shutdown_timeout(config.http.shutdown_timeout_secs)

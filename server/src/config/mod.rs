@@ -7,6 +7,7 @@ use std::{
     time::Duration,
 };
 
+use actix_web::http::KeepAlive;
 use figment::{
     providers::{Env, Format, Serialized, Toml},
     Figment,
@@ -77,6 +78,9 @@ pub struct HttpConfig {
     pub max_header_bytes: usize,
     /// Open connections each worker serves at once; more wait to be accepted.
     pub max_connections: usize,
+    /// How long an idle connection is kept for another request; 0 closes
+    /// every connection after one answer.
+    pub keep_alive_secs: u64,
 }
 
 /// The largest head actix-http itself reads before answering a bare 431.
@@ -100,6 +104,14 @@ impl HttpConfig {
             ));
         }
         Ok(())
+    }
+
+    /// Keep-alive as actix takes it.
+    pub fn keep_alive(&self) -> KeepAlive {
+        match self.keep_alive_secs {
+            0 => KeepAlive::Disabled,
+            secs => KeepAlive::Timeout(Duration::from_secs(secs)),
+        }
     }
 
     /// How long the head of a request may take to arrive: a sixth of the

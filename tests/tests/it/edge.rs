@@ -143,3 +143,24 @@ async fn connections_past_max_connections_wait_for_a_free_slot() {
     let answer = read_answer(&mut second, Duration::from_secs(10)).await;
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
 }
+
+/// A reused connection's second head is not timed by actix (its head timer
+/// covers only a connection's first request): with keep-alive off, every
+/// request is the first on its connection, and the connection closes after
+/// each answer.
+#[tokio::test]
+async fn with_keep_alive_off_a_connection_carries_one_request() {
+    let s = TestServer::start(&format!("[http]\nkeep_alive_secs = 0\n{ACME}"));
+    let mut conn = TcpStream::connect(addr(&s)).await.unwrap();
+    conn.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let answer = read_answer(&mut conn, Duration::from_secs(10)).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let mut buf = [0u8; 64];
+    let after = timeout(Duration::from_secs(2), conn.read(&mut buf)).await;
+    assert!(
+        matches!(after, Ok(Ok(0)) | Ok(Err(_))),
+        "the connection stays open for another request: {after:?}"
+    );
+}
