@@ -217,10 +217,12 @@ async fn serve(
         config.http.workers
     };
     let max_header_bytes = config.http.max_header_bytes;
+    let unrouted = registry.telemetry().metrics().other().clone();
     let server = HttpServer::new(move || {
+        let unrouted = unrouted.clone();
         App::new()
             .wrap(from_fn(move |req, next| {
-                ingress::header_limit(max_header_bytes, req, next)
+                ingress::header_limit(max_header_bytes, unrouted.clone(), req, next)
             }))
             .wrap(from_fn(ingress::request_id))
             .configure(ingress::configure(state.clone()))

@@ -2,7 +2,7 @@
 //! needs: the size of the request head, answered with the standard error
 //! body, and the deadline for the rest of a request once its head is in.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 use actix_web::{
     body::{BoxBody, EitherBody},
@@ -15,6 +15,7 @@ use crate::{
     config::HttpConfig,
     error::{ApiError, ErrorCode},
     ids::RequestId,
+    metrics::TenantMetrics,
 };
 
 /// The per-request limits of the HTTP edge.
@@ -65,9 +66,11 @@ pub fn head_bytes(req: &ServiceRequest) -> usize {
 }
 
 /// Refuses a request whose head is larger than `limit` with
-/// `HEADERS_TOO_LARGE`, before any handler (or body read) runs.
+/// `HEADERS_TOO_LARGE`, before any handler (or body read) runs, and counts
+/// it in `counters` (the `other` label: no tenant is looked up for it).
 pub async fn header_limit(
     limit: usize,
+    counters: Arc<TenantMetrics>,
     req: ServiceRequest,
     next: Next<BoxBody>,
 ) -> Result<ServiceResponse<EitherBody<BoxBody>>, actix_web::Error> {
@@ -81,6 +84,7 @@ pub async fn header_limit(
         .cloned()
         .unwrap_or_else(RequestId::generate);
     tracing::warn!(request_id = %request_id, head_bytes = size, limit_bytes = limit, "request head too large");
+    counters.rejected(ErrorCode::HeadersTooLarge);
     let answer = ApiError::new(
         ErrorCode::HeadersTooLarge,
         format!("the request head is {size} bytes; at most {limit} are accepted"),

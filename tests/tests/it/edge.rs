@@ -98,6 +98,13 @@ async fn a_100_kb_header_block_gets_431_with_the_standard_body() {
         answer.to_lowercase().contains("x-request-id: req_"),
         "{answer}"
     );
+    let metrics = crate::telemetry::scrape(&s.base).await;
+    assert!(
+        metrics.contains(
+            "hookd_deliveries_rejected_total{tenant=\"other\",code=\"HEADERS_TOO_LARGE\"} 1"
+        ),
+        "{metrics}"
+    );
 }
 
 #[tokio::test]
@@ -162,5 +169,24 @@ async fn with_keep_alive_off_a_connection_carries_one_request() {
     assert!(
         matches!(after, Ok(Ok(0)) | Ok(Err(_))),
         "the connection stays open for another request: {after:?}"
+    );
+}
+
+/// The head has its share of the deadline (a sixth): past it actix answers
+/// a bare 408 and closes the connection.
+#[tokio::test]
+async fn a_head_trickled_past_its_share_of_the_deadline_gets_408() {
+    let s = TestServer::start(&format!("[http]\nrequest_timeout_secs = 1\n{ACME}"));
+    let mut conn = TcpStream::connect(addr(&s)).await.unwrap();
+    let started = Instant::now();
+    conn.write_all(b"POST /hooks/acme HTTP/1.1\r\nhost: x\r\nx-slow: ")
+        .await
+        .unwrap();
+    let answer = read_answer(&mut conn, Duration::from_secs(10)).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "answered after {:?}",
+        started.elapsed()
     );
 }
