@@ -224,6 +224,7 @@ async fn serve(
             .wrap(from_fn(move |req, next| {
                 ingress::header_limit(max_header_bytes, unrouted.clone(), req, next)
             }))
+            .wrap(from_fn(ingress::close_unread_body))
             .wrap(from_fn(ingress::request_id))
             .configure(ingress::configure(state.clone()))
     })

@@ -1,15 +1,27 @@
 //! Limits of the public edge that actix does not enforce the way hookd
 //! needs: the size of the request head, answered with the standard error
-//! body, and the deadline for the rest of a request once its head is in.
+//! body, the deadline for the rest of a request once its head is in, and
+//! closing a connection whose request body was answered before it was read.
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    cell::{Cell, RefCell},
+    pin::Pin,
+    rc::Rc,
+    sync::Arc,
+    task::{Context, Poll},
+    time::Duration,
+};
 
 use actix_web::{
-    body::{BoxBody, EitherBody},
-    dev::{ServiceRequest, ServiceResponse},
+    body::{BodySize, BoxBody, EitherBody, MessageBody},
+    dev::{Payload, ServiceRequest, ServiceResponse},
+    error::PayloadError,
+    http::header::{CONTENT_LENGTH, TRANSFER_ENCODING},
     middleware::Next,
+    web::Bytes,
     HttpMessage,
 };
+use futures_util::{stream, Stream};
 
 use crate::{
     config::HttpConfig,
@@ -92,4 +104,69 @@ pub async fn header_limit(
     .detail("limit_bytes", limit)
     .to_response(&request_id);
     Ok(req.into_response(answer).map_into_right_body())
+}
+
+/// An answer's body, holding the request body it was sent before reading
+/// (if any) until the answer has been written.
+pub struct HeldBody {
+    body: BoxBody,
+    _unread: Option<Rc<RefCell<Payload>>>,
+}
+
+impl MessageBody for HeldBody {
+    type Error = Box<dyn std::error::Error>;
+
+    fn size(&self) -> BodySize {
+        self.body.size()
+    }
+
+    fn poll_next(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Bytes, Self::Error>>> {
+        Pin::new(&mut self.get_mut().body).poll_next(cx)
+    }
+}
+
+/// Closes the connection after the answer when the request had a body that
+/// was not read to its end (refused early, timed out, or never wanted).
+/// actix drains the rest of a chunked body whose reader is gone, for as long
+/// as the sender keeps trickling it, holding a connection slot; a request
+/// body still held when the answer is written makes it close the connection
+/// instead. So the body is shared between the handler and this middleware,
+/// and an unfinished one is held by the answer's body.
+pub async fn close_unread_body(
+    mut req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<HeldBody>, actix_web::Error> {
+    let declared = req
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim() != "0");
+    if !(declared || req.headers().contains_key(TRANSFER_ENCODING)) {
+        let res = next.call(req).await?;
+        return Ok(res.map_body(|_, body| HeldBody {
+            body: body.boxed(),
+            _unread: None,
+        }));
+    }
+    let shared = Rc::new(RefCell::new(req.take_payload()));
+    let ended = Rc::new(Cell::new(false));
+    let (reader, seen_end) = (shared.clone(), ended.clone());
+    let body: Pin<Box<dyn Stream<Item = Result<Bytes, PayloadError>>>> =
+        Box::pin(stream::poll_fn(move |cx| {
+            let next = Pin::new(&mut *reader.borrow_mut()).poll_next(cx);
+            if let Poll::Ready(None) = next {
+                seen_end.set(true);
+            }
+            next
+        }));
+    req.set_payload(Payload::from(body));
+    let res = next.call(req).await?;
+    let unread = (!ended.get()).then_some(shared);
+    Ok(res.map_body(|_, body| HeldBody {
+        body: body.boxed(),
+        _unread: unread,
+    }))
 }

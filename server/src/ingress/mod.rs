@@ -21,7 +21,7 @@ use crate::{
     tenant::Registry,
 };
 
-pub use edge::{header_limit, EdgeLimits};
+pub use edge::{close_unread_body, header_limit, EdgeLimits};
 
 /// Shared state of every HTTP worker.
 #[derive(Clone)]

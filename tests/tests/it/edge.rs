@@ -190,3 +190,55 @@ async fn a_head_trickled_past_its_share_of_the_deadline_gets_408() {
         started.elapsed()
     );
 }
+
+/// A chunked body trickled past the deadline: answered 408, and the
+/// connection is closed rather than drained for as long as the sender likes.
+#[tokio::test]
+async fn a_trickled_chunked_body_gets_408_and_loses_its_connection() {
+    let s = TestServer::start(&format!("[http]\nrequest_timeout_secs = 1\n{ACME}"));
+    let conn = TcpStream::connect(addr(&s)).await.unwrap();
+    let (mut read, mut write) = conn.into_split();
+    let head = "POST /hooks/acme HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
+    write.write_all(head.as_bytes()).await.unwrap();
+    let trickle = tokio::spawn(async move {
+        for _ in 0..600 {
+            if write.write_all(b"1\r\n \r\n").await.is_err() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    let answer = read_answer(&mut read, Duration::from_secs(10)).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("REQUEST_TIMEOUT"), "{answer}");
+    let mut buf = [0u8; 64];
+    let after = timeout(Duration::from_secs(3), read.read(&mut buf)).await;
+    trickle.abort();
+    assert!(
+        matches!(after, Ok(Ok(0)) | Ok(Err(_))),
+        "the connection stays open after the 408: {after:?}"
+    );
+}
+
+/// Bodies read to their end keep the connection for the next request.
+#[tokio::test]
+async fn a_fully_read_body_keeps_the_connection_alive() {
+    let s = TestServer::start(ACME);
+    let body = crate::harness::order("evt_keep");
+    let mut request = format!(
+        "POST /hooks/acme HTTP/1.1\r\nhost: x\r\ncontent-length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in crate::harness::signed("msg_keep", crate::harness::NOW, &body) {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    let mut bytes = request.into_bytes();
+    bytes.extend_from_slice(&body);
+    let mut conn = TcpStream::connect(addr(&s)).await.unwrap();
+    for expected in ["HTTP/1.1 202", "HTTP/1.1 200"] {
+        conn.write_all(&bytes).await.unwrap();
+        let answer = read_answer(&mut conn, Duration::from_secs(10)).await;
+        assert!(answer.starts_with(expected), "{answer}");
+    }
+}
