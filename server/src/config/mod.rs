@@ -398,6 +398,10 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("http.max_header_bytes"), "{e}");
+        let e = load_str("[metrics]\naddr = \"public\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("metrics.addr"), "{e}");
         let e = load_str("[http]\nrequest_timeout_secs = 0\n")
             .unwrap_err()
             .to_string();
