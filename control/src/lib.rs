@@ -10,6 +10,7 @@ mod convert;
 mod error;
 pub mod model;
 mod services;
+mod tls;
 pub mod watch;
 
 #[cfg(test)]
@@ -24,6 +25,8 @@ use hookd_proto::v1::{
     tenant_service_server::{self, TenantServiceServer},
     token_service_server::{self, TokenServiceServer},
 };
+use hookd_proto::{MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES};
+use tokio_rustls::rustls::ServerConfig;
 use tonic::transport::server::TcpIncoming;
 use tonic_health::{server::HealthReporter, ServingStatus};
 
@@ -36,6 +39,17 @@ pub use crate::{
     backend::{ControlBackend, EventStream},
     error::{Error, Result},
 };
+
+/// A `hookd.v1` service with the message size limits of the wire contract:
+/// requests up to [`MAX_REQUEST_BYTES`], responses up to
+/// [`MAX_RESPONSE_BYTES`].
+macro_rules! limited {
+    ($service:expr) => {
+        $service
+            .max_decoding_message_size(MAX_REQUEST_BYTES)
+            .max_encoding_message_size(MAX_RESPONSE_BYTES)
+    };
+}
 
 /// Every service whose health is reported: the server as a whole ("") and
 /// each `hookd.v1` service, so a probe may ask for either.
@@ -50,14 +64,17 @@ const HEALTH_NAMES: [&str; 6] = [
 
 /// Serves the control plane on `listener` until `shutdown` resolves, then
 /// ends open WatchDeliveries streams (UNAVAILABLE) and lets in-flight calls
-/// finish. Must run inside a tokio runtime.
+/// finish. With `tls` (which must offer ALPN `h2`), every connection must
+/// complete a TLS handshake first, on the configuration's terms (e.g. a client
+/// certificate its verifier accepts). Must run inside a tokio runtime.
 pub async fn serve<B: ControlBackend>(
     listener: std::net::TcpListener,
     backend: Arc<B>,
+    tls: Option<Arc<ServerConfig>>,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     listener.set_nonblocking(true)?;
-    let incoming = TcpIncoming::from(tokio::net::TcpListener::from_std(listener)?);
+    let listener = tokio::net::TcpListener::from_std(listener)?;
     let reflection_v1 = reflection().build_v1()?;
     let reflection_v1alpha = reflection().build_v1alpha()?;
     let (reporter, health) = tonic_health::server::health_reporter();
@@ -68,20 +85,31 @@ pub async fn serve<B: ControlBackend>(
     let tokens = TokenApi::new(Arc::clone(&backend));
     let deliveries = DeliveryApi::new(Arc::clone(&backend), stopping);
     let consumer = ConsumerApi::new(backend);
-    let served = tonic::transport::Server::builder()
+    let router = tonic::transport::Server::builder()
         .add_service(health)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
-        .add_service(TenantServiceServer::new(tenants))
-        .add_service(SecretServiceServer::new(secrets))
-        .add_service(TokenServiceServer::new(tokens))
-        .add_service(DeliveryServiceServer::new(deliveries))
-        .add_service(ConsumerServiceServer::new(consumer))
-        .serve_with_incoming_shutdown(incoming, async move {
-            shutdown.await;
-            stop.send_replace(true);
-        })
-        .await;
+        .add_service(limited!(TenantServiceServer::new(tenants)))
+        .add_service(limited!(SecretServiceServer::new(secrets)))
+        .add_service(limited!(TokenServiceServer::new(tokens)))
+        .add_service(limited!(DeliveryServiceServer::new(deliveries)))
+        .add_service(limited!(ConsumerServiceServer::new(consumer)));
+    let shutdown = async move {
+        shutdown.await;
+        stop.send_replace(true);
+    };
+    let served = match tls {
+        Some(config) => {
+            router
+                .serve_with_incoming_shutdown(tls::incoming(listener, config), shutdown)
+                .await
+        }
+        None => {
+            router
+                .serve_with_incoming_shutdown(TcpIncoming::from(listener), shutdown)
+                .await
+        }
+    };
     readiness.abort();
     served?;
     Ok(())

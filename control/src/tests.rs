@@ -31,7 +31,7 @@ async fn start(backend: Arc<FakeBackend>) -> (Channel, oneshot::Sender<()>, Serv
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr: SocketAddr = listener.local_addr().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
-    let server = tokio::spawn(serve(listener, backend, async {
+    let server = tokio::spawn(serve(listener, backend, None, async {
         let _ = stopped.await;
     }));
     let channel = Channel::from_shared(format!("http://{addr}"))

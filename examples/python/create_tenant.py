@@ -7,19 +7,52 @@ Generate the stubs first (see README, "gRPC from other languages"):
 then run:
 
     PYTHONPATH=gen python3 examples/python/create_tenant.py 127.0.0.1:50051 "$HOOKD_ADMIN_TOKEN" my-tenant
+
+For a hookd with `[grpc.tls]`, add `--ca ca.pem` (the CA that signed hookd's
+certificate) and, when it sets `client_ca_file`, `--cert client.pem --key client.key`.
 """
 
+import argparse
 import sys
 
 import grpc
 
 from hookd.v1 import tenant_pb2, tenant_pb2_grpc
 
+# hookd answers up to 80 MiB per response (one webhook body at the largest body limit);
+# grpcio's default receive limit is 4 MiB.
+MAX_RESPONSE_BYTES = 80 * 1024 * 1024
+
+
+def read(path):
+    if path is None:
+        return None
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def open_channel(endpoint, ca, cert, key):
+    options = [("grpc.max_receive_message_length", MAX_RESPONSE_BYTES)]
+    if ca is None and cert is None:
+        return grpc.insecure_channel(endpoint, options=options)
+    credentials = grpc.ssl_channel_credentials(
+        root_certificates=read(ca), private_key=read(key), certificate_chain=read(cert)
+    )
+    return grpc.secure_channel(endpoint, credentials, options=options)
+
 
 def main() -> int:
-    endpoint, token, tenant_id = sys.argv[1:4]
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("endpoint")
+    parser.add_argument("token")
+    parser.add_argument("tenant_id")
+    parser.add_argument("--ca", help="PEM CA certificate hookd's certificate chains to")
+    parser.add_argument("--cert", help="PEM client certificate (with --key)")
+    parser.add_argument("--key", help="PEM private key of --cert")
+    args = parser.parse_args()
+    endpoint, token, tenant_id = args.endpoint, args.token, args.tenant_id
     auth = [("authorization", f"Bearer {token}")]
-    with grpc.insecure_channel(endpoint) as channel:
+    with open_channel(endpoint, args.ca, args.cert, args.key) as channel:
         tenants = tenant_pb2_grpc.TenantServiceStub(channel)
         created = tenants.CreateTenant(
             tenant_pb2.CreateTenantRequest(tenant_id=tenant_id, scheme="standard"),

@@ -12,3 +12,18 @@ pub mod v1 {
 /// the control plane can serve gRPC reflection and `grpcurl` needs no
 /// `.proto` files.
 pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("hookd_descriptor");
+
+/// Largest request message hookd's services accept: 4 MiB. Requests carry ids, settings and secrets, never a webhook body, so a
+/// larger one is a mistake or an attack and is answered `OUT_OF_RANGE`.
+pub const MAX_REQUEST_BYTES: usize = 4 * 1024 * 1024;
+
+/// Largest response message hookd's services send and the SDK client accepts:
+/// 80 MiB, room for one webhook body at the largest `max_body_bytes` a tenant
+/// may have (64 MiB) plus its headers and stored attempts. Clients in other
+/// languages should raise their receive limit (grpcio's default is 4 MiB) to
+/// this when their tenants accept bodies near the limit.
+pub const MAX_RESPONSE_BYTES: usize = 80 * 1024 * 1024;
+
+/// Pull stops adding deliveries once its response would pass 4 MiB; a single
+/// delivery larger than that is still handed out, alone.
+pub const PULL_RESPONSE_BUDGET_BYTES: usize = 4 * 1024 * 1024;

@@ -20,12 +20,14 @@ use crate::{
     config::{parse_addr, Config, TenantSettings},
     error::{Error, Result},
     events::EventBus,
+    forward::AddressPolicy,
     ingress::{self, AppState},
     keyring::{load_admin_token, MasterKey},
-    store::Store,
+    store::{OsSync, SharedSync, Store},
     sweeper,
     telemetry::Telemetry,
     tenant::Registry,
+    tls::{self, CertSource, ListenerTls},
 };
 
 /// A running hookd: its bound addresses and the means to stop it.
@@ -35,6 +37,8 @@ pub struct Server {
     http_addr: SocketAddr,
     grpc_addr: SocketAddr,
     metrics_addr: Option<SocketAddr>,
+    /// The listeners' TLS certificates, for [`Server::reload_tls`].
+    certs: Vec<Arc<CertSource>>,
     shutdown: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<Result<()>>>,
 }
@@ -44,14 +48,43 @@ impl Server {
     /// and begins serving on a thread of its own. Returns once hookd accepts
     /// deliveries.
     pub fn start(config: Config, clock: SharedClock) -> Result<Server> {
+        Server::start_with_sync(config, clock, Arc::new(OsSync))
+    }
+
+    /// [`Server::start`] with storage's syncs going through `sync` (unless
+    /// `storage.fsync` is off): tests record them or make them fail.
+    pub fn start_with_sync(config: Config, clock: SharedClock, sync: SharedSync) -> Result<Server> {
+        if let Some(warning) = config.metrics.scan_limit_warning() {
+            tracing::warn!("{warning}");
+        }
         let tenants = config
             .tenants
             .iter()
             .map(|t| {
-                t.resolve()
+                t.resolve_under(config.limits.tenant_max_body_bytes)
                     .map_err(|e| Error::Config(format!("tenant {}: {e}", t.id)))
             })
             .collect::<Result<Vec<TenantSettings>>>()?;
+        let tls = Tls {
+            http: config
+                .http
+                .tls
+                .as_ref()
+                .map(tls::http_server_config)
+                .transpose()?,
+            grpc: config
+                .grpc
+                .tls
+                .as_ref()
+                .map(tls::grpc_server_config)
+                .transpose()?,
+        };
+        let schemes = (tls.http.is_some(), tls.grpc.is_some());
+        let certs = [&tls.http, &tls.grpc]
+            .into_iter()
+            .flatten()
+            .map(|listener| Arc::clone(&listener.cert))
+            .collect();
         let http = TcpListener::bind(parse_addr("http.addr", &config.http.addr)?)?;
         let grpc = TcpListener::bind(parse_addr("grpc.addr", &config.grpc.addr)?)?;
         let (http_addr, grpc_addr) = (http.local_addr()?, grpc.local_addr()?);
@@ -60,10 +93,10 @@ impl Server {
             _ => None,
         };
         let metrics_addr = metrics.as_ref().map(TcpListener::local_addr).transpose()?;
-        let (store, committer) = Store::open(
+        let (store, committer) = Store::open_with(
             &config.data_dir,
             config.storage.commit_batch_max,
-            config.storage.fsync,
+            config.storage.fsync.then_some(sync),
         )?;
         let (shutdown_tx, shutdown_rx) = oneshot::channel();
         let (ready_tx, ready_rx) = std_mpsc::channel();
@@ -76,6 +109,7 @@ impl Server {
                         http,
                         grpc,
                         metrics,
+                        tls,
                     },
                     store,
                     tenants,
@@ -97,16 +131,18 @@ impl Server {
                     .unwrap_or(Error::CommitterGone))
             }
         };
-        tracing::info!("http listening on {http_addr}");
-        tracing::info!("grpc listening on {grpc_addr}");
+        let scheme = |tls: bool| if tls { "https" } else { "http" };
+        tracing::info!(scheme = scheme(schemes.0), "http listening on {http_addr}");
+        tracing::info!(scheme = scheme(schemes.1), "grpc listening on {grpc_addr}");
         if let Some(addr) = metrics_addr {
-            tracing::info!("metrics listening on {addr}");
+            tracing::info!(scheme = "http", "metrics listening on {addr}");
         }
         Ok(Server {
             registry: Some(registry),
             http_addr,
             grpc_addr,
             metrics_addr,
+            certs,
             shutdown: Some(shutdown_tx),
             thread: Some(thread),
         })
@@ -128,6 +164,24 @@ impl Server {
     /// `metrics.addr` is set.
     pub fn metrics_addr(&self) -> Option<SocketAddr> {
         self.metrics_addr
+    }
+
+    /// Re-reads every TLS certificate and key file (what SIGHUP does): new
+    /// handshakes use the new pairs. A listener whose files fail to load
+    /// keeps its current pair; the first such error is returned after every
+    /// listener was tried.
+    pub fn reload_tls(&self) -> Result<()> {
+        let mut failed = None;
+        for cert in &self.certs {
+            match cert.reload() {
+                Ok(()) => tracing::info!(section = cert.section(), "TLS certificate reloaded"),
+                Err(e) => {
+                    tracing::error!(section = cert.section(), error = %e, "TLS certificate not reloaded; the previous one stays in use");
+                    failed.get_or_insert(e);
+                }
+            }
+        }
+        failed.map_or(Ok(()), Err)
     }
 
     /// Where the gRPC control plane listens.
@@ -162,12 +216,20 @@ impl Drop for Server {
     }
 }
 
-/// The bound sockets one server serves on.
+/// The bound sockets one server serves on, and their TLS.
 struct Listeners {
     http: TcpListener,
     grpc: TcpListener,
-    /// `metrics.addr`, when set.
+    /// `metrics.addr`, when set (plain HTTP).
     metrics: Option<TcpListener>,
+    tls: Tls,
+}
+
+/// The TLS configurations of the two listeners, built (and checked) before
+/// anything starts; `None` serves plaintext.
+struct Tls {
+    http: Option<ListenerTls>,
+    grpc: Option<ListenerTls>,
 }
 
 async fn serve(
@@ -176,6 +238,7 @@ async fn serve(
         http,
         grpc,
         metrics,
+        tls,
     }: Listeners,
     store: Store,
     tenants: Vec<TenantSettings>,
@@ -233,8 +296,11 @@ async fn serve(
     .keep_alive(config.http.keep_alive())
     .client_request_timeout(config.http.head_timeout())
     .disable_signals()
-    .shutdown_timeout(config.http.shutdown_timeout_secs)
-    .listen(http)?
+    .shutdown_timeout(config.http.shutdown_timeout_secs);
+    let server = match tls.http {
+        Some(listener) => server.listen_rustls_0_23(http, listener.config)?,
+        None => server.listen(http)?,
+    }
     .run();
     let http_handle = server.handle();
     let metrics_server = match metrics {
@@ -269,7 +335,8 @@ async fn serve(
                 .expect("grpc runtime");
             runtime.block_on(async move {
                 let (stopping_tx, stopping_rx) = oneshot::channel::<()>();
-                let serve = hookd_control::serve(grpc, backend, async move {
+                let grpc_tls = tls.grpc.map(|listener| Arc::new(listener.config));
+                let serve = hookd_control::serve(grpc, backend, grpc_tls, async move {
                     let _ = grpc_stop_rx.await;
                     let _ = stopping_tx.send(());
                 });
@@ -326,26 +393,39 @@ fn start_tenants(
 ) -> Result<Backend> {
     let key = MasterKey::load(&config.keys, &config.data_dir)?;
     let admin_token = load_admin_token(&config.keys, &config.data_dir)?;
-    let catalog = Catalog::open(registry.store().db(), key)?;
+    let address_policy = Arc::new(AddressPolicy::new(config.forward.allow_networks.clone()));
     let config_ids: HashSet<String> = tenants.iter().map(|t| t.id.to_string()).collect();
+    let catalog = Catalog::open(registry.store().db(), key, config_ids.clone())?;
     for tenant in tenants {
         registry.start_tenant(tenant)?;
     }
-    for (record, secrets) in catalog.all()? {
-        let id = record.config.id.clone();
+    for id in catalog.ids()? {
         if config_ids.contains(&id) {
             tracing::warn!(tenant = %id, "tenant is both in the config file and created over the API; the config file wins");
             continue;
         }
-        let settings = effective_config(&record, &secrets)
-            .resolve()
-            .map_err(|e| Error::Config(format!("stored tenant {id}: {e}")))?;
-        registry.start_tenant(settings)?;
+        let started = match catalog.get(&id) {
+            Ok(Some((record, secrets))) => effective_config(&record, &secrets)
+                .resolve_under(config.limits.tenant_max_body_bytes)
+                .and_then(|settings| {
+                    registry
+                        .start_tenant(settings.with_address_policy(&address_policy))
+                        .map_err(|e| e.to_string())
+                }),
+            Ok(None) => continue,
+            Err(e) => Err(format!("stored record cannot be read: {e}")),
+        };
+        if let Err(reason) = started {
+            tracing::error!(tenant = %id, reason = %reason, "stored tenant cannot start and is skipped; its deliveries get 503 TENANT_UNAVAILABLE until UpdateTenant fixes it or it is deleted");
+            registry.mark_unavailable(&id, reason);
+        }
     }
     Ok(Backend::new(
         registry.clone(),
         catalog,
         config_ids,
         admin_token,
+        config.limits.tenant_max_body_bytes,
+        address_policy,
     ))
 }

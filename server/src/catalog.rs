@@ -1,13 +1,32 @@
 //! Tenants created over the control plane, persisted in sled next to the
 //! events: settings in `tenants`, secrets sealed with the master key in
-//! `secrets`, tenant-scoped API tokens (hashed) in `tokens`.
+//! `secrets` (see [`sealed`] for the format), tenant-scoped API tokens
+//! (hashed) in `tokens`.
+//!
+//! Every tenant has an incarnation: a fresh id when it is created over the
+//! API, [`CONFIG_INCARNATION`] when it comes from the config file. A token
+//! remembers the incarnation it was made for and is honoured only while its
+//! tenant's current incarnation is the same, so a later tenant with a
+//! re-used id never inherits it. A delete removes the tenant record, its
+//! secrets and its tokens in one transaction that also leaves a marker in
+//! `tenant_drops`; the tenant's data trees are dropped after, and a marker a
+//! crash left behind is finished when the catalog next opens. A tenant
+//! created under a used id starts with no data of the one before.
+
+mod sealed;
+mod tokens;
+
+use std::{collections::HashSet, sync::Arc};
 
 use base64::{engine::general_purpose::STANDARD, Engine};
 use hookd_sdk::signature::Scheme;
 use rand::RngCore;
+use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
-use sled::Transactional;
+use sled::{transaction::ConflictableTransactionError, Transactional};
+use zeroize::Zeroizing;
+
+pub use tokens::TokenRecord;
 
 use crate::{
     config::{DestinationConfig, SecretConfig, SecretState, TenantConfig},
@@ -16,6 +35,9 @@ use crate::{
     store::records::{decode, encode},
 };
 
+/// The incarnation of every tenant declared in the config file.
+pub const CONFIG_INCARNATION: &str = "config";
+
 /// A tenant as the control plane stores it; secrets live apart, sealed.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TenantRecord {
@@ -23,15 +45,30 @@ pub struct TenantRecord {
     pub config: TenantConfig,
     /// Creation time (Unix ms).
     pub created_at_ms: i64,
+    /// Fresh at each creation; tokens are bound to it. Empty only in records
+    /// written before incarnations, which the catalog fills in when it opens.
+    #[serde(default)]
+    pub incarnation: String,
+}
+
+impl TenantRecord {
+    /// A new tenant's record, with a fresh incarnation.
+    pub fn new(config: TenantConfig, created_at_ms: i64) -> TenantRecord {
+        TenantRecord {
+            config,
+            created_at_ms,
+            incarnation: ulid::Ulid::new().to_string(),
+        }
+    }
 }
 
 /// One signing secret with its lifetime.
-#[derive(Clone, Serialize, Deserialize)]
+#[derive(Clone)]
 pub struct SecretEntry {
     /// Key id.
     pub kid: String,
     /// The secret, as the sender uses it.
-    pub secret: String,
+    pub secret: SecretString,
     /// When it was made (Unix ms).
     pub created_at_ms: i64,
     /// When it stops being accepted (previous secrets only).
@@ -39,65 +76,96 @@ pub struct SecretEntry {
 }
 
 /// A tenant's secrets: the current and previous signing secret and the
-/// destination secret. Stored sealed.
-#[derive(Clone, Serialize, Deserialize)]
+/// destination secret. Stored sealed, each bound to the tenant and its kid.
+#[derive(Clone)]
 pub struct SecretSet {
     /// Senders sign with this one.
     pub current: SecretEntry,
     /// Still accepted until its expiry.
     pub previous: Option<SecretEntry>,
     /// hookd signs forwards with this one.
-    pub destination: String,
-    /// Number of the next kid (`k{n}`).
-    pub next_kid: u32,
+    pub destination: SecretString,
 }
 
-/// A tenant-scoped API token, without its value.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct TokenRecord {
-    /// Public id (`tok_…`).
-    pub token_id: String,
-    /// The only tenant it may touch.
-    pub tenant_id: String,
-    /// What it is for.
-    pub description: String,
-    /// Creation time (Unix ms).
-    pub created_at_ms: i64,
-    /// SHA-256 of the token, hex.
-    pub hash: String,
-}
-
-/// The control plane's persistent state.
+/// The control plane's persistent state. Writes are applied in memory;
+/// callers make them durable with [`crate::store::Store::durable_barrier`]
+/// before they answer.
 #[derive(Clone)]
 pub struct Catalog {
     db: sled::Db,
     tenants: sled::Tree,
     secrets: sled::Tree,
     tokens: sled::Tree,
+    /// Ids of deleted tenants whose data trees are still to be dropped.
+    drops: sled::Tree,
     key: MasterKey,
+    /// Ids of the config file's tenants.
+    config_tenants: Arc<HashSet<String>>,
 }
 
 impl Catalog {
-    /// Opens the catalog's trees.
-    pub fn open(db: &sled::Db, key: MasterKey) -> Result<Catalog> {
-        Ok(Catalog {
+    /// Opens the catalog's trees and tidies what an older version or a crash
+    /// left: rewrites legacy sealed rows in the bound format, gives old
+    /// records an incarnation, finishes interrupted deletes and revokes
+    /// tokens whose tenant is gone (`config_tenants`: the config file's ids).
+    pub fn open(db: &sled::Db, key: MasterKey, config_tenants: HashSet<String>) -> Result<Catalog> {
+        let catalog = Catalog {
             db: db.clone(),
             tenants: db.open_tree("tenants")?,
             secrets: db.open_tree("secrets")?,
             tokens: db.open_tree("tokens")?,
+            drops: db.open_tree("tenant_drops")?,
             key,
-        })
+            config_tenants: Arc::new(config_tenants),
+        };
+        catalog.migrate()?;
+        for id in catalog.drops.iter().keys() {
+            catalog.drop_data(&String::from_utf8_lossy(&id?))?;
+        }
+        catalog.sweep_tokens()?;
+        catalog.db.flush()?;
+        Ok(catalog)
     }
 
-    /// Every stored tenant with its secrets, in id order.
-    pub fn all(&self) -> Result<Vec<(TenantRecord, SecretSet)>> {
-        let mut out = Vec::new();
-        for kv in self.tenants.iter() {
-            let (id, record) = kv?;
-            let secrets = self.secrets_of(&String::from_utf8_lossy(&id))?;
-            out.push((decode(&record)?, secrets));
+    /// Rewrites rows of an older format: sealed secrets without their
+    /// binding, records without an incarnation.
+    fn migrate(&self) -> Result<()> {
+        let mut rewritten = 0;
+        for kv in self.secrets.iter() {
+            let (id, row) = kv?;
+            if sealed::is_legacy(&row) {
+                let id = String::from_utf8_lossy(&id);
+                let set = sealed::open_legacy(&self.key, &id, &row)?;
+                self.secrets
+                    .insert(id.as_bytes(), sealed::seal(&self.key, &id, &set))?;
+                rewritten += 1;
+            }
         }
-        Ok(out)
+        if rewritten > 0 {
+            tracing::info!(
+                tenants = rewritten,
+                "sealed secrets rewritten bound to their tenant and kid"
+            );
+        }
+        for kv in self.tenants.iter() {
+            let (id, bytes) = kv?;
+            let mut record: TenantRecord = decode(&bytes)?;
+            if record.incarnation.is_empty() {
+                record.incarnation = ulid::Ulid::new().to_string();
+                self.tenants.insert(id, encode(&record))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The ids of every stored tenant, in order, without decoding them, so
+    /// one unreadable record cannot hide the others.
+    pub fn ids(&self) -> Result<Vec<String>> {
+        self.tenants
+            .iter()
+            .keys()
+            .map(|id| Ok(String::from_utf8_lossy(&id?).into_owned()))
+            .collect()
     }
 
     /// One stored tenant.
@@ -108,102 +176,89 @@ impl Catalog {
         }
     }
 
+    /// Whether a tenant of that id is stored, without opening its secrets.
+    pub fn contains(&self, id: &str) -> Result<bool> {
+        Ok(self.tenants.contains_key(id)?)
+    }
+
     fn secrets_of(&self, id: &str) -> Result<SecretSet> {
-        let sealed = self
+        let row = self
             .secrets
             .get(id)?
             .ok_or_else(|| Error::Corrupt(format!("tenant {id} has no secrets")))?;
-        decode(&self.key.open(&sealed)?)
+        sealed::open(&self.key, id, &row)
     }
 
-    /// Stores a tenant and its secrets together, durably.
+    /// The incarnation tokens of `tenant_id` must carry now; `None` when
+    /// there is no such tenant.
+    fn incarnation(&self, tenant_id: &str) -> Result<Option<String>> {
+        if self.config_tenants.contains(tenant_id) {
+            return Ok(Some(CONFIG_INCARNATION.into()));
+        }
+        match self.tenants.get(tenant_id)? {
+            Some(bytes) => Ok(Some(decode::<TenantRecord>(&bytes)?.incarnation)),
+            None => Ok(None),
+        }
+    }
+
+    /// Stores a tenant and its secrets together (one transaction; the caller
+    /// makes it durable). A tenant stored
+    /// for the first time starts without data: whatever an earlier tenant
+    /// of its id left (deleted, or removed from the config file) is dropped.
     pub fn put(&self, record: &TenantRecord, secrets: &SecretSet) -> Result<()> {
         let id = record.config.id.as_str();
-        let (record, sealed) = (encode(record), self.key.seal(&encode(secrets)));
+        if !self.tenants.contains_key(id)? {
+            self.drop_data(id)?;
+        }
+        let (record, sealed) = (encode(record), sealed::seal(&self.key, id, secrets));
         (&self.tenants, &self.secrets)
             .transaction(|(tenants, secrets)| {
                 tenants.insert(id, record.as_slice())?;
                 secrets.insert(id, sealed.as_slice())?;
-                Ok::<_, sled::transaction::ConflictableTransactionError<()>>(())
+                Ok::<_, ConflictableTransactionError<()>>(())
             })
             .map_err(|e| Error::Corrupt(format!("catalog write: {e:?}")))?;
-        self.db.flush()?;
         Ok(())
     }
 
-    /// Deletes a tenant, its secrets, its tokens and every tree of its data.
+    /// Deletes a tenant's record, secrets and tokens in one transaction,
+    /// with a marker that its data trees are still to be dropped. The caller
+    /// drops them through the committer
+    /// ([`crate::store::Store::drop_tenant_trees`]) and then calls
+    /// [`Catalog::data_dropped`]; a crash in between is finished at the next
+    /// start.
     pub fn delete(&self, id: &str) -> Result<bool> {
-        let existed = self.tenants.remove(id)?.is_some();
-        self.secrets.remove(id)?;
-        for token in self.list_tokens(Some(id))? {
-            self.revoke_token(&token.token_id)?;
-        }
+        let tokens = self.list_tokens(Some(id))?;
+        (&self.tenants, &self.secrets, &self.tokens, &self.drops)
+            .transaction(|(tenants, secrets, token_rows, drops)| {
+                let existed = tenants.remove(id)?.is_some();
+                secrets.remove(id)?;
+                for token in &tokens {
+                    token_rows.remove(tokens::id_key(&token.token_id).as_bytes())?;
+                    token_rows.remove(tokens::hash_key(&token.hash).as_bytes())?;
+                }
+                drops.insert(id, &[])?;
+                Ok::<_, ConflictableTransactionError<()>>(existed)
+            })
+            .map_err(|e| Error::Corrupt(format!("catalog delete: {e:?}")))
+    }
+
+    /// Forgets the delete marker of `id` once its data trees are dropped.
+    pub fn data_dropped(&self, id: &str) -> Result<()> {
+        self.drops.remove(id)?;
+        Ok(())
+    }
+
+    /// Drops every data tree of `id`, then its delete marker if any.
+    fn drop_data(&self, id: &str) -> Result<()> {
         let prefix = format!("t/{id}/");
         for name in self.db.tree_names() {
             if name.starts_with(prefix.as_bytes()) {
                 self.db.drop_tree(name)?;
             }
         }
-        self.db.flush()?;
-        Ok(existed)
-    }
-
-    /// Creates a token for `tenant_id`; the value is returned once and only
-    /// its hash is kept.
-    pub fn create_token(
-        &self,
-        tenant_id: &str,
-        description: &str,
-        now_ms: i64,
-    ) -> Result<(TokenRecord, String)> {
-        let token = format!("hkt_{}", random_hex(24));
-        let record = TokenRecord {
-            token_id: format!("tok_{}", ulid::Ulid::new()),
-            tenant_id: tenant_id.to_owned(),
-            description: description.to_owned(),
-            created_at_ms: now_ms,
-            hash: token_hash(&token),
-        };
-        self.tokens
-            .insert(format!("id:{}", record.token_id), encode(&record))?;
-        self.tokens
-            .insert(format!("h:{}", record.hash), record.token_id.as_bytes())?;
-        self.db.flush()?;
-        Ok((record, token))
-    }
-
-    /// Tokens, of one tenant or all.
-    pub fn list_tokens(&self, tenant_id: Option<&str>) -> Result<Vec<TokenRecord>> {
-        let mut out = Vec::new();
-        for kv in self.tokens.scan_prefix("id:") {
-            let record: TokenRecord = decode(&kv?.1)?;
-            if tenant_id.is_none_or(|t| t == record.tenant_id) {
-                out.push(record);
-            }
-        }
-        Ok(out)
-    }
-
-    /// Revokes a token; false if it did not exist.
-    pub fn revoke_token(&self, token_id: &str) -> Result<bool> {
-        let Some(record) = self.tokens.remove(format!("id:{token_id}"))? else {
-            return Ok(false);
-        };
-        let record: TokenRecord = decode(&record)?;
-        self.tokens.remove(format!("h:{}", record.hash))?;
-        self.db.flush()?;
-        Ok(true)
-    }
-
-    /// The tenant a bearer token is scoped to, if it is a live token.
-    pub fn token_tenant(&self, token: &str) -> Result<Option<String>> {
-        let Some(token_id) = self.tokens.get(format!("h:{}", token_hash(token)))? else {
-            return Ok(None);
-        };
-        let Some(record) = self.tokens.get([b"id:".as_slice(), &token_id].concat())? else {
-            return Ok(None);
-        };
-        Ok(Some(decode::<TokenRecord>(&record)?.tenant_id))
+        self.drops.remove(id)?;
+        Ok(())
     }
 }
 
@@ -219,22 +274,25 @@ impl SecretSet {
             },
             previous: None,
             destination: new_signing_secret(Scheme::Standard),
-            next_kid: 2,
         }
     }
 
-    /// Makes a new current secret; the old one stays accepted until
-    /// `now + overlap`. Returns the new entry.
+    /// Makes a new current secret `k{n+1}` after the current `k{n}`; the old
+    /// one stays accepted until `now + overlap`. Returns the new entry.
     pub fn rotate(&mut self, scheme: Scheme, now_ms: i64, overlap_ms: i64) -> SecretEntry {
         let mut old = self.current.clone();
         old.expires_at_ms = Some(now_ms + overlap_ms);
+        let next = old
+            .kid
+            .strip_prefix('k')
+            .and_then(|n| n.parse::<u32>().ok())
+            .map_or(1, |n| n.saturating_add(1));
         self.current = SecretEntry {
-            kid: format!("k{}", self.next_kid),
+            kid: format!("k{next}"),
             secret: new_signing_secret(scheme),
             created_at_ms: now_ms,
             expires_at_ms: None,
         };
-        self.next_kid += 1;
         self.previous = Some(old);
         self.current.clone()
     }
@@ -282,24 +340,15 @@ pub fn effective_config(record: &TenantRecord, secrets: &SecretSet) -> TenantCon
 }
 
 /// A new secret in the form the scheme's senders expect.
-fn new_signing_secret(scheme: Scheme) -> String {
-    match scheme {
-        Scheme::Standard => {
-            let mut key = [0u8; 32];
-            rand::rng().fill_bytes(&mut key);
-            format!("whsec_{}", STANDARD.encode(key))
-        }
-        Scheme::Stripe => format!("whsec_{}", random_hex(24)),
-        Scheme::Hookd | Scheme::Github | Scheme::Shopify | Scheme::Slack => random_hex(32),
-    }
+fn new_signing_secret(scheme: Scheme) -> SecretString {
+    let mut raw = Zeroizing::new([0u8; 32]);
+    rand::rng().fill_bytes(raw.as_mut_slice());
+    SecretString::from(match scheme {
+        Scheme::Standard => format!("whsec_{}", STANDARD.encode(raw.as_slice())),
+        Scheme::Stripe => format!("whsec_{}", hex::encode(&raw[..24])),
+        Scheme::Hookd | Scheme::Github | Scheme::Shopify | Scheme::Slack => hex::encode(&raw[..]),
+    })
 }
 
-fn random_hex(bytes: usize) -> String {
-    let mut raw = vec![0u8; bytes];
-    rand::rng().fill_bytes(&mut raw);
-    hex::encode(raw)
-}
-
-fn token_hash(token: &str) -> String {
-    hex::encode(Sha256::digest(token.as_bytes()))
-}
+#[cfg(test)]
+mod tests;

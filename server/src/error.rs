@@ -53,11 +53,15 @@ pub enum ErrorCode {
     NotReady,
     /// An unexpected failure inside hookd; the event was not acknowledged.
     InternalError,
+    /// The tenant is stored but could not start (a setting out of range).
+    TenantUnavailable,
+    /// The event id is not 1-255 bytes of visible ASCII.
+    InvalidEventId,
 }
 
 impl ErrorCode {
     /// Every code, in documentation order.
-    pub const ALL: [ErrorCode; 21] = [
+    pub const ALL: [ErrorCode; 23] = [
         ErrorCode::PayloadTooLarge,
         ErrorCode::TenantNotFound,
         ErrorCode::TenantDisabled,
@@ -79,6 +83,8 @@ impl ErrorCode {
         ErrorCode::HeadersTooLarge,
         ErrorCode::NotReady,
         ErrorCode::InternalError,
+        ErrorCode::TenantUnavailable,
+        ErrorCode::InvalidEventId,
     ];
 
     /// The wire `code`.
@@ -105,6 +111,8 @@ impl ErrorCode {
             ErrorCode::HeadersTooLarge => "HEADERS_TOO_LARGE",
             ErrorCode::NotReady => "NOT_READY",
             ErrorCode::InternalError => "INTERNAL_ERROR",
+            ErrorCode::TenantUnavailable => "TENANT_UNAVAILABLE",
+            ErrorCode::InvalidEventId => "INVALID_EVENT_ID",
         }
     }
 
@@ -123,9 +131,12 @@ impl ErrorCode {
             ErrorCode::InvalidJson
             | ErrorCode::MissingRequiredField
             | ErrorCode::InvalidField
+            | ErrorCode::InvalidEventId
             | ErrorCode::BodyIncomplete => StatusCode::BAD_REQUEST,
             ErrorCode::RateLimited => StatusCode::TOO_MANY_REQUESTS,
-            ErrorCode::StorageUnavailable | ErrorCode::NotReady => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::StorageUnavailable | ErrorCode::NotReady | ErrorCode::TenantUnavailable => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ErrorCode::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             ErrorCode::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
@@ -215,9 +226,22 @@ pub enum Error {
     /// A stored record could not be decoded.
     #[error("corrupt record: {0}")]
     Corrupt(String),
-    /// The durable writer has stopped (shutdown or a fatal storage error).
+    /// The durable writer's thread has stopped (shutdown).
     #[error("durable writer is not running")]
     CommitterGone,
+    /// Applying a batch of writes to storage failed; the store is poisoned.
+    #[error("applying writes to storage failed: {0}")]
+    BatchFailed(String),
+    /// Flushing or fdatasyncing a batch failed; the store is poisoned.
+    #[error("making writes durable failed: {0}")]
+    SyncFailed(String),
+    /// An earlier write or sync failed: nothing is written or acknowledged
+    /// until hookd restarts and recovers from what is on disk.
+    #[error("storage failed earlier and takes no writes until hookd restarts")]
+    StoragePoisoned,
+    /// The tenant was deleted while its write waited.
+    #[error("tenant {0} was deleted")]
+    TenantDeleted(String),
     /// The thing asked for does not exist.
     #[error("not found: {0}")]
     NotFound(String),

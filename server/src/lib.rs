@@ -10,6 +10,8 @@ pub mod clock;
 pub mod config;
 pub mod error;
 pub mod events;
+#[cfg(any(test, feature = "fault-injection"))]
+pub mod faults;
 pub mod forward;
 pub mod ids;
 pub mod ingress;
@@ -19,5 +21,6 @@ pub mod store;
 mod sweeper;
 pub mod telemetry;
 pub mod tenant;
+pub mod tls;
 
 pub use app::Server;

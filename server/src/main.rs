@@ -63,9 +63,9 @@ fn main() -> anyhow::Result<()> {
     let mut config =
         Config::load(cli.config.as_deref(), &overrides).context("invalid configuration")?;
     config.keys = KeySources {
-        master_key: cli.master_key,
+        master_key: cli.master_key.map(Into::into),
         master_key_file: cli.master_key_file,
-        admin_token: cli.admin_token,
+        admin_token: cli.admin_token.map(Into::into),
     };
     if let Some(format) = cli.log_format {
         config.log.format = format;
@@ -80,7 +80,7 @@ fn main() -> anyhow::Result<()> {
     }
     let server =
         Server::start(config, std::sync::Arc::new(SystemClock)).context("hookd could not start")?;
-    wait_for_signal()?;
+    wait_for_signal(&server)?;
     let stopped = server.shutdown().context("shutdown failed");
     // Only now: the last requests' spans are queued, and no actix thread
     // is left to stall the flush.
@@ -90,17 +90,25 @@ fn main() -> anyhow::Result<()> {
     stopped
 }
 
-/// Blocks until SIGTERM or SIGINT.
-fn wait_for_signal() -> anyhow::Result<()> {
+/// Blocks until SIGTERM or SIGINT; reloads the TLS certificates on each SIGHUP.
+fn wait_for_signal(server: &Server) -> anyhow::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = tokio::signal::ctrl_c() => {}
+        let mut term = signal(SignalKind::terminate())?;
+        let mut hangup = signal(SignalKind::hangup())?;
+        loop {
+            tokio::select! {
+                _ = term.recv() => return Ok(()),
+                _ = tokio::signal::ctrl_c() => return Ok(()),
+                _ = hangup.recv() => {
+                    tracing::info!("SIGHUP: reloading TLS certificates");
+                    // Errors are logged per listener; hookd keeps serving.
+                    let _ = server.reload_tls();
+                }
+            }
         }
-        Ok(())
     })
 }

@@ -26,6 +26,10 @@ pub enum ClientError {
         #[source]
         source: tonic::transport::Error,
     },
+    /// The TLS settings cannot be used: an unreadable file, a certificate without
+    /// its key, PEM that does not parse, or TLS asked for on an `http://` endpoint.
+    #[error("TLS: {0}")]
+    Tls(String),
     /// The token holds characters an HTTP header cannot carry (e.g. a newline).
     #[error("the token cannot be sent in a header: it must be visible ASCII")]
     InvalidToken,
@@ -38,10 +42,11 @@ impl ClientError {
     /// The gRPC code this failure amounts to; what a script should branch on.
     pub fn code(&self) -> Code {
         match self {
-            ClientError::InvalidEndpoint { .. } | ClientError::InvalidToken => {
-                Code::InvalidArgument
-            }
+            ClientError::InvalidEndpoint { .. }
+            | ClientError::InvalidToken
+            | ClientError::Tls(_) => Code::InvalidArgument,
             ClientError::Connect { .. } => Code::Unavailable,
+            ClientError::Status(status) if is_transport(status) => Code::Unavailable,
             ClientError::Status(status) => status.code(),
         }
     }
@@ -60,6 +65,12 @@ impl From<Status> for ClientError {
     fn from(status: Status) -> ClientError {
         ClientError::Status(Box::new(status))
     }
+}
+
+/// A status the channel made up because the connection failed (e.g. hookd closed it
+/// after refusing the client's TLS certificate) rather than one hookd answered.
+fn is_transport(status: &Status) -> bool {
+    std::error::Error::source(status).is_some_and(|source| source.is::<tonic::transport::Error>())
 }
 
 /// `NOT_FOUND: tenant "acme" not found`: the code as the proto comments spell it, then

@@ -1,5 +1,6 @@
 //! The typed admin client for hookd's gRPC control plane: one [`HookdClient`] over one
-//! channel, a method per RPC of the five `hookd.v1` services, and paging helpers.
+//! channel (plaintext or TLS), a method per RPC of the five `hookd.v1` services, and
+//! paging helpers.
 
 mod auth;
 mod consumer;
@@ -8,6 +9,7 @@ mod error;
 mod paging;
 mod secrets;
 mod tenants;
+mod tls;
 mod tokens;
 
 use std::{fmt, time::Duration};
@@ -28,6 +30,9 @@ pub use error::ClientError;
 /// The generated `hookd.v1` messages the client takes and returns, so callers need no
 /// direct dependency on `hookd-proto`.
 pub use hookd_proto::v1 as proto;
+/// The wire contract's message size limits, which the client applies too.
+pub use hookd_proto::{MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES, PULL_RESPONSE_BUDGET_BYTES};
+pub use tls::ClientTls;
 /// gRPC status codes, as returned by [`ClientError::code`], so scripts can branch on
 /// them without depending on tonic.
 pub use tonic::Code;
@@ -37,6 +42,16 @@ pub use tonic::Code;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 type Authed = InterceptedService<Channel, BearerAuth>;
+
+/// A service client that reads responses up to [`MAX_RESPONSE_BYTES`]. What it
+/// sends is left to hookd to refuse: a request over [`MAX_REQUEST_BYTES`] is
+/// answered `OUT_OF_RANGE` naming the limit, whereas tonic's own send limit
+/// ends the call with an opaque `INTERNAL: h2 protocol error`.
+macro_rules! limited {
+    ($client:expr) => {
+        $client.max_decoding_message_size(MAX_RESPONSE_BYTES)
+    };
+}
 
 /// A connection to hookd's control plane that sends `authorization: Bearer <token>`
 /// with every call.
@@ -80,17 +95,43 @@ impl HookdClient {
     /// # Ok(())
     /// # }
     /// ```
+    ///
+    /// An `https://` endpoint is reached over TLS, trusting the web PKI; use
+    /// [`connect_with_tls`](HookdClient::connect_with_tls) for a private CA or a
+    /// client certificate.
     pub async fn connect(
         endpoint: impl Into<String>,
         token: impl Into<String>,
     ) -> Result<HookdClient, ClientError> {
+        HookdClient::connect_with_tls(endpoint, token, ClientTls::new()).await
+    }
+
+    /// Connects like [`connect`](HookdClient::connect), over TLS as `tls` says. The
+    /// endpoint must be `https://` unless `tls` is the default; a server certificate
+    /// the client does not trust, or a client certificate hookd refuses, fails here
+    /// with [`Code::Unavailable`].
+    pub async fn connect_with_tls(
+        endpoint: impl Into<String>,
+        token: impl Into<String>,
+        tls: ClientTls,
+    ) -> Result<HookdClient, ClientError> {
         let endpoint = endpoint.into();
-        let channel = Endpoint::from_shared(endpoint.clone())
+        let mut builder = Endpoint::from_shared(endpoint.clone())
             .map_err(|source| ClientError::InvalidEndpoint {
                 endpoint: endpoint.clone(),
                 source,
             })?
-            .connect_timeout(CONNECT_TIMEOUT)
+            .connect_timeout(CONNECT_TIMEOUT);
+        if builder.uri().scheme_str() == Some("https") {
+            builder = builder
+                .tls_config(tls.config())
+                .map_err(|e| ClientError::Tls(format!("unusable TLS settings: {e}")))?;
+        } else if !tls.is_default() {
+            return Err(ClientError::Tls(format!(
+                "TLS settings need an https:// endpoint, not {endpoint:?}"
+            )));
+        }
+        let channel = builder
             .connect()
             .await
             .map_err(|source| ClientError::Connect { endpoint, source })?;
@@ -106,11 +147,11 @@ impl HookdClient {
         let auth = BearerAuth::new(&token.into())?;
         let authed = InterceptedService::new(channel, auth);
         Ok(HookdClient {
-            tenants: TenantServiceClient::new(authed.clone()),
-            secrets: SecretServiceClient::new(authed.clone()),
-            tokens: TokenServiceClient::new(authed.clone()),
-            deliveries: DeliveryServiceClient::new(authed.clone()),
-            consumer: ConsumerServiceClient::new(authed),
+            tenants: limited!(TenantServiceClient::new(authed.clone())),
+            secrets: limited!(SecretServiceClient::new(authed.clone())),
+            tokens: limited!(TokenServiceClient::new(authed.clone())),
+            deliveries: limited!(DeliveryServiceClient::new(authed.clone())),
+            consumer: limited!(ConsumerServiceClient::new(authed)),
         })
     }
 }

@@ -7,7 +7,7 @@ use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest, Sha256};
 use subtle::{Choice, ConstantTimeEq};
 
-use super::HeaderSource;
+use super::{HeaderLookup, HeaderSource};
 use crate::error::VerifyError;
 
 /// Length of an HMAC-SHA256 tag; anything else is refused before comparing.
@@ -25,22 +25,37 @@ pub(crate) fn malformed(reason: &'static str) -> VerifyError {
 }
 
 /// A header the scheme cannot do without; present but empty is left to the format
-/// checks, which report it as malformed.
+/// checks, which report it as malformed. Sent twice or not as ASCII text, it is
+/// malformed: hookd never guesses which line the sender meant.
 pub(crate) fn required<'h, H: HeaderSource + ?Sized>(
     headers: &'h H,
     name: &'static str,
 ) -> Result<&'h str, VerifyError> {
-    headers
-        .header(name)
-        .ok_or(VerifyError::MissingSignature { header: name })
+    single(headers, name)?.ok_or(VerifyError::MissingSignature { header: name })
 }
 
-/// An event-id header, kept only when it has a value.
-pub(crate) fn optional_id<H: HeaderSource + ?Sized>(headers: &H, name: &str) -> Option<String> {
-    headers
-        .header(name)
+/// An event-id header, kept only when it has a value; repeated or non-text is
+/// malformed, as for [`required`].
+pub(crate) fn optional_id<H: HeaderSource + ?Sized>(
+    headers: &H,
+    name: &str,
+) -> Result<Option<String>, VerifyError> {
+    Ok(single(headers, name)?
         .filter(|value| !value.is_empty())
-        .map(str::to_owned)
+        .map(str::to_owned))
+}
+
+/// The one value of header `name`, if sent.
+fn single<'h, H: HeaderSource + ?Sized>(
+    headers: &'h H,
+    name: &str,
+) -> Result<Option<&'h str>, VerifyError> {
+    match headers.lookup(name) {
+        HeaderLookup::Absent => Ok(None),
+        HeaderLookup::One(value) => Ok(Some(value)),
+        HeaderLookup::Repeated => Err(malformed("a signature header is sent more than once")),
+        HeaderLookup::NotText => Err(malformed("a signature header is not ASCII text")),
+    }
 }
 
 /// Decodes a hex tag, insisting on exactly 32 bytes.

@@ -21,7 +21,7 @@ impl SchemeImpl for Github {
             signatures: vec![codec::decode_hex(hex)?],
             prefix: Vec::new(),
             timestamp: None,
-            header_event_id: codec::optional_id(headers, DELIVERY),
+            header_event_id: codec::optional_id(headers, DELIVERY)?,
             kid: None,
         })
     }

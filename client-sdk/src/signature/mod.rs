@@ -6,6 +6,8 @@ mod github;
 mod headers;
 mod hookd;
 mod kv;
+#[cfg(test)]
+mod props;
 mod scheme;
 mod secret;
 mod shopify;
@@ -16,7 +18,7 @@ mod stripe;
 mod tests;
 
 pub use crate::error::{InvalidSecret, UnknownScheme, VerifyError};
-pub use headers::HeaderSource;
+pub use headers::{HeaderLookup, HeaderSource};
 pub use scheme::Scheme;
 pub use secret::Secret;
 

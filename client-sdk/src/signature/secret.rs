@@ -1,10 +1,11 @@
 //! `Secret`: one tenant signing key and its id, built from the string the provider
-//! hands out, and never printed.
+//! hands out, never printed and wiped from memory when dropped.
 
 use std::fmt;
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
+use zeroize::Zeroizing;
 
 use super::Scheme;
 use crate::error::InvalidSecret;
@@ -12,11 +13,12 @@ use crate::error::InvalidSecret;
 const STANDARD_PREFIX: &str = "whsec_";
 
 /// One signing key as the provider hands it out, tagged with the id the caller
-/// rotates it under so `Verified` can say which key matched.
+/// rotates it under so `Verified` can say which key matched. The key bytes
+/// are zeroed when the last copy is dropped.
 #[derive(Clone)]
 pub struct Secret {
     kid: String,
-    key: Vec<u8>,
+    key: Zeroizing<Vec<u8>>,
 }
 
 impl Secret {
@@ -50,7 +52,7 @@ impl Secret {
     pub fn from_bytes(kid: impl Into<String>, key: Vec<u8>) -> Secret {
         Secret {
             kid: kid.into(),
-            key,
+            key: Zeroizing::new(key),
         }
     }
 

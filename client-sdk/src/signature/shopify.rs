@@ -21,7 +21,7 @@ impl SchemeImpl for Shopify {
             signatures: vec![codec::decode_base64(value)?],
             prefix: Vec::new(),
             timestamp: None,
-            header_event_id: codec::optional_id(headers, WEBHOOK_ID),
+            header_event_id: codec::optional_id(headers, WEBHOOK_ID)?,
             kid: None,
         })
     }

@@ -21,6 +21,11 @@ use crate::{
     tenant::TenantHandle,
 };
 
+// A delivery at the largest body limit, with its headers and attempts, must
+// fit in one gRPC response (Pull hands it out alone, GetDelivery shows it).
+const _: () =
+    assert!(hookd_proto::MAX_RESPONSE_BYTES >= crate::config::MAX_BODY_LIMIT + 8 * 1024 * 1024);
+
 /// Longest visibility timeout a pull may ask for: 12 h.
 const MAX_VISIBILITY_SECS: u32 = 43_200;
 
@@ -118,79 +123,45 @@ impl Backend {
         Ok(Page { items, next_token })
     }
 
-    /// Dead letters a selection names: every id must be one of this tenant's
-    /// dead or delivered deliveries, or nothing happens.
-    fn selected(&self, handle: &TenantHandle, selection: Selection) -> ApiResult<Vec<DeliveryId>> {
-        match selection {
-            Selection::Ids(ids) => ids
-                .into_iter()
-                .map(|id| {
-                    let id = DeliveryId::new(id);
-                    let state = deliveries::load_state(&handle.trees, &id)
-                        .map_err(api)?
-                        .ok_or_else(|| ApiError::NotFound(format!("delivery {id}")))?;
-                    match state.status {
-                        DeliveryStatus::Dead | DeliveryStatus::Delivered => Ok(id),
-                        other => Err(ApiError::FailedPrecondition(format!(
-                            "delivery {id} is {}; only dead or delivered deliveries can be redelivered",
-                            other.as_str()
-                        ))),
-                    }
-                })
-                .collect(),
-            Selection::Matching(filter) => deliveries::dead_letters(&handle.trees)
-                .filter_map(|item| match item {
-                    Ok((_, letter)) if filter.matches(letter.dead_at_ms, &letter.reason) => Some(Ok(letter.delivery_id)),
-                    Ok(_) => None,
-                    Err(e) => Some(Err(api(e))),
-                })
-                .collect(),
-        }
-    }
-
-    pub(super) fn redeliver_selection(
+    /// Redelivers the selection; answers once the new deliveries are
+    /// durable.
+    pub(super) async fn redeliver_selection(
         &self,
         tenant_id: &str,
         selection: Selection,
     ) -> ApiResult<Vec<String>> {
         let handle = self.tenant(tenant_id)?;
-        let ids = self.selected(&handle, selection)?;
-        ids.iter()
-            .map(|id| {
-                self.registry
-                    .redeliver(tenant_id, id)
-                    .map(|n| n.to_string())
-                    .map_err(api)
-            })
-            .collect()
+        let registry = self.registry.clone();
+        let tenant = tenant_id.to_owned();
+        let made = blocking(move || {
+            let ids = selected(&handle, selection)?;
+            ids.iter()
+                .map(|id| {
+                    registry
+                        .redeliver(&tenant, id)
+                        .map(|n| n.to_string())
+                        .map_err(api)
+                })
+                .collect()
+        })
+        .await;
+        self.durable().await?;
+        made
     }
 
-    pub(super) fn purge(&self, tenant_id: &str, selection: Selection) -> ApiResult<u64> {
+    /// Purges the selected dead letters; answers once that is durable.
+    pub(super) async fn purge(&self, tenant_id: &str, selection: Selection) -> ApiResult<u64> {
         let handle = self.tenant(tenant_id)?;
-        let wanted: Option<std::collections::HashSet<String>> = match &selection {
-            Selection::Ids(ids) => Some(ids.iter().cloned().collect()),
-            Selection::Matching(_) => None,
-        };
-        let filter = match selection {
-            Selection::Matching(filter) => filter,
-            Selection::Ids(_) => DeadLetterFilter::default(),
-        };
-        let mut purged = 0;
-        let letters: Vec<_> = deliveries::dead_letters(&handle.trees)
-            .collect::<Result<_, _>>()
-            .map_err(api)?;
-        for (key, letter) in letters {
-            let chosen = match &wanted {
-                Some(ids) => ids.contains(letter.delivery_id.as_str()),
-                None => filter.matches(letter.dead_at_ms, &letter.reason),
-            };
-            if chosen {
-                deliveries::purge_dead_letter(&handle.trees, &key, &letter).map_err(api)?;
-                purged += 1;
-            }
-        }
+        let purged = blocking(move || purge(&handle, selection)).await;
+        self.durable().await?;
+        let purged = purged?;
         tracing::info!(tenant = %tenant_id, purged, "dead letters purged");
         Ok(purged)
+    }
+
+    /// Waits until every write made so far is on disk.
+    async fn durable(&self) -> ApiResult<()> {
+        self.registry.store().durable_barrier().await.map_err(api)
     }
 
     pub(super) fn watch_events(&self, tenant_id: Option<&str>) -> EventStream {
@@ -206,33 +177,37 @@ impl Backend {
         )
     }
 
-    pub(super) fn pull_deliveries(
+    /// Pulls for a pull-mode tenant; answers once the hand-out (the
+    /// hidden queue entries, the attempt counts) is durable.
+    pub(super) async fn pull_deliveries(
         &self,
         tenant_id: &str,
         max: u32,
         visibility_secs: u32,
     ) -> ApiResult<Vec<PulledDelivery>> {
-        let handle = self.tenant(tenant_id)?;
-        if handle.settings.forward.is_some() {
-            return Err(ApiError::FailedPrecondition(format!(
-                "tenant {tenant_id} forwards to a destination; only pull-mode tenants can be pulled"
-            )));
-        }
+        let handle = self.pull_tenant(tenant_id)?;
         if visibility_secs > MAX_VISIBILITY_SECS {
             return Err(ApiError::InvalidArgument(format!(
                 "visibility_timeout_secs must be at most {MAX_VISIBILITY_SECS}"
             )));
         }
-        let pulled = deliveries::pull(
-            &handle.trees,
-            self.registry.store().db(),
-            max as usize,
-            i64::from(visibility_secs) * 1000,
-            handle.settings.retry_window_ms,
-            self.now_ms(),
-        )
-        .map_err(api)?;
-        Ok(pulled
+        let db = self.registry.store().db().clone();
+        let now = self.now_ms();
+        let pulled = blocking(move || {
+            deliveries::pull(
+                &handle.trees,
+                &db,
+                max as usize,
+                hookd_proto::PULL_RESPONSE_BUDGET_BYTES,
+                i64::from(visibility_secs) * 1000,
+                handle.settings.retry_window_ms,
+                now,
+            )
+            .map_err(api)
+        })
+        .await;
+        self.durable().await?;
+        Ok(pulled?
             .into_iter()
             .map(|(event, attempt)| PulledDelivery {
                 delivery_id: event.meta.delivery_id.to_string(),
@@ -245,24 +220,110 @@ impl Backend {
             .collect())
     }
 
-    pub(super) fn ack_deliveries(&self, tenant_id: &str, ids: Vec<String>) -> ApiResult<u32> {
-        let handle = self.tenant(tenant_id)?;
+    /// Acks; answers once the acks are durable.
+    pub(super) async fn ack_deliveries(&self, tenant_id: &str, ids: Vec<String>) -> ApiResult<u32> {
+        let handle = self.pull_tenant(tenant_id)?;
         let ids: Vec<DeliveryId> = ids.into_iter().map(DeliveryId::new).collect();
-        deliveries::ack(&handle.trees, &ids, self.now_ms()).map_err(api)
+        let now = self.now_ms();
+        let acked = blocking(move || deliveries::ack(&handle.trees, &ids, now).map_err(api)).await;
+        self.durable().await?;
+        acked
     }
 
-    pub(super) fn nack_deliveries(&self, tenant_id: &str, ids: Vec<String>) -> ApiResult<()> {
-        let handle = self.tenant(tenant_id)?;
+    /// Nacks; answers once the returned deliveries are durable.
+    pub(super) async fn nack_deliveries(&self, tenant_id: &str, ids: Vec<String>) -> ApiResult<()> {
+        let handle = self.pull_tenant(tenant_id)?;
         let ids: Vec<DeliveryId> = ids.into_iter().map(DeliveryId::new).collect();
-        deliveries::nack(
-            &handle.trees,
-            self.registry.store().db(),
-            &ids,
-            self.now_ms(),
-        )
-        .map_err(api)?;
-        Ok(())
+        let db = self.registry.store().db().clone();
+        let now = self.now_ms();
+        let returned =
+            blocking(move || deliveries::nack(&handle.trees, &db, &ids, now).map_err(api)).await;
+        self.durable().await?;
+        returned.map(drop)
     }
+
+    /// A tenant in pull mode: one with a destination is served by hookd.
+    fn pull_tenant(&self, tenant_id: &str) -> ApiResult<TenantHandle> {
+        let handle = self.tenant(tenant_id)?;
+        if handle.settings.forward.is_some() {
+            return Err(ApiError::FailedPrecondition(format!(
+                "tenant {tenant_id} forwards to a destination; only pull-mode tenants can be pulled"
+            )));
+        }
+        Ok(handle)
+    }
+}
+
+/// Dead letters a selection names: every id must be one of this tenant's
+/// dead or delivered deliveries, or nothing happens.
+fn selected(handle: &TenantHandle, selection: Selection) -> ApiResult<Vec<DeliveryId>> {
+    match selection {
+        Selection::Ids(ids) => ids
+            .into_iter()
+            .map(|id| {
+                let id = DeliveryId::new(id);
+                let state = deliveries::load_state(&handle.trees, &id)
+                    .map_err(api)?
+                    .ok_or_else(|| ApiError::NotFound(format!("delivery {id}")))?;
+                match (state.status, state.redelivered_as) {
+                    (DeliveryStatus::Dead | DeliveryStatus::Delivered, _) => Ok(id),
+                    (DeliveryStatus::Redelivered, Some(as_id)) => {
+                        Err(ApiError::FailedPrecondition(format!(
+                            "delivery {id} was already redelivered as {as_id}"
+                        )))
+                    }
+                    (other, _) => Err(ApiError::FailedPrecondition(format!(
+                        "delivery {id} is {}; only dead or delivered deliveries can be redelivered",
+                        other.as_str()
+                    ))),
+                }
+            })
+            .collect(),
+        Selection::Matching(filter) => deliveries::dead_letters(&handle.trees)
+            .filter_map(|item| match item {
+                Ok((_, letter)) if filter.matches(letter.dead_at_ms, &letter.reason) => {
+                    Some(Ok(letter.delivery_id))
+                }
+                Ok(_) => None,
+                Err(e) => Some(Err(api(e))),
+            })
+            .collect(),
+    }
+}
+
+/// Purges the dead letters `selection` names; returns how many.
+fn purge(handle: &TenantHandle, selection: Selection) -> ApiResult<u64> {
+    let wanted: Option<std::collections::HashSet<String>> = match &selection {
+        Selection::Ids(ids) => Some(ids.iter().cloned().collect()),
+        Selection::Matching(_) => None,
+    };
+    let filter = match selection {
+        Selection::Matching(filter) => filter,
+        Selection::Ids(_) => DeadLetterFilter::default(),
+    };
+    let mut purged = 0;
+    let letters: Vec<_> = deliveries::dead_letters(&handle.trees)
+        .collect::<Result<_, _>>()
+        .map_err(api)?;
+    for (key, letter) in letters {
+        let chosen = match &wanted {
+            Some(ids) => ids.contains(letter.delivery_id.as_str()),
+            None => filter.matches(letter.dead_at_ms, &letter.reason),
+        };
+        if chosen && deliveries::purge_dead_letter(&handle.trees, &key, &letter).map_err(api)? {
+            purged += 1;
+        }
+    }
+    Ok(purged)
+}
+
+/// Runs blocking sled work on tokio's blocking pool, off the async threads.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> ApiResult<T> + Send + 'static,
+) -> ApiResult<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| ApiError::Internal(format!("storage task failed: {e}")))?
 }
 
 fn api_status(status: DeliveryStatus) -> ApiStatus {

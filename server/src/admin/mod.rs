@@ -5,7 +5,7 @@
 mod deliveries;
 mod tenants;
 
-use std::collections::HashSet;
+use std::{collections::HashSet, sync::Arc};
 
 use hookd_control::{
     model::{
@@ -15,34 +15,71 @@ use hookd_control::{
     },
     ControlBackend, Error as ApiError, EventStream, Result as ApiResult,
 };
+use secrecy::{ExposeSecret, SecretString};
 use subtle::ConstantTimeEq;
 
-use crate::{catalog::Catalog, error::Error, tenant::Registry};
+use crate::{catalog::Catalog, error::Error, forward::AddressPolicy, tenant::Registry};
 
-/// Implements the control plane over the running server.
+/// Implements the control plane over the running server. Cheap to clone:
+/// a clone carries a call's sled work to the blocking pool.
+#[derive(Clone)]
 pub struct Backend {
     registry: Registry,
     catalog: Catalog,
     /// Tenants declared in the config file: read-only over the API.
-    config_tenants: HashSet<String>,
-    admin_token: String,
+    config_tenants: Arc<HashSet<String>>,
+    admin_token: SecretString,
+    /// The operator's cap on a tenant's `max_body_bytes`.
+    body_cap: usize,
+    /// Where destinations set over the API may point.
+    address_policy: Arc<AddressPolicy>,
 }
 
 impl Backend {
     /// A backend over `registry`; `config_tenants` are the ids declared in
-    /// the config file.
+    /// the config file; destinations set over the API obey `address_policy`.
     pub fn new(
         registry: Registry,
         catalog: Catalog,
         config_tenants: HashSet<String>,
-        admin_token: String,
+        admin_token: SecretString,
+        body_cap: usize,
+        address_policy: Arc<AddressPolicy>,
     ) -> Self {
         Backend {
             registry,
             catalog,
-            config_tenants,
+            config_tenants: Arc::new(config_tenants),
             admin_token,
+            body_cap,
+            address_policy,
         }
+    }
+
+    /// Runs `work` (sled calls may block) on the blocking pool, off the
+    /// gRPC runtime's threads.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Backend) -> ApiResult<T> + Send + 'static,
+    ) -> ApiResult<T> {
+        let backend = self.clone();
+        tokio::task::spawn_blocking(move || work(&backend))
+            .await
+            .map_err(|e| ApiError::Internal(format!("control-plane task failed: {e}")))?
+    }
+
+    /// [`Backend::blocking`], answered only once its writes are durable
+    /// (flushed and fdatasynced through the committer, sharing its fsyncs).
+    async fn durably<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Backend) -> ApiResult<T> + Send + 'static,
+    ) -> ApiResult<T> {
+        if !self.registry.store().is_healthy() {
+            return Err(api(Error::StoragePoisoned));
+        }
+        let out = self.blocking(work).await?;
+        self.registry.store().durable_barrier().await.map_err(api)?;
+        Ok(out)
     }
 
     fn now_ms(&self) -> i64 {
@@ -54,11 +91,15 @@ impl Backend {
 fn api(e: Error) -> ApiError {
     match e {
         Error::NotFound(what) => ApiError::NotFound(what),
+        Error::TenantDeleted(tenant) => ApiError::NotFound(format!("tenant {tenant}")),
         Error::Precondition(why) => ApiError::FailedPrecondition(why),
         Error::Config(why) => ApiError::InvalidArgument(why),
-        Error::CommitterGone | Error::Storage(_) | Error::Io(_) => {
-            ApiError::Unavailable(format!("storage: {e}"))
-        }
+        Error::CommitterGone
+        | Error::BatchFailed(_)
+        | Error::SyncFailed(_)
+        | Error::StoragePoisoned
+        | Error::Storage(_)
+        | Error::Io(_) => ApiError::Unavailable(format!("storage: {e}")),
         Error::Corrupt(_) => ApiError::Internal(e.to_string()),
     }
 }
@@ -70,7 +111,8 @@ impl ControlBackend for Backend {
     }
 
     fn authenticate(&self, bearer_token: &str) -> Option<Principal> {
-        if bool::from(bearer_token.as_bytes().ct_eq(self.admin_token.as_bytes())) {
+        let admin = self.admin_token.expose_secret().as_bytes();
+        if bool::from(bearer_token.as_bytes().ct_eq(admin)) {
             return Some(Principal::Admin);
         }
         match self.catalog.token_tenant(bearer_token) {
@@ -83,45 +125,55 @@ impl ControlBackend for Backend {
     }
 
     async fn create_tenant(&self, tenant: NewTenant) -> ApiResult<CreatedTenant> {
-        self.create(tenant)
+        self.durably(move |b| b.create(tenant)).await
     }
 
     async fn get_tenant(&self, tenant_id: &str) -> ApiResult<TenantView> {
-        self.view(tenant_id)
+        let tenant_id = tenant_id.to_owned();
+        self.blocking(move |b| b.view(&tenant_id)).await
     }
 
     async fn list_tenants(&self, page: PageRequest) -> ApiResult<Page<TenantView>> {
-        self.list(page)
+        self.blocking(move |b| b.list(page)).await
     }
 
     async fn update_tenant(&self, tenant_id: &str, patch: TenantPatch) -> ApiResult<TenantView> {
-        self.update(tenant_id, patch)
+        let tenant_id = tenant_id.to_owned();
+        self.durably(move |b| b.update(&tenant_id, patch)).await
     }
 
     async fn delete_tenant(&self, tenant_id: &str) -> ApiResult<()> {
-        self.delete(tenant_id)
+        self.delete(tenant_id).await
     }
 
     async fn rotate_secret(&self, tenant_id: &str, overlap_secs: u64) -> ApiResult<RotatedSecret> {
-        self.rotate(tenant_id, overlap_secs)
+        let tenant_id = tenant_id.to_owned();
+        self.durably(move |b| b.rotate(&tenant_id, overlap_secs))
+            .await
     }
 
     async fn list_secrets(&self, tenant_id: &str) -> ApiResult<Vec<SecretInfo>> {
-        self.secrets(tenant_id)
+        let tenant_id = tenant_id.to_owned();
+        self.blocking(move |b| b.secrets(&tenant_id)).await
     }
 
     async fn revoke_secret(&self, tenant_id: &str, kid: &str) -> ApiResult<()> {
-        self.revoke(tenant_id, kid)
+        let (tenant_id, kid) = (tenant_id.to_owned(), kid.to_owned());
+        self.durably(move |b| b.revoke(&tenant_id, &kid)).await
     }
 
     async fn create_token(&self, tenant_id: &str, description: &str) -> ApiResult<CreatedToken> {
         self.registry
             .get(tenant_id)
             .ok_or_else(|| ApiError::NotFound(format!("tenant {tenant_id}")))?;
+        let (tenant_id, description) = (tenant_id.to_owned(), description.to_owned());
         let (record, token) = self
-            .catalog
-            .create_token(tenant_id, description, self.now_ms())
-            .map_err(api)?;
+            .durably(move |b| {
+                b.catalog
+                    .create_token(&tenant_id, &description, b.now_ms())
+                    .map_err(api)
+            })
+            .await?;
         Ok(CreatedToken {
             token_id: record.token_id,
             token,
@@ -129,7 +181,10 @@ impl ControlBackend for Backend {
     }
 
     async fn list_tokens(&self, tenant_id: Option<&str>) -> ApiResult<Vec<TokenInfo>> {
-        let tokens = self.catalog.list_tokens(tenant_id).map_err(api)?;
+        let tenant_id = tenant_id.map(str::to_owned);
+        let tokens = self
+            .blocking(move |b| b.catalog.list_tokens(tenant_id.as_deref()).map_err(api))
+            .await?;
         Ok(tokens
             .into_iter()
             .map(|t| TokenInfo {
@@ -142,7 +197,11 @@ impl ControlBackend for Backend {
     }
 
     async fn revoke_token(&self, token_id: &str) -> ApiResult<()> {
-        match self.catalog.revoke_token(token_id).map_err(api)? {
+        let id = token_id.to_owned();
+        match self
+            .durably(move |b| b.catalog.revoke_token(&id).map_err(api))
+            .await?
+        {
             true => Ok(()),
             false => Err(ApiError::NotFound(format!("token {token_id}"))),
         }
@@ -171,11 +230,11 @@ impl ControlBackend for Backend {
     }
 
     async fn redeliver(&self, tenant_id: &str, selection: Selection) -> ApiResult<Vec<String>> {
-        self.redeliver_selection(tenant_id, selection)
+        self.redeliver_selection(tenant_id, selection).await
     }
 
     async fn purge_dead_letters(&self, tenant_id: &str, selection: Selection) -> ApiResult<u64> {
-        self.purge(tenant_id, selection)
+        self.purge(tenant_id, selection).await
     }
 
     async fn watch(&self, tenant_id: Option<&str>) -> ApiResult<EventStream> {
@@ -188,14 +247,14 @@ impl ControlBackend for Backend {
         max: u32,
         visibility_secs: u32,
     ) -> ApiResult<Vec<PulledDelivery>> {
-        self.pull_deliveries(tenant_id, max, visibility_secs)
+        self.pull_deliveries(tenant_id, max, visibility_secs).await
     }
 
     async fn ack(&self, tenant_id: &str, delivery_ids: Vec<String>) -> ApiResult<u32> {
-        self.ack_deliveries(tenant_id, delivery_ids)
+        self.ack_deliveries(tenant_id, delivery_ids).await
     }
 
     async fn nack(&self, tenant_id: &str, delivery_ids: Vec<String>) -> ApiResult<()> {
-        self.nack_deliveries(tenant_id, delivery_ids)
+        self.nack_deliveries(tenant_id, delivery_ids).await
     }
 }

@@ -9,6 +9,7 @@ use hookd_control::{
     Error as ApiError, Result as ApiResult,
 };
 use hookd_sdk::signature::Scheme;
+use secrecy::ExposeSecret;
 
 use super::{api, Backend};
 use crate::{
@@ -17,6 +18,7 @@ use crate::{
         BreakerConfig, DestinationConfig, RateLimitConfig, RetryConfig, TenantConfig,
         TenantSettings,
     },
+    ids::TenantId,
 };
 
 /// Overlap of a rotated secret when the caller gives none: 24 h.
@@ -50,8 +52,9 @@ impl Backend {
         restart: bool,
     ) -> ApiResult<TenantSettings> {
         let settings = effective_config(record, secrets)
-            .resolve()
-            .map_err(ApiError::InvalidArgument)?;
+            .resolve_under(self.body_cap)
+            .map_err(|e| ApiError::InvalidArgument(api_field_names(&e)))?
+            .with_address_policy(&self.address_policy);
         self.catalog.put(record, secrets).map_err(api)?;
         let started = if restart {
             self.registry.start_tenant(settings.clone())
@@ -62,7 +65,22 @@ impl Backend {
         Ok(settings)
     }
 
+    /// Refuses a destination URL that does not parse or whose literal
+    /// address the destination address policy denies; a name is checked
+    /// each time it is resolved.
+    fn check_destination(&self, url: &str) -> ApiResult<()> {
+        let parsed = reqwest::Url::parse(url).map_err(|e| {
+            ApiError::InvalidArgument(format!("destination_url: {url:?} is not a valid URL: {e}"))
+        })?;
+        self.address_policy
+            .check_url(&parsed)
+            .map_err(|denied| ApiError::InvalidArgument(denied.refusal()))
+    }
+
     pub(super) fn create(&self, new: NewTenant) -> ApiResult<CreatedTenant> {
+        if let Some(url) = &new.destination_url {
+            self.check_destination(url)?;
+        }
         if self.registry.get(&new.tenant_id).is_some()
             || self.catalog.get(&new.tenant_id).map_err(api)?.is_some()
         {
@@ -73,8 +91,8 @@ impl Backend {
         }
         let scheme = sdk_scheme(new.scheme);
         let now = self.now_ms();
-        let record = TenantRecord {
-            config: TenantConfig {
+        let record = TenantRecord::new(
+            TenantConfig {
                 id: new.tenant_id.clone(),
                 scheme: scheme.as_str().to_owned(),
                 enabled: true,
@@ -91,24 +109,28 @@ impl Backend {
                 delivery_rate: None,
                 breaker: BreakerConfig::default(),
             },
-            created_at_ms: now,
-        };
+            now,
+        );
         let secrets = SecretSet::generate(scheme, now);
         let settings = self.apply(&record, &secrets, true)?;
         tracing::info!(tenant = %new.tenant_id, scheme = scheme.as_str(), "tenant created");
         Ok(CreatedTenant {
             tenant: view_of(&settings, false, now),
             kid: secrets.current.kid.clone(),
-            secret: secrets.current.secret.clone(),
-            destination_secret: secrets.destination.clone(),
+            secret: secrets.current.secret.expose_secret().to_owned(),
+            destination_secret: secrets.destination.expose_secret().to_owned(),
         })
     }
 
     pub(super) fn view(&self, tenant_id: &str) -> ApiResult<TenantView> {
-        let handle = self
-            .registry
-            .get(tenant_id)
-            .ok_or_else(|| ApiError::NotFound(format!("tenant {tenant_id}")))?;
+        let handle = self.registry.get(tenant_id).ok_or_else(|| {
+            match self.registry.unavailable(tenant_id) {
+                Some(reason) => ApiError::FailedPrecondition(format!(
+                    "tenant {tenant_id} is stored but cannot run ({reason}); fix it with UpdateTenant or delete it"
+                )),
+                None => ApiError::NotFound(format!("tenant {tenant_id}")),
+            }
+        })?;
         let from_config = self.config_tenants.contains(tenant_id);
         let created = match from_config {
             true => 0,
@@ -150,6 +172,9 @@ impl Backend {
             c.tolerance_secs = tolerance;
         }
         if let Some(url) = patch.destination_url {
+            if let Some(url) = &url {
+                self.check_destination(url)?;
+            }
             c.destination = url.map(destination);
         }
         if let Some(enabled) = patch.enabled {
@@ -175,11 +200,31 @@ impl Backend {
         Ok(view_of(&settings, false, record.created_at_ms))
     }
 
-    pub(super) fn delete(&self, tenant_id: &str) -> ApiResult<()> {
-        self.stored(tenant_id)?;
-        self.registry.remove(tenant_id);
-        self.catalog.delete(tenant_id).map_err(api)?;
-        self.registry.store().forget_tenant(tenant_id);
+    /// Needs only the tenant's record, so a tenant whose secrets no longer
+    /// open can still be deleted. Its record, secrets and tokens go first,
+    /// in one durable transaction with a drop marker; then its data trees,
+    /// between the committer's batches; then the marker. A crash in between
+    /// is finished at the next start.
+    pub(super) async fn delete(&self, tenant_id: &str) -> ApiResult<()> {
+        let id = tenant_id.to_owned();
+        self.durably(move |b| {
+            b.read_only(&id)?;
+            if !b.catalog.contains(&id).map_err(api)? {
+                return Err(ApiError::NotFound(format!("tenant {id}")));
+            }
+            b.registry.remove(&id);
+            b.catalog.delete(&id).map_err(api)?;
+            Ok(())
+        })
+        .await?;
+        self.registry
+            .store()
+            .drop_tenant_trees(&TenantId::new(tenant_id))
+            .await
+            .map_err(api)?;
+        let id = tenant_id.to_owned();
+        self.durably(move |b| b.catalog.data_dropped(&id).map_err(api))
+            .await?;
         tracing::info!(tenant = %tenant_id, "tenant deleted with all its data");
         Ok(())
     }
@@ -202,7 +247,7 @@ impl Backend {
         tracing::info!(tenant = %tenant_id, kid = %current.kid, previous_kid = %previous_kid, overlap_secs = overlap, "secret rotated");
         Ok(RotatedSecret {
             kid: current.kid,
-            secret: current.secret,
+            secret: current.secret.expose_secret().to_owned(),
             previous_kid,
             previous_expires_at_ms: now + (overlap as i64).saturating_mul(1000),
         })
@@ -261,6 +306,12 @@ fn sdk_scheme_of(record: &TenantRecord) -> ApiResult<Scheme> {
         .scheme
         .parse()
         .map_err(|e| ApiError::Internal(format!("stored tenant: {e}")))
+}
+
+/// A settings error in the API's field names: the config file's
+/// `rate_limit.per_sec` is the API's `rate_limit_per_sec`.
+fn api_field_names(message: &str) -> String {
+    message.replacen("rate_limit.", "rate_limit_", 1)
 }
 
 fn rate_config(rate: RateLimit) -> RateLimitConfig {

@@ -4,10 +4,8 @@
 use std::{
     net::SocketAddr,
     path::{Path, PathBuf},
-    time::Duration,
 };
 
-use actix_web::http::KeepAlive;
 use figment::{
     providers::{Env, Format, Serialized, Toml},
     Figment,
@@ -19,13 +17,16 @@ use crate::{
     error::{Error, Result},
     keyring::KeySources,
 };
-use tenant::positive;
-
+pub mod bounds;
+#[cfg(test)]
+mod hostile_tests;
+mod http;
 mod tenant;
 
+pub use bounds::{FRAMEWORK_MAX_HEAD_BYTES, MAX_BODY_LIMIT};
 pub use tenant::{
     load_secret, BreakerConfig, DestinationConfig, ForwardSettings, RateLimitConfig, RetryConfig,
-    SecretConfig, SecretState, TenantConfig, TenantSettings, MAX_BODY_LIMIT,
+    SecretConfig, SecretState, TenantConfig, TenantSettings,
 };
 
 /// The embedded defaults, every key documented.
@@ -49,6 +50,10 @@ pub struct Config {
     pub storage: StorageConfig,
     /// Retention of finished work.
     pub retention: RetentionConfig,
+    /// Caps on what tenants may set.
+    pub limits: LimitsConfig,
+    /// Forwarding to destinations.
+    pub forward: ForwardConfig,
     /// Tenants declared in the file.
     #[serde(default)]
     pub tenants: Vec<TenantConfig>,
@@ -81,50 +86,34 @@ pub struct HttpConfig {
     /// How long an idle connection is kept for another request; 0 closes
     /// every connection after one answer.
     pub keep_alive_secs: u64,
+    /// Serve HTTPS from these PEM files instead of plain HTTP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<HttpTlsConfig>,
 }
 
-/// The largest head actix-http itself reads before answering a bare 431.
-pub const FRAMEWORK_MAX_HEAD_BYTES: usize = 128 * 1024;
+/// `[http.tls]`: the ingress certificate.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpTlsConfig {
+    /// PEM certificate chain, leaf first.
+    pub cert_file: PathBuf,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1).
+    pub key_file: PathBuf,
+}
 
-impl HttpConfig {
-    fn validate(&self) -> Result<()> {
-        if !(1..=86_400).contains(&self.request_timeout_secs) {
-            return Err(Error::Config(
-                "http.request_timeout_secs must be between 1 and 86400".into(),
-            ));
-        }
-        if !(1024..=FRAMEWORK_MAX_HEAD_BYTES).contains(&self.max_header_bytes) {
-            return Err(Error::Config(format!(
-                "http.max_header_bytes must be between 1024 and {FRAMEWORK_MAX_HEAD_BYTES}"
-            )));
-        }
-        if self.max_connections == 0 {
-            return Err(Error::Config(
-                "http.max_connections must be at least 1".into(),
-            ));
-        }
-        Ok(())
-    }
-
-    /// Keep-alive as actix takes it.
-    pub fn keep_alive(&self) -> KeepAlive {
-        match self.keep_alive_secs {
-            0 => KeepAlive::Disabled,
-            secs => KeepAlive::Timeout(Duration::from_secs(secs)),
-        }
-    }
-
-    /// How long the head of a request may take to arrive: a sixth of the
-    /// request deadline, at most 5 s (actix's head timer).
-    pub fn head_timeout(&self) -> Duration {
-        (Duration::from_secs(self.request_timeout_secs) / 6).min(Duration::from_secs(5))
-    }
-
-    /// How long the body may take once the head is in: the rest of the
-    /// request deadline, so head and body together stay within it.
-    pub fn body_timeout(&self) -> Duration {
-        Duration::from_secs(self.request_timeout_secs) - self.head_timeout()
-    }
+/// `[grpc.tls]`: the control-plane certificate and, optionally, the CA that
+/// client certificates must be signed by.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct GrpcTlsConfig {
+    /// PEM certificate chain, leaf first.
+    pub cert_file: PathBuf,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1).
+    pub key_file: PathBuf,
+    /// PEM CA certificate(s); when set, a client without a certificate
+    /// signed by one of them is refused at the handshake.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_ca_file: Option<PathBuf>,
 }
 
 /// gRPC control plane settings.
@@ -135,6 +124,9 @@ pub struct GrpcConfig {
     pub addr: String,
     /// How long open gRPC connections get to close at shutdown.
     pub shutdown_grace_secs: f64,
+    /// Serve gRPC over TLS from these PEM files instead of plaintext.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<GrpcTlsConfig>,
 }
 
 /// Log output settings.
@@ -185,6 +177,28 @@ pub struct MetricsConfig {
     /// start; the rest are counted together as `tenant="other"`, so label
     /// cardinality stays bounded however many tenants there are.
     pub max_tenant_labels: usize,
+    /// Deprecated and unused: queue and dead-letter gauges are kept by
+    /// storage, so a scrape scans nothing. Still accepted (and bounded) so
+    /// existing config files load; a value other than
+    /// [`DEPRECATED_SCAN_LIMIT_DEFAULT`] is warned about once at start.
+    pub scan_limit: usize,
+}
+
+/// The default of the unused `metrics.scan_limit`.
+pub const DEPRECATED_SCAN_LIMIT_DEFAULT: usize = 100_000;
+
+impl MetricsConfig {
+    /// The warning to log at start when `metrics.scan_limit` is set to
+    /// anything but its default: it no longer does anything.
+    pub fn scan_limit_warning(&self) -> Option<String> {
+        (self.scan_limit != DEPRECATED_SCAN_LIMIT_DEFAULT).then(|| {
+            format!(
+                "metrics.scan_limit = {} is deprecated and ignored: queue and dead-letter \
+                 gauges are kept by storage and a scrape scans nothing; remove the key",
+                self.scan_limit
+            )
+        })
+    }
 }
 
 /// Durable storage settings.
@@ -209,6 +223,23 @@ pub struct RetentionConfig {
     pub sweep_interval_secs: f64,
     /// Most records one sweep step deletes per tenant.
     pub sweep_batch: usize,
+}
+
+/// Caps the operator puts on every tenant's settings.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Largest `max_body_bytes` any tenant may have (file or control plane).
+    pub tenant_max_body_bytes: usize,
+}
+
+/// Forwarding settings that are not per tenant.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForwardConfig {
+    /// Networks a destination set over the control plane may reach although
+    /// the destination address policy denies them by default.
+    pub allow_networks: Vec<ipnet::IpNet>,
 }
 
 /// Values given on the command line (or their `HOOKD_*` env equivalents),
@@ -272,29 +303,20 @@ impl Config {
     pub fn validate(&self) -> Result<()> {
         parse_addr("http.addr", &self.http.addr)?;
         parse_addr("grpc.addr", &self.grpc.addr)?;
-        self.http.validate()?;
-        if !(self.grpc.shutdown_grace_secs.is_finite() && self.grpc.shutdown_grace_secs >= 0.0) {
-            return Err(Error::Config(
-                "grpc.shutdown_grace_secs must be >= 0".into(),
-            ));
-        }
-        if self.retention.sweep_batch == 0 || !positive(self.retention.sweep_interval_secs) {
-            return Err(Error::Config(
-                "retention: sweep_batch must be >= 1 and sweep_interval_secs > 0".into(),
-            ));
-        }
         if let Some(addr) = &self.metrics.addr {
             parse_addr("metrics.addr", addr)?;
         }
-        if self.storage.commit_batch_max == 0 {
-            return Err(Error::Config(
-                "storage.commit_batch_max must be at least 1".into(),
-            ));
+        if let Some(tls) = &self.http.tls {
+            crate::tls::http_server_config(tls)?;
         }
+        if let Some(tls) = &self.grpc.tls {
+            crate::tls::grpc_server_config(tls)?;
+        }
+        self.check_bounds().map_err(Error::Config)?;
         let mut seen = std::collections::HashSet::new();
         for (i, tenant) in self.tenants.iter().enumerate() {
             tenant
-                .resolve()
+                .resolve_under(self.limits.tenant_max_body_bytes)
                 .map_err(|e| Error::Config(format!("tenants[{i}] ({}): {e}", tenant.id)))?;
             if !seen.insert(tenant.id.as_str()) {
                 return Err(Error::Config(format!(
@@ -304,6 +326,47 @@ impl Config {
             }
         }
         Ok(())
+    }
+}
+
+impl Config {
+    /// Every process-wide number against [`bounds`], naming the key.
+    fn check_bounds(&self) -> std::result::Result<(), String> {
+        use bounds::check_usize;
+        check_usize(bounds::HTTP_WORKERS, "http.workers", self.http.workers)?;
+        bounds::HTTP_SHUTDOWN_SECS.check(
+            "http.shutdown_timeout_secs",
+            self.http.shutdown_timeout_secs,
+        )?;
+        self.http.check_edge_bounds()?;
+        bounds::GRPC_SHUTDOWN_SECS
+            .check("grpc.shutdown_grace_secs", self.grpc.shutdown_grace_secs)?;
+        check_usize(
+            bounds::METRICS_TENANT_LABELS,
+            "metrics.max_tenant_labels",
+            self.metrics.max_tenant_labels,
+        )?;
+        check_usize(
+            bounds::METRICS_SCAN_LIMIT,
+            "metrics.scan_limit",
+            self.metrics.scan_limit,
+        )?;
+        check_usize(
+            bounds::COMMIT_BATCH_MAX,
+            "storage.commit_batch_max",
+            self.storage.commit_batch_max,
+        )?;
+        let r = &self.retention;
+        bounds::RETENTION_SECS.check("retention.idempotency_secs", r.idempotency_secs)?;
+        bounds::RETENTION_SECS.check("retention.delivered_secs", r.delivered_secs)?;
+        bounds::SWEEP_INTERVAL_SECS
+            .check("retention.sweep_interval_secs", r.sweep_interval_secs)?;
+        check_usize(bounds::SWEEP_BATCH, "retention.sweep_batch", r.sweep_batch)?;
+        check_usize(
+            bounds::TENANT_BODY_CAP,
+            "limits.tenant_max_body_bytes",
+            self.limits.tenant_max_body_bytes,
+        )
     }
 }
 
@@ -381,6 +444,54 @@ mod tests {
     }
 
     #[test]
+    fn debug_output_holds_no_secret() {
+        let mut c = load_str(
+            "[[tenants]]\nid = \"acme\"\nscheme = \"hookd\"\n[[tenants.secrets]]\nkid = \"k1\"\nsecret = \"hk-inline-signing-secret\"\n[tenants.destination]\nurl = \"http://127.0.0.1:9/\"\nsecret = \"whsec_ZGVzdGluYXRpb24tc2VjcmV0LXZhbHVl\"\n",
+        )
+        .unwrap();
+        c.keys = KeySources {
+            master_key: Some("bWFzdGVyLWtleS1ieXRlcy1tYXN0ZXIta2V5LWJ5dGVzIQ==".into()),
+            master_key_file: None,
+            admin_token: Some("hka_admin-token-that-must-not-leak".into()),
+        };
+        let printed = format!("{c:?} {c:#?} {:?} {:?}", c.tenants[0], c.keys);
+        for secret in [
+            "hk-inline-signing-secret",
+            "ZGVzdGluYXRpb24tc2VjcmV0LXZhbHVl",
+            "bWFzdGVyLWtleS1ieXRlcy1tYXN0ZXIta2V5LWJ5dGVzIQ==",
+            "admin-token-that-must-not-leak",
+        ] {
+            assert!(
+                !printed.contains(secret),
+                "{{:?}} of the config shows {secret}"
+            );
+        }
+        assert!(
+            printed.contains("acme") && printed.contains("k1"),
+            "{printed}"
+        );
+    }
+
+    #[test]
+    fn allow_networks_parse_and_a_bad_one_names_the_key() {
+        let quickstart = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/quickstart.toml");
+        let c = Config::load(Some(&quickstart), &Overrides::default()).unwrap();
+        assert_eq!(
+            c.forward.allow_networks,
+            vec!["127.0.0.1/32".parse::<ipnet::IpNet>().unwrap()]
+        );
+        assert!(Config::load(None, &Overrides::default())
+            .unwrap()
+            .forward
+            .allow_networks
+            .is_empty());
+        let e = load_str("[forward]\nallow_networks = [\"10.0.0.0/33\"]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("forward.allow_networks"), "{e}");
+    }
+
+    #[test]
     fn errors_name_the_key() {
         let e = load_str("[[tenants]]\nid = \"acme\"\nscheme = \"paypal\"\n")
             .unwrap_err()
@@ -410,5 +521,41 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("htttp"), "{e}");
+    }
+
+    #[test]
+    fn the_unused_scan_limit_still_loads_and_a_set_one_is_warned_about() {
+        let c = load_str("[metrics]\nscan_limit = 500\n").unwrap();
+        let warning = c.metrics.scan_limit_warning().unwrap();
+        assert!(warning.contains("metrics.scan_limit = 500"), "{warning}");
+        let defaults = Config::load(None, &Overrides::default()).unwrap();
+        assert_eq!(defaults.metrics.scan_limit_warning(), None);
+    }
+
+    #[test]
+    fn tls_files_are_checked_at_load_naming_the_key() {
+        let e = load_str("[grpc.tls]\ncert_file = \"/nonexistent/grpc.pem\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("key_file"), "{e}");
+        let e = load_str(
+            "[grpc.tls]\ncert_file = \"/nonexistent/grpc.pem\"\nkey_file = \"/nonexistent/grpc.key\"\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("grpc.tls.cert_file") && e.contains("/nonexistent/grpc.pem"),
+            "{e}"
+        );
+        let e =
+            load_str("[http.tls]\ncert_file = \"a\"\nkey_file = \"b\"\nclient_ca_file = \"c\"\n")
+                .unwrap_err()
+                .to_string();
+        assert!(e.contains("client_ca_file"), "{e}");
+        let c = Config::load(None, &Overrides::default()).unwrap();
+        assert!(
+            c.http.tls.is_none() && c.grpc.tls.is_none(),
+            "plaintext by default"
+        );
     }
 }

@@ -1,15 +1,21 @@
 //! One tenant's configuration as written (file or control plane) and as it
 //! runs once validated: scheme, limits, secrets, forwarding and retries.
+//! Secret values are [`SecretString`]s: `{:?}` prints them redacted, they are
+//! never serialized, and their memory is zeroed when dropped.
 
 use std::{
     path::{Path, PathBuf},
+    sync::Arc,
     time::Duration,
 };
 
 use hookd_sdk::signature::{Scheme, Secret};
+use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
+use zeroize::Zeroizing;
 
-use crate::ids::TenantId;
+use super::bounds;
+use crate::{forward::AddressPolicy, ids::TenantId};
 
 /// One tenant, as declared in the config file.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -100,8 +106,8 @@ pub struct SecretConfig {
     /// Key id; a `kid` in a signature header selects it.
     pub kid: String,
     /// The secret itself (prefer `secret_env` or `secret_file`).
-    #[serde(default)]
-    pub secret: Option<String>,
+    #[serde(default, skip_serializing)]
+    pub secret: Option<SecretString>,
     /// Name of an environment variable holding the secret.
     #[serde(default)]
     pub secret_env: Option<String>,
@@ -133,8 +139,8 @@ pub struct DestinationConfig {
     /// URL hookd POSTs each event to.
     pub url: String,
     /// Standard Webhooks secret hookd signs forwarded deliveries with.
-    #[serde(default)]
-    pub secret: Option<String>,
+    #[serde(default, skip_serializing)]
+    pub secret: Option<SecretString>,
     /// Environment variable holding the destination secret.
     #[serde(default)]
     pub secret_env: Option<String>,
@@ -245,63 +251,78 @@ pub struct TenantSettings {
     pub retry_window_ms: i64,
 }
 
-/// Largest body a tenant may allow; past this a single delivery could
-/// exhaust memory.
-pub const MAX_BODY_LIMIT: usize = 64 * 1024 * 1024;
-
 impl TenantConfig {
+    /// [`resolve`](Self::resolve), with `max_body_bytes` also under the
+    /// operator's cap (`limits.tenant_max_body_bytes`): how the config file,
+    /// the control plane and the boot of stored tenants all validate.
+    pub fn resolve_under(&self, body_cap: usize) -> std::result::Result<TenantSettings, String> {
+        bounds::check_body_under_cap(body_cap, self.max_body_bytes)?;
+        self.resolve()
+    }
+
+    /// Every number of this tenant against [`bounds`], naming the key that
+    /// is out of range. Checked the same for the config file and the API.
+    fn check_bounds(&self) -> std::result::Result<(), String> {
+        bounds::TOLERANCE_SECS.check("tolerance_secs", self.tolerance_secs)?;
+        bounds::check_usize(
+            bounds::MAX_BODY_BYTES,
+            "max_body_bytes",
+            self.max_body_bytes,
+        )?;
+        bounds::REPLAY_CACHE_CAPACITY.check("replay_cache_capacity", self.replay_cache_capacity)?;
+        bounds::check_usize(bounds::MAX_IN_FLIGHT, "max_in_flight", self.max_in_flight)?;
+        for (key, rate) in [
+            ("rate_limit", &self.rate_limit),
+            ("delivery_rate", &self.delivery_rate),
+        ] {
+            if let Some(rate) = rate {
+                bounds::RATE_PER_SEC.check(&format!("{key}.per_sec"), rate.per_sec)?;
+                bounds::RATE_BURST.check(&format!("{key}.burst"), u64::from(rate.burst))?;
+            }
+        }
+        let retry = &self.retry;
+        bounds::check_usize(
+            bounds::RETRY_STEPS,
+            "retry.schedule_secs (number of delays)",
+            retry.schedule_secs.len(),
+        )?;
+        for (i, delay) in retry.schedule_secs.iter().enumerate() {
+            bounds::RETRY_DELAY_SECS.check(&format!("retry.schedule_secs[{i}]"), *delay)?;
+        }
+        bounds::RETRY_WINDOW_SECS.check("retry.window_secs", retry.window_secs)?;
+        bounds::RETRY_JITTER.check("retry.jitter", retry.jitter)?;
+        bounds::BREAKER_THRESHOLD.check(
+            "breaker.failure_threshold",
+            u64::from(self.breaker.failure_threshold),
+        )?;
+        bounds::BREAKER_COOLDOWN_SECS.check("breaker.cooldown_secs", self.breaker.cooldown_secs)?;
+        if let Some(dest) = &self.destination {
+            bounds::FORWARD_TIMEOUT_SECS.check("destination.timeout_secs", dest.timeout_secs)?;
+            bounds::CONNECT_TIMEOUT_SECS.check(
+                "destination.connect_timeout_secs",
+                dest.connect_timeout_secs,
+            )?;
+        }
+        Ok(())
+    }
+
     /// Validates this tenant and loads its secrets.
     pub fn resolve(&self) -> std::result::Result<TenantSettings, String> {
         if !TenantId::is_valid(&self.id) {
             return Err("id must be 1-64 characters of a-z, 0-9, '-' or '_'".into());
         }
         let scheme: Scheme = self.scheme.parse().map_err(|e| format!("scheme: {e}"))?;
-        if self.tolerance_secs == 0 {
-            return Err("tolerance_secs must be at least 1".into());
-        }
-        if self.max_body_bytes == 0 || self.max_body_bytes > MAX_BODY_LIMIT {
-            return Err(format!(
-                "max_body_bytes must be between 1 and {MAX_BODY_LIMIT}"
-            ));
-        }
-        if self.replay_cache_capacity == 0 {
-            return Err("replay_cache_capacity must be at least 1".into());
-        }
-        if let Some(limit) = &self.rate_limit {
-            if limit.per_sec.is_nan() || limit.per_sec <= 0.0 || limit.burst == 0 {
-                return Err("rate_limit: per_sec must be > 0 and burst >= 1".into());
-            }
-        }
-        let retry = &self.retry;
-        if retry.schedule_secs.is_empty()
-            || retry
-                .schedule_secs
-                .iter()
-                .any(|d| !d.is_finite() || *d < 0.0)
-        {
-            return Err(
-                "retry.schedule_secs must be a non-empty list of non-negative seconds".into(),
-            );
-        }
-        if !positive(retry.window_secs) || !(0.0..=1.0).contains(&retry.jitter) {
-            return Err("retry: window_secs must be > 0 and jitter between 0 and 1".into());
-        }
-        if self.max_in_flight == 0 {
-            return Err("max_in_flight must be at least 1".into());
-        }
-        if self.breaker.failure_threshold == 0 || !positive(self.breaker.cooldown_secs) {
-            return Err("breaker: failure_threshold must be >= 1 and cooldown_secs > 0".into());
-        }
+        self.check_bounds()?;
         let mut current = None;
         let mut previous = None;
         for (i, s) in self.secrets.iter().enumerate() {
             let raw = load_secret(
-                s.secret.as_deref(),
+                s.secret.as_ref(),
                 s.secret_env.as_deref(),
                 s.secret_file.as_deref(),
             )
             .map_err(|e| format!("secrets[{i}] ({}): {e}", s.kid))?;
-            let secret = Secret::from_provider(scheme, s.kid.clone(), &raw)
+            let secret = Secret::from_provider(scheme, s.kid.clone(), raw.expose_secret())
                 .map_err(|e| format!("secrets[{i}] ({}): {e}", s.kid))?;
             let state = s.state.unwrap_or(if i == 0 {
                 SecretState::Current
@@ -352,22 +373,14 @@ impl TenantConfig {
                 dest.url
             ));
         }
-        if !positive(dest.timeout_secs) || !positive(dest.connect_timeout_secs) {
-            return Err("destination: timeout_secs and connect_timeout_secs must be > 0".into());
-        }
         let raw = load_secret(
-            dest.secret.as_deref(),
+            dest.secret.as_ref(),
             dest.secret_env.as_deref(),
             dest.secret_file.as_deref(),
         )
         .map_err(|e| format!("destination: {e}"))?;
-        let secret = Secret::from_provider(Scheme::Standard, "dest", &raw)
+        let secret = Secret::from_provider(Scheme::Standard, "dest", raw.expose_secret())
             .map_err(|e| format!("destination.secret: {e} (a Standard Webhooks whsec_ secret)"))?;
-        if let Some(rate) = &self.delivery_rate {
-            if rate.per_sec.is_nan() || rate.per_sec <= 0.0 || rate.burst == 0 {
-                return Err("delivery_rate: per_sec must be > 0 and burst >= 1".into());
-            }
-        }
         let ms = |secs: f64| (secs * 1000.0).round() as i64;
         Ok(ForwardSettings {
             url: dest.url.clone(),
@@ -381,7 +394,19 @@ impl TenantConfig {
             delivery_rate: self.delivery_rate,
             breaker_threshold: self.breaker.failure_threshold,
             breaker_cooldown_ms: ms(self.breaker.cooldown_secs),
+            address_policy: None,
         })
+    }
+}
+
+impl TenantSettings {
+    /// Puts the destination under `policy`: for tenants whose destination
+    /// was set over the control plane (the config file's are trusted).
+    pub fn with_address_policy(mut self, policy: &Arc<AddressPolicy>) -> Self {
+        if let Some(forward) = &mut self.forward {
+            forward.address_policy = Some(policy.clone());
+        }
+        self
     }
 }
 
@@ -410,26 +435,27 @@ pub struct ForwardSettings {
     pub breaker_threshold: u32,
     /// Breaker cooldown (ms).
     pub breaker_cooldown_ms: i64,
-}
-
-/// A finite number above zero.
-pub(crate) fn positive(x: f64) -> bool {
-    x.is_finite() && x > 0.0
+    /// The addresses the destination may reach; `None` for a destination
+    /// written in the operator's config file, which is trusted as written.
+    pub address_policy: Option<Arc<AddressPolicy>>,
 }
 
 /// Reads a secret given inline, by env var name or by file path (exactly one).
 pub fn load_secret(
-    inline: Option<&str>,
+    inline: Option<&SecretString>,
     env: Option<&str>,
     file: Option<&Path>,
-) -> std::result::Result<String, String> {
+) -> std::result::Result<SecretString, String> {
     match (inline, env, file) {
-        (Some(s), None, None) => Ok(s.to_owned()),
-        (None, Some(name), None) => {
-            std::env::var(name).map_err(|_| format!("environment variable {name} is not set"))
-        }
+        (Some(s), None, None) => Ok(s.clone()),
+        (None, Some(name), None) => std::env::var(name)
+            .map(SecretString::from)
+            .map_err(|_| format!("environment variable {name} is not set")),
         (None, None, Some(path)) => std::fs::read_to_string(path)
-            .map(|s| s.trim_end_matches(['\r', '\n']).to_owned())
+            .map(|s| {
+                let s = Zeroizing::new(s);
+                SecretString::from(s.trim_end_matches(['\r', '\n']))
+            })
             .map_err(|e| format!("cannot read secret file {}: {e}", path.display())),
         (None, None, None) => Err("one of secret, secret_env or secret_file is required".into()),
         _ => Err("give only one of secret, secret_env or secret_file".into()),

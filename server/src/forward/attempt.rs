@@ -1,11 +1,16 @@
 //! One forward attempt: POST the original body, signed in Standard Webhooks
-//! form with the tenant's destination secret, and classify the answer.
+//! form with the tenant's destination secret, and classify the answer. A
+//! request that cannot be built, or whose destination address the policy
+//! denies, is never sent and never retried.
 
 use std::time::{Duration, Instant};
 
 use hookd_sdk::signature::{sign, Scheme};
 
-use super::policy::{parse_retry_after, verdict_for_status, Verdict};
+use super::{
+    address::denied_cause,
+    policy::{parse_retry_after, verdict_for_status, Verdict},
+};
 use crate::{
     config::ForwardSettings,
     ids::RequestId,
@@ -44,6 +49,50 @@ pub async fn send(
     trace_headers: &[(String, String)],
 ) -> AttemptResult {
     let request_id = RequestId::generate();
+    let started = Instant::now();
+    let (status_code, response_body, verdict, error) = match build(
+        client,
+        settings,
+        event,
+        attempt,
+        now_ms,
+        trace_headers,
+        &request_id,
+    ) {
+        Ok(request) => execute(client, request, settings, now_ms).await,
+        Err(error) => (None, Vec::new(), Verdict::Unsendable, error),
+    };
+    let success = verdict == Verdict::Success;
+    let elapsed = started.elapsed();
+    AttemptResult {
+        record: AttemptRecord {
+            attempt,
+            started_at_ms: now_ms,
+            duration_ms: elapsed.as_millis() as u64,
+            status_code,
+            error: (!success).then(|| error.clone()),
+            response_body,
+            next_retry_at_ms: None,
+            request_id,
+        },
+        verdict,
+        error,
+        elapsed,
+    }
+}
+
+/// Builds the signed request, or says why it cannot be sent: a part that is
+/// no valid URL or header value, or a literal destination address the
+/// policy denies (names are checked when they are resolved).
+fn build(
+    client: &reqwest::Client,
+    settings: &ForwardSettings,
+    event: &StoredEvent,
+    attempt: u32,
+    now_ms: i64,
+    trace_headers: &[(String, String)],
+    request_id: &RequestId,
+) -> Result<reqwest::Request, String> {
     let meta = &event.meta;
     let mut request = client
         .post(&settings.url)
@@ -71,10 +120,24 @@ pub async fn send(
     ) {
         request = request.header(name, value);
     }
+    let request = request
+        .body(event.body.clone())
+        .build()
+        .map_err(|e| format!("request could not be built: {}", root_cause(&e)))?;
+    if let Some(policy) = &settings.address_policy {
+        policy.check_url(request.url()).map_err(|e| e.to_string())?;
+    }
+    Ok(request)
+}
 
-    let started = Instant::now();
-    let outcome = request.body(event.body.clone()).send().await;
-    let (status_code, response_body, verdict, error) = match outcome {
+/// Sends a built request and classifies the answer.
+async fn execute(
+    client: &reqwest::Client,
+    request: reqwest::Request,
+    settings: &ForwardSettings,
+    now_ms: i64,
+) -> (Option<u16>, Vec<u8>, Verdict, String) {
+    match client.execute(request).await {
         Ok(mut response) => {
             let status = response.status();
             let retry_after = response
@@ -92,41 +155,39 @@ pub async fn send(
                 }
             }
             let verdict = verdict_for_status(status.as_u16(), retry_after);
-            let error = format!("HTTP {status}");
-            (Some(status.as_u16()), kept, verdict, error)
-        }
-        Err(e) => {
-            let error = describe(&e, settings);
             (
+                Some(status.as_u16()),
+                kept,
+                verdict,
+                format!("HTTP {status}"),
+            )
+        }
+        Err(e) => match denied_cause(&e) {
+            Some(denied) => (None, Vec::new(), Verdict::Unsendable, denied.to_string()),
+            None => (
                 None,
                 Vec::new(),
                 Verdict::Retryable {
                     retry_after_ms: None,
                 },
-                error,
-            )
-        }
-    };
-    let success = verdict == Verdict::Success;
-    let elapsed = started.elapsed();
-    AttemptResult {
-        record: AttemptRecord {
-            attempt,
-            started_at_ms: now_ms,
-            duration_ms: elapsed.as_millis() as u64,
-            status_code,
-            error: (!success).then(|| error.clone()),
-            response_body,
-            next_retry_at_ms: None,
-            request_id,
+                describe(&e, settings),
+            ),
         },
-        verdict,
-        error,
-        elapsed,
     }
 }
 
-/// Plain words for a transport failure.
+/// The innermost error behind `e`.
+fn root_cause(e: &reqwest::Error) -> &(dyn std::error::Error + 'static) {
+    let mut root: &(dyn std::error::Error + 'static) = e;
+    while let Some(next) = root.source() {
+        root = next;
+    }
+    root
+}
+
+/// Plain words for a transport failure: what went wrong first ("dns lookup
+/// failed", "tls handshake failed", "connection reset", "response ended
+/// early", "could not connect"), then the innermost cause.
 fn describe(e: &reqwest::Error, settings: &ForwardSettings) -> String {
     if e.is_timeout() {
         if e.is_connect() {
@@ -137,13 +198,183 @@ fn describe(e: &reqwest::Error, settings: &ForwardSettings) -> String {
         }
         return format!("timeout after {:.1} s", settings.timeout.as_secs_f64());
     }
-    let mut root: &dyn std::error::Error = e;
-    while let Some(next) = root.source() {
-        root = next;
+    let chain: Vec<&(dyn std::error::Error + 'static)> =
+        std::iter::successors(Some(e as &(dyn std::error::Error + 'static)), |e| {
+            e.source()
+        })
+        .collect();
+    let root = chain.last().copied().unwrap_or(e);
+    let io = || {
+        chain
+            .iter()
+            .filter_map(|e| e.downcast_ref::<std::io::Error>())
+    };
+    // hyper-util names the step that failed: "dns error", "tcp connect error".
+    if chain.iter().any(|e| e.to_string().starts_with("dns error")) {
+        return format!("dns lookup failed: {root}");
+    }
+    if let Some(tls) = io().find_map(rustls_error) {
+        return format!("tls handshake failed: {tls}");
+    }
+    if io().any(|io| io.kind() == std::io::ErrorKind::ConnectionReset) {
+        return format!("connection reset: {root}");
+    }
+    if chain
+        .iter()
+        .filter_map(|e| e.downcast_ref::<hyper::Error>())
+        .any(|h| h.is_incomplete_message())
+    {
+        return format!("response ended early: {root}");
     }
     if e.is_connect() {
         format!("could not connect: {root}")
     } else {
         format!("request failed: {root}")
+    }
+}
+
+/// The rustls error inside (possibly nested) io errors: `source()` skips
+/// the error an io::Error wraps, so unwrap them by hand.
+fn rustls_error(io: &std::io::Error) -> Option<&rustls::Error> {
+    let inner = io.get_ref()?;
+    inner
+        .downcast_ref::<rustls::Error>()
+        .or_else(|| rustls_error(inner.downcast_ref::<std::io::Error>()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use hookd_sdk::signature::Secret;
+
+    use super::*;
+    use crate::{
+        forward::AddressPolicy,
+        ids::{DeliveryId, EventId},
+        store::records::EventMeta,
+    };
+
+    fn settings(url: &str) -> ForwardSettings {
+        ForwardSettings {
+            url: url.into(),
+            secret: Secret::from_provider(Scheme::Standard, "d", "whsec_AAAA").unwrap(),
+            timeout: Duration::from_secs(5),
+            connect_timeout: Duration::from_secs(5),
+            schedule_ms: vec![1_000],
+            window_ms: 60_000,
+            jitter: 0.0,
+            max_in_flight: 1,
+            delivery_rate: None,
+            breaker_threshold: 5,
+            breaker_cooldown_ms: 30_000,
+            address_policy: None,
+        }
+    }
+
+    fn event(event_id: &str) -> StoredEvent {
+        StoredEvent {
+            meta: EventMeta {
+                event_id: EventId::new(event_id),
+                delivery_id: DeliveryId::new("dlv_1"),
+                request_id: RequestId::generate(),
+                received_at_ms: 0,
+                headers: Vec::new(),
+                trace_id: String::new(),
+                span_id: String::new(),
+                sampled: true,
+            },
+            body: b"{}".to_vec(),
+        }
+    }
+
+    /// A destination that counts the connections it accepts.
+    fn counting_listener() -> (String, std::net::TcpListener) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        (
+            format!("http://{}/hooks", listener.local_addr().unwrap()),
+            listener,
+        )
+    }
+
+    #[tokio::test]
+    async fn a_request_that_cannot_be_built_is_permanent_and_never_sent() {
+        let (url, listener) = counting_listener();
+        let client = reqwest::Client::new();
+        for (settings, event, what) in [
+            (
+                settings(&url),
+                event("evt\nsplit"),
+                "event id with a newline",
+            ),
+            (
+                settings(&url),
+                event("evt\u{7}bell"),
+                "event id with a control character",
+            ),
+            (
+                settings("http://exa mple.com/hooks"),
+                event("evt_ok"),
+                "invalid URL",
+            ),
+        ] {
+            let result = send(&client, &settings, &event, 1, 0, &[]).await;
+            assert_eq!(
+                result.verdict,
+                Verdict::Unsendable,
+                "{what}: a request-building error must not be retried: {}",
+                result.error
+            );
+            assert!(
+                result.error.starts_with("request could not be built"),
+                "{what}: {}",
+                result.error
+            );
+            assert_eq!(result.record.status_code, None, "{what}");
+        }
+        assert!(
+            listener.accept().is_err(),
+            "nothing may reach the destination"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_denied_literal_address_is_never_contacted_even_when_already_stored() {
+        let (url, listener) = counting_listener();
+        let mut settings = settings(&url);
+        settings.address_policy = Some(std::sync::Arc::new(AddressPolicy::default()));
+        let result = send(
+            &reqwest::Client::new(),
+            &settings,
+            &event("evt_ok"),
+            1,
+            0,
+            &[],
+        )
+        .await;
+        assert_eq!(result.verdict, Verdict::Unsendable, "{}", result.error);
+        assert_eq!(
+            result.error,
+            "destination address not allowed (127.0.0.1 is loopback)"
+        );
+        assert!(listener.accept().is_err(), "nothing may reach 127.0.0.1");
+        drop(listener);
+
+        settings.address_policy = Some(std::sync::Arc::new(AddressPolicy::new(vec![
+            "127.0.0.1/32".parse().unwrap(),
+        ])));
+        let result = send(
+            &reqwest::Client::new(),
+            &settings,
+            &event("evt_ok"),
+            1,
+            0,
+            &[],
+        )
+        .await;
+        assert!(
+            result.error.starts_with("could not connect"),
+            "allowed, so tried: {}",
+            result.error
+        );
     }
 }

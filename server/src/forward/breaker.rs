@@ -84,6 +84,15 @@ impl Breaker {
         }
         open && was_closed
     }
+
+    /// An admitted attempt was never sent (it could not be built, or its
+    /// address is not allowed): it says nothing about the destination, so
+    /// the failure count stays, and a probe gives its turn to the next one.
+    pub fn on_not_sent(&mut self, now_ms: i64) {
+        if self.state == BreakerState::HalfOpen {
+            self.state = BreakerState::Open { until_ms: now_ms };
+        }
+    }
 }
 
 #[cfg(test)]
@@ -105,6 +114,19 @@ mod tests {
         assert!(b.admit(2_100));
         assert!(b.on_success());
         assert!(b.admit(2_100) && b.admit(2_100));
+    }
+
+    #[test]
+    fn an_attempt_never_sent_neither_counts_nor_holds_the_probe() {
+        let mut b = Breaker::new(2, 1_000);
+        b.on_failure(0);
+        b.on_not_sent(0);
+        assert_eq!(b.state(), BreakerState::Closed);
+        assert!(b.on_failure(0), "the earlier failure still counts");
+        assert!(b.admit(1_000));
+        b.on_not_sent(1_200);
+        assert_eq!(b.reopens_at(), Some(1_200));
+        assert!(b.admit(1_200), "the next probe goes at once");
     }
 
     #[test]

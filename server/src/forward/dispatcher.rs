@@ -1,13 +1,18 @@
 //! One tenant's forwarding loop: takes due deliveries from its sled queue,
 //! runs at most `max_in_flight` attempts at once (so a slow destination only
-//! ever holds its own tenant's slots), and records every outcome.
+//! ever holds its own tenant's slots), and records every outcome. Outcomes
+//! are reported (log, metrics, feed) only once they are on disk, so after a
+//! crash only attempts still in flight are sent again. A destination set over
+//! the control plane gets a client whose resolver enforces the destination
+//! address policy, with no redirects and no proxy.
 
 use std::{collections::HashSet, future::Future, pin::Pin, sync::Arc, time::Duration};
 
-use futures_util::{stream::FuturesUnordered, StreamExt};
+use futures_util::{stream::FuturesUnordered, FutureExt, StreamExt};
 use tokio::sync::Notify;
 
 use super::{
+    address::GuardedResolver,
     attempt::{self, AttemptResult},
     breaker::{Breaker, BreakerState},
     policy::{next_step, Verdict},
@@ -21,8 +26,8 @@ use crate::{
     metrics::{BreakerGauge, ForwardOutcome, TenantMetrics},
     store::{
         deliveries::{self, Next},
-        records::queue_key_due_ms,
-        TenantTrees,
+        records::{queue_key_due_ms, DeliveryState},
+        Store, TenantTrees,
     },
     telemetry::{
         spans::{self, ForwardRecord},
@@ -53,11 +58,22 @@ struct Sent {
 
 type InFlight = Pin<Box<dyn Future<Output = Done> + Send>>;
 
+/// An outcome recorded in the store, reported once it is durable.
+struct Recorded {
+    delivery_id: DeliveryId,
+    state: DeliveryState,
+    next: Next,
+    result: AttemptResult,
+    request_id: RequestId,
+    trace: opentelemetry::Context,
+    now: i64,
+}
+
 /// The forwarding loop of one tenant.
 pub struct Dispatcher {
     tenant: TenantId,
     trees: TenantTrees,
-    db: sled::Db,
+    store: Store,
     settings: Arc<ForwardSettings>,
     client: reqwest::Client,
     clock: SharedClock,
@@ -78,7 +94,7 @@ impl Dispatcher {
     pub fn new(
         tenant: TenantId,
         trees: TenantTrees,
-        db: sled::Db,
+        store: Store,
         settings: ForwardSettings,
         clock: SharedClock,
         wake: Arc<Notify>,
@@ -86,12 +102,19 @@ impl Dispatcher {
         tracing: Tracing,
         metrics: Arc<TenantMetrics>,
     ) -> reqwest::Result<Self> {
-        let client = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .connect_timeout(settings.connect_timeout)
             .redirect(reqwest::redirect::Policy::none())
             .pool_max_idle_per_host(settings.max_in_flight)
-            .user_agent(concat!("hookd/", env!("CARGO_PKG_VERSION")))
-            .build()?;
+            .user_agent(concat!("hookd/", env!("CARGO_PKG_VERSION")));
+        if let Some(policy) = &settings.address_policy {
+            // Every name is resolved, and checked, by hookd itself; a proxy
+            // from the environment would resolve it out of sight.
+            builder = builder
+                .dns_resolver(Arc::new(GuardedResolver::new(policy.clone())))
+                .no_proxy();
+        }
+        let client = builder.build()?;
         let host = reqwest::Url::parse(&settings.url)
             .ok()
             .and_then(|url| url.host_str().map(str::to_owned))
@@ -107,7 +130,7 @@ impl Dispatcher {
                 .map(|r| TokenBucket::new(r, clock.now_ms())),
             tenant,
             trees,
-            db,
+            store,
             settings: Arc::new(settings),
             client,
             clock,
@@ -135,10 +158,11 @@ impl Dispatcher {
             ));
             tokio::select! {
                 Some(done) = in_flight.next(), if !in_flight.is_empty() => {
-                    busy.remove(&done.key);
-                    if let Err(e) = self.finish(done) {
-                        tracing::error!(tenant = %self.tenant, error = %e, "recording a forward attempt failed");
+                    let mut finished = vec![done];
+                    while let Some(Some(more)) = in_flight.next().now_or_never() {
+                        finished.push(more);
                     }
+                    self.finish_all(finished, &mut busy).await;
                 }
                 _ = self.wake.notified() => {}
                 _ = sleep => {}
@@ -217,8 +241,35 @@ impl Dispatcher {
         }))
     }
 
-    /// Records an attempt's outcome and what follows from it.
-    fn finish(&mut self, done: Done) -> Result<()> {
+    /// Records finished attempts, waits until the records are on disk, then
+    /// reports them: an attempt reported done is never sent again after a
+    /// crash.
+    async fn finish_all(&mut self, finished: Vec<Done>, busy: &mut HashSet<Vec<u8>>) {
+        let mut recorded = Vec::with_capacity(finished.len());
+        for done in finished {
+            busy.remove(&done.key);
+            match self.record(done) {
+                Ok(Some(outcome)) => recorded.push(outcome),
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::error!(tenant = %self.tenant, error = %e, "recording a forward attempt failed");
+                }
+            }
+        }
+        if recorded.is_empty() {
+            return;
+        }
+        if let Err(e) = self.store.durable_barrier().await {
+            tracing::error!(tenant = %self.tenant, error = %e, "making forward outcomes durable failed");
+        }
+        for outcome in recorded {
+            self.report(outcome);
+        }
+    }
+
+    /// Records an attempt's outcome and what follows from it; `None` when
+    /// there is nothing to report.
+    fn record(&mut self, done: Done) -> Result<Option<Recorded>> {
         let Some(Sent {
             mut result,
             request_id,
@@ -226,7 +277,8 @@ impl Dispatcher {
         }) = done.sent
         else {
             tracing::warn!(tenant = %self.tenant, delivery_id = %done.delivery_id, "queued delivery has no stored event; dropping it");
-            return deliveries::drop_queue_entry(&self.trees, &done.key);
+            deliveries::drop_queue_entry(&self.trees, &done.key)?;
+            return Ok(None);
         };
         let now = self.clock.now_ms();
         let attempt = result.record.attempt;
@@ -250,6 +302,7 @@ impl Dispatcher {
                     tracing::info!(tenant = %self.tenant, destination = %self.host, "circuit breaker closed: destination answering again");
                 }
             }
+            Verdict::Unsendable => self.breaker.on_not_sent(now),
         }
         self.breaker_gauge
             .set(self.breaker.state() != BreakerState::Closed);
@@ -262,9 +315,36 @@ impl Dispatcher {
             &done.delivery_id,
             &result.record,
             &next,
-            self.db.generate_id()?,
+            self.store.db().generate_id()?,
             now,
         )?;
+        let Some(state) = state else {
+            tracing::warn!(tenant = %self.tenant, delivery_id = %done.delivery_id, attempt, "delivery changed while its attempt was in flight; outcome not recorded");
+            return Ok(None);
+        };
+        Ok(Some(Recorded {
+            delivery_id: done.delivery_id,
+            state,
+            next,
+            result,
+            request_id,
+            trace,
+            now,
+        }))
+    }
+
+    /// Metrics, span, log line and feed event of a durable outcome.
+    fn report(&self, outcome: Recorded) {
+        let Recorded {
+            delivery_id,
+            state,
+            next,
+            result,
+            request_id,
+            trace,
+            now,
+        } = outcome;
+        let attempt = result.record.attempt;
         let (outcome, error) = match &next {
             Next::Delivered => (ForwardOutcome::Delivered, None),
             Next::Retry { .. } => (ForwardOutcome::Retry, Some(result.error.as_str())),
@@ -282,31 +362,30 @@ impl Dispatcher {
         let attempt_request_id = &result.record.request_id;
         let (kind, reason) = match &next {
             Next::Delivered => {
-                tracing::info!(tenant = %self.tenant, event_id = %state.event_id, delivery_id = %done.delivery_id, request_id = %request_id, trace_id = %trace_id, attempt, attempt_request_id = %attempt_request_id, status = ?result.record.status_code, "forward delivered");
+                tracing::info!(tenant = %self.tenant, event_id = %state.event_id, delivery_id = %delivery_id, request_id = %request_id, trace_id = %trace_id, attempt, attempt_request_id = %attempt_request_id, status = ?result.record.status_code, "forward delivered");
                 (DeliveryEventKind::Delivered, None)
             }
             Next::Retry { due_ms } => {
-                tracing::warn!(tenant = %self.tenant, event_id = %state.event_id, delivery_id = %done.delivery_id, request_id = %request_id, trace_id = %trace_id, attempt, attempt_request_id = %attempt_request_id, reason = %result.error, retry_in_ms = due_ms - now, "forward failed; retry scheduled");
+                tracing::warn!(tenant = %self.tenant, event_id = %state.event_id, delivery_id = %delivery_id, request_id = %request_id, trace_id = %trace_id, attempt, attempt_request_id = %attempt_request_id, reason = %result.error, retry_in_ms = due_ms - now, "forward failed; retry scheduled");
                 (
                     DeliveryEventKind::RetryScheduled,
                     Some(result.error.clone()),
                 )
             }
             Next::Dead { reason } => {
-                tracing::warn!(tenant = %self.tenant, event_id = %state.event_id, delivery_id = %done.delivery_id, request_id = %request_id, trace_id = %trace_id, attempt, attempt_request_id = %attempt_request_id, reason = %reason, "delivery dead-lettered");
+                tracing::warn!(tenant = %self.tenant, event_id = %state.event_id, delivery_id = %delivery_id, request_id = %request_id, trace_id = %trace_id, attempt, attempt_request_id = %attempt_request_id, reason = %reason, "delivery dead-lettered");
                 (DeliveryEventKind::DeadLettered, Some(reason.clone()))
             }
         };
         self.events.publish(DeliveryEvent {
             kind,
             tenant: self.tenant.clone(),
-            delivery_id: done.delivery_id,
+            delivery_id,
             event_id: state.event_id,
             at_ms: now,
             attempt,
             status_code: result.record.status_code,
             reason,
         });
-        Ok(())
     }
 }

@@ -1,11 +1,14 @@
 //! Forwarding accepted events to each tenant's destination: the per-tenant
-//! dispatcher, one attempt, the retry policy and the circuit breaker.
+//! dispatcher, one attempt, the retry policy, the circuit breaker and the
+//! destination address policy.
 
+mod address;
 mod attempt;
 mod breaker;
 mod dispatcher;
 pub mod policy;
 
+pub use address::{AddressPolicy, DeniedAddress, Rule};
 pub use attempt::{ATTEMPT_HEADER, DELIVERY_ID_HEADER, RESPONSE_KEEP_BYTES};
 pub use breaker::{Breaker, BreakerState};
 pub use dispatcher::Dispatcher;

@@ -19,6 +19,11 @@ pub enum Verdict {
     },
     /// Any other answer: retrying cannot help.
     Permanent,
+    /// The request was never sent: it could not be built (an event id that
+    /// is no valid header value, an invalid URL) or its destination address
+    /// is not allowed. Dead-lettered at once; since the destination was not
+    /// contacted, the circuit breaker does not count it either way.
+    Unsendable,
 }
 
 /// Classifies an HTTP status.
@@ -60,6 +65,11 @@ pub fn next_step(
         Verdict::Permanent => {
             return Next::Dead {
                 reason: format!("permanent failure: {error}"),
+            }
+        }
+        Verdict::Unsendable => {
+            return Next::Dead {
+                reason: error.to_owned(),
             }
         }
         Verdict::Retryable { retry_after_ms } => *retry_after_ms,
@@ -108,6 +118,7 @@ mod tests {
             delivery_rate: None,
             breaker_threshold: 5,
             breaker_cooldown_ms: 30_000,
+            address_policy: None,
         }
     }
 
@@ -184,6 +195,11 @@ mod tests {
             panic!("dead expected")
         };
         assert!(reason.contains("HTTP 400"), "{reason}");
+        let why = "destination address not allowed (localhost resolves to 127.0.0.1, loopback)";
+        assert_eq!(
+            next_step(&s, 1, 0, 0, &Verdict::Unsendable, why, &mut rng),
+            Next::Dead { reason: why.into() }
+        );
     }
 
     #[test]

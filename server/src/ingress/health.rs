@@ -15,7 +15,7 @@ pub async fn healthz() -> HttpResponse {
 pub async fn readyz(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
     let mut problems = Vec::new();
     if !state.registry.store().is_healthy() {
-        problems.push("storage: the last durable commit failed");
+        problems.push("storage: a write or fsync failed; restart hookd once the disk is sound");
     }
     if !state.registry.all_running() {
         problems.push("tenants: an actor has stopped");

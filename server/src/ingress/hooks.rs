@@ -15,7 +15,7 @@ use crate::{
     telemetry::spans::{self, IngestRecord},
     tenant::{
         messages::{Ingest, IngestOutcome},
-        TenantHandle,
+        Registry, TenantHandle,
     },
 };
 
@@ -40,7 +40,7 @@ pub async fn ingest(
     let result = accept(
         &req,
         payload,
-        handle.as_ref(),
+        (handle.as_ref(), &state.registry),
         &state.limits,
         &tenant,
         &request_id,
@@ -102,16 +102,24 @@ pub async fn ingest(
 async fn accept(
     req: &HttpRequest,
     payload: web::Payload,
-    handle: Option<&TenantHandle>,
+    (handle, registry): (Option<&TenantHandle>, &Registry),
     limits: &EdgeLimits,
     tenant: &str,
     request_id: &RequestId,
     trace: &opentelemetry::Context,
 ) -> Result<IngestOutcome, ApiError> {
-    let handle = handle.ok_or_else(|| {
-        ApiError::new(ErrorCode::TenantNotFound, format!("no tenant {tenant:?}"))
+    let Some(handle) = handle else {
+        return Err(match registry.unavailable(tenant) {
+            Some(_) => ApiError::new(
+                ErrorCode::TenantUnavailable,
+                format!("tenant {tenant:?} cannot run until an operator fixes its settings"),
+            )
             .detail("tenant_id", tenant)
-    })?;
+            .retry_after(60),
+            None => ApiError::new(ErrorCode::TenantNotFound, format!("no tenant {tenant:?}"))
+                .detail("tenant_id", tenant),
+        });
+    };
     if !handle.settings.enabled {
         return Err(ApiError::new(
             ErrorCode::TenantDisabled,

@@ -250,6 +250,7 @@ mod tests {
             enabled: true,
             max_tenant_labels,
             addr: None,
+            scan_limit: crate::config::DEPRECATED_SCAN_LIMIT_DEFAULT,
         }
     }
 

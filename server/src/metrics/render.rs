@@ -239,6 +239,7 @@ mod tests {
             enabled: true,
             max_tenant_labels: 10,
             addr: None,
+            scan_limit: crate::config::DEPRECATED_SCAN_LIMIT_DEFAULT,
         });
         let acme = m.tenant(&TenantId::new("acme"));
         acme.accepted();

@@ -1,27 +1,31 @@
 //! The group committer: a batch of pending writes is applied as one sled
 //! transaction, made durable with one flush and one fdatasync, and only then
-//! are its waiters answered. Concurrent requests
-//! share one fsync; none is acknowledged before it.
+//! are its waiters answered. Concurrent requests share one fsync; none is
+//! acknowledged before it. Control-plane writes ask for a durable barrier
+//! and share the same fsyncs; tenant trees are dropped on the same thread,
+//! between batches.
+//!
+//! A failed flush or sync poisons the store: the failed writes are applied
+//! in memory but may never reach the disk (Linux reports a writeback error
+//! once), so nothing more is acknowledged, not even a duplicate, until a
+//! restart recovers from what really is on disk.
 
 use std::{
-    fs::File,
-    path::{Path, PathBuf},
+    path::Path,
     sync::{
         atomic::{AtomicBool, AtomicU64, Ordering},
         Arc,
     },
     thread::JoinHandle,
-    time::{Duration, SystemTime},
 };
 
-use sled::{transaction::TransactionError, Transactional};
 use tokio::sync::{mpsc, oneshot};
 
 use super::{
-    records::{
-        decode, encode, queue_key, DeliveryState, EventMeta, IdempotencyRecord, StoredEvent,
-    },
-    TenantTrees, SEGMENT_SIZE,
+    apply::{apply_isolated, drop_trees},
+    records::EventMeta,
+    sync::{SharedSync, Syncer},
+    TenantTrees,
 };
 use crate::{
     error::{Error, Result},
@@ -44,6 +48,10 @@ pub struct NewDelivery {
     pub body: actix_web::web::Bytes,
     /// When the first forward attempt is due (Unix ms).
     pub due_ms: i64,
+    /// A second idempotency key for schemes that sign no timestamp: a digest
+    /// of what the signature covers, so a resend under a fresh (unsigned)
+    /// delivery-id header is a duplicate too. Never a valid event id.
+    pub content_key: Option<Vec<u8>>,
 }
 
 /// What happened to a [`NewDelivery`].
@@ -53,18 +61,65 @@ pub enum CommitOutcome {
     Accepted,
     /// The event id was already recorded; nothing was written.
     Duplicate(DeliveryId),
+    /// The signed content was already recorded under another event id (the
+    /// first delivery's, given): a replay; nothing was written.
+    DuplicateOf(DeliveryId, EventId),
 }
 
-struct Pending {
-    item: NewDelivery,
-    reply: oneshot::Sender<Result<CommitOutcome>>,
+/// What the committer is asked to do.
+enum Request {
+    /// Record a delivery.
+    Write(Box<NewDelivery>, oneshot::Sender<Result<CommitOutcome>>),
+    /// Answer once everything written before is durable.
+    Barrier(oneshot::Sender<Result<()>>),
+    /// Drop the trees whose names start with the prefix, durably.
+    DropTrees(String, oneshot::Sender<Result<()>>),
+}
+
+impl Request {
+    fn fail(self, e: Error) {
+        match self {
+            Request::Write(_, reply) => drop(reply.send(Err(e))),
+            Request::Barrier(reply) | Request::DropTrees(_, reply) => drop(reply.send(Err(e))),
+        }
+    }
+}
+
+/// A waiter and what it will be told once its batch is durable.
+enum Answer {
+    Write(
+        oneshot::Sender<Result<CommitOutcome>>,
+        Result<CommitOutcome>,
+    ),
+    Done(oneshot::Sender<Result<()>>, Result<()>),
+}
+
+impl Answer {
+    /// Sends the outcome; a success becomes `failed()` when given.
+    fn send(self, failed: Option<&dyn Fn() -> Error>) {
+        match self {
+            Answer::Write(reply, outcome) => {
+                let _ = reply.send(match (outcome, failed) {
+                    (Ok(_), Some(failed)) => Err(failed()),
+                    (outcome, _) => outcome,
+                });
+            }
+            Answer::Done(reply, outcome) => {
+                let _ = reply.send(match (outcome, failed) {
+                    (Ok(()), Some(failed)) => Err(failed()),
+                    (outcome, _) => outcome,
+                });
+            }
+        }
+    }
 }
 
 /// Handle to the committer thread.
 #[derive(Clone)]
 pub struct Committer {
-    tx: mpsc::Sender<Pending>,
+    tx: mpsc::Sender<Request>,
     stats: Arc<CommitStats>,
+    poisoned: Arc<AtomicBool>,
 }
 
 /// How much group commit is happening: writes per durable batch is the
@@ -87,22 +142,57 @@ impl CommitStats {
     }
 }
 
+/// The committer's two threads and what they share.
+struct Shared {
+    db: sled::Db,
+    poisoned: Arc<AtomicBool>,
+    stats: Arc<CommitStats>,
+}
+
+impl Shared {
+    /// Marks the store poisoned; the first failure is logged loudly, once.
+    fn poison(&self, what: &str, e: &Error) {
+        if !self.poisoned.swap(true, Ordering::SeqCst) {
+            tracing::error!(
+                error = %e,
+                "{what} failed: storage is poisoned, every write is refused with 503 \
+                 and /readyz fails until hookd is restarted; check the disk and the kernel log"
+            );
+        }
+    }
+
+    fn is_poisoned(&self) -> bool {
+        self.poisoned.load(Ordering::SeqCst)
+    }
+}
+
 impl Committer {
     pub(super) fn start(
         db: sled::Db,
         sled_dir: &Path,
         batch_max: usize,
-        fsync: bool,
-        healthy: Arc<AtomicBool>,
+        sync: Option<SharedSync>,
+        poisoned: Arc<AtomicBool>,
     ) -> Result<(Committer, JoinHandle<()>)> {
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
-        let syncer = Syncer::open(sled_dir, fsync)?;
+        let syncer = Syncer::open(sled_dir, sync)?;
         let stats = Arc::new(CommitStats::default());
-        let counted = stats.clone();
+        let shared = Shared {
+            db,
+            poisoned: poisoned.clone(),
+            stats: stats.clone(),
+        };
         let handle = std::thread::Builder::new()
             .name("hookd-committer".into())
-            .spawn(move || run(db, rx, batch_max, syncer, healthy, counted))?;
-        Ok((Committer { tx, stats }, handle))
+            .spawn(move || run(shared, rx, batch_max, syncer))?;
+        Ok((
+            Committer {
+                tx,
+                stats,
+                poisoned,
+            },
+            handle,
+        ))
     }
 
     /// Group-commit counters.
@@ -110,12 +200,40 @@ impl Committer {
         &self.stats
     }
 
+    /// True once a write or sync failed: nothing more is acknowledged.
+    pub fn is_poisoned(&self) -> bool {
+        self.poisoned.load(Ordering::SeqCst)
+    }
+
     /// Records `item` durably unless its event id is already known; returns
     /// only once the outcome is on disk.
     pub async fn commit(&self, item: NewDelivery) -> Result<CommitOutcome> {
+        self.ask(|reply| Request::Write(Box::new(item), reply))
+            .await
+    }
+
+    /// Returns once everything written to the db before the call is flushed
+    /// and fdatasynced.
+    pub async fn barrier(&self) -> Result<()> {
+        self.ask(Request::Barrier).await
+    }
+
+    /// Drops every tree whose name starts with `prefix`, between batches,
+    /// and returns once that is durable.
+    pub async fn drop_trees(&self, prefix: String) -> Result<()> {
+        self.ask(|reply| Request::DropTrees(prefix, reply)).await
+    }
+
+    async fn ask<T>(
+        &self,
+        request: impl FnOnce(oneshot::Sender<Result<T>>) -> Request,
+    ) -> Result<T> {
+        if self.is_poisoned() {
+            return Err(Error::StoragePoisoned);
+        }
         let (reply, answer) = oneshot::channel();
         self.tx
-            .send(Pending { item, reply })
+            .send(request(reply))
             .await
             .map_err(|_| Error::CommitterGone)?;
         answer.await.map_err(|_| Error::CommitterGone)?
@@ -124,9 +242,7 @@ impl Committer {
 
 /// A batch whose writes are applied and now wait for one durable flush.
 struct Applied {
-    answers: Vec<(Pending, Result<CommitOutcome>)>,
-    /// Set when a body went to a sled blob file: sync blobs newer than this.
-    blobs_since: Option<SystemTime>,
+    answers: Vec<Answer>,
 }
 
 /// Two stages on two threads: this one applies batch N+1 while the flusher
@@ -134,57 +250,40 @@ struct Applied {
 /// takes batches in order and each flush covers every write applied before
 /// it, so no answer (a duplicate of a write in flight included) goes out
 /// before the write it depends on is on disk.
-fn run(
-    db: sled::Db,
-    mut rx: mpsc::Receiver<Pending>,
-    batch_max: usize,
-    syncer: Syncer,
-    healthy: Arc<AtomicBool>,
-    stats: Arc<CommitStats>,
-) {
+fn run(shared: Shared, mut rx: mpsc::Receiver<Request>, batch_max: usize, syncer: Syncer) {
     let (applied_tx, applied_rx) = std::sync::mpsc::sync_channel::<Applied>(1);
-    let flush_db = db.clone();
+    let flusher = Shared {
+        db: shared.db.clone(),
+        poisoned: shared.poisoned.clone(),
+        stats: shared.stats.clone(),
+    };
     let flusher = std::thread::Builder::new()
         .name("hookd-flusher".into())
-        .spawn(move || flush_batches(flush_db, applied_rx, syncer, healthy, stats));
+        .spawn(move || flush_batches(flusher, applied_rx, syncer));
     let Ok(flusher) = flusher else {
         tracing::error!("could not start the flusher thread; durable writes are unavailable");
         return;
     };
     while let Some(first) = rx.blocking_recv() {
-        let mut batch = Vec::with_capacity(batch_max);
-        batch.push(first);
-        while batch.len() < batch_max {
+        // A tree drop ends its batch: the writes before it are applied
+        // first, the ones after it see the trees gone.
+        let mut requests = vec![first];
+        while requests.len() < batch_max && !matches!(requests.last(), Some(Request::DropTrees(..)))
+        {
             match rx.try_recv() {
-                Ok(p) => batch.push(p),
+                Ok(r) => requests.push(r),
                 Err(_) => break,
             }
         }
-        // mtime is coarse-grained: look a second further back than the batch.
-        let blobs_since = batch
-            .iter()
-            .any(|p| p.item.body.len() > SEGMENT_SIZE / 8)
-            .then(|| SystemTime::now() - Duration::from_secs(1));
-        let items: Vec<&NewDelivery> = batch.iter().map(|p| &p.item).collect();
-        let outcomes = apply_batch(&db, &items);
-        drop(items);
-        let answers = match outcomes {
-            Ok(outcomes) => batch
+        if shared.is_poisoned() {
+            requests
                 .into_iter()
-                .zip(outcomes.into_iter().map(Ok))
-                .collect(),
-            Err(e) => {
-                tracing::error!(error = %e, batch = batch.len(), "applying a batch failed; answering 503");
-                batch
-                    .into_iter()
-                    .map(|p| (p, Err(Error::CommitterGone)))
-                    .collect()
-            }
-        };
+                .for_each(|r| r.fail(Error::StoragePoisoned));
+            continue;
+        }
         if applied_tx
             .send(Applied {
-                answers,
-                blobs_since,
+                answers: apply_requests(&shared, requests),
             })
             .is_err()
         {
@@ -195,175 +294,93 @@ fn run(
     let _ = flusher.join();
 }
 
+/// Applies one batch of requests in memory and returns their answers-to-be.
+fn apply_requests(shared: &Shared, requests: Vec<Request>) -> Vec<Answer> {
+    let mut answers = Vec::with_capacity(requests.len());
+    let mut writes = Vec::with_capacity(requests.len());
+    let mut drop_request = None;
+    for request in requests {
+        match request {
+            Request::Write(item, reply) => writes.push((item, reply)),
+            Request::Barrier(reply) => answers.push(Answer::Done(reply, Ok(()))),
+            Request::DropTrees(prefix, reply) => drop_request = Some((prefix, reply)),
+        }
+    }
+    if !writes.is_empty() {
+        let items: Vec<&NewDelivery> = writes.iter().map(|(item, _)| &**item).collect();
+        let outcomes = apply_isolated(&shared.db, &items);
+        drop(items);
+        match outcomes {
+            Ok(outcomes) => answers.extend(
+                writes
+                    .into_iter()
+                    .zip(outcomes)
+                    .map(|((_, reply), outcome)| Answer::Write(reply, outcome)),
+            ),
+            Err(e) => {
+                // Part of the batch may be applied in memory: poisoned.
+                shared.poison("applying a batch of writes", &e);
+                let message = e.to_string();
+                answers.extend(writes.into_iter().map(|(_, reply)| {
+                    Answer::Write(reply, Err(Error::BatchFailed(message.clone())))
+                }));
+            }
+        }
+    }
+    if let Some((prefix, reply)) = drop_request {
+        let dropped = drop_trees(&shared.db, &prefix);
+        if let Err(e) = &dropped {
+            shared.poison("dropping a tenant's trees", e);
+        }
+        answers.push(Answer::Done(reply, dropped));
+    }
+    answers
+}
+
 /// The second stage: one flush (+ fdatasync) per batch, then the answers.
-fn flush_batches(
-    db: sled::Db,
-    applied: std::sync::mpsc::Receiver<Applied>,
-    syncer: Syncer,
-    healthy: Arc<AtomicBool>,
-    stats: Arc<CommitStats>,
-) {
+fn flush_batches(shared: Shared, applied: std::sync::mpsc::Receiver<Applied>, mut syncer: Syncer) {
     for batch in applied {
-        let durable = db
+        if shared.is_poisoned() {
+            for answer in batch.answers {
+                answer.send(Some(&|| Error::StoragePoisoned));
+            }
+            continue;
+        }
+        let durable = shared
+            .db
             .flush()
             .map_err(Error::from)
-            .and_then(|_| syncer.sync(batch.blobs_since));
-        match &durable {
+            .and_then(|_| syncer.sync().map_err(Error::from));
+        match durable {
             Ok(()) => {
-                healthy.store(true, Ordering::Relaxed);
-                stats.batches.fetch_add(1, Ordering::Relaxed);
-                stats
+                let writes = batch
+                    .answers
+                    .iter()
+                    .filter(|a| matches!(a, Answer::Write(..)))
+                    .count();
+                shared.stats.batches.fetch_add(1, Ordering::Relaxed);
+                shared
+                    .stats
                     .writes
-                    .fetch_add(batch.answers.len() as u64, Ordering::Relaxed);
-            }
-            Err(e) => {
-                tracing::error!(error = %e, batch = batch.answers.len(), "durable commit failed; answering 503");
-                healthy.store(false, Ordering::Relaxed);
-            }
-        }
-        for (pending, outcome) in batch.answers {
-            let answer = match (&durable, outcome) {
-                (Err(_), _) => Err(Error::CommitterGone),
-                (Ok(()), outcome) => outcome,
-            };
-            let _ = pending.reply.send(answer);
-        }
-    }
-    if let Err(e) = db.flush() {
-        tracing::error!(error = %e, "final flush failed");
-    }
-}
-
-/// One write, encoded ahead of its transaction.
-struct Encoded<'a> {
-    /// Index of the item's tenant in the transaction's tree list.
-    tenant: usize,
-    event_id: &'a str,
-    delivery_id: &'a str,
-    queue_key: [u8; 16],
-    idem: Vec<u8>,
-    event: Vec<u8>,
-    state: Vec<u8>,
-}
-
-/// Applies a whole batch as ONE sled transaction over the trees of the
-/// tenants it touches: for each item, its idempotency record, stored event,
-/// state and queue entry are inserted unless the event id is already known
-/// (in storage or earlier in the same batch), which makes it a duplicate.
-/// One transaction per batch instead of one per write: sled's transaction
-/// overhead is paid once.
-fn apply_batch(db: &sled::Db, items: &[&NewDelivery]) -> Result<Vec<CommitOutcome>> {
-    let mut tenants: Vec<&TenantTrees> = Vec::new();
-    let mut encoded = Vec::with_capacity(items.len());
-    for item in items {
-        let tenant = match tenants
-            .iter()
-            .position(|t| t.idem.name() == item.trees.idem.name())
-        {
-            Some(i) => i,
-            None => {
-                tenants.push(&item.trees);
-                tenants.len() - 1
-            }
-        };
-        let queue_key = queue_key(item.due_ms, db.generate_id()?);
-        let mut state = DeliveryState::pending(item.event_id.clone(), item.meta.received_at_ms);
-        state.queue_key = Some(hex::encode(queue_key));
-        encoded.push(Encoded {
-            tenant,
-            event_id: item.event_id.as_str(),
-            delivery_id: item.meta.delivery_id.as_str(),
-            queue_key,
-            idem: encode(&IdempotencyRecord {
-                delivery_id: item.meta.delivery_id.clone(),
-                received_at_ms: item.meta.received_at_ms,
-            }),
-            event: StoredEvent::encode(&item.meta, &item.body),
-            state: encode(&state),
-        });
-    }
-    let trees: Vec<&sled::Tree> = tenants
-        .iter()
-        .flat_map(|t| [&t.idem, &t.events, &t.state, &t.queue])
-        .collect();
-    let result = trees.as_slice().transaction(|views| {
-        let mut existing = Vec::with_capacity(encoded.len());
-        for e in &encoded {
-            let [idem, events, states, queue] = &views[e.tenant * 4..e.tenant * 4 + 4] else {
-                unreachable!("four trees per tenant")
-            };
-            if let Some(first) = idem.get(e.event_id)? {
-                existing.push(Some(first));
-                continue;
-            }
-            idem.insert(e.event_id, e.idem.as_slice())?;
-            events.insert(e.delivery_id, e.event.as_slice())?;
-            states.insert(e.delivery_id, e.state.as_slice())?;
-            queue.insert(&e.queue_key[..], e.delivery_id)?;
-            existing.push(None);
-        }
-        Ok(existing)
-    });
-    let existing = match result {
-        Ok(existing) => existing,
-        Err(TransactionError::Storage(e)) => return Err(e.into()),
-        Err(TransactionError::Abort(())) => {
-            return Err(Error::Corrupt("transaction aborted".into()))
-        }
-    };
-    for (e, first) in encoded.iter().zip(&existing) {
-        if first.is_none() {
-            tenants[e.tenant].gauges.add_queued(1);
-        }
-    }
-    existing
-        .into_iter()
-        .map(|first| match first {
-            None => Ok(CommitOutcome::Accepted),
-            Some(record) => Ok(CommitOutcome::Duplicate(
-                decode::<IdempotencyRecord>(&record)?.delivery_id,
-            )),
-        })
-        .collect()
-}
-
-/// fdatasync of sled's log (and fresh blob files): `flush()` alone uses
-/// `sync_file_range`, which survives a process crash but not a power loss.
-struct Syncer {
-    enabled: bool,
-    log: File,
-    blobs: PathBuf,
-}
-
-impl Syncer {
-    fn open(sled_dir: &Path, enabled: bool) -> Result<Syncer> {
-        Ok(Syncer {
-            enabled,
-            log: File::open(sled_dir.join("db"))?,
-            blobs: sled_dir.join("blobs"),
-        })
-    }
-
-    fn sync(&self, blobs_since: Option<SystemTime>) -> Result<()> {
-        if !self.enabled {
-            return Ok(());
-        }
-        self.log.sync_data()?;
-        if let Some(since) = blobs_since {
-            for entry in std::fs::read_dir(&self.blobs)? {
-                let entry = entry?;
-                let fresh = entry
-                    .metadata()?
-                    .modified()
-                    .map(|m| m >= since)
-                    .unwrap_or(true);
-                if fresh {
-                    File::open(entry.path())?.sync_data()?;
+                    .fetch_add(writes as u64, Ordering::Relaxed);
+                for answer in batch.answers {
+                    answer.send(None);
                 }
             }
-            File::open(&self.blobs)?.sync_all()?;
+            Err(e) => {
+                shared.poison("making a batch durable (flush + fdatasync)", &e);
+                let message = e.to_string();
+                for answer in batch.answers {
+                    answer.send(Some(&|| Error::SyncFailed(message.clone())));
+                }
+            }
         }
-        Ok(())
+    }
+    if shared.is_poisoned() {
+        return;
+    }
+    if let Err(e) = shared.db.flush() {
+        tracing::error!(error = %e, "final flush failed");
     }
 }
 
@@ -391,6 +408,7 @@ mod tests {
             },
             body: actix_web::web::Bytes::from_static(b"{}"),
             due_ms: 1,
+            content_key: None,
         }
     }
 

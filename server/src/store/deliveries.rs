@@ -1,9 +1,20 @@
 //! What happens to a delivery after it is accepted: attempts and outcomes,
 //! dead letters, redelivery and retention, each as one sled transaction.
 
-use sled::{transaction::TransactionError, Transactional};
+mod consumer;
+
+use sled::{
+    transaction::{
+        ConflictableTransactionError, ConflictableTransactionResult, TransactionError,
+        TransactionalTree,
+    },
+    Transactional,
+};
+
+pub use consumer::{ack, nack, pull};
 
 use super::{
+    gauges::{Delta, Tally},
     records::{
         attempt_key, decode, encode, queue_key, time_key, AttemptRecord, DeadLetter, DeliveryState,
         DeliveryStatus, EventMeta, IdempotencyRecord, StoredEvent,
@@ -14,6 +25,24 @@ use crate::{
     error::{Error, Result},
     ids::{DeliveryId, RequestId},
 };
+
+/// What a transaction's closure returns.
+type TxResult<T> = ConflictableTransactionResult<T, Error>;
+
+/// Runs a transaction's body with a fresh [`Tally`] (one per run of the
+/// closure, so a run sled repeats after a conflict counts from zero) and
+/// returns its value with what it changed in the queue and dead letters.
+fn tallied<T>(body: impl FnOnce(&Tally) -> TxResult<T>) -> TxResult<(T, Delta)> {
+    let tally = Tally::default();
+    let value = body(&tally)?;
+    Ok((value, tally.delta()))
+}
+
+/// Counts a committed transaction's changes in the tenant's gauges.
+fn counted<T>(trees: &TenantTrees, (value, delta): (T, Delta)) -> T {
+    trees.gauges.apply(delta);
+    value
+}
 
 /// What an attempt leads to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,8 +90,12 @@ pub fn load_attempts(trees: &TenantTrees, delivery_id: &DeliveryId) -> Result<Ve
         .collect()
 }
 
-/// Records one attempt and its consequence atomically: the queue entry
-/// `queue_key` is replaced by a retry, or removed for a delivered or dead one.
+/// Records one attempt and its consequence in one transaction, as a
+/// compare-and-set: only while `queue_entry` is still the delivery's live
+/// queue entry (it is pending and its state points at that entry). Then the
+/// entry is replaced by a retry, or removed for a delivered or dead one.
+/// `None`: the delivery moved on meanwhile (acked, redelivered, purged);
+/// nothing was recorded and a stale entry was dropped.
 pub fn record_attempt(
     trees: &TenantTrees,
     queue_entry: &[u8],
@@ -71,42 +104,7 @@ pub fn record_attempt(
     next: &Next,
     retry_seq: u64,
     now_ms: i64,
-) -> Result<DeliveryState> {
-    let mut state = load_state(trees, delivery_id)?
-        .ok_or_else(|| Error::Corrupt(format!("no state for {delivery_id}")))?;
-    state.attempts = state.attempts.max(attempt.attempt);
-    state.last_status = attempt.status_code;
-    state.last_error = attempt.error.clone();
-    state.next_attempt_at_ms = None;
-    state.queue_key = None;
-    let mut dead = None;
-    match next {
-        Next::Delivered => {
-            state.status = DeliveryStatus::Delivered;
-            state.finished_at_ms = Some(now_ms);
-        }
-        Next::Retry { due_ms } => {
-            state.status = DeliveryStatus::Pending;
-            state.next_attempt_at_ms = Some(*due_ms);
-            state.queue_key = Some(hex::encode(queue_key(*due_ms, retry_seq)));
-        }
-        Next::Dead { reason } => {
-            state.status = DeliveryStatus::Dead;
-            state.finished_at_ms = Some(now_ms);
-            state.last_error = Some(reason.clone());
-            dead = Some(DeadLetter {
-                delivery_id: delivery_id.clone(),
-                event_id: state.event_id.clone(),
-                reason: reason.clone(),
-                dead_at_ms: now_ms,
-                attempts: state.attempts,
-                last_status: attempt.status_code,
-            });
-        }
-    }
-    let state_value = encode(&state);
-    let attempt_value = encode(attempt);
-    let id = delivery_id.as_str();
+) -> Result<Option<DeliveryState>> {
     let result = (
         &trees.queue,
         &trees.state,
@@ -114,96 +112,230 @@ pub fn record_attempt(
         &trees.dead,
         &trees.done,
     )
-        .transaction(|(queue, states, attempts, dead_index, done)| {
-            let mut counts = (-i64::from(queue.remove(queue_entry)?.is_some()), 0);
-            states.insert(id, state_value.as_slice())?;
-            attempts.insert(
-                attempt_key(delivery_id, attempt.attempt),
-                attempt_value.as_slice(),
-            )?;
-            match next {
-                Next::Delivered => {
-                    done.insert(time_key(now_ms, delivery_id), &[])?;
-                }
-                Next::Retry { due_ms } => {
-                    let old = queue.insert(&queue_key(*due_ms, retry_seq)[..], id)?;
-                    counts.0 += i64::from(old.is_none());
-                }
-                Next::Dead { .. } => {
-                    let letter = dead.as_ref().expect("dead letter built above");
-                    let old = dead_index.insert(time_key(now_ms, delivery_id), encode(letter))?;
-                    counts.1 += i64::from(old.is_none());
-                }
-            }
-            Ok(counts)
-        });
-    let (queued, dead) = result.map_err(flatten)?;
-    trees.gauges.add_queued(queued);
-    trees.gauges.add_dead(dead);
+        .transaction(|(queue, states, attempts, dead, done)| {
+            tallied(|tally| {
+                let Some(state) = claim(queue, states, queue_entry, delivery_id, tally)? else {
+                    return Ok(None);
+                };
+                let outcome = Outcome {
+                    attempt,
+                    next,
+                    retry_seq,
+                    now_ms,
+                };
+                let trees = Settle {
+                    queue,
+                    states,
+                    attempts,
+                    dead,
+                    done,
+                    tally,
+                };
+                settle(&trees, state, queue_entry, delivery_id, &outcome).map(Some)
+            })
+        })
+        .map_err(flatten)?;
+    Ok(counted(trees, result))
+}
+
+/// The result of one attempt, as [`settle`] applies it.
+struct Outcome<'a> {
+    attempt: &'a AttemptRecord,
+    next: &'a Next,
+    retry_seq: u64,
+    now_ms: i64,
+}
+
+/// The trees an attempt's outcome touches, inside a transaction, and the
+/// tally of its queue and dead-letter changes.
+struct Settle<'a> {
+    queue: &'a TransactionalTree,
+    states: &'a TransactionalTree,
+    attempts: &'a TransactionalTree,
+    dead: &'a TransactionalTree,
+    done: &'a TransactionalTree,
+    tally: &'a Tally,
+}
+
+/// Writes an attempt and what follows from it for a delivery that
+/// [`claim`] just confirmed holds `queue_entry`.
+fn settle(
+    trees: &Settle<'_>,
+    mut state: DeliveryState,
+    queue_entry: &[u8],
+    delivery_id: &DeliveryId,
+    outcome: &Outcome<'_>,
+) -> TxResult<DeliveryState> {
+    let Outcome {
+        attempt,
+        next,
+        retry_seq,
+        now_ms,
+    } = *outcome;
+    let id = delivery_id.as_str();
+    state.attempts = state.attempts.max(attempt.attempt);
+    state.last_status = attempt.status_code;
+    state.last_error = attempt.error.clone();
+    state.next_attempt_at_ms = None;
+    state.queue_key = None;
+    trees.tally.queue_removed(trees.queue.remove(queue_entry)?);
+    match next {
+        Next::Delivered => {
+            state.status = DeliveryStatus::Delivered;
+            state.finished_at_ms = Some(now_ms);
+            trees.done.insert(time_key(now_ms, delivery_id), &[])?;
+        }
+        Next::Retry { due_ms } => {
+            let key = queue_key(*due_ms, retry_seq);
+            state.status = DeliveryStatus::Pending;
+            state.next_attempt_at_ms = Some(*due_ms);
+            state.queue_key = Some(hex::encode(key));
+            trees
+                .tally
+                .queue_inserted(trees.queue.insert(&key[..], id)?);
+        }
+        Next::Dead { reason } => {
+            state.status = DeliveryStatus::Dead;
+            state.finished_at_ms = Some(now_ms);
+            state.last_error = Some(reason.clone());
+            let letter = DeadLetter {
+                delivery_id: delivery_id.clone(),
+                event_id: state.event_id.clone(),
+                reason: reason.clone(),
+                dead_at_ms: now_ms,
+                attempts: state.attempts,
+                last_status: attempt.status_code,
+            };
+            let old = trees
+                .dead
+                .insert(time_key(now_ms, delivery_id), encode(&letter))?;
+            trees.tally.dead_inserted(old);
+        }
+    }
+    trees.states.insert(id, encode(&state))?;
+    trees
+        .attempts
+        .insert(attempt_key(delivery_id, attempt.attempt), encode(attempt))?;
     Ok(state)
+}
+
+/// The compare half of every queue compare-and-set, inside the
+/// transaction: the delivery's state if `queue_entry` names it and it is
+/// pending with that entry as its live one. An entry its delivery no
+/// longer points at is an orphan and is removed (counted in `tally`).
+fn claim(
+    queue: &TransactionalTree,
+    states: &TransactionalTree,
+    queue_entry: &[u8],
+    delivery_id: &DeliveryId,
+    tally: &Tally,
+) -> TxResult<Option<DeliveryState>> {
+    match queue.get(queue_entry)? {
+        Some(named) if named.as_ref() == delivery_id.as_str().as_bytes() => {}
+        _ => return Ok(None),
+    }
+    let live = hex::encode(queue_entry);
+    match tx_state(states, delivery_id)? {
+        Some(state)
+            if state.status == DeliveryStatus::Pending
+                && state.queue_key.as_deref().is_none_or(|k| k == live) =>
+        {
+            Ok(Some(state))
+        }
+        _ => {
+            tally.queue_removed(queue.remove(queue_entry)?);
+            Ok(None)
+        }
+    }
+}
+
+/// The state of a delivery as a transaction sees it.
+fn tx_state(
+    states: &TransactionalTree,
+    delivery_id: &DeliveryId,
+) -> TxResult<Option<DeliveryState>> {
+    match states.get(delivery_id.as_str())? {
+        None => Ok(None),
+        Some(value) => decode(&value).map(Some).or_else(abort),
+    }
+}
+
+/// Ends a transaction with `e`, changing nothing.
+fn abort<T>(e: Error) -> TxResult<T> {
+    Err(ConflictableTransactionError::Abort(e))
 }
 
 /// Drops a queue entry whose event is gone (purged or swept).
 pub fn drop_queue_entry(trees: &TenantTrees, queue_entry: &[u8]) -> Result<()> {
-    if trees.queue.remove(queue_entry)?.is_some() {
-        trees.gauges.add_queued(-1);
-    }
+    let tally = Tally::default();
+    tally.queue_removed(trees.queue.remove(queue_entry)?);
+    trees.gauges.apply(tally.delta());
     Ok(())
 }
 
 /// Queues a dead (or delivered) delivery again as a new delivery of the same
 /// event: a new delivery id, attempts from 1, due now. The old one points at
-/// the new one; a dead letter leaves the dead-letter index.
+/// the new one; a dead letter leaves the dead-letter index. One transaction
+/// re-reads the old state, so of concurrent calls for one dead letter
+/// exactly one succeeds; the others get [`Error::Precondition`] naming the
+/// delivery it made.
 pub fn redeliver(
     trees: &TenantTrees,
     delivery_id: &DeliveryId,
     seq: u64,
     now_ms: i64,
 ) -> Result<DeliveryId> {
-    let mut old = load_state(trees, delivery_id)?
-        .ok_or_else(|| Error::NotFound(format!("delivery {delivery_id}")))?;
-    let was_dead = match old.status {
-        DeliveryStatus::Dead => true,
-        DeliveryStatus::Delivered => false,
-        other => {
-            return Err(Error::Precondition(format!(
-                "delivery {delivery_id} is {}; only dead or delivered ones can be redelivered",
-                other.as_str()
-            )))
-        }
-    };
-    let event = load_event(trees, delivery_id)?
-        .ok_or_else(|| Error::NotFound(format!("event of {delivery_id}")))?;
     let new_id = DeliveryId::generate();
-    let meta = EventMeta {
-        delivery_id: new_id.clone(),
-        received_at_ms: now_ms,
-        request_id: RequestId::generate(),
-        ..event.meta
-    };
-    let dead_key = time_key(old.finished_at_ms.unwrap_or_default(), delivery_id);
-    if was_dead {
-        old.status = DeliveryStatus::Redelivered;
-    }
-    old.redelivered_as = Some(new_id.clone());
-    let mut new_state = DeliveryState::pending(meta.event_id.clone(), now_ms);
-    new_state.redelivery_of = Some(delivery_id.clone());
-    new_state.queue_key = Some(hex::encode(queue_key(now_ms, seq)));
-    let event_value = StoredEvent::encode(&meta, &event.body);
-    let (old_value, new_value) = (encode(&old), encode(&new_state));
-    let result = (&trees.events, &trees.state, &trees.queue, &trees.dead).transaction(
-        |(events, states, queue, dead)| {
-            events.insert(new_id.as_str(), event_value.as_slice())?;
-            states.insert(new_id.as_str(), new_value.as_slice())?;
-            states.insert(delivery_id.as_str(), old_value.as_slice())?;
-            let queued = queue.insert(&queue_key(now_ms, seq)[..], new_id.as_str())?;
-            let unlisted = dead.remove(dead_key.as_slice())?;
-            Ok((i64::from(queued.is_none()), -i64::from(unlisted.is_some())))
-        },
-    );
-    let (queued, dead) = result.map_err(flatten)?;
-    trees.gauges.add_queued(queued);
-    trees.gauges.add_dead(dead);
+    let new_key = queue_key(now_ms, seq);
+    let id = delivery_id.as_str();
+    let result = (&trees.events, &trees.state, &trees.queue, &trees.dead)
+        .transaction(|(events, states, queue, dead)| {
+            let tally = Tally::default();
+            let Some(mut old) = tx_state(states, delivery_id)? else {
+                return abort(Error::NotFound(format!("delivery {delivery_id}")));
+            };
+            let was_dead = match (old.status, &old.redelivered_as) {
+                (DeliveryStatus::Dead, _) => true,
+                (DeliveryStatus::Delivered, _) => false,
+                (DeliveryStatus::Redelivered, Some(as_id)) => {
+                    return abort(Error::Precondition(format!(
+                        "delivery {delivery_id} was already redelivered as {as_id}"
+                    )))
+                }
+                (other, _) => {
+                    return abort(Error::Precondition(format!(
+                    "delivery {delivery_id} is {}; only dead or delivered ones can be redelivered",
+                    other.as_str()
+                )))
+                }
+            };
+            let Some(stored) = events.get(id)? else {
+                return abort(Error::NotFound(format!("event of {delivery_id}")));
+            };
+            let event = StoredEvent::decode(&stored).or_else(abort)?;
+            let meta = EventMeta {
+                delivery_id: new_id.clone(),
+                received_at_ms: now_ms,
+                request_id: RequestId::generate(),
+                ..event.meta
+            };
+            let dead_key = time_key(old.finished_at_ms.unwrap_or_default(), delivery_id);
+            if was_dead {
+                old.status = DeliveryStatus::Redelivered;
+            }
+            old.redelivered_as = Some(new_id.clone());
+            let mut new_state = DeliveryState::pending(meta.event_id.clone(), now_ms);
+            new_state.redelivery_of = Some(delivery_id.clone());
+            new_state.queue_key = Some(hex::encode(new_key));
+            events.insert(new_id.as_str(), StoredEvent::encode(&meta, &event.body))?;
+            states.insert(new_id.as_str(), encode(&new_state))?;
+            states.insert(id, encode(&old))?;
+            tally.queue_inserted(queue.insert(&new_key[..], new_id.as_str())?);
+            tally.dead_removed(dead.remove(dead_key)?);
+            Ok(tally.delta())
+        })
+        .map_err(flatten)?;
+    trees.gauges.apply(result);
     Ok(new_id)
 }
 
@@ -217,12 +349,43 @@ pub fn dead_letters(
     })
 }
 
-/// Removes dead letters (their event, state and attempts too).
-pub fn purge_dead_letter(trees: &TenantTrees, dead_key: &[u8], letter: &DeadLetter) -> Result<()> {
-    if trees.dead.remove(dead_key)?.is_some() {
-        trees.gauges.add_dead(-1);
-    }
-    delete_delivery(trees, &letter.delivery_id)
+/// Removes a dead letter (its event, state and attempts too) in one
+/// transaction, only if it is still a dead letter; returns whether it was.
+pub fn purge_dead_letter(
+    trees: &TenantTrees,
+    dead_key: &[u8],
+    letter: &DeadLetter,
+) -> Result<bool> {
+    let id = &letter.delivery_id;
+    let mut prefix = id.as_str().as_bytes().to_vec();
+    prefix.push(b'/');
+    // A dead delivery gets no new attempts, so these keys cannot change.
+    let attempt_keys: Vec<sled::IVec> = trees
+        .attempts
+        .scan_prefix(prefix)
+        .keys()
+        .collect::<std::result::Result<_, _>>()?;
+    let result = (&trees.dead, &trees.events, &trees.state, &trees.attempts)
+        .transaction(|(dead, events, states, attempts)| {
+            tallied(|tally| {
+                if dead.get(dead_key)?.is_none() {
+                    return Ok(false);
+                }
+                match tx_state(states, id)? {
+                    Some(state) if state.status == DeliveryStatus::Dead => {}
+                    _ => return Ok(false),
+                }
+                tally.dead_removed(dead.remove(dead_key)?);
+                events.remove(id.as_str())?;
+                states.remove(id.as_str())?;
+                for key in &attempt_keys {
+                    attempts.remove(key)?;
+                }
+                Ok(true)
+            })
+        })
+        .map_err(flatten)?;
+    Ok(counted(trees, result))
 }
 
 fn delete_delivery(trees: &TenantTrees, delivery_id: &DeliveryId) -> Result<()> {
@@ -290,234 +453,15 @@ pub fn sweep(
     Ok(swept)
 }
 
-/// Hands out up to `max` due deliveries of a pull-mode tenant and hides each
-/// for `visibility_ms`: unacknowledged, it comes back. Each pull counts as an
-/// attempt; one older than the retry window is dead-lettered instead.
-pub fn pull(
-    trees: &TenantTrees,
-    db: &sled::Db,
-    max: usize,
-    visibility_ms: i64,
-    window_ms: i64,
-    now_ms: i64,
-) -> Result<Vec<(StoredEvent, u32)>> {
-    let due: Vec<(sled::IVec, DeliveryId)> = trees
-        .queue
-        .range(..queue_key(now_ms + 1, 0).as_slice())
-        .take(max)
-        .map(|kv| kv.map(|(k, v)| (k, DeliveryId::new(String::from_utf8_lossy(&v).into_owned()))))
-        .collect::<std::result::Result<_, _>>()?;
-    let mut out = Vec::with_capacity(due.len());
-    for (key, delivery_id) in due {
-        let (Some(mut state), Some(event)) = (
-            load_state(trees, &delivery_id)?,
-            load_event(trees, &delivery_id)?,
-        ) else {
-            drop_queue_entry(trees, &key)?;
-            continue;
-        };
-        if now_ms - state.received_at_ms > window_ms {
-            let attempt = AttemptRecord {
-                attempt: state.attempts,
-                started_at_ms: now_ms,
-                duration_ms: 0,
-                status_code: None,
-                error: Some("not acknowledged by a consumer".into()),
-                response_body: Vec::new(),
-                next_retry_at_ms: None,
-                request_id: RequestId::generate(),
-            };
-            let reason = format!(
-                "not acknowledged within the retry window after {} pulls",
-                state.attempts
-            );
-            record_attempt(
-                trees,
-                &key,
-                &delivery_id,
-                &attempt,
-                &Next::Dead { reason },
-                0,
-                now_ms,
-            )?;
-            continue;
-        }
-        let hidden_until = queue_key(now_ms + visibility_ms, db.generate_id()?);
-        state.attempts += 1;
-        state.next_attempt_at_ms = Some(now_ms + visibility_ms);
-        state.queue_key = Some(hex::encode(hidden_until));
-        let state_value = encode(&state);
-        let queued = (&trees.queue, &trees.state)
-            .transaction(|(queue, states)| {
-                let removed = queue.remove(&key)?.is_some();
-                let added = queue
-                    .insert(&hidden_until[..], delivery_id.as_str())?
-                    .is_none();
-                states.insert(delivery_id.as_str(), state_value.as_slice())?;
-                Ok(i64::from(added) - i64::from(removed))
-            })
-            .map_err(flatten)?;
-        trees.gauges.add_queued(queued);
-        out.push((event, state.attempts));
-    }
-    Ok(out)
-}
-
-/// Marks pulled deliveries delivered; returns how many were pending.
-pub fn ack(trees: &TenantTrees, ids: &[DeliveryId], now_ms: i64) -> Result<u32> {
-    let mut acked = 0;
-    for id in ids {
-        let Some(mut state) = load_state(trees, id)? else {
-            continue;
-        };
-        if state.status != DeliveryStatus::Pending {
-            continue;
-        }
-        let key = state
-            .queue_key
-            .take()
-            .and_then(|k| hex::decode(k).ok())
-            .unwrap_or_default();
-        state.status = DeliveryStatus::Delivered;
-        state.finished_at_ms = Some(now_ms);
-        state.next_attempt_at_ms = None;
-        let state_value = encode(&state);
-        let removed = (&trees.queue, &trees.state, &trees.done)
-            .transaction(|(queue, states, done)| {
-                let removed = queue.remove(key.as_slice())?.is_some();
-                states.insert(id.as_str(), state_value.as_slice())?;
-                done.insert(time_key(now_ms, id), &[])?;
-                Ok(removed)
-            })
-            .map_err(flatten)?;
-        trees.gauges.add_queued(-i64::from(removed));
-        acked += 1;
-    }
-    Ok(acked)
-}
-
-/// Makes pulled deliveries visible again at once; returns how many.
-pub fn nack(trees: &TenantTrees, db: &sled::Db, ids: &[DeliveryId], now_ms: i64) -> Result<u32> {
-    let mut returned = 0;
-    for id in ids {
-        let Some(mut state) = load_state(trees, id)? else {
-            continue;
-        };
-        let Some(old) = state.queue_key.as_ref().and_then(|k| hex::decode(k).ok()) else {
-            continue;
-        };
-        if state.status != DeliveryStatus::Pending {
-            continue;
-        }
-        let new = queue_key(now_ms, db.generate_id()?);
-        state.queue_key = Some(hex::encode(new));
-        state.next_attempt_at_ms = Some(now_ms);
-        let state_value = encode(&state);
-        let queued = (&trees.queue, &trees.state)
-            .transaction(|(queue, states)| {
-                let removed = queue.remove(old.as_slice())?.is_some();
-                let added = queue.insert(&new[..], id.as_str())?.is_none();
-                states.insert(id.as_str(), state_value.as_slice())?;
-                Ok(i64::from(added) - i64::from(removed))
-            })
-            .map_err(flatten)?;
-        trees.gauges.add_queued(queued);
-        returned += 1;
-    }
-    Ok(returned)
-}
-
-fn flatten(e: TransactionError<()>) -> Error {
+/// A transaction's error as hookd's: an abort carries its own.
+fn flatten(e: TransactionError<Error>) -> Error {
     match e {
         TransactionError::Storage(e) => e.into(),
-        TransactionError::Abort(()) => Error::Corrupt("transaction aborted".into()),
+        TransactionError::Abort(e) => e,
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::{
-        ids::{EventId, TenantId},
-        store::Store,
-    };
-
-    fn delivered(trees: &TenantTrees, n: u32, at_ms: i64) -> DeliveryId {
-        let id = DeliveryId::new(format!("dlv_{n}"));
-        let event_id = EventId::new(format!("evt_{n}"));
-        let meta = EventMeta {
-            event_id: event_id.clone(),
-            delivery_id: id.clone(),
-            request_id: RequestId::new("req_1"),
-            received_at_ms: at_ms,
-            headers: vec![],
-            trace_id: String::new(),
-            span_id: String::new(),
-            sampled: true,
-        };
-        trees
-            .events
-            .insert(id.as_str(), StoredEvent::encode(&meta, b"{}"))
-            .unwrap();
-        trees
-            .state
-            .insert(
-                id.as_str(),
-                encode(&DeliveryState::pending(event_id.clone(), at_ms)),
-            )
-            .unwrap();
-        let idem = IdempotencyRecord {
-            delivery_id: id.clone(),
-            received_at_ms: at_ms,
-        };
-        trees.idem.insert(event_id.as_str(), encode(&idem)).unwrap();
-        let key = queue_key(at_ms, u64::from(n));
-        trees.queue.insert(key, id.as_str()).unwrap();
-        let attempt = AttemptRecord {
-            attempt: 1,
-            started_at_ms: at_ms,
-            duration_ms: 1,
-            status_code: Some(200),
-            error: None,
-            response_body: vec![],
-            next_retry_at_ms: None,
-            request_id: RequestId::new("req_2"),
-        };
-        record_attempt(trees, &key, &id, &attempt, &Next::Delivered, 0, at_ms).unwrap();
-        id
-    }
-
-    #[test]
-    fn sweep_removes_only_expired_records_in_bounded_batches() {
-        let dir = tempfile::tempdir().unwrap();
-        let (store, _committer) = Store::open(dir.path(), 16, false).unwrap();
-        let trees = store.tenant_trees(&TenantId::new("t")).unwrap();
-        let old: Vec<_> = (0..5).map(|n| delivered(&trees, n, 1_000)).collect();
-        let fresh = delivered(&trees, 9, 50_000);
-        assert_eq!(load_attempts(&trees, &old[0]).unwrap().len(), 1);
-
-        let mut cursor = Vec::new();
-        let first = sweep(&trees, 10_000, 10_000, 3, &mut cursor).unwrap();
-        assert_eq!(first.delivered, 3, "bounded by the batch size");
-        let mut total = first;
-        for _ in 0..3 {
-            let s = sweep(&trees, 10_000, 10_000, 3, &mut cursor).unwrap();
-            total.delivered += s.delivered;
-            total.idempotency += s.idempotency;
-        }
-        assert_eq!(
-            total,
-            Swept {
-                delivered: 5,
-                idempotency: 5
-            }
-        );
-        for id in &old {
-            assert!(load_event(&trees, id).unwrap().is_none());
-            assert!(load_attempts(&trees, id).unwrap().is_empty());
-        }
-        assert!(load_event(&trees, &fresh).unwrap().is_some());
-        assert!(trees.idem.get("evt_9").unwrap().is_some());
-        assert_eq!(trees.idem.len(), 1);
-    }
-}
+mod race_tests;
+#[cfg(test)]
+mod tests;

@@ -1,9 +1,14 @@
 //! Live counts of one tenant's queue and dead-letter index, kept by the
 //! storage functions that add and remove entries, so a metrics scrape reads
 //! two atomics instead of scanning trees. Counted once, by one scan, when a
-//! tenant's trees are first opened in a process.
+//! tenant's trees are first opened in a process; every transaction that
+//! changes the queue or the index counts what it really changed in a
+//! [`Tally`], applied only once the transaction committed.
 
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::{
+    cell::Cell,
+    sync::atomic::{AtomicI64, Ordering},
+};
 
 use crate::error::Result;
 
@@ -31,17 +36,13 @@ impl QueueGauges {
         })
     }
 
-    /// Records queue entries added (positive) or removed (negative).
-    pub fn add_queued(&self, delta: i64) {
-        if delta != 0 {
-            self.queued.fetch_add(delta, Ordering::Relaxed);
+    /// Records what a committed change added and removed.
+    pub fn apply(&self, delta: Delta) {
+        if delta.queued != 0 {
+            self.queued.fetch_add(delta.queued, Ordering::Relaxed);
         }
-    }
-
-    /// Records dead letters added (positive) or removed (negative).
-    pub fn add_dead(&self, delta: i64) {
-        if delta != 0 {
-            self.dead.fetch_add(delta, Ordering::Relaxed);
+        if delta.dead != 0 {
+            self.dead.fetch_add(delta.dead, Ordering::Relaxed);
         }
     }
 
@@ -55,6 +56,61 @@ impl QueueGauges {
     pub fn dead_letters(&self) -> u64 {
         self.dead.load(Ordering::Relaxed).max(0) as u64
     }
+}
+
+/// Queue entries and dead letters added (positive) or removed (negative).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Delta {
+    /// Queue entries.
+    pub queued: i64,
+    /// Dead letters.
+    pub dead: i64,
+}
+
+/// What one change made to a tenant's queue and dead-letter index, counted
+/// from what each insert replaced and each remove found: an entry that was
+/// already there (or already gone) counts nothing. Inside a sled
+/// transaction it is made afresh in the closure, so a closure that sled
+/// runs again after a conflict counts from zero, and its [`Delta`] is
+/// applied only once the transaction committed.
+#[derive(Debug, Default)]
+pub struct Tally {
+    queued: Cell<i64>,
+    dead: Cell<i64>,
+}
+
+impl Tally {
+    /// A queue insert that replaced `old`.
+    pub fn queue_inserted(&self, old: Option<sled::IVec>) {
+        bump(&self.queued, i64::from(old.is_none()));
+    }
+
+    /// A queue remove that found `old`.
+    pub fn queue_removed(&self, old: Option<sled::IVec>) {
+        bump(&self.queued, -i64::from(old.is_some()));
+    }
+
+    /// A dead-letter insert that replaced `old`.
+    pub fn dead_inserted(&self, old: Option<sled::IVec>) {
+        bump(&self.dead, i64::from(old.is_none()));
+    }
+
+    /// A dead-letter remove that found `old`.
+    pub fn dead_removed(&self, old: Option<sled::IVec>) {
+        bump(&self.dead, -i64::from(old.is_some()));
+    }
+
+    /// Everything counted.
+    pub fn delta(&self) -> Delta {
+        Delta {
+            queued: self.queued.get(),
+            dead: self.dead.get(),
+        }
+    }
+}
+
+fn bump(cell: &Cell<i64>, by: i64) {
+    cell.set(cell.get() + by);
 }
 
 #[cfg(test)]
@@ -87,6 +143,7 @@ mod tests {
                 },
                 body: actix_web::web::Bytes::from_static(b"{}"),
                 due_ms: 1_000,
+                content_key: None,
             })
             .await
             .unwrap();
@@ -107,7 +164,8 @@ mod tests {
             next_retry_at_ms: None,
             request_id: RequestId::generate(),
         };
-        deliveries::record_attempt(trees, &key, id, &record, &next, 77, 2_000).unwrap();
+        let settled = deliveries::record_attempt(trees, &key, id, &record, &next, 77, 2_000);
+        assert!(settled.unwrap().is_some(), "{id} held its queue entry");
     }
 
     fn counts(trees: &TenantTrees) -> (u64, u64) {
@@ -141,11 +199,20 @@ mod tests {
         attempt(&trees, &again, dead);
         assert_eq!(counts(&trees), (1, 1));
         let (key, letter) = deliveries::dead_letters(&trees).next().unwrap().unwrap();
-        deliveries::purge_dead_letter(&trees, &key, &letter).unwrap();
-        deliveries::purge_dead_letter(&trees, &key, &letter).unwrap();
+        assert!(deliveries::purge_dead_letter(&trees, &key, &letter).unwrap());
+        assert!(!deliveries::purge_dead_letter(&trees, &key, &letter).unwrap());
         assert_eq!(counts(&trees), (1, 0), "purging twice counts once");
 
-        let pulled = deliveries::pull(&trees, store.db(), 10, 60_000, 86_400_000, 4_000).unwrap();
+        let pulled = deliveries::pull(
+            &trees,
+            store.db(),
+            10,
+            usize::MAX,
+            60_000,
+            86_400_000,
+            4_000,
+        )
+        .unwrap();
         assert_eq!(pulled.len(), 1);
         assert_eq!(
             counts(&trees),
@@ -179,12 +246,32 @@ mod tests {
         committer.join().unwrap();
         let (store, _committer) = Store::open(dir.path(), 16, false).unwrap();
         assert_eq!(counts(&store.tenant_trees(&tenant).unwrap()), (2, 1));
-        store.tenant_trees(&tenant).unwrap().queue.clear().unwrap();
-        store.forget_tenant("t");
-        assert_eq!(
-            counts(&store.tenant_trees(&tenant).unwrap()),
-            (0, 1),
-            "a forgotten tenant is counted again from its trees"
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn dropping_a_tenants_trees_forgets_its_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let tenant = TenantId::new("t");
+        let (store, _committer) = Store::open(dir.path(), 16, false).unwrap();
+        let trees = store.tenant_trees(&tenant).unwrap();
+        let a = accept(&store, &trees, "evt_a").await;
+        accept(&store, &trees, "evt_b").await;
+        attempt(
+            &trees,
+            &a,
+            Next::Dead {
+                reason: "gone".into(),
+            },
         );
+        assert_eq!(counts(&trees), (1, 1));
+        store.drop_tenant_trees(&tenant).await.unwrap();
+        let again = store.tenant_trees(&tenant).unwrap();
+        assert_eq!(
+            counts(&again),
+            (0, 0),
+            "a tenant created again under a deleted one's id starts from its own trees"
+        );
+        accept(&store, &again, "evt_a").await;
+        assert_eq!(counts(&again), (1, 0));
     }
 }

@@ -1,10 +1,14 @@
 //! Durable storage on one sled `Db`: per-tenant trees (`t/{tenant}/idem`,
 //! `events`, `queue`) and the group committer that makes writes durable.
 
+mod apply;
 mod committer;
 pub mod deliveries;
+#[cfg(test)]
+mod durability_tests;
 mod gauges;
 pub mod records;
+pub mod sync;
 
 use std::{
     collections::HashMap,
@@ -18,11 +22,13 @@ use std::{
 
 pub use committer::{CommitOutcome, CommitStats, Committer, NewDelivery};
 pub use gauges::QueueGauges;
+pub use sync::{OsSync, SharedSync, SyncOps};
 
 use crate::{error::Result, ids::TenantId};
 
-/// sled segment size: values up to a quarter of it are written inline in the
-/// log (which the committer fdatasyncs); larger ones go to blob files.
+/// sled segment size: page images (a leaf of up to 16 entries, so several
+/// bodies of a few hundred KiB) larger than a quarter of it go to blob files
+/// under `blobs/`, smaller ones inline in the log; the committer syncs both.
 const SEGMENT_SIZE: usize = 8 * 1024 * 1024;
 
 /// The trees holding one tenant's data.
@@ -52,7 +58,7 @@ pub struct TenantTrees {
 pub struct Store {
     db: sled::Db,
     committer: Committer,
-    healthy: Arc<AtomicBool>,
+    poisoned: Arc<AtomicBool>,
     gauges: Arc<Mutex<HashMap<TenantId, Arc<QueueGauges>>>>,
 }
 
@@ -61,20 +67,31 @@ impl Store {
     /// committer thread. The returned handle ends when every `Store` and
     /// `Committer` clone is dropped, after a final flush.
     pub fn open(data_dir: &Path, batch_max: usize, fsync: bool) -> Result<(Store, JoinHandle<()>)> {
+        let sync: Option<SharedSync> = fsync.then(|| Arc::new(OsSync) as SharedSync);
+        Store::open_with(data_dir, batch_max, sync)
+    }
+
+    /// [`Store::open`] with the syncs going through `sync` (`None`: no
+    /// fdatasync at all, which survives a process crash but not a power loss).
+    pub fn open_with(
+        data_dir: &Path,
+        batch_max: usize,
+        sync: Option<SharedSync>,
+    ) -> Result<(Store, JoinHandle<()>)> {
         let path = sled_path(data_dir);
         std::fs::create_dir_all(&path)?;
         let db = sled::Config::new()
             .path(&path)
             .segment_size(SEGMENT_SIZE)
             .open()?;
-        let healthy = Arc::new(AtomicBool::new(true));
+        let poisoned = Arc::new(AtomicBool::new(false));
         let (committer, handle) =
-            Committer::start(db.clone(), &path, batch_max, fsync, healthy.clone())?;
+            Committer::start(db.clone(), &path, batch_max, sync, poisoned.clone())?;
         Ok((
             Store {
                 db,
                 committer,
-                healthy,
+                poisoned,
                 gauges: Arc::default(),
             },
             handle,
@@ -112,20 +129,34 @@ impl Store {
         })
     }
 
-    /// Forgets the counts of a tenant whose trees were dropped, so a tenant
-    /// created later under the same id starts from its own (empty) trees.
-    pub fn forget_tenant(&self, tenant: &str) {
-        self.gauges.lock().expect("gauges lock").remove(tenant);
-    }
-
     /// The group committer all durable writes go through.
     pub fn committer(&self) -> &Committer {
         &self.committer
     }
 
-    /// False after a commit failed to reach the disk, until one succeeds.
+    /// False once a write or sync failed (the store is poisoned): nothing
+    /// more is acknowledged until hookd is restarted.
     pub fn is_healthy(&self) -> bool {
-        self.healthy.load(Ordering::Relaxed)
+        !self.poisoned.load(Ordering::SeqCst)
+    }
+
+    /// Returns once everything written to the db before the call is flushed
+    /// and fdatasynced, sharing the committer's fsyncs; fails when the store
+    /// is poisoned. Control-plane writes answer only after it.
+    pub async fn durable_barrier(&self) -> Result<()> {
+        self.committer.barrier().await
+    }
+
+    /// Drops every tree of `tenant` on the committer thread, between batches
+    /// (so a batch holding writes for it fails only those), and returns once
+    /// that is durable. The tenant's queue and dead-letter counts are
+    /// forgotten with its trees (even when the drop failed, which poisons
+    /// the store), so a tenant created later under the same id is counted
+    /// from its own trees.
+    pub async fn drop_tenant_trees(&self, tenant: &TenantId) -> Result<()> {
+        let dropped = self.committer.drop_trees(format!("t/{tenant}/")).await;
+        self.gauges.lock().expect("gauges lock").remove(tenant);
+        dropped
     }
 
     /// The sled database, for components that keep their own trees.

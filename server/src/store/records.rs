@@ -15,6 +15,10 @@ pub struct IdempotencyRecord {
     pub delivery_id: DeliveryId,
     /// When that copy was accepted (Unix ms).
     pub received_at_ms: i64,
+    /// The first copy's event id, kept only under a content key (a replay
+    /// of an unsigned-timestamp scheme may carry another id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_id: Option<EventId>,
 }
 
 impl IdempotencyRecord {
@@ -71,6 +75,13 @@ pub struct StoredEvent {
 }
 
 impl StoredEvent {
+    /// Bytes this event takes in a response: body, headers and ids.
+    pub fn size(&self) -> usize {
+        let meta = &self.meta;
+        let headers: usize = meta.headers.iter().map(|(k, v)| k.len() + v.len()).sum();
+        self.body.len() + headers + meta.event_id.as_str().len() + meta.delivery_id.as_str().len()
+    }
+
     /// `u32 BE meta length | meta JSON | body`: the body is never re-encoded.
     pub fn encode(meta: &EventMeta, body: &[u8]) -> Vec<u8> {
         let meta = serde_json::to_vec(meta).expect("meta serializes");

@@ -1,12 +1,15 @@
 //! The tenant actor: owns one tenant's secrets, replay cache, rate limit and
 //! storage trees, and runs the ingest path for its deliveries.
 
-use std::{sync::Arc, time::Duration};
+use std::{panic::AssertUnwindSafe, sync::Arc, time::Duration};
 
-use actix::{Actor, Context, Handler, ResponseFuture};
+use actix::{Actor, ActorContext, Context, Handler, ResponseFuture, Supervised};
 use actix_web::http::header::HeaderMap;
-use hookd_sdk::signature::{self, HeaderSource, Secret, VerifyError};
+use hookd_sdk::signature::{
+    self, HeaderLookup, HeaderSource, Scheme, Secret, Verified, VerifyError,
+};
 use moka::sync::Cache;
+use sha2::{Digest, Sha256};
 use tokio::sync::Notify;
 
 use super::{
@@ -17,7 +20,7 @@ use super::{
 use crate::{
     clock::SharedClock,
     config::TenantSettings,
-    error::{ApiError, ErrorCode},
+    error::{ApiError, Error, ErrorCode},
     events::{DeliveryEvent, DeliveryEventKind, EventBus},
     ids::{DeliveryId, EventId},
     store::{records::EventMeta, CommitOutcome, Committer, NewDelivery, TenantTrees},
@@ -100,6 +103,8 @@ impl TenantActor {
     /// Everything up to the durable write: verify, replay cache, rate limit,
     /// body checks. Returns the write to make, or the duplicate's answer.
     fn prepare(&mut self, msg: &Ingest) -> Result<Prepared, ApiError> {
+        #[cfg(any(test, feature = "fault-injection"))]
+        crate::faults::maybe_panic(self.settings.id.as_str());
         let s = &self.settings;
         let now_ms = self.clock.now_ms();
         let headers = Headers(&msg.headers);
@@ -114,11 +119,8 @@ impl TenantActor {
         )
         .map_err(|e| verify_error(&e, s.tolerance_secs))?;
 
-        let replay_key = match &verified.header_event_id {
-            Some(id) => [b"id:".as_slice(), id.as_bytes()].concat(),
-            None => [b"sig:".as_slice(), &verified.signature_digest].concat(),
-        };
-        if let Some((event_id, delivery_id)) = self.replay.get(&replay_key) {
+        let keys = ReplayKeys::of(s.scheme, &verified);
+        if let Some((event_id, delivery_id)) = keys.all().find_map(|key| self.replay.get(key)) {
             return Ok(Prepared::Duplicate(IngestOutcome {
                 event_id,
                 delivery_id,
@@ -167,14 +169,19 @@ impl TenantActor {
             sampled,
         };
         Ok(Prepared::New {
-            replay_key,
             item: Box::new(NewDelivery {
+                content_key: keys
+                    .content
+                    .as_ref()
+                    .filter(|_| !s.scheme.has_timestamp())
+                    .map(|key| content_idem_key(key)),
                 trees: self.trees.clone(),
                 event_id,
                 meta,
                 body: msg.body.clone(),
                 due_ms: now_ms,
             }),
+            replay_keys: keys,
         })
     }
 }
@@ -182,7 +189,7 @@ impl TenantActor {
 enum Prepared {
     Duplicate(IngestOutcome),
     New {
-        replay_key: Vec<u8>,
+        replay_keys: ReplayKeys,
         item: Box<NewDelivery>,
     },
 }
@@ -195,14 +202,46 @@ impl Actor for TenantActor {
     }
 }
 
+/// Run under an actix `Supervisor`: an actor stopped after a panic is
+/// restarted with its mailbox, rebuilding what the panic may have left half
+/// changed. It stops for good once its tenant is removed (no address left).
+impl Supervised for TenantActor {
+    fn restarting(&mut self, _ctx: &mut Self::Context) {
+        tracing::warn!(tenant = %self.settings.id, "tenant actor restarted after a panic");
+        (self.keys, self.previous_expires_at) = signing_keys(&self.settings);
+        self.limiter = self
+            .settings
+            .rate_limit
+            .map(|c| TokenBucket::new(c, self.clock.now_ms()));
+    }
+}
+
 impl Handler<Ingest> for TenantActor {
     type Result = ResponseFuture<Result<IngestOutcome, ApiError>>;
 
-    fn handle(&mut self, msg: Ingest, _ctx: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, msg: Ingest, ctx: &mut Self::Context) -> Self::Result {
         let span = self
             .tracing
             .start_child(&msg.trace, ACTOR_SPAN, &self.settings.id);
-        let (replay_key, item) = match self.prepare(&msg) {
+        // A poisoned store acknowledges nothing, not even from the replay
+        // cache: the sender retries after the restart.
+        if self.committer.is_poisoned() {
+            let e = storage_unavailable();
+            spans::end_span(&span, Some(&e));
+            return Box::pin(std::future::ready(Err(e)));
+        }
+        let Ok(prepared) = std::panic::catch_unwind(AssertUnwindSafe(|| self.prepare(&msg))) else {
+            tracing::error!(tenant = %self.settings.id, request_id = %msg.request_id, "tenant actor panicked; its supervisor restarts it");
+            ctx.stop();
+            let e = ApiError::new(
+                ErrorCode::InternalError,
+                "hookd failed while handling this delivery; it was not accepted, retry later",
+            )
+            .retry_after(1);
+            spans::end_span(&span, Some(&e));
+            return Box::pin(std::future::ready(Err(e)));
+        };
+        let (replay_keys, item) = match prepared {
             Err(e) => {
                 spans::end_span(&span, Some(&e));
                 return Box::pin(std::future::ready(Err(e)));
@@ -211,7 +250,7 @@ impl Handler<Ingest> for TenantActor {
                 spans::end_span(&span, None);
                 return Box::pin(std::future::ready(Ok(outcome)));
             }
-            Ok(Prepared::New { replay_key, item }) => (replay_key, item),
+            Ok(Prepared::New { replay_keys, item }) => (replay_keys, item),
         };
         let committer = self.committer.clone();
         let replay = self.replay.clone();
@@ -227,19 +266,20 @@ impl Handler<Ingest> for TenantActor {
             let new_id = item.meta.delivery_id.clone();
             let received_at_ms = item.meta.received_at_ms;
             let committed = committer.commit(*item).await.map_err(|e| {
-                tracing::error!(
-                    tenant = %tenant,
-                    event_id = %event_id,
-                    delivery_id = %new_id,
-                    request_id = %request_id,
-                    error = %e,
-                    "durable write failed"
-                );
-                ApiError::new(
-                    ErrorCode::StorageUnavailable,
-                    "storage is unavailable; the event was not accepted, retry later",
-                )
-                .retry_after(5)
+                // A poisoned store was logged loudly once by the committer.
+                if matches!(e, Error::SyncFailed(_) | Error::BatchFailed(_) | Error::StoragePoisoned | Error::TenantDeleted(_)) {
+                    tracing::warn!(tenant = %tenant, event_id = %event_id, delivery_id = %new_id, request_id = %request_id, error = %e, "durable write refused");
+                } else {
+                    tracing::error!(tenant = %tenant, event_id = %event_id, delivery_id = %new_id, request_id = %request_id, error = %e, "durable write failed");
+                }
+                match e {
+                    Error::TenantDeleted(_) => ApiError::new(
+                        ErrorCode::TenantNotFound,
+                        format!("tenant {tenant:?} was deleted; the event was not accepted"),
+                    )
+                    .detail("tenant_id", tenant.as_str()),
+                    _ => storage_unavailable(),
+                }
             });
             spans::end_span(&commit_span, committed.as_ref().err());
             let outcome = match committed {
@@ -249,7 +289,7 @@ impl Handler<Ingest> for TenantActor {
                     return Err(e);
                 }
             };
-            let (delivery_id, duplicate) = match outcome {
+            let (event_id, delivery_id, duplicate) = match outcome {
                 CommitOutcome::Accepted => {
                     wake.notify_one();
                     events.publish(DeliveryEvent {
@@ -262,11 +302,14 @@ impl Handler<Ingest> for TenantActor {
                         status_code: None,
                         reason: None,
                     });
-                    (new_id, false)
+                    (event_id, new_id, false)
                 }
-                CommitOutcome::Duplicate(first) => (first, true),
+                CommitOutcome::Duplicate(first) => (event_id, first, true),
+                CommitOutcome::DuplicateOf(first, first_event_id) => (first_event_id, first, true),
             };
-            replay.insert(replay_key, (event_id.clone(), delivery_id.clone()));
+            for key in replay_keys.into_all() {
+                replay.insert(key, (event_id.clone(), delivery_id.clone()));
+            }
             spans::end_span(&span, None);
             Ok(IngestOutcome {
                 event_id,
@@ -284,6 +327,15 @@ impl Handler<Reconfigure> for TenantActor {
         (self.keys, self.previous_expires_at) = signing_keys(&msg.0);
         self.settings = msg.0;
     }
+}
+
+/// The answer when the event could not be made durable.
+fn storage_unavailable() -> ApiError {
+    ApiError::new(
+        ErrorCode::StorageUnavailable,
+        "storage is unavailable; the event was not accepted, retry later",
+    )
+    .retry_after(5)
 }
 
 /// The signing keys of `settings` in verification order, and the previous
@@ -320,11 +372,78 @@ fn verify_error(e: &VerifyError, tolerance_secs: u64) -> ApiError {
     err
 }
 
+/// The replay-cache keys of one verified delivery: its signed event-id
+/// header, and a digest of what the signature covers. Schemes with a signed
+/// timestamp need only one (their tolerance bounds replays); schemes without
+/// one (GitHub, Shopify) sign neither the timestamp nor the id header, so a
+/// captured delivery resent under a fresh id header must still be caught by
+/// the content digest, in the cache and in the durable idempotency log.
+struct ReplayKeys {
+    id: Option<Vec<u8>>,
+    content: Option<Vec<u8>>,
+}
+
+impl ReplayKeys {
+    fn of(scheme: Scheme, verified: &Verified) -> ReplayKeys {
+        let content = || [b"sig:".as_slice(), &content_digest(scheme, verified)].concat();
+        let id = verified
+            .header_event_id
+            .as_ref()
+            .map(|id| [b"id:".as_slice(), id.as_bytes()].concat());
+        let content = match (&id, scheme.has_timestamp()) {
+            (Some(_), true) => None,
+            _ => Some(content()),
+        };
+        ReplayKeys { id, content }
+    }
+
+    fn all(&self) -> impl Iterator<Item = &Vec<u8>> {
+        self.id.iter().chain(&self.content)
+    }
+
+    fn into_all(self) -> impl Iterator<Item = Vec<u8>> {
+        self.id.into_iter().chain(self.content)
+    }
+}
+
+/// SHA-256 over the scheme, the key that matched and the digest of the
+/// signed bytes: the same for every resend of one signed delivery, whatever
+/// unsigned headers come with it.
+fn content_digest(scheme: Scheme, verified: &Verified) -> [u8; 32] {
+    let mut digest = Sha256::new();
+    for part in [scheme.as_str().as_bytes(), verified.kid.as_bytes()] {
+        digest.update(part);
+        digest.update([0]);
+    }
+    digest.update(verified.signature_digest);
+    digest.finalize().into()
+}
+
+/// The idempotency-log key of a content digest: it starts with a NUL byte,
+/// which no valid event id contains, so the two key spaces never meet.
+fn content_idem_key(replay_key: &[u8]) -> Vec<u8> {
+    [b"\0".as_slice(), replay_key].concat()
+}
+
 /// Case-insensitive header access for the verifier.
 struct Headers<'a>(&'a HeaderMap);
 
 impl HeaderSource for Headers<'_> {
     fn header(&self, name: &str) -> Option<&str> {
         self.0.get(name)?.to_str().ok()
+    }
+
+    /// Every line of `name`: two lines are `Repeated`, a value that is not
+    /// ASCII text is `NotText`, never "absent".
+    fn lookup(&self, name: &str) -> HeaderLookup<'_> {
+        let mut values = self.0.get_all(name);
+        match (values.next(), values.next()) {
+            (None, _) => HeaderLookup::Absent,
+            (Some(_), Some(_)) => HeaderLookup::Repeated,
+            (Some(value), None) => match value.to_str() {
+                Ok(text) => HeaderLookup::of_value(text),
+                Err(_) => HeaderLookup::NotText,
+            },
+        }
     }
 }

@@ -6,7 +6,7 @@ use std::{
     sync::{Arc, RwLock},
 };
 
-use actix::{Actor, Addr, ArbiterHandle};
+use actix::{Addr, ArbiterHandle, Supervisor};
 use futures_util::future::{AbortHandle, Abortable};
 use tokio::sync::Notify;
 
@@ -43,6 +43,9 @@ pub struct TenantHandle {
 #[derive(Clone)]
 pub struct Registry {
     tenants: Arc<RwLock<HashMap<TenantId, TenantHandle>>>,
+    /// Stored tenants that could not start, with why: their ingest answers
+    /// 503 until an update fixes them or they are deleted.
+    unavailable: Arc<RwLock<HashMap<String, String>>>,
     arbiters: Arc<Vec<ArbiterHandle>>,
     store: Store,
     clock: SharedClock,
@@ -62,6 +65,7 @@ impl Registry {
         assert!(!arbiters.is_empty(), "at least one arbiter");
         Registry {
             tenants: Arc::default(),
+            unavailable: Arc::default(),
             arbiters: Arc::new(arbiters),
             store,
             clock,
@@ -87,13 +91,13 @@ impl Registry {
             self.events.clone(),
             self.telemetry.tracing().clone(),
         );
-        let addr = TenantActor::start_in_arbiter(arbiter, |_| actor);
+        let addr = Supervisor::start_in_arbiter(arbiter, |_| actor);
         let dispatcher = match &settings.forward {
             Some(forward) => {
                 let dispatcher = Dispatcher::new(
                     settings.id.clone(),
                     trees.clone(),
-                    self.store.db().clone(),
+                    self.store.clone(),
                     forward.clone(),
                     self.clock.clone(),
                     wake.clone(),
@@ -128,7 +132,29 @@ impl Registry {
         if let Some(old) = old {
             old.stop();
         }
+        self.unavailable
+            .write()
+            .expect("registry lock")
+            .remove(settings.id.as_str());
         Ok(())
+    }
+
+    /// Records a stored tenant that could not start, so its ingest answers
+    /// 503 instead of 404 while every other tenant runs.
+    pub fn mark_unavailable(&self, id: &str, reason: String) {
+        self.unavailable
+            .write()
+            .expect("registry lock")
+            .insert(id.to_owned(), reason);
+    }
+
+    /// Why a stored tenant is not running, when it failed to start.
+    pub fn unavailable(&self, id: &str) -> Option<String> {
+        self.unavailable
+            .read()
+            .expect("registry lock")
+            .get(id)
+            .cloned()
     }
 
     /// Swaps the settings of a running tenant without restarting it (secret
@@ -146,6 +172,7 @@ impl Registry {
 
     /// Stops a tenant and forgets it; its data is left to the caller.
     pub fn remove(&self, id: &str) -> bool {
+        self.unavailable.write().expect("registry lock").remove(id);
         let removed = self.tenants.write().expect("registry lock").remove(id);
         if let Some(handle) = &removed {
             handle.stop();

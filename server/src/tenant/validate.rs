@@ -10,8 +10,8 @@ use crate::{
     ids::EventId,
 };
 
-/// Longest event id accepted; it becomes a storage key.
-pub const MAX_EVENT_ID_LEN: usize = 256;
+/// Longest event id accepted; it becomes a storage key and a header value.
+pub const MAX_EVENT_ID_LEN: usize = 255;
 
 /// Where the event id comes from for one tenant.
 #[derive(Debug, Clone, Copy)]
@@ -48,7 +48,9 @@ pub fn validate_body(
                 .ok_or_else(|| missing(name))?;
             match serde_json::from_str::<Value>(raw.get()) {
                 Ok(Value::String(s)) => event_id_text(name, &s)?,
-                Ok(Value::Number(n)) if n.is_u64() || n.is_i64() => EventId::new(n.to_string()),
+                Ok(Value::Number(n)) if n.is_u64() || n.is_i64() => {
+                    event_id_text(name, &n.to_string())?
+                }
                 _ => return Err(invalid(name, "a string or an integer")),
             }
         }
@@ -63,9 +65,17 @@ pub fn validate_body(
     Ok(event_id)
 }
 
+/// The event id rule: 1 to 255 bytes of visible ASCII (`!` to `~`), so it
+/// is a valid header value on every forward and a safe storage key.
 fn event_id_text(field: &str, value: &str) -> Result<EventId, ApiError> {
-    if value.is_empty() || value.len() > MAX_EVENT_ID_LEN {
-        return Err(invalid(field, "a non-empty string of at most 256 bytes"));
+    let visible = value.bytes().all(|b| b.is_ascii_graphic());
+    if value.is_empty() || value.len() > MAX_EVENT_ID_LEN || !visible {
+        return Err(ApiError::new(
+            ErrorCode::InvalidEventId,
+            format!("event id in {field:?} must be 1 to {MAX_EVENT_ID_LEN} bytes of visible ASCII (no spaces or control characters)"),
+        )
+        .detail("field", field)
+        .detail("max_bytes", MAX_EVENT_ID_LEN));
     }
     Ok(EventId::new(value))
 }
@@ -111,6 +121,9 @@ fn invalid(field: &str, expected: &str) -> ApiError {
     .detail("field", field)
     .detail("expected", expected)
 }
+
+#[cfg(test)]
+mod props;
 
 #[cfg(test)]
 mod tests {
@@ -182,7 +195,7 @@ mod tests {
         let long = "x".repeat(MAX_EVENT_ID_LEN + 1);
         let e = validate_body(b"{}", EventIdSource::Header("webhook-id", Some(&long)), &[])
             .unwrap_err();
-        assert_eq!(e.code, ErrorCode::InvalidField);
+        assert_eq!(e.code, ErrorCode::InvalidEventId);
         let id = validate_body(
             b"{}",
             EventIdSource::Header("webhook-id", Some("msg_1")),

@@ -53,7 +53,9 @@ async fn wait_status(s: &TestServer, tenant: &str, status: &str) -> Value {
 #[tokio::test]
 async fn the_walkthrough_works_with_hookctl() {
     let dest = Receiver::start(Reply::Status(400)).await;
-    let s = TestServer::start_live("");
+    // The README starts hookd with HOOKD_FORWARD__ALLOW_NETWORKS set to
+    // this, the one setting that lets an API-created destination be local.
+    let s = TestServer::start_live("[forward]\nallow_networks = [\"127.0.0.1/32\"]\n");
     let created = json(
         &s,
         &[
@@ -107,6 +109,19 @@ async fn the_walkthrough_works_with_hookctl() {
         dest.received().last().unwrap().header("webhook-id"),
         Some("evt_walk")
     );
+
+    let (code, _) = hookctl(
+        &s,
+        &[
+            "tenants",
+            "create",
+            "internal",
+            "--destination-url",
+            "http://10.0.0.1/hooks",
+        ],
+    )
+    .await;
+    assert_eq!(code, 5, "a destination outside allow_networks is refused");
 
     let (code, _) = hookctl(&s, &["tenants", "get", "nobody"]).await;
     assert_eq!(code, 3, "NOT_FOUND exits 3");

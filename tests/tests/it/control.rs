@@ -22,6 +22,10 @@ use crate::{
     receiver::{Receiver, Reply},
 };
 
+/// The setting that lets destinations created over the API reach the fake
+/// receivers on 127.0.0.1 (by default such an address is refused).
+const LOCAL_DESTINATIONS: &str = "[forward]\nallow_networks = [\"127.0.0.1/32\"]\n";
+
 /// Sends a Standard Webhooks delivery signed with `secret` at the server's clock.
 async fn send(
     s: &TestServer,
@@ -161,7 +165,7 @@ async fn rotation_keeps_the_old_secret_during_the_overlap_only() {
 #[tokio::test]
 async fn dead_letter_survives_restart_and_is_redelivered_after_the_fix() {
     let dest = Receiver::start(Reply::Status(400)).await;
-    let mut s = TestServer::start("");
+    let mut s = TestServer::start(LOCAL_DESTINATIONS);
     let (kid, secret) = create(&s.admin().await, "shop", &dest.url).await;
     let first = send(&s, "shop", &kid, &secret, "evt_dead").await;
     let delivery_id = first.body["delivery_id"].as_str().unwrap().to_owned();
@@ -180,7 +184,7 @@ async fn dead_letter_survives_restart_and_is_redelivered_after_the_fix() {
         .await;
     }
 
-    s.restart("");
+    s.restart(LOCAL_DESTINATIONS);
     let admin = s.admin().await;
     let tenant = admin.get_tenant("shop").await.unwrap();
     assert_eq!(tenant.destination_url, dest.url);
@@ -422,7 +426,7 @@ async fn deleted_tenant_is_gone_with_its_data() {
 #[tokio::test]
 async fn update_switches_a_tenant_between_pull_mode_and_forwarding() {
     let dest = Receiver::start(Reply::Status(200)).await;
-    let s = TestServer::start("");
+    let s = TestServer::start(LOCAL_DESTINATIONS);
     let admin = s.admin().await;
     let (kid, secret) = create(&admin, "flex", "").await;
     let updated = admin
@@ -465,7 +469,7 @@ async fn update_switches_a_tenant_between_pull_mode_and_forwarding() {
 #[tokio::test]
 async fn attempts_keep_4_kib_of_the_answer_and_dead_letters_can_be_purged() {
     let dest = Receiver::start(Reply::Body(422, 10_000)).await;
-    let s = TestServer::start("");
+    let s = TestServer::start(LOCAL_DESTINATIONS);
     let admin = s.admin().await;
     let (kid, secret) = create(&admin, "shop", &dest.url).await;
     let mut feed = admin.watch_deliveries("shop").await.unwrap();

@@ -7,6 +7,7 @@ use hookd_sdk::signature::{sign, Scheme, Secret};
 use hookd_server::{
     clock::{ManualClock, SharedClock, SystemClock},
     config::{Config, Overrides},
+    store::{OsSync, SharedSync},
     Server,
 };
 use reqwest::StatusCode;
@@ -76,9 +77,25 @@ impl TestServer {
         )
     }
 
+    /// Starts hookd with storage's syncs going through `sync` (recorded or
+    /// failing); a restart goes back to real syncs.
+    pub fn start_with_sync(tenants_toml: &str, sync: SharedSync) -> TestServer {
+        let clock = ManualClock::at_secs(NOW);
+        TestServer::start_on_sync(tenants_toml, clock.clone(), Arc::new(clock), sync)
+    }
+
     fn start_with(tenants_toml: &str, clock: ManualClock, shared_clock: SharedClock) -> TestServer {
+        TestServer::start_on_sync(tenants_toml, clock, shared_clock, Arc::new(OsSync))
+    }
+
+    fn start_on_sync(
+        tenants_toml: &str,
+        clock: ManualClock,
+        shared_clock: SharedClock,
+        sync: SharedSync,
+    ) -> TestServer {
         let dir = tempfile::tempdir().unwrap();
-        let server = start_on(dir.path(), tenants_toml, shared_clock.clone());
+        let server = start_on(dir.path(), tenants_toml, shared_clock.clone(), sync);
         TestServer {
             base: format!("http://{}", server.http_addr()),
             server: Some(server),
@@ -96,8 +113,46 @@ impl TestServer {
 
     /// Stops gracefully and starts again on the same data dir.
     pub fn restart(&mut self, tenants_toml: &str) {
+        self.restart_with(tenants_toml, |_| {});
+    }
+
+    /// Stops gracefully, runs `offline` on the stopped data dir (for
+    /// instance to leave it as a crash would), and starts again.
+    pub fn restart_with(&mut self, tenants_toml: &str, offline: impl FnOnce(&Path)) {
+        self.try_restart_with(tenants_toml, offline).unwrap();
+    }
+
+    /// [`TestServer::restart_with`], handing back a failure to start.
+    pub fn try_restart_with(
+        &mut self,
+        tenants_toml: &str,
+        offline: impl FnOnce(&Path),
+    ) -> hookd_server::error::Result<()> {
         self.server.take().unwrap().shutdown().unwrap();
-        let server = start_on(self.dir.path(), tenants_toml, self.shared_clock.clone());
+        offline(&self.dir.path().join("data"));
+        let server = try_start_on(
+            self.dir.path(),
+            tenants_toml,
+            self.shared_clock.clone(),
+            Arc::new(OsSync),
+        )?;
+        self.base = format!("http://{}", server.http_addr());
+        self.server = Some(server);
+        Ok(())
+    }
+
+    /// Stops gracefully, lets `edit` change the data dir while nothing has
+    /// it open (as an older hookd version or an operator would), and starts
+    /// again on it.
+    pub fn restart_after(&mut self, tenants_toml: &str, edit: impl FnOnce(&Path)) {
+        self.server.take().unwrap().shutdown().unwrap();
+        edit(&self.dir.path().join("data"));
+        let server = start_on(
+            self.dir.path(),
+            tenants_toml,
+            self.shared_clock.clone(),
+            Arc::new(OsSync),
+        );
         self.base = format!("http://{}", server.http_addr());
         self.server = Some(server);
     }
@@ -150,7 +205,16 @@ impl TestServer {
     }
 }
 
-fn start_on(dir: &Path, tenants_toml: &str, clock: SharedClock) -> Server {
+fn start_on(dir: &Path, tenants_toml: &str, clock: SharedClock, sync: SharedSync) -> Server {
+    try_start_on(dir, tenants_toml, clock, sync).unwrap()
+}
+
+fn try_start_on(
+    dir: &Path,
+    tenants_toml: &str,
+    clock: SharedClock,
+    sync: SharedSync,
+) -> hookd_server::error::Result<Server> {
     let file = dir.join("hookd.toml");
     std::fs::write(&file, tenants_toml).unwrap();
     let overrides = Overrides {
@@ -163,7 +227,7 @@ fn start_on(dir: &Path, tenants_toml: &str, clock: SharedClock) -> Server {
     // A test's gRPC clients live on the runtime that is blocked dropping the
     // server, so they cannot hang up: don't wait for them.
     config.grpc.shutdown_grace_secs = 0.0;
-    Server::start(config, clock).unwrap()
+    Server::start_with_sync(config, clock, sync)
 }
 
 /// acme's current secret.

@@ -2,14 +2,28 @@
 //! for most, the real `hookd` binary for crash, restart and log tests.
 
 mod binary;
+mod bounds;
 mod cli;
 mod control;
+mod crash;
+mod durability;
 mod edge;
+mod event_ids;
+mod faults;
 mod forward;
 mod harness;
 mod ingest;
 mod limits;
+mod messages;
+mod pki;
 mod process;
+mod queue;
 mod receiver;
+mod replay;
+mod sealed;
+mod signature_headers;
+mod ssrf;
 mod telemetry;
+mod tls;
+mod tokens;
 mod vectors;

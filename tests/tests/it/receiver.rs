@@ -1,5 +1,5 @@
 //! A fake destination on 127.0.0.1: records every request it gets and
-//! answers as the test scripts (status codes, `Retry-After`, hangs).
+//! answers as the test scripts (status codes, `Retry-After`, redirects, hangs).
 
 use std::{
     collections::VecDeque,
@@ -25,6 +25,8 @@ pub enum Reply {
     Hang(Duration),
     /// This status with a body of this many bytes.
     Body(u16, usize),
+    /// This (3xx) status with a `Location` header.
+    Redirect(u16, String),
 }
 
 /// One request the receiver got.
@@ -164,6 +166,10 @@ async fn handle(
             .status(code)
             .header("retry-after", after)
             .body(Full::new(Bytes::from_static(b"slow down"))),
+        Reply::Redirect(code, location) => Response::builder()
+            .status(code)
+            .header("location", location)
+            .body(Full::new(Bytes::new())),
         Reply::Body(code, len) => Response::builder()
             .status(code)
             .body(Full::new(Bytes::from(vec![b'x'; len]))),

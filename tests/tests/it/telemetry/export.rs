@@ -98,6 +98,8 @@ async fn no_secret_token_or_body_reaches_logs_spans_or_metrics() {
             ("HOOKD_LOG_FORMAT", "json"),
             ("HOOKD_ADMIN_TOKEN", ADMIN),
             ("HOOKD_MASTER_KEY", MASTER),
+            // The API-created tenant below forwards to the receiver on 127.0.0.1.
+            ("HOOKD_FORWARD__ALLOW_NETWORKS", r#"["127.0.0.1/32"]"#),
         ],
     );
     let body = |id: &str| {

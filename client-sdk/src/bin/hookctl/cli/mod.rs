@@ -21,7 +21,7 @@ use crate::exit;
 #[derive(Debug, Parser)]
 #[command(name = "hookctl", version, after_help = exit::HELP)]
 pub struct Cli {
-    /// hookd's gRPC control-plane address.
+    /// hookd's gRPC control-plane address; https://... when hookd serves it over TLS.
     #[arg(
         long,
         global = true,
@@ -43,6 +43,29 @@ pub struct Cli {
     /// Print one JSON document (tail: one per line) instead of tables, for scripts.
     #[arg(long, global = true, display_order = 902)]
     pub json: bool,
+    /// PEM CA certificate to trust for hookd's TLS certificate (an https:// endpoint,
+    /// and `send` to an https:// URL); default: the public web PKI.
+    #[arg(long, global = true, display_order = 903, env = "HOOKCTL_TLS_CA")]
+    pub tls_ca: Option<PathBuf>,
+    /// PEM client certificate to present, for a hookd that requires one
+    /// (grpc.tls.client_ca_file); needs --tls-key.
+    #[arg(
+        long,
+        global = true,
+        display_order = 904,
+        env = "HOOKCTL_TLS_CERT",
+        requires = "tls_key"
+    )]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(
+        long,
+        global = true,
+        display_order = 905,
+        env = "HOOKCTL_TLS_KEY",
+        requires = "tls_cert"
+    )]
+    pub tls_key: Option<PathBuf>,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -130,5 +153,24 @@ mod tests {
         assert!(redeliver(&["dlv_1", "dlv_2"]).is_ok());
         assert!(redeliver(&["--all-matching", "--reason-contains", "503"]).is_ok());
         assert!(redeliver(&["dlv_1", "--all-matching"]).is_err());
+    }
+
+    #[test]
+    fn a_client_certificate_needs_its_key() {
+        let with = |extra: &[&str]| {
+            let argv = ["hookctl", "tenants", "list"];
+            Cli::try_parse_from(argv.iter().chain(extra))
+        };
+        assert!(with(&["--tls-cert", "c.pem"]).is_err());
+        assert!(with(&["--tls-key", "k.pem"]).is_err());
+        let both = with(&[
+            "--tls-ca",
+            "ca.pem",
+            "--tls-cert",
+            "c.pem",
+            "--tls-key",
+            "k.pem",
+        ]);
+        assert_eq!(both.unwrap().tls_ca, Some(PathBuf::from("ca.pem")));
     }
 }

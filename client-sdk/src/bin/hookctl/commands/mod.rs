@@ -10,7 +10,7 @@ mod tenants;
 mod tokens;
 
 use anyhow::Context;
-use hookd_sdk::client::HookdClient;
+use hookd_sdk::client::{ClientTls, HookdClient};
 
 use crate::{
     cli::{Cli, Command},
@@ -25,12 +25,19 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         endpoint,
         token,
         json,
+        tls_ca,
+        tls_cert,
+        tls_key,
         command,
     } = cli;
     let out = Output::new(json);
-    let connect = || connect(&endpoint, token.clone());
+    let connect = || async {
+        let tls =
+            ClientTls::from_files(tls_ca.as_deref(), tls_cert.as_deref(), tls_key.as_deref())?;
+        connect(&endpoint, token.clone(), tls).await
+    };
     match command {
-        Command::Send(args) => send::run(out, args).await,
+        Command::Send(args) => send::run(out, args, tls_ca.as_deref()).await,
         Command::Tenants(command) => tenants::run(&connect().await?, out, command).await,
         Command::Secrets(command) => secrets::run(&connect().await?, out, command).await,
         Command::Tokens(command) => tokens::run(&connect().await?, out, command).await,
@@ -42,12 +49,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
 
 /// `--token`/`$HOOKCTL_TOKEN` wins over `$HOOKD_ADMIN_TOKEN`, so a tenant-scoped token
 /// can be used in a shell that also runs hookd with its admin token.
-async fn connect(endpoint: &str, token: Option<String>) -> anyhow::Result<HookdClient> {
+async fn connect(
+    endpoint: &str,
+    token: Option<String>,
+    tls: ClientTls,
+) -> anyhow::Result<HookdClient> {
     let token = token
         .or_else(|| std::env::var("HOOKD_ADMIN_TOKEN").ok())
         .filter(|token| !token.is_empty())
         .ok_or(CliError::MissingToken)?;
-    HookdClient::connect(endpoint, token)
+    HookdClient::connect_with_tls(endpoint, token, tls)
         .await
         .context("connecting to hookd's control plane")
 }

@@ -1,7 +1,10 @@
 //! `hookctl send`: sign a test webhook with the tenant's scheme and secret and POST it
 //! to hookd's HTTP ingest, exactly as a provider would.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::{
+    path::Path,
+    time::{SystemTime, UNIX_EPOCH},
+};
 
 use anyhow::Context;
 use hookd_sdk::signature::{sign, Scheme, Secret};
@@ -11,7 +14,8 @@ use crate::{cli::SendArgs, exit::CliError, output::Output};
 
 /// Sends one signed webhook and prints hookd's answer; a non-2xx answer is an error
 /// whose exit code follows the HTTP status.
-pub async fn run(out: Output, args: SendArgs) -> anyhow::Result<()> {
+/// With `tls_ca`, an https:// URL must present a certificate from that CA.
+pub async fn run(out: Output, args: SendArgs, tls_ca: Option<&Path>) -> anyhow::Result<()> {
     let event_id = args
         .event_id
         .unwrap_or_else(|| format!("evt_{:016x}", rand::random::<u64>()));
@@ -28,7 +32,16 @@ pub async fn run(out: Output, args: SendArgs) -> anyhow::Result<()> {
         .context("the system clock is before 1970")?;
     let timestamp = i64::try_from(now.as_secs()).context("the system clock is out of range")?;
 
-    let mut request = reqwest::Client::new()
+    let mut client = reqwest::Client::builder();
+    if let Some(path) = tls_ca {
+        let pem = std::fs::read(path)
+            .with_context(|| format!("reading the --tls-ca file {}", path.display()))?;
+        let ca = reqwest::Certificate::from_pem(&pem)
+            .with_context(|| format!("{} is not a PEM certificate", path.display()))?;
+        client = client.add_root_certificate(ca);
+    }
+    let client = client.build().context("setting up the HTTP client")?;
+    let mut request = client
         .post(args.url.clone())
         .header(reqwest::header::CONTENT_TYPE, "application/json");
     for (name, value) in sign(args.scheme, &secret, &event_id, timestamp, &body) {

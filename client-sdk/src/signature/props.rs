@@ -1,0 +1,182 @@
+//! Property tests: random headers, timestamps and bodies never make a parser or
+//! the verifier panic, and every outcome is one of the defined verdicts.
+
+use proptest::prelude::*;
+
+use super::{codec, kv, sign, verify, HeaderLookup, Scheme, Secret, VerifyError};
+
+/// Every header name any scheme reads, in assorted case, plus a stranger.
+const NAMES: [&str; 14] = [
+    "webhook-id",
+    "webhook-timestamp",
+    "webhook-signature",
+    "X-Webhook-Signature",
+    "stripe-signature",
+    "X-Hub-Signature-256",
+    "x-github-delivery",
+    "X-Shopify-Hmac-Sha256",
+    "X-Shopify-Webhook-Id",
+    "X-Slack-Signature",
+    "x-slack-request-timestamp",
+    "WEBHOOK-SIGNATURE",
+    "content-type",
+    "x-other",
+];
+
+fn scheme() -> impl Strategy<Value = Scheme> {
+    prop::sample::select(Scheme::ALL.to_vec())
+}
+
+/// Header values built from the pieces the formats use, with any character
+/// thrown in, so parsers get past their first check often.
+fn value() -> impl Strategy<Value = String> {
+    prop::collection::vec(
+        prop_oneof![
+            Just("v1,".to_owned()),
+            Just("v1=".to_owned()),
+            Just("t=".to_owned()),
+            Just("sha256=".to_owned()),
+            Just("v0=".to_owned()),
+            Just("kid=".to_owned()),
+            Just(",".to_owned()),
+            Just(" ".to_owned()),
+            "[0-9]{1,20}",
+            "[0-9a-fA-F]{0,70}",
+            "[A-Za-z0-9+/=]{0,50}",
+            any::<String>(),
+        ],
+        0..8,
+    )
+    .prop_map(|parts| parts.concat())
+}
+
+fn headers() -> impl Strategy<Value = Vec<(String, String)>> {
+    prop::collection::vec(
+        (
+            prop::sample::select(NAMES.to_vec()).prop_map(str::to_owned),
+            value(),
+        ),
+        0..8,
+    )
+}
+
+fn keys(scheme: Scheme) -> Vec<Secret> {
+    let raw = match scheme {
+        Scheme::Standard => "whsec_AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=",
+        _ => "a-shared-secret",
+    };
+    vec![Secret::from_provider(scheme, "k1", raw).unwrap()]
+}
+
+const CODES: [&str; 6] = [
+    "MISSING_SIGNATURE",
+    "INVALID_SIGNATURE_FORMAT",
+    "INVALID_TIMESTAMP",
+    "BAD_SIGNATURE",
+    "STALE_TIMESTAMP",
+    "FUTURE_TIMESTAMP",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Any headers, any body, any clock: a verdict, never a panic; random
+    /// material never verifies.
+    #[test]
+    fn verify_maps_any_input_to_a_defined_verdict(
+        scheme in scheme(),
+        headers in headers(),
+        body in prop::collection::vec(any::<u8>(), 0..64),
+        now in any::<i64>(),
+        tolerance in any::<u64>(),
+    ) {
+        match verify(scheme, &headers, &body, &keys(scheme), now, tolerance) {
+            Ok(verified) => prop_assert!(false, "random headers verified: {verified:?}"),
+            Err(e) => prop_assert!(CODES.contains(&e.code()), "{e:?}"),
+        }
+    }
+
+    /// What hookd signs verifies at the signing time, for every scheme, any
+    /// visible-ASCII event id and any body.
+    #[test]
+    fn signed_deliveries_verify(
+        scheme in scheme(),
+        event_id in "[!-~]{1,64}",
+        body in prop::collection::vec(any::<u8>(), 0..256),
+        timestamp in 0i64..=4_102_444_800,
+    ) {
+        let keys = keys(scheme);
+        let headers = sign(scheme, &keys[0], &event_id, timestamp, &body);
+        let verified = verify(scheme, &headers, &body, &keys, timestamp, 300);
+        prop_assert!(verified.is_ok(), "{verified:?}");
+    }
+
+    /// Sending any signed header twice is malformed, never a pick of one line.
+    #[test]
+    fn a_repeated_signed_header_is_malformed(
+        scheme in scheme(),
+        which in any::<prop::sample::Index>(),
+        body in prop::collection::vec(any::<u8>(), 0..32),
+    ) {
+        let keys = keys(scheme);
+        let mut headers = sign(scheme, &keys[0], "evt_1", 1_000, &body);
+        let repeated = headers[which.index(headers.len())].clone();
+        headers.push(repeated);
+        let err = verify(scheme, &headers, &body, &keys, 1_000, 300).unwrap_err();
+        prop_assert_eq!(err.code(), "INVALID_SIGNATURE_FORMAT");
+    }
+
+    /// The timestamp parser accepts exactly the plain decimal integers that
+    /// fit an i64.
+    #[test]
+    fn timestamps_are_plain_integers_or_refused(text in prop_oneof!["[0-9]{0,25}", any::<String>()]) {
+        let plain = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+        match codec::parse_timestamp(&text) {
+            Ok(n) => {
+                prop_assert!(plain);
+                prop_assert_eq!(Some(n), text.parse::<i64>().ok());
+            }
+            Err(e) => {
+                prop_assert_eq!(e, VerifyError::InvalidTimestamp);
+                prop_assert!(!plain || text.parse::<i64>().is_err());
+            }
+        }
+    }
+
+    /// The `t=..,v1=..` parser: a header or a format verdict, and what it
+    /// returns holds only full-length tags.
+    #[test]
+    fn kv_headers_parse_or_are_malformed(text in value()) {
+        match kv::parse(&text) {
+            Ok(header) => {
+                prop_assert!(!header.signatures.is_empty());
+                prop_assert!(header.signatures.len() <= codec::MAX_SIGNATURES);
+                prop_assert!(header.timestamp >= 0);
+            }
+            Err(e) => prop_assert!(
+                matches!(e, VerifyError::InvalidSignatureFormat { .. } | VerifyError::InvalidTimestamp),
+                "{e:?}"
+            ),
+        }
+    }
+
+    /// Tag decoders give exactly 32 bytes or a format verdict.
+    #[test]
+    fn tags_decode_to_32_bytes_or_are_malformed(text in value()) {
+        for decoded in [codec::decode_hex(&text), codec::decode_base64(&text)] {
+            if let Err(e) = decoded {
+                prop_assert_eq!(e.code(), "INVALID_SIGNATURE_FORMAT");
+            }
+        }
+    }
+
+    /// A header value is text exactly when every byte is visible ASCII,
+    /// space or tab.
+    #[test]
+    fn header_values_are_text_or_not(text in any::<String>()) {
+        let text_only = text.bytes().all(|b| b == b'\t' || (b' '..=b'~').contains(&b));
+        let lookup = HeaderLookup::of_value(&text);
+        prop_assert_eq!(lookup == HeaderLookup::One(&text), text_only);
+        prop_assert_eq!(lookup == HeaderLookup::NotText, !text_only);
+    }
+}

@@ -1,0 +1,162 @@
+//! The catalog against a real sled database: sealed rows bound to their
+//! tenant, legacy rows, deletes and token lifetimes.
+
+use secrecy::ExposeSecret;
+
+use std::collections::HashSet;
+
+use hookd_sdk::signature::Scheme;
+
+use super::*;
+
+fn record(id: &str) -> TenantRecord {
+    let config: TenantConfig =
+        serde_json::from_str(&format!(r#"{{"id":"{id}","scheme":"hookd"}}"#)).unwrap();
+    TenantRecord::new(config, 1)
+}
+
+fn catalog() -> (tempfile::TempDir, sled::Db, Catalog) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = sled::open(dir.path().join("sled")).unwrap();
+    let catalog = Catalog::open(&db, MasterKey::from_bytes([3; 32]), HashSet::new()).unwrap();
+    (dir, db, catalog)
+}
+
+#[test]
+fn sealed_secrets_copied_to_another_tenant_do_not_open() {
+    let (_dir, db, catalog) = catalog();
+    catalog
+        .put(&record("alpha"), &SecretSet::generate(Scheme::Hookd, 1))
+        .unwrap();
+    catalog
+        .put(&record("beta"), &SecretSet::generate(Scheme::Hookd, 1))
+        .unwrap();
+    let secrets = db.open_tree("secrets").unwrap();
+    let alpha = secrets.get("alpha").unwrap().unwrap();
+    secrets.insert("beta", alpha).unwrap();
+    let err = match catalog.get("beta") {
+        Ok(_) => panic!("alpha's sealed secrets opened as beta's"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains("beta"), "{err}");
+}
+
+/// Seals `plaintext` the way rows were sealed before secrets were bound:
+/// `nonce || ciphertext+tag`, no associated data.
+fn legacy_seal(plaintext: &[u8]) -> Vec<u8> {
+    use chacha20poly1305::{
+        aead::{Aead, AeadCore, KeyInit, OsRng},
+        XChaCha20Poly1305,
+    };
+    let cipher = XChaCha20Poly1305::new_from_slice(&[3; 32]).unwrap();
+    let nonce = XChaCha20Poly1305::generate_nonce(&mut OsRng);
+    let mut out = nonce.to_vec();
+    out.extend(cipher.encrypt(&nonce, plaintext).unwrap());
+    out
+}
+
+#[test]
+fn legacy_rows_still_open_and_are_rewritten_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = sled::open(dir.path().join("sled")).unwrap();
+    let mut old_record = serde_json::to_value(record("vintage")).unwrap();
+    old_record.as_object_mut().unwrap().remove("incarnation");
+    old_record["created_at_ms"] = 1_000.into();
+    db.open_tree("tenants")
+        .unwrap()
+        .insert("vintage", serde_json::to_vec(&old_record).unwrap())
+        .unwrap();
+    let old_set = br#"{"current":{"kid":"k2","secret":"hk-current","created_at_ms":5,"expires_at_ms":null},"previous":{"kid":"k1","secret":"hk-previous","created_at_ms":1,"expires_at_ms":99},"destination":"whsec_AQID","next_kid":3}"#;
+    db.open_tree("secrets")
+        .unwrap()
+        .insert("vintage", legacy_seal(old_set))
+        .unwrap();
+    let tokens = db.open_tree("tokens").unwrap();
+    for (id, hash, created) in [("tok_old", "h1", 900), ("tok_new", "h2", 2_000)] {
+        let token = format!(
+            r#"{{"token_id":"{id}","tenant_id":"vintage","description":"","created_at_ms":{created},"hash":"{hash}"}}"#
+        );
+        tokens.insert(format!("id:{id}"), token.as_bytes()).unwrap();
+        tokens.insert(format!("h:{hash}"), id.as_bytes()).unwrap();
+    }
+
+    let catalog = Catalog::open(&db, MasterKey::from_bytes([3; 32]), HashSet::new()).unwrap();
+    let (record, set) = catalog.get("vintage").unwrap().unwrap();
+    assert!(!record.incarnation.is_empty());
+    assert_eq!(set.current.kid, "k2");
+    assert_eq!(set.current.secret.expose_secret(), "hk-current");
+    let previous = set.previous.unwrap();
+    assert_eq!(
+        (previous.kid.as_str(), previous.secret.expose_secret()),
+        ("k1", "hk-previous")
+    );
+    assert_eq!(previous.expires_at_ms, Some(99));
+    assert_eq!(set.destination.expose_secret(), "whsec_AQID");
+    let row = db
+        .open_tree("secrets")
+        .unwrap()
+        .get("vintage")
+        .unwrap()
+        .unwrap();
+    assert!(!sealed::is_legacy(&row), "the row was rewritten bound");
+    let kept: Vec<_> = catalog
+        .list_tokens(Some("vintage"))
+        .unwrap()
+        .into_iter()
+        .map(|t| (t.token_id, t.tenant_incarnation))
+        .collect();
+    assert_eq!(
+        kept,
+        [("tok_new".to_owned(), record.incarnation.clone())],
+        "a token older than its tenant is revoked, a newer one bound to it"
+    );
+}
+
+#[test]
+fn delete_takes_tokens_with_it_and_an_interrupted_drop_finishes_at_open() {
+    let (_dir, db, catalog) = catalog();
+    catalog
+        .put(&record("gone"), &SecretSet::generate(Scheme::Hookd, 1))
+        .unwrap();
+    let (_, token) = catalog.create_token("gone", "ci", 1).unwrap();
+    assert_eq!(
+        catalog.token_tenant(&token).unwrap().as_deref(),
+        Some("gone")
+    );
+    db.open_tree("t/gone/events")
+        .unwrap()
+        .insert("d1", "x")
+        .unwrap();
+    assert!(catalog.delete("gone").unwrap());
+    assert_eq!(catalog.token_tenant(&token).unwrap(), None);
+    assert!(catalog.list_tokens(None).unwrap().is_empty());
+    assert!(catalog.get("gone").unwrap().is_none());
+    assert!(
+        catalog.drops.contains_key("gone").unwrap(),
+        "the delete leaves a marker until the data trees are dropped"
+    );
+
+    // A crash after the delete's transaction, before its trees went.
+    db.open_tree("t/gone/queue")
+        .unwrap()
+        .insert("q1", "x")
+        .unwrap();
+    let catalog = Catalog::open(&db, MasterKey::from_bytes([3; 32]), HashSet::new()).unwrap();
+    assert!(!db.tree_names().iter().any(|n| n.starts_with(b"t/gone/")));
+    assert!(catalog.drops.is_empty());
+}
+
+#[test]
+fn a_new_tenant_with_a_reused_id_does_not_inherit_tokens() {
+    let (_dir, _db, catalog) = catalog();
+    catalog
+        .put(&record("again"), &SecretSet::generate(Scheme::Hookd, 1))
+        .unwrap();
+    let (_, token) = catalog.create_token("again", "ci", 1).unwrap();
+    // The tenant record replaced as if deleted and created anew, its
+    // token left behind.
+    catalog
+        .put(&record("again"), &SecretSet::generate(Scheme::Hookd, 1))
+        .unwrap();
+    assert_eq!(catalog.token_tenant(&token).unwrap(), None);
+}

@@ -1,0 +1,192 @@
+//! Pull mode: handing out, acknowledging and returning deliveries. Each
+//! change of one delivery is a compare-and-set in one sled transaction
+//! (sled runs transactions one at a time), so concurrent consumers never
+//! get one delivery within its visibility timeout and never leave a queue
+//! entry behind that no state points at.
+
+use std::collections::HashSet;
+
+use sled::Transactional;
+
+use super::{
+    abort, claim, counted, flatten, load_event, settle, tallied, tx_state, DeliveryId,
+    DeliveryStatus, Error, Next, Outcome, Result, Settle, StoredEvent, TenantTrees,
+};
+use crate::{
+    ids::RequestId,
+    store::records::{encode, queue_key, queue_key_due_ms, time_key, AttemptRecord},
+};
+
+/// Hands out up to `max` due deliveries of a pull-mode tenant and hides each
+/// for `visibility_ms`: unacknowledged, it comes back. Each pull counts as an
+/// attempt; one older than the retry window is dead-lettered instead. Stops
+/// before a delivery that would take the bodies and headers handed out past
+/// `max_bytes` (that one stays due); the first is handed out whatever its size.
+pub fn pull(
+    trees: &TenantTrees,
+    db: &sled::Db,
+    max: usize,
+    max_bytes: usize,
+    visibility_ms: i64,
+    window_ms: i64,
+    now_ms: i64,
+) -> Result<Vec<(StoredEvent, u32)>> {
+    let mut out = Vec::with_capacity(max.min(100));
+    let mut handed = HashSet::new();
+    let mut bytes = 0;
+    for kv in trees.queue.range(..queue_key(now_ms + 1, 0).as_slice()) {
+        if out.len() >= max {
+            break;
+        }
+        let (key, value) = kv?;
+        let delivery_id = DeliveryId::new(String::from_utf8_lossy(&value).into_owned());
+        if handed.contains(&delivery_id) {
+            continue;
+        }
+        let Some(event) = load_event(trees, &delivery_id)? else {
+            super::drop_queue_entry(trees, &key)?;
+            continue;
+        };
+        let size = event.size();
+        if !out.is_empty() && bytes + size > max_bytes {
+            break;
+        }
+        let hidden_until = queue_key(now_ms + visibility_ms, db.generate_id()?);
+        let taken = (
+            &trees.queue,
+            &trees.state,
+            &trees.attempts,
+            &trees.dead,
+            &trees.done,
+        )
+            .transaction(|(queue, states, attempts, dead, done)| {
+                tallied(|tally| {
+                    let Some(mut state) = claim(queue, states, &key, &delivery_id, tally)? else {
+                        return Ok(None);
+                    };
+                    if now_ms - state.received_at_ms > window_ms {
+                        let attempt = AttemptRecord {
+                            attempt: state.attempts,
+                            started_at_ms: now_ms,
+                            duration_ms: 0,
+                            status_code: None,
+                            error: Some("not acknowledged by a consumer".into()),
+                            response_body: Vec::new(),
+                            next_retry_at_ms: None,
+                            request_id: RequestId::generate(),
+                        };
+                        let next = Next::Dead {
+                            reason: format!(
+                                "not acknowledged within the retry window after {} pulls",
+                                state.attempts
+                            ),
+                        };
+                        let trees = Settle {
+                            queue,
+                            states,
+                            attempts,
+                            dead,
+                            done,
+                            tally,
+                        };
+                        let outcome = Outcome {
+                            attempt: &attempt,
+                            next: &next,
+                            retry_seq: 0,
+                            now_ms,
+                        };
+                        settle(&trees, state, &key, &delivery_id, &outcome)?;
+                        return Ok(None);
+                    }
+                    state.attempts += 1;
+                    state.next_attempt_at_ms = Some(now_ms + visibility_ms);
+                    state.queue_key = Some(hex::encode(hidden_until));
+                    tally.queue_removed(queue.remove(&key)?);
+                    tally.queue_inserted(queue.insert(&hidden_until[..], delivery_id.as_str())?);
+                    states.insert(delivery_id.as_str(), encode(&state))?;
+                    Ok(Some(state.attempts))
+                })
+            })
+            .map_err(flatten)?;
+        if let Some(attempt) = counted(trees, taken) {
+            bytes += size;
+            handed.insert(delivery_id);
+            out.push((event, attempt));
+        }
+    }
+    Ok(out)
+}
+
+/// Marks pending deliveries delivered; returns how many were pending. An
+/// ack after the visibility timeout still counts (the consumer did process
+/// it); one for a delivery already acked, dead or unknown is skipped.
+pub fn ack(trees: &TenantTrees, ids: &[DeliveryId], now_ms: i64) -> Result<u32> {
+    let mut acked = 0;
+    for id in ids {
+        let done_key = time_key(now_ms, id);
+        let result = (&trees.queue, &trees.state, &trees.done)
+            .transaction(|(queue, states, done)| {
+                tallied(|tally| {
+                    let Some(mut state) = tx_state(states, id)? else {
+                        return Ok(false);
+                    };
+                    if state.status != DeliveryStatus::Pending {
+                        return Ok(false);
+                    }
+                    if let Some(key) = state.queue_key.take() {
+                        let key = hex::decode(&key).or_else(|e| {
+                            abort(Error::Corrupt(format!("queue key of {id}: {e}")))
+                        })?;
+                        tally.queue_removed(queue.remove(key)?);
+                    }
+                    state.status = DeliveryStatus::Delivered;
+                    state.finished_at_ms = Some(now_ms);
+                    state.next_attempt_at_ms = None;
+                    states.insert(id.as_str(), encode(&state))?;
+                    done.insert(done_key.as_slice(), &[])?;
+                    Ok(true)
+                })
+            })
+            .map_err(flatten)?;
+        acked += u32::from(counted(trees, result));
+    }
+    Ok(acked)
+}
+
+/// Makes pulled deliveries visible again at once; returns how many. Only a
+/// delivery still hidden by a pull is returned: once its visibility timeout
+/// has passed it is visible anyway, and the nack is skipped.
+pub fn nack(trees: &TenantTrees, db: &sled::Db, ids: &[DeliveryId], now_ms: i64) -> Result<u32> {
+    let mut returned = 0;
+    for id in ids {
+        let new = queue_key(now_ms, db.generate_id()?);
+        let moved = (&trees.queue, &trees.state)
+            .transaction(|(queue, states)| {
+                tallied(|tally| {
+                    let Some(mut state) = tx_state(states, id)? else {
+                        return Ok(false);
+                    };
+                    let Some(old) = state.queue_key.as_ref().and_then(|k| hex::decode(k).ok())
+                    else {
+                        return Ok(false);
+                    };
+                    let hidden = queue_key_due_ms(&old).is_some_and(|due| due > now_ms);
+                    if state.status != DeliveryStatus::Pending || state.attempts == 0 || !hidden {
+                        return Ok(false);
+                    }
+                    if claim(queue, states, &old, id, tally)?.is_none() {
+                        return Ok(false);
+                    }
+                    state.queue_key = Some(hex::encode(new));
+                    state.next_attempt_at_ms = Some(now_ms);
+                    tally.queue_removed(queue.remove(old)?);
+                    tally.queue_inserted(queue.insert(&new[..], id.as_str())?);
+                    states.insert(id.as_str(), encode(&state))?;
+                    Ok(true)
+                })
+            })
+            .map_err(flatten)?;
+        returned += u32::from(counted(trees, moved));
+    }
+    Ok(returned)
+}

@@ -1,0 +1,257 @@
+//! Tests of what the committer makes durable before it answers, with the
+//! syncs recorded (or failed) through [`FaultSync`].
+
+use std::{
+    path::Path,
+    sync::{Arc, Mutex, OnceLock},
+};
+
+use actix_web::web::Bytes;
+
+use super::{
+    records::EventMeta, sled_path, CommitOutcome, NewDelivery, SharedSync, Store, TenantTrees,
+};
+use crate::{
+    faults::{FaultSync, Synced},
+    ids::{DeliveryId, EventId, RequestId, TenantId},
+};
+
+/// Every log line of this test binary, from every thread (the committer's
+/// included). Only this module installs it; lines of other tests mix in, so
+/// a test looks for its own message.
+#[derive(Clone, Default)]
+struct CapturedLogs(Arc<Mutex<Vec<u8>>>);
+
+impl CapturedLogs {
+    fn install() -> CapturedLogs {
+        static LOGS: OnceLock<CapturedLogs> = OnceLock::new();
+        LOGS.get_or_init(|| {
+            let logs = CapturedLogs::default();
+            let writer = logs.clone();
+            tracing_subscriber::fmt()
+                .with_ansi(false)
+                .with_writer(move || writer.clone())
+                .init();
+            logs
+        })
+        .clone()
+    }
+
+    fn lines(&self) -> Vec<String> {
+        String::from_utf8_lossy(&self.0.lock().unwrap())
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+impl std::io::Write for CapturedLogs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn delivery(trees: &TenantTrees, event_id: &str, body: Bytes) -> NewDelivery {
+    NewDelivery {
+        trees: trees.clone(),
+        event_id: EventId::new(event_id),
+        meta: EventMeta {
+            event_id: EventId::new(event_id),
+            delivery_id: DeliveryId::generate(),
+            request_id: RequestId::generate(),
+            received_at_ms: 1,
+            headers: vec![],
+            trace_id: String::new(),
+            span_id: String::new(),
+            sampled: true,
+        },
+        body,
+        due_ms: 1,
+        content_key: None,
+    }
+}
+
+/// Files under `dir` that are not durable according to `log`: never synced
+/// at their present length, or synced without a later sync of `dir` (which
+/// makes their names durable).
+fn unsynced_files(log: &[Synced], dir: &Path) -> Vec<String> {
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let (path, len) = (entry.path(), entry.metadata().unwrap().len());
+        let synced_at = log.iter().rposition(
+            |s| matches!(s, Synced::File { path: p, len: l } if *p == path && *l == len),
+        );
+        let named = synced_at.is_some_and(|at| {
+            log[at..]
+                .iter()
+                .any(|s| matches!(s, Synced::Dir(d) if d == dir))
+        });
+        if !named {
+            missing.push(format!("{} ({len} bytes)", path.display()));
+        }
+    }
+    missing
+}
+
+/// Bodies of 200-300 KiB, each far below the size at which sled writes one
+/// value to a blob file, still make sled write leaves of such events to
+/// blob files. Every file that exists when a commit is answered, blob or
+/// not, must have been synced at its present length, and its directory
+/// after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_file_backing_an_acknowledged_event_is_synced() {
+    let dir = tempfile::tempdir().unwrap();
+    let sync = FaultSync::new();
+    let (store, _thread) =
+        Store::open_with(dir.path(), 64, Some(sync.clone() as SharedSync)).unwrap();
+    let trees = store.tenant_trees(&TenantId::new("big")).unwrap();
+    let blobs = sled_path(dir.path()).join("blobs");
+    for n in 0..48 {
+        let len = 200 * 1024 + (n * 7919) % (100 * 1024);
+        let body = Bytes::from(vec![b'a' + (n % 26) as u8; len]);
+        let outcome = store
+            .committer()
+            .commit(delivery(&trees, &format!("evt_{n}"), body))
+            .await
+            .unwrap();
+        assert_eq!(outcome, CommitOutcome::Accepted);
+        let log = sync.synced();
+        let missing = unsynced_files(&log, &blobs);
+        assert!(
+            missing.is_empty(),
+            "event {n} was acknowledged while these blob files were not durable: {missing:?}"
+        );
+    }
+    let blob_count = std::fs::read_dir(&blobs).unwrap().count();
+    assert!(blob_count > 0, "the bodies made sled write blob files");
+    // The syncer settles blobs by their checksum: sled's real blobs pass it.
+    for entry in std::fs::read_dir(&blobs).unwrap() {
+        let path = entry.unwrap().path();
+        let file = std::fs::File::open(&path).unwrap();
+        let len = file.metadata().unwrap().len();
+        assert!(
+            super::sync::blob_is_complete(&file, len).unwrap(),
+            "{} is a whole blob",
+            path.display()
+        );
+    }
+}
+
+/// Linux reports a writeback error once: the sync after a failed one
+/// succeeds although the failed batch may never reach the disk. The failed
+/// write's retry must not be answered "duplicate" from memory, nor may
+/// anything else be acknowledged, until a restart reads what is on disk.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_sync_poisons_the_store_until_it_is_reopened() {
+    let logs = CapturedLogs::install();
+    let dir = tempfile::tempdir().unwrap();
+    let sync = FaultSync::new();
+    let (store, thread) =
+        Store::open_with(dir.path(), 64, Some(sync.clone() as SharedSync)).unwrap();
+    let trees = store.tenant_trees(&TenantId::new("t")).unwrap();
+    let commit = |id: &str| {
+        store
+            .committer()
+            .commit(delivery(&trees, id, Bytes::from_static(b"{}")))
+    };
+    assert_eq!(commit("evt_1").await.unwrap(), CommitOutcome::Accepted);
+
+    sync.fail_once();
+    let failed = commit("evt_2").await;
+    assert!(failed.is_err(), "the write whose sync failed: {failed:?}");
+    let retry = commit("evt_2").await;
+    assert!(
+        retry.is_err(),
+        "the sender's retry after a failed sync must fail too, got {retry:?}"
+    );
+    let other = commit("evt_3").await;
+    assert!(other.is_err(), "a new event after a failed sync: {other:?}");
+    let known = commit("evt_1").await;
+    assert!(known.is_err(), "even a duplicate is refused: {known:?}");
+    assert!(!store.is_healthy(), "a poisoned store is not healthy");
+    let loud: Vec<String> = logs
+        .lines()
+        .into_iter()
+        .filter(|l| l.contains("ERROR") && l.contains("storage is poisoned"))
+        .collect();
+    assert_eq!(
+        loud.len(),
+        1,
+        "one loud log line, not one per write: {loud:?}"
+    );
+    assert!(loud[0].contains("restarted"), "{}", loud[0]);
+
+    drop((trees, store));
+    thread.join().unwrap();
+    let (store, _thread) = Store::open(dir.path(), 64, true).unwrap();
+    assert!(store.is_healthy());
+    let trees = store.tenant_trees(&TenantId::new("t")).unwrap();
+    let commit = |id: &str| {
+        store
+            .committer()
+            .commit(delivery(&trees, id, Bytes::from_static(b"{}")))
+    };
+    assert!(matches!(
+        commit("evt_1").await.unwrap(),
+        CommitOutcome::Duplicate(_)
+    ));
+    assert!(
+        commit("evt_2").await.is_ok(),
+        "after a restart the retry is taken"
+    );
+    assert_eq!(commit("evt_4").await.unwrap(), CommitOutcome::Accepted);
+}
+
+/// Writes for a tenant whose trees were just dropped share batches with
+/// other tenants' writes; only the deleted tenant's writes may fail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn deleting_a_tenant_fails_only_its_own_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _thread) = Store::open(dir.path(), 512, true).unwrap();
+    let trees: Vec<TenantTrees> = ["a", "b", "gone"]
+        .iter()
+        .map(|t| store.tenant_trees(&TenantId::new(*t)).unwrap())
+        .collect();
+    let spawn_commits = |round: usize| {
+        (0..90)
+            .map(|n| {
+                let item = delivery(
+                    &trees[n % 3],
+                    &format!("evt_{round}_{n}"),
+                    Bytes::from_static(b"{}"),
+                );
+                let committer = store.committer().clone();
+                tokio::spawn(async move { (n % 3, committer.commit(item).await) })
+            })
+            .collect::<Vec<_>>()
+    };
+    // Round 0 races the delete; round 1 comes after it.
+    let racing = spawn_commits(0);
+    store
+        .drop_tenant_trees(&TenantId::new("gone"))
+        .await
+        .unwrap();
+    let after = spawn_commits(1);
+    for (round, commits) in [(0, racing), (1, after)] {
+        for outcome in futures_util::future::join_all(commits).await {
+            let (tenant, outcome) = outcome.unwrap();
+            match tenant {
+                2 if round == 1 => assert!(
+                    matches!(outcome, Err(crate::error::Error::TenantDeleted(_))),
+                    "a write for the deleted tenant: {outcome:?}"
+                ),
+                2 => {}
+                _ => assert!(
+                    matches!(outcome, Ok(CommitOutcome::Accepted)),
+                    "round {round}: another tenant's write failed with the deleted one's: {outcome:?}"
+                ),
+            }
+        }
+    }
+}

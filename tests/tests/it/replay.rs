@@ -1,0 +1,86 @@
+//! Replays of schemes that sign no timestamp (GitHub, Shopify): a captured
+//! delivery resent with a fresh delivery-id header is the duplicate of the
+//! first, from the replay cache and, after a restart, from the durable
+//! idempotency log.
+
+use hookd_sdk::signature::{sign, Scheme, Secret};
+use reqwest::StatusCode;
+
+use crate::harness::{Answer, TestServer};
+
+/// A GitHub tenant and a Shopify tenant.
+const TENANTS: &str = r#"
+[[tenants]]
+id = "gh"
+scheme = "github"
+[[tenants.secrets]]
+kid = "k1"
+secret = "github-webhook-secret"
+
+[[tenants]]
+id = "shop"
+scheme = "shopify"
+[[tenants.secrets]]
+kid = "k1"
+secret = "shopify-webhook-secret"
+"#;
+
+fn secret(scheme: Scheme) -> Secret {
+    let raw = match scheme {
+        Scheme::Github => "github-webhook-secret",
+        _ => "shopify-webhook-secret",
+    };
+    Secret::from_provider(scheme, "k1", raw).unwrap()
+}
+
+/// The signed headers of `body` with `delivery` as the (unsigned) id header.
+fn headers(scheme: Scheme, delivery: &str, body: &[u8]) -> Vec<(String, String)> {
+    sign(scheme, &secret(scheme), delivery, 0, body)
+}
+
+fn accepted(a: &Answer) -> String {
+    assert_eq!(a.status, StatusCode::ACCEPTED, "{:?}", a.body);
+    a.body["delivery_id"].as_str().unwrap().to_owned()
+}
+
+fn duplicate_of(a: &Answer, first: &str, what: &str) {
+    assert_eq!(a.status, StatusCode::OK, "{what}: {:?}", a.body);
+    assert_eq!(a.body["duplicate"], true, "{what}: {:?}", a.body);
+    assert_eq!(a.body["delivery_id"], first, "{what}: {:?}", a.body);
+}
+
+#[tokio::test]
+async fn a_resend_with_a_fresh_id_header_is_a_duplicate_also_after_restart() {
+    let mut s = TestServer::start(TENANTS);
+    let cases = [
+        ("gh", Scheme::Github, "X-GitHub-Delivery"),
+        ("shop", Scheme::Shopify, "X-Shopify-Webhook-Id"),
+    ];
+    let body = br#"{"action":"opened","number":7}"#;
+    let mut firsts = Vec::new();
+    for (tenant, scheme, header) in cases {
+        let first = accepted(&s.post(tenant, &headers(scheme, "d-1", body), body).await);
+        let a = s.post(tenant, &headers(scheme, "d-2", body), body).await;
+        duplicate_of(&a, &first, &format!("{tenant}: fresh {header}"));
+        assert_eq!(a.body["event_id"], "d-1", "the first delivery's event id");
+        firsts.push(first);
+    }
+
+    s.restart(TENANTS);
+    for ((tenant, scheme, header), first) in cases.into_iter().zip(&firsts) {
+        let a = s.post(tenant, &headers(scheme, "d-3", body), body).await;
+        duplicate_of(
+            &a,
+            first,
+            &format!("{tenant}: after restart, fresh {header}"),
+        );
+        let a = s.post(tenant, &headers(scheme, "d-1", body), body).await;
+        duplicate_of(
+            &a,
+            first,
+            &format!("{tenant}: after restart, same {header}"),
+        );
+        let other = br#"{"action":"closed","number":7}"#;
+        accepted(&s.post(tenant, &headers(scheme, "d-4", other), other).await);
+    }
+}
