@@ -1,7 +1,10 @@
 //! `/metrics` on its own address, and the storage gauges kept as entries
 //! come and go: accept, deliver, dead-letter, redeliver, purge, restart.
 
-use hookd_sdk::client::proto::PurgeDeadLettersRequest;
+use hookd_sdk::{
+    client::proto::{CreateTenantRequest, PurgeDeadLettersRequest},
+    signature::{sign, Scheme, Secret},
+};
 use hookd_server::{events::DeliveryEventKind, ids::DeliveryId};
 use reqwest::StatusCode;
 use serde_json::Value;
@@ -9,7 +12,7 @@ use serde_json::Value;
 use super::{parse_metrics, scrape};
 use crate::{
     forward::{send, tenant, wait_event},
-    harness::{TestServer, ACME},
+    harness::{order, TestServer, ACME},
     receiver::{Receiver, Reply},
 };
 
@@ -134,5 +137,45 @@ async fn gauges_follow_deliveries_through_redelivery_purge_and_restart() {
         gauges(&s).await,
         (0.0, 1.0, 2.0),
         "counted again from storage at boot"
+    );
+}
+
+/// Creates the pull-mode tenant `id` over gRPC and queues `events` for it.
+async fn create_and_queue(s: &TestServer, id: &str, events: &[&str]) {
+    let created = s
+        .admin()
+        .await
+        .create_tenant(CreateTenantRequest {
+            tenant_id: id.into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let key = Secret::from_provider(Scheme::Standard, &created.kid, &created.secret).unwrap();
+    for event_id in events {
+        let body = order(event_id);
+        let headers = sign(Scheme::Standard, &key, event_id, s.clock_secs(), &body);
+        let answer = s.post(id, &headers, &body).await;
+        assert_eq!(answer.status, StatusCode::ACCEPTED, "{:?}", answer.body);
+    }
+}
+
+#[tokio::test]
+async fn a_tenant_created_again_after_a_delete_starts_from_an_empty_queue() {
+    let s = TestServer::start(OWN_ADDRESS);
+    let depth = |text: &str| {
+        parse_metrics(text)
+            .get("hookd_queue_depth{tenant=\"reused\"}")
+            .copied()
+    };
+    create_and_queue(&s, "reused", &["evt_r1", "evt_r2"]).await;
+    assert_eq!(depth(&scrape(&metrics_base(&s)).await), Some(2.0));
+
+    s.admin().await.delete_tenant("reused").await.unwrap();
+    create_and_queue(&s, "reused", &["evt_r3"]).await;
+    assert_eq!(
+        depth(&scrape(&metrics_base(&s)).await),
+        Some(1.0),
+        "the deleted tenant's queue was counted for the new one"
     );
 }
