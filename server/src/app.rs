@@ -36,6 +36,7 @@ pub struct Server {
     registry: Option<Registry>,
     http_addr: SocketAddr,
     grpc_addr: SocketAddr,
+    metrics_addr: Option<SocketAddr>,
     /// The listeners' TLS certificates, for [`Server::reload_tls`].
     certs: Vec<Arc<CertSource>>,
     shutdown: Option<oneshot::Sender<()>>,
@@ -53,6 +54,9 @@ impl Server {
     /// [`Server::start`] with storage's syncs going through `sync` (unless
     /// `storage.fsync` is off): tests record them or make them fail.
     pub fn start_with_sync(config: Config, clock: SharedClock, sync: SharedSync) -> Result<Server> {
+        if let Some(warning) = config.metrics.scan_limit_warning() {
+            tracing::warn!("{warning}");
+        }
         let tenants = config
             .tenants
             .iter()
@@ -84,6 +88,11 @@ impl Server {
         let http = TcpListener::bind(parse_addr("http.addr", &config.http.addr)?)?;
         let grpc = TcpListener::bind(parse_addr("grpc.addr", &config.grpc.addr)?)?;
         let (http_addr, grpc_addr) = (http.local_addr()?, grpc.local_addr()?);
+        let metrics = match (&config.metrics.addr, config.metrics.enabled) {
+            (Some(addr), true) => Some(TcpListener::bind(parse_addr("metrics.addr", addr)?)?),
+            _ => None,
+        };
+        let metrics_addr = metrics.as_ref().map(TcpListener::local_addr).transpose()?;
         let (store, committer) = Store::open_with(
             &config.data_dir,
             config.storage.commit_batch_max,
@@ -96,9 +105,12 @@ impl Server {
             .spawn(move || {
                 let served = actix_rt::System::new().block_on(serve(
                     config,
-                    http,
-                    grpc,
-                    tls,
+                    Listeners {
+                        http,
+                        grpc,
+                        metrics,
+                        tls,
+                    },
                     store,
                     tenants,
                     clock,
@@ -122,10 +134,14 @@ impl Server {
         let scheme = |tls: bool| if tls { "https" } else { "http" };
         tracing::info!(scheme = scheme(schemes.0), "http listening on {http_addr}");
         tracing::info!(scheme = scheme(schemes.1), "grpc listening on {grpc_addr}");
+        if let Some(addr) = metrics_addr {
+            tracing::info!(scheme = "http", "metrics listening on {addr}");
+        }
         Ok(Server {
             registry: Some(registry),
             http_addr,
             grpc_addr,
+            metrics_addr,
             certs,
             shutdown: Some(shutdown_tx),
             thread: Some(thread),
@@ -142,6 +158,12 @@ impl Server {
         self.registry
             .as_ref()
             .expect("registry lives until shutdown")
+    }
+
+    /// Where `GET /metrics` is served apart from the ingress, when
+    /// `metrics.addr` is set.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
     }
 
     /// Re-reads every TLS certificate and key file (what SIGHUP does): new
@@ -194,6 +216,15 @@ impl Drop for Server {
     }
 }
 
+/// The bound sockets one server serves on, and their TLS.
+struct Listeners {
+    http: TcpListener,
+    grpc: TcpListener,
+    /// `metrics.addr`, when set (plain HTTP).
+    metrics: Option<TcpListener>,
+    tls: Tls,
+}
+
 /// The TLS configurations of the two listeners, built (and checked) before
 /// anything starts; `None` serves plaintext.
 struct Tls {
@@ -201,12 +232,14 @@ struct Tls {
     grpc: Option<ListenerTls>,
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn serve(
     config: Config,
-    http: TcpListener,
-    grpc: TcpListener,
-    tls: Tls,
+    Listeners {
+        http,
+        grpc,
+        metrics,
+        tls,
+    }: Listeners,
     store: Store,
     tenants: Vec<TenantSettings>,
     clock: SharedClock,
@@ -238,18 +271,30 @@ async fn serve(
 
     let state = AppState {
         registry: registry.clone(),
+        limits: ingress::EdgeLimits::new(&config.http),
     };
+    let metrics_state = state.clone();
     let workers = if config.http.workers == 0 {
         cores
     } else {
         config.http.workers
     };
+    let max_header_bytes = config.http.max_header_bytes;
+    let unrouted = registry.telemetry().metrics().other().clone();
     let server = HttpServer::new(move || {
+        let unrouted = unrouted.clone();
         App::new()
+            .wrap(from_fn(move |req, next| {
+                ingress::header_limit(max_header_bytes, unrouted.clone(), req, next)
+            }))
+            .wrap(from_fn(ingress::close_unread_body))
             .wrap(from_fn(ingress::request_id))
             .configure(ingress::configure(state.clone()))
     })
     .workers(workers)
+    .max_connections(config.http.max_connections)
+    .keep_alive(config.http.keep_alive())
+    .client_request_timeout(config.http.head_timeout())
     .disable_signals()
     .shutdown_timeout(config.http.shutdown_timeout_secs);
     let server = match tls.http {
@@ -258,6 +303,25 @@ async fn serve(
     }
     .run();
     let http_handle = server.handle();
+    let metrics_server = match metrics {
+        Some(listener) => {
+            let server = HttpServer::new(move || {
+                App::new()
+                    .wrap(from_fn(ingress::request_id))
+                    .configure(ingress::configure_metrics(metrics_state.clone()))
+            })
+            .workers(1)
+            .max_connections(64)
+            .client_request_timeout(config.http.head_timeout())
+            .disable_signals()
+            .shutdown_timeout(1)
+            .listen(listener)?
+            .run();
+            Some((server.handle(), actix_rt::spawn(server)))
+        }
+        None => None,
+    };
+    let metrics_handle = metrics_server.as_ref().map(|(handle, _)| handle.clone());
 
     let (grpc_stop_tx, grpc_stop_rx) = oneshot::channel::<()>();
     let grpc_grace = Duration::from_secs_f64(config.grpc.shutdown_grace_secs);
@@ -296,10 +360,16 @@ async fn serve(
         let _ = shutdown.await;
         tracing::info!("shutting down: finishing in-flight requests");
         http_handle.stop(true).await;
+        if let Some(handle) = metrics_handle {
+            handle.stop(false).await;
+        }
     });
     actix_rt::spawn(sweeper::run(registry.clone(), config.retention.clone()));
     let _ = ready.send(Ok(registry.clone()));
     let served = server.await;
+    if let Some((_, task)) = metrics_server {
+        let _ = task.await;
+    }
 
     let _ = grpc_stop_tx.send(());
     let _ = grpc_thread.join();

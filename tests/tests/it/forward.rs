@@ -44,7 +44,7 @@ jitter = 0.0
 }
 
 /// Sends one signed event to `tenant` and returns its delivery id.
-async fn send(s: &TestServer, tenant: &str, event_id: &str) -> String {
+pub async fn send(s: &TestServer, tenant: &str, event_id: &str) -> String {
     let body = order(event_id);
     let a = s
         .post(tenant, &signed(event_id, now_secs(), &body), &body)
