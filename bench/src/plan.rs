@@ -106,18 +106,11 @@ struct Signer<'a> {
     /// Makes event ids unique to this run, so a second run against the same
     /// hookd data is not answered from its idempotency log.
     run_id: String,
-    /// Shared body, when the scheme carries the event id in a header.
-    shared_body: Option<Bytes>,
     timestamp: i64,
 }
 
 impl<'a> Signer<'a> {
     fn new(spec: &'a PlanSpec, secret: Secret) -> Self {
-        let shared_body = spec
-            .scheme
-            .body_event_id_field()
-            .is_none()
-            .then(|| Bytes::from(body(None, spec.body_size)));
         let timestamp = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64);
@@ -125,7 +118,6 @@ impl<'a> Signer<'a> {
             spec,
             secret,
             run_id: ulid::Ulid::new().to_string().to_lowercase(),
-            shared_body,
             timestamp,
         }
     }
@@ -154,10 +146,10 @@ impl<'a> Signer<'a> {
     fn sign_one(&self, k: usize) -> Delivery {
         let tenant = &self.spec.tenants[k % self.spec.tenants.len()];
         let event_id = format!("evt_{}_{k}", self.run_id);
-        let body = match &self.shared_body {
-            Some(shared) => shared.clone(),
-            None => Bytes::from(body(Some(&event_id), self.spec.body_size)),
-        };
+        // Every delivery has its own body, as real events do: hookd keys
+        // schemes that sign no timestamp (GitHub, Shopify) on the signed
+        // content too, so a shared body would make them all one event.
+        let body = Bytes::from(body(Some(&event_id), self.spec.body_size));
         let mut headers = HeaderMap::new();
         for (name, value) in sign(
             self.spec.scheme,
