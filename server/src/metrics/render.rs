@@ -240,7 +240,7 @@ mod tests {
             max_tenant_labels: 10,
             scan_limit: 10,
         });
-        let acme = m.tenant(&TenantId::new("acme"));
+        let acme = m.tenant(&TenantId::try_from("acme").unwrap());
         acme.accepted();
         acme.rejected(ErrorCode::BadSignature);
         m.other().rejected(ErrorCode::TenantNotFound);

@@ -419,8 +419,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (store, _thread) = Store::open(dir.path(), 512, true).unwrap();
         let tenants = [
-            store.tenant_trees(&TenantId::new("a")).unwrap(),
-            store.tenant_trees(&TenantId::new("b")).unwrap(),
+            store
+                .tenant_trees(&TenantId::try_from("a").unwrap())
+                .unwrap(),
+            store
+                .tenant_trees(&TenantId::try_from("b").unwrap())
+                .unwrap(),
         ];
         let commits = (0..64).map(|n| {
             let item = delivery(&tenants[n % 2], n % 60);

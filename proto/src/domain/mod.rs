@@ -1,0 +1,10 @@
+//! hookd's shared vocabulary, written by hand: the words the SDK, the control
+//! plane and the server all use (signature schemes, tenant ids, rate limits,
+//! secret states and the tenant defaults), each defined once here. Parsing
+//! from outside input is a `TryFrom` (or `FromStr`) with a small typed error.
+
+mod scheme;
+mod tenant;
+
+pub use scheme::{Scheme, UnknownScheme};
+pub use tenant::{defaults, InvalidSecretState, InvalidTenantId, RateLimit, SecretState, TenantId};
