@@ -45,7 +45,7 @@ pub struct NewDelivery {
     /// Stored metadata.
     pub meta: EventMeta,
     /// Raw body.
-    pub body: actix_web::web::Bytes,
+    pub body: bytes::Bytes,
     /// When the first forward attempt is due (Unix ms).
     pub due_ms: i64,
     /// A second idempotency key for schemes that sign no timestamp: a digest
@@ -406,7 +406,7 @@ mod tests {
                 span_id: String::new(),
                 sampled: true,
             },
-            body: actix_web::web::Bytes::from_static(b"{}"),
+            body: bytes::Bytes::from_static(b"{}"),
             due_ms: 1,
             content_key: None,
         }

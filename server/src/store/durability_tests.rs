@@ -6,7 +6,7 @@ use std::{
     sync::{Arc, Mutex, OnceLock},
 };
 
-use actix_web::web::Bytes;
+use bytes::Bytes;
 
 use super::{
     records::EventMeta, sled_path, CommitOutcome, NewDelivery, SharedSync, Store, TenantTrees,
