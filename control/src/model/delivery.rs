@@ -1,20 +1,7 @@
 //! Deliveries, their attempts, dead letters, pulled messages and the live
 //! event feed.
 
-/// Where a delivery is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum DeliveryStatus {
-    /// Waiting for its next forward attempt, or to be pulled.
-    Pending,
-    /// Forwarded with a 2xx answer, or acked. Final.
-    Delivered,
-    /// Given up on: a dead letter. Final unless redelivered.
-    Dead,
-    /// Made into a new delivery by redelivery. Final.
-    Redelivered,
-    /// A forward is under way, or it was pulled and not yet acked.
-    InFlight,
-}
+pub use hookd_proto::domain::DeliveryStatus;
 
 /// One forward attempt (or, in pull mode, one pull that handed it out).
 #[derive(Debug, Clone, PartialEq, Eq)]
