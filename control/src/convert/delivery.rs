@@ -9,8 +9,8 @@ use super::{non_empty, status_code, time_bound};
 use crate::{
     error::Error,
     model::{
-        AttemptView, DeadLetterFilter, DeadLetterView, DeliveryEventKind, DeliveryEventView,
-        DeliveryStatus, DeliveryView, Selection,
+        AttemptView, DeadLetterFilter, DeadLetterView, DeliveryEventView, DeliveryStatus,
+        DeliveryView, Selection,
     },
     Result,
 };
@@ -168,18 +168,6 @@ impl TryFrom<pb::PurgeDeadLettersRequest> for Selection {
             )),
             (false, false) => super::ids("delivery_ids", r.delivery_ids).map(Selection::Ids),
             (true, true) => filter(0, r.until_unix_ms, "").map(Selection::Matching),
-        }
-    }
-}
-
-impl From<DeliveryEventKind> for pb::DeliveryEventKind {
-    fn from(k: DeliveryEventKind) -> Self {
-        match k {
-            DeliveryEventKind::Accepted => pb::DeliveryEventKind::Accepted,
-            DeliveryEventKind::Delivered => pb::DeliveryEventKind::Delivered,
-            DeliveryEventKind::RetryScheduled => pb::DeliveryEventKind::RetryScheduled,
-            DeliveryEventKind::DeadLettered => pb::DeliveryEventKind::DeadLettered,
-            DeliveryEventKind::Redelivered => pb::DeliveryEventKind::Redelivered,
         }
     }
 }

@@ -1,4 +1,5 @@
-//! Where a delivery stands: one [`DeliveryStatus`] for the store, the control
+//! Where a delivery stands and what happens to it: one [`DeliveryStatus`]
+//! and one [`DeliveryEventKind`] for the store, the live feed, the control
 //! plane and the wire, with the conversions to and from `hookd.v1`.
 
 use crate::v1 as pb;
@@ -62,6 +63,34 @@ impl TryFrom<pb::DeliveryStatus> for DeliveryStatus {
             pb::DeliveryStatus::Unspecified | pb::DeliveryStatus::InFlight => {
                 Err(InvalidDeliveryStatus(s))
             }
+        }
+    }
+}
+
+/// What happened to a delivery, for the live feed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeliveryEventKind {
+    /// Accepted from a sender, or created by redelivery.
+    Accepted,
+    /// Forwarded with a 2xx answer, or acked.
+    Delivered,
+    /// An attempt failed and another is scheduled (pull: it came back after
+    /// a nack or its visibility timeout).
+    RetryScheduled,
+    /// Given up on.
+    DeadLettered,
+    /// Redelivered as a new delivery.
+    Redelivered,
+}
+
+impl From<DeliveryEventKind> for pb::DeliveryEventKind {
+    fn from(k: DeliveryEventKind) -> Self {
+        match k {
+            DeliveryEventKind::Accepted => pb::DeliveryEventKind::Accepted,
+            DeliveryEventKind::Delivered => pb::DeliveryEventKind::Delivered,
+            DeliveryEventKind::RetryScheduled => pb::DeliveryEventKind::RetryScheduled,
+            DeliveryEventKind::DeadLettered => pb::DeliveryEventKind::DeadLettered,
+            DeliveryEventKind::Redelivered => pb::DeliveryEventKind::Redelivered,
         }
     }
 }

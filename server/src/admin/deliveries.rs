@@ -3,15 +3,15 @@
 
 use hookd_control::{
     model::{
-        AttemptView, DeadLetterFilter, DeadLetterView, DeliveryEventKind as ApiKind,
-        DeliveryEventView, DeliveryView, Page, PageRequest, PulledDelivery, Selection,
+        AttemptView, DeadLetterFilter, DeadLetterView, DeliveryEventView, DeliveryView, Page,
+        PageRequest, PulledDelivery, Selection,
     },
     watch, Error as ApiError, EventStream, Result as ApiResult,
 };
 
 use super::{api, Backend};
 use crate::{
-    events::{DeliveryEvent, DeliveryEventKind},
+    events::DeliveryEvent,
     ids::DeliveryId,
     store::{
         deliveries,
@@ -359,15 +359,8 @@ fn dead_letter_view(tenant_id: &str, letter: DeadLetter) -> DeadLetterView {
 }
 
 fn event_view(e: DeliveryEvent) -> DeliveryEventView {
-    let kind = match e.kind {
-        DeliveryEventKind::Accepted => ApiKind::Accepted,
-        DeliveryEventKind::Delivered => ApiKind::Delivered,
-        DeliveryEventKind::RetryScheduled => ApiKind::RetryScheduled,
-        DeliveryEventKind::DeadLettered => ApiKind::DeadLettered,
-        DeliveryEventKind::Redelivered => ApiKind::Redelivered,
-    };
     DeliveryEventView {
-        kind,
+        kind: e.kind,
         tenant_id: e.tenant.to_string(),
         delivery_id: e.delivery_id.to_string(),
         event_id: e.event_id.to_string(),
