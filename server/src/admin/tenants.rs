@@ -100,10 +100,10 @@ impl Backend {
                 max_body_bytes: new.max_body_bytes as usize,
                 required_fields: new.required_fields,
                 event_id_field: new.event_id_field,
-                replay_cache_capacity: 100_000,
+                replay_cache_capacity: TenantConfig::DEFAULT_REPLAY_CACHE_CAPACITY,
                 rate_limit: new.rate_limit.map(rate_config),
                 secrets: Vec::new(),
-                destination: new.destination_url.map(destination),
+                destination: new.destination_url.map(DestinationConfig::with_defaults),
                 retry: RetryConfig::default(),
                 max_in_flight: in_flight(new.max_in_flight),
                 delivery_rate: None,
@@ -175,7 +175,7 @@ impl Backend {
             if let Some(url) = &url {
                 self.check_destination(url)?;
             }
-            c.destination = url.map(destination);
+            c.destination = url.map(DestinationConfig::with_defaults);
         }
         if let Some(enabled) = patch.enabled {
             c.enabled = enabled;
@@ -321,17 +321,6 @@ fn in_flight(max: u32) -> usize {
         DEFAULT_MAX_IN_FLIGHT
     } else {
         max as usize
-    }
-}
-
-fn destination(url: String) -> DestinationConfig {
-    DestinationConfig {
-        url,
-        secret: None,
-        secret_env: None,
-        secret_file: None,
-        timeout_secs: 30.0,
-        connect_timeout_secs: 10.0,
     }
 }
 

@@ -185,7 +185,7 @@ fn default_max_body() -> usize {
     defaults::MAX_BODY_BYTES as usize
 }
 fn default_replay_capacity() -> u64 {
-    100_000
+    TenantConfig::DEFAULT_REPLAY_CACHE_CAPACITY
 }
 fn default_forward_timeout() -> f64 {
     30.0
@@ -243,7 +243,25 @@ pub struct TenantSettings {
     pub retry_window_ms: i64,
 }
 
+impl DestinationConfig {
+    /// A destination at `url` with the config file's default timeouts and
+    /// no secret of its own (the control plane generates one).
+    pub fn with_defaults(url: String) -> DestinationConfig {
+        DestinationConfig {
+            url,
+            secret: None,
+            secret_env: None,
+            secret_file: None,
+            timeout_secs: default_forward_timeout(),
+            connect_timeout_secs: default_connect_timeout(),
+        }
+    }
+}
+
 impl TenantConfig {
+    /// Replay-cache entries a tenant gets when it names none.
+    pub const DEFAULT_REPLAY_CACHE_CAPACITY: u64 = 100_000;
+
     /// [`resolve`](Self::resolve), with `max_body_bytes` also under the
     /// operator's cap (`limits.tenant_max_body_bytes`): how the config file,
     /// the control plane and the boot of stored tenants all validate.
