@@ -1,8 +1,6 @@
 //! Error types of the signature module: why a delivery, a secret or a scheme name was
 //! rejected, worded for an operator and never carrying key or body bytes.
 
-use crate::signature::Scheme;
-
 /// Why a delivery was refused; the server maps `code()` onto the wire and logs `Display`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum VerifyError {
@@ -64,10 +62,4 @@ pub enum InvalidSecret {
 }
 
 /// A scheme name from configuration that hookd does not implement.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown signature scheme {0:?} (expected one of: {names})", names = scheme_names())]
-pub struct UnknownScheme(pub String);
-
-fn scheme_names() -> String {
-    Scheme::ALL.map(Scheme::as_str).join(", ")
-}
+pub use hookd_proto::domain::UnknownScheme;

@@ -1,6 +1,9 @@
 //! hookd's gRPC contract: types, clients and servers generated from
-//! `proto/hookd/v1/*.proto`.
+//! `proto/hookd/v1/*.proto`, and the hand-written shared vocabulary in
+//! [`domain`].
 #![forbid(unsafe_code)]
+
+pub mod domain;
 
 /// Package `hookd.v1`.
 #[allow(missing_docs, clippy::all)]

@@ -1,10 +1,14 @@
 //! Public error codes of the HTTP ingress and the one place they become an HTTP answer.
 
 use actix_web::{http::StatusCode, HttpResponse};
+use hookd_sdk::signature::VerifyError;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::ids::RequestId;
+use crate::{
+    ids::RequestId,
+    ingest::{BodyError, IngestError},
+};
 
 /// Every code an HTTP caller can see in an error body. The wire string is
 /// [`ErrorCode::as_str`]; `docs/error-codes.md` documents each one and a test
@@ -143,13 +147,20 @@ impl ErrorCode {
             ErrorCode::InternalError => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
+}
 
-    /// Maps a verifier verdict code (the SDK's wire code) onto ours.
-    pub fn from_verify_code(code: &str) -> ErrorCode {
-        ErrorCode::ALL
-            .into_iter()
-            .find(|c| c.as_str() == code)
-            .unwrap_or(ErrorCode::BadSignature)
+/// Each verifier verdict has its own public code: a new verdict does not
+/// compile until it is given one here.
+impl From<&VerifyError> for ErrorCode {
+    fn from(e: &VerifyError) -> ErrorCode {
+        match e {
+            VerifyError::MissingSignature { .. } => ErrorCode::MissingSignature,
+            VerifyError::InvalidSignatureFormat { .. } => ErrorCode::InvalidSignatureFormat,
+            VerifyError::InvalidTimestamp => ErrorCode::InvalidTimestamp,
+            VerifyError::BadSignature => ErrorCode::BadSignature,
+            VerifyError::StaleTimestamp { .. } => ErrorCode::StaleTimestamp,
+            VerifyError::FutureTimestamp { .. } => ErrorCode::FutureTimestamp,
+        }
     }
 }
 
@@ -211,6 +222,77 @@ impl ApiError {
             details: &self.details,
             request_id: request_id.as_str(),
         })
+    }
+}
+
+/// The one mapping of the ingest path's refusals onto the sender's answer.
+/// The match is exhaustive: a new [`IngestError`] does not compile until it
+/// has a code here. Messages say what to check without revealing which part
+/// of a signature differed.
+impl From<&IngestError> for ApiError {
+    fn from(e: &IngestError) -> ApiError {
+        let message = e.to_string();
+        match e {
+            IngestError::Verify {
+                error,
+                tolerance_secs,
+            } => {
+                let err = ApiError::new(ErrorCode::from(error), message);
+                match error {
+                    VerifyError::MissingSignature { header } => err.detail("header", *header),
+                    VerifyError::StaleTimestamp { age_secs } => err
+                        .detail("age_secs", *age_secs)
+                        .detail("tolerance_secs", *tolerance_secs),
+                    VerifyError::FutureTimestamp { ahead_secs } => err
+                        .detail("ahead_secs", *ahead_secs)
+                        .detail("tolerance_secs", *tolerance_secs),
+                    VerifyError::InvalidSignatureFormat { .. }
+                    | VerifyError::InvalidTimestamp
+                    | VerifyError::BadSignature => err,
+                }
+            }
+            IngestError::Body(body) => match body {
+                BodyError::NotAnObject | BodyError::NotJson(_) => {
+                    ApiError::new(ErrorCode::InvalidJson, message)
+                }
+                BodyError::MissingField(field) => {
+                    ApiError::new(ErrorCode::MissingRequiredField, message)
+                        .detail("field", field.as_str())
+                }
+                BodyError::InvalidField { field, expected } => {
+                    ApiError::new(ErrorCode::InvalidField, message)
+                        .detail("field", field.as_str())
+                        .detail("expected", *expected)
+                }
+                BodyError::InvalidEventId { field, max_bytes } => {
+                    ApiError::new(ErrorCode::InvalidEventId, message)
+                        .detail("field", field.as_str())
+                        .detail("max_bytes", *max_bytes)
+                }
+            },
+            IngestError::RateLimited { retry_after_secs } => {
+                ApiError::new(ErrorCode::RateLimited, message)
+                    .detail("retry_after_secs", *retry_after_secs)
+                    .retry_after(*retry_after_secs)
+            }
+            IngestError::StorageUnavailable => {
+                ApiError::new(ErrorCode::StorageUnavailable, message).retry_after(5)
+            }
+            IngestError::TenantDeleted(tenant) => ApiError::new(ErrorCode::TenantNotFound, message)
+                .detail("tenant_id", tenant.as_str()),
+            IngestError::ActorPanicked => {
+                ApiError::new(ErrorCode::InternalError, message).retry_after(1)
+            }
+            IngestError::TenantNotRunning => {
+                ApiError::new(ErrorCode::InternalError, message).retry_after(5)
+            }
+        }
+    }
+}
+
+impl From<IngestError> for ApiError {
+    fn from(e: IngestError) -> ApiError {
+        ApiError::from(&e)
     }
 }
 
@@ -292,15 +374,95 @@ mod tests {
 
     #[test]
     fn verifier_codes_map_onto_public_codes() {
-        for code in [
-            "MISSING_SIGNATURE",
-            "INVALID_SIGNATURE_FORMAT",
-            "BAD_SIGNATURE",
-            "STALE_TIMESTAMP",
-            "FUTURE_TIMESTAMP",
-            "INVALID_TIMESTAMP",
-        ] {
-            assert_eq!(ErrorCode::from_verify_code(code).as_str(), code);
+        let verdicts = [
+            VerifyError::MissingSignature {
+                header: "webhook-signature",
+            },
+            VerifyError::InvalidSignatureFormat { reason: "no v1" },
+            VerifyError::BadSignature,
+            VerifyError::StaleTimestamp { age_secs: 400 },
+            VerifyError::FutureTimestamp { ahead_secs: 400 },
+            VerifyError::InvalidTimestamp,
+        ];
+        for verdict in verdicts {
+            assert_eq!(ErrorCode::from(&verdict).as_str(), verdict.code());
         }
+    }
+
+    /// The sender's answer to each refusal, as hookd has always sent it.
+    #[test]
+    fn ingest_errors_keep_their_answers() {
+        let answer = |e: IngestError| {
+            let api = ApiError::from(e);
+            (api.code, api.message, api.details, api.retry_after_secs)
+        };
+        let stale = IngestError::Verify {
+            error: VerifyError::StaleTimestamp { age_secs: 400 },
+            tolerance_secs: 300,
+        };
+        assert_eq!(
+            answer(stale),
+            (
+                ErrorCode::StaleTimestamp,
+                "timestamp too old (400 s old)".to_owned(),
+                json!({"age_secs": 400, "tolerance_secs": 300}),
+                None
+            )
+        );
+        let missing = IngestError::Verify {
+            error: VerifyError::MissingSignature {
+                header: "webhook-signature",
+            },
+            tolerance_secs: 300,
+        };
+        assert_eq!(answer(missing).2, json!({"header": "webhook-signature"}));
+        assert_eq!(
+            answer(BodyError::NotAnObject.into()),
+            (
+                ErrorCode::InvalidJson,
+                "body must be a JSON object".to_owned(),
+                json!({}),
+                None
+            )
+        );
+        let invalid = BodyError::InvalidField {
+            field: "type".into(),
+            expected: "a non-empty string",
+        };
+        assert_eq!(
+            answer(invalid.into()),
+            (
+                ErrorCode::InvalidField,
+                "field \"type\" must be a non-empty string".to_owned(),
+                json!({"field": "type", "expected": "a non-empty string"}),
+                None
+            )
+        );
+        assert_eq!(
+            answer(IngestError::RateLimited {
+                retry_after_secs: 2
+            }),
+            (
+                ErrorCode::RateLimited,
+                "tenant is over its rate limit; retry in 2 s".to_owned(),
+                json!({"retry_after_secs": 2}),
+                Some(2)
+            )
+        );
+        assert_eq!(
+            answer(IngestError::StorageUnavailable).3,
+            Some(5),
+            "storage refusals ask for a retry"
+        );
+        assert_eq!(
+            answer(IngestError::ActorPanicked),
+            (
+                ErrorCode::InternalError,
+                "hookd failed while handling this delivery; it was not accepted, retry later"
+                    .to_owned(),
+                json!({}),
+                Some(1)
+            )
+        );
     }
 }

@@ -4,20 +4,8 @@ use tokio::sync::broadcast;
 
 use crate::ids::{DeliveryId, EventId, TenantId};
 
-/// What happened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DeliveryEventKind {
-    /// A new delivery was acknowledged to its sender.
-    Accepted,
-    /// The destination took it.
-    Delivered,
-    /// An attempt failed; another is scheduled.
-    RetryScheduled,
-    /// Given up on.
-    DeadLettered,
-    /// A dead letter was queued again.
-    Redelivered,
-}
+/// What happened: the one kind the feed, the control plane and the wire share.
+pub use hookd_proto::domain::DeliveryEventKind;
 
 /// One event of the feed.
 #[derive(Debug, Clone)]

@@ -14,6 +14,7 @@ pub mod events;
 pub mod faults;
 pub mod forward;
 pub mod ids;
+pub mod ingest;
 pub mod ingress;
 pub mod keyring;
 pub mod metrics;

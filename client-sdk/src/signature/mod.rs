@@ -8,7 +8,6 @@ mod hookd;
 mod kv;
 #[cfg(test)]
 mod props;
-mod scheme;
 mod secret;
 mod shopify;
 mod slack;
@@ -19,7 +18,7 @@ mod tests;
 
 pub use crate::error::{InvalidSecret, UnknownScheme, VerifyError};
 pub use headers::{HeaderLookup, HeaderSource};
-pub use scheme::Scheme;
+pub use hookd_proto::domain::Scheme;
 pub use secret::Secret;
 
 use codec::Tag;

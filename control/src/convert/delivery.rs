@@ -9,8 +9,8 @@ use super::{non_empty, status_code, time_bound};
 use crate::{
     error::Error,
     model::{
-        AttemptView, DeadLetterFilter, DeadLetterView, DeliveryEventKind, DeliveryEventView,
-        DeliveryStatus, DeliveryView, Selection,
+        AttemptView, DeadLetterFilter, DeadLetterView, DeliveryEventView, DeliveryStatus,
+        DeliveryView, Selection,
     },
     Result,
 };
@@ -19,41 +19,12 @@ use crate::{
 pub(crate) fn status_filter(value: i32) -> Result<Option<DeliveryStatus>> {
     match pb::DeliveryStatus::try_from(value) {
         Ok(pb::DeliveryStatus::Unspecified) => Ok(None),
-        Ok(status) => DeliveryStatus::try_from(status).map(Some),
+        Ok(status) => Ok(Some(DeliveryStatus::try_from(status).map_err(|e| {
+            Error::InvalidArgument(format!("status: {e}; filter by another or by none"))
+        })?)),
         Err(_) => Err(Error::InvalidArgument(format!(
             "status {value} is not a DeliveryStatus"
         ))),
-    }
-}
-
-impl From<DeliveryStatus> for pb::DeliveryStatus {
-    fn from(s: DeliveryStatus) -> Self {
-        match s {
-            DeliveryStatus::Pending => pb::DeliveryStatus::Pending,
-            DeliveryStatus::Delivered => pb::DeliveryStatus::Delivered,
-            DeliveryStatus::Dead => pb::DeliveryStatus::Dead,
-            DeliveryStatus::Redelivered => pb::DeliveryStatus::Redelivered,
-            DeliveryStatus::InFlight => pb::DeliveryStatus::InFlight,
-        }
-    }
-}
-
-impl TryFrom<pb::DeliveryStatus> for DeliveryStatus {
-    type Error = Error;
-
-    fn try_from(s: pb::DeliveryStatus) -> Result<Self> {
-        Ok(match s {
-            pb::DeliveryStatus::Pending => DeliveryStatus::Pending,
-            pb::DeliveryStatus::Delivered => DeliveryStatus::Delivered,
-            pb::DeliveryStatus::Dead => DeliveryStatus::Dead,
-            pb::DeliveryStatus::Redelivered => DeliveryStatus::Redelivered,
-            pb::DeliveryStatus::InFlight => DeliveryStatus::InFlight,
-            pb::DeliveryStatus::Unspecified => {
-                return Err(Error::InvalidArgument(
-                    "status is unspecified; a delivery always has one".into(),
-                ))
-            }
-        })
     }
 }
 
@@ -117,7 +88,8 @@ impl TryFrom<pb::Delivery> for DeliveryView {
             tenant_id: d.tenant_id,
             delivery_id: d.delivery_id,
             event_id: d.event_id,
-            status: status.try_into()?,
+            status: DeliveryStatus::try_from(status)
+                .map_err(|e| Error::InvalidArgument(format!("status: {e}")))?,
             received_at_ms: d.received_at_unix_ms,
             attempt_count: d.attempt_count,
             next_attempt_at_ms: (d.next_attempt_at_unix_ms != 0)
@@ -200,18 +172,6 @@ impl TryFrom<pb::PurgeDeadLettersRequest> for Selection {
     }
 }
 
-impl From<DeliveryEventKind> for pb::DeliveryEventKind {
-    fn from(k: DeliveryEventKind) -> Self {
-        match k {
-            DeliveryEventKind::Accepted => pb::DeliveryEventKind::Accepted,
-            DeliveryEventKind::Delivered => pb::DeliveryEventKind::Delivered,
-            DeliveryEventKind::RetryScheduled => pb::DeliveryEventKind::RetryScheduled,
-            DeliveryEventKind::DeadLettered => pb::DeliveryEventKind::DeadLettered,
-            DeliveryEventKind::Redelivered => pb::DeliveryEventKind::Redelivered,
-        }
-    }
-}
-
 impl From<DeliveryEventView> for pb::DeliveryEvent {
     fn from(e: DeliveryEventView) -> Self {
         pb::DeliveryEvent {
@@ -265,6 +225,23 @@ fn distinct_ids(ids: Vec<String>) -> Result<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// hookd never reports a delivery as in flight, so a filter by it is
+    /// refused instead of always answering an empty page.
+    #[test]
+    fn a_filter_by_in_flight_is_refused() {
+        assert_eq!(
+            status_filter(pb::DeliveryStatus::Pending as i32).unwrap(),
+            Some(DeliveryStatus::Pending)
+        );
+        assert_eq!(status_filter(0).unwrap(), None);
+        match status_filter(pb::DeliveryStatus::InFlight as i32) {
+            Err(Error::InvalidArgument(m)) => {
+                assert!(m.contains("DELIVERY_STATUS_IN_FLIGHT"), "{m}")
+            }
+            other => panic!("a filter by in-flight gave {other:?}"),
+        }
+    }
 
     fn delivery_with_attempts() -> DeliveryView {
         DeliveryView {

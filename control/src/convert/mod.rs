@@ -10,6 +10,8 @@ pub(crate) use consumer::pull_limits;
 pub(crate) use delivery::status_filter;
 pub(crate) use tenant::{overlap_secs, token_description};
 
+use hookd_proto::domain::TenantId;
+
 use crate::{error::Error, model::PageRequest, Result};
 
 /// Page size used when a request leaves it at 0.
@@ -17,21 +19,11 @@ const DEFAULT_PAGE_SIZE: u32 = 100;
 /// Larger page sizes are served as this many.
 const MAX_PAGE_SIZE: u32 = 1000;
 
-/// A well-formed tenant id (`[a-z0-9_-]{1,64}`), owned.
+/// A well-formed tenant id (the rule of [`TenantId`]), owned.
 pub(crate) fn tenant_id(value: &str) -> Result<String> {
-    if value.is_empty() {
-        return Err(Error::InvalidArgument("tenant_id is required".into()));
-    }
-    let well_formed = value.len() <= 64
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
-    if !well_formed {
-        return Err(Error::InvalidArgument(format!(
-            "tenant_id {value:?} is malformed: use 1 to 64 of a-z, 0-9, '_' and '-'"
-        )));
-    }
-    Ok(value.to_owned())
+    TenantId::try_from(value)
+        .map(String::from)
+        .map_err(|e| Error::InvalidArgument(e.to_string()))
 }
 
 /// `value`, which must not be empty.

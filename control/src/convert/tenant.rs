@@ -13,9 +13,10 @@ use crate::{
     Result,
 };
 
-const DEFAULT_TOLERANCE_SECS: u64 = 300;
-const DEFAULT_MAX_BODY_BYTES: u64 = 1024 * 1024;
-const DEFAULT_MAX_IN_FLIGHT: u32 = 8;
+use hookd_proto::domain::defaults::{
+    MAX_BODY_BYTES as DEFAULT_MAX_BODY_BYTES, MAX_IN_FLIGHT as DEFAULT_MAX_IN_FLIGHT,
+    SCHEME as DEFAULT_SCHEME, TOLERANCE_SECS as DEFAULT_TOLERANCE_SECS,
+};
 const DEFAULT_OVERLAP_SECS: u64 = 24 * 3600;
 const MAX_OVERLAP_SECS: u64 = 30 * 24 * 3600;
 const MAX_DESCRIPTION_BYTES: usize = 256;
@@ -56,7 +57,7 @@ impl TryFrom<pb::CreateTenantRequest> for NewTenant {
         Ok(NewTenant {
             tenant_id: super::tenant_id(&r.tenant_id)?,
             scheme: match r.scheme.as_str() {
-                "" => Scheme::Standard,
+                "" => DEFAULT_SCHEME,
                 name => scheme(name)?,
             },
             tolerance_secs: or_default(r.tolerance_secs, DEFAULT_TOLERANCE_SECS),
@@ -184,7 +185,7 @@ fn or_default<T: Default + PartialEq>(value: T, default: T) -> T {
 }
 
 fn scheme(name: &str) -> Result<Scheme> {
-    Scheme::from_name(name).ok_or_else(|| {
+    Scheme::try_from(name).map_err(|_| {
         let known: Vec<&str> = Scheme::ALL.iter().map(|s| s.as_str()).collect();
         Error::InvalidArgument(format!(
             "scheme {name:?} is unknown; use one of {}",

@@ -1,20 +1,7 @@
 //! Deliveries, their attempts, dead letters, pulled messages and the live
 //! event feed.
 
-/// Where a delivery is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum DeliveryStatus {
-    /// Waiting for its next forward attempt, or to be pulled.
-    Pending,
-    /// Forwarded with a 2xx answer, or acked. Final.
-    Delivered,
-    /// Given up on: a dead letter. Final unless redelivered.
-    Dead,
-    /// Made into a new delivery by redelivery. Final.
-    Redelivered,
-    /// A forward is under way, or it was pulled and not yet acked.
-    InFlight,
-}
+pub use hookd_proto::domain::{DeliveryEventKind, DeliveryStatus};
 
 /// One forward attempt (or, in pull mode, one pull that handed it out).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -135,22 +122,6 @@ pub struct PulledDelivery {
     pub received_at_ms: i64,
     /// Times pulled, this one included.
     pub attempt: u32,
-}
-
-/// What happened to a delivery, for the live feed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum DeliveryEventKind {
-    /// Accepted from a sender, or created by redelivery.
-    Accepted,
-    /// Forwarded with a 2xx answer, or acked.
-    Delivered,
-    /// An attempt failed and another is scheduled (pull: it came back after
-    /// a nack or its visibility timeout).
-    RetryScheduled,
-    /// Given up on.
-    DeadLettered,
-    /// Redelivered as a new delivery.
-    Redelivered,
 }
 
 /// One change to one delivery, as it happens.

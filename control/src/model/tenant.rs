@@ -2,79 +2,7 @@
 
 use std::fmt;
 
-/// The signature scheme a tenant's sender signs with; decides which headers
-/// ingest reads and how the signature is checked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Scheme {
-    /// Standard Webhooks / Svix (the default).
-    Standard,
-    /// hookd's own `X-Webhook-Signature`.
-    Hookd,
-    /// `Stripe-Signature`.
-    Stripe,
-    /// `X-Hub-Signature-256`.
-    Github,
-    /// `X-Shopify-Hmac-Sha256`.
-    Shopify,
-    /// `X-Slack-Signature`.
-    Slack,
-}
-
-impl Scheme {
-    /// Every scheme, in the order the API documents them.
-    pub const ALL: [Scheme; 6] = [
-        Scheme::Standard,
-        Scheme::Hookd,
-        Scheme::Stripe,
-        Scheme::Github,
-        Scheme::Shopify,
-        Scheme::Slack,
-    ];
-
-    /// The name used on the wire and in the config file.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Scheme::Standard => "standard",
-            Scheme::Hookd => "hookd",
-            Scheme::Stripe => "stripe",
-            Scheme::Github => "github",
-            Scheme::Shopify => "shopify",
-            Scheme::Slack => "slack",
-        }
-    }
-
-    /// The scheme called `name` (as [`Scheme::as_str`] spells it), if any.
-    pub fn from_name(name: &str) -> Option<Scheme> {
-        Scheme::ALL.into_iter().find(|s| s.as_str() == name)
-    }
-}
-
-/// A token-bucket limit on a tenant's accepted deliveries.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RateLimit {
-    /// Sustained deliveries per second; finite and above 0.
-    pub per_sec: f64,
-    /// Deliveries that may arrive at once above the rate; at least 1.
-    pub burst: u32,
-}
-
-impl RateLimit {
-    /// The limit the API means by a rate and a burst where 0 is "unset": no
-    /// limit for a zero rate; for a zero burst, the rate rounded up (at
-    /// least 1). The backend uses it too when an update changes only one of
-    /// the two, so both sides derive the burst the same way.
-    pub fn from_api(per_sec: f64, burst: u32) -> Option<RateLimit> {
-        if per_sec <= 0.0 || !per_sec.is_finite() {
-            return None;
-        }
-        let burst = if burst == 0 {
-            per_sec.ceil().clamp(1.0, f64::from(u32::MAX)) as u32
-        } else {
-            burst
-        };
-        Some(RateLimit { per_sec, burst })
-    }
-}
+pub use hookd_proto::domain::{RateLimit, Scheme, SecretState};
 
 /// A tenant as stored, every default filled in.
 #[derive(Debug, Clone, PartialEq)]
@@ -106,7 +34,8 @@ pub struct TenantView {
 }
 
 /// A tenant to create, validated and with the API's defaults applied
-/// (scheme `standard`, 300 s tolerance, 1 MiB bodies, 8 in flight).
+/// ([`hookd_proto::domain::defaults`]: scheme `standard`, 300 s tolerance,
+/// 1 MiB bodies, 8 in flight).
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewTenant {
     /// Well-formed (`[a-z0-9_-]{1,64}`); may still be taken.
@@ -200,25 +129,6 @@ impl fmt::Debug for RotatedSecret {
     }
 }
 
-/// Whether a live secret is the one to sign with or the one still honoured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SecretState {
-    /// Senders should sign with it.
-    Current,
-    /// Still accepted until it expires.
-    Previous,
-}
-
-impl SecretState {
-    /// The name used on the wire.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SecretState::Current => "current",
-            SecretState::Previous => "previous",
-        }
-    }
-}
-
 /// What may be shown about a secret: never its value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SecretInfo {
@@ -266,22 +176,6 @@ pub struct TokenInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn scheme_names_round_trip() {
-        for scheme in Scheme::ALL {
-            assert_eq!(Scheme::from_name(scheme.as_str()), Some(scheme));
-        }
-        assert_eq!(Scheme::from_name("Standard"), None);
-    }
-
-    #[test]
-    fn rate_limit_derives_a_missing_burst_from_the_rate() {
-        assert_eq!(RateLimit::from_api(0.0, 5), None);
-        assert_eq!(RateLimit::from_api(2.5, 0).map(|r| r.burst), Some(3));
-        assert_eq!(RateLimit::from_api(0.2, 0).map(|r| r.burst), Some(1));
-        assert_eq!(RateLimit::from_api(10.0, 40).map(|r| r.burst), Some(40));
-    }
 
     #[test]
     fn secrets_stay_out_of_debug_output() {

@@ -3,16 +3,15 @@
 
 use hookd_control::{
     model::{
-        AttemptView, DeadLetterFilter, DeadLetterView, DeliveryEventKind as ApiKind,
-        DeliveryEventView, DeliveryStatus as ApiStatus, DeliveryView, Page, PageRequest,
-        PulledDelivery, Selection,
+        AttemptView, DeadLetterFilter, DeadLetterView, DeliveryEventView, DeliveryView, Page,
+        PageRequest, PulledDelivery, Selection,
     },
     watch, Error as ApiError, EventStream, Result as ApiResult,
 };
 
 use super::{api, Backend};
 use crate::{
-    events::{DeliveryEvent, DeliveryEventKind},
+    events::DeliveryEvent,
     ids::DeliveryId,
     store::{
         deliveries,
@@ -39,7 +38,7 @@ impl Backend {
     pub(super) fn deliveries(
         &self,
         tenant_id: &str,
-        status: Option<ApiStatus>,
+        status: Option<DeliveryStatus>,
         page: PageRequest,
     ) -> ApiResult<Page<DeliveryView>> {
         let handle = self.tenant(tenant_id)?;
@@ -49,7 +48,7 @@ impl Backend {
         for kv in handle.trees.state.range(..upper.as_bytes()).rev() {
             let (key, value) = kv.map_err(|e| api(e.into()))?;
             let state: DeliveryState = crate::store::records::decode(&value).map_err(api)?;
-            if status.is_some_and(|s| s != api_status(state.status)) {
+            if status.is_some_and(|s| s != state.status) {
                 continue;
             }
             if items.len() == page.size as usize {
@@ -326,15 +325,6 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| ApiError::Internal(format!("storage task failed: {e}")))?
 }
 
-fn api_status(status: DeliveryStatus) -> ApiStatus {
-    match status {
-        DeliveryStatus::Pending => ApiStatus::Pending,
-        DeliveryStatus::Delivered => ApiStatus::Delivered,
-        DeliveryStatus::Dead => ApiStatus::Dead,
-        DeliveryStatus::Redelivered => ApiStatus::Redelivered,
-    }
-}
-
 fn delivery_view(
     tenant_id: &str,
     delivery_id: String,
@@ -345,7 +335,7 @@ fn delivery_view(
         tenant_id: tenant_id.to_owned(),
         delivery_id,
         event_id: state.event_id.to_string(),
-        status: api_status(state.status),
+        status: state.status,
         received_at_ms: state.received_at_ms,
         attempt_count: state.attempts,
         next_attempt_at_ms: state.next_attempt_at_ms,
@@ -369,15 +359,8 @@ fn dead_letter_view(tenant_id: &str, letter: DeadLetter) -> DeadLetterView {
 }
 
 fn event_view(e: DeliveryEvent) -> DeliveryEventView {
-    let kind = match e.kind {
-        DeliveryEventKind::Accepted => ApiKind::Accepted,
-        DeliveryEventKind::Delivered => ApiKind::Delivered,
-        DeliveryEventKind::RetryScheduled => ApiKind::RetryScheduled,
-        DeliveryEventKind::DeadLettered => ApiKind::DeadLettered,
-        DeliveryEventKind::Redelivered => ApiKind::Redelivered,
-    };
     DeliveryEventView {
-        kind,
+        kind: e.kind,
         tenant_id: e.tenant.to_string(),
         delivery_id: e.delivery_id.to_string(),
         event_id: e.event_id.to_string(),

@@ -3,12 +3,12 @@
 
 use hookd_control::{
     model::{
-        CreatedTenant, NewTenant, Page, PageRequest, RateLimit, RotatedSecret, Scheme as ApiScheme,
-        SecretInfo, SecretState as ApiSecretState, TenantPatch, TenantView,
+        CreatedTenant, NewTenant, Page, PageRequest, RateLimit, RotatedSecret, SecretInfo,
+        SecretState, TenantPatch, TenantView,
     },
     Error as ApiError, Result as ApiResult,
 };
-use hookd_sdk::signature::Scheme;
+use hookd_proto::domain::{defaults, Scheme};
 use secrecy::ExposeSecret;
 
 use super::{api, Backend};
@@ -24,7 +24,7 @@ use crate::{
 /// Overlap of a rotated secret when the caller gives none: 24 h.
 const DEFAULT_OVERLAP_SECS: u64 = 86_400;
 /// Concurrency limit when the caller gives none.
-const DEFAULT_MAX_IN_FLIGHT: usize = 8;
+const DEFAULT_MAX_IN_FLIGHT: usize = defaults::MAX_IN_FLIGHT as usize;
 
 impl Backend {
     fn read_only(&self, tenant_id: &str) -> ApiResult<()> {
@@ -89,7 +89,7 @@ impl Backend {
                 new.tenant_id
             )));
         }
-        let scheme = sdk_scheme(new.scheme);
+        let scheme = new.scheme;
         let now = self.now_ms();
         let record = TenantRecord::new(
             TenantConfig {
@@ -100,10 +100,10 @@ impl Backend {
                 max_body_bytes: new.max_body_bytes as usize,
                 required_fields: new.required_fields,
                 event_id_field: new.event_id_field,
-                replay_cache_capacity: 100_000,
+                replay_cache_capacity: TenantConfig::DEFAULT_REPLAY_CACHE_CAPACITY,
                 rate_limit: new.rate_limit.map(rate_config),
                 secrets: Vec::new(),
-                destination: new.destination_url.map(destination),
+                destination: new.destination_url.map(DestinationConfig::with_defaults),
                 retry: RetryConfig::default(),
                 max_in_flight: in_flight(new.max_in_flight),
                 delivery_rate: None,
@@ -175,7 +175,7 @@ impl Backend {
             if let Some(url) = &url {
                 self.check_destination(url)?;
             }
-            c.destination = url.map(destination);
+            c.destination = url.map(DestinationConfig::with_defaults);
         }
         if let Some(enabled) = patch.enabled {
             c.enabled = enabled;
@@ -206,6 +206,8 @@ impl Backend {
     /// between the committer's batches; then the marker. A crash in between
     /// is finished at the next start.
     pub(super) async fn delete(&self, tenant_id: &str) -> ApiResult<()> {
+        let tenant =
+            TenantId::try_from(tenant_id).map_err(|e| ApiError::InvalidArgument(e.to_string()))?;
         let id = tenant_id.to_owned();
         self.durably(move |b| {
             b.read_only(&id)?;
@@ -219,7 +221,7 @@ impl Backend {
         .await?;
         self.registry
             .store()
-            .drop_tenant_trees(&TenantId::new(tenant_id))
+            .drop_tenant_trees(&tenant)
             .await
             .map_err(api)?;
         let id = tenant_id.to_owned();
@@ -239,7 +241,7 @@ impl Backend {
         };
         let previous_kid = secrets.current.kid.clone();
         let current = secrets.rotate(
-            sdk_scheme_of(&record)?,
+            scheme_of(&record)?,
             now,
             (overlap as i64).saturating_mul(1000),
         );
@@ -263,12 +265,12 @@ impl Backend {
             expires_at_ms: e.expires_at_ms,
         };
         Ok(
-            std::iter::once(info(&secrets.current, ApiSecretState::Current))
+            std::iter::once(info(&secrets.current, SecretState::Current))
                 .chain(
                     secrets
                         .previous
                         .iter()
-                        .map(|p| info(p, ApiSecretState::Previous)),
+                        .map(|p| info(p, SecretState::Previous)),
                 )
                 .collect(),
         )
@@ -293,14 +295,7 @@ impl Backend {
     }
 }
 
-fn sdk_scheme(scheme: ApiScheme) -> Scheme {
-    scheme
-        .as_str()
-        .parse()
-        .expect("control and SDK name the same schemes")
-}
-
-fn sdk_scheme_of(record: &TenantRecord) -> ApiResult<Scheme> {
+fn scheme_of(record: &TenantRecord) -> ApiResult<Scheme> {
     record
         .config
         .scheme
@@ -329,22 +324,11 @@ fn in_flight(max: u32) -> usize {
     }
 }
 
-fn destination(url: String) -> DestinationConfig {
-    DestinationConfig {
-        url,
-        secret: None,
-        secret_env: None,
-        secret_file: None,
-        timeout_secs: 30.0,
-        connect_timeout_secs: 10.0,
-    }
-}
-
 /// What the control plane shows of a running tenant.
 pub(super) fn view_of(s: &TenantSettings, from_config: bool, created_at_ms: i64) -> TenantView {
     TenantView {
         tenant_id: s.id.to_string(),
-        scheme: ApiScheme::from_name(s.scheme.as_str()).unwrap_or(ApiScheme::Standard),
+        scheme: s.scheme,
         tolerance_secs: s.tolerance_secs,
         destination_url: s.forward.as_ref().map(|f| f.url.clone()),
         enabled: s.enabled,

@@ -9,7 +9,9 @@ use std::{
     time::Duration,
 };
 
-use hookd_sdk::signature::{Scheme, Secret};
+pub use hookd_proto::domain::SecretState;
+use hookd_proto::domain::{defaults, Scheme};
+use hookd_sdk::signature::Secret;
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
@@ -122,16 +124,6 @@ pub struct SecretConfig {
     pub expires_at: Option<i64>,
 }
 
-/// Whether a secret is the one senders should use now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SecretState {
-    /// The secret senders sign with now.
-    Current,
-    /// The one before, accepted until its overlap ends.
-    Previous,
-}
-
 /// A tenant's destination for forwarded events.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -181,19 +173,19 @@ impl Default for RetryConfig {
 }
 
 fn default_scheme() -> String {
-    "standard".into()
+    defaults::SCHEME.as_str().into()
 }
 fn yes() -> bool {
     true
 }
 fn default_tolerance() -> u64 {
-    300
+    defaults::TOLERANCE_SECS
 }
 fn default_max_body() -> usize {
-    1024 * 1024
+    defaults::MAX_BODY_BYTES as usize
 }
 fn default_replay_capacity() -> u64 {
-    100_000
+    TenantConfig::DEFAULT_REPLAY_CACHE_CAPACITY
 }
 fn default_forward_timeout() -> f64 {
     30.0
@@ -211,7 +203,7 @@ fn default_jitter() -> f64 {
     0.1
 }
 fn default_max_in_flight() -> usize {
-    8
+    defaults::MAX_IN_FLIGHT as usize
 }
 fn default_failure_threshold() -> u32 {
     5
@@ -251,7 +243,25 @@ pub struct TenantSettings {
     pub retry_window_ms: i64,
 }
 
+impl DestinationConfig {
+    /// A destination at `url` with the config file's default timeouts and
+    /// no secret of its own (the control plane generates one).
+    pub fn with_defaults(url: String) -> DestinationConfig {
+        DestinationConfig {
+            url,
+            secret: None,
+            secret_env: None,
+            secret_file: None,
+            timeout_secs: default_forward_timeout(),
+            connect_timeout_secs: default_connect_timeout(),
+        }
+    }
+}
+
 impl TenantConfig {
+    /// Replay-cache entries a tenant gets when it names none.
+    pub const DEFAULT_REPLAY_CACHE_CAPACITY: u64 = 100_000;
+
     /// [`resolve`](Self::resolve), with `max_body_bytes` also under the
     /// operator's cap (`limits.tenant_max_body_bytes`): how the config file,
     /// the control plane and the boot of stored tenants all validate.
@@ -308,9 +318,9 @@ impl TenantConfig {
 
     /// Validates this tenant and loads its secrets.
     pub fn resolve(&self) -> std::result::Result<TenantSettings, String> {
-        if !TenantId::is_valid(&self.id) {
+        let Ok(id) = TenantId::try_from(self.id.as_str()) else {
             return Err("id must be 1-64 characters of a-z, 0-9, '-' or '_'".into());
-        }
+        };
         let scheme: Scheme = self.scheme.parse().map_err(|e| format!("scheme: {e}"))?;
         self.check_bounds()?;
         let mut current = None;
@@ -347,7 +357,7 @@ impl TenantConfig {
             .map(|d| self.forward_settings(d))
             .transpose()?;
         Ok(TenantSettings {
-            id: TenantId::new(self.id.clone()),
+            id,
             scheme,
             enabled: self.enabled,
             tolerance_secs: self.tolerance_secs,

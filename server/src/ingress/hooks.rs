@@ -11,12 +11,10 @@ use super::{body::BodyBuffer, request_id_of, AppState, EdgeLimits};
 use crate::{
     error::{ApiError, ErrorCode},
     ids::RequestId,
+    ingest::{IngestError, IngestOutcome},
     metrics::IngestResult,
     telemetry::spans::{self, IngestRecord},
-    tenant::{
-        messages::{Ingest, IngestOutcome},
-        Registry, TenantHandle,
-    },
+    tenant::{messages::Ingest, Registry, TenantHandle},
 };
 
 /// The ingest handler: one `hookd.ingest` span, one log line and the
@@ -139,14 +137,11 @@ async fn accept(
             trace: trace.clone(),
         })
         .await
-        .map_err(|e| {
+        .unwrap_or_else(|e| {
             tracing::error!(tenant = %tenant, request_id = %request_id, error = %e, "tenant actor unreachable");
-            ApiError::new(
-                ErrorCode::InternalError,
-                "the tenant is not running; retry later",
-            )
-            .retry_after(5)
-        })?
+            Err(IngestError::TenantNotRunning)
+        })
+        .map_err(ApiError::from)
 }
 
 /// Reads the body as raw bytes, refusing it as soon as it is known to be

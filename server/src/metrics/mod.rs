@@ -257,11 +257,20 @@ mod tests {
     #[test]
     fn tenants_past_the_cap_share_other_and_keep_their_label() {
         let m = Metrics::new(&config(2));
-        let a = m.tenant(&TenantId::new("a"));
-        assert_eq!(m.tenant(&TenantId::new("b")).label(), "b");
-        assert_eq!(m.tenant(&TenantId::new("c")).label(), OTHER_TENANT);
-        assert_eq!(m.tenant(&TenantId::new("other")).label(), OTHER_TENANT);
-        assert!(Arc::ptr_eq(&a, &m.tenant(&TenantId::new("a"))));
+        let a = m.tenant(&TenantId::try_from("a").unwrap());
+        assert_eq!(m.tenant(&TenantId::try_from("b").unwrap()).label(), "b");
+        assert_eq!(
+            m.tenant(&TenantId::try_from("c").unwrap()).label(),
+            OTHER_TENANT
+        );
+        assert_eq!(
+            m.tenant(&TenantId::try_from("other").unwrap()).label(),
+            OTHER_TENANT
+        );
+        assert!(Arc::ptr_eq(
+            &a,
+            &m.tenant(&TenantId::try_from("a").unwrap())
+        ));
         let labels: Vec<String> = m.labelled().iter().map(|t| t.label.clone()).collect();
         assert_eq!(labels, ["a", "b", "other"]);
     }

@@ -241,7 +241,7 @@ mod tests {
             addr: None,
             scan_limit: crate::config::DEPRECATED_SCAN_LIMIT_DEFAULT,
         });
-        let acme = m.tenant(&TenantId::new("acme"));
+        let acme = m.tenant(&TenantId::try_from("acme").unwrap());
         acme.accepted();
         acme.rejected(ErrorCode::BadSignature);
         m.other().rejected(ErrorCode::TenantNotFound);

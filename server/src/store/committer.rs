@@ -45,7 +45,7 @@ pub struct NewDelivery {
     /// Stored metadata.
     pub meta: EventMeta,
     /// Raw body.
-    pub body: actix_web::web::Bytes,
+    pub body: bytes::Bytes,
     /// When the first forward attempt is due (Unix ms).
     pub due_ms: i64,
     /// A second idempotency key for schemes that sign no timestamp: a digest
@@ -406,7 +406,7 @@ mod tests {
                 span_id: String::new(),
                 sampled: true,
             },
-            body: actix_web::web::Bytes::from_static(b"{}"),
+            body: bytes::Bytes::from_static(b"{}"),
             due_ms: 1,
             content_key: None,
         }
@@ -419,8 +419,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (store, _thread) = Store::open(dir.path(), 512, true).unwrap();
         let tenants = [
-            store.tenant_trees(&TenantId::new("a")).unwrap(),
-            store.tenant_trees(&TenantId::new("b")).unwrap(),
+            store
+                .tenant_trees(&TenantId::try_from("a").unwrap())
+                .unwrap(),
+            store
+                .tenant_trees(&TenantId::try_from("b").unwrap())
+                .unwrap(),
         ];
         let commits = (0..64).map(|n| {
             let item = delivery(&tenants[n % 2], n % 60);

@@ -6,7 +6,7 @@ use std::{
     sync::{Arc, Mutex, OnceLock},
 };
 
-use actix_web::web::Bytes;
+use bytes::Bytes;
 
 use super::{
     records::EventMeta, sled_path, CommitOutcome, NewDelivery, SharedSync, Store, TenantTrees,
@@ -110,7 +110,9 @@ async fn every_file_backing_an_acknowledged_event_is_synced() {
     let sync = FaultSync::new();
     let (store, _thread) =
         Store::open_with(dir.path(), 64, Some(sync.clone() as SharedSync)).unwrap();
-    let trees = store.tenant_trees(&TenantId::new("big")).unwrap();
+    let trees = store
+        .tenant_trees(&TenantId::try_from("big").unwrap())
+        .unwrap();
     let blobs = sled_path(dir.path()).join("blobs");
     for n in 0..48 {
         let len = 200 * 1024 + (n * 7919) % (100 * 1024);
@@ -154,7 +156,9 @@ async fn a_failed_sync_poisons_the_store_until_it_is_reopened() {
     let sync = FaultSync::new();
     let (store, thread) =
         Store::open_with(dir.path(), 64, Some(sync.clone() as SharedSync)).unwrap();
-    let trees = store.tenant_trees(&TenantId::new("t")).unwrap();
+    let trees = store
+        .tenant_trees(&TenantId::try_from("t").unwrap())
+        .unwrap();
     let commit = |id: &str| {
         store
             .committer()
@@ -191,7 +195,9 @@ async fn a_failed_sync_poisons_the_store_until_it_is_reopened() {
     thread.join().unwrap();
     let (store, _thread) = Store::open(dir.path(), 64, true).unwrap();
     assert!(store.is_healthy());
-    let trees = store.tenant_trees(&TenantId::new("t")).unwrap();
+    let trees = store
+        .tenant_trees(&TenantId::try_from("t").unwrap())
+        .unwrap();
     let commit = |id: &str| {
         store
             .committer()
@@ -216,7 +222,11 @@ async fn deleting_a_tenant_fails_only_its_own_writes() {
     let (store, _thread) = Store::open(dir.path(), 512, true).unwrap();
     let trees: Vec<TenantTrees> = ["a", "b", "gone"]
         .iter()
-        .map(|t| store.tenant_trees(&TenantId::new(*t)).unwrap())
+        .map(|t| {
+            store
+                .tenant_trees(&TenantId::try_from(*t).unwrap())
+                .unwrap()
+        })
         .collect();
     let spawn_commits = |round: usize| {
         (0..90)
@@ -234,7 +244,7 @@ async fn deleting_a_tenant_fails_only_its_own_writes() {
     // Round 0 races the delete; round 1 comes after it.
     let racing = spawn_commits(0);
     store
-        .drop_tenant_trees(&TenantId::new("gone"))
+        .drop_tenant_trees(&TenantId::try_from("gone").unwrap())
         .await
         .unwrap();
     let after = spawn_commits(1);

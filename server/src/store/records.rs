@@ -111,31 +111,8 @@ impl StoredEvent {
     }
 }
 
-/// Where a delivery stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DeliveryStatus {
-    /// Waiting for its next forward attempt (or a pull).
-    Pending,
-    /// The destination answered 2xx (or a pull consumer acked it).
-    Delivered,
-    /// Given up: permanent error or retry window exhausted.
-    Dead,
-    /// A dead letter that was queued again as a new delivery.
-    Redelivered,
-}
-
-impl DeliveryStatus {
-    /// Lower-case name, for messages.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DeliveryStatus::Pending => "pending",
-            DeliveryStatus::Delivered => "delivered",
-            DeliveryStatus::Dead => "dead",
-            DeliveryStatus::Redelivered => "redelivered",
-        }
-    }
-}
+/// Where a delivery stands; stored by its snake_case name.
+pub use hookd_proto::domain::DeliveryStatus;
 
 /// The mutable state of one delivery.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

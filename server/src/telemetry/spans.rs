@@ -23,9 +23,9 @@ use opentelemetry_sdk::{
 use crate::{
     error::{ApiError, ErrorCode},
     ids::{RequestId, TenantId},
+    ingest::{IngestError, IngestOutcome},
     metrics::ForwardOutcome,
     store::records::EventMeta,
-    tenant::messages::IngestOutcome,
 };
 
 /// One per `POST /hooks/{tenant_id}` request.
@@ -152,6 +152,12 @@ pub fn end_span(cx: &Context, error: Option<&ApiError>) {
         span.set_status(Status::error(e.message.clone()));
     }
     span.end();
+}
+
+/// Ends a span of the tenant actor's part of an ingest, marked failed with
+/// the code and words the sender gets for `error`, if any.
+pub fn end_ingest_span(cx: &Context, error: Option<&IngestError>) {
+    end_span(cx, error.map(ApiError::from).as_ref());
 }
 
 /// What the ingest span records when its request is answered.

@@ -5,9 +5,7 @@ use std::{panic::AssertUnwindSafe, sync::Arc, time::Duration};
 
 use actix::{Actor, ActorContext, Context, Handler, ResponseFuture, Supervised};
 use actix_web::http::header::HeaderMap;
-use hookd_sdk::signature::{
-    self, HeaderLookup, HeaderSource, Scheme, Secret, Verified, VerifyError,
-};
+use hookd_sdk::signature::{self, HeaderLookup, HeaderSource, Scheme, Secret, Verified};
 use moka::sync::Cache;
 use sha2::{Digest, Sha256};
 use tokio::sync::Notify;
@@ -20,9 +18,10 @@ use super::{
 use crate::{
     clock::SharedClock,
     config::TenantSettings,
-    error::{ApiError, Error, ErrorCode},
+    error::Error,
     events::{DeliveryEvent, DeliveryEventKind, EventBus},
     ids::{DeliveryId, EventId},
+    ingest::IngestError,
     store::{records::EventMeta, CommitOutcome, Committer, NewDelivery, TenantTrees},
     telemetry::{
         spans::{self, ACTOR_SPAN, COMMIT_SPAN},
@@ -102,7 +101,7 @@ impl TenantActor {
 
     /// Everything up to the durable write: verify, replay cache, rate limit,
     /// body checks. Returns the write to make, or the duplicate's answer.
-    fn prepare(&mut self, msg: &Ingest) -> Result<Prepared, ApiError> {
+    fn prepare(&mut self, msg: &Ingest) -> Result<Prepared, IngestError> {
         #[cfg(any(test, feature = "fault-injection"))]
         crate::faults::maybe_panic(self.settings.id.as_str());
         let s = &self.settings;
@@ -117,7 +116,10 @@ impl TenantActor {
             now_ms.div_euclid(1000),
             s.tolerance_secs,
         )
-        .map_err(|e| verify_error(&e, s.tolerance_secs))?;
+        .map_err(|error| IngestError::Verify {
+            error,
+            tolerance_secs: s.tolerance_secs,
+        })?;
 
         let keys = ReplayKeys::of(s.scheme, &verified);
         if let Some((event_id, delivery_id)) = keys.all().find_map(|key| self.replay.get(key)) {
@@ -142,14 +144,11 @@ impl TenantActor {
         let event_id = validate_body(&msg.body, id_source, &s.required_fields)?;
 
         if let Some(limiter) = &mut self.limiter {
-            limiter.try_take(now_ms).map_err(|wait| {
-                ApiError::new(
-                    ErrorCode::RateLimited,
-                    format!("tenant is over its rate limit; retry in {wait} s"),
-                )
-                .detail("retry_after_secs", wait)
-                .retry_after(wait)
-            })?;
+            limiter
+                .try_take(now_ms)
+                .map_err(|wait| IngestError::RateLimited {
+                    retry_after_secs: wait,
+                })?;
         }
 
         let headers_src = headers;
@@ -217,7 +216,7 @@ impl Supervised for TenantActor {
 }
 
 impl Handler<Ingest> for TenantActor {
-    type Result = ResponseFuture<Result<IngestOutcome, ApiError>>;
+    type Result = ResponseFuture<Result<IngestOutcome, IngestError>>;
 
     fn handle(&mut self, msg: Ingest, ctx: &mut Self::Context) -> Self::Result {
         let span = self
@@ -226,28 +225,24 @@ impl Handler<Ingest> for TenantActor {
         // A poisoned store acknowledges nothing, not even from the replay
         // cache: the sender retries after the restart.
         if self.committer.is_poisoned() {
-            let e = storage_unavailable();
-            spans::end_span(&span, Some(&e));
+            let e = IngestError::StorageUnavailable;
+            spans::end_ingest_span(&span, Some(&e));
             return Box::pin(std::future::ready(Err(e)));
         }
         let Ok(prepared) = std::panic::catch_unwind(AssertUnwindSafe(|| self.prepare(&msg))) else {
             tracing::error!(tenant = %self.settings.id, request_id = %msg.request_id, "tenant actor panicked; its supervisor restarts it");
             ctx.stop();
-            let e = ApiError::new(
-                ErrorCode::InternalError,
-                "hookd failed while handling this delivery; it was not accepted, retry later",
-            )
-            .retry_after(1);
-            spans::end_span(&span, Some(&e));
+            let e = IngestError::ActorPanicked;
+            spans::end_ingest_span(&span, Some(&e));
             return Box::pin(std::future::ready(Err(e)));
         };
         let (replay_keys, item) = match prepared {
             Err(e) => {
-                spans::end_span(&span, Some(&e));
+                spans::end_ingest_span(&span, Some(&e));
                 return Box::pin(std::future::ready(Err(e)));
             }
             Ok(Prepared::Duplicate(outcome)) => {
-                spans::end_span(&span, None);
+                spans::end_ingest_span(&span, None);
                 return Box::pin(std::future::ready(Ok(outcome)));
             }
             Ok(Prepared::New { replay_keys, item }) => (replay_keys, item),
@@ -273,19 +268,15 @@ impl Handler<Ingest> for TenantActor {
                     tracing::error!(tenant = %tenant, event_id = %event_id, delivery_id = %new_id, request_id = %request_id, error = %e, "durable write failed");
                 }
                 match e {
-                    Error::TenantDeleted(_) => ApiError::new(
-                        ErrorCode::TenantNotFound,
-                        format!("tenant {tenant:?} was deleted; the event was not accepted"),
-                    )
-                    .detail("tenant_id", tenant.as_str()),
-                    _ => storage_unavailable(),
+                    Error::TenantDeleted(_) => IngestError::TenantDeleted(tenant.clone()),
+                    _ => IngestError::StorageUnavailable,
                 }
             });
-            spans::end_span(&commit_span, committed.as_ref().err());
+            spans::end_ingest_span(&commit_span, committed.as_ref().err());
             let outcome = match committed {
                 Ok(outcome) => outcome,
                 Err(e) => {
-                    spans::end_span(&span, Some(&e));
+                    spans::end_ingest_span(&span, Some(&e));
                     return Err(e);
                 }
             };
@@ -310,7 +301,7 @@ impl Handler<Ingest> for TenantActor {
             for key in replay_keys.into_all() {
                 replay.insert(key, (event_id.clone(), delivery_id.clone()));
             }
-            spans::end_span(&span, None);
+            spans::end_ingest_span(&span, None);
             Ok(IngestOutcome {
                 event_id,
                 delivery_id,
@@ -329,15 +320,6 @@ impl Handler<Reconfigure> for TenantActor {
     }
 }
 
-/// The answer when the event could not be made durable.
-fn storage_unavailable() -> ApiError {
-    ApiError::new(
-        ErrorCode::StorageUnavailable,
-        "storage is unavailable; the event was not accepted, retry later",
-    )
-    .retry_after(5)
-}
-
 /// The signing keys of `settings` in verification order, and the previous
 /// key's expiry.
 fn signing_keys(settings: &TenantSettings) -> (Vec<Secret>, Option<i64>) {
@@ -348,28 +330,6 @@ fn signing_keys(settings: &TenantSettings) -> (Vec<Secret>, Option<i64>) {
         expires_at = *expiry;
     }
     (keys, expires_at)
-}
-
-/// Maps a verifier verdict to the sender's answer; the message says what to
-/// check without revealing which part of a signature differed.
-fn verify_error(e: &VerifyError, tolerance_secs: u64) -> ApiError {
-    let code = ErrorCode::from_verify_code(e.code());
-    let mut err = ApiError::new(code, e.to_string());
-    match e {
-        VerifyError::MissingSignature { header } => err = err.detail("header", *header),
-        VerifyError::StaleTimestamp { age_secs } => {
-            err = err
-                .detail("age_secs", *age_secs)
-                .detail("tolerance_secs", tolerance_secs)
-        }
-        VerifyError::FutureTimestamp { ahead_secs } => {
-            err = err
-                .detail("ahead_secs", *ahead_secs)
-                .detail("tolerance_secs", tolerance_secs)
-        }
-        _ => {}
-    }
-    err
 }
 
 /// The replay-cache keys of one verified delivery: its signed event-id

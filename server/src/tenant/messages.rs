@@ -1,16 +1,15 @@
 //! Messages a tenant actor answers.
 
 use actix::Message;
-use actix_web::{http::header::HeaderMap, web::Bytes};
+use actix_web::http::header::HeaderMap;
+use bytes::Bytes;
 
-use crate::{
-    error::ApiError,
-    ids::{DeliveryId, EventId, RequestId},
-};
+pub use crate::ingest::IngestOutcome;
+use crate::{ids::RequestId, ingest::IngestError};
 
 /// One inbound delivery, body already read within the tenant's limit.
 #[derive(Message)]
-#[rtype(result = "Result<IngestOutcome, ApiError>")]
+#[rtype(result = "Result<IngestOutcome, IngestError>")]
 pub struct Ingest {
     /// The request's id, for the answer and the logs.
     pub request_id: RequestId,
@@ -21,17 +20,6 @@ pub struct Ingest {
     /// Holds the request's `hookd.ingest` span: the actor's spans are its
     /// children and the stored event keeps its ids for the forwards.
     pub trace: opentelemetry::Context,
-}
-
-/// What the sender is told after a successful ingest.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IngestOutcome {
-    /// The event id as the scheme found it.
-    pub event_id: EventId,
-    /// The new delivery, or the first one for a duplicate.
-    pub delivery_id: DeliveryId,
-    /// True when the event had been accepted before.
-    pub duplicate: bool,
 }
 
 /// New settings for a running tenant (a rotated or revoked secret): the

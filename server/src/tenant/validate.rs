@@ -1,14 +1,12 @@
 //! Body checks that run only after the signature is proven: JSON shape, the
 //! event id, and the fields the tenant requires. Unknown fields are ignored.
+//! Refusals are [`BodyError`]s; `error.rs` decides what the sender sees.
 
 use std::collections::HashMap;
 
 use serde_json::{value::RawValue, Value};
 
-use crate::{
-    error::{ApiError, ErrorCode},
-    ids::EventId,
-};
+use crate::{ids::EventId, ingest::BodyError};
 
 /// Longest event id accepted; it becomes a storage key and a header value.
 pub const MAX_EVENT_ID_LEN: usize = 255;
@@ -27,14 +25,13 @@ pub fn validate_body(
     body: &[u8],
     id_source: EventIdSource<'_>,
     required: &[String],
-) -> Result<EventId, ApiError> {
+) -> Result<EventId, BodyError> {
     let fields: HashMap<String, &RawValue> = serde_json::from_slice(body).map_err(|e| {
-        let message = if e.is_data() {
-            "body must be a JSON object".to_owned()
+        if e.is_data() {
+            BodyError::NotAnObject
         } else {
-            format!("body is not valid JSON ({e})")
-        };
-        ApiError::new(ErrorCode::InvalidJson, message)
+            BodyError::NotJson(e.to_string())
+        }
     })?;
     let event_id = match id_source {
         EventIdSource::Header(name, value) => match value {
@@ -67,22 +64,20 @@ pub fn validate_body(
 
 /// The event id rule: 1 to 255 bytes of visible ASCII (`!` to `~`), so it
 /// is a valid header value on every forward and a safe storage key.
-fn event_id_text(field: &str, value: &str) -> Result<EventId, ApiError> {
+fn event_id_text(field: &str, value: &str) -> Result<EventId, BodyError> {
     let visible = value.bytes().all(|b| b.is_ascii_graphic());
     if value.is_empty() || value.len() > MAX_EVENT_ID_LEN || !visible {
-        return Err(ApiError::new(
-            ErrorCode::InvalidEventId,
-            format!("event id in {field:?} must be 1 to {MAX_EVENT_ID_LEN} bytes of visible ASCII (no spaces or control characters)"),
-        )
-        .detail("field", field)
-        .detail("max_bytes", MAX_EVENT_ID_LEN));
+        return Err(BodyError::InvalidEventId {
+            field: field.to_owned(),
+            max_bytes: MAX_EVENT_ID_LEN,
+        });
     }
     Ok(EventId::new(value))
 }
 
 /// `type` and `occurred_at` have a known shape; any other required field only
 /// has to be present.
-fn check_known_field(field: &str, raw: &RawValue) -> Result<(), ApiError> {
+fn check_known_field(field: &str, raw: &RawValue) -> Result<(), BodyError> {
     match field {
         "type" => match serde_json::from_str::<Value>(raw.get()) {
             Ok(Value::String(s)) if !s.is_empty() => Ok(()),
@@ -105,21 +100,15 @@ fn check_known_field(field: &str, raw: &RawValue) -> Result<(), ApiError> {
     }
 }
 
-fn missing(field: &str) -> ApiError {
-    ApiError::new(
-        ErrorCode::MissingRequiredField,
-        format!("required field {field:?} is missing"),
-    )
-    .detail("field", field)
+fn missing(field: &str) -> BodyError {
+    BodyError::MissingField(field.to_owned())
 }
 
-fn invalid(field: &str, expected: &str) -> ApiError {
-    ApiError::new(
-        ErrorCode::InvalidField,
-        format!("field {field:?} must be {expected}"),
-    )
-    .detail("field", field)
-    .detail("expected", expected)
+fn invalid(field: &str, expected: &'static str) -> BodyError {
+    BodyError::InvalidField {
+        field: field.to_owned(),
+        expected,
+    }
 }
 
 #[cfg(test)]
@@ -128,6 +117,12 @@ mod props;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::{ApiError, ErrorCode};
+
+    /// The sender's answer to a body refusal.
+    fn answer(e: BodyError) -> ApiError {
+        ApiError::from(crate::ingest::IngestError::Body(e))
+    }
 
     fn body_id(body: &str, required: &[&str]) -> Result<EventId, ApiError> {
         let required: Vec<String> = required.iter().map(|s| s.to_string()).collect();
@@ -136,6 +131,7 @@ mod tests {
             EventIdSource::BodyField("event_id"),
             &required,
         )
+        .map_err(answer)
     }
 
     #[test]
@@ -194,6 +190,7 @@ mod tests {
     fn header_ids_are_bounded() {
         let long = "x".repeat(MAX_EVENT_ID_LEN + 1);
         let e = validate_body(b"{}", EventIdSource::Header("webhook-id", Some(&long)), &[])
+            .map_err(answer)
             .unwrap_err();
         assert_eq!(e.code, ErrorCode::InvalidEventId);
         let id = validate_body(

@@ -21,7 +21,9 @@ const WINDOW_MS: i64 = 86_400_000;
 fn open() -> (tempfile::TempDir, Store, TenantTrees) {
     let dir = tempfile::tempdir().unwrap();
     let (store, _committer) = Store::open(dir.path(), 16, false).unwrap();
-    let trees = store.tenant_trees(&TenantId::new("t")).unwrap();
+    let trees = store
+        .tenant_trees(&TenantId::try_from("t").unwrap())
+        .unwrap();
     (dir, store, trees)
 }
 

@@ -57,7 +57,9 @@ fn delivered(trees: &TenantTrees, n: u32, at_ms: i64) -> DeliveryId {
 fn sweep_removes_only_expired_records_in_bounded_batches() {
     let dir = tempfile::tempdir().unwrap();
     let (store, _committer) = Store::open(dir.path(), 16, false).unwrap();
-    let trees = store.tenant_trees(&TenantId::new("t")).unwrap();
+    let trees = store
+        .tenant_trees(&TenantId::try_from("t").unwrap())
+        .unwrap();
     let old: Vec<_> = (0..5).map(|n| delivered(&trees, n, 1_000)).collect();
     let fresh = delivered(&trees, 9, 50_000);
     assert_eq!(load_attempts(&trees, &old[0]).unwrap().len(), 1);

@@ -6,7 +6,10 @@ use proptest::prelude::*;
 use serde_json::json;
 
 use super::{validate_body, EventIdSource, MAX_EVENT_ID_LEN};
-use crate::error::ErrorCode;
+use crate::{
+    error::{ApiError, ErrorCode},
+    ingest::IngestError,
+};
 
 /// The event id rule as documented: 1 to 255 bytes of visible ASCII.
 fn follows_rule(id: &str) -> bool {
@@ -66,7 +69,10 @@ proptest! {
         };
         match validate_body(&body, source, &required) {
             Ok(id) => prop_assert!(follows_rule(id.as_str()), "{:?}", id.as_str()),
-            Err(e) => prop_assert!(BODY_CODES.contains(&e.code), "{:?}", e.code),
+            Err(e) => {
+                let code = ApiError::from(IngestError::Body(e)).code;
+                prop_assert!(BODY_CODES.contains(&code), "{:?}", code)
+            }
         }
     }
 
@@ -82,7 +88,7 @@ proptest! {
             }
             Err(e) => {
                 prop_assert!(!follows_rule(&id));
-                prop_assert_eq!(e.code, ErrorCode::InvalidEventId);
+                prop_assert_eq!(ApiError::from(IngestError::Body(e)).code, ErrorCode::InvalidEventId);
             }
         }
         let header = validate_body(b"{}", EventIdSource::Header("webhook-id", Some(&id)), &[]);

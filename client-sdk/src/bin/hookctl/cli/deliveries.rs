@@ -111,8 +111,6 @@ pub struct PageArgs {
 pub enum StatusArg {
     /// Waiting for a forward attempt or to be pulled.
     Pending,
-    /// Forward under way, or pulled and not yet acked.
-    InFlight,
     /// Delivered (2xx or acked).
     Delivered,
     /// Given up on: a dead letter.
@@ -125,7 +123,6 @@ impl From<StatusArg> for DeliveryStatus {
     fn from(status: StatusArg) -> DeliveryStatus {
         match status {
             StatusArg::Pending => DeliveryStatus::Pending,
-            StatusArg::InFlight => DeliveryStatus::InFlight,
             StatusArg::Delivered => DeliveryStatus::Delivered,
             StatusArg::Dead => DeliveryStatus::Dead,
             StatusArg::Redelivered => DeliveryStatus::Redelivered,

@@ -1,10 +1,18 @@
 //! The `Scheme` enum: the closed set of wire formats a tenant can choose, with the
-//! per-scheme facts the server needs besides the signature itself.
+//! per-scheme facts the server needs besides the signature itself. The SDK, the
+//! control plane and the server all use this one type.
 
 use std::fmt;
 use std::str::FromStr;
 
-use crate::error::UnknownScheme;
+/// A scheme name that hookd does not implement.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown signature scheme {0:?} (expected one of: {names})", names = scheme_names())]
+pub struct UnknownScheme(pub String);
+
+fn scheme_names() -> String {
+    Scheme::ALL.map(Scheme::as_str).join(", ")
+}
 
 /// Which provider's wire format a tenant's deliveries use; picked once per tenant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -74,6 +82,7 @@ impl Scheme {
     }
 }
 
+/// The config file's spelling: any letter case (`GitHub` is `github`).
 impl FromStr for Scheme {
     type Err = UnknownScheme;
 
@@ -82,6 +91,18 @@ impl FromStr for Scheme {
             .into_iter()
             .find(|scheme| scheme.as_str().eq_ignore_ascii_case(s))
             .ok_or_else(|| UnknownScheme(s.to_owned()))
+    }
+}
+
+/// The API's spelling: exactly as [`Scheme::as_str`] writes it.
+impl TryFrom<&str> for Scheme {
+    type Error = UnknownScheme;
+
+    fn try_from(name: &str) -> Result<Self, Self::Error> {
+        Scheme::ALL
+            .into_iter()
+            .find(|scheme| scheme.as_str() == name)
+            .ok_or_else(|| UnknownScheme(name.to_owned()))
     }
 }
 
@@ -102,6 +123,17 @@ mod tests {
             assert_eq!(scheme.to_string(), scheme.as_str());
         }
         assert_eq!("GitHub".parse::<Scheme>(), Ok(Scheme::Github));
+    }
+
+    #[test]
+    fn api_names_are_exact() {
+        for scheme in Scheme::ALL {
+            assert_eq!(Scheme::try_from(scheme.as_str()), Ok(scheme));
+        }
+        assert_eq!(
+            Scheme::try_from("Standard"),
+            Err(UnknownScheme("Standard".to_owned()))
+        );
     }
 
     #[test]

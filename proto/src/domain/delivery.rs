@@ -1,0 +1,121 @@
+//! Where a delivery stands and what happens to it: one [`DeliveryStatus`]
+//! and one [`DeliveryEventKind`] for the store, the live feed, the control
+//! plane and the wire, with the conversions to and from `hookd.v1`.
+
+use crate::v1 as pb;
+
+/// Where a delivery is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "snake_case")
+)]
+pub enum DeliveryStatus {
+    /// Waiting for its next forward attempt, or to be pulled.
+    Pending,
+    /// Forwarded with a 2xx answer, or acked. Final.
+    Delivered,
+    /// Given up on: a dead letter. Final unless redelivered.
+    Dead,
+    /// Made into a new delivery by redelivery. Final.
+    Redelivered,
+}
+
+impl DeliveryStatus {
+    /// Lower-case name, for messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeliveryStatus::Pending => "pending",
+            DeliveryStatus::Delivered => "delivered",
+            DeliveryStatus::Dead => "dead",
+            DeliveryStatus::Redelivered => "redelivered",
+        }
+    }
+}
+
+/// A wire status that is not the status of any delivery: unspecified, or
+/// `DELIVERY_STATUS_IN_FLIGHT`, which hookd never reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{} is not a status hookd gives a delivery", .0.as_str_name())]
+pub struct InvalidDeliveryStatus(pub pb::DeliveryStatus);
+
+impl From<DeliveryStatus> for pb::DeliveryStatus {
+    fn from(s: DeliveryStatus) -> Self {
+        match s {
+            DeliveryStatus::Pending => pb::DeliveryStatus::Pending,
+            DeliveryStatus::Delivered => pb::DeliveryStatus::Delivered,
+            DeliveryStatus::Dead => pb::DeliveryStatus::Dead,
+            DeliveryStatus::Redelivered => pb::DeliveryStatus::Redelivered,
+        }
+    }
+}
+
+impl TryFrom<pb::DeliveryStatus> for DeliveryStatus {
+    type Error = InvalidDeliveryStatus;
+
+    fn try_from(s: pb::DeliveryStatus) -> Result<Self, Self::Error> {
+        match s {
+            pb::DeliveryStatus::Pending => Ok(DeliveryStatus::Pending),
+            pb::DeliveryStatus::Delivered => Ok(DeliveryStatus::Delivered),
+            pb::DeliveryStatus::Dead => Ok(DeliveryStatus::Dead),
+            pb::DeliveryStatus::Redelivered => Ok(DeliveryStatus::Redelivered),
+            pb::DeliveryStatus::Unspecified | pb::DeliveryStatus::InFlight => {
+                Err(InvalidDeliveryStatus(s))
+            }
+        }
+    }
+}
+
+/// What happened to a delivery, for the live feed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeliveryEventKind {
+    /// Accepted from a sender, or created by redelivery.
+    Accepted,
+    /// Forwarded with a 2xx answer, or acked.
+    Delivered,
+    /// An attempt failed and another is scheduled (pull: it came back after
+    /// a nack or its visibility timeout).
+    RetryScheduled,
+    /// Given up on.
+    DeadLettered,
+    /// Redelivered as a new delivery.
+    Redelivered,
+}
+
+impl From<DeliveryEventKind> for pb::DeliveryEventKind {
+    fn from(k: DeliveryEventKind) -> Self {
+        match k {
+            DeliveryEventKind::Accepted => pb::DeliveryEventKind::Accepted,
+            DeliveryEventKind::Delivered => pb::DeliveryEventKind::Delivered,
+            DeliveryEventKind::RetryScheduled => pb::DeliveryEventKind::RetryScheduled,
+            DeliveryEventKind::DeadLettered => pb::DeliveryEventKind::DeadLettered,
+            DeliveryEventKind::Redelivered => pb::DeliveryEventKind::Redelivered,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_round_trip_through_the_wire() {
+        for status in [
+            DeliveryStatus::Pending,
+            DeliveryStatus::Delivered,
+            DeliveryStatus::Dead,
+            DeliveryStatus::Redelivered,
+        ] {
+            assert_eq!(
+                DeliveryStatus::try_from(pb::DeliveryStatus::from(status)),
+                Ok(status)
+            );
+        }
+        let err = DeliveryStatus::try_from(pb::DeliveryStatus::InFlight).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "DELIVERY_STATUS_IN_FLIGHT is not a status hookd gives a delivery"
+        );
+    }
+}

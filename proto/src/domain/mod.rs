@@ -1,0 +1,12 @@
+//! hookd's shared vocabulary, written by hand: the words the SDK, the control
+//! plane and the server all use (signature schemes, tenant ids, delivery
+//! statuses and event kinds, rate limits, secret states and the tenant defaults), each defined once here. Parsing
+//! from outside input is a `TryFrom` (or `FromStr`) with a small typed error.
+
+mod delivery;
+mod scheme;
+mod tenant;
+
+pub use delivery::{DeliveryEventKind, DeliveryStatus, InvalidDeliveryStatus};
+pub use scheme::{Scheme, UnknownScheme};
+pub use tenant::{defaults, InvalidSecretState, InvalidTenantId, RateLimit, SecretState, TenantId};

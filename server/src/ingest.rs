@@ -1,0 +1,84 @@
+//! The ingest path's own vocabulary, free of HTTP: what a tenant's actor
+//! answers for one delivery ([`IngestOutcome`]) or why it refused it
+//! ([`IngestError`]). `error.rs` turns an [`IngestError`] into the sender's
+//! answer; telemetry and the ingress read these types without reaching into
+//! the tenant module.
+
+use hookd_sdk::signature::VerifyError;
+
+use crate::ids::{DeliveryId, EventId, TenantId};
+
+/// What the sender is told after a successful ingest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IngestOutcome {
+    /// The event id as the scheme found it.
+    pub event_id: EventId,
+    /// The new delivery, or the first one for a duplicate.
+    pub delivery_id: DeliveryId,
+    /// True when the event had been accepted before.
+    pub duplicate: bool,
+}
+
+/// Why a delivery was not accepted; nothing was stored or acknowledged.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IngestError {
+    /// The signature or its timestamp did not check out.
+    #[error("{error}")]
+    Verify {
+        /// The verifier's verdict.
+        error: VerifyError,
+        /// The tenant's tolerance, for the sender's answer.
+        tolerance_secs: u64,
+    },
+    /// The (authentic) body broke a rule of its shape.
+    #[error(transparent)]
+    Body(#[from] BodyError),
+    /// The tenant is over its rate limit.
+    #[error("tenant is over its rate limit; retry in {retry_after_secs} s")]
+    RateLimited {
+        /// Whole seconds until a token is free.
+        retry_after_secs: u64,
+    },
+    /// The write could not be made durable (or storage failed earlier).
+    #[error("storage is unavailable; the event was not accepted, retry later")]
+    StorageUnavailable,
+    /// The tenant was deleted while its write waited.
+    #[error("tenant {0:?} was deleted; the event was not accepted")]
+    TenantDeleted(TenantId),
+    /// The tenant's actor panicked on this delivery; its supervisor restarts it.
+    #[error("hookd failed while handling this delivery; it was not accepted, retry later")]
+    ActorPanicked,
+    /// The tenant's actor could not be reached (it is stopping).
+    #[error("the tenant is not running; retry later")]
+    TenantNotRunning,
+}
+
+/// Why an authentic body was refused by the body checks.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BodyError {
+    /// Valid JSON, but not an object.
+    #[error("body must be a JSON object")]
+    NotAnObject,
+    /// Not JSON at all; the parser's words say where.
+    #[error("body is not valid JSON ({0})")]
+    NotJson(String),
+    /// A required field (or the event id field) is absent or null.
+    #[error("required field {0:?} is missing")]
+    MissingField(String),
+    /// A field is present with the wrong type or shape.
+    #[error("field {field:?} must be {expected}")]
+    InvalidField {
+        /// The field's name.
+        field: String,
+        /// What it must be, in plain words.
+        expected: &'static str,
+    },
+    /// The event id is empty, too long or not visible ASCII.
+    #[error("event id in {field:?} must be 1 to {max_bytes} bytes of visible ASCII (no spaces or control characters)")]
+    InvalidEventId {
+        /// The header or body field it came from.
+        field: String,
+        /// The longest id accepted.
+        max_bytes: usize,
+    },
+}
