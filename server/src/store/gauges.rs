@@ -175,7 +175,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn counts_follow_every_change_and_are_counted_again_on_reopen() {
         let dir = tempfile::tempdir().unwrap();
-        let tenant = TenantId::new("t");
+        let tenant = TenantId::try_from("t").unwrap();
         let (store, committer) = Store::open(dir.path(), 16, false).unwrap();
         let trees = store.tenant_trees(&tenant).unwrap();
         let a = accept(&store, &trees, "evt_a").await;
@@ -251,7 +251,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn dropping_a_tenants_trees_forgets_its_counts() {
         let dir = tempfile::tempdir().unwrap();
-        let tenant = TenantId::new("t");
+        let tenant = TenantId::try_from("t").unwrap();
         let (store, _committer) = Store::open(dir.path(), 16, false).unwrap();
         let trees = store.tenant_trees(&tenant).unwrap();
         let a = accept(&store, &trees, "evt_a").await;
