@@ -337,6 +337,7 @@ fn destination(url: String) -> DestinationConfig {
         secret_file: None,
         timeout_secs: 30.0,
         connect_timeout_secs: 10.0,
+        ca_file: None,
     }
 }
 
