@@ -236,3 +236,13 @@ fn send_to_a_closed_port_exits_6() {
     let output = hookctl(&["send", "--url", &url, "--secret", STANDARD_SECRET]);
     assert_eq!(output.status.code(), Some(6), "{}", stderr(&output));
 }
+
+#[test]
+fn send_answered_429_exits_7_retry_later() {
+    let answer = r#"{"code":"RATE_LIMITED","message":"tenant rate limit exceeded","details":{},"request_id":"req_1"}"#;
+    let (url, ingest) = fake_ingest("429 Too Many Requests", answer);
+    let output = hookctl(&["send", "--url", &url, "--secret", STANDARD_SECRET]);
+    assert_eq!(output.status.code(), Some(7), "{}", stderr(&output));
+    assert!(stdout(&output).contains("429"), "{}", stdout(&output));
+    ingest.join().expect("ingest thread");
+}
