@@ -236,3 +236,50 @@ fn send_to_a_closed_port_exits_6() {
     let output = hookctl(&["send", "--url", &url, "--secret", STANDARD_SECRET]);
     assert_eq!(output.status.code(), Some(6), "{}", stderr(&output));
 }
+
+#[test]
+fn send_answered_429_exits_7_retry_later() {
+    let answer = r#"{"code":"RATE_LIMITED","message":"tenant rate limit exceeded","details":{},"request_id":"req_1"}"#;
+    let (url, ingest) = fake_ingest("429 Too Many Requests", answer);
+    let output = hookctl(&["send", "--url", &url, "--secret", STANDARD_SECRET]);
+    assert_eq!(output.status.code(), Some(7), "{}", stderr(&output));
+    assert!(stdout(&output).contains("429"), "{}", stdout(&output));
+    ingest.join().expect("ingest thread");
+}
+
+#[test]
+fn completions_cover_every_command_for_each_shell() {
+    for (shell, marker) in [
+        ("bash", "complete -F"),
+        ("zsh", "#compdef hookctl"),
+        ("fish", "complete -c hookctl"),
+    ] {
+        let output = hookctl(&["completions", shell]);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        let script = stdout(&output);
+        assert!(script.contains(marker), "{shell} script lacks {marker:?}");
+        for word in ["dead-letters", "redeliver", "all-matching", "endpoint"] {
+            assert!(script.contains(word), "{shell} script lacks {word}");
+        }
+    }
+    assert_eq!(hookctl(&["completions", "tcsh"]).status.code(), Some(2));
+}
+
+#[test]
+fn man_prints_a_roff_page_from_the_command_definitions() {
+    let output = hookctl(&["man"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let page = stdout(&output);
+    assert!(
+        page.starts_with(".ie") || page.contains(".TH hookctl"),
+        "{page}"
+    );
+    for word in [
+        "tenants",
+        "dead\\-letters",
+        "HOOKCTL_ENDPOINT",
+        "Exit codes",
+    ] {
+        assert!(page.contains(word), "man page lacks {word}");
+    }
+}

@@ -246,6 +246,7 @@ async fn serve(
     shutdown: oneshot::Receiver<()>,
     ready: std_mpsc::Sender<Result<Registry>>,
 ) -> Result<()> {
+    let forward_cas = config.forward.ca_certs()?;
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(2);
@@ -256,7 +257,8 @@ async fn serve(
         clock,
         EventBus::default(),
         Telemetry::new(config.tracer_provider.as_ref(), &config.metrics),
-    );
+    )
+    .with_forward_cas(forward_cas);
     let backend = match start_tenants(&config, &registry, tenants) {
         Ok(backend) => Arc::new(backend),
         Err(e) => {

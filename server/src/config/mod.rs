@@ -240,6 +240,10 @@ pub struct ForwardConfig {
     /// Networks a destination set over the control plane may reach although
     /// the destination address policy denies them by default.
     pub allow_networks: Vec<ipnet::IpNet>,
+    /// PEM bundle of private CAs every destination may chain to, on top of
+    /// the system's and the public roots.
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
 }
 
 /// Values given on the command line (or their `HOOKD_*` env equivalents),
@@ -313,6 +317,7 @@ impl Config {
             crate::tls::grpc_server_config(tls)?;
         }
         self.check_bounds().map_err(Error::Config)?;
+        self.forward.ca_certs()?;
         let mut seen = std::collections::HashSet::new();
         for (i, tenant) in self.tenants.iter().enumerate() {
             tenant
@@ -326,6 +331,18 @@ impl Config {
             }
         }
         Ok(())
+    }
+}
+
+impl ForwardConfig {
+    /// The certificates of `ca_file`, none without it.
+    pub fn ca_certs(&self) -> Result<Vec<reqwest::Certificate>> {
+        match &self.ca_file {
+            Some(path) => {
+                crate::forward::load_ca_file("forward.ca_file", path).map_err(Error::Config)
+            }
+            None => Ok(Vec::new()),
+        }
     }
 }
 

@@ -145,6 +145,10 @@ pub struct DestinationConfig {
     /// Connect timeout.
     #[serde(default = "default_connect_timeout")]
     pub connect_timeout_secs: f64,
+    /// PEM bundle of private CAs this destination's certificate may chain
+    /// to, trusted on top of the system's and the public roots.
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
 }
 
 /// When failed forwards are retried.
@@ -254,6 +258,7 @@ impl DestinationConfig {
             secret_file: None,
             timeout_secs: default_forward_timeout(),
             connect_timeout_secs: default_connect_timeout(),
+            ca_file: None,
         }
     }
 }
@@ -391,6 +396,10 @@ impl TenantConfig {
         .map_err(|e| format!("destination: {e}"))?;
         let secret = Secret::from_provider(Scheme::Standard, "dest", raw.expose_secret())
             .map_err(|e| format!("destination.secret: {e} (a Standard Webhooks whsec_ secret)"))?;
+        let ca_certs = match &dest.ca_file {
+            Some(path) => crate::forward::load_ca_file("destination.ca_file", path)?,
+            None => Vec::new(),
+        };
         let ms = |secs: f64| (secs * 1000.0).round() as i64;
         Ok(ForwardSettings {
             url: dest.url.clone(),
@@ -405,6 +414,7 @@ impl TenantConfig {
             breaker_threshold: self.breaker.failure_threshold,
             breaker_cooldown_ms: ms(self.breaker.cooldown_secs),
             address_policy: None,
+            ca_certs,
         })
     }
 }
@@ -448,6 +458,8 @@ pub struct ForwardSettings {
     /// The addresses the destination may reach; `None` for a destination
     /// written in the operator's config file, which is trusted as written.
     pub address_policy: Option<Arc<AddressPolicy>>,
+    /// The destination's own private CAs (`destination.ca_file`).
+    pub ca_certs: Vec<reqwest::Certificate>,
 }
 
 /// Reads a secret given inline, by env var name or by file path (exactly one).

@@ -16,6 +16,7 @@ use super::{
     attempt::{self, AttemptResult},
     breaker::{Breaker, BreakerState},
     policy::{next_step, Verdict},
+    trust,
 };
 use crate::{
     clock::SharedClock,
@@ -89,7 +90,9 @@ pub struct Dispatcher {
 }
 
 impl Dispatcher {
-    /// A dispatcher for one tenant; `wake` is notified when new work is queued.
+    /// A dispatcher for one tenant; `wake` is notified when new work is
+    /// queued. Its client trusts the built-in roots, `shared_cas` (`[forward]
+    /// ca_file`) and the destination's own `ca_file`.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         tenant: TenantId,
@@ -101,12 +104,17 @@ impl Dispatcher {
         events: EventBus,
         tracing: Tracing,
         metrics: Arc<TenantMetrics>,
+        shared_cas: &[reqwest::Certificate],
     ) -> reqwest::Result<Self> {
-        let mut builder = reqwest::Client::builder()
+        let builder = reqwest::Client::builder()
             .connect_timeout(settings.connect_timeout)
             .redirect(reqwest::redirect::Policy::none())
             .pool_max_idle_per_host(settings.max_in_flight)
             .user_agent(concat!("hookd/", env!("CARGO_PKG_VERSION")));
+        let mut builder = trust::trust(
+            builder,
+            shared_cas.iter().chain(&settings.ca_certs).cloned(),
+        );
         if let Some(policy) = &settings.address_policy {
             // Every name is resolved, and checked, by hookd itself; a proxy
             // from the environment would resolve it out of sight.

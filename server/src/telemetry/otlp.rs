@@ -38,7 +38,8 @@ impl OtlpExport {
         let exporter = {
             let _entered = runtime.enter();
             // Applies to `https://` endpoints only: certificates are checked
-            // against the webpki roots.
+            // against the system's roots (the OS store, or `SSL_CERT_FILE` /
+            // `SSL_CERT_DIR`) and the public web roots built in.
             SpanExporter::builder()
                 .with_tonic()
                 .with_tls_config(ClientTlsConfig::new().with_enabled_roots())

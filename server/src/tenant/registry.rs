@@ -51,6 +51,8 @@ pub struct Registry {
     clock: SharedClock,
     events: EventBus,
     telemetry: Telemetry,
+    /// Private CAs every destination trusts (`[forward] ca_file`).
+    forward_cas: Arc<Vec<reqwest::Certificate>>,
 }
 
 impl Registry {
@@ -71,7 +73,15 @@ impl Registry {
             clock,
             events,
             telemetry,
+            forward_cas: Arc::default(),
         }
+    }
+
+    /// The registry with `cas` (`[forward] ca_file`) trusted by the
+    /// dispatcher of every tenant it starts.
+    pub fn with_forward_cas(mut self, cas: Vec<reqwest::Certificate>) -> Self {
+        self.forward_cas = Arc::new(cas);
+        self
     }
 
     /// Starts (or replaces) the actor and dispatcher of one tenant. Work a
@@ -104,6 +114,7 @@ impl Registry {
                     self.events.clone(),
                     self.telemetry.tracing().clone(),
                     metrics.clone(),
+                    &self.forward_cas,
                 )
                 .map_err(|e| {
                     Error::Config(format!("tenant {}: destination client: {e}", settings.id))

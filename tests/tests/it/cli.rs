@@ -7,7 +7,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::{
-    harness::{TestServer, ADMIN_TOKEN},
+    forward::tenant,
+    harness::{now_secs, order, signed, TestServer, ADMIN_TOKEN},
     process::hookctl_bin,
     receiver::{Receiver, Reply},
 };
@@ -132,4 +133,51 @@ async fn the_walkthrough_works_with_hookctl() {
         "{table}"
     );
     assert!(!table.contains(&secret), "list never shows a secret");
+}
+
+#[tokio::test]
+async fn redeliver_all_matching_names_each_dead_letter_beside_its_new_delivery() {
+    // Built (blocking) before the receiver has to answer on this runtime.
+    hookctl_bin();
+    let dest = Receiver::start(Reply::Status(400)).await;
+    let s = TestServer::start_live(&tenant("shop", &dest.url, "", "", ""));
+    let mut dead = Vec::new();
+    for event_id in ["evt_dead_1", "evt_dead_2"] {
+        let body = order(event_id);
+        let a = s
+            .post("shop", &signed(event_id, now_secs(), &body), &body)
+            .await;
+        assert_eq!(a.status, reqwest::StatusCode::ACCEPTED, "{:?}", a.body);
+        dead.push(a.body["delivery_id"].as_str().unwrap().to_owned());
+    }
+    let mut listed = 0;
+    for _ in 0..200 {
+        let letters = json(&s, &["dead-letters", "list", "shop"]).await;
+        listed = letters["dead_letters"].as_array().unwrap().len();
+        if listed == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let all = json(&s, &["deliveries", "list", "shop"]).await;
+    assert_eq!(listed, 2, "both events are dead letters: {all}");
+    let (code, table) = hookctl(&s, &["dead-letters", "redeliver", "shop", "--all-matching"]).await;
+    assert_eq!(code, 0, "{table}");
+    let rows: Vec<Vec<&str>> = table
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let mut old: Vec<&str> = rows.iter().map(|r| r[0]).collect();
+    old.sort_unstable();
+    let mut expected: Vec<&str> = dead.iter().map(String::as_str).collect();
+    expected.sort_unstable();
+    assert_eq!(
+        old, expected,
+        "the DELIVERY_ID column names the dead letters:\n{table}"
+    );
+    for row in &rows {
+        let shown = json(&s, &["deliveries", "get", "shop", row[1]]).await;
+        assert_eq!(shown["redelivery_of"], row[0], "{table}");
+    }
 }

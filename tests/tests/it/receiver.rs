@@ -1,5 +1,6 @@
 //! A fake destination on 127.0.0.1: records every request it gets and
-//! answers as the test scripts (status codes, `Retry-After`, redirects, hangs).
+//! answers as the test scripts (status codes, `Retry-After`, redirects, hangs),
+//! over plain HTTP or HTTPS with a certificate from a test CA.
 
 use std::{
     collections::VecDeque,
@@ -13,6 +14,15 @@ use http_body_util::{BodyExt, Full};
 use hyper::{body::Bytes, server::conn::http1, service::service_fn, Request, Response};
 use hyper_util::rt::TokioIo;
 use tokio::{net::TcpListener, sync::Notify};
+use tokio_rustls::{
+    rustls::{
+        pki_types::{pem::PemObject, CertificateDer, PrivateKeyDer},
+        ServerConfig,
+    },
+    TlsAcceptor,
+};
+
+use crate::pki::Pki;
 
 /// How the receiver answers one request.
 #[derive(Debug, Clone)]
@@ -70,8 +80,33 @@ impl Receiver {
 
     /// Starts on `addr`.
     pub async fn start_on(addr: SocketAddr, default: Reply) -> Receiver {
+        Receiver::serve(addr, None, default).await
+    }
+
+    /// Starts on a free port speaking HTTPS with `pki`'s server certificate
+    /// (for `localhost` and 127.0.0.1, signed by the test CA).
+    pub async fn start_tls(pki: &Pki, default: Reply) -> Receiver {
+        let (cert, key) = pki.server();
+        let chain = CertificateDer::pem_file_iter(cert)
+            .unwrap()
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
+        let key = PrivateKeyDer::from_pem_file(key).unwrap();
+        let config = ServerConfig::builder()
+            .with_no_client_auth()
+            .with_single_cert(chain, key)
+            .unwrap();
+        let acceptor = TlsAcceptor::from(Arc::new(config));
+        Receiver::serve("127.0.0.1:0".parse().unwrap(), Some(acceptor), default).await
+    }
+
+    async fn serve(addr: SocketAddr, tls: Option<TlsAcceptor>, default: Reply) -> Receiver {
         let listener = TcpListener::bind(addr).await.unwrap();
-        let url = format!("http://{}/hooks", listener.local_addr().unwrap());
+        let bound = listener.local_addr().unwrap();
+        let url = match tls {
+            Some(_) => format!("https://localhost:{}/hooks", bound.port()),
+            None => format!("http://{bound}/hooks"),
+        };
         let shared = Arc::new(Shared::default());
         *shared.default.lock().unwrap() = Some(default);
         let state = shared.clone();
@@ -81,11 +116,21 @@ impl Receiver {
                     return;
                 };
                 let state = state.clone();
+                let tls = tls.clone();
                 tokio::spawn(async move {
                     let service = service_fn(move |req| handle(state.clone(), req));
-                    let _ = http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
+                    let http = http1::Builder::new();
+                    let _ = match tls {
+                        // A client that does not trust the certificate ends
+                        // the handshake: nothing is served.
+                        Some(acceptor) => match acceptor.accept(stream).await {
+                            Ok(stream) => {
+                                http.serve_connection(TokioIo::new(stream), service).await
+                            }
+                            Err(_) => return,
+                        },
+                        None => http.serve_connection(TokioIo::new(stream), service).await,
+                    };
                 });
             }
         });

@@ -14,7 +14,8 @@ Exit codes:
   4  not allowed (UNAUTHENTICATED, PERMISSION_DENIED, no token given; send: HTTP 401, 403)
   5  request refused (INVALID_ARGUMENT, FAILED_PRECONDITION, ALREADY_EXISTS;
      send: HTTP 400, 409, 413, 415, 422)
-  6  hookd unreachable (UNAVAILABLE, connection failure; send: HTTP 502, 503, 504)";
+  6  hookd unreachable (UNAVAILABLE, connection failure; send: HTTP 502, 503, 504)
+  7  retry later: rate limited (send: HTTP 429; wait for its Retry-After)";
 
 /// Any failure not listed below.
 pub const FAILURE: u8 = 1;
@@ -26,6 +27,9 @@ pub const NOT_ALLOWED: u8 = 4;
 pub const REFUSED: u8 = 5;
 /// hookd could not be reached or could not act now; retrying later may help.
 pub const UNREACHABLE: u8 = 6;
+/// hookd is up but asks the sender to slow down; the same request will be
+/// accepted later.
+pub const RETRY_LATER: u8 = 7;
 
 /// What `hookctl` failed on besides a gRPC call, so the exit code can say which.
 #[derive(Debug, thiserror::Error)]
@@ -56,6 +60,7 @@ pub fn for_http(status: u16) -> u8 {
         401 | 403 => NOT_ALLOWED,
         400 | 409 | 413 | 415 | 422 => REFUSED,
         502..=504 => UNREACHABLE,
+        429 => RETRY_LATER,
         _ => FAILURE,
     }
 }
@@ -117,7 +122,7 @@ mod tests {
         assert_eq!(for_http(400), 5);
         assert_eq!(for_http(413), 5);
         assert_eq!(for_http(503), 6);
-        assert_eq!(for_http(429), 1);
+        assert_eq!(for_http(429), 7);
         assert_eq!(for_http(500), 1);
     }
 

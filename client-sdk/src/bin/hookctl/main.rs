@@ -15,6 +15,7 @@
 //! | 4 | not allowed: `UNAUTHENTICATED`, `PERMISSION_DENIED`, no token given (send: HTTP 401, 403) |
 //! | 5 | request refused: `INVALID_ARGUMENT`, `FAILED_PRECONDITION`, `ALREADY_EXISTS` (send: HTTP 400, 409, 413, 415, 422) |
 //! | 6 | hookd unreachable: `UNAVAILABLE` or a connection failure (send: HTTP 502, 503, 504) |
+//! | 7 | retry later: rate limited (send: HTTP 429; wait for its `Retry-After`) |
 #![forbid(unsafe_code)]
 
 mod cli;

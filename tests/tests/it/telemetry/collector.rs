@@ -1,5 +1,6 @@
 //! A fake OpenTelemetry collector: the OTLP/gRPC trace service from
-//! `opentelemetry-proto` on 127.0.0.1:0, keeping every span it is sent.
+//! `opentelemetry-proto` on 127.0.0.1:0, plain or over TLS, keeping every
+//! span it is sent.
 
 use std::{
     net::SocketAddr,
@@ -14,7 +15,12 @@ use opentelemetry_proto::tonic::{
     common::v1::{any_value::Value as AnyValue, KeyValue},
     trace::v1::Span,
 };
-use tonic::{Request, Response, Status};
+use tonic::{
+    transport::{Identity, ServerTlsConfig},
+    Request, Response, Status,
+};
+
+use crate::pki::Pki;
 
 /// One span as received, with its resource's attributes.
 #[derive(Debug, Clone)]
@@ -54,12 +60,29 @@ pub struct Collector {
 impl Collector {
     /// Starts serving on a free port; returns it and its address.
     pub async fn start() -> (Collector, SocketAddr) {
+        Collector::serve(None).await
+    }
+
+    /// Starts serving over TLS with `pki`'s server certificate (for
+    /// `localhost`, signed by the test CA).
+    pub async fn start_tls(pki: &Pki) -> (Collector, SocketAddr) {
+        let (cert, key) = pki.server();
+        let identity =
+            Identity::from_pem(std::fs::read(cert).unwrap(), std::fs::read(key).unwrap());
+        Collector::serve(Some(ServerTlsConfig::new().identity(identity))).await
+    }
+
+    async fn serve(tls: Option<ServerTlsConfig>) -> (Collector, SocketAddr) {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let collector = Collector::default();
         let service = TraceServiceServer::new(collector.clone());
+        let mut builder = tonic::transport::Server::builder();
+        if let Some(tls) = tls {
+            builder = builder.tls_config(tls).unwrap();
+        }
         tokio::spawn(async move {
-            tonic::transport::Server::builder()
+            builder
                 .add_service(service)
                 .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener))
                 .await

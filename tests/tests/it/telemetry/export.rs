@@ -15,6 +15,7 @@ use super::{collector::Collector, parse_metrics, scrape, WAIT};
 use crate::{
     forward::DEST_SECRET,
     harness::{now_secs, order, ACME},
+    pki::Pki,
     process::HookdProcess,
     receiver::{Receiver, Reply},
 };
@@ -73,6 +74,36 @@ async fn the_binary_exports_spans_over_otlp_and_flushes_them_on_sigterm() {
         let child = spans.iter().find(|s| s.span.name == name).unwrap();
         assert_eq!(child.span.trace_id, ingest.span.trace_id, "{name}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_https_collector_is_trusted_through_the_system_roots() {
+    let pki = Pki::new();
+    let (collector, addr) = Collector::start_tls(&pki).await;
+    let (_dir, data, config) = setup(ACME);
+    let endpoint = format!("https://localhost:{}", addr.port());
+    let ca = pki.ca();
+    let mut hookd = HookdProcess::spawn(
+        &data,
+        &config,
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
+            // The test CA is one of the system's roots for this process.
+            ("SSL_CERT_FILE", ca.to_str().unwrap()),
+        ],
+    );
+    let (status, answer) = hookd
+        .post("msg_otlp_tls", now_secs(), &order("evt_tls"))
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{answer}");
+    let exit = hookd.terminate();
+    assert!(exit.success(), "{exit:?}");
+    let spans = collector.spans();
+    assert!(
+        spans.iter().any(|s| s.span.name == "hookd.ingest"),
+        "no ingest span over TLS: {}",
+        hookd.logs()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -97,6 +97,25 @@ pub enum Command {
         #[arg(long)]
         tenant: Option<String>,
     },
+    /// Print a shell completion script, e.g. `hookctl completions bash >
+    /// /etc/bash_completion.d/hookctl`.
+    Completions {
+        /// The shell to complete in.
+        shell: CompletionShell,
+    },
+    /// Print hookctl's manual page (roff), e.g. `hookctl man | man -l -`.
+    Man,
+}
+
+/// Shells `hookctl completions` writes scripts for.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum CompletionShell {
+    /// GNU bash.
+    Bash,
+    /// Z shell.
+    Zsh,
+    /// fish.
+    Fish,
 }
 
 /// `hookctl send ...`

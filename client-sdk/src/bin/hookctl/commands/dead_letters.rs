@@ -1,5 +1,7 @@
 //! `hookctl dead-letters list|redeliver|purge`.
 
+use anyhow::Context;
+use futures_util::{StreamExt, TryStreamExt};
 use hookd_sdk::client::{
     proto::{ListDeadLettersRequest, PurgeDeadLettersRequest, RedeliverRequest},
     DeadLetterFilter, HookdClient,
@@ -54,7 +56,7 @@ pub async fn run(
             let filter = dead_letter_filter(filter);
             let new_ids = client
                 .redeliver(RedeliverRequest {
-                    tenant_id: tenant,
+                    tenant_id: tenant.clone(),
                     delivery_ids: delivery_ids.clone(),
                     all_matching,
                     since_unix_ms: filter.since_unix_ms,
@@ -62,10 +64,22 @@ pub async fn run(
                     reason_contains: filter.reason_contains,
                 })
                 .await?;
+            let old_ids = if all_matching {
+                // hookd answers only the new ids; each new delivery names
+                // the dead letter it redelivers.
+                redelivery_sources(client, &tenant, &new_ids).await?
+            } else {
+                delivery_ids
+            };
             if out.is_json() {
-                return Ok(out.document(&json!({ "delivery_ids": new_ids }))?);
+                let pairs: Vec<_> = old_ids
+                    .iter()
+                    .zip(&new_ids)
+                    .map(|(old, new)| json!({ "delivery_id": old, "redelivered_as": new }))
+                    .collect();
+                return Ok(out.document(&json!({ "delivery_ids": new_ids, "redelivered": pairs }))?);
             }
-            Ok(print(&redelivered(&delivery_ids, &new_ids))?)
+            Ok(print(&redelivered(&old_ids, &new_ids))?)
         }
         DeadLettersCommand::Purge {
             tenant,
@@ -96,8 +110,27 @@ fn dead_letter_filter(args: FilterArgs) -> DeadLetterFilter {
     }
 }
 
-/// Old id next to new id when redelivering by id (hookd keeps the order); with a
-/// filter only the new ids are known.
+/// The dead letter each of `new_ids` redelivers, in the same order.
+async fn redelivery_sources(
+    client: &HookdClient,
+    tenant: &str,
+    new_ids: &[String],
+) -> anyhow::Result<Vec<String>> {
+    let lookups = new_ids.iter().map(|id| async move {
+        client
+            .get_delivery(tenant, id.as_str())
+            .await
+            .map(|d| d.redelivery_of)
+            .with_context(|| format!("looking up redelivery {id}"))
+    });
+    futures_util::stream::iter(lookups)
+        .buffered(8)
+        .try_collect()
+        .await
+}
+
+/// Old id next to new id (hookd keeps the order of the ids asked for); `-`
+/// where the old id is unknown.
 fn redelivered(old_ids: &[String], new_ids: &[String]) -> Table {
     let mut table = Table::with_header(&["DELIVERY_ID", "REDELIVERED_AS"]);
     for (index, new_id) in new_ids.iter().enumerate() {

@@ -3,6 +3,7 @@
 
 mod dead_letters;
 mod deliveries;
+mod docs;
 mod secrets;
 mod send;
 mod tail;
@@ -38,6 +39,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     };
     match command {
         Command::Send(args) => send::run(out, args, tls_ca.as_deref()).await,
+        Command::Completions { shell } => docs::completions(shell),
+        Command::Man => docs::man(),
         Command::Tenants(command) => tenants::run(&connect().await?, out, command).await,
         Command::Secrets(command) => secrets::run(&connect().await?, out, command).await,
         Command::Tokens(command) => tokens::run(&connect().await?, out, command).await,
