@@ -6,7 +6,7 @@
 //! the control plane gets a client whose resolver enforces the destination
 //! address policy, with no redirects and no proxy.
 
-use std::{collections::HashSet, future::Future, pin::Pin, sync::Arc, time::Duration};
+use std::{collections::HashSet, future::Future, pin::Pin, sync::Arc};
 
 use futures_util::{stream::FuturesUnordered, FutureExt, StreamExt};
 use tokio::sync::Notify;
@@ -153,9 +153,11 @@ impl Dispatcher {
                     now + MAX_IDLE_MS
                 }
             };
-            let sleep = tokio::time::sleep(Duration::from_millis(
-                (wake_at - now).clamp(1, MAX_IDLE_MS) as u64,
-            ));
+            // On the server's clock, so a test's clock drives retries,
+            // Retry-After, breaker cooldowns and the delivery rate.
+            let sleep = self
+                .clock
+                .sleep_until(now + (wake_at - now).clamp(1, MAX_IDLE_MS));
             tokio::select! {
                 Some(done) = in_flight.next(), if !in_flight.is_empty() => {
                     let mut finished = vec![done];

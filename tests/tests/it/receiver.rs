@@ -34,7 +34,6 @@ pub enum Reply {
 pub struct Received {
     pub headers: Vec<(String, String)>,
     pub body: Bytes,
-    pub at: Instant,
 }
 
 impl Received {
@@ -155,7 +154,6 @@ async fn handle(
     state.received.lock().unwrap().push(Received {
         headers,
         body,
-        at: Instant::now(),
     });
     state.arrived.notify_waiters();
     let response = match reply {
