@@ -1,5 +1,8 @@
 //! hookd: a multi-tenant inbound webhook receiver. This library holds all of
-//! it; the `hookd` binary only parses flags and calls [`Server::start`].
+//! it: [`run`] serves on listeners the caller bound until a shutdown future
+//! resolves, [`Server`] runs it on a thread of its own; the `hookd` binary
+//! only parses flags, loads the config, starts telemetry and calls
+//! [`Server::start`]. `docs/architecture.md` maps the modules.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -17,6 +20,8 @@ pub mod ids;
 pub mod ingress;
 pub mod keyring;
 pub mod metrics;
+mod run;
+mod serve;
 pub mod store;
 mod sweeper;
 pub mod telemetry;
@@ -24,3 +29,4 @@ pub mod tenant;
 pub mod tls;
 
 pub use app::Server;
+pub use run::{run, Listeners, Runtime};

@@ -10,7 +10,6 @@ use figment::{
     providers::{Env, Format, Serialized, Toml},
     Figment,
 };
-use opentelemetry_sdk::trace::SdkTracerProvider;
 use serde::{Deserialize, Serialize};
 
 use crate::{
@@ -59,11 +58,6 @@ pub struct Config {
     /// Master key and admin token, from the environment (never the file).
     #[serde(skip)]
     pub keys: KeySources,
-    /// Where spans go: the binary sets an OTLP pipeline from the `OTEL_*`
-    /// variables, a test an in-memory exporter. `None`: spans still get ids,
-    /// so `traceparent` reaches destinations, but nothing is exported.
-    #[serde(skip)]
-    pub tracer_provider: Option<SdkTracerProvider>,
 }
 
 /// HTTP ingress settings.

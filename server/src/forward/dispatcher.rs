@@ -69,6 +69,28 @@ struct Recorded {
     now: i64,
 }
 
+/// What a [`Dispatcher`] is built from.
+pub struct DispatcherParts {
+    /// The tenant it forwards for.
+    pub tenant: TenantId,
+    /// The tenant's storage trees.
+    pub trees: TenantTrees,
+    /// The store, for ids and durability barriers.
+    pub store: Store,
+    /// Destination, retry policy, breaker and rate.
+    pub settings: ForwardSettings,
+    /// The clock it reads and sleeps on.
+    pub clock: SharedClock,
+    /// Notified when new work is queued.
+    pub wake: Arc<Notify>,
+    /// The live feed outcomes are published on.
+    pub events: EventBus,
+    /// Starts the `hookd.forward` spans.
+    pub tracing: Tracing,
+    /// The tenant's counters.
+    pub metrics: Arc<TenantMetrics>,
+}
+
 /// The forwarding loop of one tenant.
 pub struct Dispatcher {
     tenant: TenantId,
@@ -89,19 +111,19 @@ pub struct Dispatcher {
 }
 
 impl Dispatcher {
-    /// A dispatcher for one tenant; `wake` is notified when new work is queued.
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        tenant: TenantId,
-        trees: TenantTrees,
-        store: Store,
-        settings: ForwardSettings,
-        clock: SharedClock,
-        wake: Arc<Notify>,
-        events: EventBus,
-        tracing: Tracing,
-        metrics: Arc<TenantMetrics>,
-    ) -> reqwest::Result<Self> {
+    /// A dispatcher for one tenant.
+    pub fn new(parts: DispatcherParts) -> reqwest::Result<Self> {
+        let DispatcherParts {
+            tenant,
+            trees,
+            store,
+            settings,
+            clock,
+            wake,
+            events,
+            tracing,
+            metrics,
+        } = parts;
         let mut builder = reqwest::Client::builder()
             .connect_timeout(settings.connect_timeout)
             .redirect(reqwest::redirect::Policy::none())

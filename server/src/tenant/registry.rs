@@ -16,7 +16,7 @@ use crate::{
     config::TenantSettings,
     error::{Error, Result},
     events::{DeliveryEvent, DeliveryEventKind, EventBus},
-    forward::Dispatcher,
+    forward::{Dispatcher, DispatcherParts},
     ids::{DeliveryId, TenantId},
     metrics::TenantMetrics,
     store::{deliveries, Store, TenantTrees},
@@ -94,17 +94,17 @@ impl Registry {
         let addr = Supervisor::start_in_arbiter(arbiter, |_| actor);
         let dispatcher = match &settings.forward {
             Some(forward) => {
-                let dispatcher = Dispatcher::new(
-                    settings.id.clone(),
-                    trees.clone(),
-                    self.store.clone(),
-                    forward.clone(),
-                    self.clock.clone(),
-                    wake.clone(),
-                    self.events.clone(),
-                    self.telemetry.tracing().clone(),
-                    metrics.clone(),
-                )
+                let dispatcher = Dispatcher::new(DispatcherParts {
+                    tenant: settings.id.clone(),
+                    trees: trees.clone(),
+                    store: self.store.clone(),
+                    settings: forward.clone(),
+                    clock: self.clock.clone(),
+                    wake: wake.clone(),
+                    events: self.events.clone(),
+                    tracing: self.telemetry.tracing().clone(),
+                    metrics: metrics.clone(),
+                })
                 .map_err(|e| {
                     Error::Config(format!("tenant {}: destination client: {e}", settings.id))
                 })?;

@@ -8,7 +8,7 @@ use hookd_server::{
     clock::{ManualClock, SharedClock, SystemClock},
     config::{Config, Overrides},
     store::{OsSync, SharedSync},
-    Server,
+    Runtime, Server,
 };
 use reqwest::StatusCode;
 use serde_json::Value;
@@ -227,7 +227,7 @@ fn try_start_on(
     // A test's gRPC clients live on the runtime that is blocked dropping the
     // server, so they cannot hang up: don't wait for them.
     config.grpc.shutdown_grace_secs = 0.0;
-    Server::start_with_sync(config, clock, sync)
+    Server::start(config, Runtime::new(clock).with_sync(sync))
 }
 
 /// acme's current secret.
