@@ -210,7 +210,11 @@ async fn retry_after_is_honoured() {
     wait_event(&mut feed, &id, DeliveryEventKind::Delivered).await;
     let got = dest.received();
     assert_eq!(got[2].header("webhook-id"), Some("evt_429"));
-    assert_eq!(sent_at(&got[2]), NOW + 120, "second attempt after Retry-After: 120");
+    assert_eq!(
+        sent_at(&got[2]),
+        NOW + 120,
+        "second attempt after Retry-After: 120"
+    );
 }
 
 #[tokio::test]

@@ -151,10 +151,11 @@ async fn handle(
         next.or_else(|| state.default.lock().unwrap().clone())
             .unwrap()
     };
-    state.received.lock().unwrap().push(Received {
-        headers,
-        body,
-    });
+    state
+        .received
+        .lock()
+        .unwrap()
+        .push(Received { headers, body });
     state.arrived.notify_waiters();
     let response = match reply {
         Reply::Status(code) => Response::builder()
