@@ -357,6 +357,21 @@ mod tests {
     }
 
     #[test]
+    fn the_commented_tenant_example_loads_when_uncommented() {
+        let example: String = DEFAULT_TOML
+            .lines()
+            .skip_while(|line| *line != "# [[tenants]]")
+            .map(|line| format!("{}\n", line.trim_start_matches('#').trim_start()))
+            .collect();
+        let c = load_str(&example).unwrap_or_else(|e| panic!("{e}\n{example}"));
+        let t = c.tenants[0].resolve().unwrap();
+        assert_eq!(t.id.as_str(), "acme");
+        let forward = t.forward.as_ref().expect("the example forwards");
+        assert_eq!(forward.max_in_flight, 8);
+        assert!(forward.delivery_rate.is_some());
+    }
+
+    #[test]
     fn flags_win_over_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("hookd.toml");
