@@ -12,9 +12,9 @@ pub mod catalog;
 pub mod clock;
 pub mod config;
 pub mod error;
-pub mod events;
 #[cfg(any(test, feature = "fault-injection"))]
 pub mod faults;
+pub mod feed;
 pub mod forward;
 pub mod ids;
 pub mod ingress;

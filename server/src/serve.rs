@@ -11,7 +11,7 @@ use crate::{
     admin::Backend,
     config::{Config, TenantSettings},
     error::{Error, Result},
-    events::EventBus,
+    feed::DeliveryFeed,
     ingress::{self, AppState},
     run::{start_tenants, Listeners, Runtime, Started},
     store::Store,
@@ -79,7 +79,7 @@ pub(crate) async fn serve(serving: Serving) -> Result<()> {
         arbiters.iter().map(|a| a.handle()).collect(),
         store,
         runtime.clock().clone(),
-        EventBus::default(),
+        DeliveryFeed::default(),
         Telemetry::new(runtime.tracer_provider(), &config.metrics),
     );
     let backend = match start_tenants(&config, &registry, tenants) {

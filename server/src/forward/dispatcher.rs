@@ -21,7 +21,7 @@ use crate::{
     clock::SharedClock,
     config::ForwardSettings,
     error::Result,
-    events::{DeliveryEvent, DeliveryEventKind, EventBus},
+    feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
     ids::{DeliveryId, RequestId, TenantId},
     metrics::{BreakerGauge, ForwardOutcome, TenantMetrics},
     store::{
@@ -31,7 +31,7 @@ use crate::{
     },
     telemetry::{
         spans::{self, ForwardRecord},
-        Tracing,
+        Spans,
     },
     tenant::rate_limit::TokenBucket,
 };
@@ -84,9 +84,9 @@ pub struct DispatcherParts {
     /// Notified when new work is queued.
     pub wake: Arc<Notify>,
     /// The live feed outcomes are published on.
-    pub events: EventBus,
+    pub events: DeliveryFeed,
     /// Starts the `hookd.forward` spans.
-    pub tracing: Tracing,
+    pub spans: Spans,
     /// The tenant's counters.
     pub metrics: Arc<TenantMetrics>,
 }
@@ -100,10 +100,10 @@ pub struct Dispatcher {
     client: reqwest::Client,
     clock: SharedClock,
     wake: Arc<Notify>,
-    events: EventBus,
+    events: DeliveryFeed,
     breaker: Breaker,
     rate: Option<TokenBucket>,
-    tracing: Tracing,
+    spans: Spans,
     metrics: Arc<TenantMetrics>,
     breaker_gauge: BreakerGauge,
     /// The destination's host, for spans and logs (its URL may carry a token).
@@ -121,7 +121,7 @@ impl Dispatcher {
             clock,
             wake,
             events,
-            tracing,
+            spans,
             metrics,
         } = parts;
         let mut builder = reqwest::Client::builder()
@@ -143,7 +143,7 @@ impl Dispatcher {
             .unwrap_or_default();
         Ok(Dispatcher {
             breaker_gauge: BreakerGauge::new(metrics.clone()),
-            tracing,
+            spans,
             metrics,
             host,
             breaker: Breaker::new(settings.breaker_threshold, settings.breaker_cooldown_ms),
@@ -245,7 +245,7 @@ impl Dispatcher {
         };
         let number = state.attempts + 1;
         let trace = self
-            .tracing
+            .spans
             .start_forward(&self.tenant, &event.meta, number, &self.host);
         let trace_headers = spans::trace_headers(&trace);
         let (client, settings) = (self.client.clone(), self.settings.clone());

@@ -21,12 +21,12 @@ use crate::{
     clock::SharedClock,
     config::TenantSettings,
     error::{ApiError, Error, ErrorCode},
-    events::{DeliveryEvent, DeliveryEventKind, EventBus},
+    feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
     ids::{DeliveryId, EventId},
     store::{records::EventMeta, CommitOutcome, Committer, NewDelivery, TenantTrees},
     telemetry::{
         spans::{self, ACTOR_SPAN, COMMIT_SPAN},
-        Tracing,
+        Spans,
     },
 };
 
@@ -47,13 +47,13 @@ pub struct TenantActor {
     /// When the previous secret stops being accepted (Unix seconds).
     previous_expires_at: Option<i64>,
     wake: Arc<Notify>,
-    events: EventBus,
+    events: DeliveryFeed,
     replay: ReplayCache,
     trees: TenantTrees,
     committer: Committer,
     clock: SharedClock,
     limiter: Option<TokenBucket>,
-    tracing: Tracing,
+    tracing: Spans,
 }
 
 impl TenantActor {
@@ -64,8 +64,8 @@ impl TenantActor {
         committer: Committer,
         clock: SharedClock,
         wake: Arc<Notify>,
-        events: EventBus,
-        tracing: Tracing,
+        events: DeliveryFeed,
+        tracing: Spans,
     ) -> Self {
         let ttl = Duration::from_secs((settings.tolerance_secs * 2).max(60));
         let replay = Cache::builder()

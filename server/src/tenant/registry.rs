@@ -15,7 +15,7 @@ use crate::{
     clock::SharedClock,
     config::TenantSettings,
     error::{Error, Result},
-    events::{DeliveryEvent, DeliveryEventKind, EventBus},
+    feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
     forward::{Dispatcher, DispatcherParts},
     ids::{DeliveryId, TenantId},
     metrics::TenantMetrics,
@@ -49,7 +49,7 @@ pub struct Registry {
     arbiters: Arc<Vec<ArbiterHandle>>,
     store: Store,
     clock: SharedClock,
-    events: EventBus,
+    events: DeliveryFeed,
     telemetry: Telemetry,
 }
 
@@ -59,7 +59,7 @@ impl Registry {
         arbiters: Vec<ArbiterHandle>,
         store: Store,
         clock: SharedClock,
-        events: EventBus,
+        events: DeliveryFeed,
         telemetry: Telemetry,
     ) -> Self {
         assert!(!arbiters.is_empty(), "at least one arbiter");
@@ -89,7 +89,7 @@ impl Registry {
             self.clock.clone(),
             wake.clone(),
             self.events.clone(),
-            self.telemetry.tracing().clone(),
+            self.telemetry.spans().clone(),
         );
         let addr = Supervisor::start_in_arbiter(arbiter, |_| actor);
         let dispatcher = match &settings.forward {
@@ -102,7 +102,7 @@ impl Registry {
                     clock: self.clock.clone(),
                     wake: wake.clone(),
                     events: self.events.clone(),
-                    tracing: self.telemetry.tracing().clone(),
+                    spans: self.telemetry.spans().clone(),
                     metrics: metrics.clone(),
                 })
                 .map_err(|e| {
@@ -239,7 +239,7 @@ impl Registry {
     }
 
     /// The live delivery feed.
-    pub fn events(&self) -> &EventBus {
+    pub fn feed(&self) -> &DeliveryFeed {
         &self.events
     }
 
