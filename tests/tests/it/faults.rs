@@ -19,7 +19,8 @@ use tokio_rustls::{
 };
 
 use crate::{
-    forward::{tenant, wait_event},
+    forward::wait_event,
+    harness::tenant,
     harness::{now_secs, order, signed, TestServer},
 };
 

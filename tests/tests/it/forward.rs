@@ -14,36 +14,11 @@ use sha2::Sha256;
 use tokio::sync::broadcast;
 
 use crate::{
-    harness::{now_secs, order, signed, TestServer, NOW},
+    harness::{now_secs, order, signed, tenant, TestServer, DEST_SECRET, NOW},
     receiver::{Received, Receiver, Reply},
 };
 
-/// The secret hookd signs forwards with, as the tenant's service holds it.
-pub const DEST_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 const WAIT: Duration = Duration::from_secs(10);
-
-/// A standard tenant `id` forwarding to `url`; `top` adds tenant keys,
-/// `tables` adds tables after the destination.
-pub fn tenant(id: &str, url: &str, top: &str, destination: &str, retry: &str) -> String {
-    format!(
-        r#"
-[[tenants]]
-id = "{id}"
-scheme = "standard"
-{top}
-[[tenants.secrets]]
-kid = "k2"
-secret = "whsec_AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA="
-[tenants.destination]
-url = "{url}"
-secret = "{DEST_SECRET}"
-{destination}
-[tenants.retry]
-jitter = 0.0
-{retry}
-"#
-    )
-}
 
 /// Sends one signed event to `tenant` and returns its delivery id.
 async fn send(s: &TestServer, tenant: &str, event_id: &str) -> String {

@@ -8,7 +8,7 @@ use reqwest::StatusCode;
 
 use super::{parse_metrics, scrape, WAIT};
 use crate::{
-    forward::tenant,
+    harness::tenant,
     harness::{now_secs, order, signed, TestServer, ACME},
     receiver::{Receiver, Reply},
 };
