@@ -24,6 +24,7 @@ pub struct Server {
     registry: Option<Registry>,
     http_addr: SocketAddr,
     grpc_addr: SocketAddr,
+    metrics_addr: Option<SocketAddr>,
     /// The listeners' TLS certificates, for [`Server::reload_tls`].
     certs: Vec<Arc<CertSource>>,
     shutdown: Option<oneshot::Sender<()>>,
@@ -37,6 +38,11 @@ impl Server {
     pub fn start(config: Config, runtime: Runtime) -> Result<Server> {
         let listeners = Listeners::bind(&config)?;
         let (http_addr, grpc_addr) = (listeners.http.local_addr()?, listeners.grpc.local_addr()?);
+        let metrics_addr = listeners
+            .metrics
+            .as_ref()
+            .map(std::net::TcpListener::local_addr)
+            .transpose()?;
         let (shutdown_tx, shutdown_rx) = oneshot::channel::<()>();
         let (ready_tx, ready_rx) = std_mpsc::channel();
         let runtime = runtime.reporting_to(ready_tx);
@@ -62,6 +68,7 @@ impl Server {
             registry: Some(started.registry),
             http_addr,
             grpc_addr,
+            metrics_addr,
             certs: started.certs,
             shutdown: Some(shutdown_tx),
             thread: Some(thread),
@@ -71,6 +78,12 @@ impl Server {
     /// Where the HTTP ingress listens.
     pub fn http_addr(&self) -> SocketAddr {
         self.http_addr
+    }
+
+    /// Where `GET /metrics` is served apart from the ingress, when
+    /// `metrics.addr` is set.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
     }
 
     /// The running tenants: redelivery and the live delivery feed.

@@ -135,10 +135,16 @@ impl Catalog {
             let (id, row) = kv?;
             if sealed::is_legacy(&row) {
                 let id = String::from_utf8_lossy(&id);
-                let set = sealed::open_legacy(&self.key, &id, &row)?;
-                self.secrets
-                    .insert(id.as_bytes(), sealed::seal(&self.key, &id, &set))?;
-                rewritten += 1;
+                match sealed::open_legacy(&self.key, &id, &row) {
+                    Ok(set) => {
+                        self.secrets
+                            .insert(id.as_bytes(), sealed::seal(&self.key, &id, &set))?;
+                        rewritten += 1;
+                    }
+                    Err(e) => {
+                        tracing::error!(tenant = %id, error = %e, "legacy sealed secrets cannot be opened; left as they are");
+                    }
+                }
             }
         }
         if rewritten > 0 {
@@ -149,7 +155,13 @@ impl Catalog {
         }
         for kv in self.tenants.iter() {
             let (id, bytes) = kv?;
-            let mut record: TenantRecord = decode(&bytes)?;
+            let mut record: TenantRecord = match decode(&bytes) {
+                Ok(record) => record,
+                Err(e) => {
+                    tracing::error!(tenant = %String::from_utf8_lossy(&id), error = %e, "stored tenant record cannot be read; left as it is");
+                    continue;
+                }
+            };
             if record.incarnation.is_empty() {
                 record.incarnation = ulid::Ulid::new().to_string();
                 self.tenants.insert(id, encode(&record))?;

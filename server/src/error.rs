@@ -45,6 +45,10 @@ pub enum ErrorCode {
     MethodNotAllowed,
     /// The body ended before its declared length or could not be read.
     BodyIncomplete,
+    /// The request was not read completely within `http.request_timeout_secs`.
+    RequestTimeout,
+    /// The request head is larger than `http.max_header_bytes`.
+    HeadersTooLarge,
     /// Readiness probe: hookd cannot take deliveries right now.
     NotReady,
     /// An unexpected failure inside hookd; the event was not acknowledged.
@@ -57,7 +61,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in documentation order.
-    pub const ALL: [ErrorCode; 21] = [
+    pub const ALL: [ErrorCode; 23] = [
         ErrorCode::PayloadTooLarge,
         ErrorCode::TenantNotFound,
         ErrorCode::TenantDisabled,
@@ -75,6 +79,8 @@ impl ErrorCode {
         ErrorCode::RouteNotFound,
         ErrorCode::MethodNotAllowed,
         ErrorCode::BodyIncomplete,
+        ErrorCode::RequestTimeout,
+        ErrorCode::HeadersTooLarge,
         ErrorCode::NotReady,
         ErrorCode::InternalError,
         ErrorCode::TenantUnavailable,
@@ -101,6 +107,8 @@ impl ErrorCode {
             ErrorCode::RouteNotFound => "ROUTE_NOT_FOUND",
             ErrorCode::MethodNotAllowed => "METHOD_NOT_ALLOWED",
             ErrorCode::BodyIncomplete => "BODY_INCOMPLETE",
+            ErrorCode::RequestTimeout => "REQUEST_TIMEOUT",
+            ErrorCode::HeadersTooLarge => "HEADERS_TOO_LARGE",
             ErrorCode::NotReady => "NOT_READY",
             ErrorCode::InternalError => "INTERNAL_ERROR",
             ErrorCode::TenantUnavailable => "TENANT_UNAVAILABLE",
@@ -130,6 +138,8 @@ impl ErrorCode {
                 StatusCode::SERVICE_UNAVAILABLE
             }
             ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ErrorCode::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
+            ErrorCode::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             ErrorCode::InternalError => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

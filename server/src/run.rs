@@ -73,14 +73,24 @@ pub struct Listeners {
     pub http: TcpListener,
     /// The gRPC control plane.
     pub grpc: TcpListener,
+    /// `metrics.addr`, when set (plain HTTP, `GET /metrics` only).
+    pub metrics: Option<TcpListener>,
 }
 
 impl Listeners {
-    /// Binds `http.addr` and `grpc.addr`; errors name the key.
+    /// Binds `http.addr`, `grpc.addr` and, with metrics on, `metrics.addr`;
+    /// errors name the key.
     pub fn bind(config: &Config) -> Result<Listeners> {
+        let http = TcpListener::bind(parse_addr("http.addr", &config.http.addr)?)?;
+        let grpc = TcpListener::bind(parse_addr("grpc.addr", &config.grpc.addr)?)?;
+        let metrics = match (&config.metrics.addr, config.metrics.enabled) {
+            (Some(addr), true) => Some(TcpListener::bind(parse_addr("metrics.addr", addr)?)?),
+            _ => None,
+        };
         Ok(Listeners {
-            http: TcpListener::bind(parse_addr("http.addr", &config.http.addr)?)?,
-            grpc: TcpListener::bind(parse_addr("grpc.addr", &config.grpc.addr)?)?,
+            http,
+            grpc,
+            metrics,
         })
     }
 }
@@ -101,6 +111,9 @@ pub async fn run(
     listeners: Listeners,
     shutdown: impl Future<Output = ()> + 'static,
 ) -> Result<()> {
+    if let Some(warning) = config.metrics.scan_limit_warning() {
+        tracing::warn!("{warning}");
+    }
     let tenants = config
         .tenants
         .iter()

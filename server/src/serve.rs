@@ -2,7 +2,9 @@
 //! the HTTP ingress (actix) and the gRPC control plane (tonic on its own
 //! runtime), and their graceful shutdown.
 
-use std::{future::Future, pin::Pin, sync::Arc, thread::JoinHandle, time::Duration};
+use std::{
+    future::Future, net::SocketAddr, pin::Pin, sync::Arc, thread::JoinHandle, time::Duration,
+};
 
 use actix_web::{dev::ServerHandle, middleware::from_fn, App, HttpServer};
 use tokio::sync::oneshot;
@@ -94,32 +96,41 @@ pub(crate) async fn serve(serving: Serving) -> Result<()> {
         .flatten()
         .map(|listener| Arc::clone(&listener.cert))
         .collect();
-    let schemes = (tls.http.is_some(), tls.grpc.is_some());
-    let (http_addr, grpc_addr) = (listeners.http.local_addr()?, listeners.grpc.local_addr()?);
-    let server = http_server(&config, &registry, cores, listeners.http, tls.http)?;
+    let listening = Listening::new(&listeners, &tls)?;
+    let state = AppState {
+        registry: registry.clone(),
+        limits: ingress::EdgeLimits::new(&config.http),
+    };
+    let server = http_server(&config, state.clone(), cores, listeners.http, tls.http)?;
     let http_handle = server.handle();
+    let metrics_server = listeners
+        .metrics
+        .map(|listener| metrics_server(&config, state, listener))
+        .transpose()?;
+    let metrics_handle = metrics_server.as_ref().map(actix_web::dev::Server::handle);
+    let metrics_task = metrics_server.map(actix_rt::spawn);
     let (grpc_stop_tx, grpc_stop_rx) = oneshot::channel::<()>();
-    let grpc_grace = Duration::from_secs_f64(config.grpc.shutdown_grace_secs);
     let grpc_thread = grpc_thread(
         listeners.grpc,
         backend,
         tls.grpc,
         Stop {
             signal: grpc_stop_rx,
-            grace: grpc_grace,
+            grace: Duration::from_secs_f64(config.grpc.shutdown_grace_secs),
         },
     )?;
 
-    actix_rt::spawn(stop_http_on(shutdown, http_handle));
+    actix_rt::spawn(stop_http_on(shutdown, http_handle, metrics_handle));
     let sweeper = actix_rt::spawn(sweeper::run(registry.clone(), config.retention.clone()));
     runtime.report_ready(Started {
         registry: registry.clone(),
         certs,
     });
-    let scheme = |tls: bool| if tls { "https" } else { "http" };
-    tracing::info!(scheme = scheme(schemes.0), "http listening on {http_addr}");
-    tracing::info!(scheme = scheme(schemes.1), "grpc listening on {grpc_addr}");
+    listening.log();
     let served = server.await;
+    if let Some(task) = metrics_task {
+        let _ = task.await;
+    }
 
     // The sweeper holds the registry, so storage: it must be gone before
     // [`crate::run`] waits for the committer.
@@ -134,6 +145,37 @@ pub(crate) async fn serve(serving: Serving) -> Result<()> {
     served.map_err(Error::from)
 }
 
+/// Where hookd listens and whether with TLS, announced once it is ready.
+struct Listening {
+    http: (SocketAddr, bool),
+    grpc: (SocketAddr, bool),
+    metrics: Option<SocketAddr>,
+}
+
+impl Listening {
+    fn new(listeners: &Listeners, tls: &Tls) -> Result<Listening> {
+        Ok(Listening {
+            http: (listeners.http.local_addr()?, tls.http.is_some()),
+            grpc: (listeners.grpc.local_addr()?, tls.grpc.is_some()),
+            metrics: listeners
+                .metrics
+                .as_ref()
+                .map(std::net::TcpListener::local_addr)
+                .transpose()?,
+        })
+    }
+
+    fn log(&self) {
+        let scheme = |tls: bool| if tls { "https" } else { "http" };
+        let ((http, http_tls), (grpc, grpc_tls)) = (self.http, self.grpc);
+        tracing::info!(scheme = scheme(http_tls), "http listening on {http}");
+        tracing::info!(scheme = scheme(grpc_tls), "grpc listening on {grpc}");
+        if let Some(addr) = self.metrics {
+            tracing::info!(scheme = "http", "metrics listening on {addr}");
+        }
+    }
+}
+
 fn stop_arbiters(arbiters: Vec<actix_rt::Arbiter>) {
     for arbiter in arbiters {
         arbiter.stop();
@@ -141,34 +183,48 @@ fn stop_arbiters(arbiters: Vec<actix_rt::Arbiter>) {
     }
 }
 
-async fn stop_http_on(shutdown: Pin<Box<dyn Future<Output = ()>>>, http: ServerHandle) {
+async fn stop_http_on(
+    shutdown: Pin<Box<dyn Future<Output = ()>>>,
+    http: ServerHandle,
+    metrics: Option<ServerHandle>,
+) {
     shutdown.await;
     tracing::info!("shutting down: finishing in-flight requests");
     http.stop(true).await;
+    if let Some(metrics) = metrics {
+        metrics.stop(false).await;
+    }
 }
 
 /// The HTTP ingress on `listener`, running (it serves once awaited).
 fn http_server(
     config: &Config,
-    registry: &Registry,
+    state: AppState,
     cores: usize,
     listener: std::net::TcpListener,
     tls: Option<ListenerTls>,
 ) -> Result<actix_web::dev::Server> {
-    let state = AppState {
-        registry: registry.clone(),
-    };
     let workers = if config.http.workers == 0 {
         cores
     } else {
         config.http.workers
     };
+    let max_header_bytes = config.http.max_header_bytes;
+    let unrouted = state.registry.telemetry().metrics().other().clone();
     let server = HttpServer::new(move || {
+        let unrouted = unrouted.clone();
         App::new()
+            .wrap(from_fn(move |req, next| {
+                ingress::header_limit(max_header_bytes, unrouted.clone(), req, next)
+            }))
+            .wrap(from_fn(ingress::close_unread_body))
             .wrap(from_fn(ingress::request_id))
             .configure(ingress::configure(state.clone()))
     })
     .workers(workers)
+    .max_connections(config.http.max_connections)
+    .keep_alive(config.http.keep_alive())
+    .client_request_timeout(config.http.head_timeout())
     .disable_signals()
     .shutdown_timeout(config.http.shutdown_timeout_secs);
     let server = match tls {
@@ -176,6 +232,26 @@ fn http_server(
         None => server.listen(listener)?,
     };
     Ok(server.run())
+}
+
+/// `GET /metrics` alone on `metrics.addr`, plain HTTP, running once awaited.
+fn metrics_server(
+    config: &Config,
+    state: AppState,
+    listener: std::net::TcpListener,
+) -> Result<actix_web::dev::Server> {
+    Ok(HttpServer::new(move || {
+        App::new()
+            .wrap(from_fn(ingress::request_id))
+            .configure(ingress::configure_metrics(state.clone()))
+    })
+    .workers(1)
+    .max_connections(64)
+    .client_request_timeout(config.http.head_timeout())
+    .disable_signals()
+    .shutdown_timeout(1)
+    .listen(listener)?
+    .run())
 }
 
 /// When the gRPC server stops, and how long its clients get to hang up.

@@ -119,7 +119,13 @@ impl Catalog {
     pub(super) fn sweep_tokens(&self) -> Result<()> {
         let (mut revoked, mut bound) = (0, 0);
         for mut token in self.list_tokens(None)? {
-            let current = self.incarnation(&token.tenant_id)?;
+            let current = match self.incarnation(&token.tenant_id) {
+                Ok(current) => current,
+                Err(e) => {
+                    tracing::error!(tenant = %token.tenant_id, error = %e, "tenant record cannot be read; its tokens are left as they are");
+                    continue;
+                }
+            };
             let Some(current) = current else {
                 self.revoke_token(&token.token_id)?;
                 revoked += 1;

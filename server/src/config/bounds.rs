@@ -136,6 +136,17 @@ pub const BREAKER_COOLDOWN_SECS: Real = positive(DAY as f64);
 pub const HTTP_WORKERS: Count = count(0, 1_024);
 /// `http.shutdown_timeout_secs`.
 pub const HTTP_SHUTDOWN_SECS: Count = count(0, 3_600);
+/// The largest request head actix-http itself reads before answering a
+/// bare 431.
+pub const FRAMEWORK_MAX_HEAD_BYTES: usize = 128 * 1024;
+/// `http.request_timeout_secs`: a day at most.
+pub const HTTP_REQUEST_TIMEOUT_SECS: Count = count(1, DAY);
+/// `http.max_header_bytes`, up to what actix-http reads at all.
+pub const HTTP_MAX_HEADER_BYTES: Count = count(1_024, FRAMEWORK_MAX_HEAD_BYTES as u64);
+/// `http.max_connections`, per worker.
+pub const HTTP_MAX_CONNECTIONS: Count = count(1, 1_048_576);
+/// `http.keep_alive_secs` (0 closes a connection after one answer).
+pub const HTTP_KEEP_ALIVE_SECS: Count = count(0, 3_600);
 /// `grpc.shutdown_grace_secs`.
 pub const GRPC_SHUTDOWN_SECS: Real = non_negative(3_600.0);
 /// `metrics.max_tenant_labels`.
@@ -188,6 +199,10 @@ mod tests {
     #[test]
     fn the_largest_allowed_values_are_safe_to_compute_with() {
         let _ = std::time::Duration::from_secs(TOLERANCE_SECS.max * 2);
+        for secs in [HTTP_REQUEST_TIMEOUT_SECS.max, HTTP_KEEP_ALIVE_SECS.max] {
+            let later = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+            assert!(later > std::time::Instant::now());
+        }
         for real in [
             RETRY_DELAY_SECS,
             RETRY_WINDOW_SECS,

@@ -31,6 +31,10 @@ fn hostile_numbers_are_config_errors_naming_the_key() {
     let mut cases = vec![
         global("http", "shutdown_timeout_secs", BIG),
         global("http", "workers", BIG),
+        global("http", "request_timeout_secs", BIG),
+        global("http", "max_header_bytes", BIG),
+        global("http", "max_connections", "0"),
+        global("http", "keep_alive_secs", BIG),
         global("grpc", "shutdown_grace_secs", "1e300"),
         global("grpc", "shutdown_grace_secs", "nan"),
         global("grpc", "shutdown_grace_secs", "-1.0"),

@@ -19,9 +19,10 @@ use crate::{
 pub mod bounds;
 #[cfg(test)]
 mod hostile_tests;
+mod http;
 mod tenant;
 
-pub use bounds::MAX_BODY_LIMIT;
+pub use bounds::{FRAMEWORK_MAX_HEAD_BYTES, MAX_BODY_LIMIT};
 pub use tenant::{
     load_secret, BreakerConfig, DestinationConfig, ForwardSettings, RateLimitConfig, RetryConfig,
     SecretConfig, SecretState, TenantConfig, TenantSettings,
@@ -70,6 +71,15 @@ pub struct HttpConfig {
     pub workers: usize,
     /// Grace period for in-flight requests at shutdown.
     pub shutdown_timeout_secs: u64,
+    /// Deadline for reading one whole request, head and body (408 past it).
+    pub request_timeout_secs: u64,
+    /// Largest request head (request line and header lines) accepted (431).
+    pub max_header_bytes: usize,
+    /// Open connections each worker serves at once; more wait to be accepted.
+    pub max_connections: usize,
+    /// How long an idle connection is kept for another request; 0 closes
+    /// every connection after one answer.
+    pub keep_alive_secs: u64,
     /// Serve HTTPS from these PEM files instead of plain HTTP.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<HttpTlsConfig>,
@@ -151,15 +161,38 @@ impl std::str::FromStr for LogFormat {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct MetricsConfig {
-    /// Serve `GET /metrics` on the HTTP address.
+    /// Serve `GET /metrics`.
     pub enabled: bool,
+    /// A separate address to serve `GET /metrics` on, e.g. `127.0.0.1:9090`;
+    /// when set, the public HTTP address no longer serves it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub addr: Option<String>,
     /// Tenants that get a `tenant` label of their own, in the order they
     /// start; the rest are counted together as `tenant="other"`, so label
     /// cardinality stays bounded however many tenants there are.
     pub max_tenant_labels: usize,
-    /// Most queue and dead-letter entries counted per tenant per scrape:
-    /// sled counts by scanning, so a huge backlog must not make a scrape slow.
+    /// Deprecated and unused: queue and dead-letter gauges are kept by
+    /// storage, so a scrape scans nothing. Still accepted (and bounded) so
+    /// existing config files load; a value other than
+    /// [`DEPRECATED_SCAN_LIMIT_DEFAULT`] is warned about once at start.
     pub scan_limit: usize,
+}
+
+/// The default of the unused `metrics.scan_limit`.
+pub const DEPRECATED_SCAN_LIMIT_DEFAULT: usize = 100_000;
+
+impl MetricsConfig {
+    /// The warning to log at start when `metrics.scan_limit` is set to
+    /// anything but its default: it no longer does anything.
+    pub fn scan_limit_warning(&self) -> Option<String> {
+        (self.scan_limit != DEPRECATED_SCAN_LIMIT_DEFAULT).then(|| {
+            format!(
+                "metrics.scan_limit = {} is deprecated and ignored: queue and dead-letter \
+                 gauges are kept by storage and a scrape scans nothing; remove the key",
+                self.scan_limit
+            )
+        })
+    }
 }
 
 /// Durable storage settings.
@@ -264,6 +297,9 @@ impl Config {
     pub fn validate(&self) -> Result<()> {
         parse_addr("http.addr", &self.http.addr)?;
         parse_addr("grpc.addr", &self.grpc.addr)?;
+        if let Some(addr) = &self.metrics.addr {
+            parse_addr("metrics.addr", addr)?;
+        }
         if let Some(tls) = &self.http.tls {
             crate::tls::http_server_config(tls)?;
         }
@@ -296,6 +332,7 @@ impl Config {
             "http.shutdown_timeout_secs",
             self.http.shutdown_timeout_secs,
         )?;
+        self.http.check_edge_bounds()?;
         bounds::GRPC_SHUTDOWN_SECS
             .check("grpc.shutdown_grace_secs", self.grpc.shutdown_grace_secs)?;
         check_usize(
@@ -477,10 +514,31 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("http.addr"), "{e}");
+        let e = load_str("[http]\nmax_header_bytes = 200000\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("http.max_header_bytes"), "{e}");
+        let e = load_str("[metrics]\naddr = \"public\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("metrics.addr"), "{e}");
+        let e = load_str("[http]\nrequest_timeout_secs = 0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("http.request_timeout_secs"), "{e}");
         let e = load_str("[htttp]\naddr = \"127.0.0.1:1\"\n")
             .unwrap_err()
             .to_string();
         assert!(e.contains("htttp"), "{e}");
+    }
+
+    #[test]
+    fn the_unused_scan_limit_still_loads_and_a_set_one_is_warned_about() {
+        let c = load_str("[metrics]\nscan_limit = 500\n").unwrap();
+        let warning = c.metrics.scan_limit_warning().unwrap();
+        assert!(warning.contains("metrics.scan_limit = 500"), "{warning}");
+        let defaults = Config::load(None, &Overrides::default()).unwrap();
+        assert_eq!(defaults.metrics.scan_limit_warning(), None);
     }
 
     #[test]

@@ -3,15 +3,11 @@
 
 use std::time::Instant;
 
-use actix_web::{
-    http::header::CONTENT_LENGTH,
-    web::{self, BytesMut},
-    HttpRequest, HttpResponse,
-};
+use actix_web::{http::header::CONTENT_LENGTH, web, HttpRequest, HttpResponse};
 use futures_util::StreamExt;
 use serde_json::json;
 
-use super::{request_id_of, AppState};
+use super::{body::BodyBuffer, request_id_of, AppState, EdgeLimits};
 use crate::{
     error::{ApiError, ErrorCode},
     ids::RequestId,
@@ -45,6 +41,7 @@ pub async fn ingest(
         &req,
         payload,
         (handle.as_ref(), &state.registry),
+        &state.limits,
         &tenant,
         &request_id,
         &trace,
@@ -106,6 +103,7 @@ async fn accept(
     req: &HttpRequest,
     payload: web::Payload,
     (handle, registry): (Option<&TenantHandle>, &Registry),
+    limits: &EdgeLimits,
     tenant: &str,
     request_id: &RequestId,
     trace: &opentelemetry::Context,
@@ -128,7 +126,10 @@ async fn accept(
             format!("tenant {tenant:?} is disabled"),
         ));
     }
-    let body = read_body(req, payload, handle.settings.max_body_bytes).await?;
+    let read = read_body(req, payload, handle.settings.max_body_bytes);
+    let body = actix_rt::time::timeout(limits.body_timeout, read)
+        .await
+        .map_err(|_| limits.timed_out())??;
     handle
         .addr
         .send(Ingest {
@@ -171,7 +172,7 @@ async fn read_body(
     if declared.is_some_and(|len| len > limit) {
         return Err(too_large());
     }
-    let mut body = BytesMut::with_capacity(declared.unwrap_or(8 * 1024).min(limit));
+    let mut body = BodyBuffer::new(declared, limit);
     while let Some(chunk) = payload.next().await {
         let chunk = chunk.map_err(|e| {
             ApiError::new(
@@ -179,10 +180,7 @@ async fn read_body(
                 format!("the body could not be read: {e}"),
             )
         })?;
-        if body.len() + chunk.len() > limit {
-            return Err(too_large());
-        }
-        body.extend_from_slice(&chunk);
+        body.push(&chunk).map_err(|_| too_large())?;
     }
-    Ok(body.freeze())
+    Ok(body.finish())
 }

@@ -1,6 +1,6 @@
-//! `GET /metrics`: every metric in the Prometheus text format. Storage
-//! gauges are counted at scrape time on actix's blocking pool, never on an
-//! HTTP worker.
+//! `GET /metrics`: every metric in the Prometheus text format, rendered on
+//! actix's blocking pool, never on an HTTP worker. Served on the public
+//! address, or on `metrics.addr` alone when that is set.
 
 use actix_web::{web, HttpRequest, HttpResponse};
 

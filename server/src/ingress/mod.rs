@@ -1,6 +1,8 @@
 //! The HTTP surface: routes, the request-id middleware and the answers for
 //! unknown routes. Handlers stay thin; the work happens in tenant actors.
 
+mod body;
+mod edge;
 mod health;
 mod hooks;
 mod metrics;
@@ -19,17 +21,21 @@ use crate::{
     tenant::Registry,
 };
 
+pub use edge::{close_unread_body, header_limit, EdgeLimits};
+
 /// Shared state of every HTTP worker.
 #[derive(Clone)]
 pub struct AppState {
     /// Running tenants.
     pub registry: Registry,
+    /// Head size and body deadline.
+    pub limits: EdgeLimits,
 }
 
 /// Registers every route on an actix-web app.
 pub fn configure(state: AppState) -> impl FnOnce(&mut web::ServiceConfig) {
     move |cfg| {
-        if state.registry.telemetry().metrics().enabled() {
+        if state.registry.telemetry().metrics().on_public_port() {
             cfg.route("/metrics", web::get().to(metrics::metrics));
         }
         cfg.app_data(web::Data::new(state))
@@ -40,6 +46,16 @@ pub fn configure(state: AppState) -> impl FnOnce(&mut web::ServiceConfig) {
             )
             .route("/healthz", web::get().to(health::healthz))
             .route("/readyz", web::get().to(health::readyz))
+            .default_service(web::to(route_not_found));
+    }
+}
+
+/// Registers the routes of the separate metrics address (`metrics.addr`):
+/// `GET /metrics` and nothing else.
+pub fn configure_metrics(state: AppState) -> impl FnOnce(&mut web::ServiceConfig) {
+    move |cfg| {
+        cfg.app_data(web::Data::new(state))
+            .route("/metrics", web::get().to(metrics::metrics))
             .default_service(web::to(route_not_found));
     }
 }

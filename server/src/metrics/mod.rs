@@ -1,6 +1,6 @@
 //! Prometheus metrics of one server: counters and histograms updated with
-//! relaxed atomics where things happen, gauges (queue depth, oldest pending,
-//! dead letters) read from storage at scrape time, and the tenant-label cap.
+//! relaxed atomics where things happen, gauges (queue depth, dead letters)
+//! kept by storage as entries come and go, and the tenant-label cap.
 
 mod histogram;
 mod render;
@@ -228,9 +228,10 @@ impl Metrics {
         self.ingest_latency[result as usize].observe(elapsed);
     }
 
-    /// Whether `/metrics` is served.
-    pub fn enabled(&self) -> bool {
-        self.config.enabled
+    /// Whether `/metrics` is served on the public HTTP address: enabled,
+    /// and no separate `metrics.addr` is set.
+    pub fn on_public_port(&self) -> bool {
+        self.config.enabled && self.config.addr.is_none()
     }
 
     fn labelled(&self) -> Vec<Arc<TenantMetrics>> {
@@ -248,7 +249,8 @@ mod tests {
         MetricsConfig {
             enabled: true,
             max_tenant_labels,
-            scan_limit: 10,
+            addr: None,
+            scan_limit: crate::config::DEPRECATED_SCAN_LIMIT_DEFAULT,
         }
     }
 

@@ -1,5 +1,6 @@
-//! A scrape: reads the storage gauges of every running tenant (bounded
-//! scans) and writes everything in the Prometheus text format 0.0.4.
+//! A scrape: reads the storage gauges of every running tenant (counters
+//! kept by storage, and the first key of each queue) and writes everything
+//! in the Prometheus text format 0.0.4. Its cost does not grow with backlog.
 
 use std::{
     collections::BTreeMap,
@@ -17,21 +18,21 @@ use crate::{
 /// The storage gauges of one `tenant` label, summed over its tenants.
 #[derive(Default)]
 struct QueueGauges {
-    depth: usize,
+    depth: u64,
     oldest_due_secs: f64,
-    dead: usize,
+    dead: u64,
 }
 
-/// Renders every metric. `tenants` are the running tenants, whose queues
-/// and dead-letter indexes are counted now (at most `scan_limit` entries
-/// each); `now_ms` is the server clock, for the age of the oldest due entry.
+/// Renders every metric. `tenants` are the running tenants, whose queue and
+/// dead-letter counts are read from their gauges; `now_ms` is the server
+/// clock, for the age of the oldest due entry (the queue's first key).
 pub fn scrape(
     metrics: &Metrics,
     tenants: &[TenantHandle],
     commits: &CommitStats,
     now_ms: i64,
 ) -> String {
-    let gauges = queue_gauges(tenants, metrics.config.scan_limit, now_ms);
+    let gauges = queue_gauges(tenants, now_ms);
     let labelled = metrics.labelled();
     let mut out = String::with_capacity(16 * 1024);
     render_commits(&mut out, commits);
@@ -43,19 +44,14 @@ pub fn scrape(
     out
 }
 
-/// Counts each `tenant` label's queue and dead letters, at most `limit`
-/// entries per tenant.
-fn queue_gauges(
-    tenants: &[TenantHandle],
-    limit: usize,
-    now_ms: i64,
-) -> BTreeMap<String, QueueGauges> {
+/// Reads each `tenant` label's queue and dead-letter gauges.
+fn queue_gauges(tenants: &[TenantHandle], now_ms: i64) -> BTreeMap<String, QueueGauges> {
     let mut gauges: BTreeMap<String, QueueGauges> = BTreeMap::new();
     for handle in tenants {
         let g = gauges.entry(handle.metrics.label().to_owned()).or_default();
         let trees = &handle.trees;
-        g.depth += trees.queue.iter().keys().take(limit).count();
-        g.dead += trees.dead.iter().keys().take(limit).count();
+        g.depth += trees.gauges.queue_depth();
+        g.dead += trees.gauges.dead_letters();
         if let Ok(Some((key, _))) = trees.queue.first() {
             let due = queue_key_due_ms(&key).unwrap_or(now_ms);
             g.oldest_due_secs = g.oldest_due_secs.max((now_ms - due).max(0) as f64 / 1000.0);
@@ -179,7 +175,7 @@ fn render_queues(out: &mut String, gauges: &BTreeMap<String, QueueGauges>) {
         out,
         "hookd_queue_depth",
         "gauge",
-        "Deliveries waiting to be forwarded or pulled (counted up to metrics.scan_limit).",
+        "Deliveries waiting to be forwarded or pulled, or pulled and not yet acknowledged.",
     );
     for (label, g) in gauges {
         sample(out, "hookd_queue_depth", &[("tenant", label)], g.depth);
@@ -203,7 +199,7 @@ fn render_queues(out: &mut String, gauges: &BTreeMap<String, QueueGauges>) {
         out,
         "hookd_dead_letters",
         "gauge",
-        "Dead letters waiting for redelivery or purge (counted up to metrics.scan_limit).",
+        "Dead letters waiting for redelivery or purge.",
     );
     for (label, g) in gauges {
         sample(out, "hookd_dead_letters", &[("tenant", label)], g.dead);
@@ -270,7 +266,8 @@ mod tests {
         let m = Metrics::new(&MetricsConfig {
             enabled: true,
             max_tenant_labels: 10,
-            scan_limit: 10,
+            addr: None,
+            scan_limit: crate::config::DEPRECATED_SCAN_LIMIT_DEFAULT,
         });
         let acme = m.tenant(&TenantId::new("acme"));
         acme.accepted();

@@ -6,6 +6,7 @@ use sled::{transaction::TransactionError, Transactional};
 
 use super::{
     committer::{CommitOutcome, NewDelivery},
+    gauges::Tally,
     records::{decode, encode, queue_key, DeliveryState, IdempotencyRecord, StoredEvent},
     TenantTrees,
 };
@@ -98,7 +99,8 @@ struct Encoded<'a> {
 /// state and queue entry are inserted unless the event id is already known
 /// (in storage or earlier in the same batch), which makes it a duplicate.
 /// One transaction per batch instead of one per write: sled's transaction
-/// overhead is paid once.
+/// overhead is paid once. The queue entries it made are counted in their
+/// tenants' gauges once it committed.
 fn apply_batch(db: &sled::Db, items: &[&NewDelivery]) -> Result<Vec<CommitOutcome>> {
     let mut tenants: Vec<&TenantTrees> = Vec::new();
     let mut encoded = Vec::with_capacity(items.len());
@@ -143,6 +145,7 @@ fn apply_batch(db: &sled::Db, items: &[&NewDelivery]) -> Result<Vec<CommitOutcom
         .flat_map(|t| [&t.idem, &t.events, &t.state, &t.queue])
         .collect();
     let result = trees.as_slice().transaction(|views| {
+        let tallies: Vec<Tally> = tenants.iter().map(|_| Tally::default()).collect();
         let mut existing = Vec::with_capacity(encoded.len());
         for e in &encoded {
             let [idem, events, states, queue] = &views[e.tenant * 4..e.tenant * 4 + 4] else {
@@ -162,13 +165,21 @@ fn apply_batch(db: &sled::Db, items: &[&NewDelivery]) -> Result<Vec<CommitOutcom
             idem.insert(e.event_id, e.idem.as_slice())?;
             events.insert(e.delivery_id, e.event.as_slice())?;
             states.insert(e.delivery_id, e.state.as_slice())?;
-            queue.insert(&e.queue_key[..], e.delivery_id)?;
+            tallies[e.tenant].queue_inserted(queue.insert(&e.queue_key[..], e.delivery_id)?);
             existing.push(None);
         }
-        Ok(existing)
+        Ok((
+            existing,
+            tallies.iter().map(Tally::delta).collect::<Vec<_>>(),
+        ))
     });
     let existing = match result {
-        Ok(existing) => existing,
+        Ok((existing, deltas)) => {
+            for (tenant, delta) in tenants.iter().zip(deltas) {
+                tenant.gauges.apply(delta);
+            }
+            existing
+        }
         Err(TransactionError::Storage(e)) => return Err(e.into()),
         Err(TransactionError::Abort(())) => {
             return Err(Error::Corrupt("transaction aborted".into()))

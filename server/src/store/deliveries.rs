@@ -14,6 +14,7 @@ use sled::{
 pub use consumer::{ack, nack, pull};
 
 use super::{
+    gauges::{Delta, Tally},
     records::{
         attempt_key, decode, encode, queue_key, time_key, AttemptRecord, DeadLetter, DeliveryState,
         DeliveryStatus, EventMeta, IdempotencyRecord, StoredEvent,
@@ -27,6 +28,21 @@ use crate::{
 
 /// What a transaction's closure returns.
 type TxResult<T> = ConflictableTransactionResult<T, Error>;
+
+/// Runs a transaction's body with a fresh [`Tally`] (one per run of the
+/// closure, so a run sled repeats after a conflict counts from zero) and
+/// returns its value with what it changed in the queue and dead letters.
+fn tallied<T>(body: impl FnOnce(&Tally) -> TxResult<T>) -> TxResult<(T, Delta)> {
+    let tally = Tally::default();
+    let value = body(&tally)?;
+    Ok((value, tally.delta()))
+}
+
+/// Counts a committed transaction's changes in the tenant's gauges.
+fn counted<T>(trees: &TenantTrees, (value, delta): (T, Delta)) -> T {
+    trees.gauges.apply(delta);
+    value
+}
 
 /// What an attempt leads to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,7 +105,7 @@ pub fn record_attempt(
     retry_seq: u64,
     now_ms: i64,
 ) -> Result<Option<DeliveryState>> {
-    (
+    let result = (
         &trees.queue,
         &trees.state,
         &trees.attempts,
@@ -97,25 +113,29 @@ pub fn record_attempt(
         &trees.done,
     )
         .transaction(|(queue, states, attempts, dead, done)| {
-            let Some(state) = claim(queue, states, queue_entry, delivery_id)? else {
-                return Ok(None);
-            };
-            let outcome = Outcome {
-                attempt,
-                next,
-                retry_seq,
-                now_ms,
-            };
-            let trees = Settle {
-                queue,
-                states,
-                attempts,
-                dead,
-                done,
-            };
-            settle(&trees, state, queue_entry, delivery_id, &outcome).map(Some)
+            tallied(|tally| {
+                let Some(state) = claim(queue, states, queue_entry, delivery_id, tally)? else {
+                    return Ok(None);
+                };
+                let outcome = Outcome {
+                    attempt,
+                    next,
+                    retry_seq,
+                    now_ms,
+                };
+                let trees = Settle {
+                    queue,
+                    states,
+                    attempts,
+                    dead,
+                    done,
+                    tally,
+                };
+                settle(&trees, state, queue_entry, delivery_id, &outcome).map(Some)
+            })
         })
-        .map_err(flatten)
+        .map_err(flatten)?;
+    Ok(counted(trees, result))
 }
 
 /// The result of one attempt, as [`settle`] applies it.
@@ -126,13 +146,15 @@ struct Outcome<'a> {
     now_ms: i64,
 }
 
-/// The trees an attempt's outcome touches, inside a transaction.
+/// The trees an attempt's outcome touches, inside a transaction, and the
+/// tally of its queue and dead-letter changes.
 struct Settle<'a> {
     queue: &'a TransactionalTree,
     states: &'a TransactionalTree,
     attempts: &'a TransactionalTree,
     dead: &'a TransactionalTree,
     done: &'a TransactionalTree,
+    tally: &'a Tally,
 }
 
 /// Writes an attempt and what follows from it for a delivery that
@@ -156,7 +178,7 @@ fn settle(
     state.last_error = attempt.error.clone();
     state.next_attempt_at_ms = None;
     state.queue_key = None;
-    trees.queue.remove(queue_entry)?;
+    trees.tally.queue_removed(trees.queue.remove(queue_entry)?);
     match next {
         Next::Delivered => {
             state.status = DeliveryStatus::Delivered;
@@ -168,7 +190,9 @@ fn settle(
             state.status = DeliveryStatus::Pending;
             state.next_attempt_at_ms = Some(*due_ms);
             state.queue_key = Some(hex::encode(key));
-            trees.queue.insert(&key[..], id)?;
+            trees
+                .tally
+                .queue_inserted(trees.queue.insert(&key[..], id)?);
         }
         Next::Dead { reason } => {
             state.status = DeliveryStatus::Dead;
@@ -182,9 +206,10 @@ fn settle(
                 attempts: state.attempts,
                 last_status: attempt.status_code,
             };
-            trees
+            let old = trees
                 .dead
                 .insert(time_key(now_ms, delivery_id), encode(&letter))?;
+            trees.tally.dead_inserted(old);
         }
     }
     trees.states.insert(id, encode(&state))?;
@@ -197,12 +222,13 @@ fn settle(
 /// The compare half of every queue compare-and-set, inside the
 /// transaction: the delivery's state if `queue_entry` names it and it is
 /// pending with that entry as its live one. An entry its delivery no
-/// longer points at is an orphan and is removed.
+/// longer points at is an orphan and is removed (counted in `tally`).
 fn claim(
     queue: &TransactionalTree,
     states: &TransactionalTree,
     queue_entry: &[u8],
     delivery_id: &DeliveryId,
+    tally: &Tally,
 ) -> TxResult<Option<DeliveryState>> {
     match queue.get(queue_entry)? {
         Some(named) if named.as_ref() == delivery_id.as_str().as_bytes() => {}
@@ -217,7 +243,7 @@ fn claim(
             Ok(Some(state))
         }
         _ => {
-            queue.remove(queue_entry)?;
+            tally.queue_removed(queue.remove(queue_entry)?);
             Ok(None)
         }
     }
@@ -241,7 +267,9 @@ fn abort<T>(e: Error) -> TxResult<T> {
 
 /// Drops a queue entry whose event is gone (purged or swept).
 pub fn drop_queue_entry(trees: &TenantTrees, queue_entry: &[u8]) -> Result<()> {
-    trees.queue.remove(queue_entry)?;
+    let tally = Tally::default();
+    tally.queue_removed(trees.queue.remove(queue_entry)?);
+    trees.gauges.apply(tally.delta());
     Ok(())
 }
 
@@ -260,8 +288,9 @@ pub fn redeliver(
     let new_id = DeliveryId::generate();
     let new_key = queue_key(now_ms, seq);
     let id = delivery_id.as_str();
-    (&trees.events, &trees.state, &trees.queue, &trees.dead)
+    let result = (&trees.events, &trees.state, &trees.queue, &trees.dead)
         .transaction(|(events, states, queue, dead)| {
+            let tally = Tally::default();
             let Some(mut old) = tx_state(states, delivery_id)? else {
                 return abort(Error::NotFound(format!("delivery {delivery_id}")));
             };
@@ -301,11 +330,12 @@ pub fn redeliver(
             events.insert(new_id.as_str(), StoredEvent::encode(&meta, &event.body))?;
             states.insert(new_id.as_str(), encode(&new_state))?;
             states.insert(id, encode(&old))?;
-            queue.insert(&new_key[..], new_id.as_str())?;
-            dead.remove(dead_key)?;
-            Ok(())
+            tally.queue_inserted(queue.insert(&new_key[..], new_id.as_str())?);
+            tally.dead_removed(dead.remove(dead_key)?);
+            Ok(tally.delta())
         })
         .map_err(flatten)?;
+    trees.gauges.apply(result);
     Ok(new_id)
 }
 
@@ -335,24 +365,27 @@ pub fn purge_dead_letter(
         .scan_prefix(prefix)
         .keys()
         .collect::<std::result::Result<_, _>>()?;
-    (&trees.dead, &trees.events, &trees.state, &trees.attempts)
+    let result = (&trees.dead, &trees.events, &trees.state, &trees.attempts)
         .transaction(|(dead, events, states, attempts)| {
-            if dead.get(dead_key)?.is_none() {
-                return Ok(false);
-            }
-            match tx_state(states, id)? {
-                Some(state) if state.status == DeliveryStatus::Dead => {}
-                _ => return Ok(false),
-            }
-            dead.remove(dead_key)?;
-            events.remove(id.as_str())?;
-            states.remove(id.as_str())?;
-            for key in &attempt_keys {
-                attempts.remove(key)?;
-            }
-            Ok(true)
+            tallied(|tally| {
+                if dead.get(dead_key)?.is_none() {
+                    return Ok(false);
+                }
+                match tx_state(states, id)? {
+                    Some(state) if state.status == DeliveryStatus::Dead => {}
+                    _ => return Ok(false),
+                }
+                tally.dead_removed(dead.remove(dead_key)?);
+                events.remove(id.as_str())?;
+                states.remove(id.as_str())?;
+                for key in &attempt_keys {
+                    attempts.remove(key)?;
+                }
+                Ok(true)
+            })
         })
-        .map_err(flatten)
+        .map_err(flatten)?;
+    Ok(counted(trees, result))
 }
 
 fn delete_delivery(trees: &TenantTrees, delivery_id: &DeliveryId) -> Result<()> {

@@ -8,19 +8,22 @@ mod committer;
 pub mod deliveries;
 #[cfg(test)]
 mod durability_tests;
+mod gauges;
 pub mod records;
 pub mod sync;
 
 use std::{
+    collections::HashMap,
     path::{Path, PathBuf},
     sync::{
         atomic::{AtomicBool, Ordering},
-        Arc,
+        Arc, Mutex,
     },
     thread::JoinHandle,
 };
 
 pub use committer::{CommitOutcome, CommitStats, Committer, NewDelivery};
+pub use gauges::QueueGauges;
 pub use sync::{OsSync, SharedSync, SyncOps};
 
 use crate::{error::Result, ids::TenantId};
@@ -47,6 +50,9 @@ pub struct TenantTrees {
     pub dead: sled::Tree,
     /// finished time + delivery_id -> (): delivered events, for retention.
     pub done: sled::Tree,
+    /// Live counts of `queue` and `dead`, shared by every handle of the
+    /// tenant's trees in this process.
+    pub gauges: Arc<QueueGauges>,
 }
 
 /// The process's storage: the sled database and its committer.
@@ -55,6 +61,7 @@ pub struct Store {
     db: sled::Db,
     committer: Committer,
     poisoned: Arc<AtomicBool>,
+    gauges: Arc<Mutex<HashMap<TenantId, Arc<QueueGauges>>>>,
 }
 
 impl Store {
@@ -87,22 +94,40 @@ impl Store {
                 db,
                 committer,
                 poisoned,
+                gauges: Arc::default(),
             },
             handle,
         ))
     }
 
-    /// Opens the trees of one tenant (cheap after the first call).
+    /// Opens the trees of one tenant (cheap after the first call; the first
+    /// counts its queue and dead letters once).
     pub fn tenant_trees(&self, tenant: &TenantId) -> Result<TenantTrees> {
         let name = |kind: &str| format!("t/{tenant}/{kind}");
+        let (queue, dead) = (
+            self.db.open_tree(name("queue"))?,
+            self.db.open_tree(name("dead"))?,
+        );
+        let gauges = {
+            let mut known = self.gauges.lock().expect("gauges lock");
+            match known.get(tenant) {
+                Some(gauges) => gauges.clone(),
+                None => {
+                    let gauges = Arc::new(QueueGauges::count(&queue, &dead)?);
+                    known.insert(tenant.clone(), gauges.clone());
+                    gauges
+                }
+            }
+        };
         Ok(TenantTrees {
             idem: self.db.open_tree(name("idem"))?,
             events: self.db.open_tree(name("events"))?,
-            queue: self.db.open_tree(name("queue"))?,
+            queue,
             state: self.db.open_tree(name("state"))?,
             attempts: self.db.open_tree(name("attempts"))?,
-            dead: self.db.open_tree(name("dead"))?,
+            dead,
             done: self.db.open_tree(name("done"))?,
+            gauges,
         })
     }
 
@@ -126,9 +151,14 @@ impl Store {
 
     /// Drops every tree of `tenant` on the committer thread, between batches
     /// (so a batch holding writes for it fails only those), and returns once
-    /// that is durable.
+    /// that is durable. The tenant's queue and dead-letter counts are
+    /// forgotten with its trees (even when the drop failed, which poisons
+    /// the store), so a tenant created later under the same id is counted
+    /// from its own trees.
     pub async fn drop_tenant_trees(&self, tenant: &TenantId) -> Result<()> {
-        self.committer.drop_trees(format!("t/{tenant}/")).await
+        let dropped = self.committer.drop_trees(format!("t/{tenant}/")).await;
+        self.gauges.lock().expect("gauges lock").remove(tenant);
+        dropped
     }
 
     /// The sled database, for components that keep their own trees.

@@ -21,7 +21,7 @@ use crate::{
 const WAIT: Duration = Duration::from_secs(10);
 
 /// Sends one signed event to `tenant` and returns its delivery id.
-async fn send(s: &TestServer, tenant: &str, event_id: &str) -> String {
+pub async fn send(s: &TestServer, tenant: &str, event_id: &str) -> String {
     let body = order(event_id);
     let a = s
         .post(tenant, &signed(event_id, s.clock_secs(), &body), &body)

@@ -7,6 +7,7 @@ mod cli;
 mod control;
 mod crash;
 mod durability;
+mod edge;
 mod event_ids;
 mod faults;
 mod forward;

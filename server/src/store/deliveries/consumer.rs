@@ -9,8 +9,8 @@ use std::collections::HashSet;
 use sled::Transactional;
 
 use super::{
-    abort, claim, flatten, load_event, settle, tx_state, DeliveryId, DeliveryStatus, Error, Next,
-    Outcome, Result, Settle, StoredEvent, TenantTrees,
+    abort, claim, counted, flatten, load_event, settle, tallied, tx_state, DeliveryId,
+    DeliveryStatus, Error, Next, Outcome, Result, Settle, StoredEvent, TenantTrees,
 };
 use crate::{
     ids::RequestId,
@@ -60,52 +60,55 @@ pub fn pull(
             &trees.done,
         )
             .transaction(|(queue, states, attempts, dead, done)| {
-                let Some(mut state) = claim(queue, states, &key, &delivery_id)? else {
-                    return Ok(None);
-                };
-                if now_ms - state.received_at_ms > window_ms {
-                    let attempt = AttemptRecord {
-                        attempt: state.attempts,
-                        started_at_ms: now_ms,
-                        duration_ms: 0,
-                        status_code: None,
-                        error: Some("not acknowledged by a consumer".into()),
-                        response_body: Vec::new(),
-                        next_retry_at_ms: None,
-                        request_id: RequestId::generate(),
+                tallied(|tally| {
+                    let Some(mut state) = claim(queue, states, &key, &delivery_id, tally)? else {
+                        return Ok(None);
                     };
-                    let next = Next::Dead {
-                        reason: format!(
-                            "not acknowledged within the retry window after {} pulls",
-                            state.attempts
-                        ),
-                    };
-                    let trees = Settle {
-                        queue,
-                        states,
-                        attempts,
-                        dead,
-                        done,
-                    };
-                    let outcome = Outcome {
-                        attempt: &attempt,
-                        next: &next,
-                        retry_seq: 0,
-                        now_ms,
-                    };
-                    settle(&trees, state, &key, &delivery_id, &outcome)?;
-                    return Ok(None);
-                }
-                state.attempts += 1;
-                state.next_attempt_at_ms = Some(now_ms + visibility_ms);
-                state.queue_key = Some(hex::encode(hidden_until));
-                queue.remove(&key)?;
-                queue.insert(&hidden_until[..], delivery_id.as_str())?;
-                states.insert(delivery_id.as_str(), encode(&state))?;
-                Ok(Some(state.attempts))
+                    if now_ms - state.received_at_ms > window_ms {
+                        let attempt = AttemptRecord {
+                            attempt: state.attempts,
+                            started_at_ms: now_ms,
+                            duration_ms: 0,
+                            status_code: None,
+                            error: Some("not acknowledged by a consumer".into()),
+                            response_body: Vec::new(),
+                            next_retry_at_ms: None,
+                            request_id: RequestId::generate(),
+                        };
+                        let next = Next::Dead {
+                            reason: format!(
+                                "not acknowledged within the retry window after {} pulls",
+                                state.attempts
+                            ),
+                        };
+                        let trees = Settle {
+                            queue,
+                            states,
+                            attempts,
+                            dead,
+                            done,
+                            tally,
+                        };
+                        let outcome = Outcome {
+                            attempt: &attempt,
+                            next: &next,
+                            retry_seq: 0,
+                            now_ms,
+                        };
+                        settle(&trees, state, &key, &delivery_id, &outcome)?;
+                        return Ok(None);
+                    }
+                    state.attempts += 1;
+                    state.next_attempt_at_ms = Some(now_ms + visibility_ms);
+                    state.queue_key = Some(hex::encode(hidden_until));
+                    tally.queue_removed(queue.remove(&key)?);
+                    tally.queue_inserted(queue.insert(&hidden_until[..], delivery_id.as_str())?);
+                    states.insert(delivery_id.as_str(), encode(&state))?;
+                    Ok(Some(state.attempts))
+                })
             })
             .map_err(flatten)?;
-        if let Some(attempt) = taken {
+        if let Some(attempt) = counted(trees, taken) {
             bytes += size;
             handed.insert(delivery_id);
             out.push((event, attempt));
@@ -121,28 +124,31 @@ pub fn ack(trees: &TenantTrees, ids: &[DeliveryId], now_ms: i64) -> Result<u32> 
     let mut acked = 0;
     for id in ids {
         let done_key = time_key(now_ms, id);
-        let counted = (&trees.queue, &trees.state, &trees.done)
+        let result = (&trees.queue, &trees.state, &trees.done)
             .transaction(|(queue, states, done)| {
-                let Some(mut state) = tx_state(states, id)? else {
-                    return Ok(false);
-                };
-                if state.status != DeliveryStatus::Pending {
-                    return Ok(false);
-                }
-                if let Some(key) = state.queue_key.take() {
-                    let key = hex::decode(&key)
-                        .or_else(|e| abort(Error::Corrupt(format!("queue key of {id}: {e}"))))?;
-                    queue.remove(key)?;
-                }
-                state.status = DeliveryStatus::Delivered;
-                state.finished_at_ms = Some(now_ms);
-                state.next_attempt_at_ms = None;
-                states.insert(id.as_str(), encode(&state))?;
-                done.insert(done_key.as_slice(), &[])?;
-                Ok(true)
+                tallied(|tally| {
+                    let Some(mut state) = tx_state(states, id)? else {
+                        return Ok(false);
+                    };
+                    if state.status != DeliveryStatus::Pending {
+                        return Ok(false);
+                    }
+                    if let Some(key) = state.queue_key.take() {
+                        let key = hex::decode(&key).or_else(|e| {
+                            abort(Error::Corrupt(format!("queue key of {id}: {e}")))
+                        })?;
+                        tally.queue_removed(queue.remove(key)?);
+                    }
+                    state.status = DeliveryStatus::Delivered;
+                    state.finished_at_ms = Some(now_ms);
+                    state.next_attempt_at_ms = None;
+                    states.insert(id.as_str(), encode(&state))?;
+                    done.insert(done_key.as_slice(), &[])?;
+                    Ok(true)
+                })
             })
             .map_err(flatten)?;
-        acked += u32::from(counted);
+        acked += u32::from(counted(trees, result));
     }
     Ok(acked)
 }
@@ -156,28 +162,31 @@ pub fn nack(trees: &TenantTrees, db: &sled::Db, ids: &[DeliveryId], now_ms: i64)
         let new = queue_key(now_ms, db.generate_id()?);
         let moved = (&trees.queue, &trees.state)
             .transaction(|(queue, states)| {
-                let Some(mut state) = tx_state(states, id)? else {
-                    return Ok(false);
-                };
-                let Some(old) = state.queue_key.as_ref().and_then(|k| hex::decode(k).ok()) else {
-                    return Ok(false);
-                };
-                let hidden = queue_key_due_ms(&old).is_some_and(|due| due > now_ms);
-                if state.status != DeliveryStatus::Pending || state.attempts == 0 || !hidden {
-                    return Ok(false);
-                }
-                if claim(queue, states, &old, id)?.is_none() {
-                    return Ok(false);
-                }
-                state.queue_key = Some(hex::encode(new));
-                state.next_attempt_at_ms = Some(now_ms);
-                queue.remove(old)?;
-                queue.insert(&new[..], id.as_str())?;
-                states.insert(id.as_str(), encode(&state))?;
-                Ok(true)
+                tallied(|tally| {
+                    let Some(mut state) = tx_state(states, id)? else {
+                        return Ok(false);
+                    };
+                    let Some(old) = state.queue_key.as_ref().and_then(|k| hex::decode(k).ok())
+                    else {
+                        return Ok(false);
+                    };
+                    let hidden = queue_key_due_ms(&old).is_some_and(|due| due > now_ms);
+                    if state.status != DeliveryStatus::Pending || state.attempts == 0 || !hidden {
+                        return Ok(false);
+                    }
+                    if claim(queue, states, &old, id, tally)?.is_none() {
+                        return Ok(false);
+                    }
+                    state.queue_key = Some(hex::encode(new));
+                    state.next_attempt_at_ms = Some(now_ms);
+                    tally.queue_removed(queue.remove(old)?);
+                    tally.queue_inserted(queue.insert(&new[..], id.as_str())?);
+                    states.insert(id.as_str(), encode(&state))?;
+                    Ok(true)
+                })
             })
             .map_err(flatten)?;
-        returned += u32::from(moved);
+        returned += u32::from(counted(trees, moved));
     }
     Ok(returned)
 }

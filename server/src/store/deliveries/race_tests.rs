@@ -10,7 +10,7 @@ use std::{
 use super::*;
 use crate::{
     ids::{EventId, TenantId},
-    store::Store,
+    store::{gauges::Delta, Store},
 };
 
 const THREADS: usize = 8;
@@ -48,6 +48,7 @@ fn pending(trees: &TenantTrees, n: usize, at_ms: i64) -> DeliveryId {
         .unwrap();
     trees.state.insert(id.as_str(), encode(&state)).unwrap();
     trees.queue.insert(key, id.as_str()).unwrap();
+    trees.gauges.apply(Delta { queued: 1, dead: 0 });
     id
 }
 
@@ -68,8 +69,14 @@ fn at_once<T: Send + 'static>(f: impl Fn(usize) -> T + Send + Sync + 'static) ->
 }
 
 /// Every queue entry names a pending delivery whose state points back at
-/// it, and every pending delivery has exactly one entry.
+/// it, and every pending delivery has exactly one entry; the gauges count
+/// what the queue and the dead-letter index hold.
 fn assert_queue_consistent(trees: &TenantTrees) {
+    assert_eq!(
+        (trees.gauges.queue_depth(), trees.gauges.dead_letters()),
+        (trees.queue.len() as u64, trees.dead.len() as u64),
+        "gauges (queue depth, dead letters) against the trees"
+    );
     let mut queued = HashSet::new();
     for kv in trees.queue.iter() {
         let (key, value) = kv.unwrap();
@@ -341,5 +348,54 @@ fn concurrent_nacks_and_pulls_keep_one_queue_entry_per_delivery() {
             );
         }
         assert_queue_consistent(&trees);
+    }
+}
+
+#[test]
+fn racing_attempts_and_purges_of_one_delivery_count_it_once() {
+    for round in 0..ROUNDS {
+        let (_dir, _store, trees) = open();
+        let id = pending(&trees, 1, 1_000);
+        pending(&trees, 2, 1_000);
+        let key = queue_key(1_000, 1);
+        let shared = trees.clone();
+        let attempt_id = id.clone();
+        let settled = at_once(move |i| {
+            let attempt = AttemptRecord {
+                attempt: 1,
+                started_at_ms: 2_000,
+                duration_ms: 1,
+                status_code: Some(500),
+                error: None,
+                response_body: vec![],
+                next_retry_at_ms: None,
+                request_id: RequestId::new("req_2"),
+            };
+            let next = match i % 3 {
+                0 => Next::Retry { due_ms: 9_000 },
+                _ => Next::Dead {
+                    reason: "gone".into(),
+                },
+            };
+            record_attempt(&shared, &key, &attempt_id, &attempt, &next, i as u64, 2_000)
+                .unwrap()
+                .is_some()
+        });
+        assert_eq!(
+            settled.iter().filter(|won| **won).count(),
+            1,
+            "round {round}: one attempt holds the entry"
+        );
+        assert_queue_consistent(&trees);
+        let state = load_state(&trees, &id).unwrap().unwrap();
+        if state.status == DeliveryStatus::Pending {
+            continue;
+        }
+        let (dead_key, letter) = dead_letters(&trees).next().unwrap().unwrap();
+        let shared = trees.clone();
+        let purged = at_once(move |_| purge_dead_letter(&shared, &dead_key, &letter).unwrap());
+        assert_eq!(purged.iter().filter(|p| **p).count(), 1, "round {round}");
+        assert_queue_consistent(&trees);
+        assert_eq!(trees.gauges.queue_depth(), 1, "round {round}");
     }
 }

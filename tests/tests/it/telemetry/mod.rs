@@ -5,6 +5,7 @@
 
 mod collector;
 mod export;
+mod gauges;
 mod metrics;
 mod spans;
 

@@ -1,0 +1,310 @@
+//! The load driver: N keep-alive HTTP/1.1 connections, each sending the next
+//! planned request as soon as its previous answer is read, until the plan or
+//! the time runs out. Latency is recorded per request in an HDR histogram.
+
+use std::{
+    collections::BTreeMap,
+    net::SocketAddr,
+    sync::{
+        atomic::{AtomicU64, AtomicUsize, Ordering},
+        Arc,
+    },
+    time::{Duration, Instant},
+};
+
+use hdrhistogram::Histogram;
+use http_body_util::{BodyExt, Empty, Full};
+use hyper::{body::Bytes, client::conn::http1::SendRequest, Method, Request, StatusCode};
+use hyper_util::rt::TokioIo;
+use indicatif::{ProgressBar, ProgressStyle};
+use tokio::net::TcpStream;
+
+use crate::plan::Plan;
+
+/// Longest latency the histogram holds, in microseconds (a minute).
+const MAX_LATENCY_US: u64 = 60_000_000;
+
+/// How one phase runs.
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
+    /// Where the server listens (loopback only).
+    pub addr: SocketAddr,
+    /// Concurrent keep-alive connections.
+    pub connections: usize,
+    /// Stop sending after this long; `None` sends the whole plan.
+    pub duration: Option<Duration>,
+    /// A request unanswered this long counts as an error and its connection is replaced.
+    pub request_timeout: Duration,
+    /// Draw a progress bar on stderr (hidden when stderr is not a terminal).
+    pub progress: bool,
+}
+
+/// What one phase measured.
+#[derive(Debug)]
+pub struct PhaseResult {
+    /// Requests answered, by status code.
+    pub statuses: BTreeMap<u16, u64>,
+    /// Requests that got no answer, by cause.
+    pub errors: BTreeMap<String, u64>,
+    /// Requests sent (answered or failed).
+    pub sent: u64,
+    /// Of `sent`, replays of seed deliveries.
+    pub sent_duplicates: u64,
+    /// Latency of answered requests, microseconds.
+    pub latency: Histogram<u64>,
+    /// From the first request to the last answer.
+    pub elapsed: Duration,
+    /// The plan ran out before the duration did.
+    pub plan_exhausted: bool,
+}
+
+/// Sends `order` (pool indexes of `plan`) with `opts`.
+pub async fn run_phase(
+    plan: Arc<Plan>,
+    order: Arc<Vec<u32>>,
+    opts: &LoadOptions,
+    label: &str,
+) -> PhaseResult {
+    let next = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicU64::new(0));
+    let start = Instant::now();
+    let deadline = opts.duration.map(|d| start + d);
+    let bar = progress_bar(opts, order.len(), label);
+    let ticker = {
+        let (bar, done) = (bar.clone(), done.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                tick(&bar, done.load(Ordering::Relaxed), start, deadline);
+            }
+        })
+    };
+    let workers: Vec<_> = (0..opts.connections.max(1))
+        .map(|_| {
+            let worker = Worker {
+                plan: plan.clone(),
+                order: order.clone(),
+                next: next.clone(),
+                done: done.clone(),
+                addr: opts.addr,
+                deadline,
+                timeout: opts.request_timeout,
+            };
+            tokio::spawn(worker.run())
+        })
+        .collect();
+    let mut total = WorkerStats::new();
+    for worker in workers {
+        let stats = worker.await.expect("a load connection panicked");
+        total.merge(stats);
+    }
+    let elapsed = start.elapsed();
+    ticker.abort();
+    bar.finish_and_clear();
+    PhaseResult {
+        statuses: total.statuses,
+        errors: total.errors,
+        sent: total.sent,
+        sent_duplicates: total.sent_duplicates,
+        latency: total.latency,
+        elapsed,
+        plan_exhausted: opts.duration.is_some_and(|d| elapsed < d)
+            && next.load(Ordering::Relaxed) >= order.len(),
+    }
+}
+
+fn progress_bar(opts: &LoadOptions, total: usize, label: &str) -> ProgressBar {
+    if !opts.progress {
+        return ProgressBar::hidden();
+    }
+    let (len, template) = match opts.duration {
+        Some(d) => (
+            d.as_millis() as u64,
+            "{prefix} [{elapsed_precise}] {wide_bar} {msg}",
+        ),
+        None => (
+            total as u64,
+            "{prefix} [{elapsed_precise}] {wide_bar} {pos}/{len} {msg}",
+        ),
+    };
+    let bar = ProgressBar::new(len);
+    bar.set_style(ProgressStyle::with_template(template).expect("a valid template"));
+    bar.set_prefix(label.to_owned());
+    bar
+}
+
+fn tick(bar: &ProgressBar, done: u64, start: Instant, deadline: Option<Instant>) {
+    let secs = start.elapsed().as_secs_f64();
+    let rate = if secs > 0.0 { done as f64 / secs } else { 0.0 };
+    match deadline {
+        Some(_) => {
+            bar.set_position(start.elapsed().as_millis() as u64);
+            bar.set_message(format!("{done} req, {rate:.0} req/s"));
+        }
+        None => {
+            bar.set_position(done);
+            bar.set_message(format!("{rate:.0} req/s"));
+        }
+    }
+}
+
+struct WorkerStats {
+    statuses: BTreeMap<u16, u64>,
+    errors: BTreeMap<String, u64>,
+    sent: u64,
+    sent_duplicates: u64,
+    latency: Histogram<u64>,
+}
+
+impl WorkerStats {
+    fn new() -> Self {
+        WorkerStats {
+            statuses: BTreeMap::new(),
+            errors: BTreeMap::new(),
+            sent: 0,
+            sent_duplicates: 0,
+            latency: Histogram::new_with_bounds(1, MAX_LATENCY_US, 3).expect("valid bounds"),
+        }
+    }
+
+    fn merge(&mut self, other: WorkerStats) {
+        for (status, n) in other.statuses {
+            *self.statuses.entry(status).or_default() += n;
+        }
+        for (cause, n) in other.errors {
+            *self.errors.entry(cause).or_default() += n;
+        }
+        self.sent += other.sent;
+        self.sent_duplicates += other.sent_duplicates;
+        self.latency
+            .add(&other.latency)
+            .expect("histograms with the same bounds");
+    }
+
+    fn error(&mut self, cause: String) {
+        *self.errors.entry(cause).or_default() += 1;
+    }
+}
+
+struct Worker {
+    plan: Arc<Plan>,
+    order: Arc<Vec<u32>>,
+    next: Arc<AtomicUsize>,
+    done: Arc<AtomicU64>,
+    addr: SocketAddr,
+    deadline: Option<Instant>,
+    timeout: Duration,
+}
+
+impl Worker {
+    async fn run(self) -> WorkerStats {
+        let mut stats = WorkerStats::new();
+        let mut sender: Option<SendRequest<Full<Bytes>>> = None;
+        loop {
+            if self.deadline.is_some_and(|d| Instant::now() >= d) {
+                break;
+            }
+            let i = self.next.fetch_add(1, Ordering::Relaxed);
+            let Some(&pool_index) = self.order.get(i) else {
+                break;
+            };
+            let conn = match sender.take() {
+                Some(conn) => conn,
+                None => match tokio::time::timeout(self.timeout, connect(self.addr)).await {
+                    Ok(Ok(conn)) => conn,
+                    Ok(Err(e)) => {
+                        // No server to talk to: this connection stops, the run ends.
+                        stats.sent += 1;
+                        stats.error(format!("connect: {e}"));
+                        break;
+                    }
+                    Err(_) => {
+                        stats.sent += 1;
+                        stats.error("connect: timed out".into());
+                        break;
+                    }
+                },
+            };
+            let delivery = &self.plan.pool[pool_index as usize];
+            stats.sent += 1;
+            if (pool_index as usize) < self.plan.seed_len {
+                stats.sent_duplicates += 1;
+            }
+            let started = Instant::now();
+            let outcome = tokio::time::timeout(self.timeout, send(conn, delivery, self.addr)).await;
+            match outcome {
+                Ok(Ok((status, conn))) => {
+                    let us = started.elapsed().as_micros() as u64;
+                    stats.latency.saturating_record(us.clamp(1, MAX_LATENCY_US));
+                    *stats.statuses.entry(status.as_u16()).or_default() += 1;
+                    sender = Some(conn);
+                }
+                Ok(Err(e)) => stats.error(e),
+                Err(_) => stats.error("timed out".into()),
+            }
+            self.done.fetch_add(1, Ordering::Relaxed);
+        }
+        stats
+    }
+}
+
+/// Opens one keep-alive HTTP/1.1 connection.
+pub async fn connect(addr: SocketAddr) -> Result<SendRequest<Full<Bytes>>, String> {
+    let stream = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
+    stream.set_nodelay(true).map_err(|e| e.to_string())?;
+    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|e| e.to_string())?;
+    tokio::spawn(async move {
+        // Ends when the sender is dropped or the server hangs up.
+        let _ = conn.await;
+    });
+    Ok(sender)
+}
+
+async fn send(
+    mut conn: SendRequest<Full<Bytes>>,
+    delivery: &crate::plan::Delivery,
+    addr: SocketAddr,
+) -> Result<(StatusCode, SendRequest<Full<Bytes>>), String> {
+    conn.ready().await.map_err(|e| format!("http: {e}"))?;
+    let mut request = Request::builder()
+        .method(Method::POST)
+        .uri(delivery.path.as_str())
+        .header(hyper::header::HOST, addr.to_string())
+        .body(Full::new(delivery.body.clone()))
+        .map_err(|e| format!("request: {e}"))?;
+    request.headers_mut().extend(delivery.headers.clone());
+    let response = conn
+        .send_request(request)
+        .await
+        .map_err(|e| format!("http: {e}"))?;
+    let status = response.status();
+    response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| format!("http body: {e}"))?;
+    Ok((status, conn))
+}
+
+/// GETs `path` on a fresh connection and returns the status.
+pub async fn get_status(addr: SocketAddr, path: &str) -> Result<StatusCode, String> {
+    let stream = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|e| e.to_string())?;
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    let request = Request::builder()
+        .uri(path)
+        .header(hyper::header::HOST, addr.to_string())
+        .body(Empty::<Bytes>::new())
+        .map_err(|e| e.to_string())?;
+    let response = sender
+        .send_request(request)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(response.status())
+}

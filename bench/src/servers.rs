@@ -1,0 +1,254 @@
+//! The servers `compare` starts as child processes on 127.0.0.1 port 0: the
+//! bare actix-web server (this binary's hidden `bare-server` command) and
+//! hookd with a temp data dir and a generated config declaring the bench
+//! tenants. Both are stopped when dropped.
+
+use std::{
+    fmt::Write as _,
+    io::{BufRead, BufReader},
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use anyhow::{bail, Context};
+use hookd_sdk::signature::Scheme;
+
+use crate::load::get_status;
+
+/// A child server, killed and reaped on drop.
+#[derive(Debug)]
+pub struct ServerProcess {
+    child: Child,
+    /// Where it listens.
+    pub addr: SocketAddr,
+    /// Temp dir holding hookd's data, config and log; removed on drop.
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl ServerProcess {
+    /// Stops the child: SIGTERM, then SIGKILL if it is still there after `grace`.
+    pub fn stop(mut self, grace: Duration) {
+        terminate(&mut self.child, grace);
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        terminate(&mut self.child, Duration::from_secs(5));
+    }
+}
+
+fn terminate(child: &mut Child, grace: Duration) {
+    if let Ok(Some(_)) = child.try_wait() {
+        return;
+    }
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Starts this binary's bare server with `workers` HTTP workers (0: one per core).
+pub fn start_bare(workers: usize) -> anyhow::Result<ServerProcess> {
+    let exe = std::env::current_exe().context("cannot find the hookd-bench binary")?;
+    let mut child = Command::new(exe)
+        .args(["bare-server", "--addr", "127.0.0.1:0", "--workers"])
+        .arg(workers.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("cannot start the bare server")?;
+    let stdout = child.stdout.take().context("bare server stdout")?;
+    let mut line = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .context("reading the bare server's address")?;
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .and_then(|a| a.parse().ok());
+    let Some(addr) = addr else {
+        let _ = child.kill();
+        bail!("the bare server did not start (it said {line:?})");
+    };
+    Ok(ServerProcess {
+        child,
+        addr,
+        _dir: None,
+    })
+}
+
+/// How to start hookd.
+#[derive(Debug, Clone)]
+pub struct HookdSpec {
+    /// The `hookd` binary.
+    pub binary: PathBuf,
+    /// Tenant ids to declare.
+    pub tenants: Vec<String>,
+    /// Their scheme.
+    pub scheme: Scheme,
+    /// Their secret and its key id.
+    pub secret: String,
+    /// Key id of `secret`.
+    pub kid: String,
+    /// Signed-timestamp tolerance, long enough for the whole run.
+    pub tolerance_secs: u64,
+    /// Largest body each tenant accepts.
+    pub max_body_bytes: usize,
+    /// HTTP workers (0: one per core).
+    pub workers: usize,
+    /// hookd's log filter (its default is `info`, one line per accepted delivery).
+    pub log_filter: String,
+    /// How long to wait for `/readyz`.
+    pub ready_timeout: Duration,
+}
+
+/// The config file declaring `spec`'s tenants.
+pub fn hookd_config(spec: &HookdSpec) -> String {
+    let mut out = format!(
+        "[http]\nworkers = {}\n\n[log]\nfilter = {:?}\n",
+        spec.workers, spec.log_filter
+    );
+    for id in &spec.tenants {
+        let _ = write!(
+            out,
+            "\n[[tenants]]\nid = {id:?}\nscheme = {scheme:?}\ntolerance_secs = {tol}\n\
+             max_body_bytes = {max}\n[[tenants.secrets]]\nkid = {kid:?}\nsecret = {secret:?}\n",
+            scheme = spec.scheme.as_str(),
+            tol = spec.tolerance_secs,
+            max = spec.max_body_bytes,
+            kid = spec.kid,
+            secret = spec.secret,
+        );
+    }
+    out
+}
+
+/// Starts hookd on a temp data dir and waits until `/readyz` answers 200.
+pub async fn start_hookd(spec: &HookdSpec) -> anyhow::Result<ServerProcess> {
+    if !spec.binary.is_file() {
+        bail!(
+            "no hookd binary at {} (build it with `cargo build --release -p hookd-server`, or pass --hookd PATH)",
+            spec.binary.display()
+        );
+    }
+    let dir = tempfile::tempdir().context("cannot create a temp dir for hookd")?;
+    let config = dir.path().join("hookd.toml");
+    std::fs::write(&config, hookd_config(spec)).context("writing hookd's config")?;
+    let log_path = dir.path().join("hookd.log");
+    let log = std::fs::File::create(&log_path).context("creating hookd's log file")?;
+    let child = Command::new(&spec.binary)
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .arg("--config")
+        .arg(&config)
+        .args(["--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"])
+        .env_remove("RUST_LOG")
+        .env("HOOKD_LOG__FORMAT", "text")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .with_context(|| format!("cannot start {}", spec.binary.display()))?;
+    let mut process = ServerProcess {
+        child,
+        addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+        _dir: Some(dir),
+    };
+    let deadline = Instant::now() + spec.ready_timeout;
+    process.addr = wait_for_addr(&mut process.child, &log_path, deadline)?;
+    loop {
+        if let Ok(status) = get_status(process.addr, "/readyz").await {
+            if status.is_success() {
+                return Ok(process);
+            }
+        }
+        if Instant::now() >= deadline {
+            bail!(
+                "hookd was not ready within {:?}:\n{}",
+                spec.ready_timeout,
+                tail(&log_path)
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Reads hookd's log until it names its HTTP address.
+fn wait_for_addr(child: &mut Child, log: &Path, deadline: Instant) -> anyhow::Result<SocketAddr> {
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let found = text.lines().find_map(|line| {
+            let rest = line.split("http listening on ").nth(1)?;
+            let addr: String = rest
+                .chars()
+                .take_while(|c| !c.is_whitespace() && *c != '"')
+                .collect();
+            addr.parse().ok()
+        });
+        if let Some(addr) = found {
+            return Ok(addr);
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            bail!("hookd exited ({status}) before listening:\n{}", tail(log));
+        }
+        if Instant::now() >= deadline {
+            bail!("hookd did not listen in time:\n{}", tail(log));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The last lines of hookd's log, for error messages.
+fn tail(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(20)..].join("\n")
+}
+
+/// `target/release/hookd` next to this binary's target dir.
+pub fn default_hookd() -> PathBuf {
+    let exe = std::env::current_exe().unwrap_or_default();
+    let target = exe
+        .parent()
+        .and_then(Path::parent)
+        .unwrap_or_else(|| Path::new("target"));
+    target.join("release").join("hookd")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_declares_every_tenant_with_its_secret() {
+        let spec = HookdSpec {
+            binary: PathBuf::from("hookd"),
+            tenants: vec!["t-0".into(), "t-1".into()],
+            scheme: Scheme::Stripe,
+            secret: "whsec_abc".into(),
+            kid: "k1".into(),
+            tolerance_secs: 900,
+            max_body_bytes: 2048,
+            workers: 0,
+            log_filter: "info".into(),
+            ready_timeout: Duration::from_secs(1),
+        };
+        let text = hookd_config(&spec);
+        assert_eq!(text.matches("[[tenants]]").count(), 2, "{text}");
+        assert!(text.contains("id = \"t-1\""), "{text}");
+        assert!(text.contains("scheme = \"stripe\""), "{text}");
+        assert!(text.contains("secret = \"whsec_abc\""), "{text}");
+        assert!(text.contains("tolerance_secs = 900"), "{text}");
+    }
+}

@@ -1,0 +1,135 @@
+//! Smoke runs of `hookd-bench compare` against a debug hookd: the tool works,
+//! its counts add up and its JSON parses. Timings are never asserted.
+
+use std::{
+    path::PathBuf,
+    process::Command,
+    sync::{Mutex, OnceLock},
+};
+
+use serde_json::Value;
+
+/// The debug `hookd` in this test's target dir, built if missing or stale.
+fn hookd_bin() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    static LOCK: Mutex<()> = Mutex::new(());
+    let _guard = LOCK.lock().unwrap();
+    BUILT
+        .get_or_init(|| {
+            let target = std::env::current_exe()
+                .unwrap()
+                .parent()
+                .unwrap()
+                .parent()
+                .unwrap()
+                .to_path_buf();
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let status = Command::new(cargo)
+                .args(["build", "-q", "-p", "hookd-server", "--bin", "hookd"])
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .status()
+                .unwrap();
+            let bin = target.join("hookd");
+            assert!(status.success() && bin.exists(), "could not build hookd");
+            bin
+        })
+        .clone()
+}
+
+/// Runs `hookd-bench compare --json` with `args` and returns its JSON.
+fn compare(args: &[&str]) -> Value {
+    let hookd = hookd_bin();
+    let output = Command::new(env!("CARGO_BIN_EXE_hookd-bench"))
+        .arg("compare")
+        .arg("--hookd")
+        .arg(&hookd)
+        .args(["--json", "--workers", "2", "--ready-timeout-secs", "60"])
+        .args(args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "hookd-bench failed: {}\n{stdout}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+fn count(side: &Value, map: &str, key: &str) -> u64 {
+    side[map][key].as_u64().unwrap_or(0)
+}
+
+fn total(side: &Value, map: &str) -> u64 {
+    side[map]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|n| n.as_u64().unwrap())
+        .sum()
+}
+
+#[test]
+fn compare_with_duplicates_over_two_tenants_adds_up() {
+    let result = compare(&[
+        "--count",
+        "200",
+        "-c",
+        "4",
+        "--dup-ratio",
+        "0.5",
+        "--dup-set",
+        "20",
+        "--tenants",
+        "2",
+    ]);
+    for name in ["bare", "hookd"] {
+        let side = &result[name];
+        assert_eq!(side["requests"], 200, "{name}: {side}");
+        assert_eq!(total(side, "statuses"), 200, "{name}: {side}");
+        assert_eq!(total(side, "errors"), 0, "{name}: {side}");
+        assert_eq!(count(side, "seed_statuses", "202"), 20, "{name}: {side}");
+        assert!(side["latency_ms"]["p99"].as_f64().unwrap() > 0.0, "{side}");
+        assert!(side["ok_rps"].as_f64().unwrap() > 0.0, "{side}");
+    }
+    let hookd = &result["hookd"];
+    let duplicates = hookd["duplicates"].as_u64().unwrap();
+    assert!(duplicates > 0 && duplicates < 200, "{hookd}");
+    assert_eq!(count(hookd, "statuses", "200"), duplicates, "{hookd}");
+    assert_eq!(count(hookd, "statuses", "202"), 200 - duplicates, "{hookd}");
+    assert_eq!(count(&result["bare"], "statuses", "202"), 200);
+    assert!(result["ratio"].as_f64().unwrap() > 0.0, "{result}");
+}
+
+#[test]
+fn every_scheme_is_signed_so_hookd_accepts_it() {
+    for scheme in ["standard", "hookd", "stripe", "github", "shopify", "slack"] {
+        let result = compare(&["--count", "20", "-c", "2", "--scheme", scheme]);
+        let hookd = &result["hookd"];
+        assert_eq!(count(hookd, "statuses", "202"), 20, "{scheme}: {hookd}");
+        assert_eq!(total(hookd, "errors"), 0, "{scheme}: {hookd}");
+    }
+}
+
+#[test]
+fn a_timed_run_stops_by_itself() {
+    let result = compare(&[
+        "--duration-secs",
+        "0.5",
+        "-c",
+        "2",
+        "--max-requests",
+        "100000",
+    ]);
+    for name in ["bare", "hookd"] {
+        let side = &result[name];
+        let requests = side["requests"].as_u64().unwrap();
+        assert!(requests > 0, "{name}: {side}");
+        assert_eq!(
+            total(side, "statuses") + total(side, "errors"),
+            requests,
+            "{name}: {side}"
+        );
+        assert_eq!(side["plan_exhausted"], false, "{name}: {side}");
+    }
+}

@@ -1,0 +1,89 @@
+//! The tenant actor's replay cache: a hit (a duplicate answered without
+//! touching storage), a miss (every new delivery looks first) and the insert
+//! that follows an accepted delivery, on a cache full at the default capacity.
+//!
+//! The cache is built exactly as `TenantActor::new` (server/src/tenant/actor.rs)
+//! builds it: moka's sync cache, keys `id:<event id>`, values (event id,
+//! delivery id), `max_capacity` = the default `replay_cache_capacity`
+//! (100,000) and a time to live of twice the default tolerance (600 s).
+
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use hookd_server::ids::{DeliveryId, EventId};
+use moka::sync::Cache;
+
+/// The default `replay_cache_capacity`.
+const CAPACITY: u64 = 100_000;
+/// The default `tolerance_secs`; the actor keeps entries twice as long (at least 60 s).
+const TOLERANCE_SECS: u64 = 300;
+
+type ReplayCache = Cache<Vec<u8>, (EventId, DeliveryId)>;
+
+fn replay_cache() -> ReplayCache {
+    Cache::builder()
+        .max_capacity(CAPACITY)
+        .time_to_live(Duration::from_secs((TOLERANCE_SECS * 2).max(60)))
+        .build()
+}
+
+fn key(n: u64) -> Vec<u8> {
+    format!("id:msg_bench_{n:012}").into_bytes()
+}
+
+fn value(n: u64) -> (EventId, DeliveryId) {
+    (
+        EventId::new(format!("msg_bench_{n:012}")),
+        DeliveryId::generate(),
+    )
+}
+
+fn full_cache() -> ReplayCache {
+    let cache = replay_cache();
+    for n in 0..CAPACITY {
+        cache.insert(key(n), value(n));
+    }
+    cache.run_pending_tasks();
+    cache
+}
+
+fn replay(c: &mut Criterion) {
+    let cache = full_cache();
+    let present: Vec<Vec<u8>> = (0..CAPACITY).step_by(97).map(key).collect();
+    assert!(
+        present.iter().all(|k| cache.contains_key(k)),
+        "hits must hit"
+    );
+    let absent: Vec<Vec<u8>> = (0..1024).map(|n| key(CAPACITY * 10 + n)).collect();
+    assert!(
+        absent.iter().all(|k| !cache.contains_key(k)),
+        "misses must miss"
+    );
+
+    let mut group = c.benchmark_group("replay_cache");
+    let mut i = 0;
+    group.bench_function("hit", |b| {
+        b.iter(|| {
+            i = (i + 1) % present.len();
+            cache.get(&present[i]).expect("a hit")
+        });
+    });
+    let mut i = 0;
+    group.bench_function("miss", |b| {
+        b.iter(|| {
+            i = (i + 1) % absent.len();
+            assert!(cache.get(&absent[i]).is_none());
+        });
+    });
+    let mut n = CAPACITY * 100;
+    group.bench_function("insert_new", |b| {
+        b.iter(|| {
+            n += 1;
+            cache.insert(key(n), value(n));
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, replay);
+criterion_main!(benches);
