@@ -5,6 +5,11 @@
 //! The [`signature`] module depends on no HTTP or gRPC crate, so the server verifies
 //! with exactly the code senders sign with.
 //!
+//! Features: `signature` is always built; `client` adds the gRPC admin client (tonic,
+//! tokio); `cli` adds the `hookctl` binary (clap, reqwest, ...). Both are on by
+//! default; `default-features = false, features = ["signature"]` builds the
+//! signature schemes alone.
+//!
 //! ```no_run
 //! use hookd_sdk::client::{proto::CreateTenantRequest, HookdClient};
 //!
@@ -27,6 +32,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "client")]
 pub mod client;
 mod error;
 pub mod signature;

@@ -1,13 +1,15 @@
-//! Wall-clock time behind a trait, so tests control time instead of sleeping.
+//! Wall-clock time behind a trait, so tests control time instead of sleeping:
+//! the clock tells the time and also sleeps, and a [`ManualClock`] wakes its
+//! sleepers when a test moves it.
 
 use std::{
     fmt,
-    sync::{
-        atomic::{AtomicI64, Ordering},
-        Arc,
-    },
-    time::{SystemTime, UNIX_EPOCH},
+    sync::Arc,
+    time::{Duration, SystemTime, UNIX_EPOCH},
 };
+
+use futures_util::future::BoxFuture;
+use tokio::sync::watch;
 
 /// Source of the current time in milliseconds since the Unix epoch.
 pub trait Clock: Send + Sync + 'static {
@@ -18,6 +20,10 @@ pub trait Clock: Send + Sync + 'static {
     fn now_secs(&self) -> i64 {
         self.now_ms().div_euclid(1000)
     }
+
+    /// Resolves once this clock reads `at_ms` or later. Works on any tokio
+    /// runtime (actix arbiters included).
+    fn sleep_until(&self, at_ms: i64) -> BoxFuture<'static, ()>;
 }
 
 /// The system clock.
@@ -31,32 +37,56 @@ impl Clock for SystemClock {
             .map(|d| d.as_millis() as i64)
             .unwrap_or_default()
     }
+
+    fn sleep_until(&self, at_ms: i64) -> BoxFuture<'static, ()> {
+        let wait = u64::try_from(at_ms - self.now_ms()).unwrap_or(0);
+        Box::pin(tokio::time::sleep(Duration::from_millis(wait)))
+    }
 }
 
-/// A clock that only moves when told to; shared by clones.
-#[derive(Clone, Default)]
-pub struct ManualClock(Arc<AtomicI64>);
+/// A clock that only moves when told to; shared by clones. Its sleepers
+/// wake when a move reaches their deadline, never on their own.
+#[derive(Clone)]
+pub struct ManualClock(Arc<watch::Sender<i64>>);
+
+impl Default for ManualClock {
+    fn default() -> Self {
+        ManualClock::at_secs(0)
+    }
+}
 
 impl ManualClock {
     /// A clock standing at `unix_secs`.
     pub fn at_secs(unix_secs: i64) -> Self {
-        ManualClock(Arc::new(AtomicI64::new(unix_secs * 1000)))
+        ManualClock(Arc::new(watch::Sender::new(unix_secs * 1000)))
     }
 
     /// Moves the clock to `unix_secs`.
     pub fn set_secs(&self, unix_secs: i64) {
-        self.0.store(unix_secs * 1000, Ordering::SeqCst);
+        self.0.send_replace(unix_secs * 1000);
     }
 
     /// Moves the clock forward by `ms`.
     pub fn advance_ms(&self, ms: i64) {
-        self.0.fetch_add(ms, Ordering::SeqCst);
+        self.0.send_modify(|now| *now += ms);
     }
 }
 
 impl Clock for ManualClock {
     fn now_ms(&self) -> i64 {
-        self.0.load(Ordering::SeqCst)
+        *self.0.borrow()
+    }
+
+    fn sleep_until(&self, at_ms: i64) -> BoxFuture<'static, ()> {
+        let mut moves = self.0.subscribe();
+        Box::pin(async move {
+            while *moves.borrow_and_update() < at_ms {
+                if moves.changed().await.is_err() {
+                    // Every handle is gone: this clock never moves again.
+                    std::future::pending::<()>().await;
+                }
+            }
+        })
     }
 }
 
@@ -68,3 +98,20 @@ impl fmt::Debug for ManualClock {
 
 /// Shared handle to whichever clock the server runs on.
 pub type SharedClock = Arc<dyn Clock>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_manual_sleep_ends_when_the_clock_is_moved_to_its_deadline() {
+        let clock = ManualClock::at_secs(10);
+        let mut sleep = clock.sleep_until(12_000);
+        assert!(futures_util::poll!(&mut sleep).is_pending());
+        clock.advance_ms(1_999);
+        assert!(futures_util::poll!(&mut sleep).is_pending());
+        clock.advance_ms(1);
+        assert!(futures_util::poll!(&mut sleep).is_ready());
+        assert!(futures_util::poll!(clock.sleep_until(11_000)).is_ready());
+    }
+}

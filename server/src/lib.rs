@@ -1,5 +1,8 @@
 //! hookd: a multi-tenant inbound webhook receiver. This library holds all of
-//! it; the `hookd` binary only parses flags and calls [`Server::start`].
+//! it: [`run`] serves on listeners the caller bound until a shutdown future
+//! resolves, [`Server`] runs it on a thread of its own; the `hookd` binary
+//! only parses flags, loads the config, starts telemetry and calls
+//! [`Server::start`]. `docs/architecture.md` maps the modules.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -9,15 +12,17 @@ pub mod catalog;
 pub mod clock;
 pub mod config;
 pub mod error;
-pub mod events;
 #[cfg(any(test, feature = "fault-injection"))]
 pub mod faults;
+pub mod feed;
 pub mod forward;
 pub mod ids;
 pub mod ingest;
 pub mod ingress;
 pub mod keyring;
 pub mod metrics;
+mod run;
+mod serve;
 pub mod store;
 mod sweeper;
 pub mod telemetry;
@@ -25,3 +30,4 @@ pub mod tenant;
 pub mod tls;
 
 pub use app::Server;
+pub use run::{run, Listeners, Runtime};

@@ -1,5 +1,6 @@
 //! The `hookd` binary: flags, config, logging and span export, then the
-//! server library.
+//! server library's [`Server::start`] (a thin wrapper over `hookd_server::run`)
+//! until a signal.
 
 use std::path::PathBuf;
 
@@ -10,7 +11,7 @@ use hookd_server::{
     config::{Config, LogFormat, Overrides},
     keyring::KeySources,
     telemetry::{self, OtlpExport},
-    Server,
+    Runtime, Server,
 };
 
 /// hookd: receives webhooks for many tenants, verifies them, stores them
@@ -74,12 +75,12 @@ fn main() -> anyhow::Result<()> {
     let otlp = OtlpExport::from_env()
         .map_err(anyhow::Error::msg)
         .context("OpenTelemetry export")?;
+    let mut runtime = Runtime::new(std::sync::Arc::new(SystemClock));
     if let Some(otlp) = &otlp {
-        config.tracer_provider = Some(otlp.provider().clone());
+        runtime = runtime.with_tracer_provider(otlp.provider().clone());
         tracing::info!("exporting spans over OTLP/gRPC");
     }
-    let server =
-        Server::start(config, std::sync::Arc::new(SystemClock)).context("hookd could not start")?;
+    let server = Server::start(config, runtime).context("hookd could not start")?;
     wait_for_signal(&server)?;
     let stopped = server.shutdown().context("shutdown failed");
     // Only now: the last requests' spans are queued, and no actix thread

@@ -11,7 +11,7 @@ use hookd_control::{
 
 use super::{api, Backend};
 use crate::{
-    events::DeliveryEvent,
+    feed::DeliveryEvent,
     ids::DeliveryId,
     store::{
         deliveries,
@@ -165,15 +165,12 @@ impl Backend {
 
     pub(super) fn watch_events(&self, tenant_id: Option<&str>) -> EventStream {
         let only = tenant_id.map(str::to_owned);
-        watch::from_broadcast(
-            self.registry.events().subscribe(),
-            move |e: DeliveryEvent| {
-                if only.as_ref().is_some_and(|t| t != e.tenant.as_str()) {
-                    return None;
-                }
-                Some(event_view(e))
-            },
-        )
+        watch::from_broadcast(self.registry.feed().subscribe(), move |e: DeliveryEvent| {
+            if only.as_ref().is_some_and(|t| t != e.tenant.as_str()) {
+                return None;
+            }
+            Some(event_view(e))
+        })
     }
 
     /// Pulls for a pull-mode tenant; answers once the hand-out (the

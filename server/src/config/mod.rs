@@ -10,7 +10,6 @@ use figment::{
     providers::{Env, Format, Serialized, Toml},
     Figment,
 };
-use opentelemetry_sdk::trace::SdkTracerProvider;
 use serde::{Deserialize, Serialize};
 
 use crate::{
@@ -60,11 +59,6 @@ pub struct Config {
     /// Master key and admin token, from the environment (never the file).
     #[serde(skip)]
     pub keys: KeySources,
-    /// Where spans go: the binary sets an OTLP pipeline from the `OTEL_*`
-    /// variables, a test an in-memory exporter. `None`: spans still get ids,
-    /// so `traceparent` reaches destinations, but nothing is exported.
-    #[serde(skip)]
-    pub tracer_provider: Option<SdkTracerProvider>,
 }
 
 /// HTTP ingress settings.
@@ -414,6 +408,21 @@ mod tests {
         assert_eq!(c.http.addr, "127.0.0.1:8080");
         assert_eq!(c.grpc.addr, "127.0.0.1:50051");
         assert!(c.storage.fsync);
+    }
+
+    #[test]
+    fn the_commented_tenant_example_loads_when_uncommented() {
+        let example: String = DEFAULT_TOML
+            .lines()
+            .skip_while(|line| *line != "# [[tenants]]")
+            .map(|line| format!("{}\n", line.trim_start_matches('#').trim_start()))
+            .collect();
+        let c = load_str(&example).unwrap_or_else(|e| panic!("{e}\n{example}"));
+        let t = c.tenants[0].resolve().unwrap();
+        assert_eq!(t.id.as_str(), "acme");
+        let forward = t.forward.as_ref().expect("the example forwards");
+        assert_eq!(forward.max_in_flight, 8);
+        assert!(forward.delivery_rate.is_some());
     }
 
     #[test]

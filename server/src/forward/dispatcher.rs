@@ -6,7 +6,7 @@
 //! the control plane gets a client whose resolver enforces the destination
 //! address policy, with no redirects and no proxy.
 
-use std::{collections::HashSet, future::Future, pin::Pin, sync::Arc, time::Duration};
+use std::{collections::HashSet, future::Future, pin::Pin, sync::Arc};
 
 use futures_util::{stream::FuturesUnordered, FutureExt, StreamExt};
 use tokio::sync::Notify;
@@ -22,7 +22,7 @@ use crate::{
     clock::SharedClock,
     config::ForwardSettings,
     error::Result,
-    events::{DeliveryEvent, DeliveryEventKind, EventBus},
+    feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
     ids::{DeliveryId, RequestId, TenantId},
     metrics::{BreakerGauge, ForwardOutcome, TenantMetrics},
     store::{
@@ -32,7 +32,7 @@ use crate::{
     },
     telemetry::{
         spans::{self, ForwardRecord},
-        Tracing,
+        Spans,
     },
     tenant::rate_limit::TokenBucket,
 };
@@ -70,6 +70,30 @@ struct Recorded {
     now: i64,
 }
 
+/// What a [`Dispatcher`] is built from.
+pub struct DispatcherParts {
+    /// The tenant it forwards for.
+    pub tenant: TenantId,
+    /// The tenant's storage trees.
+    pub trees: TenantTrees,
+    /// The store, for ids and durability barriers.
+    pub store: Store,
+    /// Destination, retry policy, breaker and rate.
+    pub settings: ForwardSettings,
+    /// The clock it reads and sleeps on.
+    pub clock: SharedClock,
+    /// Notified when new work is queued.
+    pub wake: Arc<Notify>,
+    /// The live feed outcomes are published on.
+    pub events: DeliveryFeed,
+    /// Starts the `hookd.forward` spans.
+    pub spans: Spans,
+    /// The tenant's counters.
+    pub metrics: Arc<TenantMetrics>,
+    /// Private CAs every destination trusts (`[forward] ca_file`).
+    pub shared_cas: Arc<Vec<reqwest::Certificate>>,
+}
+
 /// The forwarding loop of one tenant.
 pub struct Dispatcher {
     tenant: TenantId,
@@ -79,10 +103,10 @@ pub struct Dispatcher {
     client: reqwest::Client,
     clock: SharedClock,
     wake: Arc<Notify>,
-    events: EventBus,
+    events: DeliveryFeed,
     breaker: Breaker,
     rate: Option<TokenBucket>,
-    tracing: Tracing,
+    spans: Spans,
     metrics: Arc<TenantMetrics>,
     breaker_gauge: BreakerGauge,
     /// The destination's host, for spans and logs (its URL may carry a token).
@@ -90,22 +114,21 @@ pub struct Dispatcher {
 }
 
 impl Dispatcher {
-    /// A dispatcher for one tenant; `wake` is notified when new work is
-    /// queued. Its client trusts the built-in roots, `shared_cas` (`[forward]
-    /// ca_file`) and the destination's own `ca_file`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        tenant: TenantId,
-        trees: TenantTrees,
-        store: Store,
-        settings: ForwardSettings,
-        clock: SharedClock,
-        wake: Arc<Notify>,
-        events: EventBus,
-        tracing: Tracing,
-        metrics: Arc<TenantMetrics>,
-        shared_cas: &[reqwest::Certificate],
-    ) -> reqwest::Result<Self> {
+    /// A dispatcher for one tenant. Its client trusts the built-in roots,
+    /// `shared_cas` (`[forward] ca_file`) and the destination's own `ca_file`.
+    pub fn new(parts: DispatcherParts) -> reqwest::Result<Self> {
+        let DispatcherParts {
+            tenant,
+            trees,
+            store,
+            settings,
+            clock,
+            wake,
+            events,
+            spans,
+            metrics,
+            shared_cas,
+        } = parts;
         let builder = reqwest::Client::builder()
             .connect_timeout(settings.connect_timeout)
             .redirect(reqwest::redirect::Policy::none())
@@ -129,7 +152,7 @@ impl Dispatcher {
             .unwrap_or_default();
         Ok(Dispatcher {
             breaker_gauge: BreakerGauge::new(metrics.clone()),
-            tracing,
+            spans,
             metrics,
             host,
             breaker: Breaker::new(settings.breaker_threshold, settings.breaker_cooldown_ms),
@@ -161,9 +184,11 @@ impl Dispatcher {
                     now + MAX_IDLE_MS
                 }
             };
-            let sleep = tokio::time::sleep(Duration::from_millis(
-                (wake_at - now).clamp(1, MAX_IDLE_MS) as u64,
-            ));
+            // On the server's clock, so a test's clock drives retries,
+            // Retry-After, breaker cooldowns and the delivery rate.
+            let sleep = self
+                .clock
+                .sleep_until(now + (wake_at - now).clamp(1, MAX_IDLE_MS));
             tokio::select! {
                 Some(done) = in_flight.next(), if !in_flight.is_empty() => {
                     let mut finished = vec![done];
@@ -229,7 +254,7 @@ impl Dispatcher {
         };
         let number = state.attempts + 1;
         let trace = self
-            .tracing
+            .spans
             .start_forward(&self.tenant, &event.meta, number, &self.host);
         let trace_headers = spans::trace_headers(&trace);
         let (client, settings) = (self.client.clone(), self.settings.clone());

@@ -12,5 +12,5 @@ mod trust;
 pub use address::{AddressPolicy, DeniedAddress, Rule};
 pub use attempt::{ATTEMPT_HEADER, DELIVERY_ID_HEADER, RESPONSE_KEEP_BYTES};
 pub use breaker::{Breaker, BreakerState};
-pub use dispatcher::Dispatcher;
+pub use dispatcher::{Dispatcher, DispatcherParts};
 pub use trust::load_ca_file;

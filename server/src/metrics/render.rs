@@ -2,9 +2,13 @@
 //! kept by storage, and the first key of each queue) and writes everything
 //! in the Prometheus text format 0.0.4. Its cost does not grow with backlog.
 
-use std::{collections::BTreeMap, fmt::Write, sync::atomic::Ordering};
+use std::{
+    collections::BTreeMap,
+    fmt::Write,
+    sync::{atomic::Ordering, Arc},
+};
 
-use super::{ForwardOutcome, IngestResult, Metrics};
+use super::{ForwardOutcome, IngestResult, Metrics, TenantMetrics};
 use crate::{
     error::ErrorCode,
     store::{records::queue_key_due_ms, CommitStats},
@@ -28,6 +32,20 @@ pub fn scrape(
     commits: &CommitStats,
     now_ms: i64,
 ) -> String {
+    let gauges = queue_gauges(tenants, now_ms);
+    let labelled = metrics.labelled();
+    let mut out = String::with_capacity(16 * 1024);
+    render_commits(&mut out, commits);
+    render_deliveries(&mut out, &labelled);
+    render_forwards(&mut out, &labelled);
+    render_ingest_latency(&mut out, metrics);
+    render_queues(&mut out, &gauges);
+    render_breakers(&mut out, &labelled);
+    out
+}
+
+/// Reads each `tenant` label's queue and dead-letter gauges.
+fn queue_gauges(tenants: &[TenantHandle], now_ms: i64) -> BTreeMap<String, QueueGauges> {
     let mut gauges: BTreeMap<String, QueueGauges> = BTreeMap::new();
     for handle in tenants {
         let g = gauges.entry(handle.metrics.label().to_owned()).or_default();
@@ -39,161 +57,171 @@ pub fn scrape(
             g.oldest_due_secs = g.oldest_due_secs.max((now_ms - due).max(0) as f64 / 1000.0);
         }
     }
+    gauges
+}
 
-    let labelled = metrics.labelled();
-    let mut out = String::with_capacity(16 * 1024);
+fn render_commits(out: &mut String, commits: &CommitStats) {
     family(
-        &mut out,
+        out,
         "hookd_storage_commits_total",
         "counter",
         "Durable batches (flush + fdatasync) of the group committer.",
     );
-    sample(
-        &mut out,
-        "hookd_storage_commits_total",
-        &[],
-        commits.batches(),
-    );
+    sample(out, "hookd_storage_commits_total", &[], commits.batches());
     family(
-        &mut out,
+        out,
         "hookd_storage_commit_writes_total",
         "counter",
         "Writes those batches carried; writes / commits = requests sharing one fsync.",
     );
     sample(
-        &mut out,
+        out,
         "hookd_storage_commit_writes_total",
         &[],
         commits.writes(),
     );
+}
+
+fn render_deliveries(out: &mut String, labelled: &[Arc<TenantMetrics>]) {
     family(
-        &mut out,
+        out,
         "hookd_deliveries_accepted_total",
         "counter",
         "Deliveries acknowledged as new events (HTTP 202).",
     );
-    for t in &labelled {
+    for t in labelled {
         let n = t.accepted.load(Ordering::Relaxed);
         sample(
-            &mut out,
+            out,
             "hookd_deliveries_accepted_total",
             &[("tenant", &t.label)],
             n,
         );
     }
     family(
-        &mut out,
+        out,
         "hookd_deliveries_duplicate_total",
         "counter",
         "Copies of already accepted events (HTTP 200, duplicate).",
     );
-    for t in &labelled {
+    for t in labelled {
         let n = t.duplicates.load(Ordering::Relaxed);
         sample(
-            &mut out,
+            out,
             "hookd_deliveries_duplicate_total",
             &[("tenant", &t.label)],
             n,
         );
     }
     family(
-        &mut out,
+        out,
         "hookd_deliveries_rejected_total",
         "counter",
         "Deliveries refused, by error code (docs/error-codes.md).",
     );
-    for t in &labelled {
+    for t in labelled {
         for (code, count) in ErrorCode::ALL.iter().zip(&t.rejected) {
             let n = count.load(Ordering::Relaxed);
             if n > 0 {
                 let labels = [("tenant", t.label.as_str()), ("code", code.as_str())];
-                sample(&mut out, "hookd_deliveries_rejected_total", &labels, n);
+                sample(out, "hookd_deliveries_rejected_total", &labels, n);
             }
         }
     }
+}
+
+fn render_forwards(out: &mut String, labelled: &[Arc<TenantMetrics>]) {
     family(
-        &mut out,
+        out,
         "hookd_forward_attempts_total",
         "counter",
         "Forward attempts by what followed: delivered, retry or dead.",
     );
-    for t in &labelled {
+    for t in labelled {
         for (outcome, count) in ForwardOutcome::ALL.iter().zip(&t.forwards) {
             let labels = [("tenant", t.label.as_str()), ("outcome", outcome.as_str())];
             let n = count.load(Ordering::Relaxed);
-            sample(&mut out, "hookd_forward_attempts_total", &labels, n);
+            sample(out, "hookd_forward_attempts_total", &labels, n);
         }
     }
     family(
-        &mut out,
+        out,
         "hookd_forward_duration_seconds",
         "histogram",
         "Duration of forward attempts, until the destination answered or failed.",
     );
-    for t in &labelled {
+    for t in labelled {
         let labels = format_labels(&[("tenant", &t.label)]);
         t.forward_latency
-            .render(&mut out, "hookd_forward_duration_seconds", &labels);
+            .render(out, "hookd_forward_duration_seconds", &labels);
     }
+}
+
+fn render_ingest_latency(out: &mut String, metrics: &Metrics) {
     family(
-        &mut out,
+        out,
         "hookd_ingest_duration_seconds",
         "histogram",
         "Duration of POST /hooks requests, durable write included, by outcome.",
     );
     for (result, histogram) in IngestResult::ALL.iter().zip(&metrics.ingest_latency) {
         let labels = format_labels(&[("outcome", result.as_str())]);
-        histogram.render(&mut out, "hookd_ingest_duration_seconds", &labels);
+        histogram.render(out, "hookd_ingest_duration_seconds", &labels);
     }
+}
+
+fn render_queues(out: &mut String, gauges: &BTreeMap<String, QueueGauges>) {
     family(
-        &mut out,
+        out,
         "hookd_queue_depth",
         "gauge",
         "Deliveries waiting to be forwarded or pulled, or pulled and not yet acknowledged.",
     );
-    for (label, g) in &gauges {
-        sample(&mut out, "hookd_queue_depth", &[("tenant", label)], g.depth);
+    for (label, g) in gauges {
+        sample(out, "hookd_queue_depth", &[("tenant", label)], g.depth);
     }
     family(
-        &mut out,
+        out,
         "hookd_queue_oldest_pending_seconds",
         "gauge",
         "How long the most overdue queued delivery has been due; 0 when none is due.",
     );
-    for (label, g) in &gauges {
+    for (label, g) in gauges {
         let labels = [("tenant", label.as_str())];
         sample(
-            &mut out,
+            out,
             "hookd_queue_oldest_pending_seconds",
             &labels,
             g.oldest_due_secs,
         );
     }
     family(
-        &mut out,
+        out,
         "hookd_dead_letters",
         "gauge",
         "Dead letters waiting for redelivery or purge.",
     );
-    for (label, g) in &gauges {
-        sample(&mut out, "hookd_dead_letters", &[("tenant", label)], g.dead);
+    for (label, g) in gauges {
+        sample(out, "hookd_dead_letters", &[("tenant", label)], g.dead);
     }
+}
+
+fn render_breakers(out: &mut String, labelled: &[Arc<TenantMetrics>]) {
     family(
-        &mut out,
+        out,
         "hookd_circuit_breaker_open",
         "gauge",
         "Destinations whose circuit breaker is open or half-open (forwarding paused).",
     );
-    for t in &labelled {
+    for t in labelled {
         let n = t.breakers_open.load(Ordering::Relaxed).max(0);
         sample(
-            &mut out,
+            out,
             "hookd_circuit_breaker_open",
             &[("tenant", &t.label)],
             n,
         );
     }
-    out
 }
 
 fn family(out: &mut String, name: &str, kind: &str, help: &str) {

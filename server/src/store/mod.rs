@@ -1,5 +1,7 @@
-//! Durable storage on one sled `Db`: per-tenant trees (`t/{tenant}/idem`,
-//! `events`, `queue`) and the group committer that makes writes durable.
+//! Durable storage on one sled `Db`: seven trees per tenant
+//! (`t/{tenant}/idem`, `events`, `queue`, `state`, `attempts`, `dead`,
+//! `done`; see [`TenantTrees`]) and the group committer that makes writes
+//! durable.
 
 mod apply;
 mod committer;

@@ -9,7 +9,7 @@ use std::{io::IsTerminal, sync::Arc};
 
 use opentelemetry_sdk::trace::SdkTracerProvider;
 pub use otlp::OtlpExport;
-pub use spans::Tracing;
+pub use spans::Spans;
 use tracing_subscriber::{fmt, EnvFilter};
 
 use crate::{
@@ -36,7 +36,7 @@ pub fn init_logging(config: &LogConfig) {
 /// process-global, so servers in one test process keep apart.
 #[derive(Clone)]
 pub struct Telemetry {
-    tracing: Tracing,
+    spans: Spans,
     metrics: Arc<Metrics>,
 }
 
@@ -47,14 +47,14 @@ impl Telemetry {
             .cloned()
             .unwrap_or_else(|| SdkTracerProvider::builder().build());
         Telemetry {
-            tracing: Tracing::new(&provider),
+            spans: Spans::new(&provider),
             metrics: Arc::new(Metrics::new(metrics)),
         }
     }
 
-    /// The tracer.
-    pub fn tracing(&self) -> &Tracing {
-        &self.tracing
+    /// Starts and ends hookd's spans.
+    pub fn spans(&self) -> &Spans {
+        &self.spans
     }
 
     /// The metrics.

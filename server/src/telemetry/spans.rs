@@ -39,17 +39,17 @@ pub const FORWARD_SPAN: &str = "hookd.forward";
 
 /// Starts and ends hookd's spans on one tracer provider.
 #[derive(Clone, Debug)]
-pub struct Tracing {
+pub struct Spans {
     tracer: SdkTracer,
 }
 
-impl Tracing {
+impl Spans {
     /// A tracer named `hookd` on `provider`.
     pub fn new(provider: &SdkTracerProvider) -> Self {
         let scope = InstrumentationScope::builder("hookd")
             .with_version(env!("CARGO_PKG_VERSION"))
             .build();
-        Tracing {
+        Spans {
             tracer: provider.tracer_with_scope(scope),
         }
     }

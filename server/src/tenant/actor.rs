@@ -19,13 +19,13 @@ use crate::{
     clock::SharedClock,
     config::TenantSettings,
     error::Error,
-    events::{DeliveryEvent, DeliveryEventKind, EventBus},
+    feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
     ids::{DeliveryId, EventId},
     ingest::IngestError,
     store::{records::EventMeta, CommitOutcome, Committer, NewDelivery, TenantTrees},
     telemetry::{
         spans::{self, ACTOR_SPAN, COMMIT_SPAN},
-        Tracing,
+        Spans,
     },
 };
 
@@ -46,13 +46,13 @@ pub struct TenantActor {
     /// When the previous secret stops being accepted (Unix seconds).
     previous_expires_at: Option<i64>,
     wake: Arc<Notify>,
-    events: EventBus,
+    events: DeliveryFeed,
     replay: ReplayCache,
     trees: TenantTrees,
     committer: Committer,
     clock: SharedClock,
     limiter: Option<TokenBucket>,
-    tracing: Tracing,
+    tracing: Spans,
 }
 
 impl TenantActor {
@@ -63,8 +63,8 @@ impl TenantActor {
         committer: Committer,
         clock: SharedClock,
         wake: Arc<Notify>,
-        events: EventBus,
-        tracing: Tracing,
+        events: DeliveryFeed,
+        tracing: Spans,
     ) -> Self {
         let ttl = Duration::from_secs((settings.tolerance_secs * 2).max(60));
         let replay = Cache::builder()

@@ -15,8 +15,8 @@ use crate::{
     clock::SharedClock,
     config::TenantSettings,
     error::{Error, Result},
-    events::{DeliveryEvent, DeliveryEventKind, EventBus},
-    forward::Dispatcher,
+    feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
+    forward::{Dispatcher, DispatcherParts},
     ids::{DeliveryId, TenantId},
     metrics::TenantMetrics,
     store::{deliveries, Store, TenantTrees},
@@ -49,7 +49,7 @@ pub struct Registry {
     arbiters: Arc<Vec<ArbiterHandle>>,
     store: Store,
     clock: SharedClock,
-    events: EventBus,
+    events: DeliveryFeed,
     telemetry: Telemetry,
     /// Private CAs every destination trusts (`[forward] ca_file`).
     forward_cas: Arc<Vec<reqwest::Certificate>>,
@@ -61,7 +61,7 @@ impl Registry {
         arbiters: Vec<ArbiterHandle>,
         store: Store,
         clock: SharedClock,
-        events: EventBus,
+        events: DeliveryFeed,
         telemetry: Telemetry,
     ) -> Self {
         assert!(!arbiters.is_empty(), "at least one arbiter");
@@ -99,23 +99,23 @@ impl Registry {
             self.clock.clone(),
             wake.clone(),
             self.events.clone(),
-            self.telemetry.tracing().clone(),
+            self.telemetry.spans().clone(),
         );
         let addr = Supervisor::start_in_arbiter(arbiter, |_| actor);
         let dispatcher = match &settings.forward {
             Some(forward) => {
-                let dispatcher = Dispatcher::new(
-                    settings.id.clone(),
-                    trees.clone(),
-                    self.store.clone(),
-                    forward.clone(),
-                    self.clock.clone(),
-                    wake.clone(),
-                    self.events.clone(),
-                    self.telemetry.tracing().clone(),
-                    metrics.clone(),
-                    &self.forward_cas,
-                )
+                let dispatcher = Dispatcher::new(DispatcherParts {
+                    tenant: settings.id.clone(),
+                    trees: trees.clone(),
+                    store: self.store.clone(),
+                    settings: forward.clone(),
+                    clock: self.clock.clone(),
+                    wake: wake.clone(),
+                    events: self.events.clone(),
+                    spans: self.telemetry.spans().clone(),
+                    metrics: metrics.clone(),
+                    shared_cas: self.forward_cas.clone(),
+                })
                 .map_err(|e| {
                     Error::Config(format!("tenant {}: destination client: {e}", settings.id))
                 })?;
@@ -250,7 +250,7 @@ impl Registry {
     }
 
     /// The live delivery feed.
-    pub fn events(&self) -> &EventBus {
+    pub fn feed(&self) -> &DeliveryFeed {
         &self.events
     }
 

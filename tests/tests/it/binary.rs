@@ -2,27 +2,16 @@
 //! acknowledged event, SIGTERM shuts down cleanly, and logs say why a
 //! delivery was rejected without leaking secrets or bodies.
 
-use std::{
-    path::PathBuf,
-    time::{Duration, SystemTime, UNIX_EPOCH},
-};
+use std::{path::PathBuf, time::Duration};
 
 use reqwest::StatusCode;
 use serde_json::Value;
 
 use crate::{
-    forward::DEST_SECRET,
-    harness::{order, ACME},
+    harness::{now_secs as now, order, ACME, DEST_SECRET},
     process::HookdProcess,
     receiver::{Receiver, Reply},
 };
-
-fn now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64
-}
 
 fn setup() -> (tempfile::TempDir, PathBuf, PathBuf) {
     setup_with(ACME)

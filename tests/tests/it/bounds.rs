@@ -4,12 +4,9 @@
 
 use std::path::Path;
 
-use hookd_sdk::{
-    client::{
-        proto::{CreateTenantRequest, UpdateTenantRequest},
-        Code, HookdClient,
-    },
-    signature::{sign, Scheme, Secret},
+use hookd_sdk::client::{
+    proto::{CreateTenantRequest, UpdateTenantRequest},
+    Code, HookdClient,
 };
 use hookd_server::store::Store;
 use reqwest::StatusCode;
@@ -19,10 +16,7 @@ use crate::harness::{order, signed, Answer, TestServer, ACME};
 
 /// Sends a Standard Webhooks delivery to a tenant created over the API.
 async fn send(s: &TestServer, tenant: &str, kid: &str, secret: &str, event_id: &str) -> Answer {
-    let key = Secret::from_provider(Scheme::Standard, kid, secret).unwrap();
-    let body = order(event_id);
-    let headers = sign(Scheme::Standard, &key, event_id, s.clock_secs(), &body);
-    s.post(tenant, &headers, &body).await
+    s.post_signed(tenant, kid, secret, event_id).await
 }
 
 /// Expects INVALID_ARGUMENT naming `field`.

@@ -7,8 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::{
-    forward::tenant,
-    harness::{now_secs, order, signed, TestServer, ADMIN_TOKEN},
+    harness::{now_secs, order, signed, tenant, TestServer, ADMIN_TOKEN},
     process::hookctl_bin,
     receiver::{Receiver, Reply},
 };

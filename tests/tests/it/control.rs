@@ -5,15 +5,12 @@
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use hookd_sdk::{
-    client::{
-        proto::{
-            CreateTenantRequest, DeliveryEventKind, DeliveryStatus, ListDeadLettersRequest,
-            ListTenantsRequest, UpdateTenantRequest,
-        },
-        Code, HookdClient,
+use hookd_sdk::client::{
+    proto::{
+        CreateTenantRequest, DeliveryEventKind, DeliveryStatus, ListDeadLettersRequest,
+        ListTenantsRequest, UpdateTenantRequest,
     },
-    signature::{sign, Scheme, Secret},
+    Code, HookdClient,
 };
 use reqwest::StatusCode;
 
@@ -34,15 +31,7 @@ async fn send(
     secret: &str,
     event_id: &str,
 ) -> crate::harness::Answer {
-    let key = Secret::from_provider(Scheme::Standard, kid, secret).unwrap();
-    let body = order(event_id);
-    let ts = s.clock_secs();
-    s.post(
-        tenant,
-        &sign(Scheme::Standard, &key, event_id, ts, &body),
-        &body,
-    )
-    .await
+    s.post_signed(tenant, kid, secret, event_id).await
 }
 
 async fn create(client: &HookdClient, id: &str, destination: &str) -> (String, String) {

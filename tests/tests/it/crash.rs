@@ -23,7 +23,7 @@ use reqwest::StatusCode;
 use serde_json::Value;
 
 use crate::{
-    forward::tenant,
+    harness::tenant,
     harness::{now_secs, order, signed},
     process::HookdProcess,
     receiver::{Receiver, Reply},

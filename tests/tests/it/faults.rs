@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use hookd_server::events::DeliveryEventKind;
+use hookd_server::feed::DeliveryEventKind;
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
     net::{TcpListener, TcpStream},
@@ -19,7 +19,8 @@ use tokio_rustls::{
 };
 
 use crate::{
-    forward::{tenant, wait_event},
+    forward::wait_event,
+    harness::tenant,
     harness::{now_secs, order, signed, TestServer},
 };
 
@@ -28,7 +29,7 @@ use crate::{
 /// reason containing `reason`, and returns the stored attempt errors.
 async fn retried_with_reason(url: &str, reason: &str) -> Vec<String> {
     let s = TestServer::start_live(&tenant("shop", url, "", "", "schedule_secs = [0.05]"));
-    let mut feed = s.server().registry().events().subscribe();
+    let mut feed = s.server().registry().feed().subscribe();
     let body = order("evt_fault");
     let answer = s
         .post("shop", &signed("evt_fault", now_secs(), &body), &body)

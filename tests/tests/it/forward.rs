@@ -1,53 +1,30 @@
-//! Forwarding through real HTTP to fake destinations on 127.0.0.1, on the
-//! system clock with sub-second retry schedules.
+//! Forwarding through real HTTP to fake destinations on 127.0.0.1. Retry
+//! schedules, Retry-After, breaker cooldowns and delivery rates run on the
+//! test's clock, which the tests move; the first test and the hanging
+//! destination run end to end on the system clock.
 
 use std::time::{Duration, Instant};
 
 use base64::Engine;
 use hmac::{Hmac, KeyInit, Mac};
 use hookd_sdk::signature::{verify, Scheme, Secret};
-use hookd_server::events::{DeliveryEvent, DeliveryEventKind};
+use hookd_server::feed::{DeliveryEvent, DeliveryEventKind};
 use reqwest::StatusCode;
 use sha2::Sha256;
 use tokio::sync::broadcast;
 
 use crate::{
-    harness::{now_secs, order, signed, TestServer},
-    receiver::{Receiver, Reply},
+    harness::{now_secs, order, signed, tenant, TestServer, DEST_SECRET, NOW},
+    receiver::{Received, Receiver, Reply},
 };
 
-/// The secret hookd signs forwards with, as the tenant's service holds it.
-pub const DEST_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 const WAIT: Duration = Duration::from_secs(10);
-
-/// A standard tenant `id` forwarding to `url`; `top` adds tenant keys,
-/// `tables` adds tables after the destination.
-pub fn tenant(id: &str, url: &str, top: &str, destination: &str, retry: &str) -> String {
-    format!(
-        r#"
-[[tenants]]
-id = "{id}"
-scheme = "standard"
-{top}
-[[tenants.secrets]]
-kid = "k2"
-secret = "whsec_AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA="
-[tenants.destination]
-url = "{url}"
-secret = "{DEST_SECRET}"
-{destination}
-[tenants.retry]
-jitter = 0.0
-{retry}
-"#
-    )
-}
 
 /// Sends one signed event to `tenant` and returns its delivery id.
 pub async fn send(s: &TestServer, tenant: &str, event_id: &str) -> String {
     let body = order(event_id);
     let a = s
-        .post(tenant, &signed(event_id, now_secs(), &body), &body)
+        .post(tenant, &signed(event_id, s.clock_secs(), &body), &body)
         .await;
     assert_eq!(a.status, StatusCode::ACCEPTED, "{:?}", a.body);
     a.body["delivery_id"].as_str().unwrap().to_owned()
@@ -76,7 +53,7 @@ pub async fn wait_event(
 async fn delivered_once_byte_for_byte_and_signed_for_the_tenant() {
     let dest = Receiver::start(Reply::Status(204)).await;
     let s = TestServer::start_live(&tenant("shop", &dest.url, "", "", ""));
-    let mut feed = s.server().registry().events().subscribe();
+    let mut feed = s.server().registry().feed().subscribe();
     let body = order("evt_fwd");
     let a = s
         .post("shop", &signed("msg_fwd", now_secs(), &body), &body)
@@ -133,46 +110,85 @@ async fn delivered_once_byte_for_byte_and_signed_for_the_tenant() {
     assert_eq!(dest.received().len(), 1, "delivered exactly once");
 }
 
+/// The `webhook-timestamp` hookd signed a forward with: the server clock's
+/// second when the attempt was made.
+fn sent_at(r: &Received) -> i64 {
+    r.header("webhook-timestamp").unwrap().parse().unwrap()
+}
+
 #[tokio::test]
 async fn server_error_is_retried_then_delivered() {
     let dest = Receiver::start(Reply::Status(200)).await;
     dest.script([Reply::Status(503)]);
-    let s = TestServer::start_live(&tenant("shop", &dest.url, "", "", "schedule_secs = [0.05]"));
-    let mut feed = s.server().registry().events().subscribe();
+    let s = TestServer::start(&tenant("shop", &dest.url, "", "", "schedule_secs = [60]"));
+    let mut feed = s.server().registry().feed().subscribe();
     let id = send(&s, "shop", "evt_503").await;
     let retry = wait_event(&mut feed, &id, DeliveryEventKind::RetryScheduled).await;
     assert_eq!(retry.status_code, Some(503));
+    s.clock.advance_ms(60_000);
     let done = wait_event(&mut feed, &id, DeliveryEventKind::Delivered).await;
     assert_eq!(done.attempt, 2);
     let got = dest.received();
     assert_eq!(got.len(), 2);
     assert_eq!(got[1].header("hookd-attempt"), Some("2"));
     assert_eq!(got[0].header("webhook-id"), got[1].header("webhook-id"));
+    assert_eq!(sent_at(&got[1]), NOW + 60, "retried on the schedule");
 }
 
 #[tokio::test]
 async fn client_error_dead_letters_after_exactly_one_attempt() {
     let dest = Receiver::start(Reply::Status(400)).await;
-    let s = TestServer::start_live(&tenant("shop", &dest.url, "", "", "schedule_secs = [0.05]"));
-    let mut feed = s.server().registry().events().subscribe();
+    let s = TestServer::start(&tenant(
+        "shop",
+        &dest.url,
+        "max_in_flight = 1",
+        "",
+        "schedule_secs = [60]",
+    ));
+    let mut feed = s.server().registry().feed().subscribe();
     let id = send(&s, "shop", "evt_400").await;
     let dead = wait_event(&mut feed, &id, DeliveryEventKind::DeadLettered).await;
     assert!(dead.reason.as_deref().unwrap().contains("400"), "{dead:?}");
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(dest.received().len(), 1);
+    // Past the schedule, one slot: a retry of evt_400 would be due before
+    // the marker and sent ahead of it.
+    s.clock.advance_ms(120_000);
+    let marker = send(&s, "shop", "evt_marker").await;
+    wait_event(&mut feed, &marker, DeliveryEventKind::DeadLettered).await;
+    let ids: Vec<_> = dest
+        .received()
+        .iter()
+        .map(|r| r.header("webhook-id").unwrap().to_owned())
+        .collect();
+    assert_eq!(ids, ["evt_400", "evt_marker"]);
 }
 
 #[tokio::test]
 async fn retry_after_is_honoured() {
     let dest = Receiver::start(Reply::Status(200)).await;
-    dest.script([Reply::RetryAfter(429, "1".into())]);
-    let s = TestServer::start_live(&tenant("shop", &dest.url, "", "", "schedule_secs = [0.05]"));
-    send(&s, "shop", "evt_429").await;
-    let got = dest.wait_for(2, WAIT).await;
-    let gap = got[1].at - got[0].at;
-    assert!(
-        gap >= Duration::from_millis(900),
-        "second attempt after {gap:?}, not after Retry-After: 1"
+    dest.script([Reply::RetryAfter(429, "120".into())]);
+    let s = TestServer::start(&tenant(
+        "shop",
+        &dest.url,
+        "max_in_flight = 1",
+        "",
+        "schedule_secs = [1]",
+    ));
+    let mut feed = s.server().registry().feed().subscribe();
+    let id = send(&s, "shop", "evt_429").await;
+    wait_event(&mut feed, &id, DeliveryEventKind::RetryScheduled).await;
+    // Past the schedule's 1 s: a retry due then would go before the marker.
+    s.clock.advance_ms(2_000);
+    let marker = send(&s, "shop", "evt_marker").await;
+    wait_event(&mut feed, &marker, DeliveryEventKind::Delivered).await;
+    assert_eq!(dest.received().len(), 2, "no retry before Retry-After");
+    s.clock.advance_ms(118_000);
+    wait_event(&mut feed, &id, DeliveryEventKind::Delivered).await;
+    let got = dest.received();
+    assert_eq!(got[2].header("webhook-id"), Some("evt_429"));
+    assert_eq!(
+        sent_at(&got[2]),
+        NOW + 120,
+        "second attempt after Retry-After: 120"
     );
 }
 
@@ -180,53 +196,56 @@ async fn retry_after_is_honoured() {
 async fn timeouts_are_retried() {
     let dest = Receiver::start(Reply::Status(200)).await;
     dest.script([Reply::Hang(Duration::from_secs(3))]);
-    let s = TestServer::start_live(&tenant(
+    let s = TestServer::start(&tenant(
         "shop",
         &dest.url,
         "",
         "timeout_secs = 0.3",
-        "schedule_secs = [0.05]",
+        "schedule_secs = [60]",
     ));
-    let mut feed = s.server().registry().events().subscribe();
+    let mut feed = s.server().registry().feed().subscribe();
     let id = send(&s, "shop", "evt_slow").await;
     let retry = wait_event(&mut feed, &id, DeliveryEventKind::RetryScheduled).await;
     assert!(
         retry.reason.as_deref().unwrap().contains("timeout"),
         "{retry:?}"
     );
+    s.clock.advance_ms(60_000);
     wait_event(&mut feed, &id, DeliveryEventKind::Delivered).await;
 }
 
 #[tokio::test]
 async fn exhausted_window_dead_letters_with_the_last_reason() {
     let dest = Receiver::start(Reply::Status(502)).await;
-    let s = TestServer::start_live(&tenant(
+    let s = TestServer::start(&tenant(
         "shop",
         &dest.url,
         "",
         "",
-        "schedule_secs = [0.1]\nwindow_secs = 0.35",
+        "schedule_secs = [10]\nwindow_secs = 35",
     ));
-    let mut feed = s.server().registry().events().subscribe();
+    let mut feed = s.server().registry().feed().subscribe();
     let id = send(&s, "shop", "evt_window").await;
+    // Attempts at 0, 10, 20 and 30 s; a fifth at 40 s lies past the window.
+    for _ in 0..3 {
+        wait_event(&mut feed, &id, DeliveryEventKind::RetryScheduled).await;
+        s.clock.advance_ms(10_000);
+    }
     let dead = wait_event(&mut feed, &id, DeliveryEventKind::DeadLettered).await;
     let reason = dead.reason.unwrap();
     assert!(
-        reason.contains("window exhausted") && reason.contains("502"),
+        reason.contains("window exhausted after 4 attempts") && reason.contains("502"),
         "{reason}"
     );
-    let attempts = dest.received().len();
-    assert!(
-        (3..=4).contains(&attempts),
-        "{attempts} attempts in a 0.35 s window every 0.1 s"
-    );
+    let sent: Vec<i64> = dest.received().iter().map(sent_at).collect();
+    assert_eq!(sent, [NOW, NOW + 10, NOW + 20, NOW + 30]);
 }
 
 #[tokio::test]
 async fn dead_letter_is_redelivered_as_a_new_delivery() {
     let dest = Receiver::start(Reply::Status(400)).await;
     let s = TestServer::start_live(&tenant("shop", &dest.url, "", "", ""));
-    let mut feed = s.server().registry().events().subscribe();
+    let mut feed = s.server().registry().feed().subscribe();
     let id = send(&s, "shop", "evt_redo").await;
     wait_event(&mut feed, &id, DeliveryEventKind::DeadLettered).await;
 
@@ -249,23 +268,30 @@ async fn dead_letter_is_redelivered_as_a_new_delivery() {
 #[tokio::test]
 async fn circuit_breaker_pauses_a_failing_destination() {
     let dest = Receiver::start(Reply::Status(503)).await;
-    let s = TestServer::start_live(&tenant(
+    let s = TestServer::start(&tenant(
         "shop",
         &dest.url,
-        "breaker = { failure_threshold = 2, cooldown_secs = 0.6 }",
+        "breaker = { failure_threshold = 2, cooldown_secs = 600 }",
         "",
-        "schedule_secs = [0.02]",
+        "schedule_secs = [1]",
     ));
-    send(&s, "shop", "evt_cb").await;
+    let mut feed = s.server().registry().feed().subscribe();
+    let id = send(&s, "shop", "evt_cb").await;
+    wait_event(&mut feed, &id, DeliveryEventKind::RetryScheduled).await;
+    s.clock.advance_ms(1_000);
+    let second = wait_event(&mut feed, &id, DeliveryEventKind::RetryScheduled).await;
+    assert_eq!(second.attempt, 2, "second attempt follows the schedule");
+    // The retry is due, but the breaker opened at the second failure. Time
+    // stands still while the receiver is watched, so nothing may arrive.
+    s.clock.advance_ms(300_000);
+    let early = tokio::time::timeout(Duration::from_millis(500), dest.wait_for(3, WAIT)).await;
+    assert!(early.is_err(), "an attempt half-way through the cooldown");
+    s.clock.advance_ms(300_000);
     let got = dest.wait_for(3, WAIT).await;
-    assert!(
-        got[1].at - got[0].at < Duration::from_millis(400),
-        "second attempt follows the schedule"
-    );
-    let paused = got[2].at - got[1].at;
-    assert!(
-        paused >= Duration::from_millis(550),
-        "breaker should pause ~0.6 s, paused {paused:?}"
+    assert_eq!(
+        sent_at(&got[2]) - sent_at(&got[1]),
+        600,
+        "the breaker pauses for its cooldown"
     );
 }
 
@@ -306,20 +332,25 @@ async fn a_hanging_destination_does_not_delay_another_tenant() {
 #[tokio::test]
 async fn delivery_rate_spaces_out_forwards() {
     let dest = Receiver::start(Reply::Status(200)).await;
-    let s = TestServer::start_live(&tenant(
+    let s = TestServer::start(&tenant(
         "shop",
         &dest.url,
-        "delivery_rate = { per_sec = 5.0, burst = 1 }",
+        "delivery_rate = { per_sec = 1.0, burst = 1 }",
         "",
         "",
     ));
     for i in 0..4 {
         send(&s, "shop", &format!("evt_rate_{i}")).await;
     }
-    let got = dest.wait_for(4, WAIT).await;
-    let spread = got[3].at - got[0].at;
-    assert!(
-        spread >= Duration::from_millis(550),
-        "4 forwards at 5/s with burst 1 took only {spread:?}"
+    for n in 1..4 {
+        dest.wait_for(n, WAIT).await;
+        s.clock.advance_ms(1_000);
+    }
+    let mut sent: Vec<i64> = dest.wait_for(4, WAIT).await.iter().map(sent_at).collect();
+    sent.sort();
+    assert_eq!(
+        sent,
+        [NOW, NOW + 1, NOW + 2, NOW + 3],
+        "4 forwards at 1/s with burst 1"
     );
 }

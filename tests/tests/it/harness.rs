@@ -8,7 +8,7 @@ use hookd_server::{
     clock::{ManualClock, SharedClock, SystemClock},
     config::{Config, Overrides},
     store::{OsSync, SharedSync},
-    Server,
+    Runtime, Server,
 };
 use reqwest::StatusCode;
 use serde_json::Value;
@@ -177,6 +177,21 @@ impl TestServer {
         }
     }
 
+    /// POSTs an order event `event_id` to `tenant`, signed (Standard
+    /// Webhooks) with `kid`/`secret` at the server's clock.
+    pub async fn post_signed(
+        &self,
+        tenant: &str,
+        kid: &str,
+        secret: &str,
+        event_id: &str,
+    ) -> Answer {
+        let key = Secret::from_provider(Scheme::Standard, kid, secret).unwrap();
+        let body = order(event_id);
+        let headers = sign(Scheme::Standard, &key, event_id, self.clock_secs(), &body);
+        self.post(tenant, &headers, &body).await
+    }
+
     /// Unix seconds on the server's clock.
     pub fn clock_secs(&self) -> i64 {
         self.shared_clock.now_secs()
@@ -227,7 +242,33 @@ fn try_start_on(
     // A test's gRPC clients live on the runtime that is blocked dropping the
     // server, so they cannot hang up: don't wait for them.
     config.grpc.shutdown_grace_secs = 0.0;
-    Server::start_with_sync(config, clock, sync)
+    Server::start(config, Runtime::new(clock).with_sync(sync))
+}
+
+/// The secret hookd signs forwards with, as the tenant's service holds it.
+pub const DEST_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+/// A standard tenant `id` forwarding to `url`; `top` adds tenant keys,
+/// `tables` adds tables after the destination.
+pub fn tenant(id: &str, url: &str, top: &str, destination: &str, retry: &str) -> String {
+    format!(
+        r#"
+[[tenants]]
+id = "{id}"
+scheme = "standard"
+{top}
+[[tenants.secrets]]
+kid = "k2"
+secret = "whsec_AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA="
+[tenants.destination]
+url = "{url}"
+secret = "{DEST_SECRET}"
+{destination}
+[tenants.retry]
+jitter = 0.0
+{retry}
+"#
+    )
 }
 
 /// acme's current secret.

@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use hookd_server::{
     config::{Config, Overrides},
-    events::DeliveryEventKind,
+    feed::DeliveryEventKind,
 };
 
 use crate::{
-    forward::{tenant, wait_event},
-    harness::{now_secs, order, signed, TestServer},
+    forward::wait_event,
+    harness::{now_secs, order, signed, tenant, TestServer},
     pki::Pki,
     process::HookdProcess,
     receiver::{Receiver, Reply},
@@ -23,7 +23,7 @@ use crate::{
 /// returns the event's reason.
 async fn forward_once(toml: &str, kind: DeliveryEventKind) -> Option<String> {
     let s = TestServer::start_live(toml);
-    let mut feed = s.server().registry().events().subscribe();
+    let mut feed = s.server().registry().feed().subscribe();
     let body = order("evt_ca");
     let answer = s
         .post("shop", &signed("evt_ca", now_secs(), &body), &body)

@@ -44,7 +44,6 @@ pub enum Reply {
 pub struct Received {
     pub headers: Vec<(String, String)>,
     pub body: Bytes,
-    pub at: Instant,
 }
 
 impl Received {
@@ -197,11 +196,11 @@ async fn handle(
         next.or_else(|| state.default.lock().unwrap().clone())
             .unwrap()
     };
-    state.received.lock().unwrap().push(Received {
-        headers,
-        body,
-        at: Instant::now(),
-    });
+    state
+        .received
+        .lock()
+        .unwrap()
+        .push(Received { headers, body });
     state.arrived.notify_waiters();
     let response = match reply {
         Reply::Status(code) => Response::builder()

@@ -16,7 +16,7 @@ use hookd_sdk::{
 use reqwest::StatusCode;
 
 use crate::{
-    forward::tenant,
+    harness::tenant,
     harness::{now_secs, order, signed, TestServer},
     process::HookdProcess,
     receiver::{Receiver, Reply},
@@ -42,10 +42,7 @@ async fn create(client: &HookdClient, id: &str, destination: &str) -> (String, S
 
 /// Sends one signed event and returns its delivery id.
 async fn send(s: &TestServer, tenant: &str, kid: &str, secret: &str, event_id: &str) -> String {
-    let key = Secret::from_provider(Scheme::Standard, kid, secret).unwrap();
-    let body = order(event_id);
-    let headers = sign(Scheme::Standard, &key, event_id, s.clock_secs(), &body);
-    let a = s.post(tenant, &headers, &body).await;
+    let a = s.post_signed(tenant, kid, secret, event_id).await;
     assert_eq!(a.status, StatusCode::ACCEPTED, "{:?}", a.body);
     a.body["delivery_id"].as_str().unwrap().to_owned()
 }

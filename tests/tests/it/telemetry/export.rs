@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::{collector::Collector, parse_metrics, scrape, WAIT};
 use crate::{
-    forward::DEST_SECRET,
+    harness::DEST_SECRET,
     harness::{now_secs, order, ACME},
     pki::Pki,
     process::HookdProcess,

@@ -5,14 +5,14 @@ use hookd_sdk::{
     client::proto::{CreateTenantRequest, PurgeDeadLettersRequest},
     signature::{sign, Scheme, Secret},
 };
-use hookd_server::{events::DeliveryEventKind, ids::DeliveryId};
+use hookd_server::{feed::DeliveryEventKind, ids::DeliveryId};
 use reqwest::StatusCode;
 use serde_json::Value;
 
 use super::{parse_metrics, scrape};
 use crate::{
-    forward::{send, tenant, wait_event},
-    harness::{order, TestServer, ACME},
+    forward::{send, wait_event},
+    harness::{order, tenant, TestServer, ACME},
     receiver::{Receiver, Reply},
 };
 
@@ -79,7 +79,7 @@ async fn gauges_follow_deliveries_through_redelivery_purge_and_restart() {
         tenant("sink", &dest.url, "", "", "")
     );
     let mut s = TestServer::start_live(&config);
-    let mut feed = s.server().registry().events().subscribe();
+    let mut feed = s.server().registry().feed().subscribe();
 
     let delivered = send(&s, "sink", "evt_g0").await;
     wait_event(&mut feed, &delivered, DeliveryEventKind::Delivered).await;

@@ -3,19 +3,19 @@
 
 use std::collections::BTreeMap;
 
-use hookd_server::events::DeliveryEventKind;
+use hookd_server::feed::DeliveryEventKind;
 use reqwest::StatusCode;
 
 use super::{parse_metrics, scrape, WAIT};
 use crate::{
-    forward::tenant,
+    harness::tenant,
     harness::{now_secs, order, signed, TestServer, ACME},
     receiver::{Receiver, Reply},
 };
 
 /// Waits until the feed has reported `n` events of `kind` for `tenant`.
 async fn wait_kind(
-    feed: &mut tokio::sync::broadcast::Receiver<hookd_server::events::DeliveryEvent>,
+    feed: &mut tokio::sync::broadcast::Receiver<hookd_server::feed::DeliveryEvent>,
     seen: &mut Vec<(String, DeliveryEventKind)>,
     tenant: &str,
     kind: DeliveryEventKind,
@@ -46,7 +46,7 @@ async fn counters_match_a_scripted_mix_exactly() {
         tenant("sink", &sink_dest.url, "", "", ""),
     );
     let s = TestServer::start_live(&config);
-    let mut feed = s.server().registry().events().subscribe();
+    let mut feed = s.server().registry().feed().subscribe();
     let ts = now_secs();
     let post = |tenant: &'static str, id: String, ts: i64, body: Vec<u8>, sent: Vec<u8>| {
         let s = &s;

@@ -18,7 +18,7 @@ use std::{
 use hookd_server::{
     clock::SystemClock,
     config::{Config, Overrides},
-    Server,
+    Runtime, Server,
 };
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
 use reqwest::StatusCode;
@@ -53,12 +53,11 @@ impl Traced {
         config.keys.admin_token = Some(ADMIN_TOKEN.into());
         config.grpc.shutdown_grace_secs = 0.0;
         let exporter = InMemorySpanExporter::default();
-        config.tracer_provider = Some(
-            SdkTracerProvider::builder()
-                .with_simple_exporter(exporter.clone())
-                .build(),
-        );
-        let server = Server::start(config, Arc::new(SystemClock)).unwrap();
+        let provider = SdkTracerProvider::builder()
+            .with_simple_exporter(exporter.clone())
+            .build();
+        let runtime = Runtime::new(Arc::new(SystemClock)).with_tracer_provider(provider);
+        let server = Server::start(config, runtime).unwrap();
         Traced {
             base: format!("http://{}", server.http_addr()),
             _server: server,

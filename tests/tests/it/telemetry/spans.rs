@@ -7,7 +7,7 @@ use reqwest::StatusCode;
 
 use super::{attr, span_of, Traced, WAIT};
 use crate::{
-    forward::tenant,
+    harness::tenant,
     harness::{now_secs, order, signed, ACME},
     receiver::{Receiver, Reply},
 };

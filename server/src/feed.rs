@@ -1,4 +1,6 @@
-//! A live feed of what happens to deliveries, for `WatchDeliveries` and tests.
+//! The live delivery feed: what happens to deliveries, as it happens, for
+//! `WatchDeliveries` and tests. (Not the webhook events themselves: those
+//! are stored in `store/`.)
 
 use tokio::sync::broadcast;
 
@@ -31,12 +33,12 @@ pub struct DeliveryEvent {
 /// Fan-out of [`DeliveryEvent`]s; slow watchers miss events rather than
 /// slowing deliveries down.
 #[derive(Clone)]
-pub struct EventBus(broadcast::Sender<DeliveryEvent>);
+pub struct DeliveryFeed(broadcast::Sender<DeliveryEvent>);
 
-impl EventBus {
-    /// A bus buffering `capacity` events per watcher.
+impl DeliveryFeed {
+    /// A feed buffering `capacity` events per watcher.
     pub fn new(capacity: usize) -> Self {
-        EventBus(broadcast::channel(capacity).0)
+        DeliveryFeed(broadcast::channel(capacity).0)
     }
 
     /// Publishes, whether or not anyone watches.
@@ -50,8 +52,8 @@ impl EventBus {
     }
 }
 
-impl Default for EventBus {
+impl Default for DeliveryFeed {
     fn default() -> Self {
-        EventBus::new(4096)
+        DeliveryFeed::new(4096)
     }
 }

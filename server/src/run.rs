@@ -1,0 +1,207 @@
+//! The run seam: [`run`] serves one hookd on listeners bound by the caller
+//! until a shutdown future resolves, in the style of mini-redis's
+//! `server::run`. Runtime handles (clock, storage syncs, tracer provider)
+//! travel in [`Runtime`], never in [`Config`].
+
+use std::{
+    collections::HashSet,
+    future::Future,
+    net::TcpListener,
+    sync::{mpsc as std_mpsc, Arc},
+};
+
+use opentelemetry_sdk::trace::SdkTracerProvider;
+
+use crate::{
+    admin::Backend,
+    catalog::{effective_config, Catalog},
+    clock::SharedClock,
+    config::{parse_addr, Config, TenantSettings},
+    error::{Error, Result},
+    forward::AddressPolicy,
+    keyring::{load_admin_token, MasterKey},
+    serve::{self, Serving, Tls},
+    store::{OsSync, SharedSync, Store},
+    tenant::Registry,
+    tls::CertSource,
+};
+
+/// What a hookd process runs on besides its configuration.
+pub struct Runtime {
+    clock: SharedClock,
+    sync: SharedSync,
+    tracer_provider: Option<SdkTracerProvider>,
+    ready: Option<std_mpsc::Sender<Started>>,
+}
+
+impl Runtime {
+    /// Runs on `clock`, with real syncs and spans that get ids but are not
+    /// exported.
+    pub fn new(clock: SharedClock) -> Runtime {
+        Runtime {
+            clock,
+            sync: Arc::new(OsSync),
+            tracer_provider: None,
+            ready: None,
+        }
+    }
+
+    /// Storage's syncs go through `sync` (unless `storage.fsync` is off):
+    /// tests record them or make them fail.
+    pub fn with_sync(mut self, sync: SharedSync) -> Runtime {
+        self.sync = sync;
+        self
+    }
+
+    /// Spans go to `provider`: the binary's OTLP pipeline from the `OTEL_*`
+    /// variables, or a test's in-memory exporter.
+    pub fn with_tracer_provider(mut self, provider: SdkTracerProvider) -> Runtime {
+        self.tracer_provider = Some(provider);
+        self
+    }
+
+    /// Hands `ready` the running tenants once hookd accepts deliveries.
+    pub(crate) fn reporting_to(mut self, ready: std_mpsc::Sender<Started>) -> Runtime {
+        self.ready = Some(ready);
+        self
+    }
+}
+
+/// The already-bound listeners hookd serves on.
+pub struct Listeners {
+    /// The HTTP ingress (and `/metrics`, `/healthz`).
+    pub http: TcpListener,
+    /// The gRPC control plane.
+    pub grpc: TcpListener,
+    /// `metrics.addr`, when set (plain HTTP, `GET /metrics` only).
+    pub metrics: Option<TcpListener>,
+}
+
+impl Listeners {
+    /// Binds `http.addr`, `grpc.addr` and, with metrics on, `metrics.addr`;
+    /// errors name the key.
+    pub fn bind(config: &Config) -> Result<Listeners> {
+        let http = TcpListener::bind(parse_addr("http.addr", &config.http.addr)?)?;
+        let grpc = TcpListener::bind(parse_addr("grpc.addr", &config.grpc.addr)?)?;
+        let metrics = match (&config.metrics.addr, config.metrics.enabled) {
+            (Some(addr), true) => Some(TcpListener::bind(parse_addr("metrics.addr", addr)?)?),
+            _ => None,
+        };
+        Ok(Listeners {
+            http,
+            grpc,
+            metrics,
+        })
+    }
+}
+
+/// What a started hookd hands back to [`crate::Server`].
+pub(crate) struct Started {
+    pub(crate) registry: Registry,
+    pub(crate) certs: Vec<Arc<CertSource>>,
+}
+
+/// Opens storage, starts every tenant and serves on `listeners` until
+/// `shutdown` resolves; then finishes in-flight requests, flushes storage
+/// and returns once everything is closed. Must run inside an actix system
+/// (`actix_rt::System::new().block_on(run(..))`).
+pub async fn run(
+    config: Config,
+    runtime: Runtime,
+    listeners: Listeners,
+    shutdown: impl Future<Output = ()> + 'static,
+) -> Result<()> {
+    if let Some(warning) = config.metrics.scan_limit_warning() {
+        tracing::warn!("{warning}");
+    }
+    let tenants = config
+        .tenants
+        .iter()
+        .map(|t| {
+            t.resolve_under(config.limits.tenant_max_body_bytes)
+                .map_err(|e| Error::Config(format!("tenant {}: {e}", t.id)))
+        })
+        .collect::<Result<Vec<TenantSettings>>>()?;
+    let tls = Tls::build(&config)?;
+    let (store, committer) = Store::open_with(
+        &config.data_dir,
+        config.storage.commit_batch_max,
+        config.storage.fsync.then_some(runtime.sync.clone()),
+    )?;
+    let served = serve::serve(Serving {
+        config,
+        runtime,
+        listeners,
+        tls,
+        store,
+        tenants,
+        shutdown: Box::pin(shutdown),
+    })
+    .await;
+    let joined = committer.join().map_err(|_| Error::CommitterGone);
+    served.and(joined)
+}
+
+impl Runtime {
+    pub(crate) fn clock(&self) -> &SharedClock {
+        &self.clock
+    }
+
+    pub(crate) fn tracer_provider(&self) -> Option<&SdkTracerProvider> {
+        self.tracer_provider.as_ref()
+    }
+
+    /// Reports a started hookd, once.
+    pub(crate) fn report_ready(&mut self, started: Started) {
+        if let Some(ready) = self.ready.take() {
+            let _ = ready.send(started);
+        }
+    }
+}
+
+/// Starts the config file's tenants, then those created over the control
+/// plane (a config tenant wins an id clash), and builds the control-plane
+/// backend over them.
+pub(crate) fn start_tenants(
+    config: &Config,
+    registry: &Registry,
+    tenants: Vec<TenantSettings>,
+) -> Result<Backend> {
+    let key = MasterKey::load(&config.keys, &config.data_dir)?;
+    let admin_token = load_admin_token(&config.keys, &config.data_dir)?;
+    let address_policy = Arc::new(AddressPolicy::new(config.forward.allow_networks.clone()));
+    let config_ids: HashSet<String> = tenants.iter().map(|t| t.id.to_string()).collect();
+    let catalog = Catalog::open(registry.store().db(), key, config_ids.clone())?;
+    for tenant in tenants {
+        registry.start_tenant(tenant)?;
+    }
+    for id in catalog.ids()? {
+        if config_ids.contains(&id) {
+            tracing::warn!(tenant = %id, "tenant is both in the config file and created over the API; the config file wins");
+            continue;
+        }
+        let started = match catalog.get(&id) {
+            Ok(Some((record, secrets))) => effective_config(&record, &secrets)
+                .resolve_under(config.limits.tenant_max_body_bytes)
+                .and_then(|settings| {
+                    registry
+                        .start_tenant(settings.with_address_policy(&address_policy))
+                        .map_err(|e| e.to_string())
+                }),
+            Ok(None) => continue,
+            Err(e) => Err(format!("stored record cannot be read: {e}")),
+        };
+        if let Err(reason) = started {
+            tracing::error!(tenant = %id, reason = %reason, "stored tenant cannot start and is skipped; its deliveries get 503 TENANT_UNAVAILABLE until UpdateTenant fixes it or it is deleted");
+            registry.mark_unavailable(&id, reason);
+        }
+    }
+    Ok(Backend::new(
+        registry.clone(),
+        catalog,
+        config_ids,
+        admin_token,
+        config.limits.tenant_max_body_bytes,
+        address_policy,
+    ))
+}

@@ -1,0 +1,302 @@
+//! What [`crate::run`] serves with: the tenant actors on their arbiters,
+//! the HTTP ingress (actix) and the gRPC control plane (tonic on its own
+//! runtime), and their graceful shutdown.
+
+use std::{
+    future::Future, net::SocketAddr, pin::Pin, sync::Arc, thread::JoinHandle, time::Duration,
+};
+
+use actix_web::{dev::ServerHandle, middleware::from_fn, App, HttpServer};
+use tokio::sync::oneshot;
+
+use crate::{
+    admin::Backend,
+    config::{Config, TenantSettings},
+    error::{Error, Result},
+    feed::DeliveryFeed,
+    ingress::{self, AppState},
+    run::{start_tenants, Listeners, Runtime, Started},
+    store::Store,
+    sweeper,
+    telemetry::Telemetry,
+    tenant::Registry,
+    tls::{self, ListenerTls},
+};
+
+/// The TLS configurations of the two listeners, built (and checked) before
+/// anything starts; `None` serves plaintext.
+pub(crate) struct Tls {
+    http: Option<ListenerTls>,
+    grpc: Option<ListenerTls>,
+}
+
+impl Tls {
+    /// Loads the `[http.tls]` and `[grpc.tls]` files, if configured.
+    pub(crate) fn build(config: &Config) -> Result<Tls> {
+        Ok(Tls {
+            http: config
+                .http
+                .tls
+                .as_ref()
+                .map(tls::http_server_config)
+                .transpose()?,
+            grpc: config
+                .grpc
+                .tls
+                .as_ref()
+                .map(tls::grpc_server_config)
+                .transpose()?,
+        })
+    }
+}
+
+/// Everything one serving hookd owns.
+pub(crate) struct Serving {
+    pub(crate) config: Config,
+    pub(crate) runtime: Runtime,
+    pub(crate) listeners: Listeners,
+    pub(crate) tls: Tls,
+    pub(crate) store: Store,
+    pub(crate) tenants: Vec<TenantSettings>,
+    pub(crate) shutdown: Pin<Box<dyn Future<Output = ()>>>,
+}
+
+/// Serves until shutdown; returns once every thread it started is joined
+/// and storage is flushed.
+pub(crate) async fn serve(serving: Serving) -> Result<()> {
+    let Serving {
+        config,
+        mut runtime,
+        listeners,
+        tls,
+        store,
+        tenants,
+        shutdown,
+    } = serving;
+    let forward_cas = config.forward.ca_certs()?;
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2);
+    let arbiters: Vec<actix_rt::Arbiter> = (0..cores).map(|_| actix_rt::Arbiter::new()).collect();
+    let registry = Registry::new(
+        arbiters.iter().map(|a| a.handle()).collect(),
+        store,
+        runtime.clock().clone(),
+        DeliveryFeed::default(),
+        Telemetry::new(runtime.tracer_provider(), &config.metrics),
+    )
+    .with_forward_cas(forward_cas);
+    let backend = match start_tenants(&config, &registry, tenants) {
+        Ok(backend) => Arc::new(backend),
+        Err(e) => {
+            stop_arbiters(arbiters);
+            return Err(e);
+        }
+    };
+    let certs = [&tls.http, &tls.grpc]
+        .into_iter()
+        .flatten()
+        .map(|listener| Arc::clone(&listener.cert))
+        .collect();
+    let listening = Listening::new(&listeners, &tls)?;
+    let state = AppState {
+        registry: registry.clone(),
+        limits: ingress::EdgeLimits::new(&config.http),
+    };
+    let server = http_server(&config, state.clone(), cores, listeners.http, tls.http)?;
+    let http_handle = server.handle();
+    let metrics_server = listeners
+        .metrics
+        .map(|listener| metrics_server(&config, state, listener))
+        .transpose()?;
+    let metrics_handle = metrics_server.as_ref().map(actix_web::dev::Server::handle);
+    let metrics_task = metrics_server.map(actix_rt::spawn);
+    let (grpc_stop_tx, grpc_stop_rx) = oneshot::channel::<()>();
+    let grpc_thread = grpc_thread(
+        listeners.grpc,
+        backend,
+        tls.grpc,
+        Stop {
+            signal: grpc_stop_rx,
+            grace: Duration::from_secs_f64(config.grpc.shutdown_grace_secs),
+        },
+    )?;
+
+    actix_rt::spawn(stop_http_on(shutdown, http_handle, metrics_handle));
+    let sweeper = actix_rt::spawn(sweeper::run(registry.clone(), config.retention.clone()));
+    runtime.report_ready(Started {
+        registry: registry.clone(),
+        certs,
+    });
+    listening.log();
+    let served = server.await;
+    if let Some(task) = metrics_task {
+        let _ = task.await;
+    }
+
+    // The sweeper holds the registry, so storage: it must be gone before
+    // [`crate::run`] waits for the committer.
+    sweeper.abort();
+    let _ = sweeper.await;
+    let _ = grpc_stop_tx.send(());
+    let _ = grpc_thread.join();
+    stop_arbiters(arbiters);
+    registry.store().flush()?;
+    drop(registry);
+    tracing::info!("shutdown complete");
+    served.map_err(Error::from)
+}
+
+/// Where hookd listens and whether with TLS, announced once it is ready.
+struct Listening {
+    http: (SocketAddr, bool),
+    grpc: (SocketAddr, bool),
+    metrics: Option<SocketAddr>,
+}
+
+impl Listening {
+    fn new(listeners: &Listeners, tls: &Tls) -> Result<Listening> {
+        Ok(Listening {
+            http: (listeners.http.local_addr()?, tls.http.is_some()),
+            grpc: (listeners.grpc.local_addr()?, tls.grpc.is_some()),
+            metrics: listeners
+                .metrics
+                .as_ref()
+                .map(std::net::TcpListener::local_addr)
+                .transpose()?,
+        })
+    }
+
+    fn log(&self) {
+        let scheme = |tls: bool| if tls { "https" } else { "http" };
+        let ((http, http_tls), (grpc, grpc_tls)) = (self.http, self.grpc);
+        tracing::info!(scheme = scheme(http_tls), "http listening on {http}");
+        tracing::info!(scheme = scheme(grpc_tls), "grpc listening on {grpc}");
+        if let Some(addr) = self.metrics {
+            tracing::info!(scheme = "http", "metrics listening on {addr}");
+        }
+    }
+}
+
+fn stop_arbiters(arbiters: Vec<actix_rt::Arbiter>) {
+    for arbiter in arbiters {
+        arbiter.stop();
+        let _ = arbiter.join();
+    }
+}
+
+async fn stop_http_on(
+    shutdown: Pin<Box<dyn Future<Output = ()>>>,
+    http: ServerHandle,
+    metrics: Option<ServerHandle>,
+) {
+    shutdown.await;
+    tracing::info!("shutting down: finishing in-flight requests");
+    http.stop(true).await;
+    if let Some(metrics) = metrics {
+        metrics.stop(false).await;
+    }
+}
+
+/// The HTTP ingress on `listener`, running (it serves once awaited).
+fn http_server(
+    config: &Config,
+    state: AppState,
+    cores: usize,
+    listener: std::net::TcpListener,
+    tls: Option<ListenerTls>,
+) -> Result<actix_web::dev::Server> {
+    let workers = if config.http.workers == 0 {
+        cores
+    } else {
+        config.http.workers
+    };
+    let max_header_bytes = config.http.max_header_bytes;
+    let unrouted = state.registry.telemetry().metrics().other().clone();
+    let server = HttpServer::new(move || {
+        let unrouted = unrouted.clone();
+        App::new()
+            .wrap(from_fn(move |req, next| {
+                ingress::header_limit(max_header_bytes, unrouted.clone(), req, next)
+            }))
+            .wrap(from_fn(ingress::close_unread_body))
+            .wrap(from_fn(ingress::request_id))
+            .configure(ingress::configure(state.clone()))
+    })
+    .workers(workers)
+    .max_connections(config.http.max_connections)
+    .keep_alive(config.http.keep_alive())
+    .client_request_timeout(config.http.head_timeout())
+    .disable_signals()
+    .shutdown_timeout(config.http.shutdown_timeout_secs);
+    let server = match tls {
+        Some(listener_tls) => server.listen_rustls_0_23(listener, listener_tls.config)?,
+        None => server.listen(listener)?,
+    };
+    Ok(server.run())
+}
+
+/// `GET /metrics` alone on `metrics.addr`, plain HTTP, running once awaited.
+fn metrics_server(
+    config: &Config,
+    state: AppState,
+    listener: std::net::TcpListener,
+) -> Result<actix_web::dev::Server> {
+    Ok(HttpServer::new(move || {
+        App::new()
+            .wrap(from_fn(ingress::request_id))
+            .configure(ingress::configure_metrics(state.clone()))
+    })
+    .workers(1)
+    .max_connections(64)
+    .client_request_timeout(config.http.head_timeout())
+    .disable_signals()
+    .shutdown_timeout(1)
+    .listen(listener)?
+    .run())
+}
+
+/// When the gRPC server stops, and how long its clients get to hang up.
+struct Stop {
+    signal: oneshot::Receiver<()>,
+    grace: Duration,
+}
+
+/// The gRPC control plane on a thread and tokio runtime of its own.
+fn grpc_thread(
+    listener: std::net::TcpListener,
+    backend: Arc<Backend>,
+    tls: Option<ListenerTls>,
+    stop: Stop,
+) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("hookd-grpc".into())
+        .spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("grpc runtime");
+            runtime.block_on(async move {
+                let (stopping_tx, stopping_rx) = oneshot::channel::<()>();
+                let grpc_tls = tls.map(|listener| Arc::new(listener.config));
+                let serve = hookd_control::serve(listener, backend, grpc_tls, async move {
+                    let _ = stop.signal.await;
+                    let _ = stopping_tx.send(());
+                });
+                // Graceful shutdown waits for clients to hang up; past the
+                // grace period the runtime closes their connections.
+                let grace = async move {
+                    let _ = stopping_rx.await;
+                    tokio::time::sleep(stop.grace).await;
+                };
+                tokio::select! {
+                    served = serve => if let Err(e) = served {
+                        tracing::error!(error = %e, "grpc server stopped");
+                    },
+                    _ = grace => tracing::info!("grpc clients still connected after the grace period; closing them"),
+                }
+            });
+            runtime.shutdown_timeout(Duration::from_secs(5));
+        })
+}
