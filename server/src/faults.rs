@@ -1,6 +1,7 @@
 //! Fault injection for tests: a [`SyncOps`] that records every sync and can
-//! be made to fail, and a switch that makes a tenant actor panic on its next
-//! delivery. Compiled only into unit tests and builds with the
+//! be made to fail, a switch that makes the next batch of writes holding a
+//! tenant's delivery fail as a storage error, and one that makes a tenant
+//! actor panic on its next delivery. Compiled only into unit tests and builds with the
 //! `fault-injection` feature (the integration tests); a production build of
 //! hookd cannot reach any of it.
 
@@ -114,4 +115,25 @@ pub(crate) fn maybe_panic(tenant: &str) {
     if armed {
         panic!("injected panic in the actor of tenant {tenant}");
     }
+}
+
+static FAIL_NEXT_WRITE: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+
+/// The next batch of writes holding a delivery of `tenant` fails as a
+/// storage error would (keyed by tenant so tests in one process stay apart).
+pub fn fail_next_write(tenant: &str) {
+    FAIL_NEXT_WRITE
+        .lock()
+        .expect("write switch")
+        .get_or_insert_with(HashSet::new)
+        .insert(tenant.to_owned());
+}
+
+/// Whether [`fail_next_write`] was called for `tenant` (answered once).
+pub(crate) fn take_write_failure(tenant: &str) -> bool {
+    FAIL_NEXT_WRITE
+        .lock()
+        .expect("write switch")
+        .as_mut()
+        .is_some_and(|set| set.remove(tenant))
 }

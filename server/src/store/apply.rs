@@ -19,6 +19,13 @@ pub(super) fn apply_isolated(
     db: &sled::Db,
     items: &[&NewDelivery],
 ) -> Result<Vec<Result<CommitOutcome>>> {
+    #[cfg(any(test, feature = "fault-injection"))]
+    if items
+        .iter()
+        .any(|item| crate::faults::take_write_failure(&tenant_of(&item.trees)))
+    {
+        return Err(Error::Io(std::io::Error::other("injected write failure")));
+    }
     match apply_batch(db, items) {
         Ok(outcomes) => return Ok(outcomes.into_iter().map(Ok).collect()),
         Err(e) if !is_dropped(&e) => return Err(e),
@@ -72,7 +79,7 @@ fn is_dropped(e: &Error) -> bool {
 }
 
 /// The tenant id in a tree name `t/{tenant}/idem`.
-fn tenant_of(trees: &TenantTrees) -> String {
+pub(super) fn tenant_of(trees: &TenantTrees) -> String {
     let name = String::from_utf8_lossy(&trees.idem.name()).into_owned();
     name.strip_prefix("t/")
         .and_then(|rest| rest.strip_suffix("/idem"))

@@ -1,5 +1,5 @@
-//! Storage faults through real HTTP and gRPC: a failed fsync makes hookd
-//! refuse everything with 503 until a restart, control-plane writes answer
+//! Storage faults through real HTTP and gRPC: a failed fsync or a failed
+//! write makes hookd refuse everything with 503 until a restart, control-plane writes answer
 //! only after a sync, and a panicking tenant actor is restarted without
 //! touching other tenants.
 
@@ -8,7 +8,7 @@ use hookd_sdk::{
     signature::{sign, Scheme, Secret},
 };
 use hookd_server::{
-    faults::{panic_next_ingest, FaultSync, Synced},
+    faults::{fail_next_write, panic_next_ingest, FaultSync, Synced},
     store::SharedSync,
 };
 use reqwest::StatusCode;
@@ -24,9 +24,59 @@ fn log_syncs(sync: &FaultSync) -> usize {
 }
 
 async fn post_order(s: &TestServer, event_id: &str) -> crate::harness::Answer {
+    post_to(s, "acme", event_id).await
+}
+
+async fn post_to(s: &TestServer, tenant: &str, event_id: &str) -> crate::harness::Answer {
     let body = order(event_id);
-    s.post("acme", &signed(event_id, s.clock_secs(), &body), &body)
+    s.post(tenant, &signed(event_id, s.clock_secs(), &body), &body)
         .await
+}
+
+/// A batch of writes that fails in storage itself (not in its sync) poisons
+/// the store the same way: the write, its retry, new and known events all
+/// get 503 STORAGE_UNAVAILABLE and /readyz fails, until a restart, which
+/// recovers from what is on disk.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_write_answers_503_until_a_restart() {
+    let toml = ACME.replace("id = \"acme\"", "id = \"writefail\"");
+    let mut s = TestServer::start(&toml);
+    assert_eq!(
+        post_to(&s, "writefail", "evt_1").await.status,
+        StatusCode::ACCEPTED
+    );
+
+    fail_next_write("writefail");
+    for (event, what) in [
+        ("evt_2", "the write that failed"),
+        ("evt_2", "the sender's retry"),
+        ("evt_3", "a new event"),
+        ("evt_1", "an event stored before the failure"),
+    ] {
+        let answer = post_to(&s, "writefail", event).await;
+        assert_eq!(
+            (answer.status, answer.code()),
+            (StatusCode::SERVICE_UNAVAILABLE, "STORAGE_UNAVAILABLE"),
+            "{what} ({event}): {:?}",
+            answer.body
+        );
+    }
+    assert_eq!(
+        s.get("/readyz").await.status(),
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+
+    s.restart(&toml);
+    assert_eq!(s.get("/readyz").await.status(), StatusCode::OK);
+    assert_eq!(
+        post_to(&s, "writefail", "evt_2").await.status,
+        StatusCode::ACCEPTED,
+        "the failed write was never acknowledged, so its retry is new"
+    );
+    assert_eq!(
+        post_to(&s, "writefail", "evt_1").await.status,
+        StatusCode::OK
+    );
 }
 
 /// The sync of the batch holding evt_2 fails once (as Linux reports a
