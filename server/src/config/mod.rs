@@ -412,11 +412,17 @@ mod tests {
 
     #[test]
     fn the_commented_tenant_example_loads_when_uncommented() {
+        // The example names a CA bundle; put a real one where it points.
+        let dir = tempfile::tempdir().unwrap();
+        let ca = dir.path().join("partner-ca.pem");
+        let cert = rcgen::generate_simple_self_signed(vec!["partner.example".into()]).unwrap();
+        std::fs::write(&ca, cert.cert.pem()).unwrap();
         let example: String = DEFAULT_TOML
             .lines()
             .skip_while(|line| *line != "# [[tenants]]")
             .map(|line| format!("{}\n", line.trim_start_matches('#').trim_start()))
-            .collect();
+            .collect::<String>()
+            .replace("/etc/hookd/partner-ca.pem", &ca.display().to_string());
         let c = load_str(&example).unwrap_or_else(|e| panic!("{e}\n{example}"));
         let t = c.tenants[0].resolve().unwrap();
         assert_eq!(t.id.as_str(), "acme");
