@@ -213,11 +213,15 @@ impl ControlBackend for Backend {
         status: Option<DeliveryStatus>,
         page: PageRequest,
     ) -> ApiResult<Page<DeliveryView>> {
-        self.deliveries(tenant_id, status, page)
+        let tenant_id = tenant_id.to_owned();
+        self.blocking(move |b| b.deliveries(&tenant_id, status, page))
+            .await
     }
 
     async fn get_delivery(&self, tenant_id: &str, delivery_id: &str) -> ApiResult<DeliveryView> {
-        self.delivery(tenant_id, delivery_id)
+        let (tenant_id, delivery_id) = (tenant_id.to_owned(), delivery_id.to_owned());
+        self.blocking(move |b| b.delivery(&tenant_id, &delivery_id))
+            .await
     }
 
     async fn list_dead_letters(
@@ -226,7 +230,9 @@ impl ControlBackend for Backend {
         filter: DeadLetterFilter,
         page: PageRequest,
     ) -> ApiResult<Page<DeadLetterView>> {
-        self.dead_letters(tenant_id, filter, page)
+        let tenant_id = tenant_id.to_owned();
+        self.blocking(move |b| b.dead_letters(&tenant_id, filter, page))
+            .await
     }
 
     async fn redeliver(&self, tenant_id: &str, selection: Selection) -> ApiResult<Vec<String>> {
