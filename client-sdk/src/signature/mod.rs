@@ -33,11 +33,19 @@ pub struct Verified {
     /// `webhook-id` / `X-GitHub-Delivery` / `X-Shopify-Webhook-Id` when the scheme
     /// carries the event id in a header and it is non-empty.
     pub header_event_id: Option<String>,
-    /// SHA-256 of the exact signed material (prefix and body); the replay-cache key when
-    /// there is no header event id. It does not depend on how the signature header was
-    /// spelled, so a replay cannot dodge the cache by adding decoy signatures or
-    /// changing hex case.
-    pub signature_digest: [u8; 32],
+    /// Signed bytes that precede the body, for [`Verified::signature_digest`].
+    prefix: Vec<u8>,
+}
+
+impl Verified {
+    /// SHA-256 of the exact signed material (prefix and `body`, the body that was
+    /// verified); the replay-cache key when there is no header event id. It does not
+    /// depend on how the signature header was spelled, so a replay cannot dodge the
+    /// cache by adding decoy signatures or changing hex case. Computed on demand: most
+    /// deliveries are keyed by their event id and never need a second pass over the body.
+    pub fn signature_digest(&self, body: &[u8]) -> [u8; 32] {
+        codec::sha256(&self.prefix, body)
+    }
 }
 
 /// Verify one delivery. `keys`: current first, then previous (if its overlap window is
@@ -74,7 +82,7 @@ pub fn verify(
         kid: key.kid().to_owned(),
         timestamp: claims.timestamp,
         header_event_id: claims.header_event_id,
-        signature_digest: codec::sha256(&claims.prefix, body),
+        prefix: claims.prefix,
     })
 }
 

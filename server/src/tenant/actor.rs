@@ -121,7 +121,7 @@ impl TenantActor {
             tolerance_secs: s.tolerance_secs,
         })?;
 
-        let keys = ReplayKeys::of(s.scheme, &verified);
+        let keys = ReplayKeys::of(s.scheme, &verified, &msg.body);
         if let Some((event_id, delivery_id)) = keys.all().find_map(|key| self.replay.get(key)) {
             return Ok(Prepared::Duplicate(IngestOutcome {
                 event_id,
@@ -344,8 +344,8 @@ struct ReplayKeys {
 }
 
 impl ReplayKeys {
-    fn of(scheme: Scheme, verified: &Verified) -> ReplayKeys {
-        let content = || [b"sig:".as_slice(), &content_digest(scheme, verified)].concat();
+    fn of(scheme: Scheme, verified: &Verified, body: &[u8]) -> ReplayKeys {
+        let content = || [b"sig:".as_slice(), &content_digest(scheme, verified, body)].concat();
         let id = verified
             .header_event_id
             .as_ref()
@@ -369,13 +369,13 @@ impl ReplayKeys {
 /// SHA-256 over the scheme, the key that matched and the digest of the
 /// signed bytes: the same for every resend of one signed delivery, whatever
 /// unsigned headers come with it.
-fn content_digest(scheme: Scheme, verified: &Verified) -> [u8; 32] {
+fn content_digest(scheme: Scheme, verified: &Verified, body: &[u8]) -> [u8; 32] {
     let mut digest = Sha256::new();
     for part in [scheme.as_str().as_bytes(), verified.kid.as_bytes()] {
         digest.update(part);
         digest.update([0]);
     }
-    digest.update(verified.signature_digest);
+    digest.update(verified.signature_digest(body));
     digest.finalize().into()
 }
 
