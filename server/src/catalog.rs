@@ -1,7 +1,8 @@
-//! Tenants created over the control plane, persisted in sled next to the
-//! events: settings in `tenants`, secrets sealed with the master key in
-//! `secrets` (see [`sealed`] for the format), tenant-scoped API tokens
-//! (hashed) in `tokens`.
+//! Tenants created over the control plane, persisted through the storage
+//! engine's catalog rows ([`crate::store::api::CatalogRows`]): settings in
+//! `tenants`, secrets sealed with the master key in `secrets` (see
+//! [`sealed`] for the format), tenant-scoped API tokens (hashed) in
+//! `tokens`.
 //!
 //! Every tenant has an incarnation: a fresh id when it is created over the
 //! API, [`CONFIG_INCARNATION`] when it comes from the config file. A token
@@ -23,7 +24,6 @@ use hookd_sdk::signature::Scheme;
 use rand::RngCore;
 use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
-use sled::{transaction::ConflictableTransactionError, Transactional};
 use zeroize::Zeroizing;
 
 pub use tokens::TokenRecord;
@@ -31,8 +31,12 @@ pub use tokens::TokenRecord;
 use crate::{
     config::{DestinationConfig, SecretConfig, SecretState, TenantConfig},
     error::{Error, Result},
+    ids::TenantId,
     keyring::MasterKey,
-    store::records::{decode, encode},
+    store::{
+        api::{CatalogRows, RowChange, Shared, Table},
+        records::{decode, encode},
+    },
 };
 
 /// The incarnation of every tenant declared in the config file.
@@ -92,12 +96,8 @@ pub struct SecretSet {
 /// before they answer.
 #[derive(Clone)]
 pub struct Catalog {
-    db: sled::Db,
-    tenants: sled::Tree,
-    secrets: sled::Tree,
-    tokens: sled::Tree,
-    /// Ids of deleted tenants whose data trees are still to be dropped.
-    drops: sled::Tree,
+    store: Shared,
+    rows: Arc<dyn CatalogRows>,
     key: MasterKey,
     /// Ids of the config file's tenants.
     config_tenants: Arc<HashSet<String>>,
@@ -108,22 +108,19 @@ impl Catalog {
     /// left: rewrites legacy sealed rows in the bound format, gives old
     /// records an incarnation, finishes interrupted deletes and revokes
     /// tokens whose tenant is gone (`config_tenants`: the config file's ids).
-    pub fn open(db: &sled::Db, key: MasterKey, config_tenants: HashSet<String>) -> Result<Catalog> {
+    pub fn open(store: Shared, key: MasterKey, config_tenants: HashSet<String>) -> Result<Catalog> {
         let catalog = Catalog {
-            db: db.clone(),
-            tenants: db.open_tree("tenants")?,
-            secrets: db.open_tree("secrets")?,
-            tokens: db.open_tree("tokens")?,
-            drops: db.open_tree("tenant_drops")?,
+            rows: store.catalog_rows()?,
+            store,
             key,
             config_tenants: Arc::new(config_tenants),
         };
         catalog.migrate()?;
-        for id in catalog.drops.iter().keys() {
-            catalog.drop_data(&String::from_utf8_lossy(&id?))?;
+        for (id, _) in catalog.rows.scan(Table::Drops, "")? {
+            catalog.drop_data(&id)?;
         }
         catalog.sweep_tokens()?;
-        catalog.db.flush()?;
+        catalog.store.flush()?;
         Ok(catalog)
     }
 
@@ -131,14 +128,13 @@ impl Catalog {
     /// binding, records without an incarnation.
     fn migrate(&self) -> Result<()> {
         let mut rewritten = 0;
-        for kv in self.secrets.iter() {
-            let (id, row) = kv?;
+        for (id, row) in self.rows.scan(Table::Secrets, "")? {
             if sealed::is_legacy(&row) {
-                let id = String::from_utf8_lossy(&id);
                 match sealed::open_legacy(&self.key, &id, &row) {
                     Ok(set) => {
-                        self.secrets
-                            .insert(id.as_bytes(), sealed::seal(&self.key, &id, &set))?;
+                        let sealed = sealed::seal(&self.key, &id, &set);
+                        self.rows
+                            .apply(&[RowChange::Put(Table::Secrets, id.clone(), sealed)])?;
                         rewritten += 1;
                     }
                     Err(e) => {
@@ -153,18 +149,18 @@ impl Catalog {
                 "sealed secrets rewritten bound to their tenant and kid"
             );
         }
-        for kv in self.tenants.iter() {
-            let (id, bytes) = kv?;
+        for (id, bytes) in self.rows.scan(Table::Tenants, "")? {
             let mut record: TenantRecord = match decode(&bytes) {
                 Ok(record) => record,
                 Err(e) => {
-                    tracing::error!(tenant = %String::from_utf8_lossy(&id), error = %e, "stored tenant record cannot be read; left as it is");
+                    tracing::error!(tenant = %id, error = %e, "stored tenant record cannot be read; left as it is");
                     continue;
                 }
             };
             if record.incarnation.is_empty() {
                 record.incarnation = ulid::Ulid::new().to_string();
-                self.tenants.insert(id, encode(&record))?;
+                self.rows
+                    .apply(&[RowChange::Put(Table::Tenants, id, encode(&record))])?;
             }
         }
         Ok(())
@@ -173,16 +169,17 @@ impl Catalog {
     /// The ids of every stored tenant, in order, without decoding them, so
     /// one unreadable record cannot hide the others.
     pub fn ids(&self) -> Result<Vec<String>> {
-        self.tenants
-            .iter()
-            .keys()
-            .map(|id| Ok(String::from_utf8_lossy(&id?).into_owned()))
-            .collect()
+        Ok(self
+            .rows
+            .scan(Table::Tenants, "")?
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect())
     }
 
     /// One stored tenant.
     pub fn get(&self, id: &str) -> Result<Option<(TenantRecord, SecretSet)>> {
-        match self.tenants.get(id)? {
+        match self.rows.get(Table::Tenants, id)? {
             Some(record) => Ok(Some((decode(&record)?, self.secrets_of(id)?))),
             None => Ok(None),
         }
@@ -190,13 +187,13 @@ impl Catalog {
 
     /// Whether a tenant of that id is stored, without opening its secrets.
     pub fn contains(&self, id: &str) -> Result<bool> {
-        Ok(self.tenants.contains_key(id)?)
+        Ok(self.rows.get(Table::Tenants, id)?.is_some())
     }
 
     fn secrets_of(&self, id: &str) -> Result<SecretSet> {
         let row = self
-            .secrets
-            .get(id)?
+            .rows
+            .get(Table::Secrets, id)?
             .ok_or_else(|| Error::Corrupt(format!("tenant {id} has no secrets")))?;
         sealed::open(&self.key, id, &row)
     }
@@ -207,7 +204,7 @@ impl Catalog {
         if self.config_tenants.contains(tenant_id) {
             return Ok(Some(CONFIG_INCARNATION.into()));
         }
-        match self.tenants.get(tenant_id)? {
+        match self.rows.get(Table::Tenants, tenant_id)? {
             Some(bytes) => Ok(Some(decode::<TenantRecord>(&bytes)?.incarnation)),
             None => Ok(None),
         }
@@ -219,18 +216,14 @@ impl Catalog {
     /// of its id left (deleted, or removed from the config file) is dropped.
     pub fn put(&self, record: &TenantRecord, secrets: &SecretSet) -> Result<()> {
         let id = record.config.id.as_str();
-        if !self.tenants.contains_key(id)? {
+        if !self.contains(id)? {
             self.drop_data(id)?;
         }
         let (record, sealed) = (encode(record), sealed::seal(&self.key, id, secrets));
-        (&self.tenants, &self.secrets)
-            .transaction(|(tenants, secrets)| {
-                tenants.insert(id, record.as_slice())?;
-                secrets.insert(id, sealed.as_slice())?;
-                Ok::<_, ConflictableTransactionError<()>>(())
-            })
-            .map_err(|e| Error::Corrupt(format!("catalog write: {e:?}")))?;
-        Ok(())
+        self.rows.apply(&[
+            RowChange::Put(Table::Tenants, id.to_owned(), record),
+            RowChange::Put(Table::Secrets, id.to_owned(), sealed),
+        ])
     }
 
     /// Deletes a tenant's record, secrets and tokens in one transaction,
@@ -240,37 +233,41 @@ impl Catalog {
     /// [`Catalog::data_dropped`]; a crash in between is finished at the next
     /// start.
     pub fn delete(&self, id: &str) -> Result<bool> {
-        let tokens = self.list_tokens(Some(id))?;
-        (&self.tenants, &self.secrets, &self.tokens, &self.drops)
-            .transaction(|(tenants, secrets, token_rows, drops)| {
-                let existed = tenants.remove(id)?.is_some();
-                secrets.remove(id)?;
-                for token in &tokens {
-                    token_rows.remove(tokens::id_key(&token.token_id).as_bytes())?;
-                    token_rows.remove(tokens::hash_key(&token.hash).as_bytes())?;
-                }
-                drops.insert(id, &[])?;
-                Ok::<_, ConflictableTransactionError<()>>(existed)
-            })
-            .map_err(|e| Error::Corrupt(format!("catalog delete: {e:?}")))
+        let existed = self.contains(id)?;
+        let mut changes = vec![
+            RowChange::Remove(Table::Tenants, id.to_owned()),
+            RowChange::Remove(Table::Secrets, id.to_owned()),
+            RowChange::Put(Table::Drops, id.to_owned(), Vec::new()),
+        ];
+        for token in self.list_tokens(Some(id))? {
+            changes.push(RowChange::Remove(
+                Table::Tokens,
+                tokens::id_key(&token.token_id),
+            ));
+            changes.push(RowChange::Remove(
+                Table::Tokens,
+                tokens::hash_key(&token.hash),
+            ));
+        }
+        self.rows.apply(&changes)?;
+        Ok(existed)
     }
 
     /// Forgets the delete marker of `id` once its data trees are dropped.
     pub fn data_dropped(&self, id: &str) -> Result<()> {
-        self.drops.remove(id)?;
-        Ok(())
+        self.rows
+            .apply(&[RowChange::Remove(Table::Drops, id.to_owned())])
     }
 
-    /// Drops every data tree of `id`, then its delete marker if any.
+    /// Removes every record of `id`'s data, then its delete marker if any.
     fn drop_data(&self, id: &str) -> Result<()> {
-        let prefix = format!("t/{id}/");
-        for name in self.db.tree_names() {
-            if name.starts_with(prefix.as_bytes()) {
-                self.db.drop_tree(name)?;
+        match TenantId::try_from(id) {
+            Ok(tenant) => self.store.clear_tenant(&tenant)?,
+            Err(_) => {
+                tracing::error!(tenant = %id, "delete marker of an invalid tenant id; nothing to drop")
             }
         }
-        self.drops.remove(id)?;
-        Ok(())
+        self.data_dropped(id)
     }
 }
 

@@ -299,9 +299,12 @@ impl From<IngestError> for ApiError {
 /// Internal failures of the server library.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// sled refused an operation.
+    /// The storage engine refused an operation.
     #[error("storage: {0}")]
-    Storage(#[from] sled::Error),
+    Storage(String),
+    /// A storage task ended without an answer (it panicked).
+    #[error("storage task failed: {0}")]
+    Internal(String),
     /// A file in the data dir could not be read or written.
     #[error("io: {0}")]
     Io(#[from] std::io::Error),

@@ -24,7 +24,7 @@ struct Cli {
     /// TOML config file.
     #[arg(long, env = "HOOKD_CONFIG", global = true)]
     config: Option<PathBuf>,
-    /// Data directory (sled database).
+    /// Data directory (embedded store, master key, admin token).
     #[arg(long, env = "HOOKD_DATA_DIR", global = true)]
     data_dir: Option<PathBuf>,
     /// HTTP ingress address; port 0 picks a free port.

@@ -133,7 +133,7 @@ pub async fn run(
         runtime,
         listeners,
         tls,
-        store,
+        store: Arc::new(store),
         tenants,
         shutdown: Box::pin(shutdown),
     })
@@ -171,7 +171,7 @@ pub(crate) fn start_tenants(
     let admin_token = load_admin_token(&config.keys, &config.data_dir)?;
     let address_policy = Arc::new(AddressPolicy::new(config.forward.allow_networks.clone()));
     let config_ids: HashSet<String> = tenants.iter().map(|t| t.id.to_string()).collect();
-    let catalog = Catalog::open(registry.store().db(), key, config_ids.clone())?;
+    let catalog = Catalog::open(registry.store().clone(), key, config_ids.clone())?;
     for tenant in tenants {
         registry.start_tenant(tenant)?;
     }

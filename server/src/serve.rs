@@ -16,7 +16,7 @@ use crate::{
     feed::DeliveryFeed,
     ingress::{self, AppState},
     run::{start_tenants, Listeners, Runtime, Started},
-    store::Store,
+    store::api::Shared,
     sweeper,
     telemetry::Telemetry,
     tenant::Registry,
@@ -56,7 +56,7 @@ pub(crate) struct Serving {
     pub(crate) runtime: Runtime,
     pub(crate) listeners: Listeners,
     pub(crate) tls: Tls,
-    pub(crate) store: Store,
+    pub(crate) store: Shared,
     pub(crate) tenants: Vec<TenantSettings>,
     pub(crate) shutdown: Pin<Box<dyn Future<Output = ()>>>,
 }

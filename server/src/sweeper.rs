@@ -4,7 +4,12 @@
 
 use std::{collections::HashMap, time::Duration};
 
-use crate::{config::RetentionConfig, ids::TenantId, store::deliveries, tenant::Registry};
+use crate::{
+    config::RetentionConfig,
+    ids::TenantId,
+    store::api::{blocking, SweepRequest},
+    tenant::Registry,
+};
 
 /// Sweeps forever; dropped with the server.
 pub async fn run(registry: Registry, retention: RetentionConfig) {
@@ -15,13 +20,21 @@ pub async fn run(registry: Registry, retention: RetentionConfig) {
         let now = registry.clock().now_ms();
         for handle in registry.handles() {
             let cursor = cursors.entry(handle.settings.id.clone()).or_default();
-            let result = deliveries::sweep(
-                &handle.trees,
-                now - (retention.delivered_secs as i64).saturating_mul(1000),
-                now - (retention.idempotency_secs as i64).saturating_mul(1000),
-                retention.sweep_batch,
-                cursor,
-            );
+            let request = SweepRequest {
+                delivered_before_ms: now - (retention.delivered_secs as i64).saturating_mul(1000),
+                idem_before_ms: now - (retention.idempotency_secs as i64).saturating_mul(1000),
+                batch: retention.sweep_batch,
+            };
+            let (data, mut moved) = (handle.data.clone(), std::mem::take(cursor));
+            let result = blocking(move || {
+                let swept = data.sweep(&request, &mut moved);
+                swept.map(|swept| (swept, moved))
+            })
+            .await
+            .map(|(swept, moved)| {
+                *cursor = moved;
+                swept
+            });
             match result {
                 Ok(swept) if swept.delivered + swept.idempotency > 0 => tracing::info!(
                     tenant = %handle.settings.id,

@@ -14,7 +14,7 @@ use crate::{
     feed::DeliveryEvent,
     ids::DeliveryId,
     store::{
-        deliveries,
+        api::PullRequest,
         records::{DeadLetter, DeliveryState, DeliveryStatus},
     },
     tenant::TenantHandle,
@@ -42,34 +42,33 @@ impl Backend {
         page: PageRequest,
     ) -> ApiResult<Page<DeliveryView>> {
         let handle = self.tenant(tenant_id)?;
-        let upper = page.token.clone().unwrap_or_else(|| "\u{10ffff}".into());
-        let mut items = Vec::new();
-        let mut next_token = None;
-        for kv in handle.trees.state.range(..upper.as_bytes()).rev() {
-            let (key, value) = kv.map_err(|e| api(e.into()))?;
-            let state: DeliveryState = crate::store::records::decode(&value).map_err(api)?;
-            if status.is_some_and(|s| s != state.status) {
-                continue;
-            }
-            if items.len() == page.size as usize {
-                next_token = items.last().map(|v: &DeliveryView| v.delivery_id.clone());
-                break;
-            }
-            let id = String::from_utf8_lossy(&key).into_owned();
-            items.push(delivery_view(tenant_id, id, state, Vec::new()));
-        }
-        Ok(Page { items, next_token })
+        let before = page.token.clone().map(DeliveryId::new);
+        let size = page.size as usize;
+        let mut items = handle
+            .data
+            .deliveries(status, before.as_ref(), size + 1)
+            .map_err(api)?;
+        let next_token = (items.len() > size).then(|| {
+            items.truncate(size);
+            items.last().map(|(id, _)| id.to_string())
+        });
+        let items = items
+            .into_iter()
+            .map(|(id, state)| delivery_view(tenant_id, id.to_string(), state, Vec::new()))
+            .collect();
+        Ok(Page {
+            items,
+            next_token: next_token.flatten(),
+        })
     }
 
     pub(super) fn delivery(&self, tenant_id: &str, delivery_id: &str) -> ApiResult<DeliveryView> {
         let handle = self.tenant(tenant_id)?;
         let id = DeliveryId::new(delivery_id);
-        let state = deliveries::load_state(&handle.trees, &id)
-            .map_err(api)?
-            .ok_or_else(|| {
-                ApiError::NotFound(format!("delivery {delivery_id} of tenant {tenant_id}"))
-            })?;
-        let attempts = deliveries::load_attempts(&handle.trees, &id).map_err(api)?;
+        let state = handle.data.state(&id).map_err(api)?.ok_or_else(|| {
+            ApiError::NotFound(format!("delivery {delivery_id} of tenant {tenant_id}"))
+        })?;
+        let attempts = handle.data.attempts(&id).map_err(api)?;
         let attempts = attempts
             .into_iter()
             .map(|a| AttemptView {
@@ -98,28 +97,31 @@ impl Backend {
         page: PageRequest,
     ) -> ApiResult<Page<DeadLetterView>> {
         let handle = self.tenant(tenant_id)?;
-        let upper = match &page.token {
-            Some(token) => hex::decode(token)
-                .map_err(|_| ApiError::InvalidArgument("page_token is not valid".into()))?,
-            None => vec![0xff; 9],
+        let before = match &page.token {
+            Some(token) => Some(
+                hex::decode(token)
+                    .map_err(|_| ApiError::InvalidArgument("page_token is not valid".into()))?,
+            ),
+            None => None,
         };
-        let mut items = Vec::new();
-        let mut last_key = None;
-        let mut next_token = None;
-        for kv in handle.trees.dead.range(..upper).rev() {
-            let (key, value) = kv.map_err(|e| api(e.into()))?;
-            let letter: DeadLetter = crate::store::records::decode(&value).map_err(api)?;
-            if !filter.matches(letter.dead_at_ms, &letter.reason) {
-                continue;
-            }
-            if items.len() == page.size as usize {
-                next_token = last_key.take().map(hex::encode);
-                break;
-            }
-            last_key = Some(key.to_vec());
-            items.push(dead_letter_view(tenant_id, letter));
-        }
-        Ok(Page { items, next_token })
+        let size = page.size as usize;
+        let keep = |letter: &DeadLetter| filter.matches(letter.dead_at_ms, &letter.reason);
+        let mut letters = handle
+            .data
+            .dead_letters(before.as_deref(), size + 1, &keep)
+            .map_err(api)?;
+        let next_token = (letters.len() > size).then(|| {
+            letters.truncate(size);
+            letters.last().map(|(key, _)| hex::encode(key))
+        });
+        let items = letters
+            .into_iter()
+            .map(|(_, letter)| dead_letter_view(tenant_id, letter))
+            .collect();
+        Ok(Page {
+            items,
+            next_token: next_token.flatten(),
+        })
     }
 
     /// Redelivers the selection; answers once the new deliveries are
@@ -187,21 +189,14 @@ impl Backend {
                 "visibility_timeout_secs must be at most {MAX_VISIBILITY_SECS}"
             )));
         }
-        let db = self.registry.store().db().clone();
-        let now = self.now_ms();
-        let pulled = blocking(move || {
-            deliveries::pull(
-                &handle.trees,
-                &db,
-                max as usize,
-                hookd_proto::PULL_RESPONSE_BUDGET_BYTES,
-                i64::from(visibility_secs) * 1000,
-                handle.settings.retry_window_ms,
-                now,
-            )
-            .map_err(api)
-        })
-        .await;
+        let request = PullRequest {
+            max: max as usize,
+            max_bytes: hookd_proto::PULL_RESPONSE_BUDGET_BYTES,
+            visibility_ms: i64::from(visibility_secs) * 1000,
+            window_ms: handle.settings.retry_window_ms,
+            now_ms: self.now_ms(),
+        };
+        let pulled = blocking(move || handle.data.pull(request).map_err(api)).await;
         self.durable().await?;
         Ok(pulled?
             .into_iter()
@@ -221,7 +216,7 @@ impl Backend {
         let handle = self.pull_tenant(tenant_id)?;
         let ids: Vec<DeliveryId> = ids.into_iter().map(DeliveryId::new).collect();
         let now = self.now_ms();
-        let acked = blocking(move || deliveries::ack(&handle.trees, &ids, now).map_err(api)).await;
+        let acked = blocking(move || handle.data.ack(&ids, now).map_err(api)).await;
         self.durable().await?;
         acked
     }
@@ -230,10 +225,8 @@ impl Backend {
     pub(super) async fn nack_deliveries(&self, tenant_id: &str, ids: Vec<String>) -> ApiResult<()> {
         let handle = self.pull_tenant(tenant_id)?;
         let ids: Vec<DeliveryId> = ids.into_iter().map(DeliveryId::new).collect();
-        let db = self.registry.store().db().clone();
         let now = self.now_ms();
-        let returned =
-            blocking(move || deliveries::nack(&handle.trees, &db, &ids, now).map_err(api)).await;
+        let returned = blocking(move || handle.data.nack(&ids, now).map_err(api)).await;
         self.durable().await?;
         returned.map(drop)
     }
@@ -258,7 +251,9 @@ fn selected(handle: &TenantHandle, selection: Selection) -> ApiResult<Vec<Delive
             .into_iter()
             .map(|id| {
                 let id = DeliveryId::new(id);
-                let state = deliveries::load_state(&handle.trees, &id)
+                let state = handle
+                    .data
+                    .state(&id)
                     .map_err(api)?
                     .ok_or_else(|| ApiError::NotFound(format!("delivery {id}")))?;
                 match (state.status, state.redelivered_as) {
@@ -275,15 +270,18 @@ fn selected(handle: &TenantHandle, selection: Selection) -> ApiResult<Vec<Delive
                 }
             })
             .collect(),
-        Selection::Matching(filter) => deliveries::dead_letters(&handle.trees)
-            .filter_map(|item| match item {
-                Ok((_, letter)) if filter.matches(letter.dead_at_ms, &letter.reason) => {
-                    Some(Ok(letter.delivery_id))
-                }
-                Ok(_) => None,
-                Err(e) => Some(Err(api(e))),
-            })
-            .collect(),
+        Selection::Matching(filter) => {
+            let keep = |letter: &DeadLetter| filter.matches(letter.dead_at_ms, &letter.reason);
+            let letters = handle
+                .data
+                .dead_letters(None, usize::MAX, &keep)
+                .map_err(api)?;
+            Ok(letters
+                .into_iter()
+                .rev()
+                .map(|(_, letter)| letter.delivery_id)
+                .collect())
+        }
     }
 }
 
@@ -298,22 +296,23 @@ fn purge(handle: &TenantHandle, selection: Selection) -> ApiResult<u64> {
         Selection::Ids(_) => DeadLetterFilter::default(),
     };
     let mut purged = 0;
-    let letters: Vec<_> = deliveries::dead_letters(&handle.trees)
-        .collect::<Result<_, _>>()
+    let letters = handle
+        .data
+        .dead_letters(None, usize::MAX, &|_| true)
         .map_err(api)?;
     for (key, letter) in letters {
         let chosen = match &wanted {
             Some(ids) => ids.contains(letter.delivery_id.as_str()),
             None => filter.matches(letter.dead_at_ms, &letter.reason),
         };
-        if chosen && deliveries::purge_dead_letter(&handle.trees, &key, &letter).map_err(api)? {
+        if chosen && handle.data.purge_dead_letter(&key, &letter).map_err(api)? {
             purged += 1;
         }
     }
     Ok(purged)
 }
 
-/// Runs blocking sled work on tokio's blocking pool, off the async threads.
+/// Runs blocking storage work on tokio's blocking pool, off the async threads.
 async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> ApiResult<T> + Send + 'static,
 ) -> ApiResult<T> {

@@ -21,7 +21,7 @@ use subtle::ConstantTimeEq;
 use crate::{catalog::Catalog, error::Error, forward::AddressPolicy, tenant::Registry};
 
 /// Implements the control plane over the running server. Cheap to clone:
-/// a clone carries a call's sled work to the blocking pool.
+/// a clone carries a call's storage work to the blocking pool.
 #[derive(Clone)]
 pub struct Backend {
     registry: Registry,
@@ -56,7 +56,7 @@ impl Backend {
         }
     }
 
-    /// Runs `work` (sled calls may block) on the blocking pool, off the
+    /// Runs `work` (storage calls may block) on the blocking pool, off the
     /// gRPC runtime's threads.
     async fn blocking<T: Send + 'static>(
         &self,
@@ -100,7 +100,7 @@ fn api(e: Error) -> ApiError {
         | Error::StoragePoisoned
         | Error::Storage(_)
         | Error::Io(_) => ApiError::Unavailable(format!("storage: {e}")),
-        Error::Corrupt(_) => ApiError::Internal(e.to_string()),
+        Error::Corrupt(_) | Error::Internal(_) => ApiError::Internal(e.to_string()),
     }
 }
 

@@ -1,13 +1,14 @@
-//! The catalog against a real sled database: sealed rows bound to their
+//! The catalog against the embedded store: sealed rows bound to their
 //! tenant, legacy rows, deletes and token lifetimes.
 
 use secrecy::ExposeSecret;
 
-use std::collections::HashSet;
+use std::{collections::HashSet, sync::Arc};
 
 use hookd_sdk::signature::Scheme;
 
 use super::*;
+use crate::store::Store;
 
 fn record(id: &str) -> TenantRecord {
     let config: TenantConfig =
@@ -15,11 +16,29 @@ fn record(id: &str) -> TenantRecord {
     TenantRecord::new(config, 1)
 }
 
-fn catalog() -> (tempfile::TempDir, sled::Db, Catalog) {
+fn catalog() -> (tempfile::TempDir, Store, Catalog) {
     let dir = tempfile::tempdir().unwrap();
-    let db = sled::open(dir.path().join("sled")).unwrap();
-    let catalog = Catalog::open(&db, MasterKey::from_bytes([3; 32]), HashSet::new()).unwrap();
-    (dir, db, catalog)
+    let (store, _committer) = Store::open(dir.path(), 16, false).unwrap();
+    (dir, store.clone(), open(&store))
+}
+
+fn open(store: &Store) -> Catalog {
+    Catalog::open(
+        Arc::new(store.clone()),
+        MasterKey::from_bytes([3; 32]),
+        HashSet::new(),
+    )
+    .unwrap()
+}
+
+/// Keys of tenant `gone` in the shared data tree `kind`.
+fn data_of_gone(store: &Store, kind: &str) -> usize {
+    store
+        .db()
+        .open_tree(format!("data/{kind}"))
+        .unwrap()
+        .scan_prefix("gone/")
+        .count()
 }
 
 #[test]
@@ -31,7 +50,7 @@ fn sealed_secrets_copied_to_another_tenant_do_not_open() {
     catalog
         .put(&record("beta"), &SecretSet::generate(Scheme::Hookd, 1))
         .unwrap();
-    let secrets = db.open_tree("secrets").unwrap();
+    let secrets = db.db().open_tree("secrets").unwrap();
     let alpha = secrets.get("alpha").unwrap().unwrap();
     secrets.insert("beta", alpha).unwrap();
     let err = match catalog.get("beta") {
@@ -58,7 +77,8 @@ fn legacy_seal(plaintext: &[u8]) -> Vec<u8> {
 #[test]
 fn legacy_rows_still_open_and_are_rewritten_bound() {
     let dir = tempfile::tempdir().unwrap();
-    let db = sled::open(dir.path().join("sled")).unwrap();
+    let (store, _committer) = Store::open(dir.path(), 16, false).unwrap();
+    let db = store.db();
     let mut old_record = serde_json::to_value(record("vintage")).unwrap();
     old_record.as_object_mut().unwrap().remove("incarnation");
     old_record["created_at_ms"] = 1_000.into();
@@ -80,7 +100,7 @@ fn legacy_rows_still_open_and_are_rewritten_bound() {
         tokens.insert(format!("h:{hash}"), id.as_bytes()).unwrap();
     }
 
-    let catalog = Catalog::open(&db, MasterKey::from_bytes([3; 32]), HashSet::new()).unwrap();
+    let catalog = open(&store);
     let (record, set) = catalog.get("vintage").unwrap().unwrap();
     assert!(!record.incarnation.is_empty());
     assert_eq!(set.current.kid, "k2");
@@ -114,7 +134,7 @@ fn legacy_rows_still_open_and_are_rewritten_bound() {
 
 #[test]
 fn delete_takes_tokens_with_it_and_an_interrupted_drop_finishes_at_open() {
-    let (_dir, db, catalog) = catalog();
+    let (_dir, store, catalog) = catalog();
     catalog
         .put(&record("gone"), &SecretSet::generate(Scheme::Hookd, 1))
         .unwrap();
@@ -123,27 +143,35 @@ fn delete_takes_tokens_with_it_and_an_interrupted_drop_finishes_at_open() {
         catalog.token_tenant(&token).unwrap().as_deref(),
         Some("gone")
     );
-    db.open_tree("t/gone/events")
+    store
+        .db()
+        .open_tree("data/events")
         .unwrap()
-        .insert("d1", "x")
+        .insert("gone/d1", "x")
         .unwrap();
     assert!(catalog.delete("gone").unwrap());
     assert_eq!(catalog.token_tenant(&token).unwrap(), None);
     assert!(catalog.list_tokens(None).unwrap().is_empty());
     assert!(catalog.get("gone").unwrap().is_none());
     assert!(
-        catalog.drops.contains_key("gone").unwrap(),
+        catalog.rows.get(Table::Drops, "gone").unwrap().is_some(),
         "the delete leaves a marker until the data trees are dropped"
     );
 
-    // A crash after the delete's transaction, before its trees went.
-    db.open_tree("t/gone/queue")
+    // A crash after the delete's transaction, before its data went.
+    store
+        .db()
+        .open_tree("data/queue")
         .unwrap()
-        .insert("q1", "x")
+        .insert("gone/q1", "x")
         .unwrap();
-    let catalog = Catalog::open(&db, MasterKey::from_bytes([3; 32]), HashSet::new()).unwrap();
-    assert!(!db.tree_names().iter().any(|n| n.starts_with(b"t/gone/")));
-    assert!(catalog.drops.is_empty());
+    assert_eq!(data_of_gone(&store, "events"), 1);
+    let catalog = open(&store);
+    assert_eq!(
+        data_of_gone(&store, "events") + data_of_gone(&store, "queue"),
+        0
+    );
+    assert!(catalog.rows.scan(Table::Drops, "").unwrap().is_empty());
 }
 
 #[test]

@@ -9,7 +9,10 @@ use sha2::{Digest, Sha256};
 use super::{Catalog, CONFIG_INCARNATION};
 use crate::{
     error::{Error, Result},
-    store::records::{decode, encode},
+    store::{
+        api::{RowChange, Table},
+        records::{decode, encode},
+    },
 };
 
 /// A tenant-scoped API token, without its value.
@@ -62,21 +65,22 @@ impl Catalog {
             hash: token_hash(&token),
             tenant_incarnation,
         };
-        let mut batch = sled::Batch::default();
-        batch.insert(id_key(&record.token_id).as_bytes(), encode(&record));
-        batch.insert(
-            hash_key(&record.hash).as_bytes(),
-            record.token_id.as_bytes(),
-        );
-        self.tokens.apply_batch(batch)?;
+        self.rows.apply(&[
+            RowChange::Put(Table::Tokens, id_key(&record.token_id), encode(&record)),
+            RowChange::Put(
+                Table::Tokens,
+                hash_key(&record.hash),
+                record.token_id.as_bytes().to_vec(),
+            ),
+        ])?;
         Ok((record, token))
     }
 
     /// Tokens, of one tenant or all.
     pub fn list_tokens(&self, tenant_id: Option<&str>) -> Result<Vec<TokenRecord>> {
         let mut out = Vec::new();
-        for kv in self.tokens.scan_prefix("id:") {
-            let record: TokenRecord = decode(&kv?.1)?;
+        for (_, row) in self.rows.scan(Table::Tokens, "id:")? {
+            let record: TokenRecord = decode(&row)?;
             if tenant_id.is_none_or(|t| t == record.tenant_id) {
                 out.push(record);
             }
@@ -86,24 +90,28 @@ impl Catalog {
 
     /// Revokes a token; false if it did not exist.
     pub fn revoke_token(&self, token_id: &str) -> Result<bool> {
-        let Some(record) = self.tokens.get(id_key(token_id))? else {
+        let Some(record) = self.rows.get(Table::Tokens, &id_key(token_id))? else {
             return Ok(false);
         };
         let record: TokenRecord = decode(&record)?;
-        let mut batch = sled::Batch::default();
-        batch.remove(id_key(token_id).as_bytes());
-        batch.remove(hash_key(&record.hash).as_bytes());
-        self.tokens.apply_batch(batch)?;
+        self.rows.apply(&[
+            RowChange::Remove(Table::Tokens, id_key(token_id)),
+            RowChange::Remove(Table::Tokens, hash_key(&record.hash)),
+        ])?;
         Ok(true)
     }
 
     /// The tenant a bearer token is scoped to, if it is a live token of the
     /// tenant's current incarnation.
     pub fn token_tenant(&self, token: &str) -> Result<Option<String>> {
-        let Some(token_id) = self.tokens.get(hash_key(&token_hash(token)))? else {
+        let Some(token_id) = self
+            .rows
+            .get(Table::Tokens, &hash_key(&token_hash(token)))?
+        else {
             return Ok(None);
         };
-        let Some(record) = self.tokens.get([b"id:".as_slice(), &token_id].concat())? else {
+        let token_id = String::from_utf8_lossy(&token_id).into_owned();
+        let Some(record) = self.rows.get(Table::Tokens, &id_key(&token_id))? else {
             return Ok(None);
         };
         let record: TokenRecord = decode(&record)?;
@@ -136,8 +144,11 @@ impl Catalog {
             }
             if token.tenant_incarnation.is_empty() && self.predates(&token, &current)? {
                 token.tenant_incarnation = current;
-                self.tokens
-                    .insert(id_key(&token.token_id), encode(&token))?;
+                self.rows.apply(&[RowChange::Put(
+                    Table::Tokens,
+                    id_key(&token.token_id),
+                    encode(&token),
+                )])?;
                 bound += 1;
             } else {
                 self.revoke_token(&token.token_id)?;
@@ -159,7 +170,7 @@ impl Catalog {
         if current == CONFIG_INCARNATION {
             return Ok(true);
         }
-        Ok(match self.tenants.get(&token.tenant_id)? {
+        Ok(match self.rows.get(Table::Tenants, &token.tenant_id)? {
             Some(bytes) => {
                 decode::<super::TenantRecord>(&bytes)?.created_at_ms <= token.created_at_ms
             }

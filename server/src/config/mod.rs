@@ -35,7 +35,7 @@ pub const DEFAULT_TOML: &str = include_str!("../../config.default.toml");
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
-    /// Directory holding the sled database.
+    /// Directory holding the embedded store, keys and tokens.
     pub data_dir: PathBuf,
     /// HTTP ingress.
     pub http: HttpConfig,

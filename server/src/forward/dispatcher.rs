@@ -1,4 +1,4 @@
-//! One tenant's forwarding loop: takes due deliveries from its sled queue,
+//! One tenant's forwarding loop: takes due deliveries from its queue,
 //! runs at most `max_in_flight` attempts at once (so a slow destination only
 //! ever holds its own tenant's slots), and records every outcome. Outcomes
 //! are reported (log, metrics, feed) only once they are on disk, so after a
@@ -26,9 +26,9 @@ use crate::{
     ids::{DeliveryId, RequestId, TenantId},
     metrics::{BreakerGauge, ForwardOutcome, TenantMetrics},
     store::{
-        deliveries::{self, Next},
+        api::{blocking, Shared, Tenant},
+        deliveries::Next,
         records::{queue_key_due_ms, DeliveryState},
-        Store, TenantTrees,
     },
     telemetry::{
         spans::{self, ForwardRecord},
@@ -74,10 +74,10 @@ struct Recorded {
 pub struct DispatcherParts {
     /// The tenant it forwards for.
     pub tenant: TenantId,
-    /// The tenant's storage trees.
-    pub trees: TenantTrees,
-    /// The store, for ids and durability barriers.
-    pub store: Store,
+    /// The tenant's data.
+    pub data: Tenant,
+    /// The store, for durability barriers.
+    pub store: Shared,
     /// Destination, retry policy, breaker and rate.
     pub settings: ForwardSettings,
     /// The clock it reads and sleeps on.
@@ -97,8 +97,8 @@ pub struct DispatcherParts {
 /// The forwarding loop of one tenant.
 pub struct Dispatcher {
     tenant: TenantId,
-    trees: TenantTrees,
-    store: Store,
+    data: Tenant,
+    store: Shared,
     settings: Arc<ForwardSettings>,
     client: reqwest::Client,
     clock: SharedClock,
@@ -119,7 +119,7 @@ impl Dispatcher {
     pub fn new(parts: DispatcherParts) -> reqwest::Result<Self> {
         let DispatcherParts {
             tenant,
-            trees,
+            data,
             store,
             settings,
             clock,
@@ -160,7 +160,7 @@ impl Dispatcher {
                 .delivery_rate
                 .map(|r| TokenBucket::new(r, clock.now_ms())),
             tenant,
-            trees,
+            data,
             store,
             settings: Arc::new(settings),
             client,
@@ -177,7 +177,7 @@ impl Dispatcher {
         let mut busy: HashSet<Vec<u8>> = HashSet::new();
         loop {
             let now = self.clock.now_ms();
-            let wake_at = match self.start_due(now, &mut in_flight, &mut busy) {
+            let wake_at = match self.start_due(now, &mut in_flight, &mut busy).await {
                 Ok(wake_at) => wake_at,
                 Err(e) => {
                     tracing::error!(tenant = %self.tenant, error = %e, "reading the delivery queue failed");
@@ -204,7 +204,7 @@ impl Dispatcher {
     }
 
     /// Starts every due delivery there is room for; returns when to look again.
-    fn start_due(
+    async fn start_due(
         &mut self,
         now: i64,
         in_flight: &mut FuturesUnordered<InFlight>,
@@ -214,13 +214,17 @@ impl Dispatcher {
         if let Some(reopens) = self.breaker.reopens_at() {
             wake_at = wake_at.min(reopens);
         }
-        for entry in self.trees.queue.iter() {
-            let (key, value) = entry?;
+        let (data, limit) = (
+            self.data.clone(),
+            busy.len() + self.settings.max_in_flight + 1,
+        );
+        let entries = blocking(move || data.queue(None, limit)).await?;
+        for (key, delivery_id) in entries {
             let due = queue_key_due_ms(&key).unwrap_or_default();
             if due > now {
                 return Ok(wake_at.min(due));
             }
-            if busy.contains(key.as_ref()) {
+            if busy.contains(&key) {
                 continue;
             }
             if in_flight.len() >= self.settings.max_in_flight {
@@ -234,16 +238,16 @@ impl Dispatcher {
             if !self.breaker.admit(now) {
                 break;
             }
-            let delivery_id = DeliveryId::new(String::from_utf8_lossy(&value).into_owned());
-            busy.insert(key.to_vec());
-            in_flight.push(self.attempt(key.to_vec(), delivery_id, now)?);
+            busy.insert(key.clone());
+            let attempt = self.attempt(key, delivery_id, now).await?;
+            in_flight.push(attempt);
         }
         Ok(wake_at)
     }
 
-    fn attempt(&self, key: Vec<u8>, delivery_id: DeliveryId, now: i64) -> Result<InFlight> {
-        let state = deliveries::load_state(&self.trees, &delivery_id)?;
-        let event = deliveries::load_event(&self.trees, &delivery_id)?;
+    async fn attempt(&self, key: Vec<u8>, delivery_id: DeliveryId, now: i64) -> Result<InFlight> {
+        let (data, id) = (self.data.clone(), delivery_id.clone());
+        let (state, event) = blocking(move || Ok((data.state(&id)?, data.event(&id)?))).await?;
         let (Some(state), Some(event)) = (state, event) else {
             return Ok(Box::pin(std::future::ready(Done {
                 key,
@@ -281,7 +285,7 @@ impl Dispatcher {
         let mut recorded = Vec::with_capacity(finished.len());
         for done in finished {
             busy.remove(&done.key);
-            match self.record(done) {
+            match self.record(done).await {
                 Ok(Some(outcome)) => recorded.push(outcome),
                 Ok(None) => {}
                 Err(e) => {
@@ -302,7 +306,7 @@ impl Dispatcher {
 
     /// Records an attempt's outcome and what follows from it; `None` when
     /// there is nothing to report.
-    fn record(&mut self, done: Done) -> Result<Option<Recorded>> {
+    async fn record(&mut self, done: Done) -> Result<Option<Recorded>> {
         let Some(Sent {
             mut result,
             request_id,
@@ -310,7 +314,8 @@ impl Dispatcher {
         }) = done.sent
         else {
             tracing::warn!(tenant = %self.tenant, delivery_id = %done.delivery_id, "queued delivery has no stored event; dropping it");
-            deliveries::drop_queue_entry(&self.trees, &done.key)?;
+            let (data, key) = (self.data.clone(), done.key);
+            blocking(move || data.drop_queue_entry(&key)).await?;
             return Ok(None);
         };
         let now = self.clock.now_ms();
@@ -342,15 +347,14 @@ impl Dispatcher {
         if let Next::Retry { due_ms } = next {
             result.record.next_retry_at_ms = Some(due_ms);
         }
-        let state = deliveries::record_attempt(
-            &self.trees,
-            &done.key,
-            &done.delivery_id,
-            &result.record,
-            &next,
-            self.store.db().generate_id()?,
-            now,
-        )?;
+        let (data, key, id, record, step) = (
+            self.data.clone(),
+            done.key,
+            done.delivery_id.clone(),
+            result.record.clone(),
+            next.clone(),
+        );
+        let state = blocking(move || data.record_attempt(&key, &id, &record, &step, now)).await?;
         let Some(state) = state else {
             tracing::warn!(tenant = %self.tenant, delivery_id = %done.delivery_id, attempt, "delivery changed while its attempt was in flight; outcome not recorded");
             return Ok(None);

@@ -14,7 +14,7 @@ pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> HttpRespon
         crate::metrics::scrape(
             registry.telemetry().metrics(),
             &registry.handles(),
-            registry.store().committer().stats(),
+            registry.store().commit_figures(),
             registry.clock().now_ms(),
         )
     })

@@ -9,11 +9,7 @@ use std::{
 };
 
 use super::{ForwardOutcome, IngestResult, Metrics, TenantMetrics};
-use crate::{
-    error::ErrorCode,
-    store::{records::queue_key_due_ms, CommitStats},
-    tenant::TenantHandle,
-};
+use crate::{error::ErrorCode, store::api::CommitFigures, tenant::TenantHandle};
 
 /// The storage gauges of one `tenant` label, summed over its tenants.
 #[derive(Default)]
@@ -29,7 +25,7 @@ struct QueueGauges {
 pub fn scrape(
     metrics: &Metrics,
     tenants: &[TenantHandle],
-    commits: &CommitStats,
+    commits: CommitFigures,
     now_ms: i64,
 ) -> String {
     let gauges = queue_gauges(tenants, now_ms);
@@ -49,25 +45,30 @@ fn queue_gauges(tenants: &[TenantHandle], now_ms: i64) -> BTreeMap<String, Queue
     let mut gauges: BTreeMap<String, QueueGauges> = BTreeMap::new();
     for handle in tenants {
         let g = gauges.entry(handle.metrics.label().to_owned()).or_default();
-        let trees = &handle.trees;
-        g.depth += trees.gauges.queue_depth();
-        g.dead += trees.gauges.dead_letters();
-        if let Ok(Some((key, _))) = trees.queue.first() {
-            let due = queue_key_due_ms(&key).unwrap_or(now_ms);
+        let counts = match handle.data.counts() {
+            Ok(counts) => counts,
+            Err(e) => {
+                tracing::warn!(tenant = %handle.settings.id, error = %e, "queue counts cannot be read");
+                continue;
+            }
+        };
+        g.depth += counts.depth;
+        g.dead += counts.dead;
+        if let Some(due) = counts.oldest_due_ms {
             g.oldest_due_secs = g.oldest_due_secs.max((now_ms - due).max(0) as f64 / 1000.0);
         }
     }
     gauges
 }
 
-fn render_commits(out: &mut String, commits: &CommitStats) {
+fn render_commits(out: &mut String, commits: CommitFigures) {
     family(
         out,
         "hookd_storage_commits_total",
         "counter",
         "Durable batches (flush + fdatasync) of the group committer.",
     );
-    sample(out, "hookd_storage_commits_total", &[], commits.batches());
+    sample(out, "hookd_storage_commits_total", &[], commits.batches);
     family(
         out,
         "hookd_storage_commit_writes_total",
@@ -78,7 +79,7 @@ fn render_commits(out: &mut String, commits: &CommitStats) {
         out,
         "hookd_storage_commit_writes_total",
         &[],
-        commits.writes(),
+        commits.writes,
     );
 }
 
@@ -273,7 +274,7 @@ mod tests {
         acme.accepted();
         acme.rejected(ErrorCode::BadSignature);
         m.other().rejected(ErrorCode::TenantNotFound);
-        let text = scrape(&m, &[], &CommitStats::default(), 0);
+        let text = scrape(&m, &[], CommitFigures::default(), 0);
         for line in [
             "hookd_deliveries_accepted_total{tenant=\"acme\"} 1",
             "hookd_deliveries_accepted_total{tenant=\"other\"} 0",

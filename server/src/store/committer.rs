@@ -2,7 +2,7 @@
 //! transaction, made durable with one flush and one fdatasync, and only then
 //! are its waiters answered. Concurrent requests share one fsync; none is
 //! acknowledged before it. Control-plane writes ask for a durable barrier
-//! and share the same fsyncs; tenant trees are dropped on the same thread,
+//! and share the same fsyncs; a tenant's data is dropped on the same thread,
 //! between batches.
 //!
 //! A failed flush or sync poisons the store: the failed writes are applied
@@ -22,7 +22,7 @@ use std::{
 use tokio::sync::{mpsc, oneshot};
 
 use super::{
-    apply::{apply_isolated, drop_trees},
+    apply::apply_isolated,
     records::EventMeta,
     sync::{SharedSync, Syncer},
     TenantTrees,
@@ -38,8 +38,6 @@ const QUEUE_CAPACITY: usize = 8192;
 /// A new event to record: idempotency entry, stored event and queue entry,
 /// all or nothing.
 pub struct NewDelivery {
-    /// The tenant's trees.
-    pub trees: TenantTrees,
     /// Idempotency key.
     pub event_id: EventId,
     /// Stored metadata.
@@ -52,6 +50,12 @@ pub struct NewDelivery {
     /// of what the signature covers, so a resend under a fresh (unsigned)
     /// delivery-id header is a duplicate too. Never a valid event id.
     pub content_key: Option<Vec<u8>>,
+}
+
+/// A delivery on its way to the committer, with the tenant it is for.
+pub(super) struct Write {
+    pub(super) trees: TenantTrees,
+    pub(super) delivery: NewDelivery,
 }
 
 /// What happened to a [`NewDelivery`].
@@ -69,18 +73,18 @@ pub enum CommitOutcome {
 /// What the committer is asked to do.
 enum Request {
     /// Record a delivery.
-    Write(Box<NewDelivery>, oneshot::Sender<Result<CommitOutcome>>),
+    Write(Box<Write>, oneshot::Sender<Result<CommitOutcome>>),
     /// Answer once everything written before is durable.
     Barrier(oneshot::Sender<Result<()>>),
-    /// Drop the trees whose names start with the prefix, durably.
-    DropTrees(String, oneshot::Sender<Result<()>>),
+    /// Remove every key of the tenant, durably.
+    DropTenant(Box<TenantTrees>, oneshot::Sender<Result<()>>),
 }
 
 impl Request {
     fn fail(self, e: Error) {
         match self {
             Request::Write(_, reply) => drop(reply.send(Err(e))),
-            Request::Barrier(reply) | Request::DropTrees(_, reply) => drop(reply.send(Err(e))),
+            Request::Barrier(reply) | Request::DropTenant(_, reply) => drop(reply.send(Err(e))),
         }
     }
 }
@@ -207,8 +211,12 @@ impl Committer {
 
     /// Records `item` durably unless its event id is already known; returns
     /// only once the outcome is on disk.
-    pub async fn commit(&self, item: NewDelivery) -> Result<CommitOutcome> {
-        self.ask(|reply| Request::Write(Box::new(item), reply))
+    pub(super) async fn commit(
+        &self,
+        trees: TenantTrees,
+        delivery: NewDelivery,
+    ) -> Result<CommitOutcome> {
+        self.ask(|reply| Request::Write(Box::new(Write { trees, delivery }), reply))
             .await
     }
 
@@ -218,10 +226,11 @@ impl Committer {
         self.ask(Request::Barrier).await
     }
 
-    /// Drops every tree whose name starts with `prefix`, between batches,
-    /// and returns once that is durable.
-    pub async fn drop_trees(&self, prefix: String) -> Result<()> {
-        self.ask(|reply| Request::DropTrees(prefix, reply)).await
+    /// Removes every key of the tenant, between batches, and returns once
+    /// that is durable.
+    pub async fn drop_tenant(&self, trees: TenantTrees) -> Result<()> {
+        self.ask(|reply| Request::DropTenant(Box::new(trees), reply))
+            .await
     }
 
     async fn ask<T>(
@@ -265,10 +274,11 @@ fn run(shared: Shared, mut rx: mpsc::Receiver<Request>, batch_max: usize, syncer
         return;
     };
     while let Some(first) = rx.blocking_recv() {
-        // A tree drop ends its batch: the writes before it are applied
-        // first, the ones after it see the trees gone.
+        // A tenant drop ends its batch: the writes before it are applied
+        // first, the ones after it see the tenant gone.
         let mut requests = vec![first];
-        while requests.len() < batch_max && !matches!(requests.last(), Some(Request::DropTrees(..)))
+        while requests.len() < batch_max
+            && !matches!(requests.last(), Some(Request::DropTenant(..)))
         {
             match rx.try_recv() {
                 Ok(r) => requests.push(r),
@@ -303,12 +313,12 @@ fn apply_requests(shared: &Shared, requests: Vec<Request>) -> Vec<Answer> {
         match request {
             Request::Write(item, reply) => writes.push((item, reply)),
             Request::Barrier(reply) => answers.push(Answer::Done(reply, Ok(()))),
-            Request::DropTrees(prefix, reply) => drop_request = Some((prefix, reply)),
+            Request::DropTenant(trees, reply) => drop_request = Some((trees, reply)),
         }
     }
     if !writes.is_empty() {
-        let items: Vec<&NewDelivery> = writes.iter().map(|(item, _)| &**item).collect();
-        let outcomes = apply_isolated(&shared.db, &items);
+        let items: Vec<&Write> = writes.iter().map(|(item, _)| &**item).collect();
+        let outcomes = apply_isolated(&items);
         drop(items);
         match outcomes {
             Ok(outcomes) => answers.extend(
@@ -327,8 +337,8 @@ fn apply_requests(shared: &Shared, requests: Vec<Request>) -> Vec<Answer> {
             }
         }
     }
-    if let Some((prefix, reply)) = drop_request {
-        let dropped = drop_trees(&shared.db, &prefix);
+    if let Some((trees, reply)) = drop_request {
+        let dropped = trees.clear();
         if let Err(e) = &dropped {
             shared.poison("dropping a tenant's trees", e);
         }
@@ -392,9 +402,8 @@ mod tests {
         store::Store,
     };
 
-    fn delivery(trees: &TenantTrees, n: usize) -> NewDelivery {
+    fn delivery(n: usize) -> NewDelivery {
         NewDelivery {
-            trees: trees.clone(),
             event_id: EventId::new(format!("evt_{n}")),
             meta: EventMeta {
                 event_id: EventId::new(format!("evt_{n}")),
@@ -427,9 +436,9 @@ mod tests {
                 .unwrap(),
         ];
         let commits = (0..64).map(|n| {
-            let item = delivery(&tenants[n % 2], n % 60);
+            let (trees, item) = (tenants[n % 2].clone(), delivery(n % 60));
             let committer = store.committer().clone();
-            tokio::spawn(async move { committer.commit(item).await.unwrap() })
+            tokio::spawn(async move { committer.commit(trees, item).await.unwrap() })
         });
         let outcomes = futures_util::future::join_all(commits).await;
         let accepted = outcomes

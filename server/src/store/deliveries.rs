@@ -4,17 +4,16 @@
 mod consumer;
 
 use sled::{
-    transaction::{
-        ConflictableTransactionError, ConflictableTransactionResult, TransactionError,
-        TransactionalTree,
-    },
+    transaction::{ConflictableTransactionError, ConflictableTransactionResult, TransactionError},
     Transactional,
 };
 
 pub use consumer::{ack, nack, pull};
 
 use super::{
+    api::SweepRequest,
     gauges::{Delta, Tally},
+    keyspace::TxKeyspace,
     records::{
         attempt_key, decode, encode, queue_key, time_key, AttemptRecord, DeadLetter, DeliveryState,
         DeliveryStatus, EventMeta, IdempotencyRecord, StoredEvent,
@@ -102,17 +101,13 @@ pub fn record_attempt(
     delivery_id: &DeliveryId,
     attempt: &AttemptRecord,
     next: &Next,
-    retry_seq: u64,
     now_ms: i64,
 ) -> Result<Option<DeliveryState>> {
-    let result = (
-        &trees.queue,
-        &trees.state,
-        &trees.attempts,
-        &trees.dead,
-        &trees.done,
-    )
-        .transaction(|(queue, states, attempts, dead, done)| {
+    let retry_seq = trees.sequence()?;
+    let result = trees
+        .attempt_trees()
+        .transaction(|views| {
+            let (queue, states, attempts, dead, done) = trees.attempt_views(views);
             tallied(|tally| {
                 let Some(state) = claim(queue, states, queue_entry, delivery_id, tally)? else {
                     return Ok(None);
@@ -149,11 +144,11 @@ struct Outcome<'a> {
 /// The trees an attempt's outcome touches, inside a transaction, and the
 /// tally of its queue and dead-letter changes.
 struct Settle<'a> {
-    queue: &'a TransactionalTree,
-    states: &'a TransactionalTree,
-    attempts: &'a TransactionalTree,
-    dead: &'a TransactionalTree,
-    done: &'a TransactionalTree,
+    queue: TxKeyspace<'a>,
+    states: TxKeyspace<'a>,
+    attempts: TxKeyspace<'a>,
+    dead: TxKeyspace<'a>,
+    done: TxKeyspace<'a>,
     tally: &'a Tally,
 }
 
@@ -224,8 +219,8 @@ fn settle(
 /// pending with that entry as its live one. An entry its delivery no
 /// longer points at is an orphan and is removed (counted in `tally`).
 fn claim(
-    queue: &TransactionalTree,
-    states: &TransactionalTree,
+    queue: TxKeyspace<'_>,
+    states: TxKeyspace<'_>,
     queue_entry: &[u8],
     delivery_id: &DeliveryId,
     tally: &Tally,
@@ -250,10 +245,7 @@ fn claim(
 }
 
 /// The state of a delivery as a transaction sees it.
-fn tx_state(
-    states: &TransactionalTree,
-    delivery_id: &DeliveryId,
-) -> TxResult<Option<DeliveryState>> {
+fn tx_state(states: TxKeyspace<'_>, delivery_id: &DeliveryId) -> TxResult<Option<DeliveryState>> {
     match states.get(delivery_id.as_str())? {
         None => Ok(None),
         Some(value) => decode(&value).map(Some).or_else(abort),
@@ -279,17 +271,23 @@ pub fn drop_queue_entry(trees: &TenantTrees, queue_entry: &[u8]) -> Result<()> {
 /// re-reads the old state, so of concurrent calls for one dead letter
 /// exactly one succeeds; the others get [`Error::Precondition`] naming the
 /// delivery it made.
-pub fn redeliver(
-    trees: &TenantTrees,
-    delivery_id: &DeliveryId,
-    seq: u64,
-    now_ms: i64,
-) -> Result<DeliveryId> {
+pub fn redeliver(trees: &TenantTrees, delivery_id: &DeliveryId, now_ms: i64) -> Result<DeliveryId> {
     let new_id = DeliveryId::generate();
-    let new_key = queue_key(now_ms, seq);
+    let new_key = queue_key(now_ms, trees.sequence()?);
     let id = delivery_id.as_str();
-    let result = (&trees.events, &trees.state, &trees.queue, &trees.dead)
+    let result = (
+        trees.events.tree(),
+        trees.state.tree(),
+        trees.queue.tree(),
+        trees.dead.tree(),
+    )
         .transaction(|(events, states, queue, dead)| {
+            let (events, states, queue, dead) = (
+                trees.events.tx(events),
+                trees.state.tx(states),
+                trees.queue.tx(queue),
+                trees.dead.tx(dead),
+            );
             let tally = Tally::default();
             let Some(mut old) = tx_state(states, delivery_id)? else {
                 return abort(Error::NotFound(format!("delivery {delivery_id}")));
@@ -339,16 +337,6 @@ pub fn redeliver(
     Ok(new_id)
 }
 
-/// The dead-letter index, oldest first (`.rev()` for newest first).
-pub fn dead_letters(
-    trees: &TenantTrees,
-) -> impl DoubleEndedIterator<Item = Result<(Vec<u8>, DeadLetter)>> {
-    trees.dead.iter().map(|kv| {
-        let (k, v) = kv?;
-        Ok((k.to_vec(), decode(&v)?))
-    })
-}
-
 /// Removes a dead letter (its event, state and attempts too) in one
 /// transaction, only if it is still a dead letter; returns whether it was.
 pub fn purge_dead_letter(
@@ -363,10 +351,21 @@ pub fn purge_dead_letter(
     let attempt_keys: Vec<sled::IVec> = trees
         .attempts
         .scan_prefix(prefix)
-        .keys()
+        .map(|entry| entry.map(|(key, _)| key))
         .collect::<std::result::Result<_, _>>()?;
-    let result = (&trees.dead, &trees.events, &trees.state, &trees.attempts)
+    let result = (
+        trees.dead.tree(),
+        trees.events.tree(),
+        trees.state.tree(),
+        trees.attempts.tree(),
+    )
         .transaction(|(dead, events, states, attempts)| {
+            let (dead, events, states, attempts) = (
+                trees.dead.tx(dead),
+                trees.events.tx(events),
+                trees.state.tx(states),
+                trees.attempts.tx(attempts),
+            );
             tallied(|tally| {
                 if dead.get(dead_key)?.is_none() {
                     return Ok(false);
@@ -393,8 +392,8 @@ fn delete_delivery(trees: &TenantTrees, delivery_id: &DeliveryId) -> Result<()> 
     trees.state.remove(delivery_id.as_str())?;
     let mut prefix = delivery_id.as_str().as_bytes().to_vec();
     prefix.push(b'/');
-    for key in trees.attempts.scan_prefix(prefix).keys() {
-        trees.attempts.remove(key?)?;
+    for entry in trees.attempts.scan_prefix(prefix) {
+        trees.attempts.remove(entry?.0)?;
     }
     Ok(())
 }
@@ -413,14 +412,17 @@ pub struct Swept {
 /// `idem_before_ms`. `idem_cursor` carries the scan position between sweeps.
 pub fn sweep(
     trees: &TenantTrees,
-    delivered_before_ms: i64,
-    idem_before_ms: i64,
-    batch: usize,
+    request: &SweepRequest,
     idem_cursor: &mut Vec<u8>,
 ) -> Result<Swept> {
+    let SweepRequest {
+        delivered_before_ms,
+        idem_before_ms,
+        batch,
+    } = *request;
     let mut swept = Swept::default();
     let cutoff = (delivered_before_ms.max(0) as u64).to_be_bytes();
-    for kv in trees.done.range(..cutoff.as_slice()).take(batch) {
+    for kv in trees.done.range(None, Some(&cutoff)).take(batch) {
         let (key, _) = kv?;
         let id = DeliveryId::new(String::from_utf8_lossy(&key[8..]).into_owned());
         delete_delivery(trees, &id)?;
@@ -429,7 +431,7 @@ pub fn sweep(
     }
     let mut scanned = 0;
     let mut last = None;
-    for kv in trees.idem.range(idem_cursor.as_slice()..) {
+    for kv in trees.idem.range(Some(idem_cursor), None) {
         let (key, value) = kv?;
         scanned += 1;
         let record: IdempotencyRecord = decode(&value)?;

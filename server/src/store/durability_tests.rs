@@ -56,9 +56,8 @@ impl std::io::Write for CapturedLogs {
     }
 }
 
-fn delivery(trees: &TenantTrees, event_id: &str, body: Bytes) -> NewDelivery {
+fn delivery(event_id: &str, body: Bytes) -> NewDelivery {
     NewDelivery {
-        trees: trees.clone(),
         event_id: EventId::new(event_id),
         meta: EventMeta {
             event_id: EventId::new(event_id),
@@ -119,7 +118,7 @@ async fn every_file_backing_an_acknowledged_event_is_synced() {
         let body = Bytes::from(vec![b'a' + (n % 26) as u8; len]);
         let outcome = store
             .committer()
-            .commit(delivery(&trees, &format!("evt_{n}"), body))
+            .commit(trees.clone(), delivery(&format!("evt_{n}"), body))
             .await
             .unwrap();
         assert_eq!(outcome, CommitOutcome::Accepted);
@@ -162,7 +161,7 @@ async fn a_failed_sync_poisons_the_store_until_it_is_reopened() {
     let commit = |id: &str| {
         store
             .committer()
-            .commit(delivery(&trees, id, Bytes::from_static(b"{}")))
+            .commit(trees.clone(), delivery(id, Bytes::from_static(b"{}")))
     };
     assert_eq!(commit("evt_1").await.unwrap(), CommitOutcome::Accepted);
 
@@ -201,7 +200,7 @@ async fn a_failed_sync_poisons_the_store_until_it_is_reopened() {
     let commit = |id: &str| {
         store
             .committer()
-            .commit(delivery(&trees, id, Bytes::from_static(b"{}")))
+            .commit(trees.clone(), delivery(id, Bytes::from_static(b"{}")))
     };
     assert!(matches!(
         commit("evt_1").await.unwrap(),
@@ -231,13 +230,9 @@ async fn deleting_a_tenant_fails_only_its_own_writes() {
     let spawn_commits = |round: usize| {
         (0..90)
             .map(|n| {
-                let item = delivery(
-                    &trees[n % 3],
-                    &format!("evt_{round}_{n}"),
-                    Bytes::from_static(b"{}"),
-                );
-                let committer = store.committer().clone();
-                tokio::spawn(async move { (n % 3, committer.commit(item).await) })
+                let item = delivery(&format!("evt_{round}_{n}"), Bytes::from_static(b"{}"));
+                let (committer, tenant) = (store.committer().clone(), trees[n % 3].clone());
+                tokio::spawn(async move { (n % 3, committer.commit(tenant, item).await) })
             })
             .collect::<Vec<_>>()
     };

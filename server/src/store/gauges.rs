@@ -10,6 +10,7 @@ use std::{
     sync::atomic::{AtomicI64, Ordering},
 };
 
+use super::Keyspace;
 use crate::error::Result;
 
 /// Queue depth and dead letters of one tenant.
@@ -21,11 +22,11 @@ pub struct QueueGauges {
 
 impl QueueGauges {
     /// Counts what the trees hold now (the one scan, at boot).
-    pub(super) fn count(queue: &sled::Tree, dead: &sled::Tree) -> Result<QueueGauges> {
-        let count = |tree: &sled::Tree| -> Result<i64> {
+    pub(super) fn count(queue: &Keyspace, dead: &Keyspace) -> Result<QueueGauges> {
+        let count = |space: &Keyspace| -> Result<i64> {
             let mut n = 0;
-            for key in tree.iter().keys() {
-                key?;
+            for entry in space.iter() {
+                entry?;
                 n += 1;
             }
             Ok(n)
@@ -118,18 +119,18 @@ mod tests {
     use crate::{
         ids::{DeliveryId, EventId, RequestId, TenantId},
         store::{
+            api::{PullRequest, TenantData},
             deliveries::{self, Next},
             records::{AttemptRecord, EventMeta},
             NewDelivery, Store, TenantTrees,
         },
     };
 
-    async fn accept(store: &Store, trees: &TenantTrees, event: &str) -> DeliveryId {
+    async fn accept(trees: &TenantTrees, event: &str) -> DeliveryId {
         let delivery_id = DeliveryId::generate();
-        store
-            .committer()
-            .commit(NewDelivery {
-                trees: trees.clone(),
+        TenantData::commit(
+            trees,
+            NewDelivery {
                 event_id: EventId::new(event),
                 meta: EventMeta {
                     event_id: EventId::new(event),
@@ -144,9 +145,10 @@ mod tests {
                 body: actix_web::web::Bytes::from_static(b"{}"),
                 due_ms: 1_000,
                 content_key: None,
-            })
-            .await
-            .unwrap();
+            },
+        )
+        .await
+        .unwrap();
         delivery_id
     }
 
@@ -164,7 +166,7 @@ mod tests {
             next_retry_at_ms: None,
             request_id: RequestId::generate(),
         };
-        let settled = deliveries::record_attempt(trees, &key, id, &record, &next, 77, 2_000);
+        let settled = deliveries::record_attempt(trees, &key, id, &record, &next, 2_000);
         assert!(settled.unwrap().is_some(), "{id} held its queue entry");
     }
 
@@ -178,10 +180,10 @@ mod tests {
         let tenant = TenantId::try_from("t").unwrap();
         let (store, committer) = Store::open(dir.path(), 16, false).unwrap();
         let trees = store.tenant_trees(&tenant).unwrap();
-        let a = accept(&store, &trees, "evt_a").await;
-        let b = accept(&store, &trees, "evt_b").await;
-        let c = accept(&store, &trees, "evt_c").await;
-        accept(&store, &trees, "evt_a").await;
+        let a = accept(&trees, "evt_a").await;
+        let b = accept(&trees, "evt_b").await;
+        let c = accept(&trees, "evt_c").await;
+        accept(&trees, "evt_a").await;
         assert_eq!(counts(&trees), (3, 0), "a duplicate queues nothing");
 
         attempt(&trees, &a, Next::Delivered);
@@ -194,23 +196,24 @@ mod tests {
         attempt(&trees, &b, dead.clone());
         assert_eq!(counts(&trees), (1, 1));
 
-        let again = deliveries::redeliver(&trees, &b, 78, 3_000).unwrap();
+        let again = deliveries::redeliver(&trees, &b, 3_000).unwrap();
         assert_eq!(counts(&trees), (2, 0));
         attempt(&trees, &again, dead);
         assert_eq!(counts(&trees), (1, 1));
-        let (key, letter) = deliveries::dead_letters(&trees).next().unwrap().unwrap();
+        let (key, letter) = trees.dead_letters(None, 1, &|_| true).unwrap().remove(0);
         assert!(deliveries::purge_dead_letter(&trees, &key, &letter).unwrap());
         assert!(!deliveries::purge_dead_letter(&trees, &key, &letter).unwrap());
         assert_eq!(counts(&trees), (1, 0), "purging twice counts once");
 
         let pulled = deliveries::pull(
             &trees,
-            store.db(),
-            10,
-            usize::MAX,
-            60_000,
-            86_400_000,
-            4_000,
+            &PullRequest {
+                max: 10,
+                max_bytes: usize::MAX,
+                visibility_ms: 60_000,
+                window_ms: 86_400_000,
+                now_ms: 4_000,
+            },
         )
         .unwrap();
         assert_eq!(pulled.len(), 1);
@@ -219,15 +222,15 @@ mod tests {
             (1, 0),
             "a pulled delivery stays queued until acked"
         );
-        deliveries::nack(&trees, store.db(), std::slice::from_ref(&c), 4_000).unwrap();
+        deliveries::nack(&trees, std::slice::from_ref(&c), 4_000).unwrap();
         assert_eq!(counts(&trees), (1, 0));
         assert_eq!(deliveries::ack(&trees, &[c], 5_000).unwrap(), 1);
         assert_eq!(counts(&trees), (0, 0));
 
-        let d = accept(&store, &trees, "evt_d").await;
+        let d = accept(&trees, "evt_d").await;
         attempt(&trees, &d, Next::Retry { due_ms: 9_000 });
-        accept(&store, &trees, "evt_e").await;
-        let f = accept(&store, &trees, "evt_f").await;
+        accept(&trees, "evt_e").await;
+        let f = accept(&trees, "evt_f").await;
         attempt(
             &trees,
             &f,
@@ -254,8 +257,8 @@ mod tests {
         let tenant = TenantId::try_from("t").unwrap();
         let (store, _committer) = Store::open(dir.path(), 16, false).unwrap();
         let trees = store.tenant_trees(&tenant).unwrap();
-        let a = accept(&store, &trees, "evt_a").await;
-        accept(&store, &trees, "evt_b").await;
+        let a = accept(&trees, "evt_a").await;
+        accept(&trees, "evt_b").await;
         attempt(
             &trees,
             &a,
@@ -271,7 +274,7 @@ mod tests {
             (0, 0),
             "a tenant created again under a deleted one's id starts from its own trees"
         );
-        accept(&store, &again, "evt_a").await;
+        accept(&again, "evt_a").await;
         assert_eq!(counts(&again), (1, 0));
     }
 }

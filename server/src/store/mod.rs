@@ -1,14 +1,18 @@
-//! Durable storage on one sled `Db`: seven trees per tenant
-//! (`t/{tenant}/idem`, `events`, `queue`, `state`, `attempts`, `dead`,
-//! `done`; see [`TenantTrees`]) and the group committer that makes writes
-//! durable.
+//! Durable storage on one sled `Db`: seven trees shared by every tenant
+//! (`data/idem`, `events`, `queue`, `state`, `attempts`, `dead`, `done`),
+//! each key prefixed by its tenant (see [`TenantTrees`] and [`keyspace`]),
+//! and the group committer that makes writes durable.
 
+pub mod api;
 mod apply;
 mod committer;
 pub mod deliveries;
 #[cfg(test)]
 mod durability_tests;
+mod engine;
 mod gauges;
+mod keyspace;
+mod migrate;
 pub mod records;
 pub mod sync;
 
@@ -26,6 +30,9 @@ pub use committer::{CommitOutcome, CommitStats, Committer, NewDelivery};
 pub use gauges::QueueGauges;
 pub use sync::{OsSync, SharedSync, SyncOps};
 
+use keyspace::{Keyspace, TxKeyspace};
+use sled::transaction::TransactionalTree;
+
 use crate::{error::Result, ids::TenantId};
 
 /// sled segment size: page images (a leaf of up to 16 entries, so several
@@ -33,35 +40,187 @@ use crate::{error::Result, ids::TenantId};
 /// under `blobs/`, smaller ones inline in the log; the committer syncs both.
 const SEGMENT_SIZE: usize = 8 * 1024 * 1024;
 
-/// The trees holding one tenant's data.
+/// Names of the trees every tenant shares, each key prefixed by the
+/// tenant ([`keyspace`]).
+const SHARED_TREES: [&str; 7] = [
+    "idem", "events", "queue", "state", "attempts", "dead", "done",
+];
+
+type AttemptTrees<'a> = (
+    &'a sled::Tree,
+    &'a sled::Tree,
+    &'a sled::Tree,
+    &'a sled::Tree,
+    &'a sled::Tree,
+);
+type AttemptViews = (
+    TransactionalTree,
+    TransactionalTree,
+    TransactionalTree,
+    TransactionalTree,
+    TransactionalTree,
+);
+type AttemptSpaces<'a> = (
+    TxKeyspace<'a>,
+    TxKeyspace<'a>,
+    TxKeyspace<'a>,
+    TxKeyspace<'a>,
+    TxKeyspace<'a>,
+);
+
+/// The shared data trees, opened once.
+#[derive(Clone)]
+struct SharedTrees([sled::Tree; 7]);
+
+impl SharedTrees {
+    fn open(db: &sled::Db) -> Result<SharedTrees> {
+        let open = |name: &str| db.open_tree(format!("data/{name}"));
+        Ok(SharedTrees([
+            open(SHARED_TREES[0])?,
+            open(SHARED_TREES[1])?,
+            open(SHARED_TREES[2])?,
+            open(SHARED_TREES[3])?,
+            open(SHARED_TREES[4])?,
+            open(SHARED_TREES[5])?,
+            open(SHARED_TREES[6])?,
+        ]))
+    }
+}
+
+/// What a process knows of one tenant's data: its live counts, and whether
+/// it was dropped (then every handle made before refuses new writes).
+#[derive(Default)]
+struct TenantMark {
+    gauges: Arc<QueueGauges>,
+    dropped: Arc<AtomicBool>,
+}
+
+/// One tenant's keyspaces in the shared trees.
 #[derive(Clone)]
 pub struct TenantTrees {
-    /// event_id -> [`records::IdempotencyRecord`].
-    pub idem: sled::Tree,
+    tenant: TenantId,
+    db: sled::Db,
+    committer: Committer,
+    /// event_id (or content key) -> [`records::IdempotencyRecord`].
+    idem: Keyspace,
     /// delivery_id -> [`records::StoredEvent`].
-    pub events: sled::Tree,
+    events: Keyspace,
     /// [`records::queue_key`] -> delivery_id: what is due to be forwarded.
-    pub queue: sled::Tree,
+    queue: Keyspace,
     /// delivery_id -> [`records::DeliveryState`].
-    pub state: sled::Tree,
+    state: Keyspace,
     /// delivery_id + attempt number -> [`records::AttemptRecord`].
-    pub attempts: sled::Tree,
+    attempts: Keyspace,
     /// dead-at time + delivery_id -> [`records::DeadLetter`]: the dead-letter index.
-    pub dead: sled::Tree,
+    dead: Keyspace,
     /// finished time + delivery_id -> (): delivered events, for retention.
-    pub done: sled::Tree,
+    done: Keyspace,
     /// Live counts of `queue` and `dead`, shared by every handle of the
-    /// tenant's trees in this process.
-    pub gauges: Arc<QueueGauges>,
+    /// tenant in this process.
+    gauges: Arc<QueueGauges>,
+    dropped: Arc<AtomicBool>,
+}
+
+impl TenantTrees {
+    fn new(store: &Store, tenant: &TenantId, mark: &TenantMark) -> Self {
+        let (db, shared) = (&store.db, &store.shared);
+        let prefix = keyspace::tenant_prefix(tenant);
+        let space = |i: usize| Keyspace::new(shared.0[i].clone(), prefix.clone());
+        TenantTrees {
+            tenant: tenant.clone(),
+            db: db.clone(),
+            committer: store.committer.clone(),
+            idem: space(0),
+            events: space(1),
+            queue: space(2),
+            state: space(3),
+            attempts: space(4),
+            dead: space(5),
+            done: space(6),
+            gauges: mark.gauges.clone(),
+            dropped: mark.dropped.clone(),
+        }
+    }
+
+    /// The tenant these trees belong to.
+    pub fn tenant(&self) -> &TenantId {
+        &self.tenant
+    }
+
+    /// Live queue depth and dead-letter count.
+    pub fn gauges(&self) -> &QueueGauges {
+        &self.gauges
+    }
+
+    /// True once the tenant's data was dropped: writes through this handle
+    /// fail with [`crate::error::Error::TenantDeleted`].
+    fn is_dropped(&self) -> bool {
+        self.dropped.load(Ordering::SeqCst)
+    }
+
+    /// A fresh number, increasing over the database's life.
+    fn sequence(&self) -> Result<u64> {
+        Ok(self.db.generate_id()?)
+    }
+
+    /// The trees an attempt's outcome touches, for one transaction:
+    /// queue, state, attempts, dead, done (see [`TenantTrees::attempt_views`]).
+    fn attempt_trees(&self) -> AttemptTrees<'_> {
+        (
+            self.queue.tree(),
+            self.state.tree(),
+            self.attempts.tree(),
+            self.dead.tree(),
+            self.done.tree(),
+        )
+    }
+
+    /// This tenant's keyspaces in a transaction over [`TenantTrees::attempt_trees`].
+    fn attempt_views<'a>(&'a self, views: &'a AttemptViews) -> AttemptSpaces<'a> {
+        (
+            self.queue.tx(&views.0),
+            self.state.tx(&views.1),
+            self.attempts.tx(&views.2),
+            self.dead.tx(&views.3),
+            self.done.tx(&views.4),
+        )
+    }
+
+    fn spaces(&self) -> [&Keyspace; 7] {
+        [
+            &self.idem,
+            &self.events,
+            &self.queue,
+            &self.state,
+            &self.attempts,
+            &self.dead,
+            &self.done,
+        ]
+    }
+
+    /// Marks the tenant dropped and removes all its keys.
+    fn clear(&self) -> Result<()> {
+        self.dropped.store(true, Ordering::SeqCst);
+        // The queue first: an attempt that commits after it finds no entry
+        // to claim and writes nothing.
+        for space in [&self.queue, &self.dead, &self.state] {
+            space.clear()?;
+        }
+        for space in self.spaces() {
+            space.clear()?;
+        }
+        Ok(())
+    }
 }
 
 /// The process's storage: the sled database and its committer.
 #[derive(Clone)]
 pub struct Store {
     db: sled::Db,
+    shared: SharedTrees,
     committer: Committer,
     poisoned: Arc<AtomicBool>,
-    gauges: Arc<Mutex<HashMap<TenantId, Arc<QueueGauges>>>>,
+    marks: Arc<Mutex<HashMap<TenantId, TenantMark>>>,
 }
 
 impl Store {
@@ -86,49 +245,41 @@ impl Store {
             .path(&path)
             .segment_size(SEGMENT_SIZE)
             .open()?;
+        let shared = SharedTrees::open(&db)?;
+        migrate::per_tenant_trees(&db, &shared.0, &SHARED_TREES)?;
         let poisoned = Arc::new(AtomicBool::new(false));
         let (committer, handle) =
             Committer::start(db.clone(), &path, batch_max, sync, poisoned.clone())?;
         Ok((
             Store {
                 db,
+                shared,
                 committer,
                 poisoned,
-                gauges: Arc::default(),
+                marks: Arc::default(),
             },
             handle,
         ))
     }
 
-    /// Opens the trees of one tenant (cheap after the first call; the first
+    /// A handle on one tenant's data (cheap after the first call, which
     /// counts its queue and dead letters once).
     pub fn tenant_trees(&self, tenant: &TenantId) -> Result<TenantTrees> {
-        let name = |kind: &str| format!("t/{tenant}/{kind}");
-        let (queue, dead) = (
-            self.db.open_tree(name("queue"))?,
-            self.db.open_tree(name("dead"))?,
+        let mut marks = self.marks.lock().expect("marks lock");
+        if let Some(mark) = marks.get(tenant) {
+            return Ok(TenantTrees::new(self, tenant, mark));
+        }
+        let mut trees = TenantTrees::new(self, tenant, &TenantMark::default());
+        let gauges = Arc::new(QueueGauges::count(&trees.queue, &trees.dead)?);
+        trees.gauges = gauges.clone();
+        marks.insert(
+            tenant.clone(),
+            TenantMark {
+                gauges,
+                dropped: trees.dropped.clone(),
+            },
         );
-        let gauges = {
-            let mut known = self.gauges.lock().expect("gauges lock");
-            match known.get(tenant) {
-                Some(gauges) => gauges.clone(),
-                None => {
-                    let gauges = Arc::new(QueueGauges::count(&queue, &dead)?);
-                    known.insert(tenant.clone(), gauges.clone());
-                    gauges
-                }
-            }
-        };
-        Ok(TenantTrees {
-            idem: self.db.open_tree(name("idem"))?,
-            events: self.db.open_tree(name("events"))?,
-            queue,
-            state: self.db.open_tree(name("state"))?,
-            attempts: self.db.open_tree(name("attempts"))?,
-            dead,
-            done: self.db.open_tree(name("done"))?,
-            gauges,
-        })
+        Ok(trees)
     }
 
     /// The group committer all durable writes go through.
@@ -149,16 +300,26 @@ impl Store {
         self.committer.barrier().await
     }
 
-    /// Drops every tree of `tenant` on the committer thread, between batches
-    /// (so a batch holding writes for it fails only those), and returns once
-    /// that is durable. The tenant's queue and dead-letter counts are
-    /// forgotten with its trees (even when the drop failed, which poisons
-    /// the store), so a tenant created later under the same id is counted
-    /// from its own trees.
+    /// Removes every key of `tenant` on the committer thread, between
+    /// batches (so a batch holding writes for it fails only those), and
+    /// returns once that is durable. Handles made before refuse new writes;
+    /// the tenant's counts are forgotten with its data (even when the drop
+    /// failed, which poisons the store), so a tenant created later under the
+    /// same id is counted from its own data.
     pub async fn drop_tenant_trees(&self, tenant: &TenantId) -> Result<()> {
-        let dropped = self.committer.drop_trees(format!("t/{tenant}/")).await;
-        self.gauges.lock().expect("gauges lock").remove(tenant);
+        let trees = self.tenant_trees(tenant)?;
+        let dropped = self.committer.drop_tenant(trees).await;
+        self.marks.lock().expect("marks lock").remove(tenant);
         dropped
+    }
+
+    /// Removes every key of `tenant` now, on the calling thread: for data a
+    /// tenant left that no actor or dispatcher holds (a deleted tenant's
+    /// leftovers after a crash, or one dropped from the config file).
+    pub fn clear_tenant(&self, tenant: &TenantId) -> Result<()> {
+        self.tenant_trees(tenant)?.clear()?;
+        self.marks.lock().expect("marks lock").remove(tenant);
+        Ok(())
     }
 
     /// The sled database, for components that keep their own trees.
@@ -170,6 +331,12 @@ impl Store {
     pub fn flush(&self) -> Result<()> {
         self.db.flush()?;
         Ok(())
+    }
+}
+
+impl From<sled::Error> for crate::error::Error {
+    fn from(e: sled::Error) -> Self {
+        crate::error::Error::Storage(e.to_string())
     }
 }
 

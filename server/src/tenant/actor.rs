@@ -22,7 +22,7 @@ use crate::{
     feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
     ids::{DeliveryId, EventId},
     ingest::IngestError,
-    store::{records::EventMeta, CommitOutcome, Committer, NewDelivery, TenantTrees},
+    store::{api::Tenant, records::EventMeta, CommitOutcome, NewDelivery},
     telemetry::{
         spans::{self, ACTOR_SPAN, COMMIT_SPAN},
         Spans,
@@ -48,19 +48,17 @@ pub struct TenantActor {
     wake: Arc<Notify>,
     events: DeliveryFeed,
     replay: ReplayCache,
-    trees: TenantTrees,
-    committer: Committer,
+    data: Tenant,
     clock: SharedClock,
     limiter: Option<TokenBucket>,
     tracing: Spans,
 }
 
 impl TenantActor {
-    /// A new actor for `settings`, writing through `committer`.
+    /// A new actor for `settings`, writing to `data`.
     pub fn new(
         settings: Arc<TenantSettings>,
-        trees: TenantTrees,
-        committer: Committer,
+        data: Tenant,
         clock: SharedClock,
         wake: Arc<Notify>,
         events: DeliveryFeed,
@@ -82,8 +80,7 @@ impl TenantActor {
             wake,
             events,
             replay,
-            trees,
-            committer,
+            data,
             clock,
             limiter,
             tracing,
@@ -174,7 +171,6 @@ impl TenantActor {
                     .as_ref()
                     .filter(|_| !s.scheme.has_timestamp())
                     .map(|key| content_idem_key(key)),
-                trees: self.trees.clone(),
                 event_id,
                 meta,
                 body: msg.body.clone(),
@@ -224,7 +220,7 @@ impl Handler<Ingest> for TenantActor {
             .start_child(&msg.trace, ACTOR_SPAN, &self.settings.id);
         // A poisoned store acknowledges nothing, not even from the replay
         // cache: the sender retries after the restart.
-        if self.committer.is_poisoned() {
+        if !self.data.is_healthy() {
             let e = IngestError::StorageUnavailable;
             spans::end_ingest_span(&span, Some(&e));
             return Box::pin(std::future::ready(Err(e)));
@@ -247,7 +243,7 @@ impl Handler<Ingest> for TenantActor {
             }
             Ok(Prepared::New { replay_keys, item }) => (replay_keys, item),
         };
-        let committer = self.committer.clone();
+        let data = self.data.clone();
         let replay = self.replay.clone();
         let (wake, events, tenant) = (
             self.wake.clone(),
@@ -260,7 +256,7 @@ impl Handler<Ingest> for TenantActor {
             let event_id = item.event_id.clone();
             let new_id = item.meta.delivery_id.clone();
             let received_at_ms = item.meta.received_at_ms;
-            let committed = committer.commit(*item).await.map_err(|e| {
+            let committed = data.commit(*item).await.map_err(|e| {
                 // A poisoned store was logged loudly once by the committer.
                 if matches!(e, Error::SyncFailed(_) | Error::BatchFailed(_) | Error::StoragePoisoned | Error::TenantDeleted(_)) {
                     tracing::warn!(tenant = %tenant, event_id = %event_id, delivery_id = %new_id, request_id = %request_id, error = %e, "durable write refused");

@@ -19,7 +19,7 @@ use crate::{
     forward::{Dispatcher, DispatcherParts},
     ids::{DeliveryId, TenantId},
     metrics::TenantMetrics,
-    store::{deliveries, Store, TenantTrees},
+    store::api::{Shared, Tenant},
     telemetry::Telemetry,
 };
 
@@ -30,8 +30,8 @@ pub struct TenantHandle {
     pub addr: Addr<TenantActor>,
     /// Its validated settings.
     pub settings: Arc<TenantSettings>,
-    /// Its storage trees.
-    pub trees: TenantTrees,
+    /// Its data in storage.
+    pub data: Tenant,
     /// Wakes its dispatcher when work is queued.
     pub wake: Arc<Notify>,
     /// The counters of its `tenant` label.
@@ -47,7 +47,7 @@ pub struct Registry {
     /// 503 until an update fixes them or they are deleted.
     unavailable: Arc<RwLock<HashMap<String, String>>>,
     arbiters: Arc<Vec<ArbiterHandle>>,
-    store: Store,
+    store: Shared,
     clock: SharedClock,
     events: DeliveryFeed,
     telemetry: Telemetry,
@@ -59,7 +59,7 @@ impl Registry {
     /// An empty registry whose actors run on `arbiters` (spread by tenant).
     pub fn new(
         arbiters: Vec<ArbiterHandle>,
-        store: Store,
+        store: Shared,
         clock: SharedClock,
         events: DeliveryFeed,
         telemetry: Telemetry,
@@ -88,14 +88,13 @@ impl Registry {
     /// previous incarnation left queued is picked up.
     pub fn start_tenant(&self, settings: TenantSettings) -> Result<()> {
         let settings = Arc::new(settings);
-        let trees = self.store.tenant_trees(&settings.id)?;
+        let data = self.store.tenant(&settings.id)?;
         let arbiter = &self.arbiters[self.arbiter_index(&settings.id)];
         let wake = Arc::new(Notify::new());
         let metrics = self.telemetry.metrics().tenant(&settings.id);
         let actor = TenantActor::new(
             settings.clone(),
-            trees.clone(),
-            self.store.committer().clone(),
+            data.clone(),
             self.clock.clone(),
             wake.clone(),
             self.events.clone(),
@@ -106,7 +105,7 @@ impl Registry {
             Some(forward) => {
                 let dispatcher = Dispatcher::new(DispatcherParts {
                     tenant: settings.id.clone(),
-                    trees: trees.clone(),
+                    data: data.clone(),
                     store: self.store.clone(),
                     settings: forward.clone(),
                     clock: self.clock.clone(),
@@ -130,7 +129,7 @@ impl Registry {
         let handle = TenantHandle {
             addr,
             settings: settings.clone(),
-            trees,
+            data,
             wake,
             metrics,
             dispatcher,
@@ -214,19 +213,14 @@ impl Registry {
     }
 
     /// Queues a dead letter again as a new delivery of the same event and
-    /// returns the new delivery id.
+    /// returns the new delivery id. Blocks on storage.
     pub fn redeliver(&self, tenant: &str, delivery_id: &DeliveryId) -> Result<DeliveryId> {
         let handle = self
             .get(tenant)
             .ok_or_else(|| Error::NotFound(format!("tenant {tenant}")))?;
         let now = self.clock.now_ms();
-        let new_id = deliveries::redeliver(
-            &handle.trees,
-            delivery_id,
-            self.store.db().generate_id()?,
-            now,
-        )?;
-        let state = deliveries::load_state(&handle.trees, &new_id)?;
+        let new_id = handle.data.redeliver(delivery_id, now)?;
+        let state = handle.data.state(&new_id)?;
         handle.wake.notify_one();
         tracing::info!(tenant = %tenant, delivery_id = %delivery_id, new_delivery_id = %new_id, "dead letter redelivered");
         if let Some(state) = state {
@@ -260,7 +254,7 @@ impl Registry {
     }
 
     /// The storage the tenants write to.
-    pub fn store(&self) -> &Store {
+    pub fn store(&self) -> &Shared {
         &self.store
     }
 

@@ -9,7 +9,8 @@ use hookd_sdk::{
 };
 use hookd_server::{
     faults::{fail_next_write, panic_next_ingest, FaultSync, Synced},
-    store::SharedSync,
+    ids::TenantId,
+    store::{api::Table, SharedSync},
 };
 use reqwest::StatusCode;
 
@@ -187,11 +188,16 @@ async fn tenant_delete_answers_only_after_a_sync() {
     let before = log_syncs(&sync);
     admin.delete_tenant("gone").await.unwrap();
     assert!(log_syncs(&sync) > before, "delete answered without a sync");
-    let names = s.server().registry().store().db().tree_names();
-    assert!(
-        !names.iter().any(|n| n.starts_with(b"t/gone/")),
-        "the tenant's trees are dropped"
+    let store = s.server().registry().store();
+    let rows = store.catalog_rows().unwrap();
+    assert_eq!(rows.get(Table::Tenants, "gone").unwrap(), None);
+    assert_eq!(
+        rows.scan(Table::Drops, "").unwrap(),
+        vec![],
+        "no drop left to finish"
     );
+    let gone = store.tenant(&TenantId::try_from("gone").unwrap()).unwrap();
+    assert!(gone.deliveries(None, None, 10).unwrap().is_empty());
 }
 
 /// A tenant is deleted while it and another tenant take deliveries: every

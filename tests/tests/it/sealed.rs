@@ -6,6 +6,7 @@ use hookd_sdk::{
     client::{proto::CreateTenantRequest, Code},
     signature::{sign, Scheme, Secret},
 };
+use hookd_server::store::api::{RowChange, Table};
 use reqwest::StatusCode;
 
 use crate::harness::{order, TestServer};
@@ -73,15 +74,9 @@ async fn a_tenant_whose_secrets_do_not_open_can_still_be_deleted() {
             .await
             .unwrap();
     }
-    let secrets = s
-        .server()
-        .registry()
-        .store()
-        .db()
-        .open_tree("secrets")
-        .unwrap();
-    secrets
-        .insert("beta", secrets.get("alpha").unwrap().unwrap())
+    let rows = s.server().registry().store().catalog_rows().unwrap();
+    let alpha = rows.get(Table::Secrets, "alpha").unwrap().unwrap();
+    rows.apply(&[RowChange::Put(Table::Secrets, "beta".into(), alpha)])
         .unwrap();
     let refused = admin.rotate_secret("beta", 60).await.unwrap_err();
     assert_eq!(refused.code(), Code::Internal, "{refused}");
@@ -91,6 +86,6 @@ async fn a_tenant_whose_secrets_do_not_open_can_still_be_deleted() {
         admin.get_tenant("beta").await.unwrap_err().code(),
         Code::NotFound
     );
-    assert!(secrets.get("beta").unwrap().is_none());
+    assert!(rows.get(Table::Secrets, "beta").unwrap().is_none());
     assert_eq!(admin.get_tenant("alpha").await.unwrap().tenant_id, "alpha");
 }

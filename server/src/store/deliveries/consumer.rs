@@ -14,6 +14,7 @@ use super::{
 };
 use crate::{
     ids::RequestId,
+    store::api::PullRequest,
     store::records::{encode, queue_key, queue_key_due_ms, time_key, AttemptRecord},
 };
 
@@ -22,19 +23,18 @@ use crate::{
 /// attempt; one older than the retry window is dead-lettered instead. Stops
 /// before a delivery that would take the bodies and headers handed out past
 /// `max_bytes` (that one stays due); the first is handed out whatever its size.
-pub fn pull(
-    trees: &TenantTrees,
-    db: &sled::Db,
-    max: usize,
-    max_bytes: usize,
-    visibility_ms: i64,
-    window_ms: i64,
-    now_ms: i64,
-) -> Result<Vec<(StoredEvent, u32)>> {
+pub fn pull(trees: &TenantTrees, request: &PullRequest) -> Result<Vec<(StoredEvent, u32)>> {
+    let PullRequest {
+        max,
+        max_bytes,
+        visibility_ms,
+        window_ms,
+        now_ms,
+    } = *request;
     let mut out = Vec::with_capacity(max.min(100));
     let mut handed = HashSet::new();
     let mut bytes = 0;
-    for kv in trees.queue.range(..queue_key(now_ms + 1, 0).as_slice()) {
+    for kv in trees.queue.range(None, Some(&queue_key(now_ms + 1, 0))) {
         if out.len() >= max {
             break;
         }
@@ -51,15 +51,11 @@ pub fn pull(
         if !out.is_empty() && bytes + size > max_bytes {
             break;
         }
-        let hidden_until = queue_key(now_ms + visibility_ms, db.generate_id()?);
-        let taken = (
-            &trees.queue,
-            &trees.state,
-            &trees.attempts,
-            &trees.dead,
-            &trees.done,
-        )
-            .transaction(|(queue, states, attempts, dead, done)| {
+        let hidden_until = queue_key(now_ms + visibility_ms, trees.sequence()?);
+        let taken = trees
+            .attempt_trees()
+            .transaction(|views| {
+                let (queue, states, attempts, dead, done) = trees.attempt_views(views);
                 tallied(|tally| {
                     let Some(mut state) = claim(queue, states, &key, &delivery_id, tally)? else {
                         return Ok(None);
@@ -124,8 +120,13 @@ pub fn ack(trees: &TenantTrees, ids: &[DeliveryId], now_ms: i64) -> Result<u32> 
     let mut acked = 0;
     for id in ids {
         let done_key = time_key(now_ms, id);
-        let result = (&trees.queue, &trees.state, &trees.done)
+        let result = (trees.queue.tree(), trees.state.tree(), trees.done.tree())
             .transaction(|(queue, states, done)| {
+                let (queue, states, done) = (
+                    trees.queue.tx(queue),
+                    trees.state.tx(states),
+                    trees.done.tx(done),
+                );
                 tallied(|tally| {
                     let Some(mut state) = tx_state(states, id)? else {
                         return Ok(false);
@@ -156,12 +157,13 @@ pub fn ack(trees: &TenantTrees, ids: &[DeliveryId], now_ms: i64) -> Result<u32> 
 /// Makes pulled deliveries visible again at once; returns how many. Only a
 /// delivery still hidden by a pull is returned: once its visibility timeout
 /// has passed it is visible anyway, and the nack is skipped.
-pub fn nack(trees: &TenantTrees, db: &sled::Db, ids: &[DeliveryId], now_ms: i64) -> Result<u32> {
+pub fn nack(trees: &TenantTrees, ids: &[DeliveryId], now_ms: i64) -> Result<u32> {
     let mut returned = 0;
     for id in ids {
-        let new = queue_key(now_ms, db.generate_id()?);
-        let moved = (&trees.queue, &trees.state)
+        let new = queue_key(now_ms, trees.sequence()?);
+        let moved = (trees.queue.tree(), trees.state.tree())
             .transaction(|(queue, states)| {
+                let (queue, states) = (trees.queue.tx(queue), trees.state.tx(states));
                 tallied(|tally| {
                     let Some(mut state) = tx_state(states, id)? else {
                         return Ok(false);

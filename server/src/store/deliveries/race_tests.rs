@@ -8,6 +8,7 @@ use std::{
 };
 
 use super::*;
+use crate::store::api::{PullRequest, TenantData};
 use crate::{
     ids::{EventId, TenantId},
     store::{gauges::Delta, Store},
@@ -110,17 +111,26 @@ fn assert_queue_consistent(trees: &TenantTrees) {
 #[test]
 fn concurrent_pulls_never_hand_one_message_to_two_consumers() {
     for round in 0..ROUNDS {
-        let (_dir, store, trees) = open();
+        let (_dir, _store, trees) = open();
         for n in 0..40 {
             pending(&trees, n, 1_000);
         }
-        let (db, shared) = (store.db().clone(), trees.clone());
+        let shared = trees.clone();
         let pulled = at_once(move |_| {
-            pull(&shared, &db, 5, usize::MAX, VISIBLE_MS, WINDOW_MS, 2_000)
-                .unwrap()
-                .into_iter()
-                .map(|(event, _)| event.meta.delivery_id)
-                .collect::<Vec<_>>()
+            pull(
+                &shared,
+                &PullRequest {
+                    max: 5,
+                    max_bytes: usize::MAX,
+                    visibility_ms: VISIBLE_MS,
+                    window_ms: WINDOW_MS,
+                    now_ms: 2_000,
+                },
+            )
+            .unwrap()
+            .into_iter()
+            .map(|(event, _)| event.meta.delivery_id)
+            .collect::<Vec<_>>()
         });
         let mut seen = HashSet::new();
         for id in pulled.into_iter().flatten() {
@@ -139,17 +149,18 @@ fn concurrent_pulls_never_hand_one_message_to_two_consumers() {
 #[test]
 fn concurrent_ack_and_pull_leave_no_orphan_that_later_dead_letters() {
     for round in 0..ROUNDS {
-        let (_dir, store, trees) = open();
+        let (_dir, _store, trees) = open();
         let id = pending(&trees, 1, 1_000);
         assert_eq!(
             pull(
                 &trees,
-                store.db(),
-                1,
-                usize::MAX,
-                VISIBLE_MS,
-                WINDOW_MS,
-                2_000
+                &PullRequest {
+                    max: 1,
+                    max_bytes: usize::MAX,
+                    visibility_ms: VISIBLE_MS,
+                    window_ms: WINDOW_MS,
+                    now_ms: 2_000
+                }
             )
             .unwrap()
             .len(),
@@ -158,12 +169,22 @@ fn concurrent_ack_and_pull_leave_no_orphan_that_later_dead_letters() {
         // The visibility timeout has passed: pulls may take it again while
         // the first consumer's ack arrives.
         let later = 2_000 + VISIBLE_MS + 1;
-        let (db, shared, ack_id) = (store.db().clone(), trees.clone(), id.clone());
+        let (shared, ack_id) = (trees.clone(), id.clone());
         at_once(move |i| {
             if i % 2 == 0 {
                 ack(&shared, std::slice::from_ref(&ack_id), later).unwrap();
             } else {
-                pull(&shared, &db, 1, usize::MAX, VISIBLE_MS, WINDOW_MS, later).unwrap();
+                pull(
+                    &shared,
+                    &PullRequest {
+                        max: 1,
+                        max_bytes: usize::MAX,
+                        visibility_ms: VISIBLE_MS,
+                        window_ms: WINDOW_MS,
+                        now_ms: later,
+                    },
+                )
+                .unwrap();
             }
         });
         let state = load_state(&trees, &id).unwrap().unwrap();
@@ -173,12 +194,13 @@ fn concurrent_ack_and_pull_leave_no_orphan_that_later_dead_letters() {
         // into a dead letter.
         pull(
             &trees,
-            store.db(),
-            10,
-            usize::MAX,
-            VISIBLE_MS,
-            WINDOW_MS,
-            WINDOW_MS * 2,
+            &PullRequest {
+                max: 10,
+                max_bytes: usize::MAX,
+                visibility_ms: VISIBLE_MS,
+                window_ms: WINDOW_MS,
+                now_ms: WINDOW_MS * 2,
+            },
         )
         .unwrap();
         assert_eq!(
@@ -193,37 +215,37 @@ fn concurrent_ack_and_pull_leave_no_orphan_that_later_dead_letters() {
 #[test]
 fn concurrent_redeliver_of_one_dead_letter_makes_exactly_one_delivery() {
     for round in 0..ROUNDS {
-        let (_dir, store, trees) = open();
+        let (_dir, _store, trees) = open();
         let id = pending(&trees, 1, 1_000);
         // Pulled, never acked: dead after the retry window.
         pull(
             &trees,
-            store.db(),
-            1,
-            usize::MAX,
-            VISIBLE_MS,
-            WINDOW_MS,
-            2_000,
+            &PullRequest {
+                max: 1,
+                max_bytes: usize::MAX,
+                visibility_ms: VISIBLE_MS,
+                window_ms: WINDOW_MS,
+                now_ms: 2_000,
+            },
         )
         .unwrap();
         pull(
             &trees,
-            store.db(),
-            1,
-            usize::MAX,
-            VISIBLE_MS,
-            WINDOW_MS,
-            WINDOW_MS * 2,
+            &PullRequest {
+                max: 1,
+                max_bytes: usize::MAX,
+                visibility_ms: VISIBLE_MS,
+                window_ms: WINDOW_MS,
+                now_ms: WINDOW_MS * 2,
+            },
         )
         .unwrap();
         assert_eq!(
             load_state(&trees, &id).unwrap().unwrap().status,
             DeliveryStatus::Dead
         );
-        let (db, shared, dead_id) = (store.db().clone(), trees.clone(), id.clone());
-        let answers = at_once(move |_| {
-            redeliver(&shared, &dead_id, db.generate_id().unwrap(), WINDOW_MS * 3)
-        });
+        let (shared, dead_id) = (trees.clone(), id.clone());
+        let answers = at_once(move |_| redeliver(&shared, &dead_id, WINDOW_MS * 3));
         let made: Vec<_> = answers.iter().filter_map(|a| a.as_ref().ok()).collect();
         assert_eq!(made.len(), 1, "round {round}: {answers:?}");
         for lost in answers.iter().filter_map(|a| a.as_ref().err()) {
@@ -249,34 +271,33 @@ fn concurrent_redeliver_of_one_dead_letter_makes_exactly_one_delivery() {
 
 #[test]
 fn ack_after_the_visibility_timeout_counts_once_and_a_stale_nack_is_skipped() {
-    let (_dir, store, trees) = open();
+    let (_dir, _store, trees) = open();
     let id = pending(&trees, 1, 1_000);
     let first = pull(
         &trees,
-        store.db(),
-        1,
-        usize::MAX,
-        VISIBLE_MS,
-        WINDOW_MS,
-        2_000,
+        &PullRequest {
+            max: 1,
+            max_bytes: usize::MAX,
+            visibility_ms: VISIBLE_MS,
+            window_ms: WINDOW_MS,
+            now_ms: 2_000,
+        },
     )
     .unwrap();
     assert_eq!(first[0].1, 1);
     // Consumer A's lease ran out; consumer B pulls it again.
     let later = 2_000 + VISIBLE_MS + 1;
     // A nack after the timeout is stale: the delivery is already visible.
-    assert_eq!(
-        nack(&trees, store.db(), std::slice::from_ref(&id), later).unwrap(),
-        0
-    );
+    assert_eq!(nack(&trees, std::slice::from_ref(&id), later).unwrap(), 0);
     let second = pull(
         &trees,
-        store.db(),
-        1,
-        usize::MAX,
-        VISIBLE_MS,
-        WINDOW_MS,
-        later,
+        &PullRequest {
+            max: 1,
+            max_bytes: usize::MAX,
+            visibility_ms: VISIBLE_MS,
+            window_ms: WINDOW_MS,
+            now_ms: later,
+        },
     )
     .unwrap();
     assert_eq!(second[0].1, 2, "pulled again with a higher attempt");
@@ -290,7 +311,7 @@ fn ack_after_the_visibility_timeout_counts_once_and_a_stale_nack_is_skipped() {
         0
     );
     assert_eq!(
-        nack(&trees, store.db(), std::slice::from_ref(&id), later + 3).unwrap(),
+        nack(&trees, std::slice::from_ref(&id), later + 3).unwrap(),
         0
     );
     let state = load_state(&trees, &id).unwrap().unwrap();
@@ -300,12 +321,13 @@ fn ack_after_the_visibility_timeout_counts_once_and_a_stale_nack_is_skipped() {
     assert_queue_consistent(&trees);
     assert!(pull(
         &trees,
-        store.db(),
-        1,
-        usize::MAX,
-        VISIBLE_MS,
-        WINDOW_MS,
-        later + 4
+        &PullRequest {
+            max: 1,
+            max_bytes: usize::MAX,
+            visibility_ms: VISIBLE_MS,
+            window_ms: WINDOW_MS,
+            now_ms: later + 4
+        }
     )
     .unwrap()
     .is_empty());
@@ -314,29 +336,40 @@ fn ack_after_the_visibility_timeout_counts_once_and_a_stale_nack_is_skipped() {
 #[test]
 fn concurrent_nacks_and_pulls_keep_one_queue_entry_per_delivery() {
     for round in 0..ROUNDS {
-        let (_dir, store, trees) = open();
+        let (_dir, _store, trees) = open();
         let ids: Vec<_> = (0..10).map(|n| pending(&trees, n, 1_000)).collect();
         assert_eq!(
             pull(
                 &trees,
-                store.db(),
-                10,
-                usize::MAX,
-                VISIBLE_MS,
-                WINDOW_MS,
-                2_000
+                &PullRequest {
+                    max: 10,
+                    max_bytes: usize::MAX,
+                    visibility_ms: VISIBLE_MS,
+                    window_ms: WINDOW_MS,
+                    now_ms: 2_000
+                }
             )
             .unwrap()
             .len(),
             10
         );
-        let (db, shared) = (store.db().clone(), trees.clone());
+        let shared = trees.clone();
         let pulled = at_once(move |i| {
             if i % 2 == 0 {
-                nack(&shared, &db, &ids, 2_001).unwrap();
+                nack(&shared, &ids, 2_001).unwrap();
                 Vec::new()
             } else {
-                pull(&shared, &db, 10, usize::MAX, VISIBLE_MS, WINDOW_MS, 2_001).unwrap()
+                pull(
+                    &shared,
+                    &PullRequest {
+                        max: 10,
+                        max_bytes: usize::MAX,
+                        visibility_ms: VISIBLE_MS,
+                        window_ms: WINDOW_MS,
+                        now_ms: 2_001,
+                    },
+                )
+                .unwrap()
             }
         });
         // A nack may return a delivery another consumer just pulled, so it
@@ -379,7 +412,7 @@ fn racing_attempts_and_purges_of_one_delivery_count_it_once() {
                     reason: "gone".into(),
                 },
             };
-            record_attempt(&shared, &key, &attempt_id, &attempt, &next, i as u64, 2_000)
+            record_attempt(&shared, &key, &attempt_id, &attempt, &next, 2_000)
                 .unwrap()
                 .is_some()
         });
@@ -393,7 +426,7 @@ fn racing_attempts_and_purges_of_one_delivery_count_it_once() {
         if state.status == DeliveryStatus::Pending {
             continue;
         }
-        let (dead_key, letter) = dead_letters(&trees).next().unwrap().unwrap();
+        let (dead_key, letter) = trees.dead_letters(None, 1, &|_| true).unwrap().remove(0);
         let shared = trees.clone();
         let purged = at_once(move |_| purge_dead_letter(&shared, &dead_key, &letter).unwrap());
         assert_eq!(purged.iter().filter(|p| **p).count(), 1, "round {round}");

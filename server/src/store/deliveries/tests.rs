@@ -49,7 +49,7 @@ fn delivered(trees: &TenantTrees, n: u32, at_ms: i64) -> DeliveryId {
         next_retry_at_ms: None,
         request_id: RequestId::new("req_2"),
     };
-    record_attempt(trees, &key, &id, &attempt, &Next::Delivered, 0, at_ms).unwrap();
+    record_attempt(trees, &key, &id, &attempt, &Next::Delivered, at_ms).unwrap();
     id
 }
 
@@ -65,11 +65,29 @@ fn sweep_removes_only_expired_records_in_bounded_batches() {
     assert_eq!(load_attempts(&trees, &old[0]).unwrap().len(), 1);
 
     let mut cursor = Vec::new();
-    let first = sweep(&trees, 10_000, 10_000, 3, &mut cursor).unwrap();
+    let first = sweep(
+        &trees,
+        &SweepRequest {
+            delivered_before_ms: 10_000,
+            idem_before_ms: 10_000,
+            batch: 3,
+        },
+        &mut cursor,
+    )
+    .unwrap();
     assert_eq!(first.delivered, 3, "bounded by the batch size");
     let mut total = first;
     for _ in 0..3 {
-        let s = sweep(&trees, 10_000, 10_000, 3, &mut cursor).unwrap();
+        let s = sweep(
+            &trees,
+            &SweepRequest {
+                delivered_before_ms: 10_000,
+                idem_before_ms: 10_000,
+                batch: 3,
+            },
+            &mut cursor,
+        )
+        .unwrap();
         total.delivered += s.delivered;
         total.idempotency += s.idempotency;
     }

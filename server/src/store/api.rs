@@ -1,0 +1,243 @@
+//! The storage API: what hookd asks of a storage engine, in its own
+//! vocabulary (deliveries, attempts, queue entries, dead letters, catalog
+//! rows), with no engine's types in it. sled is the embedded engine
+//! ([`super::Store`]); a second engine implements the same traits.
+//!
+//! Methods returning a value block on storage: call them on a blocking
+//! thread ([`blocking`]), never on an async worker. Methods returning a
+//! future ([`TenantData::commit`], [`Storage::durable_barrier`],
+//! [`Storage::drop_tenant_trees`]) wait for durability without blocking.
+
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+
+use super::{
+    deliveries::{Next, Swept},
+    records::{AttemptRecord, DeadLetter, DeliveryState, DeliveryStatus, StoredEvent},
+    CommitOutcome, NewDelivery,
+};
+use crate::{
+    error::{Error, Result},
+    ids::{DeliveryId, TenantId},
+};
+
+/// One tenant's data in a storage engine.
+pub type Tenant = Arc<dyn TenantData>;
+
+/// The engine behind the process.
+pub type Shared = Arc<dyn Storage>;
+
+/// A queue entry's key: opaque to callers, ordered by when it is due.
+pub type QueueKey = Vec<u8>;
+
+/// A dead letter's key in the dead-letter index: opaque, ordered by time.
+pub type DeadKey = Vec<u8>;
+
+/// How much one tenant has waiting.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct QueueCounts {
+    /// Deliveries in the queue: waiting, scheduled for a retry, or pulled
+    /// and not yet acknowledged.
+    pub depth: u64,
+    /// Dead letters waiting for redelivery or purge.
+    pub dead: u64,
+    /// When the earliest queue entry is due (Unix ms), if any.
+    pub oldest_due_ms: Option<i64>,
+}
+
+/// What a pull asks for.
+#[derive(Debug, Clone, Copy)]
+pub struct PullRequest {
+    /// At most this many deliveries.
+    pub max: usize,
+    /// Stop before the bodies and headers handed out pass this (the first
+    /// is handed out whatever its size).
+    pub max_bytes: usize,
+    /// How long a pulled delivery stays hidden.
+    pub visibility_ms: i64,
+    /// A delivery older than this is dead-lettered instead.
+    pub window_ms: i64,
+    /// Now (Unix ms).
+    pub now_ms: i64,
+}
+
+/// What a retention sweep removes, in bounded batches.
+#[derive(Debug, Clone, Copy)]
+pub struct SweepRequest {
+    /// Delivered events finished before this (Unix ms) are deleted.
+    pub delivered_before_ms: i64,
+    /// Idempotency records older than this are forgotten.
+    pub idem_before_ms: i64,
+    /// At most this many of each per call.
+    pub batch: usize,
+}
+
+/// One tenant's deliveries. Changes to one delivery are compare-and-set
+/// transactions, so concurrent writers (the dispatcher, consumers, the
+/// control plane) never leave a delivery half-changed or a queue entry
+/// that no state points at.
+pub trait TenantData: Send + Sync + 'static {
+    /// The tenant.
+    fn tenant(&self) -> &TenantId;
+
+    /// False once the engine failed a write or sync: nothing more is
+    /// acknowledged, not even a duplicate from a cache.
+    fn is_healthy(&self) -> bool;
+
+    /// Records a new delivery durably (group-committed); the future resolves
+    /// once it is on disk, or names the first delivery of a duplicate.
+    fn commit(&self, item: NewDelivery) -> BoxFuture<'static, Result<CommitOutcome>>;
+
+    /// Queue depth, dead letters and the oldest due entry.
+    fn counts(&self) -> Result<QueueCounts>;
+
+    /// The stored event of a delivery.
+    fn event(&self, id: &DeliveryId) -> Result<Option<StoredEvent>>;
+
+    /// The state of a delivery.
+    fn state(&self, id: &DeliveryId) -> Result<Option<DeliveryState>>;
+
+    /// Every attempt of a delivery, in order.
+    fn attempts(&self, id: &DeliveryId) -> Result<Vec<AttemptRecord>>;
+
+    /// Deliveries newest first, with ids below `before`, of `status` if
+    /// given: at most `limit`.
+    fn deliveries(
+        &self,
+        status: Option<DeliveryStatus>,
+        before: Option<&DeliveryId>,
+        limit: usize,
+    ) -> Result<Vec<(DeliveryId, DeliveryState)>>;
+
+    /// Dead letters newest first, with keys below `before`, that `keep`
+    /// accepts: at most `limit`.
+    fn dead_letters(
+        &self,
+        before: Option<&[u8]>,
+        limit: usize,
+        keep: &dyn Fn(&DeadLetter) -> bool,
+    ) -> Result<Vec<(DeadKey, DeadLetter)>>;
+
+    /// Queue entries in due order, after `after`: at most `limit`.
+    fn queue(&self, after: Option<&[u8]>, limit: usize) -> Result<Vec<(QueueKey, DeliveryId)>>;
+
+    /// Records one attempt and its consequence, only while `entry` is still
+    /// the delivery's live queue entry; `None` when it moved on (nothing was
+    /// recorded, a stale entry was dropped).
+    fn record_attempt(
+        &self,
+        entry: &[u8],
+        id: &DeliveryId,
+        attempt: &AttemptRecord,
+        next: &Next,
+        now_ms: i64,
+    ) -> Result<Option<DeliveryState>>;
+
+    /// Drops a queue entry whose event is gone.
+    fn drop_queue_entry(&self, entry: &[u8]) -> Result<()>;
+
+    /// Queues a dead or delivered delivery again as a new delivery; of
+    /// concurrent calls for one, exactly one succeeds.
+    fn redeliver(&self, id: &DeliveryId, now_ms: i64) -> Result<DeliveryId>;
+
+    /// Removes a dead letter with its event, state and attempts, only if it
+    /// is still dead; returns whether it was.
+    fn purge_dead_letter(&self, key: &[u8], letter: &DeadLetter) -> Result<bool>;
+
+    /// Hands out due deliveries of a pull-mode tenant, hiding each for the
+    /// visibility timeout; returns each with its attempt number.
+    fn pull(&self, request: PullRequest) -> Result<Vec<(StoredEvent, u32)>>;
+
+    /// Marks pulled deliveries delivered; returns how many were pending.
+    fn ack(&self, ids: &[DeliveryId], now_ms: i64) -> Result<u32>;
+
+    /// Makes pulled deliveries visible again; returns how many.
+    fn nack(&self, ids: &[DeliveryId], now_ms: i64) -> Result<u32>;
+
+    /// One bounded step of retention; `cursor` carries the position of the
+    /// idempotency scan between steps.
+    fn sweep(&self, request: &SweepRequest, cursor: &mut Vec<u8>) -> Result<Swept>;
+}
+
+/// Group-commit figures, for the metrics.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CommitFigures {
+    /// Batches applied.
+    pub batches: u64,
+    /// Writes in them.
+    pub writes: u64,
+}
+
+/// A storage engine.
+pub trait Storage: Send + Sync + 'static {
+    /// A handle on one tenant's data (cheap; the first call may count its
+    /// queue once).
+    fn tenant(&self, id: &TenantId) -> Result<Tenant>;
+
+    /// False once a write or sync failed: nothing more is acknowledged.
+    fn is_healthy(&self) -> bool;
+
+    /// Resolves once everything written before the call is durable.
+    fn durable_barrier(&self) -> BoxFuture<'static, Result<()>>;
+
+    /// Removes all of a tenant's data, durably, failing its writes in flight.
+    fn drop_tenant_trees(&self, id: &TenantId) -> BoxFuture<'static, Result<()>>;
+
+    /// Removes what a tenant no actor holds left behind, now.
+    fn clear_tenant(&self, id: &TenantId) -> Result<()>;
+
+    /// The control plane's rows.
+    fn catalog_rows(&self) -> Result<Arc<dyn CatalogRows>>;
+
+    /// Group-commit figures.
+    fn commit_figures(&self) -> CommitFigures;
+
+    /// Writes everything out now (at shutdown).
+    fn flush(&self) -> Result<()>;
+}
+
+/// A catalog row changed in one atomic write.
+#[derive(Debug, Clone)]
+pub enum RowChange {
+    /// Set a key of a table.
+    Put(Table, String, Vec<u8>),
+    /// Remove a key of a table.
+    Remove(Table, String),
+}
+
+/// The catalog's tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Table {
+    /// Tenant records by tenant id.
+    Tenants,
+    /// Sealed secrets by tenant id.
+    Secrets,
+    /// Token records and hashes.
+    Tokens,
+    /// Ids of deleted tenants whose data is still to be dropped.
+    Drops,
+}
+
+/// The control plane's persistent rows: a few small tables of opaque
+/// values, changed atomically. What the rows mean lives in
+/// [`crate::catalog`]; an engine only keeps them.
+pub trait CatalogRows: Send + Sync + 'static {
+    /// One row.
+    fn get(&self, table: Table, key: &str) -> Result<Option<Vec<u8>>>;
+
+    /// Rows whose key starts with `prefix`, in key order.
+    fn scan(&self, table: Table, prefix: &str) -> Result<Vec<(String, Vec<u8>)>>;
+
+    /// Applies every change or none.
+    fn apply(&self, changes: &[RowChange]) -> Result<()>;
+}
+
+/// Runs blocking storage work on tokio's blocking pool, off the async threads.
+pub async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| Error::Internal(format!("storage task failed: {e}")))?
+}

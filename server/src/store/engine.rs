@@ -1,0 +1,281 @@
+//! The storage API ([`super::api`]) on sled: [`TenantTrees`] is a tenant's
+//! [`TenantData`], [`Store`] the [`Storage`], and the catalog's tables are
+//! four sled trees.
+
+use std::sync::Arc;
+
+use futures_util::{future::BoxFuture, FutureExt};
+use sled::Transactional;
+
+use super::{
+    api::{
+        CatalogRows, CommitFigures, DeadKey, PullRequest, QueueCounts, QueueKey, RowChange,
+        Storage, SweepRequest, Table, Tenant, TenantData,
+    },
+    deliveries::{self, Next, Swept},
+    records::{
+        decode, queue_key_due_ms, AttemptRecord, DeadLetter, DeliveryState, DeliveryStatus,
+        StoredEvent,
+    },
+    CommitOutcome, NewDelivery, Store, TenantTrees,
+};
+use crate::{
+    error::{Error, Result},
+    ids::{DeliveryId, TenantId},
+};
+
+impl TenantData for TenantTrees {
+    fn tenant(&self) -> &TenantId {
+        TenantTrees::tenant(self)
+    }
+
+    fn is_healthy(&self) -> bool {
+        !self.committer.is_poisoned()
+    }
+
+    fn commit(&self, item: NewDelivery) -> BoxFuture<'static, Result<CommitOutcome>> {
+        let (committer, trees) = (self.committer.clone(), self.clone());
+        async move { committer.commit(trees, item).await }.boxed()
+    }
+
+    fn counts(&self) -> Result<QueueCounts> {
+        let oldest_due_ms = match self.queue.first()? {
+            Some((key, _)) => queue_key_due_ms(&key),
+            None => None,
+        };
+        Ok(QueueCounts {
+            depth: self.gauges.queue_depth(),
+            dead: self.gauges.dead_letters(),
+            oldest_due_ms,
+        })
+    }
+
+    fn event(&self, id: &DeliveryId) -> Result<Option<StoredEvent>> {
+        deliveries::load_event(self, id)
+    }
+
+    fn state(&self, id: &DeliveryId) -> Result<Option<DeliveryState>> {
+        deliveries::load_state(self, id)
+    }
+
+    fn attempts(&self, id: &DeliveryId) -> Result<Vec<AttemptRecord>> {
+        deliveries::load_attempts(self, id)
+    }
+
+    fn deliveries(
+        &self,
+        status: Option<DeliveryStatus>,
+        before: Option<&DeliveryId>,
+        limit: usize,
+    ) -> Result<Vec<(DeliveryId, DeliveryState)>> {
+        let mut out = Vec::new();
+        for entry in self
+            .state
+            .range(None, before.map(|b| b.as_str().as_bytes()))
+            .rev()
+        {
+            if out.len() >= limit {
+                break;
+            }
+            let (key, value) = entry?;
+            let state: DeliveryState = decode(&value)?;
+            if status.is_none_or(|s| s == state.status) {
+                out.push((
+                    DeliveryId::new(String::from_utf8_lossy(&key).into_owned()),
+                    state,
+                ));
+            }
+        }
+        Ok(out)
+    }
+
+    fn dead_letters(
+        &self,
+        before: Option<&[u8]>,
+        limit: usize,
+        keep: &dyn Fn(&DeadLetter) -> bool,
+    ) -> Result<Vec<(DeadKey, DeadLetter)>> {
+        let mut out = Vec::new();
+        for entry in self.dead.range(None, before).rev() {
+            if out.len() >= limit {
+                break;
+            }
+            let (key, value) = entry?;
+            let letter: DeadLetter = decode(&value)?;
+            if keep(&letter) {
+                out.push((key.to_vec(), letter));
+            }
+        }
+        Ok(out)
+    }
+
+    fn queue(&self, after: Option<&[u8]>, limit: usize) -> Result<Vec<(QueueKey, DeliveryId)>> {
+        let from = after.map(|a| [a, &[0]].concat());
+        self.queue
+            .range(from.as_deref(), None)
+            .take(limit)
+            .map(|entry| {
+                let (key, value) = entry?;
+                Ok((
+                    key.to_vec(),
+                    DeliveryId::new(String::from_utf8_lossy(&value).into_owned()),
+                ))
+            })
+            .collect()
+    }
+
+    fn record_attempt(
+        &self,
+        entry: &[u8],
+        id: &DeliveryId,
+        attempt: &AttemptRecord,
+        next: &Next,
+        now_ms: i64,
+    ) -> Result<Option<DeliveryState>> {
+        deliveries::record_attempt(self, entry, id, attempt, next, now_ms)
+    }
+
+    fn drop_queue_entry(&self, entry: &[u8]) -> Result<()> {
+        deliveries::drop_queue_entry(self, entry)
+    }
+
+    fn redeliver(&self, id: &DeliveryId, now_ms: i64) -> Result<DeliveryId> {
+        deliveries::redeliver(self, id, now_ms)
+    }
+
+    fn purge_dead_letter(&self, key: &[u8], letter: &DeadLetter) -> Result<bool> {
+        deliveries::purge_dead_letter(self, key, letter)
+    }
+
+    fn pull(&self, request: PullRequest) -> Result<Vec<(StoredEvent, u32)>> {
+        deliveries::pull(self, &request)
+    }
+
+    fn ack(&self, ids: &[DeliveryId], now_ms: i64) -> Result<u32> {
+        deliveries::ack(self, ids, now_ms)
+    }
+
+    fn nack(&self, ids: &[DeliveryId], now_ms: i64) -> Result<u32> {
+        deliveries::nack(self, ids, now_ms)
+    }
+
+    fn sweep(&self, request: &SweepRequest, cursor: &mut Vec<u8>) -> Result<Swept> {
+        deliveries::sweep(self, request, cursor)
+    }
+}
+
+impl Storage for Store {
+    fn tenant(&self, id: &TenantId) -> Result<Tenant> {
+        Ok(Arc::new(self.tenant_trees(id)?))
+    }
+
+    fn is_healthy(&self) -> bool {
+        Store::is_healthy(self)
+    }
+
+    fn durable_barrier(&self) -> BoxFuture<'static, Result<()>> {
+        let committer = self.committer.clone();
+        async move { committer.barrier().await }.boxed()
+    }
+
+    fn drop_tenant_trees(&self, id: &TenantId) -> BoxFuture<'static, Result<()>> {
+        let (store, id) = (self.clone(), id.clone());
+        async move { Store::drop_tenant_trees(&store, &id).await }.boxed()
+    }
+
+    fn clear_tenant(&self, id: &TenantId) -> Result<()> {
+        Store::clear_tenant(self, id)
+    }
+
+    fn catalog_rows(&self) -> Result<Arc<dyn CatalogRows>> {
+        Ok(Arc::new(SledRows::open(&self.db)?))
+    }
+
+    fn commit_figures(&self) -> CommitFigures {
+        let stats = self.committer.stats();
+        CommitFigures {
+            batches: stats.batches(),
+            writes: stats.writes(),
+        }
+    }
+
+    fn flush(&self) -> Result<()> {
+        Store::flush(self)
+    }
+}
+
+/// The catalog's tables as sled trees.
+struct SledRows {
+    tenants: sled::Tree,
+    secrets: sled::Tree,
+    tokens: sled::Tree,
+    drops: sled::Tree,
+}
+
+impl SledRows {
+    fn open(db: &sled::Db) -> Result<SledRows> {
+        Ok(SledRows {
+            tenants: db.open_tree("tenants")?,
+            secrets: db.open_tree("secrets")?,
+            tokens: db.open_tree("tokens")?,
+            drops: db.open_tree("tenant_drops")?,
+        })
+    }
+
+    fn tree(&self, table: Table) -> &sled::Tree {
+        match table {
+            Table::Tenants => &self.tenants,
+            Table::Secrets => &self.secrets,
+            Table::Tokens => &self.tokens,
+            Table::Drops => &self.drops,
+        }
+    }
+}
+
+impl CatalogRows for SledRows {
+    fn get(&self, table: Table, key: &str) -> Result<Option<Vec<u8>>> {
+        Ok(self.tree(table).get(key)?.map(|v| v.to_vec()))
+    }
+
+    fn scan(&self, table: Table, prefix: &str) -> Result<Vec<(String, Vec<u8>)>> {
+        self.tree(table)
+            .scan_prefix(prefix)
+            .map(|entry| {
+                let (key, value) = entry?;
+                Ok((String::from_utf8_lossy(&key).into_owned(), value.to_vec()))
+            })
+            .collect()
+    }
+
+    fn apply(&self, changes: &[RowChange]) -> Result<()> {
+        (&self.tenants, &self.secrets, &self.tokens, &self.drops)
+            .transaction(|(tenants, secrets, tokens, drops)| {
+                for change in changes {
+                    let (table, key) = match change {
+                        RowChange::Put(table, key, _) | RowChange::Remove(table, key) => {
+                            (table, key)
+                        }
+                    };
+                    let tree = match table {
+                        Table::Tenants => tenants,
+                        Table::Secrets => secrets,
+                        Table::Tokens => tokens,
+                        Table::Drops => drops,
+                    };
+                    match change {
+                        RowChange::Put(_, _, value) => {
+                            tree.insert(key.as_bytes(), value.as_slice())?
+                        }
+                        RowChange::Remove(..) => tree.remove(key.as_bytes())?,
+                    };
+                }
+                Ok::<_, sled::transaction::ConflictableTransactionError<()>>(())
+            })
+            .map_err(|e| match e {
+                sled::transaction::TransactionError::Storage(e) => Error::from(e),
+                sled::transaction::TransactionError::Abort(()) => {
+                    Error::Corrupt("catalog write aborted".into())
+                }
+            })
+    }
+}
