@@ -195,6 +195,24 @@ pub trait Storage: Send + Sync + 'static {
 
     /// Writes everything out now (at shutdown).
     fn flush(&self) -> Result<()>;
+
+    /// Claims (or renews) the right to forward `tenant`'s deliveries for
+    /// `lease_ms` from now on behalf of `owner` (one id per process), so
+    /// that of several processes sharing the store one at a time forwards a
+    /// tenant and its `max_in_flight`, delivery rate and breaker hold for the
+    /// tenant as a whole. True while `owner` holds it; a lease not renewed
+    /// in time passes to the next claimant. An embedded engine serves one
+    /// process and always grants it.
+    fn claim_forwarding(&self, tenant: &TenantId, owner: &str, lease_ms: i64) -> Result<bool>;
+
+    /// Gives up `owner`'s forwarding lease of `tenant`, if it holds it.
+    fn release_forwarding(&self, tenant: &TenantId, owner: &str) -> Result<()>;
+
+    /// A number that changes whenever any process changes the catalog, so
+    /// processes sharing the store see tenants created, changed or deleted
+    /// elsewhere by polling it. An embedded engine serves one process:
+    /// its catalog only changes through it.
+    fn catalog_version(&self) -> Result<u64>;
 }
 
 /// A catalog row changed in one atomic write.
