@@ -14,6 +14,7 @@
 //! crash left behind is finished when the catalog next opens. A tenant
 //! created under a used id starts with no data of the one before.
 
+mod record;
 mod sealed;
 mod tokens;
 
@@ -23,9 +24,9 @@ use base64::{engine::general_purpose::STANDARD, Engine};
 use hookd_sdk::signature::Scheme;
 use rand::RngCore;
 use secrecy::SecretString;
-use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
 
+pub use record::{StoredTenant, TenantRecord};
 pub use tokens::TokenRecord;
 
 use crate::{
@@ -33,38 +34,11 @@ use crate::{
     error::{Error, Result},
     ids::TenantId,
     keyring::MasterKey,
-    store::{
-        api::{CatalogRows, RowChange, Shared, Table},
-        records::{decode, encode},
-    },
+    store::api::{CatalogRows, RowChange, Shared, Table},
 };
 
 /// The incarnation of every tenant declared in the config file.
 pub const CONFIG_INCARNATION: &str = "config";
-
-/// A tenant as the control plane stores it; secrets live apart, sealed.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct TenantRecord {
-    /// Settings, with no secret values in them.
-    pub config: TenantConfig,
-    /// Creation time (Unix ms).
-    pub created_at_ms: i64,
-    /// Fresh at each creation; tokens are bound to it. Empty only in records
-    /// written before incarnations, which the catalog fills in when it opens.
-    #[serde(default)]
-    pub incarnation: String,
-}
-
-impl TenantRecord {
-    /// A new tenant's record, with a fresh incarnation.
-    pub fn new(config: TenantConfig, created_at_ms: i64) -> TenantRecord {
-        TenantRecord {
-            config,
-            created_at_ms,
-            incarnation: ulid::Ulid::new().to_string(),
-        }
-    }
-}
 
 /// One signing secret with its lifetime.
 #[derive(Clone)]
@@ -125,7 +99,7 @@ impl Catalog {
     }
 
     /// Rewrites rows of an older format: sealed secrets without their
-    /// binding, records without an incarnation.
+    /// binding, records of the config file's schema.
     fn migrate(&self) -> Result<()> {
         let mut rewritten = 0;
         for (id, row) in self.rows.scan(Table::Secrets, "")? {
@@ -150,17 +124,15 @@ impl Catalog {
             );
         }
         for (id, bytes) in self.rows.scan(Table::Tenants, "")? {
-            let mut record: TenantRecord = match decode(&bytes) {
-                Ok(record) => record,
+            match TenantRecord::decode(&bytes) {
+                Ok((record, true)) => {
+                    self.rows
+                        .apply(&[RowChange::Put(Table::Tenants, id, record.encode())])?;
+                }
+                Ok((_, false)) => {}
                 Err(e) => {
                     tracing::error!(tenant = %id, error = %e, "stored tenant record cannot be read; left as it is");
-                    continue;
                 }
-            };
-            if record.incarnation.is_empty() {
-                record.incarnation = ulid::Ulid::new().to_string();
-                self.rows
-                    .apply(&[RowChange::Put(Table::Tenants, id, encode(&record))])?;
             }
         }
         Ok(())
@@ -180,7 +152,10 @@ impl Catalog {
     /// One stored tenant.
     pub fn get(&self, id: &str) -> Result<Option<(TenantRecord, SecretSet)>> {
         match self.rows.get(Table::Tenants, id)? {
-            Some(record) => Ok(Some((decode(&record)?, self.secrets_of(id)?))),
+            Some(record) => Ok(Some((
+                TenantRecord::decode(&record)?.0,
+                self.secrets_of(id)?,
+            ))),
             None => Ok(None),
         }
     }
@@ -205,7 +180,7 @@ impl Catalog {
             return Ok(Some(CONFIG_INCARNATION.into()));
         }
         match self.rows.get(Table::Tenants, tenant_id)? {
-            Some(bytes) => Ok(Some(decode::<TenantRecord>(&bytes)?.incarnation)),
+            Some(bytes) => Ok(Some(TenantRecord::decode(&bytes)?.0.incarnation)),
             None => Ok(None),
         }
     }
@@ -215,11 +190,11 @@ impl Catalog {
     /// for the first time starts without data: whatever an earlier tenant
     /// of its id left (deleted, or removed from the config file) is dropped.
     pub fn put(&self, record: &TenantRecord, secrets: &SecretSet) -> Result<()> {
-        let id = record.config.id.as_str();
+        let id = record.tenant.id.as_str();
         if !self.contains(id)? {
             self.drop_data(id)?;
         }
-        let (record, sealed) = (encode(record), sealed::seal(&self.key, id, secrets));
+        let (record, sealed) = (record.encode(), sealed::seal(&self.key, id, secrets));
         self.rows.apply(&[
             RowChange::Put(Table::Tenants, id.to_owned(), record),
             RowChange::Put(Table::Secrets, id.to_owned(), sealed),
@@ -328,7 +303,7 @@ pub fn effective_config(record: &TenantRecord, secrets: &SecretSet) -> TenantCon
         state: Some(state),
         expires_at: e.expires_at_ms.map(|ms| ms.div_euclid(1000)),
     };
-    let mut config = record.config.clone();
+    let mut config = record.tenant.to_config();
     config.secrets = std::iter::once(entry(&secrets.current, SecretState::Current))
         .chain(
             secrets

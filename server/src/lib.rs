@@ -11,6 +11,7 @@ mod app;
 pub mod catalog;
 pub mod clock;
 pub mod config;
+pub mod egress;
 pub mod error;
 #[cfg(any(test, feature = "fault-injection"))]
 pub mod faults;
@@ -21,8 +22,8 @@ pub mod ingest;
 pub mod ingress;
 pub mod keyring;
 pub mod metrics;
+pub mod rate_limit;
 mod run;
-mod serve;
 pub mod store;
 mod sweeper;
 pub mod telemetry;

@@ -12,15 +12,18 @@ use std::{
 
 use opentelemetry_sdk::trace::SdkTracerProvider;
 
+use self::serve::{Serving, Tls};
+
+mod serve;
+
 use crate::{
     admin::Backend,
     catalog::{effective_config, Catalog},
     clock::SharedClock,
     config::{parse_addr, Config, TenantSettings},
+    egress::AddressPolicy,
     error::{Error, Result},
-    forward::AddressPolicy,
     keyring::{load_admin_token, MasterKey},
-    serve::{self, Serving, Tls},
     store::{OsSync, SharedSync, Store},
     tenant::Registry,
     tls::CertSource,

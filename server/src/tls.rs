@@ -16,11 +16,34 @@ use rustls::{
     sign::CertifiedKey,
     RootCertStore, ServerConfig,
 };
+use serde::{Deserialize, Serialize};
 
-use crate::{
-    config::{GrpcTlsConfig, HttpTlsConfig},
-    error::{Error, Result},
-};
+use crate::error::{Error, Result};
+
+/// `[http.tls]`: the ingress certificate.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpTlsConfig {
+    /// PEM certificate chain, leaf first.
+    pub cert_file: PathBuf,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1).
+    pub key_file: PathBuf,
+}
+
+/// `[grpc.tls]`: the control-plane certificate and, optionally, the CA that
+/// client certificates must be signed by.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct GrpcTlsConfig {
+    /// PEM certificate chain, leaf first.
+    pub cert_file: PathBuf,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1).
+    pub key_file: PathBuf,
+    /// PEM CA certificate(s); when set, a client without a certificate
+    /// signed by one of them is refused at the handshake.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_ca_file: Option<PathBuf>,
+}
 
 /// The certificate and key a listener presents, re-read from their files by
 /// [`CertSource::reload`] (on SIGHUP): new handshakes get the new pair, open

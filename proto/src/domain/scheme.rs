@@ -106,6 +106,23 @@ impl TryFrom<&str> for Scheme {
     }
 }
 
+/// Stored as its name.
+#[cfg(feature = "serde")]
+impl serde::Serialize for Scheme {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+/// Read back from its name, in any letter case.
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for Scheme {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 impl fmt::Display for Scheme {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

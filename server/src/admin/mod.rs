@@ -18,7 +18,7 @@ use hookd_control::{
 use secrecy::{ExposeSecret, SecretString};
 use subtle::ConstantTimeEq;
 
-use crate::{catalog::Catalog, error::Error, forward::AddressPolicy, tenant::Registry};
+use crate::{catalog::Catalog, egress::AddressPolicy, error::Error, tenant::Registry};
 
 /// Implements the control plane over the running server. Cheap to clone:
 /// a clone carries a call's storage work to the blocking pool.

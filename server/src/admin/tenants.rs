@@ -8,16 +8,13 @@ use hookd_control::{
     },
     Error as ApiError, Result as ApiResult,
 };
-use hookd_proto::domain::{defaults, Scheme};
+use hookd_proto::domain::defaults;
 use secrecy::ExposeSecret;
 
 use super::{api, Backend};
 use crate::{
-    catalog::{effective_config, SecretSet, TenantRecord},
-    config::{
-        BreakerConfig, DestinationConfig, RateLimitConfig, RetryConfig, TenantConfig,
-        TenantSettings,
-    },
+    catalog::{effective_config, SecretSet, StoredTenant, TenantRecord},
+    config::{RateLimitConfig, TenantSettings},
     ids::TenantId,
 };
 
@@ -91,23 +88,18 @@ impl Backend {
         }
         let scheme = new.scheme;
         let now = self.now_ms();
+        let id = TenantId::try_from(new.tenant_id.as_str())
+            .map_err(|e| ApiError::InvalidArgument(format!("tenant_id: {e}")))?;
         let record = TenantRecord::new(
-            TenantConfig {
-                id: new.tenant_id.clone(),
-                scheme: scheme.as_str().to_owned(),
-                enabled: true,
+            StoredTenant {
                 tolerance_secs: new.tolerance_secs,
                 max_body_bytes: new.max_body_bytes as usize,
                 required_fields: new.required_fields,
                 event_id_field: new.event_id_field,
-                replay_cache_capacity: TenantConfig::DEFAULT_REPLAY_CACHE_CAPACITY,
                 rate_limit: new.rate_limit.map(rate_config),
-                secrets: Vec::new(),
-                destination: new.destination_url.map(DestinationConfig::with_defaults),
-                retry: RetryConfig::default(),
+                destination_url: new.destination_url,
                 max_in_flight: in_flight(new.max_in_flight),
-                delivery_rate: None,
-                breaker: BreakerConfig::default(),
+                ..StoredTenant::new(id, scheme)
             },
             now,
         );
@@ -164,9 +156,9 @@ impl Backend {
 
     pub(super) fn update(&self, tenant_id: &str, patch: TenantPatch) -> ApiResult<TenantView> {
         let (mut record, secrets) = self.stored(tenant_id)?;
-        let c = &mut record.config;
+        let c = &mut record.tenant;
         if let Some(scheme) = patch.scheme {
-            c.scheme = scheme.as_str().to_owned();
+            c.scheme = scheme;
         }
         if let Some(tolerance) = patch.tolerance_secs {
             c.tolerance_secs = tolerance;
@@ -175,7 +167,7 @@ impl Backend {
             if let Some(url) = &url {
                 self.check_destination(url)?;
             }
-            c.destination = url.map(DestinationConfig::with_defaults);
+            c.destination_url = url;
         }
         if let Some(enabled) = patch.enabled {
             c.enabled = enabled;
@@ -241,7 +233,7 @@ impl Backend {
         };
         let previous_kid = secrets.current.kid.clone();
         let current = secrets.rotate(
-            scheme_of(&record)?,
+            record.tenant.scheme,
             now,
             (overlap as i64).saturating_mul(1000),
         );
@@ -293,14 +285,6 @@ impl Backend {
         tracing::info!(tenant = %tenant_id, kid = %kid, "secret revoked");
         Ok(())
     }
-}
-
-fn scheme_of(record: &TenantRecord) -> ApiResult<Scheme> {
-    record
-        .config
-        .scheme
-        .parse()
-        .map_err(|e| ApiError::Internal(format!("stored tenant: {e}")))
 }
 
 /// A settings error in the API's field names: the config file's

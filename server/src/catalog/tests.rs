@@ -11,9 +11,10 @@ use super::*;
 use crate::store::Store;
 
 fn record(id: &str) -> TenantRecord {
-    let config: TenantConfig =
-        serde_json::from_str(&format!(r#"{{"id":"{id}","scheme":"hookd"}}"#)).unwrap();
-    TenantRecord::new(config, 1)
+    TenantRecord::new(
+        StoredTenant::new(TenantId::try_from(id).unwrap(), Scheme::Hookd),
+        1,
+    )
 }
 
 fn catalog() -> (tempfile::TempDir, Store, Catalog) {
@@ -79,9 +80,10 @@ fn legacy_rows_still_open_and_are_rewritten_bound() {
     let dir = tempfile::tempdir().unwrap();
     let (store, _committer) = Store::open(dir.path(), 16, false).unwrap();
     let db = store.db();
-    let mut old_record = serde_json::to_value(record("vintage")).unwrap();
-    old_record.as_object_mut().unwrap().remove("incarnation");
-    old_record["created_at_ms"] = 1_000.into();
+    let old_record = serde_json::json!({
+        "config": {"id": "vintage", "scheme": "hookd"},
+        "created_at_ms": 1_000,
+    });
     db.open_tree("tenants")
         .unwrap()
         .insert("vintage", serde_json::to_vec(&old_record).unwrap())

@@ -172,7 +172,7 @@ impl Catalog {
         }
         Ok(match self.rows.get(Table::Tenants, &token.tenant_id)? {
             Some(bytes) => {
-                decode::<super::TenantRecord>(&bytes)?.created_at_ms <= token.created_at_ms
+                super::TenantRecord::decode(&bytes)?.0.created_at_ms <= token.created_at_ms
             }
             None => false,
         })

@@ -22,6 +22,7 @@ mod hostile_tests;
 mod http;
 mod tenant;
 
+pub use crate::tls::{GrpcTlsConfig, HttpTlsConfig};
 pub use bounds::{FRAMEWORK_MAX_HEAD_BYTES, MAX_BODY_LIMIT};
 pub use tenant::{
     load_secret, BreakerConfig, DestinationConfig, ForwardSettings, RateLimitConfig, RetryConfig,
@@ -83,31 +84,6 @@ pub struct HttpConfig {
     /// Serve HTTPS from these PEM files instead of plain HTTP.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<HttpTlsConfig>,
-}
-
-/// `[http.tls]`: the ingress certificate.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct HttpTlsConfig {
-    /// PEM certificate chain, leaf first.
-    pub cert_file: PathBuf,
-    /// PEM private key (PKCS#8, PKCS#1 or SEC1).
-    pub key_file: PathBuf,
-}
-
-/// `[grpc.tls]`: the control-plane certificate and, optionally, the CA that
-/// client certificates must be signed by.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct GrpcTlsConfig {
-    /// PEM certificate chain, leaf first.
-    pub cert_file: PathBuf,
-    /// PEM private key (PKCS#8, PKCS#1 or SEC1).
-    pub key_file: PathBuf,
-    /// PEM CA certificate(s); when set, a client without a certificate
-    /// signed by one of them is refused at the handshake.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub client_ca_file: Option<PathBuf>,
 }
 
 /// gRPC control plane settings.
@@ -333,7 +309,7 @@ impl ForwardConfig {
     pub fn ca_certs(&self) -> Result<Vec<reqwest::Certificate>> {
         match &self.ca_file {
             Some(path) => {
-                crate::forward::load_ca_file("forward.ca_file", path).map_err(Error::Config)
+                crate::egress::load_ca_file("forward.ca_file", path).map_err(Error::Config)
             }
             None => Ok(Vec::new()),
         }

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
 
 use super::bounds;
-use crate::{forward::AddressPolicy, ids::TenantId};
+use crate::{egress::AddressPolicy, ids::TenantId};
 
 /// One tenant, as declared in the config file.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -92,7 +92,7 @@ impl Default for BreakerConfig {
 }
 
 /// Token-bucket rate limit of one tenant.
-#[derive(Debug, Clone, Copy, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RateLimitConfig {
     /// Sustained deliveries per second.
@@ -397,7 +397,7 @@ impl TenantConfig {
         let secret = Secret::from_provider(Scheme::Standard, "dest", raw.expose_secret())
             .map_err(|e| format!("destination.secret: {e} (a Standard Webhooks whsec_ secret)"))?;
         let ca_certs = match &dest.ca_file {
-            Some(path) => crate::forward::load_ca_file("destination.ca_file", path)?,
+            Some(path) => crate::egress::load_ca_file("destination.ca_file", path)?,
             None => Vec::new(),
         };
         let ms = |secs: f64| (secs * 1000.0).round() as i64;

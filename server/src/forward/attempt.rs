@@ -7,12 +7,10 @@ use std::time::{Duration, Instant};
 
 use hookd_sdk::signature::{sign, Scheme};
 
-use super::{
-    address::denied_cause,
-    policy::{parse_retry_after, verdict_for_status, Verdict},
-};
+use super::policy::{parse_retry_after, verdict_for_status, Verdict};
 use crate::{
     config::ForwardSettings,
+    egress::address::denied_cause,
     ids::RequestId,
     store::records::{AttemptRecord, StoredEvent},
 };
@@ -248,7 +246,7 @@ mod tests {
 
     use super::*;
     use crate::{
-        forward::AddressPolicy,
+        egress::AddressPolicy,
         ids::{DeliveryId, EventId},
         store::records::EventMeta,
     };

@@ -12,19 +12,19 @@ use futures_util::{stream::FuturesUnordered, FutureExt, StreamExt};
 use tokio::sync::Notify;
 
 use super::{
-    address::GuardedResolver,
     attempt::{self, AttemptResult},
     breaker::{Breaker, BreakerState},
     policy::{next_step, Verdict},
-    trust,
 };
 use crate::{
     clock::SharedClock,
     config::ForwardSettings,
+    egress::{address::GuardedResolver, trust},
     error::Result,
     feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
     ids::{DeliveryId, RequestId, TenantId},
     metrics::{BreakerGauge, ForwardOutcome, TenantMetrics},
+    rate_limit::TokenBucket,
     store::{
         api::{blocking, Shared, Tenant},
         deliveries::Next,
@@ -34,7 +34,6 @@ use crate::{
         spans::{self, ForwardRecord},
         Spans,
     },
-    tenant::rate_limit::TokenBucket,
 };
 
 /// Longest the loop sleeps without looking at the queue again.

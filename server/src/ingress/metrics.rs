@@ -13,7 +13,14 @@ pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> HttpRespon
     let scraped = web::block(move || {
         crate::metrics::scrape(
             registry.telemetry().metrics(),
-            &registry.handles(),
+            &registry
+                .handles()
+                .into_iter()
+                .map(|h| crate::metrics::TenantSource {
+                    metrics: h.metrics,
+                    data: h.data,
+                })
+                .collect::<Vec<_>>(),
             registry.store().commit_figures(),
             registry.clock().now_ms(),
         )

@@ -15,7 +15,7 @@ use std::{
 };
 
 pub use histogram::{Histogram, FORWARD_BUCKETS, INGEST_BUCKETS};
-pub use render::scrape;
+pub use render::{scrape, TenantSource};
 
 use crate::{config::MetricsConfig, error::ErrorCode, ids::TenantId};
 

@@ -9,7 +9,18 @@ use std::{
 };
 
 use super::{ForwardOutcome, IngestResult, Metrics, TenantMetrics};
-use crate::{error::ErrorCode, store::api::CommitFigures, tenant::TenantHandle};
+use crate::{
+    error::ErrorCode,
+    store::api::{CommitFigures, Tenant},
+};
+
+/// What a scrape reads of one running tenant: its counters and its data.
+pub struct TenantSource {
+    /// The counters of its `tenant` label.
+    pub metrics: Arc<TenantMetrics>,
+    /// Its queue and dead letters.
+    pub data: Tenant,
+}
 
 /// The storage gauges of one `tenant` label, summed over its tenants.
 #[derive(Default)]
@@ -24,7 +35,7 @@ struct QueueGauges {
 /// clock, for the age of the oldest due entry (the queue's first key).
 pub fn scrape(
     metrics: &Metrics,
-    tenants: &[TenantHandle],
+    tenants: &[TenantSource],
     commits: CommitFigures,
     now_ms: i64,
 ) -> String {
@@ -41,14 +52,14 @@ pub fn scrape(
 }
 
 /// Reads each `tenant` label's queue and dead-letter gauges.
-fn queue_gauges(tenants: &[TenantHandle], now_ms: i64) -> BTreeMap<String, QueueGauges> {
+fn queue_gauges(tenants: &[TenantSource], now_ms: i64) -> BTreeMap<String, QueueGauges> {
     let mut gauges: BTreeMap<String, QueueGauges> = BTreeMap::new();
     for handle in tenants {
         let g = gauges.entry(handle.metrics.label().to_owned()).or_default();
         let counts = match handle.data.counts() {
             Ok(counts) => counts,
             Err(e) => {
-                tracing::warn!(tenant = %handle.settings.id, error = %e, "queue counts cannot be read");
+                tracing::warn!(tenant = %handle.data.tenant(), error = %e, "queue counts cannot be read");
                 continue;
             }
         };

@@ -22,7 +22,7 @@ pub(super) fn apply_isolated(items: &[&Write]) -> Result<Vec<Result<CommitOutcom
     #[cfg(any(test, feature = "fault-injection"))]
     if items
         .iter()
-        .any(|item| crate::faults::take_write_failure(item.trees.tenant().as_str()))
+        .any(|item| super::inject::take_write_failure(item.trees.tenant().as_str()))
     {
         return Err(Error::Io(std::io::Error::other("injected write failure")));
     }
@@ -68,36 +68,10 @@ fn apply_batch(items: &[&Write]) -> Result<Vec<CommitOutcome>> {
     let Some(first) = items.first() else {
         return Ok(Vec::new());
     };
-    let mut encoded = Vec::with_capacity(items.len());
-    for item in items {
-        let queue_key = queue_key(item.delivery.due_ms, item.trees.sequence()?);
-        let mut state = DeliveryState::pending(
-            item.delivery.event_id.clone(),
-            item.delivery.meta.received_at_ms,
-        );
-        state.queue_key = Some(hex::encode(queue_key));
-        encoded.push(Encoded {
-            trees: &item.trees,
-            event_id: item.delivery.event_id.as_str(),
-            delivery_id: item.delivery.meta.delivery_id.as_str(),
-            queue_key,
-            idem: encode(&IdempotencyRecord {
-                delivery_id: item.delivery.meta.delivery_id.clone(),
-                received_at_ms: item.delivery.meta.received_at_ms,
-                event_id: None,
-            }),
-            content: item.delivery.content_key.as_deref().map(|key| {
-                let record = IdempotencyRecord {
-                    delivery_id: item.delivery.meta.delivery_id.clone(),
-                    received_at_ms: item.delivery.meta.received_at_ms,
-                    event_id: Some(item.delivery.event_id.clone()),
-                };
-                (key, encode(&record))
-            }),
-            event: StoredEvent::encode(&item.delivery.meta, &item.delivery.body),
-            state: encode(&state),
-        });
-    }
+    let encoded = items
+        .iter()
+        .map(|item| Encoded::new(item))
+        .collect::<Result<Vec<_>>>()?;
     let shared = &first.trees;
     let trees = (
         shared.idem.tree(),
@@ -148,17 +122,45 @@ fn apply_batch(items: &[&Write]) -> Result<Vec<CommitOutcome>> {
         Err(TransactionError::Storage(e)) => return Err(e.into()),
         Err(TransactionError::Abort(e)) => return Err(e),
     };
-    existing
-        .into_iter()
-        .map(|first| match first {
-            None => Ok(CommitOutcome::Accepted),
-            Some(record) => {
-                let first = decode::<IdempotencyRecord>(&record)?;
-                Ok(match first.event_id {
-                    Some(event_id) => CommitOutcome::DuplicateOf(first.delivery_id, event_id),
-                    None => CommitOutcome::Duplicate(first.delivery_id),
-                })
-            }
+    existing.into_iter().map(outcome).collect()
+}
+
+/// A write's outcome: accepted, or a duplicate of the first record's delivery.
+fn outcome(first: Option<sled::IVec>) -> Result<CommitOutcome> {
+    let Some(record) = first else {
+        return Ok(CommitOutcome::Accepted);
+    };
+    let first = decode::<IdempotencyRecord>(&record)?;
+    Ok(match first.event_id {
+        Some(event_id) => CommitOutcome::DuplicateOf(first.delivery_id, event_id),
+        None => CommitOutcome::Duplicate(first.delivery_id),
+    })
+}
+
+impl<'a> Encoded<'a> {
+    fn new(item: &'a Write) -> Result<Encoded<'a>> {
+        let delivery = &item.delivery;
+        let meta = &delivery.meta;
+        let queue_key = queue_key(delivery.due_ms, item.trees.sequence()?);
+        let mut state = DeliveryState::pending(delivery.event_id.clone(), meta.received_at_ms);
+        state.queue_key = Some(hex::encode(queue_key));
+        let record = |event_id| IdempotencyRecord {
+            delivery_id: meta.delivery_id.clone(),
+            received_at_ms: meta.received_at_ms,
+            event_id,
+        };
+        Ok(Encoded {
+            trees: &item.trees,
+            event_id: delivery.event_id.as_str(),
+            delivery_id: meta.delivery_id.as_str(),
+            queue_key,
+            idem: encode(&record(None)),
+            content: delivery
+                .content_key
+                .as_deref()
+                .map(|key| (key, encode(&record(Some(delivery.event_id.clone()))))),
+            event: StoredEvent::encode(meta, &delivery.body),
+            state: encode(&state),
         })
-        .collect()
+    }
 }

@@ -11,6 +11,8 @@ pub mod deliveries;
 mod durability_tests;
 mod engine;
 mod gauges;
+#[cfg(any(test, feature = "fault-injection"))]
+pub mod inject;
 mod keyspace;
 mod migrate;
 pub mod records;

@@ -12,7 +12,6 @@ use tokio::sync::Notify;
 
 use super::{
     messages::{Ingest, IngestOutcome, Reconfigure},
-    rate_limit::TokenBucket,
     validate::{validate_body, EventIdSource},
 };
 use crate::{
@@ -20,8 +19,9 @@ use crate::{
     config::TenantSettings,
     error::Error,
     feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
-    ids::{DeliveryId, EventId},
+    ids::{DeliveryId, EventId, RequestId, TenantId},
     ingest::IngestError,
+    rate_limit::TokenBucket,
     store::{api::Tenant, records::EventMeta, CommitOutcome, NewDelivery},
     telemetry::{
         spans::{self, ACTOR_SPAN, COMMIT_SPAN},
@@ -148,10 +148,25 @@ impl TenantActor {
                 })?;
         }
 
-        let headers_src = headers;
-        let headers = KEPT_HEADERS
+        Ok(Prepared::New {
+            item: Box::new(self.new_delivery(msg, &headers, event_id, &keys, now_ms)),
+            replay_keys: keys,
+        })
+    }
+
+    /// The write an accepted delivery makes: the event with the headers
+    /// worth passing on, its trace ids and its idempotency keys.
+    fn new_delivery(
+        &self,
+        msg: &Ingest,
+        headers: &Headers<'_>,
+        event_id: EventId,
+        keys: &ReplayKeys,
+        now_ms: i64,
+    ) -> NewDelivery {
+        let kept = KEPT_HEADERS
             .iter()
-            .filter_map(|name| Some(((*name).to_owned(), headers_src.header(name)?.to_owned())))
+            .filter_map(|name| Some(((*name).to_owned(), headers.header(name)?.to_owned())))
             .collect();
         let (trace_id, span_id, sampled) = spans::span_ids(&msg.trace);
         let meta = EventMeta {
@@ -159,25 +174,22 @@ impl TenantActor {
             delivery_id: DeliveryId::generate(),
             request_id: msg.request_id.clone(),
             received_at_ms: now_ms,
-            headers,
+            headers: kept,
             trace_id,
             span_id,
             sampled,
         };
-        Ok(Prepared::New {
-            item: Box::new(NewDelivery {
-                content_key: keys
-                    .content
-                    .as_ref()
-                    .filter(|_| !s.scheme.has_timestamp())
-                    .map(|key| content_idem_key(key)),
-                event_id,
-                meta,
-                body: msg.body.clone(),
-                due_ms: now_ms,
-            }),
-            replay_keys: keys,
-        })
+        NewDelivery {
+            content_key: keys
+                .content
+                .as_ref()
+                .filter(|_| !self.settings.scheme.has_timestamp())
+                .map(|key| content_idem_key(key)),
+            event_id,
+            meta,
+            body: msg.body.clone(),
+            due_ms: now_ms,
+        }
     }
 }
 
@@ -243,67 +255,106 @@ impl Handler<Ingest> for TenantActor {
             }
             Ok(Prepared::New { replay_keys, item }) => (replay_keys, item),
         };
-        let data = self.data.clone();
-        let replay = self.replay.clone();
-        let (wake, events, tenant) = (
-            self.wake.clone(),
-            self.events.clone(),
-            self.settings.id.clone(),
-        );
-        let commit_span = self.tracing.start_child(&span, COMMIT_SPAN, &tenant);
-        let request_id = msg.request_id;
-        Box::pin(async move {
-            let event_id = item.event_id.clone();
-            let new_id = item.meta.delivery_id.clone();
-            let received_at_ms = item.meta.received_at_ms;
-            let committed = data.commit(*item).await.map_err(|e| {
-                // A poisoned store was logged loudly once by the committer.
-                if matches!(e, Error::SyncFailed(_) | Error::BatchFailed(_) | Error::StoragePoisoned | Error::TenantDeleted(_)) {
-                    tracing::warn!(tenant = %tenant, event_id = %event_id, delivery_id = %new_id, request_id = %request_id, error = %e, "durable write refused");
-                } else {
-                    tracing::error!(tenant = %tenant, event_id = %event_id, delivery_id = %new_id, request_id = %request_id, error = %e, "durable write failed");
-                }
-                match e {
-                    Error::TenantDeleted(_) => IngestError::TenantDeleted(tenant.clone()),
-                    _ => IngestError::StorageUnavailable,
-                }
-            });
-            spans::end_ingest_span(&commit_span, committed.as_ref().err());
-            let outcome = match committed {
-                Ok(outcome) => outcome,
-                Err(e) => {
-                    spans::end_ingest_span(&span, Some(&e));
-                    return Err(e);
-                }
-            };
-            let (event_id, delivery_id, duplicate) = match outcome {
-                CommitOutcome::Accepted => {
-                    wake.notify_one();
-                    events.publish(DeliveryEvent {
-                        kind: DeliveryEventKind::Accepted,
-                        tenant,
-                        delivery_id: new_id.clone(),
-                        event_id: event_id.clone(),
-                        at_ms: received_at_ms,
-                        attempt: 0,
-                        status_code: None,
-                        reason: None,
-                    });
-                    (event_id, new_id, false)
-                }
-                CommitOutcome::Duplicate(first) => (event_id, first, true),
-                CommitOutcome::DuplicateOf(first, first_event_id) => (first_event_id, first, true),
-            };
-            for key in replay_keys.into_all() {
-                replay.insert(key, (event_id.clone(), delivery_id.clone()));
+        let commit = Commit {
+            data: self.data.clone(),
+            replay: self.replay.clone(),
+            wake: self.wake.clone(),
+            events: self.events.clone(),
+            commit_span: self
+                .tracing
+                .start_child(&span, COMMIT_SPAN, &self.settings.id),
+            tenant: self.settings.id.clone(),
+            request_id: msg.request_id,
+            span,
+        };
+        Box::pin(commit.run(*item, replay_keys))
+    }
+}
+
+/// The durable half of one ingest, run off the actor once it prepared the
+/// write: commit, then wake the dispatcher, publish, fill the replay cache.
+struct Commit {
+    data: Tenant,
+    replay: ReplayCache,
+    wake: Arc<Notify>,
+    events: DeliveryFeed,
+    tenant: TenantId,
+    request_id: RequestId,
+    span: opentelemetry::Context,
+    commit_span: opentelemetry::Context,
+}
+
+impl Commit {
+    async fn run(
+        self,
+        item: NewDelivery,
+        replay_keys: ReplayKeys,
+    ) -> Result<IngestOutcome, IngestError> {
+        let event_id = item.event_id.clone();
+        let new_id = item.meta.delivery_id.clone();
+        let received_at_ms = item.meta.received_at_ms;
+        let committed = self
+            .data
+            .commit(item)
+            .await
+            .map_err(|e| self.refused(&event_id, &new_id, e));
+        spans::end_ingest_span(&self.commit_span, committed.as_ref().err());
+        let outcome = match committed {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                spans::end_ingest_span(&self.span, Some(&e));
+                return Err(e);
             }
-            spans::end_ingest_span(&span, None);
-            Ok(IngestOutcome {
-                event_id,
-                delivery_id,
-                duplicate,
-            })
+        };
+        let (event_id, delivery_id, duplicate) = match outcome {
+            CommitOutcome::Accepted => {
+                self.wake.notify_one();
+                self.events.publish(DeliveryEvent {
+                    kind: DeliveryEventKind::Accepted,
+                    tenant: self.tenant.clone(),
+                    delivery_id: new_id.clone(),
+                    event_id: event_id.clone(),
+                    at_ms: received_at_ms,
+                    attempt: 0,
+                    status_code: None,
+                    reason: None,
+                });
+                (event_id, new_id, false)
+            }
+            CommitOutcome::Duplicate(first) => (event_id, first, true),
+            CommitOutcome::DuplicateOf(first, first_event_id) => (first_event_id, first, true),
+        };
+        for key in replay_keys.into_all() {
+            self.replay
+                .insert(key, (event_id.clone(), delivery_id.clone()));
+        }
+        spans::end_ingest_span(&self.span, None);
+        Ok(IngestOutcome {
+            event_id,
+            delivery_id,
+            duplicate,
         })
+    }
+
+    /// Logs a write storage refused and says what the sender is told.
+    fn refused(&self, event_id: &EventId, new_id: &DeliveryId, e: Error) -> IngestError {
+        let (tenant, request_id) = (&self.tenant, &self.request_id);
+        // A poisoned store was logged loudly once by the committer.
+        if matches!(
+            e,
+            Error::SyncFailed(_)
+                | Error::BatchFailed(_)
+                | Error::StoragePoisoned
+                | Error::TenantDeleted(_)
+        ) {
+            tracing::warn!(tenant = %tenant, event_id = %event_id, delivery_id = %new_id, request_id = %request_id, error = %e, "durable write refused");
+        } else {
+            tracing::error!(tenant = %tenant, event_id = %event_id, delivery_id = %new_id, request_id = %request_id, error = %e, "durable write failed");
+        }
+        match e {
+            Error::TenantDeleted(_) => IngestError::TenantDeleted(tenant.clone()),
+            _ => IngestError::StorageUnavailable,
+        }
     }
 }
 

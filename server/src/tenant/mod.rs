@@ -3,7 +3,6 @@
 
 mod actor;
 pub mod messages;
-pub(crate) mod rate_limit;
 mod registry;
 mod validate;
 

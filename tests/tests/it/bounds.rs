@@ -8,7 +8,10 @@ use hookd_sdk::client::{
     proto::{CreateTenantRequest, UpdateTenantRequest},
     Code, HookdClient,
 };
-use hookd_server::store::Store;
+use hookd_server::store::{
+    api::{RowChange, Storage, Table},
+    Store,
+};
 use reqwest::StatusCode;
 use serde_json::Value;
 
@@ -136,15 +139,21 @@ async fn the_operator_caps_the_body_limit_tenants_may_set() {
 /// bounds could have stored it.
 fn poison_stored_tenant(data: &Path, tenant: &str, field: &str, value: Value) {
     let (store, committer) = Store::open(data, 1, false).unwrap();
-    let tenants = store.db().open_tree("tenants").unwrap();
-    let raw = tenants.get(tenant).unwrap().expect("stored tenant");
+    let rows = Storage::catalog_rows(&store).unwrap();
+    let raw = rows
+        .get(Table::Tenants, tenant)
+        .unwrap()
+        .expect("stored tenant");
     let mut record: Value = serde_json::from_slice(&raw).unwrap();
-    record["config"][field] = value;
-    tenants
-        .insert(tenant, serde_json::to_vec(&record).unwrap())
-        .unwrap();
+    record["tenant"][field] = value;
+    rows.apply(&[RowChange::Put(
+        Table::Tenants,
+        tenant.into(),
+        serde_json::to_vec(&record).unwrap(),
+    )])
+    .unwrap();
     store.flush().unwrap();
-    drop(tenants);
+    drop(rows);
     drop(store);
     committer.join().unwrap();
 }

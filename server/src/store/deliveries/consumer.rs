@@ -15,7 +15,7 @@ use super::{
 use crate::{
     ids::RequestId,
     store::api::PullRequest,
-    store::records::{encode, queue_key, queue_key_due_ms, time_key, AttemptRecord},
+    store::records::{encode, queue_key, queue_key_due_ms, time_key, AttemptRecord, DeliveryState},
 };
 
 /// Hands out up to `max` due deliveries of a pull-mode tenant and hides each
@@ -28,8 +28,8 @@ pub fn pull(trees: &TenantTrees, request: &PullRequest) -> Result<Vec<(StoredEve
         max,
         max_bytes,
         visibility_ms,
-        window_ms,
         now_ms,
+        ..
     } = *request;
     let mut out = Vec::with_capacity(max.min(100));
     let mut handed = HashSet::new();
@@ -52,65 +52,93 @@ pub fn pull(trees: &TenantTrees, request: &PullRequest) -> Result<Vec<(StoredEve
             break;
         }
         let hidden_until = queue_key(now_ms + visibility_ms, trees.sequence()?);
-        let taken = trees
-            .attempt_trees()
-            .transaction(|views| {
-                let (queue, states, attempts, dead, done) = trees.attempt_views(views);
-                tallied(|tally| {
-                    let Some(mut state) = claim(queue, states, &key, &delivery_id, tally)? else {
-                        return Ok(None);
-                    };
-                    if now_ms - state.received_at_ms > window_ms {
-                        let attempt = AttemptRecord {
-                            attempt: state.attempts,
-                            started_at_ms: now_ms,
-                            duration_ms: 0,
-                            status_code: None,
-                            error: Some("not acknowledged by a consumer".into()),
-                            response_body: Vec::new(),
-                            next_retry_at_ms: None,
-                            request_id: RequestId::generate(),
-                        };
-                        let next = Next::Dead {
-                            reason: format!(
-                                "not acknowledged within the retry window after {} pulls",
-                                state.attempts
-                            ),
-                        };
-                        let trees = Settle {
-                            queue,
-                            states,
-                            attempts,
-                            dead,
-                            done,
-                            tally,
-                        };
-                        let outcome = Outcome {
-                            attempt: &attempt,
-                            next: &next,
-                            retry_seq: 0,
-                            now_ms,
-                        };
-                        settle(&trees, state, &key, &delivery_id, &outcome)?;
-                        return Ok(None);
-                    }
-                    state.attempts += 1;
-                    state.next_attempt_at_ms = Some(now_ms + visibility_ms);
-                    state.queue_key = Some(hex::encode(hidden_until));
-                    tally.queue_removed(queue.remove(&key)?);
-                    tally.queue_inserted(queue.insert(&hidden_until[..], delivery_id.as_str())?);
-                    states.insert(delivery_id.as_str(), encode(&state))?;
-                    Ok(Some(state.attempts))
-                })
-            })
-            .map_err(flatten)?;
-        if let Some(attempt) = counted(trees, taken) {
+        let taken = hand_out(trees, &key, &delivery_id, &hidden_until, request)?;
+        if let Some(attempt) = taken {
             bytes += size;
             handed.insert(delivery_id);
             out.push((event, attempt));
         }
     }
     Ok(out)
+}
+
+/// Hides one due delivery until `hidden_until` and counts the pull as an
+/// attempt, in one transaction; one past the retry window is dead-lettered
+/// instead. The attempt number handed out, or `None` when the delivery moved
+/// on or was dead-lettered.
+fn hand_out(
+    trees: &TenantTrees,
+    key: &[u8],
+    delivery_id: &DeliveryId,
+    hidden_until: &[u8; 16],
+    request: &PullRequest,
+) -> Result<Option<u32>> {
+    let now_ms = request.now_ms;
+    let taken = trees
+        .attempt_trees()
+        .transaction(|views| {
+            let (queue, states, attempts, dead, done) = trees.attempt_views(views);
+            tallied(|tally| {
+                let Some(mut state) = claim(queue, states, key, delivery_id, tally)? else {
+                    return Ok(None);
+                };
+                if now_ms - state.received_at_ms > request.window_ms {
+                    let settle_in = Settle {
+                        queue,
+                        states,
+                        attempts,
+                        dead,
+                        done,
+                        tally,
+                    };
+                    expire(&settle_in, state, key, delivery_id, now_ms)?;
+                    return Ok(None);
+                }
+                state.attempts += 1;
+                state.next_attempt_at_ms = Some(now_ms + request.visibility_ms);
+                state.queue_key = Some(hex::encode(hidden_until));
+                tally.queue_removed(queue.remove(key)?);
+                tally.queue_inserted(queue.insert(&hidden_until[..], delivery_id.as_str())?);
+                states.insert(delivery_id.as_str(), encode(&state))?;
+                Ok(Some(state.attempts))
+            })
+        })
+        .map_err(flatten)?;
+    Ok(counted(trees, taken))
+}
+
+/// Dead-letters a pulled delivery that was never acknowledged within the
+/// retry window.
+fn expire(
+    trees: &Settle<'_>,
+    state: DeliveryState,
+    key: &[u8],
+    delivery_id: &DeliveryId,
+    now_ms: i64,
+) -> super::TxResult<()> {
+    let attempt = AttemptRecord {
+        attempt: state.attempts,
+        started_at_ms: now_ms,
+        duration_ms: 0,
+        status_code: None,
+        error: Some("not acknowledged by a consumer".into()),
+        response_body: Vec::new(),
+        next_retry_at_ms: None,
+        request_id: RequestId::generate(),
+    };
+    let next = Next::Dead {
+        reason: format!(
+            "not acknowledged within the retry window after {} pulls",
+            state.attempts
+        ),
+    };
+    let outcome = Outcome {
+        attempt: &attempt,
+        next: &next,
+        retry_seq: 0,
+        now_ms,
+    };
+    settle(trees, state, key, delivery_id, &outcome).map(drop)
 }
 
 /// Marks pending deliveries delivered; returns how many were pending. An

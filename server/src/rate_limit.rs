@@ -1,4 +1,5 @@
-//! Token bucket limiting how many deliveries one tenant may have accepted.
+//! Token bucket: how many deliveries a tenant may have accepted (`rate_limit`)
+//! or forwarded (`delivery_rate`) per second.
 
 use crate::config::RateLimitConfig;
 

@@ -9,13 +9,13 @@ use std::{
 use actix_web::{dev::ServerHandle, middleware::from_fn, App, HttpServer};
 use tokio::sync::oneshot;
 
+use super::{start_tenants, Listeners, Runtime, Started};
 use crate::{
     admin::Backend,
     config::{Config, TenantSettings},
     error::{Error, Result},
     feed::DeliveryFeed,
     ingress::{self, AppState},
-    run::{start_tenants, Listeners, Runtime, Started},
     store::api::Shared,
     sweeper,
     telemetry::Telemetry,
@@ -73,26 +73,10 @@ pub(crate) async fn serve(serving: Serving) -> Result<()> {
         tenants,
         shutdown,
     } = serving;
-    let forward_cas = config.forward.ca_certs()?;
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(2);
-    let arbiters: Vec<actix_rt::Arbiter> = (0..cores).map(|_| actix_rt::Arbiter::new()).collect();
-    let registry = Registry::new(
-        arbiters.iter().map(|a| a.handle()).collect(),
-        store,
-        runtime.clock().clone(),
-        DeliveryFeed::default(),
-        Telemetry::new(runtime.tracer_provider(), &config.metrics),
-    )
-    .with_forward_cas(forward_cas);
-    let backend = match start_tenants(&config, &registry, tenants) {
-        Ok(backend) => Arc::new(backend),
-        Err(e) => {
-            stop_arbiters(arbiters);
-            return Err(e);
-        }
-    };
+    let (arbiters, registry, backend) = start_registry(&config, &runtime, store, tenants, cores)?;
     let certs = [&tls.http, &tls.grpc]
         .into_iter()
         .flatten()
@@ -145,6 +129,34 @@ pub(crate) async fn serve(serving: Serving) -> Result<()> {
     drop(registry);
     tracing::info!("shutdown complete");
     served.map_err(Error::from)
+}
+
+/// The tenant arbiters (one per core), the registry with every tenant
+/// started on them, and the control-plane backend over it.
+fn start_registry(
+    config: &Config,
+    runtime: &Runtime,
+    store: Shared,
+    tenants: Vec<TenantSettings>,
+    cores: usize,
+) -> Result<(Vec<actix_rt::Arbiter>, Registry, Arc<Backend>)> {
+    let forward_cas = config.forward.ca_certs()?;
+    let arbiters: Vec<actix_rt::Arbiter> = (0..cores).map(|_| actix_rt::Arbiter::new()).collect();
+    let registry = Registry::new(
+        arbiters.iter().map(|a| a.handle()).collect(),
+        store,
+        runtime.clock().clone(),
+        DeliveryFeed::default(),
+        Telemetry::new(runtime.tracer_provider(), &config.metrics),
+    )
+    .with_forward_cas(forward_cas);
+    match start_tenants(config, &registry, tenants) {
+        Ok(backend) => Ok((arbiters, registry, Arc::new(backend))),
+        Err(e) => {
+            stop_arbiters(arbiters);
+            Err(e)
+        }
+    }
 }
 
 /// Where hookd listens and whether with TLS, announced once it is ready.

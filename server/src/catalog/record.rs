@@ -1,0 +1,187 @@
+//! What the catalog keeps of a tenant created over the control plane: the
+//! settings the API can set, in a record of their own (not the config
+//! file's schema), with the tenant defaults applied once, when it is made.
+//! Records written by older versions held the config file's `TenantConfig`
+//! under `config`; they still load, and the catalog rewrites them in this
+//! form when it opens.
+
+use hookd_proto::domain::{defaults, Scheme};
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    config::{DestinationConfig, RateLimitConfig, TenantConfig},
+    error::{Error, Result},
+    ids::TenantId,
+    store::records::{decode, encode},
+};
+
+/// The settings of a tenant created over the API.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredTenant {
+    /// The tenant.
+    pub id: TenantId,
+    /// Its senders' signature scheme.
+    pub scheme: Scheme,
+    /// False: deliveries are refused with 403.
+    pub enabled: bool,
+    /// Signed-timestamp tolerance, both directions.
+    pub tolerance_secs: u64,
+    /// Largest body accepted.
+    pub max_body_bytes: usize,
+    /// Top-level JSON fields every delivery must carry.
+    pub required_fields: Vec<String>,
+    /// Body field holding the event id, for schemes that sign none.
+    pub event_id_field: Option<String>,
+    /// Ingest rate limit.
+    pub rate_limit: Option<RateLimitConfig>,
+    /// Where deliveries are forwarded; none: pull mode.
+    pub destination_url: Option<String>,
+    /// Most forwards in flight at once.
+    pub max_in_flight: usize,
+}
+
+impl StoredTenant {
+    /// A new tenant of `scheme` with every other setting at its default.
+    pub fn new(id: TenantId, scheme: Scheme) -> StoredTenant {
+        StoredTenant {
+            id,
+            scheme,
+            enabled: true,
+            tolerance_secs: defaults::TOLERANCE_SECS,
+            max_body_bytes: defaults::MAX_BODY_BYTES as usize,
+            required_fields: Vec::new(),
+            event_id_field: None,
+            rate_limit: None,
+            destination_url: None,
+            max_in_flight: defaults::MAX_IN_FLIGHT as usize,
+        }
+    }
+
+    /// The settings in the config file's form (without secrets), for the
+    /// one resolution path every tenant goes through.
+    pub fn to_config(&self) -> TenantConfig {
+        TenantConfig {
+            id: self.id.to_string(),
+            scheme: self.scheme.as_str().to_owned(),
+            enabled: self.enabled,
+            tolerance_secs: self.tolerance_secs,
+            max_body_bytes: self.max_body_bytes,
+            required_fields: self.required_fields.clone(),
+            event_id_field: self.event_id_field.clone(),
+            replay_cache_capacity: TenantConfig::DEFAULT_REPLAY_CACHE_CAPACITY,
+            rate_limit: self.rate_limit,
+            secrets: Vec::new(),
+            destination: self
+                .destination_url
+                .clone()
+                .map(DestinationConfig::with_defaults),
+            retry: Default::default(),
+            max_in_flight: self.max_in_flight,
+            delivery_rate: None,
+            breaker: Default::default(),
+        }
+    }
+
+    /// What an older record's config-file settings amount to.
+    fn from_config(config: &TenantConfig) -> Result<StoredTenant> {
+        let invalid = |what: String| Error::Corrupt(format!("stored tenant {}: {what}", config.id));
+        Ok(StoredTenant {
+            id: TenantId::try_from(config.id.as_str()).map_err(|e| invalid(e.to_string()))?,
+            scheme: config.scheme.parse().map_err(|e| invalid(format!("{e}")))?,
+            enabled: config.enabled,
+            tolerance_secs: config.tolerance_secs,
+            max_body_bytes: config.max_body_bytes,
+            required_fields: config.required_fields.clone(),
+            event_id_field: config.event_id_field.clone(),
+            rate_limit: config.rate_limit,
+            destination_url: config.destination.as_ref().map(|d| d.url.clone()),
+            max_in_flight: config.max_in_flight,
+        })
+    }
+}
+
+/// A tenant as the control plane stores it; secrets live apart, sealed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TenantRecord {
+    /// Its settings.
+    pub tenant: StoredTenant,
+    /// Creation time (Unix ms).
+    pub created_at_ms: i64,
+    /// Fresh at each creation; tokens are bound to it.
+    pub incarnation: String,
+}
+
+/// The form older versions wrote.
+#[derive(Deserialize)]
+struct LegacyRecord {
+    config: TenantConfig,
+    created_at_ms: i64,
+    #[serde(default)]
+    incarnation: String,
+}
+
+impl TenantRecord {
+    /// A new tenant's record, with a fresh incarnation.
+    pub fn new(tenant: StoredTenant, created_at_ms: i64) -> TenantRecord {
+        TenantRecord {
+            tenant,
+            created_at_ms,
+            incarnation: ulid::Ulid::new().to_string(),
+        }
+    }
+
+    /// Encodes the current form.
+    pub fn encode(&self) -> Vec<u8> {
+        encode(self)
+    }
+
+    /// Decodes either form; the flag says whether it was the older one (to
+    /// be rewritten). An older record without an incarnation gets a fresh one.
+    pub fn decode(bytes: &[u8]) -> Result<(TenantRecord, bool)> {
+        if let Ok(record) = decode::<TenantRecord>(bytes) {
+            return Ok((record, false));
+        }
+        let legacy: LegacyRecord = decode(bytes)?;
+        let incarnation = match legacy.incarnation.is_empty() {
+            true => ulid::Ulid::new().to_string(),
+            false => legacy.incarnation,
+        };
+        Ok((
+            TenantRecord {
+                tenant: StoredTenant::from_config(&legacy.config)?,
+                created_at_ms: legacy.created_at_ms,
+                incarnation,
+            },
+            true,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record an older hookd wrote (the config file's schema, no
+    /// incarnation) loads with the same settings and a fresh incarnation.
+    #[test]
+    fn records_of_the_config_file_schema_still_load() {
+        let old = br#"{"config":{"id":"acme","scheme":"GitHub","enabled":false,"tolerance_secs":60,"max_body_bytes":1024,"required_fields":["type"],"event_id_field":"id","replay_cache_capacity":100000,"rate_limit":{"per_sec":5.0,"burst":10},"secrets":[],"destination":{"url":"https://example.com/in","timeout_secs":10.0,"connect_timeout_secs":5.0},"max_in_flight":8},"created_at_ms":7}"#;
+        let (record, legacy) = TenantRecord::decode(old).unwrap();
+        assert!(legacy);
+        assert!(!record.incarnation.is_empty());
+        let t = &record.tenant;
+        assert_eq!(
+            (t.id.as_str(), t.scheme, t.enabled, t.tolerance_secs),
+            ("acme", Scheme::Github, false, 60)
+        );
+        assert_eq!(t.destination_url.as_deref(), Some("https://example.com/in"));
+        assert_eq!((t.max_body_bytes, t.max_in_flight), (1024, 8));
+        assert_eq!(t.required_fields, ["type"]);
+        assert_eq!(t.rate_limit.map(|r| r.burst), Some(10));
+
+        let again = record.encode();
+        let (reread, legacy) = TenantRecord::decode(&again).unwrap();
+        assert!(!legacy);
+        assert_eq!(reread.tenant, record.tenant);
+    }
+}
