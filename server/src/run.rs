@@ -130,6 +130,7 @@ pub async fn run(
         &config.data_dir,
         config.storage.commit_batch_max,
         config.storage.fsync.then_some(runtime.sync.clone()),
+        config.storage.cache_capacity_bytes,
     )?;
     let served = serve::serve(Serving {
         config,

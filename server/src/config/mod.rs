@@ -179,6 +179,8 @@ pub struct StorageConfig {
     pub commit_batch_max: usize,
     /// fdatasync after each commit, so acknowledged events survive power loss.
     pub fsync: bool,
+    /// Bytes of the embedded store's page cache.
+    pub cache_capacity_bytes: u64,
 }
 
 /// How long finished work is kept.
@@ -342,6 +344,10 @@ impl Config {
             bounds::COMMIT_BATCH_MAX,
             "storage.commit_batch_max",
             self.storage.commit_batch_max,
+        )?;
+        bounds::CACHE_CAPACITY_BYTES.check(
+            "storage.cache_capacity_bytes",
+            self.storage.cache_capacity_bytes,
         )?;
         let r = &self.retention;
         bounds::RETENTION_SECS.check("retention.idempotency_secs", r.idempotency_secs)?;

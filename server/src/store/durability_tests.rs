@@ -107,8 +107,13 @@ fn unsynced_files(log: &[Synced], dir: &Path) -> Vec<String> {
 async fn every_file_backing_an_acknowledged_event_is_synced() {
     let dir = tempfile::tempdir().unwrap();
     let sync = FaultSync::new();
-    let (store, _thread) =
-        Store::open_with(dir.path(), 64, Some(sync.clone() as SharedSync)).unwrap();
+    let (store, _thread) = Store::open_with(
+        dir.path(),
+        64,
+        Some(sync.clone() as SharedSync),
+        crate::store::DEFAULT_CACHE_BYTES,
+    )
+    .unwrap();
     let trees = store
         .tenant_trees(&TenantId::try_from("big").unwrap())
         .unwrap();
@@ -153,8 +158,13 @@ async fn a_failed_sync_poisons_the_store_until_it_is_reopened() {
     let logs = CapturedLogs::install();
     let dir = tempfile::tempdir().unwrap();
     let sync = FaultSync::new();
-    let (store, thread) =
-        Store::open_with(dir.path(), 64, Some(sync.clone() as SharedSync)).unwrap();
+    let (store, thread) = Store::open_with(
+        dir.path(),
+        64,
+        Some(sync.clone() as SharedSync),
+        crate::store::DEFAULT_CACHE_BYTES,
+    )
+    .unwrap();
     let trees = store
         .tenant_trees(&TenantId::try_from("t").unwrap())
         .unwrap();

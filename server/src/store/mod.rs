@@ -42,6 +42,10 @@ use crate::{error::Result, ids::TenantId};
 /// under `blobs/`, smaller ones inline in the log; the committer syncs both.
 const SEGMENT_SIZE: usize = 8 * 1024 * 1024;
 
+/// Page cache of a store opened without a setting (`[storage]
+/// cache_capacity_bytes` has the same default).
+pub const DEFAULT_CACHE_BYTES: u64 = 128 * 1024 * 1024;
+
 /// Names of the trees every tenant shares, each key prefixed by the
 /// tenant ([`keyspace`]).
 const SHARED_TREES: [&str; 7] = [
@@ -231,7 +235,7 @@ impl Store {
     /// `Committer` clone is dropped, after a final flush.
     pub fn open(data_dir: &Path, batch_max: usize, fsync: bool) -> Result<(Store, JoinHandle<()>)> {
         let sync: Option<SharedSync> = fsync.then(|| Arc::new(OsSync) as SharedSync);
-        Store::open_with(data_dir, batch_max, sync)
+        Store::open_with(data_dir, batch_max, sync, DEFAULT_CACHE_BYTES)
     }
 
     /// [`Store::open`] with the syncs going through `sync` (`None`: no
@@ -240,12 +244,14 @@ impl Store {
         data_dir: &Path,
         batch_max: usize,
         sync: Option<SharedSync>,
+        cache_bytes: u64,
     ) -> Result<(Store, JoinHandle<()>)> {
         let path = sled_path(data_dir);
         std::fs::create_dir_all(&path)?;
         let db = sled::Config::new()
             .path(&path)
             .segment_size(SEGMENT_SIZE)
+            .cache_capacity(cache_bytes)
             .open()?;
         let shared = SharedTrees::open(&db)?;
         migrate::per_tenant_trees(&db, &shared.0, &SHARED_TREES)?;
