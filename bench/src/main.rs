@@ -7,6 +7,7 @@ mod bare;
 mod load;
 mod plan;
 mod report;
+mod scale;
 mod servers;
 
 use std::{
@@ -59,6 +60,24 @@ enum Command {
         #[arg(long, default_value = "info")]
         hookd_log_filter: String,
         /// Seconds to wait for hookd's /readyz (many tenants start slowly).
+        #[arg(long, default_value_t = 600)]
+        ready_timeout_secs: u64,
+        #[command(flatten)]
+        load: LoadArgs,
+    },
+    /// Start hookd with each number of tenants in turn: time to ready,
+    /// resident memory idle and under a load spread over every tenant.
+    Tenants {
+        /// Tenant counts, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "1,100,10000")]
+        counts: Vec<usize>,
+        /// The hookd binary (default: target/release/hookd beside this binary's target dir).
+        #[arg(long)]
+        hookd: Option<PathBuf>,
+        /// hookd's log filter.
+        #[arg(long, default_value = "warn")]
+        hookd_log_filter: String,
+        /// Seconds to wait for hookd's /readyz.
         #[arg(long, default_value_t = 600)]
         ready_timeout_secs: u64,
         #[command(flatten)]
@@ -266,6 +285,36 @@ async fn run(command: Command) -> anyhow::Result<()> {
                 println!("{}", serde_json::to_string_pretty(&comparison)?);
             } else {
                 print!("{}", comparison.text());
+            }
+            Ok(())
+        }
+        Command::Tenants {
+            counts,
+            hookd,
+            hookd_log_filter,
+            ready_timeout_secs,
+            load,
+        } => {
+            let spec = load.plan_spec()?;
+            let opts = load.options(SocketAddr::from(([127, 0, 0, 1], 0)))?;
+            let run_secs = opts.duration.map_or(0, |d| d.as_secs());
+            let hookd_spec = servers::HookdSpec {
+                binary: hookd.unwrap_or_else(servers::default_hookd),
+                tenants: Vec::new(),
+                scheme: spec.scheme,
+                secret: spec.secret.clone(),
+                kid: spec.kid.clone(),
+                tolerance_secs: 300 + 4 * run_secs,
+                max_body_bytes: (1 << 20).max(2 * spec.body_size),
+                workers: 0,
+                log_filter: hookd_log_filter,
+                ready_timeout: Duration::from_secs(ready_timeout_secs),
+            };
+            let rows = scale::run(&counts, &load.tenant_pattern, &hookd_spec, &spec, &opts).await?;
+            if load.json {
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+            } else {
+                print!("{}", scale::text(&rows));
             }
             Ok(())
         }

@@ -28,6 +28,17 @@ pub struct ServerProcess {
 }
 
 impl ServerProcess {
+    /// Its resident memory now, from `/proc/PID/status` (Linux).
+    pub fn rss_kib(&self) -> anyhow::Result<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .context("reading the server's /proc status")?;
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmRSS:"))
+            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+            .context("no VmRSS line in the server's /proc status")
+    }
+
     /// Stops the child: SIGTERM, then SIGKILL if it is still there after `grace`.
     pub fn stop(mut self, grace: Duration) {
         terminate(&mut self.child, grace);

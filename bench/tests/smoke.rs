@@ -133,3 +133,29 @@ fn a_timed_run_stops_by_itself() {
         assert_eq!(side["plan_exhausted"], false, "{name}: {side}");
     }
 }
+
+/// `hookd-bench tenants` starts hookd once per count and reports each.
+#[test]
+fn the_tenants_scenario_reports_every_count() {
+    let hookd = hookd_bin();
+    let output = Command::new(env!("CARGO_BIN_EXE_hookd-bench"))
+        .args(["tenants", "--json", "--counts", "1,5", "--count", "30", "-c", "3"])
+        .arg("--hookd")
+        .arg(&hookd)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "hookd-bench failed: {}\n{stdout}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let rows: Value = serde_json::from_str(&stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for (row, tenants) in rows.iter().zip([1, 5]) {
+        assert_eq!(row["tenants"], tenants);
+        assert_eq!(row["failures"], 0, "{row}");
+        assert!(row["rss_idle_kib"].as_u64().unwrap() > 0, "{row}");
+    }
+}
