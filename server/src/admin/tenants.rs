@@ -18,6 +18,7 @@ use crate::{
         BreakerConfig, DestinationConfig, RateLimitConfig, RetryConfig, TenantConfig,
         TenantSettings,
     },
+    contracts::{UnknownEventTypes, DEFAULT_TYPE_FIELD, DEFAULT_VERSION_FIELD},
     ids::TenantId,
 };
 
@@ -108,6 +109,10 @@ impl Backend {
                 max_in_flight: in_flight(new.max_in_flight),
                 delivery_rate: None,
                 breaker: BreakerConfig::default(),
+                unknown_event_types: UnknownEventTypes::default(),
+                type_field: DEFAULT_TYPE_FIELD.to_owned(),
+                version_field: DEFAULT_VERSION_FIELD.to_owned(),
+                contracts: Vec::new(),
             },
             now,
         );

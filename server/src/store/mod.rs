@@ -5,6 +5,7 @@
 
 mod apply;
 mod committer;
+pub mod contracts;
 pub mod deliveries;
 #[cfg(test)]
 mod durability_tests;
@@ -159,6 +160,11 @@ impl Store {
         let dropped = self.committer.drop_trees(format!("t/{tenant}/")).await;
         self.gauges.lock().expect("gauges lock").remove(tenant);
         dropped
+    }
+
+    /// The contracts saved over the control plane.
+    pub fn contracts(&self) -> contracts::ContractStore {
+        contracts::ContractStore::new(self.db.clone())
     }
 
     /// The sled database, for components that keep their own trees.

@@ -18,10 +18,12 @@ use super::{
 use crate::{
     clock::SharedClock,
     config::TenantSettings,
+    contracts::Slot,
     error::Error,
     feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
     ids::{DeliveryId, EventId},
-    ingest::IngestError,
+    ingest::{BodyError, IngestError},
+    metrics::{SenderMetrics, TypeOutcome},
     store::{records::EventMeta, CommitOutcome, Committer, NewDelivery, TenantTrees},
     telemetry::{
         spans::{self, ACTOR_SPAN, COMMIT_SPAN},
@@ -53,6 +55,8 @@ pub struct TenantActor {
     clock: SharedClock,
     limiter: Option<TokenBucket>,
     tracing: Spans,
+    contracts: Slot,
+    senders: Option<Arc<SenderMetrics>>,
 }
 
 impl TenantActor {
@@ -87,7 +91,32 @@ impl TenantActor {
             clock,
             limiter,
             tracing,
+            contracts: Slot::default(),
+            senders: None,
         }
+    }
+
+    /// The actor checking bodies against the contracts in `contracts` and
+    /// recording clock skew and event types to `senders`.
+    pub fn with_contracts(mut self, contracts: Slot, senders: Arc<SenderMetrics>) -> Self {
+        self.contracts = contracts;
+        self.senders = Some(senders);
+        self
+    }
+
+    /// Checks the body against the tenant's contracts, counting a refusal
+    /// by event type. Returns the type for the accepted count.
+    fn check_contract(&self, body: &[u8]) -> Result<Option<String>, IngestError> {
+        let verdict = self.contracts.load().check(body);
+        if let (Err(e), Some(senders)) = (&verdict.result, &self.senders) {
+            let outcome = match e {
+                BodyError::UnknownEventType { .. } => TypeOutcome::UnknownEventType,
+                _ => TypeOutcome::ContractViolation,
+            };
+            senders.event(verdict.event_type.as_deref(), outcome);
+        }
+        verdict.result?;
+        Ok(verdict.event_type)
     }
 
     /// The secrets a delivery may be signed with right now: the current one,
@@ -142,6 +171,7 @@ impl TenantActor {
             ),
         };
         let event_id = validate_body(&msg.body, id_source, &s.required_fields)?;
+        let event_type = self.check_contract(&msg.body)?;
 
         if let Some(limiter) = &mut self.limiter {
             limiter
@@ -181,6 +211,11 @@ impl TenantActor {
                 due_ms: now_ms,
             }),
             replay_keys: keys,
+            sender: SenderFacts {
+                event_type,
+                skew_ms: verified.timestamp.map(|ts| now_ms - ts * 1000),
+                now_ms,
+            },
         })
     }
 }
@@ -190,7 +225,33 @@ enum Prepared {
     New {
         replay_keys: ReplayKeys,
         item: Box<NewDelivery>,
+        sender: SenderFacts,
     },
+}
+
+/// What an accepted delivery tells about its sender, recorded once the
+/// delivery is durable.
+struct SenderFacts {
+    event_type: Option<String>,
+    /// hookd's clock minus the signed timestamp, for timestamped schemes.
+    skew_ms: Option<i64>,
+    now_ms: i64,
+}
+
+impl SenderFacts {
+    fn record(self, senders: Option<&SenderMetrics>, tenant: &str, tolerance_secs: u64) {
+        let Some(senders) = senders else { return };
+        senders.event(self.event_type.as_deref(), TypeOutcome::Accepted);
+        let Some(skew_ms) = self.skew_ms else { return };
+        if let Some(median) = senders.observe_skew(skew_ms, self.now_ms, tolerance_secs) {
+            tracing::warn!(
+                tenant = %tenant,
+                median_skew_secs = median,
+                tolerance_secs,
+                "the sender's clock is far from hookd's: the median skew of recent deliveries is past half the tolerance; check NTP on both sides"
+            );
+        }
+    }
 }
 
 impl Actor for TenantActor {
@@ -236,7 +297,7 @@ impl Handler<Ingest> for TenantActor {
             spans::end_ingest_span(&span, Some(&e));
             return Box::pin(std::future::ready(Err(e)));
         };
-        let (replay_keys, item) = match prepared {
+        let (replay_keys, item, sender) = match prepared {
             Err(e) => {
                 spans::end_ingest_span(&span, Some(&e));
                 return Box::pin(std::future::ready(Err(e)));
@@ -245,8 +306,13 @@ impl Handler<Ingest> for TenantActor {
                 spans::end_ingest_span(&span, None);
                 return Box::pin(std::future::ready(Ok(outcome)));
             }
-            Ok(Prepared::New { replay_keys, item }) => (replay_keys, item),
+            Ok(Prepared::New {
+                replay_keys,
+                item,
+                sender,
+            }) => (replay_keys, item, sender),
         };
+        let (senders, tolerance_secs) = (self.senders.clone(), self.settings.tolerance_secs);
         let committer = self.committer.clone();
         let replay = self.replay.clone();
         let (wake, events, tenant) = (
@@ -282,6 +348,7 @@ impl Handler<Ingest> for TenantActor {
             };
             let (event_id, delivery_id, duplicate) = match outcome {
                 CommitOutcome::Accepted => {
+                    sender.record(senders.as_deref(), tenant.as_str(), tolerance_secs);
                     wake.notify_one();
                     events.publish(DeliveryEvent {
                         kind: DeliveryEventKind::Accepted,
