@@ -358,9 +358,15 @@ fn a_refusal_says_what_to_fix_without_the_body() {
 #[test]
 fn without_contracts_only_the_type_is_read() {
     let none = TenantContracts::default();
-    let verdict = none.check(br#"{"data":{"type":"inner"},"type":"order.paid","x":[1,{"y":null}]}"#);
+    let verdict =
+        none.check(br#"{"data":{"type":"inner"},"type":"order.paid","x":[1,{"y":null}]}"#);
     assert_eq!(verdict.event_type.as_deref(), Some("order.paid"));
     assert!(verdict.result.is_ok());
     assert_eq!(none.check(br#"{"type":7}"#).event_type, None);
-    assert_eq!(none.check(br#"{"ty\u0070e":"escaped"}"#).event_type.as_deref(), Some("escaped"));
+    assert_eq!(
+        none.check(br#"{"ty\u0070e":"escaped"}"#)
+            .event_type
+            .as_deref(),
+        Some("escaped")
+    );
 }
