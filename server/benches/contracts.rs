@@ -54,9 +54,9 @@ fn schema() -> Value {
     })
 }
 
-/// About 1 KiB of JSON: an order with a customer, an address and five items.
+/// About 1 KiB of JSON: an order with a customer, two addresses and seven items.
 fn payload() -> Value {
-    let items: Vec<Value> = (1..=5)
+    let items: Vec<Value> = (1..=7)
         .map(|i| json!({"sku": format!("SKU-{i:05}"), "quantity": i, "unit_price": 1250 * i, "name": format!("Item number {i}")}))
         .collect();
     json!({
@@ -71,6 +71,7 @@ fn payload() -> Value {
             "currency": "EUR",
             "customer": {"id": "cus_42", "email": "jane.doe@example.com", "name": "Jane Doe"},
             "shipping": {"line1": "1 Example Street", "city": "Berlin", "postal_code": "10115", "country": "DE"},
+            "billing": {"line1": "1 Example Street", "city": "Berlin", "postal_code": "10115", "country": "DE"},
             "items": items,
             "metadata": {"channel": "web", "campaign": "winter-sale"}
         }
