@@ -67,8 +67,11 @@ impl Contract {
             check_name("version", version, MAX_VERSION_LEN)?;
         }
         let schema = json_text("schema", &spec.schema)?;
+        // `pattern`s run on the `regex` engine: linear time whatever the
+        // pattern, so a contract cannot stall the actor thread it shares.
         let validator = jsonschema::draft202012::options()
             .should_validate_formats(true)
+            .with_pattern_options(jsonschema::PatternOptions::regex())
             .build(&schema)
             .map_err(|e| format!("schema: not a valid JSON Schema (draft 2020-12): {e}"))?;
         let example = json_text("example", &spec.example)?;

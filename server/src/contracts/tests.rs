@@ -309,6 +309,12 @@ fn bad_contracts_are_refused_naming_the_key() {
     assert!(e.starts_with("example: its \"type\" field"), "{e}");
     let e = compile(spec("order.paid", Some("2"), ORDER_PAID, &example()));
     assert!(e.starts_with("example: its \"version\" field"), "{e}");
+    let lookahead = r#"{"properties": {"type": {"pattern": "^(?=order)"}}}"#;
+    let e = compile(spec("order.paid", None, lookahead, &example()));
+    assert!(
+        e.starts_with("schema: not a valid JSON Schema"),
+        "backtracking patterns are refused: {e}"
+    );
     let e = compile(spec("order paid", None, ORDER_PAID, &example()));
     assert!(e.starts_with("type: "), "{e}");
 
