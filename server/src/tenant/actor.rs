@@ -24,7 +24,10 @@ use crate::{
     ids::{DeliveryId, EventId},
     ingest::{BodyError, IngestError},
     metrics::{SenderMetrics, TypeOutcome},
-    store::{records::EventMeta, CommitOutcome, Committer, NewDelivery, TenantTrees},
+    store::{
+        records::{EventMeta, IdempotencyRecord},
+        CommitOutcome, Committer, NewDelivery, TenantTrees,
+    },
     telemetry::{
         spans::{self, ACTOR_SPAN, COMMIT_SPAN},
         Spans,
@@ -105,18 +108,54 @@ impl TenantActor {
     }
 
     /// Checks the body against the tenant's contracts, counting a refusal
-    /// by event type. Returns the type for the accepted count.
-    fn check_contract(&self, body: &[u8]) -> Result<Option<String>, IngestError> {
+    /// by event type. Returns the type for the accepted count, or the first
+    /// delivery of an event accepted before the contracts changed: a resend
+    /// of it is a duplicate, never a refusal.
+    fn check_contract(
+        &self,
+        body: &[u8],
+        event_id: &EventId,
+        keys: &ReplayKeys,
+    ) -> Result<Result<Option<String>, IngestOutcome>, IngestError> {
         let verdict = self.contracts.load().check(body);
-        if let (Err(e), Some(senders)) = (&verdict.result, &self.senders) {
-            let outcome = match e {
+        let Err(refusal) = verdict.result else {
+            return Ok(Ok(verdict.event_type));
+        };
+        if let Some(first) = self.accepted_before(event_id, keys) {
+            return Ok(Err(first));
+        }
+        if let Some(senders) = &self.senders {
+            let outcome = match refusal {
                 BodyError::UnknownEventType { .. } => TypeOutcome::UnknownEventType,
                 _ => TypeOutcome::ContractViolation,
             };
             senders.event(verdict.event_type.as_deref(), outcome);
         }
-        verdict.result?;
-        Ok(verdict.event_type)
+        Err(refusal.into())
+    }
+
+    /// The first delivery of this event when the idempotency log holds it
+    /// (its replay-cache entry is gone). Read only on the refusal path.
+    fn accepted_before(&self, event_id: &EventId, keys: &ReplayKeys) -> Option<IngestOutcome> {
+        let idem = &self.trees.idem;
+        let by_content = || {
+            let key = keys
+                .content
+                .as_ref()
+                .filter(|_| !self.settings.scheme.has_timestamp())?;
+            idem.get(content_idem_key(key)).ok().flatten()
+        };
+        let bytes = idem
+            .get(event_id.as_str())
+            .ok()
+            .flatten()
+            .or_else(by_content)?;
+        let first = IdempotencyRecord::decode(&bytes).ok()?;
+        Some(IngestOutcome {
+            event_id: first.event_id.unwrap_or_else(|| event_id.clone()),
+            delivery_id: first.delivery_id,
+            duplicate: true,
+        })
     }
 
     /// The secrets a delivery may be signed with right now: the current one,
@@ -171,7 +210,10 @@ impl TenantActor {
             ),
         };
         let event_id = validate_body(&msg.body, id_source, &s.required_fields)?;
-        let event_type = self.check_contract(&msg.body)?;
+        let event_type = match self.check_contract(&msg.body, &event_id, &keys)? {
+            Ok(event_type) => event_type,
+            Err(first) => return Ok(Prepared::Duplicate(first)),
+        };
 
         if let Some(limiter) = &mut self.limiter {
             limiter

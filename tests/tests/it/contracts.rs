@@ -242,3 +242,26 @@ async fn clock_skew_metrics_move_when_the_sender_is_behind_or_ahead() {
     );
     assert_eq!(skew(&ahead, "+Inf").0, 2);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stricter_contract_never_turns_a_resend_of_an_accepted_event_into_a_refusal() {
+    let mut s = TestServer::start(&config());
+    let admin = s.admin().await;
+    admin.put_contract("acme", refunded(false)).await.unwrap();
+    let first = json!({"event_id": "r1", "type": "order.refunded"});
+    let accepted = post(&s, first.clone()).await;
+    assert_eq!(accepted.status, StatusCode::ACCEPTED);
+    admin.put_contract("acme", refunded(true)).await.unwrap();
+    // A restart empties the replay cache: only the durable log knows r1.
+    s.restart(&config());
+    let resent = post(&s, first).await;
+    assert_eq!(
+        (resent.status, resent.body["duplicate"].as_bool()),
+        (StatusCode::OK, Some(true)),
+        "{:?}",
+        resent.body
+    );
+    assert_eq!(resent.body["delivery_id"], accepted.body["delivery_id"]);
+    let fresh = post(&s, json!({"event_id": "r2", "type": "order.refunded"})).await;
+    assert_eq!(fresh.code(), "CONTRACT_VIOLATION", "a new event is checked");
+}
