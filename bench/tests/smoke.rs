@@ -139,7 +139,9 @@ fn a_timed_run_stops_by_itself() {
 fn the_tenants_scenario_reports_every_count() {
     let hookd = hookd_bin();
     let output = Command::new(env!("CARGO_BIN_EXE_hookd-bench"))
-        .args(["tenants", "--json", "--counts", "1,5", "--count", "30", "-c", "3"])
+        .args([
+            "tenants", "--json", "--counts", "1,5", "--count", "30", "-c", "3",
+        ])
         .arg("--hookd")
         .arg(&hookd)
         .output()

@@ -51,6 +51,7 @@ fn help_lists_every_command_and_the_exit_codes() {
         "tokens",
         "deliveries",
         "dead-letters",
+        "contracts",
         "send",
         "tail",
     ] {

@@ -9,9 +9,10 @@ use futures_util::stream::BoxStream;
 use crate::{
     error::Result,
     model::{
-        CreatedTenant, CreatedToken, DeadLetterFilter, DeadLetterView, DeliveryEventView,
-        DeliveryStatus, DeliveryView, NewTenant, Page, PageRequest, Principal, PulledDelivery,
-        RotatedSecret, SecretInfo, Selection, TenantPatch, TenantView, TokenInfo,
+        ContractCheck, ContractDef, ContractList, ContractView, CreatedTenant, CreatedToken,
+        DeadLetterFilter, DeadLetterView, DeliveryEventView, DeliveryStatus, DeliveryView,
+        NewTenant, Page, PageRequest, Principal, PulledDelivery, RotatedSecret, SecretInfo,
+        Selection, TenantPatch, TenantView, TokenInfo,
     },
 };
 
@@ -152,4 +153,35 @@ pub trait ControlBackend: Send + Sync + 'static {
     /// Makes pulled deliveries pending again at once. Ids not currently
     /// pulled are skipped. A push-mode tenant is `FailedPrecondition`.
     async fn nack(&self, tenant_id: &str, delivery_ids: Vec<String>) -> Result<()>;
+
+    /// Saves a contract durably as a new revision of its (type, version) and
+    /// puts it in force for deliveries checked from then on. A contract that
+    /// does not compile, or whose example fails it, is `InvalidArgument`
+    /// naming the field; one declared in the config file is
+    /// `FailedPrecondition`.
+    async fn put_contract(&self, tenant_id: &str, contract: ContractDef) -> Result<ContractView>;
+
+    /// The contract in force for (type, version); `NotFound` when none.
+    async fn get_contract(
+        &self,
+        tenant_id: &str,
+        event_type: &str,
+        version: Option<&str>,
+    ) -> Result<ContractView>;
+
+    /// Every contract in force, with the tenant's contract policy.
+    async fn list_contracts(&self, tenant_id: &str) -> Result<ContractList>;
+
+    /// Deletes a saved contract durably; `NotFound` when there is none, a
+    /// config-file one is `FailedPrecondition`.
+    async fn delete_contract(
+        &self,
+        tenant_id: &str,
+        event_type: &str,
+        version: Option<&str>,
+    ) -> Result<()>;
+
+    /// What the contract check at ingest would say about `payload`; stores
+    /// and sends nothing.
+    async fn validate_payload(&self, tenant_id: &str, payload: Vec<u8>) -> Result<ContractCheck>;
 }

@@ -17,10 +17,10 @@ use crate::{
     backend::{ControlBackend, EventStream},
     error::{Error, Result},
     model::{
-        CreatedTenant, CreatedToken, DeadLetterFilter, DeadLetterView, DeliveryEventView,
-        DeliveryStatus, DeliveryView, NewTenant, Page, PageRequest, Principal, PulledDelivery,
-        RotatedSecret, Scheme, SecretInfo, SecretState, Selection, TenantPatch, TenantView,
-        TokenInfo,
+        ContractCheck, ContractDef, ContractList, ContractView, CreatedTenant, CreatedToken,
+        DeadLetterFilter, DeadLetterView, DeliveryEventView, DeliveryStatus, DeliveryView,
+        NewTenant, Page, PageRequest, Principal, PulledDelivery, RotatedSecret, Scheme, SecretInfo,
+        SecretState, Selection, TenantPatch, TenantView, TokenInfo,
     },
 };
 
@@ -339,5 +339,56 @@ impl ControlBackend for FakeBackend {
         self.called("nack");
         self.tenant(tenant_id)?;
         Ok(())
+    }
+
+    async fn put_contract(&self, tenant_id: &str, contract: ContractDef) -> Result<ContractView> {
+        self.called("put_contract");
+        self.tenant(tenant_id)?;
+        Ok(ContractView {
+            contract,
+            revision: 1,
+            updated_at_ms: 1_700_000_000_000,
+            from_config: false,
+            required_fields: vec![],
+        })
+    }
+
+    async fn get_contract(
+        &self,
+        tenant_id: &str,
+        event_type: &str,
+        _version: Option<&str>,
+    ) -> Result<ContractView> {
+        self.called("get_contract");
+        self.tenant(tenant_id)?;
+        Err(Error::NotFound(format!("no contract for {event_type:?}")))
+    }
+
+    async fn list_contracts(&self, tenant_id: &str) -> Result<ContractList> {
+        self.called("list_contracts");
+        self.tenant(tenant_id)?;
+        Ok(ContractList {
+            contracts: vec![],
+            type_field: "type".into(),
+            version_field: "version".into(),
+            unknown_event_types: "accept".into(),
+        })
+    }
+
+    async fn delete_contract(
+        &self,
+        tenant_id: &str,
+        event_type: &str,
+        _version: Option<&str>,
+    ) -> Result<()> {
+        self.called("delete_contract");
+        self.tenant(tenant_id)?;
+        Err(Error::NotFound(format!("no contract for {event_type:?}")))
+    }
+
+    async fn validate_payload(&self, tenant_id: &str, _payload: Vec<u8>) -> Result<ContractCheck> {
+        self.called("validate_payload");
+        self.tenant(tenant_id)?;
+        Ok(ContractCheck::default())
     }
 }

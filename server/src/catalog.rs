@@ -14,6 +14,7 @@
 //! crash left behind is finished when the catalog next opens. A tenant
 //! created under a used id starts with no data of the one before.
 
+pub mod contracts;
 mod record;
 mod sealed;
 mod tokens;
@@ -224,6 +225,7 @@ impl Catalog {
                 tokens::hash_key(&token.hash),
             ));
         }
+        changes.extend(contracts::rows_of(&*self.rows, id)?);
         self.rows.apply(&changes)?;
         Ok(existed)
     }

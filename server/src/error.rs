@@ -61,11 +61,15 @@ pub enum ErrorCode {
     TenantUnavailable,
     /// The event id is not 1-255 bytes of visible ASCII.
     InvalidEventId,
+    /// The body breaks the JSON Schema of its event type's contract.
+    ContractViolation,
+    /// The tenant refuses event types without a contract.
+    UnknownEventType,
 }
 
 impl ErrorCode {
     /// Every code, in documentation order.
-    pub const ALL: [ErrorCode; 23] = [
+    pub const ALL: [ErrorCode; 25] = [
         ErrorCode::PayloadTooLarge,
         ErrorCode::TenantNotFound,
         ErrorCode::TenantDisabled,
@@ -89,6 +93,8 @@ impl ErrorCode {
         ErrorCode::InternalError,
         ErrorCode::TenantUnavailable,
         ErrorCode::InvalidEventId,
+        ErrorCode::ContractViolation,
+        ErrorCode::UnknownEventType,
     ];
 
     /// The wire `code`.
@@ -117,6 +123,8 @@ impl ErrorCode {
             ErrorCode::InternalError => "INTERNAL_ERROR",
             ErrorCode::TenantUnavailable => "TENANT_UNAVAILABLE",
             ErrorCode::InvalidEventId => "INVALID_EVENT_ID",
+            ErrorCode::ContractViolation => "CONTRACT_VIOLATION",
+            ErrorCode::UnknownEventType => "UNKNOWN_EVENT_TYPE",
         }
     }
 
@@ -137,6 +145,9 @@ impl ErrorCode {
             | ErrorCode::InvalidField
             | ErrorCode::InvalidEventId
             | ErrorCode::BodyIncomplete => StatusCode::BAD_REQUEST,
+            ErrorCode::ContractViolation | ErrorCode::UnknownEventType => {
+                StatusCode::UNPROCESSABLE_ENTITY
+            }
             ErrorCode::RateLimited => StatusCode::TOO_MANY_REQUESTS,
             ErrorCode::StorageUnavailable | ErrorCode::NotReady | ErrorCode::TenantUnavailable => {
                 StatusCode::SERVICE_UNAVAILABLE
@@ -264,6 +275,32 @@ impl From<&IngestError> for ApiError {
                         .detail("field", field.as_str())
                         .detail("expected", *expected)
                 }
+                BodyError::ContractViolation {
+                    event_type,
+                    version,
+                    violations,
+                    total,
+                } => ApiError::new(ErrorCode::ContractViolation, message)
+                    .detail("event_type", event_type.as_str())
+                    .detail("version", version.as_deref())
+                    .detail(
+                        "violations",
+                        violations
+                            .iter()
+                            .map(|v| {
+                                json!({"pointer": v.pointer, "keyword": v.keyword, "expected": v.expected})
+                            })
+                            .collect::<Vec<_>>(),
+                    )
+                    .detail("violations_total", *total),
+                BodyError::UnknownEventType {
+                    field,
+                    event_type,
+                    version,
+                } => ApiError::new(ErrorCode::UnknownEventType, message)
+                    .detail("field", field.as_str())
+                    .detail("event_type", event_type.as_deref())
+                    .detail("version", version.as_deref()),
                 BodyError::InvalidEventId { field, max_bytes } => {
                     ApiError::new(ErrorCode::InvalidEventId, message)
                         .detail("field", field.as_str())

@@ -73,6 +73,28 @@ pub enum BodyError {
         /// What it must be, in plain words.
         expected: &'static str,
     },
+    /// The body breaks the JSON Schema of its event type's contract.
+    #[error("event {event_type:?}{} breaks its contract in {total} place(s); details.violations lists them", version.as_ref().map(|v| format!(" version {v:?}")).unwrap_or_default())]
+    ContractViolation {
+        /// The contract's event type.
+        event_type: String,
+        /// The contract's version, when it has one.
+        version: Option<String>,
+        /// The first violations, each bounded in size.
+        violations: Vec<Violation>,
+        /// How many violations there are in all.
+        total: usize,
+    },
+    /// The tenant refuses event types (and versions) without a contract.
+    #[error("{}: this tenant accepts only event types it has a contract for", match event_type { Some(t) => format!("event type {t:?}{} has no contract", version.as_ref().map(|v| format!(" version {v:?}")).unwrap_or_default()), None => format!("field {field:?} names no event type") })]
+    UnknownEventType {
+        /// The body field the type is read from.
+        field: String,
+        /// The type the body names, if any.
+        event_type: Option<String>,
+        /// The version the body names, if any.
+        version: Option<String>,
+    },
     /// The event id is empty, too long or not visible ASCII.
     #[error("event id in {field:?} must be 1 to {max_bytes} bytes of visible ASCII (no spaces or control characters)")]
     InvalidEventId {
@@ -81,4 +103,16 @@ pub enum BodyError {
         /// The longest id accepted.
         max_bytes: usize,
     },
+}
+
+/// One way a body breaks its contract.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// JSON pointer (RFC 6901) of the value that failed; for a missing
+    /// field, where it should be.
+    pub pointer: String,
+    /// The schema keyword that failed (`required`, `enum`, `format`, ...).
+    pub keyword: String,
+    /// What was expected, without the body's own values.
+    pub expected: String,
 }

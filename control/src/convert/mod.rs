@@ -3,10 +3,12 @@
 //! [`Error::InvalidArgument`] with a message naming the field.
 
 mod consumer;
+mod contract;
 mod delivery;
 mod tenant;
 
 pub(crate) use consumer::pull_limits;
+pub(crate) use contract::{contract_def, contract_key};
 pub(crate) use delivery::status_filter;
 pub(crate) use tenant::{overlap_secs, token_description};
 

@@ -3,9 +3,11 @@
 //! none") are resolved into `Option`s and concrete values before the
 //! backend sees a request, so it never has to guess what a 0 meant.
 
+mod contract;
 mod delivery;
 mod tenant;
 
+pub use contract::{ContractCheck, ContractDef, ContractList, ContractView, ViolationView};
 pub use delivery::{
     AttemptView, DeadLetterFilter, DeadLetterView, DeliveryEventKind, DeliveryEventView,
     DeliveryStatus, DeliveryView, PulledDelivery, Selection,

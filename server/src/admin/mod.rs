@@ -2,6 +2,7 @@
 //! `hookd_control::ControlBackend` over the registry, the catalog of
 //! API-created tenants and the delivery store.
 
+mod contracts;
 mod deliveries;
 mod tenants;
 
@@ -9,9 +10,10 @@ use std::{collections::HashSet, sync::Arc};
 
 use hookd_control::{
     model::{
-        CreatedTenant, CreatedToken, DeadLetterFilter, DeadLetterView, DeliveryStatus,
-        DeliveryView, NewTenant, Page, PageRequest, Principal, PulledDelivery, RotatedSecret,
-        SecretInfo, Selection, TenantPatch, TenantView, TokenInfo,
+        ContractCheck, ContractDef, ContractList, ContractView, CreatedTenant, CreatedToken,
+        DeadLetterFilter, DeadLetterView, DeliveryStatus, DeliveryView, NewTenant, Page,
+        PageRequest, Principal, PulledDelivery, RotatedSecret, SecretInfo, Selection, TenantPatch,
+        TenantView, TokenInfo,
     },
     ControlBackend, Error as ApiError, EventStream, Result as ApiResult,
 };
@@ -262,5 +264,57 @@ impl ControlBackend for Backend {
 
     async fn nack(&self, tenant_id: &str, delivery_ids: Vec<String>) -> ApiResult<()> {
         self.nack_deliveries(tenant_id, delivery_ids).await
+    }
+
+    async fn put_contract(
+        &self,
+        tenant_id: &str,
+        contract: ContractDef,
+    ) -> ApiResult<ContractView> {
+        let tenant_id = tenant_id.to_owned();
+        let id = tenant_id.clone();
+        let saved = self
+            .durably(move |b| b.save_contract(&id, contract))
+            .await?;
+        self.blocking(move |b| b.reload_contracts(&tenant_id))
+            .await?;
+        Ok(saved)
+    }
+
+    async fn get_contract(
+        &self,
+        tenant_id: &str,
+        event_type: &str,
+        version: Option<&str>,
+    ) -> ApiResult<ContractView> {
+        self.contract(tenant_id, event_type, version)
+    }
+
+    async fn list_contracts(&self, tenant_id: &str) -> ApiResult<ContractList> {
+        self.contract_list(tenant_id)
+    }
+
+    async fn delete_contract(
+        &self,
+        tenant_id: &str,
+        event_type: &str,
+        version: Option<&str>,
+    ) -> ApiResult<()> {
+        let (tenant_id, event_type) = (tenant_id.to_owned(), event_type.to_owned());
+        let version = version.map(str::to_owned);
+        let id = tenant_id.clone();
+        self.durably(move |b| b.remove_contract(&id, &event_type, version.as_deref()))
+            .await?;
+        self.blocking(move |b| b.reload_contracts(&tenant_id)).await
+    }
+
+    async fn validate_payload(
+        &self,
+        tenant_id: &str,
+        payload: Vec<u8>,
+    ) -> ApiResult<ContractCheck> {
+        let tenant_id = tenant_id.to_owned();
+        self.blocking(move |b| b.check_payload(&tenant_id, &payload))
+            .await
     }
 }

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{
     config::{DestinationConfig, RateLimitConfig, TenantConfig},
+    contracts::{UnknownEventTypes, DEFAULT_TYPE_FIELD, DEFAULT_VERSION_FIELD},
     error::{Error, Result},
     ids::TenantId,
     store::records::{decode, encode},
@@ -79,6 +80,10 @@ impl StoredTenant {
             max_in_flight: self.max_in_flight,
             delivery_rate: None,
             breaker: Default::default(),
+            unknown_event_types: UnknownEventTypes::default(),
+            type_field: DEFAULT_TYPE_FIELD.to_owned(),
+            version_field: DEFAULT_VERSION_FIELD.to_owned(),
+            contracts: Vec::new(),
         }
     }
 

@@ -411,6 +411,16 @@ mod tests {
         let forward = t.forward.as_ref().expect("the example forwards");
         assert_eq!(forward.max_in_flight, 8);
         assert!(forward.delivery_rate.is_some());
+        let contracts = &t.contracts.contracts;
+        assert_eq!(contracts.len(), 1, "the example declares a contract");
+        assert_eq!(contracts[0].key(), ("order.paid", Some("2")));
+        assert_eq!(contracts[0].required(), ["event_id", "type", "data"]);
+        let broken = example.replace(r#""order_id": "o_1""#, r#""order_id": 7"#);
+        let e = load_str(&broken).unwrap_err().to_string();
+        assert!(
+            e.contains("tenants[0] (acme): contracts[0] (order.paid): example: does not pass the schema at \"/data/order_id\""),
+            "{e}"
+        );
     }
 
     #[test]

@@ -17,7 +17,14 @@ use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
 
 use super::bounds;
-use crate::{egress::AddressPolicy, ids::TenantId};
+use crate::{
+    contracts::{
+        ConfigContracts, ContractConfig, Policy, UnknownEventTypes, DEFAULT_TYPE_FIELD,
+        DEFAULT_VERSION_FIELD,
+    },
+    egress::AddressPolicy,
+    ids::TenantId,
+};
 
 /// One tenant, as declared in the config file.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -68,6 +75,21 @@ pub struct TenantConfig {
     /// Circuit breaker in front of the destination.
     #[serde(default)]
     pub breaker: BreakerConfig,
+    /// Event types (and versions) without a contract: `accept` or `reject`.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub unknown_event_types: UnknownEventTypes,
+    /// Top-level body field naming the event type, for contracts.
+    #[serde(default = "default_type_field", skip_serializing_if = "is_type_field")]
+    pub type_field: String,
+    /// Top-level body field naming the version, for contracts.
+    #[serde(
+        default = "default_version_field",
+        skip_serializing_if = "is_version_field"
+    )]
+    pub version_field: String,
+    /// JSON Schema contracts per event type and optional version.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub contracts: Vec<ContractConfig>,
 }
 
 /// When to stop hammering a failing destination.
@@ -176,6 +198,21 @@ impl Default for RetryConfig {
     }
 }
 
+fn default_type_field() -> String {
+    DEFAULT_TYPE_FIELD.into()
+}
+fn default_version_field() -> String {
+    DEFAULT_VERSION_FIELD.into()
+}
+fn is_type_field(field: &str) -> bool {
+    field == DEFAULT_TYPE_FIELD
+}
+fn is_version_field(field: &str) -> bool {
+    field == DEFAULT_VERSION_FIELD
+}
+fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
+}
 fn default_scheme() -> String {
     defaults::SCHEME.as_str().into()
 }
@@ -245,6 +282,8 @@ pub struct TenantSettings {
     pub forward: Option<ForwardSettings>,
     /// How long an unacknowledged delivery is retried (pull mode: pulled).
     pub retry_window_ms: i64,
+    /// The contract policy and the config file's contracts, compiled.
+    pub contracts: Arc<ConfigContracts>,
 }
 
 impl DestinationConfig {
@@ -356,6 +395,12 @@ impl TenantConfig {
             *slot = Some((secret, s.expires_at));
         }
         let (current, _) = current.ok_or("secrets: a current secret is required")?;
+        let policy = Policy {
+            type_field: self.type_field.clone(),
+            version_field: self.version_field.clone(),
+            unknown: self.unknown_event_types,
+        };
+        let contracts = Arc::new(ConfigContracts::compile(policy, &self.contracts)?);
         let forward = self
             .destination
             .as_ref()
@@ -375,6 +420,7 @@ impl TenantConfig {
             previous,
             forward,
             retry_window_ms: (self.retry.window_secs * 1000.0).round() as i64,
+            contracts,
         })
     }
 

@@ -4,6 +4,7 @@
 
 mod histogram;
 mod render;
+mod senders;
 
 use std::{
     collections::HashMap,
@@ -16,6 +17,7 @@ use std::{
 
 pub use histogram::{Histogram, FORWARD_BUCKETS, INGEST_BUCKETS};
 pub use render::{scrape, TenantSource};
+pub use senders::{SenderMetrics, Senders, TypeOutcome, SKEW_BUCKETS_SECS};
 
 use crate::{config::MetricsConfig, error::ErrorCode, ids::TenantId};
 
@@ -181,6 +183,7 @@ pub struct Metrics {
     labels: Mutex<Vec<Arc<TenantMetrics>>>,
     other: Arc<TenantMetrics>,
     ingest_latency: [Histogram; IngestResult::ALL.len()],
+    senders: Senders,
 }
 
 impl Metrics {
@@ -193,6 +196,7 @@ impl Metrics {
             labels: Mutex::new(vec![other.clone()]),
             other,
             ingest_latency: std::array::from_fn(|_| Histogram::new(INGEST_BUCKETS)),
+            senders: Senders::default(),
         }
     }
 
@@ -216,6 +220,11 @@ impl Metrics {
         };
         tenants.insert(tenant.clone(), entry.clone());
         entry
+    }
+
+    /// Clock skew and event types of what each `tenant` label's senders send.
+    pub fn senders(&self) -> &Senders {
+        &self.senders
     }
 
     /// The counters of requests no running tenant answers (unknown ids).

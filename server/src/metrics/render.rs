@@ -48,6 +48,7 @@ pub fn scrape(
     render_ingest_latency(&mut out, metrics);
     render_queues(&mut out, &gauges);
     render_breakers(&mut out, &labelled);
+    metrics.senders().render(&mut out);
     out
 }
 

@@ -14,7 +14,9 @@ use futures_util::future::BoxFuture;
 
 use super::{
     deliveries::{Next, Swept},
-    records::{AttemptRecord, DeadLetter, DeliveryState, DeliveryStatus, StoredEvent},
+    records::{
+        AttemptRecord, DeadLetter, DeliveryState, DeliveryStatus, IdempotencyRecord, StoredEvent,
+    },
     CommitOutcome, NewDelivery,
 };
 use crate::{
@@ -100,6 +102,10 @@ pub trait TenantData: Send + Sync + 'static {
 
     /// Every attempt of a delivery, in order.
     fn attempts(&self, id: &DeliveryId) -> Result<Vec<AttemptRecord>>;
+
+    /// The idempotency record under an event id or content key, if the log
+    /// still holds it.
+    fn idempotency(&self, key: &[u8]) -> Result<Option<IdempotencyRecord>>;
 
     /// Deliveries newest first, with ids below `before`, of `status` if
     /// given: at most `limit`.
@@ -226,6 +232,7 @@ pub enum RowChange {
 
 /// The catalog's tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(usize)]
 pub enum Table {
     /// Tenant records by tenant id.
     Tenants,
@@ -235,6 +242,10 @@ pub enum Table {
     Tokens,
     /// Ids of deleted tenants whose data is still to be dropped.
     Drops,
+    /// Event contracts in force, by tenant, type and version.
+    Contracts,
+    /// Every revision of every contract.
+    ContractRevisions,
 }
 
 /// The control plane's persistent rows: a few small tables of opaque

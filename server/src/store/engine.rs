@@ -15,7 +15,7 @@ use super::{
     deliveries::{self, Next, Swept},
     records::{
         decode, queue_key_due_ms, AttemptRecord, DeadLetter, DeliveryState, DeliveryStatus,
-        StoredEvent,
+        IdempotencyRecord, StoredEvent,
     },
     CommitOutcome, NewDelivery, Store, TenantTrees,
 };
@@ -60,6 +60,13 @@ impl TenantData for TenantTrees {
 
     fn attempts(&self, id: &DeliveryId) -> Result<Vec<AttemptRecord>> {
         deliveries::load_attempts(self, id)
+    }
+
+    fn idempotency(&self, key: &[u8]) -> Result<Option<IdempotencyRecord>> {
+        self.idem
+            .get(key)?
+            .map(|bytes| IdempotencyRecord::decode(&bytes))
+            .transpose()
     }
 
     fn deliveries(
@@ -222,6 +229,8 @@ struct SledRows {
     secrets: sled::Tree,
     tokens: sled::Tree,
     drops: sled::Tree,
+    contracts: sled::Tree,
+    revisions: sled::Tree,
 }
 
 impl SledRows {
@@ -231,6 +240,8 @@ impl SledRows {
             secrets: db.open_tree("secrets")?,
             tokens: db.open_tree("tokens")?,
             drops: db.open_tree("tenant_drops")?,
+            contracts: db.open_tree("contracts")?,
+            revisions: db.open_tree("contract_revisions")?,
         })
     }
 
@@ -240,6 +251,8 @@ impl SledRows {
             Table::Secrets => &self.secrets,
             Table::Tokens => &self.tokens,
             Table::Drops => &self.drops,
+            Table::Contracts => &self.contracts,
+            Table::ContractRevisions => &self.revisions,
         }
     }
 }
@@ -260,20 +273,24 @@ impl CatalogRows for SledRows {
     }
 
     fn apply(&self, changes: &[RowChange]) -> Result<()> {
-        (&self.tenants, &self.secrets, &self.tokens, &self.drops)
-            .transaction(|(tenants, secrets, tokens, drops)| {
+        let trees = [
+            &self.tenants,
+            &self.secrets,
+            &self.tokens,
+            &self.drops,
+            &self.contracts,
+            &self.revisions,
+        ];
+        trees
+            .as_slice()
+            .transaction(|views| {
                 for change in changes {
                     let (table, key) = match change {
                         RowChange::Put(table, key, _) | RowChange::Remove(table, key) => {
                             (table, key)
                         }
                     };
-                    let tree = match table {
-                        Table::Tenants => tenants,
-                        Table::Secrets => secrets,
-                        Table::Tokens => tokens,
-                        Table::Drops => drops,
-                    };
+                    let tree = &views[*table as usize];
                     match change {
                         RowChange::Put(_, _, value) => {
                             tree.insert(key.as_bytes(), value.as_slice())?

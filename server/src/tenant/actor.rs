@@ -17,10 +17,12 @@ use super::{
 use crate::{
     clock::SharedClock,
     config::TenantSettings,
+    contracts::Slot,
     error::Error,
     feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
     ids::{DeliveryId, EventId, RequestId, TenantId},
-    ingest::IngestError,
+    ingest::{BodyError, IngestError},
+    metrics::{SenderMetrics, TypeOutcome},
     rate_limit::TokenBucket,
     store::{api::Tenant, records::EventMeta, CommitOutcome, NewDelivery},
     telemetry::{
@@ -52,6 +54,8 @@ pub struct TenantActor {
     clock: SharedClock,
     limiter: Option<TokenBucket>,
     tracing: Spans,
+    contracts: Slot,
+    senders: Option<Arc<SenderMetrics>>,
 }
 
 impl TenantActor {
@@ -84,7 +88,67 @@ impl TenantActor {
             clock,
             limiter,
             tracing,
+            contracts: Slot::default(),
+            senders: None,
         }
+    }
+
+    /// The actor checking bodies against the contracts in `contracts` and
+    /// recording clock skew and event types to `senders`.
+    pub fn with_contracts(mut self, contracts: Slot, senders: Arc<SenderMetrics>) -> Self {
+        self.contracts = contracts;
+        self.senders = Some(senders);
+        self
+    }
+
+    /// Checks the body against the tenant's contracts, counting a refusal
+    /// by event type. Returns the type for the accepted count, or the first
+    /// delivery of an event accepted before the contracts changed: a resend
+    /// of it is a duplicate, never a refusal.
+    fn check_contract(
+        &self,
+        body: &[u8],
+        event_id: &EventId,
+        keys: &ReplayKeys,
+    ) -> Result<Result<Option<String>, IngestOutcome>, IngestError> {
+        let verdict = self.contracts.load().check(body);
+        let Err(refusal) = verdict.result else {
+            return Ok(Ok(verdict.event_type));
+        };
+        if let Some(first) = self.accepted_before(event_id, keys) {
+            return Ok(Err(first));
+        }
+        if let Some(senders) = &self.senders {
+            let outcome = match refusal {
+                BodyError::UnknownEventType { .. } => TypeOutcome::UnknownEventType,
+                _ => TypeOutcome::ContractViolation,
+            };
+            senders.event(verdict.event_type.as_deref(), outcome);
+        }
+        Err(refusal.into())
+    }
+
+    /// The first delivery of this event when the idempotency log holds it
+    /// (its replay-cache entry is gone). Read only on the refusal path.
+    fn accepted_before(&self, event_id: &EventId, keys: &ReplayKeys) -> Option<IngestOutcome> {
+        let by_content = || {
+            let key = keys
+                .content
+                .as_ref()
+                .filter(|_| !self.settings.scheme.has_timestamp())?;
+            self.data.idempotency(&content_idem_key(key)).ok().flatten()
+        };
+        let first = self
+            .data
+            .idempotency(event_id.as_str().as_bytes())
+            .ok()
+            .flatten()
+            .or_else(by_content)?;
+        Some(IngestOutcome {
+            event_id: first.event_id.unwrap_or_else(|| event_id.clone()),
+            delivery_id: first.delivery_id,
+            duplicate: true,
+        })
     }
 
     /// The secrets a delivery may be signed with right now: the current one,
@@ -139,6 +203,10 @@ impl TenantActor {
             ),
         };
         let event_id = validate_body(&msg.body, id_source, &s.required_fields)?;
+        let event_type = match self.check_contract(&msg.body, &event_id, &keys)? {
+            Ok(event_type) => event_type,
+            Err(first) => return Ok(Prepared::Duplicate(first)),
+        };
 
         if let Some(limiter) = &mut self.limiter {
             limiter
@@ -151,6 +219,11 @@ impl TenantActor {
         Ok(Prepared::New {
             item: Box::new(self.new_delivery(msg, &headers, event_id, &keys, now_ms)),
             replay_keys: keys,
+            sender: SenderFacts {
+                event_type,
+                skew_ms: verified.timestamp.map(|ts| now_ms - ts * 1000),
+                now_ms,
+            },
         })
     }
 
@@ -198,7 +271,33 @@ enum Prepared {
     New {
         replay_keys: ReplayKeys,
         item: Box<NewDelivery>,
+        sender: SenderFacts,
     },
+}
+
+/// What an accepted delivery tells about its sender, recorded once the
+/// delivery is durable.
+struct SenderFacts {
+    event_type: Option<String>,
+    /// hookd's clock minus the signed timestamp, for timestamped schemes.
+    skew_ms: Option<i64>,
+    now_ms: i64,
+}
+
+impl SenderFacts {
+    fn record(self, senders: Option<&SenderMetrics>, tenant: &str, tolerance_secs: u64) {
+        let Some(senders) = senders else { return };
+        senders.event(self.event_type.as_deref(), TypeOutcome::Accepted);
+        let Some(skew_ms) = self.skew_ms else { return };
+        if let Some(median) = senders.observe_skew(skew_ms, self.now_ms, tolerance_secs) {
+            tracing::warn!(
+                tenant = %tenant,
+                median_skew_secs = median,
+                tolerance_secs,
+                "the sender's clock is far from hookd's: the median skew of recent deliveries is past half the tolerance; check NTP on both sides"
+            );
+        }
+    }
 }
 
 impl Actor for TenantActor {
@@ -244,7 +343,7 @@ impl Handler<Ingest> for TenantActor {
             spans::end_ingest_span(&span, Some(&e));
             return Box::pin(std::future::ready(Err(e)));
         };
-        let (replay_keys, item) = match prepared {
+        let (replay_keys, item, sender) = match prepared {
             Err(e) => {
                 spans::end_ingest_span(&span, Some(&e));
                 return Box::pin(std::future::ready(Err(e)));
@@ -253,7 +352,11 @@ impl Handler<Ingest> for TenantActor {
                 spans::end_ingest_span(&span, None);
                 return Box::pin(std::future::ready(Ok(outcome)));
             }
-            Ok(Prepared::New { replay_keys, item }) => (replay_keys, item),
+            Ok(Prepared::New {
+                replay_keys,
+                item,
+                sender,
+            }) => (replay_keys, item, sender),
         };
         let commit = Commit {
             data: self.data.clone(),
@@ -266,8 +369,10 @@ impl Handler<Ingest> for TenantActor {
             tenant: self.settings.id.clone(),
             request_id: msg.request_id,
             span,
+            senders: self.senders.clone(),
+            tolerance_secs: self.settings.tolerance_secs,
         };
-        Box::pin(commit.run(*item, replay_keys))
+        Box::pin(commit.run(*item, replay_keys, sender))
     }
 }
 
@@ -282,6 +387,8 @@ struct Commit {
     request_id: RequestId,
     span: opentelemetry::Context,
     commit_span: opentelemetry::Context,
+    senders: Option<Arc<SenderMetrics>>,
+    tolerance_secs: u64,
 }
 
 impl Commit {
@@ -289,6 +396,7 @@ impl Commit {
         self,
         item: NewDelivery,
         replay_keys: ReplayKeys,
+        sender: SenderFacts,
     ) -> Result<IngestOutcome, IngestError> {
         let event_id = item.event_id.clone();
         let new_id = item.meta.delivery_id.clone();
@@ -308,6 +416,11 @@ impl Commit {
         };
         let (event_id, delivery_id, duplicate) = match outcome {
             CommitOutcome::Accepted => {
+                sender.record(
+                    self.senders.as_deref(),
+                    self.tenant.as_str(),
+                    self.tolerance_secs,
+                );
                 self.wake.notify_one();
                 self.events.publish(DeliveryEvent {
                     kind: DeliveryEventKind::Accepted,

@@ -12,8 +12,10 @@ use tokio::sync::Notify;
 
 use super::{actor::TenantActor, messages::Reconfigure};
 use crate::{
+    catalog::contracts::ContractStore,
     clock::SharedClock,
     config::TenantSettings,
+    contracts::{Book, Contract, ContractSource, ContractSpec, TenantContracts},
     error::{Error, Result},
     feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
     forward::{Dispatcher, DispatcherParts},
@@ -53,6 +55,8 @@ pub struct Registry {
     telemetry: Telemetry,
     /// Private CAs every destination trusts (`[forward] ca_file`).
     forward_cas: Arc<Vec<reqwest::Certificate>>,
+    /// Each tenant's compiled contracts, shared with its actor.
+    contracts: Book,
 }
 
 impl Registry {
@@ -74,6 +78,7 @@ impl Registry {
             events,
             telemetry,
             forward_cas: Arc::default(),
+            contracts: Book::default(),
         }
     }
 
@@ -92,6 +97,9 @@ impl Registry {
         let arbiter = &self.arbiters[self.arbiter_index(&settings.id)];
         let wake = Arc::new(Notify::new());
         let metrics = self.telemetry.metrics().tenant(&settings.id);
+        let contracts = self.contracts.slot(&settings.id);
+        contracts.store(self.compiled_contracts(&settings));
+        let senders = self.telemetry.metrics().senders().label(metrics.label());
         let actor = TenantActor::new(
             settings.clone(),
             data.clone(),
@@ -99,7 +107,8 @@ impl Registry {
             wake.clone(),
             self.events.clone(),
             self.telemetry.spans().clone(),
-        );
+        )
+        .with_contracts(contracts, senders);
         let addr = Supervisor::start_in_arbiter(arbiter, |_| actor);
         let dispatcher = match &settings.forward {
             Some(forward) => {
@@ -180,8 +189,68 @@ impl Registry {
         Ok(())
     }
 
+    /// The contracts of `settings`' tenant: its config file's, then those
+    /// saved over the control plane (a saved one that no longer compiles is
+    /// logged and left out; one clashing with the config file's is ignored).
+    fn compiled_contracts(&self, settings: &TenantSettings) -> TenantContracts {
+        let config = &settings.contracts;
+        let saved = self.saved_contracts().and_then(|c| c.list(&settings.id));
+        let saved = saved.unwrap_or_else(|e| {
+            tracing::error!(tenant = %settings.id, error = %e, "saved contracts cannot be read; only the config file's are in force");
+            Vec::new()
+        });
+        let saved = saved.into_iter().filter_map(|record| {
+            let key = (record.event_type.as_str(), record.version.as_deref());
+            if config.contracts.iter().any(|c| c.key() == key) {
+                return None;
+            }
+            let source = ContractSource::Api {
+                revision: record.revision,
+                updated_at_ms: record.updated_at_ms,
+            };
+            let spec = ContractSpec {
+                event_type: record.event_type,
+                version: record.version,
+                schema: record.schema,
+                example: record.example,
+            };
+            let event_type = spec.event_type.clone();
+            Contract::compile(spec, &config.policy, source)
+                .inspect_err(|e| tracing::error!(tenant = %settings.id, event_type = %event_type, error = %e, "saved contract does not compile and is not in force"))
+                .ok()
+                .map(Arc::new)
+        });
+        TenantContracts::new(
+            config.policy.clone(),
+            config
+                .contracts
+                .iter()
+                .cloned()
+                .chain(saved.collect::<Vec<_>>()),
+        )
+    }
+
+    /// Recompiles a running tenant's contracts after a change: deliveries
+    /// checked from now on see it, those accepted before are untouched.
+    pub fn reload_contracts(&self, id: &str) -> Result<()> {
+        let handle = self
+            .get(id)
+            .ok_or_else(|| Error::NotFound(format!("tenant {id}")))?;
+        self.contracts
+            .slot(&handle.settings.id)
+            .store(self.compiled_contracts(&handle.settings));
+        Ok(())
+    }
+
+    /// The contracts in force for a running tenant.
+    pub fn contracts(&self, id: &str) -> Option<Arc<TenantContracts>> {
+        let handle = self.get(id)?;
+        Some(self.contracts.slot(&handle.settings.id).load())
+    }
+
     /// Stops a tenant and forgets it; its data is left to the caller.
     pub fn remove(&self, id: &str) -> bool {
+        self.contracts.forget(id);
         self.unavailable.write().expect("registry lock").remove(id);
         let removed = self.tenants.write().expect("registry lock").remove(id);
         if let Some(handle) = &removed {
@@ -251,6 +320,11 @@ impl Registry {
     /// Where the tenants record spans and metrics.
     pub fn telemetry(&self) -> &Telemetry {
         &self.telemetry
+    }
+
+    /// The contracts saved over the control plane.
+    pub fn saved_contracts(&self) -> Result<ContractStore> {
+        ContractStore::open(&*self.store)
     }
 
     /// The storage the tenants write to.

@@ -180,3 +180,67 @@ async fn redeliver_all_matching_names_each_dead_letter_beside_its_new_delivery()
         assert_eq!(shown["redelivery_of"], row[0], "{table}");
     }
 }
+
+#[tokio::test]
+async fn hookctl_manages_contracts_checks_payloads_and_prints_the_sheet() {
+    let s = TestServer::start(crate::harness::ACME);
+    let schema = r#"{"type":"object","required":["data"],"properties":{"data":{"type":"object","required":["amount"]}}}"#;
+    let example = r#"{"event_id":"evt_1","type":"order.paid","data":{"amount":1}}"#;
+    let put = [
+        "contracts",
+        "put",
+        "acme",
+        "--type",
+        "order.paid",
+        "--schema",
+        schema,
+        "--example",
+        example,
+    ];
+    let saved = json(&s, &put).await;
+    assert_eq!(
+        (saved["type"].as_str(), saved["revision"].as_u64()),
+        (Some("order.paid"), Some(1))
+    );
+    let list = json(&s, &["contracts", "list", "acme"]).await;
+    assert_eq!(
+        list["contracts"][0]["required_fields"],
+        serde_json::json!(["data"])
+    );
+    let ok = json(&s, &["contracts", "validate", "acme", "--payload", example]).await;
+    assert_eq!(ok["valid"], true);
+    let broken = r#"{"event_id":"e","type":"order.paid","data":{}}"#;
+    let (code, out) = hookctl(
+        &s,
+        &[
+            "--json",
+            "contracts",
+            "validate",
+            "acme",
+            "--payload",
+            broken,
+        ],
+    )
+    .await;
+    assert_eq!(code, 5, "ingest would refuse it: {out}");
+    let verdict: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(verdict["violations"][0]["pointer"], "/data/amount");
+    let (code, sheet) = hookctl(&s, &["contracts", "doc", "acme"]).await;
+    assert_eq!(code, 0);
+    for expected in [
+        "`standard`",
+        "300 s either way",
+        "### `order.paid`",
+        "Required fields: `data`",
+        "\"amount\": 1",
+    ] {
+        assert!(
+            sheet.contains(expected),
+            "{expected:?} missing from:\n{sheet}"
+        );
+    }
+    let (code, _) = hookctl(&s, &["contracts", "delete", "acme", "order.paid"]).await;
+    assert_eq!(code, 0);
+    let (code, _) = hookctl(&s, &["contracts", "get", "acme", "order.paid"]).await;
+    assert_eq!(code, 3, "deleted");
+}

@@ -40,6 +40,9 @@ pub enum CliError {
     /// `send` got an answer other than 2xx; the answer was already printed.
     #[error("the webhook was not accepted (HTTP {0})")]
     Rejected(u16),
+    /// `contracts validate`: ingest would refuse the payload with this code.
+    #[error("the payload would be refused: {0}")]
+    ContractBroken(String),
 }
 
 /// The exit code of a failed gRPC call or connection.
@@ -75,6 +78,7 @@ pub fn for_error(err: &anyhow::Error) -> u8 {
                 Some(match cli {
                     CliError::MissingToken => NOT_ALLOWED,
                     CliError::Rejected(status) => for_http(*status),
+                    CliError::ContractBroken(_) => REFUSED,
                 })
             } else {
                 cause

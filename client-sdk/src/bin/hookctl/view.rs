@@ -3,7 +3,8 @@
 //! secret: the records listed carry none.
 
 use hookd_sdk::client::proto::{
-    Attempt, DeadLetter, Delivery, DeliveryEventKind, DeliveryStatus, SecretInfo, Tenant, TokenInfo,
+    Attempt, ContractInfo, DeadLetter, Delivery, DeliveryEventKind, DeliveryStatus, SecretInfo,
+    Tenant, TokenInfo, ValidateResponse,
 };
 use serde_json::{json, Value};
 use time::{format_description::well_known::Rfc3339, OffsetDateTime};
@@ -167,6 +168,72 @@ impl View for SecretInfo {
             "state": self.state,
             "created_at_unix_ms": self.created_at_unix_ms,
             "expires_at_unix_ms": self.expires_at_unix_ms,
+        })
+    }
+}
+
+impl View for ContractInfo {
+    const COLUMNS: &'static [&'static str] = &[
+        "TYPE", "VERSION", "REVISION", "SOURCE", "UPDATED", "REQUIRED",
+    ];
+
+    fn cells(&self) -> Vec<String> {
+        let contract = self.contract.clone().unwrap_or_default();
+        vec![
+            contract.r#type,
+            or_dash(&contract.version),
+            self.revision.to_string(),
+            if self.from_config { "config" } else { "api" }.to_owned(),
+            when(self.updated_at_unix_ms),
+            or_dash(&self.required_fields.join(",")),
+        ]
+    }
+
+    fn json(&self) -> Value {
+        let contract = self.contract.clone().unwrap_or_default();
+        json!({
+            "type": contract.r#type,
+            "version": contract.version,
+            "schema": contract.schema,
+            "example": contract.example,
+            "revision": self.revision,
+            "from_config": self.from_config,
+            "updated_at_unix_ms": self.updated_at_unix_ms,
+            "required_fields": self.required_fields,
+        })
+    }
+}
+
+impl View for ValidateResponse {
+    const COLUMNS: &'static [&'static str] = &["VALID", "CODE", "TYPE", "VERSION", "VIOLATIONS"];
+
+    fn cells(&self) -> Vec<String> {
+        let violations = self
+            .violations
+            .iter()
+            .map(|v| format!("{} {}: {}", or_dash(&v.pointer), v.keyword, v.expected))
+            .collect::<Vec<_>>()
+            .join("; ");
+        vec![
+            self.valid.to_string(),
+            or_dash(&self.code),
+            or_dash(&self.r#type),
+            or_dash(&self.version),
+            or_dash(&violations),
+        ]
+    }
+
+    fn json(&self) -> Value {
+        json!({
+            "valid": self.valid,
+            "code": self.code,
+            "message": self.message,
+            "type": self.r#type,
+            "version": self.version,
+            "violations": self.violations.iter().map(|v| json!({
+                "pointer": v.pointer, "keyword": v.keyword, "expected": v.expected,
+            })).collect::<Vec<_>>(),
+            "violations_total": self.violations_total,
         })
     }
 }

@@ -5,9 +5,9 @@
 use std::sync::Arc;
 
 use hookd_proto::v1::{
-    self as pb, consumer_service_server::ConsumerService, delivery_service_server::DeliveryService,
-    secret_service_server::SecretService, tenant_service_server::TenantService,
-    token_service_server::TokenService,
+    self as pb, consumer_service_server::ConsumerService, contract_service_server::ContractService,
+    delivery_service_server::DeliveryService, secret_service_server::SecretService,
+    tenant_service_server::TenantService, token_service_server::TokenService,
 };
 use tonic::{Code, Request, Response, Status};
 
@@ -330,4 +330,48 @@ async fn list_tenants_pages_through_with_the_returned_token() {
         .into_inner();
     assert_eq!(second.tenants[0].tenant_id, "globex");
     assert_eq!(second.next_page_token, "");
+}
+
+#[tokio::test]
+async fn contract_calls_stay_in_the_tokens_tenant_and_need_type_schema_and_example() {
+    let backend = Arc::new(FakeBackend::new());
+    let api = ContractApi::new(Arc::clone(&backend));
+    let contract = |schema: &str| pb::Contract {
+        r#type: "order.paid".into(),
+        version: String::new(),
+        schema: schema.into(),
+        example: "{}".into(),
+    };
+    let put = |tenant: &str, schema: &str| pb::PutContractRequest {
+        tenant_id: tenant.into(),
+        contract: Some(contract(schema)),
+    };
+    let (code, _) = refused(
+        api.put_contract(request(Some(ACME), put("globex", "{}")))
+            .await,
+    );
+    assert_eq!(code, Code::PermissionDenied);
+    let (code, message) = refused(api.put_contract(request(Some(ACME), put("acme", ""))).await);
+    assert_eq!(
+        (code, message.as_str()),
+        (Code::InvalidArgument, "contract.schema is required")
+    );
+    let delete = pb::DeleteContractRequest {
+        tenant_id: "acme".into(),
+        r#type: String::new(),
+        version: "2".into(),
+    };
+    let (code, message) = refused(api.delete_contract(request(Some(ACME), delete)).await);
+    assert_eq!(
+        (code, message.as_str()),
+        (Code::InvalidArgument, "type is required")
+    );
+    assert!(backend.calls().is_empty());
+    let saved = api
+        .put_contract(request(Some(ACME), put("acme", "{}")))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(saved.contract.unwrap().contract, Some(contract("{}")));
+    assert_eq!(backend.calls(), ["put_contract"]);
 }

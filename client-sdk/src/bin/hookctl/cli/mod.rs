@@ -2,6 +2,7 @@
 //! live beside it, grouped as the commands are.
 
 mod admin;
+mod contracts;
 mod deliveries;
 
 use std::path::PathBuf;
@@ -13,6 +14,7 @@ use reqwest::Url;
 pub use admin::{
     CreateTenantArgs, SecretsCommand, TenantsCommand, TokensCommand, UpdateTenantArgs,
 };
+pub use contracts::{ContractsCommand, PutContractArgs};
 pub use deliveries::{DeadLettersCommand, DeliveriesCommand, FilterArgs};
 
 use crate::exit;
@@ -89,6 +91,10 @@ pub enum Command {
     /// List, redeliver and purge dead letters.
     #[command(subcommand)]
     DeadLetters(DeadLettersCommand),
+    /// Save, list and delete a tenant's event contracts; check payloads; print the
+    /// contract sheet.
+    #[command(subcommand)]
+    Contracts(ContractsCommand),
     /// Sign and POST a test webhook to hookd's HTTP ingest, as a sender would.
     Send(SendArgs),
     /// Print delivery events as they happen, until Ctrl-C.

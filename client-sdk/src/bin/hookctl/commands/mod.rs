@@ -1,11 +1,13 @@
 //! One module per command group: each turns parsed arguments into client calls and
 //! prints the result through [`Output`].
 
+mod contracts;
 mod dead_letters;
 mod deliveries;
 mod docs;
 mod secrets;
 mod send;
+mod sheet;
 mod tail;
 mod tenants;
 mod tokens;
@@ -46,6 +48,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Tokens(command) => tokens::run(&connect().await?, out, command).await,
         Command::Deliveries(command) => deliveries::run(&connect().await?, out, command).await,
         Command::DeadLetters(command) => dead_letters::run(&connect().await?, out, command).await,
+        Command::Contracts(command) => contracts::run(&connect().await?, out, command).await,
         Command::Tail { tenant } => tail::run(&connect().await?, out, tenant).await,
     }
 }

@@ -1,0 +1,231 @@
+//! Event contracts over the control plane: saved durably in the contract
+//! store, recompiled into the tenant's set once saved. Contracts from the
+//! config file are listed but read-only here.
+
+use std::sync::Arc;
+
+use hookd_control::{
+    model::{ContractCheck, ContractDef, ContractList, ContractView, ViolationView},
+    Error as ApiError, Result as ApiResult,
+};
+
+use super::{api, Backend};
+use crate::{
+    catalog::contracts::NewContract,
+    contracts::{Contract, ContractSource, ContractSpec, TenantContracts},
+    ingest::BodyError,
+    tenant::TenantHandle,
+};
+
+impl Backend {
+    fn running(&self, tenant_id: &str) -> ApiResult<TenantHandle> {
+        self.registry
+            .get(tenant_id)
+            .ok_or_else(|| ApiError::NotFound(format!("tenant {tenant_id}")))
+    }
+
+    fn contracts_of(&self, tenant_id: &str) -> ApiResult<Arc<TenantContracts>> {
+        self.registry
+            .contracts(tenant_id)
+            .ok_or_else(|| ApiError::NotFound(format!("tenant {tenant_id}")))
+    }
+
+    /// Refuses a change to a (type, version) the config file declares.
+    fn writable(
+        &self,
+        handle: &TenantHandle,
+        event_type: &str,
+        version: Option<&str>,
+    ) -> ApiResult<()> {
+        if handle
+            .settings
+            .contracts
+            .contracts
+            .iter()
+            .any(|c| c.key() == (event_type, version))
+        {
+            return Err(ApiError::FailedPrecondition(format!(
+                "the contract for {event_type:?}{} is declared in the config file; change it there and restart hookd",
+                version.map(|v| format!(" version {v:?}")).unwrap_or_default()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Checks, compiles and saves `def`; the caller then puts it in force.
+    pub(super) fn save_contract(
+        &self,
+        tenant_id: &str,
+        def: ContractDef,
+    ) -> ApiResult<ContractView> {
+        let handle = self.running(tenant_id)?;
+        self.writable(&handle, &def.event_type, def.version.as_deref())?;
+        let spec = ContractSpec {
+            event_type: def.event_type,
+            version: def.version,
+            schema: def.schema,
+            example: def.example,
+        };
+        // Compiled here only to refuse a bad contract before it is saved;
+        // the tenant's set is recompiled from the store once it is.
+        let source = ContractSource::Api {
+            revision: 0,
+            updated_at_ms: self.now_ms(),
+        };
+        let checked = Contract::compile(spec.clone(), &handle.settings.contracts.policy, source)
+            .map_err(|e| ApiError::InvalidArgument(format!("contract.{e}")))?;
+        let record = self
+            .registry
+            .saved_contracts()
+            .map_err(api)?
+            .put(
+                &handle.settings.id,
+                NewContract {
+                    event_type: spec.event_type,
+                    version: spec.version,
+                    schema: spec.schema,
+                    example: spec.example,
+                },
+                self.now_ms(),
+            )
+            .map_err(api)?;
+        tracing::info!(tenant = %tenant_id, event_type = %record.event_type, version = record.version.as_deref().unwrap_or(""), revision = record.revision, "contract saved");
+        Ok(ContractView {
+            contract: ContractDef {
+                event_type: record.event_type,
+                version: record.version,
+                schema: record.schema,
+                example: record.example,
+            },
+            revision: record.revision,
+            updated_at_ms: record.updated_at_ms,
+            from_config: false,
+            required_fields: checked.required().to_vec(),
+        })
+    }
+
+    /// Deletes a saved contract; the caller then recompiles the set.
+    pub(super) fn remove_contract(
+        &self,
+        tenant_id: &str,
+        event_type: &str,
+        version: Option<&str>,
+    ) -> ApiResult<()> {
+        let handle = self.running(tenant_id)?;
+        self.writable(&handle, event_type, version)?;
+        let removed = self
+            .registry
+            .saved_contracts()
+            .map_err(api)?
+            .delete(&handle.settings.id, event_type, version)
+            .map_err(api)?;
+        if !removed {
+            return Err(no_contract(event_type, version));
+        }
+        tracing::info!(tenant = %tenant_id, event_type = %event_type, version = version.unwrap_or(""), "contract deleted");
+        Ok(())
+    }
+
+    /// Recompiles the tenant's contracts from the store and the config.
+    pub(super) fn reload_contracts(&self, tenant_id: &str) -> ApiResult<()> {
+        self.registry.reload_contracts(tenant_id).map_err(api)
+    }
+
+    pub(super) fn contract(
+        &self,
+        tenant_id: &str,
+        event_type: &str,
+        version: Option<&str>,
+    ) -> ApiResult<ContractView> {
+        self.contracts_of(tenant_id)?
+            .contracts()
+            .iter()
+            .find(|c| c.key() == (event_type, version))
+            .map(|c| view(c))
+            .ok_or_else(|| no_contract(event_type, version))
+    }
+
+    pub(super) fn contract_list(&self, tenant_id: &str) -> ApiResult<ContractList> {
+        let set = self.contracts_of(tenant_id)?;
+        let policy = set.policy();
+        Ok(ContractList {
+            contracts: set.contracts().iter().map(|c| view(c)).collect(),
+            type_field: policy.type_field.clone(),
+            version_field: policy.version_field.clone(),
+            unknown_event_types: policy.unknown.as_str().to_owned(),
+        })
+    }
+
+    pub(super) fn check_payload(
+        &self,
+        tenant_id: &str,
+        payload: &[u8],
+    ) -> ApiResult<ContractCheck> {
+        let verdict = self.contracts_of(tenant_id)?.check(payload);
+        let mut check = ContractCheck {
+            event_type: verdict.event_type,
+            ..ContractCheck::default()
+        };
+        let Err(refusal) = verdict.result else {
+            return Ok(check);
+        };
+        let answer =
+            crate::error::ApiError::from(crate::ingest::IngestError::Body(refusal.clone()));
+        check.code = Some(answer.code.as_str().to_owned());
+        check.message = answer.message;
+        match refusal {
+            BodyError::ContractViolation {
+                version,
+                violations,
+                total,
+                ..
+            } => {
+                check.version = version;
+                check.violations_total = u32::try_from(total).unwrap_or(u32::MAX);
+                check.violations = violations
+                    .into_iter()
+                    .map(|v| ViolationView {
+                        pointer: v.pointer,
+                        keyword: v.keyword,
+                        expected: v.expected,
+                    })
+                    .collect();
+            }
+            BodyError::UnknownEventType { version, .. } => check.version = version,
+            _ => {}
+        }
+        Ok(check)
+    }
+}
+
+fn no_contract(event_type: &str, version: Option<&str>) -> ApiError {
+    ApiError::NotFound(format!(
+        "contract for {event_type:?}{}",
+        version
+            .map(|v| format!(" version {v:?}"))
+            .unwrap_or_default()
+    ))
+}
+
+fn view(contract: &Contract) -> ContractView {
+    let spec = contract.spec();
+    let (revision, updated_at_ms, from_config) = match contract.source() {
+        ContractSource::Config => (0, 0, true),
+        ContractSource::Api {
+            revision,
+            updated_at_ms,
+        } => (revision, updated_at_ms, false),
+    };
+    ContractView {
+        contract: ContractDef {
+            event_type: spec.event_type.clone(),
+            version: spec.version.clone(),
+            schema: spec.schema.clone(),
+            example: spec.example.clone(),
+        },
+        revision,
+        updated_at_ms,
+        from_config,
+        required_fields: contract.required().to_vec(),
+    }
+}

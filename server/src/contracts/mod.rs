@@ -1,0 +1,205 @@
+//! Event contracts: per tenant, a JSON Schema (draft 2020-12) for each event
+//! type and optional version, read from body fields the tenant names. This
+//! module compiles them ([`Contract`]), caches a tenant's compiled set
+//! ([`TenantContracts`], shared with its actor through a [`Slot`]) and checks
+//! a body against it ([`TenantContracts::check`]).
+
+mod check;
+mod compile;
+#[cfg(test)]
+mod tests;
+
+use std::{
+    collections::HashMap,
+    path::PathBuf,
+    sync::{Arc, RwLock},
+};
+
+pub use check::{TenantContracts, Verdict};
+pub use compile::{Contract, ContractSource, ContractSpec};
+use serde::{Deserialize, Serialize};
+
+use crate::ids::TenantId;
+
+/// Most violations listed in one refusal; the rest are only counted.
+pub const MAX_VIOLATIONS: usize = 20;
+/// Longest JSON pointer or expectation text in a refusal, in bytes.
+pub const MAX_VIOLATION_TEXT: usize = 256;
+/// Largest schema or example accepted, in bytes.
+pub const MAX_CONTRACT_BYTES: usize = 64 * 1024;
+/// Longest event type name.
+pub const MAX_TYPE_LEN: usize = 128;
+/// Longest version text.
+pub const MAX_VERSION_LEN: usize = 64;
+
+/// What happens to a delivery whose event type (and version) has no
+/// contract.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UnknownEventTypes {
+    /// Accepted unchecked (adding a contract later never breaks a sender).
+    #[default]
+    Accept,
+    /// Refused with 422 `UNKNOWN_EVENT_TYPE`.
+    Reject,
+}
+
+impl UnknownEventTypes {
+    /// The config value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UnknownEventTypes::Accept => "accept",
+            UnknownEventTypes::Reject => "reject",
+        }
+    }
+}
+
+/// How a tenant's bodies name their event type and version, and what
+/// happens to types without a contract.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    /// Top-level body field holding the event type.
+    pub type_field: String,
+    /// Top-level body field holding the version (a string or an integer).
+    pub version_field: String,
+    /// Types without a contract: accepted or refused.
+    pub unknown: UnknownEventTypes,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            type_field: DEFAULT_TYPE_FIELD.to_owned(),
+            version_field: DEFAULT_VERSION_FIELD.to_owned(),
+            unknown: UnknownEventTypes::Accept,
+        }
+    }
+}
+
+/// Default body field of the event type.
+pub const DEFAULT_TYPE_FIELD: &str = "type";
+/// Default body field of the version.
+pub const DEFAULT_VERSION_FIELD: &str = "version";
+
+/// One `[[tenants.contracts]]` entry of the config file.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContractConfig {
+    /// The event type this contract covers (the value of `type_field`).
+    #[serde(rename = "type")]
+    pub event_type: String,
+    /// The version it covers (the value of `version_field`); none covers
+    /// every version without a contract of its own.
+    #[serde(default)]
+    pub version: Option<String>,
+    /// The JSON Schema, inline.
+    #[serde(default)]
+    pub schema: Option<String>,
+    /// A file holding the JSON Schema.
+    #[serde(default)]
+    pub schema_file: Option<PathBuf>,
+    /// One real payload; it must validate when the config is loaded.
+    pub example: String,
+}
+
+impl ContractConfig {
+    /// The contract as written, its schema read from `schema_file` when
+    /// given; errors name the key.
+    pub fn spec(&self) -> Result<ContractSpec, String> {
+        let schema = match (&self.schema, &self.schema_file) {
+            (Some(schema), None) => schema.clone(),
+            (None, Some(path)) => std::fs::read_to_string(path)
+                .map_err(|e| format!("schema_file: cannot read {}: {e}", path.display()))?,
+            (None, None) => return Err("one of schema or schema_file is required".into()),
+            (Some(_), Some(_)) => return Err("give only one of schema or schema_file".into()),
+        };
+        Ok(ContractSpec {
+            event_type: self.event_type.clone(),
+            version: self.version.clone(),
+            schema,
+            example: self.example.clone(),
+        })
+    }
+}
+
+/// A tenant's contract policy and the contracts of its config file,
+/// compiled when the config is loaded.
+#[derive(Debug, Clone, Default)]
+pub struct ConfigContracts {
+    /// How types and versions are read, and what happens to unknown ones.
+    pub policy: Policy,
+    /// The config file's contracts (read-only over the API).
+    pub contracts: Vec<Arc<Contract>>,
+}
+
+impl ConfigContracts {
+    /// Compiles `configs` under `policy`; an error names the entry and key
+    /// (`contracts[1] (order.paid): example: ...`).
+    pub fn compile(policy: Policy, configs: &[ContractConfig]) -> Result<Self, String> {
+        if policy.type_field.is_empty() {
+            return Err("type_field must not be empty".into());
+        }
+        if policy.version_field.is_empty() {
+            return Err("version_field must not be empty".into());
+        }
+        let mut contracts: Vec<Arc<Contract>> = Vec::with_capacity(configs.len());
+        for (i, config) in configs.iter().enumerate() {
+            let named = |e: String| format!("contracts[{i}] ({}): {e}", config.event_type);
+            let contract = config
+                .spec()
+                .and_then(|spec| Contract::compile(spec, &policy, ContractSource::Config))
+                .map_err(named)?;
+            if contracts.iter().any(|c| c.key() == contract.key()) {
+                return Err(named(
+                    "a contract for this type and version is already declared".into(),
+                ));
+            }
+            contracts.push(Arc::new(contract));
+        }
+        Ok(ConfigContracts { policy, contracts })
+    }
+}
+
+/// The compiled contracts one tenant's actor reads at each delivery;
+/// replaced as a whole when they change, so a check sees one consistent set.
+/// A new slot holds no contracts: every type is accepted.
+#[derive(Clone, Default)]
+pub struct Slot(Arc<RwLock<Arc<TenantContracts>>>);
+
+impl Slot {
+    /// The set in force now.
+    pub fn load(&self) -> Arc<TenantContracts> {
+        self.0.read().expect("contracts lock").clone()
+    }
+
+    /// Puts `set` in force for every delivery checked from now on.
+    pub fn store(&self, set: TenantContracts) {
+        *self.0.write().expect("contracts lock") = Arc::new(set);
+    }
+}
+
+/// Every tenant's [`Slot`], so a restarted actor finds its tenant's set.
+#[derive(Clone, Default)]
+pub struct Book {
+    slots: Arc<RwLock<HashMap<TenantId, Slot>>>,
+}
+
+impl Book {
+    /// The slot of `tenant`, empty (accept everything) until filled.
+    pub fn slot(&self, tenant: &TenantId) -> Slot {
+        if let Some(slot) = self.slots.read().expect("contracts lock").get(tenant) {
+            return slot.clone();
+        }
+        self.slots
+            .write()
+            .expect("contracts lock")
+            .entry(tenant.clone())
+            .or_default()
+            .clone()
+    }
+
+    /// Forgets a removed tenant's contracts.
+    pub fn forget(&self, tenant: &str) {
+        self.slots.write().expect("contracts lock").remove(tenant);
+    }
+}

@@ -1,0 +1,295 @@
+//! What senders send, per `tenant` label: the clock skew of accepted
+//! deliveries of timestamped schemes (hookd's clock minus the signed
+//! timestamp; a histogram and the median of the recent ones) and deliveries
+//! by event type (accepted, or refused by a contract), event-type label
+//! values capped per tenant label like tenant labels are.
+
+use std::{
+    collections::{BTreeMap, VecDeque},
+    fmt::Write,
+    sync::{Arc, Mutex},
+};
+
+/// Upper bounds of the skew histogram, seconds; negative when the sender's
+/// clock is ahead of hookd's.
+pub const SKEW_BUCKETS_SECS: [f64; 17] = [
+    -600.0, -300.0, -120.0, -60.0, -30.0, -10.0, -5.0, -1.0, 0.0, 1.0, 5.0, 10.0, 30.0, 60.0,
+    120.0, 300.0, 600.0,
+];
+/// How many recent skews the median gauge is taken over.
+pub const SKEW_WINDOW: usize = 128;
+/// Shortest time between two skew warnings of one tenant label.
+pub const SKEW_WARN_EVERY_MS: i64 = 10 * 60 * 1000;
+/// Event types that get a label of their own per tenant label; later ones
+/// (and names that are long or unusual) are counted as `other`.
+pub const MAX_TYPE_LABELS: usize = 32;
+/// The event-type label of everything past the cap, and of bodies without
+/// a type.
+pub const OTHER_TYPE: &str = "other";
+const MAX_TYPE_LABEL_LEN: usize = 64;
+
+/// What happened to a delivery of one event type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TypeOutcome {
+    /// Accepted (a new delivery).
+    Accepted,
+    /// Refused: `CONTRACT_VIOLATION`.
+    ContractViolation,
+    /// Refused: `UNKNOWN_EVENT_TYPE`.
+    UnknownEventType,
+}
+
+impl TypeOutcome {
+    const ALL: [TypeOutcome; 3] = [
+        TypeOutcome::Accepted,
+        TypeOutcome::ContractViolation,
+        TypeOutcome::UnknownEventType,
+    ];
+
+    fn as_str(self) -> &'static str {
+        match self {
+            TypeOutcome::Accepted => "accepted",
+            TypeOutcome::ContractViolation => "contract_violation",
+            TypeOutcome::UnknownEventType => "unknown_event_type",
+        }
+    }
+}
+
+#[derive(Default)]
+struct Skew {
+    buckets: [u64; SKEW_BUCKETS_SECS.len()],
+    count: u64,
+    sum_secs: f64,
+    recent_ms: VecDeque<i64>,
+    last_warning_ms: Option<i64>,
+}
+
+impl Skew {
+    fn median_secs(&self) -> Option<f64> {
+        let mut recent: Vec<i64> = self.recent_ms.iter().copied().collect();
+        recent.sort_unstable();
+        let n = recent.len();
+        match n {
+            0 => None,
+            _ if n % 2 == 1 => Some(recent[n / 2] as f64 / 1000.0),
+            _ => Some((recent[n / 2 - 1] + recent[n / 2]) as f64 / 2000.0),
+        }
+    }
+}
+
+/// The sender metrics of one `tenant` label.
+pub struct SenderMetrics {
+    label: String,
+    skew: Mutex<Skew>,
+    types: Mutex<BTreeMap<String, [u64; TypeOutcome::ALL.len()]>>,
+}
+
+impl SenderMetrics {
+    fn new(label: &str) -> Self {
+        SenderMetrics {
+            label: label.to_owned(),
+            skew: Mutex::default(),
+            types: Mutex::default(),
+        }
+    }
+
+    /// Records the skew of one accepted delivery (`now_ms` minus the signed
+    /// timestamp). Returns the recent median, in seconds, when it is past
+    /// half of `tolerance_secs` either way and no warning was due in the
+    /// last [`SKEW_WARN_EVERY_MS`]: the caller logs it.
+    pub fn observe_skew(&self, skew_ms: i64, now_ms: i64, tolerance_secs: u64) -> Option<f64> {
+        let mut skew = self.skew.lock().expect("skew lock");
+        let secs = skew_ms as f64 / 1000.0;
+        if let Some(i) = SKEW_BUCKETS_SECS.iter().position(|le| secs <= *le) {
+            skew.buckets[i] += 1;
+        }
+        skew.count += 1;
+        skew.sum_secs += secs;
+        if skew.recent_ms.len() == SKEW_WINDOW {
+            skew.recent_ms.pop_front();
+        }
+        skew.recent_ms.push_back(skew_ms);
+        let median = skew.median_secs()?;
+        let quiet = skew
+            .last_warning_ms
+            .is_none_or(|t| now_ms - t >= SKEW_WARN_EVERY_MS);
+        if median.abs() * 2.0 > tolerance_secs as f64 && quiet {
+            skew.last_warning_ms = Some(now_ms);
+            return Some(median);
+        }
+        None
+    }
+
+    /// The median skew of the recent accepted deliveries, seconds.
+    pub fn median_skew_secs(&self) -> Option<f64> {
+        self.skew.lock().expect("skew lock").median_secs()
+    }
+
+    /// Counts one delivery of `event_type` (`None`: the body names none).
+    pub fn event(&self, event_type: Option<&str>, outcome: TypeOutcome) {
+        let mut types = self.types.lock().expect("types lock");
+        let label = match event_type {
+            Some(t) if types.contains_key(t) => t,
+            Some(t) if types.len() < MAX_TYPE_LABELS && label_safe(t) => t,
+            _ => OTHER_TYPE,
+        };
+        let counts = match types.get_mut(label) {
+            Some(counts) => counts,
+            None => types.entry(label.to_owned()).or_default(),
+        };
+        counts[outcome as usize] += 1;
+    }
+
+    /// The count of `outcome` for `event_type`'s label.
+    pub fn events(&self, event_type: &str, outcome: TypeOutcome) -> u64 {
+        self.types
+            .lock()
+            .expect("types lock")
+            .get(event_type)
+            .map_or(0, |c| c[outcome as usize])
+    }
+
+    /// How many skews were recorded, and how many fell at or below
+    /// `le_secs` (one of [`SKEW_BUCKETS_SECS`]).
+    pub fn skew_counts(&self, le_secs: f64) -> (u64, u64) {
+        let skew = self.skew.lock().expect("skew lock");
+        let below = SKEW_BUCKETS_SECS
+            .iter()
+            .zip(skew.buckets)
+            .take_while(|(le, _)| **le <= le_secs)
+            .map(|(_, n)| n)
+            .sum();
+        (skew.count, below)
+    }
+}
+
+/// A type name that is safe and short enough for a label value.
+fn label_safe(event_type: &str) -> bool {
+    event_type.len() <= MAX_TYPE_LABEL_LEN
+        && event_type
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._:/-".contains(&b))
+}
+
+/// The sender metrics of every `tenant` label.
+#[derive(Default)]
+pub struct Senders {
+    labels: Mutex<BTreeMap<String, Arc<SenderMetrics>>>,
+}
+
+impl Senders {
+    /// The metrics of one `tenant` label (already capped by the caller).
+    pub fn label(&self, label: &str) -> Arc<SenderMetrics> {
+        self.labels
+            .lock()
+            .expect("senders lock")
+            .entry(label.to_owned())
+            .or_insert_with(|| Arc::new(SenderMetrics::new(label)))
+            .clone()
+    }
+
+    /// Writes the three families in the Prometheus text format.
+    pub fn render(&self, out: &mut String) {
+        let labels: Vec<Arc<SenderMetrics>> = self
+            .labels
+            .lock()
+            .expect("senders lock")
+            .values()
+            .cloned()
+            .collect();
+        let skew = "hookd_sender_clock_skew_seconds";
+        let _ = writeln!(out, "# HELP {skew} hookd's clock minus the signed timestamp of accepted deliveries (negative: the sender's clock is ahead).\n# TYPE {skew} histogram");
+        for m in &labels {
+            let s = m.skew.lock().expect("skew lock");
+            let mut cumulative = 0;
+            for (le, n) in SKEW_BUCKETS_SECS.iter().zip(s.buckets) {
+                cumulative += n;
+                let _ = writeln!(
+                    out,
+                    "{skew}_bucket{{tenant=\"{}\",le=\"{le}\"}} {cumulative}",
+                    m.label
+                );
+            }
+            let t = &m.label;
+            let _ = writeln!(
+                out,
+                "{skew}_bucket{{tenant=\"{t}\",le=\"+Inf\"}} {}",
+                s.count
+            );
+            let _ = writeln!(out, "{skew}_sum{{tenant=\"{t}\"}} {}", s.sum_secs);
+            let _ = writeln!(out, "{skew}_count{{tenant=\"{t}\"}} {}", s.count);
+        }
+        let median = "hookd_sender_clock_skew_median_seconds";
+        let _ = writeln!(out, "# HELP {median} Median clock skew of the last {SKEW_WINDOW} accepted timestamped deliveries.\n# TYPE {median} gauge");
+        for m in &labels {
+            if let Some(secs) = m.median_skew_secs() {
+                let _ = writeln!(out, "{median}{{tenant=\"{}\"}} {secs}", m.label);
+            }
+        }
+        let by_type = "hookd_event_type_deliveries_total";
+        let _ = writeln!(out, "# HELP {by_type} Deliveries by event type: accepted, or refused by a contract.\n# TYPE {by_type} counter");
+        for m in &labels {
+            for (event_type, counts) in m.types.lock().expect("types lock").iter() {
+                for outcome in TypeOutcome::ALL {
+                    let _ = writeln!(
+                        out,
+                        "{by_type}{{tenant=\"{}\",event_type=\"{event_type}\",outcome=\"{}\"}} {}",
+                        m.label,
+                        outcome.as_str(),
+                        counts[outcome as usize]
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn type_labels_are_capped_and_unsafe_names_are_other() {
+        let m = SenderMetrics::new("acme");
+        for i in 0..MAX_TYPE_LABELS + 5 {
+            m.event(Some(&format!("t{i}")), TypeOutcome::Accepted);
+        }
+        m.event(Some("t0"), TypeOutcome::ContractViolation);
+        m.event(Some("bad\"name"), TypeOutcome::Accepted);
+        m.event(None, TypeOutcome::UnknownEventType);
+        assert_eq!(m.events("t0", TypeOutcome::Accepted), 1);
+        assert_eq!(m.events("t0", TypeOutcome::ContractViolation), 1);
+        assert_eq!(m.events(OTHER_TYPE, TypeOutcome::Accepted), 6);
+        assert_eq!(m.events(OTHER_TYPE, TypeOutcome::UnknownEventType), 1);
+        assert_eq!(
+            m.types.lock().unwrap().len(),
+            MAX_TYPE_LABELS + 1,
+            "plus other"
+        );
+    }
+
+    #[test]
+    fn skew_warning_fires_past_half_the_tolerance_and_is_rate_limited() {
+        let m = SenderMetrics::new("acme");
+        assert_eq!(m.observe_skew(100_000, 0, 300), None, "100 s < 150 s");
+        assert_eq!(m.observe_skew(200_000, 1, 300), None, "median 150 s");
+        assert_eq!(m.observe_skew(200_000, 2, 300), Some(200.0));
+        assert_eq!(m.observe_skew(200_000, 3, 300), None, "warned just now");
+        assert_eq!(
+            m.observe_skew(200_000, 2 + SKEW_WARN_EVERY_MS, 300),
+            Some(200.0)
+        );
+        let mut out = String::new();
+        let senders = Senders::default();
+        senders.label("acme").observe_skew(-2_000, 0, 300);
+        senders.render(&mut out);
+        assert!(
+            out.contains("hookd_sender_clock_skew_seconds_bucket{tenant=\"acme\",le=\"-1\"} 1"),
+            "{out}"
+        );
+        assert!(
+            out.contains("hookd_sender_clock_skew_median_seconds{tenant=\"acme\"} -2"),
+            "{out}"
+        );
+    }
+}
