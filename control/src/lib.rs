@@ -9,6 +9,7 @@ mod backend;
 mod convert;
 mod error;
 pub mod model;
+mod rpc_trace;
 mod services;
 mod tls;
 pub mod watch;
@@ -84,8 +85,10 @@ pub async fn serve<B: ControlBackend>(
     let secrets = SecretApi::new(Arc::clone(&backend));
     let tokens = TokenApi::new(Arc::clone(&backend));
     let deliveries = DeliveryApi::new(Arc::clone(&backend), stopping);
+    let traces = rpc_trace::RpcTraceLayer::new(backend.tracer());
     let consumer = ConsumerApi::new(backend);
     let router = tonic::transport::Server::builder()
+        .layer(traces)
         .add_service(health)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)

@@ -31,7 +31,7 @@ use crate::{
         Store, TenantTrees,
     },
     telemetry::{
-        spans::{self, ForwardRecord},
+        spans::{self, ForwardRecord, ForwardTarget},
         Spans,
     },
     tenant::rate_limit::TokenBucket,
@@ -109,8 +109,8 @@ pub struct Dispatcher {
     spans: Spans,
     metrics: Arc<TenantMetrics>,
     breaker_gauge: BreakerGauge,
-    /// The destination's host, for spans and logs (its URL may carry a token).
-    host: String,
+    /// The destination as spans and logs name it (its URL may carry a token).
+    target: ForwardTarget,
 }
 
 impl Dispatcher {
@@ -146,15 +146,12 @@ impl Dispatcher {
                 .no_proxy();
         }
         let client = builder.build()?;
-        let host = reqwest::Url::parse(&settings.url)
-            .ok()
-            .and_then(|url| url.host_str().map(str::to_owned))
-            .unwrap_or_default();
+        let target = ForwardTarget::of(&settings.url);
         Ok(Dispatcher {
             breaker_gauge: BreakerGauge::new(metrics.clone()),
             spans,
             metrics,
-            host,
+            target,
             breaker: Breaker::new(settings.breaker_threshold, settings.breaker_cooldown_ms),
             rate: settings
                 .delivery_rate
@@ -255,7 +252,7 @@ impl Dispatcher {
         let number = state.attempts + 1;
         let trace = self
             .spans
-            .start_forward(&self.tenant, &event.meta, number, &self.host);
+            .start_forward(&self.tenant, &event.meta, number, &self.target);
         let trace_headers = spans::trace_headers(&trace);
         let (client, settings) = (self.client.clone(), self.settings.clone());
         Ok(Box::pin(async move {
@@ -327,12 +324,12 @@ impl Dispatcher {
         match &result.verdict {
             Verdict::Retryable { .. } => {
                 if self.breaker.on_failure(now) {
-                    tracing::warn!(tenant = %self.tenant, destination = %self.host, "circuit breaker open: destination failing, pausing forwards");
+                    tracing::warn!(tenant = %self.tenant, destination = %self.target.host(), "circuit breaker open: destination failing, pausing forwards");
                 }
             }
             Verdict::Success | Verdict::Permanent => {
                 if self.breaker.on_success() {
-                    tracing::info!(tenant = %self.tenant, destination = %self.host, "circuit breaker closed: destination answering again");
+                    tracing::info!(tenant = %self.tenant, destination = %self.target.host(), "circuit breaker closed: destination answering again");
                 }
             }
             Verdict::Unsendable => self.breaker.on_not_sent(now),
@@ -389,6 +386,7 @@ impl Dispatcher {
             status_code: result.record.status_code,
             duration_ms: result.record.duration_ms,
             error,
+            error_type: result.error_type.as_deref(),
         }
         .end(&trace);
         let trace_id = spans::trace_id(&trace);

@@ -2,6 +2,7 @@
 //! config), OpenTelemetry spans of the ingest and forward paths with their
 //! OTLP export, and the handle every component records spans and metrics to.
 
+pub mod attrs;
 mod otlp;
 pub mod spans;
 
