@@ -380,7 +380,8 @@ impl Dispatcher {
             Next::Retry { .. } => (ForwardOutcome::Retry, Some(result.error.as_str())),
             Next::Dead { reason } => (ForwardOutcome::Dead, Some(reason.as_str())),
         };
-        self.metrics.forwarded(outcome, result.elapsed);
+        self.metrics
+            .forwarded(outcome, result.elapsed, spans::sampled_trace_id(&trace));
         ForwardRecord {
             outcome,
             status_code: result.record.status_code,

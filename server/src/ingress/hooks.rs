@@ -93,7 +93,9 @@ pub async fn ingest(
             (e.to_response(&request_id), IngestResult::Rejected)
         }
     };
-    telemetry.metrics().ingest_latency(kind, started.elapsed());
+    telemetry
+        .metrics()
+        .ingest_latency(kind, started.elapsed(), spans::sampled_trace_id(&trace));
     response
 }
 

@@ -1,32 +1,39 @@
-//! `GET /metrics`: every metric in the Prometheus text format, rendered on
-//! actix's blocking pool, never on an HTTP worker. Served on the public
-//! address, or on `metrics.addr` alone when that is set.
+//! `GET /metrics`: every metric in the Prometheus text format, or in
+//! OpenMetrics (with exemplars) when the scraper's `Accept` asks for it,
+//! rendered on actix's blocking pool, never on an HTTP worker. Served on
+//! the public address, or on `metrics.addr` alone when that is set.
 
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{http::header::ACCEPT, web, HttpRequest, HttpResponse};
 
 use super::{request_id_of, AppState};
-use crate::error::{ApiError, ErrorCode};
+use crate::{
+    error::{ApiError, ErrorCode},
+    metrics::{read_storage, scrape, Format},
+};
 
 /// The scrape handler.
 pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    let format = Format::negotiate(req.headers().get(ACCEPT).and_then(|v| v.to_str().ok()));
     let registry = state.registry.clone();
     let scraped = web::block(move || {
-        crate::metrics::scrape(
+        scrape(
             registry.telemetry().metrics(),
-            &registry.handles(),
-            registry.store().committer().stats(),
-            registry.clock().now_ms(),
+            &read_storage(&registry),
+            format,
         )
     })
     .await;
     match scraped {
-        Ok(text) => HttpResponse::Ok()
-            .content_type("text/plain; version=0.0.4; charset=utf-8")
+        Ok(Ok(text)) => HttpResponse::Ok()
+            .content_type(format.content_type())
             .body(text),
-        Err(e) => {
-            tracing::error!(error = %e, "metrics scrape failed");
-            ApiError::new(ErrorCode::InternalError, "metrics could not be collected")
-                .to_response(&request_id_of(&req))
-        }
+        Ok(Err(e)) => failed(&req, &e),
+        Err(e) => failed(&req, &e),
     }
+}
+
+fn failed(req: &HttpRequest, e: &dyn std::fmt::Display) -> HttpResponse {
+    tracing::error!(error = %e, "metrics scrape failed");
+    ApiError::new(ErrorCode::InternalError, "metrics could not be collected")
+        .to_response(&request_id_of(req))
 }

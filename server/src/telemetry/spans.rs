@@ -250,6 +250,14 @@ pub fn trace_id(cx: &Context) -> String {
     cx.span().span_context().trace_id().to_string()
 }
 
+/// The trace id of the span in `cx` when it is sampled (its trace will be
+/// exported), for the exemplars of latency histograms.
+pub fn sampled_trace_id(cx: &Context) -> Option<String> {
+    let span = cx.span();
+    let sc = span.span_context();
+    (sc.is_valid() && sc.is_sampled()).then(|| sc.trace_id().to_string())
+}
+
 /// Ends an internal span of `cx`, marked failed with `error`'s code and
 /// plain words if any.
 pub fn end_span(cx: &Context, error: Option<&ApiError>) {

@@ -5,6 +5,7 @@
 
 mod collector;
 mod export;
+mod exposition;
 mod gauges;
 mod metrics;
 mod semconv;
