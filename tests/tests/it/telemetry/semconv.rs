@@ -1,8 +1,8 @@
 //! hookd's spans as the OpenTelemetry semantic conventions describe them,
 //! for an accepted, a rejected (4xx) and a storage-failed (5xx) delivery,
 //! two forward attempts (the first refused with 500) and two control-plane
-//! RPCs. One scenario, checked on spans read from memory and on spans a
-//! collector received over OTLP/gRPC and OTLP/HTTP.
+//! RPCs. One scenario, checked on spans read from memory and on spans the
+//! fake collector received over OTLP/gRPC and OTLP/HTTP (protobuf).
 
 use std::{
     collections::BTreeMap,
@@ -13,7 +13,15 @@ use opentelemetry::trace::{SpanKind, Status};
 use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData};
 use reqwest::StatusCode;
 
-use super::{Traced, WAIT};
+use hookd_server::telemetry::{OtlpExport, OtlpProtocol};
+use opentelemetry_proto::tonic::trace::v1::{
+    span::SpanKind as ProtoKind, status::StatusCode as ProtoStatus,
+};
+
+use super::{
+    collector::{Collector, Received},
+    Traced, WAIT,
+};
 use crate::{
     harness::{now_secs, order, signed, tenant},
     receiver::{Receiver, Reply},
@@ -67,6 +75,25 @@ pub struct Answers {
     failed: serde_json::Value,
     port: u16,
     dest_port: String,
+}
+
+impl From<&Received> for Seen {
+    fn from(received: &Received) -> Seen {
+        let span = &received.span;
+        Seen {
+            name: span.name.clone(),
+            kind: match ProtoKind::try_from(span.kind) {
+                Ok(ProtoKind::Server) => "server",
+                Ok(ProtoKind::Client) => "client",
+                _ => "other",
+            },
+            error: span
+                .status
+                .as_ref()
+                .is_some_and(|s| s.code == ProtoStatus::Error as i32),
+            attrs: received.attrs(),
+        }
+    }
 }
 
 /// Polls `spans` (every span its source has so far) until `n` match `pred`.
@@ -290,4 +317,39 @@ async fn spans_follow_the_http_and_rpc_semantic_conventions() {
     })
     .await;
     check(&spans, &answers);
+}
+
+/// The scenario with spans exported over `protocol` to a fake collector.
+async fn over_otlp(protocol: OtlpProtocol, id: &str) {
+    let (collector, endpoint) = match protocol {
+        OtlpProtocol::Grpc => {
+            let (collector, addr) = Collector::start().await;
+            (collector, format!("http://{addr}"))
+        }
+        OtlpProtocol::HttpProtobuf => {
+            let (collector, addr) = Collector::start_http().await;
+            (collector, format!("http://{addr}/v1/traces"))
+        }
+    };
+    let export = OtlpExport::start(protocol, Some(&endpoint)).unwrap();
+    let provider = export.provider().clone();
+    let (spans, answers) = run_scenario(id, provider.clone(), || {
+        provider.force_flush().unwrap();
+        collector.spans().iter().map(Seen::from).collect()
+    })
+    .await;
+    check(&spans, &answers);
+    tokio::task::spawn_blocking(move || export.shutdown())
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_collector_gets_the_conventional_spans_over_otlp_grpc() {
+    over_otlp(OtlpProtocol::Grpc, "semconv_grpc").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_collector_gets_the_conventional_spans_over_otlp_http() {
+    over_otlp(OtlpProtocol::HttpProtobuf, "semconv_http").await;
 }
