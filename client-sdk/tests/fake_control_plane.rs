@@ -349,3 +349,50 @@ async fn hookctl_tail_prints_one_line_per_event() {
     assert_eq!(kinds[1]["kind"], "accepted");
     assert_eq!(kinds[1]["delivery_id"], "dlv_2");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hookctl_output_is_a_table_wide_json_or_yaml() {
+    let endpoint = fake_hookd().await;
+
+    let (code, out, err) = hookctl(&endpoint, &["--output", "wide", "tenants", "list"]).await;
+    assert_eq!(code, Some(0), "{err}");
+    let header = out.lines().next().expect("header line");
+    for column in [
+        "TENANT_ID",
+        "INGEST_PATH",
+        "MAX_BODY_BYTES",
+        "TOLERANCE_SECS",
+    ] {
+        assert!(header.contains(column), "{column} in {out}");
+    }
+    assert_eq!(out.lines().count(), 6, "{out}");
+    assert!(out.lines().nth(5).unwrap().contains("/hooks/t5"), "{out}");
+
+    let (code, out, err) = hookctl(&endpoint, &["-o", "yaml", "tenants", "list"]).await;
+    assert_eq!(code, Some(0), "{err}");
+    let document: serde_json::Value = serde_norway::from_str(&out).expect("one YAML document");
+    assert_eq!(document["tenants"].as_array().map(Vec::len), Some(5));
+    assert_eq!(document["tenants"][4]["ingest_path"], "/hooks/t5");
+
+    let (code, out, err) = hookctl(&endpoint, &["tenants", "get", "t2", "-o", "yaml"]).await;
+    assert_eq!(code, Some(0), "{err}");
+    let document: serde_json::Value = serde_norway::from_str(&out).expect("one YAML document");
+    assert_eq!(document["tenant_id"], "t2");
+
+    let (code, out, err) = hookctl(&endpoint, &["-o", "json", "tenants", "get", "t2"]).await;
+    assert_eq!(code, Some(0), "{err}");
+    let document: serde_json::Value = serde_json::from_str(&out).expect("one JSON document");
+    assert_eq!(document["enabled"], true);
+
+    let (code, out, err) = hookctl(&endpoint, &["-o", "wide", "tenants", "get", "t2"]).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("ingest_path:") && l.ends_with("/hooks/t2")),
+        "{out}"
+    );
+
+    let (code, _, err) = hookctl(&endpoint, &["-o", "xml", "tenants", "list"]).await;
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("wide") && err.contains("yaml"), "{err}");
+}
