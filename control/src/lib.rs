@@ -14,8 +14,8 @@ mod services;
 mod tls;
 pub mod watch;
 
-#[cfg(test)]
-mod fake;
+#[cfg(any(test, feature = "fake"))]
+pub mod fake;
 
 use std::{future::Future, sync::Arc, time::Duration};
 
