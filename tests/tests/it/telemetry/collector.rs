@@ -19,6 +19,13 @@ use opentelemetry_proto::tonic::{
     trace::v1::Span,
 };
 use prost::Message;
+use tokio_rustls::{
+    rustls::{
+        pki_types::{pem::PemObject, CertificateDer, PrivateKeyDer},
+        ServerConfig,
+    },
+    TlsAcceptor,
+};
 use tonic::{
     transport::{Identity, ServerTlsConfig},
     Request, Response, Status,
@@ -80,6 +87,26 @@ impl Collector {
     /// its address. Anything but `POST /v1/traces` with an
     /// `application/x-protobuf` body is answered 404 or 415.
     pub async fn start_http() -> (Collector, SocketAddr) {
+        Collector::serve_http(None).await
+    }
+
+    /// OTLP/HTTP over TLS with `pki`'s server certificate (for `localhost`,
+    /// signed by the test CA).
+    pub async fn start_https(pki: &Pki) -> (Collector, SocketAddr) {
+        let (cert, key) = pki.server();
+        let chain = CertificateDer::pem_file_iter(cert)
+            .unwrap()
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
+        let key = PrivateKeyDer::from_pem_file(key).unwrap();
+        let config = ServerConfig::builder()
+            .with_no_client_auth()
+            .with_single_cert(chain, key)
+            .unwrap();
+        Collector::serve_http(Some(TlsAcceptor::from(Arc::new(config)))).await
+    }
+
+    async fn serve_http(tls: Option<TlsAcceptor>) -> (Collector, SocketAddr) {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let collector = Collector::default();
@@ -91,10 +118,18 @@ impl Collector {
                     let collector = collector.clone();
                     async move { Ok::<_, std::convert::Infallible>(collector.export_http(req).await) }
                 });
+                let tls = tls.clone();
                 tokio::spawn(async move {
-                    let _ = http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
+                    let http = http1::Builder::new();
+                    let _ = match tls {
+                        Some(acceptor) => match acceptor.accept(stream).await {
+                            Ok(stream) => {
+                                http.serve_connection(TokioIo::new(stream), service).await
+                            }
+                            Err(_) => return,
+                        },
+                        None => http.serve_connection(TokioIo::new(stream), service).await,
+                    };
                 });
             }
         });

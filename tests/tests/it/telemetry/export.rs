@@ -356,3 +356,36 @@ async fn no_secret_token_or_body_reaches_logs_spans_or_metrics() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_https_collector_over_otlp_http_is_trusted_through_the_system_roots() {
+    let pki = Pki::new();
+    let (collector, addr) = Collector::start_https(&pki).await;
+    let (_dir, data, config) = setup(ACME);
+    let endpoint = format!("https://localhost:{}", addr.port());
+    let ca = pki.ca();
+    let mut hookd = HookdProcess::spawn(
+        &data,
+        &config,
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"),
+            // The test CA is one of the system's roots for this process.
+            ("SSL_CERT_FILE", ca.to_str().unwrap()),
+        ],
+    );
+    let (status, answer) = hookd
+        .post("msg_otlp_https", now_secs(), &order("evt_https"))
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{answer}");
+    let exit = hookd.terminate();
+    assert!(exit.success(), "{exit:?}");
+    assert!(
+        collector
+            .spans()
+            .iter()
+            .any(|s| s.span.name == "hookd.ingest"),
+        "no ingest span over OTLP/HTTP with TLS: {}",
+        hookd.logs()
+    );
+}
