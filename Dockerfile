@@ -11,6 +11,9 @@
 ARG RUST_VERSION=1.95
 
 FROM rust:${RUST_VERSION}-bookworm AS build
+# The commit for hookd_build_info (.git is not in the build context).
+ARG REVISION=unknown
+ENV HOOKD_BUILD_COMMIT=${REVISION}
 WORKDIR /src
 COPY . .
 # Protos are compiled by protox (pure Rust): no protoc or other system

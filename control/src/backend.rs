@@ -35,6 +35,12 @@ pub trait ControlBackend: Send + Sync + 'static {
     /// `grpc.health.v1`. Called once a second, so it must be cheap.
     fn is_ready(&self) -> bool;
 
+    /// Where the control plane's RPC spans go (`{service}/{method}`, with the
+    /// OpenTelemetry RPC attributes); `None`, the default, records none.
+    fn tracer(&self) -> Option<opentelemetry::global::BoxedTracer> {
+        None
+    }
+
     /// Who holds `bearer_token`: the admin token, or a live (not revoked)
     /// tenant-scoped token, compared by hash in constant time. `None` for
     /// anything else; the caller then gets UNAUTHENTICATED. A revoked token

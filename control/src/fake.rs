@@ -1,17 +1,19 @@
-//! An in-memory [`ControlBackend`] for the crate's tests: a few tenants,
-//! fixed tokens, deliveries the test seeds, an event bus the test feeds, and
-//! a log of which methods ran so a test can prove a refused call never
-//! reached the backend.
+//! An in-memory [`ControlBackend`] for tests: a few tenants, fixed tokens,
+//! deliveries and dead letters the test seeds, an event bus the test feeds,
+//! an optional cap on page sizes (to make clients page), and a log of which
+//! methods ran so a test can prove a refused call never reached the backend.
+//! The one fake control plane: this crate's tests use it, and so do the
+//! SDK's and hookctl's, through the `fake` feature and [`FakeServer`].
 
 use std::{
     collections::BTreeMap,
     sync::{
-        atomic::{AtomicBool, Ordering},
-        Mutex,
+        atomic::{AtomicBool, AtomicU32, Ordering},
+        Arc, Mutex,
     },
 };
 
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, oneshot};
 
 use crate::{
     backend::{ControlBackend, EventStream},
@@ -25,22 +27,31 @@ use crate::{
 };
 
 /// The admin's bearer token.
-pub(crate) const ADMIN: &str = "admin-token";
+pub const ADMIN: &str = "admin-token";
 /// A bearer token scoped to tenant `acme`.
-pub(crate) const ACME: &str = "acme-token";
+pub const ACME: &str = "acme-token";
 
-pub(crate) struct FakeBackend {
+/// The fake backend; see the module documentation.
+pub struct FakeBackend {
     tenants: Mutex<BTreeMap<String, TenantView>>,
     deliveries: Mutex<Vec<DeliveryView>>,
+    dead_letters: Mutex<Vec<DeadLetterView>>,
     calls: Mutex<Vec<&'static str>>,
     ready: AtomicBool,
+    page_limit: AtomicU32,
     /// Events sent here reach watchers.
-    pub(crate) events: broadcast::Sender<DeliveryEventView>,
+    pub events: broadcast::Sender<DeliveryEventView>,
+}
+
+impl Default for FakeBackend {
+    fn default() -> Self {
+        FakeBackend::new()
+    }
 }
 
 impl FakeBackend {
     /// Tenants `acme` (pull mode) and `globex` (push mode), no deliveries.
-    pub(crate) fn new() -> Self {
+    pub fn new() -> Self {
         let tenants = [
             ("acme", None),
             ("globex", Some("https://globex.test/hooks")),
@@ -51,22 +62,50 @@ impl FakeBackend {
         FakeBackend {
             tenants: Mutex::new(tenants),
             deliveries: Mutex::new(Vec::new()),
+            dead_letters: Mutex::new(Vec::new()),
             calls: Mutex::new(Vec::new()),
             ready: AtomicBool::new(true),
+            page_limit: AtomicU32::new(u32::MAX),
             events: broadcast::channel(4).0,
         }
     }
 
-    pub(crate) fn set_ready(&self, ready: bool) {
+    /// What `is_ready` answers from now on.
+    pub fn set_ready(&self, ready: bool) {
         self.ready.store(ready, Ordering::Relaxed);
     }
 
-    pub(crate) fn add_delivery(&self, delivery: DeliveryView) {
+    /// Adds tenant `tenant_id` (pull mode without a `destination_url`).
+    pub fn add_tenant(&self, tenant_id: &str, destination_url: Option<&str>) {
+        let view = tenant(tenant_id, destination_url.map(str::to_owned));
+        self.tenants
+            .lock()
+            .unwrap()
+            .insert(tenant_id.to_owned(), view);
+    }
+
+    /// Adds a delivery.
+    pub fn add_delivery(&self, delivery: DeliveryView) {
         self.deliveries.lock().unwrap().push(delivery);
     }
 
+    /// Adds a dead letter.
+    pub fn add_dead_letter(&self, dead: DeadLetterView) {
+        self.dead_letters.lock().unwrap().push(dead);
+    }
+
+    /// Pages of tenants and dead letters hold at most `limit` items,
+    /// whatever the caller asks for, so a client must follow page tokens.
+    pub fn limit_pages(&self, limit: u32) {
+        self.page_limit.store(limit.max(1), Ordering::Relaxed);
+    }
+
+    fn page_size(&self, page: &PageRequest) -> usize {
+        page.size.min(self.page_limit.load(Ordering::Relaxed)) as usize
+    }
+
     /// Backend methods called so far, in order (not `authenticate`).
-    pub(crate) fn calls(&self) -> Vec<&'static str> {
+    pub fn calls(&self) -> Vec<&'static str> {
         self.calls.lock().unwrap().clone()
     }
 
@@ -84,7 +123,9 @@ impl FakeBackend {
     }
 }
 
-pub(crate) fn tenant(tenant_id: &str, destination_url: Option<String>) -> TenantView {
+/// A tenant as the fake keeps it: Standard Webhooks, enabled, created at a
+/// fixed time.
+pub fn tenant(tenant_id: &str, destination_url: Option<String>) -> TenantView {
     TenantView {
         tenant_id: tenant_id.into(),
         scheme: Scheme::Standard,
@@ -141,16 +182,17 @@ impl ControlBackend for FakeBackend {
 
     async fn list_tenants(&self, page: PageRequest) -> Result<Page<TenantView>> {
         self.called("list_tenants");
+        let size = self.page_size(&page);
         let tenants = self.tenants.lock().unwrap();
         let after = page.token.unwrap_or_default();
         let mut items: Vec<TenantView> = tenants
             .values()
             .filter(|t| t.tenant_id > after)
-            .take(page.size as usize + 1)
+            .take(size + 1)
             .cloned()
             .collect();
-        let next_token = (items.len() > page.size as usize).then(|| {
-            items.truncate(page.size as usize);
+        let next_token = (items.len() > size).then(|| {
+            items.truncate(size);
             items
                 .last()
                 .map(|t| t.tenant_id.clone())
@@ -277,14 +319,30 @@ impl ControlBackend for FakeBackend {
     async fn list_dead_letters(
         &self,
         tenant_id: &str,
-        _filter: DeadLetterFilter,
-        _page: PageRequest,
+        filter: DeadLetterFilter,
+        page: PageRequest,
     ) -> Result<Page<DeadLetterView>> {
         self.called("list_dead_letters");
         self.tenant(tenant_id)?;
+        let size = self.page_size(&page);
+        let start: usize = match page.token.as_deref() {
+            None => 0,
+            Some(token) => token
+                .parse()
+                .map_err(|_| Error::InvalidArgument("page_token: not one of mine".into()))?,
+        };
+        let matching: Vec<DeadLetterView> = self
+            .dead_letters
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|d| d.tenant_id == tenant_id && filter.matches(d.dead_at_ms, &d.reason))
+            .cloned()
+            .collect();
+        let end = (start + size).min(matching.len());
         Ok(Page {
-            items: vec![],
-            next_token: None,
+            items: matching.get(start..end).unwrap_or_default().to_vec(),
+            next_token: (end < matching.len()).then(|| end.to_string()),
         })
     }
 
@@ -390,5 +448,56 @@ impl ControlBackend for FakeBackend {
         self.called("validate_payload");
         self.tenant(tenant_id)?;
         Ok(ContractCheck::default())
+    }
+}
+
+/// The fake served over gRPC on 127.0.0.1 with [`crate::serve`], until
+/// [`FakeServer::stop`] or drop.
+pub struct FakeServer {
+    /// `http://127.0.0.1:<port>`.
+    pub endpoint: String,
+    /// The backend behind it.
+    pub backend: Arc<FakeBackend>,
+    stop: Option<oneshot::Sender<()>>,
+    served: tokio::task::JoinHandle<()>,
+}
+
+impl FakeServer {
+    /// Serves `backend` on a free port; must run inside a tokio runtime.
+    pub async fn start(backend: Arc<FakeBackend>) -> FakeServer {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let endpoint = format!("http://{}", listener.local_addr().expect("local address"));
+        let (stop, stopped) = oneshot::channel::<()>();
+        let serving = Arc::clone(&backend);
+        let served = tokio::spawn(async move {
+            crate::serve(listener, serving, None, async {
+                let _ = stopped.await;
+            })
+            .await
+            .expect("the fake control plane serves");
+        });
+        FakeServer {
+            endpoint,
+            backend,
+            stop: Some(stop),
+            served,
+        }
+    }
+
+    /// Shuts the server down as hookd does (open watch streams end with
+    /// UNAVAILABLE) and waits until it stopped.
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        (&mut self.served)
+            .await
+            .expect("the fake control plane stops");
+    }
+}
+
+impl Drop for FakeServer {
+    fn drop(&mut self) {
+        self.served.abort();
     }
 }

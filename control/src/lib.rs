@@ -9,12 +9,13 @@ mod backend;
 mod convert;
 mod error;
 pub mod model;
+mod rpc_trace;
 mod services;
 mod tls;
 pub mod watch;
 
-#[cfg(test)]
-mod fake;
+#[cfg(any(test, feature = "fake"))]
+pub mod fake;
 
 use std::{future::Future, sync::Arc, time::Duration};
 
@@ -87,8 +88,10 @@ pub async fn serve<B: ControlBackend>(
     let tokens = TokenApi::new(Arc::clone(&backend));
     let deliveries = DeliveryApi::new(Arc::clone(&backend), stopping);
     let contracts = ContractApi::new(Arc::clone(&backend));
+    let traces = rpc_trace::RpcTraceLayer::new(backend.tracer());
     let consumer = ConsumerApi::new(backend);
     let router = tonic::transport::Server::builder()
+        .layer(traces)
         .add_service(health)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)

@@ -78,7 +78,10 @@ fn main() -> anyhow::Result<()> {
     let mut runtime = Runtime::new(std::sync::Arc::new(SystemClock));
     if let Some(otlp) = &otlp {
         runtime = runtime.with_tracer_provider(otlp.provider().clone());
-        tracing::info!("exporting spans over OTLP/gRPC");
+        tracing::info!(
+            protocol = otlp.protocol().as_str(),
+            "exporting spans over OTLP"
+        );
     }
     let server = Server::start(config, runtime).context("hookd could not start")?;
     wait_for_signal(&server)?;

@@ -112,6 +112,11 @@ impl ControlBackend for Backend {
         self.registry.store().is_healthy() && self.registry.all_running()
     }
 
+    fn tracer(&self) -> Option<opentelemetry::global::BoxedTracer> {
+        let tracer = self.registry.telemetry().spans().tracer().clone();
+        Some(opentelemetry::global::BoxedTracer::new(Box::new(tracer)))
+    }
+
     fn authenticate(&self, bearer_token: &str) -> Option<Principal> {
         let admin = self.admin_token.expose_secret().as_bytes();
         if bool::from(bearer_token.as_bytes().ct_eq(admin)) {

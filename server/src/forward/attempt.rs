@@ -27,6 +27,9 @@ pub struct AttemptResult {
     pub verdict: Verdict,
     /// Why it failed, in plain words ("HTTP 503 Service Unavailable").
     pub error: String,
+    /// The failure's class, `error.type` of the forward span: the status
+    /// code ("503"), or what failed below HTTP ("timeout", "tls", ...).
+    pub error_type: Option<String>,
     /// How long the attempt took, for the latency histogram.
     pub elapsed: Duration,
 }
@@ -48,7 +51,7 @@ pub async fn send(
 ) -> AttemptResult {
     let request_id = RequestId::generate();
     let started = Instant::now();
-    let (status_code, response_body, verdict, error) = match build(
+    let (status_code, response_body, verdict, (error_type, error)) = match build(
         client,
         settings,
         event,
@@ -58,7 +61,12 @@ pub async fn send(
         &request_id,
     ) {
         Ok(request) => execute(client, request, settings, now_ms).await,
-        Err(error) => (None, Vec::new(), Verdict::Unsendable, error),
+        Err(error) => (
+            None,
+            Vec::new(),
+            Verdict::Unsendable,
+            ("unsendable".to_owned(), error),
+        ),
     };
     let success = verdict == Verdict::Success;
     let elapsed = started.elapsed();
@@ -75,6 +83,7 @@ pub async fn send(
         },
         verdict,
         error,
+        error_type: (!success).then_some(error_type),
         elapsed,
     }
 }
@@ -128,13 +137,14 @@ fn build(
     Ok(request)
 }
 
-/// Sends a built request and classifies the answer.
+/// Sends a built request and classifies the answer; the failure is given
+/// as its class and its plain words.
 async fn execute(
     client: &reqwest::Client,
     request: reqwest::Request,
     settings: &ForwardSettings,
     now_ms: i64,
-) -> (Option<u16>, Vec<u8>, Verdict, String) {
+) -> (Option<u16>, Vec<u8>, Verdict, (String, String)) {
     match client.execute(request).await {
         Ok(mut response) => {
             let status = response.status();
@@ -157,21 +167,47 @@ async fn execute(
                 Some(status.as_u16()),
                 kept,
                 verdict,
-                format!("HTTP {status}"),
+                (status.as_u16().to_string(), format!("HTTP {status}")),
             )
         }
         Err(e) => match denied_cause(&e) {
-            Some(denied) => (None, Vec::new(), Verdict::Unsendable, denied.to_string()),
-            None => (
+            Some(denied) => (
                 None,
                 Vec::new(),
-                Verdict::Retryable {
-                    retry_after_ms: None,
-                },
-                describe(&e, settings),
+                Verdict::Unsendable,
+                ("unsendable".to_owned(), denied.to_string()),
             ),
+            None => {
+                let error = describe(&e, settings);
+                (
+                    None,
+                    Vec::new(),
+                    Verdict::Retryable {
+                        retry_after_ms: None,
+                    },
+                    (error_class(&error).to_owned(), error),
+                )
+            }
         },
     }
+}
+
+/// The class of a transport failure [`describe`] put in words, for
+/// `error.type`: the words' first step, as one token.
+fn error_class(described: &str) -> &'static str {
+    const CLASSES: [(&str, &str); 7] = [
+        ("connect timeout", "connect_timeout"),
+        ("timeout", "timeout"),
+        ("dns lookup failed", "dns"),
+        ("tls handshake failed", "tls"),
+        ("connection reset", "connection_reset"),
+        ("response ended early", "incomplete_response"),
+        ("could not connect", "connect"),
+    ];
+    CLASSES
+        .iter()
+        .find(|(prefix, _)| described.starts_with(prefix))
+        .map_or("request_failed", |(_, class)| class)
 }
 
 /// The innermost error behind `e`.

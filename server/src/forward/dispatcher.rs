@@ -31,7 +31,7 @@ use crate::{
         records::{queue_key_due_ms, DeliveryState},
     },
     telemetry::{
-        spans::{self, ForwardRecord},
+        spans::{self, ForwardRecord, ForwardTarget},
         Spans,
     },
 };
@@ -108,8 +108,8 @@ pub struct Dispatcher {
     spans: Spans,
     metrics: Arc<TenantMetrics>,
     breaker_gauge: BreakerGauge,
-    /// The destination's host, for spans and logs (its URL may carry a token).
-    host: String,
+    /// The destination as spans and logs name it (its URL may carry a token).
+    target: ForwardTarget,
 }
 
 impl Dispatcher {
@@ -145,15 +145,12 @@ impl Dispatcher {
                 .no_proxy();
         }
         let client = builder.build()?;
-        let host = reqwest::Url::parse(&settings.url)
-            .ok()
-            .and_then(|url| url.host_str().map(str::to_owned))
-            .unwrap_or_default();
+        let target = ForwardTarget::of(&settings.url);
         Ok(Dispatcher {
             breaker_gauge: BreakerGauge::new(metrics.clone()),
             spans,
             metrics,
-            host,
+            target,
             breaker: Breaker::new(settings.breaker_threshold, settings.breaker_cooldown_ms),
             rate: settings
                 .delivery_rate
@@ -258,7 +255,7 @@ impl Dispatcher {
         let number = state.attempts + 1;
         let trace = self
             .spans
-            .start_forward(&self.tenant, &event.meta, number, &self.host);
+            .start_forward(&self.tenant, &event.meta, number, &self.target);
         let trace_headers = spans::trace_headers(&trace);
         let (client, settings) = (self.client.clone(), self.settings.clone());
         Ok(Box::pin(async move {
@@ -331,12 +328,12 @@ impl Dispatcher {
         match &result.verdict {
             Verdict::Retryable { .. } => {
                 if self.breaker.on_failure(now) {
-                    tracing::warn!(tenant = %self.tenant, destination = %self.host, "circuit breaker open: destination failing, pausing forwards");
+                    tracing::warn!(tenant = %self.tenant, destination = %self.target.host(), "circuit breaker open: destination failing, pausing forwards");
                 }
             }
             Verdict::Success | Verdict::Permanent => {
                 if self.breaker.on_success() {
-                    tracing::info!(tenant = %self.tenant, destination = %self.host, "circuit breaker closed: destination answering again");
+                    tracing::info!(tenant = %self.tenant, destination = %self.target.host(), "circuit breaker closed: destination answering again");
                 }
             }
             Verdict::Unsendable => self.breaker.on_not_sent(now),
@@ -386,12 +383,14 @@ impl Dispatcher {
             Next::Retry { .. } => (ForwardOutcome::Retry, Some(result.error.as_str())),
             Next::Dead { reason } => (ForwardOutcome::Dead, Some(reason.as_str())),
         };
-        self.metrics.forwarded(outcome, result.elapsed);
+        self.metrics
+            .forwarded(outcome, result.elapsed, spans::sampled_trace_id(&trace));
         ForwardRecord {
             outcome,
             status_code: result.record.status_code,
             duration_ms: result.record.duration_ms,
             error,
+            error_type: result.error_type.as_deref(),
         }
         .end(&trace);
         let trace_id = spans::trace_id(&trace);

@@ -32,7 +32,7 @@ pub async fn ingest(
         .unwrap_or_default()
         .to_owned();
     let telemetry = state.registry.telemetry();
-    let trace = telemetry.spans().start_ingest(req.headers());
+    let trace = telemetry.spans().start_ingest(&req);
     let trace_id = spans::trace_id(&trace);
     let handle = state.registry.get(&tenant);
     let result = accept(
@@ -93,7 +93,9 @@ pub async fn ingest(
             (e.to_response(&request_id), IngestResult::Rejected)
         }
     };
-    telemetry.metrics().ingest_latency(kind, started.elapsed());
+    telemetry
+        .metrics()
+        .ingest_latency(kind, started.elapsed(), spans::sampled_trace_id(&trace));
     response
 }
 

@@ -1,39 +1,44 @@
-//! `GET /metrics`: every metric in the Prometheus text format, rendered on
-//! actix's blocking pool, never on an HTTP worker. Served on the public
-//! address, or on `metrics.addr` alone when that is set.
+//! `GET /metrics`: every metric in the Prometheus text format, or in
+//! OpenMetrics (with exemplars) when the scraper's `Accept` asks for it,
+//! rendered on actix's blocking pool, never on an HTTP worker. Served on
+//! the public address, or on `metrics.addr` alone when that is set.
 
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{http::header::ACCEPT, web, HttpRequest, HttpResponse};
 
 use super::{request_id_of, AppState};
-use crate::error::{ApiError, ErrorCode};
+use crate::{
+    error::{ApiError, ErrorCode},
+    metrics::{read_storage, scrape, Format, TenantSource},
+};
 
 /// The scrape handler.
 pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    let format = Format::negotiate(req.headers().get(ACCEPT).and_then(|v| v.to_str().ok()));
     let registry = state.registry.clone();
     let scraped = web::block(move || {
-        crate::metrics::scrape(
-            registry.telemetry().metrics(),
-            &registry
-                .handles()
-                .into_iter()
-                .map(|h| crate::metrics::TenantSource {
-                    metrics: h.metrics,
-                    data: h.data,
-                })
-                .collect::<Vec<_>>(),
-            registry.store().commit_figures(),
-            registry.clock().now_ms(),
-        )
+        let tenants: Vec<TenantSource> = registry
+            .handles()
+            .into_iter()
+            .map(|h| TenantSource {
+                metrics: h.metrics,
+                data: h.data,
+            })
+            .collect();
+        let storage = read_storage(&tenants, &**registry.store(), registry.clock().now_ms());
+        scrape(registry.telemetry().metrics(), &storage, format)
     })
     .await;
     match scraped {
-        Ok(text) => HttpResponse::Ok()
-            .content_type("text/plain; version=0.0.4; charset=utf-8")
+        Ok(Ok(text)) => HttpResponse::Ok()
+            .content_type(format.content_type())
             .body(text),
-        Err(e) => {
-            tracing::error!(error = %e, "metrics scrape failed");
-            ApiError::new(ErrorCode::InternalError, "metrics could not be collected")
-                .to_response(&request_id_of(&req))
-        }
+        Ok(Err(e)) => failed(&req, &e),
+        Err(e) => failed(&req, &e),
     }
+}
+
+fn failed(req: &HttpRequest, e: &dyn std::fmt::Display) -> HttpResponse {
+    tracing::error!(error = %e, "metrics scrape failed");
+    ApiError::new(ErrorCode::InternalError, "metrics could not be collected")
+        .to_response(&request_id_of(req))
 }

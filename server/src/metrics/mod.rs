@@ -1,28 +1,71 @@
-//! Prometheus metrics of one server: counters and histograms updated with
-//! relaxed atomics where things happen, gauges (queue depth, dead letters)
-//! kept by storage as entries come and go, and the tenant-label cap.
+//! Prometheus metrics of one server, kept with `prometheus-client`:
+//! counters and histograms updated where things happen (each tenant label's
+//! handles are looked up once, when the tenant starts), gauges read from
+//! storage and `/proc` at scrape time ([`readings`], [`process`]), and the
+//! tenant-label cap. [`scrape`] renders the Prometheus text format, or
+//! OpenMetrics (with trace-id exemplars on the latency histograms) for a
+//! scraper that asks for it.
 
-mod histogram;
-mod render;
+pub mod process;
+pub mod readings;
+mod scrape;
 mod senders;
 
 use std::{
     collections::HashMap,
-    sync::{
-        atomic::{AtomicI64, AtomicU64, Ordering},
-        Arc, Mutex,
-    },
+    sync::{Arc, Mutex},
     time::Duration,
 };
 
-pub use histogram::{Histogram, FORWARD_BUCKETS, INGEST_BUCKETS};
-pub use render::{scrape, TenantSource};
+use prometheus_client::{
+    metrics::{
+        counter::Counter, exemplar::HistogramWithExemplars, family::Family, gauge::Gauge,
+        info::Info,
+    },
+    registry::{Registry, Unit},
+};
+pub use readings::{read_storage, StorageReadings, TenantSource};
+pub use scrape::{scrape, Format};
 pub use senders::{SenderMetrics, Senders, TypeOutcome, SKEW_BUCKETS_SECS};
 
 use crate::{config::MetricsConfig, error::ErrorCode, ids::TenantId};
 
 /// The label every tenant past the cap, and every unknown tenant id, shares.
 pub const OTHER_TENANT: &str = "other";
+
+/// Bucket bounds (seconds) of `hookd_ingest_duration_seconds`: the ingest
+/// path is sub-millisecond to a few ms, more under a slow disk.
+pub const INGEST_BUCKETS: &[f64] = &[
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+];
+
+/// Bucket bounds (seconds) of `hookd_forward_duration_seconds`: destinations
+/// answer in milliseconds to the 30 s default timeout.
+pub const FORWARD_BUCKETS: &[f64] = &[
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+];
+
+/// The commit hookd was built from (`git rev-parse HEAD` at build time, or
+/// `HOOKD_BUILD_COMMIT`; "unknown" without either).
+pub const BUILD_COMMIT: &str = env!("HOOKD_BUILD_COMMIT");
+
+/// A label set: names and values, in the order they are written.
+type Labels = Vec<(&'static str, String)>;
+/// The exemplar of a latency observation: the trace it belongs to.
+type TraceExemplar = Vec<(&'static str, String)>;
+/// A latency histogram whose buckets keep the trace id of their last
+/// observation.
+type Latency = HistogramWithExemplars<TraceExemplar>;
+/// A family of latency histograms, all with the same buckets.
+type LatencyFamily = Family<Labels, Latency, fn() -> Latency>;
+
+fn ingest_histogram() -> Latency {
+    HistogramWithExemplars::new(INGEST_BUCKETS.iter().copied())
+}
+
+fn forward_histogram() -> Latency {
+    HistogramWithExemplars::new(FORWARD_BUCKETS.iter().copied())
+}
 
 /// How an ingest request ended, the `outcome` label of
 /// `hookd_ingest_duration_seconds`.
@@ -82,28 +125,52 @@ impl ForwardOutcome {
     }
 }
 
-/// The counters of one `tenant` label: one tenant, or every tenant counted
-/// as `other`.
+/// The families hookd updates as things happen, registered once.
+struct Families {
+    accepted: Family<Labels, Counter>,
+    duplicates: Family<Labels, Counter>,
+    rejected: Family<Labels, Counter>,
+    forwards: Family<Labels, Counter>,
+    forward_latency: LatencyFamily,
+    breakers_open: Family<Labels, Gauge>,
+}
+
+/// The handles of one `tenant` label: one tenant, or every tenant counted
+/// as `other`. Every series of the label exists from the start, at 0.
 pub struct TenantMetrics {
     label: String,
-    accepted: AtomicU64,
-    duplicates: AtomicU64,
-    rejected: [AtomicU64; ErrorCode::ALL.len()],
-    forwards: [AtomicU64; ForwardOutcome::ALL.len()],
-    forward_latency: Histogram,
-    breakers_open: AtomicI64,
+    accepted: Counter,
+    duplicates: Counter,
+    rejected: [Counter; ErrorCode::ALL.len()],
+    forwards: [Counter; ForwardOutcome::ALL.len()],
+    forward_latency: Latency,
+    breakers_open: Gauge,
 }
 
 impl TenantMetrics {
-    fn new(label: &str) -> Self {
+    fn new(label: &str, families: &Families) -> Self {
+        let tenant = || vec![("tenant", label.to_owned())];
+        let with = |key: &'static str, value: &str| {
+            let mut labels = tenant();
+            labels.push((key, value.to_owned()));
+            labels
+        };
         TenantMetrics {
             label: label.to_owned(),
-            accepted: AtomicU64::new(0),
-            duplicates: AtomicU64::new(0),
-            rejected: std::array::from_fn(|_| AtomicU64::new(0)),
-            forwards: std::array::from_fn(|_| AtomicU64::new(0)),
-            forward_latency: Histogram::new(FORWARD_BUCKETS),
-            breakers_open: AtomicI64::new(0),
+            accepted: families.accepted.get_or_create_owned(&tenant()),
+            duplicates: families.duplicates.get_or_create_owned(&tenant()),
+            rejected: ErrorCode::ALL.map(|code| {
+                families
+                    .rejected
+                    .get_or_create_owned(&with("code", code.as_str()))
+            }),
+            forwards: ForwardOutcome::ALL.map(|outcome| {
+                families
+                    .forwards
+                    .get_or_create_owned(&with("outcome", outcome.as_str()))
+            }),
+            forward_latency: families.forward_latency.get_or_create_owned(&tenant()),
+            breakers_open: families.breakers_open.get_or_create_owned(&tenant()),
         }
     }
 
@@ -114,12 +181,12 @@ impl TenantMetrics {
 
     /// Counts a new delivery.
     pub fn accepted(&self) {
-        self.accepted.fetch_add(1, Ordering::Relaxed);
+        self.accepted.inc();
     }
 
     /// Counts a duplicate.
     pub fn duplicate(&self) {
-        self.duplicates.fetch_add(1, Ordering::Relaxed);
+        self.duplicates.inc();
     }
 
     /// Counts a rejection with its error code.
@@ -128,14 +195,20 @@ impl TenantMetrics {
             .iter()
             .position(|c| *c == code)
             .expect("every code is in ErrorCode::ALL");
-        self.rejected[slot].fetch_add(1, Ordering::Relaxed);
+        self.rejected[slot].inc();
     }
 
-    /// Counts a forward attempt and its duration.
-    pub fn forwarded(&self, outcome: ForwardOutcome, elapsed: Duration) {
-        self.forwards[outcome as usize].fetch_add(1, Ordering::Relaxed);
-        self.forward_latency.observe(elapsed);
+    /// Counts a forward attempt and its duration, with the attempt's trace
+    /// id (if sampled) as the exemplar of its bucket.
+    pub fn forwarded(&self, outcome: ForwardOutcome, elapsed: Duration, trace_id: Option<String>) {
+        self.forwards[outcome as usize].inc();
+        self.forward_latency
+            .observe(elapsed.as_secs_f64(), exemplar(trace_id), None);
     }
+}
+
+fn exemplar(trace_id: Option<String>) -> Option<TraceExemplar> {
+    trace_id.map(|id| vec![("trace_id", id)])
 }
 
 /// Counts one dispatcher's circuit breaker in its label's
@@ -158,10 +231,11 @@ impl BreakerGauge {
     /// Records whether the breaker is open (or half-open) now.
     pub fn set(&mut self, open: bool) {
         if open != self.open {
-            let delta = if open { 1 } else { -1 };
-            self.metrics
-                .breakers_open
-                .fetch_add(delta, Ordering::Relaxed);
+            if open {
+                self.metrics.breakers_open.inc();
+            } else {
+                self.metrics.breakers_open.dec();
+            }
             self.open = open;
         }
     }
@@ -173,52 +247,115 @@ impl Drop for BreakerGauge {
     }
 }
 
+/// Which tenants have a label of their own.
+#[derive(Default)]
+struct TenantLabels {
+    /// Tenant id -> its label's handles; a tenant keeps its label across
+    /// restarts and reconfiguration.
+    by_tenant: HashMap<TenantId, Arc<TenantMetrics>>,
+    /// How many labels besides `other` were handed out.
+    own_labels: usize,
+}
+
 /// Every metric of one server.
 pub struct Metrics {
     config: MetricsConfig,
-    /// Tenant id -> its label's counters; a tenant keeps its label across
-    /// restarts and reconfiguration.
-    tenants: Mutex<HashMap<TenantId, Arc<TenantMetrics>>>,
-    /// Labelled entries in the order they were handed out, `other` first.
-    labels: Mutex<Vec<Arc<TenantMetrics>>>,
+    registry: Registry,
+    families: Families,
+    tenants: Mutex<TenantLabels>,
     other: Arc<TenantMetrics>,
-    ingest_latency: [Histogram; IngestResult::ALL.len()],
+    ingest_latency: [Latency; IngestResult::ALL.len()],
     senders: Senders,
 }
 
 impl Metrics {
     /// Empty metrics, with the label cap of `config`.
     pub fn new(config: &MetricsConfig) -> Self {
-        let other = Arc::new(TenantMetrics::new(OTHER_TENANT));
+        let families = Families {
+            accepted: Family::default(),
+            duplicates: Family::default(),
+            rejected: Family::default(),
+            forwards: Family::default(),
+            forward_latency: Family::new_with_constructor(forward_histogram),
+            breakers_open: Family::default(),
+        };
+        let ingest: LatencyFamily = Family::new_with_constructor(ingest_histogram);
+        let mut registry = Registry::default();
+        registry.register(
+            "hookd_build",
+            "The version and commit hookd was built from",
+            Info::new(vec![
+                ("version", env!("CARGO_PKG_VERSION")),
+                ("commit", BUILD_COMMIT),
+            ]),
+        );
+        registry.register(
+            "hookd_deliveries_accepted",
+            "Deliveries acknowledged as new events (HTTP 202)",
+            families.accepted.clone(),
+        );
+        registry.register(
+            "hookd_deliveries_duplicate",
+            "Copies of already accepted events (HTTP 200, duplicate)",
+            families.duplicates.clone(),
+        );
+        registry.register(
+            "hookd_deliveries_rejected",
+            "Deliveries refused, by error code (docs/error-codes.md); every code from the start",
+            families.rejected.clone(),
+        );
+        registry.register(
+            "hookd_forward_attempts",
+            "Forward attempts by what followed: delivered, retry or dead",
+            families.forwards.clone(),
+        );
+        registry.register_with_unit(
+            "hookd_forward_duration",
+            "Duration of forward attempts, until the destination answered or failed",
+            Unit::Seconds,
+            families.forward_latency.clone(),
+        );
+        registry.register_with_unit(
+            "hookd_ingest_duration",
+            "Duration of POST /hooks requests, durable write included, by outcome",
+            Unit::Seconds,
+            ingest.clone(),
+        );
+        registry.register(
+            "hookd_circuit_breaker_open",
+            "Destinations whose circuit breaker is open or half-open (forwarding paused)",
+            families.breakers_open.clone(),
+        );
+        let other = Arc::new(TenantMetrics::new(OTHER_TENANT, &families));
         Metrics {
             config: config.clone(),
+            ingest_latency: IngestResult::ALL
+                .map(|r| ingest.get_or_create_owned(&vec![("outcome", r.as_str().to_owned())])),
+            registry,
+            families,
             tenants: Mutex::default(),
-            labels: Mutex::new(vec![other.clone()]),
             other,
-            ingest_latency: std::array::from_fn(|_| Histogram::new(INGEST_BUCKETS)),
             senders: Senders::default(),
         }
     }
 
-    /// The counters `tenant` records to: its own label while fewer than
+    /// The handles `tenant` records to: its own label while fewer than
     /// `max_tenant_labels` tenants have one, `other` after that. Called when
     /// a tenant starts, never for a request, so a sender cannot mint labels.
     pub fn tenant(&self, tenant: &TenantId) -> Arc<TenantMetrics> {
         let mut tenants = self.tenants.lock().expect("metrics lock");
-        if let Some(found) = tenants.get(tenant) {
+        if let Some(found) = tenants.by_tenant.get(tenant) {
             return found.clone();
         }
-        let mut labels = self.labels.lock().expect("metrics lock");
-        let entry = if labels.len() - 1 < self.config.max_tenant_labels
+        let entry = if tenants.own_labels < self.config.max_tenant_labels
             && tenant.as_str() != OTHER_TENANT
         {
-            let entry = Arc::new(TenantMetrics::new(tenant.as_str()));
-            labels.push(entry.clone());
-            entry
+            tenants.own_labels += 1;
+            Arc::new(TenantMetrics::new(tenant.as_str(), &self.families))
         } else {
             self.other.clone()
         };
-        tenants.insert(tenant.clone(), entry.clone());
+        tenants.by_tenant.insert(tenant.clone(), entry.clone());
         entry
     }
 
@@ -228,13 +365,24 @@ impl Metrics {
     }
 
     /// The counters of requests no running tenant answers (unknown ids).
+    /// The handles of requests no running tenant answers (unknown ids).
     pub fn other(&self) -> &Arc<TenantMetrics> {
         &self.other
     }
 
-    /// Records how long an ingest request took.
-    pub fn ingest_latency(&self, result: IngestResult, elapsed: Duration) {
-        self.ingest_latency[result as usize].observe(elapsed);
+    /// Records how long an ingest request took, with its trace id (if
+    /// sampled) as the exemplar of its bucket.
+    pub fn ingest_latency(
+        &self,
+        result: IngestResult,
+        elapsed: Duration,
+        trace_id: Option<String>,
+    ) {
+        self.ingest_latency[result as usize].observe(
+            elapsed.as_secs_f64(),
+            exemplar(trace_id),
+            None,
+        );
     }
 
     /// Whether `/metrics` is served on the public HTTP address: enabled,
@@ -243,10 +391,9 @@ impl Metrics {
         self.config.enabled && self.config.addr.is_none()
     }
 
-    fn labelled(&self) -> Vec<Arc<TenantMetrics>> {
-        let mut labels = self.labels.lock().expect("metrics lock").clone();
-        labels.sort_by(|a, b| a.label.cmp(&b.label));
-        labels
+    /// The registry of everything updated as it happens.
+    fn registry(&self) -> &Registry {
+        &self.registry
     }
 }
 
@@ -254,7 +401,7 @@ impl Metrics {
 mod tests {
     use super::*;
 
-    fn config(max_tenant_labels: usize) -> MetricsConfig {
+    pub(super) fn config(max_tenant_labels: usize) -> MetricsConfig {
         MetricsConfig {
             enabled: true,
             max_tenant_labels,
@@ -280,8 +427,7 @@ mod tests {
             &a,
             &m.tenant(&TenantId::try_from("a").unwrap())
         ));
-        let labels: Vec<String> = m.labelled().iter().map(|t| t.label.clone()).collect();
-        assert_eq!(labels, ["a", "b", "other"]);
+        assert_eq!(m.tenants.lock().unwrap().own_labels, 2, "a and b");
     }
 
     #[test]
@@ -294,9 +440,9 @@ mod tests {
         one.set(true);
         one.set(true);
         two.set(true);
-        assert_eq!(m.other().breakers_open.load(Ordering::Relaxed), 2);
+        assert_eq!(m.other().breakers_open.get(), 2);
         two.set(false);
         drop(one);
-        assert_eq!(m.other().breakers_open.load(Ordering::Relaxed), 0);
+        assert_eq!(m.other().breakers_open.get(), 0);
     }
 }

@@ -6,16 +6,20 @@
 
 use std::{
     collections::{BTreeMap, VecDeque},
-    fmt::Write,
-    sync::{Arc, Mutex},
+    sync::{atomic::AtomicU64, Arc, Mutex},
 };
 
-/// Upper bounds of the skew histogram, seconds; negative when the sender's
-/// clock is ahead of hookd's.
-pub const SKEW_BUCKETS_SECS: [f64; 17] = [
-    -600.0, -300.0, -120.0, -60.0, -30.0, -10.0, -5.0, -1.0, 0.0, 1.0, 5.0, 10.0, 30.0, 60.0,
-    120.0, 300.0, 600.0,
-];
+use prometheus_client::{
+    encoding::{EncodeMetric, MetricEncoder, NoLabelSet},
+    metrics::{counter::Counter, family::Family, gauge::Gauge, MetricType},
+    registry::{Registry, Unit},
+};
+
+/// Upper bounds of the skew histogram, seconds of skew either way (the
+/// `sender_clock` label says which way: OpenMetrics histograms take no
+/// negative buckets).
+pub const SKEW_BUCKETS_SECS: [f64; 10] =
+    [0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0];
 /// How many recent skews the median gauge is taken over.
 pub const SKEW_WINDOW: usize = 128;
 /// Shortest time between two skew warnings of one tenant label.
@@ -55,11 +59,22 @@ impl TypeOutcome {
     }
 }
 
-#[derive(Default)]
-struct Skew {
+/// One direction's skew histogram.
+#[derive(Default, Clone, Copy)]
+struct Direction {
     buckets: [u64; SKEW_BUCKETS_SECS.len()],
     count: u64,
     sum_secs: f64,
+}
+
+/// `sender_clock` label values: index 0 when hookd's clock is at or past
+/// the signed timestamp (the sender's clock is behind, or the request was
+/// in transit), 1 when the signed timestamp is in hookd's future.
+const DIRECTIONS: [&str; 2] = ["behind", "ahead"];
+
+#[derive(Default)]
+struct Skew {
+    directions: [Direction; 2],
     recent_ms: VecDeque<i64>,
     last_warning_ms: Option<i64>,
 }
@@ -99,12 +114,13 @@ impl SenderMetrics {
     /// last [`SKEW_WARN_EVERY_MS`]: the caller logs it.
     pub fn observe_skew(&self, skew_ms: i64, now_ms: i64, tolerance_secs: u64) -> Option<f64> {
         let mut skew = self.skew.lock().expect("skew lock");
-        let secs = skew_ms as f64 / 1000.0;
+        let secs = (skew_ms as f64 / 1000.0).abs();
+        let direction = &mut skew.directions[usize::from(skew_ms < 0)];
         if let Some(i) = SKEW_BUCKETS_SECS.iter().position(|le| secs <= *le) {
-            skew.buckets[i] += 1;
+            direction.buckets[i] += 1;
         }
-        skew.count += 1;
-        skew.sum_secs += secs;
+        direction.count += 1;
+        direction.sum_secs += secs;
         if skew.recent_ms.len() == SKEW_WINDOW {
             skew.recent_ms.pop_front();
         }
@@ -148,19 +164,6 @@ impl SenderMetrics {
             .get(event_type)
             .map_or(0, |c| c[outcome as usize])
     }
-
-    /// How many skews were recorded, and how many fell at or below
-    /// `le_secs` (one of [`SKEW_BUCKETS_SECS`]).
-    pub fn skew_counts(&self, le_secs: f64) -> (u64, u64) {
-        let skew = self.skew.lock().expect("skew lock");
-        let below = SKEW_BUCKETS_SECS
-            .iter()
-            .zip(skew.buckets)
-            .take_while(|(le, _)| **le <= le_secs)
-            .map(|(_, n)| n)
-            .sum();
-        (skew.count, below)
-    }
 }
 
 /// A type name that is safe and short enough for a label value.
@@ -188,8 +191,9 @@ impl Senders {
             .clone()
     }
 
-    /// Writes the three families in the Prometheus text format.
-    pub fn render(&self, out: &mut String) {
+    /// Registers the three families, as they are now, in `r` (a registry
+    /// built for one scrape).
+    pub fn register(&self, r: &mut Registry) {
         let labels: Vec<Arc<SenderMetrics>> = self
             .labels
             .lock()
@@ -197,50 +201,78 @@ impl Senders {
             .values()
             .cloned()
             .collect();
-        let skew = "hookd_sender_clock_skew_seconds";
-        let _ = writeln!(out, "# HELP {skew} hookd's clock minus the signed timestamp of accepted deliveries (negative: the sender's clock is ahead).\n# TYPE {skew} histogram");
+        let mut skews = SkewHistograms::default();
+        let median: Family<Vec<(&'static str, String)>, Gauge<f64, AtomicU64>> = Family::default();
+        let by_type: Family<Vec<(&'static str, String)>, Counter> = Family::default();
         for m in &labels {
-            let s = m.skew.lock().expect("skew lock");
-            let mut cumulative = 0;
-            for (le, n) in SKEW_BUCKETS_SECS.iter().zip(s.buckets) {
-                cumulative += n;
-                let _ = writeln!(
-                    out,
-                    "{skew}_bucket{{tenant=\"{}\",le=\"{le}\"}} {cumulative}",
-                    m.label
-                );
+            let tenant = vec![("tenant", m.label.clone())];
+            let directions = m.skew.lock().expect("skew lock").directions;
+            for (d, name) in directions.iter().zip(DIRECTIONS) {
+                let in_range: u64 = d.buckets.iter().sum();
+                let mut buckets: Vec<(f64, u64)> =
+                    SKEW_BUCKETS_SECS.iter().copied().zip(d.buckets).collect();
+                buckets.push((f64::INFINITY, d.count - in_range));
+                let labels = vec![
+                    ("tenant", m.label.clone()),
+                    ("sender_clock", name.to_owned()),
+                ];
+                skews.0.push((labels, d.sum_secs, d.count, buckets));
             }
-            let t = &m.label;
-            let _ = writeln!(
-                out,
-                "{skew}_bucket{{tenant=\"{t}\",le=\"+Inf\"}} {}",
-                s.count
-            );
-            let _ = writeln!(out, "{skew}_sum{{tenant=\"{t}\"}} {}", s.sum_secs);
-            let _ = writeln!(out, "{skew}_count{{tenant=\"{t}\"}} {}", s.count);
-        }
-        let median = "hookd_sender_clock_skew_median_seconds";
-        let _ = writeln!(out, "# HELP {median} Median clock skew of the last {SKEW_WINDOW} accepted timestamped deliveries.\n# TYPE {median} gauge");
-        for m in &labels {
             if let Some(secs) = m.median_skew_secs() {
-                let _ = writeln!(out, "{median}{{tenant=\"{}\"}} {secs}", m.label);
+                median.get_or_create(&tenant).set(secs);
             }
-        }
-        let by_type = "hookd_event_type_deliveries_total";
-        let _ = writeln!(out, "# HELP {by_type} Deliveries by event type: accepted, or refused by a contract.\n# TYPE {by_type} counter");
-        for m in &labels {
             for (event_type, counts) in m.types.lock().expect("types lock").iter() {
                 for outcome in TypeOutcome::ALL {
-                    let _ = writeln!(
-                        out,
-                        "{by_type}{{tenant=\"{}\",event_type=\"{event_type}\",outcome=\"{}\"}} {}",
-                        m.label,
-                        outcome.as_str(),
-                        counts[outcome as usize]
-                    );
+                    let labels = vec![
+                        ("tenant", m.label.clone()),
+                        ("event_type", event_type.clone()),
+                        ("outcome", outcome.as_str().to_owned()),
+                    ];
+                    by_type
+                        .get_or_create(&labels)
+                        .inc_by(counts[outcome as usize]);
                 }
             }
         }
+        r.register_with_unit(
+            "hookd_sender_clock_skew",
+            "How far the signed timestamps of accepted deliveries are from hookd's clock: sender_clock=behind when hookd's clock is past the timestamp (or the request was in transit), ahead when the timestamp is in hookd's future",
+            Unit::Seconds,
+            skews,
+        );
+        r.register_with_unit(
+            "hookd_sender_clock_skew_median",
+            format!("Median clock skew of the last {SKEW_WINDOW} accepted timestamped deliveries"),
+            Unit::Seconds,
+            median,
+        );
+        r.register(
+            "hookd_event_type_deliveries",
+            "Deliveries by event type: accepted, or refused by a contract",
+            by_type,
+        );
+    }
+}
+
+/// Skew histograms as they were at a scrape: per `tenant` label, the sum,
+/// the count and each bucket's own count (the last bound is infinite).
+#[derive(Debug, Default)]
+struct SkewHistograms(Vec<SkewSnapshot>);
+
+type SkewSnapshot = (Vec<(&'static str, String)>, f64, u64, Vec<(f64, u64)>);
+
+impl EncodeMetric for SkewHistograms {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        for (labels, sum, count, buckets) in &self.0 {
+            encoder
+                .encode_family(labels)?
+                .encode_histogram::<NoLabelSet>(*sum, *count, buckets, None)?;
+        }
+        Ok(())
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Histogram
     }
 }
 
@@ -282,13 +314,15 @@ mod tests {
         let mut out = String::new();
         let senders = Senders::default();
         senders.label("acme").observe_skew(-2_000, 0, 300);
-        senders.render(&mut out);
+        let mut registry = Registry::default();
+        senders.register(&mut registry);
+        prometheus_client::encoding::text::encode_registry(&mut out, &registry).unwrap();
         assert!(
-            out.contains("hookd_sender_clock_skew_seconds_bucket{tenant=\"acme\",le=\"-1\"} 1"),
+            out.contains("hookd_sender_clock_skew_seconds_bucket{le=\"5.0\",tenant=\"acme\",sender_clock=\"ahead\"} 1"),
             "{out}"
         );
         assert!(
-            out.contains("hookd_sender_clock_skew_median_seconds{tenant=\"acme\"} -2"),
+            out.contains("hookd_sender_clock_skew_median_seconds{tenant=\"acme\"} -2.0"),
             "{out}"
         );
     }

@@ -2,13 +2,14 @@
 //! config), OpenTelemetry spans of the ingest and forward paths with their
 //! OTLP export, and the handle every component records spans and metrics to.
 
+pub mod attrs;
 mod otlp;
 pub mod spans;
 
 use std::{io::IsTerminal, sync::Arc};
 
 use opentelemetry_sdk::trace::SdkTracerProvider;
-pub use otlp::OtlpExport;
+pub use otlp::{OtlpExport, OtlpProtocol};
 pub use spans::Spans;
 use tracing_subscriber::{fmt, EnvFilter};
 

@@ -1,11 +1,13 @@
-//! The spans of one delivery: `hookd.ingest` per request (a child of the
-//! sender's `traceparent` when it sends one), `hookd.actor` and
-//! `hookd.commit` under it, and `hookd.forward` per attempt, a child of the
-//! ingest span however much later it runs, whose context travels to the
-//! destination as `traceparent`. Span attributes carry ids, never secrets,
-//! tokens, URLs with queries or bodies.
+//! The spans of one delivery: `hookd.ingest` per request (a server span, a
+//! child of the sender's `traceparent` when it sends one), `hookd.actor`
+//! and `hookd.commit` under it, and `hookd.forward` per attempt (a client
+//! span), a child of the ingest span however much later it runs, whose
+//! context travels to the destination as `traceparent`. HTTP attributes
+//! follow the OpenTelemetry semantic conventions; hookd's own are in the
+//! `hookd.` namespace ([`attrs`](super::attrs)). Span attributes carry ids,
+//! never secrets, tokens, URL queries or bodies.
 
-use actix_web::http::header::HeaderMap;
+use actix_web::{http::header::HeaderMap, HttpRequest};
 use hookd_sdk::signature::Scheme;
 use opentelemetry::{
     propagation::{Extractor, Injector, TextMapPropagator},
@@ -19,7 +21,9 @@ use opentelemetry_sdk::{
     propagation::TraceContextPropagator,
     trace::{SdkTracer, SdkTracerProvider},
 };
+use opentelemetry_semantic_conventions::attribute as semconv;
 
+use super::attrs::{self, HookdAttr};
 use crate::{
     error::{ApiError, ErrorCode},
     ids::{RequestId, TenantId},
@@ -36,6 +40,48 @@ pub const ACTOR_SPAN: &str = "hookd.actor";
 pub const COMMIT_SPAN: &str = "hookd.commit";
 /// One per forward attempt.
 pub const FORWARD_SPAN: &str = "hookd.forward";
+/// The `http.route` of the ingest span.
+pub const INGEST_ROUTE: &str = "/hooks/{tenant_id}";
+
+/// Longest `user_agent.original` kept, in bytes.
+const USER_AGENT_MAX: usize = 256;
+
+/// Where a tenant's forwards go, as its forward spans name it: the URL
+/// without credentials and with every query value redacted, host and port.
+#[derive(Clone, Debug, Default)]
+pub struct ForwardTarget {
+    url: String,
+    host: String,
+    port: Option<u16>,
+}
+
+impl ForwardTarget {
+    /// The target of `url` (a destination URL, which may carry a token).
+    pub fn of(url: &str) -> ForwardTarget {
+        let Ok(mut url) = reqwest::Url::parse(url) else {
+            return ForwardTarget::default();
+        };
+        let _ = url.set_username("");
+        let _ = url.set_password(None);
+        url.set_fragment(None);
+        let keys: Vec<String> = url.query_pairs().map(|(k, _)| k.into_owned()).collect();
+        if !keys.is_empty() {
+            url.query_pairs_mut()
+                .clear()
+                .extend_pairs(keys.iter().map(|k| (k.as_str(), "REDACTED")));
+        }
+        ForwardTarget {
+            host: url.host_str().unwrap_or_default().to_owned(),
+            port: url.port_or_known_default(),
+            url: url.to_string(),
+        }
+    }
+
+    /// The host, for logs.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+}
 
 /// Starts and ends hookd's spans on one tracer provider.
 #[derive(Clone, Debug)]
@@ -54,16 +100,50 @@ impl Spans {
         }
     }
 
+    /// The tracer, for the control plane's RPC spans.
+    pub fn tracer(&self) -> &SdkTracer {
+        &self.tracer
+    }
+
     /// Starts `hookd.ingest` as a child of the request's W3C `traceparent`
-    /// when it carries a valid one (a new trace otherwise). The returned
-    /// context holds the span; [`IngestRecord::end`] ends it.
-    pub fn start_ingest(&self, headers: &HeaderMap) -> Context {
-        let parent =
-            TraceContextPropagator::new().extract_with_context(&Context::new(), &Headers(headers));
+    /// when it carries a valid one (a new trace otherwise), with the
+    /// request's HTTP attributes. The returned context holds the span;
+    /// [`IngestRecord::end`] ends it.
+    pub fn start_ingest(&self, req: &HttpRequest) -> Context {
+        let parent = TraceContextPropagator::new()
+            .extract_with_context(&Context::new(), &Headers(req.headers()));
+        let config = req.app_config();
+        let mut attributes = vec![
+            KeyValue::new(semconv::HTTP_REQUEST_METHOD, req.method().to_string()),
+            KeyValue::new(semconv::URL_PATH, req.path().to_owned()),
+            KeyValue::new(
+                semconv::URL_SCHEME,
+                if config.secure() { "https" } else { "http" },
+            ),
+            KeyValue::new(semconv::HTTP_ROUTE, INGEST_ROUTE),
+            KeyValue::new(semconv::SERVER_PORT, i64::from(config.local_addr().port())),
+        ];
+        if let Some(peer) = req.peer_addr() {
+            attributes.push(KeyValue::new(
+                semconv::CLIENT_ADDRESS,
+                peer.ip().to_string(),
+            ));
+        }
+        if let Some(agent) = req
+            .headers()
+            .get(actix_web::http::header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+        {
+            attributes.push(KeyValue::new(
+                semconv::USER_AGENT_ORIGINAL,
+                truncate(agent, USER_AGENT_MAX).to_owned(),
+            ));
+        }
         let span = self
             .tracer
             .span_builder(INGEST_SPAN)
             .with_kind(SpanKind::Server)
+            .with_attributes(attributes)
             .start_with_context(&self.tracer, &parent);
         parent.with_span(span)
     }
@@ -73,20 +153,20 @@ impl Spans {
         let span = self
             .tracer
             .span_builder(name)
-            .with_attributes([KeyValue::new("tenant", tenant.to_string())])
+            .with_attributes(attrs::TENANT.kv(tenant.to_string()))
             .start_with_context(&self.tracer, parent);
         parent.with_span(span)
     }
 
-    /// Starts `hookd.forward` for attempt `attempt` of a stored event, as a
-    /// child of the event's ingest span: one trace from the sender to every
-    /// attempt, retries and redeliveries included.
+    /// Starts `hookd.forward` for attempt `attempt` of a stored event to
+    /// `target`, as a child of the event's ingest span: one trace from the
+    /// sender to every attempt, retries and redeliveries included.
     pub fn start_forward(
         &self,
         tenant: &TenantId,
         meta: &EventMeta,
         attempt: u32,
-        destination_host: &str,
+        target: &ForwardTarget,
     ) -> Context {
         let trace_id = TraceId::from_hex(&meta.trace_id).unwrap_or(TraceId::INVALID);
         // Events stored before span ids were kept get a stand-in parent in
@@ -102,21 +182,47 @@ impl Spans {
         };
         let ingest = SpanContext::new(trace_id, span_id, flags, true, TraceState::default());
         let parent = Context::new().with_remote_span_context(ingest);
+        let mut attributes: Vec<KeyValue> = [
+            attrs::TENANT.kv(tenant.to_string()),
+            attrs::EVENT_ID.kv(meta.event_id.to_string()),
+            attrs::DELIVERY_ID.kv(meta.delivery_id.to_string()),
+            attrs::REQUEST_ID.kv(meta.request_id.to_string()),
+            attrs::ATTEMPT.kv(i64::from(attempt)),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        attributes.extend([
+            KeyValue::new(semconv::HTTP_REQUEST_METHOD, "POST"),
+            KeyValue::new(semconv::URL_FULL, target.url.clone()),
+            KeyValue::new(semconv::SERVER_ADDRESS, target.host.clone()),
+        ]);
+        if let Some(port) = target.port {
+            attributes.push(KeyValue::new(semconv::SERVER_PORT, i64::from(port)));
+        }
+        if attempt > 1 {
+            attributes.push(KeyValue::new(
+                semconv::HTTP_REQUEST_RESEND_COUNT,
+                i64::from(attempt - 1),
+            ));
+        }
         let span = self
             .tracer
             .span_builder(FORWARD_SPAN)
             .with_kind(SpanKind::Client)
-            .with_attributes([
-                KeyValue::new("tenant", tenant.to_string()),
-                KeyValue::new("event_id", meta.event_id.to_string()),
-                KeyValue::new("delivery_id", meta.delivery_id.to_string()),
-                KeyValue::new("request_id", meta.request_id.to_string()),
-                KeyValue::new("attempt", i64::from(attempt)),
-                KeyValue::new("server.address", destination_host.to_owned()),
-            ])
+            .with_attributes(attributes)
             .start_with_context(&self.tracer, &parent);
         parent.with_span(span)
     }
+}
+
+/// At most `max` bytes of `s`, cut on a character boundary.
+fn truncate(s: &str, max: usize) -> &str {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
 }
 
 /// The W3C headers (`traceparent`, and `tracestate` when there is one)
@@ -144,11 +250,20 @@ pub fn trace_id(cx: &Context) -> String {
     cx.span().span_context().trace_id().to_string()
 }
 
-/// Ends the span of `cx`, marked failed with `error`'s plain words if any.
+/// The trace id of the span in `cx` when it is sampled (its trace will be
+/// exported), for the exemplars of latency histograms.
+pub fn sampled_trace_id(cx: &Context) -> Option<String> {
+    let span = cx.span();
+    let sc = span.span_context();
+    (sc.is_valid() && sc.is_sampled()).then(|| sc.trace_id().to_string())
+}
+
+/// Ends an internal span of `cx`, marked failed with `error`'s code and
+/// plain words if any.
 pub fn end_span(cx: &Context, error: Option<&ApiError>) {
     let span = cx.span();
     if let Some(e) = error {
-        span.set_attribute(KeyValue::new("error.code", e.code.as_str()));
+        span.set_attributes(attrs::ERROR_CODE.kv(e.code.as_str()));
         span.set_status(Status::error(e.message.clone()));
     }
     span.end();
@@ -173,24 +288,26 @@ pub struct IngestRecord<'a> {
 }
 
 impl IngestRecord<'_> {
-    /// Sets the ingest span's attributes and ends it.
+    /// Sets the ingest span's attributes and ends it. As the conventions
+    /// ask of a server span, its status stays unset for a 4xx answer (the
+    /// sender's error) and is Error, with `error.type`, for a 5xx.
     pub fn end(self, cx: &Context) {
         let span = cx.span();
-        let mut attributes = vec![
-            KeyValue::new("tenant", self.tenant.to_owned()),
-            KeyValue::new("request_id", self.request_id.to_string()),
-            KeyValue::new("verification", verification(&self.result)),
-        ];
+        let mut attributes: Vec<KeyValue> = Vec::with_capacity(16);
+        let mut add = |attr: HookdAttr, value: opentelemetry::Value| {
+            attributes.extend(attr.kv(value));
+        };
+        add(attrs::TENANT, self.tenant.to_owned().into());
+        add(attrs::REQUEST_ID, self.request_id.to_string().into());
+        add(attrs::VERIFICATION, verification(&self.result).into());
         if let Some(scheme) = self.scheme {
-            attributes.push(KeyValue::new("scheme", scheme.as_str()));
+            add(attrs::SCHEME, scheme.as_str().into());
         }
         let status = match self.result {
             Ok(outcome) => {
-                attributes.extend([
-                    KeyValue::new("event_id", outcome.event_id.to_string()),
-                    KeyValue::new("delivery_id", outcome.delivery_id.to_string()),
-                    KeyValue::new("duplicate", outcome.duplicate),
-                ]);
+                add(attrs::EVENT_ID, outcome.event_id.to_string().into());
+                add(attrs::DELIVERY_ID, outcome.delivery_id.to_string().into());
+                add(attrs::DUPLICATE, outcome.duplicate.into());
                 if outcome.duplicate {
                     200
                 } else {
@@ -198,16 +315,21 @@ impl IngestRecord<'_> {
                 }
             }
             Err(e) => {
-                attributes.push(KeyValue::new("duplicate", false));
+                add(attrs::DUPLICATE, false.into());
+                add(attrs::ERROR_CODE, e.code.as_str().into());
                 e.code.status().as_u16()
             }
         };
         attributes.push(KeyValue::new(
-            "http.response.status_code",
+            semconv::HTTP_RESPONSE_STATUS_CODE,
             i64::from(status),
         ));
+        if let (Err(e), 500..) = (self.result, status) {
+            attributes.push(KeyValue::new(semconv::ERROR_TYPE, e.code.as_str()));
+            span.set_status(Status::error(e.message.clone()));
+        }
         span.set_attributes(attributes);
-        end_span(cx, self.result.err());
+        span.end();
     }
 }
 
@@ -243,24 +365,29 @@ pub struct ForwardRecord<'a> {
     pub duration_ms: u64,
     /// Why it failed, in plain words.
     pub error: Option<&'a str>,
+    /// The failure's class for `error.type`: the status code, or what
+    /// failed below HTTP (`timeout`, `tls`, ...).
+    pub error_type: Option<&'a str>,
 }
 
 impl ForwardRecord<'_> {
-    /// Sets the forward span's attributes and ends it.
+    /// Sets the forward span's attributes and ends it; a failed attempt
+    /// (any status but 2xx, or no answer) is an Error with `error.type`.
     pub fn end(self, cx: &Context) {
         let span = cx.span();
-        span.set_attribute(KeyValue::new("outcome", self.outcome.as_str()));
-        span.set_attribute(KeyValue::new(
-            "duration_ms",
-            i64::try_from(self.duration_ms).unwrap_or(i64::MAX),
-        ));
+        span.set_attributes(attrs::OUTCOME.kv(self.outcome.as_str()));
+        span.set_attributes(
+            attrs::DURATION_MS.kv(i64::try_from(self.duration_ms).unwrap_or(i64::MAX)),
+        );
         if let Some(status) = self.status_code {
             span.set_attribute(KeyValue::new(
-                "http.response.status_code",
+                semconv::HTTP_RESPONSE_STATUS_CODE,
                 i64::from(status),
             ));
         }
         if let Some(error) = self.error {
+            let error_type = self.error_type.unwrap_or("_OTHER");
+            span.set_attribute(KeyValue::new(semconv::ERROR_TYPE, error_type.to_owned()));
             span.set_status(Status::error(error.to_owned()));
         }
         span.end();
@@ -286,5 +413,26 @@ struct TraceHeaders(Vec<(String, String)>);
 impl Injector for TraceHeaders {
     fn set(&mut self, key: &str, value: String) {
         self.0.push((key.to_owned(), value));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forward_target_drops_credentials_and_redacts_query_values() {
+        let t = ForwardTarget::of("https://user:pw@hooks.example:8443/in?token=s3cret&v=2#frag");
+        assert_eq!(
+            t.url,
+            "https://hooks.example:8443/in?token=REDACTED&v=REDACTED"
+        );
+        assert_eq!((t.host(), t.port), ("hooks.example", Some(8443)));
+        let plain = ForwardTarget::of("http://10.0.0.1/hooks");
+        assert_eq!(
+            (plain.url.as_str(), plain.port),
+            ("http://10.0.0.1/hooks", Some(80))
+        );
+        assert_eq!(truncate("é", 1), "");
     }
 }

@@ -201,27 +201,40 @@ async fn contracts_refuse_over_http_and_grpc_changes_survive_restart() {
     );
 }
 
-/// The skew histogram's count of deliveries at or below `le` seconds, and
-/// the median gauge.
-fn skew(metrics: &str, le: &str) -> (u64, Option<f64>) {
-    let value = |prefix: &str| {
-        metrics
-            .lines()
-            .find_map(|l| l.strip_prefix(prefix))
-            .map(|v| v.trim().parse::<f64>().unwrap())
+/// The skew histogram's count of deliveries whose sender clock is
+/// `direction` (behind or ahead) by at most `le` seconds, and the median
+/// gauge (negative: ahead).
+fn skew(metrics: &str, direction: &str, le: &str) -> (u64, Option<f64>) {
+    let bound = |text: &str| match text {
+        "+Inf" => f64::INFINITY,
+        n => n.parse::<f64>().unwrap(),
     };
-    let bucket = format!("hookd_sender_clock_skew_seconds_bucket{{tenant=\"acme\",le=\"{le}\"}} ");
-    (
-        value(&bucket).unwrap_or(0.0) as u64,
-        value("hookd_sender_clock_skew_median_seconds{tenant=\"acme\"} "),
-    )
+    let bucket = metrics.lines().find_map(|line| {
+        let rest = line.strip_prefix("hookd_sender_clock_skew_seconds_bucket{")?;
+        let (labels, value) = rest.split_once("} ")?;
+        let labels: Vec<&str> = labels.split(',').collect();
+        let le_here = labels
+            .iter()
+            .find_map(|l| l.strip_prefix("le=\""))?
+            .trim_end_matches('"');
+        let wanted = format!("sender_clock=\"{direction}\"");
+        (labels.contains(&"tenant=\"acme\"")
+            && labels.contains(&wanted.as_str())
+            && bound(le_here) == bound(le))
+        .then(|| value.trim().parse::<f64>().unwrap())
+    });
+    let median = metrics.lines().find_map(|l| {
+        l.strip_prefix("hookd_sender_clock_skew_median_seconds{tenant=\"acme\"} ")
+            .map(|v| v.trim().parse::<f64>().unwrap())
+    });
+    (bucket.unwrap_or(0.0) as u64, median)
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn clock_skew_metrics_move_when_the_sender_is_behind_or_ahead() {
     let s = TestServer::start(ACME);
     let before = scrape(&s.base).await;
-    assert_eq!(skew(&before, "+Inf"), (0, None));
+    assert_eq!(skew(&before, "behind", "+Inf"), (0, None));
     let send = |id: &'static str, ts: i64| {
         let body = order(id);
         let headers = signed(id, ts, &body);
@@ -231,16 +244,22 @@ async fn clock_skew_metrics_move_when_the_sender_is_behind_or_ahead() {
     s.clock.set_secs(NOW + 1000);
     assert_eq!(send("behind", NOW + 1000 - 200).await, StatusCode::ACCEPTED);
     let behind = scrape(&s.base).await;
-    assert_eq!(skew(&behind, "120"), (0, Some(200.0)), "200 s behind");
-    assert_eq!(skew(&behind, "300").0, 1);
+    assert_eq!(
+        skew(&behind, "behind", "120"),
+        (0, Some(200.0)),
+        "200 s behind"
+    );
+    assert_eq!(skew(&behind, "behind", "300").0, 1);
+    assert_eq!(skew(&behind, "ahead", "+Inf").0, 0);
     assert_eq!(send("ahead", NOW + 1000 + 250).await, StatusCode::ACCEPTED);
     let ahead = scrape(&s.base).await;
     assert_eq!(
-        skew(&ahead, "-120"),
+        skew(&ahead, "ahead", "300"),
         (1, Some(-25.0)),
         "250 s ahead, median of the two"
     );
-    assert_eq!(skew(&ahead, "+Inf").0, 2);
+    assert_eq!(skew(&ahead, "ahead", "120").0, 0);
+    assert_eq!(skew(&ahead, "behind", "+Inf").0, 1);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -77,6 +77,75 @@ async fn the_binary_exports_spans_over_otlp_and_flushes_them_on_sigterm() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn otlp_over_http_protobuf_is_chosen_by_the_standard_variable() {
+    let (collector, addr) = Collector::start_http().await;
+    let (_dir, data, config) = setup(ACME);
+    let endpoint = format!("http://{addr}");
+    let mut hookd = HookdProcess::spawn(
+        &data,
+        &config,
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"),
+        ],
+    );
+    let (status, answer) = hookd
+        .post("msg_otlp_http", now_secs(), &order("evt_otlp_http"))
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{answer}");
+    let exit = hookd.terminate();
+    assert!(exit.success(), "{exit:?}");
+    let spans = collector.spans();
+    let ingest = spans
+        .iter()
+        .find(|s| s.span.name == "hookd.ingest")
+        .unwrap_or_else(|| panic!("no ingest span over OTLP/HTTP: {}", hookd.logs()));
+    assert_eq!(
+        ingest.attr("hookd.event_id").as_deref(),
+        answer["event_id"].as_str()
+    );
+    assert_eq!(
+        ingest.resource_attr("service.name").as_deref(),
+        Some("hookd")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_otlp_protocol_stops_hookd_with_the_variable_named() {
+    let (_dir, data, config) = setup(ACME);
+    let mut child = std::process::Command::new(crate::process::hookd_bin())
+        .args([
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--config",
+            config.to_str().unwrap(),
+        ])
+        .args(["--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "carrier-pigeon")
+        .env_remove("RUST_LOG")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + WAIT;
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("hookd started with an unknown OTLP protocol");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("OTEL_EXPORTER_OTLP_PROTOCOL") && stderr.contains("carrier-pigeon"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_https_collector_is_trusted_through_the_system_roots() {
     let pki = Pki::new();
     let (collector, addr) = Collector::start_tls(&pki).await;
@@ -286,4 +355,37 @@ async fn no_secret_token_or_body_reaches_logs_spans_or_metrics() {
             "{line}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_https_collector_over_otlp_http_is_trusted_through_the_system_roots() {
+    let pki = Pki::new();
+    let (collector, addr) = Collector::start_https(&pki).await;
+    let (_dir, data, config) = setup(ACME);
+    let endpoint = format!("https://localhost:{}", addr.port());
+    let ca = pki.ca();
+    let mut hookd = HookdProcess::spawn(
+        &data,
+        &config,
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"),
+            // The test CA is one of the system's roots for this process.
+            ("SSL_CERT_FILE", ca.to_str().unwrap()),
+        ],
+    );
+    let (status, answer) = hookd
+        .post("msg_otlp_https", now_secs(), &order("evt_https"))
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{answer}");
+    let exit = hookd.terminate();
+    assert!(exit.success(), "{exit:?}");
+    assert!(
+        collector
+            .spans()
+            .iter()
+            .any(|s| s.span.name == "hookd.ingest"),
+        "no ingest span over OTLP/HTTP with TLS: {}",
+        hookd.logs()
+    );
 }

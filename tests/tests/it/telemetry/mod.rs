@@ -5,8 +5,10 @@
 
 mod collector;
 mod export;
+mod exposition;
 mod gauges;
 mod metrics;
+mod semconv;
 mod spans;
 
 use std::{
@@ -32,7 +34,7 @@ const WAIT: Duration = Duration::from_secs(10);
 
 /// An in-process hookd on the system clock whose spans land in memory.
 pub struct Traced {
-    _server: Server,
+    server: Server,
     pub base: String,
     pub exporter: InMemorySpanExporter,
     _dir: TempDir,
@@ -41,6 +43,18 @@ pub struct Traced {
 impl Traced {
     /// Starts hookd with `toml` as its config file.
     pub fn start(toml: &str) -> Traced {
+        let exporter = InMemorySpanExporter::default();
+        let provider = SdkTracerProvider::builder()
+            .with_simple_exporter(exporter.clone())
+            .build();
+        let mut traced = Traced::start_with(toml, provider);
+        traced.exporter = exporter;
+        traced
+    }
+
+    /// Starts hookd with `toml` as its config file and its spans going to
+    /// `provider` ([`Traced::spans`] then sees only `start`'s exporter).
+    pub fn start_with(toml: &str, provider: SdkTracerProvider) -> Traced {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("hookd.toml");
         std::fs::write(&file, toml).unwrap();
@@ -52,18 +66,27 @@ impl Traced {
         let mut config = Config::load(Some(&file), &overrides).unwrap();
         config.keys.admin_token = Some(ADMIN_TOKEN.into());
         config.grpc.shutdown_grace_secs = 0.0;
-        let exporter = InMemorySpanExporter::default();
-        let provider = SdkTracerProvider::builder()
-            .with_simple_exporter(exporter.clone())
-            .build();
         let runtime = Runtime::new(Arc::new(SystemClock)).with_tracer_provider(provider);
         let server = Server::start(config, runtime).unwrap();
         Traced {
             base: format!("http://{}", server.http_addr()),
-            _server: server,
-            exporter,
+            server,
+            exporter: InMemorySpanExporter::default(),
             _dir: dir,
         }
+    }
+
+    /// The HTTP port.
+    pub fn port(&self) -> u16 {
+        self.server.http_addr().port()
+    }
+
+    /// A control-plane client with the admin token.
+    pub async fn admin(&self) -> hookd_sdk::client::HookdClient {
+        let endpoint = format!("http://{}", self.server.grpc_addr());
+        hookd_sdk::client::HookdClient::connect(endpoint, ADMIN_TOKEN)
+            .await
+            .unwrap()
     }
 
     /// POSTs `body` with `headers` to `/hooks/{tenant}`.

@@ -17,7 +17,7 @@ pub use admin::{
 pub use contracts::{ContractsCommand, PutContractArgs};
 pub use deliveries::{DeadLettersCommand, DeliveriesCommand, FilterArgs};
 
-use crate::exit;
+use crate::{exit, output::OutputMode};
 
 /// Administer a hookd webhook receiver over its gRPC control plane.
 #[derive(Debug, Parser)]
@@ -42,9 +42,22 @@ pub struct Cli {
         hide_env_values = true
     )]
     pub token: Option<String>,
-    /// Print one JSON document (tail: one per line) instead of tables, for scripts.
+    /// Print one JSON document (tail: one per line) instead of tables, for scripts;
+    /// the same as --output json.
     #[arg(long, global = true, display_order = 902)]
     pub json: bool,
+    /// How results are printed: table (the default), wide (a table of every field,
+    /// as named in json), json or yaml (one document; tail: one per event).
+    #[arg(
+        short = 'o',
+        long,
+        global = true,
+        display_order = 902,
+        value_enum,
+        default_value_t = OutputMode::Table,
+        env = "HOOKCTL_OUTPUT"
+    )]
+    pub output: OutputMode,
     /// PEM CA certificate to trust for hookd's TLS certificate (an https:// endpoint,
     /// and `send` to an https:// URL); default: the public web PKI.
     #[arg(long, global = true, display_order = 903, env = "HOOKCTL_TLS_CA")]

@@ -71,7 +71,7 @@ pub async fn run(
             } else {
                 delivery_ids
             };
-            if out.is_json() {
+            if out.is_document() {
                 let pairs: Vec<_> = old_ids
                     .iter()
                     .zip(&new_ids)

@@ -7,12 +7,7 @@ use hookd_sdk::client::{
     HookdClient,
 };
 
-use crate::{
-    cli::DeliveriesCommand,
-    output::{print, rows, Output},
-    table::Table,
-    view::View,
-};
+use crate::{cli::DeliveriesCommand, output::Output};
 
 /// Runs one `deliveries` subcommand.
 pub async fn run(
@@ -50,12 +45,12 @@ pub async fn run(
             delivery_id,
         } => {
             let delivery = client.get_delivery(tenant, delivery_id).await?;
-            if out.is_json() {
+            if out.is_document() {
                 return Ok(out.record(&delivery)?);
             }
-            print(&Table::fields(delivery.fields()))?;
+            out.fields(&delivery)?;
             writeln!(io::stdout().lock())?;
-            Ok(print(&rows(&delivery.attempts))?)
+            Ok(out.table(&delivery.attempts)?)
         }
     }
 }

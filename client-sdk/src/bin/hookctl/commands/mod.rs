@@ -18,7 +18,7 @@ use hookd_sdk::client::{ClientTls, HookdClient};
 use crate::{
     cli::{Cli, Command},
     exit::CliError,
-    output::Output,
+    output::{Output, OutputMode},
 };
 
 /// Runs the parsed command line; connects to the control plane only for commands that
@@ -28,12 +28,13 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         endpoint,
         token,
         json,
+        output,
         tls_ca,
         tls_cert,
         tls_key,
         command,
     } = cli;
-    let out = Output::new(json);
+    let out = Output::new(if json { OutputMode::Json } else { output });
     let connect = || async {
         let tls =
             ClientTls::from_files(tls_ca.as_deref(), tls_cert.as_deref(), tls_key.as_deref())?;

@@ -13,7 +13,7 @@ use crate::{
 /// end means this watcher fell behind and should be restarted.
 pub async fn run(client: &HookdClient, out: Output, tenant: Option<String>) -> anyhow::Result<()> {
     let mut events = client.watch_deliveries(tenant.unwrap_or_default()).await?;
-    if !out.is_json() {
+    if !out.is_document() {
         eprintln!("watching delivery events; Ctrl-C to stop");
     }
     let ctrl_c = tokio::signal::ctrl_c();
@@ -24,8 +24,8 @@ pub async fn run(client: &HookdClient, out: Output, tenant: Option<String>) -> a
             next = events.next() => match next {
                 Some(event) => {
                     let event = event?;
-                    if out.is_json() {
-                        out.json_line(&event_json(&event))?;
+                    if out.is_document() {
+                        out.stream_item(&event_json(&event))?;
                     } else {
                         out.line(&event_line(&event))?;
                     }

@@ -1,0 +1,333 @@
+//! The client and `hookctl` against hookd's control plane served over a
+//! real socket by `hookd-control` itself, on its in-memory fake backend
+//! (`hookd_control::fake`, the one fake of the control plane): the bearer
+//! header, the paging helpers, status codes, the watch stream and what the
+//! CLI prints and exits with.
+
+use std::{
+    io::{BufRead, BufReader},
+    process::{Command, Stdio},
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use futures_util::StreamExt;
+use hookd_control::{
+    fake::{FakeBackend, FakeServer, ADMIN},
+    model::{DeadLetterView, DeliveryEventKind as Kind, DeliveryEventView},
+};
+use hookd_sdk::client::{proto::DeliveryEvent, Code, DeadLetterFilter, HookdClient};
+
+/// The fake with tenants acme, globex, t1, t2 and t3, served.
+async fn fake_hookd() -> FakeServer {
+    let backend = FakeBackend::new();
+    for id in ["t1", "t2", "t3"] {
+        backend.add_tenant(id, Some("https://t.test/hooks"));
+    }
+    FakeServer::start(Arc::new(backend)).await
+}
+
+/// The five tenants of [`fake_hookd`], in the order hookd lists them.
+const TENANTS: [&str; 5] = ["acme", "globex", "t1", "t2", "t3"];
+
+async fn admin(server: &FakeServer) -> HookdClient {
+    HookdClient::connect(server.endpoint.clone(), ADMIN)
+        .await
+        .expect("connect")
+}
+
+/// Waits until the backend has served `method`.
+async fn called(backend: &FakeBackend, method: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !backend.calls().contains(&method) {
+        assert!(
+            Instant::now() < deadline,
+            "{method} never called: {:?}",
+            backend.calls()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+fn accepted(delivery_id: &str) -> DeliveryEventView {
+    DeliveryEventView {
+        kind: Kind::Accepted,
+        tenant_id: "acme".into(),
+        delivery_id: delivery_id.into(),
+        event_id: format!("evt_{delivery_id}"),
+        at_ms: 1_700_000_000_000,
+        attempt: None,
+        status_code: None,
+        reason: None,
+        redelivered_as: None,
+        next_attempt_at_ms: None,
+    }
+}
+
+#[tokio::test]
+async fn list_all_tenants_follows_every_page_with_the_token() {
+    let server = fake_hookd().await;
+    server.backend.limit_pages(2);
+    let ids: Vec<String> = admin(&server)
+        .await
+        .list_all_tenants()
+        .await
+        .expect("all pages")
+        .into_iter()
+        .map(|tenant| tenant.tenant_id)
+        .collect();
+    assert_eq!(ids, TENANTS);
+    let pages = server
+        .backend
+        .calls()
+        .iter()
+        .filter(|c| **c == "list_tenants")
+        .count();
+    assert_eq!(pages, 3, "pages of two");
+}
+
+#[tokio::test]
+async fn statuses_keep_their_code_and_message() {
+    let server = fake_hookd().await;
+    let wrong = HookdClient::connect(server.endpoint.as_str(), "nope")
+        .await
+        .expect("connect");
+    let err = wrong.list_all_tenants().await.expect_err("bad token");
+    assert_eq!(err.code(), Code::Unauthenticated);
+    assert!(
+        server.backend.calls().is_empty(),
+        "refused before the backend"
+    );
+
+    let err = admin(&server)
+        .await
+        .get_tenant("ghost")
+        .await
+        .expect_err("unknown tenant");
+    assert_eq!(err.code(), Code::NotFound);
+    assert_eq!(err.to_string(), "NOT_FOUND: no tenant has the id \"ghost\"");
+}
+
+#[tokio::test]
+async fn list_all_dead_letters_sends_the_filter_on_every_page() {
+    let server = fake_hookd().await;
+    server.backend.limit_pages(2);
+    for (n, reason) in [(1, "503"), (2, "400 Bad Request"), (3, "503"), (4, "503")] {
+        server.backend.add_dead_letter(DeadLetterView {
+            tenant_id: "acme".into(),
+            delivery_id: format!("dlv_{n}"),
+            event_id: format!("evt_{n}"),
+            reason: format!("last: {reason}"),
+            dead_at_ms: 1_700_000_000_000,
+            attempt_count: 5,
+            last_status_code: None,
+        });
+    }
+    let filter = DeadLetterFilter {
+        reason_contains: "503".to_owned(),
+        ..Default::default()
+    };
+    let dead = admin(&server)
+        .await
+        .list_all_dead_letters("acme", &filter)
+        .await
+        .expect("all pages");
+    let ids: Vec<&str> = dead.iter().map(|d| d.delivery_id.as_str()).collect();
+    assert_eq!(ids, ["dlv_1", "dlv_3", "dlv_4"]);
+    let pages = server
+        .backend
+        .calls()
+        .iter()
+        .filter(|c| **c == "list_dead_letters")
+        .count();
+    assert_eq!(pages, 2, "the second page is filtered too");
+}
+
+#[tokio::test]
+async fn watch_deliveries_yields_events_until_the_stream_ends() {
+    let server = fake_hookd().await;
+    let mut events = admin(&server)
+        .await
+        .watch_deliveries("")
+        .await
+        .expect("watch");
+    called(&server.backend, "watch").await;
+    for id in ["dlv_1", "dlv_2"] {
+        server.backend.events.send(accepted(id)).expect("a watcher");
+    }
+    let mut seen: Vec<DeliveryEvent> = Vec::new();
+    for _ in 0..2 {
+        seen.push(
+            events
+                .next()
+                .await
+                .expect("an event")
+                .expect("not an error"),
+        );
+    }
+    server.stop().await;
+    let end = events.next().await.expect("hookd's last word");
+    assert_eq!(end.expect_err("stopping").code(), Code::Unavailable);
+    assert!(events.next().await.is_none(), "then the stream ends");
+    let ids: Vec<&str> = seen.iter().map(|e| e.delivery_id.as_str()).collect();
+    assert_eq!(ids, ["dlv_1", "dlv_2"]);
+}
+
+/// Runs `hookctl` against `endpoint` off the runtime's threads, so the fake keeps serving.
+async fn hookctl(endpoint: &str, args: &[&str]) -> (Option<i32>, String, String) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_hookctl"));
+    command
+        .args(["--endpoint", endpoint])
+        .args(args)
+        .env_remove("HOOKCTL_TOKEN")
+        .env("HOOKD_ADMIN_TOKEN", ADMIN);
+    let output = tokio::task::spawn_blocking(move || command.output())
+        .await
+        .expect("join")
+        .expect("hookctl runs");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hookctl_prints_tables_and_json_and_exits_by_status() {
+    let server = fake_hookd().await;
+    let endpoint = server.endpoint.as_str();
+
+    let (code, out, err) = hookctl(endpoint, &["--json", "tenants", "list"]).await;
+    assert_eq!(code, Some(0), "{err}");
+    let document: serde_json::Value = serde_json::from_str(&out).expect("one JSON document");
+    assert_eq!(document["tenants"].as_array().map(Vec::len), Some(5));
+    assert_eq!(document["tenants"][4]["ingest_path"], "/hooks/t3");
+
+    let (code, out, _) = hookctl(endpoint, &["tenants", "list"]).await;
+    assert_eq!(code, Some(0));
+    let header = out.lines().next().expect("header line");
+    assert!(header.starts_with("TENANT_ID  SCHEME"), "{out}");
+    assert_eq!(out.lines().count(), 6, "{out}");
+
+    let (code, _, err) = hookctl(endpoint, &["tenants", "get", "ghost"]).await;
+    assert_eq!(code, Some(3), "{err}");
+    assert!(err.contains("NOT_FOUND"), "{err}");
+
+    let (code, _, err) = hookctl(endpoint, &["--token", "nope", "tenants", "list"]).await;
+    assert_eq!(code, Some(4), "{err}");
+
+    let (code, _, err) = hookctl(endpoint, &["tenants", "create", "acme"]).await;
+    assert_eq!(code, Some(5), "{err}");
+    assert!(err.contains("ALREADY_EXISTS"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hookctl_shows_new_secrets_once_with_a_warning() {
+    let server = fake_hookd().await;
+    let endpoint = server.endpoint.as_str();
+    let (code, out, err) = hookctl(endpoint, &["tenants", "create", "initech"]).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("whsec_c2VjcmV0"), "{out}");
+    assert!(out.contains("whsec_ZGVzdA=="), "{out}");
+    assert!(out.contains("shown only this once"), "{out}");
+
+    let (code, out, err) = hookctl(endpoint, &["--json", "tenants", "create", "umbrella"]).await;
+    assert_eq!(code, Some(0), "{err}");
+    let document: serde_json::Value = serde_json::from_str(&out).expect("stdout is JSON only");
+    assert_eq!(document["destination_secret"], "whsec_ZGVzdA==");
+    assert!(err.contains("shown only this once"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hookctl_tail_prints_one_line_per_event() {
+    let server = fake_hookd().await;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hookctl"))
+        .args([
+            "--endpoint",
+            &server.endpoint,
+            "--json",
+            "tail",
+            "--tenant",
+            "acme",
+        ])
+        .env_remove("HOOKCTL_TOKEN")
+        .env("HOOKD_ADMIN_TOKEN", ADMIN)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("hookctl runs");
+    let stdout = child.stdout.take().expect("stdout");
+    let lines = tokio::task::spawn_blocking(move || {
+        BufReader::new(stdout)
+            .lines()
+            .take(2)
+            .map(|line| line.expect("a line"))
+            .collect::<Vec<String>>()
+    });
+    called(&server.backend, "watch").await;
+    for id in ["dlv_1", "dlv_2"] {
+        server.backend.events.send(accepted(id)).expect("a watcher");
+    }
+    let lines = lines.await.expect("two lines");
+    // hookd stopping ends the stream with UNAVAILABLE: hookctl exits 6.
+    server.stop().await;
+    let status = tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .expect("join")
+        .expect("hookctl exits");
+    assert_eq!(status.code(), Some(6));
+    let events: Vec<serde_json::Value> = lines
+        .iter()
+        .map(|line| serde_json::from_str(line).expect("one JSON value per line"))
+        .collect();
+    assert_eq!(events[1]["kind"], "accepted");
+    assert_eq!(events[1]["delivery_id"], "dlv_2");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hookctl_output_is_a_table_wide_json_or_yaml() {
+    let server = fake_hookd().await;
+    let endpoint = server.endpoint.as_str();
+
+    let (code, out, err) = hookctl(endpoint, &["--output", "wide", "tenants", "list"]).await;
+    assert_eq!(code, Some(0), "{err}");
+    let header = out.lines().next().expect("header line");
+    for column in [
+        "TENANT_ID",
+        "INGEST_PATH",
+        "MAX_BODY_BYTES",
+        "TOLERANCE_SECS",
+    ] {
+        assert!(header.contains(column), "{column} in {out}");
+    }
+    assert_eq!(out.lines().count(), 6, "{out}");
+    assert!(out.lines().nth(5).unwrap().contains("/hooks/t3"), "{out}");
+
+    let (code, out, err) = hookctl(endpoint, &["-o", "yaml", "tenants", "list"]).await;
+    assert_eq!(code, Some(0), "{err}");
+    let document: serde_json::Value = serde_norway::from_str(&out).expect("one YAML document");
+    assert_eq!(document["tenants"].as_array().map(Vec::len), Some(5));
+    assert_eq!(document["tenants"][4]["ingest_path"], "/hooks/t3");
+
+    let (code, out, err) = hookctl(endpoint, &["tenants", "get", "t2", "-o", "yaml"]).await;
+    assert_eq!(code, Some(0), "{err}");
+    let document: serde_json::Value = serde_norway::from_str(&out).expect("one YAML document");
+    assert_eq!(document["tenant_id"], "t2");
+
+    let (code, out, err) = hookctl(endpoint, &["-o", "json", "tenants", "get", "t2"]).await;
+    assert_eq!(code, Some(0), "{err}");
+    let document: serde_json::Value = serde_json::from_str(&out).expect("one JSON document");
+    assert_eq!(document["enabled"], true);
+
+    let (code, out, err) = hookctl(endpoint, &["-o", "wide", "tenants", "get", "t2"]).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("ingest_path:") && l.ends_with("/hooks/t2")),
+        "{out}"
+    );
+
+    let (code, _, err) = hookctl(endpoint, &["-o", "xml", "tenants", "list"]).await;
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("wide") && err.contains("yaml"), "{err}");
+}
