@@ -9,7 +9,8 @@ use futures_util::stream::BoxStream;
 use crate::{
     error::Result,
     model::{
-        CreatedTenant, CreatedToken, DeadLetterFilter, DeadLetterView, DeliveryEventView,
+        AttemptView, CreatedTenant, CreatedToken, DeadLetterFilter, DeadLetterView,
+        DeliveryContent, DeliveryEventView,
         DeliveryStatus, DeliveryView, NewTenant, Page, PageRequest, Principal, PulledDelivery,
         RotatedSecret, SecretInfo, Selection, TenantPatch, TenantView, TokenInfo,
     },
@@ -105,6 +106,24 @@ pub trait ControlBackend: Send + Sync + 'static {
     /// One delivery with every attempt, oldest first. An id the tenant does
     /// not have (or that was purged) is `NotFound`.
     async fn get_delivery(&self, tenant_id: &str, delivery_id: &str) -> Result<DeliveryView>;
+
+    /// The headers and body of one delivery. An id the tenant does not have
+    /// (or that was purged) is `NotFound`.
+    async fn get_delivery_content(
+        &self,
+        tenant_id: &str,
+        delivery_id: &str,
+    ) -> Result<DeliveryContent>;
+
+    /// Sends one delivery once to `url` instead of the tenant's destination,
+    /// signed as a forward would be, and returns what happened; the
+    /// delivery, its attempts and the tenant's destination stay unchanged.
+    /// A URL that is not absolute http(s), or whose literal address the
+    /// destination address policy denies, is `InvalidArgument` and nothing
+    /// is sent; a tenant without a destination secret (pull mode) is
+    /// `FailedPrecondition`.
+    async fn redirect(&self, tenant_id: &str, delivery_id: &str, url: &str)
+        -> Result<AttemptView>;
 
     /// The tenant's dead letters passing `filter`, most recently dead first.
     /// A foreign page token is `InvalidArgument`.

@@ -17,7 +17,7 @@ use crate::{
     backend::{ControlBackend, EventStream},
     error::{Error, Result},
     model::{
-        CreatedTenant, CreatedToken, DeadLetterFilter, DeadLetterView, DeliveryEventView,
+        AttemptView, CreatedTenant, CreatedToken, DeadLetterFilter, DeliveryContent, DeadLetterView, DeliveryEventView,
         DeliveryStatus, DeliveryView, NewTenant, Page, PageRequest, Principal, PulledDelivery,
         RotatedSecret, Scheme, SecretInfo, SecretState, Selection, TenantPatch, TenantView,
         TokenInfo,
@@ -272,6 +272,28 @@ impl ControlBackend for FakeBackend {
             .find(|d| d.tenant_id == tenant_id && d.delivery_id == delivery_id)
             .cloned()
             .ok_or_else(|| Error::NotFound(format!("no delivery has the id \"{delivery_id}\"")))
+    }
+
+    async fn get_delivery_content(
+        &self,
+        tenant_id: &str,
+        delivery_id: &str,
+    ) -> Result<DeliveryContent> {
+        self.called("get_delivery_content");
+        let delivery = self.get_delivery(tenant_id, delivery_id).await?;
+        Ok(DeliveryContent {
+            request_id: "req_fake".into(),
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: format!(r#"{{"event_id":"{}"}}"#, delivery.event_id).into_bytes(),
+        })
+    }
+
+    async fn redirect(&self, tenant_id: &str, delivery_id: &str, url: &str) -> Result<AttemptView> {
+        self.called("redirect");
+        self.get_delivery(tenant_id, delivery_id).await?;
+        Err(Error::FailedPrecondition(format!(
+            "the fake backend sends nothing (to {url})"
+        )))
     }
 
     async fn list_dead_letters(

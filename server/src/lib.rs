@@ -11,6 +11,7 @@ mod app;
 pub mod catalog;
 pub mod clock;
 pub mod config;
+mod dashboard;
 pub mod error;
 #[cfg(any(test, feature = "fault-injection"))]
 pub mod faults;

@@ -7,7 +7,7 @@ mod delivery;
 mod tenant;
 
 pub use delivery::{
-    AttemptView, DeadLetterFilter, DeadLetterView, DeliveryEventKind, DeliveryEventView,
+    AttemptView, DeadLetterFilter, DeliveryContent, DeadLetterView, DeliveryEventKind, DeliveryEventView,
     DeliveryStatus, DeliveryView, PulledDelivery, Selection,
 };
 pub use tenant::{

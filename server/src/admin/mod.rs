@@ -3,13 +3,14 @@
 //! API-created tenants and the delivery store.
 
 mod deliveries;
+mod redirect;
 mod tenants;
 
 use std::{collections::HashSet, sync::Arc};
 
 use hookd_control::{
     model::{
-        CreatedTenant, CreatedToken, DeadLetterFilter, DeadLetterView, DeliveryStatus,
+        AttemptView, CreatedTenant, CreatedToken, DeadLetterFilter, DeliveryContent, DeadLetterView, DeliveryStatus,
         DeliveryView, NewTenant, Page, PageRequest, Principal, PulledDelivery, RotatedSecret,
         SecretInfo, Selection, TenantPatch, TenantView, TokenInfo,
     },
@@ -222,6 +223,25 @@ impl ControlBackend for Backend {
         let (tenant_id, delivery_id) = (tenant_id.to_owned(), delivery_id.to_owned());
         self.blocking(move |b| b.delivery(&tenant_id, &delivery_id))
             .await
+    }
+
+    async fn get_delivery_content(
+        &self,
+        tenant_id: &str,
+        delivery_id: &str,
+    ) -> ApiResult<DeliveryContent> {
+        let (tenant_id, delivery_id) = (tenant_id.to_owned(), delivery_id.to_owned());
+        self.blocking(move |b| b.content(&tenant_id, &delivery_id))
+            .await
+    }
+
+    async fn redirect(
+        &self,
+        tenant_id: &str,
+        delivery_id: &str,
+        url: &str,
+    ) -> ApiResult<AttemptView> {
+        self.redirect_once(tenant_id, delivery_id, url).await
     }
 
     async fn list_dead_letters(

@@ -17,12 +17,14 @@ use crate::{
     keyring::KeySources,
 };
 pub mod bounds;
+mod dashboard;
 #[cfg(test)]
 mod hostile_tests;
 mod http;
 mod tenant;
 
 pub use bounds::{FRAMEWORK_MAX_HEAD_BYTES, MAX_BODY_LIMIT};
+pub use dashboard::DashboardConfig;
 pub use tenant::{
     load_secret, BreakerConfig, DestinationConfig, ForwardSettings, RateLimitConfig, RetryConfig,
     SecretConfig, SecretState, TenantConfig, TenantSettings,
@@ -53,6 +55,8 @@ pub struct Config {
     pub limits: LimitsConfig,
     /// Forwarding to destinations.
     pub forward: ForwardConfig,
+    /// The delivery dashboard in the browser.
+    pub dashboard: DashboardConfig,
     /// Tenants declared in the file.
     #[serde(default)]
     pub tenants: Vec<TenantConfig>,
@@ -304,6 +308,7 @@ impl Config {
         if let Some(addr) = &self.metrics.addr {
             parse_addr("metrics.addr", addr)?;
         }
+        self.dashboard.validate()?;
         if let Some(tls) = &self.http.tls {
             crate::tls::http_server_config(tls)?;
         }

@@ -10,6 +10,8 @@ pub mod policy;
 mod trust;
 
 pub use address::{AddressPolicy, DeniedAddress, Rule};
+pub(crate) use address::GuardedResolver;
+pub(crate) use attempt::send as send_attempt;
 pub use attempt::{ATTEMPT_HEADER, DELIVERY_ID_HEADER, RESPONSE_KEEP_BYTES};
 pub use breaker::{Breaker, BreakerState};
 pub use dispatcher::{Dispatcher, DispatcherParts};
