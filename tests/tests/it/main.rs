@@ -6,6 +6,7 @@ mod bounds;
 mod cli;
 mod control;
 mod crash;
+mod dashboard;
 mod durability;
 mod edge;
 mod event_ids;
