@@ -10,6 +10,7 @@ pub mod deliveries;
 mod durability_tests;
 mod gauges;
 pub mod records;
+pub mod rejections;
 pub mod sync;
 
 use std::{
@@ -164,6 +165,13 @@ impl Store {
     /// The sled database, for components that keep their own trees.
     pub fn db(&self) -> &sled::Db {
         &self.db
+    }
+
+    /// The refused requests of every tenant ([`rejections::Rejections`]).
+    pub fn rejections(&self) -> Result<rejections::Rejections> {
+        Ok(rejections::Rejections::new(
+            self.db.open_tree(rejections::TREE)?,
+        ))
     }
 
     /// Flushes everything to disk now.
