@@ -10,9 +10,9 @@ use crate::{
     error::Result,
     model::{
         AttemptView, CreatedTenant, CreatedToken, DeadLetterFilter, DeadLetterView,
-        DeliveryContent, DeliveryEventView,
-        DeliveryStatus, DeliveryView, NewTenant, Page, PageRequest, Principal, PulledDelivery,
-        RotatedSecret, SecretInfo, Selection, TenantPatch, TenantView, TokenInfo,
+        DeliveryContent, DeliveryEventView, DeliveryStatus, DeliveryView, NewTenant, Page,
+        PageRequest, Principal, PulledDelivery, RejectionFilter, RejectionView, RotatedSecret,
+        SecretInfo, Selection, TenantPatch, TenantView, TokenInfo,
     },
 };
 
@@ -122,8 +122,7 @@ pub trait ControlBackend: Send + Sync + 'static {
     /// destination address policy denies, is `InvalidArgument` and nothing
     /// is sent; a tenant without a destination secret (pull mode) is
     /// `FailedPrecondition`.
-    async fn redirect(&self, tenant_id: &str, delivery_id: &str, url: &str)
-        -> Result<AttemptView>;
+    async fn redirect(&self, tenant_id: &str, delivery_id: &str, url: &str) -> Result<AttemptView>;
 
     /// The tenant's dead letters passing `filter`, most recently dead first.
     /// A foreign page token is `InvalidArgument`.
@@ -146,6 +145,15 @@ pub trait ControlBackend: Send + Sync + 'static {
     /// and returns how many went. Ids that are not dead letters of the
     /// tenant are skipped, not errors.
     async fn purge_dead_letters(&self, tenant_id: &str, selection: Selection) -> Result<u64>;
+
+    /// The tenant's recorded rejections passing `filter`, newest first. A
+    /// foreign page token is `InvalidArgument`.
+    async fn list_rejections(
+        &self,
+        tenant_id: &str,
+        filter: RejectionFilter,
+        page: PageRequest,
+    ) -> Result<Page<RejectionView>>;
 
     /// Events from now on of one tenant, or (`None`) of every tenant. The
     /// services pass `None` only for the admin token. Nothing from before

@@ -17,10 +17,10 @@ use crate::{
     backend::{ControlBackend, EventStream},
     error::{Error, Result},
     model::{
-        AttemptView, CreatedTenant, CreatedToken, DeadLetterFilter, DeliveryContent, DeadLetterView, DeliveryEventView,
-        DeliveryStatus, DeliveryView, NewTenant, Page, PageRequest, Principal, PulledDelivery,
-        RotatedSecret, Scheme, SecretInfo, SecretState, Selection, TenantPatch, TenantView,
-        TokenInfo,
+        AttemptView, CreatedTenant, CreatedToken, DeadLetterFilter, DeadLetterView,
+        DeliveryContent, DeliveryEventView, DeliveryStatus, DeliveryView, NewTenant, Page,
+        PageRequest, Principal, PulledDelivery, RejectionFilter, RejectionView, RotatedSecret,
+        Scheme, SecretInfo, SecretState, Selection, TenantPatch, TenantView, TokenInfo,
     },
 };
 
@@ -294,6 +294,20 @@ impl ControlBackend for FakeBackend {
         Err(Error::FailedPrecondition(format!(
             "the fake backend sends nothing (to {url})"
         )))
+    }
+
+    async fn list_rejections(
+        &self,
+        tenant_id: &str,
+        _filter: RejectionFilter,
+        _page: PageRequest,
+    ) -> Result<Page<RejectionView>> {
+        self.called("list_rejections");
+        self.tenant(tenant_id)?;
+        Ok(Page {
+            items: Vec::new(),
+            next_token: None,
+        })
     }
 
     async fn list_dead_letters(

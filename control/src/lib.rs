@@ -21,6 +21,7 @@ use std::{future::Future, sync::Arc, time::Duration};
 use hookd_proto::v1::{
     consumer_service_server::{self, ConsumerServiceServer},
     delivery_service_server::{self, DeliveryServiceServer},
+    rejection_service_server::{self, RejectionServiceServer},
     secret_service_server::{self, SecretServiceServer},
     tenant_service_server::{self, TenantServiceServer},
     token_service_server::{self, TokenServiceServer},
@@ -34,7 +35,7 @@ use tonic_health::{server::HealthReporter, ServingStatus};
 /// `#[hookd_control::async_trait]` on their `impl` block.
 pub use tonic::async_trait;
 
-use crate::services::{ConsumerApi, DeliveryApi, SecretApi, TenantApi, TokenApi};
+use crate::services::{ConsumerApi, DeliveryApi, RejectionApi, SecretApi, TenantApi, TokenApi};
 pub use crate::{
     backend::{ControlBackend, EventStream},
     error::{Error, Result},
@@ -53,13 +54,14 @@ macro_rules! limited {
 
 /// Every service whose health is reported: the server as a whole ("") and
 /// each `hookd.v1` service, so a probe may ask for either.
-const HEALTH_NAMES: [&str; 6] = [
+const HEALTH_NAMES: [&str; 7] = [
     "",
     tenant_service_server::SERVICE_NAME,
     secret_service_server::SERVICE_NAME,
     token_service_server::SERVICE_NAME,
     delivery_service_server::SERVICE_NAME,
     consumer_service_server::SERVICE_NAME,
+    rejection_service_server::SERVICE_NAME,
 ];
 
 /// Serves the control plane on `listener` until `shutdown` resolves, then
@@ -84,6 +86,7 @@ pub async fn serve<B: ControlBackend>(
     let secrets = SecretApi::new(Arc::clone(&backend));
     let tokens = TokenApi::new(Arc::clone(&backend));
     let deliveries = DeliveryApi::new(Arc::clone(&backend), stopping);
+    let rejections = RejectionApi::new(Arc::clone(&backend));
     let consumer = ConsumerApi::new(backend);
     let router = tonic::transport::Server::builder()
         .add_service(health)
@@ -93,7 +96,8 @@ pub async fn serve<B: ControlBackend>(
         .add_service(limited!(SecretServiceServer::new(secrets)))
         .add_service(limited!(TokenServiceServer::new(tokens)))
         .add_service(limited!(DeliveryServiceServer::new(deliveries)))
-        .add_service(limited!(ConsumerServiceServer::new(consumer)));
+        .add_service(limited!(ConsumerServiceServer::new(consumer)))
+        .add_service(limited!(RejectionServiceServer::new(rejections)));
     let shutdown = async move {
         shutdown.await;
         stop.send_replace(true);

@@ -4,12 +4,14 @@
 //! backend sees a request, so it never has to guess what a 0 meant.
 
 mod delivery;
+mod rejection;
 mod tenant;
 
 pub use delivery::{
-    AttemptView, DeadLetterFilter, DeliveryContent, DeadLetterView, DeliveryEventKind, DeliveryEventView,
-    DeliveryStatus, DeliveryView, PulledDelivery, Selection,
+    AttemptView, DeadLetterFilter, DeadLetterView, DeliveryContent, DeliveryEventKind,
+    DeliveryEventView, DeliveryStatus, DeliveryView, PulledDelivery, Selection,
 };
+pub use rejection::{RejectionFilter, RejectionView};
 pub use tenant::{
     CreatedTenant, CreatedToken, NewTenant, RateLimit, RotatedSecret, Scheme, SecretInfo,
     SecretState, TenantPatch, TenantView, TokenInfo,

@@ -1,16 +1,18 @@
-//! The five `hookd.v1` services over a [`crate::ControlBackend`]. Each call
+//! The six `hookd.v1` services over a [`crate::ControlBackend`]. Each call
 //! authenticates, checks what the caller may touch, validates and converts
 //! the request, and makes one backend call; everything about state (does it
 //! exist, may it change now) is the backend's answer.
 
 mod consumer;
 mod delivery;
+mod rejection;
 mod secret;
 mod tenant;
 mod token;
 
 pub(crate) use consumer::ConsumerApi;
 pub(crate) use delivery::DeliveryApi;
+pub(crate) use rejection::RejectionApi;
 pub(crate) use secret::SecretApi;
 pub(crate) use tenant::TenantApi;
 pub(crate) use token::TokenApi;

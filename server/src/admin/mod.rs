@@ -4,15 +4,17 @@
 
 mod deliveries;
 mod redirect;
+mod rejections;
 mod tenants;
 
 use std::{collections::HashSet, sync::Arc};
 
 use hookd_control::{
     model::{
-        AttemptView, CreatedTenant, CreatedToken, DeadLetterFilter, DeliveryContent, DeadLetterView, DeliveryStatus,
-        DeliveryView, NewTenant, Page, PageRequest, Principal, PulledDelivery, RotatedSecret,
-        SecretInfo, Selection, TenantPatch, TenantView, TokenInfo,
+        AttemptView, CreatedTenant, CreatedToken, DeadLetterFilter, DeadLetterView,
+        DeliveryContent, DeliveryStatus, DeliveryView, NewTenant, Page, PageRequest, Principal,
+        PulledDelivery, RejectionFilter, RejectionView, RotatedSecret, SecretInfo, Selection,
+        TenantPatch, TenantView, TokenInfo,
     },
     ControlBackend, Error as ApiError, EventStream, Result as ApiResult,
 };
@@ -261,6 +263,17 @@ impl ControlBackend for Backend {
 
     async fn purge_dead_letters(&self, tenant_id: &str, selection: Selection) -> ApiResult<u64> {
         self.purge(tenant_id, selection).await
+    }
+
+    async fn list_rejections(
+        &self,
+        tenant_id: &str,
+        filter: RejectionFilter,
+        page: PageRequest,
+    ) -> ApiResult<Page<RejectionView>> {
+        let tenant_id = tenant_id.to_owned();
+        self.blocking(move |b| b.rejections(&tenant_id, filter, page))
+            .await
     }
 
     async fn watch(&self, tenant_id: Option<&str>) -> ApiResult<EventStream> {

@@ -60,9 +60,7 @@ impl Backend {
             .check_url(&target)
             .map_err(|e| ApiError::InvalidArgument(format!("url: {}", e.refusal())))?;
         let (tenant, id) = (tenant_id.to_owned(), delivery_id.to_owned());
-        let event = self
-            .blocking(move |b| b.stored_event(&tenant, &id))
-            .await?;
+        let event = self.blocking(move |b| b.stored_event(&tenant, &id)).await?;
         let mut settings = forward.clone();
         settings.url = target.to_string();
         settings.address_policy = Some(self.address_policy.clone());

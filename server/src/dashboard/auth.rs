@@ -16,15 +16,15 @@ use super::{
 /// `GET /`: the tenants when signed in, else the sign-in page.
 pub(super) async fn home(signed: Option<Signed>) -> HttpResponse {
     let to = match signed {
-        Some(Signed {
-            session, ..
-        }) => match &session.principal {
+        Some(Signed { session, .. }) => match &session.principal {
             Principal::Admin => "/tenants".to_owned(),
             Principal::Tenant(t) => format!("/t/{t}/deliveries"),
         },
         None => "/sign-in".to_owned(),
     };
-    HttpResponse::SeeOther().insert_header(("location", to)).finish()
+    HttpResponse::SeeOther()
+        .insert_header(("location", to))
+        .finish()
 }
 
 /// `GET /sign-in`.

@@ -63,7 +63,10 @@ pub(super) async fn list(
         size: PAGE_SIZE,
         token: (!query.page.is_empty()).then(|| query.page.clone()),
     };
-    let letters = dash.backend.list_dead_letters(&tenant, filter, page).await?;
+    let letters = dash
+        .backend
+        .list_dead_letters(&tenant, filter, page)
+        .await?;
     let action = format!("/t/{tenant}/dead-letters/redeliver");
     let body = html! {
         form.filters method="get" action={ "/t/" (tenant) "/dead-letters" } {
@@ -111,7 +114,12 @@ pub(super) async fn list(
             }
         }
     };
-    Ok(layout::html(layout::page(Some(&signed), Some(&tenant), "Dead letters", body)))
+    Ok(layout::html(layout::page(
+        Some(&signed),
+        Some(&tenant),
+        "Dead letters",
+        body,
+    )))
 }
 
 fn selection(form: &PostedForm) -> Result<Selection, DashError> {
@@ -153,5 +161,10 @@ pub(super) async fn redeliver(
         }
         p { a href={ "/t/" (tenant) "/dead-letters" } { "Back to the dead letters" } }
     };
-    Ok(layout::html(layout::page(Some(&signed), Some(&tenant), "Redelivered", body)))
+    Ok(layout::html(layout::page(
+        Some(&signed),
+        Some(&tenant),
+        "Redelivered",
+        body,
+    )))
 }

@@ -97,7 +97,12 @@ pub(super) async fn list(
             p { a rel="next" href={ "/t/" (tenant) "/deliveries?status=" (filters.status) "&event_id=" (event_id) "&page=" (next) } { "Older deliveries" } }
         }
     };
-    Ok(layout::html(layout::page(Some(&signed), Some(&tenant), "Deliveries", body)))
+    Ok(layout::html(layout::page(
+        Some(&signed),
+        Some(&tenant),
+        "Deliveries",
+        body,
+    )))
 }
 
 fn table(tenant: &str, deliveries: &[DeliveryView]) -> Markup {
@@ -136,7 +141,12 @@ pub(super) async fn one(
     let (tenant, id) = path.into_inner();
     let tenant = tenant_in_path(&signed, &tenant)?;
     let body = detail(&dash, &signed, &tenant, &id, None).await?;
-    Ok(layout::html(layout::page(Some(&signed), Some(&tenant), "Delivery", body)))
+    Ok(layout::html(layout::page(
+        Some(&signed),
+        Some(&tenant),
+        "Delivery",
+        body,
+    )))
 }
 
 /// The delivery page's body; `redirected` is a Redirect's outcome to show
@@ -226,5 +236,10 @@ pub(super) async fn redirect(
         .to_owned();
     let outcome = dash.backend.redirect(&tenant, &id, &url).await?;
     let body = detail(&dash, &signed, &tenant, &id, Some((url, outcome))).await?;
-    Ok(layout::html(layout::page(Some(&signed), Some(&tenant), "Delivery", body)))
+    Ok(layout::html(layout::page(
+        Some(&signed),
+        Some(&tenant),
+        "Delivery",
+        body,
+    )))
 }

@@ -116,8 +116,13 @@ mod tests {
     #[test]
     fn times_round_trip_and_bodies_read_well() {
         assert_eq!(at(1_764_480_000_123), "2025-11-30T05:20:00Z");
-        assert_eq!(parse_at("since", "2025-11-30T05:20:00Z"), Ok(1_764_480_000_000));
-        assert!(parse_at("since", "yesterday").unwrap_err().contains("since"));
+        assert_eq!(
+            parse_at("since", "2025-11-30T05:20:00Z"),
+            Ok(1_764_480_000_000)
+        );
+        assert!(parse_at("since", "yesterday")
+            .unwrap_err()
+            .contains("since"));
         assert_eq!(pretty(br#"{"a":1}"#), "{\n  \"a\": 1\n}");
         assert_eq!(pretty(b"not json"), "not json");
         assert_eq!(size(10), "10 bytes");

@@ -101,7 +101,10 @@ fn routes(cfg: &mut web::ServiceConfig) {
 
 /// A tenant named in a path, well formed and visible to the signed-in
 /// token; the backend is only asked about tenants that pass.
-fn tenant_in_path(signed: &session::Signed, tenant: &str) -> std::result::Result<String, DashError> {
+fn tenant_in_path(
+    signed: &session::Signed,
+    tenant: &str,
+) -> std::result::Result<String, DashError> {
     let id = TenantId::try_from(tenant)
         .map(String::from)
         .map_err(|e| DashError::NotFound(format!("no tenant \"{tenant}\": {e}")))?;

@@ -193,7 +193,10 @@ mod tests {
         assert_eq!(form.all("ids"), ["a", "b"]);
         for bad in ["ids=a", "csrf=&ids=a", "csrf=00"] {
             assert!(
-                matches!(PostedForm::checked(bad.as_bytes(), &token), Err(DashError::Csrf)),
+                matches!(
+                    PostedForm::checked(bad.as_bytes(), &token),
+                    Err(DashError::Csrf)
+                ),
                 "{bad}"
             );
         }

@@ -22,7 +22,12 @@ pub(super) async fn page(
         ol #tail aria-live="polite" data-src={ "/t/" (tenant) "/events" } data-tenant=(tenant) {}
         script src="/assets/tail.js" defer {}
     };
-    Ok(layout::html(layout::page(Some(&signed), Some(&tenant), "Live tail", body)))
+    Ok(layout::html(layout::page(
+        Some(&signed),
+        Some(&tenant),
+        "Live tail",
+        body,
+    )))
 }
 
 /// `GET /t/{tenant}/events`: `text/event-stream`, one JSON event per

@@ -93,7 +93,12 @@ pub(super) async fn overview(
             }
         }
     };
-    Ok(layout::html(layout::page(Some(&signed), None, "Tenants", body)))
+    Ok(layout::html(layout::page(
+        Some(&signed),
+        None,
+        "Tenants",
+        body,
+    )))
 }
 
 /// `GET /t/{tenant}/secrets`: the live secrets without their values.
@@ -127,7 +132,12 @@ pub(super) async fn secrets(
             button type="submit" { "Rotate secret" }
         }
     };
-    Ok(layout::html(layout::page(Some(&signed), Some(&tenant), "Secrets", body)))
+    Ok(layout::html(layout::page(
+        Some(&signed),
+        Some(&tenant),
+        "Secrets",
+        body,
+    )))
 }
 
 /// `POST /t/{tenant}/secrets/rotate`: shows the new secret, once.
@@ -146,7 +156,9 @@ pub(super) async fn rotate(
         .map(|h| h * 3600)
         .filter(|s| *s <= MAX_OVERLAP_SECS)
         .ok_or_else(|| {
-            DashError::BadInput(format!("overlap_hours: {hours:?} is not a number from 0 to 720"))
+            DashError::BadInput(format!(
+                "overlap_hours: {hours:?} is not a number from 0 to 720"
+            ))
         })?;
     let rotated = dash.backend.rotate_secret(&tenant, overlap_secs).await?;
     let body = html! {
@@ -159,5 +171,10 @@ pub(super) async fn rotate(
         }
         p { a href={ "/t/" (tenant) "/secrets" } { "Back to the secrets" } }
     };
-    Ok(layout::html(layout::page(Some(&signed), Some(&tenant), "Secret rotated", body)))
+    Ok(layout::html(layout::page(
+        Some(&signed),
+        Some(&tenant),
+        "Secret rotated",
+        body,
+    )))
 }

@@ -9,8 +9,8 @@ mod dispatcher;
 pub mod policy;
 mod trust;
 
-pub use address::{AddressPolicy, DeniedAddress, Rule};
 pub(crate) use address::GuardedResolver;
+pub use address::{AddressPolicy, DeniedAddress, Rule};
 pub(crate) use attempt::send as send_attempt;
 pub use attempt::{ATTEMPT_HEADER, DELIVERY_ID_HEADER, RESPONSE_KEEP_BYTES};
 pub use breaker::{Breaker, BreakerState};

@@ -62,7 +62,12 @@ fn prefix(tenant_id: &str) -> String {
 }
 
 fn key(r: &Rejection) -> String {
-    format!("{}{:016}/{}", prefix(&r.tenant_id), r.at_ms.max(0), r.request_id)
+    format!(
+        "{}{:016}/{}",
+        prefix(&r.tenant_id),
+        r.at_ms.max(0),
+        r.request_id
+    )
 }
 
 impl Rejections {
@@ -127,7 +132,11 @@ impl Rejections {
         let start = prefix(tenant_id);
         let end = format!("{start}{:016}", before_ms.max(0));
         let mut swept = 0;
-        for kv in self.tree.range(start.as_bytes()..end.as_bytes()).take(batch) {
+        for kv in self
+            .tree
+            .range(start.as_bytes()..end.as_bytes())
+            .take(batch)
+        {
             let (k, _) = kv?;
             self.tree.remove(k)?;
             swept += 1;
@@ -145,7 +154,12 @@ mod tests {
             tenant_id: tenant.into(),
             at_ms,
             request_id: id.into(),
-            code: if valid { "INVALID_JSON" } else { "BAD_SIGNATURE" }.into(),
+            code: if valid {
+                "INVALID_JSON"
+            } else {
+                "BAD_SIGNATURE"
+            }
+            .into(),
             reason: "refused".into(),
             signature_valid: valid,
             body_bytes: 5000,
@@ -162,10 +176,16 @@ mod tests {
     fn lists_one_tenant_newest_first_in_pages_with_bodies_only_for_content() {
         let r = tree();
         for (i, valid) in [true, false, true].into_iter().enumerate() {
-            r.record(rejection("acme", 1000 + i as i64, &format!("req_{i}"), valid))
-                .unwrap();
+            r.record(rejection(
+                "acme",
+                1000 + i as i64,
+                &format!("req_{i}"),
+                valid,
+            ))
+            .unwrap();
         }
-        r.record(rejection("acme2", 5000, "req_other", true)).unwrap();
+        r.record(rejection("acme2", 5000, "req_other", true))
+            .unwrap();
         let all = RejectionFilter::default();
         let (page, next) = r.list("acme", &all, 2, None).unwrap();
         let ids: Vec<_> = page.iter().map(|x| x.request_id.as_str()).collect();

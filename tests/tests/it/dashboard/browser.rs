@@ -182,7 +182,10 @@ impl Browser {
             if got == want {
                 return;
             }
-            assert!(Instant::now() < deadline, "{css} on {url} is {got:?}, not {want:?}");
+            assert!(
+                Instant::now() < deadline,
+                "{css} on {url} is {got:?}, not {want:?}"
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }

@@ -44,7 +44,11 @@ async fn setup(dest: &Receiver) -> Setup {
 #[tokio::test]
 async fn a_dead_letter_is_opened_redelivered_and_redirected_from_the_browser() {
     let dest = Receiver::start(Reply::Status(400)).await;
-    let Setup { s: _s, base, dead_id } = setup(&dest).await;
+    let Setup {
+        s: _s,
+        base,
+        dead_id,
+    } = setup(&dest).await;
     let Some(b) = Browser::start("dashboard redeliver").await else {
         return;
     };
@@ -57,12 +61,16 @@ async fn a_dead_letter_is_opened_redelivered_and_redirected_from_the_browser() {
     assert_eq!(b.text("#delivery-id").await, dead_id);
     assert_eq!(b.text("#delivery-status").await, "dead");
     assert_eq!(b.text(".attempt-status").await, "400");
-    assert!(b.text("pre.body").await.contains("\"event_id\": \"evt_dash\""));
+    assert!(b
+        .text("pre.body")
+        .await
+        .contains("\"event_id\": \"evt_dash\""));
 
     // Fixed destination: redeliver the ticked dead letter.
     dest.set_default(Reply::Status(204));
     b.open(&format!("{base}/t/shop/dead-letters")).await;
-    b.click(&format!("input[name=ids][value='{dead_id}']")).await;
+    b.click(&format!("input[name=ids][value='{dead_id}']"))
+        .await;
     b.press("Redeliver selected").await;
     assert_eq!(b.text("h1").await, "Redelivered");
     let new_id = b.text("ul.redelivered a").await;
@@ -70,7 +78,8 @@ async fn a_dead_letter_is_opened_redelivered_and_redirected_from_the_browser() {
     let got = dest.wait_for(2, WAIT).await;
     assert_eq!(got[1].header("hookd-delivery-id"), Some(new_id.as_str()));
     let new_page = format!("{base}/t/shop/deliveries/{new_id}");
-    b.wait_text(&new_page, "#delivery-status", "delivered").await;
+    b.wait_text(&new_page, "#delivery-status", "delivered")
+        .await;
 
     // Redirect the original to a second sink: it arrives there only.
     let second = Receiver::start(Reply::Status(202)).await;
@@ -80,14 +89,22 @@ async fn a_dead_letter_is_opened_redelivered_and_redirected_from_the_browser() {
     assert_eq!(b.text("#redirect-result").await, "Redirect result");
     assert_eq!(b.text(".outcome .attempt-status").await, "202");
     let arrived = second.wait_for(1, WAIT).await;
-    assert_eq!(arrived[0].header("hookd-delivery-id"), Some(dead_id.as_str()));
+    assert_eq!(
+        arrived[0].header("hookd-delivery-id"),
+        Some(dead_id.as_str())
+    );
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(second.received().len(), 1, "sent once");
-    assert_eq!(dest.received().len(), 2, "the tenant's destination got nothing more");
+    assert_eq!(
+        dest.received().len(),
+        2,
+        "the tenant's destination got nothing more"
+    );
     assert_eq!(b.text("#delivery-status").await, "redelivered");
 
     // A denied address is refused with the policy's reason, nothing sent.
-    b.fill("#redirect-url", "http://169.254.169.254/latest").await;
+    b.fill("#redirect-url", "http://169.254.169.254/latest")
+        .await;
     b.press("Redirect").await;
     assert!(b.text("[role=alert]").await.contains("allow_networks"));
     b.quit().await;
@@ -97,7 +114,13 @@ async fn a_dead_letter_is_opened_redelivered_and_redirected_from_the_browser() {
 async fn a_tenant_token_sees_only_its_own_tenant() {
     let dest = Receiver::start(Reply::Status(400)).await;
     let Setup { s, base, dead_id } = setup(&dest).await;
-    let token = s.admin().await.create_token("other", "dash").await.unwrap().token;
+    let token = s
+        .admin()
+        .await
+        .create_token("other", "dash")
+        .await
+        .unwrap()
+        .token;
     let Some(b) = Browser::start("dashboard tenant scope").await else {
         return;
     };
@@ -111,26 +134,44 @@ async fn a_tenant_token_sees_only_its_own_tenant() {
         "/t/shop/secrets".into(),
         "/t/shop/tail".into(),
     ] {
-        assert_eq!(b.open(&format!("{base}{page}")).await, "Forbidden", "{page}");
-        assert!(b.text("[role=alert]").await.contains("may not see tenant \"shop\""));
+        assert_eq!(
+            b.open(&format!("{base}{page}")).await,
+            "Forbidden",
+            "{page}"
+        );
+        assert!(b
+            .text("[role=alert]")
+            .await
+            .contains("may not see tenant \"shop\""));
     }
     b.open(&format!("{base}/tenants")).await;
     let table = b.text("table").await;
-    assert!(table.contains("other") && !table.contains("shop"), "{table}");
-    assert_eq!(b.open(&format!("{base}/t/other/dead-letters")).await, "Dead letters");
+    assert!(
+        table.contains("other") && !table.contains("shop"),
+        "{table}"
+    );
+    assert_eq!(
+        b.open(&format!("{base}/t/other/dead-letters")).await,
+        "Dead letters"
+    );
     b.quit().await;
 }
 
 #[tokio::test]
 async fn a_form_posted_without_its_csrf_token_is_refused_and_changes_nothing() {
     let dest = Receiver::start(Reply::Status(400)).await;
-    let Setup { s: _s, base, dead_id } = setup(&dest).await;
+    let Setup {
+        s: _s,
+        base,
+        dead_id,
+    } = setup(&dest).await;
     let Some(b) = Browser::start("dashboard csrf").await else {
         return;
     };
     b.sign_in(&base, ADMIN_TOKEN).await;
     b.open(&format!("{base}/t/shop/dead-letters")).await;
-    b.click(&format!("input[name=ids][value='{dead_id}']")).await;
+    b.click(&format!("input[name=ids][value='{dead_id}']"))
+        .await;
     b.client
         .execute(
             "document.querySelectorAll('input[name=csrf]').forEach(e => e.remove())",
@@ -143,7 +184,11 @@ async fn a_form_posted_without_its_csrf_token_is_refused_and_changes_nothing() {
     assert!(b.text("[role=alert]").await.contains("CSRF"));
     let page = format!("{base}/t/shop/deliveries/{dead_id}");
     assert_eq!(b.open(&page).await, "Delivery");
-    assert_eq!(b.text("#delivery-status").await, "dead", "nothing redelivered");
+    assert_eq!(
+        b.text("#delivery-status").await,
+        "dead",
+        "nothing redelivered"
+    );
     assert_eq!(dest.received().len(), 1);
 
     // Signed out, the session is gone.
