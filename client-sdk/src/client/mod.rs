@@ -1,5 +1,5 @@
 //! The typed admin client for hookd's gRPC control plane: one [`HookdClient`] over one
-//! channel (plaintext or TLS), a method per RPC of the five `hookd.v1` services, and
+//! channel (plaintext or TLS), a method per RPC of the six `hookd.v1` services, and
 //! paging helpers.
 
 mod auth;
@@ -7,6 +7,7 @@ mod consumer;
 mod deliveries;
 mod error;
 mod paging;
+mod rejections;
 mod secrets;
 mod tenants;
 mod tls;
@@ -16,8 +17,8 @@ use std::{fmt, time::Duration};
 
 use hookd_proto::v1::{
     consumer_service_client::ConsumerServiceClient, delivery_service_client::DeliveryServiceClient,
-    secret_service_client::SecretServiceClient, tenant_service_client::TenantServiceClient,
-    token_service_client::TokenServiceClient,
+    rejection_service_client::RejectionServiceClient, secret_service_client::SecretServiceClient,
+    tenant_service_client::TenantServiceClient, token_service_client::TokenServiceClient,
 };
 use tonic::{
     service::interceptor::InterceptedService,
@@ -81,6 +82,7 @@ pub struct HookdClient {
     tokens: TokenServiceClient<Authed>,
     deliveries: DeliveryServiceClient<Authed>,
     consumer: ConsumerServiceClient<Authed>,
+    rejections: RejectionServiceClient<Authed>,
 }
 
 impl HookdClient {
@@ -151,7 +153,8 @@ impl HookdClient {
             secrets: limited!(SecretServiceClient::new(authed.clone())),
             tokens: limited!(TokenServiceClient::new(authed.clone())),
             deliveries: limited!(DeliveryServiceClient::new(authed.clone())),
-            consumer: limited!(ConsumerServiceClient::new(authed)),
+            consumer: limited!(ConsumerServiceClient::new(authed.clone())),
+            rejections: limited!(RejectionServiceClient::new(authed)),
         })
     }
 }

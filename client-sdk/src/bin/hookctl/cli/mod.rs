@@ -3,6 +3,7 @@
 
 mod admin;
 mod deliveries;
+mod rejections;
 
 use std::path::PathBuf;
 
@@ -14,6 +15,7 @@ pub use admin::{
     CreateTenantArgs, SecretsCommand, TenantsCommand, TokensCommand, UpdateTenantArgs,
 };
 pub use deliveries::{DeadLettersCommand, DeliveriesCommand, FilterArgs};
+pub use rejections::RejectionsCommand;
 
 use crate::exit;
 
@@ -89,6 +91,10 @@ pub enum Command {
     /// List, redeliver and purge dead letters.
     #[command(subcommand)]
     DeadLetters(DeadLettersCommand),
+    /// List the requests a tenant refused (find a broken payload by its
+    /// request id).
+    #[command(subcommand)]
+    Rejections(RejectionsCommand),
     /// Sign and POST a test webhook to hookd's HTTP ingest, as a sender would.
     Send(SendArgs),
     /// Print delivery events as they happen, until Ctrl-C.

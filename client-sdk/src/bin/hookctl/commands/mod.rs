@@ -4,6 +4,7 @@
 mod dead_letters;
 mod deliveries;
 mod docs;
+mod rejections;
 mod secrets;
 mod send;
 mod tail;
@@ -46,6 +47,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Tokens(command) => tokens::run(&connect().await?, out, command).await,
         Command::Deliveries(command) => deliveries::run(&connect().await?, out, command).await,
         Command::DeadLetters(command) => dead_letters::run(&connect().await?, out, command).await,
+        Command::Rejections(command) => rejections::run(&connect().await?, out, command).await,
         Command::Tail { tenant } => tail::run(&connect().await?, out, tenant).await,
     }
 }
