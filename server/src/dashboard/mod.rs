@@ -11,6 +11,7 @@ mod dead;
 mod deliveries;
 mod error;
 mod layout;
+mod rejections;
 mod session;
 mod tail;
 mod tenants;
@@ -89,6 +90,7 @@ fn routes(cfg: &mut web::ServiceConfig) {
                 )
                 .route("/dead-letters", web::get().to(dead::list))
                 .route("/dead-letters/redeliver", web::post().to(dead::redeliver))
+                .route("/rejections", web::get().to(rejections::list))
                 .route("/tail", web::get().to(tail::page))
                 .route("/events", web::get().to(tail::events))
                 .route("/secrets", web::get().to(tenants::secrets))

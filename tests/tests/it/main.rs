@@ -21,6 +21,7 @@ mod private_ca;
 mod process;
 mod queue;
 mod receiver;
+mod rejections;
 mod replay;
 mod sealed;
 mod signature_headers;

@@ -13,6 +13,7 @@ use crate::{
     forward::{send, wait_event},
     harness::{tenant, TestServer, ADMIN_TOKEN},
     receiver::{Receiver, Reply},
+    rejections::refuse_two,
 };
 use browser::{Browser, WAIT};
 
@@ -197,6 +198,46 @@ async fn a_form_posted_without_its_csrf_token_is_refused_and_changes_nothing() {
     b.quit().await;
 }
 
+#[tokio::test]
+async fn a_refused_payload_is_found_by_its_request_id() {
+    let dest = Receiver::start(Reply::Status(400)).await;
+    let Setup { s, base, .. } = setup(&dest).await;
+    let (content, signature) = refuse_two(&s, "shop").await;
+    let request_id = content.body["request_id"].as_str().unwrap();
+    let Some(b) = Browser::start("dashboard refused payload").await else {
+        return;
+    };
+    b.sign_in(&base, ADMIN_TOKEN).await;
+    b.open(&format!("{base}/t/shop/rejections")).await;
+    b.fill("#request_id", request_id).await;
+    b.press("Find").await;
+    assert_eq!(b.text(".rejections .request-id").await, request_id);
+    assert_eq!(b.text(".rejections .code").await, "INVALID_JSON");
+    assert!(b
+        .text("pre.body")
+        .await
+        .starts_with("{\"type\": \"order.paid\""));
+    let elements = b
+        .client
+        .find_all(fantoccini::Locator::Css(".rejections > li"))
+        .await
+        .unwrap();
+    assert_eq!(elements.len(), 1, "only the one asked for");
+
+    // The bad signature is listed, without a body.
+    let bad = signature.body["request_id"].as_str().unwrap();
+    b.open(&format!("{base}/t/shop/rejections?request_id={bad}"))
+        .await;
+    assert_eq!(b.text(".rejections .code").await, "BAD_SIGNATURE");
+    let bodies = b
+        .client
+        .find_all(fantoccini::Locator::Css("pre.body"))
+        .await
+        .unwrap();
+    assert!(bodies.is_empty(), "no body kept for a bad signature");
+    b.quit().await;
+}
+
 /// Writes docs/img/dashboard-*.png (desktop and phone width):
 /// `cargo test -p hookd-tests --test it -- --ignored screenshots_for_the_docs`.
 #[tokio::test]
@@ -209,6 +250,7 @@ async fn screenshots_for_the_docs() {
         send(&s, "shop", &format!("evt_order_{n}")).await;
     }
     dest.wait_for(4, WAIT).await;
+    refuse_two(&s, "shop").await;
     let Some(b) = Browser::start("dashboard screenshots").await else {
         return;
     };
@@ -219,6 +261,7 @@ async fn screenshots_for_the_docs() {
         ("tenants", "/tenants".to_owned()),
         ("dead-letters", "/t/shop/dead-letters".into()),
         ("delivery", format!("/t/shop/deliveries/{dead_id}")),
+        ("refused", "/t/shop/rejections".into()),
     ];
     for (name, path) in pages {
         for (form, width, height) in [("desktop", 1280, 900), ("phone", 390, 844)] {
