@@ -238,6 +238,73 @@ async fn a_refused_payload_is_found_by_its_request_id() {
     b.quit().await;
 }
 
+#[tokio::test]
+async fn the_live_tail_shows_deliveries_as_they_happen_under_the_strict_csp() {
+    let dest = Receiver::start(Reply::Status(400)).await;
+    let Setup { s, base, .. } = setup(&dest).await;
+    let Some(b) = Browser::start("dashboard live tail").await else {
+        return;
+    };
+    b.sign_in(&base, ADMIN_TOKEN).await;
+    b.open(&format!("{base}/t/shop/tail")).await;
+    let deadline = std::time::Instant::now() + WAIT;
+    while !b.text("#tail-state").await.starts_with("Watching") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the tail never connected"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let id = send(&s, "shop", "evt_tail").await;
+    let row = b
+        .client
+        .wait()
+        .at_most(WAIT)
+        .for_element(fantoccini::Locator::Css(&format!(
+            "#tail li.dead-lettered a[href$='{id}']"
+        )))
+        .await
+        .expect("the dead-lettered event appears in the tail");
+    assert_eq!(row.text().await.unwrap(), id);
+    b.quit().await;
+}
+
+#[tokio::test]
+async fn rotate_shows_the_new_secret_once_and_it_becomes_current() {
+    let dest = Receiver::start(Reply::Status(400)).await;
+    let Setup { s, base, .. } = setup(&dest).await;
+    let admin = s.admin().await;
+    admin
+        .create_tenant(hookd_sdk::client::proto::CreateTenantRequest {
+            tenant_id: "api".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let Some(b) = Browser::start("dashboard rotate").await else {
+        return;
+    };
+    b.sign_in(&base, ADMIN_TOKEN).await;
+    assert_eq!(b.open(&format!("{base}/t/api/secrets")).await, "Secrets");
+    b.press("Rotate secret").await;
+    assert_eq!(b.text("h1").await, "Secret rotated");
+    let shown = b.text("#new-secret").await;
+    assert!(shown.starts_with("whsec_"), "{shown}");
+    let secrets = admin.list_secrets("api").await.unwrap();
+    assert_eq!(secrets.len(), 2, "the new current and the previous one");
+    b.open(&format!("{base}/t/api/secrets")).await;
+    let table = b.text("table").await;
+    assert!(table.contains(&secrets[0].kid) && !table.contains(&shown));
+
+    // A config-file tenant's secrets live in the file: the page says so.
+    assert_eq!(b.open(&format!("{base}/t/shop/secrets")).await, "Conflict");
+    assert!(b
+        .text("[role=alert]")
+        .await
+        .contains("declared in the config file"));
+    b.quit().await;
+}
+
 /// Writes docs/img/dashboard-*.png (desktop and phone width):
 /// `cargo test -p hookd-tests --test it -- --ignored screenshots_for_the_docs`.
 #[tokio::test]
