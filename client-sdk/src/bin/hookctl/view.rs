@@ -320,41 +320,6 @@ impl View for DeadLetter {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn times_read_as_utc_and_zero_as_none() {
-        assert_eq!(when(0), "-");
-        assert_eq!(when(1_714_564_800_999), "2024-05-01T12:00:00Z");
-    }
-
-    #[test]
-    fn enum_labels_match_the_status_flag() {
-        assert_eq!(status_label(DeliveryStatus::InFlight.into()), "in-flight");
-        assert_eq!(status_label(DeliveryStatus::Dead.into()), "dead");
-        assert_eq!(status_label(99), "99");
-        assert_eq!(
-            event_kind_label(DeliveryEventKind::RetryScheduled.into()),
-            "retry-scheduled"
-        );
-    }
-
-    #[test]
-    fn a_pull_mode_tenant_says_so() {
-        let tenant = Tenant {
-            tenant_id: "acme".into(),
-            scheme: "standard".into(),
-            enabled: true,
-            ..Default::default()
-        };
-        let cells = tenant.cells();
-        assert_eq!(cells[..4], ["acme", "standard", "true", "(pull mode)"]);
-        assert_eq!(tenant.json()["destination_url"], "");
-    }
-}
-
 /// `content` or `signature`.
 fn rejection_kind(raw: i32) -> String {
     RejectionKind::try_from(raw)
@@ -400,5 +365,40 @@ impl View for Rejection {
         let mut fields: Vec<_> = Self::COLUMNS.iter().copied().zip(self.cells()).collect();
         fields.push(("BODY", or_dash(&String::from_utf8_lossy(&self.body))));
         fields
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_read_as_utc_and_zero_as_none() {
+        assert_eq!(when(0), "-");
+        assert_eq!(when(1_714_564_800_999), "2024-05-01T12:00:00Z");
+    }
+
+    #[test]
+    fn enum_labels_match_the_status_flag() {
+        assert_eq!(status_label(DeliveryStatus::InFlight.into()), "in-flight");
+        assert_eq!(status_label(DeliveryStatus::Dead.into()), "dead");
+        assert_eq!(status_label(99), "99");
+        assert_eq!(
+            event_kind_label(DeliveryEventKind::RetryScheduled.into()),
+            "retry-scheduled"
+        );
+    }
+
+    #[test]
+    fn a_pull_mode_tenant_says_so() {
+        let tenant = Tenant {
+            tenant_id: "acme".into(),
+            scheme: "standard".into(),
+            enabled: true,
+            ..Default::default()
+        };
+        let cells = tenant.cells();
+        assert_eq!(cells[..4], ["acme", "standard", "true", "(pull mode)"]);
+        assert_eq!(tenant.json()["destination_url"], "");
     }
 }
