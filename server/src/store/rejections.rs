@@ -126,6 +126,17 @@ impl Rejections {
         Ok((items, None))
     }
 
+    /// Deletes every rejection of a deleted tenant; returns how many went.
+    pub fn drop_tenant(&self, tenant_id: &str) -> Result<usize> {
+        let mut dropped = 0;
+        for kv in self.tree.scan_prefix(prefix(tenant_id).as_bytes()) {
+            let (k, _) = kv?;
+            self.tree.remove(k)?;
+            dropped += 1;
+        }
+        Ok(dropped)
+    }
+
     /// Deletes up to `batch` of the tenant's rejections older than
     /// `before_ms`; returns how many went.
     pub fn sweep(&self, tenant_id: &str, before_ms: i64, batch: usize) -> Result<usize> {
@@ -204,6 +215,9 @@ mod tests {
         assert!(r.list("acme", &all, 2, Some("acme2/9")).is_err());
         assert_eq!(r.sweep("acme", 1002, 10).unwrap(), 2);
         assert_eq!(r.list("acme", &all, 10, None).unwrap().0.len(), 1);
+        assert_eq!(r.list("acme2", &all, 10, None).unwrap().0.len(), 1);
+        assert_eq!(r.drop_tenant("acme").unwrap(), 1);
+        assert!(r.list("acme", &all, 10, None).unwrap().0.is_empty());
         assert_eq!(r.list("acme2", &all, 10, None).unwrap().0.len(), 1);
     }
 }

@@ -3,9 +3,12 @@
 //! missing signatures without any; listed by `ListRejections` (scoped like
 //! every tenant call) and `hookctl rejections list`.
 
-use hookd_sdk::client::{
-    proto::{ListRejectionsRequest, RejectionKind},
-    Code,
+use hookd_sdk::{
+    client::{
+        proto::{ListRejectionsRequest, RejectionKind},
+        Code,
+    },
+    signature::{sign, Scheme, Secret},
 };
 use reqwest::StatusCode;
 use serde_json::Value;
@@ -136,4 +139,34 @@ async fn hookctl_finds_a_refused_payload_by_request_id() {
         .as_str()
         .unwrap()
         .starts_with("{\"type\": \"order.paid\""));
+}
+
+#[tokio::test]
+async fn a_deleted_tenant_takes_its_rejections_along() {
+    let s = TestServer::start("");
+    let admin = s.admin().await;
+    let create = || {
+        admin.create_tenant(hookd_sdk::client::proto::CreateTenantRequest {
+            tenant_id: "gone".into(),
+            ..Default::default()
+        })
+    };
+    let created = create().await.unwrap();
+    let key = Secret::from_provider(Scheme::Standard, &created.kid, &created.secret).unwrap();
+    let body = b"not json".to_vec();
+    let headers = sign(Scheme::Standard, &key, "evt_gone", s.clock_secs(), &body);
+    assert_eq!(s.post("gone", &headers, &body).await.code(), "INVALID_JSON");
+    let list = || {
+        admin.list_rejections(ListRejectionsRequest {
+            tenant_id: "gone".into(),
+            ..Default::default()
+        })
+    };
+    assert_eq!(list().await.unwrap().rejections.len(), 1);
+    admin.delete_tenant("gone").await.unwrap();
+    create().await.unwrap();
+    assert!(
+        list().await.unwrap().rejections.is_empty(),
+        "a new tenant under the old id starts without the old one's rejections"
+    );
 }
