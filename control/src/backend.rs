@@ -12,7 +12,7 @@ use crate::{
         AttemptView, CreatedTenant, CreatedToken, DeadLetterFilter, DeadLetterView,
         DeliveryContent, DeliveryEventView, DeliveryStatus, DeliveryView, NewTenant, Page,
         PageRequest, Principal, PulledDelivery, RejectionFilter, RejectionView, RotatedSecret,
-        SecretInfo, Selection, TenantPatch, TenantView, TokenInfo,
+        SecretInfo, Selection, TenantActivity, TenantPatch, TenantView, TokenInfo,
     },
 };
 
@@ -145,6 +145,10 @@ pub trait ControlBackend: Send + Sync + 'static {
     /// and returns how many went. Ids that are not dead letters of the
     /// tenant are skipped, not errors.
     async fn purge_dead_letters(&self, tenant_id: &str, selection: Selection) -> Result<u64>;
+
+    /// What the tenant is doing now: queue, dead letters, breaker, counts
+    /// since start and recorded refusals of the last hour and day.
+    async fn tenant_activity(&self, tenant_id: &str) -> Result<TenantActivity>;
 
     /// The tenant's recorded rejections passing `filter`, newest first. A
     /// foreign page token is `InvalidArgument`.

@@ -20,7 +20,8 @@ use crate::{
         AttemptView, CreatedTenant, CreatedToken, DeadLetterFilter, DeadLetterView,
         DeliveryContent, DeliveryEventView, DeliveryStatus, DeliveryView, NewTenant, Page,
         PageRequest, Principal, PulledDelivery, RejectionFilter, RejectionView, RotatedSecret,
-        Scheme, SecretInfo, SecretState, Selection, TenantPatch, TenantView, TokenInfo,
+        Scheme, SecretInfo, SecretState, Selection, TenantActivity, TenantPatch, TenantView,
+        TokenInfo,
     },
 };
 
@@ -294,6 +295,12 @@ impl ControlBackend for FakeBackend {
         Err(Error::FailedPrecondition(format!(
             "the fake backend sends nothing (to {url})"
         )))
+    }
+
+    async fn tenant_activity(&self, tenant_id: &str) -> Result<TenantActivity> {
+        self.called("tenant_activity");
+        self.tenant(tenant_id)?;
+        Ok(TenantActivity::default())
     }
 
     async fn list_rejections(

@@ -13,8 +13,8 @@ pub use delivery::{
 };
 pub use rejection::{RejectionFilter, RejectionView};
 pub use tenant::{
-    CreatedTenant, CreatedToken, NewTenant, RateLimit, RotatedSecret, Scheme, SecretInfo,
-    SecretState, TenantPatch, TenantView, TokenInfo,
+    CreatedTenant, CreatedToken, IngestCounts, NewTenant, RateLimit, RotatedSecret, Scheme,
+    SecretInfo, SecretState, TenantActivity, TenantPatch, TenantView, TokenInfo,
 };
 
 /// Who is calling, as decided by [`crate::ControlBackend::authenticate`] from

@@ -2,6 +2,7 @@
 //! `hookd_control::ControlBackend` over the registry, the catalog of
 //! API-created tenants and the delivery store.
 
+mod activity;
 mod deliveries;
 mod redirect;
 mod rejections;
@@ -14,7 +15,7 @@ use hookd_control::{
         AttemptView, CreatedTenant, CreatedToken, DeadLetterFilter, DeadLetterView,
         DeliveryContent, DeliveryStatus, DeliveryView, NewTenant, Page, PageRequest, Principal,
         PulledDelivery, RejectionFilter, RejectionView, RotatedSecret, SecretInfo, Selection,
-        TenantPatch, TenantView, TokenInfo,
+        TenantActivity, TenantPatch, TenantView, TokenInfo,
     },
     ControlBackend, Error as ApiError, EventStream, Result as ApiResult,
 };
@@ -263,6 +264,11 @@ impl ControlBackend for Backend {
 
     async fn purge_dead_letters(&self, tenant_id: &str, selection: Selection) -> ApiResult<u64> {
         self.purge(tenant_id, selection).await
+    }
+
+    async fn tenant_activity(&self, tenant_id: &str) -> ApiResult<TenantActivity> {
+        let tenant_id = tenant_id.to_owned();
+        self.blocking(move |b| b.activity(&tenant_id)).await
     }
 
     async fn list_rejections(

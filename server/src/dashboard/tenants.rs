@@ -1,28 +1,17 @@
 //! The tenants overview, and a tenant's secrets with Rotate.
 
 use actix_web::{web, HttpResponse};
-use hookd_control::model::{
-    DeadLetterFilter, DeliveryStatus, PageRequest, Principal, SecretState, TenantView,
-};
+use hookd_control::model::{PageRequest, Principal, SecretState, TenantActivity, TenantView};
 use maud::html;
 
 use super::{error::DashError, layout, session::Signed, tenant_in_path, Dashboard};
 
-/// Most items one overview count reads; more shows as "1000+".
-const COUNT_CAP: u32 = 1000;
+/// Most tenants the overview lists.
+const MAX_TENANTS: u32 = 1000;
 /// Longest overlap a rotation may give the old secret: 30 days.
 const MAX_OVERLAP_SECS: u64 = 30 * 86_400;
 
-/// What the overview shows of one tenant.
-struct Row {
-    tenant: TenantView,
-    pending: (usize, bool),
-    oldest_pending_ms: Option<i64>,
-    dead: (usize, bool),
-}
-
-/// `GET /tenants`: every tenant the token may see, with its queue and dead
-/// letters.
+/// `GET /tenants`: every tenant the token may see, with what it is doing.
 pub(super) async fn overview(
     dash: web::Data<Dashboard>,
     signed: Signed,
@@ -30,61 +19,72 @@ pub(super) async fn overview(
     let tenants = match &signed.session.principal {
         Principal::Admin => {
             let page = PageRequest {
-                size: COUNT_CAP,
+                size: MAX_TENANTS,
                 token: None,
             };
             dash.backend.list_tenants(page).await?.items
         }
         Principal::Tenant(own) => vec![dash.backend.get_tenant(own).await?],
     };
-    let mut rows = Vec::with_capacity(tenants.len());
+    let mut rows: Vec<(TenantView, TenantActivity)> = Vec::with_capacity(tenants.len());
     for tenant in tenants {
-        let first = || PageRequest {
-            size: COUNT_CAP,
-            token: None,
-        };
-        let pending = dash
-            .backend
-            .list_deliveries(&tenant.tenant_id, Some(DeliveryStatus::Pending), first())
-            .await?;
-        let dead = dash
-            .backend
-            .list_dead_letters(&tenant.tenant_id, DeadLetterFilter::default(), first())
-            .await?;
-        rows.push(Row {
-            oldest_pending_ms: pending.items.last().map(|d| d.received_at_ms),
-            pending: (pending.items.len(), pending.next_token.is_some()),
-            dead: (dead.items.len(), dead.next_token.is_some()),
-            tenant,
-        });
+        let activity = dash.backend.tenant_activity(&tenant.tenant_id).await?;
+        rows.push((tenant, activity));
     }
-    let count = |(n, more): (usize, bool)| if more { format!("{n}+") } else { n.to_string() };
+    let total = |counts: &[(String, u64)]| counts.iter().map(|(_, n)| n).sum::<u64>();
+    let by_code = |counts: &[(String, u64)]| {
+        counts
+            .iter()
+            .map(|(code, n)| format!("{code} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let body = html! {
         @if rows.is_empty() {
             p { "No tenants yet." }
         } @else {
             div.scroll {
-                table {
-                    caption { "Tenants, their queue and their dead letters" }
+                table.overview {
+                    caption { "Tenants now; counts since start are since hookd last started" }
                     thead { tr {
                         th scope="col" { "Tenant" }
                         th scope="col" { "Destination" }
-                        th scope="col" { "State" }
-                        th scope="col" { "Pending" }
+                        th scope="col" { "Breaker" }
+                        th scope="col" { "Queue" }
                         th scope="col" { "Oldest pending" }
                         th scope="col" { "Dead letters" }
+                        th scope="col" { "Accepted / duplicates since start" }
+                        th scope="col" { "Rejected since start" }
+                        th scope="col" { "Refused last hour" }
+                        th scope="col" { "Refused last day" }
                     } }
                     tbody {
-                        @for row in &rows {
-                            @let id = &row.tenant.tenant_id;
+                        @for (tenant, a) in &rows {
+                            @let id = &tenant.tenant_id;
                             tr {
-                                th scope="row" { a href={ "/t/" (id) "/deliveries" } { (id) } }
-                                td { (row.tenant.destination_url.as_deref().unwrap_or("pull mode")) }
-                                td { @if row.tenant.enabled { "enabled" } @else { "disabled" } }
-                                td { (count(row.pending)) }
-                                td { (row.oldest_pending_ms.map(layout::at).unwrap_or_else(|| "-".into())) }
+                                th scope="row" {
+                                    a href={ "/t/" (id) "/deliveries" } { (id) }
+                                    @if !tenant.enabled { " " span.status.dead { "(disabled)" } }
+                                }
+                                td { (tenant.destination_url.as_deref().unwrap_or("pull mode")) }
+                                td { @match a.breaker_open {
+                                    Some(true) => span.status.dead { "open" },
+                                    Some(false) => "closed",
+                                    None => "-",
+                                } }
+                                td { (a.queue_depth) }
+                                td { (a.oldest_pending_ms.map(layout::at).unwrap_or_else(|| "-".into())) }
+                                td { a href={ "/t/" (id) "/dead-letters" } { (a.dead_letters) } }
+                                @if let Some(c) = &a.since_start {
+                                    td { (c.accepted) " / " (c.duplicates) }
+                                    td { @if c.rejected.is_empty() { "0" } @else { (total(&c.rejected)) ": " (by_code(&c.rejected)) } }
+                                } @else {
+                                    td { "-" } td { "-" }
+                                }
+                                td { a href={ "/t/" (id) "/rejections" } { (total(&a.refused_last_hour)) } }
                                 td {
-                                    a href={ "/t/" (id) "/dead-letters" } { (count(row.dead)) }
+                                    (total(&a.refused_last_day))
+                                    @if !a.refused_last_day.is_empty() { ": " (by_code(&a.refused_last_day)) }
                                 }
                             }
                         }

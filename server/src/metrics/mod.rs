@@ -129,6 +129,27 @@ impl TenantMetrics {
         self.rejected[slot].fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Accepted, duplicates, and the codes refused at least once with their
+    /// counts, since start.
+    pub fn ingest_counts(&self) -> (u64, u64, Vec<(ErrorCode, u64)>) {
+        let rejected = ErrorCode::ALL
+            .iter()
+            .zip(&self.rejected)
+            .map(|(code, n)| (*code, n.load(Ordering::Relaxed)))
+            .filter(|(_, n)| *n > 0)
+            .collect();
+        (
+            self.accepted.load(Ordering::Relaxed),
+            self.duplicates.load(Ordering::Relaxed),
+            rejected,
+        )
+    }
+
+    /// Whether a circuit breaker counted under this label is open now.
+    pub fn breaker_open(&self) -> bool {
+        self.breakers_open.load(Ordering::Relaxed) > 0
+    }
+
     /// Counts a forward attempt and its duration.
     pub fn forwarded(&self, outcome: ForwardOutcome, elapsed: Duration) {
         self.forwards[outcome as usize].fetch_add(1, Ordering::Relaxed);

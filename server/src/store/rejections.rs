@@ -126,6 +126,27 @@ impl Rejections {
         Ok((items, None))
     }
 
+    /// The tenant's rejections at or after `since_ms` by code, most
+    /// frequent first; at most `cap` records are counted.
+    pub fn count_by_code(
+        &self,
+        tenant_id: &str,
+        since_ms: i64,
+        cap: usize,
+    ) -> Result<Vec<(String, u64)>> {
+        let start = format!("{}{:016}", prefix(tenant_id), since_ms.max(0));
+        let end = format!("{tenant_id}0");
+        let mut counts: std::collections::HashMap<String, u64> = Default::default();
+        for kv in self.tree.range(start.as_bytes()..end.as_bytes()).take(cap) {
+            let (_, v) = kv?;
+            let rejection: Rejection = decode(&v)?;
+            *counts.entry(rejection.code).or_default() += 1;
+        }
+        let mut counts: Vec<_> = counts.into_iter().collect();
+        counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        Ok(counts)
+    }
+
     /// Deletes every rejection of a deleted tenant; returns how many went.
     pub fn drop_tenant(&self, tenant_id: &str) -> Result<usize> {
         let mut dropped = 0;
@@ -216,6 +237,11 @@ mod tests {
         assert_eq!(r.sweep("acme", 1002, 10).unwrap(), 2);
         assert_eq!(r.list("acme", &all, 10, None).unwrap().0.len(), 1);
         assert_eq!(r.list("acme2", &all, 10, None).unwrap().0.len(), 1);
+        assert_eq!(
+            r.count_by_code("acme", 0, 10).unwrap(),
+            [("INVALID_JSON".to_owned(), 1)]
+        );
+        assert_eq!(r.count_by_code("acme", 1003, 10).unwrap(), []);
         assert_eq!(r.drop_tenant("acme").unwrap(), 1);
         assert!(r.list("acme", &all, 10, None).unwrap().0.is_empty());
         assert_eq!(r.list("acme2", &all, 10, None).unwrap().0.len(), 1);

@@ -208,6 +208,28 @@ async fn a_refused_payload_is_found_by_its_request_id() {
         return;
     };
     b.sign_in(&base, ADMIN_TOKEN).await;
+    // The overview counts them, beside the dead letter.
+    let cell = |n: usize| format!("//tr[th/a[text()='shop']]/td[{n}]");
+    let shop = [2, 5, 6, 8, 9].map(cell);
+    let mut got = Vec::new();
+    for xpath in &shop {
+        let td = b
+            .client
+            .find(fantoccini::Locator::XPath(xpath))
+            .await
+            .unwrap();
+        got.push(td.text().await.unwrap());
+    }
+    assert_eq!(
+        got,
+        [
+            "closed",
+            "1",
+            "1 / 0",
+            "2",
+            "2: BAD_SIGNATURE 1, INVALID_JSON 1"
+        ]
+    );
     b.open(&format!("{base}/t/shop/rejections")).await;
     b.fill("#request_id", request_id).await;
     b.press("Find").await;

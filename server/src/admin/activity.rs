@@ -1,0 +1,72 @@
+//! What a tenant is doing now, for the dashboard's overview: live queue and
+//! dead-letter counts, the oldest waiting delivery, the breaker, the ingest
+//! counters since start and the refusals recorded in the last hour and day.
+
+use hookd_control::{
+    model::{IngestCounts, TenantActivity},
+    Result as ApiResult,
+};
+
+use super::{api, Backend};
+use crate::{ids::DeliveryId, store::deliveries};
+
+/// Most queue entries read looking for the oldest waiting delivery.
+const QUEUE_SCAN: usize = 10_000;
+/// Most recorded refusals counted per window.
+const REFUSED_CAP: usize = 100_000;
+const HOUR_MS: i64 = 3_600_000;
+
+impl Backend {
+    pub(super) fn activity(&self, tenant_id: &str) -> ApiResult<TenantActivity> {
+        let handle = self.tenant(tenant_id)?;
+        let trees = &handle.trees;
+        // Delivery ids are ULIDs: the smallest queued one was created first.
+        let mut oldest: Option<sled::IVec> = None;
+        for kv in trees.queue.iter().take(QUEUE_SCAN) {
+            let (_, id) = kv.map_err(|e| api(e.into()))?;
+            if oldest.as_ref().is_none_or(|o| id < *o) {
+                oldest = Some(id);
+            }
+        }
+        let oldest_pending_ms = match oldest {
+            Some(id) => {
+                let id = DeliveryId::new(String::from_utf8_lossy(&id).into_owned());
+                deliveries::load_state(trees, &id)
+                    .map_err(api)?
+                    .map(|state| state.received_at_ms)
+            }
+            None => None,
+        };
+        let own_label = handle.metrics.label() == tenant_id;
+        let since_start = own_label.then(|| {
+            let (accepted, duplicates, mut rejected) = handle.metrics.ingest_counts();
+            rejected.sort_by(|a, b| b.1.cmp(&a.1));
+            IngestCounts {
+                accepted,
+                duplicates,
+                rejected: rejected
+                    .into_iter()
+                    .map(|(code, n)| (code.as_str().to_owned(), n))
+                    .collect(),
+            }
+        });
+        let breaker_open =
+            (own_label && handle.settings.forward.is_some()).then(|| handle.metrics.breaker_open());
+        let rejections = self.registry.store().rejections().map_err(api)?;
+        let now = self.now_ms();
+        let refused = |window_ms: i64| {
+            rejections
+                .count_by_code(tenant_id, now - window_ms, REFUSED_CAP)
+                .map_err(api)
+        };
+        Ok(TenantActivity {
+            queue_depth: trees.gauges.queue_depth(),
+            dead_letters: trees.gauges.dead_letters(),
+            oldest_pending_ms,
+            breaker_open,
+            since_start,
+            refused_last_hour: refused(HOUR_MS)?,
+            refused_last_day: refused(24 * HOUR_MS)?,
+        })
+    }
+}
