@@ -40,7 +40,7 @@ impl Backend {
         let own_label = handle.metrics.label() == tenant_id;
         let since_start = own_label.then(|| {
             let (accepted, duplicates, mut rejected) = handle.metrics.ingest_counts();
-            rejected.sort_by(|a, b| b.1.cmp(&a.1));
+            rejected.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
             IngestCounts {
                 accepted,
                 duplicates,
