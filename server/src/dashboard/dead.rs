@@ -110,7 +110,7 @@ pub(super) async fn list(
                 button type="submit" { "Redeliver every dead letter matching the filter" }
             }
             @if let Some(next) = &letters.next_token {
-                p { a rel="next" href={ "/t/" (tenant) "/dead-letters?reason=" (query.reason) "&since=" (query.since) "&until=" (query.until) "&page=" (next) } { "Older dead letters" } }
+                p { a rel="next" href={ "/t/" (tenant) "/dead-letters" (layout::query(&[("reason", &query.reason), ("since", &query.since), ("until", &query.until), ("page", next)])) } { "Older dead letters" } }
             }
         }
     };

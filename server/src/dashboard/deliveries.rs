@@ -21,7 +21,20 @@ pub(super) struct Filters {
     #[serde(default)]
     event_id: String,
     #[serde(default)]
+    since: String,
+    #[serde(default)]
+    until: String,
+    #[serde(default)]
     page: String,
+}
+
+/// A typed time bound, if any.
+fn bound(field: &str, value: &str) -> Result<Option<i64>, DashError> {
+    let value = value.trim();
+    (!value.is_empty())
+        .then(|| layout::parse_at(field, value))
+        .transpose()
+        .map_err(DashError::BadInput)
 }
 
 fn status(value: &str) -> Result<Option<DeliveryStatus>, DashError> {
@@ -49,11 +62,14 @@ pub(super) async fn list(
     let tenant = tenant_in_path(&signed, &path)?;
     let wanted = status(&filters.status)?;
     let event_id = filters.event_id.trim();
+    let since = bound("since", &filters.since)?;
+    let until = bound("until", &filters.until)?;
+    let narrowed = !event_id.is_empty() || since.is_some() || until.is_some();
     let mut token = (!filters.page.is_empty()).then(|| filters.page.clone());
     let mut shown: Vec<DeliveryView> = Vec::new();
     let mut read = 0;
     let next = loop {
-        let size = if event_id.is_empty() { PAGE_SIZE } else { 500 };
+        let size = if narrowed { 500 } else { PAGE_SIZE };
         let page = PageRequest {
             size: size as u32,
             token: token.take(),
@@ -61,9 +77,16 @@ pub(super) async fn list(
         let got = dash.backend.list_deliveries(&tenant, wanted, page).await?;
         read += got.items.len();
         let mut last = None;
+        let mut older_than_since = false;
         for d in got.items {
             last = Some(d.delivery_id.clone());
-            if event_id.is_empty() || d.event_id == event_id {
+            // Newest first (ids are time ordered): past `since`, stop.
+            if since.is_some_and(|since| d.received_at_ms < since) {
+                older_than_since = true;
+                break;
+            }
+            let in_range = until.is_none_or(|until| d.received_at_ms < until);
+            if in_range && (event_id.is_empty() || d.event_id == event_id) {
                 shown.push(d);
                 if shown.len() == PAGE_SIZE {
                     break;
@@ -71,6 +94,7 @@ pub(super) async fn list(
             }
         }
         match got.next_token {
+            _ if older_than_since => break None,
             _ if shown.len() == PAGE_SIZE => break last,
             Some(t) if read < SCAN_LIMIT => token = Some(t),
             next => break next,
@@ -90,11 +114,19 @@ pub(super) async fn list(
                 label for="event_id" { "Event id" }
                 input #event_id type="search" name="event_id" value=(event_id);
             }
+            div {
+                label for="since" { "Received since (UTC)" }
+                input #since type="text" name="since" value=(filters.since) placeholder="2026-11-30T00:00:00Z";
+            }
+            div {
+                label for="until" { "Received before (UTC)" }
+                input #until type="text" name="until" value=(filters.until) placeholder="2026-12-01T00:00:00Z";
+            }
             button type="submit" { "Filter" }
         }
         (table(&tenant, &shown))
         @if let Some(next) = &next {
-            p { a rel="next" href={ "/t/" (tenant) "/deliveries?status=" (filters.status) "&event_id=" (event_id) "&page=" (next) } { "Older deliveries" } }
+            p { a rel="next" href={ "/t/" (tenant) "/deliveries" (layout::query(&[("status", &filters.status), ("event_id", event_id), ("since", &filters.since), ("until", &filters.until), ("page", next)])) } { "Older deliveries" } }
         }
     };
     Ok(layout::html(layout::page(
@@ -108,7 +140,7 @@ pub(super) async fn list(
 fn table(tenant: &str, deliveries: &[DeliveryView]) -> Markup {
     html! {
         @if deliveries.is_empty() {
-            p { "No deliveries match." }
+            p.empty role="status" { "No deliveries match." }
         } @else {
             div.scroll { table {
                 caption { "Deliveries, newest first" }

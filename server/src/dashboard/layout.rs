@@ -77,6 +77,13 @@ pub(super) fn csrf(signed: &Signed) -> Markup {
     html! { input type="hidden" name=(CSRF_FIELD) value=(signed.session.csrf); }
 }
 
+/// A query string (`?a=1&b=2`) with every value percent-encoded.
+pub(super) fn query(pairs: &[(&str, &str)]) -> String {
+    let mut out = form_urlencoded::Serializer::for_suffix(String::from("?"), 1);
+    out.extend_pairs(pairs);
+    out.finish()
+}
+
 /// Unix ms as RFC 3339 UTC, to the second.
 pub(super) fn at(ms: i64) -> String {
     OffsetDateTime::from_unix_timestamp(ms.div_euclid(1000))
@@ -128,5 +135,9 @@ mod tests {
         assert_eq!(pretty(b"not json"), "not json");
         assert_eq!(size(10), "10 bytes");
         assert_eq!(size(2048), "2.0 KiB (2048 bytes)");
+        assert_eq!(
+            query(&[("event_id", "a&b=c"), ("page", "")]),
+            "?event_id=a%26b%3Dc&page="
+        );
     }
 }

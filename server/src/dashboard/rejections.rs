@@ -86,7 +86,7 @@ pub(super) async fn list(
                 }
             } } }
             @if let Some(next) = &listed.next_token {
-                p { a rel="next" href={ "/t/" (tenant) "/rejections?kind=" (query.kind) "&page=" (next) } { "Older rejections" } }
+                p { a rel="next" href={ "/t/" (tenant) "/rejections" (layout::query(&[("kind", &query.kind), ("page", next)])) } { "Older rejections" } }
             }
         }
     };

@@ -67,6 +67,16 @@ async fn a_dead_letter_is_opened_redelivered_and_redirected_from_the_browser() {
         .await
         .contains("\"event_id\": \"evt_dash\""));
 
+    // Filters: by event id, and by a time range it is not in.
+    b.open(&format!("{base}/t/shop/deliveries?event_id=evt_dash"))
+        .await;
+    assert!(b.text("table").await.contains(&dead_id));
+    b.open(&format!(
+        "{base}/t/shop/deliveries?until=2020-01-01T00:00:00Z"
+    ))
+    .await;
+    assert_eq!(b.text("p.empty").await, "No deliveries match.");
+
     // Fixed destination: redeliver the ticked dead letter.
     dest.set_default(Reply::Status(204));
     b.open(&format!("{base}/t/shop/dead-letters")).await;
