@@ -219,5 +219,21 @@ mod tests {
         let cookie = sessions.cookie(SESSION_COOKIE, b);
         assert_eq!(cookie.http_only(), Some(true));
         assert_eq!(cookie.same_site(), Some(SameSite::Strict));
+        assert_eq!(cookie.secure(), Some(false));
+        let tls = Sessions::new(Duration::from_secs(60), true);
+        assert_eq!(tls.cookie(SESSION_COOKIE, a).secure(), Some(true));
+    }
+
+    #[test]
+    fn an_idle_session_expires() {
+        let sessions = Sessions::new(Duration::from_millis(50), false);
+        let id = sessions.open(Principal::Admin);
+        assert!(sessions.live.get(&id).is_some());
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        // `contains_key` does not count as use; `get` (a request) would.
+        while sessions.live.contains_key(&id) {
+            assert!(std::time::Instant::now() < deadline, "session never expired");
+            std::thread::yield_now();
+        }
     }
 }
