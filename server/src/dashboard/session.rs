@@ -232,7 +232,10 @@ mod tests {
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         // `contains_key` does not count as use; `get` (a request) would.
         while sessions.live.contains_key(&id) {
-            assert!(std::time::Instant::now() < deadline, "session never expired");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "session never expired"
+            );
             std::thread::yield_now();
         }
     }
