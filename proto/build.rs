@@ -11,6 +11,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "hookd/v1/delivery.proto",
         "hookd/v1/consumer.proto",
         "hookd/v1/contract.proto",
+        "hookd/v1/rejection.proto",
     ];
     for proto in protos {
         println!("cargo:rerun-if-changed={proto}");

@@ -24,7 +24,7 @@ python3 -m grpc_tools.protoc -I proto --python_out="$work/gen" --grpc_python_out
 start_hookd() {
   local name=$1
   shift
-  env HOOKD_ADMIN_TOKEN="$token" "$@" \
+  env HOOKD_ADMIN_TOKEN="$token" HOOKD_DASHBOARD__ADDR=127.0.0.1:0 "$@" \
     target/debug/hookd --data-dir "$work/$name-data" --http-addr 127.0.0.1:0 --grpc-addr 127.0.0.1:0 \
     >"$work/$name.log" 2>&1 &
   pids+=($!)

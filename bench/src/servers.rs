@@ -166,6 +166,8 @@ pub async fn start_hookd(spec: &HookdSpec) -> anyhow::Result<ServerProcess> {
         .args(["--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"])
         .env_remove("RUST_LOG")
         .env("HOOKD_LOG__FORMAT", "text")
+        // Parallel runs (and a hookd already on 8081) must not collide.
+        .env("HOOKD_DASHBOARD__ADDR", "127.0.0.1:0")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(log)

@@ -9,10 +9,11 @@ use futures_util::stream::BoxStream;
 use crate::{
     error::Result,
     model::{
-        ContractCheck, ContractDef, ContractList, ContractView, CreatedTenant, CreatedToken,
-        DeadLetterFilter, DeadLetterView, DeliveryEventView, DeliveryStatus, DeliveryView,
-        NewTenant, Page, PageRequest, Principal, PulledDelivery, RotatedSecret, SecretInfo,
-        Selection, TenantPatch, TenantView, TokenInfo,
+        AttemptView, ContractCheck, ContractDef, ContractList, ContractView, CreatedTenant,
+        CreatedToken, DeadLetterFilter, DeadLetterView, DeliveryContent, DeliveryEventView,
+        DeliveryStatus, DeliveryView, NewTenant, Page, PageRequest, Principal, PulledDelivery,
+        RejectionFilter, RejectionView, RotatedSecret, SecretInfo, Selection, TenantActivity,
+        TenantPatch, TenantView, TokenInfo,
     },
 };
 
@@ -113,6 +114,23 @@ pub trait ControlBackend: Send + Sync + 'static {
     /// not have (or that was purged) is `NotFound`.
     async fn get_delivery(&self, tenant_id: &str, delivery_id: &str) -> Result<DeliveryView>;
 
+    /// The headers and body of one delivery. An id the tenant does not have
+    /// (or that was purged) is `NotFound`.
+    async fn get_delivery_content(
+        &self,
+        tenant_id: &str,
+        delivery_id: &str,
+    ) -> Result<DeliveryContent>;
+
+    /// Sends one delivery once to `url` instead of the tenant's destination,
+    /// signed as a forward would be, and returns what happened; the
+    /// delivery, its attempts and the tenant's destination stay unchanged.
+    /// A URL that is not absolute http(s), or whose literal address the
+    /// destination address policy denies, is `InvalidArgument` and nothing
+    /// is sent; a tenant without a destination secret (pull mode) is
+    /// `FailedPrecondition`.
+    async fn redirect(&self, tenant_id: &str, delivery_id: &str, url: &str) -> Result<AttemptView>;
+
     /// The tenant's dead letters passing `filter`, most recently dead first.
     /// A foreign page token is `InvalidArgument`.
     async fn list_dead_letters(
@@ -134,6 +152,19 @@ pub trait ControlBackend: Send + Sync + 'static {
     /// and returns how many went. Ids that are not dead letters of the
     /// tenant are skipped, not errors.
     async fn purge_dead_letters(&self, tenant_id: &str, selection: Selection) -> Result<u64>;
+
+    /// What the tenant is doing now: queue, dead letters, breaker, counts
+    /// since start and recorded refusals of the last hour and day.
+    async fn tenant_activity(&self, tenant_id: &str) -> Result<TenantActivity>;
+
+    /// The tenant's recorded rejections passing `filter`, newest first. A
+    /// foreign page token is `InvalidArgument`.
+    async fn list_rejections(
+        &self,
+        tenant_id: &str,
+        filter: RejectionFilter,
+        page: PageRequest,
+    ) -> Result<Page<RejectionView>>;
 
     /// Events from now on of one tenant, or (`None`) of every tenant. The
     /// services pass `None` only for the admin token. Nothing from before

@@ -19,10 +19,11 @@ use crate::{
     backend::{ControlBackend, EventStream},
     error::{Error, Result},
     model::{
-        ContractCheck, ContractDef, ContractList, ContractView, CreatedTenant, CreatedToken,
-        DeadLetterFilter, DeadLetterView, DeliveryEventView, DeliveryStatus, DeliveryView,
-        NewTenant, Page, PageRequest, Principal, PulledDelivery, RotatedSecret, Scheme, SecretInfo,
-        SecretState, Selection, TenantPatch, TenantView, TokenInfo,
+        AttemptView, ContractCheck, ContractDef, ContractList, ContractView, CreatedTenant,
+        CreatedToken, DeadLetterFilter, DeadLetterView, DeliveryContent, DeliveryEventView,
+        DeliveryStatus, DeliveryView, NewTenant, Page, PageRequest, Principal, PulledDelivery,
+        RejectionFilter, RejectionView, RotatedSecret, Scheme, SecretInfo, SecretState, Selection,
+        TenantActivity, TenantPatch, TenantView, TokenInfo,
     },
 };
 
@@ -314,6 +315,48 @@ impl ControlBackend for FakeBackend {
             .find(|d| d.tenant_id == tenant_id && d.delivery_id == delivery_id)
             .cloned()
             .ok_or_else(|| Error::NotFound(format!("no delivery has the id \"{delivery_id}\"")))
+    }
+
+    async fn get_delivery_content(
+        &self,
+        tenant_id: &str,
+        delivery_id: &str,
+    ) -> Result<DeliveryContent> {
+        self.called("get_delivery_content");
+        let delivery = self.get_delivery(tenant_id, delivery_id).await?;
+        Ok(DeliveryContent {
+            request_id: "req_fake".into(),
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: format!(r#"{{"event_id":"{}"}}"#, delivery.event_id).into_bytes(),
+        })
+    }
+
+    async fn redirect(&self, tenant_id: &str, delivery_id: &str, url: &str) -> Result<AttemptView> {
+        self.called("redirect");
+        self.get_delivery(tenant_id, delivery_id).await?;
+        Err(Error::FailedPrecondition(format!(
+            "the fake backend sends nothing (to {url})"
+        )))
+    }
+
+    async fn tenant_activity(&self, tenant_id: &str) -> Result<TenantActivity> {
+        self.called("tenant_activity");
+        self.tenant(tenant_id)?;
+        Ok(TenantActivity::default())
+    }
+
+    async fn list_rejections(
+        &self,
+        tenant_id: &str,
+        _filter: RejectionFilter,
+        _page: PageRequest,
+    ) -> Result<Page<RejectionView>> {
+        self.called("list_rejections");
+        self.tenant(tenant_id)?;
+        Ok(Page {
+            items: Vec::new(),
+            next_token: None,
+        })
     }
 
     async fn list_dead_letters(

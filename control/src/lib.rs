@@ -23,6 +23,7 @@ use hookd_proto::v1::{
     consumer_service_server::{self, ConsumerServiceServer},
     contract_service_server::{self, ContractServiceServer},
     delivery_service_server::{self, DeliveryServiceServer},
+    rejection_service_server::{self, RejectionServiceServer},
     secret_service_server::{self, SecretServiceServer},
     tenant_service_server::{self, TenantServiceServer},
     token_service_server::{self, TokenServiceServer},
@@ -36,7 +37,9 @@ use tonic_health::{server::HealthReporter, ServingStatus};
 /// `#[hookd_control::async_trait]` on their `impl` block.
 pub use tonic::async_trait;
 
-use crate::services::{ConsumerApi, ContractApi, DeliveryApi, SecretApi, TenantApi, TokenApi};
+use crate::services::{
+    ConsumerApi, ContractApi, DeliveryApi, RejectionApi, SecretApi, TenantApi, TokenApi,
+};
 pub use crate::{
     backend::{ControlBackend, EventStream},
     error::{Error, Result},
@@ -55,7 +58,7 @@ macro_rules! limited {
 
 /// Every service whose health is reported: the server as a whole ("") and
 /// each `hookd.v1` service, so a probe may ask for either.
-const HEALTH_NAMES: [&str; 7] = [
+const HEALTH_NAMES: [&str; 8] = [
     "",
     tenant_service_server::SERVICE_NAME,
     secret_service_server::SERVICE_NAME,
@@ -63,6 +66,7 @@ const HEALTH_NAMES: [&str; 7] = [
     delivery_service_server::SERVICE_NAME,
     consumer_service_server::SERVICE_NAME,
     contract_service_server::SERVICE_NAME,
+    rejection_service_server::SERVICE_NAME,
 ];
 
 /// Serves the control plane on `listener` until `shutdown` resolves, then
@@ -89,6 +93,7 @@ pub async fn serve<B: ControlBackend>(
     let deliveries = DeliveryApi::new(Arc::clone(&backend), stopping);
     let contracts = ContractApi::new(Arc::clone(&backend));
     let traces = rpc_trace::RpcTraceLayer::new(backend.tracer());
+    let rejections = RejectionApi::new(Arc::clone(&backend));
     let consumer = ConsumerApi::new(backend);
     let router = tonic::transport::Server::builder()
         .layer(traces)
@@ -100,7 +105,8 @@ pub async fn serve<B: ControlBackend>(
         .add_service(limited!(TokenServiceServer::new(tokens)))
         .add_service(limited!(DeliveryServiceServer::new(deliveries)))
         .add_service(limited!(ConsumerServiceServer::new(consumer)))
-        .add_service(limited!(ContractServiceServer::new(contracts)));
+        .add_service(limited!(ContractServiceServer::new(contracts)))
+        .add_service(limited!(RejectionServiceServer::new(rejections)));
     let shutdown = async move {
         shutdown.await;
         stop.send_replace(true);

@@ -25,6 +25,7 @@ pub struct Server {
     http_addr: SocketAddr,
     grpc_addr: SocketAddr,
     metrics_addr: Option<SocketAddr>,
+    dashboard_addr: Option<SocketAddr>,
     /// The listeners' TLS certificates, for [`Server::reload_tls`].
     certs: Vec<Arc<CertSource>>,
     shutdown: Option<oneshot::Sender<()>>,
@@ -40,6 +41,11 @@ impl Server {
         let (http_addr, grpc_addr) = (listeners.http.local_addr()?, listeners.grpc.local_addr()?);
         let metrics_addr = listeners
             .metrics
+            .as_ref()
+            .map(std::net::TcpListener::local_addr)
+            .transpose()?;
+        let dashboard_addr = listeners
+            .dashboard
             .as_ref()
             .map(std::net::TcpListener::local_addr)
             .transpose()?;
@@ -69,6 +75,7 @@ impl Server {
             http_addr,
             grpc_addr,
             metrics_addr,
+            dashboard_addr,
             certs: started.certs,
             shutdown: Some(shutdown_tx),
             thread: Some(thread),
@@ -84,6 +91,11 @@ impl Server {
     /// `metrics.addr` is set.
     pub fn metrics_addr(&self) -> Option<SocketAddr> {
         self.metrics_addr
+    }
+
+    /// Where the delivery dashboard listens, when `dashboard.enabled`.
+    pub fn dashboard_addr(&self) -> Option<SocketAddr> {
+        self.dashboard_addr
     }
 
     /// The running tenants: redelivery and the live delivery feed.

@@ -12,6 +12,7 @@ pub mod catalog;
 pub mod clock;
 pub mod config;
 pub mod contracts;
+mod dashboard;
 pub mod egress;
 pub mod error;
 #[cfg(any(test, feature = "fault-injection"))]

@@ -78,11 +78,13 @@ pub struct Listeners {
     pub grpc: TcpListener,
     /// `metrics.addr`, when set (plain HTTP, `GET /metrics` only).
     pub metrics: Option<TcpListener>,
+    /// `dashboard.addr`, with the dashboard on.
+    pub dashboard: Option<TcpListener>,
 }
 
 impl Listeners {
-    /// Binds `http.addr`, `grpc.addr` and, with metrics on, `metrics.addr`;
-    /// errors name the key.
+    /// Binds `http.addr`, `grpc.addr` and, with metrics on, `metrics.addr`
+    /// and, with the dashboard on, `dashboard.addr`; errors name the key.
     pub fn bind(config: &Config) -> Result<Listeners> {
         let http = TcpListener::bind(parse_addr("http.addr", &config.http.addr)?)?;
         let grpc = TcpListener::bind(parse_addr("grpc.addr", &config.grpc.addr)?)?;
@@ -90,10 +92,18 @@ impl Listeners {
             (Some(addr), true) => Some(TcpListener::bind(parse_addr("metrics.addr", addr)?)?),
             _ => None,
         };
+        let dashboard = config
+            .dashboard
+            .enabled
+            .then(|| parse_addr("dashboard.addr", &config.dashboard.addr))
+            .transpose()?
+            .map(TcpListener::bind)
+            .transpose()?;
         Ok(Listeners {
             http,
             grpc,
             metrics,
+            dashboard,
         })
     }
 }

@@ -1,6 +1,6 @@
 //! Retention: every few seconds, each tenant forgets idempotency records and
-//! deletes delivered events past their retention, in bounded batches so a
-//! sweep never stalls the ingest path.
+//! deletes delivered events and recorded rejections past their retention,
+//! in bounded batches so a sweep never stalls the ingest path.
 
 use std::{collections::HashMap, time::Duration};
 
@@ -46,6 +46,16 @@ pub async fn run(registry: Registry, retention: RetentionConfig) {
                 Err(e) => {
                     tracing::error!(tenant = %handle.settings.id, error = %e, "retention sweep failed")
                 }
+            }
+            let rejections = registry.store().rejections().and_then(|r| {
+                r.sweep(
+                    handle.settings.id.as_str(),
+                    now - (retention.delivered_secs as i64).saturating_mul(1000),
+                    retention.sweep_batch,
+                )
+            });
+            if let Err(e) = rejections {
+                tracing::error!(tenant = %handle.settings.id, error = %e, "retention sweep of rejections failed");
             }
         }
     }

@@ -8,6 +8,7 @@ mod contracts;
 mod deliveries;
 mod error;
 mod paging;
+mod rejections;
 mod secrets;
 mod tenants;
 mod tls;
@@ -17,7 +18,8 @@ use std::{fmt, time::Duration};
 
 use hookd_proto::v1::{
     consumer_service_client::ConsumerServiceClient, contract_service_client::ContractServiceClient,
-    delivery_service_client::DeliveryServiceClient, secret_service_client::SecretServiceClient,
+    delivery_service_client::DeliveryServiceClient,
+    rejection_service_client::RejectionServiceClient, secret_service_client::SecretServiceClient,
     tenant_service_client::TenantServiceClient, token_service_client::TokenServiceClient,
 };
 use tonic::{
@@ -83,6 +85,7 @@ pub struct HookdClient {
     deliveries: DeliveryServiceClient<Authed>,
     consumer: ConsumerServiceClient<Authed>,
     contracts: ContractServiceClient<Authed>,
+    rejections: RejectionServiceClient<Authed>,
 }
 
 impl HookdClient {
@@ -154,7 +157,8 @@ impl HookdClient {
             tokens: limited!(TokenServiceClient::new(authed.clone())),
             deliveries: limited!(DeliveryServiceClient::new(authed.clone())),
             consumer: limited!(ConsumerServiceClient::new(authed.clone())),
-            contracts: limited!(ContractServiceClient::new(authed)),
+            contracts: limited!(ContractServiceClient::new(authed.clone())),
+            rejections: limited!(RejectionServiceClient::new(authed)),
         })
     }
 }

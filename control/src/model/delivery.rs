@@ -53,6 +53,17 @@ pub struct DeliveryView {
     pub attempts: Vec<AttemptView>,
 }
 
+/// What one delivery carries: the accepted request as hookd forwards it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryContent {
+    /// `req_<ulid>` of the request that brought it.
+    pub request_id: String,
+    /// The headers passed on (content type, event type), names lowercase.
+    pub headers: Vec<(String, String)>,
+    /// The body exactly as received.
+    pub body: Vec<u8>,
+}
+
 /// A delivery hookd gave up on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeadLetterView {

@@ -5,16 +5,18 @@
 
 mod contract;
 mod delivery;
+mod rejection;
 mod tenant;
 
 pub use contract::{ContractCheck, ContractDef, ContractList, ContractView, ViolationView};
 pub use delivery::{
-    AttemptView, DeadLetterFilter, DeadLetterView, DeliveryEventKind, DeliveryEventView,
-    DeliveryStatus, DeliveryView, PulledDelivery, Selection,
+    AttemptView, DeadLetterFilter, DeadLetterView, DeliveryContent, DeliveryEventKind,
+    DeliveryEventView, DeliveryStatus, DeliveryView, PulledDelivery, Selection,
 };
+pub use rejection::{RejectionFilter, RejectionView};
 pub use tenant::{
-    CreatedTenant, CreatedToken, NewTenant, RateLimit, RotatedSecret, Scheme, SecretInfo,
-    SecretState, TenantPatch, TenantView, TokenInfo,
+    CreatedTenant, CreatedToken, IngestCounts, NewTenant, RateLimit, RotatedSecret, Scheme,
+    SecretInfo, SecretState, TenantActivity, TenantPatch, TenantView, TokenInfo,
 };
 
 /// Who is calling, as decided by [`crate::ControlBackend::authenticate`] from

@@ -173,6 +173,41 @@ pub struct TokenInfo {
     pub created_at_ms: i64,
 }
 
+/// What a tenant is doing now, for the dashboard's overview.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TenantActivity {
+    /// Deliveries waiting for a forward attempt or a pull.
+    pub queue_depth: u64,
+    /// Dead letters kept.
+    pub dead_letters: u64,
+    /// When the oldest waiting delivery was accepted (or created by a
+    /// redelivery), Unix ms; `None` with nothing waiting.
+    pub oldest_pending_ms: Option<i64>,
+    /// Whether the destination's circuit breaker is open (or half-open);
+    /// `None` in pull mode, or when the tenant shares the metrics label
+    /// `other` with others.
+    pub breaker_open: Option<bool>,
+    /// Counts since hookd started; `None` when the tenant shares the metrics
+    /// label `other` with others.
+    pub since_start: Option<IngestCounts>,
+    /// Recorded refusals (content and signature) of the last hour, by error
+    /// code, most frequent first.
+    pub refused_last_hour: Vec<(String, u64)>,
+    /// The same over the last day.
+    pub refused_last_day: Vec<(String, u64)>,
+}
+
+/// A tenant's ingest counts since hookd started.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IngestCounts {
+    /// New deliveries.
+    pub accepted: u64,
+    /// Events accepted before, answered as duplicates.
+    pub duplicates: u64,
+    /// Refused requests by error code, most frequent first.
+    pub rejected: Vec<(String, u64)>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

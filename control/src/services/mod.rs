@@ -6,6 +6,7 @@
 mod consumer;
 mod contract;
 mod delivery;
+mod rejection;
 mod secret;
 mod tenant;
 mod token;
@@ -13,6 +14,7 @@ mod token;
 pub(crate) use consumer::ConsumerApi;
 pub(crate) use contract::ContractApi;
 pub(crate) use delivery::DeliveryApi;
+pub(crate) use rejection::RejectionApi;
 pub(crate) use secret::SecretApi;
 pub(crate) use tenant::TenantApi;
 pub(crate) use token::TokenApi;

@@ -29,7 +29,7 @@ const _: () =
 const MAX_VISIBILITY_SECS: u32 = 43_200;
 
 impl Backend {
-    fn tenant(&self, tenant_id: &str) -> ApiResult<TenantHandle> {
+    pub(super) fn tenant(&self, tenant_id: &str) -> ApiResult<TenantHandle> {
         self.registry
             .get(tenant_id)
             .ok_or_else(|| ApiError::NotFound(format!("tenant {tenant_id}")))

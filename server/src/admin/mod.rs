@@ -2,17 +2,21 @@
 //! `hookd_control::ControlBackend` over the registry, the catalog of
 //! API-created tenants and the delivery store.
 
+mod activity;
 mod contracts;
 mod deliveries;
+mod redirect;
+mod rejections;
 mod tenants;
 
 use std::{collections::HashSet, sync::Arc};
 
 use hookd_control::{
     model::{
-        ContractCheck, ContractDef, ContractList, ContractView, CreatedTenant, CreatedToken,
-        DeadLetterFilter, DeadLetterView, DeliveryStatus, DeliveryView, NewTenant, Page,
-        PageRequest, Principal, PulledDelivery, RotatedSecret, SecretInfo, Selection, TenantPatch,
+        AttemptView, ContractCheck, ContractDef, ContractList, ContractView, CreatedTenant,
+        CreatedToken, DeadLetterFilter, DeadLetterView, DeliveryContent, DeliveryStatus,
+        DeliveryView, NewTenant, Page, PageRequest, Principal, PulledDelivery, RejectionFilter,
+        RejectionView, RotatedSecret, SecretInfo, Selection, TenantActivity, TenantPatch,
         TenantView, TokenInfo,
     },
     ControlBackend, Error as ApiError, EventStream, Result as ApiResult,
@@ -231,6 +235,25 @@ impl ControlBackend for Backend {
             .await
     }
 
+    async fn get_delivery_content(
+        &self,
+        tenant_id: &str,
+        delivery_id: &str,
+    ) -> ApiResult<DeliveryContent> {
+        let (tenant_id, delivery_id) = (tenant_id.to_owned(), delivery_id.to_owned());
+        self.blocking(move |b| b.content(&tenant_id, &delivery_id))
+            .await
+    }
+
+    async fn redirect(
+        &self,
+        tenant_id: &str,
+        delivery_id: &str,
+        url: &str,
+    ) -> ApiResult<AttemptView> {
+        self.redirect_once(tenant_id, delivery_id, url).await
+    }
+
     async fn list_dead_letters(
         &self,
         tenant_id: &str,
@@ -248,6 +271,22 @@ impl ControlBackend for Backend {
 
     async fn purge_dead_letters(&self, tenant_id: &str, selection: Selection) -> ApiResult<u64> {
         self.purge(tenant_id, selection).await
+    }
+
+    async fn tenant_activity(&self, tenant_id: &str) -> ApiResult<TenantActivity> {
+        let tenant_id = tenant_id.to_owned();
+        self.blocking(move |b| b.activity(&tenant_id)).await
+    }
+
+    async fn list_rejections(
+        &self,
+        tenant_id: &str,
+        filter: RejectionFilter,
+        page: PageRequest,
+    ) -> ApiResult<Page<RejectionView>> {
+        let tenant_id = tenant_id.to_owned();
+        self.blocking(move |b| b.rejections(&tenant_id, filter, page))
+            .await
     }
 
     async fn watch(&self, tenant_id: Option<&str>) -> ApiResult<EventStream> {

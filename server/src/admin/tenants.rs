@@ -217,6 +217,12 @@ impl Backend {
             .await
             .map_err(api)?;
         let id = tenant_id.to_owned();
+        self.durably(move |b| {
+            let rejections = b.registry.store().rejections().map_err(api)?;
+            rejections.drop_tenant(&id).map_err(api)
+        })
+        .await?;
+        let id = tenant_id.to_owned();
         self.durably(move |b| b.catalog.data_dropped(&id).map_err(api))
             .await?;
         tracing::info!(tenant = %tenant_id, "tenant deleted with all its data");

@@ -181,12 +181,12 @@ mod tests {
     }
 
     #[test]
-    fn puts_get_new_revisions_that_survive_delete_and_reopen() {
+    fn puts_get_new_revisions_that_survive_delete_and_a_new_handle() {
         let dir = tempfile::tempdir().unwrap();
         let tenant = TenantId::try_from("acme").unwrap();
+        let (db, _committer) = crate::store::Store::open(dir.path(), 16, false).unwrap();
         let open = |store: &crate::store::Store| ContractStore::open(store).unwrap();
         {
-            let (db, committer) = crate::store::Store::open(dir.path(), 16, false).unwrap();
             let store = open(&db);
             assert_eq!(
                 store
@@ -218,10 +218,7 @@ mod tests {
                     .revision,
                 3
             );
-            drop((store, db));
-            committer.join().unwrap();
         }
-        let (db, _committer) = crate::store::Store::open(dir.path(), 16, false).unwrap();
         let store = open(&db);
         let all = store.list(&tenant).unwrap();
         let keys: Vec<_> = all

@@ -17,6 +17,7 @@ use crate::{
     keyring::KeySources,
 };
 pub mod bounds;
+mod dashboard;
 #[cfg(test)]
 mod hostile_tests;
 mod http;
@@ -24,6 +25,7 @@ mod tenant;
 
 pub use crate::tls::{GrpcTlsConfig, HttpTlsConfig};
 pub use bounds::{FRAMEWORK_MAX_HEAD_BYTES, MAX_BODY_LIMIT};
+pub use dashboard::DashboardConfig;
 pub use tenant::{
     load_secret, BreakerConfig, DestinationConfig, ForwardSettings, RateLimitConfig, RetryConfig,
     SecretConfig, SecretState, TenantConfig, TenantSettings,
@@ -54,6 +56,8 @@ pub struct Config {
     pub limits: LimitsConfig,
     /// Forwarding to destinations.
     pub forward: ForwardConfig,
+    /// The delivery dashboard in the browser.
+    pub dashboard: DashboardConfig,
     /// Tenants declared in the file.
     #[serde(default)]
     pub tenants: Vec<TenantConfig>,
@@ -282,6 +286,7 @@ impl Config {
         if let Some(addr) = &self.metrics.addr {
             parse_addr("metrics.addr", addr)?;
         }
+        self.dashboard.validate()?;
         if let Some(tls) = &self.http.tls {
             crate::tls::http_server_config(tls)?;
         }

@@ -8,6 +8,7 @@ mod breaker;
 mod dispatcher;
 pub mod policy;
 
+pub(crate) use attempt::send as send_attempt;
 pub use attempt::{ATTEMPT_HEADER, DELIVERY_ID_HEADER, RESPONSE_KEEP_BYTES};
 pub use breaker::{Breaker, BreakerState};
 pub use dispatcher::{Dispatcher, DispatcherParts};

@@ -7,7 +7,7 @@ use actix_web::{http::header::CONTENT_LENGTH, web, HttpRequest, HttpResponse};
 use futures_util::StreamExt;
 use serde_json::json;
 
-use super::{body::BodyBuffer, request_id_of, AppState, EdgeLimits};
+use super::{body::BodyBuffer, rejected, request_id_of, AppState, EdgeLimits};
 use crate::{
     error::{ApiError, ErrorCode},
     ids::RequestId,
@@ -135,7 +135,7 @@ async fn accept(
         .send(Ingest {
             request_id: request_id.clone(),
             headers: req.headers().clone(),
-            body,
+            body: body.clone(),
             trace: trace.clone(),
         })
         .await
@@ -143,7 +143,11 @@ async fn accept(
             tracing::error!(tenant = %tenant, request_id = %request_id, error = %e, "tenant actor unreachable");
             Err(IngestError::TenantNotRunning)
         })
-        .map_err(ApiError::from)
+        .map_err(|refusal| {
+            let answer = ApiError::from(&refusal);
+            rejected::record(registry, tenant, request_id, &refusal, &answer, &body);
+            answer
+        })
 }
 
 /// Reads the body as raw bytes, refusing it as soon as it is known to be

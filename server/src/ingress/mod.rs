@@ -6,6 +6,7 @@ mod edge;
 mod health;
 mod hooks;
 mod metrics;
+mod rejected;
 
 use actix_web::{
     body::MessageBody,

@@ -198,6 +198,23 @@ impl TenantMetrics {
         self.rejected[slot].inc();
     }
 
+    /// Accepted, duplicates, and the codes refused at least once with their
+    /// counts, since start.
+    pub fn ingest_counts(&self) -> (u64, u64, Vec<(ErrorCode, u64)>) {
+        let rejected = ErrorCode::ALL
+            .iter()
+            .zip(&self.rejected)
+            .map(|(code, n)| (*code, n.get()))
+            .filter(|(_, n)| *n > 0)
+            .collect();
+        (self.accepted.get(), self.duplicates.get(), rejected)
+    }
+
+    /// Whether a circuit breaker counted under this label is open now.
+    pub fn breaker_open(&self) -> bool {
+        self.breakers_open.get() > 0
+    }
+
     /// Counts a forward attempt and its duration, with the attempt's trace
     /// id (if sampled) as the exemplar of its bucket.
     pub fn forwarded(&self, outcome: ForwardOutcome, elapsed: Duration, trace_id: Option<String>) {

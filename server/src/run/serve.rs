@@ -13,6 +13,7 @@ use super::{start_tenants, Listeners, Runtime, Started};
 use crate::{
     admin::Backend,
     config::{Config, TenantSettings},
+    dashboard,
     error::{Error, Result},
     feed::DeliveryFeed,
     ingress::{self, AppState},
@@ -28,6 +29,8 @@ use crate::{
 pub(crate) struct Tls {
     http: Option<ListenerTls>,
     grpc: Option<ListenerTls>,
+    /// The dashboard's: the `[http.tls]` certificate, with the dashboard on.
+    dashboard: Option<ListenerTls>,
 }
 
 impl Tls {
@@ -46,6 +49,10 @@ impl Tls {
                 .as_ref()
                 .map(tls::grpc_server_config)
                 .transpose()?,
+            dashboard: match (&config.http.tls, config.dashboard.enabled) {
+                (Some(http), true) => Some(tls::http_server_config(http)?),
+                _ => None,
+            },
         })
     }
 }
@@ -77,7 +84,7 @@ pub(crate) async fn serve(serving: Serving) -> Result<()> {
         .map(|n| n.get())
         .unwrap_or(2);
     let (arbiters, registry, backend) = start_registry(&config, &runtime, store, tenants, cores)?;
-    let certs = [&tls.http, &tls.grpc]
+    let certs = [&tls.http, &tls.grpc, &tls.dashboard]
         .into_iter()
         .flatten()
         .map(|listener| Arc::clone(&listener.cert))
@@ -95,6 +102,17 @@ pub(crate) async fn serve(serving: Serving) -> Result<()> {
         .transpose()?;
     let metrics_handle = metrics_server.as_ref().map(actix_web::dev::Server::handle);
     let metrics_task = metrics_server.map(actix_rt::spawn);
+    let dashboard_server = listeners
+        .dashboard
+        .map(|listener| {
+            let backend: Arc<dyn hookd_control::ControlBackend> = backend.clone();
+            dashboard::server(&config, backend, listener, tls.dashboard)
+        })
+        .transpose()?;
+    let dashboard_handle = dashboard_server
+        .as_ref()
+        .map(actix_web::dev::Server::handle);
+    let dashboard_task = dashboard_server.map(actix_rt::spawn);
     let (grpc_stop_tx, grpc_stop_rx) = oneshot::channel::<()>();
     let grpc_thread = grpc_thread(
         listeners.grpc,
@@ -106,7 +124,11 @@ pub(crate) async fn serve(serving: Serving) -> Result<()> {
         },
     )?;
 
-    actix_rt::spawn(stop_http_on(shutdown, http_handle, metrics_handle));
+    actix_rt::spawn(stop_http_on(
+        shutdown,
+        http_handle,
+        [metrics_handle, dashboard_handle],
+    ));
     let sweeper = actix_rt::spawn(sweeper::run(registry.clone(), config.retention.clone()));
     runtime.report_ready(Started {
         registry: registry.clone(),
@@ -114,7 +136,7 @@ pub(crate) async fn serve(serving: Serving) -> Result<()> {
     });
     listening.log();
     let served = server.await;
-    if let Some(task) = metrics_task {
+    for task in [metrics_task, dashboard_task].into_iter().flatten() {
         let _ = task.await;
     }
 
@@ -164,6 +186,7 @@ struct Listening {
     http: (SocketAddr, bool),
     grpc: (SocketAddr, bool),
     metrics: Option<SocketAddr>,
+    dashboard: Option<(SocketAddr, bool)>,
 }
 
 impl Listening {
@@ -176,6 +199,11 @@ impl Listening {
                 .as_ref()
                 .map(std::net::TcpListener::local_addr)
                 .transpose()?,
+            dashboard: listeners
+                .dashboard
+                .as_ref()
+                .map(|l| l.local_addr().map(|addr| (addr, tls.dashboard.is_some())))
+                .transpose()?,
         })
     }
 
@@ -186,6 +214,9 @@ impl Listening {
         tracing::info!(scheme = scheme(grpc_tls), "grpc listening on {grpc}");
         if let Some(addr) = self.metrics {
             tracing::info!(scheme = "http", "metrics listening on {addr}");
+        }
+        if let Some((addr, tls)) = self.dashboard {
+            tracing::info!(scheme = scheme(tls), "dashboard listening on {addr}");
         }
     }
 }
@@ -200,13 +231,15 @@ fn stop_arbiters(arbiters: Vec<actix_rt::Arbiter>) {
 async fn stop_http_on(
     shutdown: Pin<Box<dyn Future<Output = ()>>>,
     http: ServerHandle,
-    metrics: Option<ServerHandle>,
+    others: [Option<ServerHandle>; 2],
 ) {
     shutdown.await;
     tracing::info!("shutting down: finishing in-flight requests");
     http.stop(true).await;
-    if let Some(metrics) = metrics {
-        metrics.stop(false).await;
+    // The metrics and dashboard listeners (whose live tails never end on
+    // their own) are not waited for.
+    for other in others.into_iter().flatten() {
+        other.stop(false).await;
     }
 }
 

@@ -17,6 +17,7 @@ use super::{
     records::{
         AttemptRecord, DeadLetter, DeliveryState, DeliveryStatus, IdempotencyRecord, StoredEvent,
     },
+    rejections::{Rejection, RejectionFilter},
     CommitOutcome, NewDelivery,
 };
 use crate::{
@@ -196,6 +197,9 @@ pub trait Storage: Send + Sync + 'static {
     /// The control plane's rows.
     fn catalog_rows(&self) -> Result<Arc<dyn CatalogRows>>;
 
+    /// The refused requests.
+    fn rejections(&self) -> Result<Arc<dyn RejectionLog>>;
+
     /// Group-commit figures.
     fn commit_figures(&self) -> CommitFigures;
 
@@ -219,6 +223,43 @@ pub trait Storage: Send + Sync + 'static {
     /// elsewhere by polling it. An embedded engine serves one process:
     /// its catalog only changes through it.
     fn catalog_version(&self) -> Result<u64>;
+}
+
+/// Refused requests of every tenant, for the dashboard and
+/// `ListRejections` (see [`super::rejections`] for what is kept). Written as
+/// a refusal is answered, without waiting for a sync.
+pub trait RejectionLog: Send + Sync + 'static {
+    /// Stores `rejection`, its body cut to
+    /// [`super::rejections::KEPT_BODY_BYTES`] (and dropped when the
+    /// signature was not valid).
+    fn record(&self, rejection: Rejection) -> Result<()>;
+
+    /// Up to `size` of the tenant's rejections passing `filter`, newest
+    /// first, from before `token` (the previous page's next token), and the
+    /// token of the next page; a token this did not issue is an error.
+    fn list(
+        &self,
+        tenant_id: &str,
+        filter: &RejectionFilter,
+        size: usize,
+        token: Option<&str>,
+    ) -> Result<(Vec<Rejection>, Option<String>)>;
+
+    /// The tenant's rejections at or after `since_ms` by code, most
+    /// frequent first; at most `cap` records are counted.
+    fn count_by_code(
+        &self,
+        tenant_id: &str,
+        since_ms: i64,
+        cap: usize,
+    ) -> Result<Vec<(String, u64)>>;
+
+    /// Deletes every rejection of a deleted tenant; returns how many went.
+    fn drop_tenant(&self, tenant_id: &str) -> Result<usize>;
+
+    /// Deletes up to `batch` of the tenant's rejections older than
+    /// `before_ms`; returns how many went.
+    fn sweep(&self, tenant_id: &str, before_ms: i64, batch: usize) -> Result<usize>;
 }
 
 /// A catalog row changed in one atomic write.

@@ -9,14 +9,15 @@ use sled::Transactional;
 
 use super::{
     api::{
-        CatalogRows, CommitFigures, DeadKey, PullRequest, QueueCounts, QueueKey, RowChange,
-        Storage, SweepRequest, Table, Tenant, TenantData,
+        CatalogRows, CommitFigures, DeadKey, PullRequest, QueueCounts, QueueKey, RejectionLog,
+        RowChange, Storage, SweepRequest, Table, Tenant, TenantData,
     },
     deliveries::{self, Next, Swept},
     records::{
         decode, queue_key_due_ms, AttemptRecord, DeadLetter, DeliveryState, DeliveryStatus,
         IdempotencyRecord, StoredEvent,
     },
+    rejections::Rejections,
     CommitOutcome, NewDelivery, Store, TenantTrees,
 };
 use crate::{
@@ -196,6 +197,12 @@ impl Storage for Store {
 
     fn catalog_rows(&self) -> Result<Arc<dyn CatalogRows>> {
         Ok(Arc::new(SledRows::open(&self.db)?))
+    }
+
+    fn rejections(&self) -> Result<Arc<dyn RejectionLog>> {
+        Ok(Arc::new(Rejections::new(
+            self.db.open_tree(super::rejections::TREE)?,
+        )))
     }
 
     fn commit_figures(&self) -> CommitFigures {

@@ -16,6 +16,7 @@ pub mod inject;
 mod keyspace;
 mod migrate;
 pub mod records;
+pub mod rejections;
 pub mod sync;
 
 use std::{

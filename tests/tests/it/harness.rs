@@ -239,6 +239,7 @@ fn try_start_on(
     };
     let mut config = Config::load(Some(&file), &overrides).unwrap();
     config.keys.admin_token = Some(ADMIN_TOKEN.into());
+    config.dashboard.addr = "127.0.0.1:0".into();
     // A test's gRPC clients live on the runtime that is blocked dropping the
     // server, so they cannot hang up: don't wait for them.
     config.grpc.shutdown_grace_secs = 0.0;

@@ -73,6 +73,7 @@ impl HookdProcess {
                 config.to_str().unwrap(),
             ])
             .args(["--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"])
+            .env("HOOKD_DASHBOARD__ADDR", "127.0.0.1:0")
             .envs(env.iter().copied())
             .env_remove("RUST_LOG")
             .stdout(Stdio::null())

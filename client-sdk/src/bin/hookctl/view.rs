@@ -3,8 +3,8 @@
 //! secret: the records listed carry none.
 
 use hookd_sdk::client::proto::{
-    Attempt, ContractInfo, DeadLetter, Delivery, DeliveryEventKind, DeliveryStatus, SecretInfo,
-    Tenant, TokenInfo, ValidateResponse,
+    Attempt, ContractInfo, DeadLetter, Delivery, DeliveryEventKind, DeliveryStatus, Rejection,
+    RejectionKind, SecretInfo, Tenant, TokenInfo, ValidateResponse,
 };
 use serde_json::{json, Value};
 use time::{format_description::well_known::Rfc3339, OffsetDateTime};
@@ -383,6 +383,54 @@ impl View for DeadLetter {
             "attempt_count": self.attempt_count,
             "last_status_code": self.last_status_code,
         })
+    }
+}
+
+/// `content` or `signature`.
+fn rejection_kind(raw: i32) -> String {
+    RejectionKind::try_from(raw)
+        .map(|kind| short_name(kind.as_str_name(), "REJECTION_KIND_"))
+        .unwrap_or_else(|_| raw.to_string())
+}
+
+impl View for Rejection {
+    const COLUMNS: &'static [&'static str] = &[
+        "REQUEST_ID",
+        "REJECTED_AT",
+        "KIND",
+        "CODE",
+        "BODY_BYTES",
+        "REASON",
+    ];
+
+    fn cells(&self) -> Vec<String> {
+        vec![
+            self.request_id.clone(),
+            when(self.rejected_at_unix_ms),
+            rejection_kind(self.kind),
+            self.code.clone(),
+            self.body_bytes.to_string(),
+            self.reason.clone(),
+        ]
+    }
+
+    fn json(&self) -> Value {
+        json!({
+            "tenant_id": self.tenant_id,
+            "request_id": self.request_id,
+            "rejected_at_unix_ms": self.rejected_at_unix_ms,
+            "kind": rejection_kind(self.kind),
+            "code": self.code,
+            "reason": self.reason,
+            "body_bytes": self.body_bytes,
+            "body": String::from_utf8_lossy(&self.body),
+        })
+    }
+
+    fn fields(&self) -> Vec<(&'static str, String)> {
+        let mut fields: Vec<_> = Self::COLUMNS.iter().copied().zip(self.cells()).collect();
+        fields.push(("BODY", or_dash(&String::from_utf8_lossy(&self.body))));
+        fields
     }
 }
 

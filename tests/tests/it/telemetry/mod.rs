@@ -65,6 +65,7 @@ impl Traced {
         };
         let mut config = Config::load(Some(&file), &overrides).unwrap();
         config.keys.admin_token = Some(ADMIN_TOKEN.into());
+        config.dashboard.addr = "127.0.0.1:0".into();
         config.grpc.shutdown_grace_secs = 0.0;
         let runtime = Runtime::new(Arc::new(SystemClock)).with_tracer_provider(provider);
         let server = Server::start(config, runtime).unwrap();

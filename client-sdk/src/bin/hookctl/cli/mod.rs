@@ -4,6 +4,7 @@
 mod admin;
 mod contracts;
 mod deliveries;
+mod rejections;
 
 use std::path::PathBuf;
 
@@ -16,6 +17,7 @@ pub use admin::{
 };
 pub use contracts::{ContractsCommand, PutContractArgs};
 pub use deliveries::{DeadLettersCommand, DeliveriesCommand, FilterArgs};
+pub use rejections::RejectionsCommand;
 
 use crate::{exit, output::OutputMode};
 
@@ -108,6 +110,10 @@ pub enum Command {
     /// contract sheet.
     #[command(subcommand)]
     Contracts(ContractsCommand),
+    /// List the requests a tenant refused (find a broken payload by its
+    /// request id).
+    #[command(subcommand)]
+    Rejections(RejectionsCommand),
     /// Sign and POST a test webhook to hookd's HTTP ingest, as a sender would.
     Send(SendArgs),
     /// Print delivery events as they happen, until Ctrl-C.

@@ -5,6 +5,7 @@ mod contracts;
 mod dead_letters;
 mod deliveries;
 mod docs;
+mod rejections;
 mod secrets;
 mod send;
 mod sheet;
@@ -50,6 +51,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Deliveries(command) => deliveries::run(&connect().await?, out, command).await,
         Command::DeadLetters(command) => dead_letters::run(&connect().await?, out, command).await,
         Command::Contracts(command) => contracts::run(&connect().await?, out, command).await,
+        Command::Rejections(command) => rejections::run(&connect().await?, out, command).await,
         Command::Tail { tenant } => tail::run(&connect().await?, out, tenant).await,
     }
 }

@@ -1,0 +1,66 @@
+//! What a tenant is doing now, for the dashboard's overview: live queue and
+//! dead-letter counts, the oldest waiting delivery, the breaker, the ingest
+//! counters since start and the refusals recorded in the last hour and day.
+
+use hookd_control::{
+    model::{IngestCounts, TenantActivity},
+    Result as ApiResult,
+};
+
+use super::{api, Backend};
+use crate::ids::DeliveryId;
+
+/// Most queue entries read looking for the oldest waiting delivery.
+const QUEUE_SCAN: usize = 10_000;
+/// Most recorded refusals counted per window.
+const REFUSED_CAP: usize = 100_000;
+const HOUR_MS: i64 = 3_600_000;
+
+impl Backend {
+    pub(super) fn activity(&self, tenant_id: &str) -> ApiResult<TenantActivity> {
+        let handle = self.tenant(tenant_id)?;
+        // Delivery ids are ULIDs: the smallest queued one was created first.
+        let queued = handle.data.queue(None, QUEUE_SCAN).map_err(api)?;
+        let oldest: Option<DeliveryId> = queued.into_iter().map(|(_, id)| id).min();
+        let oldest_pending_ms = match oldest {
+            Some(id) => handle
+                .data
+                .state(&id)
+                .map_err(api)?
+                .map(|state| state.received_at_ms),
+            None => None,
+        };
+        let own_label = handle.metrics.label() == tenant_id;
+        let since_start = own_label.then(|| {
+            let (accepted, duplicates, mut rejected) = handle.metrics.ingest_counts();
+            rejected.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+            IngestCounts {
+                accepted,
+                duplicates,
+                rejected: rejected
+                    .into_iter()
+                    .map(|(code, n)| (code.as_str().to_owned(), n))
+                    .collect(),
+            }
+        });
+        let breaker_open =
+            (own_label && handle.settings.forward.is_some()).then(|| handle.metrics.breaker_open());
+        let rejections = self.registry.store().rejections().map_err(api)?;
+        let now = self.now_ms();
+        let refused = |window_ms: i64| {
+            rejections
+                .count_by_code(tenant_id, now - window_ms, REFUSED_CAP)
+                .map_err(api)
+        };
+        let counts = handle.data.counts().map_err(api)?;
+        Ok(TenantActivity {
+            queue_depth: counts.depth,
+            dead_letters: counts.dead,
+            oldest_pending_ms,
+            breaker_open,
+            since_start,
+            refused_last_hour: refused(HOUR_MS)?,
+            refused_last_day: refused(24 * HOUR_MS)?,
+        })
+    }
+}

@@ -1,0 +1,98 @@
+//! A delivery's stored content, and Redirect: one delivery sent once to a
+//! URL the operator typed instead of the tenant's destination, signed as a
+//! forward is, with nothing about the delivery or the tenant changed.
+
+use std::sync::Arc;
+
+use hookd_control::{
+    model::{AttemptView, DeliveryContent},
+    Error as ApiError, Result as ApiResult,
+};
+
+use super::{api, Backend};
+use crate::{
+    egress::address::GuardedResolver, forward::send_attempt, ids::DeliveryId,
+    store::records::StoredEvent,
+};
+
+impl Backend {
+    fn stored_event(&self, tenant_id: &str, delivery_id: &str) -> ApiResult<StoredEvent> {
+        let handle = self.tenant(tenant_id)?;
+        handle
+            .data
+            .event(&DeliveryId::new(delivery_id))
+            .map_err(api)?
+            .ok_or_else(|| {
+                ApiError::NotFound(format!("delivery {delivery_id} of tenant {tenant_id}"))
+            })
+    }
+
+    pub(super) fn content(&self, tenant_id: &str, delivery_id: &str) -> ApiResult<DeliveryContent> {
+        let event = self.stored_event(tenant_id, delivery_id)?;
+        Ok(DeliveryContent {
+            request_id: event.meta.request_id.to_string(),
+            headers: event.meta.headers,
+            body: event.body,
+        })
+    }
+
+    /// Sends the delivery once to `url`; whatever the answer, it is only
+    /// reported (and logged), never stored as an attempt.
+    pub(super) async fn redirect_once(
+        &self,
+        tenant_id: &str,
+        delivery_id: &str,
+        url: &str,
+    ) -> ApiResult<AttemptView> {
+        let handle = self.tenant(tenant_id)?;
+        let Some(forward) = handle.settings.forward.as_ref() else {
+            return Err(ApiError::FailedPrecondition(format!(
+                "tenant {tenant_id} is in pull mode and has no destination secret to sign with"
+            )));
+        };
+        let target = reqwest::Url::parse(url.trim())
+            .map_err(|e| ApiError::InvalidArgument(format!("url: not an absolute URL ({e})")))?;
+        if !matches!(target.scheme(), "http" | "https") {
+            return Err(ApiError::InvalidArgument(
+                "url: must start with http:// or https://".into(),
+            ));
+        }
+        self.address_policy
+            .check_url(&target)
+            .map_err(|e| ApiError::InvalidArgument(format!("url: {}", e.refusal())))?;
+        let (tenant, id) = (tenant_id.to_owned(), delivery_id.to_owned());
+        let event = self.blocking(move |b| b.stored_event(&tenant, &id)).await?;
+        let mut settings = forward.clone();
+        settings.url = target.to_string();
+        settings.address_policy = Some(self.address_policy.clone());
+        let client = reqwest::Client::builder()
+            .connect_timeout(settings.connect_timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .dns_resolver(Arc::new(GuardedResolver::new(self.address_policy.clone())))
+            .no_proxy()
+            .user_agent(concat!("hookd/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| ApiError::Internal(format!("redirect client: {e}")))?;
+        let result = send_attempt(&client, &settings, &event, 1, self.now_ms(), &[]).await;
+        let record = result.record;
+        tracing::info!(
+            tenant = %tenant_id,
+            delivery_id = %delivery_id,
+            host = target.host_str().unwrap_or_default(),
+            status = record.status_code,
+            request_id = %record.request_id,
+            outcome = %if record.error.is_none() { "success" } else { result.error.as_str() },
+            "delivery redirected once from the dashboard; the tenant's destination is unchanged"
+        );
+        Ok(AttemptView {
+            attempt: record.attempt,
+            started_at_ms: record.started_at_ms,
+            duration_ms: record.duration_ms,
+            status_code: record.status_code,
+            error: record.error,
+            response_body: record.response_body,
+            next_retry_at_ms: None,
+            request_id: record.request_id.to_string(),
+        })
+    }
+}

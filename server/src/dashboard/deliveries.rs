@@ -1,0 +1,277 @@
+//! A tenant's deliveries (filters, paging), one delivery with its content
+//! and every attempt, and Redirect of one delivery to a typed URL.
+
+use actix_web::{web, HttpResponse};
+use hookd_control::model::{AttemptView, DeliveryStatus, DeliveryView, PageRequest};
+use maud::{html, Markup};
+use serde::Deserialize;
+
+use super::{error::DashError, layout, session::Signed, tenant_in_path, Dashboard};
+
+/// Deliveries per page.
+const PAGE_SIZE: usize = 50;
+/// Most deliveries one page reads looking for an event id.
+const SCAN_LIMIT: usize = 5000;
+
+/// The listing's filters, from the query string.
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct Filters {
+    #[serde(default)]
+    status: String,
+    #[serde(default)]
+    event_id: String,
+    #[serde(default)]
+    since: String,
+    #[serde(default)]
+    until: String,
+    #[serde(default)]
+    page: String,
+}
+
+/// A typed time bound, if any.
+fn bound(field: &str, value: &str) -> Result<Option<i64>, DashError> {
+    let value = value.trim();
+    (!value.is_empty())
+        .then(|| layout::parse_at(field, value))
+        .transpose()
+        .map_err(DashError::BadInput)
+}
+
+fn status(value: &str) -> Result<Option<DeliveryStatus>, DashError> {
+    Ok(match value {
+        "" => None,
+        "pending" => Some(DeliveryStatus::Pending),
+        "delivered" => Some(DeliveryStatus::Delivered),
+        "dead" => Some(DeliveryStatus::Dead),
+        "redelivered" => Some(DeliveryStatus::Redelivered),
+        other => {
+            return Err(DashError::BadInput(format!(
+                "status: {other:?} is not one of pending, delivered, dead, redelivered"
+            )))
+        }
+    })
+}
+
+/// `GET /t/{tenant}/deliveries`: newest first.
+pub(super) async fn list(
+    dash: web::Data<Dashboard>,
+    signed: Signed,
+    path: web::Path<String>,
+    filters: web::Query<Filters>,
+) -> Result<HttpResponse, DashError> {
+    let tenant = tenant_in_path(&signed, &path)?;
+    let wanted = status(&filters.status)?;
+    let event_id = filters.event_id.trim();
+    let since = bound("since", &filters.since)?;
+    let until = bound("until", &filters.until)?;
+    let narrowed = !event_id.is_empty() || since.is_some() || until.is_some();
+    let mut token = (!filters.page.is_empty()).then(|| filters.page.clone());
+    let mut shown: Vec<DeliveryView> = Vec::new();
+    let mut read = 0;
+    let next = loop {
+        let size = if narrowed { 500 } else { PAGE_SIZE };
+        let page = PageRequest {
+            size: size as u32,
+            token: token.take(),
+        };
+        let got = dash.backend.list_deliveries(&tenant, wanted, page).await?;
+        read += got.items.len();
+        let mut last = None;
+        let mut older_than_since = false;
+        for d in got.items {
+            last = Some(d.delivery_id.clone());
+            // Newest first (ids are time ordered): past `since`, stop.
+            if since.is_some_and(|since| d.received_at_ms < since) {
+                older_than_since = true;
+                break;
+            }
+            let in_range = until.is_none_or(|until| d.received_at_ms < until);
+            if in_range && (event_id.is_empty() || d.event_id == event_id) {
+                shown.push(d);
+                if shown.len() == PAGE_SIZE {
+                    break;
+                }
+            }
+        }
+        match got.next_token {
+            _ if older_than_since => break None,
+            _ if shown.len() == PAGE_SIZE => break last,
+            Some(t) if read < SCAN_LIMIT => token = Some(t),
+            next => break next,
+        }
+    };
+    let body = html! {
+        form.filters method="get" action={ "/t/" (tenant) "/deliveries" } {
+            div {
+                label for="status" { "Status" }
+                select #status name="status" {
+                    @for s in ["", "pending", "delivered", "dead", "redelivered"] {
+                        option value=(s) selected[s == filters.status] { @if s.is_empty() { "any" } @else { (s) } }
+                    }
+                }
+            }
+            div {
+                label for="event_id" { "Event id" }
+                input #event_id type="search" name="event_id" value=(event_id);
+            }
+            div {
+                label for="since" { "Received since (UTC)" }
+                input #since type="text" name="since" value=(filters.since) placeholder="2026-11-30T00:00:00Z";
+            }
+            div {
+                label for="until" { "Received before (UTC)" }
+                input #until type="text" name="until" value=(filters.until) placeholder="2026-12-01T00:00:00Z";
+            }
+            button type="submit" { "Filter" }
+        }
+        (table(&tenant, &shown))
+        @if let Some(next) = &next {
+            p { a rel="next" href={ "/t/" (tenant) "/deliveries" (layout::query(&[("status", &filters.status), ("event_id", event_id), ("since", &filters.since), ("until", &filters.until), ("page", next)])) } { "Older deliveries" } }
+        }
+    };
+    Ok(layout::html(layout::page(
+        Some(&signed),
+        Some(&tenant),
+        "Deliveries",
+        body,
+    )))
+}
+
+fn table(tenant: &str, deliveries: &[DeliveryView]) -> Markup {
+    html! {
+        @if deliveries.is_empty() {
+            p.empty role="status" { "No deliveries match." }
+        } @else {
+            div.scroll { table {
+                caption { "Deliveries, newest first" }
+                thead { tr {
+                    th scope="col" { "Delivery" } th scope="col" { "Event id" }
+                    th scope="col" { "Status" } th scope="col" { "Received" }
+                    th scope="col" { "Attempts" } th scope="col" { "Next attempt" }
+                    th scope="col" { "Last error" }
+                } }
+                tbody { @for d in deliveries { tr {
+                    th scope="row" { a href={ "/t/" (tenant) "/deliveries/" (d.delivery_id) } { code { (d.delivery_id) } } }
+                    td { code { (d.event_id) } }
+                    td { span class={ "status " (d.status.as_str()) } { (d.status.as_str()) } }
+                    td { (layout::at(d.received_at_ms)) }
+                    td { (d.attempt_count) }
+                    td { (d.next_attempt_at_ms.map(layout::at).unwrap_or_else(|| "-".into())) }
+                    td { (d.last_error.as_deref().unwrap_or("")) }
+                } } }
+            } }
+        }
+    }
+}
+
+/// `GET /t/{tenant}/deliveries/{id}`.
+pub(super) async fn one(
+    dash: web::Data<Dashboard>,
+    signed: Signed,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, DashError> {
+    let (tenant, id) = path.into_inner();
+    let tenant = tenant_in_path(&signed, &tenant)?;
+    let body = detail(&dash, &signed, &tenant, &id, None).await?;
+    Ok(layout::html(layout::page(
+        Some(&signed),
+        Some(&tenant),
+        "Delivery",
+        body,
+    )))
+}
+
+/// The delivery page's body; `redirected` is a Redirect's outcome to show
+/// above it.
+async fn detail(
+    dash: &Dashboard,
+    signed: &Signed,
+    tenant: &str,
+    id: &str,
+    redirected: Option<(String, AttemptView)>,
+) -> Result<Markup, DashError> {
+    let d = dash.backend.get_delivery(tenant, id).await?;
+    let content = dash.backend.get_delivery_content(tenant, id).await?;
+    Ok(html! {
+        @if let Some((url, outcome)) = &redirected {
+            section.outcome aria-labelledby="redirect-result" role="status" {
+                h2 #redirect-result { "Redirect result" }
+                p { "Sent once to " code { (url) } "; the tenant's destination is unchanged." }
+                (attempt_list(std::slice::from_ref(outcome)))
+            }
+        }
+        dl.facts {
+            dt { "Delivery" } dd { code #delivery-id { (d.delivery_id) } }
+            dt { "Event id" } dd { code { (d.event_id) } }
+            dt { "Status" } dd { span #delivery-status class={ "status " (d.status.as_str()) } { (d.status.as_str()) } }
+            dt { "Received" } dd { (layout::at(d.received_at_ms)) }
+            dt { "Request id" } dd { code { (content.request_id) } }
+            dt { "Attempts" } dd { (d.attempt_count) }
+            dt { "Next attempt" } dd { (d.next_attempt_at_ms.map(layout::at).unwrap_or_else(|| "-".into())) }
+            @if let Some(of) = &d.redelivery_of {
+                dt { "Redelivers" } dd { a href={ "/t/" (tenant) "/deliveries/" (of) } { code { (of) } } }
+            }
+            @if let Some(as_) = &d.redelivered_as {
+                dt { "Redelivered as" } dd { a href={ "/t/" (tenant) "/deliveries/" (as_) } { code { (as_) } } }
+            }
+        }
+        h2 { "Headers" }
+        dl.headers { @for (name, value) in &content.headers { dt { (name) } dd { code { (value) } } } }
+        h2 { "Body " small { "(" (layout::size(content.body.len())) ")" } }
+        pre.body tabindex="0" aria-label="Body" { (layout::pretty(&content.body)) }
+        h2 { "Attempts" }
+        @if d.attempts.is_empty() { p { "No attempt yet." } } @else { (attempt_list(&d.attempts)) }
+        h2 { "Redirect" }
+        p { "Send this delivery once to another URL, for instance a test endpoint, signed as hookd signs forwards. The tenant's destination and this delivery stay as they are." }
+        form.stack method="post" action={ "/t/" (tenant) "/deliveries/" (d.delivery_id) "/redirect" } {
+            (layout::csrf(signed))
+            label for="redirect-url" { "URL" }
+            input #redirect-url type="url" name="url" required placeholder="https://test.example.com/hook";
+            button type="submit" { "Redirect" }
+        }
+    })
+}
+
+fn attempt_list(attempts: &[AttemptView]) -> Markup {
+    html! {
+        ol.attempts { @for a in attempts { li {
+            dl.facts {
+                dt { "Attempt" } dd { (a.attempt) }
+                dt { "Started" } dd { (layout::at(a.started_at_ms)) }
+                dt { "HTTP status" } dd.attempt-status { (a.status_code.map(|s| s.to_string()).unwrap_or_else(|| "no answer".into())) }
+                dt { "Duration" } dd { (a.duration_ms) " ms" }
+                dt { "Request id" } dd { code { (a.request_id) } }
+                @if let Some(e) = &a.error { dt { "Error" } dd { (e) } }
+                @if let Some(at) = a.next_retry_at_ms { dt { "Next retry" } dd { (layout::at(at)) } }
+            }
+            @if !a.response_body.is_empty() {
+                details { summary { "Answer (first 4 KB)" } pre tabindex="0" { (String::from_utf8_lossy(&a.response_body)) } }
+            }
+        } } }
+    }
+}
+
+/// `POST /t/{tenant}/deliveries/{id}/redirect`: sends it once and shows
+/// what happened.
+pub(super) async fn redirect(
+    dash: web::Data<Dashboard>,
+    signed: Signed,
+    path: web::Path<(String, String)>,
+    body: web::Bytes,
+) -> Result<HttpResponse, DashError> {
+    let (tenant, id) = path.into_inner();
+    let tenant = tenant_in_path(&signed, &tenant)?;
+    let form = signed.form(&body)?;
+    let url = form
+        .get("url")
+        .ok_or_else(|| DashError::BadInput("url: type the URL to send the delivery to".into()))?
+        .to_owned();
+    let outcome = dash.backend.redirect(&tenant, &id, &url).await?;
+    let body = detail(&dash, &signed, &tenant, &id, Some((url, outcome))).await?;
+    Ok(layout::html(layout::page(
+        Some(&signed),
+        Some(&tenant),
+        "Delivery",
+        body,
+    )))
+}

@@ -1,0 +1,115 @@
+//! The delivery dashboard: server-rendered pages on `dashboard.addr` for
+//! support and on-call people. It reaches deliveries, dead letters and
+//! secrets only through [`ControlBackend`], signs in with the same tokens
+//! as the gRPC control plane and enforces the same tenant scoping. Every
+//! asset is embedded; the only script is the live tail's, served from here
+//! so the Content-Security-Policy can stay `default-src 'self'`.
+
+mod assets;
+mod auth;
+mod dead;
+mod deliveries;
+mod error;
+mod layout;
+mod rejections;
+mod session;
+mod tail;
+mod tenants;
+
+use std::{sync::Arc, time::Duration};
+
+use actix_web::{middleware::DefaultHeaders, web, App, HttpServer};
+use hookd_control::ControlBackend;
+use hookd_proto::domain::TenantId;
+
+use crate::{config::Config, error::Result, tls::ListenerTls};
+use error::DashError;
+use session::Sessions;
+
+/// What every dashboard request shares.
+pub(crate) struct Dashboard {
+    backend: Arc<dyn ControlBackend>,
+    sessions: Sessions,
+}
+
+/// Only this origin's styles, script and forms; never framed.
+const CSP: &str = "default-src 'self'; img-src 'self'; form-action 'self'; \
+                   frame-ancestors 'none'; base-uri 'none'; object-src 'none'";
+
+/// The dashboard on `listener` (with TLS when `tls` is given), running once
+/// awaited.
+pub(crate) fn server(
+    config: &Config,
+    backend: Arc<dyn ControlBackend>,
+    listener: std::net::TcpListener,
+    tls: Option<ListenerTls>,
+) -> Result<actix_web::dev::Server> {
+    let idle = Duration::from_secs(config.dashboard.session_idle_secs);
+    let state = web::Data::new(Dashboard {
+        backend,
+        sessions: Sessions::new(idle, tls.is_some()),
+    });
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(state.clone())
+            .wrap(
+                DefaultHeaders::new()
+                    .add(("content-security-policy", CSP))
+                    .add(("x-content-type-options", "nosniff"))
+                    .add(("referrer-policy", "no-referrer"))
+                    .add(("x-frame-options", "DENY")),
+            )
+            .configure(routes)
+    })
+    .workers(1)
+    .max_connections(256)
+    .client_request_timeout(config.http.head_timeout())
+    .disable_signals()
+    .shutdown_timeout(1);
+    let server = match tls {
+        Some(listener_tls) => server.listen_rustls_0_23(listener, listener_tls.config)?,
+        None => server.listen(listener)?,
+    };
+    Ok(server.run())
+}
+
+fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.route("/", web::get().to(auth::home))
+        .route("/sign-in", web::get().to(auth::sign_in_page))
+        .route("/sign-in", web::post().to(auth::sign_in))
+        .route("/sign-out", web::post().to(auth::sign_out))
+        .route("/assets/{name}", web::get().to(assets::asset))
+        .route("/tenants", web::get().to(tenants::overview))
+        .service(
+            web::scope("/t/{tenant}")
+                .route("/deliveries", web::get().to(deliveries::list))
+                .route("/deliveries/{id}", web::get().to(deliveries::one))
+                .route(
+                    "/deliveries/{id}/redirect",
+                    web::post().to(deliveries::redirect),
+                )
+                .route("/dead-letters", web::get().to(dead::list))
+                .route("/dead-letters/redeliver", web::post().to(dead::redeliver))
+                .route("/rejections", web::get().to(rejections::list))
+                .route("/tail", web::get().to(tail::page))
+                .route("/events", web::get().to(tail::events))
+                .route("/secrets", web::get().to(tenants::secrets))
+                .route("/secrets/rotate", web::post().to(tenants::rotate)),
+        )
+        .default_service(web::to(|| async {
+            Err::<actix_web::HttpResponse, _>(DashError::NotFound("no such page".into()))
+        }));
+}
+
+/// A tenant named in a path, well formed and visible to the signed-in
+/// token; the backend is only asked about tenants that pass.
+fn tenant_in_path(
+    signed: &session::Signed,
+    tenant: &str,
+) -> std::result::Result<String, DashError> {
+    let id = TenantId::try_from(tenant)
+        .map(String::from)
+        .map_err(|e| DashError::NotFound(format!("no tenant \"{tenant}\": {e}")))?;
+    signed.may_see(&id)?;
+    Ok(id)
+}

@@ -1,0 +1,180 @@
+//! The tenants overview, and a tenant's secrets with Rotate.
+
+use actix_web::{web, HttpResponse};
+use hookd_control::model::{PageRequest, Principal, SecretState, TenantActivity, TenantView};
+use maud::html;
+
+use super::{error::DashError, layout, session::Signed, tenant_in_path, Dashboard};
+
+/// Most tenants the overview lists.
+const MAX_TENANTS: u32 = 1000;
+/// Longest overlap a rotation may give the old secret: 30 days.
+const MAX_OVERLAP_SECS: u64 = 30 * 86_400;
+
+/// `GET /tenants`: every tenant the token may see, with what it is doing.
+pub(super) async fn overview(
+    dash: web::Data<Dashboard>,
+    signed: Signed,
+) -> Result<HttpResponse, DashError> {
+    let tenants = match &signed.session.principal {
+        Principal::Admin => {
+            let page = PageRequest {
+                size: MAX_TENANTS,
+                token: None,
+            };
+            dash.backend.list_tenants(page).await?.items
+        }
+        Principal::Tenant(own) => vec![dash.backend.get_tenant(own).await?],
+    };
+    let mut rows: Vec<(TenantView, TenantActivity)> = Vec::with_capacity(tenants.len());
+    for tenant in tenants {
+        let activity = dash.backend.tenant_activity(&tenant.tenant_id).await?;
+        rows.push((tenant, activity));
+    }
+    let total = |counts: &[(String, u64)]| counts.iter().map(|(_, n)| n).sum::<u64>();
+    let by_code = |counts: &[(String, u64)]| {
+        counts
+            .iter()
+            .map(|(code, n)| format!("{code} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let body = html! {
+        @if rows.is_empty() {
+            p { "No tenants yet." }
+        } @else {
+            div.scroll {
+                table.overview {
+                    caption { "Tenants now; counts since start are since hookd last started" }
+                    thead { tr {
+                        th scope="col" { "Tenant" }
+                        th scope="col" { "Destination" }
+                        th scope="col" { "Breaker" }
+                        th scope="col" { "Queue" }
+                        th scope="col" { "Oldest pending" }
+                        th scope="col" { "Dead letters" }
+                        th scope="col" { "Accepted / duplicates since start" }
+                        th scope="col" { "Rejected since start" }
+                        th scope="col" { "Refused last hour" }
+                        th scope="col" { "Refused last day" }
+                    } }
+                    tbody {
+                        @for (tenant, a) in &rows {
+                            @let id = &tenant.tenant_id;
+                            tr {
+                                th scope="row" {
+                                    a href={ "/t/" (id) "/deliveries" } { (id) }
+                                    @if !tenant.enabled { " " span.status.dead { "(disabled)" } }
+                                }
+                                td { (tenant.destination_url.as_deref().unwrap_or("pull mode")) }
+                                td { @match a.breaker_open {
+                                    Some(true) => span.status.dead { "open" },
+                                    Some(false) => "closed",
+                                    None => "-",
+                                } }
+                                td { (a.queue_depth) }
+                                td { (a.oldest_pending_ms.map(layout::at).unwrap_or_else(|| "-".into())) }
+                                td { a href={ "/t/" (id) "/dead-letters" } { (a.dead_letters) } }
+                                @if let Some(c) = &a.since_start {
+                                    td { (c.accepted) " / " (c.duplicates) }
+                                    td { @if c.rejected.is_empty() { "0" } @else { (total(&c.rejected)) ": " (by_code(&c.rejected)) } }
+                                } @else {
+                                    td { "-" } td { "-" }
+                                }
+                                td { a href={ "/t/" (id) "/rejections" } { (total(&a.refused_last_hour)) } }
+                                td {
+                                    (total(&a.refused_last_day))
+                                    @if !a.refused_last_day.is_empty() { ": " (by_code(&a.refused_last_day)) }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    Ok(layout::html(layout::page(
+        Some(&signed),
+        None,
+        "Tenants",
+        body,
+    )))
+}
+
+/// `GET /t/{tenant}/secrets`: the live secrets without their values.
+pub(super) async fn secrets(
+    dash: web::Data<Dashboard>,
+    signed: Signed,
+    path: web::Path<String>,
+) -> Result<HttpResponse, DashError> {
+    let tenant = tenant_in_path(&signed, &path)?;
+    let secrets = dash.backend.list_secrets(&tenant).await?;
+    let body = html! {
+        div.scroll { table {
+            caption { "Signing secrets, current first (values are never shown again)" }
+            thead { tr {
+                th scope="col" { "Key id" } th scope="col" { "State" }
+                th scope="col" { "Created" } th scope="col" { "Expires" }
+            } }
+            tbody { @for s in &secrets { tr {
+                th scope="row" { code { (s.kid) } }
+                td { @match s.state { SecretState::Current => "current", SecretState::Previous => "previous" } }
+                td { (layout::at(s.created_at_ms)) }
+                td { (s.expires_at_ms.map(layout::at).unwrap_or_else(|| "-".into())) }
+            } } }
+        } }
+        h2 { "Rotate" }
+        p { "Makes a new current secret and shows it once. Senders keep working with the old one for the overlap." }
+        form.stack method="post" action={ "/t/" (tenant) "/secrets/rotate" } {
+            (layout::csrf(&signed))
+            label for="overlap" { "Overlap for the old secret (hours, 0 to 720)" }
+            input #overlap type="number" name="overlap_hours" min="0" max="720" value="24" required;
+            button type="submit" { "Rotate secret" }
+        }
+    };
+    Ok(layout::html(layout::page(
+        Some(&signed),
+        Some(&tenant),
+        "Secrets",
+        body,
+    )))
+}
+
+/// `POST /t/{tenant}/secrets/rotate`: shows the new secret, once.
+pub(super) async fn rotate(
+    dash: web::Data<Dashboard>,
+    signed: Signed,
+    path: web::Path<String>,
+    body: web::Bytes,
+) -> Result<HttpResponse, DashError> {
+    let tenant = tenant_in_path(&signed, &path)?;
+    let form = signed.form(&body)?;
+    let hours = form.get("overlap_hours").unwrap_or("24");
+    let overlap_secs = hours
+        .parse::<u64>()
+        .ok()
+        .map(|h| h * 3600)
+        .filter(|s| *s <= MAX_OVERLAP_SECS)
+        .ok_or_else(|| {
+            DashError::BadInput(format!(
+                "overlap_hours: {hours:?} is not a number from 0 to 720"
+            ))
+        })?;
+    let rotated = dash.backend.rotate_secret(&tenant, overlap_secs).await?;
+    let body = html! {
+        p role="status" { "The secret was rotated. Copy the new secret now: hookd never shows it again." }
+        dl {
+            dt { "New key id" } dd { code { (rotated.kid) } }
+            dt { "New secret" } dd { code #new-secret { (rotated.secret) } }
+            dt { "Previous key id" } dd { code { (rotated.previous_kid) } }
+            dt { "Previous secret accepted until" } dd { (layout::at(rotated.previous_expires_at_ms)) }
+        }
+        p { a href={ "/t/" (tenant) "/secrets" } { "Back to the secrets" } }
+    };
+    Ok(layout::html(layout::page(
+        Some(&signed),
+        Some(&tenant),
+        "Secret rotated",
+        body,
+    )))
+}

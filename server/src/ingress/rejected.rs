@@ -1,0 +1,53 @@
+//! The one place a tenant's refusal is recorded for the dashboard and
+//! `ListRejections`: content refused after a valid signature (any answer
+//! the sender can fix in the body: 400 or 422 other than a signature
+//! verdict, so content codes added later are recorded too) with the first
+//! 4 KiB of the body, and bad or missing signatures without any body.
+//! Overload and storage answers (429, 5xx) are not rejections of content.
+
+use crate::{
+    error::ApiError,
+    ids::RequestId,
+    ingest::IngestError,
+    store::rejections::{Rejection, KEPT_BODY_BYTES},
+    tenant::Registry,
+};
+
+/// Records `refusal` (answered as `answer`) of `body` sent to `tenant`,
+/// when it is one the dashboard lists; a storage failure is logged, never
+/// passed to the sender.
+pub(super) fn record(
+    registry: &Registry,
+    tenant: &str,
+    request_id: &RequestId,
+    refusal: &IngestError,
+    answer: &ApiError,
+    body: &[u8],
+) {
+    let signature_valid = match refusal {
+        IngestError::Verify { .. } => false,
+        _ if matches!(answer.code.status().as_u16(), 400 | 422) => true,
+        _ => return,
+    };
+    let rejection = Rejection {
+        tenant_id: tenant.to_owned(),
+        at_ms: registry.clock().now_ms(),
+        request_id: request_id.to_string(),
+        code: answer.code.as_str().to_owned(),
+        reason: answer.message.clone(),
+        signature_valid,
+        body_bytes: body.len() as u64,
+        body: if signature_valid {
+            body[..body.len().min(KEPT_BODY_BYTES)].to_vec()
+        } else {
+            Vec::new()
+        },
+    };
+    let stored = registry
+        .store()
+        .rejections()
+        .and_then(|rejections| rejections.record(rejection));
+    if let Err(e) = stored {
+        tracing::error!(tenant = %tenant, request_id = %request_id, error = %e, "refused request could not be recorded");
+    }
+}
