@@ -16,12 +16,16 @@ use crate::{
     admin::Backend,
     catalog::{effective_config, Catalog},
     clock::SharedClock,
-    config::{parse_addr, Config, TenantSettings},
+    config::{parse_addr, Config, StorageBackend, TenantSettings},
     error::{Error, Result},
     forward::AddressPolicy,
     keyring::{load_admin_token, MasterKey},
     serve::{self, Serving, Tls},
-    store::{OsSync, SharedSync, Store},
+    store::{
+        api::Shared,
+        postgres::{PgOptions, PgStore},
+        OsSync, SharedSync, Store,
+    },
     tenant::Registry,
     tls::CertSource,
 };
@@ -123,23 +127,46 @@ pub async fn run(
         })
         .collect::<Result<Vec<TenantSettings>>>()?;
     let tls = Tls::build(&config)?;
-    let (store, committer) = Store::open_with(
-        &config.data_dir,
-        config.storage.commit_batch_max,
-        config.storage.fsync.then_some(runtime.sync.clone()),
-    )?;
+    let (store, committer): (Shared, _) = match config.storage.backend {
+        StorageBackend::Sled => {
+            let (store, committer) = Store::open_with(
+                &config.data_dir,
+                config.storage.commit_batch_max,
+                config.storage.fsync.then_some(runtime.sync.clone()),
+            )?;
+            (Arc::new(store), Some(committer))
+        }
+        StorageBackend::Postgres => (Arc::new(open_postgres(&config)?), None),
+    };
     let served = serve::serve(Serving {
         config,
         runtime,
         listeners,
         tls,
-        store: Arc::new(store),
+        store,
         tenants,
         shutdown: Box::pin(shutdown),
     })
     .await;
-    let joined = committer.join().map_err(|_| Error::CommitterGone);
+    let joined = match committer {
+        Some(committer) => committer.join().map_err(|_| Error::CommitterGone),
+        None => Ok(()),
+    };
     served.and(joined)
+}
+
+/// Connects to `[storage.postgres]`, migrates, and refuses a master key
+/// other than the one the database's secrets were sealed with.
+fn open_postgres(config: &Config) -> Result<PgStore> {
+    let pg = &config.storage.postgres;
+    let store = PgStore::open(PgOptions {
+        url: pg.connection_url()?,
+        max_connections: pg.max_connections,
+        statement_timeout_ms: pg.statement_timeout_ms,
+        batch_max: config.storage.commit_batch_max,
+    })?;
+    store.check_master_key(&MasterKey::load(&config.keys, &config.data_dir)?)?;
+    Ok(store)
 }
 
 impl Runtime {

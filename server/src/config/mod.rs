@@ -20,9 +20,11 @@ pub mod bounds;
 #[cfg(test)]
 mod hostile_tests;
 mod http;
+mod storage;
 mod tenant;
 
 pub use bounds::{FRAMEWORK_MAX_HEAD_BYTES, MAX_BODY_LIMIT};
+pub use storage::{PostgresConfig, StorageBackend};
 pub use tenant::{
     load_secret, BreakerConfig, DestinationConfig, ForwardSettings, RateLimitConfig, RetryConfig,
     SecretConfig, SecretState, TenantConfig, TenantSettings,
@@ -203,6 +205,10 @@ pub struct StorageConfig {
     pub commit_batch_max: usize,
     /// fdatasync after each commit, so acknowledged events survive power loss.
     pub fsync: bool,
+    /// The engine: `sled` (embedded) or `postgres` (shared by replicas).
+    pub backend: StorageBackend,
+    /// How to reach PostgreSQL (with `backend = "postgres"`).
+    pub postgres: PostgresConfig,
 }
 
 /// How long finished work is kept.
@@ -367,6 +373,7 @@ impl Config {
             "storage.commit_batch_max",
             self.storage.commit_batch_max,
         )?;
+        self.storage.postgres.check(self.storage.backend)?;
         let r = &self.retention;
         bounds::RETENTION_SECS.check("retention.idempotency_secs", r.idempotency_secs)?;
         bounds::RETENTION_SECS.check("retention.delivered_secs", r.delivered_secs)?;

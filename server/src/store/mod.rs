@@ -6,6 +6,8 @@
 pub mod api;
 mod apply;
 mod committer;
+#[cfg(test)]
+mod conformance;
 pub mod deliveries;
 #[cfg(test)]
 mod durability_tests;
@@ -13,6 +15,7 @@ mod engine;
 mod gauges;
 mod keyspace;
 mod migrate;
+pub mod postgres;
 pub mod records;
 pub mod sync;
 
