@@ -14,6 +14,7 @@
 //! crash left behind is finished when the catalog next opens. A tenant
 //! created under a used id starts with no data of the one before.
 
+pub(crate) mod follow;
 mod sealed;
 mod tokens;
 

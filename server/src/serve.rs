@@ -11,12 +11,13 @@ use tokio::sync::oneshot;
 
 use crate::{
     admin::Backend,
-    config::{Config, TenantSettings},
+    catalog::follow::follow,
+    config::{Config, StorageBackend, TenantSettings},
     error::{Error, Result},
     feed::DeliveryFeed,
     ingress::{self, AppState},
     run::{start_tenants, Listeners, Runtime, Started},
-    store::api::Shared,
+    store::api::{blocking, Shared},
     sweeper,
     telemetry::Telemetry,
     tenant::Registry,
@@ -85,9 +86,12 @@ pub(crate) async fn serve(serving: Serving) -> Result<()> {
         DeliveryFeed::default(),
         Telemetry::new(runtime.tracer_provider(), &config.metrics),
     )
-    .with_forward_cas(forward_cas);
-    let backend = match start_tenants(&config, &registry, tenants) {
-        Ok(backend) => Arc::new(backend),
+    .with_forward_cas(forward_cas)
+    .with_forward_lease(Duration::from_secs(
+        config.storage.postgres.forward_lease_secs,
+    ));
+    let (backend, follower) = match start_tenants(&config, &registry, tenants) {
+        Ok((backend, follower)) => (Arc::new(backend), follower),
         Err(e) => {
             stop_arbiters(arbiters);
             return Err(e);
@@ -124,6 +128,13 @@ pub(crate) async fn serve(serving: Serving) -> Result<()> {
 
     actix_rt::spawn(stop_http_on(shutdown, http_handle, metrics_handle));
     let sweeper = actix_rt::spawn(sweeper::run(registry.clone(), config.retention.clone()));
+    // Tenants created, changed or deleted by other replicas sharing the store.
+    let follower = (config.storage.backend == StorageBackend::Postgres).then(|| {
+        actix_rt::spawn(follow(
+            follower,
+            Duration::from_millis(config.storage.postgres.catalog_poll_ms),
+        ))
+    });
     runtime.report_ready(Started {
         registry: registry.clone(),
         certs,
@@ -138,9 +149,19 @@ pub(crate) async fn serve(serving: Serving) -> Result<()> {
     // [`crate::run`] waits for the committer.
     sweeper.abort();
     let _ = sweeper.await;
+    if let Some(follower) = follower {
+        follower.abort();
+        let _ = follower.await;
+    }
     let _ = grpc_stop_tx.send(());
     let _ = grpc_thread.join();
     stop_arbiters(arbiters);
+    let leases = registry.clone();
+    let _ = blocking(move || {
+        leases.release_leases();
+        Ok(())
+    })
+    .await;
     registry.store().flush()?;
     drop(registry);
     tracing::info!("shutdown complete");

@@ -15,6 +15,7 @@ use super::{
     address::GuardedResolver,
     attempt::{self, AttemptResult},
     breaker::{Breaker, BreakerState},
+    lease::{ForwardLease, LeaseTerms},
     policy::{next_step, Verdict},
     trust,
 };
@@ -92,6 +93,8 @@ pub struct DispatcherParts {
     pub metrics: Arc<TenantMetrics>,
     /// Private CAs every destination trusts (`[forward] ca_file`).
     pub shared_cas: Arc<Vec<reqwest::Certificate>>,
+    /// This process's claim to forward the tenant.
+    pub lease: LeaseTerms,
 }
 
 /// The forwarding loop of one tenant.
@@ -111,6 +114,8 @@ pub struct Dispatcher {
     breaker_gauge: BreakerGauge,
     /// The destination's host, for spans and logs (its URL may carry a token).
     host: String,
+    /// Forwards start only while this process holds the tenant's lease.
+    lease: ForwardLease,
 }
 
 impl Dispatcher {
@@ -128,6 +133,7 @@ impl Dispatcher {
             spans,
             metrics,
             shared_cas,
+            lease,
         } = parts;
         let builder = reqwest::Client::builder()
             .connect_timeout(settings.connect_timeout)
@@ -151,6 +157,7 @@ impl Dispatcher {
             .and_then(|url| url.host_str().map(str::to_owned))
             .unwrap_or_default();
         Ok(Dispatcher {
+            lease: ForwardLease::new(store.clone(), tenant.clone(), lease),
             breaker_gauge: BreakerGauge::new(metrics.clone()),
             spans,
             metrics,
@@ -177,11 +184,16 @@ impl Dispatcher {
         let mut busy: HashSet<Vec<u8>> = HashSet::new();
         loop {
             let now = self.clock.now_ms();
-            let wake_at = match self.start_due(now, &mut in_flight, &mut busy).await {
-                Ok(wake_at) => wake_at,
-                Err(e) => {
-                    tracing::error!(tenant = %self.tenant, error = %e, "reading the delivery queue failed");
-                    now + MAX_IDLE_MS
+            let wake_at = if !self.lease.holds().await {
+                // Another process forwards the tenant; ask again soon.
+                now + MAX_IDLE_MS
+            } else {
+                match self.start_due(now, &mut in_flight, &mut busy).await {
+                    Ok(wake_at) => wake_at,
+                    Err(e) => {
+                        tracing::error!(tenant = %self.tenant, error = %e, "reading the delivery queue failed");
+                        now + MAX_IDLE_MS
+                    }
                 }
             };
             // On the server's clock, so a test's clock drives retries,

@@ -6,6 +6,7 @@ mod address;
 mod attempt;
 mod breaker;
 mod dispatcher;
+mod lease;
 pub mod policy;
 mod trust;
 
@@ -13,4 +14,5 @@ pub use address::{AddressPolicy, DeniedAddress, Rule};
 pub use attempt::{ATTEMPT_HEADER, DELIVERY_ID_HEADER, RESPONSE_KEEP_BYTES};
 pub use breaker::{Breaker, BreakerState};
 pub use dispatcher::{Dispatcher, DispatcherParts};
+pub use lease::LeaseTerms;
 pub use trust::load_ca_file;
