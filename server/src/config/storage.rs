@@ -98,3 +98,75 @@ impl PostgresConfig {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use secrecy::ExposeSecret;
+
+    use super::StorageBackend;
+    use crate::config::{Config, Overrides};
+
+    fn load(toml: &str) -> crate::error::Result<Config> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hookd.toml");
+        std::fs::write(&path, toml).unwrap();
+        Config::load(Some(&path), &Overrides::default())
+    }
+
+    #[test]
+    fn sled_is_the_default_and_postgres_keys_have_defaults() {
+        let c = Config::with_defaults(Path::new("/tmp/x"));
+        assert_eq!(c.storage.backend, StorageBackend::Sled);
+        let pg = &c.storage.postgres;
+        assert!(pg.url.is_none());
+        assert_eq!(
+            (
+                pg.max_connections,
+                pg.forward_lease_secs,
+                pg.catalog_poll_ms
+            ),
+            (16, 15, 500)
+        );
+    }
+
+    #[test]
+    fn postgres_needs_a_url_and_errors_name_the_key() {
+        let e = load("[storage]\nbackend = \"postgres\"\n").unwrap_err();
+        assert!(e.to_string().contains("storage.postgres.url"), "{e}");
+        let e = load("[storage]\nbackend = \"mysql\"\n").unwrap_err();
+        assert!(e.to_string().contains("backend"), "{e}");
+        let both = "[storage]\nbackend = \"postgres\"\n[storage.postgres]\n\
+                    url = \"postgres://h/db\"\nurl_file = \"/run/secrets/url\"\n";
+        let e = load(both).unwrap_err();
+        assert!(e.to_string().contains("url_file"), "{e}");
+        let short = "[storage.postgres]\nforward_lease_secs = 1\n";
+        let e = load(short).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("storage.postgres.forward_lease_secs"),
+            "{e}"
+        );
+        let typo = "[storage.postgres]\nurll = \"x\"\n";
+        assert!(load(typo).unwrap_err().to_string().contains("urll"));
+    }
+
+    #[test]
+    fn the_url_comes_from_the_file_or_url_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("url");
+        std::fs::write(&file, "postgres://u:secret@db:5432/hookd\n").unwrap();
+        let toml = format!(
+            "[storage]\nbackend = \"postgres\"\n[storage.postgres]\nurl_file = {:?}\n",
+            file.display().to_string()
+        );
+        let c = load(&toml).unwrap();
+        let url = c.storage.postgres.connection_url().unwrap();
+        assert_eq!(url.expose_secret(), "postgres://u:secret@db:5432/hookd");
+        assert!(!format!("{:?}", c.storage.postgres).contains("secret@"));
+        let c = load("[storage.postgres]\nurl = \"postgres://u:pw@h/d\"\n").unwrap();
+        let url = c.storage.postgres.connection_url().unwrap();
+        assert_eq!(url.expose_secret(), "postgres://u:pw@h/d");
+    }
+}

@@ -37,6 +37,7 @@ const LEASE_SECS: u64 = 3;
 struct Cluster {
     dir: TempDir,
     config: PathBuf,
+    url: String,
 }
 
 impl Cluster {
@@ -53,7 +54,7 @@ impl Cluster {
             tenant("acme", sink, "", "", "")
         );
         std::fs::write(&config, toml).unwrap();
-        Some(Cluster { dir, config })
+        Some(Cluster { dir, config, url })
     }
 
     /// Starts replica `n` with `key` as its master key.
@@ -130,6 +131,13 @@ async fn the_same_event_sent_to_three_replicas_is_accepted_once() {
     ids.dedup();
     assert_eq!(ids.len(), total, "an event was forwarded twice: {ids:?}");
     assert_eq!(total, 20);
+    for replica in &replicas {
+        assert!(replica.logs().contains("storage: postgres"));
+        assert!(
+            !replica.logs().contains(&cluster.url),
+            "the URL is a secret"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -248,4 +256,27 @@ async fn a_replica_with_another_master_key_refuses_to_start() {
         "{stderr}"
     );
     assert!(first.logs().contains("listening"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hookd_migrate_applies_the_schema_for_operators() {
+    let Some(cluster) = Cluster::new("migrate", "http://127.0.0.1:9/") else {
+        return;
+    };
+    for _ in 0..2 {
+        let output = tokio::task::block_in_place(|| {
+            Command::new(hookd_bin())
+                .args(["migrate", "--config", cluster.config.to_str().unwrap()])
+                .env("HOOKD_STORAGE__POSTGRES__URL", &cluster.url)
+                .output()
+                .unwrap()
+        });
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert_eq!(stdout.trim(), "database schema at version 1");
+    }
 }
