@@ -142,8 +142,10 @@ impl Follower {
     }
 }
 
-/// Polls every `every` until the task is dropped.
+/// Polls every `every` until the task is dropped; a failure is logged
+/// once, until a poll succeeds again.
 pub(crate) async fn follow(mut follower: Follower, every: Duration) {
+    let mut failing = false;
     loop {
         tokio::time::sleep(every).await;
         let stepped = tokio::task::spawn_blocking(move || {
@@ -154,8 +156,13 @@ pub(crate) async fn follow(mut follower: Follower, every: Duration) {
         match stepped {
             Ok((back, result)) => {
                 follower = back;
-                if let Err(e) = result {
-                    tracing::warn!(error = %e, "reading catalog changes failed; trying again");
+                match result {
+                    Err(e) if !failing => {
+                        tracing::warn!(error = %e, "reading catalog changes failed; trying again");
+                        failing = true;
+                    }
+                    Err(_) => {}
+                    Ok(()) => failing = false,
                 }
             }
             Err(_) => return,

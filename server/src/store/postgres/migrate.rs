@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 const MIGRATIONS: &[(i32, &str)] = &[(1, include_str!("migrations/0001_init.sql"))];
 
 /// The advisory lock key that serialises migrations ("hookd" in ASCII).
-const LOCK_KEY: i64 = 0x686f_6f6b_64;
+const LOCK_KEY: i64 = 0x68_6f6f_6b64;
 
 /// Applies the migrations not yet applied on `client`'s database; returns
 /// how many. Holds the advisory lock while it looks and applies.
