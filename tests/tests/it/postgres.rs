@@ -12,7 +12,10 @@ use std::{
 
 use futures_util::future::join_all;
 use hookd_sdk::{
-    client::{proto::CreateTenantRequest, HookdClient},
+    client::{
+        proto::{CreateTenantRequest, DeliveryStatus},
+        HookdClient,
+    },
     signature::{sign, Scheme, Secret},
 };
 use hookd_server::store::postgres::testing::test_database;
@@ -158,19 +161,20 @@ async fn a_tenant_created_on_one_replica_is_served_by_another() {
         })
         .await
         .unwrap();
-    let key = Secret::from_provider(Scheme::Standard, &created.kid, &created.secret).unwrap();
     let client = reqwest::Client::new();
-    let send = |event: &'static str| {
+    let send = |kid: String, secret: String, event: &'static str| {
+        let key = Secret::from_provider(Scheme::Standard, &kid, &secret).unwrap();
         let body = order(event);
         let mut request = client.post(format!("{}/hooks/orders", b.base));
         for (name, value) in sign(Scheme::Standard, &key, event, now_secs(), &body) {
             request = request.header(name, value);
         }
-        request.body(body).send()
+        async move { request.body(body).send().await.unwrap().status() }
     };
+    let (kid, secret) = (created.kid.clone(), created.secret.clone());
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        let status = send("evt_1").await.unwrap().status();
+        let status = send(kid.clone(), secret.clone(), "evt_1").await;
         if status == StatusCode::ACCEPTED {
             break;
         }
@@ -182,9 +186,38 @@ async fn a_tenant_created_on_one_replica_is_served_by_another() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     sink.wait_for(1, Duration::from_secs(10)).await;
+
+    // A secret rotated on A (no overlap) is the one B accepts.
+    let rotated = admin.rotate_secret("orders", 0).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while send(rotated.kid.clone(), rotated.secret.clone(), "evt_2").await != StatusCode::ACCEPTED {
+        assert!(
+            Instant::now() < deadline,
+            "replica B never took the rotated secret"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // A token made on A works on B until A revokes it, then at once not.
+    let token = admin.create_token("orders", "ci").await.unwrap();
+    let on_b = HookdClient::connect(b.grpc.clone(), &token.token)
+        .await
+        .unwrap();
+    let seen = on_b
+        .list_all_deliveries("orders", DeliveryStatus::Unspecified)
+        .await
+        .unwrap();
+    assert_eq!(seen.len(), 2);
+    admin.revoke_token(&token.token_id).await.unwrap();
+    let refused = on_b
+        .list_all_deliveries("orders", DeliveryStatus::Unspecified)
+        .await;
+    assert!(refused.is_err(), "a revoked token still works on B");
+
     admin.delete_tenant("orders").await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(5);
-    while send("evt_2").await.unwrap().status() != StatusCode::NOT_FOUND {
+    while send(rotated.kid.clone(), rotated.secret.clone(), "evt_3").await != StatusCode::NOT_FOUND
+    {
         assert!(
             Instant::now() < deadline,
             "replica B still serves a deleted tenant"
