@@ -31,7 +31,7 @@ use std::{
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use futures_util::{future::BoxFuture, FutureExt};
 use secrecy::{ExposeSecret, SecretString};
-use tokio_postgres::NoTls;
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 pub use migrate::migrate;
 
@@ -72,7 +72,7 @@ impl Db {
         self.pool
             .get()
             .await
-            .map_err(|e| Error::Storage(format!("postgres connection: {e}")))
+            .map_err(|e| Error::Storage(format!("postgres connection: {}", chain(&e))))
     }
 
     /// A fresh number, unique across every process sharing the database.
@@ -97,11 +97,24 @@ impl Db {
     }
 }
 
+/// An error with its sources (a failed connection says why: refused,
+/// a TLS handshake and what in it); never holds the URL.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
 /// A database error as hookd's, with the server's own message.
 pub(crate) fn pg(e: tokio_postgres::Error) -> Error {
     match e.as_db_error() {
         Some(db) => Error::Storage(format!("postgres: {} ({})", db.message(), db.code().code())),
-        None => Error::Storage(format!("postgres: {e}")),
+        None => Error::Storage(format!("postgres: {}", chain(&e))),
     }
 }
 
@@ -286,7 +299,7 @@ fn pool(options: &PgOptions) -> Result<Pool> {
     );
     let manager = Manager::from_config(
         config,
-        NoTls,
+        tls_connector(),
         ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
         },
@@ -299,6 +312,25 @@ fn pool(options: &PgOptions) -> Result<Pool> {
         .recycle_timeout(Some(Duration::from_secs(5)))
         .build()
         .map_err(|e| Error::Config(format!("storage.postgres: {e}")))
+}
+
+/// TLS as the URL's `sslmode` asks (`prefer`, the default, falls back to
+/// plaintext when the server offers none; `require` insists): the server's
+/// certificate is verified against the system's roots (`SSL_CERT_FILE`
+/// for a private CA) and the public ones, and must name the host.
+fn tls_connector() -> MakeRustlsConnect {
+    let mut roots = rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    let native = rustls_native_certs::load_native_certs();
+    roots.add_parsable_certificates(native.certs);
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("ring supports the default TLS versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    MakeRustlsConnect::new(config)
 }
 
 /// Keeps [`Storage::is_healthy`] true while the database answers.
