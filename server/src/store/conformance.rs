@@ -21,6 +21,7 @@ struct Engine {
     store: Shared,
     shared: bool,
     _dir: Option<tempfile::TempDir>,
+    _database: Option<super::postgres::testing::TestDatabase>,
 }
 
 fn sled() -> Engine {
@@ -30,13 +31,14 @@ fn sled() -> Engine {
         store: Arc::new(store),
         shared: false,
         _dir: Some(dir),
+        _database: None,
     }
 }
 
 fn postgres(case: &str) -> Option<Engine> {
-    let url = super::postgres::testing::test_database(&format!("hookd_c_{case}"))?;
+    let database = super::postgres::testing::test_database(&format!("hookd_c_{case}"))?;
     let store = super::postgres::PgStore::open(super::postgres::PgOptions {
-        url: url.into(),
+        url: database.url.clone().into(),
         max_connections: 8,
         statement_timeout_ms: 30_000,
         batch_max: 64,
@@ -46,6 +48,7 @@ fn postgres(case: &str) -> Option<Engine> {
         store: Arc::new(store),
         shared: true,
         _dir: None,
+        _database: Some(database),
     })
 }
 

@@ -18,7 +18,7 @@ use hookd_sdk::{
     },
     signature::{sign, Scheme, Secret},
 };
-use hookd_server::store::postgres::testing::test_database;
+use hookd_server::store::postgres::testing::{test_database, TestDatabase};
 use reqwest::StatusCode;
 use serde_json::Value;
 use tempfile::TempDir;
@@ -41,13 +41,16 @@ struct Cluster {
     dir: TempDir,
     config: PathBuf,
     url: String,
+    /// Dropped after the replicas (declared before them in each test).
+    _database: TestDatabase,
 }
 
 impl Cluster {
     /// A config on a fresh database, with tenant acme forwarding to `sink`;
     /// `None` when there is no PostgreSQL to test on.
     fn new(case: &str, sink: &str) -> Option<Cluster> {
-        let url = test_database(&format!("hookd_it_{case}"))?;
+        let database = test_database(&format!("hookd_it_{case}"))?;
+        let url = database.url.clone();
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("hookd.toml");
         let toml = format!(
@@ -57,7 +60,12 @@ impl Cluster {
             tenant("acme", sink, "", "", "")
         );
         std::fs::write(&config, toml).unwrap();
-        Some(Cluster { dir, config, url })
+        Some(Cluster {
+            dir,
+            config,
+            url,
+            _database: database,
+        })
     }
 
     /// Starts replica `n` with `key` as its master key.

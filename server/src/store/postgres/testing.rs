@@ -1,17 +1,26 @@
 //! Throwaway databases for the tests of both crates: each test creates its
 //! own database on the server `HOOKD_TEST_POSTGRES_URL` names, so tests run
-//! in parallel. Without that variable a test is skipped (with a line
+//! in parallel, and drops it after. Without that variable a test is skipped (with a line
 //! saying so), unless `HOOKD_REQUIRE_POSTGRES=1` makes that a failure.
 
 use tokio_postgres::NoTls;
 
-/// The URL of a new, empty database whose name starts with `prefix`, or
-/// `None` (the test is skipped) when no server is configured.
+/// A database made for one test, dropped (with whatever still connects
+/// to it) when this is dropped.
+pub struct TestDatabase {
+    /// Its connection URL.
+    pub url: String,
+    admin: String,
+    name: String,
+}
+
+/// A new, empty database whose name starts with `prefix`, or `None` (the
+/// test is skipped) when no server is configured.
 ///
 /// # Panics
 /// When no server is configured but one is required, or it cannot be
 /// reached: a test has no better way to fail.
-pub fn test_database(prefix: &str) -> Option<String> {
+pub fn test_database(prefix: &str) -> Option<TestDatabase> {
     let Ok(admin) = std::env::var("HOOKD_TEST_POSTGRES_URL") else {
         if std::env::var("HOOKD_REQUIRE_POSTGRES").as_deref() == Ok("1") {
             panic!("HOOKD_REQUIRE_POSTGRES=1 but HOOKD_TEST_POSTGRES_URL is not set");
@@ -22,9 +31,27 @@ pub fn test_database(prefix: &str) -> Option<String> {
         return None;
     };
     let name = format!("{prefix}_{}", ulid::Ulid::new()).to_lowercase();
-    let statement = format!("CREATE DATABASE \"{name}\"");
-    let url = admin.clone();
-    // Its own thread and runtime: the caller may be inside a runtime.
+    run_on(&admin, format!("CREATE DATABASE \"{name}\""));
+    Some(TestDatabase {
+        url: with_database(&admin, &name),
+        admin,
+        name,
+    })
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        run_on(
+            &self.admin,
+            format!("DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)", self.name),
+        );
+    }
+}
+
+/// Runs `statement` on the server at `url`, on a thread and runtime of its
+/// own (the caller may be inside a runtime).
+fn run_on(url: &str, statement: String) {
+    let url = url.to_owned();
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -38,12 +65,11 @@ pub fn test_database(prefix: &str) -> Option<String> {
             client
                 .batch_execute(&statement)
                 .await
-                .expect("CREATE DATABASE");
+                .unwrap_or_else(|e| panic!("{statement}: {e}"));
         });
     })
     .join()
-    .expect("creating a test database");
-    Some(with_database(&admin, &name))
+    .expect("a statement on the test server");
 }
 
 /// `url` with its database replaced by `name`.
