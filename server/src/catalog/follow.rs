@@ -1,14 +1,15 @@
 //! Following catalog changes made by other processes sharing the store:
 //! each poll reads [`crate::store::api::Storage::catalog_version`], and
-//! when it moved, compares every stored tenant's rows with those seen
-//! before, then starts tenants created elsewhere, restarts those updated,
-//! swaps the secrets of those rotated and stops those deleted. Tokens need
-//! nothing: they are read from the shared rows on every request.
+//! when it moved, compares every stored tenant's rows with those this
+//! process last wrote or applied (its own writes are known already), then
+//! starts tenants created elsewhere, restarts those updated, swaps the
+//! secrets of those rotated and stops those deleted. Tokens need nothing:
+//! they are read from the shared rows on every request.
 
 use std::{
     collections::{HashMap, HashSet},
     hash::{DefaultHasher, Hash, Hasher},
-    sync::Arc,
+    sync::{Arc, Mutex},
     time::Duration,
 };
 
@@ -22,7 +23,16 @@ use crate::{
 };
 
 /// A stored tenant's record and secrets, as hashes of their rows.
-type Fingerprint = (u64, u64);
+pub(crate) type Fingerprint = (u64, u64);
+
+/// Each stored tenant's rows as this process last wrote or applied them;
+/// shared by the [`Catalog`] (its own writes) and the [`Follower`].
+pub(crate) type Known = Arc<Mutex<HashMap<String, Fingerprint>>>;
+
+/// The fingerprint of a tenant's record row and sealed secrets row.
+pub(crate) fn fingerprint(record: &[u8], secrets: Option<&[u8]>) -> Fingerprint {
+    (hash(Some(record)), hash(secrets))
+}
 
 /// What a follower needs to start stored tenants, and what it saw last.
 pub(crate) struct Follower {
@@ -33,10 +43,9 @@ pub(crate) struct Follower {
     body_cap: usize,
     address_policy: Arc<AddressPolicy>,
     version: u64,
-    seen: HashMap<String, Fingerprint>,
 }
 
-fn hash(bytes: Option<&Vec<u8>>) -> u64 {
+fn hash(bytes: Option<&[u8]>) -> u64 {
     let mut hasher = DefaultHasher::new();
     bytes.hash(&mut hasher);
     hasher.finish()
@@ -51,7 +60,7 @@ impl Follower {
         address_policy: Arc<AddressPolicy>,
     ) -> Result<Follower> {
         let store = registry.store().clone();
-        let mut follower = Follower {
+        let follower = Follower {
             rows: store.catalog_rows()?,
             config_ids: catalog.config_tenants.clone(),
             registry,
@@ -59,9 +68,9 @@ impl Follower {
             body_cap,
             address_policy,
             version: store.catalog_version()?,
-            seen: HashMap::new(),
         };
-        follower.seen = follower.fingerprints()?;
+        let now = follower.fingerprints()?;
+        *follower.catalog.known.lock().expect("known lock") = now;
         Ok(follower)
     }
 
@@ -74,7 +83,7 @@ impl Follower {
             .into_iter()
             .filter(|(id, _)| !self.config_ids.contains(id))
             .map(|(id, record)| {
-                let print = (hash(Some(&record)), hash(secrets.get(&id)));
+                let print = fingerprint(&record, secrets.get(&id).map(Vec::as_slice));
                 (id, print)
             })
             .collect())
@@ -87,13 +96,14 @@ impl Follower {
             return Ok(());
         }
         let now = self.fingerprints()?;
-        for id in self.seen.keys().filter(|id| !now.contains_key(*id)) {
+        let seen = self.catalog.known.lock().expect("known lock").clone();
+        for id in seen.keys().filter(|id| !now.contains_key(*id)) {
             if self.registry.remove(id) {
                 tracing::info!(tenant = %id, "tenant deleted on another replica: stopped here");
             }
         }
         for (id, print) in &now {
-            let started = match self.seen.get(id) {
+            let started = match seen.get(id) {
                 // Created here (already running) or elsewhere.
                 None if self.registry.get(id).is_some() => continue,
                 None => "created",
@@ -121,7 +131,7 @@ impl Follower {
                 }
             }
         }
-        self.seen = now;
+        *self.catalog.known.lock().expect("known lock") = now;
         self.version = version;
         Ok(())
     }

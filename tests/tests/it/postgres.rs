@@ -206,6 +206,16 @@ async fn a_tenant_created_on_one_replica_is_served_by_another() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 
+    // A applied its own changes when it made them, never again from the
+    // poll (that would restart the tenant); B applied each from the poll.
+    let applied = "tenant changed on another replica: applied here";
+    assert!(b.logs().contains(applied), "{}", b.logs());
+    assert!(
+        !a.logs().contains(applied),
+        "A re-applied its own change:\n{}",
+        a.logs()
+    );
+
     // A token made on A works on B until A revokes it, then at once not.
     let token = admin.create_token("orders", "ci").await.unwrap();
     let on_b = HookdClient::connect(b.grpc.clone(), &token.token)
