@@ -15,6 +15,7 @@
 //! created under a used id starts with no data of the one before.
 
 pub mod contracts;
+pub(crate) mod follow;
 mod record;
 mod sealed;
 mod tokens;
@@ -76,6 +77,9 @@ pub struct Catalog {
     key: MasterKey,
     /// Ids of the config file's tenants.
     config_tenants: Arc<HashSet<String>>,
+    /// The rows of each stored tenant as this process last wrote or applied
+    /// them, so the follower of other processes' changes skips its own.
+    known: follow::Known,
 }
 
 impl Catalog {
@@ -89,6 +93,7 @@ impl Catalog {
             store,
             key,
             config_tenants: Arc::new(config_tenants),
+            known: follow::Known::default(),
         };
         catalog.migrate()?;
         for (id, _) in catalog.rows.scan(Table::Drops, "")? {
@@ -196,10 +201,16 @@ impl Catalog {
             self.drop_data(id)?;
         }
         let (record, sealed) = (record.encode(), sealed::seal(&self.key, id, secrets));
+        let print = follow::fingerprint(&record, Some(&sealed));
         self.rows.apply(&[
             RowChange::Put(Table::Tenants, id.to_owned(), record),
             RowChange::Put(Table::Secrets, id.to_owned(), sealed),
-        ])
+        ])?;
+        self.known
+            .lock()
+            .expect("known lock")
+            .insert(id.to_owned(), print);
+        Ok(())
     }
 
     /// Deletes a tenant's record, secrets and tokens in one transaction,
@@ -227,6 +238,7 @@ impl Catalog {
         }
         changes.extend(contracts::rows_of(&*self.rows, id)?);
         self.rows.apply(&changes)?;
+        self.known.lock().expect("known lock").remove(id);
         Ok(existed)
     }
 

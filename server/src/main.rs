@@ -51,11 +51,13 @@ struct Cli {
 enum Command {
     /// Run the server (the default).
     Serve,
+    /// Apply the PostgreSQL schema migrations (`[storage.postgres]`) and
+    /// exit; every start applies them too.
+    Migrate,
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let (Some(Command::Serve) | None) = cli.command;
     let overrides = Overrides {
         data_dir: cli.data_dir,
         http_addr: cli.http_addr,
@@ -72,6 +74,14 @@ fn main() -> anyhow::Result<()> {
         config.log.format = format;
     }
     telemetry::init_logging(&config.log);
+    if let Some(Command::Migrate) = cli.command {
+        let pg = &config.storage.postgres;
+        let url = pg.connection_url().context("storage.postgres")?;
+        let version = hookd_server::store::postgres::migrate(url, pg.max_connections)
+            .context("migration failed")?;
+        println!("database schema at version {version}");
+        return Ok(());
+    }
     let otlp = OtlpExport::from_env()
         .map_err(anyhow::Error::msg)
         .context("OpenTelemetry export")?;

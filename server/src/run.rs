@@ -18,13 +18,17 @@ mod serve;
 
 use crate::{
     admin::Backend,
-    catalog::{effective_config, Catalog},
+    catalog::{effective_config, follow::Follower, Catalog},
     clock::SharedClock,
-    config::{parse_addr, Config, TenantSettings},
+    config::{parse_addr, Config, StorageBackend, TenantSettings},
     egress::AddressPolicy,
     error::{Error, Result},
     keyring::{load_admin_token, MasterKey},
-    store::{OsSync, SharedSync, Store},
+    store::{
+        api::Shared,
+        postgres::{PgOptions, PgStore},
+        OsSync, SharedSync, Store,
+    },
     tenant::Registry,
     tls::CertSource,
 };
@@ -136,24 +140,47 @@ pub async fn run(
         })
         .collect::<Result<Vec<TenantSettings>>>()?;
     let tls = Tls::build(&config)?;
-    let (store, committer) = Store::open_with(
-        &config.data_dir,
-        config.storage.commit_batch_max,
-        config.storage.fsync.then_some(runtime.sync.clone()),
-        config.storage.cache_capacity_bytes,
-    )?;
+    let (store, committer): (Shared, _) = match config.storage.backend {
+        StorageBackend::Sled => {
+            let (store, committer) = Store::open_with(
+                &config.data_dir,
+                config.storage.commit_batch_max,
+                config.storage.fsync.then_some(runtime.sync.clone()),
+                config.storage.cache_capacity_bytes,
+            )?;
+            (Arc::new(store), Some(committer))
+        }
+        StorageBackend::Postgres => (Arc::new(open_postgres(&config)?), None),
+    };
     let served = serve::serve(Serving {
         config,
         runtime,
         listeners,
         tls,
-        store: Arc::new(store),
+        store,
         tenants,
         shutdown: Box::pin(shutdown),
     })
     .await;
-    let joined = committer.join().map_err(|_| Error::CommitterGone);
+    let joined = match committer {
+        Some(committer) => committer.join().map_err(|_| Error::CommitterGone),
+        None => Ok(()),
+    };
     served.and(joined)
+}
+
+/// Connects to `[storage.postgres]`, migrates, and refuses a master key
+/// other than the one the database's secrets were sealed with.
+fn open_postgres(config: &Config) -> Result<PgStore> {
+    let pg = &config.storage.postgres;
+    let store = PgStore::open(PgOptions {
+        url: pg.connection_url()?,
+        max_connections: pg.max_connections,
+        statement_timeout_ms: pg.statement_timeout_ms,
+        batch_max: config.storage.commit_batch_max,
+    })?;
+    store.check_master_key(&MasterKey::load(&config.keys, &config.data_dir)?)?;
+    Ok(store)
 }
 
 impl Runtime {
@@ -175,12 +202,12 @@ impl Runtime {
 
 /// Starts the config file's tenants, then those created over the control
 /// plane (a config tenant wins an id clash), and builds the control-plane
-/// backend over them.
+/// backend over them, and a follower of changes other processes make.
 pub(crate) fn start_tenants(
     config: &Config,
     registry: &Registry,
     tenants: Vec<TenantSettings>,
-) -> Result<Backend> {
+) -> Result<(Backend, Follower)> {
     let key = MasterKey::load(&config.keys, &config.data_dir)?;
     let admin_token = load_admin_token(&config.keys, &config.data_dir)?;
     let address_policy = Arc::new(AddressPolicy::new(config.forward.allow_networks.clone()));
@@ -194,28 +221,62 @@ pub(crate) fn start_tenants(
             tracing::warn!(tenant = %id, "tenant is both in the config file and created over the API; the config file wins");
             continue;
         }
-        let started = match catalog.get(&id) {
-            Ok(Some((record, secrets))) => effective_config(&record, &secrets)
-                .resolve_under(config.limits.tenant_max_body_bytes)
-                .and_then(|settings| {
-                    registry
-                        .start_tenant(settings.with_address_policy(&address_policy))
-                        .map_err(|e| e.to_string())
-                }),
-            Ok(None) => continue,
-            Err(e) => Err(format!("stored record cannot be read: {e}")),
-        };
-        if let Err(reason) = started {
+        if let Err(reason) = start_stored(
+            &catalog,
+            registry,
+            &id,
+            config.limits.tenant_max_body_bytes,
+            &address_policy,
+        ) {
             tracing::error!(tenant = %id, reason = %reason, "stored tenant cannot start and is skipped; its deliveries get 503 TENANT_UNAVAILABLE until UpdateTenant fixes it or it is deleted");
             registry.mark_unavailable(&id, reason);
         }
     }
-    Ok(Backend::new(
+    let follower = Follower::new(
+        registry.clone(),
+        catalog.clone(),
+        config.limits.tenant_max_body_bytes,
+        address_policy.clone(),
+    )?;
+    let backend = Backend::new(
         registry.clone(),
         catalog,
         config_ids,
         admin_token,
         config.limits.tenant_max_body_bytes,
         address_policy,
-    ))
+    );
+    Ok((backend, follower))
+}
+
+/// The settings of a tenant stored in the catalog (`None`: gone), or why
+/// it cannot run.
+pub(crate) fn stored_settings(
+    catalog: &Catalog,
+    id: &str,
+    body_cap: usize,
+    address_policy: &Arc<AddressPolicy>,
+) -> std::result::Result<Option<TenantSettings>, String> {
+    match catalog.get(id) {
+        Ok(Some((record, secrets))) => effective_config(&record, &secrets)
+            .resolve_under(body_cap)
+            .map(|settings| Some(settings.with_address_policy(address_policy))),
+        Ok(None) => Ok(None),
+        Err(e) => Err(format!("stored record cannot be read: {e}")),
+    }
+}
+
+/// Starts (or restarts) a tenant stored in the catalog; a tenant no longer
+/// stored is left alone.
+pub(crate) fn start_stored(
+    catalog: &Catalog,
+    registry: &Registry,
+    id: &str,
+    body_cap: usize,
+    address_policy: &Arc<AddressPolicy>,
+) -> std::result::Result<(), String> {
+    match stored_settings(catalog, id, body_cap, address_policy)? {
+        Some(settings) => registry.start_tenant(settings).map_err(|e| e.to_string()),
+        None => Ok(()),
+    }
 }

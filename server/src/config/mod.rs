@@ -21,11 +21,13 @@ mod dashboard;
 #[cfg(test)]
 mod hostile_tests;
 mod http;
+mod storage;
 mod tenant;
 
 pub use crate::tls::{GrpcTlsConfig, HttpTlsConfig};
 pub use bounds::{FRAMEWORK_MAX_HEAD_BYTES, MAX_BODY_LIMIT};
 pub use dashboard::DashboardConfig;
+pub use storage::{PostgresConfig, StorageBackend};
 pub use tenant::{
     load_secret, BreakerConfig, DestinationConfig, ForwardSettings, RateLimitConfig, RetryConfig,
     SecretConfig, SecretState, TenantConfig, TenantSettings,
@@ -185,6 +187,10 @@ pub struct StorageConfig {
     pub fsync: bool,
     /// Bytes of the embedded store's page cache.
     pub cache_capacity_bytes: u64,
+    /// The engine: `sled` (embedded) or `postgres` (shared by replicas).
+    pub backend: StorageBackend,
+    /// How to reach PostgreSQL (with `backend = "postgres"`).
+    pub postgres: PostgresConfig,
 }
 
 /// How long finished work is kept.
@@ -354,6 +360,7 @@ impl Config {
             "storage.cache_capacity_bytes",
             self.storage.cache_capacity_bytes,
         )?;
+        self.storage.postgres.check(self.storage.backend)?;
         let r = &self.retention;
         bounds::RETENTION_SECS.check("retention.idempotency_secs", r.idempotency_secs)?;
         bounds::RETENTION_SECS.check("retention.delivered_secs", r.delivered_secs)?;

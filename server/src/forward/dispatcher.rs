@@ -14,6 +14,7 @@ use tokio::sync::Notify;
 use super::{
     attempt::{self, AttemptResult},
     breaker::{Breaker, BreakerState},
+    lease::{ForwardLease, LeaseTerms},
     policy::{next_step, Verdict},
 };
 use crate::{
@@ -91,6 +92,8 @@ pub struct DispatcherParts {
     pub metrics: Arc<TenantMetrics>,
     /// Private CAs every destination trusts (`[forward] ca_file`).
     pub shared_cas: Arc<Vec<reqwest::Certificate>>,
+    /// This process's claim to forward the tenant.
+    pub lease: LeaseTerms,
 }
 
 /// The forwarding loop of one tenant.
@@ -110,6 +113,8 @@ pub struct Dispatcher {
     breaker_gauge: BreakerGauge,
     /// The destination as spans and logs name it (its URL may carry a token).
     target: ForwardTarget,
+    /// Forwards start only while this process holds the tenant's lease.
+    lease: ForwardLease,
 }
 
 impl Dispatcher {
@@ -127,6 +132,7 @@ impl Dispatcher {
             spans,
             metrics,
             shared_cas,
+            lease,
         } = parts;
         let builder = reqwest::Client::builder()
             .connect_timeout(settings.connect_timeout)
@@ -147,6 +153,7 @@ impl Dispatcher {
         let client = builder.build()?;
         let target = ForwardTarget::of(&settings.url);
         Ok(Dispatcher {
+            lease: ForwardLease::new(store.clone(), tenant.clone(), lease),
             breaker_gauge: BreakerGauge::new(metrics.clone()),
             spans,
             metrics,
@@ -173,11 +180,16 @@ impl Dispatcher {
         let mut busy: HashSet<Vec<u8>> = HashSet::new();
         loop {
             let now = self.clock.now_ms();
-            let wake_at = match self.start_due(now, &mut in_flight, &mut busy).await {
-                Ok(wake_at) => wake_at,
-                Err(e) => {
-                    tracing::error!(tenant = %self.tenant, error = %e, "reading the delivery queue failed");
-                    now + MAX_IDLE_MS
+            let wake_at = if !self.lease.holds().await {
+                // Another process forwards the tenant; ask again soon.
+                now + MAX_IDLE_MS
+            } else {
+                match self.start_due(now, &mut in_flight, &mut busy).await {
+                    Ok(wake_at) => wake_at,
+                    Err(e) => {
+                        tracing::error!(tenant = %self.tenant, error = %e, "reading the delivery queue failed");
+                        now + MAX_IDLE_MS
+                    }
                 }
             };
             // On the server's clock, so a test's clock drives retries,

@@ -15,7 +15,10 @@ pub async fn healthz() -> HttpResponse {
 pub async fn readyz(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
     let mut problems = Vec::new();
     if !state.registry.store().is_healthy() {
-        problems.push("storage: a write or fsync failed; restart hookd once the disk is sound");
+        problems.push(
+            "storage: unavailable (sled: a write or fsync failed, restart hookd once the disk \
+             is sound; postgres: the database does not answer, hookd resumes once it does)",
+        );
     }
     if !state.registry.all_running() {
         problems.push("tenants: an actor has stopped");

@@ -12,12 +12,13 @@ use tokio::sync::oneshot;
 use super::{start_tenants, Listeners, Runtime, Started};
 use crate::{
     admin::Backend,
-    config::{Config, TenantSettings},
+    catalog::follow::{follow, Follower},
+    config::{Config, StorageBackend, TenantSettings},
     dashboard,
     error::{Error, Result},
     feed::DeliveryFeed,
     ingress::{self, AppState},
-    store::api::Shared,
+    store::api::{blocking, Shared},
     sweeper,
     telemetry::Telemetry,
     tenant::Registry,
@@ -83,7 +84,8 @@ pub(crate) async fn serve(serving: Serving) -> Result<()> {
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(2);
-    let (arbiters, registry, backend) = start_registry(&config, &runtime, store, tenants, cores)?;
+    let (arbiters, registry, backend, follower) =
+        start_registry(&config, &runtime, store, tenants, cores)?;
     let certs = [&tls.http, &tls.grpc, &tls.dashboard]
         .into_iter()
         .flatten()
@@ -130,6 +132,13 @@ pub(crate) async fn serve(serving: Serving) -> Result<()> {
         [metrics_handle, dashboard_handle],
     ));
     let sweeper = actix_rt::spawn(sweeper::run(registry.clone(), config.retention.clone()));
+    // Tenants created, changed or deleted by other replicas sharing the store.
+    let follower = (config.storage.backend == StorageBackend::Postgres).then(|| {
+        actix_rt::spawn(follow(
+            follower,
+            Duration::from_millis(config.storage.postgres.catalog_poll_ms),
+        ))
+    });
     runtime.report_ready(Started {
         registry: registry.clone(),
         certs,
@@ -144,9 +153,19 @@ pub(crate) async fn serve(serving: Serving) -> Result<()> {
     // [`crate::run`] waits for the committer.
     sweeper.abort();
     let _ = sweeper.await;
+    if let Some(follower) = follower {
+        follower.abort();
+        let _ = follower.await;
+    }
     let _ = grpc_stop_tx.send(());
     let _ = grpc_thread.join();
     stop_arbiters(arbiters);
+    let leases = registry.clone();
+    let _ = blocking(move || {
+        leases.release_leases();
+        Ok(())
+    })
+    .await;
     registry.store().flush()?;
     drop(registry);
     tracing::info!("shutdown complete");
@@ -154,14 +173,15 @@ pub(crate) async fn serve(serving: Serving) -> Result<()> {
 }
 
 /// The tenant arbiters (one per core), the registry with every tenant
-/// started on them, and the control-plane backend over it.
+/// started on them, the control-plane backend over it, and the follower of
+/// catalog changes other processes make.
 fn start_registry(
     config: &Config,
     runtime: &Runtime,
     store: Shared,
     tenants: Vec<TenantSettings>,
     cores: usize,
-) -> Result<(Vec<actix_rt::Arbiter>, Registry, Arc<Backend>)> {
+) -> Result<(Vec<actix_rt::Arbiter>, Registry, Arc<Backend>, Follower)> {
     let forward_cas = config.forward.ca_certs()?;
     let arbiters: Vec<actix_rt::Arbiter> = (0..cores).map(|_| actix_rt::Arbiter::new()).collect();
     let registry = Registry::new(
@@ -171,9 +191,12 @@ fn start_registry(
         DeliveryFeed::default(),
         Telemetry::new(runtime.tracer_provider(), &config.metrics),
     )
-    .with_forward_cas(forward_cas);
+    .with_forward_cas(forward_cas)
+    .with_forward_lease(Duration::from_secs(
+        config.storage.postgres.forward_lease_secs,
+    ));
     match start_tenants(config, &registry, tenants) {
-        Ok(backend) => Ok((arbiters, registry, Arc::new(backend))),
+        Ok((backend, follower)) => Ok((arbiters, registry, Arc::new(backend), follower)),
         Err(e) => {
             stop_arbiters(arbiters);
             Err(e)

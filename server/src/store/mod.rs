@@ -6,6 +6,8 @@
 pub mod api;
 mod apply;
 mod committer;
+#[cfg(test)]
+mod conformance;
 pub mod deliveries;
 #[cfg(test)]
 mod durability_tests;
@@ -15,6 +17,7 @@ mod gauges;
 pub mod inject;
 mod keyspace;
 mod migrate;
+pub mod postgres;
 pub mod records;
 pub mod rejections;
 pub mod sync;

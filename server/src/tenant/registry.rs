@@ -4,6 +4,7 @@
 use std::{
     collections::HashMap,
     sync::{Arc, RwLock},
+    time::Duration,
 };
 
 use actix::{Addr, ArbiterHandle, Supervisor};
@@ -18,12 +19,15 @@ use crate::{
     contracts::{Book, Contract, ContractSource, ContractSpec, TenantContracts},
     error::{Error, Result},
     feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
-    forward::{Dispatcher, DispatcherParts},
+    forward::{Dispatcher, DispatcherParts, LeaseTerms},
     ids::{DeliveryId, TenantId},
     metrics::TenantMetrics,
     store::api::{Shared, Tenant},
     telemetry::Telemetry,
 };
+
+/// `storage.postgres.forward_lease_secs`'s default.
+const DEFAULT_LEASE: Duration = Duration::from_secs(15);
 
 /// What the ingress and the control plane need of one tenant.
 #[derive(Clone)]
@@ -57,6 +61,8 @@ pub struct Registry {
     forward_cas: Arc<Vec<reqwest::Certificate>>,
     /// Each tenant's compiled contracts, shared with its actor.
     contracts: Book,
+    /// This process's claim on the tenants it forwards.
+    lease: LeaseTerms,
 }
 
 impl Registry {
@@ -79,6 +85,26 @@ impl Registry {
             telemetry,
             forward_cas: Arc::default(),
             contracts: Book::default(),
+            lease: LeaseTerms::new(DEFAULT_LEASE),
+        }
+    }
+
+    /// The registry with dispatchers claiming their tenant's forwarding
+    /// lease for `lease` at a time (`storage.postgres.forward_lease_secs`).
+    pub fn with_forward_lease(mut self, lease: Duration) -> Self {
+        self.lease = LeaseTerms::new(lease);
+        self
+    }
+
+    /// Gives up this process's forwarding leases (at shutdown, once its
+    /// dispatchers stopped), so other processes take its tenants over at
+    /// once. Blocks on storage.
+    pub fn release_leases(&self) {
+        for handle in self.handles() {
+            let id = &handle.settings.id;
+            if let Err(e) = self.store.release_forwarding(id, &self.lease.owner) {
+                tracing::warn!(tenant = %id, error = %e, "giving up the forwarding lease failed; it runs out by itself");
+            }
         }
     }
 
@@ -123,6 +149,7 @@ impl Registry {
                     spans: self.telemetry.spans().clone(),
                     metrics: metrics.clone(),
                     shared_cas: self.forward_cas.clone(),
+                    lease: self.lease.clone(),
                 })
                 .map_err(|e| {
                     Error::Config(format!("tenant {}: destination client: {e}", settings.id))

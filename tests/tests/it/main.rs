@@ -18,6 +18,7 @@ mod ingest;
 mod limits;
 mod messages;
 mod pki;
+mod postgres;
 mod private_ca;
 mod process;
 mod queue;

@@ -1,0 +1,181 @@
+//! Following catalog changes made by other processes sharing the store:
+//! each poll reads [`crate::store::api::Storage::catalog_version`], and
+//! when it moved, compares every stored tenant's rows with those this
+//! process last wrote or applied (its own writes are known already), then
+//! starts tenants created elsewhere, restarts those updated, swaps the
+//! secrets of those rotated and stops those deleted. Tokens need nothing:
+//! they are read from the shared rows on every request.
+
+use std::{
+    collections::{HashMap, HashSet},
+    hash::{DefaultHasher, Hash, Hasher},
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use super::Catalog;
+use crate::{
+    egress::AddressPolicy,
+    error::Result,
+    run::{start_stored, stored_settings},
+    store::api::{CatalogRows, Table},
+    tenant::Registry,
+};
+
+/// A stored tenant's record and secrets, as hashes of their rows.
+pub(crate) type Fingerprint = (u64, u64);
+
+/// Each stored tenant's rows as this process last wrote or applied them;
+/// shared by the [`Catalog`] (its own writes) and the [`Follower`].
+pub(crate) type Known = Arc<Mutex<HashMap<String, Fingerprint>>>;
+
+/// The fingerprint of a tenant's record row and sealed secrets row.
+pub(crate) fn fingerprint(record: &[u8], secrets: Option<&[u8]>) -> Fingerprint {
+    (hash(Some(record)), hash(secrets))
+}
+
+/// What a follower needs to start stored tenants, and what it saw last.
+pub(crate) struct Follower {
+    registry: Registry,
+    catalog: Catalog,
+    rows: Arc<dyn CatalogRows>,
+    config_ids: Arc<HashSet<String>>,
+    body_cap: usize,
+    address_policy: Arc<AddressPolicy>,
+    version: u64,
+}
+
+fn hash(bytes: Option<&[u8]>) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    bytes.hash(&mut hasher);
+    hasher.finish()
+}
+
+impl Follower {
+    /// A follower of the catalog as it is now (its tenants just started).
+    pub(crate) fn new(
+        registry: Registry,
+        catalog: Catalog,
+        body_cap: usize,
+        address_policy: Arc<AddressPolicy>,
+    ) -> Result<Follower> {
+        let store = registry.store().clone();
+        let follower = Follower {
+            rows: store.catalog_rows()?,
+            config_ids: catalog.config_tenants.clone(),
+            registry,
+            catalog,
+            body_cap,
+            address_policy,
+            version: store.catalog_version()?,
+        };
+        let now = follower.fingerprints()?;
+        *follower.catalog.known.lock().expect("known lock") = now;
+        Ok(follower)
+    }
+
+    fn fingerprints(&self) -> Result<HashMap<String, Fingerprint>> {
+        let secrets: HashMap<String, Vec<u8>> =
+            self.rows.scan(Table::Secrets, "")?.into_iter().collect();
+        Ok(self
+            .rows
+            .scan(Table::Tenants, "")?
+            .into_iter()
+            .filter(|(id, _)| !self.config_ids.contains(id))
+            .map(|(id, record)| {
+                let print = fingerprint(&record, secrets.get(&id).map(Vec::as_slice));
+                (id, print)
+            })
+            .collect())
+    }
+
+    /// One poll: applies what changed since the last. Blocks on storage.
+    pub(crate) fn step(&mut self) -> Result<()> {
+        let version = self.registry.store().catalog_version()?;
+        if version == self.version {
+            return Ok(());
+        }
+        let now = self.fingerprints()?;
+        let seen = self.catalog.known.lock().expect("known lock").clone();
+        for id in seen.keys().filter(|id| !now.contains_key(*id)) {
+            if self.registry.remove(id) {
+                tracing::info!(tenant = %id, "tenant deleted on another replica: stopped here");
+            }
+        }
+        for (id, print) in &now {
+            let started = match seen.get(id) {
+                // Created here (already running) or elsewhere.
+                None if self.registry.get(id).is_some() => continue,
+                None => "created",
+                Some(old) if old.0 != print.0 => "updated",
+                Some(old) if old.1 != print.1 => "rotated",
+                Some(_) => continue,
+            };
+            let outcome = match started {
+                "rotated" => self.reconfigure(id),
+                _ => start_stored(
+                    &self.catalog,
+                    &self.registry,
+                    id,
+                    self.body_cap,
+                    &self.address_policy,
+                ),
+            };
+            match outcome {
+                Ok(()) => {
+                    tracing::info!(tenant = %id, change = started, "tenant changed on another replica: applied here")
+                }
+                Err(reason) => {
+                    tracing::error!(tenant = %id, reason = %reason, "stored tenant cannot start and is skipped; its deliveries get 503 TENANT_UNAVAILABLE");
+                    self.registry.mark_unavailable(id, reason);
+                }
+            }
+        }
+        *self.catalog.known.lock().expect("known lock") = now;
+        self.version = version;
+        Ok(())
+    }
+
+    /// New secrets for a running tenant, without restarting it.
+    fn reconfigure(&self, id: &str) -> std::result::Result<(), String> {
+        match stored_settings(&self.catalog, id, self.body_cap, &self.address_policy)? {
+            Some(settings) if self.registry.get(id).is_some() => self
+                .registry
+                .reconfigure(settings)
+                .map_err(|e| e.to_string()),
+            Some(settings) => self
+                .registry
+                .start_tenant(settings)
+                .map_err(|e| e.to_string()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Polls every `every` until the task is dropped; a failure is logged
+/// once, until a poll succeeds again.
+pub(crate) async fn follow(mut follower: Follower, every: Duration) {
+    let mut failing = false;
+    loop {
+        tokio::time::sleep(every).await;
+        let stepped = tokio::task::spawn_blocking(move || {
+            let result = follower.step();
+            (follower, result)
+        })
+        .await;
+        match stepped {
+            Ok((back, result)) => {
+                follower = back;
+                match result {
+                    Err(e) if !failing => {
+                        tracing::warn!(error = %e, "reading catalog changes failed; trying again");
+                        failing = true;
+                    }
+                    Err(_) => {}
+                    Ok(()) => failing = false,
+                }
+            }
+            Err(_) => return,
+        }
+    }
+}

@@ -1,0 +1,474 @@
+//! One storage conformance suite, run against both engines: every case is a
+//! function of an `Arc<dyn Storage>`, and [`engines!`] runs it on sled and
+//! on PostgreSQL (a fresh database per case, see
+//! [`super::postgres::testing`]).
+
+use std::sync::Arc;
+
+use super::{
+    api::{PullRequest, RowChange, Shared, SweepRequest, Table, Tenant},
+    deliveries::Next,
+    records::{AttemptRecord, DeliveryStatus, EventMeta},
+    CommitOutcome, NewDelivery, Store,
+};
+use crate::{
+    error::Error,
+    ids::{DeliveryId, EventId, RequestId, TenantId},
+};
+
+/// An engine under test and what must live as long as it.
+struct Engine {
+    store: Shared,
+    shared: bool,
+    _dir: Option<tempfile::TempDir>,
+    _database: Option<super::postgres::testing::TestDatabase>,
+}
+
+fn sled() -> Engine {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _committer) = Store::open(dir.path(), 64, false).unwrap();
+    Engine {
+        store: Arc::new(store),
+        shared: false,
+        _dir: Some(dir),
+        _database: None,
+    }
+}
+
+fn postgres(case: &str) -> Option<Engine> {
+    let database = super::postgres::testing::test_database(&format!("hookd_c_{case}"))?;
+    let store = super::postgres::PgStore::open(super::postgres::PgOptions {
+        url: database.url.clone().into(),
+        max_connections: 8,
+        statement_timeout_ms: 30_000,
+        batch_max: 64,
+    })
+    .unwrap();
+    Some(Engine {
+        store: Arc::new(store),
+        shared: true,
+        _dir: None,
+        _database: Some(database),
+    })
+}
+
+/// Runs each case on both engines: `sled::case` and `postgres::case`.
+macro_rules! engines {
+    ($($case:ident),* $(,)?) => {
+        mod sled {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn $case() {
+                super::$case(super::sled()).await;
+            })*
+        }
+        mod postgres {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn $case() {
+                if let Some(engine) = super::postgres(stringify!($case)) {
+                    super::$case(engine).await;
+                }
+            })*
+        }
+    };
+}
+
+engines!(
+    commit_and_duplicates,
+    content_key_duplicates,
+    concurrent_copies_make_one_delivery,
+    record_attempt_is_a_compare_and_set,
+    redeliver_exactly_once_under_concurrency,
+    pull_ack_nack,
+    concurrent_pulls_never_share_a_delivery,
+    dead_letters_page_newest_first,
+    sweep_forgets_old_work,
+    catalog_rows_are_atomic,
+    drop_tenant_removes_only_its_data,
+    forwarding_leases,
+);
+
+fn tenant(engine: &Engine, id: &str) -> Tenant {
+    engine
+        .store
+        .tenant(&TenantId::try_from(id).unwrap())
+        .unwrap()
+}
+
+fn new_delivery(event: &str, at_ms: i64, content_key: Option<&[u8]>) -> NewDelivery {
+    NewDelivery {
+        event_id: EventId::new(event),
+        meta: EventMeta {
+            event_id: EventId::new(event),
+            delivery_id: DeliveryId::generate(),
+            request_id: RequestId::generate(),
+            received_at_ms: at_ms,
+            headers: vec![("content-type".into(), "application/json".into())],
+            trace_id: String::new(),
+            span_id: String::new(),
+            sampled: true,
+        },
+        body: bytes::Bytes::from(format!("{{\"event\":\"{event}\"}}")),
+        due_ms: at_ms,
+        content_key: content_key.map(<[u8]>::to_vec),
+    }
+}
+
+/// Commits a new event and returns its delivery id.
+async fn accepted(data: &Tenant, event: &str, at_ms: i64) -> DeliveryId {
+    let item = new_delivery(event, at_ms, None);
+    let id = item.meta.delivery_id.clone();
+    assert_eq!(data.commit(item).await.unwrap(), CommitOutcome::Accepted);
+    id
+}
+
+fn attempt(n: u32, at_ms: i64) -> AttemptRecord {
+    AttemptRecord {
+        attempt: n,
+        started_at_ms: at_ms,
+        duration_ms: 3,
+        status_code: Some(500),
+        error: Some("HTTP 500".into()),
+        response_body: b"no".to_vec(),
+        next_retry_at_ms: None,
+        request_id: RequestId::generate(),
+    }
+}
+
+/// The live queue entry of the only queued delivery.
+fn only_entry(data: &Tenant) -> (Vec<u8>, DeliveryId) {
+    let mut queue = data.queue(None, 10).unwrap();
+    assert_eq!(queue.len(), 1, "one queue entry: {queue:?}");
+    queue.remove(0)
+}
+
+/// Dead-letters the only queued delivery at `at_ms`.
+fn kill(data: &Tenant, at_ms: i64) -> DeliveryId {
+    let (entry, id) = only_entry(data);
+    let dead = Next::Dead {
+        reason: "gave up".into(),
+    };
+    let state = data
+        .record_attempt(&entry, &id, &attempt(1, at_ms), &dead, at_ms)
+        .unwrap()
+        .unwrap();
+    assert_eq!(state.status, DeliveryStatus::Dead);
+    id
+}
+
+async fn commit_and_duplicates(engine: Engine) {
+    let data = tenant(&engine, "acme");
+    let first = accepted(&data, "evt_1", 1_000).await;
+    let again = data
+        .commit(new_delivery("evt_1", 2_000, None))
+        .await
+        .unwrap();
+    assert_eq!(again, CommitOutcome::Duplicate(first.clone()));
+    let event = data.event(&first).unwrap().unwrap();
+    assert_eq!(event.body, b"{\"event\":\"evt_1\"}");
+    let state = data.state(&first).unwrap().unwrap();
+    assert_eq!(state.status, DeliveryStatus::Pending);
+    let counts = data.counts().unwrap();
+    assert_eq!((counts.depth, counts.dead), (1, 0));
+    assert_eq!(counts.oldest_due_ms, Some(1_000));
+    let other = tenant(&engine, "other");
+    accepted(&other, "evt_1", 1_000).await;
+    let listed = data.deliveries(None, None, 10).unwrap();
+    assert_eq!(listed.len(), 1, "one tenant's event id is not another's");
+}
+
+async fn content_key_duplicates(engine: Engine) {
+    let data = tenant(&engine, "acme");
+    let first = new_delivery("evt_a", 1_000, Some(b"\0digest-1"));
+    let first_id = first.meta.delivery_id.clone();
+    assert_eq!(data.commit(first).await.unwrap(), CommitOutcome::Accepted);
+    let replay = data
+        .commit(new_delivery("evt_b", 1_500, Some(b"\0digest-1")))
+        .await
+        .unwrap();
+    assert_eq!(
+        replay,
+        CommitOutcome::DuplicateOf(first_id, EventId::new("evt_a"))
+    );
+    // The replay recorded nothing: its event id is still unknown.
+    accepted(&data, "evt_b", 2_000).await;
+    assert_eq!(data.counts().unwrap().depth, 2);
+}
+
+async fn concurrent_copies_make_one_delivery(engine: Engine) {
+    let data = tenant(&engine, "acme");
+    let copies = (0..12).map(|_| data.commit(new_delivery("evt_same", 1_000, None)));
+    let outcomes: Vec<CommitOutcome> = futures_util::future::join_all(copies)
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    let accepted = outcomes
+        .iter()
+        .filter(|o| **o == CommitOutcome::Accepted)
+        .count();
+    assert_eq!(
+        accepted, 1,
+        "one copy is new, the rest duplicates: {outcomes:?}"
+    );
+    let (_, first) = only_entry(&data);
+    for outcome in outcomes.iter().filter(|o| **o != CommitOutcome::Accepted) {
+        assert_eq!(*outcome, CommitOutcome::Duplicate(first.clone()));
+    }
+}
+
+async fn record_attempt_is_a_compare_and_set(engine: Engine) {
+    let data = tenant(&engine, "acme");
+    let id = accepted(&data, "evt_1", 1_000).await;
+    let (entry, queued) = only_entry(&data);
+    assert_eq!(queued, id);
+    let retry = Next::Retry { due_ms: 5_000 };
+    let state = data
+        .record_attempt(&entry, &id, &attempt(1, 1_000), &retry, 1_000)
+        .unwrap()
+        .expect("the live entry is claimed");
+    assert_eq!(state.status, DeliveryStatus::Pending);
+    assert_eq!(state.next_attempt_at_ms, Some(5_000));
+    let stale = data
+        .record_attempt(&entry, &id, &attempt(2, 1_100), &Next::Delivered, 1_100)
+        .unwrap();
+    assert!(stale.is_none(), "a stale entry records nothing");
+    let (live, _) = only_entry(&data);
+    assert_ne!(live, entry);
+    let done = data
+        .record_attempt(&live, &id, &attempt(2, 5_000), &Next::Delivered, 5_000)
+        .unwrap()
+        .unwrap();
+    assert_eq!(done.status, DeliveryStatus::Delivered);
+    assert_eq!(done.attempts, 2);
+    let attempts = data.attempts(&id).unwrap();
+    assert_eq!(
+        attempts.iter().map(|a| a.attempt).collect::<Vec<_>>(),
+        [1, 2]
+    );
+    assert!(data.queue(None, 10).unwrap().is_empty());
+    let delivered = data
+        .deliveries(Some(DeliveryStatus::Delivered), None, 10)
+        .unwrap();
+    assert_eq!(delivered.len(), 1);
+}
+
+async fn redeliver_exactly_once_under_concurrency(engine: Engine) {
+    let data = tenant(&engine, "acme");
+    accepted(&data, "evt_1", 1_000).await;
+    let dead = kill(&data, 2_000);
+    assert_eq!(data.counts().unwrap().dead, 1);
+    let results: Vec<_> = std::thread::scope(|s| {
+        let calls: Vec<_> = (0..8)
+            .map(|_| s.spawn(|| data.redeliver(&dead, 3_000)))
+            .collect();
+        calls.into_iter().map(|c| c.join().unwrap()).collect()
+    });
+    let made: Vec<&DeliveryId> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
+    assert_eq!(made.len(), 1, "exactly one redelivery: {results:?}");
+    for refused in results.iter().filter_map(|r| r.as_ref().err()) {
+        assert!(matches!(refused, Error::Precondition(_)), "{refused}");
+    }
+    let old = data.state(&dead).unwrap().unwrap();
+    assert_eq!(old.status, DeliveryStatus::Redelivered);
+    assert_eq!(old.redelivered_as.as_ref(), Some(made[0]));
+    let counts = data.counts().unwrap();
+    assert_eq!((counts.depth, counts.dead), (1, 0));
+    assert_eq!(only_entry(&data).1, *made[0]);
+}
+
+fn pull_request(max: usize, now_ms: i64) -> PullRequest {
+    PullRequest {
+        max,
+        max_bytes: 1 << 20,
+        visibility_ms: 30_000,
+        window_ms: 3_600_000,
+        now_ms,
+    }
+}
+
+async fn pull_ack_nack(engine: Engine) {
+    let data = tenant(&engine, "acme");
+    for n in 0..3 {
+        accepted(&data, &format!("evt_{n}"), 1_000 + n).await;
+    }
+    let first = data.pull(pull_request(2, 2_000)).unwrap();
+    assert_eq!(first.len(), 2);
+    assert!(first.iter().all(|(_, attempt)| *attempt == 1));
+    let second = data.pull(pull_request(2, 2_000)).unwrap();
+    assert_eq!(second.len(), 1, "pulled ones stay hidden");
+    assert!(data.pull(pull_request(2, 2_000)).unwrap().is_empty());
+    let nacked = second[0].0.meta.delivery_id.clone();
+    assert_eq!(data.nack(std::slice::from_ref(&nacked), 2_100).unwrap(), 1);
+    let again = data.pull(pull_request(5, 2_200)).unwrap();
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].0.meta.delivery_id, nacked);
+    assert_eq!(again[0].1, 2);
+    let all: Vec<DeliveryId> = first
+        .iter()
+        .chain(&again)
+        .map(|(event, _)| event.meta.delivery_id.clone())
+        .collect();
+    assert_eq!(data.ack(&all, 2_300).unwrap(), 3);
+    assert_eq!(data.ack(&all, 2_400).unwrap(), 0, "acked once");
+    assert_eq!(data.counts().unwrap().depth, 0);
+    // Past its visibility timeout an unacked pull comes back.
+    accepted(&data, "evt_late", 3_000).await;
+    assert_eq!(data.pull(pull_request(1, 3_000)).unwrap().len(), 1);
+    assert!(data.pull(pull_request(1, 3_001)).unwrap().is_empty());
+    assert_eq!(data.pull(pull_request(1, 40_000)).unwrap()[0].1, 2);
+}
+
+async fn concurrent_pulls_never_share_a_delivery(engine: Engine) {
+    let data = tenant(&engine, "acme");
+    for n in 0..40 {
+        accepted(&data, &format!("evt_{n}"), 1_000).await;
+    }
+    let pulled: Vec<DeliveryId> = std::thread::scope(|s| {
+        let consumers: Vec<_> = (0..4)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    for _ in 0..20 {
+                        let batch = data.pull(pull_request(3, 2_000)).unwrap();
+                        mine.extend(batch.into_iter().map(|(e, _)| e.meta.delivery_id));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        consumers
+            .into_iter()
+            .flat_map(|c| c.join().unwrap())
+            .collect()
+    });
+    let distinct: std::collections::HashSet<&DeliveryId> = pulled.iter().collect();
+    assert_eq!(
+        distinct.len(),
+        pulled.len(),
+        "a delivery went to two consumers"
+    );
+    assert_eq!(pulled.len(), 40);
+}
+
+async fn dead_letters_page_newest_first(engine: Engine) {
+    let data = tenant(&engine, "acme");
+    let mut dead = Vec::new();
+    for n in 0..5 {
+        accepted(&data, &format!("evt_{n}"), 1_000).await;
+        dead.push(kill(&data, 10_000 + n));
+    }
+    let all = |_: &_| true;
+    let page = data.dead_letters(None, 2, &all).unwrap();
+    let ids: Vec<&DeliveryId> = page.iter().map(|(_, l)| &l.delivery_id).collect();
+    assert_eq!(ids, [&dead[4], &dead[3]]);
+    let next = data.dead_letters(Some(&page[1].0), 2, &all).unwrap();
+    let ids: Vec<&DeliveryId> = next.iter().map(|(_, l)| &l.delivery_id).collect();
+    assert_eq!(ids, [&dead[2], &dead[1]]);
+    let even = |l: &super::records::DeadLetter| l.dead_at_ms % 2 == 0;
+    let filtered = data.dead_letters(None, 10, &even).unwrap();
+    assert_eq!(filtered.len(), 3);
+    let (key, letter) = &page[0];
+    assert!(data.purge_dead_letter(key, letter).unwrap());
+    assert!(!data.purge_dead_letter(key, letter).unwrap(), "purged once");
+    assert!(data.event(&dead[4]).unwrap().is_none());
+    assert_eq!(data.counts().unwrap().dead, 4);
+}
+
+async fn sweep_forgets_old_work(engine: Engine) {
+    let data = tenant(&engine, "acme");
+    let old = accepted(&data, "evt_old", 1_000).await;
+    let (entry, _) = only_entry(&data);
+    data.record_attempt(&entry, &old, &attempt(1, 1_000), &Next::Delivered, 1_000)
+        .unwrap()
+        .unwrap();
+    let new = accepted(&data, "evt_new", 9_000).await;
+    let request = SweepRequest {
+        delivered_before_ms: 5_000,
+        idem_before_ms: 5_000,
+        batch: 100,
+    };
+    let mut cursor = Vec::new();
+    let swept = data.sweep(&request, &mut cursor).unwrap();
+    assert_eq!((swept.delivered, swept.idempotency), (1, 1));
+    assert!(data.event(&old).unwrap().is_none());
+    assert!(data.state(&old).unwrap().is_none());
+    assert!(data.event(&new).unwrap().is_some());
+    accepted(&data, "evt_old", 10_000).await;
+    let again = data.commit(new_delivery("evt_new", 10_000, None)).await;
+    assert_eq!(again.unwrap(), CommitOutcome::Duplicate(new));
+}
+
+async fn catalog_rows_are_atomic(engine: Engine) {
+    let rows = engine.store.catalog_rows().unwrap();
+    let before = engine.store.catalog_version().unwrap();
+    rows.apply(&[
+        RowChange::Put(Table::Tenants, "acme".into(), b"record".to_vec()),
+        RowChange::Put(Table::Secrets, "acme".into(), b"sealed".to_vec()),
+        RowChange::Put(Table::Tokens, "tok/acme/1".into(), b"t1".to_vec()),
+        RowChange::Put(Table::Tokens, "tok/other/1".into(), b"t2".to_vec()),
+    ])
+    .unwrap();
+    assert_eq!(
+        rows.get(Table::Tenants, "acme").unwrap().unwrap(),
+        b"record"
+    );
+    assert_eq!(
+        rows.get(Table::Secrets, "acme").unwrap().unwrap(),
+        b"sealed"
+    );
+    assert!(rows.get(Table::Tenants, "zeta").unwrap().is_none());
+    let scanned = rows.scan(Table::Tokens, "tok/acme/").unwrap();
+    assert_eq!(scanned, [("tok/acme/1".to_string(), b"t1".to_vec())]);
+    rows.apply(&[
+        RowChange::Remove(Table::Tenants, "acme".into()),
+        RowChange::Remove(Table::Secrets, "acme".into()),
+        RowChange::Put(Table::Drops, "acme".into(), Vec::new()),
+    ])
+    .unwrap();
+    assert!(rows.get(Table::Tenants, "acme").unwrap().is_none());
+    assert_eq!(rows.scan(Table::Drops, "").unwrap().len(), 1);
+    if engine.shared {
+        assert!(
+            engine.store.catalog_version().unwrap() >= before + 2,
+            "every change is seen by other processes"
+        );
+    }
+}
+
+async fn drop_tenant_removes_only_its_data(engine: Engine) {
+    let (gone, kept) = (tenant(&engine, "gone"), tenant(&engine, "kept"));
+    let dropped = accepted(&gone, "evt_1", 1_000).await;
+    let kept_id = accepted(&kept, "evt_1", 1_000).await;
+    engine.store.drop_tenant_trees(gone.tenant()).await.unwrap();
+    assert!(gone.event(&dropped).unwrap().is_none());
+    let again = tenant(&engine, "gone");
+    assert_eq!(again.counts().unwrap().depth, 0);
+    let late = gone.commit(new_delivery("evt_2", 2_000, None)).await;
+    assert!(matches!(late, Err(Error::TenantDeleted(_))), "{late:?}");
+    assert!(kept.event(&kept_id).unwrap().is_some());
+    assert_eq!(kept.counts().unwrap().depth, 1);
+    accepted(&again, "evt_1", 3_000).await;
+}
+
+async fn forwarding_leases(engine: Engine) {
+    let store = &engine.store;
+    let acme = TenantId::try_from("acme").unwrap();
+    assert!(store.claim_forwarding(&acme, "a", 15_000).unwrap());
+    assert!(
+        store.claim_forwarding(&acme, "a", 15_000).unwrap(),
+        "renewed"
+    );
+    if !engine.shared {
+        assert!(store.claim_forwarding(&acme, "b", 15_000).unwrap());
+        return;
+    }
+    assert!(
+        !store.claim_forwarding(&acme, "b", 15_000).unwrap(),
+        "held by a"
+    );
+    store.release_forwarding(&acme, "a").unwrap();
+    assert!(store.claim_forwarding(&acme, "b", -1).unwrap(), "released");
+    // b's lease ran out (it was given none): the next claimant gets it.
+    assert!(store.claim_forwarding(&acme, "a", 15_000).unwrap());
+    assert!(!store.claim_forwarding(&acme, "b", 15_000).unwrap());
+}

@@ -1,0 +1,297 @@
+//! Group commit on PostgreSQL: one task takes the pending new deliveries
+//! (up to the batch size) and writes them in ONE transaction; each waiter is
+//! answered only after `COMMIT` returned. A unique `(tenant, key)` on the
+//! idempotency table makes the event id (and the content key) decide
+//! duplicates across every process: `INSERT .. ON CONFLICT DO NOTHING`, then
+//! the first delivery is read. A tenant's data is dropped by the same task,
+//! between batches.
+
+use std::sync::{
+    atomic::{AtomicBool, Ordering},
+    Arc,
+};
+
+use tokio::sync::{mpsc, oneshot};
+use tokio_postgres::types::ToSql;
+
+use super::{pg, Db, Figures};
+use crate::{
+    error::{Error, Result},
+    ids::{DeliveryId, EventId, TenantId},
+    store::{
+        records::{encode, queue_key, DeliveryState, StoredEvent},
+        CommitOutcome, NewDelivery,
+    },
+};
+
+/// Writes waiting for the committer; a full queue makes senders wait.
+const QUEUE_CAPACITY: usize = 8192;
+
+/// How often a batch that lost a deadlock or serialization race is tried.
+const TRIES: usize = 3;
+
+/// A new delivery for one tenant, with the flag its tenant's drop sets.
+struct Write {
+    tenant: TenantId,
+    dropped: Arc<AtomicBool>,
+    delivery: NewDelivery,
+    reply: oneshot::Sender<Result<CommitOutcome>>,
+}
+
+enum Request {
+    Write(Box<Write>),
+    Drop(TenantId, Arc<AtomicBool>, oneshot::Sender<Result<()>>),
+}
+
+/// Handle on the committer task.
+#[derive(Clone)]
+pub(crate) struct Handle {
+    tx: mpsc::Sender<Request>,
+}
+
+impl Handle {
+    /// Records `delivery` unless its event id (or content key) is known;
+    /// answers once committed.
+    pub(crate) async fn commit(
+        &self,
+        tenant: TenantId,
+        dropped: Arc<AtomicBool>,
+        delivery: NewDelivery,
+    ) -> Result<CommitOutcome> {
+        let (reply, answer) = oneshot::channel();
+        let write = Write {
+            tenant,
+            dropped,
+            delivery,
+            reply,
+        };
+        self.tx
+            .send(Request::Write(Box::new(write)))
+            .await
+            .map_err(|_| Error::CommitterGone)?;
+        answer.await.map_err(|_| Error::CommitterGone)?
+    }
+
+    /// Marks the tenant dropped and deletes its rows between batches.
+    pub(crate) async fn drop_tenant(&self, id: TenantId, dropped: Arc<AtomicBool>) -> Result<()> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(Request::Drop(id, dropped, reply))
+            .await
+            .map_err(|_| Error::CommitterGone)?;
+        answer.await.map_err(|_| Error::CommitterGone)?
+    }
+}
+
+/// Starts the task on the current runtime.
+pub(super) fn start(db: Db, batch_max: usize, figures: Arc<Figures>) -> Handle {
+    let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
+    tokio::spawn(run(db, rx, batch_max.max(1), figures));
+    Handle { tx }
+}
+
+async fn run(db: Db, mut rx: mpsc::Receiver<Request>, batch_max: usize, figures: Arc<Figures>) {
+    while let Some(first) = rx.recv().await {
+        let mut writes = Vec::new();
+        let mut next = Some(first);
+        while let Some(request) = next.take() {
+            match request {
+                Request::Write(write) => writes.push(*write),
+                Request::Drop(id, dropped, reply) => {
+                    // Writes before the drop are committed first.
+                    commit_batch(&db, std::mem::take(&mut writes), &figures).await;
+                    dropped.store(true, Ordering::SeqCst);
+                    let _ = reply.send(delete_tenant(&db, id.as_str()).await);
+                }
+            }
+            if writes.len() < batch_max {
+                next = rx.try_recv().ok();
+            }
+        }
+        commit_batch(&db, writes, &figures).await;
+    }
+}
+
+/// Commits `writes` (those of dropped tenants are refused) and answers each.
+async fn commit_batch(db: &Db, writes: Vec<Write>, figures: &Figures) {
+    let (live, gone): (Vec<Write>, Vec<Write>) = writes
+        .into_iter()
+        .partition(|w| !w.dropped.load(Ordering::SeqCst));
+    for write in gone {
+        let _ = write
+            .reply
+            .send(Err(Error::TenantDeleted(write.tenant.to_string())));
+    }
+    if live.is_empty() {
+        return;
+    }
+    let mut order: Vec<usize> = (0..live.len()).collect();
+    // One lock order for every process: concurrent batches with the same
+    // keys wait for each other instead of deadlocking.
+    order.sort_by(|&a, &b| {
+        let key = |w: &Write| (w.tenant.to_string(), w.delivery.event_id.to_string());
+        key(&live[a]).cmp(&key(&live[b]))
+    });
+    let mut outcome = Err(Error::Storage("not tried".into()));
+    for _ in 0..TRIES {
+        outcome = try_batch(db, &live, &order).await;
+        match &outcome {
+            Err(Error::Storage(message)) if retryable(message) => continue,
+            _ => break,
+        }
+    }
+    match outcome {
+        Ok(outcomes) => {
+            figures.batches.fetch_add(1, Ordering::Relaxed);
+            figures
+                .writes
+                .fetch_add(live.len() as u64, Ordering::Relaxed);
+            for (write, outcome) in live.into_iter().zip(outcomes) {
+                let _ = write.reply.send(Ok(outcome));
+            }
+        }
+        Err(e) => {
+            tracing::error!(error = %e, writes = live.len(), "a batch of writes could not be committed");
+            let message = e.to_string();
+            for write in live {
+                let _ = write.reply.send(Err(Error::BatchFailed(message.clone())));
+            }
+        }
+    }
+}
+
+/// Deadlocks and serialization failures roll the whole batch back: safe to retry.
+fn retryable(message: &str) -> bool {
+    message.contains("(40P01)") || message.contains("(40001)")
+}
+
+/// One transaction for the batch; the outcomes in the writes' order.
+async fn try_batch(db: &Db, live: &[Write], order: &[usize]) -> Result<Vec<CommitOutcome>> {
+    let mut sequences = Vec::with_capacity(live.len());
+    for _ in live {
+        sequences.push(db.sequence().await?);
+    }
+    let mut client = db.client().await?;
+    let tx = client.transaction().await.map_err(pg)?;
+    let claim = tx
+        .prepare_cached(
+            "INSERT INTO hookd_idem (tenant, key, delivery_id, received_at_ms, event_id) \
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+        )
+        .await
+        .map_err(pg)?;
+    let first = tx
+        .prepare_cached(
+            "SELECT delivery_id, event_id FROM hookd_idem WHERE tenant = $1 AND key = $2",
+        )
+        .await
+        .map_err(pg)?;
+    let unclaim = tx
+        .prepare_cached("DELETE FROM hookd_idem WHERE tenant = $1 AND key = $2")
+        .await
+        .map_err(pg)?;
+    let event = tx
+        .prepare_cached("INSERT INTO hookd_events (tenant, delivery_id, event) VALUES ($1, $2, $3)")
+        .await
+        .map_err(pg)?;
+    let state = tx
+        .prepare_cached(
+            "INSERT INTO hookd_states (tenant, delivery_id, status, state) VALUES ($1, $2, $3, $4)",
+        )
+        .await
+        .map_err(pg)?;
+    let queue = tx
+        .prepare_cached("INSERT INTO hookd_queue (tenant, qkey, delivery_id) VALUES ($1, $2, $3)")
+        .await
+        .map_err(pg)?;
+    let mut outcomes: Vec<Option<CommitOutcome>> = vec![None; live.len()];
+    for &i in order {
+        let (write, d) = (&live[i], &live[i].delivery);
+        let tenant = write.tenant.as_str();
+        let delivery_id = d.meta.delivery_id.as_str();
+        let received = d.meta.received_at_ms;
+        let event_key = d.event_id.as_str().as_bytes();
+        let none: Option<&str> = None;
+        let params: [&(dyn ToSql + Sync); 5] =
+            [&tenant, &event_key, &delivery_id, &received, &none];
+        if tx.execute(&claim, &params).await.map_err(pg)? == 0 {
+            outcomes[i] = Some(first_of(&tx, &first, tenant, event_key).await?);
+            continue;
+        }
+        if let Some(content) = d.content_key.as_deref() {
+            let event_id = Some(d.event_id.as_str());
+            let params: [&(dyn ToSql + Sync); 5] =
+                [&tenant, &content, &delivery_id, &received, &event_id];
+            if tx.execute(&claim, &params).await.map_err(pg)? == 0 {
+                tx.execute(&unclaim, &[&tenant, &event_key])
+                    .await
+                    .map_err(pg)?;
+                outcomes[i] = Some(first_of(&tx, &first, tenant, content).await?);
+                continue;
+            }
+        }
+        let key = queue_key(d.due_ms, sequences[i]);
+        let mut pending = DeliveryState::pending(d.event_id.clone(), received);
+        pending.queue_key = Some(hex::encode(key));
+        let stored = StoredEvent::encode(&d.meta, &d.body);
+        tx.execute(&event, &[&tenant, &delivery_id, &stored])
+            .await
+            .map_err(pg)?;
+        let status = pending.status.as_str();
+        tx.execute(&state, &[&tenant, &delivery_id, &status, &encode(&pending)])
+            .await
+            .map_err(pg)?;
+        tx.execute(&queue, &[&tenant, &&key[..], &delivery_id])
+            .await
+            .map_err(pg)?;
+        outcomes[i] = Some(CommitOutcome::Accepted);
+    }
+    tx.commit().await.map_err(pg)?;
+    Ok(outcomes
+        .into_iter()
+        .map(|o| o.expect("an outcome per write"))
+        .collect())
+}
+
+/// The first delivery recorded under `key`.
+async fn first_of(
+    tx: &deadpool_postgres::Transaction<'_>,
+    statement: &tokio_postgres::Statement,
+    tenant: &str,
+    key: &[u8],
+) -> Result<CommitOutcome> {
+    let row = tx
+        .query_opt(statement, &[&tenant, &key])
+        .await
+        .map_err(pg)?
+        .ok_or_else(|| Error::Storage("postgres: an idempotency record vanished".into()))?;
+    let delivery_id = DeliveryId::new(row.get::<_, String>(0));
+    Ok(match row.get::<_, Option<String>>(1) {
+        Some(event_id) => CommitOutcome::DuplicateOf(delivery_id, EventId::new(event_id)),
+        None => CommitOutcome::Duplicate(delivery_id),
+    })
+}
+
+/// Deletes every row of `tenant` in one transaction.
+pub(super) async fn delete_tenant(db: &Db, tenant: &str) -> Result<()> {
+    let mut client = db.client().await?;
+    let tx = client.transaction().await.map_err(pg)?;
+    for table in [
+        "hookd_queue",
+        "hookd_dead",
+        "hookd_states",
+        "hookd_events",
+        "hookd_attempts",
+        "hookd_done",
+        "hookd_idem",
+        "hookd_forward_leases",
+    ] {
+        tx.execute(
+            &format!("DELETE FROM {table} WHERE tenant = $1"),
+            &[&tenant],
+        )
+        .await
+        .map_err(pg)?;
+    }
+    tx.commit().await.map_err(pg)
+}

@@ -1,0 +1,198 @@
+//! Pull mode on PostgreSQL. A pull claims due queue entries with their
+//! states `FOR UPDATE SKIP LOCKED`: consumers on any replica pulling at
+//! once each get other deliveries, and none waits for another. Acks and
+//! nacks lock the state row first, like every other change of a delivery.
+
+use std::collections::HashSet;
+
+use super::{
+    pg,
+    tenant::{
+        claim, delete_queue, insert_queue, load_event, lock_state, put_state, settle, Outcome,
+    },
+    Db,
+};
+use crate::{
+    error::{Error, Result},
+    ids::{DeliveryId, RequestId},
+    store::{
+        api::PullRequest,
+        deliveries::Next,
+        records::{
+            queue_key, queue_key_due_ms, time_key, AttemptRecord, DeliveryStatus, StoredEvent,
+        },
+    },
+};
+
+/// Hands out up to `max` due deliveries and hides each for the visibility
+/// timeout, in one transaction; one older than the retry window is
+/// dead-lettered instead. Stops before a delivery that would take the
+/// bytes handed out past `max_bytes` (the first goes out whatever its size).
+pub(super) async fn pull(
+    db: &Db,
+    tenant: &str,
+    request: PullRequest,
+) -> Result<Vec<(StoredEvent, u32)>> {
+    let PullRequest {
+        max,
+        max_bytes,
+        visibility_ms,
+        window_ms,
+        now_ms,
+    } = request;
+    let mut client = db.client().await?;
+    let tx = client.transaction().await.map_err(pg)?;
+    let due = queue_key(now_ms + 1, 0).to_vec();
+    let mut out = Vec::with_capacity(max.min(100));
+    let mut handed = HashSet::new();
+    let mut bytes = 0;
+    let mut after: Vec<u8> = Vec::new();
+    'pages: while out.len() < max {
+        let page = tx
+            .query(
+                "SELECT q.qkey, q.delivery_id FROM hookd_queue q \
+                 JOIN hookd_states s ON s.tenant = q.tenant AND s.delivery_id = q.delivery_id \
+                 WHERE q.tenant = $1 AND q.qkey < $2 AND q.qkey > $3 \
+                 ORDER BY q.qkey LIMIT $4 FOR UPDATE OF q, s SKIP LOCKED",
+                &[&tenant, &due, &after, &((max - out.len()) as i64 + 8)],
+            )
+            .await
+            .map_err(pg)?;
+        if page.is_empty() {
+            break;
+        }
+        for row in &page {
+            if out.len() >= max {
+                break 'pages;
+            }
+            let key: Vec<u8> = row.get(0);
+            let id = DeliveryId::new(row.get::<_, String>(1));
+            after = key.clone();
+            if handed.contains(&id) {
+                continue;
+            }
+            let Some(event) = load_event(&*tx, tenant, id.as_str()).await? else {
+                delete_queue(&*tx, tenant, &key).await?;
+                continue;
+            };
+            let size = event.size();
+            if !out.is_empty() && bytes + size > max_bytes {
+                break 'pages;
+            }
+            let Some(mut state) = claim(&*tx, tenant, &key, id.as_str()).await? else {
+                continue;
+            };
+            if now_ms - state.received_at_ms > window_ms {
+                let attempt = AttemptRecord {
+                    attempt: state.attempts,
+                    started_at_ms: now_ms,
+                    duration_ms: 0,
+                    status_code: None,
+                    error: Some("not acknowledged by a consumer".into()),
+                    response_body: Vec::new(),
+                    next_retry_at_ms: None,
+                    request_id: RequestId::generate(),
+                };
+                let next = Next::Dead {
+                    reason: format!(
+                        "not acknowledged within the retry window after {} pulls",
+                        state.attempts
+                    ),
+                };
+                let outcome = Outcome {
+                    attempt: &attempt,
+                    next: &next,
+                    retry_seq: 0,
+                    now_ms,
+                };
+                settle(&*tx, tenant, state, &key, &id, &outcome).await?;
+                continue;
+            }
+            let hidden_until = queue_key(now_ms + visibility_ms, db.sequence().await?);
+            state.attempts += 1;
+            state.next_attempt_at_ms = Some(now_ms + visibility_ms);
+            state.queue_key = Some(hex::encode(hidden_until));
+            delete_queue(&*tx, tenant, &key).await?;
+            insert_queue(&*tx, tenant, &hidden_until, id.as_str()).await?;
+            put_state(&*tx, tenant, id.as_str(), &state).await?;
+            bytes += size;
+            handed.insert(id);
+            out.push((event, state.attempts));
+        }
+    }
+    tx.commit().await.map_err(pg)?;
+    Ok(out)
+}
+
+/// Marks pending deliveries delivered; returns how many were pending.
+pub(super) async fn ack(db: &Db, tenant: &str, ids: &[DeliveryId], now_ms: i64) -> Result<u32> {
+    let mut client = db.client().await?;
+    let tx = client.transaction().await.map_err(pg)?;
+    let mut acked = 0;
+    for id in sorted(ids) {
+        let Some(mut state) = lock_state(&*tx, tenant, id.as_str()).await? else {
+            continue;
+        };
+        if state.status != DeliveryStatus::Pending {
+            continue;
+        }
+        if let Some(key) = state.queue_key.take() {
+            let key =
+                hex::decode(&key).map_err(|e| Error::Corrupt(format!("queue key of {id}: {e}")))?;
+            delete_queue(&*tx, tenant, &key).await?;
+        }
+        state.status = DeliveryStatus::Delivered;
+        state.finished_at_ms = Some(now_ms);
+        state.next_attempt_at_ms = None;
+        put_state(&*tx, tenant, id.as_str(), &state).await?;
+        tx.execute(
+            "INSERT INTO hookd_done (tenant, dkey) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+            &[&tenant, &time_key(now_ms, id)],
+        )
+        .await
+        .map_err(pg)?;
+        acked += 1;
+    }
+    tx.commit().await.map_err(pg)?;
+    Ok(acked)
+}
+
+/// Makes pulled deliveries still hidden visible again; returns how many.
+pub(super) async fn nack(db: &Db, tenant: &str, ids: &[DeliveryId], now_ms: i64) -> Result<u32> {
+    let mut client = db.client().await?;
+    let tx = client.transaction().await.map_err(pg)?;
+    let mut returned = 0;
+    for id in sorted(ids) {
+        let Some(state) = lock_state(&*tx, tenant, id.as_str()).await? else {
+            continue;
+        };
+        let Some(old) = state.queue_key.as_ref().and_then(|k| hex::decode(k).ok()) else {
+            continue;
+        };
+        let hidden = queue_key_due_ms(&old).is_some_and(|due| due > now_ms);
+        if state.status != DeliveryStatus::Pending || state.attempts == 0 || !hidden {
+            continue;
+        }
+        let Some(mut state) = claim(&*tx, tenant, &old, id.as_str()).await? else {
+            continue;
+        };
+        let new = queue_key(now_ms, db.sequence().await?);
+        state.queue_key = Some(hex::encode(new));
+        state.next_attempt_at_ms = Some(now_ms);
+        delete_queue(&*tx, tenant, &old).await?;
+        insert_queue(&*tx, tenant, &new, id.as_str()).await?;
+        put_state(&*tx, tenant, id.as_str(), &state).await?;
+        returned += 1;
+    }
+    tx.commit().await.map_err(pg)?;
+    Ok(returned)
+}
+
+/// Ids once each, in one order for every process (no deadlock between
+/// two acks of overlapping sets).
+fn sorted(ids: &[DeliveryId]) -> Vec<&DeliveryId> {
+    let mut ids: Vec<&DeliveryId> = ids.iter().collect();
+    ids.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+    ids.dedup_by(|a, b| a.as_str() == b.as_str());
+    ids
+}

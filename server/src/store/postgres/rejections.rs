@@ -1,0 +1,163 @@
+//! Refused requests in `hookd_rejections`, one row each, keyed by tenant and
+//! `{time}/{request_id}` (16 zero-padded digits of Unix ms), so one tenant's
+//! rows sort by time as on the embedded engine; page tokens have the same
+//! form (`{tenant}/{key}`).
+
+use super::{pg, PgStore};
+use crate::{
+    error::{Error, Result},
+    store::{
+        api::RejectionLog,
+        records::{decode, encode},
+        rejections::{Rejection, RejectionFilter, KEPT_BODY_BYTES},
+    },
+};
+
+/// The refused requests of one database.
+pub(super) struct PgRejections {
+    store: PgStore,
+}
+
+impl PgRejections {
+    pub(super) fn new(store: PgStore) -> PgRejections {
+        PgRejections { store }
+    }
+}
+
+fn key(at_ms: i64, request_id: &str) -> String {
+    format!("{:016}/{request_id}", at_ms.max(0))
+}
+
+impl RejectionLog for PgRejections {
+    fn record(&self, mut rejection: Rejection) -> Result<()> {
+        if rejection.signature_valid {
+            rejection.body.truncate(KEPT_BODY_BYTES);
+        } else {
+            rejection.body.clear();
+        }
+        let rkey = key(rejection.at_ms, &rejection.request_id);
+        self.store.run(|db| async move {
+            db.client()
+                .await?
+                .execute(
+                    "INSERT INTO hookd_rejections (tenant, rkey, at_ms, request_id, code, record) \
+                     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant, rkey) DO UPDATE \
+                     SET record = EXCLUDED.record",
+                    &[
+                        &rejection.tenant_id,
+                        &rkey,
+                        &rejection.at_ms,
+                        &rejection.request_id,
+                        &rejection.code,
+                        &encode(&rejection),
+                    ],
+                )
+                .await
+                .map_err(pg)?;
+            Ok(())
+        })
+    }
+
+    fn list(
+        &self,
+        tenant_id: &str,
+        filter: &RejectionFilter,
+        size: usize,
+        token: Option<&str>,
+    ) -> Result<(Vec<Rejection>, Option<String>)> {
+        let before = match token {
+            Some(t) => match t.strip_prefix(&format!("{tenant_id}/")) {
+                Some(rkey) => rkey.to_owned(),
+                None => return Err(Error::Config("page_token is not valid".into())),
+            },
+            None => "\u{7f}".to_owned(),
+        };
+        let (tenant, filter) = (tenant_id.to_owned(), filter.clone());
+        let limit = i64::try_from(size.saturating_add(1)).unwrap_or(i64::MAX);
+        let rows: Vec<(String, Rejection)> = self.store.run(|db| async move {
+            let rows = db
+                .client()
+                .await?
+                .query(
+                    "SELECT rkey, record FROM hookd_rejections WHERE tenant = $1 AND rkey < $2 \
+                     AND ($3::text IS NULL OR request_id = $3) ORDER BY rkey DESC LIMIT $4",
+                    &[&tenant, &before, &filter.request_id, &limit],
+                )
+                .await
+                .map_err(pg)?;
+            let mut out = Vec::with_capacity(rows.len());
+            for row in rows {
+                let rejection: Rejection = decode(row.get::<_, &[u8]>(1))?;
+                if filter
+                    .signature_valid
+                    .is_none_or(|valid| valid == rejection.signature_valid)
+                {
+                    out.push((row.get::<_, String>(0), rejection));
+                }
+            }
+            Ok(out)
+        })?;
+        let next = (rows.len() > size).then(|| format!("{tenant_id}/{}", rows[size - 1].0));
+        let items = rows.into_iter().take(size).map(|(_, r)| r).collect();
+        Ok((items, next.filter(|_| size > 0)))
+    }
+
+    fn count_by_code(
+        &self,
+        tenant_id: &str,
+        since_ms: i64,
+        cap: usize,
+    ) -> Result<Vec<(String, u64)>> {
+        let tenant = tenant_id.to_owned();
+        let cap = i64::try_from(cap).unwrap_or(i64::MAX);
+        self.store.run(|db| async move {
+            let rows = db
+                .client()
+                .await?
+                .query(
+                    "SELECT code, count(*) FROM (SELECT code FROM hookd_rejections \
+                     WHERE tenant = $1 AND at_ms >= $2 LIMIT $3) AS recent \
+                     GROUP BY code ORDER BY count(*) DESC, code",
+                    &[&tenant, &since_ms, &cap],
+                )
+                .await
+                .map_err(pg)?;
+            Ok(rows
+                .iter()
+                .map(|r| (r.get::<_, String>(0), r.get::<_, i64>(1).max(0) as u64))
+                .collect())
+        })
+    }
+
+    fn drop_tenant(&self, tenant_id: &str) -> Result<usize> {
+        let tenant = tenant_id.to_owned();
+        self.store.run(|db| async move {
+            let n = db
+                .client()
+                .await?
+                .execute("DELETE FROM hookd_rejections WHERE tenant = $1", &[&tenant])
+                .await
+                .map_err(pg)?;
+            Ok(n as usize)
+        })
+    }
+
+    fn sweep(&self, tenant_id: &str, before_ms: i64, batch: usize) -> Result<usize> {
+        let tenant = tenant_id.to_owned();
+        let batch = i64::try_from(batch).unwrap_or(i64::MAX);
+        self.store.run(|db| async move {
+            let n = db
+                .client()
+                .await?
+                .execute(
+                    "DELETE FROM hookd_rejections WHERE tenant = $1 AND rkey IN \
+                     (SELECT rkey FROM hookd_rejections WHERE tenant = $1 AND at_ms < $2 \
+                     ORDER BY rkey LIMIT $3)",
+                    &[&tenant, &before_ms, &batch],
+                )
+                .await
+                .map_err(pg)?;
+            Ok(n as usize)
+        })
+    }
+}
