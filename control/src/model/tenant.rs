@@ -174,7 +174,7 @@ pub struct TokenInfo {
 }
 
 /// What a tenant is doing now, for the dashboard's overview.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct TenantActivity {
     /// Deliveries waiting for a forward attempt or a pull.
     pub queue_depth: u64,
@@ -195,6 +195,11 @@ pub struct TenantActivity {
     pub refused_last_hour: Vec<(String, u64)>,
     /// The same over the last day.
     pub refused_last_day: Vec<(String, u64)>,
+    /// Median of hookd's clock minus the signed timestamp over the recent
+    /// accepted deliveries, seconds (negative: the sender's clock is ahead);
+    /// `None` before any, for schemes without a timestamp, or when the
+    /// tenant shares the metrics label `other`.
+    pub median_clock_skew_secs: Option<f64>,
 }
 
 /// A tenant's ingest counts since hookd started.

@@ -53,6 +53,15 @@ impl Backend {
                 .map_err(api)
         };
         let counts = handle.data.counts().map_err(api)?;
+        let median_clock_skew_secs = own_label
+            .then(|| {
+                let metrics = self.registry.telemetry().metrics();
+                metrics
+                    .senders()
+                    .label(handle.metrics.label())
+                    .median_skew_secs()
+            })
+            .flatten();
         Ok(TenantActivity {
             queue_depth: counts.depth,
             dead_letters: counts.dead,
@@ -61,6 +70,7 @@ impl Backend {
             since_start,
             refused_last_hour: refused(HOUR_MS)?,
             refused_last_day: refused(24 * HOUR_MS)?,
+            median_clock_skew_secs,
         })
     }
 }

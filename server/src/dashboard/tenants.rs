@@ -57,6 +57,7 @@ pub(super) async fn overview(
                         th scope="col" { "Rejected since start" }
                         th scope="col" { "Refused last hour" }
                         th scope="col" { "Refused last day" }
+                        th scope="col" { "Sender clock (median skew)" }
                     } }
                     tbody {
                         @for (tenant, a) in &rows {
@@ -86,6 +87,7 @@ pub(super) async fn overview(
                                     (total(&a.refused_last_day))
                                     @if !a.refused_last_day.is_empty() { ": " (by_code(&a.refused_last_day)) }
                                 }
+                                td { (skew(a.median_clock_skew_secs)) }
                             }
                         }
                     }
@@ -177,4 +179,25 @@ pub(super) async fn rotate(
         "Secret rotated",
         body,
     )))
+}
+
+/// A median clock skew in words: how far behind or ahead the sender's clock is.
+fn skew(median_secs: Option<f64>) -> String {
+    match median_secs {
+        None => "-".into(),
+        Some(s) if s < 0.0 => format!("{:.0} s ahead", -s),
+        Some(s) => format!("{s:.0} s behind"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::skew;
+
+    #[test]
+    fn a_median_skew_says_which_way_the_sender_clock_is_off() {
+        assert_eq!(skew(None), "-");
+        assert_eq!(skew(Some(200.0)), "200 s behind");
+        assert_eq!(skew(Some(-25.4)), "25 s ahead");
+    }
 }
