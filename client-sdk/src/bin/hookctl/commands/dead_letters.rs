@@ -53,33 +53,13 @@ pub async fn run(
             all_matching,
             filter,
         } => {
-            let filter = dead_letter_filter(filter);
-            let new_ids = client
-                .redeliver(RedeliverRequest {
-                    tenant_id: tenant.clone(),
-                    delivery_ids: delivery_ids.clone(),
-                    all_matching,
-                    since_unix_ms: filter.since_unix_ms,
-                    until_unix_ms: filter.until_unix_ms,
-                    reason_contains: filter.reason_contains,
-                })
-                .await?;
-            let old_ids = if all_matching {
-                // hookd answers only the new ids; each new delivery names
-                // the dead letter it redelivers.
-                redelivery_sources(client, &tenant, &new_ids).await?
-            } else {
-                delivery_ids
+            let request = RedeliverRequest {
+                tenant_id: tenant,
+                delivery_ids,
+                all_matching,
+                ..RedeliverRequest::default()
             };
-            if out.is_document() {
-                let pairs: Vec<_> = old_ids
-                    .iter()
-                    .zip(&new_ids)
-                    .map(|(old, new)| json!({ "delivery_id": old, "redelivered_as": new }))
-                    .collect();
-                return Ok(out.document(&json!({ "delivery_ids": new_ids, "redelivered": pairs }))?);
-            }
-            Ok(print(&redelivered(&old_ids, &new_ids))?)
+            redeliver(client, out, request, dead_letter_filter(filter)).await
         }
         DeadLettersCommand::Purge {
             tenant,
@@ -100,6 +80,45 @@ pub async fn run(
             Ok(out.result(&text, &json!({ "purged": purged }))?)
         }
     }
+}
+
+/// Redelivers the dead letters `request` names (with `filter` when it asks
+/// for all matching ones) and prints each old id beside its new one.
+async fn redeliver(
+    client: &HookdClient,
+    out: Output,
+    request: RedeliverRequest,
+    filter: DeadLetterFilter,
+) -> anyhow::Result<()> {
+    let (tenant, delivery_ids, all_matching) = (
+        request.tenant_id.clone(),
+        request.delivery_ids.clone(),
+        request.all_matching,
+    );
+    let new_ids = client
+        .redeliver(RedeliverRequest {
+            since_unix_ms: filter.since_unix_ms,
+            until_unix_ms: filter.until_unix_ms,
+            reason_contains: filter.reason_contains,
+            ..request
+        })
+        .await?;
+    let old_ids = if all_matching {
+        // hookd answers only the new ids; each new delivery names the dead
+        // letter it redelivers.
+        redelivery_sources(client, &tenant, &new_ids).await?
+    } else {
+        delivery_ids
+    };
+    if out.is_document() {
+        let pairs: Vec<_> = old_ids
+            .iter()
+            .zip(&new_ids)
+            .map(|(old, new)| json!({ "delivery_id": old, "redelivered_as": new }))
+            .collect();
+        return Ok(out.document(&json!({ "delivery_ids": new_ids, "redelivered": pairs }))?);
+    }
+    Ok(print(&redelivered(&old_ids, &new_ids))?)
 }
 
 fn dead_letter_filter(args: FilterArgs) -> DeadLetterFilter {
