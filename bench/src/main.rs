@@ -237,89 +237,107 @@ async fn run(command: Command) -> anyhow::Result<()> {
             hookd_log_filter,
             ready_timeout_secs,
             load,
-        } => {
-            if cfg!(debug_assertions) && !load.json {
-                eprintln!("note: this is a debug build of hookd-bench; build it with --release to measure");
-            }
-            let spec = load.plan_spec()?;
-            let opts = load.options(SocketAddr::from(([127, 0, 0, 1], 0)))?;
-            let run_secs = opts.duration.map_or(0, |d| d.as_secs());
-            let hookd_spec = servers::HookdSpec {
-                binary: hookd.unwrap_or_else(servers::default_hookd),
-                tenants: spec.tenants.clone(),
-                scheme: spec.scheme,
-                secret: spec.secret.clone(),
-                kid: spec.kid.clone(),
-                tolerance_secs: 300 + 4 * run_secs,
-                max_body_bytes: (1 << 20).max(2 * spec.body_size),
-                workers,
-                log_filter: hookd_log_filter,
-                ready_timeout: Duration::from_secs(ready_timeout_secs),
-            };
-            let hookd = servers::start_hookd(&hookd_spec).await?;
-            let bare = servers::start_bare(workers)?;
-            // Signed once both servers are up, so hookd's start does not age the timestamps.
-            let plan = Arc::new(Plan::build(&spec)?);
-            let bare_summary = measure(
-                "bare",
-                &plan,
-                &LoadOptions {
-                    addr: bare.addr,
-                    ..opts.clone()
-                },
-            )
-            .await;
-            bare.stop(Duration::from_secs(5));
-            let hookd_summary = measure(
-                "hookd",
-                &plan,
-                &LoadOptions {
-                    addr: hookd.addr,
-                    ..opts.clone()
-                },
-            )
-            .await;
-            hookd.stop(Duration::from_secs(30));
-            let comparison = Comparison::new(bare_summary, hookd_summary);
-            if load.json {
-                println!("{}", serde_json::to_string_pretty(&comparison)?);
-            } else {
-                print!("{}", comparison.text());
-            }
-            Ok(())
-        }
+        } => compare(hookd, workers, hookd_log_filter, ready_timeout_secs, load).await,
         Command::Tenants {
             counts,
             hookd,
             hookd_log_filter,
             ready_timeout_secs,
             load,
-        } => {
-            let spec = load.plan_spec()?;
-            let opts = load.options(SocketAddr::from(([127, 0, 0, 1], 0)))?;
-            let run_secs = opts.duration.map_or(0, |d| d.as_secs());
-            let hookd_spec = servers::HookdSpec {
-                binary: hookd.unwrap_or_else(servers::default_hookd),
-                tenants: Vec::new(),
-                scheme: spec.scheme,
-                secret: spec.secret.clone(),
-                kid: spec.kid.clone(),
-                tolerance_secs: 300 + 4 * run_secs,
-                max_body_bytes: (1 << 20).max(2 * spec.body_size),
-                workers: 0,
-                log_filter: hookd_log_filter,
-                ready_timeout: Duration::from_secs(ready_timeout_secs),
-            };
-            let rows = scale::run(&counts, &load.tenant_pattern, &hookd_spec, &spec, &opts).await?;
-            if load.json {
-                println!("{}", serde_json::to_string_pretty(&rows)?);
-            } else {
-                print!("{}", scale::text(&rows));
-            }
-            Ok(())
-        }
+        } => tenants(counts, hookd, hookd_log_filter, ready_timeout_secs, load).await,
         Command::BareServer { .. } => unreachable!("served without a tokio runtime"),
     }
+}
+
+/// `compare`: the bare server and hookd under the same load, side by side.
+async fn compare(
+    hookd: Option<PathBuf>,
+    workers: usize,
+    hookd_log_filter: String,
+    ready_timeout_secs: u64,
+    load: LoadArgs,
+) -> anyhow::Result<()> {
+    if cfg!(debug_assertions) && !load.json {
+        eprintln!("note: this is a debug build of hookd-bench; build it with --release to measure");
+    }
+    let spec = load.plan_spec()?;
+    let opts = load.options(SocketAddr::from(([127, 0, 0, 1], 0)))?;
+    let run_secs = opts.duration.map_or(0, |d| d.as_secs());
+    let hookd_spec = servers::HookdSpec {
+        binary: hookd.unwrap_or_else(servers::default_hookd),
+        tenants: spec.tenants.clone(),
+        scheme: spec.scheme,
+        secret: spec.secret.clone(),
+        kid: spec.kid.clone(),
+        tolerance_secs: 300 + 4 * run_secs,
+        max_body_bytes: (1 << 20).max(2 * spec.body_size),
+        workers,
+        log_filter: hookd_log_filter,
+        ready_timeout: Duration::from_secs(ready_timeout_secs),
+    };
+    let hookd = servers::start_hookd(&hookd_spec).await?;
+    let bare = servers::start_bare(workers)?;
+    // Signed once both servers are up, so hookd's start does not age the timestamps.
+    let plan = Arc::new(Plan::build(&spec)?);
+    let bare_summary = measure(
+        "bare",
+        &plan,
+        &LoadOptions {
+            addr: bare.addr,
+            ..opts.clone()
+        },
+    )
+    .await;
+    bare.stop(Duration::from_secs(5));
+    let hookd_summary = measure(
+        "hookd",
+        &plan,
+        &LoadOptions {
+            addr: hookd.addr,
+            ..opts.clone()
+        },
+    )
+    .await;
+    hookd.stop(Duration::from_secs(30));
+    let comparison = Comparison::new(bare_summary, hookd_summary);
+    if load.json {
+        println!("{}", serde_json::to_string_pretty(&comparison)?);
+    } else {
+        print!("{}", comparison.text());
+    }
+    Ok(())
+}
+
+/// `tenants`: hookd started with each tenant count in turn.
+async fn tenants(
+    counts: Vec<usize>,
+    hookd: Option<PathBuf>,
+    hookd_log_filter: String,
+    ready_timeout_secs: u64,
+    load: LoadArgs,
+) -> anyhow::Result<()> {
+    let spec = load.plan_spec()?;
+    let opts = load.options(SocketAddr::from(([127, 0, 0, 1], 0)))?;
+    let run_secs = opts.duration.map_or(0, |d| d.as_secs());
+    let hookd_spec = servers::HookdSpec {
+        binary: hookd.unwrap_or_else(servers::default_hookd),
+        tenants: Vec::new(),
+        scheme: spec.scheme,
+        secret: spec.secret.clone(),
+        kid: spec.kid.clone(),
+        tolerance_secs: 300 + 4 * run_secs,
+        max_body_bytes: (1 << 20).max(2 * spec.body_size),
+        workers: 0,
+        log_filter: hookd_log_filter,
+        ready_timeout: Duration::from_secs(ready_timeout_secs),
+    };
+    let rows = scale::run(&counts, &load.tenant_pattern, &hookd_spec, &spec, &opts).await?;
+    if load.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else {
+        print!("{}", scale::text(&rows));
+    }
+    Ok(())
 }
 
 /// The seed phase (when there are duplicates), then the timed phase.
