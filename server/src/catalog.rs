@@ -15,7 +15,7 @@
 //! created under a used id starts with no data of the one before.
 
 pub mod contracts;
-pub(crate) mod follow;
+pub(crate) mod known;
 mod record;
 mod sealed;
 mod tokens;
@@ -79,7 +79,7 @@ pub struct Catalog {
     config_tenants: Arc<HashSet<String>>,
     /// The rows of each stored tenant as this process last wrote or applied
     /// them, so the follower of other processes' changes skips its own.
-    known: follow::Known,
+    known: known::Known,
 }
 
 impl Catalog {
@@ -93,7 +93,7 @@ impl Catalog {
             store,
             key,
             config_tenants: Arc::new(config_tenants),
-            known: follow::Known::default(),
+            known: known::Known::default(),
         };
         catalog.migrate()?;
         for (id, _) in catalog.rows.scan(Table::Drops, "")? {
@@ -102,6 +102,16 @@ impl Catalog {
         catalog.sweep_tokens()?;
         catalog.store.flush()?;
         Ok(catalog)
+    }
+
+    /// The config file's tenant ids.
+    pub(crate) fn config_ids(&self) -> Arc<HashSet<String>> {
+        self.config_tenants.clone()
+    }
+
+    /// The rows this process last wrote or applied, by tenant.
+    pub(crate) fn known(&self) -> &known::Known {
+        &self.known
     }
 
     /// Rewrites rows of an older format: sealed secrets without their
@@ -201,7 +211,7 @@ impl Catalog {
             self.drop_data(id)?;
         }
         let (record, sealed) = (record.encode(), sealed::seal(&self.key, id, secrets));
-        let print = follow::fingerprint(&record, Some(&sealed));
+        let print = known::fingerprint(&record, Some(&sealed));
         self.rows.apply(&[
             RowChange::Put(Table::Tenants, id.to_owned(), record),
             RowChange::Put(Table::Secrets, id.to_owned(), sealed),

@@ -14,11 +14,14 @@ use opentelemetry_sdk::trace::SdkTracerProvider;
 
 use self::serve::{Serving, Tls};
 
+mod follow;
 mod serve;
+
+use self::follow::Follower;
 
 use crate::{
     admin::Backend,
-    catalog::{effective_config, follow::Follower, Catalog},
+    catalog::{effective_config, Catalog},
     clock::SharedClock,
     config::{parse_addr, Config, StorageBackend, TenantSettings},
     egress::AddressPolicy,

@@ -9,10 +9,12 @@ use std::{
 use actix_web::{dev::ServerHandle, middleware::from_fn, App, HttpServer};
 use tokio::sync::oneshot;
 
-use super::{start_tenants, Listeners, Runtime, Started};
+use super::{
+    follow::{follow, Follower},
+    start_tenants, Listeners, Runtime, Started,
+};
 use crate::{
     admin::Backend,
-    catalog::follow::{follow, Follower},
     config::{Config, StorageBackend, TenantSettings},
     dashboard,
     error::{Error, Result},

@@ -8,31 +8,21 @@
 
 use std::{
     collections::{HashMap, HashSet},
-    hash::{DefaultHasher, Hash, Hasher},
-    sync::{Arc, Mutex},
+    sync::Arc,
     time::Duration,
 };
 
-use super::Catalog;
+use super::{start_stored, stored_settings};
 use crate::{
+    catalog::{
+        known::{fingerprint, Fingerprint},
+        Catalog,
+    },
     egress::AddressPolicy,
     error::Result,
-    run::{start_stored, stored_settings},
     store::api::{CatalogRows, Table},
     tenant::Registry,
 };
-
-/// A stored tenant's record and secrets, as hashes of their rows.
-pub(crate) type Fingerprint = (u64, u64);
-
-/// Each stored tenant's rows as this process last wrote or applied them;
-/// shared by the [`Catalog`] (its own writes) and the [`Follower`].
-pub(crate) type Known = Arc<Mutex<HashMap<String, Fingerprint>>>;
-
-/// The fingerprint of a tenant's record row and sealed secrets row.
-pub(crate) fn fingerprint(record: &[u8], secrets: Option<&[u8]>) -> Fingerprint {
-    (hash(Some(record)), hash(secrets))
-}
 
 /// What a follower needs to start stored tenants, and what it saw last.
 pub(crate) struct Follower {
@@ -43,12 +33,6 @@ pub(crate) struct Follower {
     body_cap: usize,
     address_policy: Arc<AddressPolicy>,
     version: u64,
-}
-
-fn hash(bytes: Option<&[u8]>) -> u64 {
-    let mut hasher = DefaultHasher::new();
-    bytes.hash(&mut hasher);
-    hasher.finish()
 }
 
 impl Follower {
@@ -62,7 +46,7 @@ impl Follower {
         let store = registry.store().clone();
         let follower = Follower {
             rows: store.catalog_rows()?,
-            config_ids: catalog.config_tenants.clone(),
+            config_ids: catalog.config_ids(),
             registry,
             catalog,
             body_cap,
@@ -70,7 +54,7 @@ impl Follower {
             version: store.catalog_version()?,
         };
         let now = follower.fingerprints()?;
-        *follower.catalog.known.lock().expect("known lock") = now;
+        *follower.catalog.known().lock().expect("known lock") = now;
         Ok(follower)
     }
 
@@ -96,7 +80,7 @@ impl Follower {
             return Ok(());
         }
         let now = self.fingerprints()?;
-        let seen = self.catalog.known.lock().expect("known lock").clone();
+        let seen = self.catalog.known().lock().expect("known lock").clone();
         for id in seen.keys().filter(|id| !now.contains_key(*id)) {
             if self.registry.remove(id) {
                 tracing::info!(tenant = %id, "tenant deleted on another replica: stopped here");
@@ -131,7 +115,7 @@ impl Follower {
                 }
             }
         }
-        *self.catalog.known.lock().expect("known lock") = now;
+        *self.catalog.known().lock().expect("known lock") = now;
         self.version = version;
         Ok(())
     }

@@ -1,0 +1,27 @@
+//! Each stored tenant's rows as this process last wrote or applied them,
+//! as hashes: the catalog records its own writes here, and the follower
+//! of other processes' changes ([`crate::run`]) compares against it.
+
+use std::{
+    collections::HashMap,
+    hash::{DefaultHasher, Hash, Hasher},
+    sync::{Arc, Mutex},
+};
+
+/// A stored tenant's record and secrets, as hashes of their rows.
+pub(crate) type Fingerprint = (u64, u64);
+
+/// Each stored tenant's rows as this process last wrote or applied them;
+/// shared by the [`super::Catalog`] (its own writes) and the follower.
+pub(crate) type Known = Arc<Mutex<HashMap<String, Fingerprint>>>;
+
+/// The fingerprint of a tenant's record row and sealed secrets row.
+pub(crate) fn fingerprint(record: &[u8], secrets: Option<&[u8]>) -> Fingerprint {
+    (hash(Some(record)), hash(secrets))
+}
+
+fn hash(bytes: Option<&[u8]>) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    bytes.hash(&mut hasher);
+    hasher.finish()
+}
