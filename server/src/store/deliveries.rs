@@ -133,6 +133,72 @@ pub fn record_attempt(
     Ok(counted(trees, result))
 }
 
+/// What recording an attempt writes besides the attempt itself, the same
+/// on every engine: the delivery's new state and, by outcome, its new
+/// queue key (a retry), its dead letter (key and record) or its key in the
+/// delivered index.
+pub(crate) struct Settled {
+    /// The delivery's state after the attempt.
+    pub(crate) state: DeliveryState,
+    /// A retry's queue entry.
+    pub(crate) requeue: Option<[u8; 16]>,
+    /// A dead letter's index key and record.
+    pub(crate) dead: Option<(Vec<u8>, DeadLetter)>,
+    /// A delivered event's key in the retention index.
+    pub(crate) done: Option<Vec<u8>>,
+}
+
+/// The consequence of `attempt` leading to `next` for a delivery in `state`.
+pub(crate) fn settled(
+    mut state: DeliveryState,
+    delivery_id: &DeliveryId,
+    attempt: &AttemptRecord,
+    next: &Next,
+    retry_seq: u64,
+    now_ms: i64,
+) -> Settled {
+    state.attempts = state.attempts.max(attempt.attempt);
+    state.last_status = attempt.status_code;
+    state.last_error = attempt.error.clone();
+    state.next_attempt_at_ms = None;
+    state.queue_key = None;
+    let (mut requeue, mut dead, mut done) = (None, None, None);
+    match next {
+        Next::Delivered => {
+            state.status = DeliveryStatus::Delivered;
+            state.finished_at_ms = Some(now_ms);
+            done = Some(time_key(now_ms, delivery_id));
+        }
+        Next::Retry { due_ms } => {
+            let key = queue_key(*due_ms, retry_seq);
+            state.status = DeliveryStatus::Pending;
+            state.next_attempt_at_ms = Some(*due_ms);
+            state.queue_key = Some(hex::encode(key));
+            requeue = Some(key);
+        }
+        Next::Dead { reason } => {
+            state.status = DeliveryStatus::Dead;
+            state.finished_at_ms = Some(now_ms);
+            state.last_error = Some(reason.clone());
+            let letter = DeadLetter {
+                delivery_id: delivery_id.clone(),
+                event_id: state.event_id.clone(),
+                reason: reason.clone(),
+                dead_at_ms: now_ms,
+                attempts: state.attempts,
+                last_status: attempt.status_code,
+            };
+            dead = Some((time_key(now_ms, delivery_id), letter));
+        }
+    }
+    Settled {
+        state,
+        requeue,
+        dead,
+        done,
+    }
+}
+
 /// The result of one attempt, as [`settle`] applies it.
 struct Outcome<'a> {
     attempt: &'a AttemptRecord,
@@ -156,7 +222,7 @@ struct Settle<'a> {
 /// [`claim`] just confirmed holds `queue_entry`.
 fn settle(
     trees: &Settle<'_>,
-    mut state: DeliveryState,
+    state: DeliveryState,
     queue_entry: &[u8],
     delivery_id: &DeliveryId,
     outcome: &Outcome<'_>,
@@ -168,50 +234,26 @@ fn settle(
         now_ms,
     } = *outcome;
     let id = delivery_id.as_str();
-    state.attempts = state.attempts.max(attempt.attempt);
-    state.last_status = attempt.status_code;
-    state.last_error = attempt.error.clone();
-    state.next_attempt_at_ms = None;
-    state.queue_key = None;
+    let done = settled(state, delivery_id, attempt, next, retry_seq, now_ms);
     trees.tally.queue_removed(trees.queue.remove(queue_entry)?);
-    match next {
-        Next::Delivered => {
-            state.status = DeliveryStatus::Delivered;
-            state.finished_at_ms = Some(now_ms);
-            trees.done.insert(time_key(now_ms, delivery_id), &[])?;
-        }
-        Next::Retry { due_ms } => {
-            let key = queue_key(*due_ms, retry_seq);
-            state.status = DeliveryStatus::Pending;
-            state.next_attempt_at_ms = Some(*due_ms);
-            state.queue_key = Some(hex::encode(key));
-            trees
-                .tally
-                .queue_inserted(trees.queue.insert(&key[..], id)?);
-        }
-        Next::Dead { reason } => {
-            state.status = DeliveryStatus::Dead;
-            state.finished_at_ms = Some(now_ms);
-            state.last_error = Some(reason.clone());
-            let letter = DeadLetter {
-                delivery_id: delivery_id.clone(),
-                event_id: state.event_id.clone(),
-                reason: reason.clone(),
-                dead_at_ms: now_ms,
-                attempts: state.attempts,
-                last_status: attempt.status_code,
-            };
-            let old = trees
-                .dead
-                .insert(time_key(now_ms, delivery_id), encode(&letter))?;
-            trees.tally.dead_inserted(old);
-        }
+    if let Some(key) = done.requeue {
+        trees
+            .tally
+            .queue_inserted(trees.queue.insert(&key[..], id)?);
     }
-    trees.states.insert(id, encode(&state))?;
+    if let Some((key, letter)) = &done.dead {
+        trees
+            .tally
+            .dead_inserted(trees.dead.insert(key, encode(letter))?);
+    }
+    if let Some(key) = &done.done {
+        trees.done.insert(key, &[])?;
+    }
+    trees.states.insert(id, encode(&done.state))?;
     trees
         .attempts
         .insert(attempt_key(delivery_id, attempt.attempt), encode(attempt))?;
-    Ok(state)
+    Ok(done.state)
 }
 
 /// The compare half of every queue compare-and-set, inside the

@@ -21,7 +21,7 @@ use crate::{
     ids::{DeliveryId, EventId, RequestId, TenantId},
     store::{
         api::{DeadKey, PullRequest, QueueCounts, QueueKey, SweepRequest, TenantData},
-        deliveries::{Next, Swept},
+        deliveries::{settled, Next, Swept},
         records::{
             decode, encode, queue_key, queue_key_due_ms, time_key, AttemptRecord, DeadLetter,
             DeliveryState, DeliveryStatus, EventMeta, IdempotencyRecord, StoredEvent,
@@ -183,7 +183,7 @@ pub(super) struct Outcome<'a> {
 pub(super) async fn settle(
     tx: &impl GenericClient,
     tenant: &str,
-    mut state: DeliveryState,
+    state: DeliveryState,
     entry: &[u8],
     delivery_id: &DeliveryId,
     outcome: &Outcome<'_>,
@@ -195,51 +195,29 @@ pub(super) async fn settle(
         now_ms,
     } = *outcome;
     let id = delivery_id.as_str();
-    state.attempts = state.attempts.max(attempt.attempt);
-    state.last_status = attempt.status_code;
-    state.last_error = attempt.error.clone();
-    state.next_attempt_at_ms = None;
-    state.queue_key = None;
+    let done = settled(state, delivery_id, attempt, next, retry_seq, now_ms);
     delete_queue(tx, tenant, entry).await?;
-    match next {
-        Next::Delivered => {
-            state.status = DeliveryStatus::Delivered;
-            state.finished_at_ms = Some(now_ms);
-            tx.execute(
-                "INSERT INTO hookd_done (tenant, dkey) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-                &[&tenant, &time_key(now_ms, delivery_id)],
-            )
-            .await
-            .map_err(pg)?;
-        }
-        Next::Retry { due_ms } => {
-            let key = queue_key(*due_ms, retry_seq);
-            state.status = DeliveryStatus::Pending;
-            state.next_attempt_at_ms = Some(*due_ms);
-            state.queue_key = Some(hex::encode(key));
-            insert_queue(tx, tenant, &key, id).await?;
-        }
-        Next::Dead { reason } => {
-            state.status = DeliveryStatus::Dead;
-            state.finished_at_ms = Some(now_ms);
-            state.last_error = Some(reason.clone());
-            let letter = DeadLetter {
-                delivery_id: delivery_id.clone(),
-                event_id: state.event_id.clone(),
-                reason: reason.clone(),
-                dead_at_ms: now_ms,
-                attempts: state.attempts,
-                last_status: attempt.status_code,
-            };
-            tx.execute(
-                "INSERT INTO hookd_dead (tenant, dkey, letter) VALUES ($1, $2, $3) \
-                 ON CONFLICT (tenant, dkey) DO UPDATE SET letter = EXCLUDED.letter",
-                &[&tenant, &time_key(now_ms, delivery_id), &encode(&letter)],
-            )
-            .await
-            .map_err(pg)?;
-        }
+    if let Some(key) = done.requeue {
+        insert_queue(tx, tenant, &key, id).await?;
     }
+    if let Some((key, letter)) = &done.dead {
+        tx.execute(
+            "INSERT INTO hookd_dead (tenant, dkey, letter) VALUES ($1, $2, $3) \
+             ON CONFLICT (tenant, dkey) DO UPDATE SET letter = EXCLUDED.letter",
+            &[&tenant, key, &encode(letter)],
+        )
+        .await
+        .map_err(pg)?;
+    }
+    if let Some(key) = &done.done {
+        tx.execute(
+            "INSERT INTO hookd_done (tenant, dkey) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+            &[&tenant, key],
+        )
+        .await
+        .map_err(pg)?;
+    }
+    let state = done.state;
     put_state(tx, tenant, id, &state).await?;
     tx.execute(
         "INSERT INTO hookd_attempts (tenant, delivery_id, attempt, record) VALUES ($1, $2, $3, $4) \
