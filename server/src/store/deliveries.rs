@@ -8,6 +8,7 @@ use sled::{
     Transactional,
 };
 
+pub(crate) use consumer::unacknowledged;
 pub use consumer::{ack, nack, pull};
 
 use super::{

@@ -116,6 +116,19 @@ fn expire(
     delivery_id: &DeliveryId,
     now_ms: i64,
 ) -> super::TxResult<()> {
+    let (attempt, next) = unacknowledged(&state, now_ms);
+    let outcome = Outcome {
+        attempt: &attempt,
+        next: &next,
+        retry_seq: 0,
+        now_ms,
+    };
+    settle(trees, state, key, delivery_id, &outcome).map(drop)
+}
+
+/// The attempt and outcome that dead-letter a pulled delivery never
+/// acknowledged within the retry window (the same on every engine).
+pub(crate) fn unacknowledged(state: &DeliveryState, now_ms: i64) -> (AttemptRecord, Next) {
     let attempt = AttemptRecord {
         attempt: state.attempts,
         started_at_ms: now_ms,
@@ -132,13 +145,7 @@ fn expire(
             state.attempts
         ),
     };
-    let outcome = Outcome {
-        attempt: &attempt,
-        next: &next,
-        retry_seq: 0,
-        now_ms,
-    };
-    settle(trees, state, key, delivery_id, &outcome).map(drop)
+    (attempt, next)
 }
 
 /// Marks pending deliveries delivered; returns how many were pending. An

@@ -14,13 +14,11 @@ use super::{
 };
 use crate::{
     error::{Error, Result},
-    ids::{DeliveryId, RequestId},
+    ids::DeliveryId,
     store::{
         api::PullRequest,
-        deliveries::Next,
-        records::{
-            queue_key, queue_key_due_ms, time_key, AttemptRecord, DeliveryStatus, StoredEvent,
-        },
+        deliveries::unacknowledged,
+        records::{queue_key, queue_key_due_ms, time_key, DeliveryStatus, StoredEvent},
     },
 };
 
@@ -83,22 +81,7 @@ pub(super) async fn pull(
                 continue;
             };
             if now_ms - state.received_at_ms > window_ms {
-                let attempt = AttemptRecord {
-                    attempt: state.attempts,
-                    started_at_ms: now_ms,
-                    duration_ms: 0,
-                    status_code: None,
-                    error: Some("not acknowledged by a consumer".into()),
-                    response_body: Vec::new(),
-                    next_retry_at_ms: None,
-                    request_id: RequestId::generate(),
-                };
-                let next = Next::Dead {
-                    reason: format!(
-                        "not acknowledged within the retry window after {} pulls",
-                        state.attempts
-                    ),
-                };
+                let (attempt, next) = unacknowledged(&state, now_ms);
                 let outcome = Outcome {
                     attempt: &attempt,
                     next: &next,
