@@ -14,6 +14,7 @@ use opentelemetry_sdk::trace::SdkTracerProvider;
 
 use self::serve::{Serving, Tls};
 
+mod background;
 mod follow;
 mod serve;
 

@@ -163,6 +163,8 @@ pub const RETENTION_SECS: Count = count(1, 3_650 * DAY);
 pub const SWEEP_INTERVAL_SECS: Real = positive(DAY as f64);
 /// `retention.sweep_batch`.
 pub const SWEEP_BATCH: Count = count(1, 1_000_000);
+/// `limits.tenant_idle_secs`: longer than any request may take.
+pub const TENANT_IDLE_SECS: Count = count(60, DAY);
 
 /// A `usize` setting as a [`Count`] check.
 pub fn check_usize(bound: Count, key: &str, value: usize) -> Result<(), String> {

@@ -213,6 +213,10 @@ pub struct RetentionConfig {
 pub struct LimitsConfig {
     /// Largest `max_body_bytes` any tenant may have (file or control plane).
     pub tenant_max_body_bytes: usize,
+    /// Seconds without a delivery after which a tenant's actor (with its
+    /// replay cache and rate limiter) is stopped; it starts again on the
+    /// next delivery.
+    pub tenant_idle_secs: u64,
 }
 
 /// Forwarding settings that are not per tenant.
@@ -371,7 +375,8 @@ impl Config {
             bounds::TENANT_BODY_CAP,
             "limits.tenant_max_body_bytes",
             self.limits.tenant_max_body_bytes,
-        )
+        )?;
+        bounds::TENANT_IDLE_SECS.check("limits.tenant_idle_secs", self.limits.tenant_idle_secs)
     }
 }
 

@@ -131,7 +131,7 @@ async fn accept(
         .await
         .map_err(|_| limits.timed_out())??;
     handle
-        .addr
+        .actor()
         .send(Ingest {
             request_id: request_id.clone(),
             headers: req.headers().clone(),

@@ -9,19 +9,15 @@ use std::{
 use actix_web::{dev::ServerHandle, middleware::from_fn, App, HttpServer};
 use tokio::sync::oneshot;
 
-use super::{
-    follow::{follow, Follower},
-    start_tenants, Listeners, Runtime, Started,
-};
+use super::{background::Background, follow::Follower, start_tenants, Listeners, Runtime, Started};
 use crate::{
     admin::Backend,
-    config::{Config, StorageBackend, TenantSettings},
+    config::{Config, TenantSettings},
     dashboard,
     error::{Error, Result},
     feed::DeliveryFeed,
     ingress::{self, AppState},
     store::api::{blocking, Shared},
-    sweeper,
     telemetry::Telemetry,
     tenant::Registry,
     tls::{self, ListenerTls},
@@ -133,14 +129,7 @@ pub(crate) async fn serve(serving: Serving) -> Result<()> {
         http_handle,
         [metrics_handle, dashboard_handle],
     ));
-    let sweeper = actix_rt::spawn(sweeper::run(registry.clone(), config.retention.clone()));
-    // Tenants created, changed or deleted by other replicas sharing the store.
-    let follower = (config.storage.backend == StorageBackend::Postgres).then(|| {
-        actix_rt::spawn(follow(
-            follower,
-            Duration::from_millis(config.storage.postgres.catalog_poll_ms),
-        ))
-    });
+    let background = Background::start(&config, &registry, follower);
     runtime.report_ready(Started {
         registry: registry.clone(),
         certs,
@@ -151,14 +140,9 @@ pub(crate) async fn serve(serving: Serving) -> Result<()> {
         let _ = task.await;
     }
 
-    // The sweeper holds the registry, so storage: it must be gone before
-    // [`crate::run`] waits for the committer.
-    sweeper.abort();
-    let _ = sweeper.await;
-    if let Some(follower) = follower {
-        follower.abort();
-        let _ = follower.await;
-    }
+    // The background tasks hold the registry, so storage: they must be gone
+    // before [`crate::run`] waits for the committer.
+    background.stop().await;
     let _ = grpc_stop_tx.send(());
     let _ = grpc_thread.join();
     stop_arbiters(arbiters);

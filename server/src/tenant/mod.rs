@@ -4,6 +4,7 @@
 mod actor;
 pub mod messages;
 mod registry;
+mod slot;
 mod validate;
 
 pub use actor::TenantActor;

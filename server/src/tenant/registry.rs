@@ -7,11 +7,14 @@ use std::{
     time::Duration,
 };
 
-use actix::{Addr, ArbiterHandle, Supervisor};
+use actix::{Addr, ArbiterHandle};
 use futures_util::future::{AbortHandle, Abortable};
 use tokio::sync::Notify;
 
-use super::{actor::TenantActor, messages::Reconfigure};
+use super::{
+    actor::TenantActor,
+    slot::{ActorParts, ActorSlot},
+};
 use crate::{
     catalog::contracts::ContractStore,
     clock::SharedClock,
@@ -32,8 +35,8 @@ const DEFAULT_LEASE: Duration = Duration::from_secs(15);
 /// What the ingress and the control plane need of one tenant.
 #[derive(Clone)]
 pub struct TenantHandle {
-    /// The tenant's actor.
-    pub addr: Addr<TenantActor>,
+    /// The tenant's actor, started on its first delivery.
+    actor: Arc<ActorSlot>,
     /// Its validated settings.
     pub settings: Arc<TenantSettings>,
     /// Its data in storage.
@@ -126,16 +129,16 @@ impl Registry {
         let contracts = self.contracts.slot(&settings.id);
         contracts.store(self.compiled_contracts(&settings));
         let senders = self.telemetry.metrics().senders().label(metrics.label());
-        let actor = TenantActor::new(
-            settings.clone(),
-            data.clone(),
-            self.clock.clone(),
-            wake.clone(),
-            self.events.clone(),
-            self.telemetry.spans().clone(),
-        )
-        .with_contracts(contracts, senders);
-        let addr = Supervisor::start_in_arbiter(arbiter, |_| actor);
+        let parts = ActorParts {
+            data: data.clone(),
+            clock: self.clock.clone(),
+            wake: wake.clone(),
+            events: self.events.clone(),
+            spans: self.telemetry.spans().clone(),
+            contracts,
+            senders,
+        };
+        let actor = Arc::new(ActorSlot::new(arbiter.clone(), settings.clone(), parts));
         let dispatcher = match &settings.forward {
             Some(forward) => {
                 let dispatcher = Dispatcher::new(DispatcherParts {
@@ -163,7 +166,7 @@ impl Registry {
             None => None,
         };
         let handle = TenantHandle {
-            addr,
+            actor,
             settings: settings.clone(),
             data,
             wake,
@@ -211,7 +214,7 @@ impl Registry {
         let handle = tenants
             .get_mut(settings.id.as_str())
             .ok_or_else(|| Error::NotFound(format!("tenant {}", settings.id)))?;
-        handle.addr.do_send(Reconfigure(settings.clone()));
+        handle.actor.reconfigure(settings.clone());
         handle.settings = settings;
         Ok(())
     }
@@ -299,13 +302,40 @@ impl Registry {
         self.tenants.read().expect("registry lock").get(id).cloned()
     }
 
-    /// True when every tenant's actor is alive.
+    /// True when no started tenant actor is dead (one waiting for its
+    /// tenant's first delivery is fine).
     pub fn all_running(&self) -> bool {
         self.tenants
             .read()
             .expect("registry lock")
             .values()
-            .all(|h| h.addr.connected())
+            .all(|h| h.actor.healthy())
+    }
+
+    /// Stops the actors of tenants quiet for `idle_ms` by the registry's
+    /// clock; they start again on their next delivery. Returns how many
+    /// stopped.
+    pub fn stop_idle_actors(&self, idle_ms: i64) -> usize {
+        let now_ms = self.clock.now_ms();
+        let handles = self.handles();
+        let stopped = handles
+            .iter()
+            .filter(|h| h.actor.stop_if_idle(now_ms, idle_ms))
+            .count();
+        if stopped > 0 {
+            tracing::debug!(stopped, "idle tenant actors stopped");
+        }
+        stopped
+    }
+
+    /// How many tenant actors run now.
+    pub fn running_actors(&self) -> usize {
+        self.tenants
+            .read()
+            .expect("registry lock")
+            .values()
+            .filter(|h| h.actor.is_running())
+            .count()
     }
 
     /// Queues a dead letter again as a new delivery of the same event and
@@ -371,6 +401,11 @@ impl Registry {
 }
 
 impl TenantHandle {
+    /// The tenant's actor, started now if it was not running.
+    pub fn actor(&self) -> Addr<TenantActor> {
+        self.actor.actor()
+    }
+
     /// Stops the dispatcher; the actor stops when its last address is dropped.
     fn stop(&self) {
         if let Some(abort) = &self.dispatcher {

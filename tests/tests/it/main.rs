@@ -14,6 +14,7 @@ mod event_ids;
 mod faults;
 mod forward;
 mod harness;
+mod idle;
 mod ingest;
 mod limits;
 mod messages;
