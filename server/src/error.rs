@@ -247,66 +247,8 @@ impl From<&IngestError> for ApiError {
             IngestError::Verify {
                 error,
                 tolerance_secs,
-            } => {
-                let err = ApiError::new(ErrorCode::from(error), message);
-                match error {
-                    VerifyError::MissingSignature { header } => err.detail("header", *header),
-                    VerifyError::StaleTimestamp { age_secs } => err
-                        .detail("age_secs", *age_secs)
-                        .detail("tolerance_secs", *tolerance_secs),
-                    VerifyError::FutureTimestamp { ahead_secs } => err
-                        .detail("ahead_secs", *ahead_secs)
-                        .detail("tolerance_secs", *tolerance_secs),
-                    VerifyError::InvalidSignatureFormat { .. }
-                    | VerifyError::InvalidTimestamp
-                    | VerifyError::BadSignature => err,
-                }
-            }
-            IngestError::Body(body) => match body {
-                BodyError::NotAnObject | BodyError::NotJson(_) => {
-                    ApiError::new(ErrorCode::InvalidJson, message)
-                }
-                BodyError::MissingField(field) => {
-                    ApiError::new(ErrorCode::MissingRequiredField, message)
-                        .detail("field", field.as_str())
-                }
-                BodyError::InvalidField { field, expected } => {
-                    ApiError::new(ErrorCode::InvalidField, message)
-                        .detail("field", field.as_str())
-                        .detail("expected", *expected)
-                }
-                BodyError::ContractViolation {
-                    event_type,
-                    version,
-                    violations,
-                    total,
-                } => ApiError::new(ErrorCode::ContractViolation, message)
-                    .detail("event_type", event_type.as_str())
-                    .detail("version", version.as_deref())
-                    .detail(
-                        "violations",
-                        violations
-                            .iter()
-                            .map(|v| {
-                                json!({"pointer": v.pointer, "keyword": v.keyword, "expected": v.expected})
-                            })
-                            .collect::<Vec<_>>(),
-                    )
-                    .detail("violations_total", *total),
-                BodyError::UnknownEventType {
-                    field,
-                    event_type,
-                    version,
-                } => ApiError::new(ErrorCode::UnknownEventType, message)
-                    .detail("field", field.as_str())
-                    .detail("event_type", event_type.as_deref())
-                    .detail("version", version.as_deref()),
-                BodyError::InvalidEventId { field, max_bytes } => {
-                    ApiError::new(ErrorCode::InvalidEventId, message)
-                        .detail("field", field.as_str())
-                        .detail("max_bytes", *max_bytes)
-                }
-            },
+            } => verify_refusal(error, *tolerance_secs, message),
+            IngestError::Body(body) => body_refusal(body, message),
             IngestError::RateLimited { retry_after_secs } => {
                 ApiError::new(ErrorCode::RateLimited, message)
                     .detail("retry_after_secs", *retry_after_secs)
@@ -323,6 +265,68 @@ impl From<&IngestError> for ApiError {
             IngestError::TenantNotRunning => {
                 ApiError::new(ErrorCode::InternalError, message).retry_after(5)
             }
+        }
+    }
+}
+
+/// A signature that did not verify, with what the sender can check.
+fn verify_refusal(error: &VerifyError, tolerance_secs: u64, message: String) -> ApiError {
+    let err = ApiError::new(ErrorCode::from(error), message);
+    match error {
+        VerifyError::MissingSignature { header } => err.detail("header", *header),
+        VerifyError::StaleTimestamp { age_secs } => err
+            .detail("age_secs", *age_secs)
+            .detail("tolerance_secs", tolerance_secs),
+        VerifyError::FutureTimestamp { ahead_secs } => err
+            .detail("ahead_secs", *ahead_secs)
+            .detail("tolerance_secs", tolerance_secs),
+        VerifyError::InvalidSignatureFormat { .. }
+        | VerifyError::InvalidTimestamp
+        | VerifyError::BadSignature => err,
+    }
+}
+
+/// A signed body whose content was refused, naming what was wrong.
+fn body_refusal(body: &BodyError, message: String) -> ApiError {
+    match body {
+        BodyError::NotAnObject | BodyError::NotJson(_) => {
+            ApiError::new(ErrorCode::InvalidJson, message)
+        }
+        BodyError::MissingField(field) => ApiError::new(ErrorCode::MissingRequiredField, message)
+            .detail("field", field.as_str()),
+        BodyError::InvalidField { field, expected } => {
+            ApiError::new(ErrorCode::InvalidField, message)
+                .detail("field", field.as_str())
+                .detail("expected", *expected)
+        }
+        BodyError::ContractViolation {
+            event_type,
+            version,
+            violations,
+            total,
+        } => ApiError::new(ErrorCode::ContractViolation, message)
+            .detail("event_type", event_type.as_str())
+            .detail("version", version.as_deref())
+            .detail(
+                "violations",
+                violations
+                    .iter()
+                    .map(|v| json!({"pointer": v.pointer, "keyword": v.keyword, "expected": v.expected}))
+                    .collect::<Vec<_>>(),
+            )
+            .detail("violations_total", *total),
+        BodyError::UnknownEventType {
+            field,
+            event_type,
+            version,
+        } => ApiError::new(ErrorCode::UnknownEventType, message)
+            .detail("field", field.as_str())
+            .detail("event_type", event_type.as_deref())
+            .detail("version", version.as_deref()),
+        BodyError::InvalidEventId { field, max_bytes } => {
+            ApiError::new(ErrorCode::InvalidEventId, message)
+                .detail("field", field.as_str())
+                .detail("max_bytes", *max_bytes)
         }
     }
 }

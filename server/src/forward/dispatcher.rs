@@ -24,7 +24,7 @@ use crate::{
     error::Result,
     feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
     ids::{DeliveryId, RequestId, TenantId},
-    metrics::{BreakerGauge, ForwardOutcome, TenantMetrics},
+    metrics::{BreakerGauge, TenantMetrics},
     rate_limit::TokenBucket,
     store::{
         api::{blocking, Shared, Tenant},
@@ -390,15 +390,15 @@ impl Dispatcher {
             now,
         } = outcome;
         let attempt = result.record.attempt;
-        let (outcome, error) = match &next {
-            Next::Delivered => (ForwardOutcome::Delivered, None),
-            Next::Retry { .. } => (ForwardOutcome::Retry, Some(result.error.as_str())),
-            Next::Dead { reason } => (ForwardOutcome::Dead, Some(reason.as_str())),
+        let error = match &next {
+            Next::Delivered => None,
+            Next::Retry { .. } => Some(result.error.as_str()),
+            Next::Dead { reason } => Some(reason.as_str()),
         };
         self.metrics
-            .forwarded(outcome, result.elapsed, spans::sampled_trace_id(&trace));
+            .forwarded(&next, result.elapsed, spans::sampled_trace_id(&trace));
         ForwardRecord {
-            outcome,
+            outcome: &next,
             status_code: result.record.status_code,
             duration_ms: result.record.duration_ms,
             error,
@@ -407,25 +407,20 @@ impl Dispatcher {
         .end(&trace);
         let trace_id = spans::trace_id(&trace);
         let attempt_request_id = &result.record.request_id;
-        let (kind, reason) = match &next {
+        match &next {
             Next::Delivered => {
                 tracing::info!(tenant = %self.tenant, event_id = %state.event_id, delivery_id = %delivery_id, request_id = %request_id, trace_id = %trace_id, attempt, attempt_request_id = %attempt_request_id, status = ?result.record.status_code, "forward delivered");
-                (DeliveryEventKind::Delivered, None)
             }
             Next::Retry { due_ms } => {
                 tracing::warn!(tenant = %self.tenant, event_id = %state.event_id, delivery_id = %delivery_id, request_id = %request_id, trace_id = %trace_id, attempt, attempt_request_id = %attempt_request_id, reason = %result.error, retry_in_ms = due_ms - now, "forward failed; retry scheduled");
-                (
-                    DeliveryEventKind::RetryScheduled,
-                    Some(result.error.clone()),
-                )
             }
             Next::Dead { reason } => {
                 tracing::warn!(tenant = %self.tenant, event_id = %state.event_id, delivery_id = %delivery_id, request_id = %request_id, trace_id = %trace_id, attempt, attempt_request_id = %attempt_request_id, reason = %reason, "delivery dead-lettered");
-                (DeliveryEventKind::DeadLettered, Some(reason.clone()))
             }
-        };
+        }
+        let reason = error.map(str::to_owned);
         self.events.publish(DeliveryEvent {
-            kind,
+            kind: DeliveryEventKind::from(&next),
             tenant: self.tenant.clone(),
             delivery_id,
             event_id: state.event_id,

@@ -28,7 +28,7 @@ pub use readings::{read_storage, StorageReadings, TenantSource};
 pub use scrape::{scrape, Format};
 pub use senders::{SenderMetrics, Senders, TypeOutcome, SKEW_BUCKETS_SECS};
 
-use crate::{config::MetricsConfig, error::ErrorCode, ids::TenantId};
+use crate::{config::MetricsConfig, error::ErrorCode, ids::TenantId, store::deliveries::Next};
 
 /// The label every tenant past the cap, and every unknown tenant id, shares.
 pub const OTHER_TENANT: &str = "other";
@@ -96,35 +96,6 @@ impl IngestResult {
     }
 }
 
-/// What a forward attempt led to, the `outcome` label of
-/// `hookd_forward_attempts_total`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ForwardOutcome {
-    /// The destination took it.
-    Delivered,
-    /// Failed; another attempt is scheduled.
-    Retry,
-    /// Failed for good: dead-lettered.
-    Dead,
-}
-
-impl ForwardOutcome {
-    const ALL: [ForwardOutcome; 3] = [
-        ForwardOutcome::Delivered,
-        ForwardOutcome::Retry,
-        ForwardOutcome::Dead,
-    ];
-
-    /// The label value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ForwardOutcome::Delivered => "delivered",
-            ForwardOutcome::Retry => "retry",
-            ForwardOutcome::Dead => "dead",
-        }
-    }
-}
-
 /// The families hookd updates as things happen, registered once.
 struct Families {
     accepted: Family<Labels, Counter>,
@@ -142,7 +113,7 @@ pub struct TenantMetrics {
     accepted: Counter,
     duplicates: Counter,
     rejected: [Counter; ErrorCode::ALL.len()],
-    forwards: [Counter; ForwardOutcome::ALL.len()],
+    forwards: [Counter; Next::LABELS.len()],
     forward_latency: Latency,
     breakers_open: Gauge,
 }
@@ -164,10 +135,10 @@ impl TenantMetrics {
                     .rejected
                     .get_or_create_owned(&with("code", code.as_str()))
             }),
-            forwards: ForwardOutcome::ALL.map(|outcome| {
+            forwards: Next::LABELS.map(|outcome| {
                 families
                     .forwards
-                    .get_or_create_owned(&with("outcome", outcome.as_str()))
+                    .get_or_create_owned(&with("outcome", outcome))
             }),
             forward_latency: families.forward_latency.get_or_create_owned(&tenant()),
             breakers_open: families.breakers_open.get_or_create_owned(&tenant()),
@@ -217,8 +188,8 @@ impl TenantMetrics {
 
     /// Counts a forward attempt and its duration, with the attempt's trace
     /// id (if sampled) as the exemplar of its bucket.
-    pub fn forwarded(&self, outcome: ForwardOutcome, elapsed: Duration, trace_id: Option<String>) {
-        self.forwards[outcome as usize].inc();
+    pub fn forwarded(&self, outcome: &Next, elapsed: Duration, trace_id: Option<String>) {
+        self.forwards[outcome.index()].inc();
         self.forward_latency
             .observe(elapsed.as_secs_f64(), exemplar(trace_id), None);
     }

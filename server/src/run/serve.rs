@@ -96,23 +96,13 @@ pub(crate) async fn serve(serving: Serving) -> Result<()> {
     };
     let server = http_server(&config, state.clone(), cores, listeners.http, tls.http)?;
     let http_handle = server.handle();
-    let metrics_server = listeners
-        .metrics
-        .map(|listener| metrics_server(&config, state, listener))
-        .transpose()?;
-    let metrics_handle = metrics_server.as_ref().map(actix_web::dev::Server::handle);
-    let metrics_task = metrics_server.map(actix_rt::spawn);
-    let dashboard_server = listeners
-        .dashboard
-        .map(|listener| {
-            let backend: Arc<dyn hookd_control::ControlBackend> = backend.clone();
-            dashboard::server(&config, backend, listener, tls.dashboard)
-        })
-        .transpose()?;
-    let dashboard_handle = dashboard_server
-        .as_ref()
-        .map(actix_web::dev::Server::handle);
-    let dashboard_task = dashboard_server.map(actix_rt::spawn);
+    let side = SideServers::start(
+        &config,
+        state,
+        &backend,
+        [listeners.metrics, listeners.dashboard],
+        tls.dashboard,
+    )?;
     let (grpc_stop_tx, grpc_stop_rx) = oneshot::channel::<()>();
     let grpc_thread = grpc_thread(
         listeners.grpc,
@@ -124,11 +114,7 @@ pub(crate) async fn serve(serving: Serving) -> Result<()> {
         },
     )?;
 
-    actix_rt::spawn(stop_http_on(
-        shutdown,
-        http_handle,
-        [metrics_handle, dashboard_handle],
-    ));
+    actix_rt::spawn(stop_http_on(shutdown, http_handle, side.handles.clone()));
     let background = Background::start(&config, &registry, follower);
     runtime.report_ready(Started {
         registry: registry.clone(),
@@ -136,9 +122,7 @@ pub(crate) async fn serve(serving: Serving) -> Result<()> {
     });
     listening.log();
     let served = server.await;
-    for task in [metrics_task, dashboard_task].into_iter().flatten() {
-        let _ = task.await;
-    }
+    side.finish().await;
 
     // The background tasks hold the registry, so storage: they must be gone
     // before [`crate::run`] waits for the committer.
@@ -161,6 +145,51 @@ pub(crate) async fn serve(serving: Serving) -> Result<()> {
 /// The tenant arbiters (one per core), the registry with every tenant
 /// started on them, the control-plane backend over it, and the follower of
 /// catalog changes other processes make.
+/// The metrics and dashboard listeners, each running when configured.
+struct SideServers {
+    handles: [Option<ServerHandle>; 2],
+    tasks: Vec<actix_rt::task::JoinHandle<std::io::Result<()>>>,
+}
+
+impl SideServers {
+    /// Starts `/metrics` on the metrics listener and the dashboard on its
+    /// own, for those that were bound.
+    fn start(
+        config: &Config,
+        state: AppState,
+        backend: &Arc<Backend>,
+        [metrics, dashboard]: [Option<std::net::TcpListener>; 2],
+        dashboard_tls: Option<ListenerTls>,
+    ) -> Result<SideServers> {
+        let metrics = metrics
+            .map(|listener| metrics_server(config, state, listener))
+            .transpose()?;
+        let dashboard = dashboard
+            .map(|listener| {
+                let backend: Arc<dyn hookd_control::ControlBackend> = backend.clone();
+                dashboard::server(config, backend, listener, dashboard_tls)
+            })
+            .transpose()?;
+        let handles = [
+            metrics.as_ref().map(actix_web::dev::Server::handle),
+            dashboard.as_ref().map(actix_web::dev::Server::handle),
+        ];
+        let tasks = [metrics, dashboard]
+            .into_iter()
+            .flatten()
+            .map(actix_rt::spawn)
+            .collect();
+        Ok(SideServers { handles, tasks })
+    }
+
+    /// Waits until both have stopped.
+    async fn finish(self) {
+        for task in self.tasks {
+            let _ = task.await;
+        }
+    }
+}
+
 fn start_registry(
     config: &Config,
     runtime: &Runtime,

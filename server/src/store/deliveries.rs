@@ -21,6 +21,8 @@ use super::{
     },
     TenantTrees,
 };
+use hookd_proto::domain::DeliveryEventKind;
+
 use crate::{
     error::{Error, Result},
     ids::{DeliveryId, RequestId},
@@ -44,7 +46,12 @@ fn counted<T>(trees: &TenantTrees, (value, delta): (T, Delta)) -> T {
     value
 }
 
-/// What an attempt leads to.
+/// What an attempt leads to: the one outcome of a forward attempt, which
+/// storage applies, the `outcome` label of `hookd_forward_attempts_total`
+/// and the forward span's `hookd.outcome` name ([`Next::label`]), and the
+/// live feed's event ([`DeliveryEventKind::from`]). How the destination
+/// answered, before the retry policy decides, is a
+/// [`crate::forward::policy::Verdict`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Next {
     /// The destination took it.
@@ -59,6 +66,35 @@ pub enum Next {
         /// In plain words.
         reason: String,
     },
+}
+
+impl Next {
+    /// Every label, in [`Next::index`] order.
+    pub const LABELS: [&'static str; 3] = ["delivered", "retry", "dead"];
+
+    /// Its position in [`Next::LABELS`].
+    pub fn index(&self) -> usize {
+        match self {
+            Next::Delivered => 0,
+            Next::Retry { .. } => 1,
+            Next::Dead { .. } => 2,
+        }
+    }
+
+    /// Its name in metrics and spans.
+    pub fn label(&self) -> &'static str {
+        Self::LABELS[self.index()]
+    }
+}
+
+impl From<&Next> for DeliveryEventKind {
+    fn from(next: &Next) -> Self {
+        match next {
+            Next::Delivered => DeliveryEventKind::Delivered,
+            Next::Retry { .. } => DeliveryEventKind::RetryScheduled,
+            Next::Dead { .. } => DeliveryEventKind::DeadLettered,
+        }
+    }
 }
 
 /// The stored event of a delivery.

@@ -28,8 +28,7 @@ use crate::{
     error::{ApiError, ErrorCode},
     ids::{RequestId, TenantId},
     ingest::{IngestError, IngestOutcome},
-    metrics::ForwardOutcome,
-    store::records::EventMeta,
+    store::{deliveries::Next, records::EventMeta},
 };
 
 /// One per `POST /hooks/{tenant_id}` request.
@@ -358,7 +357,7 @@ fn verification(result: &Result<&IngestOutcome, &ApiError>) -> &'static str {
 /// What a forward span records when its attempt's outcome is known.
 pub struct ForwardRecord<'a> {
     /// What follows the attempt.
-    pub outcome: ForwardOutcome,
+    pub outcome: &'a Next,
     /// The destination's HTTP status, if it answered.
     pub status_code: Option<u16>,
     /// How long the attempt took.
@@ -375,7 +374,7 @@ impl ForwardRecord<'_> {
     /// (any status but 2xx, or no answer) is an Error with `error.type`.
     pub fn end(self, cx: &Context) {
         let span = cx.span();
-        span.set_attributes(attrs::OUTCOME.kv(self.outcome.as_str()));
+        span.set_attributes(attrs::OUTCOME.kv(self.outcome.label()));
         span.set_attributes(
             attrs::DURATION_MS.kv(i64::try_from(self.duration_ms).unwrap_or(i64::MAX)),
         );
