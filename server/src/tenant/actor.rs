@@ -24,7 +24,11 @@ use crate::{
     ingest::{BodyError, IngestError},
     metrics::{SenderMetrics, TypeOutcome},
     rate_limit::TokenBucket,
-    store::{api::Tenant, records::EventMeta, CommitOutcome, NewDelivery},
+    store::{
+        api::{blocking, Tenant},
+        records::EventMeta,
+        CommitOutcome, NewDelivery,
+    },
     telemetry::{
         spans::{self, ACTOR_SPAN, COMMIT_SPAN},
         Spans,
@@ -101,54 +105,34 @@ impl TenantActor {
         self
     }
 
-    /// Checks the body against the tenant's contracts, counting a refusal
-    /// by event type. Returns the type for the accepted count, or the first
-    /// delivery of an event accepted before the contracts changed: a resend
-    /// of it is a duplicate, never a refusal.
+    /// Checks the body against the tenant's contracts. Returns the event
+    /// type for the accepted count, or the refusal to answer unless the
+    /// event was accepted before the contracts changed.
     fn check_contract(
         &self,
         body: &[u8],
         event_id: &EventId,
         keys: &ReplayKeys,
-    ) -> Result<Result<Option<String>, IngestOutcome>, IngestError> {
+    ) -> Result<Option<String>, Box<Refusal>> {
         let verdict = self.contracts.load().check(body);
-        let Err(refusal) = verdict.result else {
-            return Ok(Ok(verdict.event_type));
+        let Err(error) = verdict.result else {
+            return Ok(verdict.event_type);
         };
-        if let Some(first) = self.accepted_before(event_id, keys) {
-            return Ok(Err(first));
-        }
-        if let Some(senders) = &self.senders {
-            let outcome = match refusal {
-                BodyError::UnknownEventType { .. } => TypeOutcome::UnknownEventType,
-                _ => TypeOutcome::ContractViolation,
-            };
-            senders.event(verdict.event_type.as_deref(), outcome);
-        }
-        Err(refusal.into())
-    }
-
-    /// The first delivery of this event when the idempotency log holds it
-    /// (its replay-cache entry is gone). Read only on the refusal path.
-    fn accepted_before(&self, event_id: &EventId, keys: &ReplayKeys) -> Option<IngestOutcome> {
-        let by_content = || {
-            let key = keys
+        let outcome = match error {
+            BodyError::UnknownEventType { .. } => TypeOutcome::UnknownEventType,
+            _ => TypeOutcome::ContractViolation,
+        };
+        Err(Box::new(Refusal {
+            error,
+            event_type: verdict.event_type,
+            outcome,
+            event_id: event_id.clone(),
+            content_key: keys
                 .content
                 .as_ref()
-                .filter(|_| !self.settings.scheme.has_timestamp())?;
-            self.data.idempotency(&content_idem_key(key)).ok().flatten()
-        };
-        let first = self
-            .data
-            .idempotency(event_id.as_str().as_bytes())
-            .ok()
-            .flatten()
-            .or_else(by_content)?;
-        Some(IngestOutcome {
-            event_id: first.event_id.unwrap_or_else(|| event_id.clone()),
-            delivery_id: first.delivery_id,
-            duplicate: true,
-        })
+                .filter(|_| !self.settings.scheme.has_timestamp())
+                .map(|key| content_idem_key(key)),
+        }))
     }
 
     /// The secrets a delivery may be signed with right now: the current one,
@@ -203,9 +187,9 @@ impl TenantActor {
             ),
         };
         let event_id = validate_body(&msg.body, id_source, &s.required_fields)?;
-        let event_type = match self.check_contract(&msg.body, &event_id, &keys)? {
+        let event_type = match self.check_contract(&msg.body, &event_id, &keys) {
             Ok(event_type) => event_type,
-            Err(first) => return Ok(Prepared::Duplicate(first)),
+            Err(refusal) => return Ok(Prepared::Refused(refusal)),
         };
 
         if let Some(limiter) = &mut self.limiter {
@@ -268,11 +252,73 @@ impl TenantActor {
 
 enum Prepared {
     Duplicate(IngestOutcome),
+    /// Refused by a contract: answered as a duplicate instead if the event
+    /// was accepted before the contract changed.
+    Refused(Box<Refusal>),
     New {
         replay_keys: ReplayKeys,
         item: Box<NewDelivery>,
         sender: SenderFacts,
     },
+}
+
+/// A body a contract refused, with what it takes to find the event in the
+/// idempotency log: a resend of an event accepted before the contracts
+/// changed is a duplicate, never a refusal. The log is read on the
+/// blocking pool, off the actor's thread (a database round trip on a shared
+/// store), and only on this path.
+struct Refusal {
+    error: BodyError,
+    event_type: Option<String>,
+    outcome: TypeOutcome,
+    event_id: EventId,
+    content_key: Option<Vec<u8>>,
+}
+
+impl Refusal {
+    /// The first delivery's answer, or the refusal (counted by event type).
+    async fn answer(
+        self,
+        data: Tenant,
+        senders: Option<Arc<SenderMetrics>>,
+    ) -> Result<IngestOutcome, IngestError> {
+        let Refusal {
+            error,
+            event_type,
+            outcome,
+            event_id,
+            content_key,
+        } = self;
+        let id_key = event_id.as_str().as_bytes().to_vec();
+        let first = blocking(move || {
+            let first = match data.idempotency(&id_key)? {
+                Some(first) => Some(first),
+                None => match content_key {
+                    Some(key) => data.idempotency(&key)?,
+                    None => None,
+                },
+            };
+            Ok(first)
+        })
+        .await;
+        match first {
+            Ok(Some(first)) => Ok(IngestOutcome {
+                event_id: first.event_id.unwrap_or(event_id),
+                delivery_id: first.delivery_id,
+                duplicate: true,
+            }),
+            Ok(None) => {
+                if let Some(senders) = senders {
+                    senders.event(event_type.as_deref(), outcome);
+                }
+                Err(error.into())
+            }
+            Err(e) => {
+                tracing::warn!(event_id = %event_id, error = %e, "idempotency log unreadable while refusing a body; answering the refusal");
+                Err(error.into())
+            }
+        }
+    }
 }
 
 /// What an accepted delivery tells about its sender, recorded once the
@@ -351,6 +397,14 @@ impl Handler<Ingest> for TenantActor {
             Ok(Prepared::Duplicate(outcome)) => {
                 spans::end_ingest_span(&span, None);
                 return Box::pin(std::future::ready(Ok(outcome)));
+            }
+            Ok(Prepared::Refused(refusal)) => {
+                let answer = refusal.answer(self.data.clone(), self.senders.clone());
+                return Box::pin(async move {
+                    let answer = answer.await;
+                    spans::end_ingest_span(&span, answer.as_ref().err());
+                    answer
+                });
             }
             Ok(Prepared::New {
                 replay_keys,
