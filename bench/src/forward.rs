@@ -104,6 +104,8 @@ pub struct Delivery {
     pub delivered_per_sec_during_load: f64,
     /// Seconds from the load's end to the last arrival.
     pub drain_secs: f64,
+    /// Arrivals after the load, per second of `drain_secs`: forwarding with no ingest beside it.
+    pub delivered_per_sec_after_load: f64,
     /// Events that arrived before hookd-bench read their 202 (their latency counts as 0).
     pub arrived_before_202: u64,
     /// From each accepted event's 202 to its first arrival, milliseconds.
@@ -122,7 +124,8 @@ impl Delivery {
     ) -> Delivery {
         let mut latency =
             Histogram::<u64>::new_with_bounds(1, MAX_LATENCY_US, 3).expect("valid bounds");
-        let (mut arrived, mut before, mut during_load) = (0u64, 0u64, 0u64);
+        let (mut arrived, mut before) = (0u64, 0u64);
+        let (mut during_load, mut after_load) = (0u64, 0u64);
         let mut last_arrival: Option<Instant> = None;
         for (id, accepted_at) in accepted {
             let Some(arrival) = arrivals.get(id) else {
@@ -142,6 +145,8 @@ impl Delivery {
             last_arrival = last_arrival.max(Some(arrival.first));
             if arrival.first <= load_end {
                 during_load += 1;
+            } else {
+                after_load += 1;
             }
         }
         let duplicates = arrivals.values().map(|a| u64::from(a.count - 1)).sum();
@@ -176,6 +181,7 @@ impl Delivery {
             delivered_per_sec: per_sec(arrived, span),
             delivered_per_sec_during_load: per_sec(during_load, load),
             drain_secs: drain.as_secs_f64(),
+            delivered_per_sec_after_load: per_sec(after_load, drain),
             arrived_before_202: before,
             latency_ms: Latency::of(&latency),
         }
@@ -193,7 +199,7 @@ impl ForwardReport {
              accepted {acc} in {load:.2} s: {acc_rps:.0}/s\n  \
              arrived {arr} (missing {miss}, duplicates {dup}, unexpected {unx}, without id {noid})\n  \
              delivered {del:.0}/s over {span:.2} s from the first 202 to the last arrival; \
-             {during:.0}/s during the load; drain {drain:.2} s after it\n  \
+             {during:.0}/s during the load; {after:.0}/s in the {drain:.2} s after it\n  \
              202 -> arrival ms  p50 {p50:.3}  p90 {p90:.3}  p99 {p99:.3}  max {max:.3}  mean {mean:.3}\n",
             tenants = self.tenants,
             mif = self.max_in_flight,
@@ -209,6 +215,7 @@ impl ForwardReport {
             span = d.span_secs,
             during = d.delivered_per_sec_during_load,
             drain = d.drain_secs,
+            after = d.delivered_per_sec_after_load,
             p50 = l.p50,
             p90 = l.p90,
             p99 = l.p99,
@@ -400,6 +407,11 @@ mod tests {
             "{d:?}"
         );
         assert!((d.drain_secs - 0.1).abs() < 1e-9, "{d:?}");
+        // c arrived 0.1 s after the load.
+        assert!(
+            (d.delivered_per_sec_after_load - 10.0).abs() < 1e-6,
+            "{d:?}"
+        );
         assert!((d.latency_ms.max - 800.0).abs() < 1.0, "{d:?}");
         assert!(d.latency_ms.p50 >= 9.0 && d.latency_ms.p50 <= 11.0, "{d:?}");
     }
