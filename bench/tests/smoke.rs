@@ -212,3 +212,24 @@ fn the_forward_scenario_delivers_every_accepted_event_once() {
     );
     assert_eq!(report["tenants"], 2);
 }
+
+/// `forward` refuses duplicates and an in-flight limit hookd would refuse,
+/// before starting anything.
+#[test]
+fn the_forward_scenario_refuses_flags_it_cannot_measure() {
+    for (args, expected) in [
+        (["--dup-ratio", "0.5"], "--dup-ratio"),
+        (["--max-in-flight", "0"], "--max-in-flight"),
+        (["--max-in-flight", "1025"], "--max-in-flight"),
+        (["--drain-timeout-secs", "0"], "--drain-timeout-secs"),
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_hookd-bench"))
+            .args(["forward", "--count", "1", "--hookd", "/nonexistent/hookd"])
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{args:?} was accepted");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+}
