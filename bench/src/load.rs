@@ -37,6 +37,8 @@ pub struct LoadOptions {
     pub request_timeout: Duration,
     /// Draw a progress bar on stderr (hidden when stderr is not a terminal).
     pub progress: bool,
+    /// Keep the pool index and instant of every 202 answer (`PhaseResult::accepted`).
+    pub record_accepted: bool,
 }
 
 /// What one phase measured.
@@ -56,6 +58,11 @@ pub struct PhaseResult {
     pub elapsed: Duration,
     /// The plan ran out before the duration did.
     pub plan_exhausted: bool,
+    /// When the first request went out.
+    pub started: Instant,
+    /// Pool index and arrival instant of each 202 answer, when
+    /// `LoadOptions::record_accepted` asked for them (else empty).
+    pub accepted: Vec<(u32, Instant)>,
 }
 
 /// Sends `order` (pool indexes of `plan`) with `opts`.
@@ -89,6 +96,7 @@ pub async fn run_phase(
                 addr: opts.addr,
                 deadline,
                 timeout: opts.request_timeout,
+                record_accepted: opts.record_accepted,
             };
             tokio::spawn(worker.run())
         })
@@ -110,6 +118,8 @@ pub async fn run_phase(
         elapsed,
         plan_exhausted: opts.duration.is_some_and(|d| elapsed < d)
             && next.load(Ordering::Relaxed) >= order.len(),
+        started: start,
+        accepted: total.accepted,
     }
 }
 
@@ -154,6 +164,7 @@ struct WorkerStats {
     sent: u64,
     sent_duplicates: u64,
     latency: Histogram<u64>,
+    accepted: Vec<(u32, Instant)>,
 }
 
 impl WorkerStats {
@@ -164,6 +175,7 @@ impl WorkerStats {
             sent: 0,
             sent_duplicates: 0,
             latency: Histogram::new_with_bounds(1, MAX_LATENCY_US, 3).expect("valid bounds"),
+            accepted: Vec::new(),
         }
     }
 
@@ -179,6 +191,7 @@ impl WorkerStats {
         self.latency
             .add(&other.latency)
             .expect("histograms with the same bounds");
+        self.accepted.extend(other.accepted);
     }
 
     fn error(&mut self, cause: String) {
@@ -194,6 +207,7 @@ struct Worker {
     addr: SocketAddr,
     deadline: Option<Instant>,
     timeout: Duration,
+    record_accepted: bool,
 }
 
 impl Worker {
@@ -234,7 +248,11 @@ impl Worker {
             let outcome = tokio::time::timeout(self.timeout, send(conn, delivery, self.addr)).await;
             match outcome {
                 Ok(Ok((status, conn))) => {
-                    let us = started.elapsed().as_micros() as u64;
+                    let answered = Instant::now();
+                    if self.record_accepted && status == StatusCode::ACCEPTED {
+                        stats.accepted.push((pool_index, answered));
+                    }
+                    let us = answered.duration_since(started).as_micros() as u64;
                     stats.latency.saturating_record(us.clamp(1, MAX_LATENCY_US));
                     *stats.statuses.entry(status.as_u16()).or_default() += 1;
                     sender = Some(conn);

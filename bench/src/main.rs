@@ -1,14 +1,17 @@
 //! `hookd-bench`: drives hookd's real HTTP ingress with pre-signed deliveries
 //! and reports throughput and latency; `compare` measures hookd side by side
-//! with a bare actix-web server answering 202 to the same requests.
+//! with a bare actix-web server answering 202 to the same requests;
+//! `forward` measures events accepted and delivered to a local sink.
 //! See docs/benchmarks.md.
 
 mod bare;
+mod forward;
 mod load;
 mod plan;
 mod report;
 mod scale;
 mod servers;
+mod sink;
 
 use std::{
     net::{SocketAddr, ToSocketAddrs},
@@ -83,6 +86,10 @@ enum Command {
         #[command(flatten)]
         load: LoadArgs,
     },
+    /// Start a sink answering 204 and hookd with every tenant forwarding to
+    /// it, load hookd, wait for every accepted event to arrive and report
+    /// delivered/s and the latency from 202 to arrival.
+    Forward(forward::ForwardArgs),
     /// The bare server `compare` starts (internal).
     #[command(hide = true)]
     BareServer {
@@ -191,6 +198,7 @@ impl LoadArgs {
             duration: self.duration()?,
             request_timeout,
             progress: !self.json,
+            record_accepted: false,
         })
     }
 }
@@ -245,6 +253,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
             ready_timeout_secs,
             load,
         } => tenants(counts, hookd, hookd_log_filter, ready_timeout_secs, load).await,
+        Command::Forward(args) => forward::run(args).await,
         Command::BareServer { .. } => unreachable!("served without a tokio runtime"),
     }
 }
@@ -274,6 +283,7 @@ async fn compare(
         workers,
         log_filter: hookd_log_filter,
         ready_timeout: Duration::from_secs(ready_timeout_secs),
+        destination: None,
     };
     let hookd = servers::start_hookd(&hookd_spec).await?;
     let bare = servers::start_bare(workers)?;
@@ -330,6 +340,7 @@ async fn tenants(
         workers: 0,
         log_filter: hookd_log_filter,
         ready_timeout: Duration::from_secs(ready_timeout_secs),
+        destination: None,
     };
     let rows = scale::run(&counts, &load.tenant_pattern, &hookd_spec, &spec, &opts).await?;
     if load.json {

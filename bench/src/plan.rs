@@ -35,6 +35,8 @@ pub struct PlanSpec {
 /// One pre-signed delivery.
 #[derive(Debug, Clone)]
 pub struct Delivery {
+    /// The event id it carries (hookd forwards it as `webhook-id`).
+    pub event_id: String,
     /// `/hooks/{tenant_id}`.
     pub path: String,
     /// Signature headers and content type.
@@ -164,6 +166,7 @@ impl<'a> Signer<'a> {
         }
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         Delivery {
+            event_id,
             path: format!("/hooks/{tenant}"),
             headers,
             body,

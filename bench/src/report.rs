@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::load::PhaseResult;
@@ -51,6 +52,20 @@ pub struct Latency {
     pub mean: f64,
 }
 
+impl Latency {
+    /// The percentiles of a histogram of microseconds.
+    pub fn of(h: &Histogram<u64>) -> Latency {
+        let ms = |us: u64| us as f64 / 1000.0;
+        Latency {
+            p50: ms(h.value_at_quantile(0.50)),
+            p90: ms(h.value_at_quantile(0.90)),
+            p99: ms(h.value_at_quantile(0.99)),
+            max: ms(h.max()),
+            mean: h.mean() / 1000.0,
+        }
+    }
+}
+
 impl Summary {
     /// Summarizes the timed phase `timed` (and the seed phase, if any).
     pub fn new(
@@ -67,8 +82,6 @@ impl Summary {
             .map(|(_, n)| n)
             .sum();
         let secs = timed.elapsed.as_secs_f64().max(f64::MIN_POSITIVE);
-        let ms = |us: u64| us as f64 / 1000.0;
-        let h = &timed.latency;
         Summary {
             server: server.to_owned(),
             connections,
@@ -77,13 +90,7 @@ impl Summary {
             elapsed_secs: timed.elapsed.as_secs_f64(),
             throughput_rps: answered as f64 / secs,
             ok_rps: ok as f64 / secs,
-            latency_ms: Latency {
-                p50: ms(h.value_at_quantile(0.50)),
-                p90: ms(h.value_at_quantile(0.90)),
-                p99: ms(h.value_at_quantile(0.99)),
-                max: ms(h.max()),
-                mean: h.mean() / 1000.0,
-            },
+            latency_ms: Latency::of(&timed.latency),
             statuses: timed.statuses.clone(),
             errors: timed.errors.clone(),
             seed_statuses: seed.map(|s| s.statuses.clone()).unwrap_or_default(),
@@ -143,7 +150,8 @@ impl Summary {
     }
 }
 
-fn counts<K: std::fmt::Display>(map: &BTreeMap<K, u64>) -> String {
+/// `map` as `key: n, key: n`, or `none`.
+pub fn counts<K: std::fmt::Display>(map: &BTreeMap<K, u64>) -> String {
     if map.is_empty() {
         return "none".into();
     }

@@ -122,6 +122,20 @@ pub struct HookdSpec {
     pub log_filter: String,
     /// How long to wait for `/readyz`.
     pub ready_timeout: Duration,
+    /// Where every tenant forwards its events (`None`: pull mode).
+    pub destination: Option<DestinationSpec>,
+}
+
+/// A destination every tenant forwards to, declared in the config file (so
+/// a loopback URL is trusted as written).
+#[derive(Debug, Clone)]
+pub struct DestinationSpec {
+    /// URL hookd POSTs each event to.
+    pub url: String,
+    /// Standard Webhooks secret hookd signs forwards with.
+    pub secret: String,
+    /// Forwards in flight at once per tenant.
+    pub max_in_flight: usize,
 }
 
 /// The config file declaring `spec`'s tenants.
@@ -134,13 +148,28 @@ pub fn hookd_config(spec: &HookdSpec) -> String {
         let _ = write!(
             out,
             "\n[[tenants]]\nid = {id:?}\nscheme = {scheme:?}\ntolerance_secs = {tol}\n\
-             max_body_bytes = {max}\n[[tenants.secrets]]\nkid = {kid:?}\nsecret = {secret:?}\n",
+             max_body_bytes = {max}\n",
             scheme = spec.scheme.as_str(),
             tol = spec.tolerance_secs,
             max = spec.max_body_bytes,
+        );
+        if let Some(dest) = &spec.destination {
+            let _ = writeln!(out, "max_in_flight = {}", dest.max_in_flight);
+        }
+        let _ = write!(
+            out,
+            "[[tenants.secrets]]\nkid = {kid:?}\nsecret = {secret:?}\n",
             kid = spec.kid,
             secret = spec.secret,
         );
+        if let Some(dest) = &spec.destination {
+            let _ = write!(
+                out,
+                "[tenants.destination]\nurl = {url:?}\nsecret = {secret:?}\n",
+                url = dest.url,
+                secret = dest.secret,
+            );
+        }
     }
     out
 }
@@ -256,6 +285,7 @@ mod tests {
             workers: 0,
             log_filter: "info".into(),
             ready_timeout: Duration::from_secs(1),
+            destination: None,
         };
         let text = hookd_config(&spec);
         assert_eq!(text.matches("[[tenants]]").count(), 2, "{text}");
@@ -263,5 +293,32 @@ mod tests {
         assert!(text.contains("scheme = \"stripe\""), "{text}");
         assert!(text.contains("secret = \"whsec_abc\""), "{text}");
         assert!(text.contains("tolerance_secs = 900"), "{text}");
+        assert!(!text.contains("destination"), "{text}");
+    }
+
+    #[test]
+    fn a_destination_is_declared_for_every_tenant() {
+        let spec = HookdSpec {
+            binary: PathBuf::from("hookd"),
+            tenants: vec!["t-0".into(), "t-1".into()],
+            scheme: Scheme::Standard,
+            secret: "whsec_abc".into(),
+            kid: "k1".into(),
+            tolerance_secs: 900,
+            max_body_bytes: 2048,
+            workers: 0,
+            log_filter: "info".into(),
+            ready_timeout: Duration::from_secs(1),
+            destination: Some(DestinationSpec {
+                url: "http://127.0.0.1:9/sink".into(),
+                secret: "whsec_def".into(),
+                max_in_flight: 32,
+            }),
+        };
+        let text = hookd_config(&spec);
+        assert_eq!(text.matches("[tenants.destination]").count(), 2, "{text}");
+        assert_eq!(text.matches("max_in_flight = 32").count(), 2, "{text}");
+        assert!(text.contains("url = \"http://127.0.0.1:9/sink\""), "{text}");
+        assert!(text.contains("secret = \"whsec_def\""), "{text}");
     }
 }

@@ -1,5 +1,6 @@
-//! Smoke runs of `hookd-bench compare` against a debug hookd: the tool works,
-//! its counts add up and its JSON parses. Timings are never asserted.
+//! Smoke runs of `hookd-bench compare`, `tenants` and `forward` against a
+//! debug hookd: the tool works, its counts add up and its JSON parses.
+//! Timings are never asserted.
 
 use std::{
     path::PathBuf,
@@ -159,5 +160,76 @@ fn the_tenants_scenario_reports_every_count() {
         assert_eq!(row["tenants"], tenants);
         assert_eq!(row["failures"], 0, "{row}");
         assert!(row["rss_idle_kib"].as_u64().unwrap() > 0, "{row}");
+    }
+}
+
+/// `hookd-bench forward`: every accepted event arrives at the sink once.
+#[test]
+fn the_forward_scenario_delivers_every_accepted_event_once() {
+    let hookd = hookd_bin();
+    let output = Command::new(env!("CARGO_BIN_EXE_hookd-bench"))
+        .args([
+            "forward",
+            "--json",
+            "--count",
+            "200",
+            "-c",
+            "4",
+            "--tenants",
+            "2",
+            "--max-in-flight",
+            "8",
+            "--drain-timeout-secs",
+            "60",
+        ])
+        .arg("--hookd")
+        .arg(&hookd)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "hookd-bench failed: {}\n{stdout}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let load = &report["load"];
+    assert_eq!(count(load, "statuses", "202"), 200, "{load}");
+    assert_eq!(total(load, "errors"), 0, "{load}");
+    let delivery = &report["delivery"];
+    assert_eq!(delivery["accepted"], 200, "{delivery}");
+    assert_eq!(delivery["arrived"], 200, "{delivery}");
+    for zero in ["missing", "duplicates", "unexpected", "without_id"] {
+        assert_eq!(delivery[zero], 0, "{zero}: {delivery}");
+    }
+    assert!(
+        delivery["delivered_per_sec"].as_f64().unwrap() > 0.0,
+        "{delivery}"
+    );
+    assert!(
+        delivery["latency_ms"]["max"].as_f64().unwrap() > 0.0,
+        "{delivery}"
+    );
+    assert_eq!(report["tenants"], 2);
+}
+
+/// `forward` refuses duplicates and an in-flight limit hookd would refuse,
+/// before starting anything.
+#[test]
+fn the_forward_scenario_refuses_flags_it_cannot_measure() {
+    for (args, expected) in [
+        (["--dup-ratio", "0.5"], "--dup-ratio"),
+        (["--max-in-flight", "0"], "--max-in-flight"),
+        (["--max-in-flight", "1025"], "--max-in-flight"),
+        (["--drain-timeout-secs", "0"], "--drain-timeout-secs"),
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_hookd-bench"))
+            .args(["forward", "--count", "1", "--hookd", "/nonexistent/hookd"])
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{args:?} was accepted");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
     }
 }

@@ -1,0 +1,427 @@
+//! `hookd-bench forward`: events accepted and delivered. One invocation
+//! starts a local sink answering 204, starts hookd with every tenant
+//! forwarding to it, loads hookd with unique signed deliveries (noting each
+//! 202 by event id), then waits until every accepted event has arrived at the
+//! sink (or the drain timeout passes) and reports delivered/s and the latency
+//! from each 202 to the event's arrival.
+
+use std::{
+    collections::HashMap,
+    net::SocketAddr,
+    path::PathBuf,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use anyhow::bail;
+use clap::Args;
+use hdrhistogram::Histogram;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+
+use crate::{
+    load::{run_phase, LoadOptions},
+    plan::Plan,
+    positive_secs,
+    report::{Latency, Summary},
+    servers::{self, DestinationSpec, HookdSpec},
+    sink::{Arrival, Sink},
+    LoadArgs,
+};
+
+/// The Standard Webhooks secret hookd signs its forwards to the sink with.
+const SINK_SECRET: &str = "whsec_c2luay1zZWNyZXQtZm9yLWhvb2tkLWJlbmNoLTAxMjM=";
+/// Longest 202-to-arrival latency the histogram holds, in microseconds (an hour).
+const MAX_LATENCY_US: u64 = 3_600_000_000;
+/// hookd's bounds for a tenant's `max_in_flight`.
+const MAX_IN_FLIGHT: std::ops::RangeInclusive<usize> = 1..=1024;
+
+/// The flags of `hookd-bench forward`.
+#[derive(Debug, Args)]
+pub struct ForwardArgs {
+    /// The hookd binary (default: target/release/hookd beside this binary's target dir).
+    #[arg(long)]
+    hookd: Option<PathBuf>,
+    /// hookd's HTTP workers (0: one per core).
+    #[arg(long, default_value_t = 0)]
+    workers: usize,
+    /// hookd's log filter (it must keep the line announcing the HTTP address).
+    #[arg(long, default_value = "warn,hookd_server::run=info")]
+    hookd_log_filter: String,
+    /// Seconds to wait for hookd's /readyz.
+    #[arg(long, default_value_t = 600)]
+    ready_timeout_secs: u64,
+    /// Forwards in flight at once per tenant (hookd's `max_in_flight`, 1..=1024).
+    #[arg(long, default_value_t = 64)]
+    max_in_flight: usize,
+    /// After the load, wait at most this long for every accepted event to arrive.
+    #[arg(long, default_value_t = 60.0)]
+    drain_timeout_secs: f64,
+    /// HTTP workers of the sink.
+    #[arg(long, default_value_t = 1)]
+    sink_workers: usize,
+    #[command(flatten)]
+    load: LoadArgs,
+}
+
+/// What the forwarding scenario measured.
+#[derive(Debug, Serialize)]
+pub struct ForwardReport {
+    /// Tenants, each forwarding to the sink.
+    pub tenants: usize,
+    /// Each tenant's `max_in_flight`.
+    pub max_in_flight: usize,
+    /// The load itself: requests, ingest throughput and latency, statuses.
+    pub load: Summary,
+    /// What arrived at the sink, measured against the 202s.
+    pub delivery: Delivery,
+}
+
+/// Accepted events against their arrivals at the sink.
+#[derive(Debug, Serialize)]
+pub struct Delivery {
+    /// Deliveries answered 202 (accepted).
+    pub accepted: u64,
+    /// Seconds from the first request to the last answer of the load.
+    pub load_secs: f64,
+    /// Accepted per second over the load.
+    pub accepted_per_sec: f64,
+    /// Accepted events that arrived at the sink (each counted once).
+    pub arrived: u64,
+    /// Accepted events that had not arrived when the drain ended.
+    pub missing: u64,
+    /// Arrivals of an event id beyond its first.
+    pub duplicates: u64,
+    /// Event ids that arrived without a 202 seen for them (e.g. the answer timed out).
+    pub unexpected: u64,
+    /// Requests at the sink without a `webhook-id`.
+    pub without_id: u64,
+    /// Seconds from the first 202 to the last arrival.
+    pub span_secs: f64,
+    /// Arrived events per second over `span_secs`.
+    pub delivered_per_sec: f64,
+    /// Arrivals during the load, per second of the load.
+    pub delivered_per_sec_during_load: f64,
+    /// Seconds from the load's end to the last arrival.
+    pub drain_secs: f64,
+    /// Arrivals after the load, per second of `drain_secs`: forwarding with no ingest beside it.
+    pub delivered_per_sec_after_load: f64,
+    /// Events that arrived before hookd-bench read their 202 (their latency counts as 0).
+    pub arrived_before_202: u64,
+    /// From each accepted event's 202 to its first arrival, milliseconds.
+    pub latency_ms: Latency,
+}
+
+impl Delivery {
+    /// Tallies `arrivals` against the 202 instants in `accepted`, for a load
+    /// that ran from `load_start` to `load_end`.
+    pub fn tally(
+        accepted: &HashMap<String, Instant>,
+        arrivals: &HashMap<String, Arrival>,
+        without_id: u64,
+        load_start: Instant,
+        load_end: Instant,
+    ) -> Delivery {
+        let mut latency =
+            Histogram::<u64>::new_with_bounds(1, MAX_LATENCY_US, 3).expect("valid bounds");
+        let (mut arrived, mut before) = (0u64, 0u64);
+        let (mut during_load, mut after_load) = (0u64, 0u64);
+        let mut last_arrival: Option<Instant> = None;
+        for (id, accepted_at) in accepted {
+            let Some(arrival) = arrivals.get(id) else {
+                continue;
+            };
+            arrived += 1;
+            if arrival.first < *accepted_at {
+                before += 1;
+            }
+            let us = arrival
+                .first
+                .saturating_duration_since(*accepted_at)
+                .as_micros() as u64;
+            latency.saturating_record(us.clamp(1, MAX_LATENCY_US));
+        }
+        for arrival in arrivals.values() {
+            last_arrival = last_arrival.max(Some(arrival.first));
+            if arrival.first <= load_end {
+                during_load += 1;
+            } else {
+                after_load += 1;
+            }
+        }
+        let duplicates = arrivals.values().map(|a| u64::from(a.count - 1)).sum();
+        let unexpected = arrivals
+            .keys()
+            .filter(|id| !accepted.contains_key(*id))
+            .count() as u64;
+        let first_202 = accepted.values().min().copied();
+        let span = match (first_202, last_arrival) {
+            (Some(first), Some(last)) => last.saturating_duration_since(first),
+            _ => Duration::ZERO,
+        };
+        let load = load_end.saturating_duration_since(load_start);
+        let drain = last_arrival.map_or(Duration::ZERO, |l| l.saturating_duration_since(load_end));
+        let per_sec = |n: u64, d: Duration| {
+            if d.is_zero() {
+                0.0
+            } else {
+                n as f64 / d.as_secs_f64()
+            }
+        };
+        Delivery {
+            accepted: accepted.len() as u64,
+            load_secs: load.as_secs_f64(),
+            accepted_per_sec: per_sec(accepted.len() as u64, load),
+            arrived,
+            missing: accepted.len() as u64 - arrived,
+            duplicates,
+            unexpected,
+            without_id,
+            span_secs: span.as_secs_f64(),
+            delivered_per_sec: per_sec(arrived, span),
+            delivered_per_sec_during_load: per_sec(during_load, load),
+            drain_secs: drain.as_secs_f64(),
+            delivered_per_sec_after_load: per_sec(after_load, drain),
+            arrived_before_202: before,
+            latency_ms: Latency::of(&latency),
+        }
+    }
+}
+
+impl ForwardReport {
+    /// The human-readable report.
+    pub fn text(&self) -> String {
+        let d = &self.delivery;
+        let l = &d.latency_ms;
+        let mut out = self.load.text();
+        out += &format!(
+            "forwarding: {tenants} tenant(s), max_in_flight {mif}, sink answering 204\n  \
+             accepted {acc} in {load:.2} s: {acc_rps:.0}/s\n  \
+             arrived {arr} (missing {miss}, duplicates {dup}, unexpected {unx}, without id {noid})\n  \
+             delivered {del:.0}/s over {span:.2} s from the first 202 to the last arrival; \
+             {during:.0}/s during the load; {after:.0}/s in the {drain:.2} s after it\n  \
+             202 -> arrival ms  p50 {p50:.3}  p90 {p90:.3}  p99 {p99:.3}  max {max:.3}  mean {mean:.3}\n",
+            tenants = self.tenants,
+            mif = self.max_in_flight,
+            acc = d.accepted,
+            load = d.load_secs,
+            acc_rps = d.accepted_per_sec,
+            arr = d.arrived,
+            miss = d.missing,
+            dup = d.duplicates,
+            unx = d.unexpected,
+            noid = d.without_id,
+            del = d.delivered_per_sec,
+            span = d.span_secs,
+            during = d.delivered_per_sec_during_load,
+            drain = d.drain_secs,
+            after = d.delivered_per_sec_after_load,
+            p50 = l.p50,
+            p90 = l.p90,
+            p99 = l.p99,
+            max = l.max,
+            mean = l.mean,
+        );
+        if d.arrived_before_202 > 0 {
+            out += &format!(
+                "  note: {} events arrived before their 202 was read (latency counted as 0)\n",
+                d.arrived_before_202
+            );
+        }
+        if d.missing > 0 {
+            out += &format!(
+                "  warning: {} accepted events had not arrived when the drain timed out\n",
+                d.missing
+            );
+        }
+        out
+    }
+}
+
+/// Runs the scenario and prints its report.
+pub async fn run(args: ForwardArgs) -> anyhow::Result<()> {
+    let load = &args.load;
+    if load.dup_ratio > 0.0 {
+        bail!("forward sends unique deliveries only: leave --dup-ratio at 0");
+    }
+    if !MAX_IN_FLIGHT.contains(&args.max_in_flight) {
+        bail!(
+            "--max-in-flight must be between {} and {}, got {}",
+            MAX_IN_FLIGHT.start(),
+            MAX_IN_FLIGHT.end(),
+            args.max_in_flight
+        );
+    }
+    let drain_timeout = positive_secs("--drain-timeout-secs", args.drain_timeout_secs)?;
+    if cfg!(debug_assertions) && !load.json {
+        eprintln!("note: this is a debug build of hookd-bench; build it with --release to measure");
+    }
+    let spec = load.plan_spec()?;
+    let opts = LoadOptions {
+        record_accepted: true,
+        ..load.options(SocketAddr::from(([127, 0, 0, 1], 0)))?
+    };
+    let sink = Sink::start(args.sink_workers)?;
+    let hookd_spec = HookdSpec {
+        binary: args.hookd.clone().unwrap_or_else(servers::default_hookd),
+        tenants: spec.tenants.clone(),
+        scheme: spec.scheme,
+        secret: spec.secret.clone(),
+        kid: spec.kid.clone(),
+        tolerance_secs: 300 + 4 * opts.duration.map_or(0, |d| d.as_secs()),
+        max_body_bytes: (1 << 20).max(2 * spec.body_size),
+        workers: args.workers,
+        log_filter: args.hookd_log_filter.clone(),
+        ready_timeout: Duration::from_secs(args.ready_timeout_secs),
+        destination: Some(DestinationSpec {
+            url: format!("http://{}/sink", sink.addr),
+            secret: SINK_SECRET.to_owned(),
+            max_in_flight: args.max_in_flight,
+        }),
+    };
+    let hookd = servers::start_hookd(&hookd_spec).await?;
+    // Signed once hookd is up, so its start does not age the timestamps.
+    let plan = Arc::new(Plan::build(&spec)?);
+    let opts = LoadOptions {
+        addr: hookd.addr,
+        ..opts
+    };
+    let order = Arc::new(plan.order.clone());
+    let timed = run_phase(plan.clone(), order, &opts, "hookd forward").await;
+    let load_end = timed.started + timed.elapsed;
+    let accepted: HashMap<String, Instant> = timed
+        .accepted
+        .iter()
+        .map(|&(i, at)| (plan.pool[i as usize].event_id.clone(), at))
+        .collect();
+    drain(&sink, &accepted, drain_timeout, !load.json).await;
+    hookd.stop(Duration::from_secs(30));
+    let delivery = Delivery::tally(
+        &accepted,
+        &sink.arrivals.snapshot(),
+        sink.arrivals.without_id(),
+        timed.started,
+        load_end,
+    );
+    sink.stop().await;
+    let report = ForwardReport {
+        tenants: spec.tenants.len(),
+        max_in_flight: args.max_in_flight,
+        load: Summary::new("hookd", opts.connections, &timed, None),
+        delivery,
+    };
+    if load.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", report.text());
+    }
+    Ok(())
+}
+
+/// Waits until every accepted event has arrived at the sink, or `timeout`.
+async fn drain(
+    sink: &Sink,
+    accepted: &HashMap<String, Instant>,
+    timeout: Duration,
+    progress: bool,
+) {
+    let bar = if progress {
+        let bar = ProgressBar::new(accepted.len() as u64);
+        bar.set_style(
+            ProgressStyle::with_template("{prefix} [{elapsed_precise}] {wide_bar} {pos}/{len}")
+                .expect("a valid template"),
+        );
+        bar.set_prefix("sink arrivals");
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+    let deadline = Instant::now() + timeout;
+    loop {
+        // Counting against every accepted id locks the sink's map: do it only
+        // once enough requests have come in for it to succeed.
+        let requests = sink.arrivals.requests();
+        let arrived = if requests >= accepted.len() as u64 {
+            sink.arrivals.count_arrived(accepted.keys())
+        } else {
+            requests as usize
+        };
+        bar.set_position(arrived.min(accepted.len()) as u64);
+        if requests >= accepted.len() as u64 && arrived == accepted.len() {
+            break;
+        }
+        if Instant::now() >= deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    bar.finish_and_clear();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(t0: Instant, n: u64) -> Instant {
+        t0 + Duration::from_millis(n)
+    }
+
+    #[test]
+    fn tally_counts_arrivals_missing_duplicates_and_rates() {
+        let t0 = Instant::now();
+        let accepted: HashMap<String, Instant> = [
+            ("a".to_owned(), ms(t0, 100)),
+            ("b".to_owned(), ms(t0, 200)),
+            ("c".to_owned(), ms(t0, 300)),
+            ("d".to_owned(), ms(t0, 400)),
+        ]
+        .into();
+        let arrival = |at, count| Arrival {
+            first: ms(t0, at),
+            count,
+        };
+        let arrivals: HashMap<String, Arrival> = [
+            ("a".to_owned(), arrival(110, 1)),
+            // Arrived before its 202 was read: latency 0.
+            ("b".to_owned(), arrival(190, 2)),
+            ("c".to_owned(), arrival(1100, 1)),
+            ("x".to_owned(), arrival(500, 1)),
+        ]
+        .into();
+        let d = Delivery::tally(&accepted, &arrivals, 1, t0, ms(t0, 1000));
+        assert_eq!(d.accepted, 4);
+        assert_eq!(d.arrived, 3);
+        assert_eq!(d.missing, 1);
+        assert_eq!(d.duplicates, 1);
+        assert_eq!(d.unexpected, 1);
+        assert_eq!(d.without_id, 1);
+        assert_eq!(d.arrived_before_202, 1);
+        assert!((d.load_secs - 1.0).abs() < 1e-9, "{d:?}");
+        assert!((d.accepted_per_sec - 4.0).abs() < 1e-9, "{d:?}");
+        // First 202 at 100 ms, last arrival at 1100 ms: 3 arrived in 1 s.
+        assert!((d.span_secs - 1.0).abs() < 1e-9, "{d:?}");
+        assert!((d.delivered_per_sec - 3.0).abs() < 1e-9, "{d:?}");
+        // a, b and x arrived within the 1 s load.
+        assert!(
+            (d.delivered_per_sec_during_load - 3.0).abs() < 1e-9,
+            "{d:?}"
+        );
+        assert!((d.drain_secs - 0.1).abs() < 1e-9, "{d:?}");
+        // c arrived 0.1 s after the load.
+        assert!(
+            (d.delivered_per_sec_after_load - 10.0).abs() < 1e-6,
+            "{d:?}"
+        );
+        assert!((d.latency_ms.max - 800.0).abs() < 1.0, "{d:?}");
+        assert!(d.latency_ms.p50 >= 9.0 && d.latency_ms.p50 <= 11.0, "{d:?}");
+    }
+
+    #[test]
+    fn tally_of_nothing_is_zero_not_nan() {
+        let t0 = Instant::now();
+        let d = Delivery::tally(&HashMap::new(), &HashMap::new(), 0, t0, t0);
+        assert_eq!(d.arrived, 0);
+        assert_eq!(d.delivered_per_sec, 0.0);
+        assert_eq!(d.accepted_per_sec, 0.0);
+    }
+}

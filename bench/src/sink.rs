@@ -1,0 +1,194 @@
+//! The sink `forward` points hookd's tenants at: actix-web on 127.0.0.1
+//! port 0, in a thread of its own, answering 204 to every POST and noting,
+//! for each request, the event id hookd forwards in `webhook-id` and when it
+//! arrived.
+
+use std::{
+    collections::HashMap,
+    net::SocketAddr,
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        mpsc, Arc, Mutex,
+    },
+    thread::JoinHandle,
+    time::Instant,
+};
+
+use actix_web::{dev::ServerHandle, web, App, HttpRequest, HttpResponse, HttpServer};
+use anyhow::Context;
+
+/// The header hookd forwards the event id in (Standard Webhooks).
+pub const EVENT_ID_HEADER: &str = "webhook-id";
+
+/// Bodies up to this size are read.
+const MAX_BODY: usize = 64 * 1024 * 1024;
+
+/// One event id's arrivals at the sink.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Arrival {
+    /// When it first arrived.
+    pub first: Instant,
+    /// How many times it arrived (more than once: a duplicate forward).
+    pub count: u32,
+}
+
+/// Everything the sink saw, shared with its handler.
+#[derive(Debug, Default)]
+pub struct Arrivals {
+    by_event: Mutex<HashMap<String, Arrival>>,
+    requests: AtomicU64,
+    without_id: AtomicU64,
+}
+
+impl Arrivals {
+    /// Notes one request carrying `event_id` (`None`: no `webhook-id`) at `at`.
+    pub fn record(&self, event_id: Option<&str>, at: Instant) {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        let Some(id) = event_id else {
+            self.without_id.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        let mut map = self
+            .by_event
+            .lock()
+            .expect("the arrivals lock is never poisoned");
+        map.entry(id.to_owned())
+            .and_modify(|a| a.count += 1)
+            .or_insert(Arrival {
+                first: at,
+                count: 1,
+            });
+    }
+
+    /// Requests received so far, with or without an event id.
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+
+    /// Requests that carried no `webhook-id`.
+    pub fn without_id(&self) -> u64 {
+        self.without_id.load(Ordering::Relaxed)
+    }
+
+    /// How many of `ids` have arrived at least once.
+    pub fn count_arrived<'a>(&self, ids: impl IntoIterator<Item = &'a String>) -> usize {
+        let map = self
+            .by_event
+            .lock()
+            .expect("the arrivals lock is never poisoned");
+        ids.into_iter().filter(|id| map.contains_key(*id)).count()
+    }
+
+    /// A copy of every event id's arrivals.
+    pub fn snapshot(&self) -> HashMap<String, Arrival> {
+        self.by_event
+            .lock()
+            .expect("the arrivals lock is never poisoned")
+            .clone()
+    }
+}
+
+async fn receive(
+    req: HttpRequest,
+    _body: web::Bytes,
+    arrivals: web::Data<Arrivals>,
+) -> HttpResponse {
+    let at = Instant::now();
+    let id = req
+        .headers()
+        .get(EVENT_ID_HEADER)
+        .and_then(|v| v.to_str().ok());
+    arrivals.record(id, at);
+    HttpResponse::NoContent().finish()
+}
+
+/// The running sink; stopped by `stop` (or when its thread's system ends).
+pub struct Sink {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    /// What it has received.
+    pub arrivals: Arc<Arrivals>,
+    handle: ServerHandle,
+    thread: JoinHandle<std::io::Result<()>>,
+}
+
+impl Sink {
+    /// Starts the sink on 127.0.0.1 port 0 with `workers` HTTP workers.
+    pub fn start(workers: usize) -> anyhow::Result<Sink> {
+        let arrivals = web::Data::new(Arrivals::default());
+        let shared = arrivals.clone().into_inner();
+        let (tx, rx) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("bench-sink".into())
+            .spawn(move || {
+                actix_rt::System::new().block_on(async move {
+                    let bound = HttpServer::new(move || {
+                        App::new()
+                            .app_data(arrivals.clone())
+                            .app_data(web::PayloadConfig::new(MAX_BODY))
+                            .route("/{tail:.*}", web::post().to(receive))
+                    })
+                    .workers(workers.max(1))
+                    .disable_signals()
+                    .bind(("127.0.0.1", 0));
+                    let server = match bound {
+                        Ok(server) => server,
+                        Err(e) => {
+                            let _ = tx.send(Err(e.to_string()));
+                            return Ok(());
+                        }
+                    };
+                    let addr = server.addrs()[0];
+                    let running = server.run();
+                    let _ = tx.send(Ok((addr, running.handle())));
+                    running.await
+                })
+            })
+            .context("cannot start the sink's thread")?;
+        let (addr, handle) = rx
+            .recv()
+            .context("the sink's thread ended before binding")?
+            .map_err(|e| anyhow::anyhow!("the sink cannot bind 127.0.0.1:0: {e}"))?;
+        Ok(Sink {
+            addr,
+            arrivals: shared,
+            handle,
+            thread,
+        })
+    }
+
+    /// Stops the sink without waiting for open requests.
+    pub async fn stop(self) {
+        self.handle.stop(false).await;
+        let _ = tokio::task::spawn_blocking(move || self.thread.join()).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arrivals_keep_the_first_instant_and_count_repeats() {
+        let arrivals = Arrivals::default();
+        let t0 = Instant::now();
+        let t1 = t0 + std::time::Duration::from_millis(5);
+        arrivals.record(Some("evt_a"), t0);
+        arrivals.record(Some("evt_b"), t1);
+        arrivals.record(Some("evt_a"), t1);
+        arrivals.record(None, t1);
+        let snap = arrivals.snapshot();
+        assert_eq!(
+            snap["evt_a"],
+            Arrival {
+                first: t0,
+                count: 2
+            }
+        );
+        assert_eq!(snap["evt_b"].count, 1);
+        assert_eq!(arrivals.requests(), 4);
+        assert_eq!(arrivals.without_id(), 1);
+        let ids = ["evt_a".to_owned(), "evt_c".to_owned()];
+        assert_eq!(arrivals.count_arrived(&ids), 1);
+    }
+}
