@@ -331,7 +331,13 @@ impl ControlBackend for FakeBackend {
         })
     }
 
-    async fn redirect(&self, tenant_id: &str, delivery_id: &str, url: &str) -> Result<AttemptView> {
+    async fn redirect(
+        &self,
+        _by: &Principal,
+        tenant_id: &str,
+        delivery_id: &str,
+        url: &str,
+    ) -> Result<AttemptView> {
         self.called("redirect");
         self.get_delivery(tenant_id, delivery_id).await?;
         Err(Error::FailedPrecondition(format!(
