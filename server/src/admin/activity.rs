@@ -1,6 +1,6 @@
 //! What a tenant is doing now, for the dashboard's overview: live queue and
 //! dead-letter counts, the oldest waiting delivery, the breaker, the ingest
-//! counters since start and the refusals recorded in the last hour and day.
+//! counts and the refusals recorded in the last hour and day.
 
 use hookd_control::{
     model::{IngestCounts, TenantActivity},
@@ -31,22 +31,24 @@ impl Backend {
             None => None,
         };
         let own_label = handle.metrics.label() == tenant_id;
-        let since_start = own_label.then(|| {
-            let (accepted, duplicates, mut rejected) = handle.metrics.ingest_counts();
-            rejected.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
-            IngestCounts {
-                accepted,
-                duplicates,
-                rejected: rejected
-                    .into_iter()
-                    .map(|(code, n)| (code.as_str().to_owned(), n))
-                    .collect(),
-            }
-        });
         let breaker_open =
             (own_label && handle.settings.forward.is_some()).then(|| handle.metrics.breaker_open());
         let rejections = self.registry.store().rejections().map_err(api)?;
         let now = self.now_ms();
+        let telemetry = self.registry.telemetry();
+        let windows = telemetry.metrics().windows();
+        let ingested = |span_ms: i64| {
+            let counts = windows.counts(handle.data.tenant(), now, span_ms);
+            IngestCounts {
+                accepted: counts.accepted,
+                duplicates: counts.duplicates,
+                rejected: counts
+                    .rejected
+                    .into_iter()
+                    .map(|(code, n)| (code.as_str().to_owned(), n))
+                    .collect(),
+            }
+        };
         let refused = |window_ms: i64| {
             rejections
                 .count_by_code(tenant_id, now - window_ms, REFUSED_CAP)
@@ -67,7 +69,8 @@ impl Backend {
             dead_letters: counts.dead,
             oldest_pending_ms,
             breaker_open,
-            since_start,
+            last_hour: ingested(HOUR_MS),
+            last_day: ingested(24 * HOUR_MS),
             refused_last_hour: refused(HOUR_MS)?,
             refused_last_day: refused(24 * HOUR_MS)?,
             median_clock_skew_secs,
