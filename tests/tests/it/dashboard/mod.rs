@@ -5,6 +5,7 @@
 
 mod browser;
 mod history;
+mod tail;
 
 use std::time::Duration;
 
