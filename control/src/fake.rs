@@ -328,6 +328,7 @@ impl ControlBackend for FakeBackend {
             request_id: "req_fake".into(),
             headers: vec![("content-type".into(), "application/json".into())],
             body: format!(r#"{{"event_id":"{}"}}"#, delivery.event_id).into_bytes(),
+            event_type: None,
         })
     }
 

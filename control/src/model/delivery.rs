@@ -85,6 +85,9 @@ pub struct DeliveryContent {
     pub headers: Vec<(String, String)>,
     /// The body exactly as received.
     pub body: Vec<u8>,
+    /// The event type the body names in the tenant's type field (`type`
+    /// unless its contracts say otherwise), if it names one.
+    pub event_type: Option<String>,
 }
 
 /// A delivery hookd gave up on.

@@ -35,7 +35,12 @@ impl Backend {
 
     pub(super) fn content(&self, tenant_id: &str, delivery_id: &str) -> ApiResult<DeliveryContent> {
         let event = self.stored_event(tenant_id, delivery_id)?;
+        let event_type = self
+            .registry
+            .contracts(tenant_id)
+            .and_then(|contracts| contracts.event_type(&event.body));
         Ok(DeliveryContent {
+            event_type,
             request_id: event.meta.request_id.to_string(),
             headers: event.meta.headers,
             body: event.body,

@@ -13,6 +13,9 @@ use super::{error::DashError, layout, session::Signed, tenant_in_path, Dashboard
 const PAGE_SIZE: usize = 50;
 /// Most deliveries one page reads looking for an event id.
 const SCAN_LIMIT: usize = 5000;
+/// Most deliveries one page opens looking for an event type (the type is
+/// read from each one's body).
+const TYPE_SCAN_LIMIT: usize = 1000;
 
 /// The listing's filters, from the query string.
 #[derive(Debug, Default, Deserialize)]
@@ -21,6 +24,8 @@ pub(super) struct Filters {
     status: String,
     #[serde(default)]
     event_id: String,
+    #[serde(default)]
+    event_type: String,
     #[serde(default)]
     since: String,
     #[serde(default)]
@@ -57,13 +62,42 @@ fn status(value: &str) -> Result<Option<DeliveryStatus>, DashError> {
 struct Wanted<'a> {
     status: Option<DeliveryStatus>,
     event_id: &'a str,
+    event_type: Option<&'a str>,
     since: Option<i64>,
     until: Option<i64>,
 }
 
 impl Wanted<'_> {
     fn narrowed(&self) -> bool {
-        !self.event_id.is_empty() || self.since.is_some() || self.until.is_some()
+        !self.event_id.is_empty()
+            || self.event_type.is_some()
+            || self.since.is_some()
+            || self.until.is_some()
+    }
+
+    /// Whether `d` is of the wanted event type (always, without that
+    /// filter); each delivery opened to find out counts in `opened`.
+    async fn of_type(
+        &self,
+        dash: &Dashboard,
+        tenant: &str,
+        d: &DeliveryView,
+        opened: &mut usize,
+    ) -> Result<bool, DashError> {
+        let Some(wanted) = self.event_type else {
+            return Ok(true);
+        };
+        *opened += 1;
+        match dash
+            .backend
+            .get_delivery_content(tenant, &d.delivery_id)
+            .await
+        {
+            Ok(content) => Ok(content.event_type.as_deref() == Some(wanted)),
+            // Purged since it was listed.
+            Err(hookd_control::Error::NotFound(_)) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
     }
 
     fn keeps(&self, d: &DeliveryView) -> bool {
@@ -82,7 +116,7 @@ async fn scan(
     mut token: Option<String>,
 ) -> Result<(Vec<DeliveryView>, Option<String>), DashError> {
     let mut shown: Vec<DeliveryView> = Vec::new();
-    let mut read = 0;
+    let (mut read, mut opened) = (0, 0);
     loop {
         let size = if wanted.narrowed() { 500 } else { PAGE_SIZE };
         let page = PageRequest {
@@ -103,16 +137,16 @@ async fn scan(
                 older_than_since = true;
                 break;
             }
-            if wanted.keeps(&d) {
+            if wanted.keeps(&d) && wanted.of_type(dash, tenant, &d, &mut opened).await? {
                 shown.push(d);
-                if shown.len() == PAGE_SIZE {
-                    break;
-                }
+            }
+            if shown.len() == PAGE_SIZE || opened == TYPE_SCAN_LIMIT {
+                break;
             }
         }
         match got.next_token {
             _ if older_than_since => return Ok((shown, None)),
-            _ if shown.len() == PAGE_SIZE => return Ok((shown, last)),
+            _ if shown.len() == PAGE_SIZE || opened == TYPE_SCAN_LIMIT => return Ok((shown, last)),
             Some(t) if read < SCAN_LIMIT => token = Some(t),
             next => return Ok((shown, next)),
         }
@@ -130,6 +164,7 @@ pub(super) async fn list(
     let wanted = Wanted {
         status: status(&filters.status)?,
         event_id: filters.event_id.trim(),
+        event_type: Some(filters.event_type.trim()).filter(|t| !t.is_empty()),
         since: bound("since", &filters.since)?,
         until: bound("until", &filters.until)?,
     };
@@ -151,6 +186,10 @@ pub(super) async fn list(
                 input #event_id type="search" name="event_id" value=(event_id);
             }
             div {
+                label for="event_type" { "Event type" }
+                input #event_type type="search" name="event_type" value=(wanted.event_type.unwrap_or("")) placeholder="order.paid";
+            }
+            div {
                 label for="since" { "Received since (UTC)" }
                 input #since type="text" name="since" value=(filters.since) placeholder="2026-11-30T00:00:00Z";
             }
@@ -162,7 +201,7 @@ pub(super) async fn list(
         }
         (table(&tenant, &shown))
         @if let Some(next) = &next {
-            p { a rel="next" href={ "/t/" (tenant) "/deliveries" (layout::query(&[("status", &filters.status), ("event_id", event_id), ("since", &filters.since), ("until", &filters.until), ("page", next)])) } { "Older deliveries" } }
+            p { a rel="next" href={ "/t/" (tenant) "/deliveries" (layout::query(&[("status", &filters.status), ("event_id", event_id), ("event_type", &filters.event_type), ("since", &filters.since), ("until", &filters.until), ("page", next)])) } { "Older deliveries" } }
         }
     };
     Ok(layout::html(layout::page(
@@ -239,6 +278,7 @@ async fn detail(
         dl.facts {
             dt { "Delivery" } dd { code #delivery-id { (d.delivery_id) } }
             dt { "Event id" } dd { code { (d.event_id) } }
+            dt { "Event type" } dd { code #event-type { (content.event_type.as_deref().unwrap_or("-")) } }
             dt { "Status" } dd { span #delivery-status class={ "status " (d.status.as_str()) } { (d.status.as_str()) } }
             dt { "Received" } dd { (layout::at(d.received_at_ms)) }
             dt { "Request id" } dd { code { (content.request_id) } }

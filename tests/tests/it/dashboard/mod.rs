@@ -4,6 +4,7 @@
 //! ignored `screenshots_for_the_docs`.
 
 mod browser;
+mod filters;
 mod history;
 mod tail;
 
