@@ -147,7 +147,7 @@ async fn accept(
     let body = actix_rt::time::timeout(limits.body_timeout, read)
         .await
         .map_err(|_| limits.timed_out())??;
-    handle
+    let outcome = handle
         .addr
         .send(Ingest {
             request_id: request_id.clone(),
@@ -159,12 +159,15 @@ async fn accept(
         .unwrap_or_else(|e| {
             tracing::error!(tenant = %tenant, request_id = %request_id, error = %e, "tenant actor unreachable");
             Err(IngestError::TenantNotRunning)
-        })
-        .map_err(|refusal| {
+        });
+    match outcome {
+        Ok(outcome) => Ok(outcome),
+        Err(refusal) => {
             let answer = ApiError::from(&refusal);
-            rejected::record(registry, tenant, request_id, &refusal, &answer, &body);
-            answer
-        })
+            rejected::record(registry, tenant, request_id, &refusal, &answer, &body).await;
+            Err(answer)
+        }
+    }
 }
 
 /// Reads the body as raw bytes, refusing it as soon as it is known to be

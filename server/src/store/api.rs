@@ -235,8 +235,9 @@ pub trait Storage: Send + Sync + 'static {
 }
 
 /// Refused requests of every tenant, for the dashboard and
-/// `ListRejections` (see [`super::rejections`] for what is kept). Written as
-/// a refusal is answered, without waiting for a sync.
+/// `ListRejections` (see [`super::rejections`] for what is kept). A record
+/// is durable after the next [`Storage::durable_barrier`]; the ingress
+/// waits for it before answering the refusal.
 pub trait RejectionLog: Send + Sync + 'static {
     /// Stores `rejection`, its body cut to
     /// [`super::rejections::KEPT_BODY_BYTES`] (and dropped when the
