@@ -58,6 +58,13 @@ async fn a_redirect_is_recorded_with_the_delivery_and_shown_after_a_restart() {
         .unwrap();
     assert_eq!(attempts.len(), 1, "a redirect is not an attempt");
     b.quit().await;
+
+    // GetDelivery carries it too, beside the one attempt.
+    let got = s.admin().await.get_delivery("shop", &dead_id).await.unwrap();
+    assert_eq!(got.attempts.len(), 1);
+    let r = &got.redirects[0];
+    assert_eq!((r.by.as_str(), r.status_code), ("admin", 202));
+    assert_eq!(r.url, format!("{}?token=redacted", second.url));
 }
 
 /// The text of `tenant`'s overview cell of class `class`.
