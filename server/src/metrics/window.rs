@@ -1,12 +1,15 @@
 //! Ingest counts of each tenant over the last day, in one-minute buckets on
 //! hookd's clock, so the dashboard can show the last hour and day: accepted,
-//! duplicates and rejections by code. Kept in memory (a restart starts them
-//! at zero); a tenant's buckets older than a day are dropped as it records,
-//! and only running tenants record, so a sender cannot make entries.
+//! duplicates and rejections by code. Kept in memory by each process; after
+//! a restart the accepted counts of the time before it are seeded once from
+//! the stored deliveries ([`IngestWindows::to_seed`]), while duplicates and
+//! rejections start at zero. A tenant's buckets older than a day are
+//! dropped as it records, and only running tenants record, so a sender
+//! cannot make entries.
 
 use std::{
-    collections::{HashMap, VecDeque},
-    sync::Mutex,
+    collections::{BTreeMap, HashMap, VecDeque},
+    sync::{Mutex, OnceLock},
 };
 
 use crate::{error::ErrorCode, ids::TenantId};
@@ -46,18 +49,34 @@ struct Bucket {
     rejected: Vec<(ErrorCode, u64)>,
 }
 
-/// Every tenant's buckets, oldest first.
+/// One tenant's buckets, oldest first, and whether they were seeded.
+#[derive(Debug, Default)]
+struct TenantWindow {
+    buckets: VecDeque<Bucket>,
+    seeded: bool,
+}
+
+/// Every tenant's buckets.
 #[derive(Debug, Default)]
 pub struct IngestWindows {
-    tenants: Mutex<HashMap<TenantId, VecDeque<Bucket>>>,
+    tenants: Mutex<HashMap<TenantId, TenantWindow>>,
+    /// When this process began counting: every delivery it accepted was
+    /// received at or after this.
+    started_ms: OnceLock<i64>,
 }
 
 impl IngestWindows {
+    /// Begins counting at `now_ms`, before any request is taken (later calls
+    /// change nothing).
+    pub fn begin(&self, now_ms: i64) {
+        let _ = self.started_ms.set(now_ms);
+    }
+
     /// Counts one request of `tenant` at `now_ms`.
     pub fn record(&self, tenant: &TenantId, now_ms: i64, what: Counted) {
         let minute = now_ms.div_euclid(BUCKET_MS);
         let mut tenants = self.tenants.lock().expect("windows lock");
-        let buckets = tenants.entry(tenant.clone()).or_default();
+        let buckets = &mut tenants.entry(tenant.clone()).or_default().buckets;
         let oldest = minute - WINDOW_MS / BUCKET_MS;
         while buckets.front().is_some_and(|b| b.minute <= oldest) {
             buckets.pop_front();
@@ -86,10 +105,10 @@ impl IngestWindows {
         let first = (now_ms - span_ms.min(WINDOW_MS)).div_euclid(BUCKET_MS) + 1;
         let tenants = self.tenants.lock().expect("windows lock");
         let mut out = WindowCounts::default();
-        let Some(buckets) = tenants.get(tenant) else {
+        let Some(window) = tenants.get(tenant) else {
             return out;
         };
-        for bucket in buckets.iter().filter(|b| b.minute >= first) {
+        for bucket in window.buckets.iter().filter(|b| b.minute >= first) {
             out.accepted += bucket.accepted;
             out.duplicates += bucket.duplicates;
             for (code, n) in &bucket.rejected {
@@ -102,6 +121,44 @@ impl IngestWindows {
         out.rejected
             .sort_by(|a, b| b.1.cmp(&a.1).then(a.0.as_str().cmp(b.0.as_str())));
         out
+    }
+
+    /// The first time it is asked for `tenant`: the span `[from, until)` of
+    /// receive times (Unix ms) whose stored deliveries the caller should
+    /// hand to [`IngestWindows::seed`], the day before this process began
+    /// counting. `None` once asked.
+    pub fn to_seed(&self, tenant: &TenantId, now_ms: i64) -> Option<(i64, i64)> {
+        let started = *self.started_ms.get_or_init(|| now_ms);
+        let mut tenants = self.tenants.lock().expect("windows lock");
+        let window = tenants.entry(tenant.clone()).or_default();
+        if window.seeded {
+            return None;
+        }
+        window.seeded = true;
+        Some((now_ms - WINDOW_MS, started))
+    }
+
+    /// Counts deliveries of `tenant` accepted before this process began
+    /// counting, by their receive times.
+    pub fn seed(&self, tenant: &TenantId, received_ms: &[i64]) {
+        let mut tenants = self.tenants.lock().expect("windows lock");
+        let window = tenants.entry(tenant.clone()).or_default();
+        let mut by_minute: BTreeMap<i64, Bucket> = window
+            .buckets
+            .drain(..)
+            .map(|bucket| (bucket.minute, bucket))
+            .collect();
+        for at in received_ms {
+            let minute = at.div_euclid(BUCKET_MS);
+            by_minute
+                .entry(minute)
+                .or_insert_with(|| Bucket {
+                    minute,
+                    ..Bucket::default()
+                })
+                .accepted += 1;
+        }
+        window.buckets = by_minute.into_values().collect();
     }
 
     /// Forgets a tenant that stopped for good.
@@ -148,7 +205,7 @@ mod tests {
         );
         w.record(&acme(), next_day, Counted::Accepted);
         assert_eq!(
-            w.tenants.lock().unwrap()[&acme()].len(),
+            w.tenants.lock().unwrap()[&acme()].buckets.len(),
             1,
             "old buckets dropped"
         );
@@ -156,5 +213,24 @@ mod tests {
         assert_eq!(w.counts(&other, next_day, HOUR), WindowCounts::default());
         w.forget("acme");
         assert_eq!(w.counts(&acme(), next_day, HOUR), WindowCounts::default());
+    }
+
+    #[test]
+    fn accepted_counts_from_before_a_restart_are_seeded_once() {
+        let w = IngestWindows::default();
+        let t0 = 1_700_000_000_000;
+        w.begin(t0);
+        w.record(&acme(), t0 + 1, Counted::Accepted);
+        assert_eq!(w.to_seed(&acme(), t0 + 5), Some((t0 + 5 - WINDOW_MS, t0)));
+        assert_eq!(w.to_seed(&acme(), t0 + 6), None, "seeded once");
+        w.seed(&acme(), &[t0 - 3 * HOUR, t0 - 1_000, t0 - 500]);
+        assert_eq!(w.counts(&acme(), t0 + 5, HOUR).accepted, 3);
+        assert_eq!(w.counts(&acme(), t0 + 5, WINDOW_MS).accepted, 4);
+        w.record(&acme(), t0 + 7, Counted::Accepted);
+        assert_eq!(
+            w.counts(&acme(), t0 + 8, HOUR).accepted,
+            4,
+            "buckets stay in order"
+        );
     }
 }

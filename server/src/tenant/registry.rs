@@ -75,6 +75,7 @@ impl Registry {
         telemetry: Telemetry,
     ) -> Self {
         assert!(!arbiters.is_empty(), "at least one arbiter");
+        telemetry.metrics().windows().begin(clock.now_ms());
         Registry {
             tenants: Arc::default(),
             unavailable: Arc::default(),

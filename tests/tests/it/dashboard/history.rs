@@ -60,7 +60,12 @@ async fn a_redirect_is_recorded_with_the_delivery_and_shown_after_a_restart() {
     b.quit().await;
 
     // GetDelivery carries it too, beside the one attempt.
-    let got = s.admin().await.get_delivery("shop", &dead_id).await.unwrap();
+    let got = s
+        .admin()
+        .await
+        .get_delivery("shop", &dead_id)
+        .await
+        .unwrap();
     assert_eq!(got.attempts.len(), 1);
     let r = &got.redirects[0];
     assert_eq!((r.by.as_str(), r.status_code), ("admin", 202));
@@ -116,5 +121,27 @@ async fn the_overview_counts_the_last_hour_and_day_on_hookds_clock() {
     s.clock.advance_ms(23 * 3_600_000);
     b.open(&format!("{base}/tenants")).await;
     assert_eq!(cell(&b, "shop", "ingest-day").await, "0 / 0");
+    b.quit().await;
+}
+
+#[tokio::test]
+async fn accepted_counts_of_the_day_before_a_restart_are_kept() {
+    let dest = Receiver::start(Reply::Status(204)).await;
+    let toml = tenant("shop", &dest.url, "", "", "");
+    let mut s = TestServer::start(&toml);
+    send(&s, "shop", "evt_1").await;
+    send(&s, "shop", "evt_2").await;
+    s.clock.advance_ms(2 * 60_000);
+    s.restart(&toml);
+    let base = format!("http://{}", s.server().dashboard_addr().unwrap());
+    let Some(b) = Browser::start("dashboard windows restart").await else {
+        return;
+    };
+    b.sign_in(&base, ADMIN_TOKEN).await;
+    assert_eq!(cell(&b, "shop", "ingest-hour").await, "2 / 0");
+    s.clock.advance_ms(60 * 60_000);
+    b.open(&format!("{base}/tenants")).await;
+    assert_eq!(cell(&b, "shop", "ingest-hour").await, "0 / 0");
+    assert_eq!(cell(&b, "shop", "ingest-day").await, "2 / 0");
     b.quit().await;
 }
