@@ -37,7 +37,7 @@ pub(super) async fn overview(
         } @else {
             div.scroll {
                 table.overview {
-                    caption { "Tenants now; counts over the last hour and day on hookd's clock (accepted, duplicates and rejected since hookd last started)" }
+                    caption { "Tenants now; ingest counts over the last hour and day on hookd's clock (duplicates and rejections counted since hookd last started)" }
                     thead { tr {
                         th scope="col" { "Tenant" }
                         th scope="col" { "Destination" }
