@@ -1,12 +1,14 @@
 //! Conformance of redirects: recorded with their delivery, read back oldest
 //! first, never mixed with its attempts nor changing its state, refused for
-//! a delivery that is not there, and deleted with the delivery.
+//! a delivery that is not there, and deleted with the delivery (purge,
+//! retention).
 
 use super::{accepted, attempt, kill, only_entry, tenant, Engine};
 use crate::{
     error::Error,
     ids::{DeliveryId, RequestId},
     store::{
+        api::SweepRequest,
         deliveries::Next,
         redirects::{RedirectRecord, RedirectedBy},
     },
@@ -62,4 +64,17 @@ pub(super) async fn redirects_are_kept_with_their_delivery(engine: Engine) {
         pull.redirects(&dead).unwrap().is_empty(),
         "purged with the delivery"
     );
+
+    // Retention takes a delivered delivery's redirects with it.
+    let (entry, _) = only_entry(&data);
+    data.record_attempt(&entry, &id, &attempt(2, 9_000), &Next::Delivered, 9_000)
+        .unwrap()
+        .unwrap();
+    let request = SweepRequest {
+        delivered_before_ms: 10_000,
+        idem_before_ms: 0,
+        batch: 100,
+    };
+    assert_eq!(data.sweep(&request, &mut Vec::new()).unwrap().delivered, 1);
+    assert!(data.redirects(&id).unwrap().is_empty(), "swept with it");
 }
