@@ -123,13 +123,20 @@ pub trait ControlBackend: Send + Sync + 'static {
     ) -> Result<DeliveryContent>;
 
     /// Sends one delivery once to `url` instead of the tenant's destination,
-    /// signed as a forward would be, and returns what happened; the
-    /// delivery, its attempts and the tenant's destination stay unchanged.
+    /// signed as a forward would be, records it with the delivery (who: `by`,
+    /// when, where, the outcome) and returns what happened; the delivery's
+    /// status, its attempts and the tenant's destination stay unchanged.
     /// A URL that is not absolute http(s), or whose literal address the
     /// destination address policy denies, is `InvalidArgument` and nothing
     /// is sent; a tenant without a destination secret (pull mode) is
     /// `FailedPrecondition`.
-    async fn redirect(&self, tenant_id: &str, delivery_id: &str, url: &str) -> Result<AttemptView>;
+    async fn redirect(
+        &self,
+        by: &Principal,
+        tenant_id: &str,
+        delivery_id: &str,
+        url: &str,
+    ) -> Result<AttemptView>;
 
     /// The tenant's dead letters passing `filter`, most recently dead first.
     /// A foreign page token is `InvalidArgument`.

@@ -328,10 +328,17 @@ impl ControlBackend for FakeBackend {
             request_id: "req_fake".into(),
             headers: vec![("content-type".into(), "application/json".into())],
             body: format!(r#"{{"event_id":"{}"}}"#, delivery.event_id).into_bytes(),
+            event_type: None,
         })
     }
 
-    async fn redirect(&self, tenant_id: &str, delivery_id: &str, url: &str) -> Result<AttemptView> {
+    async fn redirect(
+        &self,
+        _by: &Principal,
+        tenant_id: &str,
+        delivery_id: &str,
+        url: &str,
+    ) -> Result<AttemptView> {
         self.called("redirect");
         self.get_delivery(tenant_id, delivery_id).await?;
         Err(Error::FailedPrecondition(format!(

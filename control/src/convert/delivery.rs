@@ -10,7 +10,7 @@ use crate::{
     error::Error,
     model::{
         AttemptView, DeadLetterFilter, DeadLetterView, DeliveryEventView, DeliveryStatus,
-        DeliveryView, Selection,
+        DeliveryView, RedirectView, Selection,
     },
     Result,
 };
@@ -60,6 +60,36 @@ impl TryFrom<pb::Attempt> for AttemptView {
     }
 }
 
+impl From<RedirectView> for pb::Redirect {
+    fn from(r: RedirectView) -> Self {
+        pb::Redirect {
+            by: r.by,
+            url: r.url,
+            started_at_unix_ms: r.started_at_ms,
+            duration_ms: r.duration_ms,
+            status_code: r.status_code.map_or(0, u32::from),
+            error: r.error.unwrap_or_default(),
+            request_id: r.request_id,
+        }
+    }
+}
+
+impl TryFrom<pb::Redirect> for RedirectView {
+    type Error = Error;
+
+    fn try_from(r: pb::Redirect) -> Result<Self> {
+        Ok(RedirectView {
+            by: r.by,
+            url: r.url,
+            started_at_ms: r.started_at_unix_ms,
+            duration_ms: r.duration_ms,
+            status_code: status_code("status_code", r.status_code)?,
+            error: non_empty(r.error),
+            request_id: r.request_id,
+        })
+    }
+}
+
 impl From<DeliveryView> for pb::Delivery {
     fn from(d: DeliveryView) -> Self {
         pb::Delivery {
@@ -74,6 +104,7 @@ impl From<DeliveryView> for pb::Delivery {
             redelivery_of: d.redelivery_of.unwrap_or_default(),
             redelivered_as: d.redelivered_as.unwrap_or_default(),
             attempts: d.attempts.into_iter().map(Into::into).collect(),
+            redirects: d.redirects.into_iter().map(Into::into).collect(),
         }
     }
 }
@@ -101,6 +132,11 @@ impl TryFrom<pb::Delivery> for DeliveryView {
                 .attempts
                 .into_iter()
                 .map(AttemptView::try_from)
+                .collect::<Result<_>>()?,
+            redirects: d
+                .redirects
+                .into_iter()
+                .map(RedirectView::try_from)
                 .collect::<Result<_>>()?,
         })
     }
@@ -277,6 +313,15 @@ mod tests {
                     request_id: "req_2".into(),
                 },
             ],
+            redirects: vec![RedirectView {
+                by: "tenant".into(),
+                url: "https://test.example.com/hook?token=redacted".into(),
+                started_at_ms: 1_700_000_040_000,
+                duration_ms: 7,
+                status_code: None,
+                error: Some("connection refused".into()),
+                request_id: "req_3".into(),
+            }],
         }
     }
 
@@ -288,6 +333,7 @@ mod tests {
         assert_eq!(wire.attempts[0].status_code, 0);
         assert_eq!(wire.attempts[1].next_retry_at_unix_ms, 0);
         assert_eq!(wire.redelivery_of, "");
+        assert_eq!(wire.redirects[0].status_code, 0);
         assert_eq!(DeliveryView::try_from(wire).unwrap(), original);
     }
 

@@ -51,6 +51,29 @@ pub struct DeliveryView {
     pub redelivered_as: Option<String>,
     /// Every attempt, oldest first; empty in listings.
     pub attempts: Vec<AttemptView>,
+    /// Every Redirect of it, oldest first; empty in listings.
+    pub redirects: Vec<RedirectView>,
+}
+
+/// One Redirect of a delivery: sent once, from the dashboard, to a typed
+/// URL instead of the tenant's destination. Not an attempt: it changes
+/// neither the delivery's status nor its attempts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedirectView {
+    /// Who asked for it: `admin` or `tenant` (the tenant's own token).
+    pub by: String,
+    /// Where it was sent, without user, password or query values.
+    pub url: String,
+    /// When it was sent, Unix ms.
+    pub started_at_ms: i64,
+    /// Until the answer ended or the send failed.
+    pub duration_ms: u64,
+    /// The HTTP status that came back, if any.
+    pub status_code: Option<u16>,
+    /// Why it failed, in plain words; `None` if it succeeded.
+    pub error: Option<String>,
+    /// `req_<ulid>` sent as `X-Request-Id`.
+    pub request_id: String,
 }
 
 /// What one delivery carries: the accepted request as hookd forwards it.
@@ -62,6 +85,9 @@ pub struct DeliveryContent {
     pub headers: Vec<(String, String)>,
     /// The body exactly as received.
     pub body: Vec<u8>,
+    /// The event type the body names in the tenant's type field (`type`
+    /// unless its contracts say otherwise), if it names one.
+    pub event_type: Option<String>,
 }
 
 /// A delivery hookd gave up on.

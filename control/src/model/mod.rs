@@ -11,7 +11,7 @@ mod tenant;
 pub use contract::{ContractCheck, ContractDef, ContractList, ContractView, ViolationView};
 pub use delivery::{
     AttemptView, DeadLetterFilter, DeadLetterView, DeliveryContent, DeliveryEventKind,
-    DeliveryEventView, DeliveryStatus, DeliveryView, PulledDelivery, Selection,
+    DeliveryEventView, DeliveryStatus, DeliveryView, PulledDelivery, RedirectView, Selection,
 };
 pub use rejection::{RejectionFilter, RejectionView};
 pub use tenant::{

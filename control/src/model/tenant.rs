@@ -187,9 +187,11 @@ pub struct TenantActivity {
     /// `None` in pull mode, or when the tenant shares the metrics label
     /// `other` with others.
     pub breaker_open: Option<bool>,
-    /// Counts since hookd started; `None` when the tenant shares the metrics
-    /// label `other` with others.
-    pub since_start: Option<IngestCounts>,
+    /// Ingest counts of the last hour on hookd's clock (kept in memory: a
+    /// restart starts them at zero).
+    pub last_hour: IngestCounts,
+    /// The same over the last day.
+    pub last_day: IngestCounts,
     /// Recorded refusals (content and signature) of the last hour, by error
     /// code, most frequent first.
     pub refused_last_hour: Vec<(String, u64)>,
@@ -202,7 +204,7 @@ pub struct TenantActivity {
     pub median_clock_skew_secs: Option<f64>,
 }
 
-/// A tenant's ingest counts since hookd started.
+/// A tenant's ingest counts over a span of time.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct IngestCounts {
     /// New deliveries.

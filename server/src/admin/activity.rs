@@ -1,6 +1,7 @@
 //! What a tenant is doing now, for the dashboard's overview: live queue and
 //! dead-letter counts, the oldest waiting delivery, the breaker, the ingest
-//! counters since start and the refusals recorded in the last hour and day.
+//! counts and the refusals recorded in the last hour and day (the accepted
+//! counts of the day before a restart seeded from the stored deliveries).
 
 use hookd_control::{
     model::{IngestCounts, TenantActivity},
@@ -8,13 +9,48 @@ use hookd_control::{
 };
 
 use super::{api, Backend};
-use crate::ids::DeliveryId;
+use crate::{ids::DeliveryId, tenant::TenantHandle};
 
 /// Most queue entries read looking for the oldest waiting delivery.
 const QUEUE_SCAN: usize = 10_000;
 /// Most recorded refusals counted per window.
 const REFUSED_CAP: usize = 100_000;
 const HOUR_MS: i64 = 3_600_000;
+/// Most stored deliveries read to seed a tenant's accepted counts of the
+/// day before a restart.
+const SEED_SCAN: usize = 100_000;
+/// Stored deliveries read per step of that.
+const SEED_PAGE: usize = 1_000;
+
+/// Receive times in `[from, until)` of the tenant's stored deliveries that
+/// were accepted (not made by Redeliver), reading newest first at most
+/// [`SEED_SCAN`]; deliveries retention already removed are not counted.
+fn accepted_between(handle: &TenantHandle, from: i64, until: i64) -> ApiResult<Vec<i64>> {
+    let mut received = Vec::new();
+    let mut before: Option<DeliveryId> = None;
+    let mut read = 0;
+    while read < SEED_SCAN {
+        let page = handle
+            .data
+            .deliveries(None, before.as_ref(), SEED_PAGE)
+            .map_err(api)?;
+        let more = page.len() == SEED_PAGE;
+        read += page.len();
+        for (id, state) in page {
+            if state.received_at_ms < from {
+                return Ok(received);
+            }
+            if state.received_at_ms < until && state.redelivery_of.is_none() {
+                received.push(state.received_at_ms);
+            }
+            before = Some(id);
+        }
+        if !more {
+            break;
+        }
+    }
+    Ok(received)
+}
 
 impl Backend {
     pub(super) fn activity(&self, tenant_id: &str) -> ApiResult<TenantActivity> {
@@ -31,22 +67,28 @@ impl Backend {
             None => None,
         };
         let own_label = handle.metrics.label() == tenant_id;
-        let since_start = own_label.then(|| {
-            let (accepted, duplicates, mut rejected) = handle.metrics.ingest_counts();
-            rejected.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
-            IngestCounts {
-                accepted,
-                duplicates,
-                rejected: rejected
-                    .into_iter()
-                    .map(|(code, n)| (code.as_str().to_owned(), n))
-                    .collect(),
-            }
-        });
         let breaker_open =
             (own_label && handle.settings.forward.is_some()).then(|| handle.metrics.breaker_open());
         let rejections = self.registry.store().rejections().map_err(api)?;
         let now = self.now_ms();
+        let telemetry = self.registry.telemetry();
+        let windows = telemetry.metrics().windows();
+        if let Some((from, until)) = windows.to_seed(handle.data.tenant(), now) {
+            let received = accepted_between(&handle, from, until)?;
+            windows.seed(handle.data.tenant(), &received);
+        }
+        let ingested = |span_ms: i64| {
+            let counts = windows.counts(handle.data.tenant(), now, span_ms);
+            IngestCounts {
+                accepted: counts.accepted,
+                duplicates: counts.duplicates,
+                rejected: counts
+                    .rejected
+                    .into_iter()
+                    .map(|(code, n)| (code.as_str().to_owned(), n))
+                    .collect(),
+            }
+        };
         let refused = |window_ms: i64| {
             rejections
                 .count_by_code(tenant_id, now - window_ms, REFUSED_CAP)
@@ -67,7 +109,8 @@ impl Backend {
             dead_letters: counts.dead,
             oldest_pending_ms,
             breaker_open,
-            since_start,
+            last_hour: ingested(HOUR_MS),
+            last_day: ingested(24 * HOUR_MS),
             refused_last_hour: refused(HOUR_MS)?,
             refused_last_day: refused(24 * HOUR_MS)?,
             median_clock_skew_secs,

@@ -4,7 +4,7 @@
 use hookd_control::{
     model::{
         AttemptView, DeadLetterFilter, DeadLetterView, DeliveryEventView, DeliveryView, Page,
-        PageRequest, PulledDelivery, Selection,
+        PageRequest, PulledDelivery, RedirectView, Selection,
     },
     watch, Error as ApiError, EventStream, Result as ApiResult,
 };
@@ -16,6 +16,7 @@ use crate::{
     store::{
         api::PullRequest,
         records::{DeadLetter, DeliveryState, DeliveryStatus},
+        redirects::RedirectRecord,
     },
     tenant::TenantHandle,
 };
@@ -54,7 +55,7 @@ impl Backend {
         });
         let items = items
             .into_iter()
-            .map(|(id, state)| delivery_view(tenant_id, id.to_string(), state, Vec::new()))
+            .map(|(id, state)| delivery_view(tenant_id, id.to_string(), state))
             .collect();
         Ok(Page {
             items,
@@ -82,12 +83,12 @@ impl Backend {
                 request_id: a.request_id.to_string(),
             })
             .collect();
-        Ok(delivery_view(
-            tenant_id,
-            delivery_id.to_owned(),
-            state,
+        let redirects = handle.data.redirects(&id).map_err(api)?;
+        Ok(DeliveryView {
             attempts,
-        ))
+            redirects: redirects.into_iter().map(redirect_view).collect(),
+            ..delivery_view(tenant_id, delivery_id.to_owned(), state)
+        })
     }
 
     pub(super) fn dead_letters(
@@ -321,12 +322,8 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| ApiError::Internal(format!("storage task failed: {e}")))?
 }
 
-fn delivery_view(
-    tenant_id: &str,
-    delivery_id: String,
-    state: DeliveryState,
-    attempts: Vec<AttemptView>,
-) -> DeliveryView {
+/// A delivery without its attempts and redirects.
+fn delivery_view(tenant_id: &str, delivery_id: String, state: DeliveryState) -> DeliveryView {
     DeliveryView {
         tenant_id: tenant_id.to_owned(),
         delivery_id,
@@ -338,7 +335,20 @@ fn delivery_view(
         last_error: state.last_error,
         redelivery_of: state.redelivery_of.map(|d| d.to_string()),
         redelivered_as: state.redelivered_as.map(|d| d.to_string()),
-        attempts,
+        attempts: Vec::new(),
+        redirects: Vec::new(),
+    }
+}
+
+fn redirect_view(r: RedirectRecord) -> RedirectView {
+    RedirectView {
+        by: r.by.as_str().to_owned(),
+        url: r.url,
+        started_at_ms: r.started_at_ms,
+        duration_ms: r.duration_ms,
+        status_code: r.status_code,
+        error: r.error,
+        request_id: r.request_id.to_string(),
     }
 }
 

@@ -247,11 +247,12 @@ impl ControlBackend for Backend {
 
     async fn redirect(
         &self,
+        by: &Principal,
         tenant_id: &str,
         delivery_id: &str,
         url: &str,
     ) -> ApiResult<AttemptView> {
-        self.redirect_once(tenant_id, delivery_id, url).await
+        self.redirect_once(by, tenant_id, delivery_id, url).await
     }
 
     async fn list_dead_letters(

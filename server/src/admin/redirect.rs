@@ -1,18 +1,24 @@
 //! A delivery's stored content, and Redirect: one delivery sent once to a
 //! URL the operator typed instead of the tenant's destination, signed as a
-//! forward is, with nothing about the delivery or the tenant changed.
+//! forward is, and recorded with the delivery (who, when, where, the
+//! outcome) without changing its status, its attempts or the tenant.
 
 use std::sync::Arc;
 
 use hookd_control::{
-    model::{AttemptView, DeliveryContent},
+    model::{AttemptView, DeliveryContent, Principal},
     Error as ApiError, Result as ApiResult,
 };
 
 use super::{api, Backend};
 use crate::{
-    egress::address::GuardedResolver, forward::send_attempt, ids::DeliveryId,
-    store::records::StoredEvent,
+    egress::address::GuardedResolver,
+    forward::send_attempt,
+    ids::DeliveryId,
+    store::{
+        records::StoredEvent,
+        redirects::{shown_url, RedirectRecord, RedirectedBy},
+    },
 };
 
 impl Backend {
@@ -29,17 +35,24 @@ impl Backend {
 
     pub(super) fn content(&self, tenant_id: &str, delivery_id: &str) -> ApiResult<DeliveryContent> {
         let event = self.stored_event(tenant_id, delivery_id)?;
+        let event_type = self
+            .registry
+            .contracts(tenant_id)
+            .and_then(|contracts| contracts.event_type(&event.body));
         Ok(DeliveryContent {
+            event_type,
             request_id: event.meta.request_id.to_string(),
             headers: event.meta.headers,
             body: event.body,
         })
     }
 
-    /// Sends the delivery once to `url`; whatever the answer, it is only
-    /// reported (and logged), never stored as an attempt.
+    /// Sends the delivery once to `url` and records it with the delivery
+    /// (durably, before answering); whatever the answer, it is never stored
+    /// as an attempt and the delivery's state is not touched.
     pub(super) async fn redirect_once(
         &self,
+        by: &Principal,
         tenant_id: &str,
         delivery_id: &str,
         url: &str,
@@ -50,16 +63,7 @@ impl Backend {
                 "tenant {tenant_id} is in pull mode and has no destination secret to sign with"
             )));
         };
-        let target = reqwest::Url::parse(url.trim())
-            .map_err(|e| ApiError::InvalidArgument(format!("url: not an absolute URL ({e})")))?;
-        if !matches!(target.scheme(), "http" | "https") {
-            return Err(ApiError::InvalidArgument(
-                "url: must start with http:// or https://".into(),
-            ));
-        }
-        self.address_policy
-            .check_url(&target)
-            .map_err(|e| ApiError::InvalidArgument(format!("url: {}", e.refusal())))?;
+        let target = self.redirect_target(url)?;
         let (tenant, id) = (tenant_id.to_owned(), delivery_id.to_owned());
         let event = self.blocking(move |b| b.stored_event(&tenant, &id)).await?;
         let mut settings = forward.clone();
@@ -84,6 +88,22 @@ impl Backend {
             outcome = %if record.error.is_none() { "success" } else { result.error.as_str() },
             "delivery redirected once from the dashboard; the tenant's destination is unchanged"
         );
+        let redirect = RedirectRecord {
+            by: match by {
+                Principal::Admin => RedirectedBy::Admin,
+                Principal::Tenant(_) => RedirectedBy::Tenant,
+            },
+            started_at_ms: record.started_at_ms,
+            url: shown_url(&target),
+            status_code: record.status_code,
+            error: record.error.clone(),
+            duration_ms: record.duration_ms,
+            request_id: record.request_id.clone(),
+        };
+        let id = DeliveryId::new(delivery_id);
+        // Recorded before answering: the page shows it after a restart.
+        self.durably(move |_| handle.data.record_redirect(&id, &redirect).map_err(api))
+            .await?;
         Ok(AttemptView {
             attempt: record.attempt,
             started_at_ms: record.started_at_ms,
@@ -94,5 +114,21 @@ impl Backend {
             next_retry_at_ms: None,
             request_id: record.request_id.to_string(),
         })
+    }
+
+    /// A typed URL a redirect may go to: absolute http(s), and allowed by
+    /// the destination address policy.
+    fn redirect_target(&self, url: &str) -> ApiResult<reqwest::Url> {
+        let target = reqwest::Url::parse(url.trim())
+            .map_err(|e| ApiError::InvalidArgument(format!("url: not an absolute URL ({e})")))?;
+        if !matches!(target.scheme(), "http" | "https") {
+            return Err(ApiError::InvalidArgument(
+                "url: must start with http:// or https://".into(),
+            ));
+        }
+        self.address_policy
+            .check_url(&target)
+            .map_err(|e| ApiError::InvalidArgument(format!("url: {}", e.refusal())))?;
+        Ok(target)
     }
 }

@@ -1,8 +1,9 @@
-//! A tenant's deliveries (filters, paging), one delivery with its content
-//! and every attempt, and Redirect of one delivery to a typed URL.
+//! A tenant's deliveries (filters, paging), one delivery with its content,
+//! every attempt and every recorded redirect, and Redirect of one delivery
+//! to a typed URL.
 
 use actix_web::{web, HttpResponse};
-use hookd_control::model::{AttemptView, DeliveryStatus, DeliveryView, PageRequest};
+use hookd_control::model::{AttemptView, DeliveryStatus, DeliveryView, PageRequest, RedirectView};
 use maud::{html, Markup};
 use serde::Deserialize;
 
@@ -12,6 +13,9 @@ use super::{error::DashError, layout, session::Signed, tenant_in_path, Dashboard
 const PAGE_SIZE: usize = 50;
 /// Most deliveries one page reads looking for an event id.
 const SCAN_LIMIT: usize = 5000;
+/// Most deliveries one page opens looking for an event type (the type is
+/// read from each one's body).
+const TYPE_SCAN_LIMIT: usize = 1000;
 
 /// The listing's filters, from the query string.
 #[derive(Debug, Default, Deserialize)]
@@ -20,6 +24,8 @@ pub(super) struct Filters {
     status: String,
     #[serde(default)]
     event_id: String,
+    #[serde(default)]
+    event_type: String,
     #[serde(default)]
     since: String,
     #[serde(default)]
@@ -52,6 +58,101 @@ fn status(value: &str) -> Result<Option<DeliveryStatus>, DashError> {
     })
 }
 
+/// The filters as the listing applies them.
+struct Wanted<'a> {
+    status: Option<DeliveryStatus>,
+    event_id: &'a str,
+    event_type: Option<&'a str>,
+    since: Option<i64>,
+    until: Option<i64>,
+}
+
+impl Wanted<'_> {
+    fn narrowed(&self) -> bool {
+        !self.event_id.is_empty()
+            || self.event_type.is_some()
+            || self.since.is_some()
+            || self.until.is_some()
+    }
+
+    /// Whether `d` is of the wanted event type (always, without that
+    /// filter); each delivery opened to find out counts in `opened`.
+    async fn of_type(
+        &self,
+        dash: &Dashboard,
+        tenant: &str,
+        d: &DeliveryView,
+        opened: &mut usize,
+    ) -> Result<bool, DashError> {
+        let Some(wanted) = self.event_type else {
+            return Ok(true);
+        };
+        *opened += 1;
+        match dash
+            .backend
+            .get_delivery_content(tenant, &d.delivery_id)
+            .await
+        {
+            Ok(content) => Ok(content.event_type.as_deref() == Some(wanted)),
+            // Purged since it was listed.
+            Err(hookd_control::Error::NotFound(_)) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn keeps(&self, d: &DeliveryView) -> bool {
+        self.until.is_none_or(|until| d.received_at_ms < until)
+            && (self.event_id.is_empty() || d.event_id == self.event_id)
+    }
+}
+
+/// Up to a page of the tenant's deliveries `wanted` keeps, newest first,
+/// from `token` on, and the next page's token; reads at most
+/// [`SCAN_LIMIT`] deliveries looking.
+async fn scan(
+    dash: &Dashboard,
+    tenant: &str,
+    wanted: &Wanted<'_>,
+    mut token: Option<String>,
+) -> Result<(Vec<DeliveryView>, Option<String>), DashError> {
+    let mut shown: Vec<DeliveryView> = Vec::new();
+    let (mut read, mut opened) = (0, 0);
+    loop {
+        let size = if wanted.narrowed() { 500 } else { PAGE_SIZE };
+        let page = PageRequest {
+            size: size as u32,
+            token: token.take(),
+        };
+        let got = dash
+            .backend
+            .list_deliveries(tenant, wanted.status, page)
+            .await?;
+        read += got.items.len();
+        let mut last = None;
+        let mut older_than_since = false;
+        for d in got.items {
+            last = Some(d.delivery_id.clone());
+            // Newest first (ids are time ordered): past `since`, stop.
+            if wanted.since.is_some_and(|since| d.received_at_ms < since) {
+                older_than_since = true;
+                break;
+            }
+            if wanted.keeps(&d) && wanted.of_type(dash, tenant, &d, &mut opened).await? {
+                shown.push(d);
+            }
+            if shown.len() == PAGE_SIZE || opened == TYPE_SCAN_LIMIT {
+                break;
+            }
+        }
+        match got.next_token {
+            _ if older_than_since => return Ok((shown, None)),
+            _ if shown.len() == PAGE_SIZE || opened == TYPE_SCAN_LIMIT => return Ok((shown, last)),
+            Some(t) if read < SCAN_LIMIT => token = Some(t),
+            next => return Ok((shown, next)),
+        }
+    }
+}
+
 /// `GET /t/{tenant}/deliveries`: newest first.
 pub(super) async fn list(
     dash: web::Data<Dashboard>,
@@ -60,46 +161,16 @@ pub(super) async fn list(
     filters: web::Query<Filters>,
 ) -> Result<HttpResponse, DashError> {
     let tenant = tenant_in_path(&signed, &path)?;
-    let wanted = status(&filters.status)?;
-    let event_id = filters.event_id.trim();
-    let since = bound("since", &filters.since)?;
-    let until = bound("until", &filters.until)?;
-    let narrowed = !event_id.is_empty() || since.is_some() || until.is_some();
-    let mut token = (!filters.page.is_empty()).then(|| filters.page.clone());
-    let mut shown: Vec<DeliveryView> = Vec::new();
-    let mut read = 0;
-    let next = loop {
-        let size = if narrowed { 500 } else { PAGE_SIZE };
-        let page = PageRequest {
-            size: size as u32,
-            token: token.take(),
-        };
-        let got = dash.backend.list_deliveries(&tenant, wanted, page).await?;
-        read += got.items.len();
-        let mut last = None;
-        let mut older_than_since = false;
-        for d in got.items {
-            last = Some(d.delivery_id.clone());
-            // Newest first (ids are time ordered): past `since`, stop.
-            if since.is_some_and(|since| d.received_at_ms < since) {
-                older_than_since = true;
-                break;
-            }
-            let in_range = until.is_none_or(|until| d.received_at_ms < until);
-            if in_range && (event_id.is_empty() || d.event_id == event_id) {
-                shown.push(d);
-                if shown.len() == PAGE_SIZE {
-                    break;
-                }
-            }
-        }
-        match got.next_token {
-            _ if older_than_since => break None,
-            _ if shown.len() == PAGE_SIZE => break last,
-            Some(t) if read < SCAN_LIMIT => token = Some(t),
-            next => break next,
-        }
+    let wanted = Wanted {
+        status: status(&filters.status)?,
+        event_id: filters.event_id.trim(),
+        event_type: Some(filters.event_type.trim()).filter(|t| !t.is_empty()),
+        since: bound("since", &filters.since)?,
+        until: bound("until", &filters.until)?,
     };
+    let token = (!filters.page.is_empty()).then(|| filters.page.clone());
+    let (shown, next) = scan(&dash, &tenant, &wanted, token).await?;
+    let event_id = wanted.event_id;
     let body = html! {
         form.filters method="get" action={ "/t/" (tenant) "/deliveries" } {
             div {
@@ -115,6 +186,10 @@ pub(super) async fn list(
                 input #event_id type="search" name="event_id" value=(event_id);
             }
             div {
+                label for="event_type" { "Event type" }
+                input #event_type type="search" name="event_type" value=(wanted.event_type.unwrap_or("")) placeholder="order.paid";
+            }
+            div {
                 label for="since" { "Received since (UTC)" }
                 input #since type="text" name="since" value=(filters.since) placeholder="2026-11-30T00:00:00Z";
             }
@@ -126,7 +201,7 @@ pub(super) async fn list(
         }
         (table(&tenant, &shown))
         @if let Some(next) = &next {
-            p { a rel="next" href={ "/t/" (tenant) "/deliveries" (layout::query(&[("status", &filters.status), ("event_id", event_id), ("since", &filters.since), ("until", &filters.until), ("page", next)])) } { "Older deliveries" } }
+            p { a rel="next" href={ "/t/" (tenant) "/deliveries" (layout::query(&[("status", &filters.status), ("event_id", event_id), ("event_type", &filters.event_type), ("since", &filters.since), ("until", &filters.until), ("page", next)])) } { "Older deliveries" } }
         }
     };
     Ok(layout::html(layout::page(
@@ -197,12 +272,13 @@ async fn detail(
             section.outcome aria-labelledby="redirect-result" role="status" {
                 h2 #redirect-result { "Redirect result" }
                 p { "Sent once to " code { (url) } "; the tenant's destination is unchanged." }
-                (attempt_list(std::slice::from_ref(outcome)))
+                (attempt_list(None, std::slice::from_ref(outcome)))
             }
         }
         dl.facts {
             dt { "Delivery" } dd { code #delivery-id { (d.delivery_id) } }
             dt { "Event id" } dd { code { (d.event_id) } }
+            dt { "Event type" } dd { code #event-type { (content.event_type.as_deref().unwrap_or("-")) } }
             dt { "Status" } dd { span #delivery-status class={ "status " (d.status.as_str()) } { (d.status.as_str()) } }
             dt { "Received" } dd { (layout::at(d.received_at_ms)) }
             dt { "Request id" } dd { code { (content.request_id) } }
@@ -220,7 +296,8 @@ async fn detail(
         h2 { "Body " small { "(" (layout::size(content.body.len())) ")" } }
         pre.body tabindex="0" aria-label="Body" { (layout::pretty(&content.body)) }
         h2 { "Attempts" }
-        @if d.attempts.is_empty() { p { "No attempt yet." } } @else { (attempt_list(&d.attempts)) }
+        @if d.attempts.is_empty() { p { "No attempt yet." } } @else { (attempt_list(Some("attempts"), &d.attempts)) }
+        (redirect_list(&d.redirects))
         h2 { "Redirect" }
         p { "Send this delivery once to another URL, for instance a test endpoint, signed as hookd signs forwards. The tenant's destination and this delivery stay as they are." }
         form.stack method="post" action={ "/t/" (tenant) "/deliveries/" (d.delivery_id) "/redirect" } {
@@ -232,9 +309,9 @@ async fn detail(
     })
 }
 
-fn attempt_list(attempts: &[AttemptView]) -> Markup {
+fn attempt_list(id: Option<&str>, attempts: &[AttemptView]) -> Markup {
     html! {
-        ol.attempts { @for a in attempts { li {
+        ol.attempts id=[id] { @for a in attempts { li {
             dl.facts {
                 dt { "Attempt" } dd { (a.attempt) }
                 dt { "Started" } dd { (layout::at(a.started_at_ms)) }
@@ -248,6 +325,30 @@ fn attempt_list(attempts: &[AttemptView]) -> Markup {
                 details { summary { "Answer (first 4 KB)" } pre tabindex="0" { (String::from_utf8_lossy(&a.response_body)) } }
             }
         } } }
+    }
+}
+
+/// The recorded redirects of a delivery, oldest first.
+fn redirect_list(redirects: &[RedirectView]) -> Markup {
+    html! {
+        section #redirects aria-labelledby="redirects-title" {
+            h2 #redirects-title { "Redirects" }
+            @if redirects.is_empty() {
+                p { "Never redirected." }
+            } @else {
+                ol.attempts { @for r in redirects { li {
+                    dl.facts {
+                        dt { "Sent" } dd { (layout::at(r.started_at_ms)) }
+                        dt { "By" } dd.redirect-by { (r.by) }
+                        dt { "To" } dd { code { (r.url) } }
+                        dt { "HTTP status" } dd.attempt-status { (r.status_code.map(|s| s.to_string()).unwrap_or_else(|| "no answer".into())) }
+                        dt { "Duration" } dd { (r.duration_ms) " ms" }
+                        dt { "Request id" } dd { code { (r.request_id) } }
+                        @if let Some(e) = &r.error { dt { "Error" } dd { (e) } }
+                    }
+                } } }
+            }
+        }
     }
 }
 
@@ -266,7 +367,10 @@ pub(super) async fn redirect(
         .get("url")
         .ok_or_else(|| DashError::BadInput("url: type the URL to send the delivery to".into()))?
         .to_owned();
-    let outcome = dash.backend.redirect(&tenant, &id, &url).await?;
+    let outcome = dash
+        .backend
+        .redirect(&signed.session.principal, &tenant, &id, &url)
+        .await?;
     let body = detail(&dash, &signed, &tenant, &id, Some((url, outcome))).await?;
     Ok(layout::html(layout::page(
         Some(&signed),

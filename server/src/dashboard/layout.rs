@@ -32,6 +32,9 @@ pub(super) fn page(
                         nav aria-label="Main" {
                             ul {
                                 li { a href="/tenants" { "Tenants" } }
+                                @if tenant.is_none() {
+                                    li { a href="/tail" { "Live tail" } }
+                                }
                                 @if let Some(t) = tenant {
                                     li { a href={ "/t/" (t) "/deliveries" } { "Deliveries" } }
                                     li { a href={ "/t/" (t) "/dead-letters" } { "Dead letters" } }

@@ -80,6 +80,8 @@ fn routes(cfg: &mut web::ServiceConfig) {
         .route("/sign-out", web::post().to(auth::sign_out))
         .route("/assets/{name}", web::get().to(assets::asset))
         .route("/tenants", web::get().to(tenants::overview))
+        .route("/tail", web::get().to(tail::page_all))
+        .route("/events", web::get().to(tail::events_all))
         .service(
             web::scope("/t/{tenant}")
                 .route("/deliveries", web::get().to(deliveries::list))

@@ -2,7 +2,7 @@
 
 use actix_web::{web, HttpResponse};
 use hookd_control::model::{PageRequest, Principal, SecretState, TenantActivity, TenantView};
-use maud::html;
+use maud::{html, Markup};
 
 use super::{error::DashError, layout, session::Signed, tenant_in_path, Dashboard};
 
@@ -31,21 +31,13 @@ pub(super) async fn overview(
         let activity = dash.backend.tenant_activity(&tenant.tenant_id).await?;
         rows.push((tenant, activity));
     }
-    let total = |counts: &[(String, u64)]| counts.iter().map(|(_, n)| n).sum::<u64>();
-    let by_code = |counts: &[(String, u64)]| {
-        counts
-            .iter()
-            .map(|(code, n)| format!("{code} {n}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
     let body = html! {
         @if rows.is_empty() {
             p { "No tenants yet." }
         } @else {
             div.scroll {
                 table.overview {
-                    caption { "Tenants now; counts since start are since hookd last started" }
+                    caption { "Tenants now; ingest counts over the last hour and day on hookd's clock (duplicates and rejections counted since hookd last started)" }
                     thead { tr {
                         th scope="col" { "Tenant" }
                         th scope="col" { "Destination" }
@@ -53,44 +45,15 @@ pub(super) async fn overview(
                         th scope="col" { "Queue" }
                         th scope="col" { "Oldest pending" }
                         th scope="col" { "Dead letters" }
-                        th scope="col" { "Accepted / duplicates since start" }
-                        th scope="col" { "Rejected since start" }
-                        th scope="col" { "Refused last hour" }
-                        th scope="col" { "Refused last day" }
+                        th scope="col" { "Accepted / duplicates last hour" }
+                        th scope="col" { "Accepted / duplicates last day" }
+                        th scope="col" { "Rejected last hour" }
+                        th scope="col" { "Rejected last day" }
+                        th scope="col" { "Refused and recorded last hour" }
+                        th scope="col" { "Refused and recorded last day" }
                         th scope="col" { "Sender clock (median skew)" }
                     } }
-                    tbody {
-                        @for (tenant, a) in &rows {
-                            @let id = &tenant.tenant_id;
-                            tr {
-                                th scope="row" {
-                                    a href={ "/t/" (id) "/deliveries" } { (id) }
-                                    @if !tenant.enabled { " " span.status.dead { "(disabled)" } }
-                                }
-                                td { (tenant.destination_url.as_deref().unwrap_or("pull mode")) }
-                                td { @match a.breaker_open {
-                                    Some(true) => span.status.dead { "open" },
-                                    Some(false) => "closed",
-                                    None => "-",
-                                } }
-                                td { (a.queue_depth) }
-                                td { (a.oldest_pending_ms.map(layout::at).unwrap_or_else(|| "-".into())) }
-                                td { a href={ "/t/" (id) "/dead-letters" } { (a.dead_letters) } }
-                                @if let Some(c) = &a.since_start {
-                                    td { (c.accepted) " / " (c.duplicates) }
-                                    td { @if c.rejected.is_empty() { "0" } @else { (total(&c.rejected)) ": " (by_code(&c.rejected)) } }
-                                } @else {
-                                    td { "-" } td { "-" }
-                                }
-                                td { a href={ "/t/" (id) "/rejections" } { (total(&a.refused_last_hour)) } }
-                                td {
-                                    (total(&a.refused_last_day))
-                                    @if !a.refused_last_day.is_empty() { ": " (by_code(&a.refused_last_day)) }
-                                }
-                                td { (skew(a.median_clock_skew_secs)) }
-                            }
-                        }
-                    }
+                    tbody { @for (tenant, a) in &rows { (overview_row(tenant, a)) } }
                 }
             }
         }
@@ -101,6 +64,52 @@ pub(super) async fn overview(
         "Tenants",
         body,
     )))
+}
+
+/// How many in all.
+fn total(counts: &[(String, u64)]) -> u64 {
+    counts.iter().map(|(_, n)| n).sum()
+}
+
+/// Counts by code: `total: CODE n, CODE n`, or `0`.
+fn by_code(counts: &[(String, u64)]) -> String {
+    if counts.is_empty() {
+        return "0".into();
+    }
+    let codes: Vec<String> = counts
+        .iter()
+        .map(|(code, n)| format!("{code} {n}"))
+        .collect();
+    format!("{}: {}", total(counts), codes.join(", "))
+}
+
+/// One tenant's row of the overview.
+fn overview_row(tenant: &TenantView, a: &TenantActivity) -> Markup {
+    let id = &tenant.tenant_id;
+    html! {
+        tr {
+            th scope="row" {
+                a href={ "/t/" (id) "/deliveries" } { (id) }
+                @if !tenant.enabled { " " span.status.dead { "(disabled)" } }
+            }
+            td { (tenant.destination_url.as_deref().unwrap_or("pull mode")) }
+            td { @match a.breaker_open {
+                Some(true) => span.status.dead { "open" },
+                Some(false) => "closed",
+                None => "-",
+            } }
+            td { (a.queue_depth) }
+            td { (a.oldest_pending_ms.map(layout::at).unwrap_or_else(|| "-".into())) }
+            td { a href={ "/t/" (id) "/dead-letters" } { (a.dead_letters) } }
+            td.ingest-hour { (a.last_hour.accepted) " / " (a.last_hour.duplicates) }
+            td.ingest-day { (a.last_day.accepted) " / " (a.last_day.duplicates) }
+            td.rejected-hour { (by_code(&a.last_hour.rejected)) }
+            td.rejected-day { (by_code(&a.last_day.rejected)) }
+            td.refused-hour { a href={ "/t/" (id) "/rejections" } { (total(&a.refused_last_hour)) } }
+            td.refused-day { (by_code(&a.refused_last_day)) }
+            td { (skew(a.median_clock_skew_secs)) }
+        }
+    }
 }
 
 /// `GET /t/{tenant}/secrets`: the live secrets without their values.

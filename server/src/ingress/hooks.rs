@@ -12,7 +12,7 @@ use crate::{
     error::{ApiError, ErrorCode},
     ids::RequestId,
     ingest::{IngestError, IngestOutcome},
-    metrics::IngestResult,
+    metrics::{window::Counted, IngestResult},
     telemetry::spans::{self, IngestRecord},
     tenant::{messages::Ingest, Registry, TenantHandle},
 };
@@ -45,9 +45,6 @@ pub async fn ingest(
         &trace,
     )
     .await;
-    let counters = handle
-        .as_ref()
-        .map_or(telemetry.metrics().other(), |h| &h.metrics);
     IngestRecord {
         tenant: &tenant,
         request_id: &request_id,
@@ -55,7 +52,7 @@ pub async fn ingest(
         result: result.as_ref(),
     }
     .end(&trace);
-    let (response, kind) = match result {
+    let (response, kind, counted) = match result {
         Ok(outcome) => {
             tracing::info!(
                 tenant = %tenant,
@@ -72,12 +69,12 @@ pub async fn ingest(
                 "request_id": request_id,
             });
             if outcome.duplicate {
-                counters.duplicate();
                 body["duplicate"] = json!(true);
-                (HttpResponse::Ok().json(body), IngestResult::Duplicate)
+                let ok = HttpResponse::Ok().json(body);
+                (ok, IngestResult::Duplicate, Counted::Duplicate)
             } else {
-                counters.accepted();
-                (HttpResponse::Accepted().json(body), IngestResult::Accepted)
+                let accepted = HttpResponse::Accepted().json(body);
+                (accepted, IngestResult::Accepted, Counted::Accepted)
             }
         }
         Err(e) => {
@@ -89,14 +86,34 @@ pub async fn ingest(
                 reason = %e.message,
                 "delivery rejected"
             );
-            counters.rejected(e.code);
-            (e.to_response(&request_id), IngestResult::Rejected)
+            let response = e.to_response(&request_id);
+            (response, IngestResult::Rejected, Counted::Rejected(e.code))
         }
     };
+    count(&state.registry, handle.as_ref(), counted);
     telemetry
         .metrics()
         .ingest_latency(kind, started.elapsed(), spans::sampled_trace_id(&trace));
     response
+}
+
+/// Counts a request in its label's counters and, for a running tenant, in
+/// its last-day windows at the server's clock.
+fn count(registry: &Registry, handle: Option<&TenantHandle>, counted: Counted) {
+    let telemetry = registry.telemetry();
+    let metrics = telemetry.metrics();
+    let counters = handle.map_or(metrics.other(), |h| &h.metrics);
+    match counted {
+        Counted::Accepted => counters.accepted(),
+        Counted::Duplicate => counters.duplicate(),
+        Counted::Rejected(code) => counters.rejected(code),
+    }
+    if let Some(handle) = handle {
+        let now_ms = registry.clock().now_ms();
+        metrics
+            .windows()
+            .record(handle.data.tenant(), now_ms, counted);
+    }
 }
 
 async fn accept(
@@ -130,7 +147,7 @@ async fn accept(
     let body = actix_rt::time::timeout(limits.body_timeout, read)
         .await
         .map_err(|_| limits.timed_out())??;
-    handle
+    let outcome = handle
         .actor()
         .send(Ingest {
             request_id: request_id.clone(),
@@ -142,12 +159,15 @@ async fn accept(
         .unwrap_or_else(|e| {
             tracing::error!(tenant = %tenant, request_id = %request_id, error = %e, "tenant actor unreachable");
             Err(IngestError::TenantNotRunning)
-        })
-        .map_err(|refusal| {
+        });
+    match outcome {
+        Ok(outcome) => Ok(outcome),
+        Err(refusal) => {
             let answer = ApiError::from(&refusal);
-            rejected::record(registry, tenant, request_id, &refusal, &answer, &body);
-            answer
-        })
+            rejected::record(registry, tenant, request_id, &refusal, &answer, &body).await;
+            Err(answer)
+        }
+    }
 }
 
 /// Reads the body as raw bytes, refusing it as soon as it is known to be

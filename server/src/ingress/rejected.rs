@@ -4,19 +4,26 @@
 //! verdict, so content codes added later are recorded too) with the first
 //! 4 KiB of the body, and bad or missing signatures without any body.
 //! Overload and storage answers (429, 5xx) are not rejections of content.
+//! The record is written on the blocking pool, off the HTTP worker, and is
+//! durable before the refusal is answered: it waits for the store's next
+//! group commit (shared with the deliveries and refusals of the same
+//! moment), never for an fsync of its own.
 
 use crate::{
     error::ApiError,
     ids::RequestId,
     ingest::IngestError,
-    store::rejections::{Rejection, KEPT_BODY_BYTES},
+    store::{
+        api::blocking,
+        rejections::{Rejection, KEPT_BODY_BYTES},
+    },
     tenant::Registry,
 };
 
 /// Records `refusal` (answered as `answer`) of `body` sent to `tenant`,
-/// when it is one the dashboard lists; a storage failure is logged, never
-/// passed to the sender.
-pub(super) fn record(
+/// when it is one the dashboard lists, and returns once the record is
+/// durable; a storage failure is logged, never passed to the sender.
+pub(super) async fn record(
     registry: &Registry,
     tenant: &str,
     request_id: &RequestId,
@@ -43,11 +50,14 @@ pub(super) fn record(
             Vec::new()
         },
     };
-    let stored = registry
-        .store()
-        .rejections()
-        .and_then(|rejections| rejections.record(rejection));
-    if let Err(e) = stored {
+    let store = registry.store().clone();
+    let writer = store.clone();
+    let written = blocking(move || writer.rejections()?.record(rejection)).await;
+    let durable = match written {
+        Ok(()) => store.durable_barrier().await,
+        Err(e) => Err(e),
+    };
+    if let Err(e) = durable {
         tracing::error!(tenant = %tenant, request_id = %request_id, error = %e, "refused request could not be recorded");
     }
 }

@@ -10,6 +10,7 @@ pub mod process;
 pub mod readings;
 mod scrape;
 mod senders;
+pub mod window;
 
 use std::{
     collections::HashMap,
@@ -169,18 +170,6 @@ impl TenantMetrics {
         self.rejected[slot].inc();
     }
 
-    /// Accepted, duplicates, and the codes refused at least once with their
-    /// counts, since start.
-    pub fn ingest_counts(&self) -> (u64, u64, Vec<(ErrorCode, u64)>) {
-        let rejected = ErrorCode::ALL
-            .iter()
-            .zip(&self.rejected)
-            .map(|(code, n)| (*code, n.get()))
-            .filter(|(_, n)| *n > 0)
-            .collect();
-        (self.accepted.get(), self.duplicates.get(), rejected)
-    }
-
     /// Whether a circuit breaker counted under this label is open now.
     pub fn breaker_open(&self) -> bool {
         self.breakers_open.get() > 0
@@ -254,6 +243,7 @@ pub struct Metrics {
     other: Arc<TenantMetrics>,
     ingest_latency: [Latency; IngestResult::ALL.len()],
     senders: Senders,
+    windows: window::IngestWindows,
 }
 
 impl Metrics {
@@ -324,6 +314,7 @@ impl Metrics {
             tenants: Mutex::default(),
             other,
             senders: Senders::default(),
+            windows: window::IngestWindows::default(),
         }
     }
 
@@ -350,6 +341,11 @@ impl Metrics {
     /// Clock skew and event types of what each `tenant` label's senders send.
     pub fn senders(&self) -> &Senders {
         &self.senders
+    }
+
+    /// Each running tenant's ingest counts of the last day, by minute.
+    pub fn windows(&self) -> &window::IngestWindows {
+        &self.windows
     }
 
     /// The counters of requests no running tenant answers (unknown ids).

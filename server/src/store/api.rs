@@ -17,6 +17,7 @@ use super::{
     records::{
         AttemptRecord, DeadLetter, DeliveryState, DeliveryStatus, IdempotencyRecord, StoredEvent,
     },
+    redirects::RedirectRecord,
     rejections::{Rejection, RejectionFilter},
     CommitOutcome, NewDelivery,
 };
@@ -103,6 +104,14 @@ pub trait TenantData: Send + Sync + 'static {
 
     /// Every attempt of a delivery, in order.
     fn attempts(&self, id: &DeliveryId) -> Result<Vec<AttemptRecord>>;
+
+    /// Records a redirect of a delivery with it (removed with the
+    /// delivery); the delivery's state is not touched. A delivery that is
+    /// not there is `NotFound`. Durable after [`Storage::durable_barrier`].
+    fn record_redirect(&self, id: &DeliveryId, redirect: &RedirectRecord) -> Result<()>;
+
+    /// Every redirect of a delivery, oldest first.
+    fn redirects(&self, id: &DeliveryId) -> Result<Vec<RedirectRecord>>;
 
     /// The idempotency record under an event id or content key, if the log
     /// still holds it.
@@ -226,8 +235,9 @@ pub trait Storage: Send + Sync + 'static {
 }
 
 /// Refused requests of every tenant, for the dashboard and
-/// `ListRejections` (see [`super::rejections`] for what is kept). Written as
-/// a refusal is answered, without waiting for a sync.
+/// `ListRejections` (see [`super::rejections`] for what is kept). A record
+/// is durable after the next [`Storage::durable_barrier`]; the ingress
+/// waits for it before answering the refusal.
 pub trait RejectionLog: Send + Sync + 'static {
     /// Stores `rejection`, its body cut to
     /// [`super::rejections::KEPT_BODY_BYTES`] (and dropped when the

@@ -16,6 +16,9 @@ use crate::{
     ids::{DeliveryId, EventId, RequestId, TenantId},
 };
 
+mod redirects;
+use redirects::redirects_are_kept_with_their_delivery;
+
 /// An engine under test and what must live as long as it.
 struct Engine {
     store: Shared,
@@ -85,6 +88,7 @@ engines!(
     catalog_rows_are_atomic,
     drop_tenant_removes_only_its_data,
     forwarding_leases,
+    redirects_are_kept_with_their_delivery,
 );
 
 fn tenant(engine: &Engine, id: &str) -> Tenant {

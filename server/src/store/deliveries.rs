@@ -119,11 +119,14 @@ pub fn load_state(trees: &TenantTrees, delivery_id: &DeliveryId) -> Result<Optio
 pub fn load_attempts(trees: &TenantTrees, delivery_id: &DeliveryId) -> Result<Vec<AttemptRecord>> {
     let mut prefix = delivery_id.as_str().as_bytes().to_vec();
     prefix.push(b'/');
-    trees
-        .attempts
-        .scan_prefix(prefix)
-        .map(|kv| decode(&kv?.1))
-        .collect()
+    let mut attempts = Vec::new();
+    for kv in trees.attempts.scan_prefix(prefix) {
+        let (key, value) = kv?;
+        if super::redirects::is_attempt_key(delivery_id, &key) {
+            attempts.push(decode(&value)?);
+        }
+    }
+    Ok(attempts)
 }
 
 /// Records one attempt and its consequence in one transaction, as a
@@ -426,10 +429,11 @@ pub fn purge_dead_letter(
     let id = &letter.delivery_id;
     let mut prefix = id.as_str().as_bytes().to_vec();
     prefix.push(b'/');
-    // A dead delivery gets no new attempts, so these keys cannot change.
+    // A dead delivery gets no new attempts, so these keys cannot change
+    // (a redirect recorded meanwhile is removed after).
     let attempt_keys: Vec<sled::IVec> = trees
         .attempts
-        .scan_prefix(prefix)
+        .scan_prefix(&prefix)
         .map(|entry| entry.map(|(key, _)| key))
         .collect::<std::result::Result<_, _>>()?;
     let result = (
@@ -463,7 +467,13 @@ pub fn purge_dead_letter(
             })
         })
         .map_err(flatten)?;
-    Ok(counted(trees, result))
+    let purged = counted(trees, result);
+    if purged {
+        for entry in trees.attempts.scan_prefix(&prefix) {
+            trees.attempts.remove(entry?.0)?;
+        }
+    }
+    Ok(purged)
 }
 
 fn delete_delivery(trees: &TenantTrees, delivery_id: &DeliveryId) -> Result<()> {

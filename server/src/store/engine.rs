@@ -17,6 +17,7 @@ use super::{
         decode, queue_key_due_ms, AttemptRecord, DeadLetter, DeliveryState, DeliveryStatus,
         IdempotencyRecord, StoredEvent,
     },
+    redirects::{self, RedirectRecord},
     rejections::Rejections,
     CommitOutcome, NewDelivery, Store, TenantTrees,
 };
@@ -61,6 +62,14 @@ impl TenantData for TenantTrees {
 
     fn attempts(&self, id: &DeliveryId) -> Result<Vec<AttemptRecord>> {
         deliveries::load_attempts(self, id)
+    }
+
+    fn record_redirect(&self, id: &DeliveryId, redirect: &RedirectRecord) -> Result<()> {
+        redirects::record(self, id, redirect)
+    }
+
+    fn redirects(&self, id: &DeliveryId) -> Result<Vec<RedirectRecord>> {
+        redirects::load(self, id)
     }
 
     fn idempotency(&self, key: &[u8]) -> Result<Option<IdempotencyRecord>> {

@@ -19,6 +19,7 @@ mod keyspace;
 mod migrate;
 pub mod postgres;
 pub mod records;
+pub mod redirects;
 pub mod rejections;
 pub mod sync;
 

@@ -5,8 +5,9 @@
 //! or missing, kept without any body. One sled tree, `rejections`, keyed
 //! `{tenant}/{time}/{request_id}` with the time as 16 zero-padded digits of
 //! Unix ms, so one tenant's keys sort by time; kept for
-//! `retention.delivered_secs`. A record is written as the refusal is
-//! answered, without waiting for an fsync: a crash may lose the last ones.
+//! `retention.delivered_secs`. A record is durable once the committer's
+//! next group commit syncs the log ([`super::api::Storage::durable_barrier`]),
+//! which the ingress waits for before answering the refusal.
 
 use serde::{Deserialize, Serialize};
 

@@ -78,6 +78,7 @@ impl Registry {
         telemetry: Telemetry,
     ) -> Self {
         assert!(!arbiters.is_empty(), "at least one arbiter");
+        telemetry.metrics().windows().begin(clock.now_ms());
         Registry {
             tenants: Arc::default(),
             unavailable: Arc::default(),
@@ -281,6 +282,7 @@ impl Registry {
     /// Stops a tenant and forgets it; its data is left to the caller.
     pub fn remove(&self, id: &str) -> bool {
         self.contracts.forget(id);
+        self.telemetry.metrics().windows().forget(id);
         self.unavailable.write().expect("registry lock").remove(id);
         let removed = self.tenants.write().expect("registry lock").remove(id);
         if let Some(handle) = &removed {

@@ -24,6 +24,7 @@ mod private_ca;
 mod process;
 mod queue;
 mod receiver;
+mod refusals_kill;
 mod rejections;
 mod replay;
 mod sealed;

@@ -3,8 +3,8 @@
 //! secret: the records listed carry none.
 
 use hookd_sdk::client::proto::{
-    Attempt, ContractInfo, DeadLetter, Delivery, DeliveryEventKind, DeliveryStatus, Rejection,
-    RejectionKind, SecretInfo, Tenant, TokenInfo, ValidateResponse,
+    Attempt, ContractInfo, DeadLetter, Delivery, DeliveryEventKind, DeliveryStatus, Redirect,
+    Rejection, RejectionKind, SecretInfo, Tenant, TokenInfo, ValidateResponse,
 };
 use serde_json::{json, Value};
 use time::{format_description::well_known::Rfc3339, OffsetDateTime};
@@ -296,6 +296,7 @@ impl View for Delivery {
             "redelivery_of": self.redelivery_of,
             "redelivered_as": self.redelivered_as,
             "attempts": self.attempts.iter().map(View::json).collect::<Vec<_>>(),
+            "redirects": self.redirects.iter().map(redirect_json).collect::<Vec<_>>(),
         })
     }
 
@@ -313,6 +314,19 @@ impl View for Delivery {
             ("redelivered as", or_dash(&self.redelivered_as)),
         ]
     }
+}
+
+/// A delivery's recorded Redirect, as `--json` shows it.
+fn redirect_json(r: &Redirect) -> Value {
+    json!({
+        "by": r.by,
+        "url": r.url,
+        "started_at_unix_ms": r.started_at_unix_ms,
+        "duration_ms": r.duration_ms,
+        "status_code": r.status_code,
+        "error": r.error,
+        "request_id": r.request_id,
+    })
 }
 
 impl View for Attempt {

@@ -47,6 +47,7 @@ async fn get_delivery_returns_every_attempt() {
             next_retry_at_ms: None,
             request_id: "req_1".into(),
         }],
+        redirects: Vec::new(),
     });
     let (api, _stop) = deliveries(&backend);
     let got = api

@@ -13,6 +13,7 @@
 mod committer;
 mod migrate;
 mod pull;
+mod redirects;
 mod rejections;
 mod rows;
 mod tenant;

@@ -26,6 +26,7 @@ use crate::{
             decode, encode, queue_key, queue_key_due_ms, time_key, AttemptRecord, DeadLetter,
             DeliveryState, DeliveryStatus, EventMeta, IdempotencyRecord, StoredEvent,
         },
+        redirects::RedirectRecord,
         CommitOutcome, NewDelivery,
     },
 };
@@ -303,6 +304,22 @@ impl TenantData for PgTenant {
                 .await
                 .map_err(pg)?;
             row.map(|r| decode(r.get::<_, &[u8]>(0))).transpose()
+        })
+    }
+
+    fn record_redirect(&self, id: &DeliveryId, redirect: &RedirectRecord) -> Result<()> {
+        let (id, redirect) = (id.to_string(), redirect.clone());
+        self.run(|db, tenant| async move {
+            let client = db.client().await?;
+            super::redirects::record(&**client, &tenant, &id, &redirect).await
+        })
+    }
+
+    fn redirects(&self, id: &DeliveryId) -> Result<Vec<RedirectRecord>> {
+        let id = id.to_string();
+        self.run(|db, tenant| async move {
+            let client = db.client().await?;
+            super::redirects::load(&**client, &tenant, &id).await
         })
     }
 

@@ -1,0 +1,51 @@
+//! The deliveries page filtered by event type.
+
+use crate::{
+    harness::{order, signed, tenant, TestServer, ADMIN_TOKEN},
+    receiver::{Receiver, Reply},
+};
+
+use super::browser::Browser;
+
+/// Accepts `body` as event `event_id` of `shop`; returns its delivery id.
+async fn accept(s: &TestServer, event_id: &str, body: &[u8]) -> String {
+    let answer = s
+        .post("shop", &signed(event_id, s.clock_secs(), body), body)
+        .await;
+    assert_eq!(answer.status, 202, "{:?}", answer.body);
+    answer.body["delivery_id"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn deliveries_are_filtered_by_event_type() {
+    let dest = Receiver::start(Reply::Status(204)).await;
+    let s = TestServer::start(&tenant("shop", &dest.url, "", "", ""));
+    let paid = accept(&s, "evt_paid", &order("evt_paid")).await;
+    let refund = br#"{"type": "order.refunded", "event_id": "evt_refund", "amount": 5}"#;
+    let refunded = accept(&s, "evt_refund", refund).await;
+    let base = format!("http://{}", s.server().dashboard_addr().unwrap());
+    let Some(b) = Browser::start("dashboard event type filter").await else {
+        return;
+    };
+    b.sign_in(&base, ADMIN_TOKEN).await;
+    b.open(&format!("{base}/t/shop/deliveries")).await;
+    b.fill("#event_type", "order.refunded").await;
+    b.press("Filter").await;
+    let table = b.text("table").await;
+    assert!(table.contains(&refunded), "{table}");
+    assert!(!table.contains(&paid), "{table}");
+    b.open(&format!("{base}/t/shop/deliveries?event_type=order.paid"))
+        .await;
+    let table = b.text("table").await;
+    assert!(
+        table.contains(&paid) && !table.contains(&refunded),
+        "{table}"
+    );
+    b.open(&format!("{base}/t/shop/deliveries?event_type=order.lost"))
+        .await;
+    assert_eq!(b.text("p.empty").await, "No deliveries match.");
+    b.open(&format!("{base}/t/shop/deliveries/{refunded}"))
+        .await;
+    assert_eq!(b.text("#event-type").await, "order.refunded");
+    b.quit().await;
+}
