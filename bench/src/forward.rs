@@ -45,8 +45,8 @@ pub struct ForwardArgs {
     /// hookd's HTTP workers (0: one per core).
     #[arg(long, default_value_t = 0)]
     workers: usize,
-    /// hookd's log filter (it must keep the line announcing the HTTP address).
-    #[arg(long, default_value = "warn,hookd_server::run=info")]
+    /// hookd's log filter (the line announcing its addresses is always kept).
+    #[arg(long, default_value = "warn")]
     hookd_log_filter: String,
     /// Seconds to wait for hookd's /readyz.
     #[arg(long, default_value_t = 600)]

@@ -77,8 +77,8 @@ enum Command {
         /// The hookd binary (default: target/release/hookd beside this binary's target dir).
         #[arg(long)]
         hookd: Option<PathBuf>,
-        /// hookd's log filter (it must keep the line announcing the HTTP address).
-        #[arg(long, default_value = "warn,hookd_server::run=info")]
+        /// hookd's log filter (the line announcing its addresses is always kept).
+        #[arg(long, default_value = "warn")]
         hookd_log_filter: String,
         /// Seconds to wait for hookd's /readyz.
         #[arg(long, default_value_t = 600)]

@@ -138,11 +138,16 @@ pub struct DestinationSpec {
     pub max_in_flight: usize,
 }
 
+/// The directive that keeps the line announcing hookd's addresses, which
+/// the bench reads to find the port, whatever filter is asked for.
+const ADDRESS_LINE_FILTER: &str = "hookd_server::run=info";
+
 /// The config file declaring `spec`'s tenants.
 pub fn hookd_config(spec: &HookdSpec) -> String {
+    let filter = format!("{},{ADDRESS_LINE_FILTER}", spec.log_filter);
     let mut out = format!(
-        "[http]\nworkers = {}\n\n[log]\nfilter = {:?}\n",
-        spec.workers, spec.log_filter
+        "[http]\nworkers = {}\n\n[log]\nfilter = {filter:?}\n",
+        spec.workers
     );
     for id in &spec.tenants {
         let _ = write!(
