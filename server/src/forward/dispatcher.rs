@@ -27,9 +27,9 @@ use crate::{
     metrics::{BreakerGauge, TenantMetrics},
     rate_limit::TokenBucket,
     store::{
-        api::{blocking, Shared, Tenant},
+        api::{blocking, Shared, Tenant, TenantData},
         deliveries::Next,
-        records::{queue_key_due_ms, DeliveryState},
+        records::{queue_key_due_ms, DeliveryState, StoredEvent},
     },
     telemetry::{
         spans::{self, ForwardRecord, ForwardTarget},
@@ -68,6 +68,59 @@ struct Recorded {
     request_id: RequestId,
     trace: opentelemetry::Context,
     now: i64,
+}
+
+/// A finished attempt with its outcome decided, to be written.
+enum Decided {
+    /// The queued delivery had no stored event: its queue entry goes.
+    NoEvent { key: Vec<u8> },
+    Attempted {
+        key: Vec<u8>,
+        delivery_id: DeliveryId,
+        next: Next,
+        result: Box<AttemptResult>,
+        request_id: RequestId,
+        trace: opentelemetry::Context,
+    },
+}
+
+/// Writes each decided outcome (blocks on storage); `None` for those with
+/// nothing to report.
+fn write_outcomes(
+    data: &dyn TenantData,
+    tenant: &TenantId,
+    decided: Vec<Decided>,
+    now: i64,
+) -> Vec<Result<Option<Recorded>>> {
+    decided
+        .into_iter()
+        .map(|decided| match decided {
+            Decided::NoEvent { key } => data.drop_queue_entry(&key).map(|_| None),
+            Decided::Attempted {
+                key,
+                delivery_id,
+                next,
+                result,
+                request_id,
+                trace,
+            } => {
+                let state = data.record_attempt(&key, &delivery_id, &result.record, &next, now)?;
+                let Some(state) = state else {
+                    tracing::warn!(tenant = %tenant, delivery_id = %delivery_id, attempt = result.record.attempt, "delivery changed while its attempt was in flight; outcome not recorded");
+                    return Ok(None);
+                };
+                Ok(Some(Recorded {
+                    delivery_id,
+                    state,
+                    next,
+                    result: *result,
+                    request_id,
+                    trace,
+                    now,
+                }))
+            }
+        })
+        .collect()
 }
 
 /// What a [`Dispatcher`] is built from.
@@ -227,42 +280,72 @@ impl Dispatcher {
             busy.len() + self.settings.max_in_flight + 1,
         );
         let entries = blocking(move || data.queue(None, limit)).await?;
+        let mut starting = Vec::new();
         for (key, delivery_id) in entries {
             let due = queue_key_due_ms(&key).unwrap_or_default();
             if due > now {
-                return Ok(wake_at.min(due));
+                wake_at = wake_at.min(due);
+                break;
             }
             if busy.contains(&key) {
                 continue;
             }
-            if in_flight.len() >= self.settings.max_in_flight {
+            if in_flight.len() + starting.len() >= self.settings.max_in_flight {
                 break;
             }
             if let Some(rate) = &mut self.rate {
                 if let Err(wait_secs) = rate.try_take(now) {
-                    return Ok(wake_at.min(now + (wait_secs as i64 * 1000).min(MAX_IDLE_MS)));
+                    wake_at = wake_at.min(now + (wait_secs as i64 * 1000).min(MAX_IDLE_MS));
+                    break;
                 }
             }
             if !self.breaker.admit(now) {
                 break;
             }
             busy.insert(key.clone());
-            let attempt = self.attempt(key, delivery_id, now).await?;
-            in_flight.push(attempt);
+            starting.push((key, delivery_id));
+        }
+        if starting.is_empty() {
+            return Ok(wake_at);
+        }
+        // One trip to the blocking pool for the whole round's reads.
+        let keys: Vec<Vec<u8>> = starting.iter().map(|(key, _)| key.clone()).collect();
+        let data = self.data.clone();
+        let loaded = blocking(move || {
+            starting
+                .into_iter()
+                .map(|(key, id)| {
+                    let stored = (data.state(&id)?, data.event(&id)?);
+                    Ok((key, id, stored))
+                })
+                .collect::<Result<Vec<_>>>()
+        })
+        .await;
+        let loaded = loaded.inspect_err(|_| {
+            for key in &keys {
+                busy.remove(key);
+            }
+        })?;
+        for (key, delivery_id, stored) in loaded {
+            in_flight.push(self.attempt(key, delivery_id, stored, now));
         }
         Ok(wake_at)
     }
 
-    async fn attempt(&self, key: Vec<u8>, delivery_id: DeliveryId, now: i64) -> Result<InFlight> {
-        let (data, id) = (self.data.clone(), delivery_id.clone());
-        let (state, event) = blocking(move || Ok((data.state(&id)?, data.event(&id)?))).await?;
-        let (Some(state), Some(event)) = (state, event) else {
-            return Ok(Box::pin(std::future::ready(Done {
+    fn attempt(
+        &self,
+        key: Vec<u8>,
+        delivery_id: DeliveryId,
+        stored: (Option<DeliveryState>, Option<StoredEvent>),
+        now: i64,
+    ) -> InFlight {
+        let (Some(state), Some(event)) = stored else {
+            return Box::pin(std::future::ready(Done {
                 key,
                 delivery_id,
                 accepted_at_ms: 0,
                 sent: None,
-            })));
+            }));
         };
         let number = state.attempts + 1;
         let trace = self
@@ -270,7 +353,7 @@ impl Dispatcher {
             .start_forward(&self.tenant, &event.meta, number, &self.target);
         let trace_headers = spans::trace_headers(&trace);
         let (client, settings) = (self.client.clone(), self.settings.clone());
-        Ok(Box::pin(async move {
+        Box::pin(async move {
             let result =
                 attempt::send(&client, &settings, &event, number, now, &trace_headers).await;
             Done {
@@ -283,24 +366,38 @@ impl Dispatcher {
                     trace,
                 }),
             }
-        }))
+        })
     }
 
-    /// Records finished attempts, waits until the records are on disk, then
-    /// reports them: an attempt reported done is never sent again after a
-    /// crash.
+    /// Records finished attempts (one trip to the blocking pool for all of
+    /// them), waits until the records are on disk, then reports them: an
+    /// attempt reported done is never sent again after a crash.
     async fn finish_all(&mut self, finished: Vec<Done>, busy: &mut HashSet<Vec<u8>>) {
-        let mut recorded = Vec::with_capacity(finished.len());
-        for done in finished {
-            busy.remove(&done.key);
-            match self.record(done).await {
-                Ok(Some(outcome)) => recorded.push(outcome),
-                Ok(None) => {}
-                Err(e) => {
-                    tracing::error!(tenant = %self.tenant, error = %e, "recording a forward attempt failed");
-                }
+        let now = self.clock.now_ms();
+        let decided: Vec<Decided> = finished
+            .into_iter()
+            .map(|done| {
+                busy.remove(&done.key);
+                self.decide(done, now)
+            })
+            .collect();
+        let (data, tenant) = (self.data.clone(), self.tenant.clone());
+        let written = blocking(move || Ok(write_outcomes(&*data, &tenant, decided, now))).await;
+        let recorded: Vec<Recorded> = match written {
+            Ok(written) => written
+                .into_iter()
+                .filter_map(|outcome| {
+                    outcome
+                        .inspect_err(|e| tracing::error!(tenant = %self.tenant, error = %e, "recording a forward attempt failed"))
+                        .ok()
+                        .flatten()
+                })
+                .collect(),
+            Err(e) => {
+                tracing::error!(tenant = %self.tenant, error = %e, "recording forward attempts failed");
+                Vec::new()
             }
-        }
+        };
         if recorded.is_empty() {
             return;
         }
@@ -312,9 +409,9 @@ impl Dispatcher {
         }
     }
 
-    /// Records an attempt's outcome and what follows from it; `None` when
-    /// there is nothing to report.
-    async fn record(&mut self, done: Done) -> Result<Option<Recorded>> {
+    /// What a finished attempt leads to (retry policy, circuit breaker),
+    /// before anything is written.
+    fn decide(&mut self, done: Done, now: i64) -> Decided {
         let Some(Sent {
             mut result,
             request_id,
@@ -322,15 +419,11 @@ impl Dispatcher {
         }) = done.sent
         else {
             tracing::warn!(tenant = %self.tenant, delivery_id = %done.delivery_id, "queued delivery has no stored event; dropping it");
-            let (data, key) = (self.data.clone(), done.key);
-            blocking(move || data.drop_queue_entry(&key)).await?;
-            return Ok(None);
+            return Decided::NoEvent { key: done.key };
         };
-        let now = self.clock.now_ms();
-        let attempt = result.record.attempt;
         let next = next_step(
             &self.settings,
-            attempt,
+            result.record.attempt,
             done.accepted_at_ms,
             now,
             &result.verdict,
@@ -355,27 +448,14 @@ impl Dispatcher {
         if let Next::Retry { due_ms } = next {
             result.record.next_retry_at_ms = Some(due_ms);
         }
-        let (data, key, id, record, step) = (
-            self.data.clone(),
-            done.key,
-            done.delivery_id.clone(),
-            result.record.clone(),
-            next.clone(),
-        );
-        let state = blocking(move || data.record_attempt(&key, &id, &record, &step, now)).await?;
-        let Some(state) = state else {
-            tracing::warn!(tenant = %self.tenant, delivery_id = %done.delivery_id, attempt, "delivery changed while its attempt was in flight; outcome not recorded");
-            return Ok(None);
-        };
-        Ok(Some(Recorded {
+        Decided::Attempted {
+            key: done.key,
             delivery_id: done.delivery_id,
-            state,
             next,
-            result,
+            result: Box::new(result),
             request_id,
             trace,
-            now,
-        }))
+        }
     }
 
     /// Metrics, span, log line and feed event of a durable outcome.
