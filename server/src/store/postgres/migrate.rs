@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 const MIGRATIONS: &[(i32, &str)] = &[
     (1, include_str!("migrations/0001_init.sql")),
     (2, include_str!("migrations/0002_rejections.sql")),
+    (3, include_str!("migrations/0003_rejection_signature.sql")),
 ];
 
 /// The advisory lock key that serialises migrations ("hookd" in ASCII).
