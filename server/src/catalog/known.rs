@@ -1,6 +1,8 @@
 //! Each stored tenant's rows as this process last wrote or applied them,
 //! as hashes: the catalog records its own writes here, and the follower
-//! of other processes' changes ([`crate::run`]) compares against it.
+//! of other processes' changes ([`crate::run`]) compares against it; it
+//! also hashes each tenant's saved contracts, to recompile them when
+//! another process changed them.
 
 use std::{
     collections::HashMap,
@@ -18,6 +20,20 @@ pub(crate) type Known = Arc<Mutex<HashMap<String, Fingerprint>>>;
 /// The fingerprint of a tenant's record row and sealed secrets row.
 pub(crate) fn fingerprint(record: &[u8], secrets: Option<&[u8]>) -> Fingerprint {
     (hash(Some(record)), hash(secrets))
+}
+
+/// Each tenant's saved contracts (the `contracts` rows, keyed
+/// `{tenant}/…`) as one hash per tenant that has any.
+pub(crate) fn contract_prints(rows: &[(String, Vec<u8>)]) -> HashMap<String, u64> {
+    let mut hashers: HashMap<&str, DefaultHasher> = HashMap::new();
+    for (key, value) in rows {
+        let tenant = key.split('/').next().unwrap_or_default();
+        (key, value).hash(hashers.entry(tenant).or_default());
+    }
+    hashers
+        .into_iter()
+        .map(|(tenant, hasher)| (tenant.to_owned(), hasher.finish()))
+        .collect()
 }
 
 fn hash(bytes: Option<&[u8]>) -> u64 {
