@@ -87,46 +87,51 @@ fn answers_after(sent: &Mutex<Vec<Sent>>, since: Instant, status: StatusCode) ->
         .count()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_database_restarted_under_load_gives_503_then_recovers_losing_nothing() {
-    let Some(server) = PgServer::start("restart") else {
-        return;
-    };
-    let sink = Receiver::start(Reply::Status(200)).await;
-    let cluster = Cluster::on(server.url(), &tenant("acme", &sink.url, "", "", ""), None);
-    let replicas = [cluster.start(0, MASTER_KEY), cluster.start(1, MASTER_KEY)];
-    let (sent, stop) = (Mutex::new(Vec::new()), AtomicBool::new(false));
-    let test_start = Instant::now();
+/// Once the load got 20 202s: stops the server (a crash), waits for
+/// `/readyz` to fail and for 503s, starts it again, waits for `/readyz` and
+/// 20 more 202s, then stops the load. Returns when the server was down and
+/// when it was being started again.
+async fn stop_and_resume(
+    server: &PgServer,
+    replicas: &[HookdProcess],
+    sent: &Mutex<Vec<Sent>>,
+    stop: &AtomicBool,
+) -> (Instant, Instant) {
+    let began = Instant::now();
+    within(Duration::from_secs(10), "load accepted", || {
+        answers_after(sent, began, StatusCode::ACCEPTED) >= 20
+    })
+    .await;
+    tokio::task::block_in_place(|| server.stop("immediate"));
+    let stopped = Instant::now();
+    readiness(replicas, false, Duration::from_secs(5)).await;
+    within(Duration::from_secs(5), "503s while down", || {
+        answers_after(sent, stopped, StatusCode::SERVICE_UNAVAILABLE) >= 5
+    })
+    .await;
+    let resumed = Instant::now();
+    tokio::task::block_in_place(|| server.resume());
+    readiness(replicas, true, Duration::from_secs(20)).await;
+    let recovered = Instant::now();
+    within(Duration::from_secs(20), "load accepted again", || {
+        answers_after(sent, recovered, StatusCode::ACCEPTED) >= 20
+    })
+    .await;
+    stop.store(true, Ordering::SeqCst);
+    (stopped, resumed)
+}
 
-    let steps = async {
-        within(Duration::from_secs(10), "load accepted", || {
-            answers_after(&sent, test_start, StatusCode::ACCEPTED) >= 20
-        })
-        .await;
-        tokio::task::block_in_place(|| server.stop("immediate"));
-        let stopped = Instant::now();
-        readiness(&replicas, false, Duration::from_secs(5)).await;
-        within(Duration::from_secs(5), "503s while down", || {
-            answers_after(&sent, stopped, StatusCode::SERVICE_UNAVAILABLE) >= 5
-        })
-        .await;
-        let resumed = Instant::now();
-        tokio::task::block_in_place(|| server.resume());
-        readiness(&replicas, true, Duration::from_secs(20)).await;
-        let recovered = Instant::now();
-        within(Duration::from_secs(20), "load accepted again", || {
-            answers_after(&sent, recovered, StatusCode::ACCEPTED) >= 20
-        })
-        .await;
-        stop.store(true, Ordering::SeqCst);
-        (stopped, resumed)
-    };
-    let ((), (stopped, resumed)) = tokio::join!(load(&replicas, &sent, &stop), steps);
-
-    let sent = sent.into_inner().unwrap();
+/// The events answered 202 and those answered 503 `STORAGE_UNAVAILABLE`;
+/// no 202 for a request sent after the server was down and answered before
+/// it was started again, and no other answer.
+fn sort_answers(
+    sent: &[Sent],
+    stopped: Instant,
+    resumed: Instant,
+) -> (HashSet<String>, Vec<String>) {
     let mut accepted = HashSet::new();
     let mut refused = Vec::new();
-    for s in &sent {
+    for s in sent {
         match s.status {
             StatusCode::ACCEPTED => {
                 assert!(
@@ -143,6 +148,24 @@ async fn a_database_restarted_under_load_gives_503_then_recovers_losing_nothing(
             other => panic!("{}: {other} {}", s.event, s.body),
         }
     }
+    (accepted, refused)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_database_restarted_under_load_gives_503_then_recovers_losing_nothing() {
+    let Some(server) = PgServer::start("restart") else {
+        return;
+    };
+    let sink = Receiver::start(Reply::Status(200)).await;
+    let cluster = Cluster::on(server.url(), &tenant("acme", &sink.url, "", "", ""), None);
+    let replicas = [cluster.start(0, MASTER_KEY), cluster.start(1, MASTER_KEY)];
+    let (sent, stop) = (Mutex::new(Vec::new()), AtomicBool::new(false));
+    let test_start = Instant::now();
+    let ((), (stopped, resumed)) = tokio::join!(
+        load(&replicas, &sent, &stop),
+        stop_and_resume(&server, &replicas, &sent, &stop)
+    );
+    let (mut accepted, refused) = sort_answers(&sent.into_inner().unwrap(), stopped, resumed);
     eprintln!(
         "{} accepted, {} refused while down, in {:?}",
         accepted.len(),
