@@ -41,3 +41,32 @@ fn hash(bytes: Option<&[u8]>) -> u64 {
     bytes.hash(&mut hasher);
     hasher.finish()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::contract_prints;
+
+    fn rows(pairs: &[(&str, &str)]) -> Vec<(String, Vec<u8>)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.as_bytes().to_vec()))
+            .collect()
+    }
+
+    #[test]
+    fn a_contract_change_moves_only_its_tenants_print() {
+        let before = contract_prints(&rows(&[
+            ("acme/order.paid\u{1f}", "v1"),
+            ("acme/order.refunded\u{1f}", "v1"),
+            ("zeta/order.paid\u{1f}", "v1"),
+        ]));
+        let after = contract_prints(&rows(&[
+            ("acme/order.paid\u{1f}", "v2"),
+            ("acme/order.refunded\u{1f}", "v1"),
+        ]));
+        assert_ne!(before["acme"], after["acme"]);
+        assert!(!after.contains_key("zeta"), "no rows, no print");
+        let same = contract_prints(&rows(&[("zeta/order.paid\u{1f}", "v1")]));
+        assert_eq!(before["zeta"], same["zeta"]);
+    }
+}
