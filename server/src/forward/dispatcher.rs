@@ -246,8 +246,10 @@ impl Dispatcher {
             if !self.breaker.admit(now) {
                 break;
             }
-            busy.insert(key.clone());
-            let attempt = self.attempt(key, delivery_id, now).await?;
+            // Busy only once the attempt exists: a failed read leaves the
+            // entry to the next pass instead of skipped for good.
+            let attempt = self.attempt(key.clone(), delivery_id, now).await?;
+            busy.insert(key);
             in_flight.push(attempt);
         }
         Ok(wake_at)

@@ -152,6 +152,30 @@ fn sort_answers(
     (accepted, refused)
 }
 
+/// Polls until the sink got every one of `accepted`; fails naming those
+/// it did not get, with the replicas' logs.
+async fn forwarded_all(sink: &Receiver, accepted: &HashSet<String>, replicas: &[HookdProcess]) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let got = forwarded(sink);
+        let mut missing: Vec<&String> = accepted
+            .iter()
+            .filter(|id| !got.contains_key(*id))
+            .collect();
+        if missing.is_empty() {
+            return;
+        }
+        missing.sort();
+        assert!(
+            Instant::now() < deadline,
+            "accepted but never forwarded: {missing:?}\n{}\n{}",
+            replicas[0].logs(),
+            replicas[1].logs()
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
 /// One stop and start of the server in `mode` under load; returns the
 /// events accepted, those refused while it was down sent again.
 async fn round(server: &PgServer, replicas: &[HookdProcess], mode: &str) -> HashSet<String> {
@@ -190,15 +214,7 @@ async fn a_database_restarted_under_load_gives_503_then_recovers_losing_nothing(
     let test_start = Instant::now();
     let mut accepted = round(&server, &replicas, "fast").await;
     accepted.extend(round(&server, &replicas, "immediate").await);
-    within(
-        Duration::from_secs(20),
-        "every accepted event forwarded",
-        || {
-            let got = forwarded(&sink);
-            accepted.iter().all(|id| got.contains_key(id))
-        },
-    )
-    .await;
+    forwarded_all(&sink, &accepted, &replicas).await;
     // A second copy only for an attempt in flight at a stop (at most
     // `max_in_flight`, 8, each time).
     let counts = forwarded(&sink);
