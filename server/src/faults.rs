@@ -1,6 +1,7 @@
 //! Fault injection for tests: a [`SyncOps`] that records every sync and can
 //! be made to fail, a switch that makes the next batch of writes holding a
-//! tenant's delivery fail as a storage error, and one that makes a tenant
+//! tenant's delivery fail as a storage error (and one for the next read of
+//! a delivery's state), and one that makes a tenant
 //! actor panic on its next delivery. Compiled only into unit tests and builds with the
 //! `fault-injection` feature (the integration tests); a production build of
 //! hookd cannot reach any of it.
@@ -117,4 +118,4 @@ pub(crate) fn maybe_panic(tenant: &str) {
     }
 }
 
-pub use crate::store::inject::fail_next_write;
+pub use crate::store::inject::{fail_next_read, fail_next_write};

@@ -321,6 +321,8 @@ impl Dispatcher {
                 .collect::<Result<Vec<_>>>()
         })
         .await;
+        // A failed read leaves the round's entries to the next pass instead
+        // of busy (skipped) for good.
         let loaded = loaded.inspect_err(|_| {
             for key in &keys {
                 busy.remove(key);

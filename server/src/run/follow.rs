@@ -3,8 +3,10 @@
 //! when it moved, compares every stored tenant's rows with those this
 //! process last wrote or applied (its own writes are known already), then
 //! starts tenants created elsewhere, restarts those updated, swaps the
-//! secrets of those rotated and stops those deleted. Tokens need nothing:
-//! they are read from the shared rows on every request.
+//! secrets of those rotated and stops those deleted, and recompiles the
+//! contracts of every running tenant (config-file ones too) whose saved
+//! contracts changed. Tokens need nothing: they are read from the shared
+//! rows on every request.
 
 use std::{
     collections::{HashMap, HashSet},
@@ -15,7 +17,7 @@ use std::{
 use super::{start_stored, stored_settings};
 use crate::{
     catalog::{
-        known::{fingerprint, Fingerprint},
+        known::{contract_prints, fingerprint, Fingerprint},
         Catalog,
     },
     egress::AddressPolicy,
@@ -33,6 +35,8 @@ pub(crate) struct Follower {
     body_cap: usize,
     address_policy: Arc<AddressPolicy>,
     version: u64,
+    /// Each tenant's saved contracts as last compiled here, hashed.
+    contracts: HashMap<String, u64>,
 }
 
 impl Follower {
@@ -44,7 +48,7 @@ impl Follower {
         address_policy: Arc<AddressPolicy>,
     ) -> Result<Follower> {
         let store = registry.store().clone();
-        let follower = Follower {
+        let mut follower = Follower {
             rows: store.catalog_rows()?,
             config_ids: catalog.config_ids(),
             registry,
@@ -52,7 +56,9 @@ impl Follower {
             body_cap,
             address_policy,
             version: store.catalog_version()?,
+            contracts: HashMap::new(),
         };
+        follower.contracts = follower.contract_prints()?;
         let now = follower.fingerprints()?;
         *follower.catalog.known().lock().expect("known lock") = now;
         Ok(follower)
@@ -71,6 +77,35 @@ impl Follower {
                 (id, print)
             })
             .collect())
+    }
+
+    fn contract_prints(&self) -> Result<HashMap<String, u64>> {
+        Ok(contract_prints(&self.rows.scan(Table::Contracts, "")?))
+    }
+
+    /// Recompiles the contracts of each running tenant whose saved
+    /// contracts changed since the last poll (this process's own changes
+    /// too: recompiling is idempotent).
+    fn recompile_contracts(&mut self) -> Result<()> {
+        let now = self.contract_prints()?;
+        let changed: HashSet<&String> = now
+            .keys()
+            .chain(self.contracts.keys())
+            .filter(|id| now.get(*id) != self.contracts.get(*id))
+            .collect();
+        for id in changed
+            .into_iter()
+            .filter(|id| self.registry.get(id).is_some())
+        {
+            match self.registry.reload_contracts(id) {
+                Ok(()) => tracing::info!(tenant = %id, "saved contracts changed: recompiled here"),
+                Err(e) => {
+                    tracing::warn!(tenant = %id, error = %e, "recompiling changed contracts failed")
+                }
+            }
+        }
+        self.contracts = now;
+        Ok(())
     }
 
     /// One poll: applies what changed since the last. Blocks on storage.
@@ -116,6 +151,7 @@ impl Follower {
             }
         }
         *self.catalog.known().lock().expect("known lock") = now;
+        self.recompile_contracts()?;
         self.version = version;
         Ok(())
     }

@@ -6,9 +6,10 @@
 use std::sync::Arc;
 
 use super::{
-    api::{PullRequest, RowChange, Shared, SweepRequest, Table, Tenant},
+    api::{PullRequest, RejectionLog, RowChange, Shared, SweepRequest, Table, Tenant},
     deliveries::Next,
     records::{AttemptRecord, DeliveryStatus, EventMeta},
+    rejections::{Rejection, RejectionFilter},
     CommitOutcome, NewDelivery, Store,
 };
 use crate::{
@@ -89,6 +90,7 @@ engines!(
     drop_tenant_removes_only_its_data,
     forwarding_leases,
     redirects_are_kept_with_their_delivery,
+    rejection_pages_filtered_by_signature_are_full,
 );
 
 fn tenant(engine: &Engine, id: &str) -> Tenant {
@@ -475,4 +477,82 @@ async fn forwarding_leases(engine: Engine) {
     // b's lease ran out (it was given none): the next claimant gets it.
     assert!(store.claim_forwarding(&acme, "a", 15_000).unwrap());
     assert!(!store.claim_forwarding(&acme, "b", 15_000).unwrap());
+}
+
+/// A refusal of `tenant` at `at_ms`: content refused after a valid
+/// signature when `content`, else a bad signature.
+fn refusal(tenant: &str, at_ms: i64, content: bool) -> Rejection {
+    Rejection {
+        tenant_id: tenant.into(),
+        at_ms,
+        request_id: format!("req_{at_ms}"),
+        code: if content {
+            "INVALID_JSON"
+        } else {
+            "BAD_SIGNATURE"
+        }
+        .into(),
+        reason: "refused".into(),
+        signature_valid: content,
+        body_bytes: 2,
+        body: b"{}".to_vec(),
+    }
+}
+
+/// Every page of `tenant`'s rejections passing `filter`, `size` at a time,
+/// as request ids.
+fn pages(
+    log: &dyn RejectionLog,
+    tenant: &str,
+    filter: &RejectionFilter,
+    size: usize,
+) -> Vec<Vec<String>> {
+    let mut pages = Vec::new();
+    let mut token = None;
+    loop {
+        let (page, next) = log.list(tenant, filter, size, token.as_deref()).unwrap();
+        pages.push(page.into_iter().map(|r| r.request_id).collect());
+        match next {
+            Some(next) => token = Some(next),
+            None => return pages,
+        }
+    }
+}
+
+async fn rejection_pages_filtered_by_signature_are_full(engine: Engine) {
+    let log = engine.store.rejections().unwrap();
+    // Content refusals at 1000, 1003, 1006, 1009; bad signatures between.
+    for n in 0..12 {
+        log.record(refusal("acme", 1_000 + n, n % 3 == 0)).unwrap();
+        log.record(refusal("other", 1_000 + n, true)).unwrap();
+    }
+    let content = RejectionFilter {
+        signature_valid: Some(true),
+        ..Default::default()
+    };
+    assert_eq!(
+        pages(&*log, "acme", &content, 2),
+        [["req_1009", "req_1006"], ["req_1003", "req_1000"]]
+    );
+    let forged = RejectionFilter {
+        signature_valid: Some(false),
+        ..Default::default()
+    };
+    assert_eq!(
+        pages(&*log, "acme", &forged, 3),
+        [
+            vec!["req_1011", "req_1010", "req_1008"],
+            vec!["req_1007", "req_1005", "req_1004"],
+            vec!["req_1002", "req_1001"],
+        ]
+    );
+    let one = RejectionFilter {
+        request_id: Some("req_1004".into()),
+        signature_valid: Some(false),
+    };
+    assert_eq!(pages(&*log, "acme", &one, 5), [["req_1004"]]);
+    assert_eq!(
+        pages(&*log, "acme", &RejectionFilter::default(), 12)[0].len(),
+        12
+    );
 }

@@ -57,6 +57,12 @@ impl TenantData for TenantTrees {
     }
 
     fn state(&self, id: &DeliveryId) -> Result<Option<DeliveryState>> {
+        #[cfg(any(test, feature = "fault-injection"))]
+        if super::inject::take_read_failure(self.tenant().as_str()) {
+            return Err(crate::error::Error::Io(std::io::Error::other(
+                "injected read failure",
+            )));
+        }
         deliveries::load_state(self, id)
     }
 

@@ -157,3 +157,20 @@ async fn response_cut_off_after_the_status_line_is_retried() {
     )
     .await;
 }
+
+/// A forward attempt whose first read of the delivery fails (the store
+/// answered the queue, then failed: a database going away) is tried again
+/// on a later pass, never left behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delivery_whose_first_read_failed_is_forwarded_on_the_next_pass() {
+    let dest = crate::receiver::Receiver::start(crate::receiver::Reply::Status(200)).await;
+    let s = TestServer::start_live(&tenant("readfail", &dest.url, "", "", ""));
+    hookd_server::faults::fail_next_read("readfail");
+    let body = order("evt_read");
+    let a = s
+        .post("readfail", &signed("evt_read", now_secs(), &body), &body)
+        .await;
+    assert_eq!(a.status, reqwest::StatusCode::ACCEPTED, "{:?}", a.body);
+    let got = dest.wait_for(1, std::time::Duration::from_secs(5)).await;
+    assert_eq!(got[0].header("webhook-id"), Some("evt_read"));
+}

@@ -2,7 +2,8 @@
 //! its own database on `HOOKD_TEST_POSTGRES_URL`; skipped without it unless
 //! `HOOKD_REQUIRE_POSTGRES=1`): idempotency across replicas, a tenant
 //! created on one replica served by another, forwarding taken over after
-//! `kill -9`, and a replica with the wrong master key refusing to start.
+//! `kill -9`, a contract saved on one replica enforced by another, and a
+//! replica with the wrong master key refusing to start.
 
 use std::{
     path::PathBuf,
@@ -13,7 +14,7 @@ use std::{
 use futures_util::future::join_all;
 use hookd_sdk::{
     client::{
-        proto::{CreateTenantRequest, DeliveryStatus},
+        proto::{Contract, CreateTenantRequest, DeliveryStatus},
         HookdClient,
     },
     signature::{sign, Scheme, Secret},
@@ -30,46 +31,56 @@ use crate::{
 };
 
 /// The master key every replica shares (base64 of 32 bytes).
-const MASTER_KEY: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+pub(crate) const MASTER_KEY: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
 /// Another key.
 const OTHER_KEY: &str = "HxwdHhsaGRgXFhUUExIREA8ODQwLCgkIBwYFBAMCAQA=";
 /// The shortest forwarding lease, so a takeover is quick.
-const LEASE_SECS: u64 = 3;
+pub(crate) const LEASE_SECS: u64 = 3;
 
 /// Replicas of one hookd on one database, each with its own data dir.
-struct Cluster {
+pub(crate) struct Cluster {
     dir: TempDir,
     config: PathBuf,
     url: String,
     /// Dropped after the replicas (declared before them in each test).
-    _database: TestDatabase,
+    _database: Option<TestDatabase>,
 }
 
 impl Cluster {
     /// A config on a fresh database, with tenant acme forwarding to `sink`;
     /// `None` when there is no PostgreSQL to test on.
     fn new(case: &str, sink: &str) -> Option<Cluster> {
+        Cluster::with_tenants(case, &tenant("acme", sink, "", "", ""))
+    }
+
+    /// A config on a fresh database with `tenants` (`[[tenants]]` tables);
+    /// `None` when there is no PostgreSQL to test on.
+    pub(crate) fn with_tenants(case: &str, tenants: &str) -> Option<Cluster> {
         let database = test_database(&format!("hookd_it_{case}"))?;
         let url = database.url.clone();
+        Some(Cluster::on(url, tenants, Some(database)))
+    }
+
+    /// A config on the database at `url` with `tenants`.
+    pub(crate) fn on(url: String, tenants: &str, database: Option<TestDatabase>) -> Cluster {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("hookd.toml");
         let toml = format!(
             "[storage]\nbackend = \"postgres\"\n[storage.postgres]\nurl = \"{url}\"\n\
              forward_lease_secs = {LEASE_SECS}\ncatalog_poll_ms = 100\n\
-             [forward]\nallow_networks = [\"127.0.0.1/32\"]\n{}",
-            tenant("acme", sink, "", "", "")
+             [forward]\nallow_networks = [\"127.0.0.1/32\"]\n{tenants}"
         );
         std::fs::write(&config, toml).unwrap();
-        Some(Cluster {
+        Cluster {
             dir,
             config,
             url,
             _database: database,
-        })
+        }
     }
 
     /// Starts replica `n` with `key` as its master key.
-    fn start(&self, n: usize, key: &str) -> HookdProcess {
+    pub(crate) fn start(&self, n: usize, key: &str) -> HookdProcess {
         let data = self.dir.path().join(format!("replica-{n}"));
         tokio::task::block_in_place(|| {
             HookdProcess::spawn(
@@ -86,17 +97,27 @@ impl Cluster {
 
 /// POSTs a signed order event to acme on `base`.
 async fn post(base: &str, event_id: &str) -> (StatusCode, Value) {
+    post_to(base, "acme", event_id).await.unwrap()
+}
+
+/// POSTs a signed order event to `tenant` on `base` (every tenant of
+/// [`tenant`] has acme's secret); an error when no answer came.
+pub(crate) async fn post_to(
+    base: &str,
+    tenant: &str,
+    event_id: &str,
+) -> reqwest::Result<(StatusCode, Value)> {
     let body = order(event_id);
-    let mut request = reqwest::Client::new().post(format!("{base}/hooks/acme"));
+    let mut request = reqwest::Client::new().post(format!("{base}/hooks/{tenant}"));
     for (name, value) in signed(event_id, now_secs(), &body) {
         request = request.header(name, value);
     }
-    let response = request.body(body).send().await.unwrap();
-    (response.status(), response.json().await.unwrap())
+    let response = request.body(body).send().await?;
+    Ok((response.status(), response.json().await?))
 }
 
 /// Polls `check` until it holds, for at most `limit`.
-async fn within(limit: Duration, what: &str, mut check: impl FnMut() -> bool) {
+pub(crate) async fn within(limit: Duration, what: &str, mut check: impl FnMut() -> bool) {
     let deadline = Instant::now() + limit;
     while !check() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
@@ -328,6 +349,69 @@ async fn hookd_migrate_applies_the_schema_for_operators() {
             "{}",
             String::from_utf8_lossy(&output.stderr)
         );
-        assert_eq!(stdout.trim(), "database schema at version 3");
+        assert_eq!(stdout.trim(), "database schema at version 4");
     }
+}
+
+/// A contract for `order.paid` wanting `data.amount` as a string, which
+/// [`order`] (an integer amount) breaks.
+fn amount_as_text() -> Contract {
+    Contract {
+        r#type: "order.paid".into(),
+        version: String::new(),
+        schema: r#"{"type":"object","required":["data"],"properties":{"data":{"type":"object","properties":{"amount":{"type":"string"}}}}}"#.into(),
+        example: r#"{"event_id":"evt_x","type":"order.paid","data":{"amount":"1"}}"#.into(),
+    }
+}
+
+/// Posts fresh events to `base` until one gets `want`, for at most `limit`;
+/// returns how long that took.
+async fn until_status(base: &str, prefix: &str, want: StatusCode, limit: Duration) -> Duration {
+    let started = Instant::now();
+    let mut n = 0;
+    loop {
+        let (status, body) = post(base, &format!("{prefix}_{n}")).await;
+        if status == want {
+            return started.elapsed();
+        }
+        assert!(
+            started.elapsed() < limit,
+            "no {want} from {base} within {limit:?}; last answer {status} {body}"
+        );
+        n += 1;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_contract_saved_on_one_replica_is_enforced_by_another_within_a_second() {
+    let sink = Receiver::start(Reply::Status(200)).await;
+    let Some(cluster) = Cluster::new("contracts", &sink.url) else {
+        return;
+    };
+    let (a, b) = (cluster.start(0, MASTER_KEY), cluster.start(1, MASTER_KEY));
+    assert_eq!(post(&b.base, "evt_before").await.0, StatusCode::ACCEPTED);
+    let admin = HookdClient::connect(a.grpc.clone(), ADMIN_TOKEN)
+        .await
+        .unwrap();
+    admin.put_contract("acme", amount_as_text()).await.unwrap();
+    let (status, body) = post(&a.base, "evt_on_a").await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["code"], "CONTRACT_VIOLATION", "{body}");
+    let limit = Duration::from_secs(3);
+    let took = until_status(&b.base, "evt_put", StatusCode::UNPROCESSABLE_ENTITY, limit).await;
+    assert!(
+        took <= Duration::from_millis(1500),
+        "B enforced the contract after {took:?}"
+    );
+
+    admin
+        .delete_contract("acme", "order.paid", "")
+        .await
+        .unwrap();
+    let took = until_status(&b.base, "evt_deleted", StatusCode::ACCEPTED, limit).await;
+    assert!(
+        took <= Duration::from_millis(1500),
+        "B dropped the contract after {took:?}"
+    );
 }

@@ -173,84 +173,107 @@ async fn try_batch(db: &Db, live: &[Write], order: &[usize]) -> Result<Vec<Commi
     }
     let mut client = db.client().await?;
     let tx = client.transaction().await.map_err(pg)?;
-    let claim = tx
-        .prepare_cached(
-            "INSERT INTO hookd_idem (tenant, key, delivery_id, received_at_ms, event_id) \
-             VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
-        )
-        .await
-        .map_err(pg)?;
-    let first = tx
-        .prepare_cached(
-            "SELECT delivery_id, event_id FROM hookd_idem WHERE tenant = $1 AND key = $2",
-        )
-        .await
-        .map_err(pg)?;
-    let unclaim = tx
-        .prepare_cached("DELETE FROM hookd_idem WHERE tenant = $1 AND key = $2")
-        .await
-        .map_err(pg)?;
-    let event = tx
-        .prepare_cached("INSERT INTO hookd_events (tenant, delivery_id, event) VALUES ($1, $2, $3)")
-        .await
-        .map_err(pg)?;
-    let state = tx
-        .prepare_cached(
-            "INSERT INTO hookd_states (tenant, delivery_id, status, state) VALUES ($1, $2, $3, $4)",
-        )
-        .await
-        .map_err(pg)?;
-    let queue = tx
-        .prepare_cached("INSERT INTO hookd_queue (tenant, qkey, delivery_id) VALUES ($1, $2, $3)")
-        .await
-        .map_err(pg)?;
+    let statements = Statements::prepare(&tx).await?;
     let mut outcomes: Vec<Option<CommitOutcome>> = vec![None; live.len()];
     for &i in order {
-        let (write, d) = (&live[i], &live[i].delivery);
-        let tenant = write.tenant.as_str();
-        let delivery_id = d.meta.delivery_id.as_str();
-        let received = d.meta.received_at_ms;
-        let event_key = d.event_id.as_str().as_bytes();
-        let none: Option<&str> = None;
-        let params: [&(dyn ToSql + Sync); 5] =
-            [&tenant, &event_key, &delivery_id, &received, &none];
-        if tx.execute(&claim, &params).await.map_err(pg)? == 0 {
-            outcomes[i] = Some(first_of(&tx, &first, tenant, event_key).await?);
-            continue;
-        }
-        if let Some(content) = d.content_key.as_deref() {
-            let event_id = Some(d.event_id.as_str());
-            let params: [&(dyn ToSql + Sync); 5] =
-                [&tenant, &content, &delivery_id, &received, &event_id];
-            if tx.execute(&claim, &params).await.map_err(pg)? == 0 {
-                tx.execute(&unclaim, &[&tenant, &event_key])
-                    .await
-                    .map_err(pg)?;
-                outcomes[i] = Some(first_of(&tx, &first, tenant, content).await?);
-                continue;
-            }
-        }
-        let key = queue_key(d.due_ms, sequences[i]);
-        let mut pending = DeliveryState::pending(d.event_id.clone(), received);
-        pending.queue_key = Some(hex::encode(key));
-        let stored = StoredEvent::encode(&d.meta, &d.body);
-        tx.execute(&event, &[&tenant, &delivery_id, &stored])
-            .await
-            .map_err(pg)?;
-        let status = pending.status.as_str();
-        tx.execute(&state, &[&tenant, &delivery_id, &status, &encode(&pending)])
-            .await
-            .map_err(pg)?;
-        tx.execute(&queue, &[&tenant, &&key[..], &delivery_id])
-            .await
-            .map_err(pg)?;
-        outcomes[i] = Some(CommitOutcome::Accepted);
+        let outcome = write_one(&tx, &statements, &live[i], sequences[i]).await?;
+        outcomes[i] = Some(outcome);
     }
     tx.commit().await.map_err(pg)?;
     Ok(outcomes
         .into_iter()
         .map(|o| o.expect("an outcome per write"))
         .collect())
+}
+
+/// The statements a batch runs, prepared once per connection.
+struct Statements {
+    claim: tokio_postgres::Statement,
+    first: tokio_postgres::Statement,
+    unclaim: tokio_postgres::Statement,
+    event: tokio_postgres::Statement,
+    state: tokio_postgres::Statement,
+    queue: tokio_postgres::Statement,
+}
+
+impl Statements {
+    async fn prepare(tx: &deadpool_postgres::Transaction<'_>) -> Result<Statements> {
+        let prepare = |sql: &'static str| async move { tx.prepare_cached(sql).await.map_err(pg) };
+        Ok(Statements {
+            claim: prepare(
+                "INSERT INTO hookd_idem (tenant, key, delivery_id, received_at_ms, event_id) \
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+            )
+            .await?,
+            first: prepare(
+                "SELECT delivery_id, event_id FROM hookd_idem WHERE tenant = $1 AND key = $2",
+            )
+            .await?,
+            unclaim: prepare("DELETE FROM hookd_idem WHERE tenant = $1 AND key = $2").await?,
+            event: prepare(
+                "INSERT INTO hookd_events (tenant, delivery_id, event) VALUES ($1, $2, $3)",
+            )
+            .await?,
+            state: prepare(
+                "INSERT INTO hookd_states (tenant, delivery_id, status, state) \
+                 VALUES ($1, $2, $3, $4)",
+            )
+            .await?,
+            queue: prepare(
+                "INSERT INTO hookd_queue (tenant, qkey, delivery_id) VALUES ($1, $2, $3)",
+            )
+            .await?,
+        })
+    }
+}
+
+/// Claims `write`'s event id (and content key) in the transaction and, when
+/// both are new, records the delivery and queues it under `sequence`.
+async fn write_one(
+    tx: &deadpool_postgres::Transaction<'_>,
+    st: &Statements,
+    write: &Write,
+    sequence: u64,
+) -> Result<CommitOutcome> {
+    let d = &write.delivery;
+    let tenant = write.tenant.as_str();
+    let delivery_id = d.meta.delivery_id.as_str();
+    let received = d.meta.received_at_ms;
+    let event_key = d.event_id.as_str().as_bytes();
+    let none: Option<&str> = None;
+    let params: [&(dyn ToSql + Sync); 5] = [&tenant, &event_key, &delivery_id, &received, &none];
+    if tx.execute(&st.claim, &params).await.map_err(pg)? == 0 {
+        return first_of(tx, &st.first, tenant, event_key).await;
+    }
+    if let Some(content) = d.content_key.as_deref() {
+        let event_id = Some(d.event_id.as_str());
+        let params: [&(dyn ToSql + Sync); 5] =
+            [&tenant, &content, &delivery_id, &received, &event_id];
+        if tx.execute(&st.claim, &params).await.map_err(pg)? == 0 {
+            tx.execute(&st.unclaim, &[&tenant, &event_key])
+                .await
+                .map_err(pg)?;
+            return first_of(tx, &st.first, tenant, content).await;
+        }
+    }
+    let key = queue_key(d.due_ms, sequence);
+    let mut pending = DeliveryState::pending(d.event_id.clone(), received);
+    pending.queue_key = Some(hex::encode(key));
+    let stored = StoredEvent::encode(&d.meta, &d.body);
+    tx.execute(&st.event, &[&tenant, &delivery_id, &stored])
+        .await
+        .map_err(pg)?;
+    let status = pending.status.as_str();
+    tx.execute(
+        &st.state,
+        &[&tenant, &delivery_id, &status, &encode(&pending)],
+    )
+    .await
+    .map_err(pg)?;
+    tx.execute(&st.queue, &[&tenant, &&key[..], &delivery_id])
+        .await
+        .map_err(pg)?;
+    Ok(CommitOutcome::Accepted)
 }
 
 /// The first delivery recorded under `key`.

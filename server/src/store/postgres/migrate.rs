@@ -13,6 +13,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (1, include_str!("migrations/0001_init.sql")),
     (2, include_str!("migrations/0002_rejections.sql")),
     (3, include_str!("migrations/0003_redirects.sql")),
+    (4, include_str!("migrations/0004_rejection_signature.sql")),
 ];
 
 /// The advisory lock key that serialises migrations ("hookd" in ASCII).

@@ -31,28 +31,29 @@ pub(super) async fn pull(
     tenant: &str,
     request: PullRequest,
 ) -> Result<Vec<(StoredEvent, u32)>> {
-    let PullRequest {
-        max,
-        max_bytes,
-        visibility_ms,
-        window_ms,
-        now_ms,
-    } = request;
     let mut client = db.client().await?;
     let tx = client.transaction().await.map_err(pg)?;
-    let due = queue_key(now_ms + 1, 0).to_vec();
-    let mut out = Vec::with_capacity(max.min(100));
-    let mut handed = HashSet::new();
-    let mut bytes = 0;
+    let due = queue_key(request.now_ms + 1, 0).to_vec();
+    let mut batch = Batch {
+        request,
+        out: Vec::with_capacity(request.max.min(100)),
+        handed: HashSet::new(),
+        bytes: 0,
+    };
     let mut after: Vec<u8> = Vec::new();
-    'pages: while out.len() < max {
+    'pages: while batch.out.len() < request.max {
         let page = tx
             .query(
                 "SELECT q.qkey, q.delivery_id FROM hookd_queue q \
                  JOIN hookd_states s ON s.tenant = q.tenant AND s.delivery_id = q.delivery_id \
                  WHERE q.tenant = $1 AND q.qkey < $2 AND q.qkey > $3 \
                  ORDER BY q.qkey LIMIT $4 FOR UPDATE OF q, s SKIP LOCKED",
-                &[&tenant, &due, &after, &((max - out.len()) as i64 + 8)],
+                &[
+                    &tenant,
+                    &due,
+                    &after,
+                    &((request.max - batch.out.len()) as i64 + 8),
+                ],
             )
             .await
             .map_err(pg)?;
@@ -60,51 +61,83 @@ pub(super) async fn pull(
             break;
         }
         for row in &page {
-            if out.len() >= max {
+            if batch.out.len() >= request.max {
                 break 'pages;
             }
             let key: Vec<u8> = row.get(0);
             let id = DeliveryId::new(row.get::<_, String>(1));
             after = key.clone();
-            if handed.contains(&id) {
-                continue;
-            }
-            let Some(event) = load_event(&*tx, tenant, id.as_str()).await? else {
-                delete_queue(&*tx, tenant, &key).await?;
-                continue;
-            };
-            let size = event.size();
-            if !out.is_empty() && bytes + size > max_bytes {
+            if !take(db, &tx, tenant, &mut batch, key, id).await? {
                 break 'pages;
             }
-            let Some(mut state) = claim(&*tx, tenant, &key, id.as_str()).await? else {
-                continue;
-            };
-            if now_ms - state.received_at_ms > window_ms {
-                let (attempt, next) = unacknowledged(&state, now_ms);
-                let outcome = Outcome {
-                    attempt: &attempt,
-                    next: &next,
-                    retry_seq: 0,
-                    now_ms,
-                };
-                settle(&*tx, tenant, state, &key, &id, &outcome).await?;
-                continue;
-            }
-            let hidden_until = queue_key(now_ms + visibility_ms, db.sequence().await?);
-            state.attempts += 1;
-            state.next_attempt_at_ms = Some(now_ms + visibility_ms);
-            state.queue_key = Some(hex::encode(hidden_until));
-            delete_queue(&*tx, tenant, &key).await?;
-            insert_queue(&*tx, tenant, &hidden_until, id.as_str()).await?;
-            put_state(&*tx, tenant, id.as_str(), &state).await?;
-            bytes += size;
-            handed.insert(id);
-            out.push((event, state.attempts));
         }
     }
     tx.commit().await.map_err(pg)?;
-    Ok(out)
+    Ok(batch.out)
+}
+
+/// What one pull has handed out so far.
+struct Batch {
+    request: PullRequest,
+    out: Vec<(StoredEvent, u32)>,
+    handed: HashSet<DeliveryId>,
+    bytes: usize,
+}
+
+/// Hands out the delivery at queue entry `key` (locked by the pull), or
+/// dead-letters it when it is older than the retry window; false when it
+/// would take the bytes past `max_bytes` (the pull stops there).
+async fn take(
+    db: &Db,
+    tx: &deadpool_postgres::Transaction<'_>,
+    tenant: &str,
+    batch: &mut Batch,
+    key: Vec<u8>,
+    id: DeliveryId,
+) -> Result<bool> {
+    let PullRequest {
+        max_bytes,
+        visibility_ms,
+        window_ms,
+        now_ms,
+        ..
+    } = batch.request;
+    if batch.handed.contains(&id) {
+        return Ok(true);
+    }
+    let Some(event) = load_event(&**tx, tenant, id.as_str()).await? else {
+        delete_queue(&**tx, tenant, &key).await?;
+        return Ok(true);
+    };
+    let size = event.size();
+    if !batch.out.is_empty() && batch.bytes + size > max_bytes {
+        return Ok(false);
+    }
+    let Some(mut state) = claim(&**tx, tenant, &key, id.as_str()).await? else {
+        return Ok(true);
+    };
+    if now_ms - state.received_at_ms > window_ms {
+        let (attempt, next) = unacknowledged(&state, now_ms);
+        let outcome = Outcome {
+            attempt: &attempt,
+            next: &next,
+            retry_seq: 0,
+            now_ms,
+        };
+        settle(&**tx, tenant, state, &key, &id, &outcome).await?;
+        return Ok(true);
+    }
+    let hidden_until = queue_key(now_ms + visibility_ms, db.sequence().await?);
+    state.attempts += 1;
+    state.next_attempt_at_ms = Some(now_ms + visibility_ms);
+    state.queue_key = Some(hex::encode(hidden_until));
+    delete_queue(&**tx, tenant, &key).await?;
+    insert_queue(&**tx, tenant, &hidden_until, id.as_str()).await?;
+    put_state(&**tx, tenant, id.as_str(), &state).await?;
+    batch.bytes += size;
+    batch.handed.insert(id);
+    batch.out.push((event, state.attempts));
+    Ok(true)
 }
 
 /// Marks pending deliveries delivered; returns how many were pending.

@@ -1,7 +1,9 @@
 //! Refused requests in `hookd_rejections`, one row each, keyed by tenant and
 //! `{time}/{request_id}` (16 zero-padded digits of Unix ms), so one tenant's
 //! rows sort by time as on the embedded engine; page tokens have the same
-//! form (`{tenant}/{key}`).
+//! form (`{tenant}/{key}`). Whether the signature was valid is a column as
+//! well as part of the record, so a listing filters in SQL and its pages
+//! are full.
 
 use super::{pg, PgStore};
 use crate::{
@@ -40,15 +42,17 @@ impl RejectionLog for PgRejections {
             db.client()
                 .await?
                 .execute(
-                    "INSERT INTO hookd_rejections (tenant, rkey, at_ms, request_id, code, record) \
-                     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant, rkey) DO UPDATE \
-                     SET record = EXCLUDED.record",
+                    "INSERT INTO hookd_rejections \
+                     (tenant, rkey, at_ms, request_id, code, signature_valid, record) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (tenant, rkey) DO UPDATE \
+                     SET record = EXCLUDED.record, signature_valid = EXCLUDED.signature_valid",
                     &[
                         &rejection.tenant_id,
                         &rkey,
                         &rejection.at_ms,
                         &rejection.request_id,
                         &rejection.code,
+                        &rejection.signature_valid,
                         &encode(&rejection),
                     ],
                 )
@@ -74,28 +78,30 @@ impl RejectionLog for PgRejections {
         };
         let (tenant, filter) = (tenant_id.to_owned(), filter.clone());
         let limit = i64::try_from(size.saturating_add(1)).unwrap_or(i64::MAX);
+        // Both filters in SQL: a page has `size` rows whenever that many
+        // match, and the next page starts after the last one shown.
         let rows: Vec<(String, Rejection)> = self.store.run(|db| async move {
             let rows = db
                 .client()
                 .await?
                 .query(
                     "SELECT rkey, record FROM hookd_rejections WHERE tenant = $1 AND rkey < $2 \
-                     AND ($3::text IS NULL OR request_id = $3) ORDER BY rkey DESC LIMIT $4",
-                    &[&tenant, &before, &filter.request_id, &limit],
+                     AND ($3::text IS NULL OR request_id = $3) \
+                     AND ($4::boolean IS NULL OR signature_valid = $4) \
+                     ORDER BY rkey DESC LIMIT $5",
+                    &[
+                        &tenant,
+                        &before,
+                        &filter.request_id,
+                        &filter.signature_valid,
+                        &limit,
+                    ],
                 )
                 .await
                 .map_err(pg)?;
-            let mut out = Vec::with_capacity(rows.len());
-            for row in rows {
-                let rejection: Rejection = decode(row.get::<_, &[u8]>(1))?;
-                if filter
-                    .signature_valid
-                    .is_none_or(|valid| valid == rejection.signature_valid)
-                {
-                    out.push((row.get::<_, String>(0), rejection));
-                }
-            }
-            Ok(out)
+            rows.iter()
+                .map(|row| Ok((row.get(0), decode(row.get::<_, &[u8]>(1))?)))
+                .collect()
         })?;
         let next = (rows.len() > size).then(|| format!("{tenant_id}/{}", rows[size - 1].0));
         let items = rows.into_iter().take(size).map(|(_, r)| r).collect();
