@@ -16,6 +16,7 @@ use crate::{
     dashboard,
     error::{Error, Result},
     feed::DeliveryFeed,
+    forward::ForwardRuntime,
     ingress::{self, AppState},
     store::api::{blocking, Shared},
     telemetry::Telemetry,
@@ -130,6 +131,7 @@ pub(crate) async fn serve(serving: Serving) -> Result<()> {
     let _ = grpc_stop_tx.send(());
     let _ = grpc_thread.join();
     stop_arbiters(arbiters);
+    registry.stop_forwarding();
     let leases = registry.clone();
     let _ = blocking(move || {
         leases.release_leases();
@@ -201,6 +203,7 @@ fn start_registry(
     let arbiters: Vec<actix_rt::Arbiter> = (0..cores).map(|_| actix_rt::Arbiter::new()).collect();
     let registry = Registry::new(
         arbiters.iter().map(|a| a.handle()).collect(),
+        ForwardRuntime::new(cores)?,
         store,
         runtime.clock().clone(),
         DeliveryFeed::default(),

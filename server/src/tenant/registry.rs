@@ -8,7 +8,7 @@ use std::{
 };
 
 use actix::{Addr, ArbiterHandle};
-use futures_util::future::{AbortHandle, Abortable};
+use futures_util::future::AbortHandle;
 use tokio::sync::Notify;
 
 use super::{
@@ -22,7 +22,7 @@ use crate::{
     contracts::{Book, Contract, ContractSource, ContractSpec, TenantContracts},
     error::{Error, Result},
     feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
-    forward::{Dispatcher, DispatcherParts, LeaseTerms},
+    forward::{Dispatcher, DispatcherParts, ForwardRuntime, LeaseTerms},
     ids::{DeliveryId, TenantId},
     metrics::TenantMetrics,
     store::api::{Shared, Tenant},
@@ -66,12 +66,16 @@ pub struct Registry {
     contracts: Book,
     /// This process's claim on the tenants it forwards.
     lease: LeaseTerms,
+    /// Where the dispatchers run.
+    forwarding: ForwardRuntime,
 }
 
 impl Registry {
-    /// An empty registry whose actors run on `arbiters` (spread by tenant).
+    /// An empty registry whose actors run on `arbiters` (spread by tenant)
+    /// and dispatchers on `forwarding`.
     pub fn new(
         arbiters: Vec<ArbiterHandle>,
+        forwarding: ForwardRuntime,
         store: Shared,
         clock: SharedClock,
         events: DeliveryFeed,
@@ -90,6 +94,7 @@ impl Registry {
             forward_cas: Arc::default(),
             contracts: Book::default(),
             lease: LeaseTerms::new(DEFAULT_LEASE),
+            forwarding,
         }
     }
 
@@ -98,6 +103,14 @@ impl Registry {
     pub fn with_forward_lease(mut self, lease: Duration) -> Self {
         self.lease = LeaseTerms::new(lease);
         self
+    }
+
+    /// Stops every dispatcher (at shutdown): attempts in flight stay queued
+    /// and are sent again after a restart.
+    pub fn stop_forwarding(&self) {
+        for handle in self.handles() {
+            handle.stop();
+        }
     }
 
     /// Gives up this process's forwarding leases (at shutdown, once its
@@ -158,11 +171,7 @@ impl Registry {
                 .map_err(|e| {
                     Error::Config(format!("tenant {}: destination client: {e}", settings.id))
                 })?;
-                let (abort, registration) = AbortHandle::new_pair();
-                arbiter.spawn(async move {
-                    let _ = Abortable::new(dispatcher.run(), registration).await;
-                });
-                Some(abort)
+                Some(self.forwarding.spawn(dispatcher.run()))
             }
             None => None,
         };
