@@ -188,6 +188,23 @@ pub(crate) struct Settled {
     pub(crate) done: Option<Vec<u8>>,
 }
 
+/// Whether a delivery in `state` may be redelivered, the same rule on every
+/// engine: a dead or delivered one may (true when it is dead); one already
+/// redelivered, or still pending, may not.
+pub(crate) fn redeliverable(state: &DeliveryState, delivery_id: &DeliveryId) -> Result<bool> {
+    match (state.status, &state.redelivered_as) {
+        (DeliveryStatus::Dead, _) => Ok(true),
+        (DeliveryStatus::Delivered, _) => Ok(false),
+        (DeliveryStatus::Redelivered, Some(as_id)) => Err(Error::Precondition(format!(
+            "delivery {delivery_id} was already redelivered as {as_id}"
+        ))),
+        (other, _) => Err(Error::Precondition(format!(
+            "delivery {delivery_id} is {}; only dead or delivered ones can be redelivered",
+            other.as_str()
+        ))),
+    }
+}
+
 /// The consequence of `attempt` leading to `next` for a delivery in `state`.
 pub(crate) fn settled(
     mut state: DeliveryState,
@@ -374,21 +391,7 @@ pub fn redeliver(trees: &TenantTrees, delivery_id: &DeliveryId, now_ms: i64) -> 
             let Some(mut old) = tx_state(states, delivery_id)? else {
                 return abort(Error::NotFound(format!("delivery {delivery_id}")));
             };
-            let was_dead = match (old.status, &old.redelivered_as) {
-                (DeliveryStatus::Dead, _) => true,
-                (DeliveryStatus::Delivered, _) => false,
-                (DeliveryStatus::Redelivered, Some(as_id)) => {
-                    return abort(Error::Precondition(format!(
-                        "delivery {delivery_id} was already redelivered as {as_id}"
-                    )))
-                }
-                (other, _) => {
-                    return abort(Error::Precondition(format!(
-                    "delivery {delivery_id} is {}; only dead or delivered ones can be redelivered",
-                    other.as_str()
-                )))
-                }
-            };
+            let was_dead = redeliverable(&old, delivery_id).or_else(abort)?;
             let Some(stored) = events.get(id)? else {
                 return abort(Error::NotFound(format!("event of {delivery_id}")));
             };

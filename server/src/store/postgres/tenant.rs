@@ -21,7 +21,7 @@ use crate::{
     ids::{DeliveryId, EventId, RequestId, TenantId},
     store::{
         api::{DeadKey, PullRequest, QueueCounts, QueueKey, SweepRequest, TenantData},
-        deliveries::{settled, Next, Swept},
+        deliveries::{redeliverable, settled, Next, Swept},
         records::{
             decode, encode, queue_key, queue_key_due_ms, time_key, AttemptRecord, DeadLetter,
             DeliveryState, DeliveryStatus, EventMeta, IdempotencyRecord, StoredEvent,
@@ -83,13 +83,26 @@ pub(super) async fn lock_state(
     tenant: &str,
     id: &str,
 ) -> Result<Option<DeliveryState>> {
-    let row = tx
-        .query_opt(
-            "SELECT state FROM hookd_states WHERE tenant = $1 AND delivery_id = $2 FOR UPDATE",
-            &[&tenant, &id],
-        )
-        .await
-        .map_err(pg)?;
+    decoded_row(
+        tx,
+        "SELECT state FROM hookd_states WHERE tenant = $1 AND delivery_id = $2 FOR UPDATE",
+        tenant,
+        id,
+        decode,
+    )
+    .await
+}
+
+/// The record in the one column `sql` selects for a tenant's delivery,
+/// decoded.
+async fn decoded_row<T>(
+    client: &impl GenericClient,
+    sql: &str,
+    tenant: &str,
+    id: &str,
+    decode: impl FnOnce(&[u8]) -> Result<T>,
+) -> Result<Option<T>> {
+    let row = client.query_opt(sql, &[&tenant, &id]).await.map_err(pg)?;
     row.map(|r| decode(r.get::<_, &[u8]>(0))).transpose()
 }
 
@@ -236,15 +249,14 @@ pub(super) async fn load_event(
     tenant: &str,
     id: &str,
 ) -> Result<Option<StoredEvent>> {
-    let row = client
-        .query_opt(
-            "SELECT event FROM hookd_events WHERE tenant = $1 AND delivery_id = $2",
-            &[&tenant, &id],
-        )
-        .await
-        .map_err(pg)?;
-    row.map(|r| StoredEvent::decode(r.get::<_, &[u8]>(0)))
-        .transpose()
+    decoded_row(
+        client,
+        "SELECT event FROM hookd_events WHERE tenant = $1 AND delivery_id = $2",
+        tenant,
+        id,
+        StoredEvent::decode,
+    )
+    .await
 }
 
 impl TenantData for PgTenant {
@@ -294,16 +306,15 @@ impl TenantData for PgTenant {
     fn state(&self, id: &DeliveryId) -> Result<Option<DeliveryState>> {
         let id = id.to_string();
         self.run(|db, tenant| async move {
-            let row = db
-                .client()
-                .await?
-                .query_opt(
-                    "SELECT state FROM hookd_states WHERE tenant = $1 AND delivery_id = $2",
-                    &[&tenant, &id],
-                )
-                .await
-                .map_err(pg)?;
-            row.map(|r| decode(r.get::<_, &[u8]>(0))).transpose()
+            let client = db.client().await?;
+            decoded_row(
+                &**client,
+                "SELECT state FROM hookd_states WHERE tenant = $1 AND delivery_id = $2",
+                &tenant,
+                &id,
+                decode,
+            )
+            .await
         })
     }
 
@@ -569,21 +580,7 @@ async fn redeliver(
     let Some(mut old) = lock_state(tx, tenant, id).await? else {
         return Err(Error::NotFound(format!("delivery {delivery_id}")));
     };
-    let was_dead = match (old.status, &old.redelivered_as) {
-        (DeliveryStatus::Dead, _) => true,
-        (DeliveryStatus::Delivered, _) => false,
-        (DeliveryStatus::Redelivered, Some(as_id)) => {
-            return Err(Error::Precondition(format!(
-                "delivery {delivery_id} was already redelivered as {as_id}"
-            )))
-        }
-        (other, _) => {
-            return Err(Error::Precondition(format!(
-                "delivery {delivery_id} is {}; only dead or delivered ones can be redelivered",
-                other.as_str()
-            )))
-        }
-    };
+    let was_dead = redeliverable(&old, delivery_id)?;
     let Some(event) = load_event(tx, tenant, id).await? else {
         return Err(Error::NotFound(format!("event of {delivery_id}")));
     };
