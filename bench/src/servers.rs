@@ -277,12 +277,12 @@ pub fn default_hookd() -> PathBuf {
 mod tests {
     use super::*;
 
-    #[test]
-    fn config_declares_every_tenant_with_its_secret() {
-        let spec = HookdSpec {
+    /// Two tenants of `scheme` forwarding to `destination`, if any.
+    fn two_tenants(scheme: Scheme, destination: Option<DestinationSpec>) -> HookdSpec {
+        HookdSpec {
             binary: PathBuf::from("hookd"),
             tenants: vec!["t-0".into(), "t-1".into()],
-            scheme: Scheme::Stripe,
+            scheme,
             secret: "whsec_abc".into(),
             kid: "k1".into(),
             tolerance_secs: 900,
@@ -290,8 +290,13 @@ mod tests {
             workers: 0,
             log_filter: "info".into(),
             ready_timeout: Duration::from_secs(1),
-            destination: None,
-        };
+            destination,
+        }
+    }
+
+    #[test]
+    fn config_declares_every_tenant_with_its_secret() {
+        let spec = two_tenants(Scheme::Stripe, None);
         let text = hookd_config(&spec);
         assert_eq!(text.matches("[[tenants]]").count(), 2, "{text}");
         assert!(text.contains("id = \"t-1\""), "{text}");
@@ -303,23 +308,14 @@ mod tests {
 
     #[test]
     fn a_destination_is_declared_for_every_tenant() {
-        let spec = HookdSpec {
-            binary: PathBuf::from("hookd"),
-            tenants: vec!["t-0".into(), "t-1".into()],
-            scheme: Scheme::Standard,
-            secret: "whsec_abc".into(),
-            kid: "k1".into(),
-            tolerance_secs: 900,
-            max_body_bytes: 2048,
-            workers: 0,
-            log_filter: "info".into(),
-            ready_timeout: Duration::from_secs(1),
-            destination: Some(DestinationSpec {
+        let spec = two_tenants(
+            Scheme::Standard,
+            Some(DestinationSpec {
                 url: "http://127.0.0.1:9/sink".into(),
                 secret: "whsec_def".into(),
                 max_in_flight: 32,
             }),
-        };
+        );
         let text = hookd_config(&spec);
         assert_eq!(text.matches("[tenants.destination]").count(), 2, "{text}");
         assert_eq!(text.matches("max_in_flight = 32").count(), 2, "{text}");
