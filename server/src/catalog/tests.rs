@@ -147,7 +147,7 @@ fn delete_takes_tokens_with_it_and_an_interrupted_drop_finishes_at_open() {
     );
     store
         .db()
-        .open_tree("data/events")
+        .open_tree("data/state")
         .unwrap()
         .insert("gone/d1", "x")
         .unwrap();
@@ -167,10 +167,10 @@ fn delete_takes_tokens_with_it_and_an_interrupted_drop_finishes_at_open() {
         .unwrap()
         .insert("gone/q1", "x")
         .unwrap();
-    assert_eq!(data_of_gone(&store, "events"), 1);
+    assert_eq!(data_of_gone(&store, "state"), 1);
     let catalog = open(&store);
     assert_eq!(
-        data_of_gone(&store, "events") + data_of_gone(&store, "queue"),
+        data_of_gone(&store, "state") + data_of_gone(&store, "queue"),
         0
     );
     assert!(catalog.rows.scan(Table::Drops, "").unwrap().is_empty());

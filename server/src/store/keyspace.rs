@@ -6,6 +6,13 @@
 //! every key returned, so the store's functions read as if each tenant had
 //! its own trees. Adding a tenant writes nothing to sled's list of trees,
 //! and removing one is a range delete over a fixed set of trees.
+//!
+//! The stored events, the store's largest values, are laid out time first
+//! instead ([`Layout::TimeFirst`]): with the tenant first, every tenant's
+//! newest events sit in a leaf of their own, so a batch spread over 10,000
+//! tenants rewrites a different page per write and the pages being written
+//! soon outgrow sled's cache; time first, new events of every tenant land
+//! together at the end of the tree, as one tenant's do.
 
 use std::{ops::Bound, sync::Arc};
 
@@ -20,18 +27,52 @@ pub(super) fn tenant_prefix(tenant: &TenantId) -> Arc<[u8]> {
     prefix.into()
 }
 
+/// How a keyspace places its keys in the shared tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Layout {
+    /// `{tenant}/{key}`: a tenant's keys are one range, read in key order.
+    TenantFirst,
+    /// `{time}{tenant}/{key}`, where the key is a delivery id and time the
+    /// first ten characters of its ULID (the millisecond timestamp in
+    /// base 32, which sorts as bytes). Read and written by key only; a
+    /// tenant's keys are found through the delivery ids it holds.
+    TimeFirst,
+}
+
+/// The key `key` of the tenant with `prefix` is stored under.
+pub(super) fn stored_key(layout: Layout, prefix: &[u8], key: &[u8]) -> Vec<u8> {
+    match layout {
+        Layout::TenantFirst => [prefix, key].concat(),
+        Layout::TimeFirst => [time_of(key), prefix, key].concat(),
+    }
+}
+
+/// The sortable time in a delivery id (`dlv_` and a 26-character ULID):
+/// its first ten characters; any other key sorts before all of them.
+fn time_of(key: &[u8]) -> &[u8] {
+    match key.strip_prefix(b"dlv_") {
+        Some(ulid) if ulid.len() == 26 => &ulid[..10],
+        _ => b"0000000000",
+    }
+}
+
 /// One tenant's keys in a shared tree.
 #[derive(Clone)]
 pub(super) struct Keyspace {
     tree: sled::Tree,
     prefix: Arc<[u8]>,
+    layout: Layout,
 }
 
 type Entry = sled::Result<(IVec, IVec)>;
 
 impl Keyspace {
-    pub(super) fn new(tree: sled::Tree, prefix: Arc<[u8]>) -> Keyspace {
-        Keyspace { tree, prefix }
+    pub(super) fn new(tree: sled::Tree, prefix: Arc<[u8]>, layout: Layout) -> Keyspace {
+        Keyspace {
+            tree,
+            prefix,
+            layout,
+        }
     }
 
     /// The shared tree, for transactions (see [`Keyspace::tx`]).
@@ -44,10 +85,18 @@ impl Keyspace {
         TxKeyspace {
             view,
             prefix: &self.prefix,
+            layout: self.layout,
         }
     }
 
     fn key(&self, key: impl AsRef<[u8]>) -> Vec<u8> {
+        stored_key(self.layout, &self.prefix, key.as_ref())
+    }
+
+    /// The stored key of a range read: only a tenant-first keyspace is one
+    /// range.
+    fn range_key(&self, key: impl AsRef<[u8]>) -> Vec<u8> {
+        debug_assert_eq!(self.layout, Layout::TenantFirst, "ranges are per tenant");
         [&self.prefix[..], key.as_ref()].concat()
     }
 
@@ -79,9 +128,9 @@ impl Keyspace {
         from: Option<&[u8]>,
         to: Option<&[u8]>,
     ) -> impl DoubleEndedIterator<Item = Entry> + '_ {
-        let start = Bound::Included(self.key(from.unwrap_or_default()));
+        let start = Bound::Included(self.range_key(from.unwrap_or_default()));
         let end = match to {
-            Some(to) => Bound::Excluded(self.key(to)),
+            Some(to) => Bound::Excluded(self.range_key(to)),
             None => match prefix_end(&self.prefix) {
                 Some(end) => Bound::Excluded(end),
                 None => Bound::Unbounded,
@@ -109,7 +158,7 @@ impl Keyspace {
         prefix: impl AsRef<[u8]>,
     ) -> impl DoubleEndedIterator<Item = Entry> + '_ {
         self.tree
-            .scan_prefix(self.key(prefix))
+            .scan_prefix(self.range_key(prefix))
             .map(|entry| self.strip(entry))
     }
 
@@ -124,20 +173,43 @@ impl Keyspace {
         loop {
             let keys: Vec<IVec> = self
                 .tree
-                .scan_prefix(&self.prefix[..])
+                .scan_prefix(self.range_key([]))
                 .keys()
                 .take(1024)
                 .collect::<sled::Result<_>>()?;
             if keys.is_empty() {
                 return Ok(removed);
             }
-            let mut batch = sled::Batch::default();
-            for key in &keys {
-                batch.remove(key);
-            }
-            self.tree.apply_batch(batch)?;
-            removed += keys.len();
+            removed += self.remove_stored(&keys)?;
         }
+    }
+
+    /// Removes the entries named by `keys` (as the store's functions name
+    /// them), in batches; returns how many keys were named.
+    pub(super) fn remove_each(
+        &self,
+        keys: impl Iterator<Item = sled::Result<IVec>>,
+    ) -> sled::Result<usize> {
+        let mut removed = 0;
+        let mut keys = keys.peekable();
+        while keys.peek().is_some() {
+            let chunk: Vec<Vec<u8>> = keys
+                .by_ref()
+                .take(1024)
+                .map(|key| key.map(|key| self.key(key)))
+                .collect::<sled::Result<_>>()?;
+            removed += self.remove_stored(&chunk)?;
+        }
+        Ok(removed)
+    }
+
+    fn remove_stored(&self, keys: &[impl AsRef<[u8]>]) -> sled::Result<usize> {
+        let mut batch = sled::Batch::default();
+        for key in keys {
+            batch.remove(key.as_ref());
+        }
+        self.tree.apply_batch(batch)?;
+        Ok(keys.len())
     }
 }
 
@@ -158,13 +230,14 @@ fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
 pub(super) struct TxKeyspace<'a> {
     view: &'a TransactionalTree,
     prefix: &'a [u8],
+    layout: Layout,
 }
 
 type TxResult<T> = sled::transaction::ConflictableTransactionResult<T, crate::error::Error>;
 
 impl TxKeyspace<'_> {
     fn key(&self, key: impl AsRef<[u8]>) -> Vec<u8> {
-        [self.prefix, key.as_ref()].concat()
+        stored_key(self.layout, self.prefix, key.as_ref())
     }
 
     pub(super) fn get(&self, key: impl AsRef<[u8]>) -> TxResult<Option<IVec>> {
@@ -192,6 +265,7 @@ mod tests {
         Keyspace::new(
             db.open_tree("shared").unwrap(),
             tenant_prefix(&TenantId::try_from(tenant).unwrap()),
+            Layout::TenantFirst,
         )
     }
 
@@ -214,5 +288,36 @@ mod tests {
         assert_eq!(a.clear().unwrap(), 3);
         assert!(a.iter().next().is_none());
         assert_eq!(keys(&ab).len() + keys(&b).len(), 3);
+    }
+
+    /// Time-first keys: ordered by the delivery id's time whatever the
+    /// tenant, each tenant reading only its own, and removed by name.
+    #[test]
+    fn time_first_keys_sort_by_time_and_stay_per_tenant() {
+        let db = sled::Config::new().temporary(true).open().unwrap();
+        let tree = db.open_tree("events").unwrap();
+        let space = |tenant: &str| {
+            Keyspace::new(
+                tree.clone(),
+                tenant_prefix(&TenantId::try_from(tenant).unwrap()),
+                Layout::TimeFirst,
+            )
+        };
+        let (zeta, alpha) = (space("zeta"), space("alpha"));
+        let id = |ms: u64| format!("dlv_{}", ulid::Ulid::from_parts(ms, 7));
+        let (early, late) = (id(1_000), id(2_000));
+        zeta.tree.insert(zeta.key(&early), "z").unwrap();
+        alpha.tree.insert(alpha.key(&late), "a").unwrap();
+        zeta.tree.insert(zeta.key("dlv_1"), "short").unwrap();
+        let order: Vec<IVec> = tree.iter().values().map(Result::unwrap).collect();
+        assert_eq!(order, vec![IVec::from("short"), "z".into(), "a".into()]);
+        assert_eq!(zeta.get(&early).unwrap(), Some(IVec::from("z")));
+        assert_eq!(alpha.get(&early).unwrap(), None);
+        let named = [early.clone(), "dlv_1".into(), late.clone()];
+        let named = named.iter().map(|k| Ok(IVec::from(k.as_bytes())));
+        assert_eq!(zeta.remove_each(named).unwrap(), 3);
+        assert_eq!(zeta.get(&early).unwrap(), None);
+        assert_eq!(alpha.get(&late).unwrap(), Some(IVec::from("a")));
+        assert_eq!(tree.len(), 1);
     }
 }

@@ -1,7 +1,8 @@
 //! Durable storage on one sled `Db`: seven trees shared by every tenant
-//! (`data/idem`, `events`, `queue`, `state`, `attempts`, `dead`, `done`),
-//! each key prefixed by its tenant (see [`TenantTrees`] and [`keyspace`]),
-//! and the group committer that makes writes durable.
+//! (`data/idem`, `events_by_time`, `queue`, `state`, `attempts`, `dead`,
+//! `done`), each key prefixed by its tenant, the stored events' by time
+//! and tenant (see [`TenantTrees`] and [`keyspace`]), and the group
+//! committer that makes writes durable.
 
 pub mod api;
 mod apply;
@@ -16,6 +17,8 @@ mod gauges;
 #[cfg(any(test, feature = "fault-injection"))]
 pub mod inject;
 mod keyspace;
+#[cfg(test)]
+mod layout_tests;
 mod migrate;
 pub mod postgres;
 pub mod records;
@@ -37,7 +40,7 @@ pub use committer::{CommitOutcome, CommitStats, Committer, NewDelivery};
 pub use gauges::QueueGauges;
 pub use sync::{OsSync, SharedSync, SyncOps};
 
-use keyspace::{Keyspace, TxKeyspace};
+use keyspace::{Keyspace, Layout, TxKeyspace};
 use sled::transaction::TransactionalTree;
 
 use crate::{error::Result, ids::TenantId};
@@ -51,11 +54,34 @@ const SEGMENT_SIZE: usize = 8 * 1024 * 1024;
 /// cache_capacity_bytes` has the same default).
 pub const DEFAULT_CACHE_BYTES: u64 = 128 * 1024 * 1024;
 
-/// Names of the trees every tenant shares, each key prefixed by the
-/// tenant ([`keyspace`]).
-const SHARED_TREES: [&str; 7] = [
-    "idem", "events", "queue", "state", "attempts", "dead", "done",
+/// One of the trees every tenant shares.
+struct SharedTree {
+    /// What it holds; also the `{kind}` of the per-tenant trees
+    /// (`t/{tenant}/{kind}`) an older data dir kept it in.
+    kind: &'static str,
+    /// Its sled name.
+    name: &'static str,
+    layout: Layout,
+}
+
+const fn shared(kind: &'static str, name: &'static str, layout: Layout) -> SharedTree {
+    SharedTree { kind, name, layout }
+}
+
+/// The trees every tenant shares, each key prefixed by the tenant
+/// ([`keyspace`]); the stored events ordered by time first.
+const SHARED_TREES: [SharedTree; 7] = [
+    shared("idem", "data/idem", Layout::TenantFirst),
+    shared("events", "data/events_by_time", Layout::TimeFirst),
+    shared("queue", "data/queue", Layout::TenantFirst),
+    shared("state", "data/state", Layout::TenantFirst),
+    shared("attempts", "data/attempts", Layout::TenantFirst),
+    shared("dead", "data/dead", Layout::TenantFirst),
+    shared("done", "data/done", Layout::TenantFirst),
 ];
+
+/// Where an older hookd kept the stored events, tenant first.
+const TENANT_FIRST_EVENTS: &str = "data/events";
 
 type AttemptTrees<'a> = (
     &'a sled::Tree,
@@ -85,15 +111,15 @@ struct SharedTrees([sled::Tree; 7]);
 
 impl SharedTrees {
     fn open(db: &sled::Db) -> Result<SharedTrees> {
-        let open = |name: &str| db.open_tree(format!("data/{name}"));
+        let open = |i: usize| db.open_tree(SHARED_TREES[i].name);
         Ok(SharedTrees([
-            open(SHARED_TREES[0])?,
-            open(SHARED_TREES[1])?,
-            open(SHARED_TREES[2])?,
-            open(SHARED_TREES[3])?,
-            open(SHARED_TREES[4])?,
-            open(SHARED_TREES[5])?,
-            open(SHARED_TREES[6])?,
+            open(0)?,
+            open(1)?,
+            open(2)?,
+            open(3)?,
+            open(4)?,
+            open(5)?,
+            open(6)?,
         ]))
     }
 }
@@ -114,7 +140,7 @@ pub struct TenantTrees {
     committer: Committer,
     /// event_id (or content key) -> [`records::IdempotencyRecord`].
     idem: Keyspace,
-    /// delivery_id -> [`records::StoredEvent`].
+    /// delivery_id -> [`records::StoredEvent`], laid out time first.
     events: Keyspace,
     /// [`records::queue_key`] -> delivery_id: what is due to be forwarded.
     queue: Keyspace,
@@ -136,7 +162,8 @@ impl TenantTrees {
     fn new(store: &Store, tenant: &TenantId, mark: &TenantMark) -> Self {
         let (db, shared) = (&store.db, &store.shared);
         let prefix = keyspace::tenant_prefix(tenant);
-        let space = |i: usize| Keyspace::new(shared.0[i].clone(), prefix.clone());
+        let space =
+            |i: usize| Keyspace::new(shared.0[i].clone(), prefix.clone(), SHARED_TREES[i].layout);
         TenantTrees {
             tenant: tenant.clone(),
             db: db.clone(),
@@ -197,10 +224,10 @@ impl TenantTrees {
         )
     }
 
-    fn spaces(&self) -> [&Keyspace; 7] {
+    /// The keyspaces that are one range per tenant: all but the events.
+    fn ranges(&self) -> [&Keyspace; 6] {
         [
             &self.idem,
-            &self.events,
             &self.queue,
             &self.state,
             &self.attempts,
@@ -214,10 +241,13 @@ impl TenantTrees {
         self.dropped.store(true, Ordering::SeqCst);
         // The queue first: an attempt that commits after it finds no entry
         // to claim and writes nothing.
-        for space in [&self.queue, &self.dead, &self.state] {
+        for space in [&self.queue, &self.dead] {
             space.clear()?;
         }
-        for space in self.spaces() {
+        // The events are not one range: every one is named by a state key.
+        let states = self.state.iter().map(|entry| entry.map(|(id, _)| id));
+        self.events.remove_each(states)?;
+        for space in self.ranges() {
             space.clear()?;
         }
         Ok(())
@@ -260,6 +290,7 @@ impl Store {
             .open()?;
         let shared = SharedTrees::open(&db)?;
         migrate::per_tenant_trees(&db, &shared.0, &SHARED_TREES)?;
+        migrate::events_time_first(&db, &shared.0[1])?;
         let poisoned = Arc::new(AtomicBool::new(false));
         let (committer, handle) =
             Committer::start(db.clone(), &path, batch_max, sync, poisoned.clone())?;
