@@ -150,7 +150,7 @@ fn actor(c: &mut Criterion) {
             system.block_on(async {
                 let start = Instant::now();
                 for request in requests {
-                    let outcome = addr.send(request).await.expect("mailbox");
+                    let outcome = addr.send(request).await.expect("mailbox").await;
                     assert!(!outcome.expect("accepted").duplicate);
                 }
                 start.elapsed()
@@ -159,7 +159,13 @@ fn actor(c: &mut Criterion) {
     });
     let first = signed(0);
     let (headers, body) = (first.headers.clone(), first.body.clone());
-    system.block_on(async { addr.send(first).await.expect("mailbox").expect("accepted") });
+    system.block_on(async {
+        addr.send(first)
+            .await
+            .expect("mailbox")
+            .await
+            .expect("accepted")
+    });
     group.bench_function("duplicate", |b| {
         b.iter_custom(|iters| {
             system.block_on(async {
@@ -171,7 +177,7 @@ fn actor(c: &mut Criterion) {
                         body: body.clone(),
                         trace: opentelemetry::Context::new(),
                     };
-                    let outcome = addr.send(resend).await.expect("mailbox");
+                    let outcome = addr.send(resend).await.expect("mailbox").await;
                     assert!(outcome.expect("answered").duplicate);
                 }
                 start.elapsed()

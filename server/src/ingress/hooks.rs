@@ -147,7 +147,7 @@ async fn accept(
     let body = actix_rt::time::timeout(limits.body_timeout, read)
         .await
         .map_err(|_| limits.timed_out())??;
-    let outcome = handle
+    let answer = handle
         .actor()
         .send(Ingest {
             request_id: request_id.clone(),
@@ -155,11 +155,14 @@ async fn accept(
             body: body.clone(),
             trace: trace.clone(),
         })
-        .await
-        .unwrap_or_else(|e| {
+        .await;
+    let outcome = match answer {
+        Ok(answer) => answer.await,
+        Err(e) => {
             tracing::error!(tenant = %tenant, request_id = %request_id, error = %e, "tenant actor unreachable");
             Err(IngestError::TenantNotRunning)
-        });
+        }
+    };
     match outcome {
         Ok(outcome) => Ok(outcome),
         Err(refusal) => {

@@ -3,7 +3,7 @@
 
 use std::{panic::AssertUnwindSafe, sync::Arc, time::Duration};
 
-use actix::{Actor, ActorContext, Context, Handler, ResponseFuture, Supervised};
+use actix::{Actor, ActorContext, Context, Handler, MessageResult, Supervised};
 use actix_web::http::header::HeaderMap;
 use hookd_sdk::signature::{self, HeaderLookup, HeaderSource, Scheme, Secret, Verified};
 use moka::sync::Cache;
@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::Notify;
 
 use super::{
-    messages::{Ingest, IngestOutcome, Reconfigure},
+    messages::{Answer, Ingest, IngestOutcome, Reconfigure},
     validate::{validate_body, EventIdSource},
 };
 use crate::{
@@ -369,9 +369,17 @@ impl Supervised for TenantActor {
 }
 
 impl Handler<Ingest> for TenantActor {
-    type Result = ResponseFuture<Result<IngestOutcome, IngestError>>;
+    type Result = MessageResult<Ingest>;
 
     fn handle(&mut self, msg: Ingest, ctx: &mut Self::Context) -> Self::Result {
+        MessageResult(self.answer(msg, ctx))
+    }
+}
+
+impl TenantActor {
+    /// Decides what it can on this thread; a refusal's lookup and a new
+    /// delivery's commit are left to the caller (see [`Answer`]).
+    fn answer(&mut self, msg: Ingest, ctx: &mut Context<Self>) -> Answer {
         let span = self
             .tracing
             .start_child(&msg.trace, ACTOR_SPAN, &self.settings.id);
@@ -380,27 +388,27 @@ impl Handler<Ingest> for TenantActor {
         if !self.data.is_healthy() {
             let e = IngestError::StorageUnavailable;
             spans::end_ingest_span(&span, Some(&e));
-            return Box::pin(std::future::ready(Err(e)));
+            return Answer::now(Err(e));
         }
         let Ok(prepared) = std::panic::catch_unwind(AssertUnwindSafe(|| self.prepare(&msg))) else {
             tracing::error!(tenant = %self.settings.id, request_id = %msg.request_id, "tenant actor panicked; its supervisor restarts it");
             ctx.stop();
             let e = IngestError::ActorPanicked;
             spans::end_ingest_span(&span, Some(&e));
-            return Box::pin(std::future::ready(Err(e)));
+            return Answer::now(Err(e));
         };
         let (replay_keys, item, sender) = match prepared {
             Err(e) => {
                 spans::end_ingest_span(&span, Some(&e));
-                return Box::pin(std::future::ready(Err(e)));
+                return Answer::now(Err(e));
             }
             Ok(Prepared::Duplicate(outcome)) => {
                 spans::end_ingest_span(&span, None);
-                return Box::pin(std::future::ready(Ok(outcome)));
+                return Answer::now(Ok(outcome));
             }
             Ok(Prepared::Refused(refusal)) => {
                 let answer = refusal.answer(self.data.clone(), self.senders.clone());
-                return Box::pin(async move {
+                return Answer::later(async move {
                     let answer = answer.await;
                     spans::end_ingest_span(&span, answer.as_ref().err());
                     answer
@@ -426,7 +434,7 @@ impl Handler<Ingest> for TenantActor {
             senders: self.senders.clone(),
             tolerance_secs: self.settings.tolerance_secs,
         };
-        Box::pin(commit.run(*item, replay_keys, sender))
+        Answer::later(commit.run(*item, replay_keys, sender))
     }
 }
 
