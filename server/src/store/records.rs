@@ -114,7 +114,8 @@ impl StoredEvent {
 /// Where a delivery stands; stored by its snake_case name.
 pub use hookd_proto::domain::DeliveryStatus;
 
-/// The mutable state of one delivery.
+/// The mutable state of one delivery. Absent fields are not written (a
+/// new delivery's record is its largest write after the event).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeliveryState {
     /// The sender's event id.
@@ -126,19 +127,25 @@ pub struct DeliveryState {
     /// Attempts made so far.
     pub attempts: u32,
     /// When the next attempt is due, if one is scheduled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_attempt_at_ms: Option<i64>,
     /// Why the last attempt failed, in plain words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
     /// HTTP status of the last attempt, if it got one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_status: Option<u16>,
     /// When it was delivered or dead-lettered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_at_ms: Option<i64>,
     /// The dead letter this delivery re-sends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redelivery_of: Option<DeliveryId>,
     /// The delivery that re-sent this dead letter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redelivered_as: Option<DeliveryId>,
     /// Its entry in the queue (hex), while it has one.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue_key: Option<String>,
 }
 
@@ -242,6 +249,22 @@ pub fn queue_key_due_ms(key: &[u8]) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A new delivery's state is written without its absent fields, and a
+    /// state written with them (`null`, as before) still reads the same.
+    #[test]
+    fn delivery_state_omits_absent_fields_and_reads_older_records() {
+        let mut state = DeliveryState::pending(EventId::new("evt_1"), 1_700_000_000_000);
+        state.queue_key = Some("00".repeat(16));
+        let written = String::from_utf8(encode(&state)).unwrap();
+        assert!(!written.contains("null"), "{written}");
+        assert_eq!(decode::<DeliveryState>(written.as_bytes()).unwrap(), state);
+        let older = r#"{"event_id":"evt_1","status":"pending","received_at_ms":1700000000000,
+            "attempts":0,"next_attempt_at_ms":1700000000000,"last_error":null,
+            "last_status":null,"finished_at_ms":null,"redelivery_of":null,
+            "redelivered_as":null,"queue_key":"00000000000000000000000000000000"}"#;
+        assert_eq!(decode::<DeliveryState>(older.as_bytes()).unwrap(), state);
+    }
 
     #[test]
     fn stored_event_keeps_the_body_byte_for_byte() {
