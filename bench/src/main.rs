@@ -149,6 +149,11 @@ struct LoadArgs {
     /// Random seed for which requests are duplicates.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Event ids in no order, as most senders make them (random ids, UUIDs),
+    /// instead of counting up: a tenant's idempotency keys then spread over
+    /// its whole key range, as in production.
+    #[arg(long)]
+    unordered_ids: bool,
     /// Print a JSON summary on stdout instead of the text report.
     #[arg(long)]
     json: bool,
@@ -184,6 +189,7 @@ impl LoadArgs {
             dup_set: self.dup_set,
             requests,
             rng_seed: self.seed,
+            unordered_ids: self.unordered_ids,
         })
     }
 

@@ -30,6 +30,9 @@ pub struct PlanSpec {
     pub requests: usize,
     /// Random seed, so two runs with the same flags send the same shape.
     pub rng_seed: u64,
+    /// Event ids in no order (as most senders make them: random ids,
+    /// UUIDs) instead of counting up with the request number.
+    pub unordered_ids: bool,
 }
 
 /// One pre-signed delivery.
@@ -147,7 +150,15 @@ impl<'a> Signer<'a> {
 
     fn sign_one(&self, k: usize) -> Delivery {
         let tenant = &self.spec.tenants[k % self.spec.tenants.len()];
-        let event_id = format!("evt_{}_{k}", self.run_id);
+        let event_id = match self.spec.unordered_ids {
+            // An odd multiplier is a bijection on u64: unique, in no order.
+            true => format!(
+                "evt_{}_{:016x}",
+                self.run_id,
+                (k as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            ),
+            false => format!("evt_{}_{k}", self.run_id),
+        };
         // Every delivery has its own body, as real events do: hookd keys
         // schemes that sign no timestamp (GitHub, Shopify) on the signed
         // content too, so a shared body would make them all one event.
@@ -229,6 +240,7 @@ mod tests {
             dup_set: 10,
             requests: 1000,
             rng_seed: 7,
+            unordered_ids: false,
         }
     }
 
@@ -272,6 +284,27 @@ mod tests {
         assert_eq!(plan.order, (0..1000).collect::<Vec<u32>>());
         assert_eq!(plan.pool[0].path, "/hooks/t-0");
         assert_eq!(plan.pool[4].path, "/hooks/t-1");
+    }
+
+    #[test]
+    fn unordered_event_ids_are_unique_and_out_of_order() {
+        let spec = PlanSpec {
+            unordered_ids: true,
+            ..spec(Scheme::Standard, 0.0)
+        };
+        let ids: Vec<String> = Plan::build(&spec)
+            .unwrap()
+            .pool
+            .into_iter()
+            .map(|d| d.event_id)
+            .collect();
+        let unique: std::collections::HashSet<&String> = ids.iter().collect();
+        assert_eq!(unique.len(), ids.len());
+        let rising = ids.windows(2).filter(|w| w[0] < w[1]).count();
+        assert!(
+            (300..700).contains(&rising),
+            "{rising} of 999 neighbours in order"
+        );
     }
 
     #[test]
