@@ -39,12 +39,20 @@ fn hookd_bin() -> PathBuf {
 
 /// Runs `hookd-bench compare --json` with `args` and returns its JSON.
 fn compare(args: &[&str]) -> Value {
+    let mut all = vec!["--workers", "2", "--ready-timeout-secs", "60"];
+    all.extend_from_slice(args);
+    bench_json("compare", &all)
+}
+
+/// Runs `hookd-bench <scenario> --json` against the debug hookd with
+/// `args`, expects success and returns its JSON.
+fn bench_json(scenario: &str, args: &[&str]) -> Value {
     let hookd = hookd_bin();
     let output = Command::new(env!("CARGO_BIN_EXE_hookd-bench"))
-        .arg("compare")
+        .arg(scenario)
         .arg("--hookd")
         .arg(&hookd)
-        .args(["--json", "--workers", "2", "--ready-timeout-secs", "60"])
+        .arg("--json")
         .args(args)
         .output()
         .unwrap();
@@ -138,22 +146,7 @@ fn a_timed_run_stops_by_itself() {
 /// `hookd-bench tenants` starts hookd once per count and reports each.
 #[test]
 fn the_tenants_scenario_reports_every_count() {
-    let hookd = hookd_bin();
-    let output = Command::new(env!("CARGO_BIN_EXE_hookd-bench"))
-        .args([
-            "tenants", "--json", "--counts", "1,5", "--count", "30", "-c", "3",
-        ])
-        .arg("--hookd")
-        .arg(&hookd)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "hookd-bench failed: {}\n{stdout}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let rows: Value = serde_json::from_str(&stdout).unwrap();
+    let rows = bench_json("tenants", &["--counts", "1,5", "--count", "30", "-c", "3"]);
     let rows = rows.as_array().unwrap();
     assert_eq!(rows.len(), 2);
     for (row, tenants) in rows.iter().zip([1, 5]) {
@@ -166,11 +159,9 @@ fn the_tenants_scenario_reports_every_count() {
 /// `hookd-bench forward`: every accepted event arrives at the sink once.
 #[test]
 fn the_forward_scenario_delivers_every_accepted_event_once() {
-    let hookd = hookd_bin();
-    let output = Command::new(env!("CARGO_BIN_EXE_hookd-bench"))
-        .args([
-            "forward",
-            "--json",
+    let report = bench_json(
+        "forward",
+        &[
             "--count",
             "200",
             "-c",
@@ -181,18 +172,8 @@ fn the_forward_scenario_delivers_every_accepted_event_once() {
             "8",
             "--drain-timeout-secs",
             "60",
-        ])
-        .arg("--hookd")
-        .arg(&hookd)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "hookd-bench failed: {}\n{stdout}",
-        String::from_utf8_lossy(&output.stderr)
+        ],
     );
-    let report: Value = serde_json::from_str(&stdout).unwrap();
     let load = &report["load"];
     assert_eq!(count(load, "statuses", "202"), 200, "{load}");
     assert_eq!(total(load, "errors"), 0, "{load}");
