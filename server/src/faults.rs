@@ -95,25 +95,44 @@ impl SyncOps for FaultSync {
     }
 }
 
-static PANIC_NEXT: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+/// A fault armed per tenant that fires once: keyed by tenant so tests in
+/// one process stay apart.
+pub(crate) struct TenantSwitch(Mutex<Option<HashSet<String>>>);
+
+impl TenantSwitch {
+    pub(crate) const fn new() -> TenantSwitch {
+        TenantSwitch(Mutex::new(None))
+    }
+
+    /// Arms the switch for `tenant`.
+    pub(crate) fn arm(&self, tenant: &str) {
+        self.0
+            .lock()
+            .expect("fault switch")
+            .get_or_insert_with(HashSet::new)
+            .insert(tenant.to_owned());
+    }
+
+    /// Whether the switch was armed for `tenant`; disarms it.
+    pub(crate) fn take(&self, tenant: &str) -> bool {
+        self.0
+            .lock()
+            .expect("fault switch")
+            .as_mut()
+            .is_some_and(|set| set.remove(tenant))
+    }
+}
+
+static PANIC_NEXT: TenantSwitch = TenantSwitch::new();
 
 /// The actor of `tenant` panics while handling its next delivery.
 pub fn panic_next_ingest(tenant: &str) {
-    PANIC_NEXT
-        .lock()
-        .expect("panic switch")
-        .get_or_insert_with(HashSet::new)
-        .insert(tenant.to_owned());
+    PANIC_NEXT.arm(tenant);
 }
 
 /// Panics if [`panic_next_ingest`] was called for `tenant` (once).
 pub(crate) fn maybe_panic(tenant: &str) {
-    let armed = PANIC_NEXT
-        .lock()
-        .expect("panic switch")
-        .as_mut()
-        .is_some_and(|set| set.remove(tenant));
-    if armed {
+    if PANIC_NEXT.take(tenant) {
         panic!("injected panic in the actor of tenant {tenant}");
     }
 }

@@ -4,47 +4,31 @@
 //! state fail so. Compiled only into unit tests and builds with the
 //! `fault-injection` feature.
 
-use std::{collections::HashSet, sync::Mutex};
+use crate::faults::TenantSwitch;
 
-static FAIL_NEXT_WRITE: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+static FAIL_NEXT_WRITE: TenantSwitch = TenantSwitch::new();
 
 /// The next batch of writes holding a delivery of `tenant` fails as a
-/// storage error would (keyed by tenant so tests in one process stay apart).
+/// storage error would.
 pub fn fail_next_write(tenant: &str) {
-    FAIL_NEXT_WRITE
-        .lock()
-        .expect("write switch")
-        .get_or_insert_with(HashSet::new)
-        .insert(tenant.to_owned());
+    FAIL_NEXT_WRITE.arm(tenant);
 }
 
 /// Whether [`fail_next_write`] was called for `tenant` (answered once).
 pub(crate) fn take_write_failure(tenant: &str) -> bool {
-    FAIL_NEXT_WRITE
-        .lock()
-        .expect("write switch")
-        .as_mut()
-        .is_some_and(|set| set.remove(tenant))
+    FAIL_NEXT_WRITE.take(tenant)
 }
 
-static FAIL_NEXT_READ: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+static FAIL_NEXT_READ: TenantSwitch = TenantSwitch::new();
 
 /// The next read of a delivery state of `tenant` (on the embedded engine)
 /// fails as a storage error would, e.g. the one a forward attempt starts
 /// with.
 pub fn fail_next_read(tenant: &str) {
-    FAIL_NEXT_READ
-        .lock()
-        .expect("read switch")
-        .get_or_insert_with(HashSet::new)
-        .insert(tenant.to_owned());
+    FAIL_NEXT_READ.arm(tenant);
 }
 
 /// Whether [`fail_next_read`] was called for `tenant` (answered once).
 pub(crate) fn take_read_failure(tenant: &str) -> bool {
-    FAIL_NEXT_READ
-        .lock()
-        .expect("read switch")
-        .as_mut()
-        .is_some_and(|set| set.remove(tenant))
+    FAIL_NEXT_READ.take(tenant)
 }
