@@ -97,7 +97,7 @@ impl Keyspace {
     /// range.
     fn range_key(&self, key: impl AsRef<[u8]>) -> Vec<u8> {
         debug_assert_eq!(self.layout, Layout::TenantFirst, "ranges are per tenant");
-        [&self.prefix[..], key.as_ref()].concat()
+        stored_key(Layout::TenantFirst, &self.prefix, key.as_ref())
     }
 
     fn strip(&self, entry: Entry) -> Entry {
