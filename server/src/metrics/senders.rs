@@ -109,9 +109,12 @@ impl SenderMetrics {
     }
 
     /// Records the skew of one accepted delivery (`now_ms` minus the signed
-    /// timestamp). Returns the recent median, in seconds, when it is past
-    /// half of `tolerance_secs` either way and no warning was due in the
-    /// last [`SKEW_WARN_EVERY_MS`]: the caller logs it.
+    /// timestamp). Returns the recent median, in seconds, when it and this
+    /// delivery's skew are past half of `tolerance_secs` either way and no
+    /// warning was due in the last [`SKEW_WARN_EVERY_MS`]: the caller logs
+    /// it. A median past the mark means half the recent skews are past it
+    /// too, so the median is only worked out for those: a sender whose clock
+    /// is right costs no sort per delivery.
     pub fn observe_skew(&self, skew_ms: i64, now_ms: i64, tolerance_secs: u64) -> Option<f64> {
         let mut skew = self.skew.lock().expect("skew lock");
         let secs = (skew_ms as f64 / 1000.0).abs();
@@ -125,11 +128,15 @@ impl SenderMetrics {
             skew.recent_ms.pop_front();
         }
         skew.recent_ms.push_back(skew_ms);
-        let median = skew.median_secs()?;
+        let past_half = |secs: f64| secs.abs() * 2.0 > tolerance_secs as f64;
         let quiet = skew
             .last_warning_ms
             .is_none_or(|t| now_ms - t >= SKEW_WARN_EVERY_MS);
-        if median.abs() * 2.0 > tolerance_secs as f64 && quiet {
+        if !quiet || !past_half(secs) {
+            return None;
+        }
+        let median = skew.median_secs()?;
+        if past_half(median) {
             skew.last_warning_ms = Some(now_ms);
             return Some(median);
         }
@@ -310,6 +317,17 @@ mod tests {
         assert_eq!(
             m.observe_skew(200_000, 2 + SKEW_WARN_EVERY_MS, 300),
             Some(200.0)
+        );
+        let later = 2 + 2 * SKEW_WARN_EVERY_MS;
+        assert_eq!(
+            m.observe_skew(1_000, later, 300),
+            None,
+            "the median is past the mark, this delivery is not"
+        );
+        assert_eq!(
+            m.observe_skew(-400_000, later + 1, 300),
+            Some(200.0),
+            "behind counts as well"
         );
         let mut out = String::new();
         let senders = Senders::default();
