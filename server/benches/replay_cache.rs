@@ -2,29 +2,26 @@
 //! touching storage), a miss (every new delivery looks first) and the insert
 //! that follows an accepted delivery, on a cache full at the default capacity.
 //!
-//! The cache is built exactly as `TenantActor::new` (server/src/tenant/actor.rs)
-//! builds it: moka's sync cache, keys `id:<event id>`, values (event id,
-//! delivery id), `max_capacity` = the default `replay_cache_capacity`
-//! (100,000) and a time to live of twice the default tolerance (600 s).
+//! The cache is the one `TenantActor::new` builds (`tenant::replay_cache`):
+//! keys `id:<event id>`, values (event id, delivery id), `max_capacity` =
+//! the default `replay_cache_capacity` (100,000) and a time to live of twice
+//! the default tolerance (600 s).
 
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use hookd_server::ids::{DeliveryId, EventId};
-use moka::sync::Cache;
+use hookd_server::{
+    ids::{DeliveryId, EventId},
+    tenant::{replay_cache, ReplayCache},
+};
 
 /// The default `replay_cache_capacity`.
 const CAPACITY: u64 = 100_000;
 /// The default `tolerance_secs`; the actor keeps entries twice as long (at least 60 s).
 const TOLERANCE_SECS: u64 = 300;
 
-type ReplayCache = Cache<Vec<u8>, (EventId, DeliveryId)>;
-
-fn replay_cache() -> ReplayCache {
-    Cache::builder()
-        .max_capacity(CAPACITY)
-        .time_to_live(Duration::from_secs((TOLERANCE_SECS * 2).max(60)))
-        .build()
+fn default_cache() -> ReplayCache {
+    replay_cache(CAPACITY, Duration::from_secs((TOLERANCE_SECS * 2).max(60)))
 }
 
 fn key(n: u64) -> Vec<u8> {
@@ -39,7 +36,7 @@ fn value(n: u64) -> (EventId, DeliveryId) {
 }
 
 fn full_cache() -> ReplayCache {
-    let cache = replay_cache();
+    let cache = default_cache();
     for n in 0..CAPACITY {
         cache.insert(key(n), value(n));
     }

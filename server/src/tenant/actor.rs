@@ -42,7 +42,19 @@ const MAILBOX_CAPACITY: usize = 4096;
 const KEPT_HEADERS: [&str; 3] = ["content-type", "x-github-event", "x-shopify-topic"];
 
 /// Recently accepted deliveries: replay key -> (event id, first delivery id).
-pub type ReplayCache = Cache<Vec<u8>, (EventId, DeliveryId)>;
+/// Keys are hashed with foldhash, seeded per process: every key was signed
+/// with the tenant's secret before it is looked up or stored, so SipHash's
+/// protection against chosen keys buys nothing here and costs a hash per
+/// look-up and per insert.
+pub type ReplayCache = Cache<Vec<u8>, (EventId, DeliveryId), foldhash::fast::RandomState>;
+
+/// A tenant's replay cache: at most `capacity` keys, each kept for `ttl`.
+pub fn replay_cache(capacity: u64, ttl: Duration) -> ReplayCache {
+    Cache::builder()
+        .max_capacity(capacity)
+        .time_to_live(ttl)
+        .build_with_hasher(foldhash::fast::RandomState::default())
+}
 
 /// One tenant's actor.
 pub struct TenantActor {
@@ -73,10 +85,7 @@ impl TenantActor {
         tracing: Spans,
     ) -> Self {
         let ttl = Duration::from_secs((settings.tolerance_secs * 2).max(60));
-        let replay = Cache::builder()
-            .max_capacity(settings.replay_cache_capacity)
-            .time_to_live(ttl)
-            .build();
+        let replay = replay_cache(settings.replay_cache_capacity, ttl);
         let limiter = settings
             .rate_limit
             .map(|c| TokenBucket::new(c, clock.now_ms()));

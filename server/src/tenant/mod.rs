@@ -7,5 +7,5 @@ mod registry;
 mod slot;
 mod validate;
 
-pub use actor::TenantActor;
+pub use actor::{replay_cache, ReplayCache, TenantActor};
 pub use registry::{Registry, TenantHandle};
