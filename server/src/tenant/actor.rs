@@ -49,10 +49,15 @@ const KEPT_HEADERS: [&str; 3] = ["content-type", "x-github-event", "x-shopify-to
 pub type ReplayCache = Cache<Vec<u8>, (EventId, DeliveryId), foldhash::fast::RandomState>;
 
 /// A tenant's replay cache: at most `capacity` keys, each kept for `ttl`.
+/// Full, it drops the least recently used key for every new one: moka's
+/// default policy (TinyLFU) admits a new key only if it looks more often
+/// used than the one it would evict, and a new delivery's key never does,
+/// so a full cache kept old deliveries and turned the newest away.
 pub fn replay_cache(capacity: u64, ttl: Duration) -> ReplayCache {
     Cache::builder()
         .max_capacity(capacity)
         .time_to_live(ttl)
+        .eviction_policy(moka::policy::EvictionPolicy::lru())
         .build_with_hasher(foldhash::fast::RandomState::default())
 }
 
@@ -636,5 +641,45 @@ impl HeaderSource for Headers<'_> {
                 Err(_) => HeaderLookup::NotText,
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(n: u32) -> (Vec<u8>, (EventId, DeliveryId)) {
+        let id = format!("evt_{n}");
+        (
+            format!("id:{id}").into_bytes(),
+            (EventId::new(id), DeliveryId::generate()),
+        )
+    }
+
+    /// A full replay cache must make room for the newest deliveries: their
+    /// resends are the ones that come. An admission policy that keeps the
+    /// older keys instead sends every such resend to the durable log.
+    #[test]
+    fn a_full_replay_cache_keeps_the_newest_deliveries() {
+        let capacity = 1_000;
+        let cache = replay_cache(capacity, Duration::from_secs(600));
+        let fill = |range: std::ops::Range<u32>| {
+            for n in range {
+                let (key, value) = entry(n);
+                assert!(cache.get(&key).is_none(), "a new delivery misses first");
+                cache.insert(key, value);
+            }
+            cache.run_pending_tasks();
+        };
+        fill(0..capacity as u32);
+        fill(capacity as u32..2 * capacity as u32);
+        let kept = (capacity as u32..2 * capacity as u32)
+            .filter(|n| cache.contains_key(&entry(*n).0))
+            .count();
+        assert_eq!(
+            kept, capacity as usize,
+            "every one of the newest {capacity}"
+        );
+        assert!(cache.entry_count() <= capacity);
     }
 }
