@@ -48,15 +48,16 @@ const KEPT_HEADERS: [&str; 3] = ["content-type", "x-github-event", "x-shopify-to
 /// look-up and per insert.
 pub type ReplayCache = Cache<Vec<u8>, (EventId, DeliveryId), foldhash::fast::RandomState>;
 
-/// A tenant's replay cache: at most `capacity` keys, each kept for `ttl`.
-/// Full, it drops the least recently used key for every new one: moka's
+/// A tenant's replay cache: at most `capacity` keys, each kept twice the
+/// tenant's timestamp tolerance (at least a minute), past which a resend is
+/// refused as stale anyway. Full, it drops the least recently used key for every new one: moka's
 /// default policy (TinyLFU) admits a new key only if it looks more often
 /// used than the one it would evict, and a new delivery's key never does,
 /// so a full cache kept old deliveries and turned the newest away.
-pub fn replay_cache(capacity: u64, ttl: Duration) -> ReplayCache {
+pub fn replay_cache(capacity: u64, tolerance_secs: u64) -> ReplayCache {
     Cache::builder()
         .max_capacity(capacity)
-        .time_to_live(ttl)
+        .time_to_live(Duration::from_secs((tolerance_secs * 2).max(60)))
         .eviction_policy(moka::policy::EvictionPolicy::lru())
         .build_with_hasher(foldhash::fast::RandomState::default())
 }
@@ -89,8 +90,7 @@ impl TenantActor {
         events: DeliveryFeed,
         tracing: Spans,
     ) -> Self {
-        let ttl = Duration::from_secs((settings.tolerance_secs * 2).max(60));
-        let replay = replay_cache(settings.replay_cache_capacity, ttl);
+        let replay = replay_cache(settings.replay_cache_capacity, settings.tolerance_secs);
         let limiter = settings
             .rate_limit
             .map(|c| TokenBucket::new(c, clock.now_ms()));
@@ -662,7 +662,7 @@ mod tests {
     #[test]
     fn a_full_replay_cache_keeps_the_newest_deliveries() {
         let capacity = 1_000;
-        let cache = replay_cache(capacity, Duration::from_secs(600));
+        let cache = replay_cache(capacity, 300);
         let fill = |range: std::ops::Range<u32>| {
             for n in range {
                 let (key, value) = entry(n);
