@@ -5,15 +5,14 @@
 //!   fdatasync that covers it (the real path: a temporary dir on the
 //!   machine's disk). Throughput is per delivery, so the figure shows how
 //!   many writes one fsync is shared by as N grows.
-//! - `actor/new` and `actor/duplicate`: one signed Standard Webhooks
-//!   delivery of 1 KiB sent to a tenant actor and answered (verify, replay
-//!   cache, body checks, commit with syncs off, so the hand-offs show rather
-//!   than the disk), and a resend of an accepted one, answered from the
-//!   replay cache.
+//! - `gate/new` and `gate/duplicate`: one signed Standard Webhooks
+//!   delivery of 1 KiB run through a tenant's ingest gate as the HTTP worker
+//!   runs it, and answered (verify, replay cache, body checks, commit with
+//!   syncs off, so the hand-offs show rather than the disk), and a resend of
+//!   an accepted one, answered from the replay cache.
 
 use std::{sync::Arc, time::Instant};
 
-use actix::Actor;
 use actix_web::http::header::{HeaderMap, HeaderName, HeaderValue};
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
@@ -29,7 +28,7 @@ use hookd_server::{
         NewDelivery, Store,
     },
     telemetry::Spans,
-    tenant::{messages::Ingest, TenantActor},
+    tenant::{messages::Ingest, Gate},
 };
 use tokio::sync::Notify;
 
@@ -102,7 +101,8 @@ fn settings() -> hookd_server::config::TenantSettings {
     config.resolve_under(1024 * 1024).expect("tenant settings")
 }
 
-fn signed(n: u64) -> Ingest {
+/// The headers and body of one signed delivery.
+fn signed(n: u64) -> (HeaderMap, Bytes) {
     let body = format!(
         "{{\"type\":\"bench\",\"n\":{n},\"pad\":\"{}\"}}",
         "x".repeat(990)
@@ -116,68 +116,64 @@ fn signed(n: u64) -> Ingest {
             HeaderValue::from_str(&value).expect("value"),
         );
     }
+    (headers, Bytes::from(body))
+}
+
+/// One delivery as the HTTP worker hands it to the gate.
+fn ingest<'a>(headers: &'a HeaderMap, body: &Bytes) -> Ingest<'a> {
     Ingest {
         request_id: RequestId::generate(),
         headers,
-        body: Bytes::from(body),
+        body: body.clone(),
         trace: opentelemetry::Context::new(),
     }
 }
 
-fn actor(c: &mut Criterion) {
+fn gate(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
     let (store, _committer) = Store::open(dir.path(), 1024, false).expect("store");
     let data = Storage::tenant(&store, &TenantId::try_from("bench").expect("id")).expect("tenant");
-    let system = actix_rt::System::new();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     let clock: SharedClock = Arc::new(ManualClock::at_secs(NOW_SECS));
     let spans = Spans::new(&opentelemetry_sdk::trace::SdkTracerProvider::builder().build());
-    let addr = system.block_on(async {
-        TenantActor::new(
-            Arc::new(settings()),
-            data,
-            clock,
-            Arc::new(Notify::new()),
-            DeliveryFeed::default(),
-            spans,
-        )
-        .start()
-    });
-    let mut group = c.benchmark_group("actor");
+    let gate = Gate::new(
+        Arc::new(settings()),
+        data,
+        clock,
+        Arc::new(Notify::new()),
+        DeliveryFeed::default(),
+        spans,
+    );
+    let mut group = c.benchmark_group("gate");
     group.throughput(Throughput::Elements(1));
     group.bench_function("new", |b| {
         b.iter_custom(|iters| {
-            let requests: Vec<Ingest> = (0..iters).map(signed).collect();
-            system.block_on(async {
+            let requests: Vec<(HeaderMap, Bytes)> = (0..iters).map(signed).collect();
+            runtime.block_on(async {
                 let start = Instant::now();
-                for request in requests {
-                    let outcome = addr.send(request).await.expect("mailbox").await;
+                for (headers, body) in &requests {
+                    let outcome = gate.answer(ingest(headers, body), || ()).await;
                     assert!(!outcome.expect("accepted").duplicate);
                 }
                 start.elapsed()
             })
         });
     });
-    let first = signed(0);
-    let (headers, body) = (first.headers.clone(), first.body.clone());
-    system.block_on(async {
-        addr.send(first)
-            .await
-            .expect("mailbox")
+    let (headers, body) = signed(0);
+    runtime.block_on(async {
+        gate.answer(ingest(&headers, &body), || ())
             .await
             .expect("accepted")
     });
     group.bench_function("duplicate", |b| {
         b.iter_custom(|iters| {
-            system.block_on(async {
+            runtime.block_on(async {
                 let start = Instant::now();
                 for _ in 0..iters {
-                    let resend = Ingest {
-                        request_id: RequestId::generate(),
-                        headers: headers.clone(),
-                        body: body.clone(),
-                        trace: opentelemetry::Context::new(),
-                    };
-                    let outcome = addr.send(resend).await.expect("mailbox").await;
+                    let outcome = gate.answer(ingest(&headers, &body), || ()).await;
                     assert!(outcome.expect("answered").duplicate);
                 }
                 start.elapsed()
@@ -187,5 +183,5 @@ fn actor(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, committer, actor);
+criterion_group!(benches, committer, gate);
 criterion_main!(benches);

@@ -262,9 +262,6 @@ impl From<&IngestError> for ApiError {
             IngestError::ActorPanicked => {
                 ApiError::new(ErrorCode::InternalError, message).retry_after(1)
             }
-            IngestError::TenantNotRunning => {
-                ApiError::new(ErrorCode::InternalError, message).retry_after(5)
-            }
         }
     }
 }

@@ -45,12 +45,10 @@ pub enum IngestError {
     /// The tenant was deleted while its write waited.
     #[error("tenant {0:?} was deleted; the event was not accepted")]
     TenantDeleted(TenantId),
-    /// The tenant's actor panicked on this delivery; its supervisor restarts it.
+    /// The tenant's checks panicked on this delivery; its actor's supervisor
+    /// restarts them.
     #[error("hookd failed while handling this delivery; it was not accepted, retry later")]
     ActorPanicked,
-    /// The tenant's actor could not be reached (it is stopping).
-    #[error("the tenant is not running; retry later")]
-    TenantNotRunning,
 }
 
 /// Why an authentic body was refused by the body checks.

@@ -1,5 +1,5 @@
 //! `POST /hooks/{tenant_id}`: route to the tenant, read the raw body within
-//! its limit, hand it to the tenant's actor, answer.
+//! its limit, run it through the tenant's ingest gate, answer.
 
 use std::time::Instant;
 
@@ -11,7 +11,7 @@ use super::{body::BodyBuffer, rejected, request_id_of, AppState, EdgeLimits};
 use crate::{
     error::{ApiError, ErrorCode},
     ids::RequestId,
-    ingest::{IngestError, IngestOutcome},
+    ingest::IngestOutcome,
     metrics::{window::Counted, IngestResult},
     telemetry::spans::{self, IngestRecord},
     tenant::{messages::Ingest, Registry, TenantHandle},
@@ -147,22 +147,14 @@ async fn accept(
     let body = actix_rt::time::timeout(limits.body_timeout, read)
         .await
         .map_err(|_| limits.timed_out())??;
-    let answer = handle
-        .actor()
-        .send(Ingest {
+    let outcome = handle
+        .ingest(Ingest {
             request_id: request_id.clone(),
-            headers: req.headers().clone(),
+            headers: req.headers(),
             body: body.clone(),
             trace: trace.clone(),
         })
         .await;
-    let outcome = match answer {
-        Ok(answer) => answer.await,
-        Err(e) => {
-            tracing::error!(tenant = %tenant, request_id = %request_id, error = %e, "tenant actor unreachable");
-            Err(IngestError::TenantNotRunning)
-        }
-    };
     match outcome {
         Ok(outcome) => Ok(outcome),
         Err(refusal) => {

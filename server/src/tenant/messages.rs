@@ -1,11 +1,10 @@
-//! Messages a tenant actor answers.
+//! What the HTTP worker hands a tenant's ingest gate, and its answer.
 
 use std::{
     future::{Future, IntoFuture},
     pin::Pin,
 };
 
-use actix::Message;
 use actix_web::http::header::HeaderMap;
 use bytes::Bytes;
 
@@ -13,31 +12,21 @@ pub use crate::ingest::IngestOutcome;
 use crate::{ids::RequestId, ingest::IngestError};
 
 /// One inbound delivery, body already read within the tenant's limit.
-#[derive(Message)]
-#[rtype(result = "Answer")]
-pub struct Ingest {
+pub struct Ingest<'a> {
     /// The request's id, for the answer and the logs.
     pub request_id: RequestId,
     /// The request headers as received.
-    pub headers: HeaderMap,
+    pub headers: &'a HeaderMap,
     /// The raw body, never re-encoded.
     pub body: Bytes,
-    /// Holds the request's `hookd.ingest` span: the actor's spans are its
+    /// Holds the request's `hookd.ingest` span: the gate's spans are its
     /// children and the stored event keeps its ids for the forwards.
     pub trace: opentelemetry::Context,
 }
 
-/// New settings for a running tenant (a rotated or revoked secret): the
-/// actor keeps its replay cache and rate-limit state.
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct Reconfigure(pub std::sync::Arc<crate::config::TenantSettings>);
-
-/// The tenant actor's answer to an [`Ingest`]: what it decided on its own
-/// thread (a refusal, a duplicate from the replay cache), or the durable
-/// write it prepared, which the caller awaits on its own thread. So the
-/// committer's answer wakes the HTTP worker that holds the request, not the
-/// actor's arbiter first and the worker after it.
+/// The gate's answer to an [`Ingest`]: what the checks decided at once (a
+/// refusal, a duplicate from the replay cache), or the durable write they
+/// prepared, which the caller awaits.
 pub struct Answer(Pin<Box<dyn Future<Output = Result<IngestOutcome, IngestError>> + Send>>);
 
 impl Answer {

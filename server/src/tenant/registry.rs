@@ -7,12 +7,12 @@ use std::{
     time::Duration,
 };
 
-use actix::{Addr, ArbiterHandle};
+use actix::ArbiterHandle;
 use futures_util::future::AbortHandle;
 use tokio::sync::Notify;
 
 use super::{
-    actor::TenantActor,
+    messages::{Answer, Ingest},
     slot::{ActorParts, ActorSlot},
 };
 use crate::{
@@ -412,9 +412,10 @@ impl Registry {
 }
 
 impl TenantHandle {
-    /// The tenant's actor, started now if it was not running.
-    pub fn actor(&self) -> Addr<TenantActor> {
-        self.actor.actor()
+    /// Runs one delivery through the tenant's ingest gate on the calling
+    /// thread (starting its actor and gate if they are not running).
+    pub fn ingest(&self, msg: Ingest<'_>) -> Answer {
+        self.actor.ingest(msg)
     }
 
     /// Stops the dispatcher; the actor stops when its last address is dropped.

@@ -1,21 +1,25 @@
-//! Where a tenant's actor lives: started on the tenant's first delivery and
-//! stopped once the tenant has been quiet for `[limits] tenant_idle_secs`.
-//! A quiet tenant costs its handle, not an actor with a replay cache, a rate
-//! limiter and a mailbox; the durable idempotency log keeps duplicates out
-//! while the replay cache is gone.
+//! Where a tenant's actor and its ingest gate live: started on the tenant's
+//! first delivery and stopped once the tenant has been quiet for `[limits]
+//! tenant_idle_secs`. A quiet tenant costs its handle, not a gate with a
+//! replay cache and a rate limiter; the durable idempotency log keeps
+//! duplicates out while the replay cache is gone.
 
 use std::sync::{Arc, Mutex};
 
 use actix::{Addr, ArbiterHandle, Supervisor};
 use tokio::sync::Notify;
 
-use super::{actor::TenantActor, messages::Reconfigure};
+use super::{
+    actor::{Panicked, TenantActor},
+    gate::Gate,
+    messages::{Answer, Ingest},
+};
 use crate::{
     clock::SharedClock, config::TenantSettings, contracts::Slot, feed::DeliveryFeed,
     metrics::SenderMetrics, store::api::Tenant, telemetry::Spans,
 };
 
-/// Everything a tenant's actor is built from, apart from its settings.
+/// Everything a tenant's gate is built from, apart from its settings.
 #[derive(Clone)]
 pub(super) struct ActorParts {
     pub data: Tenant,
@@ -41,6 +45,7 @@ struct SlotState {
 
 struct Running {
     addr: Addr<TenantActor>,
+    gate: Arc<Gate>,
     last_used_ms: i64,
 }
 
@@ -61,45 +66,56 @@ impl ActorSlot {
         }
     }
 
-    /// The tenant's actor, started now if it is not running.
-    pub fn actor(&self) -> Addr<TenantActor> {
+    /// Runs one delivery through the tenant's gate on the calling thread,
+    /// starting the actor and its gate first if they are not running.
+    pub fn ingest(&self, msg: Ingest<'_>) -> Answer {
+        let (addr, gate) = self.running();
+        gate.answer(msg, || addr.do_send(Panicked))
+    }
+
+    /// The running actor and its gate, started now if they are not running.
+    fn running(&self) -> (Addr<TenantActor>, Arc<Gate>) {
         let now_ms = self.parts.clock.now_ms();
         let mut state = self.state.lock().expect("actor slot lock");
         if let Some(running) = state.running.as_mut().filter(|r| r.addr.connected()) {
             running.last_used_ms = running.last_used_ms.max(now_ms);
-            return running.addr.clone();
+            return (running.addr.clone(), running.gate.clone());
         }
-        let addr = self.start(state.settings.clone());
+        let gate = Arc::new(self.gate(state.settings.clone()));
+        let addr = self.start(gate.clone());
         state.running = Some(Running {
             addr: addr.clone(),
+            gate: gate.clone(),
             last_used_ms: now_ms,
         });
-        addr
+        (addr, gate)
     }
 
-    /// Builds the actor on its arbiter's thread, under a supervisor that
-    /// restarts it after a panic.
-    fn start(&self, settings: Arc<TenantSettings>) -> Addr<TenantActor> {
+    fn gate(&self, settings: Arc<TenantSettings>) -> Gate {
         let parts = self.parts.clone();
-        Supervisor::start_in_arbiter(&self.arbiter, move |_| {
-            TenantActor::new(
-                settings,
-                parts.data,
-                parts.clock,
-                parts.wake,
-                parts.events,
-                parts.spans,
-            )
-            .with_contracts(parts.contracts, parts.senders)
-        })
+        Gate::new(
+            settings,
+            parts.data,
+            parts.clock,
+            parts.wake,
+            parts.events,
+            parts.spans,
+        )
+        .with_contracts(parts.contracts, parts.senders)
     }
 
-    /// New settings (a secret rotated): the running actor gets them now, one
-    /// started later is built with them.
+    /// Starts the actor on its arbiter's thread, under a supervisor that
+    /// restarts it after a panic.
+    fn start(&self, gate: Arc<Gate>) -> Addr<TenantActor> {
+        Supervisor::start_in_arbiter(&self.arbiter, move |_| TenantActor::new(gate))
+    }
+
+    /// New settings (a secret rotated): in force for the running gate's next
+    /// delivery, and for a gate started later.
     pub fn reconfigure(&self, settings: Arc<TenantSettings>) {
         let mut state = self.state.lock().expect("actor slot lock");
         if let Some(running) = &state.running {
-            running.addr.do_send(Reconfigure(settings.clone()));
+            running.gate.reconfigure(settings.clone());
         }
         state.settings = settings;
     }

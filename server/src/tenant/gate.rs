@@ -1,0 +1,697 @@
+//! A tenant's ingest gate: its signing keys and settings as last published,
+//! its replay cache and rate limiter, and the ingest path the HTTP worker
+//! that read a delivery runs against them: verify, replay check, body checks,
+//! rate limit, then the durable write. No thread hand-off before the commit:
+//! the worker that holds the request does all of it. The keys and settings
+//! are an immutable snapshot, replaced whole when the tenant is reconfigured,
+//! so a delivery sees one consistent set. The gate lives as long as its
+//! tenant's actor runs (`actor.rs`), which restarts it after a panic.
+
+use std::{
+    panic::AssertUnwindSafe,
+    sync::{Arc, Mutex, PoisonError, RwLock},
+    time::Duration,
+};
+
+use actix_web::http::header::HeaderMap;
+use hookd_sdk::signature::{self, HeaderLookup, HeaderSource, Scheme, Secret, Verified};
+use moka::sync::Cache;
+use sha2::{Digest, Sha256};
+use tokio::sync::Notify;
+
+use super::{
+    messages::{Answer, Ingest, IngestOutcome},
+    validate::{validate_body, EventIdSource},
+};
+use crate::{
+    clock::SharedClock,
+    config::TenantSettings,
+    contracts::Slot,
+    error::Error,
+    feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
+    ids::{DeliveryId, EventId, RequestId, TenantId},
+    ingest::{BodyError, IngestError},
+    metrics::{SenderMetrics, TypeOutcome},
+    rate_limit::TokenBucket,
+    store::{
+        api::{blocking, Tenant},
+        records::EventMeta,
+        CommitOutcome, NewDelivery,
+    },
+    telemetry::{
+        spans::{self, ACTOR_SPAN, COMMIT_SPAN},
+        Spans,
+    },
+};
+
+/// Headers kept with a stored event so the forwarder can pass them on.
+const KEPT_HEADERS: [&str; 3] = ["content-type", "x-github-event", "x-shopify-topic"];
+
+/// Recently accepted deliveries: replay key -> (event id, first delivery id).
+/// Keys are hashed with foldhash, seeded per process: every key was signed
+/// with the tenant's secret before it is looked up or stored, so SipHash's
+/// protection against chosen keys buys nothing here and costs a hash per
+/// look-up and per insert.
+pub type ReplayCache = Cache<Vec<u8>, (EventId, DeliveryId), foldhash::fast::RandomState>;
+
+/// A tenant's replay cache: at most `capacity` keys, each kept twice the
+/// tenant's timestamp tolerance (at least a minute), past which a resend is
+/// refused as stale anyway. Full, it drops the least recently used key for
+/// every new one: moka's default policy (TinyLFU) admits a new key only if it looks more often
+/// used than the one it would evict, and a new delivery's key never does,
+/// so a full cache kept old deliveries and turned the newest away.
+pub fn replay_cache(capacity: u64, tolerance_secs: u64) -> ReplayCache {
+    Cache::builder()
+        .max_capacity(capacity)
+        .time_to_live(Duration::from_secs((tolerance_secs * 2).max(60)))
+        .eviction_policy(moka::policy::EvictionPolicy::lru())
+        .build_with_hasher(foldhash::fast::RandomState::default())
+}
+
+/// The settings a delivery is checked against, replaced whole.
+struct Snapshot {
+    settings: Arc<TenantSettings>,
+    /// Current secret, then the previous one if any.
+    keys: Vec<Secret>,
+    /// When the previous secret stops being accepted (Unix seconds).
+    previous_expires_at: Option<i64>,
+}
+
+impl Snapshot {
+    fn of(settings: Arc<TenantSettings>) -> Arc<Snapshot> {
+        let mut keys = vec![settings.current.clone()];
+        let mut previous_expires_at = None;
+        if let Some((previous, expiry)) = &settings.previous {
+            keys.push(previous.clone());
+            previous_expires_at = *expiry;
+        }
+        Arc::new(Snapshot {
+            settings,
+            keys,
+            previous_expires_at,
+        })
+    }
+
+    /// The secrets a delivery may be signed with right now: the current one,
+    /// then the previous one while its overlap is open.
+    fn live_keys(&self, now_secs: i64) -> &[Secret] {
+        let previous_live =
+            self.keys.len() > 1 && self.previous_expires_at.is_none_or(|t| now_secs < t);
+        &self.keys[..if previous_live { 2 } else { 1 }]
+    }
+
+    /// The content key of the idempotency log, for schemes that sign no
+    /// timestamp.
+    fn content_idem_key(&self, keys: &ReplayKeys) -> Option<Vec<u8>> {
+        keys.content
+            .as_ref()
+            .filter(|_| !self.settings.scheme.has_timestamp())
+            .map(|key| content_idem_key(key))
+    }
+}
+
+/// One tenant's ingest gate.
+pub struct Gate {
+    snapshot: RwLock<Arc<Snapshot>>,
+    limiter: Mutex<Option<TokenBucket>>,
+    wake: Arc<Notify>,
+    events: DeliveryFeed,
+    replay: ReplayCache,
+    data: Tenant,
+    clock: SharedClock,
+    tracing: Spans,
+    contracts: Slot,
+    senders: Option<Arc<SenderMetrics>>,
+}
+
+impl Gate {
+    /// A new gate for `settings`, writing to `data`.
+    pub fn new(
+        settings: Arc<TenantSettings>,
+        data: Tenant,
+        clock: SharedClock,
+        wake: Arc<Notify>,
+        events: DeliveryFeed,
+        tracing: Spans,
+    ) -> Self {
+        let replay = replay_cache(settings.replay_cache_capacity, settings.tolerance_secs);
+        let limiter = settings
+            .rate_limit
+            .map(|c| TokenBucket::new(c, clock.now_ms()));
+        Gate {
+            snapshot: RwLock::new(Snapshot::of(settings)),
+            limiter: Mutex::new(limiter),
+            wake,
+            events,
+            replay,
+            data,
+            clock,
+            tracing,
+            contracts: Slot::default(),
+            senders: None,
+        }
+    }
+
+    /// The gate checking bodies against the contracts in `contracts` and
+    /// recording clock skew and event types to `senders`.
+    pub fn with_contracts(mut self, contracts: Slot, senders: Arc<SenderMetrics>) -> Self {
+        self.contracts = contracts;
+        self.senders = Some(senders);
+        self
+    }
+
+    /// New settings (a rotated or revoked secret), in force for every
+    /// delivery from now on; the replay cache and the rate limit carry on.
+    pub fn reconfigure(&self, settings: Arc<TenantSettings>) {
+        *self
+            .snapshot
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Snapshot::of(settings);
+    }
+
+    /// Rebuilds what a panic may have left half changed: the rate limiter
+    /// starts full again. The snapshot is immutable and the replay cache
+    /// changes atomically, so both are kept.
+    pub(super) fn reset(&self) {
+        let settings = self.snapshot().settings.clone();
+        let limiter = settings
+            .rate_limit
+            .map(|c| TokenBucket::new(c, self.clock.now_ms()));
+        let mut slot = self.limiter.lock().unwrap_or_else(PoisonError::into_inner);
+        *slot = limiter;
+        drop(slot);
+        self.limiter.clear_poison();
+    }
+
+    fn snapshot(&self) -> Arc<Snapshot> {
+        self.snapshot
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Checks the body against the tenant's contracts. Returns the event
+    /// type for the accepted count, or the refusal to answer unless the
+    /// event was accepted before the contracts changed.
+    fn check_contract(
+        &self,
+        snapshot: &Snapshot,
+        body: &[u8],
+        event_id: &EventId,
+        keys: &ReplayKeys,
+    ) -> Result<Option<String>, Box<Refusal>> {
+        let verdict = self.contracts.load().check(body);
+        let Err(error) = verdict.result else {
+            return Ok(verdict.event_type);
+        };
+        let outcome = match error {
+            BodyError::UnknownEventType { .. } => TypeOutcome::UnknownEventType,
+            _ => TypeOutcome::ContractViolation,
+        };
+        Err(Box::new(Refusal {
+            error,
+            event_type: verdict.event_type,
+            outcome,
+            event_id: event_id.clone(),
+            content_key: snapshot.content_idem_key(keys),
+        }))
+    }
+
+    /// Everything up to the durable write: verify, replay cache, rate limit,
+    /// body checks. Returns the write to make, or the duplicate's answer.
+    fn prepare(&self, snapshot: &Snapshot, msg: &Ingest) -> Result<Prepared, IngestError> {
+        let s = &snapshot.settings;
+        #[cfg(any(test, feature = "fault-injection"))]
+        crate::faults::maybe_panic(s.id.as_str());
+        let now_ms = self.clock.now_ms();
+        let headers = Headers(msg.headers);
+        let keys = snapshot.live_keys(now_ms.div_euclid(1000));
+        let verified = signature::verify(
+            s.scheme,
+            &headers,
+            &msg.body,
+            keys,
+            now_ms.div_euclid(1000),
+            s.tolerance_secs,
+        )
+        .map_err(|error| IngestError::Verify {
+            error,
+            tolerance_secs: s.tolerance_secs,
+        })?;
+
+        let keys = ReplayKeys::of(s.scheme, &verified, &msg.body);
+        if let Some((event_id, delivery_id)) = keys.all().find_map(|key| self.replay.get(key)) {
+            return Ok(Prepared::Duplicate(IngestOutcome {
+                event_id,
+                delivery_id,
+                duplicate: true,
+            }));
+        }
+
+        let id_source = match s
+            .event_id_field
+            .as_deref()
+            .or(s.scheme.body_event_id_field())
+        {
+            Some(field) => EventIdSource::BodyField(field),
+            None => EventIdSource::Header(
+                s.scheme.event_id_header().unwrap_or("event_id"),
+                verified.header_event_id.as_deref(),
+            ),
+        };
+        let event_id = validate_body(&msg.body, id_source, &s.required_fields)?;
+        let event_type = match self.check_contract(snapshot, &msg.body, &event_id, &keys) {
+            Ok(event_type) => event_type,
+            Err(refusal) => return Ok(Prepared::Refused(refusal)),
+        };
+
+        if let Some(limiter) = self
+            .limiter
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_mut()
+        {
+            limiter
+                .try_take(now_ms)
+                .map_err(|wait| IngestError::RateLimited {
+                    retry_after_secs: wait,
+                })?;
+        }
+
+        Ok(Prepared::New {
+            item: Box::new(new_delivery(
+                snapshot, msg, &headers, event_id, &keys, now_ms,
+            )),
+            replay_keys: keys,
+            sender: SenderFacts {
+                event_type,
+                skew_ms: verified.timestamp.map(|ts| now_ms - ts * 1000),
+                now_ms,
+            },
+        })
+    }
+}
+
+/// The write an accepted delivery makes: the event with the headers worth
+/// passing on, its trace ids and its idempotency keys.
+fn new_delivery(
+    snapshot: &Snapshot,
+    msg: &Ingest,
+    headers: &Headers<'_>,
+    event_id: EventId,
+    keys: &ReplayKeys,
+    now_ms: i64,
+) -> NewDelivery {
+    let kept = KEPT_HEADERS
+        .iter()
+        .filter_map(|name| Some(((*name).to_owned(), headers.header(name)?.to_owned())))
+        .collect();
+    let (trace_id, span_id, sampled) = spans::span_ids(&msg.trace);
+    let meta = EventMeta {
+        event_id: event_id.clone(),
+        delivery_id: DeliveryId::generate(),
+        request_id: msg.request_id.clone(),
+        received_at_ms: now_ms,
+        headers: kept,
+        trace_id,
+        span_id,
+        sampled,
+    };
+    NewDelivery {
+        content_key: snapshot.content_idem_key(keys),
+        event_id,
+        meta,
+        body: msg.body.clone(),
+        due_ms: now_ms,
+    }
+}
+
+enum Prepared {
+    Duplicate(IngestOutcome),
+    /// Refused by a contract: answered as a duplicate instead if the event
+    /// was accepted before the contract changed.
+    Refused(Box<Refusal>),
+    New {
+        replay_keys: ReplayKeys,
+        item: Box<NewDelivery>,
+        sender: SenderFacts,
+    },
+}
+
+/// A body a contract refused, with what it takes to find the event in the
+/// idempotency log: a resend of an event accepted before the contracts
+/// changed is a duplicate, never a refusal. The log is read on the
+/// blocking pool, off the HTTP worker (a database round trip on a shared
+/// store), and only on this path.
+struct Refusal {
+    error: BodyError,
+    event_type: Option<String>,
+    outcome: TypeOutcome,
+    event_id: EventId,
+    content_key: Option<Vec<u8>>,
+}
+
+impl Refusal {
+    /// The first delivery's answer, or the refusal (counted by event type).
+    async fn answer(
+        self,
+        data: Tenant,
+        senders: Option<Arc<SenderMetrics>>,
+    ) -> Result<IngestOutcome, IngestError> {
+        let Refusal {
+            error,
+            event_type,
+            outcome,
+            event_id,
+            content_key,
+        } = self;
+        let id_key = event_id.as_str().as_bytes().to_vec();
+        let first = blocking(move || {
+            let first = match data.idempotency(&id_key)? {
+                Some(first) => Some(first),
+                None => match content_key {
+                    Some(key) => data.idempotency(&key)?,
+                    None => None,
+                },
+            };
+            Ok(first)
+        })
+        .await;
+        match first {
+            Ok(Some(first)) => Ok(IngestOutcome {
+                event_id: first.event_id.unwrap_or(event_id),
+                delivery_id: first.delivery_id,
+                duplicate: true,
+            }),
+            Ok(None) => {
+                if let Some(senders) = senders {
+                    senders.event(event_type.as_deref(), outcome);
+                }
+                Err(error.into())
+            }
+            Err(e) => {
+                tracing::warn!(event_id = %event_id, error = %e, "idempotency log unreadable while refusing a body; answering the refusal");
+                Err(error.into())
+            }
+        }
+    }
+}
+
+/// What an accepted delivery tells about its sender, recorded once the
+/// delivery is durable.
+struct SenderFacts {
+    event_type: Option<String>,
+    /// hookd's clock minus the signed timestamp, for timestamped schemes.
+    skew_ms: Option<i64>,
+    now_ms: i64,
+}
+
+impl SenderFacts {
+    fn record(self, senders: Option<&SenderMetrics>, tenant: &str, tolerance_secs: u64) {
+        let Some(senders) = senders else { return };
+        senders.event(self.event_type.as_deref(), TypeOutcome::Accepted);
+        let Some(skew_ms) = self.skew_ms else { return };
+        if let Some(median) = senders.observe_skew(skew_ms, self.now_ms, tolerance_secs) {
+            tracing::warn!(
+                tenant = %tenant,
+                median_skew_secs = median,
+                tolerance_secs,
+                "the sender's clock is far from hookd's: the median skew of recent deliveries is past half the tolerance; check NTP on both sides"
+            );
+        }
+    }
+}
+
+impl Gate {
+    /// Runs one delivery's checks on the calling thread; a refusal's lookup
+    /// and a new delivery's commit are left to the caller (see [`Answer`]).
+    /// A panic in the checks answers this delivery with a 5xx and calls
+    /// `panicked`, which has the tenant's actor restart the gate.
+    pub fn answer(&self, msg: Ingest, panicked: impl FnOnce()) -> Answer {
+        let snapshot = self.snapshot();
+        let tenant = &snapshot.settings.id;
+        let span = self.tracing.start_child(&msg.trace, ACTOR_SPAN, tenant);
+        // A poisoned store acknowledges nothing, not even from the replay
+        // cache: the sender retries after the restart.
+        if !self.data.is_healthy() {
+            let e = IngestError::StorageUnavailable;
+            spans::end_ingest_span(&span, Some(&e));
+            return Answer::now(Err(e));
+        }
+        let prepared = std::panic::catch_unwind(AssertUnwindSafe(|| self.prepare(&snapshot, &msg)));
+        let Ok(prepared) = prepared else {
+            tracing::error!(tenant = %tenant, request_id = %msg.request_id, "tenant ingest panicked; its actor's supervisor restarts it");
+            panicked();
+            let e = IngestError::ActorPanicked;
+            spans::end_ingest_span(&span, Some(&e));
+            return Answer::now(Err(e));
+        };
+        let (replay_keys, item, sender) = match prepared {
+            Err(e) => {
+                spans::end_ingest_span(&span, Some(&e));
+                return Answer::now(Err(e));
+            }
+            Ok(Prepared::Duplicate(outcome)) => {
+                spans::end_ingest_span(&span, None);
+                return Answer::now(Ok(outcome));
+            }
+            Ok(Prepared::Refused(refusal)) => {
+                let answer = refusal.answer(self.data.clone(), self.senders.clone());
+                return Answer::later(async move {
+                    let answer = answer.await;
+                    spans::end_ingest_span(&span, answer.as_ref().err());
+                    answer
+                });
+            }
+            Ok(Prepared::New {
+                replay_keys,
+                item,
+                sender,
+            }) => (replay_keys, item, sender),
+        };
+        let commit = Commit {
+            data: self.data.clone(),
+            replay: self.replay.clone(),
+            wake: self.wake.clone(),
+            events: self.events.clone(),
+            commit_span: self.tracing.start_child(&span, COMMIT_SPAN, tenant),
+            tenant: tenant.clone(),
+            request_id: msg.request_id,
+            span,
+            senders: self.senders.clone(),
+            tolerance_secs: snapshot.settings.tolerance_secs,
+        };
+        Answer::later(commit.run(*item, replay_keys, sender))
+    }
+}
+
+/// The durable half of one ingest, awaited by the worker once the checks
+/// passed: commit, then wake the dispatcher, publish, fill the replay cache.
+struct Commit {
+    data: Tenant,
+    replay: ReplayCache,
+    wake: Arc<Notify>,
+    events: DeliveryFeed,
+    tenant: TenantId,
+    request_id: RequestId,
+    span: opentelemetry::Context,
+    commit_span: opentelemetry::Context,
+    senders: Option<Arc<SenderMetrics>>,
+    tolerance_secs: u64,
+}
+
+impl Commit {
+    async fn run(
+        self,
+        item: NewDelivery,
+        replay_keys: ReplayKeys,
+        sender: SenderFacts,
+    ) -> Result<IngestOutcome, IngestError> {
+        let event_id = item.event_id.clone();
+        let new_id = item.meta.delivery_id.clone();
+        let received_at_ms = item.meta.received_at_ms;
+        let committed = self
+            .data
+            .commit(item)
+            .await
+            .map_err(|e| self.refused(&event_id, &new_id, e));
+        spans::end_ingest_span(&self.commit_span, committed.as_ref().err());
+        let outcome = match committed {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                spans::end_ingest_span(&self.span, Some(&e));
+                return Err(e);
+            }
+        };
+        let (event_id, delivery_id, duplicate) = match outcome {
+            CommitOutcome::Accepted => {
+                sender.record(
+                    self.senders.as_deref(),
+                    self.tenant.as_str(),
+                    self.tolerance_secs,
+                );
+                self.wake.notify_one();
+                self.events.publish(DeliveryEvent {
+                    kind: DeliveryEventKind::Accepted,
+                    tenant: self.tenant.clone(),
+                    delivery_id: new_id.clone(),
+                    event_id: event_id.clone(),
+                    at_ms: received_at_ms,
+                    attempt: 0,
+                    status_code: None,
+                    reason: None,
+                });
+                (event_id, new_id, false)
+            }
+            CommitOutcome::Duplicate(first) => (event_id, first, true),
+            CommitOutcome::DuplicateOf(first, first_event_id) => (first_event_id, first, true),
+        };
+        for key in replay_keys.into_all() {
+            self.replay
+                .insert(key, (event_id.clone(), delivery_id.clone()));
+        }
+        spans::end_ingest_span(&self.span, None);
+        Ok(IngestOutcome {
+            event_id,
+            delivery_id,
+            duplicate,
+        })
+    }
+
+    /// Logs a write storage refused and says what the sender is told.
+    fn refused(&self, event_id: &EventId, new_id: &DeliveryId, e: Error) -> IngestError {
+        let (tenant, request_id) = (&self.tenant, &self.request_id);
+        // A poisoned store was logged loudly once by the committer.
+        if matches!(
+            e,
+            Error::SyncFailed(_)
+                | Error::BatchFailed(_)
+                | Error::StoragePoisoned
+                | Error::TenantDeleted(_)
+        ) {
+            tracing::warn!(tenant = %tenant, event_id = %event_id, delivery_id = %new_id, request_id = %request_id, error = %e, "durable write refused");
+        } else {
+            tracing::error!(tenant = %tenant, event_id = %event_id, delivery_id = %new_id, request_id = %request_id, error = %e, "durable write failed");
+        }
+        match e {
+            Error::TenantDeleted(_) => IngestError::TenantDeleted(tenant.clone()),
+            _ => IngestError::StorageUnavailable,
+        }
+    }
+}
+
+/// The replay-cache keys of one verified delivery: its signed event-id
+/// header, and a digest of what the signature covers. Schemes with a signed
+/// timestamp need only one (their tolerance bounds replays); schemes without
+/// one (GitHub, Shopify) sign neither the timestamp nor the id header, so a
+/// captured delivery resent under a fresh id header must still be caught by
+/// the content digest, in the cache and in the durable idempotency log.
+struct ReplayKeys {
+    id: Option<Vec<u8>>,
+    content: Option<Vec<u8>>,
+}
+
+impl ReplayKeys {
+    fn of(scheme: Scheme, verified: &Verified, body: &[u8]) -> ReplayKeys {
+        let content = || [b"sig:".as_slice(), &content_digest(scheme, verified, body)].concat();
+        let id = verified
+            .header_event_id
+            .as_ref()
+            .map(|id| [b"id:".as_slice(), id.as_bytes()].concat());
+        let content = match (&id, scheme.has_timestamp()) {
+            (Some(_), true) => None,
+            _ => Some(content()),
+        };
+        ReplayKeys { id, content }
+    }
+
+    fn all(&self) -> impl Iterator<Item = &Vec<u8>> {
+        self.id.iter().chain(&self.content)
+    }
+
+    fn into_all(self) -> impl Iterator<Item = Vec<u8>> {
+        self.id.into_iter().chain(self.content)
+    }
+}
+
+/// SHA-256 over the scheme, the key that matched and the digest of the
+/// signed bytes: the same for every resend of one signed delivery, whatever
+/// unsigned headers come with it.
+fn content_digest(scheme: Scheme, verified: &Verified, body: &[u8]) -> [u8; 32] {
+    let mut digest = Sha256::new();
+    for part in [scheme.as_str().as_bytes(), verified.kid.as_bytes()] {
+        digest.update(part);
+        digest.update([0]);
+    }
+    digest.update(verified.signature_digest(body));
+    digest.finalize().into()
+}
+
+/// The idempotency-log key of a content digest: it starts with a NUL byte,
+/// which no valid event id contains, so the two key spaces never meet.
+fn content_idem_key(replay_key: &[u8]) -> Vec<u8> {
+    [b"\0".as_slice(), replay_key].concat()
+}
+
+/// Case-insensitive header access for the verifier.
+struct Headers<'a>(&'a HeaderMap);
+
+impl HeaderSource for Headers<'_> {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.0.get(name)?.to_str().ok()
+    }
+
+    /// Every line of `name`: two lines are `Repeated`, a value that is not
+    /// ASCII text is `NotText`, never "absent".
+    fn lookup(&self, name: &str) -> HeaderLookup<'_> {
+        let mut values = self.0.get_all(name);
+        match (values.next(), values.next()) {
+            (None, _) => HeaderLookup::Absent,
+            (Some(_), Some(_)) => HeaderLookup::Repeated,
+            (Some(value), None) => match value.to_str() {
+                Ok(text) => HeaderLookup::of_value(text),
+                Err(_) => HeaderLookup::NotText,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(n: u32) -> (Vec<u8>, (EventId, DeliveryId)) {
+        let id = format!("evt_{n}");
+        (
+            format!("id:{id}").into_bytes(),
+            (EventId::new(id), DeliveryId::generate()),
+        )
+    }
+
+    /// A full replay cache must make room for the newest deliveries: their
+    /// resends are the ones that come. An admission policy that keeps the
+    /// older keys instead sends every such resend to the durable log.
+    #[test]
+    fn a_full_replay_cache_keeps_the_newest_deliveries() {
+        let capacity = 1_000;
+        let cache = replay_cache(capacity, 300);
+        let fill = |range: std::ops::Range<u32>| {
+            for n in range {
+                let (key, value) = entry(n);
+                assert!(cache.get(&key).is_none(), "a new delivery misses first");
+                cache.insert(key, value);
+            }
+            cache.run_pending_tasks();
+        };
+        fill(0..capacity as u32);
+        fill(capacity as u32..2 * capacity as u32);
+        let kept = (capacity as u32..2 * capacity as u32)
+            .filter(|n| cache.contains_key(&entry(*n).0))
+            .count();
+        assert_eq!(
+            kept, capacity as usize,
+            "every one of the newest {capacity}"
+        );
+        assert!(cache.entry_count() <= capacity);
+    }
+}
