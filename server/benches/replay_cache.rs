@@ -1,8 +1,8 @@
-//! The tenant actor's replay cache: a hit (a duplicate answered without
+//! A tenant's replay cache: a hit (a duplicate answered without
 //! touching storage), a miss (every new delivery looks first) and the insert
 //! that follows an accepted delivery, on a cache full at the default capacity.
 //!
-//! The cache is the one `TenantActor::new` builds (`tenant::replay_cache`):
+//! The cache is the one `Gate::new` builds (`tenant::replay_cache`):
 //! keys `id:<event id>`, values (event id, delivery id), `max_capacity` =
 //! the default `replay_cache_capacity` (100,000) and a time to live of twice
 //! the default tolerance (600 s).

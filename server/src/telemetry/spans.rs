@@ -33,7 +33,8 @@ use crate::{
 
 /// One per `POST /hooks/{tenant_id}` request.
 pub const INGEST_SPAN: &str = "hookd.ingest";
-/// The tenant actor's work: verify, replay cache, validation, rate limit.
+/// The tenant's checks: verify, replay cache, validation, rate limit (run
+/// on the HTTP worker against the tenant's gate; the name is a contract).
 pub const ACTOR_SPAN: &str = "hookd.actor";
 /// The durable write, until the group commit is on disk.
 pub const COMMIT_SPAN: &str = "hookd.commit";
