@@ -658,7 +658,122 @@ impl HeaderSource for Headers<'_> {
 
 #[cfg(test)]
 mod tests {
+    use actix_web::http::header::{HeaderName, HeaderValue};
+    use hookd_sdk::signature::sign;
+
     use super::*;
+    use crate::{
+        clock::ManualClock,
+        config::TenantConfig,
+        store::{api::Storage, Store},
+    };
+
+    const NOW_SECS: i64 = 1_700_000_000;
+    const FIRST: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    const SECOND: &str = "whsec_AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=";
+
+    fn settings(secret: &str, rate_limit: Option<serde_json::Value>) -> Arc<TenantSettings> {
+        let mut config = serde_json::json!({
+            "id": "gate",
+            "scheme": "standard",
+            "secrets": [{ "kid": "k1", "secret": secret }],
+        });
+        if let Some(limit) = rate_limit {
+            config["rate_limit"] = limit;
+        }
+        let config: TenantConfig = serde_json::from_value(config).unwrap();
+        Arc::new(config.resolve_under(1024 * 1024).unwrap())
+    }
+
+    /// A gate on a fresh store (syncs off), its clock at `NOW_SECS`.
+    fn gate(dir: &std::path::Path, settings: Arc<TenantSettings>) -> (Gate, Store) {
+        let (store, _committer) = Store::open(dir, 64, false).unwrap();
+        let data = Storage::tenant(&store, &settings.id).unwrap();
+        let clock: SharedClock = Arc::new(ManualClock::at_secs(NOW_SECS));
+        let spans = Spans::new(&opentelemetry_sdk::trace::SdkTracerProvider::builder().build());
+        let gate = Gate::new(
+            settings,
+            data,
+            clock,
+            Arc::new(Notify::new()),
+            DeliveryFeed::default(),
+            spans,
+        );
+        (gate, store)
+    }
+
+    /// The headers of a delivery `id` signed with `secret`, and its body.
+    fn signed(secret: &str, id: &str) -> (HeaderMap, bytes::Bytes) {
+        let body = format!("{{\"type\":\"order.paid\",\"id\":\"{id}\"}}");
+        let key = Secret::from_provider(Scheme::Standard, "k1", secret).unwrap();
+        let mut headers = HeaderMap::new();
+        for (name, value) in sign(Scheme::Standard, &key, id, NOW_SECS, body.as_bytes()) {
+            headers.insert(
+                HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                HeaderValue::from_str(&value).unwrap(),
+            );
+        }
+        (headers, bytes::Bytes::from(body))
+    }
+
+    fn run(
+        gate: &Gate,
+        (headers, body): &(HeaderMap, bytes::Bytes),
+    ) -> Result<IngestOutcome, IngestError> {
+        let ingest = Ingest {
+            request_id: RequestId::generate(),
+            headers,
+            body: body.clone(),
+            trace: opentelemetry::Context::new(),
+        };
+        let answer = gate.answer(ingest, || panic!("the checks did not panic"));
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(async { answer.await })
+    }
+
+    /// The registry publishes a rotated secret to the running gate: the very
+    /// next delivery is checked against it, with no message to wait for.
+    #[test]
+    fn a_rotated_secret_is_in_force_for_the_next_delivery() {
+        let dir = tempfile::tempdir().unwrap();
+        let (gate, _store) = gate(dir.path(), settings(FIRST, None));
+        let rotated = signed(SECOND, "msg_1");
+        assert!(matches!(
+            run(&gate, &rotated),
+            Err(IngestError::Verify { .. })
+        ));
+        gate.reconfigure(settings(SECOND, None));
+        let outcome = run(&gate, &rotated).expect("accepted under the new secret");
+        assert!(!outcome.duplicate);
+        assert!(matches!(
+            run(&gate, &signed(FIRST, "msg_2")),
+            Err(IngestError::Verify { .. })
+        ));
+    }
+
+    /// A reset (the actor restarting after a panic) rebuilds the rate
+    /// limiter full, and keeps the replay cache.
+    #[test]
+    fn a_reset_refills_the_rate_limiter_and_keeps_the_replay_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let limit = serde_json::json!({ "per_sec": 0.001, "burst": 1 });
+        let (gate, _store) = gate(dir.path(), settings(FIRST, Some(limit)));
+        let first = signed(FIRST, "msg_1");
+        assert!(!run(&gate, &first).unwrap().duplicate);
+        assert!(matches!(
+            run(&gate, &signed(FIRST, "msg_2")),
+            Err(IngestError::RateLimited { .. })
+        ));
+        gate.reset();
+        assert!(
+            run(&gate, &first).unwrap().duplicate,
+            "answered from the replay cache"
+        );
+        assert!(!run(&gate, &signed(FIRST, "msg_2")).unwrap().duplicate);
+    }
 
     fn entry(n: u32) -> (Vec<u8>, (EventId, DeliveryId)) {
         let id = format!("evt_{n}");
