@@ -34,7 +34,7 @@ impl Actor for TenantActor {
 impl Supervised for TenantActor {
     fn restarting(&mut self, _ctx: &mut Self::Context) {
         self.gate.reset();
-        tracing::warn!("tenant actor restarted after a panic in its ingest");
+        tracing::warn!(tenant = %self.gate.tenant(), "tenant actor restarted after a panic in its ingest");
     }
 }
 

@@ -57,15 +57,23 @@ pub type ReplayCache = Cache<Vec<u8>, (EventId, DeliveryId), foldhash::fast::Ran
 /// A tenant's replay cache: at most `capacity` keys, each kept twice the
 /// tenant's timestamp tolerance (at least a minute), past which a resend is
 /// refused as stale anyway. Full, it drops the least recently used key for
-/// every new one: moka's default policy (TinyLFU) admits a new key only if it looks more often
-/// used than the one it would evict, and a new delivery's key never does,
-/// so a full cache kept old deliveries and turned the newest away.
+/// every new one: moka's default policy (TinyLFU) admits a new key only if
+/// it looks more often used than the one it would evict, and a new
+/// delivery's key never does, so a full cache kept old deliveries and turned
+/// the newest away.
 pub fn replay_cache(capacity: u64, tolerance_secs: u64) -> ReplayCache {
     Cache::builder()
         .max_capacity(capacity)
         .time_to_live(Duration::from_secs((tolerance_secs * 2).max(60)))
         .eviction_policy(moka::policy::EvictionPolicy::lru())
         .build_with_hasher(foldhash::fast::RandomState::default())
+}
+
+/// The rate limiter of `settings`, full, if it has one.
+fn full_limiter(settings: &TenantSettings, now_ms: i64) -> Option<TokenBucket> {
+    settings
+        .rate_limit
+        .map(|limit| TokenBucket::new(limit, now_ms))
 }
 
 /// The settings a delivery is checked against, replaced whole.
@@ -135,12 +143,10 @@ impl Gate {
         tracing: Spans,
     ) -> Self {
         let replay = replay_cache(settings.replay_cache_capacity, settings.tolerance_secs);
-        let limiter = settings
-            .rate_limit
-            .map(|c| TokenBucket::new(c, clock.now_ms()));
+        let limiter = Mutex::new(full_limiter(&settings, clock.now_ms()));
         Gate {
             snapshot: RwLock::new(Snapshot::of(settings)),
-            limiter: Mutex::new(limiter),
+            limiter,
             wake,
             events,
             replay,
@@ -173,14 +179,14 @@ impl Gate {
     /// starts full again. The snapshot is immutable and the replay cache
     /// changes atomically, so both are kept.
     pub(super) fn reset(&self) {
-        let settings = self.snapshot().settings.clone();
-        let limiter = settings
-            .rate_limit
-            .map(|c| TokenBucket::new(c, self.clock.now_ms()));
-        let mut slot = self.limiter.lock().unwrap_or_else(PoisonError::into_inner);
-        *slot = limiter;
-        drop(slot);
+        let limiter = full_limiter(&self.snapshot().settings, self.clock.now_ms());
+        *self.limiter.lock().unwrap_or_else(PoisonError::into_inner) = limiter;
         self.limiter.clear_poison();
+    }
+
+    /// The tenant this gate takes deliveries for.
+    pub(super) fn tenant(&self) -> TenantId {
+        self.snapshot().settings.id.clone()
     }
 
     fn snapshot(&self) -> Arc<Snapshot> {

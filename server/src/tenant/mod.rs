@@ -9,6 +9,5 @@ mod registry;
 mod slot;
 mod validate;
 
-pub use actor::TenantActor;
 pub use gate::{replay_cache, Gate, ReplayCache};
 pub use registry::{Registry, TenantHandle};

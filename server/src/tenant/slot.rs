@@ -69,26 +69,33 @@ impl ActorSlot {
     /// Runs one delivery through the tenant's gate on the calling thread,
     /// starting the actor and its gate first if they are not running.
     pub fn ingest(&self, msg: Ingest<'_>) -> Answer {
-        let (addr, gate) = self.running();
-        gate.answer(msg, || addr.do_send(Panicked))
+        self.running().answer(msg, || self.restart())
     }
 
-    /// The running actor and its gate, started now if they are not running.
-    fn running(&self) -> (Addr<TenantActor>, Arc<Gate>) {
+    /// The running gate, started now (with its actor) if it is not running.
+    fn running(&self) -> Arc<Gate> {
         let now_ms = self.parts.clock.now_ms();
         let mut state = self.state.lock().expect("actor slot lock");
         if let Some(running) = state.running.as_mut().filter(|r| r.addr.connected()) {
             running.last_used_ms = running.last_used_ms.max(now_ms);
-            return (running.addr.clone(), running.gate.clone());
+            return running.gate.clone();
         }
         let gate = Arc::new(self.gate(state.settings.clone()));
-        let addr = self.start(gate.clone());
         state.running = Some(Running {
-            addr: addr.clone(),
+            addr: self.start(gate.clone()),
             gate: gate.clone(),
             last_used_ms: now_ms,
         });
-        (addr, gate)
+        gate
+    }
+
+    /// A delivery's checks panicked: the running actor restarts and resets
+    /// its gate.
+    fn restart(&self) {
+        let state = self.state.lock().expect("actor slot lock");
+        if let Some(running) = &state.running {
+            running.addr.do_send(Panicked);
+        }
     }
 
     fn gate(&self, settings: Arc<TenantSettings>) -> Gate {
