@@ -94,18 +94,16 @@ impl Listeners {
     /// Binds `http.addr`, `grpc.addr` and, with metrics on, `metrics.addr`
     /// and, with the dashboard on, `dashboard.addr`; errors name the key.
     pub fn bind(config: &Config) -> Result<Listeners> {
-        let http = TcpListener::bind(parse_addr("http.addr", &config.http.addr)?)?;
-        let grpc = TcpListener::bind(parse_addr("grpc.addr", &config.grpc.addr)?)?;
+        let http = listen("http.addr", &config.http.addr)?;
+        let grpc = listen("grpc.addr", &config.grpc.addr)?;
         let metrics = match (&config.metrics.addr, config.metrics.enabled) {
-            (Some(addr), true) => Some(TcpListener::bind(parse_addr("metrics.addr", addr)?)?),
+            (Some(addr), true) => Some(listen("metrics.addr", addr)?),
             _ => None,
         };
         let dashboard = config
             .dashboard
             .enabled
-            .then(|| parse_addr("dashboard.addr", &config.dashboard.addr))
-            .transpose()?
-            .map(TcpListener::bind)
+            .then(|| listen("dashboard.addr", &config.dashboard.addr))
             .transpose()?;
         Ok(Listeners {
             http,
@@ -114,6 +112,24 @@ impl Listeners {
             dashboard,
         })
     }
+}
+
+/// Binds the address of config `key` (`dashboard.addr`); a failure names
+/// the listener, its address and the setting that moves it, since "Address
+/// already in use" alone does not say which of four listeners it was.
+fn listen(key: &str, value: &str) -> Result<TcpListener> {
+    let addr = parse_addr(key, value)?;
+    TcpListener::bind(addr).map_err(|e| {
+        let (listener, _) = key.split_once('.').unwrap_or((key, ""));
+        let env = format!("HOOKD_{}", key.to_uppercase().replace('.', "__"));
+        let flag = match listener {
+            "http" | "grpc" => format!(", flag --{listener}-addr"),
+            _ => String::new(),
+        };
+        Error::Config(format!(
+            "{listener} {addr}: cannot listen: {e}; set `{key}` (env {env}{flag}) to a free address"
+        ))
+    })
 }
 
 /// What a started hookd hands back to [`crate::Server`].

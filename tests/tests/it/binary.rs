@@ -150,3 +150,28 @@ async fn events_acknowledged_while_the_destination_is_down_all_arrive_after_sigk
         "only attempts in flight at the kill may repeat: {duplicates}"
     );
 }
+
+#[test]
+fn a_listener_that_cannot_bind_is_named_with_its_address_and_setting() {
+    let (_dir, data, config) = setup();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = std::process::Command::new(crate::process::hookd_bin())
+        .args(["--config", config.to_str().unwrap()])
+        .args(["--data-dir", data.to_str().unwrap()])
+        .args(["--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"])
+        .env("HOOKD_DASHBOARD__ADDR", &addr)
+        .env("HOOKD_ADMIN_TOKEN", crate::harness::ADMIN_TOKEN)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("dashboard {addr}")),
+        "names the listener and its address: {stderr}"
+    );
+    assert!(
+        stderr.contains("dashboard.addr") && stderr.contains("HOOKD_DASHBOARD__ADDR"),
+        "names the setting that moves it: {stderr}"
+    );
+}
