@@ -1,5 +1,8 @@
 //! Token bucket: how many deliveries a tenant may have accepted (`rate_limit`)
-//! or forwarded (`delivery_rate`) per second.
+//! or forwarded (`delivery_rate`) per second, and how many of its refusals
+//! are recorded (`[limits.refusal_records]`).
+
+use std::sync::Mutex;
 
 use crate::config::RateLimitConfig;
 
@@ -38,6 +41,32 @@ impl TokenBucket {
     }
 }
 
+/// One tenant's budget for recording refusals: a bucket for bad or missing
+/// signatures, which anyone can send, and one for content refused after a
+/// valid signature, so a flood of the first never crowds out the second.
+#[derive(Debug)]
+pub struct RefusalBudget {
+    buckets: Mutex<[TokenBucket; 2]>,
+}
+
+impl RefusalBudget {
+    /// Both buckets full.
+    pub fn new(config: RateLimitConfig, now_ms: i64) -> Self {
+        let bucket = TokenBucket::new(config, now_ms);
+        RefusalBudget {
+            buckets: Mutex::new([bucket.clone(), bucket]),
+        }
+    }
+
+    /// Whether one more refusal of this kind may be recorded now.
+    pub fn try_take(&self, signature_valid: bool, now_ms: i64) -> bool {
+        let mut buckets = self.buckets.lock().expect("refusal budget lock");
+        buckets[usize::from(signature_valid)]
+            .try_take(now_ms)
+            .is_ok()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -69,5 +98,21 @@ mod tests {
         );
         assert!(b.try_take(0).is_ok());
         assert_eq!(b.try_take(0), Err(10));
+    }
+
+    #[test]
+    fn refusal_kinds_have_budgets_of_their_own() {
+        let budget = RefusalBudget::new(
+            RateLimitConfig {
+                per_sec: 1.0,
+                burst: 2,
+            },
+            0,
+        );
+        assert!(budget.try_take(false, 0));
+        assert!(budget.try_take(false, 0));
+        assert!(!budget.try_take(false, 0));
+        assert!(budget.try_take(true, 0), "content has its own bucket");
+        assert!(budget.try_take(false, 1000), "refilled");
     }
 }

@@ -217,6 +217,11 @@ pub struct LimitsConfig {
     /// replay cache and rate limiter) is stopped; it starts again on the
     /// next delivery.
     pub tenant_idle_secs: u64,
+    /// How many refusals per tenant are recorded for `ListRejections` and
+    /// the dashboard, per kind (bad signature, refused content): beyond it
+    /// a refusal is still answered and counted, but not written, so a
+    /// flood of unsigned requests cannot fill the disk.
+    pub refusal_records: RateLimitConfig,
 }
 
 /// Forwarding settings that are not per tenant.
@@ -376,7 +381,10 @@ impl Config {
             "limits.tenant_max_body_bytes",
             self.limits.tenant_max_body_bytes,
         )?;
-        bounds::TENANT_IDLE_SECS.check("limits.tenant_idle_secs", self.limits.tenant_idle_secs)
+        bounds::TENANT_IDLE_SECS.check("limits.tenant_idle_secs", self.limits.tenant_idle_secs)?;
+        let records = &self.limits.refusal_records;
+        bounds::RATE_PER_SEC.check("limits.refusal_records.per_sec", records.per_sec)?;
+        bounds::RATE_BURST.check("limits.refusal_records.burst", u64::from(records.burst))
     }
 }
 

@@ -159,7 +159,7 @@ async fn accept(
         Ok(outcome) => Ok(outcome),
         Err(refusal) => {
             let answer = ApiError::from(&refusal);
-            rejected::record(registry, tenant, request_id, &refusal, &answer, &body).await;
+            rejected::record(registry, handle, request_id, &refusal, &answer, &body).await;
             Err(answer)
         }
     }

@@ -7,7 +7,10 @@
 //! The record is written on the blocking pool, off the HTTP worker, and is
 //! durable before the refusal is answered: it waits for the store's next
 //! group commit (shared with the deliveries and refusals of the same
-//! moment), never for an fsync of its own.
+//! moment), never for an fsync of its own. Each tenant records at most its
+//! budget (`[limits.refusal_records]`, one bucket per kind) before any
+//! write; refusals beyond it are answered the same and only counted, in
+//! `hookd_rejections_unrecorded_total`.
 
 use crate::{
     error::ApiError,
@@ -17,7 +20,7 @@ use crate::{
         api::blocking,
         rejections::{Rejection, KEPT_BODY_BYTES},
     },
-    tenant::Registry,
+    tenant::{Registry, TenantHandle},
 };
 
 /// Records `refusal` (answered as `answer`) of `body` sent to `tenant`,
@@ -25,7 +28,7 @@ use crate::{
 /// durable; a storage failure is logged, never passed to the sender.
 pub(super) async fn record(
     registry: &Registry,
-    tenant: &str,
+    handle: &TenantHandle,
     request_id: &RequestId,
     refusal: &IngestError,
     answer: &ApiError,
@@ -36,9 +39,15 @@ pub(super) async fn record(
         _ if matches!(answer.code.status().as_u16(), 400 | 422) => true,
         _ => return,
     };
+    let at_ms = registry.clock().now_ms();
+    if !handle.refusal_budget.try_take(signature_valid, at_ms) {
+        handle.metrics.unrecorded(signature_valid);
+        return;
+    }
+    let tenant = handle.settings.id.as_str();
     let rejection = Rejection {
         tenant_id: tenant.to_owned(),
-        at_ms: registry.clock().now_ms(),
+        at_ms,
         request_id: request_id.to_string(),
         code: answer.code.as_str().to_owned(),
         reason: answer.message.clone(),

@@ -105,7 +105,13 @@ struct Families {
     forwards: Family<Labels, Counter>,
     forward_latency: LatencyFamily,
     breakers_open: Family<Labels, Gauge>,
+    unrecorded: Family<Labels, Counter>,
 }
+
+/// The `kind` label of `hookd_rejections_unrecorded_total`, in the order of
+/// [`TenantMetrics::unrecorded`]'s argument: a bad or missing signature, or
+/// content refused after a valid one.
+const REFUSAL_KINDS: [&str; 2] = ["signature", "content"];
 
 /// The handles of one `tenant` label: one tenant, or every tenant counted
 /// as `other`. Every series of the label exists from the start, at 0.
@@ -117,6 +123,7 @@ pub struct TenantMetrics {
     forwards: [Counter; Next::LABELS.len()],
     forward_latency: Latency,
     breakers_open: Gauge,
+    unrecorded: [Counter; REFUSAL_KINDS.len()],
 }
 
 impl TenantMetrics {
@@ -143,6 +150,8 @@ impl TenantMetrics {
             }),
             forward_latency: families.forward_latency.get_or_create_owned(&tenant()),
             breakers_open: families.breakers_open.get_or_create_owned(&tenant()),
+            unrecorded: REFUSAL_KINDS
+                .map(|kind| families.unrecorded.get_or_create_owned(&with("kind", kind))),
         }
     }
 
@@ -168,6 +177,13 @@ impl TenantMetrics {
             .position(|c| *c == code)
             .expect("every code is in ErrorCode::ALL");
         self.rejected[slot].inc();
+    }
+
+    /// Counts a refusal answered but not recorded for the dashboard because
+    /// the tenant's recording budget was spent; `signature_valid` picks the
+    /// `kind`.
+    pub fn unrecorded(&self, signature_valid: bool) {
+        self.unrecorded[usize::from(signature_valid)].inc();
     }
 
     /// Whether a circuit breaker counted under this label is open now.
@@ -256,6 +272,7 @@ impl Metrics {
             forwards: Family::default(),
             forward_latency: Family::new_with_constructor(forward_histogram),
             breakers_open: Family::default(),
+            unrecorded: Family::default(),
         };
         let ingest: LatencyFamily = Family::new_with_constructor(ingest_histogram);
         let mut registry = Registry::default();
@@ -303,6 +320,11 @@ impl Metrics {
             "hookd_circuit_breaker_open",
             "Destinations whose circuit breaker is open or half-open (forwarding paused)",
             families.breakers_open.clone(),
+        );
+        registry.register(
+            "hookd_rejections_unrecorded",
+            "Refusals answered but not recorded for ListRejections: the tenant's recording budget ([limits.refusal_records]) was spent",
+            families.unrecorded.clone(),
         );
         let other = Arc::new(TenantMetrics::new(OTHER_TENANT, &families));
         Metrics {

@@ -18,13 +18,14 @@ use super::{
 use crate::{
     catalog::contracts::ContractStore,
     clock::SharedClock,
-    config::TenantSettings,
+    config::{RateLimitConfig, TenantSettings},
     contracts::{Book, Contract, ContractSource, ContractSpec, TenantContracts},
     error::{Error, Result},
     feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
     forward::{Dispatcher, DispatcherParts, ForwardRuntime, LeaseTerms},
     ids::{DeliveryId, TenantId},
     metrics::TenantMetrics,
+    rate_limit::RefusalBudget,
     store::api::{Shared, Tenant},
     telemetry::Telemetry,
 };
@@ -45,6 +46,9 @@ pub struct TenantHandle {
     pub wake: Arc<Notify>,
     /// The counters of its `tenant` label.
     pub metrics: Arc<TenantMetrics>,
+    /// How many of its refusals may still be recorded; kept across
+    /// restarts of the tenant, so an update does not refill it.
+    pub refusal_budget: Arc<RefusalBudget>,
     dispatcher: Option<AbortHandle>,
 }
 
@@ -68,6 +72,8 @@ pub struct Registry {
     lease: LeaseTerms,
     /// Where the dispatchers run.
     forwarding: ForwardRuntime,
+    /// Each tenant's refusal-recording budget (`[limits.refusal_records]`).
+    refusal_records: RateLimitConfig,
 }
 
 impl Registry {
@@ -95,7 +101,18 @@ impl Registry {
             contracts: Book::default(),
             lease: LeaseTerms::new(DEFAULT_LEASE),
             forwarding,
+            refusal_records: RateLimitConfig {
+                per_sec: 1.0,
+                burst: 100,
+            },
         }
+    }
+
+    /// The registry with each tenant recording at most `budget` of its
+    /// refusals (`[limits.refusal_records]`).
+    pub fn with_refusal_records(mut self, budget: RateLimitConfig) -> Self {
+        self.refusal_records = budget;
+        self
     }
 
     /// The registry with dispatchers claiming their tenant's forwarding
@@ -175,19 +192,25 @@ impl Registry {
             }
             None => None,
         };
+        let mut tenants = self.tenants.write().expect("registry lock");
+        let refusal_budget = tenants.get(&settings.id).map_or_else(
+            || {
+                let now_ms = self.clock.now_ms();
+                Arc::new(RefusalBudget::new(self.refusal_records, now_ms))
+            },
+            |old| old.refusal_budget.clone(),
+        );
         let handle = TenantHandle {
             actor,
             settings: settings.clone(),
             data,
             wake,
             metrics,
+            refusal_budget,
             dispatcher,
         };
-        let old = self
-            .tenants
-            .write()
-            .expect("registry lock")
-            .insert(settings.id.clone(), handle);
+        let old = tenants.insert(settings.id.clone(), handle);
+        drop(tenants);
         if let Some(old) = old {
             old.stop();
         }

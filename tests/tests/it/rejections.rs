@@ -170,3 +170,64 @@ async fn a_deleted_tenant_takes_its_rejections_along() {
         "a new tenant under the old id starts without the old one's rejections"
     );
 }
+
+/// Every rejection of `tenant` that `ListRejections` returns, page by page.
+async fn all_rejections(s: &TestServer, tenant: &str) -> usize {
+    let admin = s.admin().await;
+    let (mut total, mut token) = (0, String::new());
+    loop {
+        let page = admin
+            .list_rejections(ListRejectionsRequest {
+                tenant_id: tenant.into(),
+                page_size: 1000,
+                page_token: token,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        total += page.rejections.len();
+        if page.next_page_token.is_empty() {
+            return total;
+        }
+        token = page.next_page_token;
+    }
+}
+
+#[tokio::test]
+async fn an_unsigned_flood_is_recorded_up_to_its_budget_and_counted_beyond() {
+    let s = TestServer::start(&format!("{ACME}{}", ACME.replace("\"acme\"", "\"beta\"")));
+    let forged = signed("evt_forged", s.clock_secs(), b"{}");
+    for _ in 0..300 {
+        let answer = s.post("acme", &forged, b"{\"not\":\"signed\"}").await;
+        assert_eq!(answer.code(), "BAD_SIGNATURE", "{:?}", answer.body);
+    }
+    let recorded = all_rejections(&s, "acme").await;
+    assert_eq!(recorded, 100, "the budget's burst is recorded, no more");
+    let metrics = s.get("/metrics").await.text().await.unwrap();
+    assert!(
+        metrics
+            .contains(r#"hookd_rejections_unrecorded_total{tenant="acme",kind="signature"} 200"#),
+        "the rest is counted: {}",
+        metrics
+            .lines()
+            .filter(|l| l.contains("unrecorded"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+
+    // Another tenant's budget is its own, and content refusals have theirs.
+    refuse_two(&s, "beta").await;
+    assert_eq!(all_rejections(&s, "beta").await, 2);
+    let body = broken_body();
+    let content = s
+        .post("acme", &signed("evt_b", s.clock_secs(), &body), &body)
+        .await;
+    assert_eq!(content.code(), "INVALID_JSON");
+    assert_eq!(all_rejections(&s, "acme").await, 101);
+
+    // The budget refills with time.
+    s.clock.advance_ms(10_000);
+    let answer = s.post("acme", &forged, b"{\"not\":\"signed\"}").await;
+    assert_eq!(answer.code(), "BAD_SIGNATURE");
+    assert_eq!(all_rejections(&s, "acme").await, 102);
+}
