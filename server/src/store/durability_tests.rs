@@ -149,6 +149,57 @@ async fn every_file_backing_an_acknowledged_event_is_synced() {
     }
 }
 
+/// A power loss between two syncs of one commit must never leave the log
+/// pointing at a blob that is not on disk: within every commit, each blob
+/// file and the `blobs/` directory are synced before sled's log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blobs_are_durable_before_the_log_that_points_at_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let sync = FaultSync::new();
+    let (store, _thread) = Store::open_with(
+        dir.path(),
+        64,
+        Some(sync.clone() as SharedSync),
+        crate::store::DEFAULT_CACHE_BYTES,
+    )
+    .unwrap();
+    let trees = store
+        .tenant_trees(&TenantId::try_from("big").unwrap())
+        .unwrap();
+    let (sled_dir, blobs) = (sled_path(dir.path()), sled_path(dir.path()).join("blobs"));
+    let mut blob_syncs = 0;
+    for n in 0..24 {
+        let before = sync.synced().len();
+        let body = Bytes::from(vec![b'a' + (n % 26) as u8; 256 * 1024]);
+        store
+            .committer()
+            .commit(trees.clone(), delivery(&format!("evt_{n}"), body))
+            .await
+            .unwrap();
+        let commit = sync.synced().split_off(before);
+        let log_at = commit
+            .iter()
+            .rposition(|s| matches!(s, Synced::File { path, .. } if *path == sled_dir.join("db")))
+            .expect("every commit syncs the log");
+        let late: Vec<_> = commit[log_at..]
+            .iter()
+            .filter(|s| match s {
+                Synced::File { path, .. } => path.starts_with(&blobs),
+                Synced::Dir(d) => *d == blobs,
+            })
+            .collect();
+        assert!(
+            late.is_empty(),
+            "commit {n} synced blobs after the log: {late:?}"
+        );
+        blob_syncs += commit[..log_at]
+            .iter()
+            .filter(|s| matches!(s, Synced::File { path, .. } if path.starts_with(&blobs)))
+            .count();
+    }
+    assert!(blob_syncs > 0, "the bodies made sled write blob files");
+}
+
 /// Linux reports a writeback error once: the sync after a failed one
 /// succeeds although the failed batch may never reach the disk. The failed
 /// write's retry must not be answered "duplicate" from memory, nor may

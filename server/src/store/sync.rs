@@ -40,9 +40,11 @@ impl SyncOps for OsSync {
 
 /// Makes everything sled wrote power-loss durable after a `flush()`, which
 /// alone only uses `sync_file_range` (it survives a process crash, not a
-/// power loss): `fdatasync` of the log, of every file under the sled dir and
-/// its `blobs/` dir that is new or changed since it was last synced, and of
-/// each directory whose entries changed. sled writes a blob file whole
+/// power loss): `fdatasync` of every file under the sled dir's `blobs/` dir
+/// and the sled dir that is new or changed since it was last synced, and of
+/// each directory whose entries changed, and only then of the log, so a
+/// power loss between two syncs never leaves a durable log record pointing
+/// at a blob that is not. sled writes a blob file whole
 /// before the log record that points at it, and never changes it after, so
 /// a file synced at its present length and named in a synced directory is
 /// durable; a file caught while being written is synced again once it is
@@ -52,6 +54,7 @@ pub(super) struct Syncer {
     ops: Option<SharedSync>,
     log: File,
     log_path: PathBuf,
+    /// `blobs/` first, then the sled dir: synced in this order, before the log.
     dirs: [WatchedDir; 2],
 }
 
@@ -68,23 +71,23 @@ impl Syncer {
             log: File::open(&log_path)?,
             log_path,
             dirs: [
-                WatchedDir::new(sled_dir.to_owned(), false),
                 WatchedDir::new(sled_dir.join("blobs"), true),
+                WatchedDir::new(sled_dir.to_owned(), false),
             ],
         })
     }
 
-    /// Syncs what changed since the last call; an error means some of it may
+    /// Syncs what changed since the last call, the blobs and their names
+    /// before the log that points at them; an error means some of it may
     /// not be on disk.
     pub(super) fn sync(&mut self) -> io::Result<()> {
         let Some(ops) = &self.ops else {
             return Ok(());
         };
-        ops.sync_file(&self.log_path, &self.log)?;
         for dir in &mut self.dirs {
             dir.sync(ops.as_ref())?;
         }
-        Ok(())
+        ops.sync_file(&self.log_path, &self.log)
     }
 }
 
@@ -270,7 +273,7 @@ mod tests {
         syncer.sync().unwrap();
         assert_eq!(syncs_of(&sync, &path), [100_000, whole.len() as u64]);
         assert_eq!(
-            syncer.dirs[1].files.get(OsStr::new("4096")),
+            syncer.dirs[0].files.get(OsStr::new("4096")),
             Some(&FileState::Settled)
         );
 
