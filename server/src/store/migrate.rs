@@ -1,24 +1,81 @@
 //! Upgrades a data dir written by an older hookd: one that kept seven
 //! trees per tenant (`t/{tenant}/{kind}`), and one that kept the stored
 //! events tenant first (`data/events`). Each old tree is copied under the
-//! new keys and flushed before it is dropped, so a crash in between only
-//! repeats the copy (the same keys and values) at the next start.
+//! new keys and the copy made power-loss durable before the old tree is
+//! dropped, so a crash in between only repeats the copy (the same keys and
+//! values) at the next start. An entry that cannot be re-keyed stays in its
+//! old tree, never dropped. The layout reached is recorded, and a data dir
+//! of a newer layout than this hookd knows is refused untouched.
+
+use std::path::Path;
 
 use super::{
     keyspace::{stored_key, tenant_prefix, Layout},
+    sync::Syncer,
     SharedTree, TENANT_FIRST_EVENTS,
 };
-use crate::{error::Result, ids::TenantId};
+use crate::{
+    error::{Error, Result},
+    ids::TenantId,
+};
+
+/// The storage layout this hookd writes and reads: 1 kept seven trees per
+/// tenant, 2 the shared trees with events tenant first, 3 events time
+/// first. Recorded in the data dir once it is reached.
+pub(super) const LAYOUT: u32 = 3;
+/// The tree and key that record the layout of a data dir.
+const LAYOUT_TREE: &str = "hookd/layout";
+const LAYOUT_KEY: &str = "version";
+
+/// Brings the data dir at `path` to [`LAYOUT`]: refuses a newer one, moves
+/// older trees into `trees` (the shared trees of `kinds`, events at
+/// `events`), then records the layout, durably through `syncer`.
+pub(super) fn upgrade(
+    db: &sled::Db,
+    path: &Path,
+    trees: &[sled::Tree],
+    kinds: &[SharedTree],
+    syncer: &mut Syncer,
+) -> Result<()> {
+    let marker = db.open_tree(LAYOUT_TREE)?;
+    let found = marker
+        .get(LAYOUT_KEY)?
+        .and_then(|v| <[u8; 4]>::try_from(v.as_ref()).ok())
+        .map(u32::from_be_bytes);
+    if let Some(found) = found.filter(|f| *f > LAYOUT) {
+        return Err(Error::Config(format!(
+            "storage.data_dir: {} holds storage layout {found}, written by a newer hookd; \
+             this hookd reads layouts up to {LAYOUT}: run the newer hookd (a move to a newer \
+             layout is one way)",
+            path.display()
+        )));
+    }
+    if found == Some(LAYOUT) {
+        return Ok(());
+    }
+    per_tenant_trees(db, trees, kinds, syncer)?;
+    events_time_first(db, &trees[1], syncer)?;
+    marker.insert(LAYOUT_KEY, &LAYOUT.to_be_bytes())?;
+    durable(db, syncer)
+}
+
+/// Flushes `db` and makes what it wrote power-loss durable.
+fn durable(db: &sled::Db, syncer: &mut Syncer) -> Result<()> {
+    db.flush()?;
+    syncer.sync()?;
+    Ok(())
+}
 
 /// Entries copied per batch.
 const CHUNK: usize = 1024;
 
 /// Moves every `t/{tenant}/{kind}` tree into the shared tree `trees[i]`
 /// described by `kinds[i]` and drops it; returns how many trees were moved.
-pub(super) fn per_tenant_trees(
+fn per_tenant_trees(
     db: &sled::Db,
     trees: &[sled::Tree],
     kinds: &[SharedTree],
+    syncer: &mut Syncer,
 ) -> Result<usize> {
     let mut moved = Vec::new();
     for name in db.tree_names() {
@@ -33,7 +90,8 @@ pub(super) fn per_tenant_trees(
             continue;
         };
         let (prefix, layout) = (tenant_prefix(&tenant), kinds[target].layout);
-        copy(&db.open_tree(&name)?, &trees[target], |key| {
+        let old = db.open_tree(&name)?;
+        copy(&old, &trees[target], |key| {
             Some(stored_key(layout, &prefix, key))
         })?;
         moved.push(name);
@@ -41,7 +99,7 @@ pub(super) fn per_tenant_trees(
     if moved.is_empty() {
         return Ok(0);
     }
-    drop_copied(db, &moved)?;
+    drop_copied(db, &moved, syncer)?;
     tracing::info!(
         trees = moved.len(),
         "per-tenant trees moved into the shared trees"
@@ -52,7 +110,7 @@ pub(super) fn per_tenant_trees(
 /// Moves the stored events of `data/events` (`{tenant}/{delivery id}`)
 /// into `events`, laid out time first, and drops it; returns how many
 /// events were moved.
-pub(super) fn events_time_first(db: &sled::Db, events: &sled::Tree) -> Result<usize> {
+fn events_time_first(db: &sled::Db, events: &sled::Tree, syncer: &mut Syncer) -> Result<usize> {
     if !db
         .tree_names()
         .iter()
@@ -61,13 +119,31 @@ pub(super) fn events_time_first(db: &sled::Db, events: &sled::Tree) -> Result<us
         return Ok(0);
     }
     let old = db.open_tree(TENANT_FIRST_EVENTS)?;
-    let moved = copy(&old, events, |key| {
+    let rekey = |key: &[u8]| {
         let slash = key.iter().position(|b| *b == b'/')?;
         let (prefix, id) = key.split_at(slash + 1);
         Some(stored_key(Layout::TimeFirst, prefix, id))
-    })?;
-    drop(old);
-    drop_copied(db, &[TENANT_FIRST_EVENTS.into()])?;
+    };
+    let moved = copy(&old, events, rekey)?;
+    if moved.left > 0 {
+        durable(db, syncer)?;
+        for entry in old.iter() {
+            let (key, _) = entry?;
+            if rekey(&key).is_some() {
+                old.remove(key)?;
+            }
+        }
+        durable(db, syncer)?;
+        tracing::error!(
+            tree = TENANT_FIRST_EVENTS,
+            entries = moved.left,
+            "entries that could not be moved are kept in their old tree"
+        );
+    } else {
+        drop(old);
+        drop_copied(db, &[TENANT_FIRST_EVENTS.into()], syncer)?;
+    }
+    let moved = moved.copied;
     tracing::info!(
         events = moved,
         "stored events moved to the time-first layout"
@@ -75,18 +151,26 @@ pub(super) fn events_time_first(db: &sled::Db, events: &sled::Tree) -> Result<us
     Ok(moved)
 }
 
+/// What [`copy`] did.
+struct Copied {
+    /// Entries copied.
+    copied: usize,
+    /// Entries left behind: `rekey` named no key for them.
+    left: usize,
+}
+
 /// Copies every entry of `from` into `to` under `rekey(key)`, in batches;
-/// an entry `rekey` names no key for is left behind (and logged).
+/// an entry `rekey` names no key for is left behind (and counted).
 fn copy(
     from: &sled::Tree,
     to: &sled::Tree,
     rekey: impl Fn(&[u8]) -> Option<Vec<u8>>,
-) -> Result<usize> {
-    let (mut batch, mut pending, mut copied) = (sled::Batch::default(), 0, 0);
+) -> Result<Copied> {
+    let (mut batch, mut pending, mut copied, mut left) = (sled::Batch::default(), 0, 0, 0);
     for entry in from.iter() {
         let (key, value) = entry?;
         let Some(new_key) = rekey(&key) else {
-            tracing::error!(key = %String::from_utf8_lossy(&key), "entry of an unknown key left as it is");
+            left += 1;
             continue;
         };
         batch.insert(new_key, value);
@@ -97,17 +181,17 @@ fn copy(
         }
     }
     to.apply_batch(batch)?;
-    Ok(copied)
+    Ok(Copied { copied, left })
 }
 
-/// Makes the copies durable, then drops the trees they came from.
-fn drop_copied(db: &sled::Db, names: &[sled::IVec]) -> Result<()> {
-    db.flush()?;
+/// Makes the copies power-loss durable, then drops the trees they came
+/// from, durably too.
+fn drop_copied(db: &sled::Db, names: &[sled::IVec], syncer: &mut Syncer) -> Result<()> {
+    durable(db, syncer)?;
     for name in names {
         db.drop_tree(name)?;
     }
-    db.flush()?;
-    Ok(())
+    durable(db, syncer)
 }
 
 /// `(tenant, kind)` of a tree named `t/{tenant}/{kind}`.
@@ -228,5 +312,100 @@ mod tests {
             .tenant_trees(&TenantId::try_from("other").unwrap())
             .unwrap();
         assert_eq!(other.gauges().queue_depth(), 1);
+    }
+
+    fn old_db(dir: &std::path::Path) -> sled::Db {
+        sled::Config::new()
+            .path(crate::store::sled_path(dir))
+            .segment_size(crate::store::SEGMENT_SIZE)
+            .open()
+            .unwrap()
+    }
+
+    /// An entry the move cannot re-key is kept where it was, never dropped
+    /// with its tree; what could be moved is moved once.
+    #[test]
+    fn an_entry_that_cannot_be_moved_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = format!("dlv_{}", ulid::Ulid::from_parts(2_000, 1));
+        {
+            let db = old_db(dir.path());
+            let old = db.open_tree(TENANT_FIRST_EVENTS).unwrap();
+            old.insert(format!("acme/{id}"), event(&id)).unwrap();
+            old.insert("no-tenant-separator", b"kept".to_vec()).unwrap();
+            db.flush().unwrap();
+        }
+        for _ in 0..2 {
+            let (store, committer) = Store::open(dir.path(), 16, false).unwrap();
+            let old = store.db().open_tree(TENANT_FIRST_EVENTS).unwrap();
+            assert_eq!(
+                old.get("no-tenant-separator").unwrap().as_deref(),
+                Some(&b"kept"[..]),
+                "the entry that could not be moved is still there"
+            );
+            assert_eq!(old.len(), 1, "what was moved is not left behind");
+            let acme = store
+                .tenant_trees(&TenantId::try_from("acme").unwrap())
+                .unwrap();
+            let stored = deliveries::load_event(&acme, &DeliveryId::new(id.as_str())).unwrap();
+            assert!(stored.is_some());
+            drop((old, acme, store));
+            committer.join().unwrap();
+        }
+    }
+
+    /// The copies are made power-loss durable before the old trees are
+    /// dropped: when the syncs fail, the open fails and the old tree is
+    /// still there for the next start.
+    #[test]
+    fn old_trees_are_dropped_only_after_their_copies_are_synced() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let db = old_db(dir.path());
+            db.open_tree("t/acme/queue")
+                .unwrap()
+                .insert([0u8; 16], "dlv_1")
+                .unwrap();
+            db.flush().unwrap();
+        }
+        let sync = crate::faults::FaultSync::new();
+        sync.fail_from_now();
+        let opened = Store::open_with(
+            dir.path(),
+            16,
+            Some(sync as crate::store::SharedSync),
+            crate::store::DEFAULT_CACHE_BYTES,
+        );
+        assert!(opened.is_err(), "a failed sync fails the open");
+        drop(opened);
+        let db = old_db(dir.path());
+        assert!(
+            db.tree_names().iter().any(|n| n == b"t/acme/queue"),
+            "the old tree is kept until its copy is durable"
+        );
+    }
+
+    /// A data dir written with a newer storage layout than this hookd knows
+    /// is refused, naming both layouts, and is left as it was.
+    #[test]
+    fn a_newer_layout_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, committer) = Store::open(dir.path(), 16, false).unwrap();
+        drop(store);
+        committer.join().unwrap();
+        {
+            let db = old_db(dir.path());
+            db.open_tree(LAYOUT_TREE)
+                .unwrap()
+                .insert(LAYOUT_KEY, &(LAYOUT + 1).to_be_bytes())
+                .unwrap();
+            db.flush().unwrap();
+        }
+        let error = Store::open(dir.path(), 16, false).err().expect("refused");
+        let text = error.to_string();
+        assert!(
+            text.contains(&format!("layout {}", LAYOUT + 1)) && text.contains("newer hookd"),
+            "{text}"
+        );
     }
 }

@@ -289,8 +289,8 @@ impl Store {
             .cache_capacity(cache_bytes)
             .open()?;
         let shared = SharedTrees::open(&db)?;
-        migrate::per_tenant_trees(&db, &shared.0, &SHARED_TREES)?;
-        migrate::events_time_first(&db, &shared.0[1])?;
+        let mut syncer = sync::Syncer::open(&path, sync.clone())?;
+        migrate::upgrade(&db, &path, &shared.0, &SHARED_TREES, &mut syncer)?;
         let poisoned = Arc::new(AtomicBool::new(false));
         let (committer, handle) =
             Committer::start(db.clone(), &path, batch_max, sync, poisoned.clone())?;
