@@ -5,14 +5,18 @@
 //! dropped, so a crash in between only repeats the copy (the same keys and
 //! values) at the next start. An entry that cannot be re-keyed stays in its
 //! old tree, never dropped. The layout reached is recorded, and a data dir
-//! of a newer layout than this hookd knows is refused untouched.
+//! of a newer layout than this hookd knows is refused untouched. The
+//! database of a layout-3 data dir lives in `store/`; `sled/`, where older
+//! releases kept it, is then a file saying so, which they cannot open as a
+//! database, so an older hookd refuses to start instead of running on a
+//! layout it does not know.
 
-use std::path::Path;
+use std::{fs::File, io::Write, path::Path};
 
 use super::{
     keyspace::{stored_key, tenant_prefix, Layout},
-    sync::Syncer,
-    SharedTree, TENANT_FIRST_EVENTS,
+    sync::{SharedSync, Syncer},
+    SharedTree, SharedTrees, SHARED_TREES, TENANT_FIRST_EVENTS,
 };
 use crate::{
     error::{Error, Result},
@@ -57,6 +61,62 @@ pub(super) fn upgrade(
     events_time_first(db, &trees[1], syncer)?;
     marker.insert(LAYOUT_KEY, &LAYOUT.to_be_bytes())?;
     durable(db, syncer)
+}
+
+/// Where releases before layout 3 kept the database, inside the data dir.
+pub(super) const LEGACY_DIR: &str = "sled";
+
+/// What `sled` holds once the database moved to `store/`.
+const FENCE_TEXT: &str = "This hookd data dir holds storage layout 3 or newer, in store/.\n\
+    A hookd release that keeps its database in sled/ cannot read it: run a newer hookd.\n";
+
+/// Upgrades a database still in `data_dir/sled` in place, then moves it to
+/// [`super::sled_path`]; a crash before the move repeats the (idempotent)
+/// upgrade, one after it finds the database moved.
+pub(super) fn move_legacy_dir(
+    data_dir: &Path,
+    sync: Option<&SharedSync>,
+    cache_bytes: u64,
+) -> Result<()> {
+    let (legacy, path) = (data_dir.join(LEGACY_DIR), super::sled_path(data_dir));
+    if !legacy.is_dir() {
+        return Ok(());
+    }
+    if path.exists() {
+        return Err(Error::Config(format!(
+            "storage.data_dir: {} holds both {LEGACY_DIR}/ and store/: a hookd older than \
+             storage layout 3 ran on it after the move; store/ is the database, move {LEGACY_DIR}/ away",
+            data_dir.display()
+        )));
+    }
+    {
+        let db = super::open_db(&legacy, cache_bytes)?;
+        let shared = SharedTrees::open(&db)?;
+        let mut syncer = Syncer::open(&legacy, sync.cloned())?;
+        upgrade(&db, &legacy, &shared.0, &SHARED_TREES, &mut syncer)?;
+    }
+    std::fs::rename(&legacy, &path)?;
+    if let Some(ops) = sync {
+        ops.sync_dir(data_dir, &File::open(data_dir)?)?;
+    }
+    tracing::info!(from = %legacy.display(), to = %path.display(), "database moved");
+    Ok(())
+}
+
+/// Puts the file that older releases cannot open where they look for the
+/// database, durably, if it is not there yet.
+pub(super) fn fence_legacy_dir(data_dir: &Path, sync: Option<&SharedSync>) -> Result<()> {
+    let legacy = data_dir.join(LEGACY_DIR);
+    if legacy.exists() {
+        return Ok(());
+    }
+    let mut file = File::create(&legacy)?;
+    file.write_all(FENCE_TEXT.as_bytes())?;
+    if let Some(ops) = sync {
+        ops.sync_file(&legacy, &file)?;
+        ops.sync_dir(data_dir, &File::open(data_dir)?)?;
+    }
+    Ok(())
 }
 
 /// Flushes `db` and makes what it wrote power-loss durable.
@@ -239,7 +299,7 @@ mod tests {
         ];
         {
             let db = sled::Config::new()
-                .path(crate::store::sled_path(dir.path()))
+                .path(dir.path().join(LEGACY_DIR))
                 .segment_size(crate::store::SEGMENT_SIZE)
                 .open()
                 .unwrap();
@@ -272,7 +332,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         {
             let db = sled::Config::new()
-                .path(crate::store::sled_path(dir.path()))
+                .path(dir.path().join(LEGACY_DIR))
                 .segment_size(crate::store::SEGMENT_SIZE)
                 .open()
                 .unwrap();
@@ -316,7 +376,7 @@ mod tests {
 
     fn old_db(dir: &std::path::Path) -> sled::Db {
         sled::Config::new()
-            .path(crate::store::sled_path(dir))
+            .path(dir.join(LEGACY_DIR))
             .segment_size(crate::store::SEGMENT_SIZE)
             .open()
             .unwrap()
@@ -394,7 +454,11 @@ mod tests {
         drop(store);
         committer.join().unwrap();
         {
-            let db = old_db(dir.path());
+            let db = crate::store::open_db(
+                &crate::store::sled_path(dir.path()),
+                crate::store::DEFAULT_CACHE_BYTES,
+            )
+            .unwrap();
             db.open_tree(LAYOUT_TREE)
                 .unwrap()
                 .insert(LAYOUT_KEY, &(LAYOUT + 1).to_be_bytes())
@@ -407,5 +471,42 @@ mod tests {
             text.contains(&format!("layout {}", LAYOUT + 1)) && text.contains("newer hookd"),
             "{text}"
         );
+    }
+
+    /// What a hookd release before layout 3 does first at start: create
+    /// `data/sled` and open sled there. On a moved (or new) data dir both
+    /// fail, so such a release refuses to start instead of running on a
+    /// layout it does not know.
+    #[test]
+    fn an_older_hookd_cannot_open_a_moved_data_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let db = old_db(dir.path());
+            db.open_tree("t/acme/queue")
+                .unwrap()
+                .insert([0u8; 16], "dlv_1")
+                .unwrap();
+            db.flush().unwrap();
+        }
+        let (store, committer) = Store::open(dir.path(), 16, false).unwrap();
+        let acme = store
+            .tenant_trees(&TenantId::try_from("acme").unwrap())
+            .unwrap();
+        assert_eq!(acme.gauges().queue_depth(), 1, "moved with its queue");
+        drop((acme, store));
+        committer.join().unwrap();
+        let legacy = dir.path().join(LEGACY_DIR);
+        assert!(std::fs::create_dir_all(&legacy).is_err());
+        assert!(sled::Config::new().path(&legacy).open().is_err());
+        let text = std::fs::read_to_string(&legacy).unwrap();
+        assert!(text.contains("run a newer hookd"), "{text}");
+
+        let (store, committer) = Store::open(dir.path(), 16, false).unwrap();
+        let acme = store
+            .tenant_trees(&TenantId::try_from("acme").unwrap())
+            .unwrap();
+        assert_eq!(acme.gauges().queue_depth(), 1, "and opens again");
+        drop((acme, store));
+        committer.join().unwrap();
     }
 }

@@ -265,7 +265,7 @@ pub struct Store {
 }
 
 impl Store {
-    /// Opens (or creates) the database under `data_dir/sled` and starts the
+    /// Opens (or creates) the database under `data_dir/store` and starts the
     /// committer thread. The returned handle ends when every `Store` and
     /// `Committer` clone is dropped, after a final flush.
     pub fn open(data_dir: &Path, batch_max: usize, fsync: bool) -> Result<(Store, JoinHandle<()>)> {
@@ -281,16 +281,14 @@ impl Store {
         sync: Option<SharedSync>,
         cache_bytes: u64,
     ) -> Result<(Store, JoinHandle<()>)> {
+        migrate::move_legacy_dir(data_dir, sync.as_ref(), cache_bytes)?;
         let path = sled_path(data_dir);
         std::fs::create_dir_all(&path)?;
-        let db = sled::Config::new()
-            .path(&path)
-            .segment_size(SEGMENT_SIZE)
-            .cache_capacity(cache_bytes)
-            .open()?;
+        let db = open_db(&path, cache_bytes)?;
         let shared = SharedTrees::open(&db)?;
         let mut syncer = sync::Syncer::open(&path, sync.clone())?;
         migrate::upgrade(&db, &path, &shared.0, &SHARED_TREES, &mut syncer)?;
+        migrate::fence_legacy_dir(data_dir, sync.as_ref())?;
         let poisoned = Arc::new(AtomicBool::new(false));
         let (committer, handle) =
             Committer::start(db.clone(), &path, batch_max, sync, poisoned.clone())?;
@@ -384,7 +382,17 @@ impl From<sled::Error> for crate::error::Error {
     }
 }
 
-/// Where sled lives inside the data dir.
+/// Where sled lives inside the data dir: `store/` (hookd releases before
+/// storage layout 3 used `sled/`, which is now a file they cannot open).
 pub fn sled_path(data_dir: &Path) -> PathBuf {
-    data_dir.join("sled")
+    data_dir.join("store")
+}
+
+/// Opens the sled database at `path` with hookd's settings.
+fn open_db(path: &Path, cache_bytes: u64) -> Result<sled::Db> {
+    Ok(sled::Config::new()
+        .path(path)
+        .segment_size(SEGMENT_SIZE)
+        .cache_capacity(cache_bytes)
+        .open()?)
 }

@@ -20,7 +20,7 @@ use crate::harness::{order, signed, TestServer, ACME};
 fn log_syncs(sync: &FaultSync) -> usize {
     sync.synced()
         .iter()
-        .filter(|s| matches!(s, Synced::File { path, .. } if path.ends_with("sled/db")))
+        .filter(|s| matches!(s, Synced::File { path, .. } if path.ends_with("store/db")))
         .count()
 }
 

@@ -30,7 +30,7 @@ async fn secrets_copied_to_another_tenant_never_verify() {
 
     let started = s.try_restart_with("", |data| {
         let db = sled::Config::new()
-            .path(data.join("sled"))
+            .path(data.join("store"))
             .segment_size(8 * 1024 * 1024)
             .open()
             .unwrap();

@@ -63,7 +63,7 @@ async fn token_of_a_half_deleted_tenant_is_refused_after_restart() {
     // gone, its tokens and data trees are not.
     s.restart_with("", |data| {
         let db = sled::Config::new()
-            .path(data.join("sled"))
+            .path(data.join("store"))
             .segment_size(8 * 1024 * 1024)
             .open()
             .unwrap();
