@@ -64,7 +64,8 @@ async fn the_event_type_filter_reads_a_bounded_number_of_bytes_per_page() {
     let mut ids = Vec::new();
     for n in 0..12 {
         let event_id = format!("evt_big_{n}");
-        let body = format!(r#"{{"type": "order.other", "event_id": "{event_id}", "pad": "{pad}"}}"#);
+        let body =
+            format!(r#"{{"type": "order.other", "event_id": "{event_id}", "pad": "{pad}"}}"#);
         ids.push(accept(&s, &event_id, body.as_bytes()).await);
     }
     let http = Http::new(&s);
