@@ -412,7 +412,7 @@ pub(super) async fn redirect(
         .to_owned();
     let outcome = dash
         .backend
-        .redirect(&signed.session.principal, &tenant, &id, &url)
+        .redirect(signed.session.principal(), &tenant, &id, &url)
         .await?;
     let body = detail(&dash, &signed, &tenant, &id, Some((url, outcome))).await?;
     Ok(layout::html(layout::page(

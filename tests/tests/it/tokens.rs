@@ -204,11 +204,14 @@ async fn a_token_holds_at_most_eight_watches() {
     drop(open.pop());
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     while client.watch_deliveries("watched").await.is_err() {
-        assert!(std::time::Instant::now() < deadline, "a closed watch's place was never freed");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a closed watch's place was never freed"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     // Another token has places of its own.
-    admin.watch_deliveries("watched").await.unwrap();
+    let _admin = admin.watch_deliveries("watched").await.unwrap();
 }
 
 #[tokio::test]
@@ -234,7 +237,9 @@ async fn a_tenant_watch_is_not_pushed_behind_by_other_tenants_events() {
         });
     }
     let body = order("evt_quiet");
-    let answer = s.post("acme", &signed("evt_quiet", NOW, &body), &body).await;
+    let answer = s
+        .post("acme", &signed("evt_quiet", NOW, &body), &body)
+        .await;
     assert_eq!(answer.status, StatusCode::ACCEPTED);
     match next_of(&mut feed).await {
         Some(Ok(event)) => assert_eq!(event.event_id, "evt_quiet"),

@@ -30,7 +30,10 @@ pub fn set_cookie(response: &Response, name: &str) -> Option<String> {
 
 /// The first hidden CSRF field's value in an HTML page.
 pub fn csrf_of(page: &str) -> String {
-    let at = page.find("name=\"csrf\" value=\"").expect("the page has a form") + 19;
+    let at = page
+        .find("name=\"csrf\" value=\"")
+        .expect("the page has a form")
+        + 19;
     page[at..].split('"').next().unwrap().to_owned()
 }
 
@@ -111,5 +114,9 @@ impl Http {
 /// Whether `response` sends the browser to the sign-in page.
 pub fn to_sign_in(response: &Response) -> bool {
     response.status() == StatusCode::SEE_OTHER
-        && response.headers().get("location").and_then(|v| v.to_str().ok()) == Some("/sign-in")
+        && response
+            .headers()
+            .get("location")
+            .and_then(|v| v.to_str().ok())
+            == Some("/sign-in")
 }

@@ -112,3 +112,27 @@ async fn sign_in_refuses_a_csrf_pair_the_server_did_not_issue() {
     // The form the server issued still signs in.
     http.sign_in(ADMIN_TOKEN).await;
 }
+
+#[tokio::test]
+async fn sign_in_refuses_a_form_posted_from_another_site() {
+    let s = TestServer::start("");
+    let http = Http::new(&s);
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let page = client.get(http.url("/sign-in")).send().await.unwrap();
+    let cookie = set_cookie(&page, "hookd_sign_in").unwrap();
+    let csrf = csrf_of(&page.text().await.unwrap());
+    for site in ["same-site", "cross-site"] {
+        let answer = client
+            .post(http.url("/sign-in"))
+            .header("cookie", format!("hookd_sign_in={cookie}"))
+            .header("sec-fetch-site", site)
+            .form(&[("csrf", csrf.as_str()), ("token", ADMIN_TOKEN)])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), StatusCode::FORBIDDEN, "{site}");
+    }
+}
