@@ -136,3 +136,27 @@ async fn sign_in_refuses_a_form_posted_from_another_site() {
         assert_eq!(answer.status(), StatusCode::FORBIDDEN, "{site}");
     }
 }
+
+#[tokio::test]
+async fn a_live_tail_ends_when_its_token_is_revoked() {
+    let s = TestServer::start("");
+    let admin = s.admin().await;
+    create(&admin, "api").await;
+    let token = admin.create_token("api", "tail").await.unwrap();
+    let http = Http::new(&s);
+    let session = http.sign_in(&token.token).await;
+    let mut tail = http.get(&session, "/t/api/events").await;
+    assert_eq!(tail.status(), StatusCode::OK);
+    let opened = tail.chunk().await.unwrap().unwrap();
+    assert!(opened.starts_with(b": watching"));
+
+    admin.revoke_token(&token.token_id).await.unwrap();
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(5), async {
+        while tail.chunk().await.unwrap().is_some() {}
+    })
+    .await;
+    assert!(
+        ended.is_ok(),
+        "the live tail kept streaming after the revoke"
+    );
+}
