@@ -4,7 +4,13 @@
 
 use tonic::Request;
 
-use crate::{backend::ControlBackend, convert, error::Error, model::Principal, Result};
+use crate::{
+    backend::ControlBackend,
+    convert,
+    error::Error,
+    model::{Grant, Principal},
+    Result,
+};
 
 const UNAUTHENTICATED: &str = "missing or invalid bearer token";
 
@@ -15,6 +21,12 @@ pub(crate) fn authenticate<B: ControlBackend, T>(
     backend: &B,
     request: &Request<T>,
 ) -> Result<Principal> {
+    grant(backend, request).map(|grant| grant.principal)
+}
+
+/// [`authenticate`], keeping which token it was, for a call that outlives
+/// the check (a watch) and must ask again.
+pub(crate) fn grant<B: ControlBackend, T>(backend: &B, request: &Request<T>) -> Result<Grant> {
     request
         .metadata()
         .get("authorization")

@@ -11,9 +11,9 @@ use crate::{
     model::{
         AttemptView, ContractCheck, ContractDef, ContractList, ContractView, CreatedTenant,
         CreatedToken, DeadLetterFilter, DeadLetterView, DeliveryContent, DeliveryEventView,
-        DeliveryStatus, DeliveryView, NewTenant, Page, PageRequest, Principal, PulledDelivery,
-        RejectionFilter, RejectionView, RotatedSecret, SecretInfo, Selection, TenantActivity,
-        TenantPatch, TenantView, TokenInfo,
+        DeliveryStatus, DeliveryView, Grant, NewTenant, Page, PageRequest, Principal,
+        PulledDelivery, RejectionFilter, RejectionView, RotatedSecret, SecretInfo, Selection,
+        TenantActivity, TenantPatch, TenantView, TokenInfo,
     },
 };
 
@@ -22,6 +22,9 @@ use crate::{
 /// behind or hookd is stopping); [`crate::watch::from_broadcast`] builds one
 /// from a `tokio::sync::broadcast` subscription.
 pub type EventStream = BoxStream<'static, Result<DeliveryEventView>>;
+
+/// [`ControlBackend::watches_per_token`] unless the backend says otherwise.
+pub const DEFAULT_WATCHES_PER_TOKEN: usize = 8;
 
 /// What the control plane needs from the server. The server implements it;
 /// this crate never depends on the server.
@@ -46,7 +49,18 @@ pub trait ControlBackend: Send + Sync + 'static {
     /// tenant-scoped token, compared by hash in constant time. `None` for
     /// anything else; the caller then gets UNAUTHENTICATED. A revoked token
     /// must answer `None` from the moment `revoke_token` returned.
-    fn authenticate(&self, bearer_token: &str) -> Option<Principal>;
+    fn authenticate(&self, bearer_token: &str) -> Option<Grant>;
+
+    /// Whether `grant` still holds: the admin token always does; a tenant
+    /// token until it is revoked or its tenant deleted (a tenant made anew
+    /// under the same id does not revive it).
+    async fn still_valid(&self, grant: &Grant) -> bool;
+
+    /// Most WatchDeliveries streams one token may hold open at once; the
+    /// next is RESOURCE_EXHAUSTED.
+    fn watches_per_token(&self) -> usize {
+        DEFAULT_WATCHES_PER_TOKEN
+    }
 
     /// Creates an enabled tenant with a first signing secret and a
     /// destination secret, durably, and returns both secrets: this is the
@@ -173,10 +187,13 @@ pub trait ControlBackend: Send + Sync + 'static {
         page: PageRequest,
     ) -> Result<Page<RejectionView>>;
 
-    /// Events from now on of one tenant, or (`None`) of every tenant. The
-    /// services pass `None` only for the admin token. Nothing from before
-    /// the call is replayed.
-    async fn watch(&self, tenant_id: Option<&str>) -> Result<EventStream>;
+    /// Events from now on of one tenant, or (`None`) of every tenant, for
+    /// the holder of `grant`. The services pass `None` only for the admin
+    /// token. Nothing from before the call is replayed. The stream ends with
+    /// UNAUTHENTICATED once `grant` no longer holds, and with NOT_FOUND once
+    /// the watched tenant is deleted: a tenant made anew under its id is
+    /// never watched by a stream opened before.
+    async fn watch(&self, grant: &Grant, tenant_id: Option<&str>) -> Result<EventStream>;
 
     /// Hands out up to `max` (1..=100) pending deliveries of a pull-mode
     /// tenant, oldest first, hidden from other pulls for `visibility_secs`

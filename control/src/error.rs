@@ -29,6 +29,10 @@ pub enum Error {
     /// No valid bearer token came with the call.
     #[error("unauthenticated: {0}")]
     Unauthenticated(String),
+    /// The caller already holds as many of something as it may (watch
+    /// streams of one token); close one first.
+    #[error("resource exhausted: {0}")]
+    ResourceExhausted(String),
     /// The caller's token does not cover what it asked for.
     #[error("permission denied: {0}")]
     PermissionDenied(String),
@@ -51,6 +55,7 @@ impl From<Error> for Status {
             Error::Unavailable(message) => Status::unavailable(message),
             Error::Unauthenticated(message) => Status::unauthenticated(message),
             Error::PermissionDenied(message) => Status::permission_denied(message),
+            Error::ResourceExhausted(message) => Status::resource_exhausted(message),
             Error::Internal(detail) => {
                 tracing::error!(%detail, "control-plane call failed");
                 Status::internal("internal error")
@@ -78,6 +83,10 @@ mod tests {
             (Error::Unavailable("x".into()), Code::Unavailable),
             (Error::Unauthenticated("x".into()), Code::Unauthenticated),
             (Error::PermissionDenied("x".into()), Code::PermissionDenied),
+            (
+                Error::ResourceExhausted("x".into()),
+                Code::ResourceExhausted,
+            ),
         ];
         for (error, code) in cases {
             let message = match &error {
@@ -88,6 +97,7 @@ mod tests {
                 | Error::Unavailable(m)
                 | Error::Unauthenticated(m)
                 | Error::PermissionDenied(m)
+                | Error::ResourceExhausted(m)
                 | Error::Internal(m) => m.clone(),
             };
             let status = Status::from(error);

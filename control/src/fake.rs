@@ -21,9 +21,9 @@ use crate::{
     model::{
         AttemptView, ContractCheck, ContractDef, ContractList, ContractView, CreatedTenant,
         CreatedToken, DeadLetterFilter, DeadLetterView, DeliveryContent, DeliveryEventView,
-        DeliveryStatus, DeliveryView, NewTenant, Page, PageRequest, Principal, PulledDelivery,
-        RejectionFilter, RejectionView, RotatedSecret, Scheme, SecretInfo, SecretState, Selection,
-        TenantActivity, TenantPatch, TenantView, TokenInfo,
+        DeliveryStatus, DeliveryView, Grant, NewTenant, Page, PageRequest, Principal,
+        PulledDelivery, RejectionFilter, RejectionView, RotatedSecret, Scheme, SecretInfo,
+        SecretState, Selection, TenantActivity, TenantPatch, TenantView, TokenBinding, TokenInfo,
     },
 };
 
@@ -149,12 +149,22 @@ impl ControlBackend for FakeBackend {
         self.ready.load(Ordering::Relaxed)
     }
 
-    fn authenticate(&self, bearer_token: &str) -> Option<Principal> {
+    fn authenticate(&self, bearer_token: &str) -> Option<Grant> {
         match bearer_token {
-            ADMIN => Some(Principal::Admin),
-            ACME => Some(Principal::Tenant("acme".into())),
+            ADMIN => Some(Grant::admin()),
+            ACME => Some(Grant {
+                principal: Principal::Tenant("acme".into()),
+                binding: Some(TokenBinding {
+                    token_id: "tok_acme".into(),
+                    tenant_incarnation: "fake".into(),
+                }),
+            }),
             _ => None,
         }
+    }
+
+    async fn still_valid(&self, _grant: &Grant) -> bool {
+        true
     }
 
     async fn create_tenant(&self, new: NewTenant) -> Result<CreatedTenant> {
@@ -414,12 +424,16 @@ impl ControlBackend for FakeBackend {
         })
     }
 
-    async fn watch(&self, tenant_id: Option<&str>) -> Result<EventStream> {
+    async fn watch(&self, _grant: &Grant, tenant_id: Option<&str>) -> Result<EventStream> {
         self.called("watch");
         if let Some(id) = tenant_id {
             self.tenant(id)?;
         }
-        Ok(crate::watch::from_broadcast(self.events.subscribe(), Some))
+        Ok(crate::watch::from_broadcast(
+            self.events.subscribe(),
+            Some,
+            crate::watch::Ends::never(),
+        ))
     }
 
     async fn pull(

@@ -41,7 +41,7 @@ use crate::services::{
     ConsumerApi, ContractApi, DeliveryApi, RejectionApi, SecretApi, TenantApi, TokenApi,
 };
 pub use crate::{
-    backend::{ControlBackend, EventStream},
+    backend::{ControlBackend, EventStream, DEFAULT_WATCHES_PER_TOKEN},
     error::{Error, Result},
 };
 

@@ -1,6 +1,14 @@
 //! The live delivery feed: what happens to deliveries, as it happens, for
-//! `WatchDeliveries` and tests. (Not the webhook events themselves: those
-//! are stored in `store/`.)
+//! `WatchDeliveries`, the dashboard's live tail and tests. (Not the webhook
+//! events themselves: those are stored in `store/`.) One channel carries
+//! every tenant's events, for the admin's watch of all; each watched tenant
+//! has a channel of its own, so a watcher of one tenant is woken only by
+//! that tenant's events and never falls behind because another is busy.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+};
 
 use tokio::sync::broadcast;
 
@@ -31,29 +39,115 @@ pub struct DeliveryEvent {
 }
 
 /// Fan-out of [`DeliveryEvent`]s; slow watchers miss events rather than
-/// slowing deliveries down.
+/// slowing deliveries down. Cheap to clone; clones share the channels.
 #[derive(Clone)]
-pub struct DeliveryFeed(broadcast::Sender<DeliveryEvent>);
+pub struct DeliveryFeed {
+    all: broadcast::Sender<DeliveryEvent>,
+    /// The channels of tenants someone watches (or watched since their
+    /// last event).
+    tenants: Arc<Mutex<HashMap<TenantId, broadcast::Sender<DeliveryEvent>>>>,
+    capacity: usize,
+}
 
 impl DeliveryFeed {
     /// A feed buffering `capacity` events per watcher.
     pub fn new(capacity: usize) -> Self {
-        DeliveryFeed(broadcast::channel(capacity).0)
+        DeliveryFeed {
+            all: broadcast::channel(capacity).0,
+            tenants: Arc::default(),
+            capacity,
+        }
     }
 
-    /// Publishes, whether or not anyone watches.
+    /// Publishes, whether or not anyone watches; a tenant channel nobody
+    /// watches any more is dropped here.
     pub fn publish(&self, event: DeliveryEvent) {
-        let _ = self.0.send(event);
+        {
+            let mut tenants = self.tenants.lock().expect("feed lock");
+            if let Some(channel) = tenants.get(&event.tenant) {
+                if channel.send(event.clone()).is_err() {
+                    tenants.remove(&event.tenant);
+                }
+            }
+        }
+        let _ = self.all.send(event);
     }
 
-    /// A new watcher, seeing events from now on.
+    /// A new watcher of every tenant, seeing events from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<DeliveryEvent> {
-        self.0.subscribe()
+        self.all.subscribe()
+    }
+
+    /// A new watcher of `tenant` alone, seeing its events from now on; it
+    /// sees the channel close when the tenant is deleted ([`Self::close`]).
+    pub fn subscribe_tenant(&self, tenant: &TenantId) -> broadcast::Receiver<DeliveryEvent> {
+        let mut tenants = self.tenants.lock().expect("feed lock");
+        tenants
+            .entry(tenant.clone())
+            .or_insert_with(|| broadcast::channel(self.capacity).0)
+            .subscribe()
+    }
+
+    /// Closes `tenant`'s channel: its watchers end, and a tenant made anew
+    /// under the same id gets a channel of its own.
+    pub fn close(&self, tenant: &TenantId) {
+        self.tenants.lock().expect("feed lock").remove(tenant);
     }
 }
 
 impl Default for DeliveryFeed {
     fn default() -> Self {
         DeliveryFeed::new(4096)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+
+    use super::*;
+
+    fn id(tenant: &str) -> TenantId {
+        TenantId::try_from(tenant).unwrap()
+    }
+
+    fn event(tenant: &TenantId, n: u32) -> DeliveryEvent {
+        DeliveryEvent {
+            kind: DeliveryEventKind::Accepted,
+            tenant: tenant.clone(),
+            delivery_id: DeliveryId::new(format!("dlv_{n}")),
+            event_id: EventId::new(format!("evt_{n}")),
+            at_ms: 0,
+            attempt: 0,
+            status_code: None,
+            reason: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_tenant_watcher_sees_only_its_tenant_and_is_not_lagged_by_others() {
+        let feed = DeliveryFeed::new(2);
+        let (quiet, busy) = (id("quiet"), id("busy"));
+        let mut own = feed.subscribe_tenant(&quiet);
+        let mut all = feed.subscribe();
+        for n in 0..10 {
+            feed.publish(event(&busy, n));
+        }
+        assert_eq!(own.try_recv().unwrap_err(), TryRecvError::Empty);
+        feed.publish(event(&quiet, 10));
+        assert_eq!(own.recv().await.unwrap().event_id.as_str(), "evt_10");
+        assert!(matches!(all.recv().await, Err(RecvError::Lagged(_))));
+    }
+
+    #[tokio::test]
+    async fn closing_a_tenant_ends_its_watchers_and_a_new_one_starts_afresh() {
+        let feed = DeliveryFeed::new(4);
+        let tenant = id("gone");
+        let mut before = feed.subscribe_tenant(&tenant);
+        feed.close(&tenant);
+        let mut after = feed.subscribe_tenant(&tenant);
+        feed.publish(event(&tenant, 1));
+        assert_eq!(before.recv().await.unwrap_err(), RecvError::Closed);
+        assert_eq!(after.recv().await.unwrap().event_id.as_str(), "evt_1");
     }
 }

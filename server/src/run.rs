@@ -21,7 +21,7 @@ mod serve;
 use self::follow::Follower;
 
 use crate::{
-    admin::Backend,
+    admin::{Backend, BackendLimits},
     catalog::{effective_config, Catalog},
     clock::SharedClock,
     config::{parse_addr, Config, StorageBackend, TenantSettings},
@@ -263,7 +263,10 @@ pub(crate) fn start_tenants(
         catalog,
         config_ids,
         admin_token,
-        config.limits.tenant_max_body_bytes,
+        BackendLimits {
+            body_cap: config.limits.tenant_max_body_bytes,
+            watches_per_token: config.grpc.watch_streams_per_token,
+        },
         address_policy,
     );
     Ok((backend, follower))

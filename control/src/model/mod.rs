@@ -30,6 +30,44 @@ pub enum Principal {
     Tenant(String),
 }
 
+/// A bearer token as [`crate::ControlBackend::authenticate`] found it: who
+/// holds it and, for a tenant token, which token of which incarnation of
+/// its tenant. A holder that outlives the call (a watch, a dashboard
+/// session) keeps this instead of the token and asks
+/// [`crate::ControlBackend::still_valid`] again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    /// Who holds the token.
+    pub principal: Principal,
+    /// The tenant token it was; `None` for the admin token.
+    pub binding: Option<TokenBinding>,
+}
+
+/// The tenant token behind a [`Grant`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenBinding {
+    /// The token's public id (`tok_…`).
+    pub token_id: String,
+    /// The incarnation of the tenant the token was made for: a tenant made
+    /// anew under the same id has another one.
+    pub tenant_incarnation: String,
+}
+
+impl Grant {
+    /// The admin token's grant.
+    pub fn admin() -> Grant {
+        Grant {
+            principal: Principal::Admin,
+            binding: None,
+        }
+    }
+
+    /// What per-token limits count by: the token id, or `admin`.
+    pub fn key(&self) -> &str {
+        self.binding.as_ref().map_or("admin", |b| &b.token_id)
+    }
+}
+
 impl Principal {
     /// Whether this caller may read or change `tenant_id`'s data.
     pub fn may_act_on(&self, tenant_id: &str) -> bool {

@@ -9,23 +9,31 @@ use tonic::{Request, Response, Status};
 
 use super::Stopping;
 use crate::{
-    auth::{authenticate, authorize_tenant, require_tenant},
+    auth::{authorize_tenant, grant, require_tenant},
     backend::{ControlBackend, EventStream},
     convert,
     model::{DeadLetterFilter, Principal, Selection},
+    watch::{WatchSlot, WatchSlots},
 };
 
 /// Serves DeliveryService from a backend.
 pub(crate) struct DeliveryApi<B> {
     backend: Arc<B>,
     stopping: Stopping,
+    slots: WatchSlots,
 }
 
-impl<B> DeliveryApi<B> {
+impl<B: ControlBackend> DeliveryApi<B> {
     /// A service sharing `backend` with the others; its watch streams end
-    /// when `stopping` turns true.
+    /// when `stopping` turns true, and each token holds at most the
+    /// backend's `watches_per_token` of them.
     pub(crate) fn new(backend: Arc<B>, stopping: Stopping) -> Self {
-        DeliveryApi { backend, stopping }
+        let slots = WatchSlots::new(backend.watches_per_token());
+        DeliveryApi {
+            backend,
+            stopping,
+            slots,
+        }
     }
 }
 
@@ -106,21 +114,23 @@ impl<B: ControlBackend> DeliveryService for DeliveryApi<B> {
         &self,
         request: Request<pb::WatchDeliveriesRequest>,
     ) -> Result<Response<Self::WatchDeliveriesStream>, Status> {
-        let principal = authenticate(&*self.backend, &request)?;
-        let tenant_id = match (request.get_ref().tenant_id.as_str(), principal) {
+        let grant = grant(&*self.backend, &request)?;
+        let tenant_id = match (request.get_ref().tenant_id.as_str(), &grant.principal) {
             ("", Principal::Admin) => None,
-            ("", Principal::Tenant(own)) => Some(own),
+            ("", Principal::Tenant(own)) => Some(own.clone()),
             (id, principal) => {
                 let id = convert::tenant_id(id)?;
-                require_tenant(&principal, &id)?;
+                require_tenant(principal, &id)?;
                 Some(id)
             }
         };
-        let events = self.backend.watch(tenant_id.as_deref()).await?;
+        let slot = self.slots.take(grant.key())?;
+        let events = self.backend.watch(&grant, tenant_id.as_deref()).await?;
         Ok(Response::new(watch_stream(
             events,
             tenant_id,
             self.stopping.clone(),
+            slot,
         )))
     }
 }
@@ -128,16 +138,18 @@ impl<B: ControlBackend> DeliveryService for DeliveryApi<B> {
 /// The wire stream of one watcher. It ends after the backend's first error
 /// or when hookd starts stopping (UNAVAILABLE, so the client reconnects),
 /// and drops events of other tenants even if the backend sent them, so a
-/// tenant token can never see another tenant's traffic.
+/// tenant token can never see another tenant's traffic. It holds its
+/// token's `slot` until it ends.
 fn watch_stream(
     events: EventStream,
     only: Option<String>,
     stopping: Stopping,
+    slot: WatchSlot,
 ) -> BoxStream<'static, Result<pb::DeliveryEvent, Status>> {
-    futures_util::stream::unfold(Some((events, stopping)), move |state| {
+    futures_util::stream::unfold(Some((events, stopping, slot)), move |state| {
         let only = only.clone();
         async move {
-            let (mut events, mut stopping) = state?;
+            let (mut events, mut stopping, slot) = state?;
             loop {
                 let next = tokio::select! {
                     next = events.next() => next?,
@@ -148,7 +160,7 @@ fn watch_stream(
                 };
                 match next {
                     Ok(event) if only.as_ref().is_some_and(|t| *t != event.tenant_id) => continue,
-                    Ok(event) => return Some((Ok(event.into()), Some((events, stopping)))),
+                    Ok(event) => return Some((Ok(event.into()), Some((events, stopping, slot)))),
                     Err(error) => return Some((Err(error.into()), None)),
                 }
             }

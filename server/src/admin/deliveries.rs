@@ -1,17 +1,16 @@
-//! Deliveries, dead letters, redelivery, the live feed and pull mode for
-//! the control plane.
+//! Deliveries, dead letters, redelivery and pull mode for the control
+//! plane.
 
 use hookd_control::{
     model::{
-        AttemptView, DeadLetterFilter, DeadLetterView, DeliveryEventView, DeliveryView, Page,
-        PageRequest, PulledDelivery, RedirectView, Selection,
+        AttemptView, DeadLetterFilter, DeadLetterView, DeliveryView, Page, PageRequest,
+        PulledDelivery, RedirectView, Selection,
     },
-    watch, Error as ApiError, EventStream, Result as ApiResult,
+    Error as ApiError, Result as ApiResult,
 };
 
 use super::{api, Backend};
 use crate::{
-    feed::DeliveryEvent,
     ids::DeliveryId,
     store::{
         api::PullRequest,
@@ -164,16 +163,6 @@ impl Backend {
     /// Waits until every write made so far is on disk.
     async fn durable(&self) -> ApiResult<()> {
         self.registry.store().durable_barrier().await.map_err(api)
-    }
-
-    pub(super) fn watch_events(&self, tenant_id: Option<&str>) -> EventStream {
-        let only = tenant_id.map(str::to_owned);
-        watch::from_broadcast(self.registry.feed().subscribe(), move |e: DeliveryEvent| {
-            if only.as_ref().is_some_and(|t| t != e.tenant.as_str()) {
-                return None;
-            }
-            Some(event_view(e))
-        })
     }
 
     /// Pulls for a pull-mode tenant; answers once the hand-out (the
@@ -361,20 +350,5 @@ fn dead_letter_view(tenant_id: &str, letter: DeadLetter) -> DeadLetterView {
         dead_at_ms: letter.dead_at_ms,
         attempt_count: letter.attempts,
         last_status_code: letter.last_status,
-    }
-}
-
-fn event_view(e: DeliveryEvent) -> DeliveryEventView {
-    DeliveryEventView {
-        kind: e.kind,
-        tenant_id: e.tenant.to_string(),
-        delivery_id: e.delivery_id.to_string(),
-        event_id: e.event_id.to_string(),
-        at_ms: e.at_ms,
-        attempt: (e.attempt > 0).then_some(e.attempt),
-        status_code: e.status_code,
-        reason: e.reason,
-        redelivered_as: None,
-        next_attempt_at_ms: None,
     }
 }

@@ -8,6 +8,7 @@ mod deliveries;
 mod redirect;
 mod rejections;
 mod tenants;
+mod watch;
 
 use std::{collections::HashSet, sync::Arc};
 
@@ -15,9 +16,9 @@ use hookd_control::{
     model::{
         AttemptView, ContractCheck, ContractDef, ContractList, ContractView, CreatedTenant,
         CreatedToken, DeadLetterFilter, DeadLetterView, DeliveryContent, DeliveryStatus,
-        DeliveryView, NewTenant, Page, PageRequest, Principal, PulledDelivery, RejectionFilter,
-        RejectionView, RotatedSecret, SecretInfo, Selection, TenantActivity, TenantPatch,
-        TenantView, TokenInfo,
+        DeliveryView, Grant, NewTenant, Page, PageRequest, Principal, PulledDelivery,
+        RejectionFilter, RejectionView, RotatedSecret, SecretInfo, Selection, TenantActivity,
+        TenantPatch, TenantView, TokenBinding, TokenInfo,
     },
     ControlBackend, Error as ApiError, EventStream, Result as ApiResult,
 };
@@ -25,6 +26,15 @@ use secrecy::{ExposeSecret, SecretString};
 use subtle::ConstantTimeEq;
 
 use crate::{catalog::Catalog, egress::AddressPolicy, error::Error, tenant::Registry};
+
+/// The operator's caps a [`Backend`] enforces.
+#[derive(Debug, Clone, Copy)]
+pub struct BackendLimits {
+    /// The cap on a tenant's `max_body_bytes` (`limits.tenant_max_body_bytes`).
+    pub body_cap: usize,
+    /// Most WatchDeliveries streams per token (`grpc.watch_streams_per_token`).
+    pub watches_per_token: usize,
+}
 
 /// Implements the control plane over the running server. Cheap to clone:
 /// a clone carries a call's storage work to the blocking pool.
@@ -39,17 +49,23 @@ pub struct Backend {
     body_cap: usize,
     /// Where destinations set over the API may point.
     address_policy: Arc<AddressPolicy>,
+    /// Bumped when a token is revoked or a tenant deleted: open watches
+    /// re-check their token.
+    revocations: Arc<tokio::sync::watch::Sender<u64>>,
+    /// `grpc.watch_streams_per_token`.
+    watches_per_token: usize,
 }
 
 impl Backend {
     /// A backend over `registry`; `config_tenants` are the ids declared in
-    /// the config file; destinations set over the API obey `address_policy`.
+    /// the config file; destinations set over the API obey `address_policy`;
+    /// one token holds at most `watches_per_token` WatchDeliveries streams.
     pub fn new(
         registry: Registry,
         catalog: Catalog,
         config_tenants: HashSet<String>,
         admin_token: SecretString,
-        body_cap: usize,
+        limits: BackendLimits,
         address_policy: Arc<AddressPolicy>,
     ) -> Self {
         Backend {
@@ -57,8 +73,10 @@ impl Backend {
             catalog,
             config_tenants: Arc::new(config_tenants),
             admin_token,
-            body_cap,
+            body_cap: limits.body_cap,
             address_policy,
+            revocations: Arc::new(tokio::sync::watch::channel(0).0),
+            watches_per_token: limits.watches_per_token,
         }
     }
 
@@ -121,18 +139,32 @@ impl ControlBackend for Backend {
         Some(opentelemetry::global::BoxedTracer::new(Box::new(tracer)))
     }
 
-    fn authenticate(&self, bearer_token: &str) -> Option<Principal> {
+    fn authenticate(&self, bearer_token: &str) -> Option<Grant> {
         let admin = self.admin_token.expose_secret().as_bytes();
         if bool::from(bearer_token.as_bytes().ct_eq(admin)) {
-            return Some(Principal::Admin);
+            return Some(Grant::admin());
         }
-        match self.catalog.token_tenant(bearer_token) {
-            Ok(tenant) => tenant.map(Principal::Tenant),
+        match self.catalog.token_record(bearer_token) {
+            Ok(record) => record.map(|r| Grant {
+                principal: Principal::Tenant(r.tenant_id),
+                binding: Some(TokenBinding {
+                    token_id: r.token_id,
+                    tenant_incarnation: r.tenant_incarnation,
+                }),
+            }),
             Err(e) => {
                 tracing::error!(error = %e, "token lookup failed");
                 None
             }
         }
+    }
+
+    async fn still_valid(&self, grant: &Grant) -> bool {
+        self.still(grant).await
+    }
+
+    fn watches_per_token(&self) -> usize {
+        self.watches_per_token
     }
 
     async fn create_tenant(&self, tenant: NewTenant) -> ApiResult<CreatedTenant> {
@@ -213,7 +245,10 @@ impl ControlBackend for Backend {
             .durably(move |b| b.catalog.revoke_token(&id).map_err(api))
             .await?
         {
-            true => Ok(()),
+            true => {
+                self.revoked();
+                Ok(())
+            }
             false => Err(ApiError::NotFound(format!("token {token_id}"))),
         }
     }
@@ -290,8 +325,8 @@ impl ControlBackend for Backend {
             .await
     }
 
-    async fn watch(&self, tenant_id: Option<&str>) -> ApiResult<EventStream> {
-        Ok(self.watch_events(tenant_id))
+    async fn watch(&self, grant: &Grant, tenant_id: Option<&str>) -> ApiResult<EventStream> {
+        self.watch_events(grant, tenant_id).await
     }
 
     async fn pull(

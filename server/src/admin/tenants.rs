@@ -211,6 +211,9 @@ impl Backend {
             Ok(())
         })
         .await?;
+        // Its watches end, and its tokens' sessions and watches with them.
+        self.registry.feed().close(&tenant);
+        self.revoked();
         self.registry
             .store()
             .drop_tenant_trees(&tenant)

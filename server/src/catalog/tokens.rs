@@ -104,6 +104,12 @@ impl Catalog {
     /// The tenant a bearer token is scoped to, if it is a live token of the
     /// tenant's current incarnation.
     pub fn token_tenant(&self, token: &str) -> Result<Option<String>> {
+        Ok(self.token_record(token)?.map(|record| record.tenant_id))
+    }
+
+    /// The record of a bearer token, if it is a live token of its tenant's
+    /// current incarnation.
+    pub fn token_record(&self, token: &str) -> Result<Option<TokenRecord>> {
         let Some(token_id) = self
             .rows
             .get(Table::Tokens, &hash_key(&token_hash(token)))?
@@ -115,10 +121,27 @@ impl Catalog {
             return Ok(None);
         };
         let record: TokenRecord = decode(&record)?;
-        let live = self
-            .incarnation(&record.tenant_id)?
-            .is_some_and(|current| current == record.tenant_incarnation);
-        Ok(live.then_some(record.tenant_id))
+        let live = self.tenant_incarnation(&record.tenant_id)?.as_deref()
+            == Some(record.tenant_incarnation.as_str());
+        Ok(live.then_some(record))
+    }
+
+    /// Whether token `token_id`, made for incarnation `incarnation` of its
+    /// tenant, is still live: not revoked, and its tenant neither deleted
+    /// nor made anew since.
+    pub fn token_live(&self, token_id: &str, incarnation: &str) -> Result<bool> {
+        let Some(record) = self.rows.get(Table::Tokens, &id_key(token_id))? else {
+            return Ok(false);
+        };
+        let record: TokenRecord = decode(&record)?;
+        Ok(record.tenant_incarnation == incarnation
+            && self.tenant_incarnation(&record.tenant_id)?.as_deref() == Some(incarnation))
+    }
+
+    /// The current incarnation of `tenant_id`; `None` when there is no such
+    /// tenant.
+    pub fn tenant_incarnation(&self, tenant_id: &str) -> Result<Option<String>> {
+        self.incarnation(tenant_id)
     }
 
     /// At start: revokes every token whose tenant is gone or was made anew

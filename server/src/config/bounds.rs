@@ -149,6 +149,15 @@ pub const HTTP_MAX_CONNECTIONS: Count = count(1, 1_048_576);
 pub const HTTP_KEEP_ALIVE_SECS: Count = count(0, 3_600);
 /// `grpc.shutdown_grace_secs`.
 pub const GRPC_SHUTDOWN_SECS: Real = non_negative(3_600.0);
+/// `grpc.watch_streams_per_token`.
+pub const GRPC_WATCHES_PER_TOKEN: Count = count(1, 1_024);
+/// `dashboard.session_max_secs`: five minutes to a week.
+pub const DASHBOARD_SESSION_MAX_SECS: Count = count(300, 7 * DAY);
+/// `dashboard.tail_streams_per_session`.
+pub const DASHBOARD_TAILS_PER_SESSION: Count = count(1, 16);
+/// `dashboard.tail_streams_total`: below the dashboard's 256 connections,
+/// leaving at least 56 for pages.
+pub const DASHBOARD_TAILS_TOTAL: Count = count(1, 200);
 /// `metrics.max_tenant_labels`.
 pub const METRICS_TENANT_LABELS: Count = count(0, 100_000);
 /// `metrics.scan_limit`.

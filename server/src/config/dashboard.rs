@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::parse_addr;
+use super::{bounds, parse_addr};
 use crate::error::{Error, Result};
 
 /// Longest a dashboard session may stay idle: one day.
@@ -18,6 +18,13 @@ pub struct DashboardConfig {
     pub addr: String,
     /// A session ends after this many seconds without a request.
     pub session_idle_secs: u64,
+    /// A session ends this many seconds after sign-in, however busy.
+    pub session_max_secs: u64,
+    /// Most live-tail streams one session holds open at once.
+    pub tail_streams_per_session: usize,
+    /// Most live-tail streams of all sessions together, kept below the
+    /// dashboard's connection limit so pages are still answered.
+    pub tail_streams_total: usize,
 }
 
 impl DashboardConfig {
@@ -30,7 +37,21 @@ impl DashboardConfig {
                 self.session_idle_secs
             )));
         }
-        Ok(())
+        bounds::DASHBOARD_SESSION_MAX_SECS
+            .check("dashboard.session_max_secs", self.session_max_secs)
+            .map_err(Error::Config)?;
+        bounds::check_usize(
+            bounds::DASHBOARD_TAILS_PER_SESSION,
+            "dashboard.tail_streams_per_session",
+            self.tail_streams_per_session,
+        )
+        .map_err(Error::Config)?;
+        bounds::check_usize(
+            bounds::DASHBOARD_TAILS_TOTAL,
+            "dashboard.tail_streams_total",
+            self.tail_streams_total,
+        )
+        .map_err(Error::Config)
     }
 }
 
@@ -47,9 +68,48 @@ mod tests {
         bad.dashboard.addr = "anywhere".into();
         let e = bad.validate().unwrap_err().to_string();
         assert!(e.contains("dashboard.addr"), "{e}");
-        let mut bad = defaults;
+        let mut bad = defaults.clone();
         bad.dashboard.session_idle_secs = 5;
         let e = bad.validate().unwrap_err().to_string();
         assert!(e.contains("dashboard.session_idle_secs"), "{e}");
+    }
+
+    #[test]
+    fn lifetimes_and_tail_caps_have_bounds_naming_their_key() {
+        let defaults = Config::with_defaults(std::path::Path::new("/tmp"));
+        let d = &defaults.dashboard;
+        assert_eq!(
+            (
+                d.session_max_secs,
+                d.tail_streams_per_session,
+                d.tail_streams_total
+            ),
+            (43_200, 4, 64)
+        );
+        assert_eq!(defaults.grpc.watch_streams_per_token, 8);
+        type Edit = fn(&mut Config);
+        let cases: [(&str, Edit); 5] = [
+            ("dashboard.session_max_secs", |c| {
+                c.dashboard.session_max_secs = 10
+            }),
+            ("dashboard.tail_streams_per_session", |c| {
+                c.dashboard.tail_streams_per_session = 0
+            }),
+            ("dashboard.tail_streams_total", |c| {
+                c.dashboard.tail_streams_total = 256
+            }),
+            ("grpc.watch_streams_per_token", |c| {
+                c.grpc.watch_streams_per_token = 0
+            }),
+            ("grpc.watch_streams_per_token", |c| {
+                c.grpc.watch_streams_per_token = 5_000
+            }),
+        ];
+        for (key, edit) in cases {
+            let mut bad = defaults.clone();
+            edit(&mut bad);
+            let e = bad.validate().unwrap_err().to_string();
+            assert!(e.contains(key), "{key}: {e}");
+        }
     }
 }

@@ -100,6 +100,8 @@ pub struct GrpcConfig {
     pub addr: String,
     /// How long open gRPC connections get to close at shutdown.
     pub shutdown_grace_secs: f64,
+    /// Most WatchDeliveries streams one token holds open at once.
+    pub watch_streams_per_token: usize,
     /// Serve gRPC over TLS from these PEM files instead of plaintext.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<GrpcTlsConfig>,
@@ -350,6 +352,11 @@ impl Config {
         self.http.check_edge_bounds()?;
         bounds::GRPC_SHUTDOWN_SECS
             .check("grpc.shutdown_grace_secs", self.grpc.shutdown_grace_secs)?;
+        check_usize(
+            bounds::GRPC_WATCHES_PER_TOKEN,
+            "grpc.watch_streams_per_token",
+            self.grpc.watch_streams_per_token,
+        )?;
         check_usize(
             bounds::METRICS_TENANT_LABELS,
             "metrics.max_tenant_labels",

@@ -1,6 +1,7 @@
 //! Sign-in with the admin token or a tenant token, and sign-out. The
-//! sign-in form is protected against login CSRF by a token in both a
-//! cookie and the form.
+//! sign-in form is protected against login CSRF by a token the server
+//! issued ([`super::csrf`]) in both a cookie and the form, and by refusing
+//! posts a browser marks as coming from another site.
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use hookd_control::model::Principal;
@@ -9,14 +10,14 @@ use maud::html;
 use super::{
     error::DashError,
     layout,
-    session::{random_token, PostedForm, Signed, CSRF_FIELD, SESSION_COOKIE, SIGN_IN_COOKIE},
+    session::{PostedForm, Signed, CSRF_FIELD, SESSION_COOKIE, SIGN_IN_COOKIE},
     Dashboard,
 };
 
 /// `GET /`: the tenants when signed in, else the sign-in page.
 pub(super) async fn home(signed: Option<Signed>) -> HttpResponse {
     let to = match signed {
-        Some(Signed { session, .. }) => match &session.principal {
+        Some(Signed { session, .. }) => match session.principal() {
             Principal::Admin => "/tenants".to_owned(),
             Principal::Tenant(t) => format!("/t/{t}/deliveries"),
         },
@@ -37,7 +38,7 @@ fn sign_in_form(
     problem: Option<&str>,
     status: actix_web::http::StatusCode,
 ) -> HttpResponse {
-    let token = random_token();
+    let token = dash.sessions.sign_in_token();
     let body = html! {
         p { "Sign in with the admin token or a tenant token. A tenant token shows only its tenant." }
         @if let Some(problem) = problem {
@@ -65,22 +66,31 @@ pub(super) async fn sign_in(
         .cookie(SIGN_IN_COOKIE)
         .map(|c| c.value().to_owned())
         .unwrap_or_default();
+    // Posted from another site, a sibling subdomain among them: only the
+    // sign-in page itself posts this form.
+    let elsewhere = req
+        .headers()
+        .get("sec-fetch-site")
+        .is_some_and(|site| matches!(site.as_bytes(), b"cross-site" | b"same-site"));
+    if elsewhere || !dash.sessions.sign_in_token_valid(&expected) {
+        return Err(DashError::Csrf);
+    }
     let form = PostedForm::checked(&body, &expected)?;
-    let principal = form
+    let grant = form
         .get("token")
         .and_then(|token| dash.backend.authenticate(token));
-    let Some(principal) = principal else {
+    let Some(grant) = grant else {
         return Ok(sign_in_form(
             &dash,
             Some("That token is not valid (or was revoked)."),
             actix_web::http::StatusCode::UNAUTHORIZED,
         ));
     };
-    let to = match &principal {
+    let to = match &grant.principal {
         Principal::Admin => "/tenants".to_owned(),
         Principal::Tenant(t) => format!("/t/{t}/deliveries"),
     };
-    let id = dash.sessions.open(principal);
+    let id = dash.sessions.open(grant);
     Ok(HttpResponse::SeeOther()
         .insert_header(("location", to))
         .cookie(dash.sessions.cookie(SESSION_COOKIE, id))

@@ -14,8 +14,25 @@ const PAGE_SIZE: usize = 50;
 /// Most deliveries one page reads looking for an event id.
 const SCAN_LIMIT: usize = 5000;
 /// Most deliveries one page opens looking for an event type (the type is
-/// read from each one's body).
+/// read from each one's body, skipping every other field).
 const TYPE_SCAN_LIMIT: usize = 1000;
+/// Most body bytes one page reads looking for an event type: 8 MiB. Past
+/// it the page ends with a link to read on.
+const TYPE_SCAN_BYTES: usize = 8 << 20;
+
+/// What one page spent opening bodies for the event-type filter.
+#[derive(Default)]
+struct Opened {
+    deliveries: usize,
+    bytes: usize,
+}
+
+impl Opened {
+    /// Whether the page may open no more.
+    fn spent(&self) -> bool {
+        self.deliveries >= TYPE_SCAN_LIMIT || self.bytes >= TYPE_SCAN_BYTES
+    }
+}
 
 /// The listing's filters, from the query string.
 #[derive(Debug, Default, Deserialize)]
@@ -76,24 +93,28 @@ impl Wanted<'_> {
     }
 
     /// Whether `d` is of the wanted event type (always, without that
-    /// filter); each delivery opened to find out counts in `opened`.
+    /// filter); each delivery opened to find out, and its body's bytes,
+    /// count in `opened`.
     async fn of_type(
         &self,
         dash: &Dashboard,
         tenant: &str,
         d: &DeliveryView,
-        opened: &mut usize,
+        opened: &mut Opened,
     ) -> Result<bool, DashError> {
         let Some(wanted) = self.event_type else {
             return Ok(true);
         };
-        *opened += 1;
+        opened.deliveries += 1;
         match dash
             .backend
             .get_delivery_content(tenant, &d.delivery_id)
             .await
         {
-            Ok(content) => Ok(content.event_type.as_deref() == Some(wanted)),
+            Ok(content) => {
+                opened.bytes += content.body.len();
+                Ok(content.event_type.as_deref() == Some(wanted))
+            }
             // Purged since it was listed.
             Err(hookd_control::Error::NotFound(_)) => Ok(false),
             Err(e) => Err(e.into()),
@@ -106,17 +127,28 @@ impl Wanted<'_> {
     }
 }
 
+/// One page of the listing.
+struct Scanned {
+    /// The deliveries shown.
+    shown: Vec<DeliveryView>,
+    /// Where the next page starts.
+    next: Option<String>,
+    /// The event-type filter read all the bodies one page may.
+    spent: bool,
+}
+
 /// Up to a page of the tenant's deliveries `wanted` keeps, newest first,
 /// from `token` on, and the next page's token; reads at most
-/// [`SCAN_LIMIT`] deliveries looking.
+/// [`SCAN_LIMIT`] deliveries looking, and opens at most [`TYPE_SCAN_LIMIT`]
+/// of them or [`TYPE_SCAN_BYTES`] of bodies.
 async fn scan(
     dash: &Dashboard,
     tenant: &str,
     wanted: &Wanted<'_>,
     mut token: Option<String>,
-) -> Result<(Vec<DeliveryView>, Option<String>), DashError> {
+) -> Result<Scanned, DashError> {
     let mut shown: Vec<DeliveryView> = Vec::new();
-    let (mut read, mut opened) = (0, 0);
+    let (mut read, mut opened) = (0, Opened::default());
     loop {
         let size = if wanted.narrowed() { 500 } else { PAGE_SIZE };
         let page = PageRequest {
@@ -140,16 +172,24 @@ async fn scan(
             if wanted.keeps(&d) && wanted.of_type(dash, tenant, &d, &mut opened).await? {
                 shown.push(d);
             }
-            if shown.len() == PAGE_SIZE || opened == TYPE_SCAN_LIMIT {
+            if shown.len() == PAGE_SIZE || opened.spent() {
                 break;
             }
         }
-        match got.next_token {
-            _ if older_than_since => return Ok((shown, None)),
-            _ if shown.len() == PAGE_SIZE || opened == TYPE_SCAN_LIMIT => return Ok((shown, last)),
-            Some(t) if read < SCAN_LIMIT => token = Some(t),
-            next => return Ok((shown, next)),
-        }
+        let next = match got.next_token {
+            _ if older_than_since => None,
+            _ if shown.len() == PAGE_SIZE || opened.spent() => last,
+            Some(t) if read < SCAN_LIMIT => {
+                token = Some(t);
+                continue;
+            }
+            next => next,
+        };
+        return Ok(Scanned {
+            shown,
+            next,
+            spent: opened.spent(),
+        });
     }
 }
 
@@ -169,7 +209,7 @@ pub(super) async fn list(
         until: bound("until", &filters.until)?,
     };
     let token = (!filters.page.is_empty()).then(|| filters.page.clone());
-    let (shown, next) = scan(&dash, &tenant, &wanted, token).await?;
+    let Scanned { shown, next, spent } = scan(&dash, &tenant, &wanted, token).await?;
     let event_id = wanted.event_id;
     let body = html! {
         form.filters method="get" action={ "/t/" (tenant) "/deliveries" } {
@@ -200,6 +240,9 @@ pub(super) async fn list(
             button type="submit" { "Filter" }
         }
         (table(&tenant, &shown))
+        @if spent && next.is_some() {
+            p role="status" { "This page stopped after opening " (TYPE_SCAN_LIMIT) " deliveries or " (TYPE_SCAN_BYTES >> 20) " MiB of bodies looking for this event type; older deliveries continue on the next page." }
+        }
         @if let Some(next) = &next {
             p { a rel="next" href={ "/t/" (tenant) "/deliveries" (layout::query(&[("status", &filters.status), ("event_id", event_id), ("event_type", &filters.event_type), ("since", &filters.since), ("until", &filters.until), ("page", next)])) } { "Older deliveries" } }
         }
@@ -369,7 +412,7 @@ pub(super) async fn redirect(
         .to_owned();
     let outcome = dash
         .backend
-        .redirect(&signed.session.principal, &tenant, &id, &url)
+        .redirect(signed.session.principal(), &tenant, &id, &url)
         .await?;
     let body = detail(&dash, &signed, &tenant, &id, Some((url, outcome))).await?;
     Ok(layout::html(layout::page(

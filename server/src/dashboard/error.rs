@@ -27,6 +27,9 @@ pub(super) enum DashError {
     /// The current state forbids it (a config-file tenant, a pending delivery).
     #[error("{0}")]
     Conflict(String),
+    /// The session (or the dashboard) holds as many of something as it may.
+    #[error("{0}")]
+    TooMany(String),
     /// Storage could not answer now; try again.
     #[error("{0}")]
     Unavailable(String),
@@ -44,6 +47,7 @@ impl From<ApiError> for DashError {
             ApiError::Unavailable(m) => DashError::Unavailable(m),
             ApiError::Unauthenticated(_) => DashError::SignIn,
             ApiError::PermissionDenied(m) => DashError::Forbidden(m),
+            ApiError::ResourceExhausted(m) => DashError::TooMany(m),
             ApiError::Internal(m) => DashError::Internal(m),
         }
     }
@@ -57,6 +61,7 @@ impl ResponseError for DashError {
             DashError::NotFound(_) => StatusCode::NOT_FOUND,
             DashError::BadInput(_) => StatusCode::BAD_REQUEST,
             DashError::Conflict(_) => StatusCode::CONFLICT,
+            DashError::TooMany(_) => StatusCode::TOO_MANY_REQUESTS,
             DashError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             DashError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }

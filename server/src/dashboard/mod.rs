@@ -7,6 +7,7 @@
 
 mod assets;
 mod auth;
+mod csrf;
 mod dead;
 mod deliveries;
 mod error;
@@ -16,38 +17,73 @@ mod session;
 mod tail;
 mod tenants;
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    sync::{atomic::AtomicUsize, Arc},
+    time::Duration,
+};
 
 use actix_web::{middleware::DefaultHeaders, web, App, HttpServer};
 use hookd_control::ControlBackend;
 use hookd_proto::domain::TenantId;
 
-use crate::{config::Config, error::Result, tls::ListenerTls};
+use crate::{clock::SharedClock, config::Config, error::Result, tls::ListenerTls};
 use error::DashError;
-use session::Sessions;
+use session::{SessionRules, Sessions};
 
 /// What every dashboard request shares.
 pub(crate) struct Dashboard {
     backend: Arc<dyn ControlBackend>,
     sessions: Sessions,
+    /// The server's clock: session ages, live-tail keep-alives.
+    clock: SharedClock,
+    /// Live tails of every session together.
+    tails: Arc<AtomicUsize>,
+    /// `dashboard.tail_streams_per_session` and `dashboard.tail_streams_total`.
+    tail_caps: TailCaps,
 }
+
+/// Most live tails one session, and all together, hold open.
+#[derive(Clone, Copy)]
+struct TailCaps {
+    per_session: usize,
+    total: usize,
+}
+
+/// Connections the dashboard serves at once; `dashboard.tail_streams_total`
+/// stays below it so live tails cannot take them all.
+const MAX_CONNECTIONS: usize = 256;
+const _: () = assert!(
+    crate::config::bounds::DASHBOARD_TAILS_TOTAL.max + 50 < MAX_CONNECTIONS as u64,
+    "live tails must leave connections for pages"
+);
 
 /// Only this origin's styles, script and forms; never framed.
 const CSP: &str = "default-src 'self'; img-src 'self'; form-action 'self'; \
                    frame-ancestors 'none'; base-uri 'none'; object-src 'none'";
 
 /// The dashboard on `listener` (with TLS when `tls` is given), running once
-/// awaited.
+/// awaited; sessions age on `clock`.
 pub(crate) fn server(
     config: &Config,
     backend: Arc<dyn ControlBackend>,
+    clock: SharedClock,
     listener: std::net::TcpListener,
     tls: Option<ListenerTls>,
 ) -> Result<actix_web::dev::Server> {
-    let idle = Duration::from_secs(config.dashboard.session_idle_secs);
+    let rules = SessionRules {
+        idle: Duration::from_secs(config.dashboard.session_idle_secs),
+        max_age_ms: (config.dashboard.session_max_secs as i64).saturating_mul(1000),
+        secure: tls.is_some(),
+    };
     let state = web::Data::new(Dashboard {
         backend,
-        sessions: Sessions::new(idle, tls.is_some()),
+        sessions: Sessions::new(rules, clock.clone()),
+        clock,
+        tails: Arc::default(),
+        tail_caps: TailCaps {
+            per_session: config.dashboard.tail_streams_per_session,
+            total: config.dashboard.tail_streams_total,
+        },
     });
     let server = HttpServer::new(move || {
         App::new()
@@ -62,7 +98,7 @@ pub(crate) fn server(
             .configure(routes)
     })
     .workers(1)
-    .max_connections(256)
+    .max_connections(MAX_CONNECTIONS)
     .client_request_timeout(config.http.head_timeout())
     .disable_signals()
     .shutdown_timeout(1);

@@ -1,15 +1,27 @@
 //! The live tail: a page listing delivery events as they happen, fed by
 //! server-sent events from the control plane's watch: one tenant's, or at
 //! `/tail` every tenant's for the admin token (each line naming its tenant)
-//! and the own tenant's for a tenant token.
+//! and the own tenant's for a tenant token. A session holds at most
+//! `dashboard.tail_streams_per_session` tails open, all sessions together
+//! at most `dashboard.tail_streams_total`; a tail ends when its session's
+//! token is revoked or its tenant deleted.
 
 use actix_web::{web, HttpResponse};
 use bytes::Bytes;
-use futures_util::{future, stream, StreamExt};
+use futures_util::{future, stream, Stream, StreamExt};
 use hookd_control::model::{DeliveryEventKind, DeliveryEventView, Principal};
 use maud::{html, Markup};
 
-use super::{error::DashError, layout, session::Signed, tenant_in_path, Dashboard};
+use super::{
+    error::DashError,
+    layout,
+    session::{Place, Signed},
+    tenant_in_path, Dashboard,
+};
+use crate::clock::SharedClock;
+
+/// How often an idle live tail sends a keep-alive comment: 15 s.
+const KEEPALIVE_MS: i64 = 15_000;
 
 /// `GET /t/{tenant}/tail`.
 pub(super) async fn page(
@@ -32,7 +44,7 @@ pub(super) async fn page(
 /// `GET /tail`: every tenant's events for the admin token, the own
 /// tenant's for a tenant token.
 pub(super) async fn page_all(signed: Signed) -> Result<HttpResponse, DashError> {
-    let (tenant, intro) = match &signed.session.principal {
+    let (tenant, intro) = match signed.session.principal() {
         Principal::Admin => (
             None,
             "Events of every tenant's deliveries from now on, newest at the top, each with its tenant. ",
@@ -69,7 +81,7 @@ pub(super) async fn events(
     path: web::Path<String>,
 ) -> Result<HttpResponse, DashError> {
     let tenant = tenant_in_path(&signed, &path)?;
-    stream_events(&dash, Some(&tenant)).await
+    stream_events(&dash, &signed, Some(&tenant)).await
 }
 
 /// `GET /events`: every tenant's events for the admin token, the own
@@ -78,25 +90,70 @@ pub(super) async fn events_all(
     dash: web::Data<Dashboard>,
     signed: Signed,
 ) -> Result<HttpResponse, DashError> {
-    let only = match &signed.session.principal {
+    let only = match signed.session.principal() {
         Principal::Admin => None,
         Principal::Tenant(own) => Some(own.as_str()),
     };
-    stream_events(&dash, only).await
+    stream_events(&dash, &signed, only).await
 }
 
-/// The watch of one tenant (or of all) as `text/event-stream`.
-async fn stream_events(dash: &Dashboard, tenant: Option<&str>) -> Result<HttpResponse, DashError> {
-    let feed = dash.backend.watch(tenant).await?;
+/// Places for one more live tail of `signed`'s session and of all, or why
+/// not.
+fn places(dash: &Dashboard, signed: &Signed) -> Result<(Place, Place), DashError> {
+    let caps = dash.tail_caps;
+    let own = Place::take(signed.session.tails(), caps.per_session).ok_or_else(|| {
+        DashError::TooMany(format!(
+            "this session already has {} live tails open, the most one session may; close one (or its tab) first",
+            caps.per_session
+        ))
+    })?;
+    let all = Place::take(&dash.tails, caps.total).ok_or_else(|| {
+        DashError::TooMany(format!(
+            "the dashboard already serves {} live tails, the most it serves at once; try again later",
+            caps.total
+        ))
+    })?;
+    Ok((own, all))
+}
+
+/// The watch of one tenant (or of all) as `text/event-stream`, holding its
+/// places until it ends.
+async fn stream_events(
+    dash: &Dashboard,
+    signed: &Signed,
+    tenant: Option<&str>,
+) -> Result<HttpResponse, DashError> {
+    let held = places(dash, signed)?;
+    let feed = dash.backend.watch(signed.session.grant(), tenant).await?;
     let messages = feed
         .take_while(|event| future::ready(event.is_ok()))
         .filter_map(|event| future::ready(event.ok()))
-        .map(|event| Ok::<_, actix_web::Error>(message(&event)));
+        .map(move |event| {
+            let _held = &held;
+            Ok::<_, actix_web::Error>(message(&event))
+        });
     let opened = stream::once(future::ready(Ok(Bytes::from_static(b": watching\n\n"))));
+    let alive = keepalive(dash.clock.clone()).map(|line| Some(Ok(line)));
+    let messages = stream::select(
+        messages.map(Some).chain(stream::once(future::ready(None))),
+        alive,
+    )
+    .take_while(|item| future::ready(item.is_some()))
+    .filter_map(future::ready);
     Ok(HttpResponse::Ok()
         .content_type("text/event-stream")
         .insert_header(("cache-control", "no-store"))
         .streaming(opened.chain(messages)))
+}
+
+/// A comment line every [`KEEPALIVE_MS`] on the server's clock, so a tail
+/// whose browser went away is noticed (the write fails) and its places are
+/// given back.
+fn keepalive(clock: SharedClock) -> impl Stream<Item = Bytes> {
+    stream::unfold(clock, |clock| async move {
+        clock.sleep_until(clock.now_ms() + KEEPALIVE_MS).await;
+        Some((Bytes::from_static(b": keepalive\n\n"), clock))
+    })
 }
 
 fn kind(kind: DeliveryEventKind) -> &'static str {

@@ -16,7 +16,7 @@ pub(super) async fn overview(
     dash: web::Data<Dashboard>,
     signed: Signed,
 ) -> Result<HttpResponse, DashError> {
-    let tenants = match &signed.session.principal {
+    let tenants = match signed.session.principal() {
         Principal::Admin => {
             let page = PageRequest {
                 size: MAX_TENANTS,

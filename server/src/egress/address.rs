@@ -159,13 +159,16 @@ impl DeniedAddress {
     }
 }
 
+/// What the sender of a request sees (an attempt's error, a Redirect's
+/// outcome): for a name, only that it is not allowed, never what it resolves
+/// to inside hookd's network; the operator's log has the address
+/// ([`DeniedAddress::log`]).
 impl fmt::Display for DeniedAddress {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.host {
             Some(host) => write!(
                 f,
-                "destination address not allowed ({host} resolves to {}, {})",
-                self.ip, self.rule
+                "destination address not allowed ({host} resolves to an address the destination address policy denies)"
             ),
             None => write!(
                 f,
@@ -177,6 +180,18 @@ impl fmt::Display for DeniedAddress {
 }
 
 impl std::error::Error for DeniedAddress {}
+
+impl DeniedAddress {
+    /// Logs the refusal with the address and the rule, for the operator.
+    pub fn log(&self) {
+        tracing::warn!(
+            host = self.host.as_deref().unwrap_or_default(),
+            ip = %self.ip,
+            rule = %self.rule,
+            "destination refused by the destination address policy"
+        );
+    }
+}
 
 /// The default deny list plus the networks the operator allows.
 #[derive(Debug, Clone, Default)]
@@ -431,11 +446,14 @@ mod tests {
             .expect("localhost is loopback");
         let denied = err.downcast_ref::<DeniedAddress>().unwrap();
         assert_eq!(denied.rule, Rule::Loopback);
+        let shown = denied.to_string();
         assert!(
-            denied
-                .to_string()
-                .starts_with("destination address not allowed (localhost resolves to "),
-            "{denied}"
+            shown.starts_with("destination address not allowed (localhost resolves to an address"),
+            "{shown}"
+        );
+        assert!(
+            !shown.contains("127.0.0.1") && !shown.contains("::1") && !shown.contains("loopback"),
+            "{shown}"
         );
         let allowing = GuardedResolver::new(Arc::new(AddressPolicy::new(vec![
             "127.0.0.0/8".parse().unwrap(),

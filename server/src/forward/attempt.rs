@@ -171,12 +171,15 @@ async fn execute(
             )
         }
         Err(e) => match denied_cause(&e) {
-            Some(denied) => (
-                None,
-                Vec::new(),
-                Verdict::Unsendable,
-                ("unsendable".to_owned(), denied.to_string()),
-            ),
+            Some(denied) => {
+                denied.log();
+                (
+                    None,
+                    Vec::new(),
+                    Verdict::Unsendable,
+                    ("unsendable".to_owned(), denied.to_string()),
+                )
+            }
             None => {
                 let error = describe(&e, settings);
                 (

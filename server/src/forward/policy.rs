@@ -196,7 +196,7 @@ mod tests {
             panic!("dead expected")
         };
         assert!(reason.contains("HTTP 400"), "{reason}");
-        let why = "destination address not allowed (localhost resolves to 127.0.0.1, loopback)";
+        let why = "destination address not allowed (localhost resolves to an address the destination address policy denies)";
         assert_eq!(
             next_step(&s, 1, 0, 0, &Verdict::Unsendable, why, &mut rng),
             Next::Dead { reason: why.into() }

@@ -163,13 +163,14 @@ impl SideServers {
         [metrics, dashboard]: [Option<std::net::TcpListener>; 2],
         dashboard_tls: Option<ListenerTls>,
     ) -> Result<SideServers> {
+        let clock = state.registry.clock().clone();
         let metrics = metrics
             .map(|listener| metrics_server(config, state, listener))
             .transpose()?;
         let dashboard = dashboard
             .map(|listener| {
                 let backend: Arc<dyn hookd_control::ControlBackend> = backend.clone();
-                dashboard::server(config, backend, listener, dashboard_tls)
+                dashboard::server(config, backend, clock, listener, dashboard_tls)
             })
             .transpose()?;
         let handles = [

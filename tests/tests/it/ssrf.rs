@@ -162,7 +162,7 @@ async fn a_name_resolving_to_loopback_dead_letters_after_one_attempt_and_never_c
         assert!(
             error.starts_with("destination address not allowed (")
                 && error.contains("localhost")
-                && error.contains("loopback"),
+                && !error.contains("127.0.0.1"),
             "{error}"
         );
     }
@@ -324,7 +324,10 @@ async fn a_proxy_from_the_environment_cannot_carry_a_delivery_past_the_policy() 
     let (status, attempts, error) = settled(&admin, "shop", &delivery_id).await;
     assert_eq!(status, DeliveryStatus::Dead as i32, "{error}");
     assert_eq!(attempts, 1);
-    assert!(error.contains("loopback"), "{error}");
+    assert!(
+        error.contains("not allowed") && !error.contains("127.0.0.1"),
+        "{error}"
+    );
     assert!(
         proxy.received().is_empty(),
         "the delivery went out through the proxy"

@@ -3,6 +3,7 @@
 //! config file, or a crash half-way through a delete never leaves a token,
 //! or data, that a later tenant with the same id inherits.
 
+use futures_util::StreamExt;
 use hookd_sdk::client::{
     proto::{CreateTenantRequest, DeliveryStatus},
     Code, HookdClient,
@@ -138,4 +139,110 @@ async fn a_tenant_created_with_the_id_of_a_removed_config_tenant_sees_none_of_it
         "the new tenant sees {} deliveries of the removed one",
         seen.len()
     );
+}
+
+/// The next item of a watch, within five seconds.
+async fn next_of(
+    feed: &mut hookd_sdk::client::DeliveryEventStream,
+) -> Option<Result<hookd_sdk::client::proto::DeliveryEvent, hookd_sdk::client::ClientError>> {
+    tokio::time::timeout(std::time::Duration::from_secs(5), feed.next())
+        .await
+        .expect("the watch neither ended nor sent anything")
+}
+
+#[tokio::test]
+async fn a_watch_ends_unauthenticated_when_its_token_is_revoked() {
+    let s = TestServer::start("");
+    let admin = s.admin().await;
+    create(&admin, "watched").await;
+    let token = admin.create_token("watched", "watch").await.unwrap();
+    let mut feed = s
+        .client(&token.token)
+        .await
+        .watch_deliveries("watched")
+        .await
+        .unwrap();
+    admin.revoke_token(&token.token_id).await.unwrap();
+    match next_of(&mut feed).await {
+        Some(Err(e)) => assert_eq!(e.code(), Code::Unauthenticated, "{e}"),
+        other => panic!("expected UNAUTHENTICATED, got {other:?}"),
+    }
+    assert!(next_of(&mut feed).await.is_none(), "the watch ended");
+}
+
+#[tokio::test]
+async fn an_admin_watch_of_a_tenant_ends_when_the_tenant_is_deleted() {
+    let s = TestServer::start("");
+    let admin = s.admin().await;
+    create(&admin, "watched").await;
+    let mut feed = admin.watch_deliveries("watched").await.unwrap();
+    admin.delete_tenant("watched").await.unwrap();
+    create(&admin, "watched").await;
+    match next_of(&mut feed).await {
+        Some(Err(e)) => assert_eq!(e.code(), Code::NotFound, "{e}"),
+        other => panic!("expected NOT_FOUND, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_token_holds_at_most_eight_watches() {
+    let s = TestServer::start("");
+    let admin = s.admin().await;
+    create(&admin, "watched").await;
+    let token = admin.create_token("watched", "watch").await.unwrap().token;
+    let client = s.client(&token).await;
+    let mut open = Vec::new();
+    for _ in 0..8 {
+        open.push(client.watch_deliveries("watched").await.unwrap());
+    }
+    let ninth = client.watch_deliveries("watched").await.err();
+    assert_eq!(
+        ninth.as_ref().map(|e| e.code()),
+        Some(Code::ResourceExhausted),
+        "{ninth:?}"
+    );
+    drop(open.pop());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while client.watch_deliveries("watched").await.is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a closed watch's place was never freed"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // Another token has places of its own.
+    let _admin = admin.watch_deliveries("watched").await.unwrap();
+}
+
+#[tokio::test]
+async fn a_tenant_watch_is_not_pushed_behind_by_other_tenants_events() {
+    use hookd_server::{
+        feed::{DeliveryEvent, DeliveryEventKind},
+        ids::{DeliveryId, EventId, TenantId},
+    };
+    let s = TestServer::start(ACME);
+    let admin = s.admin().await;
+    let mut feed = admin.watch_deliveries("acme").await.unwrap();
+    let busy = TenantId::try_from("busy").unwrap();
+    for n in 0..20_000 {
+        s.server().registry().feed().publish(DeliveryEvent {
+            kind: DeliveryEventKind::Accepted,
+            tenant: busy.clone(),
+            delivery_id: DeliveryId::new(format!("dlv_{n}")),
+            event_id: EventId::new(format!("evt_{n}")),
+            at_ms: 0,
+            attempt: 0,
+            status_code: None,
+            reason: None,
+        });
+    }
+    let body = order("evt_quiet");
+    let answer = s
+        .post("acme", &signed("evt_quiet", NOW, &body), &body)
+        .await;
+    assert_eq!(answer.status, StatusCode::ACCEPTED);
+    match next_of(&mut feed).await {
+        Some(Ok(event)) => assert_eq!(event.event_id, "evt_quiet"),
+        other => panic!("expected acme's event, got {other:?}"),
+    }
 }

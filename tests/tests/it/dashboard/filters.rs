@@ -5,7 +5,7 @@ use crate::{
     receiver::{Receiver, Reply},
 };
 
-use super::browser::Browser;
+use super::{browser::Browser, http::Http};
 
 /// Accepts `body` as event `event_id` of `shop`; returns its delivery id.
 async fn accept(s: &TestServer, event_id: &str, body: &[u8]) -> String {
@@ -48,4 +48,37 @@ async fn deliveries_are_filtered_by_event_type() {
         .await;
     assert_eq!(b.text("#event-type").await, "order.refunded");
     b.quit().await;
+}
+
+#[tokio::test]
+async fn the_event_type_filter_reads_a_bounded_number_of_bytes_per_page() {
+    let dest = Receiver::start(Reply::Status(204)).await;
+    let s = TestServer::start(&tenant(
+        "shop",
+        &dest.url,
+        "max_body_bytes = 2097152",
+        "",
+        "",
+    ));
+    let pad = "x".repeat(1 << 20);
+    let mut ids = Vec::new();
+    for n in 0..12 {
+        let event_id = format!("evt_big_{n}");
+        let body =
+            format!(r#"{{"type": "order.other", "event_id": "{event_id}", "pad": "{pad}"}}"#);
+        ids.push(accept(&s, &event_id, body.as_bytes()).await);
+    }
+    let http = Http::new(&s);
+    let session = http.sign_in(ADMIN_TOKEN).await;
+    let first = http
+        .get(&session, "/t/shop/deliveries?event_type=order.paid")
+        .await;
+    assert_eq!(first.status(), reqwest::StatusCode::OK);
+    let page = first.text().await.unwrap();
+    assert!(page.contains("No deliveries match."), "none is order.paid");
+    assert!(
+        page.contains("rel=\"next\""),
+        "12 MiB of bodies read for one page, and no link to read on"
+    );
+    assert!(page.contains("8 MiB"), "the page says why it stopped");
 }

@@ -4,8 +4,12 @@
 //! ignored `screenshots_for_the_docs`.
 
 mod browser;
+mod caps;
 mod filters;
 mod history;
+mod http;
+mod redirect;
+mod sessions;
 mod tail;
 
 use std::time::Duration;
