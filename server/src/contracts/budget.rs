@@ -3,8 +3,9 @@
 //! step per subschema applied in place, times the size of the value: one
 //! more per 256 bytes of a string, per 16 items of an array or members of
 //! an object), so a check
-//! that would run past [`MAX_CHECK_STEPS`] stops at once and the body is
-//! refused instead of holding the HTTP worker. Counting steps rather than
+//! that would run past its budget stops at once and the body is refused
+//! instead of holding the HTTP worker: [`MAX_CHECK_STEPS`] to decide
+//! whether a body passes, [`MAX_LISTING_STEPS`] to list why one fails. Counting steps rather than
 //! time makes the answer the same for the same body on any machine.
 
 use std::{
@@ -22,9 +23,13 @@ use super::cost::children_mut;
 #[cfg(panic = "abort")]
 compile_error!("the contract check budget needs panic = \"unwind\"");
 
-/// Most steps one check of one body may take (about 30 ms of one core in
-/// a release build; see docs/contracts.md).
+/// Most steps deciding whether one body passes may take (a few ms of one
+/// core in a release build; see docs/benchmarks.md).
 pub const MAX_CHECK_STEPS: u64 = 1_000_000;
+/// Most steps listing the violations of a body that fails may take: a step
+/// there builds an error, about 30 times the work of a step that only
+/// decides, so this budget is a 32nd of [`MAX_CHECK_STEPS`].
+pub const MAX_LISTING_STEPS: u64 = MAX_CHECK_STEPS / 32;
 
 /// The keyword carrying the steps; its value is what one application
 /// costs before the length of a string is counted.
@@ -46,9 +51,9 @@ thread_local! {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct OverBudget;
 
-/// Runs `check` with [`MAX_CHECK_STEPS`]; stops it when they run out.
-pub(super) fn within_budget<T>(check: impl FnOnce() -> T) -> Result<T, OverBudget> {
-    let outer = LEFT.replace(Some(MAX_CHECK_STEPS));
+/// Runs `check` with `steps`; stops it when they run out.
+pub(super) fn within_budget<T>(steps: u64, check: impl FnOnce() -> T) -> Result<T, OverBudget> {
+    let outer = LEFT.replace(Some(steps));
     let result = catch_unwind(AssertUnwindSafe(check));
     LEFT.set(outer);
     match result {

@@ -10,7 +10,7 @@ use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 
 use super::{
-    budget::{within_budget, MAX_CHECK_STEPS},
+    budget::{within_budget, MAX_CHECK_STEPS, MAX_LISTING_STEPS},
     compile::version_of,
     Contract, Policy, UnknownEventTypes, MAX_TYPE_LEN, MAX_VERSION_LEN, MAX_VIOLATIONS,
     MAX_VIOLATION_TEXT,
@@ -187,15 +187,22 @@ impl<'de> Visitor<'de> for TypeField<'_> {
 }
 
 /// Every way `body` breaks `contract`, the first [`MAX_VIOLATIONS`] listed,
-/// or the refusal of a check that would run past its budget.
+/// or the refusal of a check that would run past its budget: deciding
+/// whether it passes first (cheap steps), listing why not only if it fails.
 fn violations(contract: &Contract, body: &Value) -> Result<(), BodyError> {
-    within_budget(|| listed_violations(contract, body)).unwrap_or_else(|_| {
+    let too_costly = || {
         Err(BodyError::ContractCheckTooCostly {
             event_type: contract.spec().event_type.clone(),
             version: contract.spec().version.clone(),
             max_steps: MAX_CHECK_STEPS,
         })
-    })
+    };
+    match within_budget(MAX_CHECK_STEPS, || contract.validator().is_valid(body)) {
+        Ok(true) => Ok(()),
+        Ok(false) => within_budget(MAX_LISTING_STEPS, || listed_violations(contract, body))
+            .unwrap_or_else(|_| too_costly()),
+        Err(_) => too_costly(),
+    }
 }
 
 fn listed_violations(contract: &Contract, body: &Value) -> Result<(), BodyError> {

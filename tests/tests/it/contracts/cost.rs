@@ -104,7 +104,7 @@ async fn a_hostile_contract_is_refused_at_save_and_another_tenant_is_answered_pr
 
     // The costliest shapes the caps let through, exercised by failing
     // bodies from two senders at once while globex delivers: each check
-    // stops at its budget (about half a second in a debug build; a
+    // stops at its budget (about a tenth of a second in a debug build; a
     // release build's figure is in docs/benchmarks.md), so globex waits at
     // most for the checks ahead of it on its worker.
     for (event_type, schema) in [("chain", any_of_chain(11)), ("wide", wide())] {
