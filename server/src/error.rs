@@ -65,11 +65,14 @@ pub enum ErrorCode {
     ContractViolation,
     /// The tenant refuses event types without a contract.
     UnknownEventType,
+    /// Checking the body against its contract would take more than the
+    /// check budget.
+    ContractCheckTooCostly,
 }
 
 impl ErrorCode {
     /// Every code, in documentation order.
-    pub const ALL: [ErrorCode; 25] = [
+    pub const ALL: [ErrorCode; 26] = [
         ErrorCode::PayloadTooLarge,
         ErrorCode::TenantNotFound,
         ErrorCode::TenantDisabled,
@@ -95,6 +98,7 @@ impl ErrorCode {
         ErrorCode::InvalidEventId,
         ErrorCode::ContractViolation,
         ErrorCode::UnknownEventType,
+        ErrorCode::ContractCheckTooCostly,
     ];
 
     /// The wire `code`.
@@ -125,6 +129,7 @@ impl ErrorCode {
             ErrorCode::InvalidEventId => "INVALID_EVENT_ID",
             ErrorCode::ContractViolation => "CONTRACT_VIOLATION",
             ErrorCode::UnknownEventType => "UNKNOWN_EVENT_TYPE",
+            ErrorCode::ContractCheckTooCostly => "CONTRACT_CHECK_TOO_COSTLY",
         }
     }
 
@@ -145,9 +150,9 @@ impl ErrorCode {
             | ErrorCode::InvalidField
             | ErrorCode::InvalidEventId
             | ErrorCode::BodyIncomplete => StatusCode::BAD_REQUEST,
-            ErrorCode::ContractViolation | ErrorCode::UnknownEventType => {
-                StatusCode::UNPROCESSABLE_ENTITY
-            }
+            ErrorCode::ContractViolation
+            | ErrorCode::UnknownEventType
+            | ErrorCode::ContractCheckTooCostly => StatusCode::UNPROCESSABLE_ENTITY,
             ErrorCode::RateLimited => StatusCode::TOO_MANY_REQUESTS,
             ErrorCode::StorageUnavailable | ErrorCode::NotReady | ErrorCode::TenantUnavailable => {
                 StatusCode::SERVICE_UNAVAILABLE
@@ -320,6 +325,14 @@ fn body_refusal(body: &BodyError, message: String) -> ApiError {
             .detail("field", field.as_str())
             .detail("event_type", event_type.as_deref())
             .detail("version", version.as_deref()),
+        BodyError::ContractCheckTooCostly {
+            event_type,
+            version,
+            max_steps,
+        } => ApiError::new(ErrorCode::ContractCheckTooCostly, message)
+            .detail("event_type", event_type.as_str())
+            .detail("version", version.as_deref())
+            .detail("max_steps", *max_steps),
         BodyError::InvalidEventId { field, max_bytes } => {
             ApiError::new(ErrorCode::InvalidEventId, message)
                 .detail("field", field.as_str())

@@ -83,7 +83,20 @@ pub enum BodyError {
         /// How many violations there are in all.
         total: usize,
     },
+    /// Checking the body against its contract would take more than
+    /// `max_steps` steps: the check stopped there.
+    #[error("event {event_type:?}{}: checking it against its contract takes more than {max_steps} steps; send a smaller body or ask the receiver for a simpler contract", version.as_ref().map(|v| format!(" version {v:?}")).unwrap_or_default())]
+    ContractCheckTooCostly {
+        /// The contract's event type.
+        event_type: String,
+        /// The contract's version, when it has one.
+        version: Option<String>,
+        /// The check budget.
+        max_steps: u64,
+    },
     /// The tenant refuses event types (and versions) without a contract.
+    /// The type and version echoed are cut to [`crate::contracts::MAX_TYPE_LEN`]
+    /// and [`crate::contracts::MAX_VERSION_LEN`] bytes, ending in `…` when cut.
     #[error("{}: this tenant accepts only event types it has a contract for", match event_type { Some(t) => format!("event type {t:?}{} has no contract", version.as_ref().map(|v| format!(" version {v:?}")).unwrap_or_default()), None => format!("field {field:?} names no event type") })]
     UnknownEventType {
         /// The body field the type is read from.

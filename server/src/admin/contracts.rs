@@ -1,6 +1,8 @@
-//! Event contracts over the control plane: saved durably in the contract
-//! store, recompiled into the tenant's set once saved. Contracts from the
-//! config file are listed but read-only here.
+//! Event contracts over the control plane: checked against the cost bounds
+//! and the tenant's cap, saved durably in the contract store, and put in
+//! force as compiled for the check (the tenant's other contracts are kept
+//! as they are). Contracts from the config file are listed but read-only
+//! here.
 
 use std::sync::Arc;
 
@@ -12,7 +14,7 @@ use hookd_control::{
 use super::{api, Backend};
 use crate::{
     catalog::contracts::NewContract,
-    contracts::{Contract, ContractSource, ContractSpec, TenantContracts},
+    contracts::{Contract, ContractSource, ContractSpec, TenantContracts, MAX_CONTRACTS},
     ingest::BodyError,
     tenant::TenantHandle,
 };
@@ -52,22 +54,36 @@ impl Backend {
         Ok(())
     }
 
-    /// Checks, compiles and saves `def`; the caller then puts it in force.
+    /// Refuses a new (type, version) when the tenant holds
+    /// [`MAX_CONTRACTS`] already; a new revision of one is fine.
+    fn room_for(&self, tenant_id: &str, event_type: &str, version: Option<&str>) -> ApiResult<()> {
+        let set = self.contracts_of(tenant_id)?;
+        if set.len() >= MAX_CONTRACTS && set.find_exact(event_type, version).is_none() {
+            return Err(ApiError::FailedPrecondition(format!(
+                "a tenant holds at most {MAX_CONTRACTS} contracts; delete one first"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Checks, compiles and saves `def`; the caller then puts the compiled
+    /// contract in force.
     pub(super) fn save_contract(
         &self,
         tenant_id: &str,
         def: ContractDef,
-    ) -> ApiResult<ContractView> {
+    ) -> ApiResult<(ContractView, Contract)> {
         let handle = self.running(tenant_id)?;
         self.writable(&handle, &def.event_type, def.version.as_deref())?;
+        self.room_for(tenant_id, &def.event_type, def.version.as_deref())?;
         let spec = ContractSpec {
             event_type: def.event_type,
             version: def.version,
             schema: def.schema,
             example: def.example,
         };
-        // Compiled here only to refuse a bad contract before it is saved;
-        // the tenant's set is recompiled from the store once it is.
+        // Compiled here to refuse a bad contract before it is saved, and put
+        // in force as it is once it is.
         let source = ContractSource::Api {
             revision: 0,
             updated_at_ms: self.now_ms(),
@@ -90,7 +106,7 @@ impl Backend {
             )
             .map_err(api)?;
         tracing::info!(tenant = %tenant_id, event_type = %record.event_type, version = record.version.as_deref().unwrap_or(""), revision = record.revision, "contract saved");
-        Ok(ContractView {
+        let view = ContractView {
             contract: ContractDef {
                 event_type: record.event_type,
                 version: record.version,
@@ -101,10 +117,11 @@ impl Backend {
             updated_at_ms: record.updated_at_ms,
             from_config: false,
             required_fields: checked.required().to_vec(),
-        })
+        };
+        Ok((view, checked))
     }
 
-    /// Deletes a saved contract; the caller then recompiles the set.
+    /// Deletes a saved contract; the caller then reloads the set.
     pub(super) fn remove_contract(
         &self,
         tenant_id: &str,
@@ -126,9 +143,16 @@ impl Backend {
         Ok(())
     }
 
-    /// Recompiles the tenant's contracts from the store and the config.
-    pub(super) fn reload_contracts(&self, tenant_id: &str) -> ApiResult<()> {
-        self.registry.reload_contracts(tenant_id).map_err(api)
+    /// Puts the tenant's saved contracts in force, reusing those compiled
+    /// and `fresh` (the one just saved).
+    pub(super) fn reload_contracts(
+        &self,
+        tenant_id: &str,
+        fresh: Option<Contract>,
+    ) -> ApiResult<()> {
+        self.registry
+            .reload_contracts(tenant_id, fresh)
+            .map_err(api)
     }
 
     pub(super) fn contract(
@@ -191,7 +215,8 @@ impl Backend {
                     })
                     .collect();
             }
-            BodyError::UnknownEventType { version, .. } => check.version = version,
+            BodyError::UnknownEventType { version, .. }
+            | BodyError::ContractCheckTooCostly { version, .. } => check.version = version,
             _ => {}
         }
         Ok(check)

@@ -353,10 +353,10 @@ impl ControlBackend for Backend {
     ) -> ApiResult<ContractView> {
         let tenant_id = tenant_id.to_owned();
         let id = tenant_id.clone();
-        let saved = self
+        let (saved, compiled) = self
             .durably(move |b| b.save_contract(&id, contract))
             .await?;
-        self.blocking(move |b| b.reload_contracts(&tenant_id))
+        self.blocking(move |b| b.reload_contracts(&tenant_id, Some(compiled)))
             .await?;
         Ok(saved)
     }
@@ -385,7 +385,8 @@ impl ControlBackend for Backend {
         let id = tenant_id.clone();
         self.durably(move |b| b.remove_contract(&id, &event_type, version.as_deref()))
             .await?;
-        self.blocking(move |b| b.reload_contracts(&tenant_id)).await
+        self.blocking(move |b| b.reload_contracts(&tenant_id, None))
+            .await
     }
 
     async fn validate_payload(

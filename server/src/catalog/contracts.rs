@@ -1,8 +1,9 @@
 //! Contracts saved over the control plane, per tenant, kept as catalog rows
 //! ([`CatalogRows`]): the contract in force for each (type, version) in
-//! `contracts`, and every revision ever put in `contract_revisions`, so each
-//! put gets a new revision number. Both go with the tenant when it is
-//! deleted ([`super::Catalog::delete`]).
+//! `contracts`, and its newest revision in `contract_revisions`, kept after
+//! a delete too, so each put gets a new revision number. A put removes the
+//! older revision rows (an older hookd kept every one), on every engine.
+//! Both go with the tenant when it is deleted ([`super::Catalog::delete`]).
 
 use std::sync::{Arc, Mutex};
 
@@ -72,9 +73,10 @@ impl ContractStore {
     ) -> Result<ContractRecord> {
         let _one_at_a_time = self.puts.lock().expect("contract puts");
         let key = key(tenant, &contract.event_type, contract.version.as_deref());
-        let last = self
+        let older = self
             .rows
-            .scan(Table::ContractRevisions, &format!("{key}/"))?
+            .scan(Table::ContractRevisions, &format!("{key}/"))?;
+        let last = older
             .last()
             .map(|(_, bytes)| decode(bytes))
             .transpose()?
@@ -88,14 +90,17 @@ impl ContractStore {
             updated_at_ms: now_ms,
         };
         let bytes = serde_json::to_vec(&record).expect("a contract record serializes");
-        self.rows.apply(&[
-            RowChange::Put(Table::Contracts, key.clone(), bytes.clone()),
-            RowChange::Put(
-                Table::ContractRevisions,
-                revision_key(&key, record.revision),
-                bytes,
-            ),
-        ])?;
+        let mut changes: Vec<RowChange> = older
+            .into_iter()
+            .map(|(row, _)| RowChange::Remove(Table::ContractRevisions, row))
+            .collect();
+        changes.push(RowChange::Put(Table::Contracts, key.clone(), bytes.clone()));
+        changes.push(RowChange::Put(
+            Table::ContractRevisions,
+            revision_key(&key, record.revision),
+            bytes,
+        ));
+        self.rows.apply(&changes)?;
         Ok(record)
     }
 
@@ -121,9 +126,9 @@ impl ContractStore {
             .collect()
     }
 
-    /// Removes the contract in force for (type, version); its revisions are
-    /// kept, so a later put continues their numbering. False when there was
-    /// none.
+    /// Removes the contract in force for (type, version); its newest
+    /// revision is kept, so a later put continues the numbering. False when
+    /// there was none.
     pub fn delete(
         &self,
         tenant: &TenantId,
@@ -238,5 +243,81 @@ mod tests {
             .get(&tenant, "order.paid", Some("3"))
             .unwrap()
             .is_none());
+    }
+
+    /// Only the newest revision row is kept, rows an older hookd kept are
+    /// swept by the next put, and the numbering carries on through a
+    /// delete.
+    fn keeps_only_the_newest_revision(db: &dyn Storage) {
+        let tenant = TenantId::try_from("acme").unwrap();
+        let store = ContractStore::open(db).unwrap();
+        let revisions = |store: &ContractStore| {
+            store
+                .rows
+                .scan(Table::ContractRevisions, "acme/")
+                .unwrap()
+                .len()
+        };
+        let key = key(&tenant, "order.paid", None);
+        let older: Vec<RowChange> = (1..=5)
+            .map(|revision| {
+                let record = ContractRecord {
+                    revision,
+                    ..store.put(&tenant, contract("{}", None), 0).unwrap()
+                };
+                let bytes = serde_json::to_vec(&record).unwrap();
+                RowChange::Put(
+                    Table::ContractRevisions,
+                    revision_key(&key, revision),
+                    bytes,
+                )
+            })
+            .collect();
+        store.rows.apply(&older).unwrap();
+        assert_eq!(
+            store
+                .put(&tenant, contract("{}", None), 1)
+                .unwrap()
+                .revision,
+            6
+        );
+        assert_eq!(revisions(&store), 1, "only the newest revision is kept");
+        for _ in 0..3 {
+            store.put(&tenant, contract("{}", None), 2).unwrap();
+        }
+        assert_eq!(revisions(&store), 1);
+        assert!(store.delete(&tenant, "order.paid", None).unwrap());
+        assert_eq!(
+            store
+                .put(&tenant, contract("{}", None), 3)
+                .unwrap()
+                .revision,
+            10
+        );
+        assert_eq!(revisions(&store), 1);
+    }
+
+    #[test]
+    fn only_the_newest_revision_is_kept_on_sled() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, _committer) = crate::store::Store::open(dir.path(), 16, false).unwrap();
+        keeps_only_the_newest_revision(&db);
+    }
+
+    #[test]
+    fn only_the_newest_revision_is_kept_on_postgres() {
+        let Some(database) =
+            crate::store::postgres::testing::test_database("hookd_contract_revisions")
+        else {
+            return;
+        };
+        let db = crate::store::postgres::PgStore::open(crate::store::postgres::PgOptions {
+            url: database.url.clone().into(),
+            max_connections: 2,
+            statement_timeout_ms: 30_000,
+            batch_max: 16,
+        })
+        .unwrap();
+        keeps_only_the_newest_revision(&db);
     }
 }

@@ -10,7 +10,10 @@ use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 
 use super::{
-    compile::version_of, Contract, Policy, UnknownEventTypes, MAX_VIOLATIONS, MAX_VIOLATION_TEXT,
+    budget::{within_budget, MAX_CHECK_STEPS, MAX_LISTING_STEPS},
+    compile::version_of,
+    Contract, Policy, UnknownEventTypes, MAX_TYPE_LEN, MAX_VERSION_LEN, MAX_VIOLATIONS,
+    MAX_VIOLATION_TEXT,
 };
 use crate::ingest::{BodyError, Violation};
 
@@ -56,6 +59,19 @@ impl TenantContracts {
         TenantContracts { policy, by_type }
     }
 
+    /// How many contracts are in force.
+    pub fn len(&self) -> usize {
+        self.by_type
+            .values()
+            .map(|t| usize::from(t.any.is_some()) + t.versions.len())
+            .sum()
+    }
+
+    /// True when no contract is in force.
+    pub fn is_empty(&self) -> bool {
+        self.by_type.is_empty()
+    }
+
     /// How types are read and unknown ones treated.
     pub fn policy(&self) -> &Policy {
         &self.policy
@@ -79,6 +95,16 @@ impl TenantContracts {
         version
             .and_then(|v| entry.versions.get(v))
             .or(entry.any.as_ref())
+    }
+
+    /// The contract declared for exactly (type, version), not falling back
+    /// to the type's unversioned one.
+    pub fn find_exact(&self, event_type: &str, version: Option<&str>) -> Option<&Arc<Contract>> {
+        let entry = self.by_type.get(event_type)?;
+        match version {
+            Some(v) => entry.versions.get(v),
+            None => entry.any.as_ref(),
+        }
     }
 
     /// The event type a JSON object body names in the type field, read
@@ -120,8 +146,8 @@ impl TenantContracts {
             (None, UnknownEventTypes::Accept) => Ok(()),
             (None, UnknownEventTypes::Reject) => Err(BodyError::UnknownEventType {
                 field: self.policy.type_field.clone(),
-                event_type: event_type.clone(),
-                version,
+                event_type: event_type.clone().map(|t| cut(t, MAX_TYPE_LEN)),
+                version: version.map(|v| cut(v, MAX_VERSION_LEN)),
             }),
         };
         Verdict { event_type, result }
@@ -160,8 +186,26 @@ impl<'de> Visitor<'de> for TypeField<'_> {
     }
 }
 
-/// Every way `body` breaks `contract`, the first [`MAX_VIOLATIONS`] listed.
+/// Every way `body` breaks `contract`, the first [`MAX_VIOLATIONS`] listed,
+/// or the refusal of a check that would run past its budget: deciding
+/// whether it passes first (cheap steps), listing why not only if it fails.
 fn violations(contract: &Contract, body: &Value) -> Result<(), BodyError> {
+    let too_costly = || {
+        Err(BodyError::ContractCheckTooCostly {
+            event_type: contract.spec().event_type.clone(),
+            version: contract.spec().version.clone(),
+            max_steps: MAX_CHECK_STEPS,
+        })
+    };
+    match within_budget(MAX_CHECK_STEPS, || contract.validator().is_valid(body)) {
+        Ok(true) => Ok(()),
+        Ok(false) => within_budget(MAX_LISTING_STEPS, || listed_violations(contract, body))
+            .unwrap_or_else(|_| too_costly()),
+        Err(_) => too_costly(),
+    }
+}
+
+fn listed_violations(contract: &Contract, body: &Value) -> Result<(), BodyError> {
     let mut listed = Vec::new();
     let mut total = 0;
     for error in contract.validator().iter_errors(body) {
@@ -194,9 +238,15 @@ fn violations(contract: &Contract, body: &Value) -> Result<(), BodyError> {
 }
 
 /// `text` cut to [`MAX_VIOLATION_TEXT`] bytes on a character boundary.
-fn bounded(mut text: String) -> String {
-    if text.len() > MAX_VIOLATION_TEXT {
-        let mut end = MAX_VIOLATION_TEXT - '…'.len_utf8();
+fn bounded(text: String) -> String {
+    cut(text, MAX_VIOLATION_TEXT)
+}
+
+/// `text` cut to `max` bytes on a character boundary, ending in `…` when
+/// cut.
+fn cut(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut end = max - '…'.len_utf8();
         while !text.is_char_boundary(end) {
             end -= 1;
         }

@@ -1,11 +1,20 @@
-//! One contract: checked as written (names, sizes, a schema that compiles
-//! under draft 2020-12 with formats asserted, an example that passes it)
-//! and compiled once.
+//! One contract: checked as written (names, sizes, a schema within the
+//! cost bounds that compiles under draft 2020-12 with formats asserted, an
+//! example that passes it) and compiled once.
 
-use jsonschema::Validator;
+use jsonschema::{PatternCache, PatternOptions, Validator};
 use serde_json::Value;
 
-use super::{Policy, MAX_CONTRACT_BYTES, MAX_TYPE_LEN, MAX_VERSION_LEN};
+use super::{
+    budget::{self, Step, STEP},
+    cost, Policy, MAX_CONTRACT_BYTES, MAX_TYPE_LEN, MAX_VERSION_LEN,
+};
+
+/// Most heap one compiled `pattern` may take (`regex` `size_limit`).
+pub const PATTERN_SIZE_LIMIT: usize = 64 * 1024;
+/// Most heap the lazy DFA of one `pattern` may take per thread using it
+/// (`regex` `dfa_size_limit`).
+pub const PATTERN_DFA_SIZE_LIMIT: usize = 64 * 1024;
 
 /// A contract as written: the event type, optional version, the JSON
 /// Schema text and one example payload.
@@ -54,48 +63,31 @@ impl std::fmt::Debug for Contract {
 }
 
 impl Contract {
-    /// Checks and compiles `spec`. The example must pass the schema and name
-    /// the contract's type (and version) in the policy's fields. Errors name
-    /// the key: `type`, `version`, `schema` or `example`.
+    /// Checks and compiles `spec`. The schema must keep within the cost
+    /// bounds, the example must pass it and name the contract's type (and
+    /// version) in the policy's fields. Errors name the key: `type`,
+    /// `version`, `schema` or `example`.
     pub fn compile(
         spec: ContractSpec,
         policy: &Policy,
         source: ContractSource,
     ) -> Result<Contract, String> {
+        let contract = Contract::load(spec, source)?;
+        contract.check_example(policy)?;
+        Ok(contract)
+    }
+
+    /// Compiles a contract saved earlier: its names, sizes and cost bounds
+    /// are checked again (they are cheap, and bounds may have tightened
+    /// since), its example is not (it passed when it was saved).
+    pub fn load(spec: ContractSpec, source: ContractSource) -> Result<Contract, String> {
         check_name("type", &spec.event_type, MAX_TYPE_LEN)?;
         if let Some(version) = &spec.version {
             check_name("version", version, MAX_VERSION_LEN)?;
         }
         let schema = json_text("schema", &spec.schema)?;
-        // `pattern`s run on the `regex` engine: linear time whatever the
-        // pattern, so a contract cannot stall the actor thread it shares.
-        let validator = jsonschema::draft202012::options()
-            .should_validate_formats(true)
-            .with_pattern_options(jsonschema::PatternOptions::regex())
-            .build(&schema)
-            .map_err(|e| format!("schema: not a valid JSON Schema (draft 2020-12): {e}"))?;
-        let example = json_text("example", &spec.example)?;
-        if let Some(error) = validator.iter_errors(&example).next() {
-            return Err(format!(
-                "example: does not pass the schema at {:?}: {}",
-                error.instance_path().as_str(),
-                error.masked()
-            ));
-        }
-        if example.get(&policy.type_field).and_then(Value::as_str) != Some(&spec.event_type) {
-            return Err(format!(
-                "example: its {:?} field must be {:?}",
-                policy.type_field, spec.event_type
-            ));
-        }
-        if let Some(version) = &spec.version {
-            if version_of(&example, &policy.version_field).as_deref() != Some(version) {
-                return Err(format!(
-                    "example: its {:?} field must be {version:?}",
-                    policy.version_field
-                ));
-            }
-        }
+        cost::check(&schema).map_err(|e| format!("schema: {e}"))?;
+        let validator = validator(&schema)?;
         let required = schema
             .get("required")
             .and_then(Value::as_array)
@@ -112,6 +104,56 @@ impl Contract {
             validator,
             source,
         })
+    }
+
+    /// The example passes the schema within the check budget and names the
+    /// contract's type and version.
+    fn check_example(&self, policy: &Policy) -> Result<(), String> {
+        let spec = &self.spec;
+        let example = json_text("example", &spec.example)?;
+        let over = |steps| format!("example: its check takes more than {steps} steps");
+        let passes = budget::within_budget(budget::MAX_CHECK_STEPS, || {
+            self.validator.is_valid(&example)
+        })
+        .map_err(|_| over(budget::MAX_CHECK_STEPS))?;
+        let first = if passes {
+            None
+        } else {
+            budget::within_budget(budget::MAX_LISTING_STEPS, || {
+                self.validator.iter_errors(&example).next().map(|error| {
+                    format!(
+                        "example: does not pass the schema at {:?}: {}",
+                        error.instance_path().as_str(),
+                        error.masked()
+                    )
+                })
+            })
+            .map_err(|_| over(budget::MAX_LISTING_STEPS))?
+        };
+        if let Some(error) = first {
+            return Err(error);
+        }
+        if example.get(&policy.type_field).and_then(Value::as_str) != Some(&spec.event_type) {
+            return Err(format!(
+                "example: its {:?} field must be {:?}",
+                policy.type_field, spec.event_type
+            ));
+        }
+        if let Some(version) = &spec.version {
+            if version_of(&example, &policy.version_field).as_deref() != Some(version) {
+                return Err(format!(
+                    "example: its {:?} field must be {version:?}",
+                    policy.version_field
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The same contract, declared by `source` (a put's revision once it
+    /// is saved).
+    pub fn with_source(self, source: ContractSource) -> Contract {
+        Contract { source, ..self }
     }
 
     /// The contract as written.
@@ -138,6 +180,23 @@ impl Contract {
     pub(super) fn validator(&self) -> &Validator {
         &self.validator
     }
+}
+
+/// Compiles `schema` with a step in every subschema. `pattern`s run on the
+/// `regex` engine (linear time whatever the pattern) within heap limits,
+/// each distinct one compiled once per contract.
+fn validator(schema: &Value) -> Result<Validator, String> {
+    jsonschema::draft202012::options()
+        .should_validate_formats(true)
+        .with_pattern_options(
+            PatternOptions::regex()
+                .size_limit(PATTERN_SIZE_LIMIT)
+                .dfa_size_limit(PATTERN_DFA_SIZE_LIMIT),
+        )
+        .with_pattern_cache(PatternCache::new())
+        .with_keyword(STEP, |_, value, _| Ok(Box::new(Step::of(value))))
+        .build(&budget::instrument(schema))
+        .map_err(|e| format!("schema: not a valid JSON Schema (draft 2020-12): {e}"))
 }
 
 /// The version in `field` of a body: a string, or an integer as its

@@ -4,8 +4,11 @@
 //! ([`TenantContracts`], shared with its actor through a [`Slot`]) and checks
 //! a body against it ([`TenantContracts::check`]).
 
+mod budget;
 mod check;
 mod compile;
+mod cost;
+mod saved;
 #[cfg(test)]
 mod tests;
 
@@ -15,8 +18,15 @@ use std::{
     sync::{Arc, RwLock},
 };
 
+pub use budget::MAX_CHECK_STEPS;
 pub use check::{TenantContracts, Verdict};
-pub use compile::{Contract, ContractSource, ContractSpec};
+pub use compile::{
+    Contract, ContractSource, ContractSpec, PATTERN_DFA_SIZE_LIMIT, PATTERN_SIZE_LIMIT,
+};
+pub use cost::{
+    MAX_EXPANDED_NODES, MAX_PATTERNS, MAX_PATTERN_LEN, MAX_REF_DEPTH, MAX_SCHEMA_NODES,
+};
+pub use saved::assemble;
 use serde::{Deserialize, Serialize};
 
 use crate::ids::TenantId;
@@ -31,6 +41,8 @@ pub const MAX_CONTRACT_BYTES: usize = 64 * 1024;
 pub const MAX_TYPE_LEN: usize = 128;
 /// Longest version text.
 pub const MAX_VERSION_LEN: usize = 64;
+/// Most contracts one tenant holds (its config file's and those saved).
+pub const MAX_CONTRACTS: usize = 100;
 
 /// What happens to a delivery whose event type (and version) has no
 /// contract.
@@ -141,6 +153,12 @@ impl ConfigContracts {
         }
         if policy.version_field.is_empty() {
             return Err("version_field must not be empty".into());
+        }
+        if configs.len() > MAX_CONTRACTS {
+            return Err(format!(
+                "contracts: a tenant holds at most {MAX_CONTRACTS} contracts, got {}",
+                configs.len()
+            ));
         }
         let mut contracts: Vec<Arc<Contract>> = Vec::with_capacity(configs.len());
         for (i, config) in configs.iter().enumerate() {

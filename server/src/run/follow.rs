@@ -83,9 +83,9 @@ impl Follower {
         Ok(contract_prints(&self.rows.scan(Table::Contracts, "")?))
     }
 
-    /// Recompiles the contracts of each running tenant whose saved
-    /// contracts changed since the last poll (this process's own changes
-    /// too: recompiling is idempotent).
+    /// Reloads the contracts of each running tenant whose saved contracts
+    /// changed since the last poll (this process's own changes too:
+    /// reloading is idempotent, and compiles only the contracts changed).
     fn recompile_contracts(&mut self) -> Result<()> {
         let now = self.contract_prints()?;
         let changed: HashSet<&String> = now
@@ -97,7 +97,7 @@ impl Follower {
             .into_iter()
             .filter(|id| self.registry.get(id).is_some())
         {
-            match self.registry.reload_contracts(id) {
+            match self.registry.reload_contracts(id, None) {
                 Ok(()) => tracing::info!(tenant = %id, "saved contracts changed: recompiled here"),
                 Err(e) => {
                     tracing::warn!(tenant = %id, error = %e, "recompiling changed contracts failed")

@@ -3,7 +3,7 @@
 
 use std::{
     collections::HashMap,
-    sync::{Arc, RwLock},
+    sync::{Arc, Mutex, PoisonError, RwLock},
     time::Duration,
 };
 
@@ -19,7 +19,7 @@ use crate::{
     catalog::contracts::ContractStore,
     clock::SharedClock,
     config::{RateLimitConfig, TenantSettings},
-    contracts::{Book, Contract, ContractSource, ContractSpec, TenantContracts},
+    contracts::{self, Book, Contract, TenantContracts},
     error::{Error, Result},
     feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
     forward::{Dispatcher, DispatcherParts, ForwardRuntime, LeaseTerms},
@@ -68,6 +68,8 @@ pub struct Registry {
     forward_cas: Arc<Vec<reqwest::Certificate>>,
     /// Each tenant's compiled contracts, shared with its actor.
     contracts: Book,
+    /// Held while a tenant's contracts are reloaded.
+    reloads: Arc<Mutex<()>>,
     /// This process's claim on the tenants it forwards.
     lease: LeaseTerms,
     /// Where the dispatchers run.
@@ -99,6 +101,7 @@ impl Registry {
             telemetry,
             forward_cas: Arc::default(),
             contracts: Book::default(),
+            reloads: Arc::default(),
             lease: LeaseTerms::new(DEFAULT_LEASE),
             forwarding,
             refusal_records: RateLimitConfig {
@@ -158,7 +161,7 @@ impl Registry {
         let wake = Arc::new(Notify::new());
         let metrics = self.telemetry.metrics().tenant(&settings.id);
         let contracts = self.contracts.slot(&settings.id);
-        contracts.store(self.compiled_contracts(&settings));
+        contracts.store(self.compiled_contracts(&settings, &TenantContracts::default(), None));
         let senders = self.telemetry.metrics().senders().label(metrics.label());
         let parts = ActorParts {
             data: data.clone(),
@@ -252,56 +255,35 @@ impl Registry {
         Ok(())
     }
 
-    /// The contracts of `settings`' tenant: its config file's, then those
-    /// saved over the control plane (a saved one that no longer compiles is
-    /// logged and left out; one clashing with the config file's is ignored).
-    fn compiled_contracts(&self, settings: &TenantSettings) -> TenantContracts {
-        let config = &settings.contracts;
+    /// The contracts of `settings`' tenant as saved now, reusing those
+    /// `previous` compiled and `fresh` (see [`contracts::assemble`]).
+    fn compiled_contracts(
+        &self,
+        settings: &TenantSettings,
+        previous: &TenantContracts,
+        fresh: Option<Contract>,
+    ) -> TenantContracts {
         let saved = self.saved_contracts().and_then(|c| c.list(&settings.id));
         let saved = saved.unwrap_or_else(|e| {
             tracing::error!(tenant = %settings.id, error = %e, "saved contracts cannot be read; only the config file's are in force");
             Vec::new()
         });
-        let saved = saved.into_iter().filter_map(|record| {
-            let key = (record.event_type.as_str(), record.version.as_deref());
-            if config.contracts.iter().any(|c| c.key() == key) {
-                return None;
-            }
-            let source = ContractSource::Api {
-                revision: record.revision,
-                updated_at_ms: record.updated_at_ms,
-            };
-            let spec = ContractSpec {
-                event_type: record.event_type,
-                version: record.version,
-                schema: record.schema,
-                example: record.example,
-            };
-            let event_type = spec.event_type.clone();
-            Contract::compile(spec, &config.policy, source)
-                .inspect_err(|e| tracing::error!(tenant = %settings.id, event_type = %event_type, error = %e, "saved contract does not compile and is not in force"))
-                .ok()
-                .map(Arc::new)
-        });
-        TenantContracts::new(
-            config.policy.clone(),
-            config
-                .contracts
-                .iter()
-                .cloned()
-                .chain(saved.collect::<Vec<_>>()),
-        )
+        contracts::assemble(&settings.id, &settings.contracts, saved, previous, fresh)
     }
 
-    /// Recompiles a running tenant's contracts after a change: deliveries
-    /// checked from now on see it, those accepted before are untouched.
-    pub fn reload_contracts(&self, id: &str) -> Result<()> {
+    /// Puts a running tenant's saved contracts in force after a change,
+    /// compiling only those changed (`fresh`: one just saved, compiled to
+    /// check it): deliveries checked from now on see it, those accepted
+    /// before are untouched. One reload at a time, so an older reading of
+    /// the store never replaces a newer one.
+    pub fn reload_contracts(&self, id: &str, fresh: Option<Contract>) -> Result<()> {
         let handle = self
             .get(id)
             .ok_or_else(|| Error::NotFound(format!("tenant {id}")))?;
-        self.contracts
-            .slot(&handle.settings.id)
-            .store(self.compiled_contracts(&handle.settings));
+        let _one_at_a_time = self.reloads.lock().unwrap_or_else(PoisonError::into_inner);
+        let slot = self.contracts.slot(&handle.settings.id);
+        let set = self.compiled_contracts(&handle.settings, &slot.load(), fresh);
+        slot.store(set);
         Ok(())
     }
 

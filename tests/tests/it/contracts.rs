@@ -3,6 +3,8 @@
 //! real gRPC apply to the next delivery and survive a restart; refused
 //! deliveries are never stored; the sender's clock skew shows in /metrics.
 
+mod cost;
+
 use hookd_sdk::client::{
     proto::{Contract, DeliveryStatus},
     Code, HookdClient,
