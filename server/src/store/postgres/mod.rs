@@ -19,6 +19,8 @@ mod rows;
 mod tenant;
 #[doc(hidden)]
 pub mod testing;
+#[cfg(test)]
+mod tests;
 
 use std::{
     collections::HashMap,
@@ -33,6 +35,7 @@ use std::{
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use futures_util::{future::BoxFuture, FutureExt};
 use secrecy::{ExposeSecret, SecretString};
+use tokio_postgres::GenericClient;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 pub use migrate::migrate;
@@ -60,33 +63,62 @@ pub struct PgOptions {
     pub batch_max: usize,
 }
 
-/// What every database task shares: the pool and the process's block of
+/// Connections of the side pool: the health probe and the queue counts
+/// of `/metrics` and the control plane, apart from `max_connections`.
+const SIDE_CONNECTIONS: usize = 2;
+
+/// What every database task shares: the pools and the process's block of
 /// sequence numbers.
 #[derive(Clone)]
 pub(crate) struct Db {
     pool: Pool,
+    /// A small pool of its own for the health probe and the queue counts,
+    /// so neither waits behind ingest and forwarding (nor starves them).
+    side: Pool,
     seq: Arc<Mutex<(u64, u64)>>,
 }
 
 impl Db {
     /// A pooled connection.
     async fn client(&self) -> Result<deadpool_postgres::Client> {
-        self.pool
-            .get()
-            .await
-            .map_err(|e| Error::Storage(format!("postgres connection: {}", chain(&e))))
+        checkout(&self.pool).await
     }
 
-    /// A fresh number, unique across every process sharing the database.
+    /// A connection of the side pool.
+    async fn side_client(&self) -> Result<deadpool_postgres::Client> {
+        checkout(&self.side).await
+    }
+
+    /// A fresh number, unique across every process sharing the database;
+    /// a new block is taken on a connection of the pool. Inside a
+    /// transaction use [`Db::sequence_in`].
     async fn sequence(&self) -> Result<u64> {
-        {
-            let mut block = self.seq.lock().expect("sequence lock");
-            if block.0 < block.1 {
-                block.0 += 1;
-                return Ok(block.0 - 1);
-            }
+        match self.next_in_block() {
+            Some(n) => Ok(n),
+            None => self.new_block(&**self.client().await?).await,
         }
-        let client = self.client().await?;
+    }
+
+    /// [`Db::sequence`] taking a new block on `client` (a transaction's
+    /// own connection), never on a second connection of the pool.
+    async fn sequence_in(&self, client: &impl GenericClient) -> Result<u64> {
+        match self.next_in_block() {
+            Some(n) => Ok(n),
+            None => self.new_block(client).await,
+        }
+    }
+
+    fn next_in_block(&self) -> Option<u64> {
+        let mut block = self.seq.lock().expect("sequence lock");
+        (block.0 < block.1).then(|| {
+            block.0 += 1;
+            block.0 - 1
+        })
+    }
+
+    /// Takes a new block (`nextval` is not transactional: a rollback
+    /// never hands the block out twice) and returns its first number.
+    async fn new_block(&self, client: &impl GenericClient) -> Result<u64> {
         let base: i64 = client
             .query_one("SELECT nextval('hookd_seq')", &[])
             .await
@@ -97,6 +129,23 @@ impl Db {
         *block = (base + 1, base + SEQ_BLOCK);
         Ok(base)
     }
+}
+
+/// The database's clock (Unix ms, at the start of `client`'s transaction):
+/// what every replica compares times shared between replicas against.
+pub(super) async fn db_now_ms(client: &impl GenericClient) -> Result<i64> {
+    let row = client
+        .query_one("SELECT (extract(epoch FROM now()) * 1000)::bigint", &[])
+        .await
+        .map_err(pg)?;
+    Ok(row.get(0))
+}
+
+/// A connection of `pool`.
+async fn checkout(pool: &Pool) -> Result<deadpool_postgres::Client> {
+    pool.get()
+        .await
+        .map_err(|e| Error::Storage(format!("postgres connection: {}", chain(&e))))
 }
 
 /// An error with its sources (a failed connection says why: refused,
@@ -171,9 +220,10 @@ impl PgStore {
             .enable_all()
             .build()?;
         let runtime = OwnedRuntime(Some(runtime));
-        let pool = pool(&options)?;
+        let config = session_config(&options)?;
         let db = Db {
-            pool,
+            pool: pool(&config, options.max_connections)?,
+            side: pool(&config, SIDE_CONNECTIONS)?,
             seq: Arc::new(Mutex::new((0, 0))),
         };
         let applied = block_on(runtime.handle(), {
@@ -268,8 +318,9 @@ fn block_on<T: Send + 'static>(
         .map_err(|_| Error::Internal("postgres task ended without an answer".into()))?
 }
 
-/// The connection pool; the URL's host and database are logged, never the URL.
-fn pool(options: &PgOptions) -> Result<Pool> {
+/// The sessions' settings from `options`; the URL's host and database are
+/// logged, never the URL.
+fn session_config(options: &PgOptions) -> Result<tokio_postgres::Config> {
     let mut config: tokio_postgres::Config = options.url.expose_secret().parse().map_err(|_| {
         Error::Config("storage.postgres.url: not a valid PostgreSQL connection URL".into())
     })?;
@@ -297,17 +348,23 @@ fn pool(options: &PgOptions) -> Result<Pool> {
         hosts = %hosts.join(","),
         database = config.get_dbname().unwrap_or("(default)"),
         max_connections = options.max_connections,
+        side_connections = SIDE_CONNECTIONS,
         "storage: postgres"
     );
+    Ok(config)
+}
+
+/// A pool of at most `size` connections with `config`.
+fn pool(config: &tokio_postgres::Config, size: usize) -> Result<Pool> {
     let manager = Manager::from_config(
-        config,
+        config.clone(),
         tls_connector(),
         ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
         },
     );
     Pool::builder(manager)
-        .max_size(options.max_connections)
+        .max_size(size)
         .runtime(deadpool_postgres::Runtime::Tokio1)
         .wait_timeout(Some(Duration::from_secs(10)))
         .create_timeout(Some(Duration::from_secs(5)))
@@ -340,7 +397,7 @@ async fn probe(db: Db, healthy: Arc<AtomicBool>) {
     let mut tick = tokio::time::interval(Duration::from_millis(500));
     loop {
         tick.tick().await;
-        let up = match db.client().await {
+        let up = match db.side_client().await {
             Ok(client) => client.simple_query("SELECT 1").await.is_ok(),
             Err(_) => false,
         };

@@ -280,7 +280,7 @@ impl TenantData for PgTenant {
     fn counts(&self) -> Result<QueueCounts> {
         self.run(|db, tenant| async move {
             let row = db
-                .client()
+                .side_client()
                 .await?
                 .query_one(
                     "SELECT (SELECT count(*) FROM hookd_queue WHERE tenant = $1), \
@@ -553,9 +553,10 @@ impl TenantData for PgTenant {
         self.run(|db, tenant| async move { super::pull::ack(&db, &tenant, &ids, now_ms).await })
     }
 
-    fn nack(&self, ids: &[DeliveryId], now_ms: i64) -> Result<u32> {
+    fn nack(&self, ids: &[DeliveryId], _now_ms: i64) -> Result<u32> {
+        // On the database's clock: see [`super::pull::nack`].
         let ids = ids.to_vec();
-        self.run(|db, tenant| async move { super::pull::nack(&db, &tenant, &ids, now_ms).await })
+        self.run(|db, tenant| async move { super::pull::nack(&db, &tenant, &ids).await })
     }
 
     fn sweep(&self, request: &SweepRequest, cursor: &mut Vec<u8>) -> Result<Swept> {

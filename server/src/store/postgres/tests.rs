@@ -1,0 +1,155 @@
+//! What only an engine shared by several processes must get right: each
+//! case opens two or more [`PgStore`]s on one fresh database, as replicas
+//! would (skipped without `HOOKD_TEST_POSTGRES_URL`).
+
+use std::time::{Duration, Instant};
+
+use super::{testing::TestDatabase, PgOptions, PgStore};
+use crate::{
+    clock::{Clock, ManualClock, SystemClock},
+    ids::TenantId,
+    store::{
+        api::{PullRequest, Storage, Tenant},
+        conformance::accepted,
+    },
+};
+
+/// A fresh database, or `None` when there is none to test on.
+fn database(case: &str) -> Option<TestDatabase> {
+    super::testing::test_database(&format!("hookd_pg_{case}"))
+}
+
+/// A replica's store on `database` with at most `connections` connections.
+fn replica(database: &TestDatabase, connections: usize) -> PgStore {
+    PgStore::open(PgOptions {
+        url: database.url.clone().into(),
+        max_connections: connections,
+        statement_timeout_ms: 30_000,
+        batch_max: 64,
+    })
+    .unwrap()
+}
+
+fn tenant(store: &PgStore, id: &str) -> Tenant {
+    store.tenant(&TenantId::try_from(id).unwrap()).unwrap()
+}
+
+/// A pull of up to `max` at `now_ms` hiding each for 30 s.
+fn pull_at(max: usize, now_ms: i64) -> PullRequest {
+    PullRequest {
+        max,
+        max_bytes: 1 << 20,
+        visibility_ms: 30_000,
+        window_ms: 3_600_000,
+        now_ms,
+    }
+}
+
+/// Runs blocking storage calls off the test's runtime threads.
+async fn off_runtime<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(work).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pull_at_a_sequence_block_boundary_needs_no_second_connection() {
+    let Some(db) = database("pull_pool") else {
+        return;
+    };
+    let writer = replica(&db, 4);
+    let data = tenant(&writer, "acme");
+    let now = SystemClock.now_ms();
+    for n in 0..3 {
+        accepted(&data, &format!("evt_{n}"), now).await;
+    }
+    // A replica that has taken no sequence block yet, on one connection:
+    // its pull's first hidden entry needs a new block.
+    let consumer = replica(&db, 1);
+    let pulled = tenant(&consumer, "acme");
+    let started = Instant::now();
+    let got = off_runtime(move || pulled.pull(pull_at(3, now))).await;
+    let took = started.elapsed();
+    assert_eq!(got.map(|g| g.len()).map_err(|e| e.to_string()), Ok(3));
+    assert!(took < Duration::from_secs(5), "the pull waited {took:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nack_at_a_sequence_block_boundary_needs_no_second_connection() {
+    let Some(db) = database("nack_pool") else {
+        return;
+    };
+    let writer = replica(&db, 4);
+    let data = tenant(&writer, "acme");
+    let now = SystemClock.now_ms();
+    let id = accepted(&data, "evt_1", now).await;
+    let first = data.clone();
+    assert_eq!(
+        off_runtime(move || first.pull(pull_at(1, now)).unwrap().len()).await,
+        1
+    );
+    let consumer = replica(&db, 1);
+    let nacking = tenant(&consumer, "acme");
+    let started = Instant::now();
+    let returned = off_runtime(move || nacking.nack(&[id], now)).await;
+    assert_eq!(returned.map_err(|e| e.to_string()), Ok(1));
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_counts_and_health_answer_while_every_ingest_connection_is_busy() {
+    let Some(db) = database("side_pool") else {
+        return;
+    };
+    let store = replica(&db, 1);
+    let data = tenant(&store, "acme");
+    accepted(&data, "evt_1", SystemClock.now_ms()).await;
+    let held = store.run(|db| async move { Ok(db.client().await?) });
+    let held = held.unwrap();
+    let started = Instant::now();
+    let counts = off_runtime(move || data.counts()).await;
+    assert_eq!(counts.map(|c| c.depth).map_err(|e| e.to_string()), Ok(1));
+    assert!(started.elapsed() < Duration::from_secs(5));
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    assert!(store.is_healthy(), "the probe has a connection of its own");
+    drop(held);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_whose_clock_runs_ahead_never_hands_out_what_another_pulled() {
+    let Some(db) = database("pull_clock") else {
+        return;
+    };
+    let (on_time, ahead) = (replica(&db, 4), replica(&db, 4));
+    let real = SystemClock.now_ms();
+    let ahead_clock = ManualClock::at_secs(0);
+    ahead_clock.advance_ms(real + 40_000);
+    let data = tenant(&on_time, "acme");
+    for n in 0..5 {
+        accepted(&data, &format!("evt_{n}"), real).await;
+    }
+    let first = data.clone();
+    let pulled = off_runtime(move || first.pull(pull_at(5, real)).unwrap()).await;
+    assert_eq!(pulled.len(), 5);
+    let second = tenant(&ahead, "acme");
+    let now = ahead_clock.now_ms();
+    let again = off_runtime(move || second.pull(pull_at(5, now)).unwrap()).await;
+    assert_eq!(
+        again.len(),
+        0,
+        "handed to a second consumer within their visibility timeout"
+    );
+    // A nack on the replica ahead makes them visible now, not 40 s on.
+    let ids: Vec<_> = pulled
+        .iter()
+        .map(|(e, _)| e.meta.delivery_id.clone())
+        .collect();
+    let nacking = tenant(&ahead, "acme");
+    assert_eq!(
+        off_runtime(move || nacking.nack(&ids, now).unwrap()).await,
+        5
+    );
+    let third = data.clone();
+    assert_eq!(
+        off_runtime(move || third.pull(pull_at(5, real)).unwrap().len()).await,
+        5
+    );
+}
