@@ -368,6 +368,10 @@ pub enum Error {
     /// The thing asked for does not exist.
     #[error("not found: {0}")]
     NotFound(String),
+    /// The thing to create exists already (another process may have just
+    /// created it); nothing was changed.
+    #[error("already exists: {0}")]
+    AlreadyExists(String),
     /// The request is valid but the thing is not in a state that allows it.
     #[error("{0}")]
     Precondition(String),

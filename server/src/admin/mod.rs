@@ -97,6 +97,7 @@ impl Backend {
 fn api(e: Error) -> ApiError {
     match e {
         Error::NotFound(what) => ApiError::NotFound(what),
+        Error::AlreadyExists(what) => ApiError::AlreadyExists(what),
         Error::TenantDeleted(tenant) => ApiError::NotFound(format!("tenant {tenant}")),
         Error::Precondition(why) => ApiError::FailedPrecondition(why),
         Error::Config(why) => ApiError::InvalidArgument(why),

@@ -87,6 +87,7 @@ engines!(
     dead_letters_page_newest_first,
     sweep_forgets_old_work,
     catalog_rows_are_atomic,
+    a_catalog_row_is_created_once,
     drop_tenant_removes_only_its_data,
     forwarding_leases,
     redirects_are_kept_with_their_delivery,
@@ -450,6 +451,44 @@ async fn catalog_rows_are_atomic(engine: Engine) {
             "every change is seen by other processes"
         );
     }
+}
+
+async fn a_catalog_row_is_created_once(engine: Engine) {
+    let rows = engine.store.catalog_rows().unwrap();
+    let create = |value: &[u8]| {
+        vec![
+            RowChange::Put(Table::Secrets, "acme".into(), value.to_vec()),
+            RowChange::Create(Table::Tenants, "acme".into(), value.to_vec()),
+        ]
+    };
+    let won: Vec<bool> = std::thread::scope(|s| {
+        let racers: Vec<_> = [b"one", b"two"]
+            .into_iter()
+            .map(|value| {
+                let (rows, changes) = (rows.clone(), create(value));
+                s.spawn(move || match rows.apply(&changes) {
+                    Ok(()) => true,
+                    Err(Error::AlreadyExists(key)) => {
+                        assert_eq!(key, "acme");
+                        false
+                    }
+                    Err(e) => panic!("{e}"),
+                })
+            })
+            .collect();
+        racers.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    assert_eq!(won.iter().filter(|w| **w).count(), 1, "{won:?}");
+    let winner: &[u8] = if won[0] { b"one" } else { b"two" };
+    // The loser changed nothing, not even the row it put before.
+    assert_eq!(
+        rows.get(Table::Tenants, "acme").unwrap().as_deref(),
+        Some(winner)
+    );
+    assert_eq!(
+        rows.get(Table::Secrets, "acme").unwrap().as_deref(),
+        Some(winner)
+    );
 }
 
 async fn drop_tenant_removes_only_its_data(engine: Engine) {

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use futures_util::{future::BoxFuture, FutureExt};
-use sled::Transactional;
+use sled::{transaction::ConflictableTransactionError, Transactional};
 
 use super::{
     api::{
@@ -308,25 +308,26 @@ impl CatalogRows for SledRows {
             .transaction(|views| {
                 for change in changes {
                     let (table, key) = match change {
-                        RowChange::Put(table, key, _) | RowChange::Remove(table, key) => {
-                            (table, key)
-                        }
+                        RowChange::Put(table, key, _)
+                        | RowChange::Create(table, key, _)
+                        | RowChange::Remove(table, key) => (table, key),
                     };
                     let tree = &views[*table as usize];
                     match change {
-                        RowChange::Put(_, _, value) => {
+                        RowChange::Create(..) if tree.get(key.as_bytes())?.is_some() => {
+                            return Err(ConflictableTransactionError::Abort(key.clone()));
+                        }
+                        RowChange::Put(_, _, value) | RowChange::Create(_, _, value) => {
                             tree.insert(key.as_bytes(), value.as_slice())?
                         }
                         RowChange::Remove(..) => tree.remove(key.as_bytes())?,
                     };
                 }
-                Ok::<_, sled::transaction::ConflictableTransactionError<()>>(())
+                Ok::<_, ConflictableTransactionError<String>>(())
             })
             .map_err(|e| match e {
                 sled::transaction::TransactionError::Storage(e) => Error::from(e),
-                sled::transaction::TransactionError::Abort(()) => {
-                    Error::Corrupt("catalog write aborted".into())
-                }
+                sled::transaction::TransactionError::Abort(key) => Error::AlreadyExists(key),
             })
     }
 }

@@ -100,8 +100,8 @@ async fn run(db: Db, mut rx: mpsc::Receiver<Request>, batch_max: usize, figures:
                 Request::Drop(id, dropped, reply) => {
                     // Writes before the drop are committed first.
                     commit_batch(&db, std::mem::take(&mut writes), &figures).await;
-                    dropped.store(true, Ordering::SeqCst);
-                    let _ = reply.send(delete_tenant(&db, id.as_str()).await);
+                    let cleared = clear_unless_stored(&db, id.as_str(), &dropped).await;
+                    let _ = reply.send(cleared.map(drop));
                 }
             }
             if writes.len() < batch_max {
@@ -295,10 +295,37 @@ async fn first_of(
     })
 }
 
-/// Deletes every row of `tenant` in one transaction.
-pub(super) async fn delete_tenant(db: &Db, tenant: &str) -> Result<()> {
+/// Deletes every row of `tenant` in one transaction, unless a tenant of its
+/// id is stored in the catalog (created again, maybe by another process,
+/// since this one was deleted): true when it deleted. It holds the catalog
+/// version's row lock, which every catalog change takes first, so no
+/// create of the id commits in between; `dropped` is set (this process's
+/// writes for the tenant fail from then on) before anything is deleted.
+pub(super) async fn clear_unless_stored(
+    db: &Db,
+    tenant: &str,
+    dropped: &AtomicBool,
+) -> Result<bool> {
     let mut client = db.client().await?;
     let tx = client.transaction().await.map_err(pg)?;
+    tx.execute(
+        "SELECT version FROM hookd_catalog_version WHERE id = 1 FOR UPDATE",
+        &[],
+    )
+    .await
+    .map_err(pg)?;
+    let stored = tx
+        .query_opt(
+            "SELECT 1 FROM hookd_catalog WHERE tbl = 'tenants' AND key = $1",
+            &[&tenant],
+        )
+        .await
+        .map_err(pg)?;
+    if stored.is_some() {
+        tracing::info!(tenant = %tenant, "a tenant of this id is stored again: its data is kept");
+        return Ok(false);
+    }
+    dropped.store(true, Ordering::SeqCst);
     for table in [
         "hookd_queue",
         "hookd_dead",
@@ -316,5 +343,6 @@ pub(super) async fn delete_tenant(db: &Db, tenant: &str) -> Result<()> {
         .await
         .map_err(pg)?;
     }
-    tx.commit().await.map_err(pg)
+    tx.commit().await.map_err(pg)?;
+    Ok(true)
 }

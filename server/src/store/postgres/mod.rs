@@ -453,10 +453,11 @@ impl Storage for PgStore {
         .boxed()
     }
 
+    /// Only while no tenant of the id is stored: see
+    /// [`committer::clear_unless_stored`].
     fn clear_tenant(&self, id: &TenantId) -> Result<()> {
-        self.mark(id).store(true, Ordering::SeqCst);
-        let tenant = id.to_string();
-        self.run(|db| async move { committer::delete_tenant(&db, &tenant).await })?;
+        let (tenant, mark) = (id.to_string(), self.mark(id));
+        self.run(|db| async move { committer::clear_unless_stored(&db, &tenant, &mark).await })?;
         self.inner.marks.lock().expect("marks lock").remove(id);
         Ok(())
     }

@@ -9,7 +9,7 @@ use crate::{
     clock::{Clock, ManualClock, SystemClock},
     ids::TenantId,
     store::{
-        api::{PullRequest, Storage, Tenant},
+        api::{PullRequest, RowChange, Storage, Table, Tenant},
         conformance::accepted,
     },
 };
@@ -111,6 +111,28 @@ async fn queue_counts_and_health_answer_while_every_ingest_connection_is_busy() 
     tokio::time::sleep(Duration::from_millis(1_200)).await;
     assert!(store.is_healthy(), "the probe has a connection of its own");
     drop(held);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clearing_a_tenant_keeps_the_data_of_one_stored_again_under_its_id() {
+    let Some(db) = database("clear_stored") else {
+        return;
+    };
+    let (winner, loser) = (replica(&db, 4), replica(&db, 4));
+    let rows = winner.catalog_rows().unwrap();
+    rows.apply(&[RowChange::Put(
+        Table::Tenants,
+        "acme".into(),
+        b"record".to_vec(),
+    )])
+    .unwrap();
+    let data = tenant(&winner, "acme");
+    let id = accepted(&data, "evt_1", SystemClock.now_ms()).await;
+    // A create that lost the race clears what an earlier tenant left.
+    let acme = TenantId::try_from("acme").unwrap();
+    off_runtime(move || loser.clear_tenant(&acme).unwrap()).await;
+    let kept = off_runtime(move || data.event(&id).unwrap()).await;
+    assert!(kept.is_some(), "the stored tenant's delivery was wiped");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
