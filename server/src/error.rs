@@ -362,6 +362,10 @@ pub enum Error {
     /// until hookd restarts and recovers from what is on disk.
     #[error("storage failed earlier and takes no writes until hookd restarts")]
     StoragePoisoned,
+    /// A transaction lost a deadlock or serialization race and was rolled
+    /// back whole: safe to try again.
+    #[error("storage contended: {0}")]
+    Contended(String),
     /// The tenant was deleted while its write waited.
     #[error("tenant {0} was deleted")]
     TenantDeleted(String),

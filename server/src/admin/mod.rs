@@ -106,6 +106,7 @@ fn api(e: Error) -> ApiError {
         | Error::SyncFailed(_)
         | Error::StoragePoisoned
         | Error::Storage(_)
+        | Error::Contended(_)
         | Error::Io(_) => ApiError::Unavailable(format!("storage: {e}")),
         Error::Corrupt(_) | Error::Internal(_) => ApiError::Internal(e.to_string()),
     }

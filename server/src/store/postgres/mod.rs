@@ -35,7 +35,7 @@ use std::{
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use futures_util::{future::BoxFuture, FutureExt};
 use secrecy::{ExposeSecret, SecretString};
-use tokio_postgres::GenericClient;
+use tokio_postgres::{error::SqlState, GenericClient};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 pub use migrate::migrate;
@@ -161,11 +161,45 @@ fn chain(e: &dyn std::error::Error) -> String {
     text
 }
 
-/// A database error as hookd's, with the server's own message.
+/// A database error as hookd's, with the server's own message; a lost
+/// deadlock or serialization race (by its SQLSTATE) is
+/// [`Error::Contended`], which [`retrying`] tries again.
 pub(crate) fn pg(e: tokio_postgres::Error) -> Error {
     match e.as_db_error() {
-        Some(db) => Error::Storage(format!("postgres: {} ({})", db.message(), db.code().code())),
+        Some(db) => {
+            let text = format!("postgres: {} ({})", db.message(), db.code().code());
+            match *db.code() {
+                SqlState::T_R_DEADLOCK_DETECTED | SqlState::T_R_SERIALIZATION_FAILURE => {
+                    Error::Contended(text)
+                }
+                _ => Error::Storage(text),
+            }
+        }
         None => Error::Storage(format!("postgres: {}", chain(&e))),
+    }
+}
+
+/// How often a transaction that lost a deadlock or serialization race is
+/// tried in all.
+const TRIES: usize = 3;
+
+/// Runs the transaction `work` makes, again (up to [`TRIES`] in all) while
+/// it loses a deadlock or serialization race: PostgreSQL rolled it back
+/// whole, so trying again is safe.
+pub(super) async fn retrying<T, F, Fut>(mut work: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T>>,
+{
+    let mut tried = 1;
+    loop {
+        match work().await {
+            Err(Error::Contended(why)) if tried < TRIES => {
+                tracing::info!(reason = %why, "a transaction lost a race; trying it again");
+                tried += 1;
+            }
+            done => return done,
+        }
     }
 }
 
@@ -414,14 +448,33 @@ async fn probe(db: Db, healthy: Arc<AtomicBool>) {
 }
 
 impl Storage for PgStore {
+    /// Asks the catalog whether the tenant is stored there (not only in a
+    /// config file): such a tenant's deliveries commit only while it is.
     fn tenant(&self, id: &TenantId) -> Result<Tenant> {
+        let key = id.to_string();
+        let stored = self.run(|db| async move {
+            let row = db
+                .client()
+                .await?
+                .query_opt(
+                    "SELECT 1 FROM hookd_catalog WHERE tbl = 'tenants' AND key = $1",
+                    &[&key],
+                )
+                .await
+                .map_err(pg)?;
+            Ok(row.is_some())
+        })?;
+        let shared = tenant::Shared {
+            db: self.inner.db.clone(),
+            runtime: self.inner.runtime.handle().clone(),
+            committer: self.inner.committer.clone(),
+            healthy: self.inner.healthy.clone(),
+        };
         Ok(Arc::new(tenant::PgTenant::new(
             id.clone(),
-            self.inner.db.clone(),
-            self.inner.runtime.handle().clone(),
-            self.inner.committer.clone(),
-            self.inner.healthy.clone(),
+            shared,
             self.mark(id),
+            stored,
         )))
     }
 

@@ -42,17 +42,32 @@ pub(crate) struct PgTenant {
     committer: committer::Handle,
     healthy: Arc<AtomicBool>,
     dropped: Arc<AtomicBool>,
+    /// Stored in the catalog when the handle was made: new deliveries are
+    /// committed only while it still is (see [`committer`]).
+    stored: bool,
+}
+
+/// What a [`PgTenant`] shares with its engine.
+pub(super) struct Shared {
+    pub(super) db: Db,
+    pub(super) runtime: tokio::runtime::Handle,
+    pub(super) committer: committer::Handle,
+    pub(super) healthy: Arc<AtomicBool>,
 }
 
 impl PgTenant {
     pub(super) fn new(
         tenant: TenantId,
-        db: Db,
-        runtime: tokio::runtime::Handle,
-        committer: committer::Handle,
-        healthy: Arc<AtomicBool>,
+        shared: Shared,
         dropped: Arc<AtomicBool>,
+        stored: bool,
     ) -> PgTenant {
+        let Shared {
+            db,
+            runtime,
+            committer,
+            healthy,
+        } = shared;
         PgTenant {
             tenant,
             db,
@@ -60,6 +75,7 @@ impl PgTenant {
             committer,
             healthy,
             dropped,
+            stored,
         }
     }
 
@@ -269,12 +285,9 @@ impl TenantData for PgTenant {
     }
 
     fn commit(&self, item: NewDelivery) -> BoxFuture<'static, Result<CommitOutcome>> {
-        let (committer, tenant, dropped) = (
-            self.committer.clone(),
-            self.tenant.clone(),
-            self.dropped.clone(),
-        );
-        async move { committer.commit(tenant, dropped, item).await }.boxed()
+        let committer = self.committer.clone();
+        let of = (self.tenant.clone(), self.dropped.clone(), self.stored);
+        async move { committer.commit(of, item).await }.boxed()
     }
 
     fn counts(&self) -> Result<QueueCounts> {
@@ -521,6 +534,8 @@ impl TenantData for PgTenant {
         self.run(|db, tenant| async move {
             let mut client = db.client().await?;
             let tx = client.transaction().await.map_err(pg)?;
+            // The state row first, as everywhere.
+            let state = lock_state(&*tx, &tenant, &id).await?;
             let dead = tx
                 .query_opt(
                     "SELECT 1 FROM hookd_dead WHERE tenant = $1 AND dkey = $2 FOR UPDATE",
@@ -528,7 +543,6 @@ impl TenantData for PgTenant {
                 )
                 .await
                 .map_err(pg)?;
-            let state = lock_state(&*tx, &tenant, &id).await?;
             let purge = dead.is_some() && state.is_some_and(|s| s.status == DeliveryStatus::Dead);
             if purge {
                 tx.execute(

@@ -7,10 +7,11 @@ use std::time::{Duration, Instant};
 use super::{testing::TestDatabase, PgOptions, PgStore};
 use crate::{
     clock::{Clock, ManualClock, SystemClock},
+    error::Error,
     ids::TenantId,
     store::{
         api::{PullRequest, RowChange, Storage, Table, Tenant},
-        conformance::accepted,
+        conformance::{accepted, new_delivery},
     },
 };
 
@@ -133,6 +134,109 @@ async fn clearing_a_tenant_keeps_the_data_of_one_stored_again_under_its_id() {
     off_runtime(move || loser.clear_tenant(&acme).unwrap()).await;
     let kept = off_runtime(move || data.event(&id).unwrap()).await;
     assert!(kept.is_some(), "the stored tenant's delivery was wiped");
+}
+
+/// A connection of the test's own, outside any store's pool.
+async fn raw(db: &TestDatabase) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(&db.url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+}
+
+/// Waits until another session of the database waits for a lock.
+async fn until_someone_waits_for_a_lock(probe: &tokio_postgres::Client) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let waiting: i64 = probe
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+                 AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if waiting > 0 {
+            return;
+        }
+        assert!(Instant::now() < deadline, "nobody waits for a lock");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_delete_waits_for_a_forwarding_transaction_instead_of_deadlocking() {
+    let Some(db) = database("delete_order") else {
+        return;
+    };
+    let store = replica(&db, 4);
+    let data = tenant(&store, "acme");
+    let id = accepted(&data, "evt_1", SystemClock.now_ms()).await;
+    let queued = data.clone();
+    let (entry, _) = off_runtime(move || queued.queue(None, 1).unwrap().remove(0)).await;
+    // A forwarding transaction as `record_attempt` runs it: the state row
+    // first, then the queue entry.
+    let forwarding = raw(&db).await;
+    forwarding.batch_execute("BEGIN").await.unwrap();
+    forwarding
+        .execute(
+            "SELECT 1 FROM hookd_states WHERE tenant = 'acme' AND delivery_id = $1 FOR UPDATE",
+            &[&id.as_str()],
+        )
+        .await
+        .unwrap();
+    let acme = TenantId::try_from("acme").unwrap();
+    let deleting = tokio::spawn(store.drop_tenant_trees(&acme));
+    until_someone_waits_for_a_lock(&raw(&db).await).await;
+    let entry_locked = forwarding
+        .execute(
+            "SELECT 1 FROM hookd_queue WHERE tenant = 'acme' AND qkey = $1 FOR UPDATE",
+            &[&entry],
+        )
+        .await;
+    let committed = forwarding.batch_execute("COMMIT").await;
+    let deleted = deleting.await.unwrap();
+    assert_eq!(deleted.map_err(|e| e.to_string()), Ok(()), "the delete");
+    assert!(
+        entry_locked.is_ok() && committed.is_ok(),
+        "{entry_locked:?}"
+    );
+    let left = off_runtime(move || data.counts().unwrap().depth).await;
+    assert_eq!(left, 0, "the tenant's rows stay");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_that_has_not_seen_a_delete_yet_cannot_commit_for_the_tenant() {
+    let Some(db) = database("stale_ingest") else {
+        return;
+    };
+    let (deleting, stale) = (replica(&db, 4), replica(&db, 4));
+    let rows = deleting.catalog_rows().unwrap();
+    let put = rows.clone();
+    off_runtime(move || {
+        put.apply(&[RowChange::Put(
+            Table::Tenants,
+            "acme".into(),
+            b"record".to_vec(),
+        )])
+    })
+    .await
+    .unwrap();
+    let data = tenant(&stale, "acme");
+    accepted(&data, "evt_1", SystemClock.now_ms()).await;
+    off_runtime(move || rows.apply(&[RowChange::Remove(Table::Tenants, "acme".into())]))
+        .await
+        .unwrap();
+    let acme = TenantId::try_from("acme").unwrap();
+    deleting.drop_tenant_trees(&acme).await.unwrap();
+    let late = data
+        .commit(new_delivery("evt_2", SystemClock.now_ms(), None))
+        .await;
+    assert!(matches!(late, Err(Error::TenantDeleted(_))), "{late:?}");
+    let left = off_runtime(move || data.counts().unwrap().depth).await;
+    assert_eq!(left, 0, "rows of a deleted tenant");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
