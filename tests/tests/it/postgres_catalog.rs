@@ -1,7 +1,10 @@
 //! Control-plane changes racing across replicas of one PostgreSQL database
 //! (skipped without `HOOKD_TEST_POSTGRES_URL` unless
 //! `HOOKD_REQUIRE_POSTGRES=1`): one tenant id created on two replicas at
-//! once is created exactly once.
+//! once is created exactly once, and a replica starting while a secret is
+//! revoked elsewhere applies the revocation.
+
+use std::time::{Duration, Instant};
 
 use futures_util::future::join;
 use hookd_sdk::{
@@ -66,19 +69,108 @@ async fn one_tenant_id_created_on_two_replicas_at_once_is_created_once() {
         // The winner's secret is the one in force on both replicas.
         for replica in &replicas {
             let event = format!("evt_{round}_{}", replica.base);
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+            let deadline = Instant::now() + Duration::from_secs(5);
             loop {
                 match send(replica, &id, &won.kid, &won.secret, &event).await {
                     StatusCode::ACCEPTED => break,
                     status => {
                         assert!(
-                            std::time::Instant::now() < deadline,
+                            Instant::now() < deadline,
                             "round {round}: the winner's secret answered {status}"
                         );
-                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                        tokio::time::sleep(Duration::from_millis(50)).await;
                     }
                 }
             }
         }
     }
+}
+
+/// A connection of the test's own to the cluster's database.
+async fn raw(url: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+}
+
+/// Waits until another session of the database waits for a lock.
+async fn until_someone_waits_for_a_lock(probe: &tokio_postgres::Client) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let waiting: i64 = probe
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+                 AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if waiting > 0 {
+            return;
+        }
+        assert!(Instant::now() < deadline, "nobody waits for a lock");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_replica_starting_while_a_secret_is_revoked_elsewhere_applies_the_revocation() {
+    let Some(cluster) = Cluster::with_tenants("start_race", "") else {
+        return;
+    };
+    let mut first = cluster.start(0, MASTER_KEY);
+    let admin = HookdClient::connect(first.grpc.clone(), ADMIN_TOKEN)
+        .await
+        .unwrap();
+    let created = admin
+        .create_tenant(CreateTenantRequest {
+            tenant_id: "orders".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let url = cluster.url().to_owned();
+    let db = raw(&url).await;
+    let secrets = "SELECT value FROM hookd_catalog WHERE tbl = 'secrets' AND key = 'orders'";
+    let rotated = admin.rotate_secret("orders", 3600).await.unwrap();
+    let before: Vec<u8> = db.query_one(secrets, &[]).await.unwrap().get(0);
+    admin.revoke_secret("orders", &created.kid).await.unwrap();
+    let after: Vec<u8> = db.query_one(secrets, &[]).await.unwrap().get(0);
+    first.terminate();
+    // The secrets as they were before the first one was revoked; the
+    // revocation is replayed below, while the next replica starts.
+    let put = "UPDATE hookd_catalog SET value = $1 WHERE tbl = 'secrets' AND key = 'orders'";
+    db.execute(put, &[&before]).await.unwrap();
+    // Nobody reads the catalog's version until this transaction ends: the
+    // starting replica stops at its first read of it, and the secret is
+    // revoked right then.
+    db.batch_execute("BEGIN; LOCK TABLE hookd_catalog_version IN ACCESS EXCLUSIVE MODE")
+        .await
+        .unwrap();
+    let starting = cluster.start_apart(1, MASTER_KEY);
+    until_someone_waits_for_a_lock(&raw(&url).await).await;
+    db.execute(put, &[&after]).await.unwrap();
+    db.batch_execute("UPDATE hookd_catalog_version SET version = version + 1 WHERE id = 1; COMMIT")
+        .await
+        .unwrap();
+    let replica = tokio::task::spawn_blocking(move || starting.join().unwrap())
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    for n in 0.. {
+        let event = format!("evt_old_{n}");
+        match send(&replica, "orders", &created.kid, &created.secret, &event).await {
+            StatusCode::UNAUTHORIZED => break,
+            status => assert!(
+                Instant::now() < deadline,
+                "a revoked secret still answers {status} on the replica that started meanwhile"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let fresh = send(&replica, "orders", &rotated.kid, &rotated.secret, "evt_new").await;
+    assert_eq!(fresh, StatusCode::ACCEPTED);
 }
