@@ -509,24 +509,33 @@ async fn drop_tenant_removes_only_its_data(engine: Engine) {
 async fn forwarding_leases(engine: Engine) {
     let store = &engine.store;
     let acme = TenantId::try_from("acme").unwrap();
-    assert!(store.claim_forwarding(&acme, "a", 15_000).unwrap());
-    assert!(
-        store.claim_forwarding(&acme, "a", 15_000).unwrap(),
-        "renewed"
-    );
+    let first = store.claim_forwarding(&acme, "a", 15_000).unwrap().unwrap();
+    let renewed = store.claim_forwarding(&acme, "a", 15_000).unwrap();
+    assert_eq!(renewed.as_ref(), Some(&first), "renewed, same epoch");
     if !engine.shared {
-        assert!(store.claim_forwarding(&acme, "b", 15_000).unwrap());
+        assert!(store
+            .claim_forwarding(&acme, "b", 15_000)
+            .unwrap()
+            .is_some());
         return;
     }
     assert!(
-        !store.claim_forwarding(&acme, "b", 15_000).unwrap(),
+        store
+            .claim_forwarding(&acme, "b", 15_000)
+            .unwrap()
+            .is_none(),
         "held by a"
     );
     store.release_forwarding(&acme, "a").unwrap();
-    assert!(store.claim_forwarding(&acme, "b", -1).unwrap(), "released");
+    let taken = store.claim_forwarding(&acme, "b", -1).unwrap().unwrap();
+    assert!(taken.epoch > first.epoch, "a takeover moves the epoch on");
     // b's lease ran out (it was given none): the next claimant gets it.
-    assert!(store.claim_forwarding(&acme, "a", 15_000).unwrap());
-    assert!(!store.claim_forwarding(&acme, "b", 15_000).unwrap());
+    let back = store.claim_forwarding(&acme, "a", 15_000).unwrap().unwrap();
+    assert!(back.epoch > taken.epoch, "a's old epoch stays fenced out");
+    assert!(store
+        .claim_forwarding(&acme, "b", 15_000)
+        .unwrap()
+        .is_none());
 }
 
 /// A refusal of `tenant` at `at_ms`: content refused after a valid

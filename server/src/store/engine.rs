@@ -9,8 +9,8 @@ use sled::{transaction::ConflictableTransactionError, Transactional};
 
 use super::{
     api::{
-        CatalogRows, CommitFigures, DeadKey, PullRequest, QueueCounts, QueueKey, RejectionLog,
-        RowChange, Storage, SweepRequest, Table, Tenant, TenantData,
+        CatalogRows, CommitFigures, DeadKey, Fence, PullRequest, QueueCounts, QueueKey,
+        RejectionLog, RowChange, Storage, SweepRequest, Table, Tenant, TenantData,
     },
     deliveries::{self, Next, Swept},
     records::{
@@ -232,8 +232,16 @@ impl Storage for Store {
         Store::flush(self)
     }
 
-    fn claim_forwarding(&self, _tenant: &TenantId, _owner: &str, _lease_ms: i64) -> Result<bool> {
-        Ok(true)
+    fn claim_forwarding(
+        &self,
+        _tenant: &TenantId,
+        owner: &str,
+        _lease_ms: i64,
+    ) -> Result<Option<Fence>> {
+        Ok(Some(Fence {
+            owner: owner.into(),
+            epoch: 0,
+        }))
     }
 
     fn release_forwarding(&self, _tenant: &TenantId, _owner: &str) -> Result<()> {

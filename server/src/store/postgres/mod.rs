@@ -40,7 +40,7 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 
 pub use migrate::migrate;
 
-use super::api::{CatalogRows, CommitFigures, RejectionLog, Storage, Tenant};
+use super::api::{CatalogRows, CommitFigures, Fence, RejectionLog, Storage, Tenant};
 use crate::{
     error::{Error, Result},
     ids::TenantId,
@@ -534,33 +534,48 @@ impl Storage for PgStore {
         Ok(())
     }
 
-    fn claim_forwarding(&self, tenant: &TenantId, owner: &str, lease_ms: i64) -> Result<bool> {
-        let (tenant, owner) = (tenant.to_string(), owner.to_string());
-        self.run(|db| async move {
+    /// On the database's clock; a takeover (another owner) bumps the
+    /// epoch, a renewal keeps it.
+    fn claim_forwarding(
+        &self,
+        tenant: &TenantId,
+        owner: &str,
+        lease_ms: i64,
+    ) -> Result<Option<Fence>> {
+        let (tenant, holder) = (tenant.to_string(), owner.to_string());
+        let epoch = self.run(|db| async move {
             let client = db.client().await?;
             let held = client
                 .query_opt(
                     "INSERT INTO hookd_forward_leases AS l (tenant, owner, expires_at) \
                      VALUES ($1, $2, now() + make_interval(secs => $3::float8 / 1000)) \
                      ON CONFLICT (tenant) DO UPDATE \
-                     SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at \
+                     SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at, \
+                         epoch = l.epoch + (l.owner <> EXCLUDED.owner)::int \
                      WHERE l.owner = EXCLUDED.owner OR l.expires_at < now() \
-                     RETURNING owner",
-                    &[&tenant, &owner, &(lease_ms as f64)],
+                     RETURNING epoch",
+                    &[&tenant, &holder, &(lease_ms as f64)],
                 )
                 .await
                 .map_err(pg)?;
-            Ok(held.is_some())
-        })
+            Ok(held.map(|row| row.get::<_, i64>(0)))
+        })?;
+        Ok(epoch.map(|epoch| Fence {
+            owner: owner.into(),
+            epoch,
+        }))
     }
 
+    /// Expires the lease rather than deleting it, so its epoch never goes
+    /// back and an old holder's attempts stay fenced out.
     fn release_forwarding(&self, tenant: &TenantId, owner: &str) -> Result<()> {
         let (tenant, owner) = (tenant.to_string(), owner.to_string());
         self.run(|db| async move {
             db.client()
                 .await?
                 .execute(
-                    "DELETE FROM hookd_forward_leases WHERE tenant = $1 AND owner = $2",
+                    "UPDATE hookd_forward_leases SET expires_at = '-infinity' \
+                     WHERE tenant = $1 AND owner = $2",
                     &[&tenant, &owner],
                 )
                 .await

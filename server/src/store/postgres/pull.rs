@@ -121,7 +121,7 @@ async fn take(
     if !batch.out.is_empty() && batch.bytes + size > max_bytes {
         return Ok(false);
     }
-    let Some(mut state) = claim(&**tx, tenant, &key, id.as_str()).await? else {
+    let Some(mut state) = claim(&**tx, tenant, &key, id.as_str(), None).await? else {
         return Ok(true);
     };
     if now_ms - state.received_at_ms > window_ms {
@@ -200,7 +200,7 @@ pub(super) async fn nack(db: &Db, tenant: &str, ids: &[DeliveryId]) -> Result<u3
         if state.status != DeliveryStatus::Pending || state.attempts == 0 || !hidden {
             continue;
         }
-        let Some(mut state) = claim(&*tx, tenant, &old, id.as_str()).await? else {
+        let Some(mut state) = claim(&*tx, tenant, &old, id.as_str(), None).await? else {
             continue;
         };
         let new = queue_key(now_ms, db.sequence_in(&*tx).await?);

@@ -15,12 +15,15 @@ use std::{
 use futures_util::{future::BoxFuture, FutureExt};
 use tokio_postgres::GenericClient;
 
-use super::{block_on, committer, pg, Db};
+use super::{block_on, committer, pg, retrying, Db};
 use crate::{
     error::{Error, Result},
     ids::{DeliveryId, EventId, RequestId, TenantId},
     store::{
-        api::{DeadKey, PullRequest, QueueCounts, QueueKey, SweepRequest, TenantData},
+        api::{
+            DeadKey, Fence, FencedAttempt, PullRequest, QueueCounts, QueueKey, SweepRequest,
+            TenantData,
+        },
         deliveries::{redeliverable, settled, Next, Swept},
         records::{
             decode, encode, queue_key, queue_key_due_ms, time_key, AttemptRecord, DeadLetter,
@@ -164,23 +167,42 @@ pub(super) async fn insert_queue(
     Ok(())
 }
 
+/// The queue entry `entry` locked, with the delivery it names: while the
+/// tenant's forwarding lease is still `fence` (its row share-locked, so no
+/// takeover commits before this transaction), when one is given.
+const FENCED_ENTRY: &str = "SELECT q.delivery_id FROM hookd_queue q \
+     JOIN hookd_forward_leases l ON l.tenant = q.tenant \
+     WHERE q.tenant = $1 AND q.qkey = $2 \
+     AND l.owner = $3 AND l.epoch = $4 AND l.expires_at > now() \
+     FOR UPDATE OF q FOR SHARE OF l";
+
 /// The compare half of every queue compare-and-set: the delivery's state
 /// (locked) if `entry` names it and it is pending with `entry` as its live
-/// entry. An entry its delivery no longer points at is removed.
+/// entry (and, with a `fence`, the tenant's lease is still that). An entry
+/// its delivery no longer points at is removed.
 pub(super) async fn claim(
     tx: &impl GenericClient,
     tenant: &str,
     entry: &[u8],
     id: &str,
+    fence: Option<&Fence>,
 ) -> Result<Option<DeliveryState>> {
     let state = lock_state(tx, tenant, id).await?;
-    let named = tx
-        .query_opt(
-            "SELECT delivery_id FROM hookd_queue WHERE tenant = $1 AND qkey = $2 FOR UPDATE",
-            &[&tenant, &entry],
-        )
-        .await
-        .map_err(pg)?;
+    let named = match fence {
+        Some(fence) => {
+            let owner: &str = &fence.owner;
+            tx.query_opt(FENCED_ENTRY, &[&tenant, &entry, &owner, &fence.epoch])
+                .await
+        }
+        None => {
+            tx.query_opt(
+                "SELECT delivery_id FROM hookd_queue WHERE tenant = $1 AND qkey = $2 FOR UPDATE",
+                &[&tenant, &entry],
+            )
+            .await
+        }
+    }
+    .map_err(pg)?;
     match named {
         Some(row) if row.get::<_, &str>(0) == id => {}
         _ => return Ok(None),
@@ -488,26 +510,40 @@ impl TenantData for PgTenant {
         next: &Next,
         now_ms: i64,
     ) -> Result<Option<DeliveryState>> {
-        let (entry, id, attempt, next) =
-            (entry.to_vec(), id.clone(), attempt.clone(), next.clone());
+        self.record(entry, id, attempt, next, now_ms, None)
+    }
+
+    fn claim_attempt(&self, entry: &[u8], id: &DeliveryId, fence: &Fence) -> Result<bool> {
+        let (entry, id, fence) = (entry.to_vec(), id.to_string(), fence.clone());
         self.run(|db, tenant| async move {
-            let retry_seq = db.sequence().await?;
-            let mut client = db.client().await?;
-            let tx = client.transaction().await.map_err(pg)?;
-            let Some(state) = claim(&*tx, &tenant, &entry, id.as_str()).await? else {
-                tx.commit().await.map_err(pg)?;
-                return Ok(None);
-            };
-            let outcome = Outcome {
-                attempt: &attempt,
-                next: &next,
-                retry_seq,
-                now_ms,
-            };
-            let state = settle(&*tx, &tenant, state, &entry, &id, &outcome).await?;
-            tx.commit().await.map_err(pg)?;
-            Ok(Some(state))
+            let live = db
+                .client()
+                .await?
+                .query_opt(
+                    "SELECT 1 FROM hookd_queue q JOIN hookd_forward_leases l ON l.tenant = q.tenant \
+                     WHERE q.tenant = $1 AND q.qkey = $2 AND q.delivery_id = $3 \
+                     AND l.owner = $4 AND l.epoch = $5 AND l.expires_at > now()",
+                    &[&tenant, &entry, &id, &&*fence.owner, &fence.epoch],
+                )
+                .await
+                .map_err(pg)?;
+            Ok(live.is_some())
         })
+    }
+
+    fn record_fenced_attempt(
+        &self,
+        attempt: FencedAttempt<'_>,
+        next: &Next,
+        now_ms: i64,
+    ) -> Result<Option<DeliveryState>> {
+        let FencedAttempt {
+            entry,
+            id,
+            record,
+            fence,
+        } = attempt;
+        self.record(entry, id, record, next, now_ms, Some(fence))
     }
 
     fn drop_queue_entry(&self, entry: &[u8]) -> Result<()> {
@@ -579,6 +615,46 @@ impl TenantData for PgTenant {
             self.run(|db, tenant| async move { sweep(&db, &tenant, &request, from).await })?;
         *cursor = next;
         Ok(swept)
+    }
+}
+
+impl PgTenant {
+    /// Records an attempt in one transaction (fenced with the lease when
+    /// `fence` is given); a lost deadlock is tried again.
+    fn record(
+        &self,
+        entry: &[u8],
+        id: &DeliveryId,
+        attempt: &AttemptRecord,
+        next: &Next,
+        now_ms: i64,
+        fence: Option<&Fence>,
+    ) -> Result<Option<DeliveryState>> {
+        let (entry, id, attempt, next) =
+            (entry.to_vec(), id.clone(), attempt.clone(), next.clone());
+        let fence = fence.cloned();
+        self.run(|db, tenant| async move {
+            let retry_seq = db.sequence().await?;
+            retrying(|| async {
+                let mut client = db.client().await?;
+                let tx = client.transaction().await.map_err(pg)?;
+                let claimed = claim(&*tx, &tenant, &entry, id.as_str(), fence.as_ref()).await?;
+                let Some(state) = claimed else {
+                    tx.commit().await.map_err(pg)?;
+                    return Ok(None);
+                };
+                let outcome = Outcome {
+                    attempt: &attempt,
+                    next: &next,
+                    retry_seq,
+                    now_ms,
+                };
+                let state = settle(&*tx, &tenant, state, &entry, &id, &outcome).await?;
+                tx.commit().await.map_err(pg)?;
+                Ok(Some(state))
+            })
+            .await
+        })
     }
 }
 

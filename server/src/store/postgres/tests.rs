@@ -10,7 +10,7 @@ use crate::{
     error::Error,
     ids::TenantId,
     store::{
-        api::{PullRequest, RowChange, Storage, Table, Tenant},
+        api::{FencedAttempt, PullRequest, RowChange, Storage, Table, Tenant},
         conformance::{accepted, new_delivery},
     },
 };
@@ -278,4 +278,64 @@ async fn a_replica_whose_clock_runs_ahead_never_hands_out_what_another_pulled() 
         off_runtime(move || third.pull(pull_at(5, real)).unwrap().len()).await,
         5
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_whose_lease_passed_to_another_cannot_record_its_attempt() {
+    let Some(db) = database("fence") else {
+        return;
+    };
+    let (stalled, taking_over) = (replica(&db, 4), replica(&db, 4));
+    let acme = TenantId::try_from("acme").unwrap();
+    let data = tenant(&stalled, "acme");
+    let now = SystemClock.now_ms();
+    accepted(&data, "evt_1", now).await;
+    // The stalled replica held the lease (for no time at all), and the
+    // other has taken it over since.
+    let (s, t, id) = (stalled.clone(), taking_over.clone(), acme.clone());
+    let (stale, current) = off_runtime(move || {
+        let stale = s.claim_forwarding(&id, "stalled", -1).unwrap().unwrap();
+        let current = t.claim_forwarding(&id, "taking-over", 15_000).unwrap();
+        (stale, current.unwrap())
+    })
+    .await;
+    let queued = data.clone();
+    let (entry, delivery) = off_runtime(move || queued.queue(None, 1).unwrap().remove(0)).await;
+    let next = crate::store::deliveries::Next::Delivered;
+    let attempt = crate::store::records::AttemptRecord {
+        attempt: 1,
+        started_at_ms: now,
+        duration_ms: 3,
+        status_code: Some(200),
+        error: None,
+        response_body: Vec::new(),
+        next_retry_at_ms: None,
+        request_id: crate::ids::RequestId::generate(),
+    };
+    let (on_stale, on_current) = (data.clone(), data.clone());
+    let (entry_again, delivery_again) = (entry.clone(), delivery.clone());
+    let may_send = off_runtime(move || {
+        let stale_claim = on_stale.claim_attempt(&entry, &delivery, &stale).unwrap();
+        let fenced = FencedAttempt {
+            entry: &entry,
+            id: &delivery,
+            record: &attempt,
+            fence: &stale,
+        };
+        let recorded = on_stale.record_fenced_attempt(fenced, &next, now).unwrap();
+        assert!(
+            recorded.is_none(),
+            "the stale holder recorded: {recorded:?}"
+        );
+        stale_claim
+    })
+    .await;
+    assert!(!may_send, "the stale holder may still send");
+    let current_claim = off_runtime(move || {
+        on_current
+            .claim_attempt(&entry_again, &delivery_again, &current)
+            .unwrap()
+    })
+    .await;
+    assert!(current_claim, "the holder of the lease may send");
 }
