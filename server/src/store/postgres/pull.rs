@@ -9,9 +9,8 @@ use std::collections::HashSet;
 
 use super::{
     db_now_ms, pg,
-    tenant::{
-        claim, delete_queue, insert_queue, load_event, lock_state, put_state, settle, Outcome,
-    },
+    tenant::{delete_queue, insert_queue, load_event, lock_state, put_state},
+    transitions::{claim, settle, Outcome},
     Db,
 };
 use crate::{
