@@ -57,7 +57,7 @@ enum Tried {
     /// sent: nothing was sent, nothing is written.
     Fenced,
     /// An attempt was made.
-    Sent(Sent),
+    Sent(Box<Sent>),
 }
 
 /// An attempt that was made.
@@ -417,11 +417,11 @@ impl Dispatcher {
                 key,
                 delivery_id,
                 accepted_at_ms,
-                tried: Tried::Sent(Sent {
+                tried: Tried::Sent(Box::new(Sent {
                     result,
                     request_id: event.meta.request_id,
                     trace,
-                }),
+                })),
                 fence,
             }
         })
@@ -475,7 +475,7 @@ impl Dispatcher {
             request_id,
             trace,
         } = match done.tried {
-            Tried::Sent(sent) => sent,
+            Tried::Sent(sent) => *sent,
             Tried::NoEvent => {
                 tracing::warn!(tenant = %self.tenant, delivery_id = %done.delivery_id, "queued delivery has no stored event; dropping it");
                 return Decided::NoEvent { key: done.key };
