@@ -482,6 +482,7 @@ impl Dispatcher {
             }
             Tried::Fenced => {
                 tracing::info!(tenant = %self.tenant, delivery_id = %done.delivery_id, "forwarding lease passed elsewhere (or the delivery moved on) before the attempt; not sent");
+                self.lease.recheck();
                 return Decided::Fenced;
             }
         };

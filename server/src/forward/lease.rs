@@ -64,6 +64,12 @@ impl ForwardLease {
         }
     }
 
+    /// Asks the store again on the next [`ForwardLease::holds`]: an attempt
+    /// found the lease (or its entry) moved on.
+    pub(super) fn recheck(&mut self) {
+        self.ask_at = None;
+    }
+
     /// The lease's fence while this process may forward: claims or renews
     /// the lease when it is time to; a failed claim counts as not held.
     pub(super) async fn holds(&mut self) -> Option<Fence> {
