@@ -85,6 +85,17 @@ impl Cluster {
         tokio::task::block_in_place(|| spawn_replica(&data, &self.config, key))
     }
 
+    /// Starts replica `n` with `key` as its master key and `env` added.
+    pub(crate) fn start_with(&self, n: usize, key: &str, env: &[(&str, &str)]) -> HookdProcess {
+        let data = self.dir.path().join(format!("replica-{n}"));
+        let mut all = vec![
+            ("HOOKD_MASTER_KEY", key),
+            ("HOOKD_ADMIN_TOKEN", ADMIN_TOKEN),
+        ];
+        all.extend_from_slice(env);
+        tokio::task::block_in_place(|| HookdProcess::spawn(&data, &self.config, &all))
+    }
+
     /// Starts replica `n` on a thread of its own: the handle gives it back
     /// once it listens.
     pub(crate) fn start_apart(

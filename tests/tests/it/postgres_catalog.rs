@@ -1,8 +1,9 @@
 //! Control-plane changes racing across replicas of one PostgreSQL database
 //! (skipped without `HOOKD_TEST_POSTGRES_URL` unless
 //! `HOOKD_REQUIRE_POSTGRES=1`): one tenant id created on two replicas at
-//! once is created exactly once, and a replica starting while a secret is
-//! revoked elsewhere applies the revocation.
+//! once is created exactly once, a replica starting while a secret is
+//! revoked elsewhere applies the revocation, and a replica that has not
+//! polled since a delete takes nothing more for the deleted tenant.
 
 use std::time::{Duration, Instant};
 
@@ -173,4 +174,50 @@ async fn a_replica_starting_while_a_secret_is_revoked_elsewhere_applies_the_revo
     }
     let fresh = send(&replica, "orders", &rotated.kid, &rotated.secret, "evt_new").await;
     assert_eq!(fresh, StatusCode::ACCEPTED);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_replica_that_has_not_polled_since_a_delete_takes_nothing_for_the_tenant() {
+    let Some(cluster) = Cluster::with_tenants("stale_delete", "") else {
+        return;
+    };
+    let first = cluster.start(0, MASTER_KEY);
+    let admin = HookdClient::connect(first.grpc.clone(), ADMIN_TOKEN)
+        .await
+        .unwrap();
+    let created = admin
+        .create_tenant(CreateTenantRequest {
+            tenant_id: "orders".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    // Started after the create (so it serves the tenant), it does not
+    // look at the catalog again within the test.
+    let slow = cluster.start_with(
+        1,
+        MASTER_KEY,
+        &[("HOOKD_STORAGE__POSTGRES__CATALOG_POLL_MS", "60000")],
+    );
+    let (kid, secret) = (&created.kid, &created.secret);
+    assert_eq!(
+        send(&slow, "orders", kid, secret, "evt_before").await,
+        StatusCode::ACCEPTED
+    );
+    admin.delete_tenant("orders").await.unwrap();
+    assert_eq!(
+        send(&slow, "orders", kid, secret, "evt_after").await,
+        StatusCode::NOT_FOUND,
+        "a deleted tenant's delivery was accepted"
+    );
+    let db = raw(cluster.url()).await;
+    let left: i64 = db
+        .query_one(
+            "SELECT count(*) FROM hookd_states WHERE tenant = 'orders'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 0, "rows of the deleted tenant");
 }
