@@ -223,6 +223,37 @@ impl Catalog {
         Ok(())
     }
 
+    /// Stores a new tenant and its secrets in one transaction that fails
+    /// with [`Error::AlreadyExists`] and changes nothing when a tenant of
+    /// its id is stored, whichever process stored it (the caller makes it
+    /// durable). Whatever an earlier tenant of its id left (deleted, or
+    /// removed from the config file) is dropped first, and only while no
+    /// tenant of the id is stored, so a loser never drops a winner's data.
+    pub fn create(&self, record: &TenantRecord, secrets: &SecretSet) -> Result<()> {
+        let id = record.tenant.id.as_str();
+        let taken = || Error::AlreadyExists(format!("tenant {id} already exists"));
+        if self.contains(id)? {
+            return Err(taken());
+        }
+        self.drop_data(id)?;
+        let (record, sealed) = (record.encode(), sealed::seal(&self.key, id, secrets));
+        let print = known::fingerprint(&record, Some(&sealed));
+        self.rows
+            .apply(&[
+                RowChange::Create(Table::Tenants, id.to_owned(), record),
+                RowChange::Put(Table::Secrets, id.to_owned(), sealed),
+            ])
+            .map_err(|e| match e {
+                Error::AlreadyExists(_) => taken(),
+                other => other,
+            })?;
+        self.known
+            .lock()
+            .expect("known lock")
+            .insert(id.to_owned(), print);
+        Ok(())
+    }
+
     /// Deletes a tenant's record, secrets and tokens in one transaction,
     /// with a marker that its data trees are still to be dropped. The caller
     /// drops them through the committer

@@ -375,12 +375,20 @@ pub enum Error {
     /// until hookd restarts and recovers from what is on disk.
     #[error("storage failed earlier and takes no writes until hookd restarts")]
     StoragePoisoned,
+    /// A transaction lost a deadlock or serialization race and was rolled
+    /// back whole: safe to try again.
+    #[error("storage contended: {0}")]
+    Contended(String),
     /// The tenant was deleted while its write waited.
     #[error("tenant {0} was deleted")]
     TenantDeleted(String),
     /// The thing asked for does not exist.
     #[error("not found: {0}")]
     NotFound(String),
+    /// The thing to create exists already (another process may have just
+    /// created it); nothing was changed.
+    #[error("already exists: {0}")]
+    AlreadyExists(String),
     /// The request is valid but the thing is not in a state that allows it.
     #[error("{0}")]
     Precondition(String),

@@ -236,6 +236,15 @@ pub(crate) fn start_tenants(
     for tenant in tenants {
         registry.start_tenant(tenant)?;
     }
+    // The follower's baseline (the catalog's version, then its rows) is
+    // taken before the stored tenants are read: a change another process
+    // makes while they start is newer than it, so the first poll applies it.
+    let follower = Follower::new(
+        registry.clone(),
+        catalog.clone(),
+        config.limits.tenant_max_body_bytes,
+        address_policy.clone(),
+    )?;
     for id in catalog.ids()? {
         if config_ids.contains(&id) {
             tracing::warn!(tenant = %id, "tenant is both in the config file and created over the API; the config file wins");
@@ -252,12 +261,6 @@ pub(crate) fn start_tenants(
             registry.mark_unavailable(&id, reason);
         }
     }
-    let follower = Follower::new(
-        registry.clone(),
-        catalog.clone(),
-        config.limits.tenant_max_body_bytes,
-        address_policy.clone(),
-    )?;
     let backend = Backend::new(
         registry.clone(),
         catalog,

@@ -115,6 +115,7 @@ impl Backend {
 fn api(e: Error) -> ApiError {
     match e {
         Error::NotFound(what) => ApiError::NotFound(what),
+        Error::AlreadyExists(what) => ApiError::AlreadyExists(what),
         Error::TenantDeleted(tenant) => ApiError::NotFound(format!("tenant {tenant}")),
         Error::Precondition(why) => ApiError::FailedPrecondition(why),
         Error::Config(why) => ApiError::InvalidArgument(why),
@@ -123,6 +124,7 @@ fn api(e: Error) -> ApiError {
         | Error::SyncFailed(_)
         | Error::StoragePoisoned
         | Error::Storage(_)
+        | Error::Contended(_)
         | Error::Io(_) => ApiError::Unavailable(format!("storage: {e}")),
         Error::Corrupt(_) | Error::Internal(_) => ApiError::Internal(e.to_string()),
     }

@@ -41,6 +41,22 @@ impl Backend {
             .ok_or_else(|| ApiError::NotFound(format!("tenant {tenant_id}")))
     }
 
+    /// The settings a stored tenant runs with, or why they are invalid.
+    fn settings_of(&self, record: &TenantRecord, secrets: &SecretSet) -> ApiResult<TenantSettings> {
+        Ok(effective_config(record, secrets)
+            .resolve_under(self.body_cap)
+            .map_err(|e| ApiError::InvalidArgument(api_field_names(&e)))?
+            .with_address_policy(&self.address_policy))
+    }
+
+    /// Validates, stores (only if its id is free) and starts a new tenant.
+    fn apply_new(&self, record: &TenantRecord, secrets: &SecretSet) -> ApiResult<TenantSettings> {
+        let settings = self.settings_of(record, secrets)?;
+        self.catalog.create(record, secrets).map_err(api)?;
+        self.registry.start_tenant(settings.clone()).map_err(api)?;
+        Ok(settings)
+    }
+
     /// Validates, persists and (re)starts a stored tenant.
     fn apply(
         &self,
@@ -48,10 +64,7 @@ impl Backend {
         secrets: &SecretSet,
         restart: bool,
     ) -> ApiResult<TenantSettings> {
-        let settings = effective_config(record, secrets)
-            .resolve_under(self.body_cap)
-            .map_err(|e| ApiError::InvalidArgument(api_field_names(&e)))?
-            .with_address_policy(&self.address_policy);
+        let settings = self.settings_of(record, secrets)?;
         self.catalog.put(record, secrets).map_err(api)?;
         let started = if restart {
             self.registry.start_tenant(settings.clone())
@@ -104,7 +117,7 @@ impl Backend {
             now,
         );
         let secrets = SecretSet::generate(scheme, now);
-        let settings = self.apply(&record, &secrets, true)?;
+        let settings = self.apply_new(&record, &secrets)?;
         tracing::info!(tenant = %new.tenant_id, scheme = scheme.as_str(), "tenant created");
         Ok(CreatedTenant {
             tenant: view_of(&settings, false, now),

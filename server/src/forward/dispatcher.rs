@@ -27,7 +27,7 @@ use crate::{
     metrics::{BreakerGauge, TenantMetrics},
     rate_limit::TokenBucket,
     store::{
-        api::{blocking, Shared, Tenant, TenantData},
+        api::{blocking, Fence, FencedAttempt, Shared, Tenant, TenantData},
         deliveries::Next,
         records::{queue_key_due_ms, DeliveryState, StoredEvent},
     },
@@ -44,8 +44,20 @@ struct Done {
     key: Vec<u8>,
     delivery_id: DeliveryId,
     accepted_at_ms: i64,
-    /// None when the queued delivery had no stored event.
-    sent: Option<Sent>,
+    tried: Tried,
+    /// The lease the attempt was claimed under, to record it under.
+    fence: Fence,
+}
+
+/// What became of a delivery taken from the queue.
+enum Tried {
+    /// The queued delivery had no stored event.
+    NoEvent,
+    /// The lease passed elsewhere (or the entry moved on) before it was
+    /// sent: nothing was sent, nothing is written.
+    Fenced,
+    /// An attempt was made.
+    Sent(Box<Sent>),
 }
 
 /// An attempt that was made.
@@ -74,6 +86,8 @@ struct Recorded {
 enum Decided {
     /// The queued delivery had no stored event: its queue entry goes.
     NoEvent { key: Vec<u8> },
+    /// Not sent: nothing to write.
+    Fenced,
     Attempted {
         key: Vec<u8>,
         delivery_id: DeliveryId,
@@ -81,6 +95,7 @@ enum Decided {
         result: Box<AttemptResult>,
         request_id: RequestId,
         trace: opentelemetry::Context,
+        fence: Fence,
     },
 }
 
@@ -96,6 +111,7 @@ fn write_outcomes(
         .into_iter()
         .map(|decided| match decided {
             Decided::NoEvent { key } => data.drop_queue_entry(&key).map(|_| None),
+            Decided::Fenced => Ok(None),
             Decided::Attempted {
                 key,
                 delivery_id,
@@ -103,10 +119,17 @@ fn write_outcomes(
                 result,
                 request_id,
                 trace,
+                fence,
             } => {
-                let state = data.record_attempt(&key, &delivery_id, &result.record, &next, now)?;
+                let attempt = FencedAttempt {
+                    entry: &key,
+                    id: &delivery_id,
+                    record: &result.record,
+                    fence: &fence,
+                };
+                let state = data.record_fenced_attempt(attempt, &next, now)?;
                 let Some(state) = state else {
-                    tracing::warn!(tenant = %tenant, delivery_id = %delivery_id, attempt = result.record.attempt, "delivery changed while its attempt was in flight; outcome not recorded");
+                    tracing::warn!(tenant = %tenant, delivery_id = %delivery_id, attempt = result.record.attempt, "delivery changed or the forwarding lease passed elsewhere while its attempt was in flight; outcome not recorded");
                     return Ok(None);
                 };
                 Ok(Some(Recorded {
@@ -121,6 +144,22 @@ fn write_outcomes(
             }
         })
         .collect()
+}
+
+/// Whether the attempt at `key` may be sent under `fence`: always on an
+/// engine that serves one process; on a shared one, while the lease is
+/// still `fence` and the entry still queued (a failed check counts as no).
+async fn claimed(data: Tenant, key: &[u8], id: &DeliveryId, fence: &Fence) -> bool {
+    if !fence.is_shared() {
+        return true;
+    }
+    let (key, id, fence) = (key.to_vec(), id.clone(), fence.clone());
+    blocking(move || data.claim_attempt(&key, &id, &fence))
+        .await
+        .unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "claiming a forward attempt failed; not sent now");
+            false
+        })
 }
 
 /// What a [`Dispatcher`] is built from.
@@ -233,17 +272,16 @@ impl Dispatcher {
         let mut busy: HashSet<Vec<u8>> = HashSet::new();
         loop {
             let now = self.clock.now_ms();
-            let wake_at = if !self.lease.holds().await {
+            let wake_at = match self.lease.holds().await {
                 // Another process forwards the tenant; ask again soon.
-                now + MAX_IDLE_MS
-            } else {
-                match self.start_due(now, &mut in_flight, &mut busy).await {
+                None => now + MAX_IDLE_MS,
+                Some(fence) => match self.start_due(now, &fence, &mut in_flight, &mut busy).await {
                     Ok(wake_at) => wake_at,
                     Err(e) => {
                         tracing::error!(tenant = %self.tenant, error = %e, "reading the delivery queue failed");
                         now + MAX_IDLE_MS
                     }
-                }
+                },
             };
             // On the server's clock, so a test's clock drives retries,
             // Retry-After, breaker cooldowns and the delivery rate.
@@ -268,6 +306,7 @@ impl Dispatcher {
     async fn start_due(
         &mut self,
         now: i64,
+        fence: &Fence,
         in_flight: &mut FuturesUnordered<InFlight>,
         busy: &mut HashSet<Vec<u8>>,
     ) -> Result<i64> {
@@ -329,24 +368,29 @@ impl Dispatcher {
             }
         })?;
         for (key, delivery_id, stored) in loaded {
-            in_flight.push(self.attempt(key, delivery_id, stored, now));
+            in_flight.push(self.attempt(key, delivery_id, stored, now, fence.clone()));
         }
         Ok(wake_at)
     }
 
+    /// Sends one attempt once it is claimed under `fence` (on a store
+    /// shared by several processes: the claim checks the lease is still
+    /// this process's, right before the send).
     fn attempt(
         &self,
         key: Vec<u8>,
         delivery_id: DeliveryId,
         stored: (Option<DeliveryState>, Option<StoredEvent>),
         now: i64,
+        fence: Fence,
     ) -> InFlight {
         let (Some(state), Some(event)) = stored else {
             return Box::pin(std::future::ready(Done {
                 key,
                 delivery_id,
                 accepted_at_ms: 0,
-                sent: None,
+                tried: Tried::NoEvent,
+                fence,
             }));
         };
         let number = state.attempts + 1;
@@ -355,18 +399,30 @@ impl Dispatcher {
             .start_forward(&self.tenant, &event.meta, number, &self.target);
         let trace_headers = spans::trace_headers(&trace);
         let (client, settings) = (self.client.clone(), self.settings.clone());
+        let data = self.data.clone();
         Box::pin(async move {
+            let accepted_at_ms = state.received_at_ms;
+            if !claimed(data, &key, &delivery_id, &fence).await {
+                return Done {
+                    key,
+                    delivery_id,
+                    accepted_at_ms,
+                    tried: Tried::Fenced,
+                    fence,
+                };
+            }
             let result =
                 attempt::send(&client, &settings, &event, number, now, &trace_headers).await;
             Done {
                 key,
                 delivery_id,
-                accepted_at_ms: state.received_at_ms,
-                sent: Some(Sent {
+                accepted_at_ms,
+                tried: Tried::Sent(Box::new(Sent {
                     result,
                     request_id: event.meta.request_id,
                     trace,
-                }),
+                })),
+                fence,
             }
         })
     }
@@ -414,14 +470,21 @@ impl Dispatcher {
     /// What a finished attempt leads to (retry policy, circuit breaker),
     /// before anything is written.
     fn decide(&mut self, done: Done, now: i64) -> Decided {
-        let Some(Sent {
+        let Sent {
             mut result,
             request_id,
             trace,
-        }) = done.sent
-        else {
-            tracing::warn!(tenant = %self.tenant, delivery_id = %done.delivery_id, "queued delivery has no stored event; dropping it");
-            return Decided::NoEvent { key: done.key };
+        } = match done.tried {
+            Tried::Sent(sent) => *sent,
+            Tried::NoEvent => {
+                tracing::warn!(tenant = %self.tenant, delivery_id = %done.delivery_id, "queued delivery has no stored event; dropping it");
+                return Decided::NoEvent { key: done.key };
+            }
+            Tried::Fenced => {
+                tracing::info!(tenant = %self.tenant, delivery_id = %done.delivery_id, "forwarding lease passed elsewhere (or the delivery moved on) before the attempt; not sent");
+                self.lease.recheck();
+                return Decided::Fenced;
+            }
         };
         let next = next_step(
             &self.settings,
@@ -457,6 +520,7 @@ impl Dispatcher {
             result: Box::new(result),
             request_id,
             trace,
+            fence: done.fence,
         }
     }
 

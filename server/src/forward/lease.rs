@@ -6,7 +6,10 @@
 //! does not hold it asks again every second, so it takes the tenant over
 //! soon after a dead holder's lease runs out (a process shutting down gives
 //! its leases up: [`crate::tenant::Registry::release_leases`]). Leases run
-//! on real time (the database's), never on a test's clock.
+//! on real time (the database's), never on a test's clock. A claim hands
+//! back the lease's [`Fence`]: each attempt is claimed and recorded under
+//! it, so a holder that stalled past its lease stays out once another took
+//! the tenant over.
 
 use std::{
     sync::Arc,
@@ -15,7 +18,7 @@ use std::{
 
 use crate::{
     ids::TenantId,
-    store::api::{blocking, Shared},
+    store::api::{blocking, Fence, Shared},
 };
 
 /// Longest a process that does not hold a lease waits before asking again.
@@ -45,7 +48,7 @@ pub(super) struct ForwardLease {
     store: Shared,
     tenant: TenantId,
     terms: LeaseTerms,
-    held: bool,
+    held: Option<Fence>,
     /// When to ask the store again.
     ask_at: Option<Instant>,
 }
@@ -56,17 +59,23 @@ impl ForwardLease {
             store,
             tenant,
             terms,
-            held: false,
+            held: None,
             ask_at: None,
         }
     }
 
-    /// Whether this process may forward now: claims or renews the lease
-    /// when it is time to; a failed claim counts as not held.
-    pub(super) async fn holds(&mut self) -> bool {
+    /// Asks the store again on the next [`ForwardLease::holds`]: an attempt
+    /// found the lease (or its entry) moved on.
+    pub(super) fn recheck(&mut self) {
+        self.ask_at = None;
+    }
+
+    /// The lease's fence while this process may forward: claims or renews
+    /// the lease when it is time to; a failed claim counts as not held.
+    pub(super) async fn holds(&mut self) -> Option<Fence> {
         let now = Instant::now();
         if self.ask_at.is_some_and(|at| now < at) {
-            return self.held;
+            return self.held.clone();
         }
         let (store, tenant, owner) = (
             self.store.clone(),
@@ -78,10 +87,10 @@ impl ForwardLease {
             .await
             .unwrap_or_else(|e| {
                 tracing::error!(tenant = %self.tenant, error = %e, "claiming the forwarding lease failed; not forwarding until it succeeds");
-                false
+                None
             });
-        if held != self.held {
-            match held {
+        if held.is_some() != self.held.is_some() {
+            match held.is_some() {
                 true => {
                     tracing::info!(tenant = %self.tenant, "forwarding lease taken: this process forwards the tenant")
                 }
@@ -90,12 +99,12 @@ impl ForwardLease {
                 }
             }
         }
-        self.held = held;
         let wait = match held {
-            true => self.terms.lease / 3,
-            false => RETRY_CLAIM.min(self.terms.lease / 3),
+            Some(_) => self.terms.lease / 3,
+            None => RETRY_CLAIM.min(self.terms.lease / 3),
         };
         self.ask_at = Some(now + wait);
+        self.held = held.clone();
         held
     }
 }

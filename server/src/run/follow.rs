@@ -40,7 +40,10 @@ pub(crate) struct Follower {
 }
 
 impl Follower {
-    /// A follower of the catalog as it is now (its tenants just started).
+    /// A follower of the catalog as it is now: the version first, then the
+    /// rows, so that whatever changes after the version was read is applied
+    /// by the first poll. Made before the stored tenants are read and
+    /// started, so that a change made meanwhile is not taken for known.
     pub(crate) fn new(
         registry: Registry,
         catalog: Catalog,

@@ -150,6 +150,31 @@ pub trait TenantData: Send + Sync + 'static {
         now_ms: i64,
     ) -> Result<Option<DeliveryState>>;
 
+    /// Whether an attempt at `entry` may be sent now: `entry` is still
+    /// queued for `id` and `fence` is still the tenant's forwarding lease,
+    /// unexpired (one check). An engine that serves one process grants
+    /// every lease: there is nothing to check.
+    fn claim_attempt(&self, entry: &[u8], id: &DeliveryId, fence: &Fence) -> Result<bool> {
+        let _ = (entry, id, fence);
+        Ok(true)
+    }
+
+    /// [`TenantData::record_attempt`], only while `fence` is still the
+    /// tenant's forwarding lease, checked in the statement that claims the
+    /// queue entry: `None` (nothing recorded) when it is not. An engine
+    /// that serves one process grants every lease.
+    fn record_fenced_attempt(
+        &self,
+        attempt: FencedAttempt<'_>,
+        next: &Next,
+        now_ms: i64,
+    ) -> Result<Option<DeliveryState>> {
+        let FencedAttempt {
+            entry, id, record, ..
+        } = attempt;
+        self.record_attempt(entry, id, record, next, now_ms)
+    }
+
     /// Drops a queue entry whose event is gone.
     fn drop_queue_entry(&self, entry: &[u8]) -> Result<()>;
 
@@ -174,6 +199,39 @@ pub trait TenantData: Send + Sync + 'static {
     /// One bounded step of retention; `cursor` carries the position of the
     /// idempotency scan between steps.
     fn sweep(&self, request: &SweepRequest, cursor: &mut Vec<u8>) -> Result<Swept>;
+}
+
+/// A process's hold on a tenant's forwarding lease, as a claim returned
+/// it: the attempts it starts and records are fenced with it, so a holder
+/// that stalled past its lease neither sends nor records once another
+/// process took the tenant over.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fence {
+    /// The holder (one id per process).
+    pub owner: Arc<str>,
+    /// Bumped each time the lease passes to another holder; 0 on an engine
+    /// that serves one process, where there is nothing to fence.
+    pub epoch: i64,
+}
+
+impl Fence {
+    /// Whether attempts must be checked against the lease at all.
+    pub fn is_shared(&self) -> bool {
+        self.epoch > 0
+    }
+}
+
+/// One attempt to record, with the lease it was sent under.
+#[derive(Debug, Clone, Copy)]
+pub struct FencedAttempt<'a> {
+    /// The queue entry it was started from.
+    pub entry: &'a [u8],
+    /// Its delivery.
+    pub id: &'a DeliveryId,
+    /// What happened.
+    pub record: &'a AttemptRecord,
+    /// The lease it was sent under.
+    pub fence: &'a Fence,
 }
 
 /// Group-commit figures, for the metrics.
@@ -219,10 +277,15 @@ pub trait Storage: Send + Sync + 'static {
     /// `lease_ms` from now on behalf of `owner` (one id per process), so
     /// that of several processes sharing the store one at a time forwards a
     /// tenant and its `max_in_flight`, delivery rate and breaker hold for the
-    /// tenant as a whole. True while `owner` holds it; a lease not renewed
-    /// in time passes to the next claimant. An embedded engine serves one
-    /// process and always grants it.
-    fn claim_forwarding(&self, tenant: &TenantId, owner: &str, lease_ms: i64) -> Result<bool>;
+    /// tenant as a whole. The lease's [`Fence`] while `owner` holds it; a
+    /// lease not renewed in time passes to the next claimant. An embedded
+    /// engine serves one process and always grants it (epoch 0).
+    fn claim_forwarding(
+        &self,
+        tenant: &TenantId,
+        owner: &str,
+        lease_ms: i64,
+    ) -> Result<Option<Fence>>;
 
     /// Gives up `owner`'s forwarding lease of `tenant`, if it holds it.
     fn release_forwarding(&self, tenant: &TenantId, owner: &str) -> Result<()>;
@@ -277,6 +340,10 @@ pub trait RejectionLog: Send + Sync + 'static {
 pub enum RowChange {
     /// Set a key of a table.
     Put(Table, String, Vec<u8>),
+    /// Set a key that must not be set yet: if it is (whoever set it, in
+    /// whichever process), the whole write fails with
+    /// [`Error::AlreadyExists`] and changes nothing.
+    Create(Table, String, Vec<u8>),
     /// Remove a key of a table.
     Remove(Table, String),
 }

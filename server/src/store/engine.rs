@@ -5,12 +5,12 @@
 use std::sync::Arc;
 
 use futures_util::{future::BoxFuture, FutureExt};
-use sled::Transactional;
+use sled::{transaction::ConflictableTransactionError, Transactional};
 
 use super::{
     api::{
-        CatalogRows, CommitFigures, DeadKey, PullRequest, QueueCounts, QueueKey, RejectionLog,
-        RowChange, Storage, SweepRequest, Table, Tenant, TenantData,
+        CatalogRows, CommitFigures, DeadKey, Fence, PullRequest, QueueCounts, QueueKey,
+        RejectionLog, RowChange, Storage, SweepRequest, Table, Tenant, TenantData,
     },
     deliveries::{self, Next, Swept},
     records::{
@@ -232,8 +232,16 @@ impl Storage for Store {
         Store::flush(self)
     }
 
-    fn claim_forwarding(&self, _tenant: &TenantId, _owner: &str, _lease_ms: i64) -> Result<bool> {
-        Ok(true)
+    fn claim_forwarding(
+        &self,
+        _tenant: &TenantId,
+        owner: &str,
+        _lease_ms: i64,
+    ) -> Result<Option<Fence>> {
+        Ok(Some(Fence {
+            owner: owner.into(),
+            epoch: 0,
+        }))
     }
 
     fn release_forwarding(&self, _tenant: &TenantId, _owner: &str) -> Result<()> {
@@ -308,25 +316,26 @@ impl CatalogRows for SledRows {
             .transaction(|views| {
                 for change in changes {
                     let (table, key) = match change {
-                        RowChange::Put(table, key, _) | RowChange::Remove(table, key) => {
-                            (table, key)
-                        }
+                        RowChange::Put(table, key, _)
+                        | RowChange::Create(table, key, _)
+                        | RowChange::Remove(table, key) => (table, key),
                     };
                     let tree = &views[*table as usize];
                     match change {
-                        RowChange::Put(_, _, value) => {
+                        RowChange::Create(..) if tree.get(key.as_bytes())?.is_some() => {
+                            return Err(ConflictableTransactionError::Abort(key.clone()));
+                        }
+                        RowChange::Put(_, _, value) | RowChange::Create(_, _, value) => {
                             tree.insert(key.as_bytes(), value.as_slice())?
                         }
                         RowChange::Remove(..) => tree.remove(key.as_bytes())?,
                     };
                 }
-                Ok::<_, sled::transaction::ConflictableTransactionError<()>>(())
+                Ok::<_, ConflictableTransactionError<String>>(())
             })
             .map_err(|e| match e {
                 sled::transaction::TransactionError::Storage(e) => Error::from(e),
-                sled::transaction::TransactionError::Abort(()) => {
-                    Error::Corrupt("catalog write aborted".into())
-                }
+                sled::transaction::TransactionError::Abort(key) => Error::AlreadyExists(key),
             })
     }
 }

@@ -21,6 +21,8 @@ mod messages;
 mod pg_server;
 mod pki;
 mod postgres;
+mod postgres_catalog;
+mod postgres_clock;
 mod postgres_load;
 mod postgres_restart;
 mod private_ca;

@@ -82,17 +82,50 @@ impl Cluster {
     /// Starts replica `n` with `key` as its master key.
     pub(crate) fn start(&self, n: usize, key: &str) -> HookdProcess {
         let data = self.dir.path().join(format!("replica-{n}"));
-        tokio::task::block_in_place(|| {
-            HookdProcess::spawn(
-                &data,
-                &self.config,
-                &[
-                    ("HOOKD_MASTER_KEY", key),
-                    ("HOOKD_ADMIN_TOKEN", ADMIN_TOKEN),
-                ],
-            )
-        })
+        tokio::task::block_in_place(|| spawn_replica(&data, &self.config, key))
     }
+
+    /// Starts replica `n` with `key` as its master key and `env` added.
+    pub(crate) fn start_with(&self, n: usize, key: &str, env: &[(&str, &str)]) -> HookdProcess {
+        let data = self.dir.path().join(format!("replica-{n}"));
+        let mut all = vec![
+            ("HOOKD_MASTER_KEY", key),
+            ("HOOKD_ADMIN_TOKEN", ADMIN_TOKEN),
+        ];
+        all.extend_from_slice(env);
+        tokio::task::block_in_place(|| HookdProcess::spawn(&data, &self.config, &all))
+    }
+
+    /// Starts replica `n` on a thread of its own: the handle gives it back
+    /// once it listens.
+    pub(crate) fn start_apart(
+        &self,
+        n: usize,
+        key: &'static str,
+    ) -> std::thread::JoinHandle<HookdProcess> {
+        let (data, config) = (
+            self.dir.path().join(format!("replica-{n}")),
+            self.config.clone(),
+        );
+        std::thread::spawn(move || spawn_replica(&data, &config, key))
+    }
+
+    /// The database's URL.
+    pub(crate) fn url(&self) -> &str {
+        &self.url
+    }
+}
+
+/// A replica on `data` and `config` with `key` as its master key.
+fn spawn_replica(data: &std::path::Path, config: &std::path::Path, key: &str) -> HookdProcess {
+    HookdProcess::spawn(
+        data,
+        config,
+        &[
+            ("HOOKD_MASTER_KEY", key),
+            ("HOOKD_ADMIN_TOKEN", ADMIN_TOKEN),
+        ],
+    )
 }
 
 /// POSTs a signed order event to acme on `base`.
@@ -349,7 +382,7 @@ async fn hookd_migrate_applies_the_schema_for_operators() {
             "{}",
             String::from_utf8_lossy(&output.stderr)
         );
-        assert_eq!(stdout.trim(), "database schema at version 4");
+        assert_eq!(stdout.trim(), "database schema at version 5");
     }
 }
 

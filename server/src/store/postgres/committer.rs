@@ -6,15 +6,18 @@
 //! the first delivery is read. A tenant's data is dropped by the same task,
 //! between batches.
 
-use std::sync::{
-    atomic::{AtomicBool, Ordering},
-    Arc,
+use std::{
+    collections::HashSet,
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
 };
 
 use tokio::sync::{mpsc, oneshot};
 use tokio_postgres::types::ToSql;
 
-use super::{pg, Db, Figures};
+use super::{pg, retrying, Db, Figures};
 use crate::{
     error::{Error, Result},
     ids::{DeliveryId, EventId, TenantId},
@@ -27,13 +30,13 @@ use crate::{
 /// Writes waiting for the committer; a full queue makes senders wait.
 const QUEUE_CAPACITY: usize = 8192;
 
-/// How often a batch that lost a deadlock or serialization race is tried.
-const TRIES: usize = 3;
-
 /// A new delivery for one tenant, with the flag its tenant's drop sets.
 struct Write {
     tenant: TenantId,
     dropped: Arc<AtomicBool>,
+    /// A tenant of the catalog (not of a config file): written only while
+    /// its catalog row is there.
+    stored: bool,
     delivery: NewDelivery,
     reply: oneshot::Sender<Result<CommitOutcome>>,
 }
@@ -54,14 +57,14 @@ impl Handle {
     /// answers once committed.
     pub(crate) async fn commit(
         &self,
-        tenant: TenantId,
-        dropped: Arc<AtomicBool>,
+        (tenant, dropped, stored): (TenantId, Arc<AtomicBool>, bool),
         delivery: NewDelivery,
     ) -> Result<CommitOutcome> {
         let (reply, answer) = oneshot::channel();
         let write = Write {
             tenant,
             dropped,
+            stored,
             delivery,
             reply,
         };
@@ -100,8 +103,8 @@ async fn run(db: Db, mut rx: mpsc::Receiver<Request>, batch_max: usize, figures:
                 Request::Drop(id, dropped, reply) => {
                     // Writes before the drop are committed first.
                     commit_batch(&db, std::mem::take(&mut writes), &figures).await;
-                    dropped.store(true, Ordering::SeqCst);
-                    let _ = reply.send(delete_tenant(&db, id.as_str()).await);
+                    let cleared = clear_unless_stored(&db, id.as_str(), &dropped).await;
+                    let _ = reply.send(cleared.map(drop));
                 }
             }
             if writes.len() < batch_max {
@@ -132,22 +135,17 @@ async fn commit_batch(db: &Db, writes: Vec<Write>, figures: &Figures) {
         let key = |w: &Write| (w.tenant.to_string(), w.delivery.event_id.to_string());
         key(&live[a]).cmp(&key(&live[b]))
     });
-    let mut outcome = Err(Error::Storage("not tried".into()));
-    for _ in 0..TRIES {
-        outcome = try_batch(db, &live, &order).await;
-        match &outcome {
-            Err(Error::Storage(message)) if retryable(message) => continue,
-            _ => break,
-        }
-    }
-    match outcome {
+    match retrying(|| try_batch(db, &live, &order)).await {
         Ok(outcomes) => {
             figures.batches.fetch_add(1, Ordering::Relaxed);
             figures
                 .writes
                 .fetch_add(live.len() as u64, Ordering::Relaxed);
             for (write, outcome) in live.into_iter().zip(outcomes) {
-                let _ = write.reply.send(Ok(outcome));
+                let tenant = write.tenant.to_string();
+                let _ = write
+                    .reply
+                    .send(outcome.ok_or(Error::TenantDeleted(tenant)));
             }
         }
         Err(e) => {
@@ -160,30 +158,57 @@ async fn commit_batch(db: &Db, writes: Vec<Write>, figures: &Figures) {
     }
 }
 
-/// Deadlocks and serialization failures roll the whole batch back: safe to retry.
-fn retryable(message: &str) -> bool {
-    message.contains("(40P01)") || message.contains("(40001)")
-}
-
-/// One transaction for the batch; the outcomes in the writes' order.
-async fn try_batch(db: &Db, live: &[Write], order: &[usize]) -> Result<Vec<CommitOutcome>> {
+/// One transaction for the batch; the outcomes in the writes' order, `None`
+/// for a write of a stored tenant no longer stored (deleted by any
+/// process): nothing of it is written.
+async fn try_batch(db: &Db, live: &[Write], order: &[usize]) -> Result<Vec<Option<CommitOutcome>>> {
     let mut sequences = Vec::with_capacity(live.len());
     for _ in live {
         sequences.push(db.sequence().await?);
     }
     let mut client = db.client().await?;
     let tx = client.transaction().await.map_err(pg)?;
+    let stored = still_stored(&tx, live).await?;
     let statements = Statements::prepare(&tx).await?;
     let mut outcomes: Vec<Option<CommitOutcome>> = vec![None; live.len()];
     for &i in order {
+        if live[i].stored && !stored.contains(live[i].tenant.as_str()) {
+            continue;
+        }
         let outcome = write_one(&tx, &statements, &live[i], sequences[i]).await?;
         outcomes[i] = Some(outcome);
     }
     tx.commit().await.map_err(pg)?;
-    Ok(outcomes
-        .into_iter()
-        .map(|o| o.expect("an outcome per write"))
-        .collect())
+    Ok(outcomes)
+}
+
+/// Which of the batch's stored tenants are still stored, their catalog
+/// rows locked `FOR KEY SHARE` (in id order) until the batch commits: a
+/// delete of one waits for the batch, and its drop then finds the batch's
+/// rows; a batch after the delete finds no row and writes nothing for it.
+async fn still_stored(
+    tx: &deadpool_postgres::Transaction<'_>,
+    live: &[Write],
+) -> Result<HashSet<String>> {
+    let mut ids: Vec<&str> = live
+        .iter()
+        .filter(|w| w.stored)
+        .map(|w| w.tenant.as_str())
+        .collect();
+    if ids.is_empty() {
+        return Ok(HashSet::new());
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    let rows = tx
+        .query(
+            "SELECT key FROM hookd_catalog WHERE tbl = 'tenants' AND key = ANY($1) \
+             ORDER BY key FOR KEY SHARE",
+            &[&ids],
+        )
+        .await
+        .map_err(pg)?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
 }
 
 /// The statements a batch runs, prepared once per connection.
@@ -295,14 +320,54 @@ async fn first_of(
     })
 }
 
-/// Deletes every row of `tenant` in one transaction.
-pub(super) async fn delete_tenant(db: &Db, tenant: &str) -> Result<()> {
+/// Deletes every row of `tenant` in one transaction, unless a tenant of its
+/// id is stored in the catalog (created again, maybe by another process,
+/// since this one was deleted): true when it deleted. It holds the catalog
+/// version's row lock, which every catalog change takes first, so no
+/// create of the id commits in between; `dropped` is set (this process's
+/// writes for the tenant fail from then on) before anything is deleted.
+/// The delivery rows are locked as every other transaction locks them:
+/// states first, in delivery id order, then the rest; a lost race (with a
+/// retention sweep, say) is tried again.
+pub(super) async fn clear_unless_stored(
+    db: &Db,
+    tenant: &str,
+    dropped: &AtomicBool,
+) -> Result<bool> {
+    retrying(|| clear_once(db, tenant, dropped)).await
+}
+
+async fn clear_once(db: &Db, tenant: &str, dropped: &AtomicBool) -> Result<bool> {
     let mut client = db.client().await?;
     let tx = client.transaction().await.map_err(pg)?;
+    tx.execute(
+        "SELECT version FROM hookd_catalog_version WHERE id = 1 FOR UPDATE",
+        &[],
+    )
+    .await
+    .map_err(pg)?;
+    let stored = tx
+        .query_opt(
+            "SELECT 1 FROM hookd_catalog WHERE tbl = 'tenants' AND key = $1",
+            &[&tenant],
+        )
+        .await
+        .map_err(pg)?;
+    if stored.is_some() {
+        tracing::info!(tenant = %tenant, "a tenant of this id is stored again: its data is kept");
+        return Ok(false);
+    }
+    dropped.store(true, Ordering::SeqCst);
+    tx.execute(
+        "SELECT 1 FROM hookd_states WHERE tenant = $1 ORDER BY delivery_id FOR UPDATE",
+        &[&tenant],
+    )
+    .await
+    .map_err(pg)?;
     for table in [
+        "hookd_states",
         "hookd_queue",
         "hookd_dead",
-        "hookd_states",
         "hookd_events",
         "hookd_attempts",
         "hookd_done",
@@ -316,5 +381,6 @@ pub(super) async fn delete_tenant(db: &Db, tenant: &str) -> Result<()> {
         .await
         .map_err(pg)?;
     }
-    tx.commit().await.map_err(pg)
+    tx.commit().await.map_err(pg)?;
+    Ok(true)
 }

@@ -11,6 +11,7 @@
 //! (with `synchronous_commit` on).
 
 mod committer;
+mod connect;
 mod migrate;
 mod pull;
 mod redirects;
@@ -19,6 +20,9 @@ mod rows;
 mod tenant;
 #[doc(hidden)]
 pub mod testing;
+#[cfg(test)]
+mod tests;
+mod transitions;
 
 use std::{
     collections::HashMap,
@@ -27,17 +31,17 @@ use std::{
         atomic::{AtomicBool, AtomicU64, Ordering},
         Arc, Mutex,
     },
-    time::Duration,
 };
 
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use deadpool_postgres::Pool;
 use futures_util::{future::BoxFuture, FutureExt};
-use secrecy::{ExposeSecret, SecretString};
-use tokio_postgres_rustls::MakeRustlsConnect;
+use secrecy::SecretString;
+use tokio_postgres::{error::SqlState, GenericClient};
 
+use self::connect::{pool, probe, session_config};
 pub use migrate::migrate;
 
-use super::api::{CatalogRows, CommitFigures, RejectionLog, Storage, Tenant};
+use super::api::{CatalogRows, CommitFigures, Fence, RejectionLog, Storage, Tenant};
 use crate::{
     error::{Error, Result},
     ids::TenantId,
@@ -60,33 +64,62 @@ pub struct PgOptions {
     pub batch_max: usize,
 }
 
-/// What every database task shares: the pool and the process's block of
+/// Connections of the side pool: the health probe and the queue counts
+/// of `/metrics` and the control plane, apart from `max_connections`.
+const SIDE_CONNECTIONS: usize = 2;
+
+/// What every database task shares: the pools and the process's block of
 /// sequence numbers.
 #[derive(Clone)]
 pub(crate) struct Db {
     pool: Pool,
+    /// A small pool of its own for the health probe and the queue counts,
+    /// so neither waits behind ingest and forwarding (nor starves them).
+    side: Pool,
     seq: Arc<Mutex<(u64, u64)>>,
 }
 
 impl Db {
     /// A pooled connection.
     async fn client(&self) -> Result<deadpool_postgres::Client> {
-        self.pool
-            .get()
-            .await
-            .map_err(|e| Error::Storage(format!("postgres connection: {}", chain(&e))))
+        checkout(&self.pool).await
     }
 
-    /// A fresh number, unique across every process sharing the database.
+    /// A connection of the side pool.
+    async fn side_client(&self) -> Result<deadpool_postgres::Client> {
+        checkout(&self.side).await
+    }
+
+    /// A fresh number, unique across every process sharing the database;
+    /// a new block is taken on a connection of the pool. Inside a
+    /// transaction use [`Db::sequence_in`].
     async fn sequence(&self) -> Result<u64> {
-        {
-            let mut block = self.seq.lock().expect("sequence lock");
-            if block.0 < block.1 {
-                block.0 += 1;
-                return Ok(block.0 - 1);
-            }
+        match self.next_in_block() {
+            Some(n) => Ok(n),
+            None => self.new_block(&**self.client().await?).await,
         }
-        let client = self.client().await?;
+    }
+
+    /// [`Db::sequence`] taking a new block on `client` (a transaction's
+    /// own connection), never on a second connection of the pool.
+    async fn sequence_in(&self, client: &impl GenericClient) -> Result<u64> {
+        match self.next_in_block() {
+            Some(n) => Ok(n),
+            None => self.new_block(client).await,
+        }
+    }
+
+    fn next_in_block(&self) -> Option<u64> {
+        let mut block = self.seq.lock().expect("sequence lock");
+        (block.0 < block.1).then(|| {
+            block.0 += 1;
+            block.0 - 1
+        })
+    }
+
+    /// Takes a new block (`nextval` is not transactional: a rollback
+    /// never hands the block out twice) and returns its first number.
+    async fn new_block(&self, client: &impl GenericClient) -> Result<u64> {
         let base: i64 = client
             .query_one("SELECT nextval('hookd_seq')", &[])
             .await
@@ -97,6 +130,23 @@ impl Db {
         *block = (base + 1, base + SEQ_BLOCK);
         Ok(base)
     }
+}
+
+/// The database's clock (Unix ms, at the start of `client`'s transaction):
+/// what every replica compares times shared between replicas against.
+pub(super) async fn db_now_ms(client: &impl GenericClient) -> Result<i64> {
+    let row = client
+        .query_one("SELECT (extract(epoch FROM now()) * 1000)::bigint", &[])
+        .await
+        .map_err(pg)?;
+    Ok(row.get(0))
+}
+
+/// A connection of `pool`.
+async fn checkout(pool: &Pool) -> Result<deadpool_postgres::Client> {
+    pool.get()
+        .await
+        .map_err(|e| Error::Storage(format!("postgres connection: {}", chain(&e))))
 }
 
 /// An error with its sources (a failed connection says why: refused,
@@ -112,11 +162,45 @@ fn chain(e: &dyn std::error::Error) -> String {
     text
 }
 
-/// A database error as hookd's, with the server's own message.
+/// A database error as hookd's, with the server's own message; a lost
+/// deadlock or serialization race (by its SQLSTATE) is
+/// [`Error::Contended`], which [`retrying`] tries again.
 pub(crate) fn pg(e: tokio_postgres::Error) -> Error {
     match e.as_db_error() {
-        Some(db) => Error::Storage(format!("postgres: {} ({})", db.message(), db.code().code())),
+        Some(db) => {
+            let text = format!("postgres: {} ({})", db.message(), db.code().code());
+            match *db.code() {
+                SqlState::T_R_DEADLOCK_DETECTED | SqlState::T_R_SERIALIZATION_FAILURE => {
+                    Error::Contended(text)
+                }
+                _ => Error::Storage(text),
+            }
+        }
         None => Error::Storage(format!("postgres: {}", chain(&e))),
+    }
+}
+
+/// How often a transaction that lost a deadlock or serialization race is
+/// tried in all.
+const TRIES: usize = 3;
+
+/// Runs the transaction `work` makes, again (up to [`TRIES`] in all) while
+/// it loses a deadlock or serialization race: PostgreSQL rolled it back
+/// whole, so trying again is safe.
+pub(super) async fn retrying<T, F, Fut>(mut work: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T>>,
+{
+    let mut tried = 1;
+    loop {
+        match work().await {
+            Err(Error::Contended(why)) if tried < TRIES => {
+                tracing::info!(reason = %why, "a transaction lost a race; trying it again");
+                tried += 1;
+            }
+            done => return done,
+        }
     }
 }
 
@@ -171,9 +255,10 @@ impl PgStore {
             .enable_all()
             .build()?;
         let runtime = OwnedRuntime(Some(runtime));
-        let pool = pool(&options)?;
+        let config = session_config(&options)?;
         let db = Db {
-            pool,
+            pool: pool(&config, options.max_connections)?,
+            side: pool(&config, SIDE_CONNECTIONS)?,
             seq: Arc::new(Mutex::new((0, 0))),
         };
         let applied = block_on(runtime.handle(), {
@@ -268,103 +353,34 @@ fn block_on<T: Send + 'static>(
         .map_err(|_| Error::Internal("postgres task ended without an answer".into()))?
 }
 
-/// The connection pool; the URL's host and database are logged, never the URL.
-fn pool(options: &PgOptions) -> Result<Pool> {
-    let mut config: tokio_postgres::Config = options.url.expose_secret().parse().map_err(|_| {
-        Error::Config("storage.postgres.url: not a valid PostgreSQL connection URL".into())
-    })?;
-    let mut session = String::from("-c synchronous_commit=on");
-    if options.statement_timeout_ms > 0 {
-        session.push_str(&format!(
-            " -c statement_timeout={}",
-            options.statement_timeout_ms
-        ));
-    }
-    config.options(&session);
-    config.application_name("hookd");
-    if config.get_connect_timeout().is_none() {
-        config.connect_timeout(Duration::from_secs(5));
-    }
-    let hosts: Vec<String> = config
-        .get_hosts()
-        .iter()
-        .map(|h| match h {
-            tokio_postgres::config::Host::Tcp(name) => name.clone(),
-            tokio_postgres::config::Host::Unix(path) => path.display().to_string(),
-        })
-        .collect();
-    tracing::info!(
-        hosts = %hosts.join(","),
-        database = config.get_dbname().unwrap_or("(default)"),
-        max_connections = options.max_connections,
-        "storage: postgres"
-    );
-    let manager = Manager::from_config(
-        config,
-        tls_connector(),
-        ManagerConfig {
-            recycling_method: RecyclingMethod::Fast,
-        },
-    );
-    Pool::builder(manager)
-        .max_size(options.max_connections)
-        .runtime(deadpool_postgres::Runtime::Tokio1)
-        .wait_timeout(Some(Duration::from_secs(10)))
-        .create_timeout(Some(Duration::from_secs(5)))
-        .recycle_timeout(Some(Duration::from_secs(5)))
-        .build()
-        .map_err(|e| Error::Config(format!("storage.postgres: {e}")))
-}
-
-/// TLS as the URL's `sslmode` asks (`prefer`, the default, falls back to
-/// plaintext when the server offers none; `require` insists): the server's
-/// certificate is verified against the system's roots (`SSL_CERT_FILE`
-/// for a private CA) and the public ones, and must name the host.
-fn tls_connector() -> MakeRustlsConnect {
-    let mut roots = rustls::RootCertStore {
-        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-    };
-    let native = rustls_native_certs::load_native_certs();
-    roots.add_parsable_certificates(native.certs);
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("ring supports the default TLS versions")
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    MakeRustlsConnect::new(config)
-}
-
-/// Keeps [`Storage::is_healthy`] true while the database answers.
-async fn probe(db: Db, healthy: Arc<AtomicBool>) {
-    let mut tick = tokio::time::interval(Duration::from_millis(500));
-    loop {
-        tick.tick().await;
-        let up = match db.client().await {
-            Ok(client) => client.simple_query("SELECT 1").await.is_ok(),
-            Err(_) => false,
-        };
-        if healthy.swap(up, Ordering::SeqCst) != up {
-            match up {
-                true => tracing::info!("postgres answers again"),
-                false => tracing::error!(
-                    "postgres does not answer: deliveries get 503 STORAGE_UNAVAILABLE and \
-                     /readyz fails until it does"
-                ),
-            }
-        }
-    }
-}
-
 impl Storage for PgStore {
+    /// Asks the catalog whether the tenant is stored there (not only in a
+    /// config file): such a tenant's deliveries commit only while it is.
     fn tenant(&self, id: &TenantId) -> Result<Tenant> {
+        let key = id.to_string();
+        let stored = self.run(|db| async move {
+            let row = db
+                .client()
+                .await?
+                .query_opt(
+                    "SELECT 1 FROM hookd_catalog WHERE tbl = 'tenants' AND key = $1",
+                    &[&key],
+                )
+                .await
+                .map_err(pg)?;
+            Ok(row.is_some())
+        })?;
+        let shared = tenant::Shared {
+            db: self.inner.db.clone(),
+            runtime: self.inner.runtime.handle().clone(),
+            committer: self.inner.committer.clone(),
+            healthy: self.inner.healthy.clone(),
+        };
         Ok(Arc::new(tenant::PgTenant::new(
             id.clone(),
-            self.inner.db.clone(),
-            self.inner.runtime.handle().clone(),
-            self.inner.committer.clone(),
-            self.inner.healthy.clone(),
+            shared,
             self.mark(id),
+            stored,
         )))
     }
 
@@ -396,10 +412,11 @@ impl Storage for PgStore {
         .boxed()
     }
 
+    /// Only while no tenant of the id is stored: see
+    /// [`committer::clear_unless_stored`].
     fn clear_tenant(&self, id: &TenantId) -> Result<()> {
-        self.mark(id).store(true, Ordering::SeqCst);
-        let tenant = id.to_string();
-        self.run(|db| async move { committer::delete_tenant(&db, &tenant).await })?;
+        let (tenant, mark) = (id.to_string(), self.mark(id));
+        self.run(|db| async move { committer::clear_unless_stored(&db, &tenant, &mark).await })?;
         self.inner.marks.lock().expect("marks lock").remove(id);
         Ok(())
     }
@@ -423,33 +440,48 @@ impl Storage for PgStore {
         Ok(())
     }
 
-    fn claim_forwarding(&self, tenant: &TenantId, owner: &str, lease_ms: i64) -> Result<bool> {
-        let (tenant, owner) = (tenant.to_string(), owner.to_string());
-        self.run(|db| async move {
+    /// On the database's clock; a takeover (another owner) bumps the
+    /// epoch, a renewal keeps it.
+    fn claim_forwarding(
+        &self,
+        tenant: &TenantId,
+        owner: &str,
+        lease_ms: i64,
+    ) -> Result<Option<Fence>> {
+        let (tenant, holder) = (tenant.to_string(), owner.to_string());
+        let epoch = self.run(|db| async move {
             let client = db.client().await?;
             let held = client
                 .query_opt(
                     "INSERT INTO hookd_forward_leases AS l (tenant, owner, expires_at) \
                      VALUES ($1, $2, now() + make_interval(secs => $3::float8 / 1000)) \
                      ON CONFLICT (tenant) DO UPDATE \
-                     SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at \
+                     SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at, \
+                         epoch = l.epoch + (l.owner <> EXCLUDED.owner)::int \
                      WHERE l.owner = EXCLUDED.owner OR l.expires_at < now() \
-                     RETURNING owner",
-                    &[&tenant, &owner, &(lease_ms as f64)],
+                     RETURNING epoch",
+                    &[&tenant, &holder, &(lease_ms as f64)],
                 )
                 .await
                 .map_err(pg)?;
-            Ok(held.is_some())
-        })
+            Ok(held.map(|row| row.get::<_, i64>(0)))
+        })?;
+        Ok(epoch.map(|epoch| Fence {
+            owner: owner.into(),
+            epoch,
+        }))
     }
 
+    /// Expires the lease rather than deleting it, so its epoch never goes
+    /// back and an old holder's attempts stay fenced out.
     fn release_forwarding(&self, tenant: &TenantId, owner: &str) -> Result<()> {
         let (tenant, owner) = (tenant.to_string(), owner.to_string());
         self.run(|db| async move {
             db.client()
                 .await?
                 .execute(
-                    "DELETE FROM hookd_forward_leases WHERE tenant = $1 AND owner = $2",
+                    "UPDATE hookd_forward_leases SET expires_at = '-infinity' \
+                     WHERE tenant = $1 AND owner = $2",
                     &[&tenant, &owner],
                 )
                 .await

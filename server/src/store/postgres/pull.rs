@@ -2,14 +2,15 @@
 //! states `FOR UPDATE SKIP LOCKED`: consumers on any replica pulling at
 //! once each get other deliveries, and none waits for another. Acks and
 //! nacks lock the state row first, like every other change of a delivery.
+//! Visibility runs on the database's clock, so a replica whose own clock
+//! is ahead never hands out what another just hid.
 
 use std::collections::HashSet;
 
 use super::{
-    pg,
-    tenant::{
-        claim, delete_queue, insert_queue, load_event, lock_state, put_state, settle, Outcome,
-    },
+    db_now_ms, pg,
+    tenant::{delete_queue, insert_queue, load_event, lock_state, put_state},
+    transitions::{claim, settle, Outcome},
     Db,
 };
 use crate::{
@@ -33,9 +34,11 @@ pub(super) async fn pull(
 ) -> Result<Vec<(StoredEvent, u32)>> {
     let mut client = db.client().await?;
     let tx = client.transaction().await.map_err(pg)?;
-    let due = queue_key(request.now_ms + 1, 0).to_vec();
+    let shared_now_ms = db_now_ms(&*tx).await?;
+    let due = queue_key(shared_now_ms + 1, 0).to_vec();
     let mut batch = Batch {
         request,
+        shared_now_ms,
         out: Vec::with_capacity(request.max.min(100)),
         handed: HashSet::new(),
         bytes: 0,
@@ -79,6 +82,8 @@ pub(super) async fn pull(
 /// What one pull has handed out so far.
 struct Batch {
     request: PullRequest,
+    /// The database's clock: when what is pulled is hidden until.
+    shared_now_ms: i64,
     out: Vec<(StoredEvent, u32)>,
     handed: HashSet<DeliveryId>,
     bytes: usize,
@@ -86,7 +91,9 @@ struct Batch {
 
 /// Hands out the delivery at queue entry `key` (locked by the pull), or
 /// dead-letters it when it is older than the retry window; false when it
-/// would take the bytes past `max_bytes` (the pull stops there).
+/// would take the bytes past `max_bytes` (the pull stops there). The
+/// window is measured on the replica's clock, the one its receipt time
+/// was taken on; the visibility timeout on the database's.
 async fn take(
     db: &Db,
     tx: &deadpool_postgres::Transaction<'_>,
@@ -113,7 +120,7 @@ async fn take(
     if !batch.out.is_empty() && batch.bytes + size > max_bytes {
         return Ok(false);
     }
-    let Some(mut state) = claim(&**tx, tenant, &key, id.as_str()).await? else {
+    let Some(mut state) = claim(&**tx, tenant, &key, id.as_str(), None).await? else {
         return Ok(true);
     };
     if now_ms - state.received_at_ms > window_ms {
@@ -127,9 +134,10 @@ async fn take(
         settle(&**tx, tenant, state, &key, &id, &outcome).await?;
         return Ok(true);
     }
-    let hidden_until = queue_key(now_ms + visibility_ms, db.sequence().await?);
+    let visible_at = batch.shared_now_ms + visibility_ms;
+    let hidden_until = queue_key(visible_at, db.sequence_in(&**tx).await?);
     state.attempts += 1;
-    state.next_attempt_at_ms = Some(now_ms + visibility_ms);
+    state.next_attempt_at_ms = Some(visible_at);
     state.queue_key = Some(hex::encode(hidden_until));
     delete_queue(&**tx, tenant, &key).await?;
     insert_queue(&**tx, tenant, &hidden_until, id.as_str()).await?;
@@ -173,10 +181,12 @@ pub(super) async fn ack(db: &Db, tenant: &str, ids: &[DeliveryId], now_ms: i64) 
     Ok(acked)
 }
 
-/// Makes pulled deliveries still hidden visible again; returns how many.
-pub(super) async fn nack(db: &Db, tenant: &str, ids: &[DeliveryId], now_ms: i64) -> Result<u32> {
+/// Makes pulled deliveries still hidden visible again, now on the
+/// database's clock (as their visibility was set); returns how many.
+pub(super) async fn nack(db: &Db, tenant: &str, ids: &[DeliveryId]) -> Result<u32> {
     let mut client = db.client().await?;
     let tx = client.transaction().await.map_err(pg)?;
+    let now_ms = db_now_ms(&*tx).await?;
     let mut returned = 0;
     for id in sorted(ids) {
         let Some(state) = lock_state(&*tx, tenant, id.as_str()).await? else {
@@ -189,10 +199,10 @@ pub(super) async fn nack(db: &Db, tenant: &str, ids: &[DeliveryId], now_ms: i64)
         if state.status != DeliveryStatus::Pending || state.attempts == 0 || !hidden {
             continue;
         }
-        let Some(mut state) = claim(&*tx, tenant, &old, id.as_str()).await? else {
+        let Some(mut state) = claim(&*tx, tenant, &old, id.as_str(), None).await? else {
             continue;
         };
-        let new = queue_key(now_ms, db.sequence().await?);
+        let new = queue_key(now_ms, db.sequence_in(&*tx).await?);
         state.queue_key = Some(hex::encode(new));
         state.next_attempt_at_ms = Some(now_ms);
         delete_queue(&*tx, tenant, &old).await?;

@@ -1,10 +1,12 @@
 //! The control plane's rows in one PostgreSQL table, `hookd_catalog`
 //! (table name, key, value); every change bumps `hookd_catalog_version` in
-//! the same transaction, so other processes see it by polling.
+//! the same transaction, so other processes see it by polling. A row
+//! created ([`RowChange::Create`]) is one `INSERT .. ON CONFLICT DO
+//! NOTHING`: of processes creating one key at once, one wins.
 
 use super::{pg, PgStore};
 use crate::{
-    error::Result,
+    error::{Error, Result},
     store::api::{CatalogRows, RowChange, Table},
 };
 
@@ -79,6 +81,21 @@ impl CatalogRows for PgRows {
             .map_err(pg)?;
             for change in &changes {
                 match change {
+                    RowChange::Create(table, key, value) => {
+                        let inserted = tx
+                            .execute(
+                                "INSERT INTO hookd_catalog (tbl, key, value) VALUES ($1, $2, $3) \
+                                 ON CONFLICT (tbl, key) DO NOTHING",
+                                &[&name(*table), key, value],
+                            )
+                            .await
+                            .map_err(pg)?;
+                        // Dropping the transaction rolls every change back.
+                        if inserted == 0 {
+                            return Err(Error::AlreadyExists(key.clone()));
+                        }
+                        Ok(inserted)
+                    }
                     RowChange::Put(table, key, value) => {
                         tx.execute(
                             "INSERT INTO hookd_catalog (tbl, key, value) VALUES ($1, $2, $3) \

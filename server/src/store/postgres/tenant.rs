@@ -1,8 +1,9 @@
-//! One tenant's deliveries on PostgreSQL. Every change of one delivery is
-//! a transaction that first locks the delivery's state row (`FOR UPDATE`)
-//! and then its queue entry, the same order everywhere, so concurrent
-//! writers in any process serialise on the delivery (compare-and-set)
-//! instead of deadlocking.
+//! One tenant's deliveries on PostgreSQL: reads, and the row helpers every
+//! change uses. Every change of one delivery is a transaction that first
+//! locks the delivery's state row (`FOR UPDATE`) and then its queue entry
+//! and the rest, the same order everywhere (see [`super::transitions`]),
+//! so concurrent writers in any process serialise on the delivery
+//! (compare-and-set) instead of deadlocking.
 
 use std::{
     future::Future,
@@ -15,16 +16,23 @@ use std::{
 use futures_util::{future::BoxFuture, FutureExt};
 use tokio_postgres::GenericClient;
 
-use super::{block_on, committer, pg, Db};
+use super::{
+    block_on, committer, pg,
+    transitions::{self, redeliver},
+    Db,
+};
 use crate::{
-    error::{Error, Result},
-    ids::{DeliveryId, EventId, RequestId, TenantId},
+    error::Result,
+    ids::{DeliveryId, EventId, TenantId},
     store::{
-        api::{DeadKey, PullRequest, QueueCounts, QueueKey, SweepRequest, TenantData},
-        deliveries::{redeliverable, settled, Next, Swept},
+        api::{
+            DeadKey, Fence, FencedAttempt, PullRequest, QueueCounts, QueueKey, SweepRequest,
+            TenantData,
+        },
+        deliveries::{Next, Swept},
         records::{
-            decode, encode, queue_key, queue_key_due_ms, time_key, AttemptRecord, DeadLetter,
-            DeliveryState, DeliveryStatus, EventMeta, IdempotencyRecord, StoredEvent,
+            decode, encode, queue_key, queue_key_due_ms, AttemptRecord, DeadLetter, DeliveryState,
+            DeliveryStatus, IdempotencyRecord, StoredEvent,
         },
         redirects::RedirectRecord,
         CommitOutcome, NewDelivery,
@@ -42,17 +50,32 @@ pub(crate) struct PgTenant {
     committer: committer::Handle,
     healthy: Arc<AtomicBool>,
     dropped: Arc<AtomicBool>,
+    /// Stored in the catalog when the handle was made: new deliveries are
+    /// committed only while it still is (see [`committer`]).
+    stored: bool,
+}
+
+/// What a [`PgTenant`] shares with its engine.
+pub(super) struct Shared {
+    pub(super) db: Db,
+    pub(super) runtime: tokio::runtime::Handle,
+    pub(super) committer: committer::Handle,
+    pub(super) healthy: Arc<AtomicBool>,
 }
 
 impl PgTenant {
     pub(super) fn new(
         tenant: TenantId,
-        db: Db,
-        runtime: tokio::runtime::Handle,
-        committer: committer::Handle,
-        healthy: Arc<AtomicBool>,
+        shared: Shared,
         dropped: Arc<AtomicBool>,
+        stored: bool,
     ) -> PgTenant {
+        let Shared {
+            db,
+            runtime,
+            committer,
+            healthy,
+        } = shared;
         PgTenant {
             tenant,
             db,
@@ -60,6 +83,7 @@ impl PgTenant {
             committer,
             healthy,
             dropped,
+            stored,
         }
     }
 
@@ -148,101 +172,6 @@ pub(super) async fn insert_queue(
     Ok(())
 }
 
-/// The compare half of every queue compare-and-set: the delivery's state
-/// (locked) if `entry` names it and it is pending with `entry` as its live
-/// entry. An entry its delivery no longer points at is removed.
-pub(super) async fn claim(
-    tx: &impl GenericClient,
-    tenant: &str,
-    entry: &[u8],
-    id: &str,
-) -> Result<Option<DeliveryState>> {
-    let state = lock_state(tx, tenant, id).await?;
-    let named = tx
-        .query_opt(
-            "SELECT delivery_id FROM hookd_queue WHERE tenant = $1 AND qkey = $2 FOR UPDATE",
-            &[&tenant, &entry],
-        )
-        .await
-        .map_err(pg)?;
-    match named {
-        Some(row) if row.get::<_, &str>(0) == id => {}
-        _ => return Ok(None),
-    }
-    let live = hex::encode(entry);
-    match state {
-        Some(state)
-            if state.status == DeliveryStatus::Pending
-                && state.queue_key.as_deref().is_none_or(|k| k == live) =>
-        {
-            Ok(Some(state))
-        }
-        _ => {
-            delete_queue(tx, tenant, entry).await?;
-            Ok(None)
-        }
-    }
-}
-
-/// What an attempt leads to, as [`settle`] applies it.
-pub(super) struct Outcome<'a> {
-    pub(super) attempt: &'a AttemptRecord,
-    pub(super) next: &'a Next,
-    pub(super) retry_seq: u64,
-    pub(super) now_ms: i64,
-}
-
-/// Writes an attempt and what follows from it for a delivery that
-/// [`claim`] just confirmed holds `entry`.
-pub(super) async fn settle(
-    tx: &impl GenericClient,
-    tenant: &str,
-    state: DeliveryState,
-    entry: &[u8],
-    delivery_id: &DeliveryId,
-    outcome: &Outcome<'_>,
-) -> Result<DeliveryState> {
-    let Outcome {
-        attempt,
-        next,
-        retry_seq,
-        now_ms,
-    } = *outcome;
-    let id = delivery_id.as_str();
-    let done = settled(state, delivery_id, attempt, next, retry_seq, now_ms);
-    delete_queue(tx, tenant, entry).await?;
-    if let Some(key) = done.requeue {
-        insert_queue(tx, tenant, &key, id).await?;
-    }
-    if let Some((key, letter)) = &done.dead {
-        tx.execute(
-            "INSERT INTO hookd_dead (tenant, dkey, letter) VALUES ($1, $2, $3) \
-             ON CONFLICT (tenant, dkey) DO UPDATE SET letter = EXCLUDED.letter",
-            &[&tenant, key, &encode(letter)],
-        )
-        .await
-        .map_err(pg)?;
-    }
-    if let Some(key) = &done.done {
-        tx.execute(
-            "INSERT INTO hookd_done (tenant, dkey) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-            &[&tenant, key],
-        )
-        .await
-        .map_err(pg)?;
-    }
-    let state = done.state;
-    put_state(tx, tenant, id, &state).await?;
-    tx.execute(
-        "INSERT INTO hookd_attempts (tenant, delivery_id, attempt, record) VALUES ($1, $2, $3, $4) \
-         ON CONFLICT (tenant, delivery_id, attempt) DO UPDATE SET record = EXCLUDED.record",
-        &[&tenant, &id, &i64::from(attempt.attempt), &encode(attempt)],
-    )
-    .await
-    .map_err(pg)?;
-    Ok(state)
-}
-
 /// The stored event of a delivery.
 pub(super) async fn load_event(
     client: &impl GenericClient,
@@ -269,18 +198,15 @@ impl TenantData for PgTenant {
     }
 
     fn commit(&self, item: NewDelivery) -> BoxFuture<'static, Result<CommitOutcome>> {
-        let (committer, tenant, dropped) = (
-            self.committer.clone(),
-            self.tenant.clone(),
-            self.dropped.clone(),
-        );
-        async move { committer.commit(tenant, dropped, item).await }.boxed()
+        let committer = self.committer.clone();
+        let of = (self.tenant.clone(), self.dropped.clone(), self.stored);
+        async move { committer.commit(of, item).await }.boxed()
     }
 
     fn counts(&self) -> Result<QueueCounts> {
         self.run(|db, tenant| async move {
             let row = db
-                .client()
+                .side_client()
                 .await?
                 .query_one(
                     "SELECT (SELECT count(*) FROM hookd_queue WHERE tenant = $1), \
@@ -475,26 +401,29 @@ impl TenantData for PgTenant {
         next: &Next,
         now_ms: i64,
     ) -> Result<Option<DeliveryState>> {
-        let (entry, id, attempt, next) =
-            (entry.to_vec(), id.clone(), attempt.clone(), next.clone());
+        self.record(entry, id, attempt, next, now_ms, None)
+    }
+
+    fn claim_attempt(&self, entry: &[u8], id: &DeliveryId, fence: &Fence) -> Result<bool> {
+        let (entry, id, fence) = (entry.to_vec(), id.to_string(), fence.clone());
         self.run(|db, tenant| async move {
-            let retry_seq = db.sequence().await?;
-            let mut client = db.client().await?;
-            let tx = client.transaction().await.map_err(pg)?;
-            let Some(state) = claim(&*tx, &tenant, &entry, id.as_str()).await? else {
-                tx.commit().await.map_err(pg)?;
-                return Ok(None);
-            };
-            let outcome = Outcome {
-                attempt: &attempt,
-                next: &next,
-                retry_seq,
-                now_ms,
-            };
-            let state = settle(&*tx, &tenant, state, &entry, &id, &outcome).await?;
-            tx.commit().await.map_err(pg)?;
-            Ok(Some(state))
+            transitions::may_attempt(&db, &tenant, &entry, &id, &fence).await
         })
+    }
+
+    fn record_fenced_attempt(
+        &self,
+        attempt: FencedAttempt<'_>,
+        next: &Next,
+        now_ms: i64,
+    ) -> Result<Option<DeliveryState>> {
+        let FencedAttempt {
+            entry,
+            id,
+            record,
+            fence,
+        } = attempt;
+        self.record(entry, id, record, next, now_ms, Some(fence))
     }
 
     fn drop_queue_entry(&self, entry: &[u8]) -> Result<()> {
@@ -521,6 +450,8 @@ impl TenantData for PgTenant {
         self.run(|db, tenant| async move {
             let mut client = db.client().await?;
             let tx = client.transaction().await.map_err(pg)?;
+            // The state row first, as everywhere.
+            let state = lock_state(&*tx, &tenant, &id).await?;
             let dead = tx
                 .query_opt(
                     "SELECT 1 FROM hookd_dead WHERE tenant = $1 AND dkey = $2 FOR UPDATE",
@@ -528,7 +459,6 @@ impl TenantData for PgTenant {
                 )
                 .await
                 .map_err(pg)?;
-            let state = lock_state(&*tx, &tenant, &id).await?;
             let purge = dead.is_some() && state.is_some_and(|s| s.status == DeliveryStatus::Dead);
             if purge {
                 tx.execute(
@@ -553,9 +483,10 @@ impl TenantData for PgTenant {
         self.run(|db, tenant| async move { super::pull::ack(&db, &tenant, &ids, now_ms).await })
     }
 
-    fn nack(&self, ids: &[DeliveryId], now_ms: i64) -> Result<u32> {
+    fn nack(&self, ids: &[DeliveryId], _now_ms: i64) -> Result<u32> {
+        // On the database's clock: see [`super::pull::nack`].
         let ids = ids.to_vec();
-        self.run(|db, tenant| async move { super::pull::nack(&db, &tenant, &ids, now_ms).await })
+        self.run(|db, tenant| async move { super::pull::nack(&db, &tenant, &ids).await })
     }
 
     fn sweep(&self, request: &SweepRequest, cursor: &mut Vec<u8>) -> Result<Swept> {
@@ -567,58 +498,27 @@ impl TenantData for PgTenant {
     }
 }
 
-/// Queues a dead (or delivered) delivery again as a new delivery, inside
-/// `tx`; the old state's row lock makes one of concurrent calls win.
-async fn redeliver(
-    tx: &impl GenericClient,
-    tenant: &str,
-    delivery_id: &DeliveryId,
-    new_key: &[u8; 16],
-    now_ms: i64,
-) -> Result<DeliveryId> {
-    let id = delivery_id.as_str();
-    let Some(mut old) = lock_state(tx, tenant, id).await? else {
-        return Err(Error::NotFound(format!("delivery {delivery_id}")));
-    };
-    let was_dead = redeliverable(&old, delivery_id)?;
-    let Some(event) = load_event(tx, tenant, id).await? else {
-        return Err(Error::NotFound(format!("event of {delivery_id}")));
-    };
-    let new_id = DeliveryId::generate();
-    let meta = EventMeta {
-        delivery_id: new_id.clone(),
-        received_at_ms: now_ms,
-        request_id: RequestId::generate(),
-        ..event.meta
-    };
-    let dead_key = time_key(old.finished_at_ms.unwrap_or_default(), delivery_id);
-    if was_dead {
-        old.status = DeliveryStatus::Redelivered;
+impl PgTenant {
+    /// Records an attempt (fenced with the lease when `fence` is given).
+    fn record(
+        &self,
+        entry: &[u8],
+        id: &DeliveryId,
+        attempt: &AttemptRecord,
+        next: &Next,
+        now_ms: i64,
+        fence: Option<&Fence>,
+    ) -> Result<Option<DeliveryState>> {
+        let finished = transitions::Finished {
+            entry: entry.to_vec(),
+            id: id.clone(),
+            attempt: attempt.clone(),
+            next: next.clone(),
+            now_ms,
+            fence: fence.cloned(),
+        };
+        self.run(|db, tenant| async move { transitions::record(&db, &tenant, &finished).await })
     }
-    old.redelivered_as = Some(new_id.clone());
-    let mut new_state = DeliveryState::pending(meta.event_id.clone(), now_ms);
-    new_state.redelivery_of = Some(delivery_id.clone());
-    new_state.queue_key = Some(hex::encode(new_key));
-    tx.execute(
-        "INSERT INTO hookd_events (tenant, delivery_id, event) VALUES ($1, $2, $3)",
-        &[
-            &tenant,
-            &new_id.as_str(),
-            &StoredEvent::encode(&meta, &event.body),
-        ],
-    )
-    .await
-    .map_err(pg)?;
-    put_state(tx, tenant, new_id.as_str(), &new_state).await?;
-    put_state(tx, tenant, id, &old).await?;
-    insert_queue(tx, tenant, new_key, new_id.as_str()).await?;
-    tx.execute(
-        "DELETE FROM hookd_dead WHERE tenant = $1 AND dkey = $2",
-        &[&tenant, &dead_key],
-    )
-    .await
-    .map_err(pg)?;
-    Ok(new_id)
 }
 
 /// Deletes a delivery's event, state and attempts.

@@ -1,0 +1,262 @@
+//! Changes of one delivery on PostgreSQL, as compare-and-set transactions:
+//! each locks the delivery's state row (`FOR UPDATE`) and then its queue
+//! entry, the same order everywhere, so concurrent writers in any process
+//! serialise on the delivery instead of deadlocking. An attempt is claimed
+//! before it is sent and recorded only while the tenant's forwarding lease
+//! is still the sender's ([`Fence`]).
+
+use tokio_postgres::GenericClient;
+
+use super::{
+    pg, retrying,
+    tenant::{delete_queue, insert_queue, load_event, lock_state, put_state},
+    Db,
+};
+use crate::{
+    error::{Error, Result},
+    ids::{DeliveryId, RequestId},
+    store::{
+        api::Fence,
+        deliveries::{redeliverable, settled, Next},
+        records::{
+            encode, time_key, AttemptRecord, DeliveryState, DeliveryStatus, EventMeta, StoredEvent,
+        },
+    },
+};
+
+/// The queue entry `entry` locked, with the delivery it names: while the
+/// tenant's forwarding lease is still `fence` (its row share-locked, so no
+/// takeover commits before this transaction), when one is given.
+const FENCED_ENTRY: &str = "SELECT q.delivery_id FROM hookd_queue q \
+     JOIN hookd_forward_leases l ON l.tenant = q.tenant \
+     WHERE q.tenant = $1 AND q.qkey = $2 \
+     AND l.owner = $3 AND l.epoch = $4 AND l.expires_at > now() \
+     FOR UPDATE OF q FOR SHARE OF l";
+
+/// The compare half of every queue compare-and-set: the delivery's state
+/// (locked) if `entry` names it and it is pending with `entry` as its live
+/// entry (and, with a `fence`, the tenant's lease is still that). An entry
+/// its delivery no longer points at is removed.
+pub(super) async fn claim(
+    tx: &impl GenericClient,
+    tenant: &str,
+    entry: &[u8],
+    id: &str,
+    fence: Option<&Fence>,
+) -> Result<Option<DeliveryState>> {
+    let state = lock_state(tx, tenant, id).await?;
+    let named = match fence {
+        Some(fence) => {
+            let owner: &str = &fence.owner;
+            tx.query_opt(FENCED_ENTRY, &[&tenant, &entry, &owner, &fence.epoch])
+                .await
+        }
+        None => {
+            tx.query_opt(
+                "SELECT delivery_id FROM hookd_queue WHERE tenant = $1 AND qkey = $2 FOR UPDATE",
+                &[&tenant, &entry],
+            )
+            .await
+        }
+    }
+    .map_err(pg)?;
+    match named {
+        Some(row) if row.get::<_, &str>(0) == id => {}
+        _ => return Ok(None),
+    }
+    let live = hex::encode(entry);
+    match state {
+        Some(state)
+            if state.status == DeliveryStatus::Pending
+                && state.queue_key.as_deref().is_none_or(|k| k == live) =>
+        {
+            Ok(Some(state))
+        }
+        _ => {
+            delete_queue(tx, tenant, entry).await?;
+            Ok(None)
+        }
+    }
+}
+
+/// What an attempt leads to, as [`settle`] applies it.
+pub(super) struct Outcome<'a> {
+    pub(super) attempt: &'a AttemptRecord,
+    pub(super) next: &'a Next,
+    pub(super) retry_seq: u64,
+    pub(super) now_ms: i64,
+}
+
+/// Writes an attempt and what follows from it for a delivery that
+/// [`claim`] just confirmed holds `entry`.
+pub(super) async fn settle(
+    tx: &impl GenericClient,
+    tenant: &str,
+    state: DeliveryState,
+    entry: &[u8],
+    delivery_id: &DeliveryId,
+    outcome: &Outcome<'_>,
+) -> Result<DeliveryState> {
+    let Outcome {
+        attempt,
+        next,
+        retry_seq,
+        now_ms,
+    } = *outcome;
+    let id = delivery_id.as_str();
+    let done = settled(state, delivery_id, attempt, next, retry_seq, now_ms);
+    delete_queue(tx, tenant, entry).await?;
+    if let Some(key) = done.requeue {
+        insert_queue(tx, tenant, &key, id).await?;
+    }
+    if let Some((key, letter)) = &done.dead {
+        tx.execute(
+            "INSERT INTO hookd_dead (tenant, dkey, letter) VALUES ($1, $2, $3) \
+             ON CONFLICT (tenant, dkey) DO UPDATE SET letter = EXCLUDED.letter",
+            &[&tenant, key, &encode(letter)],
+        )
+        .await
+        .map_err(pg)?;
+    }
+    if let Some(key) = &done.done {
+        tx.execute(
+            "INSERT INTO hookd_done (tenant, dkey) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+            &[&tenant, key],
+        )
+        .await
+        .map_err(pg)?;
+    }
+    let state = done.state;
+    put_state(tx, tenant, id, &state).await?;
+    tx.execute(
+        "INSERT INTO hookd_attempts (tenant, delivery_id, attempt, record) VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (tenant, delivery_id, attempt) DO UPDATE SET record = EXCLUDED.record",
+        &[&tenant, &id, &i64::from(attempt.attempt), &encode(attempt)],
+    )
+    .await
+    .map_err(pg)?;
+    Ok(state)
+}
+
+/// Whether the attempt at `entry` may be sent: `entry` is still queued for
+/// `id` and the tenant's lease is still `fence`, unexpired, in one
+/// statement on the database's clock.
+pub(super) async fn may_attempt(
+    db: &Db,
+    tenant: &str,
+    entry: &[u8],
+    id: &str,
+    fence: &Fence,
+) -> Result<bool> {
+    let owner: &str = &fence.owner;
+    let live = db
+        .client()
+        .await?
+        .query_opt(
+            "SELECT 1 FROM hookd_queue q JOIN hookd_forward_leases l ON l.tenant = q.tenant \
+             WHERE q.tenant = $1 AND q.qkey = $2 AND q.delivery_id = $3 \
+             AND l.owner = $4 AND l.epoch = $5 AND l.expires_at > now()",
+            &[&tenant, &entry, &id, &owner, &fence.epoch],
+        )
+        .await
+        .map_err(pg)?;
+    Ok(live.is_some())
+}
+
+/// An attempt to record, as the dispatcher finished it.
+pub(super) struct Finished {
+    pub(super) entry: Vec<u8>,
+    pub(super) id: DeliveryId,
+    pub(super) attempt: AttemptRecord,
+    pub(super) next: Next,
+    pub(super) now_ms: i64,
+    /// The lease it was sent under; `None`: not fenced.
+    pub(super) fence: Option<Fence>,
+}
+
+/// Records an attempt and its consequence in one transaction, while its
+/// entry is live (and its fence current); `None` when not. A lost race is
+/// tried again.
+pub(super) async fn record(
+    db: &Db,
+    tenant: &str,
+    finished: &Finished,
+) -> Result<Option<DeliveryState>> {
+    let retry_seq = db.sequence().await?;
+    retrying(|| async {
+        let mut client = db.client().await?;
+        let tx = client.transaction().await.map_err(pg)?;
+        let Finished {
+            entry, id, fence, ..
+        } = finished;
+        let claimed = claim(&*tx, tenant, entry, id.as_str(), fence.as_ref()).await?;
+        let Some(state) = claimed else {
+            tx.commit().await.map_err(pg)?;
+            return Ok(None);
+        };
+        let outcome = Outcome {
+            attempt: &finished.attempt,
+            next: &finished.next,
+            retry_seq,
+            now_ms: finished.now_ms,
+        };
+        let state = settle(&*tx, tenant, state, entry, id, &outcome).await?;
+        tx.commit().await.map_err(pg)?;
+        Ok(Some(state))
+    })
+    .await
+}
+
+/// Queues a dead (or delivered) delivery again as a new delivery, inside
+/// `tx`; the old state's row lock makes one of concurrent calls win.
+pub(super) async fn redeliver(
+    tx: &impl GenericClient,
+    tenant: &str,
+    delivery_id: &DeliveryId,
+    new_key: &[u8; 16],
+    now_ms: i64,
+) -> Result<DeliveryId> {
+    let id = delivery_id.as_str();
+    let Some(mut old) = lock_state(tx, tenant, id).await? else {
+        return Err(Error::NotFound(format!("delivery {delivery_id}")));
+    };
+    let was_dead = redeliverable(&old, delivery_id)?;
+    let Some(event) = load_event(tx, tenant, id).await? else {
+        return Err(Error::NotFound(format!("event of {delivery_id}")));
+    };
+    let new_id = DeliveryId::generate();
+    let meta = EventMeta {
+        delivery_id: new_id.clone(),
+        received_at_ms: now_ms,
+        request_id: RequestId::generate(),
+        ..event.meta
+    };
+    let dead_key = time_key(old.finished_at_ms.unwrap_or_default(), delivery_id);
+    if was_dead {
+        old.status = DeliveryStatus::Redelivered;
+    }
+    old.redelivered_as = Some(new_id.clone());
+    let mut new_state = DeliveryState::pending(meta.event_id.clone(), now_ms);
+    new_state.redelivery_of = Some(delivery_id.clone());
+    new_state.queue_key = Some(hex::encode(new_key));
+    tx.execute(
+        "INSERT INTO hookd_events (tenant, delivery_id, event) VALUES ($1, $2, $3)",
+        &[
+            &tenant,
+            &new_id.as_str(),
+            &StoredEvent::encode(&meta, &event.body),
+        ],
+    )
+    .await
+    .map_err(pg)?;
+    put_state(tx, tenant, new_id.as_str(), &new_state).await?;
+    put_state(tx, tenant, id, &old).await?;
+    insert_queue(tx, tenant, new_key, new_id.as_str()).await?;
+    tx.execute(
+        "DELETE FROM hookd_dead WHERE tenant = $1 AND dkey = $2",
+        &[&tenant, &dead_key],
+    )
+    .await
+    .map_err(pg)?;
+    Ok(new_id)
+}
