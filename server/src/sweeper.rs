@@ -66,6 +66,9 @@ impl Due {
 /// tenant that started, with its data handle, whether its actor runs or
 /// stopped idle, so a tenant quiet since its data was written is swept too.
 pub async fn run(registry: Registry, retention: RetentionConfig) {
+    if let Some(warning) = retention.sender_retry_warning() {
+        tracing::warn!("{warning}");
+    }
     let interval = std::time::Duration::from_secs_f64(retention.sweep_interval_secs);
     loop {
         tokio::time::sleep(interval).await;

@@ -28,7 +28,7 @@ mod tenant;
 pub use crate::tls::{GrpcTlsConfig, HttpTlsConfig};
 pub use bounds::{FRAMEWORK_MAX_HEAD_BYTES, MAX_BODY_LIMIT};
 pub use dashboard::DashboardConfig;
-pub use retention::RetentionConfig;
+pub use retention::{RetentionConfig, LONGEST_SENDER_RETRY_SECS};
 pub use storage::{PostgresConfig, StorageBackend};
 pub use tenant::{
     load_secret, BreakerConfig, DestinationConfig, ForwardSettings, RateLimitConfig, RetryConfig,
@@ -305,7 +305,9 @@ impl Config {
                 )));
             }
         }
-        Ok(())
+        self.retention
+            .check_retry_windows(&self.tenants)
+            .map_err(Error::Config)
     }
 }
 
