@@ -27,7 +27,7 @@ pub mod metrics;
 pub mod rate_limit;
 mod run;
 pub mod store;
-mod sweeper;
+pub mod sweeper;
 pub mod telemetry;
 pub mod tenant;
 pub mod tls;

@@ -1,62 +1,197 @@
-//! Retention: every few seconds, each tenant forgets idempotency records and
-//! deletes delivered events and recorded rejections past their retention,
-//! in bounded batches so a sweep never stalls the ingest path.
+//! Retention: every `sweep_interval_secs`, one pass over every tenant the
+//! registry holds (whether its actor runs or has stopped idle) removes
+//! everything past its retention: delivered events, dead letters (and the
+//! originals they were redelivered from), idempotency records and recorded
+//! rejections. A pass is sized to what is due: it gives each tenant one
+//! bounded batch in turn, yielding between batches, and goes round again
+//! until no tenant has anything due left, so a busy tenant is swept as fast
+//! as it writes and cannot hold up the others.
 
-use std::{collections::HashMap, time::Duration};
+use std::sync::Arc;
 
 use crate::{
     config::RetentionConfig,
     ids::TenantId,
-    store::api::{blocking, SweepRequest},
+    store::{
+        api::{blocking, RejectionLog, SweepRequest, Tenant},
+        deliveries::Swept,
+    },
     tenant::Registry,
 };
 
-/// Sweeps forever; dropped with the server.
-pub async fn run(registry: Registry, retention: RetentionConfig) {
-    let mut cursors: HashMap<TenantId, Vec<u8>> = HashMap::new();
-    let interval = Duration::from_secs_f64(retention.sweep_interval_secs);
-    loop {
-        tokio::time::sleep(interval).await;
-        let now = registry.clock().now_ms();
-        for handle in registry.handles() {
-            let cursor = cursors.entry(handle.settings.id.clone()).or_default();
-            let request = SweepRequest {
-                delivered_before_ms: now - (retention.delivered_secs as i64).saturating_mul(1000),
-                idem_before_ms: now - (retention.idempotency_secs as i64).saturating_mul(1000),
+/// What a pass removed, over every tenant.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Removed {
+    /// Deliveries, dead letters, originals and idempotency records.
+    pub data: Swept,
+    /// Recorded rejections.
+    pub rejections: usize,
+    /// Sweep steps taken (each one bounded batch of one tenant).
+    pub steps: usize,
+}
+
+impl Removed {
+    /// Records removed, of every kind.
+    pub fn total(&self) -> usize {
+        self.data.total() + self.rejections
+    }
+}
+
+/// What a pass removes: its cut-off times and batch size.
+#[derive(Debug, Clone, Copy)]
+pub struct Due {
+    /// The stored data's cut-offs.
+    pub data: SweepRequest,
+    /// Rejections recorded before this (Unix ms) are deleted.
+    pub rejections_before_ms: i64,
+}
+
+impl Due {
+    /// What is due at `now_ms` by `retention`.
+    pub fn at(retention: &RetentionConfig, now_ms: i64) -> Due {
+        let before = |secs: u64| now_ms.saturating_sub((secs as i64).saturating_mul(1000));
+        Due {
+            data: SweepRequest {
+                delivered_before_ms: before(retention.delivered_secs),
+                idem_before_ms: before(retention.idempotency_secs),
+                dead_before_ms: before(retention.dead_secs),
                 batch: retention.sweep_batch,
-            };
-            let (data, mut moved) = (handle.data.clone(), std::mem::take(cursor));
-            let result = blocking(move || {
-                let swept = data.sweep(&request, &mut moved);
-                swept.map(|swept| (swept, moved))
-            })
-            .await
-            .map(|(swept, moved)| {
-                *cursor = moved;
-                swept
-            });
-            match result {
-                Ok(swept) if swept.delivered + swept.idempotency > 0 => tracing::info!(
-                    tenant = %handle.settings.id,
-                    delivered = swept.delivered,
-                    idempotency = swept.idempotency,
-                    "retention sweep removed expired records"
-                ),
-                Ok(_) => {}
-                Err(e) => {
-                    tracing::error!(tenant = %handle.settings.id, error = %e, "retention sweep failed")
-                }
-            }
-            let rejections = registry.store().rejections().and_then(|r| {
-                r.sweep(
-                    handle.settings.id.as_str(),
-                    now - (retention.delivered_secs as i64).saturating_mul(1000),
-                    retention.sweep_batch,
-                )
-            });
-            if let Err(e) = rejections {
-                tracing::error!(tenant = %handle.settings.id, error = %e, "retention sweep of rejections failed");
-            }
+            },
+            rejections_before_ms: before(retention.delivered_secs),
         }
     }
 }
+
+/// Sweeps forever; dropped with the server. The registry holds every
+/// tenant that started, with its data handle, whether its actor runs or
+/// stopped idle, so a tenant quiet since its data was written is swept too.
+pub async fn run(registry: Registry, retention: RetentionConfig) {
+    if let Some(warning) = retention.sender_retry_warning() {
+        tracing::warn!("{warning}");
+    }
+    let interval = std::time::Duration::from_secs_f64(retention.sweep_interval_secs);
+    loop {
+        tokio::time::sleep(interval).await;
+        let due = Due::at(&retention, registry.clock().now_ms());
+        let tenants = registry.handles().into_iter().map(|h| h.data).collect();
+        let rejections = registry
+            .store()
+            .rejections()
+            .inspect_err(|e| tracing::error!(error = %e, "rejections cannot be swept"))
+            .ok();
+        let removed = pass(tenants, rejections, &due).await;
+        if removed.total() > 0 {
+            tracing::info!(
+                delivered = removed.data.delivered,
+                dead = removed.data.dead,
+                originals = removed.data.originals,
+                idempotency = removed.data.idempotency,
+                rejections = removed.rejections,
+                steps = removed.steps,
+                "retention sweep removed expired records"
+            );
+        }
+    }
+}
+
+/// One pass: every tenant in turn gets one bounded step, round after round,
+/// until none has anything due; a tenant whose step fails is left for the
+/// next pass.
+pub async fn pass(
+    tenants: Vec<Tenant>,
+    rejections: Option<Arc<dyn RejectionLog>>,
+    due: &Due,
+) -> Removed {
+    let mut open: Vec<Sweeping> = tenants.into_iter().map(Sweeping::new).collect();
+    let mut removed = Removed::default();
+    while !open.is_empty() {
+        for sweeping in &mut open {
+            sweeping.step(rejections.clone(), due, &mut removed).await;
+            tokio::task::yield_now().await;
+        }
+        open.retain(Sweeping::is_due);
+    }
+    removed.data.more = false;
+    removed
+}
+
+/// One tenant in a pass: where its idempotency scan is and what is left.
+struct Sweeping {
+    data: Tenant,
+    cursor: Vec<u8>,
+    data_due: bool,
+    rejections_due: bool,
+}
+
+impl Sweeping {
+    fn new(data: Tenant) -> Sweeping {
+        Sweeping {
+            data,
+            cursor: Vec::new(),
+            data_due: true,
+            rejections_due: true,
+        }
+    }
+
+    fn is_due(&self) -> bool {
+        self.data_due || self.rejections_due
+    }
+
+    /// One bounded batch of the tenant's data and of its rejections, on a
+    /// blocking thread.
+    async fn step(
+        &mut self,
+        rejections: Option<Arc<dyn RejectionLog>>,
+        due: &Due,
+        removed: &mut Removed,
+    ) {
+        let (data, tenant) = (self.data.clone(), self.data.tenant().clone());
+        let (due, cursor) = (*due, std::mem::take(&mut self.cursor));
+        let (sweep_data, sweep_rejections) = (self.data_due, self.rejections_due);
+        let outcome = blocking(move || {
+            let mut cursor = cursor;
+            let swept = sweep_data.then(|| data.sweep(&due.data, &mut cursor));
+            let rejected = match rejections {
+                Some(log) if sweep_rejections => Some(log.sweep(
+                    data.tenant().as_str(),
+                    due.rejections_before_ms,
+                    due.data.batch,
+                )),
+                _ => None,
+            };
+            Ok((swept, rejected, cursor))
+        })
+        .await;
+        removed.steps += 1;
+        let Ok((swept, rejected, cursor)) = outcome else {
+            (self.data_due, self.rejections_due) = (false, false);
+            return;
+        };
+        self.cursor = cursor;
+        self.data_due = match swept {
+            Some(Ok(swept)) => {
+                removed.data += swept;
+                swept.more
+            }
+            Some(Err(e)) => failed(&tenant, "retention sweep failed", &e),
+            None => false,
+        };
+        self.rejections_due = match rejected {
+            Some(Ok(n)) => {
+                removed.rejections += n;
+                n >= due.data.batch
+            }
+            Some(Err(e)) => failed(&tenant, "retention sweep of rejections failed", &e),
+            None => false,
+        };
+    }
+}
+
+/// Logs a failed step; the tenant is left for the next pass.
+fn failed(tenant: &TenantId, what: &str, e: &crate::error::Error) -> bool {
+    tracing::error!(tenant = %tenant, error = %e, "{what}");
+    false
+}
+
+#[cfg(test)]
+mod tests;

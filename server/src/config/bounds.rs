@@ -166,7 +166,8 @@ pub const METRICS_SCAN_LIMIT: Count = count(1, 10_000_000);
 pub const COMMIT_BATCH_MAX: Count = count(1, 65_536);
 /// `storage.cache_capacity_bytes`: 1 MiB to 1 TiB.
 pub const CACHE_CAPACITY_BYTES: Count = count(1 << 20, 1 << 40);
-/// `retention.idempotency_secs` and `retention.delivered_secs`: ten years.
+/// `retention.idempotency_secs`, `retention.delivered_secs` and
+/// `retention.dead_secs`: ten years.
 pub const RETENTION_SECS: Count = count(1, 3_650 * DAY);
 /// `retention.sweep_interval_secs`.
 pub const SWEEP_INTERVAL_SECS: Real = positive(DAY as f64);

@@ -42,6 +42,8 @@ fn hostile_numbers_are_config_errors_naming_the_key() {
         global("retention", "sweep_interval_secs", "inf"),
         global("retention", "idempotency_secs", BIG),
         global("retention", "delivered_secs", BIG),
+        global("retention", "dead_secs", BIG),
+        global("retention", "dead_secs", "0"),
         global("retention", "idempotency_secs", "0"),
         global("retention", "sweep_batch", BIG),
         global("storage", "commit_batch_max", BIG),

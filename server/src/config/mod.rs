@@ -21,12 +21,14 @@ mod dashboard;
 #[cfg(test)]
 mod hostile_tests;
 mod http;
+mod retention;
 mod storage;
 mod tenant;
 
 pub use crate::tls::{GrpcTlsConfig, HttpTlsConfig};
 pub use bounds::{FRAMEWORK_MAX_HEAD_BYTES, MAX_BODY_LIMIT};
 pub use dashboard::DashboardConfig;
+pub use retention::{RetentionConfig, LONGEST_SENDER_RETRY_SECS};
 pub use storage::{PostgresConfig, StorageBackend};
 pub use tenant::{
     load_secret, BreakerConfig, DestinationConfig, ForwardSettings, RateLimitConfig, RetryConfig,
@@ -195,20 +197,6 @@ pub struct StorageConfig {
     pub postgres: PostgresConfig,
 }
 
-/// How long finished work is kept.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct RetentionConfig {
-    /// Idempotency records older than this are forgotten.
-    pub idempotency_secs: u64,
-    /// Delivered events (body, attempts) older than this are deleted.
-    pub delivered_secs: u64,
-    /// Pause between sweeps.
-    pub sweep_interval_secs: f64,
-    /// Most records one sweep step deletes per tenant.
-    pub sweep_batch: usize,
-}
-
 /// Caps the operator puts on every tenant's settings.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -324,7 +312,9 @@ impl Config {
                 )));
             }
         }
-        Ok(())
+        self.retention
+            .check_retry_windows(&self.tenants)
+            .map_err(Error::Config)
     }
 }
 
@@ -380,6 +370,7 @@ impl Config {
         let r = &self.retention;
         bounds::RETENTION_SECS.check("retention.idempotency_secs", r.idempotency_secs)?;
         bounds::RETENTION_SECS.check("retention.delivered_secs", r.delivered_secs)?;
+        bounds::RETENTION_SECS.check("retention.dead_secs", r.dead_secs)?;
         bounds::SWEEP_INTERVAL_SECS
             .check("retention.sweep_interval_secs", r.sweep_interval_secs)?;
         check_usize(bounds::SWEEP_BATCH, "retention.sweep_batch", r.sweep_batch)?;

@@ -66,14 +66,20 @@ pub struct PullRequest {
     pub now_ms: i64,
 }
 
-/// What a retention sweep removes, in bounded batches.
+/// What a retention sweep removes, in bounded batches. A delivery goes
+/// with its event, state, attempts and redirects; the originals it was
+/// redelivered from (dead letters sent again, kept in no index of their
+/// own) go with it.
 #[derive(Debug, Clone, Copy)]
 pub struct SweepRequest {
     /// Delivered events finished before this (Unix ms) are deleted.
     pub delivered_before_ms: i64,
     /// Idempotency records older than this are forgotten.
     pub idem_before_ms: i64,
-    /// At most this many of each per call.
+    /// Dead letters dead before this (Unix ms) are deleted.
+    pub dead_before_ms: i64,
+    /// At most this many delivered events, this many dead letters and this
+    /// many idempotency records scanned per call.
     pub batch: usize,
 }
 
@@ -197,7 +203,9 @@ pub trait TenantData: Send + Sync + 'static {
     fn nack(&self, ids: &[DeliveryId], now_ms: i64) -> Result<u32>;
 
     /// One bounded step of retention; `cursor` carries the position of the
-    /// idempotency scan between steps.
+    /// idempotency scan between steps (empty: from the start). What it
+    /// removed says whether more may be due ([`Swept::more`]): a pass calls
+    /// it again, with the cursor it left, until nothing is.
     fn sweep(&self, request: &SweepRequest, cursor: &mut Vec<u8>) -> Result<Swept>;
 }
 

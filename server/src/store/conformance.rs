@@ -18,7 +18,9 @@ use crate::{
 };
 
 mod redirects;
+mod retention;
 use redirects::redirects_are_kept_with_their_delivery;
+use retention::{dead_letters_and_redelivered_originals_go, one_pass_removes_more_than_one_batch};
 
 /// An engine under test and what must live as long as it.
 struct Engine {
@@ -86,6 +88,8 @@ engines!(
     concurrent_pulls_never_share_a_delivery,
     dead_letters_page_newest_first,
     sweep_forgets_old_work,
+    one_pass_removes_more_than_one_batch,
+    dead_letters_and_redelivered_originals_go,
     catalog_rows_are_atomic,
     a_catalog_row_is_created_once,
     drop_tenant_removes_only_its_data,
@@ -403,6 +407,7 @@ async fn sweep_forgets_old_work(engine: Engine) {
     let request = SweepRequest {
         delivered_before_ms: 5_000,
         idem_before_ms: 5_000,
+        dead_before_ms: 0,
         batch: 100,
     };
     let mut cursor = Vec::new();

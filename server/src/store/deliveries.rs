@@ -1,7 +1,9 @@
 //! What happens to a delivery after it is accepted: attempts and outcomes,
-//! dead letters, redelivery and retention, each as one sled transaction.
+//! dead letters and redelivery, each as one sled transaction; retention
+//! in [`retention`].
 
 mod consumer;
+mod retention;
 
 use sled::{
     transaction::{ConflictableTransactionError, ConflictableTransactionResult, TransactionError},
@@ -10,14 +12,15 @@ use sled::{
 
 pub(crate) use consumer::unacknowledged;
 pub use consumer::{ack, nack, pull};
+pub(crate) use retention::goes_with_redelivery;
+pub use retention::{sweep, Swept};
 
 use super::{
-    api::SweepRequest,
     gauges::{Delta, Tally},
     keyspace::TxKeyspace,
     records::{
         attempt_key, decode, encode, queue_key, time_key, AttemptRecord, DeadLetter, DeliveryState,
-        DeliveryStatus, EventMeta, IdempotencyRecord, StoredEvent,
+        DeliveryStatus, EventMeta, StoredEvent,
     },
     TenantTrees,
 };
@@ -488,63 +491,6 @@ fn delete_delivery(trees: &TenantTrees, delivery_id: &DeliveryId) -> Result<()> 
         trees.attempts.remove(entry?.0)?;
     }
     Ok(())
-}
-
-/// What one sweep removed.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Swept {
-    /// Delivered events deleted.
-    pub delivered: usize,
-    /// Idempotency records forgotten.
-    pub idempotency: usize,
-}
-
-/// Deletes, in bounded batches, delivered events older than
-/// `delivered_before_ms` and idempotency records older than
-/// `idem_before_ms`. `idem_cursor` carries the scan position between sweeps.
-pub fn sweep(
-    trees: &TenantTrees,
-    request: &SweepRequest,
-    idem_cursor: &mut Vec<u8>,
-) -> Result<Swept> {
-    let SweepRequest {
-        delivered_before_ms,
-        idem_before_ms,
-        batch,
-    } = *request;
-    let mut swept = Swept::default();
-    let cutoff = (delivered_before_ms.max(0) as u64).to_be_bytes();
-    for kv in trees.done.range(None, Some(&cutoff)).take(batch) {
-        let (key, _) = kv?;
-        let id = DeliveryId::new(String::from_utf8_lossy(&key[8..]).into_owned());
-        delete_delivery(trees, &id)?;
-        trees.done.remove(key)?;
-        swept.delivered += 1;
-    }
-    let mut scanned = 0;
-    let mut last = None;
-    for kv in trees.idem.range(Some(idem_cursor), None) {
-        let (key, value) = kv?;
-        scanned += 1;
-        let record: IdempotencyRecord = decode(&value)?;
-        if record.received_at_ms < idem_before_ms {
-            trees.idem.remove(&key)?;
-            swept.idempotency += 1;
-        }
-        last = Some(key);
-        if scanned >= batch {
-            break;
-        }
-    }
-    *idem_cursor = match last {
-        Some(key) if scanned >= batch => {
-            let mut next = key.to_vec();
-            next.push(0);
-            next
-        }
-        _ => Vec::new(),
-    };
-    Ok(swept)
 }
 
 /// A transaction's error as hookd's: an abort carries its own.

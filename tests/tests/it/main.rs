@@ -32,6 +32,7 @@ mod receiver;
 mod refusals_kill;
 mod rejections;
 mod replay;
+mod retention;
 mod sealed;
 mod signature_headers;
 mod ssrf;

@@ -73,6 +73,7 @@ pub(super) async fn redirects_are_kept_with_their_delivery(engine: Engine) {
     let request = SweepRequest {
         delivered_before_ms: 10_000,
         idem_before_ms: 0,
+        dead_before_ms: 0,
         batch: 100,
     };
     assert_eq!(data.sweep(&request, &mut Vec::new()).unwrap().delivered, 1);

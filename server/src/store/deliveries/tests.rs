@@ -4,7 +4,7 @@
 use super::*;
 use crate::{
     ids::{EventId, TenantId},
-    store::Store,
+    store::{api::SweepRequest, records::IdempotencyRecord, Store},
 };
 
 fn delivered(trees: &TenantTrees, n: u32, at_ms: i64) -> DeliveryId {
@@ -70,6 +70,7 @@ fn sweep_removes_only_expired_records_in_bounded_batches() {
         &SweepRequest {
             delivered_before_ms: 10_000,
             idem_before_ms: 10_000,
+            dead_before_ms: 0,
             batch: 3,
         },
         &mut cursor,
@@ -83,6 +84,7 @@ fn sweep_removes_only_expired_records_in_bounded_batches() {
             &SweepRequest {
                 delivered_before_ms: 10_000,
                 idem_before_ms: 10_000,
+                dead_before_ms: 0,
                 batch: 3,
             },
             &mut cursor,
@@ -91,13 +93,7 @@ fn sweep_removes_only_expired_records_in_bounded_batches() {
         total.delivered += s.delivered;
         total.idempotency += s.idempotency;
     }
-    assert_eq!(
-        total,
-        Swept {
-            delivered: 5,
-            idempotency: 5
-        }
-    );
+    assert_eq!((total.delivered, total.idempotency), (5, 5));
     for id in &old {
         assert!(load_event(&trees, id).unwrap().is_none());
         assert!(load_attempts(&trees, id).unwrap().is_empty());

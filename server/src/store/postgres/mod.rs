@@ -16,6 +16,7 @@ mod migrate;
 mod pull;
 mod redirects;
 mod rejections;
+mod retention;
 mod rows;
 mod tenant;
 #[doc(hidden)]

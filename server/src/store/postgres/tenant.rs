@@ -491,8 +491,9 @@ impl TenantData for PgTenant {
 
     fn sweep(&self, request: &SweepRequest, cursor: &mut Vec<u8>) -> Result<Swept> {
         let (request, from) = (*request, cursor.clone());
-        let (swept, next) =
-            self.run(|db, tenant| async move { sweep(&db, &tenant, &request, from).await })?;
+        let (swept, next) = self.run(|db, tenant| async move {
+            super::retention::sweep(&db, &tenant, &request, from).await
+        })?;
         *cursor = next;
         Ok(swept)
     }
@@ -532,67 +533,4 @@ async fn delete_delivery(tx: &impl GenericClient, tenant: &str, id: &str) -> Res
         .map_err(pg)?;
     }
     Ok(())
-}
-
-/// One bounded step of retention; returns what it removed and the next
-/// position of the idempotency scan (empty: start over).
-async fn sweep(
-    db: &Db,
-    tenant: &str,
-    request: &SweepRequest,
-    from: Vec<u8>,
-) -> Result<(Swept, Vec<u8>)> {
-    let batch = request.batch as i64;
-    let cutoff = (request.delivered_before_ms.max(0) as u64)
-        .to_be_bytes()
-        .to_vec();
-    let mut client = db.client().await?;
-    let tx = client.transaction().await.map_err(pg)?;
-    let done = tx
-        .query(
-            "DELETE FROM hookd_done WHERE (tenant, dkey) IN (SELECT tenant, dkey FROM hookd_done \
-             WHERE tenant = $1 AND dkey < $2 ORDER BY dkey LIMIT $3) RETURNING dkey",
-            &[&tenant, &cutoff, &batch],
-        )
-        .await
-        .map_err(pg)?;
-    let mut swept = Swept::default();
-    for row in &done {
-        let key: &[u8] = row.get(0);
-        let id = String::from_utf8_lossy(&key[8.min(key.len())..]).into_owned();
-        delete_delivery(&*tx, tenant, &id).await?;
-        swept.delivered += 1;
-    }
-    let scanned = tx
-        .query(
-            "SELECT key, received_at_ms FROM hookd_idem WHERE tenant = $1 AND key >= $2 \
-             ORDER BY key LIMIT $3",
-            &[&tenant, &from, &batch],
-        )
-        .await
-        .map_err(pg)?;
-    let old: Vec<Vec<u8>> = scanned
-        .iter()
-        .filter(|r| r.get::<_, i64>(1) < request.idem_before_ms)
-        .map(|r| r.get(0))
-        .collect();
-    if !old.is_empty() {
-        tx.execute(
-            "DELETE FROM hookd_idem WHERE tenant = $1 AND key = ANY($2)",
-            &[&tenant, &old],
-        )
-        .await
-        .map_err(pg)?;
-    }
-    swept.idempotency = old.len();
-    tx.commit().await.map_err(pg)?;
-    let next = match scanned.last() {
-        Some(last) if scanned.len() as i64 >= batch => {
-            let mut next: Vec<u8> = last.get(0);
-            next.push(0);
-            next
-        }
-        _ => Vec::new(),
-    };
-    Ok((swept, next))
 }
