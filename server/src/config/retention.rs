@@ -32,8 +32,9 @@ pub struct RetentionConfig {
 }
 
 impl RetentionConfig {
-    /// Refuses an idempotency retention shorter than a tenant's retry
-    /// window: hookd would forget an event while still retrying it, and
+    /// Refuses an idempotency retention shorter than a config-file tenant's
+    /// retry window or the one every tenant created over the control plane
+    /// has (24 h): hookd would forget an event while still retrying it, and
     /// take the sender's copy of it as a new delivery.
     pub fn check_retry_windows(&self, tenants: &[TenantConfig]) -> Result<(), String> {
         for (i, tenant) in tenants.iter().enumerate() {
@@ -48,6 +49,16 @@ impl RetentionConfig {
                     window.ceil()
                 ));
             }
+        }
+        let api_window = super::tenant::default_window();
+        if (self.idempotency_secs as f64) < api_window {
+            return Err(format!(
+                "retention.idempotency_secs: {} is below the retry window of tenants created over \
+                 the control plane ({api_window} s): a copy of an event sent while hookd still \
+                 retries it would be taken as new; raise retention.idempotency_secs to at least \
+                 {api_window}",
+                self.idempotency_secs
+            ));
         }
         Ok(())
     }
@@ -92,6 +103,17 @@ mod tests {
         );
         let c = load(&format!("[retention]\nidempotency_secs = 172800\n{TENANT}")).unwrap();
         assert_eq!(c.retention.idempotency_secs, 172_800);
+    }
+
+    #[test]
+    fn idempotency_below_the_retry_window_of_control_plane_tenants_is_refused() {
+        let e = load("[retention]\nidempotency_secs = 3600\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("retention.idempotency_secs: 3600 is below the retry window of tenants created over the control plane (86400 s)"),
+            "{e}"
+        );
     }
 
     #[test]

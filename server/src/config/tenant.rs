@@ -237,7 +237,9 @@ fn default_connect_timeout() -> f64 {
 fn default_schedule() -> Vec<f64> {
     vec![30.0, 120.0, 600.0, 3600.0, 21600.0]
 }
-fn default_window() -> f64 {
+/// The retry window of a tenant that sets none, as every tenant created
+/// over the control plane does.
+pub(super) fn default_window() -> f64 {
     86_400.0
 }
 fn default_jitter() -> f64 {
