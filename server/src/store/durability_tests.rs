@@ -98,6 +98,25 @@ fn unsynced_files(log: &[Synced], dir: &Path) -> Vec<String> {
     missing
 }
 
+/// A store in a fresh dir whose syncs are recorded.
+fn recorded_store() -> (
+    tempfile::TempDir,
+    Arc<FaultSync>,
+    Store,
+    std::thread::JoinHandle<()>,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let sync = FaultSync::new();
+    let (store, thread) = Store::open_with(
+        dir.path(),
+        64,
+        Some(sync.clone() as SharedSync),
+        crate::store::DEFAULT_CACHE_BYTES,
+    )
+    .unwrap();
+    (dir, sync, store, thread)
+}
+
 /// Bodies of 200-300 KiB, each far below the size at which sled writes one
 /// value to a blob file, still make sled write leaves of such events to
 /// blob files. Every file that exists when a commit is answered, blob or
@@ -105,15 +124,7 @@ fn unsynced_files(log: &[Synced], dir: &Path) -> Vec<String> {
 /// after it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_file_backing_an_acknowledged_event_is_synced() {
-    let dir = tempfile::tempdir().unwrap();
-    let sync = FaultSync::new();
-    let (store, _thread) = Store::open_with(
-        dir.path(),
-        64,
-        Some(sync.clone() as SharedSync),
-        crate::store::DEFAULT_CACHE_BYTES,
-    )
-    .unwrap();
+    let (dir, sync, store, _thread) = recorded_store();
     let trees = store
         .tenant_trees(&TenantId::try_from("big").unwrap())
         .unwrap();
@@ -154,15 +165,7 @@ async fn every_file_backing_an_acknowledged_event_is_synced() {
 /// file and the `blobs/` directory are synced before sled's log.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn blobs_are_durable_before_the_log_that_points_at_them() {
-    let dir = tempfile::tempdir().unwrap();
-    let sync = FaultSync::new();
-    let (store, _thread) = Store::open_with(
-        dir.path(),
-        64,
-        Some(sync.clone() as SharedSync),
-        crate::store::DEFAULT_CACHE_BYTES,
-    )
-    .unwrap();
+    let (dir, sync, store, _thread) = recorded_store();
     let trees = store
         .tenant_trees(&TenantId::try_from("big").unwrap())
         .unwrap();

@@ -382,6 +382,28 @@ mod tests {
             .unwrap()
     }
 
+    /// Writes one queue entry of tenant `acme` in the per-tenant layout.
+    fn old_queue_entry(dir: &std::path::Path) {
+        let db = old_db(dir);
+        db.open_tree("t/acme/queue")
+            .unwrap()
+            .insert([0u8; 16], "dlv_1")
+            .unwrap();
+        db.flush().unwrap();
+    }
+
+    /// The depth of `acme`'s queue in the store at `dir`, opened and closed.
+    fn acme_queue_depth(dir: &std::path::Path) -> u64 {
+        let (store, committer) = Store::open(dir, 16, false).unwrap();
+        let acme = store
+            .tenant_trees(&TenantId::try_from("acme").unwrap())
+            .unwrap();
+        let depth = acme.gauges().queue_depth();
+        drop((acme, store));
+        committer.join().unwrap();
+        depth
+    }
+
     /// An entry the move cannot re-key is kept where it was, never dropped
     /// with its tree; what could be moved is moved once.
     #[test]
@@ -420,14 +442,7 @@ mod tests {
     #[test]
     fn old_trees_are_dropped_only_after_their_copies_are_synced() {
         let dir = tempfile::tempdir().unwrap();
-        {
-            let db = old_db(dir.path());
-            db.open_tree("t/acme/queue")
-                .unwrap()
-                .insert([0u8; 16], "dlv_1")
-                .unwrap();
-            db.flush().unwrap();
-        }
+        old_queue_entry(dir.path());
         let sync = crate::faults::FaultSync::new();
         sync.fail_from_now();
         let opened = Store::open_with(
@@ -480,33 +495,14 @@ mod tests {
     #[test]
     fn an_older_hookd_cannot_open_a_moved_data_dir() {
         let dir = tempfile::tempdir().unwrap();
-        {
-            let db = old_db(dir.path());
-            db.open_tree("t/acme/queue")
-                .unwrap()
-                .insert([0u8; 16], "dlv_1")
-                .unwrap();
-            db.flush().unwrap();
-        }
-        let (store, committer) = Store::open(dir.path(), 16, false).unwrap();
-        let acme = store
-            .tenant_trees(&TenantId::try_from("acme").unwrap())
-            .unwrap();
-        assert_eq!(acme.gauges().queue_depth(), 1, "moved with its queue");
-        drop((acme, store));
-        committer.join().unwrap();
+        old_queue_entry(dir.path());
+        assert_eq!(acme_queue_depth(dir.path()), 1, "moved with its queue");
         let legacy = dir.path().join(LEGACY_DIR);
         assert!(std::fs::create_dir_all(&legacy).is_err());
         assert!(sled::Config::new().path(&legacy).open().is_err());
         let text = std::fs::read_to_string(&legacy).unwrap();
         assert!(text.contains("run a newer hookd"), "{text}");
 
-        let (store, committer) = Store::open(dir.path(), 16, false).unwrap();
-        let acme = store
-            .tenant_trees(&TenantId::try_from("acme").unwrap())
-            .unwrap();
-        assert_eq!(acme.gauges().queue_depth(), 1, "and opens again");
-        drop((acme, store));
-        committer.join().unwrap();
+        assert_eq!(acme_queue_depth(dir.path()), 1, "and opens again");
     }
 }
