@@ -15,6 +15,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (3, include_str!("migrations/0003_redirects.sql")),
     (4, include_str!("migrations/0004_rejection_signature.sql")),
     (5, include_str!("migrations/0005_lease_epoch.sql")),
+    (6, include_str!("migrations/0006_rejections_at.sql")),
 ];
 
 /// The advisory lock key that serialises migrations ("hookd" in ASCII).

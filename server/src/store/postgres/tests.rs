@@ -338,3 +338,34 @@ async fn a_replica_whose_lease_passed_to_another_cannot_record_its_attempt() {
     .await;
     assert!(current_claim, "the holder of the lease may send");
 }
+
+/// The dashboard's refusal counts by code (`count_by_code`: one tenant's
+/// rows since a time) are read through an index on that time, not by
+/// walking every refusal the tenant has kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusal_counts_since_a_time_are_read_through_an_index() {
+    let Some(db) = database("rejections_at") else {
+        return;
+    };
+    drop(replica(&db, 2));
+    let (client, connection) = tokio_postgres::connect(&db.url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+        .batch_execute("SET enable_seqscan = off")
+        .await
+        .unwrap();
+    let plan = client
+        .query(
+            "EXPLAIN SELECT code FROM hookd_rejections WHERE tenant = 'acme' AND at_ms >= 0 LIMIT 10",
+            &[],
+        )
+        .await
+        .unwrap();
+    let plan: Vec<String> = plan.iter().map(|r| r.get(0)).collect();
+    assert!(
+        plan.iter().any(|l| l.contains("hookd_rejections_at")),
+        "{plan:#?}"
+    );
+}
