@@ -18,7 +18,7 @@ use hookd_server::{
     ids::{DeliveryId, EventId, RequestId, TenantId},
     store::{
         api::{Shared, Tenant},
-        deliveries::Next,
+        lifecycle::Next,
         postgres::{testing::test_database, PgOptions, PgStore},
         records::{AttemptRecord, EventMeta},
         rejections::Rejection,

@@ -14,7 +14,7 @@ use crate::{
     ids::TenantId,
     store::{
         api::{blocking, RejectionLog, SweepRequest, Tenant},
-        deliveries::Swept,
+        lifecycle::Swept,
     },
     tenant::Registry,
 };

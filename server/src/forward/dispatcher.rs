@@ -28,7 +28,7 @@ use crate::{
     rate_limit::TokenBucket,
     store::{
         api::{blocking, Fence, FencedAttempt, Shared, Tenant, TenantData},
-        deliveries::Next,
+        lifecycle::Next,
         records::{queue_key_due_ms, DeliveryState, StoredEvent},
     },
     telemetry::{

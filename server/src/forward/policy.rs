@@ -4,7 +4,7 @@ use std::time::SystemTime;
 
 use rand::Rng;
 
-use crate::{config::ForwardSettings, store::deliveries::Next};
+use crate::{config::ForwardSettings, store::lifecycle::Next};
 
 /// How an attempt ended, as far as retrying is concerned.
 #[derive(Debug, Clone, PartialEq, Eq)]

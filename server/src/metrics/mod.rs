@@ -29,7 +29,7 @@ pub use readings::{read_storage, StorageReadings, TenantSource};
 pub use scrape::{scrape, Format};
 pub use senders::{SenderMetrics, Senders, TypeOutcome, SKEW_BUCKETS_SECS};
 
-use crate::{config::MetricsConfig, error::ErrorCode, ids::TenantId, store::deliveries::Next};
+use crate::{config::MetricsConfig, error::ErrorCode, ids::TenantId, store::lifecycle::Next};
 
 /// The label every tenant past the cap, and every unknown tenant id, shares.
 pub const OTHER_TENANT: &str = "other";

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 
 use super::{
-    deliveries::{Next, Swept},
+    lifecycle::{Next, Swept},
     records::{
         AttemptRecord, DeadLetter, DeliveryState, DeliveryStatus, IdempotencyRecord, StoredEvent,
     },

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::{
     api::{PullRequest, RejectionLog, RowChange, Shared, SweepRequest, Table, Tenant},
-    deliveries::Next,
+    lifecycle::Next,
     records::{AttemptRecord, DeliveryStatus, EventMeta},
     rejections::{Rejection, RejectionFilter},
     CommitOutcome, NewDelivery, Store,

@@ -10,21 +10,19 @@ use sled::{
     Transactional,
 };
 
-pub(crate) use consumer::unacknowledged;
 pub use consumer::{ack, nack, pull};
-pub(crate) use retention::goes_with_redelivery;
-pub use retention::{sweep, Swept};
+pub use retention::sweep;
 
 use super::{
     gauges::{Delta, Tally},
     keyspace::TxKeyspace,
+    lifecycle::{redeliverable, settled, Next},
     records::{
         attempt_key, decode, encode, queue_key, time_key, AttemptRecord, DeadLetter, DeliveryState,
         DeliveryStatus, EventMeta, StoredEvent,
     },
     TenantTrees,
 };
-use hookd_proto::domain::DeliveryEventKind;
 
 use crate::{
     error::{Error, Result},
@@ -47,57 +45,6 @@ fn tallied<T>(body: impl FnOnce(&Tally) -> TxResult<T>) -> TxResult<(T, Delta)> 
 fn counted<T>(trees: &TenantTrees, (value, delta): (T, Delta)) -> T {
     trees.gauges.apply(delta);
     value
-}
-
-/// What an attempt leads to: the one outcome of a forward attempt, which
-/// storage applies, the `outcome` label of `hookd_forward_attempts_total`
-/// and the forward span's `hookd.outcome` name ([`Next::label`]), and the
-/// live feed's event ([`DeliveryEventKind::from`]). How the destination
-/// answered, before the retry policy decides, is a
-/// [`crate::forward::policy::Verdict`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Next {
-    /// The destination took it.
-    Delivered,
-    /// Try again at `due_ms`.
-    Retry {
-        /// When.
-        due_ms: i64,
-    },
-    /// Give up, for this reason.
-    Dead {
-        /// In plain words.
-        reason: String,
-    },
-}
-
-impl Next {
-    /// Every label, in [`Next::index`] order.
-    pub const LABELS: [&'static str; 3] = ["delivered", "retry", "dead"];
-
-    /// Its position in [`Next::LABELS`].
-    pub fn index(&self) -> usize {
-        match self {
-            Next::Delivered => 0,
-            Next::Retry { .. } => 1,
-            Next::Dead { .. } => 2,
-        }
-    }
-
-    /// Its name in metrics and spans.
-    pub fn label(&self) -> &'static str {
-        Self::LABELS[self.index()]
-    }
-}
-
-impl From<&Next> for DeliveryEventKind {
-    fn from(next: &Next) -> Self {
-        match next {
-            Next::Delivered => DeliveryEventKind::Delivered,
-            Next::Retry { .. } => DeliveryEventKind::RetryScheduled,
-            Next::Dead { .. } => DeliveryEventKind::DeadLettered,
-        }
-    }
 }
 
 /// The stored event of a delivery.
@@ -174,89 +121,6 @@ pub fn record_attempt(
         })
         .map_err(flatten)?;
     Ok(counted(trees, result))
-}
-
-/// What recording an attempt writes besides the attempt itself, the same
-/// on every engine: the delivery's new state and, by outcome, its new
-/// queue key (a retry), its dead letter (key and record) or its key in the
-/// delivered index.
-pub(crate) struct Settled {
-    /// The delivery's state after the attempt.
-    pub(crate) state: DeliveryState,
-    /// A retry's queue entry.
-    pub(crate) requeue: Option<[u8; 16]>,
-    /// A dead letter's index key and record.
-    pub(crate) dead: Option<(Vec<u8>, DeadLetter)>,
-    /// A delivered event's key in the retention index.
-    pub(crate) done: Option<Vec<u8>>,
-}
-
-/// Whether a delivery in `state` may be redelivered, the same rule on every
-/// engine: a dead or delivered one may (true when it is dead); one already
-/// redelivered, or still pending, may not.
-pub(crate) fn redeliverable(state: &DeliveryState, delivery_id: &DeliveryId) -> Result<bool> {
-    match (state.status, &state.redelivered_as) {
-        (DeliveryStatus::Dead, _) => Ok(true),
-        (DeliveryStatus::Delivered, _) => Ok(false),
-        (DeliveryStatus::Redelivered, Some(as_id)) => Err(Error::Precondition(format!(
-            "delivery {delivery_id} was already redelivered as {as_id}"
-        ))),
-        (other, _) => Err(Error::Precondition(format!(
-            "delivery {delivery_id} is {}; only dead or delivered ones can be redelivered",
-            other.as_str()
-        ))),
-    }
-}
-
-/// The consequence of `attempt` leading to `next` for a delivery in `state`.
-pub(crate) fn settled(
-    mut state: DeliveryState,
-    delivery_id: &DeliveryId,
-    attempt: &AttemptRecord,
-    next: &Next,
-    retry_seq: u64,
-    now_ms: i64,
-) -> Settled {
-    state.attempts = state.attempts.max(attempt.attempt);
-    state.last_status = attempt.status_code;
-    state.last_error = attempt.error.clone();
-    state.next_attempt_at_ms = None;
-    state.queue_key = None;
-    let (mut requeue, mut dead, mut done) = (None, None, None);
-    match next {
-        Next::Delivered => {
-            state.status = DeliveryStatus::Delivered;
-            state.finished_at_ms = Some(now_ms);
-            done = Some(time_key(now_ms, delivery_id));
-        }
-        Next::Retry { due_ms } => {
-            let key = queue_key(*due_ms, retry_seq);
-            state.status = DeliveryStatus::Pending;
-            state.next_attempt_at_ms = Some(*due_ms);
-            state.queue_key = Some(hex::encode(key));
-            requeue = Some(key);
-        }
-        Next::Dead { reason } => {
-            state.status = DeliveryStatus::Dead;
-            state.finished_at_ms = Some(now_ms);
-            state.last_error = Some(reason.clone());
-            let letter = DeadLetter {
-                delivery_id: delivery_id.clone(),
-                event_id: state.event_id.clone(),
-                reason: reason.clone(),
-                dead_at_ms: now_ms,
-                attempts: state.attempts,
-                last_status: attempt.status_code,
-            };
-            dead = Some((time_key(now_ms, delivery_id), letter));
-        }
-    }
-    Settled {
-        state,
-        requeue,
-        dead,
-        done,
-    }
 }
 
 /// The result of one attempt, as [`settle`] applies it.

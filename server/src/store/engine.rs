@@ -12,7 +12,8 @@ use super::{
         CatalogRows, CommitFigures, DeadKey, Fence, PullRequest, QueueCounts, QueueKey,
         RejectionLog, RowChange, Storage, SweepRequest, Table, Tenant, TenantData,
     },
-    deliveries::{self, Next, Swept},
+    deliveries,
+    lifecycle::{Next, Swept},
     records::{
         decode, queue_key_due_ms, AttemptRecord, DeadLetter, DeliveryState, DeliveryStatus,
         IdempotencyRecord, StoredEvent,

@@ -120,7 +120,8 @@ mod tests {
         ids::{DeliveryId, EventId, RequestId, TenantId},
         store::{
             api::{PullRequest, TenantData},
-            deliveries::{self, Next},
+            deliveries,
+            lifecycle::Next,
             records::{AttemptRecord, EventMeta},
             NewDelivery, Store, TenantTrees,
         },

@@ -19,6 +19,7 @@ pub mod inject;
 mod keyspace;
 #[cfg(test)]
 mod layout_tests;
+pub mod lifecycle;
 mod migrate;
 pub mod postgres;
 pub mod records;

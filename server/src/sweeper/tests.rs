@@ -6,7 +6,7 @@ use crate::{
     ids::{DeliveryId, EventId, RequestId},
     store::{
         api::Storage,
-        deliveries::Next,
+        lifecycle::Next,
         records::{AttemptRecord, EventMeta},
         NewDelivery, Store,
     },

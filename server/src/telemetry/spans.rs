@@ -28,7 +28,7 @@ use crate::{
     error::{ApiError, ErrorCode},
     ids::{RequestId, TenantId},
     ingest::{IngestError, IngestOutcome},
-    store::{deliveries::Next, records::EventMeta},
+    store::{lifecycle::Next, records::EventMeta},
 };
 
 /// One per `POST /hooks/{tenant_id}` request.

@@ -9,7 +9,7 @@ use crate::{
     ids::{DeliveryId, RequestId},
     store::{
         api::SweepRequest,
-        deliveries::Next,
+        lifecycle::Next,
         redirects::{RedirectRecord, RedirectedBy},
     },
 };

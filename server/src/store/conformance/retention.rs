@@ -7,7 +7,7 @@ use crate::{
     ids::DeliveryId,
     store::{
         api::{SweepRequest, Tenant},
-        deliveries::Next,
+        lifecycle::Next,
         records::DeliveryStatus,
         rejections::Rejection,
     },

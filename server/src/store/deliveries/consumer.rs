@@ -10,12 +10,12 @@ use sled::Transactional;
 
 use super::{
     abort, claim, counted, flatten, load_event, settle, tallied, tx_state, DeliveryId,
-    DeliveryStatus, Error, Next, Outcome, Result, Settle, StoredEvent, TenantTrees,
+    DeliveryStatus, Error, Outcome, Result, Settle, StoredEvent, TenantTrees,
 };
 use crate::{
-    ids::RequestId,
     store::api::PullRequest,
-    store::records::{encode, queue_key, queue_key_due_ms, time_key, AttemptRecord, DeliveryState},
+    store::lifecycle::unacknowledged,
+    store::records::{encode, queue_key, queue_key_due_ms, time_key, DeliveryState},
 };
 
 /// Hands out up to `max` due deliveries of a pull-mode tenant and hides each
@@ -124,28 +124,6 @@ fn expire(
         now_ms,
     };
     settle(trees, state, key, delivery_id, &outcome).map(drop)
-}
-
-/// The attempt and outcome that dead-letter a pulled delivery never
-/// acknowledged within the retry window (the same on every engine).
-pub(crate) fn unacknowledged(state: &DeliveryState, now_ms: i64) -> (AttemptRecord, Next) {
-    let attempt = AttemptRecord {
-        attempt: state.attempts,
-        started_at_ms: now_ms,
-        duration_ms: 0,
-        status_code: None,
-        error: Some("not acknowledged by a consumer".into()),
-        response_body: Vec::new(),
-        next_retry_at_ms: None,
-        request_id: RequestId::generate(),
-    };
-    let next = Next::Dead {
-        reason: format!(
-            "not acknowledged within the retry window after {} pulls",
-            state.attempts
-        ),
-    };
-    (attempt, next)
 }
 
 /// Marks pending deliveries delivered; returns how many were pending. An

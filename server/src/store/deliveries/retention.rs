@@ -12,33 +12,11 @@ use crate::{
     store::{
         api::SweepRequest,
         gauges::Tally,
-        records::{decode, DeadLetter, DeliveryState, DeliveryStatus, IdempotencyRecord},
+        lifecycle::{goes_with_redelivery, Swept},
+        records::{decode, DeadLetter, DeliveryStatus, IdempotencyRecord},
         TenantTrees,
     },
 };
-
-/// What one sweep step (or a whole pass) removed.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Swept {
-    /// Delivered events deleted.
-    pub delivered: usize,
-    /// Dead letters deleted.
-    pub dead: usize,
-    /// Originals of redeliveries deleted with their redelivery.
-    pub originals: usize,
-    /// Idempotency records forgotten.
-    pub idempotency: usize,
-    /// The step stopped at its batch limit or in the middle of the
-    /// idempotency scan: another step may find more that is due.
-    pub more: bool,
-}
-
-impl Swept {
-    /// Records removed, of every kind.
-    pub fn total(&self) -> usize {
-        self.delivered + self.dead + self.originals + self.idempotency
-    }
-}
 
 impl AddAssign for Swept {
     fn add_assign(&mut self, step: Swept) {
@@ -48,16 +26,6 @@ impl AddAssign for Swept {
         self.idempotency += step.idempotency;
         self.more |= step.more;
     }
-}
-
-/// Whether `original`, which `redelivery` was redelivered from, goes with
-/// it, the same rule on every engine: a dead letter sent again has no
-/// index of its own (it left the dead letters), so it goes when its
-/// redelivery does; a delivered original is in the delivered index and
-/// goes by its own time.
-pub(crate) fn goes_with_redelivery(original: &DeliveryState, redelivery: &DeliveryId) -> bool {
-    original.status == DeliveryStatus::Redelivered
-        && original.redelivered_as.as_ref() == Some(redelivery)
 }
 
 /// One bounded step of retention: up to `batch` delivered events and

@@ -18,7 +18,7 @@ use crate::{
     ids::DeliveryId,
     store::{
         api::PullRequest,
-        deliveries::unacknowledged,
+        lifecycle::unacknowledged,
         records::{queue_key, queue_key_due_ms, time_key, DeliveryStatus, StoredEvent},
     },
 };

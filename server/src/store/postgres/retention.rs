@@ -15,7 +15,7 @@ use crate::{
     ids::DeliveryId,
     store::{
         api::SweepRequest,
-        deliveries::{goes_with_redelivery, Swept},
+        lifecycle::{goes_with_redelivery, Swept},
         records::{decode, DeadLetter, DeliveryState, DeliveryStatus},
     },
 };

@@ -29,7 +29,7 @@ use crate::{
             DeadKey, Fence, FencedAttempt, PullRequest, QueueCounts, QueueKey, SweepRequest,
             TenantData,
         },
-        deliveries::{Next, Swept},
+        lifecycle::{Next, Swept},
         records::{
             decode, encode, queue_key, queue_key_due_ms, AttemptRecord, DeadLetter, DeliveryState,
             DeliveryStatus, IdempotencyRecord, StoredEvent,

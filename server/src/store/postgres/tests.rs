@@ -300,7 +300,7 @@ async fn a_replica_whose_lease_passed_to_another_cannot_record_its_attempt() {
     .await;
     let queued = data.clone();
     let (entry, delivery) = off_runtime(move || queued.queue(None, 1).unwrap().remove(0)).await;
-    let next = crate::store::deliveries::Next::Delivered;
+    let next = crate::store::lifecycle::Next::Delivered;
     let attempt = crate::store::records::AttemptRecord {
         attempt: 1,
         started_at_ms: now,

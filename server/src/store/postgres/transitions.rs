@@ -17,7 +17,7 @@ use crate::{
     ids::{DeliveryId, RequestId},
     store::{
         api::Fence,
-        deliveries::{redeliverable, settled, Next},
+        lifecycle::{redeliverable, settled, Next},
         records::{
             encode, time_key, AttemptRecord, DeliveryState, DeliveryStatus, EventMeta, StoredEvent,
         },

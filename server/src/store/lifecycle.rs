@@ -1,0 +1,287 @@
+//! A delivery's lifecycle, the same on every engine and free of storage:
+//! what an attempt leads to ([`Next`]) and its consequence for the stored
+//! state ([`settled`]), when a delivery may be redelivered, how a pulled
+//! delivery nobody acknowledged ends, and what retention removes together.
+//! Each engine applies these in its own transactions; the conformance
+//! suite tests the engines, the tests here the rules.
+
+use hookd_proto::domain::DeliveryEventKind;
+
+use super::records::{
+    queue_key, time_key, AttemptRecord, DeadLetter, DeliveryState, DeliveryStatus,
+};
+use crate::{
+    error::{Error, Result},
+    ids::{DeliveryId, RequestId},
+};
+
+/// What an attempt leads to: the one outcome of a forward attempt, which
+/// storage applies, the `outcome` label of `hookd_forward_attempts_total`
+/// and the forward span's `hookd.outcome` name ([`Next::label`]), and the
+/// live feed's event ([`DeliveryEventKind::from`]). How the destination
+/// answered, before the retry policy decides, is a
+/// [`crate::forward::policy::Verdict`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Next {
+    /// The destination took it.
+    Delivered,
+    /// Try again at `due_ms`.
+    Retry {
+        /// When.
+        due_ms: i64,
+    },
+    /// Give up, for this reason.
+    Dead {
+        /// In plain words.
+        reason: String,
+    },
+}
+
+impl Next {
+    /// Every label, in [`Next::index`] order.
+    pub const LABELS: [&'static str; 3] = ["delivered", "retry", "dead"];
+
+    /// Its position in [`Next::LABELS`].
+    pub fn index(&self) -> usize {
+        match self {
+            Next::Delivered => 0,
+            Next::Retry { .. } => 1,
+            Next::Dead { .. } => 2,
+        }
+    }
+
+    /// Its name in metrics and spans.
+    pub fn label(&self) -> &'static str {
+        Self::LABELS[self.index()]
+    }
+}
+
+impl From<&Next> for DeliveryEventKind {
+    fn from(next: &Next) -> Self {
+        match next {
+            Next::Delivered => DeliveryEventKind::Delivered,
+            Next::Retry { .. } => DeliveryEventKind::RetryScheduled,
+            Next::Dead { .. } => DeliveryEventKind::DeadLettered,
+        }
+    }
+}
+
+/// What recording an attempt writes besides the attempt itself, the same
+/// on every engine: the delivery's new state and, by outcome, its new
+/// queue key (a retry), its dead letter (key and record) or its key in the
+/// delivered index.
+pub(crate) struct Settled {
+    /// The delivery's state after the attempt.
+    pub(crate) state: DeliveryState,
+    /// A retry's queue entry.
+    pub(crate) requeue: Option<[u8; 16]>,
+    /// A dead letter's index key and record.
+    pub(crate) dead: Option<(Vec<u8>, DeadLetter)>,
+    /// A delivered event's key in the retention index.
+    pub(crate) done: Option<Vec<u8>>,
+}
+
+/// Whether a delivery in `state` may be redelivered, the same rule on every
+/// engine: a dead or delivered one may (true when it is dead); one already
+/// redelivered, or still pending, may not.
+pub(crate) fn redeliverable(state: &DeliveryState, delivery_id: &DeliveryId) -> Result<bool> {
+    match (state.status, &state.redelivered_as) {
+        (DeliveryStatus::Dead, _) => Ok(true),
+        (DeliveryStatus::Delivered, _) => Ok(false),
+        (DeliveryStatus::Redelivered, Some(as_id)) => Err(Error::Precondition(format!(
+            "delivery {delivery_id} was already redelivered as {as_id}"
+        ))),
+        (other, _) => Err(Error::Precondition(format!(
+            "delivery {delivery_id} is {}; only dead or delivered ones can be redelivered",
+            other.as_str()
+        ))),
+    }
+}
+
+/// The consequence of `attempt` leading to `next` for a delivery in `state`.
+pub(crate) fn settled(
+    mut state: DeliveryState,
+    delivery_id: &DeliveryId,
+    attempt: &AttemptRecord,
+    next: &Next,
+    retry_seq: u64,
+    now_ms: i64,
+) -> Settled {
+    state.attempts = state.attempts.max(attempt.attempt);
+    state.last_status = attempt.status_code;
+    state.last_error = attempt.error.clone();
+    state.next_attempt_at_ms = None;
+    state.queue_key = None;
+    let (mut requeue, mut dead, mut done) = (None, None, None);
+    match next {
+        Next::Delivered => {
+            state.status = DeliveryStatus::Delivered;
+            state.finished_at_ms = Some(now_ms);
+            done = Some(time_key(now_ms, delivery_id));
+        }
+        Next::Retry { due_ms } => {
+            let key = queue_key(*due_ms, retry_seq);
+            state.status = DeliveryStatus::Pending;
+            state.next_attempt_at_ms = Some(*due_ms);
+            state.queue_key = Some(hex::encode(key));
+            requeue = Some(key);
+        }
+        Next::Dead { reason } => {
+            state.status = DeliveryStatus::Dead;
+            state.finished_at_ms = Some(now_ms);
+            state.last_error = Some(reason.clone());
+            let letter = DeadLetter {
+                delivery_id: delivery_id.clone(),
+                event_id: state.event_id.clone(),
+                reason: reason.clone(),
+                dead_at_ms: now_ms,
+                attempts: state.attempts,
+                last_status: attempt.status_code,
+            };
+            dead = Some((time_key(now_ms, delivery_id), letter));
+        }
+    }
+    Settled {
+        state,
+        requeue,
+        dead,
+        done,
+    }
+}
+
+/// The attempt and outcome that dead-letter a pulled delivery never
+/// acknowledged within the retry window (the same on every engine).
+pub(crate) fn unacknowledged(state: &DeliveryState, now_ms: i64) -> (AttemptRecord, Next) {
+    let attempt = AttemptRecord {
+        attempt: state.attempts,
+        started_at_ms: now_ms,
+        duration_ms: 0,
+        status_code: None,
+        error: Some("not acknowledged by a consumer".into()),
+        response_body: Vec::new(),
+        next_retry_at_ms: None,
+        request_id: RequestId::generate(),
+    };
+    let next = Next::Dead {
+        reason: format!(
+            "not acknowledged within the retry window after {} pulls",
+            state.attempts
+        ),
+    };
+    (attempt, next)
+}
+
+/// What one sweep step (or a whole pass) removed.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Swept {
+    /// Delivered events deleted.
+    pub delivered: usize,
+    /// Dead letters deleted.
+    pub dead: usize,
+    /// Originals of redeliveries deleted with their redelivery.
+    pub originals: usize,
+    /// Idempotency records forgotten.
+    pub idempotency: usize,
+    /// The step stopped at its batch limit or in the middle of the
+    /// idempotency scan: another step may find more that is due.
+    pub more: bool,
+}
+
+impl Swept {
+    /// Records removed, of every kind.
+    pub fn total(&self) -> usize {
+        self.delivered + self.dead + self.originals + self.idempotency
+    }
+}
+
+/// Whether `original`, which `redelivery` was redelivered from, goes with
+/// it, the same rule on every engine: a dead letter sent again has no
+/// index of its own (it left the dead letters), so it goes when its
+/// redelivery does; a delivered original is in the delivered index and
+/// goes by its own time.
+pub(crate) fn goes_with_redelivery(original: &DeliveryState, redelivery: &DeliveryId) -> bool {
+    original.status == DeliveryStatus::Redelivered
+        && original.redelivered_as.as_ref() == Some(redelivery)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::EventId;
+
+    fn attempt(status: Option<u16>) -> AttemptRecord {
+        AttemptRecord {
+            attempt: 1,
+            started_at_ms: 10,
+            duration_ms: 5,
+            status_code: status,
+            error: None,
+            response_body: Vec::new(),
+            next_retry_at_ms: None,
+            request_id: RequestId::generate(),
+        }
+    }
+
+    fn pending() -> DeliveryState {
+        DeliveryState::pending(EventId::new("evt_1"), 1)
+    }
+
+    #[test]
+    fn only_dead_or_delivered_deliveries_may_be_redelivered() {
+        let id = DeliveryId::new("dlv_1");
+        let mut state = pending();
+        assert!(matches!(
+            redeliverable(&state, &id),
+            Err(Error::Precondition(_))
+        ));
+        state.status = DeliveryStatus::Dead;
+        assert!(redeliverable(&state, &id).unwrap());
+        state.status = DeliveryStatus::Delivered;
+        assert!(!redeliverable(&state, &id).unwrap());
+        state.status = DeliveryStatus::Redelivered;
+        state.redelivered_as = Some(DeliveryId::new("dlv_2"));
+        assert!(matches!(
+            redeliverable(&state, &id),
+            Err(Error::Precondition(_))
+        ));
+    }
+
+    #[test]
+    fn each_outcome_has_its_one_consequence() {
+        let id = DeliveryId::new("dlv_1");
+        let delivered = settled(pending(), &id, &attempt(Some(200)), &Next::Delivered, 7, 50);
+        assert_eq!(delivered.state.status, DeliveryStatus::Delivered);
+        assert_eq!(delivered.done, Some(time_key(50, &id)));
+        assert!(delivered.requeue.is_none() && delivered.dead.is_none());
+
+        let retry = settled(
+            pending(),
+            &id,
+            &attempt(Some(503)),
+            &Next::Retry { due_ms: 90 },
+            7,
+            50,
+        );
+        assert_eq!(retry.state.status, DeliveryStatus::Pending);
+        assert_eq!(retry.state.next_attempt_at_ms, Some(90));
+        assert_eq!(retry.requeue, Some(queue_key(90, 7)));
+        assert!(retry.dead.is_none() && retry.done.is_none());
+
+        let reason = "retry window ended".to_owned();
+        let dead = settled(
+            pending(),
+            &id,
+            &attempt(Some(500)),
+            &Next::Dead {
+                reason: reason.clone(),
+            },
+            7,
+            50,
+        );
+        assert_eq!(dead.state.status, DeliveryStatus::Dead);
+        let (_, letter) = dead.dead.expect("a dead letter");
+        assert_eq!((letter.reason, letter.dead_at_ms), (reason, 50));
+        assert_eq!(letter.last_status, Some(500));
+        assert!(dead.requeue.is_none() && dead.done.is_none());
+    }
+}
