@@ -17,11 +17,11 @@ use hookd_server::{
     config::RetentionConfig,
     ids::{DeliveryId, EventId, RequestId, TenantId},
     store::{
+        api::Rejection,
         api::{Shared, Tenant},
         lifecycle::Next,
         postgres::{testing::test_database, PgOptions, PgStore},
         records::{AttemptRecord, EventMeta},
-        rejections::Rejection,
         NewDelivery, Store,
     },
     sweeper::{pass, Due, Removed},

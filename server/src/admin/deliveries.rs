@@ -14,8 +14,8 @@ use crate::{
     ids::DeliveryId,
     store::{
         api::PullRequest,
+        records::RedirectRecord,
         records::{DeadLetter, DeliveryState, DeliveryStatus},
-        redirects::RedirectRecord,
     },
     tenant::TenantHandle,
 };

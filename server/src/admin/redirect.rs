@@ -17,7 +17,7 @@ use crate::{
     ids::DeliveryId,
     store::{
         records::StoredEvent,
-        redirects::{shown_url, RedirectRecord, RedirectedBy},
+        records::{shown_url, RedirectRecord, RedirectedBy},
     },
 };
 

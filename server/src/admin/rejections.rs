@@ -6,7 +6,7 @@ use hookd_control::{
 };
 
 use super::{api, Backend};
-use crate::store::rejections::{self, Rejection};
+use crate::store::api::{self as store_api, Rejection};
 
 impl Backend {
     pub(super) fn rejections(
@@ -16,7 +16,7 @@ impl Backend {
         page: PageRequest,
     ) -> ApiResult<Page<RejectionView>> {
         self.tenant(tenant_id)?;
-        let filter = rejections::RejectionFilter {
+        let filter = store_api::RejectionFilter {
             request_id: filter.request_id,
             signature_valid: filter.signature_valid,
         };

@@ -18,7 +18,7 @@ use crate::{
     ingest::IngestError,
     store::{
         api::blocking,
-        rejections::{Rejection, KEPT_BODY_BYTES},
+        api::{Rejection, KEPT_BODY_BYTES},
     },
     tenant::{Registry, TenantHandle},
 };

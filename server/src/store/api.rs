@@ -1,7 +1,9 @@
 //! The storage API: what hookd asks of a storage engine, in its own
 //! vocabulary (deliveries, attempts, queue entries, dead letters, catalog
-//! rows), with no engine's types in it. sled is the embedded engine
-//! ([`super::Store`]); a second engine implements the same traits.
+//! rows), with no engine's types in it, and the values that cross it
+//! ([`NewDelivery`], [`CommitOutcome`], [`Rejection`], [`RejectionFilter`]).
+//! sled is the embedded engine ([`super::Store`]); a second engine
+//! implements the same traits.
 //!
 //! Methods returning a value block on storage: call them on a blocking
 //! thread ([`blocking`]), never on an async worker. Methods returning a
@@ -11,19 +13,18 @@
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
+use serde::{Deserialize, Serialize};
 
 use super::{
     lifecycle::{Next, Swept},
     records::{
-        AttemptRecord, DeadLetter, DeliveryState, DeliveryStatus, IdempotencyRecord, StoredEvent,
+        AttemptRecord, DeadLetter, DeliveryState, DeliveryStatus, EventMeta, IdempotencyRecord,
+        RedirectRecord, StoredEvent,
     },
-    redirects::RedirectRecord,
-    rejections::{Rejection, RejectionFilter},
-    CommitOutcome, NewDelivery,
 };
 use crate::{
     error::{Error, Result},
-    ids::{DeliveryId, TenantId},
+    ids::{DeliveryId, EventId, TenantId},
 };
 
 /// One tenant's data in a storage engine.
@@ -395,4 +396,69 @@ pub async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(work)
         .await
         .map_err(|e| Error::Internal(format!("storage task failed: {e}")))?
+}
+
+/// A new event to record: idempotency entry, stored event and queue entry,
+/// all or nothing.
+pub struct NewDelivery {
+    /// Idempotency key.
+    pub event_id: EventId,
+    /// Stored metadata.
+    pub meta: EventMeta,
+    /// Raw body.
+    pub body: bytes::Bytes,
+    /// When the first forward attempt is due (Unix ms).
+    pub due_ms: i64,
+    /// A second idempotency key for schemes that sign no timestamp: a digest
+    /// of what the signature covers, so a resend under a fresh (unsigned)
+    /// delivery-id header is a duplicate too. Never a valid event id.
+    pub content_key: Option<Vec<u8>>,
+}
+
+/// What happened to a [`NewDelivery`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommitOutcome {
+    /// Stored durably as a new delivery.
+    Accepted,
+    /// The event id was already recorded; nothing was written.
+    Duplicate(DeliveryId),
+    /// The signed content was already recorded under another event id (the
+    /// first delivery's, given): a replay; nothing was written.
+    DuplicateOf(DeliveryId, EventId),
+}
+
+/// Most body bytes kept with a content refusal.
+pub const KEPT_BODY_BYTES: usize = 4096;
+
+/// One refused request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rejection {
+    /// The tenant it was sent to.
+    pub tenant_id: String,
+    /// When it was refused, Unix ms.
+    pub at_ms: i64,
+    /// `req_<ulid>`, as the sender's answer carried it.
+    pub request_id: String,
+    /// The error code the sender got (`INVALID_JSON`, `BAD_SIGNATURE`, …).
+    pub code: String,
+    /// The sender's answer's message.
+    pub reason: String,
+    /// True for content refused after a valid signature; false for a bad
+    /// or missing signature.
+    pub signature_valid: bool,
+    /// The body's full size in bytes.
+    pub body_bytes: u64,
+    /// The first [`KEPT_BODY_BYTES`] of the body; always empty when the
+    /// signature was not valid.
+    pub body: Vec<u8>,
+}
+
+/// Which rejections a listing shows.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RejectionFilter {
+    /// Only the one with this request id.
+    pub request_id: Option<String>,
+    /// Only content refusals (`Some(true)`) or only signature failures
+    /// (`Some(false)`).
+    pub signature_valid: Option<bool>,
 }

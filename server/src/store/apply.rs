@@ -5,7 +5,8 @@
 use sled::{transaction::TransactionError, Transactional};
 
 use super::{
-    committer::{CommitOutcome, Write},
+    api::CommitOutcome,
+    committer::Write,
     gauges::Tally,
     records::{decode, encode, queue_key, DeliveryState, IdempotencyRecord, StoredEvent},
     TenantTrees,

@@ -22,52 +22,20 @@ use std::{
 use tokio::sync::{mpsc, oneshot};
 
 use super::{
+    api::{CommitOutcome, NewDelivery},
     apply::apply_isolated,
-    records::EventMeta,
     sync::{SharedSync, Syncer},
     TenantTrees,
 };
-use crate::{
-    error::{Error, Result},
-    ids::{DeliveryId, EventId},
-};
+use crate::error::{Error, Result};
 
 /// Writes waiting for the committer; a full queue makes senders wait.
 const QUEUE_CAPACITY: usize = 8192;
-
-/// A new event to record: idempotency entry, stored event and queue entry,
-/// all or nothing.
-pub struct NewDelivery {
-    /// Idempotency key.
-    pub event_id: EventId,
-    /// Stored metadata.
-    pub meta: EventMeta,
-    /// Raw body.
-    pub body: bytes::Bytes,
-    /// When the first forward attempt is due (Unix ms).
-    pub due_ms: i64,
-    /// A second idempotency key for schemes that sign no timestamp: a digest
-    /// of what the signature covers, so a resend under a fresh (unsigned)
-    /// delivery-id header is a duplicate too. Never a valid event id.
-    pub content_key: Option<Vec<u8>>,
-}
 
 /// A delivery on its way to the committer, with the tenant it is for.
 pub(super) struct Write {
     pub(super) trees: TenantTrees,
     pub(super) delivery: NewDelivery,
-}
-
-/// What happened to a [`NewDelivery`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CommitOutcome {
-    /// Stored durably as a new delivery.
-    Accepted,
-    /// The event id was already recorded; nothing was written.
-    Duplicate(DeliveryId),
-    /// The signed content was already recorded under another event id (the
-    /// first delivery's, given): a replay; nothing was written.
-    DuplicateOf(DeliveryId, EventId),
 }
 
 /// What the committer is asked to do.
@@ -402,8 +370,8 @@ fn flush_batches(shared: Shared, applied: std::sync::mpsc::Receiver<Applied>, mu
 mod tests {
     use super::*;
     use crate::{
-        ids::{RequestId, TenantId},
-        store::Store,
+        ids::{DeliveryId, EventId, RequestId, TenantId},
+        store::{records::EventMeta, Store},
     };
 
     fn delivery(n: usize) -> NewDelivery {

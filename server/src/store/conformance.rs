@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use super::{
     api::{PullRequest, RejectionLog, RowChange, Shared, SweepRequest, Table, Tenant},
+    api::{Rejection, RejectionFilter},
     lifecycle::Next,
     records::{AttemptRecord, DeliveryStatus, EventMeta},
-    rejections::{Rejection, RejectionFilter},
     CommitOutcome, NewDelivery, Store,
 };
 use crate::{

@@ -14,11 +14,12 @@ use super::{
     },
     deliveries,
     lifecycle::{Next, Swept},
+    records::RedirectRecord,
     records::{
         decode, queue_key_due_ms, AttemptRecord, DeadLetter, DeliveryState, DeliveryStatus,
         IdempotencyRecord, StoredEvent,
     },
-    redirects::{self, RedirectRecord},
+    redirects,
     rejections::Rejections,
     CommitOutcome, NewDelivery, Store, TenantTrees,
 };

@@ -37,7 +37,8 @@ use std::{
     thread::JoinHandle,
 };
 
-pub use committer::{CommitOutcome, CommitStats, Committer, NewDelivery};
+pub use api::{CommitOutcome, NewDelivery};
+pub use committer::{CommitStats, Committer};
 pub use gauges::QueueGauges;
 pub use sync::{OsSync, SharedSync, SyncOps};
 

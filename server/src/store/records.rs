@@ -1,5 +1,6 @@
-//! Byte encodings of what hookd keeps in sled: idempotency records, stored
-//! events (metadata + raw body, byte for byte) and queue keys.
+//! The records hookd keeps, on every engine, and their byte encodings:
+//! idempotency records, stored events (metadata + raw body, byte for byte),
+//! delivery states, attempts, dead letters, redirects and queue keys.
 
 use serde::{Deserialize, Serialize};
 
@@ -246,6 +247,69 @@ pub fn queue_key_due_ms(key: &[u8]) -> Option<i64> {
     Some(u64::from_be_bytes(due) as i64)
 }
 
+/// Who asked for a redirect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RedirectedBy {
+    /// The admin token.
+    Admin,
+    /// The tenant's own token.
+    Tenant,
+}
+
+impl RedirectedBy {
+    /// `admin` or `tenant`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RedirectedBy::Admin => "admin",
+            RedirectedBy::Tenant => "tenant",
+        }
+    }
+}
+
+/// One redirect of a delivery and its outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RedirectRecord {
+    /// Who asked for it.
+    pub by: RedirectedBy,
+    /// When it was sent (Unix ms).
+    pub started_at_ms: i64,
+    /// Where it was sent, without credentials (see [`shown_url`]).
+    pub url: String,
+    /// The HTTP status that came back, if any.
+    pub status_code: Option<u16>,
+    /// Why it failed, in plain words; `None` on a 2xx answer.
+    pub error: Option<String>,
+    /// How long it took.
+    pub duration_ms: u64,
+    /// The `X-Request-Id` hookd sent with it.
+    pub request_id: RequestId,
+}
+
+/// `url` as it may be kept and shown: without a user name or password, and
+/// with every query value replaced by `redacted` (query strings often carry
+/// tokens); the scheme, host, port, path and parameter names stay.
+pub fn shown_url(url: &reqwest::Url) -> String {
+    let mut shown = url.clone();
+    // Both only fail for URLs that cannot have credentials.
+    let _ = shown.set_username("");
+    let _ = shown.set_password(None);
+    shown.set_fragment(None);
+    let names: Vec<String> = url
+        .query_pairs()
+        .map(|(name, _)| name.into_owned())
+        .collect();
+    if names.is_empty() {
+        shown.set_query(None);
+    } else {
+        shown
+            .query_pairs_mut()
+            .clear()
+            .extend_pairs(names.iter().map(|name| (name.as_str(), "redacted")));
+    }
+    shown.to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -290,5 +354,19 @@ mod tests {
         assert!(queue_key(1000, 9) < queue_key(1001, 0));
         assert!(queue_key(1000, 1) < queue_key(1000, 2));
         assert_eq!(queue_key_due_ms(&queue_key(123_456, 7)), Some(123_456));
+    }
+
+    #[test]
+    fn a_kept_url_has_no_credentials() {
+        let url = reqwest::Url::parse(
+            "https://bob:hunter2@test.example.com:8443/hook?token=s3cret&x=1#frag",
+        )
+        .unwrap();
+        assert_eq!(
+            shown_url(&url),
+            "https://test.example.com:8443/hook?token=redacted&x=redacted"
+        );
+        let plain = reqwest::Url::parse("http://10.0.0.1/in").unwrap();
+        assert_eq!(shown_url(&plain), "http://10.0.0.1/in");
     }
 }

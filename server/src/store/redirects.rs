@@ -10,80 +10,15 @@
 //! number), so every path that removes a delivery's attempts (purge,
 //! retention, a dropped tenant) removes its redirects too.
 
-use serde::{Deserialize, Serialize};
-
 use super::{
     keyspace::Keyspace,
-    records::{decode, encode},
+    records::{decode, encode, RedirectRecord},
     TenantTrees,
 };
 use crate::{
     error::{Error, Result},
-    ids::{DeliveryId, RequestId},
+    ids::DeliveryId,
 };
-
-/// Who asked for a redirect.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RedirectedBy {
-    /// The admin token.
-    Admin,
-    /// The tenant's own token.
-    Tenant,
-}
-
-impl RedirectedBy {
-    /// `admin` or `tenant`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RedirectedBy::Admin => "admin",
-            RedirectedBy::Tenant => "tenant",
-        }
-    }
-}
-
-/// One redirect of a delivery and its outcome.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RedirectRecord {
-    /// Who asked for it.
-    pub by: RedirectedBy,
-    /// When it was sent (Unix ms).
-    pub started_at_ms: i64,
-    /// Where it was sent, without credentials (see [`shown_url`]).
-    pub url: String,
-    /// The HTTP status that came back, if any.
-    pub status_code: Option<u16>,
-    /// Why it failed, in plain words; `None` on a 2xx answer.
-    pub error: Option<String>,
-    /// How long it took.
-    pub duration_ms: u64,
-    /// The `X-Request-Id` hookd sent with it.
-    pub request_id: RequestId,
-}
-
-/// `url` as it may be kept and shown: without a user name or password, and
-/// with every query value replaced by `redacted` (query strings often carry
-/// tokens); the scheme, host, port, path and parameter names stay.
-pub fn shown_url(url: &reqwest::Url) -> String {
-    let mut shown = url.clone();
-    // Both only fail for URLs that cannot have credentials.
-    let _ = shown.set_username("");
-    let _ = shown.set_password(None);
-    shown.set_fragment(None);
-    let names: Vec<String> = url
-        .query_pairs()
-        .map(|(name, _)| name.into_owned())
-        .collect();
-    if names.is_empty() {
-        shown.set_query(None);
-    } else {
-        shown
-            .query_pairs_mut()
-            .clear()
-            .extend_pairs(names.iter().map(|name| (name.as_str(), "redacted")));
-    }
-    shown.to_string()
-}
 
 /// The key prefix of a delivery's attempts and redirects.
 fn delivery_prefix(delivery_id: &DeliveryId) -> Vec<u8> {
@@ -146,23 +81,4 @@ pub(super) fn load(trees: &TenantTrees, delivery_id: &DeliveryId) -> Result<Vec<
         .scan_prefix(prefix)
         .map(|kv| decode(&kv?.1))
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::shown_url;
-
-    #[test]
-    fn a_kept_url_has_no_credentials() {
-        let url = reqwest::Url::parse(
-            "https://bob:hunter2@test.example.com:8443/hook?token=s3cret&x=1#frag",
-        )
-        .unwrap();
-        assert_eq!(
-            shown_url(&url),
-            "https://test.example.com:8443/hook?token=redacted&x=redacted"
-        );
-        let plain = reqwest::Url::parse("http://10.0.0.1/in").unwrap();
-        assert_eq!(shown_url(&plain), "http://10.0.0.1/in");
-    }
 }

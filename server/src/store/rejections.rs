@@ -9,52 +9,14 @@
 //! next group commit syncs the log ([`super::api::Storage::durable_barrier`]),
 //! which the ingress waits for before answering the refusal.
 
-use serde::{Deserialize, Serialize};
-
 use super::{
-    api::RejectionLog,
+    api::{Rejection, RejectionFilter, RejectionLog, KEPT_BODY_BYTES},
     records::{decode, encode},
 };
 use crate::error::{Error, Result};
 
-/// Most body bytes kept with a content refusal.
-pub const KEPT_BODY_BYTES: usize = 4096;
-
 /// The tree's name.
 pub(super) const TREE: &str = "rejections";
-
-/// One refused request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Rejection {
-    /// The tenant it was sent to.
-    pub tenant_id: String,
-    /// When it was refused, Unix ms.
-    pub at_ms: i64,
-    /// `req_<ulid>`, as the sender's answer carried it.
-    pub request_id: String,
-    /// The error code the sender got (`INVALID_JSON`, `BAD_SIGNATURE`, …).
-    pub code: String,
-    /// The sender's answer's message.
-    pub reason: String,
-    /// True for content refused after a valid signature; false for a bad
-    /// or missing signature.
-    pub signature_valid: bool,
-    /// The body's full size in bytes.
-    pub body_bytes: u64,
-    /// The first [`KEPT_BODY_BYTES`] of the body; always empty when the
-    /// signature was not valid.
-    pub body: Vec<u8>,
-}
-
-/// Which rejections a listing shows.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RejectionFilter {
-    /// Only the one with this request id.
-    pub request_id: Option<String>,
-    /// Only content refusals (`Some(true)`) or only signature failures
-    /// (`Some(false)`).
-    pub signature_valid: Option<bool>,
-}
 
 /// The `rejections` tree.
 #[derive(Clone)]

@@ -10,7 +10,7 @@ use crate::{
     store::{
         api::SweepRequest,
         lifecycle::Next,
-        redirects::{RedirectRecord, RedirectedBy},
+        records::{RedirectRecord, RedirectedBy},
     },
 };
 

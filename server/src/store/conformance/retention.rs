@@ -6,10 +6,10 @@ use super::{accepted, attempt, tenant, Engine};
 use crate::{
     ids::DeliveryId,
     store::{
+        api::Rejection,
         api::{SweepRequest, Tenant},
         lifecycle::Next,
         records::DeliveryStatus,
-        rejections::Rejection,
     },
     sweeper::{pass, Due},
 };

@@ -9,8 +9,8 @@ use super::pg;
 use crate::{
     error::{Error, Result},
     store::{
+        records::RedirectRecord,
         records::{decode, encode},
-        redirects::RedirectRecord,
     },
 };
 

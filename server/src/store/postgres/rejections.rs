@@ -10,8 +10,8 @@ use crate::{
     error::{Error, Result},
     store::{
         api::RejectionLog,
+        api::{Rejection, RejectionFilter, KEPT_BODY_BYTES},
         records::{decode, encode},
-        rejections::{Rejection, RejectionFilter, KEPT_BODY_BYTES},
     },
 };
 

@@ -30,11 +30,11 @@ use crate::{
             TenantData,
         },
         lifecycle::{Next, Swept},
+        records::RedirectRecord,
         records::{
             decode, encode, queue_key, queue_key_due_ms, AttemptRecord, DeadLetter, DeliveryState,
             DeliveryStatus, IdempotencyRecord, StoredEvent,
         },
-        redirects::RedirectRecord,
         CommitOutcome, NewDelivery,
     },
 };
