@@ -300,7 +300,7 @@ mod tests {
         {
             let db = sled::Config::new()
                 .path(dir.path().join(LEGACY_DIR))
-                .segment_size(crate::store::SEGMENT_SIZE)
+                .segment_size(crate::store::sled::SEGMENT_SIZE)
                 .open()
                 .unwrap();
             let old = db.open_tree(TENANT_FIRST_EVENTS).unwrap();
@@ -333,7 +333,7 @@ mod tests {
         {
             let db = sled::Config::new()
                 .path(dir.path().join(LEGACY_DIR))
-                .segment_size(crate::store::SEGMENT_SIZE)
+                .segment_size(crate::store::sled::SEGMENT_SIZE)
                 .open()
                 .unwrap();
             let state =
@@ -377,7 +377,7 @@ mod tests {
     fn old_db(dir: &std::path::Path) -> sled::Db {
         sled::Config::new()
             .path(dir.join(LEGACY_DIR))
-            .segment_size(crate::store::SEGMENT_SIZE)
+            .segment_size(crate::store::sled::SEGMENT_SIZE)
             .open()
             .unwrap()
     }
@@ -469,7 +469,7 @@ mod tests {
         drop(store);
         committer.join().unwrap();
         {
-            let db = crate::store::open_db(
+            let db = crate::store::sled::open_db(
                 &crate::store::sled_path(dir.path()),
                 crate::store::DEFAULT_CACHE_BYTES,
             )

@@ -11,10 +11,9 @@ use crate::{
     ids::DeliveryId,
     store::{
         api::SweepRequest,
-        gauges::Tally,
         lifecycle::{goes_with_redelivery, Swept},
         records::{decode, DeadLetter, DeliveryStatus, IdempotencyRecord},
-        TenantTrees,
+        sled::{gauges::Tally, TenantTrees},
     },
 };
 

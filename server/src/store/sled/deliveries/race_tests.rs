@@ -11,7 +11,7 @@ use super::*;
 use crate::store::api::{PullRequest, TenantData};
 use crate::{
     ids::{EventId, TenantId},
-    store::{gauges::Delta, Store},
+    store::{sled::gauges::Delta, Store},
 };
 
 const THREADS: usize = 8;

@@ -1,0 +1,394 @@
+//! The embedded engine, durable storage on one sled `Db`: seven trees shared by every tenant
+//! (`data/idem`, `events_by_time`, `queue`, `state`, `attempts`, `dead`,
+//! `done`), each key prefixed by its tenant, the stored events' by time
+//! and tenant (see [`TenantTrees`] and [`keyspace`]), and the group
+//! committer that makes writes durable.
+
+mod apply;
+mod committer;
+pub mod deliveries;
+#[cfg(test)]
+mod durability_tests;
+mod engine;
+mod gauges;
+#[cfg(any(test, feature = "fault-injection"))]
+pub mod inject;
+mod keyspace;
+#[cfg(test)]
+mod layout_tests;
+mod migrate;
+pub mod redirects;
+pub mod rejections;
+pub mod sync;
+
+use std::{
+    collections::HashMap,
+    path::{Path, PathBuf},
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc, Mutex,
+    },
+    thread::JoinHandle,
+};
+
+pub use committer::{CommitStats, Committer};
+pub use gauges::QueueGauges;
+pub use sync::{OsSync, SharedSync, SyncOps};
+
+use super::{api, lifecycle, records, CommitOutcome, NewDelivery};
+use keyspace::{Keyspace, Layout, TxKeyspace};
+use sled::transaction::TransactionalTree;
+
+use crate::{error::Result, ids::TenantId};
+
+/// sled segment size: page images (a leaf of up to 16 entries, so several
+/// bodies of a few hundred KiB) larger than a quarter of it go to blob files
+/// under `blobs/`, smaller ones inline in the log; the committer syncs both.
+const SEGMENT_SIZE: usize = 8 * 1024 * 1024;
+
+/// Page cache of a store opened without a setting (`[storage]
+/// cache_capacity_bytes` has the same default).
+pub const DEFAULT_CACHE_BYTES: u64 = 128 * 1024 * 1024;
+
+/// One of the trees every tenant shares.
+struct SharedTree {
+    /// What it holds; also the `{kind}` of the per-tenant trees
+    /// (`t/{tenant}/{kind}`) an older data dir kept it in.
+    kind: &'static str,
+    /// Its sled name.
+    name: &'static str,
+    layout: Layout,
+}
+
+const fn shared(kind: &'static str, name: &'static str, layout: Layout) -> SharedTree {
+    SharedTree { kind, name, layout }
+}
+
+/// The trees every tenant shares, each key prefixed by the tenant
+/// ([`keyspace`]); the stored events ordered by time first.
+const SHARED_TREES: [SharedTree; 7] = [
+    shared("idem", "data/idem", Layout::TenantFirst),
+    shared("events", "data/events_by_time", Layout::TimeFirst),
+    shared("queue", "data/queue", Layout::TenantFirst),
+    shared("state", "data/state", Layout::TenantFirst),
+    shared("attempts", "data/attempts", Layout::TenantFirst),
+    shared("dead", "data/dead", Layout::TenantFirst),
+    shared("done", "data/done", Layout::TenantFirst),
+];
+
+/// Where an older hookd kept the stored events, tenant first.
+const TENANT_FIRST_EVENTS: &str = "data/events";
+
+type AttemptTrees<'a> = (
+    &'a sled::Tree,
+    &'a sled::Tree,
+    &'a sled::Tree,
+    &'a sled::Tree,
+    &'a sled::Tree,
+);
+type AttemptViews = (
+    TransactionalTree,
+    TransactionalTree,
+    TransactionalTree,
+    TransactionalTree,
+    TransactionalTree,
+);
+type AttemptSpaces<'a> = (
+    TxKeyspace<'a>,
+    TxKeyspace<'a>,
+    TxKeyspace<'a>,
+    TxKeyspace<'a>,
+    TxKeyspace<'a>,
+);
+
+/// The shared data trees, opened once.
+#[derive(Clone)]
+struct SharedTrees([sled::Tree; 7]);
+
+impl SharedTrees {
+    fn open(db: &sled::Db) -> Result<SharedTrees> {
+        let open = |i: usize| db.open_tree(SHARED_TREES[i].name);
+        Ok(SharedTrees([
+            open(0)?,
+            open(1)?,
+            open(2)?,
+            open(3)?,
+            open(4)?,
+            open(5)?,
+            open(6)?,
+        ]))
+    }
+}
+
+/// What a process knows of one tenant's data: its live counts, and whether
+/// it was dropped (then every handle made before refuses new writes).
+#[derive(Default)]
+struct TenantMark {
+    gauges: Arc<QueueGauges>,
+    dropped: Arc<AtomicBool>,
+}
+
+/// One tenant's keyspaces in the shared trees.
+#[derive(Clone)]
+pub struct TenantTrees {
+    tenant: TenantId,
+    db: sled::Db,
+    committer: Committer,
+    /// event_id (or content key) -> [`records::IdempotencyRecord`].
+    idem: Keyspace,
+    /// delivery_id -> [`records::StoredEvent`], laid out time first.
+    events: Keyspace,
+    /// [`records::queue_key`] -> delivery_id: what is due to be forwarded.
+    queue: Keyspace,
+    /// delivery_id -> [`records::DeliveryState`].
+    state: Keyspace,
+    /// delivery_id + attempt number -> [`records::AttemptRecord`].
+    attempts: Keyspace,
+    /// dead-at time + delivery_id -> [`records::DeadLetter`]: the dead-letter index.
+    dead: Keyspace,
+    /// finished time + delivery_id -> (): delivered events, for retention.
+    done: Keyspace,
+    /// Live counts of `queue` and `dead`, shared by every handle of the
+    /// tenant in this process.
+    gauges: Arc<QueueGauges>,
+    dropped: Arc<AtomicBool>,
+}
+
+impl TenantTrees {
+    fn new(store: &Store, tenant: &TenantId, mark: &TenantMark) -> Self {
+        let (db, shared) = (&store.db, &store.shared);
+        let prefix = keyspace::tenant_prefix(tenant);
+        let space =
+            |i: usize| Keyspace::new(shared.0[i].clone(), prefix.clone(), SHARED_TREES[i].layout);
+        TenantTrees {
+            tenant: tenant.clone(),
+            db: db.clone(),
+            committer: store.committer.clone(),
+            idem: space(0),
+            events: space(1),
+            queue: space(2),
+            state: space(3),
+            attempts: space(4),
+            dead: space(5),
+            done: space(6),
+            gauges: mark.gauges.clone(),
+            dropped: mark.dropped.clone(),
+        }
+    }
+
+    /// The tenant these trees belong to.
+    pub fn tenant(&self) -> &TenantId {
+        &self.tenant
+    }
+
+    /// Live queue depth and dead-letter count.
+    pub fn gauges(&self) -> &QueueGauges {
+        &self.gauges
+    }
+
+    /// True once the tenant's data was dropped: writes through this handle
+    /// fail with [`crate::error::Error::TenantDeleted`].
+    fn is_dropped(&self) -> bool {
+        self.dropped.load(Ordering::SeqCst)
+    }
+
+    /// A fresh number, increasing over the database's life.
+    fn sequence(&self) -> Result<u64> {
+        Ok(self.db.generate_id()?)
+    }
+
+    /// The trees an attempt's outcome touches, for one transaction:
+    /// queue, state, attempts, dead, done (see [`TenantTrees::attempt_views`]).
+    fn attempt_trees(&self) -> AttemptTrees<'_> {
+        (
+            self.queue.tree(),
+            self.state.tree(),
+            self.attempts.tree(),
+            self.dead.tree(),
+            self.done.tree(),
+        )
+    }
+
+    /// This tenant's keyspaces in a transaction over [`TenantTrees::attempt_trees`].
+    fn attempt_views<'a>(&'a self, views: &'a AttemptViews) -> AttemptSpaces<'a> {
+        (
+            self.queue.tx(&views.0),
+            self.state.tx(&views.1),
+            self.attempts.tx(&views.2),
+            self.dead.tx(&views.3),
+            self.done.tx(&views.4),
+        )
+    }
+
+    /// The keyspaces that are one range per tenant: all but the events.
+    fn ranges(&self) -> [&Keyspace; 6] {
+        [
+            &self.idem,
+            &self.queue,
+            &self.state,
+            &self.attempts,
+            &self.dead,
+            &self.done,
+        ]
+    }
+
+    /// Marks the tenant dropped and removes all its keys.
+    fn clear(&self) -> Result<()> {
+        self.dropped.store(true, Ordering::SeqCst);
+        // The queue first: an attempt that commits after it finds no entry
+        // to claim and writes nothing.
+        for space in [&self.queue, &self.dead] {
+            space.clear()?;
+        }
+        // The events are not one range: every one is named by a state key.
+        let states = self.state.iter().map(|entry| entry.map(|(id, _)| id));
+        self.events.remove_each(states)?;
+        for space in self.ranges() {
+            space.clear()?;
+        }
+        Ok(())
+    }
+}
+
+/// The process's storage: the sled database and its committer.
+#[derive(Clone)]
+pub struct Store {
+    db: sled::Db,
+    shared: SharedTrees,
+    committer: Committer,
+    poisoned: Arc<AtomicBool>,
+    marks: Arc<Mutex<HashMap<TenantId, TenantMark>>>,
+}
+
+impl Store {
+    /// Opens (or creates) the database under `data_dir/store` and starts the
+    /// committer thread. The returned handle ends when every `Store` and
+    /// `Committer` clone is dropped, after a final flush.
+    pub fn open(data_dir: &Path, batch_max: usize, fsync: bool) -> Result<(Store, JoinHandle<()>)> {
+        let sync: Option<SharedSync> = fsync.then(|| Arc::new(OsSync) as SharedSync);
+        Store::open_with(data_dir, batch_max, sync, DEFAULT_CACHE_BYTES)
+    }
+
+    /// [`Store::open`] with the syncs going through `sync` (`None`: no
+    /// fdatasync at all, which survives a process crash but not a power loss).
+    pub fn open_with(
+        data_dir: &Path,
+        batch_max: usize,
+        sync: Option<SharedSync>,
+        cache_bytes: u64,
+    ) -> Result<(Store, JoinHandle<()>)> {
+        migrate::move_legacy_dir(data_dir, sync.as_ref(), cache_bytes)?;
+        let path = sled_path(data_dir);
+        std::fs::create_dir_all(&path)?;
+        let db = open_db(&path, cache_bytes)?;
+        let shared = SharedTrees::open(&db)?;
+        let mut syncer = sync::Syncer::open(&path, sync.clone())?;
+        migrate::upgrade(&db, &path, &shared.0, &SHARED_TREES, &mut syncer)?;
+        migrate::fence_legacy_dir(data_dir, sync.as_ref())?;
+        let poisoned = Arc::new(AtomicBool::new(false));
+        let (committer, handle) =
+            Committer::start(db.clone(), &path, batch_max, sync, poisoned.clone())?;
+        Ok((
+            Store {
+                db,
+                shared,
+                committer,
+                poisoned,
+                marks: Arc::default(),
+            },
+            handle,
+        ))
+    }
+
+    /// A handle on one tenant's data (cheap after the first call, which
+    /// counts its queue and dead letters once).
+    pub fn tenant_trees(&self, tenant: &TenantId) -> Result<TenantTrees> {
+        let mut marks = self.marks.lock().expect("marks lock");
+        if let Some(mark) = marks.get(tenant) {
+            return Ok(TenantTrees::new(self, tenant, mark));
+        }
+        let mut trees = TenantTrees::new(self, tenant, &TenantMark::default());
+        let gauges = Arc::new(QueueGauges::count(&trees.queue, &trees.dead)?);
+        trees.gauges = gauges.clone();
+        marks.insert(
+            tenant.clone(),
+            TenantMark {
+                gauges,
+                dropped: trees.dropped.clone(),
+            },
+        );
+        Ok(trees)
+    }
+
+    /// The group committer all durable writes go through.
+    pub fn committer(&self) -> &Committer {
+        &self.committer
+    }
+
+    /// False once a write or sync failed (the store is poisoned): nothing
+    /// more is acknowledged until hookd is restarted.
+    pub fn is_healthy(&self) -> bool {
+        !self.poisoned.load(Ordering::SeqCst)
+    }
+
+    /// Returns once everything written to the db before the call is flushed
+    /// and fdatasynced, sharing the committer's fsyncs; fails when the store
+    /// is poisoned. Control-plane writes answer only after it.
+    pub async fn durable_barrier(&self) -> Result<()> {
+        self.committer.barrier().await
+    }
+
+    /// Removes every key of `tenant` on the committer thread, between
+    /// batches (so a batch holding writes for it fails only those), and
+    /// returns once that is durable. Handles made before refuse new writes;
+    /// the tenant's counts are forgotten with its data (even when the drop
+    /// failed, which poisons the store), so a tenant created later under the
+    /// same id is counted from its own data.
+    pub async fn drop_tenant_trees(&self, tenant: &TenantId) -> Result<()> {
+        let trees = self.tenant_trees(tenant)?;
+        let dropped = self.committer.drop_tenant(trees).await;
+        self.marks.lock().expect("marks lock").remove(tenant);
+        dropped
+    }
+
+    /// Removes every key of `tenant` now, on the calling thread: for data a
+    /// tenant left that no actor or dispatcher holds (a deleted tenant's
+    /// leftovers after a crash, or one dropped from the config file).
+    pub fn clear_tenant(&self, tenant: &TenantId) -> Result<()> {
+        self.tenant_trees(tenant)?.clear()?;
+        self.marks.lock().expect("marks lock").remove(tenant);
+        Ok(())
+    }
+
+    /// The sled database, for components that keep their own trees.
+    pub fn db(&self) -> &sled::Db {
+        &self.db
+    }
+
+    /// Flushes everything to disk now.
+    pub fn flush(&self) -> Result<()> {
+        self.db.flush()?;
+        Ok(())
+    }
+}
+
+impl From<sled::Error> for crate::error::Error {
+    fn from(e: sled::Error) -> Self {
+        crate::error::Error::Storage(e.to_string())
+    }
+}
+
+/// Where sled lives inside the data dir: `store/` (hookd releases before
+/// storage layout 3 used `sled/`, which is now a file they cannot open).
+pub fn sled_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("store")
+}
+
+/// Opens the sled database at `path` with hookd's settings.
+fn open_db(path: &Path, cache_bytes: u64) -> Result<sled::Db> {
+    Ok(sled::Config::new()
+        .path(path)
+        .segment_size(SEGMENT_SIZE)
+        .cache_capacity(cache_bytes)
+        .open()?)
+}
