@@ -8,7 +8,7 @@
 use hookd_proto::domain::DeliveryEventKind;
 
 use super::records::{
-    queue_key, time_key, AttemptRecord, DeadLetter, DeliveryState, DeliveryStatus,
+    queue_key, time_key, AttemptRecord, DeadLetter, DeliveryState, DeliveryStatus, EventMeta,
 };
 use crate::{
     error::{Error, Result},
@@ -204,6 +204,53 @@ pub(crate) fn goes_with_redelivery(original: &DeliveryState, redelivery: &Delive
         && original.redelivered_as.as_ref() == Some(redelivery)
 }
 
+/// What redelivering a delivery writes, the same on every engine: the new
+/// delivery's event metadata and state, the original's state after it, and
+/// the key of the original's dead letter to remove (if it had one).
+pub(crate) struct Redelivery {
+    /// The new delivery's stored metadata: the original's, with the new
+    /// delivery id, request id and receipt time.
+    pub(crate) meta: EventMeta,
+    /// The new delivery's state: pending, due at once, queued at `new_key`.
+    pub(crate) state: DeliveryState,
+    /// The original's state: redelivered (if it was dead) as the new one.
+    pub(crate) original: DeliveryState,
+    /// The original's key in the dead letters.
+    pub(crate) dead_key: Vec<u8>,
+}
+
+/// Redelivers `delivery_id` (in state `original`, stored with `meta`, found
+/// [`redeliverable`] with `was_dead`) as `new_id`, queued at `new_key`.
+pub(crate) fn redelivery(
+    mut original: DeliveryState,
+    delivery_id: &DeliveryId,
+    was_dead: bool,
+    meta: EventMeta,
+    (new_id, new_key): (&DeliveryId, &[u8; 16]),
+    now_ms: i64,
+) -> Redelivery {
+    let meta = EventMeta {
+        delivery_id: new_id.clone(),
+        received_at_ms: now_ms,
+        request_id: RequestId::generate(),
+        ..meta
+    };
+    let dead_key = time_key(original.finished_at_ms.unwrap_or_default(), delivery_id);
+    if was_dead {
+        original.status = DeliveryStatus::Redelivered;
+    }
+    original.redelivered_as = Some(new_id.clone());
+    let mut state = DeliveryState::pending(meta.event_id.clone(), now_ms);
+    state.redelivery_of = Some(delivery_id.clone());
+    state.queue_key = Some(hex::encode(new_key));
+    Redelivery {
+        meta,
+        state,
+        original,
+        dead_key,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -283,5 +330,36 @@ mod tests {
         assert_eq!((letter.reason, letter.dead_at_ms), (reason, 50));
         assert_eq!(letter.last_status, Some(500));
         assert!(dead.requeue.is_none() && dead.done.is_none());
+    }
+
+    #[test]
+    fn a_redelivery_queues_a_new_delivery_and_marks_the_original() {
+        let (id, new_id, key) = (
+            DeliveryId::new("dlv_1"),
+            DeliveryId::new("dlv_2"),
+            [7u8; 16],
+        );
+        let mut dead = pending();
+        dead.status = DeliveryStatus::Dead;
+        dead.finished_at_ms = Some(40);
+        let meta = EventMeta {
+            event_id: EventId::new("evt_1"),
+            delivery_id: id.clone(),
+            request_id: RequestId::generate(),
+            received_at_ms: 1,
+            headers: vec![],
+            trace_id: String::new(),
+            span_id: String::new(),
+            sampled: true,
+        };
+        let r = redelivery(dead, &id, true, meta, (&new_id, &key), 90);
+        assert_eq!(r.original.status, DeliveryStatus::Redelivered);
+        assert_eq!(r.original.redelivered_as, Some(new_id.clone()));
+        assert_eq!((r.meta.delivery_id, r.meta.received_at_ms), (new_id, 90));
+        assert_eq!(r.meta.event_id.as_str(), "evt_1");
+        assert_eq!(r.state.status, DeliveryStatus::Pending);
+        assert_eq!(r.state.redelivery_of, Some(id.clone()));
+        assert_eq!(r.state.queue_key, Some(hex::encode(key)));
+        assert_eq!(r.dead_key, time_key(40, &id));
     }
 }

@@ -14,13 +14,11 @@ use super::{
 };
 use crate::{
     error::{Error, Result},
-    ids::{DeliveryId, RequestId},
+    ids::DeliveryId,
     store::{
         api::Fence,
-        lifecycle::{redeliverable, settled, Next},
-        records::{
-            encode, time_key, AttemptRecord, DeliveryState, DeliveryStatus, EventMeta, StoredEvent,
-        },
+        lifecycle::{redeliverable, redelivery, settled, Next, Redelivery},
+        records::{encode, AttemptRecord, DeliveryState, DeliveryStatus, StoredEvent},
     },
 };
 
@@ -217,7 +215,7 @@ pub(super) async fn redeliver(
     now_ms: i64,
 ) -> Result<DeliveryId> {
     let id = delivery_id.as_str();
-    let Some(mut old) = lock_state(tx, tenant, id).await? else {
+    let Some(old) = lock_state(tx, tenant, id).await? else {
         return Err(Error::NotFound(format!("delivery {delivery_id}")));
     };
     let was_dead = redeliverable(&old, delivery_id)?;
@@ -225,20 +223,19 @@ pub(super) async fn redeliver(
         return Err(Error::NotFound(format!("event of {delivery_id}")));
     };
     let new_id = DeliveryId::generate();
-    let meta = EventMeta {
-        delivery_id: new_id.clone(),
-        received_at_ms: now_ms,
-        request_id: RequestId::generate(),
-        ..event.meta
-    };
-    let dead_key = time_key(old.finished_at_ms.unwrap_or_default(), delivery_id);
-    if was_dead {
-        old.status = DeliveryStatus::Redelivered;
-    }
-    old.redelivered_as = Some(new_id.clone());
-    let mut new_state = DeliveryState::pending(meta.event_id.clone(), now_ms);
-    new_state.redelivery_of = Some(delivery_id.clone());
-    new_state.queue_key = Some(hex::encode(new_key));
+    let Redelivery {
+        meta,
+        state: new_state,
+        original: old,
+        dead_key,
+    } = redelivery(
+        old,
+        delivery_id,
+        was_dead,
+        event.meta,
+        (&new_id, new_key),
+        now_ms,
+    );
     tx.execute(
         "INSERT INTO hookd_events (tenant, delivery_id, event) VALUES ($1, $2, $3)",
         &[

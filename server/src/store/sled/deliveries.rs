@@ -16,17 +16,17 @@ pub use retention::sweep;
 use super::{
     gauges::{Delta, Tally},
     keyspace::TxKeyspace,
-    lifecycle::{redeliverable, settled, Next},
+    lifecycle::{redeliverable, redelivery, settled, Next, Redelivery},
     records::{
-        attempt_key, decode, encode, queue_key, time_key, AttemptRecord, DeadLetter, DeliveryState,
-        DeliveryStatus, EventMeta, StoredEvent,
+        attempt_key, decode, encode, queue_key, AttemptRecord, DeadLetter, DeliveryState,
+        DeliveryStatus, StoredEvent,
     },
     TenantTrees,
 };
 
 use crate::{
     error::{Error, Result},
-    ids::{DeliveryId, RequestId},
+    ids::DeliveryId,
 };
 
 /// What a transaction's closure returns.
@@ -255,7 +255,7 @@ pub fn redeliver(trees: &TenantTrees, delivery_id: &DeliveryId, now_ms: i64) -> 
                 trees.dead.tx(dead),
             );
             let tally = Tally::default();
-            let Some(mut old) = tx_state(states, delivery_id)? else {
+            let Some(old) = tx_state(states, delivery_id)? else {
                 return abort(Error::NotFound(format!("delivery {delivery_id}")));
             };
             let was_dead = redeliverable(&old, delivery_id).or_else(abort)?;
@@ -263,23 +263,22 @@ pub fn redeliver(trees: &TenantTrees, delivery_id: &DeliveryId, now_ms: i64) -> 
                 return abort(Error::NotFound(format!("event of {delivery_id}")));
             };
             let event = StoredEvent::decode(&stored).or_else(abort)?;
-            let meta = EventMeta {
-                delivery_id: new_id.clone(),
-                received_at_ms: now_ms,
-                request_id: RequestId::generate(),
-                ..event.meta
-            };
-            let dead_key = time_key(old.finished_at_ms.unwrap_or_default(), delivery_id);
-            if was_dead {
-                old.status = DeliveryStatus::Redelivered;
-            }
-            old.redelivered_as = Some(new_id.clone());
-            let mut new_state = DeliveryState::pending(meta.event_id.clone(), now_ms);
-            new_state.redelivery_of = Some(delivery_id.clone());
-            new_state.queue_key = Some(hex::encode(new_key));
+            let Redelivery {
+                meta,
+                state,
+                original,
+                dead_key,
+            } = redelivery(
+                old,
+                delivery_id,
+                was_dead,
+                event.meta,
+                (&new_id, &new_key),
+                now_ms,
+            );
             events.insert(new_id.as_str(), StoredEvent::encode(&meta, &event.body))?;
-            states.insert(new_id.as_str(), encode(&new_state))?;
-            states.insert(id, encode(&old))?;
+            states.insert(new_id.as_str(), encode(&state))?;
+            states.insert(id, encode(&original))?;
             tally.queue_inserted(queue.insert(&new_key[..], new_id.as_str())?);
             tally.dead_removed(dead.remove(dead_key)?);
             Ok(tally.delta())

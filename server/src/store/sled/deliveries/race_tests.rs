@@ -10,8 +10,8 @@ use std::{
 use super::*;
 use crate::store::api::{PullRequest, TenantData};
 use crate::{
-    ids::{EventId, TenantId},
-    store::{sled::gauges::Delta, Store},
+    ids::{EventId, RequestId, TenantId},
+    store::{records::EventMeta, sled::gauges::Delta, Store},
 };
 
 const THREADS: usize = 8;

@@ -3,8 +3,12 @@
 
 use super::*;
 use crate::{
-    ids::{EventId, TenantId},
-    store::{api::SweepRequest, records::IdempotencyRecord, Store},
+    ids::{EventId, RequestId, TenantId},
+    store::{
+        api::SweepRequest,
+        records::{EventMeta, IdempotencyRecord},
+        Store,
+    },
 };
 
 fn delivered(trees: &TenantTrees, n: u32, at_ms: i64) -> DeliveryId {
