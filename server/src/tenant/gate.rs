@@ -1,43 +1,38 @@
 //! A tenant's ingest gate: its signing keys and settings as last published,
-//! its replay cache and rate limiter, and the ingest path the HTTP worker
-//! that read a delivery runs against them: verify, replay check, body checks,
-//! rate limit, then the durable write. No thread hand-off before the commit:
-//! the worker that holds the request does all of it. The keys and settings
-//! are an immutable snapshot, replaced whole when the tenant is reconfigured,
-//! so a delivery sees one consistent set. The gate lives as long as its
-//! tenant's actor runs (`actor.rs`), which restarts it after a panic.
+//! its replay cache ([`super::replay`]) and rate limiter, and the checks the
+//! HTTP worker that read a delivery runs against them: verify, replay check,
+//! body checks, contracts, rate limit; the durable write and what follows it
+//! is [`super::commit`]. No thread hand-off before the commit: the worker
+//! that holds the request does all of it. The keys and settings are an
+//! immutable snapshot, replaced whole when the tenant is reconfigured, so a
+//! delivery sees one consistent set. The gate lives as long as its tenant's
+//! actor runs (`actor.rs`), which restarts it after a panic.
 
 use std::{
     panic::AssertUnwindSafe,
     sync::{Arc, Mutex, PoisonError, RwLock},
-    time::Duration,
 };
 
 use actix_web::http::header::HeaderMap;
-use hookd_sdk::signature::{self, HeaderLookup, HeaderSource, Scheme, Secret, Verified};
-use moka::sync::Cache;
-use sha2::{Digest, Sha256};
+use hookd_sdk::signature::{self, HeaderLookup, HeaderSource, Secret};
 use tokio::sync::Notify;
 
 use super::{
+    commit::{Commit, Refusal, SenderFacts},
     messages::{Answer, Ingest, IngestOutcome},
+    replay::{content_idem_key, replay_cache, ReplayCache, ReplayKeys},
     validate::{validate_body, EventIdSource},
 };
 use crate::{
     clock::SharedClock,
     config::TenantSettings,
     contracts::Slot,
-    error::Error,
-    feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
-    ids::{DeliveryId, EventId, RequestId, TenantId},
+    feed::DeliveryFeed,
+    ids::{DeliveryId, EventId, TenantId},
     ingest::{BodyError, IngestError},
     metrics::{SenderMetrics, TypeOutcome},
     rate_limit::TokenBucket,
-    store::{
-        api::{blocking, Tenant},
-        records::EventMeta,
-        CommitOutcome, NewDelivery,
-    },
+    store::{api::Tenant, records::EventMeta, NewDelivery},
     telemetry::{
         spans::{self, ACTOR_SPAN, COMMIT_SPAN},
         Spans,
@@ -46,28 +41,6 @@ use crate::{
 
 /// Headers kept with a stored event so the forwarder can pass them on.
 const KEPT_HEADERS: [&str; 3] = ["content-type", "x-github-event", "x-shopify-topic"];
-
-/// Recently accepted deliveries: replay key -> (event id, first delivery id).
-/// Keys are hashed with foldhash, seeded per process: every key was signed
-/// with the tenant's secret before it is looked up or stored, so SipHash's
-/// protection against chosen keys buys nothing here and costs a hash per
-/// look-up and per insert.
-pub type ReplayCache = Cache<Vec<u8>, (EventId, DeliveryId), foldhash::fast::RandomState>;
-
-/// A tenant's replay cache: at most `capacity` keys, each kept twice the
-/// tenant's timestamp tolerance (at least a minute), past which a resend is
-/// refused as stale anyway. Full, it drops the least recently used key for
-/// every new one: moka's default policy (TinyLFU) admits a new key only if
-/// it looks more often used than the one it would evict, and a new
-/// delivery's key never does, so a full cache kept old deliveries and turned
-/// the newest away.
-pub fn replay_cache(capacity: u64, tolerance_secs: u64) -> ReplayCache {
-    Cache::builder()
-        .max_capacity(capacity)
-        .time_to_live(Duration::from_secs((tolerance_secs * 2).max(60)))
-        .eviction_policy(moka::policy::EvictionPolicy::lru())
-        .build_with_hasher(foldhash::fast::RandomState::default())
-}
 
 /// The rate limiter of `settings`, full, if it has one.
 fn full_limiter(settings: &TenantSettings, now_ms: i64) -> Option<TokenBucket> {
@@ -344,90 +317,6 @@ enum Prepared {
     },
 }
 
-/// A body a contract refused, with what it takes to find the event in the
-/// idempotency log: a resend of an event accepted before the contracts
-/// changed is a duplicate, never a refusal. The log is read on the
-/// blocking pool, off the HTTP worker (a database round trip on a shared
-/// store), and only on this path.
-struct Refusal {
-    error: BodyError,
-    event_type: Option<String>,
-    outcome: TypeOutcome,
-    event_id: EventId,
-    content_key: Option<Vec<u8>>,
-}
-
-impl Refusal {
-    /// The first delivery's answer, or the refusal (counted by event type).
-    async fn answer(
-        self,
-        data: Tenant,
-        senders: Option<Arc<SenderMetrics>>,
-    ) -> Result<IngestOutcome, IngestError> {
-        let Refusal {
-            error,
-            event_type,
-            outcome,
-            event_id,
-            content_key,
-        } = self;
-        let id_key = event_id.as_str().as_bytes().to_vec();
-        let first = blocking(move || {
-            let first = match data.idempotency(&id_key)? {
-                Some(first) => Some(first),
-                None => match content_key {
-                    Some(key) => data.idempotency(&key)?,
-                    None => None,
-                },
-            };
-            Ok(first)
-        })
-        .await;
-        match first {
-            Ok(Some(first)) => Ok(IngestOutcome {
-                event_id: first.event_id.unwrap_or(event_id),
-                delivery_id: first.delivery_id,
-                duplicate: true,
-            }),
-            Ok(None) => {
-                if let Some(senders) = senders {
-                    senders.event(event_type.as_deref(), outcome);
-                }
-                Err(error.into())
-            }
-            Err(e) => {
-                tracing::warn!(event_id = %event_id, error = %e, "idempotency log unreadable while refusing a body; answering the refusal");
-                Err(error.into())
-            }
-        }
-    }
-}
-
-/// What an accepted delivery tells about its sender, recorded once the
-/// delivery is durable.
-struct SenderFacts {
-    event_type: Option<String>,
-    /// hookd's clock minus the signed timestamp, for timestamped schemes.
-    skew_ms: Option<i64>,
-    now_ms: i64,
-}
-
-impl SenderFacts {
-    fn record(self, senders: Option<&SenderMetrics>, tenant: &str, tolerance_secs: u64) {
-        let Some(senders) = senders else { return };
-        senders.event(self.event_type.as_deref(), TypeOutcome::Accepted);
-        let Some(skew_ms) = self.skew_ms else { return };
-        if let Some(median) = senders.observe_skew(skew_ms, self.now_ms, tolerance_secs) {
-            tracing::warn!(
-                tenant = %tenant,
-                median_skew_secs = median,
-                tolerance_secs,
-                "the sender's clock is far from hookd's: the median skew of recent deliveries is past half the tolerance; check NTP on both sides"
-            );
-        }
-    }
-}
-
 impl Gate {
     /// Runs one delivery's checks on the calling thread; a refusal's lookup
     /// and a new delivery's commit are left to the caller (see [`Answer`]).
@@ -491,154 +380,6 @@ impl Gate {
     }
 }
 
-/// The durable half of one ingest, awaited by the worker once the checks
-/// passed: commit, then wake the dispatcher, publish, fill the replay cache.
-struct Commit {
-    data: Tenant,
-    replay: ReplayCache,
-    wake: Arc<Notify>,
-    events: DeliveryFeed,
-    tenant: TenantId,
-    request_id: RequestId,
-    span: opentelemetry::Context,
-    commit_span: opentelemetry::Context,
-    senders: Option<Arc<SenderMetrics>>,
-    tolerance_secs: u64,
-}
-
-impl Commit {
-    async fn run(
-        self,
-        item: NewDelivery,
-        replay_keys: ReplayKeys,
-        sender: SenderFacts,
-    ) -> Result<IngestOutcome, IngestError> {
-        let event_id = item.event_id.clone();
-        let new_id = item.meta.delivery_id.clone();
-        let received_at_ms = item.meta.received_at_ms;
-        let committed = self
-            .data
-            .commit(item)
-            .await
-            .map_err(|e| self.refused(&event_id, &new_id, e));
-        spans::end_ingest_span(&self.commit_span, committed.as_ref().err());
-        let outcome = match committed {
-            Ok(outcome) => outcome,
-            Err(e) => {
-                spans::end_ingest_span(&self.span, Some(&e));
-                return Err(e);
-            }
-        };
-        let (event_id, delivery_id, duplicate) = match outcome {
-            CommitOutcome::Accepted => {
-                sender.record(
-                    self.senders.as_deref(),
-                    self.tenant.as_str(),
-                    self.tolerance_secs,
-                );
-                self.wake.notify_one();
-                self.events.publish(DeliveryEvent {
-                    kind: DeliveryEventKind::Accepted,
-                    tenant: self.tenant.clone(),
-                    delivery_id: new_id.clone(),
-                    event_id: event_id.clone(),
-                    at_ms: received_at_ms,
-                    attempt: 0,
-                    status_code: None,
-                    reason: None,
-                });
-                (event_id, new_id, false)
-            }
-            CommitOutcome::Duplicate(first) => (event_id, first, true),
-            CommitOutcome::DuplicateOf(first, first_event_id) => (first_event_id, first, true),
-        };
-        for key in replay_keys.into_all() {
-            self.replay
-                .insert(key, (event_id.clone(), delivery_id.clone()));
-        }
-        spans::end_ingest_span(&self.span, None);
-        Ok(IngestOutcome {
-            event_id,
-            delivery_id,
-            duplicate,
-        })
-    }
-
-    /// Logs a write storage refused and says what the sender is told.
-    fn refused(&self, event_id: &EventId, new_id: &DeliveryId, e: Error) -> IngestError {
-        let (tenant, request_id) = (&self.tenant, &self.request_id);
-        // A poisoned store was logged loudly once by the committer.
-        if matches!(
-            e,
-            Error::SyncFailed(_)
-                | Error::BatchFailed(_)
-                | Error::StoragePoisoned
-                | Error::TenantDeleted(_)
-        ) {
-            tracing::warn!(tenant = %tenant, event_id = %event_id, delivery_id = %new_id, request_id = %request_id, error = %e, "durable write refused");
-        } else {
-            tracing::error!(tenant = %tenant, event_id = %event_id, delivery_id = %new_id, request_id = %request_id, error = %e, "durable write failed");
-        }
-        match e {
-            Error::TenantDeleted(_) => IngestError::TenantDeleted(tenant.clone()),
-            _ => IngestError::StorageUnavailable,
-        }
-    }
-}
-
-/// The replay-cache keys of one verified delivery: its signed event-id
-/// header, and a digest of what the signature covers. Schemes with a signed
-/// timestamp need only one (their tolerance bounds replays); schemes without
-/// one (GitHub, Shopify) sign neither the timestamp nor the id header, so a
-/// captured delivery resent under a fresh id header must still be caught by
-/// the content digest, in the cache and in the durable idempotency log.
-struct ReplayKeys {
-    id: Option<Vec<u8>>,
-    content: Option<Vec<u8>>,
-}
-
-impl ReplayKeys {
-    fn of(scheme: Scheme, verified: &Verified, body: &[u8]) -> ReplayKeys {
-        let content = || [b"sig:".as_slice(), &content_digest(scheme, verified, body)].concat();
-        let id = verified
-            .header_event_id
-            .as_ref()
-            .map(|id| [b"id:".as_slice(), id.as_bytes()].concat());
-        let content = match (&id, scheme.has_timestamp()) {
-            (Some(_), true) => None,
-            _ => Some(content()),
-        };
-        ReplayKeys { id, content }
-    }
-
-    fn all(&self) -> impl Iterator<Item = &Vec<u8>> {
-        self.id.iter().chain(&self.content)
-    }
-
-    fn into_all(self) -> impl Iterator<Item = Vec<u8>> {
-        self.id.into_iter().chain(self.content)
-    }
-}
-
-/// SHA-256 over the scheme, the key that matched and the digest of the
-/// signed bytes: the same for every resend of one signed delivery, whatever
-/// unsigned headers come with it.
-fn content_digest(scheme: Scheme, verified: &Verified, body: &[u8]) -> [u8; 32] {
-    let mut digest = Sha256::new();
-    for part in [scheme.as_str().as_bytes(), verified.kid.as_bytes()] {
-        digest.update(part);
-        digest.update([0]);
-    }
-    digest.update(verified.signature_digest(body));
-    digest.finalize().into()
-}
-
-/// The idempotency-log key of a content digest: it starts with a NUL byte,
-/// which no valid event id contains, so the two key spaces never meet.
-fn content_idem_key(replay_key: &[u8]) -> Vec<u8> {
-    [b"\0".as_slice(), replay_key].concat()
-}
-
 /// Case-insensitive header access for the verifier.
 struct Headers<'a>(&'a HeaderMap);
 
@@ -665,12 +406,13 @@ impl HeaderSource for Headers<'_> {
 #[cfg(test)]
 mod tests {
     use actix_web::http::header::{HeaderName, HeaderValue};
-    use hookd_sdk::signature::sign;
+    use hookd_sdk::signature::{sign, Scheme};
 
     use super::*;
     use crate::{
         clock::ManualClock,
         config::TenantConfig,
+        ids::RequestId,
         store::{api::Storage, Store},
     };
 

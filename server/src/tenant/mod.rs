@@ -3,11 +3,14 @@
 //! delivery passes inside its tenant.
 
 mod actor;
+mod commit;
 mod gate;
 pub mod messages;
 mod registry;
+mod replay;
 mod slot;
 mod validate;
 
-pub use gate::{replay_cache, Gate, ReplayCache};
+pub use gate::Gate;
 pub use registry::{Registry, TenantHandle};
+pub use replay::{replay_cache, ReplayCache};
