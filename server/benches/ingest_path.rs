@@ -22,13 +22,14 @@ use hookd_server::{
     config::TenantConfig,
     feed::DeliveryFeed,
     ids::{DeliveryId, EventId, RequestId, TenantId},
+    ingest::Ingest,
     store::{
         api::{Storage, TenantData},
         records::EventMeta,
         NewDelivery, Store,
     },
     telemetry::Spans,
-    tenant::{messages::Ingest, Gate},
+    tenant::Gate,
 };
 use tokio::sync::Notify;
 

@@ -11,10 +11,10 @@ use super::{body::BodyBuffer, rejected, request_id_of, AppState, EdgeLimits};
 use crate::{
     error::{ApiError, ErrorCode},
     ids::RequestId,
-    ingest::IngestOutcome,
+    ingest::{Ingest, IngestOutcome},
     metrics::{window::Counted, IngestResult},
     telemetry::spans::{self, IngestRecord},
-    tenant::{messages::Ingest, Registry, TenantHandle},
+    tenant::{Registry, TenantHandle},
 };
 
 /// The ingest handler: one `hookd.ingest` span, one log line and the

@@ -7,15 +7,12 @@ use std::sync::Arc;
 
 use tokio::sync::Notify;
 
-use super::{
-    messages::IngestOutcome,
-    replay::{ReplayCache, ReplayKeys},
-};
+use super::replay::{ReplayCache, ReplayKeys};
 use crate::{
     error::Error,
     feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
     ids::{DeliveryId, EventId, RequestId, TenantId},
-    ingest::{BodyError, IngestError},
+    ingest::{BodyError, IngestError, IngestOutcome},
     metrics::{SenderMetrics, TypeOutcome},
     store::{
         api::{blocking, Tenant},

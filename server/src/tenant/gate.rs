@@ -19,7 +19,6 @@ use tokio::sync::Notify;
 
 use super::{
     commit::{Commit, Refusal, SenderFacts},
-    messages::{Answer, Ingest, IngestOutcome},
     replay::{content_idem_key, replay_cache, ReplayCache, ReplayKeys},
     validate::{validate_body, EventIdSource},
 };
@@ -29,7 +28,7 @@ use crate::{
     contracts::Slot,
     feed::DeliveryFeed,
     ids::{DeliveryId, EventId, TenantId},
-    ingest::{BodyError, IngestError},
+    ingest::{Answer, BodyError, Ingest, IngestError, IngestOutcome},
     metrics::{SenderMetrics, TypeOutcome},
     rate_limit::TokenBucket,
     store::{api::Tenant, records::EventMeta, NewDelivery},

@@ -5,7 +5,6 @@
 mod actor;
 mod commit;
 mod gate;
-pub mod messages;
 mod registry;
 mod replay;
 mod slot;

@@ -11,10 +11,7 @@ use actix::ArbiterHandle;
 use futures_util::future::AbortHandle;
 use tokio::sync::Notify;
 
-use super::{
-    messages::{Answer, Ingest},
-    slot::{ActorParts, ActorSlot},
-};
+use super::slot::{ActorParts, ActorSlot};
 use crate::{
     catalog::contracts::ContractStore,
     clock::SharedClock,
@@ -24,6 +21,7 @@ use crate::{
     feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
     forward::{Dispatcher, DispatcherParts, ForwardRuntime, LeaseTerms},
     ids::{DeliveryId, TenantId},
+    ingest::{Answer, Ingest},
     metrics::TenantMetrics,
     rate_limit::RefusalBudget,
     store::api::{Shared, Tenant},

@@ -12,11 +12,16 @@ use tokio::sync::Notify;
 use super::{
     actor::{Panicked, TenantActor},
     gate::Gate,
-    messages::{Answer, Ingest},
 };
 use crate::{
-    clock::SharedClock, config::TenantSettings, contracts::Slot, feed::DeliveryFeed,
-    metrics::SenderMetrics, store::api::Tenant, telemetry::Spans,
+    clock::SharedClock,
+    config::TenantSettings,
+    contracts::Slot,
+    feed::DeliveryFeed,
+    ingest::{Answer, Ingest},
+    metrics::SenderMetrics,
+    store::api::Tenant,
+    telemetry::Spans,
 };
 
 /// Everything a tenant's gate is built from, apart from its settings.
