@@ -98,6 +98,19 @@ pub(crate) fn redeliverable(state: &DeliveryState, delivery_id: &DeliveryId) -> 
     }
 }
 
+/// One attempt and what it leads to, as each engine's `settle` applies it
+/// (through [`settled`]).
+pub(crate) struct Outcome<'a> {
+    /// The attempt as recorded.
+    pub(crate) attempt: &'a AttemptRecord,
+    /// What it leads to.
+    pub(crate) next: &'a Next,
+    /// The sequence number of a retry's queue key.
+    pub(crate) retry_seq: u64,
+    /// When it ended (Unix ms).
+    pub(crate) now_ms: i64,
+}
+
 /// The consequence of `attempt` leading to `next` for a delivery in `state`.
 pub(crate) fn settled(
     mut state: DeliveryState,

@@ -12,6 +12,7 @@
 
 mod committer;
 mod connect;
+mod delivery_rows;
 mod migrate;
 mod pull;
 mod redirects;

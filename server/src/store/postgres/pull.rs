@@ -8,9 +8,10 @@
 use std::collections::HashSet;
 
 use super::{
-    db_now_ms, pg,
-    tenant::{delete_queue, insert_queue, load_event, lock_state, put_state},
-    transitions::{claim, settle, Outcome},
+    db_now_ms,
+    delivery_rows::{delete_queue, insert_queue, load_event, lock_state, put_state},
+    pg,
+    transitions::{claim, settle},
     Db,
 };
 use crate::{
@@ -18,7 +19,7 @@ use crate::{
     ids::DeliveryId,
     store::{
         api::PullRequest,
-        lifecycle::unacknowledged,
+        lifecycle::{unacknowledged, Outcome},
         records::{queue_key, queue_key_due_ms, time_key, DeliveryStatus, StoredEvent},
     },
 };

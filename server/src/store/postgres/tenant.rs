@@ -1,5 +1,5 @@
-//! One tenant's deliveries on PostgreSQL: reads, and the row helpers every
-//! change uses. Every change of one delivery is a transaction that first
+//! One tenant's deliveries on PostgreSQL: its `TenantData` and the reads
+//! (the row helpers are [`super::delivery_rows`]). Every change of one delivery is a transaction that first
 //! locks the delivery's state row (`FOR UPDATE`) and then its queue entry
 //! and the rest, the same order everywhere (see [`super::transitions`]),
 //! so concurrent writers in any process serialise on the delivery
@@ -17,7 +17,9 @@ use futures_util::{future::BoxFuture, FutureExt};
 use tokio_postgres::GenericClient;
 
 use super::{
-    block_on, committer, pg,
+    block_on, committer,
+    delivery_rows::{decoded_row, delete_queue, load_event, lock_state},
+    pg,
     transitions::{self, redeliver},
     Db,
 };
@@ -32,7 +34,7 @@ use crate::{
         lifecycle::{Next, Swept},
         records::RedirectRecord,
         records::{
-            decode, encode, queue_key, queue_key_due_ms, AttemptRecord, DeadLetter, DeliveryState,
+            decode, queue_key, queue_key_due_ms, AttemptRecord, DeadLetter, DeliveryState,
             DeliveryStatus, IdempotencyRecord, StoredEvent,
         },
         CommitOutcome, NewDelivery,
@@ -99,93 +101,6 @@ impl PgTenant {
             work(self.db.clone(), self.tenant.to_string()),
         )
     }
-}
-
-/// The delivery's state, its row locked until the transaction ends.
-pub(super) async fn lock_state(
-    tx: &impl GenericClient,
-    tenant: &str,
-    id: &str,
-) -> Result<Option<DeliveryState>> {
-    decoded_row(
-        tx,
-        "SELECT state FROM hookd_states WHERE tenant = $1 AND delivery_id = $2 FOR UPDATE",
-        tenant,
-        id,
-        decode,
-    )
-    .await
-}
-
-/// The record in the one column `sql` selects for a tenant's delivery,
-/// decoded.
-async fn decoded_row<T>(
-    client: &impl GenericClient,
-    sql: &str,
-    tenant: &str,
-    id: &str,
-    decode: impl FnOnce(&[u8]) -> Result<T>,
-) -> Result<Option<T>> {
-    let row = client.query_opt(sql, &[&tenant, &id]).await.map_err(pg)?;
-    row.map(|r| decode(r.get::<_, &[u8]>(0))).transpose()
-}
-
-/// Writes a delivery's state.
-pub(super) async fn put_state(
-    tx: &impl GenericClient,
-    tenant: &str,
-    id: &str,
-    state: &DeliveryState,
-) -> Result<()> {
-    tx.execute(
-        "INSERT INTO hookd_states (tenant, delivery_id, status, state) VALUES ($1, $2, $3, $4) \
-         ON CONFLICT (tenant, delivery_id) DO UPDATE SET status = EXCLUDED.status, state = EXCLUDED.state",
-        &[&tenant, &id, &state.status.as_str(), &encode(state)],
-    )
-    .await
-    .map_err(pg)?;
-    Ok(())
-}
-
-pub(super) async fn delete_queue(tx: &impl GenericClient, tenant: &str, key: &[u8]) -> Result<()> {
-    tx.execute(
-        "DELETE FROM hookd_queue WHERE tenant = $1 AND qkey = $2",
-        &[&tenant, &key],
-    )
-    .await
-    .map_err(pg)?;
-    Ok(())
-}
-
-pub(super) async fn insert_queue(
-    tx: &impl GenericClient,
-    tenant: &str,
-    key: &[u8],
-    id: &str,
-) -> Result<()> {
-    tx.execute(
-        "INSERT INTO hookd_queue (tenant, qkey, delivery_id) VALUES ($1, $2, $3)",
-        &[&tenant, &key, &id],
-    )
-    .await
-    .map_err(pg)?;
-    Ok(())
-}
-
-/// The stored event of a delivery.
-pub(super) async fn load_event(
-    client: &impl GenericClient,
-    tenant: &str,
-    id: &str,
-) -> Result<Option<StoredEvent>> {
-    decoded_row(
-        client,
-        "SELECT event FROM hookd_events WHERE tenant = $1 AND delivery_id = $2",
-        tenant,
-        id,
-        StoredEvent::decode,
-    )
-    .await
 }
 
 impl TenantData for PgTenant {

@@ -8,16 +8,15 @@
 use tokio_postgres::GenericClient;
 
 use super::{
-    pg, retrying,
-    tenant::{delete_queue, insert_queue, load_event, lock_state, put_state},
-    Db,
+    delivery_rows::{delete_queue, insert_queue, load_event, lock_state, put_state},
+    pg, retrying, Db,
 };
 use crate::{
     error::{Error, Result},
     ids::DeliveryId,
     store::{
         api::Fence,
-        lifecycle::{redeliverable, redelivery, settled, Next, Redelivery},
+        lifecycle::{redeliverable, redelivery, settled, Next, Outcome, Redelivery},
         records::{encode, AttemptRecord, DeliveryState, DeliveryStatus, StoredEvent},
     },
 };
@@ -75,14 +74,6 @@ pub(super) async fn claim(
             Ok(None)
         }
     }
-}
-
-/// What an attempt leads to, as [`settle`] applies it.
-pub(super) struct Outcome<'a> {
-    pub(super) attempt: &'a AttemptRecord,
-    pub(super) next: &'a Next,
-    pub(super) retry_seq: u64,
-    pub(super) now_ms: i64,
 }
 
 /// Writes an attempt and what follows from it for a delivery that

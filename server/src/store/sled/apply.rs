@@ -5,13 +5,18 @@
 use sled::{transaction::TransactionError, Transactional};
 
 use super::{
-    api::CommitOutcome,
-    committer::Write,
+    api::{CommitOutcome, NewDelivery},
     gauges::Tally,
     records::{decode, encode, queue_key, DeliveryState, IdempotencyRecord, StoredEvent},
     TenantTrees,
 };
 use crate::error::{Error, Result};
+
+/// A delivery on its way to the committer, with the tenant it is for.
+pub(super) struct Write {
+    pub(super) trees: TenantTrees,
+    pub(super) delivery: NewDelivery,
+}
 
 /// Applies `items`; the inner results are per item (the writes of a
 /// tenant whose data was dropped fail with [`Error::TenantDeleted`]), the

@@ -23,7 +23,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::{
     api::{CommitOutcome, NewDelivery},
-    apply::apply_isolated,
+    apply::{apply_isolated, Write},
     sync::{SharedSync, Syncer},
     TenantTrees,
 };
@@ -31,12 +31,6 @@ use crate::error::{Error, Result};
 
 /// Writes waiting for the committer; a full queue makes senders wait.
 const QUEUE_CAPACITY: usize = 8192;
-
-/// A delivery on its way to the committer, with the tenant it is for.
-pub(super) struct Write {
-    pub(super) trees: TenantTrees,
-    pub(super) delivery: NewDelivery,
-}
 
 /// What the committer is asked to do.
 enum Request {

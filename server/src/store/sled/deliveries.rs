@@ -16,7 +16,7 @@ pub use retention::sweep;
 use super::{
     gauges::{Delta, Tally},
     keyspace::TxKeyspace,
-    lifecycle::{redeliverable, redelivery, settled, Next, Redelivery},
+    lifecycle::{redeliverable, redelivery, settled, Next, Outcome, Redelivery},
     records::{
         attempt_key, decode, encode, queue_key, AttemptRecord, DeadLetter, DeliveryState,
         DeliveryStatus, StoredEvent,
@@ -121,14 +121,6 @@ pub fn record_attempt(
         })
         .map_err(flatten)?;
     Ok(counted(trees, result))
-}
-
-/// The result of one attempt, as [`settle`] applies it.
-struct Outcome<'a> {
-    attempt: &'a AttemptRecord,
-    next: &'a Next,
-    retry_seq: u64,
-    now_ms: i64,
 }
 
 /// The trees an attempt's outcome touches, inside a transaction, and the
