@@ -7,7 +7,7 @@
 
 use std::{
     collections::HashMap,
-    sync::{Arc, Mutex},
+    sync::{Arc, RwLock},
 };
 
 use tokio::sync::broadcast;
@@ -45,7 +45,7 @@ pub struct DeliveryFeed {
     all: broadcast::Sender<DeliveryEvent>,
     /// The channels of tenants someone watches (or watched since their
     /// last event).
-    tenants: Arc<Mutex<HashMap<TenantId, broadcast::Sender<DeliveryEvent>>>>,
+    tenants: Arc<RwLock<HashMap<TenantId, broadcast::Sender<DeliveryEvent>>>>,
     capacity: usize,
 }
 
@@ -62,12 +62,22 @@ impl DeliveryFeed {
     /// Publishes, whether or not anyone watches; a tenant channel nobody
     /// watches any more is dropped here.
     pub fn publish(&self, event: DeliveryEvent) {
-        {
-            let mut tenants = self.tenants.lock().expect("feed lock");
-            if let Some(channel) = tenants.get(&event.tenant) {
-                if channel.send(event.clone()).is_err() {
-                    tenants.remove(&event.tenant);
-                }
+        // Every accepted delivery passes here: a read lock, so HTTP workers
+        // publishing at once never wait on each other; the write lock only
+        // to forget a channel whose last watcher left.
+        let unwatched = {
+            let tenants = self.tenants.read().expect("feed lock");
+            tenants
+                .get(&event.tenant)
+                .is_some_and(|channel| channel.send(event.clone()).is_err())
+        };
+        if unwatched {
+            let mut tenants = self.tenants.write().expect("feed lock");
+            if tenants
+                .get(&event.tenant)
+                .is_some_and(|channel| channel.receiver_count() == 0)
+            {
+                tenants.remove(&event.tenant);
             }
         }
         let _ = self.all.send(event);
@@ -81,7 +91,7 @@ impl DeliveryFeed {
     /// A new watcher of `tenant` alone, seeing its events from now on; it
     /// sees the channel close when the tenant is deleted ([`Self::close`]).
     pub fn subscribe_tenant(&self, tenant: &TenantId) -> broadcast::Receiver<DeliveryEvent> {
-        let mut tenants = self.tenants.lock().expect("feed lock");
+        let mut tenants = self.tenants.write().expect("feed lock");
         tenants
             .entry(tenant.clone())
             .or_insert_with(|| broadcast::channel(self.capacity).0)
@@ -91,7 +101,7 @@ impl DeliveryFeed {
     /// Closes `tenant`'s channel: its watchers end, and a tenant made anew
     /// under the same id gets a channel of its own.
     pub fn close(&self, tenant: &TenantId) {
-        self.tenants.lock().expect("feed lock").remove(tenant);
+        self.tenants.write().expect("feed lock").remove(tenant);
     }
 }
 
