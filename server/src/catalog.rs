@@ -15,6 +15,7 @@
 //! created under a used id starts with no data of the one before.
 
 pub mod contracts;
+mod in_force;
 pub(crate) mod known;
 mod record;
 mod sealed;
@@ -28,6 +29,7 @@ use rand::RngCore;
 use secrecy::SecretString;
 use zeroize::Zeroizing;
 
+pub use in_force::assemble;
 pub use record::{StoredTenant, TenantRecord};
 pub use tokens::TokenRecord;
 

@@ -8,7 +8,6 @@ mod budget;
 mod check;
 mod compile;
 mod cost;
-mod saved;
 #[cfg(test)]
 mod tests;
 
@@ -26,7 +25,6 @@ pub use compile::{
 pub use cost::{
     MAX_EXPANDED_NODES, MAX_PATTERNS, MAX_PATTERN_LEN, MAX_REF_DEPTH, MAX_SCHEMA_NODES,
 };
-pub use saved::assemble;
 use serde::{Deserialize, Serialize};
 
 use crate::ids::TenantId;

@@ -13,10 +13,10 @@ use tokio::sync::Notify;
 
 use super::slot::{ActorParts, ActorSlot};
 use crate::{
-    catalog::contracts::ContractStore,
+    catalog::{self, contracts::ContractStore},
     clock::SharedClock,
     config::{RateLimitConfig, TenantSettings},
-    contracts::{self, Book, Contract, TenantContracts},
+    contracts::{Book, Contract, TenantContracts},
     error::{Error, Result},
     feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
     forward::{Dispatcher, DispatcherParts, ForwardRuntime, LeaseTerms},
@@ -254,7 +254,7 @@ impl Registry {
     }
 
     /// The contracts of `settings`' tenant as saved now, reusing those
-    /// `previous` compiled and `fresh` (see [`contracts::assemble`]).
+    /// `previous` compiled and `fresh` (see [`catalog::assemble`]).
     fn compiled_contracts(
         &self,
         settings: &TenantSettings,
@@ -266,7 +266,7 @@ impl Registry {
             tracing::error!(tenant = %settings.id, error = %e, "saved contracts cannot be read; only the config file's are in force");
             Vec::new()
         });
-        contracts::assemble(&settings.id, &settings.contracts, saved, previous, fresh)
+        catalog::assemble(&settings.id, &settings.contracts, saved, previous, fresh)
     }
 
     /// Puts a running tenant's saved contracts in force after a change,

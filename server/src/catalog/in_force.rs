@@ -6,8 +6,11 @@
 
 use std::sync::Arc;
 
-use super::{ConfigContracts, Contract, ContractSource, ContractSpec, TenantContracts};
-use crate::{catalog::contracts::ContractRecord, ids::TenantId};
+use super::contracts::ContractRecord;
+use crate::{
+    contracts::{ConfigContracts, Contract, ContractSource, ContractSpec, TenantContracts},
+    ids::TenantId,
+};
 
 /// The set of `tenant` from `config` and its `saved` contracts, reusing
 /// what `previous` compiled and `fresh` (the contract just saved, compiled
