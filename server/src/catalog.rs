@@ -15,9 +15,11 @@
 //! created under a used id starts with no data of the one before.
 
 pub mod contracts;
+pub mod follow;
 mod in_force;
 pub(crate) mod known;
 mod record;
+mod resolve;
 mod sealed;
 mod tokens;
 
@@ -31,6 +33,7 @@ use zeroize::Zeroizing;
 
 pub use in_force::assemble;
 pub use record::{StoredTenant, TenantRecord};
+pub use resolve::{Resolver, Unrunnable};
 pub use tokens::TokenRecord;
 
 use crate::{

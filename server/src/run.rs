@@ -15,14 +15,14 @@ use opentelemetry_sdk::trace::SdkTracerProvider;
 use self::serve::{Serving, Tls};
 
 mod background;
-mod follow;
 mod serve;
 
-use self::follow::Follower;
-
 use crate::{
-    admin::{Backend, BackendLimits},
-    catalog::{effective_config, Catalog},
+    admin::Backend,
+    catalog::{
+        follow::{start_stored, Follower},
+        Catalog, Resolver,
+    },
     clock::SharedClock,
     config::{parse_addr, Config, StorageBackend, TenantSettings},
     egress::AddressPolicy,
@@ -231,6 +231,7 @@ pub(crate) fn start_tenants(
     let key = MasterKey::load(&config.keys, &config.data_dir)?;
     let admin_token = load_admin_token(&config.keys, &config.data_dir)?;
     let address_policy = Arc::new(AddressPolicy::new(config.forward.allow_networks.clone()));
+    let resolver = Resolver::new(config.limits.tenant_max_body_bytes, address_policy);
     let config_ids: HashSet<String> = tenants.iter().map(|t| t.id.to_string()).collect();
     let catalog = Catalog::open(registry.store().clone(), key, config_ids.clone())?;
     for tenant in tenants {
@@ -240,25 +241,19 @@ pub(crate) fn start_tenants(
     // taken before the stored tenants are read: a change another process
     // makes while they start is newer than it, so the first poll applies it.
     let follower = Follower::new(
-        registry.clone(),
+        Arc::new(registry.clone()),
+        registry.store().clone(),
         catalog.clone(),
-        config.limits.tenant_max_body_bytes,
-        address_policy.clone(),
+        resolver.clone(),
     )?;
     for id in catalog.ids()? {
         if config_ids.contains(&id) {
             tracing::warn!(tenant = %id, "tenant is both in the config file and created over the API; the config file wins");
             continue;
         }
-        if let Err(reason) = start_stored(
-            &catalog,
-            registry,
-            &id,
-            config.limits.tenant_max_body_bytes,
-            &address_policy,
-        ) {
+        if let Err(reason) = start_stored(registry, &resolver, &catalog, &id) {
             tracing::error!(tenant = %id, reason = %reason, "stored tenant cannot start and is skipped; its deliveries get 503 TENANT_UNAVAILABLE until UpdateTenant fixes it or it is deleted");
-            registry.mark_unavailable(&id, reason);
+            registry.mark_unavailable(&id, reason.to_string());
         }
     }
     let backend = Backend::new(
@@ -266,43 +261,8 @@ pub(crate) fn start_tenants(
         catalog,
         config_ids,
         admin_token,
-        BackendLimits {
-            body_cap: config.limits.tenant_max_body_bytes,
-            watches_per_token: config.grpc.watch_streams_per_token,
-        },
-        address_policy,
+        resolver,
+        config.grpc.watch_streams_per_token,
     );
     Ok((backend, follower))
-}
-
-/// The settings of a tenant stored in the catalog (`None`: gone), or why
-/// it cannot run.
-pub(crate) fn stored_settings(
-    catalog: &Catalog,
-    id: &str,
-    body_cap: usize,
-    address_policy: &Arc<AddressPolicy>,
-) -> std::result::Result<Option<TenantSettings>, String> {
-    match catalog.get(id) {
-        Ok(Some((record, secrets))) => effective_config(&record, &secrets)
-            .resolve_under(body_cap)
-            .map(|settings| Some(settings.with_address_policy(address_policy))),
-        Ok(None) => Ok(None),
-        Err(e) => Err(format!("stored record cannot be read: {e}")),
-    }
-}
-
-/// Starts (or restarts) a tenant stored in the catalog; a tenant no longer
-/// stored is left alone.
-pub(crate) fn start_stored(
-    catalog: &Catalog,
-    registry: &Registry,
-    id: &str,
-    body_cap: usize,
-    address_policy: &Arc<AddressPolicy>,
-) -> std::result::Result<(), String> {
-    match stored_settings(catalog, id, body_cap, address_policy)? {
-        Some(settings) => registry.start_tenant(settings).map_err(|e| e.to_string()),
-        None => Ok(()),
-    }
 }

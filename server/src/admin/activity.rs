@@ -67,8 +67,8 @@ impl Backend {
             None => None,
         };
         let own_label = handle.metrics.label() == tenant_id;
-        let breaker_open =
-            (own_label && handle.settings.forward.is_some()).then(|| handle.metrics.breaker_open());
+        let breaker_open = (own_label && handle.settings().forward.is_some())
+            .then(|| handle.metrics.breaker_open());
         let rejections = self.registry.store().rejections().map_err(api)?;
         let now = self.now_ms();
         let telemetry = self.registry.telemetry();

@@ -40,7 +40,7 @@ impl Backend {
         version: Option<&str>,
     ) -> ApiResult<()> {
         if handle
-            .settings
+            .settings()
             .contracts
             .contracts
             .iter()
@@ -88,14 +88,14 @@ impl Backend {
             revision: 0,
             updated_at_ms: self.now_ms(),
         };
-        let checked = Contract::compile(spec.clone(), &handle.settings.contracts.policy, source)
+        let checked = Contract::compile(spec.clone(), &handle.settings().contracts.policy, source)
             .map_err(|e| ApiError::InvalidArgument(format!("contract.{e}")))?;
         let record = self
             .registry
             .saved_contracts()
             .map_err(api)?
             .put(
-                &handle.settings.id,
+                &handle.settings().id,
                 NewContract {
                     event_type: spec.event_type,
                     version: spec.version,
@@ -134,7 +134,7 @@ impl Backend {
             .registry
             .saved_contracts()
             .map_err(api)?
-            .delete(&handle.settings.id, event_type, version)
+            .delete(&handle.settings().id, event_type, version)
             .map_err(api)?;
         if !removed {
             return Err(no_contract(event_type, version));

@@ -183,7 +183,7 @@ impl Backend {
             max: max as usize,
             max_bytes: hookd_proto::PULL_RESPONSE_BUDGET_BYTES,
             visibility_ms: i64::from(visibility_secs) * 1000,
-            window_ms: handle.settings.retry_window_ms,
+            window_ms: handle.settings().retry_window_ms,
             now_ms: self.now_ms(),
         };
         let pulled = blocking(move || handle.data.pull(request).map_err(api)).await;
@@ -224,7 +224,7 @@ impl Backend {
     /// A tenant in pull mode: one with a destination is served by hookd.
     fn pull_tenant(&self, tenant_id: &str) -> ApiResult<TenantHandle> {
         let handle = self.tenant(tenant_id)?;
-        if handle.settings.forward.is_some() {
+        if handle.settings().forward.is_some() {
             return Err(ApiError::FailedPrecondition(format!(
                 "tenant {tenant_id} forwards to a destination; only pull-mode tenants can be pulled"
             )));

@@ -25,16 +25,11 @@ use hookd_control::{
 use secrecy::{ExposeSecret, SecretString};
 use subtle::ConstantTimeEq;
 
-use crate::{catalog::Catalog, egress::AddressPolicy, error::Error, tenant::Registry};
-
-/// The operator's caps a [`Backend`] enforces.
-#[derive(Debug, Clone, Copy)]
-pub struct BackendLimits {
-    /// The cap on a tenant's `max_body_bytes` (`limits.tenant_max_body_bytes`).
-    pub body_cap: usize,
-    /// Most WatchDeliveries streams per token (`grpc.watch_streams_per_token`).
-    pub watches_per_token: usize,
-}
+use crate::{
+    catalog::{Catalog, Resolver},
+    error::Error,
+    tenant::Registry,
+};
 
 /// Implements the control plane over the running server. Cheap to clone:
 /// a clone carries a call's storage work to the blocking pool.
@@ -45,10 +40,8 @@ pub struct Backend {
     /// Tenants declared in the config file: read-only over the API.
     config_tenants: Arc<HashSet<String>>,
     admin_token: SecretString,
-    /// The operator's cap on a tenant's `max_body_bytes`.
-    body_cap: usize,
-    /// Where destinations set over the API may point.
-    address_policy: Arc<AddressPolicy>,
+    /// Stored tenants to running settings, under the operator's caps.
+    resolver: Resolver,
     /// Bumped when a token is revoked or a tenant deleted: open watches
     /// re-check their token.
     revocations: Arc<tokio::sync::watch::Sender<u64>>,
@@ -58,25 +51,25 @@ pub struct Backend {
 
 impl Backend {
     /// A backend over `registry`; `config_tenants` are the ids declared in
-    /// the config file; destinations set over the API obey `address_policy`;
-    /// one token holds at most `watches_per_token` WatchDeliveries streams.
+    /// the config file; stored tenants run as `resolver` has them (its
+    /// address policy holds destinations set over the API); one token holds
+    /// at most `watches_per_token` WatchDeliveries streams.
     pub fn new(
         registry: Registry,
         catalog: Catalog,
         config_tenants: HashSet<String>,
         admin_token: SecretString,
-        limits: BackendLimits,
-        address_policy: Arc<AddressPolicy>,
+        resolver: Resolver,
+        watches_per_token: usize,
     ) -> Self {
         Backend {
             registry,
             catalog,
             config_tenants: Arc::new(config_tenants),
             admin_token,
-            body_cap: limits.body_cap,
-            address_policy,
+            resolver,
             revocations: Arc::new(tokio::sync::watch::channel(0).0),
-            watches_per_token: limits.watches_per_token,
+            watches_per_token,
         }
     }
 

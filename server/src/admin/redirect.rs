@@ -58,7 +58,8 @@ impl Backend {
         url: &str,
     ) -> ApiResult<AttemptView> {
         let handle = self.tenant(tenant_id)?;
-        let Some(forward) = handle.settings.forward.as_ref() else {
+        let settings = handle.settings();
+        let Some(forward) = settings.forward.as_ref() else {
             return Err(ApiError::FailedPrecondition(format!(
                 "tenant {tenant_id} is in pull mode and has no destination secret to sign with"
             )));
@@ -68,11 +69,13 @@ impl Backend {
         let event = self.blocking(move |b| b.stored_event(&tenant, &id)).await?;
         let mut settings = forward.clone();
         settings.url = target.to_string();
-        settings.address_policy = Some(self.address_policy.clone());
+        settings.address_policy = Some(self.resolver.address_policy().clone());
         let client = reqwest::Client::builder()
             .connect_timeout(settings.connect_timeout)
             .redirect(reqwest::redirect::Policy::none())
-            .dns_resolver(Arc::new(GuardedResolver::new(self.address_policy.clone())))
+            .dns_resolver(Arc::new(GuardedResolver::new(
+                self.resolver.address_policy().clone(),
+            )))
             .no_proxy()
             .user_agent(concat!("hookd/", env!("CARGO_PKG_VERSION")))
             .build()
@@ -126,7 +129,8 @@ impl Backend {
                 "url: must start with http:// or https://".into(),
             ));
         }
-        self.address_policy
+        self.resolver
+            .address_policy()
             .check_url(&target)
             .map_err(|e| ApiError::InvalidArgument(format!("url: {}", e.refusal())))?;
         Ok(target)

@@ -13,10 +13,18 @@ use secrecy::ExposeSecret;
 
 use super::{api, Backend};
 use crate::{
-    catalog::{effective_config, SecretSet, StoredTenant, TenantRecord},
+    catalog::{SecretSet, StoredTenant, TenantRecord},
     config::{RateLimitConfig, TenantSettings},
     ids::TenantId,
 };
+
+/// What a change to a stored tenant touched.
+enum Changed {
+    /// Its settings (an update): in force in place, its dispatcher restarted.
+    Settings,
+    /// Only its secrets (a rotation, a revocation).
+    Secrets,
+}
 
 /// Overlap of a rotated secret when the caller gives none: 24 h.
 const DEFAULT_OVERLAP_SECS: u64 = 86_400;
@@ -43,10 +51,9 @@ impl Backend {
 
     /// The settings a stored tenant runs with, or why they are invalid.
     fn settings_of(&self, record: &TenantRecord, secrets: &SecretSet) -> ApiResult<TenantSettings> {
-        Ok(effective_config(record, secrets)
-            .resolve_under(self.body_cap)
-            .map_err(|e| ApiError::InvalidArgument(api_field_names(&e)))?
-            .with_address_policy(&self.address_policy))
+        self.resolver
+            .settings(record, secrets)
+            .map_err(|e| ApiError::InvalidArgument(api_field_names(&e.to_string())))
     }
 
     /// Validates, stores (only if its id is free) and starts a new tenant.
@@ -57,21 +64,21 @@ impl Backend {
         Ok(settings)
     }
 
-    /// Validates, persists and (re)starts a stored tenant.
+    /// Validates and persists a stored tenant's new settings (`Settings`)
+    /// or secrets (`Secrets`), then has its actor put them in force.
     fn apply(
         &self,
         record: &TenantRecord,
         secrets: &SecretSet,
-        restart: bool,
+        change: Changed,
     ) -> ApiResult<TenantSettings> {
         let settings = self.settings_of(record, secrets)?;
         self.catalog.put(record, secrets).map_err(api)?;
-        let started = if restart {
-            self.registry.start_tenant(settings.clone())
-        } else {
-            self.registry.reconfigure(settings.clone())
+        let applied = match change {
+            Changed::Settings => self.registry.start_tenant(settings.clone()),
+            Changed::Secrets => self.registry.reconfigure(settings.clone()),
         };
-        started.map_err(api)?;
+        applied.map_err(api)?;
         Ok(settings)
     }
 
@@ -82,7 +89,8 @@ impl Backend {
         let parsed = reqwest::Url::parse(url).map_err(|e| {
             ApiError::InvalidArgument(format!("destination_url: {url:?} is not a valid URL: {e}"))
         })?;
-        self.address_policy
+        self.resolver
+            .address_policy()
             .check_url(&parsed)
             .map_err(|denied| ApiError::InvalidArgument(denied.refusal()))
     }
@@ -145,7 +153,7 @@ impl Backend {
                 .map_err(api)?
                 .map_or(0, |(r, _)| r.created_at_ms),
         };
-        Ok(view_of(&handle.settings, from_config, created))
+        Ok(view_of(&handle.settings(), from_config, created))
     }
 
     pub(super) fn list(&self, page: PageRequest) -> ApiResult<Page<TenantView>> {
@@ -153,7 +161,7 @@ impl Backend {
             .registry
             .handles()
             .into_iter()
-            .map(|h| h.settings.id.to_string())
+            .map(|h| h.settings().id.to_string())
             .filter(|id| page.token.as_ref().is_none_or(|after| id > after))
             .collect();
         ids.sort();
@@ -200,7 +208,7 @@ impl Backend {
         if let Some(max) = patch.max_in_flight {
             c.max_in_flight = in_flight(max);
         }
-        let settings = self.apply(&record, &secrets, true)?;
+        let settings = self.apply(&record, &secrets, Changed::Settings)?;
         tracing::info!(tenant = %tenant_id, "tenant updated");
         Ok(view_of(&settings, false, record.created_at_ms))
     }
@@ -259,7 +267,7 @@ impl Backend {
             now,
             (overlap as i64).saturating_mul(1000),
         );
-        self.apply(&record, &secrets, false)?;
+        self.apply(&record, &secrets, Changed::Secrets)?;
         tracing::info!(tenant = %tenant_id, kid = %current.kid, previous_kid = %previous_kid, overlap_secs = overlap, "secret rotated");
         Ok(RotatedSecret {
             kid: current.kid,
@@ -303,7 +311,7 @@ impl Backend {
             )));
         }
         secrets.previous = None;
-        self.apply(&record, &secrets, false)?;
+        self.apply(&record, &secrets, Changed::Secrets)?;
         tracing::info!(tenant = %tenant_id, kid = %kid, "secret revoked");
         Ok(())
     }

@@ -1,7 +1,7 @@
 //! Event contracts: per tenant, a JSON Schema (draft 2020-12) for each event
 //! type and optional version, read from body fields the tenant names. This
 //! module compiles them ([`Contract`]), caches a tenant's compiled set
-//! ([`TenantContracts`], shared with its actor through a [`Slot`]) and checks
+//! ([`TenantContracts`], published with its tenant's snapshot) and checks
 //! a body against it ([`TenantContracts::check`]).
 
 mod budget;
@@ -11,11 +11,7 @@ mod cost;
 #[cfg(test)]
 mod tests;
 
-use std::{
-    collections::HashMap,
-    path::PathBuf,
-    sync::{Arc, RwLock},
-};
+use std::{path::PathBuf, sync::Arc};
 
 pub use budget::MAX_CHECK_STEPS;
 pub use check::{TenantContracts, Verdict};
@@ -26,8 +22,6 @@ pub use cost::{
     MAX_EXPANDED_NODES, MAX_PATTERNS, MAX_PATTERN_LEN, MAX_REF_DEPTH, MAX_SCHEMA_NODES,
 };
 use serde::{Deserialize, Serialize};
-
-use crate::ids::TenantId;
 
 /// Most violations listed in one refusal; the rest are only counted.
 pub const MAX_VIOLATIONS: usize = 20;
@@ -173,49 +167,5 @@ impl ConfigContracts {
             contracts.push(Arc::new(contract));
         }
         Ok(ConfigContracts { policy, contracts })
-    }
-}
-
-/// The compiled contracts one tenant's actor reads at each delivery;
-/// replaced as a whole when they change, so a check sees one consistent set.
-/// A new slot holds no contracts: every type is accepted.
-#[derive(Clone, Default)]
-pub struct Slot(Arc<RwLock<Arc<TenantContracts>>>);
-
-impl Slot {
-    /// The set in force now.
-    pub fn load(&self) -> Arc<TenantContracts> {
-        self.0.read().expect("contracts lock").clone()
-    }
-
-    /// Puts `set` in force for every delivery checked from now on.
-    pub fn store(&self, set: TenantContracts) {
-        *self.0.write().expect("contracts lock") = Arc::new(set);
-    }
-}
-
-/// Every tenant's [`Slot`], so a restarted actor finds its tenant's set.
-#[derive(Clone, Default)]
-pub struct Book {
-    slots: Arc<RwLock<HashMap<TenantId, Slot>>>,
-}
-
-impl Book {
-    /// The slot of `tenant`, empty (accept everything) until filled.
-    pub fn slot(&self, tenant: &TenantId) -> Slot {
-        if let Some(slot) = self.slots.read().expect("contracts lock").get(tenant) {
-            return slot.clone();
-        }
-        self.slots
-            .write()
-            .expect("contracts lock")
-            .entry(tenant.clone())
-            .or_default()
-            .clone()
-    }
-
-    /// Forgets a removed tenant's contracts.
-    pub fn forget(&self, tenant: &str) {
-        self.slots.write().expect("contracts lock").remove(tenant);
     }
 }

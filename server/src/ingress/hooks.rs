@@ -48,7 +48,7 @@ pub async fn ingest(
     IngestRecord {
         tenant: &tenant,
         request_id: &request_id,
-        scheme: handle.as_ref().map(|h| h.settings.scheme),
+        scheme: handle.as_ref().map(|h| h.settings().scheme),
         result: result.as_ref(),
     }
     .end(&trace);
@@ -137,13 +137,13 @@ async fn accept(
                 .detail("tenant_id", tenant),
         });
     };
-    if !handle.settings.enabled {
+    if !handle.settings().enabled {
         return Err(ApiError::new(
             ErrorCode::TenantDisabled,
             format!("tenant {tenant:?} is disabled"),
         ));
     }
-    let read = read_body(req, payload, handle.settings.max_body_bytes);
+    let read = read_body(req, payload, handle.settings().max_body_bytes);
     let body = actix_rt::time::timeout(limits.body_timeout, read)
         .await
         .map_err(|_| limits.timed_out())??;

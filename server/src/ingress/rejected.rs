@@ -44,7 +44,8 @@ pub(super) async fn record(
         handle.metrics.unrecorded(signature_valid);
         return;
     }
-    let tenant = handle.settings.id.as_str();
+    let settings = handle.settings();
+    let tenant = settings.id.as_str();
     let rejection = Rejection {
         tenant_id: tenant.to_owned(),
         at_ms,

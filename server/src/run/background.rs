@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::task::JoinHandle;
 
-use super::follow::{follow, Follower};
+use crate::catalog::follow::{follow, Follower};
 use crate::{
     config::{Config, StorageBackend},
     sweeper,

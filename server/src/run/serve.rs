@@ -9,7 +9,8 @@ use std::{
 use actix_web::{dev::ServerHandle, middleware::from_fn, App, HttpServer};
 use tokio::sync::oneshot;
 
-use super::{background::Background, follow::Follower, start_tenants, Listeners, Runtime, Started};
+use super::{background::Background, start_tenants, Listeners, Runtime, Started};
+use crate::catalog::follow::Follower;
 use crate::{
     admin::Backend,
     config::{Config, TenantSettings},

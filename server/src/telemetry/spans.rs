@@ -27,7 +27,7 @@ use super::attrs::{self, HookdAttr};
 use crate::{
     error::{ApiError, ErrorCode},
     ids::{RequestId, TenantId},
-    ingest::{IngestError, IngestOutcome},
+    ingest::{Answer, IngestError, IngestOutcome},
     store::{lifecycle::Next, records::EventMeta},
 };
 
@@ -269,10 +269,46 @@ pub fn end_span(cx: &Context, error: Option<&ApiError>) {
     span.end();
 }
 
-/// Ends a span of the tenant actor's part of an ingest, marked failed with
-/// the code and words the sender gets for `error`, if any.
-pub fn end_ingest_span(cx: &Context, error: Option<&IngestError>) {
-    end_span(cx, error.map(ApiError::from).as_ref());
+/// A span of the tenant's part of one ingest (`hookd.actor`, `hookd.commit`),
+/// ended exactly once: by [`IngestSpan::end`] with the answer, marked failed
+/// with the code and words the sender gets for its error, or, when it is
+/// dropped first (the sender went away mid-answer), unmarked.
+pub struct IngestSpan(Option<Context>);
+
+impl IngestSpan {
+    /// The guard of the span started as `cx`.
+    pub fn new(cx: Context) -> IngestSpan {
+        IngestSpan(Some(cx))
+    }
+
+    /// The span's context, the parent of spans under it.
+    pub fn context(&self) -> &Context {
+        self.0.as_ref().expect("an ingest span is ended only once")
+    }
+
+    /// Ends the span with the answer's error, if any.
+    pub fn end(mut self, error: Option<&IngestError>) {
+        if let Some(cx) = self.0.take() {
+            end_span(&cx, error.map(ApiError::from).as_ref());
+        }
+    }
+
+    /// `answer`, which ends this span when it is answered.
+    pub fn around(self, answer: Answer) -> Answer {
+        Answer::later(async move {
+            let outcome = answer.await;
+            self.end(outcome.as_ref().err());
+            outcome
+        })
+    }
+}
+
+impl Drop for IngestSpan {
+    fn drop(&mut self) {
+        if let Some(cx) = self.0.take() {
+            end_span(&cx, None);
+        }
+    }
 }
 
 /// What the ingest span records when its request is answered.

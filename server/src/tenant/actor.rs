@@ -1,16 +1,23 @@
-//! The tenant actor: the supervisor of one tenant's ingest gate. It runs
-//! while the tenant takes deliveries (started on the first, stopped when
-//! idle, see `slot.rs`) and, when a delivery's checks panic, is stopped and
-//! restarted by its actix `Supervisor`, which rebuilds what the panic may
-//! have left half changed. Deliveries do not pass through its mailbox: the
-//! HTTP worker that read one runs the checks against the gate itself (see
-//! `gate.rs`), so a delivery costs no hop to the actor's thread and back.
+//! The tenant actor: the one owner and only writer of its tenant's state.
+//! Every change to the tenant (new settings: a secret rotated or revoked,
+//! an update; new contracts) is a message to it, handled in order on its
+//! arbiter's thread: it rebuilds what the change touches (the rate limiter,
+//! the replay cache) and publishes the next immutable [`Snapshot`], in
+//! force for the next delivery once the sender's `send` returns. Deliveries
+//! do not pass through its mailbox: the HTTP worker that read one runs the
+//! checks against the gate the actor owns (see `gate.rs`), reading the
+//! published snapshot, so a delivery costs no hop to the actor's thread and
+//! back. It runs while the tenant takes deliveries or changes (started on
+//! the first, stopped when idle, see `slot.rs`) and, when a delivery's
+//! checks panic, is stopped and restarted by its actix `Supervisor`, which
+//! rebuilds what the panic may have left half changed.
 
 use std::sync::Arc;
 
 use actix::{Actor, ActorContext, Context, Handler, Message, Supervised};
 
-use super::gate::Gate;
+use super::{gate::Gate, snapshot::Snapshot};
+use crate::{config::TenantSettings, contracts::TenantContracts};
 
 /// One tenant's actor.
 pub struct TenantActor {
@@ -18,8 +25,8 @@ pub struct TenantActor {
 }
 
 impl TenantActor {
-    /// The actor supervising `gate`.
-    pub fn new(gate: Arc<Gate>) -> Self {
+    /// The actor owning `gate`.
+    pub(super) fn new(gate: Arc<Gate>) -> Self {
         TenantActor { gate }
     }
 }
@@ -41,12 +48,46 @@ impl Supervised for TenantActor {
 /// A delivery's checks panicked: restart.
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct Panicked;
+pub(super) struct Panicked;
 
 impl Handler<Panicked> for TenantActor {
     type Result = ();
 
     fn handle(&mut self, _msg: Panicked, ctx: &mut Self::Context) {
         ctx.stop();
+    }
+}
+
+/// A change to the tenant's state.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(super) enum Change {
+    /// New settings (a secret rotated or revoked, an update), with the
+    /// contracts compiled for them, or `None` to keep those in force.
+    Settings {
+        settings: Arc<TenantSettings>,
+        contracts: Option<TenantContracts>,
+    },
+    /// The tenant's contracts changed.
+    Contracts(TenantContracts),
+}
+
+impl Handler<Change> for TenantActor {
+    type Result = ();
+
+    fn handle(&mut self, change: Change, _ctx: &mut Self::Context) {
+        let now = self.gate.snapshot();
+        let next = match change {
+            Change::Settings {
+                settings,
+                contracts,
+            } => {
+                self.gate.retune(now.settings(), &settings);
+                let contracts = contracts.map_or_else(|| now.contracts().clone(), Arc::new);
+                Snapshot::of(settings, contracts)
+            }
+            Change::Contracts(set) => Snapshot::of(now.settings().clone(), Arc::new(set)),
+        };
+        self.gate.publish(next);
     }
 }

@@ -18,7 +18,7 @@ use crate::{
         api::{blocking, Tenant},
         CommitOutcome, NewDelivery,
     },
-    telemetry::spans,
+    telemetry::spans::IngestSpan,
 };
 
 /// The durable half of one ingest, awaited by the worker once the checks
@@ -27,11 +27,11 @@ pub(super) struct Commit {
     pub(super) data: Tenant,
     pub(super) replay: ReplayCache,
     pub(super) wake: Arc<Notify>,
-    pub(super) events: DeliveryFeed,
+    pub(super) feed: DeliveryFeed,
     pub(super) tenant: TenantId,
     pub(super) request_id: RequestId,
-    pub(super) span: opentelemetry::Context,
-    pub(super) commit_span: opentelemetry::Context,
+    /// The `hookd.commit` span, ended once the write is durable or refused.
+    pub(super) span: IngestSpan,
     pub(super) senders: Option<Arc<SenderMetrics>>,
     pub(super) tolerance_secs: u64,
 }
@@ -46,30 +46,27 @@ impl Commit {
         let event_id = item.event_id.clone();
         let new_id = item.meta.delivery_id.clone();
         let received_at_ms = item.meta.received_at_ms;
-        let committed = self
-            .data
-            .commit(item)
-            .await
-            .map_err(|e| self.refused(&event_id, &new_id, e));
-        spans::end_ingest_span(&self.commit_span, committed.as_ref().err());
-        let outcome = match committed {
-            Ok(outcome) => outcome,
-            Err(e) => {
-                spans::end_ingest_span(&self.span, Some(&e));
-                return Err(e);
-            }
-        };
+        let committed = self.data.commit(item).await;
+        let committed = committed.map_err(|e| self.refused(&event_id, &new_id, e));
+        let Commit {
+            replay,
+            wake,
+            feed,
+            tenant,
+            span,
+            senders,
+            tolerance_secs,
+            ..
+        } = self;
+        span.end(committed.as_ref().err());
+        let outcome = committed?;
         let (event_id, delivery_id, duplicate) = match outcome {
             CommitOutcome::Accepted => {
-                sender.record(
-                    self.senders.as_deref(),
-                    self.tenant.as_str(),
-                    self.tolerance_secs,
-                );
-                self.wake.notify_one();
-                self.events.publish(DeliveryEvent {
+                sender.record(senders.as_deref(), tenant.as_str(), tolerance_secs);
+                wake.notify_one();
+                feed.publish(DeliveryEvent {
                     kind: DeliveryEventKind::Accepted,
-                    tenant: self.tenant.clone(),
+                    tenant,
                     delivery_id: new_id.clone(),
                     event_id: event_id.clone(),
                     at_ms: received_at_ms,
@@ -83,10 +80,8 @@ impl Commit {
             CommitOutcome::DuplicateOf(first, first_event_id) => (first_event_id, first, true),
         };
         for key in replay_keys.into_all() {
-            self.replay
-                .insert(key, (event_id.clone(), delivery_id.clone()));
+            replay.insert(key, (event_id.clone(), delivery_id.clone()));
         }
-        spans::end_ingest_span(&self.span, None);
         Ok(IngestOutcome {
             event_id,
             delivery_id,

@@ -1,12 +1,12 @@
-//! A tenant's ingest gate: its signing keys and settings as last published,
-//! its replay cache ([`super::replay`]) and rate limiter, and the checks the
-//! HTTP worker that read a delivery runs against them: verify, replay check,
-//! body checks, contracts, rate limit; the durable write and what follows it
-//! is [`super::commit`]. No thread hand-off before the commit: the worker
-//! that holds the request does all of it. The keys and settings are an
-//! immutable snapshot, replaced whole when the tenant is reconfigured, so a
-//! delivery sees one consistent set. The gate lives as long as its tenant's
-//! actor runs (`actor.rs`), which restarts it after a panic.
+//! A tenant's ingest gate: the checks the HTTP worker that read a delivery
+//! runs (verify, replay check, body checks, contracts, rate limit) against
+//! the snapshot its tenant's actor published ([`super::snapshot`]), the
+//! replay cache ([`super::replay`]) and the rate limiter; the durable write
+//! and what follows it is [`super::commit`]. No thread hand-off before the
+//! commit: the worker that holds the request does all of it. The actor
+//! (`actor.rs`) owns the gate: it alone publishes the snapshot, retunes the
+//! limiter and the replay cache when the settings change, and resets the
+//! gate after a panic.
 
 use std::{
     panic::AssertUnwindSafe,
@@ -14,18 +14,19 @@ use std::{
 };
 
 use actix_web::http::header::HeaderMap;
-use hookd_sdk::signature::{self, HeaderLookup, HeaderSource, Secret};
+use hookd_sdk::signature::{self, HeaderLookup, HeaderSource};
 use tokio::sync::Notify;
 
 use super::{
     commit::{Commit, Refusal, SenderFacts},
-    replay::{content_idem_key, replay_cache, ReplayCache, ReplayKeys},
+    replay::{replay_cache, ReplayCache, ReplayKeys},
+    snapshot::{Published, Snapshot},
     validate::{validate_body, EventIdSource},
 };
 use crate::{
     clock::SharedClock,
     config::TenantSettings,
-    contracts::Slot,
+    contracts::TenantContracts,
     feed::DeliveryFeed,
     ids::{DeliveryId, EventId, TenantId},
     ingest::{Answer, BodyError, Ingest, IngestError, IngestOutcome},
@@ -33,7 +34,7 @@ use crate::{
     rate_limit::TokenBucket,
     store::{api::Tenant, records::EventMeta, NewDelivery},
     telemetry::{
-        spans::{self, ACTOR_SPAN, COMMIT_SPAN},
+        spans::{self, IngestSpan, ACTOR_SPAN, COMMIT_SPAN},
         Spans,
     },
 };
@@ -48,121 +49,108 @@ fn full_limiter(settings: &TenantSettings, now_ms: i64) -> Option<TokenBucket> {
         .map(|limit| TokenBucket::new(limit, now_ms))
 }
 
-/// The settings a delivery is checked against, replaced whole.
-struct Snapshot {
-    settings: Arc<TenantSettings>,
-    /// Current secret, then the previous one if any.
-    keys: Vec<Secret>,
-    /// When the previous secret stops being accepted (Unix seconds).
-    previous_expires_at: Option<i64>,
+/// The replay cache `settings` ask for.
+fn replay_cache_of(settings: &TenantSettings) -> ReplayCache {
+    replay_cache(settings.replay_cache_capacity, settings.tolerance_secs)
 }
 
-impl Snapshot {
-    fn of(settings: Arc<TenantSettings>) -> Arc<Snapshot> {
-        let mut keys = vec![settings.current.clone()];
-        let mut previous_expires_at = None;
-        if let Some((previous, expiry)) = &settings.previous {
-            keys.push(previous.clone());
-            previous_expires_at = *expiry;
-        }
-        Arc::new(Snapshot {
-            settings,
-            keys,
-            previous_expires_at,
-        })
-    }
-
-    /// The secrets a delivery may be signed with right now: the current one,
-    /// then the previous one while its overlap is open.
-    fn live_keys(&self, now_secs: i64) -> &[Secret] {
-        let previous_live =
-            self.keys.len() > 1 && self.previous_expires_at.is_none_or(|t| now_secs < t);
-        &self.keys[..if previous_live { 2 } else { 1 }]
-    }
-
-    /// The content key of the idempotency log, for schemes that sign no
-    /// timestamp.
-    fn content_idem_key(&self, keys: &ReplayKeys) -> Option<Vec<u8>> {
-        keys.content
-            .as_ref()
-            .filter(|_| !self.settings.scheme.has_timestamp())
-            .map(|key| content_idem_key(key))
-    }
+/// What a gate writes to and reports through, besides its tenant's state.
+#[derive(Clone)]
+pub(super) struct GateParts {
+    pub data: Tenant,
+    pub clock: SharedClock,
+    pub wake: Arc<Notify>,
+    pub feed: DeliveryFeed,
+    pub spans: Spans,
+    pub senders: Option<Arc<SenderMetrics>>,
 }
 
 /// One tenant's ingest gate.
 pub struct Gate {
-    snapshot: RwLock<Arc<Snapshot>>,
+    published: Arc<Published>,
     limiter: Mutex<Option<TokenBucket>>,
-    wake: Arc<Notify>,
-    events: DeliveryFeed,
-    replay: ReplayCache,
-    data: Tenant,
-    clock: SharedClock,
-    tracing: Spans,
-    contracts: Slot,
-    senders: Option<Arc<SenderMetrics>>,
+    replay: RwLock<ReplayCache>,
+    parts: GateParts,
 }
 
 impl Gate {
-    /// A new gate for `settings`, writing to `data`.
+    /// A gate of its own for `settings` with no contracts, writing to
+    /// `data` (benchmarks and tests; a running tenant's gate reads the
+    /// snapshot its actor publishes).
     pub fn new(
         settings: Arc<TenantSettings>,
         data: Tenant,
         clock: SharedClock,
         wake: Arc<Notify>,
-        events: DeliveryFeed,
-        tracing: Spans,
+        feed: DeliveryFeed,
+        spans: Spans,
     ) -> Self {
-        let replay = replay_cache(settings.replay_cache_capacity, settings.tolerance_secs);
-        let limiter = Mutex::new(full_limiter(&settings, clock.now_ms()));
-        Gate {
-            snapshot: RwLock::new(Snapshot::of(settings)),
-            limiter,
-            wake,
-            events,
-            replay,
+        let snapshot = Snapshot::of(settings, Arc::new(TenantContracts::default()));
+        let parts = GateParts {
             data,
             clock,
-            tracing,
-            contracts: Slot::default(),
+            wake,
+            feed,
+            spans,
             senders: None,
+        };
+        Gate::on(Arc::new(Published::new(snapshot)), parts)
+    }
+
+    /// The gate of the tenant whose snapshot is published in `published`.
+    pub(super) fn on(published: Arc<Published>, parts: GateParts) -> Self {
+        let settings = published.load().settings().clone();
+        Gate {
+            limiter: Mutex::new(full_limiter(&settings, parts.clock.now_ms())),
+            replay: RwLock::new(replay_cache_of(&settings)),
+            published,
+            parts,
         }
     }
 
-    /// The gate checking bodies against the contracts in `contracts` and
-    /// recording clock skew and event types to `senders`.
-    pub fn with_contracts(mut self, contracts: Slot, senders: Arc<SenderMetrics>) -> Self {
-        self.contracts = contracts;
-        self.senders = Some(senders);
-        self
+    /// The snapshot in force.
+    pub(super) fn snapshot(&self) -> Arc<Snapshot> {
+        self.published.load()
     }
 
-    /// New settings (a rotated or revoked secret), in force for every
-    /// delivery from now on; the replay cache and the rate limit carry on.
-    pub fn reconfigure(&self, settings: Arc<TenantSettings>) {
-        *self
-            .snapshot
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = Snapshot::of(settings);
+    /// Puts `next` in force for every delivery from now on (the actor's
+    /// change).
+    pub(super) fn publish(&self, next: Snapshot) {
+        self.published.publish(next);
+    }
+
+    /// Settings change from `old` to `new` (the actor's change): a changed
+    /// rate limit starts full, a changed tolerance or capacity starts an
+    /// empty replay cache (the durable log still catches resends); what did
+    /// not change carries on.
+    pub(super) fn retune(&self, old: &TenantSettings, new: &TenantSettings) {
+        if old.rate_limit != new.rate_limit {
+            *self.limiter.lock().unwrap_or_else(PoisonError::into_inner) =
+                full_limiter(new, self.parts.clock.now_ms());
+        }
+        if (old.replay_cache_capacity, old.tolerance_secs)
+            != (new.replay_cache_capacity, new.tolerance_secs)
+        {
+            *self.replay.write().unwrap_or_else(PoisonError::into_inner) = replay_cache_of(new);
+        }
     }
 
     /// Rebuilds what a panic may have left half changed: the rate limiter
     /// starts full again. The snapshot is immutable and the replay cache
     /// changes atomically, so both are kept.
     pub(super) fn reset(&self) {
-        let limiter = full_limiter(&self.snapshot().settings, self.clock.now_ms());
+        let limiter = full_limiter(self.snapshot().settings(), self.parts.clock.now_ms());
         *self.limiter.lock().unwrap_or_else(PoisonError::into_inner) = limiter;
         self.limiter.clear_poison();
     }
 
     /// The tenant this gate takes deliveries for.
     pub(super) fn tenant(&self) -> TenantId {
-        self.snapshot().settings.id.clone()
+        self.snapshot().settings().id.clone()
     }
 
-    fn snapshot(&self) -> Arc<Snapshot> {
-        self.snapshot
+    fn replay(&self) -> ReplayCache {
+        self.replay
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
@@ -178,7 +166,7 @@ impl Gate {
         event_id: &EventId,
         keys: &ReplayKeys,
     ) -> Result<Option<String>, Box<Refusal>> {
-        let verdict = self.contracts.load().check(body);
+        let verdict = snapshot.contracts().check(body);
         let Err(error) = verdict.result else {
             return Ok(verdict.event_type);
         };
@@ -197,11 +185,16 @@ impl Gate {
 
     /// Everything up to the durable write: verify, replay cache, rate limit,
     /// body checks. Returns the write to make, or the duplicate's answer.
-    fn prepare(&self, snapshot: &Snapshot, msg: &Ingest) -> Result<Prepared, IngestError> {
-        let s = &snapshot.settings;
+    fn prepare(
+        &self,
+        snapshot: &Snapshot,
+        replay: &ReplayCache,
+        msg: &Ingest,
+    ) -> Result<Prepared, IngestError> {
+        let s = snapshot.settings();
         #[cfg(any(test, feature = "fault-injection"))]
         crate::faults::maybe_panic(s.id.as_str());
-        let now_ms = self.clock.now_ms();
+        let now_ms = self.parts.clock.now_ms();
         let headers = Headers(msg.headers);
         let keys = snapshot.live_keys(now_ms.div_euclid(1000));
         let verified = signature::verify(
@@ -218,7 +211,7 @@ impl Gate {
         })?;
 
         let keys = ReplayKeys::of(s.scheme, &verified, &msg.body);
-        if let Some((event_id, delivery_id)) = keys.all().find_map(|key| self.replay.get(key)) {
+        if let Some((event_id, delivery_id)) = keys.all().find_map(|key| replay.get(key)) {
             return Ok(Prepared::Duplicate(IngestOutcome {
                 event_id,
                 delivery_id,
@@ -320,62 +313,62 @@ impl Gate {
     /// Runs one delivery's checks on the calling thread; a refusal's lookup
     /// and a new delivery's commit are left to the caller (see [`Answer`]).
     /// A panic in the checks answers this delivery with a 5xx and calls
-    /// `panicked`, which has the tenant's actor restart the gate.
+    /// `panicked`, which has the tenant's actor restart the gate. The
+    /// delivery's `hookd.actor` span ends with its answer, whichever it is.
     pub fn answer(&self, msg: Ingest, panicked: impl FnOnce()) -> Answer {
         let snapshot = self.snapshot();
-        let tenant = &snapshot.settings.id;
-        let span = self.tracing.start_child(&msg.trace, ACTOR_SPAN, tenant);
+        let tenant = &snapshot.settings().id;
+        let span = IngestSpan::new(self.parts.spans.start_child(&msg.trace, ACTOR_SPAN, tenant));
+        let answer = self.checked(&snapshot, msg, span.context(), panicked);
+        span.around(answer)
+    }
+
+    fn checked(
+        &self,
+        snapshot: &Snapshot,
+        msg: Ingest,
+        span: &opentelemetry::Context,
+        panicked: impl FnOnce(),
+    ) -> Answer {
+        let tenant = &snapshot.settings().id;
         // A poisoned store acknowledges nothing, not even from the replay
         // cache: the sender retries after the restart.
-        if !self.data.is_healthy() {
-            let e = IngestError::StorageUnavailable;
-            spans::end_ingest_span(&span, Some(&e));
-            return Answer::now(Err(e));
+        if !self.parts.data.is_healthy() {
+            return Answer::now(Err(IngestError::StorageUnavailable));
         }
-        let prepared = std::panic::catch_unwind(AssertUnwindSafe(|| self.prepare(&snapshot, &msg)));
+        let replay = self.replay();
+        let prepared =
+            std::panic::catch_unwind(AssertUnwindSafe(|| self.prepare(snapshot, &replay, &msg)));
         let Ok(prepared) = prepared else {
             tracing::error!(tenant = %tenant, request_id = %msg.request_id, "tenant ingest panicked; its actor's supervisor restarts it");
             panicked();
-            let e = IngestError::ActorPanicked;
-            spans::end_ingest_span(&span, Some(&e));
-            return Answer::now(Err(e));
+            return Answer::now(Err(IngestError::ActorPanicked));
         };
-        let (replay_keys, item, sender) = match prepared {
-            Err(e) => {
-                spans::end_ingest_span(&span, Some(&e));
-                return Answer::now(Err(e));
-            }
-            Ok(Prepared::Duplicate(outcome)) => {
-                spans::end_ingest_span(&span, None);
-                return Answer::now(Ok(outcome));
-            }
+        match prepared {
+            Err(e) => Answer::now(Err(e)),
+            Ok(Prepared::Duplicate(outcome)) => Answer::now(Ok(outcome)),
             Ok(Prepared::Refused(refusal)) => {
-                let answer = refusal.answer(self.data.clone(), self.senders.clone());
-                return Answer::later(async move {
-                    let answer = answer.await;
-                    spans::end_ingest_span(&span, answer.as_ref().err());
-                    answer
-                });
+                Answer::later(refusal.answer(self.parts.data.clone(), self.parts.senders.clone()))
             }
             Ok(Prepared::New {
                 replay_keys,
                 item,
                 sender,
-            }) => (replay_keys, item, sender),
-        };
-        let commit = Commit {
-            data: self.data.clone(),
-            replay: self.replay.clone(),
-            wake: self.wake.clone(),
-            events: self.events.clone(),
-            commit_span: self.tracing.start_child(&span, COMMIT_SPAN, tenant),
-            tenant: tenant.clone(),
-            request_id: msg.request_id,
-            span,
-            senders: self.senders.clone(),
-            tolerance_secs: snapshot.settings.tolerance_secs,
-        };
-        Answer::later(commit.run(*item, replay_keys, sender))
+            }) => {
+                let commit = Commit {
+                    data: self.parts.data.clone(),
+                    replay,
+                    wake: self.parts.wake.clone(),
+                    feed: self.parts.feed.clone(),
+                    span: IngestSpan::new(self.parts.spans.start_child(span, COMMIT_SPAN, tenant)),
+                    tenant: tenant.clone(),
+                    request_id: msg.request_id,
+                    senders: self.parts.senders.clone(),
+                    tolerance_secs: snapshot.settings().tolerance_secs,
+                };
+                Answer::later(commit.run(*item, replay_keys, sender))
+            }
+        }
     }
 }
 
@@ -405,9 +398,14 @@ impl HeaderSource for Headers<'_> {
 #[cfg(test)]
 mod tests {
     use actix_web::http::header::{HeaderName, HeaderValue};
-    use hookd_sdk::signature::{sign, Scheme};
+    use hookd_sdk::signature::{sign, Scheme, Secret};
 
-    use super::*;
+    use actix::Actor;
+
+    use super::{
+        super::actor::{Change, TenantActor},
+        *,
+    };
     use crate::{
         clock::ManualClock,
         config::TenantConfig,
@@ -481,18 +479,35 @@ mod tests {
             .block_on(async { answer.await })
     }
 
-    /// The registry publishes a rotated secret to the running gate: the very
-    /// next delivery is checked against it, with no message to wait for.
+    /// Sends `change` to an actor owning `gate` and waits until it is in
+    /// force.
+    fn change(gate: &Arc<Gate>, change: Change) {
+        let gate = gate.clone();
+        actix_rt::System::new()
+            .block_on(async move { TenantActor::new(gate).start().send(change).await.unwrap() });
+    }
+
+    /// The actor publishes a rotated secret to the gate it owns: the very
+    /// next delivery is checked against it.
     #[test]
     fn a_rotated_secret_is_in_force_for_the_next_delivery() {
         let dir = tempfile::tempdir().unwrap();
         let (gate, _store) = gate(dir.path(), settings(FIRST, None));
+        let gate = Arc::new(gate);
         let rotated = signed(SECOND, "msg_1");
         assert!(matches!(
             run(&gate, &rotated),
             Err(IngestError::Verify { .. })
         ));
-        gate.reconfigure(settings(SECOND, None));
+        let settings = settings(SECOND, None);
+        let contracts = None;
+        change(
+            &gate,
+            Change::Settings {
+                settings,
+                contracts,
+            },
+        );
         let outcome = run(&gate, &rotated).expect("accepted under the new secret");
         assert!(!outcome.duplicate);
         assert!(matches!(

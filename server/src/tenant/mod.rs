@@ -1,6 +1,7 @@
-//! Tenants: the ingest gate each runs its deliveries through, the actix actor
-//! that supervises it, the registry that routes to them, and the checks a
-//! delivery passes inside its tenant.
+//! Tenants: the ingest gate each runs its deliveries through, the actix
+//! actor that owns it and is the only writer of its tenant's state (the
+//! snapshot of settings, keys and contracts it publishes), the registry
+//! that routes to them, and the checks a delivery passes inside its tenant.
 
 mod actor;
 mod commit;
@@ -8,8 +9,10 @@ mod gate;
 mod registry;
 mod replay;
 mod slot;
+mod snapshot;
 mod validate;
 
 pub use gate::Gate;
 pub use registry::{Registry, TenantHandle};
 pub use replay::{replay_cache, ReplayCache};
+pub use snapshot::Snapshot;

@@ -11,12 +11,12 @@ use actix::ArbiterHandle;
 use futures_util::future::AbortHandle;
 use tokio::sync::Notify;
 
-use super::slot::{ActorParts, ActorSlot};
+use super::{actor::Change, gate::GateParts, slot::ActorSlot, snapshot::Snapshot};
 use crate::{
-    catalog::{self, contracts::ContractStore},
+    catalog::{self, contracts::ContractStore, follow::Tenants},
     clock::SharedClock,
     config::{RateLimitConfig, TenantSettings},
-    contracts::{Book, Contract, TenantContracts},
+    contracts::{Contract, TenantContracts},
     error::{Error, Result},
     feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
     forward::{Dispatcher, DispatcherParts, ForwardRuntime, LeaseTerms},
@@ -34,10 +34,9 @@ const DEFAULT_LEASE: Duration = Duration::from_secs(15);
 /// What the ingress and the control plane need of one tenant.
 #[derive(Clone)]
 pub struct TenantHandle {
-    /// The tenant's actor, started on its first delivery.
+    /// The tenant's actor, started on its first delivery or change, and the
+    /// snapshot of settings and contracts it publishes.
     actor: Arc<ActorSlot>,
-    /// Its validated settings.
-    pub settings: Arc<TenantSettings>,
     /// Its data in storage.
     pub data: Tenant,
     /// Wakes its dispatcher when work is queued.
@@ -47,7 +46,8 @@ pub struct TenantHandle {
     /// How many of its refusals may still be recorded; kept across
     /// restarts of the tenant, so an update does not refill it.
     pub refusal_budget: Arc<RefusalBudget>,
-    dispatcher: Option<AbortHandle>,
+    /// Its dispatcher, when it forwards; replaced when it is updated.
+    dispatcher: Arc<Mutex<Option<AbortHandle>>>,
 }
 
 /// All running tenants.
@@ -64,10 +64,9 @@ pub struct Registry {
     telemetry: Telemetry,
     /// Private CAs every destination trusts (`[forward] ca_file`).
     forward_cas: Arc<Vec<reqwest::Certificate>>,
-    /// Each tenant's compiled contracts, shared with its actor.
-    contracts: Book,
-    /// Held while a tenant's contracts are reloaded.
-    reloads: Arc<Mutex<()>>,
+    /// Held while a change to a tenant is prepared and sent to its actor,
+    /// so an older reading of the store never replaces a newer one.
+    changes: Arc<Mutex<()>>,
     /// This process's claim on the tenants it forwards.
     lease: LeaseTerms,
     /// Where the dispatchers run.
@@ -98,8 +97,7 @@ impl Registry {
             events,
             telemetry,
             forward_cas: Arc::default(),
-            contracts: Book::default(),
-            reloads: Arc::default(),
+            changes: Arc::default(),
             lease: LeaseTerms::new(DEFAULT_LEASE),
             forwarding,
             refusal_records: RateLimitConfig {
@@ -136,7 +134,7 @@ impl Registry {
     /// once. Blocks on storage.
     pub fn release_leases(&self) {
         for handle in self.handles() {
-            let id = &handle.settings.id;
+            let id = &handle.settings().id;
             if let Err(e) = self.store.release_forwarding(id, &self.lease.owner) {
                 tracing::warn!(tenant = %id, error = %e, "giving up the forwarding lease failed; it runs out by itself");
             }
@@ -150,49 +148,31 @@ impl Registry {
         self
     }
 
-    /// Starts (or replaces) the actor and dispatcher of one tenant. Work a
-    /// previous incarnation left queued is picked up.
+    /// Starts the actor and dispatcher of one tenant; a running one is
+    /// updated in place instead ([`Registry::update`]). Work a previous
+    /// incarnation left queued is picked up.
     pub fn start_tenant(&self, settings: TenantSettings) -> Result<()> {
+        if self.get(settings.id.as_str()).is_some() {
+            return self.update(settings);
+        }
         let settings = Arc::new(settings);
         let data = self.store.tenant(&settings.id)?;
         let arbiter = &self.arbiters[self.arbiter_index(&settings.id)];
         let wake = Arc::new(Notify::new());
         let metrics = self.telemetry.metrics().tenant(&settings.id);
-        let contracts = self.contracts.slot(&settings.id);
-        contracts.store(self.compiled_contracts(&settings, &TenantContracts::default(), None));
         let senders = self.telemetry.metrics().senders().label(metrics.label());
-        let parts = ActorParts {
+        let parts = GateParts {
             data: data.clone(),
             clock: self.clock.clone(),
             wake: wake.clone(),
-            events: self.events.clone(),
+            feed: self.events.clone(),
             spans: self.telemetry.spans().clone(),
-            contracts,
-            senders,
+            senders: Some(senders),
         };
-        let actor = Arc::new(ActorSlot::new(arbiter.clone(), settings.clone(), parts));
-        let dispatcher = match &settings.forward {
-            Some(forward) => {
-                let dispatcher = Dispatcher::new(DispatcherParts {
-                    tenant: settings.id.clone(),
-                    data: data.clone(),
-                    store: self.store.clone(),
-                    settings: forward.clone(),
-                    clock: self.clock.clone(),
-                    wake: wake.clone(),
-                    events: self.events.clone(),
-                    spans: self.telemetry.spans().clone(),
-                    metrics: metrics.clone(),
-                    shared_cas: self.forward_cas.clone(),
-                    lease: self.lease.clone(),
-                })
-                .map_err(|e| {
-                    Error::Config(format!("tenant {}: destination client: {e}", settings.id))
-                })?;
-                Some(self.forwarding.spawn(dispatcher.run()))
-            }
-            None => None,
-        };
+        let contracts = self.compiled_contracts(&settings, &TenantContracts::default(), None);
+        let first = Snapshot::of(settings.clone(), Arc::new(contracts));
+        let actor = Arc::new(ActorSlot::new(arbiter.clone(), first, parts));
+        let dispatcher = self.dispatcher(&settings, &data, &wake, &metrics)?;
         let mut tenants = self.tenants.write().expect("registry lock");
         let refusal_budget = tenants.get(&settings.id).map_or_else(
             || {
@@ -203,12 +183,11 @@ impl Registry {
         );
         let handle = TenantHandle {
             actor,
-            settings: settings.clone(),
             data,
             wake,
             metrics,
             refusal_budget,
-            dispatcher,
+            dispatcher: Arc::new(Mutex::new(dispatcher)),
         };
         let old = tenants.insert(settings.id.clone(), handle);
         drop(tenants);
@@ -220,6 +199,34 @@ impl Registry {
             .expect("registry lock")
             .remove(settings.id.as_str());
         Ok(())
+    }
+
+    /// A running dispatcher for `settings`' destination, if it has one.
+    fn dispatcher(
+        &self,
+        settings: &TenantSettings,
+        data: &Tenant,
+        wake: &Arc<Notify>,
+        metrics: &Arc<TenantMetrics>,
+    ) -> Result<Option<AbortHandle>> {
+        let Some(forward) = &settings.forward else {
+            return Ok(None);
+        };
+        let dispatcher = Dispatcher::new(DispatcherParts {
+            tenant: settings.id.clone(),
+            data: data.clone(),
+            store: self.store.clone(),
+            settings: forward.clone(),
+            clock: self.clock.clone(),
+            wake: wake.clone(),
+            events: self.events.clone(),
+            spans: self.telemetry.spans().clone(),
+            metrics: metrics.clone(),
+            shared_cas: self.forward_cas.clone(),
+            lease: self.lease.clone(),
+        })
+        .map_err(|e| Error::Config(format!("tenant {}: destination client: {e}", settings.id)))?;
+        Ok(Some(self.forwarding.spawn(dispatcher.run())))
     }
 
     /// Records a stored tenant that could not start, so its ingest answers
@@ -240,17 +247,46 @@ impl Registry {
             .cloned()
     }
 
-    /// Swaps the settings of a running tenant without restarting it (secret
-    /// rotation): its dispatcher, replay cache and rate limit carry on.
+    /// The handle of a running tenant, or `NotFound`.
+    fn running(&self, id: &str) -> Result<TenantHandle> {
+        self.get(id)
+            .ok_or_else(|| Error::NotFound(format!("tenant {id}")))
+    }
+
+    /// New secrets for a running tenant (a rotation or a revocation), in
+    /// force for its next delivery: its actor publishes them; its
+    /// dispatcher, replay cache and rate limit carry on.
     pub fn reconfigure(&self, settings: TenantSettings) -> Result<()> {
-        let settings = Arc::new(settings);
-        let mut tenants = self.tenants.write().expect("registry lock");
-        let handle = tenants
-            .get_mut(settings.id.as_str())
-            .ok_or_else(|| Error::NotFound(format!("tenant {}", settings.id)))?;
-        handle.actor.reconfigure(settings.clone());
-        handle.settings = settings;
-        Ok(())
+        let handle = self.running(settings.id.as_str())?;
+        let _one_at_a_time = self.changes.lock().unwrap_or_else(PoisonError::into_inner);
+        handle.actor.change(Change::Settings {
+            settings: Arc::new(settings),
+            contracts: None,
+        })
+    }
+
+    /// New settings for a running tenant, in force for its next delivery:
+    /// its actor publishes them with its contracts compiled for them, keeps
+    /// its replay cache and rate limiter unless their settings changed, and
+    /// its dispatcher restarts on the new destination (attempts in flight
+    /// stay queued and are sent again).
+    pub fn update(&self, settings: TenantSettings) -> Result<()> {
+        let handle = self.running(settings.id.as_str())?;
+        let _one_at_a_time = self.changes.lock().unwrap_or_else(PoisonError::into_inner);
+        let dispatcher = self.dispatcher(&settings, &handle.data, &handle.wake, &handle.metrics)?;
+        let contracts = self.compiled_contracts(&settings, &handle.contracts(), None);
+        let applied = handle.actor.change(Change::Settings {
+            settings: Arc::new(settings),
+            contracts: Some(contracts),
+        });
+        let old = std::mem::replace(
+            &mut *handle.dispatcher.lock().expect("dispatcher lock"),
+            dispatcher,
+        );
+        if let Some(old) = old {
+            old.abort();
+        }
+        applied
     }
 
     /// The contracts of `settings`' tenant as saved now, reusing those
@@ -272,28 +308,22 @@ impl Registry {
     /// Puts a running tenant's saved contracts in force after a change,
     /// compiling only those changed (`fresh`: one just saved, compiled to
     /// check it): deliveries checked from now on see it, those accepted
-    /// before are untouched. One reload at a time, so an older reading of
-    /// the store never replaces a newer one.
+    /// before are untouched.
     pub fn reload_contracts(&self, id: &str, fresh: Option<Contract>) -> Result<()> {
-        let handle = self
-            .get(id)
-            .ok_or_else(|| Error::NotFound(format!("tenant {id}")))?;
-        let _one_at_a_time = self.reloads.lock().unwrap_or_else(PoisonError::into_inner);
-        let slot = self.contracts.slot(&handle.settings.id);
-        let set = self.compiled_contracts(&handle.settings, &slot.load(), fresh);
-        slot.store(set);
-        Ok(())
+        let handle = self.running(id)?;
+        let _one_at_a_time = self.changes.lock().unwrap_or_else(PoisonError::into_inner);
+        let snapshot = handle.snapshot();
+        let set = self.compiled_contracts(snapshot.settings(), snapshot.contracts(), fresh);
+        handle.actor.change(Change::Contracts(set))
     }
 
     /// The contracts in force for a running tenant.
     pub fn contracts(&self, id: &str) -> Option<Arc<TenantContracts>> {
-        let handle = self.get(id)?;
-        Some(self.contracts.slot(&handle.settings.id).load())
+        Some(self.get(id)?.snapshot().contracts().clone())
     }
 
     /// Stops a tenant and forgets it; its data is left to the caller.
     pub fn remove(&self, id: &str) -> bool {
-        self.contracts.forget(id);
         self.telemetry.metrics().windows().forget(id);
         self.unavailable.write().expect("registry lock").remove(id);
         let removed = self.tenants.write().expect("registry lock").remove(id);
@@ -355,9 +385,7 @@ impl Registry {
     /// Queues a dead letter again as a new delivery of the same event and
     /// returns the new delivery id. Blocks on storage.
     pub fn redeliver(&self, tenant: &str, delivery_id: &DeliveryId) -> Result<DeliveryId> {
-        let handle = self
-            .get(tenant)
-            .ok_or_else(|| Error::NotFound(format!("tenant {tenant}")))?;
+        let handle = self.running(tenant)?;
         let now = self.clock.now_ms();
         let new_id = handle.data.redeliver(delivery_id, now)?;
         let state = handle.data.state(&new_id)?;
@@ -366,7 +394,7 @@ impl Registry {
         if let Some(state) = state {
             self.events.publish(DeliveryEvent {
                 kind: DeliveryEventKind::Redelivered,
-                tenant: handle.settings.id.clone(),
+                tenant: handle.settings().id.clone(),
                 delivery_id: new_id.clone(),
                 event_id: state.event_id,
                 at_ms: now,
@@ -421,10 +449,51 @@ impl TenantHandle {
         self.actor.ingest(msg)
     }
 
+    /// The tenant's settings in force.
+    pub fn settings(&self) -> Arc<TenantSettings> {
+        self.actor.snapshot().settings().clone()
+    }
+
+    /// The tenant's settings and contracts in force, as one snapshot.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.actor.snapshot()
+    }
+
+    fn contracts(&self) -> Arc<TenantContracts> {
+        self.actor.snapshot().contracts().clone()
+    }
+
     /// Stops the dispatcher; the actor stops when its last address is dropped.
     fn stop(&self) {
-        if let Some(abort) = &self.dispatcher {
+        if let Some(abort) = self.dispatcher.lock().expect("dispatcher lock").take() {
             abort.abort();
         }
+    }
+}
+
+/// The catalog follower changes this process's tenants through the registry.
+impl Tenants for Registry {
+    fn is_running(&self, id: &str) -> bool {
+        self.get(id).is_some()
+    }
+
+    fn start(&self, settings: TenantSettings) -> Result<()> {
+        self.start_tenant(settings)
+    }
+
+    fn rotate(&self, settings: TenantSettings) -> Result<()> {
+        self.reconfigure(settings)
+    }
+
+    fn stop(&self, id: &str) -> bool {
+        self.remove(id)
+    }
+
+    fn unavailable(&self, id: &str, reason: String) {
+        self.mark_unavailable(id, reason);
+    }
+
+    fn reload_contracts(&self, id: &str) -> Result<()> {
+        Registry::reload_contracts(self, id, None)
     }
 }

@@ -1,51 +1,38 @@
 //! Where a tenant's actor and its ingest gate live: started on the tenant's
-//! first delivery and stopped once the tenant has been quiet for `[limits]
-//! tenant_idle_secs`. A quiet tenant costs its handle, not a gate with a
-//! replay cache and a rate limiter; the durable idempotency log keeps
-//! duplicates out while the replay cache is gone.
+//! first delivery or change and stopped once the tenant has been quiet for
+//! `[limits] tenant_idle_secs`. A quiet tenant costs its handle and its
+//! published snapshot, not a gate with a replay cache and a rate limiter;
+//! the durable idempotency log keeps duplicates out while the replay cache
+//! is gone. At most one actor runs per tenant: one taking a change is not
+//! stopped as idle until the change is in force.
 
 use std::sync::{Arc, Mutex};
 
 use actix::{Addr, ArbiterHandle, Supervisor};
-use tokio::sync::Notify;
 
 use super::{
-    actor::{Panicked, TenantActor},
-    gate::Gate,
+    actor::{Change, Panicked, TenantActor},
+    gate::{Gate, GateParts},
+    snapshot::{Published, Snapshot},
 };
 use crate::{
-    clock::SharedClock,
-    config::TenantSettings,
-    contracts::Slot,
-    feed::DeliveryFeed,
+    error::{Error, Result},
     ingest::{Answer, Ingest},
-    metrics::SenderMetrics,
-    store::api::Tenant,
-    telemetry::Spans,
 };
 
-/// Everything a tenant's gate is built from, apart from its settings.
-#[derive(Clone)]
-pub(super) struct ActorParts {
-    pub data: Tenant,
-    pub clock: SharedClock,
-    pub wake: Arc<Notify>,
-    pub events: DeliveryFeed,
-    pub spans: Spans,
-    pub contracts: Slot,
-    pub senders: Arc<SenderMetrics>,
-}
-
-/// One tenant's actor, when it runs.
+/// One tenant's actor, when it runs, and the snapshot it publishes.
 pub struct ActorSlot {
     arbiter: ArbiterHandle,
-    parts: ActorParts,
+    parts: GateParts,
+    published: Arc<Published>,
     state: Mutex<SlotState>,
 }
 
+#[derive(Default)]
 struct SlotState {
-    settings: Arc<TenantSettings>,
     running: Option<Running>,
+    /// Changes sent to the running actor and not yet in force.
+    changing: usize,
 }
 
 struct Running {
@@ -55,43 +42,62 @@ struct Running {
 }
 
 impl ActorSlot {
-    /// An empty slot: the actor starts on `arbiter` when first asked for.
-    pub(super) fn new(
-        arbiter: ArbiterHandle,
-        settings: Arc<TenantSettings>,
-        parts: ActorParts,
-    ) -> Self {
+    /// An empty slot for a tenant starting as `first`: the actor starts on
+    /// `arbiter` when first asked for.
+    pub(super) fn new(arbiter: ArbiterHandle, first: Snapshot, parts: GateParts) -> Self {
         ActorSlot {
             arbiter,
             parts,
-            state: Mutex::new(SlotState {
-                settings,
-                running: None,
-            }),
+            published: Arc::new(Published::new(first)),
+            state: Mutex::default(),
         }
+    }
+
+    /// The tenant's state in force.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.published.load()
     }
 
     /// Runs one delivery through the tenant's gate on the calling thread,
     /// starting the actor and its gate first if they are not running.
     pub fn ingest(&self, msg: Ingest<'_>) -> Answer {
-        self.running().answer(msg, || self.restart())
+        let gate = {
+            let mut state = self.state.lock().expect("actor slot lock");
+            self.running(&mut state).gate.clone()
+        };
+        gate.answer(msg, || self.restart())
     }
 
-    /// The running gate, started now (with its actor) if it is not running.
-    fn running(&self) -> Arc<Gate> {
+    /// Sends `change` to the tenant's actor (started for it if it is not
+    /// running) and blocks until it is in force: the next delivery is
+    /// checked under it. Called off the async workers (the control plane's
+    /// and the catalog follower's blocking threads).
+    pub(super) fn change(&self, change: Change) -> Result<()> {
+        let addr = {
+            let mut state = self.state.lock().expect("actor slot lock");
+            state.changing += 1;
+            self.running(&mut state).addr.clone()
+        };
+        let done = futures_executor::block_on(addr.send(change));
+        self.state.lock().expect("actor slot lock").changing -= 1;
+        done.map_err(|e| Error::Internal(format!("tenant actor stopped before the change: {e}")))
+    }
+
+    /// The running actor, started now (with its gate) if it is not running.
+    fn running<'s>(&self, state: &'s mut SlotState) -> &'s mut Running {
         let now_ms = self.parts.clock.now_ms();
-        let mut state = self.state.lock().expect("actor slot lock");
-        if let Some(running) = state.running.as_mut().filter(|r| r.addr.connected()) {
-            running.last_used_ms = running.last_used_ms.max(now_ms);
-            return running.gate.clone();
+        let alive = state.running.as_ref().is_some_and(|r| r.addr.connected());
+        if !alive {
+            let gate = Arc::new(Gate::on(self.published.clone(), self.parts.clone()));
+            state.running = Some(Running {
+                addr: self.start(gate.clone()),
+                gate,
+                last_used_ms: now_ms,
+            });
         }
-        let gate = Arc::new(self.gate(state.settings.clone()));
-        state.running = Some(Running {
-            addr: self.start(gate.clone()),
-            gate: gate.clone(),
-            last_used_ms: now_ms,
-        });
-        gate
+        let running = state.running.as_mut().expect("started above");
+        running.last_used_ms = running.last_used_ms.max(now_ms);
+        running
     }
 
     /// A delivery's checks panicked: the running actor restarts and resets
@@ -103,48 +109,27 @@ impl ActorSlot {
         }
     }
 
-    fn gate(&self, settings: Arc<TenantSettings>) -> Gate {
-        let parts = self.parts.clone();
-        Gate::new(
-            settings,
-            parts.data,
-            parts.clock,
-            parts.wake,
-            parts.events,
-            parts.spans,
-        )
-        .with_contracts(parts.contracts, parts.senders)
-    }
-
     /// Starts the actor on its arbiter's thread, under a supervisor that
     /// restarts it after a panic.
     fn start(&self, gate: Arc<Gate>) -> Addr<TenantActor> {
         Supervisor::start_in_arbiter(&self.arbiter, move |_| TenantActor::new(gate))
     }
 
-    /// New settings (a secret rotated): in force for the running gate's next
-    /// delivery, and for a gate started later.
-    pub fn reconfigure(&self, settings: Arc<TenantSettings>) {
-        let mut state = self.state.lock().expect("actor slot lock");
-        if let Some(running) = &state.running {
-            running.gate.reconfigure(settings.clone());
-        }
-        state.settings = settings;
-    }
-
     /// Stops the actor when nothing asked for it for `idle_ms`, nor for as
     /// long as its rate limiter takes to fill up again (a limiter dropped
-    /// earlier would forget a burst it refused). Requests still holding its
-    /// address finish first. True when it was stopped.
+    /// earlier would forget a burst it refused), and no change waits for
+    /// it. Requests still holding its gate finish first. True when it was
+    /// stopped.
     pub fn stop_if_idle(&self, now_ms: i64, idle_ms: i64) -> bool {
-        let mut state = self.state.lock().expect("actor slot lock");
-        let refill_ms = state.settings.rate_limit.map_or(0, |limit| {
+        let refill_ms = self.snapshot().settings().rate_limit.map_or(0, |limit| {
             (f64::from(limit.burst) / limit.per_sec * 1000.0).ceil() as i64
         });
-        let idle = state
-            .running
-            .as_ref()
-            .is_some_and(|r| now_ms - r.last_used_ms >= idle_ms.max(refill_ms));
+        let mut state = self.state.lock().expect("actor slot lock");
+        let idle = state.changing == 0
+            && state
+                .running
+                .as_ref()
+                .is_some_and(|r| now_ms - r.last_used_ms >= idle_ms.max(refill_ms));
         if idle {
             state.running = None;
         }

@@ -37,6 +37,7 @@ mod sealed;
 mod signature_headers;
 mod ssrf;
 mod telemetry;
+mod tenant_changes;
 mod tls;
 mod tokens;
 mod vectors;

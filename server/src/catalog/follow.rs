@@ -2,7 +2,7 @@
 //! each poll reads [`crate::store::api::Storage::catalog_version`], and
 //! when it moved, compares every stored tenant's rows with those this
 //! process last wrote or applied (its own writes are known already), then
-//! starts tenants created elsewhere, restarts those updated, swaps the
+//! starts tenants created elsewhere, updates those updated, swaps the
 //! secrets of those rotated and stops those deleted, and recompiles the
 //! contracts of every running tenant (config-file ones too) whose saved
 //! contracts changed. Tokens need nothing: they are read from the shared
@@ -14,26 +14,55 @@ use std::{
     time::Duration,
 };
 
-use super::{start_stored, stored_settings};
+use super::{
+    known::{contract_prints, fingerprint, Fingerprint},
+    resolve::{Resolver, Unrunnable},
+    Catalog,
+};
 use crate::{
-    catalog::{
-        known::{contract_prints, fingerprint, Fingerprint},
-        Catalog,
-    },
-    egress::AddressPolicy,
+    config::TenantSettings,
     error::Result,
-    store::api::{CatalogRows, Table},
-    tenant::Registry,
+    store::api::{CatalogRows, Shared, Table},
 };
 
+/// The tenants running in this process, as the follower changes them.
+pub trait Tenants: Send + Sync + 'static {
+    /// True when tenant `id` runs here.
+    fn is_running(&self, id: &str) -> bool;
+    /// Starts a tenant, or updates it in place when it runs.
+    fn start(&self, settings: TenantSettings) -> Result<()>;
+    /// New secrets for a running tenant.
+    fn rotate(&self, settings: TenantSettings) -> Result<()>;
+    /// Stops a tenant; true when it ran.
+    fn stop(&self, id: &str) -> bool;
+    /// Records a stored tenant that cannot run, with why.
+    fn unavailable(&self, id: &str, reason: String);
+    /// Puts a running tenant's saved contracts in force again.
+    fn reload_contracts(&self, id: &str) -> Result<()>;
+}
+
+/// Starts (or updates) tenant `id` as stored now; a tenant no longer
+/// stored is left alone.
+pub fn start_stored(
+    tenants: &dyn Tenants,
+    resolver: &Resolver,
+    catalog: &Catalog,
+    id: &str,
+) -> std::result::Result<(), Unrunnable> {
+    match resolver.stored(catalog, id)? {
+        Some(settings) => tenants.start(settings).map_err(Unrunnable::Failed),
+        None => Ok(()),
+    }
+}
+
 /// What a follower needs to start stored tenants, and what it saw last.
-pub(crate) struct Follower {
-    registry: Registry,
+pub struct Follower {
+    tenants: Arc<dyn Tenants>,
+    store: Shared,
     catalog: Catalog,
     rows: Arc<dyn CatalogRows>,
     config_ids: Arc<HashSet<String>>,
-    body_cap: usize,
-    address_policy: Arc<AddressPolicy>,
+    resolver: Resolver,
     version: u64,
     /// Each tenant's saved contracts as last compiled here, hashed.
     contracts: HashMap<String, u64>,
@@ -44,21 +73,20 @@ impl Follower {
     /// rows, so that whatever changes after the version was read is applied
     /// by the first poll. Made before the stored tenants are read and
     /// started, so that a change made meanwhile is not taken for known.
-    pub(crate) fn new(
-        registry: Registry,
+    pub fn new(
+        tenants: Arc<dyn Tenants>,
+        store: Shared,
         catalog: Catalog,
-        body_cap: usize,
-        address_policy: Arc<AddressPolicy>,
+        resolver: Resolver,
     ) -> Result<Follower> {
-        let store = registry.store().clone();
         let mut follower = Follower {
             rows: store.catalog_rows()?,
             config_ids: catalog.config_ids(),
-            registry,
+            tenants,
             catalog,
-            body_cap,
-            address_policy,
+            resolver,
             version: store.catalog_version()?,
+            store,
             contracts: HashMap::new(),
         };
         follower.contracts = follower.contract_prints()?;
@@ -96,11 +124,8 @@ impl Follower {
             .chain(self.contracts.keys())
             .filter(|id| now.get(*id) != self.contracts.get(*id))
             .collect();
-        for id in changed
-            .into_iter()
-            .filter(|id| self.registry.get(id).is_some())
-        {
-            match self.registry.reload_contracts(id, None) {
+        for id in changed.into_iter().filter(|id| self.tenants.is_running(id)) {
+            match self.tenants.reload_contracts(id) {
                 Ok(()) => tracing::info!(tenant = %id, "saved contracts changed: recompiled here"),
                 Err(e) => {
                     tracing::warn!(tenant = %id, error = %e, "recompiling changed contracts failed")
@@ -112,36 +137,30 @@ impl Follower {
     }
 
     /// One poll: applies what changed since the last. Blocks on storage.
-    pub(crate) fn step(&mut self) -> Result<()> {
-        let version = self.registry.store().catalog_version()?;
+    pub fn step(&mut self) -> Result<()> {
+        let version = self.store.catalog_version()?;
         if version == self.version {
             return Ok(());
         }
         let now = self.fingerprints()?;
         let seen = self.catalog.known().lock().expect("known lock").clone();
         for id in seen.keys().filter(|id| !now.contains_key(*id)) {
-            if self.registry.remove(id) {
+            if self.tenants.stop(id) {
                 tracing::info!(tenant = %id, "tenant deleted on another replica: stopped here");
             }
         }
         for (id, print) in &now {
             let started = match seen.get(id) {
                 // Created here (already running) or elsewhere.
-                None if self.registry.get(id).is_some() => continue,
+                None if self.tenants.is_running(id) => continue,
                 None => "created",
                 Some(old) if old.0 != print.0 => "updated",
                 Some(old) if old.1 != print.1 => "rotated",
                 Some(_) => continue,
             };
             let outcome = match started {
-                "rotated" => self.reconfigure(id),
-                _ => start_stored(
-                    &self.catalog,
-                    &self.registry,
-                    id,
-                    self.body_cap,
-                    &self.address_policy,
-                ),
+                "rotated" => self.rotate(id),
+                _ => start_stored(&*self.tenants, &self.resolver, &self.catalog, id),
             };
             match outcome {
                 Ok(()) => {
@@ -149,7 +168,7 @@ impl Follower {
                 }
                 Err(reason) => {
                     tracing::error!(tenant = %id, reason = %reason, "stored tenant cannot start and is skipped; its deliveries get 503 TENANT_UNAVAILABLE");
-                    self.registry.mark_unavailable(id, reason);
+                    self.tenants.unavailable(id, reason.to_string());
                 }
             }
         }
@@ -159,25 +178,23 @@ impl Follower {
         Ok(())
     }
 
-    /// New secrets for a running tenant, without restarting it.
-    fn reconfigure(&self, id: &str) -> std::result::Result<(), String> {
-        match stored_settings(&self.catalog, id, self.body_cap, &self.address_policy)? {
-            Some(settings) if self.registry.get(id).is_some() => self
-                .registry
-                .reconfigure(settings)
-                .map_err(|e| e.to_string()),
-            Some(settings) => self
-                .registry
-                .start_tenant(settings)
-                .map_err(|e| e.to_string()),
-            None => Ok(()),
-        }
+    /// New secrets for a running tenant, without restarting it; one not
+    /// running here starts.
+    fn rotate(&self, id: &str) -> std::result::Result<(), Unrunnable> {
+        let Some(settings) = self.resolver.stored(&self.catalog, id)? else {
+            return Ok(());
+        };
+        let applied = match self.tenants.is_running(id) {
+            true => self.tenants.rotate(settings),
+            false => self.tenants.start(settings),
+        };
+        applied.map_err(Unrunnable::Failed)
     }
 }
 
 /// Polls every `every` until the task is dropped; a failure is logged
 /// once, until a poll succeeds again.
-pub(crate) async fn follow(mut follower: Follower, every: Duration) {
+pub async fn follow(mut follower: Follower, every: Duration) {
     let mut failing = false;
     loop {
         tokio::time::sleep(every).await;
