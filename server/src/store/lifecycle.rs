@@ -81,6 +81,19 @@ pub(crate) struct Settled {
     pub(crate) done: Option<Vec<u8>>,
 }
 
+/// Whether queue entry `entry` is the live one of a delivery in `state`, the
+/// compare half of every queue compare-and-set on every engine: the delivery
+/// is pending and points at this entry (or at none, as records older than
+/// the live-entry field do). An entry that is not live is an orphan, which
+/// the engine removes.
+pub(crate) fn holds_entry(state: &DeliveryState, entry: &[u8]) -> bool {
+    state.status == DeliveryStatus::Pending
+        && state
+            .queue_key
+            .as_deref()
+            .is_none_or(|k| k == hex::encode(entry))
+}
+
 /// Whether a delivery in `state` may be redelivered, the same rule on every
 /// engine: a dead or delivered one may (true when it is dead); one already
 /// redelivered, or still pending, may not.
@@ -284,6 +297,21 @@ mod tests {
 
     fn pending() -> DeliveryState {
         DeliveryState::pending(EventId::new("evt_1"), 1)
+    }
+
+    /// The one claim rule both engines apply: a pending delivery holds the
+    /// entry it points at (or any, for a record from before the field), a
+    /// settled one or one moved to another entry holds none.
+    #[test]
+    fn a_queue_entry_is_live_only_for_its_pending_delivery() {
+        let (entry, other) = (queue_key(10, 1), queue_key(20, 2));
+        let mut state = pending();
+        assert!(holds_entry(&state, &entry), "no live entry recorded");
+        state.queue_key = Some(hex::encode(entry));
+        assert!(holds_entry(&state, &entry));
+        assert!(!holds_entry(&state, &other), "moved to another entry");
+        state.status = DeliveryStatus::Delivered;
+        assert!(!holds_entry(&state, &entry), "settled");
     }
 
     #[test]

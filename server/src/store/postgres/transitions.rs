@@ -16,8 +16,8 @@ use crate::{
     ids::DeliveryId,
     store::{
         api::Fence,
-        lifecycle::{redeliverable, redelivery, settled, Next, Outcome, Redelivery},
-        records::{encode, AttemptRecord, DeliveryState, DeliveryStatus, StoredEvent},
+        lifecycle::{holds_entry, redeliverable, redelivery, settled, Next, Outcome, Redelivery},
+        records::{encode, AttemptRecord, DeliveryState, StoredEvent},
     },
 };
 
@@ -61,14 +61,8 @@ pub(super) async fn claim(
         Some(row) if row.get::<_, &str>(0) == id => {}
         _ => return Ok(None),
     }
-    let live = hex::encode(entry);
     match state {
-        Some(state)
-            if state.status == DeliveryStatus::Pending
-                && state.queue_key.as_deref().is_none_or(|k| k == live) =>
-        {
-            Ok(Some(state))
-        }
+        Some(state) if holds_entry(&state, entry) => Ok(Some(state)),
         _ => {
             delete_queue(tx, tenant, entry).await?;
             Ok(None)

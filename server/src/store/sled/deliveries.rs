@@ -16,7 +16,7 @@ pub use retention::sweep;
 use super::{
     gauges::{Delta, Tally},
     keyspace::TxKeyspace,
-    lifecycle::{redeliverable, redelivery, settled, Next, Outcome, Redelivery},
+    lifecycle::{holds_entry, redeliverable, redelivery, settled, Next, Outcome, Redelivery},
     records::{
         attempt_key, decode, encode, queue_key, AttemptRecord, DeadLetter, DeliveryState,
         DeliveryStatus, StoredEvent,
@@ -187,14 +187,8 @@ fn claim(
         Some(named) if named.as_ref() == delivery_id.as_str().as_bytes() => {}
         _ => return Ok(None),
     }
-    let live = hex::encode(queue_entry);
     match tx_state(states, delivery_id)? {
-        Some(state)
-            if state.status == DeliveryStatus::Pending
-                && state.queue_key.as_deref().is_none_or(|k| k == live) =>
-        {
-            Ok(Some(state))
-        }
+        Some(state) if holds_entry(&state, queue_entry) => Ok(Some(state)),
         _ => {
             tally.queue_removed(queue.remove(queue_entry)?);
             Ok(None)
