@@ -4,8 +4,8 @@ use actix_web::{web, HttpResponse};
 
 use super::error::DashError;
 
-const STYLE: &str = include_str!("assets/style.css");
-const TAIL: &str = include_str!("assets/tail.js");
+const STYLE: &str = include_str!("style.css");
+const TAIL: &str = include_str!("tail.js");
 
 /// `GET /assets/{name}`.
 pub(super) async fn asset(name: web::Path<String>) -> Result<HttpResponse, DashError> {
