@@ -1,5 +1,5 @@
 //! Token bucket: how many deliveries a tenant may have accepted (`rate_limit`)
-//! or forwarded (`delivery_rate`) per second, and how many of its refusals
+//! or forwarded (`delivery_rate`) per second, and how many of its rejections
 //! are recorded (`[limits.refusal_records]`).
 
 use std::sync::Mutex;
@@ -41,26 +41,26 @@ impl TokenBucket {
     }
 }
 
-/// One tenant's budget for recording refusals: a bucket for bad or missing
-/// signatures, which anyone can send, and one for content refused after a
+/// One tenant's budget for recording rejections: a bucket for bad or missing
+/// signatures, which anyone can send, and one for content rejected after a
 /// valid signature, so a flood of the first never crowds out the second.
 #[derive(Debug)]
-pub struct RefusalBudget {
+pub struct RejectionBudget {
     buckets: Mutex<[TokenBucket; 2]>,
 }
 
-impl RefusalBudget {
+impl RejectionBudget {
     /// Both buckets full.
     pub fn new(config: RateLimitConfig, now_ms: i64) -> Self {
         let bucket = TokenBucket::new(config, now_ms);
-        RefusalBudget {
+        RejectionBudget {
             buckets: Mutex::new([bucket.clone(), bucket]),
         }
     }
 
-    /// Whether one more refusal of this kind may be recorded now.
+    /// Whether one more rejection of this kind may be recorded now.
     pub fn try_take(&self, signature_valid: bool, now_ms: i64) -> bool {
-        let mut buckets = self.buckets.lock().expect("refusal budget lock");
+        let mut buckets = self.buckets.lock().expect("rejection budget lock");
         buckets[usize::from(signature_valid)]
             .try_take(now_ms)
             .is_ok()
@@ -102,7 +102,7 @@ mod tests {
 
     #[test]
     fn refusal_kinds_have_budgets_of_their_own() {
-        let budget = RefusalBudget::new(
+        let budget = RejectionBudget::new(
             RateLimitConfig {
                 per_sec: 1.0,
                 burst: 2,

@@ -33,7 +33,7 @@ struct TypeContracts {
 
 /// What the check of one body found.
 #[derive(Debug)]
-pub struct Verdict {
+pub struct Checked {
     /// The body's event type, when it names one (for metrics by type).
     pub event_type: Option<String>,
     /// Accepted, or why not.
@@ -119,16 +119,16 @@ impl TenantContracts {
 
     /// Checks an (authentic, JSON object) body. Without contracts and under
     /// `accept`, only the type is read, skipping over everything else.
-    pub fn check(&self, body: &[u8]) -> Verdict {
+    pub fn check(&self, body: &[u8]) -> Checked {
         if self.by_type.is_empty() && self.policy.unknown == UnknownEventTypes::Accept {
-            return Verdict {
+            return Checked {
                 event_type: self.event_type(body),
                 result: Ok(()),
             };
         }
         let Ok(body) = serde_json::from_slice::<Value>(body) else {
             // The body checks before this one already refused non-JSON.
-            return Verdict {
+            return Checked {
                 event_type: None,
                 result: Err(BodyError::NotAnObject),
             };
@@ -150,7 +150,7 @@ impl TenantContracts {
                 version: version.map(|v| cut(v, MAX_VERSION_LEN)),
             }),
         };
-        Verdict { event_type, result }
+        Checked { event_type, result }
     }
 }
 

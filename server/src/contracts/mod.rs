@@ -14,7 +14,7 @@ mod tests;
 use std::{path::PathBuf, sync::Arc};
 
 pub use budget::MAX_CHECK_STEPS;
-pub use check::{TenantContracts, Verdict};
+pub use check::{Checked, TenantContracts};
 pub use compile::{
     Contract, ContractSource, ContractSpec, PATTERN_DFA_SIZE_LIMIT, PATTERN_SIZE_LIMIT,
 };

@@ -1,6 +1,6 @@
 //! Sign-in with the admin token or a tenant token, and sign-out. The
 //! sign-in form is protected against login CSRF by a token the server
-//! issued ([`super::csrf`]) in both a cookie and the form, and by refusing
+//! issued ([`super::csrf`]) in both a cookie and the form, and by rejecting
 //! posts a browser marks as coming from another site.
 
 use actix_web::{web, HttpRequest, HttpResponse};

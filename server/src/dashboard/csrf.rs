@@ -2,7 +2,7 @@
 //! nonce and the time it was issued, with an HMAC-SHA256 of both under a key
 //! made at start. Sign-in takes it from both the cookie and the form, and
 //! only while it is younger than [`SIGN_IN_TOKEN_MS`]; an equal pair the
-//! server did not issue (a planted cookie) is refused.
+//! server did not issue (a planted cookie) is rejected.
 
 use hmac::{Hmac, KeyInit, Mac};
 use rand::RngCore;

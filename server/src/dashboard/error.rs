@@ -6,7 +6,7 @@ use maud::html;
 
 use super::layout;
 
-/// Why a dashboard request was refused.
+/// Why a dashboard request was rejected.
 #[derive(Debug, thiserror::Error)]
 pub(super) enum DashError {
     /// No live session: go to the sign-in page.

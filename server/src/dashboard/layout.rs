@@ -38,7 +38,7 @@ pub(super) fn page(
                                 @if let Some(t) = tenant {
                                     li { a href={ "/t/" (t) "/deliveries" } { "Deliveries" } }
                                     li { a href={ "/t/" (t) "/dead-letters" } { "Dead letters" } }
-                                    li { a href={ "/t/" (t) "/rejections" } { "Refused" } }
+                                    li { a href={ "/t/" (t) "/rejections" } { "Rejected" } }
                                     li { a href={ "/t/" (t) "/tail" } { "Live tail" } }
                                     li { a href={ "/t/" (t) "/secrets" } { "Secrets" } }
                                 }

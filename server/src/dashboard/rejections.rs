@@ -1,4 +1,4 @@
-//! Refused requests of a tenant: content refused after a valid signature
+//! Rejected requests of a tenant: content rejected after a valid signature
 //! (with the first 4 KiB of the body) and bad or missing signatures
 //! (without), findable by request id.
 
@@ -53,13 +53,13 @@ pub(super) async fn list(
     let listed = dash.backend.list_rejections(&tenant, filter, page).await?;
     let one = !request_id.is_empty();
     let body = html! {
-        p { "Requests this tenant refused. Content refused after a valid signature keeps its first 4 KiB; a bad or missing signature keeps no body." }
+        p { "Requests this tenant rejected. Content rejected after a valid signature keeps its first 4 KiB; a bad or missing signature keeps no body." }
         form.filters method="get" action={ "/t/" (tenant) "/rejections" } {
             div { label for="request_id" { "Request id" } input #request_id type="search" name="request_id" value=(request_id) placeholder="req_…"; }
             div {
                 label for="kind" { "Kind" }
                 select #kind name="kind" {
-                    @for (value, text) in [("", "any"), ("content", "content refused"), ("signature", "bad signature")] {
+                    @for (value, text) in [("", "any"), ("content", "content rejected"), ("signature", "bad signature")] {
                         option value=(value) selected[value == query.kind] { (text) }
                     }
                 }
@@ -67,13 +67,13 @@ pub(super) async fn list(
             button type="submit" { "Find" }
         }
         @if listed.items.is_empty() {
-            p role="status" { "No refused request matches." }
+            p role="status" { "No rejected request matches." }
         } @else {
             ol.rejections { @for r in &listed.items { li {
                 dl.facts {
                     dt { "Request id" } dd { code.request-id { (r.request_id) } }
-                    dt { "Refused at" } dd { (layout::at(r.at_ms)) }
-                    dt { "Kind" } dd { @if r.signature_valid { "content refused (signature valid)" } @else { "bad or missing signature" } }
+                    dt { "Rejected at" } dd { (layout::at(r.at_ms)) }
+                    dt { "Kind" } dd { @if r.signature_valid { "content rejected (signature valid)" } @else { "bad or missing signature" } }
                     dt { "Code" } dd { code.code { (r.code) } }
                     dt { "Reason" } dd.reason { (r.reason) }
                     dt { "Body size" } dd { (layout::size(r.body_bytes as usize)) }
@@ -81,7 +81,7 @@ pub(super) async fn list(
                 @if !r.body.is_empty() {
                     details open[one] {
                         summary { "Body (first " (layout::size(r.body.len())) ")" }
-                        pre.body tabindex="0" aria-label="Refused body" { (String::from_utf8_lossy(&r.body)) }
+                        pre.body tabindex="0" aria-label="Rejected body" { (String::from_utf8_lossy(&r.body)) }
                     }
                 }
             } } }
@@ -93,7 +93,7 @@ pub(super) async fn list(
     Ok(layout::html(layout::page(
         Some(&signed),
         Some(&tenant),
-        "Refused requests",
+        "Rejected requests",
         body,
     )))
 }

@@ -49,8 +49,8 @@ pub(super) async fn overview(
                         th scope="col" { "Accepted / duplicates last day" }
                         th scope="col" { "Rejected last hour" }
                         th scope="col" { "Rejected last day" }
-                        th scope="col" { "Refused and recorded last hour" }
-                        th scope="col" { "Refused and recorded last day" }
+                        th scope="col" { "Rejected and recorded last hour" }
+                        th scope="col" { "Rejected and recorded last day" }
                         th scope="col" { "Sender clock (median skew)" }
                     } }
                     tbody { @for (tenant, a) in &rows { (overview_row(tenant, a)) } }
@@ -105,8 +105,8 @@ fn overview_row(tenant: &TenantView, a: &TenantActivity) -> Markup {
             td.ingest-day { (a.last_day.accepted) " / " (a.last_day.duplicates) }
             td.rejected-hour { (by_code(&a.last_hour.rejected)) }
             td.rejected-day { (by_code(&a.last_day.rejected)) }
-            td.refused-hour { a href={ "/t/" (id) "/rejections" } { (total(&a.refused_last_hour)) } }
-            td.refused-day { (by_code(&a.refused_last_day)) }
+            td.recorded-hour { a href={ "/t/" (id) "/rejections" } { (total(&a.refused_last_hour)) } }
+            td.recorded-day { (by_code(&a.refused_last_day)) }
             td { (skew(a.median_clock_skew_secs)) }
         }
     }

@@ -177,7 +177,7 @@ pub struct DispatcherParts {
     /// Notified when new work is queued.
     pub wake: Arc<Notify>,
     /// The live feed outcomes are published on.
-    pub events: DeliveryFeed,
+    pub feed: DeliveryFeed,
     /// Starts the `hookd.forward` spans.
     pub spans: Spans,
     /// The tenant's counters.
@@ -197,7 +197,7 @@ pub struct Dispatcher {
     client: reqwest::Client,
     clock: SharedClock,
     wake: Arc<Notify>,
-    events: DeliveryFeed,
+    feed: DeliveryFeed,
     breaker: Breaker,
     rate: Option<TokenBucket>,
     spans: Spans,
@@ -220,7 +220,7 @@ impl Dispatcher {
             settings,
             clock,
             wake,
-            events,
+            feed,
             spans,
             metrics,
             shared_cas,
@@ -261,7 +261,7 @@ impl Dispatcher {
             client,
             clock,
             wake,
-            events,
+            feed,
         })
     }
 
@@ -565,7 +565,7 @@ impl Dispatcher {
             }
         }
         let reason = error.map(str::to_owned);
-        self.events.publish(DeliveryEvent {
+        self.feed.publish(DeliveryEvent {
             kind: DeliveryEventKind::from(&next),
             tenant: self.tenant.clone(),
             delivery_id,

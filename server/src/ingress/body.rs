@@ -32,7 +32,7 @@ impl BodyBuffer {
         }
     }
 
-    /// Appends a chunk, or refuses it when the body would cross the limit.
+    /// Appends a chunk, or rejects it when the body would cross the limit.
     pub fn push(&mut self, chunk: &[u8]) -> Result<(), TooLarge> {
         if self.bytes.len() + chunk.len() > self.limit {
             return Err(TooLarge);

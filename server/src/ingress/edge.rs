@@ -129,7 +129,7 @@ impl MessageBody for HeldBody {
 }
 
 /// Closes the connection after the answer when the request had a body that
-/// was not read to its end (refused early, timed out, or never wanted).
+/// was not read to its end (rejected early, timed out, or never wanted).
 /// actix drains the rest of a chunked body whose reader is gone, for as long
 /// as the sender keeps trickling it, holding a connection slot; a request
 /// body still held when the answer is written makes it close the connection

@@ -157,16 +157,16 @@ async fn accept(
         .await;
     match outcome {
         Ok(outcome) => Ok(outcome),
-        Err(refusal) => {
-            let answer = ApiError::from(&refusal);
-            rejected::record(registry, handle, request_id, &refusal, &answer, &body).await;
+        Err(rejection) => {
+            let answer = ApiError::from(&rejection);
+            rejected::record(registry, handle, request_id, &rejection, &answer, &body).await;
             Err(answer)
         }
     }
 }
 
-/// Reads the body as raw bytes, refusing it as soon as it is known to be
-/// over `limit`: a declared `Content-Length` is refused before any byte is
+/// Reads the body as raw bytes, rejecting it as soon as it is known to be
+/// over `limit`: a declared `Content-Length` is rejected before any byte is
 /// read, a chunked body as soon as it crosses the limit.
 async fn read_body(
     req: &HttpRequest,

@@ -1,15 +1,15 @@
-//! The one place a tenant's refusal is recorded for the dashboard and
-//! `ListRejections`: content refused after a valid signature (any answer
+//! The one place a tenant's rejection is recorded for the dashboard and
+//! `ListRejections`: content rejected after a valid signature (any answer
 //! the sender can fix in the body: 400 or 422 other than a signature
 //! verdict, so content codes added later are recorded too) with the first
 //! 4 KiB of the body, and bad or missing signatures without any body.
 //! Overload and storage answers (429, 5xx) are not rejections of content.
 //! The record is written on the blocking pool, off the HTTP worker, and is
-//! durable before the refusal is answered: it waits for the store's next
-//! group commit (shared with the deliveries and refusals of the same
+//! durable before the rejection is answered: it waits for the store's next
+//! group commit (shared with the deliveries and rejections of the same
 //! moment), never for an fsync of its own. Each tenant records at most its
 //! budget (`[limits.refusal_records]`, one bucket per kind) before any
-//! write; refusals beyond it are answered the same and only counted, in
+//! write; rejections beyond it are answered the same and only counted, in
 //! `hookd_rejections_unrecorded_total`.
 
 use crate::{
@@ -23,24 +23,24 @@ use crate::{
     tenant::{Registry, TenantHandle},
 };
 
-/// Records `refusal` (answered as `answer`) of `body` sent to `tenant`,
+/// Records `rejection` (answered as `answer`) of `body` sent to `tenant`,
 /// when it is one the dashboard lists, and returns once the record is
 /// durable; a storage failure is logged, never passed to the sender.
 pub(super) async fn record(
     registry: &Registry,
     handle: &TenantHandle,
     request_id: &RequestId,
-    refusal: &IngestError,
+    rejection: &IngestError,
     answer: &ApiError,
     body: &[u8],
 ) {
-    let signature_valid = match refusal {
+    let signature_valid = match rejection {
         IngestError::Verify { .. } => false,
         _ if matches!(answer.code.status().as_u16(), 400 | 422) => true,
         _ => return,
     };
     let at_ms = registry.clock().now_ms();
-    if !handle.refusal_budget.try_take(signature_valid, at_ms) {
+    if !handle.rejection_budget.try_take(signature_valid, at_ms) {
         handle.metrics.unrecorded(signature_valid);
         return;
     }
@@ -68,6 +68,6 @@ pub(super) async fn record(
         Err(e) => Err(e),
     };
     if let Err(e) = durable {
-        tracing::error!(tenant = %tenant, request_id = %request_id, error = %e, "refused request could not be recorded");
+        tracing::error!(tenant = %tenant, request_id = %request_id, error = %e, "rejected request could not be recorded");
     }
 }

@@ -111,7 +111,7 @@ impl Spans {
     /// [`IngestRecord::end`] ends it.
     pub fn start_ingest(&self, req: &HttpRequest) -> Context {
         let parent = TraceContextPropagator::new()
-            .extract_with_context(&Context::new(), &Headers(req.headers()));
+            .extract_with_context(&Context::new(), &RequestHeaders(req.headers()));
         let config = req.app_config();
         let mut attributes = vec![
             KeyValue::new(semconv::HTTP_REQUEST_METHOD, req.method().to_string()),
@@ -431,9 +431,9 @@ impl ForwardRecord<'_> {
 }
 
 /// Read access to actix request headers for the propagator.
-struct Headers<'a>(&'a HeaderMap);
+struct RequestHeaders<'a>(&'a HeaderMap);
 
-impl Extractor for Headers<'_> {
+impl Extractor for RequestHeaders<'_> {
     fn get(&self, key: &str) -> Option<&str> {
         self.0.get(key)?.to_str().ok()
     }

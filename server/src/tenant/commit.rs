@@ -1,6 +1,6 @@
 //! The durable half of an ingest, run once the checks passed (commit, then
 //! wake the dispatcher, publish, fill the replay cache), what an accepted
-//! delivery tells about its sender, and a contract refusal's look-up in the
+//! delivery tells about its sender, and a contract rejection's look-up in the
 //! idempotency log.
 
 use std::sync::Arc;
@@ -30,7 +30,7 @@ pub(super) struct Commit {
     pub(super) feed: DeliveryFeed,
     pub(super) tenant: TenantId,
     pub(super) request_id: RequestId,
-    /// The `hookd.commit` span, ended once the write is durable or refused.
+    /// The `hookd.commit` span, ended once the write is durable or rejected.
     pub(super) span: IngestSpan,
     pub(super) senders: Option<Arc<SenderMetrics>>,
     pub(super) tolerance_secs: u64,
@@ -47,7 +47,7 @@ impl Commit {
         let new_id = item.meta.delivery_id.clone();
         let received_at_ms = item.meta.received_at_ms;
         let committed = self.data.commit(item).await;
-        let committed = committed.map_err(|e| self.refused(&event_id, &new_id, e));
+        let committed = committed.map_err(|e| self.rejected(&event_id, &new_id, e));
         let Commit {
             replay,
             wake,
@@ -89,8 +89,8 @@ impl Commit {
         })
     }
 
-    /// Logs a write storage refused and says what the sender is told.
-    fn refused(&self, event_id: &EventId, new_id: &DeliveryId, e: Error) -> IngestError {
+    /// Logs a write storage rejected and says what the sender is told.
+    fn rejected(&self, event_id: &EventId, new_id: &DeliveryId, e: Error) -> IngestError {
         let (tenant, request_id) = (&self.tenant, &self.request_id);
         // A poisoned store was logged loudly once by the committer.
         if matches!(
@@ -100,7 +100,7 @@ impl Commit {
                 | Error::StoragePoisoned
                 | Error::TenantDeleted(_)
         ) {
-            tracing::warn!(tenant = %tenant, event_id = %event_id, delivery_id = %new_id, request_id = %request_id, error = %e, "durable write refused");
+            tracing::warn!(tenant = %tenant, event_id = %event_id, delivery_id = %new_id, request_id = %request_id, error = %e, "durable write rejected");
         } else {
             tracing::error!(tenant = %tenant, event_id = %event_id, delivery_id = %new_id, request_id = %request_id, error = %e, "durable write failed");
         }
@@ -136,12 +136,12 @@ impl SenderFacts {
     }
 }
 
-/// A body a contract refused, with what it takes to find the event in the
+/// A body a contract rejected, with what it takes to find the event in the
 /// idempotency log: a resend of an event accepted before the contracts
-/// changed is a duplicate, never a refusal. The log is read on the
+/// changed is a duplicate, never a rejection. The log is read on the
 /// blocking pool, off the HTTP worker (a database round trip on a shared
 /// store), and only on this path.
-pub(super) struct Refusal {
+pub(super) struct ContractRejection {
     pub(super) error: BodyError,
     pub(super) event_type: Option<String>,
     pub(super) outcome: TypeOutcome,
@@ -149,14 +149,14 @@ pub(super) struct Refusal {
     pub(super) content_key: Option<Vec<u8>>,
 }
 
-impl Refusal {
-    /// The first delivery's answer, or the refusal (counted by event type).
+impl ContractRejection {
+    /// The first delivery's answer, or the rejection (counted by event type).
     pub(super) async fn answer(
         self,
         data: Tenant,
         senders: Option<Arc<SenderMetrics>>,
     ) -> Result<IngestOutcome, IngestError> {
-        let Refusal {
+        let ContractRejection {
             error,
             event_type,
             outcome,
@@ -188,7 +188,7 @@ impl Refusal {
                 Err(error.into())
             }
             Err(e) => {
-                tracing::warn!(event_id = %event_id, error = %e, "idempotency log unreadable while refusing a body; answering the refusal");
+                tracing::warn!(event_id = %event_id, error = %e, "idempotency log unreadable while rejecting a body; answering the rejection");
                 Err(error.into())
             }
         }

@@ -18,7 +18,7 @@ use hookd_sdk::signature::{self, HeaderLookup, HeaderSource};
 use tokio::sync::Notify;
 
 use super::{
-    commit::{Commit, Refusal, SenderFacts},
+    commit::{Commit, ContractRejection, SenderFacts},
     replay::{replay_cache, ReplayCache, ReplayKeys},
     snapshot::{Published, Snapshot},
     validate::{validate_body, EventIdSource},
@@ -157,7 +157,7 @@ impl Gate {
     }
 
     /// Checks the body against the tenant's contracts. Returns the event
-    /// type for the accepted count, or the refusal to answer unless the
+    /// type for the accepted count, or the rejection to answer unless the
     /// event was accepted before the contracts changed.
     fn check_contract(
         &self,
@@ -165,7 +165,7 @@ impl Gate {
         body: &[u8],
         event_id: &EventId,
         keys: &ReplayKeys,
-    ) -> Result<Option<String>, Box<Refusal>> {
+    ) -> Result<Option<String>, Box<ContractRejection>> {
         let verdict = snapshot.contracts().check(body);
         let Err(error) = verdict.result else {
             return Ok(verdict.event_type);
@@ -174,7 +174,7 @@ impl Gate {
             BodyError::UnknownEventType { .. } => TypeOutcome::UnknownEventType,
             _ => TypeOutcome::ContractViolation,
         };
-        Err(Box::new(Refusal {
+        Err(Box::new(ContractRejection {
             error,
             event_type: verdict.event_type,
             outcome,
@@ -195,7 +195,7 @@ impl Gate {
         #[cfg(any(test, feature = "fault-injection"))]
         crate::faults::maybe_panic(s.id.as_str());
         let now_ms = self.parts.clock.now_ms();
-        let headers = Headers(msg.headers);
+        let headers = SignedHeaders(msg.headers);
         let keys = snapshot.live_keys(now_ms.div_euclid(1000));
         let verified = signature::verify(
             s.scheme,
@@ -233,7 +233,7 @@ impl Gate {
         let event_id = validate_body(&msg.body, id_source, &s.required_fields)?;
         let event_type = match self.check_contract(snapshot, &msg.body, &event_id, &keys) {
             Ok(event_type) => event_type,
-            Err(refusal) => return Ok(Prepared::Refused(refusal)),
+            Err(rejection) => return Ok(Prepared::Rejected(rejection)),
         };
 
         if let Some(limiter) = self
@@ -268,7 +268,7 @@ impl Gate {
 fn new_delivery(
     snapshot: &Snapshot,
     msg: &Ingest,
-    headers: &Headers<'_>,
+    headers: &SignedHeaders<'_>,
     event_id: EventId,
     keys: &ReplayKeys,
     now_ms: i64,
@@ -299,9 +299,9 @@ fn new_delivery(
 
 enum Prepared {
     Duplicate(IngestOutcome),
-    /// Refused by a contract: answered as a duplicate instead if the event
+    /// Rejected by a contract: answered as a duplicate instead if the event
     /// was accepted before the contract changed.
-    Refused(Box<Refusal>),
+    Rejected(Box<ContractRejection>),
     New {
         replay_keys: ReplayKeys,
         item: Box<NewDelivery>,
@@ -310,7 +310,7 @@ enum Prepared {
 }
 
 impl Gate {
-    /// Runs one delivery's checks on the calling thread; a refusal's lookup
+    /// Runs one delivery's checks on the calling thread; a rejection's lookup
     /// and a new delivery's commit are left to the caller (see [`Answer`]).
     /// A panic in the checks answers this delivery with a 5xx and calls
     /// `panicked`, which has the tenant's actor restart the gate. The
@@ -347,8 +347,8 @@ impl Gate {
         match prepared {
             Err(e) => Answer::now(Err(e)),
             Ok(Prepared::Duplicate(outcome)) => Answer::now(Ok(outcome)),
-            Ok(Prepared::Refused(refusal)) => {
-                Answer::later(refusal.answer(self.parts.data.clone(), self.parts.senders.clone()))
+            Ok(Prepared::Rejected(rejection)) => {
+                Answer::later(rejection.answer(self.parts.data.clone(), self.parts.senders.clone()))
             }
             Ok(Prepared::New {
                 replay_keys,
@@ -373,9 +373,9 @@ impl Gate {
 }
 
 /// Case-insensitive header access for the verifier.
-struct Headers<'a>(&'a HeaderMap);
+struct SignedHeaders<'a>(&'a HeaderMap);
 
-impl HeaderSource for Headers<'_> {
+impl HeaderSource for SignedHeaders<'_> {
     fn header(&self, name: &str) -> Option<&str> {
         self.0.get(name)?.to_str().ok()
     }

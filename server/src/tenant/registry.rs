@@ -23,7 +23,7 @@ use crate::{
     ids::{DeliveryId, TenantId},
     ingest::{Answer, Ingest},
     metrics::TenantMetrics,
-    rate_limit::RefusalBudget,
+    rate_limit::RejectionBudget,
     store::api::{Shared, Tenant},
     telemetry::Telemetry,
 };
@@ -43,9 +43,9 @@ pub struct TenantHandle {
     pub wake: Arc<Notify>,
     /// The counters of its `tenant` label.
     pub metrics: Arc<TenantMetrics>,
-    /// How many of its refusals may still be recorded; kept across
+    /// How many of its rejections may still be recorded; kept across
     /// restarts of the tenant, so an update does not refill it.
-    pub refusal_budget: Arc<RefusalBudget>,
+    pub rejection_budget: Arc<RejectionBudget>,
     /// Its dispatcher, when it forwards; replaced when it is updated.
     dispatcher: Arc<Mutex<Option<AbortHandle>>>,
 }
@@ -60,7 +60,7 @@ pub struct Registry {
     arbiters: Arc<Vec<ArbiterHandle>>,
     store: Shared,
     clock: SharedClock,
-    events: DeliveryFeed,
+    feed: DeliveryFeed,
     telemetry: Telemetry,
     /// Private CAs every destination trusts (`[forward] ca_file`).
     forward_cas: Arc<Vec<reqwest::Certificate>>,
@@ -71,7 +71,7 @@ pub struct Registry {
     lease: LeaseTerms,
     /// Where the dispatchers run.
     forwarding: ForwardRuntime,
-    /// Each tenant's refusal-recording budget (`[limits.refusal_records]`).
+    /// Each tenant's rejection-recording budget (`[limits.refusal_records]`).
     refusal_records: RateLimitConfig,
 }
 
@@ -83,7 +83,7 @@ impl Registry {
         forwarding: ForwardRuntime,
         store: Shared,
         clock: SharedClock,
-        events: DeliveryFeed,
+        feed: DeliveryFeed,
         telemetry: Telemetry,
     ) -> Self {
         assert!(!arbiters.is_empty(), "at least one arbiter");
@@ -94,7 +94,7 @@ impl Registry {
             arbiters: Arc::new(arbiters),
             store,
             clock,
-            events,
+            feed,
             telemetry,
             forward_cas: Arc::default(),
             changes: Arc::default(),
@@ -108,7 +108,7 @@ impl Registry {
     }
 
     /// The registry with each tenant recording at most `budget` of its
-    /// refusals (`[limits.refusal_records]`).
+    /// rejections (`[limits.refusal_records]`).
     pub fn with_refusal_records(mut self, budget: RateLimitConfig) -> Self {
         self.refusal_records = budget;
         self
@@ -165,7 +165,7 @@ impl Registry {
             data: data.clone(),
             clock: self.clock.clone(),
             wake: wake.clone(),
-            feed: self.events.clone(),
+            feed: self.feed.clone(),
             spans: self.telemetry.spans().clone(),
             senders: Some(senders),
         };
@@ -174,19 +174,19 @@ impl Registry {
         let actor = Arc::new(ActorSlot::new(arbiter.clone(), first, parts));
         let dispatcher = self.dispatcher(&settings, &data, &wake, &metrics)?;
         let mut tenants = self.tenants.write().expect("registry lock");
-        let refusal_budget = tenants.get(&settings.id).map_or_else(
+        let rejection_budget = tenants.get(&settings.id).map_or_else(
             || {
                 let now_ms = self.clock.now_ms();
-                Arc::new(RefusalBudget::new(self.refusal_records, now_ms))
+                Arc::new(RejectionBudget::new(self.refusal_records, now_ms))
             },
-            |old| old.refusal_budget.clone(),
+            |old| old.rejection_budget.clone(),
         );
         let handle = TenantHandle {
             actor,
             data,
             wake,
             metrics,
-            refusal_budget,
+            rejection_budget,
             dispatcher: Arc::new(Mutex::new(dispatcher)),
         };
         let old = tenants.insert(settings.id.clone(), handle);
@@ -219,7 +219,7 @@ impl Registry {
             settings: forward.clone(),
             clock: self.clock.clone(),
             wake: wake.clone(),
-            events: self.events.clone(),
+            feed: self.feed.clone(),
             spans: self.telemetry.spans().clone(),
             metrics: metrics.clone(),
             shared_cas: self.forward_cas.clone(),
@@ -392,7 +392,7 @@ impl Registry {
         handle.wake.notify_one();
         tracing::info!(tenant = %tenant, delivery_id = %delivery_id, new_delivery_id = %new_id, "dead letter redelivered");
         if let Some(state) = state {
-            self.events.publish(DeliveryEvent {
+            self.feed.publish(DeliveryEvent {
                 kind: DeliveryEventKind::Redelivered,
                 tenant: handle.settings().id.clone(),
                 delivery_id: new_id.clone(),
@@ -413,7 +413,7 @@ impl Registry {
 
     /// The live delivery feed.
     pub fn feed(&self) -> &DeliveryFeed {
-        &self.events
+        &self.feed
     }
 
     /// Where the tenants record spans and metrics.

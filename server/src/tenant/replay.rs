@@ -19,7 +19,7 @@ pub type ReplayCache = Cache<Vec<u8>, (EventId, DeliveryId), foldhash::fast::Ran
 
 /// A tenant's replay cache: at most `capacity` keys, each kept twice the
 /// tenant's timestamp tolerance (at least a minute), past which a resend is
-/// refused as stale anyway. Full, it drops the least recently used key for
+/// rejected as stale anyway. Full, it drops the least recently used key for
 /// every new one: moka's default policy (TinyLFU) admits a new key only if
 /// it looks more often used than the one it would evict, and a new
 /// delivery's key never does, so a full cache kept old deliveries and turned

@@ -117,7 +117,7 @@ impl ActorSlot {
 
     /// Stops the actor when nothing asked for it for `idle_ms`, nor for as
     /// long as its rate limiter takes to fill up again (a limiter dropped
-    /// earlier would forget a burst it refused), and no change waits for
+    /// earlier would forget a burst it rejected), and no change waits for
     /// it. Requests still holding its gate finish first. True when it was
     /// stopped.
     pub fn stop_if_idle(&self, now_ms: i64, idle_ms: i64) -> bool {

@@ -372,7 +372,7 @@ impl Storage for PgStore {
                 .map_err(pg)?;
             Ok(row.is_some())
         })?;
-        let shared = tenant::Shared {
+        let shared = tenant::EngineParts {
             db: self.inner.db.clone(),
             runtime: self.inner.runtime.handle().clone(),
             committer: self.inner.committer.clone(),

@@ -58,7 +58,7 @@ pub(crate) struct PgTenant {
 }
 
 /// What a [`PgTenant`] shares with its engine.
-pub(super) struct Shared {
+pub(super) struct EngineParts {
     pub(super) db: Db,
     pub(super) runtime: tokio::runtime::Handle,
     pub(super) committer: committer::Handle,
@@ -68,11 +68,11 @@ pub(super) struct Shared {
 impl PgTenant {
     pub(super) fn new(
         tenant: TenantId,
-        shared: Shared,
+        shared: EngineParts,
         dropped: Arc<AtomicBool>,
         stored: bool,
     ) -> PgTenant {
-        let Shared {
+        let EngineParts {
             db,
             runtime,
             committer,

@@ -36,7 +36,7 @@ const QUEUE_CAPACITY: usize = 8192;
 enum Request {
     /// Record a delivery.
     Write(Box<Write>, oneshot::Sender<Result<CommitOutcome>>),
-    /// Answer once everything written before is durable.
+    /// Reply once everything written before is durable.
     Barrier(oneshot::Sender<Result<()>>),
     /// Remove every key of the tenant, durably.
     DropTenant(Box<TenantTrees>, oneshot::Sender<Result<()>>),
@@ -52,7 +52,7 @@ impl Request {
 }
 
 /// A waiter and what it will be told once its batch is durable.
-enum Answer {
+enum Reply {
     Write(
         oneshot::Sender<Result<CommitOutcome>>,
         Result<CommitOutcome>,
@@ -60,17 +60,17 @@ enum Answer {
     Done(oneshot::Sender<Result<()>>, Result<()>),
 }
 
-impl Answer {
+impl Reply {
     /// Sends the outcome; a success becomes `failed()` when given.
     fn send(self, failed: Option<&dyn Fn() -> Error>) {
         match self {
-            Answer::Write(reply, outcome) => {
+            Reply::Write(reply, outcome) => {
                 let _ = reply.send(match (outcome, failed) {
                     (Ok(_), Some(failed)) => Err(failed()),
                     (outcome, _) => outcome,
                 });
             }
-            Answer::Done(reply, outcome) => {
+            Reply::Done(reply, outcome) => {
                 let _ = reply.send(match (outcome, failed) {
                     (Ok(()), Some(failed)) => Err(failed()),
                     (outcome, _) => outcome,
@@ -109,13 +109,13 @@ impl CommitStats {
 }
 
 /// The committer's two threads and what they share.
-struct Shared {
+struct Writer {
     db: sled::Db,
     poisoned: Arc<AtomicBool>,
     stats: Arc<CommitStats>,
 }
 
-impl Shared {
+impl Writer {
     /// Marks the store poisoned; the first failure is logged loudly, once.
     fn poison(&self, what: &str, e: &Error) {
         if !self.poisoned.swap(true, Ordering::SeqCst) {
@@ -143,7 +143,7 @@ impl Committer {
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
         let syncer = Syncer::open(sled_dir, sync)?;
         let stats = Arc::new(CommitStats::default());
-        let shared = Shared {
+        let shared = Writer {
             db,
             poisoned: poisoned.clone(),
             stats: stats.clone(),
@@ -213,7 +213,7 @@ impl Committer {
 
 /// A batch whose writes are applied and now wait for one durable flush.
 struct Applied {
-    answers: Vec<Answer>,
+    answers: Vec<Reply>,
 }
 
 /// Two stages on two threads: this one applies batch N+1 while the flusher
@@ -225,9 +225,9 @@ struct Applied {
 /// takes batches in order and each flush covers every write applied before
 /// it, so no answer (a duplicate of a write in flight included) goes out
 /// before the write it depends on is on disk.
-fn run(shared: Shared, mut rx: mpsc::Receiver<Request>, batch_max: usize, syncer: Syncer) {
+fn run(shared: Writer, mut rx: mpsc::Receiver<Request>, batch_max: usize, syncer: Syncer) {
     let (applied_tx, applied_rx) = std::sync::mpsc::sync_channel::<Applied>(0);
-    let flusher = Shared {
+    let flusher = Writer {
         db: shared.db.clone(),
         poisoned: shared.poisoned.clone(),
         stats: shared.stats.clone(),
@@ -271,14 +271,14 @@ fn run(shared: Shared, mut rx: mpsc::Receiver<Request>, batch_max: usize, syncer
 }
 
 /// Applies one batch of requests in memory and returns their answers-to-be.
-fn apply_requests(shared: &Shared, requests: Vec<Request>) -> Vec<Answer> {
+fn apply_requests(shared: &Writer, requests: Vec<Request>) -> Vec<Reply> {
     let mut answers = Vec::with_capacity(requests.len());
     let mut writes = Vec::with_capacity(requests.len());
     let mut drop_request = None;
     for request in requests {
         match request {
             Request::Write(item, reply) => writes.push((item, reply)),
-            Request::Barrier(reply) => answers.push(Answer::Done(reply, Ok(()))),
+            Request::Barrier(reply) => answers.push(Reply::Done(reply, Ok(()))),
             Request::DropTenant(trees, reply) => drop_request = Some((trees, reply)),
         }
     }
@@ -291,14 +291,14 @@ fn apply_requests(shared: &Shared, requests: Vec<Request>) -> Vec<Answer> {
                 writes
                     .into_iter()
                     .zip(outcomes)
-                    .map(|((_, reply), outcome)| Answer::Write(reply, outcome)),
+                    .map(|((_, reply), outcome)| Reply::Write(reply, outcome)),
             ),
             Err(e) => {
                 // Part of the batch may be applied in memory: poisoned.
                 shared.poison("applying a batch of writes", &e);
                 let message = e.to_string();
                 answers.extend(writes.into_iter().map(|(_, reply)| {
-                    Answer::Write(reply, Err(Error::BatchFailed(message.clone())))
+                    Reply::Write(reply, Err(Error::BatchFailed(message.clone())))
                 }));
             }
         }
@@ -308,13 +308,13 @@ fn apply_requests(shared: &Shared, requests: Vec<Request>) -> Vec<Answer> {
         if let Err(e) = &dropped {
             shared.poison("dropping a tenant's trees", e);
         }
-        answers.push(Answer::Done(reply, dropped));
+        answers.push(Reply::Done(reply, dropped));
     }
     answers
 }
 
 /// The second stage: one flush (+ fdatasync) per batch, then the answers.
-fn flush_batches(shared: Shared, applied: std::sync::mpsc::Receiver<Applied>, mut syncer: Syncer) {
+fn flush_batches(shared: Writer, applied: std::sync::mpsc::Receiver<Applied>, mut syncer: Syncer) {
     for batch in applied {
         if shared.is_poisoned() {
             for answer in batch.answers {
@@ -332,7 +332,7 @@ fn flush_batches(shared: Shared, applied: std::sync::mpsc::Receiver<Applied>, mu
                 let writes = batch
                     .answers
                     .iter()
-                    .filter(|a| matches!(a, Answer::Write(..)))
+                    .filter(|a| matches!(a, Reply::Write(..)))
                     .count();
                 shared.stats.batches.fetch_add(1, Ordering::Relaxed);
                 shared

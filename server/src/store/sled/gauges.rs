@@ -15,14 +15,14 @@ use crate::error::Result;
 
 /// Queue depth and dead letters of one tenant.
 #[derive(Debug, Default)]
-pub struct QueueGauges {
+pub struct LiveCounts {
     queued: AtomicI64,
     dead: AtomicI64,
 }
 
-impl QueueGauges {
+impl LiveCounts {
     /// Counts what the trees hold now (the one scan, at boot).
-    pub(super) fn count(queue: &Keyspace, dead: &Keyspace) -> Result<QueueGauges> {
+    pub(super) fn count(queue: &Keyspace, dead: &Keyspace) -> Result<LiveCounts> {
         let count = |space: &Keyspace| -> Result<i64> {
             let mut n = 0;
             for entry in space.iter() {
@@ -31,7 +31,7 @@ impl QueueGauges {
             }
             Ok(n)
         };
-        Ok(QueueGauges {
+        Ok(LiveCounts {
             queued: AtomicI64::new(count(queue)?),
             dead: AtomicI64::new(count(dead)?),
         })

@@ -32,7 +32,7 @@ use std::{
 };
 
 pub use committer::{CommitStats, Committer};
-pub use gauges::QueueGauges;
+pub use gauges::LiveCounts;
 pub use sync::{OsSync, SharedSync, SyncOps};
 
 use super::{api, lifecycle, records, CommitOutcome, NewDelivery};
@@ -124,7 +124,7 @@ impl SharedTrees {
 /// it was dropped (then every handle made before refuses new writes).
 #[derive(Default)]
 struct TenantMark {
-    gauges: Arc<QueueGauges>,
+    gauges: Arc<LiveCounts>,
     dropped: Arc<AtomicBool>,
 }
 
@@ -150,7 +150,7 @@ pub struct TenantTrees {
     done: Keyspace,
     /// Live counts of `queue` and `dead`, shared by every handle of the
     /// tenant in this process.
-    gauges: Arc<QueueGauges>,
+    gauges: Arc<LiveCounts>,
     dropped: Arc<AtomicBool>,
 }
 
@@ -182,7 +182,7 @@ impl TenantTrees {
     }
 
     /// Live queue depth and dead-letter count.
-    pub fn gauges(&self) -> &QueueGauges {
+    pub fn gauges(&self) -> &LiveCounts {
         &self.gauges
     }
 
@@ -308,7 +308,7 @@ impl Store {
             return Ok(TenantTrees::new(self, tenant, mark));
         }
         let mut trees = TenantTrees::new(self, tenant, &TenantMark::default());
-        let gauges = Arc::new(QueueGauges::count(&trees.queue, &trees.dead)?);
+        let gauges = Arc::new(LiveCounts::count(&trees.queue, &trees.dead)?);
         trees.gauges = gauges.clone();
         marks.insert(
             tenant.clone(),

@@ -1,6 +1,6 @@
 //! Body checks that run only after the signature is proven: JSON shape, the
 //! event id, and the fields the tenant requires. Unknown fields are ignored.
-//! Refusals are [`BodyError`]s; `error.rs` decides what the sender sees.
+//! Rejections are [`BodyError`]s; `error.rs` decides what the sender sees.
 
 use std::collections::HashMap;
 
@@ -119,7 +119,7 @@ mod tests {
     use super::*;
     use crate::error::{ApiError, ErrorCode};
 
-    /// The sender's answer to a body refusal.
+    /// The sender's answer to a body rejection.
     fn answer(e: BodyError) -> ApiError {
         ApiError::from(crate::ingest::IngestError::Body(e))
     }
