@@ -45,7 +45,7 @@ impl Backend {
     fn settings_of(&self, record: &TenantRecord, secrets: &SecretSet) -> ApiResult<TenantSettings> {
         Ok(effective_config(record, secrets)
             .resolve_under(self.body_cap)
-            .map_err(|e| ApiError::InvalidArgument(api_field_names(&e)))?
+            .map_err(|e| ApiError::InvalidArgument(api_field_names(&e.to_string())))?
             .with_address_policy(&self.address_policy))
     }
 

@@ -187,7 +187,10 @@ impl Registry {
                     lease: self.lease.clone(),
                 })
                 .map_err(|e| {
-                    Error::Config(format!("tenant {}: destination client: {e}", settings.id))
+                    Error::config(
+                        format!("tenant {}", settings.id),
+                        format!("destination client: {e}"),
+                    )
                 })?;
                 Some(self.forwarding.spawn(dispatcher.run()))
             }
