@@ -1,6 +1,6 @@
 //! hookd's internal error, typed by what a caller decides on, and its
-//! [`Result`]. The HTTP face is [`http`]; the gRPC one is the control
-//! plane's mapping in `admin`.
+//! [`Result`]. The HTTP face ([`ErrorCode`], [`ApiError`]) is in
+//! `error/http.rs`; the gRPC one is the control plane's mapping in `admin`.
 
 mod http;
 
