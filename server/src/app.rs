@@ -65,9 +65,9 @@ impl Server {
             Err(_) => {
                 return Err(thread
                     .join()
-                    .map_err(|_| Error::CommitterGone)?
+                    .map_err(|_| Error::panicked("hookd-main thread"))?
                     .err()
-                    .unwrap_or(Error::CommitterGone))
+                    .unwrap_or(Error::stopped("hookd-main thread")))
             }
         };
         Ok(Server {
@@ -140,7 +140,7 @@ impl Server {
     fn join_thread(&mut self) -> Result<()> {
         self.registry = None;
         match self.thread.take() {
-            Some(t) => t.join().map_err(|_| Error::CommitterGone)?,
+            Some(t) => t.join().map_err(|_| Error::panicked("hookd-main thread"))?,
             None => Ok(()),
         }
     }

@@ -108,7 +108,10 @@ impl MasterKey {
             .ok()
             .filter(|k| k.len() == 32)
             .ok_or_else(|| {
-                Error::Config("master key: must be the base64 encoding of exactly 32 bytes".into())
+                Error::config(
+                    "master key",
+                    "must be the base64 encoding of exactly 32 bytes",
+                )
             })?;
         Ok(MasterKey(
             XChaCha20Poly1305::new_from_slice(&key).expect("32-byte key"),
@@ -181,7 +184,10 @@ impl MasterKey {
             .decrypt(XNonce::from_slice(nonce), ciphertext)
             .map(Zeroizing::new)
             .map_err(|_| {
-                Error::Config("stored secrets cannot be decrypted: wrong HOOKD_MASTER_KEY?".into())
+                Error::config(
+                    "master key",
+                    "stored secrets cannot be decrypted: wrong HOOKD_MASTER_KEY?",
+                )
             })
     }
 }
@@ -192,8 +198,9 @@ pub fn load_admin_token(sources: &KeySources, data_dir: &Path) -> Result<SecretS
     if let Some(token) = &sources.admin_token {
         let token = token.expose_secret().trim();
         if token.len() < 16 {
-            return Err(Error::Config(
-                "HOOKD_ADMIN_TOKEN: must be at least 16 characters".into(),
+            return Err(Error::config(
+                "HOOKD_ADMIN_TOKEN",
+                "must be at least 16 characters",
             ));
         }
         return Ok(SecretString::from(token));
@@ -216,7 +223,7 @@ pub fn load_admin_token(sources: &KeySources, data_dir: &Path) -> Result<SecretS
 fn read_trimmed(path: &Path, what: &str) -> Result<SecretString> {
     std::fs::read_to_string(path)
         .map(|s| SecretString::from(Zeroizing::new(s).trim()))
-        .map_err(|e| Error::Config(format!("{what} ({}): {e}", path.display())))
+        .map_err(|e| Error::config(format!("{what} ({})", path.display()), e))
 }
 
 /// Creates `path` (mode 0600) holding `contents`, all or nothing: written to

@@ -91,9 +91,7 @@ fn main() -> anyhow::Result<()> {
         println!("database schema at version {version}");
         return Ok(());
     }
-    let otlp = OtlpExport::from_env()
-        .map_err(anyhow::Error::msg)
-        .context("OpenTelemetry export")?;
+    let otlp = OtlpExport::from_env().context("OpenTelemetry export")?;
     let mut runtime = Runtime::new(std::sync::Arc::new(SystemClock));
     if let Some(otlp) = &otlp {
         runtime = runtime.with_tracer_provider(otlp.provider().clone());

@@ -102,7 +102,7 @@ pub fn http_server_config(tls: &HttpTlsConfig) -> Result<ListenerTls> {
     let cert = CertSource::load("http.tls", &tls.cert_file, &tls.key_file)?;
     let config = ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
-        .map_err(|e| Error::Config(format!("http.tls: {e}")))?
+        .map_err(|e| Error::config("http.tls", e))?
         .with_no_client_auth()
         .with_cert_resolver(cert.clone());
     Ok(ListenerTls { config, cert })
@@ -114,7 +114,7 @@ pub fn grpc_server_config(tls: &GrpcTlsConfig) -> Result<ListenerTls> {
     let cert = CertSource::load("grpc.tls", &tls.cert_file, &tls.key_file)?;
     let builder = ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
-        .map_err(|e| Error::Config(format!("grpc.tls: {e}")))?;
+        .map_err(|e| Error::config("grpc.tls", e))?;
     let builder = match &tls.client_ca_file {
         None => builder.with_no_client_auth(),
         Some(path) => {
@@ -122,15 +122,18 @@ pub fn grpc_server_config(tls: &GrpcTlsConfig) -> Result<ListenerTls> {
             let mut roots = RootCertStore::empty();
             for ca in certificates(key, path, &read(key, path)?)? {
                 roots.add(ca).map_err(|e| {
-                    Error::Config(format!(
-                        "{key}: {} holds a certificate that cannot be a CA: {e}",
-                        path.display()
-                    ))
+                    Error::config(
+                        key,
+                        format!(
+                            "{} holds a certificate that cannot be a CA: {e}",
+                            path.display()
+                        ),
+                    )
                 })?;
             }
             let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider())
                 .build()
-                .map_err(|e| Error::Config(format!("{key}: {e}")))?;
+                .map_err(|e| Error::config(key, e))?;
             builder.with_client_cert_verifier(verifier)
         }
     };
@@ -160,10 +163,10 @@ fn identity(
     let certs = certificates(&cert_key, cert_file, &read(&cert_key, cert_file)?)?;
     let key_key = format!("{section}.key_file");
     let key = PrivateKeyDer::from_pem_slice(&read(&key_key, key_file)?).map_err(|e| {
-        Error::Config(format!(
-            "{key_key}: {} holds no PEM private key: {e}",
-            key_file.display()
-        ))
+        Error::config(
+            key_key,
+            format!("{} holds no PEM private key: {e}", key_file.display()),
+        )
     })?;
     Ok((certs, key))
 }
@@ -172,27 +175,30 @@ fn identity(
 fn certificates(key: &str, path: &Path, pem: &[u8]) -> Result<Vec<CertificateDer<'static>>> {
     let certs = CertificateDer::pem_slice_iter(pem)
         .collect::<std::result::Result<Vec<_>, _>>()
-        .map_err(|e| Error::Config(format!("{key}: {} is not valid PEM: {e}", path.display())))?;
+        .map_err(|e| Error::config(key, format!("{} is not valid PEM: {e}", path.display())))?;
     if certs.is_empty() {
-        return Err(Error::Config(format!(
-            "{key}: {} holds no PEM certificate",
-            path.display()
-        )));
+        return Err(Error::config(
+            key,
+            format!("{} holds no PEM certificate", path.display()),
+        ));
     }
     Ok(certs)
 }
 
 fn read(key: &str, path: &Path) -> Result<Vec<u8>> {
     std::fs::read(path)
-        .map_err(|e| Error::Config(format!("{key}: cannot read {}: {e}", path.display())))
+        .map_err(|e| Error::config(key, format!("cannot read {}: {e}", path.display())))
 }
 
 fn unusable(section: &str, cert: &Path, key: &Path, e: rustls::Error) -> Error {
-    Error::Config(format!(
-        "{section}: {} and {} are not a usable certificate and key: {e}",
-        cert.display(),
-        key.display()
-    ))
+    Error::config(
+        section,
+        format!(
+            "{} and {} are not a usable certificate and key: {e}",
+            cert.display(),
+            key.display()
+        ),
+    )
 }
 
 #[cfg(test)]

@@ -111,15 +111,17 @@ fn api(e: Error) -> ApiError {
         Error::AlreadyExists(what) => ApiError::AlreadyExists(what),
         Error::TenantDeleted(tenant) => ApiError::NotFound(format!("tenant {tenant}")),
         Error::Precondition(why) => ApiError::FailedPrecondition(why),
-        Error::Config(why) => ApiError::InvalidArgument(why),
-        Error::CommitterGone
-        | Error::BatchFailed(_)
-        | Error::SyncFailed(_)
+        Error::InvalidArgument(why) => ApiError::InvalidArgument(why),
+        Error::Config { key, reason } => ApiError::InvalidArgument(format!("{key}: {reason}")),
+        Error::Stopped {
+            panicked: false, ..
+        }
         | Error::StoragePoisoned
-        | Error::Storage(_)
-        | Error::Contended(_)
+        | Error::Storage { .. }
         | Error::Io(_) => ApiError::Unavailable(format!("storage: {e}")),
-        Error::Corrupt(_) | Error::Internal(_) => ApiError::Internal(e.to_string()),
+        Error::Corrupt(_) | Error::Stopped { panicked: true, .. } => {
+            ApiError::Internal(e.to_string())
+        }
     }
 }
 
@@ -392,5 +394,57 @@ impl ControlBackend for Backend {
         let tenant_id = tenant_id.to_owned();
         self.blocking(move |b| b.check_payload(&tenant_id, &payload))
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each meaning of the internal error keeps the gRPC code and the
+    /// message the control plane has always answered with.
+    #[test]
+    fn internal_errors_keep_their_control_plane_answers() {
+        let answer = |e: Error| match api(e) {
+            ApiError::InvalidArgument(m) => ("invalid_argument", m),
+            ApiError::Unavailable(m) => ("unavailable", m),
+            ApiError::Internal(m) => ("internal", m),
+            other => ("other", other.to_string()),
+        };
+        let cases = [
+            (
+                Error::InvalidArgument("page_token is not valid".into()),
+                ("invalid_argument", "page_token is not valid"),
+            ),
+            (
+                Error::config("destination.url", "must be an http:// or https:// URL"),
+                (
+                    "invalid_argument",
+                    "destination.url: must be an http:// or https:// URL",
+                ),
+            ),
+            (
+                Error::stopped("durable writer"),
+                ("unavailable", "storage: durable writer is not running"),
+            ),
+            (
+                Error::panicked("storage task"),
+                ("internal", "storage task panicked"),
+            ),
+            (
+                Error::storage("storage: postgres does not answer", None),
+                ("unavailable", "storage: storage: postgres does not answer"),
+            ),
+            (
+                Error::StoragePoisoned,
+                (
+                    "unavailable",
+                    "storage: storage failed earlier and takes no writes until hookd restarts",
+                ),
+            ),
+        ];
+        for (error, (code, message)) in cases {
+            assert_eq!(answer(error), (code, message.to_owned()));
+        }
     }
 }

@@ -4,6 +4,8 @@
 //! value is either refused with an error naming its key or is small enough
 //! that no duration, timer or cache built from it can overflow or panic.
 
+use crate::error::InvalidSetting;
+
 /// Seconds in a day.
 const DAY: u64 = 86_400;
 
@@ -29,13 +31,16 @@ pub struct Real {
 
 impl Count {
     /// `Ok` when `value` is in range; otherwise an error naming `key`.
-    pub fn check(self, key: &str, value: u64) -> Result<(), String> {
+    pub fn check(self, key: &str, value: u64) -> Result<(), InvalidSetting> {
         if (self.min..=self.max).contains(&value) {
             Ok(())
         } else {
-            Err(format!(
-                "{key}: {value} is out of range; it must be between {} and {}",
-                self.min, self.max
+            Err(InvalidSetting::new(
+                key,
+                format!(
+                    "{value} is out of range; it must be between {} and {}",
+                    self.min, self.max
+                ),
             ))
         }
     }
@@ -43,7 +48,7 @@ impl Count {
 
 impl Real {
     /// `Ok` when `value` is finite and in range; otherwise an error naming `key`.
-    pub fn check(self, key: &str, value: f64) -> Result<(), String> {
+    pub fn check(self, key: &str, value: f64) -> Result<(), InvalidSetting> {
         let above_min = if self.min_open {
             value > self.min
         } else {
@@ -53,9 +58,12 @@ impl Real {
             Ok(())
         } else {
             let low = if self.min_open { "above" } else { "at least" };
-            Err(format!(
-                "{key}: {value} is out of range; it must be {low} {} and at most {}",
-                self.min, self.max
+            Err(InvalidSetting::new(
+                key,
+                format!(
+                    "{value} is out of range; it must be {low} {} and at most {}",
+                    self.min, self.max
+                ),
             ))
         }
     }
@@ -92,10 +100,11 @@ pub const MAX_BODY_LIMIT: usize = 64 * 1024 * 1024;
 pub const TENANT_BODY_CAP: Count = count(1, MAX_BODY_LIMIT as u64);
 
 /// `max_body_bytes` of one tenant against the operator's cap.
-pub fn check_body_under_cap(cap: usize, value: usize) -> Result<(), String> {
+pub fn check_body_under_cap(cap: usize, value: usize) -> Result<(), InvalidSetting> {
     if value > cap {
-        return Err(format!(
-            "max_body_bytes: {value} is over this hookd's limit of {cap} (limits.tenant_max_body_bytes)"
+        return Err(InvalidSetting::new(
+            "max_body_bytes",
+            format!("{value} is over this hookd's limit of {cap} (limits.tenant_max_body_bytes)"),
         ));
     }
     Ok(())
@@ -177,7 +186,7 @@ pub const SWEEP_BATCH: Count = count(1, 1_000_000);
 pub const TENANT_IDLE_SECS: Count = count(60, DAY);
 
 /// A `usize` setting as a [`Count`] check.
-pub fn check_usize(bound: Count, key: &str, value: usize) -> Result<(), String> {
+pub fn check_usize(bound: Count, key: &str, value: usize) -> Result<(), InvalidSetting> {
     bound.check(key, u64::try_from(value).unwrap_or(u64::MAX))
 }
 
@@ -189,7 +198,10 @@ mod tests {
     fn counts_include_both_ends_and_name_the_key() {
         assert!(TOLERANCE_SECS.check("tolerance_secs", 1).is_ok());
         assert!(TOLERANCE_SECS.check("tolerance_secs", DAY).is_ok());
-        let e = TOLERANCE_SECS.check("tolerance_secs", 0).unwrap_err();
+        let e = TOLERANCE_SECS
+            .check("tolerance_secs", 0)
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("tolerance_secs: 0 is out of range"), "{e}");
         assert!(TOLERANCE_SECS.check("tolerance_secs", u64::MAX).is_err());
     }
@@ -199,7 +211,8 @@ mod tests {
         for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 0.0, -1.0, 601.0] {
             let e = FORWARD_TIMEOUT_SECS
                 .check("destination.timeout_secs", bad)
-                .unwrap_err();
+                .unwrap_err()
+                .to_string();
             assert!(e.starts_with("destination.timeout_secs: "), "{e}");
         }
         assert!(FORWARD_TIMEOUT_SECS.check("t", 600.0).is_ok());

@@ -32,26 +32,27 @@ impl DashboardConfig {
     pub(super) fn validate(&self) -> Result<()> {
         parse_addr("dashboard.addr", &self.addr)?;
         if !(60..=MAX_SESSION_IDLE_SECS).contains(&self.session_idle_secs) {
-            return Err(Error::Config(format!(
-                "dashboard.session_idle_secs: {} is out of range (60 to {MAX_SESSION_IDLE_SECS})",
-                self.session_idle_secs
-            )));
+            return Err(Error::config(
+                "dashboard.session_idle_secs",
+                format!(
+                    "{} is out of range (60 to {MAX_SESSION_IDLE_SECS})",
+                    self.session_idle_secs
+                ),
+            ));
         }
         bounds::DASHBOARD_SESSION_MAX_SECS
-            .check("dashboard.session_max_secs", self.session_max_secs)
-            .map_err(Error::Config)?;
+            .check("dashboard.session_max_secs", self.session_max_secs)?;
         bounds::check_usize(
             bounds::DASHBOARD_TAILS_PER_SESSION,
             "dashboard.tail_streams_per_session",
             self.tail_streams_per_session,
-        )
-        .map_err(Error::Config)?;
+        )?;
         bounds::check_usize(
             bounds::DASHBOARD_TAILS_TOTAL,
             "dashboard.tail_streams_total",
             self.tail_streams_total,
         )
-        .map_err(Error::Config)
+        .map_err(Error::from)
     }
 }
 

@@ -11,11 +11,11 @@ fn tenant(keys: &str, tables: &str) -> String {
     )
 }
 
-fn load(toml: &str) -> std::result::Result<Config, String> {
+fn load(toml: &str) -> crate::error::Result<Config> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("hookd.toml");
     std::fs::write(&path, toml).unwrap();
-    Config::load(Some(&path), &Overrides::default()).map_err(|e| e.to_string())
+    Config::load(Some(&path), &Overrides::default())
 }
 
 #[test]
@@ -138,7 +138,7 @@ fn hostile_numbers_are_config_errors_naming_the_key() {
         let result = outcome.unwrap_or_else(|_| panic!("{key}: the loader panicked"));
         let message = match result {
             Ok(_) => panic!("{key}: hostile value accepted:\n{toml}"),
-            Err(message) => message,
+            Err(error) => error.to_string(),
         };
         assert!(message.contains(&key), "{key}: {message}");
     }

@@ -9,10 +9,11 @@ use super::{
     bounds::{self, check_usize},
     HttpConfig,
 };
+use crate::error::InvalidSetting;
 
 impl HttpConfig {
     /// The edge limits against [`bounds`], naming the key.
-    pub(super) fn check_edge_bounds(&self) -> Result<(), String> {
+    pub(super) fn check_edge_bounds(&self) -> Result<(), InvalidSetting> {
         bounds::HTTP_REQUEST_TIMEOUT_SECS
             .check("http.request_timeout_secs", self.request_timeout_secs)?;
         check_usize(

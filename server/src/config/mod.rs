@@ -13,7 +13,7 @@ use figment::{
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    error::{Error, Result},
+    error::{Error, InvalidSetting, Result},
     keyring::KeySources,
 };
 pub mod bounds;
@@ -32,7 +32,7 @@ pub use retention::{RetentionConfig, LONGEST_SENDER_RETRY_SECS};
 pub use storage::{PostgresConfig, StorageBackend};
 pub use tenant::{
     load_secret, BreakerConfig, DestinationConfig, ForwardSettings, RateLimitConfig, RetryConfig,
-    SecretConfig, SecretState, TenantConfig, TenantSettings,
+    SecretConfig, SecretSourceError, SecretState, TenantConfig, TenantSettings,
 };
 
 /// The embedded defaults, every key documented.
@@ -246,10 +246,10 @@ impl Config {
         let mut figment = Figment::from(Toml::string(DEFAULT_TOML));
         if let Some(path) = file {
             if !path.exists() {
-                return Err(Error::Config(format!(
-                    "config file {} does not exist",
-                    path.display()
-                )));
+                return Err(Error::config(
+                    format!("config file {}", path.display()),
+                    "does not exist",
+                ));
             }
             figment = figment.merge(Toml::file(path));
         }
@@ -267,9 +267,13 @@ impl Config {
         if let Some(addr) = &overrides.grpc_addr {
             figment = figment.merge(Serialized::default("grpc.addr", addr));
         }
-        let config: Config = figment
-            .extract()
-            .map_err(|e| Error::Config(e.to_string()))?;
+        let config: Config = figment.extract().map_err(|e| {
+            let key = match e.path.is_empty() {
+                true => "config file".to_owned(),
+                false => e.path.join("."),
+            };
+            Error::config(key, e)
+        })?;
         config.validate()?;
         Ok(config)
     }
@@ -298,23 +302,21 @@ impl Config {
         if let Some(tls) = &self.grpc.tls {
             crate::tls::grpc_server_config(tls)?;
         }
-        self.check_bounds().map_err(Error::Config)?;
+        self.check_bounds()?;
         self.forward.ca_certs()?;
         let mut seen = std::collections::HashSet::new();
         for (i, tenant) in self.tenants.iter().enumerate() {
             tenant
                 .resolve_under(self.limits.tenant_max_body_bytes)
-                .map_err(|e| Error::Config(format!("tenants[{i}] ({}): {e}", tenant.id)))?;
+                .map_err(|e| e.within(format_args!("tenants[{i}] ({})", tenant.id)))?;
             if !seen.insert(tenant.id.as_str()) {
-                return Err(Error::Config(format!(
-                    "tenants[{i}].id: duplicate tenant id {:?}",
-                    tenant.id
-                )));
+                return Err(Error::config(
+                    format!("tenants[{i}].id"),
+                    format!("duplicate tenant id {:?}", tenant.id),
+                ));
             }
         }
-        self.retention
-            .check_retry_windows(&self.tenants)
-            .map_err(Error::Config)
+        Ok(self.retention.check_retry_windows(&self.tenants)?)
     }
 }
 
@@ -322,9 +324,7 @@ impl ForwardConfig {
     /// The certificates of `ca_file`, none without it.
     pub fn ca_certs(&self) -> Result<Vec<reqwest::Certificate>> {
         match &self.ca_file {
-            Some(path) => {
-                crate::egress::load_ca_file("forward.ca_file", path).map_err(Error::Config)
-            }
+            Some(path) => Ok(crate::egress::load_ca_file("forward.ca_file", path)?),
             None => Ok(Vec::new()),
         }
     }
@@ -332,7 +332,7 @@ impl ForwardConfig {
 
 impl Config {
     /// Every process-wide number against [`bounds`], naming the key.
-    fn check_bounds(&self) -> std::result::Result<(), String> {
+    fn check_bounds(&self) -> std::result::Result<(), InvalidSetting> {
         use bounds::check_usize;
         check_usize(bounds::HTTP_WORKERS, "http.workers", self.http.workers)?;
         bounds::HTTP_SHUTDOWN_SECS.check(
@@ -389,9 +389,10 @@ impl Config {
 /// Parses a listen address, naming the key on failure.
 pub fn parse_addr(key: &str, value: &str) -> Result<SocketAddr> {
     value.parse().map_err(|_| {
-        Error::Config(format!(
-            "{key}: {value:?} is not an address like 127.0.0.1:8080"
-        ))
+        Error::config(
+            key,
+            format!("{value:?} is not an address like 127.0.0.1:8080"),
+        )
     })
 }
 

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::TenantConfig;
+use crate::error::InvalidSetting;
 
 /// Stripe retries a webhook for up to 3 days, the longest retry window of
 /// the senders whose schemes hookd verifies (Shopify retries for at most
@@ -36,28 +37,34 @@ impl RetentionConfig {
     /// retry window or the one every tenant created over the control plane
     /// has (24 h): hookd would forget an event while still retrying it, and
     /// take the sender's copy of it as a new delivery.
-    pub fn check_retry_windows(&self, tenants: &[TenantConfig]) -> Result<(), String> {
+    pub fn check_retry_windows(&self, tenants: &[TenantConfig]) -> Result<(), InvalidSetting> {
         for (i, tenant) in tenants.iter().enumerate() {
             let window = tenant.retry.window_secs;
             if (self.idempotency_secs as f64) < window {
-                return Err(format!(
-                    "retention.idempotency_secs: {} is below tenants[{i}] ({}) retry.window_secs \
-                     ({window}): a copy of an event sent while hookd still retries it would be \
-                     taken as new; raise retention.idempotency_secs to at least {}",
-                    self.idempotency_secs,
-                    tenant.id,
-                    window.ceil()
+                return Err(InvalidSetting::new(
+                    "retention.idempotency_secs",
+                    format!(
+                        "{} is below tenants[{i}] ({}) retry.window_secs ({window}): a copy of \
+                         an event sent while hookd still retries it would be taken as new; raise \
+                         retention.idempotency_secs to at least {}",
+                        self.idempotency_secs,
+                        tenant.id,
+                        window.ceil()
+                    ),
                 ));
             }
         }
         let api_window = super::tenant::default_window();
         if (self.idempotency_secs as f64) < api_window {
-            return Err(format!(
-                "retention.idempotency_secs: {} is below the retry window of tenants created over \
-                 the control plane ({api_window} s): a copy of an event sent while hookd still \
-                 retries it would be taken as new; raise retention.idempotency_secs to at least \
-                 {api_window}",
-                self.idempotency_secs
+            return Err(InvalidSetting::new(
+                "retention.idempotency_secs",
+                format!(
+                    "{} is below the retry window of tenants created over the control plane \
+                     ({api_window} s): a copy of an event sent while hookd still retries it \
+                     would be taken as new; raise retention.idempotency_secs to at least \
+                     {api_window}",
+                    self.idempotency_secs
+                ),
             ));
         }
         Ok(())

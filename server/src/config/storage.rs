@@ -7,7 +7,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 
 use super::bounds::Count;
-use crate::error::{Error, Result};
+use crate::error::{Error, InvalidSetting, Result};
 
 /// Which storage engine keeps hookd's data.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
@@ -54,7 +54,7 @@ const CATALOG_POLL_MS: Count = Count {
 
 impl PostgresConfig {
     /// Checks every key, naming it.
-    pub fn check(&self, backend: StorageBackend) -> std::result::Result<(), String> {
+    pub fn check(&self, backend: StorageBackend) -> std::result::Result<(), InvalidSetting> {
         let max = self.max_connections as u64;
         MAX_CONNECTIONS.check("storage.postgres.max_connections", max)?;
         STATEMENT_TIMEOUT_MS.check(
@@ -67,14 +67,14 @@ impl PostgresConfig {
         )?;
         CATALOG_POLL_MS.check("storage.postgres.catalog_poll_ms", self.catalog_poll_ms)?;
         match (backend, &self.url, &self.url_file) {
-            (_, Some(_), Some(_)) => {
-                Err("storage.postgres.url and storage.postgres.url_file: set one, not both".into())
-            }
-            (StorageBackend::Postgres, None, None) => Err(
-                "storage.postgres.url: required with storage.backend = \"postgres\" \
-                 (or storage.postgres.url_file)"
-                    .into(),
-            ),
+            (_, Some(_), Some(_)) => Err(InvalidSetting::new(
+                "storage.postgres.url and storage.postgres.url_file",
+                "set one, not both",
+            )),
+            (StorageBackend::Postgres, None, None) => Err(InvalidSetting::new(
+                "storage.postgres.url",
+                "required with storage.backend = \"postgres\" (or storage.postgres.url_file)",
+            )),
             _ => Ok(()),
         }
     }
@@ -85,15 +85,16 @@ impl PostgresConfig {
             (Some(url), _) => Ok(SecretString::from(url.expose_secret().trim())),
             (None, Some(path)) => {
                 let text = std::fs::read_to_string(path).map_err(|e| {
-                    Error::Config(format!(
-                        "storage.postgres.url_file: {} cannot be read: {e}",
-                        path.display()
-                    ))
+                    Error::config(
+                        "storage.postgres.url_file",
+                        format!("{} cannot be read: {e}", path.display()),
+                    )
                 })?;
                 Ok(SecretString::from(text.trim()))
             }
-            (None, None) => Err(Error::Config(
-                "storage.postgres.url: required with storage.backend = \"postgres\"".into(),
+            (None, None) => Err(Error::config(
+                "storage.postgres.url",
+                "required with storage.backend = \"postgres\"",
             )),
         }
     }

@@ -23,6 +23,7 @@ use crate::{
         DEFAULT_VERSION_FIELD,
     },
     egress::AddressPolicy,
+    error::InvalidSetting,
     ids::TenantId,
 };
 
@@ -311,14 +312,14 @@ impl TenantConfig {
     /// [`resolve`](Self::resolve), with `max_body_bytes` also under the
     /// operator's cap (`limits.tenant_max_body_bytes`): how the config file,
     /// the control plane and the boot of stored tenants all validate.
-    pub fn resolve_under(&self, body_cap: usize) -> std::result::Result<TenantSettings, String> {
+    pub fn resolve_under(&self, body_cap: usize) -> Result<TenantSettings, InvalidSetting> {
         bounds::check_body_under_cap(body_cap, self.max_body_bytes)?;
         self.resolve()
     }
 
     /// Every number of this tenant against [`bounds`], naming the key that
     /// is out of range. Checked the same for the config file and the API.
-    fn check_bounds(&self) -> std::result::Result<(), String> {
+    fn check_bounds(&self) -> Result<(), InvalidSetting> {
         bounds::TOLERANCE_SECS.check("tolerance_secs", self.tolerance_secs)?;
         bounds::check_usize(
             bounds::MAX_BODY_BYTES,
@@ -363,23 +364,30 @@ impl TenantConfig {
     }
 
     /// Validates this tenant and loads its secrets.
-    pub fn resolve(&self) -> std::result::Result<TenantSettings, String> {
+    pub fn resolve(&self) -> Result<TenantSettings, InvalidSetting> {
         let Ok(id) = TenantId::try_from(self.id.as_str()) else {
-            return Err("id must be 1-64 characters of a-z, 0-9, '-' or '_'".into());
+            return Err(InvalidSetting::new(
+                "id",
+                "must be 1-64 characters of a-z, 0-9, '-' or '_'",
+            ));
         };
-        let scheme: Scheme = self.scheme.parse().map_err(|e| format!("scheme: {e}"))?;
+        let scheme: Scheme = self
+            .scheme
+            .parse()
+            .map_err(|e| InvalidSetting::new("scheme", e))?;
         self.check_bounds()?;
         let mut current = None;
         let mut previous = None;
         for (i, s) in self.secrets.iter().enumerate() {
+            let key = || format!("secrets[{i}] ({})", s.kid);
             let raw = load_secret(
                 s.secret.as_ref(),
                 s.secret_env.as_deref(),
                 s.secret_file.as_deref(),
             )
-            .map_err(|e| format!("secrets[{i}] ({}): {e}", s.kid))?;
+            .map_err(|e| InvalidSetting::new(key(), e))?;
             let secret = Secret::from_provider(scheme, s.kid.clone(), raw.expose_secret())
-                .map_err(|e| format!("secrets[{i}] ({}): {e}", s.kid))?;
+                .map_err(|e| InvalidSetting::new(key(), e))?;
             let state = s.state.unwrap_or(if i == 0 {
                 SecretState::Current
             } else {
@@ -390,13 +398,15 @@ impl TenantConfig {
                 SecretState::Previous => &mut previous,
             };
             if slot.is_some() {
-                return Err(format!(
-                    "secrets[{i}]: at most one current and one previous secret"
+                return Err(InvalidSetting::new(
+                    format!("secrets[{i}]"),
+                    "at most one current and one previous secret",
                 ));
             }
             *slot = Some((secret, s.expires_at));
         }
-        let (current, _) = current.ok_or("secrets: a current secret is required")?;
+        let (current, _) = current
+            .ok_or_else(|| InvalidSetting::new("secrets", "a current secret is required"))?;
         let policy = Policy {
             type_field: self.type_field.clone(),
             version_field: self.version_field.clone(),
@@ -429,11 +439,11 @@ impl TenantConfig {
     fn forward_settings(
         &self,
         dest: &DestinationConfig,
-    ) -> std::result::Result<ForwardSettings, String> {
+    ) -> Result<ForwardSettings, InvalidSetting> {
         if !(dest.url.starts_with("http://") || dest.url.starts_with("https://")) {
-            return Err(format!(
-                "destination.url: {:?} must be an http:// or https:// URL",
-                dest.url
+            return Err(InvalidSetting::new(
+                "destination.url",
+                format!("{:?} must be an http:// or https:// URL", dest.url),
             ));
         }
         let raw = load_secret(
@@ -441,9 +451,14 @@ impl TenantConfig {
             dest.secret_env.as_deref(),
             dest.secret_file.as_deref(),
         )
-        .map_err(|e| format!("destination: {e}"))?;
-        let secret = Secret::from_provider(Scheme::Standard, "dest", raw.expose_secret())
-            .map_err(|e| format!("destination.secret: {e} (a Standard Webhooks whsec_ secret)"))?;
+        .map_err(|e| InvalidSetting::new("destination", e))?;
+        let secret =
+            Secret::from_provider(Scheme::Standard, "dest", raw.expose_secret()).map_err(|e| {
+                InvalidSetting::new(
+                    "destination.secret",
+                    format!("{e} (a Standard Webhooks whsec_ secret)"),
+                )
+            })?;
         let ca_certs = match &dest.ca_file {
             Some(path) => crate::egress::load_ca_file("destination.ca_file", path)?,
             None => Vec::new(),
@@ -510,24 +525,49 @@ pub struct ForwardSettings {
     pub ca_certs: Vec<reqwest::Certificate>,
 }
 
+/// Why a secret could not be had; the caller names the key it was under.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretSourceError {
+    /// `secret_env` names a variable that is not set.
+    #[error("environment variable {0} is not set")]
+    EnvNotSet(String),
+    /// `secret_file` cannot be read.
+    #[error("cannot read secret file {path}: {source}", path = .path.display())]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// None of the three is given.
+    #[error("one of secret, secret_env or secret_file is required")]
+    Missing,
+    /// More than one is given.
+    #[error("give only one of secret, secret_env or secret_file")]
+    Ambiguous,
+}
+
 /// Reads a secret given inline, by env var name or by file path (exactly one).
 pub fn load_secret(
     inline: Option<&SecretString>,
     env: Option<&str>,
     file: Option<&Path>,
-) -> std::result::Result<SecretString, String> {
+) -> Result<SecretString, SecretSourceError> {
     match (inline, env, file) {
         (Some(s), None, None) => Ok(s.clone()),
         (None, Some(name), None) => std::env::var(name)
             .map(SecretString::from)
-            .map_err(|_| format!("environment variable {name} is not set")),
+            .map_err(|_| SecretSourceError::EnvNotSet(name.to_owned())),
         (None, None, Some(path)) => std::fs::read_to_string(path)
             .map(|s| {
                 let s = Zeroizing::new(s);
                 SecretString::from(s.trim_end_matches(['\r', '\n']))
             })
-            .map_err(|e| format!("cannot read secret file {}: {e}", path.display())),
-        (None, None, None) => Err("one of secret, secret_env or secret_file is required".into()),
-        _ => Err("give only one of secret, secret_env or secret_file".into()),
+            .map_err(|source| SecretSourceError::Unreadable {
+                path: path.to_owned(),
+                source,
+            }),
+        (None, None, None) => Err(SecretSourceError::Missing),
+        _ => Err(SecretSourceError::Ambiguous),
     }
 }

@@ -9,6 +9,7 @@ use super::{
     budget::{self, Step, STEP},
     cost, Policy, MAX_CONTRACT_BYTES, MAX_TYPE_LEN, MAX_VERSION_LEN,
 };
+use crate::error::InvalidSetting;
 
 /// Most heap one compiled `pattern` may take (`regex` `size_limit`).
 pub const PATTERN_SIZE_LIMIT: usize = 64 * 1024;
@@ -71,7 +72,7 @@ impl Contract {
         spec: ContractSpec,
         policy: &Policy,
         source: ContractSource,
-    ) -> Result<Contract, String> {
+    ) -> Result<Contract, InvalidSetting> {
         let contract = Contract::load(spec, source)?;
         contract.check_example(policy)?;
         Ok(contract)
@@ -80,13 +81,13 @@ impl Contract {
     /// Compiles a contract saved earlier: its names, sizes and cost bounds
     /// are checked again (they are cheap, and bounds may have tightened
     /// since), its example is not (it passed when it was saved).
-    pub fn load(spec: ContractSpec, source: ContractSource) -> Result<Contract, String> {
+    pub fn load(spec: ContractSpec, source: ContractSource) -> Result<Contract, InvalidSetting> {
         check_name("type", &spec.event_type, MAX_TYPE_LEN)?;
         if let Some(version) = &spec.version {
             check_name("version", version, MAX_VERSION_LEN)?;
         }
         let schema = json_text("schema", &spec.schema)?;
-        cost::check(&schema).map_err(|e| format!("schema: {e}"))?;
+        cost::check(&schema).map_err(|e| InvalidSetting::new("schema", e))?;
         let validator = validator(&schema)?;
         let required = schema
             .get("required")
@@ -108,10 +109,11 @@ impl Contract {
 
     /// The example passes the schema within the check budget and names the
     /// contract's type and version.
-    fn check_example(&self, policy: &Policy) -> Result<(), String> {
+    fn check_example(&self, policy: &Policy) -> Result<(), InvalidSetting> {
         let spec = &self.spec;
         let example = json_text("example", &spec.example)?;
-        let over = |steps| format!("example: its check takes more than {steps} steps");
+        let invalid = |reason: String| InvalidSetting::new("example", reason);
+        let over = |steps| invalid(format!("its check takes more than {steps} steps"));
         let passes = budget::within_budget(budget::MAX_CHECK_STEPS, || {
             self.validator.is_valid(&example)
         })
@@ -121,11 +123,11 @@ impl Contract {
         } else {
             budget::within_budget(budget::MAX_LISTING_STEPS, || {
                 self.validator.iter_errors(&example).next().map(|error| {
-                    format!(
-                        "example: does not pass the schema at {:?}: {}",
+                    invalid(format!(
+                        "does not pass the schema at {:?}: {}",
                         error.instance_path().as_str(),
                         error.masked()
-                    )
+                    ))
                 })
             })
             .map_err(|_| over(budget::MAX_LISTING_STEPS))?
@@ -134,17 +136,17 @@ impl Contract {
             return Err(error);
         }
         if example.get(&policy.type_field).and_then(Value::as_str) != Some(&spec.event_type) {
-            return Err(format!(
-                "example: its {:?} field must be {:?}",
+            return Err(invalid(format!(
+                "its {:?} field must be {:?}",
                 policy.type_field, spec.event_type
-            ));
+            )));
         }
         if let Some(version) = &spec.version {
             if version_of(&example, &policy.version_field).as_deref() != Some(version) {
-                return Err(format!(
-                    "example: its {:?} field must be {version:?}",
+                return Err(invalid(format!(
+                    "its {:?} field must be {version:?}",
                     policy.version_field
-                ));
+                )));
             }
         }
         Ok(())
@@ -185,7 +187,7 @@ impl Contract {
 /// Compiles `schema` with a step in every subschema. `pattern`s run on the
 /// `regex` engine (linear time whatever the pattern) within heap limits,
 /// each distinct one compiled once per contract.
-fn validator(schema: &Value) -> Result<Validator, String> {
+fn validator(schema: &Value) -> Result<Validator, InvalidSetting> {
     jsonschema::draft202012::options()
         .should_validate_formats(true)
         .with_pattern_options(
@@ -196,7 +198,12 @@ fn validator(schema: &Value) -> Result<Validator, String> {
         .with_pattern_cache(PatternCache::new())
         .with_keyword(STEP, |_, value, _| Ok(Box::new(Step::of(value))))
         .build(&budget::instrument(schema))
-        .map_err(|e| format!("schema: not a valid JSON Schema (draft 2020-12): {e}"))
+        .map_err(|e| {
+            InvalidSetting::new(
+                "schema",
+                format!("not a valid JSON Schema (draft 2020-12): {e}"),
+            )
+        })
 }
 
 /// The version in `field` of a body: a string, or an integer as its
@@ -210,21 +217,25 @@ pub(super) fn version_of(body: &Value, field: &str) -> Option<String> {
 }
 
 /// A type or version name: 1 to `max` bytes of visible ASCII.
-fn check_name(key: &str, value: &str, max: usize) -> Result<(), String> {
+fn check_name(key: &str, value: &str, max: usize) -> Result<(), InvalidSetting> {
     if value.is_empty() || value.len() > max || !value.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(format!(
-            "{key}: must be 1 to {max} bytes of visible ASCII, got {value:?}"
+        return Err(InvalidSetting::new(
+            key,
+            format!("must be 1 to {max} bytes of visible ASCII, got {value:?}"),
         ));
     }
     Ok(())
 }
 
-fn json_text(key: &str, text: &str) -> Result<Value, String> {
+fn json_text(key: &str, text: &str) -> Result<Value, InvalidSetting> {
     if text.len() > MAX_CONTRACT_BYTES {
-        return Err(format!(
-            "{key}: larger than {MAX_CONTRACT_BYTES} bytes ({} bytes)",
-            text.len()
+        return Err(InvalidSetting::new(
+            key,
+            format!(
+                "larger than {MAX_CONTRACT_BYTES} bytes ({} bytes)",
+                text.len()
+            ),
         ));
     }
-    serde_json::from_str(text).map_err(|e| format!("{key}: not valid JSON: {e}"))
+    serde_json::from_str(text).map_err(|e| InvalidSetting::new(key, format!("not valid JSON: {e}")))
 }

@@ -104,9 +104,14 @@ fn subschemas<'s>(keyword: &str, value: &'s Value) -> Vec<&'s Value> {
     }
 }
 
-/// Checks `schema` against the bounds; the error names what is over and
-/// starts with the keyword (`$ref ...`, `pattern ...`, `schema ...`).
-pub(super) fn check(schema: &Value) -> Result<(), String> {
+/// Why a schema is refused: what is over its bounds or cannot be bounded,
+/// starting with the keyword (`$ref ...`, `pattern ...`, `schema ...`).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(super) struct OverBounds(String);
+
+/// Checks `schema` against the bounds.
+pub(super) fn check(schema: &Value) -> Result<(), OverBounds> {
     let mut walk = Walk {
         root: schema,
         anchors: HashMap::new(),
@@ -134,21 +139,21 @@ struct Walk<'s> {
 impl<'s> Walk<'s> {
     /// Counts nodes and patterns, notes anchors, refuses what cannot be
     /// bounded.
-    fn scan(&mut self, node: &'s Value, root: bool) -> Result<(), String> {
+    fn scan(&mut self, node: &'s Value, root: bool) -> Result<(), OverBounds> {
         self.nodes += 1;
         if self.nodes > MAX_SCHEMA_NODES {
-            return Err(format!(
+            return Err(OverBounds(format!(
                 "schema has more than {MAX_SCHEMA_NODES} subschemas"
-            ));
+            )));
         }
         let Some(schema) = node.as_object() else {
             return Ok(());
         };
         for keyword in REFUSED {
             if schema.contains_key(keyword) && !(root && keyword == "$id") {
-                return Err(format!(
+                return Err(OverBounds(format!(
                     "{keyword} is not supported (only at the top for $id)"
-                ));
+                )));
             }
         }
         if let Some(anchor) = schema.get("$anchor").and_then(Value::as_str) {
@@ -168,28 +173,28 @@ impl<'s> Walk<'s> {
         Ok(())
     }
 
-    fn pattern(&mut self, pattern: &str) -> Result<(), String> {
+    fn pattern(&mut self, pattern: &str) -> Result<(), OverBounds> {
         self.patterns += 1;
         if self.patterns > MAX_PATTERNS {
-            return Err(format!(
+            return Err(OverBounds(format!(
                 "pattern: a schema holds at most {MAX_PATTERNS} patterns (pattern and patternProperties)"
-            ));
+            )));
         }
         if pattern.len() > MAX_PATTERN_LEN {
-            return Err(format!(
+            return Err(OverBounds(format!(
                 "pattern: at most {MAX_PATTERN_LEN} bytes, got {} bytes",
                 pattern.len()
-            ));
+            )));
         }
         Ok(())
     }
 
     /// The subschema a `$ref` names: `#`, `#/json/pointer` or `#anchor`.
-    fn target(&self, reference: &str) -> Result<&'s Value, String> {
+    fn target(&self, reference: &str) -> Result<&'s Value, OverBounds> {
         let Some(fragment) = reference.strip_prefix('#') else {
-            return Err(format!(
+            return Err(OverBounds(format!(
                 "$ref {reference:?}: only references inside the schema (#/$defs/name) are supported"
-            ));
+            )));
         };
         let found = if fragment.is_empty() {
             Some(self.root)
@@ -198,7 +203,7 @@ impl<'s> Walk<'s> {
         } else {
             self.anchors.get(fragment).copied()
         };
-        found.ok_or_else(|| format!("$ref {reference:?} names nothing in the schema"))
+        found.ok_or_else(|| OverBounds(format!("$ref {reference:?} names nothing in the schema")))
     }
 }
 
@@ -212,15 +217,15 @@ struct Expand<'w, 's> {
 
 impl<'s> Expand<'_, 's> {
     /// The size and `$ref` depth of `node` with its references expanded.
-    fn size(&mut self, node: &'s Value, reference: &str) -> Result<(usize, usize), String> {
+    fn size(&mut self, node: &'s Value, reference: &str) -> Result<(usize, usize), OverBounds> {
         let address = std::ptr::from_ref(node) as usize;
         if let Some(known) = self.done.get(&address) {
             return Ok(*known);
         }
         if !self.open.insert(address) {
-            return Err(format!(
+            return Err(OverBounds(format!(
                 "$ref {reference:?} refers back to a schema containing it: recursive schemas are not supported"
-            ));
+            )));
         }
         let (mut size, mut depth) = (1usize, 0usize);
         if let Some(schema) = node.as_object() {
@@ -240,14 +245,14 @@ impl<'s> Expand<'_, 's> {
             }
         }
         if size > MAX_EXPANDED_NODES {
-            return Err(format!(
+            return Err(OverBounds(format!(
                 "$ref: with every reference expanded the schema has more than {MAX_EXPANDED_NODES} subschemas"
-            ));
+            )));
         }
         if depth > MAX_REF_DEPTH {
-            return Err(format!(
+            return Err(OverBounds(format!(
                 "$ref: references nest more than {MAX_REF_DEPTH} deep"
-            ));
+            )));
         }
         self.open.remove(&address);
         self.done.insert(address, (size, depth));
@@ -260,7 +265,10 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::contracts::{Contract, ContractSource, ContractSpec, Policy};
+    use crate::{
+        contracts::{Contract, ContractSource, ContractSpec, Policy},
+        error::InvalidSetting,
+    };
 
     /// `data` under `n` `anyOf`s each naming the next link twice.
     fn chain(n: usize) -> Value {
@@ -273,7 +281,7 @@ mod tests {
         json!({"$defs": defs, "properties": {"data": {"$ref": "#/$defs/a0"}}})
     }
 
-    fn compile(schema: &Value) -> Result<Contract, String> {
+    fn compile(schema: &Value) -> Result<Contract, InvalidSetting> {
         let spec = ContractSpec {
             event_type: "t".into(),
             version: None,
@@ -285,7 +293,7 @@ mod tests {
 
     #[test]
     fn an_exponential_ref_chain_is_refused_and_a_short_one_accepted() {
-        let e = check(&chain(20)).unwrap_err();
+        let e = check(&chain(20)).unwrap_err().to_string();
         assert!(e.starts_with("$ref: with every reference expanded"), "{e}");
         assert!(check(&chain(12)).is_err());
         check(&chain(11)).unwrap();
@@ -302,7 +310,7 @@ mod tests {
             json!({"$defs": defs, "$ref": "#/$defs/h0"})
         };
         check(&hops(MAX_REF_DEPTH - 1)).unwrap();
-        let e = check(&hops(MAX_REF_DEPTH)).unwrap_err();
+        let e = check(&hops(MAX_REF_DEPTH)).unwrap_err().to_string();
         assert!(
             e.starts_with("$ref: references nest more than 16 deep"),
             "{e}"
@@ -328,7 +336,7 @@ mod tests {
                 "$id is not supported",
             ),
         ] {
-            let e = check(&schema).unwrap_err();
+            let e = check(&schema).unwrap_err().to_string();
             assert!(e.contains(says), "{schema}: {e}");
         }
         let anchored = json!({"$defs": {"a": {"$anchor": "amount", "type": "integer"}}, "properties": {"n": {"$ref": "#amount"}}});
@@ -340,16 +348,18 @@ mod tests {
         let many: Map<String, Value> = (0..=MAX_PATTERNS)
             .map(|i| (format!("p{i}"), json!({"pattern": "^a"})))
             .collect();
-        let e = check(&json!({"properties": many})).unwrap_err();
+        let e = check(&json!({"properties": many})).unwrap_err().to_string();
         assert!(e.starts_with("pattern: a schema holds at most 32"), "{e}");
-        let e = check(&json!({"pattern": "a".repeat(MAX_PATTERN_LEN + 1)})).unwrap_err();
+        let e = check(&json!({"pattern": "a".repeat(MAX_PATTERN_LEN + 1)}))
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("pattern: at most 256 bytes"), "{e}");
         let keys = json!({"patternProperties": {"^x": true, "^y": true}});
         check(&keys).unwrap();
         // Within 256 bytes, but its compiled form is over the heap limit:
         // the same pattern compiles without the limit.
         let big = "^([a-z]{1,100}){1,20}$";
-        let e = compile(&json!({"pattern": big})).unwrap_err();
+        let e = compile(&json!({"pattern": big})).unwrap_err().to_string();
         assert!(e.contains(r#"is not a "regex""#), "{e}");
         jsonschema::draft202012::options()
             .with_pattern_options(jsonschema::PatternOptions::regex())
@@ -361,7 +371,7 @@ mod tests {
     #[test]
     fn subschemas_as_written_are_bounded() {
         let wide: Vec<Value> = (0..MAX_SCHEMA_NODES).map(|_| json!({})).collect();
-        let e = check(&json!({"anyOf": wide})).unwrap_err();
+        let e = check(&json!({"anyOf": wide})).unwrap_err().to_string();
         assert!(e.starts_with("schema has more than 2000 subschemas"), "{e}");
     }
 }

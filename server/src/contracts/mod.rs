@@ -23,6 +23,8 @@ pub use cost::{
 };
 use serde::{Deserialize, Serialize};
 
+use crate::error::InvalidSetting;
+
 /// Most violations listed in one refusal; the rest are only counted.
 pub const MAX_VIOLATIONS: usize = 20;
 /// Longest JSON pointer or expectation text in a refusal, in bytes.
@@ -109,13 +111,27 @@ pub struct ContractConfig {
 impl ContractConfig {
     /// The contract as written, its schema read from `schema_file` when
     /// given; errors name the key.
-    pub fn spec(&self) -> Result<ContractSpec, String> {
+    pub fn spec(&self) -> Result<ContractSpec, InvalidSetting> {
         let schema = match (&self.schema, &self.schema_file) {
             (Some(schema), None) => schema.clone(),
-            (None, Some(path)) => std::fs::read_to_string(path)
-                .map_err(|e| format!("schema_file: cannot read {}: {e}", path.display()))?,
-            (None, None) => return Err("one of schema or schema_file is required".into()),
-            (Some(_), Some(_)) => return Err("give only one of schema or schema_file".into()),
+            (None, Some(path)) => std::fs::read_to_string(path).map_err(|e| {
+                InvalidSetting::new(
+                    "schema_file",
+                    format!("cannot read {}: {e}", path.display()),
+                )
+            })?,
+            (None, None) => {
+                return Err(InvalidSetting::new(
+                    "schema",
+                    "one of schema or schema_file is required",
+                ))
+            }
+            (Some(_), Some(_)) => {
+                return Err(InvalidSetting::new(
+                    "schema",
+                    "give only one of schema or schema_file",
+                ))
+            }
         };
         Ok(ContractSpec {
             event_type: self.event_type.clone(),
@@ -139,29 +155,33 @@ pub struct ConfigContracts {
 impl ConfigContracts {
     /// Compiles `configs` under `policy`; an error names the entry and key
     /// (`contracts[1] (order.paid): example: ...`).
-    pub fn compile(policy: Policy, configs: &[ContractConfig]) -> Result<Self, String> {
+    pub fn compile(policy: Policy, configs: &[ContractConfig]) -> Result<Self, InvalidSetting> {
         if policy.type_field.is_empty() {
-            return Err("type_field must not be empty".into());
+            return Err(InvalidSetting::new("type_field", "must not be empty"));
         }
         if policy.version_field.is_empty() {
-            return Err("version_field must not be empty".into());
+            return Err(InvalidSetting::new("version_field", "must not be empty"));
         }
         if configs.len() > MAX_CONTRACTS {
-            return Err(format!(
-                "contracts: a tenant holds at most {MAX_CONTRACTS} contracts, got {}",
-                configs.len()
+            return Err(InvalidSetting::new(
+                "contracts",
+                format!(
+                    "a tenant holds at most {MAX_CONTRACTS} contracts, got {}",
+                    configs.len()
+                ),
             ));
         }
         let mut contracts: Vec<Arc<Contract>> = Vec::with_capacity(configs.len());
         for (i, config) in configs.iter().enumerate() {
-            let named = |e: String| format!("contracts[{i}] ({}): {e}", config.event_type);
+            let place = format!("contracts[{i}] ({})", config.event_type);
             let contract = config
                 .spec()
                 .and_then(|spec| Contract::compile(spec, &policy, ContractSource::Config))
-                .map_err(named)?;
+                .map_err(|e| e.within(&place))?;
             if contracts.iter().any(|c| c.key() == contract.key()) {
-                return Err(named(
-                    "a contract for this type and version is already declared".into(),
+                return Err(InvalidSetting::new(
+                    place,
+                    "a contract for this type and version is already declared",
                 ));
             }
             contracts.push(Arc::new(contract));

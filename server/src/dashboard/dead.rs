@@ -35,7 +35,7 @@ fn filter(reason: &str, since: &str, until: &str) -> Result<DeadLetterFilter, Da
         (!value.is_empty())
             .then(|| layout::parse_at(field, value))
             .transpose()
-            .map_err(DashError::BadInput)
+            .map_err(|e| DashError::BadInput(e.to_string()))
     };
     let filter = DeadLetterFilter {
         since_ms: time("since", since)?,

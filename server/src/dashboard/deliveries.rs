@@ -57,7 +57,7 @@ fn bound(field: &str, value: &str) -> Result<Option<i64>, DashError> {
     (!value.is_empty())
         .then(|| layout::parse_at(field, value))
         .transpose()
-        .map_err(DashError::BadInput)
+        .map_err(|e| DashError::BadInput(e.to_string()))
 }
 
 fn status(value: &str) -> Result<Option<DeliveryStatus>, DashError> {

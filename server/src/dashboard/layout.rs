@@ -95,12 +95,23 @@ pub(super) fn at(ms: i64) -> String {
         .unwrap_or_else(|| format!("{ms} ms"))
 }
 
+/// A filter's time that is not RFC 3339, naming the filter's field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {value:?} is not a time like 2026-11-30T15:00:00Z")]
+pub(super) struct NotATime {
+    field: String,
+    value: String,
+}
+
 /// An RFC 3339 time typed into a filter, as Unix ms; `field` names it in
 /// the error.
-pub(super) fn parse_at(field: &str, value: &str) -> Result<i64, String> {
+pub(super) fn parse_at(field: &str, value: &str) -> Result<i64, NotATime> {
     OffsetDateTime::parse(value.trim(), &Rfc3339)
         .map(|t| (t.unix_timestamp_nanos() / 1_000_000) as i64)
-        .map_err(|_| format!("{field}: {value:?} is not a time like 2026-11-30T15:00:00Z"))
+        .map_err(|_| NotATime {
+            field: field.to_owned(),
+            value: value.to_owned(),
+        })
 }
 
 /// A body for reading: JSON pretty-printed, anything else as (lossy) text.
@@ -133,6 +144,7 @@ mod tests {
         );
         assert!(parse_at("since", "yesterday")
             .unwrap_err()
+            .to_string()
             .contains("since"));
         assert_eq!(pretty(br#"{"a":1}"#), "{\n  \"a\": 1\n}");
         assert_eq!(pretty(b"not json"), "not json");

@@ -9,18 +9,21 @@ use std::path::Path;
 
 use reqwest::Certificate;
 
+use crate::error::InvalidSetting;
+
 /// Reads every PEM certificate in `path`; the error names `key` and says
 /// what is wrong with the file.
-pub fn load_ca_file(key: &str, path: &Path) -> Result<Vec<Certificate>, String> {
+pub fn load_ca_file(key: &str, path: &Path) -> Result<Vec<Certificate>, InvalidSetting> {
+    let invalid = |reason: String| InvalidSetting::new(key, reason);
     let pem = std::fs::read(path)
-        .map_err(|e| format!("{key}: {} cannot be read: {e}", path.display()))?;
+        .map_err(|e| invalid(format!("{} cannot be read: {e}", path.display())))?;
     let certs = Certificate::from_pem_bundle(&pem)
-        .map_err(|e| format!("{key}: {} is not a PEM bundle: {e}", path.display()))?;
+        .map_err(|e| invalid(format!("{} is not a PEM bundle: {e}", path.display())))?;
     if certs.is_empty() {
-        return Err(format!(
-            "{key}: {} holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
+        return Err(invalid(format!(
+            "{} holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
             path.display()
-        ));
+        )));
     }
     Ok(certs)
 }
@@ -48,10 +51,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ca.pem");
         std::fs::write(&path, "no certificate here\n").unwrap();
-        let e = load_ca_file("forward.ca_file", &path).unwrap_err();
+        let e = load_ca_file("forward.ca_file", &path)
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("forward.ca_file: "), "{e}");
         assert!(e.contains("holds no PEM certificate"), "{e}");
-        let e = load_ca_file("forward.ca_file", &dir.path().join("absent.pem")).unwrap_err();
+        let e = load_ca_file("forward.ca_file", &dir.path().join("absent.pem"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("cannot be read"), "{e}");
     }
 

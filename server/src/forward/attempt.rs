@@ -10,7 +10,7 @@ use hookd_sdk::signature::{sign, Scheme};
 use super::policy::{parse_retry_after, verdict_for_status, Verdict};
 use crate::{
     config::ForwardSettings,
-    egress::address::denied_cause,
+    egress::address::{denied_cause, DeniedAddress},
     ids::RequestId,
     store::records::{AttemptRecord, StoredEvent},
 };
@@ -65,7 +65,7 @@ pub async fn send(
             None,
             Vec::new(),
             Verdict::Unsendable,
-            ("unsendable".to_owned(), error),
+            ("unsendable".to_owned(), error.to_string()),
         ),
     };
     let success = verdict == Verdict::Success;
@@ -88,6 +88,17 @@ pub async fn send(
     }
 }
 
+/// Why a forward cannot be sent at all; recorded as the attempt's error.
+#[derive(Debug, thiserror::Error)]
+enum Unsendable {
+    /// A part is no valid URL or header value.
+    #[error("request could not be built: {}", root_cause(.0))]
+    Build(reqwest::Error),
+    /// The destination is a literal address the policy denies.
+    #[error(transparent)]
+    Denied(#[from] DeniedAddress),
+}
+
 /// Builds the signed request, or says why it cannot be sent: a part that is
 /// no valid URL or header value, or a literal destination address the
 /// policy denies (names are checked when they are resolved).
@@ -99,7 +110,7 @@ fn build(
     now_ms: i64,
     trace_headers: &[(String, String)],
     request_id: &RequestId,
-) -> Result<reqwest::Request, String> {
+) -> Result<reqwest::Request, Unsendable> {
     let meta = &event.meta;
     let mut request = client
         .post(&settings.url)
@@ -130,9 +141,9 @@ fn build(
     let request = request
         .body(event.body.clone())
         .build()
-        .map_err(|e| format!("request could not be built: {}", root_cause(&e)))?;
+        .map_err(Unsendable::Build)?;
     if let Some(policy) = &settings.address_policy {
-        policy.check_url(request.url()).map_err(|e| e.to_string())?;
+        policy.check_url(request.url())?;
     }
     Ok(request)
 }

@@ -126,9 +126,10 @@ fn listen(key: &str, value: &str) -> Result<TcpListener> {
             "http" | "grpc" => format!(", flag --{listener}-addr"),
             _ => String::new(),
         };
-        Error::Config(format!(
-            "{listener} {addr}: cannot listen: {e}; set `{key}` (env {env}{flag}) to a free address"
-        ))
+        Error::config(
+            format!("{listener} {addr}"),
+            format!("cannot listen: {e}; set `{key}` (env {env}{flag}) to a free address"),
+        )
     })
 }
 
@@ -156,7 +157,7 @@ pub async fn run(
         .iter()
         .map(|t| {
             t.resolve_under(config.limits.tenant_max_body_bytes)
-                .map_err(|e| Error::Config(format!("tenant {}: {e}", t.id)))
+                .map_err(|e| Error::config(format!("tenant {}", t.id), e))
         })
         .collect::<Result<Vec<TenantSettings>>>()?;
     let tls = Tls::build(&config)?;
@@ -183,7 +184,9 @@ pub async fn run(
     })
     .await;
     let joined = match committer {
-        Some(committer) => committer.join().map_err(|_| Error::CommitterGone),
+        Some(committer) => committer
+            .join()
+            .map_err(|_| Error::panicked("durable writer")),
         None => Ok(()),
     };
     served.and(joined)

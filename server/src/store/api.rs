@@ -395,7 +395,10 @@ pub async fn blocking<T: Send + 'static>(
 ) -> Result<T> {
     tokio::task::spawn_blocking(work)
         .await
-        .map_err(|e| Error::Internal(format!("storage task failed: {e}")))?
+        .map_err(|e| match e.is_panic() {
+            true => Error::panicked("storage task"),
+            false => Error::stopped("storage task"),
+        })?
 }
 
 /// A new event to record: idempotency entry, stored event and queue entry,

@@ -27,11 +27,37 @@ pub enum OtlpProtocol {
     HttpProtobuf,
 }
 
+/// A protocol variable names a protocol hookd does not export with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{variable}={value:?} is not supported; use \"grpc\" or \"http/protobuf\"")]
+pub struct UnsupportedProtocol {
+    /// The variable that names it.
+    pub variable: &'static str,
+    /// What it says.
+    pub value: String,
+}
+
+/// Why OTLP export could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum OtlpError {
+    /// The protocol variables ask for something else.
+    #[error(transparent)]
+    Protocol(#[from] UnsupportedProtocol),
+    /// The exporter's own runtime could not be built.
+    #[error("OTLP runtime")]
+    Runtime(#[source] std::io::Error),
+    /// The exporter refused its settings.
+    #[error("OTLP exporter")]
+    Exporter(#[source] opentelemetry_otlp::ExporterBuildError),
+}
+
 impl OtlpProtocol {
     /// The protocol the environment asks for: the traces variable over the
     /// general one, `grpc` when neither is set; an error naming the
     /// variable and the value otherwise.
-    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<OtlpProtocol, String> {
+    pub fn from_vars(
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<OtlpProtocol, UnsupportedProtocol> {
         for name in [
             "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
             "OTEL_EXPORTER_OTLP_PROTOCOL",
@@ -42,9 +68,10 @@ impl OtlpProtocol {
             return match value.trim() {
                 "grpc" => Ok(OtlpProtocol::Grpc),
                 "http/protobuf" => Ok(OtlpProtocol::HttpProtobuf),
-                other => Err(format!(
-                    "{name}={other:?} is not supported; use \"grpc\" or \"http/protobuf\""
-                )),
+                other => Err(UnsupportedProtocol {
+                    variable: name,
+                    value: other.to_owned(),
+                }),
             };
         }
         Ok(OtlpProtocol::Grpc)
@@ -73,7 +100,7 @@ impl OtlpExport {
     /// `OTEL_SDK_DISABLED=true` or `OTEL_TRACES_EXPORTER=none`; `None`
     /// otherwise. Protocol, headers, timeout, batching (`OTEL_BSP_*`),
     /// sampler and resource come from their usual `OTEL_*` variables.
-    pub fn from_env() -> Result<Option<OtlpExport>, String> {
+    pub fn from_env() -> Result<Option<OtlpExport>, OtlpError> {
         let var = |name: &str| std::env::var(name).ok();
         if !export_wanted(var) {
             return Ok(None);
@@ -84,17 +111,16 @@ impl OtlpExport {
     /// Starts exporting over `protocol` to `endpoint` (for HTTP the whole
     /// URL, `.../v1/traces`), or to the endpoint the `OTEL_*` variables
     /// name when `None`.
-    pub fn start(protocol: OtlpProtocol, endpoint: Option<&str>) -> Result<OtlpExport, String> {
+    pub fn start(protocol: OtlpProtocol, endpoint: Option<&str>) -> Result<OtlpExport, OtlpError> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("hookd-otlp")
             .enable_all()
             .build()
-            .map_err(|e| format!("OTLP runtime: {e}"))?;
+            .map_err(OtlpError::Runtime)?;
         let exporter = {
             let _entered = runtime.enter();
-            exporter(protocol, endpoint, runtime.handle())
-                .map_err(|e| format!("OTLP exporter: {e}"))?
+            exporter(protocol, endpoint, runtime.handle()).map_err(OtlpError::Exporter)?
         };
         let provider = SdkTracerProvider::builder()
             .with_batch_exporter(exporter)
@@ -293,7 +319,9 @@ mod tests {
             ]),
             Ok(OtlpProtocol::Grpc)
         );
-        let refused = protocol(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")]).unwrap_err();
+        let refused = protocol(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")])
+            .unwrap_err()
+            .to_string();
         assert!(
             refused.contains("OTEL_EXPORTER_OTLP_PROTOCOL") && refused.contains("http/json"),
             "{refused}"

@@ -93,13 +93,7 @@ impl Commit {
     fn rejected(&self, event_id: &EventId, new_id: &DeliveryId, e: Error) -> IngestError {
         let (tenant, request_id) = (&self.tenant, &self.request_id);
         // A poisoned store was logged loudly once by the committer.
-        if matches!(
-            e,
-            Error::SyncFailed(_)
-                | Error::BatchFailed(_)
-                | Error::StoragePoisoned
-                | Error::TenantDeleted(_)
-        ) {
+        if matches!(e, Error::StoragePoisoned | Error::TenantDeleted(_)) {
             tracing::warn!(tenant = %tenant, event_id = %event_id, delivery_id = %new_id, request_id = %request_id, error = %e, "durable write rejected");
         } else {
             tracing::error!(tenant = %tenant, event_id = %event_id, delivery_id = %new_id, request_id = %request_id, error = %e, "durable write failed");

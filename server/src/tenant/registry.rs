@@ -225,7 +225,12 @@ impl Registry {
             shared_cas: self.forward_cas.clone(),
             lease: self.lease.clone(),
         })
-        .map_err(|e| Error::Config(format!("tenant {}: destination client: {e}", settings.id)))?;
+        .map_err(|e| {
+            Error::config(
+                format!("tenant {}", settings.id),
+                format!("destination client: {e}"),
+            )
+        })?;
         Ok(Some(self.forwarding.spawn(dispatcher.run())))
     }
 

@@ -80,7 +80,7 @@ impl ActorSlot {
         };
         let done = futures_executor::block_on(addr.send(change));
         self.state.lock().expect("actor slot lock").changing -= 1;
-        done.map_err(|e| Error::Internal(format!("tenant actor stopped before the change: {e}")))
+        done.map_err(|_| Error::stopped("tenant actor"))
     }
 
     /// The running actor, started now (with its gate) if it is not running.

@@ -71,8 +71,8 @@ impl Handle {
         self.tx
             .send(Request::Write(Box::new(write)))
             .await
-            .map_err(|_| Error::CommitterGone)?;
-        answer.await.map_err(|_| Error::CommitterGone)?
+            .map_err(|_| Error::stopped("durable writer"))?;
+        answer.await.map_err(|_| Error::stopped("durable writer"))?
     }
 
     /// Marks the tenant dropped and deletes its rows between batches.
@@ -81,8 +81,8 @@ impl Handle {
         self.tx
             .send(Request::Drop(id, dropped, reply))
             .await
-            .map_err(|_| Error::CommitterGone)?;
-        answer.await.map_err(|_| Error::CommitterGone)?
+            .map_err(|_| Error::stopped("durable writer"))?;
+        answer.await.map_err(|_| Error::stopped("durable writer"))?
     }
 }
 
@@ -150,9 +150,9 @@ async fn commit_batch(db: &Db, writes: Vec<Write>, figures: &Figures) {
         }
         Err(e) => {
             tracing::error!(error = %e, writes = live.len(), "a batch of writes could not be committed");
-            let message = e.to_string();
+            let cause = Arc::new(e);
             for write in live {
-                let _ = write.reply.send(Err(Error::BatchFailed(message.clone())));
+                let _ = write.reply.send(Err(Error::batch_failed(&cause)));
             }
         }
     }
@@ -312,7 +312,7 @@ async fn first_of(
         .query_opt(statement, &[&tenant, &key])
         .await
         .map_err(pg)?
-        .ok_or_else(|| Error::Storage("postgres: an idempotency record vanished".into()))?;
+        .ok_or_else(|| Error::storage("storage: postgres: an idempotency record vanished", None))?;
     let delivery_id = DeliveryId::new(row.get::<_, String>(0));
     Ok(match row.get::<_, Option<String>>(1) {
         Some(event_id) => CommitOutcome::DuplicateOf(delivery_id, EventId::new(event_id)),

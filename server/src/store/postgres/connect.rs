@@ -20,7 +20,10 @@ use crate::error::{Error, Result};
 /// logged, never the URL.
 pub(super) fn session_config(options: &PgOptions) -> Result<tokio_postgres::Config> {
     let mut config: tokio_postgres::Config = options.url.expose_secret().parse().map_err(|_| {
-        Error::Config("storage.postgres.url: not a valid PostgreSQL connection URL".into())
+        Error::config(
+            "storage.postgres.url",
+            "not a valid PostgreSQL connection URL",
+        )
     })?;
     let mut session = String::from("-c synchronous_commit=on");
     if options.statement_timeout_ms > 0 {
@@ -68,7 +71,7 @@ pub(super) fn pool(config: &tokio_postgres::Config, size: usize) -> Result<Pool>
         .create_timeout(Some(Duration::from_secs(5)))
         .recycle_timeout(Some(Duration::from_secs(5)))
         .build()
-        .map_err(|e| Error::Config(format!("storage.postgres: {e}")))
+        .map_err(|e| Error::config("storage.postgres", e))
 }
 
 /// TLS as the URL's `sslmode` asks (`prefer`, the default, falls back to

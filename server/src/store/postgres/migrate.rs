@@ -58,10 +58,13 @@ async fn apply_locked(client: &mut deadpool_postgres::Client) -> Result<usize> {
         .get(0);
     let newest = MIGRATIONS.last().map_or(0, |m| m.0);
     if current > newest {
-        return Err(Error::Config(format!(
-            "storage.postgres: the database's schema is version {current}, newer than this \
+        return Err(Error::config(
+            "storage.postgres",
+            format!(
+                "the database's schema is version {current}, newer than this \
              hookd knows ({newest}); run a hookd at least as new"
-        )));
+            ),
+        ));
     }
     let mut applied = 0;
     for (version, sql) in MIGRATIONS.iter().filter(|m| m.0 > current) {

@@ -146,9 +146,10 @@ pub(super) async fn db_now_ms(client: &impl GenericClient) -> Result<i64> {
 
 /// A connection of `pool`.
 async fn checkout(pool: &Pool) -> Result<deadpool_postgres::Client> {
-    pool.get()
-        .await
-        .map_err(|e| Error::Storage(format!("postgres connection: {}", chain(&e))))
+    pool.get().await.map_err(|e| {
+        let context = format!("storage: postgres connection: {}", chain(&e));
+        Error::storage(context, Some(Box::new(e)))
+    })
 }
 
 /// An error with its sources (a failed connection says why: refused,
@@ -165,20 +166,25 @@ fn chain(e: &dyn std::error::Error) -> String {
 }
 
 /// A database error as hookd's, with the server's own message; a lost
-/// deadlock or serialization race (by its SQLSTATE) is
-/// [`Error::Contended`], which [`retrying`] tries again.
+/// deadlock or serialization race (by its SQLSTATE) is a retryable
+/// [`Error::Storage`], which [`retrying`] tries again.
 pub(crate) fn pg(e: tokio_postgres::Error) -> Error {
-    match e.as_db_error() {
+    let (retryable, context) = match e.as_db_error() {
         Some(db) => {
             let text = format!("postgres: {} ({})", db.message(), db.code().code());
             match *db.code() {
                 SqlState::T_R_DEADLOCK_DETECTED | SqlState::T_R_SERIALIZATION_FAILURE => {
-                    Error::Contended(text)
+                    (true, format!("storage contended: {text}"))
                 }
-                _ => Error::Storage(text),
+                _ => (false, format!("storage: {text}")),
             }
         }
-        None => Error::Storage(format!("postgres: {}", chain(&e))),
+        None => (false, format!("storage: postgres: {}", chain(&e))),
+    };
+    Error::Storage {
+        retryable,
+        context,
+        source: Some(Box::new(e)),
     }
 }
 
@@ -197,8 +203,12 @@ where
     let mut tried = 1;
     loop {
         match work().await {
-            Err(Error::Contended(why)) if tried < TRIES => {
-                tracing::info!(reason = %why, "a transaction lost a race; trying it again");
+            Err(
+                e @ Error::Storage {
+                    retryable: true, ..
+                },
+            ) if tried < TRIES => {
+                tracing::info!(reason = %e, "a transaction lost a race; trying it again");
                 tried += 1;
             }
             done => return done,
@@ -323,10 +333,10 @@ impl PgStore {
             Ok(row.get(0))
         })?;
         key.open(&stored, BINDING).map(drop).map_err(|_| {
-            Error::Config(
-                "master key: HOOKD_MASTER_KEY is not the key this database's secrets were sealed \
-                 with; every replica must share one master key"
-                    .into(),
+            Error::config(
+                "master key",
+                "HOOKD_MASTER_KEY is not the key this database's secrets were sealed \
+                 with; every replica must share one master key",
             )
         })
     }
@@ -351,8 +361,7 @@ fn block_on<T: Send + 'static>(
     runtime.spawn(async move {
         let _ = tx.send(work.await);
     });
-    rx.recv()
-        .map_err(|_| Error::Internal("postgres task ended without an answer".into()))?
+    rx.recv().map_err(|_| Error::panicked("postgres task"))?
 }
 
 impl Storage for PgStore {
@@ -397,7 +406,7 @@ impl Storage for PgStore {
         async move {
             match healthy {
                 true => Ok(()),
-                false => Err(Error::Storage("postgres does not answer".into())),
+                false => Err(Error::storage("storage: postgres does not answer", None)),
             }
         }
         .boxed()
@@ -506,5 +515,59 @@ impl Storage for PgStore {
                 .get(0);
             Ok(version as u64)
         })
+    }
+}
+
+#[cfg(test)]
+mod retry_tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    fn failure(retryable: bool) -> Error {
+        Error::Storage {
+            retryable,
+            context: "storage: postgres: lost a race".into(),
+            source: None,
+        }
+    }
+
+    /// Runs `retrying` over answers taken in turn; how many were taken.
+    async fn tries(answers: Vec<Result<()>>) -> (Result<()>, usize) {
+        let taken = AtomicUsize::new(0);
+        let answers = std::sync::Mutex::new(answers.into_iter());
+        let out = retrying(|| {
+            taken.fetch_add(1, Ordering::Relaxed);
+            let next = answers.lock().unwrap().next().unwrap();
+            async move { next }
+        })
+        .await;
+        (out, taken.into_inner())
+    }
+
+    /// The retry decision is the error's `retryable` flag, not its text.
+    #[tokio::test]
+    async fn only_a_retryable_failure_is_tried_again_and_at_most_three_times() {
+        let (out, taken) = tries(vec![Err(failure(true)), Ok(())]).await;
+        assert!(out.is_ok());
+        assert_eq!(taken, 2);
+        let (out, taken) = tries((0..TRIES).map(|_| Err(failure(true))).collect()).await;
+        assert!(matches!(
+            out,
+            Err(Error::Storage {
+                retryable: true,
+                ..
+            })
+        ));
+        assert_eq!(taken, TRIES);
+        let (out, taken) = tries(vec![Err(failure(false)), Ok(())]).await;
+        assert!(matches!(
+            out,
+            Err(Error::Storage {
+                retryable: false,
+                ..
+            })
+        ));
+        assert_eq!(taken, 1);
     }
 }

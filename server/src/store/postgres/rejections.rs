@@ -72,7 +72,7 @@ impl RejectionLog for PgRejections {
         let before = match token {
             Some(t) => match t.strip_prefix(&format!("{tenant_id}/")) {
                 Some(rkey) => rkey.to_owned(),
-                None => return Err(Error::Config("page_token is not valid".into())),
+                None => return Err(Error::InvalidArgument("page_token is not valid".into())),
             },
             None => "\u{7f}".to_owned(),
         };

@@ -206,8 +206,8 @@ impl Committer {
         self.tx
             .send(request(reply))
             .await
-            .map_err(|_| Error::CommitterGone)?;
-        answer.await.map_err(|_| Error::CommitterGone)?
+            .map_err(|_| Error::stopped("durable writer"))?;
+        answer.await.map_err(|_| Error::stopped("durable writer"))?
     }
 }
 
@@ -296,10 +296,12 @@ fn apply_requests(shared: &Writer, requests: Vec<Request>) -> Vec<Reply> {
             Err(e) => {
                 // Part of the batch may be applied in memory: poisoned.
                 shared.poison("applying a batch of writes", &e);
-                let message = e.to_string();
-                answers.extend(writes.into_iter().map(|(_, reply)| {
-                    Reply::Write(reply, Err(Error::BatchFailed(message.clone())))
-                }));
+                let cause = Arc::new(e);
+                answers.extend(
+                    writes
+                        .into_iter()
+                        .map(|(_, reply)| Reply::Write(reply, Err(Error::batch_failed(&cause)))),
+                );
             }
         }
     }
@@ -345,9 +347,9 @@ fn flush_batches(shared: Writer, applied: std::sync::mpsc::Receiver<Applied>, mu
             }
             Err(e) => {
                 shared.poison("making a batch durable (flush + fdatasync)", &e);
-                let message = e.to_string();
+                let cause = Arc::new(e);
                 for answer in batch.answers {
-                    answer.send(Some(&|| Error::SyncFailed(message.clone())));
+                    answer.send(Some(&|| Error::sync_failed(&cause)));
                 }
             }
         }

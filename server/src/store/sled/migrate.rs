@@ -47,12 +47,15 @@ pub(super) fn upgrade(
         .and_then(|v| <[u8; 4]>::try_from(v.as_ref()).ok())
         .map(u32::from_be_bytes);
     if let Some(found) = found.filter(|f| *f > LAYOUT) {
-        return Err(Error::Config(format!(
-            "storage.data_dir: {} holds storage layout {found}, written by a newer hookd; \
+        return Err(Error::config(
+            "storage.data_dir",
+            format!(
+                "{} holds storage layout {found}, written by a newer hookd; \
              this hookd reads layouts up to {LAYOUT}: run the newer hookd (a move to a newer \
              layout is one way)",
-            path.display()
-        )));
+                path.display()
+            ),
+        ));
     }
     if found == Some(LAYOUT) {
         return Ok(());
@@ -83,8 +86,7 @@ pub(super) fn move_legacy_dir(
         return Ok(());
     }
     if path.exists() {
-        return Err(Error::Config(format!(
-            "storage.data_dir: {} holds both {LEGACY_DIR}/ and store/: a hookd older than \
+        return Err(Error::config("storage.data_dir", format!("{} holds both {LEGACY_DIR}/ and store/: a hookd older than \
              storage layout 3 ran on it after the move; store/ is the database, move {LEGACY_DIR}/ away",
             data_dir.display()
         )));

@@ -374,7 +374,7 @@ impl Store {
 
 impl From<sled::Error> for crate::error::Error {
     fn from(e: sled::Error) -> Self {
-        crate::error::Error::Storage(e.to_string())
+        crate::error::Error::storage(format!("storage: {e}"), Some(Box::new(e)))
     }
 }
 

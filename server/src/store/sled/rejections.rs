@@ -69,7 +69,7 @@ impl RejectionLog for Rejections {
         let start = prefix(tenant_id);
         let end = match token {
             Some(t) if t.starts_with(&start) => t.to_owned(),
-            Some(_) => return Err(Error::Config("page_token is not valid".into())),
+            Some(_) => return Err(Error::InvalidArgument("page_token is not valid".into())),
             None => format!("{tenant_id}0"),
         };
         let mut items: Vec<Rejection> = Vec::new();
