@@ -26,7 +26,7 @@ use hookd_server::{
     store::{
         api::{Storage, TenantData},
         records::EventMeta,
-        NewDelivery, Store,
+        NewDelivery, SledStore,
     },
     telemetry::Spans,
     tenant::Gate,
@@ -58,7 +58,7 @@ fn delivery(n: u64) -> NewDelivery {
 
 fn committer(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
-    let (store, _committer) = Store::open(dir.path(), 1024, true).expect("store");
+    let (store, _committer) = SledStore::open(dir.path(), 1024, true).expect("store");
     let tenant: Arc<dyn TenantData> = Arc::new(
         store
             .tenant_trees(&TenantId::try_from("bench").expect("tenant id"))
@@ -132,7 +132,7 @@ fn ingest<'a>(headers: &'a HeaderMap, body: &Bytes) -> Ingest<'a> {
 
 fn gate(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
-    let (store, _committer) = Store::open(dir.path(), 1024, false).expect("store");
+    let (store, _committer) = SledStore::open(dir.path(), 1024, false).expect("store");
     let data = Storage::tenant(&store, &TenantId::try_from("bench").expect("id")).expect("tenant");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -18,11 +18,11 @@ use hookd_server::{
     ids::{DeliveryId, EventId, RequestId, TenantId},
     store::{
         api::Rejection,
-        api::{Shared, Tenant},
+        api::{Store, TenantStore},
         lifecycle::Next,
         postgres::{testing::test_database, PgOptions, PgStore},
         records::{AttemptRecord, EventMeta},
-        NewDelivery, Store,
+        NewDelivery, SledStore,
     },
     sweeper::{pass, Due, Removed},
 };
@@ -75,7 +75,7 @@ fn attempt(at_ms: i64) -> AttemptRecord {
 /// Commits `count` deliveries of tenant `t` at `at_ms` and settles each:
 /// one in `dead_every` dies, the others are delivered.
 async fn settled(
-    data: &Tenant,
+    data: &TenantStore,
     t: usize,
     first: usize,
     count: usize,
@@ -104,7 +104,7 @@ struct Shape {
     batch: usize,
 }
 
-async fn fill(store: &Shared, shape: &Shape) -> Vec<Tenant> {
+async fn fill(store: &Store, shape: &Shape) -> Vec<TenantStore> {
     let log = store.rejections().expect("rejections");
     let mut tenants = Vec::with_capacity(shape.tenants);
     for t in 0..shape.tenants {
@@ -140,14 +140,14 @@ fn due(batch: usize) -> Due {
     Due::at(&retention, NOW_MS)
 }
 
-async fn timed(store: &Shared, tenants: &[Tenant], batch: usize) -> (Removed, f64) {
+async fn timed(store: &Store, tenants: &[TenantStore], batch: usize) -> (Removed, f64) {
     let log = store.rejections().expect("rejections");
     let started = Instant::now();
     let removed = pass(tenants.to_vec(), Some(log), &due(batch)).await;
     (removed, started.elapsed().as_secs_f64())
 }
 
-async fn run(engine: &str, store: Shared, shape: &Shape) {
+async fn run(engine: &str, store: Store, shape: &Shape) {
     let started = Instant::now();
     let tenants = fill(&store, shape).await;
     let filled = started.elapsed().as_secs_f64();
@@ -186,7 +186,7 @@ fn main() {
         .build()
         .expect("runtime");
     let dir = tempfile::tempdir().expect("temp dir");
-    let (store, _committer) = Store::open(dir.path(), 512, false).expect("store");
+    let (store, _committer) = SledStore::open(dir.path(), 512, false).expect("store");
     runtime.block_on(run("sled", Arc::new(store), &shape));
     if let Some(database) = test_database("hookd_bench_retention") {
         let store = PgStore::open(PgOptions {

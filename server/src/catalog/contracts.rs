@@ -189,8 +189,8 @@ mod tests {
     fn puts_get_new_revisions_that_survive_delete_and_a_new_handle() {
         let dir = tempfile::tempdir().unwrap();
         let tenant = TenantId::try_from("acme").unwrap();
-        let (db, _committer) = crate::store::Store::open(dir.path(), 16, false).unwrap();
-        let open = |store: &crate::store::Store| ContractStore::open(store).unwrap();
+        let (db, _committer) = crate::store::SledStore::open(dir.path(), 16, false).unwrap();
+        let open = |store: &crate::store::SledStore| ContractStore::open(store).unwrap();
         {
             let store = open(&db);
             assert_eq!(
@@ -300,7 +300,7 @@ mod tests {
     #[test]
     fn only_the_newest_revision_is_kept_on_sled() {
         let dir = tempfile::tempdir().unwrap();
-        let (db, _committer) = crate::store::Store::open(dir.path(), 16, false).unwrap();
+        let (db, _committer) = crate::store::SledStore::open(dir.path(), 16, false).unwrap();
         keeps_only_the_newest_revision(&db);
     }
 

@@ -22,7 +22,7 @@ use super::{
 use crate::{
     config::TenantSettings,
     error::Result,
-    store::api::{CatalogRows, Shared, Table},
+    store::api::{CatalogRows, Store, Table},
 };
 
 /// The tenants running in this process, as the follower changes them.
@@ -58,7 +58,7 @@ pub fn start_stored(
 /// What a follower needs to start stored tenants, and what it saw last.
 pub struct Follower {
     tenants: Arc<dyn Tenants>,
-    store: Shared,
+    store: Store,
     catalog: Catalog,
     rows: Arc<dyn CatalogRows>,
     config_ids: Arc<HashSet<String>>,
@@ -75,7 +75,7 @@ impl Follower {
     /// started, so that a change made meanwhile is not taken for known.
     pub fn new(
         tenants: Arc<dyn Tenants>,
-        store: Shared,
+        store: Store,
         catalog: Catalog,
         resolver: Resolver,
     ) -> Result<Follower> {

@@ -41,7 +41,7 @@ use crate::{
     error::{Error, Result},
     ids::TenantId,
     keyring::MasterKey,
-    store::api::{CatalogRows, RowChange, Shared, Table},
+    store::api::{CatalogRows, RowChange, Store, Table},
 };
 
 /// The incarnation of every tenant declared in the config file.
@@ -73,11 +73,11 @@ pub struct SecretSet {
 }
 
 /// The control plane's persistent state. Writes are applied in memory;
-/// callers make them durable with [`crate::store::Store::durable_barrier`]
+/// callers make them durable with [`crate::store::api::Storage::durable_barrier`]
 /// before they answer.
 #[derive(Clone)]
 pub struct Catalog {
-    store: Shared,
+    store: Store,
     rows: Arc<dyn CatalogRows>,
     key: MasterKey,
     /// Ids of the config file's tenants.
@@ -92,7 +92,7 @@ impl Catalog {
     /// left: rewrites legacy sealed rows in the bound format, gives old
     /// records an incarnation, finishes interrupted deletes and revokes
     /// tokens whose tenant is gone (`config_tenants`: the config file's ids).
-    pub fn open(store: Shared, key: MasterKey, config_tenants: HashSet<String>) -> Result<Catalog> {
+    pub fn open(store: Store, key: MasterKey, config_tenants: HashSet<String>) -> Result<Catalog> {
         let catalog = Catalog {
             rows: store.catalog_rows()?,
             store,
@@ -262,7 +262,7 @@ impl Catalog {
     /// Deletes a tenant's record, secrets and tokens in one transaction,
     /// with a marker that its data trees are still to be dropped. The caller
     /// drops them through the committer
-    /// ([`crate::store::Store::drop_tenant_trees`]) and then calls
+    /// ([`crate::store::api::Storage::drop_tenant_trees`]) and then calls
     /// [`Catalog::data_dropped`]; a crash in between is finished at the next
     /// start.
     pub fn delete(&self, id: &str) -> Result<bool> {

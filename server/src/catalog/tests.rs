@@ -8,7 +8,7 @@ use std::{collections::HashSet, sync::Arc};
 use hookd_sdk::signature::Scheme;
 
 use super::*;
-use crate::store::Store;
+use crate::store::SledStore;
 
 fn record(id: &str) -> TenantRecord {
     TenantRecord::new(
@@ -17,13 +17,13 @@ fn record(id: &str) -> TenantRecord {
     )
 }
 
-fn catalog() -> (tempfile::TempDir, Store, Catalog) {
+fn catalog() -> (tempfile::TempDir, SledStore, Catalog) {
     let dir = tempfile::tempdir().unwrap();
-    let (store, _committer) = Store::open(dir.path(), 16, false).unwrap();
+    let (store, _committer) = SledStore::open(dir.path(), 16, false).unwrap();
     (dir, store.clone(), open(&store))
 }
 
-fn open(store: &Store) -> Catalog {
+fn open(store: &SledStore) -> Catalog {
     Catalog::open(
         Arc::new(store.clone()),
         MasterKey::from_bytes([3; 32]),
@@ -33,7 +33,7 @@ fn open(store: &Store) -> Catalog {
 }
 
 /// Keys of tenant `gone` in the shared data tree `kind`.
-fn data_of_gone(store: &Store, kind: &str) -> usize {
+fn data_of_gone(store: &SledStore, kind: &str) -> usize {
     store
         .db()
         .open_tree(format!("data/{kind}"))
@@ -78,7 +78,7 @@ fn legacy_seal(plaintext: &[u8]) -> Vec<u8> {
 #[test]
 fn legacy_rows_still_open_and_are_rewritten_bound() {
     let dir = tempfile::tempdir().unwrap();
-    let (store, _committer) = Store::open(dir.path(), 16, false).unwrap();
+    let (store, _committer) = SledStore::open(dir.path(), 16, false).unwrap();
     let db = store.db();
     let old_record = serde_json::json!({
         "config": {"id": "vintage", "scheme": "hookd"},

@@ -27,7 +27,7 @@ use crate::{
     metrics::{BreakerGauge, TenantMetrics},
     rate_limit::TokenBucket,
     store::{
-        api::{blocking, Fence, FencedAttempt, Shared, Tenant, TenantData},
+        api::{blocking, Fence, FencedAttempt, Store, TenantData, TenantStore},
         lifecycle::Next,
         records::{queue_key_due_ms, DeliveryState, StoredEvent},
     },
@@ -149,7 +149,7 @@ fn write_outcomes(
 /// Whether the attempt at `key` may be sent under `fence`: always on an
 /// engine that serves one process; on a shared one, while the lease is
 /// still `fence` and the entry still queued (a failed check counts as no).
-async fn claimed(data: Tenant, key: &[u8], id: &DeliveryId, fence: &Fence) -> bool {
+async fn claimed(data: TenantStore, key: &[u8], id: &DeliveryId, fence: &Fence) -> bool {
     if !fence.is_shared() {
         return true;
     }
@@ -167,9 +167,9 @@ pub struct DispatcherParts {
     /// The tenant it forwards for.
     pub tenant: TenantId,
     /// The tenant's data.
-    pub data: Tenant,
+    pub data: TenantStore,
     /// The store, for durability barriers.
-    pub store: Shared,
+    pub store: Store,
     /// Destination, retry policy, breaker and rate.
     pub settings: ForwardSettings,
     /// The clock it reads and sleeps on.
@@ -191,8 +191,8 @@ pub struct DispatcherParts {
 /// The forwarding loop of one tenant.
 pub struct Dispatcher {
     tenant: TenantId,
-    data: Tenant,
-    store: Shared,
+    data: TenantStore,
+    store: Store,
     settings: Arc<ForwardSettings>,
     client: reqwest::Client,
     clock: SharedClock,

@@ -18,7 +18,7 @@ use std::{
 
 use crate::{
     ids::TenantId,
-    store::api::{blocking, Fence, Shared},
+    store::api::{blocking, Fence, Store},
 };
 
 /// Longest a process that does not hold a lease waits before asking again.
@@ -45,7 +45,7 @@ impl LeaseTerms {
 
 /// One tenant's lease as its dispatcher sees it.
 pub(super) struct ForwardLease {
-    store: Shared,
+    store: Store,
     tenant: TenantId,
     terms: LeaseTerms,
     held: Option<Fence>,
@@ -54,7 +54,7 @@ pub(super) struct ForwardLease {
 }
 
 impl ForwardLease {
-    pub(super) fn new(store: Shared, tenant: TenantId, terms: LeaseTerms) -> ForwardLease {
+    pub(super) fn new(store: Store, tenant: TenantId, terms: LeaseTerms) -> ForwardLease {
         ForwardLease {
             store,
             tenant,

@@ -6,7 +6,7 @@
 use std::{collections::BTreeMap, sync::Arc};
 
 use super::TenantMetrics;
-use crate::store::api::{Storage, Tenant};
+use crate::store::api::{Storage, TenantStore};
 
 /// The storage gauges of one `tenant` label, summed over its tenants.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -35,7 +35,7 @@ pub struct TenantSource {
     /// The counters of its `tenant` label.
     pub metrics: Arc<TenantMetrics>,
     /// Its queue and dead letters.
-    pub data: Tenant,
+    pub data: TenantStore,
 }
 
 /// Reads the queue gauges of every running tenant and the committer's

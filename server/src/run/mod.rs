@@ -29,9 +29,9 @@ use crate::{
     error::{Error, Result},
     keyring::{load_admin_token, MasterKey},
     store::{
-        api::Shared,
+        api::Store,
         postgres::{PgOptions, PgStore},
-        OsSync, SharedSync, Store,
+        OsSync, SharedSync, SledStore,
     },
     tenant::Registry,
     tls::CertSource,
@@ -161,9 +161,9 @@ pub async fn run(
         })
         .collect::<Result<Vec<TenantSettings>>>()?;
     let tls = Tls::build(&config)?;
-    let (store, committer): (Shared, _) = match config.storage.backend {
+    let (store, committer): (Store, _) = match config.storage.backend {
         StorageBackend::Sled => {
-            let (store, committer) = Store::open_with(
+            let (store, committer) = SledStore::open_with(
                 &config.data_dir,
                 config.storage.commit_batch_max,
                 config.storage.fsync.then_some(runtime.sync.clone()),

@@ -19,7 +19,7 @@ use crate::{
     feed::DeliveryFeed,
     forward::ForwardRuntime,
     ingress::{self, AppState},
-    store::api::{blocking, Shared},
+    store::api::{blocking, Store},
     telemetry::Telemetry,
     tenant::Registry,
     tls::{self, ListenerTls},
@@ -64,7 +64,7 @@ pub(crate) struct Serving {
     pub(crate) runtime: Runtime,
     pub(crate) listeners: Listeners,
     pub(crate) tls: Tls,
-    pub(crate) store: Shared,
+    pub(crate) store: Store,
     pub(crate) tenants: Vec<TenantSettings>,
     pub(crate) shutdown: Pin<Box<dyn Future<Output = ()>>>,
 }
@@ -197,7 +197,7 @@ impl SideServers {
 fn start_registry(
     config: &Config,
     runtime: &Runtime,
-    store: Shared,
+    store: Store,
     tenants: Vec<TenantSettings>,
     cores: usize,
 ) -> Result<(Vec<actix_rt::Arbiter>, Registry, Arc<Backend>, Follower)> {

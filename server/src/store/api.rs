@@ -2,7 +2,7 @@
 //! vocabulary (deliveries, attempts, queue entries, dead letters, catalog
 //! rows), with no engine's types in it, and the values that cross it
 //! ([`NewDelivery`], [`CommitOutcome`], [`Rejection`], [`RejectionFilter`]).
-//! sled is the embedded engine ([`super::Store`]); a second engine
+//! sled is the embedded engine ([`super::SledStore`]); a second engine
 //! implements the same traits.
 //!
 //! Methods returning a value block on storage: call them on a blocking
@@ -28,10 +28,10 @@ use crate::{
 };
 
 /// One tenant's data in a storage engine.
-pub type Tenant = Arc<dyn TenantData>;
+pub type TenantStore = Arc<dyn TenantData>;
 
 /// The engine behind the process.
-pub type Shared = Arc<dyn Storage>;
+pub type Store = Arc<dyn Storage>;
 
 /// A queue entry's key: opaque to callers, ordered by when it is due.
 pub type QueueKey = Vec<u8>;
@@ -256,7 +256,7 @@ pub struct CommitFigures {
 pub trait Storage: Send + Sync + 'static {
     /// A handle on one tenant's data (cheap; the first call may count its
     /// queue once).
-    fn tenant(&self, id: &TenantId) -> Result<Tenant>;
+    fn tenant(&self, id: &TenantId) -> Result<TenantStore>;
 
     /// False once a write or sync failed: nothing more is acknowledged.
     fn is_healthy(&self) -> bool;

@@ -15,7 +15,6 @@ mod sled;
 #[cfg(any(test, feature = "fault-injection"))]
 pub use self::sled::inject;
 pub use self::sled::{
-    deliveries, redirects, rejections, sled_path, sync, CommitStats, Committer, LiveCounts, OsSync,
-    SharedSync, Store, SyncOps, TenantTrees, DEFAULT_CACHE_BYTES,
+    sled_path, CommitStats, Committer, OsSync, SharedSync, SledStore, SyncOps, DEFAULT_CACHE_BYTES,
 };
-pub use api::{CommitOutcome, NewDelivery};
+pub use api::{CommitOutcome, NewDelivery, Store, TenantStore};

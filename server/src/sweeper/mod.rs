@@ -13,7 +13,7 @@ use crate::{
     config::RetentionConfig,
     ids::TenantId,
     store::{
-        api::{blocking, RejectionLog, SweepRequest, Tenant},
+        api::{blocking, RejectionLog, SweepRequest, TenantStore},
         lifecycle::Swept,
     },
     tenant::Registry,
@@ -98,7 +98,7 @@ pub async fn run(registry: Registry, retention: RetentionConfig) {
 /// until none has anything due; a tenant whose step fails is left for the
 /// next pass.
 pub async fn pass(
-    tenants: Vec<Tenant>,
+    tenants: Vec<TenantStore>,
     rejections: Option<Arc<dyn RejectionLog>>,
     due: &Due,
 ) -> Removed {
@@ -117,14 +117,14 @@ pub async fn pass(
 
 /// One tenant in a pass: where its idempotency scan is and what is left.
 struct Sweeping {
-    data: Tenant,
+    data: TenantStore,
     cursor: Vec<u8>,
     data_due: bool,
     rejections_due: bool,
 }
 
 impl Sweeping {
-    fn new(data: Tenant) -> Sweeping {
+    fn new(data: TenantStore) -> Sweeping {
         Sweeping {
             data,
             cursor: Vec::new(),

@@ -8,12 +8,12 @@ use crate::{
         api::Storage,
         lifecycle::Next,
         records::{AttemptRecord, EventMeta},
-        NewDelivery, Store,
+        NewDelivery, SledStore,
     },
 };
 
 /// Accepts `n` events at `at_ms` and delivers each at once.
-async fn delivered(data: &Tenant, prefix: &str, n: usize, at_ms: i64) {
+async fn delivered(data: &TenantStore, prefix: &str, n: usize, at_ms: i64) {
     for i in 0..n {
         let event_id = EventId::new(format!("{prefix}_{i}"));
         let delivery_id = DeliveryId::generate();
@@ -54,7 +54,7 @@ async fn delivered(data: &Tenant, prefix: &str, n: usize, at_ms: i64) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pass_removes_all_that_is_due_one_batch_per_tenant_in_turn() {
     let dir = tempfile::tempdir().unwrap();
-    let (store, _committer) = Store::open(dir.path(), 64, false).unwrap();
+    let (store, _committer) = SledStore::open(dir.path(), 64, false).unwrap();
     let tenant = |id: &str| store.tenant(&TenantId::try_from(id).unwrap()).unwrap();
     let (busy, quiet) = (tenant("busy"), tenant("quiet"));
     delivered(&busy, "evt_busy", 35, 1_000).await;

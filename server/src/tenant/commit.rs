@@ -15,7 +15,7 @@ use crate::{
     ingest::{BodyError, IngestError, IngestOutcome},
     metrics::{SenderMetrics, TypeOutcome},
     store::{
-        api::{blocking, Tenant},
+        api::{blocking, TenantStore},
         CommitOutcome, NewDelivery,
     },
     telemetry::spans::IngestSpan,
@@ -24,7 +24,7 @@ use crate::{
 /// The durable half of one ingest, awaited by the worker once the checks
 /// passed: commit, then wake the dispatcher, publish, fill the replay cache.
 pub(super) struct Commit {
-    pub(super) data: Tenant,
+    pub(super) data: TenantStore,
     pub(super) replay: ReplayCache,
     pub(super) wake: Arc<Notify>,
     pub(super) feed: DeliveryFeed,
@@ -147,7 +147,7 @@ impl ContractRejection {
     /// The first delivery's answer, or the rejection (counted by event type).
     pub(super) async fn answer(
         self,
-        data: Tenant,
+        data: TenantStore,
         senders: Option<Arc<SenderMetrics>>,
     ) -> Result<IngestOutcome, IngestError> {
         let ContractRejection {

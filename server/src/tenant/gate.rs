@@ -32,7 +32,7 @@ use crate::{
     ingest::{Answer, BodyError, Ingest, IngestError, IngestOutcome},
     metrics::{SenderMetrics, TypeOutcome},
     rate_limit::TokenBucket,
-    store::{api::Tenant, records::EventMeta, NewDelivery},
+    store::{api::TenantStore, records::EventMeta, NewDelivery},
     telemetry::{
         spans::{self, IngestSpan, ACTOR_SPAN, COMMIT_SPAN},
         Spans,
@@ -57,7 +57,7 @@ fn replay_cache_of(settings: &TenantSettings) -> ReplayCache {
 /// What a gate writes to and reports through, besides its tenant's state.
 #[derive(Clone)]
 pub(super) struct GateParts {
-    pub data: Tenant,
+    pub data: TenantStore,
     pub clock: SharedClock,
     pub wake: Arc<Notify>,
     pub feed: DeliveryFeed,
@@ -79,7 +79,7 @@ impl Gate {
     /// snapshot its actor publishes).
     pub fn new(
         settings: Arc<TenantSettings>,
-        data: Tenant,
+        data: TenantStore,
         clock: SharedClock,
         wake: Arc<Notify>,
         feed: DeliveryFeed,
@@ -410,7 +410,7 @@ mod tests {
         clock::ManualClock,
         config::TenantConfig,
         ids::RequestId,
-        store::{api::Storage, Store},
+        store::{api::Storage, SledStore},
     };
 
     const NOW_SECS: i64 = 1_700_000_000;
@@ -431,8 +431,8 @@ mod tests {
     }
 
     /// A gate on a fresh store (syncs off), its clock at `NOW_SECS`.
-    fn gate(dir: &std::path::Path, settings: Arc<TenantSettings>) -> (Gate, Store) {
-        let (store, _committer) = Store::open(dir, 64, false).unwrap();
+    fn gate(dir: &std::path::Path, settings: Arc<TenantSettings>) -> (Gate, SledStore) {
+        let (store, _committer) = SledStore::open(dir, 64, false).unwrap();
         let data = Storage::tenant(&store, &settings.id).unwrap();
         let clock: SharedClock = Arc::new(ManualClock::at_secs(NOW_SECS));
         let spans = Spans::new(&opentelemetry_sdk::trace::SdkTracerProvider::builder().build());

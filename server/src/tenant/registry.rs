@@ -24,7 +24,7 @@ use crate::{
     ingest::{Answer, Ingest},
     metrics::TenantMetrics,
     rate_limit::RejectionBudget,
-    store::api::{Shared, Tenant},
+    store::api::{Store, TenantStore},
     telemetry::Telemetry,
 };
 
@@ -38,7 +38,7 @@ pub struct TenantHandle {
     /// snapshot of settings and contracts it publishes.
     actor: Arc<ActorSlot>,
     /// Its data in storage.
-    pub data: Tenant,
+    pub data: TenantStore,
     /// Wakes its dispatcher when work is queued.
     pub wake: Arc<Notify>,
     /// The counters of its `tenant` label.
@@ -58,7 +58,7 @@ pub struct Registry {
     /// 503 until an update fixes them or they are deleted.
     unavailable: Arc<RwLock<HashMap<String, String>>>,
     arbiters: Arc<Vec<ArbiterHandle>>,
-    store: Shared,
+    store: Store,
     clock: SharedClock,
     feed: DeliveryFeed,
     telemetry: Telemetry,
@@ -81,7 +81,7 @@ impl Registry {
     pub fn new(
         arbiters: Vec<ArbiterHandle>,
         forwarding: ForwardRuntime,
-        store: Shared,
+        store: Store,
         clock: SharedClock,
         feed: DeliveryFeed,
         telemetry: Telemetry,
@@ -205,7 +205,7 @@ impl Registry {
     fn dispatcher(
         &self,
         settings: &TenantSettings,
-        data: &Tenant,
+        data: &TenantStore,
         wake: &Arc<Notify>,
         metrics: &Arc<TenantMetrics>,
     ) -> Result<Option<AbortHandle>> {
@@ -432,7 +432,7 @@ impl Registry {
     }
 
     /// The storage the tenants write to.
-    pub fn store(&self) -> &Shared {
+    pub fn store(&self) -> &Store {
         &self.store
     }
 

@@ -10,7 +10,7 @@ use hookd_sdk::client::{
 };
 use hookd_server::store::{
     api::{RowChange, Storage, Table},
-    Store,
+    SledStore,
 };
 use reqwest::StatusCode;
 use serde_json::Value;
@@ -138,7 +138,7 @@ async fn the_operator_caps_the_body_limit_tenants_may_set() {
 /// Rewrites one field of a stored tenant record, as an older hookd without
 /// bounds could have stored it.
 fn poison_stored_tenant(data: &Path, tenant: &str, field: &str, value: Value) {
-    let (store, committer) = Store::open(data, 1, false).unwrap();
+    let (store, committer) = SledStore::open(data, 1, false).unwrap();
     let rows = Storage::catalog_rows(&store).unwrap();
     let raw = rows
         .get(Table::Tenants, tenant)

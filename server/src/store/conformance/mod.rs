@@ -6,11 +6,11 @@
 use std::sync::Arc;
 
 use super::{
-    api::{PullRequest, RejectionLog, RowChange, Shared, SweepRequest, Table, Tenant},
+    api::{PullRequest, RejectionLog, RowChange, Store, SweepRequest, Table, TenantStore},
     api::{Rejection, RejectionFilter},
     lifecycle::Next,
     records::{AttemptRecord, DeliveryStatus, EventMeta},
-    CommitOutcome, NewDelivery, Store,
+    CommitOutcome, NewDelivery, SledStore,
 };
 use crate::{
     error::Error,
@@ -24,7 +24,7 @@ use retention::{dead_letters_and_redelivered_originals_go, one_pass_removes_more
 
 /// An engine under test and what must live as long as it.
 struct Engine {
-    store: Shared,
+    store: Store,
     shared: bool,
     _dir: Option<tempfile::TempDir>,
     _database: Option<super::postgres::testing::TestDatabase>,
@@ -32,7 +32,7 @@ struct Engine {
 
 fn sled() -> Engine {
     let dir = tempfile::tempdir().unwrap();
-    let (store, _committer) = Store::open(dir.path(), 64, false).unwrap();
+    let (store, _committer) = SledStore::open(dir.path(), 64, false).unwrap();
     Engine {
         store: Arc::new(store),
         shared: false,
@@ -98,7 +98,7 @@ engines!(
     rejection_pages_filtered_by_signature_are_full,
 );
 
-fn tenant(engine: &Engine, id: &str) -> Tenant {
+fn tenant(engine: &Engine, id: &str) -> TenantStore {
     engine
         .store
         .tenant(&TenantId::try_from(id).unwrap())
@@ -125,7 +125,7 @@ pub(super) fn new_delivery(event: &str, at_ms: i64, content_key: Option<&[u8]>) 
 }
 
 /// Commits a new event and returns its delivery id.
-pub(super) async fn accepted(data: &Tenant, event: &str, at_ms: i64) -> DeliveryId {
+pub(super) async fn accepted(data: &TenantStore, event: &str, at_ms: i64) -> DeliveryId {
     let item = new_delivery(event, at_ms, None);
     let id = item.meta.delivery_id.clone();
     assert_eq!(data.commit(item).await.unwrap(), CommitOutcome::Accepted);
@@ -146,14 +146,14 @@ fn attempt(n: u32, at_ms: i64) -> AttemptRecord {
 }
 
 /// The live queue entry of the only queued delivery.
-fn only_entry(data: &Tenant) -> (Vec<u8>, DeliveryId) {
+fn only_entry(data: &TenantStore) -> (Vec<u8>, DeliveryId) {
     let mut queue = data.queue(None, 10).unwrap();
     assert_eq!(queue.len(), 1, "one queue entry: {queue:?}");
     queue.remove(0)
 }
 
 /// Dead-letters the only queued delivery at `at_ms`.
-fn kill(data: &Tenant, at_ms: i64) -> DeliveryId {
+fn kill(data: &TenantStore, at_ms: i64) -> DeliveryId {
     let (entry, id) = only_entry(data);
     let dead = Next::Dead {
         reason: "gave up".into(),

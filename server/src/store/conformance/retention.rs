@@ -7,7 +7,7 @@ use crate::{
     ids::DeliveryId,
     store::{
         api::Rejection,
-        api::{SweepRequest, Tenant},
+        api::{SweepRequest, TenantStore},
         lifecycle::Next,
         records::DeliveryStatus,
     },
@@ -15,7 +15,7 @@ use crate::{
 };
 
 /// Records one attempt of `id` (which must be queued) leading to `next`.
-fn settle(data: &Tenant, id: &DeliveryId, next: Next, at_ms: i64) {
+fn settle(data: &TenantStore, id: &DeliveryId, next: Next, at_ms: i64) {
     let queue = data.queue(None, 10_000).unwrap();
     let (entry, _) = queue.iter().find(|(_, queued)| queued == id).unwrap();
     data.record_attempt(entry, id, &attempt(1, at_ms), &next, at_ms)
@@ -30,7 +30,7 @@ fn dead() -> Next {
 }
 
 /// Accepts `event` at `at_ms` and settles it as `next` at once.
-async fn settled(data: &Tenant, event: &str, next: Next, at_ms: i64) -> DeliveryId {
+async fn settled(data: &TenantStore, event: &str, next: Next, at_ms: i64) -> DeliveryId {
     let id = accepted(data, event, at_ms).await;
     settle(data, &id, next, at_ms);
     id
@@ -62,7 +62,7 @@ fn due(batch: usize) -> Due {
     }
 }
 
-fn gone(data: &Tenant, id: &DeliveryId) -> bool {
+fn gone(data: &TenantStore, id: &DeliveryId) -> bool {
     data.event(id).unwrap().is_none()
         && data.state(id).unwrap().is_none()
         && data.attempts(id).unwrap().is_empty()

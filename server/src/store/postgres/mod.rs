@@ -43,7 +43,7 @@ use tokio_postgres::{error::SqlState, GenericClient};
 use self::connect::{pool, probe, session_config};
 pub use migrate::migrate;
 
-use super::api::{CatalogRows, CommitFigures, Fence, RejectionLog, Storage, Tenant};
+use super::api::{CatalogRows, CommitFigures, Fence, RejectionLog, Storage, TenantStore};
 use crate::{
     error::{Error, Result},
     ids::TenantId,
@@ -367,7 +367,7 @@ fn block_on<T: Send + 'static>(
 impl Storage for PgStore {
     /// Asks the catalog whether the tenant is stored there (not only in a
     /// config file): such a tenant's deliveries commit only while it is.
-    fn tenant(&self, id: &TenantId) -> Result<Tenant> {
+    fn tenant(&self, id: &TenantId) -> Result<TenantStore> {
         let key = id.to_string();
         let stored = self.run(|db| async move {
             let row = db

@@ -10,7 +10,7 @@ use crate::{
     error::Error,
     ids::TenantId,
     store::{
-        api::{FencedAttempt, PullRequest, RowChange, Storage, Table, Tenant},
+        api::{FencedAttempt, PullRequest, RowChange, Storage, Table, TenantStore},
         conformance::{accepted, new_delivery},
     },
 };
@@ -31,7 +31,7 @@ fn replica(database: &TestDatabase, connections: usize) -> PgStore {
     .unwrap()
 }
 
-fn tenant(store: &PgStore, id: &str) -> Tenant {
+fn tenant(store: &PgStore, id: &str) -> TenantStore {
     store.tenant(&TenantId::try_from(id).unwrap()).unwrap()
 }
 

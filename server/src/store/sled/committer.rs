@@ -367,7 +367,7 @@ mod tests {
     use super::*;
     use crate::{
         ids::{DeliveryId, EventId, RequestId, TenantId},
-        store::{records::EventMeta, Store},
+        store::{records::EventMeta, SledStore},
     };
 
     fn delivery(n: usize) -> NewDelivery {
@@ -394,7 +394,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn concurrent_commits_share_durable_batches() {
         let dir = tempfile::tempdir().unwrap();
-        let (store, _thread) = Store::open(dir.path(), 512, true).unwrap();
+        let (store, _thread) = SledStore::open(dir.path(), 512, true).unwrap();
         let tenants = [
             store
                 .tenant_trees(&TenantId::try_from("a").unwrap())

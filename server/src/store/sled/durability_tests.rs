@@ -9,7 +9,7 @@ use std::{
 use bytes::Bytes;
 
 use super::{
-    records::EventMeta, sled_path, CommitOutcome, NewDelivery, SharedSync, Store, TenantTrees,
+    records::EventMeta, sled_path, CommitOutcome, NewDelivery, SharedSync, SledStore, TenantTrees,
 };
 use crate::{
     faults::{FaultSync, Synced},
@@ -102,12 +102,12 @@ fn unsynced_files(log: &[Synced], dir: &Path) -> Vec<String> {
 fn recorded_store() -> (
     tempfile::TempDir,
     Arc<FaultSync>,
-    Store,
+    SledStore,
     std::thread::JoinHandle<()>,
 ) {
     let dir = tempfile::tempdir().unwrap();
     let sync = FaultSync::new();
-    let (store, thread) = Store::open_with(
+    let (store, thread) = SledStore::open_with(
         dir.path(),
         64,
         Some(sync.clone() as SharedSync),
@@ -212,7 +212,7 @@ async fn a_failed_sync_poisons_the_store_until_it_is_reopened() {
     let logs = CapturedLogs::install();
     let dir = tempfile::tempdir().unwrap();
     let sync = FaultSync::new();
-    let (store, thread) = Store::open_with(
+    let (store, thread) = SledStore::open_with(
         dir.path(),
         64,
         Some(sync.clone() as SharedSync),
@@ -256,7 +256,7 @@ async fn a_failed_sync_poisons_the_store_until_it_is_reopened() {
 
     drop((trees, store));
     thread.join().unwrap();
-    let (store, _thread) = Store::open(dir.path(), 64, true).unwrap();
+    let (store, _thread) = SledStore::open(dir.path(), 64, true).unwrap();
     assert!(store.is_healthy());
     let trees = store
         .tenant_trees(&TenantId::try_from("t").unwrap())
@@ -282,7 +282,7 @@ async fn a_failed_sync_poisons_the_store_until_it_is_reopened() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn deleting_a_tenant_fails_only_its_own_writes() {
     let dir = tempfile::tempdir().unwrap();
-    let (store, _thread) = Store::open(dir.path(), 512, true).unwrap();
+    let (store, _thread) = SledStore::open(dir.path(), 512, true).unwrap();
     let trees: Vec<TenantTrees> = ["a", "b", "gone"]
         .iter()
         .map(|t| {

@@ -1,5 +1,5 @@
 //! The storage API ([`super::api`]) on sled: [`TenantTrees`] is a tenant's
-//! [`TenantData`], [`Store`] the [`Storage`], and the catalog's tables are
+//! [`TenantData`], [`SledStore`] the [`Storage`], and the catalog's tables are
 //! four sled trees.
 
 use std::sync::Arc;
@@ -10,7 +10,7 @@ use sled::{transaction::ConflictableTransactionError, Transactional};
 use super::{
     api::{
         CatalogRows, CommitFigures, DeadKey, Fence, PullRequest, QueueCounts, QueueKey,
-        RejectionLog, RowChange, Storage, SweepRequest, Table, Tenant, TenantData,
+        RejectionLog, RowChange, Storage, SweepRequest, Table, TenantData, TenantStore,
     },
     deliveries,
     lifecycle::{Next, Swept},
@@ -21,7 +21,7 @@ use super::{
     },
     redirects,
     rejections::Rejections,
-    CommitOutcome, NewDelivery, Store, TenantTrees,
+    CommitOutcome, NewDelivery, SledStore, TenantTrees,
 };
 use crate::{
     error::{Error, Result},
@@ -189,13 +189,13 @@ impl TenantData for TenantTrees {
     }
 }
 
-impl Storage for Store {
-    fn tenant(&self, id: &TenantId) -> Result<Tenant> {
+impl Storage for SledStore {
+    fn tenant(&self, id: &TenantId) -> Result<TenantStore> {
         Ok(Arc::new(self.tenant_trees(id)?))
     }
 
     fn is_healthy(&self) -> bool {
-        Store::is_healthy(self)
+        SledStore::is_healthy(self)
     }
 
     fn durable_barrier(&self) -> BoxFuture<'static, Result<()>> {
@@ -205,11 +205,11 @@ impl Storage for Store {
 
     fn drop_tenant_trees(&self, id: &TenantId) -> BoxFuture<'static, Result<()>> {
         let (store, id) = (self.clone(), id.clone());
-        async move { Store::drop_tenant_trees(&store, &id).await }.boxed()
+        async move { SledStore::drop_tenant_trees(&store, &id).await }.boxed()
     }
 
     fn clear_tenant(&self, id: &TenantId) -> Result<()> {
-        Store::clear_tenant(self, id)
+        SledStore::clear_tenant(self, id)
     }
 
     fn catalog_rows(&self) -> Result<Arc<dyn CatalogRows>> {
@@ -231,7 +231,7 @@ impl Storage for Store {
     }
 
     fn flush(&self) -> Result<()> {
-        Store::flush(self)
+        SledStore::flush(self)
     }
 
     fn claim_forwarding(

@@ -116,14 +116,14 @@ fn bump(cell: &Cell<i64>, by: i64) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::{deliveries, SledStore, TenantTrees};
     use crate::{
         ids::{DeliveryId, EventId, RequestId, TenantId},
         store::{
             api::{PullRequest, TenantData},
-            deliveries,
             lifecycle::Next,
             records::{AttemptRecord, EventMeta},
-            NewDelivery, Store, TenantTrees,
+            NewDelivery,
         },
     };
 
@@ -179,7 +179,7 @@ mod tests {
     async fn counts_follow_every_change_and_are_counted_again_on_reopen() {
         let dir = tempfile::tempdir().unwrap();
         let tenant = TenantId::try_from("t").unwrap();
-        let (store, committer) = Store::open(dir.path(), 16, false).unwrap();
+        let (store, committer) = SledStore::open(dir.path(), 16, false).unwrap();
         let trees = store.tenant_trees(&tenant).unwrap();
         let a = accept(&trees, "evt_a").await;
         let b = accept(&trees, "evt_b").await;
@@ -248,7 +248,7 @@ mod tests {
 
         drop((trees, store));
         committer.join().unwrap();
-        let (store, _committer) = Store::open(dir.path(), 16, false).unwrap();
+        let (store, _committer) = SledStore::open(dir.path(), 16, false).unwrap();
         assert_eq!(counts(&store.tenant_trees(&tenant).unwrap()), (2, 1));
     }
 
@@ -256,7 +256,7 @@ mod tests {
     async fn dropping_a_tenants_trees_forgets_its_counts() {
         let dir = tempfile::tempdir().unwrap();
         let tenant = TenantId::try_from("t").unwrap();
-        let (store, _committer) = Store::open(dir.path(), 16, false).unwrap();
+        let (store, _committer) = SledStore::open(dir.path(), 16, false).unwrap();
         let trees = store.tenant_trees(&tenant).unwrap();
         let a = accept(&trees, "evt_a").await;
         accept(&trees, "evt_b").await;

@@ -2,7 +2,7 @@
 
 use bytes::Bytes;
 
-use super::{deliveries, records::EventMeta, CommitOutcome, NewDelivery, Store};
+use super::{deliveries, records::EventMeta, CommitOutcome, NewDelivery, SledStore};
 use crate::ids::{DeliveryId, EventId, RequestId, TenantId};
 
 /// A delivery whose id carries the ULID timestamp `at_ms`.
@@ -34,7 +34,7 @@ fn delivery_at(at_ms: u64, n: u128) -> NewDelivery {
 #[tokio::test]
 async fn events_of_many_tenants_are_stored_in_time_order() {
     let dir = tempfile::tempdir().unwrap();
-    let (store, _thread) = Store::open(dir.path(), 64, false).unwrap();
+    let (store, _thread) = SledStore::open(dir.path(), 64, false).unwrap();
     let tenants = ["zeta", "alpha", "mid", "alpha", "zeta"];
     let mut written = Vec::new();
     for (n, tenant) in tenants.iter().enumerate() {
@@ -81,7 +81,7 @@ async fn events_of_many_tenants_are_stored_in_time_order() {
 #[tokio::test]
 async fn dropping_a_tenant_removes_its_time_first_events() {
     let dir = tempfile::tempdir().unwrap();
-    let (store, _thread) = Store::open(dir.path(), 64, false).unwrap();
+    let (store, _thread) = SledStore::open(dir.path(), 64, false).unwrap();
     let (gone, kept) = (
         TenantId::try_from("gone").unwrap(),
         TenantId::try_from("kept").unwrap(),

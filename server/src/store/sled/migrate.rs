@@ -266,14 +266,13 @@ fn legacy_name(name: &[u8]) -> Option<(&str, &str)> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{
+        super::{deliveries, SledStore},
+        *,
+    };
     use crate::{
         ids::{DeliveryId, EventId, RequestId},
-        store::{
-            deliveries,
-            records::{EventMeta, StoredEvent},
-            Store,
-        },
+        store::records::{EventMeta, StoredEvent},
     };
 
     fn event(delivery_id: &str) -> Vec<u8> {
@@ -311,7 +310,7 @@ mod tests {
             }
             db.flush().unwrap();
         }
-        let (store, _committer) = Store::open(dir.path(), 16, false).unwrap();
+        let (store, _committer) = SledStore::open(dir.path(), 16, false).unwrap();
         let names = store.db().tree_names();
         assert!(!names.iter().any(|n| n == TENANT_FIRST_EVENTS.as_bytes()));
         for (tenant, id, other) in [("acme", &ids[0], "beta"), ("beta", &ids[1], "acme")] {
@@ -358,7 +357,7 @@ mod tests {
                 .unwrap();
             db.flush().unwrap();
         }
-        let (store, _committer) = Store::open(dir.path(), 16, false).unwrap();
+        let (store, _committer) = SledStore::open(dir.path(), 16, false).unwrap();
         assert!(!store.db().tree_names().iter().any(|n| n.starts_with(b"t/")));
         let acme = store
             .tenant_trees(&TenantId::try_from("acme").unwrap())
@@ -396,7 +395,7 @@ mod tests {
 
     /// The depth of `acme`'s queue in the store at `dir`, opened and closed.
     fn acme_queue_depth(dir: &std::path::Path) -> u64 {
-        let (store, committer) = Store::open(dir, 16, false).unwrap();
+        let (store, committer) = SledStore::open(dir, 16, false).unwrap();
         let acme = store
             .tenant_trees(&TenantId::try_from("acme").unwrap())
             .unwrap();
@@ -420,7 +419,7 @@ mod tests {
             db.flush().unwrap();
         }
         for _ in 0..2 {
-            let (store, committer) = Store::open(dir.path(), 16, false).unwrap();
+            let (store, committer) = SledStore::open(dir.path(), 16, false).unwrap();
             let old = store.db().open_tree(TENANT_FIRST_EVENTS).unwrap();
             assert_eq!(
                 old.get("no-tenant-separator").unwrap().as_deref(),
@@ -447,7 +446,7 @@ mod tests {
         old_queue_entry(dir.path());
         let sync = crate::faults::FaultSync::new();
         sync.fail_from_now();
-        let opened = Store::open_with(
+        let opened = SledStore::open_with(
             dir.path(),
             16,
             Some(sync as crate::store::SharedSync),
@@ -467,7 +466,7 @@ mod tests {
     #[test]
     fn a_newer_layout_is_refused() {
         let dir = tempfile::tempdir().unwrap();
-        let (store, committer) = Store::open(dir.path(), 16, false).unwrap();
+        let (store, committer) = SledStore::open(dir.path(), 16, false).unwrap();
         drop(store);
         committer.join().unwrap();
         {
@@ -482,7 +481,9 @@ mod tests {
                 .unwrap();
             db.flush().unwrap();
         }
-        let error = Store::open(dir.path(), 16, false).err().expect("refused");
+        let error = SledStore::open(dir.path(), 16, false)
+            .err()
+            .expect("refused");
         let text = error.to_string();
         assert!(
             text.contains(&format!("layout {}", LAYOUT + 1)) && text.contains("newer hookd"),

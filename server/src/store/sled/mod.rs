@@ -155,7 +155,7 @@ pub struct TenantTrees {
 }
 
 impl TenantTrees {
-    fn new(store: &Store, tenant: &TenantId, mark: &TenantMark) -> Self {
+    fn new(store: &SledStore, tenant: &TenantId, mark: &TenantMark) -> Self {
         let (db, shared) = (&store.db, &store.shared);
         let prefix = keyspace::tenant_prefix(tenant);
         let space =
@@ -252,7 +252,7 @@ impl TenantTrees {
 
 /// The process's storage: the sled database and its committer.
 #[derive(Clone)]
-pub struct Store {
+pub struct SledStore {
     db: sled::Db,
     shared: SharedTrees,
     committer: Committer,
@@ -260,23 +260,27 @@ pub struct Store {
     marks: Arc<Mutex<HashMap<TenantId, TenantMark>>>,
 }
 
-impl Store {
+impl SledStore {
     /// Opens (or creates) the database under `data_dir/store` and starts the
-    /// committer thread. The returned handle ends when every `Store` and
+    /// committer thread. The returned handle ends when every `SledStore` and
     /// `Committer` clone is dropped, after a final flush.
-    pub fn open(data_dir: &Path, batch_max: usize, fsync: bool) -> Result<(Store, JoinHandle<()>)> {
+    pub fn open(
+        data_dir: &Path,
+        batch_max: usize,
+        fsync: bool,
+    ) -> Result<(SledStore, JoinHandle<()>)> {
         let sync: Option<SharedSync> = fsync.then(|| Arc::new(OsSync) as SharedSync);
-        Store::open_with(data_dir, batch_max, sync, DEFAULT_CACHE_BYTES)
+        SledStore::open_with(data_dir, batch_max, sync, DEFAULT_CACHE_BYTES)
     }
 
-    /// [`Store::open`] with the syncs going through `sync` (`None`: no
+    /// [`SledStore::open`] with the syncs going through `sync` (`None`: no
     /// fdatasync at all, which survives a process crash but not a power loss).
     pub fn open_with(
         data_dir: &Path,
         batch_max: usize,
         sync: Option<SharedSync>,
         cache_bytes: u64,
-    ) -> Result<(Store, JoinHandle<()>)> {
+    ) -> Result<(SledStore, JoinHandle<()>)> {
         migrate::move_legacy_dir(data_dir, sync.as_ref(), cache_bytes)?;
         let path = sled_path(data_dir);
         std::fs::create_dir_all(&path)?;
@@ -289,7 +293,7 @@ impl Store {
         let (committer, handle) =
             Committer::start(db.clone(), &path, batch_max, sync, poisoned.clone())?;
         Ok((
-            Store {
+            SledStore {
                 db,
                 shared,
                 committer,

@@ -67,7 +67,7 @@ fn wide() -> Value {
 fn wait_until_unlocked(data: &std::path::Path) {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        match hookd_server::store::Store::open(data, 16, false) {
+        match hookd_server::store::SledStore::open(data, 16, false) {
             Ok((store, committer)) => {
                 drop(store);
                 committer.join().unwrap();
@@ -201,7 +201,7 @@ async fn a_tenant_holds_at_most_100_contracts() {
 async fn a_restart_leaves_out_saved_contracts_over_the_caps_without_checking_examples() {
     let mut s = TestServer::start(&two_tenants());
     s.restart_after(&two_tenants(), |data| {
-        let (store, committer) = hookd_server::store::Store::open(data, 16, false).unwrap();
+        let (store, committer) = hookd_server::store::SledStore::open(data, 16, false).unwrap();
         let saved = hookd_server::catalog::contracts::ContractStore::open(&store).unwrap();
         let acme = hookd_server::ids::TenantId::try_from("acme").unwrap();
         let put = |event_type: &str, schema: Value, example: Value| {

@@ -11,7 +11,7 @@ use super::*;
 use crate::store::api::{PullRequest, TenantData};
 use crate::{
     ids::{EventId, RequestId, TenantId},
-    store::{records::EventMeta, sled::gauges::Delta, Store},
+    store::{records::EventMeta, sled::gauges::Delta, SledStore},
 };
 
 const THREADS: usize = 8;
@@ -19,9 +19,9 @@ const ROUNDS: usize = 25;
 const VISIBLE_MS: i64 = 30_000;
 const WINDOW_MS: i64 = 86_400_000;
 
-fn open() -> (tempfile::TempDir, Store, TenantTrees) {
+fn open() -> (tempfile::TempDir, SledStore, TenantTrees) {
     let dir = tempfile::tempdir().unwrap();
-    let (store, _committer) = Store::open(dir.path(), 16, false).unwrap();
+    let (store, _committer) = SledStore::open(dir.path(), 16, false).unwrap();
     let trees = store
         .tenant_trees(&TenantId::try_from("t").unwrap())
         .unwrap();

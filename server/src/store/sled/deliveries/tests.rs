@@ -7,7 +7,7 @@ use crate::{
     store::{
         api::SweepRequest,
         records::{EventMeta, IdempotencyRecord},
-        Store,
+        SledStore,
     },
 };
 
@@ -60,7 +60,7 @@ fn delivered(trees: &TenantTrees, n: u32, at_ms: i64) -> DeliveryId {
 #[test]
 fn sweep_removes_only_expired_records_in_bounded_batches() {
     let dir = tempfile::tempdir().unwrap();
-    let (store, _committer) = Store::open(dir.path(), 16, false).unwrap();
+    let (store, _committer) = SledStore::open(dir.path(), 16, false).unwrap();
     let trees = store
         .tenant_trees(&TenantId::try_from("t").unwrap())
         .unwrap();
