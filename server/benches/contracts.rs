@@ -8,7 +8,7 @@
 use std::{hint::black_box, sync::Arc};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use hookd_server::contracts::{Contract, ContractSource, ContractSpec, Policy, TenantContracts};
+use hookd_server::testing::{Contract, ContractSource, ContractSpec, Policy, TenantContracts};
 use serde_json::{json, Value};
 
 fn schema() -> Value {

@@ -20,16 +20,10 @@ use hookd_sdk::signature::{sign, Scheme, Secret};
 use hookd_server::{
     clock::{ManualClock, SharedClock},
     config::TenantConfig,
-    feed::DeliveryFeed,
     ids::{DeliveryId, EventId, RequestId, TenantId},
-    ingest::Ingest,
-    store::{
-        api::{Storage, TenantData},
-        records::EventMeta,
-        NewDelivery, SledStore,
+    testing::{
+        DeliveryFeed, EventMeta, Gate, Ingest, NewDelivery, SledStore, Spans, Storage, TenantData,
     },
-    telemetry::Spans,
-    tenant::Gate,
 };
 use tokio::sync::Notify;
 

@@ -10,7 +10,7 @@
 use criterion::{criterion_group, criterion_main, Criterion};
 use hookd_server::{
     ids::{DeliveryId, EventId},
-    tenant::{replay_cache, ReplayCache},
+    testing::{replay_cache, ReplayCache},
 };
 
 /// The default `replay_cache_capacity`.

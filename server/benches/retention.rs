@@ -16,15 +16,10 @@ use futures_util::future::try_join_all;
 use hookd_server::{
     config::RetentionConfig,
     ids::{DeliveryId, EventId, RequestId, TenantId},
-    store::{
-        api::Rejection,
-        api::{Store, TenantStore},
-        lifecycle::Next,
-        postgres::{testing::test_database, PgOptions, PgStore},
-        records::{AttemptRecord, EventMeta},
-        NewDelivery, SledStore,
+    testing::{
+        pass, test_database, AttemptRecord, Due, EventMeta, NewDelivery, Next, PgOptions, PgStore,
+        Rejection, Removed, SledStore, Store, TenantStore,
     },
-    sweeper::{pass, Due, Removed},
 };
 
 /// When the old records were written and settled (Unix ms).

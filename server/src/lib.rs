@@ -8,29 +8,36 @@
 
 mod admin;
 mod app;
-pub mod catalog;
+mod catalog;
 pub mod clock;
 pub mod config;
-pub mod contracts;
+mod contracts;
 mod dashboard;
-pub mod egress;
-pub mod error;
+mod egress;
+mod error;
 #[cfg(any(test, feature = "fault-injection"))]
-pub mod faults;
-pub mod feed;
-pub mod forward;
+mod faults;
+mod feed;
+mod forward;
 pub mod ids;
-pub mod ingest;
-pub mod ingress;
-pub mod keyring;
-pub mod metrics;
-pub mod rate_limit;
+mod ingest;
+mod ingress;
+mod keyring;
+mod metrics;
+mod rate_limit;
 mod run;
-pub mod store;
-pub mod sweeper;
-pub mod telemetry;
-pub mod tenant;
-pub mod tls;
+mod store;
+mod sweeper;
+mod telemetry;
+mod tenant;
+#[doc(hidden)]
+pub mod testing;
+mod tls;
 
 pub use app::Server;
+pub use error::{Error, ErrorCode, Result};
+pub use keyring::KeySources;
 pub use run::{run, Listeners, Runtime};
+pub use store::postgres::migrate as migrate_postgres;
+pub use store::{SharedSync, SyncOps};
+pub use telemetry::{init_logging, OtlpError, OtlpExport, OtlpProtocol};

@@ -9,9 +9,7 @@ use clap::{Parser, Subcommand};
 use hookd_server::{
     clock::SystemClock,
     config::{Config, LogFormat, Overrides},
-    keyring::KeySources,
-    telemetry::{self, OtlpExport},
-    Runtime, Server,
+    init_logging, KeySources, OtlpExport, Runtime, Server,
 };
 
 /// Every request allocates its body, headers and records on one thread and
@@ -82,12 +80,12 @@ fn main() -> anyhow::Result<()> {
     if let Some(format) = cli.log_format {
         config.log.format = format;
     }
-    telemetry::init_logging(&config.log);
+    init_logging(&config.log);
     if let Some(Command::Migrate) = cli.command {
         let pg = &config.storage.postgres;
         let url = pg.connection_url().context("storage.postgres")?;
-        let version = hookd_server::store::postgres::migrate(url, pg.max_connections)
-            .context("migration failed")?;
+        let version =
+            hookd_server::migrate_postgres(url, pg.max_connections).context("migration failed")?;
         println!("database schema at version {version}");
         return Ok(());
     }

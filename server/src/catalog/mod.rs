@@ -33,8 +33,7 @@ use zeroize::Zeroizing;
 
 pub use in_force::assemble;
 pub use record::{StoredTenant, TenantRecord};
-pub use resolve::{Resolver, Unrunnable};
-pub use tokens::TokenRecord;
+pub use resolve::Resolver;
 
 use crate::{
     config::{DestinationConfig, SecretConfig, SecretState, TenantConfig},

@@ -142,7 +142,11 @@ fn delete_takes_tokens_with_it_and_an_interrupted_drop_finishes_at_open() {
         .unwrap();
     let (_, token) = catalog.create_token("gone", "ci", 1).unwrap();
     assert_eq!(
-        catalog.token_tenant(&token).unwrap().as_deref(),
+        catalog
+            .token_record(&token)
+            .unwrap()
+            .map(|r| r.tenant_id)
+            .as_deref(),
         Some("gone")
     );
     store
@@ -152,7 +156,10 @@ fn delete_takes_tokens_with_it_and_an_interrupted_drop_finishes_at_open() {
         .insert("gone/d1", "x")
         .unwrap();
     assert!(catalog.delete("gone").unwrap());
-    assert_eq!(catalog.token_tenant(&token).unwrap(), None);
+    assert_eq!(
+        catalog.token_record(&token).unwrap().map(|r| r.tenant_id),
+        None
+    );
     assert!(catalog.list_tokens(None).unwrap().is_empty());
     assert!(catalog.get("gone").unwrap().is_none());
     assert!(
@@ -188,5 +195,8 @@ fn a_new_tenant_with_a_reused_id_does_not_inherit_tokens() {
     catalog
         .put(&record("again"), &SecretSet::generate(Scheme::Hookd, 1))
         .unwrap();
-    assert_eq!(catalog.token_tenant(&token).unwrap(), None);
+    assert_eq!(
+        catalog.token_record(&token).unwrap().map(|r| r.tenant_id),
+        None
+    );
 }

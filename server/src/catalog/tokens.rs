@@ -101,12 +101,6 @@ impl Catalog {
         Ok(true)
     }
 
-    /// The tenant a bearer token is scoped to, if it is a live token of the
-    /// tenant's current incarnation.
-    pub fn token_tenant(&self, token: &str) -> Result<Option<String>> {
-        Ok(self.token_record(token)?.map(|record| record.tenant_id))
-    }
-
     /// The record of a bearer token, if it is a live token of its tenant's
     /// current incarnation.
     pub fn token_record(&self, token: &str) -> Result<Option<TokenRecord>> {

@@ -13,14 +13,8 @@ mod tests;
 
 use std::{path::PathBuf, sync::Arc};
 
-pub use budget::MAX_CHECK_STEPS;
-pub use check::{Checked, TenantContracts};
-pub use compile::{
-    Contract, ContractSource, ContractSpec, PATTERN_DFA_SIZE_LIMIT, PATTERN_SIZE_LIMIT,
-};
-pub use cost::{
-    MAX_EXPANDED_NODES, MAX_PATTERNS, MAX_PATTERN_LEN, MAX_REF_DEPTH, MAX_SCHEMA_NODES,
-};
+pub use check::TenantContracts;
+pub use compile::{Contract, ContractSource, ContractSpec};
 use serde::{Deserialize, Serialize};
 
 use crate::error::InvalidSetting;

@@ -6,5 +6,5 @@
 pub(crate) mod address;
 pub(crate) mod trust;
 
-pub use address::{AddressPolicy, DeniedAddress, Rule};
+pub use address::AddressPolicy;
 pub use trust::load_ca_file;

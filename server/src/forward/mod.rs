@@ -11,8 +11,6 @@ pub mod policy;
 mod runtime;
 
 pub(crate) use attempt::send as send_attempt;
-pub use attempt::{ATTEMPT_HEADER, DELIVERY_ID_HEADER, RESPONSE_KEEP_BYTES};
-pub use breaker::{Breaker, BreakerState};
 pub use dispatcher::{Dispatcher, DispatcherParts};
 pub use lease::LeaseTerms;
 pub use runtime::ForwardRuntime;

@@ -33,8 +33,6 @@ use crate::{
 /// The per-request limits of the HTTP edge.
 #[derive(Debug, Clone, Copy)]
 pub struct EdgeLimits {
-    /// Largest request head accepted.
-    pub max_header_bytes: usize,
     /// Time the body gets once the head is in.
     pub body_timeout: Duration,
     /// The whole-request deadline, as configured (for the error details).
@@ -45,7 +43,6 @@ impl EdgeLimits {
     /// The limits `[http]` configures.
     pub fn new(http: &HttpConfig) -> Self {
         EdgeLimits {
-            max_header_bytes: http.max_header_bytes,
             body_timeout: http.body_timeout(),
             request_timeout_secs: http.request_timeout_secs,
         }

@@ -27,7 +27,7 @@ use prometheus_client::{
 };
 pub use readings::{read_storage, StorageReadings, TenantSource};
 pub use scrape::{scrape, Format};
-pub use senders::{SenderMetrics, Senders, TypeOutcome, SKEW_BUCKETS_SECS};
+pub use senders::{SenderMetrics, Senders, TypeOutcome};
 
 use crate::{config::MetricsConfig, error::ErrorCode, ids::TenantId, store::lifecycle::Next};
 

@@ -14,7 +14,5 @@ mod sled;
 
 #[cfg(any(test, feature = "fault-injection"))]
 pub use self::sled::inject;
-pub use self::sled::{
-    sled_path, CommitStats, Committer, OsSync, SharedSync, SledStore, SyncOps, DEFAULT_CACHE_BYTES,
-};
+pub use self::sled::{OsSync, SharedSync, SledStore, SyncOps};
 pub use api::{CommitOutcome, NewDelivery, Store, TenantStore};

@@ -35,6 +35,7 @@ macro_rules! hookd_attrs {
             };
         )*
         /// Every attribute of hookd's own.
+        #[cfg(test)]
         pub const ALL: &[HookdAttr] = &[$($const),*];
     };
 }

@@ -9,7 +9,7 @@ pub mod spans;
 use std::{io::IsTerminal, sync::Arc};
 
 use opentelemetry_sdk::trace::SdkTracerProvider;
-pub use otlp::{OtlpError, OtlpExport, OtlpProtocol, UnsupportedProtocol};
+pub use otlp::{OtlpError, OtlpExport, OtlpProtocol};
 pub use spans::Spans;
 use tracing_subscriber::{fmt, EnvFilter};
 

@@ -15,4 +15,3 @@ mod validate;
 pub use gate::Gate;
 pub use registry::{Registry, TenantHandle};
 pub use replay::{replay_cache, ReplayCache};
-pub use snapshot::Snapshot;

@@ -8,10 +8,7 @@ use hookd_sdk::client::{
     proto::{CreateTenantRequest, UpdateTenantRequest},
     Code, HookdClient,
 };
-use hookd_server::store::{
-    api::{RowChange, Storage, Table},
-    SledStore,
-};
+use hookd_server::testing::{RowChange, SledStore, Storage, Table};
 use reqwest::StatusCode;
 use serde_json::Value;
 

@@ -8,9 +8,11 @@ use hookd_sdk::{
     signature::{sign, Scheme, Secret},
 };
 use hookd_server::{
-    faults::{fail_next_write, panic_next_ingest, FaultSync, Synced},
     ids::TenantId,
-    store::{api::Table, SharedSync},
+    testing::{
+        faults::{fail_next_write, panic_next_ingest, FaultSync, Synced},
+        SharedSync, Table,
+    },
 };
 use reqwest::StatusCode;
 

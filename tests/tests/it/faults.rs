@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use hookd_server::feed::DeliveryEventKind;
+use hookd_server::testing::DeliveryEventKind;
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
     net::{TcpListener, TcpStream},
@@ -165,7 +165,7 @@ async fn response_cut_off_after_the_status_line_is_retried() {
 async fn a_delivery_whose_first_read_failed_is_forwarded_on_the_next_pass() {
     let dest = crate::receiver::Receiver::start(crate::receiver::Reply::Status(200)).await;
     let s = TestServer::start_live(&tenant("readfail", &dest.url, "", "", ""));
-    hookd_server::faults::fail_next_read("readfail");
+    hookd_server::testing::faults::fail_next_read("readfail");
     let body = order("evt_read");
     let a = s
         .post("readfail", &signed("evt_read", now_secs(), &body), &body)

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use hmac::{Hmac, KeyInit, Mac};
 use hookd_sdk::signature::{verify, Scheme, Secret};
-use hookd_server::feed::{DeliveryEvent, DeliveryEventKind};
+use hookd_server::testing::{DeliveryEvent, DeliveryEventKind};
 use reqwest::StatusCode;
 use sha2::Sha256;
 use tokio::sync::broadcast;

@@ -7,7 +7,7 @@ use hookd_sdk::signature::{sign, Scheme, Secret};
 use hookd_server::{
     clock::{ManualClock, SharedClock, SystemClock},
     config::{Config, Overrides},
-    store::{OsSync, SharedSync},
+    testing::{OsSync, SharedSync},
     Runtime, Server,
 };
 use reqwest::StatusCode;
@@ -127,7 +127,7 @@ impl TestServer {
         &mut self,
         tenants_toml: &str,
         offline: impl FnOnce(&Path),
-    ) -> hookd_server::error::Result<()> {
+    ) -> hookd_server::Result<()> {
         self.server.take().unwrap().shutdown().unwrap();
         offline(&self.dir.path().join("data"));
         let server = try_start_on(
@@ -229,7 +229,7 @@ fn try_start_on(
     tenants_toml: &str,
     clock: SharedClock,
     sync: SharedSync,
-) -> hookd_server::error::Result<Server> {
+) -> hookd_server::Result<Server> {
     let file = dir.join("hookd.toml");
     std::fs::write(&file, tenants_toml).unwrap();
     let overrides = Overrides {

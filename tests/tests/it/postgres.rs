@@ -19,7 +19,7 @@ use hookd_sdk::{
     },
     signature::{sign, Scheme, Secret},
 };
-use hookd_server::store::postgres::testing::{test_database, TestDatabase};
+use hookd_server::testing::{test_database, TestDatabase};
 use reqwest::StatusCode;
 use serde_json::Value;
 use tempfile::TempDir;

@@ -9,7 +9,7 @@ use hookd_sdk::client::HookdClient;
 use hookd_server::{
     clock::{ManualClock, SharedClock, SystemClock},
     config::{Config, Overrides},
-    store::postgres::testing::test_database,
+    testing::test_database,
     Runtime, Server,
 };
 use reqwest::StatusCode;

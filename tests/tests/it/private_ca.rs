@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use hookd_server::{
     config::{Config, Overrides},
-    feed::DeliveryEventKind,
+    testing::DeliveryEventKind,
 };
 
 use crate::{

@@ -9,7 +9,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use hookd_server::feed::DeliveryEventKind;
+use hookd_server::testing::DeliveryEventKind;
 use tonic::Code;
 
 use crate::{

@@ -6,7 +6,7 @@ use hookd_sdk::{
     client::{proto::CreateTenantRequest, Code},
     signature::{sign, Scheme, Secret},
 };
-use hookd_server::store::api::{RowChange, Table};
+use hookd_server::testing::{RowChange, Table};
 use reqwest::StatusCode;
 
 use crate::harness::{order, TestServer};

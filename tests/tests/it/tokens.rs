@@ -217,8 +217,8 @@ async fn a_token_holds_at_most_eight_watches() {
 #[tokio::test]
 async fn a_tenant_watch_is_not_pushed_behind_by_other_tenants_events() {
     use hookd_server::{
-        feed::{DeliveryEvent, DeliveryEventKind},
         ids::{DeliveryId, EventId, TenantId},
+        testing::{DeliveryEvent, DeliveryEventKind},
     };
     let s = TestServer::start(ACME);
     let admin = s.admin().await;

@@ -111,7 +111,7 @@ fn recorded_store() -> (
         dir.path(),
         64,
         Some(sync.clone() as SharedSync),
-        crate::store::DEFAULT_CACHE_BYTES,
+        crate::store::sled::DEFAULT_CACHE_BYTES,
     )
     .unwrap();
     (dir, sync, store, thread)
@@ -216,7 +216,7 @@ async fn a_failed_sync_poisons_the_store_until_it_is_reopened() {
         dir.path(),
         64,
         Some(sync.clone() as SharedSync),
-        crate::store::DEFAULT_CACHE_BYTES,
+        crate::store::sled::DEFAULT_CACHE_BYTES,
     )
     .unwrap();
     let trees = store

@@ -450,7 +450,7 @@ mod tests {
             dir.path(),
             16,
             Some(sync as crate::store::SharedSync),
-            crate::store::DEFAULT_CACHE_BYTES,
+            crate::store::sled::DEFAULT_CACHE_BYTES,
         );
         assert!(opened.is_err(), "a failed sync fails the open");
         drop(opened);
@@ -471,8 +471,8 @@ mod tests {
         committer.join().unwrap();
         {
             let db = crate::store::sled::open_db(
-                &crate::store::sled_path(dir.path()),
-                crate::store::DEFAULT_CACHE_BYTES,
+                &crate::store::sled::sled_path(dir.path()),
+                crate::store::sled::DEFAULT_CACHE_BYTES,
             )
             .unwrap();
             db.open_tree(LAYOUT_TREE)

@@ -31,7 +31,7 @@ use std::{
     thread::JoinHandle,
 };
 
-pub use committer::{CommitStats, Committer};
+pub use committer::Committer;
 pub use gauges::LiveCounts;
 pub use sync::{OsSync, SharedSync, SyncOps};
 

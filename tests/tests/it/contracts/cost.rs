@@ -67,7 +67,7 @@ fn wide() -> Value {
 fn wait_until_unlocked(data: &std::path::Path) {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        match hookd_server::store::SledStore::open(data, 16, false) {
+        match hookd_server::testing::SledStore::open(data, 16, false) {
             Ok((store, committer)) => {
                 drop(store);
                 committer.join().unwrap();
@@ -201,11 +201,11 @@ async fn a_tenant_holds_at_most_100_contracts() {
 async fn a_restart_leaves_out_saved_contracts_over_the_caps_without_checking_examples() {
     let mut s = TestServer::start(&two_tenants());
     s.restart_after(&two_tenants(), |data| {
-        let (store, committer) = hookd_server::store::SledStore::open(data, 16, false).unwrap();
-        let saved = hookd_server::catalog::contracts::ContractStore::open(&store).unwrap();
+        let (store, committer) = hookd_server::testing::SledStore::open(data, 16, false).unwrap();
+        let saved = hookd_server::testing::ContractStore::open(&store).unwrap();
         let acme = hookd_server::ids::TenantId::try_from("acme").unwrap();
         let put = |event_type: &str, schema: Value, example: Value| {
-            let contract = hookd_server::catalog::contracts::NewContract {
+            let contract = hookd_server::testing::NewContract {
                 event_type: event_type.into(),
                 version: None,
                 schema: schema.to_string(),

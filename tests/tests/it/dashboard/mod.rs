@@ -14,7 +14,7 @@ mod tail;
 
 use std::time::Duration;
 
-use hookd_server::feed::DeliveryEventKind;
+use hookd_server::testing::DeliveryEventKind;
 
 use crate::{
     forward::{send, wait_event},

@@ -7,7 +7,7 @@
 
 use std::{io::Write, process::Command};
 
-use hookd_server::error::ErrorCode;
+use hookd_server::ErrorCode;
 use reqwest::StatusCode;
 use serde_json::Value;
 

@@ -5,7 +5,7 @@ use hookd_sdk::{
     client::proto::{CreateTenantRequest, PurgeDeadLettersRequest},
     signature::{sign, Scheme, Secret},
 };
-use hookd_server::{feed::DeliveryEventKind, ids::DeliveryId};
+use hookd_server::{ids::DeliveryId, testing::DeliveryEventKind};
 use reqwest::StatusCode;
 use serde_json::Value;
 

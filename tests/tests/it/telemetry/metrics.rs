@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use hookd_server::feed::DeliveryEventKind;
+use hookd_server::testing::DeliveryEventKind;
 use reqwest::StatusCode;
 
 use super::{parse_metrics, scrape, WAIT};
@@ -15,7 +15,7 @@ use crate::{
 
 /// Waits until the feed has reported `n` events of `kind` for `tenant`.
 async fn wait_kind(
-    feed: &mut tokio::sync::broadcast::Receiver<hookd_server::feed::DeliveryEvent>,
+    feed: &mut tokio::sync::broadcast::Receiver<hookd_server::testing::DeliveryEvent>,
     seen: &mut Vec<(String, DeliveryEventKind)>,
     tenant: &str,
     kind: DeliveryEventKind,

@@ -13,7 +13,7 @@ use opentelemetry::trace::{SpanKind, Status};
 use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData};
 use reqwest::StatusCode;
 
-use hookd_server::telemetry::{OtlpExport, OtlpProtocol};
+use hookd_server::{OtlpExport, OtlpProtocol};
 use opentelemetry_proto::tonic::trace::v1::{
     span::SpanKind as ProtoKind, status::StatusCode as ProtoStatus,
 };
@@ -143,7 +143,7 @@ pub async fn run_scenario(
     assert_eq!(admin.list_all_tenants().await.unwrap().len(), 1);
     assert!(admin.get_tenant("nobody").await.is_err());
 
-    hookd_server::faults::fail_next_write(id);
+    hookd_server::testing::faults::fail_next_write(id);
     let body = order("evt_sem_fail");
     let (status, failed) = s
         .post(id, &signed("msg_sem_fail", now_secs(), &body), &body)

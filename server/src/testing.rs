@@ -1,0 +1,30 @@
+//! What hookd's benchmarks and black-box tests reach below the public
+//! surface: storage engines, the ingest gate, contracts, the live feed and
+//! fault injection. Not a stable interface; integrators use [`crate::run`],
+//! [`crate::Server`] and [`crate::config`].
+
+pub use crate::{
+    catalog::contracts::{ContractStore, NewContract},
+    contracts::{Contract, ContractSource, ContractSpec, Policy, TenantContracts},
+    feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
+    ingest::Ingest,
+    store::{
+        api::{Rejection, RowChange, Storage, Table, TenantData},
+        lifecycle::Next,
+        postgres::{
+            testing::{test_database, TestDatabase},
+            PgOptions, PgStore,
+        },
+        records::{AttemptRecord, EventMeta},
+        NewDelivery, OsSync, SharedSync, SledStore, Store, TenantStore,
+    },
+    sweeper::{pass, Due, Removed},
+    telemetry::Spans,
+    tenant::{replay_cache, Gate, ReplayCache},
+};
+
+/// Fault injection for the crash and durability tests.
+#[cfg(any(test, feature = "fault-injection"))]
+pub mod faults {
+    pub use crate::faults::*;
+}
