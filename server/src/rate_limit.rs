@@ -1,6 +1,6 @@
 //! Token bucket: how many deliveries a tenant may have accepted (`rate_limit`)
 //! or forwarded (`delivery_rate`) per second, and how many of its rejections
-//! are recorded (`[limits.refusal_records]`).
+//! are recorded (`[limits.rejection_records]`).
 
 use std::sync::Mutex;
 

@@ -24,6 +24,8 @@ mod http;
 mod retention;
 mod storage;
 mod tenant;
+#[cfg(test)]
+mod tests;
 
 pub use crate::tls::{GrpcTlsConfig, HttpTlsConfig};
 pub use bounds::{FRAMEWORK_MAX_HEAD_BYTES, MAX_BODY_LIMIT};
@@ -211,7 +213,7 @@ pub struct LimitsConfig {
     /// the dashboard, per kind (bad signature, refused content): beyond it
     /// a refusal is still answered and counted, but not written, so a
     /// flood of unsigned requests cannot fill the disk.
-    pub refusal_records: RateLimitConfig,
+    pub rejection_records: RateLimitConfig,
 }
 
 /// Forwarding settings that are not per tenant.
@@ -380,9 +382,9 @@ impl Config {
             self.limits.tenant_max_body_bytes,
         )?;
         bounds::TENANT_IDLE_SECS.check("limits.tenant_idle_secs", self.limits.tenant_idle_secs)?;
-        let records = &self.limits.refusal_records;
-        bounds::RATE_PER_SEC.check("limits.refusal_records.per_sec", records.per_sec)?;
-        bounds::RATE_BURST.check("limits.refusal_records.burst", u64::from(records.burst))
+        let records = &self.limits.rejection_records;
+        bounds::RATE_PER_SEC.check("limits.rejection_records.per_sec", records.per_sec)?;
+        bounds::RATE_BURST.check("limits.rejection_records.burst", u64::from(records.burst))
     }
 }
 
@@ -394,216 +396,4 @@ pub fn parse_addr(key: &str, value: &str) -> Result<SocketAddr> {
             format!("{value:?} is not an address like 127.0.0.1:8080"),
         )
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn load_str(toml: &str) -> Result<Config> {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("hookd.toml");
-        std::fs::write(&path, toml).unwrap();
-        Config::load(Some(&path), &Overrides::default())
-    }
-
-    #[test]
-    fn embedded_defaults_match_the_design() {
-        let c = Config::load(None, &Overrides::default()).unwrap();
-        assert_eq!(c.data_dir, PathBuf::from("./hookd-data"));
-        assert_eq!(c.http.addr, "127.0.0.1:8080");
-        assert_eq!(c.grpc.addr, "127.0.0.1:50051");
-        assert!(c.storage.fsync);
-    }
-
-    #[test]
-    fn the_commented_tenant_example_loads_when_uncommented() {
-        // The example names a CA bundle; put a real one where it points.
-        let dir = tempfile::tempdir().unwrap();
-        let ca = dir.path().join("partner-ca.pem");
-        let cert = rcgen::generate_simple_self_signed(vec!["partner.example".into()]).unwrap();
-        std::fs::write(&ca, cert.cert.pem()).unwrap();
-        let example: String = DEFAULT_TOML
-            .lines()
-            .skip_while(|line| *line != "# [[tenants]]")
-            .map(|line| format!("{}\n", line.trim_start_matches('#').trim_start()))
-            .collect::<String>()
-            .replace("/etc/hookd/partner-ca.pem", &ca.display().to_string());
-        let c = load_str(&example).unwrap_or_else(|e| panic!("{e}\n{example}"));
-        let t = c.tenants[0].resolve().unwrap();
-        assert_eq!(t.id.as_str(), "acme");
-        let forward = t.forward.as_ref().expect("the example forwards");
-        assert_eq!(forward.max_in_flight, 8);
-        assert!(forward.delivery_rate.is_some());
-        let contracts = &t.contracts.contracts;
-        assert_eq!(contracts.len(), 1, "the example declares a contract");
-        assert_eq!(contracts[0].key(), ("order.paid", Some("2")));
-        assert_eq!(contracts[0].required(), ["event_id", "type", "data"]);
-        let broken = example.replace(r#""order_id": "o_1""#, r#""order_id": 7"#);
-        let e = load_str(&broken).unwrap_err().to_string();
-        assert!(
-            e.contains("tenants[0] (acme): contracts[0] (order.paid): example: does not pass the schema at \"/data/order_id\""),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn flags_win_over_the_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("hookd.toml");
-        std::fs::write(&path, "[http]\naddr = \"127.0.0.1:9999\"\n").unwrap();
-        let o = Overrides {
-            http_addr: Some("127.0.0.1:0".into()),
-            ..Default::default()
-        };
-        let c = Config::load(Some(&path), &o).unwrap();
-        assert_eq!(c.http.addr, "127.0.0.1:0");
-    }
-
-    #[test]
-    fn tenant_with_inline_and_file_secrets_resolves() {
-        let dir = tempfile::tempdir().unwrap();
-        let secret_path = dir.path().join("s");
-        std::fs::write(&secret_path, "hk-previous\n").unwrap();
-        let c = load_str(&format!(
-            "[[tenants]]\nid = \"acme\"\nscheme = \"hookd\"\n[[tenants.secrets]]\nkid = \"k2\"\nsecret = \"hk-current\"\n[[tenants.secrets]]\nkid = \"k1\"\nsecret_file = {:?}\n",
-            secret_path
-        ))
-        .unwrap();
-        let t = c.tenants[0].resolve().unwrap();
-        assert_eq!(t.current.kid(), "k2");
-        assert_eq!(t.previous.as_ref().unwrap().0.kid(), "k1");
-    }
-
-    #[test]
-    fn secrets_can_come_from_the_environment() {
-        std::env::set_var("HOOKD_TEST_SECRET_FROM_ENV", "hk-from-env");
-        let c = load_str(
-            "[[tenants]]\nid = \"acme\"\nscheme = \"hookd\"\n[[tenants.secrets]]\nkid = \"k7\"\nsecret_env = \"HOOKD_TEST_SECRET_FROM_ENV\"\n",
-        )
-        .unwrap();
-        assert_eq!(c.tenants[0].resolve().unwrap().current.kid(), "k7");
-        let e = load_str(
-            "[[tenants]]\nid = \"acme\"\n[[tenants.secrets]]\nkid = \"k1\"\nsecret_env = \"HOOKD_TEST_UNSET_VARIABLE\"\n",
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(e.contains("HOOKD_TEST_UNSET_VARIABLE is not set"), "{e}");
-    }
-
-    #[test]
-    fn debug_output_holds_no_secret() {
-        let mut c = load_str(
-            "[[tenants]]\nid = \"acme\"\nscheme = \"hookd\"\n[[tenants.secrets]]\nkid = \"k1\"\nsecret = \"hk-inline-signing-secret\"\n[tenants.destination]\nurl = \"http://127.0.0.1:9/\"\nsecret = \"whsec_ZGVzdGluYXRpb24tc2VjcmV0LXZhbHVl\"\n",
-        )
-        .unwrap();
-        c.keys = KeySources {
-            master_key: Some("bWFzdGVyLWtleS1ieXRlcy1tYXN0ZXIta2V5LWJ5dGVzIQ==".into()),
-            master_key_file: None,
-            admin_token: Some("hka_admin-token-that-must-not-leak".into()),
-        };
-        let printed = format!("{c:?} {c:#?} {:?} {:?}", c.tenants[0], c.keys);
-        for secret in [
-            "hk-inline-signing-secret",
-            "ZGVzdGluYXRpb24tc2VjcmV0LXZhbHVl",
-            "bWFzdGVyLWtleS1ieXRlcy1tYXN0ZXIta2V5LWJ5dGVzIQ==",
-            "admin-token-that-must-not-leak",
-        ] {
-            assert!(
-                !printed.contains(secret),
-                "{{:?}} of the config shows {secret}"
-            );
-        }
-        assert!(
-            printed.contains("acme") && printed.contains("k1"),
-            "{printed}"
-        );
-    }
-
-    #[test]
-    fn allow_networks_parse_and_a_bad_one_names_the_key() {
-        let quickstart = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/quickstart.toml");
-        let c = Config::load(Some(&quickstart), &Overrides::default()).unwrap();
-        assert_eq!(
-            c.forward.allow_networks,
-            vec!["127.0.0.1/32".parse::<ipnet::IpNet>().unwrap()]
-        );
-        assert!(Config::load(None, &Overrides::default())
-            .unwrap()
-            .forward
-            .allow_networks
-            .is_empty());
-        let e = load_str("[forward]\nallow_networks = [\"10.0.0.0/33\"]\n")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("forward.allow_networks"), "{e}");
-    }
-
-    #[test]
-    fn errors_name_the_key() {
-        let e = load_str("[[tenants]]\nid = \"acme\"\nscheme = \"paypal\"\n")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("tenants[0]") && e.contains("scheme"), "{e}");
-        let e = load_str("[[tenants]]\nid = \"acme\"\n")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("current secret"), "{e}");
-        let e = load_str("[http]\naddr = \"nope\"\n")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("http.addr"), "{e}");
-        let e = load_str("[http]\nmax_header_bytes = 200000\n")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("http.max_header_bytes"), "{e}");
-        let e = load_str("[metrics]\naddr = \"public\"\n")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("metrics.addr"), "{e}");
-        let e = load_str("[http]\nrequest_timeout_secs = 0\n")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("http.request_timeout_secs"), "{e}");
-        let e = load_str("[htttp]\naddr = \"127.0.0.1:1\"\n")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("htttp"), "{e}");
-    }
-
-    #[test]
-    fn the_unused_scan_limit_still_loads_and_a_set_one_is_warned_about() {
-        let c = load_str("[metrics]\nscan_limit = 500\n").unwrap();
-        let warning = c.metrics.scan_limit_warning().unwrap();
-        assert!(warning.contains("metrics.scan_limit = 500"), "{warning}");
-        let defaults = Config::load(None, &Overrides::default()).unwrap();
-        assert_eq!(defaults.metrics.scan_limit_warning(), None);
-    }
-
-    #[test]
-    fn tls_files_are_checked_at_load_naming_the_key() {
-        let e = load_str("[grpc.tls]\ncert_file = \"/nonexistent/grpc.pem\"\n")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("key_file"), "{e}");
-        let e = load_str(
-            "[grpc.tls]\ncert_file = \"/nonexistent/grpc.pem\"\nkey_file = \"/nonexistent/grpc.key\"\n",
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(
-            e.contains("grpc.tls.cert_file") && e.contains("/nonexistent/grpc.pem"),
-            "{e}"
-        );
-        let e =
-            load_str("[http.tls]\ncert_file = \"a\"\nkey_file = \"b\"\nclient_ca_file = \"c\"\n")
-                .unwrap_err()
-                .to_string();
-        assert!(e.contains("client_ca_file"), "{e}");
-        let c = Config::load(None, &Overrides::default()).unwrap();
-        assert!(
-            c.http.tls.is_none() && c.grpc.tls.is_none(),
-            "plaintext by default"
-        );
-    }
 }

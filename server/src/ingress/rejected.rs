@@ -8,7 +8,7 @@
 //! durable before the rejection is answered: it waits for the store's next
 //! group commit (shared with the deliveries and rejections of the same
 //! moment), never for an fsync of its own. Each tenant records at most its
-//! budget (`[limits.refusal_records]`, one bucket per kind) before any
+//! budget (`[limits.rejection_records]`, one bucket per kind) before any
 //! write; rejections beyond it are answered the same and only counted, in
 //! `hookd_rejections_unrecorded_total`.
 

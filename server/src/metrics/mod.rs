@@ -323,7 +323,7 @@ impl Metrics {
         );
         registry.register(
             "hookd_rejections_unrecorded",
-            "Refusals answered but not recorded for ListRejections: the tenant's recording budget ([limits.refusal_records]) was spent",
+            "Refusals answered but not recorded for ListRejections: the tenant's recording budget ([limits.rejection_records]) was spent",
             families.unrecorded.clone(),
         );
         let other = Arc::new(TenantMetrics::new(OTHER_TENANT, &families));

@@ -212,7 +212,7 @@ fn start_registry(
         Telemetry::new(runtime.tracer_provider(), &config.metrics),
     )
     .with_forward_cas(forward_cas)
-    .with_refusal_records(config.limits.refusal_records)
+    .with_rejection_records(config.limits.rejection_records)
     .with_forward_lease(Duration::from_secs(
         config.storage.postgres.forward_lease_secs,
     ));

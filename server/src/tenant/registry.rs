@@ -71,8 +71,8 @@ pub struct Registry {
     lease: LeaseTerms,
     /// Where the dispatchers run.
     forwarding: ForwardRuntime,
-    /// Each tenant's rejection-recording budget (`[limits.refusal_records]`).
-    refusal_records: RateLimitConfig,
+    /// Each tenant's rejection-recording budget (`[limits.rejection_records]`).
+    rejection_records: RateLimitConfig,
 }
 
 impl Registry {
@@ -100,7 +100,7 @@ impl Registry {
             changes: Arc::default(),
             lease: LeaseTerms::new(DEFAULT_LEASE),
             forwarding,
-            refusal_records: RateLimitConfig {
+            rejection_records: RateLimitConfig {
                 per_sec: 1.0,
                 burst: 100,
             },
@@ -108,9 +108,9 @@ impl Registry {
     }
 
     /// The registry with each tenant recording at most `budget` of its
-    /// rejections (`[limits.refusal_records]`).
-    pub fn with_refusal_records(mut self, budget: RateLimitConfig) -> Self {
-        self.refusal_records = budget;
+    /// rejections (`[limits.rejection_records]`).
+    pub fn with_rejection_records(mut self, budget: RateLimitConfig) -> Self {
+        self.rejection_records = budget;
         self
     }
 
@@ -177,7 +177,7 @@ impl Registry {
         let rejection_budget = tenants.get(&settings.id).map_or_else(
             || {
                 let now_ms = self.clock.now_ms();
-                Arc::new(RejectionBudget::new(self.refusal_records, now_ms))
+                Arc::new(RejectionBudget::new(self.rejection_records, now_ms))
             },
             |old| old.rejection_budget.clone(),
         );
