@@ -7,7 +7,6 @@
 //! hookd cannot reach any of it.
 
 use std::{
-    collections::HashSet,
     fs::File,
     io,
     path::{Path, PathBuf},
@@ -95,34 +94,6 @@ impl SyncOps for FaultSync {
     }
 }
 
-/// A fault armed per tenant that fires once: keyed by tenant so tests in
-/// one process stay apart.
-pub(crate) struct TenantSwitch(Mutex<Option<HashSet<String>>>);
-
-impl TenantSwitch {
-    pub(crate) const fn new() -> TenantSwitch {
-        TenantSwitch(Mutex::new(None))
-    }
-
-    /// Arms the switch for `tenant`.
-    pub(crate) fn arm(&self, tenant: &str) {
-        self.0
-            .lock()
-            .expect("fault switch")
-            .get_or_insert_with(HashSet::new)
-            .insert(tenant.to_owned());
-    }
-
-    /// Whether the switch was armed for `tenant`; disarms it.
-    pub(crate) fn take(&self, tenant: &str) -> bool {
-        self.0
-            .lock()
-            .expect("fault switch")
-            .as_mut()
-            .is_some_and(|set| set.remove(tenant))
-    }
-}
-
 static PANIC_NEXT: TenantSwitch = TenantSwitch::new();
 
 /// The actor of `tenant` panics while handling its next delivery.
@@ -137,4 +108,5 @@ pub(crate) fn maybe_panic(tenant: &str) {
     }
 }
 
+use crate::store::inject::TenantSwitch;
 pub use crate::store::inject::{fail_next_read, fail_next_write};

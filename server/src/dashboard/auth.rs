@@ -8,9 +8,10 @@ use hookd_control::model::Principal;
 use maud::html;
 
 use super::{
+    csrf::CSRF_FIELD,
     error::DashError,
     layout,
-    session::{PostedForm, Signed, CSRF_FIELD, SESSION_COOKIE, SIGN_IN_COOKIE},
+    session::{PostedForm, Signed, SESSION_COOKIE, SIGN_IN_COOKIE},
     Dashboard,
 };
 

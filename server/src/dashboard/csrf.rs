@@ -8,6 +8,9 @@ use hmac::{Hmac, KeyInit, Mac};
 use rand::RngCore;
 use sha2::Sha256;
 
+/// The form field every POST carries its CSRF token in.
+pub(super) const CSRF_FIELD: &str = "csrf";
+
 /// How long a sign-in form stays usable: one hour.
 pub(super) const SIGN_IN_TOKEN_MS: i64 = 3_600_000;
 

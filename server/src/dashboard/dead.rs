@@ -79,7 +79,7 @@ pub(super) async fn list(
             p { "No dead letters match." }
         } @else {
             form method="post" action=(action) {
-                (layout::csrf(&signed))
+                (layout::csrf(signed.csrf()))
                 input type="hidden" name="scope" value="ids";
                 div.scroll { table {
                     caption { "Dead letters; tick the ones to redeliver" }
@@ -102,7 +102,7 @@ pub(super) async fn list(
                 button type="submit" { "Redeliver selected" }
             }
             form.stack method="post" action=(action) {
-                (layout::csrf(&signed))
+                (layout::csrf(signed.csrf()))
                 input type="hidden" name="scope" value="matching";
                 input type="hidden" name="reason" value=(query.reason);
                 input type="hidden" name="since" value=(query.since);
@@ -115,7 +115,7 @@ pub(super) async fn list(
         }
     };
     Ok(layout::html(layout::page(
-        Some(&signed),
+        Some(signed.csrf()),
         Some(&tenant),
         "Dead letters",
         body,
@@ -162,7 +162,7 @@ pub(super) async fn redeliver(
         p { a href={ "/t/" (tenant) "/dead-letters" } { "Back to the dead letters" } }
     };
     Ok(layout::html(layout::page(
-        Some(&signed),
+        Some(signed.csrf()),
         Some(&tenant),
         "Redelivered",
         body,

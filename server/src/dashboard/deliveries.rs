@@ -248,7 +248,7 @@ pub(super) async fn list(
         }
     };
     Ok(layout::html(layout::page(
-        Some(&signed),
+        Some(signed.csrf()),
         Some(&tenant),
         "Deliveries",
         body,
@@ -292,7 +292,7 @@ pub(super) async fn one(
     let tenant = tenant_in_path(&signed, &tenant)?;
     let body = detail(&dash, &signed, &tenant, &id, None).await?;
     Ok(layout::html(layout::page(
-        Some(&signed),
+        Some(signed.csrf()),
         Some(&tenant),
         "Delivery",
         body,
@@ -344,7 +344,7 @@ async fn detail(
         h2 { "Redirect" }
         p { "Send this delivery once to another URL, for instance a test endpoint, signed as hookd signs forwards. The tenant's destination and this delivery stay as they are." }
         form.stack method="post" action={ "/t/" (tenant) "/deliveries/" (d.delivery_id) "/redirect" } {
-            (layout::csrf(signed))
+            (layout::csrf(signed.csrf()))
             label for="redirect-url" { "URL" }
             input #redirect-url type="url" name="url" required placeholder="https://test.example.com/hook";
             button type="submit" { "Redirect" }
@@ -416,7 +416,7 @@ pub(super) async fn redirect(
         .await?;
     let body = detail(&dash, &signed, &tenant, &id, Some((url, outcome))).await?;
     Ok(layout::html(layout::page(
-        Some(&signed),
+        Some(signed.csrf()),
         Some(&tenant),
         "Delivery",
         body,

@@ -5,16 +5,12 @@ use actix_web::{http::StatusCode, HttpResponse};
 use maud::{html, Markup, DOCTYPE};
 use time::{format_description::well_known::Rfc3339, OffsetDateTime};
 
-use super::session::{Signed, CSRF_FIELD};
+use super::csrf::CSRF_FIELD;
 
-/// A whole page titled `title` around `body`; with `signed`, the
-/// navigation (for `tenant`'s pages, when given) and a sign-out button.
-pub(super) fn page(
-    signed: Option<&Signed>,
-    tenant: Option<&str>,
-    title: &str,
-    body: Markup,
-) -> Markup {
+/// A whole page titled `title` around `body`; for a signed-in session
+/// (`csrf`: the token its forms carry), the navigation (for `tenant`'s
+/// pages, when given) and a sign-out button.
+pub(super) fn page(csrf: Option<&str>, tenant: Option<&str>, title: &str, body: Markup) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -28,7 +24,7 @@ pub(super) fn page(
                 a.skip href="#main" { "Skip to content" }
                 header {
                     span.brand { "hookd" }
-                    @if let Some(signed) = signed {
+                    @if let Some(csrf) = csrf {
                         nav aria-label="Main" {
                             ul {
                                 li { a href="/tenants" { "Tenants" } }
@@ -45,7 +41,7 @@ pub(super) fn page(
                             }
                         }
                         form.sign-out method="post" action="/sign-out" {
-                            input type="hidden" name=(CSRF_FIELD) value=(signed.session.csrf);
+                            input type="hidden" name=(CSRF_FIELD) value=(csrf);
                             button type="submit" { "Sign out" }
                         }
                     }
@@ -75,9 +71,9 @@ pub(super) fn html_with(status: StatusCode, markup: Markup) -> HttpResponse {
         .body(markup.into_string())
 }
 
-/// The hidden CSRF field of a form.
-pub(super) fn csrf(signed: &Signed) -> Markup {
-    html! { input type="hidden" name=(CSRF_FIELD) value=(signed.session.csrf); }
+/// The hidden CSRF field of a form of the session whose token is `csrf`.
+pub(super) fn csrf(csrf: &str) -> Markup {
+    html! { input type="hidden" name=(CSRF_FIELD) value=(csrf); }
 }
 
 /// A query string (`?a=1&b=2`) with every value percent-encoded.

@@ -91,7 +91,7 @@ pub(super) async fn list(
         }
     };
     Ok(layout::html(layout::page(
-        Some(&signed),
+        Some(signed.csrf()),
         Some(&tenant),
         "Rejected requests",
         body,

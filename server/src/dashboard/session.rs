@@ -23,15 +23,17 @@ use moka::sync::Cache;
 use rand::RngCore;
 use subtle::ConstantTimeEq;
 
-use super::{csrf::SignInKey, error::DashError, Dashboard};
+use super::{
+    csrf::{SignInKey, CSRF_FIELD},
+    error::DashError,
+    Dashboard,
+};
 use crate::clock::SharedClock;
 
 /// The session cookie.
 pub(super) const SESSION_COOKIE: &str = "hookd_session";
 /// The sign-in form's CSRF cookie, before there is a session.
 pub(super) const SIGN_IN_COOKIE: &str = "hookd_sign_in";
-/// The form field every POST carries its CSRF token in.
-pub(super) const CSRF_FIELD: &str = "csrf";
 /// Most sessions held at once; the least recently used go first.
 const MAX_SESSIONS: u64 = 10_000;
 
@@ -203,6 +205,11 @@ impl Signed {
         Err(DashError::Forbidden(format!(
             "you signed in with a token of another tenant and may not see tenant \"{tenant_id}\""
         )))
+    }
+
+    /// The token this session's forms carry.
+    pub(super) fn csrf(&self) -> &str {
+        &self.session.csrf
     }
 
     /// The form in `body`, if it carries this session's CSRF token.

@@ -34,7 +34,7 @@ pub(super) async fn page(
         &format!("/t/{tenant}/events"),
     );
     Ok(layout::html(layout::page(
-        Some(&signed),
+        Some(signed.csrf()),
         Some(&tenant),
         "Live tail",
         body,
@@ -56,7 +56,7 @@ pub(super) async fn page_all(signed: Signed) -> Result<HttpResponse, DashError> 
     };
     let body = tail_list(intro, "/events");
     Ok(layout::html(layout::page(
-        Some(&signed),
+        Some(signed.csrf()),
         tenant.as_deref(),
         "Live tail",
         body,

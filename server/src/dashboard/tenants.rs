@@ -59,7 +59,7 @@ pub(super) async fn overview(
         }
     };
     Ok(layout::html(layout::page(
-        Some(&signed),
+        Some(signed.csrf()),
         None,
         "Tenants",
         body,
@@ -137,14 +137,14 @@ pub(super) async fn secrets(
         h2 { "Rotate" }
         p { "Makes a new current secret and shows it once. Senders keep working with the old one for the overlap." }
         form.stack method="post" action={ "/t/" (tenant) "/secrets/rotate" } {
-            (layout::csrf(&signed))
+            (layout::csrf(signed.csrf()))
             label for="overlap" { "Overlap for the old secret (hours, 0 to 720)" }
             input #overlap type="number" name="overlap_hours" min="0" max="720" value="24" required;
             button type="submit" { "Rotate secret" }
         }
     };
     Ok(layout::html(layout::page(
-        Some(&signed),
+        Some(signed.csrf()),
         Some(&tenant),
         "Secrets",
         body,
@@ -183,7 +183,7 @@ pub(super) async fn rotate(
         p { a href={ "/t/" (tenant) "/secrets" } { "Back to the secrets" } }
     };
     Ok(layout::html(layout::page(
-        Some(&signed),
+        Some(signed.csrf()),
         Some(&tenant),
         "Secret rotated",
         body,

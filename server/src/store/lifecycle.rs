@@ -213,6 +213,18 @@ pub struct Swept {
     pub more: bool,
 }
 
+/// Steps add up: what they removed together, and whether any may have
+/// left more.
+impl std::ops::AddAssign for Swept {
+    fn add_assign(&mut self, step: Swept) {
+        self.delivered += step.delivered;
+        self.dead += step.dead;
+        self.originals += step.originals;
+        self.idempotency += step.idempotency;
+        self.more |= step.more;
+    }
+}
+
 impl Swept {
     /// Records removed, of every kind.
     pub fn total(&self) -> usize {

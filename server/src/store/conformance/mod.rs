@@ -20,7 +20,7 @@ use crate::{
 mod redirects;
 mod retention;
 use redirects::redirects_are_kept_with_their_delivery;
-use retention::{dead_letters_and_redelivered_originals_go, one_pass_removes_more_than_one_batch};
+use retention::{dead_letters_and_redelivered_originals_go, steps_remove_more_than_one_batch};
 
 /// An engine under test and what must live as long as it.
 struct Engine {
@@ -88,7 +88,7 @@ engines!(
     concurrent_pulls_never_share_a_delivery,
     dead_letters_page_newest_first,
     sweep_forgets_old_work,
-    one_pass_removes_more_than_one_batch,
+    steps_remove_more_than_one_batch,
     dead_letters_and_redelivered_originals_go,
     catalog_rows_are_atomic,
     a_catalog_row_is_created_once,

@@ -1,17 +1,17 @@
-//! Conformance of retention: one sweep pass removes everything due however
-//! many batches it takes, and dead letters and the originals of
-//! redeliveries go once past their retention, while what is not due stays.
+//! Conformance of retention: bounded sweep steps, taken until one says
+//! nothing more is due (as the sweeper's pass takes them), remove
+//! everything due however many batches it takes, and dead letters and the
+//! originals of redeliveries go once past their retention, while what is
+//! not due stays.
 
 use super::{accepted, attempt, tenant, Engine};
 use crate::{
     ids::DeliveryId,
     store::{
-        api::Rejection,
-        api::{SweepRequest, TenantStore},
-        lifecycle::Next,
+        api::{Rejection, RejectionLog, SweepRequest, TenantStore},
+        lifecycle::{Next, Swept},
         records::DeliveryStatus,
     },
-    sweeper::{pass, Due},
 };
 
 /// Records one attempt of `id` (which must be queued) leading to `next`.
@@ -49,16 +49,41 @@ fn rejection(tenant: &str, at_ms: i64, n: usize) -> Rejection {
     }
 }
 
-/// Everything due before 5 000, ten at a time.
-fn due(batch: usize) -> Due {
-    Due {
-        data: SweepRequest {
-            delivered_before_ms: 5_000,
-            idem_before_ms: 5_000,
-            dead_before_ms: 5_000,
-            batch,
-        },
-        rejections_before_ms: 5_000,
+/// Everything due before 5 000, `batch` at a time.
+fn due(batch: usize) -> SweepRequest {
+    SweepRequest {
+        delivered_before_ms: 5_000,
+        idem_before_ms: 5_000,
+        dead_before_ms: 5_000,
+        batch,
+    }
+}
+
+/// Sweeps `data` in bounded steps, carrying the idempotency cursor from
+/// one to the next, until a step finds nothing more due; returns what all
+/// of them removed and how many steps it took.
+fn sweep_all(data: &TenantStore, request: &SweepRequest) -> (Swept, usize) {
+    let (mut total, mut cursor, mut steps) = (Swept::default(), Vec::new(), 0);
+    loop {
+        let step = data.sweep(request, &mut cursor).unwrap();
+        steps += 1;
+        total += step;
+        if !step.more {
+            return (total, steps);
+        }
+    }
+}
+
+/// Sweeps `tenant`'s rejections before 5 000 in steps of `batch` until a
+/// step removes fewer than a batch.
+fn sweep_rejections(log: &dyn RejectionLog, tenant: &str, batch: usize) -> usize {
+    let mut removed = 0;
+    loop {
+        let step = log.sweep(tenant, 5_000, batch).unwrap();
+        removed += step;
+        if step < batch {
+            return removed;
+        }
     }
 }
 
@@ -68,7 +93,7 @@ fn gone(data: &TenantStore, id: &DeliveryId) -> bool {
         && data.attempts(id).unwrap().is_empty()
 }
 
-pub(super) async fn one_pass_removes_more_than_one_batch(engine: Engine) {
+pub(super) async fn steps_remove_more_than_one_batch(engine: Engine) {
     let data = tenant(&engine, "acme");
     let mut old = Vec::new();
     for n in 0..25 {
@@ -81,17 +106,19 @@ pub(super) async fn one_pass_removes_more_than_one_batch(engine: Engine) {
         log.record(rejection("acme", 1_000 + n as i64, n)).unwrap();
     }
     log.record(rejection("acme", 9_000, 99)).unwrap();
-    let removed = pass(vec![data.clone()], Some(log.clone()), &due(10)).await;
+    let (removed, steps) = sweep_all(&data, &due(10));
+    let rejections = sweep_rejections(&*log, "acme", 10);
     assert_eq!(
         (
-            removed.data.delivered,
-            removed.data.dead,
-            removed.data.idempotency,
-            removed.rejections
+            removed.delivered,
+            removed.dead,
+            removed.idempotency,
+            rejections
         ),
         (25, 25, 50, 23),
-        "one pass removes all that is due: {removed:?}"
+        "steps remove all that is due: {removed:?}"
     );
+    assert!(steps > 1, "more than one bounded step: {steps}");
     assert!(old.iter().all(|id| gone(&data, id)), "old deliveries gone");
     assert_eq!(data.counts().unwrap().dead, 0);
     assert!(data.event(&fresh).unwrap().is_some());
@@ -122,8 +149,8 @@ pub(super) async fn dead_letters_and_redelivered_originals_go(engine: Engine) {
     let delivered_again = data.redeliver(&delivered, 9_000).unwrap();
 
     let mut request = due(100);
-    request.data.idem_before_ms = 0;
-    let removed = pass(vec![data.clone()], None, &request).await;
+    request.idem_before_ms = 0;
+    let (removed, _) = sweep_all(&data, &request);
 
     for id in [&plain, &once, &once_again, &chain, &chain_1, &chain_2] {
         assert!(gone(&data, id), "{id} is past retention and goes");
@@ -139,11 +166,7 @@ pub(super) async fn dead_letters_and_redelivered_originals_go(engine: Engine) {
     assert_eq!(again.status, DeliveryStatus::Pending);
     assert!(data.event(&delivered_again).unwrap().is_some());
     assert_eq!(
-        (
-            removed.data.delivered,
-            removed.data.dead,
-            removed.data.originals
-        ),
+        (removed.delivered, removed.dead, removed.originals),
         (2, 2, 3),
         "{removed:?}"
     );

@@ -4,7 +4,35 @@
 //! state fail so. Compiled only into unit tests and builds with the
 //! `fault-injection` feature.
 
-use crate::faults::TenantSwitch;
+use std::{collections::HashSet, sync::Mutex};
+
+/// A fault armed per tenant that fires once: keyed by tenant so tests in
+/// one process stay apart.
+pub(crate) struct TenantSwitch(Mutex<Option<HashSet<String>>>);
+
+impl TenantSwitch {
+    pub(crate) const fn new() -> TenantSwitch {
+        TenantSwitch(Mutex::new(None))
+    }
+
+    /// Arms the switch for `tenant`.
+    pub(crate) fn arm(&self, tenant: &str) {
+        self.0
+            .lock()
+            .expect("fault switch")
+            .get_or_insert_with(HashSet::new)
+            .insert(tenant.to_owned());
+    }
+
+    /// Whether the switch was armed for `tenant`; disarms it.
+    pub(crate) fn take(&self, tenant: &str) -> bool {
+        self.0
+            .lock()
+            .expect("fault switch")
+            .as_mut()
+            .is_some_and(|set| set.remove(tenant))
+    }
+}
 
 static FAIL_NEXT_WRITE: TenantSwitch = TenantSwitch::new();
 

@@ -3,8 +3,6 @@
 //! the originals it was redelivered from) and forgets old idempotency
 //! records, and says whether more may be due.
 
-use std::ops::AddAssign;
-
 use super::{delete_delivery, load_state, purge_dead_letter};
 use crate::{
     error::Result,
@@ -16,16 +14,6 @@ use crate::{
         sled::{gauges::Tally, TenantTrees},
     },
 };
-
-impl AddAssign for Swept {
-    fn add_assign(&mut self, step: Swept) {
-        self.delivered += step.delivered;
-        self.dead += step.dead;
-        self.originals += step.originals;
-        self.idempotency += step.idempotency;
-        self.more |= step.more;
-    }
-}
 
 /// One bounded step of retention: up to `batch` delivered events and
 /// `batch` dead letters past their retention, and `batch` idempotency
