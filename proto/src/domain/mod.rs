@@ -9,4 +9,6 @@ mod tenant;
 
 pub use delivery::{DeliveryEventKind, DeliveryStatus, InvalidDeliveryStatus};
 pub use scheme::{Scheme, UnknownScheme};
-pub use tenant::{defaults, InvalidSecretState, InvalidTenantId, RateLimit, SecretState, TenantId};
+pub use tenant::{
+    defaults, InvalidSecretState, InvalidTenantId, RateLimit, SecretState, TenantId, DEFAULT_ROUTE,
+};

@@ -55,7 +55,23 @@ impl TenantId {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The storage scope of this tenant's route `route` (a valid route
+    /// name: the same alphabet as a tenant id): the tenant's own id for the
+    /// default route, `tenant~route` for any other. `~` is never in a
+    /// tenant id, so scopes of different tenants and routes never meet.
+    /// A scope names storage only; it is never a tenant of its own.
+    pub fn route_scope(&self, route: &str) -> TenantId {
+        debug_assert!(TenantId::is_valid(route), "route names are validated");
+        if route == DEFAULT_ROUTE {
+            return self.clone();
+        }
+        TenantId(format!("{}~{route}", self.0))
+    }
 }
+
+/// The route every tenant has: its own destination (or pull queue).
+pub const DEFAULT_ROUTE: &str = "default";
 
 impl TryFrom<String> for TenantId {
     type Error = InvalidTenantId;
@@ -168,6 +184,18 @@ impl TryFrom<&str> for SecretState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The default route is the tenant's own scope; another route's scope
+    /// is no tenant id and shares no key prefix with its tenant's.
+    #[test]
+    fn route_scopes_never_meet_a_tenant() {
+        let acme = TenantId::try_from("acme").unwrap();
+        assert_eq!(acme.route_scope(DEFAULT_ROUTE), acme);
+        let orders = acme.route_scope("orders");
+        assert_eq!(orders.as_str(), "acme~orders");
+        assert!(!TenantId::is_valid(orders.as_str()));
+        assert!(!orders.as_str().starts_with("acme/"));
+    }
 
     #[test]
     fn tenant_ids_follow_the_documented_alphabet() {

@@ -84,6 +84,7 @@ impl StoredTenant {
             type_field: DEFAULT_TYPE_FIELD.to_owned(),
             version_field: DEFAULT_VERSION_FIELD.to_owned(),
             contracts: Vec::new(),
+            routes: Vec::new(),
         }
     }
 

@@ -22,6 +22,7 @@ mod dashboard;
 mod hostile_tests;
 mod http;
 mod retention;
+mod route;
 mod storage;
 mod tenant;
 #[cfg(test)]
@@ -31,6 +32,7 @@ pub use crate::tls::{GrpcTlsConfig, HttpTlsConfig};
 pub use bounds::{FRAMEWORK_MAX_HEAD_BYTES, MAX_BODY_LIMIT};
 pub use dashboard::DashboardConfig;
 pub use retention::{RetentionConfig, LONGEST_SENDER_RETRY_SECS};
+pub use route::{RouteConfig, RouteSettings, MAX_ROUTES};
 pub use storage::{PostgresConfig, StorageBackend};
 pub use tenant::{
     load_secret, BreakerConfig, DestinationConfig, ForwardSettings, RateLimitConfig, RetryConfig,

@@ -16,7 +16,10 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
 
-use super::bounds;
+use super::{
+    bounds,
+    route::{resolve_routes, Forwarding, RouteConfig, RouteSettings},
+};
 use crate::{
     contracts::{
         ConfigContracts, ContractConfig, Policy, UnknownEventTypes, DEFAULT_TYPE_FIELD,
@@ -91,6 +94,10 @@ pub struct TenantConfig {
     /// JSON Schema contracts per event type and optional version.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub contracts: Vec<ContractConfig>,
+    /// Routes besides the default one (the tenant's own `destination`):
+    /// each forwards (or queues for pulling) every accepted event again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub routes: Vec<RouteConfig>,
 }
 
 /// When to stop hammering a failing destination.
@@ -287,6 +294,8 @@ pub struct TenantSettings {
     pub retry_window_ms: i64,
     /// The contract policy and the config file's contracts, compiled.
     pub contracts: Arc<ConfigContracts>,
+    /// Its routes besides the default one.
+    pub routes: Vec<RouteSettings>,
 }
 
 impl DestinationConfig {
@@ -327,40 +336,23 @@ impl TenantConfig {
             self.max_body_bytes,
         )?;
         bounds::REPLAY_CACHE_CAPACITY.check("replay_cache_capacity", self.replay_cache_capacity)?;
-        bounds::check_usize(bounds::MAX_IN_FLIGHT, "max_in_flight", self.max_in_flight)?;
-        for (key, rate) in [
-            ("rate_limit", &self.rate_limit),
-            ("delivery_rate", &self.delivery_rate),
-        ] {
-            if let Some(rate) = rate {
-                bounds::RATE_PER_SEC.check(&format!("{key}.per_sec"), rate.per_sec)?;
-                bounds::RATE_BURST.check(&format!("{key}.burst"), u64::from(rate.burst))?;
-            }
+        if let Some(rate) = &self.rate_limit {
+            bounds::RATE_PER_SEC.check("rate_limit.per_sec", rate.per_sec)?;
+            bounds::RATE_BURST.check("rate_limit.burst", u64::from(rate.burst))?;
         }
-        let retry = &self.retry;
-        bounds::check_usize(
-            bounds::RETRY_STEPS,
-            "retry.schedule_secs (number of delays)",
-            retry.schedule_secs.len(),
-        )?;
-        for (i, delay) in retry.schedule_secs.iter().enumerate() {
-            bounds::RETRY_DELAY_SECS.check(&format!("retry.schedule_secs[{i}]"), *delay)?;
+        self.forwarding().check_bounds()
+    }
+
+    /// The default route's forwarding: the tenant's own fields.
+    fn forwarding(&self) -> Forwarding<'_> {
+        Forwarding {
+            key: String::new(),
+            destination: self.destination.as_ref(),
+            retry: &self.retry,
+            max_in_flight: self.max_in_flight,
+            delivery_rate: self.delivery_rate,
+            breaker: &self.breaker,
         }
-        bounds::RETRY_WINDOW_SECS.check("retry.window_secs", retry.window_secs)?;
-        bounds::RETRY_JITTER.check("retry.jitter", retry.jitter)?;
-        bounds::BREAKER_THRESHOLD.check(
-            "breaker.failure_threshold",
-            u64::from(self.breaker.failure_threshold),
-        )?;
-        bounds::BREAKER_COOLDOWN_SECS.check("breaker.cooldown_secs", self.breaker.cooldown_secs)?;
-        if let Some(dest) = &self.destination {
-            bounds::FORWARD_TIMEOUT_SECS.check("destination.timeout_secs", dest.timeout_secs)?;
-            bounds::CONNECT_TIMEOUT_SECS.check(
-                "destination.connect_timeout_secs",
-                dest.connect_timeout_secs,
-            )?;
-        }
-        Ok(())
     }
 
     /// Validates this tenant and loads its secrets.
@@ -413,11 +405,8 @@ impl TenantConfig {
             unknown: self.unknown_event_types,
         };
         let contracts = Arc::new(ConfigContracts::compile(policy, &self.contracts)?);
-        let forward = self
-            .destination
-            .as_ref()
-            .map(|d| self.forward_settings(d))
-            .transpose()?;
+        let forward = self.forwarding().settings()?;
+        let routes = resolve_routes(&id, &self.routes)?;
         Ok(TenantSettings {
             id,
             scheme,
@@ -433,16 +422,57 @@ impl TenantConfig {
             forward,
             retry_window_ms: (self.retry.window_secs * 1000.0).round() as i64,
             contracts,
+            routes,
         })
     }
+}
 
-    fn forward_settings(
-        &self,
-        dest: &DestinationConfig,
-    ) -> Result<ForwardSettings, InvalidSetting> {
+impl Forwarding<'_> {
+    /// Every number of these forwarding fields against [`bounds`].
+    pub(super) fn check_bounds(&self) -> Result<(), InvalidSetting> {
+        let key = |name: &str| format!("{}{name}", self.key);
+        bounds::check_usize(bounds::MAX_IN_FLIGHT, &key("max_in_flight"), self.max_in_flight)?;
+        if let Some(rate) = &self.delivery_rate {
+            bounds::RATE_PER_SEC.check(&key("delivery_rate.per_sec"), rate.per_sec)?;
+            bounds::RATE_BURST.check(&key("delivery_rate.burst"), u64::from(rate.burst))?;
+        }
+        let retry = self.retry;
+        bounds::check_usize(
+            bounds::RETRY_STEPS,
+            &key("retry.schedule_secs (number of delays)"),
+            retry.schedule_secs.len(),
+        )?;
+        for (i, delay) in retry.schedule_secs.iter().enumerate() {
+            bounds::RETRY_DELAY_SECS.check(&key(&format!("retry.schedule_secs[{i}]")), *delay)?;
+        }
+        bounds::RETRY_WINDOW_SECS.check(&key("retry.window_secs"), retry.window_secs)?;
+        bounds::RETRY_JITTER.check(&key("retry.jitter"), retry.jitter)?;
+        bounds::BREAKER_THRESHOLD.check(
+            &key("breaker.failure_threshold"),
+            u64::from(self.breaker.failure_threshold),
+        )?;
+        bounds::BREAKER_COOLDOWN_SECS
+            .check(&key("breaker.cooldown_secs"), self.breaker.cooldown_secs)?;
+        if let Some(dest) = self.destination {
+            bounds::FORWARD_TIMEOUT_SECS.check(&key("destination.timeout_secs"), dest.timeout_secs)?;
+            bounds::CONNECT_TIMEOUT_SECS.check(
+                &key("destination.connect_timeout_secs"),
+                dest.connect_timeout_secs,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The forward settings of these fields (`None`: pull mode).
+    pub(super) fn settings(&self) -> Result<Option<ForwardSettings>, InvalidSetting> {
+        self.destination.map(|d| self.forward_settings(d)).transpose()
+    }
+
+    fn forward_settings(&self, dest: &DestinationConfig) -> Result<ForwardSettings, InvalidSetting> {
+        let key = |name: &str| format!("{}{name}", self.key);
         if !(dest.url.starts_with("http://") || dest.url.starts_with("https://")) {
             return Err(InvalidSetting::new(
-                "destination.url",
+                key("destination.url"),
                 format!("{:?} must be an http:// or https:// URL", dest.url),
             ));
         }
@@ -451,16 +481,16 @@ impl TenantConfig {
             dest.secret_env.as_deref(),
             dest.secret_file.as_deref(),
         )
-        .map_err(|e| InvalidSetting::new("destination", e))?;
+        .map_err(|e| InvalidSetting::new(key("destination"), e))?;
         let secret =
             Secret::from_provider(Scheme::Standard, "dest", raw.expose_secret()).map_err(|e| {
                 InvalidSetting::new(
-                    "destination.secret",
+                    key("destination.secret"),
                     format!("{e} (a Standard Webhooks whsec_ secret)"),
                 )
             })?;
         let ca_certs = match &dest.ca_file {
-            Some(path) => crate::egress::load_ca_file("destination.ca_file", path)?,
+            Some(path) => crate::egress::load_ca_file(&key("destination.ca_file"), path)?,
             None => Vec::new(),
         };
         let ms = |secs: f64| (secs * 1000.0).round() as i64;
@@ -486,7 +516,8 @@ impl TenantSettings {
     /// Puts the destination under `policy`: for tenants whose destination
     /// was set over the control plane (the config file's are trusted).
     pub fn with_address_policy(mut self, policy: &Arc<AddressPolicy>) -> Self {
-        if let Some(forward) = &mut self.forward {
+        let routes = self.routes.iter_mut().filter_map(|r| r.forward.as_mut());
+        for forward in self.forward.iter_mut().chain(routes) {
             forward.address_policy = Some(policy.clone());
         }
         self

@@ -1,0 +1,162 @@
+//! A tenant's routes besides the default one: each gets its own delivery of
+//! every accepted event, written in the same durable commit, and forwards it
+//! to its own destination (or queues it for pulling) with its own retries,
+//! concurrency, rate and breaker. The default route is the tenant's own
+//! `destination` and forwarding fields, so a tenant with no `routes` is
+//! exactly what it was before routes existed.
+
+use hookd_proto::domain::{defaults, DEFAULT_ROUTE};
+use serde::{Deserialize, Serialize};
+
+use super::tenant::{
+    BreakerConfig, DestinationConfig, ForwardSettings, RateLimitConfig, RetryConfig,
+};
+use crate::{error::InvalidSetting, ids::TenantId};
+
+/// Most routes a tenant has, the default one included.
+pub const MAX_ROUTES: usize = 16;
+
+/// One extra route, as declared in the config file (`[[tenants.routes]]`).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteConfig {
+    /// Its name: 1-64 characters of a-z, 0-9, '-' or '_', unique within
+    /// the tenant, never `default`.
+    pub name: String,
+    /// Where it forwards; none: its deliveries wait to be pulled.
+    #[serde(default)]
+    pub destination: Option<DestinationConfig>,
+    /// Its retry schedule and window.
+    #[serde(default)]
+    pub retry: RetryConfig,
+    /// Its concurrency limit.
+    #[serde(default = "default_max_in_flight")]
+    pub max_in_flight: usize,
+    /// Its forward rate limit.
+    #[serde(default)]
+    pub delivery_rate: Option<RateLimitConfig>,
+    /// Its circuit breaker.
+    #[serde(default)]
+    pub breaker: BreakerConfig,
+}
+
+fn default_max_in_flight() -> usize {
+    defaults::MAX_IN_FLIGHT as usize
+}
+
+/// One extra route, validated.
+#[derive(Debug, Clone)]
+pub struct RouteSettings {
+    /// Its name.
+    pub name: String,
+    /// Where its deliveries are stored ([`TenantId::route_scope`]).
+    pub scope: TenantId,
+    /// How it forwards (`None`: pull mode).
+    pub forward: Option<ForwardSettings>,
+}
+
+/// The forwarding fields of one route, with the key prefix its errors name
+/// (`routes[1] (audit).`, empty for the default route).
+pub(super) struct Forwarding<'a> {
+    pub(super) key: String,
+    pub(super) destination: Option<&'a DestinationConfig>,
+    pub(super) retry: &'a RetryConfig,
+    pub(super) max_in_flight: usize,
+    pub(super) delivery_rate: Option<RateLimitConfig>,
+    pub(super) breaker: &'a BreakerConfig,
+}
+
+/// Validates `routes` of tenant `tenant`: names valid and unique, at most
+/// [`MAX_ROUTES`] with the default one, every number in bounds.
+pub(super) fn resolve_routes(
+    tenant: &TenantId,
+    routes: &[RouteConfig],
+) -> Result<Vec<RouteSettings>, InvalidSetting> {
+    if routes.len() + 1 > MAX_ROUTES {
+        return Err(InvalidSetting::new(
+            "routes",
+            format!("at most {MAX_ROUTES} routes, the default one included"),
+        ));
+    }
+    let mut names = vec![DEFAULT_ROUTE];
+    routes
+        .iter()
+        .enumerate()
+        .map(|(i, route)| {
+            let key = format!("routes[{i}]");
+            if !TenantId::is_valid(&route.name) {
+                return Err(InvalidSetting::new(
+                    format!("{key}.name"),
+                    "must be 1-64 characters of a-z, 0-9, '-' or '_'",
+                ));
+            }
+            if names.contains(&route.name.as_str()) {
+                return Err(InvalidSetting::new(
+                    format!("{key}.name"),
+                    format!("{:?} is taken (`default` is the tenant's own destination)", route.name),
+                ));
+            }
+            names.push(&route.name);
+            let forwarding = Forwarding {
+                key: format!("{key} ({}).", route.name),
+                destination: route.destination.as_ref(),
+                retry: &route.retry,
+                max_in_flight: route.max_in_flight,
+                delivery_rate: route.delivery_rate,
+                breaker: &route.breaker,
+            };
+            forwarding.check_bounds()?;
+            Ok(RouteSettings {
+                name: route.name.clone(),
+                scope: tenant.route_scope(&route.name),
+                forward: forwarding.settings()?,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::TenantConfig;
+
+    fn tenant(routes: serde_json::Value) -> Result<Vec<RouteSettings>, InvalidSetting> {
+        let config: TenantConfig = serde_json::from_value(serde_json::json!({
+            "id": "acme",
+            "secrets": [{ "kid": "k1", "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" }],
+            "routes": routes,
+        }))
+        .unwrap();
+        config.resolve().map(|settings| settings.routes)
+    }
+
+    #[test]
+    fn routes_resolve_with_their_own_forwarding_and_scope() {
+        let routes = tenant(serde_json::json!([
+            { "name": "audit", "max_in_flight": 3, "destination": {
+                "url": "http://127.0.0.1:9/a", "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" } },
+            { "name": "pull" },
+        ]))
+        .unwrap();
+        assert_eq!(routes.len(), 2);
+        assert_eq!(routes[0].scope.as_str(), "acme~audit");
+        let forward = routes[0].forward.as_ref().unwrap();
+        assert_eq!((forward.url.as_str(), forward.max_in_flight), ("http://127.0.0.1:9/a", 3));
+        assert!(routes[1].forward.is_none(), "a route without a URL is pulled");
+    }
+
+    #[test]
+    fn bad_routes_are_refused_naming_the_key() {
+        let refused = |routes| tenant(routes).unwrap_err().to_string();
+        assert!(refused(serde_json::json!([{ "name": "default" }])).contains("routes[0].name"));
+        assert!(refused(serde_json::json!([{ "name": "a" }, { "name": "a" }]))
+            .contains("routes[1].name"));
+        assert!(refused(serde_json::json!([{ "name": "Bad Name" }])).contains("routes[0].name"));
+        let slow = serde_json::json!([{ "name": "a", "max_in_flight": 0 }]);
+        assert!(refused(slow).contains("routes[0] (a).max_in_flight"));
+        let many: Vec<_> = (0..MAX_ROUTES)
+            .map(|i| serde_json::json!({ "name": format!("r{i}") }))
+            .collect();
+        assert!(refused(serde_json::Value::Array(many)).contains("routes"));
+    }
+}
