@@ -47,6 +47,7 @@ fn delivery(n: u64) -> NewDelivery {
         body: Bytes::from(vec![b'x'; 1024]),
         due_ms: 0,
         content_key: None,
+        copies: Vec::new(),
     }
 }
 

@@ -51,6 +51,7 @@ fn delivery(tenant: usize, n: usize, at_ms: i64) -> NewDelivery {
         body: Bytes::from(vec![b'x'; 512]),
         due_ms: at_ms,
         content_key: None,
+        copies: Vec::new(),
     }
 }
 

@@ -66,6 +66,9 @@ pub struct IngestOutcome {
     pub delivery_id: DeliveryId,
     /// True when the event had been accepted before.
     pub duplicate: bool,
+    /// The deliveries the tenant's other routes got, as (route, delivery
+    /// id) (new events only).
+    pub routes: Vec<(String, DeliveryId)>,
 }
 
 /// Why a delivery was not accepted; nothing was stored or acknowledged.

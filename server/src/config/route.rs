@@ -93,7 +93,10 @@ pub(super) fn resolve_routes(
             if names.contains(&route.name.as_str()) {
                 return Err(InvalidSetting::new(
                     format!("{key}.name"),
-                    format!("{:?} is taken (`default` is the tenant's own destination)", route.name),
+                    format!(
+                        "{:?} is taken (`default` is the tenant's own destination)",
+                        route.name
+                    ),
                 ));
             }
             names.push(&route.name);
@@ -141,16 +144,24 @@ mod tests {
         assert_eq!(routes.len(), 2);
         assert_eq!(routes[0].scope.as_str(), "acme~audit");
         let forward = routes[0].forward.as_ref().unwrap();
-        assert_eq!((forward.url.as_str(), forward.max_in_flight), ("http://127.0.0.1:9/a", 3));
-        assert!(routes[1].forward.is_none(), "a route without a URL is pulled");
+        assert_eq!(
+            (forward.url.as_str(), forward.max_in_flight),
+            ("http://127.0.0.1:9/a", 3)
+        );
+        assert!(
+            routes[1].forward.is_none(),
+            "a route without a URL is pulled"
+        );
     }
 
     #[test]
     fn bad_routes_are_refused_naming_the_key() {
         let refused = |routes| tenant(routes).unwrap_err().to_string();
         assert!(refused(serde_json::json!([{ "name": "default" }])).contains("routes[0].name"));
-        assert!(refused(serde_json::json!([{ "name": "a" }, { "name": "a" }]))
-            .contains("routes[1].name"));
+        assert!(
+            refused(serde_json::json!([{ "name": "a" }, { "name": "a" }]))
+                .contains("routes[1].name")
+        );
         assert!(refused(serde_json::json!([{ "name": "Bad Name" }])).contains("routes[0].name"));
         let slow = serde_json::json!([{ "name": "a", "max_in_flight": 0 }]);
         assert!(refused(slow).contains("routes[0] (a).max_in_flight"));

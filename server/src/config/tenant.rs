@@ -431,7 +431,11 @@ impl Forwarding<'_> {
     /// Every number of these forwarding fields against [`bounds`].
     pub(super) fn check_bounds(&self) -> Result<(), InvalidSetting> {
         let key = |name: &str| format!("{}{name}", self.key);
-        bounds::check_usize(bounds::MAX_IN_FLIGHT, &key("max_in_flight"), self.max_in_flight)?;
+        bounds::check_usize(
+            bounds::MAX_IN_FLIGHT,
+            &key("max_in_flight"),
+            self.max_in_flight,
+        )?;
         if let Some(rate) = &self.delivery_rate {
             bounds::RATE_PER_SEC.check(&key("delivery_rate.per_sec"), rate.per_sec)?;
             bounds::RATE_BURST.check(&key("delivery_rate.burst"), u64::from(rate.burst))?;
@@ -454,7 +458,8 @@ impl Forwarding<'_> {
         bounds::BREAKER_COOLDOWN_SECS
             .check(&key("breaker.cooldown_secs"), self.breaker.cooldown_secs)?;
         if let Some(dest) = self.destination {
-            bounds::FORWARD_TIMEOUT_SECS.check(&key("destination.timeout_secs"), dest.timeout_secs)?;
+            bounds::FORWARD_TIMEOUT_SECS
+                .check(&key("destination.timeout_secs"), dest.timeout_secs)?;
             bounds::CONNECT_TIMEOUT_SECS.check(
                 &key("destination.connect_timeout_secs"),
                 dest.connect_timeout_secs,
@@ -465,10 +470,15 @@ impl Forwarding<'_> {
 
     /// The forward settings of these fields (`None`: pull mode).
     pub(super) fn settings(&self) -> Result<Option<ForwardSettings>, InvalidSetting> {
-        self.destination.map(|d| self.forward_settings(d)).transpose()
+        self.destination
+            .map(|d| self.forward_settings(d))
+            .transpose()
     }
 
-    fn forward_settings(&self, dest: &DestinationConfig) -> Result<ForwardSettings, InvalidSetting> {
+    fn forward_settings(
+        &self,
+        dest: &DestinationConfig,
+    ) -> Result<ForwardSettings, InvalidSetting> {
         let key = |name: &str| format!("{}{name}", self.key);
         if !(dest.url.starts_with("http://") || dest.url.starts_with("https://")) {
             return Err(InvalidSetting::new(

@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use actix_web::{http::header::CONTENT_LENGTH, web, HttpRequest, HttpResponse};
 use futures_util::StreamExt;
+use hookd_proto::domain::DEFAULT_ROUTE;
 use serde_json::json;
 
 use super::{body::BodyBuffer, rejected, request_id_of, AppState, EdgeLimits};
@@ -68,6 +69,13 @@ pub async fn ingest(
                 "delivery_id": outcome.delivery_id,
                 "request_id": request_id,
             });
+            if !outcome.duplicate {
+                let routes = std::iter::once((DEFAULT_ROUTE, &outcome.delivery_id))
+                    .chain(outcome.routes.iter().map(|(r, id)| (r.as_str(), id)));
+                body["deliveries"] = routes
+                    .map(|(route, id)| json!({ "route": route, "delivery_id": id }))
+                    .collect();
+            }
             if outcome.duplicate {
                 body["duplicate"] = json!(true);
                 let ok = HttpResponse::Ok().json(body);

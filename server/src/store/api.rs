@@ -416,6 +416,22 @@ pub struct NewDelivery {
     /// of what the signature covers, so a resend under a fresh (unsigned)
     /// delivery-id header is a duplicate too. Never a valid event id.
     pub content_key: Option<Vec<u8>>,
+    /// The tenant's other routes that get the event too: each gets a
+    /// delivery of its own, in its route's scope, written in the same
+    /// transaction as this one (all or nothing, and not at all for a
+    /// duplicate).
+    pub copies: Vec<RouteCopy>,
+}
+
+/// Another route's delivery of a new event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteCopy {
+    /// The route's name.
+    pub route: String,
+    /// Where its deliveries are stored ([`TenantId::route_scope`]).
+    pub scope: TenantId,
+    /// The delivery it gets.
+    pub delivery_id: DeliveryId,
 }
 
 /// What happened to a [`NewDelivery`].

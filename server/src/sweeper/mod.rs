@@ -73,7 +73,11 @@ pub async fn run(registry: Registry, retention: RetentionConfig) {
     loop {
         tokio::time::sleep(interval).await;
         let due = Due::at(&retention, registry.clock().now_ms());
-        let tenants = registry.handles().into_iter().map(|h| h.data).collect();
+        let tenants = registry
+            .handles()
+            .into_iter()
+            .flat_map(|h| h.routes.iter().map(|r| r.data.clone()).collect::<Vec<_>>())
+            .collect();
         let rejections = registry
             .store()
             .rejections()

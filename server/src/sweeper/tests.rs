@@ -32,6 +32,7 @@ async fn delivered(data: &TenantStore, prefix: &str, n: usize, at_ms: i64) {
             body: bytes::Bytes::from_static(b"{}"),
             due_ms: at_ms,
             content_key: None,
+            copies: Vec::new(),
         };
         data.commit(item).await.unwrap();
         let (entry, _) = data.queue(None, 1).unwrap().remove(0);

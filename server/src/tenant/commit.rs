@@ -5,9 +5,10 @@
 
 use std::sync::Arc;
 
-use tokio::sync::Notify;
-
-use super::replay::{ReplayCache, ReplayKeys};
+use super::{
+    gate::Wakes,
+    replay::{ReplayCache, ReplayKeys},
+};
 use crate::{
     error::Error,
     feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
@@ -26,7 +27,8 @@ use crate::{
 pub(super) struct Commit {
     pub(super) data: TenantStore,
     pub(super) replay: ReplayCache,
-    pub(super) wake: Arc<Notify>,
+    /// The dispatchers of the tenant's routes, the default one first.
+    pub(super) wake: Wakes,
     pub(super) feed: DeliveryFeed,
     pub(super) tenant: TenantId,
     pub(super) request_id: RequestId,
@@ -46,6 +48,11 @@ impl Commit {
         let event_id = item.event_id.clone();
         let new_id = item.meta.delivery_id.clone();
         let received_at_ms = item.meta.received_at_ms;
+        let routes: Vec<(String, DeliveryId)> = item
+            .copies
+            .iter()
+            .map(|copy| (copy.route.clone(), copy.delivery_id.clone()))
+            .collect();
         let committed = self.data.commit(item).await;
         let committed = committed.map_err(|e| self.rejected(&event_id, &new_id, e));
         let Commit {
@@ -60,24 +67,31 @@ impl Commit {
         } = self;
         span.end(committed.as_ref().err());
         let outcome = committed?;
-        let (event_id, delivery_id, duplicate) = match outcome {
+        let (event_id, delivery_id, duplicate, routes) = match outcome {
             CommitOutcome::Accepted => {
                 sender.record(senders.as_deref(), tenant.as_str(), tolerance_secs);
-                wake.notify_one();
-                feed.publish(DeliveryEvent {
-                    kind: DeliveryEventKind::Accepted,
-                    tenant,
-                    delivery_id: new_id.clone(),
-                    event_id: event_id.clone(),
-                    at_ms: received_at_ms,
-                    attempt: 0,
-                    status_code: None,
-                    reason: None,
-                });
-                (event_id, new_id, false)
+                for wake in wake.iter() {
+                    wake.notify_one();
+                }
+                let ids = std::iter::once(&new_id).chain(routes.iter().map(|(_, id)| id));
+                for id in ids {
+                    feed.publish(DeliveryEvent {
+                        kind: DeliveryEventKind::Accepted,
+                        tenant: tenant.clone(),
+                        delivery_id: id.clone(),
+                        event_id: event_id.clone(),
+                        at_ms: received_at_ms,
+                        attempt: 0,
+                        status_code: None,
+                        reason: None,
+                    });
+                }
+                (event_id, new_id, false, routes)
             }
-            CommitOutcome::Duplicate(first) => (event_id, first, true),
-            CommitOutcome::DuplicateOf(first, first_event_id) => (first_event_id, first, true),
+            CommitOutcome::Duplicate(first) => (event_id, first, true, Vec::new()),
+            CommitOutcome::DuplicateOf(first, first_event_id) => {
+                (first_event_id, first, true, Vec::new())
+            }
         };
         for key in replay_keys.into_all() {
             replay.insert(key, (event_id.clone(), delivery_id.clone()));
@@ -86,6 +100,7 @@ impl Commit {
             event_id,
             delivery_id,
             duplicate,
+            routes,
         })
     }
 
@@ -174,6 +189,7 @@ impl ContractRejection {
                 event_id: first.event_id.unwrap_or(event_id),
                 delivery_id: first.delivery_id,
                 duplicate: true,
+                routes: Vec::new(),
             }),
             Ok(None) => {
                 if let Some(senders) = senders {

@@ -32,7 +32,11 @@ use crate::{
     ingest::{Answer, BodyError, Ingest, IngestError, IngestOutcome},
     metrics::{SenderMetrics, TypeOutcome},
     rate_limit::TokenBucket,
-    store::{api::TenantStore, records::EventMeta, NewDelivery},
+    store::{
+        api::{RouteCopy, TenantStore},
+        records::EventMeta,
+        NewDelivery,
+    },
     telemetry::{
         spans::{self, IngestSpan, ACTOR_SPAN, COMMIT_SPAN},
         Spans,
@@ -54,12 +58,15 @@ fn replay_cache_of(settings: &TenantSettings) -> ReplayCache {
     replay_cache(settings.replay_cache_capacity, settings.tolerance_secs)
 }
 
+/// What wakes the dispatchers of a tenant's routes, the default one first.
+pub(super) type Wakes = Arc<[Arc<Notify>]>;
+
 /// What a gate writes to and reports through, besides its tenant's state.
 #[derive(Clone)]
 pub(super) struct GateParts {
     pub data: TenantStore,
     pub clock: SharedClock,
-    pub wake: Arc<Notify>,
+    pub wake: Wakes,
     pub feed: DeliveryFeed,
     pub spans: Spans,
     pub senders: Option<Arc<SenderMetrics>>,
@@ -89,7 +96,7 @@ impl Gate {
         let parts = GateParts {
             data,
             clock,
-            wake,
+            wake: Arc::new([wake]),
             feed,
             spans,
             senders: None,
@@ -216,6 +223,7 @@ impl Gate {
                 event_id,
                 delivery_id,
                 duplicate: true,
+                routes: Vec::new(),
             }));
         }
 
@@ -288,12 +296,23 @@ fn new_delivery(
         span_id,
         sampled,
     };
+    let copies = snapshot
+        .settings()
+        .routes
+        .iter()
+        .map(|route| RouteCopy {
+            route: route.name.clone(),
+            scope: route.scope.clone(),
+            delivery_id: DeliveryId::generate(),
+        })
+        .collect();
     NewDelivery {
         content_key: snapshot.content_idem_key(keys),
         event_id,
         meta,
         body: msg.body.clone(),
         due_ms: now_ms,
+        copies,
     }
 }
 

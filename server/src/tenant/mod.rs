@@ -8,6 +8,7 @@ mod commit;
 mod gate;
 mod registry;
 mod replay;
+mod routes;
 mod slot;
 mod snapshot;
 mod validate;

@@ -11,11 +11,19 @@ use actix::ArbiterHandle;
 use futures_util::future::AbortHandle;
 use tokio::sync::Notify;
 
-use super::{actor::Change, gate::GateParts, slot::ActorSlot, snapshot::Snapshot};
+use hookd_proto::domain::DEFAULT_ROUTE;
+
+use super::{
+    actor::Change,
+    gate::GateParts,
+    routes::{self, RouteHandle},
+    slot::ActorSlot,
+    snapshot::Snapshot,
+};
 use crate::{
     catalog::{self, contracts::ContractStore, follow::Tenants},
     clock::SharedClock,
-    config::{RateLimitConfig, TenantSettings},
+    config::{ForwardSettings, RateLimitConfig, TenantSettings},
     contracts::{Contract, TenantContracts},
     error::{Error, Result},
     feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
@@ -41,13 +49,16 @@ pub struct TenantHandle {
     pub data: TenantStore,
     /// Wakes its dispatcher when work is queued.
     pub wake: Arc<Notify>,
+    /// Its routes, the default one (`data`, `wake`) first.
+    pub routes: Arc<[RouteHandle]>,
     /// The counters of its `tenant` label.
     pub metrics: Arc<TenantMetrics>,
     /// How many of its rejections may still be recorded; kept across
     /// restarts of the tenant, so an update does not refill it.
     pub rejection_budget: Arc<RejectionBudget>,
-    /// Its dispatcher, when it forwards; replaced when it is updated.
-    dispatcher: Arc<Mutex<Option<AbortHandle>>>,
+    /// The dispatchers of its routes that forward; replaced when it is
+    /// updated.
+    dispatchers: Arc<Mutex<Vec<AbortHandle>>>,
 }
 
 /// All running tenants.
@@ -134,9 +145,11 @@ impl Registry {
     /// once. Blocks on storage.
     pub fn release_leases(&self) {
         for handle in self.handles() {
-            let id = &handle.settings().id;
-            if let Err(e) = self.store.release_forwarding(id, &self.lease.owner) {
-                tracing::warn!(tenant = %id, error = %e, "giving up the forwarding lease failed; it runs out by itself");
+            for route in handle.routes.iter() {
+                let scope = route.scope();
+                if let Err(e) = self.store.release_forwarding(scope, &self.lease.owner) {
+                    tracing::warn!(tenant = %scope, error = %e, "giving up the forwarding lease failed; it runs out by itself");
+                }
             }
         }
     }
@@ -159,12 +172,18 @@ impl Registry {
         let data = self.store.tenant(&settings.id)?;
         let arbiter = &self.arbiters[self.arbiter_index(&settings.id)];
         let wake = Arc::new(Notify::new());
+        let default = RouteHandle {
+            name: DEFAULT_ROUTE.to_owned(),
+            data: data.clone(),
+            wake: wake.clone(),
+        };
+        let routes: Arc<[RouteHandle]> = RouteHandle::all(&self.store, &settings, default)?.into();
         let metrics = self.telemetry.metrics().tenant(&settings.id);
         let senders = self.telemetry.metrics().senders().label(metrics.label());
         let parts = GateParts {
             data: data.clone(),
             clock: self.clock.clone(),
-            wake: wake.clone(),
+            wake: routes.iter().map(|r| r.wake.clone()).collect(),
             feed: self.feed.clone(),
             spans: self.telemetry.spans().clone(),
             senders: Some(senders),
@@ -172,7 +191,7 @@ impl Registry {
         let contracts = self.compiled_contracts(&settings, &TenantContracts::default(), None);
         let first = Snapshot::of(settings.clone(), Arc::new(contracts));
         let actor = Arc::new(ActorSlot::new(arbiter.clone(), first, parts));
-        let dispatcher = self.dispatcher(&settings, &data, &wake, &metrics)?;
+        let dispatchers = self.dispatchers(&settings, &routes, &metrics)?;
         let mut tenants = self.tenants.write().expect("registry lock");
         let rejection_budget = tenants.get(&settings.id).map_or_else(
             || {
@@ -185,9 +204,10 @@ impl Registry {
             actor,
             data,
             wake,
+            routes,
             metrics,
             rejection_budget,
-            dispatcher: Arc::new(Mutex::new(dispatcher)),
+            dispatchers: Arc::new(Mutex::new(dispatchers)),
         };
         let old = tenants.insert(settings.id.clone(), handle);
         drop(tenants);
@@ -201,24 +221,42 @@ impl Registry {
         Ok(())
     }
 
-    /// A running dispatcher for `settings`' destination, if it has one.
+    /// A running dispatcher for each route of `settings` with a
+    /// destination, each on its route's scope (its own queue, in-flight
+    /// slots, rate, breaker and lease). None runs unless all could start.
+    fn dispatchers(
+        &self,
+        settings: &TenantSettings,
+        routes: &[RouteHandle],
+        metrics: &Arc<TenantMetrics>,
+    ) -> Result<Vec<AbortHandle>> {
+        let built = routes
+            .iter()
+            .zip(routes::forwarding(settings))
+            .filter_map(|(route, forward)| Some((route, forward?)))
+            .map(|(route, forward)| self.dispatcher(settings, route, forward, metrics))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(built
+            .into_iter()
+            .map(|dispatcher| self.forwarding.spawn(dispatcher.run()))
+            .collect())
+    }
+
+    /// The dispatcher of one route.
     fn dispatcher(
         &self,
         settings: &TenantSettings,
-        data: &TenantStore,
-        wake: &Arc<Notify>,
+        route: &RouteHandle,
+        forward: &ForwardSettings,
         metrics: &Arc<TenantMetrics>,
-    ) -> Result<Option<AbortHandle>> {
-        let Some(forward) = &settings.forward else {
-            return Ok(None);
-        };
-        let dispatcher = Dispatcher::new(DispatcherParts {
-            tenant: settings.id.clone(),
-            data: data.clone(),
+    ) -> Result<Dispatcher> {
+        Dispatcher::new(DispatcherParts {
+            tenant: route.scope().clone(),
+            data: route.data.clone(),
             store: self.store.clone(),
             settings: forward.clone(),
             clock: self.clock.clone(),
-            wake: wake.clone(),
+            wake: route.wake.clone(),
             feed: self.feed.clone(),
             spans: self.telemetry.spans().clone(),
             metrics: metrics.clone(),
@@ -227,11 +265,10 @@ impl Registry {
         })
         .map_err(|e| {
             Error::config(
-                format!("tenant {}", settings.id),
+                format!("tenant {} route {}", settings.id, route.name),
                 format!("destination client: {e}"),
             )
-        })?;
-        Ok(Some(self.forwarding.spawn(dispatcher.run())))
+        })
     }
 
     /// Records a stored tenant that could not start, so its ingest answers
@@ -278,17 +315,17 @@ impl Registry {
     pub fn update(&self, settings: TenantSettings) -> Result<()> {
         let handle = self.running(settings.id.as_str())?;
         let _one_at_a_time = self.changes.lock().unwrap_or_else(PoisonError::into_inner);
-        let dispatcher = self.dispatcher(&settings, &handle.data, &handle.wake, &handle.metrics)?;
+        let dispatchers = self.dispatchers(&settings, &handle.routes, &handle.metrics)?;
         let contracts = self.compiled_contracts(&settings, &handle.contracts(), None);
         let applied = handle.actor.change(Change::Settings {
             settings: Arc::new(settings),
             contracts: Some(contracts),
         });
         let old = std::mem::replace(
-            &mut *handle.dispatcher.lock().expect("dispatcher lock"),
-            dispatcher,
+            &mut *handle.dispatchers.lock().expect("dispatcher lock"),
+            dispatchers,
         );
-        if let Some(old) = old {
+        for old in old {
             old.abort();
         }
         applied
@@ -470,7 +507,7 @@ impl TenantHandle {
 
     /// Stops the dispatcher; the actor stops when its last address is dropped.
     fn stop(&self) {
-        if let Some(abort) = self.dispatcher.lock().expect("dispatcher lock").take() {
+        for abort in self.dispatchers.lock().expect("dispatcher lock").drain(..) {
             abort.abort();
         }
     }

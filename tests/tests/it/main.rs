@@ -33,6 +33,7 @@ mod refusals_kill;
 mod rejections;
 mod replay;
 mod retention;
+mod routes;
 mod sealed;
 mod signature_headers;
 mod ssrf;

@@ -20,9 +20,11 @@ use crate::{
 mod pull;
 mod redirects;
 mod retention;
+mod routes;
 use pull::{concurrent_pulls_never_share_a_delivery, pull_ack_nack};
 use redirects::redirects_are_kept_with_their_delivery;
 use retention::{dead_letters_and_redelivered_originals_go, steps_remove_more_than_one_batch};
+use routes::{a_fan_out_is_one_commit_and_a_duplicate_writes_none, route_queues_are_apart};
 
 /// An engine under test and what must live as long as it.
 struct Engine {
@@ -98,6 +100,8 @@ engines!(
     forwarding_leases,
     redirects_are_kept_with_their_delivery,
     rejection_pages_filtered_by_signature_are_full,
+    a_fan_out_is_one_commit_and_a_duplicate_writes_none,
+    route_queues_are_apart,
 );
 
 fn tenant(engine: &Engine, id: &str) -> TenantStore {
@@ -123,6 +127,7 @@ pub(super) fn new_delivery(event: &str, at_ms: i64, content_key: Option<&[u8]>) 
         body: bytes::Bytes::from(format!("{{\"event\":\"{event}\"}}")),
         due_ms: at_ms,
         content_key: content_key.map(<[u8]>::to_vec),
+        copies: Vec::new(),
     }
 }
 

@@ -22,7 +22,7 @@ use crate::{
     error::{Error, Result},
     ids::{DeliveryId, EventId, TenantId},
     store::{
-        records::{encode, queue_key, DeliveryState, StoredEvent},
+        records::{encode, queue_key, DeliveryState, EventMeta, StoredEvent},
         CommitOutcome, NewDelivery,
     },
 };
@@ -282,23 +282,44 @@ async fn write_one(
         }
     }
     let key = queue_key(d.due_ms, sequence);
-    let mut pending = DeliveryState::pending(d.event_id.clone(), received);
+    insert_delivery(tx, st, tenant, &d.meta, d, &key).await?;
+    for copy in &d.copies {
+        let mut meta = d.meta.clone();
+        meta.delivery_id = copy.delivery_id.clone();
+        insert_delivery(tx, st, copy.scope.as_str(), &meta, d, &key).await?;
+    }
+    Ok(CommitOutcome::Accepted)
+}
+
+/// The stored event, pending state and queue entry of the delivery `meta`
+/// names, in `scope` (the tenant's, or one of its routes'): the queue key is
+/// unique within its scope.
+async fn insert_delivery(
+    tx: &deadpool_postgres::Transaction<'_>,
+    st: &Statements,
+    scope: &str,
+    meta: &EventMeta,
+    d: &NewDelivery,
+    key: &[u8; 16],
+) -> Result<()> {
+    let delivery_id = meta.delivery_id.as_str();
+    let mut pending = DeliveryState::pending(d.event_id.clone(), meta.received_at_ms);
     pending.queue_key = Some(hex::encode(key));
-    let stored = StoredEvent::encode(&d.meta, &d.body);
-    tx.execute(&st.event, &[&tenant, &delivery_id, &stored])
+    let stored = StoredEvent::encode(meta, &d.body);
+    tx.execute(&st.event, &[&scope, &delivery_id, &stored])
         .await
         .map_err(pg)?;
     let status = pending.status.as_str();
     tx.execute(
         &st.state,
-        &[&tenant, &delivery_id, &status, &encode(&pending)],
+        &[&scope, &delivery_id, &status, &encode(&pending)],
     )
     .await
     .map_err(pg)?;
-    tx.execute(&st.queue, &[&tenant, &&key[..], &delivery_id])
+    tx.execute(&st.queue, &[&scope, &&key[..], &delivery_id])
         .await
         .map_err(pg)?;
-    Ok(CommitOutcome::Accepted)
+    Ok(())
 }
 
 /// The first delivery recorded under `key`.

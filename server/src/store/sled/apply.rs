@@ -7,14 +7,19 @@ use sled::{transaction::TransactionError, Transactional};
 use super::{
     api::{CommitOutcome, NewDelivery},
     gauges::Tally,
-    records::{decode, encode, queue_key, DeliveryState, IdempotencyRecord, StoredEvent},
+    records::{
+        decode, encode, queue_key, DeliveryState, EventMeta, IdempotencyRecord, StoredEvent,
+    },
     TenantTrees,
 };
 use crate::error::{Error, Result};
 
-/// A delivery on its way to the committer, with the tenant it is for.
+/// A delivery on its way to the committer, with the tenant it is for and
+/// the trees of each of its route copies (in the order of
+/// [`NewDelivery::copies`]).
 pub(super) struct Write {
     pub(super) trees: TenantTrees,
+    pub(super) copies: Vec<TenantTrees>,
     pub(super) delivery: NewDelivery,
 }
 
@@ -32,7 +37,10 @@ pub(super) fn apply_isolated(items: &[&Write]) -> Result<Vec<Result<CommitOutcom
     {
         return Err(Error::Io(std::io::Error::other("injected write failure")));
     }
-    let dropped: Vec<bool> = items.iter().map(|item| item.trees.is_dropped()).collect();
+    let dropped: Vec<bool> = items
+        .iter()
+        .map(|item| item.trees.is_dropped() || item.copies.iter().any(TenantTrees::is_dropped))
+        .collect();
     let live: Vec<&Write> = items
         .iter()
         .zip(&dropped)
@@ -54,11 +62,19 @@ pub(super) fn apply_isolated(items: &[&Write]) -> Result<Vec<Result<CommitOutcom
 struct Encoded<'a> {
     trees: &'a TenantTrees,
     event_id: &'a str,
-    delivery_id: &'a str,
-    queue_key: [u8; 16],
     idem: Vec<u8>,
     /// Content key and its record, naming the event id.
     content: Option<(&'a [u8], Vec<u8>)>,
+    /// The delivery of each route: the default one first.
+    deliveries: Vec<EncodedDelivery<'a>>,
+}
+
+/// One route's delivery of a write: its stored event, state and queue
+/// entry, in its route's scope.
+struct EncodedDelivery<'a> {
+    trees: &'a TenantTrees,
+    delivery_id: &'a str,
+    queue_key: [u8; 16],
     event: Vec<u8>,
     state: Vec<u8>,
 }
@@ -86,16 +102,13 @@ fn apply_batch(items: &[&Write]) -> Result<Vec<CommitOutcome>> {
         shared.queue.tree(),
     );
     let result = trees.transaction(|(idem, events, states, queue)| {
-        let tallies: Vec<Tally> = encoded.iter().map(|_| Tally::default()).collect();
+        let tallies: Vec<Vec<Tally>> = encoded
+            .iter()
+            .map(|e| e.deliveries.iter().map(|_| Tally::default()).collect())
+            .collect();
         let mut existing = Vec::with_capacity(encoded.len());
         for (e, tally) in encoded.iter().zip(&tallies) {
-            let t = e.trees;
-            let (idem, events, states, queue) = (
-                t.idem.tx(idem),
-                t.events.tx(events),
-                t.state.tx(states),
-                t.queue.tx(queue),
-            );
+            let idem = e.trees.idem.tx(idem);
             if let Some(first) = idem.get(e.event_id)? {
                 existing.push(Some(first));
                 continue;
@@ -108,20 +121,30 @@ fn apply_batch(items: &[&Write]) -> Result<Vec<CommitOutcome>> {
                 idem.insert(*key, record.as_slice())?;
             }
             idem.insert(e.event_id, e.idem.as_slice())?;
-            events.insert(e.delivery_id, e.event.as_slice())?;
-            states.insert(e.delivery_id, e.state.as_slice())?;
-            tally.queue_inserted(queue.insert(e.queue_key, e.delivery_id)?);
+            for (d, tally) in e.deliveries.iter().zip(tally) {
+                let t = d.trees;
+                let (events, states, queue) =
+                    (t.events.tx(events), t.state.tx(states), t.queue.tx(queue));
+                events.insert(d.delivery_id, d.event.as_slice())?;
+                states.insert(d.delivery_id, d.state.as_slice())?;
+                tally.queue_inserted(queue.insert(d.queue_key, d.delivery_id)?);
+            }
             existing.push(None);
         }
         Ok((
             existing,
-            tallies.iter().map(Tally::delta).collect::<Vec<_>>(),
+            tallies
+                .iter()
+                .map(|t| t.iter().map(Tally::delta).collect::<Vec<_>>())
+                .collect::<Vec<_>>(),
         ))
     });
     let existing = match result {
         Ok((existing, deltas)) => {
-            for (e, delta) in encoded.iter().zip(deltas) {
-                e.trees.gauges.apply(delta);
+            for (e, deltas) in encoded.iter().zip(deltas) {
+                for (d, delta) in e.deliveries.iter().zip(deltas) {
+                    d.trees.gauges.apply(delta);
+                }
             }
             existing
         }
@@ -147,24 +170,46 @@ impl<'a> Encoded<'a> {
     fn new(item: &'a Write) -> Result<Encoded<'a>> {
         let delivery = &item.delivery;
         let meta = &delivery.meta;
-        let queue_key = queue_key(delivery.due_ms, item.trees.sequence()?);
-        let mut state = DeliveryState::pending(delivery.event_id.clone(), meta.received_at_ms);
-        state.queue_key = Some(hex::encode(queue_key));
         let record = |event_id| IdempotencyRecord {
             delivery_id: meta.delivery_id.clone(),
             received_at_ms: meta.received_at_ms,
             event_id,
         };
+        let mut deliveries = vec![EncodedDelivery::new(&item.trees, delivery, meta)?];
+        for (trees, copy) in item.copies.iter().zip(&delivery.copies) {
+            let mut meta = meta.clone();
+            meta.delivery_id = copy.delivery_id.clone();
+            let mut encoded = EncodedDelivery::new(trees, delivery, &meta)?;
+            encoded.delivery_id = copy.delivery_id.as_str();
+            deliveries.push(encoded);
+        }
         Ok(Encoded {
             trees: &item.trees,
             event_id: delivery.event_id.as_str(),
-            delivery_id: meta.delivery_id.as_str(),
-            queue_key,
             idem: encode(&record(None)),
             content: delivery
                 .content_key
                 .as_deref()
                 .map(|key| (key, encode(&record(Some(delivery.event_id.clone()))))),
+            deliveries,
+        })
+    }
+}
+
+impl<'a> EncodedDelivery<'a> {
+    /// The delivery `meta` names, of `delivery`'s event, in `trees`.
+    fn new(
+        trees: &'a TenantTrees,
+        delivery: &'a NewDelivery,
+        meta: &EventMeta,
+    ) -> Result<EncodedDelivery<'a>> {
+        let queue_key = queue_key(delivery.due_ms, trees.sequence()?);
+        let mut state = DeliveryState::pending(delivery.event_id.clone(), meta.received_at_ms);
+        state.queue_key = Some(hex::encode(queue_key));
+        Ok(EncodedDelivery {
+            trees,
+            delivery_id: delivery.meta.delivery_id.as_str(),
+            queue_key,
             event: StoredEvent::encode(meta, &delivery.body),
             state: encode(&state),
         })

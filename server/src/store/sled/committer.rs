@@ -176,9 +176,15 @@ impl Committer {
     pub(super) async fn commit(
         &self,
         trees: TenantTrees,
+        copies: Vec<TenantTrees>,
         delivery: NewDelivery,
     ) -> Result<CommitOutcome> {
-        self.ask(|reply| Request::Write(Box::new(Write { trees, delivery }), reply))
+        let write = Write {
+            trees,
+            copies,
+            delivery,
+        };
+        self.ask(|reply| Request::Write(Box::new(write), reply))
             .await
     }
 
@@ -386,6 +392,7 @@ mod tests {
             body: bytes::Bytes::from_static(b"{}"),
             due_ms: 1,
             content_key: None,
+            copies: Vec::new(),
         }
     }
 
@@ -406,7 +413,7 @@ mod tests {
         let commits = (0..64).map(|n| {
             let (trees, item) = (tenants[n % 2].clone(), delivery(n % 60));
             let committer = store.committer().clone();
-            tokio::spawn(async move { committer.commit(trees, item).await.unwrap() })
+            tokio::spawn(async move { committer.commit(trees, Vec::new(), item).await.unwrap() })
         });
         let outcomes = futures_util::future::join_all(commits).await;
         let accepted = outcomes

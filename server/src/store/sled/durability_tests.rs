@@ -72,6 +72,7 @@ fn delivery(event_id: &str, body: Bytes) -> NewDelivery {
         body,
         due_ms: 1,
         content_key: None,
+        copies: Vec::new(),
     }
 }
 
@@ -134,7 +135,11 @@ async fn every_file_backing_an_acknowledged_event_is_synced() {
         let body = Bytes::from(vec![b'a' + (n % 26) as u8; len]);
         let outcome = store
             .committer()
-            .commit(trees.clone(), delivery(&format!("evt_{n}"), body))
+            .commit(
+                trees.clone(),
+                Vec::new(),
+                delivery(&format!("evt_{n}"), body),
+            )
             .await
             .unwrap();
         assert_eq!(outcome, CommitOutcome::Accepted);
@@ -176,7 +181,11 @@ async fn blobs_are_durable_before_the_log_that_points_at_them() {
         let body = Bytes::from(vec![b'a' + (n % 26) as u8; 256 * 1024]);
         store
             .committer()
-            .commit(trees.clone(), delivery(&format!("evt_{n}"), body))
+            .commit(
+                trees.clone(),
+                Vec::new(),
+                delivery(&format!("evt_{n}"), body),
+            )
             .await
             .unwrap();
         let commit = sync.synced().split_off(before);
@@ -223,9 +232,11 @@ async fn a_failed_sync_poisons_the_store_until_it_is_reopened() {
         .tenant_trees(&TenantId::try_from("t").unwrap())
         .unwrap();
     let commit = |id: &str| {
-        store
-            .committer()
-            .commit(trees.clone(), delivery(id, Bytes::from_static(b"{}")))
+        store.committer().commit(
+            trees.clone(),
+            Vec::new(),
+            delivery(id, Bytes::from_static(b"{}")),
+        )
     };
     assert_eq!(commit("evt_1").await.unwrap(), CommitOutcome::Accepted);
 
@@ -262,9 +273,11 @@ async fn a_failed_sync_poisons_the_store_until_it_is_reopened() {
         .tenant_trees(&TenantId::try_from("t").unwrap())
         .unwrap();
     let commit = |id: &str| {
-        store
-            .committer()
-            .commit(trees.clone(), delivery(id, Bytes::from_static(b"{}")))
+        store.committer().commit(
+            trees.clone(),
+            Vec::new(),
+            delivery(id, Bytes::from_static(b"{}")),
+        )
     };
     assert!(matches!(
         commit("evt_1").await.unwrap(),
@@ -296,7 +309,9 @@ async fn deleting_a_tenant_fails_only_its_own_writes() {
             .map(|n| {
                 let item = delivery(&format!("evt_{round}_{n}"), Bytes::from_static(b"{}"));
                 let (committer, tenant) = (store.committer().clone(), trees[n % 3].clone());
-                tokio::spawn(async move { (n % 3, committer.commit(tenant, item).await) })
+                tokio::spawn(
+                    async move { (n % 3, committer.commit(tenant, Vec::new(), item).await) },
+                )
             })
             .collect::<Vec<_>>()
     };

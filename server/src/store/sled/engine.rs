@@ -39,7 +39,12 @@ impl TenantData for TenantTrees {
 
     fn commit(&self, item: NewDelivery) -> BoxFuture<'static, Result<CommitOutcome>> {
         let (committer, trees) = (self.committer.clone(), self.clone());
-        async move { committer.commit(trees, item).await }.boxed()
+        let copies = item
+            .copies
+            .iter()
+            .map(|copy| self.route_trees(&copy.scope))
+            .collect::<Result<Vec<_>>>();
+        async move { committer.commit(trees, copies?, item).await }.boxed()
     }
 
     fn counts(&self) -> Result<QueueCounts> {

@@ -146,6 +146,7 @@ mod tests {
                 body: actix_web::web::Bytes::from_static(b"{}"),
                 due_ms: 1_000,
                 content_key: None,
+                copies: Vec::new(),
             },
         )
         .await

@@ -24,6 +24,7 @@ fn delivery_at(at_ms: u64, n: u128) -> NewDelivery {
         body: Bytes::from(vec![b'x'; 1024]),
         due_ms: at_ms as i64,
         content_key: None,
+        copies: Vec::new(),
     }
 }
 
@@ -43,7 +44,11 @@ async fn events_of_many_tenants_are_stored_in_time_order() {
             .unwrap();
         let item = delivery_at(1_700_000_000_000 + n as u64, n as u128);
         let id = item.meta.delivery_id.clone();
-        let outcome = store.committer().commit(trees, item).await.unwrap();
+        let outcome = store
+            .committer()
+            .commit(trees, Vec::new(), item)
+            .await
+            .unwrap();
         assert_eq!(outcome, CommitOutcome::Accepted);
         written.push((*tenant, id));
     }
@@ -90,7 +95,11 @@ async fn dropping_a_tenant_removes_its_time_first_events() {
         let tenant = if n % 5 == 0 { &kept } else { &gone };
         let trees = store.tenant_trees(tenant).unwrap();
         let item = delivery_at(1_700_000_000_000 + n as u64, n);
-        store.committer().commit(trees, item).await.unwrap();
+        store
+            .committer()
+            .commit(trees, Vec::new(), item)
+            .await
+            .unwrap();
     }
     store.drop_tenant_trees(&gone).await.unwrap();
     let events = &store.shared.0[1];

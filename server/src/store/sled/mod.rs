@@ -152,6 +152,8 @@ pub struct TenantTrees {
     /// tenant in this process.
     gauges: Arc<LiveCounts>,
     dropped: Arc<AtomicBool>,
+    /// The engine, for the trees of this tenant's other routes.
+    store: SledStore,
 }
 
 impl TenantTrees {
@@ -173,7 +175,14 @@ impl TenantTrees {
             done: space(6),
             gauges: mark.gauges.clone(),
             dropped: mark.dropped.clone(),
+            store: store.clone(),
         }
+    }
+
+    /// The trees of route scope `scope` (of this tenant), in the same
+    /// shared trees, so one transaction writes both.
+    pub(super) fn route_trees(&self, scope: &TenantId) -> Result<TenantTrees> {
+        self.store.tenant_trees(scope)
     }
 
     /// The tenant these trees belong to.

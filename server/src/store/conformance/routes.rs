@@ -1,0 +1,92 @@
+//! Conformance of fan-out: an event accepted for a tenant with routes gets
+//! one delivery per route, each in its route's scope, written in the one
+//! commit that records the event (a duplicate writes none), and each
+//! route's queue, states and dead letters are its own.
+
+use super::{attempt, new_delivery, tenant, Engine};
+use crate::{
+    ids::{DeliveryId, TenantId},
+    store::{
+        api::{CommitOutcome, RouteCopy, TenantStore},
+        lifecycle::Next,
+        records::DeliveryStatus,
+    },
+};
+
+/// The copies of `event` for routes `routes` of tenant `acme`.
+fn copies(routes: &[&str]) -> Vec<RouteCopy> {
+    let acme = TenantId::try_from("acme").unwrap();
+    routes
+        .iter()
+        .map(|route| RouteCopy {
+            route: (*route).to_owned(),
+            scope: acme.route_scope(route),
+            delivery_id: DeliveryId::generate(),
+        })
+        .collect()
+}
+
+fn scope(engine: &Engine, route: &str) -> TenantStore {
+    let acme = TenantId::try_from("acme").unwrap();
+    engine.store.tenant(&acme.route_scope(route)).unwrap()
+}
+
+pub(super) async fn a_fan_out_is_one_commit_and_a_duplicate_writes_none(engine: Engine) {
+    let data = tenant(&engine, "acme");
+    let mut item = new_delivery("evt_fan", 1_000, None);
+    item.copies = copies(&["audit", "pull"]);
+    let (first, others) = (item.meta.delivery_id.clone(), item.copies.clone());
+    assert_eq!(data.commit(item).await.unwrap(), CommitOutcome::Accepted);
+    assert_eq!(data.queue(None, 10).unwrap().len(), 1);
+    for copy in &others {
+        let route = scope(&engine, &copy.route);
+        let queue = route.queue(None, 10).unwrap();
+        assert_eq!(queue.len(), 1, "{}: one queue entry", copy.route);
+        assert_eq!(queue[0].1, copy.delivery_id);
+        let state = route.state(&copy.delivery_id).unwrap().unwrap();
+        assert_eq!(state.status, DeliveryStatus::Pending);
+        let event = route.event(&copy.delivery_id).unwrap().unwrap();
+        assert_eq!(event.meta.delivery_id, copy.delivery_id);
+        assert_eq!(&event.body[..], br#"{"event":"evt_fan"}"#);
+        assert!(
+            data.state(&copy.delivery_id).unwrap().is_none(),
+            "not the tenant's own"
+        );
+    }
+
+    let mut again = new_delivery("evt_fan", 2_000, None);
+    again.copies = copies(&["audit", "pull"]);
+    assert_eq!(
+        data.commit(again).await.unwrap(),
+        CommitOutcome::Duplicate(first)
+    );
+    for route in ["audit", "pull"] {
+        assert_eq!(scope(&engine, route).queue(None, 10).unwrap().len(), 1);
+    }
+}
+
+pub(super) async fn route_queues_are_apart(engine: Engine) {
+    let data = tenant(&engine, "acme");
+    let mut item = new_delivery("evt_apart", 1_000, None);
+    item.copies = copies(&["audit"]);
+    let audit_id = item.copies[0].delivery_id.clone();
+    data.commit(item).await.unwrap();
+    let audit = scope(&engine, "audit");
+    let (entry, id) = audit.queue(None, 10).unwrap().remove(0);
+    assert_eq!(id, audit_id);
+    let dead = Next::Dead {
+        reason: "gave up".into(),
+    };
+    audit
+        .record_attempt(&entry, &id, &attempt(1, 1_000), &dead, 1_000)
+        .unwrap()
+        .unwrap();
+    assert_eq!(audit.counts().unwrap().dead, 1);
+    assert_eq!(data.counts().unwrap().dead, 0, "the default route has none");
+    assert_eq!(
+        data.counts().unwrap().depth,
+        1,
+        "and its own is still queued"
+    );
+    assert_eq!(audit.counts().unwrap().depth, 0);
+}

@@ -1,0 +1,102 @@
+//! Routes over real HTTP: one accepted event fans out to every route of
+//! its tenant, each forwarding to its own destination with its own
+//! delivery, in the same commit; a duplicate makes no new deliveries; a
+//! hanging route holds up only its own deliveries.
+
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+
+use crate::{
+    harness::{order, signed, tenant, TestServer, DEST_SECRET},
+    receiver::{Receiver, Reply},
+};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+/// A route of the last tenant forwarding to `url`.
+fn route(name: &str, url: &str, top: &str) -> String {
+    format!(
+        "[[tenants.routes]]\nname = \"{name}\"\n{top}\n[tenants.routes.destination]\nurl = \"{url}\"\nsecret = \"{DEST_SECRET}\"\n"
+    )
+}
+
+/// Posts event `id` to `shop`, signed at the server's clock.
+async fn post(s: &TestServer, id: &str) -> crate::harness::Answer {
+    let body = order(id);
+    s.post("shop", &signed(id, s.clock_secs(), &body), &body)
+        .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn one_event_fans_out_to_three_sinks_each_with_its_own_delivery() {
+    let sinks = [
+        Receiver::start(Reply::Status(200)).await,
+        Receiver::start(Reply::Status(204)).await,
+        Receiver::start(Reply::Status(202)).await,
+    ];
+    let config = tenant("shop", &sinks[0].url, "", "", "")
+        + &route("audit", &sinks[1].url, "")
+        + &route("crm", &sinks[2].url, "max_in_flight = 2");
+    let s = TestServer::start_live(&config);
+    let accepted = post(&s, "evt_fan").await;
+    assert_eq!(accepted.status, StatusCode::ACCEPTED, "{:?}", accepted.body);
+    let deliveries = accepted.body["deliveries"].as_array().unwrap().clone();
+    let routes: Vec<&str> = deliveries
+        .iter()
+        .map(|d| d["route"].as_str().unwrap())
+        .collect();
+    assert_eq!(routes, ["default", "audit", "crm"]);
+    assert_eq!(deliveries[0]["delivery_id"], accepted.body["delivery_id"]);
+    for (sink, delivery) in sinks.iter().zip(&deliveries) {
+        let got = sink.wait_for(1, WAIT).await;
+        assert_eq!(got[0].body.as_ref(), order("evt_fan").as_slice());
+        assert_eq!(
+            got[0].header("hookd-delivery-id"),
+            delivery["delivery_id"].as_str(),
+            "route {}",
+            delivery["route"]
+        );
+    }
+
+    let again = post(&s, "evt_fan").await;
+    assert_eq!(
+        again.status,
+        StatusCode::OK,
+        "a duplicate: {:?}",
+        again.body
+    );
+    assert!(again.body.get("deliveries").is_none());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for sink in &sinks {
+        assert_eq!(sink.received().len(), 1, "no new delivery for a duplicate");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hanging_route_holds_up_only_its_own_deliveries() {
+    let healthy = Receiver::start(Reply::Status(200)).await;
+    let hanging = Receiver::start(Reply::Hang(Duration::from_secs(30))).await;
+    let config = tenant("shop", &healthy.url, "", "", "")
+        + &route("slow", &hanging.url, "max_in_flight = 2");
+    let s = TestServer::start_live(&config);
+    let mut worst = Duration::ZERO;
+    for i in 0..20 {
+        let sent = Instant::now();
+        assert_eq!(
+            post(&s, &format!("evt_{i}")).await.status,
+            StatusCode::ACCEPTED
+        );
+        healthy.wait_for(i + 1, WAIT).await;
+        worst = worst.max(sent.elapsed());
+    }
+    assert!(
+        worst < Duration::from_secs(2),
+        "the healthy route's worst ingest-to-delivery latency {worst:?}"
+    );
+    assert_eq!(
+        hanging.received().len(),
+        2,
+        "the hanging route stays within its own 2 slots"
+    );
+}
