@@ -1,9 +1,10 @@
 //! Crash campaign against the real `hookd` binary: a steady load of signed
-//! deliveries (about one in ten a re-send of an event already answered),
-//! forwarded to a live sink, while hookd is killed with SIGKILL at random
-//! moments and restarted on the same data dir. Afterwards every event that
-//! got a 2xx is stored (a re-send answers `200 duplicate` with the same
-//! delivery id) and reached the sink, and no event got two 202s.
+//! deliveries (about one in ten a re-send of an event already answered) to
+//! a tenant with three routes, each forwarding to a live sink of its own,
+//! while hookd is killed with SIGKILL at random moments and restarted on the
+//! same data dir. Afterwards every event that got a 2xx is stored (a re-send
+//! answers `200 duplicate` with the same delivery id) and reached the sink
+//! of every route, and no event got two 202s.
 //!
 //! The short run in `cargo test` takes about 15 s; `scripts/crash-campaign.sh`
 //! runs a long one. Knobs (environment): `HOOKD_CRASH_SECS` (load duration,
@@ -24,15 +25,17 @@ use serde_json::Value;
 
 use crate::{
     harness::tenant,
-    harness::{now_secs, order, signed},
+    harness::{now_secs, order, signed, DEST_SECRET},
     process::HookdProcess,
     receiver::{Receiver, Reply},
 };
 
 /// Concurrent senders.
 const SENDERS: u64 = 4;
-/// Attempts in flight per tenant (`max_in_flight` default).
+/// Attempts in flight per route (`max_in_flight` default).
 const MAX_IN_FLIGHT: usize = 8;
+/// The campaign tenant's routes, each forwarding to a sink of its own.
+const ROUTES: [&str; 3] = ["default", "audit", "crm"];
 
 fn knob(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -176,11 +179,23 @@ async fn sigkill_campaign_loses_no_acknowledged_event() {
     let kills = knob("HOOKD_CRASH_KILLS", 10);
     let seed = knob("HOOKD_CRASH_SEED", now_secs() as u64 | 1);
     println!("crash campaign: {secs} s of load, {kills} kills, seed {seed}");
-    let sink = Receiver::start(Reply::Status(200)).await;
+    let mut sinks = Vec::new();
+    for _ in ROUTES {
+        sinks.push(Receiver::start(Reply::Status(200)).await);
+    }
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("hookd.toml");
     let retry = "schedule_secs = [0.1]\nwindow_secs = 3600\n[tenants.breaker]\ncooldown_secs = 0.2";
-    std::fs::write(&config, tenant("acme", &sink.url, "", "", retry)).unwrap();
+    let mut toml = tenant("acme", &sinks[0].url, "", "", retry);
+    for (route, sink) in ROUTES.iter().zip(&sinks).skip(1) {
+        toml += &format!(
+            "[[tenants.routes]]\nname = \"{route}\"\n[tenants.routes.destination]\nurl = \"{}\"\n\
+             secret = \"{DEST_SECRET}\"\n[tenants.routes.retry]\nschedule_secs = [0.1]\n\
+             window_secs = 3600\n[tenants.routes.breaker]\ncooldown_secs = 0.2\n",
+            sink.url
+        );
+    }
+    std::fs::write(&config, toml).unwrap();
     let data = dir.path().join("data");
 
     let mut hookd = spawn_hookd(&data, &config);
@@ -238,44 +253,50 @@ async fn sigkill_campaign_loses_no_acknowledged_event() {
         }
     }
 
-    // ...and reaches the sink.
+    // ...and reaches the sink of every route.
     let deadline = Instant::now() + Duration::from_secs(20 + secs);
-    let seen = loop {
-        let mut seen: HashMap<String, usize> = HashMap::new();
-        for r in sink.received() {
-            *seen
-                .entry(r.header("webhook-id").unwrap_or_default().to_owned())
-                .or_default() += 1;
-        }
-        let missing = events
-            .iter()
-            .filter(|(e, _)| !seen.contains_key(*e))
-            .count();
-        if missing == 0 {
-            break seen;
-        }
+    let (mut twice, mut requests) = (0, 0);
+    for (route, sink) in ROUTES.iter().zip(&sinks) {
+        let seen = loop {
+            let mut seen: HashMap<String, usize> = HashMap::new();
+            for r in sink.received() {
+                *seen
+                    .entry(r.header("webhook-id").unwrap_or_default().to_owned())
+                    .or_default() += 1;
+            }
+            let missing = events
+                .iter()
+                .filter(|(e, _)| !seen.contains_key(*e))
+                .count();
+            if missing == 0 {
+                break seen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{missing} acknowledged events never reached route {route}'s sink"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        let route_twice = seen.values().filter(|&&n| n > 1).count();
+        let bound = kills as usize * MAX_IN_FLIGHT;
         assert!(
-            Instant::now() < deadline,
-            "{missing} acknowledged events never reached the sink"
+            route_twice <= bound,
+            "route {route}: {route_twice} events forwarded twice; at most {MAX_IN_FLIGHT} attempts are in flight at each of {kills} kills"
         );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    let twice = seen.values().filter(|&&n| n > 1).count();
-    let requests: usize = seen.values().sum();
+        twice += route_twice;
+        requests += seen.values().sum::<usize>();
+    }
     println!(
         "crash campaign tally: {load_secs:.1} s, {} kills, {} events acknowledged \
          ({} answered 202, {} answered 200 duplicate, {} unanswered attempts retried), \
-         {requests} requests at the sink, {twice} events seen twice or more, 0 lost, 0 double 202",
+         {} routes, {requests} requests at their sinks, {twice} (event, route) pairs seen twice \
+         or more, 0 lost, 0 double 202",
         restarts.load(Ordering::Relaxed),
         ledger.acknowledged.len(),
         ledger.fresh,
         ledger.duplicates,
         ledger.unanswered,
-    );
-    let bound = kills as usize * MAX_IN_FLIGHT;
-    assert!(
-        twice <= bound,
-        "{twice} events forwarded twice; at most {MAX_IN_FLIGHT} attempts are in flight at each of {kills} kills"
+        ROUTES.len(),
     );
 }
 
