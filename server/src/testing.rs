@@ -8,6 +8,7 @@ pub use crate::{
     contracts::{Contract, ContractSource, ContractSpec, Policy, TenantContracts},
     feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
     ingest::Ingest,
+    routes::filter::{FilterError, FilterInput, RouteFilter},
     store::{
         api::{Rejection, RowChange, Storage, Table, TenantData},
         lifecycle::Next,

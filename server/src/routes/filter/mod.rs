@@ -1,0 +1,132 @@
+//! Route filters: a declarative JSON filter over an event's body, headers,
+//! query and path, in Hookdeck's filter syntax, validated and compiled once
+//! ([`RouteFilter::compile`]) and evaluated on the ingest path without
+//! allocating ([`RouteFilter::matches`]).
+//!
+//! A spec is `{"body": F, "headers": F, "query": F, "path": F}`, each part
+//! optional; an event matches when every part given matches. The body is
+//! JSON; the headers are an object of string values whose names compare
+//! case-insensitively; the query is an object of (decoded) string values;
+//! the path is a string. A repeated header or query name shows its first
+//! value. No implicit conversion happens anywhere: a header's `"5"` is a
+//! string, never the number 5.
+//!
+//! A filter `F` is matched against a value, which may be missing (a field
+//! the input does not have):
+//! - **A primitive** (string, number, boolean, `null`) matches an equal
+//!   primitive (numbers compare by value, so `1` equals `1.0`) or an array
+//!   that contains a match for it. Missing never matches, so `null` matches
+//!   a present `null` only.
+//! - **An array** `[F1, F2, …]` matches an array in which every `Fi` matches
+//!   some element ("contains all"); `[]` matches any array. Anything but an
+//!   array: no match.
+//! - **An object** is the conjunction of its entries. A field entry
+//!   `"name": F` needs an object and matches `F` against its field `name`
+//!   (possibly missing); an operator entry `"$op": …` applies to the value
+//!   itself. An object filter with at least one field entry, against an
+//!   array, matches when some element matches the whole object. `{}`
+//!   matches any present value. A field name starting with `$` is always an
+//!   operator, so such fields cannot be matched.
+//!
+//! Operators (each is a no-match on a missing value unless said otherwise,
+//! and a type mismatch is a no-match, never an error):
+//! - `$eq: V` / `$neq: V`: deep equality with `V` (object key order is
+//!   irrelevant, array order is not); `$neq` matches any present value not
+//!   deep-equal to `V`, of any type.
+//! - `$in: "s"`: a string that contains `s`, or an array with an element
+//!   equal to `"s"`. `$in: [V…]`: a non-object value equal to some `V`, or an
+//!   array with an element equal to some `V`. `$nin` is its negation where
+//!   `$in` applies (a string or array for a string operand; anything but an
+//!   object for a list) and a no-match elsewhere.
+//! - `$gt`, `$gte`, `$lt`, `$lte` with a number: a number, by value; with a
+//!   string: a string, by code point order (so ISO 8601 times in one
+//!   format compare as times).
+//! - `$startsWith: "s"` / `$endsWith: "s"`: a string with that prefix or
+//!   suffix.
+//! - `$exist: true` matches any present value (`null` included);
+//!   `$exist: false` matches a missing one only.
+//! - `$or: [F…]` / `$and: [F…]`: some / every `F` matches the value
+//!   (non-empty lists). `$not: F` matches exactly when `F` does not, a
+//!   missing value included.
+//!
+//! Bounds, checked at compile with the JSON pointer of the offence:
+//! [`MAX_SPEC_BYTES`], [`MAX_DEPTH`], [`MAX_NODES`], [`MAX_ARRAY_ITEMS`],
+//! [`MAX_STRING_BYTES`].
+
+mod compile;
+mod eval;
+mod node;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+/// Largest spec, in bytes of compact JSON.
+pub const MAX_SPEC_BYTES: usize = 64 * 1024;
+/// Deepest nesting of objects and arrays within one part of a spec.
+pub const MAX_DEPTH: usize = 16;
+/// Most filter nodes (filter values and operators) in a whole spec.
+pub const MAX_NODES: usize = 1_000;
+/// Most items in any one array of a spec.
+pub const MAX_ARRAY_ITEMS: usize = 1_000;
+/// Longest string (field name or value) in a spec, in bytes.
+pub const MAX_STRING_BYTES: usize = 4 * 1024;
+
+/// A route's compiled filter. Cheap to clone; keeps its source spec.
+#[derive(Debug, Clone)]
+pub struct RouteFilter(Arc<Compiled>);
+
+#[derive(Debug)]
+struct Compiled {
+    spec: Value,
+    parts: node::Parts,
+}
+
+/// What a filter looks at: one event as it was received.
+#[derive(Debug, Clone, Copy)]
+pub struct FilterInput<'a> {
+    /// The parsed JSON body.
+    pub body: &'a Value,
+    /// The request's headers as (name, value); names compare
+    /// case-insensitively.
+    pub headers: &'a [(&'a str, &'a str)],
+    /// The request path.
+    pub path: &'a str,
+    /// The query string's decoded (name, value) pairs, parsed once per
+    /// event by the caller so every route's filter shares them.
+    pub query: &'a [(&'a str, &'a str)],
+}
+
+/// A spec refused at compile: where (an RFC 6901 pointer into the spec) and
+/// why. Shown to the tenant as `INVALID_ARGUMENT`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("filter{pointer}: {reason}")]
+pub struct FilterError {
+    /// JSON pointer of the offending operator or value; empty for the root.
+    pub pointer: String,
+    /// What is wrong there.
+    pub reason: String,
+}
+
+impl RouteFilter {
+    /// Validates `spec` against the syntax and bounds and compiles it.
+    pub fn compile(spec: &Value) -> Result<Self, FilterError> {
+        let parts = compile::compile(spec)?;
+        Ok(Self(Arc::new(Compiled {
+            spec: spec.clone(),
+            parts,
+        })))
+    }
+
+    /// Whether the event passes every part of the filter. Allocates nothing.
+    pub fn matches(&self, input: &FilterInput<'_>) -> bool {
+        eval::matches(&self.0.parts, input)
+    }
+
+    /// The spec this filter was compiled from, for display.
+    pub fn spec(&self) -> &Value {
+        &self.0.spec
+    }
+}
