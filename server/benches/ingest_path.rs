@@ -120,6 +120,7 @@ fn ingest<'a>(headers: &'a HeaderMap, body: &Bytes) -> Ingest<'a> {
     Ingest {
         request_id: RequestId::generate(),
         headers,
+        query: "",
         body: body.clone(),
         trace: opentelemetry::Context::new(),
     }

@@ -24,6 +24,8 @@ pub struct Ingest<'a> {
     pub headers: &'a HeaderMap,
     /// The raw body, never re-encoded.
     pub body: Bytes,
+    /// The request's raw query string (for route filters).
+    pub query: &'a str,
     /// Holds the request's `hookd.ingest` span: the gate's spans are its
     /// children and the stored event keeps its ids for the forwards.
     pub trace: opentelemetry::Context,

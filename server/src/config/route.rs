@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::tenant::{
     BreakerConfig, DestinationConfig, ForwardSettings, RateLimitConfig, RetryConfig,
 };
-use crate::{error::InvalidSetting, ids::TenantId};
+use crate::{error::InvalidSetting, ids::TenantId, routes::filter::RouteFilter};
 
 /// Most routes a tenant has, the default one included.
 pub const MAX_ROUTES: usize = 16;
@@ -38,6 +38,10 @@ pub struct RouteConfig {
     /// Its circuit breaker.
     #[serde(default)]
     pub breaker: BreakerConfig,
+    /// Which events it gets: a filter over the body, headers, path and
+    /// query (docs/routes.md); none: every event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<serde_json::Value>,
 }
 
 fn default_max_in_flight() -> usize {
@@ -53,6 +57,8 @@ pub struct RouteSettings {
     pub scope: TenantId,
     /// How it forwards (`None`: pull mode).
     pub forward: Option<ForwardSettings>,
+    /// Which events it gets (`None`: every event).
+    pub filter: Option<RouteFilter>,
 }
 
 /// The forwarding fields of one route, with the key prefix its errors name
@@ -109,10 +115,17 @@ pub(super) fn resolve_routes(
                 breaker: &route.breaker,
             };
             forwarding.check_bounds()?;
+            let filter = route
+                .filter
+                .as_ref()
+                .map(RouteFilter::compile)
+                .transpose()
+                .map_err(|e| InvalidSetting::new(format!("{key}.filter{}", e.pointer), e.reason))?;
             Ok(RouteSettings {
                 name: route.name.clone(),
                 scope: tenant.route_scope(&route.name),
                 forward: forwarding.settings()?,
+                filter,
             })
         })
         .collect()
@@ -163,6 +176,9 @@ mod tests {
                 .contains("routes[1].name")
         );
         assert!(refused(serde_json::json!([{ "name": "Bad Name" }])).contains("routes[0].name"));
+        let bad_filter =
+            serde_json::json!([{ "name": "a", "filter": { "body": { "n": { "$gte": [] } } } }]);
+        assert!(refused(bad_filter).contains("routes[0].filter/body/n/$gte"));
         let slow = serde_json::json!([{ "name": "a", "max_in_flight": 0 }]);
         assert!(refused(slow).contains("routes[0] (a).max_in_flight"));
         let many: Vec<_> = (0..MAX_ROUTES)

@@ -75,6 +75,16 @@ pub async fn ingest(
                 body["deliveries"] = routes
                     .map(|(route, id)| json!({ "route": route, "delivery_id": id }))
                     .collect();
+                let settings = handle.as_ref().map(|h| h.settings());
+                let filtered: Vec<&str> = settings
+                    .iter()
+                    .flat_map(|s| s.routes.iter())
+                    .map(|r| r.name.as_str())
+                    .filter(|name| outcome.routes.iter().all(|(got, _)| got != name))
+                    .collect();
+                if !filtered.is_empty() {
+                    body["filtered"] = json!(filtered);
+                }
             }
             if outcome.duplicate {
                 body["duplicate"] = json!(true);
@@ -159,6 +169,7 @@ async fn accept(
         .ingest(Ingest {
             request_id: request_id.clone(),
             headers: req.headers(),
+            query: req.query_string(),
             body: body.clone(),
             trace: trace.clone(),
         })

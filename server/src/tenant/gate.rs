@@ -25,13 +25,14 @@ use super::{
 };
 use crate::{
     clock::SharedClock,
-    config::TenantSettings,
+    config::{RouteSettings, TenantSettings},
     contracts::TenantContracts,
     feed::DeliveryFeed,
     ids::{DeliveryId, EventId, TenantId},
     ingest::{Answer, BodyError, Ingest, IngestError, IngestOutcome},
     metrics::{SenderMetrics, TypeOutcome},
     rate_limit::TokenBucket,
+    routes::filter::FilterInput,
     store::{
         api::{RouteCopy, TenantStore},
         records::EventMeta,
@@ -296,16 +297,7 @@ fn new_delivery(
         span_id,
         sampled,
     };
-    let copies = snapshot
-        .settings()
-        .routes
-        .iter()
-        .map(|route| RouteCopy {
-            route: route.name.clone(),
-            scope: route.scope.clone(),
-            delivery_id: DeliveryId::generate(),
-        })
-        .collect();
+    let copies = route_copies(snapshot.settings(), msg, headers);
     NewDelivery {
         content_key: snapshot.content_idem_key(keys),
         event_id,
@@ -314,6 +306,48 @@ fn new_delivery(
         due_ms: now_ms,
         copies,
     }
+}
+
+/// A delivery for each of the tenant's other routes whose filter the event
+/// passes (or that has none). The body and headers are read for the
+/// filters only when one of its routes has a filter.
+fn route_copies(
+    settings: &TenantSettings,
+    msg: &Ingest,
+    headers: &SignedHeaders<'_>,
+) -> Vec<RouteCopy> {
+    let copy = |route: &RouteSettings| RouteCopy {
+        route: route.name.clone(),
+        scope: route.scope.clone(),
+        delivery_id: DeliveryId::generate(),
+    };
+    if settings.routes.iter().all(|r| r.filter.is_none()) {
+        return settings.routes.iter().map(copy).collect();
+    }
+    let body: serde_json::Value = serde_json::from_slice(&msg.body).unwrap_or_default();
+    let header_pairs: Vec<(&str, &str)> = headers
+        .0
+        .iter()
+        .filter_map(|(name, value)| Some((name.as_str(), value.to_str().ok()?)))
+        .collect();
+    let query: Vec<(std::borrow::Cow<'_, str>, std::borrow::Cow<'_, str>)> =
+        form_urlencoded::parse(msg.query.as_bytes()).collect();
+    let query_pairs: Vec<(&str, &str)> = query
+        .iter()
+        .map(|(k, v)| (k.as_ref(), v.as_ref()))
+        .collect();
+    let input = FilterInput {
+        body: &body,
+        headers: &header_pairs,
+        path: "/",
+        query: &query_pairs,
+    };
+    settings
+        .routes
+        .iter()
+        .filter(|route| route.filter.as_ref().is_none_or(|f| f.matches(&input)))
+        .map(copy)
+        .collect()
 }
 
 enum Prepared {
@@ -487,6 +521,7 @@ mod tests {
         let ingest = Ingest {
             request_id: RequestId::generate(),
             headers,
+            query: "",
             body: body.clone(),
             trace: opentelemetry::Context::new(),
         };

@@ -1,5 +1,5 @@
 //! Routes over real HTTP: one accepted event fans out to every route of
-//! its tenant, each forwarding to its own destination with its own
+//! its tenant whose filter it passes, each forwarding to its own destination with its own
 //! delivery, in the same commit; a duplicate makes no new deliveries; a
 //! hanging route holds up only its own deliveries.
 
@@ -71,6 +71,38 @@ async fn one_event_fans_out_to_three_sinks_each_with_its_own_delivery() {
     for sink in &sinks {
         assert_eq!(sink.received().len(), 1, "no new delivery for a duplicate");
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_filter_keeps_a_route_from_events_it_does_not_match() {
+    let everything = Receiver::start(Reply::Status(200)).await;
+    let big = Receiver::start(Reply::Status(200)).await;
+    let filter = r#"filter = { body = { data = { amount = { "$gte" = 1000 } } }, headers = { "x-shop" = { "$startsWith" = "eu-" } } }"#;
+    let config = tenant("shop", &everything.url, "", "", "") + &route("big", &big.url, filter);
+    let s = TestServer::start_live(&config);
+    let send = |id: &str, amount: u64, shop: &str| {
+        let body =
+            format!(r#"{{"event_id":"{id}","type":"order.paid","data":{{"amount":{amount}}}}}"#);
+        let mut headers = signed(id, s.clock_secs(), body.as_bytes());
+        headers.push(("x-shop".into(), shop.into()));
+        (headers, body)
+    };
+    let (headers, body) = send("evt_small", 100, "eu-1");
+    let small = s.post("shop", &headers, body.as_bytes()).await;
+    assert_eq!(small.status, StatusCode::ACCEPTED);
+    assert_eq!(small.body["filtered"], serde_json::json!(["big"]));
+    assert_eq!(small.body["deliveries"].as_array().unwrap().len(), 1);
+    let (headers, body) = send("evt_us", 5_000, "us-1");
+    let us = s.post("shop", &headers, body.as_bytes()).await;
+    assert_eq!(us.body["filtered"], serde_json::json!(["big"]));
+    let (headers, body) = send("evt_big", 5_000, "eu-2");
+    let matched = s.post("shop", &headers, body.as_bytes()).await;
+    assert!(matched.body.get("filtered").is_none(), "{:?}", matched.body);
+    let got = big.wait_for(1, WAIT).await;
+    assert_eq!(got[0].header("webhook-id"), Some("evt_big"));
+    everything.wait_for(3, WAIT).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(big.received().len(), 1, "only the event the filter matches");
 }
 
 #[tokio::test(flavor = "multi_thread")]
