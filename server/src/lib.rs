@@ -25,6 +25,7 @@ mod ingress;
 mod keyring;
 mod metrics;
 mod rate_limit;
+mod routes;
 mod run;
 mod store;
 mod sweeper;

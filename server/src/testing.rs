@@ -8,6 +8,10 @@ pub use crate::{
     contracts::{Contract, ContractSource, ContractSpec, Policy, TenantContracts},
     feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
     ingest::Ingest,
+    routes::transform::{
+        Oversize, Transform, TransformBody, TransformContext, TransformError, TransformLimits,
+        TransformOutcome, TransformRequest,
+    },
     store::{
         api::{Rejection, RowChange, Storage, Table, TenantData},
         lifecycle::Next,

@@ -1,0 +1,3 @@
+//! routes: a tenant's destinations, each with an optional filter and transform.
+
+pub mod transform;
