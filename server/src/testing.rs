@@ -9,8 +9,8 @@ pub use crate::{
     feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
     ingest::Ingest,
     routes::transform::{
-        Oversize, Transform, TransformBody, TransformContext, TransformError, TransformLimits,
-        TransformOutcome, TransformRequest,
+        InvalidLimits, Oversize, Transform, TransformBody, TransformContext, TransformError,
+        TransformLimits, TransformOutcome, TransformRequest,
     },
     store::{
         api::{Rejection, RowChange, Storage, Table, TenantData},
