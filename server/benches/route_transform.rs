@@ -28,9 +28,9 @@ const REWRITE: &str = r#"addHandler("transform", (request, context) => {
   return request;
 });"#;
 
-/// About 1 KiB of JSON: an order with a customer and seven items.
+/// About 1 KiB of JSON: an order with a customer and ten items.
 fn payload() -> Value {
-    let items: Vec<Value> = (1..=7)
+    let items: Vec<Value> = (1..=10)
         .map(|i| {
             json!({"sku": format!("SKU-{i:05}"), "quantity": i, "unit_price": 1250 * i,
                    "name": format!("Item number {i}")})
