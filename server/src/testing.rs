@@ -9,6 +9,10 @@ pub use crate::{
     feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
     ingest::Ingest,
     routes::filter::{FilterError, FilterInput, RouteFilter},
+    routes::transform::{
+        InvalidLimits, Oversize, Transform, TransformBody, TransformContext, TransformError,
+        TransformLimits, TransformOutcome, TransformRequest,
+    },
     store::{
         api::{Rejection, RowChange, Storage, Table, TenantData},
         lifecycle::Next,

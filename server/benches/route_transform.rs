@@ -1,0 +1,98 @@
+//! A route transform at forward time on a ~1 KiB JSON `order.paid` body:
+//! the whole of `Transform::run` as the dispatcher will call it — a fresh
+//! QuickJS runtime and context, the code's top level, the request parsed in,
+//! the handler, the result serialized and validated — for the identity
+//! transform and for a small rewrite (path, a header, a reshaped body).
+//! Run `cargo bench -p hookd-server --bench route_transform`.
+
+use std::hint::black_box;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use hookd_server::{
+    ids::{DeliveryId, EventId, TenantId},
+    testing::{Transform, TransformBody, TransformContext, TransformLimits, TransformRequest},
+};
+use serde_json::{json, Value};
+
+const IDENTITY: &str = r#"addHandler("transform", (request, context) => request);"#;
+
+const REWRITE: &str = r#"addHandler("transform", (request, context) => {
+  request.path = "/billing/" + request.body.type;
+  request.headers["x-order-id"] = request.body.data.order_id;
+  request.body = {
+    kind: request.body.type,
+    order: request.body.data.order_id,
+    cents: request.body.data.amount,
+    skus: request.body.data.items.map((item) => item.sku),
+  };
+  return request;
+});"#;
+
+/// About 1 KiB of JSON: an order with a customer and ten items.
+fn payload() -> Value {
+    let items: Vec<Value> = (1..=10)
+        .map(|i| {
+            json!({"sku": format!("SKU-{i:05}"), "quantity": i, "unit_price": 1250 * i,
+                   "name": format!("Item number {i}")})
+        })
+        .collect();
+    json!({
+        "event_id": "evt_01J9Z6", "type": "order.paid", "version": "2024-06-01",
+        "created_at": "2024-06-01T12:00:00Z",
+        "data": {
+            "order_id": "ord_8f3k2", "status": "paid", "amount": 43750, "currency": "EUR",
+            "customer": {"id": "cus_42", "email": "ada@example.com", "name": "Ada Lovelace"},
+            "items": items
+        }
+    })
+}
+
+fn request() -> TransformRequest {
+    TransformRequest {
+        method: "POST".into(),
+        path: "/hooks/acme".into(),
+        query: String::new(),
+        headers: vec![
+            ("content-type".into(), "application/json".into()),
+            ("user-agent".into(), "shop/1.0".into()),
+            (
+                "webhook-id".into(),
+                "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W".into(),
+            ),
+        ],
+        body: TransformBody::Json(payload()),
+    }
+}
+
+fn context() -> TransformContext {
+    TransformContext {
+        tenant: TenantId::try_from("acme".to_owned()).expect("tenant id"),
+        route: "rt_billing".into(),
+        event_id: EventId::new("evt_01J9Z6"),
+        delivery_id: DeliveryId::new("dlv_01J9Z6"),
+        attempt: 1,
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let request = request();
+    let context = context();
+    let limits = TransformLimits::default();
+    println!(
+        "body: {} bytes",
+        serde_json::to_vec(&payload()).expect("json").len()
+    );
+    for (name, code) in [("identity", IDENTITY), ("rewrite", REWRITE)] {
+        let transform = Transform::compile(code, 1).expect("compiles");
+        c.bench_function(&format!("route_transform/{name}"), |b| {
+            b.iter(|| {
+                transform
+                    .run(black_box(&request), &context, &limits)
+                    .expect("runs")
+            })
+        });
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,292 @@
+//! A route's transform: tenant JavaScript run at forward time in a sandboxed
+//! QuickJS engine (through `rquickjs`), which rewrites the request sent to
+//! that route's destination or drops the event for it.
+//!
+//! The stored event is never touched: [`Transform::run`] takes a copy of the
+//! request and returns what to send, so the event stays as its sender signed
+//! it. Each run gets a fresh runtime and context (nothing leaks between runs,
+//! routes or tenants), a memory limit, a stack limit and an interrupt that
+//! stops the script once its CPU budget has elapsed. The context holds the
+//! language's own built-ins (objects, JSON, Date, RegExp, Map/Set, typed
+//! arrays, Proxy, Promise) and nothing else: no module loader, no timers, no
+//! network or file system, no `performance` clock. `console` exists and
+//! discards what it is given, so pasted code that logs still runs. `eval` and
+//! `Function` work, but they only compile more code into the same sandbox:
+//! there is no host function for them to reach.
+//!
+//! Why QuickJS through `rquickjs` (0.14, maintained, the QuickJS-ng sources
+//! compiled in by `cc`, no other native dependency): it embeds in-process in
+//! a few hundred KiB, a runtime starts in microseconds, and it has real
+//! limits — an allocator cap, a stack limit and an interrupt callback — with
+//! no I/O at all unless the host adds it. Boa has no memory cap or interrupt
+//! a host can rely on; `deno_core` brings V8 (tens of MiB, slow to build, I/O
+//! built into its ops design); a WebAssembly engine would need a JavaScript
+//! interpreter compiled to wasm on top, for the same limits at more cost.
+//!
+//! The handler is the Hookdeck form, `addHandler("transform", (request,
+//! context) => request)`, or a top-level `function transform(request,
+//! context)`. `docs/routes.md` (`## Transforms`) is the user's reference.
+//! Runs are synchronous: the caller runs them on a blocking thread with at
+//! least 1 MiB of stack to spare (the engine's own limit is
+//! [`MAX_STACK_BYTES`]).
+
+mod error;
+mod output;
+mod sandbox;
+#[cfg(test)]
+mod tests;
+
+use std::{fmt, time::Duration};
+
+pub use error::{Oversize, TransformError};
+use serde_json::{json, Map, Value};
+
+use crate::ids::{DeliveryId, EventId, TenantId};
+
+/// The memory limit a run gets unless the route sets one: 16 MiB.
+pub const DEFAULT_MEMORY_BYTES: usize = 16 << 20;
+/// The smallest memory limit a route may set: 1 MiB.
+pub const MIN_MEMORY_BYTES: usize = 1 << 20;
+/// The largest memory limit a route may set: 256 MiB.
+pub const MAX_MEMORY_BYTES: usize = 256 << 20;
+/// The CPU budget a run gets unless the route sets one: 50 ms.
+pub const DEFAULT_CPU: Duration = Duration::from_millis(50);
+/// The hard limit on a run's CPU budget: 1 s.
+pub const MAX_CPU: Duration = Duration::from_secs(1);
+/// The largest transform source accepted: 256 KiB.
+pub const MAX_CODE_BYTES: usize = 256 << 10;
+/// The largest request a transform may return (path, query, header names
+/// and values, serialized body): 4 MiB.
+pub const MAX_OUTPUT_BYTES: usize = 4 << 20;
+/// The engine's stack limit: deeper recursion is [`TransformError::StackOverflow`].
+pub const MAX_STACK_BYTES: usize = 512 << 10;
+/// How much of a thrown message [`TransformError::Threw`] keeps.
+pub const MAX_MESSAGE_BYTES: usize = 512;
+
+/// The resources one run may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TransformLimits {
+    memory_bytes: usize,
+    cpu: Duration,
+}
+
+/// Limits outside their bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidLimits {
+    /// The memory limit is outside [`MIN_MEMORY_BYTES`]..=[`MAX_MEMORY_BYTES`].
+    #[error("transform memory must be between 1 MiB and 256 MiB")]
+    Memory,
+    /// The CPU budget is zero or above [`MAX_CPU`].
+    #[error("transform cpu must be above 0 and at most 1 s")]
+    Cpu,
+}
+
+impl TransformLimits {
+    /// Limits within bounds: memory 1..=256 MiB, CPU above zero and at most 1 s.
+    pub fn new(memory_bytes: usize, cpu: Duration) -> Result<Self, InvalidLimits> {
+        if !(MIN_MEMORY_BYTES..=MAX_MEMORY_BYTES).contains(&memory_bytes) {
+            return Err(InvalidLimits::Memory);
+        }
+        if cpu.is_zero() || cpu > MAX_CPU {
+            return Err(InvalidLimits::Cpu);
+        }
+        Ok(TransformLimits { memory_bytes, cpu })
+    }
+
+    /// The engine's allocation cap, the parsed request included.
+    pub fn memory_bytes(&self) -> usize {
+        self.memory_bytes
+    }
+
+    /// Time from the start of the run (top-level code, handler, serializing
+    /// the result) to the interrupt.
+    pub fn cpu(&self) -> Duration {
+        self.cpu
+    }
+}
+
+impl Default for TransformLimits {
+    fn default() -> Self {
+        TransformLimits {
+            memory_bytes: DEFAULT_MEMORY_BYTES,
+            cpu: DEFAULT_CPU,
+        }
+    }
+}
+
+/// A request body as the handler sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TransformBody {
+    /// A body that parses as JSON: the handler gets the parsed value.
+    Json(Value),
+    /// Any other UTF-8 body: the handler gets a string.
+    Text(String),
+}
+
+impl TransformBody {
+    /// JSON when the bytes parse as JSON, else text; [`TransformError::NotText`]
+    /// when they are not UTF-8 (a binary body cannot pass through JavaScript
+    /// unchanged).
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, TransformError> {
+        if let Ok(value) = serde_json::from_slice(bytes) {
+            return Ok(TransformBody::Json(value));
+        }
+        match std::str::from_utf8(bytes) {
+            Ok(text) => Ok(TransformBody::Text(text.to_owned())),
+            Err(_) => Err(TransformError::NotText),
+        }
+    }
+
+    /// The bytes to send: JSON serialized compactly, text as it is.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        match self {
+            TransformBody::Json(value) => value.to_string().into_bytes(),
+            TransformBody::Text(text) => text.clone().into_bytes(),
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        match self {
+            TransformBody::Json(value) => value.clone(),
+            TransformBody::Text(text) => Value::String(text.clone()),
+        }
+    }
+}
+
+/// The request a transform reads, and the one it returns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TransformRequest {
+    /// The HTTP method; the handler may read it but not change it.
+    pub method: String,
+    /// The path sent to the destination, starting with one `/`.
+    pub path: String,
+    /// The query string without its `?`, empty when there is none.
+    pub query: String,
+    /// Header names and values, in order.
+    pub headers: Vec<(String, String)>,
+    /// The body.
+    pub body: TransformBody,
+}
+
+impl TransformRequest {
+    /// What the handler's first argument is: headers as one object with
+    /// lower-case names, repeated ones joined with `", "`.
+    fn to_json(&self) -> Value {
+        let mut headers = Map::new();
+        for (name, value) in &self.headers {
+            let name = name.to_ascii_lowercase();
+            match headers.get_mut(&name) {
+                Some(Value::String(joined)) => {
+                    joined.push_str(", ");
+                    joined.push_str(value);
+                }
+                _ => {
+                    headers.insert(name, Value::String(value.clone()));
+                }
+            }
+        }
+        json!({
+            "method": self.method,
+            "path": self.path,
+            "query": self.query,
+            "headers": headers,
+            "body": self.body.to_json(),
+        })
+    }
+}
+
+/// Which delivery a run is for: the handler's second argument.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransformContext {
+    /// The tenant that owns the route.
+    pub tenant: TenantId,
+    /// The route's id.
+    pub route: String,
+    /// The event being forwarded.
+    pub event_id: EventId,
+    /// The delivery to this route.
+    pub delivery_id: DeliveryId,
+    /// The attempt number, from 1.
+    pub attempt: u32,
+}
+
+impl TransformContext {
+    /// The handler's second argument; `env` is always empty and exists so
+    /// Hookdeck code reading `context.env` runs.
+    fn to_json(&self) -> Value {
+        json!({
+            "tenant": self.tenant.as_str(),
+            "route": self.route,
+            "event_id": self.event_id.as_str(),
+            "delivery_id": self.delivery_id.as_str(),
+            "attempt": self.attempt,
+            "env": {},
+        })
+    }
+}
+
+/// What a run decided for its route.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TransformOutcome {
+    /// Send this request to the route's destination.
+    Send(TransformRequest),
+    /// The handler returned `null`, `undefined` or `false`: this route does
+    /// not get the event (the delivery is settled, not failed).
+    Drop,
+}
+
+/// A route's compiled transform: code known to parse and register a handler.
+#[derive(Clone)]
+pub struct Transform {
+    code: String,
+    version: u32,
+}
+
+impl fmt::Debug for Transform {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Transform")
+            .field("version", &self.version)
+            .field("code_bytes", &self.code.len())
+            .finish()
+    }
+}
+
+impl Transform {
+    /// Checks that `code` is at most [`MAX_CODE_BYTES`], parses, and
+    /// registers a handler when its top level runs under the default limits.
+    pub fn compile(code: &str, version: u32) -> Result<Transform, TransformError> {
+        if code.len() > MAX_CODE_BYTES {
+            return Err(TransformError::TooLarge(Oversize::Code));
+        }
+        sandbox::check(code, &TransformLimits::default())?;
+        Ok(Transform {
+            code: code.to_owned(),
+            version,
+        })
+    }
+
+    /// Runs the handler on a copy of `request` in a fresh sandbox.
+    pub fn run(
+        &self,
+        request: &TransformRequest,
+        context: &TransformContext,
+        limits: &TransformLimits,
+    ) -> Result<TransformOutcome, TransformError> {
+        let input = request.to_json().to_string();
+        let context = context.to_json().to_string();
+        match sandbox::run(&self.code, &input, &context, limits)? {
+            None => Ok(TransformOutcome::Drop),
+            Some(returned) => output::read(&returned, &request.method).map(TransformOutcome::Send),
+        }
+    }
+
+    /// The source, as compiled.
+    pub fn code(&self) -> &str {
+        &self.code
+    }
+
+    /// The version each attempt records as the one that ran.
+    pub fn version(&self) -> u32 {
+        self.version
+    }
+}
