@@ -65,6 +65,7 @@ fn attempt(at_ms: i64) -> AttemptRecord {
         response_body: b"ok".to_vec(),
         next_retry_at_ms: None,
         request_id: RequestId::generate(),
+        transform_version: None,
     }
 }
 

@@ -65,10 +65,11 @@ impl Backend {
     pub(super) fn delivery(&self, tenant_id: &str, delivery_id: &str) -> ApiResult<DeliveryView> {
         let handle = self.tenant(tenant_id)?;
         let id = DeliveryId::new(delivery_id);
-        let state = handle.data.state(&id).map_err(api)?.ok_or_else(|| {
+        let route = handle.route_of(&id).map_err(api)?;
+        let state = route.data.state(&id).map_err(api)?.ok_or_else(|| {
             ApiError::NotFound(format!("delivery {delivery_id} of tenant {tenant_id}"))
         })?;
-        let attempts = handle.data.attempts(&id).map_err(api)?;
+        let attempts = route.data.attempts(&id).map_err(api)?;
         let attempts = attempts
             .into_iter()
             .map(|a| AttemptView {
@@ -82,7 +83,7 @@ impl Backend {
                 request_id: a.request_id.to_string(),
             })
             .collect();
-        let redirects = handle.data.redirects(&id).map_err(api)?;
+        let redirects = route.data.redirects(&id).map_err(api)?;
         Ok(DeliveryView {
             attempts,
             redirects: redirects.into_iter().map(redirect_view).collect(),

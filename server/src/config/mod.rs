@@ -36,7 +36,7 @@ pub use route::{RouteConfig, RouteSettings, MAX_ROUTES};
 pub use storage::{PostgresConfig, StorageBackend};
 pub use tenant::{
     load_secret, BreakerConfig, DestinationConfig, ForwardSettings, RateLimitConfig, RetryConfig,
-    SecretConfig, SecretSourceError, SecretState, TenantConfig, TenantSettings,
+    RouteTransform, SecretConfig, SecretSourceError, SecretState, TenantConfig, TenantSettings,
 };
 
 /// The embedded defaults, every key documented.

@@ -11,7 +11,19 @@ use serde::{Deserialize, Serialize};
 use super::tenant::{
     BreakerConfig, DestinationConfig, ForwardSettings, RateLimitConfig, RetryConfig,
 };
-use crate::{error::InvalidSetting, ids::TenantId, routes::filter::RouteFilter};
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+
+use crate::{
+    config::RouteTransform,
+    error::InvalidSetting,
+    ids::TenantId,
+    routes::{
+        filter::RouteFilter,
+        transform::{Transform, TransformLimits},
+    },
+};
 
 /// Most routes a tenant has, the default one included.
 pub const MAX_ROUTES: usize = 16;
@@ -42,6 +54,10 @@ pub struct RouteConfig {
     /// query (docs/routes.md); none: every event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filter: Option<serde_json::Value>,
+    /// JavaScript run on each request the route sends (docs/routes.md):
+    /// it may rewrite the path, query, headers and body, or drop the event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transform: Option<String>,
 }
 
 fn default_max_in_flight() -> usize {
@@ -121,14 +137,39 @@ pub(super) fn resolve_routes(
                 .map(RouteFilter::compile)
                 .transpose()
                 .map_err(|e| InvalidSetting::new(format!("{key}.filter{}", e.pointer), e.reason))?;
+            let mut forward = forwarding.settings()?;
+            if let Some(code) = &route.transform {
+                let Some(forward) = forward.as_mut() else {
+                    return Err(InvalidSetting::new(
+                        format!("{key}.transform"),
+                        "a transform needs a destination (a pulled route sends nothing)",
+                    ));
+                };
+                let transform = Transform::compile(code, version_of(code))
+                    .map_err(|e| InvalidSetting::new(format!("{key}.transform"), e))?;
+                forward.transform = Some(Arc::new(RouteTransform {
+                    transform,
+                    limits: TransformLimits::default(),
+                    tenant: tenant.clone(),
+                    route: route.name.clone(),
+                }));
+            }
             Ok(RouteSettings {
                 name: route.name.clone(),
                 scope: tenant.route_scope(&route.name),
-                forward: forwarding.settings()?,
+                forward,
                 filter,
             })
         })
         .collect()
+}
+
+/// A transform's version: the first four bytes of the SHA-256 of its code,
+/// so it changes exactly when the code does, and every attempt records the
+/// code that ran.
+fn version_of(code: &str) -> u32 {
+    let digest = Sha256::digest(code.as_bytes());
+    u32::from_be_bytes([digest[0], digest[1], digest[2], digest[3]])
 }
 
 #[cfg(test)]

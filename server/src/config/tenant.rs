@@ -28,6 +28,7 @@ use crate::{
     egress::AddressPolicy,
     error::InvalidSetting,
     ids::TenantId,
+    routes::transform::{Transform, TransformLimits},
 };
 
 /// One tenant, as declared in the config file.
@@ -518,6 +519,7 @@ impl Forwarding<'_> {
             breaker_cooldown_ms: ms(self.breaker.cooldown_secs),
             address_policy: None,
             ca_certs,
+            transform: None,
         })
     }
 }
@@ -564,6 +566,21 @@ pub struct ForwardSettings {
     pub address_policy: Option<Arc<AddressPolicy>>,
     /// The destination's own private CAs (`destination.ca_file`).
     pub ca_certs: Vec<reqwest::Certificate>,
+    /// The route's transform, run on each request before it is signed.
+    pub transform: Option<Arc<RouteTransform>>,
+}
+
+/// A route's transform with what its handler is told of the route.
+#[derive(Debug)]
+pub struct RouteTransform {
+    /// The compiled code and its version.
+    pub transform: Transform,
+    /// Its memory and CPU budget.
+    pub limits: TransformLimits,
+    /// The tenant the route belongs to.
+    pub tenant: TenantId,
+    /// The route's name.
+    pub route: String,
 }
 
 /// Why a secret could not be had; the caller names the key it was under.

@@ -7,7 +7,10 @@ use std::time::{Duration, Instant};
 
 use hookd_sdk::signature::{sign, Scheme};
 
-use super::policy::{parse_retry_after, verdict_for_status, Verdict};
+use super::{
+    policy::{parse_retry_after, verdict_for_status, Verdict},
+    transform::{self, Rewritten, Transformed},
+};
 use crate::{
     config::ForwardSettings,
     egress::address::{denied_cause, DeniedAddress},
@@ -51,15 +54,37 @@ pub async fn send(
 ) -> AttemptResult {
     let request_id = RequestId::generate();
     let started = Instant::now();
-    let (status_code, response_body, verdict, (error_type, error)) = match build(
-        client,
-        settings,
+    let version = settings.transform.as_ref().map(|t| t.transform.version());
+    let rewrite = match &settings.transform {
+        None => None,
+        Some(route) => match transform::apply(route, &settings.url, event, attempt).await {
+            Transformed::Send(rewritten) => Some(rewritten),
+            Transformed::Drop => {
+                let note = b"dropped by the route's transform: nothing was sent".to_vec();
+                let answer = (None, note, Verdict::Success, (String::new(), String::new()));
+                return result(answer, attempt, now_ms, started, request_id, version);
+            }
+            Transformed::Failed(why) => {
+                let error = format!("transform_failed: {why}");
+                let answer = (
+                    None,
+                    Vec::new(),
+                    Verdict::Unsendable,
+                    ("transform_failed".to_owned(), error),
+                );
+                return result(answer, attempt, now_ms, started, request_id, version);
+            }
+        },
+    };
+    let target = Target {
         event,
         attempt,
         now_ms,
         trace_headers,
-        &request_id,
-    ) {
+        request_id: &request_id,
+        rewrite: rewrite.as_ref(),
+    };
+    let answer = match build(client, settings, &target) {
         Ok(request) => execute(client, request, settings, now_ms).await,
         Err(error) => (
             None,
@@ -68,6 +93,29 @@ pub async fn send(
             ("unsendable".to_owned(), error.to_string()),
         ),
     };
+    result(answer, attempt, now_ms, started, request_id, version)
+}
+
+/// What one attempt sends: the stored event, or what the route's
+/// transform made of it.
+struct Target<'a> {
+    event: &'a StoredEvent,
+    attempt: u32,
+    now_ms: i64,
+    trace_headers: &'a [(String, String)],
+    request_id: &'a RequestId,
+    rewrite: Option<&'a Rewritten>,
+}
+
+/// The attempt's result from its answer.
+fn result(
+    (status_code, response_body, verdict, (error_type, error)): Answer,
+    attempt: u32,
+    now_ms: i64,
+    started: Instant,
+    request_id: RequestId,
+    transform_version: Option<u32>,
+) -> AttemptResult {
     let success = verdict == Verdict::Success;
     let elapsed = started.elapsed();
     AttemptResult {
@@ -80,6 +128,7 @@ pub async fn send(
             response_body,
             next_retry_at_ms: None,
             request_id,
+            transform_version,
         },
         verdict,
         error,
@@ -97,6 +146,9 @@ enum Unsendable {
     /// The destination is a literal address the policy denies.
     #[error(transparent)]
     Denied(#[from] DeniedAddress),
+    /// The path a transform returned makes no valid URL.
+    #[error("the transformed URL is not valid: {0}")]
+    Url(String),
 }
 
 /// Builds the signed request, or says why it cannot be sent: a part that is
@@ -105,15 +157,36 @@ enum Unsendable {
 fn build(
     client: &reqwest::Client,
     settings: &ForwardSettings,
-    event: &StoredEvent,
-    attempt: u32,
-    now_ms: i64,
-    trace_headers: &[(String, String)],
-    request_id: &RequestId,
+    target: &Target<'_>,
 ) -> Result<reqwest::Request, Unsendable> {
+    let Target {
+        event,
+        attempt,
+        now_ms,
+        trace_headers,
+        request_id,
+        rewrite,
+    } = *target;
     let meta = &event.meta;
+    let url = match rewrite {
+        Some(rewritten) => {
+            let mut url =
+                reqwest::Url::parse(&settings.url).map_err(|e| Unsendable::Url(e.to_string()))?;
+            let joined = url
+                .join(&rewritten.path_and_query)
+                .map_err(|e| Unsendable::Url(e.to_string()))?;
+            url.set_path(joined.path());
+            url.set_query(joined.query());
+            url.to_string()
+        }
+        None => settings.url.clone(),
+    };
+    let (headers, body) = match rewrite {
+        Some(rewritten) => (&rewritten.headers, rewritten.body.clone()),
+        None => (&meta.headers, event.body.clone()),
+    };
     let mut request = client
-        .post(&settings.url)
+        .post(url)
         .timeout(settings.timeout)
         .header("x-request-id", request_id.as_str())
         .header(ATTEMPT_HEADER, attempt.to_string())
@@ -122,7 +195,7 @@ fn build(
         request = request.header(name.as_str(), value.as_str());
     }
     let mut has_content_type = false;
-    for (name, value) in &meta.headers {
+    for (name, value) in headers {
         has_content_type |= name == "content-type";
         request = request.header(name.as_str(), value.as_str());
     }
@@ -134,19 +207,20 @@ fn build(
         &settings.secret,
         meta.event_id.as_str(),
         now_ms.div_euclid(1000),
-        &event.body,
+        &body,
     ) {
         request = request.header(name, value);
     }
-    let request = request
-        .body(event.body.clone())
-        .build()
-        .map_err(Unsendable::Build)?;
+    let request = request.body(body).build().map_err(Unsendable::Build)?;
     if let Some(policy) = &settings.address_policy {
         policy.check_url(request.url())?;
     }
     Ok(request)
 }
+
+/// An answer: the status, the kept response bytes, the verdict and, for a
+/// failure, its class and plain words.
+type Answer = (Option<u16>, Vec<u8>, Verdict, (String, String));
 
 /// Sends a built request and classifies the answer; the failure is given
 /// as its class and its plain words.
@@ -155,7 +229,7 @@ async fn execute(
     request: reqwest::Request,
     settings: &ForwardSettings,
     now_ms: i64,
-) -> (Option<u16>, Vec<u8>, Verdict, (String, String)) {
+) -> Answer {
     match client.execute(request).await {
         Ok(mut response) => {
             let status = response.status();
@@ -315,6 +389,7 @@ mod tests {
             breaker_threshold: 5,
             breaker_cooldown_ms: 30_000,
             address_policy: None,
+            transform: None,
             ca_certs: Vec::new(),
         }
     }

@@ -9,6 +9,7 @@ mod dispatcher;
 mod lease;
 pub mod policy;
 mod runtime;
+mod transform;
 
 pub(crate) use attempt::send as send_attempt;
 pub use dispatcher::{Dispatcher, DispatcherParts};

@@ -119,6 +119,7 @@ mod tests {
             breaker_threshold: 5,
             breaker_cooldown_ms: 30_000,
             address_policy: None,
+            transform: None,
             ca_certs: Vec::new(),
         }
     }

@@ -187,6 +187,7 @@ pub(crate) fn unacknowledged(state: &DeliveryState, now_ms: i64) -> (AttemptReco
         response_body: Vec::new(),
         next_retry_at_ms: None,
         request_id: RequestId::generate(),
+        transform_version: None,
     };
     let next = Next::Dead {
         reason: format!(
@@ -304,6 +305,7 @@ mod tests {
             response_body: Vec::new(),
             next_retry_at_ms: None,
             request_id: RequestId::generate(),
+            transform_version: None,
         }
     }
 

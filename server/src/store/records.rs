@@ -188,6 +188,9 @@ pub struct AttemptRecord {
     pub next_retry_at_ms: Option<i64>,
     /// The `X-Request-Id` hookd sent with the attempt.
     pub request_id: RequestId,
+    /// The version of the route's transform that ran, if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transform_version: Option<u32>,
 }
 
 /// A dead letter in the index.

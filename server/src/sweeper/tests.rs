@@ -45,6 +45,7 @@ async fn delivered(data: &TenantStore, prefix: &str, n: usize, at_ms: i64) {
             response_body: vec![],
             next_retry_at_ms: None,
             request_id: RequestId::generate(),
+            transform_version: None,
         };
         data.record_attempt(&entry, &delivery_id, &attempt, &Next::Delivered, at_ms)
             .unwrap()

@@ -428,10 +428,11 @@ impl Registry {
     /// returns the new delivery id. Blocks on storage.
     pub fn redeliver(&self, tenant: &str, delivery_id: &DeliveryId) -> Result<DeliveryId> {
         let handle = self.running(tenant)?;
+        let route = handle.route_of(delivery_id)?;
         let now = self.clock.now_ms();
-        let new_id = handle.data.redeliver(delivery_id, now)?;
-        let state = handle.data.state(&new_id)?;
-        handle.wake.notify_one();
+        let new_id = route.data.redeliver(delivery_id, now)?;
+        let state = route.data.state(&new_id)?;
+        route.wake.notify_one();
         tracing::info!(tenant = %tenant, delivery_id = %delivery_id, new_delivery_id = %new_id, "dead letter redelivered");
         if let Some(state) = state {
             self.feed.publish(DeliveryEvent {
@@ -499,6 +500,17 @@ impl TenantHandle {
     /// The tenant's settings and contracts in force, as one snapshot.
     pub fn snapshot(&self) -> Arc<Snapshot> {
         self.actor.snapshot()
+    }
+
+    /// The route whose scope holds delivery `id`: the default route unless
+    /// another one's does. Reads storage.
+    pub fn route_of(&self, id: &DeliveryId) -> Result<RouteHandle> {
+        for route in self.routes.iter().skip(1) {
+            if route.data.state(id)?.is_some() {
+                return Ok(route.clone());
+            }
+        }
+        Ok(self.routes[0].clone())
     }
 
     fn contracts(&self) -> Arc<TenantContracts> {

@@ -42,6 +42,8 @@ pub enum Reply {
 /// One request the receiver got.
 #[derive(Debug, Clone)]
 pub struct Received {
+    /// The request's path and query.
+    pub path: String,
     pub headers: Vec<(String, String)>,
     pub body: Bytes,
 }
@@ -175,6 +177,11 @@ async fn handle(
     state: Arc<Shared>,
     req: Request<hyper::body::Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
+    let path = req
+        .uri()
+        .path_and_query()
+        .map(|p| p.as_str().to_owned())
+        .unwrap_or_default();
     let headers = req
         .headers()
         .iter()
@@ -196,11 +203,11 @@ async fn handle(
         next.or_else(|| state.default.lock().unwrap().clone())
             .unwrap()
     };
-    state
-        .received
-        .lock()
-        .unwrap()
-        .push(Received { headers, body });
+    state.received.lock().unwrap().push(Received {
+        path,
+        headers,
+        body,
+    });
     state.arrived.notify_waiters();
     let response = match reply {
         Reply::Status(code) => Response::builder()

@@ -5,10 +5,12 @@
 
 use std::time::{Duration, Instant};
 
+use hookd_sdk::signature::{verify, Scheme, Secret};
+use hookd_server::testing::DeliveryEventKind;
 use reqwest::StatusCode;
 
 use crate::{
-    harness::{order, signed, tenant, TestServer, DEST_SECRET},
+    harness::{now_secs, order, signed, tenant, TestServer, DEST_SECRET},
     receiver::{Receiver, Reply},
 };
 
@@ -103,6 +105,75 @@ async fn a_filter_keeps_a_route_from_events_it_does_not_match() {
     everything.wait_for(3, WAIT).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(big.received().len(), 1, "only the event the filter matches");
+}
+
+/// A route whose transform is `code` (a TOML multi-line literal string).
+fn transformed(name: &str, url: &str, code: &str) -> String {
+    route(name, url, &format!("transform = '''\n{code}\n'''"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_transform_rewrites_path_header_and_body_and_the_sink_gets_exactly_that() {
+    let plain = Receiver::start(Reply::Status(200)).await;
+    let shaped = Receiver::start(Reply::Status(200)).await;
+    let code = r#"addHandler("transform", (request, context) => {
+  request.path = request.path + "/" + request.body.type;
+  request.query = "v=2";
+  request.headers["x-route"] = context.route;
+  request.body = { kind: request.body.type, cents: request.body.data.amount * 100 };
+  return request;
+});"#;
+    let config = tenant("shop", &plain.url, "", "", "") + &transformed("shaped", &shaped.url, code);
+    let s = TestServer::start_live(&config);
+    assert_eq!(post(&s, "evt_t").await.status, StatusCode::ACCEPTED);
+    let got = shaped.wait_for(1, WAIT).await;
+    assert_eq!(got[0].path, "/hooks/order.paid?v=2");
+    assert_eq!(got[0].header("x-route"), Some("shaped"));
+    assert_eq!(
+        got[0].body.as_ref(),
+        br#"{"cents":10000,"kind":"order.paid"}"#
+    );
+    let secret = Secret::from_provider(Scheme::Standard, "dest", DEST_SECRET).unwrap();
+    verify(
+        Scheme::Standard,
+        &got[0].headers,
+        &got[0].body,
+        &[secret],
+        now_secs(),
+        300,
+    )
+    .expect("signed as sent");
+    let untouched = plain.wait_for(1, WAIT).await;
+    assert_eq!(
+        untouched[0].body.as_ref(),
+        order("evt_t").as_slice(),
+        "the other route gets the original"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_throwing_transform_dead_letters_its_delivery_as_transform_failed() {
+    let sink = Receiver::start(Reply::Status(200)).await;
+    let code = r#"addHandler("transform", (request) => { throw new Error("no amount"); });"#;
+    let config = tenant("shop", &sink.url, "", "", "") + &transformed("broken", &sink.url, code);
+    let s = TestServer::start_live(&config);
+    let mut feed = s.server().registry().feed().subscribe();
+    let accepted = post(&s, "evt_x").await;
+    let broken = accepted.body["deliveries"][1]["delivery_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    crate::forward::wait_event(&mut feed, &broken, DeliveryEventKind::DeadLettered).await;
+    let admin = s.admin().await;
+    let delivery = admin.get_delivery("shop", &broken).await.unwrap();
+    let error = delivery.attempts[0].error.clone();
+    assert!(error.starts_with("transform_failed: "), "{error}");
+    assert!(error.contains("no amount"), "{error}");
+    assert_eq!(
+        sink.wait_for(1, WAIT).await.len(),
+        1,
+        "only the default route sent"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -149,6 +149,7 @@ fn attempt(n: u32, at_ms: i64) -> AttemptRecord {
         response_body: b"no".to_vec(),
         next_retry_at_ms: None,
         request_id: RequestId::generate(),
+        transform_version: None,
     }
 }
 

@@ -310,6 +310,7 @@ async fn a_replica_whose_lease_passed_to_another_cannot_record_its_attempt() {
         response_body: Vec::new(),
         next_retry_at_ms: None,
         request_id: crate::ids::RequestId::generate(),
+        transform_version: None,
     };
     let (on_stale, on_current) = (data.clone(), data.clone());
     let (entry_again, delivery_again) = (entry.clone(), delivery.clone());

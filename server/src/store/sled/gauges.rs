@@ -167,6 +167,7 @@ mod tests {
             response_body: vec![],
             next_retry_at_ms: None,
             request_id: RequestId::generate(),
+            transform_version: None,
         };
         let settled = deliveries::record_attempt(trees, &key, id, &record, &next, 2_000);
         assert!(settled.unwrap().is_some(), "{id} held its queue entry");

@@ -405,6 +405,7 @@ fn racing_attempts_and_purges_of_one_delivery_count_it_once() {
                 response_body: vec![],
                 next_retry_at_ms: None,
                 request_id: RequestId::new("req_2"),
+                transform_version: None,
             };
             let next = match i % 3 {
                 0 => Next::Retry { due_ms: 9_000 },

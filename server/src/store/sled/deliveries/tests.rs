@@ -52,6 +52,7 @@ fn delivered(trees: &TenantTrees, n: u32, at_ms: i64) -> DeliveryId {
         response_body: vec![],
         next_retry_at_ms: None,
         request_id: RequestId::new("req_2"),
+        transform_version: None,
     };
     record_attempt(trees, &key, &id, &attempt, &Next::Delivered, at_ms).unwrap();
     id

@@ -1,0 +1,102 @@
+//! A route's transform at forward time: the request hookd would send (the
+//! destination's path and query, the kept headers, the stored body) goes
+//! through the route's JavaScript on the blocking pool, within its memory
+//! and CPU budget; what comes back is sent instead, signed as sent. The
+//! stored event is never changed, so a fixed transform can be redelivered.
+
+use std::sync::Arc;
+
+use crate::{
+    config::RouteTransform,
+    routes::transform::{TransformBody, TransformContext, TransformOutcome, TransformRequest},
+    store::records::StoredEvent,
+};
+
+/// Headers a transform may not set: hookd's own, the signature's and the
+/// framing ones the client computes.
+const CONTROLLED: [&str; 9] = [
+    "content-length",
+    "host",
+    "transfer-encoding",
+    "connection",
+    "webhook-id",
+    "webhook-timestamp",
+    "webhook-signature",
+    "hookd-attempt",
+    "hookd-delivery-id",
+];
+
+/// The request a transform returned.
+pub(super) struct Rewritten {
+    /// The path and query to send to, on the destination's origin.
+    pub(super) path_and_query: String,
+    /// Headers to send instead of the stored ones.
+    pub(super) headers: Vec<(String, String)>,
+    /// The body to send (and sign).
+    pub(super) body: Vec<u8>,
+}
+
+/// What the transform made of one attempt.
+pub(super) enum Transformed {
+    /// Send this.
+    Send(Rewritten),
+    /// The handler dropped the event for this route.
+    Drop,
+    /// It threw, overran its budget or returned something unusable.
+    Failed(String),
+}
+
+/// Runs `route`'s transform on attempt `attempt` of `event` to `url`.
+pub(super) async fn apply(
+    route: &Arc<RouteTransform>,
+    url: &str,
+    event: &StoredEvent,
+    attempt: u32,
+) -> Transformed {
+    let Ok(parsed) = reqwest::Url::parse(url) else {
+        return Transformed::Failed(format!("the destination URL {url:?} does not parse"));
+    };
+    let body = match TransformBody::from_bytes(&event.body) {
+        Ok(body) => body,
+        Err(e) => return Transformed::Failed(e.to_string()),
+    };
+    let request = TransformRequest {
+        method: "POST".into(),
+        path: parsed.path().to_owned(),
+        query: parsed.query().unwrap_or_default().to_owned(),
+        headers: event.meta.headers.clone(),
+        body,
+    };
+    let context = TransformContext {
+        tenant: route.tenant.clone(),
+        route: route.route.clone(),
+        event_id: event.meta.event_id.clone(),
+        delivery_id: event.meta.delivery_id.clone(),
+        attempt,
+    };
+    let route = route.clone();
+    let ran =
+        tokio::task::spawn_blocking(move || route.transform.run(&request, &context, &route.limits))
+            .await;
+    match ran {
+        Err(_) => Transformed::Failed("the transform's thread stopped".into()),
+        Ok(Err(e)) => Transformed::Failed(e.to_string()),
+        Ok(Ok(TransformOutcome::Drop)) => Transformed::Drop,
+        Ok(Ok(TransformOutcome::Send(sent))) => {
+            let path_and_query = match sent.query.is_empty() {
+                true => sent.path,
+                false => format!("{}?{}", sent.path, sent.query),
+            };
+            let headers = sent
+                .headers
+                .into_iter()
+                .filter(|(name, _)| !CONTROLLED.contains(&name.to_ascii_lowercase().as_str()))
+                .collect();
+            Transformed::Send(Rewritten {
+                path_and_query,
+                headers,
+                body: sent.body.to_bytes(),
+            })
+        }
+    }
+}
