@@ -336,10 +336,11 @@ fn route_copies(
         .iter()
         .map(|(k, v)| (k.as_ref(), v.as_ref()))
         .collect();
+    let path = format!("/hooks/{}", settings.id);
     let input = FilterInput {
         body: &body,
         headers: &header_pairs,
-        path: "/",
+        path: &path,
         query: &query_pairs,
     };
     settings
