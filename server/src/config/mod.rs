@@ -18,11 +18,13 @@ use crate::{
 };
 pub mod bounds;
 mod dashboard;
+mod forwarding;
 #[cfg(test)]
 mod hostile_tests;
 mod http;
 mod retention;
 mod route;
+mod secrets;
 mod storage;
 mod tenant;
 #[cfg(test)]

@@ -8,15 +8,15 @@
 use hookd_proto::domain::{defaults, DEFAULT_ROUTE};
 use serde::{Deserialize, Serialize};
 
-use super::tenant::{
-    BreakerConfig, DestinationConfig, ForwardSettings, RateLimitConfig, RetryConfig,
+use super::forwarding::{
+    BreakerConfig, DestinationConfig, ForwardSettings, Forwarding, RateLimitConfig, RetryConfig,
+    RouteTransform,
 };
 use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
 use crate::{
-    config::RouteTransform,
     error::InvalidSetting,
     ids::TenantId,
     routes::{
@@ -75,17 +75,6 @@ pub struct RouteSettings {
     pub forward: Option<ForwardSettings>,
     /// Which events it gets (`None`: every event).
     pub filter: Option<RouteFilter>,
-}
-
-/// The forwarding fields of one route, with the key prefix its errors name
-/// (`routes[1] (audit).`, empty for the default route).
-pub(super) struct Forwarding<'a> {
-    pub(super) key: String,
-    pub(super) destination: Option<&'a DestinationConfig>,
-    pub(super) retry: &'a RetryConfig,
-    pub(super) max_in_flight: usize,
-    pub(super) delivery_rate: Option<RateLimitConfig>,
-    pub(super) breaker: &'a BreakerConfig,
 }
 
 /// Validates `routes` of tenant `tenant`: names valid and unique, at most

@@ -5,10 +5,12 @@
 
 use std::sync::Arc;
 
-use super::{
-    gate::Wakes,
-    replay::{ReplayCache, ReplayKeys},
-};
+use tokio::sync::Notify;
+
+use super::replay::{ReplayCache, ReplayKeys};
+
+/// What wakes the dispatchers of a tenant's routes, the default one first.
+pub(super) type Wakes = Arc<[Arc<Notify>]>;
 use crate::{
     error::Error,
     feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},

@@ -18,26 +18,22 @@ use hookd_sdk::signature::{self, HeaderLookup, HeaderSource};
 use tokio::sync::Notify;
 
 use super::{
-    commit::{Commit, ContractRejection, SenderFacts},
+    commit::{Commit, ContractRejection, SenderFacts, Wakes},
     replay::{replay_cache, ReplayCache, ReplayKeys},
+    routes::route_copies,
     snapshot::{Published, Snapshot},
     validate::{validate_body, EventIdSource},
 };
 use crate::{
     clock::SharedClock,
-    config::{RouteSettings, TenantSettings},
+    config::TenantSettings,
     contracts::TenantContracts,
     feed::DeliveryFeed,
     ids::{DeliveryId, EventId, TenantId},
     ingest::{Answer, BodyError, Ingest, IngestError, IngestOutcome},
     metrics::{SenderMetrics, TypeOutcome},
     rate_limit::TokenBucket,
-    routes::filter::FilterInput,
-    store::{
-        api::{RouteCopy, TenantStore},
-        records::EventMeta,
-        NewDelivery,
-    },
+    store::{api::TenantStore, records::EventMeta, NewDelivery},
     telemetry::{
         spans::{self, IngestSpan, ACTOR_SPAN, COMMIT_SPAN},
         Spans,
@@ -58,9 +54,6 @@ fn full_limiter(settings: &TenantSettings, now_ms: i64) -> Option<TokenBucket> {
 fn replay_cache_of(settings: &TenantSettings) -> ReplayCache {
     replay_cache(settings.replay_cache_capacity, settings.tolerance_secs)
 }
-
-/// What wakes the dispatchers of a tenant's routes, the default one first.
-pub(super) type Wakes = Arc<[Arc<Notify>]>;
 
 /// What a gate writes to and reports through, besides its tenant's state.
 #[derive(Clone)]
@@ -297,7 +290,7 @@ fn new_delivery(
         span_id,
         sampled,
     };
-    let copies = route_copies(snapshot.settings(), msg, headers);
+    let copies = route_copies(snapshot.settings(), msg, headers.0);
     NewDelivery {
         content_key: snapshot.content_idem_key(keys),
         event_id,
@@ -306,49 +299,6 @@ fn new_delivery(
         due_ms: now_ms,
         copies,
     }
-}
-
-/// A delivery for each of the tenant's other routes whose filter the event
-/// passes (or that has none). The body and headers are read for the
-/// filters only when one of its routes has a filter.
-fn route_copies(
-    settings: &TenantSettings,
-    msg: &Ingest,
-    headers: &SignedHeaders<'_>,
-) -> Vec<RouteCopy> {
-    let copy = |route: &RouteSettings| RouteCopy {
-        route: route.name.clone(),
-        scope: route.scope.clone(),
-        delivery_id: DeliveryId::generate(),
-    };
-    if settings.routes.iter().all(|r| r.filter.is_none()) {
-        return settings.routes.iter().map(copy).collect();
-    }
-    let body: serde_json::Value = serde_json::from_slice(&msg.body).unwrap_or_default();
-    let header_pairs: Vec<(&str, &str)> = headers
-        .0
-        .iter()
-        .filter_map(|(name, value)| Some((name.as_str(), value.to_str().ok()?)))
-        .collect();
-    let query: Vec<(std::borrow::Cow<'_, str>, std::borrow::Cow<'_, str>)> =
-        form_urlencoded::parse(msg.query.as_bytes()).collect();
-    let query_pairs: Vec<(&str, &str)> = query
-        .iter()
-        .map(|(k, v)| (k.as_ref(), v.as_ref()))
-        .collect();
-    let path = format!("/hooks/{}", settings.id);
-    let input = FilterInput {
-        body: &body,
-        headers: &header_pairs,
-        path: &path,
-        query: &query_pairs,
-    };
-    settings
-        .routes
-        .iter()
-        .filter(|route| route.filter.as_ref().is_none_or(|f| f.matches(&input)))
-        .map(copy)
-        .collect()
 }
 
 enum Prepared {

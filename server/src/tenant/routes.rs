@@ -5,13 +5,16 @@
 
 use std::sync::Arc;
 
+use actix_web::http::header::HeaderMap;
 use tokio::sync::Notify;
 
 use crate::{
-    config::{ForwardSettings, TenantSettings},
+    config::{ForwardSettings, RouteSettings, TenantSettings},
     error::Result,
-    ids::TenantId,
-    store::{Store, TenantStore},
+    ids::{DeliveryId, TenantId},
+    ingest::Ingest,
+    routes::filter::FilterInput,
+    store::{api::RouteCopy, Store, TenantStore},
 };
 
 /// One route of a running tenant.
@@ -54,5 +57,47 @@ impl RouteHandle {
 pub(super) fn forwarding(settings: &TenantSettings) -> Vec<Option<&ForwardSettings>> {
     std::iter::once(settings.forward.as_ref())
         .chain(settings.routes.iter().map(|r| r.forward.as_ref()))
+        .collect()
+}
+
+/// A delivery for each of the tenant's other routes whose filter the event
+/// passes (or that has none). The body and headers are read for the
+/// filters only when one of its routes has a filter.
+pub(super) fn route_copies(
+    settings: &TenantSettings,
+    msg: &Ingest,
+    headers: &HeaderMap,
+) -> Vec<RouteCopy> {
+    let copy = |route: &RouteSettings| RouteCopy {
+        route: route.name.clone(),
+        scope: route.scope.clone(),
+        delivery_id: DeliveryId::generate(),
+    };
+    if settings.routes.iter().all(|r| r.filter.is_none()) {
+        return settings.routes.iter().map(copy).collect();
+    }
+    let body: serde_json::Value = serde_json::from_slice(&msg.body).unwrap_or_default();
+    let header_pairs: Vec<(&str, &str)> = headers
+        .iter()
+        .filter_map(|(name, value)| Some((name.as_str(), value.to_str().ok()?)))
+        .collect();
+    let query: Vec<(std::borrow::Cow<'_, str>, std::borrow::Cow<'_, str>)> =
+        form_urlencoded::parse(msg.query.as_bytes()).collect();
+    let query_pairs: Vec<(&str, &str)> = query
+        .iter()
+        .map(|(k, v)| (k.as_ref(), v.as_ref()))
+        .collect();
+    let path = format!("/hooks/{}", settings.id);
+    let input = FilterInput {
+        body: &body,
+        headers: &header_pairs,
+        path: &path,
+        query: &query_pairs,
+    };
+    settings
+        .routes
+        .iter()
+        .filter(|route| route.filter.as_ref().is_none_or(|f| f.matches(&input)))
+        .map(copy)
         .collect()
 }

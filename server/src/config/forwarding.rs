@@ -1,0 +1,304 @@
+//! The forwarding half of a route, as written and as validated: where it
+//! sends (`destination`), how it retries, how many attempts it keeps in
+//! flight, its rate and its circuit breaker, and a route's transform. The
+//! default route reads these keys from the tenant itself, any other route
+//! from its `[[tenants.routes]]` entry; both are validated here, naming the
+//! key with the route's prefix.
+
+use std::{path::PathBuf, sync::Arc, time::Duration};
+
+use hookd_proto::domain::Scheme;
+use hookd_sdk::signature::Secret;
+use secrecy::{ExposeSecret, SecretString};
+use serde::{Deserialize, Serialize};
+
+use super::{bounds, secrets::load_secret};
+use crate::{
+    egress::AddressPolicy,
+    error::InvalidSetting,
+    ids::TenantId,
+    routes::transform::{Transform, TransformLimits},
+};
+
+/// The forwarding fields of one route, with the key prefix its errors name
+/// (`routes[1] (audit).`, empty for the default route).
+pub(super) struct Forwarding<'a> {
+    pub(super) key: String,
+    pub(super) destination: Option<&'a DestinationConfig>,
+    pub(super) retry: &'a RetryConfig,
+    pub(super) max_in_flight: usize,
+    pub(super) delivery_rate: Option<RateLimitConfig>,
+    pub(super) breaker: &'a BreakerConfig,
+}
+
+/// When to stop hammering a failing destination.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct BreakerConfig {
+    /// Consecutive failed attempts that open the breaker.
+    #[serde(default = "default_failure_threshold")]
+    pub failure_threshold: u32,
+    /// How long it stays open before one probe is let through.
+    #[serde(default = "default_cooldown")]
+    pub cooldown_secs: f64,
+}
+
+impl Default for BreakerConfig {
+    fn default() -> Self {
+        BreakerConfig {
+            failure_threshold: default_failure_threshold(),
+            cooldown_secs: default_cooldown(),
+        }
+    }
+}
+
+/// Token-bucket rate limit of one tenant.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimitConfig {
+    /// Sustained deliveries per second.
+    pub per_sec: f64,
+    /// Burst size.
+    pub burst: u32,
+}
+
+/// A tenant's destination for forwarded events.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DestinationConfig {
+    /// URL hookd POSTs each event to.
+    pub url: String,
+    /// Standard Webhooks secret hookd signs forwarded deliveries with.
+    #[serde(default, skip_serializing)]
+    pub secret: Option<SecretString>,
+    /// Environment variable holding the destination secret.
+    #[serde(default)]
+    pub secret_env: Option<String>,
+    /// File holding the destination secret.
+    #[serde(default)]
+    pub secret_file: Option<PathBuf>,
+    /// Whole-request timeout, connect included.
+    #[serde(default = "default_forward_timeout")]
+    pub timeout_secs: f64,
+    /// Connect timeout.
+    #[serde(default = "default_connect_timeout")]
+    pub connect_timeout_secs: f64,
+    /// PEM bundle of private CAs this destination's certificate may chain
+    /// to, trusted on top of the system's and the public roots.
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
+}
+
+/// When failed forwards are retried.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetryConfig {
+    /// Delays between attempts; the last one repeats until the window ends.
+    #[serde(default = "default_schedule")]
+    pub schedule_secs: Vec<f64>,
+    /// After this long since acceptance a failing delivery is dead-lettered.
+    #[serde(default = "default_window")]
+    pub window_secs: f64,
+    /// Random spread of each delay, as a fraction (0.1 = ±10 %).
+    #[serde(default = "default_jitter")]
+    pub jitter: f64,
+}
+
+impl Default for RetryConfig {
+    fn default() -> Self {
+        RetryConfig {
+            schedule_secs: default_schedule(),
+            window_secs: default_window(),
+            jitter: default_jitter(),
+        }
+    }
+}
+
+fn default_forward_timeout() -> f64 {
+    30.0
+}
+
+fn default_connect_timeout() -> f64 {
+    10.0
+}
+
+fn default_schedule() -> Vec<f64> {
+    vec![30.0, 120.0, 600.0, 3600.0, 21600.0]
+}
+
+fn default_jitter() -> f64 {
+    0.1
+}
+
+fn default_failure_threshold() -> u32 {
+    5
+}
+
+fn default_cooldown() -> f64 {
+    30.0
+}
+
+/// The retry window of a tenant that sets none, as every tenant created
+/// over the control plane does.
+pub(super) fn default_window() -> f64 {
+    86_400.0
+}
+
+impl DestinationConfig {
+    /// A destination at `url` with the config file's default timeouts and
+    /// no secret of its own (the control plane generates one).
+    pub fn with_defaults(url: String) -> DestinationConfig {
+        DestinationConfig {
+            url,
+            secret: None,
+            secret_env: None,
+            secret_file: None,
+            timeout_secs: default_forward_timeout(),
+            connect_timeout_secs: default_connect_timeout(),
+            ca_file: None,
+        }
+    }
+}
+
+impl Forwarding<'_> {
+    /// Every number of these forwarding fields against [`bounds`].
+    pub(super) fn check_bounds(&self) -> Result<(), InvalidSetting> {
+        let key = |name: &str| format!("{}{name}", self.key);
+        bounds::check_usize(
+            bounds::MAX_IN_FLIGHT,
+            &key("max_in_flight"),
+            self.max_in_flight,
+        )?;
+        if let Some(rate) = &self.delivery_rate {
+            bounds::RATE_PER_SEC.check(&key("delivery_rate.per_sec"), rate.per_sec)?;
+            bounds::RATE_BURST.check(&key("delivery_rate.burst"), u64::from(rate.burst))?;
+        }
+        let retry = self.retry;
+        bounds::check_usize(
+            bounds::RETRY_STEPS,
+            &key("retry.schedule_secs (number of delays)"),
+            retry.schedule_secs.len(),
+        )?;
+        for (i, delay) in retry.schedule_secs.iter().enumerate() {
+            bounds::RETRY_DELAY_SECS.check(&key(&format!("retry.schedule_secs[{i}]")), *delay)?;
+        }
+        bounds::RETRY_WINDOW_SECS.check(&key("retry.window_secs"), retry.window_secs)?;
+        bounds::RETRY_JITTER.check(&key("retry.jitter"), retry.jitter)?;
+        bounds::BREAKER_THRESHOLD.check(
+            &key("breaker.failure_threshold"),
+            u64::from(self.breaker.failure_threshold),
+        )?;
+        bounds::BREAKER_COOLDOWN_SECS
+            .check(&key("breaker.cooldown_secs"), self.breaker.cooldown_secs)?;
+        if let Some(dest) = self.destination {
+            bounds::FORWARD_TIMEOUT_SECS
+                .check(&key("destination.timeout_secs"), dest.timeout_secs)?;
+            bounds::CONNECT_TIMEOUT_SECS.check(
+                &key("destination.connect_timeout_secs"),
+                dest.connect_timeout_secs,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The forward settings of these fields (`None`: pull mode).
+    pub(super) fn settings(&self) -> Result<Option<ForwardSettings>, InvalidSetting> {
+        self.destination
+            .map(|d| self.forward_settings(d))
+            .transpose()
+    }
+
+    fn forward_settings(
+        &self,
+        dest: &DestinationConfig,
+    ) -> Result<ForwardSettings, InvalidSetting> {
+        let key = |name: &str| format!("{}{name}", self.key);
+        if !(dest.url.starts_with("http://") || dest.url.starts_with("https://")) {
+            return Err(InvalidSetting::new(
+                key("destination.url"),
+                format!("{:?} must be an http:// or https:// URL", dest.url),
+            ));
+        }
+        let raw = load_secret(
+            dest.secret.as_ref(),
+            dest.secret_env.as_deref(),
+            dest.secret_file.as_deref(),
+        )
+        .map_err(|e| InvalidSetting::new(key("destination"), e))?;
+        let secret =
+            Secret::from_provider(Scheme::Standard, "dest", raw.expose_secret()).map_err(|e| {
+                InvalidSetting::new(
+                    key("destination.secret"),
+                    format!("{e} (a Standard Webhooks whsec_ secret)"),
+                )
+            })?;
+        let ca_certs = match &dest.ca_file {
+            Some(path) => crate::egress::load_ca_file(&key("destination.ca_file"), path)?,
+            None => Vec::new(),
+        };
+        let ms = |secs: f64| (secs * 1000.0).round() as i64;
+        Ok(ForwardSettings {
+            url: dest.url.clone(),
+            secret,
+            timeout: Duration::from_secs_f64(dest.timeout_secs),
+            connect_timeout: Duration::from_secs_f64(dest.connect_timeout_secs),
+            schedule_ms: self.retry.schedule_secs.iter().map(|s| ms(*s)).collect(),
+            window_ms: ms(self.retry.window_secs),
+            jitter: self.retry.jitter,
+            max_in_flight: self.max_in_flight,
+            delivery_rate: self.delivery_rate,
+            breaker_threshold: self.breaker.failure_threshold,
+            breaker_cooldown_ms: ms(self.breaker.cooldown_secs),
+            address_policy: None,
+            ca_certs,
+            transform: None,
+        })
+    }
+}
+
+/// How one tenant's events are forwarded, validated.
+#[derive(Debug, Clone)]
+pub struct ForwardSettings {
+    /// Destination URL.
+    pub url: String,
+    /// Standard Webhooks secret hookd signs with.
+    pub secret: Secret,
+    /// Whole-request timeout.
+    pub timeout: Duration,
+    /// Connect timeout.
+    pub connect_timeout: Duration,
+    /// Delays between attempts (ms); the last repeats.
+    pub schedule_ms: Vec<i64>,
+    /// Retry window from acceptance (ms).
+    pub window_ms: i64,
+    /// Jitter fraction.
+    pub jitter: f64,
+    /// Concurrency limit.
+    pub max_in_flight: usize,
+    /// Optional forward rate limit.
+    pub delivery_rate: Option<RateLimitConfig>,
+    /// Consecutive failures that open the breaker.
+    pub breaker_threshold: u32,
+    /// Breaker cooldown (ms).
+    pub breaker_cooldown_ms: i64,
+    /// The addresses the destination may reach; `None` for a destination
+    /// written in the operator's config file, which is trusted as written.
+    pub address_policy: Option<Arc<AddressPolicy>>,
+    /// The destination's own private CAs (`destination.ca_file`).
+    pub ca_certs: Vec<reqwest::Certificate>,
+    /// The route's transform, run on each request before it is signed.
+    pub transform: Option<Arc<RouteTransform>>,
+}
+
+/// A route's transform with what its handler is told of the route.
+#[derive(Debug)]
+pub struct RouteTransform {
+    /// The compiled code and its version.
+    pub transform: Transform,
+    /// Its memory and CPU budget.
+    pub limits: TransformLimits,
+    /// The tenant the route belongs to.
+    pub tenant: TenantId,
+    /// The route's name.
+    pub route: String,
+}
