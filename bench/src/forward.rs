@@ -57,9 +57,13 @@ pub struct ForwardArgs {
     /// After the load, wait at most this long for every accepted event to arrive.
     #[arg(long, default_value_t = 60.0)]
     drain_timeout_secs: f64,
-    /// HTTP workers of the sink.
+    /// HTTP workers of each sink.
     #[arg(long, default_value_t = 1)]
     sink_workers: usize,
+    /// Routes per tenant (1..=16), each forwarding to a sink of its own:
+    /// every accepted event is delivered once per route.
+    #[arg(long, default_value_t = 1)]
+    routes: usize,
     #[command(flatten)]
     load: LoadArgs,
 }
@@ -73,8 +77,10 @@ pub struct ForwardReport {
     pub max_in_flight: usize,
     /// The load itself: requests, ingest throughput and latency, statuses.
     pub load: Summary,
-    /// What arrived at the sink, measured against the 202s.
+    /// What arrived at the default route's sink, measured against the 202s.
     pub delivery: Delivery,
+    /// The same for each other route's sink (`r1`, `r2`, ...).
+    pub routes: Vec<Delivery>,
 }
 
 /// Accepted events against their arrivals at the sink.
@@ -195,13 +201,14 @@ impl ForwardReport {
         let l = &d.latency_ms;
         let mut out = self.load.text();
         out += &format!(
-            "forwarding: {tenants} tenant(s), max_in_flight {mif}, sink answering 204\n  \
+            "forwarding: {tenants} tenant(s), {routes} route(s) each, max_in_flight {mif}, sinks answering 204\n  \
              accepted {acc} in {load:.2} s: {acc_rps:.0}/s\n  \
              arrived {arr} (missing {miss}, duplicates {dup}, unexpected {unx}, without id {noid})\n  \
              delivered {del:.0}/s over {span:.2} s from the first 202 to the last arrival; \
              {during:.0}/s during the load; {after:.0}/s in the {drain:.2} s after it\n  \
              202 -> arrival ms  p50 {p50:.3}  p90 {p90:.3}  p99 {p99:.3}  max {max:.3}  mean {mean:.3}\n",
             tenants = self.tenants,
+            routes = self.routes.len() + 1,
             mif = self.max_in_flight,
             acc = d.accepted,
             load = d.load_secs,
@@ -222,6 +229,19 @@ impl ForwardReport {
             max = l.max,
             mean = l.mean,
         );
+        for (i, r) in self.routes.iter().enumerate() {
+            out += &format!(
+                "  route r{n}: arrived {arr} (missing {miss}, duplicates {dup}), delivered {del:.0}/s; \
+                 202 -> arrival ms p50 {p50:.3} p99 {p99:.3}\n",
+                n = i + 1,
+                arr = r.arrived,
+                miss = r.missing,
+                dup = r.duplicates,
+                del = r.delivered_per_sec,
+                p50 = r.latency_ms.p50,
+                p99 = r.latency_ms.p99,
+            );
+        }
         if d.arrived_before_202 > 0 {
             out += &format!(
                 "  note: {} events arrived before their 202 was read (latency counted as 0)\n",
@@ -261,7 +281,13 @@ pub async fn run(args: ForwardArgs) -> anyhow::Result<()> {
         record_accepted: true,
         ..load.options(SocketAddr::from(([127, 0, 0, 1], 0)))?
     };
+    if !(1..=16).contains(&args.routes) {
+        bail!("--routes must be between 1 and 16, got {}", args.routes);
+    }
     let sink = Sink::start(args.sink_workers)?;
+    let route_sinks = (1..args.routes)
+        .map(|_| Sink::start(args.sink_workers))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let hookd_spec = HookdSpec {
         binary: args.hookd.clone().unwrap_or_else(servers::default_hookd),
         tenants: spec.tenants.clone(),
@@ -277,6 +303,10 @@ pub async fn run(args: ForwardArgs) -> anyhow::Result<()> {
             url: format!("http://{}/sink", sink.addr),
             secret: SINK_SECRET.to_owned(),
             max_in_flight: args.max_in_flight,
+            routes: route_sinks
+                .iter()
+                .map(|s| format!("http://{}/sink", s.addr))
+                .collect(),
         }),
     };
     let hookd = servers::start_hookd(&hookd_spec).await?;
@@ -294,21 +324,31 @@ pub async fn run(args: ForwardArgs) -> anyhow::Result<()> {
         .iter()
         .map(|&(i, at)| (plan.pool[i as usize].event_id.clone(), at))
         .collect();
-    drain(&sink, &accepted, drain_timeout, !load.json).await;
+    for sink in std::iter::once(&sink).chain(&route_sinks) {
+        drain(sink, &accepted, drain_timeout, !load.json).await;
+    }
     hookd.stop(Duration::from_secs(30));
-    let delivery = Delivery::tally(
-        &accepted,
-        &sink.arrivals.snapshot(),
-        sink.arrivals.without_id(),
-        timed.started,
-        load_end,
-    );
+    let tally = |sink: &Sink| {
+        Delivery::tally(
+            &accepted,
+            &sink.arrivals.snapshot(),
+            sink.arrivals.without_id(),
+            timed.started,
+            load_end,
+        )
+    };
+    let delivery = tally(&sink);
+    let routes = route_sinks.iter().map(tally).collect();
     sink.stop().await;
+    for sink in route_sinks {
+        sink.stop().await;
+    }
     let report = ForwardReport {
         tenants: spec.tenants.len(),
         max_in_flight: args.max_in_flight,
         load: Summary::new("hookd", opts.connections, &timed, None),
         delivery,
+        routes,
     };
     if load.json {
         println!("{}", serde_json::to_string_pretty(&report)?);

@@ -134,8 +134,11 @@ pub struct DestinationSpec {
     pub url: String,
     /// Standard Webhooks secret hookd signs forwards with.
     pub secret: String,
-    /// Forwards in flight at once per tenant.
+    /// Forwards in flight at once per tenant (and per route).
     pub max_in_flight: usize,
+    /// URLs of the tenant's other routes (`r1`, `r2`, ...), each with the
+    /// same secret and `max_in_flight`.
+    pub routes: Vec<String>,
 }
 
 /// The directive that keeps the line announcing hookd's addresses, which
@@ -174,6 +177,16 @@ pub fn hookd_config(spec: &HookdSpec) -> String {
                 url = dest.url,
                 secret = dest.secret,
             );
+            for (i, url) in dest.routes.iter().enumerate() {
+                let _ = write!(
+                    out,
+                    "[[tenants.routes]]\nname = \"r{n}\"\nmax_in_flight = {mif}\n\
+                     [tenants.routes.destination]\nurl = {url:?}\nsecret = {secret:?}\n",
+                    n = i + 1,
+                    mif = dest.max_in_flight,
+                    secret = dest.secret,
+                );
+            }
         }
     }
     out
@@ -307,6 +320,33 @@ mod tests {
     }
 
     #[test]
+    fn each_extra_route_is_declared_with_its_own_sink() {
+        let spec = two_tenants(
+            Scheme::Standard,
+            Some(DestinationSpec {
+                url: "http://127.0.0.1:9/sink".into(),
+                secret: "whsec_def".into(),
+                max_in_flight: 4,
+                routes: vec![
+                    "http://127.0.0.1:10/sink".into(),
+                    "http://127.0.0.1:11/sink".into(),
+                ],
+            }),
+        );
+        let text = hookd_config(&spec);
+        assert_eq!(
+            text.matches("[[tenants.routes]]").count(),
+            4,
+            "two per tenant: {text}"
+        );
+        assert!(text.contains("name = \"r2\"\nmax_in_flight = 4"), "{text}");
+        assert!(
+            text.contains("url = \"http://127.0.0.1:11/sink\""),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn a_destination_is_declared_for_every_tenant() {
         let spec = two_tenants(
             Scheme::Standard,
@@ -314,6 +354,7 @@ mod tests {
                 url: "http://127.0.0.1:9/sink".into(),
                 secret: "whsec_def".into(),
                 max_in_flight: 32,
+                routes: Vec::new(),
             }),
         );
         let text = hookd_config(&spec);
