@@ -25,6 +25,7 @@ mod postgres_catalog;
 mod postgres_clock;
 mod postgres_load;
 mod postgres_restart;
+mod pre_routes;
 mod private_ca;
 mod process;
 mod queue;

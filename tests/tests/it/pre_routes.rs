@@ -1,0 +1,91 @@
+//! A data dir written by hookd before routes existed (`tests/fixtures/
+//! pre-routes`: tenant `shop` with three deliveries pending a retry in an
+//! hour, tenant `dead` with two dead letters, made by that build) starts
+//! under this one with its tenants, queues and dead letters where they were:
+//! they are the tenants' `default` routes. A route added afterwards gets the
+//! new events only.
+
+use std::path::Path;
+
+use hookd_sdk::client::proto::{DeliveryStatus, ListDeadLettersRequest};
+use reqwest::StatusCode;
+
+use crate::harness::{TestServer, DEST_SECRET};
+
+/// The fixture's tenants as that build was configured.
+fn config(extra: &str) -> String {
+    let tenant = |id: &str, url: &str, retry: &str| {
+        format!(
+            "[[tenants]]\nid = \"{id}\"\nscheme = \"standard\"\n[[tenants.secrets]]\nkid = \"k1\"\n\
+             secret = \"{DEST_SECRET}\"\n[tenants.destination]\nurl = \"{url}\"\nsecret = \"{DEST_SECRET}\"\n{retry}"
+        )
+    };
+    tenant(
+        "shop",
+        "http://127.0.0.1:9/refused",
+        "[tenants.retry]\nschedule_secs = [3600]\nwindow_secs = 86400\n",
+    ) + extra
+        + &tenant("dead", "http://127.0.0.1:9/refuses", "")
+}
+
+/// Puts the fixture in place of `data`'s store.
+fn fixture(data: &Path) {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pre-routes");
+    let _ = std::fs::remove_dir_all(data.join("store"));
+    std::fs::create_dir_all(data.join("store")).unwrap();
+    for file in ["conf", "db"] {
+        std::fs::copy(from.join("store").join(file), data.join("store").join(file)).unwrap();
+    }
+    std::fs::copy(from.join("sled"), data.join("sled")).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_data_dir_from_before_routes_keeps_its_queues_and_dead_letters() {
+    let mut s = TestServer::start(&config(""));
+    s.restart_with(&config(""), fixture);
+    let admin = s.admin().await;
+    let pending = admin
+        .list_all_deliveries("shop", DeliveryStatus::Pending)
+        .await
+        .unwrap();
+    assert_eq!(pending.len(), 3, "shop's queue is intact");
+    let first = admin
+        .get_delivery("shop", "dlv_01M8RX0JJ8PQGSBJWKCYTDQ7JC")
+        .await
+        .unwrap();
+    assert_eq!(first.attempts.len(), 1, "with the attempt it had");
+    let dead = admin
+        .list_dead_letters(ListDeadLettersRequest {
+            tenant_id: "dead".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(dead.dead_letters.len(), 2, "dead's dead letters are intact");
+    let again = s
+        .post_signed("shop", "k1", DEST_SECRET, "evt_pending_1")
+        .await;
+    assert_eq!(again.status, StatusCode::OK, "{:?}", again.body);
+    assert_eq!(again.body["delivery_id"], "dlv_01M8RX0JJ8PQGSBJWKCYTDQ7JC");
+
+    let with_route = config(
+        "[[tenants.routes]]\nname = \"audit\"\n[tenants.routes.destination]\n\
+         url = \"http://127.0.0.1:9/audit\"\nsecret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n",
+    );
+    s.restart(&with_route);
+    let admin = s.admin().await;
+    let fresh = s
+        .post_signed("shop", "k1", DEST_SECRET, "evt_after_routes")
+        .await;
+    assert_eq!(fresh.status, StatusCode::ACCEPTED, "{:?}", fresh.body);
+    assert_eq!(fresh.body["deliveries"].as_array().unwrap().len(), 2);
+    let pending = admin
+        .list_all_deliveries("shop", DeliveryStatus::Pending)
+        .await
+        .unwrap();
+    assert_eq!(
+        pending.len(),
+        4,
+        "the old three and the new default delivery"
+    );
+}
