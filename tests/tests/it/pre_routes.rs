@@ -1,16 +1,23 @@
-//! A data dir written by hookd before routes existed (`tests/fixtures/
-//! pre-routes`: tenant `shop` with three deliveries pending a retry in an
-//! hour, tenant `dead` with two dead letters, made by that build) starts
-//! under this one with its tenants, queues and dead letters where they were:
-//! they are the tenants' `default` routes. A route added afterwards gets the
-//! new events only.
+//! A data dir and a database written by hookd before routes existed
+//! (`tests/fixtures/pre-routes-sled`, `pre-routes-postgres.sql`: tenant
+//! `shop` with three deliveries pending a retry in an hour, tenant `dead`
+//! with two dead letters, each made by that build) start under this one
+//! with their tenants, queues and dead letters where they were: they are
+//! the tenants' `default` routes. A route added afterwards gets the new
+//! events only.
 
 use std::path::Path;
 
-use hookd_sdk::client::proto::{DeliveryStatus, ListDeadLettersRequest};
+use hookd_sdk::client::{
+    proto::{DeliveryStatus, ListDeadLettersRequest},
+    HookdClient,
+};
 use reqwest::StatusCode;
 
-use crate::harness::{TestServer, DEST_SECRET};
+use crate::{
+    harness::{TestServer, ADMIN_TOKEN, DEST_SECRET},
+    postgres::{Cluster, MASTER_KEY},
+};
 
 /// The fixture's tenants as that build was configured.
 fn config(extra: &str) -> String {
@@ -30,7 +37,7 @@ fn config(extra: &str) -> String {
 
 /// Puts the fixture in place of `data`'s store.
 fn fixture(data: &Path) {
-    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pre-routes");
+    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pre-routes-sled");
     let _ = std::fs::remove_dir_all(data.join("store"));
     std::fs::create_dir_all(data.join("store")).unwrap();
     for file in ["conf", "db"] {
@@ -88,4 +95,55 @@ async fn a_data_dir_from_before_routes_keeps_its_queues_and_dead_letters() {
         4,
         "the old three and the new default delivery"
     );
+}
+
+/// Lists what a hookd serving the fixture's tenants over gRPC at `grpc`
+/// holds: shop's pending deliveries and dead's dead letters.
+async fn held(grpc: &str) -> (usize, usize) {
+    let admin = HookdClient::connect(grpc.to_owned(), ADMIN_TOKEN)
+        .await
+        .unwrap();
+    let pending = admin
+        .list_all_deliveries("shop", DeliveryStatus::Pending)
+        .await
+        .unwrap();
+    let dead = admin
+        .list_dead_letters(ListDeadLettersRequest {
+            tenant_id: "dead".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    (pending.len(), dead.dead_letters.len())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_database_from_before_routes_keeps_its_queues_and_dead_letters() {
+    let Some(cluster) = Cluster::with_tenants("pre_routes", &config("")) else {
+        return;
+    };
+    let dump = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pre-routes-postgres.sql"),
+    )
+    .unwrap();
+    let (client, connection) = tokio_postgres::connect(cluster.url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client.batch_execute(&dump).await.unwrap();
+    drop(client);
+    let hookd = cluster.start(0, MASTER_KEY);
+    assert_eq!(
+        held(&hookd.grpc).await,
+        (3, 2),
+        "queue and dead letters intact"
+    );
+    let admin = HookdClient::connect(hookd.grpc.clone(), ADMIN_TOKEN)
+        .await
+        .unwrap();
+    let first = admin
+        .get_delivery("shop", "dlv_01M8RX46QB7V67WH2KYAMRSS4T")
+        .await
+        .unwrap();
+    assert_eq!(first.attempts.len(), 1, "with the attempt it had");
 }
