@@ -25,7 +25,7 @@ use crate::{
     positive_secs,
     report::{Latency, Summary},
     servers::{self, DestinationSpec, HookdSpec},
-    sink::{Arrival, Sink},
+    sink::{Arrival, Reply, Sink},
     LoadArgs,
 };
 
@@ -64,6 +64,12 @@ pub struct ForwardArgs {
     /// every accepted event is delivered once per route.
     #[arg(long, default_value_t = 1)]
     routes: usize,
+    /// How the sinks of the other routes answer, in order (`204`, `500`,
+    /// `slow:MS`); routes without one answer 204. The default route's sink
+    /// always answers 204: measure its delivery latency with a failing or
+    /// slow route beside it.
+    #[arg(long = "route-reply")]
+    route_replies: Vec<Reply>,
     #[command(flatten)]
     load: LoadArgs,
 }
@@ -284,9 +290,12 @@ pub async fn run(args: ForwardArgs) -> anyhow::Result<()> {
     if !(1..=16).contains(&args.routes) {
         bail!("--routes must be between 1 and 16, got {}", args.routes);
     }
-    let sink = Sink::start(args.sink_workers)?;
+    let sink = Sink::start(args.sink_workers, Reply::Status(204))?;
     let route_sinks = (1..args.routes)
-        .map(|_| Sink::start(args.sink_workers))
+        .map(|i| {
+            let reply = args.route_replies.get(i - 1).copied();
+            Sink::start(args.sink_workers, reply.unwrap_or(Reply::Status(204)))
+        })
         .collect::<anyhow::Result<Vec<_>>>()?;
     let hookd_spec = HookdSpec {
         binary: args.hookd.clone().unwrap_or_else(servers::default_hookd),

@@ -1,7 +1,7 @@
 //! The sink `forward` points hookd's tenants at: actix-web on 127.0.0.1
-//! port 0, in a thread of its own, answering 204 to every POST and noting,
-//! for each request, the event id hookd forwards in `webhook-id` and when it
-//! arrived.
+//! port 0, in a thread of its own, answering every POST as its [`Reply`]
+//! says (204 by default) and noting, for each request, the event id hookd
+//! forwards in `webhook-id` and when it arrived.
 
 use std::{
     collections::HashMap,
@@ -22,6 +22,35 @@ pub const EVENT_ID_HEADER: &str = "webhook-id";
 
 /// Bodies up to this size are read.
 const MAX_BODY: usize = 64 * 1024 * 1024;
+
+/// How a sink answers: at once with a status, or with 204 after a delay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reply {
+    /// This status, at once.
+    Status(u16),
+    /// 204 after this many milliseconds.
+    Slow(u64),
+}
+
+impl std::str::FromStr for Reply {
+    type Err = String;
+
+    /// `204`, `500`, ... or `slow:MS`.
+    fn from_str(text: &str) -> Result<Reply, String> {
+        if let Some(ms) = text.strip_prefix("slow:") {
+            return ms
+                .parse()
+                .map(Reply::Slow)
+                .map_err(|_| format!("{text:?}: slow:MS takes milliseconds"));
+        }
+        match text.parse::<u16>() {
+            Ok(status) if (200..600).contains(&status) => Ok(Reply::Status(status)),
+            _ => Err(format!(
+                "{text:?} is neither a status (200-599) nor slow:MS"
+            )),
+        }
+    }
+}
 
 /// One event id's arrivals at the sink.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,6 +121,7 @@ async fn receive(
     req: HttpRequest,
     _body: web::Bytes,
     arrivals: web::Data<Arrivals>,
+    reply: web::Data<Reply>,
 ) -> HttpResponse {
     let at = Instant::now();
     let id = req
@@ -99,7 +129,17 @@ async fn receive(
         .get(EVENT_ID_HEADER)
         .and_then(|v| v.to_str().ok());
     arrivals.record(id, at);
-    HttpResponse::NoContent().finish()
+    match **reply {
+        Reply::Status(status) => {
+            let status = actix_web::http::StatusCode::from_u16(status)
+                .unwrap_or(actix_web::http::StatusCode::NO_CONTENT);
+            HttpResponse::build(status).finish()
+        }
+        Reply::Slow(ms) => {
+            actix_rt::time::sleep(std::time::Duration::from_millis(ms)).await;
+            HttpResponse::NoContent().finish()
+        }
+    }
 }
 
 /// The running sink; stopped by `stop` (or when its thread's system ends).
@@ -113,9 +153,11 @@ pub struct Sink {
 }
 
 impl Sink {
-    /// Starts the sink on 127.0.0.1 port 0 with `workers` HTTP workers.
-    pub fn start(workers: usize) -> anyhow::Result<Sink> {
+    /// Starts the sink on 127.0.0.1 port 0 with `workers` HTTP workers,
+    /// answering every request as `reply` says.
+    pub fn start(workers: usize, reply: Reply) -> anyhow::Result<Sink> {
         let arrivals = web::Data::new(Arrivals::default());
+        let reply = web::Data::new(reply);
         let shared = arrivals.clone().into_inner();
         let (tx, rx) = mpsc::channel();
         let thread = std::thread::Builder::new()
@@ -125,6 +167,7 @@ impl Sink {
                     let bound = HttpServer::new(move || {
                         App::new()
                             .app_data(arrivals.clone())
+                            .app_data(reply.clone())
                             .app_data(web::PayloadConfig::new(MAX_BODY))
                             .route("/{tail:.*}", web::post().to(receive))
                     })
@@ -167,6 +210,14 @@ impl Sink {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn replies_parse_from_a_status_or_slow_ms() {
+        assert_eq!("500".parse::<Reply>(), Ok(Reply::Status(500)));
+        assert_eq!("slow:2000".parse::<Reply>(), Ok(Reply::Slow(2000)));
+        assert!("slow:soon".parse::<Reply>().is_err());
+        assert!("99".parse::<Reply>().is_err());
+    }
 
     #[test]
     fn arrivals_keep_the_first_instant_and_count_repeats() {
