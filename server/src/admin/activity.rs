@@ -31,7 +31,7 @@ fn accepted_between(handle: &TenantHandle, from: i64, until: i64) -> ApiResult<V
     let mut read = 0;
     while read < SEED_SCAN {
         let page = handle
-            .data
+            .data()
             .deliveries(None, before.as_ref(), SEED_PAGE)
             .map_err(api)?;
         let more = page.len() == SEED_PAGE;
@@ -56,11 +56,11 @@ impl Backend {
     pub(super) fn activity(&self, tenant_id: &str) -> ApiResult<TenantActivity> {
         let handle = self.tenant(tenant_id)?;
         // Delivery ids are ULIDs: the smallest queued one was created first.
-        let queued = handle.data.queue(None, QUEUE_SCAN).map_err(api)?;
+        let queued = handle.data().queue(None, QUEUE_SCAN).map_err(api)?;
         let oldest: Option<DeliveryId> = queued.into_iter().map(|(_, id)| id).min();
         let oldest_pending_ms = match oldest {
             Some(id) => handle
-                .data
+                .data()
                 .state(&id)
                 .map_err(api)?
                 .map(|state| state.received_at_ms),
@@ -73,12 +73,12 @@ impl Backend {
         let now = self.now_ms();
         let telemetry = self.registry.telemetry();
         let windows = telemetry.metrics().windows();
-        if let Some((from, until)) = windows.to_seed(handle.data.tenant(), now) {
+        if let Some((from, until)) = windows.to_seed(handle.data().tenant(), now) {
             let received = accepted_between(&handle, from, until)?;
-            windows.seed(handle.data.tenant(), &received);
+            windows.seed(handle.data().tenant(), &received);
         }
         let ingested = |span_ms: i64| {
-            let counts = windows.counts(handle.data.tenant(), now, span_ms);
+            let counts = windows.counts(handle.data().tenant(), now, span_ms);
             IngestCounts {
                 accepted: counts.accepted,
                 duplicates: counts.duplicates,
@@ -94,7 +94,7 @@ impl Backend {
                 .count_by_code(tenant_id, now - window_ms, REFUSED_CAP)
                 .map_err(api)
         };
-        let counts = handle.data.counts().map_err(api)?;
+        let counts = handle.data().counts().map_err(api)?;
         let median_clock_skew_secs = own_label
             .then(|| {
                 let metrics = self.registry.telemetry().metrics();

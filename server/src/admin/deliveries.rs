@@ -45,7 +45,7 @@ impl Backend {
         let before = page.token.clone().map(DeliveryId::new);
         let size = page.size as usize;
         let mut items = handle
-            .data
+            .data()
             .deliveries(status, before.as_ref(), size + 1)
             .map_err(api)?;
         let next_token = (items.len() > size).then(|| {
@@ -108,7 +108,7 @@ impl Backend {
         let size = page.size as usize;
         let keep = |letter: &DeadLetter| filter.matches(letter.dead_at_ms, &letter.reason);
         let mut letters = handle
-            .data
+            .data()
             .dead_letters(before.as_deref(), size + 1, &keep)
             .map_err(api)?;
         let next_token = (letters.len() > size).then(|| {
@@ -187,7 +187,7 @@ impl Backend {
             window_ms: handle.settings().retry_window_ms,
             now_ms: self.now_ms(),
         };
-        let pulled = blocking(move || handle.data.pull(request).map_err(api)).await;
+        let pulled = blocking(move || handle.data().pull(request).map_err(api)).await;
         self.durable().await?;
         Ok(pulled?
             .into_iter()
@@ -207,7 +207,7 @@ impl Backend {
         let handle = self.pull_tenant(tenant_id)?;
         let ids: Vec<DeliveryId> = ids.into_iter().map(DeliveryId::new).collect();
         let now = self.now_ms();
-        let acked = blocking(move || handle.data.ack(&ids, now).map_err(api)).await;
+        let acked = blocking(move || handle.data().ack(&ids, now).map_err(api)).await;
         self.durable().await?;
         acked
     }
@@ -217,7 +217,7 @@ impl Backend {
         let handle = self.pull_tenant(tenant_id)?;
         let ids: Vec<DeliveryId> = ids.into_iter().map(DeliveryId::new).collect();
         let now = self.now_ms();
-        let returned = blocking(move || handle.data.nack(&ids, now).map_err(api)).await;
+        let returned = blocking(move || handle.data().nack(&ids, now).map_err(api)).await;
         self.durable().await?;
         returned.map(drop)
     }
@@ -243,7 +243,7 @@ fn selected(handle: &TenantHandle, selection: Selection) -> ApiResult<Vec<Delive
             .map(|id| {
                 let id = DeliveryId::new(id);
                 let state = handle
-                    .data
+                    .data()
                     .state(&id)
                     .map_err(api)?
                     .ok_or_else(|| ApiError::NotFound(format!("delivery {id}")))?;
@@ -264,7 +264,7 @@ fn selected(handle: &TenantHandle, selection: Selection) -> ApiResult<Vec<Delive
         Selection::Matching(filter) => {
             let keep = |letter: &DeadLetter| filter.matches(letter.dead_at_ms, &letter.reason);
             let letters = handle
-                .data
+                .data()
                 .dead_letters(None, usize::MAX, &keep)
                 .map_err(api)?;
             Ok(letters
@@ -288,7 +288,7 @@ fn purge(handle: &TenantHandle, selection: Selection) -> ApiResult<u64> {
     };
     let mut purged = 0;
     let letters = handle
-        .data
+        .data()
         .dead_letters(None, usize::MAX, &|_| true)
         .map_err(api)?;
     for (key, letter) in letters {
@@ -296,7 +296,12 @@ fn purge(handle: &TenantHandle, selection: Selection) -> ApiResult<u64> {
             Some(ids) => ids.contains(letter.delivery_id.as_str()),
             None => filter.matches(letter.dead_at_ms, &letter.reason),
         };
-        if chosen && handle.data.purge_dead_letter(&key, &letter).map_err(api)? {
+        if chosen
+            && handle
+                .data()
+                .purge_dead_letter(&key, &letter)
+                .map_err(api)?
+        {
             purged += 1;
         }
     }

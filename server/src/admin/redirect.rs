@@ -25,7 +25,7 @@ impl Backend {
     fn stored_event(&self, tenant_id: &str, delivery_id: &str) -> ApiResult<StoredEvent> {
         let handle = self.tenant(tenant_id)?;
         handle
-            .data
+            .data()
             .event(&DeliveryId::new(delivery_id))
             .map_err(api)?
             .ok_or_else(|| {
@@ -105,7 +105,7 @@ impl Backend {
         };
         let id = DeliveryId::new(delivery_id);
         // Recorded before answering: the page shows it after a restart.
-        self.durably(move |_| handle.data.record_redirect(&id, &redirect).map_err(api))
+        self.durably(move |_| handle.data().record_redirect(&id, &redirect).map_err(api))
             .await?;
         Ok(AttemptView {
             attempt: record.attempt,

@@ -130,7 +130,7 @@ fn count(registry: &Registry, handle: Option<&TenantHandle>, counted: Counted) {
         let now_ms = registry.clock().now_ms();
         metrics
             .windows()
-            .record(handle.data.tenant(), now_ms, counted);
+            .record(handle.data().tenant(), now_ms, counted);
     }
 }
 

@@ -20,8 +20,8 @@ pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> HttpRespon
             .handles()
             .into_iter()
             .map(|h| TenantSource {
+                data: h.data().clone(),
                 metrics: h.metrics,
-                data: h.data,
             })
             .collect();
         let storage = read_storage(&tenants, &**registry.store(), registry.clock().now_ms());

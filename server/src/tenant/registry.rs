@@ -45,11 +45,7 @@ pub struct TenantHandle {
     /// The tenant's actor, started on its first delivery or change, and the
     /// snapshot of settings and contracts it publishes.
     actor: Arc<ActorSlot>,
-    /// Its data in storage.
-    pub data: TenantStore,
-    /// Wakes its dispatcher when work is queued.
-    pub wake: Arc<Notify>,
-    /// Its routes, the default one (`data`, `wake`) first.
+    /// Its routes, the default one (its own data, [`TenantHandle::data`]) first.
     pub routes: Arc<[RouteHandle]>,
     /// The counters of its `tenant` label.
     pub metrics: Arc<TenantMetrics>,
@@ -202,8 +198,6 @@ impl Registry {
         );
         let handle = TenantHandle {
             actor,
-            data,
-            wake,
             routes,
             metrics,
             rejection_budget,
@@ -490,6 +484,11 @@ impl TenantHandle {
     /// thread (starting its actor and gate if they are not running).
     pub fn ingest(&self, msg: Ingest<'_>) -> Answer {
         self.actor.ingest(msg)
+    }
+
+    /// Its data in storage: the default route's.
+    pub fn data(&self) -> &TenantStore {
+        &self.routes[0].data
     }
 
     /// The tenant's settings in force.

@@ -12,7 +12,10 @@ use super::{
     },
     TenantTrees,
 };
-use crate::error::{Error, Result};
+use crate::{
+    error::{Error, Result},
+    ids::DeliveryId,
+};
 
 /// A delivery on its way to the committer, with the tenant it is for and
 /// the trees of each of its route copies (in the order of
@@ -175,13 +178,23 @@ impl<'a> Encoded<'a> {
             received_at_ms: meta.received_at_ms,
             event_id,
         };
-        let mut deliveries = vec![EncodedDelivery::new(&item.trees, delivery, meta)?];
+        let mut deliveries = vec![EncodedDelivery::new(
+            &item.trees,
+            delivery,
+            meta,
+            &meta.delivery_id,
+        )?];
         for (trees, copy) in item.copies.iter().zip(&delivery.copies) {
-            let mut meta = meta.clone();
-            meta.delivery_id = copy.delivery_id.clone();
-            let mut encoded = EncodedDelivery::new(trees, delivery, &meta)?;
-            encoded.delivery_id = copy.delivery_id.as_str();
-            deliveries.push(encoded);
+            let meta = EventMeta {
+                delivery_id: copy.delivery_id.clone(),
+                ..meta.clone()
+            };
+            deliveries.push(EncodedDelivery::new(
+                trees,
+                delivery,
+                &meta,
+                &copy.delivery_id,
+            )?);
         }
         Ok(Encoded {
             trees: &item.trees,
@@ -197,18 +210,19 @@ impl<'a> Encoded<'a> {
 }
 
 impl<'a> EncodedDelivery<'a> {
-    /// The delivery `meta` names, of `delivery`'s event, in `trees`.
+    /// Delivery `id` (the one `meta` names) of `delivery`'s event, in `trees`.
     fn new(
         trees: &'a TenantTrees,
-        delivery: &'a NewDelivery,
+        delivery: &NewDelivery,
         meta: &EventMeta,
+        id: &'a DeliveryId,
     ) -> Result<EncodedDelivery<'a>> {
         let queue_key = queue_key(delivery.due_ms, trees.sequence()?);
         let mut state = DeliveryState::pending(delivery.event_id.clone(), meta.received_at_ms);
         state.queue_key = Some(hex::encode(queue_key));
         Ok(EncodedDelivery {
             trees,
-            delivery_id: delivery.meta.delivery_id.as_str(),
+            delivery_id: id.as_str(),
             queue_key,
             event: StoredEvent::encode(meta, &delivery.body),
             state: encode(&state),
