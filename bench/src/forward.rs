@@ -317,6 +317,7 @@ pub async fn run(args: ForwardArgs) -> anyhow::Result<()> {
                 .map(|s| format!("http://{}/sink", s.addr))
                 .collect(),
         }),
+        extra_config: String::new(),
     };
     let hookd = servers::start_hookd(&hookd_spec).await?;
     // Signed once hookd is up, so its start does not age the timestamps.

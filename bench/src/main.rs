@@ -1,11 +1,13 @@
 //! `hookd-bench`: drives hookd's real HTTP ingress with pre-signed deliveries
 //! and reports throughput and latency; `compare` measures hookd side by side
 //! with a bare actix-web server answering 202 to the same requests;
-//! `forward` measures events accepted and delivered to a local sink.
+//! `forward` measures events accepted and delivered to a local sink;
+//! `hostile` measures what one tenant's endless transform costs another.
 //! See docs/benchmarks.md.
 
 mod bare;
 mod forward;
+mod hostile;
 mod load;
 mod plan;
 mod report;
@@ -90,6 +92,10 @@ enum Command {
     /// it, load hookd, wait for every accepted event to arrive and report
     /// delivered/s and the latency from 202 to arrival.
     Forward(forward::ForwardArgs),
+    /// Load one tenant beside another whose route's transform is an
+    /// endless loop, in alternating fresh hookd processes, and compare its
+    /// ingest p99 with the same load beside a benign transform.
+    Hostile(hostile::HostileArgs),
     /// The bare server `compare` starts (internal).
     #[command(hide = true)]
     BareServer {
@@ -260,6 +266,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
             load,
         } => tenants(counts, hookd, hookd_log_filter, ready_timeout_secs, load).await,
         Command::Forward(args) => forward::run(args).await,
+        Command::Hostile(args) => hostile::run(args).await,
         Command::BareServer { .. } => unreachable!("served without a tokio runtime"),
     }
 }
@@ -290,6 +297,7 @@ async fn compare(
         log_filter: hookd_log_filter,
         ready_timeout: Duration::from_secs(ready_timeout_secs),
         destination: None,
+        extra_config: String::new(),
     };
     let hookd = servers::start_hookd(&hookd_spec).await?;
     let bare = servers::start_bare(workers)?;
@@ -347,6 +355,7 @@ async fn tenants(
         log_filter: hookd_log_filter,
         ready_timeout: Duration::from_secs(ready_timeout_secs),
         destination: None,
+        extra_config: String::new(),
     };
     let rows = scale::run(&counts, &load.tenant_pattern, &hookd_spec, &spec, &opts).await?;
     if load.json {

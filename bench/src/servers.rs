@@ -124,6 +124,8 @@ pub struct HookdSpec {
     pub ready_timeout: Duration,
     /// Where every tenant forwards its events (`None`: pull mode).
     pub destination: Option<DestinationSpec>,
+    /// More of the config file, appended as written (e.g. another tenant).
+    pub extra_config: String,
 }
 
 /// A destination every tenant forwards to, declared in the config file (so
@@ -189,6 +191,7 @@ pub fn hookd_config(spec: &HookdSpec) -> String {
             }
         }
     }
+    out.push_str(&spec.extra_config);
     out
 }
 
@@ -304,6 +307,7 @@ mod tests {
             log_filter: "info".into(),
             ready_timeout: Duration::from_secs(1),
             destination,
+            extra_config: String::new(),
         }
     }
 

@@ -301,4 +301,6 @@ pub struct RouteTransform {
     pub tenant: TenantId,
     /// The route's name.
     pub route: String,
+    /// Its share of the transform threads (`routes::transform::pool`).
+    pub share: Arc<tokio::sync::Semaphore>,
 }

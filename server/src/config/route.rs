@@ -12,7 +12,7 @@ use super::forwarding::{
     BreakerConfig, DestinationConfig, ForwardSettings, Forwarding, RateLimitConfig, RetryConfig,
     RouteTransform,
 };
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use sha2::{Digest, Sha256};
 
@@ -21,7 +21,10 @@ use crate::{
     ids::TenantId,
     routes::{
         filter::RouteFilter,
-        transform::{Transform, TransformLimits},
+        transform::{
+            pool::TransformPool, InvalidLimits, Transform, TransformLimits, DEFAULT_CPU,
+            DEFAULT_MEMORY_BYTES,
+        },
     },
 };
 
@@ -58,6 +61,20 @@ pub struct RouteConfig {
     /// it may rewrite the path, query, headers and body, or drop the event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transform: Option<String>,
+    /// The transform's CPU budget per run, in ms (1..=1000).
+    #[serde(default = "default_transform_cpu_ms")]
+    pub transform_cpu_ms: u64,
+    /// The transform's memory cap per run, in MiB (1..=256).
+    #[serde(default = "default_transform_memory_mib")]
+    pub transform_memory_mib: usize,
+}
+
+fn default_transform_cpu_ms() -> u64 {
+    DEFAULT_CPU.as_millis() as u64
+}
+
+fn default_transform_memory_mib() -> usize {
+    DEFAULT_MEMORY_BYTES >> 20
 }
 
 fn default_max_in_flight() -> usize {
@@ -134,13 +151,25 @@ pub(super) fn resolve_routes(
                         "a transform needs a destination (a pulled route sends nothing)",
                     ));
                 };
+                let limits = TransformLimits::new(
+                    route.transform_memory_mib.saturating_mul(1 << 20),
+                    Duration::from_millis(route.transform_cpu_ms),
+                )
+                .map_err(|e| {
+                    let field = match e {
+                        InvalidLimits::Memory => "transform_memory_mib",
+                        InvalidLimits::Cpu => "transform_cpu_ms",
+                    };
+                    InvalidSetting::new(format!("{key}.{field}"), e)
+                })?;
                 let transform = Transform::compile(code, version_of(code))
                     .map_err(|e| InvalidSetting::new(format!("{key}.transform"), e))?;
                 forward.transform = Some(Arc::new(RouteTransform {
                     transform,
-                    limits: TransformLimits::default(),
+                    limits,
                     tenant: tenant.clone(),
                     route: route.name.clone(),
+                    share: TransformPool::shared().route_share(),
                 }));
             }
             Ok(RouteSettings {
@@ -215,5 +244,64 @@ mod tests {
             .map(|i| serde_json::json!({ "name": format!("r{i}") }))
             .collect();
         assert!(refused(serde_json::Value::Array(many)).contains("routes"));
+    }
+
+    fn transformed(extra: serde_json::Value) -> Result<Vec<RouteSettings>, InvalidSetting> {
+        let mut route = serde_json::json!({
+            "name": "shaped",
+            "transform": "addHandler('transform', (r) => r)",
+            "destination": { "url": "http://127.0.0.1:9/a", "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" },
+        });
+        route
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        tenant(serde_json::json!([route]))
+    }
+
+    #[test]
+    fn a_route_sets_its_transform_budget_within_bounds() {
+        let routes =
+            transformed(serde_json::json!({ "transform_cpu_ms": 200, "transform_memory_mib": 64 }))
+                .unwrap();
+        let limits = routes[0]
+            .forward
+            .as_ref()
+            .unwrap()
+            .transform
+            .as_ref()
+            .unwrap()
+            .limits;
+        assert_eq!(
+            (limits.cpu(), limits.memory_bytes()),
+            (Duration::from_millis(200), 64 << 20)
+        );
+        let defaults = transformed(serde_json::json!({})).unwrap();
+        let limits = defaults[0]
+            .forward
+            .as_ref()
+            .unwrap()
+            .transform
+            .as_ref()
+            .unwrap()
+            .limits;
+        assert_eq!(
+            (limits.cpu(), limits.memory_bytes()),
+            (DEFAULT_CPU, DEFAULT_MEMORY_BYTES)
+        );
+        for (key, value) in [
+            ("transform_cpu_ms", 0),
+            ("transform_cpu_ms", 1001),
+            ("transform_memory_mib", 0),
+            ("transform_memory_mib", 257),
+        ] {
+            let err = transformed(serde_json::json!({ key: value }))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains(&format!("routes[0].{key}")),
+                "{key}={value}: {err}"
+            );
+        }
     }
 }

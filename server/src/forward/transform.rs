@@ -1,6 +1,6 @@
 //! A route's transform at forward time: the request hookd would send (the
 //! destination's path and query, the kept headers, the stored body) goes
-//! through the route's JavaScript on the blocking pool, within its memory
+//! through the route's JavaScript on the transform threads, within its memory
 //! and CPU budget; what comes back is sent instead, signed as sent. The
 //! stored event is never changed, so a fixed transform can be redelivered.
 
@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use crate::{
     config::RouteTransform,
-    routes::transform::{TransformBody, TransformContext, TransformOutcome, TransformRequest},
+    routes::transform::{
+        pool::TransformPool, TransformBody, TransformContext, TransformOutcome, TransformRequest,
+    },
     store::records::StoredEvent,
 };
 
@@ -74,12 +76,14 @@ pub(super) async fn apply(
         delivery_id: event.meta.delivery_id.clone(),
         attempt,
     };
-    let route = route.clone();
-    let ran =
-        tokio::task::spawn_blocking(move || route.transform.run(&request, &context, &route.limits))
-            .await;
+    let run = route.clone();
+    let ran = TransformPool::shared()
+        .run(&route.share, move || {
+            run.transform.run(&request, &context, &run.limits)
+        })
+        .await;
     match ran {
-        Err(_) => Transformed::Failed("the transform's thread stopped".into()),
+        Err(stopped) => Transformed::Failed(stopped.to_string()),
         Ok(Err(e)) => Transformed::Failed(e.to_string()),
         Ok(Ok(TransformOutcome::Drop)) => Transformed::Drop,
         Ok(Ok(TransformOutcome::Send(sent))) => {

@@ -35,6 +35,16 @@ pub enum TransformError {
         /// The budget it ran with.
         budget: Duration,
     },
+    /// Stopped by the interrupt at its wall-clock limit before it had used
+    /// its CPU budget: it was kept waiting for a core that long.
+    #[error(
+        "transform ran past its wall-clock limit of {} ms before using its CPU budget (the machine is overloaded)",
+        .limit.as_millis()
+    )]
+    Starved {
+        /// The wall-clock limit it ran with.
+        limit: Duration,
+    },
     /// The engine refused an allocation past the memory limit.
     #[error("transform exceeded its memory limit of {} KiB", .limit_bytes / 1024)]
     OutOfMemory {

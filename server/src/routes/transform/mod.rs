@@ -6,7 +6,10 @@
 //! request and returns what to send, so the event stays as its sender signed
 //! it. Each run gets a fresh runtime and context (nothing leaks between runs,
 //! routes or tenants), a memory limit, a stack limit and an interrupt that
-//! stops the script once its CPU budget has elapsed. The context holds the
+//! stops the script once it has used its CPU budget (the thread's own CPU
+//! time, so waiting for a core is not charged) or, if it is kept waiting
+//! that long, at a wall-clock limit of [`WALL_FACTOR`] times the budget
+//! (at least [`MIN_WALL`]). The context holds the
 //! language's own built-ins (objects, JSON, Date, RegExp, Map/Set, typed
 //! arrays, Proxy, Promise) and nothing else: no module loader, no timers, no
 //! network or file system, no `performance` clock. `console` exists and
@@ -26,12 +29,14 @@
 //! The handler is the Hookdeck form, `addHandler("transform", (request,
 //! context) => request)`, or a top-level `function transform(request,
 //! context)`. `docs/routes.md` (`## Transforms`) is the user's reference.
-//! Runs are synchronous: the caller runs them on a blocking thread with at
-//! least 1 MiB of stack to spare (the engine's own limit is
-//! [`MAX_STACK_BYTES`]).
+//! Runs are synchronous; the dispatcher runs them on the [`pool`]'s threads,
+//! which are in the idle scheduling class so that a busy transform yields
+//! its core to ingest and to other tenants' work, with at least 1 MiB of
+//! stack to spare (the engine's own limit is [`MAX_STACK_BYTES`]).
 
 mod error;
 mod output;
+pub mod pool;
 mod sandbox;
 #[cfg(test)]
 mod tests;
@@ -53,6 +58,10 @@ pub const MAX_MEMORY_BYTES: usize = 256 << 20;
 pub const DEFAULT_CPU: Duration = Duration::from_millis(50);
 /// The hard limit on a run's CPU budget: 1 s.
 pub const MAX_CPU: Duration = Duration::from_secs(1);
+/// How many times its CPU budget a run may take in wall-clock time.
+pub const WALL_FACTOR: u32 = 20;
+/// The shortest wall-clock limit a run gets: 10 s.
+pub const MIN_WALL: Duration = Duration::from_secs(10);
 /// The largest transform source accepted: 256 KiB.
 pub const MAX_CODE_BYTES: usize = 256 << 10;
 /// The largest request a transform may return (path, query, header names
@@ -98,10 +107,17 @@ impl TransformLimits {
         self.memory_bytes
     }
 
-    /// Time from the start of the run (top-level code, handler, serializing
-    /// the result) to the interrupt.
+    /// CPU time the run (top-level code, handler, serializing the result)
+    /// may use before the interrupt stops it.
     pub fn cpu(&self) -> Duration {
         self.cpu
+    }
+
+    /// Wall-clock time after which the interrupt stops a run that has not
+    /// used its CPU budget yet (it was waiting for a core):
+    /// [`WALL_FACTOR`] times the budget, at least [`MIN_WALL`].
+    pub fn wall(&self) -> Duration {
+        (self.cpu * WALL_FACTOR).max(MIN_WALL)
     }
 }
 

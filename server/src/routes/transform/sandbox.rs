@@ -6,10 +6,10 @@
 
 use std::{
     sync::{
-        atomic::{AtomicBool, Ordering},
+        atomic::{AtomicU8, Ordering},
         Arc,
     },
-    time::Instant,
+    time::{Duration, Instant},
 };
 
 use rquickjs::{
@@ -157,6 +157,21 @@ fn bad(why: &str) -> TransformError {
     TransformError::BadResult(why.to_owned())
 }
 
+/// The interrupt has not fired.
+const RUNNING: u8 = 0;
+/// The interrupt fired: the run used its CPU budget.
+const OVER_CPU: u8 = 1;
+/// The interrupt fired: the run reached its wall-clock limit first.
+const OVER_WALL: u8 = 2;
+
+/// CPU time the calling thread has used: a run's budget is counted in it,
+/// so a run waiting for a core (transform threads run at the lowest
+/// priority) is not charged for the wait.
+fn thread_cpu() -> Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
 /// A runtime and context for one run, with its interrupt.
 struct Sandbox {
     context: Context,
@@ -166,20 +181,26 @@ struct Sandbox {
 impl Sandbox {
     fn open(limits: &TransformLimits) -> Result<Self, TransformError> {
         let failed = Failure {
-            interrupted: Arc::new(AtomicBool::new(false)),
+            interrupted: Arc::new(AtomicU8::new(RUNNING)),
             limits: *limits,
         };
         let runtime = Runtime::new().map_err(|_| failed.out_of_memory())?;
         runtime.set_memory_limit(limits.memory_bytes());
         runtime.set_max_stack_size(MAX_STACK_BYTES);
-        let deadline = Instant::now() + limits.cpu();
+        let budget = limits.cpu();
+        let started = thread_cpu();
+        let wall_deadline = Instant::now() + limits.wall();
         let interrupted = Arc::clone(&failed.interrupted);
         runtime.set_interrupt_handler(Some(Box::new(move || {
-            let late = Instant::now() >= deadline;
-            if late {
-                interrupted.store(true, Ordering::Relaxed);
-            }
-            late
+            let why = if thread_cpu().saturating_sub(started) >= budget {
+                OVER_CPU
+            } else if Instant::now() >= wall_deadline {
+                OVER_WALL
+            } else {
+                return false;
+            };
+            interrupted.store(why, Ordering::Relaxed);
+            true
         })));
         let context = Context::builder()
             .with::<Intrinsics>()
@@ -199,16 +220,24 @@ impl Sandbox {
 
 /// Turns an engine error into a kind, knowing whether the interrupt fired.
 struct Failure {
-    interrupted: Arc<AtomicBool>,
+    interrupted: Arc<AtomicU8>,
     limits: TransformLimits,
 }
 
 impl Failure {
     fn on(&self, ctx: &Ctx<'_>, error: Error) -> TransformError {
-        if self.interrupted.load(Ordering::Relaxed) {
-            return TransformError::Timeout {
-                budget: self.limits.cpu(),
-            };
+        match self.interrupted.load(Ordering::Relaxed) {
+            OVER_CPU => {
+                return TransformError::Timeout {
+                    budget: self.limits.cpu(),
+                }
+            }
+            OVER_WALL => {
+                return TransformError::Starved {
+                    limit: self.limits.wall(),
+                }
+            }
+            _ => {}
         }
         match error {
             Error::Exception => self.exception(ctx.catch()),
