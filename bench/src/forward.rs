@@ -317,6 +317,7 @@ pub async fn run(args: ForwardArgs) -> anyhow::Result<()> {
                 .map(|s| format!("http://{}/sink", s.addr))
                 .collect(),
         }),
+        pulled_routes: 0,
         extra_config: String::new(),
     };
     let hookd = servers::start_hookd(&hookd_spec).await?;

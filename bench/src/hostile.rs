@@ -166,6 +166,7 @@ pub async fn run(args: HostileArgs) -> anyhow::Result<()> {
                 log_filter: args.hookd_log_filter.clone(),
                 ready_timeout: Duration::from_secs(args.ready_timeout_secs),
                 destination: None,
+                pulled_routes: 0,
                 extra_config: hostile_tenant(&args, &spec, tolerance_secs, sink.addr, code),
             };
             let hookd = servers::start_hookd(&hookd_spec).await?;

@@ -67,6 +67,10 @@ enum Command {
         /// Seconds to wait for hookd's /readyz (many tenants start slowly).
         #[arg(long, default_value_t = 600)]
         ready_timeout_secs: u64,
+        /// Routes per tenant (1..=16), the others pulled: every accepted
+        /// event is written once per route in the acknowledging commit.
+        #[arg(long, default_value_t = 1)]
+        routes: usize,
         #[command(flatten)]
         load: LoadArgs,
     },
@@ -256,8 +260,21 @@ async fn run(command: Command) -> anyhow::Result<()> {
             workers,
             hookd_log_filter,
             ready_timeout_secs,
+            routes,
             load,
-        } => compare(hookd, workers, hookd_log_filter, ready_timeout_secs, load).await,
+        } => {
+            if !(1..=16).contains(&routes) {
+                bail!("--routes must be between 1 and 16, got {routes}");
+            }
+            let hookd = Hookd {
+                binary: hookd,
+                workers,
+                log_filter: hookd_log_filter,
+                ready_timeout_secs,
+                routes,
+            };
+            compare(hookd, load).await
+        }
         Command::Tenants {
             counts,
             hookd,
@@ -271,14 +288,18 @@ async fn run(command: Command) -> anyhow::Result<()> {
     }
 }
 
-/// `compare`: the bare server and hookd under the same load, side by side.
-async fn compare(
-    hookd: Option<PathBuf>,
+/// How `compare` starts hookd.
+struct Hookd {
+    binary: Option<PathBuf>,
     workers: usize,
-    hookd_log_filter: String,
+    log_filter: String,
     ready_timeout_secs: u64,
-    load: LoadArgs,
-) -> anyhow::Result<()> {
+    routes: usize,
+}
+
+/// `compare`: the bare server and hookd under the same load, side by side.
+async fn compare(hookd: Hookd, load: LoadArgs) -> anyhow::Result<()> {
+    let workers = hookd.workers;
     if cfg!(debug_assertions) && !load.json {
         eprintln!("note: this is a debug build of hookd-bench; build it with --release to measure");
     }
@@ -286,7 +307,7 @@ async fn compare(
     let opts = load.options(SocketAddr::from(([127, 0, 0, 1], 0)))?;
     let run_secs = opts.duration.map_or(0, |d| d.as_secs());
     let hookd_spec = servers::HookdSpec {
-        binary: hookd.unwrap_or_else(servers::default_hookd),
+        binary: hookd.binary.unwrap_or_else(servers::default_hookd),
         tenants: spec.tenants.clone(),
         scheme: spec.scheme,
         secret: spec.secret.clone(),
@@ -294,9 +315,10 @@ async fn compare(
         tolerance_secs: 300 + 4 * run_secs,
         max_body_bytes: (1 << 20).max(2 * spec.body_size),
         workers,
-        log_filter: hookd_log_filter,
-        ready_timeout: Duration::from_secs(ready_timeout_secs),
+        log_filter: hookd.log_filter,
+        ready_timeout: Duration::from_secs(hookd.ready_timeout_secs),
         destination: None,
+        pulled_routes: hookd.routes - 1,
         extra_config: String::new(),
     };
     let hookd = servers::start_hookd(&hookd_spec).await?;
@@ -355,6 +377,7 @@ async fn tenants(
         log_filter: hookd_log_filter,
         ready_timeout: Duration::from_secs(ready_timeout_secs),
         destination: None,
+        pulled_routes: 0,
         extra_config: String::new(),
     };
     let rows = scale::run(&counts, &load.tenant_pattern, &hookd_spec, &spec, &opts).await?;

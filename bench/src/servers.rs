@@ -124,6 +124,9 @@ pub struct HookdSpec {
     pub ready_timeout: Duration,
     /// Where every tenant forwards its events (`None`: pull mode).
     pub destination: Option<DestinationSpec>,
+    /// Routes each tenant has besides its own, in pull mode (`p1`, `p2`,
+    /// ...): every accepted event is written once more per route.
+    pub pulled_routes: usize,
     /// More of the config file, appended as written (e.g. another tenant).
     pub extra_config: String,
 }
@@ -172,6 +175,9 @@ pub fn hookd_config(spec: &HookdSpec) -> String {
             kid = spec.kid,
             secret = spec.secret,
         );
+        for n in 1..=spec.pulled_routes {
+            let _ = write!(out, "[[tenants.routes]]\nname = \"p{n}\"\n");
+        }
         if let Some(dest) = &spec.destination {
             let _ = write!(
                 out,
@@ -307,6 +313,7 @@ mod tests {
             log_filter: "info".into(),
             ready_timeout: Duration::from_secs(1),
             destination,
+            pulled_routes: 0,
             extra_config: String::new(),
         }
     }
@@ -348,6 +355,18 @@ mod tests {
             text.contains("url = \"http://127.0.0.1:11/sink\""),
             "{text}"
         );
+    }
+
+    #[test]
+    fn pulled_routes_are_declared_for_every_tenant() {
+        let spec = HookdSpec {
+            pulled_routes: 2,
+            ..two_tenants(Scheme::Standard, None)
+        };
+        let text = hookd_config(&spec);
+        assert_eq!(text.matches("[[tenants.routes]]").count(), 4, "{text}");
+        assert_eq!(text.matches("name = \"p2\"").count(), 2, "{text}");
+        assert!(!text.contains("destination"), "{text}");
     }
 
     #[test]
