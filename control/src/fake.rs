@@ -21,9 +21,10 @@ use crate::{
     model::{
         AttemptView, ContractCheck, ContractDef, ContractList, ContractView, CreatedTenant,
         CreatedToken, DeadLetterFilter, DeadLetterView, DeliveryContent, DeliveryEventView,
-        DeliveryStatus, DeliveryView, Grant, NewTenant, Page, PageRequest, Principal,
-        PulledDelivery, RejectionFilter, RejectionView, RotatedSecret, Scheme, SecretInfo,
-        SecretState, Selection, TenantActivity, TenantPatch, TenantView, TokenBinding, TokenInfo,
+        DeliveryStatus, DeliveryView, Grant, Matching, NewTenant, Page, PageRequest, Pick,
+        Principal, PulledDelivery, Redelivered, RejectionFilter, RejectionView, RotatedSecret,
+        Scheme, SecretInfo, SecretState, Selection, TenantActivity, TenantPatch, TenantView,
+        TokenBinding, TokenInfo, DEFAULT_ROUTE, MAX_REDELIVER_PER_CALL,
     },
 };
 
@@ -37,6 +38,9 @@ pub struct FakeBackend {
     tenants: Mutex<BTreeMap<String, TenantView>>,
     deliveries: Mutex<Vec<DeliveryView>>,
     dead_letters: Mutex<Vec<DeadLetterView>>,
+    /// (tenant, route) of every route besides the default ones.
+    routes: Mutex<Vec<(String, String)>>,
+    selections: Mutex<Vec<Selection>>,
     calls: Mutex<Vec<&'static str>>,
     ready: AtomicBool,
     page_limit: AtomicU32,
@@ -64,6 +68,8 @@ impl FakeBackend {
             tenants: Mutex::new(tenants),
             deliveries: Mutex::new(Vec::new()),
             dead_letters: Mutex::new(Vec::new()),
+            routes: Mutex::new(Vec::new()),
+            selections: Mutex::new(Vec::new()),
             calls: Mutex::new(Vec::new()),
             ready: AtomicBool::new(true),
             page_limit: AtomicU32::new(u32::MAX),
@@ -95,6 +101,20 @@ impl FakeBackend {
         self.dead_letters.lock().unwrap().push(dead);
     }
 
+    /// Gives tenant `tenant_id` route `route` besides its default one.
+    pub fn add_route(&self, tenant_id: &str, route: &str) {
+        self.routes
+            .lock()
+            .unwrap()
+            .push((tenant_id.to_owned(), route.to_owned()));
+    }
+
+    /// The selections `redeliver` and `purge_dead_letters` were given, in
+    /// order.
+    pub fn selections(&self) -> Vec<Selection> {
+        self.selections.lock().unwrap().clone()
+    }
+
     /// Pages of tenants and dead letters hold at most `limit` items,
     /// whatever the caller asks for, so a client must follow page tokens.
     pub fn limit_pages(&self, limit: u32) {
@@ -121,6 +141,54 @@ impl FakeBackend {
             .get(tenant_id)
             .cloned()
             .ok_or_else(|| Error::NotFound(format!("no tenant has the id \"{tenant_id}\"")))
+    }
+
+    /// `route` of `tenant_id`, which must be the default one or added.
+    fn route(&self, tenant_id: &str, route: &str) -> Result<()> {
+        self.tenant(tenant_id)?;
+        let added = self
+            .routes
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|(t, r)| t == tenant_id && r == route);
+        match route == DEFAULT_ROUTE || added {
+            true => Ok(()),
+            false => Err(Error::NotFound(format!(
+                "tenant {tenant_id} has no route \"{route}\""
+            ))),
+        }
+    }
+
+    /// The ids a redelivery by filter takes, oldest first, at most
+    /// [`MAX_REDELIVER_PER_CALL`], and whether more matched. The fake keeps
+    /// no event bodies: `event_type` matches every delivery.
+    fn matching(&self, tenant_id: &str, route: &str, m: &Matching) -> (Vec<String>, bool) {
+        let mut found: Vec<(i64, String)> = match m.status {
+            DeliveryStatus::Delivered => self
+                .deliveries
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|d| d.tenant_id == tenant_id && d.route == route)
+                .filter(|d| d.status == m.status && d.redelivered_as.is_none())
+                .filter(|d| m.filter.matches(d.received_at_ms, ""))
+                .map(|d| (d.received_at_ms, d.delivery_id.clone()))
+                .collect(),
+            _ => self
+                .dead_letters
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|d| d.tenant_id == tenant_id && d.route == route)
+                .filter(|d| m.filter.matches(d.dead_at_ms, &d.reason))
+                .map(|d| (d.dead_at_ms, d.delivery_id.clone()))
+                .collect(),
+        };
+        found.sort();
+        let more = found.len() > MAX_REDELIVER_PER_CALL;
+        found.truncate(MAX_REDELIVER_PER_CALL);
+        (found.into_iter().map(|(_, id)| id).collect(), more)
     }
 }
 
@@ -292,17 +360,19 @@ impl ControlBackend for FakeBackend {
     async fn list_deliveries(
         &self,
         tenant_id: &str,
+        route: &str,
         status: Option<DeliveryStatus>,
         page: PageRequest,
     ) -> Result<Page<DeliveryView>> {
         self.called("list_deliveries");
-        self.tenant(tenant_id)?;
+        self.route(tenant_id, route)?;
         let items = self
             .deliveries
             .lock()
             .unwrap()
             .iter()
-            .filter(|d| d.tenant_id == tenant_id && status.is_none_or(|s| s == d.status))
+            .filter(|d| d.tenant_id == tenant_id && d.route == route)
+            .filter(|d| status.is_none_or(|s| s == d.status))
             .take(page.size as usize)
             .map(|d| DeliveryView {
                 attempts: vec![],
@@ -379,11 +449,12 @@ impl ControlBackend for FakeBackend {
     async fn list_dead_letters(
         &self,
         tenant_id: &str,
+        route: &str,
         filter: DeadLetterFilter,
         page: PageRequest,
     ) -> Result<Page<DeadLetterView>> {
         self.called("list_dead_letters");
-        self.tenant(tenant_id)?;
+        self.route(tenant_id, route)?;
         let size = self.page_size(&page);
         let start: usize = match page.token.as_deref() {
             None => 0,
@@ -396,7 +467,8 @@ impl ControlBackend for FakeBackend {
             .lock()
             .unwrap()
             .iter()
-            .filter(|d| d.tenant_id == tenant_id && filter.matches(d.dead_at_ms, &d.reason))
+            .filter(|d| d.tenant_id == tenant_id && d.route == route)
+            .filter(|d| filter.matches(d.dead_at_ms, &d.reason))
             .cloned()
             .collect();
         let end = (start + size).min(matching.len());
@@ -406,21 +478,35 @@ impl ControlBackend for FakeBackend {
         })
     }
 
-    async fn redeliver(&self, tenant_id: &str, selection: Selection) -> Result<Vec<String>> {
+    async fn redeliver(&self, tenant_id: &str, selection: Selection) -> Result<Redelivered> {
         self.called("redeliver");
-        self.tenant(tenant_id)?;
-        Ok(match selection {
-            Selection::Ids(ids) => ids.into_iter().map(|id| format!("{id}-again")).collect(),
-            Selection::Matching(_) => vec![],
-        })
+        self.route(tenant_id, selection.route_or_default())?;
+        self.selections.lock().unwrap().push(selection.clone());
+        let (originals, more, dry_run) = match &selection.pick {
+            Pick::Ids(ids) => (ids.clone(), false, false),
+            Pick::Matching(m) => {
+                let (ids, more) = self.matching(tenant_id, selection.route_or_default(), m);
+                (ids, more, m.dry_run)
+            }
+        };
+        if dry_run {
+            return Ok(Redelivered::of(&originals, Vec::new(), more));
+        }
+        self.dead_letters
+            .lock()
+            .unwrap()
+            .retain(|d| d.tenant_id != tenant_id || !originals.contains(&d.delivery_id));
+        let new_ids = originals.iter().map(|id| format!("{id}-again")).collect();
+        Ok(Redelivered::of(&originals, new_ids, more))
     }
 
     async fn purge_dead_letters(&self, tenant_id: &str, selection: Selection) -> Result<u64> {
         self.called("purge_dead_letters");
-        self.tenant(tenant_id)?;
-        Ok(match selection {
-            Selection::Ids(ids) => ids.len() as u64,
-            Selection::Matching(_) => 0,
+        self.route(tenant_id, selection.route_or_default())?;
+        self.selections.lock().unwrap().push(selection.clone());
+        Ok(match selection.pick {
+            Pick::Ids(ids) => ids.len() as u64,
+            Pick::Matching(_) => 0,
         })
     }
 
