@@ -267,6 +267,15 @@ mod tests {
     /// Commits an event of `kind` (in the field `kind`) at `at_ms` and
     /// dead-letters it; returns its delivery id.
     async fn dead(route: &RouteHandle, kind: &str, at_ms: i64) -> DeliveryId {
+        let next = Next::Dead {
+            reason: "gave up".into(),
+        };
+        settled(route, kind, at_ms, next).await
+    }
+
+    /// Commits an event of `kind` at `at_ms` and settles its one attempt
+    /// with `next`; returns its delivery id.
+    async fn settled(route: &RouteHandle, kind: &str, at_ms: i64, next: Next) -> DeliveryId {
         let id = DeliveryId::generate();
         let event_id = EventId::new(format!("evt_{at_ms}"));
         let item = NewDelivery {
@@ -302,13 +311,10 @@ mod tests {
             request_id: RequestId::generate(),
             transform_version: None,
         };
-        let next = Next::Dead {
-            reason: "gave up".into(),
-        };
         let state = route
             .data
             .record_attempt(&entry, &id, &attempt, &next, at_ms);
-        assert_eq!(state.unwrap().unwrap().status, DeliveryStatus::Dead);
+        assert!(state.unwrap().is_some(), "settled");
         id
     }
 
@@ -363,5 +369,36 @@ mod tests {
             (Vec::new(), false),
             "the tenant's type field is kind"
         );
+    }
+
+    #[tokio::test]
+    async fn delivered_ones_not_yet_redelivered_are_taken_by_when_they_were_delivered() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, _committer) = SledStore::open(dir.path(), 16, false).unwrap();
+        let shop = TenantId::try_from("shop").unwrap();
+        let route = RouteHandle {
+            name: "audit".into(),
+            data: store.tenant(&shop.route_scope("audit")).unwrap(),
+            wake: Arc::new(Notify::new()),
+        };
+        let first = settled(&route, "paid", 1_000, Next::Delivered).await;
+        dead(&route, "paid", 2_000).await;
+        let again = settled(&route, "paid", 3_000, Next::Delivered).await;
+        let last = settled(&route, "paid", 4_000, Next::Delivered).await;
+        route.data.redeliver(&again, 5_000).unwrap();
+        let contracts = TenantContracts::new(Policy::default(), []);
+        let delivered = |since_ms| Matching {
+            filter: DeadLetterFilter {
+                since_ms,
+                ..DeadLetterFilter::default()
+            },
+            status: DeliveryStatus::Delivered,
+            event_type: None,
+            dry_run: false,
+        };
+        let found = matching(&route, &contracts, &delivered(None), 10).unwrap();
+        assert_eq!(found, (vec![first, last.clone()], false), "oldest first");
+        let found = matching(&route, &contracts, &delivered(Some(2_000)), 10).unwrap();
+        assert_eq!(found, (vec![last], false));
     }
 }
