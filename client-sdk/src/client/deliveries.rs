@@ -217,7 +217,9 @@ impl HookdClient {
     }
 
     /// Redelivers every dead letter matching `filter`, e.g. after fixing the
-    /// destination; the new ids come back oldest dead letter first.
+    /// destination; the new ids come back oldest dead letter first. One call takes at
+    /// most 1,000; [`redeliver_answer`](Self::redeliver_answer) says whether more are
+    /// left (`more`).
     ///
     /// ```no_run
     /// # async fn demo(client: hookd_sdk::client::HookdClient) -> Result<(), hookd_sdk::client::ClientError> {
