@@ -15,16 +15,18 @@ use std::{
 
 use tokio::sync::{broadcast, oneshot};
 
+mod redeliver;
+
 use crate::{
     backend::{ControlBackend, EventStream},
     error::{Error, Result},
     model::{
         AttemptView, ContractCheck, ContractDef, ContractList, ContractView, CreatedTenant,
         CreatedToken, DeadLetterFilter, DeadLetterView, DeliveryContent, DeliveryEventView,
-        DeliveryStatus, DeliveryView, Grant, Matching, NewTenant, Page, PageRequest, Pick,
-        Principal, PulledDelivery, Redelivered, RejectionFilter, RejectionView, RotatedSecret,
-        Scheme, SecretInfo, SecretState, Selection, TenantActivity, TenantPatch, TenantView,
-        TokenBinding, TokenInfo, DEFAULT_ROUTE, MAX_REDELIVER_PER_CALL,
+        DeliveryStatus, DeliveryView, Grant, NewTenant, Page, PageRequest, Pick, Principal,
+        PulledDelivery, Redelivered, RejectionFilter, RejectionView, RotatedSecret, Scheme,
+        SecretInfo, SecretState, Selection, TenantActivity, TenantPatch, TenantView, TokenBinding,
+        TokenInfo,
     },
 };
 
@@ -39,7 +41,7 @@ pub struct FakeBackend {
     deliveries: Mutex<Vec<DeliveryView>>,
     dead_letters: Mutex<Vec<DeadLetterView>>,
     /// (tenant, route) of every route besides the default ones.
-    routes: Mutex<Vec<(String, String)>>,
+    route_names: Mutex<Vec<(String, String)>>,
     selections: Mutex<Vec<Selection>>,
     calls: Mutex<Vec<&'static str>>,
     ready: AtomicBool,
@@ -68,7 +70,7 @@ impl FakeBackend {
             tenants: Mutex::new(tenants),
             deliveries: Mutex::new(Vec::new()),
             dead_letters: Mutex::new(Vec::new()),
-            routes: Mutex::new(Vec::new()),
+            route_names: Mutex::new(Vec::new()),
             selections: Mutex::new(Vec::new()),
             calls: Mutex::new(Vec::new()),
             ready: AtomicBool::new(true),
@@ -103,7 +105,7 @@ impl FakeBackend {
 
     /// Gives tenant `tenant_id` route `route` besides its default one.
     pub fn add_route(&self, tenant_id: &str, route: &str) {
-        self.routes
+        self.route_names
             .lock()
             .unwrap()
             .push((tenant_id.to_owned(), route.to_owned()));
@@ -141,54 +143,6 @@ impl FakeBackend {
             .get(tenant_id)
             .cloned()
             .ok_or_else(|| Error::NotFound(format!("no tenant has the id \"{tenant_id}\"")))
-    }
-
-    /// `route` of `tenant_id`, which must be the default one or added.
-    fn route(&self, tenant_id: &str, route: &str) -> Result<()> {
-        self.tenant(tenant_id)?;
-        let added = self
-            .routes
-            .lock()
-            .unwrap()
-            .iter()
-            .any(|(t, r)| t == tenant_id && r == route);
-        match route == DEFAULT_ROUTE || added {
-            true => Ok(()),
-            false => Err(Error::NotFound(format!(
-                "tenant {tenant_id} has no route \"{route}\""
-            ))),
-        }
-    }
-
-    /// The ids a redelivery by filter takes, oldest first, at most
-    /// [`MAX_REDELIVER_PER_CALL`], and whether more matched. The fake keeps
-    /// no event bodies: `event_type` matches every delivery.
-    fn matching(&self, tenant_id: &str, route: &str, m: &Matching) -> (Vec<String>, bool) {
-        let mut found: Vec<(i64, String)> = match m.status {
-            DeliveryStatus::Delivered => self
-                .deliveries
-                .lock()
-                .unwrap()
-                .iter()
-                .filter(|d| d.tenant_id == tenant_id && d.route == route)
-                .filter(|d| d.status == m.status && d.redelivered_as.is_none())
-                .filter(|d| m.filter.matches(d.received_at_ms, ""))
-                .map(|d| (d.received_at_ms, d.delivery_id.clone()))
-                .collect(),
-            _ => self
-                .dead_letters
-                .lock()
-                .unwrap()
-                .iter()
-                .filter(|d| d.tenant_id == tenant_id && d.route == route)
-                .filter(|d| m.filter.matches(d.dead_at_ms, &d.reason))
-                .map(|d| (d.dead_at_ms, d.delivery_id.clone()))
-                .collect(),
-        };
-        found.sort();
-        let more = found.len() > MAX_REDELIVER_PER_CALL;
-        found.truncate(MAX_REDELIVER_PER_CALL);
-        (found.into_iter().map(|(_, id)| id).collect(), more)
     }
 }
 
@@ -365,7 +319,7 @@ impl ControlBackend for FakeBackend {
         page: PageRequest,
     ) -> Result<Page<DeliveryView>> {
         self.called("list_deliveries");
-        self.route(tenant_id, route)?;
+        self.known_route(tenant_id, route)?;
         let items = self
             .deliveries
             .lock()
@@ -454,7 +408,7 @@ impl ControlBackend for FakeBackend {
         page: PageRequest,
     ) -> Result<Page<DeadLetterView>> {
         self.called("list_dead_letters");
-        self.route(tenant_id, route)?;
+        self.known_route(tenant_id, route)?;
         let size = self.page_size(&page);
         let start: usize = match page.token.as_deref() {
             None => 0,
@@ -480,7 +434,7 @@ impl ControlBackend for FakeBackend {
 
     async fn redeliver(&self, tenant_id: &str, selection: Selection) -> Result<Redelivered> {
         self.called("redeliver");
-        self.route(tenant_id, selection.route_or_default())?;
+        self.known_route(tenant_id, selection.route_or_default())?;
         self.selections.lock().unwrap().push(selection.clone());
         let (originals, more, dry_run) = match &selection.pick {
             Pick::Ids(ids) => (ids.clone(), false, false),
@@ -502,7 +456,7 @@ impl ControlBackend for FakeBackend {
 
     async fn purge_dead_letters(&self, tenant_id: &str, selection: Selection) -> Result<u64> {
         self.called("purge_dead_letters");
-        self.route(tenant_id, selection.route_or_default())?;
+        self.known_route(tenant_id, selection.route_or_default())?;
         self.selections.lock().unwrap().push(selection.clone());
         Ok(match selection.pick {
             Pick::Ids(ids) => ids.len() as u64,
