@@ -305,6 +305,17 @@ async fn hookctl_counts_a_routes_dead_letters_by_event_type_in_a_dry_run() {
     let (code, out) = hookctl(&s, &["dead-letters", "list", "shop", "--route", "audit"]).await;
     assert_eq!(code, 0, "{out}");
     assert_eq!(out.matches("dlv_").count(), 2, "{out}");
+    let (code, out) = hookctl(
+        &s,
+        &["--json", "dead-letters", "list", "shop", "--route", "audit"],
+    )
+    .await;
+    let listed: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let dead = listed["dead_letters"].as_array().unwrap();
+    assert!(
+        code == 0 && dead.iter().all(|d| d["route"] == "audit"),
+        "{out}"
+    );
     let args = [
         "dead-letters",
         "redeliver",
