@@ -121,6 +121,7 @@ async fn list_all_dead_letters_sends_the_filter_on_every_page() {
             dead_at_ms: 1_700_000_000_000,
             attempt_count: 5,
             last_status_code: None,
+            route: "default".into(),
         });
     }
     let filter = DeadLetterFilter {

@@ -12,8 +12,8 @@ use crate::{
         AttemptView, ContractCheck, ContractDef, ContractList, ContractView, CreatedTenant,
         CreatedToken, DeadLetterFilter, DeadLetterView, DeliveryContent, DeliveryEventView,
         DeliveryStatus, DeliveryView, Grant, NewTenant, Page, PageRequest, Principal,
-        PulledDelivery, RejectionFilter, RejectionView, RotatedSecret, SecretInfo, Selection,
-        TenantActivity, TenantPatch, TenantView, TokenInfo,
+        PulledDelivery, Redelivered, RejectionFilter, RejectionView, RotatedSecret, SecretInfo,
+        Selection, TenantActivity, TenantPatch, TenantView, TokenInfo,
     },
 };
 
@@ -115,11 +115,14 @@ pub trait ControlBackend: Send + Sync + 'static {
     /// unknown or already revoked id is `NotFound`.
     async fn revoke_token(&self, token_id: &str) -> Result<()>;
 
-    /// The tenant's deliveries, newest first, without attempts; `status`
-    /// `None` means any. A foreign page token is `InvalidArgument`.
+    /// The deliveries of the tenant's route `route` (a well-formed name),
+    /// newest first, without attempts; `status` `None` means any. A route
+    /// the tenant lacks is `NotFound` naming it; a foreign page token is
+    /// `InvalidArgument`.
     async fn list_deliveries(
         &self,
         tenant_id: &str,
+        route: &str,
         status: Option<DeliveryStatus>,
         page: PageRequest,
     ) -> Result<Page<DeliveryView>>;
@@ -152,26 +155,33 @@ pub trait ControlBackend: Send + Sync + 'static {
         url: &str,
     ) -> Result<AttemptView>;
 
-    /// The tenant's dead letters passing `filter`, most recently dead first.
-    /// A foreign page token is `InvalidArgument`.
+    /// The dead letters of the tenant's route `route` passing `filter`,
+    /// most recently dead first. A route the tenant lacks is `NotFound`
+    /// naming it; a foreign page token is `InvalidArgument`.
     async fn list_dead_letters(
         &self,
         tenant_id: &str,
+        route: &str,
         filter: DeadLetterFilter,
         page: PageRequest,
     ) -> Result<Page<DeadLetterView>>;
 
-    /// Queues each selected delivery's event again as a new delivery and
-    /// marks the original redelivered; returns the new ids in the order of
-    /// `Selection::Ids`, or oldest dead letter first for
-    /// `Selection::Matching` (empty if nothing matched). All or nothing: an
-    /// unknown id is `NotFound`, one pending, in flight or already
-    /// redelivered is `FailedPrecondition`, and then nothing changes.
-    async fn redeliver(&self, tenant_id: &str, selection: Selection) -> Result<Vec<String>>;
+    /// Queues each selected delivery's event again as a new delivery on its
+    /// own route and marks the original redelivered; answers the new ids in
+    /// the order of `Pick::Ids`, or oldest original first for
+    /// `Pick::Matching` (at most [`crate::model::MAX_REDELIVER_PER_CALL`],
+    /// `more` set when others matched; nothing written in a dry run), once
+    /// they are durable. By ids all or nothing: an unknown id (on the
+    /// selection's route, or on any route without one) is `NotFound`, one
+    /// pending, in flight or already redelivered is `FailedPrecondition`,
+    /// and then nothing changes. By filter, one another call redelivered
+    /// meanwhile is skipped. A route the tenant lacks is `NotFound`.
+    async fn redeliver(&self, tenant_id: &str, selection: Selection) -> Result<Redelivered>;
 
     /// Deletes the selected dead letters and their stored bodies for good
     /// and returns how many went. Ids that are not dead letters of the
-    /// tenant are skipped, not errors.
+    /// tenant (on the selection's route, or on any route without one) are
+    /// skipped, not errors. A route the tenant lacks is `NotFound`.
     async fn purge_dead_letters(&self, tenant_id: &str, selection: Selection) -> Result<u64>;
 
     /// What the tenant is doing now: queue, dead letters, breaker, counts

@@ -15,15 +15,18 @@ use std::{
 
 use tokio::sync::{broadcast, oneshot};
 
+mod redeliver;
+
 use crate::{
     backend::{ControlBackend, EventStream},
     error::{Error, Result},
     model::{
         AttemptView, ContractCheck, ContractDef, ContractList, ContractView, CreatedTenant,
         CreatedToken, DeadLetterFilter, DeadLetterView, DeliveryContent, DeliveryEventView,
-        DeliveryStatus, DeliveryView, Grant, NewTenant, Page, PageRequest, Principal,
-        PulledDelivery, RejectionFilter, RejectionView, RotatedSecret, Scheme, SecretInfo,
-        SecretState, Selection, TenantActivity, TenantPatch, TenantView, TokenBinding, TokenInfo,
+        DeliveryStatus, DeliveryView, Grant, NewTenant, Page, PageRequest, Pick, Principal,
+        PulledDelivery, Redelivered, RejectionFilter, RejectionView, RotatedSecret, Scheme,
+        SecretInfo, SecretState, Selection, TenantActivity, TenantPatch, TenantView, TokenBinding,
+        TokenInfo,
     },
 };
 
@@ -37,6 +40,9 @@ pub struct FakeBackend {
     tenants: Mutex<BTreeMap<String, TenantView>>,
     deliveries: Mutex<Vec<DeliveryView>>,
     dead_letters: Mutex<Vec<DeadLetterView>>,
+    /// (tenant, route) of every route besides the default ones.
+    route_names: Mutex<Vec<(String, String)>>,
+    selections: Mutex<Vec<Selection>>,
     calls: Mutex<Vec<&'static str>>,
     ready: AtomicBool,
     page_limit: AtomicU32,
@@ -64,6 +70,8 @@ impl FakeBackend {
             tenants: Mutex::new(tenants),
             deliveries: Mutex::new(Vec::new()),
             dead_letters: Mutex::new(Vec::new()),
+            route_names: Mutex::new(Vec::new()),
+            selections: Mutex::new(Vec::new()),
             calls: Mutex::new(Vec::new()),
             ready: AtomicBool::new(true),
             page_limit: AtomicU32::new(u32::MAX),
@@ -93,6 +101,20 @@ impl FakeBackend {
     /// Adds a dead letter.
     pub fn add_dead_letter(&self, dead: DeadLetterView) {
         self.dead_letters.lock().unwrap().push(dead);
+    }
+
+    /// Gives tenant `tenant_id` route `route` besides its default one.
+    pub fn add_route(&self, tenant_id: &str, route: &str) {
+        self.route_names
+            .lock()
+            .unwrap()
+            .push((tenant_id.to_owned(), route.to_owned()));
+    }
+
+    /// The selections `redeliver` and `purge_dead_letters` were given, in
+    /// order.
+    pub fn selections(&self) -> Vec<Selection> {
+        self.selections.lock().unwrap().clone()
     }
 
     /// Pages of tenants and dead letters hold at most `limit` items,
@@ -292,17 +314,19 @@ impl ControlBackend for FakeBackend {
     async fn list_deliveries(
         &self,
         tenant_id: &str,
+        route: &str,
         status: Option<DeliveryStatus>,
         page: PageRequest,
     ) -> Result<Page<DeliveryView>> {
         self.called("list_deliveries");
-        self.tenant(tenant_id)?;
+        self.known_route(tenant_id, route)?;
         let items = self
             .deliveries
             .lock()
             .unwrap()
             .iter()
-            .filter(|d| d.tenant_id == tenant_id && status.is_none_or(|s| s == d.status))
+            .filter(|d| d.tenant_id == tenant_id && d.route == route)
+            .filter(|d| status.is_none_or(|s| s == d.status))
             .take(page.size as usize)
             .map(|d| DeliveryView {
                 attempts: vec![],
@@ -379,11 +403,12 @@ impl ControlBackend for FakeBackend {
     async fn list_dead_letters(
         &self,
         tenant_id: &str,
+        route: &str,
         filter: DeadLetterFilter,
         page: PageRequest,
     ) -> Result<Page<DeadLetterView>> {
         self.called("list_dead_letters");
-        self.tenant(tenant_id)?;
+        self.known_route(tenant_id, route)?;
         let size = self.page_size(&page);
         let start: usize = match page.token.as_deref() {
             None => 0,
@@ -396,7 +421,8 @@ impl ControlBackend for FakeBackend {
             .lock()
             .unwrap()
             .iter()
-            .filter(|d| d.tenant_id == tenant_id && filter.matches(d.dead_at_ms, &d.reason))
+            .filter(|d| d.tenant_id == tenant_id && d.route == route)
+            .filter(|d| filter.matches(d.dead_at_ms, &d.reason))
             .cloned()
             .collect();
         let end = (start + size).min(matching.len());
@@ -406,21 +432,35 @@ impl ControlBackend for FakeBackend {
         })
     }
 
-    async fn redeliver(&self, tenant_id: &str, selection: Selection) -> Result<Vec<String>> {
+    async fn redeliver(&self, tenant_id: &str, selection: Selection) -> Result<Redelivered> {
         self.called("redeliver");
-        self.tenant(tenant_id)?;
-        Ok(match selection {
-            Selection::Ids(ids) => ids.into_iter().map(|id| format!("{id}-again")).collect(),
-            Selection::Matching(_) => vec![],
-        })
+        self.known_route(tenant_id, selection.route_or_default())?;
+        self.selections.lock().unwrap().push(selection.clone());
+        let (originals, more, dry_run) = match &selection.pick {
+            Pick::Ids(ids) => (ids.clone(), false, false),
+            Pick::Matching(m) => {
+                let (ids, more) = self.matching(tenant_id, selection.route_or_default(), m);
+                (ids, more, m.dry_run)
+            }
+        };
+        if dry_run {
+            return Ok(Redelivered::of(&originals, Vec::new(), more));
+        }
+        self.dead_letters
+            .lock()
+            .unwrap()
+            .retain(|d| d.tenant_id != tenant_id || !originals.contains(&d.delivery_id));
+        let new_ids = originals.iter().map(|id| format!("{id}-again")).collect();
+        Ok(Redelivered::of(&originals, new_ids, more))
     }
 
     async fn purge_dead_letters(&self, tenant_id: &str, selection: Selection) -> Result<u64> {
         self.called("purge_dead_letters");
-        self.tenant(tenant_id)?;
-        Ok(match selection {
-            Selection::Ids(ids) => ids.len() as u64,
-            Selection::Matching(_) => 0,
+        self.known_route(tenant_id, selection.route_or_default())?;
+        self.selections.lock().unwrap().push(selection.clone());
+        Ok(match selection.pick {
+            Pick::Ids(ids) => ids.len() as u64,
+            Pick::Matching(_) => 0,
         })
     }
 

@@ -5,7 +5,7 @@ use futures_util::{stream::BoxStream, StreamExt, TryStreamExt};
 use hookd_proto::v1::{
     DeadLetter, Delivery, DeliveryEvent, DeliveryStatus, GetDeliveryRequest,
     ListDeadLettersRequest, ListDeadLettersResponse, ListDeliveriesRequest, ListDeliveriesResponse,
-    PurgeDeadLettersRequest, RedeliverRequest, WatchDeliveriesRequest,
+    PurgeDeadLettersRequest, RedeliverRequest, RedeliverResponse, WatchDeliveriesRequest,
 };
 
 use super::{paging::collect_pages, ClientError, HookdClient};
@@ -15,9 +15,12 @@ use super::{paging::collect_pages, ClientError, HookdClient};
 /// [`HookdClient::list_deliveries`].
 pub type DeliveryEventStream = BoxStream<'static, Result<DeliveryEvent, ClientError>>;
 
-/// Which dead letters to list or redeliver; the default matches all of them.
+/// Which dead letters to list or redeliver; the default matches all of the default
+/// route's.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DeadLetterFilter {
+    /// The route whose dead letters; empty: `default`.
+    pub route: String,
     /// Only those dead at or after this Unix time in ms; 0: no lower bound.
     pub since_unix_ms: i64,
     /// Only those dead before this Unix time in ms; 0: no upper bound.
@@ -47,13 +50,25 @@ impl HookdClient {
         tenant_id: impl Into<String>,
         status: DeliveryStatus,
     ) -> Result<Vec<Delivery>, ClientError> {
-        let tenant_id = tenant_id.into();
+        self.list_all_route_deliveries(tenant_id, "", status).await
+    }
+
+    /// [`list_all_deliveries`](Self::list_all_deliveries) of the tenant's route `route`
+    /// (empty: `default`).
+    pub async fn list_all_route_deliveries(
+        &self,
+        tenant_id: impl Into<String>,
+        route: impl Into<String>,
+        status: DeliveryStatus,
+    ) -> Result<Vec<Delivery>, ClientError> {
+        let (tenant_id, route) = (tenant_id.into(), route.into());
         collect_pages(|page_token| {
             let request = ListDeliveriesRequest {
                 tenant_id: tenant_id.clone(),
                 status: status.into(),
                 page_size: 0,
                 page_token,
+                route: route.clone(),
             };
             async move {
                 let page = self.list_deliveries(request).await?;
@@ -134,6 +149,7 @@ impl HookdClient {
                 since_unix_ms: filter.since_unix_ms,
                 until_unix_ms: filter.until_unix_ms,
                 reason_contains: filter.reason_contains.clone(),
+                route: filter.route.clone(),
             };
             async move {
                 let page = self.list_dead_letters(request).await?;
@@ -147,13 +163,42 @@ impl HookdClient {
     /// [`redeliver_ids`](Self::redeliver_ids) and
     /// [`redeliver_matching`](Self::redeliver_matching) build the two valid selections.
     pub async fn redeliver(&self, request: RedeliverRequest) -> Result<Vec<String>, ClientError> {
+        Ok(self.redeliver_answer(request).await?.delivery_ids)
+    }
+
+    /// [`redeliver`](Self::redeliver) with the whole answer: besides the new ids, how
+    /// many matched, the originals' ids and whether more matched than one call takes.
+    /// With `dry_run` (and `all_matching`) nothing changes and the answer says what
+    /// the same call would redeliver.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: hookd_sdk::client::HookdClient) -> Result<(), hookd_sdk::client::ClientError> {
+    /// use hookd_sdk::client::proto::RedeliverRequest;
+    ///
+    /// let count = client
+    ///     .redeliver_answer(RedeliverRequest {
+    ///         tenant_id: "acme".into(),
+    ///         all_matching: true,
+    ///         route: "audit".into(),
+    ///         event_type: "order.paid".into(),
+    ///         dry_run: true,
+    ///         ..Default::default()
+    ///     })
+    ///     .await?;
+    /// println!("would redeliver {}", count.matched);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn redeliver_answer(
+        &self,
+        request: RedeliverRequest,
+    ) -> Result<RedeliverResponse, ClientError> {
         Ok(self
             .deliveries
             .clone()
             .redeliver(request)
             .await?
-            .into_inner()
-            .delivery_ids)
+            .into_inner())
     }
 
     /// Redelivers these dead or delivered deliveries; the new ids come back in the same
@@ -172,7 +217,9 @@ impl HookdClient {
     }
 
     /// Redelivers every dead letter matching `filter`, e.g. after fixing the
-    /// destination; the new ids come back oldest dead letter first.
+    /// destination; the new ids come back oldest dead letter first. One call takes at
+    /// most 1,000; [`redeliver_answer`](Self::redeliver_answer) says whether more are
+    /// left (`more`).
     ///
     /// ```no_run
     /// # async fn demo(client: hookd_sdk::client::HookdClient) -> Result<(), hookd_sdk::client::ClientError> {
@@ -195,6 +242,8 @@ impl HookdClient {
             since_unix_ms: filter.since_unix_ms,
             until_unix_ms: filter.until_unix_ms,
             reason_contains: filter.reason_contains.clone(),
+            route: filter.route.clone(),
+            ..Default::default()
         })
         .await
     }

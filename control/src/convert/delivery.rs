@@ -1,16 +1,13 @@
-//! Deliveries, dead letters, redelivery and purge selections, and delivery
-//! events between `hookd.v1` and the domain.
-
-use std::collections::HashSet;
+//! Deliveries, dead letters and delivery events between `hookd.v1` and the
+//! domain (the selections of Redeliver and PurgeDeadLetters: `selection.rs`).
 
 use hookd_proto::v1 as pb;
 
-use super::{non_empty, status_code, time_bound};
+use super::{non_empty, status_code};
 use crate::{
     error::Error,
     model::{
-        AttemptView, DeadLetterFilter, DeadLetterView, DeliveryEventView, DeliveryStatus,
-        DeliveryView, RedirectView, Selection,
+        AttemptView, DeadLetterView, DeliveryEventView, DeliveryStatus, DeliveryView, RedirectView,
     },
     Result,
 };
@@ -105,6 +102,7 @@ impl From<DeliveryView> for pb::Delivery {
             redelivered_as: d.redelivered_as.unwrap_or_default(),
             attempts: d.attempts.into_iter().map(Into::into).collect(),
             redirects: d.redirects.into_iter().map(Into::into).collect(),
+            route: d.route,
         }
     }
 }
@@ -138,6 +136,7 @@ impl TryFrom<pb::Delivery> for DeliveryView {
                 .into_iter()
                 .map(RedirectView::try_from)
                 .collect::<Result<_>>()?,
+            route: d.route,
         })
     }
 }
@@ -152,58 +151,7 @@ impl From<DeadLetterView> for pb::DeadLetter {
             dead_at_unix_ms: d.dead_at_ms,
             attempt_count: d.attempt_count,
             last_status_code: d.last_status_code.map_or(0, u32::from),
-        }
-    }
-}
-
-impl TryFrom<&pb::ListDeadLettersRequest> for DeadLetterFilter {
-    type Error = Error;
-
-    fn try_from(r: &pb::ListDeadLettersRequest) -> Result<Self> {
-        filter(r.since_unix_ms, r.until_unix_ms, &r.reason_contains)
-    }
-}
-
-impl TryFrom<pb::RedeliverRequest> for Selection {
-    type Error = Error;
-
-    fn try_from(r: pb::RedeliverRequest) -> Result<Self> {
-        let has_filter =
-            r.since_unix_ms != 0 || r.until_unix_ms != 0 || !r.reason_contains.is_empty();
-        match (r.delivery_ids.is_empty(), r.all_matching) {
-            (false, true) => Err(Error::InvalidArgument(
-                "set delivery_ids or all_matching, not both".into(),
-            )),
-            (true, false) => Err(Error::InvalidArgument(
-                "set delivery_ids, or all_matching to redeliver every matching dead letter".into(),
-            )),
-            (false, false) if has_filter => Err(Error::InvalidArgument(
-                "since_unix_ms, until_unix_ms and reason_contains apply only with all_matching"
-                    .into(),
-            )),
-            (false, false) => distinct_ids(r.delivery_ids).map(Selection::Ids),
-            (true, true) => filter(r.since_unix_ms, r.until_unix_ms, &r.reason_contains)
-                .map(Selection::Matching),
-        }
-    }
-}
-
-impl TryFrom<pb::PurgeDeadLettersRequest> for Selection {
-    type Error = Error;
-
-    fn try_from(r: pb::PurgeDeadLettersRequest) -> Result<Self> {
-        match (r.delivery_ids.is_empty(), r.all) {
-            (false, true) => Err(Error::InvalidArgument(
-                "set delivery_ids or all, not both".into(),
-            )),
-            (true, false) => Err(Error::InvalidArgument(
-                "set delivery_ids, or all to purge every dead letter".into(),
-            )),
-            (false, false) if r.until_unix_ms != 0 => Err(Error::InvalidArgument(
-                "until_unix_ms applies only with all".into(),
-            )),
-            (false, false) => super::ids("delivery_ids", r.delivery_ids).map(Selection::Ids),
-            (true, true) => filter(0, r.until_unix_ms, "").map(Selection::Matching),
+            route: d.route,
         }
     }
 }
@@ -223,39 +171,6 @@ impl From<DeliveryEventView> for pb::DeliveryEvent {
             next_attempt_at_unix_ms: e.next_attempt_at_ms.unwrap_or(0),
         }
     }
-}
-
-fn filter(
-    since_unix_ms: i64,
-    until_unix_ms: i64,
-    reason_contains: &str,
-) -> Result<DeadLetterFilter> {
-    let since_ms = time_bound("since_unix_ms", since_unix_ms)?;
-    let until_ms = time_bound("until_unix_ms", until_unix_ms)?;
-    if let (Some(since), Some(until)) = (since_ms, until_ms) {
-        if since > until {
-            return Err(Error::InvalidArgument(
-                "since_unix_ms is after until_unix_ms".into(),
-            ));
-        }
-    }
-    Ok(DeadLetterFilter {
-        since_ms,
-        until_ms,
-        reason_contains: non_empty(reason_contains.to_owned()),
-    })
-}
-
-/// Redelivering one delivery twice in a call cannot succeed; say so up front.
-fn distinct_ids(ids: Vec<String>) -> Result<Vec<String>> {
-    let ids = super::ids("delivery_ids", ids)?;
-    let mut seen = HashSet::with_capacity(ids.len());
-    if let Some(twice) = ids.iter().find(|id| !seen.insert(id.as_str())) {
-        return Err(Error::InvalidArgument(format!(
-            "delivery_ids lists {twice:?} more than once"
-        )));
-    }
-    Ok(ids)
 }
 
 #[cfg(test)]
@@ -322,6 +237,7 @@ mod tests {
                 error: Some("connection refused".into()),
                 request_id: "req_3".into(),
             }],
+            route: "audit".into(),
         }
     }
 
@@ -344,76 +260,5 @@ mod tests {
         assert!(DeliveryView::try_from(wire.clone()).is_err());
         wire.status = 99;
         assert!(DeliveryView::try_from(wire).is_err());
-    }
-
-    #[test]
-    fn redeliver_needs_exactly_one_selection() {
-        let ids = |ids: &[&str]| ids.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let invalid = [
-            pb::RedeliverRequest::default(),
-            pb::RedeliverRequest {
-                delivery_ids: ids(&["a"]),
-                all_matching: true,
-                ..Default::default()
-            },
-            pb::RedeliverRequest {
-                delivery_ids: ids(&["a"]),
-                since_unix_ms: 5,
-                ..Default::default()
-            },
-            pb::RedeliverRequest {
-                delivery_ids: ids(&["a", "a"]),
-                ..Default::default()
-            },
-            pb::RedeliverRequest {
-                all_matching: true,
-                since_unix_ms: 9,
-                until_unix_ms: 5,
-                ..Default::default()
-            },
-        ];
-        for request in invalid {
-            assert!(
-                matches!(
-                    Selection::try_from(request.clone()),
-                    Err(Error::InvalidArgument(_))
-                ),
-                "{request:?}"
-            );
-        }
-        let matching = Selection::try_from(pb::RedeliverRequest {
-            all_matching: true,
-            reason_contains: "503".into(),
-            ..Default::default()
-        });
-        assert_eq!(
-            matching.unwrap(),
-            Selection::Matching(DeadLetterFilter {
-                reason_contains: Some("503".into()),
-                ..Default::default()
-            })
-        );
-    }
-
-    #[test]
-    fn purge_until_needs_all() {
-        let until_only = pb::PurgeDeadLettersRequest {
-            delivery_ids: vec!["dlv_1".into()],
-            until_unix_ms: 10,
-            ..Default::default()
-        };
-        assert!(Selection::try_from(until_only).is_err());
-        let all = pb::PurgeDeadLettersRequest {
-            all: true,
-            until_unix_ms: 10,
-            ..Default::default()
-        };
-        assert_eq!(
-            Selection::try_from(all).unwrap(),
-            Selection::Matching(DeadLetterFilter {
-                until_ms: Some(10),
-                ..Default::default()
-            })
-        );
     }
 }

@@ -1,7 +1,16 @@
 //! Deliveries, their attempts, dead letters, pulled messages and the live
 //! event feed.
 
-pub use hookd_proto::domain::{DeliveryEventKind, DeliveryStatus};
+pub use hookd_proto::domain::{DeliveryEventKind, DeliveryStatus, DEFAULT_ROUTE};
+
+/// At most this many deliveries one `Redeliver` by filter redelivers (or,
+/// in a dry run, counts), oldest first; [`Redelivered::more`] says when
+/// others matched.
+pub const MAX_REDELIVER_PER_CALL: usize = 1000;
+
+/// At most this many of the originals' ids a `Redeliver` answer lists in
+/// [`Redelivered::matched_ids`].
+pub const MAX_MATCHED_IDS: usize = 100;
 
 /// One forward attempt (or, in pull mode, one pull that handed it out).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,6 +62,8 @@ pub struct DeliveryView {
     pub attempts: Vec<AttemptView>,
     /// Every Redirect of it, oldest first; empty in listings.
     pub redirects: Vec<RedirectView>,
+    /// The route it belongs to ([`DEFAULT_ROUTE`] or another's name).
+    pub route: String,
 }
 
 /// One Redirect of a delivery: sent once, from the dashboard, to a typed
@@ -107,6 +118,8 @@ pub struct DeadLetterView {
     pub attempt_count: u32,
     /// HTTP status of the last attempt, if it got one.
     pub last_status_code: Option<u16>,
+    /// The route it belongs to ([`DEFAULT_ROUTE`] or another's name).
+    pub route: String,
 }
 
 /// Which dead letters a listing, redelivery or purge covers. Validated:
@@ -134,13 +147,88 @@ impl DeadLetterFilter {
     }
 }
 
-/// The deliveries a redelivery or purge acts on.
+/// The deliveries a redelivery or purge acts on, and their route.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Selection {
+pub struct Selection {
+    /// The route the request named (a well-formed name); `None` when it
+    /// left it empty: a filter then covers the default route, and ids are
+    /// looked for on every route of the tenant.
+    pub route: Option<String>,
+    /// Which of its deliveries.
+    pub pick: Pick,
+}
+
+impl Selection {
+    /// The route a filter covers: the one named, else the default one.
+    pub fn route_or_default(&self) -> &str {
+        self.route.as_deref().unwrap_or(DEFAULT_ROUTE)
+    }
+}
+
+/// Which deliveries of a [`Selection`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pick {
     /// These deliveries, in this order; none empty, no duplicates.
     Ids(Vec<String>),
-    /// Every dead letter the filter matches (a purge sets only `until_ms`).
-    Matching(DeadLetterFilter),
+    /// Every delivery the filter matches (a purge sets only `until_ms` and
+    /// takes dead letters).
+    Matching(Matching),
+}
+
+/// A redelivery (or purge) by filter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Matching {
+    /// The time range and reason (for delivered ones the range bounds when
+    /// they were delivered, and there is no reason).
+    pub filter: DeadLetterFilter,
+    /// Which final status: [`DeliveryStatus::Dead`] or
+    /// [`DeliveryStatus::Delivered`] (then never one already redelivered).
+    pub status: DeliveryStatus,
+    /// Only deliveries whose stored event names exactly this type in the
+    /// tenant's type field.
+    pub event_type: Option<String>,
+    /// Change nothing; answer what the call would redeliver.
+    pub dry_run: bool,
+}
+
+impl Matching {
+    /// Every dead letter `filter` matches, no dry run: a purge's filter.
+    pub fn dead(filter: DeadLetterFilter) -> Self {
+        Matching {
+            filter,
+            status: DeliveryStatus::Dead,
+            event_type: None,
+            dry_run: false,
+        }
+    }
+}
+
+/// What a redelivery did (or, in a dry run, would do).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Redelivered {
+    /// The new deliveries' ids, in the order of the selection's ids or
+    /// oldest original first; empty in a dry run.
+    pub delivery_ids: Vec<String>,
+    /// How many were (in a dry run: would be) redelivered.
+    pub matched: u64,
+    /// The originals' ids in the same order, at most [`MAX_MATCHED_IDS`].
+    pub matched_ids: Vec<String>,
+    /// More matched than [`MAX_REDELIVER_PER_CALL`]: the rest are left for
+    /// the next call.
+    pub more: bool,
+}
+
+impl Redelivered {
+    /// The answer for redelivering `originals` as `new_ids` (empty in a
+    /// dry run), `more` when others matched beyond them.
+    pub fn of(originals: &[String], new_ids: Vec<String>, more: bool) -> Self {
+        Redelivered {
+            delivery_ids: new_ids,
+            matched: originals.len() as u64,
+            matched_ids: originals.iter().take(MAX_MATCHED_IDS).cloned().collect(),
+            more,
+        }
+    }
 }
 
 /// A delivery handed out by a pull.

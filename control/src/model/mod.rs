@@ -11,7 +11,8 @@ mod tenant;
 pub use contract::{ContractCheck, ContractDef, ContractList, ContractView, ViolationView};
 pub use delivery::{
     AttemptView, DeadLetterFilter, DeadLetterView, DeliveryContent, DeliveryEventKind,
-    DeliveryEventView, DeliveryStatus, DeliveryView, PulledDelivery, RedirectView, Selection,
+    DeliveryEventView, DeliveryStatus, DeliveryView, Matching, Pick, PulledDelivery, Redelivered,
+    RedirectView, Selection, DEFAULT_ROUTE, MAX_MATCHED_IDS, MAX_REDELIVER_PER_CALL,
 };
 pub use rejection::{RejectionFilter, RejectionView};
 pub use tenant::{

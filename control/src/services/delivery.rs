@@ -48,10 +48,11 @@ impl<B: ControlBackend> DeliveryService for DeliveryApi<B> {
         let tenant_id = authorize_tenant(&*self.backend, &request, &request.get_ref().tenant_id)?;
         let r = request.into_inner();
         let status = convert::status_filter(r.status)?;
+        let route = convert::listed_route(&r.route)?;
         let page = convert::page(r.page_size, r.page_token);
         let page = self
             .backend
-            .list_deliveries(&tenant_id, status, page)
+            .list_deliveries(&tenant_id, &route, status, page)
             .await?;
         Ok(Response::new(pb::ListDeliveriesResponse {
             deliveries: page.items.into_iter().map(Into::into).collect(),
@@ -76,10 +77,11 @@ impl<B: ControlBackend> DeliveryService for DeliveryApi<B> {
         let tenant_id = authorize_tenant(&*self.backend, &request, &request.get_ref().tenant_id)?;
         let filter = DeadLetterFilter::try_from(request.get_ref())?;
         let r = request.into_inner();
+        let route = convert::listed_route(&r.route)?;
         let page = convert::page(r.page_size, r.page_token);
         let page = self
             .backend
-            .list_dead_letters(&tenant_id, filter, page)
+            .list_dead_letters(&tenant_id, &route, filter, page)
             .await?;
         Ok(Response::new(pb::ListDeadLettersResponse {
             dead_letters: page.items.into_iter().map(Into::into).collect(),
@@ -93,8 +95,13 @@ impl<B: ControlBackend> DeliveryService for DeliveryApi<B> {
     ) -> Result<Response<pb::RedeliverResponse>, Status> {
         let tenant_id = authorize_tenant(&*self.backend, &request, &request.get_ref().tenant_id)?;
         let selection = Selection::try_from(request.into_inner())?;
-        let delivery_ids = self.backend.redeliver(&tenant_id, selection).await?;
-        Ok(Response::new(pb::RedeliverResponse { delivery_ids }))
+        let done = self.backend.redeliver(&tenant_id, selection).await?;
+        Ok(Response::new(pb::RedeliverResponse {
+            delivery_ids: done.delivery_ids,
+            matched: done.matched,
+            matched_ids: done.matched_ids,
+            more: done.more,
+        }))
     }
 
     async fn purge_dead_letters(

@@ -4,7 +4,7 @@
 use hookd_control::{
     model::{
         AttemptView, DeadLetterFilter, DeadLetterView, DeliveryView, Page, PageRequest,
-        PulledDelivery, RedirectView, Selection,
+        PulledDelivery, RedirectView, DEFAULT_ROUTE,
     },
     Error as ApiError, Result as ApiResult,
 };
@@ -17,7 +17,7 @@ use crate::{
         records::RedirectRecord,
         records::{DeadLetter, DeliveryState, DeliveryStatus},
     },
-    tenant::TenantHandle,
+    tenant::{RouteHandle, TenantHandle},
 };
 
 // A delivery at the largest body limit, with its headers and attempts, must
@@ -38,14 +38,16 @@ impl Backend {
     pub(super) fn deliveries(
         &self,
         tenant_id: &str,
+        route: &str,
         status: Option<DeliveryStatus>,
         page: PageRequest,
     ) -> ApiResult<Page<DeliveryView>> {
         let handle = self.tenant(tenant_id)?;
+        let route = named_route(&handle, Some(route))?;
         let before = page.token.clone().map(DeliveryId::new);
         let size = page.size as usize;
-        let mut items = handle
-            .data()
+        let mut items = route
+            .data
             .deliveries(status, before.as_ref(), size + 1)
             .map_err(api)?;
         let next_token = (items.len() > size).then(|| {
@@ -54,7 +56,7 @@ impl Backend {
         });
         let items = items
             .into_iter()
-            .map(|(id, state)| delivery_view(tenant_id, id.to_string(), state))
+            .map(|(id, state)| delivery_view(tenant_id, &route.name, id.to_string(), state))
             .collect();
         Ok(Page {
             items,
@@ -87,17 +89,19 @@ impl Backend {
         Ok(DeliveryView {
             attempts,
             redirects: redirects.into_iter().map(redirect_view).collect(),
-            ..delivery_view(tenant_id, delivery_id.to_owned(), state)
+            ..delivery_view(tenant_id, &route.name, delivery_id.to_owned(), state)
         })
     }
 
     pub(super) fn dead_letters(
         &self,
         tenant_id: &str,
+        route: &str,
         filter: DeadLetterFilter,
         page: PageRequest,
     ) -> ApiResult<Page<DeadLetterView>> {
         let handle = self.tenant(tenant_id)?;
+        let route = named_route(&handle, Some(route))?;
         let before = match &page.token {
             Some(token) => Some(
                 hex::decode(token)
@@ -107,8 +111,8 @@ impl Backend {
         };
         let size = page.size as usize;
         let keep = |letter: &DeadLetter| filter.matches(letter.dead_at_ms, &letter.reason);
-        let mut letters = handle
-            .data()
+        let mut letters = route
+            .data
             .dead_letters(before.as_deref(), size + 1, &keep)
             .map_err(api)?;
         let next_token = (letters.len() > size).then(|| {
@@ -117,7 +121,7 @@ impl Backend {
         });
         let items = letters
             .into_iter()
-            .map(|(_, letter)| dead_letter_view(tenant_id, letter))
+            .map(|(_, letter)| dead_letter_view(tenant_id, &route.name, letter))
             .collect();
         Ok(Page {
             items,
@@ -125,44 +129,8 @@ impl Backend {
         })
     }
 
-    /// Redelivers the selection; answers once the new deliveries are
-    /// durable.
-    pub(super) async fn redeliver_selection(
-        &self,
-        tenant_id: &str,
-        selection: Selection,
-    ) -> ApiResult<Vec<String>> {
-        let handle = self.tenant(tenant_id)?;
-        let registry = self.registry.clone();
-        let tenant = tenant_id.to_owned();
-        let made = blocking(move || {
-            let ids = selected(&handle, selection)?;
-            ids.iter()
-                .map(|id| {
-                    registry
-                        .redeliver(&tenant, id)
-                        .map(|n| n.to_string())
-                        .map_err(api)
-                })
-                .collect()
-        })
-        .await;
-        self.durable().await?;
-        made
-    }
-
-    /// Purges the selected dead letters; answers once that is durable.
-    pub(super) async fn purge(&self, tenant_id: &str, selection: Selection) -> ApiResult<u64> {
-        let handle = self.tenant(tenant_id)?;
-        let purged = blocking(move || purge(&handle, selection)).await;
-        self.durable().await?;
-        let purged = purged?;
-        tracing::info!(tenant = %tenant_id, purged, "dead letters purged");
-        Ok(purged)
-    }
-
     /// Waits until every write made so far is on disk.
-    async fn durable(&self) -> ApiResult<()> {
+    pub(super) async fn durable(&self) -> ApiResult<()> {
         self.registry.store().durable_barrier().await.map_err(api)
     }
 
@@ -234,82 +202,8 @@ impl Backend {
     }
 }
 
-/// Dead letters a selection names: every id must be one of this tenant's
-/// dead or delivered deliveries, or nothing happens.
-fn selected(handle: &TenantHandle, selection: Selection) -> ApiResult<Vec<DeliveryId>> {
-    match selection {
-        Selection::Ids(ids) => ids
-            .into_iter()
-            .map(|id| {
-                let id = DeliveryId::new(id);
-                let state = handle
-                    .data()
-                    .state(&id)
-                    .map_err(api)?
-                    .ok_or_else(|| ApiError::NotFound(format!("delivery {id}")))?;
-                match (state.status, state.redelivered_as) {
-                    (DeliveryStatus::Dead | DeliveryStatus::Delivered, _) => Ok(id),
-                    (DeliveryStatus::Redelivered, Some(as_id)) => {
-                        Err(ApiError::FailedPrecondition(format!(
-                            "delivery {id} was already redelivered as {as_id}"
-                        )))
-                    }
-                    (other, _) => Err(ApiError::FailedPrecondition(format!(
-                        "delivery {id} is {}; only dead or delivered deliveries can be redelivered",
-                        other.as_str()
-                    ))),
-                }
-            })
-            .collect(),
-        Selection::Matching(filter) => {
-            let keep = |letter: &DeadLetter| filter.matches(letter.dead_at_ms, &letter.reason);
-            let letters = handle
-                .data()
-                .dead_letters(None, usize::MAX, &keep)
-                .map_err(api)?;
-            Ok(letters
-                .into_iter()
-                .rev()
-                .map(|(_, letter)| letter.delivery_id)
-                .collect())
-        }
-    }
-}
-
-/// Purges the dead letters `selection` names; returns how many.
-fn purge(handle: &TenantHandle, selection: Selection) -> ApiResult<u64> {
-    let wanted: Option<std::collections::HashSet<String>> = match &selection {
-        Selection::Ids(ids) => Some(ids.iter().cloned().collect()),
-        Selection::Matching(_) => None,
-    };
-    let filter = match selection {
-        Selection::Matching(filter) => filter,
-        Selection::Ids(_) => DeadLetterFilter::default(),
-    };
-    let mut purged = 0;
-    let letters = handle
-        .data()
-        .dead_letters(None, usize::MAX, &|_| true)
-        .map_err(api)?;
-    for (key, letter) in letters {
-        let chosen = match &wanted {
-            Some(ids) => ids.contains(letter.delivery_id.as_str()),
-            None => filter.matches(letter.dead_at_ms, &letter.reason),
-        };
-        if chosen
-            && handle
-                .data()
-                .purge_dead_letter(&key, &letter)
-                .map_err(api)?
-        {
-            purged += 1;
-        }
-    }
-    Ok(purged)
-}
-
 /// Runs blocking storage work on tokio's blocking pool, off the async threads.
-async fn blocking<T: Send + 'static>(
+pub(super) async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> ApiResult<T> + Send + 'static,
 ) -> ApiResult<T> {
     tokio::task::spawn_blocking(work)
@@ -317,8 +211,27 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| ApiError::Internal(format!("storage task failed: {e}")))?
 }
 
-/// A delivery without its attempts and redirects.
-fn delivery_view(tenant_id: &str, delivery_id: String, state: DeliveryState) -> DeliveryView {
+/// The tenant's route `name` (`None`: the default one); `NotFound`
+/// naming it when the tenant has none of that name.
+pub(super) fn named_route(handle: &TenantHandle, name: Option<&str>) -> ApiResult<RouteHandle> {
+    let name = name.unwrap_or(DEFAULT_ROUTE);
+    handle
+        .routes
+        .iter()
+        .find(|route| route.name == name)
+        .cloned()
+        .ok_or_else(|| {
+            ApiError::NotFound(format!("route {name} of tenant {}", handle.settings().id))
+        })
+}
+
+/// A delivery of route `route` without its attempts and redirects.
+fn delivery_view(
+    tenant_id: &str,
+    route: &str,
+    delivery_id: String,
+    state: DeliveryState,
+) -> DeliveryView {
     DeliveryView {
         tenant_id: tenant_id.to_owned(),
         delivery_id,
@@ -332,6 +245,7 @@ fn delivery_view(tenant_id: &str, delivery_id: String, state: DeliveryState) -> 
         redelivered_as: state.redelivered_as.map(|d| d.to_string()),
         attempts: Vec::new(),
         redirects: Vec::new(),
+        route: route.to_owned(),
     }
 }
 
@@ -347,7 +261,7 @@ fn redirect_view(r: RedirectRecord) -> RedirectView {
     }
 }
 
-fn dead_letter_view(tenant_id: &str, letter: DeadLetter) -> DeadLetterView {
+fn dead_letter_view(tenant_id: &str, route: &str, letter: DeadLetter) -> DeadLetterView {
     DeadLetterView {
         tenant_id: tenant_id.to_owned(),
         delivery_id: letter.delivery_id.to_string(),
@@ -356,5 +270,6 @@ fn dead_letter_view(tenant_id: &str, letter: DeadLetter) -> DeadLetterView {
         dead_at_ms: letter.dead_at_ms,
         attempt_count: letter.attempts,
         last_status_code: letter.last_status,
+        route: route.to_owned(),
     }
 }

@@ -5,6 +5,7 @@
 mod activity;
 mod contracts;
 mod deliveries;
+mod redeliver;
 mod redirect;
 mod rejections;
 mod tenants;
@@ -16,7 +17,7 @@ use hookd_control::{
     model::{
         AttemptView, ContractCheck, ContractDef, ContractList, ContractView, CreatedTenant,
         CreatedToken, DeadLetterFilter, DeadLetterView, DeliveryContent, DeliveryStatus,
-        DeliveryView, Grant, NewTenant, Page, PageRequest, Principal, PulledDelivery,
+        DeliveryView, Grant, NewTenant, Page, PageRequest, Principal, PulledDelivery, Redelivered,
         RejectionFilter, RejectionView, RotatedSecret, SecretInfo, Selection, TenantActivity,
         TenantPatch, TenantView, TokenBinding, TokenInfo,
     },
@@ -253,11 +254,12 @@ impl ControlBackend for Backend {
     async fn list_deliveries(
         &self,
         tenant_id: &str,
+        route: &str,
         status: Option<DeliveryStatus>,
         page: PageRequest,
     ) -> ApiResult<Page<DeliveryView>> {
-        let tenant_id = tenant_id.to_owned();
-        self.blocking(move |b| b.deliveries(&tenant_id, status, page))
+        let (tenant_id, route) = (tenant_id.to_owned(), route.to_owned());
+        self.blocking(move |b| b.deliveries(&tenant_id, &route, status, page))
             .await
     }
 
@@ -290,15 +292,16 @@ impl ControlBackend for Backend {
     async fn list_dead_letters(
         &self,
         tenant_id: &str,
+        route: &str,
         filter: DeadLetterFilter,
         page: PageRequest,
     ) -> ApiResult<Page<DeadLetterView>> {
-        let tenant_id = tenant_id.to_owned();
-        self.blocking(move |b| b.dead_letters(&tenant_id, filter, page))
+        let (tenant_id, route) = (tenant_id.to_owned(), route.to_owned());
+        self.blocking(move |b| b.dead_letters(&tenant_id, &route, filter, page))
             .await
     }
 
-    async fn redeliver(&self, tenant_id: &str, selection: Selection) -> ApiResult<Vec<String>> {
+    async fn redeliver(&self, tenant_id: &str, selection: Selection) -> ApiResult<Redelivered> {
         self.redeliver_selection(tenant_id, selection).await
     }
 

@@ -2,7 +2,9 @@
 //! or of every one the filter matches.
 
 use actix_web::{web, HttpResponse};
-use hookd_control::model::{DeadLetterFilter, PageRequest, Selection};
+use hookd_control::model::{
+    DeadLetterFilter, Matching, PageRequest, Pick, Selection, DEFAULT_ROUTE,
+};
 use maud::html;
 use serde::Deserialize;
 
@@ -65,7 +67,7 @@ pub(super) async fn list(
     };
     let letters = dash
         .backend
-        .list_dead_letters(&tenant, filter, page)
+        .list_dead_letters(&tenant, DEFAULT_ROUTE, filter, page)
         .await?;
     let action = format!("/t/{tenant}/dead-letters/redeliver");
     let body = html! {
@@ -131,15 +133,16 @@ fn selection(form: &PostedForm) -> Result<Selection, DashError> {
                     "ids: tick at least one dead letter to redeliver".into(),
                 ));
             }
-            Ok(Selection::Ids(ids))
+            Ok(Pick::Ids(ids))
         }
-        Some("matching") => Ok(Selection::Matching(filter(
+        Some("matching") => Ok(Pick::Matching(Matching::dead(filter(
             form.get("reason").unwrap_or_default(),
             form.get("since").unwrap_or_default(),
             form.get("until").unwrap_or_default(),
-        )?)),
+        )?))),
         _ => Err(DashError::BadInput("scope: must be ids or matching".into())),
     }
+    .map(|pick| Selection { route: None, pick })
 }
 
 /// `POST /t/{tenant}/dead-letters/redeliver`: all or nothing.
@@ -151,7 +154,11 @@ pub(super) async fn redeliver(
 ) -> Result<HttpResponse, DashError> {
     let tenant = tenant_in_path(&signed, &path)?;
     let form = signed.form(&body)?;
-    let new_ids = dash.backend.redeliver(&tenant, selection(&form)?).await?;
+    let new_ids = dash
+        .backend
+        .redeliver(&tenant, selection(&form)?)
+        .await?
+        .delivery_ids;
     let body = html! {
         p role="status" { "Queued " (new_ids.len()) " redelivery(ies), each a new delivery with a new request id." }
         @if !new_ids.is_empty() {

@@ -3,7 +3,9 @@
 //! to a typed URL.
 
 use actix_web::{web, HttpResponse};
-use hookd_control::model::{AttemptView, DeliveryStatus, DeliveryView, PageRequest, RedirectView};
+use hookd_control::model::{
+    AttemptView, DeliveryStatus, DeliveryView, PageRequest, RedirectView, DEFAULT_ROUTE,
+};
 use maud::{html, Markup};
 use serde::Deserialize;
 
@@ -157,7 +159,7 @@ async fn scan(
         };
         let got = dash
             .backend
-            .list_deliveries(tenant, wanted.status, page)
+            .list_deliveries(tenant, DEFAULT_ROUTE, wanted.status, page)
             .await?;
         read += got.items.len();
         let mut last = None;

@@ -16,3 +16,4 @@ mod validate;
 pub use gate::Gate;
 pub use registry::{Registry, TenantHandle};
 pub use replay::{replay_cache, ReplayCache};
+pub use routes::RouteHandle;

@@ -423,15 +423,27 @@ impl Registry {
     pub fn redeliver(&self, tenant: &str, delivery_id: &DeliveryId) -> Result<DeliveryId> {
         let handle = self.running(tenant)?;
         let route = handle.route_of(delivery_id)?;
+        self.redeliver_on(&handle, &route, delivery_id)
+    }
+
+    /// [`Registry::redeliver`] of a delivery of `handle`'s route `route`,
+    /// queued again on that route. Blocks on storage.
+    pub fn redeliver_on(
+        &self,
+        handle: &TenantHandle,
+        route: &RouteHandle,
+        delivery_id: &DeliveryId,
+    ) -> Result<DeliveryId> {
+        let tenant = handle.settings().id.clone();
         let now = self.clock.now_ms();
         let new_id = route.data.redeliver(delivery_id, now)?;
         let state = route.data.state(&new_id)?;
         route.wake.notify_one();
-        tracing::info!(tenant = %tenant, delivery_id = %delivery_id, new_delivery_id = %new_id, "dead letter redelivered");
+        tracing::info!(tenant = %tenant, route = %route.name, delivery_id = %delivery_id, new_delivery_id = %new_id, "dead letter redelivered");
         if let Some(state) = state {
             self.feed.publish(DeliveryEvent {
                 kind: DeliveryEventKind::Redelivered,
-                tenant: handle.settings().id.clone(),
+                tenant,
                 delivery_id: new_id.clone(),
                 event_id: state.event_id,
                 at_ms: now,

@@ -30,6 +30,7 @@ mod private_ca;
 mod process;
 mod queue;
 mod receiver;
+mod redeliver_routes;
 mod refusals_kill;
 mod rejections;
 mod replay;

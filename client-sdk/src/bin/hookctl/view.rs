@@ -297,6 +297,7 @@ impl View for Delivery {
             "redelivered_as": self.redelivered_as,
             "attempts": self.attempts.iter().map(View::json).collect::<Vec<_>>(),
             "redirects": self.redirects.iter().map(redirect_json).collect::<Vec<_>>(),
+            "route": self.route,
         })
     }
 
@@ -304,6 +305,7 @@ impl View for Delivery {
         vec![
             ("delivery", self.delivery_id.clone()),
             ("tenant", self.tenant_id.clone()),
+            ("route", self.route.clone()),
             ("event", self.event_id.clone()),
             ("status", status_label(self.status)),
             ("received", when(self.received_at_unix_ms)),
@@ -396,6 +398,7 @@ impl View for DeadLetter {
             "dead_at_unix_ms": self.dead_at_unix_ms,
             "attempt_count": self.attempt_count,
             "last_status_code": self.last_status_code,
+            "route": self.route,
         })
     }
 }

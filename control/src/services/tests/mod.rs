@@ -15,6 +15,7 @@ use super::*;
 use crate::fake::{FakeBackend, ACME, ADMIN};
 
 mod delivery;
+mod redeliver;
 
 fn request<T>(token: Option<&str>, message: T) -> Request<T> {
     let mut request = Request::new(message);

@@ -15,6 +15,9 @@ pub enum DeliveriesCommand {
         /// Only deliveries in this status.
         #[arg(long, value_enum)]
         status: Option<StatusArg>,
+        /// The route whose deliveries (default: `default`).
+        #[arg(long)]
+        route: Option<String>,
         /// Paging flags.
         #[command(flatten)]
         page: PageArgs,
@@ -55,9 +58,19 @@ pub enum DeadLettersCommand {
         /// Redeliver every dead letter matching the filter flags.
         #[arg(long)]
         all_matching: bool,
-        /// Which dead letters, with --all-matching.
+        /// Which dead letters, with --all-matching; --route also holds for ids.
         #[command(flatten)]
         filter: FilterArgs,
+        /// With --all-matching: redeliver deliveries in this final status
+        /// (default: dead).
+        #[arg(long, value_enum, requires = "all_matching")]
+        status: Option<FinalStatusArg>,
+        /// With --all-matching: only events of exactly this type.
+        #[arg(long, requires = "all_matching")]
+        event_type: Option<String>,
+        /// With --all-matching: change nothing, print how many would be redelivered.
+        #[arg(long, requires = "all_matching")]
+        dry_run: bool,
     },
     /// Delete dead letters and their bodies for good, by id or all.
     Purge {
@@ -72,6 +85,10 @@ pub enum DeadLettersCommand {
         /// With --all: only those dead before this time (Unix ms or RFC 3339).
         #[arg(long, requires = "all", value_parser = parse_time)]
         until: Option<i64>,
+        /// The route whose dead letters (with --all default: `default`; with ids:
+        /// any route).
+        #[arg(long)]
+        route: Option<String>,
         /// Confirm the purge.
         #[arg(long, required = true)]
         yes: bool,
@@ -81,6 +98,9 @@ pub enum DeadLettersCommand {
 /// Dead-letter filter flags, shared by list and redeliver.
 #[derive(Debug, Args)]
 pub struct FilterArgs {
+    /// The route whose dead letters (default: `default`).
+    #[arg(long)]
+    pub route: Option<String>,
     /// Only those dead at or after this time (Unix ms or RFC 3339).
     #[arg(long, value_parser = parse_time)]
     pub since: Option<i64>,
@@ -126,6 +146,24 @@ impl From<StatusArg> for DeliveryStatus {
             StatusArg::Delivered => DeliveryStatus::Delivered,
             StatusArg::Dead => DeliveryStatus::Dead,
             StatusArg::Redelivered => DeliveryStatus::Redelivered,
+        }
+    }
+}
+
+/// The final statuses a redelivery by filter takes.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum FinalStatusArg {
+    /// Dead letters.
+    Dead,
+    /// Delivered ones not redelivered yet.
+    Delivered,
+}
+
+impl From<FinalStatusArg> for DeliveryStatus {
+    fn from(status: FinalStatusArg) -> DeliveryStatus {
+        match status {
+            FinalStatusArg::Dead => DeliveryStatus::Dead,
+            FinalStatusArg::Delivered => DeliveryStatus::Delivered,
         }
     }
 }

@@ -3,7 +3,10 @@
 use anyhow::Context;
 use futures_util::{StreamExt, TryStreamExt};
 use hookd_sdk::client::{
-    proto::{ListDeadLettersRequest, PurgeDeadLettersRequest, RedeliverRequest},
+    proto::{
+        DeliveryStatus, ListDeadLettersRequest, PurgeDeadLettersRequest, RedeliverRequest,
+        RedeliverResponse,
+    },
     DeadLetterFilter, HookdClient,
 };
 use serde_json::json;
@@ -39,6 +42,7 @@ pub async fn run(
                     since_unix_ms: filter.since_unix_ms,
                     until_unix_ms: filter.until_unix_ms,
                     reason_contains: filter.reason_contains,
+                    route: filter.route,
                 })
                 .await?;
             Ok(out.list(
@@ -52,11 +56,17 @@ pub async fn run(
             delivery_ids,
             all_matching,
             filter,
+            status,
+            event_type,
+            dry_run,
         } => {
             let request = RedeliverRequest {
                 tenant_id: tenant,
                 delivery_ids,
                 all_matching,
+                status: status.map_or(DeliveryStatus::Unspecified, DeliveryStatus::from) as i32,
+                event_type: event_type.unwrap_or_default(),
+                dry_run,
                 ..RedeliverRequest::default()
             };
             redeliver(client, out, request, dead_letter_filter(filter)).await
@@ -66,6 +76,7 @@ pub async fn run(
             delivery_ids,
             all,
             until,
+            route,
             yes: _,
         } => {
             let purged = client
@@ -74,6 +85,7 @@ pub async fn run(
                     delivery_ids,
                     all,
                     until_unix_ms: until.unwrap_or_default(),
+                    route: route.unwrap_or_default(),
                 })
                 .await?;
             let text = format!("purged {purged} dead letters of tenant {tenant}");
@@ -95,15 +107,22 @@ async fn redeliver(
         request.delivery_ids.clone(),
         request.all_matching,
     );
-    let new_ids = client
-        .redeliver(RedeliverRequest {
+    let answer = client
+        .redeliver_answer(RedeliverRequest {
             since_unix_ms: filter.since_unix_ms,
             until_unix_ms: filter.until_unix_ms,
             reason_contains: filter.reason_contains,
-            ..request
+            route: filter.route.clone(),
+            ..request.clone()
         })
         .await?;
-    let old_ids = if all_matching {
+    if request.dry_run {
+        return dry_run(out, &tenant, &filter.route, &answer);
+    }
+    let new_ids = answer.delivery_ids;
+    let old_ids = if answer.matched_ids.len() == new_ids.len() {
+        answer.matched_ids
+    } else if all_matching {
         // hookd answers only the new ids; each new delivery names the dead
         // letter it redelivers.
         redelivery_sources(client, &tenant, &new_ids).await?
@@ -116,13 +135,53 @@ async fn redeliver(
             .zip(&new_ids)
             .map(|(old, new)| json!({ "delivery_id": old, "redelivered_as": new }))
             .collect();
-        return Ok(out.document(&json!({ "delivery_ids": new_ids, "redelivered": pairs }))?);
+        return Ok(out.document(&json!({
+            "delivery_ids": new_ids,
+            "redelivered": pairs,
+            "more": answer.more,
+        }))?);
+    }
+    if answer.more {
+        eprintln!("more matched than one call redelivers; run it again for the rest");
     }
     Ok(print(&redelivered(&old_ids, &new_ids))?)
 }
 
+/// Prints what a redelivery would take: the count, and the first ids.
+fn dry_run(
+    out: Output,
+    tenant: &str,
+    route: &str,
+    answer: &RedeliverResponse,
+) -> anyhow::Result<()> {
+    if out.is_document() {
+        return Ok(out.document(&json!({
+            "dry_run": true,
+            "matched": answer.matched,
+            "matched_ids": answer.matched_ids,
+            "more": answer.more,
+        }))?);
+    }
+    let route = if route.is_empty() { "default" } else { route };
+    let more = if answer.more {
+        " (and more: one call takes at most that many)"
+    } else {
+        ""
+    };
+    let mut table = Table::with_header(&["DELIVERY_ID"]);
+    for id in &answer.matched_ids {
+        table.row(vec![id.clone()]);
+    }
+    out.line(&format!(
+        "would redeliver {} deliveries of route {route} of tenant {tenant}{more}",
+        answer.matched
+    ))?;
+    Ok(print(&table)?)
+}
+
 fn dead_letter_filter(args: FilterArgs) -> DeadLetterFilter {
     DeadLetterFilter {
+        route: args.route.unwrap_or_default(),
         since_unix_ms: args.since.unwrap_or_default(),
         until_unix_ms: args.until.unwrap_or_default(),
         reason_contains: args.reason_contains.unwrap_or_default(),

@@ -19,11 +19,15 @@ pub async fn run(
         DeliveriesCommand::List {
             tenant,
             status,
+            route,
             page,
         } => {
             let status = status.map_or(DeliveryStatus::Unspecified, DeliveryStatus::from);
             if page.all {
-                let deliveries = client.list_all_deliveries(tenant, status).await?;
+                let route = route.unwrap_or_default();
+                let deliveries = client
+                    .list_all_route_deliveries(tenant, route, status)
+                    .await?;
                 return Ok(out.list("deliveries", &deliveries, Some(""))?);
             }
             let listed = client
@@ -32,6 +36,7 @@ pub async fn run(
                     status: status.into(),
                     page_size: page.page_size,
                     page_token: page.page_token,
+                    route: route.unwrap_or_default(),
                 })
                 .await?;
             Ok(out.list(
