@@ -19,20 +19,25 @@ use crate::{
     postgres::{Cluster, MASTER_KEY},
 };
 
-/// The fixture's tenants as that build was configured.
+/// The fixture's tenants, with what keeps the fixture's state where it is
+/// whenever the test runs: `shop` pulled (its pending deliveries, made with
+/// a retry due an hour after the fixture, are never attempted) and every
+/// retention at its longest (the dead letters and the idempotency records
+/// are never swept, however old the fixture is).
 fn config(extra: &str) -> String {
-    let tenant = |id: &str, url: &str, retry: &str| {
+    let tenant = |id: &str, destination: &str| {
         format!(
             "[[tenants]]\nid = \"{id}\"\nscheme = \"standard\"\n[[tenants.secrets]]\nkid = \"k1\"\n\
-             secret = \"{DEST_SECRET}\"\n[tenants.destination]\nurl = \"{url}\"\nsecret = \"{DEST_SECRET}\"\n{retry}"
+             secret = \"{DEST_SECRET}\"\n{destination}"
         )
     };
-    tenant(
-        "shop",
-        "http://127.0.0.1:9/refused",
-        "[tenants.retry]\nschedule_secs = [3600]\nwindow_secs = 86400\n",
-    ) + extra
-        + &tenant("dead", "http://127.0.0.1:9/refuses", "")
+    let refused = format!(
+        "[tenants.destination]\nurl = \"http://127.0.0.1:9/refuses\"\nsecret = \"{DEST_SECRET}\"\n"
+    );
+    "[retention]\nidempotency_secs = 315360000\ndead_secs = 315360000\n".to_owned()
+        + &tenant("shop", "")
+        + extra
+        + &tenant("dead", &refused)
 }
 
 /// Puts the fixture in place of `data`'s store.
