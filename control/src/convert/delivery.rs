@@ -10,7 +10,7 @@ use crate::{
     error::Error,
     model::{
         AttemptView, DeadLetterFilter, DeadLetterView, DeliveryEventView, DeliveryStatus,
-        DeliveryView, RedirectView, Selection,
+        DeliveryView, RedirectView, RouteOutcomeView, Selection,
     },
     Result,
 };
@@ -105,6 +105,27 @@ impl From<DeliveryView> for pb::Delivery {
             redelivered_as: d.redelivered_as.unwrap_or_default(),
             attempts: d.attempts.into_iter().map(Into::into).collect(),
             redirects: d.redirects.into_iter().map(Into::into).collect(),
+            routes: d.routes.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+impl From<RouteOutcomeView> for pb::RouteOutcome {
+    fn from(r: RouteOutcomeView) -> Self {
+        pb::RouteOutcome {
+            route: r.route,
+            delivery_id: r.delivery_id.unwrap_or_default(),
+            filtered: r.filtered,
+        }
+    }
+}
+
+impl From<pb::RouteOutcome> for RouteOutcomeView {
+    fn from(r: pb::RouteOutcome) -> Self {
+        RouteOutcomeView {
+            route: r.route,
+            delivery_id: non_empty(r.delivery_id),
+            filtered: r.filtered,
         }
     }
 }
@@ -138,6 +159,7 @@ impl TryFrom<pb::Delivery> for DeliveryView {
                 .into_iter()
                 .map(RedirectView::try_from)
                 .collect::<Result<_>>()?,
+            routes: d.routes.into_iter().map(Into::into).collect(),
         })
     }
 }
@@ -322,6 +344,18 @@ mod tests {
                 error: Some("connection refused".into()),
                 request_id: "req_3".into(),
             }],
+            routes: vec![
+                RouteOutcomeView {
+                    route: "default".into(),
+                    delivery_id: Some("dlv_01J".into()),
+                    filtered: false,
+                },
+                RouteOutcomeView {
+                    route: "audit".into(),
+                    delivery_id: None,
+                    filtered: true,
+                },
+            ],
         }
     }
 

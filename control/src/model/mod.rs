@@ -11,7 +11,8 @@ mod tenant;
 pub use contract::{ContractCheck, ContractDef, ContractList, ContractView, ViolationView};
 pub use delivery::{
     AttemptView, DeadLetterFilter, DeadLetterView, DeliveryContent, DeliveryEventKind,
-    DeliveryEventView, DeliveryStatus, DeliveryView, PulledDelivery, RedirectView, Selection,
+    DeliveryEventView, DeliveryStatus, DeliveryView, PulledDelivery, RedirectView,
+    RouteOutcomeView, Selection,
 };
 pub use rejection::{RejectionFilter, RejectionView};
 pub use tenant::{

@@ -4,7 +4,7 @@
 use hookd_control::{
     model::{
         AttemptView, DeadLetterFilter, DeadLetterView, DeliveryView, Page, PageRequest,
-        PulledDelivery, RedirectView, Selection,
+        PulledDelivery, RedirectView, RouteOutcomeView, Selection,
     },
     Error as ApiError, Result as ApiResult,
 };
@@ -84,8 +84,18 @@ impl Backend {
             })
             .collect();
         let redirects = route.data.redirects(&id).map_err(api)?;
+        let routes = state
+            .routes
+            .iter()
+            .map(|r| RouteOutcomeView {
+                route: r.route.clone(),
+                delivery_id: r.delivery_id.as_ref().map(|d| d.to_string()),
+                filtered: r.filtered,
+            })
+            .collect();
         Ok(DeliveryView {
             attempts,
+            routes,
             redirects: redirects.into_iter().map(redirect_view).collect(),
             ..delivery_view(tenant_id, delivery_id.to_owned(), state)
         })
@@ -248,7 +258,7 @@ fn selected(handle: &TenantHandle, selection: Selection) -> ApiResult<Vec<Delive
                     .map_err(api)?
                     .ok_or_else(|| ApiError::NotFound(format!("delivery {id}")))?;
                 match (state.status, state.redelivered_as) {
-                    (DeliveryStatus::Dead | DeliveryStatus::Delivered, _) => Ok(id),
+                    (status, _) if status.may_be_redelivered() => Ok(id),
                     (DeliveryStatus::Redelivered, Some(as_id)) => {
                         Err(ApiError::FailedPrecondition(format!(
                             "delivery {id} was already redelivered as {as_id}"
@@ -332,6 +342,7 @@ fn delivery_view(tenant_id: &str, delivery_id: String, state: DeliveryState) -> 
         redelivered_as: state.redelivered_as.map(|d| d.to_string()),
         attempts: Vec::new(),
         redirects: Vec::new(),
+        routes: Vec::new(),
     }
 }
 

@@ -48,6 +48,7 @@ async fn get_delivery_returns_every_attempt() {
             request_id: "req_1".into(),
         }],
         redirects: Vec::new(),
+        routes: Vec::new(),
     });
     let (api, _stop) = deliveries(&backend);
     let got = api
