@@ -73,8 +73,14 @@ pub(super) async fn filtered_and_unrouted_are_final_at_receipt_and_swept(engine:
             .map(|(id, _)| id)
             .collect::<Vec<_>>()
     };
-    assert_eq!(listed(DeliveryStatus::Unrouted), std::slice::from_ref(&none_id));
-    assert_eq!(listed(DeliveryStatus::Filtered), std::slice::from_ref(&some_id));
+    assert_eq!(
+        listed(DeliveryStatus::Unrouted),
+        std::slice::from_ref(&none_id)
+    );
+    assert_eq!(
+        listed(DeliveryStatus::Filtered),
+        std::slice::from_ref(&some_id)
+    );
     let audit = engine.store.tenant(&copy.scope).unwrap();
     assert_eq!(audit.queue(None, 10).unwrap().len(), 1, "the route's copy");
     assert!(audit
@@ -143,4 +149,14 @@ pub(super) async fn a_transform_failure_is_a_dead_letter_and_a_drop_is_final(eng
     let swept = data.sweep(&request, &mut Vec::new()).unwrap();
     assert_eq!((swept.delivered, swept.originals), (1, 1), "{swept:?}");
     assert!(data.state(&failed).unwrap().is_none());
+
+    let purged = super::accepted(&data, "evt_purge", 2_000).await;
+    let (entry, _) = only_entry(&data);
+    data.record_attempt(&entry, &purged, &attempt(1, 2_000), &next, 2_000)
+        .unwrap()
+        .unwrap();
+    let (key, letter) = data.dead_letters(None, 10, &|_| true).unwrap().remove(0);
+    assert!(data.purge_dead_letter(&key, &letter).unwrap(), "purged");
+    assert!(data.state(&purged).unwrap().is_none());
+    assert_eq!(data.counts().unwrap().dead, 0);
 }
