@@ -253,6 +253,16 @@ async fn an_event_no_route_passes_is_stored_as_unrouted_with_each_route_filtered
     assert_eq!(again.body["delivery_id"], id.as_str());
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(sink.received().is_empty(), "nothing is forwarded");
+    let again = admin.redeliver_ids("shop", [id.as_str()]).await.unwrap();
+    let got = sink.wait_for(1, WAIT).await;
+    assert_eq!(got[0].header("hookd-delivery-id"), Some(again[0].as_str()));
+    let original = admin.get_delivery("shop", &id).await.unwrap();
+    assert_eq!(
+        original.status(),
+        DeliveryStatus::Unrouted,
+        "kept as it was"
+    );
+    assert_eq!(original.redelivered_as, again[0]);
 }
 
 #[tokio::test(flavor = "multi_thread")]
