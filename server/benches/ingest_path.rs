@@ -22,7 +22,8 @@ use hookd_server::{
     config::TenantConfig,
     ids::{DeliveryId, EventId, RequestId, TenantId},
     testing::{
-        DeliveryFeed, EventMeta, Gate, Ingest, NewDelivery, SledStore, Spans, Storage, TenantData,
+        DeliveryFeed, EventMeta, Gate, Ingest, NewDelivery, Receipt, SledStore, Spans, Storage,
+        TenantData,
     },
 };
 use tokio::sync::Notify;
@@ -48,6 +49,8 @@ fn delivery(n: u64) -> NewDelivery {
         due_ms: 0,
         content_key: None,
         copies: Vec::new(),
+        receipt: Receipt::Queued,
+        routes: Vec::new(),
     }
 }
 

@@ -18,7 +18,7 @@ use hookd_server::{
     ids::{DeliveryId, EventId, RequestId, TenantId},
     testing::{
         pass, test_database, AttemptRecord, Due, EventMeta, NewDelivery, Next, PgOptions, PgStore,
-        Rejection, Removed, SledStore, Store, TenantStore,
+        Receipt, Rejection, Removed, SledStore, Store, TenantStore,
     },
 };
 
@@ -52,6 +52,8 @@ fn delivery(tenant: usize, n: usize, at_ms: i64) -> NewDelivery {
         due_ms: at_ms,
         content_key: None,
         copies: Vec::new(),
+        receipt: Receipt::Queued,
+        routes: Vec::new(),
     }
 }
 

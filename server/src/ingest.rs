@@ -14,7 +14,10 @@ use actix_web::http::header::HeaderMap;
 use bytes::Bytes;
 use hookd_sdk::signature::VerifyError;
 
-use crate::ids::{DeliveryId, EventId, RequestId, TenantId};
+use crate::{
+    ids::{DeliveryId, EventId, RequestId, TenantId},
+    store::api::Receipt,
+};
 
 /// One inbound delivery, body already read within the tenant's limit.
 pub struct Ingest<'a> {
@@ -71,6 +74,9 @@ pub struct IngestOutcome {
     /// The deliveries the tenant's other routes got, as (route, delivery
     /// id) (new events only).
     pub routes: Vec<(String, DeliveryId)>,
+    /// How the default route's delivery was written (new events only;
+    /// [`Receipt::Queued`] for a duplicate).
+    pub receipt: Receipt,
 }
 
 /// Why a delivery was not accepted; nothing was stored or acknowledged.

@@ -14,7 +14,7 @@ pub use crate::{
         TransformLimits, TransformOutcome, TransformRequest,
     },
     store::{
-        api::{Rejection, RowChange, Storage, Table, TenantData},
+        api::{Receipt, Rejection, RowChange, Storage, Table, TenantData},
         lifecycle::Next,
         postgres::{
             testing::{test_database, TestDatabase},

@@ -8,6 +8,7 @@ use crate::{
     error::Error,
     model::{
         AttemptView, DeadLetterView, DeliveryEventView, DeliveryStatus, DeliveryView, RedirectView,
+        RouteOutcomeView,
     },
     Result,
 };
@@ -103,6 +104,27 @@ impl From<DeliveryView> for pb::Delivery {
             attempts: d.attempts.into_iter().map(Into::into).collect(),
             redirects: d.redirects.into_iter().map(Into::into).collect(),
             route: d.route,
+            routes: d.routes.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+impl From<RouteOutcomeView> for pb::RouteOutcome {
+    fn from(r: RouteOutcomeView) -> Self {
+        pb::RouteOutcome {
+            route: r.route,
+            delivery_id: r.delivery_id.unwrap_or_default(),
+            filtered: r.filtered,
+        }
+    }
+}
+
+impl From<pb::RouteOutcome> for RouteOutcomeView {
+    fn from(r: pb::RouteOutcome) -> Self {
+        RouteOutcomeView {
+            route: r.route,
+            delivery_id: non_empty(r.delivery_id),
+            filtered: r.filtered,
         }
     }
 }
@@ -137,6 +159,7 @@ impl TryFrom<pb::Delivery> for DeliveryView {
                 .map(RedirectView::try_from)
                 .collect::<Result<_>>()?,
             route: d.route,
+            routes: d.routes.into_iter().map(Into::into).collect(),
         })
     }
 }
@@ -238,6 +261,18 @@ mod tests {
                 request_id: "req_3".into(),
             }],
             route: "audit".into(),
+            routes: vec![
+                RouteOutcomeView {
+                    route: "default".into(),
+                    delivery_id: Some("dlv_01J".into()),
+                    filtered: false,
+                },
+                RouteOutcomeView {
+                    route: "audit".into(),
+                    delivery_id: None,
+                    filtered: true,
+                },
+            ],
         }
     }
 

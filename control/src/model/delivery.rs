@@ -64,6 +64,22 @@ pub struct DeliveryView {
     pub redirects: Vec<RedirectView>,
     /// The route it belongs to ([`DEFAULT_ROUTE`] or another's name).
     pub route: String,
+    /// What each route made of the event, the default route first: only
+    /// for the default route's delivery of a tenant with other routes, and
+    /// only in `GetDelivery`.
+    pub routes: Vec<RouteOutcomeView>,
+}
+
+/// What one route made of an accepted event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteOutcomeView {
+    /// The route (`default` for the tenant's own destination).
+    pub route: String,
+    /// Its delivery of the event; `None` when its filter did not pass it
+    /// and it got none.
+    pub delivery_id: Option<String>,
+    /// Its filter did not pass the event.
+    pub filtered: bool,
 }
 
 /// One Redirect of a delivery: sent once, from the dashboard, to a typed

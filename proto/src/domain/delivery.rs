@@ -20,6 +20,17 @@ pub enum DeliveryStatus {
     Dead,
     /// Made into a new delivery by redelivery. Final.
     Redelivered,
+    /// The default route's filter did not pass the event (another route's
+    /// did): stored, never forwarded, finished at receipt. Final.
+    Filtered,
+    /// No route's filter passed the event: stored, never forwarded,
+    /// finished at receipt. Final.
+    Unrouted,
+    /// The route's transform failed: nothing was sent. A dead letter, like
+    /// [`DeliveryStatus::Dead`]. Final unless redelivered.
+    TransformFailed,
+    /// The route's transform dropped the event: nothing was sent. Final.
+    Dropped,
 }
 
 impl DeliveryStatus {
@@ -30,7 +41,24 @@ impl DeliveryStatus {
             DeliveryStatus::Delivered => "delivered",
             DeliveryStatus::Dead => "dead",
             DeliveryStatus::Redelivered => "redelivered",
+            DeliveryStatus::Filtered => "filtered",
+            DeliveryStatus::Unrouted => "unrouted",
+            DeliveryStatus::TransformFailed => "transform_failed",
+            DeliveryStatus::Dropped => "dropped",
         }
+    }
+
+    /// Whether a delivery in this status is a dead letter: in the dead
+    /// letters, redeliverable and purgeable.
+    pub fn is_dead_letter(self) -> bool {
+        matches!(self, DeliveryStatus::Dead | DeliveryStatus::TransformFailed)
+    }
+
+    /// Whether a delivery in this status may be redelivered: any final one
+    /// (a dead letter, or delivered, dropped, filtered or unrouted), not
+    /// one still pending or already redelivered.
+    pub fn may_be_redelivered(self) -> bool {
+        !matches!(self, DeliveryStatus::Pending | DeliveryStatus::Redelivered)
     }
 }
 
@@ -47,6 +75,10 @@ impl From<DeliveryStatus> for pb::DeliveryStatus {
             DeliveryStatus::Delivered => pb::DeliveryStatus::Delivered,
             DeliveryStatus::Dead => pb::DeliveryStatus::Dead,
             DeliveryStatus::Redelivered => pb::DeliveryStatus::Redelivered,
+            DeliveryStatus::Filtered => pb::DeliveryStatus::Filtered,
+            DeliveryStatus::Unrouted => pb::DeliveryStatus::Unrouted,
+            DeliveryStatus::TransformFailed => pb::DeliveryStatus::TransformFailed,
+            DeliveryStatus::Dropped => pb::DeliveryStatus::Dropped,
         }
     }
 }
@@ -60,6 +92,10 @@ impl TryFrom<pb::DeliveryStatus> for DeliveryStatus {
             pb::DeliveryStatus::Delivered => Ok(DeliveryStatus::Delivered),
             pb::DeliveryStatus::Dead => Ok(DeliveryStatus::Dead),
             pb::DeliveryStatus::Redelivered => Ok(DeliveryStatus::Redelivered),
+            pb::DeliveryStatus::Filtered => Ok(DeliveryStatus::Filtered),
+            pb::DeliveryStatus::Unrouted => Ok(DeliveryStatus::Unrouted),
+            pb::DeliveryStatus::TransformFailed => Ok(DeliveryStatus::TransformFailed),
+            pb::DeliveryStatus::Dropped => Ok(DeliveryStatus::Dropped),
             pb::DeliveryStatus::Unspecified | pb::DeliveryStatus::InFlight => {
                 Err(InvalidDeliveryStatus(s))
             }
@@ -106,6 +142,10 @@ mod tests {
             DeliveryStatus::Delivered,
             DeliveryStatus::Dead,
             DeliveryStatus::Redelivered,
+            DeliveryStatus::Filtered,
+            DeliveryStatus::Unrouted,
+            DeliveryStatus::TransformFailed,
+            DeliveryStatus::Dropped,
         ] {
             assert_eq!(
                 DeliveryStatus::try_from(pb::DeliveryStatus::from(status)),

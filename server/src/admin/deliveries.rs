@@ -4,7 +4,7 @@
 use hookd_control::{
     model::{
         AttemptView, DeadLetterFilter, DeadLetterView, DeliveryView, Page, PageRequest,
-        PulledDelivery, RedirectView, DEFAULT_ROUTE,
+        PulledDelivery, RedirectView, RouteOutcomeView, DEFAULT_ROUTE,
     },
     Error as ApiError, Result as ApiResult,
 };
@@ -86,8 +86,18 @@ impl Backend {
             })
             .collect();
         let redirects = route.data.redirects(&id).map_err(api)?;
+        let routes = state
+            .routes
+            .iter()
+            .map(|r| RouteOutcomeView {
+                route: r.route.clone(),
+                delivery_id: r.delivery_id.as_ref().map(|d| d.to_string()),
+                filtered: r.filtered,
+            })
+            .collect();
         Ok(DeliveryView {
             attempts,
+            routes,
             redirects: redirects.into_iter().map(redirect_view).collect(),
             ..delivery_view(tenant_id, &route.name, delivery_id.to_owned(), state)
         })
@@ -246,6 +256,7 @@ fn delivery_view(
         attempts: Vec::new(),
         redirects: Vec::new(),
         route: route.to_owned(),
+        routes: Vec::new(),
     }
 }
 

@@ -114,12 +114,12 @@ fn by_ids(
                 .map_err(api)?
                 .ok_or_else(|| ApiError::NotFound(format!("delivery {id}")))?;
             match (state.status, state.redelivered_as) {
-                (DeliveryStatus::Dead | DeliveryStatus::Delivered, _) => Ok((route, id)),
+                (status, _) if status.may_be_redelivered() => Ok((route, id)),
                 (DeliveryStatus::Redelivered, Some(as_id)) => Err(ApiError::FailedPrecondition(
                     format!("delivery {id} was already redelivered as {as_id}"),
                 )),
                 (other, _) => Err(ApiError::FailedPrecondition(format!(
-                    "delivery {id} is {}; only dead or delivered deliveries can be redelivered",
+                    "delivery {id} is {}; only settled deliveries (dead, delivered, dropped, filtered or unrouted) can be redelivered",
                     other.as_str()
                 ))),
             }
@@ -256,13 +256,26 @@ mod tests {
     use crate::{
         contracts::Policy,
         ids::{EventId, RequestId, TenantId},
+        metrics::Metrics,
         store::{
-            api::Storage,
+            api::{Receipt, Storage, TenantStore},
             lifecycle::Next,
             records::{AttemptRecord, EventMeta},
             CommitOutcome, NewDelivery, SledStore,
         },
     };
+
+    /// Route `audit` of `tenant`, its deliveries in `data`.
+    fn audit(data: TenantStore, tenant: &TenantId) -> RouteHandle {
+        let metrics = Metrics::new(&crate::metrics::tests::config(16));
+        let labels = metrics.tenant(tenant);
+        RouteHandle {
+            name: "audit".into(),
+            data,
+            wake: Arc::new(Notify::new()),
+            metrics: metrics.route(&labels, "audit"),
+        }
+    }
 
     /// Commits an event of `kind` (in the field `kind`) at `at_ms` and
     /// dead-letters it; returns its delivery id.
@@ -294,6 +307,8 @@ mod tests {
             due_ms: at_ms,
             content_key: None,
             copies: Vec::new(),
+            receipt: Receipt::Queued,
+            routes: Vec::new(),
         };
         assert_eq!(
             route.data.commit(item).await.unwrap(),
@@ -323,11 +338,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (store, _committer) = SledStore::open(dir.path(), 16, false).unwrap();
         let shop = TenantId::try_from("shop").unwrap();
-        let route = RouteHandle {
-            name: "audit".into(),
-            data: store.tenant(&shop.route_scope("audit")).unwrap(),
-            wake: Arc::new(Notify::new()),
-        };
+        let route = audit(store.tenant(&shop.route_scope("audit")).unwrap(), &shop);
         let mut paid = Vec::new();
         for (n, kind) in ["paid", "refund", "paid", "paid"].into_iter().enumerate() {
             let id = dead(&route, kind, 1_000 * (n as i64 + 1)).await;
@@ -376,11 +387,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (store, _committer) = SledStore::open(dir.path(), 16, false).unwrap();
         let shop = TenantId::try_from("shop").unwrap();
-        let route = RouteHandle {
-            name: "audit".into(),
-            data: store.tenant(&shop.route_scope("audit")).unwrap(),
-            wake: Arc::new(Notify::new()),
-        };
+        let route = audit(store.tenant(&shop.route_scope("audit")).unwrap(), &shop);
         let first = settled(&route, "paid", 1_000, Next::Delivered).await;
         dead(&route, "paid", 2_000).await;
         let again = settled(&route, "paid", 3_000, Next::Delivered).await;

@@ -85,6 +85,7 @@ impl StoredTenant {
             version_field: DEFAULT_VERSION_FIELD.to_owned(),
             contracts: Vec::new(),
             routes: Vec::new(),
+            filter: None,
         }
     }
 

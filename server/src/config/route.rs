@@ -304,4 +304,24 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn the_default_routes_filter_is_validated_like_a_routes() {
+        let resolve = |filter: serde_json::Value| {
+            let config: TenantConfig = serde_json::from_value(serde_json::json!({
+                "id": "acme",
+                "secrets": [{ "kid": "k1", "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" }],
+                "filter": filter,
+            }))
+            .unwrap();
+            config.resolve()
+        };
+        let settings = resolve(serde_json::json!({ "body": { "type": "order.paid" } })).unwrap();
+        assert!(settings.filter.is_some());
+        let refused = resolve(serde_json::json!({ "body": { "n": { "$gte": [] } } }))
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("filter/body/n/$gte"), "{refused}");
+        assert!(!refused.contains("routes"), "{refused}");
+    }
 }

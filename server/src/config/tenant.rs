@@ -29,6 +29,7 @@ use crate::{
     egress::AddressPolicy,
     error::InvalidSetting,
     ids::TenantId,
+    routes::filter::RouteFilter,
 };
 
 /// One tenant, as declared in the config file.
@@ -99,6 +100,12 @@ pub struct TenantConfig {
     /// each forwards (or queues for pulling) every accepted event again.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub routes: Vec<RouteConfig>,
+    /// The default route's filter (docs/routes.md), the same syntax as a
+    /// route's: an event it does not pass is still stored, its default
+    /// delivery `filtered` (or `unrouted` when no route passes it); none:
+    /// every event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<serde_json::Value>,
 }
 
 /// One signing secret, inline or read from the environment or a file.
@@ -191,6 +198,8 @@ pub struct TenantSettings {
     pub contracts: Arc<ConfigContracts>,
     /// Its routes besides the default one.
     pub routes: Vec<RouteSettings>,
+    /// The default route's filter (`None`: every event).
+    pub filter: Option<RouteFilter>,
 }
 
 impl TenantConfig {
@@ -286,7 +295,14 @@ impl TenantConfig {
         let contracts = Arc::new(ConfigContracts::compile(policy, &self.contracts)?);
         let forward = self.forwarding().settings()?;
         let routes = resolve_routes(&id, &self.routes)?;
+        let filter = self
+            .filter
+            .as_ref()
+            .map(RouteFilter::compile)
+            .transpose()
+            .map_err(|e| InvalidSetting::new(format!("filter{}", e.pointer), e.reason))?;
         Ok(TenantSettings {
+            filter,
             id,
             scheme,
             enabled: self.enabled,

@@ -62,19 +62,32 @@ fn bound(field: &str, value: &str) -> Result<Option<i64>, DashError> {
         .map_err(|e| DashError::BadInput(e.to_string()))
 }
 
+/// The statuses the listing filters by, in the order the form offers them.
+const STATUSES: [DeliveryStatus; 8] = [
+    DeliveryStatus::Pending,
+    DeliveryStatus::Delivered,
+    DeliveryStatus::Dead,
+    DeliveryStatus::TransformFailed,
+    DeliveryStatus::Dropped,
+    DeliveryStatus::Filtered,
+    DeliveryStatus::Unrouted,
+    DeliveryStatus::Redelivered,
+];
+
 fn status(value: &str) -> Result<Option<DeliveryStatus>, DashError> {
-    Ok(match value {
-        "" => None,
-        "pending" => Some(DeliveryStatus::Pending),
-        "delivered" => Some(DeliveryStatus::Delivered),
-        "dead" => Some(DeliveryStatus::Dead),
-        "redelivered" => Some(DeliveryStatus::Redelivered),
-        other => {
-            return Err(DashError::BadInput(format!(
-                "status: {other:?} is not one of pending, delivered, dead, redelivered"
+    if value.is_empty() {
+        return Ok(None);
+    }
+    match STATUSES.iter().find(|s| s.as_str() == value) {
+        Some(status) => Ok(Some(*status)),
+        None => {
+            let names: Vec<&str> = STATUSES.iter().map(|s| s.as_str()).collect();
+            Err(DashError::BadInput(format!(
+                "status: {value:?} is not one of {}",
+                names.join(", ")
             )))
         }
-    })
+    }
 }
 
 /// The filters as the listing applies them.
@@ -218,7 +231,7 @@ pub(super) async fn list(
             div {
                 label for="status" { "Status" }
                 select #status name="status" {
-                    @for s in ["", "pending", "delivered", "dead", "redelivered"] {
+                    @for s in std::iter::once("").chain(STATUSES.iter().map(|s| s.as_str())) {
                         option value=(s) selected[s == filters.status] { @if s.is_empty() { "any" } @else { (s) } }
                     }
                 }
@@ -334,6 +347,15 @@ async fn detail(
             }
             @if let Some(as_) = &d.redelivered_as {
                 dt { "Redelivered as" } dd { a href={ "/t/" (tenant) "/deliveries/" (as_) } { code { (as_) } } }
+            }
+            @for r in &d.routes {
+                dt { "Route " (r.route) }
+                dd.route-outcome {
+                    @if r.filtered { span.status.filtered { "filtered" } " " }
+                    @if let Some(id) = r.delivery_id.as_deref().filter(|id| *id != d.delivery_id) {
+                        a href={ "/t/" (tenant) "/deliveries/" (id) } { code { (id) } }
+                    }
+                }
             }
         }
         h2 { "Headers" }

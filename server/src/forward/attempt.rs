@@ -61,7 +61,7 @@ pub async fn send(
             Transformed::Send(rewritten) => Some(rewritten),
             Transformed::Drop => {
                 let note = b"dropped by the route's transform: nothing was sent".to_vec();
-                let answer = (None, note, Verdict::Success, (String::new(), String::new()));
+                let answer = (None, note, Verdict::Dropped, (String::new(), String::new()));
                 return result(answer, attempt, now_ms, started, request_id, version);
             }
             Transformed::Failed(why) => {
@@ -69,7 +69,7 @@ pub async fn send(
                 let answer = (
                     None,
                     Vec::new(),
-                    Verdict::Unsendable,
+                    Verdict::TransformFailed,
                     ("transform_failed".to_owned(), error),
                 );
                 return result(answer, attempt, now_ms, started, request_id, version);
@@ -116,7 +116,7 @@ fn result(
     request_id: RequestId,
     transform_version: Option<u32>,
 ) -> AttemptResult {
-    let success = verdict == Verdict::Success;
+    let success = matches!(verdict, Verdict::Success | Verdict::Dropped);
     let elapsed = started.elapsed();
     AttemptResult {
         record: AttemptRecord {

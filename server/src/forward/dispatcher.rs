@@ -24,7 +24,7 @@ use crate::{
     error::Result,
     feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
     ids::{DeliveryId, RequestId, TenantId},
-    metrics::{BreakerGauge, TenantMetrics},
+    metrics::{BreakerGauge, RouteMetrics, TransformRun},
     rate_limit::TokenBucket,
     store::{
         api::{blocking, Fence, FencedAttempt, Store, TenantData, TenantStore},
@@ -103,7 +103,7 @@ enum Decided {
 /// nothing to report.
 fn write_outcomes(
     data: &dyn TenantData,
-    tenant: &TenantId,
+    (tenant, route): (&TenantId, &str),
     decided: Vec<Decided>,
     now: i64,
 ) -> Vec<Result<Option<Recorded>>> {
@@ -129,7 +129,7 @@ fn write_outcomes(
                 };
                 let state = data.record_fenced_attempt(attempt, &next, now)?;
                 let Some(state) = state else {
-                    tracing::warn!(tenant = %tenant, delivery_id = %delivery_id, attempt = result.record.attempt, "delivery changed or the forwarding lease passed elsewhere while its attempt was in flight; outcome not recorded");
+                    tracing::warn!(tenant = %tenant, route = %route, delivery_id = %delivery_id, attempt = result.record.attempt, "delivery changed or the forwarding lease passed elsewhere while its attempt was in flight; outcome not recorded");
                     return Ok(None);
                 };
                 Ok(Some(Recorded {
@@ -166,7 +166,9 @@ async fn claimed(data: TenantStore, key: &[u8], id: &DeliveryId, fence: &Fence) 
 pub struct DispatcherParts {
     /// The tenant it forwards for.
     pub tenant: TenantId,
-    /// The tenant's data.
+    /// The route it forwards (`default` for the tenant's own destination).
+    pub route: String,
+    /// The route's data, in its scope.
     pub data: TenantStore,
     /// The store, for durability barriers.
     pub store: Store,
@@ -180,8 +182,8 @@ pub struct DispatcherParts {
     pub feed: DeliveryFeed,
     /// Starts the `hookd.forward` spans.
     pub spans: Spans,
-    /// The tenant's counters.
-    pub metrics: Arc<TenantMetrics>,
+    /// The route's counters.
+    pub metrics: Arc<RouteMetrics>,
     /// Private CAs every destination trusts (`[forward] ca_file`).
     pub shared_cas: Arc<Vec<reqwest::Certificate>>,
     /// This process's claim to forward the tenant.
@@ -191,6 +193,7 @@ pub struct DispatcherParts {
 /// The forwarding loop of one tenant.
 pub struct Dispatcher {
     tenant: TenantId,
+    route: String,
     data: TenantStore,
     store: Store,
     settings: Arc<ForwardSettings>,
@@ -201,7 +204,7 @@ pub struct Dispatcher {
     breaker: Breaker,
     rate: Option<TokenBucket>,
     spans: Spans,
-    metrics: Arc<TenantMetrics>,
+    metrics: Arc<RouteMetrics>,
     breaker_gauge: BreakerGauge,
     /// The destination as spans and logs name it (its URL may carry a token).
     target: ForwardTarget,
@@ -215,6 +218,7 @@ impl Dispatcher {
     pub fn new(parts: DispatcherParts) -> reqwest::Result<Self> {
         let DispatcherParts {
             tenant,
+            route,
             data,
             store,
             settings,
@@ -245,7 +249,7 @@ impl Dispatcher {
         let client = builder.build()?;
         let target = ForwardTarget::of(&settings.url);
         Ok(Dispatcher {
-            lease: ForwardLease::new(store.clone(), tenant.clone(), lease),
+            lease: ForwardLease::new(store.clone(), data.tenant().clone(), lease),
             breaker_gauge: BreakerGauge::new(metrics.clone()),
             spans,
             metrics,
@@ -255,6 +259,7 @@ impl Dispatcher {
                 .delivery_rate
                 .map(|r| TokenBucket::new(r, clock.now_ms())),
             tenant,
+            route,
             data,
             store,
             settings: Arc::new(settings),
@@ -278,7 +283,7 @@ impl Dispatcher {
                 Some(fence) => match self.start_due(now, &fence, &mut in_flight, &mut busy).await {
                     Ok(wake_at) => wake_at,
                     Err(e) => {
-                        tracing::error!(tenant = %self.tenant, error = %e, "reading the delivery queue failed");
+                        tracing::error!(tenant = %self.tenant, route = %self.route, error = %e, "reading the delivery queue failed");
                         now + MAX_IDLE_MS
                     }
                 },
@@ -394,9 +399,12 @@ impl Dispatcher {
             }));
         };
         let number = state.attempts + 1;
-        let trace = self
-            .spans
-            .start_forward(&self.tenant, &event.meta, number, &self.target);
+        let trace = self.spans.start_forward(
+            (&self.tenant, &self.route),
+            &event.meta,
+            number,
+            &self.target,
+        );
         let trace_headers = spans::trace_headers(&trace);
         let (client, settings) = (self.client.clone(), self.settings.clone());
         let data = self.data.clone();
@@ -439,20 +447,21 @@ impl Dispatcher {
                 self.decide(done, now)
             })
             .collect();
-        let (data, tenant) = (self.data.clone(), self.tenant.clone());
-        let written = blocking(move || Ok(write_outcomes(&*data, &tenant, decided, now))).await;
+        let (data, tenant, route) = (self.data.clone(), self.tenant.clone(), self.route.clone());
+        let written =
+            blocking(move || Ok(write_outcomes(&*data, (&tenant, &route), decided, now))).await;
         let recorded: Vec<Recorded> = match written {
             Ok(written) => written
                 .into_iter()
                 .filter_map(|outcome| {
                     outcome
-                        .inspect_err(|e| tracing::error!(tenant = %self.tenant, error = %e, "recording a forward attempt failed"))
+                        .inspect_err(|e| tracing::error!(tenant = %self.tenant, route = %self.route, error = %e, "recording a forward attempt failed"))
                         .ok()
                         .flatten()
                 })
                 .collect(),
             Err(e) => {
-                tracing::error!(tenant = %self.tenant, error = %e, "recording forward attempts failed");
+                tracing::error!(tenant = %self.tenant, route = %self.route, error = %e, "recording forward attempts failed");
                 Vec::new()
             }
         };
@@ -460,7 +469,7 @@ impl Dispatcher {
             return;
         }
         if let Err(e) = self.store.durable_barrier().await {
-            tracing::error!(tenant = %self.tenant, error = %e, "making forward outcomes durable failed");
+            tracing::error!(tenant = %self.tenant, route = %self.route, error = %e, "making forward outcomes durable failed");
         }
         for outcome in recorded {
             self.report(outcome);
@@ -477,11 +486,11 @@ impl Dispatcher {
         } = match done.tried {
             Tried::Sent(sent) => *sent,
             Tried::NoEvent => {
-                tracing::warn!(tenant = %self.tenant, delivery_id = %done.delivery_id, "queued delivery has no stored event; dropping it");
+                tracing::warn!(tenant = %self.tenant, route = %self.route, delivery_id = %done.delivery_id, "queued delivery has no stored event; dropping it");
                 return Decided::NoEvent { key: done.key };
             }
             Tried::Fenced => {
-                tracing::info!(tenant = %self.tenant, delivery_id = %done.delivery_id, "forwarding lease passed elsewhere (or the delivery moved on) before the attempt; not sent");
+                tracing::info!(tenant = %self.tenant, route = %self.route, delivery_id = %done.delivery_id, "forwarding lease passed elsewhere (or the delivery moved on) before the attempt; not sent");
                 self.lease.recheck();
                 return Decided::Fenced;
             }
@@ -498,15 +507,17 @@ impl Dispatcher {
         match &result.verdict {
             Verdict::Retryable { .. } => {
                 if self.breaker.on_failure(now) {
-                    tracing::warn!(tenant = %self.tenant, destination = %self.target.host(), "circuit breaker open: destination failing, pausing forwards");
+                    tracing::warn!(tenant = %self.tenant, route = %self.route, destination = %self.target.host(), "circuit breaker open: destination failing, pausing forwards");
                 }
             }
             Verdict::Success | Verdict::Permanent => {
                 if self.breaker.on_success() {
-                    tracing::info!(tenant = %self.tenant, destination = %self.target.host(), "circuit breaker closed: destination answering again");
+                    tracing::info!(tenant = %self.tenant, route = %self.route, destination = %self.target.host(), "circuit breaker closed: destination answering again");
                 }
             }
-            Verdict::Unsendable => self.breaker.on_not_sent(now),
+            Verdict::Unsendable | Verdict::Dropped | Verdict::TransformFailed => {
+                self.breaker.on_not_sent(now)
+            }
         }
         self.breaker_gauge
             .set(self.breaker.state() != BreakerState::Closed);
@@ -537,12 +548,15 @@ impl Dispatcher {
         } = outcome;
         let attempt = result.record.attempt;
         let error = match &next {
-            Next::Delivered => None,
+            Next::Delivered | Next::Dropped => None,
             Next::Retry { .. } => Some(result.error.as_str()),
-            Next::Dead { reason } => Some(reason.as_str()),
+            Next::Dead { reason } | Next::TransformFailed { reason } => Some(reason.as_str()),
         };
         self.metrics
             .forwarded(&next, result.elapsed, spans::sampled_trace_id(&trace));
+        if self.settings.transform.is_some() {
+            self.metrics.transformed(TransformRun::of(&next));
+        }
         ForwardRecord {
             outcome: &next,
             status_code: result.record.status_code,
@@ -555,19 +569,22 @@ impl Dispatcher {
         let attempt_request_id = &result.record.request_id;
         match &next {
             Next::Delivered => {
-                tracing::info!(tenant = %self.tenant, event_id = %state.event_id, delivery_id = %delivery_id, request_id = %request_id, trace_id = %trace_id, attempt, attempt_request_id = %attempt_request_id, status = ?result.record.status_code, "forward delivered");
+                tracing::info!(tenant = %self.tenant, route = %self.route, event_id = %state.event_id, delivery_id = %delivery_id, request_id = %request_id, trace_id = %trace_id, attempt, attempt_request_id = %attempt_request_id, status = ?result.record.status_code, "forward delivered");
+            }
+            Next::Dropped => {
+                tracing::info!(tenant = %self.tenant, route = %self.route, event_id = %state.event_id, delivery_id = %delivery_id, request_id = %request_id, trace_id = %trace_id, attempt, attempt_request_id = %attempt_request_id, "dropped by the route's transform; nothing sent");
             }
             Next::Retry { due_ms } => {
-                tracing::warn!(tenant = %self.tenant, event_id = %state.event_id, delivery_id = %delivery_id, request_id = %request_id, trace_id = %trace_id, attempt, attempt_request_id = %attempt_request_id, reason = %result.error, retry_in_ms = due_ms - now, "forward failed; retry scheduled");
+                tracing::warn!(tenant = %self.tenant, route = %self.route, event_id = %state.event_id, delivery_id = %delivery_id, request_id = %request_id, trace_id = %trace_id, attempt, attempt_request_id = %attempt_request_id, reason = %result.error, retry_in_ms = due_ms - now, "forward failed; retry scheduled");
             }
-            Next::Dead { reason } => {
-                tracing::warn!(tenant = %self.tenant, event_id = %state.event_id, delivery_id = %delivery_id, request_id = %request_id, trace_id = %trace_id, attempt, attempt_request_id = %attempt_request_id, reason = %reason, "delivery dead-lettered");
+            Next::Dead { reason } | Next::TransformFailed { reason } => {
+                tracing::warn!(tenant = %self.tenant, route = %self.route, event_id = %state.event_id, delivery_id = %delivery_id, request_id = %request_id, trace_id = %trace_id, attempt, attempt_request_id = %attempt_request_id, reason = %reason, status = state.status.as_str(), "delivery dead-lettered");
             }
         }
         let reason = error.map(str::to_owned);
         self.feed.publish(DeliveryEvent {
             kind: DeliveryEventKind::from(&next),
-            tenant: self.tenant.clone(),
+            tenant: self.data.tenant().clone(),
             delivery_id,
             event_id: state.event_id,
             at_ms: now,

@@ -24,6 +24,13 @@ pub enum Verdict {
     /// is not allowed. Dead-lettered at once; since the destination was not
     /// contacted, the circuit breaker does not count it either way.
     Unsendable,
+    /// The route's transform dropped the event: nothing was sent, and the
+    /// delivery is final (the breaker does not count it).
+    Dropped,
+    /// The route's transform threw, overran its budget or returned a bad
+    /// request: nothing was sent, and the delivery is a dead letter of its
+    /// own status at once (the breaker does not count it).
+    TransformFailed,
 }
 
 /// Classifies an HTTP status.
@@ -69,6 +76,12 @@ pub fn next_step(
         }
         Verdict::Unsendable => {
             return Next::Dead {
+                reason: error.to_owned(),
+            }
+        }
+        Verdict::Dropped => return Next::Dropped,
+        Verdict::TransformFailed => {
+            return Next::TransformFailed {
                 reason: error.to_owned(),
             }
         }

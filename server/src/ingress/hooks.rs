@@ -5,15 +5,17 @@ use std::time::Instant;
 
 use actix_web::{http::header::CONTENT_LENGTH, web, HttpRequest, HttpResponse};
 use futures_util::StreamExt;
-use hookd_proto::domain::DEFAULT_ROUTE;
+use hookd_proto::domain::{DeliveryStatus, DEFAULT_ROUTE};
 use serde_json::json;
 
 use super::{body::BodyBuffer, rejected, request_id_of, AppState, EdgeLimits};
 use crate::{
+    config::TenantSettings,
     error::{ApiError, ErrorCode},
     ids::RequestId,
     ingest::{Ingest, IngestOutcome},
     metrics::{window::Counted, IngestResult},
+    store::api::Receipt,
     telemetry::spans::{self, IngestRecord},
     tenant::{Registry, TenantHandle},
 };
@@ -70,21 +72,8 @@ pub async fn ingest(
                 "request_id": request_id,
             });
             if !outcome.duplicate {
-                let routes = std::iter::once((DEFAULT_ROUTE, &outcome.delivery_id))
-                    .chain(outcome.routes.iter().map(|(r, id)| (r.as_str(), id)));
-                body["deliveries"] = routes
-                    .map(|(route, id)| json!({ "route": route, "delivery_id": id }))
-                    .collect();
                 let settings = handle.as_ref().map(|h| h.settings());
-                let filtered: Vec<&str> = settings
-                    .iter()
-                    .flat_map(|s| s.routes.iter())
-                    .map(|r| r.name.as_str())
-                    .filter(|name| outcome.routes.iter().all(|(got, _)| got != name))
-                    .collect();
-                if !filtered.is_empty() {
-                    body["filtered"] = json!(filtered);
-                }
+                routed(&mut body, &outcome, settings.as_deref());
             }
             if outcome.duplicate {
                 body["duplicate"] = json!(true);
@@ -113,6 +102,40 @@ pub async fn ingest(
         .metrics()
         .ingest_latency(kind, started.elapsed(), spans::sampled_trace_id(&trace));
     response
+}
+
+/// The 202's `deliveries` (each route's delivery, the default route's
+/// unless its filter did not pass the event), `filtered` (the routes whose
+/// filter did not pass it) and, when none did, `status: "unrouted"`.
+fn routed(
+    body: &mut serde_json::Value,
+    outcome: &IngestOutcome,
+    settings: Option<&TenantSettings>,
+) {
+    let queued = outcome.receipt == Receipt::Queued;
+    let default = queued.then_some((DEFAULT_ROUTE, &outcome.delivery_id));
+    let routes = default
+        .into_iter()
+        .chain(outcome.routes.iter().map(|(r, id)| (r.as_str(), id)));
+    body["deliveries"] = routes
+        .map(|(route, id)| json!({ "route": route, "delivery_id": id }))
+        .collect();
+    let others = settings
+        .iter()
+        .flat_map(|s| s.routes.iter())
+        .map(|r| r.name.as_str())
+        .filter(|name| outcome.routes.iter().all(|(got, _)| got != name));
+    let filtered: Vec<&str> = (!queued)
+        .then_some(DEFAULT_ROUTE)
+        .into_iter()
+        .chain(others)
+        .collect();
+    if !filtered.is_empty() {
+        body["filtered"] = json!(filtered);
+    }
+    if outcome.receipt == Receipt::Unrouted {
+        body["status"] = json!(DeliveryStatus::Unrouted.as_str());
+    }
 }
 
 /// Counts a request in its label's counters and, for a running tenant, in

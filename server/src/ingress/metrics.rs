@@ -18,10 +18,11 @@ pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> HttpRespon
     let scraped = web::block(move || {
         let tenants: Vec<TenantSource> = registry
             .handles()
-            .into_iter()
-            .map(|h| TenantSource {
-                data: h.data().clone(),
-                metrics: h.metrics,
+            .iter()
+            .flat_map(|h| h.routes.iter())
+            .map(|route| TenantSource {
+                data: route.data.clone(),
+                metrics: route.metrics.clone(),
             })
             .collect();
         let storage = read_storage(&tenants, &**registry.store(), registry.clock().now_ms());

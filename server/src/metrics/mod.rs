@@ -8,6 +8,7 @@
 
 pub mod process;
 pub mod readings;
+mod routes;
 mod scrape;
 mod senders;
 pub mod window;
@@ -26,10 +27,11 @@ use prometheus_client::{
     registry::{Registry, Unit},
 };
 pub use readings::{read_storage, StorageReadings, TenantSource};
+pub use routes::{BreakerGauge, RouteMetrics, TransformRun};
 pub use scrape::{scrape, Format};
 pub use senders::{SenderMetrics, Senders, TypeOutcome};
 
-use crate::{config::MetricsConfig, error::ErrorCode, ids::TenantId, store::lifecycle::Next};
+use crate::{config::MetricsConfig, error::ErrorCode, ids::TenantId};
 
 /// The label every tenant past the cap, and every unknown tenant id, shares.
 pub const OTHER_TENANT: &str = "other";
@@ -105,6 +107,7 @@ struct Families {
     forwards: Family<Labels, Counter>,
     forward_latency: LatencyFamily,
     breakers_open: Family<Labels, Gauge>,
+    transform_runs: Family<Labels, Counter>,
     unrecorded: Family<Labels, Counter>,
 }
 
@@ -114,16 +117,18 @@ struct Families {
 const REFUSAL_KINDS: [&str; 2] = ["signature", "content"];
 
 /// The handles of one `tenant` label: one tenant, or every tenant counted
-/// as `other`. Every series of the label exists from the start, at 0.
+/// as `other`. Every series of the label exists from the start, at 0; its
+/// routes' forwarding handles are [`RouteMetrics`].
 pub struct TenantMetrics {
     label: String,
     accepted: Counter,
     duplicates: Counter,
     rejected: [Counter; ErrorCode::ALL.len()],
-    forwards: [Counter; Next::LABELS.len()],
-    forward_latency: Latency,
+    /// Breakers open on any of its routes (not exported: each route's is).
     breakers_open: Gauge,
     unrecorded: [Counter; REFUSAL_KINDS.len()],
+    /// The route labels handed out under it, `default` aside.
+    routes: Mutex<Vec<String>>,
 }
 
 impl TenantMetrics {
@@ -143,15 +148,10 @@ impl TenantMetrics {
                     .rejected
                     .get_or_create_owned(&with("code", code.as_str()))
             }),
-            forwards: Next::LABELS.map(|outcome| {
-                families
-                    .forwards
-                    .get_or_create_owned(&with("outcome", outcome))
-            }),
-            forward_latency: families.forward_latency.get_or_create_owned(&tenant()),
-            breakers_open: families.breakers_open.get_or_create_owned(&tenant()),
+            breakers_open: Gauge::default(),
             unrecorded: REFUSAL_KINDS
                 .map(|kind| families.unrecorded.get_or_create_owned(&with("kind", kind))),
+            routes: Mutex::default(),
         }
     }
 
@@ -186,58 +186,15 @@ impl TenantMetrics {
         self.unrecorded[usize::from(signature_valid)].inc();
     }
 
-    /// Whether a circuit breaker counted under this label is open now.
+    /// Whether a circuit breaker of a route counted under this label is
+    /// open now.
     pub fn breaker_open(&self) -> bool {
         self.breakers_open.get() > 0
-    }
-
-    /// Counts a forward attempt and its duration, with the attempt's trace
-    /// id (if sampled) as the exemplar of its bucket.
-    pub fn forwarded(&self, outcome: &Next, elapsed: Duration, trace_id: Option<String>) {
-        self.forwards[outcome.index()].inc();
-        self.forward_latency
-            .observe(elapsed.as_secs_f64(), exemplar(trace_id), None);
     }
 }
 
 fn exemplar(trace_id: Option<String>) -> Option<TraceExemplar> {
     trace_id.map(|id| vec![("trace_id", id)])
-}
-
-/// Counts one dispatcher's circuit breaker in its label's
-/// `hookd_circuit_breaker_open` while it is not closed; a dispatcher that
-/// stops (tenant removed or restarted) takes its count with it.
-pub struct BreakerGauge {
-    metrics: Arc<TenantMetrics>,
-    open: bool,
-}
-
-impl BreakerGauge {
-    /// A gauge for a closed breaker.
-    pub fn new(metrics: Arc<TenantMetrics>) -> Self {
-        BreakerGauge {
-            metrics,
-            open: false,
-        }
-    }
-
-    /// Records whether the breaker is open (or half-open) now.
-    pub fn set(&mut self, open: bool) {
-        if open != self.open {
-            if open {
-                self.metrics.breakers_open.inc();
-            } else {
-                self.metrics.breakers_open.dec();
-            }
-            self.open = open;
-        }
-    }
-}
-
-impl Drop for BreakerGauge {
-    fn drop(&mut self) {
-        self.set(false);
-    }
 }
 
 /// Which tenants have a label of their own.
@@ -272,6 +229,7 @@ impl Metrics {
             forwards: Family::default(),
             forward_latency: Family::new_with_constructor(forward_histogram),
             breakers_open: Family::default(),
+            transform_runs: Family::default(),
             unrecorded: Family::default(),
         };
         let ingest: LatencyFamily = Family::new_with_constructor(ingest_histogram);
@@ -301,7 +259,7 @@ impl Metrics {
         );
         registry.register(
             "hookd_forward_attempts",
-            "Forward attempts by what followed: delivered, retry or dead",
+            "Forward attempts by route and what followed: delivered, retry, dead, dropped or transform_failed",
             families.forwards.clone(),
         );
         registry.register_with_unit(
@@ -318,8 +276,13 @@ impl Metrics {
         );
         registry.register(
             "hookd_circuit_breaker_open",
-            "Destinations whose circuit breaker is open or half-open (forwarding paused)",
+            "Routes whose destination's circuit breaker is open or half-open (forwarding paused)",
             families.breakers_open.clone(),
+        );
+        registry.register(
+            "hookd_transform_runs",
+            "Runs of a route's transform by outcome: ok (sent), dropped or failed",
+            families.transform_runs.clone(),
         );
         registry.register(
             "hookd_rejections_unrecorded",
@@ -358,6 +321,13 @@ impl Metrics {
         };
         tenants.by_tenant.insert(tenant.clone(), entry.clone());
         entry
+    }
+
+    /// The forwarding handles of route `route` of the tenant counted under
+    /// `tenant`, its route label bounded per tenant label. Called when a
+    /// tenant starts, never for a request.
+    pub fn route(&self, tenant: &Arc<TenantMetrics>, route: &str) -> Arc<RouteMetrics> {
+        Arc::new(RouteMetrics::new(tenant.clone(), route, &self.families))
     }
 
     /// Clock skew and event types of what each `tenant` label's senders send.
@@ -404,10 +374,10 @@ impl Metrics {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    pub(super) fn config(max_tenant_labels: usize) -> MetricsConfig {
+    pub(crate) fn config(max_tenant_labels: usize) -> MetricsConfig {
         MetricsConfig {
             enabled: true,
             max_tenant_labels,
@@ -434,21 +404,5 @@ mod tests {
             &m.tenant(&TenantId::try_from("a").unwrap())
         ));
         assert_eq!(m.tenants.lock().unwrap().own_labels, 2, "a and b");
-    }
-
-    #[test]
-    fn breaker_gauge_counts_open_breakers_and_forgets_dropped_ones() {
-        let m = Metrics::new(&config(0));
-        let (mut one, mut two) = (
-            BreakerGauge::new(m.other().clone()),
-            BreakerGauge::new(m.other().clone()),
-        );
-        one.set(true);
-        one.set(true);
-        two.set(true);
-        assert_eq!(m.other().breakers_open.get(), 2);
-        two.set(false);
-        drop(one);
-        assert_eq!(m.other().breakers_open.get(), 0);
     }
 }

@@ -1,14 +1,15 @@
 //! Everything a scrape reads of tenant and storage state, in one place
-//! ([`read_storage`]): the running tenants' queue and dead-letter gauges
+//! ([`read_storage`]): the running tenants' routes' queue and dead-letter gauges
 //! (kept by storage as entries come and go), the most overdue queue entry,
 //! and the group committer's counts. Its cost does not grow with backlog.
 
 use std::{collections::BTreeMap, sync::Arc};
 
-use super::TenantMetrics;
+use super::RouteMetrics;
 use crate::store::api::{Storage, TenantStore};
 
-/// The storage gauges of one `tenant` label, summed over its tenants.
+/// The storage gauges of one (`tenant`, `route`) label pair, summed over
+/// the routes counted under it.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct QueueGauges {
     /// Deliveries queued, or pulled and not yet acknowledged.
@@ -22,28 +23,33 @@ pub struct QueueGauges {
 /// What storage says at one scrape.
 #[derive(Debug, Default, Clone)]
 pub struct StorageReadings {
-    /// `tenant` label -> its queue gauges.
-    pub queues: BTreeMap<String, QueueGauges>,
+    /// (`tenant`, `route`) labels -> their queue gauges.
+    pub queues: BTreeMap<(String, String), QueueGauges>,
     /// Durable batches of the group committer.
     pub commit_batches: u64,
     /// Writes those batches carried.
     pub commit_writes: u64,
 }
 
-/// What a scrape reads of one running tenant: its counters and its data.
+/// What a scrape reads of one route of a running tenant: its labels and
+/// its data.
 pub struct TenantSource {
-    /// The counters of its `tenant` label.
-    pub metrics: Arc<TenantMetrics>,
+    /// The handles of its `tenant` and `route` labels.
+    pub metrics: Arc<RouteMetrics>,
     /// Its queue and dead letters.
     pub data: TenantStore,
 }
 
-/// Reads the queue gauges of every running tenant and the committer's
+/// Reads the queue gauges of every route of the running tenants and the committer's
 /// counts; the age of the oldest due entry is measured against `now_ms`.
 pub fn read_storage(tenants: &[TenantSource], store: &dyn Storage, now_ms: i64) -> StorageReadings {
-    let mut queues: BTreeMap<String, QueueGauges> = BTreeMap::new();
+    let mut queues: BTreeMap<(String, String), QueueGauges> = BTreeMap::new();
     for tenant in tenants {
-        let g = queues.entry(tenant.metrics.label().to_owned()).or_default();
+        let labels = (
+            tenant.metrics.tenant_label().to_owned(),
+            tenant.metrics.route_label().to_owned(),
+        );
+        let g = queues.entry(labels).or_default();
         let counts = match tenant.data.counts() {
             Ok(counts) => counts,
             Err(e) => {

@@ -91,8 +91,8 @@ fn at_scrape(storage: &StorageReadings, process: Option<&process::ProcessStats>)
     let depth: Family<Vec<(&str, String)>, Gauge> = Family::default();
     let oldest: Family<Vec<(&str, String)>, Gauge<f64, AtomicU64>> = Family::default();
     let dead: Family<Vec<(&str, String)>, Gauge> = Family::default();
-    for (label, g) in &storage.queues {
-        let labels = vec![("tenant", label.clone())];
+    for ((tenant, route), g) in &storage.queues {
+        let labels = vec![("tenant", tenant.clone()), ("route", route.clone())];
         depth
             .get_or_create(&labels)
             .set(i64::try_from(g.depth).unwrap_or(i64::MAX));
@@ -169,6 +169,7 @@ mod tests {
     fn every_series_starts_at_zero_and_openmetrics_carries_exemplars() {
         let m = Metrics::new(&config(10));
         let acme = m.tenant(&TenantId::try_from("acme").unwrap());
+        let _default = m.route(&acme, "default");
         acme.accepted();
         acme.rejected(ErrorCode::BadSignature);
         m.other().rejected(ErrorCode::TenantNotFound);
@@ -185,7 +186,7 @@ mod tests {
             "hookd_deliveries_rejected_total{tenant=\"acme\",code=\"BAD_SIGNATURE\"} 1",
             "hookd_deliveries_rejected_total{tenant=\"acme\",code=\"STORAGE_UNAVAILABLE\"} 0",
             "hookd_deliveries_rejected_total{tenant=\"other\",code=\"TENANT_NOT_FOUND\"} 1",
-            "hookd_forward_attempts_total{tenant=\"acme\",outcome=\"dead\"} 0",
+            "hookd_forward_attempts_total{tenant=\"acme\",route=\"default\",outcome=\"dead\"} 0",
             "hookd_ingest_duration_seconds_count{outcome=\"accepted\"} 1",
             "# TYPE hookd_forward_duration_seconds histogram",
             "hookd_storage_commits_total 0",

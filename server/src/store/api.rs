@@ -19,7 +19,7 @@ use super::{
     lifecycle::{Next, Swept},
     records::{
         AttemptRecord, DeadLetter, DeliveryState, DeliveryStatus, EventMeta, IdempotencyRecord,
-        RedirectRecord, StoredEvent,
+        RedirectRecord, RouteOutcome, StoredEvent,
     },
 };
 use crate::{
@@ -421,6 +421,39 @@ pub struct NewDelivery {
     /// transaction as this one (all or nothing, and not at all for a
     /// duplicate).
     pub copies: Vec<RouteCopy>,
+    /// How the default route's delivery is written: queued, or final at
+    /// receipt when its filter did not pass the event.
+    pub receipt: Receipt,
+    /// What each route made of the event, kept on the default route's
+    /// delivery; empty for a tenant without other routes (nothing is
+    /// written then).
+    pub routes: Vec<RouteOutcome>,
+}
+
+/// How the default route's delivery of a new event is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Receipt {
+    /// Queued for forwarding or pulling: its filter passed the event (or
+    /// it has none).
+    Queued,
+    /// Its filter did not pass the event but another route's did: final
+    /// as [`DeliveryStatus::Filtered`].
+    Filtered,
+    /// No route's filter passed the event: final as
+    /// [`DeliveryStatus::Unrouted`].
+    Unrouted,
+}
+
+impl Receipt {
+    /// The status a delivery written at receipt as this is final in;
+    /// `None` for one that is queued.
+    pub fn settled(self) -> Option<DeliveryStatus> {
+        match self {
+            Receipt::Queued => None,
+            Receipt::Filtered => Some(DeliveryStatus::Filtered),
+            Receipt::Unrouted => Some(DeliveryStatus::Unrouted),
+        }
+    }
 }
 
 /// Another route's delivery of a new event.

@@ -7,8 +7,11 @@
 
 use hookd_proto::domain::DeliveryEventKind;
 
-use super::records::{
-    queue_key, time_key, AttemptRecord, DeadLetter, DeliveryState, DeliveryStatus, EventMeta,
+use super::{
+    api::NewDelivery,
+    records::{
+        queue_key, time_key, AttemptRecord, DeadLetter, DeliveryState, DeliveryStatus, EventMeta,
+    },
 };
 use crate::{
     error::{Error, Result},
@@ -35,11 +38,21 @@ pub enum Next {
         /// In plain words.
         reason: String,
     },
+    /// The route's transform dropped the event: nothing was sent, the
+    /// delivery is final.
+    Dropped,
+    /// The route's transform failed: nothing was sent, the delivery is a
+    /// dead letter of its own status.
+    TransformFailed {
+        /// `transform_failed: <why>`.
+        reason: String,
+    },
 }
 
 impl Next {
     /// Every label, in [`Next::index`] order.
-    pub const LABELS: [&'static str; 3] = ["delivered", "retry", "dead"];
+    pub const LABELS: [&'static str; 5] =
+        ["delivered", "retry", "dead", "dropped", "transform_failed"];
 
     /// Its position in [`Next::LABELS`].
     pub fn index(&self) -> usize {
@@ -47,6 +60,16 @@ impl Next {
             Next::Delivered => 0,
             Next::Retry { .. } => 1,
             Next::Dead { .. } => 2,
+            Next::Dropped => 3,
+            Next::TransformFailed { .. } => 4,
+        }
+    }
+
+    /// Why the delivery ended, for a dead letter of either kind.
+    pub fn dead_reason(&self) -> Option<&str> {
+        match self {
+            Next::Dead { reason } | Next::TransformFailed { reason } => Some(reason),
+            Next::Delivered | Next::Retry { .. } | Next::Dropped => None,
         }
     }
 
@@ -59,9 +82,9 @@ impl Next {
 impl From<&Next> for DeliveryEventKind {
     fn from(next: &Next) -> Self {
         match next {
-            Next::Delivered => DeliveryEventKind::Delivered,
+            Next::Delivered | Next::Dropped => DeliveryEventKind::Delivered,
             Next::Retry { .. } => DeliveryEventKind::RetryScheduled,
-            Next::Dead { .. } => DeliveryEventKind::DeadLettered,
+            Next::Dead { .. } | Next::TransformFailed { .. } => DeliveryEventKind::DeadLettered,
         }
     }
 }
@@ -95,12 +118,19 @@ pub(crate) fn holds_entry(state: &DeliveryState, entry: &[u8]) -> bool {
 }
 
 /// Whether a delivery in `state` may be redelivered, the same rule on every
-/// engine: a dead or delivered one may (true when it is dead); one already
-/// redelivered, or still pending, may not.
+/// engine: a dead letter (dead or transform_failed) may (true) and so may a
+/// final one that is no dead letter (delivered, dropped, filtered,
+/// unrouted: false); one already redelivered, or still pending, may not.
 pub(crate) fn redeliverable(state: &DeliveryState, delivery_id: &DeliveryId) -> Result<bool> {
     match (state.status, &state.redelivered_as) {
-        (DeliveryStatus::Dead, _) => Ok(true),
-        (DeliveryStatus::Delivered, _) => Ok(false),
+        (DeliveryStatus::Dead | DeliveryStatus::TransformFailed, _) => Ok(true),
+        (
+            DeliveryStatus::Delivered
+            | DeliveryStatus::Dropped
+            | DeliveryStatus::Filtered
+            | DeliveryStatus::Unrouted,
+            _,
+        ) => Ok(false),
         (DeliveryStatus::Redelivered, Some(as_id)) => Err(Error::Precondition(format!(
             "delivery {delivery_id} was already redelivered as {as_id}"
         ))),
@@ -152,8 +182,16 @@ pub(crate) fn settled(
             state.queue_key = Some(hex::encode(key));
             requeue = Some(key);
         }
-        Next::Dead { reason } => {
-            state.status = DeliveryStatus::Dead;
+        Next::Dropped => {
+            state.status = DeliveryStatus::Dropped;
+            state.finished_at_ms = Some(now_ms);
+            done = Some(time_key(now_ms, delivery_id));
+        }
+        Next::Dead { reason } | Next::TransformFailed { reason } => {
+            state.status = match next {
+                Next::TransformFailed { .. } => DeliveryStatus::TransformFailed,
+                _ => DeliveryStatus::Dead,
+            };
             state.finished_at_ms = Some(now_ms);
             state.last_error = Some(reason.clone());
             let letter = DeadLetter {
@@ -173,6 +211,25 @@ pub(crate) fn settled(
         dead,
         done,
     }
+}
+
+/// How the default route's delivery of a new event is written, the same on
+/// every engine: its state (pending at `queue_key`, or final at receipt,
+/// with what each route made of the event) and, for one final at receipt,
+/// its key in the delivered index (retention removes it as it does a
+/// delivered one). A final one gets no queue entry.
+pub(crate) fn received(d: &NewDelivery, queue_key: &[u8; 16]) -> (DeliveryState, Option<Vec<u8>>) {
+    let mut state = DeliveryState::pending(d.event_id.clone(), d.meta.received_at_ms);
+    state.routes = d.routes.clone();
+    let Some(status) = d.receipt.settled() else {
+        state.queue_key = Some(hex::encode(queue_key));
+        return (state, None);
+    };
+    state.status = status;
+    state.next_attempt_at_ms = None;
+    state.finished_at_ms = Some(d.meta.received_at_ms);
+    let done = time_key(d.meta.received_at_ms, &d.meta.delivery_id);
+    (state, Some(done))
 }
 
 /// The attempt and outcome that dead-letter a pulled delivery never
@@ -385,6 +442,41 @@ mod tests {
         assert_eq!((letter.reason, letter.dead_at_ms), (reason, 50));
         assert_eq!(letter.last_status, Some(500));
         assert!(dead.requeue.is_none() && dead.done.is_none());
+
+        let failed = settled(
+            pending(),
+            &id,
+            &attempt(None),
+            &Next::TransformFailed {
+                reason: "transform_failed: transform threw".into(),
+            },
+            7,
+            50,
+        );
+        assert_eq!(failed.state.status, DeliveryStatus::TransformFailed);
+        assert!(failed.state.status.is_dead_letter());
+        assert!(failed.dead.is_some() && failed.done.is_none());
+
+        let dropped = settled(pending(), &id, &attempt(None), &Next::Dropped, 7, 50);
+        assert_eq!(dropped.state.status, DeliveryStatus::Dropped);
+        assert_eq!(dropped.done, Some(time_key(50, &id)));
+        assert!(dropped.dead.is_none() && dropped.requeue.is_none());
+    }
+
+    #[test]
+    fn a_transform_failure_is_redelivered_like_a_dead_letter_and_the_rest_like_delivered() {
+        let id = DeliveryId::new("dlv_1");
+        let mut state = pending();
+        state.status = DeliveryStatus::TransformFailed;
+        assert!(redeliverable(&state, &id).unwrap());
+        for status in [
+            DeliveryStatus::Dropped,
+            DeliveryStatus::Filtered,
+            DeliveryStatus::Unrouted,
+        ] {
+            state.status = status;
+            assert!(!redeliverable(&state, &id).unwrap(), "{status:?}");
+        }
     }
 
     #[test]

@@ -148,6 +148,25 @@ pub struct DeliveryState {
     /// Its entry in the queue (hex), while it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue_key: Option<String>,
+    /// What each route made of the event, the default route first: kept on
+    /// the default route's delivery of a tenant with other routes only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub routes: Vec<RouteOutcome>,
+}
+
+/// What one route made of an accepted event, as kept on the default
+/// route's delivery.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RouteOutcome {
+    /// The route's name.
+    pub route: String,
+    /// Its delivery of the event; none when its filter did not pass it
+    /// (the default route always has its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_id: Option<DeliveryId>,
+    /// Its filter did not pass the event.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub filtered: bool,
 }
 
 impl DeliveryState {
@@ -165,6 +184,7 @@ impl DeliveryState {
             redelivery_of: None,
             redelivered_as: None,
             queue_key: None,
+            routes: Vec::new(),
         }
     }
 }

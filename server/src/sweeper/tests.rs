@@ -33,6 +33,8 @@ async fn delivered(data: &TenantStore, prefix: &str, n: usize, at_ms: i64) {
             due_ms: at_ms,
             content_key: None,
             copies: Vec::new(),
+            receipt: crate::store::api::Receipt::Queued,
+            routes: Vec::new(),
         };
         data.commit(item).await.unwrap();
         let (entry, _) = data.queue(None, 1).unwrap().remove(0);

@@ -57,11 +57,16 @@ hookd_attrs! {
     VERIFICATION = "verification";
     /// Whether the delivery was a copy of an accepted event.
     DUPLICATE = "duplicate";
-    /// What followed a forward attempt: `delivered`, `retry` or `dead`.
+    /// What followed a forward attempt: `delivered`, `retry`, `dead`,
+    /// `dropped` or `transform_failed`.
     OUTCOME = "outcome";
     /// How long a forward attempt took, in milliseconds.
     DURATION_MS = "duration_ms";
 }
+
+/// The route of a forward attempt (`default` for the tenant's own
+/// destination); new with routes, so it has no alias.
+pub const ROUTE: &str = "hookd.route";
 
 /// hookd's error code (docs/error-codes.md) of a refused request; its
 /// alias is `error.code`.

@@ -158,12 +158,13 @@ impl Spans {
         parent.with_span(span)
     }
 
-    /// Starts `hookd.forward` for attempt `attempt` of a stored event to
-    /// `target`, as a child of the event's ingest span: one trace from the
-    /// sender to every attempt, retries and redeliveries included.
+    /// Starts `hookd.forward` for attempt `attempt` of a stored event of
+    /// `tenant`'s route `route` to `target`, as a child of the event's
+    /// ingest span: one trace from the sender to every attempt, retries and
+    /// redeliveries included.
     pub fn start_forward(
         &self,
-        tenant: &TenantId,
+        (tenant, route): (&TenantId, &str),
         meta: &EventMeta,
         attempt: u32,
         target: &ForwardTarget,
@@ -193,6 +194,7 @@ impl Spans {
         .flatten()
         .collect();
         attributes.extend([
+            KeyValue::new(attrs::ROUTE, route.to_owned()),
             KeyValue::new(semconv::HTTP_REQUEST_METHOD, "POST"),
             KeyValue::new(semconv::URL_FULL, target.url.clone()),
             KeyValue::new(semconv::SERVER_ADDRESS, target.host.clone()),

@@ -18,7 +18,7 @@ use crate::{
     ingest::{BodyError, IngestError, IngestOutcome},
     metrics::{SenderMetrics, TypeOutcome},
     store::{
-        api::{blocking, TenantStore},
+        api::{blocking, Receipt, TenantStore},
         CommitOutcome, NewDelivery,
     },
     telemetry::spans::IngestSpan,
@@ -50,6 +50,7 @@ impl Commit {
         let event_id = item.event_id.clone();
         let new_id = item.meta.delivery_id.clone();
         let received_at_ms = item.meta.received_at_ms;
+        let receipt = item.receipt;
         let routes: Vec<(String, DeliveryId)> = item
             .copies
             .iter()
@@ -69,7 +70,7 @@ impl Commit {
         } = self;
         span.end(committed.as_ref().err());
         let outcome = committed?;
-        let (event_id, delivery_id, duplicate, routes) = match outcome {
+        let (event_id, delivery_id, duplicate, routes, receipt) = match outcome {
             CommitOutcome::Accepted => {
                 sender.record(senders.as_deref(), tenant.as_str(), tolerance_secs);
                 for wake in wake.iter() {
@@ -88,11 +89,11 @@ impl Commit {
                         reason: None,
                     });
                 }
-                (event_id, new_id, false, routes)
+                (event_id, new_id, false, routes, receipt)
             }
-            CommitOutcome::Duplicate(first) => (event_id, first, true, Vec::new()),
+            CommitOutcome::Duplicate(first) => (event_id, first, true, Vec::new(), Receipt::Queued),
             CommitOutcome::DuplicateOf(first, first_event_id) => {
-                (first_event_id, first, true, Vec::new())
+                (first_event_id, first, true, Vec::new(), Receipt::Queued)
             }
         };
         for key in replay_keys.into_all() {
@@ -103,6 +104,7 @@ impl Commit {
             delivery_id,
             duplicate,
             routes,
+            receipt,
         })
     }
 
@@ -192,6 +194,7 @@ impl ContractRejection {
                 delivery_id: first.delivery_id,
                 duplicate: true,
                 routes: Vec::new(),
+                receipt: Receipt::Queued,
             }),
             Ok(None) => {
                 if let Some(senders) = senders {

@@ -20,7 +20,7 @@ use tokio::sync::Notify;
 use super::{
     commit::{Commit, ContractRejection, SenderFacts, Wakes},
     replay::{replay_cache, ReplayCache, ReplayKeys},
-    routes::route_copies,
+    routes::fan_out,
     snapshot::{Published, Snapshot},
     validate::{validate_body, EventIdSource},
 };
@@ -33,7 +33,11 @@ use crate::{
     ingest::{Answer, BodyError, Ingest, IngestError, IngestOutcome},
     metrics::{SenderMetrics, TypeOutcome},
     rate_limit::TokenBucket,
-    store::{api::TenantStore, records::EventMeta, NewDelivery},
+    store::{
+        api::{Receipt, TenantStore},
+        records::EventMeta,
+        NewDelivery,
+    },
     telemetry::{
         spans::{self, IngestSpan, ACTOR_SPAN, COMMIT_SPAN},
         Spans,
@@ -218,6 +222,7 @@ impl Gate {
                 delivery_id,
                 duplicate: true,
                 routes: Vec::new(),
+                receipt: Receipt::Queued,
             }));
         }
 
@@ -280,9 +285,11 @@ fn new_delivery(
         .filter_map(|name| Some(((*name).to_owned(), headers.header(name)?.to_owned())))
         .collect();
     let (trace_id, span_id, sampled) = spans::span_ids(&msg.trace);
+    let delivery_id = DeliveryId::generate();
+    let fan_out = fan_out(snapshot.settings(), msg, headers.0, &delivery_id);
     let meta = EventMeta {
         event_id: event_id.clone(),
-        delivery_id: DeliveryId::generate(),
+        delivery_id,
         request_id: msg.request_id.clone(),
         received_at_ms: now_ms,
         headers: kept,
@@ -290,14 +297,15 @@ fn new_delivery(
         span_id,
         sampled,
     };
-    let copies = route_copies(snapshot.settings(), msg, headers.0);
     NewDelivery {
         content_key: snapshot.content_idem_key(keys),
         event_id,
         meta,
         body: msg.body.clone(),
         due_ms: now_ms,
-        copies,
+        copies: fan_out.copies,
+        receipt: fan_out.receipt,
+        routes: fan_out.routes,
     }
 }
 

@@ -9,9 +9,6 @@ use std::{
 
 use actix::ArbiterHandle;
 use futures_util::future::AbortHandle;
-use tokio::sync::Notify;
-
-use hookd_proto::domain::DEFAULT_ROUTE;
 
 use super::{
     actor::Change,
@@ -167,14 +164,10 @@ impl Registry {
         let settings = Arc::new(settings);
         let data = self.store.tenant(&settings.id)?;
         let arbiter = &self.arbiters[self.arbiter_index(&settings.id)];
-        let wake = Arc::new(Notify::new());
-        let default = RouteHandle {
-            name: DEFAULT_ROUTE.to_owned(),
-            data: data.clone(),
-            wake: wake.clone(),
-        };
-        let routes: Arc<[RouteHandle]> = RouteHandle::all(&self.store, &settings, default)?.into();
         let metrics = self.telemetry.metrics().tenant(&settings.id);
+        let sources = (&self.store, &**self.telemetry.metrics());
+        let routes: Arc<[RouteHandle]> =
+            RouteHandle::all(sources, &settings, data.clone(), &metrics)?.into();
         let senders = self.telemetry.metrics().senders().label(metrics.label());
         let parts = GateParts {
             data: data.clone(),
@@ -187,7 +180,7 @@ impl Registry {
         let contracts = self.compiled_contracts(&settings, &TenantContracts::default(), None);
         let first = Snapshot::of(settings.clone(), Arc::new(contracts));
         let actor = Arc::new(ActorSlot::new(arbiter.clone(), first, parts));
-        let dispatchers = self.dispatchers(&settings, &routes, &metrics)?;
+        let dispatchers = self.dispatchers(&settings, &routes)?;
         let mut tenants = self.tenants.write().expect("registry lock");
         let rejection_budget = tenants.get(&settings.id).map_or_else(
             || {
@@ -222,13 +215,12 @@ impl Registry {
         &self,
         settings: &TenantSettings,
         routes: &[RouteHandle],
-        metrics: &Arc<TenantMetrics>,
     ) -> Result<Vec<AbortHandle>> {
         let built = routes
             .iter()
             .zip(routes::forwarding(settings))
             .filter_map(|(route, forward)| Some((route, forward?)))
-            .map(|(route, forward)| self.dispatcher(settings, route, forward, metrics))
+            .map(|(route, forward)| self.dispatcher(settings, route, forward))
             .collect::<Result<Vec<_>>>()?;
         Ok(built
             .into_iter()
@@ -242,10 +234,10 @@ impl Registry {
         settings: &TenantSettings,
         route: &RouteHandle,
         forward: &ForwardSettings,
-        metrics: &Arc<TenantMetrics>,
     ) -> Result<Dispatcher> {
         Dispatcher::new(DispatcherParts {
-            tenant: route.scope().clone(),
+            tenant: settings.id.clone(),
+            route: route.name.clone(),
             data: route.data.clone(),
             store: self.store.clone(),
             settings: forward.clone(),
@@ -253,7 +245,7 @@ impl Registry {
             wake: route.wake.clone(),
             feed: self.feed.clone(),
             spans: self.telemetry.spans().clone(),
-            metrics: metrics.clone(),
+            metrics: route.metrics.clone(),
             shared_cas: self.forward_cas.clone(),
             lease: self.lease.clone(),
         })
@@ -309,7 +301,7 @@ impl Registry {
     pub fn update(&self, settings: TenantSettings) -> Result<()> {
         let handle = self.running(settings.id.as_str())?;
         let _one_at_a_time = self.changes.lock().unwrap_or_else(PoisonError::into_inner);
-        let dispatchers = self.dispatchers(&settings, &handle.routes, &handle.metrics)?;
+        let dispatchers = self.dispatchers(&settings, &handle.routes)?;
         let contracts = self.compiled_contracts(&settings, &handle.contracts(), None);
         let applied = handle.actor.change(Change::Settings {
             settings: Arc::new(settings),

@@ -8,13 +8,20 @@ use std::sync::Arc;
 use actix_web::http::header::HeaderMap;
 use tokio::sync::Notify;
 
+use hookd_proto::domain::DEFAULT_ROUTE;
+
 use crate::{
-    config::{ForwardSettings, RouteSettings, TenantSettings},
+    config::{ForwardSettings, TenantSettings},
     error::Result,
     ids::{DeliveryId, TenantId},
     ingest::Ingest,
+    metrics::{Metrics, RouteMetrics, TenantMetrics},
     routes::filter::FilterInput,
-    store::{api::RouteCopy, Store, TenantStore},
+    store::{
+        api::{Receipt, RouteCopy},
+        records::RouteOutcome,
+        Store, TenantStore,
+    },
 };
 
 /// One route of a running tenant.
@@ -26,21 +33,32 @@ pub struct RouteHandle {
     pub data: TenantStore,
     /// Wakes its dispatcher when work is queued.
     pub wake: Arc<Notify>,
+    /// Its forwarding metrics and the labels of its queue gauges.
+    pub metrics: Arc<RouteMetrics>,
 }
 
 impl RouteHandle {
-    /// The routes of `settings`, the default one (on `default`) first.
+    /// The routes of `settings`, the default one (on `default`, the
+    /// tenant's own data) first, their metrics under the tenant's label
+    /// `tenant`.
     pub(super) fn all(
-        store: &Store,
+        (store, metrics): (&Store, &Metrics),
         settings: &TenantSettings,
-        default: RouteHandle,
+        default: TenantStore,
+        tenant: &Arc<TenantMetrics>,
     ) -> Result<Vec<RouteHandle>> {
-        let mut routes = vec![default];
+        let mut routes = vec![RouteHandle {
+            name: DEFAULT_ROUTE.to_owned(),
+            data: default,
+            wake: Arc::new(Notify::new()),
+            metrics: metrics.route(tenant, DEFAULT_ROUTE),
+        }];
         for route in &settings.routes {
             routes.push(RouteHandle {
                 name: route.name.clone(),
                 data: store.tenant(&route.scope)?,
                 wake: Arc::new(Notify::new()),
+                metrics: metrics.route(tenant, &route.name),
             });
         }
         Ok(routes)
@@ -60,21 +78,76 @@ pub(super) fn forwarding(settings: &TenantSettings) -> Vec<Option<&ForwardSettin
         .collect()
 }
 
-/// A delivery for each of the tenant's other routes whose filter the event
-/// passes (or that has none). The body and headers are read for the
-/// filters only when one of its routes has a filter.
-pub(super) fn route_copies(
+/// What a tenant's routes make of an accepted event.
+pub(super) struct FanOut {
+    /// A delivery for each other route whose filter passes the event (or
+    /// that has none).
+    pub(super) copies: Vec<RouteCopy>,
+    /// How the default route's delivery is written.
+    pub(super) receipt: Receipt,
+    /// What each route made of it, the default route first; empty for a
+    /// tenant without other routes.
+    pub(super) routes: Vec<RouteOutcome>,
+}
+
+/// Runs the event through the filters of the tenant's routes, the default
+/// one (whose delivery is `default_id`) included. The body and headers are
+/// read only when one of its routes has a filter.
+pub(super) fn fan_out(
     settings: &TenantSettings,
     msg: &Ingest,
     headers: &HeaderMap,
-) -> Vec<RouteCopy> {
-    let copy = |route: &RouteSettings| RouteCopy {
-        route: route.name.clone(),
-        scope: route.scope.clone(),
-        delivery_id: DeliveryId::generate(),
+    default_id: &DeliveryId,
+) -> FanOut {
+    let (default_passes, passes) = passing(settings, msg, headers);
+    let copies: Vec<RouteCopy> = settings
+        .routes
+        .iter()
+        .zip(&passes)
+        .filter(|(_, passes)| **passes)
+        .map(|(route, _)| RouteCopy {
+            route: route.name.clone(),
+            scope: route.scope.clone(),
+            delivery_id: DeliveryId::generate(),
+        })
+        .collect();
+    let receipt = match (default_passes, copies.is_empty()) {
+        (true, _) => Receipt::Queued,
+        (false, false) => Receipt::Filtered,
+        (false, true) => Receipt::Unrouted,
     };
-    if settings.routes.iter().all(|r| r.filter.is_none()) {
-        return settings.routes.iter().map(copy).collect();
+    let mut routes = Vec::new();
+    if !settings.routes.is_empty() {
+        routes.push(RouteOutcome {
+            route: DEFAULT_ROUTE.to_owned(),
+            delivery_id: Some(default_id.clone()),
+            filtered: !default_passes,
+        });
+        let mut got = copies.iter();
+        for (route, passes) in settings.routes.iter().zip(&passes) {
+            routes.push(RouteOutcome {
+                route: route.name.clone(),
+                delivery_id: passes
+                    .then(|| got.next().map(|c| c.delivery_id.clone()))
+                    .flatten(),
+                filtered: !passes,
+            });
+        }
+    }
+    FanOut {
+        copies,
+        receipt,
+        routes,
+    }
+}
+
+/// Whether the default route's filter passes the event, and each other
+/// route's (in order).
+fn passing(settings: &TenantSettings, msg: &Ingest, headers: &HeaderMap) -> (bool, Vec<bool>) {
+    let filters =
+        std::iter::once(&settings.filter).chain(settings.routes.iter().map(|r| &r.filter));
+    if filters.clone().all(Option::is_none) {
+        return (true, vec![true; settings.routes.len()]);
     }
     let body: serde_json::Value = serde_json::from_slice(&msg.body).unwrap_or_default();
     let header_pairs: Vec<(&str, &str)> = headers
@@ -94,10 +167,7 @@ pub(super) fn route_copies(
         path: &path,
         query: &query_pairs,
     };
-    settings
-        .routes
-        .iter()
-        .filter(|route| route.filter.as_ref().is_none_or(|f| f.matches(&input)))
-        .map(copy)
-        .collect()
+    let mut passes = filters.map(|filter| filter.as_ref().is_none_or(|f| f.matches(&input)));
+    let default = passes.next().unwrap_or(true);
+    (default, passes.collect())
 }

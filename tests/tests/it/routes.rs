@@ -1,11 +1,17 @@
 //! Routes over real HTTP: one accepted event fans out to every route of
 //! its tenant whose filter it passes, each forwarding to its own destination with its own
 //! delivery, in the same commit; a duplicate makes no new deliveries; a
-//! hanging route holds up only its own deliveries.
+//! hanging route holds up only its own deliveries. An event no route
+//! passes is stored as `unrouted`, a default route's filter that fails
+//! leaves its delivery `filtered`, a transform's failure and drop are
+//! statuses of their own, and the forward metrics name the route.
 
 use std::time::{Duration, Instant};
 
-use hookd_sdk::signature::{verify, Scheme, Secret};
+use hookd_sdk::{
+    client::proto::DeliveryStatus,
+    signature::{verify, Scheme, Secret},
+};
 use hookd_server::testing::DeliveryEventKind;
 use reqwest::StatusCode;
 
@@ -169,11 +175,164 @@ async fn a_throwing_transform_dead_letters_its_delivery_as_transform_failed() {
     let error = delivery.attempts[0].error.clone();
     assert!(error.starts_with("transform_failed: "), "{error}");
     assert!(error.contains("no amount"), "{error}");
+    assert_eq!(delivery.status(), DeliveryStatus::TransformFailed);
     assert_eq!(
         sink.wait_for(1, WAIT).await.len(),
         1,
         "only the default route sent"
     );
+    let metrics = s.get("/metrics").await.text().await.unwrap();
+    let failed = r#"hookd_transform_runs_total{tenant="shop",route="broken",outcome="failed"} 1"#;
+    assert!(metrics.contains(failed), "{metrics}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dropping_transform_settles_its_delivery_as_dropped() {
+    let sink = Receiver::start(Reply::Status(200)).await;
+    let other = Receiver::start(Reply::Status(200)).await;
+    let code = r#"addHandler("transform", (request) => null);"#;
+    let config = tenant("shop", &sink.url, "", "", "") + &transformed("picky", &other.url, code);
+    let s = TestServer::start_live(&config);
+    let mut feed = s.server().registry().feed().subscribe();
+    let accepted = post(&s, "evt_drop").await;
+    let picky = accepted.body["deliveries"][1]["delivery_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    crate::forward::wait_event(&mut feed, &picky, DeliveryEventKind::Delivered).await;
+    let delivery = s.admin().await.get_delivery("shop", &picky).await.unwrap();
+    assert_eq!(delivery.status(), DeliveryStatus::Dropped);
+    let note = String::from_utf8_lossy(&delivery.attempts[0].response_body).into_owned();
+    assert!(note.contains("dropped by the route's transform"), "{note}");
+    let metrics = s.get("/metrics").await.text().await.unwrap();
+    let dropped = r#"hookd_transform_runs_total{tenant="shop",route="picky",outcome="dropped"} 1"#;
+    assert!(metrics.contains(dropped), "{metrics}");
+    assert!(other.received().is_empty(), "nothing was sent");
+}
+
+/// A filter no `order` passes.
+const NEVER: &str = r#"filter = { body = { type = "never" } }"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_event_no_route_passes_is_stored_as_unrouted_with_each_route_filtered() {
+    let sink = Receiver::start(Reply::Status(200)).await;
+    let config = tenant("shop", &sink.url, NEVER, "", "") + &route("audit", &sink.url, NEVER);
+    let s = TestServer::start_live(&config);
+    let accepted = post(&s, "evt_none").await;
+    assert_eq!(accepted.status, StatusCode::ACCEPTED, "{:?}", accepted.body);
+    assert_eq!(accepted.body["status"], "unrouted", "{:?}", accepted.body);
+    assert_eq!(accepted.body["deliveries"], serde_json::json!([]));
+    assert_eq!(
+        accepted.body["filtered"],
+        serde_json::json!(["default", "audit"])
+    );
+    let id = accepted.body["delivery_id"].as_str().unwrap().to_owned();
+    let admin = s.admin().await;
+    let unrouted = admin
+        .list_all_deliveries("shop", DeliveryStatus::Unrouted)
+        .await
+        .unwrap();
+    let listed: Vec<&str> = unrouted.iter().map(|d| d.delivery_id.as_str()).collect();
+    assert_eq!(listed, [id.as_str()]);
+    let delivery = admin.get_delivery("shop", &id).await.unwrap();
+    assert_eq!(delivery.status(), DeliveryStatus::Unrouted);
+    let routes: Vec<(&str, bool)> = delivery
+        .routes
+        .iter()
+        .map(|r| (r.route.as_str(), r.filtered))
+        .collect();
+    assert_eq!(routes, [("default", true), ("audit", true)]);
+    assert!(delivery.attempts.is_empty());
+    let again = post(&s, "evt_none").await;
+    assert_eq!(
+        again.status,
+        StatusCode::OK,
+        "a duplicate: {:?}",
+        again.body
+    );
+    assert_eq!(again.body["delivery_id"], id.as_str());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(sink.received().is_empty(), "nothing is forwarded");
+    let again = admin.redeliver_ids("shop", [id.as_str()]).await.unwrap();
+    let got = sink.wait_for(1, WAIT).await;
+    assert_eq!(got[0].header("hookd-delivery-id"), Some(again[0].as_str()));
+    let original = admin.get_delivery("shop", &id).await.unwrap();
+    assert_eq!(
+        original.status(),
+        DeliveryStatus::Unrouted,
+        "kept as it was"
+    );
+    assert_eq!(original.redelivered_as, again[0]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failing_default_filter_leaves_its_delivery_filtered_while_another_route_delivers() {
+    let default_sink = Receiver::start(Reply::Status(200)).await;
+    let audit_sink = Receiver::start(Reply::Status(200)).await;
+    let config =
+        tenant("shop", &default_sink.url, NEVER, "", "") + &route("audit", &audit_sink.url, "");
+    let s = TestServer::start_live(&config);
+    let accepted = post(&s, "evt_some").await;
+    assert_eq!(accepted.status, StatusCode::ACCEPTED, "{:?}", accepted.body);
+    assert!(accepted.body.get("status").is_none(), "{:?}", accepted.body);
+    assert_eq!(accepted.body["filtered"], serde_json::json!(["default"]));
+    let deliveries = accepted.body["deliveries"].as_array().unwrap().clone();
+    assert_eq!(deliveries.len(), 1, "{deliveries:?}");
+    assert_eq!(deliveries[0]["route"], "audit");
+    let audit_id = deliveries[0]["delivery_id"].as_str().unwrap().to_owned();
+    let got = audit_sink.wait_for(1, WAIT).await;
+    assert_eq!(got[0].header("hookd-delivery-id"), Some(audit_id.as_str()));
+    let id = accepted.body["delivery_id"].as_str().unwrap();
+    let admin = s.admin().await;
+    let delivery = admin.get_delivery("shop", id).await.unwrap();
+    assert_eq!(delivery.status(), DeliveryStatus::Filtered);
+    let routes: Vec<(&str, &str, bool)> = delivery
+        .routes
+        .iter()
+        .map(|r| (r.route.as_str(), r.delivery_id.as_str(), r.filtered))
+        .collect();
+    assert_eq!(
+        routes,
+        [("default", id, true), ("audit", audit_id.as_str(), false)]
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        default_sink.received().is_empty(),
+        "the default route sent nothing"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn forward_metrics_carry_the_tenant_and_the_route() {
+    let sinks = [
+        Receiver::start(Reply::Status(200)).await,
+        Receiver::start(Reply::Status(200)).await,
+    ];
+    let config = tenant("shop", &sinks[0].url, "", "", "") + &route("audit", &sinks[1].url, "");
+    let s = TestServer::start_live(&config);
+    assert_eq!(post(&s, "evt_m").await.status, StatusCode::ACCEPTED);
+    for sink in &sinks {
+        sink.wait_for(1, WAIT).await;
+    }
+    let lines: Vec<String> = ["default", "audit"]
+        .iter()
+        .flat_map(|route| {
+            [
+                format!(r#"hookd_forward_attempts_total{{tenant="shop",route="{route}",outcome="delivered"}} 1"#),
+                format!(r#"hookd_forward_duration_seconds_count{{tenant="shop",route="{route}"}} 1"#),
+            ]
+        })
+        .collect();
+    let deadline = Instant::now() + WAIT;
+    let metrics = loop {
+        let metrics = s.get("/metrics").await.text().await.unwrap();
+        if lines.iter().all(|line| metrics.contains(line.as_str())) {
+            break metrics;
+        }
+        assert!(Instant::now() < deadline, "{lines:?} in {metrics}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(!metrics.contains("shop~audit"), "{metrics}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -49,6 +49,7 @@ async fn get_delivery_returns_every_attempt() {
         }],
         redirects: Vec::new(),
         route: "default".into(),
+        routes: Vec::new(),
     });
     let (api, _stop) = deliveries(&backend);
     let got = api

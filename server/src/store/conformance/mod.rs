@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use super::{
-    api::{PullRequest, RejectionLog, RowChange, Store, SweepRequest, Table, TenantStore},
+    api::{PullRequest, Receipt, RejectionLog, RowChange, Store, SweepRequest, Table, TenantStore},
     api::{Rejection, RejectionFilter},
     lifecycle::Next,
     records::{AttemptRecord, DeliveryStatus, EventMeta},
@@ -21,10 +21,15 @@ mod pull;
 mod redirects;
 mod retention;
 mod routes;
+mod statuses;
 use pull::{concurrent_pulls_never_share_a_delivery, pull_ack_nack};
 use redirects::redirects_are_kept_with_their_delivery;
 use retention::{dead_letters_and_redelivered_originals_go, steps_remove_more_than_one_batch};
 use routes::{a_fan_out_is_one_commit_and_a_duplicate_writes_none, route_queues_are_apart};
+use statuses::{
+    a_transform_failure_is_a_dead_letter_and_a_drop_is_final,
+    filtered_and_unrouted_are_final_at_receipt_and_swept,
+};
 
 /// An engine under test and what must live as long as it.
 struct Engine {
@@ -102,6 +107,8 @@ engines!(
     rejection_pages_filtered_by_signature_are_full,
     a_fan_out_is_one_commit_and_a_duplicate_writes_none,
     route_queues_are_apart,
+    filtered_and_unrouted_are_final_at_receipt_and_swept,
+    a_transform_failure_is_a_dead_letter_and_a_drop_is_final,
 );
 
 fn tenant(engine: &Engine, id: &str) -> TenantStore {
@@ -128,6 +135,8 @@ pub(super) fn new_delivery(event: &str, at_ms: i64, content_key: Option<&[u8]>) 
         due_ms: at_ms,
         content_key: content_key.map(<[u8]>::to_vec),
         copies: Vec::new(),
+        receipt: Receipt::Queued,
+        routes: Vec::new(),
     }
 }
 

@@ -22,6 +22,7 @@ use crate::{
     error::{Error, Result},
     ids::{DeliveryId, EventId, TenantId},
     store::{
+        lifecycle,
         records::{encode, queue_key, DeliveryState, EventMeta, StoredEvent},
         CommitOutcome, NewDelivery,
     },
@@ -219,6 +220,7 @@ struct Statements {
     event: tokio_postgres::Statement,
     state: tokio_postgres::Statement,
     queue: tokio_postgres::Statement,
+    done: tokio_postgres::Statement,
 }
 
 impl Statements {
@@ -248,6 +250,7 @@ impl Statements {
                 "INSERT INTO hookd_queue (tenant, qkey, delivery_id) VALUES ($1, $2, $3)",
             )
             .await?,
+            done: prepare("INSERT INTO hookd_done (tenant, dkey) VALUES ($1, $2)").await?,
         })
     }
 }
@@ -282,43 +285,58 @@ async fn write_one(
         }
     }
     let key = queue_key(d.due_ms, sequence);
-    insert_delivery(tx, st, tenant, &d.meta, d, &key).await?;
+    let (state, done) = lifecycle::received(d, &key);
+    let place = match &done {
+        Some(done) => Place::Done(done.as_slice()),
+        None => Place::Queue(&key),
+    };
+    insert_delivery(tx, st, (tenant, &d.meta), d, &state, place).await?;
     for copy in &d.copies {
         let mut meta = d.meta.clone();
         meta.delivery_id = copy.delivery_id.clone();
-        insert_delivery(tx, st, copy.scope.as_str(), &meta, d, &key).await?;
+        let mut pending = DeliveryState::pending(d.event_id.clone(), meta.received_at_ms);
+        pending.queue_key = Some(hex::encode(key));
+        let scope = copy.scope.as_str();
+        insert_delivery(tx, st, (scope, &meta), d, &pending, Place::Queue(&key)).await?;
     }
     Ok(CommitOutcome::Accepted)
 }
 
-/// The stored event, pending state and queue entry of the delivery `meta`
-/// names, in `scope` (the tenant's, or one of its routes'): the queue key is
-/// unique within its scope.
+/// Where a new delivery is indexed: queued under its key (unique within its
+/// scope), or, final at receipt, in the delivered index.
+enum Place<'a> {
+    Queue(&'a [u8; 16]),
+    Done(&'a [u8]),
+}
+
+/// The stored event, `state` and queue entry (or delivered-index key) of
+/// the delivery `meta` names, in `scope` (the tenant's, or one of its
+/// routes').
 async fn insert_delivery(
     tx: &deadpool_postgres::Transaction<'_>,
     st: &Statements,
-    scope: &str,
-    meta: &EventMeta,
+    (scope, meta): (&str, &EventMeta),
     d: &NewDelivery,
-    key: &[u8; 16],
+    state: &DeliveryState,
+    place: Place<'_>,
 ) -> Result<()> {
     let delivery_id = meta.delivery_id.as_str();
-    let mut pending = DeliveryState::pending(d.event_id.clone(), meta.received_at_ms);
-    pending.queue_key = Some(hex::encode(key));
     let stored = StoredEvent::encode(meta, &d.body);
     tx.execute(&st.event, &[&scope, &delivery_id, &stored])
         .await
         .map_err(pg)?;
-    let status = pending.status.as_str();
-    tx.execute(
-        &st.state,
-        &[&scope, &delivery_id, &status, &encode(&pending)],
-    )
-    .await
-    .map_err(pg)?;
-    tx.execute(&st.queue, &[&scope, &&key[..], &delivery_id])
+    let status = state.status.as_str();
+    tx.execute(&st.state, &[&scope, &delivery_id, &status, &encode(state)])
         .await
         .map_err(pg)?;
+    match place {
+        Place::Queue(key) => {
+            let key = &key[..];
+            tx.execute(&st.queue, &[&scope, &key, &delivery_id]).await
+        }
+        Place::Done(key) => tx.execute(&st.done, &[&scope, &key]).await,
+    }
+    .map_err(pg)?;
     Ok(())
 }
 

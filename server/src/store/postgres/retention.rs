@@ -16,7 +16,7 @@ use crate::{
     store::{
         api::SweepRequest,
         lifecycle::{goes_with_redelivery, Swept},
-        records::{decode, DeadLetter, DeliveryState, DeliveryStatus},
+        records::{decode, DeadLetter, DeliveryState},
     },
 };
 
@@ -108,7 +108,7 @@ async fn sweep_dead(
         ids.push(decode::<DeadLetter>(row.get(1))?.delivery_id.to_string());
     }
     let mut states = lock_states(&*tx, tenant, &ids).await?;
-    states.retain(|_, state| state.status == DeliveryStatus::Dead);
+    states.retain(|_, state| state.status.is_dead_letter());
     tx.execute(
         "DELETE FROM hookd_dead WHERE tenant = $1 AND dkey = ANY($2)",
         &[&tenant, &keys],

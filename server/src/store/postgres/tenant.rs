@@ -374,7 +374,7 @@ impl TenantData for PgTenant {
                 )
                 .await
                 .map_err(pg)?;
-            let purge = dead.is_some() && state.is_some_and(|s| s.status == DeliveryStatus::Dead);
+            let purge = dead.is_some() && state.is_some_and(|s| s.status.is_dead_letter());
             if purge {
                 tx.execute(
                     "DELETE FROM hookd_dead WHERE tenant = $1 AND dkey = $2",

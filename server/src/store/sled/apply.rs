@@ -7,6 +7,7 @@ use sled::{transaction::TransactionError, Transactional};
 use super::{
     api::{CommitOutcome, NewDelivery},
     gauges::Tally,
+    lifecycle::received,
     records::{
         decode, encode, queue_key, DeliveryState, EventMeta, IdempotencyRecord, StoredEvent,
     },
@@ -72,12 +73,14 @@ struct Encoded<'a> {
     deliveries: Vec<EncodedDelivery<'a>>,
 }
 
-/// One route's delivery of a write: its stored event, state and queue
-/// entry, in its route's scope.
+/// One route's delivery of a write: its stored event, state and either
+/// its queue entry or (final at receipt) its key in the delivered index,
+/// in its route's scope.
 struct EncodedDelivery<'a> {
     trees: &'a TenantTrees,
     delivery_id: &'a str,
-    queue_key: [u8; 16],
+    queue_key: Option<[u8; 16]>,
+    done_key: Option<Vec<u8>>,
     event: Vec<u8>,
     state: Vec<u8>,
 }
@@ -103,8 +106,9 @@ fn apply_batch(items: &[&Write]) -> Result<Vec<CommitOutcome>> {
         shared.events.tree(),
         shared.state.tree(),
         shared.queue.tree(),
+        shared.done.tree(),
     );
-    let result = trees.transaction(|(idem, events, states, queue)| {
+    let result = trees.transaction(|(idem, events, states, queue, done)| {
         let tallies: Vec<Vec<Tally>> = encoded
             .iter()
             .map(|e| e.deliveries.iter().map(|_| Tally::default()).collect())
@@ -130,7 +134,12 @@ fn apply_batch(items: &[&Write]) -> Result<Vec<CommitOutcome>> {
                     (t.events.tx(events), t.state.tx(states), t.queue.tx(queue));
                 events.insert(d.delivery_id, d.event.as_slice())?;
                 states.insert(d.delivery_id, d.state.as_slice())?;
-                tally.queue_inserted(queue.insert(d.queue_key, d.delivery_id)?);
+                if let Some(key) = d.queue_key {
+                    tally.queue_inserted(queue.insert(key, d.delivery_id)?);
+                }
+                if let Some(key) = &d.done_key {
+                    t.done.tx(done).insert(key.as_slice(), &[])?;
+                }
             }
             existing.push(None);
         }
@@ -178,12 +187,16 @@ impl<'a> Encoded<'a> {
             received_at_ms: meta.received_at_ms,
             event_id,
         };
-        let mut deliveries = vec![EncodedDelivery::new(
-            &item.trees,
-            delivery,
-            meta,
-            &meta.delivery_id,
-        )?];
+        let key = queue_key(delivery.due_ms, item.trees.sequence()?);
+        let (state, done_key) = received(delivery, &key);
+        let mut deliveries = vec![EncodedDelivery {
+            trees: &item.trees,
+            delivery_id: meta.delivery_id.as_str(),
+            queue_key: done_key.is_none().then_some(key),
+            done_key,
+            event: StoredEvent::encode(meta, &delivery.body),
+            state: encode(&state),
+        }];
         for (trees, copy) in item.copies.iter().zip(&delivery.copies) {
             let meta = EventMeta {
                 delivery_id: copy.delivery_id.clone(),
@@ -210,7 +223,8 @@ impl<'a> Encoded<'a> {
 }
 
 impl<'a> EncodedDelivery<'a> {
-    /// Delivery `id` (the one `meta` names) of `delivery`'s event, in `trees`.
+    /// Route copy `id` (the one `meta` names) of `delivery`'s event, in
+    /// `trees`: queued.
     fn new(
         trees: &'a TenantTrees,
         delivery: &NewDelivery,
@@ -223,7 +237,8 @@ impl<'a> EncodedDelivery<'a> {
         Ok(EncodedDelivery {
             trees,
             delivery_id: id.as_str(),
-            queue_key,
+            queue_key: Some(queue_key),
+            done_key: None,
             event: StoredEvent::encode(meta, &delivery.body),
             state: encode(&state),
         })

@@ -393,6 +393,8 @@ mod tests {
             due_ms: 1,
             content_key: None,
             copies: Vec::new(),
+            receipt: crate::store::api::Receipt::Queued,
+            routes: Vec::new(),
         }
     }
 

@@ -73,6 +73,8 @@ fn delivery(event_id: &str, body: Bytes) -> NewDelivery {
         due_ms: 1,
         content_key: None,
         copies: Vec::new(),
+        receipt: crate::store::api::Receipt::Queued,
+        routes: Vec::new(),
     }
 }
 

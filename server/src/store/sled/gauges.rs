@@ -147,6 +147,8 @@ mod tests {
                 due_ms: 1_000,
                 content_key: None,
                 copies: Vec::new(),
+                receipt: crate::store::api::Receipt::Queued,
+                routes: Vec::new(),
             },
         )
         .await

@@ -25,6 +25,8 @@ fn delivery_at(at_ms: u64, n: u128) -> NewDelivery {
         due_ms: at_ms as i64,
         content_key: None,
         copies: Vec::new(),
+        receipt: crate::store::api::Receipt::Queued,
+        routes: Vec::new(),
     }
 }
 

@@ -82,3 +82,42 @@ async fn the_event_type_filter_reads_a_bounded_number_of_bytes_per_page() {
     );
     assert!(page.contains("8 MiB"), "the page says why it stopped");
 }
+
+#[tokio::test]
+async fn unrouted_deliveries_are_listed_by_their_status_with_each_route_filtered() {
+    let dest = Receiver::start(Reply::Status(204)).await;
+    let never = r#"filter = { body = { type = "never" } }"#;
+    let config = tenant("shop", &dest.url, never, "", "")
+        + &format!("[[tenants.routes]]\nname = \"audit\"\n{never}\n");
+    let s = TestServer::start(&config);
+    let unrouted = accept(&s, "evt_none", &order("evt_none")).await;
+    let http = Http::new(&s);
+    let session = http.sign_in(ADMIN_TOKEN).await;
+    let listed = http
+        .get(&session, "/t/shop/deliveries?status=unrouted")
+        .await;
+    assert_eq!(listed.status(), reqwest::StatusCode::OK);
+    let page = listed.text().await.unwrap();
+    assert!(page.contains(&unrouted), "{page}");
+    assert!(
+        page.contains(r#"<option value="transform_failed""#),
+        "{page}"
+    );
+    let shown = http
+        .get(&session, &format!("/t/shop/deliveries/{unrouted}"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(shown.contains(">unrouted<"), "{shown}");
+    for route in ["Route default", "Route audit"] {
+        assert!(shown.contains(route), "{route} in {shown}");
+    }
+    let none = http
+        .get(&session, "/t/shop/deliveries?status=delivered")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(none.contains("No deliveries match."), "{none}");
+}

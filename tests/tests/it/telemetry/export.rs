@@ -270,7 +270,7 @@ async fn no_secret_token_or_body_reaches_logs_spans_or_metrics() {
 
     let metrics = scrape(&hookd.base).await;
     assert_eq!(
-        parse_metrics(&metrics)["hookd_dead_letters{tenant=\"acme\"}"],
+        parse_metrics(&metrics)["hookd_dead_letters{tenant=\"acme\",route=\"default\"}"],
         0.0,
         "redelivered"
     );

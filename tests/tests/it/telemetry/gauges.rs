@@ -37,7 +37,7 @@ async fn metrics_move_to_their_own_address_and_leave_the_public_port() {
     let base = metrics_base(&s);
     let text = scrape(&base).await;
     assert!(
-        text.contains("hookd_queue_depth{tenant=\"acme\"} 0"),
+        text.contains("hookd_queue_depth{tenant=\"acme\",route=\"default\"} 0"),
         "{text}"
     );
     let other = reqwest::get(format!("{base}/hooks/acme")).await.unwrap();
@@ -65,9 +65,9 @@ async fn gauges(s: &TestServer) -> (f64, f64, f64) {
             .unwrap_or_else(|| panic!("{series} missing in\n{text}"))
     };
     (
-        get("hookd_queue_depth{tenant=\"sink\"}"),
-        get("hookd_dead_letters{tenant=\"sink\"}"),
-        get("hookd_queue_depth{tenant=\"acme\"}"),
+        get("hookd_queue_depth{tenant=\"sink\",route=\"default\"}"),
+        get("hookd_dead_letters{tenant=\"sink\",route=\"default\"}"),
+        get("hookd_queue_depth{tenant=\"acme\",route=\"default\"}"),
     )
 }
 
@@ -165,7 +165,7 @@ async fn a_tenant_created_again_after_a_delete_starts_from_an_empty_queue() {
     let s = TestServer::start(OWN_ADDRESS);
     let depth = |text: &str| {
         parse_metrics(text)
-            .get("hookd_queue_depth{tenant=\"reused\"}")
+            .get("hookd_queue_depth{tenant=\"reused\",route=\"default\"}")
             .copied()
     };
     create_and_queue(&s, "reused", &["evt_r1", "evt_r2"]).await;

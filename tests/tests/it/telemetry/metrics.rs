@@ -174,13 +174,15 @@ async fn counters_match_a_scripted_mix_exactly() {
         for (outcome, n) in [("delivered", delivered), ("retry", retry), ("dead", dead)] {
             expect(
                 &format!(
-                    "hookd_forward_attempts_total{{tenant=\"{tenant}\",outcome=\"{outcome}\"}}"
+                    "hookd_forward_attempts_total{{tenant=\"{tenant}\",route=\"default\",outcome=\"{outcome}\"}}"
                 ),
                 n,
             );
         }
         expect(
-            &format!("hookd_forward_duration_seconds_count{{tenant=\"{tenant}\"}}"),
+            &format!(
+                "hookd_forward_duration_seconds_count{{tenant=\"{tenant}\",route=\"default\"}}"
+            ),
             delivered + retry + dead,
         );
     }
@@ -195,16 +197,17 @@ async fn counters_match_a_scripted_mix_exactly() {
         );
     }
     for (tenant, depth, dead) in [("shop", 0.0, 0.0), ("acme", 2.0, 0.0), ("sink", 0.0, 1.0)] {
-        expect(&format!("hookd_queue_depth{{tenant=\"{tenant}\"}}"), depth);
-        expect(&format!("hookd_dead_letters{{tenant=\"{tenant}\"}}"), dead);
-        expect(
-            &format!("hookd_circuit_breaker_open{{tenant=\"{tenant}\"}}"),
-            0.0,
-        );
+        let labels = format!("tenant=\"{tenant}\",route=\"default\"");
+        expect(&format!("hookd_queue_depth{{{labels}}}"), depth);
+        expect(&format!("hookd_dead_letters{{{labels}}}"), dead);
+        expect(&format!("hookd_circuit_breaker_open{{{labels}}}"), 0.0);
     }
-    let oldest = m["hookd_queue_oldest_pending_seconds{tenant=\"acme\"}"];
+    let oldest = m["hookd_queue_oldest_pending_seconds{tenant=\"acme\",route=\"default\"}"];
     assert!((0.0..60.0).contains(&oldest), "{oldest}");
-    expect("hookd_queue_oldest_pending_seconds{tenant=\"shop\"}", 0.0);
+    expect(
+        "hookd_queue_oldest_pending_seconds{tenant=\"shop\",route=\"default\"}",
+        0.0,
+    );
     assert!(
         !text.contains("zz-"),
         "unknown tenant ids never become labels"
@@ -235,7 +238,10 @@ async fn tenant_labels_are_capped_and_unknown_ids_never_mint_one() {
         m["hookd_deliveries_rejected_total{tenant=\"other\",code=\"TENANT_NOT_FOUND\"}"],
         20.0
     );
-    assert_eq!(m["hookd_queue_depth{tenant=\"other\"}"], 1.0);
+    assert_eq!(
+        m["hookd_queue_depth{tenant=\"other\",route=\"default\"}"],
+        1.0
+    );
     for series in m.keys() {
         if let Some(rest) = series.split("tenant=\"").nth(1) {
             let label = rest.split('"').next().unwrap();

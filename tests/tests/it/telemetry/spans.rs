@@ -92,6 +92,38 @@ async fn one_trace_runs_from_the_sender_through_hookd_to_the_destination() {
 }
 
 #[tokio::test]
+async fn a_routes_forward_span_names_its_tenant_and_its_route() {
+    let default_sink = Receiver::start(Reply::Status(204)).await;
+    let audit_sink = Receiver::start(Reply::Status(204)).await;
+    let config = tenant("shop", &default_sink.url, "", "", "")
+        + &format!(
+            "[[tenants.routes]]\nname = \"audit\"\n[tenants.routes.destination]\nurl = \"{}\"\nsecret = \"{}\"\n",
+            audit_sink.url,
+            crate::harness::DEST_SECRET
+        );
+    let s = Traced::start(&config);
+    let body = order("evt_routed");
+    let (status, answer) = s
+        .post("shop", &signed("msg_routed", now_secs(), &body), &body)
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{answer}");
+    let audit_id = answer["deliveries"][1]["delivery_id"].as_str().unwrap();
+    let forwards = s.wait_spans(2, |span| span.name == "hookd.forward").await;
+    let audit = forwards
+        .iter()
+        .find(|span| attr(span, "hookd.delivery_id").as_deref() == Some(audit_id))
+        .unwrap_or_else(|| panic!("no forward span of {audit_id}: {forwards:#?}"));
+    for (key, value) in [("hookd.tenant", "shop"), ("hookd.route", "audit")] {
+        assert_eq!(attr(audit, key).as_deref(), Some(value), "forward {key}");
+    }
+    let default = forwards
+        .iter()
+        .find(|span| attr(span, "hookd.delivery_id").as_deref() != Some(audit_id))
+        .unwrap();
+    assert_eq!(attr(default, "hookd.route").as_deref(), Some("default"));
+}
+
+#[tokio::test]
 async fn duplicates_and_rejections_are_marked_on_their_ingest_span() {
     let s = Traced::start(ACME);
     let body = order("evt_dup");

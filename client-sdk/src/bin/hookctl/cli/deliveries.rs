@@ -137,6 +137,14 @@ pub enum StatusArg {
     Dead,
     /// Superseded by a redelivery.
     Redelivered,
+    /// The default route's filter did not pass it (another route's did).
+    Filtered,
+    /// No route's filter passed it.
+    Unrouted,
+    /// The route's transform failed: a dead letter.
+    TransformFailed,
+    /// The route's transform dropped it.
+    Dropped,
 }
 
 impl From<StatusArg> for DeliveryStatus {
@@ -146,6 +154,10 @@ impl From<StatusArg> for DeliveryStatus {
             StatusArg::Delivered => DeliveryStatus::Delivered,
             StatusArg::Dead => DeliveryStatus::Dead,
             StatusArg::Redelivered => DeliveryStatus::Redelivered,
+            StatusArg::Filtered => DeliveryStatus::Filtered,
+            StatusArg::Unrouted => DeliveryStatus::Unrouted,
+            StatusArg::TransformFailed => DeliveryStatus::TransformFailed,
+            StatusArg::Dropped => DeliveryStatus::Dropped,
         }
     }
 }

@@ -309,7 +309,7 @@ pub fn purge_dead_letter(
                     return Ok(false);
                 }
                 match tx_state(states, id)? {
-                    Some(state) if state.status == DeliveryStatus::Dead => {}
+                    Some(state) if state.status.is_dead_letter() => {}
                     _ => return Ok(false),
                 }
                 tally.dead_removed(dead.remove(dead_key)?);

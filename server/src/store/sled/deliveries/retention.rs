@@ -10,7 +10,7 @@ use crate::{
     store::{
         api::SweepRequest,
         lifecycle::{goes_with_redelivery, Swept},
-        records::{decode, DeadLetter, DeliveryStatus, IdempotencyRecord},
+        records::{decode, DeadLetter, IdempotencyRecord},
         sled::{gauges::Tally, TenantTrees},
     },
 };
@@ -71,7 +71,7 @@ fn sweep_dead(trees: &TenantTrees, request: &SweepRequest, swept: &mut Swept) ->
             swept.dead += 1;
             let original = state.and_then(|s| s.redelivery_of);
             swept.originals += delete_originals(trees, id, original)?;
-        } else if state.is_none_or(|s| s.status != DeliveryStatus::Dead) {
+        } else if state.is_none_or(|s| !s.status.is_dead_letter()) {
             drop_stale_dead_key(trees, key)?;
         }
     }
