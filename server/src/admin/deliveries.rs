@@ -243,7 +243,9 @@ fn selected(handle: &TenantHandle, selection: Selection) -> ApiResult<Vec<Delive
             .map(|id| {
                 let id = DeliveryId::new(id);
                 let state = handle
-                    .data()
+                    .route_of(&id)
+                    .map_err(api)?
+                    .data
                     .state(&id)
                     .map_err(api)?
                     .ok_or_else(|| ApiError::NotFound(format!("delivery {id}")))?;
