@@ -5,11 +5,13 @@
 mod consumer;
 mod contract;
 mod delivery;
+mod route;
 mod tenant;
 
 pub(crate) use consumer::pull_limits;
 pub(crate) use contract::{contract_def, contract_key};
 pub(crate) use delivery::status_filter;
+pub(crate) use route::{route_name, route_test};
 pub(crate) use tenant::{overlap_secs, token_description};
 
 use hookd_proto::domain::TenantId;

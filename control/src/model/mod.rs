@@ -6,6 +6,7 @@
 mod contract;
 mod delivery;
 mod rejection;
+mod route;
 mod tenant;
 
 pub use contract::{ContractCheck, ContractDef, ContractList, ContractView, ViolationView};
@@ -14,6 +15,10 @@ pub use delivery::{
     DeliveryEventView, DeliveryStatus, DeliveryView, PulledDelivery, RedirectView, Selection,
 };
 pub use rejection::{RejectionFilter, RejectionView};
+pub use route::{
+    NewRoute, PastedEvent, RouteBreaker, RoutePatch, RouteRetry, RouteTest, RouteTestResult,
+    RouteUnderTest, RouteView, TestEvent, TestedRequest,
+};
 pub use tenant::{
     CreatedTenant, CreatedToken, IngestCounts, NewTenant, RateLimit, RotatedSecret, Scheme,
     SecretInfo, SecretState, TenantActivity, TenantPatch, TenantView, TokenInfo,

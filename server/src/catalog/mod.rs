@@ -32,7 +32,7 @@ use secrecy::SecretString;
 use zeroize::Zeroizing;
 
 pub use in_force::assemble;
-pub use record::{StoredTenant, TenantRecord};
+pub use record::{StoredRoute, StoredTenant, TenantRecord};
 pub use resolve::Resolver;
 
 use crate::{

@@ -156,7 +156,7 @@ pub(super) fn resolve_routes(
 /// A transform's version: the first four bytes of the SHA-256 of its code,
 /// so it changes exactly when the code does, and every attempt records the
 /// code that ran.
-fn version_of(code: &str) -> u32 {
+pub(crate) fn version_of(code: &str) -> u32 {
     let digest = Sha256::digest(code.as_bytes());
     u32::from_be_bytes([digest[0], digest[1], digest[2], digest[3]])
 }

@@ -34,6 +34,7 @@ mod refusals_kill;
 mod rejections;
 mod replay;
 mod retention;
+mod route_service;
 mod routes;
 mod sealed;
 mod signature_headers;
