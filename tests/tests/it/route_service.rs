@@ -4,23 +4,28 @@
 //! fixes it and a redelivery sends the transformed request, TestRoute shows
 //! that request and sends nothing; the `default` route, config-file tenants,
 //! bad filters, queued deliveries on a deleted route and other tenants'
-//! tokens are refused as documented.
+//! tokens are refused as documented; on PostgreSQL a route changed on one
+//! replica is in force on the other.
 
 use std::time::{Duration, Instant};
 
-use hookd_sdk::client::{
-    proto::{
-        test_route_request::{Event, Route as RouteChoice},
-        CreateRouteRequest, CreateTenantRequest, DeliveryStatus, InlineRoute, PastedEvent,
-        RouteHeader, TestRouteRequest, UpdateRouteRequest,
+use hookd_sdk::{
+    client::{
+        proto::{
+            test_route_request::{Event, Route as RouteChoice},
+            CreateRouteRequest, CreateTenantRequest, DeliveryStatus, InlineRoute, PastedEvent,
+            RouteHeader, TestRouteRequest, UpdateRouteRequest,
+        },
+        Code, HookdClient,
     },
-    Code, HookdClient,
+    signature::{sign, Scheme, Secret},
 };
 use hookd_server::ids::TenantId;
 use reqwest::StatusCode;
 
 use crate::{
-    harness::{order, signed, tenant, TestServer},
+    harness::{now_secs, order, signed, tenant, TestServer, ADMIN_TOKEN},
+    postgres::{Cluster, MASTER_KEY},
     receiver::{Receiver, Reply},
 };
 
@@ -378,4 +383,88 @@ async fn a_config_file_tenants_routes_are_listed_and_tested_but_read_only() {
         .unwrap();
     assert!(shown.matched, "{shown:?}");
     assert_eq!(shown.request.unwrap().body, body);
+}
+
+/// The routes of `tenant` an event posted to `replica` was copied to (none
+/// when it was refused, e.g. before the replica knows the tenant).
+async fn routes_taking(
+    replica: &crate::process::HookdProcess,
+    tenant: &str,
+    (kid, secret): (&str, &str),
+    event_id: &str,
+) -> Vec<String> {
+    let key = Secret::from_provider(Scheme::Standard, kid, secret).unwrap();
+    let body = order(event_id);
+    let mut request = reqwest::Client::new().post(format!("{}/hooks/{tenant}", replica.base));
+    for (name, value) in sign(Scheme::Standard, &key, event_id, now_secs(), &body) {
+        request = request.header(name, value);
+    }
+    let answer: serde_json::Value = request
+        .body(body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let deliveries = answer["deliveries"].as_array().cloned().unwrap_or_default();
+    deliveries
+        .iter()
+        .map(|d| d["route"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Posts new events to `replica` until their copies go to `routes`, bounded.
+async fn until_routes(
+    replica: &crate::process::HookdProcess,
+    created: (&str, &str),
+    routes: &[&str],
+) {
+    let deadline = Instant::now() + WAIT;
+    for n in 0.. {
+        let got = routes_taking(
+            replica,
+            "shop",
+            created,
+            &format!("evt_{}_{n}", replica.base),
+        )
+        .await;
+        if got == routes {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} copies to {got:?}, not {routes:?}",
+            replica.base
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn on_postgres_a_route_changed_on_one_replica_is_in_force_on_the_other() {
+    let Some(cluster) = Cluster::with_tenants("route_replicas", "") else {
+        return;
+    };
+    let replicas = [cluster.start(0, MASTER_KEY), cluster.start(1, MASTER_KEY)];
+    let mut admins = Vec::new();
+    for replica in &replicas {
+        admins.push(
+            HookdClient::connect(replica.grpc.clone(), ADMIN_TOKEN)
+                .await
+                .unwrap(),
+        );
+    }
+    let (kid, secret) = create_tenant(&admins[0], "shop", "").await;
+    let created = (kid.as_str(), secret.as_str());
+    until_routes(&replicas[1], created, &["default"]).await;
+    admins[0]
+        .create_route(new_route("shop", "audit", "", ""))
+        .await
+        .unwrap();
+    until_routes(&replicas[1], created, &["default", "audit"]).await;
+    let seen = admins[1].get_route("shop", "audit").await.unwrap();
+    assert_eq!(seen.name, "audit");
+    admins[1].delete_route("shop", "audit", true).await.unwrap();
+    until_routes(&replicas[0], created, &["default"]).await;
 }
