@@ -270,6 +270,44 @@ async fn the_default_route_bad_filters_and_queued_deletes_are_refused_as_documen
         Code::FailedPrecondition,
         "{undeletable}"
     );
+    let moved = admin
+        .update_route(UpdateRouteRequest {
+            tenant_id: "shop".into(),
+            name: "default".into(),
+            destination_url: Some("http://127.0.0.1:9/in".into()),
+            max_in_flight: Some(3),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        (moved.destination_url.as_str(), moved.max_in_flight),
+        ("http://127.0.0.1:9/in", 3)
+    );
+    let tenant = admin.get_tenant("shop").await.unwrap();
+    assert_eq!(
+        (tenant.destination_url.as_str(), tenant.max_in_flight),
+        ("http://127.0.0.1:9/in", 3)
+    );
+    let filtered = admin
+        .update_route(UpdateRouteRequest {
+            tenant_id: "shop".into(),
+            name: "default".into(),
+            filter_json: Some("{}".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(filtered.code(), Code::InvalidArgument, "{filtered}");
+    admin
+        .update_route(UpdateRouteRequest {
+            tenant_id: "shop".into(),
+            name: "default".into(),
+            destination_url: Some(String::new()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
 
     admin
         .create_route(new_route("shop", "audit", "", ""))
