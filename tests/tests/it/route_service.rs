@@ -330,7 +330,14 @@ async fn the_default_route_bad_filters_and_queued_deletes_are_refused_as_documen
     assert_eq!(busy.code(), Code::FailedPrecondition, "{busy}");
     assert!(busy.status().unwrap().message().contains("force"), "{busy}");
     assert!(admin.get_delivery("shop", &queued).await.is_ok());
+    let scope = TenantId::try_from("shop").unwrap().route_scope("audit");
+    let stored = || {
+        let data = s.server().registry().store().tenant(&scope).unwrap();
+        data.deliveries(None, None, 10).unwrap().len()
+    };
+    assert_eq!(stored(), 1);
     admin.delete_route("shop", "audit", true).await.unwrap();
+    assert_eq!(stored(), 0, "the deleted route's data is dropped");
     let gone = admin.get_route("shop", "audit").await.unwrap_err();
     assert_eq!(gone.code(), Code::NotFound, "{gone}");
     let after = s.post_signed("shop", &kid, &secret, "evt_r").await;
