@@ -73,7 +73,6 @@ impl StoredRoute {
     /// the tenant's destination secret, filled in with the others').
     fn to_config(&self) -> RouteConfig {
         RouteConfig {
-            name: self.name.clone(),
             destination: self
                 .destination_url
                 .clone()
@@ -84,6 +83,7 @@ impl StoredRoute {
             breaker: self.breaker,
             filter: self.filter.clone(),
             transform: self.transform.clone(),
+            ..RouteConfig::named(&self.name)
         }
     }
 }

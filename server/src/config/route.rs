@@ -64,6 +64,15 @@ fn default_max_in_flight() -> usize {
     defaults::MAX_IN_FLIGHT as usize
 }
 
+impl RouteConfig {
+    /// A route of `name` with every other key at the config file's default,
+    /// for routes written elsewhere (the catalog) to be completed from.
+    pub fn named(name: &str) -> RouteConfig {
+        serde_json::from_value(serde_json::json!({ "name": name }))
+            .expect("every key but the name has a default")
+    }
+}
+
 /// One extra route, validated.
 #[derive(Debug, Clone)]
 pub struct RouteSettings {
