@@ -9,7 +9,6 @@ use std::{
 
 use actix::ArbiterHandle;
 use futures_util::future::AbortHandle;
-use tokio::sync::Notify;
 
 use hookd_proto::domain::DEFAULT_ROUTE;
 
@@ -173,13 +172,15 @@ impl Registry {
         let settings = Arc::new(settings);
         let data = self.store.tenant(&settings.id)?;
         let arbiter = &self.arbiters[self.arbiter_index(&settings.id)];
-        let wake = Arc::new(Notify::new());
+        let previous = self.get(settings.id.as_str()).map(|h| h.routes);
+        let previous = previous.as_deref().unwrap_or_default();
         let default = RouteHandle {
             name: DEFAULT_ROUTE.to_owned(),
             data: data.clone(),
-            wake: wake.clone(),
+            wake: routes::wake_of(previous, DEFAULT_ROUTE),
         };
-        let routes: Arc<[RouteHandle]> = RouteHandle::all(&self.store, &settings, default)?.into();
+        let routes: Arc<[RouteHandle]> =
+            RouteHandle::all(&self.store, &settings, default, previous)?.into();
         let metrics = self.telemetry.metrics().tenant(&settings.id);
         let senders = self.telemetry.metrics().senders().label(metrics.label());
         let parts = GateParts {

@@ -29,18 +29,20 @@ pub struct RouteHandle {
 }
 
 impl RouteHandle {
-    /// The routes of `settings`, the default one (on `default`) first.
+    /// The routes of `settings`, the default one (on `default`) first;
+    /// those also among `previous` keep their wake ([`wake_of`]).
     pub(super) fn all(
         store: &Store,
         settings: &TenantSettings,
         default: RouteHandle,
+        previous: &[RouteHandle],
     ) -> Result<Vec<RouteHandle>> {
         let mut routes = vec![default];
         for route in &settings.routes {
             routes.push(RouteHandle {
                 name: route.name.clone(),
                 data: store.tenant(&route.scope)?,
-                wake: Arc::new(Notify::new()),
+                wake: wake_of(previous, &route.name),
             });
         }
         Ok(routes)
@@ -50,6 +52,16 @@ impl RouteHandle {
     pub fn scope(&self) -> &TenantId {
         self.data.tenant()
     }
+}
+
+/// The wake of route `name` among the `previous` routes of a tenant started
+/// anew, or a new one: a delivery the previous gate is still committing then
+/// wakes the new dispatcher of its route.
+pub(super) fn wake_of(previous: &[RouteHandle], name: &str) -> Arc<Notify> {
+    previous
+        .iter()
+        .find(|r| r.name == name)
+        .map_or_else(|| Arc::new(Notify::new()), |r| r.wake.clone())
 }
 
 /// The forwarding of each route of `settings` (default first; `None`:
