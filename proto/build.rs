@@ -12,6 +12,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "hookd/v1/consumer.proto",
         "hookd/v1/contract.proto",
         "hookd/v1/rejection.proto",
+        "hookd/v1/route.proto",
     ];
     for proto in protos {
         println!("cargo:rerun-if-changed={proto}");

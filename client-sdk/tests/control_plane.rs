@@ -332,3 +332,48 @@ async fn hookctl_output_is_a_table_wide_json_or_yaml() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("wide") && err.contains("yaml"), "{err}");
 }
+
+#[tokio::test]
+async fn route_calls_reach_route_service_and_keep_its_codes() {
+    let server = fake_hookd().await;
+    let client = admin(&server).await;
+    let made = client
+        .create_route(hookd_sdk::client::proto::CreateRouteRequest {
+            tenant_id: "acme".into(),
+            name: "audit".into(),
+            filter_json: "{}".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        (made.name.as_str(), made.filter_json.as_str()),
+        ("audit", "{}")
+    );
+    let names: Vec<String> = client
+        .list_routes("acme")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.name)
+        .collect();
+    assert_eq!(names, ["default", "audit"]);
+    let undeletable = client
+        .delete_route("acme", "default", true)
+        .await
+        .unwrap_err();
+    assert_eq!(undeletable.code(), Code::FailedPrecondition);
+    client.delete_route("acme", "audit", false).await.unwrap();
+    let gone = client.get_route("acme", "audit").await.unwrap_err();
+    assert_eq!(gone.code(), Code::NotFound);
+    assert_eq!(
+        server.backend.calls(),
+        [
+            "create_route",
+            "list_routes",
+            "delete_route",
+            "delete_route",
+            "get_route"
+        ]
+    );
+}

@@ -52,6 +52,7 @@ fn help_lists_every_command_and_the_exit_codes() {
         "deliveries",
         "dead-letters",
         "contracts",
+        "routes",
         "send",
         "tail",
     ] {

@@ -15,6 +15,7 @@ use crate::{
         PulledDelivery, Redelivered, RejectionFilter, RejectionView, RotatedSecret, SecretInfo,
         Selection, TenantActivity, TenantPatch, TenantView, TokenInfo,
     },
+    model::{NewRoute, RoutePatch, RouteTest, RouteTestResult, RouteView},
 };
 
 /// A live feed of delivery events for one watcher. It ends after yielding
@@ -255,4 +256,37 @@ pub trait ControlBackend: Send + Sync + 'static {
     /// What the contract check at ingest would say about `payload`; stores
     /// and sends nothing.
     async fn validate_payload(&self, tenant_id: &str, payload: Vec<u8>) -> Result<ContractCheck>;
+
+    /// Every route of the tenant, `default` (its own destination) first.
+    async fn list_routes(&self, tenant_id: &str) -> Result<Vec<RouteView>>;
+
+    /// One route; a name the tenant does not have is `NotFound`.
+    async fn get_route(&self, tenant_id: &str, name: &str) -> Result<RouteView>;
+
+    /// Adds a route durably and puts it in force for deliveries accepted
+    /// after the call. A taken name (`default` included) is
+    /// `AlreadyExists`; a filter, transform or setting the server refuses
+    /// is `InvalidArgument` naming it; a config-file tenant is
+    /// `FailedPrecondition`.
+    async fn create_route(&self, tenant_id: &str, route: NewRoute) -> Result<RouteView>;
+
+    /// Applies the patch atomically and returns the route as stored. On
+    /// `default` only the destination and concurrency may change (as
+    /// UpdateTenant); anything else there is `InvalidArgument`.
+    async fn update_route(
+        &self,
+        tenant_id: &str,
+        name: &str,
+        patch: RoutePatch,
+    ) -> Result<RouteView>;
+
+    /// Removes a route and drops its data. `default` is
+    /// `FailedPrecondition`, and so is a route with deliveries still queued
+    /// unless `force`.
+    async fn delete_route(&self, tenant_id: &str, name: &str, force: bool) -> Result<()>;
+
+    /// Runs a route's filter and transform on an event; sends and stores
+    /// nothing. An unknown route or delivery is `NotFound`; an inline
+    /// filter or transform that does not compile is `InvalidArgument`.
+    async fn test_route(&self, tenant_id: &str, test: RouteTest) -> Result<RouteTestResult>;
 }

@@ -16,6 +16,7 @@ use std::{
 use tokio::sync::{broadcast, oneshot};
 
 mod redeliver;
+mod routes;
 
 use crate::{
     backend::{ControlBackend, EventStream},
@@ -28,6 +29,7 @@ use crate::{
         SecretInfo, SecretState, Selection, TenantActivity, TenantPatch, TenantView, TokenBinding,
         TokenInfo,
     },
+    model::{NewRoute, RoutePatch, RouteTest, RouteTestResult, RouteView},
 };
 
 /// The admin's bearer token.
@@ -46,6 +48,7 @@ pub struct FakeBackend {
     calls: Mutex<Vec<&'static str>>,
     ready: AtomicBool,
     page_limit: AtomicU32,
+    routes: routes::FakeRoutes,
     /// Events sent here reach watchers.
     pub events: broadcast::Sender<DeliveryEventView>,
 }
@@ -75,6 +78,7 @@ impl FakeBackend {
             calls: Mutex::new(Vec::new()),
             ready: AtomicBool::new(true),
             page_limit: AtomicU32::new(u32::MAX),
+            routes: routes::FakeRoutes::default(),
             events: broadcast::channel(4).0,
         }
     }
@@ -552,6 +556,41 @@ impl ControlBackend for FakeBackend {
         self.called("validate_payload");
         self.tenant(tenant_id)?;
         Ok(ContractCheck::default())
+    }
+
+    async fn list_routes(&self, tenant_id: &str) -> Result<Vec<RouteView>> {
+        self.called("list_routes");
+        Ok(self.routes.list(&self.tenant(tenant_id)?))
+    }
+
+    async fn get_route(&self, tenant_id: &str, name: &str) -> Result<RouteView> {
+        self.called("get_route");
+        self.routes.get(&self.tenant(tenant_id)?, name)
+    }
+
+    async fn create_route(&self, tenant_id: &str, route: NewRoute) -> Result<RouteView> {
+        self.called("create_route");
+        self.routes.create(&self.tenant(tenant_id)?, route)
+    }
+
+    async fn update_route(
+        &self,
+        tenant_id: &str,
+        name: &str,
+        patch: RoutePatch,
+    ) -> Result<RouteView> {
+        self.called("update_route");
+        self.routes.update(&self.tenant(tenant_id)?, name, patch)
+    }
+
+    async fn delete_route(&self, tenant_id: &str, name: &str, _force: bool) -> Result<()> {
+        self.called("delete_route");
+        self.routes.delete(&self.tenant(tenant_id)?, name)
+    }
+
+    async fn test_route(&self, tenant_id: &str, test: RouteTest) -> Result<RouteTestResult> {
+        self.called("test_route");
+        Ok(self.routes.test(&self.tenant(tenant_id)?, test))
     }
 }
 

@@ -24,6 +24,7 @@ use hookd_proto::v1::{
     contract_service_server::{self, ContractServiceServer},
     delivery_service_server::{self, DeliveryServiceServer},
     rejection_service_server::{self, RejectionServiceServer},
+    route_service_server::{self, RouteServiceServer},
     secret_service_server::{self, SecretServiceServer},
     tenant_service_server::{self, TenantServiceServer},
     token_service_server::{self, TokenServiceServer},
@@ -38,7 +39,7 @@ use tonic_health::{server::HealthReporter, ServingStatus};
 pub use tonic::async_trait;
 
 use crate::services::{
-    ConsumerApi, ContractApi, DeliveryApi, RejectionApi, SecretApi, TenantApi, TokenApi,
+    ConsumerApi, ContractApi, DeliveryApi, RejectionApi, RouteApi, SecretApi, TenantApi, TokenApi,
 };
 pub use crate::{
     backend::{ControlBackend, EventStream, DEFAULT_WATCHES_PER_TOKEN},
@@ -58,7 +59,7 @@ macro_rules! limited {
 
 /// Every service whose health is reported: the server as a whole ("") and
 /// each `hookd.v1` service, so a probe may ask for either.
-const HEALTH_NAMES: [&str; 8] = [
+const HEALTH_NAMES: [&str; 9] = [
     "",
     tenant_service_server::SERVICE_NAME,
     secret_service_server::SERVICE_NAME,
@@ -67,6 +68,7 @@ const HEALTH_NAMES: [&str; 8] = [
     consumer_service_server::SERVICE_NAME,
     contract_service_server::SERVICE_NAME,
     rejection_service_server::SERVICE_NAME,
+    route_service_server::SERVICE_NAME,
 ];
 
 /// Serves the control plane on `listener` until `shutdown` resolves, then
@@ -94,6 +96,7 @@ pub async fn serve<B: ControlBackend>(
     let contracts = ContractApi::new(Arc::clone(&backend));
     let traces = rpc_trace::RpcTraceLayer::new(backend.tracer());
     let rejections = RejectionApi::new(Arc::clone(&backend));
+    let routes = RouteApi::new(Arc::clone(&backend));
     let consumer = ConsumerApi::new(backend);
     let router = tonic::transport::Server::builder()
         .layer(traces)
@@ -106,7 +109,8 @@ pub async fn serve<B: ControlBackend>(
         .add_service(limited!(DeliveryServiceServer::new(deliveries)))
         .add_service(limited!(ConsumerServiceServer::new(consumer)))
         .add_service(limited!(ContractServiceServer::new(contracts)))
-        .add_service(limited!(RejectionServiceServer::new(rejections)));
+        .add_service(limited!(RejectionServiceServer::new(rejections)))
+        .add_service(limited!(RouteServiceServer::new(routes)));
     let shutdown = async move {
         shutdown.await;
         stop.send_replace(true);

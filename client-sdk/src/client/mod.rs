@@ -1,5 +1,5 @@
 //! The typed admin client for hookd's gRPC control plane: one [`HookdClient`] over one
-//! channel (plaintext or TLS), a method per RPC of the six `hookd.v1` services, and
+//! channel (plaintext or TLS), a method per RPC of the `hookd.v1` services, and
 //! paging helpers.
 
 mod auth;
@@ -9,6 +9,7 @@ mod deliveries;
 mod error;
 mod paging;
 mod rejections;
+mod routes;
 mod secrets;
 mod tenants;
 mod tls;
@@ -19,8 +20,9 @@ use std::{fmt, time::Duration};
 use hookd_proto::v1::{
     consumer_service_client::ConsumerServiceClient, contract_service_client::ContractServiceClient,
     delivery_service_client::DeliveryServiceClient,
-    rejection_service_client::RejectionServiceClient, secret_service_client::SecretServiceClient,
-    tenant_service_client::TenantServiceClient, token_service_client::TokenServiceClient,
+    rejection_service_client::RejectionServiceClient, route_service_client::RouteServiceClient,
+    secret_service_client::SecretServiceClient, tenant_service_client::TenantServiceClient,
+    token_service_client::TokenServiceClient,
 };
 use tonic::{
     service::interceptor::InterceptedService,
@@ -86,6 +88,7 @@ pub struct HookdClient {
     consumer: ConsumerServiceClient<Authed>,
     contracts: ContractServiceClient<Authed>,
     rejections: RejectionServiceClient<Authed>,
+    routes: RouteServiceClient<Authed>,
 }
 
 impl HookdClient {
@@ -158,7 +161,8 @@ impl HookdClient {
             deliveries: limited!(DeliveryServiceClient::new(authed.clone())),
             consumer: limited!(ConsumerServiceClient::new(authed.clone())),
             contracts: limited!(ContractServiceClient::new(authed.clone())),
-            rejections: limited!(RejectionServiceClient::new(authed)),
+            rejections: limited!(RejectionServiceClient::new(authed.clone())),
+            routes: limited!(RouteServiceClient::new(authed)),
         })
     }
 }

@@ -196,7 +196,7 @@ fn scheme(name: &str) -> Result<Scheme> {
 
 /// Empty is pull mode; anything else must look like an absolute http(s)
 /// URL. The backend may refuse more (it parses the URL for real).
-fn destination_url(url: String) -> Result<Option<String>> {
+pub(super) fn destination_url(url: String) -> Result<Option<String>> {
     if url.is_empty() {
         return Ok(None);
     }
@@ -218,7 +218,7 @@ fn required_fields(fields: Vec<String>) -> Result<Vec<String>> {
     super::ids("required_fields", fields)
 }
 
-fn rate(field: &str, per_sec: f64) -> Result<f64> {
+pub(super) fn rate(field: &str, per_sec: f64) -> Result<f64> {
     if !per_sec.is_finite() || per_sec < 0.0 {
         return Err(Error::InvalidArgument(format!(
             "{field} must be a finite number of deliveries per second, 0 or more"

@@ -6,6 +6,7 @@
 mod contract;
 mod delivery;
 mod rejection;
+mod route;
 mod tenant;
 
 pub use contract::{ContractCheck, ContractDef, ContractList, ContractView, ViolationView};
@@ -16,6 +17,10 @@ pub use delivery::{
     MAX_REDELIVER_PER_CALL,
 };
 pub use rejection::{RejectionFilter, RejectionView};
+pub use route::{
+    NewRoute, PastedEvent, RouteBreaker, RoutePatch, RouteRetry, RouteTest, RouteTestResult,
+    RouteUnderTest, RouteView, TestEvent, TestedRequest,
+};
 pub use tenant::{
     CreatedTenant, CreatedToken, IngestCounts, NewTenant, RateLimit, RotatedSecret, Scheme,
     SecretInfo, SecretState, TenantActivity, TenantPatch, TenantView, TokenInfo,

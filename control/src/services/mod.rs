@@ -1,4 +1,4 @@
-//! The six `hookd.v1` services over a [`crate::ControlBackend`]. Each call
+//! The `hookd.v1` services over a [`crate::ControlBackend`]. Each call
 //! authenticates, checks what the caller may touch, validates and converts
 //! the request, and makes one backend call; everything about state (does it
 //! exist, may it change now) is the backend's answer.
@@ -7,6 +7,7 @@ mod consumer;
 mod contract;
 mod delivery;
 mod rejection;
+mod route;
 mod secret;
 mod tenant;
 mod token;
@@ -15,6 +16,7 @@ pub(crate) use consumer::ConsumerApi;
 pub(crate) use contract::ContractApi;
 pub(crate) use delivery::DeliveryApi;
 pub(crate) use rejection::RejectionApi;
+pub(crate) use route::RouteApi;
 pub(crate) use secret::SecretApi;
 pub(crate) use tenant::TenantApi;
 pub(crate) use token::TokenApi;

@@ -8,6 +8,8 @@ mod deliveries;
 mod redeliver;
 mod redirect;
 mod rejections;
+mod route_test;
+mod routes;
 mod tenants;
 mod watch;
 
@@ -21,6 +23,7 @@ use hookd_control::{
         RejectionFilter, RejectionView, RotatedSecret, SecretInfo, Selection, TenantActivity,
         TenantPatch, TenantView, TokenBinding, TokenInfo,
     },
+    model::{NewRoute, RoutePatch, RouteTest, RouteTestResult, RouteView},
     ControlBackend, Error as ApiError, EventStream, Result as ApiResult,
 };
 use secrecy::{ExposeSecret, SecretString};
@@ -397,6 +400,46 @@ impl ControlBackend for Backend {
         let tenant_id = tenant_id.to_owned();
         self.blocking(move |b| b.check_payload(&tenant_id, &payload))
             .await
+    }
+
+    async fn list_routes(&self, tenant_id: &str) -> ApiResult<Vec<RouteView>> {
+        self.routes_of(tenant_id)
+    }
+
+    async fn get_route(&self, tenant_id: &str, name: &str) -> ApiResult<RouteView> {
+        self.route(tenant_id, name)
+    }
+
+    async fn create_route(&self, tenant_id: &str, route: NewRoute) -> ApiResult<RouteView> {
+        let tenant_id = tenant_id.to_owned();
+        self.durably(move |b| b.add_route(&tenant_id, route)).await
+    }
+
+    async fn update_route(
+        &self,
+        tenant_id: &str,
+        name: &str,
+        patch: RoutePatch,
+    ) -> ApiResult<RouteView> {
+        let (tenant_id, name) = (tenant_id.to_owned(), name.to_owned());
+        self.durably(move |b| b.change_route(&tenant_id, &name, patch))
+            .await
+    }
+
+    async fn delete_route(&self, tenant_id: &str, name: &str, force: bool) -> ApiResult<()> {
+        let (tenant_id, name) = (tenant_id.to_owned(), name.to_owned());
+        let scope = self
+            .durably(move |b| b.take_route(&tenant_id, &name, force))
+            .await?;
+        self.registry
+            .store()
+            .drop_tenant_trees(&scope)
+            .await
+            .map_err(api)
+    }
+
+    async fn test_route(&self, tenant_id: &str, test: RouteTest) -> ApiResult<RouteTestResult> {
+        self.try_route(tenant_id, test).await
     }
 }
 

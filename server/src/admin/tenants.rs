@@ -19,7 +19,7 @@ use crate::{
 };
 
 /// What a change to a stored tenant touched.
-enum Changed {
+pub(super) enum Changed {
     /// Its settings (an update): in force in place, its dispatcher restarted.
     Settings,
     /// Only its secrets (a rotation, a revocation).
@@ -32,7 +32,7 @@ const DEFAULT_OVERLAP_SECS: u64 = 86_400;
 const DEFAULT_MAX_IN_FLIGHT: usize = defaults::MAX_IN_FLIGHT as usize;
 
 impl Backend {
-    fn read_only(&self, tenant_id: &str) -> ApiResult<()> {
+    pub(super) fn read_only(&self, tenant_id: &str) -> ApiResult<()> {
         if self.config_tenants.contains(tenant_id) {
             return Err(ApiError::FailedPrecondition(format!(
                 "tenant {tenant_id} is declared in the config file; change it there and restart hookd"
@@ -41,7 +41,7 @@ impl Backend {
         Ok(())
     }
 
-    fn stored(&self, tenant_id: &str) -> ApiResult<(TenantRecord, SecretSet)> {
+    pub(super) fn stored(&self, tenant_id: &str) -> ApiResult<(TenantRecord, SecretSet)> {
         self.read_only(tenant_id)?;
         self.catalog
             .get(tenant_id)
@@ -66,7 +66,7 @@ impl Backend {
 
     /// Validates and persists a stored tenant's new settings (`Settings`)
     /// or secrets (`Secrets`), then has its actor put them in force.
-    fn apply(
+    pub(super) fn apply(
         &self,
         record: &TenantRecord,
         secrets: &SecretSet,
@@ -85,7 +85,7 @@ impl Backend {
     /// Refuses a destination URL that does not parse or whose literal
     /// address the destination address policy denies; a name is checked
     /// each time it is resolved.
-    fn check_destination(&self, url: &str) -> ApiResult<()> {
+    pub(super) fn check_destination(&self, url: &str) -> ApiResult<()> {
         let parsed = reqwest::Url::parse(url).map_err(|e| {
             ApiError::InvalidArgument(format!("destination_url: {url:?} is not a valid URL: {e}"))
         })?;
@@ -215,31 +215,37 @@ impl Backend {
 
     /// Needs only the tenant's record, so a tenant whose secrets no longer
     /// open can still be deleted. Its record, secrets and tokens go first,
-    /// in one durable transaction with a drop marker; then its data trees,
+    /// in one durable transaction with a drop marker naming its routes;
+    /// then its data trees and each of its routes',
     /// between the committer's batches; then the marker. A crash in between
     /// is finished at the next start.
     pub(super) async fn delete(&self, tenant_id: &str) -> ApiResult<()> {
         let tenant =
             TenantId::try_from(tenant_id).map_err(|e| ApiError::InvalidArgument(e.to_string()))?;
         let id = tenant_id.to_owned();
-        self.durably(move |b| {
-            b.read_only(&id)?;
-            if !b.catalog.contains(&id).map_err(api)? {
-                return Err(ApiError::NotFound(format!("tenant {id}")));
-            }
-            b.registry.remove(&id);
-            b.catalog.delete(&id).map_err(api)?;
-            Ok(())
-        })
-        .await?;
+        let routes = self
+            .durably(move |b| {
+                b.read_only(&id)?;
+                if !b.catalog.contains(&id).map_err(api)? {
+                    return Err(ApiError::NotFound(format!("tenant {id}")));
+                }
+                let routes = b.catalog.route_names(&id).map_err(api)?;
+                b.registry.remove(&id);
+                b.catalog.delete(&id).map_err(api)?;
+                Ok(routes)
+            })
+            .await?;
         // Its watches end, and its tokens' sessions and watches with them.
         self.registry.feed().close(&tenant);
         self.revoked();
-        self.registry
-            .store()
-            .drop_tenant_trees(&tenant)
-            .await
-            .map_err(api)?;
+        let scopes = routes.iter().map(|route| tenant.route_scope(route));
+        for scope in scopes.chain(std::iter::once(tenant.clone())) {
+            self.registry
+                .store()
+                .drop_tenant_trees(&scope)
+                .await
+                .map_err(api)?;
+        }
         let id = tenant_id.to_owned();
         self.durably(move |b| {
             let rejections = b.registry.store().rejections().map_err(api)?;

@@ -32,7 +32,7 @@ use secrecy::SecretString;
 use zeroize::Zeroizing;
 
 pub use in_force::assemble;
-pub use record::{StoredTenant, TenantRecord};
+pub use record::{StoredRoute, StoredTenant, TenantRecord};
 pub use resolve::Resolver;
 
 use crate::{
@@ -40,7 +40,10 @@ use crate::{
     error::{Error, Result},
     ids::TenantId,
     keyring::MasterKey,
-    store::api::{CatalogRows, RowChange, Store, Table},
+    store::{
+        api::{CatalogRows, RowChange, Store, Table},
+        records::{decode, encode},
+    },
 };
 
 /// The incarnation of every tenant declared in the config file.
@@ -266,10 +269,11 @@ impl Catalog {
     /// start.
     pub fn delete(&self, id: &str) -> Result<bool> {
         let existed = self.contains(id)?;
+        let routes = encode(&self.route_names(id)?);
         let mut changes = vec![
             RowChange::Remove(Table::Tenants, id.to_owned()),
             RowChange::Remove(Table::Secrets, id.to_owned()),
-            RowChange::Put(Table::Drops, id.to_owned(), Vec::new()),
+            RowChange::Put(Table::Drops, id.to_owned(), routes),
         ];
         for token in self.list_tokens(Some(id))? {
             changes.push(RowChange::Remove(
@@ -293,10 +297,32 @@ impl Catalog {
             .apply(&[RowChange::Remove(Table::Drops, id.to_owned())])
     }
 
-    /// Removes every record of `id`'s data, then its delete marker if any.
+    /// The names of a stored tenant's routes besides `default` (none when
+    /// it is not stored or its record cannot be read), read without opening
+    /// its secrets.
+    pub fn route_names(&self, id: &str) -> Result<Vec<String>> {
+        let Some(bytes) = self.rows.get(Table::Tenants, id)? else {
+            return Ok(Vec::new());
+        };
+        Ok(TenantRecord::decode(&bytes).map_or_else(
+            |_| Vec::new(),
+            |(record, _)| record.tenant.routes.into_iter().map(|r| r.name).collect(),
+        ))
+    }
+
+    /// Removes every record of `id`'s data (its routes' too, as its delete
+    /// marker names them; a marker written before routes names none), then
+    /// its delete marker if any.
     fn drop_data(&self, id: &str) -> Result<()> {
+        let marker = self.rows.get(Table::Drops, id)?.unwrap_or_default();
+        let routes: Vec<String> = decode(&marker).unwrap_or_default();
         match TenantId::try_from(id) {
-            Ok(tenant) => self.store.clear_tenant(&tenant)?,
+            Ok(tenant) => {
+                for route in routes.iter().filter(|r| TenantId::is_valid(r)) {
+                    self.store.clear_tenant(&tenant.route_scope(route))?;
+                }
+                self.store.clear_tenant(&tenant)?
+            }
             Err(_) => {
                 tracing::error!(tenant = %id, "delete marker of an invalid tenant id; nothing to drop")
             }
@@ -371,7 +397,13 @@ pub fn effective_config(record: &TenantRecord, secrets: &SecretSet) -> TenantCon
                 .map(|p| entry(p, SecretState::Previous)),
         )
         .collect();
-    if let Some(dest) = &mut config.destination {
+    let destinations = config.destination.iter_mut().chain(
+        config
+            .routes
+            .iter_mut()
+            .filter_map(|r| r.destination.as_mut()),
+    );
+    for dest in destinations {
         *dest = DestinationConfig {
             secret: Some(secrets.destination.clone()),
             secret_env: None,

@@ -3,13 +3,16 @@
 //! file's schema), with the tenant defaults applied once, when it is made.
 //! Records written by older versions held the config file's `TenantConfig`
 //! under `config`; they still load, and the catalog rewrites them in this
-//! form when it opens.
+//! form when it opens. Records written before routes could be made over the
+//! API have no `routes`; they load with none.
 
 use hookd_proto::domain::{defaults, Scheme};
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    config::{DestinationConfig, RateLimitConfig, TenantConfig},
+    config::{
+        BreakerConfig, DestinationConfig, RateLimitConfig, RetryConfig, RouteConfig, TenantConfig,
+    },
     contracts::{UnknownEventTypes, DEFAULT_TYPE_FIELD, DEFAULT_VERSION_FIELD},
     error::{Error, Result},
     ids::TenantId,
@@ -39,6 +42,50 @@ pub struct StoredTenant {
     pub destination_url: Option<String>,
     /// Most forwards in flight at once.
     pub max_in_flight: usize,
+    /// Its routes besides `default`, in the order they were made.
+    #[serde(default)]
+    pub routes: Vec<StoredRoute>,
+}
+
+/// A route of a tenant created over the API, as RouteService set it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredRoute {
+    /// Its name, unique within the tenant, never `default`.
+    pub name: String,
+    /// Where it forwards; none: pulled.
+    pub destination_url: Option<String>,
+    /// Most forwards in flight at once.
+    pub max_in_flight: usize,
+    /// Its forwarding rate limit.
+    pub delivery_rate: Option<RateLimitConfig>,
+    /// Its retries.
+    pub retry: RetryConfig,
+    /// Its breaker.
+    pub breaker: BreakerConfig,
+    /// Its filter, as given.
+    pub filter: Option<serde_json::Value>,
+    /// Its transform's source.
+    pub transform: Option<String>,
+}
+
+impl StoredRoute {
+    /// The route in the config file's form (its destination's secret is
+    /// the tenant's destination secret, filled in with the others').
+    fn to_config(&self) -> RouteConfig {
+        RouteConfig {
+            destination: self
+                .destination_url
+                .clone()
+                .map(DestinationConfig::with_defaults),
+            retry: self.retry.clone(),
+            max_in_flight: self.max_in_flight,
+            delivery_rate: self.delivery_rate,
+            breaker: self.breaker,
+            filter: self.filter.clone(),
+            transform: self.transform.clone(),
+            ..RouteConfig::named(&self.name)
+        }
+    }
 }
 
 impl StoredTenant {
@@ -55,6 +102,7 @@ impl StoredTenant {
             rate_limit: None,
             destination_url: None,
             max_in_flight: defaults::MAX_IN_FLIGHT as usize,
+            routes: Vec::new(),
         }
     }
 
@@ -84,7 +132,7 @@ impl StoredTenant {
             type_field: DEFAULT_TYPE_FIELD.to_owned(),
             version_field: DEFAULT_VERSION_FIELD.to_owned(),
             contracts: Vec::new(),
-            routes: Vec::new(),
+            routes: self.routes.iter().map(StoredRoute::to_config).collect(),
             filter: None,
         }
     }
@@ -103,6 +151,7 @@ impl StoredTenant {
             rate_limit: config.rate_limit,
             destination_url: config.destination.as_ref().map(|d| d.url.clone()),
             max_in_flight: config.max_in_flight,
+            routes: Vec::new(),
         })
     }
 }
@@ -190,5 +239,38 @@ mod tests {
         let (reread, legacy) = TenantRecord::decode(&again).unwrap();
         assert!(!legacy);
         assert_eq!(reread.tenant, record.tenant);
+    }
+
+    /// A record written before routes could be made over the API loads
+    /// with none, as it is (not as a legacy record to rewrite).
+    #[test]
+    fn records_without_routes_still_load() {
+        let old = br#"{"tenant":{"id":"acme","scheme":"Standard","enabled":true,"tolerance_secs":300,"max_body_bytes":1048576,"required_fields":[],"event_id_field":null,"rate_limit":null,"destination_url":"https://example.com/in","max_in_flight":8},"created_at_ms":7,"incarnation":"01J"}"#;
+        let (record, legacy) = TenantRecord::decode(old).unwrap();
+        assert!(!legacy, "the current form, without routes");
+        assert!(record.tenant.routes.is_empty());
+        assert!(record.tenant.to_config().routes.is_empty());
+    }
+
+    /// A stored route reaches the config form every tenant resolves from.
+    #[test]
+    fn stored_routes_resolve_through_the_config_form() {
+        let mut tenant = StoredTenant::new(TenantId::try_from("acme").unwrap(), Scheme::Standard);
+        tenant.routes.push(StoredRoute {
+            name: "audit".into(),
+            destination_url: None,
+            max_in_flight: 3,
+            delivery_rate: None,
+            retry: RetryConfig::default(),
+            breaker: BreakerConfig::default(),
+            filter: Some(serde_json::json!({ "body": { "type": "a" } })),
+            transform: None,
+        });
+        let (again, _) = TenantRecord::decode(&TenantRecord::new(tenant, 1).encode()).unwrap();
+        let config = again.tenant.to_config();
+        assert_eq!(config.routes.len(), 1);
+        assert_eq!(config.routes[0].name, "audit");
+        assert_eq!(config.routes[0].max_in_flight, 3);
+        assert!(config.routes[0].filter.is_some());
     }
 }

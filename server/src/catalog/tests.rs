@@ -200,3 +200,33 @@ fn a_new_tenant_with_a_reused_id_does_not_inherit_tokens() {
         None
     );
 }
+
+/// A delete finished at the next start (after a crash) drops the data of
+/// the tenant's routes too: the marker names them.
+#[test]
+fn a_delete_finished_after_a_crash_drops_the_routes_data_too() {
+    let (_dir, store, catalog) = catalog();
+    let mut gone = record("gone");
+    gone.tenant.routes.push(StoredRoute {
+        name: "audit".into(),
+        destination_url: None,
+        max_in_flight: 1,
+        delivery_rate: None,
+        retry: Default::default(),
+        breaker: Default::default(),
+        filter: None,
+        transform: None,
+    });
+    catalog
+        .put(&gone, &SecretSet::generate(Scheme::Hookd, 1))
+        .unwrap();
+    let state = store.db().open_tree("data/state").unwrap();
+    state.insert("gone~audit/d1", "x").unwrap();
+    state.insert("gone/d1", "x").unwrap();
+    assert!(catalog.delete("gone").unwrap());
+    let routes_left = || state.scan_prefix("gone~audit/").count();
+    assert_eq!(routes_left(), 1, "left for the drop after the delete");
+    open(&store);
+    assert_eq!(routes_left(), 0, "the route's data went with the tenant's");
+    assert_eq!(data_of_gone(&store, "state"), 0);
+}

@@ -32,7 +32,7 @@ pub(super) struct Forwarding<'a> {
 }
 
 /// When to stop hammering a failing destination.
-#[derive(Debug, Clone, Copy, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct BreakerConfig {
     /// Consecutive failed attempts that open the breaker.
@@ -90,7 +90,7 @@ pub struct DestinationConfig {
 }
 
 /// When failed forwards are retried.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RetryConfig {
     /// Delays between attempts; the last one repeats until the window ends.

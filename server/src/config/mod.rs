@@ -34,6 +34,7 @@ pub use crate::tls::{GrpcTlsConfig, HttpTlsConfig};
 pub use bounds::{FRAMEWORK_MAX_HEAD_BYTES, MAX_BODY_LIMIT};
 pub use dashboard::DashboardConfig;
 pub use retention::{RetentionConfig, LONGEST_SENDER_RETRY_SECS};
+pub(crate) use route::version_of;
 pub use route::{RouteConfig, RouteSettings, MAX_ROUTES};
 pub use storage::{PostgresConfig, StorageBackend};
 pub use tenant::{

@@ -81,6 +81,15 @@ fn default_max_in_flight() -> usize {
     defaults::MAX_IN_FLIGHT as usize
 }
 
+impl RouteConfig {
+    /// A route of `name` with every other key at the config file's default,
+    /// for routes written elsewhere (the catalog) to be completed from.
+    pub fn named(name: &str) -> RouteConfig {
+        serde_json::from_value(serde_json::json!({ "name": name }))
+            .expect("every key but the name has a default")
+    }
+}
+
 /// One extra route, validated.
 #[derive(Debug, Clone)]
 pub struct RouteSettings {
@@ -185,7 +194,7 @@ pub(super) fn resolve_routes(
 /// A transform's version: the first four bytes of the SHA-256 of its code,
 /// so it changes exactly when the code does, and every attempt records the
 /// code that ran.
-fn version_of(code: &str) -> u32 {
+pub(crate) fn version_of(code: &str) -> u32 {
     let digest = Sha256::digest(code.as_bytes());
     u32::from_be_bytes([digest[0], digest[1], digest[2], digest[3]])
 }

@@ -29,17 +29,17 @@ const CONTROLLED: [&str; 9] = [
 ];
 
 /// The request a transform returned.
-pub(super) struct Rewritten {
+pub(crate) struct Rewritten {
     /// The path and query to send to, on the destination's origin.
-    pub(super) path_and_query: String,
+    pub(crate) path_and_query: String,
     /// Headers to send instead of the stored ones.
-    pub(super) headers: Vec<(String, String)>,
+    pub(crate) headers: Vec<(String, String)>,
     /// The body to send (and sign).
-    pub(super) body: Vec<u8>,
+    pub(crate) body: Vec<u8>,
 }
 
 /// What the transform made of one attempt.
-pub(super) enum Transformed {
+pub(crate) enum Transformed {
     /// Send this.
     Send(Rewritten),
     /// The handler dropped the event for this route.
@@ -49,7 +49,7 @@ pub(super) enum Transformed {
 }
 
 /// Runs `route`'s transform on attempt `attempt` of `event` to `url`.
-pub(super) async fn apply(
+pub(crate) async fn apply(
     route: &Arc<RouteTransform>,
     url: &str,
     event: &StoredEvent,

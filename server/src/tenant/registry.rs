@@ -161,13 +161,21 @@ impl Registry {
         if self.get(settings.id.as_str()).is_some() {
             return self.update(settings);
         }
+        self.launch(settings)
+    }
+
+    /// Starts a tenant's actor, gate and dispatchers anew, in place of any
+    /// running ones (whose rejection budget it keeps).
+    fn launch(&self, settings: TenantSettings) -> Result<()> {
         let settings = Arc::new(settings);
         let data = self.store.tenant(&settings.id)?;
         let arbiter = &self.arbiters[self.arbiter_index(&settings.id)];
+        let previous = self.get(settings.id.as_str()).map(|h| h.routes);
+        let previous = previous.as_deref().unwrap_or_default();
         let metrics = self.telemetry.metrics().tenant(&settings.id);
         let sources = (&self.store, &**self.telemetry.metrics());
         let routes: Arc<[RouteHandle]> =
-            RouteHandle::all(sources, &settings, data.clone(), &metrics)?.into();
+            RouteHandle::all(sources, &settings, data.clone(), &metrics, previous)?.into();
         let senders = self.telemetry.metrics().senders().label(metrics.label());
         let parts = GateParts {
             data: data.clone(),
@@ -298,9 +306,18 @@ impl Registry {
     /// its replay cache and rate limiter unless their settings changed, and
     /// its dispatcher restarts on the new destination (attempts in flight
     /// stay queued and are sent again).
+    ///
+    /// When its routes are not the same ones (one added or removed), the
+    /// tenant is started anew instead: its gate writes to and wakes the new
+    /// set, a new route gets its dispatcher and a removed one loses it. Its
+    /// replay cache and rate limiter then start empty and full (a
+    /// duplicate is still found in the idempotency log).
     pub fn update(&self, settings: TenantSettings) -> Result<()> {
         let handle = self.running(settings.id.as_str())?;
         let _one_at_a_time = self.changes.lock().unwrap_or_else(PoisonError::into_inner);
+        if !handle.has_routes_of(&settings) {
+            return self.launch(settings);
+        }
         let dispatchers = self.dispatchers(&settings, &handle.routes)?;
         let contracts = self.compiled_contracts(&settings, &handle.contracts(), None);
         let applied = handle.actor.change(Change::Settings {
@@ -518,6 +535,12 @@ impl TenantHandle {
 
     fn contracts(&self) -> Arc<TenantContracts> {
         self.actor.snapshot().contracts().clone()
+    }
+
+    /// Whether it runs exactly the routes of `settings`, by name and order.
+    fn has_routes_of(&self, settings: &TenantSettings) -> bool {
+        let running = self.routes.iter().skip(1).map(|r| r.name.as_str());
+        running.eq(settings.routes.iter().map(|r| r.name.as_str()))
     }
 
     /// Stops the dispatcher; the actor stops when its last address is dropped.

@@ -40,24 +40,25 @@ pub struct RouteHandle {
 impl RouteHandle {
     /// The routes of `settings`, the default one (on `default`, the
     /// tenant's own data) first, their metrics under the tenant's label
-    /// `tenant`.
+    /// `tenant`; those also among `previous` keep their wake ([`wake_of`]).
     pub(super) fn all(
         (store, metrics): (&Store, &Metrics),
         settings: &TenantSettings,
         default: TenantStore,
         tenant: &Arc<TenantMetrics>,
+        previous: &[RouteHandle],
     ) -> Result<Vec<RouteHandle>> {
         let mut routes = vec![RouteHandle {
             name: DEFAULT_ROUTE.to_owned(),
             data: default,
-            wake: Arc::new(Notify::new()),
+            wake: wake_of(previous, DEFAULT_ROUTE),
             metrics: metrics.route(tenant, DEFAULT_ROUTE),
         }];
         for route in &settings.routes {
             routes.push(RouteHandle {
                 name: route.name.clone(),
                 data: store.tenant(&route.scope)?,
-                wake: Arc::new(Notify::new()),
+                wake: wake_of(previous, &route.name),
                 metrics: metrics.route(tenant, &route.name),
             });
         }
@@ -68,6 +69,16 @@ impl RouteHandle {
     pub fn scope(&self) -> &TenantId {
         self.data.tenant()
     }
+}
+
+/// The wake of route `name` among the `previous` routes of a tenant started
+/// anew, or a new one: a delivery the previous gate is still committing then
+/// wakes the new dispatcher of its route.
+pub(super) fn wake_of(previous: &[RouteHandle], name: &str) -> Arc<Notify> {
+    previous
+        .iter()
+        .find(|r| r.name == name)
+        .map_or_else(|| Arc::new(Notify::new()), |r| r.wake.clone())
 }
 
 /// The forwarding of each route of `settings` (default first; `None`:

@@ -244,3 +244,80 @@ async fn hookctl_manages_contracts_checks_payloads_and_prints_the_sheet() {
     let (code, _) = hookctl(&s, &["contracts", "get", "acme", "order.paid"]).await;
     assert_eq!(code, 3, "deleted");
 }
+
+#[tokio::test]
+async fn hookctl_manages_routes_with_filter_and_transform_files_and_tests_them() {
+    let s = TestServer::start("");
+    let admin = s.admin().await;
+    admin
+        .create_tenant(hookd_sdk::client::proto::CreateTenantRequest {
+            tenant_id: "shop".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let filter = s.dir.path().join("filter.json");
+    std::fs::write(&filter, r#"{"body":{"type":"order.paid"}}"#).unwrap();
+    let code = s.dir.path().join("transform.js");
+    std::fs::write(
+        &code,
+        r#"addHandler("transform", (request) => { request.path = "/paid/" + request.body.data.amount; return request; });"#,
+    )
+    .unwrap();
+    let (filter, code) = (filter.to_str().unwrap(), code.to_str().unwrap());
+    let created = json(
+        &s,
+        &[
+            "routes",
+            "create",
+            "shop",
+            "billing",
+            "--destination-url",
+            "https://billing.example.com/in",
+            "--filter-file",
+            filter,
+            "--transform-file",
+            code,
+        ],
+    )
+    .await;
+    assert_eq!(created["name"], "billing");
+    assert_eq!(created["filter_json"], r#"{"body":{"type":"order.paid"}}"#);
+    assert_eq!(created["transform_version"].as_str().map(str::len), Some(8));
+    let list = json(&s, &["routes", "list", "shop"]).await;
+    let names: Vec<&str> = list["routes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["default", "billing"]);
+
+    let body = r#"{"event_id":"evt_1","type":"order.paid","data":{"amount":100}}"#;
+    let tested = json(&s, &["routes", "test", "shop", "billing", "--body", body]).await;
+    assert_eq!(tested["matched"], true, "{tested}");
+    assert_eq!(tested["request"]["path"], "/paid/100", "{tested}");
+    let other = r#"{"event_id":"evt_2","type":"refund","data":{"amount":1}}"#;
+    let missed = json(&s, &["routes", "test", "shop", "billing", "--body", other]).await;
+    assert_eq!(missed["matched"], false, "{missed}");
+
+    let (exit, out) = hookctl(
+        &s,
+        &[
+            "routes",
+            "update",
+            "shop",
+            "billing",
+            "--filter",
+            "{\"body\":{\"$gte\":[]}}",
+        ],
+    )
+    .await;
+    assert_eq!(exit, 5, "a bad filter is refused: {out}");
+    let updated = json(&s, &["routes", "update", "shop", "billing", "--no-filter"]).await;
+    assert_eq!(updated["filter_json"], "");
+    let (exit, table) = hookctl(&s, &["routes", "delete", "shop", "billing", "--yes"]).await;
+    assert_eq!(exit, 0, "{table}");
+    let (exit, _) = hookctl(&s, &["routes", "get", "shop", "billing"]).await;
+    assert_eq!(exit, 3, "deleted");
+}

@@ -35,6 +35,7 @@ mod refusals_kill;
 mod rejections;
 mod replay;
 mod retention;
+mod route_service;
 mod routes;
 mod sealed;
 mod signature_headers;

@@ -1,5 +1,5 @@
 //! `hookctl`: administer a hookd webhook receiver from the shell: tenants, secrets,
-//! tokens, deliveries and dead letters over the gRPC control plane, plus `send` (a
+//! tokens, routes, deliveries and dead letters over the gRPC control plane, plus `send` (a
 //! signed test webhook over HTTP) and `tail` (live delivery events).
 //!
 //! Output is an aligned table by default and one JSON document with `--json`.

@@ -17,7 +17,7 @@ use crate::fake::{FakeBackend, ACME, ADMIN};
 mod delivery;
 mod redeliver;
 
-fn request<T>(token: Option<&str>, message: T) -> Request<T> {
+pub(super) fn request<T>(token: Option<&str>, message: T) -> Request<T> {
     let mut request = Request::new(message);
     if let Some(token) = token {
         let value = format!("Bearer {token}").parse().unwrap();
@@ -26,7 +26,7 @@ fn request<T>(token: Option<&str>, message: T) -> Request<T> {
     request
 }
 
-fn refused<T: std::fmt::Debug>(result: Result<Response<T>, Status>) -> (Code, String) {
+pub(super) fn refused<T: std::fmt::Debug>(result: Result<Response<T>, Status>) -> (Code, String) {
     let status = result.expect_err("the call should have been refused");
     (status.code(), status.message().to_owned())
 }

@@ -5,6 +5,7 @@ mod admin;
 mod contracts;
 mod deliveries;
 mod rejections;
+mod routes;
 
 use std::path::PathBuf;
 
@@ -18,6 +19,7 @@ pub use admin::{
 pub use contracts::{ContractsCommand, PutContractArgs};
 pub use deliveries::{DeadLettersCommand, DeliveriesCommand, FilterArgs};
 pub use rejections::RejectionsCommand;
+pub use routes::{CreateRouteArgs, RouteCode, RoutesCommand, TestRouteArgs, UpdateRouteArgs};
 
 use crate::{exit, output::OutputMode};
 
@@ -114,6 +116,10 @@ pub enum Command {
     /// request id).
     #[command(subcommand)]
     Rejections(RejectionsCommand),
+    /// Add, list, change and delete a tenant's routes; test a route's filter and
+    /// transform on an event without sending it.
+    #[command(subcommand)]
+    Routes(RoutesCommand),
     /// Sign and POST a test webhook to hookd's HTTP ingest, as a sender would.
     Send(SendArgs),
     /// Print delivery events as they happen, until Ctrl-C.

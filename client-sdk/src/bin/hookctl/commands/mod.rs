@@ -6,6 +6,7 @@ mod dead_letters;
 mod deliveries;
 mod docs;
 mod rejections;
+mod routes;
 mod secrets;
 mod send;
 mod sheet;
@@ -52,6 +53,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::DeadLetters(command) => dead_letters::run(&connect().await?, out, command).await,
         Command::Contracts(command) => contracts::run(&connect().await?, out, command).await,
         Command::Rejections(command) => rejections::run(&connect().await?, out, command).await,
+        Command::Routes(command) => routes::run(&connect().await?, out, command).await,
         Command::Tail { tenant } => tail::run(&connect().await?, out, tenant).await,
     }
 }

@@ -1,0 +1,168 @@
+//! Flags of `hookctl routes`: a tenant's routes, their filters and transforms (each
+//! inline or from a file), and testing one on a stored or pasted event.
+
+use std::path::PathBuf;
+
+use clap::{ArgGroup, Args, Subcommand};
+
+/// `hookctl routes ...`
+#[derive(Debug, Subcommand)]
+pub enum RoutesCommand {
+    /// List a tenant's routes, `default` (its own destination) first.
+    List {
+        /// The tenant id.
+        tenant: String,
+    },
+    /// Show one route with its filter and transform.
+    Get(RouteKey),
+    /// Add a route; deliveries accepted from then on get a copy on it.
+    Create(CreateRouteArgs),
+    /// Change some settings of a route; unset flags keep their value.
+    Update(UpdateRouteArgs),
+    /// Delete a route with its deliveries and dead letters. Cannot be undone.
+    Delete {
+        /// The tenant id.
+        tenant: String,
+        /// The route's name.
+        name: String,
+        /// Delete even while deliveries are queued on it (they are dropped unsent).
+        #[arg(long)]
+        force: bool,
+        /// Confirm the deletion.
+        #[arg(long, required = true)]
+        yes: bool,
+    },
+    /// Run a route's filter and transform on a stored delivery or a given body and
+    /// show the request it would send; sends and stores nothing.
+    Test(TestRouteArgs),
+}
+
+/// One route of a tenant.
+#[derive(Debug, Args)]
+pub struct RouteKey {
+    /// The tenant id.
+    pub tenant: String,
+    /// The route's name; `default` is the tenant's own destination.
+    pub name: String,
+}
+
+/// A filter and a transform, each inline or read from a file.
+#[derive(Debug, Args)]
+pub struct RouteCode {
+    /// The filter as JSON, inline (docs/routes.md, "Filters").
+    #[arg(long, conflicts_with = "filter_file")]
+    pub filter: Option<String>,
+    /// Read the filter from this JSON file.
+    #[arg(long)]
+    pub filter_file: Option<PathBuf>,
+    /// The JavaScript transform, inline (docs/routes.md, "Transforms").
+    #[arg(long, conflicts_with = "transform_file")]
+    pub transform: Option<String>,
+    /// Read the transform from this file.
+    #[arg(long)]
+    pub transform_file: Option<PathBuf>,
+}
+
+/// Settings of a new route; unset flags take hookd's defaults.
+#[derive(Debug, Args)]
+pub struct CreateRouteArgs {
+    /// The tenant id.
+    pub tenant: String,
+    /// The route's name, `[a-z0-9_-]{1,64}`.
+    pub name: String,
+    /// Where it forwards; omit for a pulled route.
+    #[arg(long)]
+    pub destination_url: Option<String>,
+    /// Most forwards at once (default 8).
+    #[arg(long)]
+    pub max_in_flight: Option<u32>,
+    /// Forwards per second (default: no limit).
+    #[arg(long)]
+    pub delivery_rate_per_sec: Option<f64>,
+    /// Burst above the forwarding rate.
+    #[arg(long, requires = "delivery_rate_per_sec")]
+    pub delivery_rate_burst: Option<u32>,
+    /// Its filter and transform.
+    #[command(flatten)]
+    pub code: RouteCode,
+}
+
+/// Changes to a route; at least one is required.
+#[derive(Debug, Args)]
+#[command(
+    group(ArgGroup::new("change").required(true).multiple(true)),
+    override_usage = "hookctl routes update <TENANT> <NAME> --<SETTING> <VALUE>... [OPTIONS]"
+)]
+pub struct UpdateRouteArgs {
+    /// The tenant id.
+    pub tenant: String,
+    /// The route's name.
+    pub name: String,
+    /// New destination URL.
+    #[arg(long, group = "change")]
+    pub destination_url: Option<String>,
+    /// Switch to pull mode (no destination).
+    #[arg(long, group = "change", conflicts_with = "destination_url")]
+    pub pull: bool,
+    /// New forwarding concurrency; 0: the default.
+    #[arg(long, group = "change")]
+    pub max_in_flight: Option<u32>,
+    /// New forwarding rate per second; 0 removes it.
+    #[arg(long, group = "change")]
+    pub delivery_rate_per_sec: Option<f64>,
+    /// New burst above the forwarding rate.
+    #[arg(long, requires = "delivery_rate_per_sec")]
+    pub delivery_rate_burst: Option<u32>,
+    /// New filter, inline.
+    #[arg(long, group = "change", conflicts_with_all = ["filter_file", "no_filter"])]
+    pub filter: Option<String>,
+    /// New filter, from this JSON file.
+    #[arg(long, group = "change", conflicts_with = "no_filter")]
+    pub filter_file: Option<PathBuf>,
+    /// Remove the filter: the route gets every event.
+    #[arg(long, group = "change")]
+    pub no_filter: bool,
+    /// New transform, inline.
+    #[arg(long, group = "change", conflicts_with_all = ["transform_file", "no_transform"])]
+    pub transform: Option<String>,
+    /// New transform, from this file.
+    #[arg(long, group = "change", conflicts_with = "no_transform")]
+    pub transform_file: Option<PathBuf>,
+    /// Remove the transform: requests go as stored.
+    #[arg(long, group = "change")]
+    pub no_transform: bool,
+}
+
+/// `hookctl routes test ...`
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("event").required(true).args(["delivery", "body", "body_file"])))]
+pub struct TestRouteArgs {
+    /// The tenant id.
+    pub tenant: String,
+    /// A saved route; omit to test --filter/--transform as given (not saved).
+    pub name: Option<String>,
+    /// Test on this stored delivery of the tenant (dlv_...).
+    #[arg(long)]
+    pub delivery: Option<String>,
+    /// Test on this body, inline.
+    #[arg(long)]
+    pub body: Option<String>,
+    /// Test on the body in this file, byte for byte.
+    #[arg(long)]
+    pub body_file: Option<PathBuf>,
+    /// A header of the given body, `name: value`; repeat for several.
+    #[arg(long = "header", value_name = "NAME: VALUE")]
+    pub headers: Vec<String>,
+    /// The ingest path the filter sees (default /hooks/<tenant>).
+    #[arg(long)]
+    pub path: Option<String>,
+    /// The ingest query string the filter sees, without `?`.
+    #[arg(long)]
+    pub query: Option<String>,
+    /// The destination whose path the unsaved transform sees.
+    #[arg(long, conflicts_with = "name")]
+    pub destination_url: Option<String>,
+    /// The unsaved filter and transform (without NAME).
+    #[command(flatten)]
+    pub code: RouteCode,
+}

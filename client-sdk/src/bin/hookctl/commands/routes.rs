@@ -1,0 +1,272 @@
+//! `hookctl routes list|get|create|update|delete|test`, and how a route and a test's
+//! result are printed.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use hookd_sdk::client::{
+    proto::{
+        test_route_request::{Event, Route as RouteChoice},
+        CreateRouteRequest, InlineRoute, PastedEvent, Route, RouteHeader, RouteRate,
+        TestRouteRequest, TestRouteResponse, UpdateRouteRequest,
+    },
+    HookdClient,
+};
+use serde_json::{json, Value};
+
+use crate::{
+    cli::{CreateRouteArgs, RouteCode, RoutesCommand, TestRouteArgs, UpdateRouteArgs},
+    output::Output,
+    view::{or_dash, View},
+};
+
+/// Runs one `routes` subcommand.
+pub async fn run(client: &HookdClient, out: Output, command: RoutesCommand) -> anyhow::Result<()> {
+    match command {
+        RoutesCommand::List { tenant } => {
+            let routes = client.list_routes(tenant).await?;
+            Ok(out.list("routes", &routes, None)?)
+        }
+        RoutesCommand::Get(key) => Ok(out.record(&client.get_route(key.tenant, key.name).await?)?),
+        RoutesCommand::Create(args) => {
+            let route = client.create_route(create_request(args)?).await?;
+            Ok(out.record(&route)?)
+        }
+        RoutesCommand::Update(args) => {
+            let route = client.update_route(update_request(args)?).await?;
+            Ok(out.record(&route)?)
+        }
+        RoutesCommand::Delete {
+            tenant,
+            name,
+            force,
+            yes: _,
+        } => {
+            client
+                .delete_route(tenant.as_str(), name.as_str(), force)
+                .await?;
+            let text = format!("deleted route {name} of tenant {tenant} and its data");
+            Ok(out.result(
+                &text,
+                &json!({"deleted": {"tenant": tenant, "route": name}}),
+            )?)
+        }
+        RoutesCommand::Test(args) => {
+            Ok(out.record(&client.test_route(test_request(args)?).await?)?)
+        }
+    }
+}
+
+fn create_request(args: CreateRouteArgs) -> anyhow::Result<CreateRouteRequest> {
+    Ok(CreateRouteRequest {
+        tenant_id: args.tenant,
+        name: args.name,
+        destination_url: args.destination_url.unwrap_or_default(),
+        max_in_flight: args.max_in_flight.unwrap_or_default(),
+        delivery_rate: args.delivery_rate_per_sec.map(|per_sec| RouteRate {
+            per_sec,
+            burst: args.delivery_rate_burst.unwrap_or_default(),
+        }),
+        retry: None,
+        breaker: None,
+        filter_json: text(args.code.filter, args.code.filter_file)?.unwrap_or_default(),
+        transform: text(args.code.transform, args.code.transform_file)?.unwrap_or_default(),
+    })
+}
+
+fn update_request(args: UpdateRouteArgs) -> anyhow::Result<UpdateRouteRequest> {
+    let cleared = |clear: bool, given: Option<String>| match clear {
+        true => Some(String::new()),
+        false => given,
+    };
+    Ok(UpdateRouteRequest {
+        tenant_id: args.tenant,
+        name: args.name,
+        destination_url: cleared(args.pull, args.destination_url),
+        max_in_flight: args.max_in_flight,
+        delivery_rate: args.delivery_rate_per_sec.map(|per_sec| RouteRate {
+            per_sec,
+            burst: args.delivery_rate_burst.unwrap_or_default(),
+        }),
+        retry: None,
+        breaker: None,
+        filter_json: cleared(args.no_filter, text(args.filter, args.filter_file)?),
+        transform: cleared(
+            args.no_transform,
+            text(args.transform, args.transform_file)?,
+        ),
+    })
+}
+
+fn test_request(args: TestRouteArgs) -> anyhow::Result<TestRouteRequest> {
+    let RouteCode {
+        filter,
+        filter_file,
+        transform,
+        transform_file,
+    } = args.code;
+    let route = match args.name {
+        Some(name) => {
+            if filter.is_some()
+                || filter_file.is_some()
+                || transform.is_some()
+                || transform_file.is_some()
+            {
+                bail!("give either a saved route's NAME or --filter/--transform, not both");
+            }
+            RouteChoice::Name(name)
+        }
+        None => RouteChoice::Inline(InlineRoute {
+            filter_json: text(filter, filter_file)?.unwrap_or_default(),
+            transform: text(transform, transform_file)?.unwrap_or_default(),
+            destination_url: args.destination_url.unwrap_or_default(),
+        }),
+    };
+    let event = match (args.delivery, args.body, args.body_file) {
+        (Some(id), _, _) => Event::DeliveryId(id),
+        (None, body, file) => {
+            let body = match (body, file) {
+                (Some(inline), _) => inline.into_bytes(),
+                (None, Some(path)) => {
+                    std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?
+                }
+                (None, None) => unreachable!("clap requires one of them"),
+            };
+            Event::Pasted(PastedEvent {
+                body,
+                headers: args
+                    .headers
+                    .iter()
+                    .map(|h| header(h))
+                    .collect::<anyhow::Result<_>>()?,
+                path: args.path.unwrap_or_default(),
+                query: args.query.unwrap_or_default(),
+            })
+        }
+    };
+    Ok(TestRouteRequest {
+        tenant_id: args.tenant,
+        route: Some(route),
+        event: Some(event),
+    })
+}
+
+/// `name: value`.
+fn header(given: &str) -> anyhow::Result<RouteHeader> {
+    let Some((name, value)) = given.split_once(':') else {
+        bail!("--header {given:?} is not `name: value`");
+    };
+    Ok(RouteHeader {
+        name: name.trim().to_owned(),
+        value: value.trim().to_owned(),
+    })
+}
+
+/// Text given inline or in a file.
+fn text(inline: Option<String>, file: Option<PathBuf>) -> anyhow::Result<Option<String>> {
+    match (inline, file) {
+        (Some(text), _) => Ok(Some(text)),
+        (None, Some(path)) => read(&path).map(Some),
+        (None, None) => Ok(None),
+    }
+}
+
+fn read(path: &Path) -> anyhow::Result<String> {
+    std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+}
+
+impl View for Route {
+    const COLUMNS: &'static [&'static str] = &[
+        "NAME",
+        "DESTINATION",
+        "IN FLIGHT",
+        "FILTER",
+        "TRANSFORM",
+        "SOURCE",
+    ];
+
+    fn cells(&self) -> Vec<String> {
+        vec![
+            self.name.clone(),
+            match self.destination_url.is_empty() {
+                true => "(pull)".to_owned(),
+                false => self.destination_url.clone(),
+            },
+            self.max_in_flight.to_string(),
+            or_dash(&self.filter_json),
+            or_dash(&self.transform_version),
+            if self.from_config { "config" } else { "api" }.to_owned(),
+        ]
+    }
+
+    fn json(&self) -> Value {
+        let retry = self.retry.clone().unwrap_or_default();
+        let breaker = self.breaker.unwrap_or_default();
+        json!({
+            "tenant_id": self.tenant_id,
+            "name": self.name,
+            "destination_url": self.destination_url,
+            "max_in_flight": self.max_in_flight,
+            "delivery_rate": self.delivery_rate.map(|r| json!({"per_sec": r.per_sec, "burst": r.burst})),
+            "retry": {
+                "schedule_secs": retry.schedule_secs,
+                "window_secs": retry.window_secs,
+                "jitter": retry.jitter,
+            },
+            "breaker": {
+                "failure_threshold": breaker.failure_threshold,
+                "cooldown_secs": breaker.cooldown_secs,
+            },
+            "filter_json": self.filter_json,
+            "transform": self.transform,
+            "transform_version": self.transform_version,
+            "from_config": self.from_config,
+        })
+    }
+}
+
+impl View for TestRouteResponse {
+    const COLUMNS: &'static [&'static str] = &["FILTER", "TRANSFORM", "REQUEST"];
+
+    fn cells(&self) -> Vec<String> {
+        let transform = match (&self.transform_error, self.dropped) {
+            (error, _) if !error.is_empty() => format!("failed: {error}"),
+            (_, true) => "dropped the event".to_owned(),
+            _ => or_dash(&self.transform_version),
+        };
+        let request = self.request.as_ref().map_or("-".to_owned(), |r| {
+            let query = if r.query.is_empty() {
+                String::new()
+            } else {
+                format!("?{}", r.query)
+            };
+            format!("{} {}{} ({} bytes)", r.method, r.path, query, r.body.len())
+        });
+        vec![self.filter_result.clone(), transform, request]
+    }
+
+    fn json(&self) -> Value {
+        let request = self.request.as_ref().map(|r| {
+            let headers: Vec<Value> = r
+                .headers
+                .iter()
+                .map(|h| json!({"name": h.name, "value": h.value}))
+                .collect();
+            json!({
+                "method": r.method,
+                "path": r.path,
+                "query": r.query,
+                "headers": headers,
+                "body": String::from_utf8_lossy(&r.body),
+            })
+        });
+        json!({
+            "matched": self.matched,
+            "filter_result": self.filter_result,
+            "dropped": self.dropped,
+            "transform_error": self.transform_error,
+            "transform_version": self.transform_version,
+            "request": request,
+        })
+    }
+}

@@ -1,0 +1,88 @@
+//! `RouteService` calls: create, read, list, change and delete a tenant's routes,
+//! and test a route's filter and transform on an event without sending anything.
+
+use hookd_proto::v1::{
+    CreateRouteRequest, DeleteRouteRequest, GetRouteRequest, ListRoutesRequest, Route,
+    TestRouteRequest, TestRouteResponse, UpdateRouteRequest,
+};
+
+use super::{ClientError, HookdClient};
+
+impl HookdClient {
+    /// Adds a route to a tenant; deliveries accepted after this returns get a copy on it.
+    pub async fn create_route(&self, request: CreateRouteRequest) -> Result<Route, ClientError> {
+        Ok(self
+            .routes
+            .clone()
+            .create_route(request)
+            .await?
+            .into_inner())
+    }
+
+    /// One route of a tenant; `default` is the tenant's own destination.
+    pub async fn get_route(
+        &self,
+        tenant_id: impl Into<String>,
+        name: impl Into<String>,
+    ) -> Result<Route, ClientError> {
+        let request = GetRouteRequest {
+            tenant_id: tenant_id.into(),
+            name: name.into(),
+        };
+        Ok(self.routes.clone().get_route(request).await?.into_inner())
+    }
+
+    /// Every route of a tenant, `default` first.
+    pub async fn list_routes(
+        &self,
+        tenant_id: impl Into<String>,
+    ) -> Result<Vec<Route>, ClientError> {
+        let request = ListRoutesRequest {
+            tenant_id: tenant_id.into(),
+        };
+        Ok(self
+            .routes
+            .clone()
+            .list_routes(request)
+            .await?
+            .into_inner()
+            .routes)
+    }
+
+    /// Changes the fields set in `request` and returns the route as stored.
+    pub async fn update_route(&self, request: UpdateRouteRequest) -> Result<Route, ClientError> {
+        Ok(self
+            .routes
+            .clone()
+            .update_route(request)
+            .await?
+            .into_inner())
+    }
+
+    /// Deletes a route with its deliveries and dead letters; while deliveries are still
+    /// queued on it, only with `force` (they are then dropped unsent).
+    pub async fn delete_route(
+        &self,
+        tenant_id: impl Into<String>,
+        name: impl Into<String>,
+        force: bool,
+    ) -> Result<(), ClientError> {
+        let request = DeleteRouteRequest {
+            tenant_id: tenant_id.into(),
+            name: name.into(),
+            force,
+        };
+        self.routes.clone().delete_route(request).await?;
+        Ok(())
+    }
+
+    /// What a route (saved or given inline) would do with a stored or pasted event:
+    /// whether its filter passes it and the request its transform makes. Nothing is
+    /// sent or stored.
+    pub async fn test_route(
+        &self,
+        request: TestRouteRequest,
+    ) -> Result<TestRouteResponse, ClientError> {
+        Ok(self.routes.clone().test_route(request).await?.into_inner())
+    }
+}

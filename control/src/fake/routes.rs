@@ -1,0 +1,134 @@
+//! The fake's routes: kept per tenant in memory, `default` made from the
+//! tenant's own destination, with the refusals RouteService documents
+//! (a taken name, the `default` route's limits) and no compiling.
+
+use std::sync::Mutex;
+
+use crate::{
+    error::{Error, Result},
+    model::{
+        NewRoute, RouteBreaker, RoutePatch, RouteRetry, RouteTest, RouteTestResult, RouteView,
+        TenantView,
+    },
+};
+
+/// Routes besides `default`, of every tenant, in creation order.
+#[derive(Default)]
+pub(super) struct FakeRoutes(Mutex<Vec<RouteView>>);
+
+/// A route of `tenant_id` with the default retries and breaker.
+fn view(tenant_id: &str, name: &str, url: Option<String>, max_in_flight: u32) -> RouteView {
+    RouteView {
+        tenant_id: tenant_id.into(),
+        name: name.into(),
+        destination_url: url,
+        max_in_flight,
+        delivery_rate: None,
+        retry: RouteRetry {
+            schedule_secs: vec![30.0, 120.0, 600.0, 3600.0, 21600.0],
+            window_secs: 86_400.0,
+            jitter: 0.1,
+        },
+        breaker: RouteBreaker {
+            failure_threshold: 5,
+            cooldown_secs: 30.0,
+        },
+        filter_json: None,
+        transform: None,
+        transform_version: None,
+        from_config: false,
+    }
+}
+
+impl FakeRoutes {
+    pub(super) fn list(&self, tenant: &TenantView) -> Vec<RouteView> {
+        let default = view(
+            &tenant.tenant_id,
+            "default",
+            tenant.destination_url.clone(),
+            tenant.max_in_flight,
+        );
+        let routes = self.0.lock().unwrap();
+        let own = routes.iter().filter(|r| r.tenant_id == tenant.tenant_id);
+        std::iter::once(default).chain(own.cloned()).collect()
+    }
+
+    pub(super) fn get(&self, tenant: &TenantView, name: &str) -> Result<RouteView> {
+        self.list(tenant)
+            .into_iter()
+            .find(|r| r.name == name)
+            .ok_or_else(|| Error::NotFound(format!("route {name} of tenant {}", tenant.tenant_id)))
+    }
+
+    pub(super) fn create(&self, tenant: &TenantView, new: NewRoute) -> Result<RouteView> {
+        if self.get(tenant, &new.name).is_ok() {
+            return Err(Error::AlreadyExists(format!("route {} exists", new.name)));
+        }
+        let mut route = view(
+            &tenant.tenant_id,
+            &new.name,
+            new.destination_url,
+            new.max_in_flight.unwrap_or(8),
+        );
+        route.filter_json = new.filter_json;
+        route.transform_version = new.transform.as_ref().map(|code| code.len() as u32);
+        route.transform = new.transform;
+        self.0.lock().unwrap().push(route.clone());
+        Ok(route)
+    }
+
+    pub(super) fn update(
+        &self,
+        tenant: &TenantView,
+        name: &str,
+        patch: RoutePatch,
+    ) -> Result<RouteView> {
+        let mut route = self.get(tenant, name)?;
+        if name == "default" && patch.touches_more_than_the_destination() {
+            return Err(Error::InvalidArgument(
+                "the default route has only destination_url and max_in_flight".into(),
+            ));
+        }
+        if let Some(url) = patch.destination_url {
+            route.destination_url = url;
+        }
+        if let Some(filter) = patch.filter_json {
+            route.filter_json = filter;
+        }
+        if let Some(code) = patch.transform {
+            route.transform_version = code.as_ref().map(|c| c.len() as u32);
+            route.transform = code;
+        }
+        let mut routes = self.0.lock().unwrap();
+        if let Some(stored) = routes
+            .iter_mut()
+            .find(|r| r.tenant_id == tenant.tenant_id && r.name == name)
+        {
+            *stored = route.clone();
+        }
+        Ok(route)
+    }
+
+    pub(super) fn delete(&self, tenant: &TenantView, name: &str) -> Result<()> {
+        if name == "default" {
+            return Err(Error::FailedPrecondition(
+                "the default route is the tenant's own destination".into(),
+            ));
+        }
+        self.get(tenant, name)?;
+        self.0
+            .lock()
+            .unwrap()
+            .retain(|r| !(r.tenant_id == tenant.tenant_id && r.name == name));
+        Ok(())
+    }
+
+    /// Every test matches and shows no request.
+    pub(super) fn test(&self, _tenant: &TenantView, _test: RouteTest) -> RouteTestResult {
+        RouteTestResult {
+            matched: true,
+            filter_result: "the route has no filter".into(),
+            ..Default::default()
+        }
+    }
+}
