@@ -84,9 +84,9 @@ impl FakeRoutes {
         patch: RoutePatch,
     ) -> Result<RouteView> {
         let mut route = self.get(tenant, name)?;
-        if name == "default" && patch.touches_more_than_the_destination() {
+        if name == "default" && patch.touches_more_than_the_default_takes() {
             return Err(Error::InvalidArgument(
-                "the default route has only destination_url and max_in_flight".into(),
+                "the default route has only destination_url, max_in_flight and filter_json".into(),
             ));
         }
         if let Some(url) = patch.destination_url {

@@ -92,13 +92,13 @@ pub struct RoutePatch {
 }
 
 impl RoutePatch {
-    /// True when it sets something only an extra route has (not the
-    /// `default` route, whose settings are the tenant's).
-    pub fn touches_more_than_the_destination(&self) -> bool {
+    /// True when it sets something only an extra route has: the `default`
+    /// route's settings are the tenant's, and it takes only a destination,
+    /// a concurrency and a filter.
+    pub fn touches_more_than_the_default_takes(&self) -> bool {
         self.delivery_rate.is_some()
             || self.retry.is_some()
             || self.breaker.is_some()
-            || self.filter_json.is_some()
             || self.transform.is_some()
     }
 }

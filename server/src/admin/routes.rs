@@ -127,17 +127,25 @@ impl Backend {
     }
 
     fn change_default_route(&self, tenant_id: &str, patch: RoutePatch) -> ApiResult<RouteView> {
-        if patch.touches_more_than_the_destination() {
+        if patch.touches_more_than_the_default_takes() {
             return Err(ApiError::InvalidArgument(
-                "the default route is the tenant's own destination: only destination_url and max_in_flight may be set on it".into(),
+                "the default route is the tenant's own destination: only destination_url, max_in_flight and filter_json may be set on it".into(),
             ));
         }
-        let tenant = TenantPatch {
-            destination_url: patch.destination_url,
-            max_in_flight: patch.max_in_flight.map(|max| max.unwrap_or(0)),
-            ..TenantPatch::default()
-        };
-        self.update(tenant_id, tenant)?;
+        if let Some(filter) = patch.filter_json {
+            let (mut record, secrets) = self.stored(tenant_id)?;
+            record.tenant.filter = filter.as_deref().map(filter_value).transpose()?;
+            self.apply_routes(&record, &secrets)?;
+            tracing::info!(tenant = %tenant_id, route = DEFAULT_ROUTE, "route filter updated");
+        }
+        if patch.destination_url.is_some() || patch.max_in_flight.is_some() {
+            let tenant = TenantPatch {
+                destination_url: patch.destination_url,
+                max_in_flight: patch.max_in_flight.map(|max| max.unwrap_or(0)),
+                ..TenantPatch::default()
+            };
+            self.update(tenant_id, tenant)?;
+        }
         self.route(tenant_id, DEFAULT_ROUTE)
     }
 
@@ -279,7 +287,7 @@ fn views_of(settings: &TenantSettings, from_config: bool) -> Vec<RouteView> {
         &tenant,
         DEFAULT_ROUTE,
         settings.forward.as_ref(),
-        None,
+        settings.filter.as_ref().map(|f| f.spec().to_string()),
         from_config,
     );
     let others = settings.routes.iter().map(|r| {

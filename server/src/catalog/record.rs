@@ -42,6 +42,9 @@ pub struct StoredTenant {
     pub destination_url: Option<String>,
     /// Most forwards in flight at once.
     pub max_in_flight: usize,
+    /// The default route's filter, as given; none: every event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<serde_json::Value>,
     /// Its routes besides `default`, in the order they were made.
     #[serde(default)]
     pub routes: Vec<StoredRoute>,
@@ -103,6 +106,7 @@ impl StoredTenant {
             destination_url: None,
             max_in_flight: defaults::MAX_IN_FLIGHT as usize,
             routes: Vec::new(),
+            filter: None,
         }
     }
 
@@ -133,7 +137,7 @@ impl StoredTenant {
             version_field: DEFAULT_VERSION_FIELD.to_owned(),
             contracts: Vec::new(),
             routes: self.routes.iter().map(StoredRoute::to_config).collect(),
-            filter: None,
+            filter: self.filter.clone(),
         }
     }
 
@@ -152,6 +156,7 @@ impl StoredTenant {
             destination_url: config.destination.as_ref().map(|d| d.url.clone()),
             max_in_flight: config.max_in_flight,
             routes: Vec::new(),
+            filter: config.filter.clone(),
         })
     }
 }

@@ -292,16 +292,16 @@ async fn the_default_route_bad_filters_and_queued_deletes_are_refused_as_documen
         (tenant.destination_url.as_str(), tenant.max_in_flight),
         ("http://127.0.0.1:9/in", 3)
     );
-    let filtered = admin
+    let transformed = admin
         .update_route(UpdateRouteRequest {
             tenant_id: "shop".into(),
             name: "default".into(),
-            filter_json: Some("{}".into()),
+            transform: Some(FIXED.into()),
             ..Default::default()
         })
         .await
         .unwrap_err();
-    assert_eq!(filtered.code(), Code::InvalidArgument, "{filtered}");
+    assert_eq!(transformed.code(), Code::InvalidArgument, "{transformed}");
     admin
         .update_route(UpdateRouteRequest {
             tenant_id: "shop".into(),
@@ -515,4 +515,79 @@ async fn on_postgres_a_route_changed_on_one_replica_is_in_force_on_the_other() {
     assert_eq!(seen.name, "audit");
     admins[1].delete_route("shop", "audit", true).await.unwrap();
     until_routes(&replicas[0], created, &["default"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_api_tenants_default_route_takes_a_filter_and_an_event_no_route_passes_is_unrouted() {
+    let s = TestServer::start(LOCAL_DESTINATIONS);
+    let admin = s.admin().await;
+    let (kid, secret) = create_tenant(&admin, "shop", "").await;
+    let only_paid = r#"{"body":{"type":"order.paid"}}"#;
+    let bad = admin
+        .update_route(UpdateRouteRequest {
+            tenant_id: "shop".into(),
+            name: "default".into(),
+            filter_json: Some(r#"{"body":{"n":{"$gte":[]}}}"#.into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(bad.code(), Code::InvalidArgument, "{bad}");
+    assert!(
+        bad.status()
+            .unwrap()
+            .message()
+            .contains("filter/body/n/$gte"),
+        "{bad}"
+    );
+    let default = admin
+        .update_route(UpdateRouteRequest {
+            tenant_id: "shop".into(),
+            name: "default".into(),
+            filter_json: Some(only_paid.into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let filter: serde_json::Value = serde_json::from_str(&default.filter_json).unwrap();
+    assert_eq!(filter, serde_json::json!({"body": {"type": "order.paid"}}));
+    let read = admin.get_route("shop", "default").await.unwrap();
+    assert_eq!(read.filter_json, default.filter_json, "kept in the catalog");
+
+    let key = Secret::from_provider(Scheme::Standard, &kid, &secret).unwrap();
+    let body = br#"{"id":"evt_refund","type":"order.refunded"}"#;
+    let headers = sign(Scheme::Standard, &key, "evt_refund", s.clock_secs(), body);
+    let answer = s.post("shop", &headers, body).await;
+    assert_eq!(answer.status, StatusCode::ACCEPTED, "{:?}", answer.body);
+    assert_eq!(answer.body["status"], "unrouted", "{:?}", answer.body);
+    let id = answer.body["delivery_id"].as_str().unwrap().to_owned();
+    let delivery = admin.get_delivery("shop", &id).await.unwrap();
+    assert_eq!(delivery.status(), DeliveryStatus::Unrouted);
+
+    admin
+        .update_route(UpdateRouteRequest {
+            tenant_id: "shop".into(),
+            name: "default".into(),
+            filter_json: Some(String::new()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        admin
+            .get_route("shop", "default")
+            .await
+            .unwrap()
+            .filter_json,
+        ""
+    );
+    let body = br#"{"id":"evt_refund_2","type":"order.refunded"}"#;
+    let headers = sign(Scheme::Standard, &key, "evt_refund_2", s.clock_secs(), body);
+    let again = s.post("shop", &headers, body).await;
+    assert_eq!(again.status, StatusCode::ACCEPTED, "{:?}", again.body);
+    assert!(
+        again.body.get("status").is_none(),
+        "routed again: {:?}",
+        again.body
+    );
 }
