@@ -38,6 +38,7 @@ fn delivery_rate(rate_limit: pb::RouteRate) -> Result<Option<RateLimit>> {
     Ok(RateLimit::from_api(per_sec, rate_limit.burst))
 }
 
+/// A number where 0 means the default.
 fn in_flight(max: u32) -> Option<u32> {
     (max != 0).then_some(max)
 }
@@ -74,6 +75,8 @@ impl TryFrom<pb::CreateRouteRequest> for NewRoute {
             breaker: r.breaker.map(Into::into),
             filter_json: non_empty(r.filter_json),
             transform: non_empty(r.transform),
+            transform_cpu_ms: in_flight(r.transform_cpu_ms),
+            transform_memory_mib: in_flight(r.transform_memory_mib),
         })
     }
 }
@@ -90,6 +93,8 @@ impl TryFrom<pb::UpdateRouteRequest> for RoutePatch {
             breaker: r.breaker.map(Into::into),
             filter_json: r.filter_json.map(non_empty),
             transform: r.transform.map(non_empty),
+            transform_cpu_ms: r.transform_cpu_ms.map(in_flight),
+            transform_memory_mib: r.transform_memory_mib.map(in_flight),
         })
     }
 }
@@ -163,6 +168,8 @@ impl From<RouteView> for pb::Route {
             transform: r.transform.unwrap_or_default(),
             transform_version: version(r.transform_version),
             from_config: r.from_config,
+            transform_cpu_ms: r.transform_cpu_ms,
+            transform_memory_mib: r.transform_memory_mib,
         }
     }
 }

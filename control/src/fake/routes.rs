@@ -37,6 +37,8 @@ fn view(tenant_id: &str, name: &str, url: Option<String>, max_in_flight: u32) ->
         transform: None,
         transform_version: None,
         from_config: false,
+        transform_cpu_ms: 50,
+        transform_memory_mib: 16,
     }
 }
 

@@ -49,6 +49,10 @@ pub struct RouteView {
     pub transform_version: Option<u32>,
     /// Declared in the config file, hence read-only over the API.
     pub from_config: bool,
+    /// The transform's CPU budget per run, in ms.
+    pub transform_cpu_ms: u32,
+    /// The transform's memory cap per run, in MiB.
+    pub transform_memory_mib: u32,
 }
 
 /// A route to add. Numbers left at 0 in the request arrive as `None`.
@@ -70,6 +74,10 @@ pub struct NewRoute {
     pub filter_json: Option<String>,
     /// JavaScript source, not yet checked; `None`: none.
     pub transform: Option<String>,
+    /// The transform's CPU budget in ms, not yet checked; `None`: the default.
+    pub transform_cpu_ms: Option<u32>,
+    /// The transform's memory cap in MiB, not yet checked; `None`: the default.
+    pub transform_memory_mib: Option<u32>,
 }
 
 /// Changes to a route: `None` keeps a setting, `Some` replaces it.
@@ -89,6 +97,10 @@ pub struct RoutePatch {
     pub filter_json: Option<Option<String>>,
     /// `Some(None)` removes the transform.
     pub transform: Option<Option<String>>,
+    /// `Some(None)`: back to the default budget.
+    pub transform_cpu_ms: Option<Option<u32>>,
+    /// `Some(None)`: back to the default memory cap.
+    pub transform_memory_mib: Option<Option<u32>>,
 }
 
 impl RoutePatch {
@@ -100,6 +112,8 @@ impl RoutePatch {
             || self.retry.is_some()
             || self.breaker.is_some()
             || self.transform.is_some()
+            || self.transform_cpu_ms.is_some()
+            || self.transform_memory_mib.is_some()
     }
 }
 

@@ -15,10 +15,15 @@ use crate::{
     catalog::{SecretSet, StoredRoute, TenantRecord},
     config::{BreakerConfig, ForwardSettings, RateLimitConfig, RetryConfig, TenantSettings},
     ids::TenantId,
+    routes::transform::{TransformLimits, DEFAULT_CPU, DEFAULT_MEMORY_BYTES},
 };
 
 /// Concurrency of a route when the caller gives none.
 const DEFAULT_MAX_IN_FLIGHT: usize = defaults::MAX_IN_FLIGHT as usize;
+/// A route's transform CPU budget unless it sets one, in ms.
+const DEFAULT_TRANSFORM_CPU_MS: u64 = DEFAULT_CPU.as_millis() as u64;
+/// A route's transform memory cap unless it sets one, in MiB.
+const DEFAULT_TRANSFORM_MEMORY_MIB: usize = DEFAULT_MEMORY_BYTES >> 20;
 
 impl Backend {
     /// The settings a tenant runs with now, or `NotFound`.
@@ -70,6 +75,12 @@ impl Backend {
                 .map_or_else(BreakerConfig::default, breaker_config),
             filter: new.filter_json.as_deref().map(filter_value).transpose()?,
             transform: new.transform,
+            transform_cpu_ms: new
+                .transform_cpu_ms
+                .map_or(DEFAULT_TRANSFORM_CPU_MS, u64::from),
+            transform_memory_mib: new
+                .transform_memory_mib
+                .map_or(DEFAULT_TRANSFORM_MEMORY_MIB, |m| m as usize),
         };
         record.tenant.routes.push(route);
         let scope = record.tenant.id.route_scope(&new.name);
@@ -120,6 +131,13 @@ impl Backend {
         }
         if let Some(code) = patch.transform {
             route.transform = code;
+        }
+        if let Some(cpu) = patch.transform_cpu_ms {
+            route.transform_cpu_ms = cpu.map_or(DEFAULT_TRANSFORM_CPU_MS, u64::from);
+        }
+        if let Some(memory) = patch.transform_memory_mib {
+            route.transform_memory_mib =
+                memory.map_or(DEFAULT_TRANSFORM_MEMORY_MIB, |m| m as usize);
         }
         let settings = self.apply_routes(&record, &secrets)?;
         tracing::info!(tenant = %tenant_id, route = %name, "route updated");
@@ -307,6 +325,7 @@ fn view(
     let defaults = (RetryConfig::default(), BreakerConfig::default());
     let secs = |ms: i64| ms as f64 / 1000.0;
     let transform = forward.and_then(|f| f.transform.as_ref());
+    let limits = transform.map_or_else(TransformLimits::default, |t| t.limits);
     RouteView {
         tenant_id: tenant.to_owned(),
         name: name.to_owned(),
@@ -342,6 +361,8 @@ fn view(
         transform: transform.map(|t| t.transform.code().to_owned()),
         transform_version: transform.map(|t| t.transform.version()),
         from_config,
+        transform_cpu_ms: limits.cpu().as_millis() as u32,
+        transform_memory_mib: (limits.memory_bytes() >> 20) as u32,
     }
 }
 

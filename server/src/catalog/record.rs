@@ -69,6 +69,20 @@ pub struct StoredRoute {
     pub filter: Option<serde_json::Value>,
     /// Its transform's source.
     pub transform: Option<String>,
+    /// Its transform's CPU budget per run, in ms.
+    #[serde(default = "default_transform_cpu_ms")]
+    pub transform_cpu_ms: u64,
+    /// Its transform's memory cap per run, in MiB.
+    #[serde(default = "default_transform_memory_mib")]
+    pub transform_memory_mib: usize,
+}
+
+fn default_transform_cpu_ms() -> u64 {
+    RouteConfig::named("").transform_cpu_ms
+}
+
+fn default_transform_memory_mib() -> usize {
+    RouteConfig::named("").transform_memory_mib
 }
 
 impl StoredRoute {
@@ -86,6 +100,8 @@ impl StoredRoute {
             breaker: self.breaker,
             filter: self.filter.clone(),
             transform: self.transform.clone(),
+            transform_cpu_ms: self.transform_cpu_ms,
+            transform_memory_mib: self.transform_memory_mib,
             ..RouteConfig::named(&self.name)
         }
     }
@@ -270,6 +286,8 @@ mod tests {
             breaker: BreakerConfig::default(),
             filter: Some(serde_json::json!({ "body": { "type": "a" } })),
             transform: None,
+            transform_cpu_ms: 200,
+            transform_memory_mib: 32,
         });
         let (again, _) = TenantRecord::decode(&TenantRecord::new(tenant, 1).encode()).unwrap();
         let config = again.tenant.to_config();
@@ -277,5 +295,12 @@ mod tests {
         assert_eq!(config.routes[0].name, "audit");
         assert_eq!(config.routes[0].max_in_flight, 3);
         assert!(config.routes[0].filter.is_some());
+        assert_eq!(
+            (
+                config.routes[0].transform_cpu_ms,
+                config.routes[0].transform_memory_mib
+            ),
+            (200, 32)
+        );
     }
 }

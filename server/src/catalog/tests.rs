@@ -216,6 +216,8 @@ fn a_delete_finished_after_a_crash_drops_the_routes_data_too() {
         breaker: Default::default(),
         filter: None,
         transform: None,
+        transform_cpu_ms: 50,
+        transform_memory_mib: 16,
     });
     catalog
         .put(&gone, &SecretSet::generate(Scheme::Hookd, 1))

@@ -591,3 +591,56 @@ async fn an_api_tenants_default_route_takes_a_filter_and_an_event_no_route_passe
         again.body
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_routes_transform_budget_is_set_changed_and_bounded_over_the_api() {
+    let s = TestServer::start(LOCAL_DESTINATIONS);
+    let admin = s.admin().await;
+    create_tenant(&admin, "shop", "").await;
+    let created = admin
+        .create_route(CreateRouteRequest {
+            transform_cpu_ms: 200,
+            transform_memory_mib: 32,
+            ..new_route("shop", "shaped", "http://127.0.0.1:9/in", FIXED)
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        (created.transform_cpu_ms, created.transform_memory_mib),
+        (200, 32)
+    );
+    let reset = admin
+        .update_route(UpdateRouteRequest {
+            tenant_id: "shop".into(),
+            name: "shaped".into(),
+            transform_cpu_ms: Some(0),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        (reset.transform_cpu_ms, reset.transform_memory_mib),
+        (50, 32),
+        "0 is the default; the memory cap is kept"
+    );
+    for (cpu, memory, field) in [
+        (1001, 0, "transform_cpu_ms"),
+        (0, 257, "transform_memory_mib"),
+    ] {
+        let refused = admin
+            .update_route(UpdateRouteRequest {
+                tenant_id: "shop".into(),
+                name: "shaped".into(),
+                transform_cpu_ms: (cpu != 0).then_some(cpu),
+                transform_memory_mib: (memory != 0).then_some(memory),
+                ..Default::default()
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(refused.code(), Code::InvalidArgument, "{refused}");
+        let message = refused.status().unwrap().message().to_owned();
+        assert!(message.starts_with(field), "{message}");
+    }
+    let kept = admin.get_route("shop", "shaped").await.unwrap();
+    assert_eq!((kept.transform_cpu_ms, kept.transform_memory_mib), (50, 32));
+}

@@ -85,6 +85,12 @@ pub struct CreateRouteArgs {
     /// Its filter and transform.
     #[command(flatten)]
     pub code: RouteCode,
+    /// The transform's CPU budget per run in ms, 1-1000 (default 50).
+    #[arg(long)]
+    pub transform_cpu_ms: Option<u32>,
+    /// The transform's memory cap per run in MiB, 1-256 (default 16).
+    #[arg(long)]
+    pub transform_memory_mib: Option<u32>,
 }
 
 /// Changes to a route; at least one is required.
@@ -131,6 +137,12 @@ pub struct UpdateRouteArgs {
     /// Remove the transform: requests go as stored.
     #[arg(long, group = "change")]
     pub no_transform: bool,
+    /// New transform CPU budget per run in ms; 0: the default, 50.
+    #[arg(long, group = "change")]
+    pub transform_cpu_ms: Option<u32>,
+    /// New transform memory cap per run in MiB; 0: the default, 16.
+    #[arg(long, group = "change")]
+    pub transform_memory_mib: Option<u32>,
 }
 
 /// `hookctl routes test ...`

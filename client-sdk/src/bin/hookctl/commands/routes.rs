@@ -71,6 +71,8 @@ fn create_request(args: CreateRouteArgs) -> anyhow::Result<CreateRouteRequest> {
         breaker: None,
         filter_json: text(args.code.filter, args.code.filter_file)?.unwrap_or_default(),
         transform: text(args.code.transform, args.code.transform_file)?.unwrap_or_default(),
+        transform_cpu_ms: args.transform_cpu_ms.unwrap_or_default(),
+        transform_memory_mib: args.transform_memory_mib.unwrap_or_default(),
     })
 }
 
@@ -95,6 +97,8 @@ fn update_request(args: UpdateRouteArgs) -> anyhow::Result<UpdateRouteRequest> {
             args.no_transform,
             text(args.transform, args.transform_file)?,
         ),
+        transform_cpu_ms: args.transform_cpu_ms,
+        transform_memory_mib: args.transform_memory_mib,
     })
 }
 
@@ -220,6 +224,8 @@ impl View for Route {
             "filter_json": self.filter_json,
             "transform": self.transform,
             "transform_version": self.transform_version,
+            "transform_cpu_ms": self.transform_cpu_ms,
+            "transform_memory_mib": self.transform_memory_mib,
             "from_config": self.from_config,
         })
     }
