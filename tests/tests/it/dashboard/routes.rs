@@ -1,7 +1,7 @@
 //! A tenant's routes on the dashboard over plain HTTP: the routes page of a
 //! config-file tenant, one route's dead letters apart from the default
-//! route's, and "Try on a stored event", which shows the transformed
-//! request and sends nothing.
+//! route's, "Try on a stored event", which shows the transformed request
+//! and sends nothing, and the pages' tenant scope, CSRF and bad input.
 
 use std::time::{Duration, Instant};
 
@@ -225,4 +225,69 @@ async fn trying_a_route_on_a_stored_delivery_shows_the_transformed_request_and_s
         result.contains("<strong>Filter did not pass</strong>"),
         "{result}"
     );
+}
+
+#[tokio::test]
+async fn route_pages_keep_tenant_scope_csrf_and_name_bad_input() {
+    let dest = Receiver::start(Reply::Status(204)).await;
+    let s = TestServer::start(&(config(&dest.url) + &tenant("other", &dest.url, "", "", "")));
+    let token = s
+        .admin()
+        .await
+        .create_token("other", "dash")
+        .await
+        .unwrap()
+        .token;
+    let http = Http::new(&s);
+    let scoped = http.sign_in(&token).await;
+    for path in ["/t/shop/routes", "/t/shop/routes/audit/test"] {
+        page(&http, &scoped, path, StatusCode::FORBIDDEN).await;
+    }
+    page(&http, &scoped, "/t/other/routes", StatusCode::OK).await;
+
+    let admin = http.sign_in(ADMIN_TOKEN).await;
+    let unknown = page(
+        &http,
+        &admin,
+        "/t/shop/routes/nope/test",
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+    assert!(unknown.contains("nope"), "{unknown}");
+    page(
+        &http,
+        &admin,
+        "/t/shop/deliveries?route=nope",
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+    page(
+        &http,
+        &admin,
+        "/t/shop/deliveries?route=Not%20a%20route",
+        StatusCode::BAD_REQUEST,
+    )
+    .await;
+    let forged = http
+        .post_raw(
+            &admin.0,
+            "/t/shop/routes/audit/test",
+            &[("delivery_id", ""), ("body", "{}")],
+        )
+        .await;
+    assert_eq!(forged.status(), StatusCode::FORBIDDEN, "no CSRF token");
+    let neither = http
+        .submit(
+            &admin,
+            "/t/shop/routes/audit/test",
+            "/t/shop/routes/audit/test",
+            &[("delivery_id", ""), ("body", "")],
+        )
+        .await;
+    assert_eq!(neither.status(), StatusCode::BAD_REQUEST);
+    assert!(neither
+        .text()
+        .await
+        .unwrap()
+        .contains("delivery id or a pasted body"));
 }
