@@ -1,16 +1,15 @@
-//! A tenant's dead letters with filters, and Redeliver: of the ticked ones,
-//! or of every one the filter matches.
+//! A tenant's dead letters of one route with filters, and Redeliver: of
+//! the ticked ones, or of every one the filter matches on that route.
 
 use actix_web::{web, HttpResponse};
-use hookd_control::model::{
-    DeadLetterFilter, Matching, PageRequest, Pick, Selection, DEFAULT_ROUTE,
-};
+use hookd_control::model::{DeadLetterFilter, Matching, PageRequest, Pick, Selection};
 use maud::html;
 use serde::Deserialize;
 
 use super::{
     error::DashError,
     layout,
+    routes::{route_param, selector},
     session::{PostedForm, Signed},
     tenant_in_path, Dashboard,
 };
@@ -21,6 +20,9 @@ const PAGE_SIZE: u32 = 50;
 /// The filter fields, from the query string or the form.
 #[derive(Debug, Default, Deserialize)]
 pub(super) struct Query {
+    /// Empty: the default route.
+    #[serde(default)]
+    route: String,
     #[serde(default)]
     reason: String,
     #[serde(default)]
@@ -60,6 +62,7 @@ pub(super) async fn list(
     query: web::Query<Query>,
 ) -> Result<HttpResponse, DashError> {
     let tenant = tenant_in_path(&signed, &path)?;
+    let route = route_param(&query.route)?;
     let filter = filter(&query.reason, &query.since, &query.until)?;
     let page = PageRequest {
         size: PAGE_SIZE,
@@ -67,11 +70,13 @@ pub(super) async fn list(
     };
     let letters = dash
         .backend
-        .list_dead_letters(&tenant, DEFAULT_ROUTE, filter, page)
+        .list_dead_letters(&tenant, route, filter, page)
         .await?;
+    let routes = selector(&dash, &tenant, route).await?;
     let action = format!("/t/{tenant}/dead-letters/redeliver");
     let body = html! {
         form.filters method="get" action={ "/t/" (tenant) "/dead-letters" } {
+            (routes)
             div { label for="reason" { "Reason contains" } input #reason type="search" name="reason" value=(query.reason); }
             div { label for="since" { "Dead since (UTC)" } input #since type="text" name="since" value=(query.since) placeholder="2026-11-30T00:00:00Z"; }
             div { label for="until" { "Dead before (UTC)" } input #until type="text" name="until" value=(query.until) placeholder="2026-12-01T00:00:00Z"; }
@@ -83,6 +88,7 @@ pub(super) async fn list(
             form method="post" action=(action) {
                 (layout::csrf(signed.csrf()))
                 input type="hidden" name="scope" value="ids";
+                input type="hidden" name="route" value=(route);
                 div.scroll { table {
                     caption { "Dead letters; tick the ones to redeliver" }
                     thead { tr {
@@ -106,13 +112,14 @@ pub(super) async fn list(
             form.stack method="post" action=(action) {
                 (layout::csrf(signed.csrf()))
                 input type="hidden" name="scope" value="matching";
+                input type="hidden" name="route" value=(route);
                 input type="hidden" name="reason" value=(query.reason);
                 input type="hidden" name="since" value=(query.since);
                 input type="hidden" name="until" value=(query.until);
                 button type="submit" { "Redeliver every dead letter matching the filter" }
             }
             @if let Some(next) = &letters.next_token {
-                p { a rel="next" href={ "/t/" (tenant) "/dead-letters" (layout::query(&[("reason", &query.reason), ("since", &query.since), ("until", &query.until), ("page", next)])) } { "Older dead letters" } }
+                p { a rel="next" href={ "/t/" (tenant) "/dead-letters" (layout::query(&[("route", route), ("reason", &query.reason), ("since", &query.since), ("until", &query.until), ("page", next)])) } { "Older dead letters" } }
             }
         }
     };
@@ -124,7 +131,13 @@ pub(super) async fn list(
     )))
 }
 
+/// What the form picks, on the route it names (none: ids on any route,
+/// a filter on the default route).
 fn selection(form: &PostedForm) -> Result<Selection, DashError> {
+    let route = match form.get("route").unwrap_or_default() {
+        "" => None,
+        named => Some(route_param(named)?.to_owned()),
+    };
     match form.get("scope") {
         Some("ids") => {
             let ids = form.all("ids");
@@ -142,7 +155,7 @@ fn selection(form: &PostedForm) -> Result<Selection, DashError> {
         )?))),
         _ => Err(DashError::BadInput("scope: must be ids or matching".into())),
     }
-    .map(|pick| Selection { route: None, pick })
+    .map(|pick| Selection { route, pick })
 }
 
 /// `POST /t/{tenant}/dead-letters/redeliver`: all or nothing.
@@ -154,9 +167,11 @@ pub(super) async fn redeliver(
 ) -> Result<HttpResponse, DashError> {
     let tenant = tenant_in_path(&signed, &path)?;
     let form = signed.form(&body)?;
+    let selection = selection(&form)?;
+    let back = layout::query(&[("route", selection.route_or_default())]);
     let new_ids = dash
         .backend
-        .redeliver(&tenant, selection(&form)?)
+        .redeliver(&tenant, selection)
         .await?
         .delivery_ids;
     let body = html! {
@@ -166,7 +181,7 @@ pub(super) async fn redeliver(
                 li { a href={ "/t/" (tenant) "/deliveries/" (id) } { code { (id) } } }
             } }
         }
-        p { a href={ "/t/" (tenant) "/dead-letters" } { "Back to the dead letters" } }
+        p { a href={ "/t/" (tenant) "/dead-letters" (back) } { "Back to the dead letters" } }
     };
     Ok(layout::html(layout::page(
         Some(signed.csrf()),

@@ -3,13 +3,17 @@
 //! to a typed URL.
 
 use actix_web::{web, HttpResponse};
-use hookd_control::model::{
-    AttemptView, DeliveryStatus, DeliveryView, PageRequest, RedirectView, DEFAULT_ROUTE,
-};
+use hookd_control::model::{AttemptView, DeliveryStatus, DeliveryView, PageRequest, RedirectView};
 use maud::{html, Markup};
 use serde::Deserialize;
 
-use super::{error::DashError, layout, session::Signed, tenant_in_path, Dashboard};
+use super::{
+    error::DashError,
+    layout,
+    routes::{route_param, selector},
+    session::Signed,
+    tenant_in_path, Dashboard,
+};
 
 /// Deliveries per page.
 const PAGE_SIZE: usize = 50;
@@ -39,6 +43,9 @@ impl Opened {
 /// The listing's filters, from the query string.
 #[derive(Debug, Default, Deserialize)]
 pub(super) struct Filters {
+    /// Empty: the default route.
+    #[serde(default)]
+    route: String,
     #[serde(default)]
     status: String,
     #[serde(default)]
@@ -92,6 +99,7 @@ fn status(value: &str) -> Result<Option<DeliveryStatus>, DashError> {
 
 /// The filters as the listing applies them.
 struct Wanted<'a> {
+    route: &'a str,
     status: Option<DeliveryStatus>,
     event_id: &'a str,
     event_type: Option<&'a str>,
@@ -172,7 +180,7 @@ async fn scan(
         };
         let got = dash
             .backend
-            .list_deliveries(tenant, DEFAULT_ROUTE, wanted.status, page)
+            .list_deliveries(tenant, wanted.route, wanted.status, page)
             .await?;
         read += got.items.len();
         let mut last = None;
@@ -217,6 +225,7 @@ pub(super) async fn list(
 ) -> Result<HttpResponse, DashError> {
     let tenant = tenant_in_path(&signed, &path)?;
     let wanted = Wanted {
+        route: route_param(&filters.route)?,
         status: status(&filters.status)?,
         event_id: filters.event_id.trim(),
         event_type: Some(filters.event_type.trim()).filter(|t| !t.is_empty()),
@@ -225,9 +234,11 @@ pub(super) async fn list(
     };
     let token = (!filters.page.is_empty()).then(|| filters.page.clone());
     let Scanned { shown, next, spent } = scan(&dash, &tenant, &wanted, token).await?;
+    let routes = selector(&dash, &tenant, wanted.route).await?;
     let event_id = wanted.event_id;
     let body = html! {
         form.filters method="get" action={ "/t/" (tenant) "/deliveries" } {
+            (routes)
             div {
                 label for="status" { "Status" }
                 select #status name="status" {
@@ -259,7 +270,7 @@ pub(super) async fn list(
             p role="status" { "This page stopped after opening " (TYPE_SCAN_LIMIT) " deliveries or " (TYPE_SCAN_BYTES >> 20) " MiB of bodies looking for this event type; older deliveries continue on the next page." }
         }
         @if let Some(next) = &next {
-            p { a rel="next" href={ "/t/" (tenant) "/deliveries" (layout::query(&[("status", &filters.status), ("event_id", event_id), ("event_type", &filters.event_type), ("since", &filters.since), ("until", &filters.until), ("page", next)])) } { "Older deliveries" } }
+            p { a rel="next" href={ "/t/" (tenant) "/deliveries" (layout::query(&[("route", wanted.route), ("status", &filters.status), ("event_id", event_id), ("event_type", &filters.event_type), ("since", &filters.since), ("until", &filters.until), ("page", next)])) } { "Older deliveries" } }
         }
     };
     Ok(layout::html(layout::page(
@@ -358,6 +369,7 @@ async fn detail(
                 }
             }
         }
+        (try_on(tenant, &d))
         h2 { "Headers" }
         dl.headers { @for (name, value) in &content.headers { dt { (name) } dd { code { (value) } } } }
         h2 { "Body " small { "(" (layout::size(content.body.len())) ")" } }
@@ -374,6 +386,21 @@ async fn detail(
             button type="submit" { "Redirect" }
         }
     })
+}
+
+/// Links to try each route of the event (or the delivery's own) on it.
+fn try_on(tenant: &str, d: &DeliveryView) -> Markup {
+    let routes: Vec<&str> = if d.routes.is_empty() {
+        vec![d.route.as_str()]
+    } else {
+        d.routes.iter().map(|r| r.route.as_str()).collect()
+    };
+    let on = layout::query(&[("delivery_id", &d.delivery_id)]);
+    html! {
+        ul.links.try-on { @for route in routes {
+            li { a href={ "/t/" (tenant) "/routes/" (route) "/test" (on) } { "Try on route " (route) } }
+        } }
+    }
 }
 
 fn attempt_list(id: Option<&str>, attempts: &[AttemptView]) -> Markup {

@@ -13,6 +13,7 @@ mod deliveries;
 mod error;
 mod layout;
 mod rejections;
+mod routes;
 mod session;
 mod tail;
 mod tenants;
@@ -95,7 +96,7 @@ pub(crate) fn server(
                     .add(("referrer-policy", "no-referrer"))
                     .add(("x-frame-options", "DENY")),
             )
-            .configure(routes)
+            .configure(pages)
     })
     .workers(1)
     .max_connections(MAX_CONNECTIONS)
@@ -109,7 +110,7 @@ pub(crate) fn server(
     Ok(server.run())
 }
 
-fn routes(cfg: &mut web::ServiceConfig) {
+fn pages(cfg: &mut web::ServiceConfig) {
     cfg.route("/", web::get().to(auth::home))
         .route("/sign-in", web::get().to(auth::sign_in_page))
         .route("/sign-in", web::post().to(auth::sign_in))
@@ -129,6 +130,9 @@ fn routes(cfg: &mut web::ServiceConfig) {
                 .route("/dead-letters", web::get().to(dead::list))
                 .route("/dead-letters/redeliver", web::post().to(dead::redeliver))
                 .route("/rejections", web::get().to(rejections::list))
+                .route("/routes", web::get().to(routes::list))
+                .route("/routes/{route}/test", web::get().to(routes::test_page))
+                .route("/routes/{route}/test", web::post().to(routes::test))
                 .route("/tail", web::get().to(tail::page))
                 .route("/events", web::get().to(tail::events))
                 .route("/secrets", web::get().to(tenants::secrets))

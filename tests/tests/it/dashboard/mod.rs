@@ -9,6 +9,7 @@ mod filters;
 mod history;
 mod http;
 mod redirect;
+mod routes;
 mod sessions;
 mod tail;
 

@@ -1,0 +1,244 @@
+//! A tenant's routes (each one's destination, concurrency, filter and
+//! transform version), the route selector of the deliveries and dead
+//! letters pages, and "Try on a stored event": a route's filter and
+//! transform run through `test_route` on a stored delivery or a pasted
+//! body, showing the request it would send. Nothing is sent or stored.
+
+use actix_web::{web, HttpResponse};
+use hookd_control::model::{
+    PastedEvent, RouteTest, RouteTestResult, RouteUnderTest, RouteView, TestEvent, TestedRequest,
+    DEFAULT_ROUTE,
+};
+use hookd_proto::domain::TenantId;
+use maud::{html, Markup};
+use serde::Deserialize;
+
+use super::{error::DashError, layout, session::Signed, tenant_in_path, Dashboard};
+
+/// The route a `route` field names: empty is the default route; a name
+/// that cannot be a route's is bad input (one the tenant lacks is the
+/// backend's `NotFound`).
+pub(super) fn route_param(value: &str) -> Result<&str, DashError> {
+    match value.trim() {
+        "" => Ok(DEFAULT_ROUTE),
+        name if TenantId::is_valid(name) => Ok(name),
+        name => Err(DashError::BadInput(format!(
+            "route: {name:?} must be 1-64 characters of a-z, 0-9, '-' or '_'"
+        ))),
+    }
+}
+
+/// The route selector of a filter form, `chosen` selected.
+pub(super) async fn selector(
+    dash: &Dashboard,
+    tenant: &str,
+    chosen: &str,
+) -> Result<Markup, DashError> {
+    let routes = dash.backend.list_routes(tenant).await?;
+    Ok(html! {
+        div {
+            label for="route" { "Route" }
+            select #route name="route" {
+                @for r in &routes {
+                    option value=(r.name) selected[r.name == chosen] { (r.name) }
+                }
+            }
+        }
+    })
+}
+
+/// The version each attempt records of a transform: 8 hex digits.
+fn version(v: u32) -> String {
+    format!("{v:08x}")
+}
+
+/// `GET /t/{tenant}/routes`: `default` first.
+pub(super) async fn list(
+    dash: web::Data<Dashboard>,
+    signed: Signed,
+    path: web::Path<String>,
+) -> Result<HttpResponse, DashError> {
+    let tenant = tenant_in_path(&signed, &path)?;
+    let routes = dash.backend.list_routes(&tenant).await?;
+    let body = html! {
+        div.scroll { table.routes {
+            caption { "Routes; " (DEFAULT_ROUTE) " is the tenant's own destination" }
+            thead { tr {
+                th scope="col" { "Route" } th scope="col" { "Destination" }
+                th scope="col" { "Max in flight" } th scope="col" { "Filter" }
+                th scope="col" { "Transform" } th scope="col" { "Pages" }
+            } }
+            tbody { @for r in &routes { (row(&tenant, r)) } }
+        } }
+    };
+    Ok(layout::html(layout::page(
+        Some(signed.csrf()),
+        Some(&tenant),
+        "Routes",
+        body,
+    )))
+}
+
+fn row(tenant: &str, r: &RouteView) -> Markup {
+    let on_route = layout::query(&[("route", &r.name)]);
+    html! {
+        tr {
+            th scope="row" { code { (r.name) } }
+            td { @match &r.destination_url { Some(url) => code { (url) }, None => "pulled" } }
+            td.max-in-flight { (r.max_in_flight) }
+            td { @match &r.filter_json {
+                Some(json) => pre.filter tabindex="0" { (layout::pretty(json.as_bytes())) },
+                None => "every event",
+            } }
+            td.transform-version { @match r.transform_version {
+                Some(v) => code { (version(v)) },
+                None => "none",
+            } }
+            td { ul.links {
+                li { a href={ "/t/" (tenant) "/deliveries" (on_route) } { "Deliveries" } }
+                li { a href={ "/t/" (tenant) "/dead-letters" (on_route) } { "Dead letters" } }
+                li { a href={ "/t/" (tenant) "/routes/" (r.name) "/test" } { "Try on an event" } }
+            } }
+        }
+    }
+}
+
+/// The test form's fields.
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct Tried {
+    #[serde(default)]
+    delivery_id: String,
+}
+
+/// `GET /t/{tenant}/routes/{route}/test`: the form, the delivery id
+/// filled in when given.
+pub(super) async fn test_page(
+    dash: web::Data<Dashboard>,
+    signed: Signed,
+    path: web::Path<(String, String)>,
+    query: web::Query<Tried>,
+) -> Result<HttpResponse, DashError> {
+    let (tenant, route) = path.into_inner();
+    let tenant = tenant_in_path(&signed, &tenant)?;
+    let route = dash
+        .backend
+        .get_route(&tenant, route_param(&route)?)
+        .await?
+        .name;
+    let body = form(&signed, &tenant, &route, query.delivery_id.trim(), "");
+    Ok(test_answer(&signed, &tenant, &route, body))
+}
+
+/// `POST /t/{tenant}/routes/{route}/test`: runs the route on the event
+/// and shows what it found above the form.
+pub(super) async fn test(
+    dash: web::Data<Dashboard>,
+    signed: Signed,
+    path: web::Path<(String, String)>,
+    body: web::Bytes,
+) -> Result<HttpResponse, DashError> {
+    let (tenant, route) = path.into_inner();
+    let tenant = tenant_in_path(&signed, &tenant)?;
+    let route = route_param(&route)?.to_owned();
+    let form_in = signed.form(&body)?;
+    let delivery_id = form_in.get("delivery_id").unwrap_or_default();
+    let pasted = form_in.get("body").unwrap_or_default();
+    let event = match (delivery_id.is_empty(), pasted.is_empty()) {
+        (false, true) => TestEvent::Delivery(delivery_id.to_owned()),
+        (true, false) => TestEvent::Pasted(PastedEvent {
+            body: pasted.as_bytes().to_vec(),
+            headers: vec![("content-type".into(), "application/json".into())],
+            ..PastedEvent::default()
+        }),
+        _ => {
+            return Err(DashError::BadInput(
+                "give a stored delivery id or a pasted body, one of the two".into(),
+            ))
+        }
+    };
+    let test = RouteTest {
+        route: RouteUnderTest::Saved(route.clone()),
+        event,
+    };
+    let found = dash.backend.test_route(&tenant, test).await?;
+    let body = html! {
+        (outcome(&found))
+        (form(&signed, &tenant, &route, delivery_id, pasted))
+    };
+    Ok(test_answer(&signed, &tenant, &route, body))
+}
+
+fn test_answer(signed: &Signed, tenant: &str, route: &str, body: Markup) -> HttpResponse {
+    let title = format!("Try route {route}");
+    layout::html(layout::page(
+        Some(signed.csrf()),
+        Some(tenant),
+        &title,
+        body,
+    ))
+}
+
+fn form(signed: &Signed, tenant: &str, route: &str, delivery_id: &str, pasted: &str) -> Markup {
+    html! {
+        p { "Runs this route's filter and transform on an event, as a forward would, and shows the request it would send. Nothing is sent or stored." }
+        form.stack method="post" action={ "/t/" (tenant) "/routes/" (route) "/test" } {
+            (layout::csrf(signed.csrf()))
+            label for="delivery_id" { "A stored delivery id (of any route)" }
+            input #delivery_id type="text" name="delivery_id" value=(delivery_id) placeholder="dlv_…";
+            label for="body" { "Or a pasted JSON body" }
+            textarea #body name="body" rows="8" { (pasted) }
+            button type="submit" { "Try" }
+        }
+    }
+}
+
+fn outcome(found: &RouteTestResult) -> Markup {
+    html! {
+        section.outcome aria-labelledby="test-result" role="status" {
+            h2 #test-result { "Result" }
+            p #test-filter {
+                strong { @if found.matched { "Filter passed" } @else { "Filter did not pass" } }
+                @if !found.filter_result.is_empty() { " (" (found.filter_result) ")" }
+            }
+            @if found.dropped {
+                p #test-dropped { "The transform dropped the event: nothing would be sent." }
+            }
+            @if let Some(e) = &found.transform_error {
+                p #test-error { "The transform failed: " (e) }
+            }
+            @if let Some(v) = found.transform_version {
+                p { "Transform version " code { (version(v)) } }
+            }
+            @if let Some(request) = &found.request { (tested(request)) }
+        }
+    }
+}
+
+fn tested(r: &TestedRequest) -> Markup {
+    html! {
+        h3 { "The request it would send" }
+        dl.facts {
+            dt { "Method" } dd { code #tested-method { (r.method) } }
+            dt { "Path" } dd { code #tested-path { (r.path) } }
+            dt { "Query" } dd { code #tested-query { (r.query) } }
+        }
+        h3 { "Headers " small { "(before hookd's signature headers)" } }
+        dl.headers { @for (name, value) in &r.headers { dt { (name) } dd { code { (value) } } } }
+        h3 { "Body " small { "(" (layout::size(r.body.len())) ")" } }
+        pre.body tabindex="0" aria-label="Body" { (layout::pretty(&r.body)) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_route_is_the_default_and_a_malformed_one_is_refused() {
+        assert_eq!(route_param("").unwrap(), DEFAULT_ROUTE);
+        assert_eq!(route_param(" audit ").unwrap(), "audit");
+        let refused = route_param("Not a route").unwrap_err().to_string();
+        assert!(refused.starts_with("route: "), "{refused}");
+        assert_eq!(version(0xab), "000000ab");
+    }
+}
