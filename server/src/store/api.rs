@@ -18,8 +18,8 @@ use serde::{Deserialize, Serialize};
 use super::{
     lifecycle::{Next, Swept},
     records::{
-        AttemptRecord, DeadLetter, DeliveryState, DeliveryStatus, EventMeta, IdempotencyRecord,
-        RedirectRecord, RouteOutcome, StoredEvent,
+        time_key, AttemptRecord, DeadLetter, DeliveryState, DeliveryStatus, EventMeta,
+        IdempotencyRecord, RedirectRecord, RouteOutcome, StoredEvent,
     },
 };
 use crate::{
@@ -430,31 +430,30 @@ pub struct NewDelivery {
     pub routes: Vec<RouteOutcome>,
 }
 
-/// How the default route's delivery of a new event is written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Receipt {
-    /// Queued for forwarding or pulling: its filter passed the event (or
-    /// it has none).
-    Queued,
-    /// Its filter did not pass the event but another route's did: final
-    /// as [`DeliveryStatus::Filtered`].
-    Filtered,
-    /// No route's filter passed the event: final as
-    /// [`DeliveryStatus::Unrouted`].
-    Unrouted,
-}
-
-impl Receipt {
-    /// The status a delivery written at receipt as this is final in;
-    /// `None` for one that is queued.
-    pub fn settled(self) -> Option<DeliveryStatus> {
-        match self {
-            Receipt::Queued => None,
-            Receipt::Filtered => Some(DeliveryStatus::Filtered),
-            Receipt::Unrouted => Some(DeliveryStatus::Unrouted),
-        }
+impl NewDelivery {
+    /// How the default route's delivery of a new event is written, the same on
+    /// every engine: its state (pending at `queue_key`, or final at receipt,
+    /// with what each route made of the event) and, for one final at receipt,
+    /// its key in the delivered index (retention removes it as it does a
+    /// delivered one). A final one gets no queue entry.
+    pub(crate) fn received(&self, queue_key: &[u8; 16]) -> (DeliveryState, Option<Vec<u8>>) {
+        let mut state = DeliveryState::pending(self.event_id.clone(), self.meta.received_at_ms);
+        state.routes = self.routes.clone();
+        let Some(status) = self.receipt.settled() else {
+            state.queue_key = Some(hex::encode(queue_key));
+            return (state, None);
+        };
+        state.status = status;
+        state.next_attempt_at_ms = None;
+        state.finished_at_ms = Some(self.meta.received_at_ms);
+        let done = time_key(self.meta.received_at_ms, &self.meta.delivery_id);
+        (state, Some(done))
     }
 }
+
+/// How the default route's delivery of a new event is written (defined
+/// beside the ingest's outcome, which reports it).
+pub use crate::ingest::Receipt;
 
 /// Another route's delivery of a new event.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,11 +7,8 @@
 
 use hookd_proto::domain::DeliveryEventKind;
 
-use super::{
-    api::NewDelivery,
-    records::{
-        queue_key, time_key, AttemptRecord, DeadLetter, DeliveryState, DeliveryStatus, EventMeta,
-    },
+use super::records::{
+    queue_key, time_key, AttemptRecord, DeadLetter, DeliveryState, DeliveryStatus, EventMeta,
 };
 use crate::{
     error::{Error, Result},
@@ -211,25 +208,6 @@ pub(crate) fn settled(
         dead,
         done,
     }
-}
-
-/// How the default route's delivery of a new event is written, the same on
-/// every engine: its state (pending at `queue_key`, or final at receipt,
-/// with what each route made of the event) and, for one final at receipt,
-/// its key in the delivered index (retention removes it as it does a
-/// delivered one). A final one gets no queue entry.
-pub(crate) fn received(d: &NewDelivery, queue_key: &[u8; 16]) -> (DeliveryState, Option<Vec<u8>>) {
-    let mut state = DeliveryState::pending(d.event_id.clone(), d.meta.received_at_ms);
-    state.routes = d.routes.clone();
-    let Some(status) = d.receipt.settled() else {
-        state.queue_key = Some(hex::encode(queue_key));
-        return (state, None);
-    };
-    state.status = status;
-    state.next_attempt_at_ms = None;
-    state.finished_at_ms = Some(d.meta.received_at_ms);
-    let done = time_key(d.meta.received_at_ms, &d.meta.delivery_id);
-    (state, Some(done))
 }
 
 /// The attempt and outcome that dead-letter a pulled delivery never

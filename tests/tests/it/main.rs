@@ -36,6 +36,7 @@ mod rejections;
 mod replay;
 mod retention;
 mod route_service;
+mod route_settings;
 mod routes;
 mod sealed;
 mod signature_headers;

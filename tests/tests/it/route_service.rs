@@ -32,13 +32,13 @@ use crate::{
 const WAIT: Duration = Duration::from_secs(10);
 
 /// Lets destinations set over the API reach the receivers on 127.0.0.1.
-const LOCAL_DESTINATIONS: &str = "[forward]\nallow_networks = [\"127.0.0.1/32\"]\n";
+pub(crate) const LOCAL_DESTINATIONS: &str = "[forward]\nallow_networks = [\"127.0.0.1/32\"]\n";
 
 /// A transform that always throws.
 const THROWS: &str = r#"addHandler("transform", (request) => { throw new Error("no amount"); });"#;
 
 /// The fixed transform: a path per event type, a header, a smaller body.
-const FIXED: &str = r#"addHandler("transform", (request, context) => {
+pub(crate) const FIXED: &str = r#"addHandler("transform", (request, context) => {
   request.path = "/billing/" + request.body.type;
   request.headers["x-route"] = context.route;
   request.body = { id: context.event_id, cents: request.body.data.amount * 100 };
@@ -47,7 +47,7 @@ const FIXED: &str = r#"addHandler("transform", (request, context) => {
 
 /// Creates tenant `id` forwarding to `url` (empty: pull); returns its kid
 /// and signing secret.
-async fn create_tenant(client: &HookdClient, id: &str, url: &str) -> (String, String) {
+pub(crate) async fn create_tenant(client: &HookdClient, id: &str, url: &str) -> (String, String) {
     let created = client
         .create_tenant(CreateTenantRequest {
             tenant_id: id.into(),
@@ -59,7 +59,12 @@ async fn create_tenant(client: &HookdClient, id: &str, url: &str) -> (String, St
     (created.kid, created.secret)
 }
 
-fn new_route(tenant: &str, name: &str, url: &str, transform: &str) -> CreateRouteRequest {
+pub(crate) fn new_route(
+    tenant: &str,
+    name: &str,
+    url: &str,
+    transform: &str,
+) -> CreateRouteRequest {
     CreateRouteRequest {
         tenant_id: tenant.into(),
         name: name.into(),
@@ -515,132 +520,4 @@ async fn on_postgres_a_route_changed_on_one_replica_is_in_force_on_the_other() {
     assert_eq!(seen.name, "audit");
     admins[1].delete_route("shop", "audit", true).await.unwrap();
     until_routes(&replicas[0], created, &["default"]).await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn an_api_tenants_default_route_takes_a_filter_and_an_event_no_route_passes_is_unrouted() {
-    let s = TestServer::start(LOCAL_DESTINATIONS);
-    let admin = s.admin().await;
-    let (kid, secret) = create_tenant(&admin, "shop", "").await;
-    let only_paid = r#"{"body":{"type":"order.paid"}}"#;
-    let bad = admin
-        .update_route(UpdateRouteRequest {
-            tenant_id: "shop".into(),
-            name: "default".into(),
-            filter_json: Some(r#"{"body":{"n":{"$gte":[]}}}"#.into()),
-            ..Default::default()
-        })
-        .await
-        .unwrap_err();
-    assert_eq!(bad.code(), Code::InvalidArgument, "{bad}");
-    assert!(
-        bad.status()
-            .unwrap()
-            .message()
-            .contains("filter/body/n/$gte"),
-        "{bad}"
-    );
-    let default = admin
-        .update_route(UpdateRouteRequest {
-            tenant_id: "shop".into(),
-            name: "default".into(),
-            filter_json: Some(only_paid.into()),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
-    let filter: serde_json::Value = serde_json::from_str(&default.filter_json).unwrap();
-    assert_eq!(filter, serde_json::json!({"body": {"type": "order.paid"}}));
-    let read = admin.get_route("shop", "default").await.unwrap();
-    assert_eq!(read.filter_json, default.filter_json, "kept in the catalog");
-
-    let key = Secret::from_provider(Scheme::Standard, &kid, &secret).unwrap();
-    let body = br#"{"id":"evt_refund","type":"order.refunded"}"#;
-    let headers = sign(Scheme::Standard, &key, "evt_refund", s.clock_secs(), body);
-    let answer = s.post("shop", &headers, body).await;
-    assert_eq!(answer.status, StatusCode::ACCEPTED, "{:?}", answer.body);
-    assert_eq!(answer.body["status"], "unrouted", "{:?}", answer.body);
-    let id = answer.body["delivery_id"].as_str().unwrap().to_owned();
-    let delivery = admin.get_delivery("shop", &id).await.unwrap();
-    assert_eq!(delivery.status(), DeliveryStatus::Unrouted);
-
-    admin
-        .update_route(UpdateRouteRequest {
-            tenant_id: "shop".into(),
-            name: "default".into(),
-            filter_json: Some(String::new()),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
-    assert_eq!(
-        admin
-            .get_route("shop", "default")
-            .await
-            .unwrap()
-            .filter_json,
-        ""
-    );
-    let body = br#"{"id":"evt_refund_2","type":"order.refunded"}"#;
-    let headers = sign(Scheme::Standard, &key, "evt_refund_2", s.clock_secs(), body);
-    let again = s.post("shop", &headers, body).await;
-    assert_eq!(again.status, StatusCode::ACCEPTED, "{:?}", again.body);
-    assert!(
-        again.body.get("status").is_none(),
-        "routed again: {:?}",
-        again.body
-    );
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn a_routes_transform_budget_is_set_changed_and_bounded_over_the_api() {
-    let s = TestServer::start(LOCAL_DESTINATIONS);
-    let admin = s.admin().await;
-    create_tenant(&admin, "shop", "").await;
-    let created = admin
-        .create_route(CreateRouteRequest {
-            transform_cpu_ms: 200,
-            transform_memory_mib: 32,
-            ..new_route("shop", "shaped", "http://127.0.0.1:9/in", FIXED)
-        })
-        .await
-        .unwrap();
-    assert_eq!(
-        (created.transform_cpu_ms, created.transform_memory_mib),
-        (200, 32)
-    );
-    let reset = admin
-        .update_route(UpdateRouteRequest {
-            tenant_id: "shop".into(),
-            name: "shaped".into(),
-            transform_cpu_ms: Some(0),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
-    assert_eq!(
-        (reset.transform_cpu_ms, reset.transform_memory_mib),
-        (50, 32),
-        "0 is the default; the memory cap is kept"
-    );
-    for (cpu, memory, field) in [
-        (1001, 0, "transform_cpu_ms"),
-        (0, 257, "transform_memory_mib"),
-    ] {
-        let refused = admin
-            .update_route(UpdateRouteRequest {
-                tenant_id: "shop".into(),
-                name: "shaped".into(),
-                transform_cpu_ms: (cpu != 0).then_some(cpu),
-                transform_memory_mib: (memory != 0).then_some(memory),
-                ..Default::default()
-            })
-            .await
-            .unwrap_err();
-        assert_eq!(refused.code(), Code::InvalidArgument, "{refused}");
-        let message = refused.status().unwrap().message().to_owned();
-        assert!(message.starts_with(field), "{message}");
-    }
-    let kept = admin.get_route("shop", "shaped").await.unwrap();
-    assert_eq!((kept.transform_cpu_ms, kept.transform_memory_mib), (50, 32));
 }

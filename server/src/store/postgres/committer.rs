@@ -22,7 +22,6 @@ use crate::{
     error::{Error, Result},
     ids::{DeliveryId, EventId, TenantId},
     store::{
-        lifecycle,
         records::{encode, queue_key, DeliveryState, EventMeta, StoredEvent},
         CommitOutcome, NewDelivery,
     },
@@ -285,7 +284,7 @@ async fn write_one(
         }
     }
     let key = queue_key(d.due_ms, sequence);
-    let (state, done) = lifecycle::received(d, &key);
+    let (state, done) = d.received(&key);
     let place = match &done {
         Some(done) => Place::Done(done.as_slice()),
         None => Place::Queue(&key),

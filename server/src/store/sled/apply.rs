@@ -7,7 +7,6 @@ use sled::{transaction::TransactionError, Transactional};
 use super::{
     api::{CommitOutcome, NewDelivery},
     gauges::Tally,
-    lifecycle::received,
     records::{
         decode, encode, queue_key, DeliveryState, EventMeta, IdempotencyRecord, StoredEvent,
     },
@@ -188,7 +187,7 @@ impl<'a> Encoded<'a> {
             event_id,
         };
         let key = queue_key(delivery.due_ms, item.trees.sequence()?);
-        let (state, done_key) = received(delivery, &key);
+        let (state, done_key) = delivery.received(&key);
         let mut deliveries = vec![EncodedDelivery {
             trees: &item.trees,
             delivery_id: meta.delivery_id.as_str(),
