@@ -19,7 +19,10 @@ use crate::{
     contracts::TenantContracts,
     error::Error,
     ids::DeliveryId,
-    store::records::{DeadLetter, DeliveryStatus},
+    store::{
+        lifecycle::Resend,
+        records::{DeadLetter, DeliveryStatus},
+    },
     tenant::{RouteHandle, TenantHandle},
 };
 
@@ -59,7 +62,7 @@ impl Backend {
                 let new_ids = chosen
                     .iter()
                     .map(|(route, id)| {
-                        let new_id = self.registry.redeliver_on(handle, route, id);
+                        let new_id = self.registry.redeliver_on(handle, route, id, Resend::Any);
                         new_id.map(|n| n.to_string()).map_err(api)
                     })
                     .collect::<ApiResult<_>>()?;
@@ -76,7 +79,10 @@ impl Backend {
         }
         let (mut originals, mut new_ids) = (Vec::new(), Vec::new());
         for id in found {
-            match self.registry.redeliver_on(handle, &route, &id) {
+            match self
+                .registry
+                .redeliver_on(handle, &route, &id, Resend::Once)
+            {
                 Ok(new_id) => {
                     originals.push(id.to_string());
                     new_ids.push(new_id.to_string());
@@ -392,7 +398,7 @@ mod tests {
         dead(&route, "paid", 2_000).await;
         let again = settled(&route, "paid", 3_000, Next::Delivered).await;
         let last = settled(&route, "paid", 4_000, Next::Delivered).await;
-        route.data.redeliver(&again, 5_000).unwrap();
+        route.data.redeliver(&again, 5_000, Resend::Any).unwrap();
         let contracts = TenantContracts::new(Policy::default(), []);
         let delivered = |since_ms| Matching {
             filter: DeadLetterFilter {

@@ -16,7 +16,7 @@ use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    lifecycle::{Next, Swept},
+    lifecycle::{Next, Resend, Swept},
     records::{
         time_key, AttemptRecord, DeadLetter, DeliveryState, DeliveryStatus, EventMeta,
         IdempotencyRecord, RedirectRecord, RouteOutcome, StoredEvent,
@@ -186,8 +186,9 @@ pub trait TenantData: Send + Sync + 'static {
     fn drop_queue_entry(&self, entry: &[u8]) -> Result<()>;
 
     /// Queues a dead or delivered delivery again as a new delivery; of
-    /// concurrent calls for one, exactly one succeeds.
-    fn redeliver(&self, id: &DeliveryId, now_ms: i64) -> Result<DeliveryId>;
+    /// concurrent calls for a dead letter exactly one succeeds, and so for
+    /// a delivered one under [`Resend::Once`].
+    fn redeliver(&self, id: &DeliveryId, now_ms: i64, resend: Resend) -> Result<DeliveryId>;
 
     /// Removes a dead letter with its event, state and attempts, only if it
     /// is still dead; returns whether it was.

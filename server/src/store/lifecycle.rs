@@ -114,13 +114,39 @@ pub(crate) fn holds_entry(state: &DeliveryState, entry: &[u8]) -> bool {
             .is_none_or(|k| k == hex::encode(entry))
 }
 
+/// How often a settled delivery that is no dead letter (delivered,
+/// dropped, filtered, unrouted) may be redelivered. A dead letter is
+/// redelivered once whatever is asked: it becomes `redelivered`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resend {
+    /// However often it is asked for (a redelivery by id).
+    Any,
+    /// Only if it was never redelivered, so that of concurrent calls one
+    /// makes a new delivery (a redelivery by filter).
+    Once,
+}
+
 /// Whether a delivery in `state` may be redelivered, the same rule on every
 /// engine: a dead letter (dead or transform_failed) may (true) and so may a
 /// final one that is no dead letter (delivered, dropped, filtered,
-/// unrouted: false); one already redelivered, or still pending, may not.
-pub(crate) fn redeliverable(state: &DeliveryState, delivery_id: &DeliveryId) -> Result<bool> {
+/// unrouted: false), under `resend` once it was redelivered; one already
+/// redelivered as a dead letter, or still pending, may not.
+pub(crate) fn redeliverable(
+    state: &DeliveryState,
+    delivery_id: &DeliveryId,
+    resend: Resend,
+) -> Result<bool> {
     match (state.status, &state.redelivered_as) {
         (DeliveryStatus::Dead | DeliveryStatus::TransformFailed, _) => Ok(true),
+        (
+            DeliveryStatus::Delivered
+            | DeliveryStatus::Dropped
+            | DeliveryStatus::Filtered
+            | DeliveryStatus::Unrouted,
+            Some(as_id),
+        ) if resend == Resend::Once => Err(Error::Precondition(format!(
+            "delivery {delivery_id} was already redelivered as {as_id}"
+        ))),
         (
             DeliveryStatus::Delivered
             | DeliveryStatus::Dropped
@@ -368,17 +394,17 @@ mod tests {
         let id = DeliveryId::new("dlv_1");
         let mut state = pending();
         assert!(matches!(
-            redeliverable(&state, &id),
+            redeliverable(&state, &id, Resend::Any),
             Err(Error::Precondition(_))
         ));
         state.status = DeliveryStatus::Dead;
-        assert!(redeliverable(&state, &id).unwrap());
+        assert!(redeliverable(&state, &id, Resend::Any).unwrap());
         state.status = DeliveryStatus::Delivered;
-        assert!(!redeliverable(&state, &id).unwrap());
+        assert!(!redeliverable(&state, &id, Resend::Any).unwrap());
         state.status = DeliveryStatus::Redelivered;
         state.redelivered_as = Some(DeliveryId::new("dlv_2"));
         assert!(matches!(
-            redeliverable(&state, &id),
+            redeliverable(&state, &id, Resend::Any),
             Err(Error::Precondition(_))
         ));
     }
@@ -446,14 +472,17 @@ mod tests {
         let id = DeliveryId::new("dlv_1");
         let mut state = pending();
         state.status = DeliveryStatus::TransformFailed;
-        assert!(redeliverable(&state, &id).unwrap());
+        assert!(redeliverable(&state, &id, Resend::Any).unwrap());
         for status in [
             DeliveryStatus::Dropped,
             DeliveryStatus::Filtered,
             DeliveryStatus::Unrouted,
         ] {
             state.status = status;
-            assert!(!redeliverable(&state, &id).unwrap(), "{status:?}");
+            assert!(
+                !redeliverable(&state, &id, Resend::Any).unwrap(),
+                "{status:?}"
+            );
         }
     }
 

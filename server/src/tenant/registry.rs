@@ -29,7 +29,10 @@ use crate::{
     ingest::{Answer, Ingest},
     metrics::TenantMetrics,
     rate_limit::RejectionBudget,
-    store::api::{Store, TenantStore},
+    store::{
+        api::{Store, TenantStore},
+        lifecycle::Resend,
+    },
     telemetry::Telemetry,
 };
 
@@ -432,20 +435,22 @@ impl Registry {
     pub fn redeliver(&self, tenant: &str, delivery_id: &DeliveryId) -> Result<DeliveryId> {
         let handle = self.running(tenant)?;
         let route = handle.route_of(delivery_id)?;
-        self.redeliver_on(&handle, &route, delivery_id)
+        self.redeliver_on(&handle, &route, delivery_id, Resend::Any)
     }
 
     /// [`Registry::redeliver`] of a delivery of `handle`'s route `route`,
-    /// queued again on that route. Blocks on storage.
+    /// queued again on that route, a settled one as `resend` allows.
+    /// Blocks on storage.
     pub fn redeliver_on(
         &self,
         handle: &TenantHandle,
         route: &RouteHandle,
         delivery_id: &DeliveryId,
+        resend: Resend,
     ) -> Result<DeliveryId> {
         let tenant = handle.settings().id.clone();
         let now = self.clock.now_ms();
-        let new_id = route.data.redeliver(delivery_id, now)?;
+        let new_id = route.data.redeliver(delivery_id, now, resend)?;
         let state = route.data.state(&new_id)?;
         route.wake.notify_one();
         tracing::info!(tenant = %tenant, route = %route.name, delivery_id = %delivery_id, new_delivery_id = %new_id, "dead letter redelivered");

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::{
     api::{PullRequest, Receipt, RejectionLog, RowChange, Store, SweepRequest, Table, TenantStore},
     api::{Rejection, RejectionFilter},
-    lifecycle::Next,
+    lifecycle::{Next, Resend},
     records::{AttemptRecord, DeliveryStatus, EventMeta},
     CommitOutcome, NewDelivery, SledStore,
 };
@@ -19,11 +19,13 @@ use crate::{
 
 mod pull;
 mod redirects;
+mod resend;
 mod retention;
 mod routes;
 mod statuses;
 use pull::{concurrent_pulls_never_share_a_delivery, pull_ack_nack};
 use redirects::redirects_are_kept_with_their_delivery;
+use resend::a_delivered_delivery_is_resent_once_by_concurrent_calls_that_ask_so;
 use retention::{dead_letters_and_redelivered_originals_go, steps_remove_more_than_one_batch};
 use routes::{a_fan_out_is_one_commit_and_a_duplicate_writes_none, route_queues_are_apart};
 use statuses::{
@@ -109,6 +111,7 @@ engines!(
     route_queues_are_apart,
     filtered_and_unrouted_are_final_at_receipt_and_swept,
     a_transform_failure_is_a_dead_letter_and_a_drop_is_final,
+    a_delivered_delivery_is_resent_once_by_concurrent_calls_that_ask_so,
 );
 
 fn tenant(engine: &Engine, id: &str) -> TenantStore {
@@ -287,7 +290,7 @@ async fn redeliver_exactly_once_under_concurrency(engine: Engine) {
     assert_eq!(data.counts().unwrap().dead, 1);
     let results: Vec<_> = std::thread::scope(|s| {
         let calls: Vec<_> = (0..8)
-            .map(|_| s.spawn(|| data.redeliver(&dead, 3_000)))
+            .map(|_| s.spawn(|| data.redeliver(&dead, 3_000, Resend::Any)))
             .collect();
         calls.into_iter().map(|c| c.join().unwrap()).collect()
     });

@@ -9,7 +9,7 @@ use crate::{
     ids::DeliveryId,
     store::{
         api::{Rejection, RejectionLog, SweepRequest, TenantStore},
-        lifecycle::{Next, Swept},
+        lifecycle::{Next, Resend, Swept},
         records::DeliveryStatus,
     },
 };
@@ -132,21 +132,21 @@ pub(super) async fn dead_letters_and_redelivered_originals_go(engine: Engine) {
     let data = tenant(&engine, "acme");
     let plain = settled(&data, "evt_plain", dead(), 1_000).await;
     let once = settled(&data, "evt_once", dead(), 1_000).await;
-    let once_again = data.redeliver(&once, 2_000).unwrap();
+    let once_again = data.redeliver(&once, 2_000, Resend::Any).unwrap();
     settle(&data, &once_again, Next::Delivered, 2_000);
     let chain = settled(&data, "evt_chain", dead(), 1_000).await;
-    let chain_1 = data.redeliver(&chain, 1_500).unwrap();
+    let chain_1 = data.redeliver(&chain, 1_500, Resend::Any).unwrap();
     settle(&data, &chain_1, dead(), 2_000);
-    let chain_2 = data.redeliver(&chain_1, 2_500).unwrap();
+    let chain_2 = data.redeliver(&chain_1, 2_500, Resend::Any).unwrap();
     settle(&data, &chain_2, dead(), 3_000);
     let recent = settled(&data, "evt_recent", dead(), 9_000).await;
     let pending = settled(&data, "evt_pending", dead(), 1_000).await;
-    let pending_again = data.redeliver(&pending, 2_000).unwrap();
+    let pending_again = data.redeliver(&pending, 2_000, Resend::Any).unwrap();
     let late = settled(&data, "evt_late", dead(), 1_000).await;
-    let late_again = data.redeliver(&late, 8_000).unwrap();
+    let late_again = data.redeliver(&late, 8_000, Resend::Any).unwrap();
     settle(&data, &late_again, Next::Delivered, 9_000);
     let delivered = settled(&data, "evt_delivered", Next::Delivered, 1_000).await;
-    let delivered_again = data.redeliver(&delivered, 9_000).unwrap();
+    let delivered_again = data.redeliver(&delivered, 9_000, Resend::Any).unwrap();
 
     let mut request = due(100);
     request.idem_before_ms = 0;

@@ -10,7 +10,7 @@ use crate::{
     ids::{DeliveryId, TenantId},
     store::{
         api::{CommitOutcome, Receipt, RouteCopy, SweepRequest},
-        lifecycle::Next,
+        lifecycle::{Next, Resend},
         records::{DeliveryStatus, RouteOutcome},
     },
 };
@@ -124,7 +124,7 @@ pub(super) async fn a_transform_failure_is_a_dead_letter_and_a_drop_is_final(eng
     let letters = data.dead_letters(None, 10, &|_| true).unwrap();
     assert_eq!(letters.len(), 1);
     assert!(letters[0].1.reason.starts_with("transform_failed: "));
-    let again = data.redeliver(&failed, 1_200).unwrap();
+    let again = data.redeliver(&failed, 1_200, Resend::Any).unwrap();
     assert_eq!(
         data.state(&failed).unwrap().unwrap().status,
         DeliveryStatus::Redelivered

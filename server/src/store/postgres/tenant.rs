@@ -31,7 +31,7 @@ use crate::{
             DeadKey, Fence, FencedAttempt, PullRequest, QueueCounts, QueueKey, SweepRequest,
             TenantData,
         },
-        lifecycle::{Next, Swept},
+        lifecycle::{Next, Resend, Swept},
         records::RedirectRecord,
         records::{
             decode, queue_key, queue_key_due_ms, AttemptRecord, DeadLetter, DeliveryState,
@@ -348,13 +348,13 @@ impl TenantData for PgTenant {
         )
     }
 
-    fn redeliver(&self, id: &DeliveryId, now_ms: i64) -> Result<DeliveryId> {
+    fn redeliver(&self, id: &DeliveryId, now_ms: i64, resend: Resend) -> Result<DeliveryId> {
         let id = id.clone();
         self.run(|db, tenant| async move {
             let new_key = queue_key(now_ms, db.sequence().await?);
             let mut client = db.client().await?;
             let tx = client.transaction().await.map_err(pg)?;
-            let new_id = redeliver(&*tx, &tenant, &id, &new_key, now_ms).await?;
+            let new_id = redeliver(&*tx, &tenant, &id, (&new_key, now_ms), resend).await?;
             tx.commit().await.map_err(pg)?;
             Ok(new_id)
         })

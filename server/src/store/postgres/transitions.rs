@@ -16,7 +16,9 @@ use crate::{
     ids::DeliveryId,
     store::{
         api::Fence,
-        lifecycle::{holds_entry, redeliverable, redelivery, settled, Next, Outcome, Redelivery},
+        lifecycle::{
+            holds_entry, redeliverable, redelivery, settled, Next, Outcome, Redelivery, Resend,
+        },
         records::{encode, AttemptRecord, DeliveryState, StoredEvent},
     },
 };
@@ -196,14 +198,14 @@ pub(super) async fn redeliver(
     tx: &impl GenericClient,
     tenant: &str,
     delivery_id: &DeliveryId,
-    new_key: &[u8; 16],
-    now_ms: i64,
+    (new_key, now_ms): (&[u8; 16], i64),
+    resend: Resend,
 ) -> Result<DeliveryId> {
     let id = delivery_id.as_str();
     let Some(old) = lock_state(tx, tenant, id).await? else {
         return Err(Error::NotFound(format!("delivery {delivery_id}")));
     };
-    let was_dead = redeliverable(&old, delivery_id)?;
+    let was_dead = redeliverable(&old, delivery_id, resend)?;
     let Some(event) = load_event(tx, tenant, id).await? else {
         return Err(Error::NotFound(format!("event of {delivery_id}")));
     };

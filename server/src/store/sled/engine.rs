@@ -13,7 +13,7 @@ use super::{
         RejectionLog, RowChange, Storage, SweepRequest, Table, TenantData, TenantStore,
     },
     deliveries,
-    lifecycle::{Next, Swept},
+    lifecycle::{Next, Resend, Swept},
     records::RedirectRecord,
     records::{
         decode, queue_key_due_ms, AttemptRecord, DeadLetter, DeliveryState, DeliveryStatus,
@@ -169,8 +169,8 @@ impl TenantData for TenantTrees {
         deliveries::drop_queue_entry(self, entry)
     }
 
-    fn redeliver(&self, id: &DeliveryId, now_ms: i64) -> Result<DeliveryId> {
-        deliveries::redeliver(self, id, now_ms)
+    fn redeliver(&self, id: &DeliveryId, now_ms: i64, resend: Resend) -> Result<DeliveryId> {
+        deliveries::redeliver(self, id, now_ms, resend)
     }
 
     fn purge_dead_letter(&self, key: &[u8], letter: &DeadLetter) -> Result<bool> {

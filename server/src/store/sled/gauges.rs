@@ -201,7 +201,8 @@ mod tests {
         attempt(&trees, &b, dead.clone());
         assert_eq!(counts(&trees), (1, 1));
 
-        let again = deliveries::redeliver(&trees, &b, 3_000).unwrap();
+        let again =
+            deliveries::redeliver(&trees, &b, 3_000, crate::store::lifecycle::Resend::Any).unwrap();
         assert_eq!(counts(&trees), (2, 0));
         attempt(&trees, &again, dead);
         assert_eq!(counts(&trees), (1, 1));

@@ -16,7 +16,9 @@ pub use retention::sweep;
 use super::{
     gauges::{Delta, Tally},
     keyspace::TxKeyspace,
-    lifecycle::{holds_entry, redeliverable, redelivery, settled, Next, Outcome, Redelivery},
+    lifecycle::{
+        holds_entry, redeliverable, redelivery, settled, Next, Outcome, Redelivery, Resend,
+    },
     records::{
         attempt_key, decode, encode, queue_key, AttemptRecord, DeadLetter, DeliveryState,
         DeliveryStatus, StoredEvent,
@@ -223,7 +225,12 @@ pub fn drop_queue_entry(trees: &TenantTrees, queue_entry: &[u8]) -> Result<()> {
 /// re-reads the old state, so of concurrent calls for one dead letter
 /// exactly one succeeds; the others get [`Error::Precondition`] naming the
 /// delivery it made.
-pub fn redeliver(trees: &TenantTrees, delivery_id: &DeliveryId, now_ms: i64) -> Result<DeliveryId> {
+pub fn redeliver(
+    trees: &TenantTrees,
+    delivery_id: &DeliveryId,
+    now_ms: i64,
+    resend: Resend,
+) -> Result<DeliveryId> {
     let new_id = DeliveryId::generate();
     let new_key = queue_key(now_ms, trees.sequence()?);
     let id = delivery_id.as_str();
@@ -244,7 +251,7 @@ pub fn redeliver(trees: &TenantTrees, delivery_id: &DeliveryId, now_ms: i64) -> 
             let Some(old) = tx_state(states, delivery_id)? else {
                 return abort(Error::NotFound(format!("delivery {delivery_id}")));
             };
-            let was_dead = redeliverable(&old, delivery_id).or_else(abort)?;
+            let was_dead = redeliverable(&old, delivery_id, resend).or_else(abort)?;
             let Some(stored) = events.get(id)? else {
                 return abort(Error::NotFound(format!("event of {delivery_id}")));
             };
