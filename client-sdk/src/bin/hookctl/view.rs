@@ -298,6 +298,11 @@ impl View for Delivery {
             "attempts": self.attempts.iter().map(View::json).collect::<Vec<_>>(),
             "redirects": self.redirects.iter().map(redirect_json).collect::<Vec<_>>(),
             "route": self.route,
+            "routes": self.routes.iter().map(|r| json!({
+                "route": r.route,
+                "delivery_id": r.delivery_id,
+                "filtered": r.filtered,
+            })).collect::<Vec<_>>(),
         })
     }
 
@@ -314,8 +319,23 @@ impl View for Delivery {
             ("last error", or_dash(&self.last_error)),
             ("redelivery of", or_dash(&self.redelivery_of)),
             ("redelivered as", or_dash(&self.redelivered_as)),
+            ("routes", route_outcomes(self)),
         ]
     }
+}
+
+/// What each route made of a delivery's event (`default dlv_…, audit
+/// filtered`), `-` for a tenant without other routes.
+fn route_outcomes(d: &Delivery) -> String {
+    let outcomes: Vec<String> = d
+        .routes
+        .iter()
+        .map(|r| match r.filtered {
+            true => format!("{} filtered", r.route),
+            false => format!("{} {}", r.route, r.delivery_id),
+        })
+        .collect();
+    or_dash(&outcomes.join(", "))
 }
 
 /// A delivery's recorded Redirect, as `--json` shows it.
@@ -470,6 +490,39 @@ mod tests {
             event_kind_label(DeliveryEventKind::RetryScheduled.into()),
             "retry-scheduled"
         );
+    }
+
+    #[test]
+    fn a_delivery_shows_what_each_route_made_of_its_event() {
+        use hookd_sdk::client::proto::RouteOutcome;
+        let mut delivery = Delivery {
+            delivery_id: "dlv_1".into(),
+            ..Default::default()
+        };
+        let routes = |d: &Delivery| {
+            d.fields()
+                .into_iter()
+                .find(|(name, _)| *name == "routes")
+                .map(|(_, value)| value)
+        };
+        assert_eq!(routes(&delivery).as_deref(), Some("-"));
+        delivery.routes = vec![
+            RouteOutcome {
+                route: "default".into(),
+                delivery_id: "dlv_1".into(),
+                filtered: false,
+            },
+            RouteOutcome {
+                route: "audit".into(),
+                delivery_id: String::new(),
+                filtered: true,
+            },
+        ];
+        assert_eq!(
+            routes(&delivery).as_deref(),
+            Some("default dlv_1, audit filtered")
+        );
+        assert_eq!(delivery.json()["routes"][1]["filtered"], true);
     }
 
     #[test]
