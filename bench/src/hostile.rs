@@ -55,6 +55,10 @@ pub struct HostileArgs {
     /// The hostile route's `max_in_flight`: transforms it may run at once.
     #[arg(long, default_value_t = 8)]
     hostile_in_flight: usize,
+    /// The hostile route's `transform_cpu_ms` (1..=1000): how long each
+    /// endless run spins before its budget stops it.
+    #[arg(long, default_value_t = 50)]
+    budget_ms: u64,
     #[command(flatten)]
     load: LoadArgs,
 }
@@ -127,11 +131,13 @@ fn hostile_tenant(
         "\n[[tenants]]\nid = {HOSTILE:?}\nscheme = {scheme:?}\ntolerance_secs = {tolerance_secs}\n\
          [[tenants.secrets]]\nkid = {kid:?}\nsecret = {secret:?}\n\
          [[tenants.routes]]\nname = \"spin\"\nmax_in_flight = {mif}\ntransform = {transform:?}\n\
+         transform_cpu_ms = {budget}\n\
          [tenants.routes.destination]\nurl = \"http://{sink}/sink\"\nsecret = {SINK_SECRET:?}\n",
         scheme = spec.scheme.as_str(),
         kid = spec.kid,
         secret = spec.secret,
         mif = args.hostile_in_flight,
+        budget = args.budget_ms,
     )
 }
 
@@ -143,6 +149,9 @@ pub async fn run(args: HostileArgs) -> anyhow::Result<()> {
     }
     if !(1..=1024).contains(&args.hostile_in_flight) {
         bail!("--hostile-in-flight must be between 1 and 1024");
+    }
+    if !(1..=1000).contains(&args.budget_ms) {
+        bail!("--budget-ms must be between 1 and 1000");
     }
     if cfg!(debug_assertions) && !load.json {
         eprintln!("note: this is a debug build of hookd-bench; build it with --release to measure");
