@@ -13,7 +13,7 @@ use crate::{
 };
 
 /// Runs hookctl with `args`; returns (exit code, stdout).
-async fn hookctl(s: &TestServer, args: &[&str]) -> (i32, String) {
+pub(crate) async fn hookctl(s: &TestServer, args: &[&str]) -> (i32, String) {
     let out = tokio::process::Command::new(hookctl_bin())
         .args(args)
         .env(

@@ -43,14 +43,7 @@ async fn one_tenant_id_created_on_two_replicas_at_once_is_created_once() {
         return;
     };
     let replicas = [cluster.start(0, MASTER_KEY), cluster.start(1, MASTER_KEY)];
-    let mut admins = Vec::new();
-    for replica in &replicas {
-        admins.push(
-            HookdClient::connect(replica.grpc.clone(), ADMIN_TOKEN)
-                .await
-                .unwrap(),
-        );
-    }
+    let admins = [replicas[0].admin().await, replicas[1].admin().await];
     for round in 0..5 {
         let id = format!("race{round}");
         let request = CreateTenantRequest {

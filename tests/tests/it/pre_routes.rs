@@ -143,9 +143,7 @@ async fn a_database_from_before_routes_keeps_its_queues_and_dead_letters() {
         (3, 2),
         "queue and dead letters intact"
     );
-    let admin = HookdClient::connect(hookd.grpc.clone(), ADMIN_TOKEN)
-        .await
-        .unwrap();
+    let admin = hookd.admin().await;
     let first = admin
         .get_delivery("shop", "dlv_01M8RX46QB7V67WH2KYAMRSS4T")
         .await

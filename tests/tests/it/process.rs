@@ -62,6 +62,13 @@ pub struct HookdProcess {
 }
 
 impl HookdProcess {
+    /// A control-plane client of this process with the admin token.
+    pub async fn admin(&self) -> hookd_sdk::client::HookdClient {
+        hookd_sdk::client::HookdClient::connect(self.grpc.clone(), crate::harness::ADMIN_TOKEN)
+            .await
+            .unwrap()
+    }
+
     /// Starts hookd on `data` and `config` with `env` added, and waits until
     /// it logged both addresses.
     pub fn spawn(data: &Path, config: &Path, env: &[(&str, &str)]) -> HookdProcess {

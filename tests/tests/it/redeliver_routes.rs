@@ -22,8 +22,8 @@ use hookd_server::testing::test_database;
 use reqwest::StatusCode;
 
 use crate::{
-    harness::{acme_secret, tenant, TestServer, ADMIN_TOKEN, DEST_SECRET},
-    process::hookctl_bin,
+    cli::hookctl,
+    harness::{acme_secret, tenant, TestServer, DEST_SECRET},
     receiver::{Receiver, Reply},
 };
 
@@ -273,23 +273,6 @@ async fn a_routes_dead_letters_are_listed_counted_dry_and_redelivered_by_filter_
         database.url
     );
     dead_letters_and_redelivery_by_filter_per_route(&storage).await;
-}
-
-/// Runs hookctl with `args`; returns (exit code, stdout).
-async fn hookctl(s: &TestServer, args: &[&str]) -> (i32, String) {
-    let out = tokio::process::Command::new(hookctl_bin())
-        .args(args)
-        .env(
-            "HOOKCTL_ENDPOINT",
-            format!("http://{}", s.server().grpc_addr()),
-        )
-        .env("HOOKD_ADMIN_TOKEN", ADMIN_TOKEN)
-        .env_remove("HOOKCTL_TOKEN")
-        .output()
-        .await
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    (out.status.code().unwrap_or(-1), stdout)
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -24,7 +24,7 @@ use hookd_server::ids::TenantId;
 use reqwest::StatusCode;
 
 use crate::{
-    harness::{now_secs, order, signed, tenant, TestServer, ADMIN_TOKEN},
+    harness::{now_secs, order, signed, tenant, TestServer},
     postgres::{Cluster, MASTER_KEY},
     receiver::{Receiver, Reply},
 };
@@ -500,14 +500,7 @@ async fn on_postgres_a_route_changed_on_one_replica_is_in_force_on_the_other() {
         return;
     };
     let replicas = [cluster.start(0, MASTER_KEY), cluster.start(1, MASTER_KEY)];
-    let mut admins = Vec::new();
-    for replica in &replicas {
-        admins.push(
-            HookdClient::connect(replica.grpc.clone(), ADMIN_TOKEN)
-                .await
-                .unwrap(),
-        );
-    }
+    let admins = [replicas[0].admin().await, replicas[1].admin().await];
     let (kid, secret) = create_tenant(&admins[0], "shop", "").await;
     let created = (kid.as_str(), secret.as_str());
     until_routes(&replicas[1], created, &["default"]).await;
