@@ -2,7 +2,7 @@
 
 use super::{
     codec::{self, Tag, MAX_SIGNATURES},
-    Claims, HeaderSource,
+    Claims, HeaderSource, Proof, Signed,
 };
 use crate::error::VerifyError;
 
@@ -15,8 +15,8 @@ pub(crate) fn claims<H: HeaderSource + ?Sized>(
 ) -> Result<Claims, VerifyError> {
     let header = parse(codec::required(headers, name)?)?;
     Ok(Claims {
-        signatures: header.signatures,
-        prefix: signed_prefix(header.raw_timestamp),
+        proofs: header.signatures.into_iter().map(Proof::sha256).collect(),
+        signed: Signed::around_body(signed_prefix(header.raw_timestamp)),
         timestamp: Some(header.timestamp),
         header_event_id: None,
         kid: header.kid.filter(|_| keep_kid).map(str::to_owned),

@@ -1,5 +1,6 @@
-//! `Secret`: one tenant signing key and its id, built from the string the provider
-//! hands out, never printed and wiped from memory when dropped.
+//! `Secret`: one tenant key and its id, built from the string the provider hands
+//! out (a shared HMAC secret, or one half of a key pair), never printed and wiped
+//! from memory when dropped.
 
 use std::fmt;
 
@@ -7,10 +8,28 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use zeroize::Zeroizing;
 
-use super::Scheme;
+use super::{pair, Scheme};
 use crate::error::InvalidSecret;
 
 const STANDARD_PREFIX: &str = "whsec_";
+/// Standard Webhooks `v1a`: an Ed25519 public key (verifying) or private key (signing).
+const STANDARD_PUBLIC_PREFIX: &str = "whpk_";
+const STANDARD_PRIVATE_PREFIX: &str = "whsk_";
+
+/// What a key's bytes are, and so which signatures it can check or make.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyKind {
+    /// A shared secret: HMAC key or header token.
+    Shared,
+    /// An Ed25519 public key (32 bytes): verifies.
+    Ed25519Public,
+    /// An Ed25519 private key's 32-byte seed: signs.
+    Ed25519Seed,
+    /// A P-256 public key as its uncompressed point (65 bytes): verifies.
+    P256Public,
+    /// A P-256 private key in PKCS#8 DER: signs.
+    P256Pkcs8,
+}
 
 /// One signing key as the provider hands it out, tagged with the id the caller
 /// rotates it under so `Verified` can say which key matched. The key bytes
@@ -18,41 +37,80 @@ const STANDARD_PREFIX: &str = "whsec_";
 #[derive(Clone)]
 pub struct Secret {
     kid: String,
+    kind: KeyKind,
     key: Zeroizing<Vec<u8>>,
 }
 
 impl Secret {
     /// Turns a provider's secret string into key bytes the way that provider's own
     /// library does: Standard Webhooks base64-decodes what follows `whsec_` (bare base64
-    /// is accepted too); every other scheme, Stripe's `whsec_...` included, uses the
-    /// string's bytes literally.
+    /// is accepted too), and reads `whpk_`/`whsk_` as an Ed25519 public/private key;
+    /// every other scheme, Stripe's `whsec_...` included, uses the string's bytes
+    /// literally.
     pub fn from_provider(
         scheme: Scheme,
         kid: impl Into<String>,
         secret: &str,
     ) -> Result<Secret, InvalidSecret> {
-        let key = match scheme {
-            Scheme::Standard => {
-                let encoded = secret.strip_prefix(STANDARD_PREFIX).unwrap_or(secret);
-                STANDARD
-                    .decode(encoded)
-                    .map_err(|_| InvalidSecret::NotBase64)?
-            }
+        let (kind, key) = match scheme {
+            Scheme::Standard => standard_key(secret)?,
             Scheme::Hookd | Scheme::Stripe | Scheme::Github | Scheme::Shopify | Scheme::Slack => {
-                secret.as_bytes().to_vec()
+                (KeyKind::Shared, secret.as_bytes().to_vec())
             }
         };
+        Secret::of_kind(kid, kind, key)
+    }
+
+    /// A key of `kind` from its raw bytes, checked to be usable as one.
+    pub fn of_kind(
+        kid: impl Into<String>,
+        kind: KeyKind,
+        key: Vec<u8>,
+    ) -> Result<Secret, InvalidSecret> {
         if key.is_empty() {
             return Err(InvalidSecret::Empty);
         }
-        Ok(Secret::from_bytes(kid, key))
+        let ed25519 = key.len() == pair::ED25519_KEY_LEN;
+        let key = match kind {
+            KeyKind::Shared => key,
+            KeyKind::Ed25519Public if ed25519 => key,
+            KeyKind::Ed25519Seed if ed25519 && pair::valid_ed25519_seed(&key) => key,
+            KeyKind::P256Public => pair::p256_point(&key).ok_or(InvalidSecret::NotAKey)?,
+            KeyKind::P256Pkcs8 if pair::valid_p256_pkcs8(&key) => key,
+            _ => return Err(InvalidSecret::NotAKey),
+        };
+        Ok(Secret {
+            kid: kid.into(),
+            kind,
+            key: Zeroizing::new(key),
+        })
     }
 
-    /// For keys hookd generates itself, which are already raw bytes.
+    /// For keys hookd generates itself, which are already raw shared-secret bytes.
     pub fn from_bytes(kid: impl Into<String>, key: Vec<u8>) -> Secret {
         Secret {
             kid: kid.into(),
+            kind: KeyKind::Shared,
             key: Zeroizing::new(key),
+        }
+    }
+
+    /// What this key is.
+    pub fn kind(&self) -> KeyKind {
+        self.kind
+    }
+
+    /// The public key that verifies what this private key signs (itself for
+    /// shared secrets and public keys); Ed25519 only, as P-256 keys are imported
+    /// as public keys directly.
+    pub fn verifying(&self) -> Secret {
+        match self.kind {
+            KeyKind::Ed25519Seed => Secret {
+                kid: self.kid.clone(),
+                kind: KeyKind::Ed25519Public,
+                key: Zeroizing::new(pair::ed25519_public(&self.key)),
+            },
+            _ => self.clone(),
         }
     }
 
@@ -66,10 +124,37 @@ impl Secret {
     }
 }
 
+/// A Standard Webhooks key: `whsec_` (or bare) base64 shared secret, `whpk_`
+/// base64 Ed25519 public key, `whsk_` base64 Ed25519 private key (its 32-byte
+/// seed, or the 64-byte seed and public key libsodium writes).
+fn standard_key(secret: &str) -> Result<(KeyKind, Vec<u8>), InvalidSecret> {
+    let decode = |encoded: &str| {
+        STANDARD
+            .decode(encoded)
+            .map_err(|_| InvalidSecret::NotBase64)
+    };
+    if let Some(public) = secret.strip_prefix(STANDARD_PUBLIC_PREFIX) {
+        return Ok((KeyKind::Ed25519Public, decode(public)?));
+    }
+    if let Some(private) = secret.strip_prefix(STANDARD_PRIVATE_PREFIX) {
+        let mut key = decode(private)?;
+        if key.len() == 2 * pair::ED25519_KEY_LEN {
+            let public = key.split_off(pair::ED25519_KEY_LEN);
+            if pair::valid_ed25519_seed(&key) && pair::ed25519_public(&key) != public {
+                return Err(InvalidSecret::NotAKey);
+            }
+        }
+        return Ok((KeyKind::Ed25519Seed, key));
+    }
+    let encoded = secret.strip_prefix(STANDARD_PREFIX).unwrap_or(secret);
+    Ok((KeyKind::Shared, decode(encoded)?))
+}
+
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Secret")
             .field("kid", &self.kid)
+            .field("kind", &self.kind)
             .field("key", &format_args!("<redacted>"))
             .finish()
     }

@@ -110,7 +110,7 @@ fn empty_signature_is_malformed_not_a_match() {
 #[test]
 fn truncated_or_padded_signature_is_malformed() {
     for scheme in Scheme::ALL {
-        let tag = codec::hmac_sha256(current().key(), b"", BODY);
+        let tag = codec::hmac_sha256(current().key(), BODY);
         let (short, long) = match scheme {
             Scheme::Standard | Scheme::Shopify => {
                 use base64::Engine;

@@ -1,0 +1,105 @@
+//! Signatures made with a key pair: Ed25519 (Discord, Standard Webhooks `v1a`)
+//! and ECDSA P-256 over SHA-256 (SendGrid). Verification needs only the public
+//! key; signing, for `hookctl send` and tests, the private one.
+
+use ring::rand::SystemRandom;
+use ring::signature::{self, EcdsaKeyPair, Ed25519KeyPair, UnparsedPublicKey};
+
+/// Length of an Ed25519 public key, seed and signature.
+pub(crate) const ED25519_KEY_LEN: usize = 32;
+pub(crate) const ED25519_SIGNATURE_LEN: usize = 64;
+
+/// The DER prefix of a P-256 `SubjectPublicKeyInfo` before its 65-byte point.
+const P256_SPKI_PREFIX: [u8; 26] = [
+    0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a,
+    0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
+];
+
+/// Whether `signature` is `public_key`'s Ed25519 signature of `message`.
+pub(crate) fn verify_ed25519(public_key: &[u8], message: &[u8], signature: &[u8]) -> bool {
+    UnparsedPublicKey::new(&signature::ED25519, public_key)
+        .verify(message, signature)
+        .is_ok()
+}
+
+/// Whether `signature` (DER) is the P-256 key `point`'s ECDSA signature of `message`.
+pub(crate) fn verify_p256(point: &[u8], message: &[u8], signature: &[u8]) -> bool {
+    UnparsedPublicKey::new(&signature::ECDSA_P256_SHA256_ASN1, point)
+        .verify(message, signature)
+        .is_ok()
+}
+
+/// The uncompressed point of a P-256 public key given as DER `SubjectPublicKeyInfo`
+/// (what SendGrid shows as the verification key, base64) or as the bare point.
+pub(crate) fn p256_point(key: &[u8]) -> Option<Vec<u8>> {
+    let point = key.strip_prefix(&P256_SPKI_PREFIX[..]).unwrap_or(key);
+    (point.len() == 65 && point[0] == 0x04).then(|| point.to_vec())
+}
+
+/// Whether `seed` can sign as an Ed25519 private key.
+pub(crate) fn valid_ed25519_seed(seed: &[u8]) -> bool {
+    Ed25519KeyPair::from_seed_unchecked(seed).is_ok()
+}
+
+/// Whether `pkcs8` is a P-256 private key.
+pub(crate) fn valid_p256_pkcs8(pkcs8: &[u8]) -> bool {
+    EcdsaKeyPair::from_pkcs8(
+        &signature::ECDSA_P256_SHA256_ASN1_SIGNING,
+        pkcs8,
+        &SystemRandom::new(),
+    )
+    .is_ok()
+}
+
+/// The Ed25519 signature of `message` under the private key `seed`.
+pub(crate) fn sign_ed25519(seed: &[u8], message: &[u8]) -> Vec<u8> {
+    let pair =
+        Ed25519KeyPair::from_seed_unchecked(seed).expect("seed checked when the key was made");
+    pair.sign(message).as_ref().to_vec()
+}
+
+/// The public key of the Ed25519 private key `seed`.
+pub(crate) fn ed25519_public(seed: &[u8]) -> Vec<u8> {
+    use ring::signature::KeyPair;
+    let pair =
+        Ed25519KeyPair::from_seed_unchecked(seed).expect("seed checked when the key was made");
+    pair.public_key().as_ref().to_vec()
+}
+
+/// The DER ECDSA signature of `message` under the P-256 private key `pkcs8`.
+pub(crate) fn sign_p256(pkcs8: &[u8], message: &[u8]) -> Vec<u8> {
+    let rng = SystemRandom::new();
+    let pair = EcdsaKeyPair::from_pkcs8(&signature::ECDSA_P256_SHA256_ASN1_SIGNING, pkcs8, &rng)
+        .expect("key checked when it was made");
+    pair.sign(&rng, message)
+        .expect("signing with a valid key succeeds")
+        .as_ref()
+        .to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ed25519_round_trip_and_tamper() {
+        let seed = [7u8; ED25519_KEY_LEN];
+        let public = ed25519_public(&seed);
+        let signature = sign_ed25519(&seed, b"message");
+        assert_eq!(signature.len(), ED25519_SIGNATURE_LEN);
+        assert!(verify_ed25519(&public, b"message", &signature));
+        assert!(!verify_ed25519(&public, b"messagf", &signature));
+        assert!(!verify_ed25519(&[8u8; 32], b"message", &signature));
+    }
+
+    #[test]
+    fn p256_keys_are_read_from_spki_or_as_points() {
+        let mut point = vec![0x04];
+        point.extend_from_slice(&[1u8; 64]);
+        let mut spki = P256_SPKI_PREFIX.to_vec();
+        spki.extend_from_slice(&point);
+        assert_eq!(p256_point(&spki), Some(point.clone()));
+        assert_eq!(p256_point(&point), Some(point));
+        assert_eq!(p256_point(&[4u8; 10]), None);
+    }
+}
