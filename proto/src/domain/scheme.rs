@@ -55,7 +55,9 @@ impl Scheme {
     }
 
     /// Body field that carries the event id when the headers do not, so the server
-    /// knows where to look for its dedup key.
+    /// knows where to look for its dedup key: a top-level name, or a JSON pointer
+    /// (RFC 6901) when it starts with `/`. A scheme with neither this nor an
+    /// [`Scheme::event_id_header`] has no event id of its own.
     pub fn body_event_id_field(self) -> Option<&'static str> {
         match self {
             Scheme::Hookd | Scheme::Slack => Some("event_id"),
@@ -72,6 +74,19 @@ impl Scheme {
             Scheme::Github => Some("X-GitHub-Delivery"),
             Scheme::Shopify => Some("X-Shopify-Webhook-Id"),
             Scheme::Hookd | Scheme::Stripe | Scheme::Slack => None,
+        }
+    }
+
+    /// Whether the signature covers the URL the provider called, so the tenant
+    /// needs a `public_url` (behind a load balancer hookd cannot see it).
+    pub fn signs_url(self) -> bool {
+        match self {
+            Scheme::Standard
+            | Scheme::Hookd
+            | Scheme::Stripe
+            | Scheme::Github
+            | Scheme::Shopify
+            | Scheme::Slack => false,
         }
     }
 
