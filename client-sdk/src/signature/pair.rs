@@ -66,6 +66,39 @@ pub(crate) fn ed25519_public(seed: &[u8]) -> Vec<u8> {
     pair.public_key().as_ref().to_vec()
 }
 
+/// The uncompressed point of the P-256 private key `pkcs8`'s public key.
+pub(crate) fn p256_public(pkcs8: &[u8]) -> Vec<u8> {
+    use ring::signature::KeyPair;
+    let pair = EcdsaKeyPair::from_pkcs8(
+        &signature::ECDSA_P256_SHA256_ASN1_SIGNING,
+        pkcs8,
+        &SystemRandom::new(),
+    )
+    .expect("key checked when it was made");
+    pair.public_key().as_ref().to_vec()
+}
+
+/// A new random P-256 private key, PKCS#8 DER.
+pub(crate) fn generate_p256() -> Vec<u8> {
+    EcdsaKeyPair::generate_pkcs8(
+        &signature::ECDSA_P256_SHA256_ASN1_SIGNING,
+        &SystemRandom::new(),
+    )
+    .expect("the system random source works")
+    .as_ref()
+    .to_vec()
+}
+
+/// A new random Ed25519 seed.
+pub(crate) fn generate_ed25519() -> Vec<u8> {
+    use ring::rand::SecureRandom;
+    let mut seed = vec![0u8; ED25519_KEY_LEN];
+    SystemRandom::new()
+        .fill(&mut seed)
+        .expect("the system random source works");
+    seed
+}
+
 /// The DER ECDSA signature of `message` under the P-256 private key `pkcs8`.
 pub(crate) fn sign_p256(pkcs8: &[u8], message: &[u8]) -> Vec<u8> {
     let rng = SystemRandom::new();
@@ -101,5 +134,16 @@ mod tests {
         assert_eq!(p256_point(&spki), Some(point.clone()));
         assert_eq!(p256_point(&point), Some(point));
         assert_eq!(p256_point(&[4u8; 10]), None);
+    }
+
+    #[test]
+    fn p256_round_trip_and_tamper() {
+        let private = generate_p256();
+        let public = p256_public(&private);
+        let signature = sign_p256(&private, b"message");
+        assert!(verify_p256(&public, b"message", &signature));
+        assert!(!verify_p256(&public, b"messagf", &signature));
+        let other = p256_public(&generate_p256());
+        assert!(!verify_p256(&other, b"message", &signature));
     }
 }

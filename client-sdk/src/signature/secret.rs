@@ -31,6 +31,17 @@ pub enum KeyKind {
     P256Pkcs8,
 }
 
+impl KeyKind {
+    /// The kind that signs what this kind verifies (itself for shared secrets).
+    pub fn signing(self) -> KeyKind {
+        match self {
+            KeyKind::Ed25519Public => KeyKind::Ed25519Seed,
+            KeyKind::P256Public => KeyKind::P256Pkcs8,
+            other => other,
+        }
+    }
+}
+
 /// One signing key as the provider hands it out, tagged with the id the caller
 /// rotates it under so `Verified` can say which key matched. The key bytes
 /// are zeroed when the last copy is dropped.
@@ -100,16 +111,41 @@ impl Secret {
         self.kind
     }
 
+    /// A new random key of `kind`: 32 random bytes for a shared secret, a new
+    /// key pair's private half for the signing kinds, that private half's
+    /// public key for the verifying kinds.
+    pub fn generate(kid: impl Into<String>, kind: KeyKind) -> Secret {
+        let private = |kind| match kind {
+            KeyKind::P256Public | KeyKind::P256Pkcs8 => (KeyKind::P256Pkcs8, pair::generate_p256()),
+            _ => (KeyKind::Ed25519Seed, pair::generate_ed25519()),
+        };
+        let (made, key) = match kind {
+            KeyKind::Shared => (KeyKind::Shared, pair::generate_ed25519()),
+            other => private(other),
+        };
+        let secret = Secret {
+            kid: kid.into(),
+            kind: made,
+            key: Zeroizing::new(key),
+        };
+        if kind == made {
+            secret
+        } else {
+            secret.verifying()
+        }
+    }
+
     /// The public key that verifies what this private key signs (itself for
-    /// shared secrets and public keys); Ed25519 only, as P-256 keys are imported
-    /// as public keys directly.
+    /// shared secrets and public keys).
     pub fn verifying(&self) -> Secret {
+        let public = |kind, key| Secret {
+            kid: self.kid.clone(),
+            kind,
+            key: Zeroizing::new(key),
+        };
         match self.kind {
-            KeyKind::Ed25519Seed => Secret {
-                kid: self.kid.clone(),
-                kind: KeyKind::Ed25519Public,
-                key: Zeroizing::new(pair::ed25519_public(&self.key)),
-            },
+            KeyKind::Ed25519Seed => public(KeyKind::Ed25519Public, pair::ed25519_public(&self.key)),
+            KeyKind::P256Pkcs8 => public(KeyKind::P256Public, pair::p256_public(&self.key)),
             _ => self.clone(),
         }
     }
@@ -186,6 +222,42 @@ mod tests {
         assert_eq!(empty.unwrap_err(), InvalidSecret::Empty);
         let empty = Secret::from_provider(Scheme::Github, "k", "");
         assert_eq!(empty.unwrap_err(), InvalidSecret::Empty);
+    }
+
+    #[test]
+    fn generated_pairs_sign_what_their_public_half_verifies() {
+        for kind in [KeyKind::Ed25519Public, KeyKind::P256Public] {
+            let private = Secret::generate("k", kind.signing());
+            assert_eq!(private.kind(), kind.signing());
+            assert_eq!(private.verifying().kind(), kind);
+            assert_eq!(Secret::generate("k", kind).kind(), kind);
+        }
+        let shared = Secret::generate("k", KeyKind::Shared);
+        assert_eq!((shared.kind(), shared.key().len()), (KeyKind::Shared, 32));
+        assert_ne!(shared.key(), Secret::generate("k", KeyKind::Shared).key());
+    }
+
+    #[test]
+    fn standard_reads_key_pairs_by_prefix() {
+        let seed = Secret::generate("k", KeyKind::Ed25519Seed);
+        let public = seed.verifying();
+        let encoded = |key: &Secret| STANDARD.encode(key.key());
+        let read_public =
+            Secret::from_provider(Scheme::Standard, "k", &format!("whpk_{}", encoded(&public)))
+                .unwrap();
+        assert_eq!(read_public.kind(), KeyKind::Ed25519Public);
+        assert_eq!(read_public.key(), public.key());
+        let libsodium = [seed.key(), public.key()].concat();
+        let read_private = Secret::from_provider(
+            Scheme::Standard,
+            "k",
+            &format!("whsk_{}", STANDARD.encode(&libsodium)),
+        )
+        .unwrap();
+        assert_eq!(read_private.kind(), KeyKind::Ed25519Seed);
+        assert_eq!(read_private.key(), seed.key());
+        let short = Secret::from_provider(Scheme::Standard, "k", "whpk_AQID");
+        assert_eq!(short.unwrap_err(), InvalidSecret::NotAKey);
     }
 
     #[test]
