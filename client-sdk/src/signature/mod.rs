@@ -4,6 +4,7 @@
 
 mod codec;
 mod github;
+mod gitlab;
 mod headers;
 mod hookd;
 mod kv;
@@ -119,6 +120,7 @@ pub fn verify_delivery<H: HeaderSource + ?Sized>(
         Scheme::Github => github::Github::parse(delivery),
         Scheme::Shopify => shopify::Shopify::parse(delivery),
         Scheme::Slack => slack::Slack::parse(delivery),
+        Scheme::Gitlab => gitlab::Gitlab::parse(delivery),
     }?;
     let key = keys
         .iter()
@@ -235,6 +237,7 @@ pub fn sign_message(scheme: Scheme, secret: &Secret, message: &Message<'_>) -> S
         Scheme::Github => github::Github::sign(secret, message),
         Scheme::Shopify => shopify::Shopify::sign(secret, message),
         Scheme::Slack => slack::Slack::sign(secret, message),
+        Scheme::Gitlab => gitlab::Gitlab::sign(secret, message),
     }
 }
 

@@ -54,9 +54,12 @@ impl Secret {
     ) -> Result<Secret, InvalidSecret> {
         let (kind, key) = match scheme {
             Scheme::Standard => standard_key(secret)?,
-            Scheme::Hookd | Scheme::Stripe | Scheme::Github | Scheme::Shopify | Scheme::Slack => {
-                (KeyKind::Shared, secret.as_bytes().to_vec())
-            }
+            Scheme::Hookd
+            | Scheme::Stripe
+            | Scheme::Github
+            | Scheme::Shopify
+            | Scheme::Slack
+            | Scheme::Gitlab => (KeyKind::Shared, secret.as_bytes().to_vec()),
         };
         Secret::of_kind(kid, kind, key)
     }
@@ -121,6 +124,11 @@ impl Secret {
 
     pub(crate) fn key(&self) -> &[u8] {
         &self.key
+    }
+
+    /// The key as the text a token scheme sends in its header.
+    pub(crate) fn text(&self) -> String {
+        String::from_utf8_lossy(&self.key).into_owned()
     }
 }
 

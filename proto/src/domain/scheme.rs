@@ -29,17 +29,20 @@ pub enum Scheme {
     Shopify,
     /// Slack: `X-Slack-Signature: v0=..` with `X-Slack-Request-Timestamp`.
     Slack,
+    /// GitLab: the secret token itself in `X-Gitlab-Token`; nothing is signed.
+    Gitlab,
 }
 
 impl Scheme {
     /// Every scheme, so configuration UIs and tests can enumerate them.
-    pub const ALL: [Scheme; 6] = [
+    pub const ALL: [Scheme; 7] = [
         Scheme::Standard,
         Scheme::Hookd,
         Scheme::Stripe,
         Scheme::Github,
         Scheme::Shopify,
         Scheme::Slack,
+        Scheme::Gitlab,
     ];
 
     /// The name used in configuration and on the wire; `FromStr` accepts it back.
@@ -51,6 +54,7 @@ impl Scheme {
             Scheme::Github => "github",
             Scheme::Shopify => "shopify",
             Scheme::Slack => "slack",
+            Scheme::Gitlab => "gitlab",
         }
     }
 
@@ -62,7 +66,7 @@ impl Scheme {
         match self {
             Scheme::Hookd | Scheme::Slack => Some("event_id"),
             Scheme::Stripe => Some("id"),
-            Scheme::Standard | Scheme::Github | Scheme::Shopify => None,
+            Scheme::Standard | Scheme::Github | Scheme::Shopify | Scheme::Gitlab => None,
         }
     }
 
@@ -73,6 +77,7 @@ impl Scheme {
             Scheme::Standard => Some("webhook-id"),
             Scheme::Github => Some("X-GitHub-Delivery"),
             Scheme::Shopify => Some("X-Shopify-Webhook-Id"),
+            Scheme::Gitlab => Some("Idempotency-Key"),
             Scheme::Hookd | Scheme::Stripe | Scheme::Slack => None,
         }
     }
@@ -86,14 +91,15 @@ impl Scheme {
             | Scheme::Stripe
             | Scheme::Github
             | Scheme::Shopify
-            | Scheme::Slack => false,
+            | Scheme::Slack
+            | Scheme::Gitlab => false,
         }
     }
 
     /// Whether the signed material has a timestamp; without one the tolerance window
     /// cannot bound replays and the server must lean on its replay cache alone.
     pub fn has_timestamp(self) -> bool {
-        !matches!(self, Scheme::Github | Scheme::Shopify)
+        !matches!(self, Scheme::Github | Scheme::Shopify | Scheme::Gitlab)
     }
 }
 
