@@ -8,6 +8,7 @@ mod gitlab;
 mod headers;
 mod hookd;
 mod kv;
+mod okta;
 mod pair;
 #[cfg(test)]
 mod props;
@@ -121,6 +122,7 @@ pub fn verify_delivery<H: HeaderSource + ?Sized>(
         Scheme::Shopify => shopify::Shopify::parse(delivery),
         Scheme::Slack => slack::Slack::parse(delivery),
         Scheme::Gitlab => gitlab::Gitlab::parse(delivery),
+        Scheme::Okta => okta::Okta::parse(delivery),
     }?;
     let key = keys
         .iter()
@@ -238,6 +240,7 @@ pub fn sign_message(scheme: Scheme, secret: &Secret, message: &Message<'_>) -> S
         Scheme::Shopify => shopify::Shopify::sign(secret, message),
         Scheme::Slack => slack::Slack::sign(secret, message),
         Scheme::Gitlab => gitlab::Gitlab::sign(secret, message),
+        Scheme::Okta => okta::Okta::sign(secret, message),
     }
 }
 

@@ -59,7 +59,8 @@ impl Secret {
             | Scheme::Github
             | Scheme::Shopify
             | Scheme::Slack
-            | Scheme::Gitlab => (KeyKind::Shared, secret.as_bytes().to_vec()),
+            | Scheme::Gitlab
+            | Scheme::Okta => (KeyKind::Shared, secret.as_bytes().to_vec()),
         };
         Secret::of_kind(kid, kind, key)
     }

@@ -45,6 +45,7 @@ fn signature_header(scheme: Scheme) -> &'static str {
         Scheme::Shopify => "X-Shopify-Hmac-Sha256",
         Scheme::Slack => "X-Slack-Signature",
         Scheme::Gitlab => "X-Gitlab-Token",
+        Scheme::Okta => "Authorization",
     }
 }
 
@@ -56,13 +57,13 @@ fn with_tag(scheme: Scheme, tag: &str) -> String {
         Scheme::Github => format!("sha256={tag}"),
         Scheme::Shopify => tag.to_owned(),
         Scheme::Slack => format!("v0={tag}"),
-        Scheme::Gitlab => tag.to_owned(),
+        Scheme::Gitlab | Scheme::Okta => tag.to_owned(),
     }
 }
 
 /// Whether `scheme` sends the secret itself, which has no length of its own.
 fn sends_token(scheme: Scheme) -> bool {
-    matches!(scheme, Scheme::Gitlab)
+    matches!(scheme, Scheme::Gitlab | Scheme::Okta)
 }
 
 /// Whether `scheme`'s proof covers the body.

@@ -31,11 +31,13 @@ pub enum Scheme {
     Slack,
     /// GitLab: the secret token itself in `X-Gitlab-Token`; nothing is signed.
     Gitlab,
+    /// Okta event hooks: the configured secret itself in `Authorization`; nothing is signed.
+    Okta,
 }
 
 impl Scheme {
     /// Every scheme, so configuration UIs and tests can enumerate them.
-    pub const ALL: [Scheme; 7] = [
+    pub const ALL: [Scheme; 8] = [
         Scheme::Standard,
         Scheme::Hookd,
         Scheme::Stripe,
@@ -43,6 +45,7 @@ impl Scheme {
         Scheme::Shopify,
         Scheme::Slack,
         Scheme::Gitlab,
+        Scheme::Okta,
     ];
 
     /// The name used in configuration and on the wire; `FromStr` accepts it back.
@@ -55,6 +58,7 @@ impl Scheme {
             Scheme::Shopify => "shopify",
             Scheme::Slack => "slack",
             Scheme::Gitlab => "gitlab",
+            Scheme::Okta => "okta",
         }
     }
 
@@ -66,6 +70,7 @@ impl Scheme {
         match self {
             Scheme::Hookd | Scheme::Slack => Some("event_id"),
             Scheme::Stripe => Some("id"),
+            Scheme::Okta => Some("eventId"),
             Scheme::Standard | Scheme::Github | Scheme::Shopify | Scheme::Gitlab => None,
         }
     }
@@ -78,7 +83,7 @@ impl Scheme {
             Scheme::Github => Some("X-GitHub-Delivery"),
             Scheme::Shopify => Some("X-Shopify-Webhook-Id"),
             Scheme::Gitlab => Some("Idempotency-Key"),
-            Scheme::Hookd | Scheme::Stripe | Scheme::Slack => None,
+            Scheme::Hookd | Scheme::Stripe | Scheme::Slack | Scheme::Okta => None,
         }
     }
 
@@ -92,14 +97,18 @@ impl Scheme {
             | Scheme::Github
             | Scheme::Shopify
             | Scheme::Slack
-            | Scheme::Gitlab => false,
+            | Scheme::Gitlab
+            | Scheme::Okta => false,
         }
     }
 
     /// Whether the signed material has a timestamp; without one the tolerance window
     /// cannot bound replays and the server must lean on its replay cache alone.
     pub fn has_timestamp(self) -> bool {
-        !matches!(self, Scheme::Github | Scheme::Shopify | Scheme::Gitlab)
+        !matches!(
+            self,
+            Scheme::Github | Scheme::Shopify | Scheme::Gitlab | Scheme::Okta
+        )
     }
 }
 
