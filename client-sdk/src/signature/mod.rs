@@ -3,6 +3,7 @@
 //! timestamp against the tolerance; and sign.
 
 mod codec;
+mod discord;
 mod github;
 mod gitlab;
 mod headers;
@@ -123,6 +124,7 @@ pub fn verify_delivery<H: HeaderSource + ?Sized>(
         Scheme::Slack => slack::Slack::parse(delivery),
         Scheme::Gitlab => gitlab::Gitlab::parse(delivery),
         Scheme::Okta => okta::Okta::parse(delivery),
+        Scheme::Discord => discord::Discord::parse(delivery),
     }?;
     let key = keys
         .iter()
@@ -230,7 +232,9 @@ pub fn sign(
 }
 
 /// Signs `message` as `scheme`'s sender does, with `secret` (a shared key, or the
-/// private half of a key pair for the schemes that sign with one).
+/// private half of a key pair for the schemes that sign with one). A key that
+/// cannot sign for the scheme (a public key, or a shared secret where a key pair
+/// signs) yields no signature header, so the receiver answers `MISSING_SIGNATURE`.
 pub fn sign_message(scheme: Scheme, secret: &Secret, message: &Message<'_>) -> Signing {
     match scheme {
         Scheme::Standard => standard::Standard::sign(secret, message),
@@ -241,6 +245,7 @@ pub fn sign_message(scheme: Scheme, secret: &Secret, message: &Message<'_>) -> S
         Scheme::Slack => slack::Slack::sign(secret, message),
         Scheme::Gitlab => gitlab::Gitlab::sign(secret, message),
         Scheme::Okta => okta::Okta::sign(secret, message),
+        Scheme::Discord => discord::Discord::sign(secret, message),
     }
 }
 

@@ -45,8 +45,9 @@ impl Secret {
     /// Turns a provider's secret string into key bytes the way that provider's own
     /// library does: Standard Webhooks base64-decodes what follows `whsec_` (bare base64
     /// is accepted too), and reads `whpk_`/`whsk_` as an Ed25519 public/private key;
-    /// every other scheme, Stripe's `whsec_...` included, uses the string's bytes
-    /// literally.
+    /// Discord's application public key is 64 hex digits (its private key, for
+    /// signing, the 128 hex digits of libsodium's seed and public key); every other
+    /// scheme, Stripe's `whsec_...` included, uses the string's bytes literally.
     pub fn from_provider(
         scheme: Scheme,
         kid: impl Into<String>,
@@ -54,6 +55,7 @@ impl Secret {
     ) -> Result<Secret, InvalidSecret> {
         let (kind, key) = match scheme {
             Scheme::Standard => standard_key(secret)?,
+            Scheme::Discord => discord_key(secret)?,
             Scheme::Hookd
             | Scheme::Stripe
             | Scheme::Github
@@ -159,6 +161,20 @@ fn standard_key(secret: &str) -> Result<(KeyKind, Vec<u8>), InvalidSecret> {
     Ok((KeyKind::Shared, decode(encoded)?))
 }
 
+/// A Discord key: the application's Ed25519 public key as hex, or for signing the
+/// hex of libsodium's 64-byte secret key (seed, then the public key it makes).
+fn discord_key(secret: &str) -> Result<(KeyKind, Vec<u8>), InvalidSecret> {
+    let mut key = hex::decode(secret).map_err(|_| InvalidSecret::NotAKey)?;
+    if key.len() != 2 * pair::ED25519_KEY_LEN {
+        return Ok((KeyKind::Ed25519Public, key));
+    }
+    let public = key.split_off(pair::ED25519_KEY_LEN);
+    if !pair::valid_ed25519_seed(&key) || pair::ed25519_public(&key) != public {
+        return Err(InvalidSecret::NotAKey);
+    }
+    Ok((KeyKind::Ed25519Seed, key))
+}
+
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Secret")
@@ -185,6 +201,23 @@ mod tests {
     fn other_schemes_use_the_secret_literally() {
         let stripe = Secret::from_provider(Scheme::Stripe, "k", "whsec_AQID").unwrap();
         assert_eq!(stripe.key(), b"whsec_AQID");
+    }
+
+    #[test]
+    fn discord_keys_are_hex() {
+        let seed = [7u8; 32];
+        let public = hex::encode(pair::ed25519_public(&seed));
+        let verifying = Secret::from_provider(Scheme::Discord, "k", &public).unwrap();
+        assert_eq!(verifying.kind(), KeyKind::Ed25519Public);
+        let private = format!("{}{public}", hex::encode(seed));
+        let signing = Secret::from_provider(Scheme::Discord, "k", &private).unwrap();
+        assert_eq!(signing.kind(), KeyKind::Ed25519Seed);
+        assert_eq!(signing.verifying().key(), verifying.key());
+        let mismatched = format!("{}{public}", hex::encode([8u8; 32]));
+        for bad in [&mismatched, "zz", &public[..62]] {
+            let err = Secret::from_provider(Scheme::Discord, "k", bad).unwrap_err();
+            assert_eq!(err, InvalidSecret::NotAKey, "{bad}");
+        }
     }
 
     #[test]

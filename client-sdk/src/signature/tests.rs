@@ -9,12 +9,26 @@ const BODY: &[u8] = br#"{"event_id":"evt_1","id":"evt_1"}"#;
 
 type Headers = Vec<(String, String)>;
 
-fn current() -> Secret {
-    Secret::from_bytes("k2", b"current-key-0123456789".to_vec())
+/// The tenant's current key for `scheme`, as its sender holds it (the private half
+/// for the schemes that sign with a key pair).
+fn current(scheme: Scheme) -> Secret {
+    key(scheme, "k2", b"current-key-0123456789")
 }
 
-fn previous() -> Secret {
-    Secret::from_bytes("k1", b"previous-key-9876543210".to_vec())
+/// The previous key, still accepted during a rotation.
+fn previous(scheme: Scheme) -> Secret {
+    key(scheme, "k1", b"previous-key-9876543210")
+}
+
+fn key(scheme: Scheme, kid: &str, shared: &[u8]) -> Secret {
+    match scheme {
+        Scheme::Discord => {
+            let mut seed = vec![0; 32];
+            seed[..shared.len()].copy_from_slice(shared);
+            Secret::of_kind(kid, KeyKind::Ed25519Seed, seed).expect("any 32 bytes are a seed")
+        }
+        _ => Secret::from_bytes(kid, shared.to_vec()),
+    }
 }
 
 fn check(scheme: Scheme, headers: &Headers, body: &[u8]) -> Result<Verified, VerifyError> {
@@ -22,7 +36,7 @@ fn check(scheme: Scheme, headers: &Headers, body: &[u8]) -> Result<Verified, Ver
         scheme,
         headers,
         body,
-        &[current(), previous()],
+        &[current(scheme).verifying(), previous(scheme).verifying()],
         NOW,
         TOLERANCE,
     )
@@ -46,6 +60,7 @@ fn signature_header(scheme: Scheme) -> &'static str {
         Scheme::Slack => "X-Slack-Signature",
         Scheme::Gitlab => "X-Gitlab-Token",
         Scheme::Okta => "Authorization",
+        Scheme::Discord => "X-Signature-Ed25519",
     }
 }
 
@@ -57,7 +72,7 @@ fn with_tag(scheme: Scheme, tag: &str) -> String {
         Scheme::Github => format!("sha256={tag}"),
         Scheme::Shopify => tag.to_owned(),
         Scheme::Slack => format!("v0={tag}"),
-        Scheme::Gitlab | Scheme::Okta => tag.to_owned(),
+        Scheme::Gitlab | Scheme::Okta | Scheme::Discord => tag.to_owned(),
     }
 }
 
@@ -74,7 +89,7 @@ fn covers_body(scheme: Scheme) -> bool {
 #[test]
 fn sign_then_verify_round_trips_for_every_scheme() {
     for scheme in Scheme::ALL {
-        let headers = sign(scheme, &current(), "evt_1", NOW, BODY);
+        let headers = sign(scheme, &current(scheme), "evt_1", NOW, BODY);
         let verified = check(scheme, &headers, BODY).unwrap_or_else(|e| panic!("{scheme}: {e}"));
         assert_eq!(verified.kid, "k2", "{scheme}");
         let expected_ts = scheme.has_timestamp().then_some(NOW);
@@ -90,7 +105,7 @@ fn sign_then_verify_round_trips_for_every_scheme() {
 #[test]
 fn previous_key_is_accepted_for_every_scheme() {
     for scheme in Scheme::ALL {
-        let headers = sign(scheme, &previous(), "evt_1", NOW, BODY);
+        let headers = sign(scheme, &previous(scheme), "evt_1", NOW, BODY);
         let verified = check(scheme, &headers, BODY).unwrap_or_else(|e| panic!("{scheme}: {e}"));
         assert_eq!(verified.kid, "k1", "{scheme}");
     }
@@ -99,7 +114,7 @@ fn previous_key_is_accepted_for_every_scheme() {
 #[test]
 fn tampered_body_is_a_bad_signature() {
     for scheme in Scheme::ALL.into_iter().filter(|s| covers_body(*s)) {
-        let headers = sign(scheme, &current(), "evt_1", NOW, BODY);
+        let headers = sign(scheme, &current(scheme), "evt_1", NOW, BODY);
         let tampered = br#"{"event_id":"evt_1","id":"evt_2"}"#;
         let result = check(scheme, &headers, tampered);
         assert_eq!(result, Err(VerifyError::BadSignature), "{scheme}");
@@ -109,7 +124,7 @@ fn tampered_body_is_a_bad_signature() {
 #[test]
 fn empty_signature_is_malformed_not_a_match() {
     for scheme in Scheme::ALL {
-        let mut headers = sign(scheme, &current(), "evt_1", NOW, BODY);
+        let mut headers = sign(scheme, &current(scheme), "evt_1", NOW, BODY);
         set(
             &mut headers,
             signature_header(scheme),
@@ -123,7 +138,7 @@ fn empty_signature_is_malformed_not_a_match() {
 #[test]
 fn truncated_or_padded_signature_is_malformed() {
     for scheme in Scheme::ALL.into_iter().filter(|s| !sends_token(*s)) {
-        let tag = codec::hmac_sha256(current().key(), BODY);
+        let tag = codec::hmac_sha256(b"any key", BODY);
         let (short, long) = match scheme {
             Scheme::Standard | Scheme::Shopify => {
                 use base64::Engine;
@@ -139,7 +154,7 @@ fn truncated_or_padded_signature_is_malformed() {
             ),
         };
         for bad in [short, long] {
-            let mut headers = sign(scheme, &current(), "evt_1", NOW, BODY);
+            let mut headers = sign(scheme, &current(scheme), "evt_1", NOW, BODY);
             set(
                 &mut headers,
                 signature_header(scheme),
@@ -153,7 +168,7 @@ fn truncated_or_padded_signature_is_malformed() {
 
 #[test]
 fn empty_webhook_id_is_malformed() {
-    let mut headers = sign(Scheme::Standard, &current(), "", NOW, BODY);
+    let mut headers = sign(Scheme::Standard, &current(Scheme::Standard), "", NOW, BODY);
     let expected = Err(codec::malformed("webhook-id is empty"));
     assert_eq!(check(Scheme::Standard, &headers, BODY), expected);
     set(&mut headers, "webhook-id", "evt_1");
@@ -166,7 +181,7 @@ fn empty_webhook_id_is_malformed() {
 #[test]
 fn missing_signature_header_names_the_header() {
     for scheme in Scheme::ALL {
-        let mut headers = sign(scheme, &current(), "evt_1", NOW, BODY);
+        let mut headers = sign(scheme, &current(scheme), "evt_1", NOW, BODY);
         headers.retain(|(name, _)| name != signature_header(scheme));
         let header = signature_header(scheme);
         let expected = Err(VerifyError::MissingSignature { header });
@@ -177,7 +192,7 @@ fn missing_signature_header_names_the_header() {
 #[test]
 fn non_integer_timestamp_is_reported_before_the_mac() {
     for scheme in Scheme::ALL.into_iter().filter(|s| s.has_timestamp()) {
-        let mut headers = sign(scheme, &current(), "evt_1", NOW, BODY);
+        let mut headers = sign(scheme, &current(scheme), "evt_1", NOW, BODY);
         for (_, value) in headers.iter_mut() {
             *value = value.replace(&NOW.to_string(), "17644800OO");
         }
@@ -190,7 +205,7 @@ fn non_integer_timestamp_is_reported_before_the_mac() {
 fn tolerance_edges() {
     let tolerance = i64::try_from(TOLERANCE).unwrap();
     for scheme in Scheme::ALL.into_iter().filter(|s| s.has_timestamp()) {
-        let at = |ts: i64| check(scheme, &sign(scheme, &current(), "e", ts, BODY), BODY);
+        let at = |ts: i64| check(scheme, &sign(scheme, &current(scheme), "e", ts, BODY), BODY);
         assert!(at(NOW - tolerance).is_ok(), "{scheme}");
         assert!(at(NOW + tolerance).is_ok(), "{scheme}");
         let stale = Err(VerifyError::StaleTimestamp {
@@ -207,9 +222,17 @@ fn tolerance_edges() {
 #[test]
 fn schemes_without_timestamp_ignore_the_clock() {
     for scheme in Scheme::ALL.into_iter().filter(|s| !s.has_timestamp()) {
-        let headers = sign(scheme, &current(), "evt_1", 0, BODY);
+        let headers = sign(scheme, &current(scheme), "evt_1", 0, BODY);
         assert!(
-            verify(scheme, &headers, BODY, &[current()], NOW, 0).is_ok(),
+            verify(
+                scheme,
+                &headers,
+                BODY,
+                &[current(scheme).verifying()],
+                NOW,
+                0
+            )
+            .is_ok(),
             "{scheme}"
         );
     }
@@ -217,7 +240,7 @@ fn schemes_without_timestamp_ignore_the_clock() {
 
 #[test]
 fn hookd_kid_selects_the_key() {
-    let mut headers = sign(Scheme::Hookd, &previous(), "evt_1", NOW, BODY);
+    let mut headers = sign(Scheme::Hookd, &previous(Scheme::Hookd), "evt_1", NOW, BODY);
     assert!(headers[0].1.ends_with(",kid=k1"), "{}", headers[0].1);
     let wrong_kid = headers[0].1.replace("kid=k1", "kid=k2");
     set(&mut headers, "X-Webhook-Signature", &wrong_kid);
@@ -244,7 +267,13 @@ fn hookd_kid_selects_the_key() {
 
 #[test]
 fn digest_ignores_decoy_signatures() {
-    let headers = sign(Scheme::Standard, &current(), "evt_1", NOW, BODY);
+    let headers = sign(
+        Scheme::Standard,
+        &current(Scheme::Standard),
+        "evt_1",
+        NOW,
+        BODY,
+    );
     let mut decoyed = headers.clone();
     let decoy = format!("v1,{} {}", "A".repeat(43) + "=", headers[2].1);
     set(&mut decoyed, "webhook-signature", &decoy);
@@ -301,7 +330,7 @@ fn errors_read_plainly_and_carry_stable_codes() {
 #[test]
 fn token_schemes_do_not_cover_the_body() {
     for scheme in Scheme::ALL.into_iter().filter(|s| sends_token(*s)) {
-        let headers = sign(scheme, &current(), "evt_1", NOW, BODY);
+        let headers = sign(scheme, &current(scheme), "evt_1", NOW, BODY);
         let changed = br#"{"event_id":"evt_1","id":"evt_2"}"#;
         assert_eq!(
             check(scheme, &headers, changed).unwrap().kid,

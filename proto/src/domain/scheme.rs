@@ -33,11 +33,14 @@ pub enum Scheme {
     Gitlab,
     /// Okta event hooks: the configured secret itself in `Authorization`; nothing is signed.
     Okta,
+    /// Discord: `X-Signature-Ed25519: <hex>` over `X-Signature-Timestamp` and the body,
+    /// checked with the application's public key.
+    Discord,
 }
 
 impl Scheme {
     /// Every scheme, so configuration UIs and tests can enumerate them.
-    pub const ALL: [Scheme; 8] = [
+    pub const ALL: [Scheme; 9] = [
         Scheme::Standard,
         Scheme::Hookd,
         Scheme::Stripe,
@@ -46,6 +49,7 @@ impl Scheme {
         Scheme::Slack,
         Scheme::Gitlab,
         Scheme::Okta,
+        Scheme::Discord,
     ];
 
     /// The name used in configuration and on the wire; `FromStr` accepts it back.
@@ -59,6 +63,7 @@ impl Scheme {
             Scheme::Slack => "slack",
             Scheme::Gitlab => "gitlab",
             Scheme::Okta => "okta",
+            Scheme::Discord => "discord",
         }
     }
 
@@ -69,7 +74,7 @@ impl Scheme {
     pub fn body_event_id_field(self) -> Option<&'static str> {
         match self {
             Scheme::Hookd | Scheme::Slack => Some("event_id"),
-            Scheme::Stripe => Some("id"),
+            Scheme::Stripe | Scheme::Discord => Some("id"),
             Scheme::Okta => Some("eventId"),
             Scheme::Standard | Scheme::Github | Scheme::Shopify | Scheme::Gitlab => None,
         }
@@ -83,7 +88,7 @@ impl Scheme {
             Scheme::Github => Some("X-GitHub-Delivery"),
             Scheme::Shopify => Some("X-Shopify-Webhook-Id"),
             Scheme::Gitlab => Some("Idempotency-Key"),
-            Scheme::Hookd | Scheme::Stripe | Scheme::Slack | Scheme::Okta => None,
+            Scheme::Hookd | Scheme::Stripe | Scheme::Slack | Scheme::Okta | Scheme::Discord => None,
         }
     }
 
@@ -98,7 +103,8 @@ impl Scheme {
             | Scheme::Shopify
             | Scheme::Slack
             | Scheme::Gitlab
-            | Scheme::Okta => false,
+            | Scheme::Okta
+            | Scheme::Discord => false,
         }
     }
 
