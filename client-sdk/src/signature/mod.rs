@@ -14,6 +14,7 @@ mod pair;
 #[cfg(test)]
 mod props;
 mod secret;
+mod sendgrid;
 mod shopify;
 mod slack;
 mod standard;
@@ -125,6 +126,7 @@ pub fn verify_delivery<H: HeaderSource + ?Sized>(
         Scheme::Gitlab => gitlab::Gitlab::parse(delivery),
         Scheme::Okta => okta::Okta::parse(delivery),
         Scheme::Discord => discord::Discord::parse(delivery),
+        Scheme::Sendgrid => sendgrid::Sendgrid::parse(delivery),
     }?;
     let key = keys
         .iter()
@@ -246,6 +248,7 @@ pub fn sign_message(scheme: Scheme, secret: &Secret, message: &Message<'_>) -> S
         Scheme::Gitlab => gitlab::Gitlab::sign(secret, message),
         Scheme::Okta => okta::Okta::sign(secret, message),
         Scheme::Discord => discord::Discord::sign(secret, message),
+        Scheme::Sendgrid => sendgrid::Sendgrid::sign(secret, message),
     }
 }
 

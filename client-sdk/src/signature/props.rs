@@ -69,6 +69,11 @@ fn signing_key(scheme: Scheme) -> Secret {
             "0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f20",
             "79b5562e8fe654f94078b112e8a98ba7901f853ae695bed7e0e3910bad049664"
         ),
+        Scheme::Sendgrid => concat!(
+            "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+            "AAAAEAKhRANCAARg0CYP3rZNKmrDgx6x/W/gwlnCrlPlRx3Wto+pail3wZn5yyjimWrGKLzUdddqifFu90BP",
+            "rIMHNuhP4V6vidPg"
+        ),
         _ => "a-shared-secret",
     };
     Secret::from_provider(scheme, "k1", raw).unwrap()

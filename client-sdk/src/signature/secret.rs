@@ -46,7 +46,9 @@ impl Secret {
     /// library does: Standard Webhooks base64-decodes what follows `whsec_` (bare base64
     /// is accepted too), and reads `whpk_`/`whsk_` as an Ed25519 public/private key;
     /// Discord's application public key is 64 hex digits (its private key, for
-    /// signing, the 128 hex digits of libsodium's seed and public key); every other
+    /// signing, the 128 hex digits of libsodium's seed and public key); SendGrid's
+    /// verification key is base64 DER `SubjectPublicKeyInfo` (its private key, for
+    /// signing, base64 PKCS#8); every other
     /// scheme, Stripe's `whsec_...` included, uses the string's bytes literally.
     pub fn from_provider(
         scheme: Scheme,
@@ -56,6 +58,7 @@ impl Secret {
         let (kind, key) = match scheme {
             Scheme::Standard => standard_key(secret)?,
             Scheme::Discord => discord_key(secret)?,
+            Scheme::Sendgrid => sendgrid_key(secret)?,
             Scheme::Hookd
             | Scheme::Stripe
             | Scheme::Github
@@ -107,16 +110,17 @@ impl Secret {
     }
 
     /// The public key that verifies what this private key signs (itself for
-    /// shared secrets and public keys); Ed25519 only, as P-256 keys are imported
-    /// as public keys directly.
+    /// shared secrets and public keys).
     pub fn verifying(&self) -> Secret {
+        let public = |kind, key| Secret {
+            kid: self.kid.clone(),
+            kind,
+            key: Zeroizing::new(key),
+        };
         match self.kind {
-            KeyKind::Ed25519Seed => Secret {
-                kid: self.kid.clone(),
-                kind: KeyKind::Ed25519Public,
-                key: Zeroizing::new(pair::ed25519_public(&self.key)),
-            },
-            _ => self.clone(),
+            KeyKind::Ed25519Seed => public(KeyKind::Ed25519Public, pair::ed25519_public(&self.key)),
+            KeyKind::P256Pkcs8 => public(KeyKind::P256Public, pair::p256_public(&self.key)),
+            KeyKind::Shared | KeyKind::Ed25519Public | KeyKind::P256Public => self.clone(),
         }
     }
 
@@ -159,6 +163,18 @@ fn standard_key(secret: &str) -> Result<(KeyKind, Vec<u8>), InvalidSecret> {
     }
     let encoded = secret.strip_prefix(STANDARD_PREFIX).unwrap_or(secret);
     Ok((KeyKind::Shared, decode(encoded)?))
+}
+
+/// A SendGrid key: the verification key as base64 DER `SubjectPublicKeyInfo`, or
+/// for signing a P-256 private key as base64 PKCS#8.
+fn sendgrid_key(secret: &str) -> Result<(KeyKind, Vec<u8>), InvalidSecret> {
+    let key = STANDARD
+        .decode(secret)
+        .map_err(|_| InvalidSecret::NotBase64)?;
+    match pair::p256_point(&key) {
+        Some(_) => Ok((KeyKind::P256Public, key)),
+        None => Ok((KeyKind::P256Pkcs8, key)),
+    }
 }
 
 /// A Discord key: the application's Ed25519 public key as hex, or for signing the
@@ -218,6 +234,24 @@ mod tests {
             let err = Secret::from_provider(Scheme::Discord, "k", bad).unwrap_err();
             assert_eq!(err, InvalidSecret::NotAKey, "{bad}");
         }
+    }
+
+    #[test]
+    fn sendgrid_keys_are_base64_der() {
+        let pkcs8 = pair::generate_p256_pkcs8();
+        let signing =
+            Secret::from_provider(Scheme::Sendgrid, "k", &STANDARD.encode(&pkcs8)).unwrap();
+        assert_eq!(signing.kind(), KeyKind::P256Pkcs8);
+        let point = signing.verifying().key().to_vec();
+        let spki = [&pair::P256_SPKI_PREFIX[..], &point].concat();
+        let verifying =
+            Secret::from_provider(Scheme::Sendgrid, "k", &STANDARD.encode(spki)).unwrap();
+        assert_eq!(verifying.kind(), KeyKind::P256Public);
+        assert_eq!(verifying.key(), point);
+        let err = Secret::from_provider(Scheme::Sendgrid, "k", "@@").unwrap_err();
+        assert_eq!(err, InvalidSecret::NotBase64);
+        let err = Secret::from_provider(Scheme::Sendgrid, "k", "AAAA").unwrap_err();
+        assert_eq!(err, InvalidSecret::NotAKey);
     }
 
     #[test]

@@ -20,8 +20,20 @@ fn previous(scheme: Scheme) -> Secret {
     key(scheme, "k1", b"previous-key-9876543210")
 }
 
+/// P-256 private keys (PKCS#8, base64) for the current and previous key.
+const P256_CURRENT: &str = "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAEAKhRANCAARg0CYP3rZNKmrDgx6x/W/gwlnCrlPlRx3Wto+pail3wZn5yyjimWrGKLzUdddqifFu90BPrIMHNuhP4V6vidPg";
+const P256_PREVIOUS: &str = "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAEAGhRANCAAQPdenpalv/f011z3jL0orJo6PBrWEWbEXAyalCQt8sTl+ZWajyOnfOJVymr8YoXbN0oI8nBKsQaEPi2zAnUKUN";
+
 fn key(scheme: Scheme, kid: &str, shared: &[u8]) -> Secret {
     match scheme {
+        Scheme::Sendgrid => {
+            let pkcs8 = if kid == "k2" {
+                P256_CURRENT
+            } else {
+                P256_PREVIOUS
+            };
+            Secret::from_provider(scheme, kid, pkcs8).expect("a P-256 PKCS#8 key")
+        }
         Scheme::Discord => {
             let mut seed = vec![0; 32];
             seed[..shared.len()].copy_from_slice(shared);
@@ -61,6 +73,7 @@ fn signature_header(scheme: Scheme) -> &'static str {
         Scheme::Gitlab => "X-Gitlab-Token",
         Scheme::Okta => "Authorization",
         Scheme::Discord => "X-Signature-Ed25519",
+        Scheme::Sendgrid => "X-Twilio-Email-Event-Webhook-Signature",
     }
 }
 
@@ -72,7 +85,7 @@ fn with_tag(scheme: Scheme, tag: &str) -> String {
         Scheme::Github => format!("sha256={tag}"),
         Scheme::Shopify => tag.to_owned(),
         Scheme::Slack => format!("v0={tag}"),
-        Scheme::Gitlab | Scheme::Okta | Scheme::Discord => tag.to_owned(),
+        Scheme::Gitlab | Scheme::Okta | Scheme::Discord | Scheme::Sendgrid => tag.to_owned(),
     }
 }
 
@@ -140,7 +153,7 @@ fn truncated_or_padded_signature_is_malformed() {
     for scheme in Scheme::ALL.into_iter().filter(|s| !sends_token(*s)) {
         let tag = codec::hmac_sha256(b"any key", BODY);
         let (short, long) = match scheme {
-            Scheme::Standard | Scheme::Shopify => {
+            Scheme::Standard | Scheme::Shopify | Scheme::Sendgrid => {
                 use base64::Engine;
                 let engine = base64::engine::general_purpose::STANDARD;
                 (

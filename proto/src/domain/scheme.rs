@@ -36,11 +36,14 @@ pub enum Scheme {
     /// Discord: `X-Signature-Ed25519: <hex>` over `X-Signature-Timestamp` and the body,
     /// checked with the application's public key.
     Discord,
+    /// SendGrid signed event webhook: `X-Twilio-Email-Event-Webhook-Signature: <base64
+    /// DER ECDSA P-256>` over `X-Twilio-Email-Event-Webhook-Timestamp` and the body.
+    Sendgrid,
 }
 
 impl Scheme {
     /// Every scheme, so configuration UIs and tests can enumerate them.
-    pub const ALL: [Scheme; 9] = [
+    pub const ALL: [Scheme; 10] = [
         Scheme::Standard,
         Scheme::Hookd,
         Scheme::Stripe,
@@ -50,6 +53,7 @@ impl Scheme {
         Scheme::Gitlab,
         Scheme::Okta,
         Scheme::Discord,
+        Scheme::Sendgrid,
     ];
 
     /// The name used in configuration and on the wire; `FromStr` accepts it back.
@@ -64,6 +68,7 @@ impl Scheme {
             Scheme::Gitlab => "gitlab",
             Scheme::Okta => "okta",
             Scheme::Discord => "discord",
+            Scheme::Sendgrid => "sendgrid",
         }
     }
 
@@ -76,6 +81,7 @@ impl Scheme {
             Scheme::Hookd | Scheme::Slack => Some("event_id"),
             Scheme::Stripe | Scheme::Discord => Some("id"),
             Scheme::Okta => Some("eventId"),
+            Scheme::Sendgrid => Some("/0/sg_event_id"),
             Scheme::Standard | Scheme::Github | Scheme::Shopify | Scheme::Gitlab => None,
         }
     }
@@ -88,7 +94,12 @@ impl Scheme {
             Scheme::Github => Some("X-GitHub-Delivery"),
             Scheme::Shopify => Some("X-Shopify-Webhook-Id"),
             Scheme::Gitlab => Some("Idempotency-Key"),
-            Scheme::Hookd | Scheme::Stripe | Scheme::Slack | Scheme::Okta | Scheme::Discord => None,
+            Scheme::Hookd
+            | Scheme::Stripe
+            | Scheme::Slack
+            | Scheme::Okta
+            | Scheme::Discord
+            | Scheme::Sendgrid => None,
         }
     }
 
@@ -104,7 +115,8 @@ impl Scheme {
             | Scheme::Slack
             | Scheme::Gitlab
             | Scheme::Okta
-            | Scheme::Discord => false,
+            | Scheme::Discord
+            | Scheme::Sendgrid => false,
         }
     }
 

@@ -432,7 +432,7 @@ fn new_signing_secret(scheme: Scheme) -> Option<SecretString> {
         | Scheme::Slack
         | Scheme::Gitlab
         | Scheme::Okta => hex::encode(&raw[..]),
-        Scheme::Discord => return None,
+        Scheme::Discord | Scheme::Sendgrid => return None,
     }))
 }
 

@@ -250,11 +250,13 @@ fn a_delete_finished_after_a_crash_drops_the_routes_data_too() {
 
 #[test]
 fn key_pair_schemes_get_no_generated_secret_and_rotation_changes_nothing() {
-    assert!(SecretSet::generate(Scheme::Discord, 1).is_none());
-    let mut secrets = SecretSet::generate(Scheme::Hookd, 1).unwrap();
-    let before = secrets.current.secret.expose_secret().to_owned();
-    assert!(secrets.rotate(Scheme::Discord, 2, 1_000).is_none());
-    assert_eq!(secrets.current.kid, "k1");
-    assert_eq!(secrets.current.secret.expose_secret(), before);
-    assert!(secrets.previous.is_none());
+    for scheme in [Scheme::Discord, Scheme::Sendgrid] {
+        assert!(SecretSet::generate(scheme, 1).is_none(), "{scheme}");
+        let mut secrets = SecretSet::generate(Scheme::Hookd, 1).unwrap();
+        let before = secrets.current.secret.expose_secret().to_owned();
+        assert!(secrets.rotate(scheme, 2, 1_000).is_none(), "{scheme}");
+        assert_eq!(secrets.current.kid, "k1");
+        assert_eq!(secrets.current.secret.expose_secret(), before);
+        assert!(secrets.previous.is_none());
+    }
 }
