@@ -9,6 +9,7 @@ mod gitlab;
 mod headers;
 mod hookd;
 mod kv;
+mod mailgun;
 mod okta;
 mod pair;
 #[cfg(test)]
@@ -127,6 +128,7 @@ pub fn verify_delivery<H: HeaderSource + ?Sized>(
         Scheme::Okta => okta::Okta::parse(delivery),
         Scheme::Discord => discord::Discord::parse(delivery),
         Scheme::Sendgrid => sendgrid::Sendgrid::parse(delivery),
+        Scheme::Mailgun => mailgun::Mailgun::parse(delivery),
     }?;
     let key = keys
         .iter()
@@ -249,6 +251,7 @@ pub fn sign_message(scheme: Scheme, secret: &Secret, message: &Message<'_>) -> S
         Scheme::Okta => okta::Okta::sign(secret, message),
         Scheme::Discord => discord::Discord::sign(secret, message),
         Scheme::Sendgrid => sendgrid::Sendgrid::sign(secret, message),
+        Scheme::Mailgun => mailgun::Mailgun::sign(secret, message),
     }
 }
 

@@ -65,7 +65,8 @@ impl Secret {
             | Scheme::Shopify
             | Scheme::Slack
             | Scheme::Gitlab
-            | Scheme::Okta => (KeyKind::Shared, secret.as_bytes().to_vec()),
+            | Scheme::Okta
+            | Scheme::Mailgun => (KeyKind::Shared, secret.as_bytes().to_vec()),
         };
         Secret::of_kind(kid, kind, key)
     }

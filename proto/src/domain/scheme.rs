@@ -39,11 +39,14 @@ pub enum Scheme {
     /// SendGrid signed event webhook: `X-Twilio-Email-Event-Webhook-Signature: <base64
     /// DER ECDSA P-256>` over `X-Twilio-Email-Event-Webhook-Timestamp` and the body.
     Sendgrid,
+    /// Mailgun: inside the body, `signature.{timestamp,token,signature}` (JSON) or the
+    /// `timestamp`, `token`, `signature` fields (form), an HMAC of timestamp and token.
+    Mailgun,
 }
 
 impl Scheme {
     /// Every scheme, so configuration UIs and tests can enumerate them.
-    pub const ALL: [Scheme; 10] = [
+    pub const ALL: [Scheme; 11] = [
         Scheme::Standard,
         Scheme::Hookd,
         Scheme::Stripe,
@@ -54,6 +57,7 @@ impl Scheme {
         Scheme::Okta,
         Scheme::Discord,
         Scheme::Sendgrid,
+        Scheme::Mailgun,
     ];
 
     /// The name used in configuration and on the wire; `FromStr` accepts it back.
@@ -69,6 +73,7 @@ impl Scheme {
             Scheme::Okta => "okta",
             Scheme::Discord => "discord",
             Scheme::Sendgrid => "sendgrid",
+            Scheme::Mailgun => "mailgun",
         }
     }
 
@@ -82,6 +87,7 @@ impl Scheme {
             Scheme::Stripe | Scheme::Discord => Some("id"),
             Scheme::Okta => Some("eventId"),
             Scheme::Sendgrid => Some("/0/sg_event_id"),
+            Scheme::Mailgun => Some("/event-data/id"),
             Scheme::Standard | Scheme::Github | Scheme::Shopify | Scheme::Gitlab => None,
         }
     }
@@ -99,7 +105,8 @@ impl Scheme {
             | Scheme::Slack
             | Scheme::Okta
             | Scheme::Discord
-            | Scheme::Sendgrid => None,
+            | Scheme::Sendgrid
+            | Scheme::Mailgun => None,
         }
     }
 
@@ -116,7 +123,8 @@ impl Scheme {
             | Scheme::Gitlab
             | Scheme::Okta
             | Scheme::Discord
-            | Scheme::Sendgrid => false,
+            | Scheme::Sendgrid
+            | Scheme::Mailgun => false,
         }
     }
 

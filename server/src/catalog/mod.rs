@@ -431,7 +431,8 @@ fn new_signing_secret(scheme: Scheme) -> Option<SecretString> {
         | Scheme::Shopify
         | Scheme::Slack
         | Scheme::Gitlab
-        | Scheme::Okta => hex::encode(&raw[..]),
+        | Scheme::Okta
+        | Scheme::Mailgun => hex::encode(&raw[..]),
         Scheme::Discord | Scheme::Sendgrid => return None,
     }))
 }
