@@ -28,6 +28,7 @@ impl SchemeImpl for Discord {
             timestamp: Some(codec::parse_timestamp(raw_timestamp)?),
             header_event_id: None,
             kid: None,
+            alternate: None,
         })
     }
 

@@ -28,6 +28,7 @@ impl SchemeImpl for Gitlab {
             timestamp: None,
             header_event_id: idempotency_key.or(event_uuid),
             kid: None,
+            alternate: None,
         })
     }
 

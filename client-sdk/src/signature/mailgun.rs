@@ -9,9 +9,7 @@
 use serde_json::{json, Map, Value};
 
 use super::codec;
-use super::{
-    tag_sha256, Claims, Delivery, HeaderSource, Message, Proof, SchemeImpl, Secret, Signed, Signing,
-};
+use super::{Claims, Delivery, HeaderSource, Message, Proof, SchemeImpl, Secret, Signed, Signing};
 use crate::error::VerifyError;
 
 const SIGNATURE: &str = "signature";
@@ -41,6 +39,7 @@ impl SchemeImpl for Mailgun {
             timestamp: Some(timestamp),
             header_event_id: None,
             kid: None,
+            alternate: None,
         })
     }
 
@@ -49,7 +48,10 @@ impl SchemeImpl for Mailgun {
     fn sign(secret: &Secret, message: &Message<'_>) -> Signing {
         let timestamp = message.timestamp.to_string();
         let token = token_for(message.event_id, &timestamp);
-        let tag = hex::encode(tag_sha256(secret, signed_bytes(&timestamp, &token), b""));
+        let tag = hex::encode(codec::hmac_sha256(
+            secret.key(),
+            &signed_bytes(&timestamp, &token),
+        ));
         let body = match serde_json::from_slice::<Value>(message.body) {
             Ok(Value::Object(mut event)) => {
                 let signature = json!({ TIMESTAMP: timestamp, TOKEN: token, SIGNATURE: tag });

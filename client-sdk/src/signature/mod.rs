@@ -22,6 +22,7 @@ mod standard;
 mod stripe;
 #[cfg(test)]
 mod tests;
+mod twilio;
 
 pub use crate::error::{InvalidSecret, UnknownScheme, VerifyError};
 pub use headers::{HeaderLookup, HeaderSource};
@@ -129,6 +130,7 @@ pub fn verify_delivery<H: HeaderSource + ?Sized>(
         Scheme::Discord => discord::Discord::parse(delivery),
         Scheme::Sendgrid => sendgrid::Sendgrid::parse(delivery),
         Scheme::Mailgun => mailgun::Mailgun::parse(delivery),
+        Scheme::Twilio => twilio::Twilio::parse(delivery),
     }?;
     let key = keys
         .iter()
@@ -146,21 +148,24 @@ pub fn verify_delivery<H: HeaderSource + ?Sized>(
     })
 }
 
-/// Whether `key` made any of the presented proofs. Every HMAC and token proof is
-/// compared in constant time, all of them, whichever matches.
+/// Whether `key` made any of the presented proofs, over the signed bytes or their
+/// alternate spelling. Every HMAC and token proof is compared in constant time,
+/// all of them, whichever matches.
 fn proves(key: &Secret, claims: &Claims, body: &[u8]) -> bool {
     match key.kind() {
         KeyKind::Shared => {
             let mut found = Choice::from(0);
-            for hash in Hash::ALL {
-                let mut expected = None;
-                for proof in &claims.proofs {
-                    if let Proof::Hmac(of, presented) = proof {
-                        if *of == hash {
-                            let tag = expected.get_or_insert_with(|| {
-                                codec::hmac(hash, key.key(), &claims.signed, body)
-                            });
-                            found |= codec::equal(presented, tag);
+            for signed in std::iter::once(&claims.signed).chain(&claims.alternate) {
+                for hash in Hash::ALL {
+                    let mut expected = None;
+                    for proof in &claims.proofs {
+                        if let Proof::Hmac(of, presented) = proof {
+                            if *of == hash {
+                                let tag = expected.get_or_insert_with(|| {
+                                    codec::hmac(hash, key.key(), signed, body)
+                                });
+                                found |= codec::equal(presented, tag);
+                            }
                         }
                     }
                 }
@@ -252,6 +257,7 @@ pub fn sign_message(scheme: Scheme, secret: &Secret, message: &Message<'_>) -> S
         Scheme::Discord => discord::Discord::sign(secret, message),
         Scheme::Sendgrid => sendgrid::Sendgrid::sign(secret, message),
         Scheme::Mailgun => mailgun::Mailgun::sign(secret, message),
+        Scheme::Twilio => twilio::Twilio::sign(secret, message),
     }
 }
 
@@ -327,6 +333,9 @@ pub(crate) struct Claims {
     pub(crate) header_event_id: Option<String>,
     /// A key id named by the request; only that key may then match.
     pub(crate) kid: Option<String>,
+    /// Another spelling of the signed bytes the sender may have used (Twilio: the
+    /// URL with or without its port); a proof over either matches.
+    pub(crate) alternate: Option<Signed>,
 }
 
 /// One wire format; each scheme file holds one implementation.

@@ -23,6 +23,7 @@ impl SchemeImpl for Okta {
             timestamp: None,
             header_event_id: None,
             kid: None,
+            alternate: None,
         })
     }
 

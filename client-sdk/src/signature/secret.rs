@@ -66,7 +66,8 @@ impl Secret {
             | Scheme::Slack
             | Scheme::Gitlab
             | Scheme::Okta
-            | Scheme::Mailgun => (KeyKind::Shared, secret.as_bytes().to_vec()),
+            | Scheme::Mailgun
+            | Scheme::Twilio => (KeyKind::Shared, secret.as_bytes().to_vec()),
         };
         Secret::of_kind(kid, kind, key)
     }

@@ -43,6 +43,7 @@ impl SchemeImpl for Sendgrid {
             timestamp: Some(codec::parse_timestamp(raw_timestamp)?),
             header_event_id: None,
             kid: None,
+            alternate: None,
         })
     }
 

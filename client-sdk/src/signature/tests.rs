@@ -104,6 +104,7 @@ fn signature_header(scheme: Scheme) -> Option<&'static str> {
         Scheme::Okta => "Authorization",
         Scheme::Discord => "X-Signature-Ed25519",
         Scheme::Sendgrid => "X-Twilio-Email-Event-Webhook-Signature",
+        Scheme::Twilio => "X-Twilio-Signature",
         Scheme::Mailgun => return None,
     })
 }

@@ -42,11 +42,14 @@ pub enum Scheme {
     /// Mailgun: inside the body, `signature.{timestamp,token,signature}` (JSON) or the
     /// `timestamp`, `token`, `signature` fields (form), an HMAC of timestamp and token.
     Mailgun,
+    /// Twilio: `X-Twilio-Signature: <base64>` HMAC-SHA1 over the public URL and the
+    /// sorted form parameters (a JSON body through `bodySHA256` in the URL).
+    Twilio,
 }
 
 impl Scheme {
     /// Every scheme, so configuration UIs and tests can enumerate them.
-    pub const ALL: [Scheme; 11] = [
+    pub const ALL: [Scheme; 12] = [
         Scheme::Standard,
         Scheme::Hookd,
         Scheme::Stripe,
@@ -58,6 +61,7 @@ impl Scheme {
         Scheme::Discord,
         Scheme::Sendgrid,
         Scheme::Mailgun,
+        Scheme::Twilio,
     ];
 
     /// The name used in configuration and on the wire; `FromStr` accepts it back.
@@ -74,6 +78,7 @@ impl Scheme {
             Scheme::Discord => "discord",
             Scheme::Sendgrid => "sendgrid",
             Scheme::Mailgun => "mailgun",
+            Scheme::Twilio => "twilio",
         }
     }
 
@@ -88,7 +93,11 @@ impl Scheme {
             Scheme::Okta => Some("eventId"),
             Scheme::Sendgrid => Some("/0/sg_event_id"),
             Scheme::Mailgun => Some("/event-data/id"),
-            Scheme::Standard | Scheme::Github | Scheme::Shopify | Scheme::Gitlab => None,
+            Scheme::Standard
+            | Scheme::Github
+            | Scheme::Shopify
+            | Scheme::Gitlab
+            | Scheme::Twilio => None,
         }
     }
 
@@ -100,6 +109,7 @@ impl Scheme {
             Scheme::Github => Some("X-GitHub-Delivery"),
             Scheme::Shopify => Some("X-Shopify-Webhook-Id"),
             Scheme::Gitlab => Some("Idempotency-Key"),
+            Scheme::Twilio => Some("I-Twilio-Idempotency-Token"),
             Scheme::Hookd
             | Scheme::Stripe
             | Scheme::Slack
@@ -114,6 +124,7 @@ impl Scheme {
     /// needs a `public_url` (behind a load balancer hookd cannot see it).
     pub fn signs_url(self) -> bool {
         match self {
+            Scheme::Twilio => true,
             Scheme::Standard
             | Scheme::Hookd
             | Scheme::Stripe
@@ -133,7 +144,7 @@ impl Scheme {
     pub fn has_timestamp(self) -> bool {
         !matches!(
             self,
-            Scheme::Github | Scheme::Shopify | Scheme::Gitlab | Scheme::Okta
+            Scheme::Github | Scheme::Shopify | Scheme::Gitlab | Scheme::Okta | Scheme::Twilio
         )
     }
 }

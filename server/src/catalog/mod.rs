@@ -433,6 +433,7 @@ fn new_signing_secret(scheme: Scheme) -> Option<SecretString> {
         | Scheme::Gitlab
         | Scheme::Okta
         | Scheme::Mailgun => hex::encode(&raw[..]),
+        Scheme::Twilio => hex::encode(&raw[..16]),
         Scheme::Discord | Scheme::Sendgrid => return None,
     }))
 }
