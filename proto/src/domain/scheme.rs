@@ -142,10 +142,18 @@ impl Scheme {
     /// Whether the signed material has a timestamp; without one the tolerance window
     /// cannot bound replays and the server must lean on its replay cache alone.
     pub fn has_timestamp(self) -> bool {
-        !matches!(
-            self,
-            Scheme::Github | Scheme::Shopify | Scheme::Gitlab | Scheme::Okta | Scheme::Twilio
-        )
+        match self {
+            Scheme::Standard
+            | Scheme::Hookd
+            | Scheme::Stripe
+            | Scheme::Slack
+            | Scheme::Discord
+            | Scheme::Sendgrid
+            | Scheme::Mailgun => true,
+            Scheme::Github | Scheme::Shopify | Scheme::Gitlab | Scheme::Okta | Scheme::Twilio => {
+                false
+            }
+        }
     }
 }
 
@@ -218,6 +226,16 @@ mod tests {
             Scheme::try_from("Standard"),
             Err(UnknownScheme("Standard".to_owned()))
         );
+    }
+
+    #[test]
+    fn an_event_id_comes_from_one_place_at_most() {
+        for scheme in Scheme::ALL {
+            let both = scheme.body_event_id_field().is_some() && scheme.event_id_header().is_some();
+            assert!(!both, "{scheme}");
+        }
+        let signing_url: Vec<Scheme> = Scheme::ALL.into_iter().filter(|s| s.signs_url()).collect();
+        assert_eq!(signing_url, [Scheme::Twilio]);
     }
 
     #[test]
