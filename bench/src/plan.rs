@@ -246,7 +246,15 @@ mod tests {
 
     #[test]
     fn every_delivery_verifies_with_the_tenant_secret_in_every_scheme() {
-        for scheme in Scheme::ALL {
+        // The schemes hookd-bench drives: header signatures under a shared secret
+        // over a POST body (not the key-pair schemes, Mailgun nor Twilio).
+        let driven = Scheme::ALL.into_iter().filter(|scheme| {
+            !matches!(
+                scheme,
+                Scheme::Discord | Scheme::Sendgrid | Scheme::Mailgun | Scheme::Twilio
+            )
+        });
+        for scheme in driven {
             let spec = spec(scheme, 0.0);
             let plan = Plan::build(&spec).unwrap();
             let secret = Secret::from_provider(scheme, "k1", &spec.secret).unwrap();

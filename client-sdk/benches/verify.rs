@@ -20,7 +20,16 @@ fn verification(c: &mut Criterion) {
         .unwrap()
         .as_secs() as i64;
     let mut group = c.benchmark_group("verify");
-    for scheme in Scheme::ALL {
+    // Header signatures under a shared secret over a POST body: not the key-pair
+    // schemes (another secret form), Mailgun (signs inside the body) nor Twilio
+    // (signs the URL).
+    let schemes = Scheme::ALL.into_iter().filter(|scheme| {
+        !matches!(
+            scheme,
+            Scheme::Discord | Scheme::Sendgrid | Scheme::Mailgun | Scheme::Twilio
+        )
+    });
+    for scheme in schemes {
         let keys = [Secret::from_provider(scheme, "k1", SECRET).unwrap()];
         for (size, label) in SIZES {
             let body = vec![b'x'; size];

@@ -8,7 +8,7 @@ use sha1::Sha1;
 use sha2::{Digest, Sha256, Sha512};
 use subtle::{Choice, ConstantTimeEq};
 
-use super::{HeaderLookup, HeaderSource, Signed};
+use super::{HeaderLookup, HeaderSource, Proof, Signed};
 use crate::error::VerifyError;
 
 /// Length of an HMAC-SHA256 tag; anything else is refused before comparing.
@@ -57,6 +57,19 @@ fn single<'h, H: HeaderSource + ?Sized>(
         HeaderLookup::Repeated => Err(malformed("a signature header is sent more than once")),
         HeaderLookup::NotText => Err(malformed("a signature header is not ASCII text")),
     }
+}
+
+/// The secret token a provider sends as is in header `name` (GitLab, Okta): a
+/// [`Proof::Token`], refused as malformed when empty.
+pub(crate) fn token<H: HeaderSource + ?Sized>(
+    headers: &H,
+    name: &'static str,
+) -> Result<Proof, VerifyError> {
+    let token = required(headers, name)?;
+    if token.is_empty() {
+        return Err(malformed("the token is empty"));
+    }
+    Ok(Proof::Token(token.as_bytes().to_vec()))
 }
 
 /// Decodes a hex tag, insisting on exactly 32 bytes.

@@ -27,6 +27,7 @@ impl SchemeImpl for Github {
             timestamp: None,
             header_event_id: codec::optional_id(headers, DELIVERY)?,
             kid: None,
+            alternate: None,
         })
     }
 

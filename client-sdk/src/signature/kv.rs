@@ -20,6 +20,7 @@ pub(crate) fn claims<H: HeaderSource + ?Sized>(
         timestamp: Some(header.timestamp),
         header_event_id: None,
         kid: header.kid.filter(|_| keep_kid).map(str::to_owned),
+        alternate: None,
     })
 }
 

@@ -3,20 +3,26 @@
 //! timestamp against the tolerance; and sign.
 
 mod codec;
+mod discord;
 mod github;
+mod gitlab;
 mod headers;
 mod hookd;
 mod kv;
+mod mailgun;
+mod okta;
 mod pair;
 #[cfg(test)]
 mod props;
 mod secret;
+mod sendgrid;
 mod shopify;
 mod slack;
 mod standard;
 mod stripe;
 #[cfg(test)]
 mod tests;
+mod twilio;
 
 pub use crate::error::{InvalidSecret, UnknownScheme, VerifyError};
 pub use headers::{HeaderLookup, HeaderSource};
@@ -119,6 +125,12 @@ pub fn verify_delivery<H: HeaderSource + ?Sized>(
         Scheme::Github => github::Github::parse(delivery),
         Scheme::Shopify => shopify::Shopify::parse(delivery),
         Scheme::Slack => slack::Slack::parse(delivery),
+        Scheme::Gitlab => gitlab::Gitlab::parse(delivery),
+        Scheme::Okta => okta::Okta::parse(delivery),
+        Scheme::Discord => discord::Discord::parse(delivery),
+        Scheme::Sendgrid => sendgrid::Sendgrid::parse(delivery),
+        Scheme::Mailgun => mailgun::Mailgun::parse(delivery),
+        Scheme::Twilio => twilio::Twilio::parse(delivery),
     }?;
     let key = keys
         .iter()
@@ -136,21 +148,24 @@ pub fn verify_delivery<H: HeaderSource + ?Sized>(
     })
 }
 
-/// Whether `key` made any of the presented proofs. Every HMAC and token proof is
-/// compared in constant time, all of them, whichever matches.
+/// Whether `key` made any of the presented proofs, over the signed bytes or their
+/// alternate spelling. Every HMAC and token proof is compared in constant time,
+/// all of them, whichever matches.
 fn proves(key: &Secret, claims: &Claims, body: &[u8]) -> bool {
     match key.kind() {
         KeyKind::Shared => {
             let mut found = Choice::from(0);
-            for hash in Hash::ALL {
-                let mut expected = None;
-                for proof in &claims.proofs {
-                    if let Proof::Hmac(of, presented) = proof {
-                        if *of == hash {
-                            let tag = expected.get_or_insert_with(|| {
-                                codec::hmac(hash, key.key(), &claims.signed, body)
-                            });
-                            found |= codec::equal(presented, tag);
+            for signed in std::iter::once(&claims.signed).chain(&claims.alternate) {
+                for hash in Hash::ALL {
+                    let mut expected = None;
+                    for proof in &claims.proofs {
+                        if let Proof::Hmac(of, presented) = proof {
+                            if *of == hash {
+                                let tag = expected.get_or_insert_with(|| {
+                                    codec::hmac(hash, key.key(), signed, body)
+                                });
+                                found |= codec::equal(presented, tag);
+                            }
                         }
                     }
                 }
@@ -226,7 +241,9 @@ pub fn sign(
 }
 
 /// Signs `message` as `scheme`'s sender does, with `secret` (a shared key, or the
-/// private half of a key pair for the schemes that sign with one).
+/// private half of a key pair for the schemes that sign with one). A key that
+/// cannot sign for the scheme (a public key, or a shared secret where a key pair
+/// signs) yields no signature header, so the receiver answers `MISSING_SIGNATURE`.
 pub fn sign_message(scheme: Scheme, secret: &Secret, message: &Message<'_>) -> Signing {
     match scheme {
         Scheme::Standard => standard::Standard::sign(secret, message),
@@ -235,6 +252,12 @@ pub fn sign_message(scheme: Scheme, secret: &Secret, message: &Message<'_>) -> S
         Scheme::Github => github::Github::sign(secret, message),
         Scheme::Shopify => shopify::Shopify::sign(secret, message),
         Scheme::Slack => slack::Slack::sign(secret, message),
+        Scheme::Gitlab => gitlab::Gitlab::sign(secret, message),
+        Scheme::Okta => okta::Okta::sign(secret, message),
+        Scheme::Discord => discord::Discord::sign(secret, message),
+        Scheme::Sendgrid => sendgrid::Sendgrid::sign(secret, message),
+        Scheme::Mailgun => mailgun::Mailgun::sign(secret, message),
+        Scheme::Twilio => twilio::Twilio::sign(secret, message),
     }
 }
 
@@ -310,6 +333,9 @@ pub(crate) struct Claims {
     pub(crate) header_event_id: Option<String>,
     /// A key id named by the request; only that key may then match.
     pub(crate) kid: Option<String>,
+    /// Another spelling of the signed bytes the sender may have used (Twilio: the
+    /// URL with or without its port); a proof over either matches.
+    pub(crate) alternate: Option<Signed>,
 }
 
 /// One wire format; each scheme file holds one implementation.

@@ -10,7 +10,7 @@ pub(crate) const ED25519_KEY_LEN: usize = 32;
 pub(crate) const ED25519_SIGNATURE_LEN: usize = 64;
 
 /// The DER prefix of a P-256 `SubjectPublicKeyInfo` before its 65-byte point.
-const P256_SPKI_PREFIX: [u8; 26] = [
+pub(crate) const P256_SPKI_PREFIX: [u8; 26] = [
     0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a,
     0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
 ];
@@ -34,6 +34,32 @@ pub(crate) fn verify_p256(point: &[u8], message: &[u8], signature: &[u8]) -> boo
 pub(crate) fn p256_point(key: &[u8]) -> Option<Vec<u8>> {
     let point = key.strip_prefix(&P256_SPKI_PREFIX[..]).unwrap_or(key);
     (point.len() == 65 && point[0] == 0x04).then(|| point.to_vec())
+}
+
+/// Whether `signature` has the shape of a DER ECDSA P-256 signature: a SEQUENCE
+/// of two INTEGERs of at most 33 bytes each, and nothing after it. A truncated or
+/// padded signature is malformed rather than merely wrong.
+pub(crate) fn is_der_ecdsa_p256(signature: &[u8]) -> bool {
+    let Some((&0x30, rest)) = signature.split_first() else {
+        return false;
+    };
+    let Some((&len, mut rest)) = rest.split_first() else {
+        return false;
+    };
+    if usize::from(len) != rest.len() {
+        return false;
+    }
+    for _ in 0..2 {
+        let [0x02, len, tail @ ..] = rest else {
+            return false;
+        };
+        let len = usize::from(*len);
+        if !(1..=33).contains(&len) || tail.len() < len {
+            return false;
+        }
+        rest = &tail[len..];
+    }
+    rest.is_empty()
 }
 
 /// Whether `seed` can sign as an Ed25519 private key.
@@ -123,6 +149,22 @@ mod tests {
         assert!(verify_ed25519(&public, b"message", &signature));
         assert!(!verify_ed25519(&public, b"messagf", &signature));
         assert!(!verify_ed25519(&[8u8; 32], b"message", &signature));
+    }
+
+    #[test]
+    fn p256_round_trip_and_der_shape() {
+        let pkcs8 = generate_p256();
+        let point = p256_public(&pkcs8);
+        let signature = sign_p256(&pkcs8, b"message");
+        assert!(is_der_ecdsa_p256(&signature));
+        assert!(verify_p256(&point, b"message", &signature));
+        assert!(!verify_p256(&point, b"messagf", &signature));
+        assert!(!is_der_ecdsa_p256(&signature[..signature.len() - 1]));
+        assert!(!is_der_ecdsa_p256(&[&signature[..], &[0]].concat()));
+        assert!(!is_der_ecdsa_p256(&[0x30, 0x00]));
+        assert!(is_der_ecdsa_p256(&[
+            0x30, 0x06, 0x02, 0x01, 0x01, 0x02, 0x01, 0x01
+        ]));
     }
 
     #[test]

@@ -56,8 +56,11 @@ impl Secret {
     /// Turns a provider's secret string into key bytes the way that provider's own
     /// library does: Standard Webhooks base64-decodes what follows `whsec_` (bare base64
     /// is accepted too), and reads `whpk_`/`whsk_` as an Ed25519 public/private key;
-    /// every other scheme, Stripe's `whsec_...` included, uses the string's bytes
-    /// literally.
+    /// Discord's application public key is 64 hex digits (its private key, for
+    /// signing, the 128 hex digits of libsodium's seed and public key); SendGrid's
+    /// verification key is base64 DER `SubjectPublicKeyInfo` (its private key, for
+    /// signing, base64 PKCS#8); every other
+    /// scheme, Stripe's `whsec_...` included, uses the string's bytes literally.
     pub fn from_provider(
         scheme: Scheme,
         kid: impl Into<String>,
@@ -65,9 +68,17 @@ impl Secret {
     ) -> Result<Secret, InvalidSecret> {
         let (kind, key) = match scheme {
             Scheme::Standard => standard_key(secret)?,
-            Scheme::Hookd | Scheme::Stripe | Scheme::Github | Scheme::Shopify | Scheme::Slack => {
-                (KeyKind::Shared, secret.as_bytes().to_vec())
-            }
+            Scheme::Discord => discord_key(secret)?,
+            Scheme::Sendgrid => sendgrid_key(secret)?,
+            Scheme::Hookd
+            | Scheme::Stripe
+            | Scheme::Github
+            | Scheme::Shopify
+            | Scheme::Slack
+            | Scheme::Gitlab
+            | Scheme::Okta
+            | Scheme::Mailgun
+            | Scheme::Twilio => (KeyKind::Shared, secret.as_bytes().to_vec()),
         };
         Secret::of_kind(kid, kind, key)
     }
@@ -146,7 +157,7 @@ impl Secret {
         match self.kind {
             KeyKind::Ed25519Seed => public(KeyKind::Ed25519Public, pair::ed25519_public(&self.key)),
             KeyKind::P256Pkcs8 => public(KeyKind::P256Public, pair::p256_public(&self.key)),
-            _ => self.clone(),
+            KeyKind::Shared | KeyKind::Ed25519Public | KeyKind::P256Public => self.clone(),
         }
     }
 
@@ -157,6 +168,11 @@ impl Secret {
 
     pub(crate) fn key(&self) -> &[u8] {
         &self.key
+    }
+
+    /// The key as the text a token scheme sends in its header.
+    pub(crate) fn text(&self) -> String {
+        String::from_utf8_lossy(&self.key).into_owned()
     }
 }
 
@@ -186,6 +202,32 @@ fn standard_key(secret: &str) -> Result<(KeyKind, Vec<u8>), InvalidSecret> {
     Ok((KeyKind::Shared, decode(encoded)?))
 }
 
+/// A SendGrid key: the verification key as base64 DER `SubjectPublicKeyInfo`, or
+/// for signing a P-256 private key as base64 PKCS#8.
+fn sendgrid_key(secret: &str) -> Result<(KeyKind, Vec<u8>), InvalidSecret> {
+    let key = STANDARD
+        .decode(secret)
+        .map_err(|_| InvalidSecret::NotBase64)?;
+    match pair::p256_point(&key) {
+        Some(_) => Ok((KeyKind::P256Public, key)),
+        None => Ok((KeyKind::P256Pkcs8, key)),
+    }
+}
+
+/// A Discord key: the application's Ed25519 public key as hex, or for signing the
+/// hex of libsodium's 64-byte secret key (seed, then the public key it makes).
+fn discord_key(secret: &str) -> Result<(KeyKind, Vec<u8>), InvalidSecret> {
+    let mut key = hex::decode(secret).map_err(|_| InvalidSecret::NotAKey)?;
+    if key.len() != 2 * pair::ED25519_KEY_LEN {
+        return Ok((KeyKind::Ed25519Public, key));
+    }
+    let public = key.split_off(pair::ED25519_KEY_LEN);
+    if !pair::valid_ed25519_seed(&key) || pair::ed25519_public(&key) != public {
+        return Err(InvalidSecret::NotAKey);
+    }
+    Ok((KeyKind::Ed25519Seed, key))
+}
+
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Secret")
@@ -212,6 +254,41 @@ mod tests {
     fn other_schemes_use_the_secret_literally() {
         let stripe = Secret::from_provider(Scheme::Stripe, "k", "whsec_AQID").unwrap();
         assert_eq!(stripe.key(), b"whsec_AQID");
+    }
+
+    #[test]
+    fn discord_keys_are_hex() {
+        let seed = [7u8; 32];
+        let public = hex::encode(pair::ed25519_public(&seed));
+        let verifying = Secret::from_provider(Scheme::Discord, "k", &public).unwrap();
+        assert_eq!(verifying.kind(), KeyKind::Ed25519Public);
+        let private = format!("{}{public}", hex::encode(seed));
+        let signing = Secret::from_provider(Scheme::Discord, "k", &private).unwrap();
+        assert_eq!(signing.kind(), KeyKind::Ed25519Seed);
+        assert_eq!(signing.verifying().key(), verifying.key());
+        let mismatched = format!("{}{public}", hex::encode([8u8; 32]));
+        for bad in [&mismatched, "zz", &public[..62]] {
+            let err = Secret::from_provider(Scheme::Discord, "k", bad).unwrap_err();
+            assert_eq!(err, InvalidSecret::NotAKey, "{bad}");
+        }
+    }
+
+    #[test]
+    fn sendgrid_keys_are_base64_der() {
+        let pkcs8 = pair::generate_p256();
+        let signing =
+            Secret::from_provider(Scheme::Sendgrid, "k", &STANDARD.encode(&pkcs8)).unwrap();
+        assert_eq!(signing.kind(), KeyKind::P256Pkcs8);
+        let point = signing.verifying().key().to_vec();
+        let spki = [&pair::P256_SPKI_PREFIX[..], &point].concat();
+        let verifying =
+            Secret::from_provider(Scheme::Sendgrid, "k", &STANDARD.encode(spki)).unwrap();
+        assert_eq!(verifying.kind(), KeyKind::P256Public);
+        assert_eq!(verifying.key(), point);
+        let err = Secret::from_provider(Scheme::Sendgrid, "k", "@@").unwrap_err();
+        assert_eq!(err, InvalidSecret::NotBase64);
+        let err = Secret::from_provider(Scheme::Sendgrid, "k", "AAAA").unwrap_err();
+        assert_eq!(err, InvalidSecret::NotAKey);
     }
 
     #[test]

@@ -27,6 +27,7 @@ impl SchemeImpl for Shopify {
             timestamp: None,
             header_event_id: codec::optional_id(headers, WEBHOOK_ID)?,
             kid: None,
+            alternate: None,
         })
     }
 

@@ -29,6 +29,7 @@ impl SchemeImpl for Slack {
             timestamp: Some(codec::parse_timestamp(raw_timestamp)?),
             header_event_id: None,
             kid: None,
+            alternate: None,
         })
     }
 

@@ -37,6 +37,7 @@ impl SchemeImpl for Standard {
             timestamp: Some(timestamp),
             header_event_id: Some(id.to_owned()),
             kid: None,
+            alternate: None,
         })
     }
 

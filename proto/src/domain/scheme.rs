@@ -29,17 +29,39 @@ pub enum Scheme {
     Shopify,
     /// Slack: `X-Slack-Signature: v0=..` with `X-Slack-Request-Timestamp`.
     Slack,
+    /// GitLab: the secret token itself in `X-Gitlab-Token`; nothing is signed.
+    Gitlab,
+    /// Okta event hooks: the configured secret itself in `Authorization`; nothing is signed.
+    Okta,
+    /// Discord: `X-Signature-Ed25519: <hex>` over `X-Signature-Timestamp` and the body,
+    /// checked with the application's public key.
+    Discord,
+    /// SendGrid signed event webhook: `X-Twilio-Email-Event-Webhook-Signature: <base64
+    /// DER ECDSA P-256>` over `X-Twilio-Email-Event-Webhook-Timestamp` and the body.
+    Sendgrid,
+    /// Mailgun: inside the body, `signature.{timestamp,token,signature}` (JSON) or the
+    /// `timestamp`, `token`, `signature` fields (form), an HMAC of timestamp and token.
+    Mailgun,
+    /// Twilio: `X-Twilio-Signature: <base64>` HMAC-SHA1 over the public URL and the
+    /// sorted form parameters (a JSON body through `bodySHA256` in the URL).
+    Twilio,
 }
 
 impl Scheme {
     /// Every scheme, so configuration UIs and tests can enumerate them.
-    pub const ALL: [Scheme; 6] = [
+    pub const ALL: [Scheme; 12] = [
         Scheme::Standard,
         Scheme::Hookd,
         Scheme::Stripe,
         Scheme::Github,
         Scheme::Shopify,
         Scheme::Slack,
+        Scheme::Gitlab,
+        Scheme::Okta,
+        Scheme::Discord,
+        Scheme::Sendgrid,
+        Scheme::Mailgun,
+        Scheme::Twilio,
     ];
 
     /// The name used in configuration and on the wire; `FromStr` accepts it back.
@@ -51,6 +73,12 @@ impl Scheme {
             Scheme::Github => "github",
             Scheme::Shopify => "shopify",
             Scheme::Slack => "slack",
+            Scheme::Gitlab => "gitlab",
+            Scheme::Okta => "okta",
+            Scheme::Discord => "discord",
+            Scheme::Sendgrid => "sendgrid",
+            Scheme::Mailgun => "mailgun",
+            Scheme::Twilio => "twilio",
         }
     }
 
@@ -61,8 +89,15 @@ impl Scheme {
     pub fn body_event_id_field(self) -> Option<&'static str> {
         match self {
             Scheme::Hookd | Scheme::Slack => Some("event_id"),
-            Scheme::Stripe => Some("id"),
-            Scheme::Standard | Scheme::Github | Scheme::Shopify => None,
+            Scheme::Stripe | Scheme::Discord => Some("id"),
+            Scheme::Okta => Some("eventId"),
+            Scheme::Sendgrid => Some("/0/sg_event_id"),
+            Scheme::Mailgun => Some("/event-data/id"),
+            Scheme::Standard
+            | Scheme::Github
+            | Scheme::Shopify
+            | Scheme::Gitlab
+            | Scheme::Twilio => None,
         }
     }
 
@@ -73,7 +108,15 @@ impl Scheme {
             Scheme::Standard => Some("webhook-id"),
             Scheme::Github => Some("X-GitHub-Delivery"),
             Scheme::Shopify => Some("X-Shopify-Webhook-Id"),
-            Scheme::Hookd | Scheme::Stripe | Scheme::Slack => None,
+            Scheme::Gitlab => Some("Idempotency-Key"),
+            Scheme::Twilio => Some("I-Twilio-Idempotency-Token"),
+            Scheme::Hookd
+            | Scheme::Stripe
+            | Scheme::Slack
+            | Scheme::Okta
+            | Scheme::Discord
+            | Scheme::Sendgrid
+            | Scheme::Mailgun => None,
         }
     }
 
@@ -81,19 +124,36 @@ impl Scheme {
     /// needs a `public_url` (behind a load balancer hookd cannot see it).
     pub fn signs_url(self) -> bool {
         match self {
+            Scheme::Twilio => true,
             Scheme::Standard
             | Scheme::Hookd
             | Scheme::Stripe
             | Scheme::Github
             | Scheme::Shopify
-            | Scheme::Slack => false,
+            | Scheme::Slack
+            | Scheme::Gitlab
+            | Scheme::Okta
+            | Scheme::Discord
+            | Scheme::Sendgrid
+            | Scheme::Mailgun => false,
         }
     }
 
     /// Whether the signed material has a timestamp; without one the tolerance window
     /// cannot bound replays and the server must lean on its replay cache alone.
     pub fn has_timestamp(self) -> bool {
-        !matches!(self, Scheme::Github | Scheme::Shopify)
+        match self {
+            Scheme::Standard
+            | Scheme::Hookd
+            | Scheme::Stripe
+            | Scheme::Slack
+            | Scheme::Discord
+            | Scheme::Sendgrid
+            | Scheme::Mailgun => true,
+            Scheme::Github | Scheme::Shopify | Scheme::Gitlab | Scheme::Okta | Scheme::Twilio => {
+                false
+            }
+        }
     }
 }
 
@@ -166,6 +226,16 @@ mod tests {
             Scheme::try_from("Standard"),
             Err(UnknownScheme("Standard".to_owned()))
         );
+    }
+
+    #[test]
+    fn an_event_id_comes_from_one_place_at_most() {
+        for scheme in Scheme::ALL {
+            let both = scheme.body_event_id_field().is_some() && scheme.event_id_header().is_some();
+            assert!(!both, "{scheme}");
+        }
+        let signing_url: Vec<Scheme> = Scheme::ALL.into_iter().filter(|s| s.signs_url()).collect();
+        assert_eq!(signing_url, [Scheme::Twilio]);
     }
 
     #[test]

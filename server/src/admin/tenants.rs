@@ -8,7 +8,7 @@ use hookd_control::{
     },
     Error as ApiError, Result as ApiResult,
 };
-use hookd_proto::domain::defaults;
+use hookd_proto::domain::{defaults, Scheme};
 use secrecy::ExposeSecret;
 
 use super::{api, Backend};
@@ -124,7 +124,8 @@ impl Backend {
             },
             now,
         );
-        let secrets = SecretSet::generate(scheme, now);
+        let secrets =
+            SecretSet::generate(scheme, now).ok_or_else(|| provider_key_needed(scheme))?;
         let settings = self.apply_new(&record, &secrets)?;
         tracing::info!(tenant = %new.tenant_id, scheme = scheme.as_str(), "tenant created");
         Ok(CreatedTenant {
@@ -268,11 +269,10 @@ impl Backend {
             overlap_secs
         };
         let previous_kid = secrets.current.kid.clone();
-        let current = secrets.rotate(
-            record.tenant.scheme,
-            now,
-            (overlap as i64).saturating_mul(1000),
-        );
+        let scheme = record.tenant.scheme;
+        let current = secrets
+            .rotate(scheme, now, (overlap as i64).saturating_mul(1000))
+            .ok_or_else(|| provider_key_needed(scheme))?;
         self.apply(&record, &secrets, Changed::Secrets)?;
         tracing::info!(tenant = %tenant_id, kid = %current.kid, previous_kid = %previous_kid, overlap_secs = overlap, "secret rotated");
         Ok(RotatedSecret {
@@ -366,4 +366,11 @@ pub(super) fn view_of(s: &TenantSettings, from_config: bool, created_at_ms: i64)
         event_id_field: s.event_id_field.clone(),
         created_at_ms,
     }
+}
+
+/// The refusal when hookd would have to make a key only the provider holds.
+fn provider_key_needed(scheme: Scheme) -> ApiError {
+    ApiError::FailedPrecondition(format!(
+        "scheme {scheme} verifies with the provider's public key, which hookd cannot generate"
+    ))
 }

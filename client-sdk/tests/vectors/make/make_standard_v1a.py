@@ -4,7 +4,7 @@ made with PyNaCl (libsodium), and v1 HMAC signatures made with the
 instead of `whsec_` secrets.
 
 Run: python3 -m venv /tmp/v && /tmp/v/bin/pip install -r requirements.txt &&
-/tmp/v/bin/python make_standard_v1a.py > ../providers/standard_v1a.json
+/tmp/v/bin/python make_standard_v1a.py (writes ../providers/standard_v1a.json)
 """
 
 import base64
@@ -15,8 +15,7 @@ from importlib.metadata import version
 from nacl.signing import SigningKey
 from standardwebhooks.webhooks import Webhook
 
-NOW = 1764480000
-TOLERANCE = 300
+from vectorfile import NOW, TOLERANCE, write
 SOURCE = f"PyNaCl {version('pynacl')} SigningKey.sign"
 HMAC_SOURCE = f"standardwebhooks {version('standardwebhooks')} Webhook.sign"
 BODY = json.dumps(
@@ -116,4 +115,4 @@ vectors = [
     ),
 ]
 
-print(json.dumps({"generated_by": "client-sdk/tests/vectors/make/make_standard_v1a.py", "vectors": vectors}, indent=1))
+write("standard_v1a", "make_standard_v1a.py", vectors)

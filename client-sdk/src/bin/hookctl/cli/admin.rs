@@ -33,7 +33,7 @@ pub enum TenantsCommand {
 pub struct CreateTenantArgs {
     /// The tenant id, `[a-z0-9_-]{1,64}`; part of the ingest URL.
     pub tenant: String,
-    /// Signature scheme: standard | hookd | stripe | github | shopify | slack.
+    /// Signature scheme, a name from docs/providers.md (standard, hookd, stripe, github, ...).
     #[arg(long)]
     pub scheme: Option<Scheme>,
     /// Seconds a signed timestamp may be from now (default 300).
