@@ -15,6 +15,7 @@ mod shopify;
 mod slack;
 mod standard;
 mod stripe;
+mod svix;
 #[cfg(test)]
 mod tests;
 
@@ -119,6 +120,7 @@ pub fn verify_delivery<H: HeaderSource + ?Sized>(
         Scheme::Github => github::Github::parse(delivery),
         Scheme::Shopify => shopify::Shopify::parse(delivery),
         Scheme::Slack => slack::Slack::parse(delivery),
+        Scheme::Svix => svix::Svix::parse(delivery),
     }?;
     let key = keys
         .iter()
@@ -235,6 +237,7 @@ pub fn sign_message(scheme: Scheme, secret: &Secret, message: &Message<'_>) -> S
         Scheme::Github => github::Github::sign(secret, message),
         Scheme::Shopify => shopify::Shopify::sign(secret, message),
         Scheme::Slack => slack::Slack::sign(secret, message),
+        Scheme::Svix => svix::Svix::sign(secret, message),
     }
 }
 

@@ -62,7 +62,7 @@ fn headers() -> impl Strategy<Value = Vec<(String, String)>> {
 
 fn keys(scheme: Scheme) -> Vec<Secret> {
     let raw = match scheme {
-        Scheme::Standard => "whsec_AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=",
+        Scheme::Standard | Scheme::Svix => "whsec_AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=",
         _ => "a-shared-secret",
     };
     vec![Secret::from_provider(scheme, "k1", raw).unwrap()]

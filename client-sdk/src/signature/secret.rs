@@ -43,7 +43,7 @@ pub struct Secret {
 
 impl Secret {
     /// Turns a provider's secret string into key bytes the way that provider's own
-    /// library does: Standard Webhooks base64-decodes what follows `whsec_` (bare base64
+    /// library does: Standard Webhooks (and Svix) base64-decodes what follows `whsec_` (bare base64
     /// is accepted too), and reads `whpk_`/`whsk_` as an Ed25519 public/private key;
     /// every other scheme, Stripe's `whsec_...` included, uses the string's bytes
     /// literally.
@@ -53,7 +53,7 @@ impl Secret {
         secret: &str,
     ) -> Result<Secret, InvalidSecret> {
         let (kind, key) = match scheme {
-            Scheme::Standard => standard_key(secret)?,
+            Scheme::Standard | Scheme::Svix => standard_key(secret)?,
             Scheme::Hookd | Scheme::Stripe | Scheme::Github | Scheme::Shopify | Scheme::Slack => {
                 (KeyKind::Shared, secret.as_bytes().to_vec())
             }

@@ -44,13 +44,14 @@ fn signature_header(scheme: Scheme) -> &'static str {
         Scheme::Github => "X-Hub-Signature-256",
         Scheme::Shopify => "X-Shopify-Hmac-Sha256",
         Scheme::Slack => "X-Slack-Signature",
+        Scheme::Svix => "svix-signature",
     }
 }
 
 /// A signature header value for `scheme` carrying `tag` as already encoded.
 fn with_tag(scheme: Scheme, tag: &str) -> String {
     match scheme {
-        Scheme::Standard => format!("v1,{tag}"),
+        Scheme::Standard | Scheme::Svix => format!("v1,{tag}"),
         Scheme::Hookd | Scheme::Stripe => format!("t={NOW},v1={tag}"),
         Scheme::Github => format!("sha256={tag}"),
         Scheme::Shopify => tag.to_owned(),
@@ -112,7 +113,7 @@ fn truncated_or_padded_signature_is_malformed() {
     for scheme in Scheme::ALL {
         let tag = codec::hmac_sha256(current().key(), BODY);
         let (short, long) = match scheme {
-            Scheme::Standard | Scheme::Shopify => {
+            Scheme::Standard | Scheme::Shopify | Scheme::Svix => {
                 use base64::Engine;
                 let engine = base64::engine::general_purpose::STANDARD;
                 (

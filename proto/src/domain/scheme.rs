@@ -29,17 +29,20 @@ pub enum Scheme {
     Shopify,
     /// Slack: `X-Slack-Signature: v0=..` with `X-Slack-Request-Timestamp`.
     Slack,
+    /// Svix: Standard Webhooks under `svix-id`, `svix-timestamp`, `svix-signature`.
+    Svix,
 }
 
 impl Scheme {
     /// Every scheme, so configuration UIs and tests can enumerate them.
-    pub const ALL: [Scheme; 6] = [
+    pub const ALL: [Scheme; 7] = [
         Scheme::Standard,
         Scheme::Hookd,
         Scheme::Stripe,
         Scheme::Github,
         Scheme::Shopify,
         Scheme::Slack,
+        Scheme::Svix,
     ];
 
     /// The name used in configuration and on the wire; `FromStr` accepts it back.
@@ -51,6 +54,7 @@ impl Scheme {
             Scheme::Github => "github",
             Scheme::Shopify => "shopify",
             Scheme::Slack => "slack",
+            Scheme::Svix => "svix",
         }
     }
 
@@ -62,7 +66,7 @@ impl Scheme {
         match self {
             Scheme::Hookd | Scheme::Slack => Some("event_id"),
             Scheme::Stripe => Some("id"),
-            Scheme::Standard | Scheme::Github | Scheme::Shopify => None,
+            Scheme::Standard | Scheme::Github | Scheme::Shopify | Scheme::Svix => None,
         }
     }
 
@@ -73,6 +77,7 @@ impl Scheme {
             Scheme::Standard => Some("webhook-id"),
             Scheme::Github => Some("X-GitHub-Delivery"),
             Scheme::Shopify => Some("X-Shopify-Webhook-Id"),
+            Scheme::Svix => Some("svix-id"),
             Scheme::Hookd | Scheme::Stripe | Scheme::Slack => None,
         }
     }
@@ -86,7 +91,8 @@ impl Scheme {
             | Scheme::Stripe
             | Scheme::Github
             | Scheme::Shopify
-            | Scheme::Slack => false,
+            | Scheme::Slack
+            | Scheme::Svix => false,
         }
     }
 
@@ -170,10 +176,10 @@ mod tests {
 
     #[test]
     fn unknown_name_lists_valid_ones() {
-        let err = "svix".parse::<Scheme>().unwrap_err();
-        assert_eq!(err, UnknownScheme("svix".to_owned()));
+        let err = "webhookz".parse::<Scheme>().unwrap_err();
+        assert_eq!(err, UnknownScheme("webhookz".to_owned()));
         let text = err.to_string();
-        assert!(text.contains("\"svix\""), "{text}");
+        assert!(text.contains("\"webhookz\""), "{text}");
         for scheme in Scheme::ALL {
             assert!(text.contains(scheme.as_str()), "{text}");
         }

@@ -419,7 +419,7 @@ fn new_signing_secret(scheme: Scheme) -> SecretString {
     let mut raw = Zeroizing::new([0u8; 32]);
     rand::rng().fill_bytes(raw.as_mut_slice());
     SecretString::from(match scheme {
-        Scheme::Standard => format!("whsec_{}", STANDARD.encode(raw.as_slice())),
+        Scheme::Standard | Scheme::Svix => format!("whsec_{}", STANDARD.encode(raw.as_slice())),
         Scheme::Stripe => format!("whsec_{}", hex::encode(&raw[..24])),
         Scheme::Hookd | Scheme::Github | Scheme::Shopify | Scheme::Slack => hex::encode(&raw[..]),
     })
