@@ -6,7 +6,9 @@ mod codec;
 mod github;
 mod headers;
 mod hookd;
+mod hub;
 mod kv;
+mod meta;
 mod pair;
 #[cfg(test)]
 mod props;
@@ -121,6 +123,7 @@ pub fn verify_delivery<H: HeaderSource + ?Sized>(
         Scheme::Shopify => shopify::Shopify::parse(delivery),
         Scheme::Slack => slack::Slack::parse(delivery),
         Scheme::Svix => svix::Svix::parse(delivery),
+        Scheme::Meta => meta::Meta::parse(delivery),
     }?;
     let key = keys
         .iter()
@@ -238,6 +241,7 @@ pub fn sign_message(scheme: Scheme, secret: &Secret, message: &Message<'_>) -> S
         Scheme::Shopify => shopify::Shopify::sign(secret, message),
         Scheme::Slack => slack::Slack::sign(secret, message),
         Scheme::Svix => svix::Svix::sign(secret, message),
+        Scheme::Meta => meta::Meta::sign(secret, message),
     }
 }
 

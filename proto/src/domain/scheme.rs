@@ -31,11 +31,13 @@ pub enum Scheme {
     Slack,
     /// Svix: Standard Webhooks under `svix-id`, `svix-timestamp`, `svix-signature`.
     Svix,
+    /// Meta (WhatsApp, Instagram): `X-Hub-Signature-256: sha256=..`, no timestamp, no event id.
+    Meta,
 }
 
 impl Scheme {
     /// Every scheme, so configuration UIs and tests can enumerate them.
-    pub const ALL: [Scheme; 7] = [
+    pub const ALL: [Scheme; 8] = [
         Scheme::Standard,
         Scheme::Hookd,
         Scheme::Stripe,
@@ -43,6 +45,7 @@ impl Scheme {
         Scheme::Shopify,
         Scheme::Slack,
         Scheme::Svix,
+        Scheme::Meta,
     ];
 
     /// The name used in configuration and on the wire; `FromStr` accepts it back.
@@ -55,6 +58,7 @@ impl Scheme {
             Scheme::Shopify => "shopify",
             Scheme::Slack => "slack",
             Scheme::Svix => "svix",
+            Scheme::Meta => "meta",
         }
     }
 
@@ -66,7 +70,9 @@ impl Scheme {
         match self {
             Scheme::Hookd | Scheme::Slack => Some("event_id"),
             Scheme::Stripe => Some("id"),
-            Scheme::Standard | Scheme::Github | Scheme::Shopify | Scheme::Svix => None,
+            Scheme::Standard | Scheme::Github | Scheme::Shopify | Scheme::Svix | Scheme::Meta => {
+                None
+            }
         }
     }
 
@@ -78,7 +84,7 @@ impl Scheme {
             Scheme::Github => Some("X-GitHub-Delivery"),
             Scheme::Shopify => Some("X-Shopify-Webhook-Id"),
             Scheme::Svix => Some("svix-id"),
-            Scheme::Hookd | Scheme::Stripe | Scheme::Slack => None,
+            Scheme::Hookd | Scheme::Stripe | Scheme::Slack | Scheme::Meta => None,
         }
     }
 
@@ -92,14 +98,15 @@ impl Scheme {
             | Scheme::Github
             | Scheme::Shopify
             | Scheme::Slack
-            | Scheme::Svix => false,
+            | Scheme::Svix
+            | Scheme::Meta => false,
         }
     }
 
     /// Whether the signed material has a timestamp; without one the tolerance window
     /// cannot bound replays and the server must lean on its replay cache alone.
     pub fn has_timestamp(self) -> bool {
-        !matches!(self, Scheme::Github | Scheme::Shopify)
+        !matches!(self, Scheme::Github | Scheme::Shopify | Scheme::Meta)
     }
 }
 

@@ -422,6 +422,7 @@ fn new_signing_secret(scheme: Scheme) -> SecretString {
         Scheme::Standard | Scheme::Svix => format!("whsec_{}", STANDARD.encode(raw.as_slice())),
         Scheme::Stripe => format!("whsec_{}", hex::encode(&raw[..24])),
         Scheme::Hookd | Scheme::Github | Scheme::Shopify | Scheme::Slack => hex::encode(&raw[..]),
+        Scheme::Meta => hex::encode(&raw[..16]),
     })
 }
 
