@@ -7,6 +7,7 @@ mod github;
 mod headers;
 mod hookd;
 mod hub;
+mod intercom;
 mod kv;
 mod meta;
 mod pair;
@@ -124,6 +125,7 @@ pub fn verify_delivery<H: HeaderSource + ?Sized>(
         Scheme::Slack => slack::Slack::parse(delivery),
         Scheme::Svix => svix::Svix::parse(delivery),
         Scheme::Meta => meta::Meta::parse(delivery),
+        Scheme::Intercom => intercom::Intercom::parse(delivery),
     }?;
     let key = keys
         .iter()
@@ -242,6 +244,7 @@ pub fn sign_message(scheme: Scheme, secret: &Secret, message: &Message<'_>) -> S
         Scheme::Slack => slack::Slack::sign(secret, message),
         Scheme::Svix => svix::Svix::sign(secret, message),
         Scheme::Meta => meta::Meta::sign(secret, message),
+        Scheme::Intercom => intercom::Intercom::sign(secret, message),
     }
 }
 

@@ -6,7 +6,7 @@ use proptest::prelude::*;
 use super::{codec, kv, sign, verify, HeaderLookup, Scheme, Secret, VerifyError};
 
 /// Every header name any scheme reads, in assorted case, plus a stranger.
-const NAMES: [&str; 14] = [
+const NAMES: [&str; 16] = [
     "webhook-id",
     "webhook-timestamp",
     "webhook-signature",
@@ -19,6 +19,8 @@ const NAMES: [&str; 14] = [
     "X-Slack-Signature",
     "x-slack-request-timestamp",
     "WEBHOOK-SIGNATURE",
+    "svix-signature",
+    "x-hub-signature",
     "content-type",
     "x-other",
 ];
@@ -36,6 +38,7 @@ fn value() -> impl Strategy<Value = String> {
             Just("v1=".to_owned()),
             Just("t=".to_owned()),
             Just("sha256=".to_owned()),
+            Just("sha1=".to_owned()),
             Just("v0=".to_owned()),
             Just("kid=".to_owned()),
             Just(",".to_owned()),

@@ -59,7 +59,8 @@ impl Secret {
             | Scheme::Github
             | Scheme::Shopify
             | Scheme::Slack
-            | Scheme::Meta => (KeyKind::Shared, secret.as_bytes().to_vec()),
+            | Scheme::Meta
+            | Scheme::Intercom => (KeyKind::Shared, secret.as_bytes().to_vec()),
         };
         Secret::of_kind(kid, kind, key)
     }

@@ -33,11 +33,13 @@ pub enum Scheme {
     Svix,
     /// Meta (WhatsApp, Instagram): `X-Hub-Signature-256: sha256=..`, no timestamp, no event id.
     Meta,
+    /// Intercom: `X-Hub-Signature: sha1=..` (HMAC-SHA1 of the body), no timestamp.
+    Intercom,
 }
 
 impl Scheme {
     /// Every scheme, so configuration UIs and tests can enumerate them.
-    pub const ALL: [Scheme; 8] = [
+    pub const ALL: [Scheme; 9] = [
         Scheme::Standard,
         Scheme::Hookd,
         Scheme::Stripe,
@@ -46,6 +48,7 @@ impl Scheme {
         Scheme::Slack,
         Scheme::Svix,
         Scheme::Meta,
+        Scheme::Intercom,
     ];
 
     /// The name used in configuration and on the wire; `FromStr` accepts it back.
@@ -59,6 +62,7 @@ impl Scheme {
             Scheme::Slack => "slack",
             Scheme::Svix => "svix",
             Scheme::Meta => "meta",
+            Scheme::Intercom => "intercom",
         }
     }
 
@@ -69,7 +73,7 @@ impl Scheme {
     pub fn body_event_id_field(self) -> Option<&'static str> {
         match self {
             Scheme::Hookd | Scheme::Slack => Some("event_id"),
-            Scheme::Stripe => Some("id"),
+            Scheme::Stripe | Scheme::Intercom => Some("id"),
             Scheme::Standard | Scheme::Github | Scheme::Shopify | Scheme::Svix | Scheme::Meta => {
                 None
             }
@@ -84,7 +88,9 @@ impl Scheme {
             Scheme::Github => Some("X-GitHub-Delivery"),
             Scheme::Shopify => Some("X-Shopify-Webhook-Id"),
             Scheme::Svix => Some("svix-id"),
-            Scheme::Hookd | Scheme::Stripe | Scheme::Slack | Scheme::Meta => None,
+            Scheme::Hookd | Scheme::Stripe | Scheme::Slack | Scheme::Meta | Scheme::Intercom => {
+                None
+            }
         }
     }
 
@@ -99,14 +105,18 @@ impl Scheme {
             | Scheme::Shopify
             | Scheme::Slack
             | Scheme::Svix
-            | Scheme::Meta => false,
+            | Scheme::Meta
+            | Scheme::Intercom => false,
         }
     }
 
     /// Whether the signed material has a timestamp; without one the tolerance window
     /// cannot bound replays and the server must lean on its replay cache alone.
     pub fn has_timestamp(self) -> bool {
-        !matches!(self, Scheme::Github | Scheme::Shopify | Scheme::Meta)
+        !matches!(
+            self,
+            Scheme::Github | Scheme::Shopify | Scheme::Meta | Scheme::Intercom
+        )
     }
 }
 
