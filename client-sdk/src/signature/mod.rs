@@ -10,6 +10,7 @@ mod hub;
 mod intercom;
 mod kv;
 mod meta;
+mod paddle;
 mod pair;
 #[cfg(test)]
 mod props;
@@ -126,6 +127,7 @@ pub fn verify_delivery<H: HeaderSource + ?Sized>(
         Scheme::Svix => svix::Svix::parse(delivery),
         Scheme::Meta => meta::Meta::parse(delivery),
         Scheme::Intercom => intercom::Intercom::parse(delivery),
+        Scheme::Paddle => paddle::Paddle::parse(delivery),
     }?;
     let key = keys
         .iter()
@@ -245,6 +247,7 @@ pub fn sign_message(scheme: Scheme, secret: &Secret, message: &Message<'_>) -> S
         Scheme::Svix => svix::Svix::sign(secret, message),
         Scheme::Meta => meta::Meta::sign(secret, message),
         Scheme::Intercom => intercom::Intercom::sign(secret, message),
+        Scheme::Paddle => paddle::Paddle::sign(secret, message),
     }
 }
 

@@ -6,7 +6,7 @@ use proptest::prelude::*;
 use super::{codec, kv, sign, verify, HeaderLookup, Scheme, Secret, VerifyError};
 
 /// Every header name any scheme reads, in assorted case, plus a stranger.
-const NAMES: [&str; 16] = [
+const NAMES: [&str; 17] = [
     "webhook-id",
     "webhook-timestamp",
     "webhook-signature",
@@ -21,6 +21,7 @@ const NAMES: [&str; 16] = [
     "WEBHOOK-SIGNATURE",
     "svix-signature",
     "x-hub-signature",
+    "paddle-signature",
     "content-type",
     "x-other",
 ];
@@ -37,6 +38,8 @@ fn value() -> impl Strategy<Value = String> {
             Just("v1,".to_owned()),
             Just("v1=".to_owned()),
             Just("t=".to_owned()),
+            Just("ts=".to_owned()),
+            Just(";h1=".to_owned()),
             Just("sha256=".to_owned()),
             Just("sha1=".to_owned()),
             Just("v0=".to_owned()),

@@ -60,7 +60,8 @@ impl Secret {
             | Scheme::Shopify
             | Scheme::Slack
             | Scheme::Meta
-            | Scheme::Intercom => (KeyKind::Shared, secret.as_bytes().to_vec()),
+            | Scheme::Intercom
+            | Scheme::Paddle => (KeyKind::Shared, secret.as_bytes().to_vec()),
         };
         Secret::of_kind(kid, kind, key)
     }

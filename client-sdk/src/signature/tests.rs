@@ -44,6 +44,7 @@ fn signature_header(scheme: Scheme) -> &'static str {
         Scheme::Github | Scheme::Meta => "X-Hub-Signature-256",
         Scheme::Shopify => "X-Shopify-Hmac-Sha256",
         Scheme::Slack => "X-Slack-Signature",
+        Scheme::Paddle => "Paddle-Signature",
         Scheme::Intercom => "X-Hub-Signature",
         Scheme::Svix => "svix-signature",
     }
@@ -56,6 +57,7 @@ fn with_tag(scheme: Scheme, tag: &str) -> String {
         Scheme::Hookd | Scheme::Stripe => format!("t={NOW},v1={tag}"),
         Scheme::Github | Scheme::Meta => format!("sha256={tag}"),
         Scheme::Intercom => format!("sha1={tag}"),
+        Scheme::Paddle => format!("ts={NOW};h1={tag}"),
         Scheme::Shopify => tag.to_owned(),
         Scheme::Slack => format!("v0={tag}"),
     }

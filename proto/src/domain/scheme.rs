@@ -35,11 +35,13 @@ pub enum Scheme {
     Meta,
     /// Intercom: `X-Hub-Signature: sha1=..` (HMAC-SHA1 of the body), no timestamp.
     Intercom,
+    /// Paddle Billing: `Paddle-Signature: ts=..;h1=..[;h1=..]` over `ts:body`.
+    Paddle,
 }
 
 impl Scheme {
     /// Every scheme, so configuration UIs and tests can enumerate them.
-    pub const ALL: [Scheme; 9] = [
+    pub const ALL: [Scheme; 10] = [
         Scheme::Standard,
         Scheme::Hookd,
         Scheme::Stripe,
@@ -49,6 +51,7 @@ impl Scheme {
         Scheme::Svix,
         Scheme::Meta,
         Scheme::Intercom,
+        Scheme::Paddle,
     ];
 
     /// The name used in configuration and on the wire; `FromStr` accepts it back.
@@ -63,6 +66,7 @@ impl Scheme {
             Scheme::Svix => "svix",
             Scheme::Meta => "meta",
             Scheme::Intercom => "intercom",
+            Scheme::Paddle => "paddle",
         }
     }
 
@@ -72,7 +76,7 @@ impl Scheme {
     /// [`Scheme::event_id_header`] has no event id of its own.
     pub fn body_event_id_field(self) -> Option<&'static str> {
         match self {
-            Scheme::Hookd | Scheme::Slack => Some("event_id"),
+            Scheme::Hookd | Scheme::Slack | Scheme::Paddle => Some("event_id"),
             Scheme::Stripe | Scheme::Intercom => Some("id"),
             Scheme::Standard | Scheme::Github | Scheme::Shopify | Scheme::Svix | Scheme::Meta => {
                 None
@@ -88,9 +92,12 @@ impl Scheme {
             Scheme::Github => Some("X-GitHub-Delivery"),
             Scheme::Shopify => Some("X-Shopify-Webhook-Id"),
             Scheme::Svix => Some("svix-id"),
-            Scheme::Hookd | Scheme::Stripe | Scheme::Slack | Scheme::Meta | Scheme::Intercom => {
-                None
-            }
+            Scheme::Hookd
+            | Scheme::Stripe
+            | Scheme::Slack
+            | Scheme::Meta
+            | Scheme::Intercom
+            | Scheme::Paddle => None,
         }
     }
 
@@ -106,7 +113,8 @@ impl Scheme {
             | Scheme::Slack
             | Scheme::Svix
             | Scheme::Meta
-            | Scheme::Intercom => false,
+            | Scheme::Intercom
+            | Scheme::Paddle => false,
         }
     }
 

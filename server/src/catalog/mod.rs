@@ -421,9 +421,12 @@ fn new_signing_secret(scheme: Scheme) -> SecretString {
     SecretString::from(match scheme {
         Scheme::Standard | Scheme::Svix => format!("whsec_{}", STANDARD.encode(raw.as_slice())),
         Scheme::Stripe => format!("whsec_{}", hex::encode(&raw[..24])),
-        Scheme::Hookd | Scheme::Github | Scheme::Shopify | Scheme::Slack | Scheme::Intercom => {
-            hex::encode(&raw[..])
-        }
+        Scheme::Hookd
+        | Scheme::Paddle
+        | Scheme::Github
+        | Scheme::Shopify
+        | Scheme::Slack
+        | Scheme::Intercom => hex::encode(&raw[..]),
         Scheme::Meta => hex::encode(&raw[..16]),
     })
 }
