@@ -22,6 +22,8 @@ mod stripe;
 mod svix;
 #[cfg(test)]
 mod tests;
+mod v0;
+mod zoom;
 
 pub use crate::error::{InvalidSecret, UnknownScheme, VerifyError};
 pub use headers::{HeaderLookup, HeaderSource};
@@ -128,6 +130,7 @@ pub fn verify_delivery<H: HeaderSource + ?Sized>(
         Scheme::Meta => meta::Meta::parse(delivery),
         Scheme::Intercom => intercom::Intercom::parse(delivery),
         Scheme::Paddle => paddle::Paddle::parse(delivery),
+        Scheme::Zoom => zoom::Zoom::parse(delivery),
     }?;
     let key = keys
         .iter()
@@ -248,6 +251,7 @@ pub fn sign_message(scheme: Scheme, secret: &Secret, message: &Message<'_>) -> S
         Scheme::Meta => meta::Meta::sign(secret, message),
         Scheme::Intercom => intercom::Intercom::sign(secret, message),
         Scheme::Paddle => paddle::Paddle::sign(secret, message),
+        Scheme::Zoom => zoom::Zoom::sign(secret, message),
     }
 }
 

@@ -6,7 +6,7 @@ use proptest::prelude::*;
 use super::{codec, kv, sign, verify, HeaderLookup, Scheme, Secret, VerifyError};
 
 /// Every header name any scheme reads, in assorted case, plus a stranger.
-const NAMES: [&str; 17] = [
+const NAMES: [&str; 19] = [
     "webhook-id",
     "webhook-timestamp",
     "webhook-signature",
@@ -22,6 +22,8 @@ const NAMES: [&str; 17] = [
     "svix-signature",
     "x-hub-signature",
     "paddle-signature",
+    "x-zm-signature",
+    "X-ZM-Request-Timestamp",
     "content-type",
     "x-other",
 ];

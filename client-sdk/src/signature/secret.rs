@@ -61,7 +61,8 @@ impl Secret {
             | Scheme::Slack
             | Scheme::Meta
             | Scheme::Intercom
-            | Scheme::Paddle => (KeyKind::Shared, secret.as_bytes().to_vec()),
+            | Scheme::Paddle
+            | Scheme::Zoom => (KeyKind::Shared, secret.as_bytes().to_vec()),
         };
         Secret::of_kind(kid, kind, key)
     }

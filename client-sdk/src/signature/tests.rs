@@ -44,6 +44,7 @@ fn signature_header(scheme: Scheme) -> &'static str {
         Scheme::Github | Scheme::Meta => "X-Hub-Signature-256",
         Scheme::Shopify => "X-Shopify-Hmac-Sha256",
         Scheme::Slack => "X-Slack-Signature",
+        Scheme::Zoom => "x-zm-signature",
         Scheme::Paddle => "Paddle-Signature",
         Scheme::Intercom => "X-Hub-Signature",
         Scheme::Svix => "svix-signature",
@@ -59,7 +60,7 @@ fn with_tag(scheme: Scheme, tag: &str) -> String {
         Scheme::Intercom => format!("sha1={tag}"),
         Scheme::Paddle => format!("ts={NOW};h1={tag}"),
         Scheme::Shopify => tag.to_owned(),
-        Scheme::Slack => format!("v0={tag}"),
+        Scheme::Slack | Scheme::Zoom => format!("v0={tag}"),
     }
 }
 

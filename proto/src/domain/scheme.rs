@@ -37,11 +37,13 @@ pub enum Scheme {
     Intercom,
     /// Paddle Billing: `Paddle-Signature: ts=..;h1=..[;h1=..]` over `ts:body`.
     Paddle,
+    /// Zoom: `x-zm-signature: v0=..` over `v0:<x-zm-request-timestamp>:body`.
+    Zoom,
 }
 
 impl Scheme {
     /// Every scheme, so configuration UIs and tests can enumerate them.
-    pub const ALL: [Scheme; 10] = [
+    pub const ALL: [Scheme; 11] = [
         Scheme::Standard,
         Scheme::Hookd,
         Scheme::Stripe,
@@ -52,6 +54,7 @@ impl Scheme {
         Scheme::Meta,
         Scheme::Intercom,
         Scheme::Paddle,
+        Scheme::Zoom,
     ];
 
     /// The name used in configuration and on the wire; `FromStr` accepts it back.
@@ -67,6 +70,7 @@ impl Scheme {
             Scheme::Meta => "meta",
             Scheme::Intercom => "intercom",
             Scheme::Paddle => "paddle",
+            Scheme::Zoom => "zoom",
         }
     }
 
@@ -78,9 +82,12 @@ impl Scheme {
         match self {
             Scheme::Hookd | Scheme::Slack | Scheme::Paddle => Some("event_id"),
             Scheme::Stripe | Scheme::Intercom => Some("id"),
-            Scheme::Standard | Scheme::Github | Scheme::Shopify | Scheme::Svix | Scheme::Meta => {
-                None
-            }
+            Scheme::Standard
+            | Scheme::Github
+            | Scheme::Shopify
+            | Scheme::Svix
+            | Scheme::Meta
+            | Scheme::Zoom => None,
         }
     }
 
@@ -97,7 +104,8 @@ impl Scheme {
             | Scheme::Slack
             | Scheme::Meta
             | Scheme::Intercom
-            | Scheme::Paddle => None,
+            | Scheme::Paddle
+            | Scheme::Zoom => None,
         }
     }
 
@@ -114,7 +122,8 @@ impl Scheme {
             | Scheme::Svix
             | Scheme::Meta
             | Scheme::Intercom
-            | Scheme::Paddle => false,
+            | Scheme::Paddle
+            | Scheme::Zoom => false,
         }
     }
 

@@ -426,7 +426,8 @@ fn new_signing_secret(scheme: Scheme) -> SecretString {
         | Scheme::Github
         | Scheme::Shopify
         | Scheme::Slack
-        | Scheme::Intercom => hex::encode(&raw[..]),
+        | Scheme::Intercom
+        | Scheme::Zoom => hex::encode(&raw[..]),
         Scheme::Meta => hex::encode(&raw[..16]),
     })
 }
