@@ -22,6 +22,7 @@ mod stripe;
 mod svix;
 #[cfg(test)]
 mod tests;
+mod twitch;
 mod v0;
 mod zoom;
 
@@ -131,6 +132,7 @@ pub fn verify_delivery<H: HeaderSource + ?Sized>(
         Scheme::Intercom => intercom::Intercom::parse(delivery),
         Scheme::Paddle => paddle::Paddle::parse(delivery),
         Scheme::Zoom => zoom::Zoom::parse(delivery),
+        Scheme::Twitch => twitch::Twitch::parse(delivery),
     }?;
     let key = keys
         .iter()
@@ -252,6 +254,7 @@ pub fn sign_message(scheme: Scheme, secret: &Secret, message: &Message<'_>) -> S
         Scheme::Intercom => intercom::Intercom::sign(secret, message),
         Scheme::Paddle => paddle::Paddle::sign(secret, message),
         Scheme::Zoom => zoom::Zoom::sign(secret, message),
+        Scheme::Twitch => twitch::Twitch::sign(secret, message),
     }
 }
 

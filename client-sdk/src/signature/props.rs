@@ -6,7 +6,7 @@ use proptest::prelude::*;
 use super::{codec, kv, sign, verify, HeaderLookup, Scheme, Secret, VerifyError};
 
 /// Every header name any scheme reads, in assorted case, plus a stranger.
-const NAMES: [&str; 19] = [
+const NAMES: [&str; 22] = [
     "webhook-id",
     "webhook-timestamp",
     "webhook-signature",
@@ -24,6 +24,9 @@ const NAMES: [&str; 19] = [
     "paddle-signature",
     "x-zm-signature",
     "X-ZM-Request-Timestamp",
+    "twitch-eventsub-message-id",
+    "Twitch-Eventsub-Message-Timestamp",
+    "twitch-eventsub-message-signature",
     "content-type",
     "x-other",
 ];

@@ -62,7 +62,8 @@ impl Secret {
             | Scheme::Meta
             | Scheme::Intercom
             | Scheme::Paddle
-            | Scheme::Zoom => (KeyKind::Shared, secret.as_bytes().to_vec()),
+            | Scheme::Zoom
+            | Scheme::Twitch => (KeyKind::Shared, secret.as_bytes().to_vec()),
         };
         Secret::of_kind(kid, kind, key)
     }

@@ -4,6 +4,8 @@
 use super::*;
 
 const NOW: i64 = 1_764_480_000;
+/// `NOW` as the schemes with RFC 3339 timestamps write it.
+const NOW_RFC3339: &str = "2025-11-30T05:20:00.000000000Z";
 const TOLERANCE: u64 = 300;
 const BODY: &[u8] = br#"{"event_id":"evt_1","id":"evt_1"}"#;
 
@@ -44,6 +46,7 @@ fn signature_header(scheme: Scheme) -> &'static str {
         Scheme::Github | Scheme::Meta => "X-Hub-Signature-256",
         Scheme::Shopify => "X-Shopify-Hmac-Sha256",
         Scheme::Slack => "X-Slack-Signature",
+        Scheme::Twitch => "Twitch-Eventsub-Message-Signature",
         Scheme::Zoom => "x-zm-signature",
         Scheme::Paddle => "Paddle-Signature",
         Scheme::Intercom => "X-Hub-Signature",
@@ -56,7 +59,7 @@ fn with_tag(scheme: Scheme, tag: &str) -> String {
     match scheme {
         Scheme::Standard | Scheme::Svix => format!("v1,{tag}"),
         Scheme::Hookd | Scheme::Stripe => format!("t={NOW},v1={tag}"),
-        Scheme::Github | Scheme::Meta => format!("sha256={tag}"),
+        Scheme::Github | Scheme::Meta | Scheme::Twitch => format!("sha256={tag}"),
         Scheme::Intercom => format!("sha1={tag}"),
         Scheme::Paddle => format!("ts={NOW};h1={tag}"),
         Scheme::Shopify => tag.to_owned(),
@@ -172,7 +175,9 @@ fn non_integer_timestamp_is_reported_before_the_mac() {
     for scheme in Scheme::ALL.into_iter().filter(|s| s.has_timestamp()) {
         let mut headers = sign(scheme, &current(), "evt_1", NOW, BODY);
         for (_, value) in headers.iter_mut() {
-            *value = value.replace(&NOW.to_string(), "17644800OO");
+            *value = value
+                .replace(&NOW.to_string(), "17644800OO")
+                .replace(NOW_RFC3339, "17644800OO");
         }
         let result = verify(scheme, &headers, BODY, &[], NOW, TOLERANCE);
         assert_eq!(result, Err(VerifyError::InvalidTimestamp), "{scheme}");

@@ -39,11 +39,13 @@ pub enum Scheme {
     Paddle,
     /// Zoom: `x-zm-signature: v0=..` over `v0:<x-zm-request-timestamp>:body`.
     Zoom,
+    /// Twitch EventSub: `Twitch-Eventsub-Message-Signature: sha256=..` over id + RFC 3339 timestamp + body.
+    Twitch,
 }
 
 impl Scheme {
     /// Every scheme, so configuration UIs and tests can enumerate them.
-    pub const ALL: [Scheme; 11] = [
+    pub const ALL: [Scheme; 12] = [
         Scheme::Standard,
         Scheme::Hookd,
         Scheme::Stripe,
@@ -55,6 +57,7 @@ impl Scheme {
         Scheme::Intercom,
         Scheme::Paddle,
         Scheme::Zoom,
+        Scheme::Twitch,
     ];
 
     /// The name used in configuration and on the wire; `FromStr` accepts it back.
@@ -71,6 +74,7 @@ impl Scheme {
             Scheme::Intercom => "intercom",
             Scheme::Paddle => "paddle",
             Scheme::Zoom => "zoom",
+            Scheme::Twitch => "twitch",
         }
     }
 
@@ -87,7 +91,8 @@ impl Scheme {
             | Scheme::Shopify
             | Scheme::Svix
             | Scheme::Meta
-            | Scheme::Zoom => None,
+            | Scheme::Zoom
+            | Scheme::Twitch => None,
         }
     }
 
@@ -95,6 +100,7 @@ impl Scheme {
     /// so an error can name it when it is absent.
     pub fn event_id_header(self) -> Option<&'static str> {
         match self {
+            Scheme::Twitch => Some("Twitch-Eventsub-Message-Id"),
             Scheme::Standard => Some("webhook-id"),
             Scheme::Github => Some("X-GitHub-Delivery"),
             Scheme::Shopify => Some("X-Shopify-Webhook-Id"),
@@ -123,7 +129,8 @@ impl Scheme {
             | Scheme::Meta
             | Scheme::Intercom
             | Scheme::Paddle
-            | Scheme::Zoom => false,
+            | Scheme::Zoom
+            | Scheme::Twitch => false,
         }
     }
 

@@ -427,7 +427,8 @@ fn new_signing_secret(scheme: Scheme) -> SecretString {
         | Scheme::Shopify
         | Scheme::Slack
         | Scheme::Intercom
-        | Scheme::Zoom => hex::encode(&raw[..]),
+        | Scheme::Zoom
+        | Scheme::Twitch => hex::encode(&raw[..]),
         Scheme::Meta => hex::encode(&raw[..16]),
     })
 }

@@ -8,6 +8,12 @@ export const NOW = 1764480000;
 export const TOLERANCE = 300;
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 
+/** The installed version of `name`, read from node_modules beside the scripts. */
+export function installed(name) {
+  const manifest = path.join(HERE, "node_modules", name, "package.json");
+  return JSON.parse(fs.readFileSync(manifest, "utf8")).version;
+}
+
 /** A delivery the tenant accepts; `eventId` is the id hookd keys it by. */
 export const ok = (eventId) => (eventId === undefined ? { ok: true } : { ok: true, event_id: eventId });
 

@@ -17,7 +17,7 @@ PREVIOUS = "pdl_ntfset_01jbx2c5e8h1k4n7q0s3u6w9yz_Zx9cV7bN5mQ3wE1rT8yU6iO4pA2sD0
 WRONG = "pdl_ntfset_01j0000000000000000000000000_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
 SECRETS = [("k2", CURRENT, "current"), ("k1", PREVIOUS, "previous")]
 BODY = (b'{"event_id":"evt_01jdq8a2b3c4d5e6f7g8h9j0k1","event_type":"transaction.completed",'
-        b'"occurred_at":"2026-11-30T05:19:58.123456Z","notification_id":"ntf_01jdq8a2m4n5p6q7r8s9t0v1w2",'
+        b'"occurred_at":"2025-11-30T05:19:58.123456Z","notification_id":"ntf_01jdq8a2m4n5p6q7r8s9t0v1w2",'
         b'"data":{"id":"txn_01jdq7zz","status":"completed","currency_code":"EUR",'
         b'"details":{"totals":{"total":"4200"}},"custom_data":{"note":"caf\xc3\xa9"}}}')
 EVENT_ID = "evt_01jdq8a2b3c4d5e6f7g8h9j0k1"

@@ -16,7 +16,7 @@ const BODY = Buffer.from(JSON.stringify({
   event_ts: 1764479999123,
   payload: {
     account_id: "AAAAAABBBB",
-    object: { id: "85123456789", uuid: "4444AAAiAAAAAiAiAiiAii==", topic: "Café stand-up", start_time: "2026-11-30T05:19:58Z" },
+    object: { id: "85123456789", uuid: "4444AAAiAAAAAiAiAiiAii==", topic: "Café stand-up", start_time: "2025-11-30T05:19:58Z" },
   },
 }));
 
