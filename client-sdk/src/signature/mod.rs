@@ -9,6 +9,7 @@ mod hookd;
 mod hub;
 mod intercom;
 mod kv;
+mod linear;
 mod meta;
 mod paddle;
 mod pair;
@@ -133,6 +134,7 @@ pub fn verify_delivery<H: HeaderSource + ?Sized>(
         Scheme::Paddle => paddle::Paddle::parse(delivery),
         Scheme::Zoom => zoom::Zoom::parse(delivery),
         Scheme::Twitch => twitch::Twitch::parse(delivery),
+        Scheme::Linear => linear::Linear::parse(delivery),
     }?;
     let key = keys
         .iter()
@@ -255,6 +257,7 @@ pub fn sign_message(scheme: Scheme, secret: &Secret, message: &Message<'_>) -> S
         Scheme::Paddle => paddle::Paddle::sign(secret, message),
         Scheme::Zoom => zoom::Zoom::sign(secret, message),
         Scheme::Twitch => twitch::Twitch::sign(secret, message),
+        Scheme::Linear => linear::Linear::sign(secret, message),
     }
 }
 

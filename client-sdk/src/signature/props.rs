@@ -3,10 +3,12 @@
 
 use proptest::prelude::*;
 
-use super::{codec, kv, sign, verify, HeaderLookup, Scheme, Secret, VerifyError};
+use super::{
+    codec, kv, sign_message, verify, HeaderLookup, Message, Scheme, Secret, Signing, VerifyError,
+};
 
 /// Every header name any scheme reads, in assorted case, plus a stranger.
-const NAMES: [&str; 22] = [
+const NAMES: [&str; 24] = [
     "webhook-id",
     "webhook-timestamp",
     "webhook-signature",
@@ -27,6 +29,8 @@ const NAMES: [&str; 22] = [
     "twitch-eventsub-message-id",
     "Twitch-Eventsub-Message-Timestamp",
     "twitch-eventsub-message-signature",
+    "linear-signature",
+    "Linear-Delivery",
     "content-type",
     "x-other",
 ];
@@ -69,6 +73,30 @@ fn headers() -> impl Strategy<Value = Vec<(String, String)>> {
         ),
         0..8,
     )
+}
+
+/// Signs `body` as `scheme`'s sender does: the headers and the body to send.
+fn signed(scheme: Scheme, key: &Secret, event_id: &str, timestamp: i64, body: &[u8]) -> Signing {
+    let message = Message {
+        event_id,
+        timestamp,
+        body,
+        method: "POST",
+        url: None,
+    };
+    sign_message(scheme, key, &message)
+}
+
+/// An event body from random bytes: as they are, except for Linear, whose
+/// timestamp lives in the body, so its events are JSON objects.
+fn event_body(scheme: Scheme, raw: &[u8]) -> Vec<u8> {
+    match scheme {
+        Scheme::Linear => serde_json::to_vec(&serde_json::json!({
+            "data": String::from_utf8_lossy(raw),
+        }))
+        .expect("a JSON object serializes"),
+        _ => raw.to_vec(),
+    }
 }
 
 fn keys(scheme: Scheme) -> Vec<Secret> {
@@ -117,7 +145,8 @@ proptest! {
         timestamp in 0i64..=4_102_444_800,
     ) {
         let keys = keys(scheme);
-        let headers = sign(scheme, &keys[0], &event_id, timestamp, &body);
+        let event = event_body(scheme, &body);
+        let Signing { headers, body } = signed(scheme, &keys[0], &event_id, timestamp, &event);
         let verified = verify(scheme, &headers, &body, &keys, timestamp, 300);
         prop_assert!(verified.is_ok(), "{verified:?}");
     }
@@ -130,7 +159,8 @@ proptest! {
         body in prop::collection::vec(any::<u8>(), 0..32),
     ) {
         let keys = keys(scheme);
-        let mut headers = sign(scheme, &keys[0], "evt_1", 1_000, &body);
+        let event = event_body(scheme, &body);
+        let Signing { mut headers, body } = signed(scheme, &keys[0], "evt_1", 1_000, &event);
         let repeated = headers[which.index(headers.len())].clone();
         headers.push(repeated);
         let err = verify(scheme, &headers, &body, &keys, 1_000, 300).unwrap_err();

@@ -63,7 +63,8 @@ impl Secret {
             | Scheme::Intercom
             | Scheme::Paddle
             | Scheme::Zoom
-            | Scheme::Twitch => (KeyKind::Shared, secret.as_bytes().to_vec()),
+            | Scheme::Twitch
+            | Scheme::Linear => (KeyKind::Shared, secret.as_bytes().to_vec()),
         };
         Secret::of_kind(kid, kind, key)
     }

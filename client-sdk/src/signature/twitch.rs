@@ -95,12 +95,7 @@ mod tests {
             parse_rfc3339("2025-11-30T06:20:00.5+01:00"),
             Ok(1_764_480_000)
         );
-        for bad in [
-            "1764480000",
-            "2025-11-30T05:20Z",
-            "2025-11-30T05:20:00",
-            "",
-        ] {
+        for bad in ["1764480000", "2025-11-30T05:20Z", "2025-11-30T05:20:00", ""] {
             assert_eq!(
                 parse_rfc3339(bad),
                 Err(VerifyError::InvalidTimestamp),

@@ -41,11 +41,13 @@ pub enum Scheme {
     Zoom,
     /// Twitch EventSub: `Twitch-Eventsub-Message-Signature: sha256=..` over id + RFC 3339 timestamp + body.
     Twitch,
+    /// Linear: `Linear-Signature: <hex>` over the body, which carries `webhookTimestamp` (ms).
+    Linear,
 }
 
 impl Scheme {
     /// Every scheme, so configuration UIs and tests can enumerate them.
-    pub const ALL: [Scheme; 12] = [
+    pub const ALL: [Scheme; 13] = [
         Scheme::Standard,
         Scheme::Hookd,
         Scheme::Stripe,
@@ -58,6 +60,7 @@ impl Scheme {
         Scheme::Paddle,
         Scheme::Zoom,
         Scheme::Twitch,
+        Scheme::Linear,
     ];
 
     /// The name used in configuration and on the wire; `FromStr` accepts it back.
@@ -75,6 +78,7 @@ impl Scheme {
             Scheme::Paddle => "paddle",
             Scheme::Zoom => "zoom",
             Scheme::Twitch => "twitch",
+            Scheme::Linear => "linear",
         }
     }
 
@@ -92,7 +96,8 @@ impl Scheme {
             | Scheme::Svix
             | Scheme::Meta
             | Scheme::Zoom
-            | Scheme::Twitch => None,
+            | Scheme::Twitch
+            | Scheme::Linear => None,
         }
     }
 
@@ -100,6 +105,7 @@ impl Scheme {
     /// so an error can name it when it is absent.
     pub fn event_id_header(self) -> Option<&'static str> {
         match self {
+            Scheme::Linear => Some("Linear-Delivery"),
             Scheme::Twitch => Some("Twitch-Eventsub-Message-Id"),
             Scheme::Standard => Some("webhook-id"),
             Scheme::Github => Some("X-GitHub-Delivery"),
@@ -130,7 +136,8 @@ impl Scheme {
             | Scheme::Intercom
             | Scheme::Paddle
             | Scheme::Zoom
-            | Scheme::Twitch => false,
+            | Scheme::Twitch
+            | Scheme::Linear => false,
         }
     }
 

@@ -428,7 +428,8 @@ fn new_signing_secret(scheme: Scheme) -> SecretString {
         | Scheme::Slack
         | Scheme::Intercom
         | Scheme::Zoom
-        | Scheme::Twitch => hex::encode(&raw[..]),
+        | Scheme::Twitch
+        | Scheme::Linear => hex::encode(&raw[..]),
         Scheme::Meta => hex::encode(&raw[..16]),
     })
 }
