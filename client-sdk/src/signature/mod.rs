@@ -18,6 +18,7 @@ mod props;
 mod secret;
 mod shopify;
 mod slack;
+mod square;
 mod standard;
 mod stripe;
 mod svix;
@@ -135,6 +136,7 @@ pub fn verify_delivery<H: HeaderSource + ?Sized>(
         Scheme::Zoom => zoom::Zoom::parse(delivery),
         Scheme::Twitch => twitch::Twitch::parse(delivery),
         Scheme::Linear => linear::Linear::parse(delivery),
+        Scheme::Square => square::Square::parse(delivery),
     }?;
     let key = keys
         .iter()
@@ -258,6 +260,7 @@ pub fn sign_message(scheme: Scheme, secret: &Secret, message: &Message<'_>) -> S
         Scheme::Zoom => zoom::Zoom::sign(secret, message),
         Scheme::Twitch => twitch::Twitch::sign(secret, message),
         Scheme::Linear => linear::Linear::sign(secret, message),
+        Scheme::Square => square::Square::sign(secret, message),
     }
 }
 

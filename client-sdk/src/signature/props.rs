@@ -4,11 +4,12 @@
 use proptest::prelude::*;
 
 use super::{
-    codec, kv, sign_message, verify, HeaderLookup, Message, Scheme, Secret, Signing, VerifyError,
+    codec, kv, sign_message, verify_delivery, Delivery, HeaderLookup, Message, Scheme, Secret,
+    Signing, Verified, VerifyError,
 };
 
 /// Every header name any scheme reads, in assorted case, plus a stranger.
-const NAMES: [&str; 24] = [
+const NAMES: [&str; 25] = [
     "webhook-id",
     "webhook-timestamp",
     "webhook-signature",
@@ -31,6 +32,7 @@ const NAMES: [&str; 24] = [
     "twitch-eventsub-message-signature",
     "linear-signature",
     "Linear-Delivery",
+    "x-square-hmacsha256-signature",
     "content-type",
     "x-other",
 ];
@@ -75,6 +77,27 @@ fn headers() -> impl Strategy<Value = Vec<(String, String)>> {
     )
 }
 
+/// The public URL the deliveries of URL-signing schemes go to.
+const URL: &str = "https://hooks.example.com/hooks/acme?src=test";
+
+/// Verifies a `POST` of `body`, to [`URL`] for the schemes that sign it.
+fn verify(
+    scheme: Scheme,
+    headers: &[(String, String)],
+    body: &[u8],
+    keys: &[Secret],
+    now: i64,
+    tolerance: u64,
+) -> Result<Verified, VerifyError> {
+    let delivery = Delivery {
+        method: "POST",
+        url: scheme.signs_url().then_some(URL),
+        headers,
+        body,
+    };
+    verify_delivery(scheme, &delivery, keys, now, tolerance)
+}
+
 /// Signs `body` as `scheme`'s sender does: the headers and the body to send.
 fn signed(scheme: Scheme, key: &Secret, event_id: &str, timestamp: i64, body: &[u8]) -> Signing {
     let message = Message {
@@ -82,7 +105,7 @@ fn signed(scheme: Scheme, key: &Secret, event_id: &str, timestamp: i64, body: &[
         timestamp,
         body,
         method: "POST",
-        url: None,
+        url: scheme.signs_url().then_some(URL),
     };
     sign_message(scheme, key, &message)
 }

@@ -64,7 +64,8 @@ impl Secret {
             | Scheme::Paddle
             | Scheme::Zoom
             | Scheme::Twitch
-            | Scheme::Linear => (KeyKind::Shared, secret.as_bytes().to_vec()),
+            | Scheme::Linear
+            | Scheme::Square => (KeyKind::Shared, secret.as_bytes().to_vec()),
         };
         Secret::of_kind(kid, kind, key)
     }

@@ -43,11 +43,13 @@ pub enum Scheme {
     Twitch,
     /// Linear: `Linear-Signature: <hex>` over the body, which carries `webhookTimestamp` (ms).
     Linear,
+    /// Square: `x-square-hmacsha256-signature: <base64>` over notification URL + body.
+    Square,
 }
 
 impl Scheme {
     /// Every scheme, so configuration UIs and tests can enumerate them.
-    pub const ALL: [Scheme; 13] = [
+    pub const ALL: [Scheme; 14] = [
         Scheme::Standard,
         Scheme::Hookd,
         Scheme::Stripe,
@@ -61,6 +63,7 @@ impl Scheme {
         Scheme::Zoom,
         Scheme::Twitch,
         Scheme::Linear,
+        Scheme::Square,
     ];
 
     /// The name used in configuration and on the wire; `FromStr` accepts it back.
@@ -79,6 +82,7 @@ impl Scheme {
             Scheme::Zoom => "zoom",
             Scheme::Twitch => "twitch",
             Scheme::Linear => "linear",
+            Scheme::Square => "square",
         }
     }
 
@@ -88,7 +92,7 @@ impl Scheme {
     /// [`Scheme::event_id_header`] has no event id of its own.
     pub fn body_event_id_field(self) -> Option<&'static str> {
         match self {
-            Scheme::Hookd | Scheme::Slack | Scheme::Paddle => Some("event_id"),
+            Scheme::Hookd | Scheme::Slack | Scheme::Paddle | Scheme::Square => Some("event_id"),
             Scheme::Stripe | Scheme::Intercom => Some("id"),
             Scheme::Standard
             | Scheme::Github
@@ -117,7 +121,8 @@ impl Scheme {
             | Scheme::Meta
             | Scheme::Intercom
             | Scheme::Paddle
-            | Scheme::Zoom => None,
+            | Scheme::Zoom
+            | Scheme::Square => None,
         }
     }
 
@@ -125,6 +130,7 @@ impl Scheme {
     /// needs a `public_url` (behind a load balancer hookd cannot see it).
     pub fn signs_url(self) -> bool {
         match self {
+            Scheme::Square => true,
             Scheme::Standard
             | Scheme::Hookd
             | Scheme::Stripe
@@ -146,7 +152,7 @@ impl Scheme {
     pub fn has_timestamp(self) -> bool {
         !matches!(
             self,
-            Scheme::Github | Scheme::Shopify | Scheme::Meta | Scheme::Intercom
+            Scheme::Github | Scheme::Shopify | Scheme::Meta | Scheme::Intercom | Scheme::Square
         )
     }
 }

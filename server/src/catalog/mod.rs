@@ -429,7 +429,8 @@ fn new_signing_secret(scheme: Scheme) -> SecretString {
         | Scheme::Intercom
         | Scheme::Zoom
         | Scheme::Twitch
-        | Scheme::Linear => hex::encode(&raw[..]),
+        | Scheme::Linear
+        | Scheme::Square => hex::encode(&raw[..]),
         Scheme::Meta => hex::encode(&raw[..16]),
     })
 }
