@@ -7,6 +7,7 @@ mod github;
 mod headers;
 mod hookd;
 mod hub;
+mod hubspot;
 mod intercom;
 mod kv;
 mod linear;
@@ -137,6 +138,7 @@ pub fn verify_delivery<H: HeaderSource + ?Sized>(
         Scheme::Twitch => twitch::Twitch::parse(delivery),
         Scheme::Linear => linear::Linear::parse(delivery),
         Scheme::Square => square::Square::parse(delivery),
+        Scheme::Hubspot => hubspot::Hubspot::parse(delivery),
     }?;
     let key = keys
         .iter()
@@ -261,6 +263,7 @@ pub fn sign_message(scheme: Scheme, secret: &Secret, message: &Message<'_>) -> S
         Scheme::Twitch => twitch::Twitch::sign(secret, message),
         Scheme::Linear => linear::Linear::sign(secret, message),
         Scheme::Square => square::Square::sign(secret, message),
+        Scheme::Hubspot => hubspot::Hubspot::sign(secret, message),
     }
 }
 

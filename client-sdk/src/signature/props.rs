@@ -9,7 +9,7 @@ use super::{
 };
 
 /// Every header name any scheme reads, in assorted case, plus a stranger.
-const NAMES: [&str; 25] = [
+const NAMES: [&str; 27] = [
     "webhook-id",
     "webhook-timestamp",
     "webhook-signature",
@@ -33,6 +33,8 @@ const NAMES: [&str; 25] = [
     "linear-signature",
     "Linear-Delivery",
     "x-square-hmacsha256-signature",
+    "x-hubspot-signature-v3",
+    "X-HubSpot-Request-Timestamp",
     "content-type",
     "x-other",
 ];

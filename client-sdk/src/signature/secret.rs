@@ -65,7 +65,8 @@ impl Secret {
             | Scheme::Zoom
             | Scheme::Twitch
             | Scheme::Linear
-            | Scheme::Square => (KeyKind::Shared, secret.as_bytes().to_vec()),
+            | Scheme::Square
+            | Scheme::Hubspot => (KeyKind::Shared, secret.as_bytes().to_vec()),
         };
         Secret::of_kind(kid, kind, key)
     }

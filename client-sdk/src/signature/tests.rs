@@ -93,6 +93,7 @@ fn signature_header(scheme: Scheme) -> &'static str {
         Scheme::Svix => "svix-signature",
         Scheme::Linear => "Linear-Signature",
         Scheme::Square => "x-square-hmacsha256-signature",
+        Scheme::Hubspot => "X-HubSpot-Signature-v3",
     }
 }
 
@@ -104,7 +105,7 @@ fn with_tag(scheme: Scheme, tag: &str) -> String {
         Scheme::Github | Scheme::Meta | Scheme::Twitch => format!("sha256={tag}"),
         Scheme::Intercom => format!("sha1={tag}"),
         Scheme::Paddle => format!("ts={NOW};h1={tag}"),
-        Scheme::Shopify | Scheme::Linear | Scheme::Square => tag.to_owned(),
+        Scheme::Shopify | Scheme::Linear | Scheme::Square | Scheme::Hubspot => tag.to_owned(),
         Scheme::Slack | Scheme::Zoom => format!("v0={tag}"),
     }
 }
@@ -164,7 +165,11 @@ fn truncated_or_padded_signature_is_malformed() {
     for scheme in Scheme::ALL {
         let tag = codec::hmac_sha256(current().key(), BODY);
         let (short, long) = match scheme {
-            Scheme::Standard | Scheme::Shopify | Scheme::Svix | Scheme::Square => {
+            Scheme::Standard
+            | Scheme::Shopify
+            | Scheme::Svix
+            | Scheme::Square
+            | Scheme::Hubspot => {
                 use base64::Engine;
                 let engine = base64::engine::general_purpose::STANDARD;
                 (

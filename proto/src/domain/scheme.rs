@@ -39,17 +39,21 @@ pub enum Scheme {
     Paddle,
     /// Zoom: `x-zm-signature: v0=..` over `v0:<x-zm-request-timestamp>:body`.
     Zoom,
-    /// Twitch EventSub: `Twitch-Eventsub-Message-Signature: sha256=..` over id + RFC 3339 timestamp + body.
+    /// Twitch EventSub: `Twitch-Eventsub-Message-Signature: sha256=..` over id + RFC 3339
+    /// timestamp + body.
     Twitch,
     /// Linear: `Linear-Signature: <hex>` over the body, which carries `webhookTimestamp` (ms).
     Linear,
     /// Square: `x-square-hmacsha256-signature: <base64>` over notification URL + body.
     Square,
+    /// HubSpot v3: `X-HubSpot-Signature-v3: <base64>` over method + URI + body +
+    /// `X-HubSpot-Request-Timestamp` (ms).
+    Hubspot,
 }
 
 impl Scheme {
     /// Every scheme, so configuration UIs and tests can enumerate them.
-    pub const ALL: [Scheme; 14] = [
+    pub const ALL: [Scheme; 15] = [
         Scheme::Standard,
         Scheme::Hookd,
         Scheme::Stripe,
@@ -64,6 +68,7 @@ impl Scheme {
         Scheme::Twitch,
         Scheme::Linear,
         Scheme::Square,
+        Scheme::Hubspot,
     ];
 
     /// The name used in configuration and on the wire; `FromStr` accepts it back.
@@ -83,6 +88,7 @@ impl Scheme {
             Scheme::Twitch => "twitch",
             Scheme::Linear => "linear",
             Scheme::Square => "square",
+            Scheme::Hubspot => "hubspot",
         }
     }
 
@@ -94,6 +100,7 @@ impl Scheme {
         match self {
             Scheme::Hookd | Scheme::Slack | Scheme::Paddle | Scheme::Square => Some("event_id"),
             Scheme::Stripe | Scheme::Intercom => Some("id"),
+            Scheme::Hubspot => Some("/0/eventId"),
             Scheme::Standard
             | Scheme::Github
             | Scheme::Shopify
@@ -122,7 +129,8 @@ impl Scheme {
             | Scheme::Intercom
             | Scheme::Paddle
             | Scheme::Zoom
-            | Scheme::Square => None,
+            | Scheme::Square
+            | Scheme::Hubspot => None,
         }
     }
 
@@ -130,7 +138,7 @@ impl Scheme {
     /// needs a `public_url` (behind a load balancer hookd cannot see it).
     pub fn signs_url(self) -> bool {
         match self {
-            Scheme::Square => true,
+            Scheme::Square | Scheme::Hubspot => true,
             Scheme::Standard
             | Scheme::Hookd
             | Scheme::Stripe

@@ -430,7 +430,8 @@ fn new_signing_secret(scheme: Scheme) -> SecretString {
         | Scheme::Zoom
         | Scheme::Twitch
         | Scheme::Linear
-        | Scheme::Square => hex::encode(&raw[..]),
+        | Scheme::Square
+        | Scheme::Hubspot => hex::encode(&raw[..]),
         Scheme::Meta => hex::encode(&raw[..16]),
     })
 }
