@@ -61,7 +61,7 @@ fn single<'h, H: HeaderSource + ?Sized>(
 
 /// The public URL a URL-signing scheme needs; without one (the tenant has no
 /// `public_url`) no signature can be checked, which is reported as malformed.
-pub(crate) fn public_url<'d>(url: Option<&'d str>) -> Result<&'d str, VerifyError> {
+pub(crate) fn public_url(url: Option<&str>) -> Result<&str, VerifyError> {
     url.ok_or(malformed(
         "the scheme signs the URL and no public URL is known",
     ))

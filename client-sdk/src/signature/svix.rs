@@ -39,7 +39,15 @@ mod tests {
         let headers = crate::signature::sign(Scheme::Svix, &key, "msg_1", 1_000, b"{}");
         let names: Vec<&str> = headers.iter().map(|(name, _)| name.as_str()).collect();
         assert_eq!(names, ["svix-id", "svix-timestamp", "svix-signature"]);
-        assert!(verify(Scheme::Svix, &headers, b"{}", &[key.clone()], 1_000, 300).is_ok());
+        assert!(verify(
+            Scheme::Svix,
+            &headers,
+            b"{}",
+            std::slice::from_ref(&key),
+            1_000,
+            300
+        )
+        .is_ok());
         let renamed: Vec<(String, String)> = headers
             .iter()
             .map(|(name, value)| (name.replace("svix-", "webhook-"), value.clone()))

@@ -34,7 +34,15 @@ mod tests {
     fn slack_names_do_not_stand_in_for_zoom_names() {
         let key = Secret::from_provider(Scheme::Zoom, "k1", "zoom-secret-token").unwrap();
         let slack = sign(Scheme::Slack, &key, "e", 1_000, b"{}");
-        let err = verify(Scheme::Zoom, &slack, b"{}", &[key.clone()], 1_000, 300).unwrap_err();
+        let err = verify(
+            Scheme::Zoom,
+            &slack,
+            b"{}",
+            std::slice::from_ref(&key),
+            1_000,
+            300,
+        )
+        .unwrap_err();
         assert_eq!(err.code(), "MISSING_SIGNATURE");
         let zoom = sign(Scheme::Zoom, &key, "e", 1_000, b"{}");
         let verified = verify(Scheme::Zoom, &zoom, b"{}", &[key], 1_000, 300).unwrap();
