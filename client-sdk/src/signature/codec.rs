@@ -72,6 +72,14 @@ pub(crate) fn token<H: HeaderSource + ?Sized>(
     Ok(Proof::Token(token.as_bytes().to_vec()))
 }
 
+/// The public URL a URL-signing scheme needs; without one (the tenant has no
+/// `public_url`) no signature can be checked, which is reported as malformed.
+pub(crate) fn public_url(url: Option<&str>) -> Result<&str, VerifyError> {
+    url.ok_or(malformed(
+        "the scheme signs the URL and no public URL is known",
+    ))
+}
+
 /// Decodes a hex tag, insisting on exactly 32 bytes.
 pub(crate) fn decode_hex(text: &str) -> Result<Tag, VerifyError> {
     let bytes = hex::decode(text).map_err(|_| malformed("signature is not hex"))?;

@@ -8,9 +8,15 @@ mod github;
 mod gitlab;
 mod headers;
 mod hookd;
+mod hub;
+mod hubspot;
+mod intercom;
 mod kv;
+mod linear;
 mod mailgun;
+mod meta;
 mod okta;
+mod paddle;
 mod pair;
 #[cfg(test)]
 mod props;
@@ -18,11 +24,16 @@ mod secret;
 mod sendgrid;
 mod shopify;
 mod slack;
+mod square;
 mod standard;
 mod stripe;
+mod svix;
 #[cfg(test)]
 mod tests;
 mod twilio;
+mod twitch;
+mod v0;
+mod zoom;
 
 pub use crate::error::{InvalidSecret, UnknownScheme, VerifyError};
 pub use headers::{HeaderLookup, HeaderSource};
@@ -131,6 +142,15 @@ pub fn verify_delivery<H: HeaderSource + ?Sized>(
         Scheme::Sendgrid => sendgrid::Sendgrid::parse(delivery),
         Scheme::Mailgun => mailgun::Mailgun::parse(delivery),
         Scheme::Twilio => twilio::Twilio::parse(delivery),
+        Scheme::Svix => svix::Svix::parse(delivery),
+        Scheme::Meta => meta::Meta::parse(delivery),
+        Scheme::Intercom => intercom::Intercom::parse(delivery),
+        Scheme::Paddle => paddle::Paddle::parse(delivery),
+        Scheme::Zoom => zoom::Zoom::parse(delivery),
+        Scheme::Twitch => twitch::Twitch::parse(delivery),
+        Scheme::Linear => linear::Linear::parse(delivery),
+        Scheme::Square => square::Square::parse(delivery),
+        Scheme::Hubspot => hubspot::Hubspot::parse(delivery),
     }?;
     let key = keys
         .iter()
@@ -258,6 +278,15 @@ pub fn sign_message(scheme: Scheme, secret: &Secret, message: &Message<'_>) -> S
         Scheme::Sendgrid => sendgrid::Sendgrid::sign(secret, message),
         Scheme::Mailgun => mailgun::Mailgun::sign(secret, message),
         Scheme::Twilio => twilio::Twilio::sign(secret, message),
+        Scheme::Svix => svix::Svix::sign(secret, message),
+        Scheme::Meta => meta::Meta::sign(secret, message),
+        Scheme::Intercom => intercom::Intercom::sign(secret, message),
+        Scheme::Paddle => paddle::Paddle::sign(secret, message),
+        Scheme::Zoom => zoom::Zoom::sign(secret, message),
+        Scheme::Twitch => twitch::Twitch::sign(secret, message),
+        Scheme::Linear => linear::Linear::sign(secret, message),
+        Scheme::Square => square::Square::sign(secret, message),
+        Scheme::Hubspot => hubspot::Hubspot::sign(secret, message),
     }
 }
 

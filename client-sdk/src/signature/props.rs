@@ -19,15 +19,28 @@ fn deliver(
     timestamp: i64,
     body: &[u8],
 ) -> (Vec<(String, String)>, Vec<u8>) {
+    let body = event_body(scheme, body);
     let message = Message {
         event_id,
         timestamp,
-        body,
+        body: &body,
         method: "POST",
         url: scheme.signs_url().then_some(URL),
     };
     let signing = sign_message(scheme, &signing_key(scheme), &message);
     (signing.headers, signing.body)
+}
+
+/// An event body from random bytes: as they are, except for Linear, whose
+/// timestamp lives in the body, so its events are JSON objects.
+fn event_body(scheme: Scheme, raw: &[u8]) -> Vec<u8> {
+    match scheme {
+        Scheme::Linear => serde_json::to_vec(&serde_json::json!({
+            "data": String::from_utf8_lossy(raw),
+        }))
+        .expect("a JSON object serializes"),
+        _ => raw.to_vec(),
+    }
 }
 
 /// Whether `body` read as a form decodes to UTF-8 text (what Twilio signs).
@@ -53,7 +66,7 @@ fn receive(
 }
 
 /// Every header name any scheme reads, in assorted case, plus a stranger.
-const NAMES: [&str; 24] = [
+const NAMES: [&str; 37] = [
     "webhook-id",
     "webhook-timestamp",
     "webhook-signature",
@@ -76,6 +89,19 @@ const NAMES: [&str; 24] = [
     "X-Twilio-Webhooks-Signature-Settings",
     "I-Twilio-Idempotency-Token",
     "WEBHOOK-SIGNATURE",
+    "svix-signature",
+    "x-hub-signature",
+    "paddle-signature",
+    "x-zm-signature",
+    "X-ZM-Request-Timestamp",
+    "twitch-eventsub-message-id",
+    "Twitch-Eventsub-Message-Timestamp",
+    "twitch-eventsub-message-signature",
+    "linear-signature",
+    "Linear-Delivery",
+    "x-square-hmacsha256-signature",
+    "x-hubspot-signature-v3",
+    "X-HubSpot-Request-Timestamp",
     "content-type",
     "x-other",
 ];
@@ -92,7 +118,10 @@ fn value() -> impl Strategy<Value = String> {
             Just("v1,".to_owned()),
             Just("v1=".to_owned()),
             Just("t=".to_owned()),
+            Just("ts=".to_owned()),
+            Just(";h1=".to_owned()),
             Just("sha256=".to_owned()),
+            Just("sha1=".to_owned()),
             Just("v0=".to_owned()),
             Just("kid=".to_owned()),
             Just(",".to_owned()),
@@ -120,7 +149,7 @@ fn headers() -> impl Strategy<Value = Vec<(String, String)>> {
 /// The key a sender signs with: a shared secret, or a key pair's private half.
 fn signing_key(scheme: Scheme) -> Secret {
     let raw = match scheme {
-        Scheme::Standard => "whsec_AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=",
+        Scheme::Standard | Scheme::Svix => "whsec_AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=",
         // libsodium's secret key for the seed 01..20: the seed, then its public key.
         Scheme::Discord => concat!(
             "0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f20",

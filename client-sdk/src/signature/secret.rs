@@ -54,7 +54,7 @@ pub struct Secret {
 
 impl Secret {
     /// Turns a provider's secret string into key bytes the way that provider's own
-    /// library does: Standard Webhooks base64-decodes what follows `whsec_` (bare base64
+    /// library does: Standard Webhooks (and Svix) base64-decodes what follows `whsec_` (bare base64
     /// is accepted too), and reads `whpk_`/`whsk_` as an Ed25519 public/private key;
     /// Discord's application public key is 64 hex digits (its private key, for
     /// signing, the 128 hex digits of libsodium's seed and public key); SendGrid's
@@ -67,7 +67,7 @@ impl Secret {
         secret: &str,
     ) -> Result<Secret, InvalidSecret> {
         let (kind, key) = match scheme {
-            Scheme::Standard => standard_key(secret)?,
+            Scheme::Standard | Scheme::Svix => standard_key(secret)?,
             Scheme::Discord => discord_key(secret)?,
             Scheme::Sendgrid => sendgrid_key(secret)?,
             Scheme::Hookd
@@ -78,7 +78,15 @@ impl Secret {
             | Scheme::Gitlab
             | Scheme::Okta
             | Scheme::Mailgun
-            | Scheme::Twilio => (KeyKind::Shared, secret.as_bytes().to_vec()),
+            | Scheme::Twilio
+            | Scheme::Meta
+            | Scheme::Intercom
+            | Scheme::Paddle
+            | Scheme::Zoom
+            | Scheme::Twitch
+            | Scheme::Linear
+            | Scheme::Square
+            | Scheme::Hubspot => (KeyKind::Shared, secret.as_bytes().to_vec()),
         };
         Secret::of_kind(kid, kind, key)
     }

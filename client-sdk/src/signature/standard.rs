@@ -1,7 +1,8 @@
 //! Standard Webhooks (Svix): `webhook-id`, `webhook-timestamp` and a space-separated
 //! list of `v1,<base64>` HMAC-SHA256 signatures and `v1a,<base64>` Ed25519
 //! signatures over `id.timestamp.body`. A `whsec_` secret checks `v1`, a `whpk_`
-//! public key checks `v1a`.
+//! public key checks `v1a`. Svix sends the same format under `svix-` header names,
+//! so both read it through [`Names`].
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
@@ -13,59 +14,84 @@ use super::{
 };
 use crate::error::VerifyError;
 
-const ID: &str = "webhook-id";
-const TIMESTAMP: &str = "webhook-timestamp";
-const SIGNATURE: &str = "webhook-signature";
+/// The three header names of a Standard Webhooks delivery.
+pub(crate) struct Names {
+    pub(crate) id: &'static str,
+    pub(crate) timestamp: &'static str,
+    pub(crate) signature: &'static str,
+    /// The format error for an empty id, naming the header.
+    pub(crate) empty_id: &'static str,
+}
+
+const NAMES: Names = Names {
+    id: "webhook-id",
+    timestamp: "webhook-timestamp",
+    signature: "webhook-signature",
+    empty_id: "webhook-id is empty",
+};
 
 /// The Standard Webhooks scheme.
 pub(crate) struct Standard;
 
 impl SchemeImpl for Standard {
     fn parse<H: HeaderSource + ?Sized>(delivery: &Delivery<'_, H>) -> Result<Claims, VerifyError> {
-        let headers = delivery.headers;
-        let signature = codec::required(headers, SIGNATURE)?;
-        let id = codec::required(headers, ID)?;
-        let raw_timestamp = codec::required(headers, TIMESTAMP)?;
-        if id.is_empty() {
-            return Err(codec::malformed("webhook-id is empty"));
-        }
-        let proofs = parse_signatures(signature)?;
-        let timestamp = codec::parse_timestamp(raw_timestamp)?;
-        Ok(Claims {
-            proofs,
-            signed: Signed::around_body(signed_prefix(id, raw_timestamp)),
-            timestamp: Some(timestamp),
-            header_event_id: Some(id.to_owned()),
-            kid: None,
-            alternate: None,
-        })
+        parse_named(delivery, &NAMES)
     }
 
     fn sign(secret: &Secret, message: &Message<'_>) -> Signing {
-        let timestamp = message.timestamp.to_string();
-        let prefix = signed_prefix(message.event_id, &timestamp);
-        let signature = match secret.kind() {
-            KeyKind::Ed25519Seed => {
-                let signed = Signed::around_body(prefix).joined(message.body);
-                format!(
-                    "v1a,{}",
-                    STANDARD.encode(pair::sign_ed25519(secret.key(), &signed))
-                )
-            }
-            _ => format!(
-                "v1,{}",
-                STANDARD.encode(tag_sha256(secret, prefix, message.body))
-            ),
-        };
-        with_headers(
-            message,
-            vec![
-                (ID.to_owned(), message.event_id.to_owned()),
-                (TIMESTAMP.to_owned(), timestamp),
-                (SIGNATURE.to_owned(), signature),
-            ],
-        )
+        sign_named(secret, message, &NAMES)
     }
+}
+
+/// Claims of a Standard Webhooks delivery whose headers are called `names`.
+pub(crate) fn parse_named<H: HeaderSource + ?Sized>(
+    delivery: &Delivery<'_, H>,
+    names: &Names,
+) -> Result<Claims, VerifyError> {
+    let headers = delivery.headers;
+    let signature = codec::required(headers, names.signature)?;
+    let id = codec::required(headers, names.id)?;
+    let raw_timestamp = codec::required(headers, names.timestamp)?;
+    if id.is_empty() {
+        return Err(codec::malformed(names.empty_id));
+    }
+    let proofs = parse_signatures(signature)?;
+    let timestamp = codec::parse_timestamp(raw_timestamp)?;
+    Ok(Claims {
+        proofs,
+        signed: Signed::around_body(signed_prefix(id, raw_timestamp)),
+        timestamp: Some(timestamp),
+        header_event_id: Some(id.to_owned()),
+        kid: None,
+        alternate: None,
+    })
+}
+
+/// Signs `message` as a Standard Webhooks sender whose headers are called `names`.
+pub(crate) fn sign_named(secret: &Secret, message: &Message<'_>, names: &Names) -> Signing {
+    let timestamp = message.timestamp.to_string();
+    let prefix = signed_prefix(message.event_id, &timestamp);
+    let signature = match secret.kind() {
+        KeyKind::Ed25519Seed => {
+            let signed = Signed::around_body(prefix).joined(message.body);
+            format!(
+                "v1a,{}",
+                STANDARD.encode(pair::sign_ed25519(secret.key(), &signed))
+            )
+        }
+        _ => format!(
+            "v1,{}",
+            STANDARD.encode(tag_sha256(secret, prefix, message.body))
+        ),
+    };
+    with_headers(
+        message,
+        vec![
+            (names.id.to_owned(), message.event_id.to_owned()),
+            (names.timestamp.to_owned(), timestamp),
+            (names.signature.to_owned(), signature),
+        ],
+    )
 }
 
 /// The bytes before the body: `id.timestamp.`.

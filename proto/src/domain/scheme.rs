@@ -45,11 +45,31 @@ pub enum Scheme {
     /// Twilio: `X-Twilio-Signature: <base64>` HMAC-SHA1 over the public URL and the
     /// sorted form parameters (a JSON body through `bodySHA256` in the URL).
     Twilio,
+    /// Svix: Standard Webhooks under `svix-id`, `svix-timestamp`, `svix-signature`.
+    Svix,
+    /// Meta (WhatsApp, Instagram): `X-Hub-Signature-256: sha256=..`, no timestamp, no event id.
+    Meta,
+    /// Intercom: `X-Hub-Signature: sha1=..` (HMAC-SHA1 of the body), no timestamp.
+    Intercom,
+    /// Paddle Billing: `Paddle-Signature: ts=..;h1=..[;h1=..]` over `ts:body`.
+    Paddle,
+    /// Zoom: `x-zm-signature: v0=..` over `v0:<x-zm-request-timestamp>:body`.
+    Zoom,
+    /// Twitch EventSub: `Twitch-Eventsub-Message-Signature: sha256=..` over id + RFC 3339
+    /// timestamp + body.
+    Twitch,
+    /// Linear: `Linear-Signature: <hex>` over the body, which carries `webhookTimestamp` (ms).
+    Linear,
+    /// Square: `x-square-hmacsha256-signature: <base64>` over notification URL + body.
+    Square,
+    /// HubSpot v3: `X-HubSpot-Signature-v3: <base64>` over method + URI + body +
+    /// `X-HubSpot-Request-Timestamp` (ms).
+    Hubspot,
 }
 
 impl Scheme {
     /// Every scheme, so configuration UIs and tests can enumerate them.
-    pub const ALL: [Scheme; 12] = [
+    pub const ALL: [Scheme; 21] = [
         Scheme::Standard,
         Scheme::Hookd,
         Scheme::Stripe,
@@ -62,6 +82,15 @@ impl Scheme {
         Scheme::Sendgrid,
         Scheme::Mailgun,
         Scheme::Twilio,
+        Scheme::Svix,
+        Scheme::Meta,
+        Scheme::Intercom,
+        Scheme::Paddle,
+        Scheme::Zoom,
+        Scheme::Twitch,
+        Scheme::Linear,
+        Scheme::Square,
+        Scheme::Hubspot,
     ];
 
     /// The name used in configuration and on the wire; `FromStr` accepts it back.
@@ -79,6 +108,15 @@ impl Scheme {
             Scheme::Sendgrid => "sendgrid",
             Scheme::Mailgun => "mailgun",
             Scheme::Twilio => "twilio",
+            Scheme::Svix => "svix",
+            Scheme::Meta => "meta",
+            Scheme::Intercom => "intercom",
+            Scheme::Paddle => "paddle",
+            Scheme::Zoom => "zoom",
+            Scheme::Twitch => "twitch",
+            Scheme::Linear => "linear",
+            Scheme::Square => "square",
+            Scheme::Hubspot => "hubspot",
         }
     }
 
@@ -88,16 +126,22 @@ impl Scheme {
     /// [`Scheme::event_id_header`] has no event id of its own.
     pub fn body_event_id_field(self) -> Option<&'static str> {
         match self {
-            Scheme::Hookd | Scheme::Slack => Some("event_id"),
-            Scheme::Stripe | Scheme::Discord => Some("id"),
+            Scheme::Hookd | Scheme::Slack | Scheme::Paddle | Scheme::Square => Some("event_id"),
+            Scheme::Stripe | Scheme::Discord | Scheme::Intercom => Some("id"),
             Scheme::Okta => Some("eventId"),
             Scheme::Sendgrid => Some("/0/sg_event_id"),
             Scheme::Mailgun => Some("/event-data/id"),
+            Scheme::Hubspot => Some("/0/eventId"),
             Scheme::Standard
             | Scheme::Github
             | Scheme::Shopify
             | Scheme::Gitlab
-            | Scheme::Twilio => None,
+            | Scheme::Twilio
+            | Scheme::Svix
+            | Scheme::Meta
+            | Scheme::Zoom
+            | Scheme::Twitch
+            | Scheme::Linear => None,
         }
     }
 
@@ -105,18 +149,27 @@ impl Scheme {
     /// so an error can name it when it is absent.
     pub fn event_id_header(self) -> Option<&'static str> {
         match self {
+            Scheme::Linear => Some("Linear-Delivery"),
+            Scheme::Twitch => Some("Twitch-Eventsub-Message-Id"),
             Scheme::Standard => Some("webhook-id"),
             Scheme::Github => Some("X-GitHub-Delivery"),
             Scheme::Shopify => Some("X-Shopify-Webhook-Id"),
             Scheme::Gitlab => Some("Idempotency-Key"),
             Scheme::Twilio => Some("I-Twilio-Idempotency-Token"),
+            Scheme::Svix => Some("svix-id"),
             Scheme::Hookd
             | Scheme::Stripe
             | Scheme::Slack
             | Scheme::Okta
             | Scheme::Discord
             | Scheme::Sendgrid
-            | Scheme::Mailgun => None,
+            | Scheme::Mailgun
+            | Scheme::Meta
+            | Scheme::Intercom
+            | Scheme::Paddle
+            | Scheme::Zoom
+            | Scheme::Square
+            | Scheme::Hubspot => None,
         }
     }
 
@@ -124,7 +177,7 @@ impl Scheme {
     /// needs a `public_url` (behind a load balancer hookd cannot see it).
     pub fn signs_url(self) -> bool {
         match self {
-            Scheme::Twilio => true,
+            Scheme::Twilio | Scheme::Square | Scheme::Hubspot => true,
             Scheme::Standard
             | Scheme::Hookd
             | Scheme::Stripe
@@ -135,7 +188,14 @@ impl Scheme {
             | Scheme::Okta
             | Scheme::Discord
             | Scheme::Sendgrid
-            | Scheme::Mailgun => false,
+            | Scheme::Mailgun
+            | Scheme::Svix
+            | Scheme::Meta
+            | Scheme::Intercom
+            | Scheme::Paddle
+            | Scheme::Zoom
+            | Scheme::Twitch
+            | Scheme::Linear => false,
         }
     }
 
@@ -149,10 +209,21 @@ impl Scheme {
             | Scheme::Slack
             | Scheme::Discord
             | Scheme::Sendgrid
-            | Scheme::Mailgun => true,
-            Scheme::Github | Scheme::Shopify | Scheme::Gitlab | Scheme::Okta | Scheme::Twilio => {
-                false
-            }
+            | Scheme::Mailgun
+            | Scheme::Svix
+            | Scheme::Paddle
+            | Scheme::Zoom
+            | Scheme::Twitch
+            | Scheme::Linear
+            | Scheme::Hubspot => true,
+            Scheme::Github
+            | Scheme::Shopify
+            | Scheme::Gitlab
+            | Scheme::Okta
+            | Scheme::Twilio
+            | Scheme::Meta
+            | Scheme::Intercom
+            | Scheme::Square => false,
         }
     }
 }
@@ -240,10 +311,10 @@ mod tests {
 
     #[test]
     fn unknown_name_lists_valid_ones() {
-        let err = "svix".parse::<Scheme>().unwrap_err();
-        assert_eq!(err, UnknownScheme("svix".to_owned()));
+        let err = "webhookz".parse::<Scheme>().unwrap_err();
+        assert_eq!(err, UnknownScheme("webhookz".to_owned()));
         let text = err.to_string();
-        assert!(text.contains("\"svix\""), "{text}");
+        assert!(text.contains("\"webhookz\""), "{text}");
         for scheme in Scheme::ALL {
             assert!(text.contains(scheme.as_str()), "{text}");
         }

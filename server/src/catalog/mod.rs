@@ -424,7 +424,7 @@ fn new_signing_secret(scheme: Scheme) -> Option<SecretString> {
     let mut raw = Zeroizing::new([0u8; 32]);
     rand::rng().fill_bytes(raw.as_mut_slice());
     Some(SecretString::from(match scheme {
-        Scheme::Standard => format!("whsec_{}", STANDARD.encode(raw.as_slice())),
+        Scheme::Standard | Scheme::Svix => format!("whsec_{}", STANDARD.encode(raw.as_slice())),
         Scheme::Stripe => format!("whsec_{}", hex::encode(&raw[..24])),
         Scheme::Hookd
         | Scheme::Github
@@ -432,8 +432,15 @@ fn new_signing_secret(scheme: Scheme) -> Option<SecretString> {
         | Scheme::Slack
         | Scheme::Gitlab
         | Scheme::Okta
-        | Scheme::Mailgun => hex::encode(&raw[..]),
-        Scheme::Twilio => hex::encode(&raw[..16]),
+        | Scheme::Mailgun
+        | Scheme::Paddle
+        | Scheme::Intercom
+        | Scheme::Zoom
+        | Scheme::Twitch
+        | Scheme::Linear
+        | Scheme::Square
+        | Scheme::Hubspot => hex::encode(&raw[..]),
+        Scheme::Twilio | Scheme::Meta => hex::encode(&raw[..16]),
         Scheme::Discord | Scheme::Sendgrid => return None,
     }))
 }
