@@ -144,7 +144,12 @@ pub fn answer<H: HeaderSource + ?Sized>(
             let challenge = string(&body["challenge"]);
             verified(delivery).and_then(|_| {
                 let challenge = challenge.ok_or(HandshakeError::Malformed("no challenge"))?;
-                reply(JSON, serde_json::json!({ "challenge": challenge }).to_string().into())
+                reply(
+                    JSON,
+                    serde_json::json!({ "challenge": challenge })
+                        .to_string()
+                        .into(),
+                )
             })
         }
         Handshake::ZoomUrlValidation => {
@@ -158,7 +163,8 @@ pub fn answer<H: HeaderSource + ?Sized>(
                     .find(|key| key.kid() == ok.kid)
                     .expect("the key that verified is live");
                 let encrypted = hex::encode(codec::hmac_sha256(key.key(), token.as_bytes()));
-                let answer = serde_json::json!({ "plainToken": token, "encryptedToken": encrypted });
+                let answer =
+                    serde_json::json!({ "plainToken": token, "encryptedToken": encrypted });
                 reply(JSON, answer.to_string().into())
             })
         }
@@ -219,3 +225,254 @@ fn query_params(query: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+#[cfg(test)]
+mod tests {
+    use hmac::{Hmac, KeyInit, Mac};
+    use sha2::Sha256;
+
+    use super::*;
+    use crate::signature::{sign_message, KeyKind, Message};
+
+    const NOW: i64 = 1_764_480_000;
+    const URL: &str = "https://hooks.example.com/hooks/acme";
+
+    type Headers = Vec<(String, String)>;
+
+    fn sender_key(scheme: Scheme) -> Secret {
+        match scheme {
+            Scheme::Discord => Secret::generate("k1", KeyKind::Ed25519Seed),
+            _ => Secret::from_bytes("k1", b"handshake-secret".to_vec()),
+        }
+    }
+
+    /// `body` signed as `scheme`'s sender signs it, with `extra` headers.
+    fn signed(
+        scheme: Scheme,
+        key: &Secret,
+        body: &str,
+        extra: &[(&str, &str)],
+    ) -> (Headers, Vec<u8>) {
+        let message = Message {
+            event_id: "evt_1",
+            timestamp: NOW,
+            body: body.as_bytes(),
+            method: "POST",
+            url: None,
+        };
+        let mut signing = sign_message(scheme, key, &message);
+        for (name, value) in extra {
+            signing
+                .headers
+                .push(((*name).to_owned(), (*value).to_owned()));
+        }
+        (signing.headers, signing.body)
+    }
+
+    fn ask(
+        scheme: Scheme,
+        method: &str,
+        headers: &Headers,
+        body: &[u8],
+        query: &str,
+        keys: &[Secret],
+        verify_token: Option<&[u8]>,
+    ) -> Option<Result<Reply, HandshakeError>> {
+        let delivery = Delivery {
+            method,
+            url: Some(URL),
+            headers,
+            body,
+        };
+        let tenant = Answering {
+            keys,
+            now_unix: NOW,
+            tolerance_secs: 300,
+            verify_token,
+        };
+        answer(scheme, &delivery, query, &tenant)
+    }
+
+    fn post(
+        scheme: Scheme,
+        key: &Secret,
+        body: &str,
+        extra: &[(&str, &str)],
+    ) -> Option<Result<Reply, HandshakeError>> {
+        let (headers, body) = signed(scheme, key, body, extra);
+        ask(
+            scheme,
+            "POST",
+            &headers,
+            &body,
+            "",
+            &[key.verifying()],
+            None,
+        )
+    }
+
+    fn json(reply: &Reply) -> Value {
+        assert_eq!(reply.content_type, "application/json");
+        serde_json::from_slice(&reply.body).unwrap()
+    }
+
+    #[test]
+    fn slack_url_verification_is_answered_once_signed() {
+        let key = sender_key(Scheme::Slack);
+        let body = r#"{"token":"t","challenge":"3eZbrw1aBm","type":"url_verification"}"#;
+        let reply = post(Scheme::Slack, &key, body, &[]).unwrap().unwrap();
+        assert_eq!(reply.handshake, Handshake::SlackUrlVerification);
+        assert_eq!(
+            json(&reply),
+            serde_json::json!({ "challenge": "3eZbrw1aBm" })
+        );
+        let stranger = Secret::from_bytes("k1", b"another-secret".to_vec());
+        let (headers, body) = signed(Scheme::Slack, &stranger, body, &[]);
+        let refused = ask(Scheme::Slack, "POST", &headers, &body, "", &[key], None);
+        assert_eq!(
+            refused,
+            Some(Err(HandshakeError::Verify(VerifyError::BadSignature)))
+        );
+    }
+
+    #[test]
+    fn events_and_other_schemes_are_not_handshakes() {
+        let key = sender_key(Scheme::Slack);
+        let event = r#"{"type":"event_callback","event_id":"Ev1"}"#;
+        assert_eq!(post(Scheme::Slack, &key, event, &[]), None);
+        let slack_like = r#"{"challenge":"c","type":"url_verification"}"#;
+        for scheme in [Scheme::Stripe, Scheme::Github, Scheme::Standard] {
+            assert_eq!(post(scheme, &key, slack_like, &[]), None, "{scheme}");
+        }
+        assert_eq!(Handshake::of(Scheme::Stripe), None);
+    }
+
+    #[test]
+    fn zoom_url_validation_returns_the_token_and_its_hmac() {
+        let key = sender_key(Scheme::Zoom);
+        let body = r#"{"payload":{"plainToken":"qgg8vlvZRS6UYooatFL8Aw"},"event_ts":1654503849680,"event":"endpoint.url_validation"}"#;
+        let reply = post(Scheme::Zoom, &key, body, &[]).unwrap().unwrap();
+        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(b"handshake-secret").unwrap();
+        mac.update(b"qgg8vlvZRS6UYooatFL8Aw");
+        let expected = hex::encode(mac.finalize().into_bytes());
+        assert_eq!(
+            json(&reply),
+            serde_json::json!({ "plainToken": "qgg8vlvZRS6UYooatFL8Aw", "encryptedToken": expected })
+        );
+        let no_token = r#"{"payload":{},"event":"endpoint.url_validation"}"#;
+        let malformed = post(Scheme::Zoom, &key, no_token, &[]).unwrap();
+        assert_eq!(
+            malformed,
+            Err(HandshakeError::Malformed("no payload.plainToken"))
+        );
+    }
+
+    #[test]
+    fn meta_challenge_needs_the_verify_token() {
+        let keys = [sender_key(Scheme::Meta)];
+        let query = "hub.mode=subscribe&hub.challenge=1158201444&hub.verify_token=meatyhamhock";
+        let get = |query: &str, token: Option<&[u8]>| {
+            ask(Scheme::Meta, "GET", &Vec::new(), b"", query, &keys, token)
+        };
+        let reply = get(query, Some(b"meatyhamhock")).unwrap().unwrap();
+        assert_eq!(
+            (reply.content_type, &reply.body[..]),
+            ("text/plain; charset=utf-8", &b"1158201444"[..])
+        );
+        assert_eq!(
+            get(query, Some(b"other")),
+            Some(Err(HandshakeError::BadVerifyToken))
+        );
+        assert_eq!(get(query, None), Some(Err(HandshakeError::BadVerifyToken)));
+        assert_eq!(get("hub.challenge=1", Some(b"meatyhamhock")), None);
+        let post = ask(
+            Scheme::Meta,
+            "POST",
+            &Vec::new(),
+            b"{}",
+            query,
+            &keys,
+            Some(b"meatyhamhock"),
+        );
+        assert_eq!(post, None);
+    }
+
+    #[test]
+    fn twitch_callback_verification_answers_the_challenge_as_text() {
+        let key = sender_key(Scheme::Twitch);
+        let body =
+            r#"{"challenge":"pogchamp-kappa-360noscope-vohiyo","subscription":{"id":"f1c2"}}"#;
+        let verification = [(
+            "Twitch-Eventsub-Message-Type",
+            "webhook_callback_verification",
+        )];
+        let reply = post(Scheme::Twitch, &key, body, &verification)
+            .unwrap()
+            .unwrap();
+        assert_eq!(reply.content_type, "text/plain; charset=utf-8");
+        assert_eq!(reply.body, b"pogchamp-kappa-360noscope-vohiyo");
+        let notification = [("Twitch-Eventsub-Message-Type", "notification")];
+        assert_eq!(post(Scheme::Twitch, &key, body, &notification), None);
+    }
+
+    #[test]
+    fn discord_ping_is_answered_only_when_signed_by_the_application_key() {
+        let key = sender_key(Scheme::Discord);
+        let reply = post(Scheme::Discord, &key, r#"{"type":1,"id":"1"}"#, &[])
+            .unwrap()
+            .unwrap();
+        assert_eq!(json(&reply), serde_json::json!({ "type": 1 }));
+        assert_eq!(
+            post(Scheme::Discord, &key, r#"{"type":2,"id":"1"}"#, &[]),
+            None
+        );
+        let (headers, body) = signed(Scheme::Discord, &key, r#"{"type":1}"#, &[]);
+        let other = Secret::generate("k1", KeyKind::Ed25519Public);
+        let refused = ask(Scheme::Discord, "POST", &headers, &body, "", &[other], None);
+        assert_eq!(
+            refused,
+            Some(Err(HandshakeError::Verify(VerifyError::BadSignature)))
+        );
+    }
+
+    #[test]
+    fn okta_verification_needs_the_hook_secret() {
+        let key = sender_key(Scheme::Okta);
+        let challenge = "X-Okta-Verification-Challenge";
+        let headers = |auth: &str| -> Headers {
+            vec![
+                (
+                    challenge.to_owned(),
+                    "dPm8ccLaSk8h-ZXdAK4ss5eUrf5Z0Yq-f_SdD7zD".to_owned(),
+                ),
+                ("Authorization".to_owned(), auth.to_owned()),
+            ]
+        };
+        let get = |headers: &Headers| {
+            ask(
+                Scheme::Okta,
+                "GET",
+                headers,
+                b"",
+                "",
+                std::slice::from_ref(&key),
+                None,
+            )
+        };
+        let reply = get(&headers("handshake-secret")).unwrap().unwrap();
+        assert_eq!(
+            json(&reply),
+            serde_json::json!({ "verification": "dPm8ccLaSk8h-ZXdAK4ss5eUrf5Z0Yq-f_SdD7zD" })
+        );
+        assert_eq!(
+            get(&headers("wrong")),
+            Some(Err(HandshakeError::Verify(VerifyError::BadSignature)))
+        );
+        assert_eq!(
+            get(&vec![(
+                "Authorization".to_owned(),
+                "handshake-secret".to_owned()
+            )]),
+            None
+        );
+    }
+}

@@ -6,6 +6,7 @@ mod codec;
 mod discord;
 mod github;
 mod gitlab;
+pub mod handshake;
 mod headers;
 mod hookd;
 mod hub;
