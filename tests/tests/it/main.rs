@@ -11,6 +11,7 @@ mod dashboard;
 mod durability;
 mod edge;
 mod event_ids;
+mod event_sources;
 mod faults;
 mod forward;
 mod harness;
