@@ -7,8 +7,8 @@ use super::non_empty;
 use crate::{
     error::Error,
     model::{
-        CreatedTenant, CreatedToken, NewTenant, RateLimit, RotatedSecret, Scheme, SecretInfo,
-        TenantPatch, TenantView, TokenInfo,
+        CreatedTenant, CreatedToken, NewTenant, ProvidedSecret, RateLimit, RotatedSecret, Scheme,
+        SecretInfo, TenantPatch, TenantView, TokenInfo,
     },
     Result,
 };
@@ -40,6 +40,7 @@ impl From<TenantView> for pb::Tenant {
             rate_limit_burst,
             event_id_field: t.event_id_field.unwrap_or_default(),
             created_at_unix_ms: t.created_at_ms,
+            public_url: t.public_url.unwrap_or_default(),
         }
     }
 }
@@ -67,6 +68,8 @@ impl TryFrom<pb::CreateTenantRequest> for NewTenant {
             event_id_field: non_empty(r.event_id_field),
             max_in_flight: or_default(r.max_in_flight, DEFAULT_MAX_IN_FLIGHT),
             rate_limit: RateLimit::from_api(rate_limit_per_sec, r.rate_limit_burst),
+            public_url: non_empty(r.public_url),
+            secret: ProvidedSecret::of(r.secret),
         })
     }
 }
@@ -98,6 +101,7 @@ impl TryFrom<pb::UpdateTenantRequest> for TenantPatch {
             max_in_flight: r
                 .max_in_flight
                 .map(|n| or_default(n, DEFAULT_MAX_IN_FLIGHT)),
+            public_url: r.public_url.map(non_empty),
         })
     }
 }

@@ -28,9 +28,9 @@ use crate::{
         AttemptView, ContractCheck, ContractDef, ContractList, ContractView, CreatedTenant,
         CreatedToken, DeadLetterFilter, DeadLetterView, DeliveryContent, DeliveryEventView,
         DeliveryStatus, DeliveryView, Grant, NewTenant, Page, PageRequest, Pick, Principal,
-        PulledDelivery, Redelivered, RejectionFilter, RejectionView, RotatedSecret, Scheme,
-        SecretInfo, SecretState, Selection, TenantActivity, TenantPatch, TenantView, TokenBinding,
-        TokenInfo,
+        ProvidedSecret, PulledDelivery, Redelivered, RejectionFilter, RejectionView, RotatedSecret,
+        Scheme, SecretInfo, SecretState, Selection, TenantActivity, TenantPatch, TenantView,
+        TokenBinding, TokenInfo,
     },
     model::{NewRoute, RoutePatch, RouteTest, RouteTestResult, RouteView},
 };
@@ -49,6 +49,8 @@ pub struct FakeBackend {
     route_names: Mutex<Vec<(String, String)>>,
     selections: Mutex<Vec<Selection>>,
     calls: Mutex<Vec<&'static str>>,
+    /// The last secret each tenant was given by its caller.
+    provided: Mutex<BTreeMap<String, ProvidedSecret>>,
     ready: AtomicBool,
     page_limit: AtomicU32,
     routes: routes::FakeRoutes,
@@ -79,10 +81,30 @@ impl FakeBackend {
             route_names: Mutex::new(Vec::new()),
             selections: Mutex::new(Vec::new()),
             calls: Mutex::new(Vec::new()),
+            provided: Mutex::new(BTreeMap::new()),
             ready: AtomicBool::new(true),
             page_limit: AtomicU32::new(u32::MAX),
             routes: routes::FakeRoutes::default(),
             events: broadcast::channel(4).0,
+        }
+    }
+
+    /// The last secret `tenant_id`'s caller supplied (create or rotate).
+    pub fn provided_secret(&self, tenant_id: &str) -> Option<String> {
+        let provided = self.provided.lock().unwrap();
+        provided.get(tenant_id).map(|s| s.expose().to_owned())
+    }
+
+    /// The secret an answer shows: none when the caller supplied it (kept
+    /// for [`FakeBackend::provided_secret`]), else `generated`.
+    fn provide(&self, tenant_id: &str, secret: Option<ProvidedSecret>, generated: &str) -> String {
+        match secret {
+            Some(secret) => {
+                let mut provided = self.provided.lock().unwrap();
+                provided.insert(tenant_id.to_owned(), secret);
+                String::new()
+            }
+            None => generated.to_owned(),
         }
     }
 
@@ -168,6 +190,7 @@ pub fn tenant(tenant_id: &str, destination_url: Option<String>) -> TenantView {
         max_in_flight: 16,
         rate_limit: None,
         event_id_field: None,
+        public_url: None,
         created_at_ms: 1_700_000_000_000,
     }
 }
@@ -205,12 +228,16 @@ impl ControlBackend for FakeBackend {
                 new.tenant_id
             )));
         }
-        let view = tenant(&new.tenant_id, new.destination_url);
-        tenants.insert(new.tenant_id, view.clone());
+        let view = TenantView {
+            public_url: new.public_url,
+            ..tenant(&new.tenant_id, new.destination_url)
+        };
+        tenants.insert(new.tenant_id.clone(), view.clone());
+        let secret = self.provide(&new.tenant_id, new.secret, "whsec_c2VjcmV0");
         Ok(CreatedTenant {
             tenant: view,
             kid: "k1".into(),
-            secret: "whsec_c2VjcmV0".into(),
+            secret,
             destination_secret: "whsec_ZGVzdA==".into(),
         })
     }
@@ -250,6 +277,9 @@ impl ControlBackend for FakeBackend {
         if let Some(url) = patch.destination_url {
             view.destination_url = url;
         }
+        if let Some(url) = patch.public_url {
+            view.public_url = url;
+        }
         self.tenants
             .lock()
             .unwrap()
@@ -264,12 +294,17 @@ impl ControlBackend for FakeBackend {
         Ok(())
     }
 
-    async fn rotate_secret(&self, tenant_id: &str, overlap_secs: u64) -> Result<RotatedSecret> {
+    async fn rotate_secret(
+        &self,
+        tenant_id: &str,
+        overlap_secs: u64,
+        secret: Option<ProvidedSecret>,
+    ) -> Result<RotatedSecret> {
         self.called("rotate_secret");
         self.tenant(tenant_id)?;
         Ok(RotatedSecret {
             kid: "k2".into(),
-            secret: "whsec_bmV3".into(),
+            secret: self.provide(tenant_id, secret, "whsec_bmV3"),
             previous_kid: "k1".into(),
             previous_expires_at_ms: 1_700_000_000_000 + overlap_secs as i64 * 1000,
         })

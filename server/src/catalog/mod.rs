@@ -334,10 +334,16 @@ impl Catalog {
 impl SecretSet {
     /// Fresh secrets for a new tenant of `scheme`.
     pub fn generate(scheme: Scheme, now_ms: i64) -> SecretSet {
+        SecretSet::starting_with(scheme, now_ms, None)
+    }
+
+    /// Secrets for a new tenant of `scheme` whose signing secret is
+    /// `provided` (issued by the provider), else generated.
+    pub fn starting_with(scheme: Scheme, now_ms: i64, provided: Option<SecretString>) -> SecretSet {
         SecretSet {
             current: SecretEntry {
                 kid: "k1".into(),
-                secret: new_signing_secret(scheme),
+                secret: provided.unwrap_or_else(|| new_signing_secret(scheme)),
                 created_at_ms: now_ms,
                 expires_at_ms: None,
             },
@@ -346,9 +352,16 @@ impl SecretSet {
         }
     }
 
-    /// Makes a new current secret `k{n+1}` after the current `k{n}`; the old
-    /// one stays accepted until `now + overlap`. Returns the new entry.
-    pub fn rotate(&mut self, scheme: Scheme, now_ms: i64, overlap_ms: i64) -> SecretEntry {
+    /// Makes a new current secret `k{n+1}` after the current `k{n}` (the
+    /// `provided` one, else generated); the old one stays accepted until
+    /// `now + overlap`. Returns the new entry.
+    pub fn rotate(
+        &mut self,
+        scheme: Scheme,
+        now_ms: i64,
+        overlap_ms: i64,
+        provided: Option<SecretString>,
+    ) -> SecretEntry {
         let mut old = self.current.clone();
         old.expires_at_ms = Some(now_ms + overlap_ms);
         let next = old
@@ -358,7 +371,7 @@ impl SecretSet {
             .map_or(1, |n| n.saturating_add(1));
         self.current = SecretEntry {
             kid: format!("k{next}"),
-            secret: new_signing_secret(scheme),
+            secret: provided.unwrap_or_else(|| new_signing_secret(scheme)),
             created_at_ms: now_ms,
             expires_at_ms: None,
         };

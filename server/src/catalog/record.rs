@@ -279,6 +279,23 @@ mod tests {
         assert!(!legacy, "the current form, without routes");
         assert!(record.tenant.routes.is_empty());
         assert!(record.tenant.to_config().routes.is_empty());
+        assert_eq!(record.tenant.public_url, None, "nor a public URL");
+    }
+
+    /// A public URL is kept, reaches the config form, and a record
+    /// without one is written without the key.
+    #[test]
+    fn a_public_url_round_trips() {
+        let mut tenant = StoredTenant::new(TenantId::try_from("acme").unwrap(), Scheme::Standard);
+        let bare = TenantRecord::new(tenant.clone(), 1).encode();
+        assert!(!String::from_utf8_lossy(&bare).contains("public_url"));
+        tenant.public_url = Some("https://hooks.example.com/hooks/acme".into());
+        let (again, legacy) = TenantRecord::decode(&TenantRecord::new(tenant, 1).encode()).unwrap();
+        assert!(!legacy);
+        assert_eq!(
+            again.tenant.to_config().public_url.as_deref(),
+            Some("https://hooks.example.com/hooks/acme")
+        );
     }
 
     /// A stored route reaches the config form every tenant resolves from.

@@ -29,6 +29,7 @@ mod postgres_restart;
 mod pre_routes;
 mod private_ca;
 mod process;
+mod provided;
 mod queue;
 mod receiver;
 mod redeliver_routes;
