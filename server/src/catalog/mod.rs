@@ -332,11 +332,6 @@ impl Catalog {
 }
 
 impl SecretSet {
-    /// Fresh secrets for a new tenant of `scheme`.
-    pub fn generate(scheme: Scheme, now_ms: i64) -> SecretSet {
-        SecretSet::starting_with(scheme, now_ms, None)
-    }
-
     /// Secrets for a new tenant of `scheme` whose signing secret is
     /// `provided` (issued by the provider), else generated.
     pub fn starting_with(scheme: Scheme, now_ms: i64, provided: Option<SecretString>) -> SecretSet {

@@ -46,10 +46,16 @@ fn data_of_gone(store: &SledStore, kind: &str) -> usize {
 fn sealed_secrets_copied_to_another_tenant_do_not_open() {
     let (_dir, db, catalog) = catalog();
     catalog
-        .put(&record("alpha"), &SecretSet::generate(Scheme::Hookd, 1))
+        .put(
+            &record("alpha"),
+            &SecretSet::starting_with(Scheme::Hookd, 1, None),
+        )
         .unwrap();
     catalog
-        .put(&record("beta"), &SecretSet::generate(Scheme::Hookd, 1))
+        .put(
+            &record("beta"),
+            &SecretSet::starting_with(Scheme::Hookd, 1, None),
+        )
         .unwrap();
     let secrets = db.db().open_tree("secrets").unwrap();
     let alpha = secrets.get("alpha").unwrap().unwrap();
@@ -138,7 +144,10 @@ fn legacy_rows_still_open_and_are_rewritten_bound() {
 fn delete_takes_tokens_with_it_and_an_interrupted_drop_finishes_at_open() {
     let (_dir, store, catalog) = catalog();
     catalog
-        .put(&record("gone"), &SecretSet::generate(Scheme::Hookd, 1))
+        .put(
+            &record("gone"),
+            &SecretSet::starting_with(Scheme::Hookd, 1, None),
+        )
         .unwrap();
     let (_, token) = catalog.create_token("gone", "ci", 1).unwrap();
     assert_eq!(
@@ -187,13 +196,19 @@ fn delete_takes_tokens_with_it_and_an_interrupted_drop_finishes_at_open() {
 fn a_new_tenant_with_a_reused_id_does_not_inherit_tokens() {
     let (_dir, _db, catalog) = catalog();
     catalog
-        .put(&record("again"), &SecretSet::generate(Scheme::Hookd, 1))
+        .put(
+            &record("again"),
+            &SecretSet::starting_with(Scheme::Hookd, 1, None),
+        )
         .unwrap();
     let (_, token) = catalog.create_token("again", "ci", 1).unwrap();
     // The tenant record replaced as if deleted and created anew, its
     // token left behind.
     catalog
-        .put(&record("again"), &SecretSet::generate(Scheme::Hookd, 1))
+        .put(
+            &record("again"),
+            &SecretSet::starting_with(Scheme::Hookd, 1, None),
+        )
         .unwrap();
     assert_eq!(
         catalog.token_record(&token).unwrap().map(|r| r.tenant_id),
@@ -220,7 +235,7 @@ fn a_delete_finished_after_a_crash_drops_the_routes_data_too() {
         transform_memory_mib: 16,
     });
     catalog
-        .put(&gone, &SecretSet::generate(Scheme::Hookd, 1))
+        .put(&gone, &SecretSet::starting_with(Scheme::Hookd, 1, None))
         .unwrap();
     let state = store.db().open_tree("data/state").unwrap();
     state.insert("gone~audit/d1", "x").unwrap();

@@ -6,13 +6,8 @@
 
 use hookd_proto::domain::Scheme;
 
+use super::bounds::{MAX_EVENT_ID_RULE_LEN, MAX_TEMPLATE_PARTS};
 use crate::error::InvalidSetting;
-
-/// Longest `event_id_field` accepted.
-pub const MAX_EVENT_ID_RULE_LEN: usize = 512;
-
-/// Most placeholders in one template.
-pub const MAX_TEMPLATE_PARTS: usize = 8;
 
 /// One place a piece of the event id is read from.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -95,6 +95,29 @@ pub fn validate_body(
     })
 }
 
+/// The event id ingest would read from a pasted event (`bytes` and
+/// `headers`) under `rule`, if it holds a valid one: what "Try a route"
+/// shows it with. A content-derived id needs a signature, so it has none.
+pub fn pasted_event_id(
+    rule: &EventIdRule,
+    bytes: &[u8],
+    headers: &[(String, String)],
+) -> Option<EventId> {
+    let body = Body {
+        bytes,
+        form: is_form(headers.header("content-type")),
+        headers: &headers,
+    };
+    let source = match rule {
+        EventIdRule::SchemeHeader(name) => EventIdSource::Header(name, headers.header(name)),
+        EventIdRule::Content => return None,
+        rule => EventIdSource::Rule(rule),
+    };
+    validate_body(&body, source, &[])
+        .ok()
+        .map(|checked| checked.event_id)
+}
+
 /// The body's top level: an object or an array; anything else, or no JSON
 /// at all, is refused.
 fn top(json: &[u8]) -> Result<Top<'_>, BodyError> {
@@ -261,6 +284,19 @@ mod tests {
         )
         .unwrap();
         assert_eq!(id.event_id.as_str(), "msg_1");
+    }
+
+    #[test]
+    fn a_pasted_event_has_the_id_its_rule_finds() {
+        let headers = vec![("Webhook-Id".to_owned(), "msg_1".to_owned())];
+        let header = EventIdRule::SchemeHeader("webhook-id");
+        let found = pasted_event_id(&header, b"{}", &headers);
+        assert_eq!(found.unwrap().as_str(), "msg_1");
+        let pointer = EventIdRule::parse("/data/id").unwrap();
+        let found = pasted_event_id(&pointer, br#"{"data":{"id":"e7"}}"#, &[]);
+        assert_eq!(found.unwrap().as_str(), "e7");
+        assert!(pasted_event_id(&pointer, b"{}", &[]).is_none());
+        assert!(pasted_event_id(&EventIdRule::Content, b"{}", &headers).is_none());
     }
 
     #[test]
