@@ -146,3 +146,29 @@ async fn route_filters_see_a_form_as_an_object_of_strings() {
     accepted(&a, "SM2");
     assert_eq!(a.body["status"], "unrouted", "{:?}", a.body);
 }
+
+#[tokio::test]
+async fn contracts_check_a_form_as_an_object_of_strings() {
+    let top = r#"event_id_field = "form:MessageSid"
+type_field = "SmsStatus"
+unknown_event_types = "reject"
+[[tenants.contracts]]
+type = "received"
+schema = '''{"type": "object", "required": ["From"], "properties": {"From": {"type": "string", "pattern": "^\\+[0-9]+$"}}}'''
+example = '''{"MessageSid": "SM0", "SmsStatus": "received", "From": "+14155550100"}'''"#;
+    let s = TestServer::start(&tenant("twilio", top));
+    let good = b"MessageSid=SM1&SmsStatus=received&From=%2B14155550100";
+    accepted(&send(&s, "twilio", "msg_1", good, &[FORM]).await, "SM1");
+    let bad = b"MessageSid=SM2&SmsStatus=received&From=alice";
+    let a = send(&s, "twilio", "msg_2", bad, &[FORM]).await;
+    assert_eq!(
+        (a.status, a.code()),
+        (StatusCode::UNPROCESSABLE_ENTITY, "CONTRACT_VIOLATION"),
+        "{:?}",
+        a.body
+    );
+    assert_eq!(a.body["details"]["violations"][0]["pointer"], "/From");
+    let unknown = b"MessageSid=SM3&SmsStatus=sent";
+    let a = send(&s, "twilio", "msg_3", unknown, &[FORM]).await;
+    assert_eq!(a.code(), "UNKNOWN_EVENT_TYPE", "{:?}", a.body);
+}
