@@ -49,8 +49,6 @@ pub struct FakeBackend {
     route_names: Mutex<Vec<(String, String)>>,
     selections: Mutex<Vec<Selection>>,
     calls: Mutex<Vec<&'static str>>,
-    /// The last secret each tenant was given by its caller.
-    provided: Mutex<BTreeMap<String, ProvidedSecret>>,
     ready: AtomicBool,
     page_limit: AtomicU32,
     routes: routes::FakeRoutes,
@@ -81,30 +79,10 @@ impl FakeBackend {
             route_names: Mutex::new(Vec::new()),
             selections: Mutex::new(Vec::new()),
             calls: Mutex::new(Vec::new()),
-            provided: Mutex::new(BTreeMap::new()),
             ready: AtomicBool::new(true),
             page_limit: AtomicU32::new(u32::MAX),
             routes: routes::FakeRoutes::default(),
             events: broadcast::channel(4).0,
-        }
-    }
-
-    /// The last secret `tenant_id`'s caller supplied (create or rotate).
-    pub fn provided_secret(&self, tenant_id: &str) -> Option<String> {
-        let provided = self.provided.lock().unwrap();
-        provided.get(tenant_id).map(|s| s.expose().to_owned())
-    }
-
-    /// The secret an answer shows: none when the caller supplied it (kept
-    /// for [`FakeBackend::provided_secret`]), else `generated`.
-    fn provide(&self, tenant_id: &str, secret: Option<ProvidedSecret>, generated: &str) -> String {
-        match secret {
-            Some(secret) => {
-                let mut provided = self.provided.lock().unwrap();
-                provided.insert(tenant_id.to_owned(), secret);
-                String::new()
-            }
-            None => generated.to_owned(),
         }
     }
 
@@ -175,6 +153,15 @@ impl FakeBackend {
     }
 }
 
+/// The secret an answer shows, as hookd does: none when the caller
+/// supplied it, else `generated`.
+fn shown(supplied: Option<ProvidedSecret>, generated: &str) -> String {
+    match supplied {
+        Some(_) => String::new(),
+        None => generated.to_owned(),
+    }
+}
+
 /// A tenant as the fake keeps it: Standard Webhooks, enabled, created at a
 /// fixed time.
 pub fn tenant(tenant_id: &str, destination_url: Option<String>) -> TenantView {
@@ -233,7 +220,7 @@ impl ControlBackend for FakeBackend {
             ..tenant(&new.tenant_id, new.destination_url)
         };
         tenants.insert(new.tenant_id.clone(), view.clone());
-        let secret = self.provide(&new.tenant_id, new.secret, "whsec_c2VjcmV0");
+        let secret = shown(new.secret, "whsec_c2VjcmV0");
         Ok(CreatedTenant {
             tenant: view,
             kid: "k1".into(),
@@ -304,7 +291,7 @@ impl ControlBackend for FakeBackend {
         self.tenant(tenant_id)?;
         Ok(RotatedSecret {
             kid: "k2".into(),
-            secret: self.provide(tenant_id, secret, "whsec_bmV3"),
+            secret: shown(secret, "whsec_bmV3"),
             previous_kid: "k1".into(),
             previous_expires_at_ms: 1_700_000_000_000 + overlap_secs as i64 * 1000,
         })

@@ -14,7 +14,7 @@ use std::{
 };
 
 use actix_web::http::header::HeaderMap;
-use hookd_sdk::signature::{self, Delivery, HeaderLookup, HeaderSource, Verified};
+use hookd_sdk::signature::{self, Delivery, HeaderLookup, HeaderSource};
 use tokio::sync::Notify;
 
 use super::{
@@ -22,11 +22,11 @@ use super::{
     replay::{replay_cache, ReplayCache, ReplayKeys},
     routes::fan_out,
     snapshot::{Published, Snapshot},
-    validate::{is_form, validate_body, Body, EventIdSource},
+    validate::{content_event_id, is_form, validate_body, Body, EventIdSource},
 };
 use crate::{
     clock::SharedClock,
-    config::{EventIdRule, TenantSettings, CONTENT_EVENT_ID_PREFIX},
+    config::{EventIdRule, TenantSettings},
     contracts::TenantContracts,
     feed::DeliveryFeed,
     ids::{DeliveryId, EventId, TenantId},
@@ -400,17 +400,6 @@ impl Gate {
             }
         }
     }
-}
-
-/// The event id of a delivery whose scheme carries none and whose tenant
-/// names no place for one: [`CONTENT_EVENT_ID_PREFIX`] and the hex SHA-256
-/// of the signed content, so a resend of the same signed delivery is the
-/// same event.
-fn content_event_id(verified: &Verified, body: &[u8]) -> String {
-    format!(
-        "{CONTENT_EVENT_ID_PREFIX}{}",
-        hex::encode(verified.signature_digest(body))
-    )
 }
 
 /// Case-insensitive header access for the verifier.

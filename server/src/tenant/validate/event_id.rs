@@ -5,11 +5,12 @@
 
 use std::collections::HashMap;
 
+use hookd_sdk::signature::Verified;
 use serde_json::{value::RawValue, Value};
 
 use super::{invalid, missing, Body, Top};
 use crate::{
-    config::{EventIdRule, IdPart},
+    config::{EventIdRule, IdPart, CONTENT_EVENT_ID_PREFIX},
     ids::EventId,
     ingest::BodyError,
 };
@@ -28,6 +29,17 @@ pub(super) fn text(field: &str, value: &str) -> Result<EventId, BodyError> {
         });
     }
     Ok(EventId::new(value))
+}
+
+/// The event id of a delivery whose scheme carries none and whose tenant
+/// names no place for one: [`CONTENT_EVENT_ID_PREFIX`] and the hex SHA-256
+/// of the signed content, so a resend of the same signed delivery is the
+/// same event.
+pub fn content_event_id(verified: &Verified, body: &[u8]) -> String {
+    format!(
+        "{CONTENT_EVENT_ID_PREFIX}{}",
+        hex::encode(verified.signature_digest(body))
+    )
 }
 
 /// The id `rule` finds in `body` (whose top level is `top`).
@@ -146,6 +158,40 @@ mod tests {
         };
         let top = super::super::top(body.bytes)?;
         from_rule(&rule, &top, &body).map(|id| id.as_str().to_owned())
+    }
+
+    /// What a Standard Webhooks delivery of `body` verifies as.
+    fn verified(body: &[u8]) -> Verified {
+        use hookd_sdk::signature::{sign, verify, Scheme, Secret};
+        let key = Secret::from_provider(
+            Scheme::Standard,
+            "k1",
+            "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        )
+        .unwrap();
+        let headers = sign(Scheme::Standard, &key, "msg_1", 1_700_000_000, body);
+        verify(Scheme::Standard, &headers, body, &[key], 1_700_000_000, 300).unwrap()
+    }
+
+    #[test]
+    fn a_content_id_is_the_prefixed_digest_of_the_signed_content() {
+        let body = br#"[{"id":1}]"#;
+        let id = content_event_id(&verified(body), body);
+        let hex = id
+            .strip_prefix(CONTENT_EVENT_ID_PREFIX)
+            .expect("the prefix");
+        assert_eq!(hex.len(), 64);
+        assert!(hex
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+        assert_eq!(text("id", &id).unwrap().as_str(), id, "a valid event id");
+        assert_eq!(
+            content_event_id(&verified(body), body),
+            id,
+            "a resend: the same"
+        );
+        let other = br#"[{"id":2}]"#;
+        assert_ne!(content_event_id(&verified(other), other), id);
     }
 
     #[test]

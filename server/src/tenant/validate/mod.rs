@@ -16,7 +16,7 @@ use serde_json::{value::RawValue, Value};
 
 #[cfg(test)]
 use self::event_id::MAX_EVENT_ID_LEN;
-pub use self::form::is_form;
+pub use self::{event_id::content_event_id, form::is_form};
 use crate::{config::EventIdRule, ids::EventId, ingest::BodyError};
 
 /// Where the event id comes from for one delivery.
