@@ -248,6 +248,35 @@ mod tests {
         assert_eq!(new.max_in_flight, 8);
         assert_eq!(new.destination_url, None);
         assert_eq!(new.rate_limit, None);
+        assert_eq!((new.public_url, new.secret), (None, None));
+    }
+
+    #[test]
+    fn a_public_url_and_a_supplied_secret_reach_the_backend() {
+        let new = NewTenant::try_from(pb::CreateTenantRequest {
+            tenant_id: "acme".into(),
+            public_url: "https://hooks.example.com/hooks/acme".into(),
+            secret: "pdl_ntfset_1".into(),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(
+            new.public_url.as_deref(),
+            Some("https://hooks.example.com/hooks/acme")
+        );
+        assert_eq!(
+            new.secret.as_ref().map(|s| s.expose()),
+            Some("pdl_ntfset_1")
+        );
+        let patch = TenantPatch::try_from(pb::UpdateTenantRequest {
+            tenant_id: "acme".into(),
+            public_url: Some(String::new()),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(patch.public_url, Some(None), "\"\" removes it");
+        let untouched = TenantPatch::try_from(pb::UpdateTenantRequest::default()).unwrap();
+        assert_eq!(untouched.public_url, None);
     }
 
     #[test]
