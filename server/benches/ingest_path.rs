@@ -124,6 +124,7 @@ fn ingest<'a>(headers: &'a HeaderMap, body: &Bytes) -> Ingest<'a> {
         request_id: RequestId::generate(),
         headers,
         query: "",
+        method: "POST",
         body: body.clone(),
         trace: opentelemetry::Context::new(),
     }

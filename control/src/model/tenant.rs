@@ -27,8 +27,10 @@ pub struct TenantView {
     pub max_in_flight: u32,
     /// `None`: no rate limit.
     pub rate_limit: Option<RateLimit>,
-    /// Body field holding the event id; `None`: the scheme's default.
+    /// Where the event id is read; `None`: the scheme's default.
     pub event_id_field: Option<String>,
+    /// The public URL the provider calls, for schemes that sign it.
+    pub public_url: Option<String>,
     /// Creation (or first load, for config-file tenants), Unix ms.
     pub created_at_ms: i64,
 }
@@ -50,12 +52,41 @@ pub struct NewTenant {
     pub max_body_bytes: u64,
     /// Body fields required besides the event id; none empty.
     pub required_fields: Vec<String>,
-    /// Body field holding the event id; `None`: the scheme's default.
+    /// Where the event id is read; `None`: the scheme's default. The
+    /// backend checks its grammar.
     pub event_id_field: Option<String>,
     /// Most forwards in flight at once; above 0.
     pub max_in_flight: u32,
     /// `None`: no rate limit.
     pub rate_limit: Option<RateLimit>,
+    /// The public URL the provider calls; the backend checks it.
+    pub public_url: Option<String>,
+    /// The provider's secret (or public key); `None`: the backend
+    /// generates one.
+    pub secret: Option<ProvidedSecret>,
+}
+
+/// A secret the operator supplies (the provider issued it, or it is the
+/// provider's public key): `{:?}` never shows it, and it is never sent back.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ProvidedSecret(String);
+
+impl ProvidedSecret {
+    /// `None` for an empty value (the API's "generate one").
+    pub fn of(value: String) -> Option<ProvidedSecret> {
+        (!value.is_empty()).then_some(ProvidedSecret(value))
+    }
+
+    /// The value, for the one place that checks and seals it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ProvidedSecret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ProvidedSecret(<redacted>)")
+    }
 }
 
 /// Changes to a tenant: `None` keeps a setting, `Some` replaces it. Defaults
@@ -82,6 +113,8 @@ pub struct TenantPatch {
     pub rate_limit_burst: Option<u32>,
     /// New forwarding concurrency; above 0.
     pub max_in_flight: Option<u32>,
+    /// `Some(None)` removes the public URL; `Some(Some(url))` sets it.
+    pub public_url: Option<Option<String>>,
 }
 
 /// A created tenant and its first secrets, which are shown this once only.
@@ -226,5 +259,8 @@ mod tests {
             token: "hkt_very_secret".into(),
         };
         assert!(!format!("{token:?}").contains("very_secret"));
+        let provided = ProvidedSecret::of("pdl_very_secret".into()).unwrap();
+        assert!(!format!("{provided:?}").contains("very_secret"));
+        assert_eq!(ProvidedSecret::of(String::new()), None);
     }
 }

@@ -332,13 +332,19 @@ impl Catalog {
 }
 
 impl SecretSet {
-    /// Fresh secrets for a new tenant of `scheme`; `None` when hookd cannot make
-    /// the scheme's key (it verifies with the provider's public key).
-    pub fn generate(scheme: Scheme, now_ms: i64) -> Option<SecretSet> {
+    /// Secrets for a new tenant of `scheme` whose signing secret is
+    /// `provided` (issued by the provider), else generated; `None` when none
+    /// is provided and hookd cannot make the scheme's key (it verifies with
+    /// the provider's public key).
+    pub fn starting_with(
+        scheme: Scheme,
+        now_ms: i64,
+        provided: Option<SecretString>,
+    ) -> Option<SecretSet> {
         Some(SecretSet {
             current: SecretEntry {
                 kid: "k1".into(),
-                secret: new_signing_secret(scheme)?,
+                secret: provided.or_else(|| new_signing_secret(scheme))?,
                 created_at_ms: now_ms,
                 expires_at_ms: None,
             },
@@ -347,11 +353,18 @@ impl SecretSet {
         })
     }
 
-    /// Makes a new current secret `k{n+1}` after the current `k{n}`; the old
-    /// one stays accepted until `now + overlap`. Returns the new entry, or `None`
-    /// (changing nothing) when hookd cannot make the scheme's key.
-    pub fn rotate(&mut self, scheme: Scheme, now_ms: i64, overlap_ms: i64) -> Option<SecretEntry> {
-        let secret = new_signing_secret(scheme)?;
+    /// Makes a new current secret `k{n+1}` after the current `k{n}` (the
+    /// `provided` one, else generated); the old one stays accepted until
+    /// `now + overlap`. Returns the new entry, or `None` (changing nothing)
+    /// when none is provided and hookd cannot make the scheme's key.
+    pub fn rotate(
+        &mut self,
+        scheme: Scheme,
+        now_ms: i64,
+        overlap_ms: i64,
+        provided: Option<SecretString>,
+    ) -> Option<SecretEntry> {
+        let secret = provided.or_else(|| new_signing_secret(scheme))?;
         let mut old = self.current.clone();
         old.expires_at_ms = Some(now_ms + overlap_ms);
         let next = old

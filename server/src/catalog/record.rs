@@ -34,8 +34,13 @@ pub struct StoredTenant {
     pub max_body_bytes: usize,
     /// Top-level JSON fields every delivery must carry.
     pub required_fields: Vec<String>,
-    /// Body field holding the event id, for schemes that sign none.
+    /// Where the event id is read (`event_id_field`'s grammar), instead of
+    /// the scheme's rule.
     pub event_id_field: Option<String>,
+    /// The public URL the provider calls, for schemes that sign the URL;
+    /// records written before it existed have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_url: Option<String>,
     /// Ingest rate limit.
     pub rate_limit: Option<RateLimitConfig>,
     /// Where deliveries are forwarded; none: pull mode.
@@ -118,6 +123,7 @@ impl StoredTenant {
             max_body_bytes: defaults::MAX_BODY_BYTES as usize,
             required_fields: Vec::new(),
             event_id_field: None,
+            public_url: None,
             rate_limit: None,
             destination_url: None,
             max_in_flight: defaults::MAX_IN_FLIGHT as usize,
@@ -137,6 +143,7 @@ impl StoredTenant {
             max_body_bytes: self.max_body_bytes,
             required_fields: self.required_fields.clone(),
             event_id_field: self.event_id_field.clone(),
+            public_url: self.public_url.clone(),
             replay_cache_capacity: TenantConfig::DEFAULT_REPLAY_CACHE_CAPACITY,
             rate_limit: self.rate_limit,
             secrets: Vec::new(),
@@ -168,6 +175,7 @@ impl StoredTenant {
             max_body_bytes: config.max_body_bytes,
             required_fields: config.required_fields.clone(),
             event_id_field: config.event_id_field.clone(),
+            public_url: config.public_url.clone(),
             rate_limit: config.rate_limit,
             destination_url: config.destination.as_ref().map(|d| d.url.clone()),
             max_in_flight: config.max_in_flight,
@@ -271,6 +279,23 @@ mod tests {
         assert!(!legacy, "the current form, without routes");
         assert!(record.tenant.routes.is_empty());
         assert!(record.tenant.to_config().routes.is_empty());
+        assert_eq!(record.tenant.public_url, None, "nor a public URL");
+    }
+
+    /// A public URL is kept, reaches the config form, and a record
+    /// without one is written without the key.
+    #[test]
+    fn a_public_url_round_trips() {
+        let mut tenant = StoredTenant::new(TenantId::try_from("acme").unwrap(), Scheme::Standard);
+        let bare = TenantRecord::new(tenant.clone(), 1).encode();
+        assert!(!String::from_utf8_lossy(&bare).contains("public_url"));
+        tenant.public_url = Some("https://hooks.example.com/hooks/acme".into());
+        let (again, legacy) = TenantRecord::decode(&TenantRecord::new(tenant, 1).encode()).unwrap();
+        assert!(!legacy);
+        assert_eq!(
+            again.tenant.to_config().public_url.as_deref(),
+            Some("https://hooks.example.com/hooks/acme")
+        );
     }
 
     /// A stored route reaches the config form every tenant resolves from.

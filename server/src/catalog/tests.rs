@@ -48,13 +48,13 @@ fn sealed_secrets_copied_to_another_tenant_do_not_open() {
     catalog
         .put(
             &record("alpha"),
-            &SecretSet::generate(Scheme::Hookd, 1).unwrap(),
+            &SecretSet::starting_with(Scheme::Hookd, 1, None).unwrap(),
         )
         .unwrap();
     catalog
         .put(
             &record("beta"),
-            &SecretSet::generate(Scheme::Hookd, 1).unwrap(),
+            &SecretSet::starting_with(Scheme::Hookd, 1, None).unwrap(),
         )
         .unwrap();
     let secrets = db.db().open_tree("secrets").unwrap();
@@ -146,7 +146,7 @@ fn delete_takes_tokens_with_it_and_an_interrupted_drop_finishes_at_open() {
     catalog
         .put(
             &record("gone"),
-            &SecretSet::generate(Scheme::Hookd, 1).unwrap(),
+            &SecretSet::starting_with(Scheme::Hookd, 1, None).unwrap(),
         )
         .unwrap();
     let (_, token) = catalog.create_token("gone", "ci", 1).unwrap();
@@ -198,7 +198,7 @@ fn a_new_tenant_with_a_reused_id_does_not_inherit_tokens() {
     catalog
         .put(
             &record("again"),
-            &SecretSet::generate(Scheme::Hookd, 1).unwrap(),
+            &SecretSet::starting_with(Scheme::Hookd, 1, None).unwrap(),
         )
         .unwrap();
     let (_, token) = catalog.create_token("again", "ci", 1).unwrap();
@@ -207,7 +207,7 @@ fn a_new_tenant_with_a_reused_id_does_not_inherit_tokens() {
     catalog
         .put(
             &record("again"),
-            &SecretSet::generate(Scheme::Hookd, 1).unwrap(),
+            &SecretSet::starting_with(Scheme::Hookd, 1, None).unwrap(),
         )
         .unwrap();
     assert_eq!(
@@ -235,7 +235,10 @@ fn a_delete_finished_after_a_crash_drops_the_routes_data_too() {
         transform_memory_mib: 16,
     });
     catalog
-        .put(&gone, &SecretSet::generate(Scheme::Hookd, 1).unwrap())
+        .put(
+            &gone,
+            &SecretSet::starting_with(Scheme::Hookd, 1, None).unwrap(),
+        )
         .unwrap();
     let state = store.db().open_tree("data/state").unwrap();
     state.insert("gone~audit/d1", "x").unwrap();
@@ -251,10 +254,10 @@ fn a_delete_finished_after_a_crash_drops_the_routes_data_too() {
 #[test]
 fn key_pair_schemes_get_no_generated_secret_and_rotation_changes_nothing() {
     for scheme in [Scheme::Discord, Scheme::Sendgrid] {
-        assert!(SecretSet::generate(scheme, 1).is_none(), "{scheme}");
-        let mut secrets = SecretSet::generate(Scheme::Hookd, 1).unwrap();
+        assert!(SecretSet::starting_with(scheme, 1, None).is_none(), "{scheme}");
+        let mut secrets = SecretSet::starting_with(Scheme::Hookd, 1, None).unwrap();
         let before = secrets.current.secret.expose_secret().to_owned();
-        assert!(secrets.rotate(scheme, 2, 1_000).is_none(), "{scheme}");
+        assert!(secrets.rotate(scheme, 2, 1_000, None).is_none(), "{scheme}");
         assert_eq!(secrets.current.kid, "k1");
         assert_eq!(secrets.current.secret.expose_secret(), before);
         assert!(secrets.previous.is_none());

@@ -18,6 +18,7 @@ use crate::{
 };
 pub mod bounds;
 mod dashboard;
+mod event_id;
 mod forwarding;
 #[cfg(test)]
 mod hostile_tests;
@@ -33,6 +34,7 @@ mod tests;
 pub use crate::tls::{GrpcTlsConfig, HttpTlsConfig};
 pub use bounds::{FRAMEWORK_MAX_HEAD_BYTES, MAX_BODY_LIMIT};
 pub use dashboard::DashboardConfig;
+pub use event_id::{EventIdRule, IdPart, CONTENT_EVENT_ID_PREFIX};
 pub use retention::{RetentionConfig, LONGEST_SENDER_RETRY_SECS};
 pub(crate) use route::version_of;
 pub use route::{RouteConfig, RouteSettings, MAX_ROUTES};

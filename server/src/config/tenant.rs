@@ -18,6 +18,7 @@ pub use super::forwarding::{
 pub use super::secrets::{load_secret, SecretSourceError};
 use super::{
     bounds,
+    event_id::EventIdRule,
     forwarding::Forwarding,
     route::{resolve_routes, RouteConfig, RouteSettings},
 };
@@ -53,9 +54,16 @@ pub struct TenantConfig {
     /// Body fields that must be present besides the event id.
     #[serde(default)]
     pub required_fields: Vec<String>,
-    /// Body field carrying the event id, instead of the scheme's default.
+    /// Where the event id is read, instead of the scheme's default: a
+    /// top-level field, a JSON pointer (`/data/id`), `header:Name`,
+    /// `form:Name`, or a template of those (`{/eventCode}:{/pspReference}`).
     #[serde(default)]
     pub event_id_field: Option<String>,
+    /// The public URL the provider calls (what hookd cannot see behind a
+    /// load balancer), for the schemes that sign the URL: absolute http(s),
+    /// no query, no fragment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_url: Option<String>,
     /// Entries in the replay cache; older ones fall back to the idempotency log.
     #[serde(default = "default_replay_capacity")]
     pub replay_cache_capacity: u64,
@@ -180,8 +188,12 @@ pub struct TenantSettings {
     pub max_body_bytes: usize,
     /// Required body fields besides the event id.
     pub required_fields: Vec<String>,
-    /// Body field overriding the scheme's event id source.
+    /// The `event_id_field` as set, for the control plane's views.
     pub event_id_field: Option<String>,
+    /// Where the event id is read: the setting parsed, or the scheme's rule.
+    pub event_id: EventIdRule,
+    /// The public URL the provider calls, for the schemes that sign it.
+    pub public_url: Option<String>,
     /// Replay cache entries.
     pub replay_cache_capacity: u64,
     /// Optional rate limit.
@@ -256,6 +268,8 @@ impl TenantConfig {
             .parse()
             .map_err(|e| InvalidSetting::new("scheme", e))?;
         self.check_bounds()?;
+        let event_id = EventIdRule::resolve(scheme, self.event_id_field.as_deref())?;
+        check_public_url(scheme, self.public_url.as_deref())?;
         let mut current = None;
         let mut previous = None;
         for (i, s) in self.secrets.iter().enumerate() {
@@ -310,6 +324,8 @@ impl TenantConfig {
             max_body_bytes: self.max_body_bytes,
             required_fields: self.required_fields.clone(),
             event_id_field: self.event_id_field.clone(),
+            event_id,
+            public_url: self.public_url.clone(),
             replay_cache_capacity: self.replay_cache_capacity,
             rate_limit: self.rate_limit,
             current,
@@ -322,7 +338,52 @@ impl TenantConfig {
     }
 }
 
+/// A `public_url` must be an absolute http(s) URL without query or fragment
+/// (the query of each delivery is added as received), at most
+/// [`bounds::MAX_PUBLIC_URL_LEN`] bytes; a scheme that signs the URL needs one.
+pub fn check_public_url(scheme: Scheme, url: Option<&str>) -> Result<(), InvalidSetting> {
+    let invalid = |reason: String| InvalidSetting::new("public_url", reason);
+    let Some(url) = url else {
+        return match scheme.signs_url() {
+            true => Err(invalid(format!(
+                "scheme {scheme} signs the URL the provider calls, so the tenant needs its public URL (e.g. https://hooks.example.com/hooks/<tenant>)"
+            ))),
+            false => Ok(()),
+        };
+    };
+    if url.len() > bounds::MAX_PUBLIC_URL_LEN {
+        return Err(invalid(format!(
+            "is longer than {} bytes",
+            bounds::MAX_PUBLIC_URL_LEN
+        )));
+    }
+    let parsed = reqwest::Url::parse(url)
+        .map_err(|e| invalid(format!("{url:?} is not an absolute URL: {e}")))?;
+    if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+        return Err(invalid(format!(
+            "{url:?} is not an http(s) URL with a host"
+        )));
+    }
+    if url.contains('?') || url.contains('#') {
+        return Err(invalid(format!(
+            "{url:?} has a query or a fragment; give the URL without them (each delivery's query is added as received)"
+        )));
+    }
+    Ok(())
+}
+
 impl TenantSettings {
+    /// The URL a delivery with raw query string `query` was sent to, as the
+    /// provider called it: the public URL, then `?` and the query when
+    /// there is one. `None` without a public URL.
+    pub fn delivery_url(&self, query: &str) -> Option<String> {
+        let base = self.public_url.as_deref()?;
+        Some(match query.is_empty() {
+            true => base.to_owned(),
+            false => format!("{base}?{query}"),
+        })
+    }
+
     /// Puts the destination under `policy`: for tenants whose destination
     /// was set over the control plane (the config file's are trusted).
     pub fn with_address_policy(mut self, policy: &Arc<AddressPolicy>) -> Self {

@@ -41,6 +41,7 @@ pub(super) async fn overview(
                     thead { tr {
                         th scope="col" { "Tenant" }
                         th scope="col" { "Destination" }
+                        th scope="col" { "Public URL" }
                         th scope="col" { "Breaker" }
                         th scope="col" { "Queue" }
                         th scope="col" { "Oldest pending" }
@@ -93,6 +94,7 @@ fn overview_row(tenant: &TenantView, a: &TenantActivity) -> Markup {
                 @if !tenant.enabled { " " span.status.dead { "(disabled)" } }
             }
             td { (tenant.destination_url.as_deref().unwrap_or("pull mode")) }
+            td.public-url { (tenant.public_url.as_deref().unwrap_or("-")) }
             td { @match a.breaker_open {
                 Some(true) => span.status.dead { "open" },
                 Some(false) => "closed",
@@ -171,7 +173,10 @@ pub(super) async fn rotate(
                 "overlap_hours: {hours:?} is not a number from 0 to 720"
             ))
         })?;
-    let rotated = dash.backend.rotate_secret(&tenant, overlap_secs).await?;
+    let rotated = dash
+        .backend
+        .rotate_secret(&tenant, overlap_secs, None)
+        .await?;
     let body = html! {
         p role="status" { "The secret was rotated. Copy the new secret now: hookd never shows it again." }
         dl {

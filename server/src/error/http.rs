@@ -36,6 +36,8 @@ pub enum ErrorCode {
     InvalidTimestamp,
     /// The (authentic) body is not a JSON object.
     InvalidJson,
+    /// The (authentic) body was sent as a form but is not a valid one.
+    InvalidForm,
     /// A field the tenant requires is absent.
     MissingRequiredField,
     /// A field is present but has the wrong type or shape.
@@ -73,7 +75,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in documentation order.
-    pub const ALL: [ErrorCode; 26] = [
+    pub const ALL: [ErrorCode; 27] = [
         ErrorCode::PayloadTooLarge,
         ErrorCode::TenantNotFound,
         ErrorCode::TenantDisabled,
@@ -84,6 +86,7 @@ impl ErrorCode {
         ErrorCode::FutureTimestamp,
         ErrorCode::InvalidTimestamp,
         ErrorCode::InvalidJson,
+        ErrorCode::InvalidForm,
         ErrorCode::MissingRequiredField,
         ErrorCode::InvalidField,
         ErrorCode::RateLimited,
@@ -115,6 +118,7 @@ impl ErrorCode {
             ErrorCode::FutureTimestamp => "FUTURE_TIMESTAMP",
             ErrorCode::InvalidTimestamp => "INVALID_TIMESTAMP",
             ErrorCode::InvalidJson => "INVALID_JSON",
+            ErrorCode::InvalidForm => "INVALID_FORM",
             ErrorCode::MissingRequiredField => "MISSING_REQUIRED_FIELD",
             ErrorCode::InvalidField => "INVALID_FIELD",
             ErrorCode::RateLimited => "RATE_LIMITED",
@@ -147,6 +151,7 @@ impl ErrorCode {
             | ErrorCode::FutureTimestamp
             | ErrorCode::InvalidTimestamp => StatusCode::UNAUTHORIZED,
             ErrorCode::InvalidJson
+            | ErrorCode::InvalidForm
             | ErrorCode::MissingRequiredField
             | ErrorCode::InvalidField
             | ErrorCode::InvalidEventId
@@ -295,6 +300,7 @@ fn body_refusal(body: &BodyError, message: String) -> ApiError {
         BodyError::NotAnObject | BodyError::NotJson(_) => {
             ApiError::new(ErrorCode::InvalidJson, message)
         }
+        BodyError::InvalidForm(_) => ApiError::new(ErrorCode::InvalidForm, message),
         BodyError::MissingField(field) => ApiError::new(ErrorCode::MissingRequiredField, message)
             .detail("field", field.as_str()),
         BodyError::InvalidField { field, expected } => {

@@ -193,6 +193,7 @@ async fn accept(
             request_id: request_id.clone(),
             headers: req.headers(),
             query: req.query_string(),
+            method: req.method().as_str(),
             body: body.clone(),
             trace: trace.clone(),
         })

@@ -14,7 +14,7 @@ use std::{
 };
 
 use actix_web::http::header::HeaderMap;
-use hookd_sdk::signature::{self, HeaderLookup, HeaderSource};
+use hookd_sdk::signature::{self, Delivery, HeaderLookup, HeaderSource};
 use tokio::sync::Notify;
 
 use super::{
@@ -22,11 +22,11 @@ use super::{
     replay::{replay_cache, ReplayCache, ReplayKeys},
     routes::fan_out,
     snapshot::{Published, Snapshot},
-    validate::{validate_body, EventIdSource},
+    validate::{content_event_id, is_form, validate_body, Body, EventIdSource},
 };
 use crate::{
     clock::SharedClock,
-    config::TenantSettings,
+    config::{EventIdRule, TenantSettings},
     contracts::TenantContracts,
     feed::DeliveryFeed,
     ids::{DeliveryId, EventId, TenantId},
@@ -202,10 +202,16 @@ impl Gate {
         let now_ms = self.parts.clock.now_ms();
         let headers = SignedHeaders(msg.headers);
         let keys = snapshot.live_keys(now_ms.div_euclid(1000));
-        let verified = signature::verify(
+        let url = s.delivery_url(msg.query);
+        let delivery = Delivery {
+            method: msg.method,
+            url: url.as_deref(),
+            headers: &headers,
+            body: &msg.body,
+        };
+        let verified = signature::verify_delivery(
             s.scheme,
-            &headers,
-            &msg.body,
+            &delivery,
             keys,
             now_ms.div_euclid(1000),
             s.tolerance_secs,
@@ -226,19 +232,26 @@ impl Gate {
             }));
         }
 
-        let id_source = match s
-            .event_id_field
-            .as_deref()
-            .or(s.scheme.body_event_id_field())
-        {
-            Some(field) => EventIdSource::BodyField(field),
-            None => EventIdSource::Header(
-                s.scheme.event_id_header().unwrap_or("event_id"),
-                verified.header_event_id.as_deref(),
-            ),
+        let content_id;
+        let id_source = match &s.event_id {
+            EventIdRule::SchemeHeader(name) => {
+                EventIdSource::Header(name, verified.header_event_id.as_deref())
+            }
+            EventIdRule::Content => {
+                content_id = content_event_id(&verified, &msg.body);
+                EventIdSource::Content(&content_id)
+            }
+            rule => EventIdSource::Rule(rule),
         };
-        let event_id = validate_body(&msg.body, id_source, &s.required_fields)?;
-        let event_type = match self.check_contract(snapshot, &msg.body, &event_id, &keys) {
+        let body = Body {
+            bytes: &msg.body,
+            form: is_form(headers.header("content-type")),
+            headers: &headers,
+        };
+        let checked = validate_body(&body, id_source, &s.required_fields)?;
+        let event_id = checked.event_id;
+        let view = checked.form_json.as_deref().unwrap_or(&msg.body);
+        let event_type = match self.check_contract(snapshot, view, &event_id, &keys) {
             Ok(event_type) => event_type,
             Err(rejection) => return Ok(Prepared::Rejected(rejection)),
         };
@@ -258,7 +271,12 @@ impl Gate {
 
         Ok(Prepared::New {
             item: Box::new(new_delivery(
-                snapshot, msg, &headers, event_id, &keys, now_ms,
+                snapshot,
+                msg,
+                (&headers, view),
+                event_id,
+                &keys,
+                now_ms,
             )),
             replay_keys: keys,
             sender: SenderFacts {
@@ -275,7 +293,7 @@ impl Gate {
 fn new_delivery(
     snapshot: &Snapshot,
     msg: &Ingest,
-    headers: &SignedHeaders<'_>,
+    (headers, view): (&SignedHeaders<'_>, &[u8]),
     event_id: EventId,
     keys: &ReplayKeys,
     now_ms: i64,
@@ -286,7 +304,7 @@ fn new_delivery(
         .collect();
     let (trace_id, span_id, sampled) = spans::span_ids(&msg.trace);
     let delivery_id = DeliveryId::generate();
-    let fan_out = fan_out(snapshot.settings(), msg, headers.0, &delivery_id);
+    let fan_out = fan_out(snapshot.settings(), msg, (headers.0, view), &delivery_id);
     let meta = EventMeta {
         event_id: event_id.clone(),
         delivery_id,
@@ -481,6 +499,7 @@ mod tests {
             request_id: RequestId::generate(),
             headers,
             query: "",
+            method: "POST",
             body: body.clone(),
             trace: opentelemetry::Context::new(),
         };

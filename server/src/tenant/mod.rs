@@ -17,3 +17,4 @@ pub use gate::Gate;
 pub use registry::{Registry, TenantHandle};
 pub use replay::{replay_cache, ReplayCache};
 pub use routes::RouteHandle;
+pub(crate) use validate::pasted_event_id;

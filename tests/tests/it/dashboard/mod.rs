@@ -12,6 +12,7 @@ mod redirect;
 mod routes;
 mod sessions;
 mod tail;
+mod tenant_page;
 
 use std::time::Duration;
 
