@@ -254,7 +254,10 @@ fn a_delete_finished_after_a_crash_drops_the_routes_data_too() {
 #[test]
 fn key_pair_schemes_get_no_generated_secret_and_rotation_changes_nothing() {
     for scheme in [Scheme::Discord, Scheme::Sendgrid] {
-        assert!(SecretSet::starting_with(scheme, 1, None).is_none(), "{scheme}");
+        assert!(
+            SecretSet::starting_with(scheme, 1, None).is_none(),
+            "{scheme}"
+        );
         let mut secrets = SecretSet::starting_with(Scheme::Hookd, 1, None).unwrap();
         let before = secrets.current.secret.expose_secret().to_owned();
         assert!(secrets.rotate(scheme, 2, 1_000, None).is_none(), "{scheme}");

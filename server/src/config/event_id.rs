@@ -58,7 +58,29 @@ pub enum EventIdRule {
 /// What a content-derived event id starts with.
 pub const CONTENT_EVENT_ID_PREFIX: &str = "sha256:";
 
+/// The content rule, for [`EventIdRule::for_body`] to lend.
+static CONTENT: EventIdRule = EventIdRule::Content;
+
 impl EventIdRule {
+    /// This rule as it applies to a body that is a `form` or not, when the
+    /// tenant `set` it or took its scheme's: a scheme's own rule that points
+    /// into nested JSON (Mailgun's `/event-data/id`) cannot address a flat
+    /// form, so that scheme's forms are keyed by their signed content.
+    pub fn for_body(&self, form: bool, set: bool) -> &EventIdRule {
+        let nested = match self {
+            EventIdRule::Parts { parts, .. } => matches!(
+                parts.as_slice(),
+                [IdPart::Pointer(pointer)] if pointer[1..].contains('/')
+            ),
+            _ => false,
+        };
+        if form && !set && nested {
+            &CONTENT
+        } else {
+            self
+        }
+    }
+
     /// The rule of a tenant with `scheme` and the `event_id_field` it set.
     pub fn resolve(scheme: Scheme, setting: Option<&str>) -> Result<EventIdRule, InvalidSetting> {
         if let Some(setting) = setting {
@@ -241,6 +263,20 @@ mod tests {
             let err = EventIdRule::parse(setting).unwrap_err();
             assert!(err.contains(words), "{setting:?}: {err}");
         }
+    }
+
+    #[test]
+    fn a_scheme_pointer_into_nested_json_keys_forms_by_content() {
+        let mailgun = EventIdRule::resolve(Scheme::Mailgun, None).unwrap();
+        assert_eq!(mailgun.for_body(true, false), &EventIdRule::Content);
+        assert_eq!(mailgun.for_body(false, false), &mailgun);
+        assert_eq!(
+            mailgun.for_body(true, true),
+            &mailgun,
+            "a tenant's own rule holds"
+        );
+        let flat = EventIdRule::resolve(Scheme::Stripe, None).unwrap();
+        assert_eq!(flat.for_body(true, false), &flat);
     }
 
     #[test]

@@ -232,8 +232,9 @@ impl Gate {
             }));
         }
 
+        let form = is_form(headers.header("content-type"));
         let content_id;
-        let id_source = match &s.event_id {
+        let id_source = match s.event_id.for_body(form, s.event_id_field.is_some()) {
             EventIdRule::SchemeHeader(name) => {
                 EventIdSource::Header(name, verified.header_event_id.as_deref())
             }
@@ -245,7 +246,7 @@ impl Gate {
         };
         let body = Body {
             bytes: &msg.body,
-            form: is_form(headers.header("content-type")),
+            form,
             headers: &headers,
         };
         let checked = validate_body(&body, id_source, &s.required_fields)?;

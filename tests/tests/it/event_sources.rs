@@ -123,12 +123,16 @@ async fn a_form_body_is_stored_raw_and_read_as_a_form() {
     for broken in [
         b"MessageSid=SM1&From=%zz".as_slice(),
         b"MessageSid=SM1&From=%C3%28",
-        b"MessageSid=SM1&MessageSid=SM2&From=x",
         b"=x&MessageSid=SM1&From=x",
     ] {
         let a = send(&s, "sms", "msg_3", broken, &[FORM]).await;
         refused(&a, "INVALID_FORM");
     }
+    // A repeated name is a list of values, which is no event id.
+    let listed = b"MessageSid=SM1&MessageSid=SM2&From=x";
+    let a = send(&s, "sms", "msg_5", listed, &[FORM]).await;
+    refused(&a, "INVALID_FIELD");
+    assert_eq!(a.body["details"]["field"], "form:MessageSid");
     let a = send(&s, "sms", "msg_4", body, &[]).await;
     refused(&a, "INVALID_JSON");
 }

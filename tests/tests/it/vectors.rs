@@ -96,7 +96,16 @@ async fn check(s: &TestServer, i: usize, v: &Value) -> Result<(), String> {
     };
     let a = s.request(method, &path, &headers, &body).await;
     let expect = &v["expect"];
-    if expect["ok"] == true {
+    if method != "POST" {
+        // hookd takes events by POST only: a vector signed for another method
+        // is refused at the route, before its signature is read.
+        if expect["ok"] == true || a.code() != "METHOD_NOT_ALLOWED" {
+            return Err(format!(
+                "{method}: expected 405, got {} {:?}",
+                a.status, a.body
+            ));
+        }
+    } else if expect["ok"] == true {
         if a.status != StatusCode::ACCEPTED {
             return Err(format!("expected 202, got {} {:?}", a.status, a.body));
         }

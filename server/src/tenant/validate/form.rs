@@ -1,7 +1,8 @@
 //! `application/x-www-form-urlencoded` bodies (Twilio, older Mailgun): checked
 //! strictly (every `%` escape well formed, names and values UTF-8 once
-//! decoded, every name present once and not empty) and read as a flat JSON
-//! object of strings, which the event id, required fields, contracts and
+//! decoded, no empty name) and read as a flat JSON object of strings (a
+//! name sent more than once, as Twilio does for lists, holds the array of
+//! its values in order), which the event id, required fields, contracts and
 //! route filters see. The stored and forwarded body stays the raw form.
 
 use serde_json::{Map, Value};
@@ -31,8 +32,12 @@ pub(super) fn to_json(body: &[u8]) -> Result<Vec<u8>, BodyError> {
         if name.is_empty() {
             return Err(at("has no name".to_owned()));
         }
-        if fields.insert(name, Value::String(value)).is_some() {
-            return Err(at("repeats the name of an earlier field".to_owned()));
+        match fields.get_mut(&name) {
+            None => {
+                fields.insert(name, Value::String(value));
+            }
+            Some(Value::Array(values)) => values.push(Value::String(value)),
+            Some(first) => *first = Value::Array(vec![first.take(), Value::String(value)]),
         }
     }
     Ok(serde_json::to_vec(&Value::Object(fields)).expect("strings serialize"))
@@ -83,13 +88,20 @@ mod tests {
     }
 
     #[test]
+    fn a_repeated_name_holds_its_values_in_order() {
+        assert_eq!(
+            json("To=a&Media=1&Media=2&Media=3").unwrap(),
+            serde_json::json!({"To": "a", "Media": ["1", "2", "3"]})
+        );
+    }
+
+    #[test]
     fn a_broken_form_says_which_field_and_why() {
         for (body, words) in [
             ("a=1&b=%zz", "field 2: its value has a '%'"),
             ("a=%4", "field 1: its value has a '%'"),
             ("%C3%28=1", "field 1: its name is not UTF-8"),
             ("=1", "field 1: has no name"),
-            ("a=1&a=2", "field 2: repeats"),
         ] {
             match json(body) {
                 Err(BodyError::InvalidForm(reason)) => {
