@@ -64,6 +64,16 @@ pub struct TenantConfig {
     /// no query, no fragment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub public_url: Option<String>,
+    /// Meta's `hub.verify_token`, which its subscription handshake must
+    /// present (prefer `verify_token_env` or `verify_token_file`).
+    #[serde(default, skip_serializing)]
+    pub verify_token: Option<SecretString>,
+    /// Name of an environment variable holding the verify token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify_token_env: Option<String>,
+    /// Path of a file holding the verify token (trailing newline ignored).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify_token_file: Option<PathBuf>,
     /// Entries in the replay cache; older ones fall back to the idempotency log.
     #[serde(default = "default_replay_capacity")]
     pub replay_cache_capacity: u64,
@@ -194,6 +204,8 @@ pub struct TenantSettings {
     pub event_id: EventIdRule,
     /// The public URL the provider calls, for the schemes that sign it.
     pub public_url: Option<String>,
+    /// Meta's verify token, for its subscription handshake.
+    pub verify_token: Option<SecretString>,
     /// Replay cache entries.
     pub replay_cache_capacity: u64,
     /// Optional rate limit.
@@ -270,6 +282,7 @@ impl TenantConfig {
         self.check_bounds()?;
         let event_id = EventIdRule::resolve(scheme, self.event_id_field.as_deref())?;
         check_public_url(scheme, self.public_url.as_deref())?;
+        let verify_token = self.verify_token(scheme)?;
         let mut current = None;
         let mut previous = None;
         for (i, s) in self.secrets.iter().enumerate() {
@@ -326,6 +339,7 @@ impl TenantConfig {
             event_id_field: self.event_id_field.clone(),
             event_id,
             public_url: self.public_url.clone(),
+            verify_token,
             replay_cache_capacity: self.replay_cache_capacity,
             rate_limit: self.rate_limit,
             current,
@@ -335,6 +349,33 @@ impl TenantConfig {
             contracts,
             routes,
         })
+    }
+}
+
+impl TenantConfig {
+    /// The verify token, read from where it is given; only the `meta`
+    /// scheme's handshake presents one, so any other scheme is refused one.
+    fn verify_token(&self, scheme: Scheme) -> Result<Option<SecretString>, InvalidSetting> {
+        let (inline, env, file) = (
+            self.verify_token.as_ref(),
+            self.verify_token_env.as_deref(),
+            self.verify_token_file.as_deref(),
+        );
+        if inline.is_none() && env.is_none() && file.is_none() {
+            return Ok(None);
+        }
+        if scheme != Scheme::Meta {
+            return Err(InvalidSetting::new(
+                "verify_token",
+                format!("only the meta scheme's handshake presents a verify token, not {scheme}'s"),
+            ));
+        }
+        let token =
+            load_secret(inline, env, file).map_err(|e| InvalidSetting::new("verify_token", e))?;
+        if token.expose_secret().is_empty() {
+            return Err(InvalidSetting::new("verify_token", "must not be empty"));
+        }
+        Ok(Some(token))
     }
 }
 

@@ -278,3 +278,36 @@ fn tls_files_are_checked_at_load_naming_the_key() {
         "plaintext by default"
     );
 }
+
+#[test]
+fn a_verify_token_is_for_meta_tenants_only() {
+    let resolved = |text: &str| {
+        load_str(text)
+            .map_err(|e| e.to_string())
+            .and_then(|c| c.tenants[0].resolve().map_err(|e| e.to_string()))
+    };
+    let meta = |extra: &str| {
+        resolved(&format!("[[tenants]]\nid = \"fb\"\nscheme = \"meta\"\n{extra}\n[[tenants.secrets]]\nkid = \"k1\"\nsecret = \"s\"\n"))
+    };
+    let t = meta("verify_token = \"meatyhamhock\"").unwrap();
+    assert_eq!(
+        t.verify_token
+            .as_ref()
+            .map(|token| secrecy::ExposeSecret::expose_secret(token).to_owned()),
+        Some("meatyhamhock".to_owned())
+    );
+    assert!(meta("").unwrap().verify_token.is_none());
+    let empty = meta("verify_token = \"\"").unwrap_err();
+    assert!(
+        empty.contains("verify_token") && empty.contains("empty"),
+        "{empty}"
+    );
+    let both = meta("verify_token = \"a\"\nverify_token_env = \"X\"").unwrap_err();
+    assert!(both.contains("only one"), "{both}");
+    let other = resolved(&tenant("verify_token = \"meatyhamhock\"")).unwrap_err();
+    assert!(other.contains("only the meta scheme"), "{other}");
+    assert!(
+        !other.contains("meatyhamhock"),
+        "the token is never shown: {other}"
+    );
+}

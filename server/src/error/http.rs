@@ -71,11 +71,16 @@ pub enum ErrorCode {
     /// Checking the body against its contract would take more than the
     /// check budget.
     ContractCheckTooCostly,
+    /// Meta's subscription handshake presented a `hub.verify_token` that is
+    /// not the tenant's.
+    BadVerifyToken,
+    /// A provider's handshake lacks a field its provider always sends.
+    InvalidHandshake,
 }
 
 impl ErrorCode {
     /// Every code, in documentation order.
-    pub const ALL: [ErrorCode; 27] = [
+    pub const ALL: [ErrorCode; 29] = [
         ErrorCode::PayloadTooLarge,
         ErrorCode::TenantNotFound,
         ErrorCode::TenantDisabled,
@@ -103,6 +108,8 @@ impl ErrorCode {
         ErrorCode::ContractViolation,
         ErrorCode::UnknownEventType,
         ErrorCode::ContractCheckTooCostly,
+        ErrorCode::BadVerifyToken,
+        ErrorCode::InvalidHandshake,
     ];
 
     /// The wire `code`.
@@ -135,6 +142,8 @@ impl ErrorCode {
             ErrorCode::ContractViolation => "CONTRACT_VIOLATION",
             ErrorCode::UnknownEventType => "UNKNOWN_EVENT_TYPE",
             ErrorCode::ContractCheckTooCostly => "CONTRACT_CHECK_TOO_COSTLY",
+            ErrorCode::BadVerifyToken => "BAD_VERIFY_TOKEN",
+            ErrorCode::InvalidHandshake => "INVALID_HANDSHAKE",
         }
     }
 
@@ -143,7 +152,7 @@ impl ErrorCode {
         match self {
             ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ErrorCode::TenantNotFound | ErrorCode::RouteNotFound => StatusCode::NOT_FOUND,
-            ErrorCode::TenantDisabled => StatusCode::FORBIDDEN,
+            ErrorCode::TenantDisabled | ErrorCode::BadVerifyToken => StatusCode::FORBIDDEN,
             ErrorCode::MissingSignature
             | ErrorCode::InvalidSignatureFormat
             | ErrorCode::BadSignature
@@ -155,6 +164,7 @@ impl ErrorCode {
             | ErrorCode::MissingRequiredField
             | ErrorCode::InvalidField
             | ErrorCode::InvalidEventId
+            | ErrorCode::InvalidHandshake
             | ErrorCode::BodyIncomplete => StatusCode::BAD_REQUEST,
             ErrorCode::ContractViolation
             | ErrorCode::UnknownEventType

@@ -1,5 +1,7 @@
 //! `POST /hooks/{tenant_id}`: route to the tenant, read the raw body within
-//! its limit, run it through the tenant's ingest gate, answer.
+//! its limit, answer it as a handshake if it is the one the tenant's scheme
+//! expects ([`super::handshake`]), else run it through the tenant's ingest
+//! gate, answer.
 
 use std::time::Instant;
 
@@ -8,7 +10,9 @@ use futures_util::StreamExt;
 use hookd_proto::domain::{DeliveryStatus, DEFAULT_ROUTE};
 use serde_json::json;
 
-use super::{body::BodyBuffer, rejected, request_id_of, AppState, EdgeLimits};
+use hookd_sdk::signature::handshake::Reply;
+
+use super::{body::BodyBuffer, handshake, rejected, request_id_of, AppState, EdgeLimits};
 use crate::{
     config::TenantSettings,
     error::{ApiError, ErrorCode},
@@ -38,7 +42,7 @@ pub async fn ingest(
     let trace = telemetry.spans().start_ingest(&req);
     let trace_id = spans::trace_id(&trace);
     let handle = state.registry.get(&tenant);
-    let result = accept(
+    let admitted = accept(
         &req,
         payload,
         (handle.as_ref(), &state.registry),
@@ -48,6 +52,11 @@ pub async fn ingest(
         &trace,
     )
     .await;
+    let result = match admitted {
+        Ok(Admitted::Handshake(reply)) => return handshake::respond(reply),
+        Ok(Admitted::Event(outcome)) => Ok(outcome),
+        Err(refusal) => Err(refusal),
+    };
     IngestRecord {
         tenant: &tenant,
         request_id: &request_id,
@@ -157,6 +166,12 @@ fn count(registry: &Registry, handle: Option<&TenantHandle>, counted: Counted) {
     }
 }
 
+/// What a request that passed became: an event, or a handshake's answer.
+enum Admitted {
+    Event(IngestOutcome),
+    Handshake(Reply),
+}
+
 async fn accept(
     req: &HttpRequest,
     payload: web::Payload,
@@ -165,7 +180,7 @@ async fn accept(
     tenant: &str,
     request_id: &RequestId,
     trace: &opentelemetry::Context,
-) -> Result<IngestOutcome, ApiError> {
+) -> Result<Admitted, ApiError> {
     let Some(handle) = handle else {
         return Err(match registry.unavailable(tenant) {
             Some(_) => ApiError::new(
@@ -188,6 +203,9 @@ async fn accept(
     let body = actix_rt::time::timeout(limits.body_timeout, read)
         .await
         .map_err(|_| limits.timed_out())??;
+    if let Some(answer) = handshake::answer(handle, registry, req, &body, request_id) {
+        return answer.map(Admitted::Handshake);
+    }
     let outcome = handle
         .ingest(Ingest {
             request_id: request_id.clone(),
@@ -199,7 +217,7 @@ async fn accept(
         })
         .await;
     match outcome {
-        Ok(outcome) => Ok(outcome),
+        Ok(outcome) => Ok(Admitted::Event(outcome)),
         Err(rejection) => {
             let answer = ApiError::from(&rejection);
             rejected::record(registry, handle, request_id, &rejection, &answer, &body).await;

@@ -404,7 +404,7 @@ impl Gate {
 }
 
 /// Case-insensitive header access for the verifier.
-struct SignedHeaders<'a>(&'a HeaderMap);
+pub(super) struct SignedHeaders<'a>(pub(super) &'a HeaderMap);
 
 impl HeaderSource for SignedHeaders<'_> {
     fn header(&self, name: &str) -> Option<&str> {

@@ -14,6 +14,7 @@ mod event_ids;
 mod event_sources;
 mod faults;
 mod forward;
+mod handshakes;
 mod harness;
 mod idle;
 mod ingest;
