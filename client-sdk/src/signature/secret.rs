@@ -54,9 +54,12 @@ impl Secret {
     ) -> Result<Secret, InvalidSecret> {
         let (kind, key) = match scheme {
             Scheme::Standard => standard_key(secret)?,
-            Scheme::Hookd | Scheme::Stripe | Scheme::Github | Scheme::Shopify | Scheme::Slack => {
-                (KeyKind::Shared, secret.as_bytes().to_vec())
-            }
+            Scheme::Hookd
+            | Scheme::Stripe
+            | Scheme::Github
+            | Scheme::Shopify
+            | Scheme::Slack
+            | Scheme::Hmac => (KeyKind::Shared, secret.as_bytes().to_vec()),
         };
         Secret::of_kind(kid, kind, key)
     }

@@ -9,6 +9,14 @@ const BODY: &[u8] = br#"{"event_id":"evt_1","id":"evt_1"}"#;
 
 type Headers = Vec<(String, String)>;
 
+/// Every scheme with a wire format of its own (`hmac`'s is its spec: see
+/// `configured/tests.rs`).
+fn presets() -> impl Iterator<Item = Scheme> {
+    Scheme::ALL
+        .into_iter()
+        .filter(|scheme| *scheme != Scheme::Hmac)
+}
+
 fn current() -> Secret {
     Secret::from_bytes("k2", b"current-key-0123456789".to_vec())
 }
@@ -44,6 +52,7 @@ fn signature_header(scheme: Scheme) -> &'static str {
         Scheme::Github => "X-Hub-Signature-256",
         Scheme::Shopify => "X-Shopify-Hmac-Sha256",
         Scheme::Slack => "X-Slack-Signature",
+        Scheme::Hmac => unreachable!("hmac is not a preset"),
     }
 }
 
@@ -55,12 +64,13 @@ fn with_tag(scheme: Scheme, tag: &str) -> String {
         Scheme::Github => format!("sha256={tag}"),
         Scheme::Shopify => tag.to_owned(),
         Scheme::Slack => format!("v0={tag}"),
+        Scheme::Hmac => unreachable!("hmac is not a preset"),
     }
 }
 
 #[test]
 fn sign_then_verify_round_trips_for_every_scheme() {
-    for scheme in Scheme::ALL {
+    for scheme in presets() {
         let headers = sign(scheme, &current(), "evt_1", NOW, BODY);
         let verified = check(scheme, &headers, BODY).unwrap_or_else(|e| panic!("{scheme}: {e}"));
         assert_eq!(verified.kid, "k2", "{scheme}");
@@ -76,7 +86,7 @@ fn sign_then_verify_round_trips_for_every_scheme() {
 
 #[test]
 fn previous_key_is_accepted_for_every_scheme() {
-    for scheme in Scheme::ALL {
+    for scheme in presets() {
         let headers = sign(scheme, &previous(), "evt_1", NOW, BODY);
         let verified = check(scheme, &headers, BODY).unwrap_or_else(|e| panic!("{scheme}: {e}"));
         assert_eq!(verified.kid, "k1", "{scheme}");
@@ -85,7 +95,7 @@ fn previous_key_is_accepted_for_every_scheme() {
 
 #[test]
 fn tampered_body_is_a_bad_signature() {
-    for scheme in Scheme::ALL {
+    for scheme in presets() {
         let headers = sign(scheme, &current(), "evt_1", NOW, BODY);
         let tampered = br#"{"event_id":"evt_1","id":"evt_2"}"#;
         let result = check(scheme, &headers, tampered);
@@ -95,7 +105,7 @@ fn tampered_body_is_a_bad_signature() {
 
 #[test]
 fn empty_signature_is_malformed_not_a_match() {
-    for scheme in Scheme::ALL {
+    for scheme in presets() {
         let mut headers = sign(scheme, &current(), "evt_1", NOW, BODY);
         set(
             &mut headers,
@@ -109,7 +119,7 @@ fn empty_signature_is_malformed_not_a_match() {
 
 #[test]
 fn truncated_or_padded_signature_is_malformed() {
-    for scheme in Scheme::ALL {
+    for scheme in presets() {
         let tag = codec::hmac_sha256(current().key(), BODY);
         let (short, long) = match scheme {
             Scheme::Standard | Scheme::Shopify => {
@@ -152,7 +162,7 @@ fn empty_webhook_id_is_malformed() {
 
 #[test]
 fn missing_signature_header_names_the_header() {
-    for scheme in Scheme::ALL {
+    for scheme in presets() {
         let mut headers = sign(scheme, &current(), "evt_1", NOW, BODY);
         headers.retain(|(name, _)| name != signature_header(scheme));
         let header = signature_header(scheme);
@@ -163,7 +173,7 @@ fn missing_signature_header_names_the_header() {
 
 #[test]
 fn non_integer_timestamp_is_reported_before_the_mac() {
-    for scheme in Scheme::ALL.into_iter().filter(|s| s.has_timestamp()) {
+    for scheme in presets().filter(|s| s.has_timestamp()) {
         let mut headers = sign(scheme, &current(), "evt_1", NOW, BODY);
         for (_, value) in headers.iter_mut() {
             *value = value.replace(&NOW.to_string(), "17644800OO");
@@ -176,7 +186,7 @@ fn non_integer_timestamp_is_reported_before_the_mac() {
 #[test]
 fn tolerance_edges() {
     let tolerance = i64::try_from(TOLERANCE).unwrap();
-    for scheme in Scheme::ALL.into_iter().filter(|s| s.has_timestamp()) {
+    for scheme in presets().filter(|s| s.has_timestamp()) {
         let at = |ts: i64| check(scheme, &sign(scheme, &current(), "e", ts, BODY), BODY);
         assert!(at(NOW - tolerance).is_ok(), "{scheme}");
         assert!(at(NOW + tolerance).is_ok(), "{scheme}");

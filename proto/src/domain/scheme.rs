@@ -29,17 +29,23 @@ pub enum Scheme {
     Shopify,
     /// Slack: `X-Slack-Signature: v0=..` with `X-Slack-Request-Timestamp`.
     Slack,
+    /// Built from the tenant's configuration alone (`[tenants.hmac]`): where the
+    /// signature is (a header or a JSON pointer into the body), its hash and
+    /// encoding, the signed string's template and the timestamp's source; or a
+    /// secret token sent in a header.
+    Hmac,
 }
 
 impl Scheme {
     /// Every scheme, so configuration UIs and tests can enumerate them.
-    pub const ALL: [Scheme; 6] = [
+    pub const ALL: [Scheme; 7] = [
         Scheme::Standard,
         Scheme::Hookd,
         Scheme::Stripe,
         Scheme::Github,
         Scheme::Shopify,
         Scheme::Slack,
+        Scheme::Hmac,
     ];
 
     /// The name used in configuration and on the wire; `FromStr` accepts it back.
@@ -51,6 +57,7 @@ impl Scheme {
             Scheme::Github => "github",
             Scheme::Shopify => "shopify",
             Scheme::Slack => "slack",
+            Scheme::Hmac => "hmac",
         }
     }
 
@@ -62,7 +69,7 @@ impl Scheme {
         match self {
             Scheme::Hookd | Scheme::Slack => Some("event_id"),
             Scheme::Stripe => Some("id"),
-            Scheme::Standard | Scheme::Github | Scheme::Shopify => None,
+            Scheme::Standard | Scheme::Github | Scheme::Shopify | Scheme::Hmac => None,
         }
     }
 
@@ -73,12 +80,14 @@ impl Scheme {
             Scheme::Standard => Some("webhook-id"),
             Scheme::Github => Some("X-GitHub-Delivery"),
             Scheme::Shopify => Some("X-Shopify-Webhook-Id"),
-            Scheme::Hookd | Scheme::Stripe | Scheme::Slack => None,
+            Scheme::Hookd | Scheme::Stripe | Scheme::Slack | Scheme::Hmac => None,
         }
     }
 
     /// Whether the signature covers the URL the provider called, so the tenant
     /// needs a `public_url` (behind a load balancer hookd cannot see it).
+    /// `hmac` answers `false`: whether its template signs `{url}` is the
+    /// spec's to say.
     pub fn signs_url(self) -> bool {
         match self {
             Scheme::Standard
@@ -86,14 +95,17 @@ impl Scheme {
             | Scheme::Stripe
             | Scheme::Github
             | Scheme::Shopify
-            | Scheme::Slack => false,
+            | Scheme::Slack
+            | Scheme::Hmac => false,
         }
     }
 
     /// Whether the signed material has a timestamp; without one the tolerance window
     /// cannot bound replays and the server must lean on its replay cache alone.
+    /// `hmac` answers `false`: its spec may name no timestamp, so the server
+    /// keeps the content key that does not rely on one.
     pub fn has_timestamp(self) -> bool {
-        !matches!(self, Scheme::Github | Scheme::Shopify)
+        !matches!(self, Scheme::Github | Scheme::Shopify | Scheme::Hmac)
     }
 }
 

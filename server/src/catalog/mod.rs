@@ -421,7 +421,9 @@ fn new_signing_secret(scheme: Scheme) -> SecretString {
     SecretString::from(match scheme {
         Scheme::Standard => format!("whsec_{}", STANDARD.encode(raw.as_slice())),
         Scheme::Stripe => format!("whsec_{}", hex::encode(&raw[..24])),
-        Scheme::Hookd | Scheme::Github | Scheme::Shopify | Scheme::Slack => hex::encode(&raw[..]),
+        Scheme::Hookd | Scheme::Github | Scheme::Shopify | Scheme::Slack | Scheme::Hmac => {
+            hex::encode(&raw[..])
+        }
     })
 }
 

@@ -7,6 +7,7 @@
 //! API have no `routes`; they load with none.
 
 use hookd_proto::domain::{defaults, Scheme};
+use hookd_sdk::signature::HmacFields;
 use serde::{Deserialize, Serialize};
 
 use crate::{
@@ -26,6 +27,9 @@ pub struct StoredTenant {
     pub id: TenantId,
     /// Its senders' signature scheme.
     pub scheme: Scheme,
+    /// The verifier of `scheme = "hmac"`; records made before it have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hmac: Option<HmacFields>,
     /// False: deliveries are refused with 403.
     pub enabled: bool,
     /// Signed-timestamp tolerance, both directions.
@@ -113,6 +117,7 @@ impl StoredTenant {
         StoredTenant {
             id,
             scheme,
+            hmac: None,
             enabled: true,
             tolerance_secs: defaults::TOLERANCE_SECS,
             max_body_bytes: defaults::MAX_BODY_BYTES as usize,
@@ -132,6 +137,7 @@ impl StoredTenant {
         TenantConfig {
             id: self.id.to_string(),
             scheme: self.scheme.as_str().to_owned(),
+            hmac: self.hmac.clone(),
             enabled: self.enabled,
             tolerance_secs: self.tolerance_secs,
             max_body_bytes: self.max_body_bytes,
@@ -163,6 +169,7 @@ impl StoredTenant {
         Ok(StoredTenant {
             id: TenantId::try_from(config.id.as_str()).map_err(|e| invalid(e.to_string()))?,
             scheme: config.scheme.parse().map_err(|e| invalid(format!("{e}")))?,
+            hmac: config.hmac.clone(),
             enabled: config.enabled,
             tolerance_secs: config.tolerance_secs,
             max_body_bytes: config.max_body_bytes,

@@ -20,6 +20,8 @@ pub mod bounds;
 mod dashboard;
 mod forwarding;
 #[cfg(test)]
+mod hmac_tests;
+#[cfg(test)]
 mod hostile_tests;
 mod http;
 mod retention;

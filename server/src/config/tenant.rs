@@ -7,7 +7,7 @@ use std::{path::PathBuf, sync::Arc};
 
 pub use hookd_proto::domain::SecretState;
 use hookd_proto::domain::{defaults, Scheme};
-use hookd_sdk::signature::Secret;
+use hookd_sdk::signature::{HmacFields, HmacSpec, Secret};
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 
@@ -41,6 +41,10 @@ pub struct TenantConfig {
     /// Signature scheme name.
     #[serde(default = "default_scheme")]
     pub scheme: String,
+    /// The verifier of `scheme = "hmac"`, built from configuration alone
+    /// (docs/providers.md); refused with any other scheme.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hmac: Option<HmacFields>,
     /// A disabled tenant answers 403 and stores nothing.
     #[serde(default = "yes")]
     pub enabled: bool,
@@ -172,6 +176,8 @@ pub struct TenantSettings {
     pub id: TenantId,
     /// Signature scheme.
     pub scheme: Scheme,
+    /// The spec `scheme = "hmac"` verifies with; `None` for every other scheme.
+    pub hmac: Option<Arc<HmacSpec>>,
     /// Disabled tenants answer 403.
     pub enabled: bool,
     /// Timestamp tolerance in seconds.
@@ -243,6 +249,28 @@ impl TenantConfig {
         }
     }
 
+    /// The validated `[hmac]` table: required by `scheme = "hmac"`, refused
+    /// with any other scheme.
+    fn hmac_spec(&self, scheme: Scheme) -> Result<Option<Arc<HmacSpec>>, InvalidSetting> {
+        match (scheme, &self.hmac) {
+            (Scheme::Hmac, Some(fields)) => HmacSpec::new(fields.clone())
+                .map(|spec| Some(Arc::new(spec)))
+                .map_err(|e| InvalidSetting::new(format!("hmac.{}", e.field), e.reason)),
+            (Scheme::Hmac, None) => Err(InvalidSetting::new(
+                "hmac",
+                "scheme \"hmac\" needs an [hmac] table saying where the signature is",
+            )),
+            (_, Some(_)) => Err(InvalidSetting::new(
+                "hmac",
+                format!(
+                    "only scheme \"hmac\" reads an [hmac] table, not {scheme:?}",
+                    scheme = scheme.as_str()
+                ),
+            )),
+            (_, None) => Ok(None),
+        }
+    }
+
     /// Validates this tenant and loads its secrets.
     pub fn resolve(&self) -> Result<TenantSettings, InvalidSetting> {
         let Ok(id) = TenantId::try_from(self.id.as_str()) else {
@@ -255,6 +283,7 @@ impl TenantConfig {
             .scheme
             .parse()
             .map_err(|e| InvalidSetting::new("scheme", e))?;
+        let hmac = self.hmac_spec(scheme)?;
         self.check_bounds()?;
         let mut current = None;
         let mut previous = None;
@@ -305,6 +334,7 @@ impl TenantConfig {
             filter,
             id,
             scheme,
+            hmac,
             enabled: self.enabled,
             tolerance_secs: self.tolerance_secs,
             max_body_bytes: self.max_body_bytes,

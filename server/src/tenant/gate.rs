@@ -202,14 +202,12 @@ impl Gate {
         let now_ms = self.parts.clock.now_ms();
         let headers = SignedHeaders(msg.headers);
         let keys = snapshot.live_keys(now_ms.div_euclid(1000));
-        let verified = signature::verify(
-            s.scheme,
-            &headers,
-            &msg.body,
-            keys,
-            now_ms.div_euclid(1000),
-            s.tolerance_secs,
-        )
+        let delivery = signature::Delivery::post(&headers, &msg.body);
+        let now = now_ms.div_euclid(1000);
+        let verified = match &s.hmac {
+            Some(spec) => signature::verify_hmac(spec, &delivery, keys, now, s.tolerance_secs),
+            None => signature::verify_delivery(s.scheme, &delivery, keys, now, s.tolerance_secs),
+        }
         .map_err(|error| IngestError::Verify {
             error,
             tolerance_secs: s.tolerance_secs,

@@ -39,16 +39,19 @@ pub fn validate_body(
             None => return Err(missing(name)),
         },
         EventIdSource::BodyField(name) => {
-            let raw = fields
-                .get(name)
-                .filter(|r| r.get() != "null")
-                .ok_or_else(|| missing(name))?;
-            match serde_json::from_str::<Value>(raw.get()) {
-                Ok(Value::String(s)) => event_id_text(name, &s)?,
-                Ok(Value::Number(n)) if n.is_u64() || n.is_i64() => {
+            let found = match name.strip_prefix('/') {
+                Some(_) => pointed(body, name),
+                None => fields
+                    .get(name)
+                    .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok()),
+            };
+            match found.filter(|value| !value.is_null()) {
+                None => return Err(missing(name)),
+                Some(Value::String(s)) => event_id_text(name, &s)?,
+                Some(Value::Number(n)) if n.is_u64() || n.is_i64() => {
                     event_id_text(name, &n.to_string())?
                 }
-                _ => return Err(invalid(name, "a string or an integer")),
+                Some(_) => return Err(invalid(name, "a string or an integer")),
             }
         }
     };
@@ -60,6 +63,13 @@ pub fn validate_body(
         check_known_field(field, raw)?;
     }
     Ok(event_id)
+}
+
+/// The value a JSON pointer (RFC 6901) names in `body`, for event ids nested
+/// inside it (`/event-data/id`).
+fn pointed(body: &[u8], pointer: &str) -> Option<Value> {
+    let mut value: Value = serde_json::from_slice(body).ok()?;
+    value.pointer_mut(pointer).map(Value::take)
 }
 
 /// The event id rule: 1 to 255 bytes of visible ASCII (`!` to `~`), so it
