@@ -8,7 +8,7 @@ use hookd_control::{
     },
     Error as ApiError, Result as ApiResult,
 };
-use hookd_proto::domain::defaults;
+use hookd_proto::domain::{defaults, Scheme};
 use secrecy::ExposeSecret;
 
 use super::{api, Backend};
@@ -113,6 +113,7 @@ impl Backend {
             .map_err(|e| ApiError::InvalidArgument(format!("tenant_id: {e}")))?;
         let record = TenantRecord::new(
             StoredTenant {
+                hmac: new.hmac,
                 tolerance_secs: new.tolerance_secs,
                 max_body_bytes: new.max_body_bytes as usize,
                 required_fields: new.required_fields,
@@ -180,6 +181,12 @@ impl Backend {
         let c = &mut record.tenant;
         if let Some(scheme) = patch.scheme {
             c.scheme = scheme;
+            if scheme != Scheme::Hmac {
+                c.hmac = None;
+            }
+        }
+        if let Some(hmac) = patch.hmac {
+            c.hmac = Some(hmac);
         }
         if let Some(tolerance) = patch.tolerance_secs {
             c.tolerance_secs = tolerance;
@@ -349,6 +356,7 @@ pub(super) fn view_of(s: &TenantSettings, from_config: bool, created_at_ms: i64)
     TenantView {
         tenant_id: s.id.to_string(),
         scheme: s.scheme,
+        hmac: s.hmac.as_ref().map(|spec| spec.fields().clone()),
         tolerance_secs: s.tolerance_secs,
         destination_url: s.forward.as_ref().map(|f| f.url.clone()),
         enabled: s.enabled,

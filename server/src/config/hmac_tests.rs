@@ -67,7 +67,7 @@ fn bad_tables_are_refused_at_load_with_the_field_and_the_reason() {
         ),
         (
             "scheme = \"hmac\"".to_owned(),
-            "hmac: scheme \"hmac\" needs an [hmac] table",
+            "hmac: scheme \"hmac\" needs its spec (the [hmac] table",
         ),
         (
             "scheme = \"github\"\n[tenants.hmac]\nsignature = \"header:X-Sig\"".to_owned(),

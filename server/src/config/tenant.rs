@@ -258,7 +258,7 @@ impl TenantConfig {
                 .map_err(|e| InvalidSetting::new(format!("hmac.{}", e.field), e.reason)),
             (Scheme::Hmac, None) => Err(InvalidSetting::new(
                 "hmac",
-                "scheme \"hmac\" needs an [hmac] table saying where the signature is",
+                "scheme \"hmac\" needs its spec (the [hmac] table; over the API, hmac) saying where the signature is",
             )),
             (_, Some(_)) => Err(InvalidSetting::new(
                 "hmac",

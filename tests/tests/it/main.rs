@@ -14,6 +14,7 @@ mod event_ids;
 mod faults;
 mod forward;
 mod harness;
+mod hmac_api;
 mod hmac_scheme;
 mod idle;
 mod ingest;

@@ -1,6 +1,6 @@
 //! `scheme = "hmac"`: a verifier built from configuration alone, for the
-//! providers no preset covers. [`HmacFields`] is the `[tenants.hmac]` table
-//! (or the API's message) as written; [`HmacSpec`] is it validated, with plain
+//! providers no preset covers. [`HmacFields`] (the shared vocabulary's) is
+//! the `[tenants.hmac]` table (or the API's message) as written; [`HmacSpec`] is it validated, with plain
 //! messages naming the field at fault. Verifying and signing with a spec are
 //! in `wire.rs`.
 
@@ -9,66 +9,11 @@ mod template;
 mod tests;
 mod wire;
 
+pub use hookd_proto::domain::HmacFields;
 use template::{Part, Template};
 pub use wire::{sign_hmac, verify_hmac, CannotSign};
 
 use super::Hash;
-
-/// The `[tenants.hmac]` table as written: every field but `signature` is
-/// optional, and validation ([`HmacSpec::new`]) names the first one at fault.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-pub struct HmacFields {
-    /// Where the signature is: `header:Name`, or a JSON pointer into the body
-    /// (`/signature/signature`).
-    pub signature: String,
-    /// `hmac` (the default): the signature is an HMAC of the signed string;
-    /// `token`: the header carries the shared secret itself.
-    #[cfg_attr(
-        feature = "serde",
-        serde(default, skip_serializing_if = "Option::is_none")
-    )]
-    pub mode: Option<String>,
-    /// `sha1`, `sha256` (the default) or `sha512`.
-    #[cfg_attr(
-        feature = "serde",
-        serde(default, skip_serializing_if = "Option::is_none")
-    )]
-    pub algorithm: Option<String>,
-    /// `hex` (the default, either case) or `base64`.
-    #[cfg_attr(
-        feature = "serde",
-        serde(default, skip_serializing_if = "Option::is_none")
-    )]
-    pub encoding: Option<String>,
-    /// Text before the signature, stripped before decoding (`sha256=`, `v0=`).
-    #[cfg_attr(
-        feature = "serde",
-        serde(default, skip_serializing_if = "Option::is_none")
-    )]
-    pub prefix: Option<String>,
-    /// The signed string's template; `{body}` when absent.
-    #[cfg_attr(
-        feature = "serde",
-        serde(default, skip_serializing_if = "Option::is_none")
-    )]
-    pub signed: Option<String>,
-    /// Where the signed timestamp is (`header:Name` or a JSON pointer); none:
-    /// no tolerance window, replays are caught by the replay cache and the
-    /// idempotency log alone.
-    #[cfg_attr(
-        feature = "serde",
-        serde(default, skip_serializing_if = "Option::is_none")
-    )]
-    pub timestamp: Option<String>,
-    /// `seconds` (the default) or `milliseconds` since the Unix epoch.
-    #[cfg_attr(
-        feature = "serde",
-        serde(default, skip_serializing_if = "Option::is_none")
-    )]
-    pub timestamp_unit: Option<String>,
-}
 
 /// Why a `[tenants.hmac]` table cannot be used: the field and the reason.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
