@@ -125,6 +125,7 @@ fn ingest<'a>(headers: &'a HeaderMap, body: &Bytes) -> Ingest<'a> {
         headers,
         query: "",
         body: body.clone(),
+        wire: None,
         trace: opentelemetry::Context::new(),
     }
 }

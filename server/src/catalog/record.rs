@@ -143,6 +143,7 @@ impl StoredTenant {
             max_body_bytes: self.max_body_bytes,
             required_fields: self.required_fields.clone(),
             event_id_field: self.event_id_field.clone(),
+            signed_body: None,
             replay_cache_capacity: TenantConfig::DEFAULT_REPLAY_CACHE_CAPACITY,
             rate_limit: self.rate_limit,
             secrets: Vec::new(),

@@ -60,6 +60,10 @@ pub struct TenantConfig {
     /// Body field carrying the event id, instead of the scheme's default.
     #[serde(default)]
     pub event_id_field: Option<String>,
+    /// Which bytes of a compressed body the signature covers, instead of
+    /// the scheme's default ([`SignedBody::of_scheme`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signed_body: Option<SignedBody>,
     /// Entries in the replay cache; older ones fall back to the idempotency log.
     #[serde(default = "default_replay_capacity")]
     pub replay_cache_capacity: u64,
@@ -110,6 +114,34 @@ pub struct TenantConfig {
     /// every event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filter: Option<serde_json::Value>,
+}
+
+/// Which bytes of a body sent with `Content-Encoding: gzip` or `deflate`
+/// its signature covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SignedBody {
+    /// The body decoded: the provider signs, then compresses.
+    Decoded,
+    /// The bytes as sent: the provider compresses, then signs.
+    Wire,
+}
+
+impl SignedBody {
+    /// What `scheme`'s provider signs. Every preset signs its payload before
+    /// any compression on the way (none documents signing compressed
+    /// bytes), and `hmac` tenants say otherwise with `signed_body`.
+    pub fn of_scheme(scheme: Scheme) -> SignedBody {
+        match scheme {
+            Scheme::Standard
+            | Scheme::Hookd
+            | Scheme::Stripe
+            | Scheme::Github
+            | Scheme::Shopify
+            | Scheme::Slack
+            | Scheme::Hmac => SignedBody::Decoded,
+        }
+    }
 }
 
 /// One signing secret, inline or read from the environment or a file.
@@ -188,6 +220,8 @@ pub struct TenantSettings {
     pub required_fields: Vec<String>,
     /// Body field overriding the scheme's event id source.
     pub event_id_field: Option<String>,
+    /// Which bytes of a compressed body the signature covers.
+    pub signed_body: SignedBody,
     /// Replay cache entries.
     pub replay_cache_capacity: u64,
     /// Optional rate limit.
@@ -340,6 +374,9 @@ impl TenantConfig {
             max_body_bytes: self.max_body_bytes,
             required_fields: self.required_fields.clone(),
             event_id_field: self.event_id_field.clone(),
+            signed_body: self
+                .signed_body
+                .unwrap_or_else(|| SignedBody::of_scheme(scheme)),
             replay_cache_capacity: self.replay_cache_capacity,
             rate_limit: self.rate_limit,
             current,

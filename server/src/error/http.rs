@@ -69,11 +69,18 @@ pub enum ErrorCode {
     /// Checking the body against its contract would take more than the
     /// check budget.
     ContractCheckTooCostly,
+    /// A compressed body decodes to more than `limits.max_decompression_ratio`
+    /// times its size: a decompression bomb.
+    CompressionRatioTooHigh,
+    /// A `Content-Encoding` hookd does not decode.
+    UnsupportedContentEncoding,
+    /// A compressed body is not a complete, valid stream of its coding.
+    InvalidCompressedBody,
 }
 
 impl ErrorCode {
     /// Every code, in documentation order.
-    pub const ALL: [ErrorCode; 26] = [
+    pub const ALL: [ErrorCode; 29] = [
         ErrorCode::PayloadTooLarge,
         ErrorCode::TenantNotFound,
         ErrorCode::TenantDisabled,
@@ -100,6 +107,9 @@ impl ErrorCode {
         ErrorCode::ContractViolation,
         ErrorCode::UnknownEventType,
         ErrorCode::ContractCheckTooCostly,
+        ErrorCode::CompressionRatioTooHigh,
+        ErrorCode::UnsupportedContentEncoding,
+        ErrorCode::InvalidCompressedBody,
     ];
 
     /// The wire `code`.
@@ -131,13 +141,19 @@ impl ErrorCode {
             ErrorCode::ContractViolation => "CONTRACT_VIOLATION",
             ErrorCode::UnknownEventType => "UNKNOWN_EVENT_TYPE",
             ErrorCode::ContractCheckTooCostly => "CONTRACT_CHECK_TOO_COSTLY",
+            ErrorCode::CompressionRatioTooHigh => "COMPRESSION_RATIO_TOO_HIGH",
+            ErrorCode::UnsupportedContentEncoding => "UNSUPPORTED_CONTENT_ENCODING",
+            ErrorCode::InvalidCompressedBody => "INVALID_COMPRESSED_BODY",
         }
     }
 
     /// The HTTP status that carries this code.
     pub fn status(self) -> StatusCode {
         match self {
-            ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorCode::PayloadTooLarge | ErrorCode::CompressionRatioTooHigh => {
+                StatusCode::PAYLOAD_TOO_LARGE
+            }
+            ErrorCode::UnsupportedContentEncoding => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ErrorCode::TenantNotFound | ErrorCode::RouteNotFound => StatusCode::NOT_FOUND,
             ErrorCode::TenantDisabled => StatusCode::FORBIDDEN,
             ErrorCode::MissingSignature
@@ -150,6 +166,7 @@ impl ErrorCode {
             | ErrorCode::MissingRequiredField
             | ErrorCode::InvalidField
             | ErrorCode::InvalidEventId
+            | ErrorCode::InvalidCompressedBody
             | ErrorCode::BodyIncomplete => StatusCode::BAD_REQUEST,
             ErrorCode::ContractViolation
             | ErrorCode::UnknownEventType

@@ -3,6 +3,7 @@
 
 mod body;
 mod edge;
+mod encoding;
 mod health;
 mod hooks;
 mod metrics;

@@ -202,7 +202,8 @@ impl Gate {
         let now_ms = self.parts.clock.now_ms();
         let headers = SignedHeaders(msg.headers);
         let keys = snapshot.live_keys(now_ms.div_euclid(1000));
-        let delivery = signature::Delivery::post(&headers, &msg.body);
+        let signed_body = msg.wire.as_ref().unwrap_or(&msg.body);
+        let delivery = signature::Delivery::post(&headers, signed_body);
         let now = now_ms.div_euclid(1000);
         let verified = match &s.hmac {
             Some(spec) => signature::verify_hmac(spec, &delivery, keys, now, s.tolerance_secs),
@@ -213,7 +214,7 @@ impl Gate {
             tolerance_secs: s.tolerance_secs,
         })?;
 
-        let keys = ReplayKeys::of(s.scheme, &verified, &msg.body);
+        let keys = ReplayKeys::of(s.scheme, &verified, signed_body);
         if let Some((event_id, delivery_id)) = keys.all().find_map(|key| replay.get(key)) {
             return Ok(Prepared::Duplicate(IngestOutcome {
                 event_id,
@@ -480,6 +481,7 @@ mod tests {
             headers,
             query: "",
             body: body.clone(),
+            wire: None,
             trace: opentelemetry::Context::new(),
         };
         let answer = gate.answer(ingest, || panic!("the checks did not panic"));

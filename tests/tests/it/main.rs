@@ -4,6 +4,7 @@
 mod binary;
 mod bounds;
 mod cli;
+mod compressed;
 mod contracts;
 mod control;
 mod crash;
