@@ -7,7 +7,7 @@ use std::io::{self, Write};
 
 use actix_web::{
     http::header::{HeaderMap, CONTENT_ENCODING},
-    web::{Bytes, BytesMut},
+    web::Bytes,
 };
 use flate2::write::{MultiGzDecoder, ZlibDecoder};
 
@@ -75,9 +75,16 @@ pub enum DecodeError {
     Invalid(String),
 }
 
-/// The decoded bytes, refusing any that would cross a cap.
+/// Size of each piece the decoded bytes are kept in.
+const PIECE: usize = 256 * 1024;
+
+/// The decoded bytes, refusing any that would cross a cap. They are kept in
+/// pieces of [`PIECE`] bytes rather than one buffer that doubles: a
+/// doubling buffer reallocated up to the limit touches about twice the limit
+/// (each old buffer and the new one), pieces touch the limit alone.
 struct Capped {
-    bytes: BytesMut,
+    pieces: Vec<Vec<u8>>,
+    len: usize,
     limit: usize,
     max_ratio: u64,
     /// Compressed bytes received so far.
@@ -85,9 +92,23 @@ struct Capped {
     refused: Option<DecodeError>,
 }
 
+impl Capped {
+    /// The pieces as one body.
+    fn joined(mut self) -> Bytes {
+        if self.pieces.len() == 1 {
+            return Bytes::from(self.pieces.pop().unwrap_or_default());
+        }
+        let mut body = Vec::with_capacity(self.len);
+        for piece in self.pieces {
+            body.extend_from_slice(&piece);
+        }
+        Bytes::from(body)
+    }
+}
+
 impl Write for Capped {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let len = self.bytes.len() + buf.len();
+        let len = self.len + buf.len();
         let refusal = if len > self.limit {
             Some(DecodeError::TooLarge)
         } else if len > RATIO_FLOOR && len as u64 > self.max_ratio.saturating_mul(self.wire as u64)
@@ -100,7 +121,20 @@ impl Write for Capped {
             self.refused = Some(refusal);
             return Err(io::Error::other("a decoding cap was reached"));
         }
-        self.bytes.extend_from_slice(buf);
+        let mut rest = buf;
+        while !rest.is_empty() {
+            let piece = match self.pieces.last_mut() {
+                Some(piece) if piece.len() < PIECE => piece,
+                _ => {
+                    self.pieces.push(Vec::with_capacity(PIECE));
+                    self.pieces.last_mut().expect("a piece was just pushed")
+                }
+            };
+            let taken = rest.len().min(PIECE - piece.len());
+            piece.extend_from_slice(&rest[..taken]);
+            rest = &rest[taken..];
+        }
+        self.len = len;
         Ok(buf.len())
     }
 
@@ -125,7 +159,8 @@ impl Inflater {
     /// `limit` bytes and `max_ratio` times the compressed bytes received.
     pub fn new(encoding: Encoding, limit: usize, max_ratio: u64) -> Option<Inflater> {
         let sink = Capped {
-            bytes: BytesMut::new(),
+            pieces: Vec::new(),
+            len: 0,
             limit,
             max_ratio,
             wire: 0,
@@ -181,7 +216,7 @@ impl Inflater {
             Decoder::Gzip(d) => d.finish(),
             Decoder::Zlib(d) => d.finish(),
         };
-        sink.map(|sink| sink.bytes.freeze())
+        sink.map(Capped::joined)
             .map_err(|e| DecodeError::Invalid(e.to_string()))
     }
 
@@ -294,7 +329,7 @@ mod tests {
         let mut inflater = Inflater::new(Encoding::Gzip, 64 * MIB, 100).unwrap();
         assert_eq!(inflater.push(&zeros), Err(DecodeError::Ratio));
         assert!(
-            inflater.sink().bytes.len() <= 100 * zeros.len(),
+            inflater.sink().len <= 100 * zeros.len(),
             "decoding stopped at the cap"
         );
         let noise: Vec<u8> = (0..100_000u32).flat_map(|n| n.to_le_bytes()).collect();
