@@ -48,6 +48,7 @@ async fn create(client: &HookdClient, out: Output, args: CreateTenantArgs) -> an
         max_in_flight: args.max_in_flight.unwrap_or_default(),
         rate_limit_per_sec: args.rate_limit_per_sec.unwrap_or_default(),
         rate_limit_burst: args.rate_limit_burst.unwrap_or_default(),
+        hmac: None,
     };
     let created = client.create_tenant(request).await?;
     let tenant = created.tenant.unwrap_or_default();
@@ -96,6 +97,7 @@ fn update_request(args: UpdateTenantArgs) -> UpdateTenantRequest {
         rate_limit_per_sec: args.rate_limit_per_sec,
         rate_limit_burst: args.rate_limit_burst,
         max_in_flight: args.max_in_flight,
+        hmac: None,
     }
 }
 
