@@ -20,7 +20,8 @@ fn verification(c: &mut Criterion) {
         .unwrap()
         .as_secs() as i64;
     let mut group = c.benchmark_group("verify");
-    for scheme in Scheme::ALL {
+    // `hmac` has no format of its own to measure: its spec is the tenant's.
+    for scheme in Scheme::ALL.into_iter().filter(|s| *s != Scheme::Hmac) {
         let keys = [Secret::from_provider(scheme, "k1", SECRET).unwrap()];
         for (size, label) in SIZES {
             let body = vec![b'x'; size];

@@ -4,25 +4,41 @@
 //! one header stay valid.
 
 use base64::{engine::general_purpose::STANDARD, Engine};
-use hookd_sdk::signature::{sign, Scheme, Secret};
+use hookd_sdk::signature::{sign, sign_hmac, HmacFields, HmacSpec, Message, Scheme, Secret};
 use reqwest::StatusCode;
 
 use crate::harness::{TestServer, NOW};
 
 const WHSEC: &str = "whsec_AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=";
 
-/// One tenant per scheme, named after it.
+/// One tenant per scheme, named after it; `hmac`'s signs a header
+/// timestamp and the body.
 fn tenants() -> String {
     Scheme::ALL
         .iter()
         .map(|scheme| {
+            let hmac = match scheme {
+                Scheme::Hmac => "event_id_field = \"event_id\"\n[tenants.hmac]\nsignature = \"header:X-Sig\"\nsigned = \"{header:X-Ts}.{body}\"\ntimestamp = \"header:X-Ts\"\n",
+                _ => "",
+            };
             format!(
-                "[[tenants]]\nid = \"{0}\"\nscheme = \"{0}\"\n[[tenants.secrets]]\nkid = \"k1\"\nsecret = \"{1}\"\n",
+                "[[tenants]]\nid = \"{0}\"\nscheme = \"{0}\"\n{hmac}[[tenants.secrets]]\nkid = \"k1\"\nsecret = \"{1}\"\n",
                 scheme.as_str(),
                 secret_text(*scheme)
             )
         })
         .collect()
+}
+
+/// The `hmac` tenant's spec, as its table above says.
+fn hmac_spec() -> HmacSpec {
+    HmacSpec::new(HmacFields {
+        signature: "header:X-Sig".into(),
+        signed: Some("{header:X-Ts}.{body}".into()),
+        timestamp: Some("header:X-Ts".into()),
+        ..HmacFields::default()
+    })
+    .unwrap()
 }
 
 fn secret_text(scheme: Scheme) -> &'static str {
@@ -34,6 +50,18 @@ fn secret_text(scheme: Scheme) -> &'static str {
 
 fn signed(scheme: Scheme, event_id: &str, body: &[u8]) -> Vec<(String, String)> {
     let key = Secret::from_provider(scheme, "k1", secret_text(scheme)).unwrap();
+    if scheme == Scheme::Hmac {
+        let message = Message {
+            event_id,
+            timestamp: NOW,
+            body,
+            method: "POST",
+            url: None,
+        };
+        return sign_hmac(&hmac_spec(), &key, &message, &[])
+            .unwrap()
+            .headers;
+    }
     sign(scheme, &key, event_id, NOW, body)
 }
 
