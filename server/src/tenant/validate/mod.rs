@@ -156,6 +156,20 @@ mod tests {
     }
 
     #[test]
+    fn a_field_starting_with_a_slash_is_a_json_pointer() {
+        let source = EventIdSource::BodyField("/event-data/id");
+        let id = validate_body(br#"{"event-data":{"id":"e7"}}"#, source, &[]).unwrap();
+        assert_eq!(id.as_str(), "e7");
+        let e = answer(validate_body(br#"{"event-data":{}}"#, source, &[]).unwrap_err());
+        assert_eq!(
+            (e.code, e.details["field"].as_str()),
+            (ErrorCode::MissingRequiredField, Some("/event-data/id"))
+        );
+        let e = answer(validate_body(br#"{"event-data":{"id":[1]}}"#, source, &[]).unwrap_err());
+        assert_eq!(e.code, ErrorCode::InvalidField);
+    }
+
+    #[test]
     fn names_the_missing_or_invalid_field() {
         let e = body_id(r#"{"event_id":"e1"}"#, &["type"]).unwrap_err();
         assert_eq!(
