@@ -10,7 +10,7 @@ mod tests;
 mod wire;
 
 pub use hookd_proto::domain::HmacFields;
-use template::{Part, Template};
+use template::{Part, Slot, Template};
 pub use wire::{sign_hmac, verify_hmac, CannotSign};
 
 use super::Hash;
@@ -155,7 +155,7 @@ impl HmacSpec {
     /// Whether the signed string includes `{url}`, so the tenant needs a
     /// `public_url`.
     pub fn signs_url(&self) -> bool {
-        matches!(&self.kind, Kind::Hmac { signed, .. } if signed.has(&Part::Url))
+        matches!(&self.kind, Kind::Hmac { signed, .. } if signed.has(Slot::Url))
     }
 
     /// Whether anything is read from the JSON body.
@@ -217,24 +217,24 @@ fn hmac_kind(
         }
     };
     let signed = Template::parse(fields.signed.as_deref().unwrap_or("{body}"))?;
-    if signature.in_body() && signed.has(&Part::Body) {
+    if signature.in_body() && signed.parts.contains(&Part::Body) {
         return Err(InvalidHmacSpec::new(
             "signed",
             "{body} cannot be signed when the signature is inside the body",
         ));
     }
-    if signed.has(&Part::Value(signature.clone())) {
+    if signed.has(Slot::Value(signature.clone())) {
         return Err(InvalidHmacSpec::new(
             "signed",
             "the signature cannot sign itself",
         ));
     }
     match timestamp {
-        None if signed.has(&Part::Timestamp) => Err(InvalidHmacSpec::new(
+        None if signed.has(Slot::Timestamp) => Err(InvalidHmacSpec::new(
             "signed",
             "{timestamp} is used but hmac.timestamp says where it is",
         )),
-        Some((at, _)) if !signed.has(&Part::Timestamp) && !signed.has(&Part::Value(at.clone())) => {
+        Some((at, _)) if !signed.has(Slot::Timestamp) && !signed.has(Slot::Value(at.clone())) => {
             Err(InvalidHmacSpec::new(
                 "timestamp",
                 "the timestamp is not in hmac.signed, so it proves nothing; \

@@ -9,14 +9,21 @@ use super::{InvalidHmacSpec, Location};
 pub(crate) enum Part {
     /// Bytes written as they are.
     Literal(String),
+    /// The raw body.
+    Body,
+    /// A value read from the request.
+    Slot(Slot),
+}
+
+/// A placeholder whose value is read from the request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Slot {
     /// The timestamp exactly as it was sent.
     Timestamp,
     /// The request method.
     Method,
     /// The public URL the provider called, query included.
     Url,
-    /// The raw body.
-    Body,
     /// A header's value, or a value inside the JSON body.
     Value(Location),
 }
@@ -77,28 +84,28 @@ impl Template {
         self.parts.iter().filter(|part| which(part)).count()
     }
 
-    /// Whether the template uses `part`.
-    pub(crate) fn has(&self, part: &Part) -> bool {
-        self.parts.contains(part)
+    /// Whether the template uses `slot`.
+    pub(crate) fn has(&self, slot: Slot) -> bool {
+        self.parts.contains(&Part::Slot(slot))
     }
 
     /// Whether any value is read from the JSON body.
     pub(crate) fn reads_body_json(&self) -> bool {
         self.parts
             .iter()
-            .any(|part| matches!(part, Part::Value(Location::Pointer(_))))
+            .any(|part| matches!(part, Part::Slot(Slot::Value(Location::Pointer(_)))))
     }
 }
 
 /// One `{...}` placeholder by its name.
 fn placeholder(name: &str) -> Result<Part, String> {
     Ok(match name {
-        "timestamp" => Part::Timestamp,
-        "method" => Part::Method,
-        "url" => Part::Url,
+        "timestamp" => Part::Slot(Slot::Timestamp),
+        "method" => Part::Slot(Slot::Method),
+        "url" => Part::Slot(Slot::Url),
         "body" => Part::Body,
         _ if name.starts_with("header:") || name.starts_with('/') => {
-            Part::Value(Location::parse(name)?)
+            Part::Slot(Slot::Value(Location::parse(name)?))
         }
         _ => {
             return Err(format!(
@@ -120,7 +127,7 @@ mod tests {
             template.parts,
             vec![
                 Part::Literal("v0:".into()),
-                Part::Value(Location::Header("X-Ts".into())),
+                Part::Slot(Slot::Value(Location::Header("X-Ts".into()))),
                 Part::Literal(":".into()),
                 Part::Body,
             ]
@@ -131,7 +138,7 @@ mod tests {
         let braces = Template::parse("{{x}}{method}").unwrap();
         assert_eq!(
             braces.parts,
-            vec![Part::Literal("{x}".into()), Part::Method]
+            vec![Part::Literal("{x}".into()), Part::Slot(Slot::Method)]
         );
     }
 

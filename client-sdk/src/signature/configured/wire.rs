@@ -5,7 +5,7 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use serde_json::Value;
 
-use super::{HmacSpec, Kind, Location, Part, Unit};
+use super::{HmacSpec, Kind, Location, Part, Slot, Unit};
 use crate::error::VerifyError;
 use crate::signature::{
     check_claims, codec, Claims, Delivery, HeaderLookup, HeaderSource, Message, Proof, Secret,
@@ -82,13 +82,12 @@ fn parse<H: HeaderSource + ?Sized>(
                 codec::decode_hex_len(presented, hash.tag_len())?
             };
             let signed = render(&signed.parts, |part| match part {
-                Part::Timestamp => Ok(raw_timestamp.clone().unwrap_or_default()),
-                Part::Method => Ok(delivery.method.to_owned()),
-                Part::Url => delivery.url.map(str::to_owned).ok_or(codec::malformed(
+                Slot::Timestamp => Ok(raw_timestamp.clone().unwrap_or_default()),
+                Slot::Method => Ok(delivery.method.to_owned()),
+                Slot::Url => delivery.url.map(str::to_owned).ok_or(codec::malformed(
                     "the signed string has {url} but the tenant has no public_url",
                 )),
-                Part::Value(at) => request.value(at, SIGNED),
-                Part::Literal(_) | Part::Body => unreachable!("rendered by render"),
+                Slot::Value(at) => request.value(at, SIGNED),
             })?;
             (Proof::Hmac(*hash, tag), signed)
         }
@@ -105,7 +104,7 @@ fn parse<H: HeaderSource + ?Sized>(
 /// The parts around the body, each value from `value`.
 fn render<E>(
     parts: &[Part],
-    mut value: impl FnMut(&Part) -> Result<String, E>,
+    mut value: impl FnMut(&Slot) -> Result<String, E>,
 ) -> Result<Signed, E> {
     let mut signed = Signed::default();
     for part in parts {
@@ -117,7 +116,7 @@ fn render<E>(
         match part {
             Part::Literal(text) => target.extend_from_slice(text.as_bytes()),
             Part::Body => signed.body = true,
-            other => target.extend_from_slice(value(other)?.as_bytes()),
+            Part::Slot(slot) => target.extend_from_slice(value(slot)?.as_bytes()),
         }
     }
     Ok(signed)
@@ -228,17 +227,16 @@ pub fn sign_hmac(
             signed,
         } => {
             let signed = render(&signed.parts, |part| match part {
-                Part::Timestamp => Ok(timestamp
+                Slot::Timestamp => Ok(timestamp
                     .as_ref()
                     .map(|(_, t)| t.clone())
                     .unwrap_or_default()),
-                Part::Method => Ok(message.method.to_owned()),
-                Part::Url => message
+                Slot::Method => Ok(message.method.to_owned()),
+                Slot::Url => message
                     .url
                     .map(str::to_owned)
                     .ok_or_else(|| CannotSign("the message has no url".to_owned())),
-                Part::Value(at) => value(at),
-                Part::Literal(_) | Part::Body => unreachable!("rendered by render"),
+                Slot::Value(at) => value(at),
             })?;
             let tag = codec::hmac(*hash, secret.key(), &signed, message.body);
             if *base64 {
