@@ -311,4 +311,27 @@ mod tests {
             (200, 32)
         );
     }
+
+    /// An hmac tenant's spec is kept with it and reaches the config form;
+    /// records without one (every record before it) load with none.
+    #[test]
+    fn an_hmac_spec_round_trips_through_the_record() {
+        let mut tenant = StoredTenant::new(TenantId::try_from("mg").unwrap(), Scheme::Hmac);
+        tenant.hmac = Some(HmacFields {
+            signature: "/signature/signature".into(),
+            signed: Some("{/signature/timestamp}{/signature/token}".into()),
+            timestamp: Some("/signature/timestamp".into()),
+            ..HmacFields::default()
+        });
+        let (again, _) =
+            TenantRecord::decode(&TenantRecord::new(tenant.clone(), 1).encode()).unwrap();
+        assert_eq!(again.tenant, tenant);
+        assert_eq!(again.tenant.to_config().hmac, tenant.hmac);
+        let plain = TenantRecord::new(
+            StoredTenant::new(TenantId::try_from("gh").unwrap(), Scheme::Github),
+            1,
+        );
+        let text = String::from_utf8(plain.encode()).unwrap();
+        assert!(!text.contains("hmac"), "{text}");
+    }
 }
