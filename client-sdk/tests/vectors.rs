@@ -1,12 +1,15 @@
 //! Checks `verify_delivery` against deliveries signed by each provider's own
 //! library (`tests/vectors/signatures.json` and `tests/vectors/providers/*.json`),
-//! so the schemes match the real wire formats.
+//! so the schemes match the real wire formats; and `verify_hmac` against the
+//! `scheme = "hmac"` deliveries of `tests/vectors/hmac/*.json`, each with its spec.
 
 use std::collections::{HashMap, HashSet};
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
-use hookd_sdk::signature::{verify_delivery, Delivery, Scheme, Secret};
+use hookd_sdk::signature::{
+    verify_delivery, verify_hmac, Delivery, HmacFields, HmacSpec, Scheme, Secret,
+};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -29,7 +32,34 @@ struct Vector {
     /// The public URL the provider called, query included, for schemes that sign it.
     #[serde(default)]
     url: Option<String>,
+    /// `scheme = "hmac"`: the tenant's `[hmac]` table.
+    #[serde(default)]
+    hmac: Option<HashMap<String, String>>,
+    /// Where the event id is, when the scheme does not say (a JSON pointer).
+    #[serde(default)]
+    event_id_field: Option<String>,
     expect: Expect,
+}
+
+/// The vector's `[hmac]` table, validated.
+fn spec_of(vector: &Vector) -> Option<HmacSpec> {
+    let table = vector.hmac.as_ref()?;
+    let mut fields = HmacFields::default();
+    for (key, value) in table {
+        let value = value.clone();
+        match key.as_str() {
+            "signature" => fields.signature = value,
+            "mode" => fields.mode = Some(value),
+            "algorithm" => fields.algorithm = Some(value),
+            "encoding" => fields.encoding = Some(value),
+            "prefix" => fields.prefix = Some(value),
+            "signed" => fields.signed = Some(value),
+            "timestamp" => fields.timestamp = Some(value),
+            "timestamp_unit" => fields.timestamp_unit = Some(value),
+            other => panic!("{}: unknown hmac field {other:?}", vector.name),
+        }
+    }
+    Some(HmacSpec::new(fields).unwrap_or_else(|e| panic!("{}: {e}", vector.name)))
 }
 
 #[derive(Deserialize)]
@@ -50,16 +80,18 @@ struct Expect {
 fn load() -> Vec<Vector> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors");
     let mut paths = vec![dir.join("signatures.json")];
-    let mut providers: Vec<_> = std::fs::read_dir(dir.join("providers"))
-        .map(|entries| {
-            entries
-                .map(|entry| entry.expect("list providers/").path())
-                .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
-                .collect()
-        })
-        .unwrap_or_default();
-    providers.sort();
-    paths.extend(providers);
+    for folder in ["providers", "hmac"] {
+        let mut found: Vec<_> = std::fs::read_dir(dir.join(folder))
+            .map(|entries| {
+                entries
+                    .map(|entry| entry.expect("list vector folder").path())
+                    .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        found.sort();
+        paths.extend(found);
+    }
     paths
         .iter()
         .flat_map(|path| {
@@ -116,7 +148,10 @@ fn check(vector: &Vector, scheme: Scheme) -> Result<(), String> {
         headers: &vector.headers,
         body: &body,
     };
-    let result = verify_delivery(scheme, &delivery, &keys, vector.now, vector.tolerance_s);
+    let result = match spec_of(vector) {
+        Some(spec) => verify_hmac(&spec, &delivery, &keys, vector.now, vector.tolerance_s),
+        None => verify_delivery(scheme, &delivery, &keys, vector.now, vector.tolerance_s),
+    };
     match (&vector.expect, result) {
         (
             Expect {
@@ -124,7 +159,8 @@ fn check(vector: &Vector, scheme: Scheme) -> Result<(), String> {
             },
             Ok(verified),
         ) => {
-            let found = match scheme.body_event_id_field() {
+            let field = vector.event_id_field.as_deref();
+            let found = match field.or(scheme.body_event_id_field()) {
                 Some(field) => body_event_id(&body, field),
                 None => verified.header_event_id,
             };

@@ -126,6 +126,7 @@ fn ingest<'a>(headers: &'a HeaderMap, body: &Bytes) -> Ingest<'a> {
         query: "",
         method: "POST",
         body: body.clone(),
+        wire: None,
         trace: opentelemetry::Context::new(),
     }
 }

@@ -23,8 +23,12 @@ pub struct Ingest<'a> {
     pub request_id: RequestId,
     /// The request headers as received.
     pub headers: &'a HeaderMap,
-    /// The raw body, never re-encoded.
+    /// The body as sent, or decoded when it was sent compressed
+    /// (`Content-Encoding`); never re-encoded. What is stored and forwarded.
     pub body: Bytes,
+    /// The compressed bytes as sent, kept only when the tenant's signature
+    /// covers them (`signed_body = "wire"`).
+    pub wire: Option<Bytes>,
     /// The request's raw query string (for route filters and the schemes
     /// that sign the URL).
     pub query: &'a str,

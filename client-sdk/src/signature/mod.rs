@@ -3,6 +3,7 @@
 //! timestamp against the tolerance; and sign.
 
 mod codec;
+mod configured;
 mod discord;
 mod github;
 mod gitlab;
@@ -45,6 +46,7 @@ use codec::Tag;
 use subtle::Choice;
 
 pub use codec::Hash;
+pub use configured::{sign_hmac, verify_hmac, CannotSign, HmacFields, HmacSpec, InvalidHmacSpec};
 pub use secret::KeyKind;
 
 /// One delivery as a scheme sees it: the request line, the headers and the
@@ -122,7 +124,9 @@ pub fn verify(
 /// Verify one delivery. `keys`: current first, then previous (if its overlap window is
 /// open) — the caller decides which keys are live. The request is parsed fully before
 /// any MAC is computed or signature checked, and the tolerance is checked only once a
-/// key matched.
+/// key matched. [`Scheme::Hmac`] has no wire format of its own: it refuses every
+/// delivery here, as `INVALID_SIGNATURE_FORMAT`; verify it with [`verify_hmac`] and
+/// the tenant's [`HmacSpec`].
 pub fn verify_delivery<H: HeaderSource + ?Sized>(
     scheme: Scheme,
     delivery: &Delivery<'_, H>,
@@ -152,11 +156,26 @@ pub fn verify_delivery<H: HeaderSource + ?Sized>(
         Scheme::Linear => linear::Linear::parse(delivery),
         Scheme::Square => square::Square::parse(delivery),
         Scheme::Hubspot => hubspot::Hubspot::parse(delivery),
+        Scheme::Hmac => Err(codec::malformed(
+            "scheme hmac is verified with its tenant's [hmac] spec",
+        )),
     }?;
+    check_claims(claims, delivery.body, keys, now_unix, tolerance_secs)
+}
+
+/// The checks after parsing: a live key made a presented proof (the key the
+/// request names, if it names one), then the tolerance.
+pub(crate) fn check_claims(
+    claims: Claims,
+    body: &[u8],
+    keys: &[Secret],
+    now_unix: i64,
+    tolerance_secs: u64,
+) -> Result<Verified, VerifyError> {
     let key = keys
         .iter()
         .filter(|key| claims.kid.as_deref().is_none_or(|kid| key.kid() == kid))
-        .find(|key| proves(key, &claims, delivery.body))
+        .find(|key| proves(key, &claims, body))
         .ok_or(VerifyError::BadSignature)?;
     if let Some(timestamp) = claims.timestamp {
         check_tolerance(timestamp, now_unix, tolerance_secs)?;
@@ -264,7 +283,9 @@ pub fn sign(
 /// Signs `message` as `scheme`'s sender does, with `secret` (a shared key, or the
 /// private half of a key pair for the schemes that sign with one). A key that
 /// cannot sign for the scheme (a public key, or a shared secret where a key pair
-/// signs) yields no signature header, so the receiver answers `MISSING_SIGNATURE`.
+/// signs) yields no signature header, so the receiver answers `MISSING_SIGNATURE`;
+/// so does [`Scheme::Hmac`], whose format is the tenant's [`HmacSpec`]: sign it
+/// with [`sign_hmac`].
 pub fn sign_message(scheme: Scheme, secret: &Secret, message: &Message<'_>) -> Signing {
     match scheme {
         Scheme::Standard => standard::Standard::sign(secret, message),
@@ -288,6 +309,7 @@ pub fn sign_message(scheme: Scheme, secret: &Secret, message: &Message<'_>) -> S
         Scheme::Linear => linear::Linear::sign(secret, message),
         Scheme::Square => square::Square::sign(secret, message),
         Scheme::Hubspot => hubspot::Hubspot::sign(secret, message),
+        Scheme::Hmac => with_headers(message, Vec::new()),
     }
 }
 

@@ -106,8 +106,10 @@ const NAMES: [&str; 37] = [
     "x-other",
 ];
 
+/// The schemes with a wire format of their own (`hmac`'s is its spec).
 fn scheme() -> impl Strategy<Value = Scheme> {
-    prop::sample::select(Scheme::ALL.to_vec())
+    let presets = Scheme::ALL.into_iter().filter(|s| *s != Scheme::Hmac);
+    prop::sample::select(presets.collect::<Vec<_>>())
 }
 
 /// Header values built from the pieces the formats use, with any character

@@ -86,7 +86,8 @@ impl Secret {
             | Scheme::Twitch
             | Scheme::Linear
             | Scheme::Square
-            | Scheme::Hubspot => (KeyKind::Shared, secret.as_bytes().to_vec()),
+            | Scheme::Hubspot
+            | Scheme::Hmac => (KeyKind::Shared, secret.as_bytes().to_vec()),
         };
         Secret::of_kind(kid, kind, key)
     }

@@ -11,6 +11,14 @@ const BODY: &[u8] = br#"{"event_id":"evt_1","id":"evt_1"}"#;
 
 type Headers = Vec<(String, String)>;
 
+/// Every scheme with a wire format of its own (`hmac`'s is its spec: see
+/// `configured/tests.rs`).
+fn presets() -> impl Iterator<Item = Scheme> {
+    Scheme::ALL
+        .into_iter()
+        .filter(|scheme| *scheme != Scheme::Hmac)
+}
+
 /// The tenant's current key for `scheme`, as its sender holds it (the private half
 /// for the schemes that sign with a key pair).
 fn current(scheme: Scheme) -> Secret {
@@ -116,14 +124,13 @@ fn signature_header(scheme: Scheme) -> Option<&'static str> {
         Scheme::Square => "x-square-hmacsha256-signature",
         Scheme::Hubspot => "X-HubSpot-Signature-v3",
         Scheme::Mailgun => return None,
+        Scheme::Hmac => unreachable!("hmac is not a preset"),
     })
 }
 
 /// The schemes with a signature header, and its name.
 fn header_schemes() -> impl Iterator<Item = (Scheme, &'static str)> {
-    Scheme::ALL
-        .into_iter()
-        .filter_map(|scheme| Some((scheme, signature_header(scheme)?)))
+    presets().filter_map(|scheme| Some((scheme, signature_header(scheme)?)))
 }
 
 /// A signature header value for `scheme` carrying `tag` as already encoded.
@@ -152,7 +159,7 @@ fn covers_body(scheme: Scheme) -> bool {
 
 #[test]
 fn sign_then_verify_round_trips_for_every_scheme() {
-    for scheme in Scheme::ALL {
+    for scheme in presets() {
         let (headers, body) = signed(scheme, &current(scheme), "evt_1", NOW);
         let verified = check(scheme, &headers, &body).unwrap_or_else(|e| panic!("{scheme}: {e}"));
         assert_eq!(verified.kid, "k2", "{scheme}");
@@ -168,7 +175,7 @@ fn sign_then_verify_round_trips_for_every_scheme() {
 
 #[test]
 fn previous_key_is_accepted_for_every_scheme() {
-    for scheme in Scheme::ALL {
+    for scheme in presets() {
         let (headers, body) = signed(scheme, &previous(scheme), "evt_1", NOW);
         let verified = check(scheme, &headers, &body).unwrap_or_else(|e| panic!("{scheme}: {e}"));
         assert_eq!(verified.kid, "k1", "{scheme}");
@@ -177,7 +184,7 @@ fn previous_key_is_accepted_for_every_scheme() {
 
 #[test]
 fn tampered_body_is_a_bad_signature() {
-    for scheme in Scheme::ALL.into_iter().filter(|s| covers_body(*s)) {
+    for scheme in presets().filter(|s| covers_body(*s)) {
         let (headers, body) = signed(scheme, &current(scheme), "evt_1", NOW);
         let mut tampered = body.clone();
         tampered[2] ^= 1;
@@ -252,7 +259,7 @@ fn missing_signature_header_names_the_header() {
 
 #[test]
 fn non_integer_timestamp_is_reported_before_the_mac() {
-    for scheme in Scheme::ALL.into_iter().filter(|s| s.has_timestamp()) {
+    for scheme in presets().filter(|s| s.has_timestamp()) {
         let (mut headers, body) = signed(scheme, &current(scheme), "evt_1", NOW);
         for (_, value) in headers.iter_mut() {
             *value = value
@@ -270,7 +277,7 @@ fn non_integer_timestamp_is_reported_before_the_mac() {
 #[test]
 fn tolerance_edges() {
     let tolerance = i64::try_from(TOLERANCE).unwrap();
-    for scheme in Scheme::ALL.into_iter().filter(|s| s.has_timestamp()) {
+    for scheme in presets().filter(|s| s.has_timestamp()) {
         let at = |ts: i64| {
             let (headers, body) = signed(scheme, &current(scheme), "e", ts);
             check(scheme, &headers, &body)
@@ -290,7 +297,7 @@ fn tolerance_edges() {
 
 #[test]
 fn schemes_without_timestamp_ignore_the_clock() {
-    for scheme in Scheme::ALL.into_iter().filter(|s| !s.has_timestamp()) {
+    for scheme in presets().filter(|s| !s.has_timestamp()) {
         let (headers, body) = signed(scheme, &current(scheme), "evt_1", 0);
         let keys = [current(scheme).verifying()];
         let verified = check_with(scheme, &headers, &body, &keys, NOW, 0);
@@ -383,7 +390,7 @@ fn errors_read_plainly_and_carry_stable_codes() {
 
 #[test]
 fn token_schemes_do_not_cover_the_body() {
-    for scheme in Scheme::ALL.into_iter().filter(|s| sends_token(*s)) {
+    for scheme in presets().filter(|s| sends_token(*s)) {
         let (headers, _) = signed(scheme, &current(scheme), "evt_1", NOW);
         let changed = br#"{"event_id":"evt_1","id":"evt_2"}"#;
         assert_eq!(

@@ -7,8 +7,8 @@ use super::non_empty;
 use crate::{
     error::Error,
     model::{
-        CreatedTenant, CreatedToken, NewTenant, ProvidedSecret, RateLimit, RotatedSecret, Scheme,
-        SecretInfo, TenantPatch, TenantView, TokenInfo,
+        CreatedTenant, CreatedToken, HmacFields, NewTenant, ProvidedSecret, RateLimit,
+        RotatedSecret, Scheme, SecretInfo, TenantPatch, TenantView, TokenInfo,
     },
     Result,
 };
@@ -41,6 +41,7 @@ impl From<TenantView> for pb::Tenant {
             event_id_field: t.event_id_field.unwrap_or_default(),
             created_at_unix_ms: t.created_at_ms,
             public_url: t.public_url.unwrap_or_default(),
+            hmac: t.hmac.map(pb::HmacSpec::from),
         }
     }
 }
@@ -61,6 +62,7 @@ impl TryFrom<pb::CreateTenantRequest> for NewTenant {
                 "" => DEFAULT_SCHEME,
                 name => scheme(name)?,
             },
+            hmac: r.hmac.map(HmacFields::from),
             tolerance_secs: or_default(r.tolerance_secs, DEFAULT_TOLERANCE_SECS),
             destination_url: destination_url(r.destination_url)?,
             max_body_bytes: or_default(r.max_body_bytes, DEFAULT_MAX_BODY_BYTES),
@@ -81,6 +83,7 @@ impl TryFrom<pb::UpdateTenantRequest> for TenantPatch {
     fn try_from(r: pb::UpdateTenantRequest) -> Result<Self> {
         Ok(TenantPatch {
             scheme: r.scheme.as_deref().map(scheme).transpose()?,
+            hmac: r.hmac.map(HmacFields::from),
             tolerance_secs: r
                 .tolerance_secs
                 .map(|t| or_default(t, DEFAULT_TOLERANCE_SECS)),
@@ -289,7 +292,7 @@ mod tests {
             (
                 "scheme",
                 pb::CreateTenantRequest {
-                    scheme: "hmac".into(),
+                    scheme: "svix".into(),
                     ..base.clone()
                 },
             ),

@@ -168,6 +168,7 @@ pub fn tenant(tenant_id: &str, destination_url: Option<String>) -> TenantView {
     TenantView {
         tenant_id: tenant_id.into(),
         scheme: Scheme::Standard,
+        hmac: None,
         tolerance_secs: 300,
         destination_url,
         enabled: true,

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-pub use hookd_proto::domain::{RateLimit, Scheme, SecretState};
+pub use hookd_proto::domain::{HmacFields, RateLimit, Scheme, SecretState};
 
 /// A tenant as stored, every default filled in.
 #[derive(Debug, Clone, PartialEq)]
@@ -11,6 +11,8 @@ pub struct TenantView {
     pub tenant_id: String,
     /// How the sender signs.
     pub scheme: Scheme,
+    /// The verifier of scheme `hmac`; `None` for every other scheme.
+    pub hmac: Option<HmacFields>,
     /// Allowed clock distance of a signed timestamp, both ways.
     pub tolerance_secs: u64,
     /// Where deliveries are forwarded; `None` is pull mode.
@@ -44,6 +46,8 @@ pub struct NewTenant {
     pub tenant_id: String,
     /// How the sender signs.
     pub scheme: Scheme,
+    /// The verifier of scheme `hmac`, as given (the backend validates it).
+    pub hmac: Option<HmacFields>,
     /// Allowed clock distance of a signed timestamp.
     pub tolerance_secs: u64,
     /// An absolute http(s) URL, or `None` for pull mode.
@@ -97,6 +101,8 @@ impl fmt::Debug for ProvidedSecret {
 pub struct TenantPatch {
     /// New signature scheme; the secrets stay.
     pub scheme: Option<Scheme>,
+    /// New spec for scheme `hmac`, as given (the backend validates it).
+    pub hmac: Option<HmacFields>,
     /// New timestamp tolerance.
     pub tolerance_secs: Option<u64>,
     /// `Some(None)` switches to pull mode; `Some(Some(url))` to forwarding.

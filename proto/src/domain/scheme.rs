@@ -65,11 +65,16 @@ pub enum Scheme {
     /// HubSpot v3: `X-HubSpot-Signature-v3: <base64>` over method + URI + body +
     /// `X-HubSpot-Request-Timestamp` (ms).
     Hubspot,
+    /// Built from the tenant's configuration alone (`[tenants.hmac]`): where the
+    /// signature is (a header or a JSON pointer into the body), its hash and
+    /// encoding, the signed string's template and the timestamp's source; or a
+    /// secret token sent in a header.
+    Hmac,
 }
 
 impl Scheme {
     /// Every scheme, so configuration UIs and tests can enumerate them.
-    pub const ALL: [Scheme; 21] = [
+    pub const ALL: [Scheme; 22] = [
         Scheme::Standard,
         Scheme::Hookd,
         Scheme::Stripe,
@@ -91,6 +96,7 @@ impl Scheme {
         Scheme::Linear,
         Scheme::Square,
         Scheme::Hubspot,
+        Scheme::Hmac,
     ];
 
     /// The name used in configuration and on the wire; `FromStr` accepts it back.
@@ -117,6 +123,7 @@ impl Scheme {
             Scheme::Linear => "linear",
             Scheme::Square => "square",
             Scheme::Hubspot => "hubspot",
+            Scheme::Hmac => "hmac",
         }
     }
 
@@ -141,7 +148,8 @@ impl Scheme {
             | Scheme::Meta
             | Scheme::Zoom
             | Scheme::Twitch
-            | Scheme::Linear => None,
+            | Scheme::Linear
+            | Scheme::Hmac => None,
         }
     }
 
@@ -169,12 +177,15 @@ impl Scheme {
             | Scheme::Paddle
             | Scheme::Zoom
             | Scheme::Square
-            | Scheme::Hubspot => None,
+            | Scheme::Hubspot
+            | Scheme::Hmac => None,
         }
     }
 
     /// Whether the signature covers the URL the provider called, so the tenant
     /// needs a `public_url` (behind a load balancer hookd cannot see it).
+    /// `hmac` answers `false`: whether its template signs `{url}` is the
+    /// spec's to say.
     pub fn signs_url(self) -> bool {
         match self {
             Scheme::Twilio | Scheme::Square | Scheme::Hubspot => true,
@@ -195,12 +206,15 @@ impl Scheme {
             | Scheme::Paddle
             | Scheme::Zoom
             | Scheme::Twitch
-            | Scheme::Linear => false,
+            | Scheme::Linear
+            | Scheme::Hmac => false,
         }
     }
 
     /// Whether the signed material has a timestamp; without one the tolerance window
     /// cannot bound replays and the server must lean on its replay cache alone.
+    /// `hmac` answers `false`: its spec may name no timestamp, so the server
+    /// keeps the content key that does not rely on one.
     pub fn has_timestamp(self) -> bool {
         match self {
             Scheme::Standard
@@ -223,7 +237,8 @@ impl Scheme {
             | Scheme::Twilio
             | Scheme::Meta
             | Scheme::Intercom
-            | Scheme::Square => false,
+            | Scheme::Square
+            | Scheme::Hmac => false,
         }
     }
 }

@@ -118,6 +118,7 @@ impl Backend {
             .map_err(|e| ApiError::InvalidArgument(format!("tenant_id: {e}")))?;
         let record = TenantRecord::new(
             StoredTenant {
+                hmac: new.hmac,
                 tolerance_secs: new.tolerance_secs,
                 max_body_bytes: new.max_body_bytes as usize,
                 required_fields: new.required_fields,
@@ -188,6 +189,12 @@ impl Backend {
         let c = &mut record.tenant;
         if let Some(scheme) = patch.scheme {
             c.scheme = scheme;
+            if scheme != Scheme::Hmac {
+                c.hmac = None;
+            }
+        }
+        if let Some(hmac) = patch.hmac {
+            c.hmac = Some(hmac);
         }
         if let Some(tolerance) = patch.tolerance_secs {
             c.tolerance_secs = tolerance;
@@ -386,6 +393,7 @@ pub(super) fn view_of(s: &TenantSettings, from_config: bool, created_at_ms: i64)
     TenantView {
         tenant_id: s.id.to_string(),
         scheme: s.scheme,
+        hmac: s.hmac.as_ref().map(|spec| spec.fields().clone()),
         tolerance_secs: s.tolerance_secs,
         destination_url: s.forward.as_ref().map(|f| f.url.clone()),
         enabled: s.enabled,

@@ -452,7 +452,8 @@ fn new_signing_secret(scheme: Scheme) -> Option<SecretString> {
         | Scheme::Twitch
         | Scheme::Linear
         | Scheme::Square
-        | Scheme::Hubspot => hex::encode(&raw[..]),
+        | Scheme::Hubspot
+        | Scheme::Hmac => hex::encode(&raw[..]),
         Scheme::Twilio | Scheme::Meta => hex::encode(&raw[..16]),
         Scheme::Discord | Scheme::Sendgrid => return None,
     }))

@@ -7,6 +7,7 @@
 //! API have no `routes`; they load with none.
 
 use hookd_proto::domain::{defaults, Scheme};
+use hookd_sdk::signature::HmacFields;
 use serde::{Deserialize, Serialize};
 
 use crate::{
@@ -26,6 +27,9 @@ pub struct StoredTenant {
     pub id: TenantId,
     /// Its senders' signature scheme.
     pub scheme: Scheme,
+    /// The verifier of `scheme = "hmac"`; records made before it have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hmac: Option<HmacFields>,
     /// False: deliveries are refused with 403.
     pub enabled: bool,
     /// Signed-timestamp tolerance, both directions.
@@ -118,6 +122,7 @@ impl StoredTenant {
         StoredTenant {
             id,
             scheme,
+            hmac: None,
             enabled: true,
             tolerance_secs: defaults::TOLERANCE_SECS,
             max_body_bytes: defaults::MAX_BODY_BYTES as usize,
@@ -138,6 +143,7 @@ impl StoredTenant {
         TenantConfig {
             id: self.id.to_string(),
             scheme: self.scheme.as_str().to_owned(),
+            hmac: self.hmac.clone(),
             enabled: self.enabled,
             tolerance_secs: self.tolerance_secs,
             max_body_bytes: self.max_body_bytes,
@@ -147,6 +153,7 @@ impl StoredTenant {
             verify_token: None,
             verify_token_env: None,
             verify_token_file: None,
+            signed_body: None,
             replay_cache_capacity: TenantConfig::DEFAULT_REPLAY_CACHE_CAPACITY,
             rate_limit: self.rate_limit,
             secrets: Vec::new(),
@@ -173,6 +180,7 @@ impl StoredTenant {
         Ok(StoredTenant {
             id: TenantId::try_from(config.id.as_str()).map_err(|e| invalid(e.to_string()))?,
             scheme: config.scheme.parse().map_err(|e| invalid(format!("{e}")))?,
+            hmac: config.hmac.clone(),
             enabled: config.enabled,
             tolerance_secs: config.tolerance_secs,
             max_body_bytes: config.max_body_bytes,
@@ -330,5 +338,28 @@ mod tests {
             ),
             (200, 32)
         );
+    }
+
+    /// An hmac tenant's spec is kept with it and reaches the config form;
+    /// records without one (every record before it) load with none.
+    #[test]
+    fn an_hmac_spec_round_trips_through_the_record() {
+        let mut tenant = StoredTenant::new(TenantId::try_from("mg").unwrap(), Scheme::Hmac);
+        tenant.hmac = Some(HmacFields {
+            signature: "/signature/signature".into(),
+            signed: Some("{/signature/timestamp}{/signature/token}".into()),
+            timestamp: Some("/signature/timestamp".into()),
+            ..HmacFields::default()
+        });
+        let (again, _) =
+            TenantRecord::decode(&TenantRecord::new(tenant.clone(), 1).encode()).unwrap();
+        assert_eq!(again.tenant, tenant);
+        assert_eq!(again.tenant.to_config().hmac, tenant.hmac);
+        let plain = TenantRecord::new(
+            StoredTenant::new(TenantId::try_from("gh").unwrap(), Scheme::Github),
+            1,
+        );
+        let text = String::from_utf8(plain.encode()).unwrap();
+        assert!(!text.contains("hmac"), "{text}");
     }
 }

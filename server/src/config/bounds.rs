@@ -188,6 +188,9 @@ pub const RETENTION_SECS: Count = count(1, 3_650 * DAY);
 pub const SWEEP_INTERVAL_SECS: Real = positive(DAY as f64);
 /// `retention.sweep_batch`.
 pub const SWEEP_BATCH: Count = count(1, 1_000_000);
+/// `limits.max_decompression_ratio`: at least 2 (1 would refuse every
+/// compressed body that compresses at all).
+pub const DECOMPRESSION_RATIO: Count = count(2, 100_000);
 /// `limits.tenant_idle_secs`: longer than any request may take.
 pub const TENANT_IDLE_SECS: Count = count(60, DAY);
 

@@ -7,7 +7,7 @@ use std::{path::PathBuf, sync::Arc};
 
 pub use hookd_proto::domain::SecretState;
 use hookd_proto::domain::{defaults, Scheme};
-use hookd_sdk::signature::Secret;
+use hookd_sdk::signature::{HmacFields, HmacSpec, Secret};
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 
@@ -42,6 +42,10 @@ pub struct TenantConfig {
     /// Signature scheme name.
     #[serde(default = "default_scheme")]
     pub scheme: String,
+    /// The verifier of `scheme = "hmac"`, built from configuration alone
+    /// (docs/providers.md); refused with any other scheme.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hmac: Option<HmacFields>,
     /// A disabled tenant answers 403 and stores nothing.
     #[serde(default = "yes")]
     pub enabled: bool,
@@ -74,6 +78,10 @@ pub struct TenantConfig {
     /// Path of a file holding the verify token (trailing newline ignored).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify_token_file: Option<PathBuf>,
+    /// Which bytes of a compressed body the signature covers, instead of
+    /// the scheme's default ([`SignedBody::of_scheme`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signed_body: Option<SignedBody>,
     /// Entries in the replay cache; older ones fall back to the idempotency log.
     #[serde(default = "default_replay_capacity")]
     pub replay_cache_capacity: u64,
@@ -124,6 +132,49 @@ pub struct TenantConfig {
     /// every event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filter: Option<serde_json::Value>,
+}
+
+/// Which bytes of a body sent with `Content-Encoding: gzip` or `deflate`
+/// its signature covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SignedBody {
+    /// The body decoded: the provider signs, then compresses.
+    Decoded,
+    /// The bytes as sent: the provider compresses, then signs.
+    Wire,
+}
+
+impl SignedBody {
+    /// What `scheme`'s provider signs. Every preset signs its payload before
+    /// any compression on the way (none documents signing compressed
+    /// bytes), and `hmac` tenants say otherwise with `signed_body`.
+    pub fn of_scheme(scheme: Scheme) -> SignedBody {
+        match scheme {
+            Scheme::Standard
+            | Scheme::Hookd
+            | Scheme::Stripe
+            | Scheme::Github
+            | Scheme::Shopify
+            | Scheme::Slack
+            | Scheme::Gitlab
+            | Scheme::Okta
+            | Scheme::Discord
+            | Scheme::Sendgrid
+            | Scheme::Mailgun
+            | Scheme::Twilio
+            | Scheme::Svix
+            | Scheme::Meta
+            | Scheme::Intercom
+            | Scheme::Paddle
+            | Scheme::Zoom
+            | Scheme::Twitch
+            | Scheme::Linear
+            | Scheme::Square
+            | Scheme::Hubspot
+            | Scheme::Hmac => SignedBody::Decoded,
+        }
+    }
 }
 
 /// One signing secret, inline or read from the environment or a file.
@@ -190,6 +241,8 @@ pub struct TenantSettings {
     pub id: TenantId,
     /// Signature scheme.
     pub scheme: Scheme,
+    /// The spec `scheme = "hmac"` verifies with; `None` for every other scheme.
+    pub hmac: Option<Arc<HmacSpec>>,
     /// Disabled tenants answer 403.
     pub enabled: bool,
     /// Timestamp tolerance in seconds.
@@ -206,6 +259,8 @@ pub struct TenantSettings {
     pub public_url: Option<String>,
     /// Meta's verify token, for its subscription handshake.
     pub verify_token: Option<SecretString>,
+    /// Which bytes of a compressed body the signature covers.
+    pub signed_body: SignedBody,
     /// Replay cache entries.
     pub replay_cache_capacity: u64,
     /// Optional rate limit.
@@ -267,6 +322,28 @@ impl TenantConfig {
         }
     }
 
+    /// The validated `[hmac]` table: required by `scheme = "hmac"`, refused
+    /// with any other scheme.
+    fn hmac_spec(&self, scheme: Scheme) -> Result<Option<Arc<HmacSpec>>, InvalidSetting> {
+        match (scheme, &self.hmac) {
+            (Scheme::Hmac, Some(fields)) => HmacSpec::new(fields.clone())
+                .map(|spec| Some(Arc::new(spec)))
+                .map_err(|e| InvalidSetting::new(format!("hmac.{}", e.field), e.reason)),
+            (Scheme::Hmac, None) => Err(InvalidSetting::new(
+                "hmac",
+                "scheme \"hmac\" needs its spec (the [hmac] table; over the API, hmac) saying where the signature is",
+            )),
+            (_, Some(_)) => Err(InvalidSetting::new(
+                "hmac",
+                format!(
+                    "only scheme \"hmac\" reads an [hmac] table, not {scheme:?}",
+                    scheme = scheme.as_str()
+                ),
+            )),
+            (_, None) => Ok(None),
+        }
+    }
+
     /// Validates this tenant and loads its secrets.
     pub fn resolve(&self) -> Result<TenantSettings, InvalidSetting> {
         let Ok(id) = TenantId::try_from(self.id.as_str()) else {
@@ -279,6 +356,7 @@ impl TenantConfig {
             .scheme
             .parse()
             .map_err(|e| InvalidSetting::new("scheme", e))?;
+        let hmac = self.hmac_spec(scheme)?;
         self.check_bounds()?;
         let event_id = EventIdRule::resolve(scheme, self.event_id_field.as_deref())?;
         check_public_url(scheme, self.public_url.as_deref())?;
@@ -332,6 +410,7 @@ impl TenantConfig {
             filter,
             id,
             scheme,
+            hmac,
             enabled: self.enabled,
             tolerance_secs: self.tolerance_secs,
             max_body_bytes: self.max_body_bytes,
@@ -340,6 +419,9 @@ impl TenantConfig {
             event_id,
             public_url: self.public_url.clone(),
             verify_token,
+            signed_body: self
+                .signed_body
+                .unwrap_or_else(|| SignedBody::of_scheme(scheme)),
             replay_cache_capacity: self.replay_cache_capacity,
             rate_limit: self.rate_limit,
             current,

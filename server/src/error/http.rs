@@ -76,11 +76,18 @@ pub enum ErrorCode {
     BadVerifyToken,
     /// A provider's handshake lacks a field its provider always sends.
     InvalidHandshake,
+    /// A compressed body decodes to more than `limits.max_decompression_ratio`
+    /// times its size: a decompression bomb.
+    CompressionRatioTooHigh,
+    /// A `Content-Encoding` hookd does not decode.
+    UnsupportedContentEncoding,
+    /// A compressed body is not a complete, valid stream of its coding.
+    InvalidCompressedBody,
 }
 
 impl ErrorCode {
     /// Every code, in documentation order.
-    pub const ALL: [ErrorCode; 29] = [
+    pub const ALL: [ErrorCode; 32] = [
         ErrorCode::PayloadTooLarge,
         ErrorCode::TenantNotFound,
         ErrorCode::TenantDisabled,
@@ -110,6 +117,9 @@ impl ErrorCode {
         ErrorCode::ContractCheckTooCostly,
         ErrorCode::BadVerifyToken,
         ErrorCode::InvalidHandshake,
+        ErrorCode::CompressionRatioTooHigh,
+        ErrorCode::UnsupportedContentEncoding,
+        ErrorCode::InvalidCompressedBody,
     ];
 
     /// The wire `code`.
@@ -144,13 +154,19 @@ impl ErrorCode {
             ErrorCode::ContractCheckTooCostly => "CONTRACT_CHECK_TOO_COSTLY",
             ErrorCode::BadVerifyToken => "BAD_VERIFY_TOKEN",
             ErrorCode::InvalidHandshake => "INVALID_HANDSHAKE",
+            ErrorCode::CompressionRatioTooHigh => "COMPRESSION_RATIO_TOO_HIGH",
+            ErrorCode::UnsupportedContentEncoding => "UNSUPPORTED_CONTENT_ENCODING",
+            ErrorCode::InvalidCompressedBody => "INVALID_COMPRESSED_BODY",
         }
     }
 
     /// The HTTP status that carries this code.
     pub fn status(self) -> StatusCode {
         match self {
-            ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorCode::PayloadTooLarge | ErrorCode::CompressionRatioTooHigh => {
+                StatusCode::PAYLOAD_TOO_LARGE
+            }
+            ErrorCode::UnsupportedContentEncoding => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ErrorCode::TenantNotFound | ErrorCode::RouteNotFound => StatusCode::NOT_FOUND,
             ErrorCode::TenantDisabled | ErrorCode::BadVerifyToken => StatusCode::FORBIDDEN,
             ErrorCode::MissingSignature
@@ -165,6 +181,7 @@ impl ErrorCode {
             | ErrorCode::InvalidField
             | ErrorCode::InvalidEventId
             | ErrorCode::InvalidHandshake
+            | ErrorCode::InvalidCompressedBody
             | ErrorCode::BodyIncomplete => StatusCode::BAD_REQUEST,
             ErrorCode::ContractViolation
             | ErrorCode::UnknownEventType

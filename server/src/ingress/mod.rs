@@ -3,6 +3,7 @@
 
 mod body;
 mod edge;
+mod encoding;
 mod handshake;
 mod health;
 mod hooks;

@@ -203,25 +203,24 @@ impl Gate {
         let headers = SignedHeaders(msg.headers);
         let keys = snapshot.live_keys(now_ms.div_euclid(1000));
         let url = s.delivery_url(msg.query);
+        let signed_body = msg.wire.as_ref().unwrap_or(&msg.body);
         let delivery = Delivery {
             method: msg.method,
             url: url.as_deref(),
             headers: &headers,
-            body: &msg.body,
+            body: signed_body,
         };
-        let verified = signature::verify_delivery(
-            s.scheme,
-            &delivery,
-            keys,
-            now_ms.div_euclid(1000),
-            s.tolerance_secs,
-        )
+        let now = now_ms.div_euclid(1000);
+        let verified = match &s.hmac {
+            Some(spec) => signature::verify_hmac(spec, &delivery, keys, now, s.tolerance_secs),
+            None => signature::verify_delivery(s.scheme, &delivery, keys, now, s.tolerance_secs),
+        }
         .map_err(|error| IngestError::Verify {
             error,
             tolerance_secs: s.tolerance_secs,
         })?;
 
-        let keys = ReplayKeys::of(s.scheme, &verified, &msg.body);
+        let keys = ReplayKeys::of(s.scheme, &verified, signed_body);
         if let Some((event_id, delivery_id)) = keys.all().find_map(|key| replay.get(key)) {
             return Ok(Prepared::Duplicate(IngestOutcome {
                 event_id,
@@ -239,7 +238,7 @@ impl Gate {
                 EventIdSource::Header(name, verified.header_event_id.as_deref())
             }
             EventIdRule::Content => {
-                content_id = content_event_id(&verified, &msg.body);
+                content_id = content_event_id(&verified, signed_body);
                 EventIdSource::Content(&content_id)
             }
             rule => EventIdSource::Rule(rule),
@@ -502,6 +501,7 @@ mod tests {
             query: "",
             method: "POST",
             body: body.clone(),
+            wire: None,
             trace: opentelemetry::Context::new(),
         };
         let answer = gate.answer(ingest, || panic!("the checks did not panic"));

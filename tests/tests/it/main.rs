@@ -4,6 +4,7 @@
 mod binary;
 mod bounds;
 mod cli;
+mod compressed;
 mod contracts;
 mod control;
 mod crash;
@@ -16,6 +17,8 @@ mod faults;
 mod forward;
 mod handshakes;
 mod harness;
+mod hmac_api;
+mod hmac_scheme;
 mod idle;
 mod ingest;
 mod limits;

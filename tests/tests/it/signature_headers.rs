@@ -4,7 +4,9 @@
 //! one header stay valid.
 
 use base64::{engine::general_purpose::STANDARD, Engine};
-use hookd_sdk::signature::{sign_message, Message, Scheme, Secret, Signing};
+use hookd_sdk::signature::{
+    sign_hmac, sign_message, HmacFields, HmacSpec, Message, Scheme, Secret, Signing,
+};
 use reqwest::StatusCode;
 
 use crate::harness::{TestServer, NOW};
@@ -37,17 +39,33 @@ fn schemes() -> impl Iterator<Item = Scheme> {
         .filter(|scheme| !scheme.signs_url() && *scheme != Scheme::Mailgun)
 }
 
-/// One tenant per scheme, named after it.
+/// One tenant per scheme, named after it; `hmac`'s signs a header
+/// timestamp and the body.
 fn tenants() -> String {
     schemes()
         .map(|scheme| {
+            let hmac = match scheme {
+                Scheme::Hmac => "event_id_field = \"event_id\"\n[tenants.hmac]\nsignature = \"header:X-Sig\"\nsigned = \"{header:X-Ts}.{body}\"\ntimestamp = \"header:X-Ts\"\n",
+                _ => "",
+            };
             format!(
-                "[[tenants]]\nid = \"{0}\"\nscheme = \"{0}\"\n[[tenants.secrets]]\nkid = \"k1\"\nsecret = \"{1}\"\n",
+                "[[tenants]]\nid = \"{0}\"\nscheme = \"{0}\"\n{hmac}[[tenants.secrets]]\nkid = \"k1\"\nsecret = \"{1}\"\n",
                 scheme.as_str(),
                 tenant_secret(scheme)
             )
         })
         .collect()
+}
+
+/// The `hmac` tenant's spec, as its table above says.
+fn hmac_spec() -> HmacSpec {
+    HmacSpec::new(HmacFields {
+        signature: "header:X-Sig".into(),
+        signed: Some("{header:X-Ts}.{body}".into()),
+        timestamp: Some("header:X-Ts".into()),
+        ..HmacFields::default()
+    })
+    .unwrap()
 }
 
 /// The secret the sender signs with.
@@ -79,6 +97,9 @@ fn signed(scheme: Scheme, event_id: &str, body: &[u8]) -> Signing {
         method: "POST",
         url: None,
     };
+    if scheme == Scheme::Hmac {
+        return sign_hmac(&hmac_spec(), &key, &message, &[]).unwrap();
+    }
     sign_message(scheme, &key, &message)
 }
 

@@ -16,6 +16,9 @@ use crate::{cli::SendArgs, exit::CliError, output::Output};
 /// whose exit code follows the HTTP status.
 /// With `tls_ca`, an https:// URL must present a certificate from that CA.
 pub async fn run(out: Output, args: SendArgs, tls_ca: Option<&Path>) -> anyhow::Result<()> {
+    if args.scheme == Scheme::Hmac {
+        anyhow::bail!("scheme hmac is signed by its tenant's [hmac] spec, which hookctl send does not read; sign with hookd_sdk::signature::sign_hmac");
+    }
     let event_id = args
         .event_id
         .unwrap_or_else(|| format!("evt_{:016x}", rand::random::<u64>()));

@@ -56,6 +56,7 @@ async fn create(client: &HookdClient, out: Output, args: CreateTenantArgs) -> an
             .map(read_secret)
             .transpose()?
             .unwrap_or_default(),
+        hmac: None,
     };
     let created = client.create_tenant(request).await?;
     let tenant = created.tenant.unwrap_or_default();
@@ -105,6 +106,7 @@ fn update_request(args: UpdateTenantArgs) -> UpdateTenantRequest {
         rate_limit_burst: args.rate_limit_burst,
         max_in_flight: args.max_in_flight,
         public_url: args.public_url,
+        hmac: None,
     }
 }
 
