@@ -45,6 +45,7 @@ mod route_service;
 mod route_settings;
 mod routes;
 mod sealed;
+mod send_schemes;
 mod signature_headers;
 mod ssrf;
 mod telemetry;
