@@ -78,6 +78,15 @@ impl Plan {
                 spec.scheme
             );
         }
+        if matches!(
+            spec.scheme,
+            Scheme::Discord | Scheme::Sendgrid | Scheme::Mailgun | Scheme::Hmac
+        ) {
+            bail!(
+                "--scheme {} does not sign with a shared secret in headers, which is what hookd-bench sends",
+                spec.scheme
+            );
+        }
         let secret = Secret::from_provider(spec.scheme, spec.kid.clone(), &spec.secret)
             .with_context(|| format!("--secret is not a valid {} secret", spec.scheme))?;
         let seed_len = if spec.dup_ratio > 0.0 {
@@ -259,7 +268,10 @@ mod tests {
         // that sign the public URL).
         let driven = Scheme::ALL.into_iter().filter(|scheme| {
             !scheme.signs_url()
-                && !matches!(scheme, Scheme::Discord | Scheme::Sendgrid | Scheme::Mailgun)
+                && !matches!(
+                    scheme,
+                    Scheme::Discord | Scheme::Sendgrid | Scheme::Mailgun | Scheme::Hmac
+                )
         });
         for scheme in driven {
             let spec = spec(scheme, 0.0);

@@ -241,6 +241,27 @@ pub struct TenantActivity {
     /// `None` before any, for schemes without a timestamp, or when the
     /// tenant shares the metrics label `other`.
     pub median_clock_skew_secs: Option<f64>,
+    /// The handshake the tenant's scheme expects (docs/providers.md) and what
+    /// it came to since hookd started; `None` for schemes without one, or
+    /// when the tenant shares the metrics label `other`.
+    pub handshake: Option<HandshakeActivity>,
+}
+
+/// A tenant's provider handshakes since hookd started.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HandshakeActivity {
+    /// Which handshake: `slack.url_verification`, `meta.hub.challenge`, ...
+    pub handshake: String,
+    /// Answered as the provider expects.
+    pub answered: u64,
+    /// Refused (a bad signature or verify token, a malformed handshake).
+    pub refused: u64,
+    /// When the last one was answered, Unix ms.
+    pub last_answered_ms: Option<i64>,
+    /// When the last one was refused, Unix ms.
+    pub last_refused_ms: Option<i64>,
+    /// The error code of the last refusal.
+    pub last_refusal: Option<String>,
 }
 
 /// A tenant's ingest counts over a span of time.
