@@ -292,7 +292,7 @@ mod tests {
             (
                 "scheme",
                 pb::CreateTenantRequest {
-                    scheme: "svix".into(),
+                    scheme: "webhookz".into(),
                     ..base.clone()
                 },
             ),

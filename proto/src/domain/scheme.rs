@@ -321,7 +321,10 @@ mod tests {
             assert!(!both, "{scheme}");
         }
         let signing_url: Vec<Scheme> = Scheme::ALL.into_iter().filter(|s| s.signs_url()).collect();
-        assert_eq!(signing_url, [Scheme::Twilio]);
+        assert_eq!(
+            signing_url,
+            [Scheme::Twilio, Scheme::Square, Scheme::Hubspot]
+        );
     }
 
     #[test]
