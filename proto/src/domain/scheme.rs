@@ -211,6 +211,38 @@ impl Scheme {
         }
     }
 
+    /// Whether the signature covers the event id (a signed header, or a
+    /// field of a signed body), so a resend under another id is no longer
+    /// genuine. When it does not (an id header outside the signature, a body
+    /// the signature does not cover), the server also keys the event by its
+    /// signed content, in the replay cache and the idempotency log.
+    pub fn signs_event_id(self) -> bool {
+        match self {
+            Scheme::Standard
+            | Scheme::Svix
+            | Scheme::Hookd
+            | Scheme::Stripe
+            | Scheme::Slack
+            | Scheme::Discord
+            | Scheme::Sendgrid
+            | Scheme::Intercom
+            | Scheme::Paddle
+            | Scheme::Zoom
+            | Scheme::Twitch
+            | Scheme::Square
+            | Scheme::Hubspot
+            | Scheme::Meta => true,
+            Scheme::Github
+            | Scheme::Shopify
+            | Scheme::Gitlab
+            | Scheme::Okta
+            | Scheme::Mailgun
+            | Scheme::Twilio
+            | Scheme::Linear
+            | Scheme::Hmac => false,
+        }
+    }
+
     /// Whether the signed material has a timestamp; without one the tolerance window
     /// cannot bound replays and the server must lean on its replay cache alone.
     /// `hmac` answers `false`: its spec may name no timestamp, so the server
