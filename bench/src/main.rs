@@ -133,7 +133,8 @@ struct LoadArgs {
     /// Deliveries sent (untimed) before the run for duplicates to replay.
     #[arg(long, default_value_t = 1000)]
     dup_set: usize,
-    /// Signature scheme: standard, hookd, stripe, github, shopify or slack.
+    /// Signature scheme: any preset hookd-bench can sign with a shared secret in
+    /// headers (not the key-pair schemes, Mailgun, nor those that sign the URL).
     #[arg(long, default_value = "standard")]
     scheme: Scheme,
     /// Spread requests round-robin over this many tenants.

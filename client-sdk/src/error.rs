@@ -57,8 +57,12 @@ pub enum InvalidSecret {
     #[error("secret is empty")]
     Empty,
     /// Standard Webhooks secrets carry their key as base64 after `whsec_`.
-    #[error("secret is not valid base64 after the whsec_ prefix")]
+    #[error("secret is not valid base64 after its prefix")]
     NotBase64,
+    /// A key pair's half that is not a key of the scheme's algorithm (wrong
+    /// length, not a point on the curve, not PKCS#8).
+    #[error("secret is not a key of the scheme's algorithm")]
+    NotAKey,
 }
 
 /// A scheme name from configuration that hookd does not implement.

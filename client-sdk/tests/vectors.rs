@@ -1,11 +1,15 @@
-//! Checks `verify` against deliveries signed by each provider's own library
-//! (`tests/vectors/signatures.json`), so the schemes match the real wire formats.
+//! Checks `verify_delivery` against deliveries signed by each provider's own
+//! library (`tests/vectors/signatures.json` and `tests/vectors/providers/*.json`),
+//! so the schemes match the real wire formats; and `verify_hmac` against the
+//! `scheme = "hmac"` deliveries of `tests/vectors/hmac/*.json`, each with its spec.
 
 use std::collections::{HashMap, HashSet};
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
-use hookd_sdk::signature::{verify, Scheme, Secret};
+use hookd_sdk::signature::{
+    verify_delivery, verify_hmac, Delivery, HmacFields, HmacSpec, Scheme, Secret,
+};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -22,7 +26,40 @@ struct Vector {
     now: i64,
     headers: HashMap<String, String>,
     body_b64: String,
+    /// The request method; `POST` when absent.
+    #[serde(default)]
+    method: Option<String>,
+    /// The public URL the provider called, query included, for schemes that sign it.
+    #[serde(default)]
+    url: Option<String>,
+    /// `scheme = "hmac"`: the tenant's `[hmac]` table.
+    #[serde(default)]
+    hmac: Option<HashMap<String, String>>,
+    /// Where the event id is, when the scheme does not say (a JSON pointer).
+    #[serde(default)]
+    event_id_field: Option<String>,
     expect: Expect,
+}
+
+/// The vector's `[hmac]` table, validated.
+fn spec_of(vector: &Vector) -> Option<HmacSpec> {
+    let table = vector.hmac.as_ref()?;
+    let mut fields = HmacFields::default();
+    for (key, value) in table {
+        let value = value.clone();
+        match key.as_str() {
+            "signature" => fields.signature = value,
+            "mode" => fields.mode = Some(value),
+            "algorithm" => fields.algorithm = Some(value),
+            "encoding" => fields.encoding = Some(value),
+            "prefix" => fields.prefix = Some(value),
+            "signed" => fields.signed = Some(value),
+            "timestamp" => fields.timestamp = Some(value),
+            "timestamp_unit" => fields.timestamp_unit = Some(value),
+            other => panic!("{}: unknown hmac field {other:?}", vector.name),
+        }
+    }
+    Some(HmacSpec::new(fields).unwrap_or_else(|e| panic!("{}: {e}", vector.name)))
 }
 
 #[derive(Deserialize)]
@@ -39,11 +76,32 @@ struct Expect {
     code: Option<String>,
 }
 
+/// Every vector file: `signatures.json`, then `providers/*.json` by name.
 fn load() -> Vec<Vector> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/signatures.json");
-    let text = std::fs::read_to_string(path).expect("read signatures.json");
-    let file: VectorFile = serde_json::from_str(&text).expect("parse signatures.json");
-    file.vectors
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors");
+    let mut paths = vec![dir.join("signatures.json")];
+    for folder in ["providers", "hmac"] {
+        let mut found: Vec<_> = std::fs::read_dir(dir.join(folder))
+            .map(|entries| {
+                entries
+                    .map(|entry| entry.expect("list vector folder").path())
+                    .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        found.sort();
+        paths.extend(found);
+    }
+    paths
+        .iter()
+        .flat_map(|path| {
+            let text = std::fs::read_to_string(path)
+                .unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+            let file: VectorFile = serde_json::from_str(&text)
+                .unwrap_or_else(|e| panic!("parse {}: {e}", path.display()));
+            file.vectors
+        })
+        .collect()
 }
 
 /// Current key first, then previous, as the server hands them to `verify`.
@@ -64,23 +122,36 @@ fn keys(scheme: Scheme, vector: &Vector) -> Vec<Secret> {
         .collect()
 }
 
+/// The body's event id under `field`: a top-level name, or a JSON pointer when it
+/// starts with `/`.
 fn body_event_id(body: &[u8], field: &str) -> Option<String> {
     let value: serde_json::Value = serde_json::from_slice(body).ok()?;
-    value.get(field)?.as_str().map(str::to_owned)
+    let found = if field.starts_with('/') {
+        value.pointer(field)?
+    } else {
+        value.get(field)?
+    };
+    match found {
+        serde_json::Value::String(text) => Some(text.clone()),
+        serde_json::Value::Number(number) => Some(number.to_string()),
+        _ => None,
+    }
 }
 
 /// Checks one vector; `Err` describes the mismatch.
 fn check(vector: &Vector, scheme: Scheme) -> Result<(), String> {
     let body = STANDARD.decode(&vector.body_b64).expect("body is base64");
     let keys = keys(scheme, vector);
-    let result = verify(
-        scheme,
-        &vector.headers,
-        &body,
-        &keys,
-        vector.now,
-        vector.tolerance_s,
-    );
+    let delivery = Delivery {
+        method: vector.method.as_deref().unwrap_or("POST"),
+        url: vector.url.as_deref(),
+        headers: &vector.headers,
+        body: &body,
+    };
+    let result = match spec_of(vector) {
+        Some(spec) => verify_hmac(&spec, &delivery, &keys, vector.now, vector.tolerance_s),
+        None => verify_delivery(scheme, &delivery, &keys, vector.now, vector.tolerance_s),
+    };
     match (&vector.expect, result) {
         (
             Expect {
@@ -88,7 +159,8 @@ fn check(vector: &Vector, scheme: Scheme) -> Result<(), String> {
             },
             Ok(verified),
         ) => {
-            let found = match scheme.body_event_id_field() {
+            let field = vector.event_id_field.as_deref();
+            let found = match field.or(scheme.body_event_id_field()) {
                 Some(field) => body_event_id(&body, field),
                 None => verified.header_event_id,
             };

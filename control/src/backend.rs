@@ -12,8 +12,8 @@ use crate::{
         AttemptView, ContractCheck, ContractDef, ContractList, ContractView, CreatedTenant,
         CreatedToken, DeadLetterFilter, DeadLetterView, DeliveryContent, DeliveryEventView,
         DeliveryStatus, DeliveryView, Grant, NewTenant, Page, PageRequest, Principal,
-        PulledDelivery, Redelivered, RejectionFilter, RejectionView, RotatedSecret, SecretInfo,
-        Selection, TenantActivity, TenantPatch, TenantView, TokenInfo,
+        ProvidedSecret, PulledDelivery, Redelivered, RejectionFilter, RejectionView, RotatedSecret,
+        SecretInfo, Selection, TenantActivity, TenantPatch, TenantView, TokenInfo,
     },
     model::{NewRoute, RoutePatch, RouteTest, RouteTestResult, RouteView},
 };
@@ -89,11 +89,18 @@ pub trait ControlBackend: Send + Sync + 'static {
     async fn delete_tenant(&self, tenant_id: &str) -> Result<()>;
 
     /// Makes a new current secret and returns it: the only time it leaves
-    /// hookd. The old current one becomes previous for `overlap_secs`
-    /// (already defaulted and bounded to 30 days); a previous one that
-    /// existed before is dropped. A config-file tenant is
-    /// `FailedPrecondition`.
-    async fn rotate_secret(&self, tenant_id: &str, overlap_secs: u64) -> Result<RotatedSecret>;
+    /// hookd. With `secret` (the provider issued it), that one instead,
+    /// checked for the tenant's scheme (`InvalidArgument` naming `secret`)
+    /// and not returned (the answer's secret is empty). The old current one
+    /// becomes previous for `overlap_secs` (already defaulted and bounded to
+    /// 30 days); a previous one that existed before is dropped. A
+    /// config-file tenant is `FailedPrecondition`.
+    async fn rotate_secret(
+        &self,
+        tenant_id: &str,
+        overlap_secs: u64,
+        secret: Option<ProvidedSecret>,
+    ) -> Result<RotatedSecret>;
 
     /// The live secrets, current first, without their values; expired ones
     /// are left out.

@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 pub mod domain;
+mod redacted;
 
 /// Package `hookd.v1`.
 #[allow(missing_docs, clippy::all)]

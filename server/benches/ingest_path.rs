@@ -124,7 +124,9 @@ fn ingest<'a>(headers: &'a HeaderMap, body: &Bytes) -> Ingest<'a> {
         request_id: RequestId::generate(),
         headers,
         query: "",
+        method: "POST",
         body: body.clone(),
+        wire: None,
         trace: opentelemetry::Context::new(),
     }
 }

@@ -23,10 +23,17 @@ pub struct Ingest<'a> {
     pub request_id: RequestId,
     /// The request headers as received.
     pub headers: &'a HeaderMap,
-    /// The raw body, never re-encoded.
+    /// The body as sent, or decoded when it was sent compressed
+    /// (`Content-Encoding`); never re-encoded. What is stored and forwarded.
     pub body: Bytes,
-    /// The request's raw query string (for route filters).
+    /// The compressed bytes as sent, kept only when the tenant's signature
+    /// covers them (`signed_body = "wire"`).
+    pub wire: Option<Bytes>,
+    /// The request's raw query string (for route filters and the schemes
+    /// that sign the URL).
     pub query: &'a str,
+    /// The request method as received.
+    pub method: &'a str,
     /// Holds the request's `hookd.ingest` span: the gate's spans are its
     /// children and the stored event keeps its ids for the forwards.
     pub trace: opentelemetry::Context,
@@ -112,9 +119,13 @@ pub enum IngestError {
 /// Why an authentic body was refused by the body checks.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BodyError {
-    /// Valid JSON, but not an object.
+    /// Valid JSON, but not an object (nor an array where one is accepted).
     #[error("body must be a JSON object")]
     NotAnObject,
+    /// Sent as `application/x-www-form-urlencoded` but not a valid form;
+    /// the reason names the field (by position) and the problem.
+    #[error("body is not a valid application/x-www-form-urlencoded form ({0})")]
+    InvalidForm(String),
     /// Not JSON at all; the parser's words say where.
     #[error("body is not valid JSON ({0})")]
     NotJson(String),

@@ -23,10 +23,37 @@ impl HookdClient {
         tenant_id: impl Into<String>,
         overlap_secs: u64,
     ) -> Result<RotateSecretResponse, ClientError> {
-        let request = RotateSecretRequest {
+        self.rotate_secret_request(RotateSecretRequest {
             tenant_id: tenant_id.into(),
             overlap_secs,
-        };
+            secret: String::new(),
+        })
+        .await
+    }
+
+    /// Makes `secret` the new current secret: one the provider issued, or
+    /// the provider's new public key for key-pair schemes, in the form the
+    /// provider prints it. hookd checks it for the tenant's scheme and does
+    /// not send it back (the answer's `secret` is empty); the old one stays
+    /// accepted for `overlap_secs` (0: 24 h).
+    pub async fn rotate_secret_to(
+        &self,
+        tenant_id: impl Into<String>,
+        overlap_secs: u64,
+        secret: impl Into<String>,
+    ) -> Result<RotateSecretResponse, ClientError> {
+        self.rotate_secret_request(RotateSecretRequest {
+            tenant_id: tenant_id.into(),
+            overlap_secs,
+            secret: secret.into(),
+        })
+        .await
+    }
+
+    async fn rotate_secret_request(
+        &self,
+        request: RotateSecretRequest,
+    ) -> Result<RotateSecretResponse, ClientError> {
         Ok(self
             .secrets
             .clone()

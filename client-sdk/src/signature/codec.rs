@@ -1,13 +1,14 @@
 //! Helpers every scheme shares: header presence, exact-length signature decoding,
-//! timestamp parsing, HMAC-SHA256 and the constant-time comparison.
+//! timestamp parsing, the HMACs and the constant-time comparisons.
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use hmac::{Hmac, KeyInit, Mac};
-use sha2::{Digest, Sha256};
+use sha1::Sha1;
+use sha2::{Digest, Sha256, Sha512};
 use subtle::{Choice, ConstantTimeEq};
 
-use super::{HeaderLookup, HeaderSource};
+use super::{HeaderLookup, HeaderSource, Proof, Signed};
 use crate::error::VerifyError;
 
 /// Length of an HMAC-SHA256 tag; anything else is refused before comparing.
@@ -58,6 +59,27 @@ fn single<'h, H: HeaderSource + ?Sized>(
     }
 }
 
+/// The secret token a provider sends as is in header `name` (GitLab, Okta): a
+/// [`Proof::Token`], refused as malformed when empty.
+pub(crate) fn token<H: HeaderSource + ?Sized>(
+    headers: &H,
+    name: &'static str,
+) -> Result<Proof, VerifyError> {
+    let token = required(headers, name)?;
+    if token.is_empty() {
+        return Err(malformed("the token is empty"));
+    }
+    Ok(Proof::Token(token.as_bytes().to_vec()))
+}
+
+/// The public URL a URL-signing scheme needs; without one (the tenant has no
+/// `public_url`) no signature can be checked, which is reported as malformed.
+pub(crate) fn public_url(url: Option<&str>) -> Result<&str, VerifyError> {
+    url.ok_or(malformed(
+        "the scheme signs the URL and no public URL is known",
+    ))
+}
+
 /// Decodes a hex tag, insisting on exactly 32 bytes.
 pub(crate) fn decode_hex(text: &str) -> Result<Tag, VerifyError> {
     let bytes = hex::decode(text).map_err(|_| malformed("signature is not hex"))?;
@@ -87,29 +109,95 @@ pub(crate) fn parse_timestamp(text: &str) -> Result<i64, VerifyError> {
     text.parse().map_err(|_| VerifyError::InvalidTimestamp)
 }
 
-/// HMAC-SHA256 over `prefix || body`, without copying the body.
-pub(crate) fn hmac_sha256(key: &[u8], prefix: &[u8], body: &[u8]) -> Tag {
-    let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(key)
-        .expect("HMAC-SHA256 accepts keys of any length");
-    mac.update(prefix);
-    mac.update(body);
-    mac.finalize().into_bytes().into()
+/// The hash an HMAC is computed with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Hash {
+    /// Only for the providers that still sign with it (Twilio, Intercom).
+    Sha1,
+    /// HMAC-SHA256, what most providers use.
+    Sha256,
+    /// HMAC-SHA512.
+    Sha512,
 }
 
-/// SHA-256 over `prefix || body`.
-pub(crate) fn sha256(prefix: &[u8], body: &[u8]) -> [u8; 32] {
+impl Hash {
+    /// Every hash, in a fixed order.
+    pub const ALL: [Hash; 3] = [Hash::Sha1, Hash::Sha256, Hash::Sha512];
+
+    /// Length of this hash's HMAC tag.
+    pub fn tag_len(self) -> usize {
+        match self {
+            Hash::Sha1 => 20,
+            Hash::Sha256 => 32,
+            Hash::Sha512 => 64,
+        }
+    }
+}
+
+/// HMAC over `signed` around `body`, without copying the body.
+pub(crate) fn hmac(hash: Hash, key: &[u8], signed: &Signed, body: &[u8]) -> Vec<u8> {
+    fn run<M: Mac + KeyInit>(key: &[u8], signed: &Signed, body: &[u8]) -> Vec<u8> {
+        let mut mac = <M as KeyInit>::new_from_slice(key).expect("HMAC accepts keys of any length");
+        signed.feed(body, |part| mac.update(part));
+        mac.finalize().into_bytes().to_vec()
+    }
+    match hash {
+        Hash::Sha1 => run::<Hmac<Sha1>>(key, signed, body),
+        Hash::Sha256 => run::<Hmac<Sha256>>(key, signed, body),
+        Hash::Sha512 => run::<Hmac<Sha512>>(key, signed, body),
+    }
+}
+
+/// HMAC-SHA256 of `message` alone (tokens some handshakes answer with).
+pub(crate) fn hmac_sha256(key: &[u8], message: &[u8]) -> Vec<u8> {
+    hmac(Hash::Sha256, key, &Signed::bytes(message.to_vec()), b"")
+}
+
+/// SHA-256 of `signed` around `body`.
+pub(crate) fn sha256(signed: &Signed, body: &[u8]) -> [u8; 32] {
     let mut digest = Sha256::new();
-    digest.update(prefix);
-    digest.update(body);
+    signed.feed(body, |part| digest.update(part));
     digest.finalize().into()
 }
 
-/// Whether any presented tag equals `expected`, checking all of them in constant time.
-pub(crate) fn any_matches(presented: &[Tag], expected: &Tag) -> bool {
-    presented
-        .iter()
-        .fold(Choice::from(0), |found, tag| found | tag.ct_eq(expected))
-        .into()
+/// SHA-256 of `bytes`, hex-encoded (digests providers put in headers or URLs).
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// Whether `presented` equals `expected`, in time that depends on neither's contents.
+pub(crate) fn equal(presented: &[u8], expected: &[u8]) -> Choice {
+    presented.ct_eq(expected)
+}
+
+/// Whether a presented token is the secret itself, comparing digests so that
+/// neither the contents nor the length of the secret shows in the timing.
+pub(crate) fn token_matches(presented: &[u8], secret: &[u8]) -> Choice {
+    Sha256::digest(presented).ct_eq(&Sha256::digest(secret))
+}
+
+/// Decodes a hex value of exactly `len` bytes.
+pub(crate) fn decode_hex_len(text: &str, len: usize) -> Result<Vec<u8>, VerifyError> {
+    let bytes = hex::decode(text).map_err(|_| malformed("signature is not hex"))?;
+    sized(bytes, len)
+}
+
+/// Decodes a standard-alphabet base64 value of exactly `len` bytes.
+pub(crate) fn decode_base64_len(text: &str, len: usize) -> Result<Vec<u8>, VerifyError> {
+    let bytes = STANDARD
+        .decode(text)
+        .map_err(|_| malformed("signature is not base64"))?;
+    sized(bytes, len)
+}
+
+fn sized(bytes: Vec<u8>, len: usize) -> Result<Vec<u8>, VerifyError> {
+    if bytes.is_empty() {
+        return Err(malformed("signature is empty"));
+    }
+    if bytes.len() != len {
+        return Err(malformed("signature has the wrong length"));
+    }
+    Ok(bytes)
 }
 
 #[cfg(test)]
@@ -155,10 +243,22 @@ mod tests {
     }
 
     #[test]
-    fn any_matches_finds_a_tag_in_any_position() {
-        let wanted = [7; MAC_LEN];
-        assert!(any_matches(&[[0; MAC_LEN], wanted], &wanted));
-        assert!(!any_matches(&[[0; MAC_LEN]], &wanted));
-        assert!(!any_matches(&[], &wanted));
+    fn tokens_match_only_the_secret() {
+        assert!(bool::from(token_matches(b"s3cret", b"s3cret")));
+        assert!(!bool::from(token_matches(b"s3cre", b"s3cret")));
+        assert!(!bool::from(token_matches(b"", b"s3cret")));
+    }
+
+    #[test]
+    fn hmacs_match_known_answers() {
+        // RFC 4231 / RFC 2202 test case 2: key "Jefe".
+        let signed = Signed::bytes(b"what do ya want for nothing?".to_vec());
+        let hex = |hash| hex::encode(hmac(hash, b"Jefe", &signed, b""));
+        assert_eq!(hex(Hash::Sha1), "effcdf6ae5eb2fa2d27416d5f184df9c259a7c79");
+        assert_eq!(
+            hex(Hash::Sha256),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+        assert!(hex(Hash::Sha512).starts_with("164b7a7bfcf819e2e395fbe73b56e0a387bd6422"));
     }
 }

@@ -1,8 +1,10 @@
 //! hookd's own scheme: `X-Webhook-Signature: t=<unix>,v1=<hex>[,kid=<id>]` over
 //! `t.body`; a `kid` pins verification to that one key.
 
-use super::codec::Tag;
-use super::{kv, Claims, HeaderSource, SchemeImpl, Secret};
+use super::{
+    kv, tag_sha256, with_headers, Claims, Delivery, HeaderSource, Message, SchemeImpl, Secret,
+    Signing,
+};
 use crate::error::VerifyError;
 
 const SIGNATURE: &str = "X-Webhook-Signature";
@@ -11,20 +13,18 @@ const SIGNATURE: &str = "X-Webhook-Signature";
 pub(crate) struct Hookd;
 
 impl SchemeImpl for Hookd {
-    fn parse<H: HeaderSource + ?Sized>(headers: &H) -> Result<Claims, VerifyError> {
-        kv::claims(headers, SIGNATURE, true)
+    fn parse<H: HeaderSource + ?Sized>(delivery: &Delivery<'_, H>) -> Result<Claims, VerifyError> {
+        kv::claims(delivery.headers, SIGNATURE, true)
     }
 
-    fn prefix(_: &str, timestamp: &str) -> Vec<u8> {
-        kv::signed_prefix(timestamp)
-    }
-
-    fn emit(tag: &Tag, secret: &Secret, _: &str, timestamp: &str) -> Vec<(String, String)> {
+    fn sign(secret: &Secret, message: &Message<'_>) -> Signing {
+        let timestamp = message.timestamp.to_string();
+        let tag = tag_sha256(secret, kv::signed_prefix(&timestamp), message.body);
         let mut value = format!("t={timestamp},v1={}", hex::encode(tag));
         if !secret.kid().is_empty() {
             value.push_str(",kid=");
             value.push_str(secret.kid());
         }
-        vec![(SIGNATURE.to_owned(), value)]
+        with_headers(message, vec![(SIGNATURE.to_owned(), value)])
     }
 }

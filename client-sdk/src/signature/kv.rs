@@ -1,10 +1,30 @@
-//! Parser for the `t=<unix>,v1=<hex>[,...]` header shape that Stripe and hookd share.
+//! Parser for the `t=<unix>,v1=<hex>[,...]` header shape that Stripe and hookd share,
+//! and its `ts=<unix>;h1=<hex>[;...]` spelling that Paddle sends.
 
 use super::{
     codec::{self, Tag, MAX_SIGNATURES},
-    Claims, HeaderSource,
+    Claims, HeaderSource, Proof, Signed,
 };
 use crate::error::VerifyError;
+
+/// How one sender spells the header: the entry separator, the timestamp and
+/// signature keys, and the format errors that name them.
+pub(crate) struct Shape {
+    pub(crate) separator: char,
+    pub(crate) timestamp: &'static str,
+    pub(crate) signature: &'static str,
+    pub(crate) no_timestamp: &'static str,
+    pub(crate) no_signature: &'static str,
+}
+
+/// Stripe's and hookd's `t=..,v1=..`.
+pub(crate) const COMMA: Shape = Shape {
+    separator: ',',
+    timestamp: "t",
+    signature: "v1",
+    no_timestamp: "no t= timestamp",
+    no_signature: "no v1 signature",
+};
 
 /// Claims of a `t=..,v1=..` header named `name`, signed over `t.body`. Only
 /// hookd honours a `kid` (`keep_kid`); Stripe has none.
@@ -15,11 +35,12 @@ pub(crate) fn claims<H: HeaderSource + ?Sized>(
 ) -> Result<Claims, VerifyError> {
     let header = parse(codec::required(headers, name)?)?;
     Ok(Claims {
-        signatures: header.signatures,
-        prefix: signed_prefix(header.raw_timestamp),
+        proofs: header.signatures.into_iter().map(Proof::sha256).collect(),
+        signed: Signed::around_body(signed_prefix(header.raw_timestamp)),
         timestamp: Some(header.timestamp),
         header_event_id: None,
         kid: header.kid.filter(|_| keep_kid).map(str::to_owned),
+        alternate: None,
     })
 }
 
@@ -37,29 +58,35 @@ pub(crate) struct KvHeader<'h> {
     pub(crate) kid: Option<&'h str>,
 }
 
+/// Reads a `t=..,v1=..` header; see [`parse_shaped`].
+pub(crate) fn parse(value: &str) -> Result<KvHeader<'_>, VerifyError> {
+    parse_shaped(value, &COMMA)
+}
+
 /// Reads the header; entries with other keys (`v0`, future versions) are skipped, but
 /// they still count towards the signature cap.
-pub(crate) fn parse(value: &str) -> Result<KvHeader<'_>, VerifyError> {
+pub(crate) fn parse_shaped<'h>(value: &'h str, shape: &Shape) -> Result<KvHeader<'h>, VerifyError> {
     let mut raw_timestamp = None;
     let mut kid = None;
     let mut v1 = Vec::new();
     let mut entries = 0;
-    for item in value.split(',') {
+    for item in value.split(shape.separator) {
         let (key, val) = item
             .split_once('=')
             .ok_or(codec::malformed("entry is not key=value"))?;
         match key {
-            "t" if raw_timestamp.replace(val).is_some() => {
-                return Err(codec::malformed("timestamp appears twice"))
+            _ if key == shape.timestamp => {
+                if raw_timestamp.replace(val).is_some() {
+                    return Err(codec::malformed("timestamp appears twice"));
+                }
             }
-            "t" => {}
             "kid" if val.is_empty() || kid.replace(val).is_some() => {
                 return Err(codec::malformed("kid is empty or appears twice"))
             }
             "kid" => {}
             _ => {
                 entries += 1;
-                if key == "v1" {
+                if key == shape.signature {
                     v1.push(val);
                 }
             }
@@ -68,9 +95,9 @@ pub(crate) fn parse(value: &str) -> Result<KvHeader<'_>, VerifyError> {
     if entries > MAX_SIGNATURES {
         return Err(codec::malformed("too many signatures"));
     }
-    let raw_timestamp = raw_timestamp.ok_or(codec::malformed("no t= timestamp"))?;
+    let raw_timestamp = raw_timestamp.ok_or(codec::malformed(shape.no_timestamp))?;
     if v1.is_empty() {
-        return Err(codec::malformed("no v1 signature"));
+        return Err(codec::malformed(shape.no_signature));
     }
     let signatures = v1
         .into_iter()

@@ -4,8 +4,11 @@
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 
-use super::codec::{self, Tag};
-use super::{Claims, HeaderSource, SchemeImpl, Secret};
+use super::codec;
+use super::{
+    tag_sha256, with_headers, Claims, Delivery, HeaderSource, Message, Proof, SchemeImpl, Secret,
+    Signed, Signing,
+};
 use crate::error::VerifyError;
 
 const SIGNATURE: &str = "X-Shopify-Hmac-Sha256";
@@ -15,25 +18,27 @@ const WEBHOOK_ID: &str = "X-Shopify-Webhook-Id";
 pub(crate) struct Shopify;
 
 impl SchemeImpl for Shopify {
-    fn parse<H: HeaderSource + ?Sized>(headers: &H) -> Result<Claims, VerifyError> {
+    fn parse<H: HeaderSource + ?Sized>(delivery: &Delivery<'_, H>) -> Result<Claims, VerifyError> {
+        let headers = delivery.headers;
         let value = codec::required(headers, SIGNATURE)?;
         Ok(Claims {
-            signatures: vec![codec::decode_base64(value)?],
-            prefix: Vec::new(),
+            proofs: vec![Proof::sha256(codec::decode_base64(value)?)],
+            signed: Signed::around_body(Vec::new()),
             timestamp: None,
             header_event_id: codec::optional_id(headers, WEBHOOK_ID)?,
             kid: None,
+            alternate: None,
         })
     }
 
-    fn prefix(_: &str, _: &str) -> Vec<u8> {
-        Vec::new()
-    }
-
-    fn emit(tag: &Tag, _: &Secret, event_id: &str, _: &str) -> Vec<(String, String)> {
-        vec![
-            (SIGNATURE.to_owned(), STANDARD.encode(tag)),
-            (WEBHOOK_ID.to_owned(), event_id.to_owned()),
-        ]
+    fn sign(secret: &Secret, message: &Message<'_>) -> Signing {
+        let tag = tag_sha256(secret, Vec::new(), message.body);
+        with_headers(
+            message,
+            vec![
+                (SIGNATURE.to_owned(), STANDARD.encode(tag)),
+                (WEBHOOK_ID.to_owned(), message.event_id.to_owned()),
+            ],
+        )
     }
 }

@@ -4,28 +4,94 @@
 use super::*;
 
 const NOW: i64 = 1_764_480_000;
+/// `NOW` as the schemes with RFC 3339 timestamps write it.
+const NOW_RFC3339: &str = "2025-11-30T05:20:00.000000000Z";
 const TOLERANCE: u64 = 300;
 const BODY: &[u8] = br#"{"event_id":"evt_1","id":"evt_1"}"#;
 
 type Headers = Vec<(String, String)>;
 
-fn current() -> Secret {
-    Secret::from_bytes("k2", b"current-key-0123456789".to_vec())
+/// Every scheme with a wire format of its own (`hmac`'s is its spec: see
+/// `configured/tests.rs`).
+fn presets() -> impl Iterator<Item = Scheme> {
+    Scheme::ALL
+        .into_iter()
+        .filter(|scheme| *scheme != Scheme::Hmac)
 }
 
-fn previous() -> Secret {
-    Secret::from_bytes("k1", b"previous-key-9876543210".to_vec())
+/// The tenant's current key for `scheme`, as its sender holds it (the private half
+/// for the schemes that sign with a key pair).
+fn current(scheme: Scheme) -> Secret {
+    key(scheme, "k2", b"current-key-0123456789")
+}
+
+/// The previous key, still accepted during a rotation.
+fn previous(scheme: Scheme) -> Secret {
+    key(scheme, "k1", b"previous-key-9876543210")
+}
+
+/// P-256 private keys (PKCS#8, base64) for the current and previous key.
+const P256_CURRENT: &str = "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAEAKhRANCAARg0CYP3rZNKmrDgx6x/W/gwlnCrlPlRx3Wto+pail3wZn5yyjimWrGKLzUdddqifFu90BPrIMHNuhP4V6vidPg";
+const P256_PREVIOUS: &str = "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAEAGhRANCAAQPdenpalv/f011z3jL0orJo6PBrWEWbEXAyalCQt8sTl+ZWajyOnfOJVymr8YoXbN0oI8nBKsQaEPi2zAnUKUN";
+
+fn key(scheme: Scheme, kid: &str, shared: &[u8]) -> Secret {
+    match scheme {
+        Scheme::Sendgrid => {
+            let pkcs8 = if kid == "k2" {
+                P256_CURRENT
+            } else {
+                P256_PREVIOUS
+            };
+            Secret::from_provider(scheme, kid, pkcs8).expect("a P-256 PKCS#8 key")
+        }
+        Scheme::Discord => {
+            let mut seed = vec![0; 32];
+            seed[..shared.len()].copy_from_slice(shared);
+            Secret::of_kind(kid, KeyKind::Ed25519Seed, seed).expect("any 32 bytes are a seed")
+        }
+        _ => Secret::from_bytes(kid, shared.to_vec()),
+    }
+}
+
+/// The public URL the provider calls, for the schemes that sign it.
+const URL: &str = "https://hooks.example.com/hooks/acme?source=test";
+
+/// `scheme`'s sender's request for `BODY`: its headers and the body it sends (the
+/// body carries the signature for the schemes that sign inside it).
+fn signed(scheme: Scheme, key: &Secret, event_id: &str, timestamp: i64) -> (Headers, Vec<u8>) {
+    let message = Message {
+        event_id,
+        timestamp,
+        body: BODY,
+        method: "POST",
+        url: scheme.signs_url().then_some(URL),
+    };
+    let signing = sign_message(scheme, key, &message);
+    (signing.headers, signing.body)
+}
+
+/// Verifies at `now` with `keys`, as the server does (with the public URL for the
+/// schemes that sign it).
+fn check_with(
+    scheme: Scheme,
+    headers: &Headers,
+    body: &[u8],
+    keys: &[Secret],
+    now: i64,
+    tolerance: u64,
+) -> Result<Verified, VerifyError> {
+    let delivery = Delivery {
+        method: "POST",
+        url: scheme.signs_url().then_some(URL),
+        headers,
+        body,
+    };
+    verify_delivery(scheme, &delivery, keys, now, tolerance)
 }
 
 fn check(scheme: Scheme, headers: &Headers, body: &[u8]) -> Result<Verified, VerifyError> {
-    verify(
-        scheme,
-        headers,
-        body,
-        &[current(), previous()],
-        NOW,
-        TOLERANCE,
-    )
+    let keys = [current(scheme).verifying(), previous(scheme).verifying()];
+    check_with(scheme, headers, body, &keys, NOW, TOLERANCE)
 }
 
 fn set(headers: &mut Headers, name: &str, value: &str) {
@@ -35,40 +101,73 @@ fn set(headers: &mut Headers, name: &str, value: &str) {
     slot.expect("header present").1 = value.to_owned();
 }
 
-/// The header that holds the signature in `scheme`.
-fn signature_header(scheme: Scheme) -> &'static str {
-    match scheme {
+/// The header that holds the signature in `scheme`; `None` when it travels in the body.
+fn signature_header(scheme: Scheme) -> Option<&'static str> {
+    Some(match scheme {
         Scheme::Standard => "webhook-signature",
         Scheme::Hookd => "X-Webhook-Signature",
         Scheme::Stripe => "Stripe-Signature",
-        Scheme::Github => "X-Hub-Signature-256",
+        Scheme::Github | Scheme::Meta => "X-Hub-Signature-256",
         Scheme::Shopify => "X-Shopify-Hmac-Sha256",
         Scheme::Slack => "X-Slack-Signature",
-    }
+        Scheme::Gitlab => "X-Gitlab-Token",
+        Scheme::Okta => "Authorization",
+        Scheme::Discord => "X-Signature-Ed25519",
+        Scheme::Sendgrid => "X-Twilio-Email-Event-Webhook-Signature",
+        Scheme::Twilio => "X-Twilio-Signature",
+        Scheme::Twitch => "Twitch-Eventsub-Message-Signature",
+        Scheme::Zoom => "x-zm-signature",
+        Scheme::Paddle => "Paddle-Signature",
+        Scheme::Intercom => "X-Hub-Signature",
+        Scheme::Svix => "svix-signature",
+        Scheme::Linear => "Linear-Signature",
+        Scheme::Square => "x-square-hmacsha256-signature",
+        Scheme::Hubspot => "X-HubSpot-Signature-v3",
+        Scheme::Mailgun => return None,
+        Scheme::Hmac => unreachable!("hmac is not a preset"),
+    })
+}
+
+/// The schemes with a signature header, and its name.
+fn header_schemes() -> impl Iterator<Item = (Scheme, &'static str)> {
+    presets().filter_map(|scheme| Some((scheme, signature_header(scheme)?)))
 }
 
 /// A signature header value for `scheme` carrying `tag` as already encoded.
 fn with_tag(scheme: Scheme, tag: &str) -> String {
     match scheme {
-        Scheme::Standard => format!("v1,{tag}"),
+        Scheme::Standard | Scheme::Svix => format!("v1,{tag}"),
         Scheme::Hookd | Scheme::Stripe => format!("t={NOW},v1={tag}"),
-        Scheme::Github => format!("sha256={tag}"),
-        Scheme::Shopify => tag.to_owned(),
-        Scheme::Slack => format!("v0={tag}"),
+        Scheme::Github | Scheme::Meta | Scheme::Twitch => format!("sha256={tag}"),
+        Scheme::Intercom => format!("sha1={tag}"),
+        Scheme::Paddle => format!("ts={NOW};h1={tag}"),
+        Scheme::Slack | Scheme::Zoom => format!("v0={tag}"),
+        _ => tag.to_owned(),
     }
+}
+
+/// Whether `scheme` sends the secret itself, which has no length of its own.
+fn sends_token(scheme: Scheme) -> bool {
+    matches!(scheme, Scheme::Gitlab | Scheme::Okta)
+}
+
+/// Whether `scheme`'s proof covers the body (Mailgun's covers only its timestamp
+/// and token, which travel in the body).
+fn covers_body(scheme: Scheme) -> bool {
+    !sends_token(scheme) && scheme != Scheme::Mailgun
 }
 
 #[test]
 fn sign_then_verify_round_trips_for_every_scheme() {
-    for scheme in Scheme::ALL {
-        let headers = sign(scheme, &current(), "evt_1", NOW, BODY);
-        let verified = check(scheme, &headers, BODY).unwrap_or_else(|e| panic!("{scheme}: {e}"));
+    for scheme in presets() {
+        let (headers, body) = signed(scheme, &current(scheme), "evt_1", NOW);
+        let verified = check(scheme, &headers, &body).unwrap_or_else(|e| panic!("{scheme}: {e}"));
         assert_eq!(verified.kid, "k2", "{scheme}");
         let expected_ts = scheme.has_timestamp().then_some(NOW);
         assert_eq!(verified.timestamp, expected_ts, "{scheme}");
         let header_id = scheme
-            .body_event_id_field()
-            .is_none()
+            .event_id_header()
+            .is_some()
             .then(|| "evt_1".to_owned());
         assert_eq!(verified.header_event_id, header_id, "{scheme}");
     }
@@ -76,43 +175,45 @@ fn sign_then_verify_round_trips_for_every_scheme() {
 
 #[test]
 fn previous_key_is_accepted_for_every_scheme() {
-    for scheme in Scheme::ALL {
-        let headers = sign(scheme, &previous(), "evt_1", NOW, BODY);
-        let verified = check(scheme, &headers, BODY).unwrap_or_else(|e| panic!("{scheme}: {e}"));
+    for scheme in presets() {
+        let (headers, body) = signed(scheme, &previous(scheme), "evt_1", NOW);
+        let verified = check(scheme, &headers, &body).unwrap_or_else(|e| panic!("{scheme}: {e}"));
         assert_eq!(verified.kid, "k1", "{scheme}");
     }
 }
 
 #[test]
 fn tampered_body_is_a_bad_signature() {
-    for scheme in Scheme::ALL {
-        let headers = sign(scheme, &current(), "evt_1", NOW, BODY);
-        let tampered = br#"{"event_id":"evt_1","id":"evt_2"}"#;
-        let result = check(scheme, &headers, tampered);
+    for scheme in presets().filter(|s| covers_body(*s)) {
+        let (headers, body) = signed(scheme, &current(scheme), "evt_1", NOW);
+        let mut tampered = body.clone();
+        tampered[2] ^= 1;
+        let result = check(scheme, &headers, &tampered);
         assert_eq!(result, Err(VerifyError::BadSignature), "{scheme}");
     }
 }
 
 #[test]
 fn empty_signature_is_malformed_not_a_match() {
-    for scheme in Scheme::ALL {
-        let mut headers = sign(scheme, &current(), "evt_1", NOW, BODY);
-        set(
-            &mut headers,
-            signature_header(scheme),
-            &with_tag(scheme, ""),
-        );
-        let code = check(scheme, &headers, BODY).unwrap_err().code();
+    for (scheme, header) in header_schemes() {
+        let (mut headers, body) = signed(scheme, &current(scheme), "evt_1", NOW);
+        set(&mut headers, header, &with_tag(scheme, ""));
+        let code = check(scheme, &headers, &body).unwrap_err().code();
         assert_eq!(code, "INVALID_SIGNATURE_FORMAT", "{scheme}");
     }
 }
 
 #[test]
 fn truncated_or_padded_signature_is_malformed() {
-    for scheme in Scheme::ALL {
-        let tag = codec::hmac_sha256(current().key(), b"", BODY);
+    for (scheme, header) in header_schemes().filter(|(s, _)| !sends_token(*s)) {
+        let tag = codec::hmac_sha256(b"any key", BODY);
         let (short, long) = match scheme {
-            Scheme::Standard | Scheme::Shopify => {
+            Scheme::Standard
+            | Scheme::Shopify
+            | Scheme::Sendgrid
+            | Scheme::Svix
+            | Scheme::Square
+            | Scheme::Hubspot => {
                 use base64::Engine;
                 let engine = base64::engine::general_purpose::STANDARD;
                 (
@@ -126,13 +227,9 @@ fn truncated_or_padded_signature_is_malformed() {
             ),
         };
         for bad in [short, long] {
-            let mut headers = sign(scheme, &current(), "evt_1", NOW, BODY);
-            set(
-                &mut headers,
-                signature_header(scheme),
-                &with_tag(scheme, &bad),
-            );
-            let code = check(scheme, &headers, BODY).unwrap_err().code();
+            let (mut headers, body) = signed(scheme, &current(scheme), "evt_1", NOW);
+            set(&mut headers, header, &with_tag(scheme, &bad));
+            let code = check(scheme, &headers, &body).unwrap_err().code();
             assert_eq!(code, "INVALID_SIGNATURE_FORMAT", "{scheme} {bad}");
         }
     }
@@ -140,7 +237,7 @@ fn truncated_or_padded_signature_is_malformed() {
 
 #[test]
 fn empty_webhook_id_is_malformed() {
-    let mut headers = sign(Scheme::Standard, &current(), "", NOW, BODY);
+    let (mut headers, _) = signed(Scheme::Standard, &current(Scheme::Standard), "", NOW);
     let expected = Err(codec::malformed("webhook-id is empty"));
     assert_eq!(check(Scheme::Standard, &headers, BODY), expected);
     set(&mut headers, "webhook-id", "evt_1");
@@ -152,23 +249,27 @@ fn empty_webhook_id_is_malformed() {
 
 #[test]
 fn missing_signature_header_names_the_header() {
-    for scheme in Scheme::ALL {
-        let mut headers = sign(scheme, &current(), "evt_1", NOW, BODY);
-        headers.retain(|(name, _)| name != signature_header(scheme));
-        let header = signature_header(scheme);
+    for (scheme, header) in header_schemes() {
+        let (mut headers, body) = signed(scheme, &current(scheme), "evt_1", NOW);
+        headers.retain(|(name, _)| name != header);
         let expected = Err(VerifyError::MissingSignature { header });
-        assert_eq!(check(scheme, &headers, BODY), expected, "{scheme}");
+        assert_eq!(check(scheme, &headers, &body), expected, "{scheme}");
     }
 }
 
 #[test]
 fn non_integer_timestamp_is_reported_before_the_mac() {
-    for scheme in Scheme::ALL.into_iter().filter(|s| s.has_timestamp()) {
-        let mut headers = sign(scheme, &current(), "evt_1", NOW, BODY);
+    for scheme in presets().filter(|s| s.has_timestamp()) {
+        let (mut headers, body) = signed(scheme, &current(scheme), "evt_1", NOW);
         for (_, value) in headers.iter_mut() {
-            *value = value.replace(&NOW.to_string(), "17644800OO");
+            *value = value
+                .replace(&NOW.to_string(), "17644800OO")
+                .replace(NOW_RFC3339, "17644800OO");
         }
-        let result = verify(scheme, &headers, BODY, &[], NOW, TOLERANCE);
+        let body = String::from_utf8(body)
+            .unwrap()
+            .replace(&NOW.to_string(), "17644800OO");
+        let result = check_with(scheme, &headers, body.as_bytes(), &[], NOW, TOLERANCE);
         assert_eq!(result, Err(VerifyError::InvalidTimestamp), "{scheme}");
     }
 }
@@ -176,8 +277,11 @@ fn non_integer_timestamp_is_reported_before_the_mac() {
 #[test]
 fn tolerance_edges() {
     let tolerance = i64::try_from(TOLERANCE).unwrap();
-    for scheme in Scheme::ALL.into_iter().filter(|s| s.has_timestamp()) {
-        let at = |ts: i64| check(scheme, &sign(scheme, &current(), "e", ts, BODY), BODY);
+    for scheme in presets().filter(|s| s.has_timestamp()) {
+        let at = |ts: i64| {
+            let (headers, body) = signed(scheme, &current(scheme), "e", ts);
+            check(scheme, &headers, &body)
+        };
         assert!(at(NOW - tolerance).is_ok(), "{scheme}");
         assert!(at(NOW + tolerance).is_ok(), "{scheme}");
         let stale = Err(VerifyError::StaleTimestamp {
@@ -193,18 +297,17 @@ fn tolerance_edges() {
 
 #[test]
 fn schemes_without_timestamp_ignore_the_clock() {
-    for scheme in [Scheme::Github, Scheme::Shopify] {
-        let headers = sign(scheme, &current(), "evt_1", 0, BODY);
-        assert!(
-            verify(scheme, &headers, BODY, &[current()], NOW, 0).is_ok(),
-            "{scheme}"
-        );
+    for scheme in presets().filter(|s| !s.has_timestamp()) {
+        let (headers, body) = signed(scheme, &current(scheme), "evt_1", 0);
+        let keys = [current(scheme).verifying()];
+        let verified = check_with(scheme, &headers, &body, &keys, NOW, 0);
+        assert!(verified.is_ok(), "{scheme}: {verified:?}");
     }
 }
 
 #[test]
 fn hookd_kid_selects_the_key() {
-    let mut headers = sign(Scheme::Hookd, &previous(), "evt_1", NOW, BODY);
+    let (mut headers, _) = signed(Scheme::Hookd, &previous(Scheme::Hookd), "evt_1", NOW);
     assert!(headers[0].1.ends_with(",kid=k1"), "{}", headers[0].1);
     let wrong_kid = headers[0].1.replace("kid=k1", "kid=k2");
     set(&mut headers, "X-Webhook-Signature", &wrong_kid);
@@ -231,7 +334,7 @@ fn hookd_kid_selects_the_key() {
 
 #[test]
 fn digest_ignores_decoy_signatures() {
-    let headers = sign(Scheme::Standard, &current(), "evt_1", NOW, BODY);
+    let (headers, _) = signed(Scheme::Standard, &current(Scheme::Standard), "evt_1", NOW);
     let mut decoyed = headers.clone();
     let decoy = format!("v1,{} {}", "A".repeat(43) + "=", headers[2].1);
     set(&mut decoyed, "webhook-signature", &decoy);
@@ -282,5 +385,26 @@ fn errors_read_plainly_and_carry_stable_codes() {
     for (error, code, text) in cases {
         assert_eq!(error.code(), code);
         assert_eq!(error.to_string(), text);
+    }
+}
+
+#[test]
+fn token_schemes_do_not_cover_the_body() {
+    for scheme in presets().filter(|s| sends_token(*s)) {
+        let (headers, _) = signed(scheme, &current(scheme), "evt_1", NOW);
+        let changed = br#"{"event_id":"evt_1","id":"evt_2"}"#;
+        assert_eq!(
+            check(scheme, &headers, changed).unwrap().kid,
+            "k2",
+            "{scheme}"
+        );
+        let mut wrong = headers.clone();
+        let header = signature_header(scheme).expect("token schemes send a header");
+        set(&mut wrong, header, "current-key-012345678");
+        assert_eq!(
+            check(scheme, &wrong, BODY),
+            Err(VerifyError::BadSignature),
+            "{scheme}"
+        );
     }
 }

@@ -7,8 +7,8 @@ use super::non_empty;
 use crate::{
     error::Error,
     model::{
-        CreatedTenant, CreatedToken, NewTenant, RateLimit, RotatedSecret, Scheme, SecretInfo,
-        TenantPatch, TenantView, TokenInfo,
+        CreatedTenant, CreatedToken, HmacFields, NewTenant, ProvidedSecret, RateLimit,
+        RotatedSecret, Scheme, SecretInfo, TenantPatch, TenantView, TokenInfo,
     },
     Result,
 };
@@ -40,6 +40,8 @@ impl From<TenantView> for pb::Tenant {
             rate_limit_burst,
             event_id_field: t.event_id_field.unwrap_or_default(),
             created_at_unix_ms: t.created_at_ms,
+            public_url: t.public_url.unwrap_or_default(),
+            hmac: t.hmac.map(pb::HmacSpec::from),
         }
     }
 }
@@ -60,6 +62,7 @@ impl TryFrom<pb::CreateTenantRequest> for NewTenant {
                 "" => DEFAULT_SCHEME,
                 name => scheme(name)?,
             },
+            hmac: r.hmac.map(HmacFields::from),
             tolerance_secs: or_default(r.tolerance_secs, DEFAULT_TOLERANCE_SECS),
             destination_url: destination_url(r.destination_url)?,
             max_body_bytes: or_default(r.max_body_bytes, DEFAULT_MAX_BODY_BYTES),
@@ -67,6 +70,8 @@ impl TryFrom<pb::CreateTenantRequest> for NewTenant {
             event_id_field: non_empty(r.event_id_field),
             max_in_flight: or_default(r.max_in_flight, DEFAULT_MAX_IN_FLIGHT),
             rate_limit: RateLimit::from_api(rate_limit_per_sec, r.rate_limit_burst),
+            public_url: non_empty(r.public_url),
+            secret: ProvidedSecret::of(r.secret),
         })
     }
 }
@@ -78,6 +83,7 @@ impl TryFrom<pb::UpdateTenantRequest> for TenantPatch {
     fn try_from(r: pb::UpdateTenantRequest) -> Result<Self> {
         Ok(TenantPatch {
             scheme: r.scheme.as_deref().map(scheme).transpose()?,
+            hmac: r.hmac.map(HmacFields::from),
             tolerance_secs: r
                 .tolerance_secs
                 .map(|t| or_default(t, DEFAULT_TOLERANCE_SECS)),
@@ -98,6 +104,7 @@ impl TryFrom<pb::UpdateTenantRequest> for TenantPatch {
             max_in_flight: r
                 .max_in_flight
                 .map(|n| or_default(n, DEFAULT_MAX_IN_FLIGHT)),
+            public_url: r.public_url.map(non_empty),
         })
     }
 }
@@ -244,6 +251,35 @@ mod tests {
         assert_eq!(new.max_in_flight, 8);
         assert_eq!(new.destination_url, None);
         assert_eq!(new.rate_limit, None);
+        assert_eq!((new.public_url, new.secret), (None, None));
+    }
+
+    #[test]
+    fn a_public_url_and_a_supplied_secret_reach_the_backend() {
+        let new = NewTenant::try_from(pb::CreateTenantRequest {
+            tenant_id: "acme".into(),
+            public_url: "https://hooks.example.com/hooks/acme".into(),
+            secret: "pdl_ntfset_1".into(),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(
+            new.public_url.as_deref(),
+            Some("https://hooks.example.com/hooks/acme")
+        );
+        assert_eq!(
+            new.secret.as_ref().map(|s| s.expose()),
+            Some("pdl_ntfset_1")
+        );
+        let patch = TenantPatch::try_from(pb::UpdateTenantRequest {
+            tenant_id: "acme".into(),
+            public_url: Some(String::new()),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(patch.public_url, Some(None), "\"\" removes it");
+        let untouched = TenantPatch::try_from(pb::UpdateTenantRequest::default()).unwrap();
+        assert_eq!(untouched.public_url, None);
     }
 
     #[test]
@@ -256,7 +292,7 @@ mod tests {
             (
                 "scheme",
                 pb::CreateTenantRequest {
-                    scheme: "hmac".into(),
+                    scheme: "webhookz".into(),
                     ..base.clone()
                 },
             ),

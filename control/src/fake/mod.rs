@@ -28,9 +28,9 @@ use crate::{
         AttemptView, ContractCheck, ContractDef, ContractList, ContractView, CreatedTenant,
         CreatedToken, DeadLetterFilter, DeadLetterView, DeliveryContent, DeliveryEventView,
         DeliveryStatus, DeliveryView, Grant, NewTenant, Page, PageRequest, Pick, Principal,
-        PulledDelivery, Redelivered, RejectionFilter, RejectionView, RotatedSecret, Scheme,
-        SecretInfo, SecretState, Selection, TenantActivity, TenantPatch, TenantView, TokenBinding,
-        TokenInfo,
+        ProvidedSecret, PulledDelivery, Redelivered, RejectionFilter, RejectionView, RotatedSecret,
+        Scheme, SecretInfo, SecretState, Selection, TenantActivity, TenantPatch, TenantView,
+        TokenBinding, TokenInfo,
     },
     model::{NewRoute, RoutePatch, RouteTest, RouteTestResult, RouteView},
 };
@@ -153,12 +153,22 @@ impl FakeBackend {
     }
 }
 
+/// The secret an answer shows, as hookd does: none when the caller
+/// supplied it, else `generated`.
+fn shown(supplied: Option<ProvidedSecret>, generated: &str) -> String {
+    match supplied {
+        Some(_) => String::new(),
+        None => generated.to_owned(),
+    }
+}
+
 /// A tenant as the fake keeps it: Standard Webhooks, enabled, created at a
 /// fixed time.
 pub fn tenant(tenant_id: &str, destination_url: Option<String>) -> TenantView {
     TenantView {
         tenant_id: tenant_id.into(),
         scheme: Scheme::Standard,
+        hmac: None,
         tolerance_secs: 300,
         destination_url,
         enabled: true,
@@ -168,6 +178,7 @@ pub fn tenant(tenant_id: &str, destination_url: Option<String>) -> TenantView {
         max_in_flight: 16,
         rate_limit: None,
         event_id_field: None,
+        public_url: None,
         created_at_ms: 1_700_000_000_000,
     }
 }
@@ -205,12 +216,16 @@ impl ControlBackend for FakeBackend {
                 new.tenant_id
             )));
         }
-        let view = tenant(&new.tenant_id, new.destination_url);
-        tenants.insert(new.tenant_id, view.clone());
+        let view = TenantView {
+            public_url: new.public_url,
+            ..tenant(&new.tenant_id, new.destination_url)
+        };
+        tenants.insert(new.tenant_id.clone(), view.clone());
+        let secret = shown(new.secret, "whsec_c2VjcmV0");
         Ok(CreatedTenant {
             tenant: view,
             kid: "k1".into(),
-            secret: "whsec_c2VjcmV0".into(),
+            secret,
             destination_secret: "whsec_ZGVzdA==".into(),
         })
     }
@@ -250,6 +265,9 @@ impl ControlBackend for FakeBackend {
         if let Some(url) = patch.destination_url {
             view.destination_url = url;
         }
+        if let Some(url) = patch.public_url {
+            view.public_url = url;
+        }
         self.tenants
             .lock()
             .unwrap()
@@ -264,12 +282,17 @@ impl ControlBackend for FakeBackend {
         Ok(())
     }
 
-    async fn rotate_secret(&self, tenant_id: &str, overlap_secs: u64) -> Result<RotatedSecret> {
+    async fn rotate_secret(
+        &self,
+        tenant_id: &str,
+        overlap_secs: u64,
+        secret: Option<ProvidedSecret>,
+    ) -> Result<RotatedSecret> {
         self.called("rotate_secret");
         self.tenant(tenant_id)?;
         Ok(RotatedSecret {
             kid: "k2".into(),
-            secret: "whsec_bmV3".into(),
+            secret: shown(secret, "whsec_bmV3"),
             previous_kid: "k1".into(),
             previous_expires_at_ms: 1_700_000_000_000 + overlap_secs as i64 * 1000,
         })

@@ -22,8 +22,9 @@ pub use route::{
     RouteUnderTest, RouteView, TestEvent, TestedRequest,
 };
 pub use tenant::{
-    CreatedTenant, CreatedToken, IngestCounts, NewTenant, RateLimit, RotatedSecret, Scheme,
-    SecretInfo, SecretState, TenantActivity, TenantPatch, TenantView, TokenInfo,
+    CreatedTenant, CreatedToken, HandshakeActivity, HmacFields, IngestCounts, NewTenant,
+    ProvidedSecret, RateLimit, RotatedSecret, Scheme, SecretInfo, SecretState, TenantActivity,
+    TenantPatch, TenantView, TokenInfo,
 };
 
 /// Who is calling, as decided by [`crate::ControlBackend::authenticate`] from

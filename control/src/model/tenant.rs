@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-pub use hookd_proto::domain::{RateLimit, Scheme, SecretState};
+pub use hookd_proto::domain::{HmacFields, RateLimit, Scheme, SecretState};
 
 /// A tenant as stored, every default filled in.
 #[derive(Debug, Clone, PartialEq)]
@@ -11,6 +11,8 @@ pub struct TenantView {
     pub tenant_id: String,
     /// How the sender signs.
     pub scheme: Scheme,
+    /// The verifier of scheme `hmac`; `None` for every other scheme.
+    pub hmac: Option<HmacFields>,
     /// Allowed clock distance of a signed timestamp, both ways.
     pub tolerance_secs: u64,
     /// Where deliveries are forwarded; `None` is pull mode.
@@ -27,8 +29,10 @@ pub struct TenantView {
     pub max_in_flight: u32,
     /// `None`: no rate limit.
     pub rate_limit: Option<RateLimit>,
-    /// Body field holding the event id; `None`: the scheme's default.
+    /// Where the event id is read; `None`: the scheme's default.
     pub event_id_field: Option<String>,
+    /// The public URL the provider calls, for schemes that sign it.
+    pub public_url: Option<String>,
     /// Creation (or first load, for config-file tenants), Unix ms.
     pub created_at_ms: i64,
 }
@@ -42,6 +46,8 @@ pub struct NewTenant {
     pub tenant_id: String,
     /// How the sender signs.
     pub scheme: Scheme,
+    /// The verifier of scheme `hmac`, as given (the backend validates it).
+    pub hmac: Option<HmacFields>,
     /// Allowed clock distance of a signed timestamp.
     pub tolerance_secs: u64,
     /// An absolute http(s) URL, or `None` for pull mode.
@@ -50,12 +56,41 @@ pub struct NewTenant {
     pub max_body_bytes: u64,
     /// Body fields required besides the event id; none empty.
     pub required_fields: Vec<String>,
-    /// Body field holding the event id; `None`: the scheme's default.
+    /// Where the event id is read; `None`: the scheme's default. The
+    /// backend checks its grammar.
     pub event_id_field: Option<String>,
     /// Most forwards in flight at once; above 0.
     pub max_in_flight: u32,
     /// `None`: no rate limit.
     pub rate_limit: Option<RateLimit>,
+    /// The public URL the provider calls; the backend checks it.
+    pub public_url: Option<String>,
+    /// The provider's secret (or public key); `None`: the backend
+    /// generates one.
+    pub secret: Option<ProvidedSecret>,
+}
+
+/// A secret the operator supplies (the provider issued it, or it is the
+/// provider's public key): `{:?}` never shows it, and it is never sent back.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ProvidedSecret(String);
+
+impl ProvidedSecret {
+    /// `None` for an empty value (the API's "generate one").
+    pub fn of(value: String) -> Option<ProvidedSecret> {
+        (!value.is_empty()).then_some(ProvidedSecret(value))
+    }
+
+    /// The value, for the one place that checks and seals it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ProvidedSecret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ProvidedSecret(<redacted>)")
+    }
 }
 
 /// Changes to a tenant: `None` keeps a setting, `Some` replaces it. Defaults
@@ -66,6 +101,8 @@ pub struct NewTenant {
 pub struct TenantPatch {
     /// New signature scheme; the secrets stay.
     pub scheme: Option<Scheme>,
+    /// New spec for scheme `hmac`, as given (the backend validates it).
+    pub hmac: Option<HmacFields>,
     /// New timestamp tolerance.
     pub tolerance_secs: Option<u64>,
     /// `Some(None)` switches to pull mode; `Some(Some(url))` to forwarding.
@@ -82,6 +119,8 @@ pub struct TenantPatch {
     pub rate_limit_burst: Option<u32>,
     /// New forwarding concurrency; above 0.
     pub max_in_flight: Option<u32>,
+    /// `Some(None)` removes the public URL; `Some(Some(url))` sets it.
+    pub public_url: Option<Option<String>>,
 }
 
 /// A created tenant and its first secrets, which are shown this once only.
@@ -202,6 +241,27 @@ pub struct TenantActivity {
     /// `None` before any, for schemes without a timestamp, or when the
     /// tenant shares the metrics label `other`.
     pub median_clock_skew_secs: Option<f64>,
+    /// The handshake the tenant's scheme expects (docs/providers.md) and what
+    /// it came to since hookd started; `None` for schemes without one, or
+    /// when the tenant shares the metrics label `other`.
+    pub handshake: Option<HandshakeActivity>,
+}
+
+/// A tenant's provider handshakes since hookd started.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HandshakeActivity {
+    /// Which handshake: `slack.url_verification`, `meta.hub.challenge`, ...
+    pub handshake: String,
+    /// Answered as the provider expects.
+    pub answered: u64,
+    /// Refused (a bad signature or verify token, a malformed handshake).
+    pub refused: u64,
+    /// When the last one was answered, Unix ms.
+    pub last_answered_ms: Option<i64>,
+    /// When the last one was refused, Unix ms.
+    pub last_refused_ms: Option<i64>,
+    /// The error code of the last refusal.
+    pub last_refusal: Option<String>,
 }
 
 /// A tenant's ingest counts over a span of time.
@@ -226,5 +286,8 @@ mod tests {
             token: "hkt_very_secret".into(),
         };
         assert!(!format!("{token:?}").contains("very_secret"));
+        let provided = ProvidedSecret::of("pdl_very_secret".into()).unwrap();
+        assert!(!format!("{provided:?}").contains("very_secret"));
+        assert_eq!(ProvidedSecret::of(String::new()), None);
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use hookd_proto::v1::{self as pb, secret_service_server::SecretService};
 use tonic::{Request, Response, Status};
 
-use crate::{auth::authorize_tenant, backend::ControlBackend, convert};
+use crate::{auth::authorize_tenant, backend::ControlBackend, convert, model::ProvidedSecret};
 
 /// Serves SecretService from a backend.
 pub(crate) struct SecretApi<B> {
@@ -28,7 +28,11 @@ impl<B: ControlBackend> SecretService for SecretApi<B> {
     ) -> Result<Response<pb::RotateSecretResponse>, Status> {
         let tenant_id = authorize_tenant(&*self.backend, &request, &request.get_ref().tenant_id)?;
         let overlap_secs = convert::overlap_secs(request.get_ref().overlap_secs)?;
-        let rotated = self.backend.rotate_secret(&tenant_id, overlap_secs).await?;
+        let secret = ProvidedSecret::of(request.into_inner().secret);
+        let rotated = self
+            .backend
+            .rotate_secret(&tenant_id, overlap_secs, secret)
+            .await?;
         Ok(Response::new(rotated.into()))
     }
 

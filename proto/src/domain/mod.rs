@@ -4,10 +4,12 @@
 //! from outside input is a `TryFrom` (or `FromStr`) with a small typed error.
 
 mod delivery;
+mod hmac;
 mod scheme;
 mod tenant;
 
 pub use delivery::{DeliveryEventKind, DeliveryStatus, InvalidDeliveryStatus};
+pub use hmac::HmacFields;
 pub use scheme::{Scheme, UnknownScheme};
 pub use tenant::{
     defaults, InvalidSecretState, InvalidTenantId, RateLimit, SecretState, TenantId, DEFAULT_ROUTE,

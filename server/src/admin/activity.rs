@@ -4,9 +4,11 @@
 //! counts of the day before a restart seeded from the stored deliveries).
 
 use hookd_control::{
-    model::{IngestCounts, TenantActivity},
+    model::{HandshakeActivity, IngestCounts, TenantActivity},
     Result as ApiResult,
 };
+
+use hookd_sdk::signature::handshake::Handshake;
 
 use super::{api, Backend};
 use crate::{ids::DeliveryId, tenant::TenantHandle};
@@ -104,6 +106,19 @@ impl Backend {
                     .median_skew_secs()
             })
             .flatten();
+        let handshake = Handshake::of(handle.settings().scheme)
+            .filter(|_| own_label)
+            .map(|kind| {
+                let state = handle.metrics.handshakes().state();
+                HandshakeActivity {
+                    handshake: kind.as_str().to_owned(),
+                    answered: state.answered,
+                    refused: state.refused,
+                    last_answered_ms: state.last_answered_ms,
+                    last_refused_ms: state.last_refused_ms,
+                    last_refusal: state.last_refusal,
+                }
+            });
         Ok(TenantActivity {
             queue_depth: counts.depth,
             dead_letters: counts.dead,
@@ -114,6 +129,7 @@ impl Backend {
             refused_last_hour: refused(HOUR_MS)?,
             refused_last_day: refused(24 * HOUR_MS)?,
             median_clock_skew_secs,
+            handshake,
         })
     }
 }

@@ -19,9 +19,9 @@ use hookd_control::{
     model::{
         AttemptView, ContractCheck, ContractDef, ContractList, ContractView, CreatedTenant,
         CreatedToken, DeadLetterFilter, DeadLetterView, DeliveryContent, DeliveryStatus,
-        DeliveryView, Grant, NewTenant, Page, PageRequest, Principal, PulledDelivery, Redelivered,
-        RejectionFilter, RejectionView, RotatedSecret, SecretInfo, Selection, TenantActivity,
-        TenantPatch, TenantView, TokenBinding, TokenInfo,
+        DeliveryView, Grant, NewTenant, Page, PageRequest, Principal, ProvidedSecret,
+        PulledDelivery, Redelivered, RejectionFilter, RejectionView, RotatedSecret, SecretInfo,
+        Selection, TenantActivity, TenantPatch, TenantView, TokenBinding, TokenInfo,
     },
     model::{NewRoute, RoutePatch, RouteTest, RouteTestResult, RouteView},
     ControlBackend, Error as ApiError, EventStream, Result as ApiResult,
@@ -190,9 +190,14 @@ impl ControlBackend for Backend {
         self.delete(tenant_id).await
     }
 
-    async fn rotate_secret(&self, tenant_id: &str, overlap_secs: u64) -> ApiResult<RotatedSecret> {
+    async fn rotate_secret(
+        &self,
+        tenant_id: &str,
+        overlap_secs: u64,
+        secret: Option<ProvidedSecret>,
+    ) -> ApiResult<RotatedSecret> {
         let tenant_id = tenant_id.to_owned();
-        self.durably(move |b| b.rotate(&tenant_id, overlap_secs))
+        self.durably(move |b| b.rotate(&tenant_id, overlap_secs, secret))
             .await
     }
 

@@ -21,6 +21,7 @@ use crate::{
         transform::{pool::TransformPool, Transform, TransformLimits},
     },
     store::records::{EventMeta, StoredEvent},
+    tenant::pasted_event_id,
 };
 
 /// The route's parts a test runs.
@@ -38,7 +39,7 @@ struct Sample {
 }
 
 /// The event id a pasted event runs with in the transform's context when
-/// its body has none in the tenant's event-id field (or `event_id`).
+/// it has none where the tenant's rule looks (nor a body `event_id`).
 const PASTED_EVENT_ID: &str = "evt_test";
 
 impl Backend {
@@ -178,12 +179,13 @@ impl Backend {
             }
             TestEvent::Pasted(pasted) => {
                 let settings = handle.settings();
-                let field = settings.event_id_field.as_deref().unwrap_or("event_id");
                 let body: serde_json::Value =
                     serde_json::from_slice(&pasted.body).unwrap_or_default();
-                let event_id = body[field].as_str().unwrap_or(PASTED_EVENT_ID);
+                let event_id = pasted_event_id(&settings.event_id, &pasted.body, &pasted.headers)
+                    .or_else(|| body["event_id"].as_str().map(EventId::new))
+                    .unwrap_or_else(|| EventId::new(PASTED_EVENT_ID));
                 let meta = EventMeta {
-                    event_id: EventId::new(event_id),
+                    event_id,
                     delivery_id: DeliveryId::generate(),
                     request_id: RequestId::generate(),
                     received_at_ms: self.now_ms(),

@@ -3,13 +3,14 @@
 
 use hookd_control::{
     model::{
-        CreatedTenant, NewTenant, Page, PageRequest, RateLimit, RotatedSecret, SecretInfo,
-        SecretState, TenantPatch, TenantView,
+        CreatedTenant, NewTenant, Page, PageRequest, ProvidedSecret, RateLimit, RotatedSecret,
+        SecretInfo, SecretState, TenantPatch, TenantView,
     },
     Error as ApiError, Result as ApiResult,
 };
-use hookd_proto::domain::defaults;
-use secrecy::ExposeSecret;
+use hookd_proto::domain::{defaults, Scheme};
+use hookd_sdk::signature::Secret;
+use secrecy::{ExposeSecret, SecretString};
 
 use super::{api, Backend};
 use crate::{
@@ -108,11 +109,16 @@ impl Backend {
             )));
         }
         let scheme = new.scheme;
+        let provided = new
+            .secret
+            .map(|secret| provided_secret(scheme, "k1", &secret))
+            .transpose()?;
         let now = self.now_ms();
         let id = TenantId::try_from(new.tenant_id.as_str())
             .map_err(|e| ApiError::InvalidArgument(format!("tenant_id: {e}")))?;
         let record = TenantRecord::new(
             StoredTenant {
+                hmac: new.hmac,
                 tolerance_secs: new.tolerance_secs,
                 max_body_bytes: new.max_body_bytes as usize,
                 required_fields: new.required_fields,
@@ -120,17 +126,20 @@ impl Backend {
                 rate_limit: new.rate_limit.map(rate_config),
                 destination_url: new.destination_url,
                 max_in_flight: in_flight(new.max_in_flight),
+                public_url: new.public_url,
                 ..StoredTenant::new(id, scheme)
             },
             now,
         );
-        let secrets = SecretSet::generate(scheme, now);
+        let shown = provided.is_none();
+        let secrets = SecretSet::starting_with(scheme, now, provided)
+            .ok_or_else(|| provider_key_needed(scheme))?;
         let settings = self.apply_new(&record, &secrets)?;
-        tracing::info!(tenant = %new.tenant_id, scheme = scheme.as_str(), "tenant created");
+        tracing::info!(tenant = %new.tenant_id, scheme = scheme.as_str(), provided_secret = !shown, "tenant created");
         Ok(CreatedTenant {
             tenant: view_of(&settings, false, now),
             kid: secrets.current.kid.clone(),
-            secret: secrets.current.secret.expose_secret().to_owned(),
+            secret: shown_secret(shown, &secrets.current.secret),
             destination_secret: secrets.destination.expose_secret().to_owned(),
         })
     }
@@ -180,6 +189,12 @@ impl Backend {
         let c = &mut record.tenant;
         if let Some(scheme) = patch.scheme {
             c.scheme = scheme;
+            if scheme != Scheme::Hmac {
+                c.hmac = None;
+            }
+        }
+        if let Some(hmac) = patch.hmac {
+            c.hmac = Some(hmac);
         }
         if let Some(tolerance) = patch.tolerance_secs {
             c.tolerance_secs = tolerance;
@@ -207,6 +222,9 @@ impl Backend {
         }
         if let Some(max) = patch.max_in_flight {
             c.max_in_flight = in_flight(max);
+        }
+        if let Some(url) = patch.public_url {
+            c.public_url = url;
         }
         let settings = self.apply(&record, &secrets, Changed::Settings)?;
         tracing::info!(tenant = %tenant_id, "tenant updated");
@@ -259,7 +277,12 @@ impl Backend {
         Ok(())
     }
 
-    pub(super) fn rotate(&self, tenant_id: &str, overlap_secs: u64) -> ApiResult<RotatedSecret> {
+    pub(super) fn rotate(
+        &self,
+        tenant_id: &str,
+        overlap_secs: u64,
+        provided: Option<ProvidedSecret>,
+    ) -> ApiResult<RotatedSecret> {
         let (record, mut secrets) = self.stored(tenant_id)?;
         let now = self.now_ms();
         let overlap = if overlap_secs == 0 {
@@ -268,16 +291,19 @@ impl Backend {
             overlap_secs
         };
         let previous_kid = secrets.current.kid.clone();
-        let current = secrets.rotate(
-            record.tenant.scheme,
-            now,
-            (overlap as i64).saturating_mul(1000),
-        );
+        let scheme = record.tenant.scheme;
+        let provided = provided
+            .map(|secret| provided_secret(scheme, &previous_kid, &secret))
+            .transpose()?;
+        let shown = provided.is_none();
+        let current = secrets
+            .rotate(scheme, now, (overlap as i64).saturating_mul(1000), provided)
+            .ok_or_else(|| provider_key_needed(scheme))?;
         self.apply(&record, &secrets, Changed::Secrets)?;
-        tracing::info!(tenant = %tenant_id, kid = %current.kid, previous_kid = %previous_kid, overlap_secs = overlap, "secret rotated");
+        tracing::info!(tenant = %tenant_id, kid = %current.kid, previous_kid = %previous_kid, overlap_secs = overlap, provided_secret = !shown, "secret rotated");
         Ok(RotatedSecret {
             kid: current.kid,
-            secret: current.secret.expose_secret().to_owned(),
+            secret: shown_secret(shown, &current.secret),
             previous_kid,
             previous_expires_at_ms: now + (overlap as i64).saturating_mul(1000),
         })
@@ -329,6 +355,24 @@ fn api_field_names(message: &str) -> String {
     message.replacen("rate_limit.", "rate_limit_", 1)
 }
 
+/// A secret the caller supplied, checked for `scheme` the way the tenant
+/// will load it (the problem is named, the value never).
+fn provided_secret(scheme: Scheme, kid: &str, secret: &ProvidedSecret) -> ApiResult<SecretString> {
+    Secret::from_provider(scheme, kid, secret.expose()).map_err(|e| {
+        ApiError::InvalidArgument(format!("secret: not a valid {scheme} secret: {e}"))
+    })?;
+    Ok(SecretString::from(secret.expose().to_owned()))
+}
+
+/// What an answer shows of a new current secret: a generated one once; a
+/// supplied one never (the caller has it).
+fn shown_secret(shown: bool, secret: &SecretString) -> String {
+    match shown {
+        true => secret.expose_secret().to_owned(),
+        false => String::new(),
+    }
+}
+
 fn rate_config(rate: RateLimit) -> RateLimitConfig {
     RateLimitConfig {
         per_sec: rate.per_sec,
@@ -349,6 +393,7 @@ pub(super) fn view_of(s: &TenantSettings, from_config: bool, created_at_ms: i64)
     TenantView {
         tenant_id: s.id.to_string(),
         scheme: s.scheme,
+        hmac: s.hmac.as_ref().map(|spec| spec.fields().clone()),
         tolerance_secs: s.tolerance_secs,
         destination_url: s.forward.as_ref().map(|f| f.url.clone()),
         enabled: s.enabled,
@@ -364,6 +409,14 @@ pub(super) fn view_of(s: &TenantSettings, from_config: bool, created_at_ms: i64)
             burst: r.burst,
         }),
         event_id_field: s.event_id_field.clone(),
+        public_url: s.public_url.clone(),
         created_at_ms,
     }
+}
+
+/// The refusal when hookd would have to make a key only the provider holds.
+fn provider_key_needed(scheme: Scheme) -> ApiError {
+    ApiError::FailedPrecondition(format!(
+        "scheme {scheme} verifies with the provider's public key, which hookd cannot generate"
+    ))
 }

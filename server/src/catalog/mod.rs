@@ -332,23 +332,39 @@ impl Catalog {
 }
 
 impl SecretSet {
-    /// Fresh secrets for a new tenant of `scheme`.
-    pub fn generate(scheme: Scheme, now_ms: i64) -> SecretSet {
-        SecretSet {
+    /// Secrets for a new tenant of `scheme` whose signing secret is
+    /// `provided` (issued by the provider), else generated; `None` when none
+    /// is provided and hookd cannot make the scheme's key (it verifies with
+    /// the provider's public key).
+    pub fn starting_with(
+        scheme: Scheme,
+        now_ms: i64,
+        provided: Option<SecretString>,
+    ) -> Option<SecretSet> {
+        Some(SecretSet {
             current: SecretEntry {
                 kid: "k1".into(),
-                secret: new_signing_secret(scheme),
+                secret: provided.or_else(|| new_signing_secret(scheme))?,
                 created_at_ms: now_ms,
                 expires_at_ms: None,
             },
             previous: None,
-            destination: new_signing_secret(Scheme::Standard),
-        }
+            destination: new_signing_secret(Scheme::Standard)?,
+        })
     }
 
-    /// Makes a new current secret `k{n+1}` after the current `k{n}`; the old
-    /// one stays accepted until `now + overlap`. Returns the new entry.
-    pub fn rotate(&mut self, scheme: Scheme, now_ms: i64, overlap_ms: i64) -> SecretEntry {
+    /// Makes a new current secret `k{n+1}` after the current `k{n}` (the
+    /// `provided` one, else generated); the old one stays accepted until
+    /// `now + overlap`. Returns the new entry, or `None` (changing nothing)
+    /// when none is provided and hookd cannot make the scheme's key.
+    pub fn rotate(
+        &mut self,
+        scheme: Scheme,
+        now_ms: i64,
+        overlap_ms: i64,
+        provided: Option<SecretString>,
+    ) -> Option<SecretEntry> {
+        let secret = provided.or_else(|| new_signing_secret(scheme))?;
         let mut old = self.current.clone();
         old.expires_at_ms = Some(now_ms + overlap_ms);
         let next = old
@@ -358,12 +374,12 @@ impl SecretSet {
             .map_or(1, |n| n.saturating_add(1));
         self.current = SecretEntry {
             kid: format!("k{next}"),
-            secret: new_signing_secret(scheme),
+            secret,
             created_at_ms: now_ms,
             expires_at_ms: None,
         };
         self.previous = Some(old);
-        self.current.clone()
+        Some(self.current.clone())
     }
 
     /// Drops the previous secret when its overlap has ended.
@@ -414,15 +430,33 @@ pub fn effective_config(record: &TenantRecord, secrets: &SecretSet) -> TenantCon
     config
 }
 
-/// A new secret in the form the scheme's senders expect.
-fn new_signing_secret(scheme: Scheme) -> SecretString {
+/// A new secret in the form the scheme's senders expect; `None` for the schemes
+/// that verify with the provider's public key, whose private half only the
+/// provider holds.
+fn new_signing_secret(scheme: Scheme) -> Option<SecretString> {
     let mut raw = Zeroizing::new([0u8; 32]);
     rand::rng().fill_bytes(raw.as_mut_slice());
-    SecretString::from(match scheme {
-        Scheme::Standard => format!("whsec_{}", STANDARD.encode(raw.as_slice())),
+    Some(SecretString::from(match scheme {
+        Scheme::Standard | Scheme::Svix => format!("whsec_{}", STANDARD.encode(raw.as_slice())),
         Scheme::Stripe => format!("whsec_{}", hex::encode(&raw[..24])),
-        Scheme::Hookd | Scheme::Github | Scheme::Shopify | Scheme::Slack => hex::encode(&raw[..]),
-    })
+        Scheme::Hookd
+        | Scheme::Github
+        | Scheme::Shopify
+        | Scheme::Slack
+        | Scheme::Gitlab
+        | Scheme::Okta
+        | Scheme::Mailgun
+        | Scheme::Paddle
+        | Scheme::Intercom
+        | Scheme::Zoom
+        | Scheme::Twitch
+        | Scheme::Linear
+        | Scheme::Square
+        | Scheme::Hubspot
+        | Scheme::Hmac => hex::encode(&raw[..]),
+        Scheme::Twilio | Scheme::Meta => hex::encode(&raw[..16]),
+        Scheme::Discord | Scheme::Sendgrid => return None,
+    }))
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 //! API have no `routes`; they load with none.
 
 use hookd_proto::domain::{defaults, Scheme};
+use hookd_sdk::signature::HmacFields;
 use serde::{Deserialize, Serialize};
 
 use crate::{
@@ -26,6 +27,9 @@ pub struct StoredTenant {
     pub id: TenantId,
     /// Its senders' signature scheme.
     pub scheme: Scheme,
+    /// The verifier of `scheme = "hmac"`; records made before it have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hmac: Option<HmacFields>,
     /// False: deliveries are refused with 403.
     pub enabled: bool,
     /// Signed-timestamp tolerance, both directions.
@@ -34,8 +38,13 @@ pub struct StoredTenant {
     pub max_body_bytes: usize,
     /// Top-level JSON fields every delivery must carry.
     pub required_fields: Vec<String>,
-    /// Body field holding the event id, for schemes that sign none.
+    /// Where the event id is read (`event_id_field`'s grammar), instead of
+    /// the scheme's rule.
     pub event_id_field: Option<String>,
+    /// The public URL the provider calls, for schemes that sign the URL;
+    /// records written before it existed have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_url: Option<String>,
     /// Ingest rate limit.
     pub rate_limit: Option<RateLimitConfig>,
     /// Where deliveries are forwarded; none: pull mode.
@@ -113,11 +122,13 @@ impl StoredTenant {
         StoredTenant {
             id,
             scheme,
+            hmac: None,
             enabled: true,
             tolerance_secs: defaults::TOLERANCE_SECS,
             max_body_bytes: defaults::MAX_BODY_BYTES as usize,
             required_fields: Vec::new(),
             event_id_field: None,
+            public_url: None,
             rate_limit: None,
             destination_url: None,
             max_in_flight: defaults::MAX_IN_FLIGHT as usize,
@@ -132,11 +143,17 @@ impl StoredTenant {
         TenantConfig {
             id: self.id.to_string(),
             scheme: self.scheme.as_str().to_owned(),
+            hmac: self.hmac.clone(),
             enabled: self.enabled,
             tolerance_secs: self.tolerance_secs,
             max_body_bytes: self.max_body_bytes,
             required_fields: self.required_fields.clone(),
             event_id_field: self.event_id_field.clone(),
+            public_url: self.public_url.clone(),
+            verify_token: None,
+            verify_token_env: None,
+            verify_token_file: None,
+            signed_body: None,
             replay_cache_capacity: TenantConfig::DEFAULT_REPLAY_CACHE_CAPACITY,
             rate_limit: self.rate_limit,
             secrets: Vec::new(),
@@ -163,11 +180,13 @@ impl StoredTenant {
         Ok(StoredTenant {
             id: TenantId::try_from(config.id.as_str()).map_err(|e| invalid(e.to_string()))?,
             scheme: config.scheme.parse().map_err(|e| invalid(format!("{e}")))?,
+            hmac: config.hmac.clone(),
             enabled: config.enabled,
             tolerance_secs: config.tolerance_secs,
             max_body_bytes: config.max_body_bytes,
             required_fields: config.required_fields.clone(),
             event_id_field: config.event_id_field.clone(),
+            public_url: config.public_url.clone(),
             rate_limit: config.rate_limit,
             destination_url: config.destination.as_ref().map(|d| d.url.clone()),
             max_in_flight: config.max_in_flight,
@@ -271,6 +290,23 @@ mod tests {
         assert!(!legacy, "the current form, without routes");
         assert!(record.tenant.routes.is_empty());
         assert!(record.tenant.to_config().routes.is_empty());
+        assert_eq!(record.tenant.public_url, None, "nor a public URL");
+    }
+
+    /// A public URL is kept, reaches the config form, and a record
+    /// without one is written without the key.
+    #[test]
+    fn a_public_url_round_trips() {
+        let mut tenant = StoredTenant::new(TenantId::try_from("acme").unwrap(), Scheme::Standard);
+        let bare = TenantRecord::new(tenant.clone(), 1).encode();
+        assert!(!String::from_utf8_lossy(&bare).contains("public_url"));
+        tenant.public_url = Some("https://hooks.example.com/hooks/acme".into());
+        let (again, legacy) = TenantRecord::decode(&TenantRecord::new(tenant, 1).encode()).unwrap();
+        assert!(!legacy);
+        assert_eq!(
+            again.tenant.to_config().public_url.as_deref(),
+            Some("https://hooks.example.com/hooks/acme")
+        );
     }
 
     /// A stored route reaches the config form every tenant resolves from.
@@ -302,5 +338,28 @@ mod tests {
             ),
             (200, 32)
         );
+    }
+
+    /// An hmac tenant's spec is kept with it and reaches the config form;
+    /// records without one (every record before it) load with none.
+    #[test]
+    fn an_hmac_spec_round_trips_through_the_record() {
+        let mut tenant = StoredTenant::new(TenantId::try_from("mg").unwrap(), Scheme::Hmac);
+        tenant.hmac = Some(HmacFields {
+            signature: "/signature/signature".into(),
+            signed: Some("{/signature/timestamp}{/signature/token}".into()),
+            timestamp: Some("/signature/timestamp".into()),
+            ..HmacFields::default()
+        });
+        let (again, _) =
+            TenantRecord::decode(&TenantRecord::new(tenant.clone(), 1).encode()).unwrap();
+        assert_eq!(again.tenant, tenant);
+        assert_eq!(again.tenant.to_config().hmac, tenant.hmac);
+        let plain = TenantRecord::new(
+            StoredTenant::new(TenantId::try_from("gh").unwrap(), Scheme::Github),
+            1,
+        );
+        let text = String::from_utf8(plain.encode()).unwrap();
+        assert!(!text.contains("hmac"), "{text}");
     }
 }

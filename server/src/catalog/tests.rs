@@ -46,10 +46,16 @@ fn data_of_gone(store: &SledStore, kind: &str) -> usize {
 fn sealed_secrets_copied_to_another_tenant_do_not_open() {
     let (_dir, db, catalog) = catalog();
     catalog
-        .put(&record("alpha"), &SecretSet::generate(Scheme::Hookd, 1))
+        .put(
+            &record("alpha"),
+            &SecretSet::starting_with(Scheme::Hookd, 1, None).unwrap(),
+        )
         .unwrap();
     catalog
-        .put(&record("beta"), &SecretSet::generate(Scheme::Hookd, 1))
+        .put(
+            &record("beta"),
+            &SecretSet::starting_with(Scheme::Hookd, 1, None).unwrap(),
+        )
         .unwrap();
     let secrets = db.db().open_tree("secrets").unwrap();
     let alpha = secrets.get("alpha").unwrap().unwrap();
@@ -138,7 +144,10 @@ fn legacy_rows_still_open_and_are_rewritten_bound() {
 fn delete_takes_tokens_with_it_and_an_interrupted_drop_finishes_at_open() {
     let (_dir, store, catalog) = catalog();
     catalog
-        .put(&record("gone"), &SecretSet::generate(Scheme::Hookd, 1))
+        .put(
+            &record("gone"),
+            &SecretSet::starting_with(Scheme::Hookd, 1, None).unwrap(),
+        )
         .unwrap();
     let (_, token) = catalog.create_token("gone", "ci", 1).unwrap();
     assert_eq!(
@@ -187,13 +196,19 @@ fn delete_takes_tokens_with_it_and_an_interrupted_drop_finishes_at_open() {
 fn a_new_tenant_with_a_reused_id_does_not_inherit_tokens() {
     let (_dir, _db, catalog) = catalog();
     catalog
-        .put(&record("again"), &SecretSet::generate(Scheme::Hookd, 1))
+        .put(
+            &record("again"),
+            &SecretSet::starting_with(Scheme::Hookd, 1, None).unwrap(),
+        )
         .unwrap();
     let (_, token) = catalog.create_token("again", "ci", 1).unwrap();
     // The tenant record replaced as if deleted and created anew, its
     // token left behind.
     catalog
-        .put(&record("again"), &SecretSet::generate(Scheme::Hookd, 1))
+        .put(
+            &record("again"),
+            &SecretSet::starting_with(Scheme::Hookd, 1, None).unwrap(),
+        )
         .unwrap();
     assert_eq!(
         catalog.token_record(&token).unwrap().map(|r| r.tenant_id),
@@ -220,7 +235,10 @@ fn a_delete_finished_after_a_crash_drops_the_routes_data_too() {
         transform_memory_mib: 16,
     });
     catalog
-        .put(&gone, &SecretSet::generate(Scheme::Hookd, 1))
+        .put(
+            &gone,
+            &SecretSet::starting_with(Scheme::Hookd, 1, None).unwrap(),
+        )
         .unwrap();
     let state = store.db().open_tree("data/state").unwrap();
     state.insert("gone~audit/d1", "x").unwrap();
@@ -231,4 +249,20 @@ fn a_delete_finished_after_a_crash_drops_the_routes_data_too() {
     open(&store);
     assert_eq!(routes_left(), 0, "the route's data went with the tenant's");
     assert_eq!(data_of_gone(&store, "state"), 0);
+}
+
+#[test]
+fn key_pair_schemes_get_no_generated_secret_and_rotation_changes_nothing() {
+    for scheme in [Scheme::Discord, Scheme::Sendgrid] {
+        assert!(
+            SecretSet::starting_with(scheme, 1, None).is_none(),
+            "{scheme}"
+        );
+        let mut secrets = SecretSet::starting_with(Scheme::Hookd, 1, None).unwrap();
+        let before = secrets.current.secret.expose_secret().to_owned();
+        assert!(secrets.rotate(scheme, 2, 1_000, None).is_none(), "{scheme}");
+        assert_eq!(secrets.current.kid, "k1");
+        assert_eq!(secrets.current.secret.expose_secret(), before);
+        assert!(secrets.previous.is_none());
+    }
 }

@@ -114,6 +114,12 @@ pub fn check_body_under_cap(cap: usize, value: usize) -> Result<(), InvalidSetti
 pub const TOLERANCE_SECS: Count = count(1, DAY);
 /// `max_body_bytes`, under [`MAX_BODY_LIMIT`].
 pub const MAX_BODY_BYTES: Count = count(1, MAX_BODY_LIMIT as u64);
+/// Longest tenant `event_id_field`, in bytes.
+pub const MAX_EVENT_ID_RULE_LEN: usize = 512;
+/// Most placeholders in one `event_id_field` template.
+pub const MAX_TEMPLATE_PARTS: usize = 8;
+/// Longest tenant `public_url`, in bytes.
+pub const MAX_PUBLIC_URL_LEN: usize = 2_048;
 /// `replay_cache_capacity`.
 pub const REPLAY_CACHE_CAPACITY: Count = count(1, 10_000_000);
 /// `max_in_flight`: forwards of one tenant in flight at once.
@@ -182,6 +188,9 @@ pub const RETENTION_SECS: Count = count(1, 3_650 * DAY);
 pub const SWEEP_INTERVAL_SECS: Real = positive(DAY as f64);
 /// `retention.sweep_batch`.
 pub const SWEEP_BATCH: Count = count(1, 1_000_000);
+/// `limits.max_decompression_ratio`: at least 2 (1 would refuse every
+/// compressed body that compresses at all).
+pub const DECOMPRESSION_RATIO: Count = count(2, 100_000);
 /// `limits.tenant_idle_secs`: longer than any request may take.
 pub const TENANT_IDLE_SECS: Count = count(60, DAY);
 

@@ -18,7 +18,10 @@ use crate::{
 };
 pub mod bounds;
 mod dashboard;
+mod event_id;
 mod forwarding;
+#[cfg(test)]
+mod hmac_tests;
 #[cfg(test)]
 mod hostile_tests;
 mod http;
@@ -33,13 +36,15 @@ mod tests;
 pub use crate::tls::{GrpcTlsConfig, HttpTlsConfig};
 pub use bounds::{FRAMEWORK_MAX_HEAD_BYTES, MAX_BODY_LIMIT};
 pub use dashboard::DashboardConfig;
+pub use event_id::{EventIdRule, IdPart, CONTENT_EVENT_ID_PREFIX};
 pub use retention::{RetentionConfig, LONGEST_SENDER_RETRY_SECS};
 pub(crate) use route::version_of;
 pub use route::{RouteConfig, RouteSettings, MAX_ROUTES};
 pub use storage::{PostgresConfig, StorageBackend};
 pub use tenant::{
     load_secret, BreakerConfig, DestinationConfig, ForwardSettings, RateLimitConfig, RetryConfig,
-    RouteTransform, SecretConfig, SecretSourceError, SecretState, TenantConfig, TenantSettings,
+    RouteTransform, SecretConfig, SecretSourceError, SecretState, SignedBody, TenantConfig,
+    TenantSettings,
 };
 
 /// The embedded defaults, every key documented.
@@ -219,6 +224,10 @@ pub struct LimitsConfig {
     /// a refusal is still answered and counted, but not written, so a
     /// flood of unsigned requests cannot fill the disk.
     pub rejection_records: RateLimitConfig,
+    /// Most times a compressed body may grow when decoded (beyond its first
+    /// 64 KiB): a bigger ratio is a decompression bomb, refused with 413
+    /// `COMPRESSION_RATIO_TOO_HIGH` while it is being decoded.
+    pub max_decompression_ratio: u64,
 }
 
 /// Forwarding settings that are not per tenant.
@@ -387,6 +396,10 @@ impl Config {
             self.limits.tenant_max_body_bytes,
         )?;
         bounds::TENANT_IDLE_SECS.check("limits.tenant_idle_secs", self.limits.tenant_idle_secs)?;
+        bounds::DECOMPRESSION_RATIO.check(
+            "limits.max_decompression_ratio",
+            self.limits.max_decompression_ratio,
+        )?;
         let records = &self.limits.rejection_records;
         bounds::RATE_PER_SEC.check("limits.rejection_records.per_sec", records.per_sec)?;
         bounds::RATE_BURST.check("limits.rejection_records.burst", u64::from(records.burst))

@@ -7,7 +7,7 @@ use std::{path::PathBuf, sync::Arc};
 
 pub use hookd_proto::domain::SecretState;
 use hookd_proto::domain::{defaults, Scheme};
-use hookd_sdk::signature::Secret;
+use hookd_sdk::signature::{HmacFields, HmacSpec, Secret};
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 
@@ -18,6 +18,7 @@ pub use super::forwarding::{
 pub use super::secrets::{load_secret, SecretSourceError};
 use super::{
     bounds,
+    event_id::EventIdRule,
     forwarding::Forwarding,
     route::{resolve_routes, RouteConfig, RouteSettings},
 };
@@ -41,6 +42,10 @@ pub struct TenantConfig {
     /// Signature scheme name.
     #[serde(default = "default_scheme")]
     pub scheme: String,
+    /// The verifier of `scheme = "hmac"`, built from configuration alone
+    /// (docs/providers.md); refused with any other scheme.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hmac: Option<HmacFields>,
     /// A disabled tenant answers 403 and stores nothing.
     #[serde(default = "yes")]
     pub enabled: bool,
@@ -53,9 +58,30 @@ pub struct TenantConfig {
     /// Body fields that must be present besides the event id.
     #[serde(default)]
     pub required_fields: Vec<String>,
-    /// Body field carrying the event id, instead of the scheme's default.
+    /// Where the event id is read, instead of the scheme's default: a
+    /// top-level field, a JSON pointer (`/data/id`), `header:Name`,
+    /// `form:Name`, or a template of those (`{/eventCode}:{/pspReference}`).
     #[serde(default)]
     pub event_id_field: Option<String>,
+    /// The public URL the provider calls (what hookd cannot see behind a
+    /// load balancer), for the schemes that sign the URL: absolute http(s),
+    /// no query, no fragment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_url: Option<String>,
+    /// Meta's `hub.verify_token`, which its subscription handshake must
+    /// present (prefer `verify_token_env` or `verify_token_file`).
+    #[serde(default, skip_serializing)]
+    pub verify_token: Option<SecretString>,
+    /// Name of an environment variable holding the verify token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify_token_env: Option<String>,
+    /// Path of a file holding the verify token (trailing newline ignored).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify_token_file: Option<PathBuf>,
+    /// Which bytes of a compressed body the signature covers, instead of
+    /// the scheme's default ([`SignedBody::of_scheme`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signed_body: Option<SignedBody>,
     /// Entries in the replay cache; older ones fall back to the idempotency log.
     #[serde(default = "default_replay_capacity")]
     pub replay_cache_capacity: u64,
@@ -106,6 +132,49 @@ pub struct TenantConfig {
     /// every event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filter: Option<serde_json::Value>,
+}
+
+/// Which bytes of a body sent with `Content-Encoding: gzip` or `deflate`
+/// its signature covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SignedBody {
+    /// The body decoded: the provider signs, then compresses.
+    Decoded,
+    /// The bytes as sent: the provider compresses, then signs.
+    Wire,
+}
+
+impl SignedBody {
+    /// What `scheme`'s provider signs. Every preset signs its payload before
+    /// any compression on the way (none documents signing compressed
+    /// bytes), and `hmac` tenants say otherwise with `signed_body`.
+    pub fn of_scheme(scheme: Scheme) -> SignedBody {
+        match scheme {
+            Scheme::Standard
+            | Scheme::Hookd
+            | Scheme::Stripe
+            | Scheme::Github
+            | Scheme::Shopify
+            | Scheme::Slack
+            | Scheme::Gitlab
+            | Scheme::Okta
+            | Scheme::Discord
+            | Scheme::Sendgrid
+            | Scheme::Mailgun
+            | Scheme::Twilio
+            | Scheme::Svix
+            | Scheme::Meta
+            | Scheme::Intercom
+            | Scheme::Paddle
+            | Scheme::Zoom
+            | Scheme::Twitch
+            | Scheme::Linear
+            | Scheme::Square
+            | Scheme::Hubspot
+            | Scheme::Hmac => SignedBody::Decoded,
+        }
+    }
 }
 
 /// One signing secret, inline or read from the environment or a file.
@@ -172,6 +241,8 @@ pub struct TenantSettings {
     pub id: TenantId,
     /// Signature scheme.
     pub scheme: Scheme,
+    /// The spec `scheme = "hmac"` verifies with; `None` for every other scheme.
+    pub hmac: Option<Arc<HmacSpec>>,
     /// Disabled tenants answer 403.
     pub enabled: bool,
     /// Timestamp tolerance in seconds.
@@ -180,8 +251,16 @@ pub struct TenantSettings {
     pub max_body_bytes: usize,
     /// Required body fields besides the event id.
     pub required_fields: Vec<String>,
-    /// Body field overriding the scheme's event id source.
+    /// The `event_id_field` as set, for the control plane's views.
     pub event_id_field: Option<String>,
+    /// Where the event id is read: the setting parsed, or the scheme's rule.
+    pub event_id: EventIdRule,
+    /// The public URL the provider calls, for the schemes that sign it.
+    pub public_url: Option<String>,
+    /// Meta's verify token, for its subscription handshake.
+    pub verify_token: Option<SecretString>,
+    /// Which bytes of a compressed body the signature covers.
+    pub signed_body: SignedBody,
     /// Replay cache entries.
     pub replay_cache_capacity: u64,
     /// Optional rate limit.
@@ -243,6 +322,28 @@ impl TenantConfig {
         }
     }
 
+    /// The validated `[hmac]` table: required by `scheme = "hmac"`, refused
+    /// with any other scheme.
+    fn hmac_spec(&self, scheme: Scheme) -> Result<Option<Arc<HmacSpec>>, InvalidSetting> {
+        match (scheme, &self.hmac) {
+            (Scheme::Hmac, Some(fields)) => HmacSpec::new(fields.clone())
+                .map(|spec| Some(Arc::new(spec)))
+                .map_err(|e| InvalidSetting::new(format!("hmac.{}", e.field), e.reason)),
+            (Scheme::Hmac, None) => Err(InvalidSetting::new(
+                "hmac",
+                "scheme \"hmac\" needs its spec (the [hmac] table; over the API, hmac) saying where the signature is",
+            )),
+            (_, Some(_)) => Err(InvalidSetting::new(
+                "hmac",
+                format!(
+                    "only scheme \"hmac\" reads an [hmac] table, not {scheme:?}",
+                    scheme = scheme.as_str()
+                ),
+            )),
+            (_, None) => Ok(None),
+        }
+    }
+
     /// Validates this tenant and loads its secrets.
     pub fn resolve(&self) -> Result<TenantSettings, InvalidSetting> {
         let Ok(id) = TenantId::try_from(self.id.as_str()) else {
@@ -255,7 +356,11 @@ impl TenantConfig {
             .scheme
             .parse()
             .map_err(|e| InvalidSetting::new("scheme", e))?;
+        let hmac = self.hmac_spec(scheme)?;
         self.check_bounds()?;
+        let event_id = EventIdRule::resolve(scheme, self.event_id_field.as_deref())?;
+        check_public_url(scheme, self.public_url.as_deref())?;
+        let verify_token = self.verify_token(scheme)?;
         let mut current = None;
         let mut previous = None;
         for (i, s) in self.secrets.iter().enumerate() {
@@ -305,11 +410,18 @@ impl TenantConfig {
             filter,
             id,
             scheme,
+            hmac,
             enabled: self.enabled,
             tolerance_secs: self.tolerance_secs,
             max_body_bytes: self.max_body_bytes,
             required_fields: self.required_fields.clone(),
             event_id_field: self.event_id_field.clone(),
+            event_id,
+            public_url: self.public_url.clone(),
+            verify_token,
+            signed_body: self
+                .signed_body
+                .unwrap_or_else(|| SignedBody::of_scheme(scheme)),
             replay_cache_capacity: self.replay_cache_capacity,
             rate_limit: self.rate_limit,
             current,
@@ -322,7 +434,79 @@ impl TenantConfig {
     }
 }
 
+impl TenantConfig {
+    /// The verify token, read from where it is given; only the `meta`
+    /// scheme's handshake presents one, so any other scheme is refused one.
+    fn verify_token(&self, scheme: Scheme) -> Result<Option<SecretString>, InvalidSetting> {
+        let (inline, env, file) = (
+            self.verify_token.as_ref(),
+            self.verify_token_env.as_deref(),
+            self.verify_token_file.as_deref(),
+        );
+        if inline.is_none() && env.is_none() && file.is_none() {
+            return Ok(None);
+        }
+        if scheme != Scheme::Meta {
+            return Err(InvalidSetting::new(
+                "verify_token",
+                format!("only the meta scheme's handshake presents a verify token, not {scheme}'s"),
+            ));
+        }
+        let token =
+            load_secret(inline, env, file).map_err(|e| InvalidSetting::new("verify_token", e))?;
+        if token.expose_secret().is_empty() {
+            return Err(InvalidSetting::new("verify_token", "must not be empty"));
+        }
+        Ok(Some(token))
+    }
+}
+
+/// A `public_url` must be an absolute http(s) URL without query or fragment
+/// (the query of each delivery is added as received), at most
+/// [`bounds::MAX_PUBLIC_URL_LEN`] bytes; a scheme that signs the URL needs one.
+pub fn check_public_url(scheme: Scheme, url: Option<&str>) -> Result<(), InvalidSetting> {
+    let invalid = |reason: String| InvalidSetting::new("public_url", reason);
+    let Some(url) = url else {
+        return match scheme.signs_url() {
+            true => Err(invalid(format!(
+                "scheme {scheme} signs the URL the provider calls, so the tenant needs its public URL (e.g. https://hooks.example.com/hooks/<tenant>)"
+            ))),
+            false => Ok(()),
+        };
+    };
+    if url.len() > bounds::MAX_PUBLIC_URL_LEN {
+        return Err(invalid(format!(
+            "is longer than {} bytes",
+            bounds::MAX_PUBLIC_URL_LEN
+        )));
+    }
+    let parsed = reqwest::Url::parse(url)
+        .map_err(|e| invalid(format!("{url:?} is not an absolute URL: {e}")))?;
+    if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+        return Err(invalid(format!(
+            "{url:?} is not an http(s) URL with a host"
+        )));
+    }
+    if url.contains('?') || url.contains('#') {
+        return Err(invalid(format!(
+            "{url:?} has a query or a fragment; give the URL without them (each delivery's query is added as received)"
+        )));
+    }
+    Ok(())
+}
+
 impl TenantSettings {
+    /// The URL a delivery with raw query string `query` was sent to, as the
+    /// provider called it: the public URL, then `?` and the query when
+    /// there is one. `None` without a public URL.
+    pub fn delivery_url(&self, query: &str) -> Option<String> {
+        let base = self.public_url.as_deref()?;
+        Some(match query.is_empty() {
+            true => base.to_owned(),
+            false => format!("{base}?{query}"),
+        })
+    }
+
     /// Puts the destination under `policy`: for tenants whose destination
     /// was set over the control plane (the config file's are trusted).
     pub fn with_address_policy(mut self, policy: &Arc<AddressPolicy>) -> Self {

@@ -141,6 +141,77 @@ fn allow_networks_parse_and_a_bad_one_names_the_key() {
     assert!(e.contains("forward.allow_networks"), "{e}");
 }
 
+/// A hookd-scheme tenant with `extra` keys.
+fn tenant(extra: &str) -> String {
+    format!("[[tenants]]\nid = \"acme\"\nscheme = \"hookd\"\n{extra}\n[[tenants.secrets]]\nkid = \"k1\"\nsecret = \"s\"\n")
+}
+
+#[test]
+fn a_public_url_is_an_absolute_http_url_without_query_or_fragment() {
+    let c = load_str(&tenant(
+        "public_url = \"https://hooks.example.com/hooks/acme\"",
+    ))
+    .unwrap();
+    let t = c.tenants[0].resolve().unwrap();
+    assert_eq!(
+        t.delivery_url("a=1&b=2").as_deref(),
+        Some("https://hooks.example.com/hooks/acme?a=1&b=2")
+    );
+    assert_eq!(
+        t.delivery_url("").as_deref(),
+        Some("https://hooks.example.com/hooks/acme")
+    );
+    for (bad, words) in [
+        ("/hooks/acme", "not an absolute URL"),
+        ("ftp://hooks.example.com/x", "not an http(s) URL"),
+        (
+            "https://hooks.example.com/x?a=1",
+            "has a query or a fragment",
+        ),
+        (
+            "https://hooks.example.com/x#top",
+            "has a query or a fragment",
+        ),
+    ] {
+        let e = load_str(&tenant(&format!("public_url = \"{bad}\"")))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("public_url") && e.contains(words), "{bad}: {e}");
+    }
+    let long = format!("https://h.example/{}", "a".repeat(2_048));
+    let e = load_str(&tenant(&format!("public_url = \"{long}\"")))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("longer than 2048 bytes"), "{e}");
+}
+
+#[test]
+fn a_scheme_that_signs_the_url_needs_a_public_url() {
+    use hookd_proto::domain::Scheme;
+    for scheme in Scheme::ALL {
+        let none = tenant::check_public_url(scheme, None);
+        assert_eq!(none.is_err(), scheme.signs_url(), "{scheme}");
+        if let Err(e) = none {
+            assert_eq!(e.key, "public_url");
+            assert!(e.reason.contains("signs the URL"), "{}", e.reason);
+        }
+        assert!(tenant::check_public_url(scheme, Some("https://h.example/hooks/a")).is_ok());
+    }
+}
+
+#[test]
+fn an_event_id_rule_that_does_not_parse_names_the_key() {
+    let e = load_str(&tenant("event_id_field = \"{/eventCode\""))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("tenants[0]") && e.contains("event_id_field") && e.contains("not closed"),
+        "{e}"
+    );
+    let c = load_str(&tenant("event_id_field = \"{/a}:{header:X-B}\"")).unwrap();
+    assert!(c.tenants[0].resolve().is_ok());
+}
+
 #[test]
 fn errors_name_the_key() {
     let e = load_str("[[tenants]]\nid = \"acme\"\nscheme = \"paypal\"\n")
@@ -205,5 +276,38 @@ fn tls_files_are_checked_at_load_naming_the_key() {
     assert!(
         c.http.tls.is_none() && c.grpc.tls.is_none(),
         "plaintext by default"
+    );
+}
+
+#[test]
+fn a_verify_token_is_for_meta_tenants_only() {
+    let resolved = |text: &str| {
+        load_str(text)
+            .map_err(|e| e.to_string())
+            .and_then(|c| c.tenants[0].resolve().map_err(|e| e.to_string()))
+    };
+    let meta = |extra: &str| {
+        resolved(&format!("[[tenants]]\nid = \"fb\"\nscheme = \"meta\"\n{extra}\n[[tenants.secrets]]\nkid = \"k1\"\nsecret = \"s\"\n"))
+    };
+    let t = meta("verify_token = \"meatyhamhock\"").unwrap();
+    assert_eq!(
+        t.verify_token
+            .as_ref()
+            .map(|token| secrecy::ExposeSecret::expose_secret(token).to_owned()),
+        Some("meatyhamhock".to_owned())
+    );
+    assert!(meta("").unwrap().verify_token.is_none());
+    let empty = meta("verify_token = \"\"").unwrap_err();
+    assert!(
+        empty.contains("verify_token") && empty.contains("empty"),
+        "{empty}"
+    );
+    let both = meta("verify_token = \"a\"\nverify_token_env = \"X\"").unwrap_err();
+    assert!(both.contains("only one"), "{both}");
+    let other = resolved(&tenant("verify_token = \"meatyhamhock\"")).unwrap_err();
+    assert!(other.contains("only the meta scheme"), "{other}");
+    assert!(
+        !other.contains("meatyhamhock"),
+        "the token is never shown: {other}"
     );
 }

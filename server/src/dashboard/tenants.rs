@@ -1,7 +1,9 @@
 //! The tenants overview, and a tenant's secrets with Rotate.
 
 use actix_web::{web, HttpResponse};
-use hookd_control::model::{PageRequest, Principal, SecretState, TenantActivity, TenantView};
+use hookd_control::model::{
+    HandshakeActivity, PageRequest, Principal, SecretState, TenantActivity, TenantView,
+};
 use maud::{html, Markup};
 
 use super::{error::DashError, layout, session::Signed, tenant_in_path, Dashboard};
@@ -40,7 +42,10 @@ pub(super) async fn overview(
                     caption { "Tenants now; ingest counts over the last hour and day on hookd's clock (duplicates and rejections counted since hookd last started)" }
                     thead { tr {
                         th scope="col" { "Tenant" }
+                        th scope="col" { "Scheme" }
+                        th scope="col" { "Handshake" }
                         th scope="col" { "Destination" }
+                        th scope="col" { "Public URL" }
                         th scope="col" { "Breaker" }
                         th scope="col" { "Queue" }
                         th scope="col" { "Oldest pending" }
@@ -92,7 +97,10 @@ fn overview_row(tenant: &TenantView, a: &TenantActivity) -> Markup {
                 a href={ "/t/" (id) "/deliveries" } { (id) }
                 @if !tenant.enabled { " " span.status.dead { "(disabled)" } }
             }
+            td.scheme { (tenant.scheme.as_str()) }
+            td.handshake { (handshake(a.handshake.as_ref())) }
             td { (tenant.destination_url.as_deref().unwrap_or("pull mode")) }
+            td.public-url { (tenant.public_url.as_deref().unwrap_or("-")) }
             td { @match a.breaker_open {
                 Some(true) => span.status.dead { "open" },
                 Some(false) => "closed",
@@ -108,6 +116,29 @@ fn overview_row(tenant: &TenantView, a: &TenantActivity) -> Markup {
             td.recorded-hour { a href={ "/t/" (id) "/rejections" } { (total(&a.refused_last_hour)) } }
             td.recorded-day { (by_code(&a.refused_last_day)) }
             td { (skew(a.median_clock_skew_secs)) }
+        }
+    }
+}
+
+/// The handshake the scheme expects and what it came to: `-` for schemes
+/// without one, `never seen` before the first, else the counts with when.
+fn handshake(activity: Option<&HandshakeActivity>) -> Markup {
+    let Some(h) = activity else {
+        return html! { "-" };
+    };
+    html! {
+        (h.handshake) ": "
+        @if h.answered + h.refused == 0 {
+            "never seen since hookd started"
+        } @else {
+            (h.answered) " answered"
+            @if let Some(at) = h.last_answered_ms { " (last " (layout::at(at)) ")" }
+            @if h.refused > 0 {
+                ", " span.status.dead { (h.refused) " refused" }
+                @if let (Some(at), Some(code)) = (h.last_refused_ms, &h.last_refusal) {
+                    " (last " (layout::at(at)) ", " (code) ")"
+                }
+            }
         }
     }
 }
@@ -171,7 +202,10 @@ pub(super) async fn rotate(
                 "overlap_hours: {hours:?} is not a number from 0 to 720"
             ))
         })?;
-    let rotated = dash.backend.rotate_secret(&tenant, overlap_secs).await?;
+    let rotated = dash
+        .backend
+        .rotate_secret(&tenant, overlap_secs, None)
+        .await?;
     let body = html! {
         p role="status" { "The secret was rotated. Copy the new secret now: hookd never shows it again." }
         dl {

@@ -36,6 +36,8 @@ pub enum ErrorCode {
     InvalidTimestamp,
     /// The (authentic) body is not a JSON object.
     InvalidJson,
+    /// The (authentic) body was sent as a form but is not a valid one.
+    InvalidForm,
     /// A field the tenant requires is absent.
     MissingRequiredField,
     /// A field is present but has the wrong type or shape.
@@ -69,11 +71,23 @@ pub enum ErrorCode {
     /// Checking the body against its contract would take more than the
     /// check budget.
     ContractCheckTooCostly,
+    /// Meta's subscription handshake presented a `hub.verify_token` that is
+    /// not the tenant's.
+    BadVerifyToken,
+    /// A provider's handshake lacks a field its provider always sends.
+    InvalidHandshake,
+    /// A compressed body decodes to more than `limits.max_decompression_ratio`
+    /// times its size: a decompression bomb.
+    CompressionRatioTooHigh,
+    /// A `Content-Encoding` hookd does not decode.
+    UnsupportedContentEncoding,
+    /// A compressed body is not a complete, valid stream of its coding.
+    InvalidCompressedBody,
 }
 
 impl ErrorCode {
     /// Every code, in documentation order.
-    pub const ALL: [ErrorCode; 26] = [
+    pub const ALL: [ErrorCode; 32] = [
         ErrorCode::PayloadTooLarge,
         ErrorCode::TenantNotFound,
         ErrorCode::TenantDisabled,
@@ -84,6 +98,7 @@ impl ErrorCode {
         ErrorCode::FutureTimestamp,
         ErrorCode::InvalidTimestamp,
         ErrorCode::InvalidJson,
+        ErrorCode::InvalidForm,
         ErrorCode::MissingRequiredField,
         ErrorCode::InvalidField,
         ErrorCode::RateLimited,
@@ -100,6 +115,11 @@ impl ErrorCode {
         ErrorCode::ContractViolation,
         ErrorCode::UnknownEventType,
         ErrorCode::ContractCheckTooCostly,
+        ErrorCode::BadVerifyToken,
+        ErrorCode::InvalidHandshake,
+        ErrorCode::CompressionRatioTooHigh,
+        ErrorCode::UnsupportedContentEncoding,
+        ErrorCode::InvalidCompressedBody,
     ];
 
     /// The wire `code`.
@@ -115,6 +135,7 @@ impl ErrorCode {
             ErrorCode::FutureTimestamp => "FUTURE_TIMESTAMP",
             ErrorCode::InvalidTimestamp => "INVALID_TIMESTAMP",
             ErrorCode::InvalidJson => "INVALID_JSON",
+            ErrorCode::InvalidForm => "INVALID_FORM",
             ErrorCode::MissingRequiredField => "MISSING_REQUIRED_FIELD",
             ErrorCode::InvalidField => "INVALID_FIELD",
             ErrorCode::RateLimited => "RATE_LIMITED",
@@ -131,15 +152,23 @@ impl ErrorCode {
             ErrorCode::ContractViolation => "CONTRACT_VIOLATION",
             ErrorCode::UnknownEventType => "UNKNOWN_EVENT_TYPE",
             ErrorCode::ContractCheckTooCostly => "CONTRACT_CHECK_TOO_COSTLY",
+            ErrorCode::BadVerifyToken => "BAD_VERIFY_TOKEN",
+            ErrorCode::InvalidHandshake => "INVALID_HANDSHAKE",
+            ErrorCode::CompressionRatioTooHigh => "COMPRESSION_RATIO_TOO_HIGH",
+            ErrorCode::UnsupportedContentEncoding => "UNSUPPORTED_CONTENT_ENCODING",
+            ErrorCode::InvalidCompressedBody => "INVALID_COMPRESSED_BODY",
         }
     }
 
     /// The HTTP status that carries this code.
     pub fn status(self) -> StatusCode {
         match self {
-            ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorCode::PayloadTooLarge | ErrorCode::CompressionRatioTooHigh => {
+                StatusCode::PAYLOAD_TOO_LARGE
+            }
+            ErrorCode::UnsupportedContentEncoding => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ErrorCode::TenantNotFound | ErrorCode::RouteNotFound => StatusCode::NOT_FOUND,
-            ErrorCode::TenantDisabled => StatusCode::FORBIDDEN,
+            ErrorCode::TenantDisabled | ErrorCode::BadVerifyToken => StatusCode::FORBIDDEN,
             ErrorCode::MissingSignature
             | ErrorCode::InvalidSignatureFormat
             | ErrorCode::BadSignature
@@ -147,9 +176,12 @@ impl ErrorCode {
             | ErrorCode::FutureTimestamp
             | ErrorCode::InvalidTimestamp => StatusCode::UNAUTHORIZED,
             ErrorCode::InvalidJson
+            | ErrorCode::InvalidForm
             | ErrorCode::MissingRequiredField
             | ErrorCode::InvalidField
             | ErrorCode::InvalidEventId
+            | ErrorCode::InvalidHandshake
+            | ErrorCode::InvalidCompressedBody
             | ErrorCode::BodyIncomplete => StatusCode::BAD_REQUEST,
             ErrorCode::ContractViolation
             | ErrorCode::UnknownEventType
@@ -295,6 +327,7 @@ fn body_refusal(body: &BodyError, message: String) -> ApiError {
         BodyError::NotAnObject | BodyError::NotJson(_) => {
             ApiError::new(ErrorCode::InvalidJson, message)
         }
+        BodyError::InvalidForm(_) => ApiError::new(ErrorCode::InvalidForm, message),
         BodyError::MissingField(field) => ApiError::new(ErrorCode::MissingRequiredField, message)
             .detail("field", field.as_str()),
         BodyError::InvalidField { field, expected } => {

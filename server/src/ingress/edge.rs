@@ -24,7 +24,7 @@ use actix_web::{
 use futures_util::{stream, Stream};
 
 use crate::{
-    config::HttpConfig,
+    config::{HttpConfig, LimitsConfig},
     error::{ApiError, ErrorCode},
     ids::RequestId,
     metrics::TenantMetrics,
@@ -37,14 +37,17 @@ pub struct EdgeLimits {
     pub body_timeout: Duration,
     /// The whole-request deadline, as configured (for the error details).
     pub request_timeout_secs: u64,
+    /// `limits.max_decompression_ratio`.
+    pub max_decompression_ratio: u64,
 }
 
 impl EdgeLimits {
-    /// The limits `[http]` configures.
-    pub fn new(http: &HttpConfig) -> Self {
+    /// The limits `[http]` and `[limits]` configure.
+    pub fn new(http: &HttpConfig, limits: &LimitsConfig) -> Self {
         EdgeLimits {
             body_timeout: http.body_timeout(),
             request_timeout_secs: http.request_timeout_secs,
+            max_decompression_ratio: limits.max_decompression_ratio,
         }
     }
 

@@ -1,5 +1,7 @@
-//! `POST /hooks/{tenant_id}`: route to the tenant, read the raw body within
-//! its limit, run it through the tenant's ingest gate, answer.
+//! `POST /hooks/{tenant_id}`: route to the tenant, read the body within its
+//! limit (decoding a compressed one), answer it as a handshake if it is the
+//! one the tenant's scheme expects ([`super::handshake`]), else run it
+//! through the tenant's ingest gate, answer.
 
 use std::time::Instant;
 
@@ -8,9 +10,15 @@ use futures_util::StreamExt;
 use hookd_proto::domain::{DeliveryStatus, DEFAULT_ROUTE};
 use serde_json::json;
 
-use super::{body::BodyBuffer, rejected, request_id_of, AppState, EdgeLimits};
+use hookd_sdk::signature::handshake::Reply;
+
+use super::{
+    body::BodyBuffer,
+    encoding::{DecodeError, Encoding, Inflater, Unsupported},
+    handshake, rejected, request_id_of, AppState, EdgeLimits,
+};
 use crate::{
-    config::TenantSettings,
+    config::{SignedBody, TenantSettings},
     error::{ApiError, ErrorCode},
     ids::RequestId,
     ingest::{Ingest, IngestOutcome},
@@ -38,7 +46,7 @@ pub async fn ingest(
     let trace = telemetry.spans().start_ingest(&req);
     let trace_id = spans::trace_id(&trace);
     let handle = state.registry.get(&tenant);
-    let result = accept(
+    let admitted = accept(
         &req,
         payload,
         (handle.as_ref(), &state.registry),
@@ -48,6 +56,11 @@ pub async fn ingest(
         &trace,
     )
     .await;
+    let result = match admitted {
+        Ok(Admitted::Handshake(reply)) => return handshake::respond(reply),
+        Ok(Admitted::Event(outcome)) => Ok(outcome),
+        Err(refusal) => Err(refusal),
+    };
     IngestRecord {
         tenant: &tenant,
         request_id: &request_id,
@@ -157,6 +170,12 @@ fn count(registry: &Registry, handle: Option<&TenantHandle>, counted: Counted) {
     }
 }
 
+/// What a request that passed became: an event, or a handshake's answer.
+enum Admitted {
+    Event(IngestOutcome),
+    Handshake(Reply),
+}
+
 async fn accept(
     req: &HttpRequest,
     payload: web::Payload,
@@ -165,7 +184,7 @@ async fn accept(
     tenant: &str,
     request_id: &RequestId,
     trace: &opentelemetry::Context,
-) -> Result<IngestOutcome, ApiError> {
+) -> Result<Admitted, ApiError> {
     let Some(handle) = handle else {
         return Err(match registry.unavailable(tenant) {
             Some(_) => ApiError::new(
@@ -184,21 +203,32 @@ async fn accept(
             format!("tenant {tenant:?} is disabled"),
         ));
     }
-    let read = read_body(req, payload, handle.settings().max_body_bytes);
-    let body = actix_rt::time::timeout(limits.body_timeout, read)
+    let settings = handle.settings();
+    let reading = Reading {
+        limit: settings.max_body_bytes,
+        max_ratio: limits.max_decompression_ratio,
+        keep_wire: settings.signed_body == SignedBody::Wire,
+    };
+    let read = read_body(req, payload, reading);
+    let ReadBody { body, wire } = actix_rt::time::timeout(limits.body_timeout, read)
         .await
         .map_err(|_| limits.timed_out())??;
+    if let Some(answer) = handshake::answer(handle, registry, req, &body, request_id) {
+        return answer.map(Admitted::Handshake);
+    }
     let outcome = handle
         .ingest(Ingest {
             request_id: request_id.clone(),
             headers: req.headers(),
             query: req.query_string(),
+            method: req.method().as_str(),
             body: body.clone(),
+            wire,
             trace: trace.clone(),
         })
         .await;
     match outcome {
-        Ok(outcome) => Ok(outcome),
+        Ok(outcome) => Ok(Admitted::Event(outcome)),
         Err(rejection) => {
             let answer = ApiError::from(&rejection);
             rejected::record(registry, handle, request_id, &rejection, &answer, &body).await;
@@ -207,29 +237,50 @@ async fn accept(
     }
 }
 
-/// Reads the body as raw bytes, rejecting it as soon as it is known to be
-/// over `limit`: a declared `Content-Length` is rejected before any byte is
-/// read, a chunked body as soon as it crosses the limit.
+/// How one request's body is to be read: the tenant's limit (on the bytes
+/// sent and, for a compressed body, on the decoded ones), the ratio a
+/// compressed body may grow by, and whether its compressed bytes are signed.
+struct Reading {
+    limit: usize,
+    max_ratio: u64,
+    keep_wire: bool,
+}
+
+/// A body as read: decoded if it was compressed, with the compressed bytes
+/// when the signature covers them.
+struct ReadBody {
+    body: web::Bytes,
+    wire: Option<web::Bytes>,
+}
+
+/// Reads the body, rejecting it as soon as it is known to be over the
+/// limit: a declared `Content-Length` is rejected before any byte is read,
+/// a chunked body as soon as it crosses the limit, a compressed one as soon
+/// as its decoded bytes cross the limit or the ratio (decoded chunk by
+/// chunk as it arrives, never inflated whole first).
 async fn read_body(
     req: &HttpRequest,
     mut payload: web::Payload,
-    limit: usize,
-) -> Result<web::Bytes, ApiError> {
-    let too_large = || {
+    reading: Reading,
+) -> Result<ReadBody, ApiError> {
+    let limit = reading.limit;
+    let encoding = Encoding::of(req.headers()).map_err(|Unsupported(sent)| {
         ApiError::new(
-            ErrorCode::PayloadTooLarge,
-            format!("body is larger than this tenant's limit of {limit} bytes"),
+            ErrorCode::UnsupportedContentEncoding,
+            format!("Content-Encoding {sent:?} is not decoded here; send the body plain, gzip or deflate"),
         )
-        .detail("limit_bytes", limit)
-    };
+        .detail("content_encoding", sent)
+    })?;
     let declared = req
         .headers()
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<usize>().ok());
     if declared.is_some_and(|len| len > limit) {
-        return Err(too_large());
+        return Err(too_large(limit));
     }
+    let mut inflater = Inflater::new(encoding, limit, reading.max_ratio);
+    let keep_wire = inflater.is_none() || reading.keep_wire;
     let mut body = BodyBuffer::new(declared, limit);
     while let Some(chunk) = payload.next().await {
         let chunk = chunk.map_err(|e| {
@@ -238,7 +289,61 @@ async fn read_body(
                 format!("the body could not be read: {e}"),
             )
         })?;
-        body.push(&chunk).map_err(|_| too_large())?;
+        if keep_wire {
+            body.push(&chunk).map_err(|_| too_large(limit))?;
+        }
+        if let Some(inflater) = inflater.as_mut() {
+            inflater
+                .push(&chunk)
+                .map_err(|e| undecodable(e, encoding, &reading))?;
+        }
     }
-    Ok(body.finish())
+    let wire = keep_wire.then(|| body.finish());
+    match inflater {
+        None => Ok(ReadBody {
+            body: wire.unwrap_or_default(),
+            wire: None,
+        }),
+        Some(inflater) => Ok(ReadBody {
+            body: inflater
+                .finish()
+                .map_err(|e| undecodable(e, encoding, &reading))?,
+            wire,
+        }),
+    }
+}
+
+fn too_large(limit: usize) -> ApiError {
+    ApiError::new(
+        ErrorCode::PayloadTooLarge,
+        format!("body is larger than this tenant's limit of {limit} bytes"),
+    )
+    .detail("limit_bytes", limit)
+}
+
+/// The answer to a compressed body that could not be decoded within the caps.
+fn undecodable(error: DecodeError, encoding: Encoding, reading: &Reading) -> ApiError {
+    match error {
+        DecodeError::TooLarge => ApiError::new(
+            ErrorCode::PayloadTooLarge,
+            format!(
+                "the body decoded is larger than this tenant's limit of {} bytes",
+                reading.limit
+            ),
+        )
+        .detail("limit_bytes", reading.limit)
+        .detail("decoded", true),
+        DecodeError::Ratio => ApiError::new(
+            ErrorCode::CompressionRatioTooHigh,
+            format!(
+                "the body decodes to more than {} times its compressed size",
+                reading.max_ratio
+            ),
+        )
+        .detail("max_ratio", reading.max_ratio),
+        DecodeError::Invalid(reason) => ApiError::new(
+            ErrorCode::InvalidCompressedBody,
+            format!("the body is not valid {} data: {reason}", encoding.name()),
+        ),
+    }
 }

@@ -3,6 +3,8 @@
 
 mod body;
 mod edge;
+mod encoding;
+mod handshake;
 mod health;
 mod hooks;
 mod metrics;
@@ -43,6 +45,7 @@ pub fn configure(state: AppState) -> impl FnOnce(&mut web::ServiceConfig) {
             .service(
                 web::resource("/hooks/{tenant_id}")
                     .route(web::post().to(hooks::ingest))
+                    .route(web::get().to(handshake::get))
                     .default_service(web::to(method_not_allowed)),
             )
             .route("/healthz", web::get().to(health::healthz))
@@ -97,7 +100,7 @@ async fn route_not_found(req: HttpRequest) -> HttpResponse {
     .to_response(&request_id_of(&req))
 }
 
-async fn method_not_allowed(req: HttpRequest) -> HttpResponse {
+pub(super) async fn method_not_allowed(req: HttpRequest) -> HttpResponse {
     ApiError::new(
         ErrorCode::MethodNotAllowed,
         format!(

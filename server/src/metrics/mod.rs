@@ -6,6 +6,7 @@
 //! OpenMetrics (with trace-id exemplars on the latency histograms) for a
 //! scraper that asks for it.
 
+mod handshakes;
 pub mod process;
 pub mod readings;
 mod routes;
@@ -19,6 +20,7 @@ use std::{
     time::Duration,
 };
 
+pub use handshakes::HandshakeMetrics;
 use prometheus_client::{
     metrics::{
         counter::Counter, exemplar::HistogramWithExemplars, family::Family, gauge::Gauge,
@@ -109,6 +111,7 @@ struct Families {
     breakers_open: Family<Labels, Gauge>,
     transform_runs: Family<Labels, Counter>,
     unrecorded: Family<Labels, Counter>,
+    handshakes: Family<Labels, Counter>,
 }
 
 /// The `kind` label of `hookd_rejections_unrecorded_total`, in the order of
@@ -129,6 +132,7 @@ pub struct TenantMetrics {
     unrecorded: [Counter; REFUSAL_KINDS.len()],
     /// The route labels handed out under it, `default` aside.
     routes: Mutex<Vec<String>>,
+    handshakes: HandshakeMetrics,
 }
 
 impl TenantMetrics {
@@ -152,12 +156,18 @@ impl TenantMetrics {
             unrecorded: REFUSAL_KINDS
                 .map(|kind| families.unrecorded.get_or_create_owned(&with("kind", kind))),
             routes: Mutex::default(),
+            handshakes: HandshakeMetrics::new(label, families.handshakes.clone()),
         }
     }
 
     /// The `tenant` label value.
     pub fn label(&self) -> &str {
         &self.label
+    }
+
+    /// Its handshakes.
+    pub fn handshakes(&self) -> &HandshakeMetrics {
+        &self.handshakes
     }
 
     /// Counts a new delivery.
@@ -231,6 +241,7 @@ impl Metrics {
             breakers_open: Family::default(),
             transform_runs: Family::default(),
             unrecorded: Family::default(),
+            handshakes: Family::default(),
         };
         let ingest: LatencyFamily = Family::new_with_constructor(ingest_histogram);
         let mut registry = Registry::default();
@@ -283,6 +294,11 @@ impl Metrics {
             "hookd_transform_runs",
             "Runs of a route's transform by outcome: ok (sent), dropped or failed",
             families.transform_runs.clone(),
+        );
+        registry.register(
+            "hookd_handshakes",
+            "Provider handshakes (docs/providers.md) by handshake and outcome: answered or refused; never stored as events",
+            families.handshakes.clone(),
         );
         registry.register(
             "hookd_rejections_unrecorded",

@@ -94,7 +94,7 @@ pub(crate) async fn serve(serving: Serving) -> Result<()> {
     let listening = Listening::new(&listeners, &tls)?;
     let state = AppState {
         registry: registry.clone(),
-        limits: ingress::EdgeLimits::new(&config.http),
+        limits: ingress::EdgeLimits::new(&config.http, &config.limits),
     };
     let server = http_server(&config, state.clone(), cores, listeners.http, tls.http)?;
     let http_handle = server.handle();

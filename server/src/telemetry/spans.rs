@@ -385,6 +385,7 @@ fn verification(result: &Result<&IngestOutcome, &ApiError>) -> &'static str {
         | ErrorCode::FutureTimestamp
         | ErrorCode::InvalidTimestamp => "failed",
         ErrorCode::InvalidJson
+        | ErrorCode::InvalidForm
         | ErrorCode::MissingRequiredField
         | ErrorCode::InvalidField
         | ErrorCode::RateLimited

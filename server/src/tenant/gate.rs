@@ -14,7 +14,7 @@ use std::{
 };
 
 use actix_web::http::header::HeaderMap;
-use hookd_sdk::signature::{self, HeaderLookup, HeaderSource};
+use hookd_sdk::signature::{self, Delivery, HeaderLookup, HeaderSource};
 use tokio::sync::Notify;
 
 use super::{
@@ -22,11 +22,11 @@ use super::{
     replay::{replay_cache, ReplayCache, ReplayKeys},
     routes::fan_out,
     snapshot::{Published, Snapshot},
-    validate::{validate_body, EventIdSource},
+    validate::{content_event_id, is_form, validate_body, Body, EventIdSource},
 };
 use crate::{
     clock::SharedClock,
-    config::TenantSettings,
+    config::{EventIdRule, TenantSettings},
     contracts::TenantContracts,
     feed::DeliveryFeed,
     ids::{DeliveryId, EventId, TenantId},
@@ -202,20 +202,25 @@ impl Gate {
         let now_ms = self.parts.clock.now_ms();
         let headers = SignedHeaders(msg.headers);
         let keys = snapshot.live_keys(now_ms.div_euclid(1000));
-        let verified = signature::verify(
-            s.scheme,
-            &headers,
-            &msg.body,
-            keys,
-            now_ms.div_euclid(1000),
-            s.tolerance_secs,
-        )
+        let url = s.delivery_url(msg.query);
+        let signed_body = msg.wire.as_ref().unwrap_or(&msg.body);
+        let delivery = Delivery {
+            method: msg.method,
+            url: url.as_deref(),
+            headers: &headers,
+            body: signed_body,
+        };
+        let now = now_ms.div_euclid(1000);
+        let verified = match &s.hmac {
+            Some(spec) => signature::verify_hmac(spec, &delivery, keys, now, s.tolerance_secs),
+            None => signature::verify_delivery(s.scheme, &delivery, keys, now, s.tolerance_secs),
+        }
         .map_err(|error| IngestError::Verify {
             error,
             tolerance_secs: s.tolerance_secs,
         })?;
 
-        let keys = ReplayKeys::of(s.scheme, &verified, &msg.body);
+        let keys = ReplayKeys::of(s.scheme, &verified, signed_body);
         if let Some((event_id, delivery_id)) = keys.all().find_map(|key| replay.get(key)) {
             return Ok(Prepared::Duplicate(IngestOutcome {
                 event_id,
@@ -226,19 +231,27 @@ impl Gate {
             }));
         }
 
-        let id_source = match s
-            .event_id_field
-            .as_deref()
-            .or(s.scheme.body_event_id_field())
-        {
-            Some(field) => EventIdSource::BodyField(field),
-            None => EventIdSource::Header(
-                s.scheme.event_id_header().unwrap_or("event_id"),
-                verified.header_event_id.as_deref(),
-            ),
+        let form = is_form(headers.header("content-type"));
+        let content_id;
+        let id_source = match s.event_id.for_body(form, s.event_id_field.is_some()) {
+            EventIdRule::SchemeHeader(name) => {
+                EventIdSource::Header(name, verified.header_event_id.as_deref())
+            }
+            EventIdRule::Content => {
+                content_id = content_event_id(&verified, signed_body);
+                EventIdSource::Content(&content_id)
+            }
+            rule => EventIdSource::Rule(rule),
         };
-        let event_id = validate_body(&msg.body, id_source, &s.required_fields)?;
-        let event_type = match self.check_contract(snapshot, &msg.body, &event_id, &keys) {
+        let body = Body {
+            bytes: &msg.body,
+            form,
+            headers: &headers,
+        };
+        let checked = validate_body(&body, id_source, &s.required_fields)?;
+        let event_id = checked.event_id;
+        let view = checked.form_json.as_deref().unwrap_or(&msg.body);
+        let event_type = match self.check_contract(snapshot, view, &event_id, &keys) {
             Ok(event_type) => event_type,
             Err(rejection) => return Ok(Prepared::Rejected(rejection)),
         };
@@ -258,7 +271,12 @@ impl Gate {
 
         Ok(Prepared::New {
             item: Box::new(new_delivery(
-                snapshot, msg, &headers, event_id, &keys, now_ms,
+                snapshot,
+                msg,
+                (&headers, view),
+                event_id,
+                &keys,
+                now_ms,
             )),
             replay_keys: keys,
             sender: SenderFacts {
@@ -275,7 +293,7 @@ impl Gate {
 fn new_delivery(
     snapshot: &Snapshot,
     msg: &Ingest,
-    headers: &SignedHeaders<'_>,
+    (headers, view): (&SignedHeaders<'_>, &[u8]),
     event_id: EventId,
     keys: &ReplayKeys,
     now_ms: i64,
@@ -286,7 +304,7 @@ fn new_delivery(
         .collect();
     let (trace_id, span_id, sampled) = spans::span_ids(&msg.trace);
     let delivery_id = DeliveryId::generate();
-    let fan_out = fan_out(snapshot.settings(), msg, headers.0, &delivery_id);
+    let fan_out = fan_out(snapshot.settings(), msg, (headers.0, view), &delivery_id);
     let meta = EventMeta {
         event_id: event_id.clone(),
         delivery_id,
@@ -385,7 +403,7 @@ impl Gate {
 }
 
 /// Case-insensitive header access for the verifier.
-struct SignedHeaders<'a>(&'a HeaderMap);
+pub(super) struct SignedHeaders<'a>(pub(super) &'a HeaderMap);
 
 impl HeaderSource for SignedHeaders<'_> {
     fn header(&self, name: &str) -> Option<&str> {
@@ -481,7 +499,9 @@ mod tests {
             request_id: RequestId::generate(),
             headers,
             query: "",
+            method: "POST",
             body: body.clone(),
+            wire: None,
             trace: opentelemetry::Context::new(),
         };
         let answer = gate.answer(ingest, || panic!("the checks did not panic"));

@@ -6,6 +6,7 @@
 mod actor;
 mod commit;
 mod gate;
+mod handshake;
 mod registry;
 mod replay;
 mod routes;
@@ -14,6 +15,8 @@ mod snapshot;
 mod validate;
 
 pub use gate::Gate;
+pub use handshake::HandshakeRequest;
 pub use registry::{Registry, TenantHandle};
 pub use replay::{replay_cache, ReplayCache};
 pub use routes::RouteHandle;
+pub(crate) use validate::pasted_event_id;

@@ -50,7 +50,7 @@ impl ReplayKeys {
             .header_event_id
             .as_ref()
             .map(|id| [b"id:".as_slice(), id.as_bytes()].concat());
-        let content = match (&id, scheme.has_timestamp()) {
+        let content = match (&id, bounded_by_id(scheme)) {
             (Some(_), true) => None,
             _ => Some(content()),
         };
@@ -64,6 +64,13 @@ impl ReplayKeys {
     pub(super) fn into_all(self) -> impl Iterator<Item = Vec<u8>> {
         self.id.into_iter().chain(self.content)
     }
+}
+
+/// Whether `scheme`'s event id alone tells a resend from a new event: it is
+/// signed, and a signed timestamp bounds how long a captured delivery
+/// verifies. Otherwise the signed content keys the event too.
+pub(super) fn bounded_by_id(scheme: Scheme) -> bool {
+    scheme.has_timestamp() && scheme.signs_event_id()
 }
 
 /// SHA-256 over the scheme, the key that matched and the digest of the

@@ -102,15 +102,16 @@ pub(super) struct FanOut {
 }
 
 /// Runs the event through the filters of the tenant's routes, the default
-/// one (whose delivery is `default_id`) included. The body and headers are
-/// read only when one of its routes has a filter.
+/// one (whose delivery is `default_id`) included. `read` is the headers and
+/// the body as filters see it (a form's JSON view); both are read only when
+/// one of its routes has a filter.
 pub(super) fn fan_out(
     settings: &TenantSettings,
     msg: &Ingest,
-    headers: &HeaderMap,
+    read: (&HeaderMap, &[u8]),
     default_id: &DeliveryId,
 ) -> FanOut {
-    let (default_passes, passes) = passing(settings, msg, headers);
+    let (default_passes, passes) = passing(settings, msg, read);
     let copies: Vec<RouteCopy> = settings
         .routes
         .iter()
@@ -154,13 +155,17 @@ pub(super) fn fan_out(
 
 /// Whether the default route's filter passes the event, and each other
 /// route's (in order).
-fn passing(settings: &TenantSettings, msg: &Ingest, headers: &HeaderMap) -> (bool, Vec<bool>) {
+fn passing(
+    settings: &TenantSettings,
+    msg: &Ingest,
+    (headers, body): (&HeaderMap, &[u8]),
+) -> (bool, Vec<bool>) {
     let filters =
         std::iter::once(&settings.filter).chain(settings.routes.iter().map(|r| &r.filter));
     if filters.clone().all(Option::is_none) {
         return (true, vec![true; settings.routes.len()]);
     }
-    let body: serde_json::Value = serde_json::from_slice(&msg.body).unwrap_or_default();
+    let body: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
     let header_pairs: Vec<(&str, &str)> = headers
         .iter()
         .filter_map(|(name, value)| Some((name.as_str(), value.to_str().ok()?)))

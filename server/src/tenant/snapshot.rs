@@ -9,7 +9,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use hookd_sdk::signature::Secret;
 
-use super::replay::{content_idem_key, ReplayKeys};
+use super::replay::{bounded_by_id, content_idem_key, ReplayKeys};
 use crate::{config::TenantSettings, contracts::TenantContracts};
 
 /// One consistent set of a tenant's state; replaced whole by its actor.
@@ -62,7 +62,7 @@ impl Snapshot {
     pub(super) fn content_idem_key(&self, keys: &ReplayKeys) -> Option<Vec<u8>> {
         keys.content
             .as_ref()
-            .filter(|_| !self.settings.scheme.has_timestamp())
+            .filter(|_| !bounded_by_id(self.settings.scheme))
             .map(|key| content_idem_key(key))
     }
 }

@@ -152,6 +152,34 @@ async fn rotation_keeps_the_old_secret_during_the_overlap_only() {
 }
 
 #[tokio::test]
+async fn a_key_pair_scheme_gets_no_generated_secret() {
+    let s = TestServer::start("");
+    let admin = s.admin().await;
+    let err = admin
+        .create_tenant(CreateTenantRequest {
+            tenant_id: "bot".into(),
+            scheme: "discord".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
+    let message = err.status().expect("hookd answered").message();
+    assert!(
+        message.starts_with("scheme discord verifies with the provider's public key"),
+        "{message}"
+    );
+    let listed = admin
+        .list_tenants(ListTenantsRequest::default())
+        .await
+        .unwrap();
+    assert!(
+        listed.tenants.iter().all(|t| t.tenant_id != "bot"),
+        "nothing was stored"
+    );
+}
+
+#[tokio::test]
 async fn dead_letter_survives_restart_and_is_redelivered_after_the_fix() {
     let dest = Receiver::start(Reply::Status(400)).await;
     let mut s = TestServer::start(LOCAL_DESTINATIONS);

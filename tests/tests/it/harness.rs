@@ -159,7 +159,21 @@ impl TestServer {
 
     /// POSTs `body` with `headers` to `/hooks/{tenant}`.
     pub async fn post(&self, tenant: &str, headers: &[(String, String)], body: &[u8]) -> Answer {
-        let mut req = self.client.post(format!("{}/hooks/{tenant}", self.base));
+        self.request("POST", &format!("/hooks/{tenant}"), headers, body)
+            .await
+    }
+
+    /// Sends `body` with `headers` as `method` to `path_and_query`.
+    pub async fn request(
+        &self,
+        method: &str,
+        path_and_query: &str,
+        headers: &[(String, String)],
+        body: &[u8],
+    ) -> Answer {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let url = format!("{}{path_and_query}", self.base);
+        let mut req = self.client.request(method, url);
         for (k, v) in headers {
             req = req.header(k.as_str(), v.as_str());
         }

@@ -84,3 +84,36 @@ async fn a_resend_with_a_fresh_id_header_is_a_duplicate_also_after_restart() {
         accepted(&s.post(tenant, &headers(scheme, "d-4", other), other).await);
     }
 }
+
+/// Linear signs a timestamp inside its body but not its `Linear-Delivery`
+/// header: a captured delivery resent inside the tolerance under a fresh
+/// delivery id is the duplicate of the first, also after a restart.
+#[tokio::test]
+async fn a_linear_resend_under_a_fresh_delivery_id_is_a_duplicate() {
+    use hookd_sdk::signature::{sign_message, Message};
+
+    let tenants = "[[tenants]]\nid = \"lin\"\nscheme = \"linear\"\n[[tenants.secrets]]\nkid = \"k1\"\nsecret = \"lin_wh_secret\"\n";
+    let mut s = TestServer::start(tenants);
+    let key = Secret::from_provider(Scheme::Linear, "k1", "lin_wh_secret").unwrap();
+    let event = br#"{"action":"create","type":"Issue","data":{"id":"iss_1"}}"#;
+    let message = Message {
+        event_id: "del-1",
+        timestamp: s.clock_secs(),
+        body: event,
+        method: "POST",
+        url: None,
+    };
+    let signed = sign_message(Scheme::Linear, &key, &message);
+    let with_delivery = |id: &str| {
+        let mut headers = signed.headers.clone();
+        headers.retain(|(name, _)| !name.eq_ignore_ascii_case("Linear-Delivery"));
+        headers.push(("Linear-Delivery".to_owned(), id.to_owned()));
+        headers
+    };
+    let first = accepted(&s.post("lin", &with_delivery("del-1"), &signed.body).await);
+    let a = s.post("lin", &with_delivery("del-2"), &signed.body).await;
+    duplicate_of(&a, &first, "fresh Linear-Delivery");
+    s.restart(tenants);
+    let a = s.post("lin", &with_delivery("del-3"), &signed.body).await;
+    duplicate_of(&a, &first, "after restart, fresh Linear-Delivery");
+}

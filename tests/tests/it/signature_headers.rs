@@ -4,50 +4,123 @@
 //! one header stay valid.
 
 use base64::{engine::general_purpose::STANDARD, Engine};
-use hookd_sdk::signature::{sign, Scheme, Secret};
+use hookd_sdk::signature::{
+    sign_hmac, sign_message, HmacFields, HmacSpec, Message, Scheme, Secret, Signing,
+};
 use reqwest::StatusCode;
 
 use crate::harness::{TestServer, NOW};
 
 const WHSEC: &str = "whsec_AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=";
 
-/// One tenant per scheme, named after it.
-fn tenants() -> String {
+/// Discord: libsodium's secret key for the seed 01..20 (seed, then public key).
+const DISCORD_PRIVATE: &str = concat!(
+    "0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f20",
+    "79b5562e8fe654f94078b112e8a98ba7901f853ae695bed7e0e3910bad049664"
+);
+
+/// SendGrid: a P-256 private key (PKCS#8) and its verification key (SPKI).
+const SENDGRID_PRIVATE: &str = concat!(
+    "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+    "AAAAEAKhRANCAARg0CYP3rZNKmrDgx6x/W/gwlnCrlPlRx3Wto+pail3wZn5yyjimWrGKLzUdddqifFu90BP",
+    "rIMHNuhP4V6vidPg"
+);
+const SENDGRID_PUBLIC: &str = concat!(
+    "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEYNAmD962TSpqw4Mesf1v4MJZwq5T5Ucd1raPqWopd8GZ+cso4pl",
+    "qxii81HXXaonxbvdAT6yDBzboT+Fer4nT4A=="
+);
+
+/// The schemes whose signature travels in headers over a `POST` body. Mailgun
+/// signs inside the body, and Twilio signs the public URL, which the tenants
+/// here do not have.
+fn schemes() -> impl Iterator<Item = Scheme> {
     Scheme::ALL
-        .iter()
+        .into_iter()
+        .filter(|scheme| !scheme.signs_url() && *scheme != Scheme::Mailgun)
+}
+
+/// One tenant per scheme, named after it; `hmac`'s signs a header
+/// timestamp and the body.
+fn tenants() -> String {
+    schemes()
         .map(|scheme| {
+            let hmac = match scheme {
+                Scheme::Hmac => "event_id_field = \"event_id\"\n[tenants.hmac]\nsignature = \"header:X-Sig\"\nsigned = \"{header:X-Ts}.{body}\"\ntimestamp = \"header:X-Ts\"\n",
+                _ => "",
+            };
             format!(
-                "[[tenants]]\nid = \"{0}\"\nscheme = \"{0}\"\n[[tenants.secrets]]\nkid = \"k1\"\nsecret = \"{1}\"\n",
+                "[[tenants]]\nid = \"{0}\"\nscheme = \"{0}\"\n{hmac}[[tenants.secrets]]\nkid = \"k1\"\nsecret = \"{1}\"\n",
                 scheme.as_str(),
-                secret_text(*scheme)
+                tenant_secret(scheme)
             )
         })
         .collect()
 }
 
-fn secret_text(scheme: Scheme) -> &'static str {
+/// The `hmac` tenant's spec, as its table above says.
+fn hmac_spec() -> HmacSpec {
+    HmacSpec::new(HmacFields {
+        signature: "header:X-Sig".into(),
+        signed: Some("{header:X-Ts}.{body}".into()),
+        timestamp: Some("header:X-Ts".into()),
+        ..HmacFields::default()
+    })
+    .unwrap()
+}
+
+/// The secret the sender signs with.
+fn sender_secret(scheme: Scheme) -> &'static str {
     match scheme {
-        Scheme::Standard => WHSEC,
+        Scheme::Standard | Scheme::Svix => WHSEC,
+        Scheme::Discord => DISCORD_PRIVATE,
+        Scheme::Sendgrid => SENDGRID_PRIVATE,
         _ => "plain-shared-secret",
     }
 }
 
-fn signed(scheme: Scheme, event_id: &str, body: &[u8]) -> Vec<(String, String)> {
-    let key = Secret::from_provider(scheme, "k1", secret_text(scheme)).unwrap();
-    sign(scheme, &key, event_id, NOW, body)
+/// What the tenant verifies with: the public half for key-pair schemes.
+fn tenant_secret(scheme: Scheme) -> &'static str {
+    match scheme {
+        Scheme::Discord => &DISCORD_PRIVATE[64..],
+        Scheme::Sendgrid => SENDGRID_PUBLIC,
+        _ => sender_secret(scheme),
+    }
 }
 
-fn body(event_id: &str) -> Vec<u8> {
-    format!(r#"{{"id":"{event_id}","event_id":"{event_id}","type":"t"}}"#).into_bytes()
+/// The headers and the body to send (Linear's sender stamps the body).
+fn signed(scheme: Scheme, event_id: &str, body: &[u8]) -> Signing {
+    let key = Secret::from_provider(scheme, "k1", sender_secret(scheme)).unwrap();
+    let message = Message {
+        event_id,
+        timestamp: NOW,
+        body,
+        method: "POST",
+        url: None,
+    };
+    if scheme == Scheme::Hmac {
+        return sign_hmac(&hmac_spec(), &key, &message, &[]).unwrap();
+    }
+    sign_message(scheme, &key, &message)
+}
+
+/// An event carrying `event_id` wherever `scheme` looks for it.
+fn body(scheme: Scheme, event_id: &str) -> Vec<u8> {
+    let event = format!(
+        r#"{{"id":"{event_id}","event_id":"{event_id}","eventId":"{event_id}","sg_event_id":"{event_id}","type":"t"}}"#
+    );
+    match scheme {
+        Scheme::Sendgrid => format!("[{event}]"),
+        _ => event,
+    }
+    .into_bytes()
 }
 
 #[tokio::test]
 async fn repeated_or_non_ascii_signature_headers_are_refused_for_every_scheme() {
     let s = TestServer::start(&tenants());
-    for scheme in Scheme::ALL {
+    for scheme in schemes() {
         let tenant = scheme.as_str();
-        let body = body("evt_1");
-        let headers = signed(scheme, "evt_1", &body);
+        let Signing { headers, body } = signed(scheme, "evt_1", &body(scheme, "evt_1"));
         for (i, (name, value)) in headers.iter().enumerate() {
             let mut repeated = headers.clone();
             repeated.push((name.clone(), value.clone()));
@@ -71,8 +144,8 @@ async fn repeated_or_non_ascii_signature_headers_are_refused_for_every_scheme() 
 #[tokio::test]
 async fn several_standard_signatures_in_one_header_stay_valid() {
     let s = TestServer::start(&tenants());
-    let body = body("evt_2");
-    let mut headers = signed(Scheme::Standard, "evt_2", &body);
+    let Signing { mut headers, body } =
+        signed(Scheme::Standard, "evt_2", &body(Scheme::Standard, "evt_2"));
     let signature = headers
         .iter_mut()
         .find(|(name, _)| name == "webhook-signature")

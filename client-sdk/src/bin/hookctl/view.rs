@@ -103,6 +103,7 @@ impl View for Tenant {
             "rate_limit_per_sec": self.rate_limit_per_sec,
             "rate_limit_burst": self.rate_limit_burst,
             "event_id_field": self.event_id_field,
+            "public_url": self.public_url,
             "created_at_unix_ms": self.created_at_unix_ms,
         })
     }
@@ -126,6 +127,7 @@ impl View for Tenant {
             ("max body", format!("{} bytes", self.max_body_bytes)),
             ("required fields", or_dash(&self.required_fields.join(", "))),
             ("event id field", or_dash(&self.event_id_field)),
+            ("public url", or_dash(&self.public_url)),
             ("max in flight", self.max_in_flight.to_string()),
             ("rate limit", rate_limit),
             (

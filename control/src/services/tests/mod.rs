@@ -88,6 +88,7 @@ async fn a_tenant_token_on_another_tenant_is_permission_denied() {
                     pb::RotateSecretRequest {
                         tenant_id: "globex".into(),
                         overlap_secs: 0,
+                        secret: String::new(),
                     },
                 ))
                 .await,

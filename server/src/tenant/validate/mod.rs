@@ -1,78 +1,142 @@
-//! Body checks that run only after the signature is proven: JSON shape, the
-//! event id, and the fields the tenant requires. Unknown fields are ignored.
-//! Rejections are [`BodyError`]s; `error.rs` decides what the sender sees.
+//! Body checks that run only after the signature is proven: the body's shape
+//! (a JSON object, a JSON array of events, or an
+//! `application/x-www-form-urlencoded` form, read as a flat object of
+//! strings: [`form`]), the event id from wherever the tenant's rule says
+//! ([`event_id`]), and the fields the tenant requires. Unknown fields are
+//! ignored. Rejections are [`BodyError`]s; `error.rs` decides what the
+//! sender sees.
+
+mod event_id;
+mod form;
 
 use std::collections::HashMap;
 
+use hookd_sdk::signature::HeaderSource;
 use serde_json::{value::RawValue, Value};
 
-use crate::{ids::EventId, ingest::BodyError};
+#[cfg(test)]
+use self::event_id::MAX_EVENT_ID_LEN;
+pub use self::{event_id::content_event_id, form::is_form};
+use crate::{config::EventIdRule, ids::EventId, ingest::BodyError};
 
-/// Longest event id accepted; it becomes a storage key and a header value.
-pub const MAX_EVENT_ID_LEN: usize = 255;
-
-/// Where the event id comes from for one tenant.
+/// Where the event id comes from for one delivery.
 #[derive(Debug, Clone, Copy)]
 pub enum EventIdSource<'a> {
+    /// The tenant's rule (or its scheme's body field): fields, pointers,
+    /// headers, form fields.
+    Rule(&'a EventIdRule),
     /// A signed header the scheme defines, with its value when present.
     Header(&'a str, Option<&'a str>),
-    /// A top-level body field.
-    BodyField(&'a str),
+    /// Derived from the signed content (already made).
+    Content(&'a str),
 }
 
-/// Validates the body and returns the event id.
+/// One delivery's body as the checks see it.
+pub struct Body<'a> {
+    /// The raw bytes, as stored.
+    pub bytes: &'a [u8],
+    /// Sent as `application/x-www-form-urlencoded`.
+    pub form: bool,
+    /// The request's headers, for `header:` parts of the event id.
+    pub headers: &'a dyn HeaderSource,
+}
+
+/// What the checks found in an accepted body.
+#[derive(Debug)]
+pub struct Checked {
+    /// The delivery's event id.
+    pub event_id: EventId,
+    /// A form body as a JSON object of strings, which contracts and route
+    /// filters read instead of the raw bytes; `None` for a JSON body.
+    pub form_json: Option<Vec<u8>>,
+}
+
+/// The top level of a JSON body.
+enum Top<'a> {
+    Object(HashMap<String, &'a RawValue>),
+    Array(Vec<&'a RawValue>),
+}
+
+/// Validates the body and returns the event id (and a form's JSON view).
+/// Required fields are top-level fields of an object (or a form): a body
+/// that is a JSON array is accepted only when the tenant requires none and
+/// its event id is not a top-level field.
 pub fn validate_body(
-    body: &[u8],
+    body: &Body<'_>,
     id_source: EventIdSource<'_>,
     required: &[String],
-) -> Result<EventId, BodyError> {
-    let fields: HashMap<String, &RawValue> = serde_json::from_slice(body).map_err(|e| {
-        if e.is_data() {
-            BodyError::NotAnObject
-        } else {
-            BodyError::NotJson(e.to_string())
-        }
-    })?;
+) -> Result<Checked, BodyError> {
+    let form_json = body.form.then(|| form::to_json(body.bytes)).transpose()?;
+    let json = form_json.as_deref().unwrap_or(body.bytes);
+    let top = top(json)?;
     let event_id = match id_source {
         EventIdSource::Header(name, value) => match value {
-            Some(v) => event_id_text(name, v)?,
+            Some(v) => event_id::text(name, v)?,
             None => return Err(missing(name)),
         },
-        EventIdSource::BodyField(name) => {
-            let raw = fields
-                .get(name)
-                .filter(|r| r.get() != "null")
-                .ok_or_else(|| missing(name))?;
-            match serde_json::from_str::<Value>(raw.get()) {
-                Ok(Value::String(s)) => event_id_text(name, &s)?,
-                Ok(Value::Number(n)) if n.is_u64() || n.is_i64() => {
-                    event_id_text(name, &n.to_string())?
-                }
-                _ => return Err(invalid(name, "a string or an integer")),
-            }
-        }
+        EventIdSource::Rule(rule) => event_id::from_rule(rule, &top, body)?,
+        EventIdSource::Content(id) => EventId::new(id),
     };
-    for field in required {
-        let raw = fields
-            .get(field.as_str())
-            .filter(|r| r.get() != "null")
-            .ok_or_else(|| missing(field))?;
-        check_known_field(field, raw)?;
+    if !required.is_empty() {
+        let Top::Object(fields) = &top else {
+            return Err(BodyError::NotAnObject);
+        };
+        for field in required {
+            let raw = fields
+                .get(field.as_str())
+                .filter(|r| r.get() != "null")
+                .ok_or_else(|| missing(field))?;
+            check_known_field(field, raw)?;
+        }
     }
-    Ok(event_id)
+    Ok(Checked {
+        event_id,
+        form_json,
+    })
 }
 
-/// The event id rule: 1 to 255 bytes of visible ASCII (`!` to `~`), so it
-/// is a valid header value on every forward and a safe storage key.
-fn event_id_text(field: &str, value: &str) -> Result<EventId, BodyError> {
-    let visible = value.bytes().all(|b| b.is_ascii_graphic());
-    if value.is_empty() || value.len() > MAX_EVENT_ID_LEN || !visible {
-        return Err(BodyError::InvalidEventId {
-            field: field.to_owned(),
-            max_bytes: MAX_EVENT_ID_LEN,
-        });
+/// The event id ingest would read from a pasted event (`bytes` and
+/// `headers`) under `rule`, if it holds a valid one: what "Try a route"
+/// shows it with. A content-derived id needs a signature, so it has none.
+pub fn pasted_event_id(
+    rule: &EventIdRule,
+    bytes: &[u8],
+    headers: &[(String, String)],
+) -> Option<EventId> {
+    let body = Body {
+        bytes,
+        form: is_form(headers.header("content-type")),
+        headers: &headers,
+    };
+    let source = match rule {
+        EventIdRule::SchemeHeader(name) => EventIdSource::Header(name, headers.header(name)),
+        EventIdRule::Content => return None,
+        rule => EventIdSource::Rule(rule),
+    };
+    validate_body(&body, source, &[])
+        .ok()
+        .map(|checked| checked.event_id)
+}
+
+/// The body's top level: an object or an array; anything else, or no JSON
+/// at all, is refused.
+fn top(json: &[u8]) -> Result<Top<'_>, BodyError> {
+    let not_json = |e: serde_json::Error| match e.is_data() {
+        true => None,
+        false => Some(BodyError::NotJson(e.to_string())),
+    };
+    match serde_json::from_slice(json) {
+        Ok(fields) => return Ok(Top::Object(fields)),
+        Err(e) => {
+            if let Some(e) = not_json(e) {
+                return Err(e);
+            }
+        }
     }
-    Ok(EventId::new(value))
+    match serde_json::from_slice(json) {
+        Ok(items) => Ok(Top::Array(items)),
+        Err(e) => Err(not_json(e).unwrap_or(BodyError::NotAnObject)),
+    }
 }
 
 /// `type` and `occurred_at` have a known shape; any other required field only
@@ -124,13 +188,29 @@ mod tests {
         ApiError::from(crate::ingest::IngestError::Body(e))
     }
 
+    /// The checks of a JSON body with no headers.
+    pub(super) fn json(bytes: &[u8]) -> Body<'_> {
+        Body {
+            bytes,
+            form: false,
+            headers: &[("", ""); 0],
+        }
+    }
+
+    /// The rule of a top-level field.
+    pub(super) fn field(name: &str) -> EventIdRule {
+        EventIdRule::parse(name).unwrap()
+    }
+
     fn body_id(body: &str, required: &[&str]) -> Result<EventId, ApiError> {
         let required: Vec<String> = required.iter().map(|s| s.to_string()).collect();
+        let rule = field("event_id");
         validate_body(
-            body.as_bytes(),
-            EventIdSource::BodyField("event_id"),
+            &json(body.as_bytes()),
+            EventIdSource::Rule(&rule),
             &required,
         )
+        .map(|checked| checked.event_id)
         .map_err(answer)
     }
 
@@ -189,16 +269,72 @@ mod tests {
     #[test]
     fn header_ids_are_bounded() {
         let long = "x".repeat(MAX_EVENT_ID_LEN + 1);
-        let e = validate_body(b"{}", EventIdSource::Header("webhook-id", Some(&long)), &[])
-            .map_err(answer)
-            .unwrap_err();
+        let e = validate_body(
+            &json(b"{}"),
+            EventIdSource::Header("webhook-id", Some(&long)),
+            &[],
+        )
+        .map_err(answer)
+        .unwrap_err();
         assert_eq!(e.code, ErrorCode::InvalidEventId);
         let id = validate_body(
-            b"{}",
+            &json(b"{}"),
             EventIdSource::Header("webhook-id", Some("msg_1")),
             &[],
         )
         .unwrap();
-        assert_eq!(id.as_str(), "msg_1");
+        assert_eq!(id.event_id.as_str(), "msg_1");
+    }
+
+    #[test]
+    fn a_pasted_event_has_the_id_its_rule_finds() {
+        let headers = vec![("Webhook-Id".to_owned(), "msg_1".to_owned())];
+        let header = EventIdRule::SchemeHeader("webhook-id");
+        let found = pasted_event_id(&header, b"{}", &headers);
+        assert_eq!(found.unwrap().as_str(), "msg_1");
+        let pointer = EventIdRule::parse("/data/id").unwrap();
+        let found = pasted_event_id(&pointer, br#"{"data":{"id":"e7"}}"#, &[]);
+        assert_eq!(found.unwrap().as_str(), "e7");
+        assert!(pasted_event_id(&pointer, b"{}", &[]).is_none());
+        assert!(pasted_event_id(&EventIdRule::Content, b"{}", &headers).is_none());
+    }
+
+    #[test]
+    fn arrays_are_bodies_unless_fields_are_required() {
+        let body = json(br#"[{"id":"e1"}]"#);
+        let id = validate_body(&body, EventIdSource::Content("sha256:ab"), &[]).unwrap();
+        assert_eq!(id.event_id.as_str(), "sha256:ab");
+        let e = validate_body(&body, EventIdSource::Content("sha256:ab"), &["type".into()])
+            .map_err(answer)
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidJson);
+        for scalar in [&b"\"x\""[..], b"7", b"null"] {
+            let e = validate_body(&json(scalar), EventIdSource::Content("c"), &[])
+                .map_err(answer)
+                .unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidJson);
+        }
+    }
+
+    #[test]
+    fn a_form_has_its_required_fields_and_a_json_view() {
+        let rule = EventIdRule::parse("form:Sid").unwrap();
+        let body = Body {
+            bytes: b"Sid=SM1&type=sms",
+            form: true,
+            headers: &[("", ""); 0],
+        };
+        let checked = validate_body(&body, EventIdSource::Rule(&rule), &["type".into()]).unwrap();
+        assert_eq!(checked.event_id.as_str(), "SM1");
+        let view: serde_json::Value = serde_json::from_slice(&checked.form_json.unwrap()).unwrap();
+        assert_eq!(view, serde_json::json!({"Sid": "SM1", "type": "sms"}));
+        let broken = Body {
+            bytes: b"Sid=%",
+            ..body
+        };
+        let e = validate_body(&broken, EventIdSource::Rule(&rule), &[])
+            .map_err(answer)
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidForm);
     }
 }

@@ -5,7 +5,10 @@
 use proptest::prelude::*;
 use serde_json::json;
 
-use super::{validate_body, EventIdSource, MAX_EVENT_ID_LEN};
+use super::{
+    tests::{field, json},
+    validate_body, EventIdSource, MAX_EVENT_ID_LEN,
+};
 use crate::{
     error::{ApiError, ErrorCode},
     ingest::IngestError,
@@ -63,12 +66,13 @@ proptest! {
             0..3,
         ),
     ) {
+        let rule = field("event_id");
         let source = match from_header {
             true => EventIdSource::Header("webhook-id", header.as_deref()),
-            false => EventIdSource::BodyField("event_id"),
+            false => EventIdSource::Rule(&rule),
         };
-        match validate_body(&body, source, &required) {
-            Ok(id) => prop_assert!(follows_rule(id.as_str()), "{:?}", id.as_str()),
+        match validate_body(&json(&body), source, &required) {
+            Ok(c) => prop_assert!(follows_rule(c.event_id.as_str()), "{:?}", c.event_id.as_str()),
             Err(e) => {
                 let code = ApiError::from(IngestError::Body(e)).code;
                 prop_assert!(BODY_CODES.contains(&code), "{:?}", code)
@@ -81,17 +85,18 @@ proptest! {
     #[test]
     fn string_ids_follow_the_rule(id in prop_oneof!["[!-~]{1,300}", any::<String>()]) {
         let body = serde_json::to_vec(&json!({ "event_id": id })).unwrap();
-        match validate_body(&body, EventIdSource::BodyField("event_id"), &[]) {
+        let rule = field("event_id");
+        match validate_body(&json(&body), EventIdSource::Rule(&rule), &[]) {
             Ok(got) => {
                 prop_assert!(follows_rule(&id));
-                prop_assert_eq!(got.as_str(), id.as_str());
+                prop_assert_eq!(got.event_id.as_str(), id.as_str());
             }
             Err(e) => {
                 prop_assert!(!follows_rule(&id));
                 prop_assert_eq!(ApiError::from(IngestError::Body(e)).code, ErrorCode::InvalidEventId);
             }
         }
-        let header = validate_body(b"{}", EventIdSource::Header("webhook-id", Some(&id)), &[]);
+        let header = validate_body(&json(b"{}"), EventIdSource::Header("webhook-id", Some(&id)), &[]);
         prop_assert_eq!(header.is_ok(), follows_rule(&id));
     }
 
@@ -99,7 +104,8 @@ proptest! {
     #[test]
     fn integer_ids_are_their_decimal_text(n in any::<i64>()) {
         let body = serde_json::to_vec(&json!({ "event_id": n })).unwrap();
-        let id = validate_body(&body, EventIdSource::BodyField("event_id"), &[]).unwrap();
-        prop_assert_eq!(id.as_str(), n.to_string());
+        let rule = field("event_id");
+        let id = validate_body(&json(&body), EventIdSource::Rule(&rule), &[]).unwrap();
+        prop_assert_eq!(id.event_id.as_str(), n.to_string());
     }
 }

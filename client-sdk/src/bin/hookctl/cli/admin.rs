@@ -33,7 +33,7 @@ pub enum TenantsCommand {
 pub struct CreateTenantArgs {
     /// The tenant id, `[a-z0-9_-]{1,64}`; part of the ingest URL.
     pub tenant: String,
-    /// Signature scheme: standard | hookd | stripe | github | shopify | slack.
+    /// Signature scheme, a name from docs/providers.md (standard, hookd, stripe, github, ...).
     #[arg(long)]
     pub scheme: Option<Scheme>,
     /// Seconds a signed timestamp may be from now (default 300).
@@ -48,9 +48,19 @@ pub struct CreateTenantArgs {
     /// A top-level body field that must be present; repeat for several.
     #[arg(long = "required-field", value_name = "FIELD")]
     pub required_fields: Vec<String>,
-    /// Body field holding the event id, instead of the scheme's default. Fixed for good.
+    /// Where the event id is, instead of the scheme's default: a body field (`id`), a JSON
+    /// pointer (`/data/id`), `header:Name`, `form:Name`, or a template (`{/a}:{/b}`). Fixed
+    /// for good.
     #[arg(long)]
     pub event_id_field: Option<String>,
+    /// The public URL the provider calls (no query); required by schemes that sign the URL.
+    #[arg(long)]
+    pub public_url: Option<String>,
+    /// Read the first signing secret (one the provider issued, or its public key) from
+    /// this file, or `-` for stdin, instead of having hookd generate one. Never an argument,
+    /// so it stays out of shell history and process lists.
+    #[arg(long, value_name = "PATH")]
+    pub secret_file: Option<std::path::PathBuf>,
     /// Most forwards to the destination at once (default 16).
     #[arg(long)]
     pub max_in_flight: Option<u32>,
@@ -107,6 +117,9 @@ pub struct UpdateTenantArgs {
     /// New forwarding concurrency; 0: the default.
     #[arg(long, group = "change")]
     pub max_in_flight: Option<u32>,
+    /// New public URL the provider calls; "" removes it.
+    #[arg(long, group = "change")]
+    pub public_url: Option<String>,
 }
 
 /// `hookctl secrets ...`
@@ -119,6 +132,10 @@ pub enum SecretsCommand {
         /// Seconds the old secret stays accepted (default 86400, at most 2592000).
         #[arg(long, default_value_t = 0, hide_default_value = true)]
         overlap_secs: u64,
+        /// Read the new secret (one the provider issued, or its new public key) from this
+        /// file, or `-` for stdin, instead of having hookd generate one.
+        #[arg(long, value_name = "PATH")]
+        secret_file: Option<std::path::PathBuf>,
     },
     /// List a tenant's live secrets (key ids and dates, never the values).
     List {

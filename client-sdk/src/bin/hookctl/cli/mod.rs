@@ -158,7 +158,10 @@ pub struct SendArgs {
     /// The tenant's signature scheme.
     #[arg(long, default_value = "standard")]
     pub scheme: Scheme,
-    /// The signing secret as the tenant got it (e.g. whsec_... for standard).
+    /// The key the provider signs with, as it prints it: the shared secret
+    /// (e.g. whsec_... for standard), or for key-pair schemes the private key
+    /// (standard v1a: whsk_...; discord: libsodium's 128 hex digits; sendgrid:
+    /// base64 PKCS#8).
     #[arg(long, env = "HOOKCTL_SECRET", hide_env_values = true)]
     pub secret: String,
     /// Key id to name in the signature (hookd scheme only).
@@ -174,6 +177,18 @@ pub struct SendArgs {
     /// Read the body from this file, byte for byte.
     #[arg(long)]
     pub body_file: Option<PathBuf>,
+    /// The body's Content-Type (application/x-www-form-urlencoded for a form:
+    /// twilio, older mailgun).
+    #[arg(long, default_value = "application/json")]
+    pub content_type: String,
+    /// The URL the provider signs, when it is not --url (the tenant's
+    /// public_url behind a load balancer): square, hubspot, twilio.
+    #[arg(long)]
+    pub public_url: Option<Url>,
+    /// Scheme hmac: the tenant's [hmac] table, as JSON or YAML with the config
+    /// file's key names.
+    #[arg(long)]
+    pub hmac_file: Option<PathBuf>,
 }
 
 #[cfg(test)]

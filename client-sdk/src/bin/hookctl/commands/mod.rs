@@ -7,6 +7,7 @@ mod deliveries;
 mod docs;
 mod rejections;
 mod routes;
+mod secret_file;
 mod secrets;
 mod send;
 mod sheet;

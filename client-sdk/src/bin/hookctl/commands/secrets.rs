@@ -3,6 +3,7 @@
 use hookd_sdk::client::HookdClient;
 use serde_json::json;
 
+use super::secret_file::{read_secret, shown};
 use crate::{cli::SecretsCommand, output::Output, view::when};
 
 /// Runs one `secrets` subcommand.
@@ -11,12 +12,21 @@ pub async fn run(client: &HookdClient, out: Output, command: SecretsCommand) -> 
         SecretsCommand::Rotate {
             tenant,
             overlap_secs,
+            secret_file,
         } => {
-            let rotated = client.rotate_secret(tenant.as_str(), overlap_secs).await?;
+            let rotated = match secret_file {
+                Some(path) => {
+                    let secret = read_secret(&path)?;
+                    client
+                        .rotate_secret_to(tenant.as_str(), overlap_secs, secret)
+                        .await?
+                }
+                None => client.rotate_secret(tenant.as_str(), overlap_secs).await?,
+            };
             let fields = vec![
                 ("tenant", tenant.clone()),
                 ("kid", rotated.kid.clone()),
-                ("secret", rotated.secret.clone()),
+                ("secret", shown(&rotated.secret)),
                 ("previous kid", rotated.previous_kid.clone()),
                 (
                     "previous expires",

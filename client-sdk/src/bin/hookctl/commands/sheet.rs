@@ -31,10 +31,10 @@ pub fn markdown(tenant: &Tenant, list: &ListContractsResponse) -> String {
         ("", Some(s)) => match (s.body_event_id_field(), s.event_id_header()) {
             (Some(field), _) => format!("body field `{field}`"),
             (None, Some(header)) => format!("header `{header}`"),
-            (None, None) => "body field `event_id`".to_owned(),
+            (None, None) => "`sha256:` and the hex digest of the signed content".to_owned(),
         },
         ("", None) => "as the signing scheme defines it".to_owned(),
-        (field, _) => format!("body field `{field}`"),
+        (rule, _) => event_id_rule(rule),
     };
     let unknown = match list.unknown_event_types.as_str() {
         "reject" => "refused (422 `UNKNOWN_EVENT_TYPE`)",
@@ -99,6 +99,21 @@ fn pretty(text: &str) -> String {
         .unwrap_or_else(|_| text.to_owned())
 }
 
+/// Where a tenant's `event_id_field` says the id is, in words.
+fn event_id_rule(rule: &str) -> String {
+    if rule.contains('{') {
+        format!("template `{rule}` (each `{{...}}` a JSON pointer, `header:` or `form:` field)")
+    } else if let Some(header) = rule.strip_prefix("header:") {
+        format!("header `{header}`")
+    } else if let Some(field) = rule.strip_prefix("form:") {
+        format!("form field `{field}`")
+    } else if rule.starts_with('/') {
+        format!("JSON pointer `{rule}`")
+    } else {
+        format!("body field `{rule}`")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use hookd_sdk::client::proto::{Contract, ContractInfo};
@@ -142,6 +157,19 @@ mod tests {
             "\"type\": \"order.paid\"",
         ] {
             assert!(md.contains(expected), "{expected:?} missing from:\n{md}");
+        }
+    }
+
+    #[test]
+    fn the_sheet_says_where_a_tenants_event_id_rule_looks() {
+        for (rule, words) in [
+            ("id", "body field `id`"),
+            ("/data/id", "JSON pointer `/data/id`"),
+            ("header:X-Event-Id", "header `X-Event-Id`"),
+            ("form:MessageSid", "form field `MessageSid`"),
+            ("{/a}:{/b}", "template `{/a}:{/b}`"),
+        ] {
+            assert!(event_id_rule(rule).contains(words), "{rule}");
         }
     }
 }

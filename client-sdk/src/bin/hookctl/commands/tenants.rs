@@ -6,6 +6,7 @@ use hookd_sdk::client::{
 };
 use serde_json::json;
 
+use super::secret_file::{read_secret, shown};
 use crate::{
     cli::{CreateTenantArgs, TenantsCommand, UpdateTenantArgs},
     output::Output,
@@ -48,13 +49,21 @@ async fn create(client: &HookdClient, out: Output, args: CreateTenantArgs) -> an
         max_in_flight: args.max_in_flight.unwrap_or_default(),
         rate_limit_per_sec: args.rate_limit_per_sec.unwrap_or_default(),
         rate_limit_burst: args.rate_limit_burst.unwrap_or_default(),
+        public_url: args.public_url.unwrap_or_default(),
+        secret: args
+            .secret_file
+            .as_deref()
+            .map(read_secret)
+            .transpose()?
+            .unwrap_or_default(),
+        hmac: None,
     };
     let created = client.create_tenant(request).await?;
     let tenant = created.tenant.unwrap_or_default();
     let mut fields = tenant.fields();
     fields.extend([
         ("kid", created.kid.clone()),
-        ("secret", created.secret.clone()),
+        ("secret", shown(&created.secret)),
         ("destination secret", created.destination_secret.clone()),
     ]);
     let document = json!({
@@ -96,6 +105,8 @@ fn update_request(args: UpdateTenantArgs) -> UpdateTenantRequest {
         rate_limit_per_sec: args.rate_limit_per_sec,
         rate_limit_burst: args.rate_limit_burst,
         max_in_flight: args.max_in_flight,
+        public_url: args.public_url,
+        hmac: None,
     }
 }
 

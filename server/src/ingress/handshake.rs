@@ -1,0 +1,105 @@
+//! Handshakes at the HTTP edge: the checks Slack, Zoom, Meta, Twitch, Discord
+//! and Okta make of `/hooks/{tenant_id}` before they send events. Answered
+//! only for a tenant whose scheme expects that handshake and, where the
+//! provider signs it, only once the signature verifies; logged and counted
+//! (`hookd_handshakes_total`), never stored or forwarded as an event.
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use hookd_sdk::signature::handshake::{HandshakeError, Reply};
+
+use super::{method_not_allowed, request_id_of, AppState};
+use crate::{
+    error::{ApiError, ErrorCode},
+    ids::RequestId,
+    ingest::IngestError,
+    tenant::{HandshakeRequest, Registry, TenantHandle},
+};
+
+/// `GET /hooks/{tenant_id}`: Meta's and Okta's handshakes; any other `GET`
+/// is not allowed, as before.
+pub async fn get(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    let tenant = req.match_info().get("tenant_id").unwrap_or_default();
+    let handle = state
+        .registry
+        .get(tenant)
+        .filter(|handle| handle.settings().enabled);
+    let answered =
+        handle.and_then(|handle| answer(&handle, &state.registry, &req, b"", &request_id_of(&req)));
+    match answered {
+        Some(Ok(reply)) => respond(reply),
+        Some(Err(refusal)) => refusal.to_response(&request_id_of(&req)),
+        None => method_not_allowed(req).await,
+    }
+}
+
+/// The handshake answer to `req` with `body`, or its refusal, when it is
+/// the handshake `handle`'s scheme expects; `None` otherwise.
+pub(super) fn answer(
+    handle: &TenantHandle,
+    registry: &Registry,
+    req: &HttpRequest,
+    body: &[u8],
+    request_id: &RequestId,
+) -> Option<Result<Reply, ApiError>> {
+    let request = HandshakeRequest {
+        method: req.method().as_str(),
+        headers: req.headers(),
+        query: req.query_string(),
+        body,
+    };
+    let now_ms = registry.clock().now_ms();
+    let result = handle.handshake(&request, now_ms)?;
+    let tenant = handle.metrics.label();
+    let kind = hookd_sdk::signature::handshake::Handshake::of(handle.settings().scheme)
+        .expect("a tenant that answered a handshake expects one");
+    Some(match result {
+        Ok(reply) => {
+            tracing::info!(
+                tenant = %tenant,
+                handshake = reply.handshake.as_str(),
+                request_id = %request_id,
+                "handshake answered"
+            );
+            handle.metrics.handshakes().answered(kind, now_ms);
+            Ok(reply)
+        }
+        Err(error) => {
+            let refusal = refusal(&error, handle.settings().tolerance_secs);
+            tracing::warn!(
+                tenant = %tenant,
+                handshake = kind.as_str(),
+                request_id = %request_id,
+                code = refusal.code.as_str(),
+                reason = %refusal.message,
+                "handshake refused"
+            );
+            handle
+                .metrics
+                .handshakes()
+                .refused(kind, now_ms, refusal.code.as_str());
+            Err(refusal)
+        }
+    })
+}
+
+/// The provider's expected answer: 200 with its body.
+pub(super) fn respond(reply: Reply) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type(reply.content_type)
+        .body(reply.body)
+}
+
+fn refusal(error: &HandshakeError, tolerance_secs: u64) -> ApiError {
+    match error {
+        HandshakeError::Verify(error) => ApiError::from(&IngestError::Verify {
+            error: error.clone(),
+            tolerance_secs,
+        }),
+        HandshakeError::BadVerifyToken => {
+            ApiError::new(ErrorCode::BadVerifyToken, error.to_string())
+        }
+        HandshakeError::Malformed(_) => {
+            ApiError::new(ErrorCode::InvalidHandshake, error.to_string())
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! `hookctl send --scheme X`, the real binary, signs every scheme hookd
+//! verifies, so an operator can try any tenant from the shell: one tenant
+//! per scheme (key pairs as their provider prints them), each answers 202.
+
+use hookd_sdk::signature::Scheme;
+
+use crate::{cli::hookctl, harness::TestServer};
+
+const WHSEC: &str = "whsec_AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=";
+const SHARED: &str = "plain-shared-secret";
+
+/// Discord: libsodium's secret key for the seed 01..20 (seed, then public key).
+const DISCORD_PRIVATE: &str = concat!(
+    "0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f20",
+    "79b5562e8fe654f94078b112e8a98ba7901f853ae695bed7e0e3910bad049664"
+);
+/// SendGrid: a P-256 private key (PKCS#8) and its verification key (SPKI).
+const SENDGRID_PRIVATE: &str = concat!(
+    "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+    "AAAAEAKhRANCAARg0CYP3rZNKmrDgx6x/W/gwlnCrlPlRx3Wto+pail3wZn5yyjimWrGKLzUdddqifFu90BP",
+    "rIMHNuhP4V6vidPg"
+);
+const SENDGRID_PUBLIC: &str = concat!(
+    "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEYNAmD962TSpqw4Mesf1v4MJZwq5T5Ucd1raPqWopd8GZ+cso4pl",
+    "qxii81HXXaonxbvdAT6yDBzboT+Fer4nT4A=="
+);
+/// Standard Webhooks v1a: an Ed25519 private key (`whsk_`, the seed 01..20)
+/// and its public key (`whpk_`).
+const STANDARD_PRIVATE: &str = "whsk_AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=";
+const STANDARD_PUBLIC: &str = "whpk_ebVWLo/mVPlAeLES6KmLp5AfhTrmlb7X4OORC60ElmQ=";
+
+/// `[hmac]` of the `hmac` tenant: a Slack-like header signature.
+const HMAC_TABLE: &str = "signature = \"header:X-Signature\"\nprefix = \"v0=\"\nsigned = \"v0:{header:X-Timestamp}:{body}\"\ntimestamp = \"header:X-Timestamp\"\n";
+const HMAC_YAML: &str = "signature: \"header:X-Signature\"\nprefix: \"v0=\"\nsigned: \"v0:{header:X-Timestamp}:{body}\"\ntimestamp: \"header:X-Timestamp\"\n";
+
+/// Every tenant: `(id, scheme, what the tenant holds, what the sender signs with)`.
+fn tenants() -> Vec<(String, Scheme, &'static str, &'static str)> {
+    let mut all: Vec<_> = Scheme::ALL
+        .into_iter()
+        .map(|scheme| {
+            let (held, signing) = match scheme {
+                Scheme::Standard | Scheme::Svix => (WHSEC, WHSEC),
+                Scheme::Discord => (&DISCORD_PRIVATE[64..], DISCORD_PRIVATE),
+                Scheme::Sendgrid => (SENDGRID_PUBLIC, SENDGRID_PRIVATE),
+                _ => (SHARED, SHARED),
+            };
+            (scheme.as_str().to_owned(), scheme, held, signing)
+        })
+        .collect();
+    all.push((
+        "standard-v1a".into(),
+        Scheme::Standard,
+        STANDARD_PUBLIC,
+        STANDARD_PRIVATE,
+    ));
+    all
+}
+
+/// The URL the providers call, in front of hookd (a load balancer's).
+const PUBLIC: &str = "https://hooks.example.com";
+
+fn config() -> String {
+    let mut toml = String::new();
+    for (id, scheme, held, _) in tenants() {
+        toml.push_str(&format!(
+            "[[tenants]]\nid = \"{id}\"\nscheme = \"{scheme}\"\n"
+        ));
+        if scheme.signs_url() {
+            toml.push_str(&format!("public_url = \"{PUBLIC}/hooks/{id}\"\n"));
+        }
+        if scheme == Scheme::Hmac {
+            toml.push_str("event_id_field = \"event_id\"\n[tenants.hmac]\n");
+            toml.push_str(HMAC_TABLE);
+        }
+        toml.push_str(&format!(
+            "[[tenants.secrets]]\nkid = \"k1\"\nsecret = \"{held}\"\n"
+        ));
+    }
+    toml
+}
+
+#[tokio::test]
+async fn hookctl_send_signs_every_scheme() {
+    // hookctl signs at the system clock.
+    let s = TestServer::start_live(&config());
+    let dir = tempfile::tempdir().unwrap();
+    let hmac_file = dir.path().join("hmac.yaml");
+    std::fs::write(&hmac_file, HMAC_YAML).unwrap();
+    let mut failures = Vec::new();
+    for (id, scheme, _, signing) in tenants() {
+        let url = format!("{}/hooks/{id}", s.base);
+        let event_id = format!("evt_send_{}", id.replace('-', "_"));
+        let public = format!("{PUBLIC}/hooks/{id}");
+        let mut args = vec![
+            "send",
+            "--url",
+            &url,
+            "--scheme",
+            scheme.as_str(),
+            "--secret",
+            signing,
+            "--event-id",
+            &event_id,
+            "--public-url",
+            &public,
+        ];
+        if scheme == Scheme::Hmac {
+            args.extend(["--hmac-file", hmac_file.to_str().unwrap()]);
+        }
+        let (code, out) = hookctl(&s, &args).await;
+        if code != 0 || !out.contains("202") {
+            failures.push(format!("{id}: exit {code}: {out}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
