@@ -42,6 +42,7 @@ impl From<TenantView> for pb::Tenant {
             created_at_unix_ms: t.created_at_ms,
             public_url: t.public_url.unwrap_or_default(),
             hmac: t.hmac.map(pb::HmacSpec::from),
+            has_verify_token: t.has_verify_token,
         }
     }
 }
@@ -72,6 +73,7 @@ impl TryFrom<pb::CreateTenantRequest> for NewTenant {
             rate_limit: RateLimit::from_api(rate_limit_per_sec, r.rate_limit_burst),
             public_url: non_empty(r.public_url),
             secret: ProvidedSecret::of(r.secret),
+            verify_token: ProvidedSecret::of(r.verify_token),
         })
     }
 }
@@ -105,6 +107,7 @@ impl TryFrom<pb::UpdateTenantRequest> for TenantPatch {
                 .max_in_flight
                 .map(|n| or_default(n, DEFAULT_MAX_IN_FLIGHT)),
             public_url: r.public_url.map(non_empty),
+            verify_token: r.verify_token.map(ProvidedSecret::of),
         })
     }
 }

@@ -179,6 +179,7 @@ pub fn tenant(tenant_id: &str, destination_url: Option<String>) -> TenantView {
         rate_limit: None,
         event_id_field: None,
         public_url: None,
+        has_verify_token: false,
         created_at_ms: 1_700_000_000_000,
     }
 }
@@ -218,6 +219,7 @@ impl ControlBackend for FakeBackend {
         }
         let view = TenantView {
             public_url: new.public_url,
+            has_verify_token: new.verify_token.is_some(),
             ..tenant(&new.tenant_id, new.destination_url)
         };
         tenants.insert(new.tenant_id.clone(), view.clone());
@@ -267,6 +269,9 @@ impl ControlBackend for FakeBackend {
         }
         if let Some(url) = patch.public_url {
             view.public_url = url;
+        }
+        if let Some(token) = patch.verify_token {
+            view.has_verify_token = token.is_some();
         }
         self.tenants
             .lock()

@@ -33,6 +33,8 @@ pub struct TenantView {
     pub event_id_field: Option<String>,
     /// The public URL the provider calls, for schemes that sign it.
     pub public_url: Option<String>,
+    /// Whether it holds a verify token (scheme `meta`); never the token.
+    pub has_verify_token: bool,
     /// Creation (or first load, for config-file tenants), Unix ms.
     pub created_at_ms: i64,
 }
@@ -68,6 +70,8 @@ pub struct NewTenant {
     /// The provider's secret (or public key); `None`: the backend
     /// generates one.
     pub secret: Option<ProvidedSecret>,
+    /// Scheme `meta`: the verify token its subscription handshake presents.
+    pub verify_token: Option<ProvidedSecret>,
 }
 
 /// A secret the operator supplies (the provider issued it, or it is the
@@ -121,6 +125,8 @@ pub struct TenantPatch {
     pub max_in_flight: Option<u32>,
     /// `Some(None)` removes the public URL; `Some(Some(url))` sets it.
     pub public_url: Option<Option<String>>,
+    /// `Some(None)` removes the verify token; `Some(Some(token))` sets it.
+    pub verify_token: Option<Option<ProvidedSecret>>,
 }
 
 /// A created tenant and its first secrets, which are shown this once only.

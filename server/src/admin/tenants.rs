@@ -132,8 +132,9 @@ impl Backend {
             now,
         );
         let shown = provided.is_none();
-        let secrets = SecretSet::starting_with(scheme, now, provided)
+        let mut secrets = SecretSet::starting_with(scheme, now, provided)
             .ok_or_else(|| provider_key_needed(scheme))?;
+        secrets.verify_token = new.verify_token.map(verify_token);
         let settings = self.apply_new(&record, &secrets)?;
         tracing::info!(tenant = %new.tenant_id, scheme = scheme.as_str(), provided_secret = !shown, "tenant created");
         Ok(CreatedTenant {
@@ -185,7 +186,10 @@ impl Backend {
     }
 
     pub(super) fn update(&self, tenant_id: &str, patch: TenantPatch) -> ApiResult<TenantView> {
-        let (mut record, secrets) = self.stored(tenant_id)?;
+        let (mut record, mut secrets) = self.stored(tenant_id)?;
+        if let Some(token) = patch.verify_token {
+            secrets.verify_token = token.map(verify_token);
+        }
         let c = &mut record.tenant;
         if let Some(scheme) = patch.scheme {
             c.scheme = scheme;
@@ -410,8 +414,15 @@ pub(super) fn view_of(s: &TenantSettings, from_config: bool, created_at_ms: i64)
         }),
         event_id_field: s.event_id_field.clone(),
         public_url: s.public_url.clone(),
+        has_verify_token: s.verify_token.is_some(),
         created_at_ms,
     }
+}
+
+/// A verify token as given over the API, kept sealed with the secrets; the
+/// tenant's settings then refuse it for any scheme but `meta`.
+fn verify_token(token: ProvidedSecret) -> SecretString {
+    SecretString::from(token.expose().to_owned())
 }
 
 /// The refusal when hookd would have to make a key only the provider holds.

@@ -72,6 +72,8 @@ pub struct SecretSet {
     pub previous: Option<SecretEntry>,
     /// hookd signs forwards with this one.
     pub destination: SecretString,
+    /// Scheme `meta`: the verify token its subscription handshake presents.
+    pub verify_token: Option<SecretString>,
 }
 
 /// The control plane's persistent state. Writes are applied in memory;
@@ -350,6 +352,7 @@ impl SecretSet {
             },
             previous: None,
             destination: new_signing_secret(Scheme::Standard)?,
+            verify_token: None,
         })
     }
 
@@ -427,6 +430,7 @@ pub fn effective_config(record: &TenantRecord, secrets: &SecretSet) -> TenantCon
             ..dest.clone()
         };
     }
+    config.verify_token = secrets.verify_token.clone();
     config
 }
 

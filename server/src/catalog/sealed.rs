@@ -25,6 +25,8 @@ use crate::{
 const MAGIC: &[u8] = b"hks2";
 /// The kid the destination secret is sealed under (signing kids are `k{n}`).
 pub const DESTINATION_KID: &str = "destination";
+/// The kid a `meta` tenant's verify token is sealed under.
+const VERIFY_TOKEN_KID: &str = "verify_token";
 
 /// A row in the current format: only kids and sealed values.
 #[derive(Serialize, Deserialize)]
@@ -33,6 +35,10 @@ struct StoredSet {
     previous: Option<SealedEntry>,
     /// Base64 of the sealed destination secret.
     destination: String,
+    /// Base64 of the sealed verify token, for the tenants that hold one
+    /// (absent in older rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    verify_token: Option<String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -102,10 +108,18 @@ pub fn seal(key: &MasterKey, tenant: &str, set: &SecretSet) -> Vec<u8> {
             kid: DESTINATION_KID,
         },
     );
+    let verify_token = set.verify_token.as_ref().map(|token| {
+        let binding = Binding {
+            tenant,
+            kid: VERIFY_TOKEN_KID,
+        };
+        STANDARD.encode(key.seal(token.expose_secret().as_bytes(), binding))
+    });
     let stored = StoredSet {
         current: entry(&set.current),
         previous: set.previous.as_ref().map(entry),
         destination: STANDARD.encode(destination),
+        verify_token,
     };
     let mut row = MAGIC.to_vec();
     serde_json::to_writer(&mut row, &stored).expect("row serializes");
@@ -149,10 +163,21 @@ pub fn open(key: &MasterKey, tenant: &str, row: &[u8]) -> Result<SecretSet> {
             "destination secret of tenant {tenant} is not UTF-8"
         ))
     })?;
+    let verify_token = match &stored.verify_token {
+        Some(sealed) => {
+            let token = unsealed(VERIFY_TOKEN_KID, sealed)?;
+            let token = String::from_utf8(token.to_vec()).map_err(|_| {
+                Error::Corrupt(format!("verify token of tenant {tenant} is not UTF-8"))
+            })?;
+            Some(SecretString::from(token))
+        }
+        None => None,
+    };
     Ok(SecretSet {
         current: entry(&stored.current)?,
         previous: stored.previous.as_ref().map(entry).transpose()?,
         destination: SecretString::from(destination),
+        verify_token,
     })
 }
 
@@ -176,6 +201,7 @@ pub fn open_legacy(key: &MasterKey, tenant: &str, row: &[u8]) -> Result<SecretSe
         current: entry(legacy.current),
         previous: legacy.previous.map(entry),
         destination: legacy.destination,
+        verify_token: None,
     })
 }
 
@@ -197,12 +223,39 @@ mod tests {
     }
 
     #[test]
+    fn a_verify_token_is_sealed_bound_and_opens_back() {
+        let key = MasterKey::from_bytes([1; 32]);
+        let set = SecretSet {
+            current: entry("k1", "app-secret"),
+            previous: None,
+            destination: "whsec_AQID".into(),
+            verify_token: Some("meatyhamhock".into()),
+        };
+        let row = seal(&key, "fb", &set);
+        assert!(!row.windows(12).any(|w| w == b"meatyhamhock"), "sealed");
+        let opened = open(&key, "fb", &row).unwrap();
+        let token = opened
+            .verify_token
+            .as_ref()
+            .map(|t| t.expose_secret().to_owned());
+        assert_eq!(token.as_deref(), Some("meatyhamhock"));
+        assert!(open(&key, "other", &row).is_err(), "bound to its tenant");
+        let without = SecretSet {
+            verify_token: None,
+            ..set
+        };
+        let opened = open(&key, "fb", &seal(&key, "fb", &without)).unwrap();
+        assert!(opened.verify_token.is_none());
+    }
+
+    #[test]
     fn values_swapped_between_kids_do_not_open() {
         let key = MasterKey::from_bytes([1; 32]);
         let set = SecretSet {
             current: entry("k2", "new-secret"),
             previous: Some(entry("k1", "old-secret")),
             destination: "whsec_AQID".into(),
+            verify_token: None,
         };
         let row = seal(&key, "acme", &set);
         assert!(!row.windows(6).any(|w| w == b"secret"), "values are sealed");

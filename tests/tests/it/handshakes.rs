@@ -337,3 +337,53 @@ async fn okta_one_time_verification_needs_the_hook_secret() {
         ("1".into(), "0".into())
     );
 }
+
+#[tokio::test]
+async fn a_meta_tenant_made_over_the_api_keeps_its_sealed_verify_token() {
+    use hookd_sdk::client::proto::{CreateTenantRequest, UpdateTenantRequest};
+
+    let mut s = TestServer::start("");
+    let admin = s.admin().await;
+    let create = |id: &str, scheme: &str| CreateTenantRequest {
+        tenant_id: id.into(),
+        scheme: scheme.into(),
+        verify_token: VERIFY_TOKEN.into(),
+        ..Default::default()
+    };
+    let refused = admin
+        .create_tenant(create("pay", "stripe"))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::InvalidArgument, "{refused:?}");
+    let text = format!("{refused:?}");
+    assert!(text.contains("verify_token"), "{text}");
+    assert!(!text.contains(VERIFY_TOKEN), "never shown: {text}");
+    let created = admin.create_tenant(create("fb", "meta")).await.unwrap();
+    assert!(created.tenant.unwrap().has_verify_token);
+
+    let path =
+        format!("/hooks/fb?hub.mode=subscribe&hub.challenge=77&hub.verify_token={VERIFY_TOKEN}");
+    assert_eq!(meta_get(&s, &path).await.0, StatusCode::OK);
+    s.restart("");
+    let (status, _, text) = meta_get(&s, &path).await;
+    assert_eq!(
+        (status, text.as_str()),
+        (StatusCode::OK, "77"),
+        "the sealed token opens after a restart"
+    );
+
+    let admin = s.admin().await;
+    let update = UpdateTenantRequest {
+        tenant_id: "fb".into(),
+        verify_token: Some(String::new()),
+        ..Default::default()
+    };
+    let updated = admin.update_tenant(update).await.unwrap();
+    assert!(!updated.has_verify_token, "\"\" removes it");
+    assert_eq!(meta_get(&s, &path).await.0, StatusCode::FORBIDDEN);
+    assert!(!admin.get_tenant("fb").await.unwrap().has_verify_token);
+}
+
+async fn meta_get(s: &TestServer, path: &str) -> (StatusCode, String, String) {
+    raw(s, reqwest::Method::GET, path, &[], Vec::new()).await
+}

@@ -56,6 +56,10 @@ pub struct CreateTenantArgs {
     /// The public URL the provider calls (no query); required by schemes that sign the URL.
     #[arg(long)]
     pub public_url: Option<String>,
+    /// Scheme meta: read the verify token Meta's subscription handshake presents
+    /// (hub.verify_token, as set in the Meta app) from this file, or `-` for stdin.
+    #[arg(long, value_name = "PATH")]
+    pub verify_token_file: Option<std::path::PathBuf>,
     /// Read the first signing secret (one the provider issued, or its public key) from
     /// this file, or `-` for stdin, instead of having hookd generate one. Never an argument,
     /// so it stays out of shell history and process lists.
@@ -120,6 +124,10 @@ pub struct UpdateTenantArgs {
     /// New public URL the provider calls; "" removes it.
     #[arg(long, group = "change")]
     pub public_url: Option<String>,
+    /// Scheme meta: read a new verify token Meta's subscription handshake presents
+    /// (hub.verify_token, as set in the Meta app) from this file, or `-` for stdin; an empty file removes it.
+    #[arg(long, value_name = "PATH", group = "change")]
+    pub verify_token_file: Option<std::path::PathBuf>,
 }
 
 /// `hookctl secrets ...`

@@ -23,7 +23,7 @@ pub async fn run(client: &HookdClient, out: Output, command: TenantsCommand) -> 
         }
         TenantsCommand::Get { tenant } => Ok(out.record(&client.get_tenant(tenant).await?)?),
         TenantsCommand::Update(args) => {
-            let tenant = client.update_tenant(update_request(args)).await?;
+            let tenant = client.update_tenant(update_request(args)?).await?;
             Ok(out.record(&tenant)?)
         }
         TenantsCommand::Delete { tenant, yes: _ } => {
@@ -56,6 +56,12 @@ async fn create(client: &HookdClient, out: Output, args: CreateTenantArgs) -> an
             .map(read_secret)
             .transpose()?
             .unwrap_or_default(),
+        verify_token: args
+            .verify_token_file
+            .as_deref()
+            .map(read_secret)
+            .transpose()?
+            .unwrap_or_default(),
         hmac: None,
     };
     let created = client.create_tenant(request).await?;
@@ -76,7 +82,7 @@ async fn create(client: &HookdClient, out: Output, args: CreateTenantArgs) -> an
 }
 
 /// Only the flags given become `Some`, so hookd leaves every other setting alone.
-fn update_request(args: UpdateTenantArgs) -> UpdateTenantRequest {
+fn update_request(args: UpdateTenantArgs) -> anyhow::Result<UpdateTenantRequest> {
     let destination_url = if args.pull_mode {
         Some(String::new())
     } else {
@@ -94,7 +100,12 @@ fn update_request(args: UpdateTenantArgs) -> UpdateTenantRequest {
     } else {
         None
     };
-    UpdateTenantRequest {
+    let verify_token = args
+        .verify_token_file
+        .as_deref()
+        .map(read_secret)
+        .transpose()?;
+    Ok(UpdateTenantRequest {
         tenant_id: args.tenant,
         scheme: args.scheme.map(|scheme| scheme.as_str().to_owned()),
         tolerance_secs: args.tolerance_secs,
@@ -106,8 +117,9 @@ fn update_request(args: UpdateTenantArgs) -> UpdateTenantRequest {
         rate_limit_burst: args.rate_limit_burst,
         max_in_flight: args.max_in_flight,
         public_url: args.public_url,
+        verify_token,
         hmac: None,
-    }
+    })
 }
 
 #[cfg(test)]
@@ -120,7 +132,7 @@ mod tests {
     fn parse_update(args: &[&str]) -> UpdateTenantRequest {
         let argv = ["hookctl", "tenants", "update", "acme"].iter().chain(args);
         match Cli::try_parse_from(argv).expect("valid flags").command {
-            Command::Tenants(TenantsCommand::Update(args)) => update_request(args),
+            Command::Tenants(TenantsCommand::Update(args)) => update_request(args).unwrap(),
             other => panic!("parsed as {other:?}"),
         }
     }
