@@ -8,13 +8,14 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 use sha2::Sha256;
 
-use crate::harness::{TestServer, NOW};
+use crate::{
+    harness::{TestServer, NOW},
+    keys::DISCORD_PRIVATE,
+};
 
 const SHARED: &str = "handshake-shared-secret";
 const VERIFY_TOKEN: &str = "meatyhamhock";
 
-/// A Discord application key: the seed 01..20 and its public key (hex).
-const DISCORD_PUBLIC: &str = "79b5562e8fe654f94078b112e8a98ba7901f853ae695bed7e0e3910bad049664";
 const DISCORD_SEED: [u8; 32] = [
     1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
     27, 28, 29, 30, 31, 32,
@@ -39,7 +40,7 @@ fn tenants() -> String {
             &format!("verify_token = \"{VERIFY_TOKEN}\""),
         ),
         tenant("twitch", SHARED, ""),
-        tenant("discord", DISCORD_PUBLIC, ""),
+        tenant("discord", &DISCORD_PRIVATE[64..], ""),
         tenant("okta", SHARED, ""),
         tenant("stripe", SHARED, ""),
     ]

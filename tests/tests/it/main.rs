@@ -21,6 +21,7 @@ mod hmac_api;
 mod hmac_scheme;
 mod idle;
 mod ingest;
+mod keys;
 mod limits;
 mod messages;
 mod pg_server;
