@@ -102,3 +102,62 @@ async fn hookctl_send_signs_every_scheme() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+#[tokio::test]
+async fn hookctl_creates_an_hmac_tenant_from_its_table_and_sends_to_it() {
+    let s = TestServer::start_live("");
+    let dir = tempfile::tempdir().unwrap();
+    let hmac_file = dir.path().join("hmac.yaml");
+    std::fs::write(&hmac_file, HMAC_YAML).unwrap();
+    let hmac = hmac_file.to_str().unwrap();
+    let (code, out) = hookctl(
+        &s,
+        &[
+            "--json",
+            "tenants",
+            "create",
+            "custom",
+            "--scheme",
+            "hmac",
+            "--hmac-file",
+            hmac,
+            "--event-id-field",
+            "event_id",
+        ],
+    )
+    .await;
+    assert_eq!(code, 0, "{out}");
+    let created: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(created["tenant"]["scheme"], "hmac", "{out}");
+    let secret = created["secret"].as_str().unwrap().to_owned();
+    let url = format!("{}/hooks/custom", s.base);
+    let send = |secret: &str| {
+        [
+            "send",
+            "--url",
+            &url,
+            "--scheme",
+            "hmac",
+            "--secret",
+            secret,
+            "--hmac-file",
+            hmac,
+            "--event-id",
+            "evt_custom_1",
+        ]
+        .map(str::to_owned)
+    };
+    let (code, out) = run(&s, &send(&secret)).await;
+    assert!(code == 0 && out.contains("202"), "{out}");
+    let (code, out) = run(&s, &send("not-the-secret")).await;
+    assert_ne!(code, 0, "{out}");
+    assert!(
+        out.contains("401") && out.contains("BAD_SIGNATURE"),
+        "{out}"
+    );
+}
+
+async fn run(s: &TestServer, args: &[String]) -> (i32, String) {
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    hookctl(s, &args).await
+}

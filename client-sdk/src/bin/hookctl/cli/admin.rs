@@ -60,6 +60,10 @@ pub struct CreateTenantArgs {
     /// (hub.verify_token, as set in the Meta app) from this file, or `-` for stdin.
     #[arg(long, value_name = "PATH")]
     pub verify_token_file: Option<std::path::PathBuf>,
+    /// Scheme hmac: the tenant's [hmac] table (where the signature is, its hash,
+    /// encoding and signed string), as JSON or YAML with the config file's key names.
+    #[arg(long, value_name = "PATH")]
+    pub hmac_file: Option<std::path::PathBuf>,
     /// Read the first signing secret (one the provider issued, or its public key) from
     /// this file, or `-` for stdin, instead of having hookd generate one. Never an argument,
     /// so it stays out of shell history and process lists.
@@ -128,6 +132,10 @@ pub struct UpdateTenantArgs {
     /// (hub.verify_token, as set in the Meta app) from this file, or `-` for stdin; an empty file removes it.
     #[arg(long, value_name = "PATH", group = "change")]
     pub verify_token_file: Option<std::path::PathBuf>,
+    /// Scheme hmac: a new [hmac] table, replacing the old one (where the signature is, its hash,
+    /// encoding and signed string), as JSON or YAML with the config file's key names.
+    #[arg(long, value_name = "PATH", group = "change")]
+    pub hmac_file: Option<std::path::PathBuf>,
 }
 
 /// `hookctl secrets ...`

@@ -5,6 +5,7 @@ mod contracts;
 mod dead_letters;
 mod deliveries;
 mod docs;
+mod hmac_file;
 mod rejections;
 mod routes;
 mod secret_file;

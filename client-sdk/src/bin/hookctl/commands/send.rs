@@ -7,12 +7,11 @@ use std::{
 };
 
 use anyhow::Context;
-use hookd_sdk::signature::{
-    sign_hmac, sign_message, HmacFields, HmacSpec, Message, Scheme, Secret, Signing,
-};
+use hookd_sdk::signature::{sign_hmac, sign_message, HmacSpec, Message, Scheme, Secret, Signing};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use super::hmac_file::read_hmac_fields;
 use crate::{cli::SendArgs, exit::CliError, output::Output};
 
 /// Sends one signed webhook and prints hookd's answer; a non-2xx answer is an error
@@ -118,11 +117,7 @@ fn hmac_spec(args: &SendArgs) -> anyhow::Result<HmacSpec> {
         .hmac_file
         .as_deref()
         .context("scheme hmac signs as the tenant's [hmac] table says: give it with --hmac-file")?;
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading the --hmac-file {}", path.display()))?;
-    let fields: HmacFields = serde_norway::from_str(&text)
-        .with_context(|| format!("{} is not an [hmac] table", path.display()))?;
-    HmacSpec::new(fields).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    HmacSpec::new(read_hmac_fields(path)?).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
 /// `{"type":"test.event","event_id":...}`, plus the id where the scheme reads its

@@ -1,12 +1,17 @@
 //! `hookctl tenants create|list|get|update|delete`.
 
+use std::path::Path;
+
 use hookd_sdk::client::{
-    proto::{CreateTenantRequest, RequiredFields, UpdateTenantRequest},
+    proto::{CreateTenantRequest, HmacSpec, RequiredFields, UpdateTenantRequest},
     HookdClient,
 };
 use serde_json::json;
 
-use super::secret_file::{read_secret, shown};
+use super::{
+    hmac_file::read_hmac_fields,
+    secret_file::{read_secret, shown},
+};
 use crate::{
     cli::{CreateTenantArgs, TenantsCommand, UpdateTenantArgs},
     output::Output,
@@ -62,7 +67,7 @@ async fn create(client: &HookdClient, out: Output, args: CreateTenantArgs) -> an
             .map(read_secret)
             .transpose()?
             .unwrap_or_default(),
-        hmac: None,
+        hmac: hmac_spec(args.hmac_file.as_deref())?,
     };
     let created = client.create_tenant(request).await?;
     let tenant = created.tenant.unwrap_or_default();
@@ -79,6 +84,12 @@ async fn create(client: &HookdClient, out: Output, args: CreateTenantArgs) -> an
         "destination_secret": created.destination_secret,
     });
     Ok(out.once(fields, &document)?)
+}
+
+/// The `[hmac]` table of `--hmac-file`, as the API's message.
+fn hmac_spec(path: Option<&Path>) -> anyhow::Result<Option<HmacSpec>> {
+    path.map(|path| read_hmac_fields(path).map(HmacSpec::from))
+        .transpose()
 }
 
 /// Only the flags given become `Some`, so hookd leaves every other setting alone.
@@ -118,7 +129,7 @@ fn update_request(args: UpdateTenantArgs) -> anyhow::Result<UpdateTenantRequest>
         max_in_flight: args.max_in_flight,
         public_url: args.public_url,
         verify_token,
-        hmac: None,
+        hmac: hmac_spec(args.hmac_file.as_deref())?,
     })
 }
 
