@@ -360,6 +360,12 @@ impl TenantConfig {
         self.check_bounds()?;
         let event_id = EventIdRule::resolve(scheme, self.event_id_field.as_deref())?;
         check_public_url(scheme, self.public_url.as_deref())?;
+        if hmac.as_ref().is_some_and(|spec| spec.signs_url()) && self.public_url.is_none() {
+            return Err(InvalidSetting::new(
+                "public_url",
+                "the [hmac] template signs {url}, the URL the provider calls, so the tenant needs its public URL (e.g. https://hooks.example.com/hooks/<tenant>)",
+            ));
+        }
         let verify_token = self.verify_token(scheme)?;
         let mut current = None;
         let mut previous = None;

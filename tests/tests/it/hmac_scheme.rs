@@ -122,3 +122,54 @@ async fn resends_are_duplicates() {
     assert_eq!(again.status, StatusCode::OK, "{:?}", again.body);
     assert_eq!(again.body["duplicate"], true, "{:?}", again.body);
 }
+
+/// A template that signs `{url}` verifies against the tenant's public URL
+/// with the query as received, and a tenant without one is refused at load.
+#[tokio::test]
+async fn a_template_over_the_url_verifies_against_the_public_url() {
+    use hookd_sdk::signature::{sign_hmac, HmacFields, HmacSpec, Message, Secret};
+
+    let table = "signature = \"header:X-Sig\"\nencoding = \"base64\"\nsigned = \"{method} {url}\\n{body}\"\n";
+    let tenant = |public_url: &str| {
+        format!("[[tenants]]\nid = \"u\"\nscheme = \"hmac\"\nevent_id_field = \"event_id\"\n{public_url}[tenants.hmac]\n{table}[[tenants.secrets]]\nkid = \"k1\"\nsecret = \"url-secret\"\n")
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("hookd.toml");
+    std::fs::write(&file, tenant("")).unwrap();
+    let refused = match hookd_server::config::Config::load(Some(&file), &Default::default()) {
+        Ok(_) => panic!("a {{url}} template without a public_url loads"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        refused.contains("public_url") && refused.contains("{url}"),
+        "{refused}"
+    );
+
+    let s = TestServer::start(&tenant(
+        "public_url = \"https://hooks.example.com/hooks/u\"\n",
+    ));
+    let spec = HmacSpec::new(HmacFields {
+        signature: "header:X-Sig".into(),
+        encoding: Some("base64".into()),
+        signed: Some("{method} {url}\n{body}".into()),
+        ..HmacFields::default()
+    })
+    .unwrap();
+    let key = Secret::from_bytes("k1", b"url-secret".to_vec());
+    let body = br#"{"event_id":"evt_url_1"}"#;
+    let signed_for = |url: &str| {
+        let message = Message {
+            event_id: "evt_url_1",
+            timestamp: NOW,
+            body,
+            method: "POST",
+            url: Some(url),
+        };
+        sign_hmac(&spec, &key, &message, &[]).unwrap().headers
+    };
+    let good = signed_for("https://hooks.example.com/hooks/u?src=a");
+    let a = s.request("POST", "/hooks/u?src=a", &good, body).await;
+    assert_eq!(a.status, StatusCode::ACCEPTED, "{:?}", a.body);
+    let a = s.request("POST", "/hooks/u?src=b", &good, body).await;
+    assert_eq!(a.code(), "BAD_SIGNATURE", "another query: {:?}", a.body);
+}
