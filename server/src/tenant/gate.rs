@@ -13,12 +13,12 @@ use std::{
     sync::{Arc, Mutex, PoisonError, RwLock},
 };
 
-use actix_web::http::header::HeaderMap;
-use hookd_sdk::signature::{self, Delivery, HeaderLookup, HeaderSource};
+use hookd_sdk::signature::{self, Delivery, HeaderSource};
 use tokio::sync::Notify;
 
 use super::{
     commit::{Commit, ContractRejection, SenderFacts, Wakes},
+    headers::SignedHeaders,
     replay::{replay_cache, ReplayCache, ReplayKeys},
     routes::fan_out,
     snapshot::{Published, Snapshot},
@@ -402,32 +402,9 @@ impl Gate {
     }
 }
 
-/// Case-insensitive header access for the verifier.
-pub(super) struct SignedHeaders<'a>(pub(super) &'a HeaderMap);
-
-impl HeaderSource for SignedHeaders<'_> {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.0.get(name)?.to_str().ok()
-    }
-
-    /// Every line of `name`: two lines are `Repeated`, a value that is not
-    /// ASCII text is `NotText`, never "absent".
-    fn lookup(&self, name: &str) -> HeaderLookup<'_> {
-        let mut values = self.0.get_all(name);
-        match (values.next(), values.next()) {
-            (None, _) => HeaderLookup::Absent,
-            (Some(_), Some(_)) => HeaderLookup::Repeated,
-            (Some(value), None) => match value.to_str() {
-                Ok(text) => HeaderLookup::of_value(text),
-                Err(_) => HeaderLookup::NotText,
-            },
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use actix_web::http::header::{HeaderName, HeaderValue};
+    use actix_web::http::header::{HeaderMap, HeaderName, HeaderValue};
     use hookd_sdk::signature::{sign, Scheme, Secret};
 
     use actix::Actor;

@@ -10,7 +10,7 @@ use hookd_sdk::signature::{
 };
 use secrecy::ExposeSecret;
 
-use super::{gate::SignedHeaders, TenantHandle};
+use super::{headers::SignedHeaders, TenantHandle};
 
 /// A request that may be a handshake, as received.
 pub struct HandshakeRequest<'a> {

@@ -7,6 +7,7 @@ mod actor;
 mod commit;
 mod gate;
 mod handshake;
+mod headers;
 mod registry;
 mod replay;
 mod routes;
