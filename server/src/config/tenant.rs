@@ -79,7 +79,7 @@ pub struct TenantConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify_token_file: Option<PathBuf>,
     /// Which bytes of a compressed body the signature covers, instead of
-    /// the scheme's default ([`SignedBody::of_scheme`]).
+    /// the default, the decoded body ([`SignedBody::Decoded`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signed_body: Option<SignedBody>,
     /// Entries in the replay cache; older ones fall back to the idempotency log.
@@ -135,46 +135,18 @@ pub struct TenantConfig {
 }
 
 /// Which bytes of a body sent with `Content-Encoding: gzip` or `deflate`
-/// its signature covers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+/// its signature covers. The default, `Decoded`, is what every preset's
+/// provider does (it signs its payload before any compression on the way;
+/// none documents signing compressed bytes); `hmac` tenants and others say
+/// otherwise with `signed_body`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SignedBody {
     /// The body decoded: the provider signs, then compresses.
+    #[default]
     Decoded,
     /// The bytes as sent: the provider compresses, then signs.
     Wire,
-}
-
-impl SignedBody {
-    /// What `scheme`'s provider signs. Every preset signs its payload before
-    /// any compression on the way (none documents signing compressed
-    /// bytes), and `hmac` tenants say otherwise with `signed_body`.
-    pub fn of_scheme(scheme: Scheme) -> SignedBody {
-        match scheme {
-            Scheme::Standard
-            | Scheme::Hookd
-            | Scheme::Stripe
-            | Scheme::Github
-            | Scheme::Shopify
-            | Scheme::Slack
-            | Scheme::Gitlab
-            | Scheme::Okta
-            | Scheme::Discord
-            | Scheme::Sendgrid
-            | Scheme::Mailgun
-            | Scheme::Twilio
-            | Scheme::Svix
-            | Scheme::Meta
-            | Scheme::Intercom
-            | Scheme::Paddle
-            | Scheme::Zoom
-            | Scheme::Twitch
-            | Scheme::Linear
-            | Scheme::Square
-            | Scheme::Hubspot
-            | Scheme::Hmac => SignedBody::Decoded,
-        }
-    }
 }
 
 /// One signing secret, inline or read from the environment or a file.
@@ -425,9 +397,7 @@ impl TenantConfig {
             event_id,
             public_url: self.public_url.clone(),
             verify_token,
-            signed_body: self
-                .signed_body
-                .unwrap_or_else(|| SignedBody::of_scheme(scheme)),
+            signed_body: self.signed_body.unwrap_or_default(),
             replay_cache_capacity: self.replay_cache_capacity,
             rate_limit: self.rate_limit,
             current,

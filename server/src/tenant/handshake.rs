@@ -5,7 +5,7 @@
 
 use actix_web::http::header::HeaderMap;
 use hookd_sdk::signature::{
-    handshake::{self, Answering, HandshakeError, Reply},
+    handshake::{self, Answering, Handshake, HandshakeError, Reply},
     Delivery,
 };
 use secrecy::ExposeSecret;
@@ -31,6 +31,10 @@ impl TenantHandle {
     ) -> Option<Result<Reply, HandshakeError>> {
         let snapshot = self.snapshot();
         let settings = snapshot.settings();
+        // Most deliveries are to a scheme without a handshake, or by the
+        // other method: they go to ingest without building anything here.
+        Handshake::of(settings.scheme)
+            .filter(|handshake| handshake.method().eq_ignore_ascii_case(request.method))?;
         let now_unix = now_ms.div_euclid(1000);
         let url = settings.delivery_url(request.query);
         let headers = SignedHeaders(request.headers);
