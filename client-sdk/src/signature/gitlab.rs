@@ -25,10 +25,8 @@ impl SchemeImpl for Gitlab {
         Ok(Claims {
             proofs: vec![proof],
             signed: Signed::around_body(Vec::new()),
-            timestamp: None,
             header_event_id: idempotency_key.or(event_uuid),
-            kid: None,
-            alternate: None,
+            ..Claims::default()
         })
     }
 

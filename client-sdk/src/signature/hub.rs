@@ -37,10 +37,8 @@ impl Hub {
         Ok(Claims {
             proofs: vec![Proof::Hmac(self.hash, tag)],
             signed: Signed::around_body(Vec::new()),
-            timestamp: None,
             header_event_id,
-            kid: None,
-            alternate: None,
+            ..Claims::default()
         })
     }
 

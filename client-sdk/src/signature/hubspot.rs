@@ -45,9 +45,7 @@ impl SchemeImpl for Hubspot {
             proofs,
             signed: signed(delivery.method, url, raw_timestamp),
             timestamp: Some(millis / 1000),
-            header_event_id: None,
-            kid: None,
-            alternate: None,
+            ..Claims::default()
         })
     }
 

@@ -38,9 +38,8 @@ pub(crate) fn claims<H: HeaderSource + ?Sized>(
         proofs: header.signatures.into_iter().map(Proof::sha256).collect(),
         signed: Signed::around_body(signed_prefix(header.raw_timestamp)),
         timestamp: Some(header.timestamp),
-        header_event_id: None,
         kid: header.kid.filter(|_| keep_kid).map(str::to_owned),
-        alternate: None,
+        ..Claims::default()
     })
 }
 

@@ -29,8 +29,7 @@ impl SchemeImpl for Linear {
             signed: Signed::around_body(Vec::new()),
             timestamp: Some(body_timestamp(delivery.body)?),
             header_event_id,
-            kid: None,
-            alternate: None,
+            ..Claims::default()
         })
     }
 

@@ -37,9 +37,7 @@ impl SchemeImpl for Mailgun {
             proofs: vec![Proof::sha256(tag)],
             signed: Signed::bytes(signed_bytes(&fields.timestamp, &fields.token)),
             timestamp: Some(timestamp),
-            header_event_id: None,
-            kid: None,
-            alternate: None,
+            ..Claims::default()
         })
     }
 

@@ -375,7 +375,9 @@ impl Proof {
     }
 }
 
-/// What a scheme's request claims, decoded and checked, ready for the compare.
+/// What a scheme's request claims, decoded and checked, ready for the compare;
+/// by default no timestamp, no event id, no kid and no alternate.
+#[derive(Default)]
 pub(crate) struct Claims {
     /// Every supported-version signature in the request.
     pub(crate) proofs: Vec<Proof>,

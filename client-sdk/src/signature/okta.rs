@@ -20,10 +20,7 @@ impl SchemeImpl for Okta {
         Ok(Claims {
             proofs: vec![codec::token(delivery.headers, AUTHORIZATION)?],
             signed: Signed::around_body(Vec::new()),
-            timestamp: None,
-            header_event_id: None,
-            kid: None,
-            alternate: None,
+            ..Claims::default()
         })
     }
 

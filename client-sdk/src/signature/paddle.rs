@@ -31,9 +31,7 @@ impl SchemeImpl for Paddle {
             proofs: header.signatures.into_iter().map(Proof::sha256).collect(),
             signed: Signed::around_body(signed_prefix(header.raw_timestamp)),
             timestamp: Some(header.timestamp),
-            header_event_id: None,
-            kid: None,
-            alternate: None,
+            ..Claims::default()
         })
     }
 

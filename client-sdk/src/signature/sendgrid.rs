@@ -41,9 +41,7 @@ impl SchemeImpl for Sendgrid {
             proofs: vec![Proof::EcdsaP256(signature)],
             signed: Signed::around_body(raw_timestamp.as_bytes().to_vec()),
             timestamp: Some(codec::parse_timestamp(raw_timestamp)?),
-            header_event_id: None,
-            kid: None,
-            alternate: None,
+            ..Claims::default()
         })
     }
 

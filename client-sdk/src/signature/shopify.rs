@@ -24,10 +24,8 @@ impl SchemeImpl for Shopify {
         Ok(Claims {
             proofs: vec![Proof::sha256(codec::decode_base64(value)?)],
             signed: Signed::around_body(Vec::new()),
-            timestamp: None,
             header_event_id: codec::optional_id(headers, WEBHOOK_ID)?,
-            kid: None,
-            alternate: None,
+            ..Claims::default()
         })
     }
 

@@ -26,10 +26,7 @@ impl SchemeImpl for Square {
         Ok(Claims {
             proofs,
             signed: Signed::around_body(url.as_bytes().to_vec()),
-            timestamp: None,
-            header_event_id: None,
-            kid: None,
-            alternate: None,
+            ..Claims::default()
         })
     }
 

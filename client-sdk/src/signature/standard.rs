@@ -62,8 +62,7 @@ pub(crate) fn parse_named<H: HeaderSource + ?Sized>(
         signed: Signed::around_body(signed_prefix(id, raw_timestamp)),
         timestamp: Some(timestamp),
         header_event_id: Some(id.to_owned()),
-        kid: None,
-        alternate: None,
+        ..Claims::default()
     })
 }
 

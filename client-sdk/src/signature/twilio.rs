@@ -55,10 +55,9 @@ impl SchemeImpl for Twilio {
         Ok(Claims {
             proofs: vec![Proof::Hmac(hash, tag)],
             signed: Signed::bytes(format!("{url}{params}").into_bytes()),
-            timestamp: None,
             header_event_id,
-            kid: None,
             alternate: Some(Signed::bytes(format!("{alternate}{params}").into_bytes())),
+            ..Claims::default()
         })
     }
 

@@ -38,8 +38,7 @@ impl SchemeImpl for Twitch {
             signed: Signed::around_body(format!("{id}{raw_timestamp}").into_bytes()),
             timestamp: Some(parse_rfc3339(raw_timestamp)?),
             header_event_id: Some(id.to_owned()),
-            kid: None,
-            alternate: None,
+            ..Claims::default()
         })
     }
 

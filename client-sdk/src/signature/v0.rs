@@ -29,9 +29,7 @@ impl V0 {
             proofs,
             signed: Signed::around_body(signed_prefix(raw_timestamp)),
             timestamp: Some(codec::parse_timestamp(raw_timestamp)?),
-            header_event_id: None,
-            kid: None,
-            alternate: None,
+            ..Claims::default()
         })
     }
 

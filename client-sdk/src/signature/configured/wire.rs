@@ -96,9 +96,7 @@ fn parse<H: HeaderSource + ?Sized>(
         proofs: vec![proof],
         signed,
         timestamp,
-        header_event_id: None,
-        kid: None,
-        alternate: None,
+        ..Claims::default()
     })
 }
 
