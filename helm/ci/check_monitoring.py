@@ -7,7 +7,8 @@ checks bite: a copy with one broken expression must fail `check rules`, a
 copy with a changed threshold must fail `test rules`. Every PromQL
 expression of the dashboard is checked by promtool too (as recording rules,
 template variables replaced), every metric the rules and the dashboard read
-must be one hookd documents in docs/observability.md, every runbook_url
+must be one hookd documents in docs/observability.md and registers in
+server/src/metrics, every runbook_url
 anchor must exist there, and the dashboard JSON is type-checked with `tsc`
 against Grafana's published dashboard model (npm @grafana/schema), each
 panel's options against its panel plugin's published options.
@@ -32,6 +33,7 @@ RELEASE, NAMESPACE = "hookd", "webhooks"
 ROOT = Path(__file__).resolve().parents[2]
 RULES_TEST = Path(__file__).with_name("rules_test.yaml")
 DOCS = ROOT / "docs" / "observability.md"
+METRICS_SRC = ROOT / "server" / "src" / "metrics"
 
 # Series the rules read that hookd does not export itself: Prometheus' own
 # scrape health, kube-state-metrics' readiness, and the gauge of hookd's
@@ -117,6 +119,17 @@ def documented_metrics() -> set[str]:
     return names
 
 
+def registered(name: str, source: str) -> bool:
+    """Whether server/src/metrics registers `name`: under its full name, or
+    without the suffixes prometheus-client adds (`_total`, `_info`, the unit,
+    a histogram's `_bucket`/`_sum`/`_count`)."""
+    candidates = [name]
+    for suffix in ("_bucket", "_sum", "_count", "_total", "_info", "_seconds", "_bytes"):
+        if candidates[-1].endswith(suffix):
+            candidates.append(candidates[-1].removesuffix(suffix))
+    return any(f'"{c}"' in source for c in candidates)
+
+
 def metrics_in(expr: str) -> set[str]:
     """Series names an expression selects: hookd's and process metrics, and
     any identifier followed by a label matcher."""
@@ -143,9 +156,13 @@ def check_metrics(what: str, exprs: list[str]) -> None:
     """Every series an expression reads is one hookd exports (or EXTERNAL)."""
     known = documented_metrics() | EXTERNAL
     check(len(known) > 20, f"docs/observability.md lists hookd's metrics ({len(known)} found)")
+    source = "".join(p.read_text() for p in sorted(METRICS_SRC.glob("*.rs")))
     for expr in exprs:
-        unknown = metrics_in(expr) - known
-        check(not unknown, f"{what}: {sorted(unknown)} not exported by hookd, in {expr}")
+        names = metrics_in(expr)
+        unknown = names - known
+        check(not unknown, f"{what}: {sorted(unknown)} not documented in docs/observability.md, in {expr}")
+        unregistered = {n for n in names - EXTERNAL if not registered(n, source)}
+        check(not unregistered, f"{what}: {sorted(unregistered)} not registered in server/src/metrics, in {expr}")
 
 
 def check_rules(spec: dict, work: Path) -> None:
