@@ -12,6 +12,7 @@ Usage: python check_chart.py CHART_DIR HOOKD_BINARY
 from __future__ import annotations
 
 import base64
+import json
 import os
 import re
 import signal
@@ -81,7 +82,20 @@ TENANTS = {
     "extraEnv": [{"name": "ACME_SIGNING_SECRET", "value": "whsec_" + base64.b64encode(b"k" * 24).decode()}],
 }
 
-# A minimal structural check of the prometheus-operator CRD, whose schema
+# Monitoring for operators who alert with Prometheus: the PrometheusRule
+# (two alerts tuned, one off) and the Grafana dashboard ConfigMap.
+MONITORING = {
+    "metrics": {"serviceMonitor": {"enabled": True, "labels": {"release": "prom"}}},
+    "prometheusRule": {
+        "enabled": True,
+        "labels": {"release": "prom"},
+        "extraLabels": {"team": "payments"},
+        "alerts": {"deadLetters": {"threshold": 250, "for": "15m"}, "notReady": {"enabled": False}},
+    },
+    "grafanaDashboard": {"enabled": True, "annotations": {"grafana_folder": "hookd"}},
+}
+
+# Minimal structural checks of the prometheus-operator CRDs, whose schemas
 # kubernetes-validate does not ship.
 SERVICE_MONITOR = {
     "type": "object",
@@ -102,6 +116,49 @@ SERVICE_MONITOR = {
         },
     },
 }
+
+PROMETHEUS_RULE = {
+    "type": "object",
+    "required": ["apiVersion", "kind", "metadata", "spec"],
+    "properties": {
+        "apiVersion": {"const": "monitoring.coreos.com/v1"},
+        "spec": {
+            "type": "object",
+            "required": ["groups"],
+            "additionalProperties": False,
+            "properties": {
+                "groups": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "required": ["name", "rules"],
+                        "properties": {
+                            "name": {"type": "string", "minLength": 1},
+                            "rules": {
+                                "type": "array",
+                                "minItems": 1,
+                                "items": {
+                                    "type": "object",
+                                    "required": ["alert", "expr", "labels", "annotations"],
+                                    "additionalProperties": False,
+                                    "properties": {
+                                        "alert": {"type": "string"},
+                                        "expr": {"type": "string"},
+                                        "for": {"type": "string", "pattern": "^(0|(([0-9]+)(ms|s|m|h|d|w|y))+)$"},
+                                        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                                        "annotations": {"type": "object", "additionalProperties": {"type": "string"}},
+                                    },
+                                },
+                            },
+                        },
+                    },
+                },
+            },
+        },
+    },
+}
+CRD_SCHEMAS = {"ServiceMonitor": SERVICE_MONITOR, "PrometheusRule": PROMETHEUS_RULE}
 
 failures: list[str] = []
 passed = 0
@@ -136,8 +193,8 @@ def validate(scenario: str, docs: list[dict]) -> None:
     for doc in docs:
         name = f"{scenario}: {doc.get('kind')}/{doc.get('metadata', {}).get('name')}"
         try:
-            if doc.get("kind") == "ServiceMonitor":
-                jsonschema.validate(doc, SERVICE_MONITOR)
+            if doc.get("kind") in CRD_SCHEMAS:
+                jsonschema.validate(doc, CRD_SCHEMAS[doc["kind"]])
             else:
                 kubernetes_validate.validate(doc, KUBE, strict=True)
             check(True, name)
@@ -172,7 +229,8 @@ def render_fails(chart: helm.Chart, values: dict, needle: str, what: str) -> Non
 
 def scenarios(chart: helm.Chart, chart_dir: str) -> dict[str, list[dict]]:
     rendered = {}
-    for name, values in [("defaults", {}), ("postgres", POSTGRES), ("tls", TLS), ("tenants", TENANTS)]:
+    for name, values in [("defaults", {}), ("postgres", POSTGRES), ("tls", TLS), ("tenants", TENANTS),
+                         ("monitoring", MONITORING)]:
         report = helm.lint(chart_dir, values, strict=True, namespace=NAMESPACE, kube_version=f"v{KUBE}")
         problems = [m for m in report["messages"] if m["severity"] >= 2] + report["errors"]
         check(not problems, f"lint --strict ({name}): {problems}")
@@ -206,7 +264,7 @@ def assert_defaults(docs: list[dict]) -> None:
     check(secret["metadata"]["annotations"].get("helm.sh/resource-policy") == "keep",
           "defaults: the generated key Secret survives uninstall")
     check(len(by_kind(docs, "PodDisruptionBudget")) == 1, "defaults: a PodDisruptionBudget")
-    for kind in ("Ingress", "ServiceMonitor", "NetworkPolicy", "HorizontalPodAutoscaler", "Job"):
+    for kind in ("Ingress", "ServiceMonitor", "NetworkPolicy", "HorizontalPodAutoscaler", "Job", "PrometheusRule"):
         check(not by_kind(docs, kind), f"defaults: no {kind}")
     check("backend" not in config_toml(docs), "defaults: sled TOML has no backend key")
 
@@ -260,6 +318,33 @@ def assert_tls(docs: list[dict]) -> None:
     check("from" not in rules[0] and rules[0]["ports"][0]["port"] == "http", "tls: ingress port open to all")
     check(rules[1]["from"][0]["namespaceSelector"]["matchLabels"] == {"hookd.io/control-plane": "true"}
           and rules[1]["ports"][0]["port"] == "grpc", "tls: gRPC only from labelled namespaces")
+
+
+def assert_monitoring(docs: list[dict], chart_dir: str) -> None:
+    (rule,) = by_kind(docs, "PrometheusRule")
+    check(rule["metadata"]["labels"].get("release") == "prom", "monitoring: PrometheusRule carries the selector labels")
+    rules = {r["alert"]: r for g in rule["spec"]["groups"] for r in g["rules"]}
+    expected = {"HookdRouteFailing", "HookdCircuitBreakerOpen", "HookdDeadLetters", "HookdBacklogLag",
+                "HookdTransformFailing", "HookdSignatureFailureSpike", "HookdRateLimited",
+                "HookdContractRejectionSpike", "HookdHandshakeRefused", "HookdDown", "HookdStorageErrors"}
+    check(set(rules) == expected, f"monitoring: the enabled alerts ({sorted(rules)})")
+    dead = rules.get("HookdDeadLetters", {})
+    check(dead.get("expr", "").endswith("> 250") and dead.get("for") == "15m",
+          f"monitoring: dead-letter threshold and for from values ({dead.get('expr')}, {dead.get('for')})")
+    for name, r in rules.items():
+        check(r["labels"].get("team") == "payments" and r["labels"].get("severity"),
+              f"monitoring: {name} has severity and the extra labels")
+        check('job="hookd-metrics",namespace="webhooks"' in r["expr"],
+              f"monitoring: {name} selects the ServiceMonitor's job and namespace")
+    dashboards = [c for c in by_kind(docs, "ConfigMap") if c["metadata"]["name"] == "hookd-dashboard"]
+    check(len(dashboards) == 1, "monitoring: the dashboard ConfigMap")
+    if dashboards:
+        (cm,) = dashboards
+        check(cm["metadata"]["labels"].get("grafana_dashboard") == "1"
+              and cm["metadata"]["annotations"] == {"grafana_folder": "hookd"},
+              "monitoring: dashboard ConfigMap labelled for the Grafana sidecar")
+        shipped = json.loads(Path(chart_dir, "dashboards", "hookd.json").read_text())
+        check(json.loads(cm["data"]["hookd.json"]) == shipped, "monitoring: the ConfigMap holds dashboards/hookd.json")
 
 
 def expand(value: str, env: dict[str, str]) -> str:
@@ -389,6 +474,7 @@ def main() -> int:
         assert_defaults(rendered["defaults"])
         assert_postgres(rendered["postgres"])
         assert_tls(rendered["tls"])
+        assert_monitoring(rendered["monitoring"], chart_dir)
         assert_readme(chart, chart_dir)
         assert_schema_closed(chart.schema)
         assert_notes(chart)
@@ -399,6 +485,10 @@ def main() -> int:
         render_fails(chart, {"replicaCout": 3}, "replicaCout", "a typo at the top level")
         render_fails(chart, {"storage": {"persistance": {"size": "1Gi"}}}, "persistance", "a nested typo")
         render_fails(chart, {"tenants": [{"id": "a", "tolerence_secs": 5}]}, "tolerence_secs", "a tenant key typo")
+        render_fails(chart, {"prometheusRule": {"enabled": True}, "metrics": {"enabled": False}}, "metrics.enabled",
+                     "alert rules without metrics")
+        render_fails(chart, {"prometheusRule": {"alerts": {"deadLeters": {"threshold": 5}}}}, "deadLeters",
+                     "an alert name typo")
         render_fails(chart, {"grpc": {"tls": {"enabled": True}}}, "grpc.tls.existingSecret", "gRPC TLS without a Secret")
         start_hookd(binary, rendered["defaults"], None)
         start_hookd(binary, rendered["tenants"], "acme")

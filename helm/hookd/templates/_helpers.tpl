@@ -106,3 +106,35 @@ hookd's integer keys refuse 300.0), lists as arrays, maps as inline tables.
 {{- else }}{{ fail (printf "tenants: %v has no TOML form (null?)" $v) }}
 {{- end }}
 {{- end }}
+
+{{/*
+The PromQL label matchers of this release's hookd series: the job and
+namespace the chart's ServiceMonitor gives them, unless
+prometheusRule.selector says otherwise.
+*/}}
+{{- define "hookd.ruleSelector" -}}
+{{- default (printf "job=\"%s-metrics\",namespace=\"%s\"" (include "hookd.fullname" .) .Release.Namespace) .Values.prometheusRule.selector }}
+{{- end }}
+
+{{/*
+One alerting rule of the PrometheusRule, or nothing when its entry under
+prometheusRule.alerts is disabled: dict ctx (the root), alert (its name),
+cfg (its values), expr, summary and description.
+*/}}
+{{- define "hookd.rule" -}}
+{{- if .cfg.enabled -}}
+- alert: {{ .alert }}
+  expr: |-
+    {{- .expr | nindent 4 }}
+  for: {{ .cfg.for }}
+  labels:
+    severity: {{ .cfg.severity }}
+    {{- with .ctx.Values.prometheusRule.extraLabels }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+  annotations:
+    summary: {{ .summary | quote }}
+    description: {{ .description | quote }}
+    runbook_url: {{ printf "%s#%s" (default "docs/observability.md" .ctx.Values.prometheusRule.runbookBaseUrl) (lower .alert) | quote }}
+{{ end -}}
+{{- end }}
