@@ -13,7 +13,6 @@ root=$PWD
 
 missing=()
 command -v openssl >/dev/null || missing+=(openssl)
-python3 -m venv --help >/dev/null 2>&1 && python3 -c 'import ensurepip' 2>/dev/null || missing+=(python3-venv)
 if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq && apt-get install -y -qq "${missing[@]}"
 fi
@@ -30,7 +29,12 @@ cleanup() {
 trap cleanup EXIT
 
 echo "== python: install hookd-client and its tools"
-python3 -m venv "$work/venv"
+if ! python3 -m venv "$work/venv" >/dev/null 2>&1; then
+  # Debian ships venv's pip apart, in python3-venv.
+  apt-get update -qq && apt-get install -y -qq python3-venv
+  rm -rf "$work/venv"
+  python3 -m venv "$work/venv"
+fi
 py=$work/venv/bin/python
 "$py" -m pip install -q --disable-pip-version-check -r clients/python/requirements-dev.txt
 "$py" -m pip install -q --disable-pip-version-check ./clients/python

@@ -4,6 +4,7 @@ letter and its redelivery, paging and errors."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 import urllib.request
 import uuid
@@ -113,7 +114,8 @@ def test_iterators_walk_every_page(live: Live, client: HookdClient) -> None:
     tenant_id = created.tenant.tenant_id
     sent = [send_signed(live, tenant_id, created.secret, f"evt_page_{n}", "{}")["delivery_id"] for n in range(3)]
     listed = [d.delivery_id for d in client.iter_deliveries(tenant_id, page_size=2)]
-    assert listed == list(reversed(sent)), "newest first, every page"
+    # Newest first: by delivery id, which starts with the time of receipt.
+    assert listed == sorted(sent, reverse=True), "every page, newest first"
 
 
 def test_errors_carry_the_grpc_code(live: Live, client: HookdClient) -> None:
@@ -130,3 +132,26 @@ def test_errors_carry_the_grpc_code(live: Live, client: HookdClient) -> None:
         with pytest.raises(HookdError) as refused:
             next(stranger.iter_tenants())
     assert refused.value.code == grpc.StatusCode.UNAUTHENTICATED
+
+
+def test_watch_streams_what_happens(live: Live, client: HookdClient) -> None:
+    created = client.create_tenant(new_tenant_id(), destination_url=f"{live.sink_url}/watched")
+    tenant_id = created.tenant.tenant_id
+    stream = client.watch_deliveries(tenant_id)
+    stop = threading.Timer(30, stream.cancel)
+    stop.start()
+    try:
+        stream.wait_open()
+        delivery_id = send_signed(live, tenant_id, created.secret, "evt_watched", "{}")["delivery_id"]
+        kinds = []
+        for event in stream:
+            assert event.delivery_id == delivery_id, event
+            kinds.append(event.kind)
+            if event.kind == delivery_pb2.DELIVERY_EVENT_KIND_DEAD_LETTERED:
+                assert event.status_code == 410
+                break
+    finally:
+        stream.cancel()
+        stop.cancel()
+    assert kinds == [delivery_pb2.DELIVERY_EVENT_KIND_ACCEPTED, delivery_pb2.DELIVERY_EVENT_KIND_DEAD_LETTERED]
+    assert list(stream) == [], "a cancelled stream ends"

@@ -139,8 +139,36 @@ describe("against a live hookd", { skip: live === undefined && "no live hookd: r
         sent.push((await sendSigned(httpUrl, tenantId, created.secret, `evt_page_${n}`, "{}")).delivery_id);
       }
       const listed = (await collect(client.iterDeliveries(tenantId, { pageSize: 2 }))).map((d) => d.deliveryId);
-      assert.deepEqual(listed, sent.reverse(), "newest first, every page");
+      // Newest first: by delivery id, which starts with the time of receipt.
+      assert.deepEqual(listed, [...sent].sort().reverse(), "every page, newest first");
     } finally {
+      client.close();
+    }
+  });
+
+  test("the live feed streams what happens", async () => {
+    const client = new HookdClient({ address: grpcAddr, token });
+    const stop = new AbortController();
+    try {
+      const created = await client.createTenant(newTenantId(), { destinationUrl: `${sinkUrl}/watched` });
+      const tenantId = created.tenant?.tenantId ?? "";
+      let opened = () => {};
+      const open = new Promise<void>((resolve) => (opened = resolve));
+      const events = client.deliveries
+        .watchDeliveries({ tenantId }, { signal: stop.signal, timeoutMs: 30_000, onHeader: () => opened() })
+        [Symbol.asyncIterator]();
+      const first = events.next();
+      await open; // subscribed: every event from now on is streamed
+      const { delivery_id: deliveryId } = await sendSigned(httpUrl, tenantId, created.secret, "evt_watched", "{}");
+      const kinds: delivery.DeliveryEventKind[] = [];
+      for (let next = await first; !next.done; next = await events.next()) {
+        assert.equal(next.value.deliveryId, deliveryId);
+        kinds.push(next.value.kind);
+        if (next.value.kind === delivery.DeliveryEventKind.DEAD_LETTERED) break;
+      }
+      assert.deepEqual(kinds, [delivery.DeliveryEventKind.ACCEPTED, delivery.DeliveryEventKind.DEAD_LETTERED]);
+    } finally {
+      stop.abort();
       client.close();
     }
   });

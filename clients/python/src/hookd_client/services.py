@@ -32,6 +32,14 @@ class Stream(Iterator[_T]):
                 raise StopIteration from None
             raise HookdError.from_rpc_error(err) from None
 
+    def wait_open(self) -> None:
+        """Waits until hookd has answered the call: every event from then on
+        is streamed (WatchDeliveries sends nothing from before)."""
+        try:
+            self._call.initial_metadata()
+        except grpc.RpcError as err:
+            raise HookdError.from_rpc_error(err) from None
+
     def cancel(self) -> None:
         """Ends the stream; iterating then stops."""
         self._call.cancel()
