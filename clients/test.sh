@@ -59,8 +59,8 @@ start_hookd() {
   pids+=($!)
   grpc_addr= http_addr=
   for _ in $(seq 1 150); do
-    grpc_addr=$(grep -o 'grpc listening on [0-9.:]*' "$log" | awk '{print $4}' || true)
-    http_addr=$(grep -o 'http listening on [0-9.:]*' "$log" | awk '{print $4}' || true)
+    grpc_addr=$(grep -so 'grpc listening on [0-9.:]*' "$log" | awk '{print $4}' || true)
+    http_addr=$(grep -so 'http listening on [0-9.:]*' "$log" | awk '{print $4}' || true)
     [ -n "$grpc_addr" ] && [ -n "$http_addr" ] && return 0
     sleep 0.1
   done
