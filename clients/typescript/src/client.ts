@@ -1,0 +1,165 @@
+/**
+ * HookdClient: one HTTP/2 connection to hookd's gRPC control plane with
+ * bearer auth, TLS, every service as a typed Connect client and async
+ * iterators over the paged lists.
+ * @module
+ */
+import { readFileSync } from "node:fs";
+
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { type Client, createClient } from "@connectrpc/connect";
+import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+
+import { bearer } from "./auth.js";
+import { ConsumerService } from "./gen/hookd/v1/consumer_pb.js";
+import { ContractService } from "./gen/hookd/v1/contract_pb.js";
+import {
+  type DeadLetter,
+  type Delivery,
+  DeliveryService,
+  type ListDeadLettersRequestSchema,
+  type ListDeliveriesRequestSchema,
+  type RedeliverResponse,
+} from "./gen/hookd/v1/delivery_pb.js";
+import { RejectionService } from "./gen/hookd/v1/rejection_pb.js";
+import { RouteService } from "./gen/hookd/v1/route_pb.js";
+import { SecretService } from "./gen/hookd/v1/secret_pb.js";
+import {
+  type CreateTenantRequestSchema,
+  type CreateTenantResponse,
+  type Tenant,
+  TenantService,
+} from "./gen/hookd/v1/tenant_pb.js";
+import { TokenService } from "./gen/hookd/v1/token_pb.js";
+import { everyPage } from "./paging.js";
+
+/** PEM given as its contents, or as `{ file }`, the path of a file holding it. */
+export type Pem = string | Buffer | { file: string };
+
+/** Where hookd's control plane is and how to reach it. */
+export interface HookdClientOptions {
+  /** `host:port` of hookd's gRPC listener (`[grpc] addr`). */
+  address: string;
+  /** The admin token or a tenant token, sent as `authorization: Bearer`. */
+  token: string;
+  /**
+   * TLS (hookd's `[grpc.tls]`): `true` trusts the system's roots; `ca` trusts
+   * that CA instead; `cert` and `key` present a client certificate to a
+   * hookd that sets `client_ca_file`. Absent or `false`: plaintext HTTP/2.
+   */
+  tls?: boolean | { ca?: Pem; cert?: Pem; key?: Pem };
+  /** Bound of each unary call, in milliseconds; default 30 000. */
+  timeoutMs?: number;
+}
+
+/** The fields of CreateTenantRequest besides the tenant id. */
+export type TenantSettings = Omit<MessageInitShape<typeof CreateTenantRequestSchema>, "$typeName" | "tenantId">;
+/** ListDeliveries' filters and page size. */
+export type DeliveryFilter = Omit<MessageInitShape<typeof ListDeliveriesRequestSchema>, "$typeName" | "tenantId" | "pageToken">;
+/** ListDeadLetters' filters and page size. */
+export type DeadLetterFilter = Omit<MessageInitShape<typeof ListDeadLettersRequestSchema>, "$typeName" | "tenantId" | "pageToken">;
+
+function pem(value: Pem | undefined): string | Buffer | undefined {
+  return value !== undefined && typeof value === "object" && "file" in value ? readFileSync(value.file) : value;
+}
+
+/**
+ * A client of hookd's gRPC control plane. The services are Connect clients
+ * (methods in camelCase, e.g. `client.tenants.getTenant({ tenantId })`);
+ * a failed call rejects with `ConnectError`, whose `code` is the gRPC status
+ * (`Code.NotFound`, ...) and `rawMessage` hookd's reason. Call `close()`
+ * when done, so the connection does not keep Node running.
+ */
+export class HookdClient {
+  /** TenantService: create, read, change and delete tenants. */
+  readonly tenants: Client<typeof TenantService>;
+  /** SecretService: rotate, list and revoke signing secrets. */
+  readonly secrets: Client<typeof SecretService>;
+  /** TokenService: tenant-scoped tokens. */
+  readonly tokens: Client<typeof TokenService>;
+  /** DeliveryService: deliveries, dead letters, redelivery, the live feed. */
+  readonly deliveries: Client<typeof DeliveryService>;
+  /** RouteService: a tenant's routes. */
+  readonly routes: Client<typeof RouteService>;
+  /** ContractService: event contracts. */
+  readonly contracts: Client<typeof ContractService>;
+  /** ConsumerService: pull, ack and nack for pull-mode tenants. */
+  readonly consumer: Client<typeof ConsumerService>;
+  /** RejectionService: payloads hookd refused. */
+  readonly rejections: Client<typeof RejectionService>;
+  readonly #sessions: Http2SessionManager;
+
+  constructor(options: HookdClientOptions) {
+    const tls = options.tls === true ? {} : options.tls === false ? undefined : options.tls;
+    const baseUrl = `${tls === undefined ? "http" : "https"}://${options.address}`;
+    const nodeOptions = tls === undefined ? {} : { ca: pem(tls.ca), cert: pem(tls.cert), key: pem(tls.key) };
+    this.#sessions = new Http2SessionManager(baseUrl, undefined, nodeOptions);
+    const transport = createGrpcTransport({
+      baseUrl,
+      sessionManager: this.#sessions,
+      interceptors: [bearer(options.token)],
+      defaultTimeoutMs: options.timeoutMs ?? 30_000,
+    });
+    this.tenants = createClient(TenantService, transport);
+    this.secrets = createClient(SecretService, transport);
+    this.tokens = createClient(TokenService, transport);
+    this.deliveries = createClient(DeliveryService, transport);
+    this.routes = createClient(RouteService, transport);
+    this.contracts = createClient(ContractService, transport);
+    this.consumer = createClient(ConsumerService, transport);
+    this.rejections = createClient(RejectionService, transport);
+  }
+
+  /** Closes the connection; calls in progress fail. */
+  close(): void {
+    this.#sessions.abort();
+  }
+
+  /**
+   * Creates a tenant (admin token only), scheme `standard` unless `settings`
+   * say otherwise. The response holds its first signing secret and its
+   * destination secret, shown this once.
+   */
+  createTenant(tenantId: string, settings: TenantSettings = {}): Promise<CreateTenantResponse> {
+    return this.tenants.createTenant({ scheme: "standard", ...settings, tenantId });
+  }
+
+  /** Reads one tenant. */
+  getTenant(tenantId: string): Promise<Tenant> {
+    return this.tenants.getTenant({ tenantId });
+  }
+
+  /** Every tenant the token may see, in id order, over every page. */
+  iterTenants(pageSize = 0): AsyncGenerator<Tenant, void, undefined> {
+    return everyPage(async (pageToken) => {
+      const page = await this.tenants.listTenants({ pageSize, pageToken });
+      return { items: page.tenants, nextPageToken: page.nextPageToken };
+    });
+  }
+
+  /** A tenant's deliveries of one route, newest first, over every page. */
+  iterDeliveries(tenantId: string, filter: DeliveryFilter = {}): AsyncGenerator<Delivery, void, undefined> {
+    return everyPage(async (pageToken) => {
+      const page = await this.deliveries.listDeliveries({ ...filter, tenantId, pageToken });
+      return { items: page.deliveries, nextPageToken: page.nextPageToken };
+    });
+  }
+
+  /** A tenant's dead letters of one route, most recently dead first, over every page. */
+  iterDeadLetters(tenantId: string, filter: DeadLetterFilter = {}): AsyncGenerator<DeadLetter, void, undefined> {
+    return everyPage(async (pageToken) => {
+      const page = await this.deliveries.listDeadLetters({ ...filter, tenantId, pageToken });
+      return { items: page.deadLetters, nextPageToken: page.nextPageToken };
+    });
+  }
+
+  /** One delivery with all its attempts. */
+  getDelivery(tenantId: string, deliveryId: string): Promise<Delivery> {
+    return this.deliveries.getDelivery({ tenantId, deliveryId });
+  }
+
+  /** Redelivers dead (or delivered) deliveries by id; the answer lists the new ids in order. */
+  redeliver(tenantId: string, deliveryIds: readonly string[]): Promise<RedeliverResponse> {
+    return this.deliveries.redeliver({ tenantId, deliveryIds: [...deliveryIds] });
+  }
+}
