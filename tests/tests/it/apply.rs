@@ -23,8 +23,9 @@ use crate::{
 /// The secret the file gives tenant `shop`, by reference to a file.
 const SHOP_SECRET: &str = "whsec_c2hvcC1zZWNyZXQtZm9yLXRoZS1hcHBseS10ZXN0cw==";
 
-/// Two tenants with a route, a default-route filter and a contract; `shop`'s
-/// secret from `shop.secret` beside the file.
+/// Tenants with a route, a default-route filter and a contract, an hmac
+/// spec and a verify token; `shop`'s secret (and `fb`'s verify token) from
+/// `shop.secret` beside the file.
 const FILE: &str = r#"
 version: 1
 tenants:
@@ -53,6 +54,12 @@ tenants:
     enabled: false
     event_id_field: /data/id
     max_body_bytes: 4096
+  - id: forms
+    scheme: hmac
+    hmac: {signature: "header:X-Sig", prefix: "sha256="}
+  - id: fb
+    scheme: meta
+    verify_token: {file: shop.secret}
 "#;
 
 /// What one hookctl run did.
@@ -144,6 +151,9 @@ async fn a_second_apply_changes_nothing() {
     let pager = admin.get_tenant("pager").await.unwrap();
     assert!(!pager.enabled && pager.max_body_bytes == 4096, "{pager:?}");
     assert_eq!(pager.event_id_field, "/data/id");
+    assert!(admin.get_tenant("fb").await.unwrap().has_verify_token);
+    let forms = admin.get_tenant("forms").await.unwrap();
+    assert_eq!(forms.hmac.unwrap().prefix, "sha256=");
     let audit = admin.get_route("shop", "audit").await.unwrap();
     assert_eq!(audit.retry.unwrap().schedule_secs, [1.0, 5.0]);
     let contracts = admin.list_contracts("shop").await.unwrap().contracts;
@@ -152,6 +162,14 @@ async fn a_second_apply_changes_nothing() {
         contracts[0].revision, 1,
         "the second apply put no new revision"
     );
+
+    // fb answers Meta's handshake with the token the file referenced.
+    let token = SHOP_SECRET.replace('=', "%3D");
+    let handshake =
+        format!("/hooks/fb?hub.mode=subscribe&hub.verify_token={token}&hub.challenge=c1");
+    let answer = s.get(&handshake).await;
+    assert_eq!(answer.status(), StatusCode::OK);
+    assert_eq!(answer.text().await.unwrap(), "c1");
 
     // The tenant verifies with the secret the file referenced.
     let secret = Secret::from_provider(Scheme::Standard, "k", SHOP_SECRET).unwrap();
@@ -240,10 +258,9 @@ async fn export_then_apply_changes_nothing_and_rebuilds_elsewhere() {
     assert!(again.stdout.starts_with("No changes"), "{}", again.stdout);
 
     let other = TestServer::start(LOCAL_DESTINATIONS);
-    let secrets = [
-        ("HOOKD_SECRET_SHOP", SHOP_SECRET),
-        ("HOOKD_SECRET_PAGER", SHOP_SECRET),
-    ];
+    let names = ["SHOP", "PAGER", "FORMS", "FB"].map(|id| format!("HOOKD_SECRET_{id}"));
+    let mut secrets: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), SHOP_SECRET)).collect();
+    secrets.push(("HOOKD_VERIFY_TOKEN_FB", SHOP_SECRET));
     let rebuilt = hookctl(
         &other,
         dir.path(),
@@ -253,6 +270,11 @@ async fn export_then_apply_changes_nothing_and_rebuilds_elsewhere() {
     )
     .await;
     assert_eq!(rebuilt.code, 0, "{}{}", rebuilt.stdout, rebuilt.stderr);
+    assert!(
+        rebuilt.stdout.contains("verify_token: (set)"),
+        "{}",
+        rebuilt.stdout
+    );
     let copy = hookctl(&other, dir.path(), &["export"], "", &[]).await;
     assert_eq!(
         copy.stdout, export.stdout,
@@ -280,6 +302,7 @@ async fn prune_removes_what_the_file_no_longer_names() {
         "note: route shop/audit is not in the file: left as it is (--prune deletes it)",
         "note: contract shop/order.paid is not in the file: left as it is (--prune deletes it)",
         "note: tenant pager is not in the file: left as it is (--prune deletes it)",
+        "note: tenant fb is not in the file: left as it is (--prune deletes it)",
     ] {
         assert!(kept.stdout.contains(note), "{note} in:\n{}", kept.stdout);
     }
@@ -294,6 +317,7 @@ async fn prune_removes_what_the_file_no_longer_names() {
         "- delete route shop/audit",
         "- delete contract shop/order.paid",
         "- delete tenant pager",
+        "- delete tenant forms",
         "note: tenant acme is declared in hookd's config file: not deleted",
     ] {
         assert!(pruned.contains(head), "{head} in:\n{pruned}");
@@ -307,6 +331,7 @@ async fn prune_removes_what_the_file_no_longer_names() {
         .map(|t| t.tenant_id)
         .collect();
     assert_eq!(tenants, ["acme", "shop"]);
+    assert!(!pruned.contains("delete tenant acme"), "{pruned}");
     let routes: Vec<String> = admin
         .list_routes("shop")
         .await

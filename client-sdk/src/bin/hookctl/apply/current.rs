@@ -7,8 +7,8 @@ use hookd_sdk::client::{
 };
 
 use super::state::{
-    normalize_hmac, stored_json, Breaker, ContractBody, CurrentTenant, Rate, Retry, RouteSettings,
-    TenantSettings, TenantState,
+    stored_json, Breaker, ContractBody, CurrentTenant, Rate, Retry, RouteSettings, TenantSettings,
+    TenantState,
 };
 
 /// Every tenant the token may see, in id order.
@@ -85,7 +85,7 @@ fn settings(tenant: &Tenant) -> TenantSettings {
         rate_limit: (tenant.rate_limit_per_sec > 0.0)
             .then(|| Rate::new(tenant.rate_limit_per_sec, Some(tenant.rate_limit_burst))),
         public_url: some(&tenant.public_url),
-        hmac: tenant.hmac.clone().map(|spec| normalize_hmac(spec.into())),
+        hmac: tenant.hmac.clone().map(Into::into),
         default_filter: None,
     }
 }

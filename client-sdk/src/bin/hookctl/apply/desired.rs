@@ -12,8 +12,8 @@ use super::{
     file::{ContractEntry, HookdFile, RouteEntry, TenantEntry},
     secret::SecretRef,
     state::{
-        json_value, normalize_hmac, Breaker, ContractBody, DesiredTenant, Rate, Retry,
-        RouteSettings, TenantSettings, TenantState,
+        json_value, Breaker, ContractBody, DesiredTenant, Rate, Retry, RouteSettings,
+        TenantSettings, TenantState,
     },
 };
 
@@ -88,7 +88,7 @@ fn tenant(entry: TenantEntry, allow_inline_secrets: bool) -> anyhow::Result<Desi
         max_in_flight: entry.max_in_flight.unwrap_or(defaults.max_in_flight),
         rate_limit: entry.rate_limit.map(|r| Rate::new(r.per_sec, r.burst)),
         public_url: entry.public_url,
-        hmac: entry.hmac.map(normalize_hmac),
+        hmac: entry.hmac,
         default_filter: state.settings.default_filter,
     };
     Ok(DesiredTenant {

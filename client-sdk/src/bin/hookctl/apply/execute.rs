@@ -16,6 +16,7 @@ use hookd_sdk::client::{
 
 use super::{
     plan::{Op, Plan, Step},
+    render,
     secret::SecretRef,
     state::{RouteSettings, TenantSettings},
 };
@@ -43,7 +44,7 @@ pub async fn execute<'a>(
         for op in &step.ops {
             let made = run(client, op, &secrets)
                 .await
-                .with_context(|| format!("{:?} {}", step.action, step.resource))?;
+                .with_context(|| format!("{} {}", render::verb(step.action).1, step.resource))?;
             created = created.or(made);
         }
         report(Done { step, created })?;

@@ -115,7 +115,7 @@ pub async fn apply(
         .iter()
         .any(|s| s.action == plan::Action::Create && s.resource.kind == "tenant");
     let document = json!({ "applied": made, "notes": plan.notes });
-    let mut summary = format!("Applied: {} changed.", render_count(plan.changes.len()));
+    let mut summary = format!("Applied: {} changed.", render::count(plan.changes.len()));
     for note in &plan.notes {
         summary.push_str(&format!("\nnote: {note}"));
     }
@@ -125,13 +125,6 @@ pub async fn apply(
         );
     }
     Ok(out.result(&summary, &document)?)
-}
-
-fn render_count(n: usize) -> String {
-    match n {
-        1 => "1 resource".to_owned(),
-        n => format!("{n} resources"),
-    }
 }
 
 /// `hookctl export`: the tenants as a file, on stdout.

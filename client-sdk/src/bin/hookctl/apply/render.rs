@@ -25,20 +25,26 @@ pub fn plan_text(plan: &Plan) -> String {
     text
 }
 
-fn count(n: usize) -> String {
+/// `1 resource`, `2 resources`.
+pub fn count(n: usize) -> String {
     match n {
         1 => "1 resource".to_owned(),
         n => format!("{n} resources"),
     }
 }
 
-/// One step: its head line and its fields.
-pub fn step_text(step: &Step) -> String {
-    let (sign, verb) = match step.action {
+/// The sign and verb of an action, as diff prints it.
+pub fn verb(action: Action) -> (char, &'static str) {
+    match action {
         Action::Create => ('+', "create"),
         Action::Update => ('~', "update"),
         Action::Delete => ('-', "delete"),
-    };
+    }
+}
+
+/// One step: its head line and its fields.
+pub fn step_text(step: &Step) -> String {
+    let (sign, verb) = verb(step.action);
     let mut text = format!("{sign} {verb} {}\n", step.resource);
     for change in &step.fields {
         let _ = writeln!(text, "    {}", change_text(change, step.action));

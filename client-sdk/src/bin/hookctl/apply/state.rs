@@ -62,17 +62,29 @@ impl Rate {
 /// A tenant's own settings (TenantService), and its default route's filter.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TenantSettings {
+    /// Signature scheme, by its name.
     pub scheme: String,
+    /// Allowed clock distance of a signed timestamp.
     pub tolerance_secs: u64,
+    /// Where events are forwarded; `None`: pull mode.
     pub destination_url: Option<String>,
+    /// A disabled tenant refuses new deliveries.
     pub enabled: bool,
+    /// Largest body accepted.
     pub max_body_bytes: u64,
+    /// Body fields required besides the event id.
     pub required_fields: Vec<String>,
+    /// Where the event id is read; set at creation only.
     pub event_id_field: Option<String>,
+    /// Forwards in flight at once (the default route's).
     pub max_in_flight: u32,
+    /// Ingest rate limit; `None`: none.
     pub rate_limit: Option<Rate>,
+    /// The URL the provider signs, for schemes that sign it.
     pub public_url: Option<String>,
+    /// Scheme `hmac`'s spec, as written.
     pub hmac: Option<HmacFields>,
+    /// The `default` route's filter; `None`: every event.
     pub default_filter: Option<Value>,
 }
 
@@ -109,15 +121,21 @@ impl TenantSettings {
             ("max_in_flight", json!(self.max_in_flight)),
             ("rate_limit", Rate::json(&self.rate_limit)),
             ("public_url", json!(self.public_url)),
-            ("hmac", self.hmac.as_ref().map_or(Value::Null, hmac_json)),
+            (
+                "hmac",
+                self.hmac
+                    .clone()
+                    .map_or(Value::Null, |f| hmac_json(&normalize(f))),
+            ),
             ("default_route_filter", json!(self.default_filter)),
         ]
     }
 }
 
 /// The hmac spec with hookd's defaults written out, so an unset key and its
-/// default compare equal.
-pub fn normalize_hmac(mut fields: HmacFields) -> HmacFields {
+/// default compare equal (for comparing only: hookd refuses some defaults
+/// written out, e.g. a `timestamp_unit` without a `timestamp`).
+fn normalize(mut fields: HmacFields) -> HmacFields {
     let fill = |value: &mut Option<String>, default: &str| {
         if value.as_deref().is_none_or(str::is_empty) {
             *value = Some(default.to_owned());
@@ -143,29 +161,43 @@ fn hmac_json(fields: &HmacFields) -> Value {
 /// A route's retries, defaults filled in.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Retry {
+    /// Delays between attempts.
     pub schedule_secs: Vec<f64>,
+    /// How long a failing delivery is retried.
     pub window_secs: f64,
+    /// Spread of each delay.
     pub jitter: f64,
 }
 
 /// A route's breaker, defaults filled in.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Breaker {
+    /// Failed attempts that open it.
     pub failure_threshold: u32,
+    /// Seconds it stays open.
     pub cooldown_secs: f64,
 }
 
 /// A route besides `default` (RouteService).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RouteSettings {
+    /// Where it forwards; `None`: pulled.
     pub destination_url: Option<String>,
+    /// Forwards in flight at once.
     pub max_in_flight: u32,
+    /// Forwarding rate limit; `None`: none.
     pub delivery_rate: Option<Rate>,
+    /// Its retries.
     pub retry: Retry,
+    /// Its circuit breaker.
     pub breaker: Breaker,
+    /// Its filter; `None`: every event.
     pub filter: Option<Value>,
+    /// Its JavaScript transform; `None`: none.
     pub transform: Option<String>,
+    /// The transform's CPU budget per run.
     pub transform_cpu_ms: u32,
+    /// The transform's memory cap per run.
     pub transform_memory_mib: u32,
 }
 
@@ -237,7 +269,9 @@ pub fn contract_name(key: &ContractKey) -> String {
 /// A contract's content, compared as JSON values (not as text).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ContractBody {
+    /// The JSON Schema.
     pub schema: Value,
+    /// The example payload.
     pub example: Value,
 }
 
@@ -254,27 +288,37 @@ impl ContractBody {
 /// A tenant with everything apply manages under it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TenantState {
+    /// The tenant's own settings.
     pub settings: TenantSettings,
+    /// Its routes besides `default`, by name.
     pub routes: BTreeMap<String, RouteSettings>,
+    /// Its API-saved contracts.
     pub contracts: BTreeMap<ContractKey, ContractBody>,
 }
 
 /// A tenant as the file wants it.
 #[derive(Debug, Clone, Default)]
 pub struct DesiredTenant {
+    /// The tenant id.
     pub id: String,
+    /// What it should be.
     pub state: TenantState,
+    /// Its signing secret, sent on create (or `--rotate-secrets`).
     pub secret: Option<SecretRef>,
+    /// Its verify token (scheme `meta`).
     pub verify_token: Option<SecretRef>,
 }
 
 /// A tenant as hookd has it.
 #[derive(Debug, Clone, Default)]
 pub struct CurrentTenant {
+    /// The tenant id.
     pub id: String,
+    /// What it is.
     pub state: TenantState,
     /// Declared in hookd's config file: read-only over the API.
     pub from_config: bool,
+    /// Whether it holds a verify token (hookd never shows it).
     pub has_verify_token: bool,
     /// Config-file routes and contracts: never changed or deleted.
     pub read_only_routes: Vec<String>,

@@ -133,46 +133,81 @@ pub enum Op {
     /// CreateTenant (then disable it or set the default route's filter if
     /// the file says so).
     CreateTenant {
+        /// The new tenant's id.
         id: String,
+        /// Its settings.
         settings: TenantSettings,
+        /// Its first secret; `None`: hookd generates one.
         secret: Option<SecretRef>,
+        /// Its verify token.
         verify_token: Option<SecretRef>,
     },
     /// UpdateTenant of `fields` (and the default route's filter).
     UpdateTenant {
+        /// The tenant.
         id: String,
+        /// What it should be.
         settings: TenantSettings,
+        /// The fields of `settings` to send.
         fields: Vec<&'static str>,
         /// `Some(None)`: remove it.
         verify_token: Option<Option<SecretRef>>,
     },
     /// RotateSecret to the file's secret.
-    RotateSecret { id: String, secret: SecretRef },
+    RotateSecret {
+        /// The tenant.
+        id: String,
+        /// Its new secret.
+        secret: SecretRef,
+    },
     /// CreateRoute.
     CreateRoute {
+        /// The tenant.
         tenant: String,
+        /// The route's name.
         name: String,
+        /// Its settings.
         settings: RouteSettings,
     },
     /// UpdateRoute of `fields`.
     UpdateRoute {
+        /// The tenant.
         tenant: String,
+        /// The route's name.
         name: String,
+        /// What it should be.
         settings: RouteSettings,
+        /// The fields of `settings` to send.
         fields: Vec<&'static str>,
     },
     /// DeleteRoute (without force).
-    DeleteRoute { tenant: String, name: String },
+    DeleteRoute {
+        /// The tenant.
+        tenant: String,
+        /// The route's name.
+        name: String,
+    },
     /// PutContract.
     PutContract {
+        /// The tenant.
         tenant: String,
+        /// The contract's type and version.
         key: ContractKey,
+        /// Its schema and example.
         body: ContractBody,
     },
     /// DeleteContract.
-    DeleteContract { tenant: String, key: ContractKey },
+    DeleteContract {
+        /// The tenant.
+        tenant: String,
+        /// The contract's type and version.
+        key: ContractKey,
+    },
     /// DeleteTenant, with everything under it.
-    DeleteTenant { id: String },
+    DeleteTenant {
+        /// The tenant.
+        id: String,
+    },
 }
 
 /// The plan that makes hookd's tenants (`current`) match the file's
