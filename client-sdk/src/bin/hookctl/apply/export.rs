@@ -2,8 +2,6 @@
 //! value written out and secrets as `{env: ...}` references to fill in, so
 //! applying the export changes nothing.
 
-use serde_json::Value;
-
 use super::{
     file::{
         BreakerEntry, ContractEntry, HookdFile, RateEntry, RetryEntry, RouteEntry, TenantEntry,
@@ -96,7 +94,7 @@ fn route(name: &str, r: &RouteSettings) -> RouteEntry {
             failure_threshold: Some(r.breaker.failure_threshold),
             cooldown_secs: Some(r.breaker.cooldown_secs),
         }),
-        filter: r.filter.clone().map(Value::from),
+        filter: r.filter.clone(),
         transform: r.transform.clone(),
         transform_cpu_ms: Some(r.transform_cpu_ms),
         transform_memory_mib: Some(r.transform_memory_mib),

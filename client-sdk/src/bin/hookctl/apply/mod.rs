@@ -61,6 +61,10 @@ fn show(out: Output, plan: &plan::Plan) -> anyhow::Result<()> {
     )?)
 }
 
+/// The warning beside secrets hookd shows only once.
+const ONCE: &str =
+    "Note: secret values are shown only this once. Store them now; hookd cannot show them again.";
+
 /// `hookctl diff`: prints the plan; fails with [`CliError::Changes`] (exit 2)
 /// when there is anything to change.
 pub async fn diff(
@@ -120,9 +124,11 @@ pub async fn apply(
         summary.push_str(&format!("\nnote: {note}"));
     }
     if created {
-        summary.push_str(
-            "\nNote: secret values are shown only this once. Store them now; hookd cannot show them again.",
-        );
+        // In JSON mode on stderr, so stdout stays one document.
+        match out.is_document() {
+            true => eprintln!("{ONCE}"),
+            false => summary.push_str(&format!("\n{ONCE}")),
+        }
     }
     Ok(out.result(&summary, &document)?)
 }
