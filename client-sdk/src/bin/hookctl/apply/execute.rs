@@ -58,7 +58,11 @@ struct Secrets(Vec<(SecretRef, String)>);
 impl Secrets {
     fn read(plan: &Plan, base: &Path) -> anyhow::Result<Secrets> {
         let mut read = Vec::new();
-        for op in plan.changes.iter().flat_map(|step| &step.ops) {
+        let ops = plan
+            .changes
+            .iter()
+            .flat_map(|step| step.ops.iter().map(move |op| (step, op)));
+        for (step, op) in ops {
             let refs = match op {
                 Op::CreateTenant {
                     secret,
@@ -72,7 +76,10 @@ impl Secrets {
                 _ => vec![],
             };
             for secret in refs.into_iter().flatten() {
-                read.push((secret.clone(), secret.resolve(base)?));
+                let value = secret
+                    .resolve(base)
+                    .with_context(|| format!("a secret of {}", step.resource))?;
+                read.push((secret.clone(), value));
             }
         }
         Ok(Secrets(read))

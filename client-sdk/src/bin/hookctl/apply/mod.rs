@@ -30,9 +30,8 @@ use crate::{
 };
 
 /// The plan for the file `args` names, and the directory its relative secret
-/// paths start from.
-/// The file is read and checked before hookd is reached, so a typo fails
-/// the same with hookd down.
+/// paths start from. The file is read and checked before hookd is reached,
+/// so a typo fails the same with hookd down.
 async fn planned(
     client: impl Future<Output = anyhow::Result<HookdClient>>,
     args: &PlanArgs,

@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 
-/// Where a secret is: written as a mapping of one key.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+/// Where a secret is: written as a mapping of one key. Its `Debug` never
+/// shows an inline value.
+#[derive(Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(try_from = "RefKeys", into = "RefKeys")]
 pub enum SecretRef {
     /// A file holding the secret (one trailing line break dropped); relative
@@ -18,6 +19,12 @@ pub enum SecretRef {
     Env(String),
     /// The secret itself, written in the file.
     Value(String),
+}
+
+impl std::fmt::Debug for SecretRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.describe())
+    }
 }
 
 /// The mapping as written: exactly one key.
@@ -136,6 +143,12 @@ mod tests {
             .contains("unknown field"));
         let yaml = serde_norway::to_string(&SecretRef::Env("S".into())).unwrap();
         assert_eq!(yaml.trim(), "env: S");
+    }
+
+    #[test]
+    fn debug_never_shows_an_inline_value() {
+        let inline = SecretRef::Value("whsec_c2VjcmV0".into());
+        assert_eq!(format!("{inline:?}"), "an inline value");
     }
 
     #[test]
