@@ -1,8 +1,9 @@
 //! `hookctl apply`, `diff` and `export`, the real binary, against a running
 //! hookd: a second apply changes nothing, diff shows exactly a change made
 //! over the API (and exits 2), `export | apply` changes nothing and rebuilds
-//! the same tenants on another hookd, and `--prune` removes what the file no
-//! longer names while config-file tenants are left alone.
+//! the same tenants on another hookd, `--prune` removes what the file no
+//! longer names while config-file tenants are left alone, and secrets are
+//! sent again only with `--rotate-secrets`.
 
 use std::{path::Path, process::Stdio};
 
@@ -355,4 +356,41 @@ async fn prune_removes_what_the_file_no_longer_names() {
     )
     .await;
     assert_eq!(diff.code, 0, "{}", diff.stdout);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rotate_secrets_sends_the_files_secrets_again() {
+    const NEW: &str = "whsec_bmV3LXNob3Atc2VjcmV0LWZvci10aGUtcm90YXRpb24=";
+    let s = TestServer::start(LOCAL_DESTINATIONS);
+    let dir = workdir(FILE);
+    apply_ok(&s, dir.path(), &[]).await;
+    std::fs::write(dir.path().join("shop.secret"), NEW).unwrap();
+
+    let diff = hookctl(&s, dir.path(), &["diff", "-f", "hookd.yaml"], "", &[]).await;
+    assert_eq!(diff.code, 0, "secrets are not compared: {}", diff.stdout);
+    let args = ["diff", "-f", "hookd.yaml", "--rotate-secrets"];
+    let diff = hookctl(&s, dir.path(), &args, "", &[]).await;
+    assert_eq!(diff.code, 2, "{}{}", diff.stdout, diff.stderr);
+    assert_eq!(
+        diff.stdout,
+        "~ update tenant shop\n    secret: (changed)\n\
+         ~ update tenant fb\n    verify_token: (changed)\n\
+         2 resources to change.\n"
+    );
+
+    apply_ok(&s, dir.path(), &["--rotate-secrets"]).await;
+    let secrets = s.admin().await.list_secrets("shop").await.unwrap();
+    assert_eq!(
+        secrets.len(),
+        2,
+        "the old secret stays accepted: {secrets:?}"
+    );
+    let secret = Secret::from_provider(Scheme::Standard, "k", NEW).unwrap();
+    let body = br#"{"type":"order.paid","id":8}"#;
+    let mut headers = sign(Scheme::Standard, &secret, "evt_2", s.clock_secs(), body);
+    headers.push(("content-type".into(), "application/json".into()));
+    assert_eq!(
+        s.post("shop", &headers, body).await.status,
+        StatusCode::ACCEPTED
+    );
 }
