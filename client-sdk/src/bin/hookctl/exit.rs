@@ -15,10 +15,13 @@ Exit codes:
   5  request refused (INVALID_ARGUMENT, FAILED_PRECONDITION, ALREADY_EXISTS;
      send: HTTP 400, 409, 413, 415, 422)
   6  hookd unreachable (UNAVAILABLE, connection failure; send: HTTP 502, 503, 504)
-  7  retry later: rate limited (send: HTTP 429; wait for its Retry-After)";
+  7  retry later: rate limited (send: HTTP 429; wait for its Retry-After)
+diff: 0 when hookd matches the file, 2 when apply would change something.";
 
 /// Any failure not listed below.
 pub const FAILURE: u8 = 1;
+/// `diff`: apply would change something (the plan was printed).
+pub const CHANGES: u8 = 2;
 /// The resource named does not exist.
 pub const NOT_FOUND: u8 = 3;
 /// The token is missing, wrong, revoked or not allowed to do this.
@@ -43,6 +46,9 @@ pub enum CliError {
     /// `contracts validate`: ingest would refuse the payload with this code.
     #[error("the payload would be refused: {0}")]
     ContractBroken(String),
+    /// `diff`: this many resources differ from the file; the plan was printed.
+    #[error("{0} resources would change")]
+    Changes(usize),
 }
 
 /// The exit code of a failed gRPC call or connection.
@@ -79,6 +85,7 @@ pub fn for_error(err: &anyhow::Error) -> u8 {
                     CliError::MissingToken => NOT_ALLOWED,
                     CliError::Rejected(status) => for_http(*status),
                     CliError::ContractBroken(_) => REFUSED,
+                    CliError::Changes(_) => CHANGES,
                 })
             } else {
                 cause
@@ -88,6 +95,11 @@ pub fn for_error(err: &anyhow::Error) -> u8 {
             }
         })
         .unwrap_or(FAILURE)
+}
+
+/// `diff` found changes: its exit code says so, and the plan is already printed.
+pub fn is_changes(err: &anyhow::Error) -> bool {
+    matches!(err.downcast_ref::<CliError>(), Some(CliError::Changes(_)))
 }
 
 /// A closed stdout (`hookctl tail | head`) is the reader's choice, not a failure.

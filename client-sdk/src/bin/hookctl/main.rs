@@ -16,8 +16,12 @@
 //! | 5 | request refused: `INVALID_ARGUMENT`, `FAILED_PRECONDITION`, `ALREADY_EXISTS` (send: HTTP 400, 409, 413, 415, 422) |
 //! | 6 | hookd unreachable: `UNAVAILABLE` or a connection failure (send: HTTP 502, 503, 504) |
 //! | 7 | retry later: rate limited (send: HTTP 429; wait for its `Retry-After`) |
+//!
+//! `diff` exits 2 when `apply` would change something (0: nothing), as
+//! `terraform plan -detailed-exitcode` does.
 #![forbid(unsafe_code)]
 
+mod apply;
 mod cli;
 mod commands;
 mod exit;
@@ -35,6 +39,7 @@ async fn main() -> ExitCode {
     match commands::run(cli).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if exit::is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Err(err) if exit::is_changes(&err) => ExitCode::from(exit::CHANGES),
         Err(err) => {
             eprintln!("hookctl: {err:#}");
             ExitCode::from(exit::for_error(&err))

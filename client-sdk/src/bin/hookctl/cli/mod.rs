@@ -2,6 +2,7 @@
 //! live beside it, grouped as the commands are.
 
 mod admin;
+mod apply;
 mod contracts;
 mod deliveries;
 mod rejections;
@@ -16,6 +17,7 @@ use reqwest::Url;
 pub use admin::{
     CreateTenantArgs, SecretsCommand, TenantsCommand, TokensCommand, UpdateTenantArgs,
 };
+pub use apply::{ApplyArgs, ExportArgs, PlanArgs};
 pub use contracts::{ContractsCommand, PutContractArgs};
 pub use deliveries::{DeadLettersCommand, DeliveriesCommand, FilterArgs};
 pub use rejections::RejectionsCommand;
@@ -120,6 +122,13 @@ pub enum Command {
     /// transform on an event without sending it.
     #[command(subcommand)]
     Routes(RoutesCommand),
+    /// Make hookd's tenants, routes and contracts match a YAML file (docs/apply.md).
+    Apply(ApplyArgs),
+    /// Print what `apply` would change; exits 0 when nothing, 2 when something would.
+    Diff(PlanArgs),
+    /// Print hookd's tenants, routes and contracts as a file `apply` takes, secrets as
+    /// references to fill in.
+    Export(ExportArgs),
     /// Sign and POST a test webhook to hookd's HTTP ingest, as a sender would.
     Send(SendArgs),
     /// Print delivery events as they happen, until Ctrl-C.

@@ -20,6 +20,7 @@ use anyhow::Context;
 use hookd_sdk::client::{ClientTls, HookdClient};
 
 use crate::{
+    apply,
     cli::{Cli, Command},
     exit::CliError,
     output::{Output, OutputMode},
@@ -56,6 +57,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Contracts(command) => contracts::run(&connect().await?, out, command).await,
         Command::Rejections(command) => rejections::run(&connect().await?, out, command).await,
         Command::Routes(command) => routes::run(&connect().await?, out, command).await,
+        Command::Apply(args) => apply::apply(connect(), out, args).await,
+        Command::Diff(args) => apply::diff(connect(), out, args).await,
+        Command::Export(args) => apply::export(connect(), out, args).await,
         Command::Tail { tenant } => tail::run(&connect().await?, out, tenant).await,
     }
 }
