@@ -48,7 +48,7 @@ pub(crate) fn table<B: ControlBackend>(services: &Services<B>) -> Table {
         .add(Method::GET, "/v1/tenants/{tenant_id}/deliveries/{delivery_id}", "hookd.v1.DeliveryService/GetDelivery", rpc!(s, get_delivery))
         .add(Method::GET, "/v1/tenants/{tenant_id}/dead-letters", "hookd.v1.DeliveryService/ListDeadLetters", rpc!(s, list_dead_letters))
         .add(Method::POST, "/v1/tenants/{tenant_id}/deliveries/{delivery_ids}:redeliver", "hookd.v1.DeliveryService/Redeliver", rpc!(s, redeliver))
-        .add(Method::POST, "/v1/tenants/{tenant_id}/dead-letters:redeliver", "hookd.v1.DeliveryService/Redeliver", rpc!(s, redeliver))
+        .add(Method::POST, "/v1/tenants/{tenant_id}/deliveries:redeliver", "hookd.v1.DeliveryService/Redeliver", rpc!(s, redeliver))
         .add(Method::POST, "/v1/tenants/{tenant_id}/dead-letters:purge", "hookd.v1.DeliveryService/PurgeDeadLetters", rpc!(s, purge_dead_letters))
         .add(Method::GET, "/v1/deliveries:watch", "hookd.v1.DeliveryService/WatchDeliveries", streaming(s, |s, r| async move { s.watch_deliveries(r).await }))
         .add(Method::GET, "/v1/tenants/{tenant_id}/deliveries:watch", "hookd.v1.DeliveryService/WatchDeliveries", streaming(s, |s, r| async move { s.watch_deliveries(r).await }));
