@@ -186,6 +186,19 @@ async fn answers_are_proto3_json_and_errors_their_status() {
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert!(text.contains("OUT_OF_RANGE"), "{text}");
 
+    let (status, text) = call(
+        &router,
+        Method::GET,
+        "/v1/tenants?page_size=1",
+        Some(ADMIN),
+        "",
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    let page: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(page["tenants"].as_array().map(Vec::len), Some(1));
+    assert!(page["nextPageToken"].is_string(), "{text}");
+
     let (status, text) = call(&router, Method::GET, "/v1/nothing", Some(ADMIN), "").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert!(text.contains("no route for GET /v1/nothing"), "{text}");
@@ -223,4 +236,15 @@ fn openapi_document_in_docs_is_current() {
         "docs/openapi.json is stale; regenerate it with \
          HOOKD_WRITE_OPENAPI=1 cargo test -p hookd-control --lib rest::tests::openapi"
     );
+}
+
+#[test]
+fn docs_rest_md_lists_every_route() {
+    let backend = Arc::new(FakeBackend::new());
+    let table = routes::table(&services(&backend));
+    let docs = include_str!("../../../docs/rest.md");
+    for route in table.routes() {
+        let line = format!("`{} {}`", route.method, route.path);
+        assert!(docs.contains(&line), "docs/rest.md does not list {line}");
+    }
 }
