@@ -1,7 +1,8 @@
 //! hookd's gRPC control plane: the `hookd.v1` services, `grpc.health.v1` and
-//! server reflection, and the same services as REST/JSON (`/v1/...`, with its OpenAPI document) on the
-//! same listener. It reaches the server only through [`ControlBackend`],
-//! so the server depends on this crate and never the reverse.
+//! server reflection, and the same services as REST/JSON (`/v1/...`, with
+//! its OpenAPI document) on the same listener. It reaches the server only
+//! through [`ControlBackend`], so the server depends on this crate and never
+//! the reverse.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -75,9 +76,9 @@ const HEALTH_NAMES: [&str; 9] = [
 /// ends open WatchDeliveries streams (UNAVAILABLE) and lets in-flight calls
 /// finish. gRPC and REST (`/v1/...`) share the listener. With `tls` (which
 /// must offer ALPN `h2`, and `http/1.1` for REST clients that do not speak
-/// HTTP/2), every connection must
-/// complete a TLS handshake first, on the configuration's terms (e.g. a client
-/// certificate its verifier accepts). Must run inside a tokio runtime.
+/// HTTP/2), every connection must complete a TLS handshake first, on the
+/// configuration's terms (e.g. a client certificate its verifier accepts).
+/// Must run inside a tokio runtime.
 pub async fn serve<B: ControlBackend>(
     listener: std::net::TcpListener,
     backend: Arc<B>,

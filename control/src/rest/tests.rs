@@ -186,6 +186,17 @@ async fn answers_are_proto3_json_and_errors_their_status() {
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert!(text.contains("OUT_OF_RANGE"), "{text}");
 
+    let snake = r#"{"tenant_id": "newco", "max_body_bytes": 4096}"#;
+    let (status, text) = call(&router, Method::POST, "/v1/tenants", Some(ADMIN), snake).await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "proto field names are accepted too: {text}"
+    );
+    let (_, text) = call(&router, Method::GET, "/v1/tenants/newco", Some(ADMIN), "").await;
+    let created: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(created["tenantId"], "newco", "{text}");
+
     let (status, text) = call(
         &router,
         Method::GET,
