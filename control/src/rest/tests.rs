@@ -259,3 +259,60 @@ fn docs_rest_md_lists_every_route() {
         assert!(docs.contains(&line), "docs/rest.md does not list {line}");
     }
 }
+
+#[tokio::test]
+async fn a_watch_is_server_sent_events_ended_by_an_error_event() {
+    use http_body_util::BodyExt;
+
+    use crate::model::{DeliveryEventKind, DeliveryEventView};
+
+    let backend = Arc::new(FakeBackend::new());
+    let (stop, stopping) = tokio::sync::watch::channel(false);
+    let router = router(&Services::new(&backend, stopping));
+    let request = Request::get("/v1/tenants/acme/deliveries:watch")
+        .header("authorization", format!("Bearer {ACME}"))
+        .body(Body::empty())
+        .unwrap();
+    let response = router.oneshot(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut body = response.into_body();
+    let mut next = async || {
+        let frame = body.frame().await.expect("a frame").unwrap();
+        String::from_utf8(frame.into_data().unwrap().to_vec()).unwrap()
+    };
+    backend
+        .events
+        .send(DeliveryEventView {
+            kind: DeliveryEventKind::Accepted,
+            tenant_id: "acme".into(),
+            delivery_id: "dlv_a".into(),
+            event_id: "evt_1".into(),
+            at_ms: 1,
+            attempt: None,
+            status_code: None,
+            reason: None,
+            redelivered_as: None,
+            next_attempt_at_ms: None,
+        })
+        .unwrap();
+    let event = next().await;
+    let data = event.strip_prefix("data: ").unwrap().trim_end();
+    let data: Value = serde_json::from_str(data).unwrap();
+    assert_eq!(data["kind"], "DELIVERY_EVENT_KIND_ACCEPTED");
+    assert_eq!(data["deliveryId"], "dlv_a");
+    assert_eq!(data["atUnixMs"], "1");
+
+    stop.send_replace(true);
+    let event = next().await;
+    let data = event
+        .strip_prefix("event: error\ndata: ")
+        .unwrap()
+        .trim_end();
+    let error: Value = serde_json::from_str(data).unwrap();
+    assert_eq!(error["code"], "UNAVAILABLE");
+    assert!(
+        body.frame().await.is_none(),
+        "the stream ends after the error"
+    );
+}
