@@ -128,7 +128,10 @@ pub async fn serve<B: ControlBackend>(
         .routes()
         .into_axum_router()
         .layer(traces)
-        .merge(rest::router(&services));
+        .merge(rest::router(
+            &services,
+            rest::RestTracer::new(backend.tracer()),
+        ));
     let router = tonic::transport::Server::builder()
         .accept_http1(true)
         .add_routes(routes.into());

@@ -13,6 +13,7 @@ mod message;
 mod openapi;
 mod routes;
 mod table;
+mod trace;
 
 use std::sync::Arc;
 
@@ -26,11 +27,17 @@ use axum::{
 use hookd_proto::MAX_REQUEST_BYTES;
 use tonic::{metadata::MetadataMap, Status};
 
-use crate::{backend::ControlBackend, services::Services};
-use table::{Call, Table};
+pub(crate) use trace::RestTracer;
 
-/// The REST routes over `services`, to merge with the gRPC ones.
-pub(crate) fn router<B: ControlBackend>(services: &Services<B>) -> axum::Router {
+use crate::{backend::ControlBackend, services::Services};
+use table::{Call, Route, Table};
+
+/// The REST routes over `services`, to merge with the gRPC ones; their
+/// spans go to `tracer`.
+pub(crate) fn router<B: ControlBackend>(
+    services: &Services<B>,
+    tracer: RestTracer,
+) -> axum::Router {
     let table = Arc::new(routes::table(services));
     let document = Bytes::from(openapi::document(&table).to_string());
     axum::Router::new()
@@ -40,7 +47,7 @@ pub(crate) fn router<B: ControlBackend>(services: &Services<B>) -> axum::Router 
         )
         .route(
             "/v1/{*path}",
-            any(move |request: Request| dispatch(Arc::clone(&table), request)),
+            any(move |request: Request| dispatch(Arc::clone(&table), tracer.clone(), request)),
         )
 }
 
@@ -53,15 +60,27 @@ fn openapi_response(document: Bytes) -> Response {
     response
 }
 
-/// Finds the route, reads the body (at most [`MAX_REQUEST_BYTES`], as over
-/// gRPC), assembles the request message and calls the route's handler.
-async fn dispatch(table: Arc<Table>, request: Request) -> Response {
+/// Finds the route and answers the request in its span.
+async fn dispatch(table: Arc<Table>, tracer: RestTracer, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let path = parts.uri.path();
     let Some((route, params)) = table.find(&parts.method, path) else {
         let status = Status::not_found(format!("no route for {} {path}", parts.method));
         return error::response(&status);
     };
+    tracer
+        .traced(route, answer(route, params, parts, body))
+        .await
+}
+
+/// Reads the body (at most [`MAX_REQUEST_BYTES`], as over gRPC), assembles
+/// the request message and calls the route's handler.
+async fn answer(
+    route: &Route,
+    params: Vec<(&'static str, String)>,
+    parts: axum::http::request::Parts,
+    body: Body,
+) -> Response {
     let body = match read(body).await {
         Ok(body) => body,
         Err(status) => return error::response(&status),

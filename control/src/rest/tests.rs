@@ -90,7 +90,7 @@ async fn every_route_authorizes_as_grpc_does() {
     let backend = Arc::new(FakeBackend::new());
     let services = services(&backend);
     let table = routes::table(&services);
-    let router = router(&services);
+    let router = router(&services, RestTracer::default());
     for route in table.routes() {
         let path = concrete(route, "globex");
         let name = format!("{} {path}", route.method);
@@ -136,7 +136,7 @@ async fn every_route_authorizes_as_grpc_does() {
 #[tokio::test]
 async fn answers_are_proto3_json_and_errors_their_status() {
     let backend = Arc::new(FakeBackend::new());
-    let router = router(&services(&backend));
+    let router = router(&services(&backend), RestTracer::default());
     let (status, text) = call(&router, Method::GET, "/v1/tenants/globex", Some(ADMIN), "").await;
     assert_eq!(status, StatusCode::OK, "{text}");
     let tenant: Value = serde_json::from_str(&text).unwrap();
@@ -218,7 +218,7 @@ async fn answers_are_proto3_json_and_errors_their_status() {
 #[tokio::test]
 async fn the_openapi_document_is_served_without_a_token() {
     let backend = Arc::new(FakeBackend::new());
-    let router = router(&services(&backend));
+    let router = router(&services(&backend), RestTracer::default());
     let (status, text) = call(&router, Method::GET, "/v1/openapi.json", None, "").await;
     assert_eq!(status, StatusCode::OK);
     let document: Value = serde_json::from_str(&text).unwrap();
@@ -268,7 +268,7 @@ async fn a_watch_is_server_sent_events_ended_by_an_error_event() {
 
     let backend = Arc::new(FakeBackend::new());
     let (stop, stopping) = tokio::sync::watch::channel(false);
-    let router = router(&Services::new(&backend, stopping));
+    let router = router(&Services::new(&backend, stopping), RestTracer::default());
     let request = Request::get("/v1/tenants/acme/deliveries:watch")
         .header("authorization", format!("Bearer {ACME}"))
         .body(Body::empty())
