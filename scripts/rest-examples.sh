@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the README's REST examples against a live hookd: starts the debug
-# hookd binary (built if missing) with a temp data dir and an admin token, a
+# hookd binary (built first; a no-op after the test step) with a temp data dir and an admin token, a
 # destination on 127.0.0.1:9000 that answers 400 (as in the walk-through),
 # then runs the ```sh blocks that follow a `<!-- rest-example -->` marker in
 # README.md, in order, in one shell with `set -e`, and checks what they
@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-[ -x target/debug/hookd ] || cargo build -q -p hookd-server --bin hookd
+cargo build -q -p hookd-server --bin hookd
 command -v curl >/dev/null || { echo "curl is needed (apt-get install curl)"; exit 1; }
 command -v openssl >/dev/null || { echo "openssl is needed (apt-get install openssl)"; exit 1; }
 
