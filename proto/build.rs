@@ -1,5 +1,6 @@
 //! Compiles `hookd/v1/*.proto` with protox (pure Rust, no protoc needed), and
-//! keeps the encoded descriptor set for gRPC server reflection.
+//! keeps the encoded descriptor set for gRPC server reflection; with the
+//! `json` feature, also generates the proto3 JSON mapping (pbjson) from it.
 
 use std::{env, fs, path::PathBuf};
 
@@ -23,10 +24,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .include_imports(true)
         .open_files(protos)?;
     let out_dir = PathBuf::from(env::var("OUT_DIR")?);
-    fs::write(
-        out_dir.join("hookd_descriptor.bin"),
-        compiler.encode_file_descriptor_set(),
-    )?;
+    let descriptors = compiler.encode_file_descriptor_set();
+    fs::write(out_dir.join("hookd_descriptor.bin"), &descriptors)?;
     // Requests that may carry a secret get a hand-written, redacting Debug
     // (src/redacted.rs).
     tonic_prost_build::configure()
@@ -35,5 +34,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "hookd.v1.RotateSecretRequest",
         ])
         .compile_fds(compiler.file_descriptor_set())?;
+    #[cfg(feature = "json")]
+    pbjson_build::Builder::new()
+        .register_descriptors(&descriptors)?
+        .build(&[".hookd.v1"])?;
     Ok(())
 }

@@ -1,6 +1,8 @@
 //! hookd's gRPC control plane: the `hookd.v1` services, `grpc.health.v1` and
-//! server reflection. It reaches the server only through [`ControlBackend`],
-//! so the server depends on this crate and never the reverse.
+//! server reflection, and the same services as REST/JSON (`/v1/...`, with
+//! its OpenAPI document) on the same listener. It reaches the server only
+//! through [`ControlBackend`], so the server depends on this crate and never
+//! the reverse.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -9,6 +11,7 @@ mod backend;
 mod convert;
 mod error;
 pub mod model;
+mod rest;
 mod rpc_trace;
 mod services;
 mod tls;
@@ -38,9 +41,7 @@ use tonic_health::{server::HealthReporter, ServingStatus};
 /// `#[hookd_control::async_trait]` on their `impl` block.
 pub use tonic::async_trait;
 
-use crate::services::{
-    ConsumerApi, ContractApi, DeliveryApi, RejectionApi, RouteApi, SecretApi, TenantApi, TokenApi,
-};
+use crate::services::Services;
 pub use crate::{
     backend::{ControlBackend, EventStream, DEFAULT_WATCHES_PER_TOKEN},
     error::{Error, Result},
@@ -73,9 +74,11 @@ const HEALTH_NAMES: [&str; 9] = [
 
 /// Serves the control plane on `listener` until `shutdown` resolves, then
 /// ends open WatchDeliveries streams (UNAVAILABLE) and lets in-flight calls
-/// finish. With `tls` (which must offer ALPN `h2`), every connection must
-/// complete a TLS handshake first, on the configuration's terms (e.g. a client
-/// certificate its verifier accepts). Must run inside a tokio runtime.
+/// finish. gRPC and REST (`/v1/...`) share the listener. With `tls` (which
+/// must offer ALPN `h2`, and `http/1.1` for REST clients that do not speak
+/// HTTP/2), every connection must complete a TLS handshake first, on the
+/// configuration's terms (e.g. a client certificate its verifier accepts).
+/// Must run inside a tokio runtime.
 pub async fn serve<B: ControlBackend>(
     listener: std::net::TcpListener,
     backend: Arc<B>,
@@ -89,28 +92,49 @@ pub async fn serve<B: ControlBackend>(
     let (reporter, health) = tonic_health::server::health_reporter();
     let readiness = tokio::spawn(report_readiness(reporter, Arc::clone(&backend)));
     let (stop, stopping) = tokio::sync::watch::channel(false);
-    let tenants = TenantApi::new(Arc::clone(&backend));
-    let secrets = SecretApi::new(Arc::clone(&backend));
-    let tokens = TokenApi::new(Arc::clone(&backend));
-    let deliveries = DeliveryApi::new(Arc::clone(&backend), stopping);
-    let contracts = ContractApi::new(Arc::clone(&backend));
+    let services = Services::new(&backend, stopping);
     let traces = rpc_trace::RpcTraceLayer::new(backend.tracer());
-    let rejections = RejectionApi::new(Arc::clone(&backend));
-    let routes = RouteApi::new(Arc::clone(&backend));
-    let consumer = ConsumerApi::new(backend);
-    let router = tonic::transport::Server::builder()
-        .layer(traces)
-        .add_service(health)
+    let mut grpc = tonic::service::Routes::builder();
+    grpc.add_service(health)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
-        .add_service(limited!(TenantServiceServer::new(tenants)))
-        .add_service(limited!(SecretServiceServer::new(secrets)))
-        .add_service(limited!(TokenServiceServer::new(tokens)))
-        .add_service(limited!(DeliveryServiceServer::new(deliveries)))
-        .add_service(limited!(ConsumerServiceServer::new(consumer)))
-        .add_service(limited!(ContractServiceServer::new(contracts)))
-        .add_service(limited!(RejectionServiceServer::new(rejections)))
-        .add_service(limited!(RouteServiceServer::new(routes)));
+        .add_service(limited!(TenantServiceServer::from_arc(Arc::clone(
+            &services.tenants
+        ))))
+        .add_service(limited!(SecretServiceServer::from_arc(Arc::clone(
+            &services.secrets
+        ))))
+        .add_service(limited!(TokenServiceServer::from_arc(Arc::clone(
+            &services.tokens
+        ))))
+        .add_service(limited!(DeliveryServiceServer::from_arc(Arc::clone(
+            &services.deliveries
+        ))))
+        .add_service(limited!(ConsumerServiceServer::from_arc(Arc::clone(
+            &services.consumer
+        ))))
+        .add_service(limited!(ContractServiceServer::from_arc(Arc::clone(
+            &services.contracts
+        ))))
+        .add_service(limited!(RejectionServiceServer::from_arc(Arc::clone(
+            &services.rejections
+        ))))
+        .add_service(limited!(RouteServiceServer::from_arc(Arc::clone(
+            &services.routes
+        ))));
+    // gRPC and REST share the listener (and its TLS); HTTP/1.1 is accepted
+    // for REST clients, gRPC keeps HTTP/2.
+    let routes = grpc
+        .routes()
+        .into_axum_router()
+        .layer(traces)
+        .merge(rest::router(
+            &services,
+            rest::RestTracer::new(backend.tracer()),
+        ));
+    let router = tonic::transport::Server::builder()
+        .accept_http1(true)
+        .add_routes(routes.into());
     let shutdown = async move {
         shutdown.await;
         stop.send_replace(true);

@@ -1,6 +1,7 @@
 //! hookd's gRPC contract: types, clients and servers generated from
 //! `proto/hookd/v1/*.proto`, and the hand-written shared vocabulary in
-//! [`domain`].
+//! [`domain`]. With the `json` feature every `hookd.v1` message is also
+//! `serde::Serialize` and `Deserialize` in the proto3 JSON mapping.
 #![forbid(unsafe_code)]
 
 pub mod domain;
@@ -10,6 +11,8 @@ mod redacted;
 #[allow(missing_docs, clippy::all)]
 pub mod v1 {
     tonic::include_proto!("hookd.v1");
+    #[cfg(feature = "json")]
+    include!(concat!(env!("OUT_DIR"), "/hookd.v1.serde.rs"));
 }
 
 /// The encoded `FileDescriptorSet` of `hookd.v1` (with source comments), so

@@ -108,8 +108,9 @@ pub fn http_server_config(tls: &HttpTlsConfig) -> Result<ListenerTls> {
     Ok(ListenerTls { config, cert })
 }
 
-/// The gRPC control plane (ALPN `h2`); with `client_ca_file`, clients must
-/// present a certificate signed by that CA.
+/// The control plane (ALPN `h2` for gRPC, `http/1.1` for REST clients that
+/// do not speak HTTP/2); with `client_ca_file`, clients must present a
+/// certificate signed by that CA.
 pub fn grpc_server_config(tls: &GrpcTlsConfig) -> Result<ListenerTls> {
     let cert = CertSource::load("grpc.tls", &tls.cert_file, &tls.key_file)?;
     let builder = ServerConfig::builder_with_provider(provider())
@@ -138,7 +139,7 @@ pub fn grpc_server_config(tls: &GrpcTlsConfig) -> Result<ListenerTls> {
         }
     };
     let mut config = builder.with_cert_resolver(cert.clone());
-    config.alpn_protocols = vec![b"h2".to_vec()];
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(ListenerTls { config, cert })
 }
 

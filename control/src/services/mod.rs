@@ -3,6 +3,10 @@
 //! the request, and makes one backend call; everything about state (does it
 //! exist, may it change now) is the backend's answer.
 
+use std::sync::Arc;
+
+use crate::backend::ControlBackend;
+
 mod consumer;
 mod contract;
 mod delivery;
@@ -20,6 +24,36 @@ pub(crate) use route::RouteApi;
 pub(crate) use secret::SecretApi;
 pub(crate) use tenant::TenantApi;
 pub(crate) use token::TokenApi;
+
+/// One instance of each `hookd.v1` service over one backend, shared by the
+/// gRPC server and the REST face so both call the same code.
+pub(crate) struct Services<B> {
+    pub(crate) tenants: Arc<TenantApi<B>>,
+    pub(crate) secrets: Arc<SecretApi<B>>,
+    pub(crate) tokens: Arc<TokenApi<B>>,
+    pub(crate) deliveries: Arc<DeliveryApi<B>>,
+    pub(crate) consumer: Arc<ConsumerApi<B>>,
+    pub(crate) contracts: Arc<ContractApi<B>>,
+    pub(crate) rejections: Arc<RejectionApi<B>>,
+    pub(crate) routes: Arc<RouteApi<B>>,
+}
+
+impl<B: ControlBackend> Services<B> {
+    /// Every service over `backend`; watch streams end when `stopping`
+    /// turns true.
+    pub(crate) fn new(backend: &Arc<B>, stopping: Stopping) -> Self {
+        Services {
+            tenants: Arc::new(TenantApi::new(Arc::clone(backend))),
+            secrets: Arc::new(SecretApi::new(Arc::clone(backend))),
+            tokens: Arc::new(TokenApi::new(Arc::clone(backend))),
+            deliveries: Arc::new(DeliveryApi::new(Arc::clone(backend), stopping)),
+            consumer: Arc::new(ConsumerApi::new(Arc::clone(backend))),
+            contracts: Arc::new(ContractApi::new(Arc::clone(backend))),
+            rejections: Arc::new(RejectionApi::new(Arc::clone(backend))),
+            routes: Arc::new(RouteApi::new(Arc::clone(backend))),
+        }
+    }
+}
 
 /// Flips to `true` when the server starts shutting down, so long-lived
 /// streams end and graceful shutdown does not wait on them forever.

@@ -42,6 +42,7 @@ mod redeliver_routes;
 mod refusals_kill;
 mod rejections;
 mod replay;
+mod rest;
 mod retention;
 mod route_service;
 mod route_settings;

@@ -90,6 +90,14 @@ impl Traced {
             .unwrap()
     }
 
+    /// GETs `path` of the control plane's REST face with the admin token.
+    pub async fn rest_get(&self, path: &str) -> reqwest::StatusCode {
+        let url = format!("http://{}{path}", self.server.grpc_addr());
+        let client = reqwest::Client::new();
+        let answer = client.get(url).bearer_auth(ADMIN_TOKEN).send().await;
+        answer.unwrap().status()
+    }
+
     /// POSTs `body` with `headers` to `/hooks/{tenant}`.
     pub async fn post(
         &self,

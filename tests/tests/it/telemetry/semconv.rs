@@ -1,8 +1,9 @@
 //! hookd's spans as the OpenTelemetry semantic conventions describe them,
 //! for an accepted, a rejected (4xx) and a storage-failed (5xx) delivery,
-//! two forward attempts (the first refused with 500) and two control-plane
-//! RPCs. One scenario, checked on spans read from memory and on spans the
-//! fake collector received over OTLP/gRPC and OTLP/HTTP (protobuf).
+//! two forward attempts (the first refused with 500), two control-plane
+//! RPCs and one REST call. One scenario, checked on spans read from memory
+//! and on spans the fake collector received over OTLP/gRPC and OTLP/HTTP
+//! (protobuf).
 
 use std::{
     collections::BTreeMap,
@@ -142,6 +143,10 @@ pub async fn run_scenario(
     let admin = s.admin().await;
     assert_eq!(admin.list_all_tenants().await.unwrap().len(), 1);
     assert!(admin.get_tenant("nobody").await.is_err());
+    assert_eq!(
+        s.rest_get("/v1/tenants/nobody").await,
+        StatusCode::NOT_FOUND
+    );
 
     hookd_server::testing::faults::fail_next_write(id);
     let body = order("evt_sem_fail");
@@ -155,6 +160,7 @@ pub async fn run_scenario(
     })
     .await;
     wait_for(&spans, 1, |span| span.name.ends_with("/GetTenant")).await;
+    wait_for(&spans, 1, |span| span.name == "GET /v1/tenants/{tenant_id}").await;
     let port = s.port();
     let dest_port = dest
         .url
@@ -290,6 +296,19 @@ pub fn check(spans: &[Seen], answers: &Answers) {
     let get = rpc("GetTenant");
     get.has(&[("rpc.system", "grpc"), ("rpc.grpc.status_code", "5")]);
     assert!(!list.error && !get.error, "NOT_FOUND is the caller's error");
+    let rest = spans
+        .iter()
+        .find(|s| s.name == "GET /v1/tenants/{tenant_id}")
+        .unwrap_or_else(|| panic!("no REST span in {spans:#?}"));
+    assert_eq!(rest.kind, "server");
+    rest.has(&[
+        ("http.request.method", "GET"),
+        ("http.route", "/v1/tenants/{tenant_id}"),
+        ("http.response.status_code", "404"),
+        ("rpc.service", "hookd.v1.TenantService"),
+        ("rpc.method", "GetTenant"),
+    ]);
+    assert!(!rest.error, "a 404 is the caller's error");
     let dump = format!("{spans:?}");
     assert!(
         !dump.contains("sekrit-7f"),
