@@ -20,6 +20,7 @@ pub mod fake;
 use std::{future::Future, sync::Arc, time::Duration};
 
 use hookd_proto::v1::{
+    alert_service_server::{self, AlertServiceServer},
     consumer_service_server::{self, ConsumerServiceServer},
     contract_service_server::{self, ContractServiceServer},
     delivery_service_server::{self, DeliveryServiceServer},
@@ -39,7 +40,8 @@ use tonic_health::{server::HealthReporter, ServingStatus};
 pub use tonic::async_trait;
 
 use crate::services::{
-    ConsumerApi, ContractApi, DeliveryApi, RejectionApi, RouteApi, SecretApi, TenantApi, TokenApi,
+    AlertApi, ConsumerApi, ContractApi, DeliveryApi, RejectionApi, RouteApi, SecretApi, TenantApi,
+    TokenApi,
 };
 pub use crate::{
     backend::{ControlBackend, EventStream, DEFAULT_WATCHES_PER_TOKEN},
@@ -59,7 +61,7 @@ macro_rules! limited {
 
 /// Every service whose health is reported: the server as a whole ("") and
 /// each `hookd.v1` service, so a probe may ask for either.
-const HEALTH_NAMES: [&str; 9] = [
+const HEALTH_NAMES: [&str; 10] = [
     "",
     tenant_service_server::SERVICE_NAME,
     secret_service_server::SERVICE_NAME,
@@ -69,6 +71,7 @@ const HEALTH_NAMES: [&str; 9] = [
     contract_service_server::SERVICE_NAME,
     rejection_service_server::SERVICE_NAME,
     route_service_server::SERVICE_NAME,
+    alert_service_server::SERVICE_NAME,
 ];
 
 /// Serves the control plane on `listener` until `shutdown` resolves, then
@@ -97,6 +100,7 @@ pub async fn serve<B: ControlBackend>(
     let traces = rpc_trace::RpcTraceLayer::new(backend.tracer());
     let rejections = RejectionApi::new(Arc::clone(&backend));
     let routes = RouteApi::new(Arc::clone(&backend));
+    let alerts = AlertApi::new(Arc::clone(&backend));
     let consumer = ConsumerApi::new(backend);
     let router = tonic::transport::Server::builder()
         .layer(traces)
@@ -110,7 +114,8 @@ pub async fn serve<B: ControlBackend>(
         .add_service(limited!(ConsumerServiceServer::new(consumer)))
         .add_service(limited!(ContractServiceServer::new(contracts)))
         .add_service(limited!(RejectionServiceServer::new(rejections)))
-        .add_service(limited!(RouteServiceServer::new(routes)));
+        .add_service(limited!(RouteServiceServer::new(routes)))
+        .add_service(limited!(AlertServiceServer::new(alerts)));
     let shutdown = async move {
         shutdown.await;
         stop.send_replace(true);

@@ -1,12 +1,17 @@
 //! [`serve`] on a real socket with the fake backend: health, reflection and
-//! a `hookd.v1` call through generated clients, then a clean shutdown.
+//! a `hookd.v1` call through generated clients, then a clean shutdown; and
+//! every `hookd.v1` service registered, reflected and healthy.
 
 use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
 
 use futures_util::stream;
-use hookd_proto::v1::{
-    delivery_service_client::DeliveryServiceClient, tenant_service_client::TenantServiceClient,
-    GetTenantRequest, WatchDeliveriesRequest,
+use hookd_proto::{
+    domain::AlertType,
+    v1::{
+        alert_service_client::AlertServiceClient, delivery_service_client::DeliveryServiceClient,
+        tenant_service_client::TenantServiceClient, GetAlertSettingsRequest, GetTenantRequest,
+        WatchDeliveriesRequest,
+    },
 };
 use tokio::{sync::oneshot, task::JoinHandle, time::timeout};
 use tonic::{transport::Channel, Code, Request};
@@ -141,6 +146,53 @@ async fn health_follows_backend_readiness() {
     eventually(ServingStatus::NotServing, || health(&channel, "")).await;
     backend.set_ready(true);
     eventually(ServingStatus::Serving, || health(&channel, "")).await;
+    stop.send(()).unwrap();
+    timeout(DEADLINE, server).await.unwrap().unwrap().unwrap();
+}
+
+/// Every `hookd.v1` service of the proto files, as reflection names it.
+const HOOKD_SERVICES: [&str; 9] = [
+    "hookd.v1.TenantService",
+    "hookd.v1.SecretService",
+    "hookd.v1.TokenService",
+    "hookd.v1.DeliveryService",
+    "hookd.v1.ConsumerService",
+    "hookd.v1.ContractService",
+    "hookd.v1.RejectionService",
+    "hookd.v1.RouteService",
+    "hookd.v1.AlertService",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_hookd_service_is_served_reflected_and_reports_health() {
+    let (channel, stop, server) = start(Arc::new(FakeBackend::new())).await;
+    let list = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut answers = ServerReflectionClient::new(channel.clone())
+        .server_reflection_info(stream::iter([list]))
+        .await
+        .unwrap()
+        .into_inner();
+    let Some(MessageResponse::ListServicesResponse(listed)) =
+        answers.message().await.unwrap().unwrap().message_response
+    else {
+        panic!("reflection did not list services");
+    };
+    let names: Vec<_> = listed.service.into_iter().map(|s| s.name).collect();
+    for name in HOOKD_SERVICES {
+        assert!(names.iter().any(|n| n == name), "{name} not in {names:?}");
+        eventually(ServingStatus::Serving, || health(&channel, name)).await;
+    }
+    let settings = AlertServiceClient::new(channel)
+        .get_alert_settings(with_token(GetAlertSettingsRequest {
+            tenant_id: "acme".into(),
+        }))
+        .await
+        .expect("AlertService answers")
+        .into_inner();
+    assert_eq!(settings.rules.len(), AlertType::ALL.len());
     stop.send(()).unwrap();
     timeout(DEADLINE, server).await.unwrap().unwrap().unwrap();
 }

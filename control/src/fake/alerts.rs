@@ -42,9 +42,10 @@ fn in_force(given: &AlertRuleView, default: AlertRuleView) -> AlertRuleView {
             0 => default.threshold,
             n => n,
         },
-        window_secs: match given.window_secs {
-            w if w == 0.0 => default.window_secs,
-            w => w,
+        window_secs: if given.window_secs > 0.0 {
+            given.window_secs
+        } else {
+            default.window_secs
         },
         mode: given.mode.clone().or(default.mode),
     }

@@ -3,6 +3,7 @@
 //! the request, and makes one backend call; everything about state (does it
 //! exist, may it change now) is the backend's answer.
 
+mod alert;
 mod consumer;
 mod contract;
 mod delivery;
@@ -12,6 +13,7 @@ mod secret;
 mod tenant;
 mod token;
 
+pub(crate) use alert::AlertApi;
 pub(crate) use consumer::ConsumerApi;
 pub(crate) use contract::ContractApi;
 pub(crate) use delivery::DeliveryApi;
