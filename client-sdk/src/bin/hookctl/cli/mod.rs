@@ -2,6 +2,7 @@
 //! live beside it, grouped as the commands are.
 
 mod admin;
+mod alerts;
 mod contracts;
 mod deliveries;
 mod rejections;
@@ -16,6 +17,7 @@ use reqwest::Url;
 pub use admin::{
     CreateTenantArgs, SecretsCommand, TenantsCommand, TokensCommand, UpdateTenantArgs,
 };
+pub use alerts::{AlertSettingsCommand, AlertsCommand, SetAlertSettingsArgs};
 pub use contracts::{ContractsCommand, PutContractArgs};
 pub use deliveries::{DeadLettersCommand, DeliveriesCommand, FilterArgs};
 pub use rejections::RejectionsCommand;
@@ -120,6 +122,10 @@ pub enum Command {
     /// transform on an event without sending it.
     #[command(subcommand)]
     Routes(RoutesCommand),
+    /// List and acknowledge a tenant's alerts (open, acknowledged, resolved
+    /// conditions); show and set where they are sent and when they open.
+    #[command(subcommand)]
+    Alerts(AlertsCommand),
     /// Sign and POST a test webhook to hookd's HTTP ingest, as a sender would.
     Send(SendArgs),
     /// Print delivery events as they happen, until Ctrl-C.

@@ -1,6 +1,7 @@
 //! One module per command group: each turns parsed arguments into client calls and
 //! prints the result through [`Output`].
 
+mod alerts;
 mod contracts;
 mod dead_letters;
 mod deliveries;
@@ -56,6 +57,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Contracts(command) => contracts::run(&connect().await?, out, command).await,
         Command::Rejections(command) => rejections::run(&connect().await?, out, command).await,
         Command::Routes(command) => routes::run(&connect().await?, out, command).await,
+        Command::Alerts(command) => alerts::run(&connect().await?, out, command).await,
         Command::Tail { tenant } => tail::run(&connect().await?, out, tenant).await,
     }
 }
