@@ -437,9 +437,14 @@ async fn hookctl_alerts_lists_acknowledges_and_prints_a_new_sink_secret_once() {
     seed_alerts(&server.backend);
     let endpoint = server.endpoint.as_str();
 
+    server.backend.limit_pages(2);
     let (code, out, err) = hookctl(endpoint, &["alerts", "list", "acme"]).await;
     assert_eq!(code, Some(0), "{err}");
     assert!(out.starts_with("ID "), "{out}");
+    assert_eq!(out.lines().count(), 3, "{out}");
+    assert!(err.contains("--page-token 2"), "{err}");
+    let (code, out, err) = hookctl(endpoint, &["alerts", "list", "acme", "--all"]).await;
+    assert_eq!(code, Some(0), "{err}");
     assert_eq!(out.lines().count(), 5, "{out}");
     let (code, out, err) = hookctl(
         endpoint,

@@ -69,7 +69,8 @@ fn settings(args: SetAlertSettingsArgs) -> anyhow::Result<AlertSettings> {
             url,
             format: args
                 .sink_format
-                .map_or(AlertSinkFormat::Standard, Into::into) as i32,
+                .map_or(AlertSinkFormat::Standard, AlertSinkFormat::from)
+                .into(),
             secret: args
                 .sink_secret_file
                 .as_deref()
@@ -169,7 +170,7 @@ impl View for SinkFields<'_> {
     }
 
     fn json(&self) -> Value {
-        self.0.map_or(Value::Null, sink_json)
+        self.0.map_or_else(|| json!({ "sink": null }), sink_json)
     }
 
     fn fields(&self) -> Vec<(&'static str, String)> {
