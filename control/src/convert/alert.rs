@@ -25,50 +25,58 @@ fn invalid(message: String) -> Error {
     Error::InvalidArgument(message)
 }
 
-/// The settings of a SetAlertSettings request, which are required: an
-/// empty `settings` (no sink, no rules) is how a tenant clears its own.
-pub(crate) fn new_settings(settings: Option<pb::AlertSettings>) -> Result<NewAlertSettings> {
-    let settings = settings.ok_or_else(|| {
-        invalid("settings is required; send empty settings to clear the tenant's own".into())
-    })?;
-    let sink = settings.sink.map(new_sink).transpose()?;
-    let mut rules: Vec<AlertRuleView> = Vec::with_capacity(settings.rules.len());
-    for (index, rule) in settings.rules.into_iter().enumerate() {
-        let rule = new_rule(&format!("rules[{index}]"), rule)?;
-        if rules.iter().any(|r| r.alert_type == rule.alert_type) {
-            return Err(invalid(format!(
-                "rules[{index}].type: {} has a rule already; give at most one per type",
-                rule.alert_type
-            )));
+impl TryFrom<pb::SetAlertSettingsRequest> for NewAlertSettings {
+    type Error = Error;
+
+    /// The settings are required: empty ones (no sink, no rules) are how a
+    /// tenant clears its own.
+    fn try_from(r: pb::SetAlertSettingsRequest) -> Result<Self> {
+        let settings = r.settings.ok_or_else(|| {
+            invalid("settings is required; send empty settings to clear the tenant's own".into())
+        })?;
+        let sink = settings.sink.map(NewAlertSink::try_from).transpose()?;
+        let mut rules: Vec<AlertRuleView> = Vec::with_capacity(settings.rules.len());
+        for (index, rule) in settings.rules.into_iter().enumerate() {
+            let rule = new_rule(&format!("rules[{index}]"), rule)?;
+            if rules.iter().any(|r| r.alert_type == rule.alert_type) {
+                return Err(invalid(format!(
+                    "rules[{index}].type: {} has a rule already; give at most one per type",
+                    rule.alert_type
+                )));
+            }
+            rules.push(rule);
         }
-        rules.push(rule);
+        Ok(NewAlertSettings { sink, rules })
     }
-    Ok(NewAlertSettings { sink, rules })
 }
 
-fn new_sink(sink: pb::AlertSink) -> Result<NewAlertSink> {
-    if !is_absolute_http_url(&sink.url) {
-        return Err(invalid(format!(
-            "sink.url {:?} is not an absolute http(s) URL",
-            sink.url
-        )));
-    }
-    let format = match pb::AlertSinkFormat::try_from(sink.format) {
-        Ok(pb::AlertSinkFormat::Standard) => AlertSinkFormat::Standard,
-        Ok(pb::AlertSinkFormat::Slack) => AlertSinkFormat::Slack,
-        Err(_) => {
+impl TryFrom<pb::AlertSink> for NewAlertSink {
+    type Error = Error;
+
+    fn try_from(sink: pb::AlertSink) -> Result<Self> {
+        if !is_absolute_http_url(&sink.url) {
             return Err(invalid(format!(
-                "sink.format {} is not an AlertSinkFormat",
-                sink.format
-            )))
+                "sink.url {:?} is not an absolute http(s) URL",
+                sink.url
+            )));
         }
-    };
-    let secret = non_empty(sink.secret).map(sink_secret).transpose()?;
-    Ok(NewAlertSink {
-        url: sink.url,
-        format,
-        secret,
-    })
+        let format = match pb::AlertSinkFormat::try_from(sink.format) {
+            Ok(pb::AlertSinkFormat::Standard) => AlertSinkFormat::Standard,
+            Ok(pb::AlertSinkFormat::Slack) => AlertSinkFormat::Slack,
+            Err(_) => {
+                return Err(invalid(format!(
+                    "sink.format {} is not an AlertSinkFormat",
+                    sink.format
+                )))
+            }
+        };
+        let secret = non_empty(sink.secret).map(sink_secret).transpose()?;
+        Ok(NewAlertSink {
+            url: sink.url,
+            format,
+            secret,
+        })
+    }
 }
 
 /// A Standard Webhooks secret: `whsec_` and the base64 of at least one
@@ -119,8 +127,16 @@ fn new_rule(field: &str, rule: pb::AlertRule) -> Result<AlertRuleView> {
     })
 }
 
-/// The states a ListAlerts request filters by; empty: every state.
-pub(crate) fn alert_filter(states: &[i32]) -> Result<AlertFilter> {
+impl TryFrom<&pb::ListAlertsRequest> for AlertFilter {
+    type Error = Error;
+
+    /// The states a ListAlerts request filters by; empty: every state.
+    fn try_from(r: &pb::ListAlertsRequest) -> Result<Self> {
+        alert_filter(&r.states)
+    }
+}
+
+fn alert_filter(states: &[i32]) -> Result<AlertFilter> {
     let states = states
         .iter()
         .enumerate()
@@ -231,7 +247,10 @@ mod tests {
     }
 
     fn with(sink: Option<pb::AlertSink>, rules: Vec<pb::AlertRule>) -> Result<NewAlertSettings> {
-        new_settings(Some(pb::AlertSettings { sink, rules }))
+        NewAlertSettings::try_from(pb::SetAlertSettingsRequest {
+            tenant_id: "acme".into(),
+            settings: Some(pb::AlertSettings { sink, rules }),
+        })
     }
 
     fn sink(url: &str, secret: &str) -> Option<pb::AlertSink> {
@@ -268,7 +287,8 @@ mod tests {
             }]
         );
         assert_eq!(with(None, vec![]).unwrap().sink, None);
-        let missing = new_settings(None).unwrap_err().to_string();
+        let missing = NewAlertSettings::try_from(pb::SetAlertSettingsRequest::default());
+        let missing = missing.unwrap_err().to_string();
         assert!(missing.contains("settings is required"), "{missing}");
     }
 

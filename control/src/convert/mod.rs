@@ -10,7 +10,6 @@ mod route;
 mod selection;
 mod tenant;
 
-pub(crate) use alert::{alert_filter, new_settings};
 pub(crate) use consumer::pull_limits;
 pub(crate) use contract::{contract_def, contract_key};
 pub(crate) use delivery::status_filter;

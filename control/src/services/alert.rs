@@ -7,7 +7,12 @@ use std::sync::Arc;
 use hookd_proto::v1::{self as pb, alert_service_server::AlertService};
 use tonic::{Request, Response, Status};
 
-use crate::{auth::authorize_tenant, backend::ControlBackend, convert};
+use crate::{
+    auth::authorize_tenant,
+    backend::ControlBackend,
+    convert,
+    model::{AlertFilter, NewAlertSettings},
+};
 
 /// Serves AlertService from a backend.
 pub(crate) struct AlertApi<B> {
@@ -37,7 +42,7 @@ impl<B: ControlBackend> AlertService for AlertApi<B> {
         request: Request<pb::SetAlertSettingsRequest>,
     ) -> Result<Response<pb::SetAlertSettingsResponse>, Status> {
         let tenant_id = authorize_tenant(&*self.backend, &request, &request.get_ref().tenant_id)?;
-        let settings = convert::new_settings(request.into_inner().settings)?;
+        let settings = NewAlertSettings::try_from(request.into_inner())?;
         let outcome = self
             .backend
             .set_alert_settings(&tenant_id, settings)
@@ -50,8 +55,8 @@ impl<B: ControlBackend> AlertService for AlertApi<B> {
         request: Request<pb::ListAlertsRequest>,
     ) -> Result<Response<pb::ListAlertsResponse>, Status> {
         let tenant_id = authorize_tenant(&*self.backend, &request, &request.get_ref().tenant_id)?;
+        let filter = AlertFilter::try_from(request.get_ref())?;
         let r = request.into_inner();
-        let filter = convert::alert_filter(&r.states)?;
         let page = convert::page(r.page_size, r.page_token);
         let page = self.backend.list_alerts(&tenant_id, filter, page).await?;
         Ok(Response::new(pb::ListAlertsResponse {
