@@ -528,6 +528,8 @@ async fn hookctl_alert_settings_refuse_bad_rules_and_secrets_without_echoing_the
             "route.failing:many:60",
         ]),
         with(&["--sink-url", "https://ops.test", "--no-sink"]),
+        with(&["--no-sink", "--sink-format", "slack"]),
+        with(&["--no-sink", "--sink-secret-file", "-"]),
         with(&["--rule", "route.failing:1:60"]),
     ] {
         let (code, _, err) = hookctl(endpoint, &usage).await;

@@ -59,11 +59,11 @@ pub struct SetAlertSettingsArgs {
     #[arg(long)]
     pub sink_url: Option<String>,
     /// How the sink's events are written (default: standard).
-    #[arg(long, value_enum, requires = "sink_url")]
+    #[arg(long, value_enum, conflicts_with = "no_sink")]
     pub sink_format: Option<SinkFormatArg>,
     /// Read the sink's `whsec_...` secret from this file (`-`: stdin); default: the
     /// sink keeps its secret, or hookd generates one for a new sink and prints it once.
-    #[arg(long, requires = "sink_url")]
+    #[arg(long, conflicts_with = "no_sink")]
     pub sink_secret_file: Option<PathBuf>,
     /// No sink of the tenant's own: its events go to the operator's sink only.
     #[arg(long)]
