@@ -14,6 +14,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "hookd/v1/contract.proto",
         "hookd/v1/rejection.proto",
         "hookd/v1/route.proto",
+        "hookd/v1/alert.proto",
     ];
     for proto in protos {
         println!("cargo:rerun-if-changed={proto}");
@@ -32,6 +33,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .skip_debug([
             "hookd.v1.CreateTenantRequest",
             "hookd.v1.RotateSecretRequest",
+            "hookd.v1.AlertSink",
+            "hookd.v1.SetAlertSettingsResponse",
         ])
         .compile_fds(compiler.file_descriptor_set())?;
     #[cfg(feature = "json")]

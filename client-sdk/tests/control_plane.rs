@@ -13,10 +13,14 @@ use std::{
 
 use futures_util::StreamExt;
 use hookd_control::{
-    fake::{FakeBackend, FakeServer, ADMIN},
-    model::{DeadLetterView, DeliveryEventKind as Kind, DeliveryEventView},
+    fake::{alert, FakeBackend, FakeServer, ADMIN, GENERATED_SINK_SECRET},
+    model::{AlertState, AlertView, DeadLetterView, DeliveryEventKind as Kind, DeliveryEventView},
 };
-use hookd_sdk::client::{proto::DeliveryEvent, Code, DeadLetterFilter, HookdClient};
+use hookd_proto::domain::AlertType;
+use hookd_sdk::client::{
+    proto::{self, DeliveryEvent},
+    Code, DeadLetterFilter, HookdClient,
+};
 
 /// The fake with tenants acme, globex, t1, t2 and t3, served.
 async fn fake_hookd() -> FakeServer {
@@ -25,6 +29,21 @@ async fn fake_hookd() -> FakeServer {
         backend.add_tenant(id, Some("https://t.test/hooks"));
     }
     FakeServer::start(Arc::new(backend)).await
+}
+
+/// Alerts `alr_1` (resolved) to `alr_4` of acme, opened in that order; the
+/// others open.
+fn seed_alerts(backend: &FakeBackend) {
+    for n in 1..=4 {
+        let state = match n {
+            1 => AlertState::Resolved,
+            _ => AlertState::Open,
+        };
+        backend.add_alert(AlertView {
+            state,
+            ..alert("acme", &format!("alr_{n}"), AlertType::RouteFailing, n)
+        });
+    }
 }
 
 /// The five tenants of [`fake_hookd`], in the order hookd lists them.
@@ -375,5 +394,167 @@ async fn route_calls_reach_route_service_and_keep_its_codes() {
             "delete_route",
             "get_route"
         ]
+    );
+}
+
+#[tokio::test]
+async fn alert_calls_reach_alert_service_and_list_all_alerts_follows_pages() {
+    let server = fake_hookd().await;
+    server.backend.limit_pages(2);
+    seed_alerts(&server.backend);
+    let client = admin(&server).await;
+    let all = client.list_all_alerts("acme", &[]).await.unwrap();
+    let ids: Vec<&str> = all.iter().map(|a| a.id.as_str()).collect();
+    assert_eq!(ids, ["alr_4", "alr_3", "alr_2", "alr_1"]);
+    let open = client
+        .list_all_alerts("acme", &[proto::AlertState::Resolved])
+        .await
+        .unwrap();
+    assert_eq!(open.len(), 1);
+    let acked = client.acknowledge_alert("acme", "alr_2").await.unwrap();
+    assert_eq!(acked.state(), proto::AlertState::Acknowledged);
+    let resolved = client.acknowledge_alert("acme", "alr_1").await.unwrap_err();
+    assert_eq!(resolved.code(), Code::FailedPrecondition);
+    let settings = proto::AlertSettings {
+        sink: Some(proto::AlertSink {
+            url: "https://ops.test/alerts".into(),
+            ..Default::default()
+        }),
+        rules: vec![],
+    };
+    let set = client.set_alert_settings("acme", settings).await.unwrap();
+    assert_eq!(set.generated_secret, GENERATED_SINK_SECRET);
+    let read = client.get_alert_settings("acme").await.unwrap();
+    assert_eq!(Some(read), set.settings);
+    let lists = server.backend.calls();
+    let lists = lists.iter().filter(|c| **c == "list_alerts").count();
+    assert_eq!(lists, 3, "two pages of two and one filtered page");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hookctl_alerts_lists_acknowledges_and_prints_a_new_sink_secret_once() {
+    let server = fake_hookd().await;
+    seed_alerts(&server.backend);
+    let endpoint = server.endpoint.as_str();
+
+    server.backend.limit_pages(2);
+    let (code, out, err) = hookctl(endpoint, &["alerts", "list", "acme"]).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.starts_with("ID "), "{out}");
+    assert_eq!(out.lines().count(), 3, "{out}");
+    assert!(err.contains("--page-token 2"), "{err}");
+    let (code, out, err) = hookctl(endpoint, &["alerts", "list", "acme", "--all"]).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(out.lines().count(), 5, "{out}");
+    let (code, out, err) = hookctl(
+        endpoint,
+        &["--json", "alerts", "list", "acme", "--state", "resolved"],
+    )
+    .await;
+    assert_eq!(code, Some(0), "{err}");
+    let document: serde_json::Value = serde_json::from_str(&out).expect("one JSON document");
+    assert_eq!(document["alerts"][0]["id"], "alr_1");
+    assert_eq!(document["alerts"][0]["state"], "resolved");
+    assert_eq!(document["alerts"].as_array().map(Vec::len), Some(1));
+
+    let (code, out, err) = hookctl(endpoint, &["--json", "alerts", "ack", "acme", "alr_3"]).await;
+    assert_eq!(code, Some(0), "{err}");
+    let document: serde_json::Value = serde_json::from_str(&out).expect("one JSON document");
+    assert_eq!(document["state"], "acknowledged");
+    let (code, _, err) = hookctl(endpoint, &["alerts", "ack", "acme", "alr_1"]).await;
+    assert_eq!(code, Some(5), "{err}");
+    assert!(err.contains("FAILED_PRECONDITION"), "{err}");
+
+    let set = [
+        "alerts",
+        "settings",
+        "set",
+        "acme",
+        "--sink-url",
+        "https://ops.test/alerts",
+        "--sink-format",
+        "slack",
+        "--rule",
+        "verification.failure_spike:20:60",
+        "--rule",
+        "route.failing:1:30:first_failure",
+        "--disable",
+        "handshake.failed",
+    ];
+    let (code, out, err) = hookctl(endpoint, &set).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains(GENERATED_SINK_SECRET), "{out}");
+    assert!(out.contains("shown only this once"), "{out}");
+    let (code, out, err) = hookctl(endpoint, &set).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!out.contains("whsec_"), "a kept secret is not shown: {out}");
+
+    let (code, out, err) =
+        hookctl(endpoint, &["--json", "alerts", "settings", "get", "acme"]).await;
+    assert_eq!(code, Some(0), "{err}");
+    let document: serde_json::Value = serde_json::from_str(&out).expect("one JSON document");
+    assert_eq!(document["sink"]["url"], "https://ops.test/alerts");
+    assert_eq!(document["sink"]["format"], "slack");
+    let rule = |kind: &str| {
+        document["rules"]
+            .as_array()
+            .and_then(|rules| rules.iter().find(|r| r["type"] == kind))
+            .cloned()
+            .unwrap_or_else(|| panic!("no rule {kind} in {document}"))
+    };
+    assert_eq!(rule("verification.failure_spike")["threshold"], 20);
+    assert_eq!(rule("route.failing")["mode"], "first_failure");
+    assert_eq!(rule("handshake.failed")["enabled"], false);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hookctl_alert_settings_refuse_bad_rules_and_secrets_without_echoing_them() {
+    let server = fake_hookd().await;
+    let endpoint = server.endpoint.as_str();
+    let dir = tempfile::tempdir().unwrap();
+    let secret_file = dir.path().join("sink-secret");
+    std::fs::write(&secret_file, "hunter2\n").unwrap();
+    let secret_path = secret_file.to_str().unwrap();
+    let with = |extra: &[&'static str]| {
+        let mut argv = vec!["alerts", "settings", "set", "acme"];
+        argv.extend_from_slice(extra);
+        argv
+    };
+    for usage in [
+        with(&[
+            "--sink-url",
+            "https://ops.test",
+            "--rule",
+            "route.failing:many:60",
+        ]),
+        with(&["--sink-url", "https://ops.test", "--no-sink"]),
+        with(&["--no-sink", "--sink-format", "slack"]),
+        with(&["--no-sink", "--sink-secret-file", "-"]),
+        with(&["--rule", "route.failing:1:60"]),
+    ] {
+        let (code, _, err) = hookctl(endpoint, &usage).await;
+        assert_eq!(code, Some(2), "{usage:?}: {err}");
+    }
+    let mut bad_secret = with(&["--sink-url", "https://ops.test", "--sink-secret-file"]);
+    bad_secret.push(secret_path);
+    let (code, _, err) = hookctl(endpoint, &bad_secret).await;
+    assert_eq!(code, Some(5), "{err}");
+    assert!(
+        err.contains("sink.secret") && !err.contains("hunter2"),
+        "{err}"
+    );
+    let (code, _, err) = hookctl(
+        endpoint,
+        &with(&["--no-sink", "--rule", "route.on_fire:1:60"]),
+    )
+    .await;
+    assert_eq!(code, Some(5), "{err}");
+    assert!(err.contains("rules[0].type"), "{err}");
+    std::fs::write(&secret_file, "whsec_c2VjcmV0\n").unwrap();
+    let (code, out, err) = hookctl(endpoint, &bad_secret).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        !out.contains("whsec_"),
+        "a supplied secret is not shown: {out}"
     );
 }

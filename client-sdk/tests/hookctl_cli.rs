@@ -53,6 +53,7 @@ fn help_lists_every_command_and_the_exit_codes() {
         "dead-letters",
         "contracts",
         "routes",
+        "alerts",
         "send",
         "tail",
     ] {

@@ -8,6 +8,7 @@ use futures_util::stream::BoxStream;
 
 use crate::{
     error::Result,
+    model::{AlertFilter, AlertSettingsView, AlertView, NewAlertSettings, SetAlertSettingsOutcome},
     model::{
         AttemptView, ContractCheck, ContractDef, ContractList, ContractView, CreatedTenant,
         CreatedToken, DeadLetterFilter, DeadLetterView, DeliveryContent, DeliveryEventView,
@@ -296,4 +297,30 @@ pub trait ControlBackend: Send + Sync + 'static {
     /// nothing. An unknown route or delivery is `NotFound`; an inline
     /// filter or transform that does not compile is `InvalidArgument`.
     async fn test_route(&self, tenant_id: &str, test: RouteTest) -> Result<RouteTestResult>;
+
+    /// The tenant's alert sink and rules, every default filled in.
+    async fn get_alert_settings(&self, tenant_id: &str) -> Result<AlertSettingsView>;
+
+    /// Replaces the tenant's alert sink and rules, checking them first
+    /// ([`crate::Error::InvalidArgument`] naming the bad field; nothing
+    /// changed). A config-file tenant is [`crate::Error::FailedPrecondition`].
+    /// In force when it returns.
+    async fn set_alert_settings(
+        &self,
+        tenant_id: &str,
+        settings: NewAlertSettings,
+    ) -> Result<SetAlertSettingsOutcome>;
+
+    /// One page of the tenant's alerts, newest first.
+    async fn list_alerts(
+        &self,
+        tenant_id: &str,
+        filter: AlertFilter,
+        page: PageRequest,
+    ) -> Result<Page<AlertView>>;
+
+    /// Acknowledges an open alert (again: no change); a resolved one is
+    /// [`crate::Error::FailedPrecondition`], an unknown one
+    /// [`crate::Error::NotFound`].
+    async fn acknowledge_alert(&self, tenant_id: &str, alert_id: &str) -> Result<AlertView>;
 }

@@ -23,6 +23,7 @@ pub mod fake;
 use std::{future::Future, sync::Arc, time::Duration};
 
 use hookd_proto::v1::{
+    alert_service_server::{self, AlertServiceServer},
     consumer_service_server::{self, ConsumerServiceServer},
     contract_service_server::{self, ContractServiceServer},
     delivery_service_server::{self, DeliveryServiceServer},
@@ -60,7 +61,7 @@ macro_rules! limited {
 
 /// Every service whose health is reported: the server as a whole ("") and
 /// each `hookd.v1` service, so a probe may ask for either.
-const HEALTH_NAMES: [&str; 9] = [
+const HEALTH_NAMES: [&str; 10] = [
     "",
     tenant_service_server::SERVICE_NAME,
     secret_service_server::SERVICE_NAME,
@@ -70,6 +71,7 @@ const HEALTH_NAMES: [&str; 9] = [
     contract_service_server::SERVICE_NAME,
     rejection_service_server::SERVICE_NAME,
     route_service_server::SERVICE_NAME,
+    alert_service_server::SERVICE_NAME,
 ];
 
 /// Serves the control plane on `listener` until `shutdown` resolves, then
@@ -121,6 +123,9 @@ pub async fn serve<B: ControlBackend>(
         ))))
         .add_service(limited!(RouteServiceServer::from_arc(Arc::clone(
             &services.routes
+        ))))
+        .add_service(limited!(AlertServiceServer::from_arc(Arc::clone(
+            &services.alerts
         ))));
     // gRPC and REST share the listener (and its TLS); HTTP/1.1 is accepted
     // for REST clients, gRPC keeps HTTP/2.

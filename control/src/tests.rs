@@ -1,12 +1,17 @@
 //! [`serve`] on a real socket with the fake backend: health, reflection and
-//! a `hookd.v1` call through generated clients, then a clean shutdown.
+//! a `hookd.v1` call through generated clients, then a clean shutdown; and
+//! every `hookd.v1` service of the proto files reflected and healthy.
 
 use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
 
 use futures_util::stream;
-use hookd_proto::v1::{
-    delivery_service_client::DeliveryServiceClient, tenant_service_client::TenantServiceClient,
-    GetTenantRequest, WatchDeliveriesRequest,
+use hookd_proto::{
+    domain::AlertType,
+    v1::{
+        alert_service_client::AlertServiceClient, delivery_service_client::DeliveryServiceClient,
+        tenant_service_client::TenantServiceClient, GetAlertSettingsRequest, GetTenantRequest,
+        WatchDeliveriesRequest,
+    },
 };
 use tokio::{sync::oneshot, task::JoinHandle, time::timeout};
 use tonic::{transport::Channel, Code, Request};
@@ -68,6 +73,25 @@ async fn health(channel: &Channel, service: &str) -> Option<ServingStatus> {
     Some(answer.into_inner().status())
 }
 
+/// The services server reflection lists.
+async fn reflected_services(channel: &Channel) -> Vec<String> {
+    let list = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut answers = ServerReflectionClient::new(channel.clone())
+        .server_reflection_info(stream::iter([list]))
+        .await
+        .unwrap()
+        .into_inner();
+    let Some(MessageResponse::ListServicesResponse(listed)) =
+        answers.message().await.unwrap().unwrap().message_response
+    else {
+        panic!("reflection did not list services");
+    };
+    listed.service.into_iter().map(|s| s.name).collect()
+}
+
 fn with_token<T>(message: T) -> Request<T> {
     let mut request = Request::new(message);
     let value = format!("Bearer {ADMIN}").parse().unwrap();
@@ -100,21 +124,7 @@ async fn serves_health_reflection_and_rpcs_then_shuts_down() {
         .unwrap_err();
     assert_eq!(anonymous.code(), Code::Unauthenticated);
 
-    let list = ServerReflectionRequest {
-        host: String::new(),
-        message_request: Some(MessageRequest::ListServices(String::new())),
-    };
-    let mut answers = ServerReflectionClient::new(channel.clone())
-        .server_reflection_info(stream::iter([list]))
-        .await
-        .unwrap()
-        .into_inner();
-    let Some(MessageResponse::ListServicesResponse(listed)) =
-        answers.message().await.unwrap().unwrap().message_response
-    else {
-        panic!("reflection did not list services");
-    };
-    let names: Vec<_> = listed.service.into_iter().map(|s| s.name).collect();
+    let names = reflected_services(&channel).await;
     for name in ["hookd.v1.DeliveryService", "grpc.health.v1.Health"] {
         assert!(
             names.iter().any(|n| n == name),
@@ -141,6 +151,30 @@ async fn health_follows_backend_readiness() {
     eventually(ServingStatus::NotServing, || health(&channel, "")).await;
     backend.set_ready(true);
     eventually(ServingStatus::Serving, || health(&channel, "")).await;
+    stop.send(()).unwrap();
+    timeout(DEADLINE, server).await.unwrap().unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_hookd_service_is_served_reflected_and_reports_health() {
+    let (channel, stop, server) = start(Arc::new(FakeBackend::new())).await;
+    let mut hookd = reflected_services(&channel).await;
+    hookd.retain(|name| name.starts_with("hookd.v1."));
+    assert!(
+        hookd.iter().any(|n| n == "hookd.v1.AlertService"),
+        "{hookd:?}"
+    );
+    for name in &hookd {
+        eventually(ServingStatus::Serving, || health(&channel, name)).await;
+    }
+    let settings = AlertServiceClient::new(channel)
+        .get_alert_settings(with_token(GetAlertSettingsRequest {
+            tenant_id: "acme".into(),
+        }))
+        .await
+        .expect("AlertService answers")
+        .into_inner();
+    assert_eq!(settings.rules.len(), AlertType::ALL.len());
     stop.send(()).unwrap();
     timeout(DEADLINE, server).await.unwrap().unwrap().unwrap();
 }

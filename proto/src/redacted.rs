@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use crate::v1::{CreateTenantRequest, RotateSecretRequest};
+use crate::v1::{AlertSink, CreateTenantRequest, RotateSecretRequest, SetAlertSettingsResponse};
 
 /// What a secret field shows.
 fn given(secret: &str) -> &'static str {
@@ -43,6 +43,26 @@ impl fmt::Debug for RotateSecretRequest {
     }
 }
 
+impl fmt::Debug for AlertSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AlertSink")
+            .field("url", &self.url)
+            .field("format", &self.format)
+            .field("secret", &given(&self.secret))
+            .field("has_secret", &self.has_secret)
+            .finish()
+    }
+}
+
+impl fmt::Debug for SetAlertSettingsResponse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SetAlertSettingsResponse")
+            .field("settings", &self.settings)
+            .field("generated_secret", &given(&self.generated_secret))
+            .finish()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,6 +85,23 @@ mod tests {
                 text.contains("acme") && text.contains("<redacted>"),
                 "{text}"
             );
+        }
+    }
+
+    #[test]
+    fn an_alert_sink_secret_never_shows_in_debug_output() {
+        let sink = AlertSink {
+            url: "https://ops.example/alerts".into(),
+            secret: "whsec_very_secret".into(),
+            ..Default::default()
+        };
+        let answer = SetAlertSettingsResponse {
+            generated_secret: "whsec_very_secret".into(),
+            ..Default::default()
+        };
+        for text in [format!("{sink:?}"), format!("{answer:?}")] {
+            assert!(!text.contains("very_secret"), "{text}");
+            assert!(text.contains("<redacted>"), "{text}");
         }
     }
 }

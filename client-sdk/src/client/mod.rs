@@ -2,6 +2,7 @@
 //! channel (plaintext or TLS), a method per RPC of the `hookd.v1` services, and
 //! paging helpers.
 
+mod alerts;
 mod auth;
 mod consumer;
 mod contracts;
@@ -18,8 +19,8 @@ mod tokens;
 use std::{fmt, time::Duration};
 
 use hookd_proto::v1::{
-    consumer_service_client::ConsumerServiceClient, contract_service_client::ContractServiceClient,
-    delivery_service_client::DeliveryServiceClient,
+    alert_service_client::AlertServiceClient, consumer_service_client::ConsumerServiceClient,
+    contract_service_client::ContractServiceClient, delivery_service_client::DeliveryServiceClient,
     rejection_service_client::RejectionServiceClient, route_service_client::RouteServiceClient,
     secret_service_client::SecretServiceClient, tenant_service_client::TenantServiceClient,
     token_service_client::TokenServiceClient,
@@ -89,6 +90,7 @@ pub struct HookdClient {
     contracts: ContractServiceClient<Authed>,
     rejections: RejectionServiceClient<Authed>,
     routes: RouteServiceClient<Authed>,
+    alerts: AlertServiceClient<Authed>,
 }
 
 impl HookdClient {
@@ -162,7 +164,8 @@ impl HookdClient {
             consumer: limited!(ConsumerServiceClient::new(authed.clone())),
             contracts: limited!(ContractServiceClient::new(authed.clone())),
             rejections: limited!(RejectionServiceClient::new(authed.clone())),
-            routes: limited!(RouteServiceClient::new(authed)),
+            routes: limited!(RouteServiceClient::new(authed.clone())),
+            alerts: limited!(AlertServiceClient::new(authed)),
         })
     }
 }

@@ -12,6 +12,7 @@ import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-no
 
 import { bearer } from "./auth.js";
 import { ConsumerService } from "./gen/hookd/v1/consumer_pb.js";
+import { AlertService } from "./gen/hookd/v1/alert_pb.js";
 import { ContractService } from "./gen/hookd/v1/contract_pb.js";
 import {
   type DeadLetter,
@@ -81,6 +82,8 @@ export class HookdClient {
   readonly deliveries: Client<typeof DeliveryService>;
   /** RouteService: a tenant's routes. */
   readonly routes: Client<typeof RouteService>;
+  /** AlertService: a tenant's alerts and where they are sent. */
+  readonly alerts: Client<typeof AlertService>;
   /** ContractService: event contracts. */
   readonly contracts: Client<typeof ContractService>;
   /** ConsumerService: pull, ack and nack for pull-mode tenants. */
@@ -105,6 +108,7 @@ export class HookdClient {
     this.tokens = createClient(TokenService, transport);
     this.deliveries = createClient(DeliveryService, transport);
     this.routes = createClient(RouteService, transport);
+    this.alerts = createClient(AlertService, transport);
     this.contracts = createClient(ContractService, transport);
     this.consumer = createClient(ConsumerService, transport);
     this.rejections = createClient(RejectionService, transport);

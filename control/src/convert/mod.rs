@@ -2,6 +2,7 @@
 //! request that converts is one the backend can act on. Every failure is
 //! [`Error::InvalidArgument`] with a message naming the field.
 
+mod alert;
 mod consumer;
 mod contract;
 mod delivery;
@@ -59,6 +60,19 @@ pub(crate) fn page(size: u32, token: String) -> PageRequest {
         size,
         token: non_empty(token),
     }
+}
+
+/// Whether `url` is an absolute http(s) URL with a host and no blanks or
+/// control characters: the shape every destination must have before the
+/// backend applies its address policy.
+fn is_absolute_http_url(url: &str) -> bool {
+    let lower = url.to_ascii_lowercase();
+    let authority = lower
+        .strip_prefix("https://")
+        .or_else(|| lower.strip_prefix("http://"))
+        .and_then(|rest| rest.split(['/', '?', '#']).next());
+    let has_host = authority.is_some_and(|a| !a.is_empty() && !a.starts_with(':'));
+    has_host && !url.chars().any(|c| c.is_whitespace() || c.is_control())
 }
 
 /// The protobuf empty string read as "none".

@@ -210,13 +210,7 @@ pub(super) fn destination_url(url: String) -> Result<Option<String>> {
     if url.is_empty() {
         return Ok(None);
     }
-    let lower = url.to_ascii_lowercase();
-    let authority = lower
-        .strip_prefix("https://")
-        .or_else(|| lower.strip_prefix("http://"))
-        .and_then(|rest| rest.split(['/', '?', '#']).next());
-    let has_host = authority.is_some_and(|a| !a.is_empty() && !a.starts_with(':'));
-    if !has_host || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+    if !super::is_absolute_http_url(&url) {
         return Err(Error::InvalidArgument(format!(
             "destination_url {url:?} is not an absolute http(s) URL; leave it empty for pull mode"
         )));

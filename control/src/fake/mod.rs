@@ -15,15 +15,18 @@ use std::{
 
 use tokio::sync::broadcast;
 
+mod alerts;
 mod redeliver;
 mod routes;
 mod server;
 
+pub use alerts::{alert, ACKNOWLEDGED_AT_MS, GENERATED_SINK_SECRET};
 pub use server::FakeServer;
 
 use crate::{
     backend::{ControlBackend, EventStream},
     error::{Error, Result},
+    model::{AlertFilter, AlertSettingsView, AlertView, NewAlertSettings, SetAlertSettingsOutcome},
     model::{
         AttemptView, ContractCheck, ContractDef, ContractList, ContractView, CreatedTenant,
         CreatedToken, DeadLetterFilter, DeadLetterView, DeliveryContent, DeliveryEventView,
@@ -52,6 +55,7 @@ pub struct FakeBackend {
     ready: AtomicBool,
     page_limit: AtomicU32,
     routes: routes::FakeRoutes,
+    alerts: alerts::FakeAlerts,
     /// Events sent here reach watchers.
     pub events: broadcast::Sender<DeliveryEventView>,
 }
@@ -82,6 +86,7 @@ impl FakeBackend {
             ready: AtomicBool::new(true),
             page_limit: AtomicU32::new(u32::MAX),
             routes: routes::FakeRoutes::default(),
+            alerts: alerts::FakeAlerts::default(),
             events: broadcast::channel(4).0,
         }
     }
@@ -118,13 +123,18 @@ impl FakeBackend {
             .push((tenant_id.to_owned(), route.to_owned()));
     }
 
+    /// Adds an alert (see [`alert`]).
+    pub fn add_alert(&self, alert: AlertView) {
+        self.alerts.add(alert);
+    }
+
     /// The selections `redeliver` and `purge_dead_letters` were given, in
     /// order.
     pub fn selections(&self) -> Vec<Selection> {
         self.selections.lock().unwrap().clone()
     }
 
-    /// Pages of tenants and dead letters hold at most `limit` items,
+    /// Pages of tenants, dead letters and alerts hold at most `limit` items,
     /// whatever the caller asks for, so a client must follow page tokens.
     pub fn limit_pages(&self, limit: u32) {
         self.page_limit.store(limit.max(1), Ordering::Relaxed);
@@ -622,5 +632,42 @@ impl ControlBackend for FakeBackend {
     async fn test_route(&self, tenant_id: &str, test: RouteTest) -> Result<RouteTestResult> {
         self.called("test_route");
         Ok(self.routes.test(&self.tenant(tenant_id)?, test))
+    }
+
+    async fn get_alert_settings(&self, tenant_id: &str) -> Result<AlertSettingsView> {
+        self.called("get_alert_settings");
+        Ok(self.alerts.settings(&self.tenant(tenant_id)?))
+    }
+
+    async fn set_alert_settings(
+        &self,
+        tenant_id: &str,
+        settings: NewAlertSettings,
+    ) -> Result<SetAlertSettingsOutcome> {
+        self.called("set_alert_settings");
+        let (settings, generated_secret) = self.alerts.set(&self.tenant(tenant_id)?, settings)?;
+        Ok(SetAlertSettingsOutcome {
+            settings,
+            generated_secret,
+        })
+    }
+
+    async fn list_alerts(
+        &self,
+        tenant_id: &str,
+        filter: AlertFilter,
+        page: PageRequest,
+    ) -> Result<Page<AlertView>> {
+        self.called("list_alerts");
+        self.tenant(tenant_id)?;
+        let size = self.page_size(&page);
+        self.alerts
+            .list(tenant_id, &filter, page.token.as_deref(), size)
+    }
+
+    async fn acknowledge_alert(&self, tenant_id: &str, alert_id: &str) -> Result<AlertView> {
+        self.called("acknowledge_alert");
+        self.tenant(tenant_id)?;
+        self.alerts.acknowledge(tenant_id, alert_id)
     }
 }

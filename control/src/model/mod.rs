@@ -3,12 +3,17 @@
 //! none") are resolved into `Option`s and concrete values before the
 //! backend sees a request, so it never has to guess what a 0 meant.
 
+mod alert;
 mod contract;
 mod delivery;
 mod rejection;
 mod route;
 mod tenant;
 
+pub use alert::{
+    AlertFilter, AlertRuleView, AlertSettingsView, AlertSinkFormat, AlertSinkView, AlertState,
+    AlertView, NewAlertSettings, NewAlertSink, SetAlertSettingsOutcome,
+};
 pub use contract::{ContractCheck, ContractDef, ContractList, ContractView, ViolationView};
 pub use delivery::{
     AttemptView, DeadLetterFilter, DeadLetterView, DeliveryContent, DeliveryEventKind,

@@ -5,10 +5,11 @@
 
 use axum::http::Method;
 use hookd_proto::v1::{
-    consumer_service_server::ConsumerService, contract_service_server::ContractService,
-    delivery_service_server::DeliveryService, rejection_service_server::RejectionService,
-    route_service_server::RouteService, secret_service_server::SecretService,
-    tenant_service_server::TenantService, token_service_server::TokenService,
+    alert_service_server::AlertService, consumer_service_server::ConsumerService,
+    contract_service_server::ContractService, delivery_service_server::DeliveryService,
+    rejection_service_server::RejectionService, route_service_server::RouteService,
+    secret_service_server::SecretService, tenant_service_server::TenantService,
+    token_service_server::TokenService,
 };
 
 use super::{
@@ -72,5 +73,10 @@ pub(crate) fn table<B: ControlBackend>(services: &Services<B>) -> Table {
         .add(Method::DELETE, "/v1/tenants/{tenant_id}/routes/{name}", "hookd.v1.RouteService/DeleteRoute", rpc!(s, delete_route))
         .add(Method::POST, "/v1/tenants/{tenant_id}/routes/{name}:test", "hookd.v1.RouteService/TestRoute", rpc!(s, test_route))
         .add(Method::POST, "/v1/tenants/{tenant_id}/routes:test", "hookd.v1.RouteService/TestRoute", rpc!(s, test_route));
+    let s = &services.alerts;
+    t.add(Method::GET, "/v1/tenants/{tenant_id}/alert-settings", "hookd.v1.AlertService/GetAlertSettings", rpc!(s, get_alert_settings))
+        .add(Method::PUT, "/v1/tenants/{tenant_id}/alert-settings", "hookd.v1.AlertService/SetAlertSettings", rpc!(s, set_alert_settings))
+        .add(Method::GET, "/v1/tenants/{tenant_id}/alerts", "hookd.v1.AlertService/ListAlerts", rpc!(s, list_alerts))
+        .add(Method::POST, "/v1/tenants/{tenant_id}/alerts/{alert_id}:acknowledge", "hookd.v1.AlertService/AcknowledgeAlert", rpc!(s, acknowledge_alert));
     t
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::backend::ControlBackend;
 
+mod alert;
 mod consumer;
 mod contract;
 mod delivery;
@@ -16,6 +17,7 @@ mod secret;
 mod tenant;
 mod token;
 
+pub(crate) use alert::AlertApi;
 pub(crate) use consumer::ConsumerApi;
 pub(crate) use contract::ContractApi;
 pub(crate) use delivery::DeliveryApi;
@@ -36,6 +38,7 @@ pub(crate) struct Services<B> {
     pub(crate) contracts: Arc<ContractApi<B>>,
     pub(crate) rejections: Arc<RejectionApi<B>>,
     pub(crate) routes: Arc<RouteApi<B>>,
+    pub(crate) alerts: Arc<AlertApi<B>>,
 }
 
 impl<B: ControlBackend> Services<B> {
@@ -51,6 +54,7 @@ impl<B: ControlBackend> Services<B> {
             contracts: Arc::new(ContractApi::new(Arc::clone(backend))),
             rejections: Arc::new(RejectionApi::new(Arc::clone(backend))),
             routes: Arc::new(RouteApi::new(Arc::clone(backend))),
+            alerts: Arc::new(AlertApi::new(Arc::clone(backend))),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! `hookctl`: administer a hookd webhook receiver from the shell: tenants, secrets,
-//! tokens, routes, deliveries and dead letters over the gRPC control plane, plus `send` (a
-//! signed test webhook over HTTP) and `tail` (live delivery events).
+//! tokens, routes, deliveries, dead letters and alerts over the gRPC control plane,
+//! plus `send` (a signed test webhook over HTTP) and `tail` (live delivery events).
 //!
 //! Output is an aligned table by default and one JSON document with `--json`.
 //!

@@ -48,7 +48,9 @@ pub fn event_kind_label(raw: i32) -> String {
         .unwrap_or_else(|_| raw.to_string())
 }
 
-fn short_name(full: &str, prefix: &str) -> String {
+/// A proto enum's name without its prefix, lower case, `_` as `-`:
+/// `DELIVERY_STATUS_IN_FLIGHT` -> `in-flight`.
+pub fn short_name(full: &str, prefix: &str) -> String {
     full.strip_prefix(prefix)
         .unwrap_or(full)
         .to_ascii_lowercase()

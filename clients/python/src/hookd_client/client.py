@@ -11,6 +11,7 @@ from typing import Any, cast
 import grpc
 
 from hookd.v1 import (
+    alert_pb2_grpc,
     consumer_pb2_grpc,
     contract_pb2_grpc,
     delivery_pb2,
@@ -86,6 +87,7 @@ class HookdClient:
         self.tokens = service(token_pb2_grpc.TokenServiceStub, channel, timeout)
         self.deliveries = service(delivery_pb2_grpc.DeliveryServiceStub, channel, timeout)
         self.routes = service(route_pb2_grpc.RouteServiceStub, channel, timeout)
+        self.alerts = service(alert_pb2_grpc.AlertServiceStub, channel, timeout)
         self.contracts = service(contract_pb2_grpc.ContractServiceStub, channel, timeout)
         self.consumer = service(consumer_pb2_grpc.ConsumerServiceStub, channel, timeout)
         self.rejections = service(rejection_pb2_grpc.RejectionServiceStub, channel, timeout)

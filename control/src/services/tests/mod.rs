@@ -14,6 +14,7 @@ use tonic::{Code, Request, Response, Status};
 use super::*;
 use crate::fake::{FakeBackend, ACME, ADMIN};
 
+mod alert;
 mod delivery;
 mod redeliver;
 

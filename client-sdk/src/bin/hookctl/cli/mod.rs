@@ -2,6 +2,7 @@
 //! live beside it, grouped as the commands are.
 
 mod admin;
+mod alerts;
 mod apply;
 mod contracts;
 mod deliveries;
@@ -17,6 +18,7 @@ use reqwest::Url;
 pub use admin::{
     CreateTenantArgs, SecretsCommand, TenantsCommand, TokensCommand, UpdateTenantArgs,
 };
+pub use alerts::{AlertSettingsCommand, AlertsCommand, SetAlertSettingsArgs};
 pub use apply::{ApplyArgs, ExportArgs, PlanArgs};
 pub use contracts::{ContractsCommand, PutContractArgs};
 pub use deliveries::{DeadLettersCommand, DeliveriesCommand, FilterArgs};
@@ -129,6 +131,10 @@ pub enum Command {
     /// Print hookd's tenants, routes and contracts as a file `apply` takes, secrets as
     /// references to fill in.
     Export(ExportArgs),
+    /// List and acknowledge a tenant's alerts (open, acknowledged, resolved
+    /// conditions); show and set where they are sent and when they open.
+    #[command(subcommand)]
+    Alerts(AlertsCommand),
     /// Sign and POST a test webhook to hookd's HTTP ingest, as a sender would.
     Send(SendArgs),
     /// Print delivery events as they happen, until Ctrl-C.

@@ -1,6 +1,7 @@
 //! One module per command group: each turns parsed arguments into client calls and
 //! prints the result through [`Output`].
 
+mod alerts;
 mod contracts;
 mod dead_letters;
 mod deliveries;
@@ -60,6 +61,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Apply(args) => apply::apply(connect(), out, args).await,
         Command::Diff(args) => apply::diff(connect(), out, args).await,
         Command::Export(args) => apply::export(connect(), out, args).await,
+        Command::Alerts(command) => alerts::run(&connect().await?, out, command).await,
         Command::Tail { tenant } => tail::run(&connect().await?, out, tenant).await,
     }
 }
