@@ -68,6 +68,13 @@ impl TenantId {
         }
         TenantId(format!("{}~{route}", self.0))
     }
+
+    /// The storage scope of this tenant's alert sink `sink` (`tenant~~sink`):
+    /// no route name holds a `~`, so it never meets a route's scope, and it
+    /// is never a tenant of its own either.
+    pub fn alert_scope(&self, sink: &str) -> TenantId {
+        TenantId(format!("{}~~{sink}", self.0))
+    }
 }
 
 /// The route every tenant has: its own destination (or pull queue).
