@@ -5,7 +5,7 @@
 //! queues one notification to each of the tenant's sinks. Off the ingest
 //! path: its storage work runs on the blocking pool.
 
-use std::collections::HashMap;
+use std::{collections::HashMap, sync::Arc};
 
 use futures_util::future::BoxFuture;
 use hookd_proto::domain::AlertType;
@@ -19,6 +19,7 @@ use super::{
 };
 use crate::{
     ids::TenantId,
+    metrics::TenantMetrics,
     store::api::{blocking, QueueCounts},
     tenant::TenantHandle,
 };
@@ -51,6 +52,9 @@ struct Condition {
     alert: Option<AlertRecord>,
 }
 
+/// A notification being queued, with what counts it.
+type Queued = (Arc<TenantMetrics>, AlertType, BoxFuture<'static, bool>);
+
 /// What a condition reads as.
 #[derive(Debug, Clone, Copy)]
 enum Level {
@@ -70,8 +74,8 @@ impl Alerts {
         match blocking(move || Ok(alerts.evaluate(now))).await {
             Ok(queued) => {
                 let wrote = !queued.is_empty();
-                for queue in queued {
-                    queue.await;
+                for (metrics, kind, queue) in queued {
+                    metrics.alerts().notified(kind, queue.await);
                 }
                 if wrote {
                     if let Err(e) = self.inner.registry.store().durable_barrier().await {
@@ -84,7 +88,7 @@ impl Alerts {
     }
 
     /// Steps every running tenant's conditions (blocks on storage).
-    fn evaluate(&self, now: i64) -> Vec<BoxFuture<'static, ()>> {
+    fn evaluate(&self, now: i64) -> Vec<Queued> {
         let handles = self.inner.registry.handles();
         let mut tenants = self.inner.tenants.lock().expect("alerts lock");
         tenants.retain(|id, _| handles.iter().any(|h| h.data().tenant() == id));
@@ -92,7 +96,7 @@ impl Alerts {
         for handle in handles {
             let id = handle.data().tenant().clone();
             if !tenants.contains_key(&id) {
-                match self.load(&id) {
+                match self.load(&id, &handle.metrics) {
                     Ok(state) => tenants.insert(id.clone(), state),
                     Err(e) => {
                         tracing::error!(tenant = %id, error = %e, "loading the tenant's alerts failed");
@@ -102,14 +106,15 @@ impl Alerts {
             }
             let state = tenants.get_mut(&id).expect("inserted above");
             for (kind, subject, level) in readings(&handle, state, now) {
-                self.step(&id, state, (kind, subject, level), now, &mut queued);
+                let on = (&id, &handle.metrics);
+                self.step(on, state, (kind, subject, level), now, &mut queued);
             }
         }
         queued
     }
 
     /// A tenant's settings, its sinks started, and its alerts still open.
-    fn load(&self, id: &TenantId) -> crate::error::Result<TenantState> {
+    fn load(&self, id: &TenantId, metrics: &TenantMetrics) -> crate::error::Result<TenantState> {
         let settings = self.resolve(id, true)?;
         let mut conditions = HashMap::new();
         for alert in self.inner.rows.all(id.as_str())? {
@@ -119,6 +124,7 @@ impl Alerts {
             if alert.state == StoredState::Resolved {
                 continue;
             }
+            metrics.alerts().opened(kind);
             let condition = Condition {
                 gate: Gate::opened_at(alert.opened_at_ms),
                 window: Window::default(),
@@ -138,11 +144,11 @@ impl Alerts {
     /// notifications.
     fn step(
         &self,
-        tenant: &TenantId,
+        (tenant, metrics): (&TenantId, &Arc<TenantMetrics>),
         state: &mut TenantState,
         (kind, subject, level): (AlertType, String, Level),
         now: i64,
-        queued: &mut Vec<BoxFuture<'static, ()>>,
+        queued: &mut Vec<Queued>,
     ) {
         let rule = state.settings.rules.get(kind);
         let condition = state.conditions.entry((kind, subject.clone())).or_default();
@@ -200,8 +206,13 @@ impl Alerts {
         let id = format!("ntf_{}", ulid::Ulid::new());
         let body = event::event(&id, &alert, kind, measure);
         for sink in &state.settings.sinks {
-            queued.push(sink.queue(&id, event::body(sink.format(), &body), now));
+            let queue = sink.queue(&id, event::body(sink.format(), &body), now);
+            queued.push((metrics.clone(), kind, queue));
             alert.notifications += 1;
+        }
+        match alert.state {
+            StoredState::Resolved => metrics.alerts().resolved(kind),
+            _ => metrics.alerts().opened(kind),
         }
         if let Err(e) = self.inner.rows.put(&alert) {
             tracing::error!(tenant = %tenant, alert = %alert.id, error = %e, "storing an alert failed");

@@ -113,8 +113,9 @@ impl SinkHandle {
     }
 
     /// Queues one notification (`id` is its `webhook-id`) durably; the
-    /// future resolves once it is on disk, then the dispatcher is woken.
-    pub fn queue(&self, id: &str, body: Vec<u8>, now_ms: i64) -> BoxFuture<'static, ()> {
+    /// future resolves once it is on disk (true) or failed (false), and
+    /// wakes the dispatcher.
+    pub fn queue(&self, id: &str, body: Vec<u8>, now_ms: i64) -> BoxFuture<'static, bool> {
         let item = NewDelivery {
             event_id: EventId::new(id),
             meta: EventMeta {
@@ -137,9 +138,15 @@ impl SinkHandle {
         let (committed, wake) = (self.data.commit(item), self.wake.clone());
         Box::pin(async move {
             match committed.await {
-                Ok(CommitOutcome::Accepted) => wake.notify_one(),
-                Ok(_) => {}
-                Err(e) => tracing::error!(error = %e, "queuing an alert notification failed"),
+                Ok(CommitOutcome::Accepted) => {
+                    wake.notify_one();
+                    true
+                }
+                Ok(_) => true,
+                Err(e) => {
+                    tracing::error!(error = %e, "queuing an alert notification failed");
+                    false
+                }
             }
         })
     }

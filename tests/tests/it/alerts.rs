@@ -69,6 +69,16 @@ async fn advance(s: &TestServer, secs: i64) {
     }
 }
 
+/// The value of one series on `/metrics`.
+async fn metric(s: &TestServer, series: &str) -> Option<String> {
+    let text = s.get("/metrics").await.text().await.unwrap();
+    text.lines().find_map(|line| {
+        line.strip_prefix(series)?
+            .strip_prefix(' ')
+            .map(str::to_owned)
+    })
+}
+
 fn types(events: &[(i64, Value)]) -> Vec<&str> {
     events
         .iter()
@@ -148,6 +158,8 @@ async fn a_secret_rotated_at_the_provider_raises_one_spike_and_one_resolution_af
         .as_str()
         .unwrap()
         .contains("rotated its secret"));
+    let open = r#"hookd_alerts_open{tenant="shop",type="verification.failure_spike"}"#;
+    assert_eq!(metric(&s, open).await.as_deref(), Some("1"));
 
     // hookd is told; deliveries verify again, and the spike clears once.
     admin.rotate_secret_to("shop", 0, rotated).await.unwrap();
@@ -165,6 +177,9 @@ async fn a_secret_rotated_at_the_provider_raises_one_spike_and_one_resolution_af
         ]
     );
     assert_eq!(events[1].1["alert_id"], events[0].1["alert_id"]);
+    assert_eq!(metric(&s, open).await.as_deref(), Some("0"));
+    let queued = r#"hookd_alert_notifications_total{tenant="shop",type="verification.failure_spike",outcome="queued"}"#;
+    assert_eq!(metric(&s, queued).await.as_deref(), Some("2"));
 
     let page = control
         .list_alerts(
