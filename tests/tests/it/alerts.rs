@@ -331,3 +331,82 @@ window_secs = 30.0
         "the saturated route sent no more"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_issues_page_lists_an_alert_and_acknowledges_it_with_the_pages_csrf_token() {
+    use crate::{dashboard::http::Http, harness::ADMIN_TOKEN};
+    let sink = Receiver::start(Reply::Status(200)).await;
+    let dest = Receiver::start(Reply::Status(200)).await;
+    let rules = "[[tenants.alerts.rules]]\ntype = \"verification.failure_spike\"\nthreshold = 2\n";
+    let s = TestServer::start_at(&flapping_tenant(&dest.url, &sink.url, rules), now_secs());
+    let wrong = "whsec_d3Jvbmctc2VjcmV0LWZyb20tYS1yb3RhdGVkLXByb3ZpZGVy";
+    for i in 0..3 {
+        assert_eq!(
+            post_with(&s, "acme", wrong, &format!("evt_bad_{i}")).await,
+            401
+        );
+    }
+    advance_until(&s, &sink, 1, 10).await;
+    let events = verified(&sink, SINK_SECRET);
+    let alert_id = events[0].1["alert_id"].as_str().unwrap().to_owned();
+
+    let http = Http::new(&s);
+    let session = http.sign_in(ADMIN_TOKEN).await;
+    let deliveries = http
+        .get(&session, "/t/acme/deliveries")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        deliveries.contains("href=\"/t/acme/alerts\""),
+        "linked from the tenant's pages"
+    );
+    let page = http.get(&session, "/t/acme/alerts").await;
+    assert_eq!(page.status(), 200);
+    let page = page.text().await.unwrap();
+    assert!(page.contains("verification.failure_spike"), "{page}");
+    assert!(page.contains(&alert_id), "{page}");
+    assert!(page.contains(">open<"), "{page}");
+
+    let ack = format!("/t/acme/alerts/{alert_id}/acknowledge");
+    let answer = http.submit(&session, "/t/acme/alerts", &ack, &[]).await;
+    assert!(
+        answer.status().is_success() || answer.status() == 303,
+        "{}",
+        answer.status()
+    );
+    let after = http
+        .get(&session, "/t/acme/alerts?state=acknowledged")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        after.contains(&alert_id) && after.contains(">acknowledged<"),
+        "{after}"
+    );
+    let forged = http.post_raw(&session.0, &ack, &[("csrf", "forged")]).await;
+    assert_eq!(
+        forged.status(),
+        403,
+        "a form without the page's token is refused"
+    );
+    let listed = s
+        .server()
+        .control()
+        .list_alerts(
+            "acme",
+            AlertFilter {
+                states: vec![AlertState::Acknowledged],
+            },
+            PageRequest {
+                size: 10,
+                token: None,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(listed.items.len(), 1);
+    assert!(listed.items[0].acknowledged_at_unix_ms.is_some());
+}
