@@ -261,7 +261,7 @@ impl Backend {
         self.registry.feed().close(&tenant);
         self.revoked();
         let scopes = routes.iter().map(|route| tenant.route_scope(route));
-        let sinks = ["alerts", "operator"].map(|sink| tenant.alert_scope(sink));
+        let sinks = crate::alerts::SINK_NAMES.map(|sink| tenant.alert_scope(sink));
         for scope in scopes.chain(sinks).chain(std::iter::once(tenant.clone())) {
             self.registry
                 .store()

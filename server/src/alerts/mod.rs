@@ -29,10 +29,11 @@ pub use self::{
     records::{AlertRecord, AlertRows, StoredSettings, StoredSink, StoredState, SINK_KID},
     rules::{RuleOverride, Rules},
     signals::Signals,
+    sinks::SINK_NAMES,
 };
 use self::{
     evaluate::TenantState,
-    sinks::{Sink, SinkDelivery, SinkHandle},
+    sinks::{Sink, SinkDelivery, SinkHandle, OPERATOR_SINK, TENANT_SINK},
 };
 use crate::{
     config::{AlertsConfig, SinkConfig, SinkFormat, TenantAlertsConfig},
@@ -93,7 +94,7 @@ impl Alerts {
         let operator = config
             .sink
             .as_ref()
-            .map(|sink| config_sink("operator", sink));
+            .map(|sink| config_sink(OPERATOR_SINK, sink));
         Ok(Alerts {
             inner: Arc::new(Inner {
                 registry,
@@ -175,7 +176,7 @@ impl Alerts {
         let inner = &self.inner;
         let (own, overrides) = match inner.config_tenants.get(tenant.as_str()) {
             Some(config) => (
-                config.sink.as_ref().map(|s| config_sink("alerts", s)),
+                config.sink.as_ref().map(|s| config_sink(TENANT_SINK, s)),
                 config.rules.iter().map(RuleOverride::from).collect(),
             ),
             None => {
@@ -224,7 +225,7 @@ impl Alerts {
         let secret = sink_secret(&SecretString::from(raw))
             .map_err(|e| crate::error::Error::Corrupt(format!("alert sink secret: {e}")))?;
         Ok(Sink {
-            name: "alerts",
+            name: TENANT_SINK,
             url: sink.url.clone(),
             format: sink.format,
             secret,

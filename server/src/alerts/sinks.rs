@@ -25,6 +25,13 @@ use crate::{
     tenant::Registry,
 };
 
+/// The tenant's own sink's name (its scope is `tenant~~alerts`).
+pub const TENANT_SINK: &str = "alerts";
+/// The operator's sink's name (its scope is `tenant~~operator`).
+pub const OPERATOR_SINK: &str = "operator";
+/// Every sink's name: the scopes a tenant's sinks may have queued to.
+pub const SINK_NAMES: [&str; 2] = [TENANT_SINK, OPERATOR_SINK];
+
 /// How every sink is delivered to (`[alerts]`).
 #[derive(Debug, Clone)]
 pub struct SinkDelivery {

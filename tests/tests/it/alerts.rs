@@ -410,3 +410,97 @@ async fn the_issues_page_lists_an_alert_and_acknowledges_it_with_the_pages_csrf_
     assert_eq!(listed.items.len(), 1);
     assert!(listed.items[0].acknowledged_at_unix_ms.is_some());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_alert_settings_are_refused_naming_the_field_and_change_nothing() {
+    use hookd_control::Error;
+    let s = TestServer::start_at(
+        &tenant("acme", "http://127.0.0.1:9/", "", "", ""),
+        now_secs(),
+    );
+    s.admin()
+        .await
+        .create_tenant(CreateTenantRequest {
+            tenant_id: "shop".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let control = s.server().control();
+    let sink = |url: &str, secret: Option<&str>| NewAlertSettings {
+        sink: Some(NewAlertSink {
+            url: url.into(),
+            format: AlertSinkFormat::Slack,
+            secret: secret.map(str::to_owned),
+        }),
+        rules: Vec::new(),
+    };
+    let good = "https://ops.example.com/alerts";
+    let refused = [
+        (sink("ftp://ops.example.com/", None), "sink.url"),
+        (sink("http://10.0.0.7/alerts", None), "sink.url"),
+        (sink(good, Some("not-a-secret")), "sink.secret"),
+        (
+            NewAlertSettings {
+                sink: None,
+                rules: vec![AlertRuleView {
+                    alert_type: "route.on_fire".into(),
+                    enabled: true,
+                    threshold: 0,
+                    window_secs: 0.0,
+                    mode: None,
+                }],
+            },
+            "rules[0].type",
+        ),
+        (
+            NewAlertSettings {
+                sink: None,
+                rules: vec![AlertRuleView {
+                    alert_type: "route.failing".into(),
+                    enabled: true,
+                    threshold: 1,
+                    window_secs: 0.5,
+                    mode: Some("sometimes".into()),
+                }],
+            },
+            "rules[0].window_secs",
+        ),
+    ];
+    for (settings, field) in refused {
+        match control.set_alert_settings("shop", settings).await {
+            Err(Error::InvalidArgument(why)) => assert!(why.starts_with(field), "{why}"),
+            other => panic!("{field}: {other:?}"),
+        }
+    }
+    let unchanged = control.get_alert_settings("shop").await.unwrap();
+    assert_eq!(unchanged.sink, None);
+    assert_eq!(
+        unchanged.rules.len(),
+        10,
+        "every type, its default filled in"
+    );
+    match control.set_alert_settings("acme", sink(good, None)).await {
+        Err(Error::FailedPrecondition(why)) => assert!(why.contains("config file"), "{why}"),
+        other => panic!("a config-file tenant: {other:?}"),
+    }
+
+    let set = control
+        .set_alert_settings("shop", sink(good, Some(SINK_SECRET)))
+        .await
+        .unwrap();
+    assert_eq!(set.generated_secret, None, "a given secret is not echoed");
+    let again = control
+        .set_alert_settings("shop", sink(good, None))
+        .await
+        .unwrap();
+    assert_eq!(
+        again.generated_secret, None,
+        "an existing sink keeps its secret"
+    );
+    let view = again.settings.sink.unwrap();
+    assert_eq!(
+        (view.url.as_str(), view.format, view.has_secret),
+        (good, AlertSinkFormat::Slack, true)
+    );
+}
