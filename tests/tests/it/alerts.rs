@@ -14,6 +14,7 @@ use hookd_sdk::{
     client::proto::CreateTenantRequest,
     signature::{sign, Scheme, Secret},
 };
+use hookd_server::testing::test_database;
 use serde_json::Value;
 
 use crate::{
@@ -97,11 +98,30 @@ async fn post_with(s: &TestServer, tenant: &str, secret: &str, event_id: &str) -
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_secret_rotated_at_the_provider_raises_one_spike_and_one_resolution_after_the_update() {
-    let sink = Receiver::start(Reply::Status(200)).await;
-    let s = TestServer::start_at(
-        "[forward]\nallow_networks = [\"127.0.0.1/32\"]\n",
-        now_secs(),
+    rotated_behind_hookds_back("").await;
+}
+
+/// The same on PostgreSQL: the alert, its settings and its sink's queue
+/// are stored there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_a_rotated_secret_raises_one_spike_and_one_resolution() {
+    let Some(database) = test_database("hookd_it_alerts_rotation") else {
+        return;
+    };
+    let storage = format!(
+        "[storage]\nbackend = \"postgres\"\n[storage.postgres]\nurl = \"{}\"\n",
+        database.url
     );
+    rotated_behind_hookds_back(&storage).await;
+}
+
+/// A tenant created over the control plane with its own sink, whose
+/// provider signs with a secret hookd does not know, until hookd is told;
+/// `storage` is prepended to the config.
+async fn rotated_behind_hookds_back(storage: &str) {
+    let sink = Receiver::start(Reply::Status(200)).await;
+    let config = format!("{storage}[forward]\nallow_networks = [\"127.0.0.1/32\"]\n");
+    let s = TestServer::start_at(&config, now_secs());
     let admin = s.admin().await;
     let created = admin
         .create_tenant(CreateTenantRequest {
