@@ -13,6 +13,8 @@ use std::{
 
 use hookd_proto::domain::AlertType;
 
+use crate::store::lifecycle::Next;
+
 /// Position of a type in [`AlertType::ALL`].
 pub(crate) fn index(kind: AlertType) -> usize {
     AlertType::ALL
@@ -64,8 +66,28 @@ impl Signals {
         self.tenant[index(kind)].load(Ordering::Relaxed)
     }
 
-    /// Changes what is known of `route` (called by its dispatcher).
-    pub(crate) fn route(&self, route: &str, change: impl FnOnce(&mut RouteReading)) {
+    /// Counts what an attempt on `route` led to, and its breaker's state
+    /// after it (called by the route's dispatcher).
+    pub(crate) fn outcome(&self, route: &str, next: &Next, breaker_open: bool) {
+        self.route(route, |reading| {
+            reading.breaker_open = breaker_open;
+            match next {
+                Next::Delivered | Next::Dropped => {}
+                Next::Retry { .. } => reading.failed += 1,
+                Next::Dead { .. } => {
+                    reading.failed += 1;
+                    reading.dead += 1;
+                }
+                Next::TransformFailed { .. } => {
+                    reading.transform_failed += 1;
+                    reading.dead += 1;
+                }
+            }
+        });
+    }
+
+    /// Changes what is known of `route`.
+    fn route(&self, route: &str, change: impl FnOnce(&mut RouteReading)) {
         let mut routes = self.routes.lock().expect("signals lock");
         match routes.get_mut(route) {
             Some(reading) => change(reading),
@@ -79,5 +101,38 @@ impl Signals {
         let mut all: Vec<_> = routes.iter().map(|(k, v)| (k.clone(), *v)).collect();
         all.sort_by(|a, b| a.0.cmp(&b.0));
         all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcomes_count_per_route_and_tenant_bumps_per_type() {
+        let signals = Signals::default();
+        signals.bump(AlertType::VerificationFailureSpike);
+        signals.bump(AlertType::VerificationFailureSpike);
+        assert_eq!(signals.total(AlertType::VerificationFailureSpike), 2);
+        assert_eq!(signals.total(AlertType::HandshakeFailed), 0);
+        let dead = Next::Dead {
+            reason: "503".into(),
+        };
+        signals.outcome("orders", &Next::Retry { due_ms: 1 }, false);
+        signals.outcome("orders", &dead, true);
+        signals.outcome("audit", &Next::Delivered, false);
+        let want = RouteReading {
+            failed: 2,
+            dead: 1,
+            transform_failed: 0,
+            breaker_open: true,
+        };
+        assert_eq!(
+            signals.routes(),
+            [
+                ("audit".to_owned(), RouteReading::default()),
+                ("orders".to_owned(), want)
+            ]
+        );
     }
 }

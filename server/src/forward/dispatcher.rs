@@ -528,7 +528,9 @@ impl Dispatcher {
         }
         let breaker_open = self.breaker.state() != BreakerState::Closed;
         self.breaker_gauge.set(breaker_open);
-        self.signal(&next, breaker_open);
+        if let Some(signals) = &self.signals {
+            signals.outcome(&self.route, &next, breaker_open);
+        }
         if let Next::Retry { due_ms } = next {
             result.record.next_retry_at_ms = Some(due_ms);
         }
@@ -541,28 +543,6 @@ impl Dispatcher {
             trace,
             fence: done.fence,
         }
-    }
-
-    /// Tells the tenant's alerts what the attempt and the breaker became.
-    fn signal(&self, next: &Next, breaker_open: bool) {
-        let Some(signals) = &self.signals else {
-            return;
-        };
-        signals.route(&self.route, |reading| {
-            reading.breaker_open = breaker_open;
-            match next {
-                Next::Delivered | Next::Dropped => {}
-                Next::Retry { .. } => reading.failed += 1,
-                Next::Dead { .. } => {
-                    reading.failed += 1;
-                    reading.dead += 1;
-                }
-                Next::TransformFailed { .. } => {
-                    reading.transform_failed += 1;
-                    reading.dead += 1;
-                }
-            }
-        });
     }
 
     /// Metrics, span, log line and feed event of a durable outcome.

@@ -524,3 +524,45 @@ async fn bad_alert_settings_are_refused_naming_the_field_and_change_nothing() {
         (good, AlertSinkFormat::Slack, true)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operators_slack_sink_gets_a_tenants_alert_which_resolves_once_after_a_restart() {
+    let ops = Receiver::start(Reply::Status(200)).await;
+    let dest = Receiver::start(Reply::Status(200)).await;
+    let operator = format!(
+        "[alerts.sink]\nurl = \"{}\"\nsecret = \"{SINK_SECRET}\"\nformat = \"slack\"\n",
+        ops.url
+    );
+    let rules = "[[tenants.alerts.rules]]\ntype = \"verification.failure_spike\"\nthreshold = 2\nwindow_secs = 30.0\n";
+    let acme = tenant("acme", &dest.url, "", "", "");
+    let toml = format!("{operator}{acme}[tenants.alerts]\n{rules}");
+    let mut s = TestServer::start_at(&toml, now_secs());
+    let wrong = "whsec_d3Jvbmctc2VjcmV0LWZyb20tYS1yb3RhdGVkLXByb3ZpZGVy";
+    for i in 0..3 {
+        assert_eq!(
+            post_with(&s, "acme", wrong, &format!("evt_bad_{i}")).await,
+            401
+        );
+    }
+    advance_until(&s, &ops, 1, 10).await;
+    let opened = verified(&ops, SINK_SECRET);
+    let text = opened[0].1["text"].as_str().unwrap().to_owned();
+    assert!(
+        text.starts_with("hookd: verification.failure_spike for tenant acme: 3 deliveries refused"),
+        "{text}"
+    );
+
+    s.restart(&toml);
+    advance_until(&s, &ops, 2, 60).await;
+    advance(&s, 40).await;
+    let events = verified(&ops, SINK_SECRET);
+    let texts: Vec<&str> = events
+        .iter()
+        .map(|(_, e)| e["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts.len(), 2, "{texts:?}");
+    assert!(
+        texts[1].starts_with("hookd: verification.failure_spike.resolved for tenant acme"),
+        "{texts:?}"
+    );
+}
