@@ -566,3 +566,30 @@ async fn the_operators_slack_sink_gets_a_tenants_alert_which_resolves_once_after
         "{texts:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_lettered_delivery_raises_route_failing_and_the_dead_letter_depth() {
+    let dest = Receiver::start(Reply::Status(500)).await;
+    let sink = Receiver::start(Reply::Status(200)).await;
+    let tables = format!(
+        "window_secs = 2.0\nschedule_secs = [1.0]\n[tenants.alerts.sink]\nurl = \"{}\"\nsecret = \"{SINK_SECRET}\"\n[[tenants.alerts.rules]]\ntype = \"deadletters.depth_exceeded\"\nthreshold = 1\nwindow_secs = 30.0\n",
+        sink.url
+    );
+    let s = TestServer::start_at(&tenant("acme", &dest.url, "", "", &tables), now_secs());
+    let body = order("evt_doomed");
+    let answer = s
+        .post("acme", &signed("evt_doomed", s.clock_secs(), &body), &body)
+        .await;
+    assert!(answer.status.is_success(), "{answer:?}");
+    advance_until(&s, &sink, 2, 40).await;
+    let events = verified(&sink, SINK_SECRET);
+    let got = types(&events);
+    assert!(got.contains(&"route.failing"), "{got:?}");
+    assert!(got.contains(&"deadletters.depth_exceeded"), "{got:?}");
+    let failing = events
+        .iter()
+        .find(|(_, e)| e["type"] == "route.failing")
+        .unwrap();
+    assert_eq!(failing.1["subject"], "default");
+    assert!(dest.received().len() >= 2, "it was retried before it died");
+}
