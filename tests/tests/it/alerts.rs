@@ -593,3 +593,70 @@ async fn a_dead_lettered_delivery_raises_route_failing_and_the_dead_letter_depth
     assert_eq!(failing.1["subject"], "default");
     assert!(dest.received().len() >= 2, "it was retried before it died");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn alerts_list_newest_first_in_pages_and_by_state() {
+    use hookd_control::Error;
+    let dest = Receiver::start(Reply::Status(200)).await;
+    let sink = Receiver::start(Reply::Status(200)).await;
+    let rules = "[[tenants.alerts.rules]]\ntype = \"verification.failure_spike\"\nthreshold = 1\nwindow_secs = 2.0\n";
+    let s = TestServer::start_at(&flapping_tenant(&dest.url, &sink.url, rules), now_secs());
+    let wrong = "whsec_d3Jvbmctc2VjcmV0LWZyb20tYS1yb3RhdGVkLXByb3ZpZGVy";
+    for round in 0..3 {
+        assert_eq!(
+            post_with(&s, "acme", wrong, &format!("evt_bad_{round}")).await,
+            401
+        );
+        advance_until(&s, &sink, 2 * round + 1, 5).await;
+        advance_until(&s, &sink, 2 * round + 2, 10).await;
+    }
+    let opened: Vec<String> = verified(&sink, SINK_SECRET)
+        .into_iter()
+        .filter(|(_, e)| e["state"] == "open")
+        .map(|(_, e)| e["alert_id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(opened.len(), 3, "three alerts, each opened and resolved");
+    let control = s.server().control();
+    let list = |states: Vec<AlertState>, token: Option<String>| {
+        let control = control.clone();
+        async move {
+            control
+                .list_alerts(
+                    "acme",
+                    AlertFilter { states },
+                    PageRequest { size: 2, token },
+                )
+                .await
+        }
+    };
+    let first = list(vec![], None).await.unwrap();
+    let ids: Vec<&str> = first.items.iter().map(|a| a.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [opened[2].as_str(), opened[1].as_str()],
+        "newest first"
+    );
+    let second = list(vec![], first.next_token.clone()).await.unwrap();
+    assert_eq!(second.items.len(), 1);
+    assert_eq!(second.items[0].id, opened[0]);
+    assert_eq!(second.next_token, None);
+    let resolved = list(vec![AlertState::Resolved], None).await.unwrap();
+    assert_eq!(resolved.items.len(), 2);
+    assert!(list(vec![AlertState::Open], None)
+        .await
+        .unwrap()
+        .items
+        .is_empty());
+    match list(vec![], Some("alr_not_issued".into())).await {
+        Err(Error::InvalidArgument(why)) => assert!(why.contains("page_token"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    match control.acknowledge_alert("acme", &opened[0]).await {
+        Err(Error::FailedPrecondition(why)) => assert!(why.contains("resolved"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    match control.acknowledge_alert("acme", "alr_unknown").await {
+        Err(Error::NotFound(_)) => {}
+        other => panic!("{other:?}"),
+    }
+}
