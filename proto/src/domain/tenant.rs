@@ -204,6 +204,16 @@ mod tests {
         assert!(!orders.as_str().starts_with("acme/"));
     }
 
+    /// An alert sink's scope is no route's scope and no tenant id.
+    #[test]
+    fn alert_scopes_never_meet_a_route_or_a_tenant() {
+        let acme = TenantId::try_from("acme").unwrap();
+        let sink = acme.alert_scope("alerts");
+        assert_eq!(sink.as_str(), "acme~~alerts");
+        assert_ne!(sink, acme.route_scope("alerts"));
+        assert!(!TenantId::is_valid(sink.as_str()));
+    }
+
     #[test]
     fn tenant_ids_follow_the_documented_alphabet() {
         assert_eq!(
