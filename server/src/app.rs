@@ -22,6 +22,8 @@ use crate::{
 pub struct Server {
     /// Dropped before joining: it holds storage open.
     registry: Option<Registry>,
+    /// Dropped with the registry: it holds storage too.
+    control: Option<Arc<dyn hookd_control::ControlBackend>>,
     http_addr: SocketAddr,
     grpc_addr: SocketAddr,
     metrics_addr: Option<SocketAddr>,
@@ -72,6 +74,7 @@ impl Server {
         };
         Ok(Server {
             registry: Some(started.registry),
+            control: Some(started.control),
             http_addr,
             grpc_addr,
             metrics_addr,
@@ -137,8 +140,18 @@ impl Server {
         self.join_thread()
     }
 
+    /// The control plane's backend, as gRPC calls it (for tests of
+    /// services a client does not reach yet).
+    #[doc(hidden)]
+    pub fn control(&self) -> Arc<dyn hookd_control::ControlBackend> {
+        self.control
+            .clone()
+            .expect("the control plane lives until shutdown")
+    }
+
     fn join_thread(&mut self) -> Result<()> {
         self.registry = None;
+        self.control = None;
         match self.thread.take() {
             Some(t) => t.join().map_err(|_| Error::panicked("hookd-main thread"))?,
             None => Ok(()),

@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 mod admin;
+mod alerts;
 mod app;
 mod catalog;
 pub mod clock;

@@ -68,6 +68,13 @@ impl TenantId {
         }
         TenantId(format!("{}~{route}", self.0))
     }
+
+    /// The storage scope of this tenant's alert sink `sink` (`tenant~~sink`):
+    /// no route name holds a `~`, so it never meets a route's scope, and it
+    /// is never a tenant of its own either.
+    pub fn alert_scope(&self, sink: &str) -> TenantId {
+        TenantId(format!("{}~~{sink}", self.0))
+    }
 }
 
 /// The route every tenant has: its own destination (or pull queue).
@@ -195,6 +202,16 @@ mod tests {
         assert_eq!(orders.as_str(), "acme~orders");
         assert!(!TenantId::is_valid(orders.as_str()));
         assert!(!orders.as_str().starts_with("acme/"));
+    }
+
+    /// An alert sink's scope is no route's scope and no tenant id.
+    #[test]
+    fn alert_scopes_never_meet_a_route_or_a_tenant() {
+        let acme = TenantId::try_from("acme").unwrap();
+        let sink = acme.alert_scope("alerts");
+        assert_eq!(sink.as_str(), "acme~~alerts");
+        assert_ne!(sink, acme.route_scope("alerts"));
+        assert!(!TenantId::is_valid(sink.as_str()));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! API-created tenants and the delivery store.
 
 mod activity;
+mod alerts;
 mod contracts;
 mod deliveries;
 mod redeliver;
@@ -16,6 +17,7 @@ mod watch;
 use std::{collections::HashSet, sync::Arc};
 
 use hookd_control::{
+    model::{AlertFilter, AlertSettingsView, AlertView, NewAlertSettings, SetAlertSettingsOutcome},
     model::{
         AttemptView, ContractCheck, ContractDef, ContractList, ContractView, CreatedTenant,
         CreatedToken, DeadLetterFilter, DeadLetterView, DeliveryContent, DeliveryStatus,
@@ -30,6 +32,7 @@ use secrecy::{ExposeSecret, SecretString};
 use subtle::ConstantTimeEq;
 
 use crate::{
+    alerts::Alerts,
     catalog::{Catalog, Resolver},
     error::Error,
     tenant::Registry,
@@ -51,13 +54,16 @@ pub struct Backend {
     revocations: Arc<tokio::sync::watch::Sender<u64>>,
     /// `grpc.watch_streams_per_token`.
     watches_per_token: usize,
+    /// Every tenant's alerts and alert settings.
+    alerts: Alerts,
 }
 
 impl Backend {
     /// A backend over `registry`; `config_tenants` are the ids declared in
     /// the config file; stored tenants run as `resolver` has them (its
     /// address policy holds destinations set over the API); one token holds
-    /// at most `watches_per_token` WatchDeliveries streams.
+    /// at most `watches_per_token` WatchDeliveries streams; `alerts` keeps
+    /// the tenants' alerts.
     pub fn new(
         registry: Registry,
         catalog: Catalog,
@@ -65,6 +71,7 @@ impl Backend {
         admin_token: SecretString,
         resolver: Resolver,
         watches_per_token: usize,
+        alerts: Alerts,
     ) -> Self {
         Backend {
             registry,
@@ -74,7 +81,13 @@ impl Backend {
             resolver,
             revocations: Arc::new(tokio::sync::watch::channel(0).0),
             watches_per_token,
+            alerts,
         }
+    }
+
+    /// Every tenant's alerts, for their evaluator.
+    pub(crate) fn alerts(&self) -> &Alerts {
+        &self.alerts
     }
 
     /// Runs `work` (storage calls may block) on the blocking pool, off the
@@ -445,6 +458,38 @@ impl ControlBackend for Backend {
 
     async fn test_route(&self, tenant_id: &str, test: RouteTest) -> ApiResult<RouteTestResult> {
         self.try_route(tenant_id, test).await
+    }
+
+    async fn get_alert_settings(&self, tenant_id: &str) -> ApiResult<AlertSettingsView> {
+        let tenant_id = tenant_id.to_owned();
+        self.blocking(move |b| b.alert_settings(&tenant_id)).await
+    }
+
+    async fn set_alert_settings(
+        &self,
+        tenant_id: &str,
+        settings: NewAlertSettings,
+    ) -> ApiResult<SetAlertSettingsOutcome> {
+        let tenant_id = tenant_id.to_owned();
+        self.durably(move |b| b.put_alert_settings(&tenant_id, settings))
+            .await
+    }
+
+    async fn list_alerts(
+        &self,
+        tenant_id: &str,
+        filter: AlertFilter,
+        page: PageRequest,
+    ) -> ApiResult<Page<AlertView>> {
+        let tenant_id = tenant_id.to_owned();
+        self.blocking(move |b| b.alerts_page(&tenant_id, &filter, &page))
+            .await
+    }
+
+    async fn acknowledge_alert(&self, tenant_id: &str, alert_id: &str) -> ApiResult<AlertView> {
+        let (tenant_id, alert_id) = (tenant_id.to_owned(), alert_id.to_owned());
+        self.durably(move |b| b.acknowledge(&tenant_id, &alert_id))
+            .await
     }
 }
 

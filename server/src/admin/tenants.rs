@@ -261,7 +261,8 @@ impl Backend {
         self.registry.feed().close(&tenant);
         self.revoked();
         let scopes = routes.iter().map(|route| tenant.route_scope(route));
-        for scope in scopes.chain(std::iter::once(tenant.clone())) {
+        let sinks = crate::alerts::SINK_NAMES.map(|sink| tenant.alert_scope(sink));
+        for scope in scopes.chain(sinks).chain(std::iter::once(tenant.clone())) {
             self.registry
                 .store()
                 .drop_tenant_trees(&scope)
@@ -271,7 +272,8 @@ impl Backend {
         let id = tenant_id.to_owned();
         self.durably(move |b| {
             let rejections = b.registry.store().rejections().map_err(api)?;
-            rejections.drop_tenant(&id).map_err(api)
+            rejections.drop_tenant(&id).map_err(api)?;
+            b.alerts.rows().drop_tenant(&id).map_err(api)
         })
         .await?;
         let id = tenant_id.to_owned();

@@ -171,6 +171,7 @@ impl StoredTenant {
             contracts: Vec::new(),
             routes: self.routes.iter().map(StoredRoute::to_config).collect(),
             filter: self.filter.clone(),
+            alerts: None,
         }
     }
 

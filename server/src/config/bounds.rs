@@ -194,6 +194,25 @@ pub const DECOMPRESSION_RATIO: Count = count(2, 100_000);
 /// `limits.tenant_idle_secs`: longer than any request may take.
 pub const TENANT_IDLE_SECS: Count = count(60, DAY);
 
+// Alerts (`[alerts]`, `[tenants.alerts]`, SetAlertSettings).
+
+/// `alerts.evaluate_every_secs`.
+pub const ALERT_EVALUATE_SECS: Real = Real {
+    min: 0.1,
+    min_open: false,
+    max: 3_600.0,
+};
+/// `alerts.sink_max_in_flight`.
+pub const ALERT_SINK_IN_FLIGHT: Count = count(1, 64);
+/// A rule's `threshold` (occurrences, a depth, or seconds).
+pub const ALERT_THRESHOLD: Count = count(1, 10_000_000);
+/// A rule's `window_secs`.
+pub const ALERT_WINDOW_SECS: Real = Real {
+    min: 1.0,
+    min_open: false,
+    max: DAY as f64,
+};
+
 /// A `usize` setting as a [`Count`] check.
 pub fn check_usize(bound: Count, key: &str, value: usize) -> Result<(), InvalidSetting> {
     bound.check(key, u64::try_from(value).unwrap_or(u64::MAX))

@@ -16,6 +16,7 @@ use crate::{
     error::{Error, InvalidSetting, Result},
     keyring::KeySources,
 };
+mod alerts;
 pub mod bounds;
 mod dashboard;
 mod event_id;
@@ -34,6 +35,10 @@ mod tenant;
 mod tests;
 
 pub use crate::tls::{GrpcTlsConfig, HttpTlsConfig};
+pub use alerts::{
+    check_rule, AlertsConfig, RuleConfig, SinkConfig, SinkFormat, TenantAlertsConfig,
+    TenantRuleConfig,
+};
 pub use bounds::{FRAMEWORK_MAX_HEAD_BYTES, MAX_BODY_LIMIT};
 pub use dashboard::DashboardConfig;
 pub use event_id::{EventIdRule, IdPart, CONTENT_EVENT_ID_PREFIX};
@@ -74,6 +79,8 @@ pub struct Config {
     pub forward: ForwardConfig,
     /// The delivery dashboard in the browser.
     pub dashboard: DashboardConfig,
+    /// Operational alerts: the operator's sink and the default rules.
+    pub alerts: AlertsConfig,
     /// Tenants declared in the file.
     #[serde(default)]
     pub tenants: Vec<TenantConfig>,
@@ -319,12 +326,18 @@ impl Config {
             crate::tls::grpc_server_config(tls)?;
         }
         self.check_bounds()?;
+        self.alerts.validate()?;
         self.forward.ca_certs()?;
         let mut seen = std::collections::HashSet::new();
         for (i, tenant) in self.tenants.iter().enumerate() {
             tenant
                 .resolve_under(self.limits.tenant_max_body_bytes)
                 .map_err(|e| e.within(format_args!("tenants[{i}] ({})", tenant.id)))?;
+            if let Some(alerts) = &tenant.alerts {
+                alerts
+                    .validate()
+                    .map_err(|e| e.within(format_args!("tenants[{i}] ({})", tenant.id)))?;
+            }
             if !seen.insert(tenant.id.as_str()) {
                 return Err(Error::config(
                     format!("tenants[{i}].id"),

@@ -126,6 +126,10 @@ pub struct TenantConfig {
     /// each forwards (or queues for pulling) every accepted event again.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub routes: Vec<RouteConfig>,
+    /// The tenant's alert sink and rule overrides (docs/alerts.md); only in
+    /// the config file, the control plane keeps its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alerts: Option<super::TenantAlertsConfig>,
     /// The default route's filter (docs/routes.md), the same syntax as a
     /// route's: an event it does not pass is still stored, its default
     /// delivery `filtered` (or `unrouted` when no route passes it); none:

@@ -36,6 +36,7 @@ pub(super) fn page(csrf: Option<&str>, tenant: Option<&str>, title: &str, body: 
                                     li { a href={ "/t/" (t) "/dead-letters" } { "Dead letters" } }
                                     li { a href={ "/t/" (t) "/routes" } { "Routes" } }
                                     li { a href={ "/t/" (t) "/rejections" } { "Rejected" } }
+                                    li { a href={ "/t/" (t) "/alerts" } { "Alerts" } }
                                     li { a href={ "/t/" (t) "/tail" } { "Live tail" } }
                                     li { a href={ "/t/" (t) "/secrets" } { "Secrets" } }
                                 }

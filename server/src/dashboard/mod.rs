@@ -5,6 +5,7 @@
 //! asset is embedded; the only script is the live tail's, served from here
 //! so the Content-Security-Policy can stay `default-src 'self'`.
 
+mod alerts;
 mod assets;
 mod auth;
 mod csrf;
@@ -130,6 +131,11 @@ fn pages(cfg: &mut web::ServiceConfig) {
                 .route("/dead-letters", web::get().to(dead::list))
                 .route("/dead-letters/redeliver", web::post().to(dead::redeliver))
                 .route("/rejections", web::get().to(rejections::list))
+                .route("/alerts", web::get().to(alerts::list))
+                .route(
+                    "/alerts/{id}/acknowledge",
+                    web::post().to(alerts::acknowledge),
+                )
                 .route("/routes", web::get().to(routes::list))
                 .route("/routes/{route}/test", web::get().to(routes::test_page))
                 .route("/routes/{route}/test", web::post().to(routes::test))

@@ -18,6 +18,7 @@ use super::{
     policy::{next_step, Verdict},
 };
 use crate::{
+    alerts::Signals,
     clock::SharedClock,
     config::ForwardSettings,
     egress::{address::GuardedResolver, trust},
@@ -188,6 +189,9 @@ pub struct DispatcherParts {
     pub shared_cas: Arc<Vec<reqwest::Certificate>>,
     /// This process's claim to forward the tenant.
     pub lease: LeaseTerms,
+    /// Where the route's failures, transform failures and breaker are
+    /// told to the tenant's alerts; `None` for an alert sink's own.
+    pub signals: Option<Arc<Signals>>,
 }
 
 /// The forwarding loop of one tenant.
@@ -210,6 +214,7 @@ pub struct Dispatcher {
     target: ForwardTarget,
     /// Forwards start only while this process holds the tenant's lease.
     lease: ForwardLease,
+    signals: Option<Arc<Signals>>,
 }
 
 impl Dispatcher {
@@ -229,6 +234,7 @@ impl Dispatcher {
             metrics,
             shared_cas,
             lease,
+            signals,
         } = parts;
         let builder = reqwest::Client::builder()
             .connect_timeout(settings.connect_timeout)
@@ -250,6 +256,7 @@ impl Dispatcher {
         let target = ForwardTarget::of(&settings.url);
         Ok(Dispatcher {
             lease: ForwardLease::new(store.clone(), data.tenant().clone(), lease),
+            signals,
             breaker_gauge: BreakerGauge::new(metrics.clone()),
             spans,
             metrics,
@@ -519,8 +526,11 @@ impl Dispatcher {
                 self.breaker.on_not_sent(now)
             }
         }
-        self.breaker_gauge
-            .set(self.breaker.state() != BreakerState::Closed);
+        let breaker_open = self.breaker.state() != BreakerState::Closed;
+        self.breaker_gauge.set(breaker_open);
+        if let Some(signals) = &self.signals {
+            signals.outcome(&self.route, &next, breaker_open);
+        }
         if let Next::Retry { due_ms } = next {
             result.record.next_retry_at_ms = Some(due_ms);
         }

@@ -5,6 +5,7 @@
 //! (`hookd_handshakes_total`), never stored or forwarded as an event.
 
 use actix_web::{web, HttpRequest, HttpResponse};
+use hookd_proto::domain::AlertType;
 use hookd_sdk::signature::handshake::{HandshakeError, Reply};
 
 use super::{method_not_allowed, request_id_of, AppState};
@@ -65,6 +66,7 @@ pub(super) fn answer(
         }
         Err(error) => {
             let refusal = refusal(&error, handle.settings().tolerance_secs);
+            handle.signals.bump(AlertType::HandshakeFailed);
             tracing::warn!(
                 tenant = %tenant,
                 handshake = kind.as_str(),

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use actix_web::{http::header::CONTENT_LENGTH, web, HttpRequest, HttpResponse};
 use futures_util::StreamExt;
-use hookd_proto::domain::{DeliveryStatus, DEFAULT_ROUTE};
+use hookd_proto::domain::{AlertType, DeliveryStatus, DEFAULT_ROUTE};
 use serde_json::json;
 
 use hookd_sdk::signature::handshake::Reply;
@@ -21,7 +21,7 @@ use crate::{
     config::{SignedBody, TenantSettings},
     error::{ApiError, ErrorCode},
     ids::RequestId,
-    ingest::{Ingest, IngestOutcome},
+    ingest::{BodyError, Ingest, IngestError, IngestOutcome},
     metrics::{window::Counted, IngestResult},
     store::api::Receipt,
     telemetry::spans::{self, IngestRecord},
@@ -230,10 +230,27 @@ async fn accept(
     match outcome {
         Ok(outcome) => Ok(Admitted::Event(outcome)),
         Err(rejection) => {
+            if let Some(kind) = alert_of(&rejection) {
+                handle.signals.bump(kind);
+            }
             let answer = ApiError::from(&rejection);
             rejected::record(registry, handle, request_id, &rejection, &answer, &body).await;
             Err(answer)
         }
+    }
+}
+
+/// The alert a refused delivery counts toward, if any.
+fn alert_of(rejection: &IngestError) -> Option<AlertType> {
+    match rejection {
+        IngestError::Verify { .. } => Some(AlertType::VerificationFailureSpike),
+        IngestError::RateLimited { .. } => Some(AlertType::IngestRateLimited),
+        IngestError::Body(
+            BodyError::ContractViolation { .. }
+            | BodyError::ContractCheckTooCostly { .. }
+            | BodyError::UnknownEventType { .. },
+        ) => Some(AlertType::ContractRejectionSpike),
+        _ => None,
     }
 }
 

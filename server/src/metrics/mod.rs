@@ -6,6 +6,7 @@
 //! OpenMetrics (with trace-id exemplars on the latency histograms) for a
 //! scraper that asks for it.
 
+mod alerts;
 mod handshakes;
 pub mod process;
 pub mod readings;
@@ -20,6 +21,7 @@ use std::{
     time::Duration,
 };
 
+pub use alerts::AlertMetrics;
 pub use handshakes::HandshakeMetrics;
 use prometheus_client::{
     metrics::{
@@ -112,6 +114,8 @@ struct Families {
     transform_runs: Family<Labels, Counter>,
     unrecorded: Family<Labels, Counter>,
     handshakes: Family<Labels, Counter>,
+    alerts_open: Family<Labels, Gauge>,
+    alert_notifications: Family<Labels, Counter>,
 }
 
 /// The `kind` label of `hookd_rejections_unrecorded_total`, in the order of
@@ -133,6 +137,7 @@ pub struct TenantMetrics {
     /// The route labels handed out under it, `default` aside.
     routes: Mutex<Vec<String>>,
     handshakes: HandshakeMetrics,
+    alerts: AlertMetrics,
 }
 
 impl TenantMetrics {
@@ -157,6 +162,11 @@ impl TenantMetrics {
                 .map(|kind| families.unrecorded.get_or_create_owned(&with("kind", kind))),
             routes: Mutex::default(),
             handshakes: HandshakeMetrics::new(label, families.handshakes.clone()),
+            alerts: AlertMetrics::new(
+                label,
+                families.alerts_open.clone(),
+                families.alert_notifications.clone(),
+            ),
         }
     }
 
@@ -168,6 +178,11 @@ impl TenantMetrics {
     /// Its handshakes.
     pub fn handshakes(&self) -> &HandshakeMetrics {
         &self.handshakes
+    }
+
+    /// Its alerts.
+    pub fn alerts(&self) -> &AlertMetrics {
+        &self.alerts
     }
 
     /// Counts a new delivery.
@@ -242,6 +257,8 @@ impl Metrics {
             transform_runs: Family::default(),
             unrecorded: Family::default(),
             handshakes: Family::default(),
+            alerts_open: Family::default(),
+            alert_notifications: Family::default(),
         };
         let ingest: LatencyFamily = Family::new_with_constructor(ingest_histogram);
         let mut registry = Registry::default();
@@ -304,6 +321,16 @@ impl Metrics {
             "hookd_rejections_unrecorded",
             "Refusals answered but not recorded for ListRejections: the tenant's recording budget ([limits.rejection_records]) was spent",
             families.unrecorded.clone(),
+        );
+        registry.register(
+            "hookd_alerts_open",
+            "Alerts open or acknowledged now, by type (docs/alerts.md)",
+            families.alerts_open.clone(),
+        );
+        registry.register(
+            "hookd_alert_notifications",
+            "Alert notifications by type and outcome: queued to a sink, or failed to queue",
+            families.alert_notifications.clone(),
         );
         let other = Arc::new(TenantMetrics::new(OTHER_TENANT, &families));
         Metrics {

@@ -1,5 +1,5 @@
-//! The tasks a serving hookd runs beside its listeners: the retention
-//! sweeper, the reaper of idle tenant actors and, on a shared store, the
+//! The tasks a serving hookd runs beside its listeners: the alerts'
+//! evaluator, the retention sweeper, the reaper of idle tenant actors and, on a shared store, the
 //! catalog follower. They hold the registry (so storage) and are stopped
 //! before storage is flushed.
 
@@ -9,6 +9,7 @@ use tokio::task::JoinHandle;
 
 use crate::catalog::follow::{follow, Follower};
 use crate::{
+    alerts::{self, Alerts},
     config::{Config, StorageBackend},
     sweeper,
     tenant::Registry,
@@ -24,8 +25,14 @@ pub(crate) struct Background {
 
 impl Background {
     /// Starts the tasks on the current actix runtime.
-    pub(crate) fn start(config: &Config, registry: &Registry, follower: Follower) -> Background {
+    pub(crate) fn start(
+        config: &Config,
+        registry: &Registry,
+        follower: Follower,
+        alerts: Alerts,
+    ) -> Background {
         let mut tasks = vec![
+            actix_rt::spawn(alerts::run(alerts)),
             actix_rt::spawn(sweeper::run(registry.clone(), config.retention.clone())),
             actix_rt::spawn(reap_idle_actors(
                 registry.clone(),

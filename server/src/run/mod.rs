@@ -19,6 +19,7 @@ mod serve;
 
 use crate::{
     admin::Backend,
+    alerts::Alerts,
     catalog::{
         follow::{start_stored, Follower},
         Catalog, Resolver,
@@ -137,6 +138,8 @@ fn listen(key: &str, value: &str) -> Result<TcpListener> {
 pub(crate) struct Started {
     pub(crate) registry: Registry,
     pub(crate) certs: Vec<Arc<CertSource>>,
+    /// The control plane, for tests below gRPC.
+    pub(crate) control: Arc<dyn hookd_control::ControlBackend>,
 }
 
 /// Opens storage, starts every tenant and serves on `listeners` until
@@ -234,8 +237,19 @@ pub(crate) fn start_tenants(
     let key = MasterKey::load(&config.keys, &config.data_dir)?;
     let admin_token = load_admin_token(&config.keys, &config.data_dir)?;
     let address_policy = Arc::new(AddressPolicy::new(config.forward.allow_networks.clone()));
-    let resolver = Resolver::new(config.limits.tenant_max_body_bytes, address_policy);
+    let resolver = Resolver::new(config.limits.tenant_max_body_bytes, address_policy.clone());
     let config_ids: HashSet<String> = tenants.iter().map(|t| t.id.to_string()).collect();
+    let config_alerts = config
+        .tenants
+        .iter()
+        .filter_map(|t| Some((t.id.clone(), t.alerts.clone()?)))
+        .collect();
+    let alerts = Alerts::new(
+        registry.clone(),
+        &config.alerts,
+        config_alerts,
+        (key.clone(), address_policy.clone()),
+    )?;
     let catalog = Catalog::open(registry.store().clone(), key, config_ids.clone())?;
     for tenant in tenants {
         registry.start_tenant(tenant)?;
@@ -266,6 +280,7 @@ pub(crate) fn start_tenants(
         admin_token,
         resolver,
         config.grpc.watch_streams_per_token,
+        alerts,
     );
     Ok((backend, follower))
 }

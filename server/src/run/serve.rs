@@ -86,6 +86,8 @@ pub(crate) async fn serve(serving: Serving) -> Result<()> {
         .unwrap_or(2);
     let (arbiters, registry, backend, follower) =
         start_registry(&config, &runtime, store, tenants, cores)?;
+    let alerts = backend.alerts().clone();
+    let control: Arc<dyn hookd_control::ControlBackend> = backend.clone();
     let certs = [&tls.http, &tls.grpc, &tls.dashboard]
         .into_iter()
         .flatten()
@@ -117,10 +119,11 @@ pub(crate) async fn serve(serving: Serving) -> Result<()> {
     )?;
 
     actix_rt::spawn(stop_http_on(shutdown, http_handle, side.handles.clone()));
-    let background = Background::start(&config, &registry, follower);
+    let background = Background::start(&config, &registry, follower, alerts.clone());
     runtime.report_ready(Started {
         registry: registry.clone(),
         certs,
+        control,
     });
     listening.log();
     let served = server.await;
@@ -133,6 +136,7 @@ pub(crate) async fn serve(serving: Serving) -> Result<()> {
     let _ = grpc_thread.join();
     stop_arbiters(arbiters);
     registry.stop_forwarding();
+    alerts.stop_sinks();
     let leases = registry.clone();
     let _ = blocking(move || {
         leases.release_leases();

@@ -374,6 +374,11 @@ pub enum Table {
     Contracts,
     /// Every revision of every contract.
     ContractRevisions,
+    /// A tenant's alert settings (its sink, sealed secret, and rules), by
+    /// tenant id.
+    AlertSettings,
+    /// Every tenant's alerts, by `tenant/alert id`.
+    Alerts,
 }
 
 /// The control plane's persistent rows: a few small tables of opaque

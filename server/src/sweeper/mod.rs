@@ -62,6 +62,15 @@ impl Due {
     }
 }
 
+/// The queues of `tenant`'s alert sinks (`crate::alerts`), swept like its
+/// routes'.
+fn alert_sinks(registry: &Registry, tenant: &TenantId) -> Vec<TenantStore> {
+    crate::alerts::SINK_NAMES
+        .into_iter()
+        .filter_map(|sink| registry.store().tenant(&tenant.alert_scope(sink)).ok())
+        .collect()
+}
+
 /// Sweeps forever; dropped with the server. The registry holds every
 /// tenant that started, with its data handle, whether its actor runs or
 /// stopped idle, so a tenant quiet since its data was written is swept too.
@@ -76,7 +85,11 @@ pub async fn run(registry: Registry, retention: RetentionConfig) {
         let tenants = registry
             .handles()
             .into_iter()
-            .flat_map(|h| h.routes.iter().map(|r| r.data.clone()).collect::<Vec<_>>())
+            .flat_map(|h| {
+                let mut data: Vec<_> = h.routes.iter().map(|r| r.data.clone()).collect();
+                data.extend(alert_sinks(&registry, h.data().tenant()));
+                data
+            })
             .collect();
         let rejections = registry
             .store()

@@ -18,6 +18,7 @@ use super::{
     snapshot::Snapshot,
 };
 use crate::{
+    alerts::Signals,
     catalog::{self, contracts::ContractStore, follow::Tenants},
     clock::SharedClock,
     config::{ForwardSettings, RateLimitConfig, TenantSettings},
@@ -52,6 +53,8 @@ pub struct TenantHandle {
     /// How many of its rejections may still be recorded; kept across
     /// restarts of the tenant, so an update does not refill it.
     pub rejection_budget: Arc<RejectionBudget>,
+    /// Its occurrence counters for alerts; kept across restarts too.
+    pub signals: Arc<Signals>,
     /// The dispatchers of its routes that forward; replaced when it is
     /// updated.
     dispatchers: Arc<Mutex<Vec<AbortHandle>>>,
@@ -191,7 +194,10 @@ impl Registry {
         let contracts = self.compiled_contracts(&settings, &TenantContracts::default(), None);
         let first = Snapshot::of(settings.clone(), Arc::new(contracts));
         let actor = Arc::new(ActorSlot::new(arbiter.clone(), first, parts));
-        let dispatchers = self.dispatchers(&settings, &routes)?;
+        let signals = self
+            .get(settings.id.as_str())
+            .map_or_else(Arc::default, |old| old.signals.clone());
+        let dispatchers = self.dispatchers(&settings, &routes, &signals)?;
         let mut tenants = self.tenants.write().expect("registry lock");
         let rejection_budget = tenants.get(&settings.id).map_or_else(
             || {
@@ -205,6 +211,7 @@ impl Registry {
             routes,
             metrics,
             rejection_budget,
+            signals,
             dispatchers: Arc::new(Mutex::new(dispatchers)),
         };
         let old = tenants.insert(settings.id.clone(), handle);
@@ -226,12 +233,13 @@ impl Registry {
         &self,
         settings: &TenantSettings,
         routes: &[RouteHandle],
+        signals: &Arc<Signals>,
     ) -> Result<Vec<AbortHandle>> {
         let built = routes
             .iter()
             .zip(routes::forwarding(settings))
             .filter_map(|(route, forward)| Some((route, forward?)))
-            .map(|(route, forward)| self.dispatcher(settings, route, forward))
+            .map(|(route, forward)| self.dispatcher(settings, route, forward, signals))
             .collect::<Result<Vec<_>>>()?;
         Ok(built
             .into_iter()
@@ -245,6 +253,7 @@ impl Registry {
         settings: &TenantSettings,
         route: &RouteHandle,
         forward: &ForwardSettings,
+        signals: &Arc<Signals>,
     ) -> Result<Dispatcher> {
         Dispatcher::new(DispatcherParts {
             tenant: settings.id.clone(),
@@ -259,6 +268,7 @@ impl Registry {
             metrics: route.metrics.clone(),
             shared_cas: self.forward_cas.clone(),
             lease: self.lease.clone(),
+            signals: Some(signals.clone()),
         })
         .map_err(|e| {
             Error::config(
@@ -266,6 +276,42 @@ impl Registry {
                 format!("destination client: {e}"),
             )
         })
+    }
+
+    /// Starts the dispatcher of one of `tenant`'s alert sinks, `name`, on
+    /// its own scope `data`: a queue, slots, breaker and lease of its own,
+    /// apart from the tenant's routes; its attempts raise no alerts.
+    pub(crate) fn start_sink_dispatcher(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+        (data, wake): (TenantStore, Arc<tokio::sync::Notify>),
+        settings: ForwardSettings,
+    ) -> Result<AbortHandle> {
+        let metrics = self.telemetry.metrics();
+        let route_metrics = metrics.route(&metrics.tenant(tenant), name);
+        let dispatcher = Dispatcher::new(DispatcherParts {
+            tenant: tenant.clone(),
+            route: name.to_owned(),
+            data,
+            store: self.store.clone(),
+            settings,
+            clock: self.clock.clone(),
+            wake,
+            feed: self.feed.clone(),
+            spans: self.telemetry.spans().clone(),
+            metrics: route_metrics,
+            shared_cas: self.forward_cas.clone(),
+            lease: self.lease.clone(),
+            signals: None,
+        })
+        .map_err(|e| {
+            Error::config(
+                format!("tenant {tenant} {name}"),
+                format!("sink client: {e}"),
+            )
+        })?;
+        Ok(self.forwarding.spawn(dispatcher.run()))
     }
 
     /// Records a stored tenant that could not start, so its ingest answers
@@ -321,7 +367,7 @@ impl Registry {
         if !handle.has_routes_of(&settings) {
             return self.launch(settings);
         }
-        let dispatchers = self.dispatchers(&settings, &handle.routes)?;
+        let dispatchers = self.dispatchers(&settings, &handle.routes, &handle.signals)?;
         let contracts = self.compiled_contracts(&settings, &handle.contracts(), None);
         let applied = handle.actor.change(Change::Settings {
             settings: Arc::new(settings),

@@ -67,6 +67,12 @@ impl TestServer {
         TestServer::start_with(tenants_toml, clock.clone(), Arc::new(clock))
     }
 
+    /// Starts hookd with a test clock standing at `unix_secs`.
+    pub fn start_at(tenants_toml: &str, unix_secs: i64) -> TestServer {
+        let clock = ManualClock::at_secs(unix_secs);
+        TestServer::start_with(tenants_toml, clock.clone(), Arc::new(clock))
+    }
+
     /// Starts hookd on the system clock, for forwarding with real (short)
     /// retry schedules; sign with [`now_secs`].
     pub fn start_live(tenants_toml: &str) -> TestServer {

@@ -17,12 +17,16 @@ use crate::{
     ids::{DeliveryId, EventId, RequestId, TenantId},
 };
 
+mod alerts;
 mod pull;
 mod redirects;
 mod resend;
 mod retention;
 mod routes;
 mod statuses;
+use alerts::{
+    a_sink_queue_is_apart_from_the_tenants_deliveries, alerts_are_kept_per_tenant_newest_first,
+};
 use pull::{concurrent_pulls_never_share_a_delivery, pull_ack_nack};
 use redirects::redirects_are_kept_with_their_delivery;
 use resend::a_delivered_delivery_is_resent_once_by_concurrent_calls_that_ask_so;
@@ -112,6 +116,8 @@ engines!(
     filtered_and_unrouted_are_final_at_receipt_and_swept,
     a_transform_failure_is_a_dead_letter_and_a_drop_is_final,
     a_delivered_delivery_is_resent_once_by_concurrent_calls_that_ask_so,
+    alerts_are_kept_per_tenant_newest_first,
+    a_sink_queue_is_apart_from_the_tenants_deliveries,
 );
 
 fn tenant(engine: &Engine, id: &str) -> TenantStore {

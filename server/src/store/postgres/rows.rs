@@ -30,6 +30,8 @@ fn name(table: Table) -> &'static str {
         Table::Drops => "tenant_drops",
         Table::Contracts => "contracts",
         Table::ContractRevisions => "contract_revisions",
+        Table::AlertSettings => "alert_settings",
+        Table::Alerts => "alerts",
     }
 }
 

@@ -268,6 +268,8 @@ struct SledRows {
     drops: sled::Tree,
     contracts: sled::Tree,
     revisions: sled::Tree,
+    alert_settings: sled::Tree,
+    alerts: sled::Tree,
 }
 
 impl SledRows {
@@ -279,6 +281,8 @@ impl SledRows {
             drops: db.open_tree("tenant_drops")?,
             contracts: db.open_tree("contracts")?,
             revisions: db.open_tree("contract_revisions")?,
+            alert_settings: db.open_tree("alert_settings")?,
+            alerts: db.open_tree("alerts")?,
         })
     }
 
@@ -290,6 +294,8 @@ impl SledRows {
             Table::Drops => &self.drops,
             Table::Contracts => &self.contracts,
             Table::ContractRevisions => &self.revisions,
+            Table::AlertSettings => &self.alert_settings,
+            Table::Alerts => &self.alerts,
         }
     }
 }
@@ -317,6 +323,8 @@ impl CatalogRows for SledRows {
             &self.drops,
             &self.contracts,
             &self.revisions,
+            &self.alert_settings,
+            &self.alerts,
         ];
         trees
             .as_slice()

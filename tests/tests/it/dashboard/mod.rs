@@ -7,7 +7,7 @@ mod browser;
 mod caps;
 mod filters;
 mod history;
-mod http;
+pub(crate) mod http;
 mod redirect;
 mod routes;
 mod sessions;

@@ -1,0 +1,154 @@
+//! The transition gate and debounce of one condition (tenant, type,
+//! subject), free of storage and time sources so it is tested alone: a
+//! notification only when the condition opens or resolves, and at most one
+//! opening and one resolution per rule window, so a flapping condition
+//! raises at most two notifications in any window and a condition that
+//! clears sends exactly one resolution.
+
+use std::collections::VecDeque;
+
+/// What a step of the gate decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transition {
+    /// The condition started: open an alert, notify.
+    Open,
+    /// The condition cleared: resolve the alert, notify.
+    Resolve,
+}
+
+/// One condition's gate.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Gate {
+    open: bool,
+    last_open_ms: Option<i64>,
+    last_resolve_ms: Option<i64>,
+}
+
+impl Gate {
+    /// The gate of an alert already open since `opened_ms` (read back at a
+    /// start).
+    pub fn opened_at(opened_ms: i64) -> Gate {
+        Gate {
+            open: true,
+            last_open_ms: Some(opened_ms),
+            last_resolve_ms: None,
+        }
+    }
+
+    /// Feeds whether the condition `holds` at `now_ms`: a transition when
+    /// it changed and the same kind of transition is at least `window_ms`
+    /// old; otherwise nothing (a change within the window waits for the
+    /// next step that still sees it).
+    pub fn step(&mut self, now_ms: i64, holds: bool, window_ms: i64) -> Option<Transition> {
+        let quiet = |last: Option<i64>| last.is_none_or(|at| now_ms - at >= window_ms);
+        match (self.open, holds) {
+            (false, true) if quiet(self.last_open_ms) => {
+                self.open = true;
+                self.last_open_ms = Some(now_ms);
+                Some(Transition::Open)
+            }
+            (true, false) if quiet(self.last_resolve_ms) => {
+                self.open = false;
+                self.last_resolve_ms = Some(now_ms);
+                Some(Transition::Resolve)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Occurrences within a sliding window, from a monotonic total sampled at
+/// each evaluation.
+#[derive(Debug, Clone, Default)]
+pub struct Window {
+    samples: VecDeque<(i64, u64)>,
+}
+
+impl Window {
+    /// Records `total` at `now_ms`; answers how many occurred within the
+    /// last `window_ms` (since the last sample at least that old, or since
+    /// the total was 0).
+    pub fn count(&mut self, now_ms: i64, total: u64, window_ms: i64) -> u64 {
+        let start = now_ms - window_ms;
+        while self.samples.len() > 1 && self.samples[1].0 <= start {
+            self.samples.pop_front();
+        }
+        let base = match self.samples.front() {
+            Some(&(at, seen)) if at <= start => seen,
+            _ => 0,
+        };
+        self.samples.push_back((now_ms, total));
+        total.saturating_sub(base)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WINDOW: i64 = 60_000;
+
+    /// A condition that flips every 5 s for ten windows: no window of the
+    /// rule's length holds more than one opening and one resolution.
+    #[test]
+    fn a_flapping_condition_raises_at_most_two_notifications_per_window() {
+        let mut gate = Gate::default();
+        let mut sent = Vec::new();
+        for step in 0..(10 * WINDOW / 1000) {
+            let now = step * 1000;
+            let holds = (now / 5000) % 2 == 0;
+            if let Some(t) = gate.step(now, holds, WINDOW) {
+                sent.push((now, t));
+            }
+        }
+        assert!(sent.len() >= 10, "it still notifies each window: {sent:?}");
+        for (i, (at, _)) in sent.iter().enumerate() {
+            let within = sent[i..].iter().filter(|(t, _)| t - at < WINDOW).count();
+            assert!(
+                within <= 2,
+                "{within} notifications within a window from {at}: {sent:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_condition_that_clears_resolves_exactly_once() {
+        let mut gate = Gate::default();
+        assert_eq!(gate.step(0, true, WINDOW), Some(Transition::Open));
+        assert_eq!(gate.step(1000, true, WINDOW), None);
+        assert_eq!(gate.step(2000, false, WINDOW), Some(Transition::Resolve));
+        for now in (3000..10 * WINDOW).step_by(1000) {
+            assert_eq!(gate.step(now, false, WINDOW), None);
+        }
+        assert_eq!(gate.step(10 * WINDOW, true, WINDOW), Some(Transition::Open));
+    }
+
+    #[test]
+    fn a_reopening_within_the_window_waits_for_the_window_and_then_opens_once() {
+        let mut gate = Gate::default();
+        gate.step(0, true, WINDOW);
+        gate.step(1000, false, WINDOW);
+        assert_eq!(gate.step(2000, true, WINDOW), None);
+        assert_eq!(gate.step(WINDOW - 1, true, WINDOW), None);
+        assert_eq!(gate.step(WINDOW, true, WINDOW), Some(Transition::Open));
+        let mut reopened = Gate::opened_at(0);
+        assert_eq!(reopened.step(1000, true, WINDOW), None);
+        assert_eq!(
+            reopened.step(2000, false, WINDOW),
+            Some(Transition::Resolve)
+        );
+    }
+
+    #[test]
+    fn the_window_counts_only_recent_occurrences() {
+        let mut w = Window::default();
+        assert_eq!(w.count(0, 0, WINDOW), 0);
+        assert_eq!(w.count(1000, 5, WINDOW), 5);
+        assert_eq!(w.count(30_000, 12, WINDOW), 12);
+        // 60 s after the sample of 0 it still counts from that sample.
+        assert_eq!(w.count(60_000, 12, WINDOW), 12);
+        // Past 61 s the 5 of the first second fell out.
+        assert_eq!(w.count(61_000, 12, WINDOW), 7);
+        assert_eq!(w.count(200_000, 12, WINDOW), 0);
+    }
+}

@@ -1,0 +1,160 @@
+//! A tenant's alert sinks: each is a queue of its own in the delivery
+//! store (scope `tenant~~alerts` for the tenant's sink, `tenant~~operator`
+//! for the operator's), forwarded by a dispatcher of its own with its own
+//! slots, breaker and retries, so notifications are durable, retried and
+//! go out while the tenant's routes are saturated or their breaker is
+//! open. No route is named so: they never show among the tenant's
+//! deliveries, dead letters or routes.
+
+use std::{sync::Arc, time::Duration};
+
+use futures_util::future::{AbortHandle, BoxFuture};
+use hookd_sdk::signature::Secret;
+use tokio::sync::Notify;
+
+use crate::{
+    config::{ForwardSettings, SinkFormat},
+    egress::AddressPolicy,
+    error::Result,
+    ids::{DeliveryId, EventId, RequestId, TenantId},
+    store::{
+        api::{CommitOutcome, Receipt},
+        records::EventMeta,
+        NewDelivery, TenantStore,
+    },
+    tenant::Registry,
+};
+
+/// The tenant's own sink's name (its scope is `tenant~~alerts`).
+pub const TENANT_SINK: &str = "alerts";
+/// The operator's sink's name (its scope is `tenant~~operator`).
+pub const OPERATOR_SINK: &str = "operator";
+/// Every sink's name: the scopes a tenant's sinks may have queued to.
+pub const SINK_NAMES: [&str; 2] = [TENANT_SINK, OPERATOR_SINK];
+
+/// How every sink is delivered to (`[alerts]`).
+#[derive(Debug, Clone)]
+pub struct SinkDelivery {
+    /// Attempts in flight per sink.
+    pub max_in_flight: usize,
+    /// Delays between attempts, ms.
+    pub schedule_ms: Vec<i64>,
+    /// How long a notification is retried, ms.
+    pub window_ms: i64,
+    /// One attempt's timeout.
+    pub timeout: Duration,
+}
+
+/// A sink to start: where, how and with which secret.
+#[derive(Clone)]
+pub struct Sink {
+    /// `alerts` (the tenant's) or `operator`.
+    pub name: &'static str,
+    /// Absolute http(s) URL.
+    pub url: String,
+    /// How events are written.
+    pub format: SinkFormat,
+    /// What its events are signed with.
+    pub secret: Secret,
+    /// The addresses it may reach; `None` for a sink in the config file.
+    pub policy: Option<Arc<AddressPolicy>>,
+}
+
+/// A running sink; dropping it stops its dispatcher (its queue stays).
+pub struct SinkHandle {
+    format: SinkFormat,
+    data: TenantStore,
+    wake: Arc<Notify>,
+    abort: AbortHandle,
+}
+
+impl Drop for SinkHandle {
+    fn drop(&mut self) {
+        self.abort.abort();
+    }
+}
+
+impl SinkHandle {
+    /// Starts `sink`'s dispatcher for `tenant`.
+    pub fn start(
+        registry: &Registry,
+        tenant: &TenantId,
+        sink: &Sink,
+        delivery: &SinkDelivery,
+    ) -> Result<SinkHandle> {
+        let data = registry.store().tenant(&tenant.alert_scope(sink.name))?;
+        let wake = Arc::new(Notify::new());
+        let settings = ForwardSettings {
+            url: sink.url.clone(),
+            secret: sink.secret.clone(),
+            timeout: delivery.timeout,
+            connect_timeout: delivery.timeout,
+            schedule_ms: delivery.schedule_ms.clone(),
+            window_ms: delivery.window_ms,
+            jitter: 0.1,
+            max_in_flight: delivery.max_in_flight,
+            delivery_rate: None,
+            breaker_threshold: 5,
+            breaker_cooldown_ms: 30_000,
+            address_policy: sink.policy.clone(),
+            ca_certs: Vec::new(),
+            transform: None,
+        };
+        let abort = registry.start_sink_dispatcher(
+            tenant,
+            &format!("~{}", sink.name),
+            (data.clone(), wake.clone()),
+            settings,
+        )?;
+        Ok(SinkHandle {
+            format: sink.format,
+            data,
+            wake,
+            abort,
+        })
+    }
+
+    /// How this sink's events are written.
+    pub fn format(&self) -> SinkFormat {
+        self.format
+    }
+
+    /// Queues one notification (`id` is its `webhook-id`) durably; the
+    /// future resolves once it is on disk (true) or failed (false), and
+    /// wakes the dispatcher.
+    pub fn queue(&self, id: &str, body: Vec<u8>, now_ms: i64) -> BoxFuture<'static, bool> {
+        let item = NewDelivery {
+            event_id: EventId::new(id),
+            meta: EventMeta {
+                event_id: EventId::new(id),
+                delivery_id: DeliveryId::generate(),
+                request_id: RequestId::generate(),
+                received_at_ms: now_ms,
+                headers: vec![("content-type".to_owned(), "application/json".to_owned())],
+                trace_id: String::new(),
+                span_id: String::new(),
+                sampled: false,
+            },
+            body: body.into(),
+            due_ms: now_ms,
+            content_key: None,
+            copies: Vec::new(),
+            receipt: Receipt::Queued,
+            routes: Vec::new(),
+        };
+        let (committed, wake) = (self.data.commit(item), self.wake.clone());
+        Box::pin(async move {
+            match committed.await {
+                Ok(CommitOutcome::Accepted) => {
+                    wake.notify_one();
+                    true
+                }
+                Ok(_) => true,
+                Err(e) => {
+                    tracing::error!(error = %e, "queuing an alert notification failed");
+                    false
+                }
+            }
+        })
+    }
+}

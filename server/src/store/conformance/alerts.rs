@@ -1,0 +1,87 @@
+//! Alerts and alert settings in the catalog's rows, and an alert sink's
+//! queue, the same on both engines.
+
+use super::{new_delivery, tenant, Engine};
+use crate::{
+    alerts::{AlertRecord, AlertRows, StoredSettings, StoredSink, StoredState},
+    config::SinkFormat,
+    ids::TenantId,
+    store::CommitOutcome,
+};
+
+fn alert(tenant: &str, n: u64) -> AlertRecord {
+    AlertRecord {
+        id: format!("alr_{}", ulid::Ulid::from_parts(1_000 + n, 0)),
+        tenant_id: tenant.to_owned(),
+        alert_type: "route.failing".into(),
+        subject: format!("route-{n}"),
+        state: StoredState::Open,
+        summary: "failing".into(),
+        opened_at_ms: 1_000 + n as i64,
+        last_seen_at_ms: 1_000 + n as i64,
+        acknowledged_at_ms: None,
+        resolved_at_ms: None,
+        occurrences: n,
+        notifications: 1,
+    }
+}
+
+pub(super) async fn alerts_are_kept_per_tenant_newest_first(engine: Engine) {
+    let rows = AlertRows::new(engine.store.catalog_rows().unwrap());
+    for n in 0..3 {
+        rows.put(&alert("acme", n)).unwrap();
+    }
+    rows.put(&alert("acme-eu", 9)).unwrap();
+    let all = rows.all("acme").unwrap();
+    let subjects: Vec<&str> = all.iter().map(|a| a.subject.as_str()).collect();
+    assert_eq!(subjects, ["route-2", "route-1", "route-0"]);
+
+    let mut changed = all[1].clone();
+    changed.state = StoredState::Acknowledged;
+    changed.acknowledged_at_ms = Some(5_000);
+    rows.put(&changed).unwrap();
+    assert_eq!(
+        rows.get("acme", &changed.id).unwrap(),
+        Some(changed.clone())
+    );
+    assert_eq!(
+        rows.all("acme").unwrap().len(),
+        3,
+        "a change is no new alert"
+    );
+
+    let settings = StoredSettings {
+        sink: Some(StoredSink {
+            url: "https://ops.example/alerts".into(),
+            format: SinkFormat::Slack,
+            sealed_secret: vec![1, 2, 3],
+        }),
+        rules: Vec::new(),
+    };
+    assert_eq!(rows.settings("acme").unwrap(), StoredSettings::default());
+    rows.put_settings("acme", &settings).unwrap();
+    assert_eq!(rows.settings("acme").unwrap(), settings);
+
+    rows.drop_tenant("acme").unwrap();
+    assert!(rows.all("acme").unwrap().is_empty());
+    assert_eq!(rows.settings("acme").unwrap(), StoredSettings::default());
+    assert_eq!(
+        rows.all("acme-eu").unwrap().len(),
+        1,
+        "other tenants keep theirs"
+    );
+}
+
+pub(super) async fn a_sink_queue_is_apart_from_the_tenants_deliveries(engine: Engine) {
+    let acme = TenantId::try_from("acme").unwrap();
+    let sink = engine.store.tenant(&acme.alert_scope("alerts")).unwrap();
+    let queued = sink
+        .commit(new_delivery("ntf_1", 1_000, None))
+        .await
+        .unwrap();
+    assert_eq!(queued, CommitOutcome::Accepted);
+    assert_eq!(sink.queue(None, 10).unwrap().len(), 1);
+    let own = tenant(&engine, "acme");
+    assert!(own.deliveries(None, None, 10).unwrap().is_empty());
+    assert!(own.queue(None, 10).unwrap().is_empty());
+}
