@@ -9,12 +9,10 @@ mod issues;
 
 use std::time::Duration;
 
-use hookd_control::model::{
-    AlertFilter, AlertRuleView, AlertSinkFormat, AlertState, NewAlertSettings, NewAlertSink,
-    PageRequest,
-};
 use hookd_sdk::{
-    client::proto::CreateTenantRequest,
+    client::proto::{
+        AlertRule, AlertSettings, AlertSink, AlertState as ProtoAlertState, CreateTenantRequest,
+    },
     signature::{sign, Scheme, Secret},
 };
 use hookd_server::testing::test_database;
@@ -133,29 +131,32 @@ async fn rotated_behind_hookds_back(storage: &str) {
         })
         .await
         .unwrap();
-    let control = s.server().control();
-    let set = control
+    // Over the real gRPC control plane, as an operator would.
+    let set = admin
         .set_alert_settings(
             "shop",
-            NewAlertSettings {
-                sink: Some(NewAlertSink {
+            AlertSettings {
+                sink: Some(AlertSink {
                     url: sink.url.clone(),
-                    format: AlertSinkFormat::Standard,
-                    secret: None,
+                    ..Default::default()
                 }),
-                rules: vec![AlertRuleView {
-                    alert_type: "verification.failure_spike".into(),
+                rules: vec![AlertRule {
+                    r#type: "verification.failure_spike".into(),
                     enabled: true,
                     threshold: 3,
                     window_secs: 30.0,
-                    mode: None,
+                    mode: String::new(),
                 }],
             },
         )
         .await
         .unwrap();
-    let sink_secret = set.generated_secret.expect("a new sink gets a secret");
-    assert!(set.settings.sink.unwrap().has_secret);
+    let sink_secret = set.generated_secret.clone();
+    assert!(
+        sink_secret.starts_with("whsec_"),
+        "a new sink gets a secret"
+    );
+    assert!(set.settings.unwrap().sink.unwrap().has_secret);
 
     // The provider rotated its secret and signs with the new one.
     let rotated = "whsec_bmV3LXByb3ZpZGVyLXNlY3JldC1ub2JvZHktdG9sZC1ob29rZA==";
@@ -204,20 +205,23 @@ async fn rotated_behind_hookds_back(storage: &str) {
     let queued = r#"hookd_alert_notifications_total{tenant="shop",type="verification.failure_spike",outcome="queued"}"#;
     assert_eq!(metric(&s, queued).await.as_deref(), Some("2"));
 
-    let page = control
-        .list_alerts(
-            "shop",
-            AlertFilter::default(),
-            PageRequest {
-                size: 10,
-                token: None,
-            },
-        )
+    let alerts = admin.list_all_alerts("shop", &[]).await.unwrap();
+    assert_eq!(alerts.len(), 1);
+    assert_eq!(alerts[0].state(), ProtoAlertState::Resolved);
+    assert_eq!(alerts[0].notifications, 2);
+
+    // Another tenant's token sees none of it.
+    admin
+        .create_tenant(CreateTenantRequest {
+            tenant_id: "other".into(),
+            ..Default::default()
+        })
         .await
         .unwrap();
-    assert_eq!(page.items.len(), 1);
-    assert_eq!(page.items[0].state, AlertState::Resolved);
-    assert_eq!(page.items[0].notifications, 2);
+    let token = admin.create_token("other", "other's worker").await.unwrap();
+    let other = s.client(&token.token).await;
+    let denied = other.list_all_alerts("shop", &[]).await.unwrap_err();
+    assert_eq!(denied.code(), tonic::Code::PermissionDenied, "{denied}");
 }
 
 /// A config-file tenant forwarding to `dest`, whose breaker opens on the
