@@ -42,7 +42,7 @@ pub(crate) use route::version_of;
 pub use route::{RouteConfig, RouteSettings, MAX_ROUTES};
 pub use storage::{PostgresConfig, StorageBackend};
 pub use tenant::{
-    load_secret, BreakerConfig, DestinationConfig, ForwardSettings, RateLimitConfig, RetryConfig,
+    load_secret, BreakerConfig, ConcurrencySettings, DestinationConfig, ForwardSettings, RateLimitConfig, RetryConfig,
     RouteTransform, SecretConfig, SecretSourceError, SecretState, SignedBody, TenantConfig,
     TenantSettings,
 };
