@@ -291,17 +291,30 @@ mod tests {
             "adaptive_concurrency": true, "min_in_flight": 2, "latency_target_ms": 250 }))
         .unwrap();
         assert_eq!(
-            (adaptive.adaptive, adaptive.min_in_flight, adaptive.latency_target_ms),
+            (
+                adaptive.adaptive,
+                adaptive.min_in_flight,
+                adaptive.latency_target_ms
+            ),
             (true, 2, Some(250))
         );
         for (extra, key) in [
             (serde_json::json!({ "min_in_flight": 0 }), "min_in_flight"),
             (serde_json::json!({ "min_in_flight": 9 }), "min_in_flight"),
-            (serde_json::json!({ "latency_target_ms": 0 }), "latency_target_ms"),
-            (serde_json::json!({ "latency_target_ms": 600_001 }), "latency_target_ms"),
+            (
+                serde_json::json!({ "latency_target_ms": 0 }),
+                "latency_target_ms",
+            ),
+            (
+                serde_json::json!({ "latency_target_ms": 600_001 }),
+                "latency_target_ms",
+            ),
         ] {
             let err = route(extra.clone()).unwrap_err().to_string();
-            assert!(err.contains(&format!("routes[0] (a).{key}")), "{extra}: {err}");
+            assert!(
+                err.contains(&format!("routes[0] (a).{key}")),
+                "{extra}: {err}"
+            );
         }
     }
 

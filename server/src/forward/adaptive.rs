@@ -369,11 +369,17 @@ mod tests {
                 "{error_type:?}"
             );
         }
-        assert_eq!(seen(&Verdict::Success, Some(200), None, 101), Signal::Overloaded);
+        assert_eq!(
+            seen(&Verdict::Success, Some(200), None, 101),
+            Signal::Overloaded
+        );
         assert_eq!(seen(&Verdict::Success, Some(200), None, 100), Signal::Fine);
         assert_eq!(seen(&retryable, Some(500), Some("500"), 1), Signal::Neutral);
         assert_eq!(seen(&retryable, None, Some("connect"), 1), Signal::Neutral);
-        assert_eq!(seen(&Verdict::Unsendable, None, Some("unsendable"), 1), Signal::Neutral);
+        assert_eq!(
+            seen(&Verdict::Unsendable, None, Some("unsendable"), 1),
+            Signal::Neutral
+        );
     }
 
     #[test]
@@ -396,7 +402,10 @@ mod tests {
     fn routes_to_one_host_cut_together_and_converge_to_equal_shares() {
         let signals = HostSignals::default();
         let host = signals.of("http://sink.example:8080/a");
-        assert!(Arc::ptr_eq(&host, &signals.of("http://sink.example:8080/b")));
+        assert!(Arc::ptr_eq(
+            &host,
+            &signals.of("http://sink.example:8080/b")
+        ));
         let elsewhere = signals.of("http://other.example:8080/a");
         assert!(!Arc::ptr_eq(&host, &elsewhere));
         let (mut peer, mut small, mut apart) =

@@ -272,7 +272,10 @@ mod tests {
         second.set(4);
         first.set(6);
         assert_eq!(one.concurrency_limit.get(), 10);
-        assert_eq!((one.concurrency_limit(), two.concurrency_limit()), (Some(6), Some(4)));
+        assert_eq!(
+            (one.concurrency_limit(), two.concurrency_limit()),
+            (Some(6), Some(4))
+        );
         drop(second);
         assert_eq!(one.concurrency_limit.get(), 6);
         assert_eq!(two.concurrency_limit(), None);

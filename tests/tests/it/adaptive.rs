@@ -40,7 +40,10 @@ async fn a_503_halves_an_adaptive_routes_limit_and_leaves_a_fixed_one() {
     ) + &tenant("fixed", &fixed.url, "max_in_flight = 8", "", "");
     let s = TestServer::start(&config);
     let mut feed = s.server().registry().feed().subscribe();
-    let (shop, other) = (send(&s, "shop", "evt_a").await, send(&s, "fixed", "evt_f").await);
+    let (shop, other) = (
+        send(&s, "shop", "evt_a").await,
+        send(&s, "fixed", "evt_f").await,
+    );
     wait_event(&mut feed, &shop, DeliveryEventKind::RetryScheduled).await;
     wait_event(&mut feed, &other, DeliveryEventKind::RetryScheduled).await;
     assert_eq!(limit_of(&s, "shop").await, 4.0, "halved by the 503");
@@ -65,7 +68,11 @@ async fn a_retry_after_pauses_an_adaptive_route_and_leaves_its_limit() {
     // The clock stands still: nothing new may start during the pause.
     let early = tokio::time::timeout(Duration::from_millis(500), dest.wait_for(2, WAIT)).await;
     assert!(early.is_err(), "a new attempt during the Retry-After pause");
-    assert_eq!(limit_of(&s, "shop").await, 8.0, "a Retry-After does not cut");
+    assert_eq!(
+        limit_of(&s, "shop").await,
+        8.0,
+        "a Retry-After does not cut"
+    );
     s.clock.advance_ms(60_000);
     // The retry of the first event and the second event, once it is over.
     dest.wait_for(3, WAIT).await;

@@ -68,6 +68,28 @@ async fn dead_on(admin: &HookdClient, route: &str) -> String {
 }
 
 #[tokio::test]
+async fn the_routes_page_and_route_service_show_the_concurrency_limit_now() {
+    let dest = Receiver::start(Reply::Status(503)).await;
+    let s = TestServer::start(&tenant(
+        "shop",
+        &dest.url,
+        "max_in_flight = 8\nadaptive_concurrency = true",
+        "",
+        "",
+    ));
+    let mut feed = s.server().registry().feed().subscribe();
+    let id = send(&s, "shop", "evt_busy").await;
+    wait_event(&mut feed, &id, DeliveryEventKind::RetryScheduled).await;
+    let http = Http::new(&s);
+    let session = http.sign_in(ADMIN_TOKEN).await;
+    let shown = page(&http, &session, "/t/shop/routes", StatusCode::OK).await;
+    let wanted = "<td class=\"concurrency-limit\">4</td>";
+    assert!(shown.contains(wanted), "{wanted} in {shown}");
+    let route = s.admin().await.get_route("shop", "default").await.unwrap();
+    assert_eq!((route.max_in_flight, route.concurrency_limit), (8, 4));
+}
+
+#[tokio::test]
 async fn the_routes_page_lists_a_config_file_tenants_routes() {
     let dest = Receiver::start(Reply::Status(204)).await;
     let s = TestServer::start(&config(&dest.url));
