@@ -11,11 +11,14 @@ use std::{
 use super::{attempt::AttemptResult, policy::Verdict};
 use crate::config::ConcurrencySettings;
 
-/// What a cut divides the limit by.
-const DECREASE_DIVISOR: usize = 2;
+/// A cut keeps this many tenths of the limit: gentle enough that the limit
+/// stays near the destination's capacity (a halving would leave it a
+/// quarter under on average); the AIMD limit of Netflix's
+/// concurrency-limits library backs off by the same ratio.
+const KEEP_TENTHS: usize = 9;
 
 /// Most missed cuts applied at once: enough to reach the floor from 1024.
-const MAX_CATCH_UP: u64 = 11;
+const MAX_CATCH_UP: u64 = 80;
 
 /// Longest one `Retry-After` pauses a whole route, in ms; the delivery
 /// that carried it still waits the full time before its own retry.
@@ -136,7 +139,7 @@ impl HostSignals {
 
 /// One route's concurrency limit: `max_in_flight` when not adaptive;
 /// otherwise it starts there, grows by one per limit's worth of successes
-/// and halves on overload, never under `min_in_flight`.
+/// and loses a tenth on overload, never under `min_in_flight`.
 #[derive(Debug)]
 pub struct ConcurrencyLimit {
     settings: ConcurrencySettings,
@@ -186,7 +189,7 @@ impl ConcurrencyLimit {
             // Cuts missed while no attempt finished are applied too, so
             // every route to the host backs off by the same factor.
             for _ in 0..cuts.saturating_sub(self.seen).min(MAX_CATCH_UP) {
-                self.limit = (self.limit / DECREASE_DIVISOR).max(self.settings.min_in_flight);
+                self.limit = (self.limit * KEEP_TENTHS / 10).max(self.settings.min_in_flight);
                 self.successes = 0;
             }
             self.seen = cuts;
@@ -265,15 +268,15 @@ mod tests {
     #[test]
     fn grows_by_one_per_limits_worth_of_successes_up_to_the_ceiling() {
         let host = Arc::new(HostSignal::default());
-        let mut l = limit(10, &host);
-        l.observe(Signal::Overloaded, 0, 1, 10);
-        assert_eq!(l.current(), 5);
-        succeed(&mut l, 4, 2);
-        assert_eq!(l.current(), 5, "four successes are not a window of five");
+        let mut l = limit(20, &host);
+        l.observe(Signal::Overloaded, 0, 1, 20);
+        assert_eq!(l.current(), 18);
+        succeed(&mut l, 17, 2);
+        assert_eq!(l.current(), 18, "17 successes are not a window of 18");
         succeed(&mut l, 1, 2);
-        assert_eq!(l.current(), 6, "five are");
+        assert_eq!(l.current(), 19, "18 are");
         succeed(&mut l, 1_000, 3);
-        assert_eq!(l.current(), 10, "never over max_in_flight");
+        assert_eq!(l.current(), 20, "never over max_in_flight");
     }
 
     #[test]
@@ -281,23 +284,30 @@ mod tests {
         let host = Arc::new(HostSignal::default());
         let mut l = limit(16, &host);
         l.observe(Signal::Overloaded, 0, 1, 16);
-        assert_eq!(l.current(), 8);
+        assert_eq!(l.current(), 14);
         for _ in 0..100 {
-            l.observe(Signal::Fine, 1, 2, 3);
+            l.observe(Signal::Fine, 1, 2, 6);
         }
-        assert_eq!(l.current(), 8, "three in use of eight");
+        assert_eq!(l.current(), 14, "six in use of 14");
     }
 
     #[test]
-    fn halves_on_overload_down_to_the_floor() {
+    fn loses_a_tenth_on_overload_down_to_the_floor() {
         let host = Arc::new(HostSignal::default());
         let mut l = ConcurrencyLimit::new(adaptive(3), 64, host);
         let mut now = 0;
-        for expected in [32, 16, 8, 4, 3, 3] {
+        let mut overload = |l: &mut ConcurrencyLimit| {
             now += 10;
             l.observe(Signal::Overloaded, now - 1, now, 1);
-            assert_eq!(l.current(), expected, "at {now} ms");
+            l.current()
+        };
+        for expected in [57, 51, 45, 40] {
+            assert_eq!(overload(&mut l), expected);
         }
+        for _ in 0..30 {
+            overload(&mut l);
+        }
+        assert_eq!(overload(&mut l), 3, "never under min_in_flight");
     }
 
     #[test]
@@ -308,9 +318,9 @@ mod tests {
         for at in 110..150 {
             l.observe(Signal::Overloaded, 100, at, 40);
         }
-        assert_eq!(l.current(), 20, "one cut for the whole round");
-        l.observe(Signal::Overloaded, 151, 160, 20);
-        assert_eq!(l.current(), 10, "one sent after the cut counts again");
+        assert_eq!(l.current(), 36, "one cut for the whole round");
+        l.observe(Signal::Overloaded, 151, 160, 36);
+        assert_eq!(l.current(), 32, "one sent after the cut counts again");
     }
 
     #[test]
@@ -395,7 +405,7 @@ mod tests {
         let mut other = limit(8, &host);
         other.observe(Signal::Overloaded, 2, 3, 8);
         assert_eq!((l.allowed(1), l.current()), (8, 8));
-        assert_eq!(other.current(), 4);
+        assert_eq!(other.current(), 7);
     }
 
     #[test]
@@ -413,8 +423,12 @@ mod tests {
         for at in [1, 3, 5] {
             small.observe(Signal::Overloaded, at - 1, at, 64);
         }
-        assert_eq!((peer.current(), small.current()), (8, 8), "cut together");
+        assert_eq!((peer.current(), small.current()), (45, 45), "cut together");
         assert_eq!(apart.current(), 64, "another host is not cut");
+        for at in (7..40).step_by(2) {
+            small.observe(Signal::Overloaded, at - 1, at, 64);
+        }
+        assert_eq!(small.current(), 4);
         // A route that joins later starts at its ceiling, far above `small`.
         let mut big = limit(64, &host);
         assert_eq!(big.current(), 64, "earlier cuts are not its own");

@@ -1,5 +1,5 @@
 //! Adaptive concurrency seen from outside (docs/routes.md#adaptive-concurrency):
-//! `hookd_route_concurrency_limit` halves on a 503 of an adaptive route and
+//! `hookd_route_concurrency_limit` loses a tenth on a 503 of an adaptive route and
 //! stays at `max_in_flight` on a fixed one; a `Retry-After` pauses an
 //! adaptive route without cutting its limit.
 
@@ -26,7 +26,7 @@ async fn limit_of(s: &TestServer, tenant: &str) -> f64 {
 }
 
 #[tokio::test]
-async fn a_503_halves_an_adaptive_routes_limit_and_leaves_a_fixed_one() {
+async fn a_503_cuts_an_adaptive_routes_limit_and_leaves_a_fixed_one() {
     let (busy, fixed) = (
         Receiver::start(Reply::Status(503)).await,
         Receiver::start(Reply::Status(503)).await,
@@ -46,7 +46,11 @@ async fn a_503_halves_an_adaptive_routes_limit_and_leaves_a_fixed_one() {
     );
     wait_event(&mut feed, &shop, DeliveryEventKind::RetryScheduled).await;
     wait_event(&mut feed, &other, DeliveryEventKind::RetryScheduled).await;
-    assert_eq!(limit_of(&s, "shop").await, 4.0, "halved by the 503");
+    assert_eq!(
+        limit_of(&s, "shop").await,
+        7.0,
+        "8 less a tenth, rounded down"
+    );
     assert_eq!(limit_of(&s, "fixed").await, 8.0, "max_in_flight, fixed");
 }
 

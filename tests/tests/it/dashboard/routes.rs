@@ -83,10 +83,10 @@ async fn the_routes_page_and_route_service_show_the_concurrency_limit_now() {
     let http = Http::new(&s);
     let session = http.sign_in(ADMIN_TOKEN).await;
     let shown = page(&http, &session, "/t/shop/routes", StatusCode::OK).await;
-    let wanted = "<td class=\"concurrency-limit\">4</td>";
+    let wanted = "<td class=\"concurrency-limit\">7</td>";
     assert!(shown.contains(wanted), "{wanted} in {shown}");
     let route = s.admin().await.get_route("shop", "default").await.unwrap();
-    assert_eq!((route.max_in_flight, route.concurrency_limit), (8, 4));
+    assert_eq!((route.max_in_flight, route.concurrency_limit), (8, 7));
 }
 
 #[tokio::test]
