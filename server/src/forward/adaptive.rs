@@ -138,8 +138,9 @@ impl HostSignals {
 }
 
 /// One route's concurrency limit: `max_in_flight` when not adaptive;
-/// otherwise it starts there, grows by one per limit's worth of successes
-/// and loses a tenth on overload, never under `min_in_flight`.
+/// otherwise it starts at `min_in_flight` and doubles per limit's worth of
+/// successes until the first cut (slow start), then grows by one per
+/// limit's worth and loses a tenth on overload, never under `min_in_flight`.
 #[derive(Debug)]
 pub struct ConcurrencyLimit {
     settings: ConcurrencySettings,
@@ -147,6 +148,8 @@ pub struct ConcurrencyLimit {
     limit: usize,
     /// Successes since the limit last moved.
     successes: usize,
+    /// No cut yet: the limit doubles instead of growing by one.
+    slow_start: bool,
     host: Arc<HostSignal>,
     /// The host's cuts this route has applied.
     seen: u64,
@@ -159,8 +162,13 @@ impl ConcurrencyLimit {
         ConcurrencyLimit {
             settings,
             ceiling: max_in_flight,
-            limit: max_in_flight,
+            limit: if settings.adaptive {
+                settings.min_in_flight.min(max_in_flight)
+            } else {
+                max_in_flight
+            },
             successes: 0,
+            slow_start: true,
             seen: host.count(),
             host,
             paused_until_ms: None,
@@ -191,6 +199,7 @@ impl ConcurrencyLimit {
             for _ in 0..cuts.saturating_sub(self.seen).min(MAX_CATCH_UP) {
                 self.limit = (self.limit * KEEP_TENTHS / 10).max(self.settings.min_in_flight);
                 self.successes = 0;
+                self.slow_start = false;
             }
             self.seen = cuts;
         }
@@ -223,7 +232,12 @@ impl ConcurrencyLimit {
                 if in_use * 2 >= limit {
                     self.successes += 1;
                     if self.successes >= limit {
-                        self.limit = (limit + 1).min(self.ceiling);
+                        let grown = if self.slow_start {
+                            2 * limit
+                        } else {
+                            limit + 1
+                        };
+                        self.limit = grown.min(self.ceiling);
                         self.successes = 0;
                     }
                 }
@@ -252,8 +266,13 @@ mod tests {
         }
     }
 
+    /// An adaptive limit of `max` sharing `host`, grown to its ceiling.
     fn limit(max: usize, host: &Arc<HostSignal>) -> ConcurrencyLimit {
-        ConcurrencyLimit::new(adaptive(1), max, host.clone())
+        let mut l = ConcurrencyLimit::new(adaptive(1), max, host.clone());
+        while l.current() < max {
+            succeed(&mut l, 1, 0);
+        }
+        l
     }
 
     /// `n` successes, each started just before it finished at `at`, with
@@ -263,6 +282,24 @@ mod tests {
             let in_use = l.current();
             l.observe(Signal::Fine, at - 1, at, in_use);
         }
+    }
+
+    #[test]
+    fn starts_at_the_floor_and_doubles_per_window_until_the_first_cut() {
+        let host = Arc::new(HostSignal::default());
+        let mut l = ConcurrencyLimit::new(adaptive(2), 64, host);
+        assert_eq!(l.current(), 2, "starts at min_in_flight");
+        for expected in [4, 8, 16] {
+            let window = l.current();
+            succeed(&mut l, window - 1, 1);
+            assert_eq!(l.current(), window, "one short of a window");
+            succeed(&mut l, 1, 1);
+            assert_eq!(l.current(), expected);
+        }
+        l.observe(Signal::Overloaded, 1, 2, 16);
+        assert_eq!(l.current(), 14);
+        succeed(&mut l, 14, 3);
+        assert_eq!(l.current(), 15, "after a cut, one per window");
     }
 
     #[test]
@@ -295,6 +332,9 @@ mod tests {
     fn loses_a_tenth_on_overload_down_to_the_floor() {
         let host = Arc::new(HostSignal::default());
         let mut l = ConcurrencyLimit::new(adaptive(3), 64, host);
+        while l.current() < 64 {
+            succeed(&mut l, 1, 0);
+        }
         let mut now = 0;
         let mut overload = |l: &mut ConcurrencyLimit| {
             now += 10;
@@ -429,7 +469,7 @@ mod tests {
             small.observe(Signal::Overloaded, at - 1, at, 64);
         }
         assert_eq!(small.current(), 4);
-        // A route that joins later starts at its ceiling, far above `small`.
+        // A route that joins later grows to its ceiling, far above `small`.
         let mut big = limit(64, &host);
         assert_eq!(big.current(), 64, "earlier cuts are not its own");
         // Capacity 40 shared: each grows one per round trip, and whenever
