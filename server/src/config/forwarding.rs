@@ -46,6 +46,16 @@ pub struct ConcurrencySettings {
     pub latency_target_ms: Option<u64>,
 }
 
+impl ConcurrencySettings {
+    /// A limit that stays at `max_in_flight`: what a route without the
+    /// keys gets, and what hookd's own deliveries (alert sinks) run with.
+    pub const FIXED: ConcurrencySettings = ConcurrencySettings {
+        adaptive: false,
+        min_in_flight: 1,
+        latency_target_ms: None,
+    };
+}
+
 /// Off by default: a route keeps the fixed `max_in_flight` it was tuned
 /// for until its operator turns adaptation on.
 pub(super) fn default_adaptive_concurrency() -> bool {

@@ -131,11 +131,7 @@ mod tests {
             delivery_rate: None,
             breaker_threshold: 5,
             breaker_cooldown_ms: 30_000,
-            concurrency: crate::config::ConcurrencySettings {
-                adaptive: false,
-                min_in_flight: 1,
-                latency_target_ms: None,
-            },
+            concurrency: crate::config::ConcurrencySettings::FIXED,
             address_policy: None,
             transform: None,
             ca_certs: Vec::new(),
