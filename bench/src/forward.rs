@@ -311,6 +311,7 @@ pub async fn run(args: ForwardArgs) -> anyhow::Result<()> {
         destination: Some(DestinationSpec {
             url: format!("http://{}/sink", sink.addr),
             secret: SINK_SECRET.to_owned(),
+            tenant_keys: String::new(),
             max_in_flight: args.max_in_flight,
             routes: route_sinks
                 .iter()

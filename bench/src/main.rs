@@ -2,10 +2,13 @@
 //! and reports throughput and latency; `compare` measures hookd side by side
 //! with a bare actix-web server answering 202 to the same requests;
 //! `forward` measures events accepted and delivered to a local sink;
-//! `hostile` measures what one tenant's endless transform costs another.
-//! See docs/benchmarks.md.
+//! `hostile` measures what one tenant's endless transform costs another;
+//! `adaptive` measures adaptive concurrency against a sink of fixed
+//! capacity. See docs/benchmarks.md.
 
+mod adaptive;
 mod bare;
+mod capacity;
 mod forward;
 mod hostile;
 mod load;
@@ -100,6 +103,11 @@ enum Command {
     /// endless loop, in alternating fresh hookd processes, and compare its
     /// ingest p99 with the same load beside a benign transform.
     Hostile(hostile::HostileArgs),
+    /// Adaptive concurrency against a local sink of fixed capacity that
+    /// answers 503 beyond it: the limit over time, how fast it settles
+    /// (also after the capacity doubles), the 503 share, and how fairly
+    /// many tenants share one sink.
+    Adaptive(adaptive::AdaptiveArgs),
     /// The bare server `compare` starts (internal).
     #[command(hide = true)]
     BareServer {
@@ -285,6 +293,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
         } => tenants(counts, hookd, hookd_log_filter, ready_timeout_secs, load).await,
         Command::Forward(args) => forward::run(args).await,
         Command::Hostile(args) => hostile::run(args).await,
+        Command::Adaptive(args) => adaptive::run(args).await,
         Command::BareServer { .. } => unreachable!("served without a tokio runtime"),
     }
 }

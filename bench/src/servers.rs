@@ -135,10 +135,13 @@ pub struct HookdSpec {
 /// a loopback URL is trusted as written).
 #[derive(Debug, Clone)]
 pub struct DestinationSpec {
-    /// URL hookd POSTs each event to.
+    /// URL hookd POSTs each event to; `{tenant}` becomes the tenant's id.
     pub url: String,
     /// Standard Webhooks secret hookd signs forwards with.
     pub secret: String,
+    /// More of each tenant's table, written after its `max_in_flight`
+    /// (keys such as `adaptive_concurrency`, then its own tables).
+    pub tenant_keys: String,
     /// Forwards in flight at once per tenant (and per route).
     pub max_in_flight: usize,
     /// URLs of the tenant's other routes (`r1`, `r2`, ...), each with the
@@ -168,6 +171,7 @@ pub fn hookd_config(spec: &HookdSpec) -> String {
         );
         if let Some(dest) = &spec.destination {
             let _ = writeln!(out, "max_in_flight = {}", dest.max_in_flight);
+            out.push_str(&dest.tenant_keys);
         }
         let _ = write!(
             out,
@@ -182,7 +186,7 @@ pub fn hookd_config(spec: &HookdSpec) -> String {
             let _ = write!(
                 out,
                 "[tenants.destination]\nurl = {url:?}\nsecret = {secret:?}\n",
-                url = dest.url,
+                url = dest.url.replace("{tenant}", id),
                 secret = dest.secret,
             );
             for (i, url) in dest.routes.iter().enumerate() {
@@ -337,6 +341,7 @@ mod tests {
             Some(DestinationSpec {
                 url: "http://127.0.0.1:9/sink".into(),
                 secret: "whsec_def".into(),
+                tenant_keys: String::new(),
                 max_in_flight: 4,
                 routes: vec![
                     "http://127.0.0.1:10/sink".into(),
@@ -376,6 +381,7 @@ mod tests {
             Some(DestinationSpec {
                 url: "http://127.0.0.1:9/sink".into(),
                 secret: "whsec_def".into(),
+                tenant_keys: String::new(),
                 max_in_flight: 32,
                 routes: Vec::new(),
             }),

@@ -170,6 +170,7 @@ impl From<RouteView> for pb::Route {
             from_config: r.from_config,
             transform_cpu_ms: r.transform_cpu_ms,
             transform_memory_mib: r.transform_memory_mib,
+            concurrency_limit: r.concurrency_limit.unwrap_or_default(),
         }
     }
 }

@@ -39,6 +39,7 @@ fn view(tenant_id: &str, name: &str, url: Option<String>, max_in_flight: u32) ->
         from_config: false,
         transform_cpu_ms: 50,
         transform_memory_mib: 16,
+        concurrency_limit: None,
     }
 }
 

@@ -53,6 +53,9 @@ pub struct RouteView {
     pub transform_cpu_ms: u32,
     /// The transform's memory cap per run, in MiB.
     pub transform_memory_mib: u32,
+    /// The forwards it may have in flight now (its adaptive limit, or
+    /// `max_in_flight`); `None` while no forwarding runs for it.
+    pub concurrency_limit: Option<u32>,
 }
 
 /// A route to add. Numbers left at 0 in the request arrive as `None`.

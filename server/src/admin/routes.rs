@@ -37,9 +37,23 @@ impl Backend {
             .ok_or_else(|| ApiError::NotFound(format!("tenant {tenant_id}")))
     }
 
+    /// Every route of a running tenant, each with the concurrency limit
+    /// its dispatcher runs with now.
     pub(super) fn routes_of(&self, tenant_id: &str) -> ApiResult<Vec<RouteView>> {
-        let settings = self.running_settings(tenant_id)?;
-        Ok(views_of(&settings, self.config_tenants.contains(tenant_id)))
+        let handle = self
+            .registry
+            .get(tenant_id)
+            .ok_or_else(|| ApiError::NotFound(format!("tenant {tenant_id}")))?;
+        let mut views = views_of(&handle.settings(), self.config_tenants.contains(tenant_id));
+        for view in &mut views {
+            view.concurrency_limit = handle
+                .routes
+                .iter()
+                .find(|route| route.name == view.name)
+                .and_then(|route| route.metrics.concurrency_limit())
+                .map(|limit| limit as u32);
+        }
+        Ok(views)
     }
 
     pub(super) fn route(&self, tenant_id: &str, name: &str) -> ApiResult<RouteView> {
@@ -363,6 +377,7 @@ fn view(
         from_config,
         transform_cpu_ms: limits.cpu().as_millis() as u32,
         transform_memory_mib: (limits.memory_bytes() >> 20) as u32,
+        concurrency_limit: None,
     }
 }
 

@@ -13,7 +13,7 @@ use hookd_sdk::signature::Secret;
 use tokio::sync::Notify;
 
 use crate::{
-    config::{ForwardSettings, SinkFormat},
+    config::{ConcurrencySettings, ForwardSettings, SinkFormat},
     egress::AddressPolicy,
     error::Result,
     ids::{DeliveryId, EventId, RequestId, TenantId},
@@ -93,6 +93,7 @@ impl SinkHandle {
             window_ms: delivery.window_ms,
             jitter: 0.1,
             max_in_flight: delivery.max_in_flight,
+            concurrency: ConcurrencySettings::FIXED,
             delivery_rate: None,
             breaker_threshold: 5,
             breaker_cooldown_ms: 30_000,

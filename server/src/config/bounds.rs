@@ -124,6 +124,9 @@ pub const MAX_PUBLIC_URL_LEN: usize = 2_048;
 pub const REPLAY_CACHE_CAPACITY: Count = count(1, 10_000_000);
 /// `max_in_flight`: forwards of one tenant in flight at once.
 pub const MAX_IN_FLIGHT: Count = count(1, 1_024);
+/// `latency_target_ms` of an adaptive route: ten minutes at most, the
+/// longest `destination.timeout_secs`.
+pub const LATENCY_TARGET_MS: Count = count(1, 600_000);
 /// `rate_limit.per_sec` and `delivery_rate.per_sec`.
 pub const RATE_PER_SEC: Real = positive(100_000.0);
 /// `rate_limit.burst` and `delivery_rate.burst`.

@@ -29,6 +29,42 @@ pub(super) struct Forwarding<'a> {
     pub(super) max_in_flight: usize,
     pub(super) delivery_rate: Option<RateLimitConfig>,
     pub(super) breaker: &'a BreakerConfig,
+    pub(super) concurrency: ConcurrencySettings,
+}
+
+/// How a route's concurrency limit moves (docs/routes.md#adaptive-concurrency):
+/// the keys `adaptive_concurrency`, `min_in_flight` and `latency_target_ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConcurrencySettings {
+    /// The limit adapts (AIMD) between `min_in_flight` and `max_in_flight`;
+    /// off: it stays at `max_in_flight`.
+    pub adaptive: bool,
+    /// The lowest the limit goes.
+    pub min_in_flight: usize,
+    /// Answers slower than this (ms) count as overload; none: latency is
+    /// no signal.
+    pub latency_target_ms: Option<u64>,
+}
+
+impl ConcurrencySettings {
+    /// A limit that stays at `max_in_flight`: what a route without the
+    /// keys gets, and what hookd's own deliveries (alert sinks) run with.
+    pub const FIXED: ConcurrencySettings = ConcurrencySettings {
+        adaptive: false,
+        min_in_flight: 1,
+        latency_target_ms: None,
+    };
+}
+
+/// Off by default: a route keeps the fixed `max_in_flight` it was tuned
+/// for until its operator turns adaptation on.
+pub(super) fn default_adaptive_concurrency() -> bool {
+    false
+}
+
+/// The floor of an adaptive limit unless a route sets one.
+pub(super) fn default_min_in_flight() -> usize {
+    1
 }
 
 /// When to stop hammering a failing destination.
@@ -190,6 +226,7 @@ impl Forwarding<'_> {
         )?;
         bounds::BREAKER_COOLDOWN_SECS
             .check(&key("breaker.cooldown_secs"), self.breaker.cooldown_secs)?;
+        self.check_concurrency()?;
         if let Some(dest) = self.destination {
             bounds::FORWARD_TIMEOUT_SECS
                 .check(&key("destination.timeout_secs"), dest.timeout_secs)?;
@@ -197,6 +234,23 @@ impl Forwarding<'_> {
                 &key("destination.connect_timeout_secs"),
                 dest.connect_timeout_secs,
             )?;
+        }
+        Ok(())
+    }
+
+    /// `min_in_flight` (at most `max_in_flight`) and `latency_target_ms`.
+    fn check_concurrency(&self) -> Result<(), InvalidSetting> {
+        let key = |name: &str| format!("{}{name}", self.key);
+        let floor = self.concurrency.min_in_flight;
+        bounds::check_usize(bounds::MAX_IN_FLIGHT, &key("min_in_flight"), floor)?;
+        if floor > self.max_in_flight {
+            return Err(InvalidSetting::new(
+                key("min_in_flight"),
+                format!("{floor} is over max_in_flight ({})", self.max_in_flight),
+            ));
+        }
+        if let Some(target) = self.concurrency.latency_target_ms {
+            bounds::LATENCY_TARGET_MS.check(&key("latency_target_ms"), target)?;
         }
         Ok(())
     }
@@ -249,6 +303,7 @@ impl Forwarding<'_> {
             delivery_rate: self.delivery_rate,
             breaker_threshold: self.breaker.failure_threshold,
             breaker_cooldown_ms: ms(self.breaker.cooldown_secs),
+            concurrency: self.concurrency,
             address_policy: None,
             ca_certs,
             transform: None,
@@ -281,6 +336,8 @@ pub struct ForwardSettings {
     pub breaker_threshold: u32,
     /// Breaker cooldown (ms).
     pub breaker_cooldown_ms: i64,
+    /// Whether and how the concurrency limit adapts.
+    pub concurrency: ConcurrencySettings,
     /// The addresses the destination may reach; `None` for a destination
     /// written in the operator's config file, which is trusted as written.
     pub address_policy: Option<Arc<AddressPolicy>>,

@@ -47,9 +47,9 @@ pub(crate) use route::version_of;
 pub use route::{RouteConfig, RouteSettings, MAX_ROUTES};
 pub use storage::{PostgresConfig, StorageBackend};
 pub use tenant::{
-    load_secret, BreakerConfig, DestinationConfig, ForwardSettings, RateLimitConfig, RetryConfig,
-    RouteTransform, SecretConfig, SecretSourceError, SecretState, SignedBody, TenantConfig,
-    TenantSettings,
+    load_secret, BreakerConfig, ConcurrencySettings, DestinationConfig, ForwardSettings,
+    RateLimitConfig, RetryConfig, RouteTransform, SecretConfig, SecretSourceError, SecretState,
+    SignedBody, TenantConfig, TenantSettings,
 };
 
 /// The embedded defaults, every key documented.

@@ -9,8 +9,8 @@ use hookd_proto::domain::{defaults, DEFAULT_ROUTE};
 use serde::{Deserialize, Serialize};
 
 use super::forwarding::{
-    BreakerConfig, DestinationConfig, ForwardSettings, Forwarding, RateLimitConfig, RetryConfig,
-    RouteTransform,
+    default_adaptive_concurrency, default_min_in_flight, BreakerConfig, ConcurrencySettings,
+    DestinationConfig, ForwardSettings, Forwarding, RateLimitConfig, RetryConfig, RouteTransform,
 };
 use std::{sync::Arc, time::Duration};
 
@@ -47,6 +47,17 @@ pub struct RouteConfig {
     /// Its concurrency limit.
     #[serde(default = "default_max_in_flight")]
     pub max_in_flight: usize,
+    /// Whether its concurrency limit adapts to its destination
+    /// (AIMD between `min_in_flight` and `max_in_flight`).
+    #[serde(default = "default_adaptive_concurrency")]
+    pub adaptive_concurrency: bool,
+    /// The lowest an adaptive limit goes (1..=`max_in_flight`).
+    #[serde(default = "default_min_in_flight")]
+    pub min_in_flight: usize,
+    /// Answers slower than this many ms cut an adaptive limit; none:
+    /// latency is no signal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_target_ms: Option<u64>,
     /// Its forward rate limit.
     #[serde(default)]
     pub delivery_rate: Option<RateLimitConfig>,
@@ -144,6 +155,11 @@ pub(super) fn resolve_routes(
                 max_in_flight: route.max_in_flight,
                 delivery_rate: route.delivery_rate,
                 breaker: &route.breaker,
+                concurrency: ConcurrencySettings {
+                    adaptive: route.adaptive_concurrency,
+                    min_in_flight: route.min_in_flight,
+                    latency_target_ms: route.latency_target_ms,
+                },
             };
             forwarding.check_bounds()?;
             let filter = route
@@ -253,6 +269,53 @@ mod tests {
             .map(|i| serde_json::json!({ "name": format!("r{i}") }))
             .collect();
         assert!(refused(serde_json::Value::Array(many)).contains("routes"));
+    }
+
+    #[test]
+    fn adaptive_concurrency_is_off_by_default_and_its_keys_are_bounded() {
+        let route = |extra: serde_json::Value| {
+            let mut route = serde_json::json!({ "name": "a", "max_in_flight": 8, "destination": {
+                "url": "http://127.0.0.1:9/a", "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" } });
+            route
+                .as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            tenant(serde_json::json!([route])).map(|r| r[0].forward.as_ref().unwrap().concurrency)
+        };
+        let fixed = route(serde_json::json!({})).unwrap();
+        assert_eq!(
+            (fixed.adaptive, fixed.min_in_flight, fixed.latency_target_ms),
+            (false, 1, None)
+        );
+        let adaptive = route(serde_json::json!({
+            "adaptive_concurrency": true, "min_in_flight": 2, "latency_target_ms": 250 }))
+        .unwrap();
+        assert_eq!(
+            (
+                adaptive.adaptive,
+                adaptive.min_in_flight,
+                adaptive.latency_target_ms
+            ),
+            (true, 2, Some(250))
+        );
+        for (extra, key) in [
+            (serde_json::json!({ "min_in_flight": 0 }), "min_in_flight"),
+            (serde_json::json!({ "min_in_flight": 9 }), "min_in_flight"),
+            (
+                serde_json::json!({ "latency_target_ms": 0 }),
+                "latency_target_ms",
+            ),
+            (
+                serde_json::json!({ "latency_target_ms": 600_001 }),
+                "latency_target_ms",
+            ),
+        ] {
+            let err = route(extra.clone()).unwrap_err().to_string();
+            assert!(
+                err.contains(&format!("routes[0] (a).{key}")),
+                "{extra}: {err}"
+            );
+        }
     }
 
     fn transformed(extra: serde_json::Value) -> Result<Vec<RouteSettings>, InvalidSetting> {

@@ -13,13 +13,14 @@ use serde::{Deserialize, Serialize};
 
 pub(super) use super::forwarding::default_window;
 pub use super::forwarding::{
-    BreakerConfig, DestinationConfig, ForwardSettings, RateLimitConfig, RetryConfig, RouteTransform,
+    BreakerConfig, ConcurrencySettings, DestinationConfig, ForwardSettings, RateLimitConfig,
+    RetryConfig, RouteTransform,
 };
 pub use super::secrets::{load_secret, SecretSourceError};
 use super::{
     bounds,
     event_id::EventIdRule,
-    forwarding::Forwarding,
+    forwarding::{default_adaptive_concurrency, default_min_in_flight, Forwarding},
     route::{resolve_routes, RouteConfig, RouteSettings},
 };
 use crate::{
@@ -101,6 +102,17 @@ pub struct TenantConfig {
     /// destination cannot take every connection.
     #[serde(default = "default_max_in_flight")]
     pub max_in_flight: usize,
+    /// Whether the default route's concurrency limit adapts to its destination
+    /// (AIMD between `min_in_flight` and `max_in_flight`).
+    #[serde(default = "default_adaptive_concurrency")]
+    pub adaptive_concurrency: bool,
+    /// The lowest an adaptive limit goes (1..=`max_in_flight`).
+    #[serde(default = "default_min_in_flight")]
+    pub min_in_flight: usize,
+    /// Answers slower than this many ms cut an adaptive limit; none:
+    /// latency is no signal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_target_ms: Option<u64>,
     /// Optional limit on forwards per second to the destination.
     #[serde(default)]
     pub delivery_rate: Option<RateLimitConfig>,
@@ -295,6 +307,11 @@ impl TenantConfig {
             max_in_flight: self.max_in_flight,
             delivery_rate: self.delivery_rate,
             breaker: &self.breaker,
+            concurrency: ConcurrencySettings {
+                adaptive: self.adaptive_concurrency,
+                min_in_flight: self.min_in_flight,
+                latency_target_ms: self.latency_target_ms,
+            },
         }
     }
 

@@ -1,5 +1,5 @@
-//! A tenant's routes (each one's destination, concurrency, filter and
-//! transform version), the route selector of the deliveries and dead
+//! A tenant's routes (each one's destination, concurrency and the limit it
+//! runs with now, filter and transform version), the route selector of the deliveries and dead
 //! letters pages, and "Try on a stored event": a route's filter and
 //! transform run through `test_route` on a stored delivery or a pasted
 //! body, showing the request it would send. Nothing is sent or stored.
@@ -65,7 +65,8 @@ pub(super) async fn list(
             caption { "Routes; " (DEFAULT_ROUTE) " is the tenant's own destination" }
             thead { tr {
                 th scope="col" { "Route" } th scope="col" { "Destination" }
-                th scope="col" { "Max in flight" } th scope="col" { "Filter" }
+                th scope="col" { "Max in flight" }
+                th scope="col" { "Concurrency limit now" } th scope="col" { "Filter" }
                 th scope="col" { "Transform" } th scope="col" { "Pages" }
             } }
             tbody { @for r in &routes { (row(&tenant, r)) } }
@@ -86,6 +87,10 @@ fn row(tenant: &str, r: &RouteView) -> Markup {
             th scope="row" { code { (r.name) } }
             td { @match &r.destination_url { Some(url) => code { (url) }, None => "pulled" } }
             td.max-in-flight { (r.max_in_flight) }
+            td.concurrency-limit { @match r.concurrency_limit {
+                Some(limit) => (limit),
+                None => "not forwarding",
+            } }
             td { @match &r.filter_json {
                 Some(json) => pre.filter tabindex="0" { (layout::pretty(json.as_bytes())) },
                 None => "every event",

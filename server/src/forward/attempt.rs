@@ -388,6 +388,7 @@ mod tests {
             delivery_rate: None,
             breaker_threshold: 5,
             breaker_cooldown_ms: 30_000,
+            concurrency: crate::config::ConcurrencySettings::FIXED,
             address_policy: None,
             transform: None,
             ca_certs: Vec::new(),

@@ -1,6 +1,7 @@
 //! One tenant's forwarding loop: takes due deliveries from its queue,
 //! runs at most `max_in_flight` attempts at once (so a slow destination only
-//! ever holds its own tenant's slots), and records every outcome. Outcomes
+//! ever holds its own tenant's slots; fewer while an adaptive limit backs
+//! off, `forward/adaptive.rs`), and records every outcome. Outcomes
 //! are reported (log, metrics, feed) only once they are on disk, so after a
 //! crash only attempts still in flight are sent again. A destination set over
 //! the control plane gets a client whose resolver enforces the destination
@@ -12,6 +13,7 @@ use futures_util::{stream::FuturesUnordered, FutureExt, StreamExt};
 use tokio::sync::Notify;
 
 use super::{
+    adaptive::{ConcurrencyLimit, HostSignals},
     attempt::{self, AttemptResult},
     breaker::{Breaker, BreakerState},
     lease::{ForwardLease, LeaseTerms},
@@ -25,7 +27,7 @@ use crate::{
     error::Result,
     feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
     ids::{DeliveryId, RequestId, TenantId},
-    metrics::{BreakerGauge, RouteMetrics, TransformRun},
+    metrics::{BreakerGauge, ConcurrencyGauge, RouteMetrics, TransformRun},
     rate_limit::TokenBucket,
     store::{
         api::{blocking, Fence, FencedAttempt, Store, TenantData, TenantStore},
@@ -210,6 +212,9 @@ pub struct Dispatcher {
     spans: Spans,
     metrics: Arc<RouteMetrics>,
     breaker_gauge: BreakerGauge,
+    /// How many attempts may be in flight now.
+    limit: ConcurrencyLimit,
+    limit_gauge: ConcurrencyGauge,
     /// The destination as spans and logs name it (its URL may carry a token).
     target: ForwardTarget,
     /// Forwards start only while this process holds the tenant's lease.
@@ -258,6 +263,12 @@ impl Dispatcher {
             lease: ForwardLease::new(store.clone(), data.tenant().clone(), lease),
             signals,
             breaker_gauge: BreakerGauge::new(metrics.clone()),
+            limit: ConcurrencyLimit::new(
+                settings.concurrency,
+                settings.max_in_flight,
+                HostSignals::shared().of(&settings.url),
+            ),
+            limit_gauge: ConcurrencyGauge::new(metrics.clone()),
             spans,
             metrics,
             target,
@@ -326,6 +337,11 @@ impl Dispatcher {
         if let Some(reopens) = self.breaker.reopens_at() {
             wake_at = wake_at.min(reopens);
         }
+        if let Some(resumes) = self.limit.paused_until(now) {
+            wake_at = wake_at.min(resumes);
+        }
+        let allowed = self.limit.allowed(now);
+        self.limit_gauge.set(self.limit.current());
         let (data, limit) = (
             self.data.clone(),
             busy.len() + self.settings.max_in_flight + 1,
@@ -341,7 +357,7 @@ impl Dispatcher {
             if busy.contains(&key) {
                 continue;
             }
-            if in_flight.len() + starting.len() >= self.settings.max_in_flight {
+            if in_flight.len() + starting.len() >= allowed {
                 break;
             }
             if let Some(rate) = &mut self.rate {
@@ -447,13 +463,18 @@ impl Dispatcher {
     /// attempt reported done is never sent again after a crash.
     async fn finish_all(&mut self, finished: Vec<Done>, busy: &mut HashSet<Vec<u8>>) {
         let now = self.clock.now_ms();
+        let in_use = busy.len();
         let decided: Vec<Decided> = finished
             .into_iter()
             .map(|done| {
                 busy.remove(&done.key);
+                if let Tried::Sent(sent) = &done.tried {
+                    self.limit.observe_attempt(&sent.result, now, in_use);
+                }
                 self.decide(done, now)
             })
             .collect();
+        self.limit_gauge.set(self.limit.current());
         let (data, tenant, route) = (self.data.clone(), self.tenant.clone(), self.route.clone());
         let written =
             blocking(move || Ok(write_outcomes(&*data, (&tenant, &route), decided, now))).await;

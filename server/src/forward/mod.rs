@@ -1,8 +1,9 @@
 //! Forwarding accepted events to each tenant's destination: the per-tenant
-//! dispatcher, one attempt, the retry policy and the circuit breaker. What
-//! a destination may resolve to and which CAs it is trusted by live in
-//! [`crate::egress`].
+//! dispatcher, one attempt, the retry policy, the circuit breaker and the
+//! adaptive concurrency limit. What a destination may resolve to and which
+//! CAs it is trusted by live in [`crate::egress`].
 
+mod adaptive;
 mod attempt;
 mod breaker;
 mod dispatcher;

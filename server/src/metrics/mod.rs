@@ -31,7 +31,7 @@ use prometheus_client::{
     registry::{Registry, Unit},
 };
 pub use readings::{read_storage, StorageReadings, TenantSource};
-pub use routes::{BreakerGauge, RouteMetrics, TransformRun};
+pub use routes::{BreakerGauge, ConcurrencyGauge, RouteMetrics, TransformRun};
 pub use scrape::{scrape, Format};
 pub use senders::{SenderMetrics, Senders, TypeOutcome};
 
@@ -111,6 +111,7 @@ struct Families {
     forwards: Family<Labels, Counter>,
     forward_latency: LatencyFamily,
     breakers_open: Family<Labels, Gauge>,
+    concurrency_limits: Family<Labels, Gauge>,
     transform_runs: Family<Labels, Counter>,
     unrecorded: Family<Labels, Counter>,
     handshakes: Family<Labels, Counter>,
@@ -254,6 +255,7 @@ impl Metrics {
             forwards: Family::default(),
             forward_latency: Family::new_with_constructor(forward_histogram),
             breakers_open: Family::default(),
+            concurrency_limits: Family::default(),
             transform_runs: Family::default(),
             unrecorded: Family::default(),
             handshakes: Family::default(),
@@ -306,6 +308,11 @@ impl Metrics {
             "hookd_circuit_breaker_open",
             "Routes whose destination's circuit breaker is open or half-open (forwarding paused)",
             families.breakers_open.clone(),
+        );
+        registry.register(
+            "hookd_route_concurrency_limit",
+            "Forwards a route may have in flight now: its adaptive limit, or max_in_flight (docs/routes.md#adaptive-concurrency); routes sharing a label sum",
+            families.concurrency_limits.clone(),
         );
         registry.register(
             "hookd_transform_runs",

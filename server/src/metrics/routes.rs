@@ -1,11 +1,14 @@
 //! The forwarding handles of one route: attempts by outcome, their latency,
-//! open circuit breakers and transform runs, labelled by its tenant's
+//! open circuit breakers, the concurrency limit and transform runs, labelled by its tenant's
 //! `tenant` label and a `route` label. Route labels are bounded per tenant
 //! label ([`MAX_ROUTE_LABELS`], then `other`); the routes of tenants past
 //! the tenant-label cap share `route="other"` (their default routes
 //! `route="default"`), so no route name of theirs becomes a label.
 
-use std::sync::Arc;
+use std::sync::{
+    atomic::{AtomicUsize, Ordering},
+    Arc,
+};
 
 use hookd_proto::domain::DEFAULT_ROUTE;
 use prometheus_client::metrics::{counter::Counter, gauge::Gauge};
@@ -54,6 +57,9 @@ pub struct RouteMetrics {
     forwards: [Counter; Next::LABELS.len()],
     forward_latency: Latency,
     breakers_open: Gauge,
+    concurrency_limit: Gauge,
+    /// This route's own limit (its label may be shared); 0: no dispatcher.
+    own_limit: AtomicUsize,
     transforms: [Counter; TransformRun::LABELS.len()],
 }
 
@@ -76,6 +82,8 @@ impl RouteMetrics {
             forwards: Next::LABELS.map(|o| families.forwards.get_or_create_owned(&with(o))),
             forward_latency: families.forward_latency.get_or_create_owned(&labels()),
             breakers_open: families.breakers_open.get_or_create_owned(&labels()),
+            concurrency_limit: families.concurrency_limits.get_or_create_owned(&labels()),
+            own_limit: AtomicUsize::new(0),
             transforms: TransformRun::LABELS
                 .map(|o| families.transform_runs.get_or_create_owned(&with(o))),
             route: label,
@@ -104,6 +112,12 @@ impl RouteMetrics {
         self.forwards[outcome.index()].inc();
         self.forward_latency
             .observe(elapsed.as_secs_f64(), exemplar(trace_id), None);
+    }
+
+    /// The concurrency limit this route's dispatcher runs with now; `None`
+    /// while none runs (a pulled route, or a tenant not forwarding here).
+    pub fn concurrency_limit(&self) -> Option<usize> {
+        Some(self.own_limit.load(Ordering::Relaxed)).filter(|limit| *limit > 0)
     }
 
     /// Counts one run of the route's transform.
@@ -169,6 +183,38 @@ impl Drop for BreakerGauge {
     }
 }
 
+/// Shows one dispatcher's concurrency limit in its route's
+/// `hookd_route_concurrency_limit` (routes sharing a label sum) and to
+/// [`RouteMetrics::concurrency_limit`]; a dispatcher that stops takes its
+/// share with it.
+pub struct ConcurrencyGauge {
+    metrics: Arc<RouteMetrics>,
+    shown: usize,
+}
+
+impl ConcurrencyGauge {
+    /// A gauge showing nothing yet.
+    pub fn new(metrics: Arc<RouteMetrics>) -> Self {
+        ConcurrencyGauge { metrics, shown: 0 }
+    }
+
+    /// Shows `limit`.
+    pub fn set(&mut self, limit: usize) {
+        if limit != self.shown {
+            let delta = limit as i64 - self.shown as i64;
+            self.metrics.concurrency_limit.inc_by(delta);
+            self.metrics.own_limit.store(limit, Ordering::Relaxed);
+            self.shown = limit;
+        }
+    }
+}
+
+impl Drop for ConcurrencyGauge {
+    fn drop(&mut self) {
+        self.set(0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -210,5 +256,28 @@ mod tests {
         drop(one);
         assert_eq!(route.breakers_open.get(), 0);
         assert!(!m.other().breaker_open());
+    }
+
+    #[test]
+    fn concurrency_gauge_sums_shared_labels_and_forgets_stopped_dispatchers() {
+        let m = Metrics::new(&crate::metrics::tests::config(0));
+        let (one, two) = (m.route(m.other(), "a"), m.route(m.other(), "b"));
+        assert_eq!(one.route_label(), two.route_label(), "both `other`");
+        let (mut first, mut second) = (
+            ConcurrencyGauge::new(one.clone()),
+            ConcurrencyGauge::new(two.clone()),
+        );
+        assert_eq!(one.concurrency_limit(), None);
+        first.set(8);
+        second.set(4);
+        first.set(6);
+        assert_eq!(one.concurrency_limit.get(), 10);
+        assert_eq!(
+            (one.concurrency_limit(), two.concurrency_limit()),
+            (Some(6), Some(4))
+        );
+        drop(second);
+        assert_eq!(one.concurrency_limit.get(), 6);
+        assert_eq!(two.concurrency_limit(), None);
     }
 }

@@ -1,6 +1,7 @@
 //! Black-box tests of hookd over real HTTP: an in-process server on port 0
 //! for most, the real `hookd` binary for crash, restart and log tests.
 
+mod adaptive;
 mod alerts;
 mod apply;
 mod binary;

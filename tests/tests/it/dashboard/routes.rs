@@ -68,6 +68,37 @@ async fn dead_on(admin: &HookdClient, route: &str) -> String {
 }
 
 #[tokio::test]
+async fn the_routes_page_and_route_service_show_the_concurrency_limit_now() {
+    let dest = Receiver::start(Reply::Status(204)).await;
+    let s = TestServer::start(&tenant(
+        "shop",
+        &dest.url,
+        "max_in_flight = 8\nadaptive_concurrency = true\nmin_in_flight = 3",
+        "",
+        "",
+    ));
+    let http = Http::new(&s);
+    let session = http.sign_in(ADMIN_TOKEN).await;
+    let wanted = "<td class=\"concurrency-limit\">3</td>";
+    // The dispatcher shows its limit once it has looked at its queue.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let shown = loop {
+        let shown = page(&http, &session, "/t/shop/routes", StatusCode::OK).await;
+        if shown.contains(wanted) || Instant::now() > deadline {
+            break shown;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(shown.contains(wanted), "{wanted} in {shown}");
+    let route = s.admin().await.get_route("shop", "default").await.unwrap();
+    assert_eq!(
+        (route.max_in_flight, route.concurrency_limit),
+        (8, 3),
+        "an adaptive limit starts at min_in_flight"
+    );
+}
+
+#[tokio::test]
 async fn the_routes_page_lists_a_config_file_tenants_routes() {
     let dest = Receiver::start(Reply::Status(204)).await;
     let s = TestServer::start(&config(&dest.url));

@@ -1,0 +1,101 @@
+//! Adaptive concurrency seen from outside (docs/routes.md#adaptive-concurrency):
+//! an adaptive route's `hookd_route_concurrency_limit` starts at
+//! `min_in_flight`, doubles while its destination keeps up and loses a
+//! tenth on a 503, while a fixed route stays at `max_in_flight`; a
+//! `Retry-After` pauses an adaptive route without cutting its limit.
+
+use std::time::Duration;
+
+use hookd_server::testing::DeliveryEventKind;
+
+use crate::{
+    forward::{send, wait_event},
+    harness::{tenant, TestServer},
+    receiver::{Receiver, Reply},
+    telemetry::{parse_metrics, scrape},
+};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+/// The route's `hookd_route_concurrency_limit` on `/metrics`.
+async fn limit_of(s: &TestServer, tenant: &str) -> f64 {
+    let series = format!("hookd_route_concurrency_limit{{tenant=\"{tenant}\",route=\"default\"}}");
+    let metrics = parse_metrics(&scrape(&s.base).await);
+    *metrics
+        .get(&series)
+        .unwrap_or_else(|| panic!("no {series} in {metrics:?}"))
+}
+
+/// Sends three events to `tenant` one after the other, each delivered
+/// before the next: an adaptive limit of 1 doubles to 2, then to 4.
+async fn three_delivered(s: &TestServer, tenant: &str) {
+    let mut feed = s.server().registry().feed().subscribe();
+    for i in 0..3 {
+        let id = send(s, tenant, &format!("evt_ok_{i}")).await;
+        wait_event(&mut feed, &id, DeliveryEventKind::Delivered).await;
+    }
+}
+
+#[tokio::test]
+async fn an_adaptive_limit_grows_while_answered_and_a_503_cuts_it_but_not_a_fixed_one() {
+    let (busy, fixed) = (
+        Receiver::start(Reply::Status(503)).await,
+        Receiver::start(Reply::Status(503)).await,
+    );
+    busy.script([Reply::Status(204), Reply::Status(204), Reply::Status(204)]);
+    let config = tenant(
+        "shop",
+        &busy.url,
+        "max_in_flight = 8\nadaptive_concurrency = true",
+        "",
+        "",
+    ) + &tenant("fixed", &fixed.url, "max_in_flight = 8", "", "");
+    let s = TestServer::start(&config);
+    let mut feed = s.server().registry().feed().subscribe();
+    let other = send(&s, "fixed", "evt_f").await;
+    wait_event(&mut feed, &other, DeliveryEventKind::RetryScheduled).await;
+    assert_eq!(limit_of(&s, "fixed").await, 8.0, "max_in_flight, fixed");
+    three_delivered(&s, "shop").await;
+    assert_eq!(limit_of(&s, "shop").await, 4.0, "1, doubled twice");
+    let refused = send(&s, "shop", "evt_busy").await;
+    wait_event(&mut feed, &refused, DeliveryEventKind::RetryScheduled).await;
+    assert_eq!(
+        limit_of(&s, "shop").await,
+        3.0,
+        "4 less a tenth, rounded down"
+    );
+}
+
+#[tokio::test]
+async fn a_retry_after_pauses_an_adaptive_route_and_leaves_its_limit() {
+    let dest = Receiver::start(Reply::Status(204)).await;
+    dest.script([
+        Reply::Status(204),
+        Reply::Status(204),
+        Reply::Status(204),
+        Reply::RetryAfter(503, "60".into()),
+    ]);
+    let s = TestServer::start(&tenant(
+        "shop",
+        &dest.url,
+        "max_in_flight = 8\nadaptive_concurrency = true",
+        "",
+        "",
+    ));
+    three_delivered(&s, "shop").await;
+    let mut feed = s.server().registry().feed().subscribe();
+    let told = send(&s, "shop", "evt_told").await;
+    wait_event(&mut feed, &told, DeliveryEventKind::RetryScheduled).await;
+    send(&s, "shop", "evt_next").await;
+    // The clock stands still: nothing new may start during the pause.
+    let early = tokio::time::timeout(Duration::from_millis(500), dest.wait_for(5, WAIT)).await;
+    assert!(early.is_err(), "a new attempt during the Retry-After pause");
+    assert_eq!(
+        limit_of(&s, "shop").await,
+        4.0,
+        "a Retry-After does not cut"
+    );
+    s.clock.advance_ms(60_000);
+    // The retry of the told event and the next event, once it is over.
+    dest.wait_for(6, WAIT).await;
+}
