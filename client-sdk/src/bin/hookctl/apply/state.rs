@@ -8,7 +8,10 @@ use hookd_proto::domain::defaults;
 use hookd_sdk::signature::HmacFields;
 use serde_json::{json, Value};
 
-use super::secret::SecretRef;
+use super::{
+    alerts::{CurrentAlerts, DesiredAlerts},
+    secret::SecretRef,
+};
 
 /// Route defaults, as RouteService documents them.
 pub mod route_defaults {
@@ -307,6 +310,8 @@ pub struct DesiredTenant {
     pub secret: Option<SecretRef>,
     /// Its verify token (scheme `meta`).
     pub verify_token: Option<SecretRef>,
+    /// Its alert settings; `None`: left as they are.
+    pub alerts: Option<DesiredAlerts>,
 }
 
 /// A tenant as hookd has it.
@@ -323,6 +328,8 @@ pub struct CurrentTenant {
     /// Config-file routes and contracts: never changed or deleted.
     pub read_only_routes: Vec<String>,
     pub read_only_contracts: Vec<ContractKey>,
+    /// Its alert settings (not read for a config-file tenant).
+    pub alerts: Option<CurrentAlerts>,
 }
 
 /// JSON given as a mapping, or as JSON text in a string.
