@@ -1,10 +1,11 @@
 //! Tenant vocabulary: the validating [`TenantId`], the [`RateLimit`], a
-//! secret's [`SecretState`] and the defaults a tenant gets for unset settings.
+//! secret's [`SecretState`] and the defaults a tenant (and each of its
+//! routes) gets for unset settings.
 
 use std::{borrow::Borrow, fmt};
 
-/// The defaults of a tenant's settings, the same for the config file and the
-/// control plane.
+/// The defaults of a tenant's and a route's settings, the same for the
+/// config file, the control plane and `hookctl apply`, defined here only.
 pub mod defaults {
     /// The signature scheme when none is named.
     pub const SCHEME: super::super::Scheme = super::super::Scheme::Standard;
