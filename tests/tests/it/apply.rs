@@ -446,6 +446,12 @@ async fn alerts_applied_twice_change_nothing_the_second_time() {
         (3, "first_failure")
     );
     assert!(!rule(&settings, "verification.failure_spike").enabled);
+
+    // A sink given without a secret gets one from hookd, shown this once.
+    let bare = workdir("tenants: [{id: pager, alerts: {sink: {url: \"http://127.0.0.1:9/a\"}}}]");
+    let made = apply_ok(&s, bare.path(), &[]).await;
+    assert!(made.contains("generated sink secret: whsec_"), "{made}");
+    assert!(made.contains("shown only this once"), "{made}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
