@@ -1,10 +1,11 @@
 //! Tenant vocabulary: the validating [`TenantId`], the [`RateLimit`], a
-//! secret's [`SecretState`] and the defaults a tenant gets for unset settings.
+//! secret's [`SecretState`] and the defaults a tenant (and each of its
+//! routes) gets for unset settings.
 
 use std::{borrow::Borrow, fmt};
 
-/// The defaults of a tenant's settings, the same for the config file and the
-/// control plane.
+/// The defaults of a tenant's and a route's settings, the same for the
+/// config file, the control plane and `hookctl apply`, defined here only.
 pub mod defaults {
     /// The signature scheme when none is named.
     pub const SCHEME: super::super::Scheme = super::super::Scheme::Standard;
@@ -12,8 +13,24 @@ pub mod defaults {
     pub const TOLERANCE_SECS: u64 = 300;
     /// Largest body accepted: 1 MiB.
     pub const MAX_BODY_BYTES: u64 = 1024 * 1024;
-    /// Most forwards of one tenant in flight at once.
+    /// Most forwards of one tenant (or one route) in flight at once.
     pub const MAX_IN_FLIGHT: u32 = 8;
+    /// Delays between a route's attempts, in seconds; the last one repeats
+    /// until the retry window ends.
+    pub const RETRY_SCHEDULE_SECS: [f64; 5] = [30.0, 120.0, 600.0, 3600.0, 21600.0];
+    /// How long after acceptance a failing delivery is retried, in seconds
+    /// (then dead-lettered).
+    pub const RETRY_WINDOW_SECS: f64 = 86_400.0;
+    /// Random spread of each retry delay, as a fraction (0.1 = ±10 %).
+    pub const RETRY_JITTER: f64 = 0.1;
+    /// Consecutive failed attempts that open a route's circuit breaker.
+    pub const BREAKER_FAILURE_THRESHOLD: u32 = 5;
+    /// Seconds an open breaker waits before it lets one attempt through.
+    pub const BREAKER_COOLDOWN_SECS: f64 = 30.0;
+    /// A route's transform CPU budget per run, in ms.
+    pub const TRANSFORM_CPU_MS: u32 = 50;
+    /// A route's transform memory cap per run, in MiB.
+    pub const TRANSFORM_MEMORY_MIB: u32 = 16;
 }
 
 /// A tenant id that is not `[a-z0-9_-]{1,64}`.

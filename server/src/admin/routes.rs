@@ -15,15 +15,15 @@ use crate::{
     catalog::{SecretSet, StoredRoute, TenantRecord},
     config::{BreakerConfig, ForwardSettings, RateLimitConfig, RetryConfig, TenantSettings},
     ids::TenantId,
-    routes::transform::{TransformLimits, DEFAULT_CPU, DEFAULT_MEMORY_BYTES},
+    routes::transform::TransformLimits,
 };
 
 /// Concurrency of a route when the caller gives none.
 const DEFAULT_MAX_IN_FLIGHT: usize = defaults::MAX_IN_FLIGHT as usize;
 /// A route's transform CPU budget unless it sets one, in ms.
-const DEFAULT_TRANSFORM_CPU_MS: u64 = DEFAULT_CPU.as_millis() as u64;
+const DEFAULT_TRANSFORM_CPU_MS: u64 = defaults::TRANSFORM_CPU_MS as u64;
 /// A route's transform memory cap unless it sets one, in MiB.
-const DEFAULT_TRANSFORM_MEMORY_MIB: usize = DEFAULT_MEMORY_BYTES >> 20;
+const DEFAULT_TRANSFORM_MEMORY_MIB: usize = defaults::TRANSFORM_MEMORY_MIB as usize;
 
 impl Backend {
     /// The settings a tenant runs with now, or `NotFound`.

@@ -9,6 +9,7 @@
 use std::{sync::Arc, time::Duration};
 
 use futures_util::future::{AbortHandle, BoxFuture};
+use hookd_proto::domain::defaults;
 use hookd_sdk::signature::Secret;
 use tokio::sync::Notify;
 
@@ -91,12 +92,12 @@ impl SinkHandle {
             connect_timeout: delivery.timeout,
             schedule_ms: delivery.schedule_ms.clone(),
             window_ms: delivery.window_ms,
-            jitter: 0.1,
+            jitter: defaults::RETRY_JITTER,
             max_in_flight: delivery.max_in_flight,
             concurrency: ConcurrencySettings::FIXED,
             delivery_rate: None,
-            breaker_threshold: 5,
-            breaker_cooldown_ms: 30_000,
+            breaker_threshold: defaults::BREAKER_FAILURE_THRESHOLD,
+            breaker_cooldown_ms: (defaults::BREAKER_COOLDOWN_SECS * 1000.0) as i64,
             address_policy: sink.policy.clone(),
             ca_certs: Vec::new(),
             transform: None,

@@ -7,7 +7,7 @@
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
-use hookd_proto::domain::Scheme;
+use hookd_proto::domain::{defaults, Scheme};
 use hookd_sdk::signature::Secret;
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
@@ -159,25 +159,25 @@ fn default_connect_timeout() -> f64 {
 }
 
 fn default_schedule() -> Vec<f64> {
-    vec![30.0, 120.0, 600.0, 3600.0, 21600.0]
+    defaults::RETRY_SCHEDULE_SECS.to_vec()
 }
 
 fn default_jitter() -> f64 {
-    0.1
+    defaults::RETRY_JITTER
 }
 
 fn default_failure_threshold() -> u32 {
-    5
+    defaults::BREAKER_FAILURE_THRESHOLD
 }
 
 fn default_cooldown() -> f64 {
-    30.0
+    defaults::BREAKER_COOLDOWN_SECS
 }
 
 /// The retry window of a tenant that sets none, as every tenant created
 /// over the control plane does.
 pub(super) fn default_window() -> f64 {
-    86_400.0
+    defaults::RETRY_WINDOW_SECS
 }
 
 impl DestinationConfig {

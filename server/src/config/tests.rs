@@ -311,3 +311,35 @@ fn a_verify_token_is_for_meta_tenants_only() {
         "the token is never shown: {other}"
     );
 }
+
+#[test]
+fn a_tenant_setting_no_retry_or_breaker_runs_with_the_shared_defaults() {
+    use hookd_proto::domain::defaults;
+    let c = load_str(
+        "[[tenants]]\nid = \"acme\"\nscheme = \"hookd\"\n[[tenants.secrets]]\nkid = \"k1\"\nsecret = \"s\"\n[tenants.destination]\nurl = \"http://127.0.0.1:9/\"\nsecret = \"whsec_ZGVzdGluYXRpb24tc2VjcmV0LXZhbHVl\"\n",
+    )
+    .unwrap();
+    let forward = c.tenants[0].resolve().unwrap().forward.unwrap();
+    let ms = |secs: f64| (secs * 1000.0) as i64;
+    let schedule: Vec<i64> = defaults::RETRY_SCHEDULE_SECS.map(ms).to_vec();
+    assert_eq!(forward.schedule_ms, schedule);
+    assert_eq!(forward.window_ms, ms(defaults::RETRY_WINDOW_SECS));
+    assert_eq!(forward.jitter, defaults::RETRY_JITTER);
+    assert_eq!(
+        forward.breaker_threshold,
+        defaults::BREAKER_FAILURE_THRESHOLD
+    );
+    assert_eq!(
+        forward.breaker_cooldown_ms,
+        ms(defaults::BREAKER_COOLDOWN_SECS)
+    );
+    let limits = crate::routes::transform::TransformLimits::default();
+    assert_eq!(
+        limits.cpu().as_millis(),
+        u128::from(defaults::TRANSFORM_CPU_MS)
+    );
+    assert_eq!(
+        limits.memory_bytes() >> 20,
+        defaults::TRANSFORM_MEMORY_MIB as usize
+    );
+}

@@ -2,13 +2,17 @@
 //! hookd: a second apply changes nothing, diff shows exactly a change made
 //! over the API (and exits 2), `export | apply` changes nothing and rebuilds
 //! the same tenants on another hookd, `--prune` removes what the file no
-//! longer names while config-file tenants are left alone, and secrets are
-//! sent again only with `--rotate-secrets`.
+//! longer names while config-file tenants are left alone, secrets are
+//! sent again only with `--rotate-secrets`, and a tenant's `alerts:` (its
+//! sink and rules) is applied, diffed and exported the same way.
 
 use std::{path::Path, process::Stdio};
 
 use hookd_sdk::{
-    client::proto::{UpdateRouteRequest, UpdateTenantRequest},
+    client::proto::{
+        AlertRule, AlertSettings, AlertSink, AlertSinkFormat, UpdateRouteRequest,
+        UpdateTenantRequest,
+    },
     signature::{sign, Scheme, Secret},
 };
 use reqwest::StatusCode;
@@ -392,5 +396,167 @@ async fn rotate_secrets_sends_the_files_secrets_again() {
     assert_eq!(
         s.post("shop", &headers, body).await.status,
         StatusCode::ACCEPTED
+    );
+}
+
+/// A tenant with its own Slack sink (secret from `shop.secret`) and two
+/// overrides, and one with `alerts: {}`.
+const ALERTS_FILE: &str = r#"
+version: 1
+tenants:
+  - id: shop
+    secret: {file: shop.secret}
+    alerts:
+      sink: {url: "http://127.0.0.1:9/alerts", format: slack, secret: {file: shop.secret}}
+      rules:
+        - {type: route.failing, threshold: 3, mode: first_failure}
+        - {type: verification.failure_spike, enabled: false}
+  - id: quiet
+    alerts: {}
+"#;
+
+/// The rule of `kind` in `settings`.
+fn rule<'a>(settings: &'a AlertSettings, kind: &str) -> &'a AlertRule {
+    settings.rules.iter().find(|r| r.r#type == kind).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn alerts_applied_twice_change_nothing_the_second_time() {
+    let s = TestServer::start(LOCAL_DESTINATIONS);
+    let dir = workdir(ALERTS_FILE);
+    let first = apply_ok(&s, dir.path(), &[]).await;
+    assert!(first.contains("+ create alerts shop"), "{first}");
+    assert!(first.contains("sink.secret: (set)"), "{first}");
+    assert!(!first.contains("alerts quiet"), "{first}");
+    assert!(!first.contains(SHOP_SECRET), "{first}");
+
+    let second = apply_ok(&s, dir.path(), &[]).await;
+    assert!(
+        second.starts_with("No changes: hookd matches the file."),
+        "{second}"
+    );
+    let settings = s.admin().await.get_alert_settings("shop").await.unwrap();
+    let sink = settings.sink.clone().unwrap();
+    assert_eq!(sink.url, "http://127.0.0.1:9/alerts");
+    assert_eq!(sink.format, i32::from(AlertSinkFormat::Slack));
+    assert!(sink.has_secret);
+    let failing = rule(&settings, "route.failing");
+    assert_eq!(
+        (failing.threshold, failing.mode.as_str()),
+        (3, "first_failure")
+    );
+    assert!(!rule(&settings, "verification.failure_spike").enabled);
+
+    // A sink given without a secret gets one from hookd, shown this once.
+    let bare = workdir("tenants: [{id: pager, alerts: {sink: {url: \"http://127.0.0.1:9/a\"}}}]");
+    let made = apply_ok(&s, bare.path(), &[]).await;
+    assert!(made.contains("generated sink secret: whsec_"), "{made}");
+    assert!(made.contains("shown only this once"), "{made}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn diff_shows_exactly_an_alert_rule_changed_over_the_api() {
+    let s = TestServer::start(LOCAL_DESTINATIONS);
+    let dir = workdir(ALERTS_FILE);
+    apply_ok(&s, dir.path(), &[]).await;
+    let admin = s.admin().await;
+    let changed = AlertSettings {
+        sink: Some(AlertSink {
+            url: "http://127.0.0.1:9/alerts".into(),
+            format: AlertSinkFormat::Slack.into(),
+            ..Default::default()
+        }),
+        rules: vec![
+            AlertRule {
+                r#type: "route.failing".into(),
+                enabled: true,
+                threshold: 9,
+                window_secs: 0.0,
+                mode: "first_failure".into(),
+            },
+            AlertRule {
+                r#type: "verification.failure_spike".into(),
+                enabled: false,
+                ..Default::default()
+            },
+        ],
+    };
+    admin.set_alert_settings("shop", changed).await.unwrap();
+
+    let diff = hookctl(&s, dir.path(), &["diff", "-f", "hookd.yaml"], "", &[]).await;
+    assert_eq!(diff.code, 2, "{}{}", diff.stdout, diff.stderr);
+    let lines: Vec<&str> = diff.stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{}", diff.stdout);
+    assert_eq!(lines[0], "~ update alerts shop");
+    assert!(lines[1].starts_with("    route.failing: {"), "{}", lines[1]);
+    assert_eq!(lines[2], "1 resource to change.");
+    let json = hookctl(
+        &s,
+        dir.path(),
+        &["diff", "-f", "hookd.yaml", "--json"],
+        "",
+        &[],
+    )
+    .await;
+    let plan: Value = serde_json::from_str(&json.stdout).unwrap();
+    let fields = &plan["changes"][0]["fields"];
+    assert_eq!(fields.as_array().unwrap().len(), 1, "{fields}");
+    assert_eq!(fields[0]["field"], "route.failing");
+    assert_eq!(fields[0]["old"]["threshold"], 9);
+    assert_eq!(fields[0]["new"]["threshold"], 3);
+
+    apply_ok(&s, dir.path(), &[]).await;
+    let diff = hookctl(&s, dir.path(), &["diff", "-f", "hookd.yaml"], "", &[]).await;
+    assert_eq!(diff.code, 0, "{}", diff.stdout);
+    let settings = admin.get_alert_settings("shop").await.unwrap();
+    assert!(
+        settings.sink.unwrap().has_secret,
+        "the sink kept its secret"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn export_then_apply_round_trips_alerts() {
+    let s = TestServer::start(LOCAL_DESTINATIONS);
+    let dir = workdir(ALERTS_FILE);
+    apply_ok(&s, dir.path(), &[]).await;
+    let export = hookctl(&s, dir.path(), &["export"], "", &[]).await;
+    assert_eq!(export.code, 0, "{}", export.stderr);
+    for text in [
+        "env: HOOKD_ALERT_SECRET_SHOP",
+        "format: slack",
+        "type: route.failing",
+        "mode: first_failure",
+    ] {
+        assert!(
+            export.stdout.contains(text),
+            "{text} in:\n{}",
+            export.stdout
+        );
+    }
+    assert!(!export.stdout.contains(SHOP_SECRET), "{}", export.stdout);
+    let again = hookctl(&s, dir.path(), &["apply", "-f", "-"], &export.stdout, &[]).await;
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(again.stdout.starts_with("No changes"), "{}", again.stdout);
+
+    let other = TestServer::start(LOCAL_DESTINATIONS);
+    let secrets = [
+        ("HOOKD_SECRET_SHOP", SHOP_SECRET),
+        ("HOOKD_SECRET_QUIET", SHOP_SECRET),
+        ("HOOKD_ALERT_SECRET_SHOP", SHOP_SECRET),
+    ];
+    let rebuilt = hookctl(
+        &other,
+        dir.path(),
+        &["apply", "-f", "-"],
+        &export.stdout,
+        &secrets,
+    )
+    .await;
+    assert_eq!(rebuilt.code, 0, "{}{}", rebuilt.stdout, rebuilt.stderr);
+    let copy = hookctl(&other, dir.path(), &["export"], "", &[]).await;
+    assert_eq!(
+        copy.stdout, export.stdout,
+        "the same alerts on the other hookd"
     );
 }

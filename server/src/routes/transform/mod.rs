@@ -44,18 +44,19 @@ mod tests;
 use std::{fmt, time::Duration};
 
 pub use error::{Oversize, TransformError};
+use hookd_proto::domain::defaults;
 use serde_json::{json, Map, Value};
 
 use crate::ids::{DeliveryId, EventId, TenantId};
 
 /// The memory limit a run gets unless the route sets one: 16 MiB.
-pub const DEFAULT_MEMORY_BYTES: usize = 16 << 20;
+pub const DEFAULT_MEMORY_BYTES: usize = (defaults::TRANSFORM_MEMORY_MIB as usize) << 20;
 /// The smallest memory limit a route may set: 1 MiB.
 pub const MIN_MEMORY_BYTES: usize = 1 << 20;
 /// The largest memory limit a route may set: 256 MiB.
 pub const MAX_MEMORY_BYTES: usize = 256 << 20;
 /// The CPU budget a run gets unless the route sets one: 50 ms.
-pub const DEFAULT_CPU: Duration = Duration::from_millis(50);
+pub const DEFAULT_CPU: Duration = Duration::from_millis(defaults::TRANSFORM_CPU_MS as u64);
 /// The hard limit on a run's CPU budget: 1 s.
 pub const MAX_CPU: Duration = Duration::from_secs(1);
 /// How many times its CPU budget a run may take in wall-clock time.

@@ -1,14 +1,19 @@
 //! hookd's tenants as [`CurrentTenant`]s, read over the control plane: the
-//! tenants, then each API-created one's routes and contracts.
+//! tenants, then each API-created one's routes, contracts and alert
+//! settings.
 
+use hookd_proto::domain::AlertType;
 use hookd_sdk::client::{
-    proto::{ContractInfo, Route, Tenant},
+    proto::{AlertSettings, AlertSinkFormat, ContractInfo, Route, Tenant},
     HookdClient,
 };
 
-use super::state::{
-    stored_json, Breaker, ContractBody, CurrentTenant, Rate, Retry, RouteSettings, TenantSettings,
-    TenantState,
+use super::{
+    alerts::{CurrentAlerts, Rule, Sink, FORMATS},
+    state::{
+        stored_json, Breaker, ContractBody, CurrentTenant, Rate, Retry, RouteSettings,
+        TenantSettings, TenantState,
+    },
 };
 
 /// Every tenant the token may see, in id order.
@@ -30,8 +35,8 @@ pub async fn named(client: &HookdClient, ids: &[String]) -> anyhow::Result<Vec<C
     Ok(tenants)
 }
 
-/// One tenant with its routes and contracts (a config-file tenant's are not
-/// read: apply never changes them).
+/// One tenant with its routes, contracts and alert settings (a config-file
+/// tenant's are not read: apply never changes them).
 async fn read(client: &HookdClient, tenant: Tenant) -> anyhow::Result<CurrentTenant> {
     let mut current = CurrentTenant {
         id: tenant.tenant_id.clone(),
@@ -65,7 +70,44 @@ async fn read(client: &HookdClient, tenant: Tenant) -> anyhow::Result<CurrentTen
             current.state.contracts.insert(key, body);
         }
     }
+    let settings = client.get_alert_settings(tenant.tenant_id.as_str()).await?;
+    current.alerts = Some(alerts(settings));
     Ok(current)
+}
+
+/// GetAlertSettings' answer; a type this hookctl does not know is left out
+/// (the file cannot name it).
+fn alerts(settings: AlertSettings) -> CurrentAlerts {
+    let sink_has_secret = settings.sink.as_ref().is_some_and(|s| s.has_secret);
+    let sink = settings.sink.map(|sink| {
+        let format = match AlertSinkFormat::try_from(sink.format) {
+            Ok(AlertSinkFormat::Slack) => FORMATS[1],
+            _ => FORMATS[0],
+        };
+        Sink {
+            url: sink.url,
+            format: format.to_owned(),
+        }
+    });
+    let rules = settings
+        .rules
+        .into_iter()
+        .filter_map(|rule| {
+            let kind: AlertType = rule.r#type.parse().ok()?;
+            let rule = Rule {
+                enabled: rule.enabled,
+                threshold: Some(rule.threshold),
+                window_secs: Some(rule.window_secs),
+                mode: some(&rule.mode),
+            };
+            Some((kind, rule))
+        })
+        .collect();
+    CurrentAlerts {
+        sink,
+        sink_has_secret,
+        rules,
+    }
 }
 
 fn some(text: &str) -> Option<String> {

@@ -6,10 +6,12 @@
 use std::collections::BTreeSet;
 
 use anyhow::{bail, Context};
+use hookd_proto::domain::AlertType;
 use hookd_sdk::signature::Scheme;
 
 use super::{
-    file::{ContractEntry, HookdFile, RouteEntry, TenantEntry},
+    alerts::{DesiredAlerts, Rule, Sink, FORMATS},
+    file::{AlertsEntry, ContractEntry, HookdFile, RouteEntry, TenantEntry},
     secret::SecretRef,
     state::{
         json_value, Breaker, ContractBody, DesiredTenant, Rate, Retry, RouteSettings,
@@ -44,6 +46,10 @@ fn tenant(entry: TenantEntry, allow_inline_secrets: bool) -> anyhow::Result<Desi
             );
         }
     }
+    let alerts = entry
+        .alerts
+        .map(|a| alerts(a, allow_inline_secrets))
+        .transpose()?;
     let scheme = match &entry.scheme {
         Some(name) => name
             .parse::<Scheme>()
@@ -96,7 +102,47 @@ fn tenant(entry: TenantEntry, allow_inline_secrets: bool) -> anyhow::Result<Desi
         state,
         secret: entry.secret,
         verify_token: entry.verify_token,
+        alerts,
     })
+}
+
+/// The tenant's `alerts:`, each rule's type checked against the catalogue
+/// and named once.
+fn alerts(entry: AlertsEntry, allow_inline_secrets: bool) -> anyhow::Result<DesiredAlerts> {
+    let mut want = DesiredAlerts::default();
+    if let Some(sink) = entry.sink {
+        if sink.secret.as_ref().is_some_and(SecretRef::is_inline) && !allow_inline_secrets {
+            bail!(
+                "alerts.sink.secret: an inline value is refused; use {{file: PATH}} or \
+                 {{env: NAME}}, or pass --allow-inline-secrets"
+            );
+        }
+        let format = sink.format.unwrap_or_else(|| FORMATS[0].to_owned());
+        if !FORMATS.contains(&format.as_str()) {
+            bail!("alerts.sink.format: {format:?} is not one of standard, slack");
+        }
+        want.sink = Some(Sink {
+            url: sink.url,
+            format,
+        });
+        want.sink_secret = sink.secret;
+    }
+    for (n, rule) in entry.rules.into_iter().enumerate() {
+        let kind: AlertType = rule
+            .alert_type
+            .parse()
+            .map_err(|e| anyhow::anyhow!("alerts.rules[{n}].type: {e}"))?;
+        let rule = Rule {
+            enabled: rule.enabled.unwrap_or(true),
+            threshold: rule.threshold,
+            window_secs: rule.window_secs,
+            mode: rule.mode,
+        };
+        if want.rules.insert(kind, rule).is_some() {
+            bail!("alerts.rules[{n}].type: {kind} has a rule already");
+        }
+    }
+    Ok(want)
 }
 
 /// The `default` route takes only a filter: its destination and concurrency

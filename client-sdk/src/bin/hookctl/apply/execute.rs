@@ -7,27 +7,37 @@ use std::path::Path;
 use anyhow::Context;
 use hookd_sdk::client::{
     proto::{
-        Contract, CreateRouteRequest, CreateTenantRequest, CreateTenantResponse, HmacSpec,
-        RequiredFields, RouteBreaker, RouteRate, RouteRetry, UpdateRouteRequest,
-        UpdateTenantRequest,
+        AlertRule, AlertSettings, AlertSink, AlertSinkFormat, Contract, CreateRouteRequest,
+        CreateTenantRequest, CreateTenantResponse, HmacSpec, RequiredFields, RouteBreaker,
+        RouteRate, RouteRetry, UpdateRouteRequest, UpdateTenantRequest,
     },
     HookdClient,
 };
 
 use super::{
+    alerts::DesiredAlerts,
     plan::{Op, Plan, Step},
     render,
     secret::SecretRef,
     state::{RouteSettings, TenantSettings},
 };
 
-/// What apply reports of a step it made: the step, and for a new tenant the
-/// secrets hookd generated (shown this once).
+/// What apply reports of a step it made: the step, and the secrets hookd
+/// generated for a new tenant or a new alert sink (shown this once).
 pub struct Done<'a> {
     /// The step made.
     pub step: &'a Step,
     /// A new tenant's answer.
     pub created: Option<CreateTenantResponse>,
+    /// The secret hookd generated for a new alert sink given without one.
+    pub sink_secret: Option<String>,
+}
+
+/// What one call answered that apply shows.
+#[derive(Default)]
+struct Made {
+    created: Option<CreateTenantResponse>,
+    sink_secret: Option<String>,
 }
 
 /// Makes every change of `plan`, reporting each as it is made; secret file
@@ -40,14 +50,19 @@ pub async fn execute<'a>(
 ) -> anyhow::Result<()> {
     let secrets = Secrets::read(plan, base)?;
     for step in &plan.changes {
-        let mut created = None;
+        let mut done = Made::default();
         for op in &step.ops {
             let made = run(client, op, &secrets)
                 .await
                 .with_context(|| format!("{} {}", render::verb(step.action).1, step.resource))?;
-            created = created.or(made);
+            done.created = done.created.or(made.created);
+            done.sink_secret = done.sink_secret.or(made.sink_secret);
         }
-        report(Done { step, created })?;
+        report(Done {
+            step,
+            created: done.created,
+            sink_secret: done.sink_secret,
+        })?;
     }
     Ok(())
 }
@@ -73,6 +88,11 @@ impl Secrets {
                     vec![verify_token.as_ref().and_then(Option::as_ref)]
                 }
                 Op::RotateSecret { secret, .. } => vec![Some(secret)],
+                Op::SetAlerts {
+                    alerts,
+                    send_secret: true,
+                    ..
+                } => vec![alerts.sink_secret.as_ref()],
                 _ => vec![],
             };
             for secret in refs.into_iter().flatten() {
@@ -93,11 +113,7 @@ impl Secrets {
     }
 }
 
-async fn run(
-    client: &HookdClient,
-    op: &Op,
-    secrets: &Secrets,
-) -> anyhow::Result<Option<CreateTenantResponse>> {
+async fn run(client: &HookdClient, op: &Op, secrets: &Secrets) -> anyhow::Result<Made> {
     match op {
         Op::CreateTenant {
             id,
@@ -119,7 +135,10 @@ async fn run(
             if settings.default_filter.is_some() {
                 client.update_route(default_filter(id, settings)).await?;
             }
-            return Ok(Some(created));
+            return Ok(Made {
+                created: Some(created),
+                sink_secret: None,
+            });
         }
         Op::UpdateTenant {
             id,
@@ -177,9 +196,55 @@ async fn run(
                 .delete_contract(tenant.as_str(), key.0.as_str(), version)
                 .await?;
         }
+        Op::SetAlerts {
+            tenant,
+            alerts,
+            send_secret,
+        } => {
+            let secret = match send_secret {
+                true => secrets.get(alerts.sink_secret.as_ref()),
+                false => String::new(),
+            };
+            let answer = client
+                .set_alert_settings(tenant.as_str(), alert_settings(alerts, secret))
+                .await?;
+            let generated = answer.generated_secret;
+            return Ok(Made {
+                created: None,
+                sink_secret: (!generated.is_empty()).then_some(generated),
+            });
+        }
         Op::DeleteTenant { id } => client.delete_tenant(id.as_str()).await?,
     }
-    Ok(None)
+    Ok(Made::default())
+}
+
+/// The settings SetAlertSettings replaces the tenant's with: the file's sink
+/// (`secret` empty: hookd keeps the sink's, or generates one for a new
+/// sink) and its rules, a key left out sent as 0 or empty (the default).
+fn alert_settings(alerts: &DesiredAlerts, secret: String) -> AlertSettings {
+    let sink = alerts.sink.as_ref().map(|sink| AlertSink {
+        url: sink.url.clone(),
+        format: match sink.format.as_str() {
+            "slack" => AlertSinkFormat::Slack,
+            _ => AlertSinkFormat::Standard,
+        }
+        .into(),
+        secret,
+        has_secret: false,
+    });
+    let rules = alerts
+        .rules
+        .iter()
+        .map(|(kind, rule)| AlertRule {
+            r#type: kind.as_str().to_owned(),
+            enabled: rule.enabled,
+            threshold: rule.threshold.unwrap_or(0),
+            window_secs: rule.window_secs.unwrap_or(0.0),
+            mode: rule.mode.clone().unwrap_or_default(),
+        })
+        .collect();
+    AlertSettings { sink, rules }
 }
 
 fn create_tenant(

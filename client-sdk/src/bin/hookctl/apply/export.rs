@@ -1,11 +1,12 @@
 //! `hookctl export`: hookd's API-created tenants in the file format, every
-//! value written out and secrets as `{env: ...}` references to fill in, so
+//! value written out (every alert type's rule among them) and secrets as `{env: ...}` references to fill in, so
 //! applying the export changes nothing.
 
 use super::{
+    alerts::CurrentAlerts,
     file::{
-        BreakerEntry, ContractEntry, HookdFile, RateEntry, RetryEntry, RouteEntry, TenantEntry,
-        VERSION,
+        AlertRuleEntry, AlertsEntry, BreakerEntry, ContractEntry, HookdFile, RateEntry, RetryEntry,
+        RouteEntry, SinkEntry, TenantEntry, VERSION,
     },
     secret::SecretRef,
     state::{CurrentTenant, Rate, RouteSettings},
@@ -15,6 +16,8 @@ use super::{
 pub const SECRET_ENV: &str = "HOOKD_SECRET";
 /// ... and the verify tokens.
 pub const VERIFY_TOKEN_ENV: &str = "HOOKD_VERIFY_TOKEN";
+/// ... and the alert sinks' secrets.
+pub const SINK_SECRET_ENV: &str = "HOOKD_ALERT_SECRET";
 
 /// The file for `tenants` (config-file tenants are left out: they are
 /// read-only over the API).
@@ -74,6 +77,32 @@ fn tenant(have: &CurrentTenant) -> TenantEntry {
                 version: version.clone(),
                 schema: body.schema.clone(),
                 example: body.example.clone(),
+            })
+            .collect(),
+        alerts: have.alerts.as_ref().map(|a| alerts(&have.id, a)),
+    }
+}
+
+/// The sink, and every type's rule as hookd runs it (the API does not say
+/// which are the operator's defaults), so applying it changes nothing.
+fn alerts(tenant: &str, have: &CurrentAlerts) -> AlertsEntry {
+    AlertsEntry {
+        sink: have.sink.as_ref().map(|sink| SinkEntry {
+            url: sink.url.clone(),
+            format: Some(sink.format.clone()),
+            secret: have
+                .sink_has_secret
+                .then(|| SecretRef::placeholder(SINK_SECRET_ENV, tenant)),
+        }),
+        rules: have
+            .rules
+            .iter()
+            .map(|(kind, rule)| AlertRuleEntry {
+                alert_type: kind.as_str().to_owned(),
+                enabled: Some(rule.enabled),
+                threshold: rule.threshold,
+                window_secs: rule.window_secs,
+                mode: rule.mode.clone(),
             })
             .collect(),
     }

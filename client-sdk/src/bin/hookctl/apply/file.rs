@@ -1,5 +1,5 @@
 //! The file `apply`, `diff` and `export` speak (docs/apply.md): tenants with
-//! their routes and contracts, every key checked (`deny_unknown_fields`), so a
+//! their routes, contracts and alert settings, every key checked (`deny_unknown_fields`), so a
 //! typo is an error naming where it is.
 
 use std::{io::Read, path::Path};
@@ -78,6 +78,60 @@ pub struct TenantEntry {
     /// Event contracts saved over the API.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub contracts: Vec<ContractEntry>,
+    /// The tenant's alert sink and rules (AlertService); absent: left as
+    /// they are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alerts: Option<AlertsEntry>,
+}
+
+/// A tenant's alert settings as written (docs/alerts.md); `{}`: no sink of
+/// its own and no overrides.
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AlertsEntry {
+    /// Absent: the tenant's events go to the operator's sink only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sink: Option<SinkEntry>,
+    /// The tenant's complete list of overrides, at most one per type.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<AlertRuleEntry>,
+}
+
+/// The tenant's own alert sink.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SinkEntry {
+    /// Absolute http(s) URL.
+    pub url: String,
+    /// `standard` (default) or `slack`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+    /// Its Standard Webhooks secret, by reference; absent: hookd generates
+    /// one for a new sink.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<SecretRef>,
+}
+
+/// One alert type's override; a key left out runs with the operator's
+/// default.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AlertRuleEntry {
+    /// An alert type of the catalogue, e.g. `route.failing`.
+    #[serde(rename = "type")]
+    pub alert_type: String,
+    /// Default true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Above 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<u64>,
+    /// Above 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_secs: Option<f64>,
+    /// `route.failing` only: `first_failure` or `last_attempt`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
 }
 
 /// A token bucket: `per_sec` sustained, `burst` at once (default: `per_sec`

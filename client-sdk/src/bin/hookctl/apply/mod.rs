@@ -1,9 +1,11 @@
-//! `hookctl apply`, `diff` and `export`: hookd's tenants, routes and contracts
+//! `hookctl apply`, `diff` and `export`: hookd's tenants, routes, contracts and
+//! alert settings
 //! kept in a YAML file (docs/apply.md). The file is read ([`file`]), its
 //! defaults filled in ([`desired`]), compared with what hookd answers
 //! ([`current`]) into a [`plan::Plan`], which diff prints ([`render`]) and
 //! apply makes ([`execute`]); [`export`] writes hookd's state as a file.
 
+mod alerts;
 mod current;
 mod desired;
 mod execute;
@@ -91,11 +93,15 @@ pub async fn apply(
         return show(out, &plan);
     }
     let mut made = Vec::new();
+    let mut shown = false;
     execute::execute(&client, &plan, &base, |done| {
         let mut record = serde_json::to_value(done.step)?;
         if let Some(created) = &done.created {
             record["secret"] = json!(created.secret);
             record["destination_secret"] = json!(created.destination_secret);
+        }
+        if let Some(secret) = &done.sink_secret {
+            record["sink_secret"] = json!(secret);
         }
         if !out.is_document() {
             out.line(render::step_text(done.step).trim_end())?;
@@ -108,21 +114,21 @@ pub async fn apply(
                     created.destination_secret
                 ))?;
             }
+            if let Some(secret) = &done.sink_secret {
+                out.line(&format!("    generated sink secret: {secret}"))?;
+            }
         }
+        shown |= done.created.is_some() || done.sink_secret.is_some();
         made.push(record);
         Ok(())
     })
     .await?;
-    let created = plan
-        .changes
-        .iter()
-        .any(|s| s.action == plan::Action::Create && s.resource.kind == "tenant");
     let document = json!({ "applied": made, "notes": plan.notes });
     let mut summary = format!("Applied: {} changed.", render::count(plan.changes.len()));
     for note in &plan.notes {
         summary.push_str(&format!("\nnote: {note}"));
     }
-    if created {
+    if shown {
         // In JSON mode on stderr, so stdout stays one document.
         match out.is_document() {
             true => eprintln!("{ONCE}"),

@@ -8,27 +8,10 @@ use hookd_proto::domain::defaults;
 use hookd_sdk::signature::HmacFields;
 use serde_json::{json, Value};
 
-use super::secret::SecretRef;
-
-/// Route defaults, as RouteService documents them.
-pub mod route_defaults {
-    /// Forwards in flight at once.
-    pub const MAX_IN_FLIGHT: u32 = 8;
-    /// Delays between attempts, in seconds.
-    pub const SCHEDULE_SECS: [f64; 5] = [30.0, 120.0, 600.0, 3600.0, 21600.0];
-    /// How long a failing delivery is retried, in seconds.
-    pub const WINDOW_SECS: f64 = 86_400.0;
-    /// Spread of each delay.
-    pub const JITTER: f64 = 0.1;
-    /// Failed attempts that open the breaker.
-    pub const FAILURE_THRESHOLD: u32 = 5;
-    /// Seconds the breaker stays open.
-    pub const COOLDOWN_SECS: f64 = 30.0;
-    /// A transform's CPU budget per run, in ms.
-    pub const TRANSFORM_CPU_MS: u32 = 50;
-    /// A transform's memory cap per run, in MiB.
-    pub const TRANSFORM_MEMORY_MIB: u32 = 16;
-}
+use super::{
+    alerts::{CurrentAlerts, DesiredAlerts},
+    secret::SecretRef,
+};
 
 /// One named value of a resource, as diff shows it (`null`: none).
 pub type Field = (&'static str, Value);
@@ -203,24 +186,23 @@ pub struct RouteSettings {
 
 impl Default for RouteSettings {
     fn default() -> Self {
-        use route_defaults as d;
         RouteSettings {
             destination_url: None,
-            max_in_flight: d::MAX_IN_FLIGHT,
+            max_in_flight: defaults::MAX_IN_FLIGHT,
             delivery_rate: None,
             retry: Retry {
-                schedule_secs: d::SCHEDULE_SECS.to_vec(),
-                window_secs: d::WINDOW_SECS,
-                jitter: d::JITTER,
+                schedule_secs: defaults::RETRY_SCHEDULE_SECS.to_vec(),
+                window_secs: defaults::RETRY_WINDOW_SECS,
+                jitter: defaults::RETRY_JITTER,
             },
             breaker: Breaker {
-                failure_threshold: d::FAILURE_THRESHOLD,
-                cooldown_secs: d::COOLDOWN_SECS,
+                failure_threshold: defaults::BREAKER_FAILURE_THRESHOLD,
+                cooldown_secs: defaults::BREAKER_COOLDOWN_SECS,
             },
             filter: None,
             transform: None,
-            transform_cpu_ms: d::TRANSFORM_CPU_MS,
-            transform_memory_mib: d::TRANSFORM_MEMORY_MIB,
+            transform_cpu_ms: defaults::TRANSFORM_CPU_MS,
+            transform_memory_mib: defaults::TRANSFORM_MEMORY_MIB,
         }
     }
 }
@@ -307,6 +289,8 @@ pub struct DesiredTenant {
     pub secret: Option<SecretRef>,
     /// Its verify token (scheme `meta`).
     pub verify_token: Option<SecretRef>,
+    /// Its alert settings; `None`: left as they are.
+    pub alerts: Option<DesiredAlerts>,
 }
 
 /// A tenant as hookd has it.
@@ -323,6 +307,8 @@ pub struct CurrentTenant {
     /// Config-file routes and contracts: never changed or deleted.
     pub read_only_routes: Vec<String>,
     pub read_only_contracts: Vec<ContractKey>,
+    /// Its alert settings (not read for a config-file tenant).
+    pub alerts: Option<CurrentAlerts>,
 }
 
 /// JSON given as a mapping, or as JSON text in a string.

@@ -1,5 +1,5 @@
-//! Flags of `hookctl apply`, `diff` and `export`: hookd's tenants, routes and
-//! contracts kept in a YAML file (docs/apply.md).
+//! Flags of `hookctl apply`, `diff` and `export`: hookd's tenants, routes,
+//! contracts and alert settings kept in a YAML file (docs/apply.md).
 
 use std::path::PathBuf;
 
@@ -15,9 +15,10 @@ pub struct PlanArgs {
     /// name (config-file ones are read-only and skipped).
     #[arg(long)]
     pub prune: bool,
-    /// Set the tenants' signing secrets and verify tokens again from the file's
-    /// references (a rotation: the old secret stays accepted for 24 h); without it
-    /// they are set only when a tenant is created, since hookd never returns them.
+    /// Set the tenants' signing secrets, verify tokens and alert sink secrets again
+    /// from the file's references (a rotation: the old signing secret stays accepted
+    /// for 24 h); without it they are set only when a tenant (or its alert sink) is
+    /// created, since hookd never returns them.
     #[arg(long)]
     pub rotate_secrets: bool,
     /// Accept `{value: ...}` secrets written in the file itself.

@@ -124,12 +124,13 @@ pub enum Command {
     /// transform on an event without sending it.
     #[command(subcommand)]
     Routes(RoutesCommand),
-    /// Make hookd's tenants, routes and contracts match a YAML file (docs/apply.md).
+    /// Make hookd's tenants, routes, contracts and alert settings match a YAML file
+    /// (docs/apply.md).
     Apply(ApplyArgs),
     /// Print what `apply` would change; exits 0 when nothing, 2 when something would.
     Diff(PlanArgs),
-    /// Print hookd's tenants, routes and contracts as a file `apply` takes, secrets as
-    /// references to fill in.
+    /// Print hookd's tenants, routes, contracts and alert settings as a file `apply`
+    /// takes, secrets as references to fill in.
     Export(ExportArgs),
     /// List and acknowledge a tenant's alerts (open, acknowledged, resolved
     /// conditions); show and set where they are sent and when they open.

@@ -1,9 +1,12 @@
 //! The planner: the file's tenants against hookd's, as the steps that make
 //! hookd match (create, update, delete per resource, field by field), in an
-//! order that respects dependencies: a tenant before its routes and
-//! contracts, a tenant's deletions before its creations (freeing route
-//! slots), and whole tenants deleted last. Pure: no I/O, no secret read.
+//! order that respects dependencies: a tenant before its routes,
+//! contracts and alert settings, a tenant's deletions before its creations
+//! (freeing route slots), and whole tenants deleted last. Pure: no I/O, no secret read.
 
+#[cfg(test)]
+mod alert_tests;
+mod alerts;
 #[cfg(test)]
 mod tests;
 
@@ -14,6 +17,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{
+    alerts::DesiredAlerts,
     secret::SecretRef,
     state::{
         contract_name, ContractBody, ContractKey, CurrentTenant, DesiredTenant, Field,
@@ -72,10 +76,10 @@ pub enum Action {
     Delete,
 }
 
-/// A tenant, a route or a contract.
+/// A tenant, a route, a contract or a tenant's alert settings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Resource {
-    /// `tenant`, `route` or `contract`.
+    /// `tenant`, `route`, `contract` or `alerts`.
     pub kind: &'static str,
     /// The tenant it is or belongs to.
     pub tenant: String,
@@ -202,6 +206,15 @@ pub enum Op {
         tenant: String,
         /// The contract's type and version.
         key: ContractKey,
+    },
+    /// SetAlertSettings: the tenant's sink and rules, replaced whole.
+    SetAlerts {
+        /// The tenant.
+        tenant: String,
+        /// What they should be.
+        alerts: DesiredAlerts,
+        /// Send the sink's secret (its creation, or `--rotate-secrets`).
+        send_secret: bool,
     },
     /// DeleteTenant, with everything under it.
     DeleteTenant {
@@ -343,6 +356,7 @@ fn create_tenant(plan: &mut Plan, want: &DesiredTenant) {
     for (key, body) in &want.state.contracts {
         plan.changes.push(put_contract(&want.id, key, body, None));
     }
+    alerts::create(plan, want);
 }
 
 fn update_tenant(
@@ -405,6 +419,7 @@ fn update_tenant(
     }
     update_routes(plan, want, have, options);
     update_contracts(plan, want, have, options);
+    alerts::update(plan, want, have, options);
     Ok(())
 }
 
