@@ -260,8 +260,10 @@ fn readings(
         out.push((AlertType::RouteCircuitOpened, route, Level::AtLeast(open)));
     }
     if let Some((secret, Some(until))) = &handle.settings().previous {
-        let left = u64::try_from((until - now).max(0) / 1000).unwrap_or_default();
-        let level = if *until > now {
+        // The overlap's end is in Unix seconds, the clock in ms.
+        let until_ms = until.saturating_mul(1000);
+        let left = u64::try_from((until_ms - now).max(0) / 1000).unwrap_or_default();
+        let level = if until_ms > now {
             Level::Within(left)
         } else {
             Level::Within(u64::MAX)

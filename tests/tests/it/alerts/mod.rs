@@ -6,6 +6,7 @@
 //! the settings' checks are in `issues`.
 
 mod issues;
+mod types;
 
 use std::time::Duration;
 
@@ -140,13 +141,22 @@ async fn rotated_behind_hookds_back(storage: &str) {
                     url: sink.url.clone(),
                     ..Default::default()
                 }),
-                rules: vec![AlertRule {
-                    r#type: "verification.failure_spike".into(),
-                    enabled: true,
-                    threshold: 3,
-                    window_secs: 30.0,
-                    mode: String::new(),
-                }],
+                rules: vec![
+                    AlertRule {
+                        r#type: "verification.failure_spike".into(),
+                        enabled: true,
+                        threshold: 3,
+                        window_secs: 30.0,
+                        mode: String::new(),
+                    },
+                    // The update below rotates with the default overlap (24 h,
+                    // the rule's threshold): not what this test counts.
+                    AlertRule {
+                        r#type: "secret.previous_expiring".into(),
+                        enabled: false,
+                        ..Default::default()
+                    },
+                ],
             },
         )
         .await
