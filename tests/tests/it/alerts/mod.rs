@@ -378,7 +378,7 @@ async fn the_operators_slack_sink_gets_a_tenants_alert_which_resolves_once_after
         "[alerts.sink]\nurl = \"{}\"\nsecret = \"{SINK_SECRET}\"\nformat = \"slack\"\n",
         ops.url
     );
-    let rules = "[[tenants.alerts.rules]]\ntype = \"verification.failure_spike\"\nthreshold = 2\nwindow_secs = 30.0\n";
+    let rules = "[[tenants.alerts.rules]]\ntype = \"verification.failure_spike\"\nthreshold = 3\nwindow_secs = 30.0\n";
     let acme = tenant("acme", &dest.url, "", "", "");
     let toml = format!("{operator}{acme}[tenants.alerts]\n{rules}");
     let mut s = TestServer::start_at(&toml, now_secs());

@@ -102,7 +102,7 @@ async fn an_acknowledged_alert_lists_its_last_sighting_and_occurrences_as_they_g
     let sink = Receiver::start(Reply::Status(200)).await;
     let s = server();
     let admin = s.admin().await;
-    let spike = rule("verification.failure_spike", true, 2, 60.0);
+    let spike = rule("verification.failure_spike", true, 3, 60.0);
     let (_, sink_secret) = shop(&admin, &sink, vec![spike]).await;
     let wrong = "whsec_d3Jvbmctc2VjcmV0LWZyb20tYS1yb3RhdGVkLXByb3ZpZGVy";
     for i in 0..3 {

@@ -55,7 +55,8 @@ fn one_opening_then_one_resolution(events: &[Value], kind: &str, subject: &str) 
 }
 
 /// Moves the clock one second at a time until the sink got `n` events of
-/// `kind` or `max_secs` passed.
+/// `kind` or `max_secs` passed. (The tests' thresholds equal what they
+/// send, so an evaluation racing the requests cannot open with fewer.)
 async fn until_kind(s: &TestServer, sink: &Receiver, kind: &str, n: usize, max_secs: i64) {
     for _ in 0..max_secs {
         if of_kind(sink, SINK_SECRET, kind).len() >= n {
@@ -210,7 +211,7 @@ async fn refused_meta_handshakes_open_handshake_failed_and_resolve_after_the_win
     let sink = Receiver::start(Reply::Status(200)).await;
     let toml = format!(
         "[[tenants]]\nid = \"meta\"\nscheme = \"meta\"\nverify_token = \"meatyhamhock\"\n[[tenants.secrets]]\nkid = \"k1\"\nsecret = \"handshake-shared-secret\"\n{}",
-        sink_and_rule(&sink.url, "handshake.failed", 2, 10.0)
+        sink_and_rule(&sink.url, "handshake.failed", 3, 10.0)
     );
     let s = TestServer::start_at(&toml, now_secs());
     let path = "/hooks/meta?hub.mode=subscribe&hub.challenge=1158201444&hub.verify_token=guess";
@@ -225,7 +226,7 @@ async fn refused_meta_handshakes_open_handshake_failed_and_resolve_after_the_win
     let open = one_opening_then_one_resolution(&events, "handshake.failed", "");
     assert_eq!(
         open["summary"],
-        "3 provider handshakes refused in 10 s (threshold 2)"
+        "3 provider handshakes refused in 10 s (threshold 3)"
     );
 }
 
@@ -233,7 +234,7 @@ async fn refused_meta_handshakes_open_handshake_failed_and_resolve_after_the_win
 async fn deliveries_over_the_rate_limit_open_ingest_rate_limited_and_resolve_after_the_window() {
     let dest = Receiver::start(Reply::Status(200)).await;
     let sink = Receiver::start(Reply::Status(200)).await;
-    let tables = sink_and_rule(&sink.url, "ingest.rate_limited", 3, 10.0);
+    let tables = sink_and_rule(&sink.url, "ingest.rate_limited", 4, 10.0);
     let top = "rate_limit = { per_sec = 0.1, burst = 1 }";
     let s = TestServer::start_at(&tenant("acme", &dest.url, top, "", &tables), now_secs());
     let mut refused = 0;
@@ -256,7 +257,7 @@ async fn deliveries_over_the_rate_limit_open_ingest_rate_limited_and_resolve_aft
     let open = one_opening_then_one_resolution(&events, "ingest.rate_limited", "");
     assert_eq!(
         open["summary"],
-        "4 deliveries refused by the tenant's rate limit in 10 s (threshold 3)"
+        "4 deliveries refused by the tenant's rate limit in 10 s (threshold 4)"
     );
 }
 
@@ -272,7 +273,7 @@ example = '''{"event_id": "evt_1", "type": "order.paid", "data": {"order_id": "o
 "#;
     let tables = format!(
         "{}{contract}",
-        sink_and_rule(&sink.url, "contract.rejection_spike", 2, 10.0)
+        sink_and_rule(&sink.url, "contract.rejection_spike", 3, 10.0)
     );
     let s = TestServer::start_at(&tenant("acme", &dest.url, "", "", &tables), now_secs());
     for i in 0..3 {
@@ -290,6 +291,6 @@ example = '''{"event_id": "evt_1", "type": "order.paid", "data": {"order_id": "o
     let open = one_opening_then_one_resolution(&events, "contract.rejection_spike", "");
     assert_eq!(
         open["summary"],
-        "3 deliveries refused by the tenant's contracts in 10 s (threshold 2)"
+        "3 deliveries refused by the tenant's contracts in 10 s (threshold 3)"
     );
 }
