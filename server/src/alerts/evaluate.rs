@@ -14,7 +14,8 @@ use super::{
     debounce::{Gate, Transition, Window},
     event::{self, Measure},
     records::{AlertRecord, StoredState},
-    rules::FailingMode,
+    rules::{FailingMode, Rule},
+    signals::RouteReading,
     Alerts, Resolved,
 };
 use crate::{
@@ -105,12 +106,36 @@ impl Alerts {
                 };
             }
             let state = tenants.get_mut(&id).expect("inserted above");
-            for (kind, subject, level) in readings(&handle, state, now) {
-                let on = (&id, &handle.metrics);
+            let readings = readings(&handle, state, now);
+            let gone = state.gone(&readings);
+            let on = (&id, &handle.metrics);
+            for (kind, subject, level) in readings {
                 self.step(on, state, (kind, subject, level), now, &mut queued);
             }
+            self.resolve_gone(on, state, gone, now, &mut queued);
         }
         queued
+    }
+
+    /// Drops the conditions in `gone` and resolves their open alerts, at
+    /// once: a subject that went away cannot flap.
+    fn resolve_gone(
+        &self,
+        on: (&TenantId, &Arc<TenantMetrics>),
+        state: &mut TenantState,
+        gone: Vec<(AlertType, String)>,
+        now: i64,
+        queued: &mut Vec<Queued>,
+    ) {
+        for (kind, subject) in gone {
+            let open = state.conditions.remove(&(kind, subject));
+            let Some(alert) = open.and_then(|c| c.alert) else {
+                continue;
+            };
+            let m = measure(0, state.settings.rules.get(kind));
+            let alert = self.resolved(on.0, alert, Resolution::Gone(gone_reason(kind)), now);
+            self.notify(on, &state.settings, alert, (kind, m), queued);
+        }
     }
 
     /// A tenant's settings, its sinks started, and its alerts still open.
@@ -141,15 +166,17 @@ impl Alerts {
     }
 
     /// Steps one condition; on a transition, stores it and queues its
-    /// notifications.
+    /// notifications; while it stays open and holds, stores what changed of
+    /// its last sighting and occurrences (at most once per tick).
     fn step(
         &self,
-        (tenant, metrics): (&TenantId, &Arc<TenantMetrics>),
+        on: (&TenantId, &Arc<TenantMetrics>),
         state: &mut TenantState,
         (kind, subject, level): (AlertType, String, Level),
         now: i64,
         queued: &mut Vec<Queued>,
     ) {
+        let tenant = on.0;
         let rule = state.settings.rules.get(kind);
         let condition = state.conditions.entry((kind, subject.clone())).or_default();
         let (count, holds) = match level {
@@ -160,20 +187,23 @@ impl Alerts {
             Level::AtLeast(value) => (value, value >= rule.threshold),
             Level::Within(left) => (left, left <= rule.threshold),
         };
-        let holds = holds && rule.enabled;
-        let measure = Measure {
-            count,
-            threshold: rule.threshold,
-            window_secs: (rule.window_ms / 1000) as u64,
-        };
-        let mut alert = match condition.gate.step(now, holds, rule.window_ms) {
+        let m = measure(count, rule);
+        if !rule.enabled {
+            if let Some(alert) = condition.alert.take() {
+                *condition = Condition::default();
+                let alert = self.resolved(tenant, alert, Resolution::Gone("rule disabled"), now);
+                self.notify(on, &state.settings, alert, (kind, m), queued);
+            }
+            return;
+        }
+        let alert = match condition.gate.step(now, holds, rule.window_ms) {
             Some(Transition::Open) => AlertRecord {
                 id: format!("alr_{}", ulid::Ulid::new()),
                 tenant_id: tenant.to_string(),
                 alert_type: kind.as_str().to_owned(),
                 subject: subject.clone(),
                 state: StoredState::Open,
-                summary: event::summary(kind, &subject, measure),
+                summary: event::summary(kind, &subject, m),
                 opened_at_ms: now,
                 last_seen_at_ms: now,
                 acknowledged_at_ms: None,
@@ -185,27 +215,85 @@ impl Alerts {
                 let Some(held) = condition.alert.take() else {
                     return;
                 };
-                let mut alert = match self.inner.rows.get(tenant.as_str(), &held.id) {
-                    Ok(Some(stored)) => stored,
-                    _ => held.clone(),
-                };
-                alert.last_seen_at_ms = held.last_seen_at_ms;
-                alert.occurrences = held.occurrences.max(alert.occurrences);
-                alert.state = StoredState::Resolved;
-                alert.resolved_at_ms = Some(now);
-                alert
+                self.resolved(tenant, held, Resolution::Cleared, now)
             }
             None => {
                 if let Some(alert) = condition.alert.as_mut().filter(|_| holds) {
-                    alert.last_seen_at_ms = now;
-                    alert.occurrences = alert.occurrences.max(count);
+                    self.seen(tenant, alert, (now, count));
                 }
                 return;
             }
         };
+        if let Some(alert) = self.notify(on, &state.settings, alert, (kind, m), queued) {
+            condition.alert = Some(alert);
+        }
+    }
+
+    /// The stored alert behind `held` (acknowledged there, perhaps),
+    /// resolved at `now`: its summary says why when its subject went away.
+    fn resolved(
+        &self,
+        tenant: &TenantId,
+        held: AlertRecord,
+        why: Resolution,
+        now: i64,
+    ) -> AlertRecord {
+        let mut alert = match self.inner.rows.get(tenant.as_str(), &held.id) {
+            Ok(Some(stored)) => stored,
+            _ => held.clone(),
+        };
+        alert.last_seen_at_ms = held.last_seen_at_ms.max(alert.last_seen_at_ms);
+        alert.occurrences = held.occurrences.max(alert.occurrences);
+        alert.state = StoredState::Resolved;
+        alert.resolved_at_ms = Some(now);
+        if let Resolution::Gone(reason) = why {
+            alert.summary = format!("{}; resolved: {reason}", alert.summary);
+        }
+        alert
+    }
+
+    /// Records that an open alert's condition still holds at `now` with
+    /// `count`: stored (over what the control plane changed, such as an
+    /// acknowledgement) only when its last sighting or occurrences changed.
+    fn seen(&self, tenant: &TenantId, alert: &mut AlertRecord, (now, count): (i64, u64)) {
+        let occurrences = alert.occurrences.max(count);
+        if (alert.last_seen_at_ms, alert.occurrences) == (now, occurrences) {
+            return;
+        }
+        alert.last_seen_at_ms = now;
+        alert.occurrences = occurrences;
+        let stored = match self.inner.rows.get(tenant.as_str(), &alert.id) {
+            Ok(Some(stored)) if stored.state != StoredState::Resolved => stored,
+            Ok(_) => return,
+            Err(e) => {
+                tracing::error!(tenant = %tenant, alert = %alert.id, error = %e, "reading an alert failed");
+                return;
+            }
+        };
+        let updated = AlertRecord {
+            last_seen_at_ms: now,
+            occurrences: occurrences.max(stored.occurrences),
+            ..stored
+        };
+        if let Err(e) = self.inner.rows.put(&updated) {
+            tracing::error!(tenant = %tenant, alert = %alert.id, error = %e, "storing an alert failed");
+        }
+    }
+
+    /// Queues one notification of `alert`'s transition to each sink of
+    /// `settings` and stores it; the alert back while it stays open.
+    fn notify(
+        &self,
+        (tenant, metrics): (&TenantId, &Arc<TenantMetrics>),
+        settings: &Resolved,
+        mut alert: AlertRecord,
+        (kind, m): (AlertType, Measure),
+        queued: &mut Vec<Queued>,
+    ) -> Option<AlertRecord> {
+        let now = alert.resolved_at_ms.unwrap_or(alert.opened_at_ms);
         let id = format!("ntf_{}", ulid::Ulid::new());
-        let body = event::event(&id, &alert, kind, measure);
-        for sink in &state.settings.sinks {
+        let body = event::event(&id, &alert, kind, m);
+        for sink in &settings.sinks {
             let queue = sink.queue(&id, event::body(sink.format(), &body), now);
             queued.push((metrics.clone(), kind, queue));
             alert.notifications += 1;
@@ -217,10 +305,46 @@ impl Alerts {
         if let Err(e) = self.inner.rows.put(&alert) {
             tracing::error!(tenant = %tenant, alert = %alert.id, error = %e, "storing an alert failed");
         }
-        tracing::warn!(tenant = %tenant, alert = %alert.id, alert_type = kind.as_str(), subject = %subject, state = ?alert.state, "alert {}", if alert.state == StoredState::Resolved { "resolved" } else { "opened" });
-        if alert.state != StoredState::Resolved {
-            condition.alert = Some(alert);
-        }
+        tracing::warn!(tenant = %tenant, alert = %alert.id, alert_type = kind.as_str(), subject = %alert.subject, state = ?alert.state, "alert {}", if alert.state == StoredState::Resolved { "resolved" } else { "opened" });
+        (alert.state != StoredState::Resolved).then_some(alert)
+    }
+}
+
+/// Why an alert resolves.
+#[derive(Debug, Clone, Copy)]
+enum Resolution {
+    /// Its condition cleared.
+    Cleared,
+    /// Its subject or its rule went away (the words say which).
+    Gone(&'static str),
+}
+
+/// What went away when a condition of `kind` is no longer read at all.
+fn gone_reason(kind: AlertType) -> &'static str {
+    match kind {
+        AlertType::SecretPreviousExpiring => "key removed",
+        _ => "route removed",
+    }
+}
+
+/// What is reported of a count under `rule`.
+fn measure(count: u64, rule: Rule) -> Measure {
+    Measure {
+        count,
+        threshold: rule.threshold,
+        window_secs: (rule.window_ms / 1000) as u64,
+    }
+}
+
+impl TenantState {
+    /// The conditions no reading mentions any more (their route deleted,
+    /// their key gone): dropped, and resolved if an alert of theirs is open.
+    fn gone(&self, readings: &[(AlertType, String, Level)]) -> Vec<(AlertType, String)> {
+        self.conditions
+            .keys()
+            .filter(|(kind, subject)| !readings.iter().any(|(k, s, _)| k == kind && s == subject))
+            .cloned()
+            .collect()
     }
 }
 
@@ -241,7 +365,11 @@ fn readings(
     .map(|kind| (kind, String::new(), Level::Total(signals.total(kind))))
     .collect();
     let mode = state.settings.rules.get(AlertType::RouteFailing).mode;
-    for (route, r) in signals.routes() {
+    // Every route of the tenant now, read as zero until its dispatcher
+    // reports (after a restart); a deleted route's reports are not read.
+    let reported: HashMap<String, RouteReading> = signals.routes().into_iter().collect();
+    for route in handle.routes.iter().map(|r| r.name.clone()) {
+        let r = reported.get(&route).copied().unwrap_or_default();
         let failing = match mode {
             FailingMode::FirstFailure => r.failed,
             FailingMode::LastAttempt => r.dead,
@@ -260,8 +388,10 @@ fn readings(
         out.push((AlertType::RouteCircuitOpened, route, Level::AtLeast(open)));
     }
     if let Some((secret, Some(until))) = &handle.settings().previous {
-        let left = u64::try_from((until - now).max(0) / 1000).unwrap_or_default();
-        let level = if *until > now {
+        // The overlap's end is in Unix seconds, the clock in ms.
+        let until_ms = until.saturating_mul(1000);
+        let left = u64::try_from((until_ms - now).max(0) / 1000).unwrap_or_default();
+        let level = if until_ms > now {
             Level::Within(left)
         } else {
             Level::Within(u64::MAX)
@@ -277,14 +407,15 @@ fn readings(
         .is_none_or(|at| now - at >= STORAGE_EVERY_MS)
     {
         state.storage_read_at = Some(now);
+        let before = std::mem::take(&mut state.storage);
         state.storage = handle
             .routes
             .iter()
             .filter_map(|route| match route.data.counts() {
                 Ok(counts) => Some((route.name.clone(), counts)),
                 Err(e) => {
-                    tracing::warn!(tenant = %handle.data().tenant(), route = %route.name, error = %e, "reading queue counts for alerts failed");
-                    None
+                    tracing::warn!(tenant = %handle.data().tenant(), route = %route.name, error = %e, "reading queue counts for alerts failed; the last reading stands");
+                    before.iter().find(|(name, _)| *name == route.name).cloned()
                 }
             })
             .collect();

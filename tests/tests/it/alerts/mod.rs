@@ -6,6 +6,8 @@
 //! the settings' checks are in `issues`.
 
 mod issues;
+mod stale;
+mod types;
 
 use std::time::Duration;
 
@@ -140,13 +142,22 @@ async fn rotated_behind_hookds_back(storage: &str) {
                     url: sink.url.clone(),
                     ..Default::default()
                 }),
-                rules: vec![AlertRule {
-                    r#type: "verification.failure_spike".into(),
-                    enabled: true,
-                    threshold: 3,
-                    window_secs: 30.0,
-                    mode: String::new(),
-                }],
+                rules: vec![
+                    AlertRule {
+                        r#type: "verification.failure_spike".into(),
+                        enabled: true,
+                        threshold: 3,
+                        window_secs: 30.0,
+                        mode: String::new(),
+                    },
+                    // The update below rotates with the default overlap (24 h,
+                    // the rule's threshold): not what this test counts.
+                    AlertRule {
+                        r#type: "secret.previous_expiring".into(),
+                        enabled: false,
+                        ..Default::default()
+                    },
+                ],
             },
         )
         .await
@@ -367,7 +378,7 @@ async fn the_operators_slack_sink_gets_a_tenants_alert_which_resolves_once_after
         "[alerts.sink]\nurl = \"{}\"\nsecret = \"{SINK_SECRET}\"\nformat = \"slack\"\n",
         ops.url
     );
-    let rules = "[[tenants.alerts.rules]]\ntype = \"verification.failure_spike\"\nthreshold = 2\nwindow_secs = 30.0\n";
+    let rules = "[[tenants.alerts.rules]]\ntype = \"verification.failure_spike\"\nthreshold = 3\nwindow_secs = 30.0\n";
     let acme = tenant("acme", &dest.url, "", "", "");
     let toml = format!("{operator}{acme}[tenants.alerts]\n{rules}");
     let mut s = TestServer::start_at(&toml, now_secs());
