@@ -358,6 +358,17 @@ pub enum RowChange {
     Remove(Table, String),
 }
 
+impl RowChange {
+    /// The table it changes.
+    pub fn table(&self) -> Table {
+        match self {
+            RowChange::Put(table, ..)
+            | RowChange::Create(table, ..)
+            | RowChange::Remove(table, _) => *table,
+        }
+    }
+}
+
 /// The catalog's tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(usize)]

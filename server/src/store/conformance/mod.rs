@@ -26,6 +26,7 @@ mod routes;
 mod statuses;
 use alerts::{
     a_sink_queue_is_apart_from_the_tenants_deliveries, alerts_are_kept_per_tenant_newest_first,
+    an_alert_written_leaves_the_catalog_version,
 };
 use pull::{concurrent_pulls_never_share_a_delivery, pull_ack_nack};
 use redirects::redirects_are_kept_with_their_delivery;
@@ -118,6 +119,7 @@ engines!(
     a_delivered_delivery_is_resent_once_by_concurrent_calls_that_ask_so,
     alerts_are_kept_per_tenant_newest_first,
     a_sink_queue_is_apart_from_the_tenants_deliveries,
+    an_alert_written_leaves_the_catalog_version,
 );
 
 fn tenant(engine: &Engine, id: &str) -> TenantStore {

@@ -1,6 +1,7 @@
 //! The control plane's rows in one PostgreSQL table, `hookd_catalog`
-//! (table name, key, value); every change bumps `hookd_catalog_version` in
-//! the same transaction, so other processes see it by polling. A row
+//! (table name, key, value); every change but an alert's bumps
+//! `hookd_catalog_version` in the same transaction, so other processes see
+//! it by polling. A row
 //! created ([`RowChange::Create`]) is one `INSERT .. ON CONFLICT DO
 //! NOTHING`: of processes creating one key at once, one wins.
 
@@ -75,12 +76,16 @@ impl CatalogRows for PgRows {
             let mut client = db.client().await?;
             let tx = client.transaction().await.map_err(pg)?;
             // The version row first: concurrent catalog writes queue on it.
-            tx.execute(
-                "UPDATE hookd_catalog_version SET version = version + 1 WHERE id = 1",
-                &[],
-            )
-            .await
-            .map_err(pg)?;
+            // Alerts change as often as their conditions are seen and no
+            // other process follows them, so they alone bump nothing.
+            if changes.iter().any(|change| change.table() != Table::Alerts) {
+                tx.execute(
+                    "UPDATE hookd_catalog_version SET version = version + 1 WHERE id = 1",
+                    &[],
+                )
+                .await
+                .map_err(pg)?;
+            }
             for change in &changes {
                 match change {
                     RowChange::Create(table, key, value) => {
