@@ -124,6 +124,7 @@ fn new_rule(field: &str, rule: pb::AlertRule) -> Result<AlertRuleView> {
         threshold: rule.threshold,
         window_secs: rule.window_secs,
         mode,
+        overridden: false,
     })
 }
 
@@ -183,6 +184,7 @@ impl From<AlertRuleView> for pb::AlertRule {
             threshold: r.threshold,
             window_secs: r.window_secs,
             mode: r.mode.unwrap_or_default(),
+            overridden: r.overridden,
         }
     }
 }
@@ -284,6 +286,7 @@ mod tests {
                 threshold: 0,
                 window_secs: 0.0,
                 mode: None,
+                overridden: false,
             }]
         );
         assert_eq!(with(None, vec![]).unwrap().sink, None);

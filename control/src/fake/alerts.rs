@@ -30,6 +30,7 @@ fn default_rule(kind: AlertType) -> AlertRuleView {
         threshold: 1,
         window_secs: 300.0,
         mode: (kind == AlertType::RouteFailing).then(|| "last_attempt".to_owned()),
+        overridden: false,
     }
 }
 
@@ -48,6 +49,7 @@ fn in_force(given: &AlertRuleView, default: AlertRuleView) -> AlertRuleView {
             default.window_secs
         },
         mode: given.mode.clone().or(default.mode),
+        overridden: true,
     }
 }
 
@@ -234,6 +236,7 @@ mod tests {
                 threshold: 0,
                 window_secs: 0.0,
                 mode: None,
+                overridden: false,
             }],
         };
         let (view, generated) = alerts.set(&acme, new.clone()).unwrap();

@@ -58,6 +58,9 @@ pub struct AlertRuleView {
     pub window_secs: f64,
     /// `route.failing` only: `first_failure` or `last_attempt`.
     pub mode: Option<String>,
+    /// In a view: the tenant overrides this type (else it runs with the
+    /// operator's default). Ignored in a request.
+    pub overridden: bool,
 }
 
 /// A tenant's alert settings as it runs: its sink, and one rule per type of

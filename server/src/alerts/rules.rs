@@ -89,14 +89,18 @@ impl From<&AlertRuleView> for RuleOverride {
     }
 }
 
-/// Every type's rule, in catalogue order.
+/// Every type's rule, in catalogue order, and which of them the tenant
+/// overrides.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Rules([Rule; AlertType::ALL.len()]);
+pub struct Rules {
+    rules: [Rule; AlertType::ALL.len()],
+    overridden: [bool; AlertType::ALL.len()],
+}
 
 impl Rules {
     /// The operator's defaults (`[alerts.rules]`, already validated).
     pub fn defaults(config: &AlertsConfig) -> Rules {
-        Rules(AlertType::ALL.map(|kind| {
+        let rules = AlertType::ALL.map(|kind| {
             let rule = &config.rules[kind.as_str()];
             Rule {
                 enabled: rule.enabled,
@@ -104,12 +108,16 @@ impl Rules {
                 window_ms: (rule.window_secs * 1000.0).round() as i64,
                 mode: FailingMode::parse(rule.mode.as_deref()).unwrap_or(FailingMode::LastAttempt),
             }
-        }))
+        });
+        Rules {
+            rules,
+            overridden: [false; AlertType::ALL.len()],
+        }
     }
 
     /// The rule of `kind`.
     pub fn get(&self, kind: AlertType) -> Rule {
-        self.0[index(kind)]
+        self.rules[index(kind)]
     }
 
     /// These rules with `overrides` over them, each checked (the error
@@ -144,7 +152,8 @@ impl Rules {
                 o.window_secs
             };
             check_rule(&key, kind, threshold, window_secs, o.mode.as_deref())?;
-            rules.0[index(kind)] = Rule {
+            rules.overridden[index(kind)] = true;
+            rules.rules[index(kind)] = Rule {
                 enabled: o.enabled,
                 threshold,
                 window_ms: (window_secs * 1000.0).round() as i64,
@@ -161,6 +170,7 @@ impl Rules {
             .map(|kind| {
                 let rule = self.get(*kind);
                 AlertRuleView {
+                    overridden: self.overridden[index(*kind)],
                     alert_type: kind.as_str().to_owned(),
                     enabled: rule.enabled,
                     threshold: rule.threshold,

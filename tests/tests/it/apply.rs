@@ -473,6 +473,7 @@ async fn diff_shows_exactly_an_alert_rule_changed_over_the_api() {
                 threshold: 9,
                 window_secs: 0.0,
                 mode: "first_failure".into(),
+                overridden: false,
             },
             AlertRule {
                 r#type: "verification.failure_spike".into(),
@@ -513,6 +514,46 @@ async fn diff_shows_exactly_an_alert_rule_changed_over_the_api() {
         settings.sink.unwrap().has_secret,
         "the sink kept its secret"
     );
+}
+
+/// An override made over the API for a type the file does not name is a
+/// change too: applying the file takes the type back to the default.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn diff_shows_an_alert_override_the_file_does_not_name() {
+    let s = TestServer::start(LOCAL_DESTINATIONS);
+    let dir = workdir(ALERTS_FILE);
+    apply_ok(&s, dir.path(), &[]).await;
+    let admin = s.admin().await;
+    let mut settings = admin.get_alert_settings("quiet").await.unwrap();
+    assert!(settings.rules.iter().all(|r| !r.overridden), "{settings:?}");
+    settings.rules = vec![AlertRule {
+        r#type: "handshake.failed".into(),
+        enabled: false,
+        ..Default::default()
+    }];
+    admin.set_alert_settings("quiet", settings).await.unwrap();
+    let now = admin.get_alert_settings("quiet").await.unwrap();
+    assert!(rule(&now, "handshake.failed").overridden);
+    assert!(!rule(&now, "route.failing").overridden);
+
+    let diff = hookctl(&s, dir.path(), &["diff", "-f", "hookd.yaml"], "", &[]).await;
+    assert_eq!(diff.code, 2, "{}{}", diff.stdout, diff.stderr);
+    assert!(
+        diff.stdout.contains("~ update alerts quiet"),
+        "{}",
+        diff.stdout
+    );
+    assert!(
+        diff.stdout.contains("handshake.failed: {\"enabled\":false"),
+        "{}",
+        diff.stdout
+    );
+
+    apply_ok(&s, dir.path(), &[]).await;
+    let diff = hookctl(&s, dir.path(), &["diff", "-f", "hookd.yaml"], "", &[]).await;
+    assert_eq!(diff.code, 0, "{}", diff.stdout);
+    let after = admin.get_alert_settings("quiet").await.unwrap();
+    assert!(after.rules.iter().all(|r| !r.overridden), "{after:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

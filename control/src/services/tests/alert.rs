@@ -113,6 +113,7 @@ async fn malformed_requests_are_refused_naming_the_field_before_the_backend() {
         threshold: 5,
         window_secs,
         mode: String::new(),
+        overridden: false,
     };
     let bad_settings = [
         (
@@ -200,6 +201,7 @@ async fn settings_are_replaced_whole_and_a_generated_secret_is_shown_once() {
             threshold: 20,
             window_secs: 60.0,
             mode: String::new(),
+            overridden: false,
         }],
     };
     let first = api

@@ -149,6 +149,7 @@ async fn rotated_behind_hookds_back(storage: &str) {
                         threshold: 3,
                         window_secs: 30.0,
                         mode: String::new(),
+                        overridden: false,
                     },
                     // The update below rotates with the default overlap (24 h,
                     // the rule's threshold): not what this test counts.

@@ -64,6 +64,7 @@ fn rule(kind: &str, enabled: bool, threshold: u64, window_secs: f64) -> AlertRul
         threshold,
         window_secs,
         mode: String::new(),
+        overridden: false,
     }
 }
 

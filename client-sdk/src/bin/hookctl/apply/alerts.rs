@@ -1,10 +1,11 @@
 //! A tenant's alert settings as apply compares them (AlertService): its own
-//! sink and the rules the file names. GetAlertSettings answers every alert
-//! type with the operator's defaults filled in and does not say which types
-//! the tenant overrides, so a rule compares only the keys the file sets, and
+//! sink and its rule overrides. GetAlertSettings answers every alert type
+//! with the operator's defaults filled in and says which types the tenant
+//! overrides; a rule the file names compares the keys the file sets, an
+//! override the file does not name shows as going back to the default, and
 //! the file's rules are sent whole, as the tenant's complete override list.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use hookd_proto::domain::AlertType;
 use serde_json::{json, Map, Value};
@@ -78,6 +79,9 @@ pub struct CurrentAlerts {
     pub sink_has_secret: bool,
     /// Every type's rule in force, every key set.
     pub rules: BTreeMap<AlertType, Rule>,
+    /// The types the tenant overrides (the others run with the operator's
+    /// defaults).
+    pub overridden: BTreeSet<AlertType>,
 }
 
 /// The sink's fields, in the order diff prints them (`null`: no sink).
@@ -89,15 +93,25 @@ pub fn sink_fields(sink: Option<&Sink>) -> Vec<Field> {
 }
 
 /// Each rule the file names as a field named after its type: what `have`
-/// runs with for the keys the file sets, and what the file sets.
+/// runs with for the keys the file sets, and what the file sets; then each
+/// type `have` overrides and the file does not name, going back to the
+/// operator's default (`null`).
 pub fn rule_fields(want: &DesiredAlerts, have: Option<&CurrentAlerts>) -> Vec<(Field, Field)> {
-    want.rules
-        .iter()
-        .map(|(kind, rule)| {
-            let old = have
-                .and_then(|h| h.rules.get(kind))
-                .map_or(Value::Null, |r| r.json_for(rule));
-            ((kind.as_str(), old), (kind.as_str(), rule.json_for(rule)))
-        })
-        .collect()
+    let named = want.rules.iter().map(|(kind, rule)| {
+        let old = have
+            .and_then(|h| h.rules.get(kind))
+            .map_or(Value::Null, |r| r.json_for(rule));
+        ((kind.as_str(), old), (kind.as_str(), rule.json_for(rule)))
+    });
+    let dropped = have.into_iter().flat_map(|h| {
+        h.overridden
+            .iter()
+            .filter(|kind| !want.rules.contains_key(kind))
+            .filter_map(|kind| {
+                let rule = h.rules.get(kind)?;
+                let old = rule.json_for(rule);
+                Some(((kind.as_str(), old), (kind.as_str(), Value::Null)))
+            })
+    });
+    named.chain(dropped).collect()
 }

@@ -89,6 +89,12 @@ fn alerts(settings: AlertSettings) -> CurrentAlerts {
             format: format.to_owned(),
         }
     });
+    let overridden = settings
+        .rules
+        .iter()
+        .filter(|rule| rule.overridden)
+        .filter_map(|rule| rule.r#type.parse().ok())
+        .collect();
     let rules = settings
         .rules
         .into_iter()
@@ -107,6 +113,7 @@ fn alerts(settings: AlertSettings) -> CurrentAlerts {
         sink,
         sink_has_secret,
         rules,
+        overridden,
     }
 }
 

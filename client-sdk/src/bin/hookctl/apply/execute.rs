@@ -242,6 +242,7 @@ fn alert_settings(alerts: &DesiredAlerts, secret: String) -> AlertSettings {
             threshold: rule.threshold.unwrap_or(0),
             window_secs: rule.window_secs.unwrap_or(0.0),
             mode: rule.mode.clone().unwrap_or_default(),
+            overridden: false,
         })
         .collect();
     AlertSettings { sink, rules }

@@ -83,8 +83,9 @@ fn tenant(have: &CurrentTenant) -> TenantEntry {
     }
 }
 
-/// The sink, and every type's rule as hookd runs it (the API does not say
-/// which are the operator's defaults), so applying it changes nothing.
+/// The sink, and the rule of each type the tenant overrides, as hookd runs
+/// it, so applying it changes nothing (and another hookd's defaults stay
+/// its own).
 fn alerts(tenant: &str, have: &CurrentAlerts) -> AlertsEntry {
     AlertsEntry {
         sink: have.sink.as_ref().map(|sink| SinkEntry {
@@ -97,6 +98,7 @@ fn alerts(tenant: &str, have: &CurrentAlerts) -> AlertsEntry {
         rules: have
             .rules
             .iter()
+            .filter(|(kind, _)| have.overridden.contains(kind))
             .map(|(kind, rule)| AlertRuleEntry {
                 alert_type: kind.as_str().to_owned(),
                 enabled: Some(rule.enabled),

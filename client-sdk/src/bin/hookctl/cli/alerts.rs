@@ -141,6 +141,7 @@ pub fn parse_rule(text: &str) -> Result<AlertRule, String> {
         threshold,
         window_secs,
         mode: mode.to_owned(),
+        overridden: false,
     })
 }
 

@@ -154,6 +154,7 @@ class AlertRule(_message.Message):
     THRESHOLD_FIELD_NUMBER: _builtins.int
     WINDOW_SECS_FIELD_NUMBER: _builtins.int
     MODE_FIELD_NUMBER: _builtins.int
+    OVERRIDDEN_FIELD_NUMBER: _builtins.int
     type: _builtins.str
     """An alert type of the catalogue, e.g. `verification.failure_spike`."""
     enabled: _builtins.bool
@@ -172,6 +173,10 @@ class AlertRule(_message.Message):
     "last_attempt" (a delivery was dead-lettered). Empty: the default,
     "last_attempt".
     """
+    overridden: _builtins.bool
+    """Output only: the tenant overrides this type; false: it runs with the
+    operator's default rule. Ignored in SetAlertSettings.
+    """
     def __init__(
         self,
         *,
@@ -180,10 +185,11 @@ class AlertRule(_message.Message):
         threshold: _builtins.int = ...,
         window_secs: _builtins.float = ...,
         mode: _builtins.str = ...,
+        overridden: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["enabled", b"enabled", "mode", b"mode", "threshold", b"threshold", "type", b"type", "window_secs", b"window_secs"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["enabled", b"enabled", "mode", b"mode", "overridden", b"overridden", "threshold", b"threshold", "type", b"type", "window_secs", b"window_secs"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -161,6 +161,7 @@ class Route(_message.Message):
     FROM_CONFIG_FIELD_NUMBER: _builtins.int
     TRANSFORM_CPU_MS_FIELD_NUMBER: _builtins.int
     TRANSFORM_MEMORY_MIB_FIELD_NUMBER: _builtins.int
+    CONCURRENCY_LIMIT_FIELD_NUMBER: _builtins.int
     tenant_id: _builtins.str
     """The tenant it belongs to."""
     name: _builtins.str
@@ -188,6 +189,11 @@ class Route(_message.Message):
     """The transform's CPU budget per run, in ms (default 50, at most 1000)."""
     transform_memory_mib: _builtins.int
     """The transform's memory cap per run, in MiB (default 16, 1 to 256)."""
+    concurrency_limit: _builtins.int
+    """Read only: the forwards it may have in flight now: its adaptive limit
+    (docs/routes.md, "Adaptive concurrency"), or max_in_flight when the
+    route does not adapt. 0: no forwarding runs (a pulled route).
+    """
     @_builtins.property
     def delivery_rate(self) -> Global___RouteRate:
         """Its forwarding rate limit; absent: none."""
@@ -216,10 +222,11 @@ class Route(_message.Message):
         from_config: _builtins.bool = ...,
         transform_cpu_ms: _builtins.int = ...,
         transform_memory_mib: _builtins.int = ...,
+        concurrency_limit: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["breaker", b"breaker", "delivery_rate", b"delivery_rate", "retry", b"retry"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["breaker", b"breaker", "delivery_rate", b"delivery_rate", "destination_url", b"destination_url", "filter_json", b"filter_json", "from_config", b"from_config", "max_in_flight", b"max_in_flight", "name", b"name", "retry", b"retry", "tenant_id", b"tenant_id", "transform", b"transform", "transform_cpu_ms", b"transform_cpu_ms", "transform_memory_mib", b"transform_memory_mib", "transform_version", b"transform_version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["breaker", b"breaker", "concurrency_limit", b"concurrency_limit", "delivery_rate", b"delivery_rate", "destination_url", b"destination_url", "filter_json", b"filter_json", "from_config", b"from_config", "max_in_flight", b"max_in_flight", "name", b"name", "retry", b"retry", "tenant_id", b"tenant_id", "transform", b"transform", "transform_cpu_ms", b"transform_cpu_ms", "transform_memory_mib", b"transform_memory_mib", "transform_version", b"transform_version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -34,6 +34,7 @@ fn applied(want: DesiredAlerts) -> CurrentAlerts {
     CurrentAlerts {
         sink_has_secret: want.sink.is_some(),
         sink: want.sink,
+        overridden: rules.keys().copied().collect(),
         rules,
     }
 }
