@@ -2,9 +2,10 @@
 //! an adaptive route's `hookd_route_concurrency_limit` starts at
 //! `min_in_flight`, doubles while its destination keeps up and loses a
 //! tenth on a 503, while a fixed route stays at `max_in_flight`; a
-//! `Retry-After` pauses an adaptive route without cutting its limit.
+//! `Retry-After` pauses an adaptive route without cutting its limit; a
+//! burst of 503s above the floor cuts the limit and leaves the breaker shut.
 
-use std::time::Duration;
+use std::{collections::HashSet, time::Duration};
 
 use hookd_server::testing::DeliveryEventKind;
 
@@ -19,7 +20,12 @@ const WAIT: Duration = Duration::from_secs(10);
 
 /// The route's `hookd_route_concurrency_limit` on `/metrics`.
 async fn limit_of(s: &TestServer, tenant: &str) -> f64 {
-    let series = format!("hookd_route_concurrency_limit{{tenant=\"{tenant}\",route=\"default\"}}");
+    gauge_of(s, "hookd_route_concurrency_limit", tenant).await
+}
+
+/// The value of the route gauge `name` of `tenant`'s default route.
+async fn gauge_of(s: &TestServer, name: &str, tenant: &str) -> f64 {
+    let series = format!("{name}{{tenant=\"{tenant}\",route=\"default\"}}");
     let metrics = parse_metrics(&scrape(&s.base).await);
     *metrics
         .get(&series)
@@ -98,4 +104,54 @@ async fn a_retry_after_pauses_an_adaptive_route_and_leaves_its_limit() {
     s.clock.advance_ms(60_000);
     // The retry of the told event and the next event, once it is over.
     dest.wait_for(6, WAIT).await;
+}
+
+#[tokio::test]
+async fn a_burst_of_503s_above_the_floor_cuts_the_limit_and_leaves_the_breaker_shut() {
+    let dest = Receiver::start(Reply::Status(503)).await;
+    dest.script([Reply::Status(204), Reply::Status(204), Reply::Status(204)]);
+    let s = TestServer::start(&tenant(
+        "shop",
+        &dest.url,
+        "max_in_flight = 8\nadaptive_concurrency = true",
+        "",
+        "",
+    ));
+    three_delivered(&s, "shop").await;
+    assert_eq!(limit_of(&s, "shop").await, 4.0, "1, doubled twice");
+    // Six 503s, more than the breaker's five: three cuts take the limit
+    // from 4 to its floor of 1, so at most three of them count.
+    let mut feed = s.server().registry().feed().subscribe();
+    let names: Vec<String> = (0..6).map(|i| format!("evt_busy_{i}")).collect();
+    let ids: Vec<String> =
+        futures_util::future::join_all(names.iter().map(|name| send(&s, "shop", name))).await;
+    let mut failed = HashSet::new();
+    while failed.len() < 5 {
+        let event = tokio::time::timeout(WAIT, feed.recv())
+            .await
+            .expect("five 503s")
+            .unwrap();
+        let id = event.delivery_id.as_str().to_owned();
+        if event.kind == DeliveryEventKind::RetryScheduled && ids.contains(&id) {
+            failed.insert(id);
+        }
+    }
+    assert_eq!(
+        gauge_of(&s, "hookd_circuit_breaker_open", "shop").await,
+        0.0,
+        "five 503s above the floor opened the breaker"
+    );
+    for id in ids.iter().filter(|id| !failed.contains(*id)) {
+        wait_event(&mut feed, id, DeliveryEventKind::RetryScheduled).await;
+    }
+    assert_eq!(dest.received().len(), 9, "every one of the six was sent");
+    assert_eq!(
+        gauge_of(&s, "hookd_circuit_breaker_open", "shop").await,
+        0.0,
+        "overload above the floor is not an outage"
+    );
+    assert!(
+        limit_of(&s, "shop").await < 4.0,
+        "the limit went down instead"
+    );
 }
