@@ -377,7 +377,9 @@ fn view(
         from_config,
         transform_cpu_ms: limits.cpu().as_millis() as u32,
         transform_memory_mib: (limits.memory_bytes() >> 20) as u32,
-        concurrency_limit: None,
+        // The limit the route starts with; `routes_of` puts the one its
+        // dispatcher runs with now over it.
+        concurrency_limit: forward.map(|f| f.concurrency.starting_limit(f.max_in_flight) as u32),
     }
 }
 

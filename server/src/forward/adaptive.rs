@@ -162,11 +162,7 @@ impl ConcurrencyLimit {
         ConcurrencyLimit {
             settings,
             ceiling: max_in_flight,
-            limit: if settings.adaptive {
-                settings.min_in_flight.min(max_in_flight)
-            } else {
-                max_in_flight
-            },
+            limit: settings.starting_limit(max_in_flight),
             successes: 0,
             slow_start: true,
             seen: host.count(),

@@ -3,16 +3,19 @@
 //! `min_in_flight`, doubles while its destination keeps up and loses a
 //! tenth on a 503, while a fixed route stays at `max_in_flight`; a
 //! `Retry-After` pauses an adaptive route without cutting its limit; a
-//! burst of 503s above the floor cuts the limit and leaves the breaker shut.
+//! burst of 503s above the floor cuts the limit and leaves the breaker shut;
+//! CreateRoute and UpdateRoute answer the limit in force.
 
 use std::{collections::HashSet, time::Duration};
 
+use hookd_sdk::client::proto::{CreateRouteRequest, UpdateRouteRequest};
 use hookd_server::testing::DeliveryEventKind;
 
 use crate::{
     forward::{send, wait_event},
     harness::{tenant, TestServer},
     receiver::{Receiver, Reply},
+    route_service::{create_tenant, new_route, LOCAL_DESTINATIONS},
     telemetry::{parse_metrics, scrape},
 };
 
@@ -154,4 +157,33 @@ async fn a_burst_of_503s_above_the_floor_cuts_the_limit_and_leaves_the_breaker_s
         limit_of(&s, "shop").await < 4.0,
         "the limit went down instead"
     );
+}
+
+#[tokio::test]
+async fn create_and_update_route_answer_the_limit_in_force() {
+    let dest = Receiver::start(Reply::Status(204)).await;
+    let s = TestServer::start(LOCAL_DESTINATIONS);
+    let admin = s.admin().await;
+    create_tenant(&admin, "shop", "").await;
+    let created = admin
+        .create_route(CreateRouteRequest {
+            max_in_flight: 6,
+            ..new_route("shop", "audit", &dest.url, "")
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        created.concurrency_limit, 6,
+        "a fixed route's max_in_flight"
+    );
+    let updated = admin
+        .update_route(UpdateRouteRequest {
+            tenant_id: "shop".into(),
+            name: "audit".into(),
+            max_in_flight: Some(4),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(updated.concurrency_limit, 4, "the new max_in_flight");
 }
