@@ -4,11 +4,14 @@
 //! tenth on a 503, while a fixed route stays at `max_in_flight`; a
 //! `Retry-After` pauses an adaptive route without cutting its limit; a
 //! burst of 503s above the floor cuts the limit and leaves the breaker shut;
-//! CreateRoute and UpdateRoute answer the limit in force.
+//! RouteService sets the keys and answers the limit in force.
 
 use std::{collections::HashSet, time::Duration};
 
-use hookd_sdk::client::proto::{CreateRouteRequest, UpdateRouteRequest};
+use hookd_sdk::client::{
+    proto::{CreateRouteRequest, Route, UpdateRouteRequest},
+    Code,
+};
 use hookd_server::testing::DeliveryEventKind;
 
 use crate::{
@@ -186,4 +189,85 @@ async fn create_and_update_route_answer_the_limit_in_force() {
         .await
         .unwrap();
     assert_eq!(updated.concurrency_limit, 4, "the new max_in_flight");
+}
+
+#[tokio::test]
+async fn route_service_creates_reads_and_updates_an_adaptive_route() {
+    let dest = Receiver::start(Reply::Status(204)).await;
+    let s = TestServer::start(LOCAL_DESTINATIONS);
+    let admin = s.admin().await;
+    create_tenant(&admin, "shop", "").await;
+    let adaptive = CreateRouteRequest {
+        max_in_flight: 8,
+        adaptive_concurrency: true,
+        min_in_flight: 3,
+        latency_target_ms: 500,
+        ..new_route("shop", "audit", &dest.url, "")
+    };
+    let keys = |r: &Route| {
+        (
+            r.adaptive_concurrency,
+            r.min_in_flight,
+            r.latency_target_ms,
+            r.concurrency_limit,
+        )
+    };
+    let created = admin.create_route(adaptive.clone()).await.unwrap();
+    assert_eq!(keys(&created), (true, 3, 500, 3), "starts at its floor");
+    let read = admin.get_route("shop", "audit").await.unwrap();
+    let (adaptive_read, min, target, _) = keys(&read);
+    assert_eq!((adaptive_read, min, target), (true, 3, 500), "read back");
+    let change = |patch: UpdateRouteRequest| UpdateRouteRequest {
+        tenant_id: "shop".into(),
+        name: "audit".into(),
+        ..patch
+    };
+    let updated = admin
+        .update_route(change(UpdateRouteRequest {
+            min_in_flight: Some(2),
+            latency_target_ms: Some(0),
+            ..Default::default()
+        }))
+        .await
+        .unwrap();
+    assert_eq!(keys(&updated), (true, 2, 0, 2), "0 removes the target");
+    let fixed = admin
+        .update_route(change(UpdateRouteRequest {
+            adaptive_concurrency: Some(false),
+            ..Default::default()
+        }))
+        .await
+        .unwrap();
+    assert_eq!(keys(&fixed), (false, 2, 0, 8), "a fixed limit");
+    let too_high = CreateRouteRequest {
+        name: "high".into(),
+        min_in_flight: 9,
+        ..adaptive.clone()
+    };
+    let slow = change(UpdateRouteRequest {
+        latency_target_ms: Some(600_001),
+        ..Default::default()
+    });
+    for (refused, field) in [
+        (
+            admin.create_route(too_high).await.unwrap_err(),
+            "min_in_flight",
+        ),
+        (
+            admin.update_route(slow).await.unwrap_err(),
+            "latency_target_ms",
+        ),
+    ] {
+        assert_eq!(refused.code(), Code::InvalidArgument, "{refused}");
+        let message = refused.status().unwrap().message().to_owned();
+        assert!(message.starts_with(field), "{message}");
+    }
+    let unchanged = admin.get_route("shop", "audit").await.unwrap();
+    let (adaptive_now, min, target, _) = keys(&unchanged);
+    assert_eq!(
+        (adaptive_now, min, target),
+        (false, 2, 0),
+        "a refusal changes nothing"
+    );
+    assert_eq!(admin.list_routes("shop").await.unwrap().len(), 2);
 }
