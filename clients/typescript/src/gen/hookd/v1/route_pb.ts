@@ -41,7 +41,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file hookd/v1/route.proto.
  */
 export const file_hookd_v1_route: GenFile = /*@__PURE__*/
-  fileDesc("ChRob29rZC92MS9yb3V0ZS5wcm90bxIIaG9va2QudjEiKwoJUm91dGVSYXRlEg8KB3Blcl9zZWMYASABKAESDQoFYnVyc3QYAiABKA0iSAoKUm91dGVSZXRyeRIVCg1zY2hlZHVsZV9zZWNzGAEgAygBEhMKC3dpbmRvd19zZWNzGAIgASgBEg4KBmppdHRlchgDIAEoASJACgxSb3V0ZUJyZWFrZXISGQoRZmFpbHVyZV90aHJlc2hvbGQYASABKA0SFQoNY29vbGRvd25fc2VjcxgCIAEoASLiAgoFUm91dGUSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSFwoPZGVzdGluYXRpb25fdXJsGAMgASgJEhUKDW1heF9pbl9mbGlnaHQYBCABKA0SKgoNZGVsaXZlcnlfcmF0ZRgFIAEoCzITLmhvb2tkLnYxLlJvdXRlUmF0ZRIjCgVyZXRyeRgGIAEoCzIULmhvb2tkLnYxLlJvdXRlUmV0cnkSJwoHYnJlYWtlchgHIAEoCzIWLmhvb2tkLnYxLlJvdXRlQnJlYWtlchITCgtmaWx0ZXJfanNvbhgIIAEoCRIRCgl0cmFuc2Zvcm0YCSABKAkSGQoRdHJhbnNmb3JtX3ZlcnNpb24YCiABKAkSEwoLZnJvbV9jb25maWcYCyABKAgSGAoQdHJhbnNmb3JtX2NwdV9tcxgMIAEoDRIcChR0cmFuc2Zvcm1fbWVtb3J5X21pYhgNIAEoDSK/AgoSQ3JlYXRlUm91dGVSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEhcKD2Rlc3RpbmF0aW9uX3VybBgDIAEoCRIVCg1tYXhfaW5fZmxpZ2h0GAQgASgNEioKDWRlbGl2ZXJ5X3JhdGUYBSABKAsyEy5ob29rZC52MS5Sb3V0ZVJhdGUSIwoFcmV0cnkYBiABKAsyFC5ob29rZC52MS5Sb3V0ZVJldHJ5EicKB2JyZWFrZXIYByABKAsyFi5ob29rZC52MS5Sb3V0ZUJyZWFrZXISEwoLZmlsdGVyX2pzb24YCCABKAkSEQoJdHJhbnNmb3JtGAkgASgJEhgKEHRyYW5zZm9ybV9jcHVfbXMYCiABKA0SHAoUdHJhbnNmb3JtX21lbW9yeV9taWIYCyABKA0iMgoPR2V0Um91dGVSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJIiYKEUxpc3RSb3V0ZXNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCSI1ChJMaXN0Um91dGVzUmVzcG9uc2USHwoGcm91dGVzGAEgAygLMg8uaG9va2QudjEuUm91dGUihgQKElVwZGF0ZVJvdXRlUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIcCg9kZXN0aW5hdGlvbl91cmwYAyABKAlIAIgBARIaCg1tYXhfaW5fZmxpZ2h0GAQgASgNSAGIAQESLwoNZGVsaXZlcnlfcmF0ZRgFIAEoCzITLmhvb2tkLnYxLlJvdXRlUmF0ZUgCiAEBEigKBXJldHJ5GAYgASgLMhQuaG9va2QudjEuUm91dGVSZXRyeUgDiAEBEiwKB2JyZWFrZXIYByABKAsyFi5ob29rZC52MS5Sb3V0ZUJyZWFrZXJIBIgBARIYCgtmaWx0ZXJfanNvbhgIIAEoCUgFiAEBEhYKCXRyYW5zZm9ybRgJIAEoCUgGiAEBEh0KEHRyYW5zZm9ybV9jcHVfbXMYCiABKA1IB4gBARIhChR0cmFuc2Zvcm1fbWVtb3J5X21pYhgLIAEoDUgIiAEBQhIKEF9kZXN0aW5hdGlvbl91cmxCEAoOX21heF9pbl9mbGlnaHRCEAoOX2RlbGl2ZXJ5X3JhdGVCCAoGX3JldHJ5QgoKCF9icmVha2VyQg4KDF9maWx0ZXJfanNvbkIMCgpfdHJhbnNmb3JtQhMKEV90cmFuc2Zvcm1fY3B1X21zQhcKFV90cmFuc2Zvcm1fbWVtb3J5X21pYiJEChJEZWxldGVSb3V0ZVJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSDQoFZm9yY2UYAyABKAgiFQoTRGVsZXRlUm91dGVSZXNwb25zZSIqCgtSb3V0ZUhlYWRlchIMCgRuYW1lGAEgASgJEg0KBXZhbHVlGAIgASgJIk4KC0lubGluZVJvdXRlEhMKC2ZpbHRlcl9qc29uGAEgASgJEhEKCXRyYW5zZm9ybRgCIAEoCRIXCg9kZXN0aW5hdGlvbl91cmwYAyABKAkiYAoLUGFzdGVkRXZlbnQSDAoEYm9keRgBIAEoDBImCgdoZWFkZXJzGAIgAygLMhUuaG9va2QudjEuUm91dGVIZWFkZXISDAoEcGF0aBgDIAEoCRINCgVxdWVyeRgEIAEoCSKwAQoQVGVzdFJvdXRlUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSDgoEbmFtZRgCIAEoCUgAEicKBmlubGluZRgDIAEoCzIVLmhvb2tkLnYxLklubGluZVJvdXRlSAASFQoLZGVsaXZlcnlfaWQYBCABKAlIARInCgZwYXN0ZWQYBSABKAsyFS5ob29rZC52MS5QYXN0ZWRFdmVudEgBQgcKBXJvdXRlQgcKBWV2ZW50InIKDVRlc3RlZFJlcXVlc3QSDgoGbWV0aG9kGAEgASgJEgwKBHBhdGgYAiABKAkSDQoFcXVlcnkYAyABKAkSJgoHaGVhZGVycxgEIAMoCzIVLmhvb2tkLnYxLlJvdXRlSGVhZGVyEgwKBGJvZHkYBSABKAwiqgEKEVRlc3RSb3V0ZVJlc3BvbnNlEg8KB21hdGNoZWQYASABKAgSFQoNZmlsdGVyX3Jlc3VsdBgCIAEoCRIPCgdkcm9wcGVkGAMgASgIEhcKD3RyYW5zZm9ybV9lcnJvchgEIAEoCRIoCgdyZXF1ZXN0GAUgASgLMhcuaG9va2QudjEuVGVzdGVkUmVxdWVzdBIZChF0cmFuc2Zvcm1fdmVyc2lvbhgGIAEoCTKdAwoMUm91dGVTZXJ2aWNlEjwKC0NyZWF0ZVJvdXRlEhwuaG9va2QudjEuQ3JlYXRlUm91dGVSZXF1ZXN0Gg8uaG9va2QudjEuUm91dGUSNgoIR2V0Um91dGUSGS5ob29rZC52MS5HZXRSb3V0ZVJlcXVlc3QaDy5ob29rZC52MS5Sb3V0ZRJHCgpMaXN0Um91dGVzEhsuaG9va2QudjEuTGlzdFJvdXRlc1JlcXVlc3QaHC5ob29rZC52MS5MaXN0Um91dGVzUmVzcG9uc2USPAoLVXBkYXRlUm91dGUSHC5ob29rZC52MS5VcGRhdGVSb3V0ZVJlcXVlc3QaDy5ob29rZC52MS5Sb3V0ZRJKCgtEZWxldGVSb3V0ZRIcLmhvb2tkLnYxLkRlbGV0ZVJvdXRlUmVxdWVzdBodLmhvb2tkLnYxLkRlbGV0ZVJvdXRlUmVzcG9uc2USRAoJVGVzdFJvdXRlEhouaG9va2QudjEuVGVzdFJvdXRlUmVxdWVzdBobLmhvb2tkLnYxLlRlc3RSb3V0ZVJlc3BvbnNlYgZwcm90bzM");
+  fileDesc("ChRob29rZC92MS9yb3V0ZS5wcm90bxIIaG9va2QudjEiKwoJUm91dGVSYXRlEg8KB3Blcl9zZWMYASABKAESDQoFYnVyc3QYAiABKA0iSAoKUm91dGVSZXRyeRIVCg1zY2hlZHVsZV9zZWNzGAEgAygBEhMKC3dpbmRvd19zZWNzGAIgASgBEg4KBmppdHRlchgDIAEoASJACgxSb3V0ZUJyZWFrZXISGQoRZmFpbHVyZV90aHJlc2hvbGQYASABKA0SFQoNY29vbGRvd25fc2VjcxgCIAEoASLNAwoFUm91dGUSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSFwoPZGVzdGluYXRpb25fdXJsGAMgASgJEhUKDW1heF9pbl9mbGlnaHQYBCABKA0SKgoNZGVsaXZlcnlfcmF0ZRgFIAEoCzITLmhvb2tkLnYxLlJvdXRlUmF0ZRIjCgVyZXRyeRgGIAEoCzIULmhvb2tkLnYxLlJvdXRlUmV0cnkSJwoHYnJlYWtlchgHIAEoCzIWLmhvb2tkLnYxLlJvdXRlQnJlYWtlchITCgtmaWx0ZXJfanNvbhgIIAEoCRIRCgl0cmFuc2Zvcm0YCSABKAkSGQoRdHJhbnNmb3JtX3ZlcnNpb24YCiABKAkSEwoLZnJvbV9jb25maWcYCyABKAgSGAoQdHJhbnNmb3JtX2NwdV9tcxgMIAEoDRIcChR0cmFuc2Zvcm1fbWVtb3J5X21pYhgNIAEoDRIZChFjb25jdXJyZW5jeV9saW1pdBgOIAEoDRIcChRhZGFwdGl2ZV9jb25jdXJyZW5jeRgPIAEoCBIVCg1taW5faW5fZmxpZ2h0GBAgASgNEhkKEWxhdGVuY3lfdGFyZ2V0X21zGBEgASgNIo8DChJDcmVhdGVSb3V0ZVJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSFwoPZGVzdGluYXRpb25fdXJsGAMgASgJEhUKDW1heF9pbl9mbGlnaHQYBCABKA0SKgoNZGVsaXZlcnlfcmF0ZRgFIAEoCzITLmhvb2tkLnYxLlJvdXRlUmF0ZRIjCgVyZXRyeRgGIAEoCzIULmhvb2tkLnYxLlJvdXRlUmV0cnkSJwoHYnJlYWtlchgHIAEoCzIWLmhvb2tkLnYxLlJvdXRlQnJlYWtlchITCgtmaWx0ZXJfanNvbhgIIAEoCRIRCgl0cmFuc2Zvcm0YCSABKAkSGAoQdHJhbnNmb3JtX2NwdV9tcxgKIAEoDRIcChR0cmFuc2Zvcm1fbWVtb3J5X21pYhgLIAEoDRIcChRhZGFwdGl2ZV9jb25jdXJyZW5jeRgMIAEoCBIVCg1taW5faW5fZmxpZ2h0GA0gASgNEhkKEWxhdGVuY3lfdGFyZ2V0X21zGA4gASgNIjIKD0dldFJvdXRlUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSDAoEbmFtZRgCIAEoCSImChFMaXN0Um91dGVzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkiNQoSTGlzdFJvdXRlc1Jlc3BvbnNlEh8KBnJvdXRlcxgBIAMoCzIPLmhvb2tkLnYxLlJvdXRlIqYFChJVcGRhdGVSb3V0ZVJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSHAoPZGVzdGluYXRpb25fdXJsGAMgASgJSACIAQESGgoNbWF4X2luX2ZsaWdodBgEIAEoDUgBiAEBEi8KDWRlbGl2ZXJ5X3JhdGUYBSABKAsyEy5ob29rZC52MS5Sb3V0ZVJhdGVIAogBARIoCgVyZXRyeRgGIAEoCzIULmhvb2tkLnYxLlJvdXRlUmV0cnlIA4gBARIsCgdicmVha2VyGAcgASgLMhYuaG9va2QudjEuUm91dGVCcmVha2VySASIAQESGAoLZmlsdGVyX2pzb24YCCABKAlIBYgBARIWCgl0cmFuc2Zvcm0YCSABKAlIBogBARIdChB0cmFuc2Zvcm1fY3B1X21zGAogASgNSAeIAQESIQoUdHJhbnNmb3JtX21lbW9yeV9taWIYCyABKA1ICIgBARIhChRhZGFwdGl2ZV9jb25jdXJyZW5jeRgMIAEoCEgJiAEBEhoKDW1pbl9pbl9mbGlnaHQYDSABKA1ICogBARIeChFsYXRlbmN5X3RhcmdldF9tcxgOIAEoDUgLiAEBQhIKEF9kZXN0aW5hdGlvbl91cmxCEAoOX21heF9pbl9mbGlnaHRCEAoOX2RlbGl2ZXJ5X3JhdGVCCAoGX3JldHJ5QgoKCF9icmVha2VyQg4KDF9maWx0ZXJfanNvbkIMCgpfdHJhbnNmb3JtQhMKEV90cmFuc2Zvcm1fY3B1X21zQhcKFV90cmFuc2Zvcm1fbWVtb3J5X21pYkIXChVfYWRhcHRpdmVfY29uY3VycmVuY3lCEAoOX21pbl9pbl9mbGlnaHRCFAoSX2xhdGVuY3lfdGFyZ2V0X21zIkQKEkRlbGV0ZVJvdXRlUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSDAoEbmFtZRgCIAEoCRINCgVmb3JjZRgDIAEoCCIVChNEZWxldGVSb3V0ZVJlc3BvbnNlIioKC1JvdXRlSGVhZGVyEgwKBG5hbWUYASABKAkSDQoFdmFsdWUYAiABKAkiTgoLSW5saW5lUm91dGUSEwoLZmlsdGVyX2pzb24YASABKAkSEQoJdHJhbnNmb3JtGAIgASgJEhcKD2Rlc3RpbmF0aW9uX3VybBgDIAEoCSJgCgtQYXN0ZWRFdmVudBIMCgRib2R5GAEgASgMEiYKB2hlYWRlcnMYAiADKAsyFS5ob29rZC52MS5Sb3V0ZUhlYWRlchIMCgRwYXRoGAMgASgJEg0KBXF1ZXJ5GAQgASgJIrABChBUZXN0Um91dGVSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIOCgRuYW1lGAIgASgJSAASJwoGaW5saW5lGAMgASgLMhUuaG9va2QudjEuSW5saW5lUm91dGVIABIVCgtkZWxpdmVyeV9pZBgEIAEoCUgBEicKBnBhc3RlZBgFIAEoCzIVLmhvb2tkLnYxLlBhc3RlZEV2ZW50SAFCBwoFcm91dGVCBwoFZXZlbnQicgoNVGVzdGVkUmVxdWVzdBIOCgZtZXRob2QYASABKAkSDAoEcGF0aBgCIAEoCRINCgVxdWVyeRgDIAEoCRImCgdoZWFkZXJzGAQgAygLMhUuaG9va2QudjEuUm91dGVIZWFkZXISDAoEYm9keRgFIAEoDCKqAQoRVGVzdFJvdXRlUmVzcG9uc2USDwoHbWF0Y2hlZBgBIAEoCBIVCg1maWx0ZXJfcmVzdWx0GAIgASgJEg8KB2Ryb3BwZWQYAyABKAgSFwoPdHJhbnNmb3JtX2Vycm9yGAQgASgJEigKB3JlcXVlc3QYBSABKAsyFy5ob29rZC52MS5UZXN0ZWRSZXF1ZXN0EhkKEXRyYW5zZm9ybV92ZXJzaW9uGAYgASgJMp0DCgxSb3V0ZVNlcnZpY2USPAoLQ3JlYXRlUm91dGUSHC5ob29rZC52MS5DcmVhdGVSb3V0ZVJlcXVlc3QaDy5ob29rZC52MS5Sb3V0ZRI2CghHZXRSb3V0ZRIZLmhvb2tkLnYxLkdldFJvdXRlUmVxdWVzdBoPLmhvb2tkLnYxLlJvdXRlEkcKCkxpc3RSb3V0ZXMSGy5ob29rZC52MS5MaXN0Um91dGVzUmVxdWVzdBocLmhvb2tkLnYxLkxpc3RSb3V0ZXNSZXNwb25zZRI8CgtVcGRhdGVSb3V0ZRIcLmhvb2tkLnYxLlVwZGF0ZVJvdXRlUmVxdWVzdBoPLmhvb2tkLnYxLlJvdXRlEkoKC0RlbGV0ZVJvdXRlEhwuaG9va2QudjEuRGVsZXRlUm91dGVSZXF1ZXN0Gh0uaG9va2QudjEuRGVsZXRlUm91dGVSZXNwb25zZRJECglUZXN0Um91dGUSGi5ob29rZC52MS5UZXN0Um91dGVSZXF1ZXN0GhsuaG9va2QudjEuVGVzdFJvdXRlUmVzcG9uc2ViBnByb3RvMw");
 
 /**
  * Forwarding rate limit of a route (token bucket).
@@ -239,6 +239,40 @@ export type Route = Message<"hookd.v1.Route"> & {
    * @generated from field: uint32 transform_memory_mib = 13;
    */
   transformMemoryMib: number;
+
+  /**
+   * Read only: the forwards it may have in flight now: its adaptive limit
+   * (docs/routes.md, "Adaptive concurrency"), or max_in_flight when the
+   * route does not adapt. 0: no forwarding runs (a pulled route). In the
+   * answers of CreateRoute and UpdateRoute: the limit it starts with.
+   *
+   * @generated from field: uint32 concurrency_limit = 14;
+   */
+  concurrencyLimit: number;
+
+  /**
+   * Its limit adapts to the destination between min_in_flight and
+   * max_in_flight (docs/routes.md, "Adaptive concurrency").
+   *
+   * @generated from field: bool adaptive_concurrency = 15;
+   */
+  adaptiveConcurrency: boolean;
+
+  /**
+   * The floor of an adaptive limit and where it starts; the effective
+   * value, never 0.
+   *
+   * @generated from field: uint32 min_in_flight = 16;
+   */
+  minInFlight: number;
+
+  /**
+   * Answers slower than this many ms cut an adaptive limit; 0: latency is
+   * no signal.
+   *
+   * @generated from field: uint32 latency_target_ms = 17;
+   */
+  latencyTargetMs: number;
 };
 
 /**
@@ -330,6 +364,29 @@ export type CreateRouteRequest = Message<"hookd.v1.CreateRouteRequest"> & {
    * @generated from field: uint32 transform_memory_mib = 11;
    */
   transformMemoryMib: number;
+
+  /**
+   * The limit adapts between min_in_flight and max_in_flight; false: it
+   * stays at max_in_flight.
+   *
+   * @generated from field: bool adaptive_concurrency = 12;
+   */
+  adaptiveConcurrency: boolean;
+
+  /**
+   * The floor of an adaptive limit, 1 to max_in_flight; 0: the default, 1.
+   *
+   * @generated from field: uint32 min_in_flight = 13;
+   */
+  minInFlight: number;
+
+  /**
+   * Answers slower than this many ms (1 to 600000) cut an adaptive limit;
+   * 0: latency is no signal.
+   *
+   * @generated from field: uint32 latency_target_ms = 14;
+   */
+  latencyTargetMs: number;
 };
 
 /**
@@ -484,6 +541,27 @@ export type UpdateRouteRequest = Message<"hookd.v1.UpdateRouteRequest"> & {
    * @generated from field: optional uint32 transform_memory_mib = 11;
    */
   transformMemoryMib?: number | undefined;
+
+  /**
+   * Turns adaptive concurrency on or off.
+   *
+   * @generated from field: optional bool adaptive_concurrency = 12;
+   */
+  adaptiveConcurrency?: boolean | undefined;
+
+  /**
+   * New floor of an adaptive limit, 1 to max_in_flight; 0: the default, 1.
+   *
+   * @generated from field: optional uint32 min_in_flight = 13;
+   */
+  minInFlight?: number | undefined;
+
+  /**
+   * New latency target in ms, 1 to 600000; 0 removes it.
+   *
+   * @generated from field: optional uint32 latency_target_ms = 14;
+   */
+  latencyTargetMs?: number | undefined;
 };
 
 /**
