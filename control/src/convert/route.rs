@@ -14,8 +14,8 @@ use super::{
 use crate::{
     error::Error,
     model::{
-        NewRoute, PastedEvent, RouteBreaker, RoutePatch, RouteRetry, RouteTest, RouteTestResult,
-        RouteUnderTest, RouteView, TestEvent, TestedRequest,
+        NewRoute, PastedEvent, RouteBreaker, RouteConcurrency, RoutePatch, RouteRetry, RouteTest,
+        RouteTestResult, RouteUnderTest, RouteView, TestEvent, TestedRequest,
     },
     Result,
 };
@@ -77,6 +77,11 @@ impl TryFrom<pb::CreateRouteRequest> for NewRoute {
             transform: non_empty(r.transform),
             transform_cpu_ms: in_flight(r.transform_cpu_ms),
             transform_memory_mib: in_flight(r.transform_memory_mib),
+            concurrency: RouteConcurrency {
+                adaptive: r.adaptive_concurrency,
+                min_in_flight: in_flight(r.min_in_flight),
+                latency_target_ms: in_flight(r.latency_target_ms),
+            },
         })
     }
 }
@@ -95,6 +100,9 @@ impl TryFrom<pb::UpdateRouteRequest> for RoutePatch {
             transform: r.transform.map(non_empty),
             transform_cpu_ms: r.transform_cpu_ms.map(in_flight),
             transform_memory_mib: r.transform_memory_mib.map(in_flight),
+            adaptive_concurrency: r.adaptive_concurrency,
+            min_in_flight: r.min_in_flight.map(in_flight),
+            latency_target_ms: r.latency_target_ms.map(in_flight),
         })
     }
 }
@@ -171,6 +179,9 @@ impl From<RouteView> for pb::Route {
             transform_cpu_ms: r.transform_cpu_ms,
             transform_memory_mib: r.transform_memory_mib,
             concurrency_limit: r.concurrency_limit.unwrap_or_default(),
+            adaptive_concurrency: r.concurrency.adaptive,
+            min_in_flight: r.concurrency.min_in_flight.unwrap_or(1),
+            latency_target_ms: r.concurrency.latency_target_ms.unwrap_or_default(),
         }
     }
 }

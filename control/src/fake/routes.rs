@@ -7,8 +7,8 @@ use std::sync::Mutex;
 use crate::{
     error::{Error, Result},
     model::{
-        NewRoute, RouteBreaker, RoutePatch, RouteRetry, RouteTest, RouteTestResult, RouteView,
-        TenantView,
+        NewRoute, RouteBreaker, RouteConcurrency, RoutePatch, RouteRetry, RouteTest,
+        RouteTestResult, RouteView, TenantView,
     },
 };
 
@@ -40,7 +40,27 @@ fn view(tenant_id: &str, name: &str, url: Option<String>, max_in_flight: u32) ->
         transform_cpu_ms: 50,
         transform_memory_mib: 16,
         concurrency_limit: None,
+        concurrency: RouteConcurrency {
+            adaptive: false,
+            min_in_flight: Some(1),
+            latency_target_ms: None,
+        },
     }
+}
+
+/// `concurrency` with its floor filled in, refused as RouteService refuses
+/// a floor over `max_in_flight`.
+fn concurrency(concurrency: RouteConcurrency, max_in_flight: u32) -> Result<RouteConcurrency> {
+    let min_in_flight = concurrency.min_in_flight.unwrap_or(1);
+    if min_in_flight > max_in_flight {
+        return Err(Error::InvalidArgument(format!(
+            "min_in_flight: must be at most max_in_flight ({max_in_flight})"
+        )));
+    }
+    Ok(RouteConcurrency {
+        min_in_flight: Some(min_in_flight),
+        ..concurrency
+    })
 }
 
 impl FakeRoutes {
@@ -73,6 +93,7 @@ impl FakeRoutes {
             new.destination_url,
             new.max_in_flight.unwrap_or(8),
         );
+        route.concurrency = concurrency(new.concurrency, route.max_in_flight)?;
         route.filter_json = new.filter_json;
         route.transform_version = new.transform.as_ref().map(|code| code.len() as u32);
         route.transform = new.transform;
@@ -98,6 +119,18 @@ impl FakeRoutes {
         if let Some(filter) = patch.filter_json {
             route.filter_json = filter;
         }
+        let asked = RouteConcurrency {
+            adaptive: patch
+                .adaptive_concurrency
+                .unwrap_or(route.concurrency.adaptive),
+            min_in_flight: patch
+                .min_in_flight
+                .unwrap_or(route.concurrency.min_in_flight),
+            latency_target_ms: patch
+                .latency_target_ms
+                .unwrap_or(route.concurrency.latency_target_ms),
+        };
+        route.concurrency = concurrency(asked, route.max_in_flight)?;
         if let Some(code) = patch.transform {
             route.transform_version = code.as_ref().map(|c| c.len() as u32);
             route.transform = code;

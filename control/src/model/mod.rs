@@ -23,8 +23,8 @@ pub use delivery::{
 };
 pub use rejection::{RejectionFilter, RejectionView};
 pub use route::{
-    NewRoute, PastedEvent, RouteBreaker, RoutePatch, RouteRetry, RouteTest, RouteTestResult,
-    RouteUnderTest, RouteView, TestEvent, TestedRequest,
+    NewRoute, PastedEvent, RouteBreaker, RouteConcurrency, RoutePatch, RouteRetry, RouteTest,
+    RouteTestResult, RouteUnderTest, RouteView, TestEvent, TestedRequest,
 };
 pub use tenant::{
     CreatedTenant, CreatedToken, HandshakeActivity, HmacFields, IngestCounts, NewTenant,

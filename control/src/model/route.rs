@@ -56,6 +56,21 @@ pub struct RouteView {
     /// The forwards it may have in flight now (its adaptive limit, or
     /// `max_in_flight`); `None` while no forwarding runs for it.
     pub concurrency_limit: Option<u32>,
+    /// Whether and how its limit adapts.
+    pub concurrency: RouteConcurrency,
+}
+
+/// How a route's concurrency limit adapts (docs/routes.md, "Adaptive
+/// concurrency"). In a request 0 means the default; in a view every value
+/// is the one in force.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RouteConcurrency {
+    /// The limit adapts between `min_in_flight` and `max_in_flight`.
+    pub adaptive: bool,
+    /// The floor of an adaptive limit; `None`: the default.
+    pub min_in_flight: Option<u32>,
+    /// Slower answers (ms) cut an adaptive limit; `None`: no target.
+    pub latency_target_ms: Option<u32>,
 }
 
 /// A route to add. Numbers left at 0 in the request arrive as `None`.
@@ -81,6 +96,8 @@ pub struct NewRoute {
     pub transform_cpu_ms: Option<u32>,
     /// The transform's memory cap in MiB, not yet checked; `None`: the default.
     pub transform_memory_mib: Option<u32>,
+    /// Whether and how its limit adapts, not yet checked.
+    pub concurrency: RouteConcurrency,
 }
 
 /// Changes to a route: `None` keeps a setting, `Some` replaces it.
@@ -104,6 +121,12 @@ pub struct RoutePatch {
     pub transform_cpu_ms: Option<Option<u32>>,
     /// `Some(None)`: back to the default memory cap.
     pub transform_memory_mib: Option<Option<u32>>,
+    /// Turns adaptive concurrency on or off.
+    pub adaptive_concurrency: Option<bool>,
+    /// `Some(None)`: back to the default floor.
+    pub min_in_flight: Option<Option<u32>>,
+    /// `Some(None)` removes the latency target.
+    pub latency_target_ms: Option<Option<u32>>,
 }
 
 impl RoutePatch {
@@ -117,6 +140,9 @@ impl RoutePatch {
             || self.transform.is_some()
             || self.transform_cpu_ms.is_some()
             || self.transform_memory_mib.is_some()
+            || self.adaptive_concurrency.is_some()
+            || self.min_in_flight.is_some()
+            || self.latency_target_ms.is_some()
     }
 }
 

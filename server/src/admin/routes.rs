@@ -5,7 +5,9 @@
 //! read-only here. The `default` route is the tenant's own destination.
 
 use hookd_control::{
-    model::{NewRoute, RouteBreaker, RoutePatch, RouteRetry, RouteView, TenantPatch},
+    model::{
+        NewRoute, RouteBreaker, RouteConcurrency, RoutePatch, RouteRetry, RouteView, TenantPatch,
+    },
     Error as ApiError, Result as ApiResult,
 };
 use hookd_proto::domain::{defaults, RateLimit, DEFAULT_ROUTE};
@@ -95,6 +97,9 @@ impl Backend {
             transform_memory_mib: new
                 .transform_memory_mib
                 .map_or(DEFAULT_TRANSFORM_MEMORY_MIB, |m| m as usize),
+            adaptive_concurrency: new.concurrency.adaptive,
+            min_in_flight: floor(new.concurrency.min_in_flight),
+            latency_target_ms: new.concurrency.latency_target_ms.map(u64::from),
         };
         record.tenant.routes.push(route);
         let scope = record.tenant.id.route_scope(&new.name);
@@ -130,6 +135,15 @@ impl Backend {
         }
         if let Some(max) = patch.max_in_flight {
             route.max_in_flight = in_flight(max);
+        }
+        if let Some(adaptive) = patch.adaptive_concurrency {
+            route.adaptive_concurrency = adaptive;
+        }
+        if let Some(min) = patch.min_in_flight {
+            route.min_in_flight = floor(min);
+        }
+        if let Some(target) = patch.latency_target_ms {
+            route.latency_target_ms = target.map(u64::from);
         }
         if let Some(rate) = patch.delivery_rate {
             route.delivery_rate = rate.map(rate_config);
@@ -263,6 +277,11 @@ fn in_flight(max: Option<u32>) -> usize {
     max.map_or(DEFAULT_MAX_IN_FLIGHT, |max| max as usize)
 }
 
+/// The floor of an adaptive limit: `None` is the default, 1.
+fn floor(min: Option<u32>) -> usize {
+    min.map_or(1, |min| min as usize)
+}
+
 fn rate_config(rate: RateLimit) -> RateLimitConfig {
     RateLimitConfig {
         per_sec: rate.per_sec,
@@ -377,7 +396,21 @@ fn view(
         from_config,
         transform_cpu_ms: limits.cpu().as_millis() as u32,
         transform_memory_mib: (limits.memory_bytes() >> 20) as u32,
-        concurrency_limit: None,
+        // The limit the route starts with; `routes_of` puts the one its
+        // dispatcher runs with now over it.
+        concurrency_limit: forward.map(|f| f.concurrency.starting_limit(f.max_in_flight) as u32),
+        concurrency: forward.map_or(
+            RouteConcurrency {
+                adaptive: false,
+                min_in_flight: Some(1),
+                latency_target_ms: None,
+            },
+            |f| RouteConcurrency {
+                adaptive: f.concurrency.adaptive,
+                min_in_flight: Some(f.concurrency.min_in_flight as u32),
+                latency_target_ms: f.concurrency.latency_target_ms.map(|ms| ms as u32),
+            },
+        ),
     }
 }
 

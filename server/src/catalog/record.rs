@@ -84,6 +84,19 @@ pub struct StoredRoute {
     /// Its transform's memory cap per run, in MiB.
     #[serde(default = "default_transform_memory_mib")]
     pub transform_memory_mib: usize,
+    /// Its limit adapts; records written before it existed have a fixed one.
+    #[serde(default)]
+    pub adaptive_concurrency: bool,
+    /// The floor of an adaptive limit.
+    #[serde(default = "default_min_in_flight")]
+    pub min_in_flight: usize,
+    /// Slower answers (ms) cut an adaptive limit; none: no target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_target_ms: Option<u64>,
+}
+
+fn default_min_in_flight() -> usize {
+    RouteConfig::named("").min_in_flight
 }
 
 fn default_transform_cpu_ms() -> u64 {
@@ -111,6 +124,9 @@ impl StoredRoute {
             transform: self.transform.clone(),
             transform_cpu_ms: self.transform_cpu_ms,
             transform_memory_mib: self.transform_memory_mib,
+            adaptive_concurrency: self.adaptive_concurrency,
+            min_in_flight: self.min_in_flight,
+            latency_target_ms: self.latency_target_ms,
             ..RouteConfig::named(&self.name)
         }
     }
@@ -297,6 +313,21 @@ mod tests {
         assert_eq!(record.tenant.public_url, None, "nor a public URL");
     }
 
+    /// A route stored before adaptive concurrency loads with a fixed limit.
+    #[test]
+    fn routes_stored_before_adaptive_concurrency_load_with_a_fixed_limit() {
+        let old = br#"{"name":"audit","destination_url":null,"max_in_flight":3,"delivery_rate":null,"retry":{},"breaker":{},"filter":null,"transform":null}"#;
+        let route: StoredRoute = serde_json::from_slice(old).unwrap();
+        assert_eq!(
+            (
+                route.adaptive_concurrency,
+                route.min_in_flight,
+                route.latency_target_ms
+            ),
+            (false, 1, None)
+        );
+    }
+
     /// A public URL is kept, reaches the config form, and a record
     /// without one is written without the key.
     #[test]
@@ -328,6 +359,9 @@ mod tests {
             transform: None,
             transform_cpu_ms: 200,
             transform_memory_mib: 32,
+            adaptive_concurrency: true,
+            min_in_flight: 2,
+            latency_target_ms: Some(250),
         });
         let (again, _) = TenantRecord::decode(&TenantRecord::new(tenant, 1).encode()).unwrap();
         let config = again.tenant.to_config();
@@ -341,6 +375,15 @@ mod tests {
                 config.routes[0].transform_memory_mib
             ),
             (200, 32)
+        );
+        let route = &config.routes[0];
+        assert_eq!(
+            (
+                route.adaptive_concurrency,
+                route.min_in_flight,
+                route.latency_target_ms
+            ),
+            (true, 2, Some(250))
         );
     }
 

@@ -233,6 +233,9 @@ fn a_delete_finished_after_a_crash_drops_the_routes_data_too() {
         transform: None,
         transform_cpu_ms: 50,
         transform_memory_mib: 16,
+        adaptive_concurrency: false,
+        min_in_flight: 1,
+        latency_target_ms: None,
     });
     catalog
         .put(

@@ -54,6 +54,16 @@ impl ConcurrencySettings {
         min_in_flight: 1,
         latency_target_ms: None,
     };
+
+    /// The limit a route with `max_in_flight` slots starts with:
+    /// `min_in_flight` when adaptive (slow start), else `max_in_flight`.
+    pub fn starting_limit(&self, max_in_flight: usize) -> usize {
+        if self.adaptive {
+            self.min_in_flight.min(max_in_flight)
+        } else {
+            max_in_flight
+        }
+    }
 }
 
 /// Off by default: a route keeps the fixed `max_in_flight` it was tuned

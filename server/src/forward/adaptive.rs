@@ -162,11 +162,7 @@ impl ConcurrencyLimit {
         ConcurrencyLimit {
             settings,
             ceiling: max_in_flight,
-            limit: if settings.adaptive {
-                settings.min_in_flight.min(max_in_flight)
-            } else {
-                max_in_flight
-            },
+            limit: settings.starting_limit(max_in_flight),
             successes: 0,
             slow_start: true,
             seen: host.count(),
@@ -206,8 +202,9 @@ impl ConcurrencyLimit {
         self.limit.max(self.settings.min_in_flight)
     }
 
-    /// Takes the signal of a finished attempt (see [`Self::observe`]).
-    pub fn observe_attempt(&mut self, result: &AttemptResult, now_ms: i64, in_use: usize) {
+    /// Takes the signal of a finished attempt (see [`Self::observe`]);
+    /// true if it was an overload the limit answered by a cut.
+    pub fn observe_attempt(&mut self, result: &AttemptResult, now_ms: i64, in_use: usize) -> bool {
         let seen = Observed {
             verdict: &result.verdict,
             status: result.record.status_code,
@@ -215,16 +212,18 @@ impl ConcurrencyLimit {
             elapsed_ms: result.record.duration_ms,
         };
         let signal = signal_of(seen, self.settings.latency_target_ms, now_ms);
-        self.observe(signal, result.record.started_at_ms, now_ms, in_use);
+        self.observe(signal, result.record.started_at_ms, now_ms, in_use)
     }
 
     /// Takes the signal of an attempt started at `started_ms` and finished
     /// at `now_ms`, with `in_use` attempts (itself included) in flight when
     /// it finished. Successes grow the limit only while at least half of
     /// it is in use, so an idle route does not claim slots it never tried.
-    pub fn observe(&mut self, signal: Signal, started_ms: i64, now_ms: i64, in_use: usize) {
+    /// Returns true for an overload seen while the limit was above its
+    /// floor: the cut is the answer, and the breaker need not count it.
+    pub fn observe(&mut self, signal: Signal, started_ms: i64, now_ms: i64, in_use: usize) -> bool {
         if !self.settings.adaptive {
-            return;
+            return false;
         }
         match signal {
             Signal::Fine => {
@@ -243,14 +242,22 @@ impl ConcurrencyLimit {
                 }
             }
             Signal::Overloaded => {
+                let above_floor = self.current() > self.floor();
                 self.host.overloaded(started_ms, now_ms);
                 self.current();
+                return above_floor;
             }
             Signal::Wait { until_ms } => {
                 self.paused_until_ms = self.paused_until_ms.max(Some(until_ms));
             }
             Signal::Neutral => {}
         }
+        false
+    }
+
+    /// The lowest the limit goes: `min_in_flight`, within `max_in_flight`.
+    fn floor(&self) -> usize {
+        self.settings.min_in_flight.min(self.ceiling)
     }
 }
 
@@ -348,6 +355,37 @@ mod tests {
             overload(&mut l);
         }
         assert_eq!(overload(&mut l), 3, "never under min_in_flight");
+    }
+
+    #[test]
+    fn an_overload_is_the_cuts_answer_above_the_floor_and_the_breakers_at_it() {
+        let host = Arc::new(HostSignal::default());
+        let mut l = ConcurrencyLimit::new(adaptive(2), 8, host);
+        succeed(&mut l, 2, 0);
+        assert_eq!(l.current(), 4);
+        let answered: Vec<(bool, usize)> = (1..=4)
+            .map(|at| {
+                (
+                    l.observe(Signal::Overloaded, at * 10 - 1, at * 10, 4),
+                    l.current(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            answered,
+            [(true, 3), (true, 2), (false, 2), (false, 2)],
+            "cut from 4 and 3; at the floor of 2 the breaker counts"
+        );
+        assert!(!l.observe(Signal::Neutral, 50, 51, 2));
+        assert!(!l.observe(Signal::Wait { until_ms: 99 }, 50, 51, 2));
+        succeed(&mut l, 2, 60);
+        assert!(l.observe(Signal::Overloaded, 70, 71, 3), "above it again");
+        let fixed = ConcurrencySettings {
+            adaptive: false,
+            ..adaptive(1)
+        };
+        let mut f = ConcurrencyLimit::new(fixed, 8, Arc::new(HostSignal::default()));
+        assert!(!f.observe(Signal::Overloaded, 0, 1, 8), "a fixed route");
     }
 
     #[test]

@@ -85,6 +85,13 @@ impl Breaker {
         open && was_closed
     }
 
+    /// An overload answer an adaptive limit took as a cut above its floor:
+    /// the destination is up but busy, and backing off is the answer, so
+    /// the failure count stays and a probe gives its turn to the next one.
+    pub fn on_cut(&mut self, now_ms: i64) {
+        self.on_not_sent(now_ms);
+    }
+
     /// An admitted attempt was never sent (it could not be built, or its
     /// address is not allowed): it says nothing about the destination, so
     /// the failure count stays, and a probe gives its turn to the next one.

@@ -468,10 +468,11 @@ impl Dispatcher {
             .into_iter()
             .map(|done| {
                 busy.remove(&done.key);
-                if let Tried::Sent(sent) = &done.tried {
-                    self.limit.observe_attempt(&sent.result, now, in_use);
-                }
-                self.decide(done, now)
+                let cut = match &done.tried {
+                    Tried::Sent(sent) => self.limit.observe_attempt(&sent.result, now, in_use),
+                    _ => false,
+                };
+                self.decide(done, now, cut)
             })
             .collect();
         self.limit_gauge.set(self.limit.current());
@@ -505,8 +506,9 @@ impl Dispatcher {
     }
 
     /// What a finished attempt leads to (retry policy, circuit breaker),
-    /// before anything is written.
-    fn decide(&mut self, done: Done, now: i64) -> Decided {
+    /// before anything is written; `cut`: an overload the adaptive limit
+    /// answered above its floor, which the breaker does not count.
+    fn decide(&mut self, done: Done, now: i64, cut: bool) -> Decided {
         let Sent {
             mut result,
             request_id,
@@ -533,6 +535,7 @@ impl Dispatcher {
             &mut rand::rng(),
         );
         match &result.verdict {
+            Verdict::Retryable { .. } if cut => self.breaker.on_cut(now),
             Verdict::Retryable { .. } => {
                 if self.breaker.on_failure(now) {
                     tracing::warn!(tenant = %self.tenant, route = %self.route, destination = %self.target.host(), "circuit breaker open: destination failing, pausing forwards");

@@ -361,6 +361,7 @@ fn create_route(tenant: &str, name: &str, s: &RouteSettings) -> CreateRouteReque
         transform: s.transform.clone().unwrap_or_default(),
         transform_cpu_ms: s.transform_cpu_ms,
         transform_memory_mib: s.transform_memory_mib,
+        ..Default::default()
     }
 }
 

@@ -91,6 +91,17 @@ pub struct CreateRouteArgs {
     /// The transform's memory cap per run in MiB, 1-256 (default 16).
     #[arg(long)]
     pub transform_memory_mib: Option<u32>,
+    /// The limit adapts to the destination between --min-in-flight and
+    /// --max-in-flight (default: it stays at --max-in-flight).
+    #[arg(long)]
+    pub adaptive_concurrency: bool,
+    /// The floor of an adaptive limit, 1 to --max-in-flight (default 1).
+    #[arg(long)]
+    pub min_in_flight: Option<u32>,
+    /// Answers slower than this many ms cut an adaptive limit, 1-600000
+    /// (default: latency is no signal).
+    #[arg(long)]
+    pub latency_target_ms: Option<u32>,
 }
 
 /// Changes to a route; at least one is required.
@@ -143,6 +154,18 @@ pub struct UpdateRouteArgs {
     /// New transform memory cap per run in MiB; 0: the default, 16.
     #[arg(long, group = "change")]
     pub transform_memory_mib: Option<u32>,
+    /// Turn adaptive concurrency on.
+    #[arg(long, group = "change", conflicts_with = "no_adaptive_concurrency")]
+    pub adaptive_concurrency: bool,
+    /// Turn adaptive concurrency off: the limit stays at max_in_flight.
+    #[arg(long, group = "change")]
+    pub no_adaptive_concurrency: bool,
+    /// New floor of an adaptive limit; 0: the default, 1.
+    #[arg(long, group = "change")]
+    pub min_in_flight: Option<u32>,
+    /// New latency target in ms; 0 removes it.
+    #[arg(long, group = "change")]
+    pub latency_target_ms: Option<u32>,
 }
 
 /// `hookctl routes test ...`

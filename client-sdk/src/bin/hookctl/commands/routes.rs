@@ -73,6 +73,9 @@ fn create_request(args: CreateRouteArgs) -> anyhow::Result<CreateRouteRequest> {
         transform: text(args.code.transform, args.code.transform_file)?.unwrap_or_default(),
         transform_cpu_ms: args.transform_cpu_ms.unwrap_or_default(),
         transform_memory_mib: args.transform_memory_mib.unwrap_or_default(),
+        adaptive_concurrency: args.adaptive_concurrency,
+        min_in_flight: args.min_in_flight.unwrap_or_default(),
+        latency_target_ms: args.latency_target_ms.unwrap_or_default(),
     })
 }
 
@@ -99,6 +102,10 @@ fn update_request(args: UpdateRouteArgs) -> anyhow::Result<UpdateRouteRequest> {
         ),
         transform_cpu_ms: args.transform_cpu_ms,
         transform_memory_mib: args.transform_memory_mib,
+        adaptive_concurrency: (args.adaptive_concurrency || args.no_adaptive_concurrency)
+            .then_some(args.adaptive_concurrency),
+        min_in_flight: args.min_in_flight,
+        latency_target_ms: args.latency_target_ms,
     })
 }
 

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14hookd/v1/route.proto\x12\x08hookd.v1\"+\n\tRouteRate\x12\x0f\n\x07per_sec\x18\x01 \x01(\x01\x12\r\n\x05\x62urst\x18\x02 \x01(\r\"H\n\nRouteRetry\x12\x15\n\rschedule_secs\x18\x01 \x03(\x01\x12\x13\n\x0bwindow_secs\x18\x02 \x01(\x01\x12\x0e\n\x06jitter\x18\x03 \x01(\x01\"@\n\x0cRouteBreaker\x12\x19\n\x11\x66\x61ilure_threshold\x18\x01 \x01(\r\x12\x15\n\rcooldown_secs\x18\x02 \x01(\x01\"\xfd\x02\n\x05Route\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x17\n\x0f\x64\x65stination_url\x18\x03 \x01(\t\x12\x15\n\rmax_in_flight\x18\x04 \x01(\r\x12*\n\rdelivery_rate\x18\x05 \x01(\x0b\x32\x13.hookd.v1.RouteRate\x12#\n\x05retry\x18\x06 \x01(\x0b\x32\x14.hookd.v1.RouteRetry\x12\'\n\x07\x62reaker\x18\x07 \x01(\x0b\x32\x16.hookd.v1.RouteBreaker\x12\x13\n\x0b\x66ilter_json\x18\x08 \x01(\t\x12\x11\n\ttransform\x18\t \x01(\t\x12\x19\n\x11transform_version\x18\n \x01(\t\x12\x13\n\x0b\x66rom_config\x18\x0b \x01(\x08\x12\x18\n\x10transform_cpu_ms\x18\x0c \x01(\r\x12\x1c\n\x14transform_memory_mib\x18\r \x01(\r\x12\x19\n\x11\x63oncurrency_limit\x18\x0e \x01(\r\"\xbf\x02\n\x12\x43reateRouteRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x17\n\x0f\x64\x65stination_url\x18\x03 \x01(\t\x12\x15\n\rmax_in_flight\x18\x04 \x01(\r\x12*\n\rdelivery_rate\x18\x05 \x01(\x0b\x32\x13.hookd.v1.RouteRate\x12#\n\x05retry\x18\x06 \x01(\x0b\x32\x14.hookd.v1.RouteRetry\x12\'\n\x07\x62reaker\x18\x07 \x01(\x0b\x32\x16.hookd.v1.RouteBreaker\x12\x13\n\x0b\x66ilter_json\x18\x08 \x01(\t\x12\x11\n\ttransform\x18\t \x01(\t\x12\x18\n\x10transform_cpu_ms\x18\n \x01(\r\x12\x1c\n\x14transform_memory_mib\x18\x0b \x01(\r\"2\n\x0fGetRouteRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\"&\n\x11ListRoutesRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\"5\n\x12ListRoutesResponse\x12\x1f\n\x06routes\x18\x01 \x03(\x0b\x32\x0f.hookd.v1.Route\"\x86\x04\n\x12UpdateRouteRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x1c\n\x0f\x64\x65stination_url\x18\x03 \x01(\tH\x00\x88\x01\x01\x12\x1a\n\rmax_in_flight\x18\x04 \x01(\rH\x01\x88\x01\x01\x12/\n\rdelivery_rate\x18\x05 \x01(\x0b\x32\x13.hookd.v1.RouteRateH\x02\x88\x01\x01\x12(\n\x05retry\x18\x06 \x01(\x0b\x32\x14.hookd.v1.RouteRetryH\x03\x88\x01\x01\x12,\n\x07\x62reaker\x18\x07 \x01(\x0b\x32\x16.hookd.v1.RouteBreakerH\x04\x88\x01\x01\x12\x18\n\x0b\x66ilter_json\x18\x08 \x01(\tH\x05\x88\x01\x01\x12\x16\n\ttransform\x18\t \x01(\tH\x06\x88\x01\x01\x12\x1d\n\x10transform_cpu_ms\x18\n \x01(\rH\x07\x88\x01\x01\x12!\n\x14transform_memory_mib\x18\x0b \x01(\rH\x08\x88\x01\x01\x42\x12\n\x10_destination_urlB\x10\n\x0e_max_in_flightB\x10\n\x0e_delivery_rateB\x08\n\x06_retryB\n\n\x08_breakerB\x0e\n\x0c_filter_jsonB\x0c\n\n_transformB\x13\n\x11_transform_cpu_msB\x17\n\x15_transform_memory_mib\"D\n\x12\x44\x65leteRouteRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\r\n\x05\x66orce\x18\x03 \x01(\x08\"\x15\n\x13\x44\x65leteRouteResponse\"*\n\x0bRouteHeader\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t\"N\n\x0bInlineRoute\x12\x13\n\x0b\x66ilter_json\x18\x01 \x01(\t\x12\x11\n\ttransform\x18\x02 \x01(\t\x12\x17\n\x0f\x64\x65stination_url\x18\x03 \x01(\t\"`\n\x0bPastedEvent\x12\x0c\n\x04\x62ody\x18\x01 \x01(\x0c\x12&\n\x07headers\x18\x02 \x03(\x0b\x32\x15.hookd.v1.RouteHeader\x12\x0c\n\x04path\x18\x03 \x01(\t\x12\r\n\x05query\x18\x04 \x01(\t\"\xb0\x01\n\x10TestRouteRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x0e\n\x04name\x18\x02 \x01(\tH\x00\x12\'\n\x06inline\x18\x03 \x01(\x0b\x32\x15.hookd.v1.InlineRouteH\x00\x12\x15\n\x0b\x64\x65livery_id\x18\x04 \x01(\tH\x01\x12\'\n\x06pasted\x18\x05 \x01(\x0b\x32\x15.hookd.v1.PastedEventH\x01\x42\x07\n\x05routeB\x07\n\x05\x65vent\"r\n\rTestedRequest\x12\x0e\n\x06method\x18\x01 \x01(\t\x12\x0c\n\x04path\x18\x02 \x01(\t\x12\r\n\x05query\x18\x03 \x01(\t\x12&\n\x07headers\x18\x04 \x03(\x0b\x32\x15.hookd.v1.RouteHeader\x12\x0c\n\x04\x62ody\x18\x05 \x01(\x0c\"\xaa\x01\n\x11TestRouteResponse\x12\x0f\n\x07matched\x18\x01 \x01(\x08\x12\x15\n\rfilter_result\x18\x02 \x01(\t\x12\x0f\n\x07\x64ropped\x18\x03 \x01(\x08\x12\x17\n\x0ftransform_error\x18\x04 \x01(\t\x12(\n\x07request\x18\x05 \x01(\x0b\x32\x17.hookd.v1.TestedRequest\x12\x19\n\x11transform_version\x18\x06 \x01(\t2\x9d\x03\n\x0cRouteService\x12<\n\x0b\x43reateRoute\x12\x1c.hookd.v1.CreateRouteRequest\x1a\x0f.hookd.v1.Route\x12\x36\n\x08GetRoute\x12\x19.hookd.v1.GetRouteRequest\x1a\x0f.hookd.v1.Route\x12G\n\nListRoutes\x12\x1b.hookd.v1.ListRoutesRequest\x1a\x1c.hookd.v1.ListRoutesResponse\x12<\n\x0bUpdateRoute\x12\x1c.hookd.v1.UpdateRouteRequest\x1a\x0f.hookd.v1.Route\x12J\n\x0b\x44\x65leteRoute\x12\x1c.hookd.v1.DeleteRouteRequest\x1a\x1d.hookd.v1.DeleteRouteResponse\x12\x44\n\tTestRoute\x12\x1a.hookd.v1.TestRouteRequest\x1a\x1b.hookd.v1.TestRouteResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14hookd/v1/route.proto\x12\x08hookd.v1\"+\n\tRouteRate\x12\x0f\n\x07per_sec\x18\x01 \x01(\x01\x12\r\n\x05\x62urst\x18\x02 \x01(\r\"H\n\nRouteRetry\x12\x15\n\rschedule_secs\x18\x01 \x03(\x01\x12\x13\n\x0bwindow_secs\x18\x02 \x01(\x01\x12\x0e\n\x06jitter\x18\x03 \x01(\x01\"@\n\x0cRouteBreaker\x12\x19\n\x11\x66\x61ilure_threshold\x18\x01 \x01(\r\x12\x15\n\rcooldown_secs\x18\x02 \x01(\x01\"\xcd\x03\n\x05Route\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x17\n\x0f\x64\x65stination_url\x18\x03 \x01(\t\x12\x15\n\rmax_in_flight\x18\x04 \x01(\r\x12*\n\rdelivery_rate\x18\x05 \x01(\x0b\x32\x13.hookd.v1.RouteRate\x12#\n\x05retry\x18\x06 \x01(\x0b\x32\x14.hookd.v1.RouteRetry\x12\'\n\x07\x62reaker\x18\x07 \x01(\x0b\x32\x16.hookd.v1.RouteBreaker\x12\x13\n\x0b\x66ilter_json\x18\x08 \x01(\t\x12\x11\n\ttransform\x18\t \x01(\t\x12\x19\n\x11transform_version\x18\n \x01(\t\x12\x13\n\x0b\x66rom_config\x18\x0b \x01(\x08\x12\x18\n\x10transform_cpu_ms\x18\x0c \x01(\r\x12\x1c\n\x14transform_memory_mib\x18\r \x01(\r\x12\x19\n\x11\x63oncurrency_limit\x18\x0e \x01(\r\x12\x1c\n\x14\x61\x64\x61ptive_concurrency\x18\x0f \x01(\x08\x12\x15\n\rmin_in_flight\x18\x10 \x01(\r\x12\x19\n\x11latency_target_ms\x18\x11 \x01(\r\"\x8f\x03\n\x12\x43reateRouteRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x17\n\x0f\x64\x65stination_url\x18\x03 \x01(\t\x12\x15\n\rmax_in_flight\x18\x04 \x01(\r\x12*\n\rdelivery_rate\x18\x05 \x01(\x0b\x32\x13.hookd.v1.RouteRate\x12#\n\x05retry\x18\x06 \x01(\x0b\x32\x14.hookd.v1.RouteRetry\x12\'\n\x07\x62reaker\x18\x07 \x01(\x0b\x32\x16.hookd.v1.RouteBreaker\x12\x13\n\x0b\x66ilter_json\x18\x08 \x01(\t\x12\x11\n\ttransform\x18\t \x01(\t\x12\x18\n\x10transform_cpu_ms\x18\n \x01(\r\x12\x1c\n\x14transform_memory_mib\x18\x0b \x01(\r\x12\x1c\n\x14\x61\x64\x61ptive_concurrency\x18\x0c \x01(\x08\x12\x15\n\rmin_in_flight\x18\r \x01(\r\x12\x19\n\x11latency_target_ms\x18\x0e \x01(\r\"2\n\x0fGetRouteRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\"&\n\x11ListRoutesRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\"5\n\x12ListRoutesResponse\x12\x1f\n\x06routes\x18\x01 \x03(\x0b\x32\x0f.hookd.v1.Route\"\xa6\x05\n\x12UpdateRouteRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x1c\n\x0f\x64\x65stination_url\x18\x03 \x01(\tH\x00\x88\x01\x01\x12\x1a\n\rmax_in_flight\x18\x04 \x01(\rH\x01\x88\x01\x01\x12/\n\rdelivery_rate\x18\x05 \x01(\x0b\x32\x13.hookd.v1.RouteRateH\x02\x88\x01\x01\x12(\n\x05retry\x18\x06 \x01(\x0b\x32\x14.hookd.v1.RouteRetryH\x03\x88\x01\x01\x12,\n\x07\x62reaker\x18\x07 \x01(\x0b\x32\x16.hookd.v1.RouteBreakerH\x04\x88\x01\x01\x12\x18\n\x0b\x66ilter_json\x18\x08 \x01(\tH\x05\x88\x01\x01\x12\x16\n\ttransform\x18\t \x01(\tH\x06\x88\x01\x01\x12\x1d\n\x10transform_cpu_ms\x18\n \x01(\rH\x07\x88\x01\x01\x12!\n\x14transform_memory_mib\x18\x0b \x01(\rH\x08\x88\x01\x01\x12!\n\x14\x61\x64\x61ptive_concurrency\x18\x0c \x01(\x08H\t\x88\x01\x01\x12\x1a\n\rmin_in_flight\x18\r \x01(\rH\n\x88\x01\x01\x12\x1e\n\x11latency_target_ms\x18\x0e \x01(\rH\x0b\x88\x01\x01\x42\x12\n\x10_destination_urlB\x10\n\x0e_max_in_flightB\x10\n\x0e_delivery_rateB\x08\n\x06_retryB\n\n\x08_breakerB\x0e\n\x0c_filter_jsonB\x0c\n\n_transformB\x13\n\x11_transform_cpu_msB\x17\n\x15_transform_memory_mibB\x17\n\x15_adaptive_concurrencyB\x10\n\x0e_min_in_flightB\x14\n\x12_latency_target_ms\"D\n\x12\x44\x65leteRouteRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\r\n\x05\x66orce\x18\x03 \x01(\x08\"\x15\n\x13\x44\x65leteRouteResponse\"*\n\x0bRouteHeader\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t\"N\n\x0bInlineRoute\x12\x13\n\x0b\x66ilter_json\x18\x01 \x01(\t\x12\x11\n\ttransform\x18\x02 \x01(\t\x12\x17\n\x0f\x64\x65stination_url\x18\x03 \x01(\t\"`\n\x0bPastedEvent\x12\x0c\n\x04\x62ody\x18\x01 \x01(\x0c\x12&\n\x07headers\x18\x02 \x03(\x0b\x32\x15.hookd.v1.RouteHeader\x12\x0c\n\x04path\x18\x03 \x01(\t\x12\r\n\x05query\x18\x04 \x01(\t\"\xb0\x01\n\x10TestRouteRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x0e\n\x04name\x18\x02 \x01(\tH\x00\x12\'\n\x06inline\x18\x03 \x01(\x0b\x32\x15.hookd.v1.InlineRouteH\x00\x12\x15\n\x0b\x64\x65livery_id\x18\x04 \x01(\tH\x01\x12\'\n\x06pasted\x18\x05 \x01(\x0b\x32\x15.hookd.v1.PastedEventH\x01\x42\x07\n\x05routeB\x07\n\x05\x65vent\"r\n\rTestedRequest\x12\x0e\n\x06method\x18\x01 \x01(\t\x12\x0c\n\x04path\x18\x02 \x01(\t\x12\r\n\x05query\x18\x03 \x01(\t\x12&\n\x07headers\x18\x04 \x03(\x0b\x32\x15.hookd.v1.RouteHeader\x12\x0c\n\x04\x62ody\x18\x05 \x01(\x0c\"\xaa\x01\n\x11TestRouteResponse\x12\x0f\n\x07matched\x18\x01 \x01(\x08\x12\x15\n\rfilter_result\x18\x02 \x01(\t\x12\x0f\n\x07\x64ropped\x18\x03 \x01(\x08\x12\x17\n\x0ftransform_error\x18\x04 \x01(\t\x12(\n\x07request\x18\x05 \x01(\x0b\x32\x17.hookd.v1.TestedRequest\x12\x19\n\x11transform_version\x18\x06 \x01(\t2\x9d\x03\n\x0cRouteService\x12<\n\x0b\x43reateRoute\x12\x1c.hookd.v1.CreateRouteRequest\x1a\x0f.hookd.v1.Route\x12\x36\n\x08GetRoute\x12\x19.hookd.v1.GetRouteRequest\x1a\x0f.hookd.v1.Route\x12G\n\nListRoutes\x12\x1b.hookd.v1.ListRoutesRequest\x1a\x1c.hookd.v1.ListRoutesResponse\x12<\n\x0bUpdateRoute\x12\x1c.hookd.v1.UpdateRouteRequest\x1a\x0f.hookd.v1.Route\x12J\n\x0b\x44\x65leteRoute\x12\x1c.hookd.v1.DeleteRouteRequest\x1a\x1d.hookd.v1.DeleteRouteResponse\x12\x44\n\tTestRoute\x12\x1a.hookd.v1.TestRouteRequest\x1a\x1b.hookd.v1.TestRouteResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,33 +38,33 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ROUTEBREAKER']._serialized_start=153
   _globals['_ROUTEBREAKER']._serialized_end=217
   _globals['_ROUTE']._serialized_start=220
-  _globals['_ROUTE']._serialized_end=601
-  _globals['_CREATEROUTEREQUEST']._serialized_start=604
-  _globals['_CREATEROUTEREQUEST']._serialized_end=923
-  _globals['_GETROUTEREQUEST']._serialized_start=925
-  _globals['_GETROUTEREQUEST']._serialized_end=975
-  _globals['_LISTROUTESREQUEST']._serialized_start=977
-  _globals['_LISTROUTESREQUEST']._serialized_end=1015
-  _globals['_LISTROUTESRESPONSE']._serialized_start=1017
-  _globals['_LISTROUTESRESPONSE']._serialized_end=1070
-  _globals['_UPDATEROUTEREQUEST']._serialized_start=1073
-  _globals['_UPDATEROUTEREQUEST']._serialized_end=1591
-  _globals['_DELETEROUTEREQUEST']._serialized_start=1593
-  _globals['_DELETEROUTEREQUEST']._serialized_end=1661
-  _globals['_DELETEROUTERESPONSE']._serialized_start=1663
-  _globals['_DELETEROUTERESPONSE']._serialized_end=1684
-  _globals['_ROUTEHEADER']._serialized_start=1686
-  _globals['_ROUTEHEADER']._serialized_end=1728
-  _globals['_INLINEROUTE']._serialized_start=1730
-  _globals['_INLINEROUTE']._serialized_end=1808
-  _globals['_PASTEDEVENT']._serialized_start=1810
-  _globals['_PASTEDEVENT']._serialized_end=1906
-  _globals['_TESTROUTEREQUEST']._serialized_start=1909
-  _globals['_TESTROUTEREQUEST']._serialized_end=2085
-  _globals['_TESTEDREQUEST']._serialized_start=2087
-  _globals['_TESTEDREQUEST']._serialized_end=2201
-  _globals['_TESTROUTERESPONSE']._serialized_start=2204
-  _globals['_TESTROUTERESPONSE']._serialized_end=2374
-  _globals['_ROUTESERVICE']._serialized_start=2377
-  _globals['_ROUTESERVICE']._serialized_end=2790
+  _globals['_ROUTE']._serialized_end=681
+  _globals['_CREATEROUTEREQUEST']._serialized_start=684
+  _globals['_CREATEROUTEREQUEST']._serialized_end=1083
+  _globals['_GETROUTEREQUEST']._serialized_start=1085
+  _globals['_GETROUTEREQUEST']._serialized_end=1135
+  _globals['_LISTROUTESREQUEST']._serialized_start=1137
+  _globals['_LISTROUTESREQUEST']._serialized_end=1175
+  _globals['_LISTROUTESRESPONSE']._serialized_start=1177
+  _globals['_LISTROUTESRESPONSE']._serialized_end=1230
+  _globals['_UPDATEROUTEREQUEST']._serialized_start=1233
+  _globals['_UPDATEROUTEREQUEST']._serialized_end=1911
+  _globals['_DELETEROUTEREQUEST']._serialized_start=1913
+  _globals['_DELETEROUTEREQUEST']._serialized_end=1981
+  _globals['_DELETEROUTERESPONSE']._serialized_start=1983
+  _globals['_DELETEROUTERESPONSE']._serialized_end=2004
+  _globals['_ROUTEHEADER']._serialized_start=2006
+  _globals['_ROUTEHEADER']._serialized_end=2048
+  _globals['_INLINEROUTE']._serialized_start=2050
+  _globals['_INLINEROUTE']._serialized_end=2128
+  _globals['_PASTEDEVENT']._serialized_start=2130
+  _globals['_PASTEDEVENT']._serialized_end=2226
+  _globals['_TESTROUTEREQUEST']._serialized_start=2229
+  _globals['_TESTROUTEREQUEST']._serialized_end=2405
+  _globals['_TESTEDREQUEST']._serialized_start=2407
+  _globals['_TESTEDREQUEST']._serialized_end=2521
+  _globals['_TESTROUTERESPONSE']._serialized_start=2524
+  _globals['_TESTROUTERESPONSE']._serialized_end=2694
+  _globals['_ROUTESERVICE']._serialized_start=2697
+  _globals['_ROUTESERVICE']._serialized_end=3110
 # @@protoc_insertion_point(module_scope)

@@ -162,6 +162,9 @@ class Route(_message.Message):
     TRANSFORM_CPU_MS_FIELD_NUMBER: _builtins.int
     TRANSFORM_MEMORY_MIB_FIELD_NUMBER: _builtins.int
     CONCURRENCY_LIMIT_FIELD_NUMBER: _builtins.int
+    ADAPTIVE_CONCURRENCY_FIELD_NUMBER: _builtins.int
+    MIN_IN_FLIGHT_FIELD_NUMBER: _builtins.int
+    LATENCY_TARGET_MS_FIELD_NUMBER: _builtins.int
     tenant_id: _builtins.str
     """The tenant it belongs to."""
     name: _builtins.str
@@ -192,7 +195,20 @@ class Route(_message.Message):
     concurrency_limit: _builtins.int
     """Read only: the forwards it may have in flight now: its adaptive limit
     (docs/routes.md, "Adaptive concurrency"), or max_in_flight when the
-    route does not adapt. 0: no forwarding runs (a pulled route).
+    route does not adapt. 0: no forwarding runs (a pulled route). In the
+    answers of CreateRoute and UpdateRoute: the limit it starts with.
+    """
+    adaptive_concurrency: _builtins.bool
+    """Its limit adapts to the destination between min_in_flight and
+    max_in_flight (docs/routes.md, "Adaptive concurrency").
+    """
+    min_in_flight: _builtins.int
+    """The floor of an adaptive limit and where it starts; the effective
+    value, never 0.
+    """
+    latency_target_ms: _builtins.int
+    """Answers slower than this many ms cut an adaptive limit; 0: latency is
+    no signal.
     """
     @_builtins.property
     def delivery_rate(self) -> Global___RouteRate:
@@ -223,10 +239,13 @@ class Route(_message.Message):
         transform_cpu_ms: _builtins.int = ...,
         transform_memory_mib: _builtins.int = ...,
         concurrency_limit: _builtins.int = ...,
+        adaptive_concurrency: _builtins.bool = ...,
+        min_in_flight: _builtins.int = ...,
+        latency_target_ms: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["breaker", b"breaker", "delivery_rate", b"delivery_rate", "retry", b"retry"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["breaker", b"breaker", "concurrency_limit", b"concurrency_limit", "delivery_rate", b"delivery_rate", "destination_url", b"destination_url", "filter_json", b"filter_json", "from_config", b"from_config", "max_in_flight", b"max_in_flight", "name", b"name", "retry", b"retry", "tenant_id", b"tenant_id", "transform", b"transform", "transform_cpu_ms", b"transform_cpu_ms", "transform_memory_mib", b"transform_memory_mib", "transform_version", b"transform_version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["adaptive_concurrency", b"adaptive_concurrency", "breaker", b"breaker", "concurrency_limit", b"concurrency_limit", "delivery_rate", b"delivery_rate", "destination_url", b"destination_url", "filter_json", b"filter_json", "from_config", b"from_config", "latency_target_ms", b"latency_target_ms", "max_in_flight", b"max_in_flight", "min_in_flight", b"min_in_flight", "name", b"name", "retry", b"retry", "tenant_id", b"tenant_id", "transform", b"transform", "transform_cpu_ms", b"transform_cpu_ms", "transform_memory_mib", b"transform_memory_mib", "transform_version", b"transform_version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -249,6 +268,9 @@ class CreateRouteRequest(_message.Message):
     TRANSFORM_FIELD_NUMBER: _builtins.int
     TRANSFORM_CPU_MS_FIELD_NUMBER: _builtins.int
     TRANSFORM_MEMORY_MIB_FIELD_NUMBER: _builtins.int
+    ADAPTIVE_CONCURRENCY_FIELD_NUMBER: _builtins.int
+    MIN_IN_FLIGHT_FIELD_NUMBER: _builtins.int
+    LATENCY_TARGET_MS_FIELD_NUMBER: _builtins.int
     tenant_id: _builtins.str
     """The tenant; NOT_FOUND if there is none."""
     name: _builtins.str
@@ -265,6 +287,16 @@ class CreateRouteRequest(_message.Message):
     """The transform's CPU budget per run in ms, 1 to 1000; 0: the default, 50."""
     transform_memory_mib: _builtins.int
     """The transform's memory cap per run in MiB, 1 to 256; 0: the default, 16."""
+    adaptive_concurrency: _builtins.bool
+    """The limit adapts between min_in_flight and max_in_flight; false: it
+    stays at max_in_flight.
+    """
+    min_in_flight: _builtins.int
+    """The floor of an adaptive limit, 1 to max_in_flight; 0: the default, 1."""
+    latency_target_ms: _builtins.int
+    """Answers slower than this many ms (1 to 600000) cut an adaptive limit;
+    0: latency is no signal.
+    """
     @_builtins.property
     def delivery_rate(self) -> Global___RouteRate:
         """Absent: no forwarding rate limit."""
@@ -291,10 +323,13 @@ class CreateRouteRequest(_message.Message):
         transform: _builtins.str = ...,
         transform_cpu_ms: _builtins.int = ...,
         transform_memory_mib: _builtins.int = ...,
+        adaptive_concurrency: _builtins.bool = ...,
+        min_in_flight: _builtins.int = ...,
+        latency_target_ms: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["breaker", b"breaker", "delivery_rate", b"delivery_rate", "retry", b"retry"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["breaker", b"breaker", "delivery_rate", b"delivery_rate", "destination_url", b"destination_url", "filter_json", b"filter_json", "max_in_flight", b"max_in_flight", "name", b"name", "retry", b"retry", "tenant_id", b"tenant_id", "transform", b"transform", "transform_cpu_ms", b"transform_cpu_ms", "transform_memory_mib", b"transform_memory_mib"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["adaptive_concurrency", b"adaptive_concurrency", "breaker", b"breaker", "delivery_rate", b"delivery_rate", "destination_url", b"destination_url", "filter_json", b"filter_json", "latency_target_ms", b"latency_target_ms", "max_in_flight", b"max_in_flight", "min_in_flight", b"min_in_flight", "name", b"name", "retry", b"retry", "tenant_id", b"tenant_id", "transform", b"transform", "transform_cpu_ms", b"transform_cpu_ms", "transform_memory_mib", b"transform_memory_mib"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -390,6 +425,9 @@ class UpdateRouteRequest(_message.Message):
     TRANSFORM_FIELD_NUMBER: _builtins.int
     TRANSFORM_CPU_MS_FIELD_NUMBER: _builtins.int
     TRANSFORM_MEMORY_MIB_FIELD_NUMBER: _builtins.int
+    ADAPTIVE_CONCURRENCY_FIELD_NUMBER: _builtins.int
+    MIN_IN_FLIGHT_FIELD_NUMBER: _builtins.int
+    LATENCY_TARGET_MS_FIELD_NUMBER: _builtins.int
     tenant_id: _builtins.str
     name: _builtins.str
     destination_url: _builtins.str
@@ -404,6 +442,12 @@ class UpdateRouteRequest(_message.Message):
     """New CPU budget per run in ms; 0: the default, 50."""
     transform_memory_mib: _builtins.int
     """New memory cap per run in MiB; 0: the default, 16."""
+    adaptive_concurrency: _builtins.bool
+    """Turns adaptive concurrency on or off."""
+    min_in_flight: _builtins.int
+    """New floor of an adaptive limit, 1 to max_in_flight; 0: the default, 1."""
+    latency_target_ms: _builtins.int
+    """New latency target in ms, 1 to 600000; 0 removes it."""
     @_builtins.property
     def delivery_rate(self) -> Global___RouteRate:
         """New rate limit; set with per_sec 0 to remove it."""
@@ -430,11 +474,16 @@ class UpdateRouteRequest(_message.Message):
         transform: _builtins.str | None = ...,
         transform_cpu_ms: _builtins.int | None = ...,
         transform_memory_mib: _builtins.int | None = ...,
+        adaptive_concurrency: _builtins.bool | None = ...,
+        min_in_flight: _builtins.int | None = ...,
+        latency_target_ms: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_breaker", b"_breaker", "_delivery_rate", b"_delivery_rate", "_destination_url", b"_destination_url", "_filter_json", b"_filter_json", "_max_in_flight", b"_max_in_flight", "_retry", b"_retry", "_transform", b"_transform", "_transform_cpu_ms", b"_transform_cpu_ms", "_transform_memory_mib", b"_transform_memory_mib", "breaker", b"breaker", "delivery_rate", b"delivery_rate", "destination_url", b"destination_url", "filter_json", b"filter_json", "max_in_flight", b"max_in_flight", "retry", b"retry", "transform", b"transform", "transform_cpu_ms", b"transform_cpu_ms", "transform_memory_mib", b"transform_memory_mib"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_adaptive_concurrency", b"_adaptive_concurrency", "_breaker", b"_breaker", "_delivery_rate", b"_delivery_rate", "_destination_url", b"_destination_url", "_filter_json", b"_filter_json", "_latency_target_ms", b"_latency_target_ms", "_max_in_flight", b"_max_in_flight", "_min_in_flight", b"_min_in_flight", "_retry", b"_retry", "_transform", b"_transform", "_transform_cpu_ms", b"_transform_cpu_ms", "_transform_memory_mib", b"_transform_memory_mib", "adaptive_concurrency", b"adaptive_concurrency", "breaker", b"breaker", "delivery_rate", b"delivery_rate", "destination_url", b"destination_url", "filter_json", b"filter_json", "latency_target_ms", b"latency_target_ms", "max_in_flight", b"max_in_flight", "min_in_flight", b"min_in_flight", "retry", b"retry", "transform", b"transform", "transform_cpu_ms", b"transform_cpu_ms", "transform_memory_mib", b"transform_memory_mib"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_breaker", b"_breaker", "_delivery_rate", b"_delivery_rate", "_destination_url", b"_destination_url", "_filter_json", b"_filter_json", "_max_in_flight", b"_max_in_flight", "_retry", b"_retry", "_transform", b"_transform", "_transform_cpu_ms", b"_transform_cpu_ms", "_transform_memory_mib", b"_transform_memory_mib", "breaker", b"breaker", "delivery_rate", b"delivery_rate", "destination_url", b"destination_url", "filter_json", b"filter_json", "max_in_flight", b"max_in_flight", "name", b"name", "retry", b"retry", "tenant_id", b"tenant_id", "transform", b"transform", "transform_cpu_ms", b"transform_cpu_ms", "transform_memory_mib", b"transform_memory_mib"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_adaptive_concurrency", b"_adaptive_concurrency", "_breaker", b"_breaker", "_delivery_rate", b"_delivery_rate", "_destination_url", b"_destination_url", "_filter_json", b"_filter_json", "_latency_target_ms", b"_latency_target_ms", "_max_in_flight", b"_max_in_flight", "_min_in_flight", b"_min_in_flight", "_retry", b"_retry", "_transform", b"_transform", "_transform_cpu_ms", b"_transform_cpu_ms", "_transform_memory_mib", b"_transform_memory_mib", "adaptive_concurrency", b"adaptive_concurrency", "breaker", b"breaker", "delivery_rate", b"delivery_rate", "destination_url", b"destination_url", "filter_json", b"filter_json", "latency_target_ms", b"latency_target_ms", "max_in_flight", b"max_in_flight", "min_in_flight", b"min_in_flight", "name", b"name", "retry", b"retry", "tenant_id", b"tenant_id", "transform", b"transform", "transform_cpu_ms", b"transform_cpu_ms", "transform_memory_mib", b"transform_memory_mib"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__adaptive_concurrency: _TypeAlias = _typing.Literal["adaptive_concurrency"]  # noqa: Y015
+    _WhichOneofArgType__adaptive_concurrency: _TypeAlias = _typing.Literal["_adaptive_concurrency", b"_adaptive_concurrency"]  # noqa: Y015
     _WhichOneofReturnType__breaker: _TypeAlias = _typing.Literal["breaker"]  # noqa: Y015
     _WhichOneofArgType__breaker: _TypeAlias = _typing.Literal["_breaker", b"_breaker"]  # noqa: Y015
     _WhichOneofReturnType__delivery_rate: _TypeAlias = _typing.Literal["delivery_rate"]  # noqa: Y015
@@ -443,8 +492,12 @@ class UpdateRouteRequest(_message.Message):
     _WhichOneofArgType__destination_url: _TypeAlias = _typing.Literal["_destination_url", b"_destination_url"]  # noqa: Y015
     _WhichOneofReturnType__filter_json: _TypeAlias = _typing.Literal["filter_json"]  # noqa: Y015
     _WhichOneofArgType__filter_json: _TypeAlias = _typing.Literal["_filter_json", b"_filter_json"]  # noqa: Y015
+    _WhichOneofReturnType__latency_target_ms: _TypeAlias = _typing.Literal["latency_target_ms"]  # noqa: Y015
+    _WhichOneofArgType__latency_target_ms: _TypeAlias = _typing.Literal["_latency_target_ms", b"_latency_target_ms"]  # noqa: Y015
     _WhichOneofReturnType__max_in_flight: _TypeAlias = _typing.Literal["max_in_flight"]  # noqa: Y015
     _WhichOneofArgType__max_in_flight: _TypeAlias = _typing.Literal["_max_in_flight", b"_max_in_flight"]  # noqa: Y015
+    _WhichOneofReturnType__min_in_flight: _TypeAlias = _typing.Literal["min_in_flight"]  # noqa: Y015
+    _WhichOneofArgType__min_in_flight: _TypeAlias = _typing.Literal["_min_in_flight", b"_min_in_flight"]  # noqa: Y015
     _WhichOneofReturnType__retry: _TypeAlias = _typing.Literal["retry"]  # noqa: Y015
     _WhichOneofArgType__retry: _TypeAlias = _typing.Literal["_retry", b"_retry"]  # noqa: Y015
     _WhichOneofReturnType__transform: _TypeAlias = _typing.Literal["transform"]  # noqa: Y015
@@ -454,6 +507,8 @@ class UpdateRouteRequest(_message.Message):
     _WhichOneofReturnType__transform_memory_mib: _TypeAlias = _typing.Literal["transform_memory_mib"]  # noqa: Y015
     _WhichOneofArgType__transform_memory_mib: _TypeAlias = _typing.Literal["_transform_memory_mib", b"_transform_memory_mib"]  # noqa: Y015
     @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__adaptive_concurrency) -> _WhichOneofReturnType__adaptive_concurrency | None: ...
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__breaker) -> _WhichOneofReturnType__breaker | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__delivery_rate) -> _WhichOneofReturnType__delivery_rate | None: ...
@@ -462,7 +517,11 @@ class UpdateRouteRequest(_message.Message):
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__filter_json) -> _WhichOneofReturnType__filter_json | None: ...
     @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__latency_target_ms) -> _WhichOneofReturnType__latency_target_ms | None: ...
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__max_in_flight) -> _WhichOneofReturnType__max_in_flight | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__min_in_flight) -> _WhichOneofReturnType__min_in_flight | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__retry) -> _WhichOneofReturnType__retry | None: ...
     @_typing.overload
