@@ -29,8 +29,13 @@ pub const MAX_PAUSE_MS: i64 = 300_000;
 pub enum Signal {
     /// Answered 2xx within the latency target: room to grow.
     Fine,
-    /// 429, 503, a timeout, or an answer slower than the latency target.
+    /// An answer that says "too much": 429, 503, or an answer slower than
+    /// the latency target. The destination is up, so the cut is the
+    /// answer and the breaker never counts it.
     Overloaded,
+    /// No answer in time: cut like an overload, and counted by the breaker
+    /// once the limit is at its floor (the destination may be down).
+    TimedOut,
     /// A retryable answer with `Retry-After`: the destination said when to
     /// come back, so the route starts nothing new until `until_ms`.
     Wait {
@@ -65,9 +70,11 @@ pub fn signal_of(seen: Observed<'_>, latency_target_ms: Option<u64>, now_ms: i64
             until_ms: now_ms.saturating_add((*wait).clamp(0, MAX_PAUSE_MS)),
         };
     }
-    let timed_out = matches!(seen.error_type, Some("timeout" | "connect_timeout"));
+    if matches!(seen.error_type, Some("timeout" | "connect_timeout")) {
+        return Signal::TimedOut;
+    }
     let slow = seen.status.is_some() && latency_target_ms.is_some_and(|t| seen.elapsed_ms > t);
-    if matches!(seen.status, Some(429 | 503)) || timed_out || slow {
+    if matches!(seen.status, Some(429 | 503)) || slow {
         return Signal::Overloaded;
     }
     match seen.verdict {
@@ -219,8 +226,9 @@ impl ConcurrencyLimit {
     /// at `now_ms`, with `in_use` attempts (itself included) in flight when
     /// it finished. Successes grow the limit only while at least half of
     /// it is in use, so an idle route does not claim slots it never tried.
-    /// Returns true for an overload seen while the limit was above its
-    /// floor: the cut is the answer, and the breaker need not count it.
+    /// Returns true when the cut is the answer and the breaker need not
+    /// count it: an answered overload, or a timeout while the limit was
+    /// above its floor.
     pub fn observe(&mut self, signal: Signal, started_ms: i64, now_ms: i64, in_use: usize) -> bool {
         if !self.settings.adaptive {
             return false;
@@ -241,11 +249,11 @@ impl ConcurrencyLimit {
                     }
                 }
             }
-            Signal::Overloaded => {
+            Signal::Overloaded | Signal::TimedOut => {
                 let above_floor = self.current() > self.floor();
                 self.host.overloaded(started_ms, now_ms);
                 self.current();
-                return above_floor;
+                return above_floor || signal == Signal::Overloaded;
             }
             Signal::Wait { until_ms } => {
                 self.paused_until_ms = self.paused_until_ms.max(Some(until_ms));
@@ -358,7 +366,7 @@ mod tests {
     }
 
     #[test]
-    fn an_overload_is_the_cuts_answer_above_the_floor_and_the_breakers_at_it() {
+    fn an_answered_overload_is_the_cuts_answer_and_a_timeout_counts_at_the_floor() {
         let host = Arc::new(HostSignal::default());
         let mut l = ConcurrencyLimit::new(adaptive(2), 8, host);
         succeed(&mut l, 2, 0);
@@ -373,13 +381,22 @@ mod tests {
             .collect();
         assert_eq!(
             answered,
-            [(true, 3), (true, 2), (false, 2), (false, 2)],
-            "cut from 4 and 3; at the floor of 2 the breaker counts"
+            [(true, 3), (true, 2), (true, 2), (true, 2)],
+            "a destination that answers 429 or 503 is up: the cut is the answer, at the floor too"
+        );
+        assert!(
+            !l.observe(Signal::TimedOut, 40, 41, 2),
+            "unanswered at the floor of 2: the breaker counts it"
         );
         assert!(!l.observe(Signal::Neutral, 50, 51, 2));
         assert!(!l.observe(Signal::Wait { until_ms: 99 }, 50, 51, 2));
         succeed(&mut l, 2, 60);
         assert!(l.observe(Signal::Overloaded, 70, 71, 3), "above it again");
+        succeed(&mut l, 4, 80);
+        assert!(
+            l.observe(Signal::TimedOut, 90, 91, 4),
+            "unanswered above the floor: the cut"
+        );
         let fixed = ConcurrencySettings {
             adaptive: false,
             ..adaptive(1)
@@ -445,15 +462,15 @@ mod tests {
         let retryable = Verdict::Retryable {
             retry_after_ms: None,
         };
-        for (status, error_type) in [
-            (Some(429), Some("429")),
-            (Some(503), Some("503")),
-            (None, Some("timeout")),
-            (None, Some("connect_timeout")),
+        for (status, error_type, signal) in [
+            (Some(429), Some("429"), Signal::Overloaded),
+            (Some(503), Some("503"), Signal::Overloaded),
+            (None, Some("timeout"), Signal::TimedOut),
+            (None, Some("connect_timeout"), Signal::TimedOut),
         ] {
             assert_eq!(
                 seen(&retryable, status, error_type, 1),
-                Signal::Overloaded,
+                signal,
                 "{error_type:?}"
             );
         }
