@@ -601,3 +601,64 @@ async fn export_then_apply_round_trips_alerts() {
         "the same alerts on the other hookd"
     );
 }
+
+const ADAPTIVE_FILE: &str = r#"
+version: 1
+tenants:
+  - id: shop
+    secret: {file: shop.secret}
+    routes:
+      - name: audit
+        destination_url: "http://127.0.0.1:9/audit"
+        max_in_flight: 16
+        adaptive_concurrency: true
+        min_in_flight: 2
+        latency_target_ms: 250
+"#;
+
+/// A route's adaptive concurrency keys are applied, compared and exported
+/// like its other settings.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_routes_adaptive_concurrency_is_applied_and_diffed() {
+    let s = TestServer::start(LOCAL_DESTINATIONS);
+    let dir = workdir(ADAPTIVE_FILE);
+    apply_ok(&s, dir.path(), &[]).await;
+    let admin = s.admin().await;
+    let route = admin.get_route("shop", "audit").await.unwrap();
+    assert!(route.adaptive_concurrency, "{route:?}");
+    assert_eq!((route.min_in_flight, route.latency_target_ms), (2, 250));
+    let diff = hookctl(&s, dir.path(), &["diff", "-f", "hookd.yaml"], "", &[]).await;
+    assert_eq!(diff.code, 0, "{}", diff.stdout);
+
+    admin
+        .update_route(UpdateRouteRequest {
+            tenant_id: "shop".into(),
+            name: "audit".into(),
+            min_in_flight: Some(4),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let diff = hookctl(&s, dir.path(), &["diff", "-f", "hookd.yaml"], "", &[]).await;
+    assert_eq!(diff.code, 2, "{}{}", diff.stdout, diff.stderr);
+    assert!(
+        diff.stdout.contains("min_in_flight: 4 -> 2"),
+        "{}",
+        diff.stdout
+    );
+    apply_ok(&s, dir.path(), &[]).await;
+    assert_eq!(
+        admin
+            .get_route("shop", "audit")
+            .await
+            .unwrap()
+            .min_in_flight,
+        2
+    );
+    let export = hookctl(&s, dir.path(), &["export"], "", &[]).await;
+    assert!(
+        export.stdout.contains("adaptive_concurrency: true"),
+        "{}",
+        export.stdout
+    );
+}

@@ -161,6 +161,9 @@ fn route_settings(route: Route) -> RouteSettings {
         transform: some(&route.transform),
         transform_cpu_ms: route.transform_cpu_ms,
         transform_memory_mib: route.transform_memory_mib,
+        adaptive_concurrency: route.adaptive_concurrency,
+        min_in_flight: route.min_in_flight.max(1),
+        latency_target_ms: route.latency_target_ms,
     }
 }
 

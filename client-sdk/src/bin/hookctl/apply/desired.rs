@@ -159,6 +159,9 @@ fn default_filter(route: RouteEntry) -> anyhow::Result<Option<serde_json::Value>
         transform,
         transform_cpu_ms,
         transform_memory_mib,
+        adaptive_concurrency,
+        min_in_flight,
+        latency_target_ms,
     } = route;
     let others = destination_url.is_some()
         || max_in_flight.is_some()
@@ -167,7 +170,10 @@ fn default_filter(route: RouteEntry) -> anyhow::Result<Option<serde_json::Value>
         || breaker.is_some()
         || transform.is_some()
         || transform_cpu_ms.is_some()
-        || transform_memory_mib.is_some();
+        || transform_memory_mib.is_some()
+        || adaptive_concurrency.is_some()
+        || min_in_flight.is_some()
+        || latency_target_ms.is_some();
     if others {
         bail!(
             "the default route takes only `filter`: its destination_url and max_in_flight \
@@ -204,6 +210,13 @@ fn route_settings(route: RouteEntry) -> anyhow::Result<RouteSettings> {
         transform_memory_mib: route
             .transform_memory_mib
             .unwrap_or(defaults.transform_memory_mib),
+        adaptive_concurrency: route
+            .adaptive_concurrency
+            .unwrap_or(defaults.adaptive_concurrency),
+        min_in_flight: route.min_in_flight.unwrap_or(defaults.min_in_flight),
+        latency_target_ms: route
+            .latency_target_ms
+            .unwrap_or(defaults.latency_target_ms),
     })
 }
 

@@ -361,7 +361,9 @@ fn create_route(tenant: &str, name: &str, s: &RouteSettings) -> CreateRouteReque
         transform: s.transform.clone().unwrap_or_default(),
         transform_cpu_ms: s.transform_cpu_ms,
         transform_memory_mib: s.transform_memory_mib,
-        ..Default::default()
+        adaptive_concurrency: s.adaptive_concurrency,
+        min_in_flight: s.min_in_flight,
+        latency_target_ms: s.latency_target_ms,
     }
 }
 
@@ -398,6 +400,9 @@ fn update_route(
             "transform" => request.transform = Some(s.transform.clone().unwrap_or_default()),
             "transform_cpu_ms" => request.transform_cpu_ms = Some(s.transform_cpu_ms),
             "transform_memory_mib" => request.transform_memory_mib = Some(s.transform_memory_mib),
+            "adaptive_concurrency" => request.adaptive_concurrency = Some(s.adaptive_concurrency),
+            "min_in_flight" => request.min_in_flight = Some(s.min_in_flight),
+            "latency_target_ms" => request.latency_target_ms = Some(s.latency_target_ms),
             _ => {}
         }
     }

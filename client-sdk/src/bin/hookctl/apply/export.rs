@@ -129,5 +129,8 @@ fn route(name: &str, r: &RouteSettings) -> RouteEntry {
         transform: r.transform.clone(),
         transform_cpu_ms: Some(r.transform_cpu_ms),
         transform_memory_mib: Some(r.transform_memory_mib),
+        adaptive_concurrency: Some(r.adaptive_concurrency),
+        min_in_flight: Some(r.min_in_flight),
+        latency_target_ms: Some(r.latency_target_ms),
     }
 }

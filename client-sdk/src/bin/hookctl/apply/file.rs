@@ -179,6 +179,15 @@ pub struct RouteEntry {
     /// Default 16.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transform_memory_mib: Option<u32>,
+    /// Default false: the limit stays at `max_in_flight`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive_concurrency: Option<bool>,
+    /// The adaptive limit's floor; default 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_in_flight: Option<u32>,
+    /// Answers slower than this cut the adaptive limit; absent or 0: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_target_ms: Option<u32>,
 }
 
 /// A route's retries.

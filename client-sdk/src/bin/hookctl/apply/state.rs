@@ -182,6 +182,13 @@ pub struct RouteSettings {
     pub transform_cpu_ms: u32,
     /// The transform's memory cap per run.
     pub transform_memory_mib: u32,
+    /// Its concurrency limit adapts between `min_in_flight` and
+    /// `max_in_flight`.
+    pub adaptive_concurrency: bool,
+    /// The adaptive limit's floor.
+    pub min_in_flight: u32,
+    /// Answers slower than this cut the adaptive limit; 0: no target.
+    pub latency_target_ms: u32,
 }
 
 impl Default for RouteSettings {
@@ -203,6 +210,9 @@ impl Default for RouteSettings {
             transform: None,
             transform_cpu_ms: defaults::TRANSFORM_CPU_MS,
             transform_memory_mib: defaults::TRANSFORM_MEMORY_MIB,
+            adaptive_concurrency: false,
+            min_in_flight: 1,
+            latency_target_ms: 0,
         }
     }
 }
@@ -233,6 +243,9 @@ impl RouteSettings {
             ("transform", json!(self.transform)),
             ("transform_cpu_ms", json!(self.transform_cpu_ms)),
             ("transform_memory_mib", json!(self.transform_memory_mib)),
+            ("adaptive_concurrency", json!(self.adaptive_concurrency)),
+            ("min_in_flight", json!(self.min_in_flight)),
+            ("latency_target_ms", json!(self.latency_target_ms)),
         ]
     }
 }
