@@ -43,7 +43,7 @@ impl HookdClient {
     ///         enabled: true,
     ///         threshold: 20,
     ///         window_secs: 300.0,
-    ///         mode: String::new(),
+    ///         ..Default::default()
     ///     }],
     /// };
     /// let answer = client.set_alert_settings("acme", settings).await?;

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use hookd_proto::domain::AlertType;
 use serde_json::{json, Map, Value};
 
-use super::{secret::SecretRef, state::Field};
+use super::{field::Field, secret::SecretRef};
 
 /// The sink's formats, as the file names them.
 pub const FORMATS: [&str; 2] = ["standard", "slack"];

@@ -10,6 +10,7 @@ mod current;
 mod desired;
 mod execute;
 mod export;
+mod field;
 mod file;
 mod plan;
 mod render;

@@ -13,8 +13,7 @@ use super::{
     secret::SecretRef,
 };
 
-/// One named value of a resource, as diff shows it (`null`: none).
-pub type Field = (&'static str, Value);
+pub use super::field::Field;
 
 /// A token bucket, burst resolved.
 #[derive(Debug, Clone, PartialEq)]
