@@ -375,10 +375,14 @@ mod tests {
         assert_eq!(other.gauges().queue_depth(), 1);
     }
 
+    /// The old layout's database. Without a flusher thread, which could
+    /// still hold the directory's lock for a moment after the last handle
+    /// is dropped, the migration can open it right after; the tests flush.
     fn old_db(dir: &std::path::Path) -> sled::Db {
         sled::Config::new()
             .path(dir.join(LEGACY_DIR))
             .segment_size(crate::store::sled::SEGMENT_SIZE)
+            .flush_every_ms(None)
             .open()
             .unwrap()
     }
