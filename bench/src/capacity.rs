@@ -7,14 +7,14 @@
 use std::{
     sync::{
         atomic::{AtomicU64, AtomicUsize, Ordering},
-        mpsc, Arc, Mutex,
+        Arc, Mutex,
     },
-    thread::JoinHandle,
     time::Duration,
 };
 
-use actix_web::{dev::ServerHandle, web, App, HttpRequest, HttpResponse, HttpServer};
-use anyhow::Context;
+use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
+
+use crate::background::Background;
 
 /// What the sink has done, shared with its handler.
 #[derive(Debug, Default)]
@@ -93,8 +93,7 @@ pub struct CapacitySink {
     pub addr: std::net::SocketAddr,
     /// What it has done; its `capacity` may be changed.
     pub counts: Arc<Counts>,
-    handle: ServerHandle,
-    thread: JoinHandle<std::io::Result<()>>,
+    server: Background,
 }
 
 impl CapacitySink {
@@ -105,51 +104,29 @@ impl CapacitySink {
         counts.capacity.store(capacity, Ordering::Release);
         let shared = counts.clone().into_inner();
         let service = web::Data::new(service);
-        let (tx, rx) = mpsc::channel();
-        let thread = std::thread::Builder::new()
-            .name("bench-capacity-sink".into())
-            .spawn(move || {
-                actix_rt::System::new().block_on(async move {
-                    let bound = HttpServer::new(move || {
-                        App::new()
-                            .app_data(counts.clone())
-                            .app_data(service.clone())
-                            .route("/{tail:.*}", web::post().to(receive))
-                    })
-                    .workers(workers.max(1))
-                    .backlog(4096)
-                    .max_connections(100_000)
-                    .disable_signals()
-                    .bind(("127.0.0.1", 0));
-                    let server = match bound {
-                        Ok(server) => server,
-                        Err(e) => {
-                            let _ = tx.send(Err(e.to_string()));
-                            return Ok(());
-                        }
-                    };
-                    let addr = server.addrs()[0];
-                    let running = server.run();
-                    let _ = tx.send(Ok((addr, running.handle())));
-                    running.await
-                })
+        let server = Background::start("bench-capacity-sink", move || {
+            let server = HttpServer::new(move || {
+                App::new()
+                    .app_data(counts.clone())
+                    .app_data(service.clone())
+                    .route("/{tail:.*}", web::post().to(receive))
             })
-            .context("cannot start the capacity sink's thread")?;
-        let (addr, handle) = rx
-            .recv()
-            .context("the capacity sink's thread ended before binding")?
-            .map_err(|e| anyhow::anyhow!("the capacity sink cannot bind 127.0.0.1:0: {e}"))?;
+            .workers(workers.max(1))
+            .backlog(4096)
+            .max_connections(100_000)
+            .disable_signals()
+            .bind(("127.0.0.1", 0))?;
+            Ok((server.addrs()[0], server.run()))
+        })?;
         Ok(CapacitySink {
-            addr,
+            addr: server.addr,
             counts: shared,
-            handle,
-            thread,
+            server,
         })
     }
 
     /// Stops the sink without waiting for open requests.
     pub async fn stop(self) {
-        self.handle.stop(false).await;
-        let _ = tokio::task::spawn_blocking(move || self.thread.join()).await;
+        self.server.stop().await;
     }
 }

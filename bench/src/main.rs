@@ -7,6 +7,7 @@
 //! capacity. See docs/benchmarks.md.
 
 mod adaptive;
+mod background;
 mod bare;
 mod capacity;
 mod forward;

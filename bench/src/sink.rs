@@ -8,14 +8,14 @@ use std::{
     net::SocketAddr,
     sync::{
         atomic::{AtomicU64, Ordering},
-        mpsc, Arc, Mutex,
+        Arc, Mutex,
     },
-    thread::JoinHandle,
     time::Instant,
 };
 
-use actix_web::{dev::ServerHandle, web, App, HttpRequest, HttpResponse, HttpServer};
-use anyhow::Context;
+use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
+
+use crate::background::Background;
 
 /// The header hookd forwards the event id in (Standard Webhooks).
 pub const EVENT_ID_HEADER: &str = "webhook-id";
@@ -148,8 +148,7 @@ pub struct Sink {
     pub addr: SocketAddr,
     /// What it has received.
     pub arrivals: Arc<Arrivals>,
-    handle: ServerHandle,
-    thread: JoinHandle<std::io::Result<()>>,
+    server: Background,
 }
 
 impl Sink {
@@ -159,51 +158,29 @@ impl Sink {
         let arrivals = web::Data::new(Arrivals::default());
         let reply = web::Data::new(reply);
         let shared = arrivals.clone().into_inner();
-        let (tx, rx) = mpsc::channel();
-        let thread = std::thread::Builder::new()
-            .name("bench-sink".into())
-            .spawn(move || {
-                actix_rt::System::new().block_on(async move {
-                    let bound = HttpServer::new(move || {
-                        App::new()
-                            .app_data(arrivals.clone())
-                            .app_data(reply.clone())
-                            .app_data(web::PayloadConfig::new(MAX_BODY))
-                            .route("/{tail:.*}", web::post().to(receive))
-                    })
-                    .workers(workers.max(1))
-                    .disable_signals()
-                    .bind(("127.0.0.1", 0));
-                    let server = match bound {
-                        Ok(server) => server,
-                        Err(e) => {
-                            let _ = tx.send(Err(e.to_string()));
-                            return Ok(());
-                        }
-                    };
-                    let addr = server.addrs()[0];
-                    let running = server.run();
-                    let _ = tx.send(Ok((addr, running.handle())));
-                    running.await
-                })
+        let server = Background::start("bench-sink", move || {
+            let server = HttpServer::new(move || {
+                App::new()
+                    .app_data(arrivals.clone())
+                    .app_data(reply.clone())
+                    .app_data(web::PayloadConfig::new(MAX_BODY))
+                    .route("/{tail:.*}", web::post().to(receive))
             })
-            .context("cannot start the sink's thread")?;
-        let (addr, handle) = rx
-            .recv()
-            .context("the sink's thread ended before binding")?
-            .map_err(|e| anyhow::anyhow!("the sink cannot bind 127.0.0.1:0: {e}"))?;
+            .workers(workers.max(1))
+            .disable_signals()
+            .bind(("127.0.0.1", 0))?;
+            Ok((server.addrs()[0], server.run()))
+        })?;
         Ok(Sink {
-            addr,
+            addr: server.addr,
             arrivals: shared,
-            handle,
-            thread,
+            server,
         })
     }
 
     /// Stops the sink without waiting for open requests.
     pub async fn stop(self) {
-        self.handle.stop(false).await;
-        let _ = tokio::task::spawn_blocking(move || self.thread.join()).await;
+        self.server.stop().await;
     }
 }
 
