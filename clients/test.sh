@@ -13,6 +13,7 @@ root=$PWD
 
 missing=()
 command -v openssl >/dev/null || missing+=(openssl)
+command -v npm >/dev/null || missing+=(npm)
 if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq && apt-get install -y -qq "${missing[@]}"
 fi
