@@ -18,6 +18,7 @@ use super::{
     breaker::{Breaker, BreakerState},
     lease::{ForwardLease, LeaseTerms},
     policy::{next_step, Verdict},
+    transform,
 };
 use crate::{
     alerts::Signals,
@@ -342,6 +343,9 @@ impl Dispatcher {
         }
         let allowed = self.limit.allowed(now);
         self.limit_gauge.set(self.limit.current());
+        if let Some(resumes) = self.held_back(now) {
+            return Ok(wake_at.min(resumes));
+        }
         let (data, limit) = (
             self.data.clone(),
             busy.len() + self.settings.max_in_flight + 1,
@@ -359,6 +363,12 @@ impl Dispatcher {
             }
             if in_flight.len() + starting.len() >= allowed {
                 break;
+            }
+            if let Some(route) = &self.settings.transform {
+                if let Err(resumes) = transform::admit(route, now) {
+                    wake_at = wake_at.min(resumes);
+                    break;
+                }
             }
             if let Some(rate) = &mut self.rate {
                 if let Err(wait_secs) = rate.try_take(now) {
@@ -399,6 +409,13 @@ impl Dispatcher {
             in_flight.push(self.attempt(key, delivery_id, stored, now, fence.clone()));
         }
         Ok(wake_at)
+    }
+
+    /// While the route's transform backs off: when it may run again, so
+    /// the queue is not read on every wake-up of the tenant's ingest.
+    fn held_back(&self, now: i64) -> Option<i64> {
+        let route = self.settings.transform.as_deref()?;
+        transform::paused_until(route, now)
     }
 
     /// Sends one attempt once it is claimed under `fence` (on a store
