@@ -343,7 +343,7 @@ impl Dispatcher {
         }
         let allowed = self.limit.allowed(now);
         self.limit_gauge.set(self.limit.current());
-        if let Some(resumes) = self.held_back(now) {
+        if let Some(resumes) = self.held_back(now, in_flight.len(), allowed) {
             return Ok(wake_at.min(resumes));
         }
         let (data, limit) = (
@@ -411,11 +411,22 @@ impl Dispatcher {
         Ok(wake_at)
     }
 
-    /// While the route's transform backs off: when it may run again, so
-    /// the queue is not read on every wake-up of the tenant's ingest.
-    fn held_back(&self, now: i64) -> Option<i64> {
-        let route = self.settings.transform.as_deref()?;
-        transform::paused_until(route, now)
+    /// When nothing can start now (every slot in use, the breaker shut, the
+    /// route's transform backing off): when to look again, so the queue is
+    /// not read on every wake-up of the tenant's ingest for nothing.
+    fn held_back(&self, now: i64, in_flight: usize, allowed: usize) -> Option<i64> {
+        let idle = now + MAX_IDLE_MS;
+        if let Some(route) = self.settings.transform.as_deref() {
+            if let Some(resumes) = transform::paused_until(route, now) {
+                return Some(resumes);
+            }
+        }
+        let shut = match self.breaker.state() {
+            BreakerState::Closed => false,
+            BreakerState::HalfOpen => true,
+            BreakerState::Open { until_ms } => now < until_ms,
+        };
+        (in_flight >= allowed || shut).then_some(idle)
     }
 
     /// Sends one attempt once it is claimed under `fence` (on a store
