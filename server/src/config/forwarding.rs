@@ -17,7 +17,7 @@ use crate::{
     egress::AddressPolicy,
     error::InvalidSetting,
     ids::TenantId,
-    routes::transform::{Transform, TransformLimits},
+    routes::transform::{pool::RouteShare, Transform, TransformLimits},
 };
 
 /// The forwarding fields of one route, with the key prefix its errors name
@@ -368,6 +368,7 @@ pub struct RouteTransform {
     pub tenant: TenantId,
     /// The route's name.
     pub route: String,
-    /// Its share of the transform threads (`routes::transform::pool`).
-    pub share: Arc<tokio::sync::Semaphore>,
+    /// Its share of the transform threads and its back-off
+    /// (`routes::transform::pool`).
+    pub share: Arc<RouteShare>,
 }

@@ -57,7 +57,8 @@ pub async fn send(
     let version = settings.transform.as_ref().map(|t| t.transform.version());
     let rewrite = match &settings.transform {
         None => None,
-        Some(route) => match transform::apply(route, &settings.url, event, attempt).await {
+        Some(route) => match transform::apply(route, &settings.url, event, (attempt, now_ms)).await
+        {
             Transformed::Send(rewritten) => Some(rewritten),
             Transformed::Drop => {
                 let note = b"dropped by the route's transform: nothing was sent".to_vec();

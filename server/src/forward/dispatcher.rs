@@ -18,6 +18,7 @@ use super::{
     breaker::{Breaker, BreakerState},
     lease::{ForwardLease, LeaseTerms},
     policy::{next_step, Verdict},
+    transform,
 };
 use crate::{
     alerts::Signals,
@@ -342,6 +343,9 @@ impl Dispatcher {
         }
         let allowed = self.limit.allowed(now);
         self.limit_gauge.set(self.limit.current());
+        if let Some(resumes) = self.held_back(now, in_flight.len(), allowed) {
+            return Ok(wake_at.min(resumes));
+        }
         let (data, limit) = (
             self.data.clone(),
             busy.len() + self.settings.max_in_flight + 1,
@@ -359,6 +363,12 @@ impl Dispatcher {
             }
             if in_flight.len() + starting.len() >= allowed {
                 break;
+            }
+            if let Some(route) = &self.settings.transform {
+                if let Err(resumes) = transform::admit(route, now) {
+                    wake_at = wake_at.min(resumes);
+                    break;
+                }
             }
             if let Some(rate) = &mut self.rate {
                 if let Err(wait_secs) = rate.try_take(now) {
@@ -399,6 +409,24 @@ impl Dispatcher {
             in_flight.push(self.attempt(key, delivery_id, stored, now, fence.clone()));
         }
         Ok(wake_at)
+    }
+
+    /// When nothing can start now (every slot in use, the breaker shut, the
+    /// route's transform backing off): when to look again, so the queue is
+    /// not read on every wake-up of the tenant's ingest for nothing.
+    fn held_back(&self, now: i64, in_flight: usize, allowed: usize) -> Option<i64> {
+        let idle = now + MAX_IDLE_MS;
+        if let Some(route) = self.settings.transform.as_deref() {
+            if let Some(resumes) = transform::paused_until(route, now) {
+                return Some(resumes);
+            }
+        }
+        let shut = match self.breaker.state() {
+            BreakerState::Closed => false,
+            BreakerState::HalfOpen => true,
+            BreakerState::Open { until_ms } => now < until_ms,
+        };
+        (in_flight >= allowed || shut).then_some(idle)
     }
 
     /// Sends one attempt once it is claimed under `fence` (on a store

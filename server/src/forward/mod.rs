@@ -16,4 +16,4 @@ pub(crate) use attempt::send as send_attempt;
 pub use dispatcher::{Dispatcher, DispatcherParts};
 pub use lease::LeaseTerms;
 pub use runtime::ForwardRuntime;
-pub(crate) use transform::{apply as apply_transform, Transformed};
+pub(crate) use transform::{preview as apply_transform, Transformed};

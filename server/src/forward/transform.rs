@@ -3,13 +3,18 @@
 //! through the route's JavaScript on the transform threads, within its memory
 //! and CPU budget; what comes back is sent instead, signed as sent. The
 //! stored event is never changed, so a fixed transform can be redelivered.
+//! Each run's end is counted in the route's back-off
+//! (`routes::transform::backoff`), which the dispatcher asks before it
+//! starts an attempt ([`admit`]).
 
 use std::sync::Arc;
 
 use crate::{
     config::RouteTransform,
     routes::transform::{
-        pool::TransformPool, TransformBody, TransformContext, TransformOutcome, TransformRequest,
+        backoff::is_overrun,
+        pool::{Stopped, TransformPool},
+        TransformBody, TransformContext, TransformError, TransformOutcome, TransformRequest,
     },
     store::records::StoredEvent,
 };
@@ -48,19 +53,57 @@ pub(crate) enum Transformed {
     Failed(String),
 }
 
-/// Runs `route`'s transform on attempt `attempt` of `event` to `url`.
-pub(crate) async fn apply(
+/// Whether an attempt through `route` may start at `now_ms`: `Err` with
+/// when to ask again while the route backs off from a transform that keeps
+/// overrunning its limits (one start per interval gets through).
+pub(crate) fn admit(route: &RouteTransform, now_ms: i64) -> Result<(), i64> {
+    route.share.backoff.admit(now_ms, &route.limits)
+}
+
+/// When the next attempt through `route` may start, if the route backs off
+/// until after `now_ms`.
+pub(crate) fn paused_until(route: &RouteTransform, now_ms: i64) -> Option<i64> {
+    route.share.backoff.paused_until(now_ms)
+}
+
+/// Runs `route`'s transform on attempt `attempt` of `event` to `url`,
+/// without telling the route's back-off (a test run of the route).
+pub(crate) async fn preview(
     route: &Arc<RouteTransform>,
     url: &str,
     event: &StoredEvent,
     attempt: u32,
 ) -> Transformed {
+    run(route, url, event, attempt).await.0
+}
+
+/// The dispatcher's run of attempt `attempt`, started at `now_ms`: as
+/// [`preview`], and counted in the route's back-off.
+pub(crate) async fn apply(
+    route: &Arc<RouteTransform>,
+    url: &str,
+    event: &StoredEvent,
+    (attempt, now_ms): (u32, i64),
+) -> Transformed {
+    let (transformed, overran) = run(route, url, event, attempt).await;
+    route.share.backoff.record(overran, now_ms, &route.limits);
+    transformed
+}
+
+/// What the run made of the attempt, and whether it overran a limit.
+async fn run(
+    route: &Arc<RouteTransform>,
+    url: &str,
+    event: &StoredEvent,
+    attempt: u32,
+) -> (Transformed, bool) {
     let Ok(parsed) = reqwest::Url::parse(url) else {
-        return Transformed::Failed(format!("the destination URL {url:?} does not parse"));
+        let why = format!("the destination URL {url:?} does not parse");
+        return (Transformed::Failed(why), false);
     };
     let body = match TransformBody::from_bytes(&event.body) {
         Ok(body) => body,
-        Err(e) => return Transformed::Failed(e.to_string()),
+        Err(e) => return (Transformed::Failed(e.to_string()), false),
     };
     let request = TransformRequest {
         method: "POST".into(),
@@ -82,6 +125,12 @@ pub(crate) async fn apply(
             run.transform.run(&request, &context, &run.limits)
         })
         .await;
+    let overran = matches!(&ran, Ok(Err(e)) if is_overrun(e));
+    (rewritten(ran), overran)
+}
+
+/// A run's result as what to send.
+fn rewritten(ran: Result<Result<TransformOutcome, TransformError>, Stopped>) -> Transformed {
     match ran {
         Err(stopped) => Transformed::Failed(stopped.to_string()),
         Ok(Err(e)) => Transformed::Failed(e.to_string()),

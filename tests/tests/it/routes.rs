@@ -4,7 +4,9 @@
 //! hanging route holds up only its own deliveries. An event no route
 //! passes is stored as `unrouted`, a default route's filter that fails
 //! leaves its delivery `filtered`, a transform's failure and drop are
-//! statuses of their own, and the forward metrics name the route.
+//! statuses of their own, a transform that keeps overrunning its budget
+//! backs off while its deliveries wait queued, and the forward metrics name
+//! the route.
 
 use std::time::{Duration, Instant};
 
@@ -208,6 +210,68 @@ async fn a_dropping_transform_settles_its_delivery_as_dropped() {
     let dropped = r#"hookd_transform_runs_total{tenant="shop",route="picky",outcome="dropped"} 1"#;
     assert!(metrics.contains(dropped), "{metrics}");
     assert!(other.received().is_empty(), "nothing was sent");
+}
+
+/// The status of each of `ids`, in order.
+async fn statuses(s: &TestServer, ids: &[String]) -> Vec<DeliveryStatus> {
+    let admin = s.admin().await;
+    let mut out = Vec::new();
+    for id in ids {
+        out.push(admin.get_delivery("shop", id).await.unwrap().status());
+    }
+    out
+}
+
+/// How many of `statuses` are `transform_failed`.
+fn failed_count(statuses: &[DeliveryStatus]) -> usize {
+    statuses
+        .iter()
+        .filter(|s| **s == DeliveryStatus::TransformFailed)
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_transform_that_keeps_overrunning_backs_off_and_its_deliveries_wait_queued() {
+    let sink = Receiver::start(Reply::Status(200)).await;
+    let spin = r#"addHandler("transform", (request) => { while (true) {} });"#;
+    let top = format!("max_in_flight = 1\ntransform_cpu_ms = 5\ntransform = '''\n{spin}\n'''");
+    let config = tenant("shop", &sink.url, "", "", "") + &route("spin", &sink.url, &top);
+    let s = TestServer::start(&config);
+    let mut feed = s.server().registry().feed().subscribe();
+    let mut ids = Vec::new();
+    for n in 0..6 {
+        let accepted = post(&s, &format!("evt_spin{n}")).await;
+        assert_eq!(accepted.status, StatusCode::ACCEPTED, "{:?}", accepted.body);
+        let id = accepted.body["deliveries"][1]["delivery_id"].as_str();
+        ids.push(id.unwrap().to_owned());
+    }
+    for id in &ids[..3] {
+        crate::forward::wait_event(&mut feed, id, DeliveryEventKind::DeadLettered).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let now = statuses(&s, &ids).await;
+    assert_eq!(
+        failed_count(&now),
+        3,
+        "three overruns, then one run a second: {now:?}"
+    );
+    let waiting = now[3..].iter().all(|s| *s == DeliveryStatus::Pending);
+    assert!(waiting, "the others wait, queued: {now:?}");
+
+    s.clock.advance_ms(1000);
+    crate::forward::wait_event(&mut feed, &ids[3], DeliveryEventKind::DeadLettered).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let later = statuses(&s, &ids).await;
+    assert_eq!(
+        failed_count(&later),
+        4,
+        "one more run a second later: {later:?}"
+    );
+    assert_eq!(
+        sink.wait_for(6, WAIT).await.len(),
+        6,
+        "the default route is not held up"
+    );
 }
 
 /// A filter no `order` passes.

@@ -34,6 +34,7 @@
 //! its core to ingest and to other tenants' work, with at least 1 MiB of
 //! stack to spare (the engine's own limit is [`MAX_STACK_BYTES`]).
 
+pub mod backoff;
 mod error;
 mod output;
 pub mod pool;

@@ -4,7 +4,9 @@
 //! the CPU that ingest, forwarding and storage leave idle, and yields its
 //! core at once when one of their threads wakes. Each route may run at most
 //! [`TransformPool::per_route`] transforms at once, so one route's backlog
-//! never holds every thread while another route's transforms wait.
+//! never holds every thread while another route's transforms wait; its
+//! [`RouteShare`] also holds the route's [`Backoff`] from a transform that
+//! keeps overrunning its limits.
 
 use std::{
     panic::{catch_unwind, AssertUnwindSafe},
@@ -13,6 +15,8 @@ use std::{
 };
 
 use tokio::sync::{oneshot, Semaphore};
+
+use super::backoff::Backoff;
 
 /// A thread's stack: the engine's own limit plus room for the host side.
 const STACK_BYTES: usize = 4 << 20;
@@ -23,6 +27,15 @@ type Job = Box<dyn FnOnce() + Send>;
 pub struct TransformPool {
     jobs: Mutex<mpsc::Sender<Job>>,
     threads: usize,
+}
+
+/// One route's part of the pool: the runs it may make at once and its
+/// back-off.
+#[derive(Debug)]
+pub struct RouteShare {
+    permits: Semaphore,
+    /// When the route's next run may start while it backs off.
+    pub backoff: Backoff,
 }
 
 /// A run could not be made: its thread panicked.
@@ -73,18 +86,21 @@ impl TransformPool {
     }
 
     /// A route's share of the pool, for [`TransformPool::run`].
-    pub fn route_share(&self) -> Arc<Semaphore> {
-        Arc::new(Semaphore::new(self.per_route()))
+    pub fn route_share(&self) -> Arc<RouteShare> {
+        Arc::new(RouteShare {
+            permits: Semaphore::new(self.per_route()),
+            backoff: Backoff::default(),
+        })
     }
 
     /// Runs `f` on a pool thread once `share` (the route's) has a free
     /// permit, and gives back what it returned.
     pub async fn run<R: Send + 'static>(
         &self,
-        share: &Semaphore,
+        share: &RouteShare,
         f: impl FnOnce() -> R + Send + 'static,
     ) -> Result<R, Stopped> {
-        let _permit = share.acquire().await.map_err(|_| Stopped)?;
+        let _permit = share.permits.acquire().await.map_err(|_| Stopped)?;
         let (done, result) = oneshot::channel();
         let job: Job = Box::new(move || {
             let _ = done.send(catch_unwind(AssertUnwindSafe(f)));
