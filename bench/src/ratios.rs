@@ -176,7 +176,7 @@ impl Report {
     /// The table of every figure, then the skipped phases.
     pub fn text(&self) -> String {
         let mut out = format!(
-            "\nevery ratio, commit {}\n{:<28} {:>14} {:<12} {:>14}  {:<34} {:>7} {:>9} {:>9}\n",
+            "\nevery ratio, commit {}\n{:<28} {:>14} {:<12} {:>14}  {:<46} {:>7} {:>9} {:>9}\n",
             self.commit.as_deref().unwrap_or("unknown"),
             "figure",
             "value",
@@ -189,7 +189,7 @@ impl Report {
         );
         for f in &self.figures {
             out += &format!(
-                "{:<28} {:>14.0} {:<12} {:>14} {:<34} {:>7} {:>9.3} {:>9.3}{}\n",
+                "{:<28} {:>14.0} {:<12} {:>14} {:<46} {:>7} {:>9.3} {:>9.3}{}\n",
                 f.name,
                 f.value,
                 f.unit,
