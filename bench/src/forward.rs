@@ -21,7 +21,7 @@ use serde::Serialize;
 
 use crate::{
     load::{run_phase, LoadOptions},
-    plan::Plan,
+    plan::{Plan, PlanSpec},
     positive_secs,
     report::{Latency, Summary},
     servers::{self, DestinationSpec, HookdSpec},
@@ -270,60 +270,119 @@ pub async fn run(args: ForwardArgs) -> anyhow::Result<()> {
     if load.dup_ratio > 0.0 {
         bail!("forward sends unique deliveries only: leave --dup-ratio at 0");
     }
-    if !MAX_IN_FLIGHT.contains(&args.max_in_flight) {
-        bail!(
-            "--max-in-flight must be between {} and {}, got {}",
-            MAX_IN_FLIGHT.start(),
-            MAX_IN_FLIGHT.end(),
-            args.max_in_flight
-        );
-    }
-    let drain_timeout = positive_secs("--drain-timeout-secs", args.drain_timeout_secs)?;
     if cfg!(debug_assertions) && !load.json {
         eprintln!("note: this is a debug build of hookd-bench; build it with --release to measure");
     }
     let spec = load.plan_spec()?;
+    let opts = load.options(SocketAddr::from(([127, 0, 0, 1], 0)))?;
+    let scenario = Scenario {
+        hookd: args.hookd.clone().unwrap_or_else(servers::default_hookd),
+        workers: args.workers,
+        log_filter: args.hookd_log_filter.clone(),
+        ready_timeout: Duration::from_secs(args.ready_timeout_secs),
+        max_in_flight: args.max_in_flight,
+        drain_timeout: positive_secs("--drain-timeout-secs", args.drain_timeout_secs)?,
+        sink_workers: args.sink_workers,
+        routes: args.routes,
+        route_replies: args.route_replies.clone(),
+        tenant_keys: String::new(),
+        extra_config: String::new(),
+    };
+    let report = measure(&scenario, &spec, &opts).await?;
+    if load.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", report.text());
+    }
+    Ok(())
+}
+
+/// How one forwarding run starts hookd and its sinks.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// The hookd binary.
+    pub hookd: PathBuf,
+    /// hookd's HTTP workers (0: one per core).
+    pub workers: usize,
+    /// hookd's log filter.
+    pub log_filter: String,
+    /// How long to wait for `/readyz`.
+    pub ready_timeout: Duration,
+    /// Each tenant's (and route's) `max_in_flight`.
+    pub max_in_flight: usize,
+    /// After the load, wait at most this long for every accepted event.
+    pub drain_timeout: Duration,
+    /// HTTP workers of each sink.
+    pub sink_workers: usize,
+    /// Routes per tenant, each forwarding to a sink of its own.
+    pub routes: usize,
+    /// How the sinks of the other routes answer, in order (204 when absent).
+    pub route_replies: Vec<Reply>,
+    /// More of each tenant's table (e.g. `adaptive_concurrency = true`).
+    pub tenant_keys: String,
+    /// More of hookd's config file (e.g. an `[alerts]` section).
+    pub extra_config: String,
+}
+
+/// Starts the sinks and hookd as `scenario` says, loads hookd with `spec`'s
+/// unique deliveries, waits for them at every sink and tallies the arrivals.
+pub async fn measure(
+    scenario: &Scenario,
+    spec: &PlanSpec,
+    opts: &LoadOptions,
+) -> anyhow::Result<ForwardReport> {
+    if spec.dup_ratio > 0.0 {
+        bail!("forward sends unique deliveries only: leave --dup-ratio at 0");
+    }
+    if !MAX_IN_FLIGHT.contains(&scenario.max_in_flight) {
+        bail!(
+            "--max-in-flight must be between {} and {}, got {}",
+            MAX_IN_FLIGHT.start(),
+            MAX_IN_FLIGHT.end(),
+            scenario.max_in_flight
+        );
+    }
+    if !(1..=16).contains(&scenario.routes) {
+        bail!("--routes must be between 1 and 16, got {}", scenario.routes);
+    }
     let opts = LoadOptions {
         record_accepted: true,
-        ..load.options(SocketAddr::from(([127, 0, 0, 1], 0)))?
+        ..opts.clone()
     };
-    if !(1..=16).contains(&args.routes) {
-        bail!("--routes must be between 1 and 16, got {}", args.routes);
-    }
-    let sink = Sink::start(args.sink_workers, Reply::Status(204))?;
-    let route_sinks = (1..args.routes)
+    let sink = Sink::start(scenario.sink_workers, Reply::Status(204))?;
+    let route_sinks = (1..scenario.routes)
         .map(|i| {
-            let reply = args.route_replies.get(i - 1).copied();
-            Sink::start(args.sink_workers, reply.unwrap_or(Reply::Status(204)))
+            let reply = scenario.route_replies.get(i - 1).copied();
+            Sink::start(scenario.sink_workers, reply.unwrap_or(Reply::Status(204)))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     let hookd_spec = HookdSpec {
-        binary: args.hookd.clone().unwrap_or_else(servers::default_hookd),
+        binary: scenario.hookd.clone(),
         tenants: spec.tenants.clone(),
         scheme: spec.scheme,
         secret: spec.secret.clone(),
         kid: spec.kid.clone(),
         tolerance_secs: 300 + 4 * opts.duration.map_or(0, |d| d.as_secs()),
         max_body_bytes: (1 << 20).max(2 * spec.body_size),
-        workers: args.workers,
-        log_filter: args.hookd_log_filter.clone(),
-        ready_timeout: Duration::from_secs(args.ready_timeout_secs),
+        workers: scenario.workers,
+        log_filter: scenario.log_filter.clone(),
+        ready_timeout: scenario.ready_timeout,
         destination: Some(DestinationSpec {
             url: format!("http://{}/sink", sink.addr),
             secret: SINK_SECRET.to_owned(),
-            tenant_keys: String::new(),
-            max_in_flight: args.max_in_flight,
+            tenant_keys: scenario.tenant_keys.clone(),
+            max_in_flight: scenario.max_in_flight,
             routes: route_sinks
                 .iter()
                 .map(|s| format!("http://{}/sink", s.addr))
                 .collect(),
         }),
         pulled_routes: 0,
-        extra_config: String::new(),
+        extra_config: scenario.extra_config.clone(),
     };
     let hookd = servers::start_hookd(&hookd_spec).await?;
     // Signed once hookd is up, so its start does not age the timestamps.
-    let plan = Arc::new(Plan::build(&spec)?);
+    let plan = Arc::new(Plan::build(spec)?);
     let opts = LoadOptions {
         addr: hookd.addr,
         ..opts
@@ -337,7 +396,7 @@ pub async fn run(args: ForwardArgs) -> anyhow::Result<()> {
         .map(|&(i, at)| (plan.pool[i as usize].event_id.clone(), at))
         .collect();
     for sink in std::iter::once(&sink).chain(&route_sinks) {
-        drain(sink, &accepted, drain_timeout, !load.json).await;
+        drain(sink, &accepted, scenario.drain_timeout, opts.progress).await;
     }
     hookd.stop(Duration::from_secs(30));
     let tally = |sink: &Sink| {
@@ -355,19 +414,13 @@ pub async fn run(args: ForwardArgs) -> anyhow::Result<()> {
     for sink in route_sinks {
         sink.stop().await;
     }
-    let report = ForwardReport {
+    Ok(ForwardReport {
         tenants: spec.tenants.len(),
-        max_in_flight: args.max_in_flight,
+        max_in_flight: scenario.max_in_flight,
         load: Summary::new("hookd", opts.connections, &timed, None),
         delivery,
         routes,
-    };
-    if load.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print!("{}", report.text());
-    }
-    Ok(())
+    })
 }
 
 /// Waits until every accepted event has arrived at the sink, or `timeout`.

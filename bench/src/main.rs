@@ -1,6 +1,7 @@
 //! `hookd-bench`: drives hookd's real HTTP ingress with pre-signed deliveries
-//! and reports throughput and latency; `compare` measures hookd side by side
-//! with a bare actix-web server answering 202 to the same requests;
+//! and reports throughput and latency; `compare` prints every ratio in one
+//! run (hookd beside a bare actix-web server answering 202 to the same
+//! requests, and hookd's features against hookd without them);
 //! `forward` measures events accepted and delivered to a local sink;
 //! `hostile` measures what one tenant's endless transform costs another;
 //! `adaptive` measures adaptive concurrency against a sink of fixed
@@ -10,10 +11,12 @@ mod adaptive;
 mod background;
 mod bare;
 mod capacity;
+mod compare;
 mod forward;
 mod hostile;
 mod load;
 mod plan;
+mod ratios;
 mod report;
 mod scale;
 mod servers;
@@ -32,7 +35,7 @@ use hookd_sdk::signature::Scheme;
 
 use load::{run_phase, LoadOptions, PhaseResult};
 use plan::{Plan, PlanSpec};
-use report::{Comparison, Summary};
+use report::Summary;
 
 /// Unique deliveries a duration run signs per second of its duration.
 const PLANNED_UNIQUE_PER_SEC: f64 = 100_000.0;
@@ -56,28 +59,11 @@ enum Command {
         #[command(flatten)]
         load: LoadArgs,
     },
-    /// Start a bare actix-web server and hookd, load each in turn with the
-    /// same deliveries, and print hookd's share of the bare throughput.
-    Compare {
-        /// The hookd binary (default: target/release/hookd beside this binary's target dir).
-        #[arg(long)]
-        hookd: Option<PathBuf>,
-        /// HTTP workers of both servers (0: one per core, both servers' default).
-        #[arg(long, default_value_t = 0)]
-        workers: usize,
-        /// hookd's log filter; its default `info` logs one line per accepted delivery.
-        #[arg(long, default_value = "info")]
-        hookd_log_filter: String,
-        /// Seconds to wait for hookd's /readyz (many tenants start slowly).
-        #[arg(long, default_value_t = 600)]
-        ready_timeout_secs: u64,
-        /// Routes per tenant (1..=16), the others pulled: every accepted
-        /// event is written once per route in the acknowledging commit.
-        #[arg(long, default_value_t = 1)]
-        routes: usize,
-        #[command(flatten)]
-        load: LoadArgs,
-    },
+    /// Every ratio in one run: a bare actix-web server and hookd under the
+    /// same deliveries (unique, then duplicates), many tenants, several
+    /// routes, forwarding, PostgreSQL and alerts with adaptive concurrency,
+    /// each against its baseline.
+    Compare(compare::CompareArgs),
     /// Start hookd with each number of tenants in turn: time to ready,
     /// resident memory idle and under a load spread over every tenant.
     Tenants {
@@ -265,26 +251,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Compare {
-            hookd,
-            workers,
-            hookd_log_filter,
-            ready_timeout_secs,
-            routes,
-            load,
-        } => {
-            if !(1..=16).contains(&routes) {
-                bail!("--routes must be between 1 and 16, got {routes}");
-            }
-            let hookd = Hookd {
-                binary: hookd,
-                workers,
-                log_filter: hookd_log_filter,
-                ready_timeout_secs,
-                routes,
-            };
-            compare(hookd, load).await
-        }
+        Command::Compare(args) => compare::run(args).await,
         Command::Tenants {
             counts,
             hookd,
@@ -297,72 +264,6 @@ async fn run(command: Command) -> anyhow::Result<()> {
         Command::Adaptive(args) => adaptive::run(args).await,
         Command::BareServer { .. } => unreachable!("served without a tokio runtime"),
     }
-}
-
-/// How `compare` starts hookd.
-struct Hookd {
-    binary: Option<PathBuf>,
-    workers: usize,
-    log_filter: String,
-    ready_timeout_secs: u64,
-    routes: usize,
-}
-
-/// `compare`: the bare server and hookd under the same load, side by side.
-async fn compare(hookd: Hookd, load: LoadArgs) -> anyhow::Result<()> {
-    let workers = hookd.workers;
-    if cfg!(debug_assertions) && !load.json {
-        eprintln!("note: this is a debug build of hookd-bench; build it with --release to measure");
-    }
-    let spec = load.plan_spec()?;
-    let opts = load.options(SocketAddr::from(([127, 0, 0, 1], 0)))?;
-    let run_secs = opts.duration.map_or(0, |d| d.as_secs());
-    let hookd_spec = servers::HookdSpec {
-        binary: hookd.binary.unwrap_or_else(servers::default_hookd),
-        tenants: spec.tenants.clone(),
-        scheme: spec.scheme,
-        secret: spec.secret.clone(),
-        kid: spec.kid.clone(),
-        tolerance_secs: 300 + 4 * run_secs,
-        max_body_bytes: (1 << 20).max(2 * spec.body_size),
-        workers,
-        log_filter: hookd.log_filter,
-        ready_timeout: Duration::from_secs(hookd.ready_timeout_secs),
-        destination: None,
-        pulled_routes: hookd.routes - 1,
-        extra_config: String::new(),
-    };
-    let hookd = servers::start_hookd(&hookd_spec).await?;
-    let bare = servers::start_bare(workers)?;
-    // Signed once both servers are up, so hookd's start does not age the timestamps.
-    let plan = Arc::new(Plan::build(&spec)?);
-    let bare_summary = measure(
-        "bare",
-        &plan,
-        &LoadOptions {
-            addr: bare.addr,
-            ..opts.clone()
-        },
-    )
-    .await;
-    bare.stop(Duration::from_secs(5));
-    let hookd_summary = measure(
-        "hookd",
-        &plan,
-        &LoadOptions {
-            addr: hookd.addr,
-            ..opts.clone()
-        },
-    )
-    .await;
-    hookd.stop(Duration::from_secs(30));
-    let comparison = Comparison::new(bare_summary, hookd_summary);
-    if load.json {
-        println!("{}", serde_json::to_string_pretty(&comparison)?);
-    } else {
-        print!("{}", comparison.text());
-    }
-    Ok(())
 }
 
 /// `tenants`: hookd started with each tenant count in turn.

@@ -37,9 +37,17 @@ fn hookd_bin() -> PathBuf {
         .clone()
 }
 
-/// Runs `hookd-bench compare --json` with `args` and returns its JSON.
+/// Runs `hookd-bench compare --json` with `args`, its `unique` phase only
+/// (bare server and hookd side by side), and returns its JSON.
 fn compare(args: &[&str]) -> Value {
-    let mut all = vec!["--workers", "2", "--ready-timeout-secs", "60"];
+    let mut all = vec![
+        "--workers",
+        "2",
+        "--ready-timeout-secs",
+        "60",
+        "--phases",
+        "unique",
+    ];
     all.extend_from_slice(args);
     bench_json("compare", &all)
 }
@@ -49,6 +57,7 @@ fn compare(args: &[&str]) -> Value {
 fn bench_json(scenario: &str, args: &[&str]) -> Value {
     let hookd = hookd_bin();
     let output = Command::new(env!("CARGO_BIN_EXE_hookd-bench"))
+        .env_remove("HOOKD_BENCH_POSTGRES_URL")
         .arg(scenario)
         .arg("--hookd")
         .arg(&hookd)
@@ -108,6 +117,121 @@ fn compare_with_duplicates_over_two_tenants_adds_up() {
     assert_eq!(count(hookd, "statuses", "202"), 200 - duplicates, "{hookd}");
     assert_eq!(count(&result["bare"], "statuses", "202"), 200);
     assert!(result["ratio"].as_f64().unwrap() > 0.0, "{result}");
+}
+
+/// The figures' names in `report`, each checked to have a positive value
+/// and ratio, no failures, and percentiles.
+fn figures(report: &Value) -> Vec<String> {
+    let figures = report["figures"].as_array().expect("figures");
+    for f in figures {
+        assert!(f["value"].as_f64().unwrap() > 0.0, "{f}");
+        assert!(f["ratio"].as_f64().unwrap() > 0.0, "{f}");
+        assert!(f["baseline"].as_f64().unwrap() > 0.0, "{f}");
+        assert!(f["p99_ms"].as_f64().unwrap() > 0.0, "{f}");
+        assert_eq!(f["failures"], 0, "{f}");
+    }
+    figures
+        .iter()
+        .map(|f| f["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// One `compare` prints every ratio: each phase's figure against its
+/// baseline, the commit, and the PostgreSQL phase skipped without a URL.
+#[test]
+fn compare_prints_every_ratio_in_one_run() {
+    let report = bench_json(
+        "compare",
+        &[
+            "--workers",
+            "2",
+            "--ready-timeout-secs",
+            "60",
+            "--count",
+            "40",
+            "-c",
+            "2",
+            "--dup-set",
+            "10",
+            "--scale-tenants",
+            "5",
+            "--scale-runs",
+            "2",
+            "--forward-tenants",
+            "2",
+            "--drain-timeout-secs",
+            "30",
+            "--commit",
+            "c0ffee",
+        ],
+    );
+    assert_eq!(report["commit"], "c0ffee", "{report}");
+    assert_eq!(
+        figures(&report),
+        [
+            "unique",
+            "duplicates",
+            "tenants_5_run1",
+            "tenants_5_run2",
+            "routes_3",
+            "forward",
+            "alerts_adaptive_on",
+            "alerts_adaptive_on_delivered",
+            "alerts_adaptive_off_again",
+        ],
+        "{report}"
+    );
+    assert_eq!(report["skipped"][0]["phase"], "postgres", "{report}");
+    assert_eq!(count(&report["hookd"], "statuses", "202"), 40, "{report}");
+}
+
+/// A database of its own on the test server named by
+/// `HOOKD_TEST_POSTGRES_URL` (made with `psql`), or `None` to skip.
+fn postgres_database() -> Option<String> {
+    let Ok(url) = std::env::var("HOOKD_TEST_POSTGRES_URL") else {
+        assert!(
+            std::env::var_os("HOOKD_REQUIRE_POSTGRES").is_none(),
+            "HOOKD_REQUIRE_POSTGRES is set but HOOKD_TEST_POSTGRES_URL is not"
+        );
+        return None;
+    };
+    let name = format!("hookd_bench_{}", std::process::id());
+    let status = Command::new("psql")
+        .arg(&url)
+        .args(["-q", "-c", &format!("CREATE DATABASE {name}")])
+        .status()
+        .expect("psql runs");
+    assert!(status.success(), "could not create the database {name}");
+    let (server, _db) = url.rsplit_once('/').expect("a URL with a database");
+    Some(format!("{server}/{name}"))
+}
+
+/// With a PostgreSQL URL, `compare` measures hookd on it against sled.
+#[test]
+fn compare_measures_postgres_against_sled_when_given_a_url() {
+    let Some(url) = postgres_database() else {
+        eprintln!("skipped: HOOKD_TEST_POSTGRES_URL is not set");
+        return;
+    };
+    let report = bench_json(
+        "compare",
+        &[
+            "--workers",
+            "2",
+            "--ready-timeout-secs",
+            "60",
+            "--count",
+            "30",
+            "-c",
+            "2",
+            "--phases",
+            "postgres,unique",
+            "--postgres-url",
+            &url,
+        ],
+    );
+    assert_eq!(figures(&report), ["unique", "postgres"], "{report}");
+    assert!(report["skipped"].as_array().unwrap().is_empty(), "{report}");
 }
 
 #[test]

@@ -1,0 +1,570 @@
+//! `hookd-bench compare`: every ratio in one run. Each phase starts the
+//! servers it needs as child processes on 127.0.0.1, loads them for
+//! `--duration-secs` (or `--count`) and stops them:
+//!
+//! - `unique`: the bare actix-web server and hookd under the same load (as
+//!   given: unique deliveries unless `--dup-ratio` says otherwise);
+//! - `duplicates`: the same with every timed request a replay;
+//! - `tenants`: one hookd with `--scale-tenants` tenants, loaded
+//!   `--scale-runs` times in a row, the store growing, each run against
+//!   the one-tenant hookd of `unique`;
+//! - `routes`: hookd with `--routes` routes per tenant (the others pulled:
+//!   the fan-out in the acknowledging commit) against one route;
+//! - `forward`: delivered/s to a local sink against accepted/s;
+//! - `postgres`: hookd on PostgreSQL (`--postgres-url`) against sled;
+//! - `features`: alerts (an operator sink, every rule on) and adaptive
+//!   concurrency on, against both off in the runs before and after.
+
+use std::{fmt::Write as _, net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
+
+use anyhow::bail;
+use clap::{Args, ValueEnum};
+
+use crate::{
+    forward::{self, ForwardReport, Scenario},
+    load::LoadOptions,
+    measure,
+    plan::{self, Plan, PlanSpec},
+    positive_secs,
+    ratios::{Base, Figure, Report, Skipped},
+    report::{Comparison, Summary},
+    scale,
+    servers::{self, HookdSpec},
+    sink::{Reply, Sink},
+    LoadArgs,
+};
+
+/// The Standard Webhooks secret the operator's alert sink is given.
+const ALERT_SINK_SECRET: &str = "whsec_YWxlcnQtc2luay1zZWNyZXQtZm9yLWhvb2tkLWJlbmNo";
+/// Every alert type of `[alerts.rules]` (server/config.default.toml).
+const ALERT_TYPES: [&str; 10] = [
+    "route.failing",
+    "route.circuit_opened",
+    "deadletters.depth_exceeded",
+    "verification.failure_spike",
+    "ingest.rate_limited",
+    "contract.rejection_spike",
+    "secret.previous_expiring",
+    "backlog.lag_exceeded",
+    "transform.failing",
+    "handshake.failed",
+];
+
+/// One part of `compare`; they run in this order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
+pub enum Phase {
+    /// Bare server and hookd, the load as given.
+    Unique,
+    /// Bare server and hookd, every timed request a duplicate.
+    Duplicates,
+    /// Many tenants, several runs into the same hookd.
+    Tenants,
+    /// Several routes per tenant against one.
+    Routes,
+    /// Delivered/s to a local sink.
+    Forward,
+    /// PostgreSQL against sled.
+    Postgres,
+    /// Alerts and adaptive concurrency on against off.
+    Features,
+}
+
+/// The flags of `hookd-bench compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The hookd binary (default: target/release/hookd beside this binary's target dir).
+    #[arg(long)]
+    hookd: Option<PathBuf>,
+    /// HTTP workers of both servers (0: one per core, both servers' default).
+    #[arg(long, default_value_t = 0)]
+    workers: usize,
+    /// hookd's log filter; its default `info` logs one line per accepted delivery.
+    #[arg(long, default_value = "info")]
+    hookd_log_filter: String,
+    /// Seconds to wait for hookd's /readyz (many tenants start slowly).
+    #[arg(long, default_value_t = 600)]
+    ready_timeout_secs: u64,
+    /// The phases to run, comma-separated (default: every one).
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "unique,duplicates,tenants,routes,forward,postgres,features"
+    )]
+    phases: Vec<Phase>,
+    /// Routes per tenant in the `routes` phase (2..=16), the others pulled:
+    /// every accepted event is written once per route in the acknowledging commit.
+    #[arg(long, default_value_t = 3)]
+    routes: usize,
+    /// Tenants of the `tenants` phase.
+    #[arg(long, default_value_t = 10_000)]
+    scale_tenants: usize,
+    /// Runs of the `tenants` phase, one after another into the same hookd.
+    #[arg(long, default_value_t = 3)]
+    scale_runs: usize,
+    /// Tenants forwarding in the `forward` and `features` phases.
+    #[arg(long, default_value_t = 10)]
+    forward_tenants: usize,
+    /// Their `max_in_flight` (1..=1024).
+    #[arg(long, default_value_t = 64)]
+    max_in_flight: usize,
+    /// After a forwarding load, wait at most this long for every accepted event.
+    #[arg(long, default_value_t = 60.0)]
+    drain_timeout_secs: f64,
+    /// PostgreSQL URL of the `postgres` phase (hookd makes its tables there);
+    /// without one the phase is skipped.
+    #[arg(long, env = "HOOKD_BENCH_POSTGRES_URL", hide_env_values = true)]
+    postgres_url: Option<String>,
+    /// The commit measured, for the report (default: `git rev-parse HEAD`).
+    #[arg(long)]
+    commit: Option<String>,
+    #[command(flatten)]
+    load: LoadArgs,
+}
+
+impl CompareArgs {
+    /// The flags' own bounds, checked before anything starts.
+    fn check(&self) -> anyhow::Result<()> {
+        if !(2..=16).contains(&self.routes) {
+            bail!("--routes must be between 2 and 16, got {}", self.routes);
+        }
+        if self.scale_tenants == 0 || self.scale_runs == 0 || self.forward_tenants == 0 {
+            bail!("--scale-tenants, --scale-runs and --forward-tenants must be at least 1");
+        }
+        positive_secs("--drain-timeout-secs", self.drain_timeout_secs)?;
+        Ok(())
+    }
+
+    /// The phases asked for, each once, in their order.
+    fn phases(&self) -> Vec<Phase> {
+        let mut phases = self.phases.clone();
+        phases.sort();
+        phases.dedup();
+        phases
+    }
+}
+
+/// What every phase shares.
+struct Run<'a> {
+    args: &'a CompareArgs,
+    spec: PlanSpec,
+    opts: LoadOptions,
+    report: Report,
+    /// hookd on sled with one route, from `unique`.
+    one_route: Option<Base>,
+}
+
+/// Runs the phases asked for and prints every figure.
+pub async fn run(args: CompareArgs) -> anyhow::Result<()> {
+    args.check()?;
+    if cfg!(debug_assertions) && !args.load.json {
+        eprintln!("note: this is a debug build of hookd-bench; build it with --release to measure");
+    }
+    let spec = args.load.plan_spec()?;
+    let opts = args.load.options(SocketAddr::from(([127, 0, 0, 1], 0)))?;
+    let report = Report {
+        commit: args.commit.clone().or_else(git_head),
+        connections: opts.connections,
+        duration_secs: opts.duration.map(|d| d.as_secs_f64()),
+        ..Report::default()
+    };
+    let mut run = Run {
+        args: &args,
+        spec,
+        opts,
+        report,
+        one_route: None,
+    };
+    for phase in args.phases() {
+        match phase {
+            Phase::Unique => run.unique().await?,
+            Phase::Duplicates => run.duplicates().await?,
+            Phase::Tenants => run.tenants().await?,
+            Phase::Routes => run.routes().await?,
+            Phase::Forward => run.forward().await?,
+            Phase::Postgres => run.postgres().await?,
+            Phase::Features => run.features().await?,
+        }
+    }
+    if args.load.json {
+        println!("{}", serde_json::to_string_pretty(&run.report)?);
+    } else {
+        print!("{}", run.report.text());
+    }
+    Ok(())
+}
+
+impl Run<'_> {
+    /// Prints a phase's own report unless the output is JSON.
+    fn say(&self, text: &str) {
+        if !self.args.load.json {
+            print!("{text}");
+        }
+    }
+
+    /// hookd declaring `tenants`, in pull mode with one route.
+    fn hookd(&self, tenants: Vec<String>) -> HookdSpec {
+        HookdSpec {
+            binary: self
+                .args
+                .hookd
+                .clone()
+                .unwrap_or_else(servers::default_hookd),
+            tenants,
+            scheme: self.spec.scheme,
+            secret: self.spec.secret.clone(),
+            kid: self.spec.kid.clone(),
+            tolerance_secs: 300 + 4 * self.opts.duration.map_or(0, |d| d.as_secs()),
+            max_body_bytes: (1 << 20).max(2 * self.spec.body_size),
+            workers: self.args.workers,
+            log_filter: self.args.hookd_log_filter.clone(),
+            ready_timeout: Duration::from_secs(self.args.ready_timeout_secs),
+            destination: None,
+            pulled_routes: 0,
+            extra_config: String::new(),
+        }
+    }
+
+    /// What the one-route baseline is called.
+    fn one_route_name(&self) -> String {
+        format!("hookd sled, {} tenant(s), 1 route", self.spec.tenants.len())
+    }
+
+    /// The bare server and hookd under the same deliveries of `spec`.
+    async fn head_to_head(&self, spec: &PlanSpec) -> anyhow::Result<Comparison> {
+        let hookd = servers::start_hookd(&self.hookd(spec.tenants.clone())).await?;
+        let bare = servers::start_bare(self.args.workers)?;
+        // Signed once both servers are up, so hookd's start does not age the timestamps.
+        let plan = Arc::new(Plan::build(spec)?);
+        let bare_summary = measure("bare", &plan, &self.at(bare.addr)).await;
+        bare.stop(Duration::from_secs(5));
+        let hookd_summary = measure("hookd", &plan, &self.at(hookd.addr)).await;
+        hookd.stop(Duration::from_secs(30));
+        Ok(Comparison::new(bare_summary, hookd_summary))
+    }
+
+    /// One hookd started as `hookd` says, loaded once with `spec`.
+    async fn single(
+        &self,
+        label: &str,
+        hookd: &HookdSpec,
+        spec: &PlanSpec,
+    ) -> anyhow::Result<Summary> {
+        let process = servers::start_hookd(hookd).await?;
+        let plan = Arc::new(Plan::build(spec)?);
+        let summary = measure(label, &plan, &self.at(process.addr)).await;
+        process.stop(Duration::from_secs(30));
+        self.say(&summary.text());
+        Ok(summary)
+    }
+
+    fn at(&self, addr: SocketAddr) -> LoadOptions {
+        LoadOptions {
+            addr,
+            ..self.opts.clone()
+        }
+    }
+
+    async fn unique(&mut self) -> anyhow::Result<()> {
+        let comparison = self.head_to_head(&self.spec).await?;
+        self.say(&comparison.text());
+        let name = if self.spec.dup_ratio == 0.0 {
+            "unique"
+        } else {
+            "ingest"
+        };
+        let bare = Base::of(&comparison.bare);
+        self.one_route = Some(Base::of(&comparison.hookd));
+        let figure = Figure::ingest(name, &comparison.hookd, "bare", Some(bare));
+        self.report.figures.push(figure);
+        self.report.set_head_to_head(comparison);
+        Ok(())
+    }
+
+    async fn duplicates(&mut self) -> anyhow::Result<()> {
+        let spec = PlanSpec {
+            dup_ratio: 1.0,
+            ..self.spec.clone()
+        };
+        let comparison = self.head_to_head(&spec).await?;
+        self.say(&comparison.text());
+        let bare = Base::of(&comparison.bare);
+        let figure = Figure::ingest("duplicates", &comparison.hookd, "bare", Some(bare));
+        self.report.figures.push(figure);
+        Ok(())
+    }
+
+    async fn tenants(&mut self) -> anyhow::Result<()> {
+        let n = self.args.scale_tenants;
+        let tenants = plan::tenant_ids(&self.args.load.tenant_pattern, n)?;
+        let spec = PlanSpec {
+            tenants: tenants.clone(),
+            ..self.spec.clone()
+        };
+        let summaries = scale::growing(
+            &self.hookd(tenants),
+            &spec,
+            &self.opts,
+            self.args.scale_runs,
+        )
+        .await?;
+        for (i, summary) in summaries.iter().enumerate() {
+            self.say(&summary.text());
+            let name = format!("tenants_{n}_run{}", i + 1);
+            let figure = Figure::ingest(name, summary, self.one_route_name(), self.one_route);
+            self.report.figures.push(figure);
+        }
+        Ok(())
+    }
+
+    async fn routes(&mut self) -> anyhow::Result<()> {
+        let routes = self.args.routes;
+        let hookd = HookdSpec {
+            pulled_routes: routes - 1,
+            ..self.hookd(self.spec.tenants.clone())
+        };
+        let label = format!("hookd, {routes} routes");
+        let summary = self.single(&label, &hookd, &self.spec).await?;
+        let figure = Figure::ingest(
+            format!("routes_{routes}"),
+            &summary,
+            self.one_route_name(),
+            self.one_route,
+        );
+        self.report.figures.push(figure);
+        Ok(())
+    }
+
+    /// A forwarding scenario as `compare`'s flags say, with `tenant_keys`
+    /// and `extra_config` added to hookd's config.
+    fn scenario(&self, tenant_keys: &str, extra_config: String) -> Scenario {
+        Scenario {
+            hookd: self.hookd(Vec::new()).binary,
+            workers: self.args.workers,
+            log_filter: self.args.hookd_log_filter.clone(),
+            ready_timeout: Duration::from_secs(self.args.ready_timeout_secs),
+            max_in_flight: self.args.max_in_flight,
+            drain_timeout: Duration::from_secs_f64(self.args.drain_timeout_secs),
+            sink_workers: 1,
+            routes: 1,
+            route_replies: Vec::new(),
+            tenant_keys: tenant_keys.to_owned(),
+            extra_config,
+        }
+    }
+
+    /// Unique deliveries spread over the forwarding tenants.
+    fn forward_spec(&self) -> anyhow::Result<PlanSpec> {
+        Ok(PlanSpec {
+            tenants: plan::tenant_ids(&self.args.load.tenant_pattern, self.args.forward_tenants)?,
+            dup_ratio: 0.0,
+            ..self.spec.clone()
+        })
+    }
+
+    async fn forward_once(&self, scenario: &Scenario) -> anyhow::Result<ForwardReport> {
+        let report = forward::measure(scenario, &self.forward_spec()?, &self.opts).await?;
+        self.say(&report.text());
+        Ok(report)
+    }
+
+    async fn forward(&mut self) -> anyhow::Result<()> {
+        let report = self.forward_once(&self.scenario("", String::new())).await?;
+        self.report
+            .figures
+            .push(Figure::forwarded("forward", &report));
+        Ok(())
+    }
+
+    async fn postgres(&mut self) -> anyhow::Result<()> {
+        let Some(url) = self.args.postgres_url.clone() else {
+            let reason = "no --postgres-url or HOOKD_BENCH_POSTGRES_URL given".to_owned();
+            self.say(&format!("postgres: skipped ({reason})\n"));
+            self.report.skipped.push(Skipped {
+                phase: "postgres".into(),
+                reason,
+            });
+            return Ok(());
+        };
+        let hookd = HookdSpec {
+            extra_config: postgres_config(&url),
+            ..self.hookd(self.spec.tenants.clone())
+        };
+        let summary = self.single("hookd, postgres", &hookd, &self.spec).await?;
+        let figure = Figure::ingest("postgres", &summary, self.one_route_name(), self.one_route);
+        self.report.figures.push(figure);
+        Ok(())
+    }
+
+    /// Off, on, off: the two runs with the features off are the baseline
+    /// (their mean) and, against each other, the noise.
+    async fn features(&mut self) -> anyhow::Result<()> {
+        let off = self.scenario("", alerts_off());
+        let before = self.forward_once(&off).await?;
+        let alert_sink = Sink::start(1, Reply::Status(204))?;
+        let on = self.scenario(
+            "adaptive_concurrency = true\n",
+            alerts_on(&format!("http://{}/alerts", alert_sink.addr)),
+        );
+        let with = self.forward_once(&on).await;
+        let notifications = alert_sink.arrivals.requests();
+        alert_sink.stop().await;
+        let with = with?;
+        self.say(&format!(
+            "alerts on: the operator's sink received {notifications} notification(s)\n"
+        ));
+        let after = self.forward_once(&off).await?;
+        let off_name = "both off (mean of the runs before and after)";
+        let ingest_off = Base::mean(Base::of(&before.load), Base::of(&after.load));
+        let delivered = |r: &ForwardReport| Base {
+            value: r.delivery.delivered_per_sec,
+            p50_ms: r.delivery.latency_ms.p50,
+            p99_ms: r.delivery.latency_ms.p99,
+        };
+        let delivered_off = Base::mean(delivered(&before), delivered(&after));
+        let figures = [
+            Figure::ingest("alerts_adaptive_on", &with.load, off_name, Some(ingest_off)),
+            Figure::new(
+                "alerts_adaptive_on_delivered",
+                "delivered/s",
+                delivered(&with),
+                with.delivery.missing,
+                off_name,
+                Some(delivered_off),
+            ),
+            Figure::ingest(
+                "alerts_adaptive_off_again",
+                &after.load,
+                "both off, the run before",
+                Some(Base::of(&before.load)),
+            ),
+        ];
+        self.report.figures.extend(figures);
+        Ok(())
+    }
+}
+
+/// hookd's storage on the PostgreSQL at `url`.
+fn postgres_config(url: &str) -> String {
+    format!("\n[storage]\nbackend = \"postgres\"\n\n[storage.postgres]\nurl = {url:?}\n")
+}
+
+/// Every alert rule off, no sink.
+fn alerts_off() -> String {
+    let mut out = String::new();
+    for name in ALERT_TYPES {
+        let _ = write!(out, "\n[alerts.rules.{name:?}]\nenabled = false\n");
+    }
+    out
+}
+
+/// Every alert rule on (the defaults) and the operator's sink at `url`.
+fn alerts_on(url: &str) -> String {
+    let mut out = format!(
+        "\n[alerts.sink]\nurl = {url:?}\nsecret = {ALERT_SINK_SECRET:?}\nformat = \"standard\"\n"
+    );
+    for name in ALERT_TYPES {
+        let _ = write!(out, "\n[alerts.rules.{name:?}]\nenabled = true\n");
+    }
+    out
+}
+
+/// `git rev-parse HEAD` of the current directory, if it is a git checkout.
+fn git_head() -> Option<String> {
+    let output = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .ok()?;
+    let head = String::from_utf8(output.stdout).ok()?.trim().to_owned();
+    (output.status.success() && !head.is_empty()).then_some(head)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::{Cli, Command};
+
+    fn parse(args: &[&str]) -> Result<CompareArgs, clap::Error> {
+        let all = ["hookd-bench", "compare"].iter().chain(args);
+        match Cli::try_parse_from(all)?.command {
+            Command::Compare(args) => Ok(args),
+            other => panic!("not compare: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn every_phase_runs_by_default_in_order() {
+        let args = parse(&[]).unwrap();
+        assert_eq!(
+            args.phases(),
+            vec![
+                Phase::Unique,
+                Phase::Duplicates,
+                Phase::Tenants,
+                Phase::Routes,
+                Phase::Forward,
+                Phase::Postgres,
+                Phase::Features
+            ]
+        );
+        assert_eq!(
+            (args.routes, args.scale_tenants, args.scale_runs),
+            (3, 10_000, 3)
+        );
+        args.check().unwrap();
+    }
+
+    #[test]
+    fn phases_are_chosen_once_each_in_their_order() {
+        let args = parse(&["--phases", "features,unique,features"]).unwrap();
+        assert_eq!(args.phases(), vec![Phase::Unique, Phase::Features]);
+        let err = parse(&["--phases", "unique,nope"]).unwrap_err().to_string();
+        assert!(err.contains("nope"), "{err}");
+    }
+
+    #[test]
+    fn the_postgres_url_and_commit_come_from_flags() {
+        let args = parse(&[
+            "--postgres-url",
+            "postgres://u@127.0.0.1:5432/bench",
+            "--commit",
+            "abc123",
+        ])
+        .unwrap();
+        assert_eq!(
+            args.postgres_url.as_deref(),
+            Some("postgres://u@127.0.0.1:5432/bench")
+        );
+        assert_eq!(args.commit.as_deref(), Some("abc123"));
+        assert_eq!(parse(&[]).unwrap().commit, None);
+    }
+
+    #[test]
+    fn out_of_bounds_flags_are_refused_before_anything_starts() {
+        for (flags, expected) in [
+            (&["--routes", "1"][..], "--routes"),
+            (&["--routes", "17"][..], "--routes"),
+            (&["--scale-runs", "0"][..], "--scale-runs"),
+            (&["--drain-timeout-secs", "0"][..], "--drain-timeout-secs"),
+        ] {
+            let err = parse(flags).unwrap().check().unwrap_err().to_string();
+            assert!(err.contains(expected), "{flags:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn the_generated_configs_name_every_alert_type_and_the_store() {
+        let off = alerts_off();
+        assert_eq!(off.matches("enabled = false").count(), ALERT_TYPES.len());
+        assert!(off.contains("[alerts.rules.\"route.failing\"]"), "{off}");
+        assert!(!off.contains("[alerts.sink]"), "{off}");
+        let on = alerts_on("http://127.0.0.1:9/alerts");
+        assert_eq!(on.matches("enabled = true").count(), ALERT_TYPES.len());
+        assert!(on.contains("url = \"http://127.0.0.1:9/alerts\""), "{on}");
+        let pg = postgres_config("postgres://u@127.0.0.1/b");
+        assert!(pg.contains("backend = \"postgres\""), "{pg}");
+        assert!(pg.contains("url = \"postgres://u@127.0.0.1/b\""), "{pg}");
+    }
+}

@@ -1,0 +1,294 @@
+//! `compare`'s result: every figure of one run beside its baseline and the
+//! ratio of the two, with latency percentiles and the commit measured,
+//! printed as a table or as one JSON object.
+
+use serde::Serialize;
+
+use crate::{
+    forward::ForwardReport,
+    report::{Comparison, Summary},
+};
+
+/// One figure against its baseline.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Figure {
+    /// What was measured, e.g. `unique`, `routes_3`, `postgres`.
+    pub name: String,
+    /// The figure, in `unit`.
+    pub value: f64,
+    /// `2xx/s` or `delivered/s`.
+    pub unit: &'static str,
+    /// What the baseline is, e.g. `bare`, `hookd sled, 1 route`.
+    pub baseline_name: String,
+    /// The baseline in the same unit (`None`: its phase did not run).
+    pub baseline: Option<f64>,
+    /// `value / baseline` (`None` without a baseline, or a zero one).
+    pub ratio: Option<f64>,
+    /// Median latency of the figure's run, milliseconds.
+    pub p50_ms: f64,
+    /// 99th percentile latency of the figure's run, milliseconds.
+    pub p99_ms: f64,
+    /// The baseline run's median latency, milliseconds.
+    pub baseline_p50_ms: Option<f64>,
+    /// The baseline run's 99th percentile latency, milliseconds.
+    pub baseline_p99_ms: Option<f64>,
+    /// Requests of the figure's run not answered 2xx, or events not arrived.
+    pub failures: u64,
+}
+
+/// A 2xx/s baseline: its figure and percentiles.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Base {
+    /// 2xx/s (or delivered/s).
+    pub value: f64,
+    /// Median latency, milliseconds.
+    pub p50_ms: f64,
+    /// 99th percentile latency, milliseconds.
+    pub p99_ms: f64,
+}
+
+impl Base {
+    /// A summary's 2xx/s and percentiles.
+    pub fn of(summary: &Summary) -> Base {
+        Base {
+            value: summary.ok_rps,
+            p50_ms: summary.latency_ms.p50,
+            p99_ms: summary.latency_ms.p99,
+        }
+    }
+
+    /// The mean of two baselines (e.g. the runs before and after another).
+    pub fn mean(a: Base, b: Base) -> Base {
+        Base {
+            value: (a.value + b.value) / 2.0,
+            p50_ms: (a.p50_ms + b.p50_ms) / 2.0,
+            p99_ms: (a.p99_ms + b.p99_ms) / 2.0,
+        }
+    }
+}
+
+impl Figure {
+    /// `value` (with its percentiles and failures) against `base`.
+    pub fn new(
+        name: impl Into<String>,
+        unit: &'static str,
+        value: Base,
+        failures: u64,
+        baseline_name: impl Into<String>,
+        base: Option<Base>,
+    ) -> Figure {
+        let ratio = base.and_then(|b| (b.value > 0.0).then(|| value.value / b.value));
+        Figure {
+            name: name.into(),
+            value: value.value,
+            unit,
+            baseline_name: baseline_name.into(),
+            baseline: base.map(|b| b.value),
+            ratio,
+            p50_ms: value.p50_ms,
+            p99_ms: value.p99_ms,
+            baseline_p50_ms: base.map(|b| b.p50_ms),
+            baseline_p99_ms: base.map(|b| b.p99_ms),
+            failures,
+        }
+    }
+
+    /// A hookd load's 2xx/s against `base`.
+    pub fn ingest(
+        name: impl Into<String>,
+        summary: &Summary,
+        baseline_name: impl Into<String>,
+        base: Option<Base>,
+    ) -> Figure {
+        let value = Base::of(summary);
+        Figure::new(
+            name,
+            "2xx/s",
+            value,
+            summary.failures(),
+            baseline_name,
+            base,
+        )
+    }
+
+    /// A forwarding run's delivered/s against its own accepted/s; the
+    /// percentiles are from each 202 to the event's arrival.
+    pub fn forwarded(name: impl Into<String>, report: &ForwardReport) -> Figure {
+        let d = &report.delivery;
+        let value = Base {
+            value: d.delivered_per_sec,
+            p50_ms: d.latency_ms.p50,
+            p99_ms: d.latency_ms.p99,
+        };
+        let accepted = Base::of(&report.load);
+        Figure::new(
+            name,
+            "delivered/s",
+            value,
+            d.missing + report.load.failures(),
+            "accepted/s of the same run",
+            Some(Base {
+                value: d.accepted_per_sec,
+                ..accepted
+            }),
+        )
+    }
+}
+
+/// A phase that did not run, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Skipped {
+    /// The phase.
+    pub phase: String,
+    /// Why it did not run.
+    pub reason: String,
+}
+
+/// Everything one `compare` measured.
+#[derive(Debug, Default, Serialize)]
+pub struct Report {
+    /// The commit measured (`--commit`, else `git rev-parse HEAD`).
+    pub commit: Option<String>,
+    /// Concurrent connections of every load.
+    pub connections: usize,
+    /// Seconds each timed load lasts (`None` for a `--count` run).
+    pub duration_secs: Option<f64>,
+    /// The bare server on the load as given (the `unique` phase).
+    pub bare: Option<Summary>,
+    /// hookd on the same load.
+    pub hookd: Option<Summary>,
+    /// hookd's 2xx/s over the bare server's on it.
+    pub ratio: Option<f64>,
+    /// Every figure, in the order measured.
+    pub figures: Vec<Figure>,
+    /// Phases that did not run.
+    pub skipped: Vec<Skipped>,
+}
+
+impl Report {
+    /// Keeps the head-to-head phase's two sides and their ratio.
+    pub fn set_head_to_head(&mut self, comparison: Comparison) {
+        self.ratio = Some(comparison.ratio);
+        self.bare = Some(comparison.bare);
+        self.hookd = Some(comparison.hookd);
+    }
+
+    /// The table of every figure, then the skipped phases.
+    pub fn text(&self) -> String {
+        let mut out = format!(
+            "\nevery ratio, commit {}\n{:<28} {:>14} {:<12} {:>14}  {:<46} {:>7} {:>9} {:>9}\n",
+            self.commit.as_deref().unwrap_or("unknown"),
+            "figure",
+            "value",
+            "unit",
+            "baseline",
+            "baseline is",
+            "ratio",
+            "p50 ms",
+            "p99 ms",
+        );
+        for f in &self.figures {
+            out += &format!(
+                "{:<28} {:>14.0} {:<12} {:>14} {:<46} {:>7} {:>9.3} {:>9.3}{}\n",
+                f.name,
+                f.value,
+                f.unit,
+                f.baseline.map_or("-".into(), |b| format!("{b:.0}")),
+                format!(" {}", f.baseline_name),
+                f.ratio.map_or("-".into(), |r| format!("{r:.3}")),
+                f.p50_ms,
+                f.p99_ms,
+                match f.failures {
+                    0 => String::new(),
+                    n => format!("  ({n} failures)"),
+                },
+            );
+        }
+        for s in &self.skipped {
+            out += &format!("{}: skipped ({})\n", s.phase, s.reason);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base(value: f64) -> Base {
+        Base {
+            value,
+            p50_ms: 1.0,
+            p99_ms: 4.0,
+        }
+    }
+
+    #[test]
+    fn a_figure_is_its_value_over_its_baseline() {
+        let f = Figure::new(
+            "routes_3",
+            "2xx/s",
+            base(850.0),
+            0,
+            "1 route",
+            Some(base(1000.0)),
+        );
+        assert_eq!(f.ratio, Some(0.85));
+        assert_eq!(f.baseline_p99_ms, Some(4.0));
+        let none = Figure::new("postgres", "2xx/s", base(5.0), 0, "sled", None);
+        assert_eq!((none.baseline, none.ratio), (None, None));
+        let zero = Figure::new("x", "2xx/s", base(5.0), 0, "y", Some(base(0.0)));
+        assert_eq!(zero.ratio, None, "no ratio over a zero baseline, not inf");
+    }
+
+    #[test]
+    fn the_json_is_one_object_with_every_figure_and_the_commit() {
+        let report = Report {
+            commit: Some("0123abc".into()),
+            connections: 64,
+            duration_secs: Some(10.0),
+            figures: vec![Figure::new(
+                "unique",
+                "2xx/s",
+                base(16_000.0),
+                0,
+                "bare",
+                Some(base(90_000.0)),
+            )],
+            skipped: vec![Skipped {
+                phase: "postgres".into(),
+                reason: "no --postgres-url".into(),
+            }],
+            ..Report::default()
+        };
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["commit"], "0123abc");
+        assert_eq!(json["connections"], 64);
+        let figure = &json["figures"][0];
+        for key in [
+            "name",
+            "value",
+            "unit",
+            "baseline_name",
+            "baseline",
+            "ratio",
+            "p50_ms",
+            "p99_ms",
+            "baseline_p50_ms",
+            "baseline_p99_ms",
+            "failures",
+        ] {
+            assert!(figure.get(key).is_some(), "{key} missing: {figure}");
+        }
+        assert_eq!(figure["baseline"], 90_000.0);
+        assert!((figure["ratio"].as_f64().unwrap() - 16.0 / 90.0).abs() < 1e-9);
+        assert_eq!(json["skipped"][0]["phase"], "postgres");
+        assert!(json["bare"].is_null() && json["ratio"].is_null(), "{json}");
+        let text = report.text();
+        assert!(text.contains("commit 0123abc"), "{text}");
+        assert!(
+            text.contains("postgres: skipped (no --postgres-url)"),
+            "{text}"
+        );
+    }
+}
