@@ -213,18 +213,23 @@ fn unzip_keys(keys: &[Key]) -> (Vec<&str>, Vec<&[u8]>) {
     keys.iter().map(|(t, k)| (t.as_str(), k.as_slice())).unzip()
 }
 
+/// A `text[]` column of a multi-row insert.
+type Texts = Vec<String>;
+/// A `bytea[]` column of a multi-row insert.
+type Blobs = Vec<Vec<u8>>;
+
 /// The rows of the batch's new deliveries (each default route's and its
 /// copies'), by table.
 #[derive(Default)]
 struct Rows {
     /// `hookd_events`: scope, delivery id, stored event.
-    events: (Vec<String>, Vec<String>, Vec<Vec<u8>>),
+    events: (Texts, Texts, Blobs),
     /// `hookd_states`: scope, delivery id, status, state.
-    states: (Vec<String>, Vec<String>, Vec<&'static str>, Vec<Vec<u8>>),
+    states: (Texts, Texts, Vec<&'static str>, Blobs),
     /// `hookd_queue`: scope, queue key, delivery id.
-    queue: (Vec<String>, Vec<Vec<u8>>, Vec<String>),
+    queue: (Texts, Blobs, Texts),
     /// `hookd_done`: scope, delivered-index key.
-    done: (Vec<String>, Vec<Vec<u8>>),
+    done: (Texts, Blobs),
 }
 
 impl Rows {

@@ -1,6 +1,7 @@
 //! Group commit on PostgreSQL: one task takes the pending new deliveries
-//! (up to the batch size) and writes them in ONE transaction; each waiter is
-//! answered only after `COMMIT` returned. A unique `(tenant, key)` on the
+//! (up to the batch size) and writes them in ONE transaction, with up to
+//! [`IN_FLIGHT`] such batches committing at once; each waiter is answered
+//! only after its batch's `COMMIT` returned. A unique `(tenant, key)` on the
 //! idempotency table makes the event id (and the content key) decide
 //! duplicates across every process: one multi-row `INSERT .. ON CONFLICT DO
 //! NOTHING RETURNING` per batch ([`batch`]), then the first deliveries of
@@ -15,7 +16,7 @@ use std::{
     },
 };
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, Semaphore};
 
 use super::{batch, pg, retrying, Db, Figures};
 use crate::{
@@ -90,25 +91,44 @@ pub(super) fn start(db: Db, batch_max: usize, figures: Arc<Figures>) -> Handle {
     Handle { tx }
 }
 
+/// Batches committing at once, each on a connection of its own: while one
+/// waits for its `COMMIT` (the WAL flush), the next is gathered and sent,
+/// and PostgreSQL flushes the commits that meet together.
+const IN_FLIGHT: u32 = 4;
+
 async fn run(db: Db, mut rx: mpsc::Receiver<Request>, batch_max: usize, figures: Arc<Figures>) {
-    while let Some(first) = rx.recv().await {
+    let slots = Arc::new(Semaphore::new(IN_FLIGHT as usize));
+    loop {
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            return;
+        };
+        let Some(first) = rx.recv().await else {
+            return;
+        };
         let mut writes = Vec::new();
         let mut next = Some(first);
         while let Some(request) = next.take() {
             match request {
                 Request::Write(write) => writes.push(*write),
                 Request::Drop(id, dropped, reply) => {
-                    // Writes before the drop are committed first.
+                    // Writes before the drop are committed first: the
+                    // batches in flight, then those gathered.
+                    let others = slots.acquire_many(IN_FLIGHT - 1).await;
                     commit_batch(&db, std::mem::take(&mut writes), &figures).await;
                     let cleared = clear_unless_stored(&db, id.as_str(), &dropped).await;
                     let _ = reply.send(cleared.map(drop));
+                    drop(others);
                 }
             }
             if writes.len() < batch_max {
                 next = rx.try_recv().ok();
             }
         }
-        commit_batch(&db, writes, &figures).await;
+        let (db, figures) = (db.clone(), figures.clone());
+        tokio::spawn(async move {
+            commit_batch(&db, writes, &figures).await;
+            drop(slot);
+        });
     }
 }
 
