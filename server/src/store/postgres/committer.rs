@@ -1,9 +1,11 @@
 //! Group commit on PostgreSQL: one task takes the pending new deliveries
-//! (up to the batch size) and writes them in ONE transaction; each waiter is
-//! answered only after `COMMIT` returned. A unique `(tenant, key)` on the
+//! (up to the batch size) and writes them in ONE transaction, with up to
+//! [`IN_FLIGHT`] such batches committing at once; each waiter is answered
+//! only after its batch's `COMMIT` returned. A unique `(tenant, key)` on the
 //! idempotency table makes the event id (and the content key) decide
-//! duplicates across every process: `INSERT .. ON CONFLICT DO NOTHING`, then
-//! the first delivery is read. A tenant's data is dropped by the same task,
+//! duplicates across every process: one multi-row `INSERT .. ON CONFLICT DO
+//! NOTHING RETURNING` per batch ([`batch`]), then the first deliveries of
+//! the known keys are read. A tenant's data is dropped by the same task,
 //! between batches.
 
 use std::{
@@ -14,17 +16,13 @@ use std::{
     },
 };
 
-use tokio::sync::{mpsc, oneshot};
-use tokio_postgres::types::ToSql;
+use tokio::sync::{mpsc, oneshot, Semaphore};
 
-use super::{pg, retrying, Db, Figures};
+use super::{batch, pg, retrying, Db, Figures};
 use crate::{
     error::{Error, Result},
-    ids::{DeliveryId, EventId, TenantId},
-    store::{
-        records::{encode, queue_key, DeliveryState, EventMeta, StoredEvent},
-        CommitOutcome, NewDelivery,
-    },
+    ids::TenantId,
+    store::{CommitOutcome, NewDelivery},
 };
 
 /// Writes waiting for the committer; a full queue makes senders wait.
@@ -93,29 +91,51 @@ pub(super) fn start(db: Db, batch_max: usize, figures: Arc<Figures>) -> Handle {
     Handle { tx }
 }
 
+/// Batches committing at once, each on a connection of its own: while one
+/// waits for its `COMMIT` (the WAL flush), the next is gathered and sent,
+/// and PostgreSQL flushes the commits that meet together.
+const IN_FLIGHT: u32 = 4;
+
 async fn run(db: Db, mut rx: mpsc::Receiver<Request>, batch_max: usize, figures: Arc<Figures>) {
-    while let Some(first) = rx.recv().await {
+    let slots = Arc::new(Semaphore::new(IN_FLIGHT as usize));
+    loop {
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            return;
+        };
+        let Some(first) = rx.recv().await else {
+            return;
+        };
         let mut writes = Vec::new();
         let mut next = Some(first);
         while let Some(request) = next.take() {
             match request {
                 Request::Write(write) => writes.push(*write),
                 Request::Drop(id, dropped, reply) => {
-                    // Writes before the drop are committed first.
+                    // Writes before the drop are committed first: the
+                    // batches in flight, then those gathered.
+                    let others = slots.acquire_many(IN_FLIGHT - 1).await;
                     commit_batch(&db, std::mem::take(&mut writes), &figures).await;
                     let cleared = clear_unless_stored(&db, id.as_str(), &dropped).await;
                     let _ = reply.send(cleared.map(drop));
+                    drop(others);
                 }
             }
             if writes.len() < batch_max {
                 next = rx.try_recv().ok();
             }
         }
-        commit_batch(&db, writes, &figures).await;
+        let (db, figures) = (db.clone(), figures.clone());
+        tokio::spawn(async move {
+            commit_batch(&db, writes, &figures).await;
+            drop(slot);
+        });
     }
 }
 
 /// Commits `writes` (those of dropped tenants are refused) and answers each.
+/// Writes sharing an idempotency key with an earlier one of the batch wait
+/// for a transaction after the earlier one's, so each duplicate is answered
+/// with the first delivery in arrival order.
 async fn commit_batch(db: &Db, writes: Vec<Write>, figures: &Figures) {
     let (live, gone): (Vec<Write>, Vec<Write>) = writes
         .into_iter()
@@ -125,17 +145,48 @@ async fn commit_batch(db: &Db, writes: Vec<Write>, figures: &Figures) {
             .reply
             .send(Err(Error::TenantDeleted(write.tenant.to_string())));
     }
-    if live.is_empty() {
-        return;
+    let mut pending = live;
+    while !pending.is_empty() {
+        let (round, later) = first_of_each_key(pending);
+        commit_round(db, round, figures).await;
+        pending = later;
     }
-    let mut order: Vec<usize> = (0..live.len()).collect();
-    // One lock order for every process: concurrent batches with the same
-    // keys wait for each other instead of deadlocking.
-    order.sort_by(|&a, &b| {
-        let key = |w: &Write| (w.tenant.to_string(), w.delivery.event_id.to_string());
-        key(&live[a]).cmp(&key(&live[b]))
-    });
-    match retrying(|| try_batch(db, &live, &order)).await {
+}
+
+/// Splits `writes` (in arrival order) into those sharing no idempotency key
+/// with an earlier one, and the rest.
+fn first_of_each_key(writes: Vec<Write>) -> (Vec<Write>, Vec<Write>) {
+    let mut seen: HashSet<(String, Vec<u8>)> = HashSet::new();
+    let (mut round, mut later) = (Vec::with_capacity(writes.len()), Vec::new());
+    for write in writes {
+        let keys: Vec<(String, Vec<u8>)> = item(&write)
+            .keys()
+            .map(|key| (write.tenant.to_string(), key.to_vec()))
+            .collect();
+        if keys.iter().any(|key| seen.contains(key)) {
+            later.push(write);
+        } else {
+            seen.extend(keys);
+            round.push(write);
+        }
+    }
+    (round, later)
+}
+
+fn item(write: &Write) -> batch::Item<'_> {
+    batch::Item {
+        tenant: write.tenant.as_str(),
+        stored: write.stored,
+        delivery: &write.delivery,
+    }
+}
+
+/// One transaction for `live` (no two share a key), then the answers.
+async fn commit_round(db: &Db, live: Vec<Write>, figures: &Figures) {
+    let items: Vec<batch::Item<'_>> = live.iter().map(item).collect();
+    let committed = retrying(|| batch::commit(db, &items)).await;
+    drop(items);
+    match committed {
         Ok(outcomes) => {
             figures.batches.fetch_add(1, Ordering::Relaxed);
             figures
@@ -156,206 +207,6 @@ async fn commit_batch(db: &Db, writes: Vec<Write>, figures: &Figures) {
             }
         }
     }
-}
-
-/// One transaction for the batch; the outcomes in the writes' order, `None`
-/// for a write of a stored tenant no longer stored (deleted by any
-/// process): nothing of it is written.
-async fn try_batch(db: &Db, live: &[Write], order: &[usize]) -> Result<Vec<Option<CommitOutcome>>> {
-    let mut sequences = Vec::with_capacity(live.len());
-    for _ in live {
-        sequences.push(db.sequence().await?);
-    }
-    let mut client = db.client().await?;
-    let tx = client.transaction().await.map_err(pg)?;
-    let stored = still_stored(&tx, live).await?;
-    let statements = Statements::prepare(&tx).await?;
-    let mut outcomes: Vec<Option<CommitOutcome>> = vec![None; live.len()];
-    for &i in order {
-        if live[i].stored && !stored.contains(live[i].tenant.as_str()) {
-            continue;
-        }
-        let outcome = write_one(&tx, &statements, &live[i], sequences[i]).await?;
-        outcomes[i] = Some(outcome);
-    }
-    tx.commit().await.map_err(pg)?;
-    Ok(outcomes)
-}
-
-/// Which of the batch's stored tenants are still stored, their catalog
-/// rows locked `FOR KEY SHARE` (in id order) until the batch commits: a
-/// delete of one waits for the batch, and its drop then finds the batch's
-/// rows; a batch after the delete finds no row and writes nothing for it.
-async fn still_stored(
-    tx: &deadpool_postgres::Transaction<'_>,
-    live: &[Write],
-) -> Result<HashSet<String>> {
-    let mut ids: Vec<&str> = live
-        .iter()
-        .filter(|w| w.stored)
-        .map(|w| w.tenant.as_str())
-        .collect();
-    if ids.is_empty() {
-        return Ok(HashSet::new());
-    }
-    ids.sort_unstable();
-    ids.dedup();
-    let rows = tx
-        .query(
-            "SELECT key FROM hookd_catalog WHERE tbl = 'tenants' AND key = ANY($1) \
-             ORDER BY key FOR KEY SHARE",
-            &[&ids],
-        )
-        .await
-        .map_err(pg)?;
-    Ok(rows.iter().map(|r| r.get(0)).collect())
-}
-
-/// The statements a batch runs, prepared once per connection.
-struct Statements {
-    claim: tokio_postgres::Statement,
-    first: tokio_postgres::Statement,
-    unclaim: tokio_postgres::Statement,
-    event: tokio_postgres::Statement,
-    state: tokio_postgres::Statement,
-    queue: tokio_postgres::Statement,
-    done: tokio_postgres::Statement,
-}
-
-impl Statements {
-    async fn prepare(tx: &deadpool_postgres::Transaction<'_>) -> Result<Statements> {
-        let prepare = |sql: &'static str| async move { tx.prepare_cached(sql).await.map_err(pg) };
-        Ok(Statements {
-            claim: prepare(
-                "INSERT INTO hookd_idem (tenant, key, delivery_id, received_at_ms, event_id) \
-                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
-            )
-            .await?,
-            first: prepare(
-                "SELECT delivery_id, event_id FROM hookd_idem WHERE tenant = $1 AND key = $2",
-            )
-            .await?,
-            unclaim: prepare("DELETE FROM hookd_idem WHERE tenant = $1 AND key = $2").await?,
-            event: prepare(
-                "INSERT INTO hookd_events (tenant, delivery_id, event) VALUES ($1, $2, $3)",
-            )
-            .await?,
-            state: prepare(
-                "INSERT INTO hookd_states (tenant, delivery_id, status, state) \
-                 VALUES ($1, $2, $3, $4)",
-            )
-            .await?,
-            queue: prepare(
-                "INSERT INTO hookd_queue (tenant, qkey, delivery_id) VALUES ($1, $2, $3)",
-            )
-            .await?,
-            done: prepare("INSERT INTO hookd_done (tenant, dkey) VALUES ($1, $2)").await?,
-        })
-    }
-}
-
-/// Claims `write`'s event id (and content key) in the transaction and, when
-/// both are new, records the delivery and queues it under `sequence`.
-async fn write_one(
-    tx: &deadpool_postgres::Transaction<'_>,
-    st: &Statements,
-    write: &Write,
-    sequence: u64,
-) -> Result<CommitOutcome> {
-    let d = &write.delivery;
-    let tenant = write.tenant.as_str();
-    let delivery_id = d.meta.delivery_id.as_str();
-    let received = d.meta.received_at_ms;
-    let event_key = d.event_id.as_str().as_bytes();
-    let none: Option<&str> = None;
-    let params: [&(dyn ToSql + Sync); 5] = [&tenant, &event_key, &delivery_id, &received, &none];
-    if tx.execute(&st.claim, &params).await.map_err(pg)? == 0 {
-        return first_of(tx, &st.first, tenant, event_key).await;
-    }
-    if let Some(content) = d.content_key.as_deref() {
-        let event_id = Some(d.event_id.as_str());
-        let params: [&(dyn ToSql + Sync); 5] =
-            [&tenant, &content, &delivery_id, &received, &event_id];
-        if tx.execute(&st.claim, &params).await.map_err(pg)? == 0 {
-            tx.execute(&st.unclaim, &[&tenant, &event_key])
-                .await
-                .map_err(pg)?;
-            return first_of(tx, &st.first, tenant, content).await;
-        }
-    }
-    let key = queue_key(d.due_ms, sequence);
-    let (state, done) = d.received(&key);
-    let place = match &done {
-        Some(done) => Place::Done(done.as_slice()),
-        None => Place::Queue(&key),
-    };
-    insert_delivery(tx, st, (tenant, &d.meta), d, &state, place).await?;
-    for copy in &d.copies {
-        let mut meta = d.meta.clone();
-        meta.delivery_id = copy.delivery_id.clone();
-        let mut pending = DeliveryState::pending(d.event_id.clone(), meta.received_at_ms);
-        pending.queue_key = Some(hex::encode(key));
-        let scope = copy.scope.as_str();
-        insert_delivery(tx, st, (scope, &meta), d, &pending, Place::Queue(&key)).await?;
-    }
-    Ok(CommitOutcome::Accepted)
-}
-
-/// Where a new delivery is indexed: queued under its key (unique within its
-/// scope), or, final at receipt, in the delivered index.
-enum Place<'a> {
-    Queue(&'a [u8; 16]),
-    Done(&'a [u8]),
-}
-
-/// The stored event, `state` and queue entry (or delivered-index key) of
-/// the delivery `meta` names, in `scope` (the tenant's, or one of its
-/// routes').
-async fn insert_delivery(
-    tx: &deadpool_postgres::Transaction<'_>,
-    st: &Statements,
-    (scope, meta): (&str, &EventMeta),
-    d: &NewDelivery,
-    state: &DeliveryState,
-    place: Place<'_>,
-) -> Result<()> {
-    let delivery_id = meta.delivery_id.as_str();
-    let stored = StoredEvent::encode(meta, &d.body);
-    tx.execute(&st.event, &[&scope, &delivery_id, &stored])
-        .await
-        .map_err(pg)?;
-    let status = state.status.as_str();
-    tx.execute(&st.state, &[&scope, &delivery_id, &status, &encode(state)])
-        .await
-        .map_err(pg)?;
-    match place {
-        Place::Queue(key) => {
-            let key = &key[..];
-            tx.execute(&st.queue, &[&scope, &key, &delivery_id]).await
-        }
-        Place::Done(key) => tx.execute(&st.done, &[&scope, &key]).await,
-    }
-    .map_err(pg)?;
-    Ok(())
-}
-
-/// The first delivery recorded under `key`.
-async fn first_of(
-    tx: &deadpool_postgres::Transaction<'_>,
-    statement: &tokio_postgres::Statement,
-    tenant: &str,
-    key: &[u8],
-) -> Result<CommitOutcome> {
-    let row = tx
-        .query_opt(statement, &[&tenant, &key])
-        .await
-        .map_err(pg)?
-        .ok_or_else(|| Error::storage("storage: postgres: an idempotency record vanished", None))?;
-    let delivery_id = DeliveryId::new(row.get::<_, String>(0));
-    Ok(match row.get::<_, Option<String>>(1) {
-        Some(event_id) => CommitOutcome::DuplicateOf(delivery_id, EventId::new(event_id)),
-        None => CommitOutcome::Duplicate(delivery_id),
-    })
 }
 
 /// Deletes every row of `tenant` in one transaction, unless a tenant of its
@@ -421,4 +272,94 @@ async fn clear_once(db: &Db, tenant: &str, dropped: &AtomicBool) -> Result<bool>
     }
     tx.commit().await.map_err(pg)?;
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{
+        ids::{DeliveryId, EventId},
+        store::{
+            conformance::new_delivery,
+            postgres::{testing::test_database, PgOptions, PgStore},
+        },
+    };
+
+    type Answer = oneshot::Receiver<Result<CommitOutcome>>;
+
+    /// A write of tenant `acme` (not a catalog tenant) and its answer.
+    fn write(event: &str, content: Option<&[u8]>) -> (Write, Answer, String) {
+        let delivery = new_delivery(event, 1_000, content);
+        let id = delivery.meta.delivery_id.to_string();
+        let (reply, answer) = oneshot::channel();
+        let write = Write {
+            tenant: TenantId::try_from("acme").unwrap(),
+            dropped: Arc::default(),
+            stored: false,
+            delivery,
+            reply,
+        };
+        (write, answer, id)
+    }
+
+    async fn outcome(answer: Answer) -> CommitOutcome {
+        answer.await.unwrap().unwrap()
+    }
+
+    async fn count(db: &Db, table: &str) -> i64 {
+        let client = db.client().await.unwrap();
+        let sql = format!("SELECT count(*) FROM {table}");
+        client.query_one(sql.as_str(), &[]).await.unwrap().get(0)
+    }
+
+    /// Duplicates that meet in one batch, by event id or by content key,
+    /// are answered with the delivery that arrived first, whatever their
+    /// ids' order; a duplicate claims nothing (its event id stays free).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn duplicates_within_one_batch_answer_the_first_delivery_to_arrive() {
+        let Some(database) = test_database("hookd_pg_batch_first") else {
+            return;
+        };
+        let store = PgStore::open(PgOptions {
+            url: database.url.clone().into(),
+            max_connections: 2,
+            statement_timeout_ms: 30_000,
+            batch_max: 64,
+        })
+        .unwrap();
+        let (db, figures) = (store.inner.db.clone(), Figures::default());
+        let (known, answer, known_id) = write("evt_d", None);
+        commit_batch(&db, vec![known], &figures).await;
+        assert_eq!(outcome(answer).await, CommitOutcome::Accepted);
+
+        let (w1, a1, id1) = write("evt_b", Some(b"signed content"));
+        let (w2, a2, _) = write("evt_a", Some(b"signed content"));
+        let (w3, a3, id3) = write("evt_c", None);
+        let (w4, a4, _) = write("evt_c", None);
+        let (w5, a5, _) = write("evt_d", None);
+        commit_batch(&db, vec![w1, w2, w3, w4, w5], &figures).await;
+        assert_eq!(outcome(a1).await, CommitOutcome::Accepted);
+        assert_eq!(
+            outcome(a2).await,
+            CommitOutcome::DuplicateOf(DeliveryId::new(id1), EventId::new("evt_b"))
+        );
+        assert_eq!(outcome(a3).await, CommitOutcome::Accepted);
+        assert_eq!(
+            outcome(a4).await,
+            CommitOutcome::Duplicate(DeliveryId::new(id3))
+        );
+        assert_eq!(
+            outcome(a5).await,
+            CommitOutcome::Duplicate(DeliveryId::new(known_id))
+        );
+
+        let (again, answer, _) = write("evt_a", None);
+        commit_batch(&db, vec![again], &figures).await;
+        assert_eq!(outcome(answer).await, CommitOutcome::Accepted);
+        // evt_d, evt_b, evt_c, evt_a: a row each; the content key once.
+        assert_eq!(count(&db, "hookd_queue").await, 4);
+        assert_eq!(count(&db, "hookd_events").await, 4);
+        assert_eq!(count(&db, "hookd_states").await, 4);
+        assert_eq!(count(&db, "hookd_idem").await, 5);
+    }
 }

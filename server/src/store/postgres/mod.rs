@@ -10,6 +10,7 @@
 //! ([`committer`]): one transaction per batch, answered after `COMMIT`
 //! (with `synchronous_commit` on).
 
+mod batch;
 mod committer;
 mod connect;
 mod delivery_rows;
