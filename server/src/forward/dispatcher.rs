@@ -46,6 +46,12 @@ use crate::{
 /// Longest the loop sleeps without looking at the queue again.
 const MAX_IDLE_MS: i64 = 1000;
 
+/// Outcomes that may wait for the next round while one is being written,
+/// per slot of `max_in_flight`: while a round waits for its durability
+/// barrier, attempts go on and finish, up to this many per slot (each
+/// holds at most [`super::attempt::RESPONSE_KEEP_BYTES`] of response).
+const WAITING_PER_SLOT: usize = 4;
+
 struct Done {
     key: Vec<u8>,
     delivery_id: DeliveryId,
@@ -137,7 +143,8 @@ pub struct Dispatcher {
     tenant: TenantId,
     route: String,
     data: TenantStore,
-    store: Store,
+    /// Where its rounds of outcomes are written.
+    writer: Writer,
     settings: Arc<ForwardSettings>,
     client: reqwest::Client,
     clock: SharedClock,
@@ -212,10 +219,15 @@ impl Dispatcher {
             rate: settings
                 .delivery_rate
                 .map(|r| TokenBucket::new(r, clock.now_ms())),
+            writer: Writer {
+                data: data.clone(),
+                store,
+                tenant: tenant.clone(),
+                route: route.clone(),
+            },
             tenant,
             route,
             data,
-            store,
             settings: Arc::new(settings),
             client,
             clock,
@@ -252,7 +264,7 @@ impl Dispatcher {
                     }
                 },
             };
-            rounds.write_next(&self.writer(), self.clock.now_ms());
+            rounds.write_next(&self.writer, self.clock.now_ms());
             // On the server's clock, so a test's clock drives retries,
             // Retry-After, breaker cooldowns and the delivery rate.
             let sleep = self
@@ -281,16 +293,6 @@ impl Dispatcher {
         }
     }
 
-    /// Where this route's rounds are written.
-    fn writer(&self) -> Writer {
-        Writer {
-            data: self.data.clone(),
-            store: self.store.clone(),
-            tenant: self.tenant.clone(),
-            route: self.route.clone(),
-        }
-    }
-
     /// Starts every due delivery there is room for; returns when to look again.
     async fn start_due(
         &mut self,
@@ -309,9 +311,10 @@ impl Dispatcher {
         }
         let allowed = self.limit.allowed(now);
         self.limit_gauge.set(self.limit.current());
-        // Full, or as many outcomes wait for the round being written as
-        // may be in flight: nothing to start, so nothing to read.
-        if room.sending >= allowed || room.waiting >= self.settings.max_in_flight {
+        // Full, or as many outcomes wait behind the round being written as
+        // may: nothing to start, so nothing to read.
+        let may_wait = self.settings.max_in_flight * WAITING_PER_SLOT;
+        if room.sending >= allowed || room.waiting >= may_wait {
             return Ok(wake_at);
         }
         let (data, limit) = (self.data.clone(), busy.len() + allowed - room.sending + 1);

@@ -212,8 +212,7 @@ async fn attempts_keep_starting_while_a_round_is_made_durable_and_are_reported_o
     let tenant = TenantId::try_from("t").unwrap();
     let data = store.tenant(&tenant).unwrap();
     let now_ms = SystemClock.now_ms();
-    let ids = queue(&data, 3, now_ms).await;
-    assert_eq!(ids.len(), 3);
+    let ids = queue(&data, 6, now_ms).await;
 
     let (count, arrived) = (Arc::new(AtomicUsize::new(0)), Arc::new(Notify::new()));
     let url = sink(count.clone(), arrived.clone()).await;
@@ -240,18 +239,18 @@ async fn attempts_keep_starting_while_a_round_is_made_durable_and_are_reported_o
     let running = tokio::spawn(dispatcher.run());
 
     // One slot (max_in_flight 1): the first outcome's barrier is held, and
-    // still the second delivery is sent; its outcome waits for the next
-    // round, and at most `max_in_flight` outcomes wait so.
-    let sent = arrivals(&count, &arrived, 2).await;
+    // still the next deliveries are sent, one at a time; their outcomes
+    // wait for the next round, at most four per slot.
+    let sent = arrivals(&count, &arrived, 5).await;
     assert_eq!(
-        sent, 2,
-        "with the first round's durability barrier held, only {sent} of 3 attempts reached the destination"
+        sent, 5,
+        "with the first round's durability barrier held, only {sent} of 6 attempts reached the destination"
     );
     let _ = tokio::time::timeout(Duration::from_millis(200), arrived.notified()).await;
     assert_eq!(
         count.load(Ordering::SeqCst),
-        2,
-        "at most max_in_flight outcomes wait behind the round being written"
+        5,
+        "at most four outcomes per slot wait behind the round being written"
     );
     assert_eq!(
         gated.asked.load(Ordering::SeqCst),
@@ -272,5 +271,5 @@ async fn attempts_keep_starting_while_a_round_is_made_durable_and_are_reported_o
         assert_eq!(event.kind, DeliveryEventKind::Delivered);
     }
     running.abort();
-    assert_eq!(count.load(Ordering::SeqCst), 3, "each sent exactly once");
+    assert_eq!(count.load(Ordering::SeqCst), 6, "each sent exactly once");
 }
