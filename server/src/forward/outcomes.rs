@@ -62,12 +62,15 @@ pub(super) struct Recorded {
     pub(super) now: i64,
 }
 
+/// A round being written, and the queue entries it covers.
+type Writing = (JoinHandle<Vec<Recorded>>, Vec<Vec<u8>>);
+
 /// Outcomes on their way to disk: the round being written (with the queue
 /// entries it covers, free to be taken again once it is), and those that
 /// finished meanwhile, for the next round.
 #[derive(Default)]
 pub(super) struct Rounds {
-    writing: Option<(JoinHandle<Vec<Recorded>>, Vec<Vec<u8>>)>,
+    writing: Option<Writing>,
     /// Decided, not written yet.
     pub(super) waiting: Vec<Decided>,
 }
