@@ -1,15 +1,24 @@
-//! How the committer applies a batch to sled: one transaction over the
-//! shared trees for every tenant in it; a tenant dropped meanwhile fails
+//! How the committer turns a batch into one write-ahead log record and
+//! applies it to sled: [`decide`] finds each write's outcome (new, or a
+//! duplicate of a record in sled or in a batch not yet applied) and
+//! records the inserts of the new ones; once the record is durable,
+//! [`apply_record`] makes them in sled, with the record's number last, and
+//! the replay after a crash does the same. A tenant dropped meanwhile fails
 //! only its own writes.
 
-use sled::{transaction::TransactionError, Transactional};
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+};
 
 use super::{
     api::{CommitOutcome, NewDelivery},
-    gauges::Tally,
+    gauges::LiveCounts,
     records::{
         decode, encode, queue_key, DeliveryState, EventMeta, IdempotencyRecord, StoredEvent,
     },
+    tree,
+    wal::record::{self, Batch},
     TenantTrees,
 };
 use crate::{
@@ -26,13 +35,31 @@ pub(super) struct Write {
     pub(super) delivery: NewDelivery,
 }
 
-/// Applies `items`; the inner results are per item (the writes of a
-/// tenant whose data was dropped fail with [`Error::TenantDeleted`]), the
-/// outer error is a storage failure of the whole batch. Drops run on the
-/// committer thread between batches, so a tenant is either dropped before
-/// the batch (its writes are refused here) or after it (the drop removes
-/// what the batch wrote).
-pub(super) fn apply_isolated(items: &[&Write]) -> Result<Vec<Result<CommitOutcome>>> {
+/// Idempotency records of batches decided but not yet applied to sled, by
+/// stored key: the committer looks here before sled, and the applier takes
+/// a batch's records out only once sled has them, so no duplicate slips
+/// between the two.
+pub(super) type Pending = Arc<Mutex<HashMap<Vec<u8>, Vec<u8>>>>;
+
+/// What [`decide`] made of a batch of writes.
+pub(super) struct Decided {
+    /// Each write's outcome (the writes of a dropped tenant fail with
+    /// [`Error::TenantDeleted`]).
+    pub(super) outcomes: Vec<Result<CommitOutcome>>,
+    /// The inserts of the new ones.
+    pub(super) batch: Batch,
+    /// The counts of each queue entry the batch adds, one per entry.
+    pub(super) queued: Vec<Arc<LiveCounts>>,
+    /// The keys this batch put in [`Pending`].
+    pub(super) pending: Vec<Vec<u8>>,
+}
+
+/// Decides `items` in order: a write whose event id (or content key) is
+/// known, in sled, in [`Pending`] or earlier in the batch, is a duplicate
+/// of the first; the others' inserts are recorded in the batch, the
+/// idempotency record of each after its event, state and queue entry (so a
+/// reader of sled never finds the record before what it points at).
+pub(super) fn decide(items: &[&Write], pending: &Pending) -> Result<Decided> {
     #[cfg(any(test, feature = "fault-injection"))]
     if items
         .iter()
@@ -40,25 +67,59 @@ pub(super) fn apply_isolated(items: &[&Write]) -> Result<Vec<Result<CommitOutcom
     {
         return Err(Error::Io(std::io::Error::other("injected write failure")));
     }
-    let dropped: Vec<bool> = items
-        .iter()
-        .map(|item| item.trees.is_dropped() || item.copies.iter().any(TenantTrees::is_dropped))
-        .collect();
-    let live: Vec<&Write> = items
-        .iter()
-        .zip(&dropped)
-        .filter(|(_, &dropped)| !dropped)
-        .map(|(item, _)| *item)
-        .collect();
-    let mut applied = apply_batch(&live)?.into_iter();
-    Ok(items
-        .iter()
-        .zip(dropped)
-        .map(|(item, dropped)| match dropped {
-            true => Err(Error::TenantDeleted(item.trees.tenant().to_string())),
-            false => Ok(applied.next().expect("one outcome per live item")),
-        })
-        .collect())
+    let mut decided = Decided {
+        outcomes: Vec::with_capacity(items.len()),
+        batch: Batch::default(),
+        queued: Vec::new(),
+        pending: Vec::new(),
+    };
+    for item in items {
+        if item.trees.is_dropped() || item.copies.iter().any(TenantTrees::is_dropped) {
+            decided
+                .outcomes
+                .push(Err(Error::TenantDeleted(item.trees.tenant().to_string())));
+            continue;
+        }
+        let outcome = Encoded::new(item)?.decide(pending, &mut decided)?;
+        decided.outcomes.push(Ok(outcome));
+    }
+    Ok(decided)
+}
+
+/// Applies record `lsn`'s inserts to the shared trees, then records `lsn`
+/// as the last one sled holds.
+pub(super) fn apply_record(
+    trees: &[sled::Tree],
+    marker: &sled::Tree,
+    lsn: u64,
+    ops: &[u8],
+) -> Result<()> {
+    for op in record::ops(ops) {
+        let (index, key, value) = op?;
+        let tree = trees.get(usize::from(index)).ok_or_else(|| {
+            Error::storage(
+                format!("a write-ahead log record names tree {index}, which hookd does not know"),
+                None,
+            )
+        })?;
+        tree.insert(key, value)?;
+    }
+    marker.insert(APPLIED_KEY, &lsn.to_be_bytes())?;
+    Ok(())
+}
+
+/// The key, in [`WAL_TREE`], of the last record applied.
+const APPLIED_KEY: &str = "applied";
+
+/// The tree that records how far sled has applied the log.
+pub(super) const WAL_TREE: &str = "hookd/wal";
+
+/// The number of the last record sled holds (0: none).
+pub(super) fn applied_lsn(marker: &sled::Tree) -> Result<u64> {
+    Ok(marker
+        .get(APPLIED_KEY)?
+        .and_then(|v| <[u8; 8]>::try_from(v.as_ref()).ok())
+        .map_or(0, u64::from_be_bytes))
 }
 
 /// One write, encoded ahead of its transaction.
@@ -84,93 +145,59 @@ struct EncodedDelivery<'a> {
     state: Vec<u8>,
 }
 
-/// Applies a whole batch as ONE sled transaction over the shared trees:
-/// for each item, its idempotency record, stored event, state and queue
-/// entry are inserted unless the event id is already known (in storage or
-/// earlier in the same batch), which makes it a duplicate. One transaction
-/// per batch instead of one per write: sled's transaction overhead is paid
-/// once. The queue entries it made are counted in their tenants' gauges
-/// once it committed.
-fn apply_batch(items: &[&Write]) -> Result<Vec<CommitOutcome>> {
-    let Some(first) = items.first() else {
-        return Ok(Vec::new());
-    };
-    let encoded = items
-        .iter()
-        .map(|item| Encoded::new(item))
-        .collect::<Result<Vec<_>>>()?;
-    let shared = &first.trees;
-    let trees = (
-        shared.idem.tree(),
-        shared.events.tree(),
-        shared.state.tree(),
-        shared.queue.tree(),
-        shared.done.tree(),
-    );
-    let result = trees.transaction(|(idem, events, states, queue, done)| {
-        let tallies: Vec<Vec<Tally>> = encoded
-            .iter()
-            .map(|e| e.deliveries.iter().map(|_| Tally::default()).collect())
-            .collect();
-        let mut existing = Vec::with_capacity(encoded.len());
-        for (e, tally) in encoded.iter().zip(&tallies) {
-            let idem = e.trees.idem.tx(idem);
-            if let Some(first) = idem.get(e.event_id)? {
-                existing.push(Some(first));
-                continue;
-            }
-            if let Some((key, record)) = &e.content {
-                if let Some(first) = idem.get(key)? {
-                    existing.push(Some(first));
-                    continue;
-                }
-                idem.insert(*key, record.as_slice())?;
-            }
-            idem.insert(e.event_id, e.idem.as_slice())?;
-            for (d, tally) in e.deliveries.iter().zip(tally) {
-                let t = d.trees;
-                let (events, states, queue) =
-                    (t.events.tx(events), t.state.tx(states), t.queue.tx(queue));
-                events.insert(d.delivery_id, d.event.as_slice())?;
-                states.insert(d.delivery_id, d.state.as_slice())?;
-                if let Some(key) = d.queue_key {
-                    tally.queue_inserted(queue.insert(key, d.delivery_id)?);
-                }
-                if let Some(key) = &d.done_key {
-                    t.done.tx(done).insert(key.as_slice(), &[])?;
-                }
-            }
-            existing.push(None);
+impl Encoded<'_> {
+    /// Accepted (its inserts recorded in `decided`), or a duplicate.
+    fn decide(&self, pending: &Pending, decided: &mut Decided) -> Result<CommitOutcome> {
+        let idem = &self.trees.idem;
+        let id_key = idem.key(self.event_id);
+        if let Some(first) = known(idem, pending, &id_key)? {
+            return outcome(&first);
         }
-        Ok((
-            existing,
-            tallies
-                .iter()
-                .map(|t| t.iter().map(Tally::delta).collect::<Vec<_>>())
-                .collect::<Vec<_>>(),
-        ))
-    });
-    let existing = match result {
-        Ok((existing, deltas)) => {
-            for (e, deltas) in encoded.iter().zip(deltas) {
-                for (d, delta) in e.deliveries.iter().zip(deltas) {
-                    d.trees.gauges.apply(delta);
-                }
+        let content_key = self.content.as_ref().map(|(key, _)| idem.key(key));
+        if let Some(key) = &content_key {
+            if let Some(first) = known(idem, pending, key)? {
+                return outcome(&first);
             }
-            existing
         }
-        Err(TransactionError::Storage(e)) => return Err(e.into()),
-        Err(TransactionError::Abort(e)) => return Err(e),
-    };
-    existing.into_iter().map(outcome).collect()
+        let batch = &mut decided.batch;
+        for d in &self.deliveries {
+            let t = d.trees;
+            batch.insert(tree::EVENTS, &t.events.key(d.delivery_id), &d.event);
+            batch.insert(tree::STATE, &t.state.key(d.delivery_id), &d.state);
+            if let Some(key) = d.queue_key {
+                batch.insert(tree::QUEUE, &t.queue.key(key), d.delivery_id.as_bytes());
+                decided.queued.push(t.gauges.clone());
+            }
+            if let Some(key) = &d.done_key {
+                batch.insert(tree::DONE, &t.done.key(key), &[]);
+            }
+        }
+        let mut pending = pending.lock().expect("pending records lock");
+        if let (Some(key), Some((_, record))) = (content_key, &self.content) {
+            batch.insert(tree::IDEM, &key, record);
+            pending.insert(key.clone(), record.clone());
+            decided.pending.push(key);
+        }
+        batch.insert(tree::IDEM, &id_key, &self.idem);
+        pending.insert(id_key.clone(), self.idem.clone());
+        decided.pending.push(id_key);
+        Ok(CommitOutcome::Accepted)
+    }
 }
 
-/// A write's outcome: accepted, or a duplicate of the first record's delivery.
-fn outcome(first: Option<sled::IVec>) -> Result<CommitOutcome> {
-    let Some(record) = first else {
-        return Ok(CommitOutcome::Accepted);
-    };
-    let first = decode::<IdempotencyRecord>(&record)?;
+/// The first record under `key` (stored form): in a batch not yet applied,
+/// else in sled. In that order: the applier takes a record out of
+/// [`Pending`] only after sled has it.
+fn known(idem: &super::Keyspace, pending: &Pending, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    if let Some(first) = pending.lock().expect("pending records lock").get(key) {
+        return Ok(Some(first.clone()));
+    }
+    Ok(idem.tree().get(key)?.map(|v| v.to_vec()))
+}
+
+/// A duplicate of the first record's delivery.
+fn outcome(first: &[u8]) -> Result<CommitOutcome> {
+    let first = decode::<IdempotencyRecord>(first)?;
     Ok(match first.event_id {
         Some(event_id) => CommitOutcome::DuplicateOf(first.delivery_id, event_id),
         None => CommitOutcome::Duplicate(first.delivery_id),
