@@ -71,7 +71,7 @@ fn a_torn_last_record_is_left_out_and_the_acknowledged_ones_kept() {
 }
 
 #[test]
-fn damage_before_the_end_of_the_log_is_refused_naming_the_segment() {
+fn damage_before_the_end_of_the_log_is_refused_naming_the_segment_after_it() {
     let dir = tempfile::tempdir().unwrap();
     let mut log = small_segments(Log::create(dir.path(), None, 1).unwrap());
     for lsn in 1..=4 {
@@ -83,20 +83,35 @@ fn damage_before_the_end_of_the_log_is_refused_naming_the_segment() {
     bytes[at] ^= 0xff;
     std::fs::write(&first, bytes).unwrap();
     let refused = recovered(dir.path(), 0).unwrap_err().to_string();
+    let second = dir.path().join(super::segment_name(2));
     assert!(
-        refused.contains(&first.display().to_string()) && refused.contains("damaged"),
+        refused.contains(&second.display().to_string())
+            && refused.contains("starts at record 2 but the log before it ends at 0"),
         "{refused}"
     );
 }
 
 #[test]
-fn a_gap_in_the_numbers_is_refused() {
+fn a_missing_segment_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let mut log = Log::create(dir.path(), None, 1).unwrap();
-    log.append(&record(1, b"a")).unwrap();
-    log.append(&record(3, b"c")).unwrap();
+    let mut log = small_segments(Log::create(dir.path(), None, 1).unwrap());
+    log.append(&record(1, &[0; 40])).unwrap();
+    log.append(&record(3, &[0; 40])).unwrap();
     let refused = recovered(dir.path(), 0).unwrap_err().to_string();
-    assert!(refused.contains("jumps from record 1 to 3"), "{refused}");
+    assert!(refused.contains("damaged or missing"), "{refused}");
+}
+
+fn segment_files(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "wal")
+        })
+        .count()
 }
 
 #[test]
@@ -106,11 +121,18 @@ fn closed_segments_go_once_a_checkpoint_covers_them_and_recovery_reads_across_th
     for lsn in 1..=6 {
         log.append(&record(lsn, &[lsn as u8; 40])).unwrap();
     }
-    let files = || std::fs::read_dir(dir.path()).unwrap().count();
-    assert_eq!(files(), 6, "each record overflows a 64-byte segment");
+    assert_eq!(
+        segment_files(dir.path()),
+        6,
+        "each record overflows a 64-byte segment"
+    );
     let truncator = log.truncator();
     assert_eq!(truncator.truncate_through(3).unwrap(), 3);
-    assert_eq!(files(), 3);
+    assert_eq!(segment_files(dir.path()), 3);
+    assert!(
+        dir.path().join(super::SPARE).exists(),
+        "a whole segment is kept as the spare"
+    );
     assert_eq!(
         truncator.truncate_through(9).unwrap(),
         2,
@@ -118,6 +140,28 @@ fn closed_segments_go_once_a_checkpoint_covers_them_and_recovery_reads_across_th
     );
     let (last, seen) = recovered(dir.path(), 5).unwrap();
     assert_eq!((last, seen.len()), (6, 1));
+}
+
+/// A recycled segment still holds its old records after the new ones: they
+/// end the segment, and are never replayed.
+#[test]
+fn a_recycled_segments_old_records_are_not_read_as_new() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = small_segments(Log::create(dir.path(), None, 1).unwrap());
+    for lsn in 1..=3 {
+        log.append(&record(lsn, &[7; 200])).unwrap();
+    }
+    log.truncator().truncate_through(2).unwrap();
+    log.append(&record(4, b"new")).unwrap();
+    let fourth = dir.path().join(super::segment_name(4));
+    assert!(
+        std::fs::metadata(&fourth).unwrap().len() > 200,
+        "segment 4 is the recycled segment 1, old record behind the new one"
+    );
+    assert_eq!(
+        recovered(dir.path(), 2).unwrap(),
+        (4, vec![(3, vec![7; 200]), (4, b"new".to_vec())])
+    );
 }
 
 #[test]
