@@ -1,19 +1,21 @@
-//! How the committer turns a batch into one write-ahead log record and
-//! applies it to sled: [`decide`] finds each write's outcome (new, or a
-//! duplicate of a record in sled or in a batch not yet applied) and
-//! records the inserts of the new ones; once the record is durable,
-//! [`apply_record`] makes them in sled, with the record's number last, and
-//! the replay after a crash does the same. A tenant dropped meanwhile fails
+//! How the committer applies a batch: [`decide`] finds each write's
+//! outcome (new, or a duplicate of a record in sled or earlier in the
+//! batch) and inserts the new ones in ONE sled transaction over the shared
+//! trees, with the batch's number in the write-ahead log, while recording
+//! the same inserts as that log record. After a crash [`apply_record`]
+//! makes a logged record's inserts again. A tenant dropped meanwhile fails
 //! only its own writes.
 
-use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex},
+use std::sync::Arc;
+
+use sled::{
+    transaction::{TransactionError, TransactionalTree},
+    IVec, Transactional,
 };
 
 use super::{
     api::{CommitOutcome, NewDelivery},
-    gauges::LiveCounts,
+    gauges::{Delta, LiveCounts},
     records::{
         decode, encode, queue_key, DeliveryState, EventMeta, IdempotencyRecord, StoredEvent,
     },
@@ -35,31 +37,36 @@ pub(super) struct Write {
     pub(super) delivery: NewDelivery,
 }
 
-/// Idempotency records of batches decided but not yet applied to sled, by
-/// stored key: the committer looks here before sled, and the applier takes
-/// a batch's records out only once sled has them, so no duplicate slips
-/// between the two.
-pub(super) type Pending = Arc<Mutex<HashMap<Vec<u8>, Vec<u8>>>>;
-
 /// What [`decide`] made of a batch of writes.
 pub(super) struct Decided {
     /// Each write's outcome (the writes of a dropped tenant fail with
     /// [`Error::TenantDeleted`]).
     pub(super) outcomes: Vec<Result<CommitOutcome>>,
-    /// The inserts of the new ones.
+    /// The inserts of the new ones, as the log records them: empty when
+    /// there were none (and then the batch took no number).
     pub(super) batch: Batch,
-    /// The counts of each queue entry the batch adds, one per entry.
-    pub(super) queued: Vec<Arc<LiveCounts>>,
-    /// The keys this batch put in [`Pending`].
-    pub(super) pending: Vec<Vec<u8>>,
 }
 
-/// Decides `items` in order: a write whose event id (or content key) is
-/// known, in sled, in [`Pending`] or earlier in the batch, is a duplicate
-/// of the first; the others' inserts are recorded in the batch, the
-/// idempotency record of each after its event, state and queue entry (so a
-/// reader of sled never finds the record before what it points at).
-pub(super) fn decide(items: &[&Write], pending: &Pending) -> Result<Decided> {
+/// The transaction's view of the shared trees a batch writes.
+struct Views<'a> {
+    idem: &'a TransactionalTree,
+    events: &'a TransactionalTree,
+    state: &'a TransactionalTree,
+    queue: &'a TransactionalTree,
+    done: &'a TransactionalTree,
+}
+
+type TxResult<T> = sled::transaction::ConflictableTransactionResult<T, Error>;
+
+/// Applies a whole batch as ONE sled transaction over the shared trees:
+/// for each item, its stored event, state, queue entry and idempotency
+/// record are inserted unless the event id is already known (in storage or
+/// earlier in the same batch), which makes it a duplicate; and, when
+/// anything was inserted, `lsn` as the last log record sled holds. The
+/// same inserts are recorded, in order, as the batch's log record. The
+/// queue entries it made are counted in their tenants' gauges once it
+/// committed.
+pub(super) fn decide(items: &[&Write], marker: &sled::Tree, lsn: u64) -> Result<Decided> {
     #[cfg(any(test, feature = "fault-injection"))]
     if items
         .iter()
@@ -67,23 +74,77 @@ pub(super) fn decide(items: &[&Write], pending: &Pending) -> Result<Decided> {
     {
         return Err(Error::Io(std::io::Error::other("injected write failure")));
     }
-    let mut decided = Decided {
-        outcomes: Vec::with_capacity(items.len()),
-        batch: Batch::default(),
-        queued: Vec::new(),
-        pending: Vec::new(),
+    let dropped: Vec<bool> = items
+        .iter()
+        .map(|item| item.trees.is_dropped() || item.copies.iter().any(TenantTrees::is_dropped))
+        .collect();
+    let live = items
+        .iter()
+        .zip(&dropped)
+        .filter(|(_, &dropped)| !dropped)
+        .map(|(item, _)| Encoded::new(item))
+        .collect::<Result<Vec<_>>>()?;
+    let (firsts, batch, queued) = match live.first() {
+        Some(first) => transaction(&live, &first.trees.idem, marker, lsn)?,
+        None => (Vec::new(), Batch::default(), Vec::new()),
     };
-    for item in items {
-        if item.trees.is_dropped() || item.copies.iter().any(TenantTrees::is_dropped) {
-            decided
-                .outcomes
-                .push(Err(Error::TenantDeleted(item.trees.tenant().to_string())));
-            continue;
-        }
-        let outcome = Encoded::new(item)?.decide(pending, &mut decided)?;
-        decided.outcomes.push(Ok(outcome));
+    for counts in queued {
+        counts.apply(Delta { queued: 1, dead: 0 });
     }
-    Ok(decided)
+    let mut firsts = firsts.into_iter();
+    let outcomes = items
+        .iter()
+        .zip(dropped)
+        .map(|(item, dropped)| match dropped {
+            true => Err(Error::TenantDeleted(item.trees.tenant().to_string())),
+            false => outcome(firsts.next().expect("one outcome per live item")),
+        })
+        .collect();
+    Ok(Decided { outcomes, batch })
+}
+
+/// What the transaction gives back: each write's first record (`None`:
+/// new), the log record, and the counts of each queue entry added.
+type Applied = (Vec<Option<IVec>>, Batch, Vec<Arc<LiveCounts>>);
+
+fn transaction(
+    live: &[Encoded<'_>],
+    shared: &super::Keyspace,
+    marker: &sled::Tree,
+    lsn: u64,
+) -> Result<Applied> {
+    let first = live[0].trees;
+    let trees = (
+        shared.tree(),
+        first.events.tree(),
+        first.state.tree(),
+        first.queue.tree(),
+        first.done.tree(),
+        marker,
+    );
+    let result = trees.transaction(|(idem, events, state, queue, done, marker)| {
+        let views = Views {
+            idem,
+            events,
+            state,
+            queue,
+            done,
+        };
+        let (mut batch, mut queued) = (Batch::default(), Vec::new());
+        let firsts = live
+            .iter()
+            .map(|e| e.apply(&views, &mut batch, &mut queued))
+            .collect::<TxResult<Vec<_>>>()?;
+        if !batch.is_empty() {
+            marker.insert(APPLIED_KEY, &lsn.to_be_bytes())?;
+        }
+        Ok((firsts, batch, queued))
+    });
+    match result {
+        Ok(applied) => Ok(applied),
+        Err(TransactionError::Storage(e)) => Err(e.into()),
+        Err(TransactionError::Abort(e)) => Err(e),
+    }
 }
 
 /// Applies record `lsn`'s inserts to the shared trees, then records `lsn`
@@ -146,58 +207,66 @@ struct EncodedDelivery<'a> {
 }
 
 impl Encoded<'_> {
-    /// Accepted (its inserts recorded in `decided`), or a duplicate.
-    fn decide(&self, pending: &Pending, decided: &mut Decided) -> Result<CommitOutcome> {
+    /// Inserts this write (recording each insert in `batch`) unless its
+    /// event id or content key is known: then its first record.
+    fn apply(
+        &self,
+        views: &Views<'_>,
+        batch: &mut Batch,
+        queued: &mut Vec<Arc<LiveCounts>>,
+    ) -> TxResult<Option<IVec>> {
         let idem = &self.trees.idem;
         let id_key = idem.key(self.event_id);
-        if let Some(first) = known(idem, pending, &id_key)? {
-            return outcome(&first);
+        if let Some(first) = views.idem.get(&id_key)? {
+            return Ok(Some(first));
         }
-        let content_key = self.content.as_ref().map(|(key, _)| idem.key(key));
-        if let Some(key) = &content_key {
-            if let Some(first) = known(idem, pending, key)? {
-                return outcome(&first);
+        let content = match &self.content {
+            Some((key, record)) => {
+                let key = idem.key(key);
+                if let Some(first) = views.idem.get(&key)? {
+                    return Ok(Some(first));
+                }
+                Some((key, record))
             }
-        }
-        let batch = &mut decided.batch;
+            None => None,
+        };
+        let mut insert = |view: &TransactionalTree, index: u8, key: &[u8], value: &[u8]| {
+            batch.insert(index, key, value);
+            view.insert(key, value).map(drop)
+        };
         for d in &self.deliveries {
             let t = d.trees;
-            batch.insert(tree::EVENTS, &t.events.key(d.delivery_id), &d.event);
-            batch.insert(tree::STATE, &t.state.key(d.delivery_id), &d.state);
+            let key = t.events.key(d.delivery_id);
+            insert(views.events, tree::EVENTS, &key, &d.event)?;
+            insert(
+                views.state,
+                tree::STATE,
+                &t.state.key(d.delivery_id),
+                &d.state,
+            )?;
             if let Some(key) = d.queue_key {
-                batch.insert(tree::QUEUE, &t.queue.key(key), d.delivery_id.as_bytes());
-                decided.queued.push(t.gauges.clone());
+                let id = d.delivery_id.as_bytes();
+                insert(views.queue, tree::QUEUE, &t.queue.key(key), id)?;
+                queued.push(t.gauges.clone());
             }
             if let Some(key) = &d.done_key {
-                batch.insert(tree::DONE, &t.done.key(key), &[]);
+                insert(views.done, tree::DONE, &t.done.key(key), &[])?;
             }
         }
-        let mut pending = pending.lock().expect("pending records lock");
-        if let (Some(key), Some((_, record))) = (content_key, &self.content) {
-            batch.insert(tree::IDEM, &key, record);
-            pending.insert(key.clone(), record.clone());
-            decided.pending.push(key);
+        if let Some((key, record)) = content {
+            insert(views.idem, tree::IDEM, &key, record)?;
         }
-        batch.insert(tree::IDEM, &id_key, &self.idem);
-        pending.insert(id_key.clone(), self.idem.clone());
-        decided.pending.push(id_key);
-        Ok(CommitOutcome::Accepted)
+        insert(views.idem, tree::IDEM, &id_key, &self.idem)?;
+        Ok(None)
     }
 }
 
-/// The first record under `key` (stored form): in a batch not yet applied,
-/// else in sled. In that order: the applier takes a record out of
-/// [`Pending`] only after sled has it.
-fn known(idem: &super::Keyspace, pending: &Pending, key: &[u8]) -> Result<Option<Vec<u8>>> {
-    if let Some(first) = pending.lock().expect("pending records lock").get(key) {
-        return Ok(Some(first.clone()));
-    }
-    Ok(idem.tree().get(key)?.map(|v| v.to_vec()))
-}
-
-/// A duplicate of the first record's delivery.
-fn outcome(first: &[u8]) -> Result<CommitOutcome> {
-    let first = decode::<IdempotencyRecord>(first)?;
+/// A write's outcome: accepted, or a duplicate of the first record's delivery.
+fn outcome(first: Option<IVec>) -> Result<CommitOutcome> {
+    let Some(first) = first else {
+        return Ok(CommitOutcome::Accepted);
+    };
+    let first = decode::<IdempotencyRecord>(&first)?;
     Ok(match first.event_id {
         Some(event_id) => CommitOutcome::DuplicateOf(first.delivery_id, event_id),
         None => CommitOutcome::Duplicate(first.delivery_id),

@@ -1,12 +1,12 @@
-//! The group committer: a batch of pending writes becomes one record of
-//! the write-ahead log, appended and fdatasynced once, then applied to sled,
-//! and only then are its waiters answered. Concurrent requests share one
-//! fsync; none is acknowledged before it. sled itself is made durable by
-//! checkpoints ([`super::pipeline`]), which control-plane writes wait for
-//! (a durable barrier); a tenant's data is dropped in the same order as the
-//! batches, by the thread that applies them.
+//! The group committer: a batch of pending writes is applied as one sled
+//! transaction and recorded as one record of the write-ahead log, which is
+//! appended and fdatasynced once; only then are its waiters answered.
+//! Concurrent requests share one fsync; none is acknowledged before it.
+//! sled itself is made durable by checkpoints ([`super::pipeline`]), which
+//! control-plane writes wait for (a durable barrier); a tenant's data is
+//! dropped on the committer thread, between batches.
 //!
-//! A failed append, sync or apply poisons the store: the failed writes may
+//! A failed apply, append or sync poisons the store: the failed writes may
 //! be in memory but never reach the disk (Linux reports a writeback error
 //! once), so nothing more is acknowledged, not even a duplicate, until a
 //! restart recovers from what really is on disk.
@@ -23,8 +23,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::{
     api::{CommitOutcome, NewDelivery},
-    apply::{decide, Pending, Write},
-    pipeline::{self, Decided, Stage, Waiter},
+    apply::{decide, Write},
+    pipeline::{self, Stage, Waiter},
     TenantTrees,
 };
 use crate::error::{Error, Result};
@@ -103,7 +103,7 @@ impl Shared {
 }
 
 impl Committer {
-    /// Starts the committer on `stages` (the log, sled and its syncer).
+    /// Starts the committer on `stages` (sled, the log and sled's syncer).
     pub(super) fn start(
         stages: Stage,
         batch_max: usize,
@@ -116,10 +116,9 @@ impl Committer {
             stats: stats.clone(),
         };
         let (checkpoints, pipeline) = pipeline::start(stages, shared.clone())?;
-        let pending = pipeline.pending();
         let handle = std::thread::Builder::new()
             .name("hookd-committer".into())
-            .spawn(move || run(shared, rx, batch_max, pending, pipeline))?;
+            .spawn(move || run(shared, rx, batch_max, pipeline))?;
         Ok((
             Committer {
                 tx,
@@ -194,16 +193,16 @@ impl Committer {
     }
 }
 
-/// The first stage: gathers the waiting requests into a batch, decides
-/// each write's outcome and hands the batch to the log. The hand-over is a
-/// rendezvous, so the writes that arrive while the log syncs gather into
-/// the next, larger batch (more writes share each fsync).
+/// The first stage: gathers the waiting requests into a batch, applies it
+/// and hands its log record to the log. The hand-over is a rendezvous: an
+/// applied batch waits here, not in a channel, so at most two batches are
+/// between the queue and the disk and the writes that arrive meanwhile
+/// gather into the next, larger batch (more writes share each fsync).
 fn run(
     shared: Shared,
     mut rx: mpsc::Receiver<Request>,
     batch_max: usize,
-    pending: Pending,
-    pipeline: pipeline::Pipeline,
+    mut pipeline: pipeline::Pipeline,
 ) {
     while let Some(first) = rx.blocking_recv() {
         // A tenant drop ends its batch: the writes before it are applied
@@ -223,45 +222,55 @@ fn run(
                 .for_each(|r| r.fail(Error::StoragePoisoned));
             continue;
         }
-        let Some(batch) = decide_requests(&shared, requests, &pending) else {
-            continue;
-        };
-        if !pipeline.send(batch) {
+        if !apply_requests(&shared, requests, &mut pipeline) {
             break;
         }
     }
     pipeline.finish();
 }
 
-/// Decides one batch of requests: its record, its answers-to-be; `None`
-/// when it failed (its waiters are answered).
-fn decide_requests(shared: &Shared, requests: Vec<Request>, pending: &Pending) -> Option<Decided> {
+/// Applies one batch of requests and hands it to the log; false once the
+/// log stopped.
+fn apply_requests(
+    shared: &Shared,
+    requests: Vec<Request>,
+    pipeline: &mut pipeline::Pipeline,
+) -> bool {
     let mut writes = Vec::with_capacity(requests.len());
     let mut dropped = None;
     for request in requests {
         match request {
             Request::Write(item, reply) => writes.push((item, reply)),
-            Request::DropTenant(trees, reply) => {
-                trees.mark_dropped();
-                dropped = Some((trees, reply));
-            }
+            Request::DropTenant(trees, reply) => dropped = Some((trees, reply)),
         }
     }
     let items: Vec<&Write> = writes.iter().map(|(item, _)| &**item).collect();
-    let decided = decide(&items, pending);
+    let decided = decide(&items, pipeline.marker(), pipeline.next_lsn());
     drop(items);
-    let replies = writes.into_iter().map(|(_, reply)| reply).collect();
-    match decided {
-        Ok(decided) => Some(Decided::new(Some(decided), replies, dropped)),
+    let replies: Vec<_> = writes.into_iter().map(|(_, reply)| reply).collect();
+    let sent = match decided {
+        Ok(decided) => pipeline.send(decided, replies),
         Err(e) => {
-            // Nothing of the batch was logged: its writes fail, and the
-            // store is poisoned as for any storage error.
-            shared.poison("deciding a batch of writes", &e);
+            // Part of the batch may be applied in memory: poisoned.
+            shared.poison("applying a batch of writes", &e);
             let cause = Arc::new(e);
-            Decided::new(None, replies, dropped).fail(&|| Error::batch_failed(&cause));
-            None
+            for reply in replies {
+                let _ = reply.send(Err(Error::batch_failed(&cause)));
+            }
+            true
+        }
+    };
+    if let Some((trees, reply)) = dropped {
+        match trees.clear() {
+            // Durable with the next checkpoint, which answers it.
+            Ok(()) => pipeline.after_checkpoint(reply),
+            Err(e) => {
+                shared.poison("dropping a tenant's trees", &e);
+                let _ = reply.send(Err(e));
+            }
         }
     }
+    sent
 }
 
 #[cfg(test)]

@@ -445,7 +445,6 @@ fn recover(
     syncer.sync()?;
     Ok(pipeline::Stage {
         db: db.clone(),
-        trees: shared.0.to_vec(),
         marker,
         log: wal::Log::create(&dir, sync, last + 1)?,
         syncer,

@@ -78,11 +78,6 @@ impl Sealed {
     pub fn bytes(&self) -> &[u8] {
         &self.buf
     }
-
-    /// Its ops, as [`ops`] reads them.
-    pub fn ops(&self) -> &[u8] {
-        &self.buf[HEADER..]
-    }
 }
 
 /// What reading a record at the start of `bytes` found.
