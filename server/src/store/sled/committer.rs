@@ -194,10 +194,9 @@ impl Committer {
 }
 
 /// The first stage: gathers the waiting requests into a batch, applies it
-/// and hands its log record to the log. The hand-over is a rendezvous: an
-/// applied batch waits here, not in a channel, so at most two batches are
-/// between the queue and the disk and the writes that arrive meanwhile
-/// gather into the next, larger batch (more writes share each fsync).
+/// and hands its log record to the log, and goes on with the next: every
+/// batch applied while the log syncs shares the log's next fsync, so a
+/// write waits for at most the sync in progress and its own.
 fn run(
     shared: Shared,
     mut rx: mpsc::Receiver<Request>,

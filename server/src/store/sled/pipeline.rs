@@ -1,8 +1,9 @@
 //! The committer's later stages, each on its own thread, so that applying
-//! batch N+1 and syncing batch N overlap:
+//! batches and syncing the ones before overlap:
 //!
-//! 1. the log: appends a batch's record to the write-ahead log, fdatasyncs
-//!    it ([`super::wal::Log::append`]) and answers the batch's waiters;
+//! 1. the log: takes every batch applied while it synced the last ones,
+//!    appends their records to the write-ahead log with one fdatasync
+//!    ([`super::wal::Log::append_all`]) and answers their waiters;
 //! 2. the checkpointer: every [`CHECKPOINT_INTERVAL`], or at once when a
 //!    durable barrier waits, flushes sled and fdatasyncs its files, then
 //!    recycles the log segments sled now holds, and answers the barriers.
@@ -17,7 +18,7 @@ use std::{
         Arc,
     },
     thread::JoinHandle,
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use tokio::sync::oneshot;
@@ -84,8 +85,7 @@ impl Pipeline {
     }
 
     /// Hands an applied batch to the log (numbered [`Pipeline::next_lsn`]
-    /// when it inserted anything), waiting until the log takes it; false
-    /// once the log stopped.
+    /// when it inserted anything); false once the log stopped.
     pub(super) fn send(
         &mut self,
         decided: apply::Decided,
@@ -127,7 +127,7 @@ pub(super) fn start(stage: Stage, shared: Shared) -> Result<(Sender<Waiter>, Pip
         syncer,
         applied,
     } = stage;
-    let (to_log, from_committer) = sync_channel::<Decided>(0);
+    let (to_log, from_committer) = sync_channel::<Decided>(LOG_GROUP_MAX);
     let (checkpoints, waiters) = std::sync::mpsc::channel::<Waiter>();
     let applied_now = Arc::new(AtomicU64::new(applied));
     let checkpointer = Checkpointer {
@@ -158,33 +158,77 @@ pub(super) fn start(stage: Stage, shared: Shared) -> Result<(Sender<Waiter>, Pip
     ))
 }
 
-/// The log stage: appends each batch's record and syncs, then answers.
+/// The most applied batches the log takes into one write and fdatasync.
+const LOG_GROUP_MAX: usize = 256;
+
+/// The longest the log waits for more batches before a sync.
+const GATHER_MAX: Duration = Duration::from_millis(1);
+
+/// The log stage: takes every batch applied while it synced the last ones,
+/// appends their records and syncs once, then answers them all. While
+/// several writers share the syncs, it first waits an eighth of the last
+/// sync's time (at most [`GATHER_MAX`]) for more: the writers it just
+/// answered send their next write within that, and join this sync instead
+/// of waiting a whole one for the next (a lone writer is never held).
 fn write_log(mut log: Log, batches: Receiver<Decided>, shared: Shared) {
-    for batch in batches {
+    let mut gather = Duration::ZERO;
+    while let Ok(first) = batches.recv() {
+        let group = gather_group(first, &batches, gather);
+        let answers = group.iter().map(|b| b.answers.len()).sum::<usize>();
+        let (records, answered): (Vec<_>, Vec<_>) =
+            group.into_iter().map(|b| (b.record, b.answers)).unzip();
+        let records: Vec<Sealed> = records.into_iter().flatten().collect();
+        let answered = answered.into_iter().flatten();
         if shared.is_poisoned() {
-            for (reply, _) in batch.answers {
+            for (reply, _) in answered {
                 let _ = reply.send(Err(Error::StoragePoisoned));
             }
             continue;
         }
-        if let Some(record) = &batch.record {
-            if let Err(e) = log.append(record) {
-                let e = Error::from(e);
-                shared.poison("appending a batch to the write-ahead log (+ fdatasync)", &e);
-                let cause = Arc::new(e);
-                for (reply, _) in batch.answers {
-                    let _ = reply.send(Err(Error::sync_failed(&cause)));
-                }
-                continue;
+        let started = Instant::now();
+        if let Err(e) = log.append_all(&records) {
+            let e = Error::from(e);
+            shared.poison("appending to the write-ahead log (+ fdatasync)", &e);
+            let cause = Arc::new(e);
+            for (reply, _) in answered {
+                let _ = reply.send(Err(Error::sync_failed(&cause)));
             }
+            continue;
+        }
+        gather = match answers > 1 {
+            true => (started.elapsed() / 8).min(GATHER_MAX),
+            false => Duration::ZERO,
+        };
+        if !records.is_empty() {
             shared.stats.batches.fetch_add(1, Ordering::Relaxed);
         }
-        let writes = batch.answers.len() as u64;
-        shared.stats.writes.fetch_add(writes, Ordering::Relaxed);
-        for (reply, outcome) in batch.answers {
+        shared
+            .stats
+            .writes
+            .fetch_add(answers as u64, Ordering::Relaxed);
+        for (reply, outcome) in answered {
             let _ = reply.send(outcome);
         }
     }
+}
+
+/// `first` and the batches that follow it within `gather` (or are
+/// already waiting), at most [`LOG_GROUP_MAX`].
+fn gather_group(first: Decided, batches: &Receiver<Decided>, gather: Duration) -> Vec<Decided> {
+    let mut group = vec![first];
+    let deadline = Instant::now() + gather;
+    while group.len() < LOG_GROUP_MAX {
+        group.extend(batches.try_iter().take(LOG_GROUP_MAX - group.len()));
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || group.len() >= LOG_GROUP_MAX {
+            break;
+        }
+        match batches.recv_timeout(left) {
+            Ok(batch) => group.push(batch),
+            Err(_) => break,
+        }
+    }
+    group
 }
 
 /// The checkpoint stage.

@@ -175,7 +175,7 @@ impl Log {
             written: Arc::default(),
         };
         let active = spare.take(next_lsn)?;
-        let mut log = Log {
+        let log = Log {
             dir: dir.to_owned(),
             dir_handle,
             sync,
@@ -190,33 +190,50 @@ impl Log {
 
     /// Appends `record` and makes it durable (unless syncs are off): when
     /// this returns Ok, a crash or power loss keeps it.
+    #[cfg(test)]
     pub fn append(&mut self, record: &Sealed) -> io::Result<()> {
-        let full = self.active.len + record.bytes().len() as u64 > self.segment_bytes;
-        let rolled = self.active.len > MAGIC.len() as u64
-            && (full || (!self.active.prepared && self.spare.is_ready()));
-        if rolled {
-            let next = self.spare.take(record.lsn())?;
-            let old = std::mem::replace(&mut self.active, next);
-            self.closed
-                .lock()
-                .expect("closed segments lock")
-                .push((old.path, old.last_lsn));
+        self.append_all(std::slice::from_ref(record))
+    }
+
+    /// Appends `records` in order and makes them durable with one
+    /// fdatasync (two when a segment fills among them): when this returns
+    /// Ok, a crash or power loss keeps every one.
+    pub fn append_all(&mut self, records: &[Sealed]) -> io::Result<()> {
+        let mut rolled = false;
+        for record in records {
+            let full = self.active.len + record.bytes().len() as u64 > self.segment_bytes;
+            if self.active.len > MAGIC.len() as u64
+                && (full || (!self.active.prepared && self.spare.is_ready()))
+            {
+                self.sync_active()?;
+                let next = self.spare.take(record.lsn())?;
+                let old = std::mem::replace(&mut self.active, next);
+                self.closed
+                    .lock()
+                    .expect("closed segments lock")
+                    .push((old.path, old.last_lsn));
+                rolled = true;
+            }
+            self.active
+                .file
+                .write_all_at(record.bytes(), self.active.len)?;
+            self.active.len += record.bytes().len() as u64;
+            self.active.last_lsn = record.lsn();
+            self.spare
+                .written
+                .fetch_add(record.bytes().len() as u64, Ordering::Relaxed);
         }
-        self.active
-            .file
-            .write_all_at(record.bytes(), self.active.len)?;
-        self.active.len += record.bytes().len() as u64;
-        self.active.last_lsn = record.lsn();
-        self.spare
-            .written
-            .fetch_add(record.bytes().len() as u64, Ordering::Relaxed);
-        if let Some(ops) = &self.sync {
-            ops.sync_file(&self.active.path, &self.active.file)?;
+        match rolled {
+            true => self.sync_new_segment(),
+            false => self.sync_active(),
         }
-        if rolled {
-            self.sync_new_segment()?;
+    }
+
+    fn sync_active(&self) -> io::Result<()> {
+        match &self.sync {
+            Some(ops) => ops.sync_file(&self.active.path, &self.active.file),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// A handle that recycles or deletes the closed segments a checkpoint
@@ -230,7 +247,7 @@ impl Log {
     }
 
     /// Makes the active segment's name durable: its file and its directory.
-    fn sync_new_segment(&mut self) -> io::Result<()> {
+    fn sync_new_segment(&self) -> io::Result<()> {
         let Some(ops) = &self.sync else {
             return Ok(());
         };
