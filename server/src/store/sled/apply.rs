@@ -1,15 +1,26 @@
-//! How the committer applies a batch to sled: one transaction over the
-//! shared trees for every tenant in it; a tenant dropped meanwhile fails
+//! How the committer applies a batch: [`decide`] finds each write's
+//! outcome (new, or a duplicate of a record in sled or earlier in the
+//! batch) and inserts the new ones in ONE sled transaction over the shared
+//! trees, with the batch's number in the write-ahead log, while recording
+//! the same inserts as that log record. After a crash [`apply_record`]
+//! makes a logged record's inserts again. A tenant dropped meanwhile fails
 //! only its own writes.
 
-use sled::{transaction::TransactionError, Transactional};
+use std::sync::Arc;
+
+use sled::{
+    transaction::{TransactionError, TransactionalTree},
+    IVec, Transactional,
+};
 
 use super::{
     api::{CommitOutcome, NewDelivery},
-    gauges::Tally,
+    gauges::{Delta, LiveCounts},
     records::{
         decode, encode, queue_key, DeliveryState, EventMeta, IdempotencyRecord, StoredEvent,
     },
+    tree,
+    wal::record::{self, Batch},
     TenantTrees,
 };
 use crate::{
@@ -26,13 +37,36 @@ pub(super) struct Write {
     pub(super) delivery: NewDelivery,
 }
 
-/// Applies `items`; the inner results are per item (the writes of a
-/// tenant whose data was dropped fail with [`Error::TenantDeleted`]), the
-/// outer error is a storage failure of the whole batch. Drops run on the
-/// committer thread between batches, so a tenant is either dropped before
-/// the batch (its writes are refused here) or after it (the drop removes
-/// what the batch wrote).
-pub(super) fn apply_isolated(items: &[&Write]) -> Result<Vec<Result<CommitOutcome>>> {
+/// What [`decide`] made of a batch of writes.
+pub(super) struct Decided {
+    /// Each write's outcome (the writes of a dropped tenant fail with
+    /// [`Error::TenantDeleted`]).
+    pub(super) outcomes: Vec<Result<CommitOutcome>>,
+    /// The inserts of the new ones, as the log records them: empty when
+    /// there were none (and then the batch took no number).
+    pub(super) batch: Batch,
+}
+
+/// The transaction's view of the shared trees a batch writes.
+struct Views<'a> {
+    idem: &'a TransactionalTree,
+    events: &'a TransactionalTree,
+    state: &'a TransactionalTree,
+    queue: &'a TransactionalTree,
+    done: &'a TransactionalTree,
+}
+
+type TxResult<T> = sled::transaction::ConflictableTransactionResult<T, Error>;
+
+/// Applies a whole batch as ONE sled transaction over the shared trees:
+/// for each item, its stored event, state, queue entry and idempotency
+/// record are inserted unless the event id is already known (in storage or
+/// earlier in the same batch), which makes it a duplicate; and, when
+/// anything was inserted, `lsn` as the last log record sled holds. The
+/// same inserts are recorded, in order, as the batch's log record. The
+/// queue entries it made are counted in their tenants' gauges once it
+/// committed.
+pub(super) fn decide(items: &[&Write], marker: &sled::Tree, lsn: u64) -> Result<Decided> {
     #[cfg(any(test, feature = "fault-injection"))]
     if items
         .iter()
@@ -44,21 +78,109 @@ pub(super) fn apply_isolated(items: &[&Write]) -> Result<Vec<Result<CommitOutcom
         .iter()
         .map(|item| item.trees.is_dropped() || item.copies.iter().any(TenantTrees::is_dropped))
         .collect();
-    let live: Vec<&Write> = items
+    let live = items
         .iter()
         .zip(&dropped)
         .filter(|(_, &dropped)| !dropped)
-        .map(|(item, _)| *item)
-        .collect();
-    let mut applied = apply_batch(&live)?.into_iter();
-    Ok(items
+        .map(|(item, _)| Encoded::new(item))
+        .collect::<Result<Vec<_>>>()?;
+    let (firsts, batch, queued) = match live.first() {
+        Some(first) => transaction(&live, &first.trees.idem, marker, lsn)?,
+        None => (Vec::new(), Batch::default(), Vec::new()),
+    };
+    for counts in queued {
+        counts.apply(Delta { queued: 1, dead: 0 });
+    }
+    let mut firsts = firsts.into_iter();
+    let outcomes = items
         .iter()
         .zip(dropped)
         .map(|(item, dropped)| match dropped {
             true => Err(Error::TenantDeleted(item.trees.tenant().to_string())),
-            false => Ok(applied.next().expect("one outcome per live item")),
+            false => outcome(firsts.next().expect("one outcome per live item")),
         })
-        .collect())
+        .collect();
+    Ok(Decided { outcomes, batch })
+}
+
+/// What the transaction gives back: each write's first record (`None`:
+/// new), the log record, and the counts of each queue entry added.
+type Applied = (Vec<Option<IVec>>, Batch, Vec<Arc<LiveCounts>>);
+
+fn transaction(
+    live: &[Encoded<'_>],
+    shared: &super::Keyspace,
+    marker: &sled::Tree,
+    lsn: u64,
+) -> Result<Applied> {
+    let first = live[0].trees;
+    let trees = (
+        shared.tree(),
+        first.events.tree(),
+        first.state.tree(),
+        first.queue.tree(),
+        first.done.tree(),
+        marker,
+    );
+    let result = trees.transaction(|(idem, events, state, queue, done, marker)| {
+        let views = Views {
+            idem,
+            events,
+            state,
+            queue,
+            done,
+        };
+        let (mut batch, mut queued) = (Batch::default(), Vec::new());
+        let firsts = live
+            .iter()
+            .map(|e| e.apply(&views, &mut batch, &mut queued))
+            .collect::<TxResult<Vec<_>>>()?;
+        if !batch.is_empty() {
+            marker.insert(APPLIED_KEY, &lsn.to_be_bytes())?;
+        }
+        Ok((firsts, batch, queued))
+    });
+    match result {
+        Ok(applied) => Ok(applied),
+        Err(TransactionError::Storage(e)) => Err(e.into()),
+        Err(TransactionError::Abort(e)) => Err(e),
+    }
+}
+
+/// Applies record `lsn`'s inserts to the shared trees, then records `lsn`
+/// as the last one sled holds.
+pub(super) fn apply_record(
+    trees: &[sled::Tree],
+    marker: &sled::Tree,
+    lsn: u64,
+    ops: &[u8],
+) -> Result<()> {
+    for op in record::ops(ops) {
+        let (index, key, value) = op?;
+        let tree = trees.get(usize::from(index)).ok_or_else(|| {
+            Error::storage(
+                format!("a write-ahead log record names tree {index}, which hookd does not know"),
+                None,
+            )
+        })?;
+        tree.insert(key, value)?;
+    }
+    marker.insert(APPLIED_KEY, &lsn.to_be_bytes())?;
+    Ok(())
+}
+
+/// The key, in [`WAL_TREE`], of the last record applied.
+const APPLIED_KEY: &str = "applied";
+
+/// The tree that records how far sled has applied the log.
+pub(super) const WAL_TREE: &str = "hookd/wal";
+
+/// The number of the last record sled holds (0: none).
+pub(super) fn applied_lsn(marker: &sled::Tree) -> Result<u64> {
+    Ok(marker
+        .get(APPLIED_KEY)?
+        .and_then(|v| <[u8; 8]>::try_from(v.as_ref()).ok())
+        .map_or(0, u64::from_be_bytes))
 }
 
 /// One write, encoded ahead of its transaction.
@@ -84,93 +206,67 @@ struct EncodedDelivery<'a> {
     state: Vec<u8>,
 }
 
-/// Applies a whole batch as ONE sled transaction over the shared trees:
-/// for each item, its idempotency record, stored event, state and queue
-/// entry are inserted unless the event id is already known (in storage or
-/// earlier in the same batch), which makes it a duplicate. One transaction
-/// per batch instead of one per write: sled's transaction overhead is paid
-/// once. The queue entries it made are counted in their tenants' gauges
-/// once it committed.
-fn apply_batch(items: &[&Write]) -> Result<Vec<CommitOutcome>> {
-    let Some(first) = items.first() else {
-        return Ok(Vec::new());
-    };
-    let encoded = items
-        .iter()
-        .map(|item| Encoded::new(item))
-        .collect::<Result<Vec<_>>>()?;
-    let shared = &first.trees;
-    let trees = (
-        shared.idem.tree(),
-        shared.events.tree(),
-        shared.state.tree(),
-        shared.queue.tree(),
-        shared.done.tree(),
-    );
-    let result = trees.transaction(|(idem, events, states, queue, done)| {
-        let tallies: Vec<Vec<Tally>> = encoded
-            .iter()
-            .map(|e| e.deliveries.iter().map(|_| Tally::default()).collect())
-            .collect();
-        let mut existing = Vec::with_capacity(encoded.len());
-        for (e, tally) in encoded.iter().zip(&tallies) {
-            let idem = e.trees.idem.tx(idem);
-            if let Some(first) = idem.get(e.event_id)? {
-                existing.push(Some(first));
-                continue;
-            }
-            if let Some((key, record)) = &e.content {
-                if let Some(first) = idem.get(key)? {
-                    existing.push(Some(first));
-                    continue;
-                }
-                idem.insert(*key, record.as_slice())?;
-            }
-            idem.insert(e.event_id, e.idem.as_slice())?;
-            for (d, tally) in e.deliveries.iter().zip(tally) {
-                let t = d.trees;
-                let (events, states, queue) =
-                    (t.events.tx(events), t.state.tx(states), t.queue.tx(queue));
-                events.insert(d.delivery_id, d.event.as_slice())?;
-                states.insert(d.delivery_id, d.state.as_slice())?;
-                if let Some(key) = d.queue_key {
-                    tally.queue_inserted(queue.insert(key, d.delivery_id)?);
-                }
-                if let Some(key) = &d.done_key {
-                    t.done.tx(done).insert(key.as_slice(), &[])?;
-                }
-            }
-            existing.push(None);
+impl Encoded<'_> {
+    /// Inserts this write (recording each insert in `batch`) unless its
+    /// event id or content key is known: then its first record.
+    fn apply(
+        &self,
+        views: &Views<'_>,
+        batch: &mut Batch,
+        queued: &mut Vec<Arc<LiveCounts>>,
+    ) -> TxResult<Option<IVec>> {
+        let idem = &self.trees.idem;
+        let id_key = idem.key(self.event_id);
+        if let Some(first) = views.idem.get(&id_key)? {
+            return Ok(Some(first));
         }
-        Ok((
-            existing,
-            tallies
-                .iter()
-                .map(|t| t.iter().map(Tally::delta).collect::<Vec<_>>())
-                .collect::<Vec<_>>(),
-        ))
-    });
-    let existing = match result {
-        Ok((existing, deltas)) => {
-            for (e, deltas) in encoded.iter().zip(deltas) {
-                for (d, delta) in e.deliveries.iter().zip(deltas) {
-                    d.trees.gauges.apply(delta);
+        let content = match &self.content {
+            Some((key, record)) => {
+                let key = idem.key(key);
+                if let Some(first) = views.idem.get(&key)? {
+                    return Ok(Some(first));
                 }
+                Some((key, record))
             }
-            existing
+            None => None,
+        };
+        let mut insert = |view: &TransactionalTree, index: u8, key: &[u8], value: &[u8]| {
+            batch.insert(index, key, value);
+            view.insert(key, value).map(drop)
+        };
+        for d in &self.deliveries {
+            let t = d.trees;
+            let key = t.events.key(d.delivery_id);
+            insert(views.events, tree::EVENTS, &key, &d.event)?;
+            insert(
+                views.state,
+                tree::STATE,
+                &t.state.key(d.delivery_id),
+                &d.state,
+            )?;
+            if let Some(key) = d.queue_key {
+                let id = d.delivery_id.as_bytes();
+                insert(views.queue, tree::QUEUE, &t.queue.key(key), id)?;
+                queued.push(t.gauges.clone());
+            }
+            if let Some(key) = &d.done_key {
+                insert(views.done, tree::DONE, &t.done.key(key), &[])?;
+            }
         }
-        Err(TransactionError::Storage(e)) => return Err(e.into()),
-        Err(TransactionError::Abort(e)) => return Err(e),
-    };
-    existing.into_iter().map(outcome).collect()
+        if let Some((key, record)) = content {
+            insert(views.idem, tree::IDEM, &key, record)?;
+        }
+        insert(views.idem, tree::IDEM, &id_key, &self.idem)?;
+        Ok(None)
+    }
 }
 
 /// A write's outcome: accepted, or a duplicate of the first record's delivery.
-fn outcome(first: Option<sled::IVec>) -> Result<CommitOutcome> {
-    let Some(record) = first else {
+fn outcome(first: Option<IVec>) -> Result<CommitOutcome> {
+    let Some(first) = first else {
         return Ok(CommitOutcome::Accepted);
     };
-    let first = decode::<IdempotencyRecord>(&record)?;
+    let first = decode::<IdempotencyRecord>(&first)?;
     Ok(match first.event_id {
         Some(event_id) => CommitOutcome::DuplicateOf(first.delivery_id, event_id),
         None => CommitOutcome::Duplicate(first.delivery_id),

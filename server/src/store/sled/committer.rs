@@ -1,17 +1,17 @@
 //! The group committer: a batch of pending writes is applied as one sled
-//! transaction, made durable with one flush and one fdatasync, and only then
-//! are its waiters answered. Concurrent requests share one fsync; none is
-//! acknowledged before it. Control-plane writes ask for a durable barrier
-//! and share the same fsyncs; a tenant's data is dropped on the same thread,
-//! between batches.
+//! transaction and recorded as one record of the write-ahead log, which is
+//! appended and fdatasynced once; only then are its waiters answered.
+//! Concurrent requests share one fsync; none is acknowledged before it.
+//! sled itself is made durable by checkpoints ([`super::pipeline`]), which
+//! control-plane writes wait for (a durable barrier); a tenant's data is
+//! dropped on the committer thread, between batches.
 //!
-//! A failed flush or sync poisons the store: the failed writes are applied
-//! in memory but may never reach the disk (Linux reports a writeback error
+//! A failed apply, append or sync poisons the store: the failed writes may
+//! be in memory but never reach the disk (Linux reports a writeback error
 //! once), so nothing more is acknowledged, not even a duplicate, until a
 //! restart recovers from what really is on disk.
 
 use std::{
-    path::Path,
     sync::{
         atomic::{AtomicBool, AtomicU64, Ordering},
         Arc,
@@ -23,8 +23,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::{
     api::{CommitOutcome, NewDelivery},
-    apply::{apply_isolated, Write},
-    sync::{SharedSync, Syncer},
+    apply::{decide, Write},
+    pipeline::{self, Stage, Waiter},
     TenantTrees,
 };
 use crate::error::{Error, Result};
@@ -33,57 +33,27 @@ use crate::error::{Error, Result};
 const QUEUE_CAPACITY: usize = 8192;
 
 /// What the committer is asked to do.
-enum Request {
+pub(super) enum Request {
     /// Record a delivery.
     Write(Box<Write>, oneshot::Sender<Result<CommitOutcome>>),
-    /// Reply once everything written before is durable.
-    Barrier(oneshot::Sender<Result<()>>),
     /// Remove every key of the tenant, durably.
-    DropTenant(Box<TenantTrees>, oneshot::Sender<Result<()>>),
+    DropTenant(Box<TenantTrees>, Waiter),
 }
 
 impl Request {
     fn fail(self, e: Error) {
         match self {
             Request::Write(_, reply) => drop(reply.send(Err(e))),
-            Request::Barrier(reply) | Request::DropTenant(_, reply) => drop(reply.send(Err(e))),
+            Request::DropTenant(_, reply) => drop(reply.send(Err(e))),
         }
     }
 }
 
-/// A waiter and what it will be told once its batch is durable.
-enum Reply {
-    Write(
-        oneshot::Sender<Result<CommitOutcome>>,
-        Result<CommitOutcome>,
-    ),
-    Done(oneshot::Sender<Result<()>>, Result<()>),
-}
-
-impl Reply {
-    /// Sends the outcome; a success becomes `failed()` when given.
-    fn send(self, failed: Option<&dyn Fn() -> Error>) {
-        match self {
-            Reply::Write(reply, outcome) => {
-                let _ = reply.send(match (outcome, failed) {
-                    (Ok(_), Some(failed)) => Err(failed()),
-                    (outcome, _) => outcome,
-                });
-            }
-            Reply::Done(reply, outcome) => {
-                let _ = reply.send(match (outcome, failed) {
-                    (Ok(()), Some(failed)) => Err(failed()),
-                    (outcome, _) => outcome,
-                });
-            }
-        }
-    }
-}
-
-/// Handle to the committer thread.
+/// Handle to the committer's threads.
 #[derive(Clone)]
 pub struct Committer {
     tx: mpsc::Sender<Request>,
+    checkpoints: std::sync::mpsc::Sender<Waiter>,
     stats: Arc<CommitStats>,
     poisoned: Arc<AtomicBool>,
 }
@@ -92,12 +62,12 @@ pub struct Committer {
 /// number of requests that shared one fsync.
 #[derive(Debug, Default)]
 pub struct CommitStats {
-    batches: AtomicU64,
-    writes: AtomicU64,
+    pub(super) batches: AtomicU64,
+    pub(super) writes: AtomicU64,
 }
 
 impl CommitStats {
-    /// Durable batches (flush + fdatasync) so far.
+    /// Durable batches (log append + fdatasync) so far.
     pub fn batches(&self) -> u64 {
         self.batches.load(Ordering::Relaxed)
     }
@@ -108,16 +78,16 @@ impl CommitStats {
     }
 }
 
-/// The committer's two threads and what they share.
-struct Writer {
-    db: sled::Db,
-    poisoned: Arc<AtomicBool>,
-    stats: Arc<CommitStats>,
+/// What the committer's threads share.
+#[derive(Clone)]
+pub(super) struct Shared {
+    pub(super) poisoned: Arc<AtomicBool>,
+    pub(super) stats: Arc<CommitStats>,
 }
 
-impl Writer {
+impl Shared {
     /// Marks the store poisoned; the first failure is logged loudly, once.
-    fn poison(&self, what: &str, e: &Error) {
+    pub(super) fn poison(&self, what: &str, e: &Error) {
         if !self.poisoned.swap(true, Ordering::SeqCst) {
             tracing::error!(
                 error = %e,
@@ -127,33 +97,32 @@ impl Writer {
         }
     }
 
-    fn is_poisoned(&self) -> bool {
+    pub(super) fn is_poisoned(&self) -> bool {
         self.poisoned.load(Ordering::SeqCst)
     }
 }
 
 impl Committer {
+    /// Starts the committer on `stages` (sled, the log and sled's syncer).
     pub(super) fn start(
-        db: sled::Db,
-        sled_dir: &Path,
+        stages: Stage,
         batch_max: usize,
-        sync: Option<SharedSync>,
         poisoned: Arc<AtomicBool>,
     ) -> Result<(Committer, JoinHandle<()>)> {
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
-        let syncer = Syncer::open(sled_dir, sync)?;
         let stats = Arc::new(CommitStats::default());
-        let shared = Writer {
-            db,
+        let shared = Shared {
             poisoned: poisoned.clone(),
             stats: stats.clone(),
         };
+        let (checkpoints, pipeline) = pipeline::start(stages, shared.clone())?;
         let handle = std::thread::Builder::new()
             .name("hookd-committer".into())
-            .spawn(move || run(shared, rx, batch_max, syncer))?;
+            .spawn(move || run(shared, rx, batch_max, pipeline))?;
         Ok((
             Committer {
                 tx,
+                checkpoints,
                 stats,
                 poisoned,
             },
@@ -189,13 +158,20 @@ impl Committer {
     }
 
     /// Returns once everything written to the db before the call is flushed
-    /// and fdatasynced.
+    /// and fdatasynced: the next checkpoint that starts after it.
     pub async fn barrier(&self) -> Result<()> {
-        self.ask(Request::Barrier).await
+        if self.is_poisoned() {
+            return Err(Error::StoragePoisoned);
+        }
+        let (reply, answer) = oneshot::channel();
+        self.checkpoints
+            .send(reply)
+            .map_err(|_| Error::stopped("durable writer"))?;
+        answer.await.map_err(|_| Error::stopped("durable writer"))?
     }
 
-    /// Removes every key of the tenant, between batches, and returns once
-    /// that is durable.
+    /// Removes every key of the tenant, in order with the batches, and
+    /// returns once that is durable.
     pub async fn drop_tenant(&self, trees: TenantTrees) -> Result<()> {
         self.ask(|reply| Request::DropTenant(Box::new(trees), reply))
             .await
@@ -217,34 +193,16 @@ impl Committer {
     }
 }
 
-/// A batch whose writes are applied and now wait for one durable flush.
-struct Applied {
-    answers: Vec<Reply>,
-}
-
-/// Two stages on two threads: this one applies batch N+1 while the flusher
-/// makes batch N durable, so transactions and fsyncs overlap. The hand-over
-/// is a rendezvous: an applied batch waits here, not in a channel, so at
-/// most two batches are between the queue and the disk and the writes that
-/// arrive meanwhile gather into the next, larger batch (more writes share
-/// each fsync: about 25 instead of 18 at 64 connections). The flusher
-/// takes batches in order and each flush covers every write applied before
-/// it, so no answer (a duplicate of a write in flight included) goes out
-/// before the write it depends on is on disk.
-fn run(shared: Writer, mut rx: mpsc::Receiver<Request>, batch_max: usize, syncer: Syncer) {
-    let (applied_tx, applied_rx) = std::sync::mpsc::sync_channel::<Applied>(0);
-    let flusher = Writer {
-        db: shared.db.clone(),
-        poisoned: shared.poisoned.clone(),
-        stats: shared.stats.clone(),
-    };
-    let flusher = std::thread::Builder::new()
-        .name("hookd-flusher".into())
-        .spawn(move || flush_batches(flusher, applied_rx, syncer));
-    let Ok(flusher) = flusher else {
-        tracing::error!("could not start the flusher thread; durable writes are unavailable");
-        return;
-    };
+/// The first stage: gathers the waiting requests into a batch, applies it
+/// and hands its log record to the log, and goes on with the next: every
+/// batch applied while the log syncs shares the log's next fsync, so a
+/// write waits for at most the sync in progress and its own.
+fn run(
+    shared: Shared,
+    mut rx: mpsc::Receiver<Request>,
+    batch_max: usize,
+    mut pipeline: pipeline::Pipeline,
+) {
     while let Some(first) = rx.blocking_recv() {
         // A tenant drop ends its batch: the writes before it are applied
         // first, the ones after it see the tenant gone.
@@ -263,109 +221,55 @@ fn run(shared: Writer, mut rx: mpsc::Receiver<Request>, batch_max: usize, syncer
                 .for_each(|r| r.fail(Error::StoragePoisoned));
             continue;
         }
-        if applied_tx
-            .send(Applied {
-                answers: apply_requests(&shared, requests),
-            })
-            .is_err()
-        {
+        if !apply_requests(&shared, requests, &mut pipeline) {
             break;
         }
     }
-    drop(applied_tx);
-    let _ = flusher.join();
+    pipeline.finish();
 }
 
-/// Applies one batch of requests in memory and returns their answers-to-be.
-fn apply_requests(shared: &Writer, requests: Vec<Request>) -> Vec<Reply> {
-    let mut answers = Vec::with_capacity(requests.len());
+/// Applies one batch of requests and hands it to the log; false once the
+/// log stopped.
+fn apply_requests(
+    shared: &Shared,
+    requests: Vec<Request>,
+    pipeline: &mut pipeline::Pipeline,
+) -> bool {
     let mut writes = Vec::with_capacity(requests.len());
-    let mut drop_request = None;
+    let mut dropped = None;
     for request in requests {
         match request {
             Request::Write(item, reply) => writes.push((item, reply)),
-            Request::Barrier(reply) => answers.push(Reply::Done(reply, Ok(()))),
-            Request::DropTenant(trees, reply) => drop_request = Some((trees, reply)),
+            Request::DropTenant(trees, reply) => dropped = Some((trees, reply)),
         }
     }
-    if !writes.is_empty() {
-        let items: Vec<&Write> = writes.iter().map(|(item, _)| &**item).collect();
-        let outcomes = apply_isolated(&items);
-        drop(items);
-        match outcomes {
-            Ok(outcomes) => answers.extend(
-                writes
-                    .into_iter()
-                    .zip(outcomes)
-                    .map(|((_, reply), outcome)| Reply::Write(reply, outcome)),
-            ),
+    let items: Vec<&Write> = writes.iter().map(|(item, _)| &**item).collect();
+    let decided = decide(&items, pipeline.marker(), pipeline.next_lsn());
+    drop(items);
+    let replies: Vec<_> = writes.into_iter().map(|(_, reply)| reply).collect();
+    let sent = match decided {
+        Ok(decided) => pipeline.send(decided, replies),
+        Err(e) => {
+            // Part of the batch may be applied in memory: poisoned.
+            shared.poison("applying a batch of writes", &e);
+            let cause = Arc::new(e);
+            for reply in replies {
+                let _ = reply.send(Err(Error::batch_failed(&cause)));
+            }
+            true
+        }
+    };
+    if let Some((trees, reply)) = dropped {
+        match trees.clear() {
+            // Durable with the next checkpoint, which answers it.
+            Ok(()) => pipeline.after_checkpoint(reply),
             Err(e) => {
-                // Part of the batch may be applied in memory: poisoned.
-                shared.poison("applying a batch of writes", &e);
-                let cause = Arc::new(e);
-                answers.extend(
-                    writes
-                        .into_iter()
-                        .map(|(_, reply)| Reply::Write(reply, Err(Error::batch_failed(&cause)))),
-                );
+                shared.poison("dropping a tenant's trees", &e);
+                let _ = reply.send(Err(e));
             }
         }
     }
-    if let Some((trees, reply)) = drop_request {
-        let dropped = trees.clear();
-        if let Err(e) = &dropped {
-            shared.poison("dropping a tenant's trees", e);
-        }
-        answers.push(Reply::Done(reply, dropped));
-    }
-    answers
-}
-
-/// The second stage: one flush (+ fdatasync) per batch, then the answers.
-fn flush_batches(shared: Writer, applied: std::sync::mpsc::Receiver<Applied>, mut syncer: Syncer) {
-    for batch in applied {
-        if shared.is_poisoned() {
-            for answer in batch.answers {
-                answer.send(Some(&|| Error::StoragePoisoned));
-            }
-            continue;
-        }
-        let durable = shared
-            .db
-            .flush()
-            .map_err(Error::from)
-            .and_then(|_| syncer.sync().map_err(Error::from));
-        match durable {
-            Ok(()) => {
-                let writes = batch
-                    .answers
-                    .iter()
-                    .filter(|a| matches!(a, Reply::Write(..)))
-                    .count();
-                shared.stats.batches.fetch_add(1, Ordering::Relaxed);
-                shared
-                    .stats
-                    .writes
-                    .fetch_add(writes as u64, Ordering::Relaxed);
-                for answer in batch.answers {
-                    answer.send(None);
-                }
-            }
-            Err(e) => {
-                shared.poison("making a batch durable (flush + fdatasync)", &e);
-                let cause = Arc::new(e);
-                for answer in batch.answers {
-                    answer.send(Some(&|| Error::sync_failed(&cause)));
-                }
-            }
-        }
-    }
-    if shared.is_poisoned() {
-        return;
-    }
-    if let Err(e) = shared.db.flush() {
-        tracing::error!(error = %e, "final flush failed");
-    }
+    sent
 }
 
 #[cfg(test)]

@@ -56,7 +56,7 @@ impl std::io::Write for CapturedLogs {
     }
 }
 
-fn delivery(event_id: &str, body: Bytes) -> NewDelivery {
+pub(super) fn delivery(event_id: &str, body: Bytes) -> NewDelivery {
     NewDelivery {
         event_id: EventId::new(event_id),
         meta: EventMeta {
@@ -101,6 +101,33 @@ fn unsynced_files(log: &[Synced], dir: &Path) -> Vec<String> {
     missing
 }
 
+/// Log segments under `dir` that are not durable according to `log`: never
+/// synced at their present length, or whose name was never made durable (a
+/// sync of `dir` after the segment's first sync). Appending to a segment
+/// changes its data, not its name.
+fn unsynced_segments(log: &[Synced], dir: &Path) -> Vec<String> {
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let (path, len) = (entry.path(), entry.metadata().unwrap().len());
+        let synced = log
+            .iter()
+            .any(|s| matches!(s, Synced::File { path: p, len: l } if *p == path && *l == len));
+        let first = log
+            .iter()
+            .position(|s| matches!(s, Synced::File { path: p, .. } if *p == path));
+        let named = first.is_some_and(|at| {
+            log[at..]
+                .iter()
+                .any(|s| matches!(s, Synced::Dir(d) if d == dir))
+        });
+        if !(synced && named) {
+            missing.push(format!("{} ({len} bytes)", path.display()));
+        }
+    }
+    missing
+}
+
 /// A store in a fresh dir whose syncs are recorded.
 fn recorded_store() -> (
     tempfile::TempDir,
@@ -120,18 +147,21 @@ fn recorded_store() -> (
     (dir, sync, store, thread)
 }
 
-/// Bodies of 200-300 KiB, each far below the size at which sled writes one
-/// value to a blob file, still make sled write leaves of such events to
-/// blob files. Every file that exists when a commit is answered, blob or
-/// not, must have been synced at its present length, and its directory
-/// after it.
+/// An acknowledged event is in the write-ahead log, on disk: every file
+/// under `wal/` (the segment holding it) was synced at its present length
+/// before the answer, and the directory after it. sled's own files are
+/// made durable by checkpoints: once a barrier returns, every file behind
+/// the store (blob files of bodies of 200-300 KiB included) is synced.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_file_backing_an_acknowledged_event_is_synced() {
     let (dir, sync, store, _thread) = recorded_store();
     let trees = store
         .tenant_trees(&TenantId::try_from("big").unwrap())
         .unwrap();
-    let blobs = sled_path(dir.path()).join("blobs");
+    let (wal, blobs) = (
+        super::wal::wal_path(dir.path()),
+        sled_path(dir.path()).join("blobs"),
+    );
     for n in 0..48 {
         let len = 200 * 1024 + (n * 7919) % (100 * 1024);
         let body = Bytes::from(vec![b'a' + (n % 26) as u8; len]);
@@ -145,13 +175,18 @@ async fn every_file_backing_an_acknowledged_event_is_synced() {
             .await
             .unwrap();
         assert_eq!(outcome, CommitOutcome::Accepted);
-        let log = sync.synced();
-        let missing = unsynced_files(&log, &blobs);
+        let missing = unsynced_segments(&sync.synced(), &wal);
         assert!(
             missing.is_empty(),
-            "event {n} was acknowledged while these blob files were not durable: {missing:?}"
+            "event {n} was acknowledged while its log segment was not durable: {missing:?}"
         );
     }
+    store.durable_barrier().await.unwrap();
+    let missing = unsynced_files(&sync.synced(), &blobs);
+    assert!(
+        missing.is_empty(),
+        "a barrier returned while these blob files were not durable: {missing:?}"
+    );
     let blob_count = std::fs::read_dir(&blobs).unwrap().count();
     assert!(blob_count > 0, "the bodies made sled write blob files");
     // The syncer settles blobs by their checksum: sled's real blobs pass it.
@@ -167,9 +202,10 @@ async fn every_file_backing_an_acknowledged_event_is_synced() {
     }
 }
 
-/// A power loss between two syncs of one commit must never leave the log
-/// pointing at a blob that is not on disk: within every commit, each blob
-/// file and the `blobs/` directory are synced before sled's log.
+/// A power loss between two syncs of one checkpoint must never leave
+/// sled's log pointing at a blob that is not on disk: within every
+/// checkpoint, each blob file and the `blobs/` directory are synced before
+/// sled's log.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn blobs_are_durable_before_the_log_that_points_at_them() {
     let (dir, sync, store, _thread) = recorded_store();
@@ -179,7 +215,6 @@ async fn blobs_are_durable_before_the_log_that_points_at_them() {
     let (sled_dir, blobs) = (sled_path(dir.path()), sled_path(dir.path()).join("blobs"));
     let mut blob_syncs = 0;
     for n in 0..24 {
-        let before = sync.synced().len();
         let body = Bytes::from(vec![b'a' + (n % 26) as u8; 256 * 1024]);
         store
             .committer()
@@ -190,12 +225,14 @@ async fn blobs_are_durable_before_the_log_that_points_at_them() {
             )
             .await
             .unwrap();
-        let commit = sync.synced().split_off(before);
-        let log_at = commit
+        let before = sync.synced().len();
+        store.durable_barrier().await.unwrap();
+        let checkpoint = sync.synced().split_off(before);
+        let log_at = checkpoint
             .iter()
             .rposition(|s| matches!(s, Synced::File { path, .. } if *path == sled_dir.join("db")))
-            .expect("every commit syncs the log");
-        let late: Vec<_> = commit[log_at..]
+            .expect("every checkpoint syncs sled's log");
+        let late: Vec<_> = checkpoint[log_at..]
             .iter()
             .filter(|s| match s {
                 Synced::File { path, .. } => path.starts_with(&blobs),
@@ -204,9 +241,9 @@ async fn blobs_are_durable_before_the_log_that_points_at_them() {
             .collect();
         assert!(
             late.is_empty(),
-            "commit {n} synced blobs after the log: {late:?}"
+            "checkpoint {n} synced blobs after the log: {late:?}"
         );
-        blob_syncs += commit[..log_at]
+        blob_syncs += checkpoint[..log_at]
             .iter()
             .filter(|s| matches!(s, Synced::File { path, .. } if path.starts_with(&blobs)))
             .count();

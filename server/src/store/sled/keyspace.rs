@@ -89,7 +89,8 @@ impl Keyspace {
         }
     }
 
-    fn key(&self, key: impl AsRef<[u8]>) -> Vec<u8> {
+    /// The key `key` is stored under in the shared tree.
+    pub(super) fn key(&self, key: impl AsRef<[u8]>) -> Vec<u8> {
         stored_key(self.layout, &self.prefix, key.as_ref())
     }
 

@@ -2,7 +2,8 @@
 //! (`data/idem`, `events_by_time`, `queue`, `state`, `attempts`, `dead`,
 //! `done`), each key prefixed by its tenant, the stored events' by time
 //! and tenant (see [`TenantTrees`] and [`keyspace`]), and the group
-//! committer that makes writes durable.
+//! committer that makes writes durable in a write-ahead log ([`wal`])
+//! before it applies them to sled.
 
 mod apply;
 mod committer;
@@ -17,9 +18,13 @@ mod keyspace;
 #[cfg(test)]
 mod layout_tests;
 mod migrate;
+mod pipeline;
+#[cfg(test)]
+mod recovery_tests;
 pub mod redirects;
 pub mod rejections;
 pub mod sync;
+pub mod wal;
 
 use std::{
     collections::HashMap,
@@ -75,6 +80,16 @@ const SHARED_TREES: [SharedTree; 7] = [
     shared("dead", "data/dead", Layout::TenantFirst),
     shared("done", "data/done", Layout::TenantFirst),
 ];
+
+/// The index in [`SHARED_TREES`] of each tree the ingest writes, as the
+/// write-ahead log names them.
+mod tree {
+    pub(super) const IDEM: u8 = 0;
+    pub(super) const EVENTS: u8 = 1;
+    pub(super) const QUEUE: u8 = 2;
+    pub(super) const STATE: u8 = 3;
+    pub(super) const DONE: u8 = 6;
+}
 
 /// Where an older hookd kept the stored events, tenant first.
 const TENANT_FIRST_EVENTS: &str = "data/events";
@@ -241,9 +256,14 @@ impl TenantTrees {
         ]
     }
 
+    /// Marks the tenant dropped: writes decided from now on are refused.
+    fn mark_dropped(&self) {
+        self.dropped.store(true, Ordering::SeqCst);
+    }
+
     /// Marks the tenant dropped and removes all its keys.
     fn clear(&self) -> Result<()> {
-        self.dropped.store(true, Ordering::SeqCst);
+        self.mark_dropped();
         // The queue first: an attempt that commits after it finds no entry
         // to claim and writes nothing.
         for space in [&self.queue, &self.dead] {
@@ -298,9 +318,9 @@ impl SledStore {
         let mut syncer = sync::Syncer::open(&path, sync.clone())?;
         migrate::upgrade(&db, &path, &shared.0, &SHARED_TREES, &mut syncer)?;
         migrate::fence_legacy_dir(data_dir, sync.as_ref())?;
+        let stage = recover(data_dir, &db, &shared, sync, syncer)?;
         let poisoned = Arc::new(AtomicBool::new(false));
-        let (committer, handle) =
-            Committer::start(db.clone(), &path, batch_max, sync, poisoned.clone())?;
+        let (committer, handle) = Committer::start(stage, batch_max, poisoned.clone())?;
         Ok((
             SledStore {
                 db,
@@ -395,6 +415,41 @@ impl From<sled::Error> for crate::error::Error {
 /// storage layout 3 used `sled/`, which is now a file they cannot open).
 pub fn sled_path(data_dir: &Path) -> PathBuf {
     data_dir.join("store")
+}
+
+/// Applies the write-ahead log's records that sled does not hold yet (a
+/// crash came between their append and their apply, or before the
+/// checkpoint that made them durable in sled), makes sled durable, and
+/// starts a fresh log: what the committer's stages start from.
+fn recover(
+    data_dir: &Path,
+    db: &sled::Db,
+    shared: &SharedTrees,
+    sync: Option<SharedSync>,
+    mut syncer: sync::Syncer,
+) -> Result<pipeline::Stage> {
+    let marker = db.open_tree(apply::WAL_TREE)?;
+    let applied = apply::applied_lsn(&marker)?;
+    let dir = wal::wal_path(data_dir);
+    std::fs::create_dir_all(&dir)?;
+    let last = wal::recover(&dir, applied, |lsn, ops| {
+        apply::apply_record(&shared.0, &marker, lsn, ops)
+    })?;
+    if last > applied {
+        tracing::info!(
+            records = last - applied,
+            "write-ahead log records applied to the store after a crash"
+        );
+    }
+    db.flush()?;
+    syncer.sync()?;
+    Ok(pipeline::Stage {
+        db: db.clone(),
+        marker,
+        log: wal::Log::create(&dir, sync, last + 1)?,
+        syncer,
+        applied: last,
+    })
 }
 
 /// Opens the sled database at `path` with hookd's settings.

@@ -1,0 +1,89 @@
+//! Restarts after a crash: what the write-ahead log gives back to sled.
+//! A crash is a copy of the data dir taken while the store runs: sled's
+//! files as they were before the writes, the log as it was after their
+//! answers.
+
+use std::path::Path;
+
+use bytes::Bytes;
+
+use super::{durability_tests::delivery, sled_path, wal::wal_path, CommitOutcome, SledStore};
+use crate::{ids::TenantId, store::api::TenantData};
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+fn tenant() -> TenantId {
+    TenantId::try_from("t").unwrap()
+}
+
+/// Deliveries acknowledged after sled's last durable state are in the log
+/// only; the next start applies them: their events, queue entries and
+/// idempotency records are back, and a retry is a duplicate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_deliveries_sled_never_made_durable_come_back_from_the_log() {
+    let (live, crashed) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (store, thread) = SledStore::open(live.path(), 64, true).unwrap();
+    let trees = store.tenant_trees(&tenant()).unwrap();
+    copy_dir(&sled_path(live.path()), &sled_path(crashed.path()));
+    for n in 0..3 {
+        let item = delivery(&format!("evt_{n}"), Bytes::from_static(b"{}"));
+        let outcome = store.committer().commit(trees.clone(), Vec::new(), item);
+        assert_eq!(outcome.await.unwrap(), CommitOutcome::Accepted);
+    }
+    copy_dir(&wal_path(live.path()), &wal_path(crashed.path()));
+    drop((trees, store));
+    thread.join().unwrap();
+
+    let (store, _thread) = SledStore::open(crashed.path(), 64, true).unwrap();
+    let trees = store.tenant_trees(&tenant()).unwrap();
+    assert_eq!(
+        trees.counts().unwrap().depth,
+        3,
+        "every queue entry is back"
+    );
+    let queued = trees.queue(None, 10).unwrap();
+    for (_, id) in &queued {
+        assert!(trees.event(id).unwrap().is_some(), "the event of {id}");
+        assert!(trees.state(id).unwrap().is_some(), "the state of {id}");
+    }
+    let retry = delivery("evt_1", Bytes::from_static(b"{}"));
+    let retry = store.committer().commit(trees.clone(), Vec::new(), retry);
+    assert!(
+        matches!(retry.await.unwrap(), CommitOutcome::Duplicate(_)),
+        "the sender's retry of an acknowledged event"
+    );
+}
+
+/// A record sled already holds is not applied again at the next start:
+/// a delivery dequeued after it stays dequeued.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_sled_holds_is_not_applied_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, thread) = SledStore::open(dir.path(), 64, true).unwrap();
+    let trees = store.tenant_trees(&tenant()).unwrap();
+    let item = delivery("evt_1", Bytes::from_static(b"{}"));
+    let outcome = store.committer().commit(trees.clone(), Vec::new(), item);
+    assert_eq!(outcome.await.unwrap(), CommitOutcome::Accepted);
+    let (entry, _) = trees.queue(None, 1).unwrap().remove(0);
+    trees.drop_queue_entry(&entry).unwrap();
+    store.durable_barrier().await.unwrap();
+    let segments = std::fs::read_dir(wal_path(dir.path())).unwrap().count();
+    assert!(segments > 0, "the log still holds the record");
+    drop((trees, store));
+    thread.join().unwrap();
+
+    let (store, _thread) = SledStore::open(dir.path(), 64, true).unwrap();
+    let trees = store.tenant_trees(&tenant()).unwrap();
+    assert_eq!(trees.counts().unwrap().depth, 0, "nothing was queued again");
+}

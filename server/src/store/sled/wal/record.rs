@@ -1,0 +1,207 @@
+//! One record of the write-ahead log: a batch of inserts into the shared
+//! trees, numbered and checksummed. On disk a record is
+//! `len: u32 | crc32: u32 | lsn: u64 | ops`, little endian, where `len`
+//! counts the bytes after the crc and the crc covers the same bytes; each op
+//! is `tree: u8 | key_len: u32 | value_len: u32 | key | value`. A record is
+//! built in place ([`Batch`]), so the buffer the committer fills is the one
+//! the log writes, and read back by [`ops`] for the live apply and for the
+//! replay after a crash alike.
+
+use crate::error::{Error, Result};
+
+/// Bytes before a record's ops: length, checksum, sequence number.
+pub(super) const HEADER: usize = 16;
+
+/// The longest record the log accepts back (a batch of the largest bodies
+/// hookd takes is far below it): a longer length field is damage.
+const MAX_RECORD: usize = 1 << 30;
+
+/// A batch of inserts being built, in its on-disk form.
+#[derive(Debug)]
+pub struct Batch {
+    buf: Vec<u8>,
+}
+
+impl Default for Batch {
+    fn default() -> Self {
+        Batch {
+            buf: vec![0; HEADER],
+        }
+    }
+}
+
+impl Batch {
+    /// Records an insert of `value` under `key` into shared tree `tree`.
+    pub fn insert(&mut self, tree: u8, key: &[u8], value: &[u8]) {
+        self.buf.reserve(9 + key.len() + value.len());
+        self.buf.push(tree);
+        self.buf.extend_from_slice(&len32(key).to_le_bytes());
+        self.buf.extend_from_slice(&len32(value).to_le_bytes());
+        self.buf.extend_from_slice(key);
+        self.buf.extend_from_slice(value);
+    }
+
+    /// True when nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.buf.len() == HEADER
+    }
+
+    /// Numbers the batch `lsn` and seals it: the bytes to append.
+    pub fn seal(mut self, lsn: u64) -> Sealed {
+        self.buf[8..16].copy_from_slice(&lsn.to_le_bytes());
+        let len = len32(&self.buf[8..]);
+        let crc = crc32fast::hash(&self.buf[8..]);
+        self.buf[0..4].copy_from_slice(&len.to_le_bytes());
+        self.buf[4..8].copy_from_slice(&crc.to_le_bytes());
+        Sealed { lsn, buf: self.buf }
+    }
+}
+
+fn len32(bytes: &[u8]) -> u32 {
+    u32::try_from(bytes.len()).expect("a key, value or record under 4 GiB")
+}
+
+/// A numbered, checksummed record, ready to append.
+#[derive(Debug)]
+pub struct Sealed {
+    lsn: u64,
+    buf: Vec<u8>,
+}
+
+impl Sealed {
+    /// Its sequence number.
+    pub fn lsn(&self) -> u64 {
+        self.lsn
+    }
+
+    /// The whole record, as written.
+    pub fn bytes(&self) -> &[u8] {
+        &self.buf
+    }
+}
+
+/// What reading a record at the start of `bytes` found.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Read<'a> {
+    /// A whole record: its number, its ops and its length on disk.
+    Record { lsn: u64, ops: &'a [u8], len: usize },
+    /// No record starts here: the end of what was written (zeros or nothing).
+    End,
+    /// A record cut short or whose checksum fails: a write the crash tore.
+    Torn,
+}
+
+/// Reads the record at the start of `bytes`.
+pub(super) fn read(bytes: &[u8]) -> Read<'_> {
+    if bytes.len() < 8 || bytes[..8] == [0; 8] {
+        return Read::End;
+    }
+    let len = u32::from_le_bytes(bytes[0..4].try_into().expect("4 bytes")) as usize;
+    let crc = u32::from_le_bytes(bytes[4..8].try_into().expect("4 bytes"));
+    if !(8..=MAX_RECORD).contains(&len) || bytes.len() < 8 + len {
+        return Read::Torn;
+    }
+    let body = &bytes[8..8 + len];
+    if crc32fast::hash(body) != crc {
+        return Read::Torn;
+    }
+    Read::Record {
+        lsn: u64::from_le_bytes(body[..8].try_into().expect("8 bytes")),
+        ops: &body[8..],
+        len: 8 + len,
+    }
+}
+
+/// One insert of a record: the tree's index, the key and the value.
+pub type Op<'a> = (u8, &'a [u8], &'a [u8]);
+
+/// The inserts of a record's ops, in the order they were recorded; an
+/// error names ops that do not parse (a record whose checksum held was
+/// written by a hookd that laid ops out otherwise).
+pub fn ops(mut bytes: &[u8]) -> impl Iterator<Item = Result<Op<'_>>> {
+    std::iter::from_fn(move || {
+        if bytes.is_empty() {
+            return None;
+        }
+        let parsed = split_op(bytes);
+        match parsed {
+            Some((op, rest)) => {
+                bytes = rest;
+                Some(Ok(op))
+            }
+            None => {
+                bytes = &[];
+                Some(Err(Error::storage(
+                    "a write-ahead log record holds an op that does not parse".to_string(),
+                    None,
+                )))
+            }
+        }
+    })
+}
+
+fn split_op(bytes: &[u8]) -> Option<(Op<'_>, &[u8])> {
+    let (&tree, rest) = bytes.split_first()?;
+    let key_len = u32::from_le_bytes(rest.get(0..4)?.try_into().ok()?) as usize;
+    let value_len = u32::from_le_bytes(rest.get(4..8)?.try_into().ok()?) as usize;
+    let rest = &rest[8..];
+    let key = rest.get(..key_len)?;
+    let value = rest.get(key_len..key_len + value_len)?;
+    Some(((tree, key, value), &rest[key_len + value_len..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sealed() -> Sealed {
+        let mut batch = Batch::default();
+        assert!(batch.is_empty());
+        batch.insert(1, b"acme/dlv_1", b"event");
+        batch.insert(0, b"acme/evt_1", b"");
+        batch.seal(7)
+    }
+
+    #[test]
+    fn a_sealed_batch_reads_back_whole() {
+        let sealed = sealed();
+        let Read::Record {
+            lsn,
+            ops: bytes,
+            len,
+        } = read(sealed.bytes())
+        else {
+            panic!("a whole record");
+        };
+        assert_eq!((lsn, len), (7, sealed.bytes().len()));
+        let ops: Vec<Op> = ops(bytes).collect::<Result<_>>().unwrap();
+        assert_eq!(
+            ops,
+            vec![
+                (1, &b"acme/dlv_1"[..], &b"event"[..]),
+                (0, &b"acme/evt_1"[..], &b""[..])
+            ]
+        );
+    }
+
+    #[test]
+    fn a_cut_or_flipped_record_is_torn_and_zeros_are_the_end() {
+        let sealed = sealed();
+        let bytes = sealed.bytes();
+        for cut in [9, bytes.len() - 1] {
+            assert_eq!(read(&bytes[..cut]), Read::Torn, "cut at {cut}");
+        }
+        let mut flipped = bytes.to_vec();
+        *flipped.last_mut().unwrap() ^= 1;
+        assert_eq!(read(&flipped), Read::Torn);
+        assert_eq!(read(&[0; 64]), Read::End);
+        assert_eq!(read(&[]), Read::End);
+    }
+
+    #[test]
+    fn ops_that_do_not_parse_are_an_error() {
+        let broken = [1u8, 200, 0, 0, 0, 0, 0, 0, 0, b'k'];
+        let first = ops(&broken).next().unwrap();
+        assert!(first.is_err());
+    }
+}
