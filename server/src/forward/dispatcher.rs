@@ -3,9 +3,7 @@
 //! ever holds its own tenant's slots; fewer while an adaptive limit backs
 //! off, `forward/adaptive.rs`), and records every outcome. Outcomes
 //! are reported (log, metrics, feed) only once they are on disk, so after a
-//! crash only attempts whose outcome was not on disk yet are sent again;
-//! a round of outcomes is written while new attempts start
-//! (`forward/outcomes.rs`). A destination set over
+//! crash only attempts still in flight are sent again. A destination set over
 //! the control plane gets a client whose resolver enforces the destination
 //! address policy, with no redirects and no proxy.
 
@@ -19,7 +17,6 @@ use super::{
     attempt::{self, AttemptResult},
     breaker::{Breaker, BreakerState},
     lease::{ForwardLease, LeaseTerms},
-    outcomes::{Attempted, Decided, Recorded, Rounds, Writer},
     policy::{next_step, Verdict},
     transform,
 };
@@ -34,7 +31,7 @@ use crate::{
     metrics::{BreakerGauge, ConcurrencyGauge, RouteMetrics, TransformRun},
     rate_limit::TokenBucket,
     store::{
-        api::{blocking, Fence, Store, TenantStore},
+        api::{blocking, Fence, FencedAttempt, Store, TenantData, TenantStore},
         lifecycle::Next,
         records::{queue_key_due_ms, DeliveryState, StoredEvent},
     },
@@ -46,12 +43,6 @@ use crate::{
 
 /// Longest the loop sleeps without looking at the queue again.
 const MAX_IDLE_MS: i64 = 1000;
-
-/// Outcomes that may wait for the next round while one is being written,
-/// per slot of `max_in_flight`: while a round waits for its durability
-/// barrier, attempts go on and finish, up to this many per slot (each
-/// holds at most [`super::attempt::RESPONSE_KEEP_BYTES`] of response).
-const WAITING_PER_SLOT: usize = 4;
 
 struct Done {
     key: Vec<u8>,
@@ -84,12 +75,79 @@ struct Sent {
 
 type InFlight = Pin<Box<dyn Future<Output = Done> + Send>>;
 
-/// What a pass may start: attempts still sending, and outcomes waiting for
-/// the round being written.
-#[derive(Clone, Copy)]
-struct Room {
-    sending: usize,
-    waiting: usize,
+/// An outcome recorded in the store, reported once it is durable.
+struct Recorded {
+    delivery_id: DeliveryId,
+    state: DeliveryState,
+    next: Next,
+    result: AttemptResult,
+    request_id: RequestId,
+    trace: opentelemetry::Context,
+    now: i64,
+}
+
+/// A finished attempt with its outcome decided, to be written.
+enum Decided {
+    /// The queued delivery had no stored event: its queue entry goes.
+    NoEvent { key: Vec<u8> },
+    /// Not sent: nothing to write.
+    Fenced,
+    Attempted {
+        key: Vec<u8>,
+        delivery_id: DeliveryId,
+        next: Next,
+        result: Box<AttemptResult>,
+        request_id: RequestId,
+        trace: opentelemetry::Context,
+        fence: Fence,
+    },
+}
+
+/// Writes each decided outcome (blocks on storage); `None` for those with
+/// nothing to report.
+fn write_outcomes(
+    data: &dyn TenantData,
+    (tenant, route): (&TenantId, &str),
+    decided: Vec<Decided>,
+    now: i64,
+) -> Vec<Result<Option<Recorded>>> {
+    decided
+        .into_iter()
+        .map(|decided| match decided {
+            Decided::NoEvent { key } => data.drop_queue_entry(&key).map(|_| None),
+            Decided::Fenced => Ok(None),
+            Decided::Attempted {
+                key,
+                delivery_id,
+                next,
+                result,
+                request_id,
+                trace,
+                fence,
+            } => {
+                let attempt = FencedAttempt {
+                    entry: &key,
+                    id: &delivery_id,
+                    record: &result.record,
+                    fence: &fence,
+                };
+                let state = data.record_fenced_attempt(attempt, &next, now)?;
+                let Some(state) = state else {
+                    tracing::warn!(tenant = %tenant, route = %route, delivery_id = %delivery_id, attempt = result.record.attempt, "delivery changed or the forwarding lease passed elsewhere while its attempt was in flight; outcome not recorded");
+                    return Ok(None);
+                };
+                Ok(Some(Recorded {
+                    delivery_id,
+                    state,
+                    next,
+                    result: *result,
+                    request_id,
+                    trace,
+                    now,
+                }))
+            }
+        })
+        .collect()
 }
 
 /// Whether the attempt at `key` may be sent under `fence`: always on an
@@ -144,8 +202,7 @@ pub struct Dispatcher {
     tenant: TenantId,
     route: String,
     data: TenantStore,
-    /// Where its rounds of outcomes are written.
-    writer: Writer,
+    store: Store,
     settings: Arc<ForwardSettings>,
     client: reqwest::Client,
     clock: SharedClock,
@@ -220,15 +277,10 @@ impl Dispatcher {
             rate: settings
                 .delivery_rate
                 .map(|r| TokenBucket::new(r, clock.now_ms())),
-            writer: Writer {
-                data: data.clone(),
-                store,
-                tenant: tenant.clone(),
-                route: route.clone(),
-            },
             tenant,
             route,
             data,
+            store,
             settings: Arc::new(settings),
             client,
             clock,
@@ -238,26 +290,16 @@ impl Dispatcher {
     }
 
     /// Runs until the task is dropped (at shutdown). Anything in flight then
-    /// stays queued and is sent again after a restart; a round being
-    /// written is still written.
+    /// stays queued and is sent again after a restart.
     pub async fn run(mut self) {
         let mut in_flight: FuturesUnordered<InFlight> = FuturesUnordered::new();
-        // Entries taken and not yet written back: never taken twice.
         let mut busy: HashSet<Vec<u8>> = HashSet::new();
-        let mut rounds = Rounds::default();
         loop {
             let now = self.clock.now_ms();
-            let room = Room {
-                sending: in_flight.len(),
-                waiting: rounds.waiting.len(),
-            };
             let wake_at = match self.lease.holds().await {
                 // Another process forwards the tenant; ask again soon.
                 None => now + MAX_IDLE_MS,
-                Some(fence) => match self
-                    .start_due(now, &fence, room, &mut in_flight, &mut busy)
-                    .await
-                {
+                Some(fence) => match self.start_due(now, &fence, &mut in_flight, &mut busy).await {
                     Ok(wake_at) => wake_at,
                     Err(e) => {
                         tracing::error!(tenant = %self.tenant, route = %self.route, error = %e, "reading the delivery queue failed");
@@ -265,7 +307,6 @@ impl Dispatcher {
                     }
                 },
             };
-            rounds.write_next(&self.writer, self.clock.now_ms());
             // On the server's clock, so a test's clock drives retries,
             // Retry-After, breaker cooldowns and the delivery rate.
             let sleep = self
@@ -277,16 +318,7 @@ impl Dispatcher {
                     while let Some(Some(more)) = in_flight.next().now_or_never() {
                         finished.push(more);
                     }
-                    let decided = self.decide_all(finished, in_flight.len());
-                    rounds.waiting.extend(decided);
-                }
-                (keys, recorded) = rounds.written(), if rounds.is_writing() => {
-                    for key in &keys {
-                        busy.remove(key);
-                    }
-                    for outcome in recorded {
-                        self.report(outcome);
-                    }
+                    self.finish_all(finished, &mut busy).await;
                 }
                 _ = self.wake.notified() => {}
                 _ = sleep => {}
@@ -299,7 +331,6 @@ impl Dispatcher {
         &mut self,
         now: i64,
         fence: &Fence,
-        room: Room,
         in_flight: &mut FuturesUnordered<InFlight>,
         busy: &mut HashSet<Vec<u8>>,
     ) -> Result<i64> {
@@ -312,15 +343,13 @@ impl Dispatcher {
         }
         let allowed = self.limit.allowed(now);
         self.limit_gauge.set(self.limit.current());
-        if let Some(resumes) = self.held_back(now, room.sending, allowed) {
+        if let Some(resumes) = self.held_back(now, in_flight.len(), allowed) {
             return Ok(wake_at.min(resumes));
         }
-        // As many outcomes wait behind the round being written as may:
-        // nothing to start, so nothing to read.
-        if room.waiting >= self.settings.max_in_flight * WAITING_PER_SLOT {
-            return Ok(wake_at);
-        }
-        let (data, limit) = (self.data.clone(), busy.len() + allowed - room.sending + 1);
+        let (data, limit) = (
+            self.data.clone(),
+            busy.len() + self.settings.max_in_flight + 1,
+        );
         let entries = blocking(move || data.queue(None, limit)).await?;
         let mut starting = Vec::new();
         for (key, delivery_id) in entries {
@@ -457,15 +486,16 @@ impl Dispatcher {
         })
     }
 
-    /// Decides what each finished attempt leads to (the adaptive limit sees
-    /// each with the `sending` still in flight beside it); they are
-    /// written with the next round.
-    fn decide_all(&mut self, finished: Vec<Done>, sending: usize) -> Vec<Decided> {
+    /// Records finished attempts (one trip to the blocking pool for all of
+    /// them), waits until the records are on disk, then reports them: an
+    /// attempt reported done is never sent again after a crash.
+    async fn finish_all(&mut self, finished: Vec<Done>, busy: &mut HashSet<Vec<u8>>) {
         let now = self.clock.now_ms();
-        let in_use = sending + finished.len();
-        let decided = finished
+        let in_use = busy.len();
+        let decided: Vec<Decided> = finished
             .into_iter()
             .map(|done| {
+                busy.remove(&done.key);
                 let cut = match &done.tried {
                     Tried::Sent(sent) => self.limit.observe_attempt(&sent.result, now, in_use),
                     _ => false,
@@ -474,7 +504,33 @@ impl Dispatcher {
             })
             .collect();
         self.limit_gauge.set(self.limit.current());
-        decided
+        let (data, tenant, route) = (self.data.clone(), self.tenant.clone(), self.route.clone());
+        let written =
+            blocking(move || Ok(write_outcomes(&*data, (&tenant, &route), decided, now))).await;
+        let recorded: Vec<Recorded> = match written {
+            Ok(written) => written
+                .into_iter()
+                .filter_map(|outcome| {
+                    outcome
+                        .inspect_err(|e| tracing::error!(tenant = %self.tenant, route = %self.route, error = %e, "recording a forward attempt failed"))
+                        .ok()
+                        .flatten()
+                })
+                .collect(),
+            Err(e) => {
+                tracing::error!(tenant = %self.tenant, route = %self.route, error = %e, "recording forward attempts failed");
+                Vec::new()
+            }
+        };
+        if recorded.is_empty() {
+            return;
+        }
+        if let Err(e) = self.store.durable_barrier().await {
+            tracing::error!(tenant = %self.tenant, route = %self.route, error = %e, "making forward outcomes durable failed");
+        }
+        for outcome in recorded {
+            self.report(outcome);
+        }
     }
 
     /// What a finished attempt leads to (retry policy, circuit breaker),
@@ -494,7 +550,7 @@ impl Dispatcher {
             Tried::Fenced => {
                 tracing::info!(tenant = %self.tenant, route = %self.route, delivery_id = %done.delivery_id, "forwarding lease passed elsewhere (or the delivery moved on) before the attempt; not sent");
                 self.lease.recheck();
-                return Decided::Fenced { key: done.key };
+                return Decided::Fenced;
             }
         };
         let next = next_step(
@@ -530,15 +586,15 @@ impl Dispatcher {
         if let Next::Retry { due_ms } = next {
             result.record.next_retry_at_ms = Some(due_ms);
         }
-        Decided::Attempted(Box::new(Attempted {
+        Decided::Attempted {
             key: done.key,
             delivery_id: done.delivery_id,
             next,
-            result,
+            result: Box::new(result),
             request_id,
             trace,
             fence: done.fence,
-        }))
+        }
     }
 
     /// Metrics, span, log line and feed event of a durable outcome.

@@ -8,11 +8,8 @@ mod attempt;
 mod breaker;
 mod dispatcher;
 mod lease;
-mod outcomes;
 pub mod policy;
 mod runtime;
-#[cfg(test)]
-mod tests;
 mod transform;
 
 pub(crate) use attempt::send as send_attempt;
