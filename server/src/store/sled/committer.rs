@@ -13,7 +13,7 @@
 
 use std::{
     sync::{
-        atomic::{AtomicBool, AtomicU64, Ordering},
+        atomic::{AtomicBool, Ordering},
         Arc,
     },
     thread::JoinHandle,
@@ -21,10 +21,11 @@ use std::{
 
 use tokio::sync::{mpsc, oneshot};
 
+pub use super::pipeline::CommitStats;
 use super::{
     api::{CommitOutcome, NewDelivery},
     apply::{decide, Write},
-    pipeline::{self, Stage, Waiter},
+    pipeline::{self, Shared, Stage, Waiter},
     TenantTrees,
 };
 use crate::error::{Error, Result};
@@ -56,50 +57,6 @@ pub struct Committer {
     checkpoints: std::sync::mpsc::Sender<Waiter>,
     stats: Arc<CommitStats>,
     poisoned: Arc<AtomicBool>,
-}
-
-/// How much group commit is happening: writes per durable batch is the
-/// number of requests that shared one fsync.
-#[derive(Debug, Default)]
-pub struct CommitStats {
-    pub(super) batches: AtomicU64,
-    pub(super) writes: AtomicU64,
-}
-
-impl CommitStats {
-    /// Durable batches (log append + fdatasync) so far.
-    pub fn batches(&self) -> u64 {
-        self.batches.load(Ordering::Relaxed)
-    }
-
-    /// Writes those batches carried.
-    pub fn writes(&self) -> u64 {
-        self.writes.load(Ordering::Relaxed)
-    }
-}
-
-/// What the committer's threads share.
-#[derive(Clone)]
-pub(super) struct Shared {
-    pub(super) poisoned: Arc<AtomicBool>,
-    pub(super) stats: Arc<CommitStats>,
-}
-
-impl Shared {
-    /// Marks the store poisoned; the first failure is logged loudly, once.
-    pub(super) fn poison(&self, what: &str, e: &Error) {
-        if !self.poisoned.swap(true, Ordering::SeqCst) {
-            tracing::error!(
-                error = %e,
-                "{what} failed: storage is poisoned, every write is refused with 503 \
-                 and /readyz fails until hookd is restarted; check the disk and the kernel log"
-            );
-        }
-    }
-
-    pub(super) fn is_poisoned(&self) -> bool {
-        self.poisoned.load(Ordering::SeqCst)
-    }
 }
 
 impl Committer {
