@@ -80,7 +80,7 @@ fn at_scrape(storage: &StorageReadings, process: Option<&process::ProcessStats>)
     let mut r = Registry::default();
     r.register(
         "hookd_storage_commits",
-        "Durable batches (flush + fdatasync) of the group committer",
+        "Durable commits of the group committer (a write-ahead log fdatasync on sled, a transaction on PostgreSQL)",
         ConstCounter::new(storage.commit_batches),
     );
     r.register(

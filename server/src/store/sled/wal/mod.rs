@@ -1,13 +1,13 @@
 //! The write-ahead log that makes ingest durable: each batch of accepted
-//! deliveries is appended as one checksummed record ([`record`]) to the
-//! active segment under `data_dir/wal/` and fdatasynced once, on the
-//! committing side, before any of it is applied to sled or answered. sled
-//! then holds only what the log already has, and is made durable lazily by
-//! checkpoints (flush + fdatasync of its files), after which the segments
-//! sled has are deleted. After a crash, [`recover`] hands every record past
-//! the last one sled holds (its number is recorded in sled with each batch)
-//! to be applied again; a record the crash tore at the log's end was never
-//! acknowledged and is left out.
+//! deliveries, applied to sled in one transaction, is also one checksummed
+//! record ([`record`]); the log thread writes every record applied since
+//! its last sync to the active segment under `data_dir/wal/` and
+//! fdatasyncs once before any of their writers is answered. sled is made
+//! durable lazily by checkpoints (flush + fdatasync of its files), after
+//! which the segments sled holds are recycled. After a crash, [`recover`]
+//! hands every record past the last one sled holds (its number is written
+//! in each batch's transaction) to be applied again; a record the crash
+//! tore at the log's end was never acknowledged and is left out.
 //!
 //! Segments are named by the number of their first record
 //! (`{lsn:020}.wal`), start with an 8-byte magic and a version, and are
