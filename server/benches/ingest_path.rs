@@ -118,19 +118,6 @@ fn signed(n: u64) -> (HeaderMap, Bytes) {
     (headers, Bytes::from(body))
 }
 
-/// One delivery as the HTTP worker hands it to the gate.
-fn ingest<'a>(headers: &'a HeaderMap, body: &Bytes) -> Ingest<'a> {
-    Ingest {
-        request_id: RequestId::generate(),
-        headers,
-        query: "",
-        method: "POST",
-        body: body.clone(),
-        wire: None,
-        trace: opentelemetry::Context::new(),
-    }
-}
-
 fn gate(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
     let (store, _committer) = SledStore::open(dir.path(), 1024, false).expect("store");
@@ -157,7 +144,7 @@ fn gate(c: &mut Criterion) {
             runtime.block_on(async {
                 let start = Instant::now();
                 for (headers, body) in &requests {
-                    let outcome = gate.answer(ingest(headers, body), || ()).await;
+                    let outcome = gate.answer(Ingest::post(headers, body), || ()).await;
                     assert!(!outcome.expect("accepted").duplicate);
                 }
                 start.elapsed()
@@ -166,7 +153,7 @@ fn gate(c: &mut Criterion) {
     });
     let (headers, body) = signed(0);
     runtime.block_on(async {
-        gate.answer(ingest(&headers, &body), || ())
+        gate.answer(Ingest::post(&headers, &body), || ())
             .await
             .expect("accepted")
     });
@@ -175,7 +162,7 @@ fn gate(c: &mut Criterion) {
             runtime.block_on(async {
                 let start = Instant::now();
                 for _ in 0..iters {
-                    let outcome = gate.answer(ingest(&headers, &body), || ()).await;
+                    let outcome = gate.answer(Ingest::post(&headers, &body), || ()).await;
                     assert!(outcome.expect("answered").duplicate);
                 }
                 start.elapsed()

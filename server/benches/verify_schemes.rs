@@ -16,7 +16,7 @@ use hookd_sdk::signature::{sign_message, Message, Scheme, Secret};
 use hookd_server::{
     clock::{ManualClock, SharedClock},
     config::{TenantConfig, TenantSettings},
-    ids::{RequestId, TenantId},
+    ids::TenantId,
     testing::{DeliveryFeed, Gate, Ingest, SledStore, Spans, Storage},
 };
 use tokio::sync::Notify;
@@ -127,19 +127,6 @@ impl Case {
     }
 }
 
-/// One delivery as the HTTP worker hands it to the gate.
-fn ingest<'a>(headers: &'a HeaderMap, body: &Bytes) -> Ingest<'a> {
-    Ingest {
-        request_id: RequestId::generate(),
-        headers,
-        query: "",
-        method: "POST",
-        body: body.clone(),
-        wire: None,
-        trace: opentelemetry::Context::new(),
-    }
-}
-
 fn schemes(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -169,7 +156,7 @@ fn schemes(c: &mut Criterion) {
                 runtime.block_on(async {
                     let start = Instant::now();
                     for (headers, body) in &requests {
-                        let outcome = gate.answer(ingest(headers, body), || ()).await;
+                        let outcome = gate.answer(Ingest::post(headers, body), || ()).await;
                         // A rejection would measure the wrong path.
                         assert!(!outcome.expect(case.name).duplicate, "{}", case.name);
                     }

@@ -39,6 +39,23 @@ pub struct Ingest<'a> {
     pub trace: opentelemetry::Context,
 }
 
+impl<'a> Ingest<'a> {
+    /// A `POST` with `headers` and `body`, no query and no trace, under a
+    /// fresh request id: a delivery as the benchmarks and tests hand it to
+    /// the gate.
+    pub fn post(headers: &'a HeaderMap, body: &Bytes) -> Ingest<'a> {
+        Ingest {
+            request_id: RequestId::generate(),
+            headers,
+            body: body.clone(),
+            wire: None,
+            query: "",
+            method: "POST",
+            trace: opentelemetry::Context::new(),
+        }
+    }
+}
+
 /// The gate's answer to an [`Ingest`]: what the checks decided at once (a
 /// refusal, a duplicate from the replay cache), or the durable write they
 /// prepared, which the caller awaits.

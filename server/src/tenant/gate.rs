@@ -416,7 +416,6 @@ mod tests {
     use crate::{
         clock::ManualClock,
         config::TenantConfig,
-        ids::RequestId,
         store::{api::Storage, SledStore},
     };
 
@@ -472,16 +471,9 @@ mod tests {
         gate: &Gate,
         (headers, body): &(HeaderMap, bytes::Bytes),
     ) -> Result<IngestOutcome, IngestError> {
-        let ingest = Ingest {
-            request_id: RequestId::generate(),
-            headers,
-            query: "",
-            method: "POST",
-            body: body.clone(),
-            wire: None,
-            trace: opentelemetry::Context::new(),
-        };
-        let answer = gate.answer(ingest, || panic!("the checks did not panic"));
+        let answer = gate.answer(Ingest::post(headers, body), || {
+            panic!("the checks did not panic")
+        });
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
