@@ -31,7 +31,7 @@ use crate::{
     metrics::{BreakerGauge, ConcurrencyGauge, RouteMetrics, TransformRun},
     rate_limit::TokenBucket,
     store::{
-        api::{blocking, Fence, FencedAttempt, Store, TenantData, TenantStore},
+        api::{blocking, Fence, FinishedAttempt, Store, TenantStore},
         lifecycle::Next,
         records::{queue_key_due_ms, DeliveryState, StoredEvent},
     },
@@ -103,19 +103,20 @@ enum Decided {
     },
 }
 
-/// Writes each decided outcome (blocks on storage); `None` for those with
-/// nothing to report.
-fn write_outcomes(
-    data: &dyn TenantData,
+/// Writes a round of decided outcomes: queue entries with no event are
+/// dropped, the attempts recorded as one round (durable when it returns);
+/// returns the ones recorded, to report.
+async fn write_round(
+    data: &TenantStore,
     (tenant, route): (&TenantId, &str),
     decided: Vec<Decided>,
     now: i64,
-) -> Vec<Result<Option<Recorded>>> {
-    decided
-        .into_iter()
-        .map(|decided| match decided {
-            Decided::NoEvent { key } => data.drop_queue_entry(&key).map(|_| None),
-            Decided::Fenced => Ok(None),
+) -> Vec<Recorded> {
+    let (mut orphans, mut round, mut pending) = (Vec::new(), Vec::new(), Vec::new());
+    for decided in decided {
+        match decided {
+            Decided::NoEvent { key } => orphans.push(key),
+            Decided::Fenced => {}
             Decided::Attempted {
                 key,
                 delivery_id,
@@ -125,27 +126,58 @@ fn write_outcomes(
                 trace,
                 fence,
             } => {
-                let attempt = FencedAttempt {
-                    entry: &key,
-                    id: &delivery_id,
-                    record: &result.record,
-                    fence: &fence,
-                };
-                let state = data.record_fenced_attempt(attempt, &next, now)?;
-                let Some(state) = state else {
-                    tracing::warn!(tenant = %tenant, route = %route, delivery_id = %delivery_id, attempt = result.record.attempt, "delivery changed or the forwarding lease passed elsewhere while its attempt was in flight; outcome not recorded");
-                    return Ok(None);
-                };
-                Ok(Some(Recorded {
-                    delivery_id,
-                    state,
-                    next,
-                    result: *result,
-                    request_id,
-                    trace,
-                    now,
-                }))
+                round.push(FinishedAttempt {
+                    entry: key,
+                    id: delivery_id.clone(),
+                    record: result.record.clone(),
+                    next: next.clone(),
+                    fence,
+                });
+                pending.push((delivery_id, next, result, request_id, trace));
             }
+        }
+    }
+    if !orphans.is_empty() {
+        let data = data.clone();
+        let dropped = blocking(move || {
+            orphans
+                .iter()
+                .try_for_each(|key| data.drop_queue_entry(key))
+        });
+        if let Err(e) = dropped.await {
+            tracing::error!(tenant = %tenant, route = %route, error = %e, "dropping queue entries without an event failed");
+        }
+    }
+    if round.is_empty() {
+        return Vec::new();
+    }
+    let states = match data.clone().record_attempts(round, now).await {
+        Ok(states) => states,
+        Err(e) => {
+            tracing::error!(tenant = %tenant, route = %route, error = %e, "recording forward attempts failed");
+            return Vec::new();
+        }
+    };
+    states
+        .into_iter()
+        .zip(pending)
+        .filter_map(|(state, (delivery_id, next, result, request_id, trace))| {
+            let state = state
+                .inspect_err(|e| tracing::error!(tenant = %tenant, route = %route, error = %e, "recording a forward attempt failed"))
+                .ok()?;
+            let Some(state) = state else {
+                tracing::warn!(tenant = %tenant, route = %route, delivery_id = %delivery_id, attempt = result.record.attempt, "delivery changed or the forwarding lease passed elsewhere while its attempt was in flight; outcome not recorded");
+                return None;
+            };
+            Some(Recorded {
+                delivery_id,
+                state,
+                next,
+                result: *result,
+                request_id,
+                trace,
+                now,
+            })
         })
         .collect()
 }
@@ -174,7 +206,7 @@ pub struct DispatcherParts {
     pub route: String,
     /// The route's data, in its scope.
     pub data: TenantStore,
-    /// The store, for durability barriers.
+    /// The store, for the forwarding lease.
     pub store: Store,
     /// Destination, retry policy, breaker and rate.
     pub settings: ForwardSettings,
@@ -202,7 +234,6 @@ pub struct Dispatcher {
     tenant: TenantId,
     route: String,
     data: TenantStore,
-    store: Store,
     settings: Arc<ForwardSettings>,
     client: reqwest::Client,
     clock: SharedClock,
@@ -261,7 +292,7 @@ impl Dispatcher {
         let client = builder.build()?;
         let target = ForwardTarget::of(&settings.url);
         Ok(Dispatcher {
-            lease: ForwardLease::new(store.clone(), data.tenant().clone(), lease),
+            lease: ForwardLease::new(store, data.tenant().clone(), lease),
             signals,
             breaker_gauge: BreakerGauge::new(metrics.clone()),
             limit: ConcurrencyLimit::new(
@@ -280,7 +311,6 @@ impl Dispatcher {
             tenant,
             route,
             data,
-            store,
             settings: Arc::new(settings),
             client,
             clock,
@@ -486,9 +516,9 @@ impl Dispatcher {
         })
     }
 
-    /// Records finished attempts (one trip to the blocking pool for all of
-    /// them), waits until the records are on disk, then reports them: an
-    /// attempt reported done is never sent again after a crash.
+    /// Records finished attempts as one round, which returns once the
+    /// records are on disk, then reports them: an attempt reported done is
+    /// never sent again after a crash.
     async fn finish_all(&mut self, finished: Vec<Done>, busy: &mut HashSet<Vec<u8>>) {
         let now = self.clock.now_ms();
         let in_use = busy.len();
@@ -504,30 +534,7 @@ impl Dispatcher {
             })
             .collect();
         self.limit_gauge.set(self.limit.current());
-        let (data, tenant, route) = (self.data.clone(), self.tenant.clone(), self.route.clone());
-        let written =
-            blocking(move || Ok(write_outcomes(&*data, (&tenant, &route), decided, now))).await;
-        let recorded: Vec<Recorded> = match written {
-            Ok(written) => written
-                .into_iter()
-                .filter_map(|outcome| {
-                    outcome
-                        .inspect_err(|e| tracing::error!(tenant = %self.tenant, route = %self.route, error = %e, "recording a forward attempt failed"))
-                        .ok()
-                        .flatten()
-                })
-                .collect(),
-            Err(e) => {
-                tracing::error!(tenant = %self.tenant, route = %self.route, error = %e, "recording forward attempts failed");
-                Vec::new()
-            }
-        };
-        if recorded.is_empty() {
-            return;
-        }
-        if let Err(e) = self.store.durable_barrier().await {
-            tracing::error!(tenant = %self.tenant, route = %self.route, error = %e, "making forward outcomes durable failed");
-        }
+        let recorded = write_round(&self.data, (&self.tenant, &self.route), decided, now).await;
         for outcome in recorded {
             self.report(outcome);
         }

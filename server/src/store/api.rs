@@ -7,8 +7,9 @@
 //!
 //! Methods returning a value block on storage: call them on a blocking
 //! thread ([`blocking`]), never on an async worker. Methods returning a
-//! future ([`TenantData::commit`], [`Storage::durable_barrier`],
-//! [`Storage::drop_tenant_trees`]) wait for durability without blocking.
+//! future ([`TenantData::commit`], [`TenantData::record_attempts`],
+//! [`Storage::durable_barrier`], [`Storage::drop_tenant_trees`]) wait for
+//! durability without blocking.
 
 use std::sync::Arc;
 
@@ -182,6 +183,24 @@ pub trait TenantData: Send + Sync + 'static {
         self.record_attempt(entry, id, record, next, now_ms)
     }
 
+    /// Records a round of finished attempts, each as
+    /// [`TenantData::record_fenced_attempt`] would (each its own result, in
+    /// order), and returns once every one recorded is durable. An engine
+    /// may write the whole round at once; by default each is written on a
+    /// blocking thread and is durable when written.
+    fn record_attempts(
+        self: Arc<Self>,
+        round: Vec<FinishedAttempt>,
+        now_ms: i64,
+    ) -> BoxFuture<'static, Result<Vec<Result<Option<DeliveryState>>>>> {
+        Box::pin(blocking(move || {
+            Ok(round
+                .iter()
+                .map(|attempt| self.record_fenced_attempt(attempt.fenced(), &attempt.next, now_ms))
+                .collect())
+        }))
+    }
+
     /// Drops a queue entry whose event is gone.
     fn drop_queue_entry(&self, entry: &[u8]) -> Result<()>;
 
@@ -242,6 +261,34 @@ pub struct FencedAttempt<'a> {
     pub record: &'a AttemptRecord,
     /// The lease it was sent under.
     pub fence: &'a Fence,
+}
+
+/// A finished attempt and what it leads to, owned, for
+/// [`TenantData::record_attempts`].
+#[derive(Debug, Clone)]
+pub struct FinishedAttempt {
+    /// The queue entry it was started from.
+    pub entry: Vec<u8>,
+    /// Its delivery.
+    pub id: DeliveryId,
+    /// What happened.
+    pub record: AttemptRecord,
+    /// What follows from it.
+    pub next: Next,
+    /// The lease it was sent under.
+    pub fence: Fence,
+}
+
+impl FinishedAttempt {
+    /// The attempt as [`TenantData::record_fenced_attempt`] takes it.
+    pub fn fenced(&self) -> FencedAttempt<'_> {
+        FencedAttempt {
+            entry: &self.entry,
+            id: &self.id,
+            record: &self.record,
+            fence: &self.fence,
+        }
+    }
 }
 
 /// Group-commit figures, for the metrics.

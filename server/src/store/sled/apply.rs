@@ -20,7 +20,7 @@ use super::{
         decode, encode, queue_key, DeliveryState, EventMeta, IdempotencyRecord, StoredEvent,
     },
     tree,
-    wal::record::{self, Batch},
+    wal::record::{self, Batch, Op},
     TenantTrees,
 };
 use crate::{
@@ -136,7 +136,7 @@ fn transaction(
             .map(|e| e.apply(&views, &mut batch, &mut queued))
             .collect::<TxResult<Vec<_>>>()?;
         if !batch.is_empty() {
-            marker.insert(APPLIED_KEY, &lsn.to_be_bytes())?;
+            mark_applied(marker, lsn)?;
         }
         Ok((firsts, batch, queued))
     });
@@ -147,7 +147,7 @@ fn transaction(
     }
 }
 
-/// Applies record `lsn`'s inserts to the shared trees, then records `lsn`
+/// Applies record `lsn`'s inserts and removes to the shared trees, then records `lsn`
 /// as the last one sled holds.
 pub(super) fn apply_record(
     trees: &[sled::Tree],
@@ -155,16 +155,26 @@ pub(super) fn apply_record(
     lsn: u64,
     ops: &[u8],
 ) -> Result<()> {
-    for op in record::ops(ops) {
-        let (index, key, value) = op?;
-        let tree = trees.get(usize::from(index)).ok_or_else(|| {
+    let tree = |index: u8| {
+        trees.get(usize::from(index)).ok_or_else(|| {
             Error::storage(
                 format!("a write-ahead log record names tree {index}, which hookd does not know"),
                 None,
             )
-        })?;
-        tree.insert(key, value)?;
+        })
+    };
+    for op in record::ops(ops) {
+        match op? {
+            Op::Insert(index, key, value) => drop(tree(index)?.insert(key, value)?),
+            Op::Remove(index, key) => drop(tree(index)?.remove(key)?),
+        }
     }
+    marker.insert(APPLIED_KEY, &lsn.to_be_bytes())?;
+    Ok(())
+}
+
+/// Records, in a transaction, `lsn` as the last log record sled holds.
+pub(super) fn mark_applied(marker: &TransactionalTree, lsn: u64) -> TxResult<()> {
     marker.insert(APPLIED_KEY, &lsn.to_be_bytes())?;
     Ok(())
 }

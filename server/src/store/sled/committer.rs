@@ -25,7 +25,10 @@ pub use super::pipeline::CommitStats;
 use super::{
     api::{CommitOutcome, NewDelivery},
     apply::{decide, Write},
-    pipeline::{self, Shared, Stage, Waiter},
+    deliveries::{record_round, RoundAttempt},
+    pipeline::{self, Answer, DirectWrites, RoundAnswer, Shared, Stage, Waiter},
+    records::DeliveryState,
+    wal::record::Batch,
     TenantTrees,
 };
 use crate::error::{Error, Result};
@@ -37,6 +40,8 @@ const QUEUE_CAPACITY: usize = 8192;
 pub(super) enum Request {
     /// Record a delivery.
     Write(Box<Write>, oneshot::Sender<Result<CommitOutcome>>),
+    /// Record a round of finished attempts.
+    Round(Vec<RoundAttempt>, oneshot::Sender<Result<RoundAnswer>>),
     /// Remove every key of the tenant, durably.
     DropTenant(Box<TenantTrees>, Waiter),
 }
@@ -45,6 +50,7 @@ impl Request {
     fn fail(self, e: Error) {
         match self {
             Request::Write(_, reply) => drop(reply.send(Err(e))),
+            Request::Round(_, reply) => drop(reply.send(Err(e))),
             Request::DropTenant(_, reply) => drop(reply.send(Err(e))),
         }
     }
@@ -57,6 +63,7 @@ pub struct Committer {
     checkpoints: std::sync::mpsc::Sender<Waiter>,
     stats: Arc<CommitStats>,
     poisoned: Arc<AtomicBool>,
+    direct: Arc<DirectWrites>,
 }
 
 impl Committer {
@@ -68,9 +75,11 @@ impl Committer {
     ) -> Result<(Committer, JoinHandle<()>)> {
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
         let stats = Arc::new(CommitStats::default());
+        let direct = Arc::new(DirectWrites::default());
         let shared = Shared {
             poisoned: poisoned.clone(),
             stats: stats.clone(),
+            direct: direct.clone(),
         };
         let (checkpoints, pipeline) = pipeline::start(stages, shared.clone())?;
         let handle = std::thread::Builder::new()
@@ -82,6 +91,7 @@ impl Committer {
                 checkpoints,
                 stats,
                 poisoned,
+                direct,
             },
             handle,
         ))
@@ -112,6 +122,28 @@ impl Committer {
         };
         self.ask(|reply| Request::Write(Box::new(write), reply))
             .await
+    }
+
+    /// Records a round of finished attempts (see
+    /// [`super::deliveries::record_round`]) in order with the batches, and
+    /// returns once it is durable: with the log's next fsync, or, when a
+    /// change made to sled directly is not yet checkpointed, with a
+    /// checkpoint after it.
+    pub(super) async fn record_round(
+        &self,
+        round: Vec<RoundAttempt>,
+    ) -> Result<Vec<Result<Option<DeliveryState>>>> {
+        let answer = self.ask(|reply| Request::Round(round, reply)).await?;
+        if !answer.logged {
+            self.barrier().await?;
+        }
+        Ok(answer.states)
+    }
+
+    /// Counts a change to the deliveries made to sled directly, once it
+    /// committed (see [`DirectWrites`]).
+    pub(super) fn made_direct_write(&self) {
+        self.direct.made();
     }
 
     /// Returns once everything written to the db before the call is flushed
@@ -185,27 +217,24 @@ fn run(
     pipeline.finish();
 }
 
-/// Applies one batch of requests and hands it to the log; false once the
-/// log stopped.
-fn apply_requests(
+/// Applies a batch of new deliveries and hands it to the log; false once
+/// the log stopped.
+fn apply_writes(
     shared: &Shared,
-    requests: Vec<Request>,
+    writes: Vec<(Box<Write>, oneshot::Sender<Result<CommitOutcome>>)>,
     pipeline: &mut pipeline::Pipeline,
 ) -> bool {
-    let mut writes = Vec::with_capacity(requests.len());
-    let mut dropped = None;
-    for request in requests {
-        match request {
-            Request::Write(item, reply) => writes.push((item, reply)),
-            Request::DropTenant(trees, reply) => dropped = Some((trees, reply)),
-        }
-    }
     let items: Vec<&Write> = writes.iter().map(|(item, _)| &**item).collect();
     let decided = decide(&items, pipeline.marker(), pipeline.next_lsn());
     drop(items);
-    let replies: Vec<_> = writes.into_iter().map(|(_, reply)| reply).collect();
-    let sent = match decided {
-        Ok(decided) => pipeline.send(decided, replies),
+    let replies = writes.into_iter().map(|(_, reply)| reply);
+    match decided {
+        Ok(decided) => {
+            let answers = replies
+                .zip(decided.outcomes)
+                .map(|(r, o)| Answer::Commit(r, o));
+            pipeline.send(decided.batch, answers.collect())
+        }
         Err(e) => {
             // Part of the batch may be applied in memory: poisoned.
             shared.poison("applying a batch of writes", &e);
@@ -215,7 +244,74 @@ fn apply_requests(
             }
             true
         }
+    }
+}
+
+/// Applies every round of attempts of a batch as one transaction, logged
+/// unless a direct change is not yet checkpointed, and hands it to the log
+/// (which answers the rounds in order with the batches); false once the
+/// log stopped. When that transaction fails (a state that does not
+/// decode), each attempt is recorded on its own instead, unlogged, with
+/// its own result.
+fn apply_rounds(
+    shared: &Shared,
+    rounds: Vec<(Vec<RoundAttempt>, oneshot::Sender<Result<RoundAnswer>>)>,
+    pipeline: &mut pipeline::Pipeline,
+) -> bool {
+    let mut lengths = Vec::with_capacity(rounds.len());
+    let (mut attempts, mut replies) = (Vec::new(), Vec::new());
+    for (round, reply) in rounds {
+        lengths.push(round.len());
+        attempts.extend(round);
+        replies.push(reply);
+    }
+    let logged = shared.direct.all_checkpointed();
+    let log_as = logged.then(|| pipeline.next_lsn());
+    let one_by_one = |attempts: &[RoundAttempt]| -> Vec<Result<Option<DeliveryState>>> {
+        attempts
+            .iter()
+            .map(|a| {
+                record_round(std::slice::from_ref(a), pipeline.marker(), None)
+                    .map(|(mut states, _)| states.pop().flatten())
+            })
+            .collect()
     };
+    let (states, batch, logged) = match record_round(&attempts, pipeline.marker(), log_as) {
+        Ok((states, batch)) => (states.into_iter().map(Ok).collect(), batch, logged),
+        Err(_) => (one_by_one(&attempts), Batch::default(), false),
+    };
+    let mut states = states.into_iter();
+    let answers = replies
+        .into_iter()
+        .zip(lengths)
+        .map(|(reply, n)| {
+            let states = states.by_ref().take(n).collect();
+            Answer::Round(reply, RoundAnswer { states, logged })
+        })
+        .collect();
+    pipeline.send(batch, answers)
+}
+
+/// Applies one batch of requests and hands it to the log; false once the
+/// log stopped.
+fn apply_requests(
+    shared: &Shared,
+    requests: Vec<Request>,
+    pipeline: &mut pipeline::Pipeline,
+) -> bool {
+    let mut writes = Vec::with_capacity(requests.len());
+    let (mut rounds, mut dropped) = (Vec::new(), None);
+    for request in requests {
+        match request {
+            Request::Write(item, reply) => writes.push((item, reply)),
+            Request::Round(round, reply) => rounds.push((round, reply)),
+            Request::DropTenant(trees, reply) => dropped = Some((trees, reply)),
+        }
+    }
+    let mut sent = writes.is_empty() || apply_writes(shared, writes, pipeline);
+    if !rounds.is_empty() {
+        sent &= apply_rounds(shared, rounds, pipeline);
+    }
     if let Some((trees, reply)) = dropped {
         match trees.clear() {
             // Durable with the next checkpoint, which answers it.
@@ -232,6 +328,7 @@ fn apply_requests(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::api::TenantData;
     use crate::{
         ids::{DeliveryId, EventId, RequestId, TenantId},
         store::{records::EventMeta, SledStore},
@@ -257,6 +354,66 @@ mod tests {
             receipt: crate::store::api::Receipt::Queued,
             routes: Vec::new(),
         }
+    }
+
+    fn delivered(entry: Vec<u8>, id: DeliveryId, trees: &TenantTrees) -> Vec<RoundAttempt> {
+        let record = crate::store::records::AttemptRecord {
+            attempt: 1,
+            started_at_ms: 1,
+            duration_ms: 1,
+            status_code: Some(200),
+            error: None,
+            response_body: vec![],
+            next_retry_at_ms: None,
+            request_id: RequestId::generate(),
+            transform_version: None,
+        };
+        vec![RoundAttempt {
+            trees: trees.clone(),
+            entry,
+            id,
+            record,
+            next: crate::store::lifecycle::Next::Delivered,
+            now_ms: 2,
+        }]
+    }
+
+    /// A round is trusted to the log only while every change made to sled
+    /// directly is checkpointed: after one that is not, the round is
+    /// written to sled alone and answered as durable only with a
+    /// checkpoint; once one ran, rounds are logged again.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_round_after_a_direct_change_not_yet_checkpointed_waits_for_a_checkpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, _thread) = SledStore::open(dir.path(), 512, true).unwrap();
+        let trees = store
+            .tenant_trees(&TenantId::try_from("a").unwrap())
+            .unwrap();
+        let committer = store.committer().clone();
+        for n in 0..3 {
+            committer
+                .commit(trees.clone(), Vec::new(), delivery(n))
+                .await
+                .unwrap();
+        }
+        store.durable_barrier().await.unwrap();
+        let mut queued = TenantData::queue(&trees, None, 10).unwrap().into_iter();
+        let mut round = || {
+            let (entry, id) = queued.next().unwrap();
+            let round = delivered(entry, id, &trees);
+            let committer = committer.clone();
+            async move {
+                let answer = committer.ask(|reply| Request::Round(round, reply));
+                let answer = answer.await.unwrap();
+                assert!(matches!(answer.states[..], [Ok(Some(_))]));
+                answer.logged
+            }
+        };
+        assert!(round().await, "nothing direct: logged");
+        committer.made_direct_write();
+        assert!(!round().await, "a direct change not checkpointed: unlogged");
+        store.durable_barrier().await.unwrap();
+        assert!(round().await, "checkpointed: logged again");
     }
 
     /// Concurrent writers share fsyncs: 64 simultaneous commits take far

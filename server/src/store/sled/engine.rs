@@ -9,10 +9,10 @@ use sled::{transaction::ConflictableTransactionError, Transactional};
 
 use super::{
     api::{
-        CatalogRows, CommitFigures, DeadKey, Fence, PullRequest, QueueCounts, QueueKey,
-        RejectionLog, RowChange, Storage, SweepRequest, Table, TenantData, TenantStore,
+        CatalogRows, CommitFigures, DeadKey, Fence, FinishedAttempt, PullRequest, QueueCounts,
+        QueueKey, RejectionLog, RowChange, Storage, SweepRequest, Table, TenantData, TenantStore,
     },
-    deliveries,
+    deliveries::{self, RoundAttempt},
     lifecycle::{Next, Resend, Swept},
     records::RedirectRecord,
     records::{
@@ -78,7 +78,7 @@ impl TenantData for TenantTrees {
     }
 
     fn record_redirect(&self, id: &DeliveryId, redirect: &RedirectRecord) -> Result<()> {
-        redirects::record(self, id, redirect)
+        self.direct(redirects::record(self, id, redirect))
     }
 
     fn redirects(&self, id: &DeliveryId) -> Result<Vec<RedirectRecord>> {
@@ -162,35 +162,75 @@ impl TenantData for TenantTrees {
         next: &Next,
         now_ms: i64,
     ) -> Result<Option<DeliveryState>> {
-        deliveries::record_attempt(self, entry, id, attempt, next, now_ms)
+        self.direct(deliveries::record_attempt(
+            self, entry, id, attempt, next, now_ms,
+        ))
+    }
+
+    fn record_attempts(
+        self: Arc<Self>,
+        round: Vec<FinishedAttempt>,
+        now_ms: i64,
+    ) -> BoxFuture<'static, Result<Vec<Result<Option<DeliveryState>>>>> {
+        let round = round
+            .into_iter()
+            .map(|a| RoundAttempt {
+                trees: (*self).clone(),
+                entry: a.entry,
+                id: a.id,
+                record: a.record,
+                next: a.next,
+                now_ms,
+            })
+            .collect();
+        let committer = self.committer.clone();
+        async move { committer.record_round(round).await }.boxed()
     }
 
     fn drop_queue_entry(&self, entry: &[u8]) -> Result<()> {
-        deliveries::drop_queue_entry(self, entry)
+        self.direct(deliveries::drop_queue_entry(self, entry))
     }
 
     fn redeliver(&self, id: &DeliveryId, now_ms: i64, resend: Resend) -> Result<DeliveryId> {
-        deliveries::redeliver(self, id, now_ms, resend)
+        self.direct(deliveries::redeliver(self, id, now_ms, resend))
     }
 
     fn purge_dead_letter(&self, key: &[u8], letter: &DeadLetter) -> Result<bool> {
-        deliveries::purge_dead_letter(self, key, letter)
+        self.direct(deliveries::purge_dead_letter(self, key, letter))
     }
 
     fn pull(&self, request: PullRequest) -> Result<Vec<(StoredEvent, u32)>> {
-        deliveries::pull(self, &request)
+        let pulled = deliveries::pull(self, &request);
+        if pulled.as_ref().is_ok_and(Vec::is_empty) {
+            return pulled;
+        }
+        self.direct(pulled)
     }
 
     fn ack(&self, ids: &[DeliveryId], now_ms: i64) -> Result<u32> {
-        deliveries::ack(self, ids, now_ms)
+        self.direct(deliveries::ack(self, ids, now_ms))
     }
 
     fn nack(&self, ids: &[DeliveryId], now_ms: i64) -> Result<u32> {
-        deliveries::nack(self, ids, now_ms)
+        self.direct(deliveries::nack(self, ids, now_ms))
     }
 
     fn sweep(&self, request: &SweepRequest, cursor: &mut Vec<u8>) -> Result<Swept> {
-        deliveries::sweep(self, request, cursor)
+        let swept = deliveries::sweep(self, request, cursor)?;
+        if swept.delivered + swept.dead + swept.originals > 0 {
+            self.committer.made_direct_write();
+        }
+        Ok(swept)
+    }
+}
+
+impl TenantTrees {
+    /// What a change made to sled directly returned, once it is counted
+    /// as one a round of attempts may have read before it is checkpointed
+    /// (counted even when it failed: it may have changed something).
+    fn direct<T>(&self, changed: Result<T>) -> Result<T> {
+        self.committer.made_direct_write();
+        changed
     }
 }
 

@@ -14,10 +14,11 @@
 //! soon outgrow sled's cache; time first, new events of every tenant land
 //! together at the end of the tree, as one tenant's do.
 
-use std::{ops::Bound, sync::Arc};
+use std::{cell::RefCell, ops::Bound, sync::Arc};
 
 use sled::{transaction::TransactionalTree, IVec};
 
+use super::wal::record::Batch;
 use crate::ids::TenantId;
 
 /// The key prefix of one tenant in every shared tree.
@@ -86,6 +87,21 @@ impl Keyspace {
             view,
             prefix: &self.prefix,
             layout: self.layout,
+            log: None,
+        }
+    }
+
+    /// [`Keyspace::tx`], recording each insert and remove in `log` as ops
+    /// on shared tree `index` of the write-ahead log.
+    pub(super) fn logged_tx<'a>(
+        &'a self,
+        view: &'a TransactionalTree,
+        log: &'a RefCell<Batch>,
+        index: u8,
+    ) -> TxKeyspace<'a> {
+        TxKeyspace {
+            log: Some((log, index)),
+            ..self.tx(view)
         }
     }
 
@@ -226,12 +242,14 @@ fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
     None
 }
 
-/// One tenant's keys in a shared tree, inside a transaction.
+/// One tenant's keys in a shared tree, inside a transaction; with a log,
+/// every change is also recorded there as the write-ahead log's op.
 #[derive(Clone, Copy)]
 pub(super) struct TxKeyspace<'a> {
     view: &'a TransactionalTree,
     prefix: &'a [u8],
     layout: Layout,
+    log: Option<(&'a RefCell<Batch>, u8)>,
 }
 
 type TxResult<T> = sled::transaction::ConflictableTransactionResult<T, crate::error::Error>;
@@ -250,11 +268,19 @@ impl TxKeyspace<'_> {
         key: impl AsRef<[u8]>,
         value: impl Into<IVec>,
     ) -> TxResult<Option<IVec>> {
-        Ok(self.view.insert(self.key(key), value)?)
+        let (key, value) = (self.key(key), value.into());
+        if let Some((log, index)) = self.log {
+            log.borrow_mut().insert(index, &key, &value);
+        }
+        Ok(self.view.insert(key, value)?)
     }
 
     pub(super) fn remove(&self, key: impl AsRef<[u8]>) -> TxResult<Option<IVec>> {
-        Ok(self.view.remove(self.key(key))?)
+        let key = self.key(key);
+        if let Some((log, index)) = self.log {
+            log.borrow_mut().remove(index, &key);
+        }
+        Ok(self.view.remove(key)?)
     }
 }
 

@@ -26,9 +26,11 @@ use crate::{
 /// The storage layout this hookd writes and reads: 1 kept seven trees per
 /// tenant, 2 the shared trees with events tenant first, 3 events time
 /// first, 4 the same trees behind a write-ahead log (`wal/`, whose records
-/// a hookd of layout 3 would not apply, so it must refuse the data dir).
-/// Recorded in the data dir once it is reached.
-pub(super) const LAYOUT: u32 = 4;
+/// a hookd of layout 3 would not apply, so it must refuse the data dir), 5
+/// the log's records removing keys too (a round of forwarding attempts),
+/// which a hookd of layout 4 would not read. Recorded in the data dir once
+/// it is reached.
+pub(super) const LAYOUT: u32 = 5;
 /// The tree and key that record the layout of a data dir.
 const LAYOUT_TREE: &str = "hookd/layout";
 const LAYOUT_KEY: &str = "version";

@@ -88,6 +88,8 @@ mod tree {
     pub(super) const EVENTS: u8 = 1;
     pub(super) const QUEUE: u8 = 2;
     pub(super) const STATE: u8 = 3;
+    pub(super) const ATTEMPTS: u8 = 4;
+    pub(super) const DEAD: u8 = 5;
     pub(super) const DONE: u8 = 6;
 }
 

@@ -25,9 +25,12 @@ use tokio::sync::oneshot;
 
 use super::{
     api::CommitOutcome,
-    apply,
+    records::DeliveryState,
     sync::Syncer,
-    wal::{record::Sealed, Log, Truncator},
+    wal::{
+        record::{Batch, Sealed},
+        Log, Truncator,
+    },
 };
 use crate::error::{Error, Result};
 
@@ -56,6 +59,32 @@ impl CommitStats {
 pub(super) struct Shared {
     pub(super) poisoned: Arc<AtomicBool>,
     pub(super) stats: Arc<CommitStats>,
+    pub(super) direct: Arc<DirectWrites>,
+}
+
+/// Changes to the deliveries made to sled directly, not through the log
+/// (a redelivery, a pull, an ack, a sweep), each counted once it
+/// committed. Such a change is durable only with the next checkpoint, so a
+/// round of attempts that may have read it is not trusted to the log
+/// until every one is checkpointed: replayed after a crash onto a sled
+/// without the change, the round's record would write a state the change
+/// it followed never left.
+#[derive(Debug, Default)]
+pub(super) struct DirectWrites {
+    made: AtomicU64,
+    checkpointed: AtomicU64,
+}
+
+impl DirectWrites {
+    /// Counts a change that committed.
+    pub(super) fn made(&self) {
+        self.made.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// True when every change counted so far is durable.
+    pub(super) fn all_checkpointed(&self) -> bool {
+        self.made.load(Ordering::SeqCst) == self.checkpointed.load(Ordering::SeqCst)
+    }
 }
 
 impl Shared {
@@ -94,13 +123,44 @@ pub(super) struct Stage {
 }
 
 /// An applied batch on its way to the log: its record (none when nothing
-/// was inserted) and its waiters with their outcomes.
+/// was changed) and its waiters with their answers.
 struct Decided {
     record: Option<Sealed>,
-    answers: Vec<(
+    answers: Vec<Answer>,
+}
+
+/// What a round of attempts answers: each attempt's result, and whether
+/// the round is durable with the log (false: only with the next checkpoint).
+pub(super) struct RoundAnswer {
+    pub(super) states: Vec<Result<Option<DeliveryState>>>,
+    pub(super) logged: bool,
+}
+
+/// A waiter with its answer, sent once the batch it is in is on disk.
+pub(super) enum Answer {
+    /// A new delivery's outcome.
+    Commit(
         oneshot::Sender<Result<CommitOutcome>>,
         Result<CommitOutcome>,
-    )>,
+    ),
+    /// A round of attempts.
+    Round(oneshot::Sender<Result<RoundAnswer>>, RoundAnswer),
+}
+
+impl Answer {
+    fn send(self) {
+        match self {
+            Answer::Commit(reply, outcome) => drop(reply.send(outcome)),
+            Answer::Round(reply, answer) => drop(reply.send(Ok(answer))),
+        }
+    }
+
+    fn fail(self, e: Error) {
+        match self {
+            Answer::Commit(reply, _) => drop(reply.send(Err(e))),
+            Answer::Round(reply, _) => drop(reply.send(Err(e))),
+        }
+    }
 }
 
 /// The running stages: the committer hands batches to the log through it.
@@ -128,19 +188,15 @@ impl Pipeline {
     }
 
     /// Hands an applied batch to the log (numbered [`Pipeline::next_lsn`]
-    /// when it inserted anything); false once the log stopped.
-    pub(super) fn send(
-        &mut self,
-        decided: apply::Decided,
-        replies: Vec<oneshot::Sender<Result<CommitOutcome>>>,
-    ) -> bool {
-        let record = (!decided.batch.is_empty()).then(|| {
+    /// when it changed anything) with its waiters; false once the log
+    /// stopped.
+    pub(super) fn send(&mut self, batch: Batch, answers: Vec<Answer>) -> bool {
+        let record = (!batch.is_empty()).then(|| {
             let lsn = self.next_lsn;
             self.next_lsn += 1;
             self.applied.store(lsn, Ordering::SeqCst);
-            decided.batch.seal(lsn)
+            batch.seal(lsn)
         });
-        let answers = replies.into_iter().zip(decided.outcomes).collect();
         self.to_log.send(Decided { record, answers }).is_ok()
     }
 
@@ -223,9 +279,7 @@ fn write_log(mut log: Log, batches: Receiver<Decided>, shared: Shared) {
         let records: Vec<Sealed> = records.into_iter().flatten().collect();
         let answered = answered.into_iter().flatten();
         if shared.is_poisoned() {
-            for (reply, _) in answered {
-                let _ = reply.send(Err(Error::StoragePoisoned));
-            }
+            answered.for_each(|answer| answer.fail(Error::StoragePoisoned));
             continue;
         }
         let started = Instant::now();
@@ -233,9 +287,7 @@ fn write_log(mut log: Log, batches: Receiver<Decided>, shared: Shared) {
             let e = Error::from(e);
             shared.poison("appending to the write-ahead log (+ fdatasync)", &e);
             let cause = Arc::new(e);
-            for (reply, _) in answered {
-                let _ = reply.send(Err(Error::sync_failed(&cause)));
-            }
+            answered.for_each(|answer| answer.fail(Error::sync_failed(&cause)));
             continue;
         }
         gather = match answers > 1 {
@@ -249,9 +301,7 @@ fn write_log(mut log: Log, batches: Receiver<Decided>, shared: Shared) {
             .stats
             .writes
             .fetch_add(answers as u64, Ordering::Relaxed);
-        for (reply, outcome) in answered {
-            let _ = reply.send(outcome);
-        }
+        answered.for_each(Answer::send);
     }
 }
 
@@ -301,7 +351,8 @@ impl Checkpointer {
             };
             waiting.extend(waiters.try_iter());
             let applied = self.applied.load(Ordering::SeqCst);
-            if waiting.is_empty() && applied == checkpointed && !stopping {
+            let direct = self.shared.direct.all_checkpointed();
+            if waiting.is_empty() && applied == checkpointed && direct && !stopping {
                 continue;
             }
             let failed = self.checkpoint(applied).err();
@@ -327,6 +378,8 @@ impl Checkpointer {
         if self.shared.is_poisoned() {
             return Err(Failure::Poisoned);
         }
+        // Read before the flush: every change counted by then is in it.
+        let direct = self.shared.direct.made.load(Ordering::SeqCst);
         let durable = self
             .db
             .flush()
@@ -337,6 +390,10 @@ impl Checkpointer {
                 .poison("making sled durable (flush + fdatasync)", &e);
             return Err(Failure::Sync(Arc::new(e)));
         }
+        self.shared
+            .direct
+            .checkpointed
+            .store(direct, Ordering::SeqCst);
         if let Err(e) = self.truncator.truncate_through(applied) {
             tracing::warn!(error = %e, "deleting write-ahead log segments sled holds failed; they are retried at the next checkpoint");
         }

@@ -3,12 +3,19 @@
 //! files as they were before the writes, the log as it was after their
 //! answers.
 
-use std::path::Path;
+use std::{path::Path, sync::Arc};
 
 use bytes::Bytes;
 
 use super::{durability_tests::delivery, sled_path, wal::wal_path, CommitOutcome, SledStore};
-use crate::{ids::TenantId, store::api::TenantData};
+use crate::{
+    ids::{DeliveryId, RequestId, TenantId},
+    store::{
+        api::{Fence, FinishedAttempt, TenantData},
+        lifecycle::Next,
+        records::{queue_key_due_ms, AttemptRecord, DeliveryStatus},
+    },
+};
 
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
@@ -86,4 +93,74 @@ async fn a_record_sled_holds_is_not_applied_again() {
     let (store, _thread) = SledStore::open(dir.path(), 64, true).unwrap();
     let trees = store.tenant_trees(&tenant()).unwrap();
     assert_eq!(trees.counts().unwrap().depth, 0, "nothing was queued again");
+}
+
+fn attempt(status: u16) -> AttemptRecord {
+    AttemptRecord {
+        attempt: 1,
+        started_at_ms: 1_000,
+        duration_ms: 1,
+        status_code: Some(status),
+        error: None,
+        response_body: vec![],
+        next_retry_at_ms: None,
+        request_id: RequestId::new("req_attempt"),
+        transform_version: None,
+    }
+}
+
+/// A round of attempts is durable in the log alone: after a crash that
+/// kept none of it in sled, the next start gives each outcome back: the
+/// delivered delivery leaves the queue with its attempt, the failed one
+/// waits in the queue for its retry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rounds_of_attempts_sled_never_made_durable_come_back_from_the_log() {
+    let (live, crashed) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (store, thread) = SledStore::open(live.path(), 64, true).unwrap();
+    let trees = store.tenant_trees(&tenant()).unwrap();
+    for n in 0..2 {
+        let item = delivery(&format!("evt_{n}"), Bytes::from_static(b"{}"));
+        let outcome = store.committer().commit(trees.clone(), Vec::new(), item);
+        assert_eq!(outcome.await.unwrap(), CommitOutcome::Accepted);
+    }
+    store.durable_barrier().await.unwrap();
+    copy_dir(&sled_path(live.path()), &sled_path(crashed.path()));
+    let queued = trees.queue(None, 10).unwrap();
+    let fence = Fence {
+        owner: "p".into(),
+        epoch: 0,
+    };
+    let finished = |(entry, id): &(Vec<u8>, DeliveryId), status, next| FinishedAttempt {
+        entry: entry.clone(),
+        id: id.clone(),
+        record: attempt(status),
+        next,
+        fence: fence.clone(),
+    };
+    let round = vec![
+        finished(&queued[0], 200, Next::Delivered),
+        finished(&queued[1], 500, Next::Retry { due_ms: 60_000 }),
+    ];
+    let states = Arc::new(trees.clone()).record_attempts(round, 1_001);
+    let states = states.await.unwrap();
+    assert!(
+        states.iter().all(|s| matches!(s, Ok(Some(_)))),
+        "{states:?}"
+    );
+    copy_dir(&wal_path(live.path()), &wal_path(crashed.path()));
+    drop((trees, store));
+    thread.join().unwrap();
+
+    let (store, _thread) = SledStore::open(crashed.path(), 64, true).unwrap();
+    let trees = store.tenant_trees(&tenant()).unwrap();
+    let (delivered, retried) = (&queued[0].1, &queued[1].1);
+    let status = |id| trees.state(id).unwrap().unwrap().status;
+    assert_eq!(status(delivered), DeliveryStatus::Delivered);
+    assert_eq!(trees.attempts(delivered).unwrap().len(), 1);
+    assert_eq!(trees.attempts(retried).unwrap().len(), 1);
+    let now_queued = trees.queue(None, 10).unwrap();
+    assert_eq!(now_queued.len(), 1, "only the retry is queued");
+    assert_eq!(&now_queued[0].1, retried);
+    assert_eq!(queue_key_due_ms(&now_queued[0].0), Some(60_000));
+    assert_eq!(trees.counts().unwrap().depth, 1);
 }

@@ -4,6 +4,7 @@
 
 mod consumer;
 mod retention;
+mod round;
 
 use sled::{
     transaction::{ConflictableTransactionError, ConflictableTransactionResult, TransactionError},
@@ -12,6 +13,7 @@ use sled::{
 
 pub use consumer::{ack, nack, pull};
 pub use retention::sweep;
+pub(super) use round::{record_round, RoundAttempt};
 
 use super::{
     gauges::{Delta, Tally},

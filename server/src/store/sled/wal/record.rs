@@ -1,8 +1,9 @@
-//! One record of the write-ahead log: a batch of inserts into the shared
-//! trees, numbered and checksummed. On disk a record is
+//! One record of the write-ahead log: a batch of inserts into and removes
+//! from the shared trees, numbered and checksummed. On disk a record is
 //! `len: u32 | crc32: u32 | lsn: u64 | ops`, little endian, where `len`
 //! counts the bytes after the crc and the crc covers the same bytes; each op
-//! is `tree: u8 | key_len: u32 | value_len: u32 | key | value`. A record is
+//! is `tree: u8 | key_len: u32 | value_len: u32 | key | value`, a remove
+//! marked by [`REMOVE`] in the tree byte (and no value). A record is
 //! built in place ([`Batch`]), so the buffer the committer fills is the one
 //! the log writes, and read back by [`ops`] for the live apply and for the
 //! replay after a crash alike.
@@ -16,7 +17,10 @@ pub(super) const HEADER: usize = 16;
 /// hookd takes is far below it): a longer length field is damage.
 const MAX_RECORD: usize = 1 << 30;
 
-/// A batch of inserts being built, in its on-disk form.
+/// The bit of an op's tree byte that makes it a remove.
+const REMOVE: u8 = 0x80;
+
+/// A batch of inserts and removes being built, in its on-disk form.
 #[derive(Debug)]
 pub struct Batch {
     buf: Vec<u8>,
@@ -33,6 +37,17 @@ impl Default for Batch {
 impl Batch {
     /// Records an insert of `value` under `key` into shared tree `tree`.
     pub fn insert(&mut self, tree: u8, key: &[u8], value: &[u8]) {
+        debug_assert!(tree & REMOVE == 0, "tree {tree} out of range");
+        self.push(tree, key, value);
+    }
+
+    /// Records a remove of `key` from shared tree `tree`.
+    pub fn remove(&mut self, tree: u8, key: &[u8]) {
+        debug_assert!(tree & REMOVE == 0, "tree {tree} out of range");
+        self.push(tree | REMOVE, key, &[]);
+    }
+
+    fn push(&mut self, tree: u8, key: &[u8], value: &[u8]) {
         self.buf.reserve(9 + key.len() + value.len());
         self.buf.push(tree);
         self.buf.extend_from_slice(&len32(key).to_le_bytes());
@@ -112,10 +127,16 @@ pub(super) fn read(bytes: &[u8]) -> Read<'_> {
     }
 }
 
-/// One insert of a record: the tree's index, the key and the value.
-pub type Op<'a> = (u8, &'a [u8], &'a [u8]);
+/// One op of a record.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Op<'a> {
+    /// The tree's index, the key and the value.
+    Insert(u8, &'a [u8], &'a [u8]),
+    /// The tree's index and the key.
+    Remove(u8, &'a [u8]),
+}
 
-/// The inserts of a record's ops, in the order they were recorded; an
+/// The ops of a record, in the order they were recorded; an
 /// error names ops that do not parse (a record whose checksum held was
 /// written by a hookd that laid ops out otherwise).
 pub fn ops(mut bytes: &[u8]) -> impl Iterator<Item = Result<Op<'_>>> {
@@ -147,7 +168,12 @@ fn split_op(bytes: &[u8]) -> Option<(Op<'_>, &[u8])> {
     let rest = &rest[8..];
     let key = rest.get(..key_len)?;
     let value = rest.get(key_len..key_len + value_len)?;
-    Some(((tree, key, value), &rest[key_len + value_len..]))
+    let op = match tree & REMOVE {
+        0 => Op::Insert(tree, key, value),
+        _ if value.is_empty() => Op::Remove(tree & !REMOVE, key),
+        _ => return None,
+    };
+    Some((op, &rest[key_len + value_len..]))
 }
 
 #[cfg(test)]
@@ -159,6 +185,7 @@ mod tests {
         assert!(batch.is_empty());
         batch.insert(1, b"acme/dlv_1", b"event");
         batch.insert(0, b"acme/evt_1", b"");
+        batch.remove(2, b"acme/q1");
         batch.seal(7)
     }
 
@@ -178,8 +205,9 @@ mod tests {
         assert_eq!(
             ops,
             vec![
-                (1, &b"acme/dlv_1"[..], &b"event"[..]),
-                (0, &b"acme/evt_1"[..], &b""[..])
+                Op::Insert(1, &b"acme/dlv_1"[..], &b"event"[..]),
+                Op::Insert(0, &b"acme/evt_1"[..], &b""[..]),
+                Op::Remove(2, &b"acme/q1"[..]),
             ]
         );
     }
@@ -203,5 +231,7 @@ mod tests {
         let broken = [1u8, 200, 0, 0, 0, 0, 0, 0, 0, b'k'];
         let first = ops(&broken).next().unwrap();
         assert!(first.is_err());
+        let remove_with_a_value = [REMOVE | 1, 1, 0, 0, 0, 1, 0, 0, 0, b'k', b'v'];
+        assert!(ops(&remove_with_a_value).next().unwrap().is_err());
     }
 }

@@ -22,7 +22,11 @@ type Seen = Vec<(u64, Vec<u8>)>;
 fn recovered(dir: &Path, applied: u64) -> crate::error::Result<(u64, Seen)> {
     let mut seen = Vec::new();
     let last = recover(dir, applied, |lsn, ops| {
-        let (_, _, value) = super::record::ops(ops).next().expect("one op")?;
+        let super::record::Op::Insert(_, _, value) =
+            super::record::ops(ops).next().expect("one op")?
+        else {
+            panic!("an insert");
+        };
         seen.push((lsn, value.to_vec()));
         Ok(())
     })?;
