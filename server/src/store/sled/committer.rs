@@ -2,6 +2,9 @@
 //! transaction and recorded as one record of the write-ahead log, which is
 //! appended and fdatasynced once; only then are its waiters answered.
 //! Concurrent requests share one fsync; none is acknowledged before it.
+//! The dispatchers' rounds of finished attempts go the same way: every
+//! round waiting is applied in one transaction after the batch's new
+//! deliveries and logged as one record ([`super::deliveries::record_round`]).
 //! sled itself is made durable by checkpoints ([`super::pipeline`]), which
 //! control-plane writes wait for (a durable barrier); a tenant's data is
 //! dropped on the committer thread, between batches.
