@@ -3,35 +3,18 @@
 //! OTLP export, and the handle every component records spans and metrics to.
 
 pub mod attrs;
+mod logs;
 mod otlp;
 pub mod spans;
 
-use std::{io::IsTerminal, sync::Arc};
+use std::sync::Arc;
 
+pub use logs::{init_logging, LogGuard};
 use opentelemetry_sdk::trace::SdkTracerProvider;
 pub use otlp::{OtlpError, OtlpExport, OtlpProtocol};
 pub use spans::Spans;
-use tracing_subscriber::{fmt, EnvFilter};
 
-use crate::{
-    config::{LogConfig, LogFormat, MetricsConfig},
-    metrics::Metrics,
-};
-
-/// Installs the global log subscriber; a second call is a no-op, so tests
-/// that start several servers in one process are fine.
-pub fn init_logging(config: &LogConfig) {
-    let filter =
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&config.filter));
-    let builder = fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr);
-    let _ = match config.format {
-        LogFormat::Json => builder.json().flatten_event(true).try_init(),
-        LogFormat::Text => builder.try_init(),
-    };
-}
+use crate::{config::MetricsConfig, metrics::Metrics};
 
 /// What one server records to: its tracer and its metrics. Per server, not
 /// process-global, so servers in one test process keep apart.
