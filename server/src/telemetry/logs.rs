@@ -21,16 +21,13 @@ const WRITE_BUFFER_BYTES: usize = 64 * 1024;
 /// Keeps the log thread of [`init_logging`] running. Dropping it writes out
 /// every line still queued and stops the thread, so hold it until the
 /// process ends (`let _logs = init_logging(..)`, never `let _ = ..`).
+/// Empty when logging was already installed (a second call, or another
+/// subscriber): its lines go where that installation sends them, and only
+/// the first guard stops anything.
 #[must_use = "dropping the guard stops the log thread: hold it until the process ends"]
-pub struct LogGuard(Option<WorkerGuard>);
-
-impl LogGuard {
-    /// Whether this guard owns the log thread: false when logging was
-    /// already installed (a second call, or another subscriber), whose
-    /// lines go where the first installation sends them.
-    pub fn installed(&self) -> bool {
-        self.0.is_some()
-    }
+pub struct LogGuard {
+    /// Held only to be dropped: its drop flushes and stops the log thread.
+    _worker: Option<WorkerGuard>,
 }
 
 /// Installs the global log subscriber writing to stderr through a log
@@ -38,7 +35,7 @@ impl LogGuard {
 /// that start several servers in one process are fine.
 pub fn init_logging(config: &LogConfig) -> LogGuard {
     if tracing::dispatcher::has_been_set() {
-        return LogGuard(None);
+        return LogGuard { _worker: None };
     }
     let filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&config.filter));
@@ -51,7 +48,9 @@ pub fn init_logging(config: &LogConfig) -> LogGuard {
         LogFormat::Json => builder.json().flatten_event(true).try_init(),
         LogFormat::Text => builder.try_init(),
     };
-    LogGuard(installed.is_ok().then_some(guard))
+    LogGuard {
+        _worker: installed.is_ok().then_some(guard),
+    }
 }
 
 /// A writer whose lines (one `write` each, as the log subscriber makes
@@ -61,7 +60,7 @@ fn drain<W: Write + Send + 'static>(out: W, queued_lines: usize) -> (NonBlocking
     NonBlockingBuilder::default()
         .lossy(false)
         .buffered_lines_limit(queued_lines)
-        .thread_name("hookd-log")
+        .thread_name("hookd-stderr")
         .finish(BufWriter::with_capacity(WRITE_BUFFER_BYTES, out))
 }
 
