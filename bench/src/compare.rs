@@ -10,7 +10,10 @@
 //!   the one-tenant hookd of `unique`;
 //! - `routes`: hookd with `--routes` routes per tenant (the others pulled:
 //!   the fan-out in the acknowledging commit) against one route;
-//! - `forward`: delivered/s to a local sink against accepted/s;
+//! - `forward`: delivered/s to a local sink against accepted/s, then
+//!   `forward_backlog`: a backlog accepted in pull mode drained after a
+//!   restart with a destination (forwarding alone), against the accepted/s
+//!   of its load;
 //! - `postgres`: hookd on PostgreSQL (`--postgres-url`) against sled;
 //! - `features`: alerts (an operator sink, every rule on) and adaptive
 //!   concurrency on, against both off in the runs before and after.
@@ -21,6 +24,7 @@ use anyhow::bail;
 use clap::{Args, ValueEnum};
 
 use crate::{
+    backlog,
     forward::{self, ForwardReport, Scenario},
     load::LoadOptions,
     measure,
@@ -34,6 +38,9 @@ use crate::{
     LoadArgs,
 };
 
+/// Deliveries in the `forward_backlog` figure's backlog without
+/// `--forward-backlog` or `--count`.
+const DEFAULT_BACKLOG: usize = 60_000;
 /// The Standard Webhooks secret the operator's alert sink is given.
 const ALERT_SINK_SECRET: &str = "whsec_YWxlcnQtc2luay1zZWNyZXQtZm9yLWhvb2tkLWJlbmNo";
 /// Every alert type of `[alerts.rules]` (server/config.default.toml).
@@ -105,6 +112,10 @@ pub struct CompareArgs {
     /// Tenants forwarding in the `forward` and `features` phases.
     #[arg(long, default_value_t = 10)]
     forward_tenants: usize,
+    /// Deliveries in the `forward` phase's backlog (default: `--count` if
+    /// given, else 60,000).
+    #[arg(long)]
+    forward_backlog: Option<usize>,
     /// Their `max_in_flight` (1..=1024).
     #[arg(long, default_value_t = 64)]
     max_in_flight: usize,
@@ -130,6 +141,9 @@ impl CompareArgs {
         }
         if self.scale_tenants == 0 || self.scale_runs == 0 || self.forward_tenants == 0 {
             bail!("--scale-tenants, --scale-runs and --forward-tenants must be at least 1");
+        }
+        if self.forward_backlog == Some(0) {
+            bail!("--forward-backlog must be at least 1");
         }
         positive_secs("--drain-timeout-secs", self.drain_timeout_secs)?;
         Ok(())
@@ -369,10 +383,21 @@ impl Run<'_> {
     }
 
     async fn forward(&mut self) -> anyhow::Result<()> {
-        let report = self.forward_once(&self.scenario("", String::new())).await?;
+        let scenario = self.scenario("", String::new());
+        let report = self.forward_once(&scenario).await?;
         self.report
             .figures
             .push(Figure::forwarded("forward", &report));
+        let backlog = self.args.forward_backlog.or(self.args.load.count);
+        let spec = PlanSpec {
+            requests: backlog.unwrap_or(DEFAULT_BACKLOG),
+            ..self.forward_spec()?
+        };
+        let drained = backlog::measure(&scenario, &spec, &self.opts).await?;
+        self.say(&drained.text());
+        self.report
+            .figures
+            .push(Figure::drained("forward_backlog", &drained));
         Ok(())
     }
 

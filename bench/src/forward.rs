@@ -3,7 +3,8 @@
 //! forwarding to it, loads hookd with unique signed deliveries (noting each
 //! 202 by event id), then waits until every accepted event has arrived at the
 //! sink (or the drain timeout passes) and reports delivered/s and the latency
-//! from each 202 to the event's arrival.
+//! from each 202 to the event's arrival. With `--backlog N` it measures
+//! forwarding alone instead ([`backlog`]).
 
 use std::{
     collections::HashMap,
@@ -20,6 +21,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use crate::{
+    backlog::{self, BacklogReport},
     load::{run_phase, LoadOptions},
     plan::{Plan, PlanSpec},
     positive_secs,
@@ -30,7 +32,7 @@ use crate::{
 };
 
 /// The Standard Webhooks secret hookd signs its forwards to the sink with.
-const SINK_SECRET: &str = "whsec_c2luay1zZWNyZXQtZm9yLWhvb2tkLWJlbmNoLTAxMjM=";
+pub const SINK_SECRET: &str = "whsec_c2luay1zZWNyZXQtZm9yLWhvb2tkLWJlbmNoLTAxMjM=";
 /// Longest 202-to-arrival latency the histogram holds, in microseconds (an hour).
 const MAX_LATENCY_US: u64 = 3_600_000_000;
 /// hookd's bounds for a tenant's `max_in_flight`.
@@ -42,6 +44,11 @@ pub struct ForwardArgs {
     /// The hookd binary (default: target/release/hookd beside this binary's target dir).
     #[arg(long)]
     hookd: Option<PathBuf>,
+    /// Measure forwarding alone: N unique deliveries accepted in pull mode,
+    /// then hookd restarted on the same data dir forwarding to the sink,
+    /// reporting the backlog's drain (instead of --count or --duration-secs).
+    #[arg(long, value_name = "N", conflicts_with_all = ["count", "duration_secs"])]
+    backlog: Option<usize>,
     /// hookd's HTTP workers (0: one per core).
     #[arg(long, default_value_t = 0)]
     workers: usize,
@@ -273,7 +280,7 @@ pub async fn run(args: ForwardArgs) -> anyhow::Result<()> {
     if cfg!(debug_assertions) && !load.json {
         eprintln!("note: this is a debug build of hookd-bench; build it with --release to measure");
     }
-    let spec = load.plan_spec()?;
+    let mut spec = load.plan_spec()?;
     let opts = load.options(SocketAddr::from(([127, 0, 0, 1], 0)))?;
     let scenario = Scenario {
         hookd: args.hookd.clone().unwrap_or_else(servers::default_hookd),
@@ -288,11 +295,28 @@ pub async fn run(args: ForwardArgs) -> anyhow::Result<()> {
         tenant_keys: String::new(),
         extra_config: String::new(),
     };
+    if let Some(backlog) = args.backlog {
+        if backlog == 0 {
+            bail!("--backlog must be at least 1");
+        }
+        spec.requests = backlog;
+        let report = backlog::measure(&scenario, &spec, &opts).await?;
+        return print_report(load.json, &report, BacklogReport::text);
+    }
     let report = measure(&scenario, &spec, &opts).await?;
-    if load.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+    print_report(load.json, &report, ForwardReport::text)
+}
+
+/// Prints `report` as JSON or as its text.
+fn print_report<R: Serialize>(
+    json: bool,
+    report: &R,
+    text: fn(&R) -> String,
+) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(report)?);
     } else {
-        print!("{}", report.text());
+        print!("{}", text(report));
     }
     Ok(())
 }
@@ -324,6 +348,28 @@ pub struct Scenario {
     pub extra_config: String,
 }
 
+impl Scenario {
+    /// Refuses what a forwarding run cannot measure: duplicates, and an
+    /// in-flight limit or a number of routes hookd would refuse.
+    pub fn check(&self, spec: &PlanSpec) -> anyhow::Result<()> {
+        if spec.dup_ratio > 0.0 {
+            bail!("forward sends unique deliveries only: leave --dup-ratio at 0");
+        }
+        if !MAX_IN_FLIGHT.contains(&self.max_in_flight) {
+            bail!(
+                "--max-in-flight must be between {} and {}, got {}",
+                MAX_IN_FLIGHT.start(),
+                MAX_IN_FLIGHT.end(),
+                self.max_in_flight
+            );
+        }
+        if !(1..=16).contains(&self.routes) {
+            bail!("--routes must be between 1 and 16, got {}", self.routes);
+        }
+        Ok(())
+    }
+}
+
 /// Starts the sinks and hookd as `scenario` says, loads hookd with `spec`'s
 /// unique deliveries, waits for them at every sink and tallies the arrivals.
 pub async fn measure(
@@ -331,20 +377,7 @@ pub async fn measure(
     spec: &PlanSpec,
     opts: &LoadOptions,
 ) -> anyhow::Result<ForwardReport> {
-    if spec.dup_ratio > 0.0 {
-        bail!("forward sends unique deliveries only: leave --dup-ratio at 0");
-    }
-    if !MAX_IN_FLIGHT.contains(&scenario.max_in_flight) {
-        bail!(
-            "--max-in-flight must be between {} and {}, got {}",
-            MAX_IN_FLIGHT.start(),
-            MAX_IN_FLIGHT.end(),
-            scenario.max_in_flight
-        );
-    }
-    if !(1..=16).contains(&scenario.routes) {
-        bail!("--routes must be between 1 and 16, got {}", scenario.routes);
-    }
+    scenario.check(spec)?;
     let opts = LoadOptions {
         record_accepted: true,
         ..opts.clone()
@@ -424,7 +457,7 @@ pub async fn measure(
 }
 
 /// Waits until every accepted event has arrived at the sink, or `timeout`.
-async fn drain(
+pub async fn drain(
     sink: &Sink,
     accepted: &HashMap<String, Instant>,
     timeout: Duration,

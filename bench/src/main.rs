@@ -2,13 +2,15 @@
 //! and reports throughput and latency; `compare` prints every ratio in one
 //! run (hookd beside a bare actix-web server answering 202 to the same
 //! requests, and hookd's features against hookd without them);
-//! `forward` measures events accepted and delivered to a local sink;
+//! `forward` measures events accepted and delivered to a local sink (with
+//! `--backlog`, a stored backlog's drain after a restart, ingest idle);
 //! `hostile` measures what one tenant's endless transform costs another;
 //! `adaptive` measures adaptive concurrency against a sink of fixed
 //! capacity. See docs/benchmarks.md.
 
 mod adaptive;
 mod background;
+mod backlog;
 mod bare;
 mod capacity;
 mod compare;

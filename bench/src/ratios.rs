@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use crate::{
+    backlog::BacklogReport,
     forward::ForwardReport,
     report::{Comparison, Summary},
 };
@@ -108,6 +109,26 @@ impl Figure {
             summary.failures(),
             baseline_name,
             base,
+        )
+    }
+
+    /// A backlog's drain after a restart, forwarding with no ingest beside
+    /// it, against the accepted/s of the pull-mode load that made the
+    /// backlog; the percentiles are from `/readyz` to each event's arrival.
+    pub fn drained(name: impl Into<String>, report: &BacklogReport) -> Figure {
+        let d = &report.drain;
+        let value = Base {
+            value: d.delivered_per_sec,
+            p50_ms: d.arrival_ms.p50,
+            p99_ms: d.arrival_ms.p99,
+        };
+        Figure::new(
+            name,
+            "delivered/s",
+            value,
+            d.missing + report.load.failures(),
+            "accepted/s of its pull-mode load",
+            Some(Base::of(&report.load)),
         )
     }
 

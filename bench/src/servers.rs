@@ -23,7 +23,8 @@ pub struct ServerProcess {
     child: Child,
     /// Where it listens.
     pub addr: SocketAddr,
-    /// Temp dir holding hookd's data, config and log; removed on drop.
+    /// Temp dir holding hookd's data, config and log, removed on drop;
+    /// `None` when the caller owns the dir (or for the bare server).
     _dir: Option<tempfile::TempDir>,
 }
 
@@ -37,6 +38,26 @@ impl ServerProcess {
             .find_map(|line| line.strip_prefix("VmRSS:"))
             .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
             .context("no VmRSS line in the server's /proc status")
+    }
+
+    /// The CPU time it has used so far (user and system, every thread),
+    /// from `/proc/PID/stat` (Linux).
+    pub fn cpu_time(&self) -> anyhow::Result<Duration> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id()))
+            .context("reading the server's /proc stat")?;
+        // The fields after the command name, which is in parentheses and
+        // may hold spaces: utime and stime are the 12th and 13th of them.
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace().collect())
+            .unwrap_or_default();
+        let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
+        let (Some(user), Some(system)) = (ticks(11), ticks(12)) else {
+            bail!("no utime and stime in the server's /proc stat");
+        };
+        Ok(Duration::from_secs_f64(
+            (user + system) as f64 / USER_HZ as f64,
+        ))
     }
 
     /// Stops the child: SIGTERM, then SIGKILL if it is still there after `grace`.
@@ -67,6 +88,10 @@ fn terminate(child: &mut Child, grace: Duration) {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// The unit of `/proc/PID/stat`'s CPU times: the kernel's `USER_HZ`,
+/// 100 on every Linux architecture this runs on.
+const USER_HZ: u64 = 100;
 
 /// Starts this binary's bare server with `workers` HTTP workers (0: one per core).
 pub fn start_bare(workers: usize) -> anyhow::Result<ServerProcess> {
@@ -207,20 +232,29 @@ pub fn hookd_config(spec: &HookdSpec) -> String {
 
 /// Starts hookd on a temp data dir and waits until `/readyz` answers 200.
 pub async fn start_hookd(spec: &HookdSpec) -> anyhow::Result<ServerProcess> {
+    let dir = tempfile::tempdir().context("cannot create a temp dir for hookd")?;
+    let mut process = start_hookd_in(spec, dir.path()).await?;
+    process._dir = Some(dir);
+    Ok(process)
+}
+
+/// Starts hookd with its data, config and log in `dir`, which the caller
+/// keeps (and may start hookd on again: the data dir is `dir/data`, the
+/// config and log are written anew), and waits until `/readyz` answers 200.
+pub async fn start_hookd_in(spec: &HookdSpec, dir: &Path) -> anyhow::Result<ServerProcess> {
     if !spec.binary.is_file() {
         bail!(
             "no hookd binary at {} (build it with `cargo build --release -p hookd-server`, or pass --hookd PATH)",
             spec.binary.display()
         );
     }
-    let dir = tempfile::tempdir().context("cannot create a temp dir for hookd")?;
-    let config = dir.path().join("hookd.toml");
+    let config = dir.join("hookd.toml");
     std::fs::write(&config, hookd_config(spec)).context("writing hookd's config")?;
-    let log_path = dir.path().join("hookd.log");
+    let log_path = dir.join("hookd.log");
     let log = std::fs::File::create(&log_path).context("creating hookd's log file")?;
     let child = Command::new(&spec.binary)
         .arg("--data-dir")
-        .arg(dir.path().join("data"))
+        .arg(dir.join("data"))
         .arg("--config")
         .arg(&config)
         .args(["--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"])
@@ -236,7 +270,7 @@ pub async fn start_hookd(spec: &HookdSpec) -> anyhow::Result<ServerProcess> {
     let mut process = ServerProcess {
         child,
         addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-        _dir: Some(dir),
+        _dir: None,
     };
     let deadline = Instant::now() + spec.ready_timeout;
     process.addr = wait_for_addr(&mut process.child, &log_path, deadline)?;

@@ -175,6 +175,7 @@ fn compare_prints_every_ratio_in_one_run() {
             "tenants_5_run2",
             "routes_3",
             "forward",
+            "forward_backlog",
             "alerts_adaptive_on",
             "alerts_adaptive_on_delivered",
             "alerts_adaptive_off_again",
@@ -315,6 +316,42 @@ fn the_forward_scenario_delivers_every_accepted_event_once() {
         delivery["latency_ms"]["max"].as_f64().unwrap() > 0.0,
         "{delivery}"
     );
+    assert_eq!(report["tenants"], 2);
+}
+
+/// `hookd-bench forward --backlog N`: N deliveries accepted in pull mode,
+/// hookd restarted on the same data dir with a destination, and every one
+/// of them arrives at the sink once; the report names the drain's figure.
+#[test]
+fn the_forward_backlog_drains_every_accepted_event_after_a_restart() {
+    let report = bench_json(
+        "forward",
+        &[
+            "--backlog",
+            "200",
+            "-c",
+            "4",
+            "--tenants",
+            "2",
+            "--max-in-flight",
+            "8",
+            "--drain-timeout-secs",
+            "60",
+        ],
+    );
+    let load = &report["load"];
+    assert_eq!(count(load, "statuses", "202"), 200, "{load}");
+    let drain = &report["drain"];
+    assert_eq!(drain["backlog"], 200, "{drain}");
+    assert_eq!(drain["arrived"], 200, "{drain}");
+    for zero in ["missing", "duplicates", "unexpected", "without_id"] {
+        assert_eq!(drain[zero], 0, "{zero}: {drain}");
+    }
+    assert!(
+        drain["delivered_per_sec"].as_f64().unwrap() > 0.0,
+        "{drain}"
+    );
+    assert!(drain["hookd_cpu_secs"].as_f64().unwrap() >= 0.0, "{drain}");
     assert_eq!(report["tenants"], 2);
 }
 

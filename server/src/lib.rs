@@ -42,4 +42,4 @@ pub use keyring::KeySources;
 pub use run::{run, Listeners, Runtime};
 pub use store::postgres::migrate as migrate_postgres;
 pub use store::{SharedSync, SyncOps};
-pub use telemetry::{init_logging, OtlpError, OtlpExport, OtlpProtocol};
+pub use telemetry::{init_logging, LogGuard, OtlpError, OtlpExport, OtlpProtocol};

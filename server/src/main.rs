@@ -80,7 +80,8 @@ fn main() -> anyhow::Result<()> {
     if let Some(format) = cli.log_format {
         config.log.format = format;
     }
-    init_logging(&config.log);
+    // Held to the end: dropping it writes out the lines still queued.
+    let _logs = init_logging(&config.log);
     if let Some(Command::Migrate) = cli.command {
         let pg = &config.storage.postgres;
         let url = pg.connection_url().context("storage.postgres")?;

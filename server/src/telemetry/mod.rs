@@ -3,35 +3,18 @@
 //! OTLP export, and the handle every component records spans and metrics to.
 
 pub mod attrs;
+mod logs;
 mod otlp;
 pub mod spans;
 
-use std::{io::IsTerminal, sync::Arc};
+use std::sync::Arc;
 
+pub use logs::{init_logging, LogGuard};
 use opentelemetry_sdk::trace::SdkTracerProvider;
 pub use otlp::{OtlpError, OtlpExport, OtlpProtocol};
 pub use spans::Spans;
-use tracing_subscriber::{fmt, EnvFilter};
 
-use crate::{
-    config::{LogConfig, LogFormat, MetricsConfig},
-    metrics::Metrics,
-};
-
-/// Installs the global log subscriber; a second call is a no-op, so tests
-/// that start several servers in one process are fine.
-pub fn init_logging(config: &LogConfig) {
-    let filter =
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&config.filter));
-    let builder = fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr);
-    let _ = match config.format {
-        LogFormat::Json => builder.json().flatten_event(true).try_init(),
-        LogFormat::Text => builder.try_init(),
-    };
-}
+use crate::{config::MetricsConfig, metrics::Metrics};
 
 /// What one server records to: its tracer and its metrics. Per server, not
 /// process-global, so servers in one test process keep apart.
@@ -44,11 +27,12 @@ pub struct Telemetry {
 impl Telemetry {
     /// Spans go to `provider` (none: ids only, nothing exported).
     pub fn new(provider: Option<&SdkTracerProvider>, metrics: &MetricsConfig) -> Self {
-        let provider = provider
-            .cloned()
-            .unwrap_or_else(|| SdkTracerProvider::builder().build());
+        let spans = match provider {
+            Some(provider) => Spans::new(provider),
+            None => Spans::ids_only(&SdkTracerProvider::builder().build()),
+        };
         Telemetry {
-            spans: Spans::new(&provider),
+            spans,
             metrics: Arc::new(Metrics::new(metrics)),
         }
     }
@@ -61,5 +45,81 @@ impl Telemetry {
     /// The metrics.
     pub fn metrics(&self) -> &Arc<Metrics> {
         &self.metrics
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use actix_web::test::TestRequest;
+    use opentelemetry::trace::{TraceContextExt, TraceFlags};
+
+    use super::{spans::trace_headers, *};
+    use crate::ids::TenantId;
+
+    const PARENT_TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
+
+    /// The trace id, span id, flags and trace state that leave hookd for a
+    /// request with these headers: its ingest span's and its actor span's.
+    fn ids(spans: &Spans, headers: &[(&str, &str)]) -> [(String, String, TraceFlags, String); 2] {
+        let mut req = TestRequest::post().uri("/hooks/acme");
+        for header in headers {
+            req = req.insert_header(*header);
+        }
+        let ingest = spans.start_ingest(&req.to_http_request());
+        let tenant = TenantId::try_from("acme").unwrap();
+        let actor = spans.start_child(&ingest, spans::ACTOR_SPAN, &tenant);
+        [ingest, actor].map(|cx| {
+            let span = cx.span();
+            let sc = span.span_context();
+            (
+                sc.trace_id().to_string(),
+                sc.span_id().to_string(),
+                sc.trace_flags(),
+                sc.trace_state().header(),
+            )
+        })
+    }
+
+    #[test]
+    fn without_an_exporter_spans_record_nothing_and_carry_the_same_ids() {
+        let quiet = Telemetry::new(None, &crate::metrics::tests::config(1));
+        let sdk = Spans::new(&SdkTracerProvider::builder().build());
+        let sampled = format!("00-{PARENT_TRACE}-b7ad6b7169203331-01");
+        let unsampled = format!("00-{PARENT_TRACE}-b7ad6b7169203331-00");
+        let cases: [&[(&str, &str)]; 3] = [
+            &[("traceparent", &sampled), ("tracestate", "vendor=1")],
+            &[("traceparent", &unsampled)],
+            &[],
+        ];
+        for headers in cases {
+            let req = TestRequest::post().insert_header(("x", "y"));
+            let cx = quiet.spans().start_ingest(&req.to_http_request());
+            assert!(!cx.span().is_recording(), "a span recorded for no one");
+            let [ingest, actor] = ids(quiet.spans(), headers);
+            let [sdk_ingest, sdk_actor] = ids(&sdk, headers);
+            for (mine, theirs) in [(&ingest, &sdk_ingest), (&actor, &sdk_actor)] {
+                assert_eq!((&mine.2, &mine.3), (&theirs.2, &theirs.3), "{headers:?}");
+                assert!(mine.1 != "0000000000000000", "{headers:?}");
+            }
+            assert_eq!(ingest.0, actor.0, "{headers:?}");
+            assert_ne!(ingest.1, actor.1, "{headers:?}");
+            if headers.is_empty() {
+                assert_ne!(ingest.0, "00000000000000000000000000000000");
+            } else {
+                assert_eq!(
+                    (ingest.0.as_str(), sdk_ingest.0.as_str()),
+                    (PARENT_TRACE, PARENT_TRACE)
+                );
+                assert_ne!(ingest.1, "b7ad6b7169203331");
+            }
+        }
+        let req = TestRequest::post().insert_header(("traceparent", unsampled.as_str()));
+        let cx = quiet.spans().start_ingest(&req.to_http_request());
+        let headers = trace_headers(&cx);
+        assert!(
+            headers[0].1.starts_with(&format!("00-{PARENT_TRACE}-")),
+            "{headers:?}"
+        );
+        assert!(headers[0].1.ends_with("-00"), "{headers:?}");
     }
 }

@@ -19,7 +19,7 @@ use opentelemetry::{
 };
 use opentelemetry_sdk::{
     propagation::TraceContextPropagator,
-    trace::{SdkTracer, SdkTracerProvider},
+    trace::{IdGenerator, RandomIdGenerator, SdkTracer, SdkTracerProvider},
 };
 use opentelemetry_semantic_conventions::attribute as semconv;
 
@@ -87,6 +87,8 @@ impl ForwardTarget {
 #[derive(Clone, Debug)]
 pub struct Spans {
     tracer: SdkTracer,
+    /// False when nothing exports the spans: each is then its ids alone.
+    recording: bool,
 }
 
 impl Spans {
@@ -97,6 +99,21 @@ impl Spans {
             .build();
         Spans {
             tracer: provider.tracer_with_scope(scope),
+            recording: true,
+        }
+    }
+
+    /// Spans for a server that exports none: each is its ids alone, with
+    /// no attributes, times or status recorded. What leaves hookd is the
+    /// same as with [`Spans::new`] and the default sampler
+    /// (`parentbased_always_on`): the trace of the sender's `traceparent`
+    /// with its sampled flag (a new, sampled trace without one), new span
+    /// ids under it, the trace ids in the log lines and the `traceparent`
+    /// of every forward. `provider` serves the control plane's RPC spans.
+    pub fn ids_only(provider: &SdkTracerProvider) -> Self {
+        Spans {
+            recording: false,
+            ..Spans::new(provider)
         }
     }
 
@@ -112,6 +129,9 @@ impl Spans {
     pub fn start_ingest(&self, req: &HttpRequest) -> Context {
         let parent = TraceContextPropagator::new()
             .extract_with_context(&Context::new(), &RequestHeaders(req.headers()));
+        if !self.recording {
+            return with_ids_only(parent);
+        }
         let config = req.app_config();
         let mut attributes = vec![
             KeyValue::new(semconv::HTTP_REQUEST_METHOD, req.method().to_string()),
@@ -150,6 +170,9 @@ impl Spans {
 
     /// Starts an internal span `name` under the span of `parent`.
     pub fn start_child(&self, parent: &Context, name: &'static str, tenant: &TenantId) -> Context {
+        if !self.recording {
+            return with_ids_only(parent.clone());
+        }
         let span = self
             .tracer
             .span_builder(name)
@@ -183,6 +206,9 @@ impl Spans {
         };
         let ingest = SpanContext::new(trace_id, span_id, flags, true, TraceState::default());
         let parent = Context::new().with_remote_span_context(ingest);
+        if !self.recording {
+            return with_ids_only(parent);
+        }
         let mut attributes: Vec<KeyValue> = [
             attrs::TENANT.kv(tenant.to_string()),
             attrs::EVENT_ID.kv(meta.event_id.to_string()),
@@ -216,6 +242,39 @@ impl Spans {
             .start_with_context(&self.tracer, &parent);
         parent.with_span(span)
     }
+}
+
+/// `parent` with a span of ids alone under its span, as the SDK's default
+/// sampler (`parentbased_always_on`) makes it: the parent's trace and trace
+/// state, sampled as the parent is (a new, sampled trace without a valid
+/// parent), and a new span id.
+fn with_ids_only(parent: Context) -> Context {
+    let ids = RandomIdGenerator::default();
+    let span = parent.span();
+    let sc = span.span_context();
+    let child = if sc.is_valid() {
+        let flags = if sc.is_sampled() {
+            sc.trace_flags()
+        } else {
+            TraceFlags::default()
+        };
+        SpanContext::new(
+            sc.trace_id(),
+            ids.new_span_id(),
+            flags,
+            false,
+            sc.trace_state().clone(),
+        )
+    } else {
+        SpanContext::new(
+            ids.new_trace_id(),
+            ids.new_span_id(),
+            TraceFlags::SAMPLED,
+            false,
+            TraceState::default(),
+        )
+    };
+    parent.with_remote_span_context(child)
 }
 
 /// At most `max` bytes of `s`, cut on a character boundary.
@@ -264,6 +323,9 @@ pub fn sampled_trace_id(cx: &Context) -> Option<String> {
 /// plain words if any.
 pub fn end_span(cx: &Context, error: Option<&ApiError>) {
     let span = cx.span();
+    if !span.is_recording() {
+        return;
+    }
     if let Some(e) = error {
         span.set_attributes(attrs::ERROR_CODE.kv(e.code.as_str()));
         span.set_status(Status::error(e.message.clone()));
@@ -331,6 +393,9 @@ impl IngestRecord<'_> {
     /// sender's error) and is Error, with `error.type`, for a 5xx.
     pub fn end(self, cx: &Context) {
         let span = cx.span();
+        if !span.is_recording() {
+            return;
+        }
         let mut attributes: Vec<KeyValue> = Vec::with_capacity(16);
         let mut add = |attr: HookdAttr, value: opentelemetry::Value| {
             attributes.extend(attr.kv(value));
@@ -414,6 +479,9 @@ impl ForwardRecord<'_> {
     /// (any status but 2xx, or no answer) is an Error with `error.type`.
     pub fn end(self, cx: &Context) {
         let span = cx.span();
+        if !span.is_recording() {
+            return;
+        }
         span.set_attributes(attrs::OUTCOME.kv(self.outcome.label()));
         span.set_attributes(
             attrs::DURATION_MS.kv(i64::try_from(self.duration_ms).unwrap_or(i64::MAX)),

@@ -354,3 +354,47 @@ async fn delivery_rate_spaces_out_forwards() {
         "4 forwards at 1/s with burst 1"
     );
 }
+
+/// With no span exporter (the harness sets none) the destination still gets
+/// the sender's trace and sampling decision, under a span id of hookd's
+/// own; without a `traceparent`, a new sampled trace.
+#[tokio::test]
+async fn without_an_exporter_the_destination_gets_the_senders_trace_and_sampling() {
+    let dest = Receiver::start(Reply::Status(204)).await;
+    let s = TestServer::start_live(&tenant("shop", &dest.url, "", "", ""));
+    let mut feed = s.server().registry().feed().subscribe();
+    let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    for (event_id, flags) in [
+        ("evt_unsampled", Some("00")),
+        ("evt_sampled", Some("01")),
+        ("evt_untraced", None),
+    ] {
+        let body = order(event_id);
+        let mut headers = signed(event_id, now_secs(), &body);
+        if let Some(flags) = flags {
+            let parent = format!("00-{trace}-00f067aa0ba902b7-{flags}");
+            headers.push(("traceparent".into(), parent));
+        }
+        let a = s.post("shop", &headers, &body).await;
+        assert_eq!(a.status, StatusCode::ACCEPTED, "{:?}", a.body);
+        let delivery_id = a.body["delivery_id"].as_str().unwrap();
+        wait_event(&mut feed, delivery_id, DeliveryEventKind::Delivered).await;
+        let got = dest.received();
+        let r = got.last().unwrap();
+        let sent = r.header("traceparent").unwrap();
+        let parts: Vec<&str> = sent.split('-').collect();
+        assert_eq!(parts.len(), 4, "{sent}");
+        assert_ne!(
+            parts[2], "00f067aa0ba902b7",
+            "a span id of hookd's own: {sent}"
+        );
+        assert_ne!(parts[2], "0000000000000000", "{sent}");
+        match flags {
+            Some(flags) => assert_eq!((parts[1], parts[3]), (trace, flags), "{sent}"),
+            None => {
+                assert_ne!(parts[1], "00000000000000000000000000000000", "{sent}");
+                assert_eq!(parts[3], "01", "{sent}");
+            }
+        }
+    }
+}
