@@ -3,7 +3,10 @@
 //! workers above all, one `delivery accepted` line per delivery) never
 //! take the stderr lock or make a write syscall themselves.
 
-use std::io::{BufWriter, IsTerminal, Write};
+use std::{
+    io::{BufWriter, IsTerminal, Write},
+    time::Duration,
+};
 
 use tracing_appender::non_blocking::{NonBlocking, NonBlockingBuilder, WorkerGuard};
 use tracing_subscriber::{fmt, EnvFilter};
@@ -17,6 +20,11 @@ const QUEUED_LINES_MAX: usize = 16_384;
 /// The log thread's buffer: it writes the lines it finds queued in batches
 /// of up to this many bytes, and flushes whenever the queue is empty.
 const WRITE_BUFFER_BYTES: usize = 64 * 1024;
+
+/// After each write the log thread pauses this long before it takes the
+/// lines queued meanwhile: lines are written at most this late, in
+/// batches, and a thread that logs rarely has to wake the log thread.
+const PACE: Duration = Duration::from_millis(2);
 
 /// Keeps the log thread of [`init_logging`] running. Dropping it writes out
 /// every line still queued and stops the thread, so hold it until the
@@ -55,13 +63,34 @@ pub fn init_logging(config: &LogConfig) -> LogGuard {
 
 /// A writer whose lines (one `write` each, as the log subscriber makes
 /// them) go through a queue of at most `queued_lines` to one thread that
-/// writes them to `out`, buffered, flushing whenever the queue is empty.
+/// writes them to `out`, buffered, flushing whenever the queue is empty
+/// and then pausing for [`PACE`].
 fn drain<W: Write + Send + 'static>(out: W, queued_lines: usize) -> (NonBlocking, WorkerGuard) {
     NonBlockingBuilder::default()
         .lossy(false)
         .buffered_lines_limit(queued_lines)
         .thread_name("hookd-stderr")
-        .finish(BufWriter::with_capacity(WRITE_BUFFER_BYTES, out))
+        .finish(Paced(BufWriter::with_capacity(WRITE_BUFFER_BYTES, out)))
+}
+
+/// The log thread's writer: each flush, which the thread makes whenever it
+/// emptied the queue, is followed by a pause of [`PACE`]. While it pauses
+/// the thread is not waiting on the queue, so the threads that log queue
+/// their lines without waking it (one wake-up per line cost the HTTP
+/// workers more than the line's own write), and it then takes them all at
+/// once.
+struct Paced<W: Write>(W);
+
+impl<W: Write> Write for Paced<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let flushed = self.0.flush();
+        std::thread::sleep(PACE);
+        flushed
+    }
 }
 
 #[cfg(test)]
@@ -116,7 +145,7 @@ mod tests {
     #[test]
     fn lines_from_many_threads_arrive_whole_in_order_and_none_is_lost() {
         const THREADS: usize = 8;
-        const LINES: usize = 2_000;
+        const LINES: usize = 300;
         let out = Captured::default();
         // A tiny queue: the threads outrun the log thread and must wait.
         let (writer, guard) = drain(out.clone(), 4);
@@ -152,6 +181,35 @@ mod tests {
         assert!(
             out.writes() < lines,
             "{} writes for {lines} lines",
+            out.writes()
+        );
+    }
+
+    /// A steady stream of lines is written at most once per [`PACE`]: the
+    /// log thread takes what queued while it paused, it is not woken line
+    /// by line.
+    #[test]
+    fn a_steady_stream_of_lines_is_written_at_most_once_per_pace() {
+        let out = Captured::default();
+        let (writer, guard) = drain(out.clone(), QUEUED_LINES_MAX);
+        let logger = json_logger(writer);
+        let started = Instant::now();
+        let mut lines = 0;
+        tracing::dispatcher::with_default(&logger, || {
+            while started.elapsed() < PACE * 20 {
+                tracing::info!(lines, "line");
+                lines += 1;
+                std::thread::sleep(Duration::from_micros(20));
+            }
+        });
+        let elapsed = started.elapsed();
+        drop(logger);
+        drop(guard);
+        assert_eq!(out.text().lines().count(), lines);
+        let most = elapsed.as_micros() / PACE.as_micros() + 2;
+        assert!(
+            out.writes() as u128 <= most,
+            "{} writes for {lines} lines in {elapsed:?}: more than one per {PACE:?}",
             out.writes()
         );
     }
