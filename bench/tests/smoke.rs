@@ -281,24 +281,26 @@ fn the_tenants_scenario_reports_every_count() {
     }
 }
 
+/// `hookd-bench forward` with `first`, then 4 connections, 2 tenants and
+/// 8 forwards in flight each.
+fn small_forward<'a>(first: &[&'a str]) -> Vec<&'a str> {
+    let rest = [
+        "-c",
+        "4",
+        "--tenants",
+        "2",
+        "--max-in-flight",
+        "8",
+        "--drain-timeout-secs",
+        "60",
+    ];
+    first.iter().copied().chain(rest).collect()
+}
+
 /// `hookd-bench forward`: every accepted event arrives at the sink once.
 #[test]
 fn the_forward_scenario_delivers_every_accepted_event_once() {
-    let report = bench_json(
-        "forward",
-        &[
-            "--count",
-            "200",
-            "-c",
-            "4",
-            "--tenants",
-            "2",
-            "--max-in-flight",
-            "8",
-            "--drain-timeout-secs",
-            "60",
-        ],
-    );
+    let report = bench_json("forward", &small_forward(&["--count", "200"]));
     let load = &report["load"];
     assert_eq!(count(load, "statuses", "202"), 200, "{load}");
     assert_eq!(total(load, "errors"), 0, "{load}");
@@ -324,21 +326,7 @@ fn the_forward_scenario_delivers_every_accepted_event_once() {
 /// of them arrives at the sink once; the report names the drain's figure.
 #[test]
 fn the_forward_backlog_drains_every_accepted_event_after_a_restart() {
-    let report = bench_json(
-        "forward",
-        &[
-            "--backlog",
-            "200",
-            "-c",
-            "4",
-            "--tenants",
-            "2",
-            "--max-in-flight",
-            "8",
-            "--drain-timeout-secs",
-            "60",
-        ],
-    );
+    let report = bench_json("forward", &small_forward(&["--backlog", "200"]));
     let load = &report["load"];
     assert_eq!(count(load, "statuses", "202"), 200, "{load}");
     let drain = &report["drain"];

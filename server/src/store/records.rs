@@ -213,6 +213,25 @@ pub struct AttemptRecord {
     pub transform_version: Option<u32>,
 }
 
+#[cfg(test)]
+impl AttemptRecord {
+    /// A first attempt, started at `at_ms`, that the destination answered
+    /// with `status`.
+    pub(crate) fn answered(status: u16, at_ms: i64) -> AttemptRecord {
+        AttemptRecord {
+            attempt: 1,
+            started_at_ms: at_ms,
+            duration_ms: 1,
+            status_code: Some(status),
+            error: None,
+            response_body: vec![],
+            next_retry_at_ms: None,
+            request_id: RequestId::generate(),
+            transform_version: None,
+        }
+    }
+}
+
 /// A dead letter in the index.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeadLetter {

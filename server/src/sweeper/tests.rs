@@ -38,17 +38,7 @@ async fn delivered(data: &TenantStore, prefix: &str, n: usize, at_ms: i64) {
         };
         data.commit(item).await.unwrap();
         let (entry, _) = data.queue(None, 1).unwrap().remove(0);
-        let attempt = AttemptRecord {
-            attempt: 1,
-            started_at_ms: at_ms,
-            duration_ms: 1,
-            status_code: Some(200),
-            error: None,
-            response_body: vec![],
-            next_retry_at_ms: None,
-            request_id: RequestId::generate(),
-            transform_version: None,
-        };
+        let attempt = AttemptRecord::answered(200, at_ms);
         data.record_attempt(&entry, &delivery_id, &attempt, &Next::Delivered, at_ms)
             .unwrap()
             .unwrap();

@@ -360,17 +360,7 @@ mod tests {
     }
 
     fn delivered(entry: Vec<u8>, id: DeliveryId, trees: &TenantTrees) -> Vec<RoundAttempt> {
-        let record = crate::store::records::AttemptRecord {
-            attempt: 1,
-            started_at_ms: 1,
-            duration_ms: 1,
-            status_code: Some(200),
-            error: None,
-            response_body: vec![],
-            next_retry_at_ms: None,
-            request_id: RequestId::generate(),
-            transform_version: None,
-        };
+        let record = crate::store::records::AttemptRecord::answered(200, 1);
         vec![RoundAttempt {
             trees: trees.clone(),
             entry,

@@ -9,7 +9,7 @@ use bytes::Bytes;
 
 use super::{durability_tests::delivery, sled_path, wal::wal_path, CommitOutcome, SledStore};
 use crate::{
-    ids::{DeliveryId, RequestId, TenantId},
+    ids::{DeliveryId, TenantId},
     store::{
         api::{Fence, FinishedAttempt, TenantData},
         lifecycle::Next,
@@ -95,20 +95,6 @@ async fn a_record_sled_holds_is_not_applied_again() {
     assert_eq!(trees.counts().unwrap().depth, 0, "nothing was queued again");
 }
 
-fn attempt(status: u16) -> AttemptRecord {
-    AttemptRecord {
-        attempt: 1,
-        started_at_ms: 1_000,
-        duration_ms: 1,
-        status_code: Some(status),
-        error: None,
-        response_body: vec![],
-        next_retry_at_ms: None,
-        request_id: RequestId::new("req_attempt"),
-        transform_version: None,
-    }
-}
-
 /// A round of attempts is durable in the log alone: after a crash that
 /// kept none of it in sled, the next start gives each outcome back: the
 /// delivered delivery leaves the queue with its attempt, the failed one
@@ -133,7 +119,7 @@ async fn rounds_of_attempts_sled_never_made_durable_come_back_from_the_log() {
     let finished = |(entry, id): &(Vec<u8>, DeliveryId), status, next| FinishedAttempt {
         entry: entry.clone(),
         id: id.clone(),
-        record: attempt(status),
+        record: AttemptRecord::answered(status, 1_000),
         next,
         fence: fence.clone(),
     };
