@@ -24,11 +24,10 @@ use crate::{
     capacity::CapacitySink,
     load::{run_phase, LoadOptions},
     plan::{self, Plan, PlanSpec},
+    scenario::SINK_SECRET,
     servers::{self, DestinationSpec, HookdSpec},
 };
 
-/// The Standard Webhooks secret hookd signs its forwards to the sink with.
-const SINK_SECRET: &str = "whsec_c2luay1zZWNyZXQtZm9yLWhvb2tkLWJlbmNoLTAxMjM=";
 /// The tenants' own signing secret.
 const TENANT_SECRET: &str = "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
 /// The band around the capacity the limit must settle in.

@@ -18,10 +18,10 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::{
-    forward::{drain, Scenario, SINK_SECRET},
     load::{run_phase, LoadOptions},
     plan::{Plan, PlanSpec},
     report::{Latency, Summary},
+    scenario::{drain, Scenario, SINK_SECRET},
     servers::{self, DestinationSpec, HookdSpec},
     sink::{Arrival, Reply, Sink},
 };

@@ -25,7 +25,7 @@ use clap::{Args, ValueEnum};
 
 use crate::{
     backlog,
-    forward::{self, ForwardReport, Scenario},
+    forward::{self, ForwardReport},
     load::LoadOptions,
     measure,
     plan::{self, Plan, PlanSpec},
@@ -33,6 +33,7 @@ use crate::{
     ratios::{Base, Figure, Report, Skipped},
     report::{Comparison, Summary},
     scale,
+    scenario::Scenario,
     servers::{self, HookdSpec},
     sink::{Reply, Sink},
     LoadArgs,

@@ -19,13 +19,12 @@ use crate::{
     measure,
     plan::{Plan, PlanSpec},
     report::Summary,
+    scenario::SINK_SECRET,
     servers::{self, HookdSpec},
     sink::{Reply, Sink},
     LoadArgs,
 };
 
-/// The Standard Webhooks secret hookd signs its forwards to the sink with.
-const SINK_SECRET: &str = "whsec_c2luay1zZWNyZXQtZm9yLWhvb2tkLWJlbmNoLTAxMjM=";
 /// The tenant whose route runs the transform.
 const HOSTILE: &str = "hostile";
 /// A transform that sends what it is given.

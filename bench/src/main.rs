@@ -21,6 +21,7 @@ mod plan;
 mod ratios;
 mod report;
 mod scale;
+mod scenario;
 mod servers;
 mod sink;
 
