@@ -18,6 +18,7 @@ use super::{
     breaker::{Breaker, BreakerState},
     lease::{ForwardLease, LeaseTerms},
     policy::{next_step, Verdict},
+    round::{write_round, Decided, Recorded},
     transform,
 };
 use crate::{
@@ -31,7 +32,7 @@ use crate::{
     metrics::{BreakerGauge, ConcurrencyGauge, RouteMetrics, TransformRun},
     rate_limit::TokenBucket,
     store::{
-        api::{blocking, Fence, FinishedAttempt, Store, TenantStore},
+        api::{blocking, Fence, Store, TenantStore},
         lifecycle::Next,
         records::{queue_key_due_ms, DeliveryState, StoredEvent},
     },
@@ -74,113 +75,6 @@ struct Sent {
 }
 
 type InFlight = Pin<Box<dyn Future<Output = Done> + Send>>;
-
-/// An outcome recorded in the store, reported once it is durable.
-struct Recorded {
-    delivery_id: DeliveryId,
-    state: DeliveryState,
-    next: Next,
-    result: AttemptResult,
-    request_id: RequestId,
-    trace: opentelemetry::Context,
-    now: i64,
-}
-
-/// A finished attempt with its outcome decided, to be written.
-enum Decided {
-    /// The queued delivery had no stored event: its queue entry goes.
-    NoEvent { key: Vec<u8> },
-    /// Not sent: nothing to write.
-    Fenced,
-    Attempted {
-        key: Vec<u8>,
-        delivery_id: DeliveryId,
-        next: Next,
-        result: Box<AttemptResult>,
-        request_id: RequestId,
-        trace: opentelemetry::Context,
-        fence: Fence,
-    },
-}
-
-/// Writes a round of decided outcomes: queue entries with no event are
-/// dropped, the attempts recorded as one round (durable when it returns);
-/// returns the ones recorded, to report.
-async fn write_round(
-    data: &TenantStore,
-    (tenant, route): (&TenantId, &str),
-    decided: Vec<Decided>,
-    now: i64,
-) -> Vec<Recorded> {
-    let (mut orphans, mut round, mut pending) = (Vec::new(), Vec::new(), Vec::new());
-    for decided in decided {
-        match decided {
-            Decided::NoEvent { key } => orphans.push(key),
-            Decided::Fenced => {}
-            Decided::Attempted {
-                key,
-                delivery_id,
-                next,
-                result,
-                request_id,
-                trace,
-                fence,
-            } => {
-                round.push(FinishedAttempt {
-                    entry: key,
-                    id: delivery_id.clone(),
-                    record: result.record.clone(),
-                    next: next.clone(),
-                    fence,
-                });
-                pending.push((delivery_id, next, result, request_id, trace));
-            }
-        }
-    }
-    if !orphans.is_empty() {
-        let data = data.clone();
-        let dropped = blocking(move || {
-            orphans
-                .iter()
-                .try_for_each(|key| data.drop_queue_entry(key))
-        });
-        if let Err(e) = dropped.await {
-            tracing::error!(tenant = %tenant, route = %route, error = %e, "dropping queue entries without an event failed");
-        }
-    }
-    if round.is_empty() {
-        return Vec::new();
-    }
-    let states = match data.clone().record_attempts(round, now).await {
-        Ok(states) => states,
-        Err(e) => {
-            tracing::error!(tenant = %tenant, route = %route, error = %e, "recording forward attempts failed");
-            return Vec::new();
-        }
-    };
-    states
-        .into_iter()
-        .zip(pending)
-        .filter_map(|(state, (delivery_id, next, result, request_id, trace))| {
-            let state = state
-                .inspect_err(|e| tracing::error!(tenant = %tenant, route = %route, error = %e, "recording a forward attempt failed"))
-                .ok()?;
-            let Some(state) = state else {
-                tracing::warn!(tenant = %tenant, route = %route, delivery_id = %delivery_id, attempt = result.record.attempt, "delivery changed or the forwarding lease passed elsewhere while its attempt was in flight; outcome not recorded");
-                return None;
-            };
-            Some(Recorded {
-                delivery_id,
-                state,
-                next,
-                result: *result,
-                request_id,
-                trace,
-                now,
-            })
-        })
-        .collect()
-}
 
 /// Whether the attempt at `key` may be sent under `fence`: always on an
 /// engine that serves one process; on a shared one, while the lease is
