@@ -297,6 +297,19 @@ fn small_forward<'a>(first: &[&'a str]) -> Vec<&'a str> {
     first.iter().copied().chain(rest).collect()
 }
 
+/// A forwarding tally: `n` events arrived, none missing, twice, unknown or
+/// without an id, at a positive rate.
+fn every_one_arrived_once(tally: &Value, n: u64) {
+    assert_eq!(tally["arrived"], n, "{tally}");
+    for zero in ["missing", "duplicates", "unexpected", "without_id"] {
+        assert_eq!(tally[zero], 0, "{zero}: {tally}");
+    }
+    assert!(
+        tally["delivered_per_sec"].as_f64().unwrap() > 0.0,
+        "{tally}"
+    );
+}
+
 /// `hookd-bench forward`: every accepted event arrives at the sink once.
 #[test]
 fn the_forward_scenario_delivers_every_accepted_event_once() {
@@ -306,14 +319,7 @@ fn the_forward_scenario_delivers_every_accepted_event_once() {
     assert_eq!(total(load, "errors"), 0, "{load}");
     let delivery = &report["delivery"];
     assert_eq!(delivery["accepted"], 200, "{delivery}");
-    assert_eq!(delivery["arrived"], 200, "{delivery}");
-    for zero in ["missing", "duplicates", "unexpected", "without_id"] {
-        assert_eq!(delivery[zero], 0, "{zero}: {delivery}");
-    }
-    assert!(
-        delivery["delivered_per_sec"].as_f64().unwrap() > 0.0,
-        "{delivery}"
-    );
+    every_one_arrived_once(delivery, 200);
     assert!(
         delivery["latency_ms"]["max"].as_f64().unwrap() > 0.0,
         "{delivery}"
@@ -331,14 +337,7 @@ fn the_forward_backlog_drains_every_accepted_event_after_a_restart() {
     assert_eq!(count(load, "statuses", "202"), 200, "{load}");
     let drain = &report["drain"];
     assert_eq!(drain["backlog"], 200, "{drain}");
-    assert_eq!(drain["arrived"], 200, "{drain}");
-    for zero in ["missing", "duplicates", "unexpected", "without_id"] {
-        assert_eq!(drain[zero], 0, "{zero}: {drain}");
-    }
-    assert!(
-        drain["delivered_per_sec"].as_f64().unwrap() > 0.0,
-        "{drain}"
-    );
+    every_one_arrived_once(drain, 200);
     assert!(drain["hookd_cpu_secs"].as_f64().unwrap() >= 0.0, "{drain}");
     assert_eq!(report["tenants"], 2);
 }

@@ -13,7 +13,7 @@
 
 use std::{sync::Arc, time::Instant};
 
-use actix_web::http::header::{HeaderMap, HeaderName, HeaderValue};
+use actix_web::http::header::HeaderMap;
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use hookd_sdk::signature::{sign, Scheme, Secret};
@@ -108,14 +108,8 @@ fn signed(n: u64) -> (HeaderMap, Bytes) {
     );
     let id = format!("msg_{n}_{}", ulid::Ulid::new());
     let key = Secret::from_provider(Scheme::Standard, "k1", SECRET).expect("secret");
-    let mut headers = HeaderMap::new();
-    for (name, value) in sign(Scheme::Standard, &key, &id, NOW_SECS, body.as_bytes()) {
-        headers.insert(
-            HeaderName::from_bytes(name.as_bytes()).expect("name"),
-            HeaderValue::from_str(&value).expect("value"),
-        );
-    }
-    (headers, Bytes::from(body))
+    let signed = sign(Scheme::Standard, &key, &id, NOW_SECS, body.as_bytes());
+    (Ingest::headers(signed), Bytes::from(body))
 }
 
 fn gate(c: &mut Criterion) {

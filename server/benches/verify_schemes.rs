@@ -9,7 +9,7 @@
 
 use std::{sync::Arc, time::Instant};
 
-use actix_web::http::header::{HeaderMap, HeaderName, HeaderValue};
+use actix_web::http::header::HeaderMap;
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use hookd_sdk::signature::{sign_message, Message, Scheme, Secret};
@@ -116,14 +116,7 @@ impl Case {
             url: None,
         };
         let signing = sign_message(self.scheme, &key, &message);
-        let mut headers = HeaderMap::new();
-        for (name, value) in signing.headers {
-            headers.insert(
-                HeaderName::from_bytes(name.as_bytes()).expect("name"),
-                HeaderValue::from_str(&value).expect("value"),
-            );
-        }
-        (headers, Bytes::from(signing.body))
+        (Ingest::headers(signing.headers), Bytes::from(signing.body))
     }
 }
 

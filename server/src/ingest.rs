@@ -10,7 +10,7 @@ use std::{
     pin::Pin,
 };
 
-use actix_web::http::header::HeaderMap;
+use actix_web::http::header::{HeaderMap, HeaderName, HeaderValue};
 use bytes::Bytes;
 use hookd_proto::domain::DeliveryStatus;
 use hookd_sdk::signature::VerifyError;
@@ -53,6 +53,19 @@ impl<'a> Ingest<'a> {
             method: "POST",
             trace: opentelemetry::Context::new(),
         }
+    }
+
+    /// The headers a signer made (name, value), as the gate reads them:
+    /// the request headers of [`Ingest::post`] in the benchmarks and tests.
+    pub fn headers(signed: Vec<(String, String)>) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        for (name, value) in signed {
+            headers.insert(
+                HeaderName::from_bytes(name.as_bytes()).expect("a signer's header name"),
+                HeaderValue::from_str(&value).expect("a signer's header value"),
+            );
+        }
+        headers
     }
 }
 

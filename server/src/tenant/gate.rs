@@ -404,7 +404,7 @@ impl Gate {
 
 #[cfg(test)]
 mod tests {
-    use actix_web::http::header::{HeaderMap, HeaderName, HeaderValue};
+    use actix_web::http::header::HeaderMap;
     use hookd_sdk::signature::{sign, Scheme, Secret};
 
     use actix::Actor;
@@ -457,14 +457,8 @@ mod tests {
     fn signed(secret: &str, id: &str) -> (HeaderMap, bytes::Bytes) {
         let body = format!("{{\"type\":\"order.paid\",\"id\":\"{id}\"}}");
         let key = Secret::from_provider(Scheme::Standard, "k1", secret).unwrap();
-        let mut headers = HeaderMap::new();
-        for (name, value) in sign(Scheme::Standard, &key, id, NOW_SECS, body.as_bytes()) {
-            headers.insert(
-                HeaderName::from_bytes(name.as_bytes()).unwrap(),
-                HeaderValue::from_str(&value).unwrap(),
-            );
-        }
-        (headers, bytes::Bytes::from(body))
+        let signed = sign(Scheme::Standard, &key, id, NOW_SECS, body.as_bytes());
+        (Ingest::headers(signed), bytes::Bytes::from(body))
     }
 
     fn run(
