@@ -530,6 +530,18 @@ pub struct RouteCopy {
     pub delivery_id: DeliveryId,
 }
 
+impl RouteCopy {
+    /// Whether `routes` (what the default route's delivery of `tenant`
+    /// keeps) names this copy in its scope: then an engine finds the copy
+    /// from the default route's delivery.
+    pub(crate) fn listed_in(&self, routes: &[RouteOutcome], tenant: &TenantId) -> bool {
+        routes.iter().any(|r| {
+            r.delivery_id.as_ref() == Some(&self.delivery_id)
+                && tenant.route_scope(&r.route) == self.scope
+        })
+    }
+}
+
 /// What happened to a [`NewDelivery`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CommitOutcome {

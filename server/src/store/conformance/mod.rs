@@ -32,7 +32,10 @@ use pull::{concurrent_pulls_never_share_a_delivery, pull_ack_nack};
 use redirects::redirects_are_kept_with_their_delivery;
 use resend::a_delivered_delivery_is_resent_once_by_concurrent_calls_that_ask_so;
 use retention::{dead_letters_and_redelivered_originals_go, steps_remove_more_than_one_batch};
-use routes::{a_fan_out_is_one_commit_and_a_duplicate_writes_none, route_queues_are_apart};
+use routes::{
+    a_fan_out_is_one_commit_and_a_duplicate_writes_none,
+    a_route_copy_keeps_its_event_when_the_default_delivery_goes, route_queues_are_apart,
+};
 use statuses::{
     a_transform_failure_is_a_dead_letter_and_a_drop_is_final,
     filtered_and_unrouted_are_final_at_receipt_and_swept,
@@ -114,6 +117,7 @@ engines!(
     rejection_pages_filtered_by_signature_are_full,
     a_fan_out_is_one_commit_and_a_duplicate_writes_none,
     route_queues_are_apart,
+    a_route_copy_keeps_its_event_when_the_default_delivery_goes,
     filtered_and_unrouted_are_final_at_receipt_and_swept,
     a_transform_failure_is_a_dead_letter_and_a_drop_is_final,
     a_delivered_delivery_is_resent_once_by_concurrent_calls_that_ask_so,

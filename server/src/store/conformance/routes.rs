@@ -3,13 +3,13 @@
 //! commit that records the event (a duplicate writes none), and each
 //! route's queue, states and dead letters are its own.
 
-use super::{attempt, new_delivery, tenant, Engine};
+use super::{attempt, kill, new_delivery, tenant, Engine};
 use crate::{
     ids::{DeliveryId, TenantId},
     store::{
-        api::{CommitOutcome, RouteCopy, TenantStore},
-        lifecycle::Next,
-        records::DeliveryStatus,
+        api::{CommitOutcome, RouteCopy, SweepRequest, TenantStore},
+        lifecycle::{Next, Resend},
+        records::{DeliveryStatus, RouteOutcome},
     },
 };
 
@@ -89,4 +89,85 @@ pub(super) async fn route_queues_are_apart(engine: Engine) {
         "and its own is still queued"
     );
     assert_eq!(audit.counts().unwrap().depth, 0);
+}
+
+/// `item`'s routes as the gate lists them: the default first, then each copy.
+fn listed(default: &DeliveryId, copies: &[RouteCopy]) -> Vec<RouteOutcome> {
+    let outcome = |route: &str, id: &DeliveryId| RouteOutcome {
+        route: route.to_owned(),
+        delivery_id: Some(id.clone()),
+        filtered: false,
+    };
+    std::iter::once(outcome("default", default))
+        .chain(copies.iter().map(|c| outcome(&c.route, &c.delivery_id)))
+        .collect()
+}
+
+/// Each copy's event, read through its route: the body and its own id.
+fn assert_copies_read_whole(engine: &Engine, copies: &[RouteCopy], body: &[u8]) {
+    for copy in copies {
+        let event = scope(engine, &copy.route)
+            .event(&copy.delivery_id)
+            .unwrap()
+            .unwrap_or_else(|| panic!("{}: the copy's event is gone", copy.route));
+        assert_eq!(event.meta.delivery_id, copy.delivery_id, "{}", copy.route);
+        assert_eq!(&event.body[..], body, "{}", copy.route);
+    }
+}
+
+/// However an engine stores a fanned-out event, each route's copy keeps it
+/// after the default route's delivery is gone: swept once delivered, or
+/// purged as a dead letter; and a copy redelivered after that sends it.
+pub(super) async fn a_route_copy_keeps_its_event_when_the_default_delivery_goes(engine: Engine) {
+    let data = tenant(&engine, "acme");
+    let sweep = |delivered_before_ms, dead_before_ms| SweepRequest {
+        delivered_before_ms,
+        idem_before_ms: 0,
+        dead_before_ms,
+        batch: 100,
+    };
+
+    let mut item = new_delivery("evt_kept", 1_000, None);
+    item.copies = copies(&["audit", "pull"]);
+    item.routes = listed(&item.meta.delivery_id, &item.copies);
+    let (default, kept) = (item.meta.delivery_id.clone(), item.copies.clone());
+    data.commit(item).await.unwrap();
+    assert_copies_read_whole(&engine, &kept, br#"{"event":"evt_kept"}"#);
+    let (entry, id) = data.queue(None, 10).unwrap().remove(0);
+    assert_eq!(id, default);
+    data.record_attempt(&entry, &id, &attempt(1, 2_000), &Next::Delivered, 2_000)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        data.sweep(&sweep(5_000, 0), &mut Vec::new())
+            .unwrap()
+            .delivered,
+        1
+    );
+    assert!(
+        data.event(&default).unwrap().is_none(),
+        "the default's is gone"
+    );
+    assert_copies_read_whole(&engine, &kept, br#"{"event":"evt_kept"}"#);
+
+    let audit = scope(&engine, "audit");
+    let dead = kill(&audit, 6_000);
+    assert_eq!(dead, kept[0].delivery_id);
+    let again = audit.redeliver(&dead, 7_000, Resend::Once).unwrap();
+    let event = audit.event(&again).unwrap().unwrap();
+    assert_eq!(event.meta.delivery_id, again);
+    assert_eq!(&event.body[..], br#"{"event":"evt_kept"}"#);
+
+    let mut item = new_delivery("evt_purged", 10_000, None);
+    item.copies = copies(&["audit"]);
+    item.routes = listed(&item.meta.delivery_id, &item.copies);
+    let purged = item.copies.clone();
+    data.commit(item).await.unwrap();
+    let dead_default = kill(&data, 11_000);
+    assert_eq!(
+        data.sweep(&sweep(0, 12_000), &mut Vec::new()).unwrap().dead,
+        1
+    );
+    assert!(data.event(&dead_default).unwrap().is_none());
+    assert_copies_read_whole(&engine, &purged, br#"{"event":"evt_purged"}"#);
 }

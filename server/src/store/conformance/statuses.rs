@@ -106,6 +106,12 @@ pub(super) async fn filtered_and_unrouted_are_final_at_receipt_and_swept(engine:
     assert_eq!(swept.delivered, 2, "{swept:?}");
     assert!(data.state(&none_id).unwrap().is_none());
     assert!(data.event(&some_id).unwrap().is_none());
+    let kept = audit.event(&copy.delivery_id).unwrap().unwrap();
+    assert_eq!(
+        kept.meta.delivery_id, copy.delivery_id,
+        "the copy keeps its event"
+    );
+    assert_eq!(&kept.body[..], br#"{"event":"evt_some"}"#);
 }
 
 pub(super) async fn a_transform_failure_is_a_dead_letter_and_a_drop_is_final(engine: Engine) {

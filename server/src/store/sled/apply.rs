@@ -15,6 +15,7 @@ use sled::{
 
 use super::{
     api::{CommitOutcome, NewDelivery},
+    deliveries::shared,
     gauges::{Delta, LiveCounts},
     records::{
         decode, encode, queue_key, DeliveryState, EventMeta, IdempotencyRecord, StoredEvent,
@@ -302,15 +303,22 @@ impl<'a> Encoded<'a> {
             event: StoredEvent::encode(meta, &delivery.body),
             state: encode(&state),
         }];
+        let holder = item.trees.events.key(meta.delivery_id.as_str());
         for (trees, copy) in item.copies.iter().zip(&delivery.copies) {
-            let meta = EventMeta {
-                delivery_id: copy.delivery_id.clone(),
-                ..meta.clone()
+            let event = match copy.listed_in(&delivery.routes, item.trees.tenant()) {
+                true => shared::reference(&holder),
+                false => {
+                    let meta = EventMeta {
+                        delivery_id: copy.delivery_id.clone(),
+                        ..meta.clone()
+                    };
+                    StoredEvent::encode(&meta, &delivery.body)
+                }
             };
             deliveries.push(EncodedDelivery::new(
                 trees,
                 delivery,
-                &meta,
+                event,
                 &copy.delivery_id,
             )?);
         }
@@ -328,23 +336,24 @@ impl<'a> Encoded<'a> {
 }
 
 impl<'a> EncodedDelivery<'a> {
-    /// Route copy `id` (the one `meta` names) of `delivery`'s event, in
-    /// `trees`: queued.
+    /// Route copy `id` of `delivery`'s event, in `trees`, its stored event
+    /// `event` (whole, or a reference to the default route's): queued.
     fn new(
         trees: &'a TenantTrees,
         delivery: &NewDelivery,
-        meta: &EventMeta,
+        event: Vec<u8>,
         id: &'a DeliveryId,
     ) -> Result<EncodedDelivery<'a>> {
         let queue_key = queue_key(delivery.due_ms, trees.sequence()?);
-        let mut state = DeliveryState::pending(delivery.event_id.clone(), meta.received_at_ms);
+        let received_at_ms = delivery.meta.received_at_ms;
+        let mut state = DeliveryState::pending(delivery.event_id.clone(), received_at_ms);
         state.queue_key = Some(hex::encode(queue_key));
         Ok(EncodedDelivery {
             trees,
             delivery_id: id.as_str(),
             queue_key: Some(queue_key),
             done_key: None,
-            event: StoredEvent::encode(meta, &delivery.body),
+            event,
             state: encode(&state),
         })
     }

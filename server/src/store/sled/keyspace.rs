@@ -126,6 +126,22 @@ impl Keyspace {
         self.tree.get(self.key(key))
     }
 
+    /// The value under `stored`, a key as the shared tree holds it (of any
+    /// tenant's keyspace).
+    pub(super) fn get_stored(&self, stored: &[u8]) -> sled::Result<Option<IVec>> {
+        self.tree.get(stored)
+    }
+
+    /// Sets `key` to `new` only while it holds `old`; false when it did not.
+    pub(super) fn compare_and_swap(
+        &self,
+        key: impl AsRef<[u8]>,
+        old: Option<&IVec>,
+        new: Option<impl Into<IVec>>,
+    ) -> sled::Result<bool> {
+        Ok(self.tree.compare_and_swap(self.key(key), old, new)?.is_ok())
+    }
+
     #[cfg(test)]
     pub(super) fn insert(
         &self,
@@ -261,6 +277,11 @@ impl TxKeyspace<'_> {
 
     pub(super) fn get(&self, key: impl AsRef<[u8]>) -> TxResult<Option<IVec>> {
         Ok(self.view.get(self.key(key))?)
+    }
+
+    /// [`Keyspace::get_stored`] inside the transaction.
+    pub(super) fn get_stored(&self, stored: &[u8]) -> TxResult<Option<IVec>> {
+        Ok(self.view.get(stored)?)
     }
 
     pub(super) fn insert(

@@ -5,6 +5,7 @@
 mod consumer;
 mod retention;
 mod round;
+pub(super) mod shared;
 
 use sled::{
     transaction::{ConflictableTransactionError, ConflictableTransactionResult, TransactionError},
@@ -51,13 +52,10 @@ fn counted<T>(trees: &TenantTrees, (value, delta): (T, Delta)) -> T {
     value
 }
 
-/// The stored event of a delivery.
+/// The stored event of a delivery (a route's copy reads it through the
+/// default route's delivery, [`shared`]).
 pub fn load_event(trees: &TenantTrees, delivery_id: &DeliveryId) -> Result<Option<StoredEvent>> {
-    trees
-        .events
-        .get(delivery_id.as_str())?
-        .map(|v| StoredEvent::decode(&v))
-        .transpose()
+    shared::load(trees, delivery_id)
 }
 
 /// The state of a delivery.
@@ -257,7 +255,14 @@ pub fn redeliver(
             let Some(stored) = events.get(id)? else {
                 return abort(Error::NotFound(format!("event of {delivery_id}")));
             };
-            let event = StoredEvent::decode(&stored).or_else(abort)?;
+            let event = match shared::holder_of(&stored) {
+                None => StoredEvent::decode(&stored),
+                Some(holder) => match events.get_stored(holder)? {
+                    Some(holder) => shared::as_copy(&holder, delivery_id),
+                    None => Err(shared::gone(delivery_id)),
+                },
+            }
+            .or_else(abort)?;
             let Redelivery {
                 meta,
                 state,
@@ -291,6 +296,7 @@ pub fn purge_dead_letter(
     letter: &DeadLetter,
 ) -> Result<bool> {
     let id = &letter.delivery_id;
+    shared::hand_over(trees, id)?;
     let mut prefix = id.as_str().as_bytes().to_vec();
     prefix.push(b'/');
     // A dead delivery gets no new attempts, so these keys cannot change
@@ -341,6 +347,7 @@ pub fn purge_dead_letter(
 }
 
 fn delete_delivery(trees: &TenantTrees, delivery_id: &DeliveryId) -> Result<()> {
+    shared::hand_over(trees, delivery_id)?;
     trees.events.remove(delivery_id.as_str())?;
     trees.state.remove(delivery_id.as_str())?;
     let mut prefix = delivery_id.as_str().as_bytes().to_vec();
