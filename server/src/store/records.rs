@@ -66,6 +66,24 @@ fn sampled_by_default() -> bool {
     true
 }
 
+#[cfg(test)]
+impl EventMeta {
+    /// Event `event`'s metadata as a test stores it: a fresh delivery and
+    /// request id, received at `received_at_ms`, no headers, no trace.
+    pub(crate) fn bare(event: &str, received_at_ms: i64) -> EventMeta {
+        EventMeta {
+            event_id: EventId::new(event),
+            delivery_id: DeliveryId::generate(),
+            request_id: RequestId::generate(),
+            received_at_ms,
+            headers: Vec::new(),
+            trace_id: String::new(),
+            span_id: String::new(),
+            sampled: true,
+        }
+    }
+}
+
 /// A stored event: metadata and the raw body exactly as received.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredEvent {

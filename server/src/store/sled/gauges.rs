@@ -134,14 +134,8 @@ mod tests {
             NewDelivery {
                 event_id: EventId::new(event),
                 meta: EventMeta {
-                    event_id: EventId::new(event),
                     delivery_id: delivery_id.clone(),
-                    request_id: RequestId::generate(),
-                    received_at_ms: 1_000,
-                    headers: vec![],
-                    trace_id: String::new(),
-                    span_id: String::new(),
-                    sampled: true,
+                    ..EventMeta::bare(event, 1_000)
                 },
                 body: actix_web::web::Bytes::from_static(b"{}"),
                 due_ms: 1_000,

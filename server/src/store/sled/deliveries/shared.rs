@@ -107,7 +107,7 @@ pub(super) fn hand_over(trees: &TenantTrees, holder_id: &DeliveryId) -> Result<(
 mod tests {
     use super::*;
     use crate::{
-        ids::{EventId, RequestId, TenantId},
+        ids::TenantId,
         store::{
             api::{CommitOutcome, NewDelivery, Receipt, RouteCopy, Storage},
             records::RouteOutcome,
@@ -124,16 +124,7 @@ mod tests {
         let (store, _committer) = SledStore::open(dir.path(), 64, false).unwrap();
         let acme = TenantId::try_from("acme").unwrap();
         let body = vec![b'x'; 4096];
-        let meta = EventMeta {
-            event_id: EventId::new("evt_big"),
-            delivery_id: DeliveryId::generate(),
-            request_id: RequestId::generate(),
-            received_at_ms: 1_000,
-            headers: vec![],
-            trace_id: String::new(),
-            span_id: String::new(),
-            sampled: true,
-        };
+        let meta = EventMeta::bare("evt_big", 1_000);
         let copy = RouteCopy {
             route: "audit".into(),
             scope: acme.route_scope("audit"),
@@ -180,14 +171,8 @@ mod tests {
     #[test]
     fn a_reference_and_a_whole_event_are_told_apart() {
         let meta = EventMeta {
-            event_id: EventId::new("evt_1"),
-            delivery_id: DeliveryId::generate(),
-            request_id: RequestId::generate(),
-            received_at_ms: 1,
             headers: vec![("content-type".into(), "application/json".into())],
-            trace_id: String::new(),
-            span_id: String::new(),
-            sampled: true,
+            ..EventMeta::bare("evt_1", 1)
         };
         let whole = StoredEvent::encode(&meta, &[0xFF; 64]);
         assert_eq!(holder_of(&whole), None);
