@@ -9,11 +9,13 @@ use std::{
 use bytes::Bytes;
 
 use super::{
-    records::EventMeta, sled_path, CommitOutcome, NewDelivery, SharedSync, SledStore, TenantTrees,
+    api::RouteCopy,
+    records::{EventMeta, RouteOutcome},
+    sled_path, CommitOutcome, NewDelivery, SharedSync, SledStore, TenantTrees,
 };
 use crate::{
     faults::{FaultSync, Synced},
-    ids::{DeliveryId, EventId, RequestId, TenantId},
+    ids::{DeliveryId, EventId, TenantId},
 };
 
 /// Every log line of this test binary, from every thread (the committer's
@@ -59,16 +61,7 @@ impl std::io::Write for CapturedLogs {
 pub(super) fn delivery(event_id: &str, body: Bytes) -> NewDelivery {
     NewDelivery {
         event_id: EventId::new(event_id),
-        meta: EventMeta {
-            event_id: EventId::new(event_id),
-            delivery_id: DeliveryId::generate(),
-            request_id: RequestId::generate(),
-            received_at_ms: 1,
-            headers: vec![],
-            trace_id: String::new(),
-            span_id: String::new(),
-            sampled: true,
-        },
+        meta: EventMeta::bare(event_id, 1),
         body,
         due_ms: 1,
         content_key: None,
@@ -76,6 +69,34 @@ pub(super) fn delivery(event_id: &str, body: Bytes) -> NewDelivery {
         receipt: crate::store::api::Receipt::Queued,
         routes: Vec::new(),
     }
+}
+
+/// [`delivery`] fanned out to `routes` of `tenant` too, each copy listed
+/// on the default route's delivery as the gate lists it.
+pub(super) fn fanned_out(
+    event_id: &str,
+    body: Bytes,
+    tenant: &TenantId,
+    routes: &[&str],
+) -> NewDelivery {
+    let mut item = delivery(event_id, body);
+    item.copies = routes
+        .iter()
+        .map(|route| RouteCopy {
+            route: (*route).to_owned(),
+            scope: tenant.route_scope(route),
+            delivery_id: DeliveryId::generate(),
+        })
+        .collect();
+    let listed = |route: &str, id: &DeliveryId| RouteOutcome {
+        route: route.to_owned(),
+        delivery_id: Some(id.clone()),
+        filtered: false,
+    };
+    item.routes = std::iter::once(listed("default", &item.meta.delivery_id))
+        .chain(item.copies.iter().map(|c| listed(&c.route, &c.delivery_id)))
+        .collect();
+    item
 }
 
 /// Files under `dir` that are not durable according to `log`: never synced

@@ -7,7 +7,12 @@ use std::{path::Path, sync::Arc};
 
 use bytes::Bytes;
 
-use super::{durability_tests::delivery, sled_path, wal::wal_path, CommitOutcome, SledStore};
+use super::{
+    durability_tests::{delivery, fanned_out},
+    sled_path,
+    wal::wal_path,
+    CommitOutcome, SledStore,
+};
 use crate::{
     ids::{DeliveryId, TenantId},
     store::{
@@ -149,4 +154,41 @@ async fn rounds_of_attempts_sled_never_made_durable_come_back_from_the_log() {
     assert_eq!(&now_queued[0].1, retried);
     assert_eq!(queue_key_due_ms(&now_queued[0].0), Some(60_000));
     assert_eq!(trees.counts().unwrap().depth, 1);
+}
+
+/// A fanned-out event acknowledged after sled's last durable state comes
+/// back from the log whole: the default route's delivery with the body,
+/// each route's copy with its reference to it, each read as the event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fanned_out_event_comes_back_from_the_log_with_its_copies() {
+    let (live, crashed) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (store, thread) = SledStore::open(live.path(), 64, true).unwrap();
+    let trees = store.tenant_trees(&tenant()).unwrap();
+    copy_dir(&sled_path(live.path()), &sled_path(crashed.path()));
+    let item = fanned_out(
+        "evt_fan",
+        Bytes::from_static(b"{\"n\":1}"),
+        &tenant(),
+        &["a", "b"],
+    );
+    let copies = item.copies.clone();
+    let copy_trees = copies
+        .iter()
+        .map(|c| store.tenant_trees(&c.scope).unwrap())
+        .collect();
+    let outcome = store.committer().commit(trees.clone(), copy_trees, item);
+    assert_eq!(outcome.await.unwrap(), CommitOutcome::Accepted);
+    copy_dir(&wal_path(live.path()), &wal_path(crashed.path()));
+    drop((trees, store));
+    thread.join().unwrap();
+
+    let (store, _thread) = SledStore::open(crashed.path(), 64, true).unwrap();
+    for copy in &copies {
+        let route = store.tenant_trees(&copy.scope).unwrap();
+        let queued = route.queue(None, 10).unwrap();
+        assert_eq!(queued.len(), 1, "{}: its queue entry is back", copy.route);
+        let event = route.event(&copy.delivery_id).unwrap().unwrap();
+        assert_eq!(event.meta.delivery_id, copy.delivery_id);
+        assert_eq!(&event.body[..], b"{\"n\":1}");
+    }
 }

@@ -109,8 +109,8 @@ mod tests {
     use crate::{
         ids::TenantId,
         store::{
-            api::{CommitOutcome, NewDelivery, Receipt, RouteCopy, Storage},
-            records::RouteOutcome,
+            api::{CommitOutcome, Storage},
+            sled::durability_tests::fanned_out,
             SledStore,
         },
     };
@@ -124,30 +124,8 @@ mod tests {
         let (store, _committer) = SledStore::open(dir.path(), 64, false).unwrap();
         let acme = TenantId::try_from("acme").unwrap();
         let body = vec![b'x'; 4096];
-        let meta = EventMeta::bare("evt_big", 1_000);
-        let copy = RouteCopy {
-            route: "audit".into(),
-            scope: acme.route_scope("audit"),
-            delivery_id: DeliveryId::generate(),
-        };
-        let outcome = |route: &str, id: &DeliveryId| RouteOutcome {
-            route: route.into(),
-            delivery_id: Some(id.clone()),
-            filtered: false,
-        };
-        let item = NewDelivery {
-            event_id: meta.event_id.clone(),
-            routes: vec![
-                outcome("default", &meta.delivery_id),
-                outcome("audit", &copy.delivery_id),
-            ],
-            meta,
-            body: body.clone().into(),
-            due_ms: 1_000,
-            content_key: None,
-            copies: vec![copy.clone()],
-            receipt: Receipt::Queued,
-        };
+        let item = fanned_out("evt_big", body.clone().into(), &acme, &["audit"]);
+        let copy = item.copies[0].clone();
         let data = store.tenant(&acme).unwrap();
         assert_eq!(data.commit(item).await.unwrap(), CommitOutcome::Accepted);
         let audit = store.tenant_trees(&copy.scope).unwrap();
