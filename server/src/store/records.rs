@@ -170,6 +170,12 @@ pub struct DeliveryState {
     /// the default route's delivery of a tenant with other routes only.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub routes: Vec<RouteOutcome>,
+    /// On sled, a route's copy of an event fanned out to several routes
+    /// stores no event of its own: this names (as the events tree's key)
+    /// the stored event of the default route's delivery, which it forwards
+    /// until that one is removed and the event is written here whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_in: Option<String>,
 }
 
 /// What one route made of an accepted event, as kept on the default
@@ -203,6 +209,7 @@ impl DeliveryState {
             redelivered_as: None,
             queue_key: None,
             routes: Vec::new(),
+            event_in: None,
         }
     }
 }

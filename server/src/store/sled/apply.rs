@@ -205,15 +205,16 @@ struct Encoded<'a> {
     deliveries: Vec<EncodedDelivery<'a>>,
 }
 
-/// One route's delivery of a write: its stored event, state and either
-/// its queue entry or (final at receipt) its key in the delivered index,
-/// in its route's scope.
+/// One route's delivery of a write: its stored event (none for a route's
+/// copy whose state names the default route's, [`shared`]), state and
+/// either its queue entry or (final at receipt) its key in the delivered
+/// index, in its route's scope.
 struct EncodedDelivery<'a> {
     trees: &'a TenantTrees,
     delivery_id: &'a str,
     queue_key: Option<[u8; 16]>,
     done_key: Option<Vec<u8>>,
-    event: Vec<u8>,
+    event: Option<Vec<u8>>,
     state: Vec<u8>,
 }
 
@@ -247,8 +248,10 @@ impl Encoded<'_> {
         };
         for d in &self.deliveries {
             let t = d.trees;
-            let key = t.events.key(d.delivery_id);
-            insert(views.events, tree::EVENTS, &key, &d.event)?;
+            if let Some(event) = &d.event {
+                let key = t.events.key(d.delivery_id);
+                insert(views.events, tree::EVENTS, &key, event)?;
+            }
             insert(
                 views.state,
                 tree::STATE,
@@ -300,25 +303,27 @@ impl<'a> Encoded<'a> {
             delivery_id: meta.delivery_id.as_str(),
             queue_key: done_key.is_none().then_some(key),
             done_key,
-            event: StoredEvent::encode(meta, &delivery.body),
+            event: Some(StoredEvent::encode(meta, &delivery.body)),
             state: encode(&state),
         }];
-        let holder = item.trees.events.key(meta.delivery_id.as_str());
+        let holder = shared::naming(item.trees.events.key(meta.delivery_id.as_str()));
         for (trees, copy) in item.copies.iter().zip(&delivery.copies) {
-            let event = match copy.listed_in(&delivery.routes, item.trees.tenant()) {
-                true => shared::reference(&holder),
-                false => {
+            let listed = copy.listed_in(&delivery.routes, item.trees.tenant());
+            let event_in = holder.clone().filter(|_| listed);
+            let event = match event_in {
+                Some(_) => None,
+                None => {
                     let meta = EventMeta {
                         delivery_id: copy.delivery_id.clone(),
                         ..meta.clone()
                     };
-                    StoredEvent::encode(&meta, &delivery.body)
+                    Some(StoredEvent::encode(&meta, &delivery.body))
                 }
             };
             deliveries.push(EncodedDelivery::new(
                 trees,
                 delivery,
-                event,
+                (event, event_in),
                 &copy.delivery_id,
             )?);
         }
@@ -336,18 +341,19 @@ impl<'a> Encoded<'a> {
 }
 
 impl<'a> EncodedDelivery<'a> {
-    /// Route copy `id` of `delivery`'s event, in `trees`, its stored event
-    /// `event` (whole, or a reference to the default route's): queued.
+    /// Route copy `id` of `delivery`'s event, in `trees`: queued, with its
+    /// own stored event, or none and the default route's named in its state.
     fn new(
         trees: &'a TenantTrees,
         delivery: &NewDelivery,
-        event: Vec<u8>,
+        (event, event_in): (Option<Vec<u8>>, Option<String>),
         id: &'a DeliveryId,
     ) -> Result<EncodedDelivery<'a>> {
         let queue_key = queue_key(delivery.due_ms, trees.sequence()?);
         let received_at_ms = delivery.meta.received_at_ms;
         let mut state = DeliveryState::pending(delivery.event_id.clone(), received_at_ms);
         state.queue_key = Some(hex::encode(queue_key));
+        state.event_in = event_in;
         Ok(EncodedDelivery {
             trees,
             delivery_id: id.as_str(),

@@ -132,16 +132,6 @@ impl Keyspace {
         self.tree.get(stored)
     }
 
-    /// Sets `key` to `new` only while it holds `old`; false when it did not.
-    pub(super) fn compare_and_swap(
-        &self,
-        key: impl AsRef<[u8]>,
-        old: Option<&IVec>,
-        new: Option<impl Into<IVec>>,
-    ) -> sled::Result<bool> {
-        Ok(self.tree.compare_and_swap(self.key(key), old, new)?.is_ok())
-    }
-
     #[cfg(test)]
     pub(super) fn insert(
         &self,

@@ -29,8 +29,9 @@ use crate::{
 /// a hookd of layout 3 would not apply, so it must refuse the data dir), 5
 /// the log's records removing keys too (a round of forwarding attempts),
 /// which a hookd of layout 4 would not read, 6 a route's copy of an event
-/// stored as a reference to the default route's delivery's
-/// (`deliveries/shared.rs`), which a hookd of layout 5 would not read.
+/// storing no event of its own, its state naming the default route's
+/// delivery's (`deliveries/shared.rs`), which a hookd of layout 5 would
+/// not find.
 /// Recorded in the data dir once it is reached.
 pub(super) const LAYOUT: u32 = 6;
 /// The tree and key that record the layout of a data dir.

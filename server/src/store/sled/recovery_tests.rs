@@ -158,7 +158,7 @@ async fn rounds_of_attempts_sled_never_made_durable_come_back_from_the_log() {
 
 /// A fanned-out event acknowledged after sled's last durable state comes
 /// back from the log whole: the default route's delivery with the body,
-/// each route's copy with its reference to it, each read as the event.
+/// each route's copy naming it in its state, each read as the event.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fanned_out_event_comes_back_from_the_log_with_its_copies() {
     let (live, crashed) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());

@@ -252,17 +252,10 @@ pub fn redeliver(
                 return abort(Error::NotFound(format!("delivery {delivery_id}")));
             };
             let was_dead = redeliverable(&old, delivery_id, resend).or_else(abort)?;
-            let Some(stored) = events.get(id)? else {
-                return abort(Error::NotFound(format!("event of {delivery_id}")));
+            let event = match events.get(id)? {
+                Some(stored) => StoredEvent::decode(&stored).or_else(abort)?,
+                None => shared::tx_load(events, &old, delivery_id)?,
             };
-            let event = match shared::holder_of(&stored) {
-                None => StoredEvent::decode(&stored),
-                Some(holder) => match events.get_stored(holder)? {
-                    Some(holder) => shared::as_copy(&holder, delivery_id),
-                    None => Err(shared::gone(delivery_id)),
-                },
-            }
-            .or_else(abort)?;
             let Redelivery {
                 meta,
                 state,
