@@ -61,7 +61,9 @@ pub(super) fn load(trees: &TenantTrees, delivery_id: &DeliveryId) -> Result<Opti
 
 /// Before the event of `holder_id` (in `trees`) is removed: writes it whole
 /// for every route copy that still names it. Each is one transaction over
-/// the copy's state and event, so a copy removed meanwhile stays removed.
+/// the copy's state and event, so a copy removed meanwhile stays removed;
+/// none is written into a route being dropped (marked before its first
+/// key goes, so an event written just before is removed with its state).
 pub(super) fn hand_over(trees: &TenantTrees, holder_id: &DeliveryId) -> Result<()> {
     let Some(state) = load_state(trees, holder_id)? else {
         return Ok(());
@@ -91,7 +93,8 @@ pub(super) fn hand_over(trees: &TenantTrees, holder_id: &DeliveryId) -> Result<(
             .transaction(|(states, events)| {
                 let (states, events) = (copy.state.tx(states), copy.events.tx(events));
                 let names = |s: &DeliveryState| s.event_in.is_some() && s.event_in == named;
-                if tx_state(states, id)?.is_some_and(|s| names(&s))
+                if !copy.is_dropped()
+                    && tx_state(states, id)?.is_some_and(|s| names(&s))
                     && events.get(id.as_str())?.is_none()
                 {
                     events.insert(id.as_str(), whole.as_slice())?;
