@@ -155,4 +155,31 @@ mod tests {
         let read = load(&audit, &copy.delivery_id).unwrap().unwrap();
         assert_eq!((read.meta.delivery_id, read.body), (copy.delivery_id, body));
     }
+
+    /// A hand-over writes the event for each copy that names the holder,
+    /// except into a route being dropped (marked, its keys not yet gone):
+    /// what it left there, nothing would remove.
+    #[tokio::test]
+    async fn a_hand_over_gives_every_copy_the_event_but_a_route_being_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, _committer) = SledStore::open(dir.path(), 64, false).unwrap();
+        let acme = TenantId::try_from("acme").unwrap();
+        let item = fanned_out("evt_1", "{}".into(), &acme, &["kept", "going"]);
+        let (holder, copies) = (item.meta.delivery_id.clone(), item.copies.clone());
+        let data = store.tenant(&acme).unwrap();
+        assert_eq!(data.commit(item).await.unwrap(), CommitOutcome::Accepted);
+        let [kept, going] = [&copies[0], &copies[1]].map(|c| {
+            let trees = store.tenant_trees(&c.scope).unwrap();
+            (trees, c.delivery_id.clone())
+        });
+        going.0.mark_dropped();
+        hand_over(&store.tenant_trees(&acme).unwrap(), &holder).unwrap();
+        let stored = kept.0.events.get(kept.1.as_str()).unwrap().unwrap();
+        let event = StoredEvent::decode(&stored).unwrap();
+        assert_eq!(
+            (event.meta.delivery_id, &event.body[..]),
+            (kept.1, &b"{}"[..])
+        );
+        assert_eq!(going.0.events.get(going.1.as_str()).unwrap(), None);
+    }
 }
