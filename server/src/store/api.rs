@@ -531,6 +531,20 @@ pub struct RouteCopy {
 }
 
 impl RouteCopy {
+    /// What the gate keeps on the default route's delivery `default` when
+    /// every one of `copies` passed: the default route first, then each.
+    #[cfg(test)]
+    pub(crate) fn listed(default: &DeliveryId, copies: &[RouteCopy]) -> Vec<RouteOutcome> {
+        let outcome = |route: &str, id: &DeliveryId| RouteOutcome {
+            route: route.to_owned(),
+            delivery_id: Some(id.clone()),
+            filtered: false,
+        };
+        std::iter::once(outcome(hookd_proto::domain::DEFAULT_ROUTE, default))
+            .chain(copies.iter().map(|c| outcome(&c.route, &c.delivery_id)))
+            .collect()
+    }
+
     /// Whether `routes` (what the default route's delivery of `tenant`
     /// keeps) names this copy in its scope: then an engine finds the copy
     /// from the default route's delivery.

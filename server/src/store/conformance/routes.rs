@@ -9,7 +9,7 @@ use crate::{
     store::{
         api::{CommitOutcome, RouteCopy, SweepRequest, TenantStore},
         lifecycle::{Next, Resend},
-        records::{DeliveryStatus, RouteOutcome},
+        records::DeliveryStatus,
     },
 };
 
@@ -91,18 +91,6 @@ pub(super) async fn route_queues_are_apart(engine: Engine) {
     assert_eq!(audit.counts().unwrap().depth, 0);
 }
 
-/// `item`'s routes as the gate lists them: the default first, then each copy.
-fn listed(default: &DeliveryId, copies: &[RouteCopy]) -> Vec<RouteOutcome> {
-    let outcome = |route: &str, id: &DeliveryId| RouteOutcome {
-        route: route.to_owned(),
-        delivery_id: Some(id.clone()),
-        filtered: false,
-    };
-    std::iter::once(outcome("default", default))
-        .chain(copies.iter().map(|c| outcome(&c.route, &c.delivery_id)))
-        .collect()
-}
-
 /// Each copy's event, read through its route: the body and its own id.
 fn assert_copies_read_whole(engine: &Engine, copies: &[RouteCopy], body: &[u8]) {
     for copy in copies {
@@ -129,7 +117,7 @@ pub(super) async fn a_route_copy_keeps_its_event_when_the_default_delivery_goes(
 
     let mut item = new_delivery("evt_kept", 1_000, None);
     item.copies = copies(&["audit", "pull"]);
-    item.routes = listed(&item.meta.delivery_id, &item.copies);
+    item.routes = RouteCopy::listed(&item.meta.delivery_id, &item.copies);
     let (default, kept) = (item.meta.delivery_id.clone(), item.copies.clone());
     data.commit(item).await.unwrap();
     assert_copies_read_whole(&engine, &kept, br#"{"event":"evt_kept"}"#);
@@ -160,7 +148,7 @@ pub(super) async fn a_route_copy_keeps_its_event_when_the_default_delivery_goes(
 
     let mut item = new_delivery("evt_purged", 10_000, None);
     item.copies = copies(&["audit"]);
-    item.routes = listed(&item.meta.delivery_id, &item.copies);
+    item.routes = RouteCopy::listed(&item.meta.delivery_id, &item.copies);
     let purged = item.copies.clone();
     data.commit(item).await.unwrap();
     let dead_default = kill(&data, 11_000);

@@ -306,7 +306,10 @@ impl<'a> Encoded<'a> {
             event: Some(StoredEvent::encode(meta, &delivery.body)),
             state: encode(&state),
         }];
-        let holder = shared::naming(item.trees.events.key(meta.delivery_id.as_str()));
+        let holder = match delivery.copies.is_empty() {
+            true => None,
+            false => shared::naming(item.trees.events.key(meta.delivery_id.as_str())),
+        };
         for (trees, copy) in item.copies.iter().zip(&delivery.copies) {
             let listed = copy.listed_in(&delivery.routes, item.trees.tenant());
             let event_in = holder.clone().filter(|_| listed);

@@ -9,9 +9,8 @@ use std::{
 use bytes::Bytes;
 
 use super::{
-    api::RouteCopy,
-    records::{EventMeta, RouteOutcome},
-    sled_path, CommitOutcome, NewDelivery, SharedSync, SledStore, TenantTrees,
+    api::RouteCopy, records::EventMeta, sled_path, CommitOutcome, NewDelivery, SharedSync,
+    SledStore, TenantTrees,
 };
 use crate::{
     faults::{FaultSync, Synced},
@@ -88,14 +87,7 @@ pub(super) fn fanned_out(
             delivery_id: DeliveryId::generate(),
         })
         .collect();
-    let listed = |route: &str, id: &DeliveryId| RouteOutcome {
-        route: route.to_owned(),
-        delivery_id: Some(id.clone()),
-        filtered: false,
-    };
-    item.routes = std::iter::once(listed("default", &item.meta.delivery_id))
-        .chain(item.copies.iter().map(|c| listed(&c.route, &c.delivery_id)))
-        .collect();
+    item.routes = RouteCopy::listed(&item.meta.delivery_id, &item.copies);
     item
 }
 
