@@ -5,7 +5,10 @@
 //! queues one notification to each of the tenant's sinks. Off the ingest
 //! path: its storage work runs on the blocking pool.
 
-use std::{collections::HashMap, sync::Arc};
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+};
 
 use futures_util::future::BoxFuture;
 use hookd_proto::domain::AlertType;
@@ -92,7 +95,8 @@ impl Alerts {
     fn evaluate(&self, now: i64) -> Vec<Queued> {
         let handles = self.inner.registry.handles();
         let mut tenants = self.inner.tenants.lock().expect("alerts lock");
-        tenants.retain(|id, _| handles.iter().any(|h| h.data().tenant() == id));
+        let running: HashSet<&TenantId> = handles.iter().map(|h| h.data().tenant()).collect();
+        tenants.retain(|id, _| running.contains(id));
         let mut queued = Vec::new();
         for handle in handles {
             let id = handle.data().tenant().clone();
