@@ -18,8 +18,7 @@ use crate::{
 
 /// `GET /hooks/{tenant_id}`: Meta's and Okta's handshakes; any other `GET`
 /// is not allowed, as before.
-pub async fn get(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
-    let tenant = req.match_info().get("tenant_id").unwrap_or_default();
+pub async fn get(req: HttpRequest, tenant: &str, state: web::Data<AppState>) -> HttpResponse {
     let handle = state
         .registry
         .get(tenant)

@@ -5,10 +5,13 @@
 
 use std::time::Instant;
 
-use actix_web::{http::header::CONTENT_LENGTH, web, HttpRequest, HttpResponse};
+use actix_web::{
+    http::{header::CONTENT_LENGTH, Method},
+    web, HttpRequest, HttpResponse,
+};
 use futures_util::StreamExt;
 use hookd_proto::domain::{AlertType, DeliveryStatus, DEFAULT_ROUTE};
-use serde_json::json;
+use serde::Serialize;
 
 use hookd_sdk::signature::handshake::Reply;
 
@@ -20,7 +23,7 @@ use super::{
 use crate::{
     config::{SignedBody, TenantSettings},
     error::{ApiError, ErrorCode},
-    ids::RequestId,
+    ids::{DeliveryId, EventId, RequestId},
     ingest::{BodyError, Ingest, IngestError, IngestOutcome},
     metrics::{window::Counted, IngestResult},
     store::api::Receipt,
@@ -28,20 +31,43 @@ use crate::{
     tenant::{Registry, TenantHandle},
 };
 
+/// Everything under `/hooks`: `POST /hooks/{tenant_id}` is a delivery,
+/// `GET` a handshake, any other method `METHOD_NOT_ALLOWED`, any other path
+/// `ROUTE_NOT_FOUND`. The tenant id is the one segment after the scope's
+/// static prefix, taken without a pattern: a route with a `{tenant_id}`
+/// segment is matched by a regular expression on every request, about a
+/// twentieth of a duplicate's CPU.
+pub async fn route(
+    req: HttpRequest,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+) -> HttpResponse {
+    let Some(tenant) = tenant_of(&req).map(str::to_owned) else {
+        return super::route_not_found(req).await;
+    };
+    match *req.method() {
+        Method::POST => ingest(req, tenant, payload, state).await,
+        Method::GET => handshake::get(req, &tenant, state).await,
+        _ => super::method_not_allowed(req).await,
+    }
+}
+
+/// The tenant id of a path under `/hooks`: its one non-empty segment.
+fn tenant_of(req: &HttpRequest) -> Option<&str> {
+    let rest = req.match_info().unprocessed().strip_prefix('/')?;
+    (!rest.is_empty() && !rest.contains('/')).then_some(rest)
+}
+
 /// The ingest handler: one `hookd.ingest` span, one log line and the
 /// counters of the tenant's label for every request.
-pub async fn ingest(
+async fn ingest(
     req: HttpRequest,
+    tenant: String,
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> HttpResponse {
     let started = Instant::now();
     let request_id = request_id_of(&req);
-    let tenant = req
-        .match_info()
-        .get("tenant_id")
-        .unwrap_or_default()
-        .to_owned();
     let telemetry = state.registry.telemetry();
     let trace = telemetry.spans().start_ingest(&req);
     let trace_id = spans::trace_id(&trace);
@@ -79,17 +105,9 @@ pub async fn ingest(
                 duplicate = outcome.duplicate,
                 "delivery accepted"
             );
-            let mut body = json!({
-                "event_id": outcome.event_id,
-                "delivery_id": outcome.delivery_id,
-                "request_id": request_id,
-            });
-            if !outcome.duplicate {
-                let settings = handle.as_ref().map(|h| h.settings());
-                routed(&mut body, &outcome, settings.as_deref());
-            }
+            let settings = handle.as_ref().map(|h| h.settings());
+            let body = Answered::of(&outcome, &request_id, settings.as_deref());
             if outcome.duplicate {
-                body["duplicate"] = json!(true);
                 let ok = HttpResponse::Ok().json(body);
                 (ok, IngestResult::Duplicate, Counted::Duplicate)
             } else {
@@ -117,37 +135,76 @@ pub async fn ingest(
     response
 }
 
-/// The 202's `deliveries` (each route's delivery, the default route's
-/// unless its filter did not pass the event), `filtered` (the routes whose
-/// filter did not pass it) and, when none did, `status: "unrouted"`.
-fn routed(
-    body: &mut serde_json::Value,
-    outcome: &IngestOutcome,
-    settings: Option<&TenantSettings>,
-) {
-    let queued = outcome.receipt == Receipt::Queued;
-    let default = queued.then_some((DEFAULT_ROUTE, &outcome.delivery_id));
-    let routes = default
-        .into_iter()
-        .chain(outcome.routes.iter().map(|(r, id)| (r.as_str(), id)));
-    body["deliveries"] = routes
-        .map(|(route, id)| json!({ "route": route, "delivery_id": id }))
-        .collect();
-    let others = settings
-        .iter()
-        .flat_map(|s| s.routes.iter())
-        .map(|r| r.name.as_str())
-        .filter(|name| outcome.routes.iter().all(|(got, _)| got != name));
-    let filtered: Vec<&str> = (!queued)
-        .then_some(DEFAULT_ROUTE)
-        .into_iter()
-        .chain(others)
-        .collect();
-    if !filtered.is_empty() {
-        body["filtered"] = json!(filtered);
-    }
-    if outcome.receipt == Receipt::Unrouted {
-        body["status"] = json!(DeliveryStatus::Unrouted.as_str());
+/// The answer to an accepted delivery or a duplicate, its fields in the
+/// order the sender has always seen them. A new event's answer lists
+/// `deliveries` (each route's delivery, the default route's unless its
+/// filter did not pass the event), `filtered` (the routes whose filter did
+/// not pass it) and, when none did, `status: "unrouted"`; a duplicate's
+/// says `duplicate: true`.
+#[derive(Serialize)]
+struct Answered<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    deliveries: Option<Vec<RouteDelivery<'a>>>,
+    delivery_id: &'a DeliveryId,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    duplicate: bool,
+    event_id: &'a EventId,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    filtered: Vec<&'a str>,
+    request_id: &'a RequestId,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<&'static str>,
+}
+
+/// One route's delivery in a 202.
+#[derive(Serialize)]
+struct RouteDelivery<'a> {
+    route: &'a str,
+    delivery_id: &'a DeliveryId,
+}
+
+impl<'a> Answered<'a> {
+    fn of(
+        outcome: &'a IngestOutcome,
+        request_id: &'a RequestId,
+        settings: Option<&'a TenantSettings>,
+    ) -> Answered<'a> {
+        let mut answer = Answered {
+            deliveries: None,
+            delivery_id: &outcome.delivery_id,
+            duplicate: outcome.duplicate,
+            event_id: &outcome.event_id,
+            filtered: Vec::new(),
+            request_id,
+            status: None,
+        };
+        if outcome.duplicate {
+            return answer;
+        }
+        let queued = outcome.receipt == Receipt::Queued;
+        let default = queued.then_some((DEFAULT_ROUTE, &outcome.delivery_id));
+        let routes = default
+            .into_iter()
+            .chain(outcome.routes.iter().map(|(r, id)| (r.as_str(), id)));
+        answer.deliveries = Some(
+            routes
+                .map(|(route, delivery_id)| RouteDelivery { route, delivery_id })
+                .collect(),
+        );
+        let others = settings
+            .iter()
+            .flat_map(|s| s.routes.iter())
+            .map(|r| r.name.as_str())
+            .filter(|name| outcome.routes.iter().all(|(got, _)| got != name));
+        answer.filtered = (!queued)
+            .then_some(DEFAULT_ROUTE)
+            .into_iter()
+            .chain(others)
+            .collect();
+        if outcome.receipt == Receipt::Unrouted {
+            answer.status = Some(DeliveryStatus::Unrouted.as_str());
+        }
+        answer
     }
 }
 

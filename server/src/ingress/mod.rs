@@ -42,12 +42,7 @@ pub fn configure(state: AppState) -> impl FnOnce(&mut web::ServiceConfig) {
             cfg.route("/metrics", web::get().to(metrics::metrics));
         }
         cfg.app_data(web::Data::new(state))
-            .service(
-                web::resource("/hooks/{tenant_id}")
-                    .route(web::post().to(hooks::ingest))
-                    .route(web::get().to(handshake::get))
-                    .default_service(web::to(method_not_allowed)),
-            )
+            .service(web::scope("/hooks").default_service(web::to(hooks::route)))
             .route("/healthz", web::get().to(health::healthz))
             .route("/readyz", web::get().to(health::readyz))
             .default_service(web::to(route_not_found));
@@ -88,7 +83,7 @@ pub fn request_id_of(req: &HttpRequest) -> RequestId {
         .unwrap_or_else(RequestId::generate)
 }
 
-async fn route_not_found(req: HttpRequest) -> HttpResponse {
+pub(super) async fn route_not_found(req: HttpRequest) -> HttpResponse {
     ApiError::new(
         ErrorCode::RouteNotFound,
         format!(

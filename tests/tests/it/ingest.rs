@@ -281,6 +281,25 @@ async fn unknown_tenant_and_unknown_routes_get_documented_errors() {
         res.json::<serde_json::Value>().await.unwrap()["code"],
         "METHOD_NOT_ALLOWED"
     );
+    let http = reqwest::Client::new();
+    let put = http
+        .put(format!("{}/hooks/acme", s.base))
+        .body(body.clone());
+    let res = put.send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::METHOD_NOT_ALLOWED);
+    for path in [
+        "/hooks",
+        "/hooks/",
+        "/hooks/acme/",
+        "/hooks/acme/more",
+        "/hooksacme",
+    ] {
+        let post = http.post(format!("{}{path}", s.base)).body(body.clone());
+        let res = post.send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::NOT_FOUND, "{path}");
+        let code = res.json::<serde_json::Value>().await.unwrap()["code"].clone();
+        assert_eq!(code, "ROUTE_NOT_FOUND", "{path}");
+    }
 }
 
 #[tokio::test]
