@@ -5,10 +5,7 @@
 //! queues one notification to each of the tenant's sinks. Off the ingest
 //! path: its storage work runs on the blocking pool.
 
-use std::{
-    collections::{HashMap, HashSet},
-    sync::Arc,
-};
+use std::{collections::HashMap, sync::Arc};
 
 use futures_util::future::BoxFuture;
 use hookd_proto::domain::AlertType;
@@ -18,7 +15,7 @@ use super::{
     event::{self, Measure},
     records::{AlertRecord, StoredState},
     rules::{FailingMode, Rule},
-    signals::RouteReading,
+    signals::{RouteReading, Signals},
     Alerts, Resolved,
 };
 use crate::{
@@ -43,6 +40,13 @@ pub async fn run(alerts: Alerts) {
 
 /// One tenant's conditions and the settings they run under.
 pub(crate) struct TenantState {
+    /// The signals of the tenant they were read from: kept by the registry
+    /// across the tenant's restarts and updates, new when it is created
+    /// again after a delete, so a state is never carried over to a new
+    /// tenant of the same id.
+    incarnation: Arc<Signals>,
+    /// Its label's counters, where its open alerts are counted.
+    metrics: Arc<TenantMetrics>,
     pub(crate) settings: Resolved,
     conditions: HashMap<(AlertType, String), Condition>,
     storage: Vec<(String, QueueCounts)>,
@@ -95,13 +99,24 @@ impl Alerts {
     fn evaluate(&self, now: i64) -> Vec<Queued> {
         let handles = self.inner.registry.handles();
         let mut tenants = self.inner.tenants.lock().expect("alerts lock");
-        let running: HashSet<&TenantId> = handles.iter().map(|h| h.data().tenant()).collect();
-        tenants.retain(|id, _| running.contains(id));
+        let running: HashMap<&TenantId, &Arc<Signals>> = handles
+            .iter()
+            .map(|h| (h.data().tenant(), &h.signals))
+            .collect();
+        tenants.retain(|id, state| {
+            let kept = running
+                .get(id)
+                .is_some_and(|signals| Arc::ptr_eq(signals, &state.incarnation));
+            if !kept {
+                state.uncount_open();
+            }
+            kept
+        });
         let mut queued = Vec::new();
         for handle in handles {
             let id = handle.data().tenant().clone();
             if !tenants.contains_key(&id) {
-                match self.load(&id, &handle.metrics) {
+                match self.load(&id, &handle) {
                     Ok(state) => tenants.insert(id.clone(), state),
                     Err(e) => {
                         tracing::error!(tenant = %id, error = %e, "loading the tenant's alerts failed");
@@ -143,7 +158,8 @@ impl Alerts {
     }
 
     /// A tenant's settings, its sinks started, and its alerts still open.
-    fn load(&self, id: &TenantId, metrics: &TenantMetrics) -> crate::error::Result<TenantState> {
+    fn load(&self, id: &TenantId, handle: &TenantHandle) -> crate::error::Result<TenantState> {
+        let metrics = &handle.metrics;
         let settings = self.resolve(id, true)?;
         let mut conditions = HashMap::new();
         for alert in self.inner.rows.all(id.as_str())? {
@@ -162,6 +178,8 @@ impl Alerts {
             conditions.insert((kind, alert.subject.clone()), condition);
         }
         Ok(TenantState {
+            incarnation: handle.signals.clone(),
+            metrics: metrics.clone(),
             settings,
             conditions,
             storage: Vec::new(),
@@ -341,6 +359,15 @@ fn measure(count: u64, rule: Rule) -> Measure {
 }
 
 impl TenantState {
+    /// Takes this state's open alerts out of `hookd_alerts_open` as it is
+    /// dropped with its tenant (deleted: its alerts went with it).
+    fn uncount_open(&self) {
+        let open = self.conditions.iter().filter(|(_, c)| c.alert.is_some());
+        for ((kind, _), _) in open {
+            self.metrics.alerts().resolved(*kind);
+        }
+    }
+
     /// The conditions no reading mentions any more (their route deleted,
     /// their key gone): dropped, and resolved if an alert of theirs is open.
     fn gone(&self, readings: &[(AlertType, String, Level)]) -> Vec<(AlertType, String)> {

@@ -16,7 +16,7 @@ use hookd_sdk::{
 };
 use serde_json::Value;
 
-use super::{advance, advance_until, post_with, verified};
+use super::{advance, advance_until, metric, post_with, verified};
 use crate::{
     harness::{now_secs, order, TestServer},
     receiver::{Receiver, Reply},
@@ -236,4 +236,45 @@ async fn an_open_alert_resolves_once_when_its_rule_is_disabled() {
         "verification.failure_spike.resolved",
         "rule disabled",
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_deleted_and_created_again_between_two_evaluations_starts_without_alerts() {
+    let sink = Receiver::start(Reply::Status(200)).await;
+    let s = server();
+    let admin = s.admin().await;
+    let spike = rule("verification.failure_spike", true, 1, 10.0);
+    let (_, first_secret) = shop(&admin, &sink, vec![spike.clone()]).await;
+    let wrong = "whsec_d3Jvbmctc2VjcmV0LWZyb20tYS1yb3RhdGVkLXByb3ZpZGVy";
+    assert_eq!(post_with(&s, "shop", wrong, "evt_old").await, 401);
+    advance_until(&s, &sink, 1, 10).await;
+    let opened = sent(&sink, &first_secret);
+    assert_eq!(opened.len(), 1, "{opened:?}");
+    assert_eq!(opened[0].0, "verification.failure_spike");
+
+    // Gone and back under the same id with no evaluation in between: the
+    // old tenant's open alert is not the new one's.
+    admin.delete_tenant("shop").await.unwrap();
+    let again = Receiver::start(Reply::Status(200)).await;
+    let (secret, again_secret) = shop(&admin, &again, vec![spike]).await;
+    assert!(post_with(&s, "shop", &secret, "evt_new").await < 300);
+    advance(&s, 30).await;
+    assert_eq!(sent(&again, &again_secret), Vec::new());
+    assert_eq!(
+        sink.received().len(),
+        1,
+        "the deleted tenant's sink got nothing more"
+    );
+    let alerts = admin.list_all_alerts("shop", &[]).await.unwrap();
+    assert!(alerts.is_empty(), "{alerts:?}");
+    let open = r#"hookd_alerts_open{tenant="shop",type="verification.failure_spike"}"#;
+    assert_eq!(metric(&s, open).await.as_deref(), Some("0"));
+
+    assert_eq!(post_with(&s, "shop", wrong, "evt_bad").await, 401);
+    advance_until(&s, &again, 1, 10).await;
+    let events = sent(&again, &again_secret);
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0].0, "verification.failure_spike");
+    assert_eq!(the_alert(&admin).await.state(), AlertState::Open);
+    assert_eq!(metric(&s, open).await.as_deref(), Some("1"));
 }
