@@ -58,7 +58,9 @@ impl Gate {
 }
 
 /// Occurrences within a sliding window, from a monotonic total sampled at
-/// each evaluation.
+/// each evaluation. Only the samples where the total changed are kept (the
+/// total between two of them is the earlier one's), so a quiet condition
+/// holds one sample however long its window.
 #[derive(Debug, Clone, Default)]
 pub struct Window {
     samples: VecDeque<(i64, u64)>,
@@ -77,7 +79,13 @@ impl Window {
             Some(&(at, seen)) if at <= start => seen,
             _ => 0,
         };
-        self.samples.push_back((now_ms, total));
+        if self.samples.back().is_none_or(|&(_, last)| last != total) {
+            self.samples.push_back((now_ms, total));
+        }
+        // A burst over, its room goes back.
+        if self.samples.capacity() > 64 && self.samples.len() < self.samples.capacity() / 4 {
+            self.samples.shrink_to_fit();
+        }
         total.saturating_sub(base)
     }
 }
@@ -150,5 +158,56 @@ mod tests {
         // Past 61 s the 5 of the first second fell out.
         assert_eq!(w.count(61_000, 12, WINDOW), 7);
         assert_eq!(w.count(200_000, 12, WINDOW), 0);
+    }
+
+    /// A quiet condition (its total unchanged, as for most tenants most of
+    /// the time) holds one sample, not one per evaluation of its window.
+    #[test]
+    fn a_window_whose_total_does_not_change_keeps_one_sample() {
+        let mut w = Window::default();
+        for step in 0..3_600 {
+            let now = step * 1000;
+            let seen = if now < 300_000 { 7 } else { 0 };
+            assert_eq!(w.count(now, 7, 300_000), seen, "at {now}");
+        }
+        assert_eq!(w.samples.len(), 1);
+        let mut burst = Window::default();
+        for step in 0..1_000 {
+            burst.count(step * 1000, step as u64, 300_000);
+        }
+        for step in 1_000..1_400 {
+            burst.count(step * 1000, 1_000, 300_000);
+        }
+        assert_eq!(burst.samples.len(), 1);
+        assert!(
+            burst.samples.capacity() <= 64,
+            "{}",
+            burst.samples.capacity()
+        );
+    }
+
+    /// What the window counts does not depend on how it stores its
+    /// samples: against a window that keeps every sample, over a total
+    /// that grows in bursts and pauses, sampled at uneven steps.
+    #[test]
+    fn the_window_counts_as_one_that_keeps_every_sample() {
+        let mut every: Vec<(i64, u64)> = Vec::new();
+        let mut w = Window::default();
+        let (mut now, mut total, mut seed) = (0i64, 0u64, 0x9e37_79b9_7f4a_7c15u64);
+        for _ in 0..5_000 {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            now += 500 + (seed >> 33) as i64 % 1_500;
+            if (seed >> 20) % 3 == 0 {
+                total += (seed >> 40) % 5;
+            }
+            let start = now - WINDOW;
+            let base = every
+                .iter()
+                .rev()
+                .find(|(at, _)| *at <= start)
+                .map_or(0, |(_, seen)| *seen);
+            every.push((now, total));
+            assert_eq!(w.count(now, total, WINDOW), total - base, "at {now}");
+        }
     }
 }
