@@ -35,6 +35,11 @@ impl Gate {
         }
     }
 
+    /// True while the condition's alert is open.
+    pub fn is_open(&self) -> bool {
+        self.open
+    }
+
     /// Feeds whether the condition `holds` at `now_ms`: a transition when
     /// it changed and the same kind of transition is at least `window_ms`
     /// old; otherwise nothing (a change within the window waits for the
@@ -67,6 +72,17 @@ pub struct Window {
 }
 
 impl Window {
+    /// True when, its total unchanged, the window would count nothing at
+    /// `now_ms` and keep as it is: at most one sample, of a total of 0 or as
+    /// old as the window.
+    pub fn settled(&self, now_ms: i64, window_ms: i64) -> bool {
+        self.samples.len() <= 1
+            && self
+                .samples
+                .front()
+                .is_none_or(|&(at, seen)| seen == 0 || at <= now_ms - window_ms)
+    }
+
     /// Records `total` at `now_ms`; answers how many occurred within the
     /// last `window_ms` (since the last sample at least that old, or since
     /// the total was 0).
@@ -158,6 +174,25 @@ mod tests {
         // Past 61 s the 5 of the first second fell out.
         assert_eq!(w.count(61_000, 12, WINDOW), 7);
         assert_eq!(w.count(200_000, 12, WINDOW), 0);
+    }
+
+    /// A window is settled once its last change is as old as the window:
+    /// counting again, the total unchanged, gives 0 and keeps it as it is.
+    #[test]
+    fn a_window_settles_a_window_after_its_last_change() {
+        let mut w = Window::default();
+        assert!(w.settled(0, WINDOW), "an empty window");
+        assert_eq!(w.count(0, 0, WINDOW), 0);
+        assert!(w.settled(1000, WINDOW), "nothing counted yet");
+        w.count(1000, 3, WINDOW);
+        assert!(!w.settled(1000, WINDOW));
+        assert!(!w.settled(WINDOW, WINDOW), "the 3 still counts");
+        assert_eq!(w.count(WINDOW + 1000, 3, WINDOW), 0);
+        assert!(w.settled(WINDOW + 1000, WINDOW));
+        assert_eq!(w.count(WINDOW + 2000, 3, WINDOW), 0);
+        assert!(w.settled(WINDOW + 2000, WINDOW));
+        w.count(WINDOW + 3000, 4, WINDOW);
+        assert!(!w.settled(WINDOW + 3000, WINDOW));
     }
 
     /// A quiet condition (its total unchanged, as for most tenants most of

@@ -19,10 +19,11 @@ use super::{
     Alerts, Resolved,
 };
 use crate::{
+    config::TenantSettings,
     ids::TenantId,
     metrics::TenantMetrics,
     store::api::{blocking, QueueCounts},
-    tenant::TenantHandle,
+    tenant::{RouteHandle, TenantHandle},
 };
 
 /// How often queue counts are read from storage, at most.
@@ -47,10 +48,21 @@ pub(crate) struct TenantState {
     incarnation: Arc<Signals>,
     /// Its label's counters, where its open alerts are counted.
     metrics: Arc<TenantMetrics>,
-    pub(crate) settings: Resolved,
+    settings: Resolved,
     conditions: HashMap<(AlertType, String), Condition>,
     storage: Vec<(String, QueueCounts)>,
     storage_read_at: Option<i64>,
+    /// What its last evaluation read from; `None` before the first one and
+    /// after its alert settings changed.
+    seen: Option<Seen>,
+}
+
+/// What a tenant's evaluation read from: the version of its signals, its
+/// routes and its settings (by identity).
+struct Seen {
+    version: u64,
+    routes: Arc<[RouteHandle]>,
+    settings: Arc<TenantSettings>,
 }
 
 #[derive(Default)]
@@ -58,6 +70,19 @@ struct Condition {
     gate: Gate,
     window: Window,
     alert: Option<AlertRecord>,
+    /// Whether it held at its last step (an enabled rule's).
+    holds: bool,
+}
+
+impl Condition {
+    /// True when stepping it again, its reading unchanged, would do
+    /// nothing: no alert, a closed gate, not holding, a settled window.
+    fn is_quiet(&self, now: i64, window_ms: i64) -> bool {
+        self.alert.is_none()
+            && !self.gate.is_open()
+            && !self.holds
+            && self.window.settled(now, window_ms)
+    }
 }
 
 /// A notification being queued, with what counts it.
@@ -114,7 +139,14 @@ impl Alerts {
         });
         let mut queued = Vec::new();
         for handle in handles {
-            let id = handle.data().tenant().clone();
+            let id = handle.data().tenant();
+            if tenants
+                .get(id)
+                .is_some_and(|state| state.quiet(&handle, now))
+            {
+                continue;
+            }
+            let id = id.clone();
             if !tenants.contains_key(&id) {
                 match self.load(&id, &handle) {
                     Ok(state) => tenants.insert(id.clone(), state),
@@ -125,6 +157,11 @@ impl Alerts {
                 };
             }
             let state = tenants.get_mut(&id).expect("inserted above");
+            let seen = Seen {
+                version: handle.signals.version(),
+                routes: handle.routes.clone(),
+                settings: handle.settings(),
+            };
             let readings = readings(&handle, state, now);
             let gone = state.gone(&readings);
             let on = (&id, &handle.metrics);
@@ -132,6 +169,7 @@ impl Alerts {
                 self.step(on, state, (kind, subject, level), now, &mut queued);
             }
             self.resolve_gone(on, state, gone, now, &mut queued);
+            state.seen = Some(seen);
         }
         queued
     }
@@ -174,6 +212,7 @@ impl Alerts {
                 gate: Gate::opened_at(alert.opened_at_ms),
                 window: Window::default(),
                 alert: Some(alert.clone()),
+                holds: true,
             };
             conditions.insert((kind, alert.subject.clone()), condition);
         }
@@ -184,6 +223,7 @@ impl Alerts {
             conditions,
             storage: Vec::new(),
             storage_read_at: None,
+            seen: None,
         })
     }
 
@@ -209,6 +249,7 @@ impl Alerts {
             Level::AtLeast(value) => (value, value >= rule.threshold),
             Level::Within(left) => (left, left <= rule.threshold),
         };
+        condition.holds = rule.enabled && holds;
         let m = measure(count, rule);
         if !rule.enabled {
             if let Some(alert) = condition.alert.take() {
@@ -359,6 +400,35 @@ fn measure(count: u64, rule: Rule) -> Measure {
 }
 
 impl TenantState {
+    /// True when evaluating the tenant at `now` could change nothing, so
+    /// the evaluation is skipped: nothing counted since the last one, the
+    /// same routes and settings, no storage reading due and no queue whose
+    /// age grows with the clock, no expiring key, and every condition
+    /// quiet. Most tenants most of the time.
+    fn quiet(&self, handle: &TenantHandle, now: i64) -> bool {
+        let Some(seen) = &self.seen else {
+            return false;
+        };
+        seen.version == handle.signals.version()
+            && Arc::ptr_eq(&seen.routes, &handle.routes)
+            && Arc::ptr_eq(&seen.settings, &handle.settings())
+            && self
+                .storage_read_at
+                .is_some_and(|at| now - at < STORAGE_EVERY_MS)
+            && self.storage.iter().all(|(_, c)| c.oldest_due_ms.is_none())
+            && self.conditions.iter().all(|((kind, _), c)| {
+                *kind != AlertType::SecretPreviousExpiring
+                    && c.is_quiet(now, self.settings.rules.get(*kind).window_ms)
+            })
+    }
+
+    /// Puts new alert settings in force; the next evaluation reads the
+    /// tenant again.
+    pub(crate) fn reload(&mut self, settings: Resolved) {
+        self.settings = settings;
+        self.seen = None;
+    }
+
     /// Takes this state's open alerts out of `hookd_alerts_open` as it is
     /// dropped with its tenant (deleted: its alerts went with it).
     fn uncount_open(&self) {

@@ -166,7 +166,7 @@ impl Alerts {
         let resolved = self.resolve(tenant, true)?;
         let mut tenants = self.inner.tenants.lock().expect("alerts lock");
         if let Some(state) = tenants.get_mut(tenant) {
-            state.settings = resolved;
+            state.reload(resolved);
         }
         Ok(())
     }

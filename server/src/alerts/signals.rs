@@ -42,6 +42,9 @@ pub(crate) struct RouteReading {
 pub struct Signals {
     tenant: [AtomicU64; AlertType::ALL.len()],
     routes: Mutex<HashMap<String, RouteReading>>,
+    /// Counts every change, so the evaluator can tell a tenant with
+    /// nothing new from one it must read again.
+    changes: AtomicU64,
 }
 
 impl Default for Signals {
@@ -49,6 +52,7 @@ impl Default for Signals {
         Signals {
             tenant: std::array::from_fn(|_| AtomicU64::new(0)),
             routes: Mutex::default(),
+            changes: AtomicU64::new(0),
         }
     }
 }
@@ -59,6 +63,13 @@ impl Signals {
     /// handshake). Lock-free.
     pub fn bump(&self, kind: AlertType) {
         self.tenant[index(kind)].fetch_add(1, Ordering::Relaxed);
+        self.changes.fetch_add(1, Ordering::Release);
+    }
+
+    /// How many changes were counted so far: read before the totals, a
+    /// version unchanged since means the totals did not change either.
+    pub(crate) fn version(&self) -> u64 {
+        self.changes.load(Ordering::Acquire)
     }
 
     /// The total of a tenant-wide condition.
@@ -93,6 +104,7 @@ impl Signals {
             Some(reading) => change(reading),
             None => change(routes.entry(route.to_owned()).or_default()),
         }
+        self.changes.fetch_add(1, Ordering::Release);
     }
 
     /// Every route's reading, by name.
@@ -134,5 +146,22 @@ mod tests {
                 ("orders".to_owned(), want)
             ]
         );
+    }
+
+    #[test]
+    fn every_change_moves_the_version_and_a_reading_does_not() {
+        let signals = Signals::default();
+        let start = signals.version();
+        signals.bump(AlertType::IngestRateLimited);
+        let bumped = signals.version();
+        assert!(bumped > start);
+        signals.outcome("orders", &Next::Delivered, false);
+        let reported = signals.version();
+        assert!(reported > bumped);
+        let _ = (
+            signals.total(AlertType::IngestRateLimited),
+            signals.routes(),
+        );
+        assert_eq!(signals.version(), reported);
     }
 }
