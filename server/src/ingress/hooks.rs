@@ -105,7 +105,11 @@ async fn ingest(
                 duplicate = outcome.duplicate,
                 "delivery accepted"
             );
-            let settings = handle.as_ref().map(|h| h.settings());
+            // A duplicate's answer names no routes: no settings to read.
+            let settings = handle
+                .as_ref()
+                .filter(|_| !outcome.duplicate)
+                .map(|h| h.settings());
             let body = Answered::of(&outcome, &request_id, settings.as_deref());
             if outcome.duplicate {
                 let ok = HttpResponse::Ok().json(body);
@@ -159,8 +163,8 @@ struct Answered<'a> {
 /// One route's delivery in a 202.
 #[derive(Serialize)]
 struct RouteDelivery<'a> {
-    route: &'a str,
     delivery_id: &'a DeliveryId,
+    route: &'a str,
 }
 
 impl<'a> Answered<'a> {
@@ -188,7 +192,7 @@ impl<'a> Answered<'a> {
             .chain(outcome.routes.iter().map(|(r, id)| (r.as_str(), id)));
         answer.deliveries = Some(
             routes
-                .map(|(route, delivery_id)| RouteDelivery { route, delivery_id })
+                .map(|(route, delivery_id)| RouteDelivery { delivery_id, route })
                 .collect(),
         );
         let others = settings
