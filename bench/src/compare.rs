@@ -27,7 +27,7 @@ use crate::{
     backlog,
     forward::{self, ForwardReport},
     load::LoadOptions,
-    measure,
+    measure_process,
     plan::{self, Plan, PlanSpec},
     positive_secs,
     ratios::{Base, Figure, Report, Skipped},
@@ -251,9 +251,10 @@ impl Run<'_> {
         let bare = servers::start_bare(self.args.workers)?;
         // Signed once both servers are up, so hookd's start does not age the timestamps.
         let plan = Arc::new(Plan::build(spec)?);
-        let bare_summary = measure("bare", &plan, &self.at(bare.addr)).await;
+        let bare_summary = measure_process("bare", &plan, &self.at(bare.addr), Some(&bare)).await;
         bare.stop(Duration::from_secs(5));
-        let hookd_summary = measure("hookd", &plan, &self.at(hookd.addr)).await;
+        let hookd_summary =
+            measure_process("hookd", &plan, &self.at(hookd.addr), Some(&hookd)).await;
         hookd.stop(Duration::from_secs(30));
         Ok(Comparison::new(bare_summary, hookd_summary))
     }
@@ -267,7 +268,7 @@ impl Run<'_> {
     ) -> anyhow::Result<Summary> {
         let process = servers::start_hookd(hookd).await?;
         let plan = Arc::new(Plan::build(spec)?);
-        let summary = measure(label, &plan, &self.at(process.addr)).await;
+        let summary = measure_process(label, &plan, &self.at(process.addr), Some(&process)).await;
         process.stop(Duration::from_secs(30));
         self.say(&summary.text());
         Ok(summary)
@@ -446,6 +447,7 @@ impl Run<'_> {
             value: r.delivery.delivered_per_sec,
             p50_ms: r.delivery.latency_ms.p50,
             p99_ms: r.delivery.latency_ms.p99,
+            cpu_us: None,
         };
         let delivered_off = Base::mean(delivered(&before), delivered(&after));
         let figures = [

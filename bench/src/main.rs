@@ -14,6 +14,7 @@ mod backlog;
 mod bare;
 mod capacity;
 mod compare;
+mod cpu;
 mod forward;
 mod hostile;
 mod load;
@@ -306,6 +307,17 @@ async fn tenants(
 
 /// The seed phase (when there are duplicates), then the timed phase.
 async fn measure(server: &str, plan: &Arc<Plan>, opts: &LoadOptions) -> Summary {
+    measure_process(server, plan, opts, None).await
+}
+
+/// [`measure`], and when `process` is the server (started by hookd-bench)
+/// its CPU time per timed request, read around the timed phase only.
+async fn measure_process(
+    server: &str,
+    plan: &Arc<Plan>,
+    opts: &LoadOptions,
+    process: Option<&servers::ServerProcess>,
+) -> Summary {
     let seed: Option<PhaseResult> = if plan.seed_len > 0 {
         let order = Arc::new((0..plan.seed_len as u32).collect::<Vec<_>>());
         let seed_opts = LoadOptions {
@@ -317,8 +329,15 @@ async fn measure(server: &str, plan: &Arc<Plan>, opts: &LoadOptions) -> Summary 
         None
     };
     let order = Arc::new(plan.order.clone());
+    let before = process.and_then(servers::ServerProcess::ticks);
     let timed = run_phase(plan.clone(), order, opts, server).await;
-    Summary::new(server, opts.connections, &timed, seed.as_ref())
+    let after = process.and_then(servers::ServerProcess::ticks);
+    let mut summary = Summary::new(server, opts.connections, &timed, seed.as_ref());
+    let answered = summary.statuses.values().sum();
+    summary.cpu = before
+        .zip(after)
+        .and_then(|(before, after)| cpu::CpuUse::between(&before, &after, answered));
+    summary
 }
 
 /// The socket address of `http://HOST:PORT[/]`, which must be a loopback address.

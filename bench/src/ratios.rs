@@ -33,6 +33,11 @@ pub struct Figure {
     pub baseline_p50_ms: Option<f64>,
     /// The baseline run's 99th percentile latency, milliseconds.
     pub baseline_p99_ms: Option<f64>,
+    /// The server's CPU time per request of the figure's run, microseconds
+    /// (`None` where it was not read: forwarding figures).
+    pub cpu_us_per_request: Option<f64>,
+    /// The same of the baseline run.
+    pub baseline_cpu_us_per_request: Option<f64>,
     /// Requests of the figure's run not answered 2xx, or events not arrived.
     pub failures: u64,
 }
@@ -46,6 +51,8 @@ pub struct Base {
     pub p50_ms: f64,
     /// 99th percentile latency, milliseconds.
     pub p99_ms: f64,
+    /// The server's CPU time per request, microseconds, if it was read.
+    pub cpu_us: Option<f64>,
 }
 
 impl Base {
@@ -55,6 +62,7 @@ impl Base {
             value: summary.ok_rps,
             p50_ms: summary.latency_ms.p50,
             p99_ms: summary.latency_ms.p99,
+            cpu_us: summary.cpu.as_ref().map(|c| c.us_per_request),
         }
     }
 
@@ -64,6 +72,7 @@ impl Base {
             value: (a.value + b.value) / 2.0,
             p50_ms: (a.p50_ms + b.p50_ms) / 2.0,
             p99_ms: (a.p99_ms + b.p99_ms) / 2.0,
+            cpu_us: a.cpu_us.zip(b.cpu_us).map(|(a, b)| (a + b) / 2.0),
         }
     }
 }
@@ -90,6 +99,8 @@ impl Figure {
             p99_ms: value.p99_ms,
             baseline_p50_ms: base.map(|b| b.p50_ms),
             baseline_p99_ms: base.map(|b| b.p99_ms),
+            cpu_us_per_request: value.cpu_us,
+            baseline_cpu_us_per_request: base.and_then(|b| b.cpu_us),
             failures,
         }
     }
@@ -121,6 +132,7 @@ impl Figure {
             value: d.delivered_per_sec,
             p50_ms: d.arrival_ms.p50,
             p99_ms: d.arrival_ms.p99,
+            cpu_us: None,
         };
         Figure::new(
             name,
@@ -140,6 +152,7 @@ impl Figure {
             value: d.delivered_per_sec,
             p50_ms: d.latency_ms.p50,
             p99_ms: d.latency_ms.p99,
+            cpu_us: None,
         };
         let accepted = Base::of(&report.load);
         Figure::new(
@@ -150,10 +163,22 @@ impl Figure {
             "accepted/s of the same run",
             Some(Base {
                 value: d.accepted_per_sec,
+                cpu_us: None,
                 ..accepted
             }),
         )
     }
+}
+
+/// The CPU column of a figure: its run's µs per request, then its
+/// baseline's in parentheses; `-` where one was not read.
+fn cpu_column(f: &Figure) -> String {
+    let us = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
+    format!(
+        "{} ({})",
+        us(f.cpu_us_per_request),
+        us(f.baseline_cpu_us_per_request)
+    )
 }
 
 /// A phase that did not run, and why.
@@ -197,7 +222,7 @@ impl Report {
     /// The table of every figure, then the skipped phases.
     pub fn text(&self) -> String {
         let mut out = format!(
-            "\nevery ratio, commit {}\n{:<28} {:>14} {:<12} {:>14}  {:<46} {:>7} {:>9} {:>9}\n",
+            "\nevery ratio, commit {}\n{:<28} {:>14} {:<12} {:>14}  {:<46} {:>7} {:>9} {:>9} {:>17}\n",
             self.commit.as_deref().unwrap_or("unknown"),
             "figure",
             "value",
@@ -207,10 +232,11 @@ impl Report {
             "ratio",
             "p50 ms",
             "p99 ms",
+            "CPU µs/req (base)",
         );
         for f in &self.figures {
             out += &format!(
-                "{:<28} {:>14.0} {:<12} {:>14} {:<46} {:>7} {:>9.3} {:>9.3}{}\n",
+                "{:<28} {:>14.0} {:<12} {:>14} {:<46} {:>7} {:>9.3} {:>9.3} {:>17}{}\n",
                 f.name,
                 f.value,
                 f.unit,
@@ -219,6 +245,7 @@ impl Report {
                 f.ratio.map_or("-".into(), |r| format!("{r:.3}")),
                 f.p50_ms,
                 f.p99_ms,
+                cpu_column(f),
                 match f.failures {
                     0 => String::new(),
                     n => format!("  ({n} failures)"),
@@ -241,6 +268,7 @@ mod tests {
             value,
             p50_ms: 1.0,
             p99_ms: 4.0,
+            cpu_us: Some(value / 100.0),
         }
     }
 
@@ -297,6 +325,8 @@ mod tests {
             "p99_ms",
             "baseline_p50_ms",
             "baseline_p99_ms",
+            "cpu_us_per_request",
+            "baseline_cpu_us_per_request",
             "failures",
         ] {
             assert!(figure.get(key).is_some(), "{key} missing: {figure}");
@@ -307,6 +337,7 @@ mod tests {
         assert!(json["bare"].is_null() && json["ratio"].is_null(), "{json}");
         let text = report.text();
         assert!(text.contains("commit 0123abc"), "{text}");
+        assert!(text.contains("160.0 (900.0)"), "{text}");
         assert!(
             text.contains("postgres: skipped (no --postgres-url)"),
             "{text}"

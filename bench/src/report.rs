@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use crate::load::PhaseResult;
+use crate::{cpu::CpuUse, load::PhaseResult};
 
 /// What one run against one server measured.
 #[derive(Debug, Serialize)]
@@ -35,6 +35,9 @@ pub struct Summary {
     pub seed_statuses: BTreeMap<u16, u64>,
     /// The planned requests ran out before the duration did (raise `--max-requests`).
     pub plan_exhausted: bool,
+    /// The server's CPU time per timed request, when hookd-bench started it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<CpuUse>,
 }
 
 /// Latency percentiles in milliseconds.
@@ -95,6 +98,7 @@ impl Summary {
             errors: timed.errors.clone(),
             seed_statuses: seed.map(|s| s.statuses.clone()).unwrap_or_default(),
             plan_exhausted: timed.plan_exhausted,
+            cpu: None,
         }
     }
 
@@ -136,6 +140,9 @@ impl Summary {
         }
         if !self.errors.is_empty() {
             out += &format!("  errors {}\n", counts(&self.errors));
+        }
+        if let Some(cpu) = &self.cpu {
+            out += &format!("  {}\n", cpu.text());
         }
         if self.plan_exhausted {
             out += "  warning: the planned requests ran out before the duration; raise --max-requests\n";

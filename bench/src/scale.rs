@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::{
     load::LoadOptions,
-    measure,
+    measure, measure_process,
     plan::{self, Plan, PlanSpec},
     report::Summary,
     servers::{self, HookdSpec},
@@ -104,7 +104,7 @@ pub async fn growing(
         // Signed just before its run, so the runs before do not age it.
         let plan = Arc::new(Plan::build(plan)?);
         let label = format!("hookd, {} tenants, run {run}", hookd.tenants.len());
-        summaries.push(measure(&label, &plan, &opts).await);
+        summaries.push(measure_process(&label, &plan, &opts, Some(&process)).await);
     }
     process.stop(std::time::Duration::from_secs(30));
     Ok(summaries)

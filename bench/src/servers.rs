@@ -15,7 +15,7 @@ use std::{
 use anyhow::{bail, Context};
 use hookd_sdk::signature::Scheme;
 
-use crate::load::get_status;
+use crate::{cpu, load::get_status};
 
 /// A child server, killed and reaped on drop.
 #[derive(Debug)]
@@ -45,19 +45,15 @@ impl ServerProcess {
     pub fn cpu_time(&self) -> anyhow::Result<Duration> {
         let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id()))
             .context("reading the server's /proc stat")?;
-        // The fields after the command name, which is in parentheses and
-        // may hold spaces: utime and stime are the 12th and 13th of them.
-        let fields: Vec<&str> = stat
-            .rsplit_once(')')
-            .map(|(_, rest)| rest.split_whitespace().collect())
-            .unwrap_or_default();
-        let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
-        let (Some(user), Some(system)) = (ticks(11), ticks(12)) else {
+        let Some((_, ticks)) = cpu::stat_ticks(&stat) else {
             bail!("no utime and stime in the server's /proc stat");
         };
-        Ok(Duration::from_secs_f64(
-            (user + system) as f64 / USER_HZ as f64,
-        ))
+        Ok(Duration::from_secs_f64(ticks as f64 / cpu::USER_HZ as f64))
+    }
+
+    /// Its CPU ticks now, in all and by thread (Linux; `None` elsewhere).
+    pub fn ticks(&self) -> Option<cpu::Ticks> {
+        cpu::Ticks::of(self.child.id())
     }
 
     /// Stops the child: SIGTERM, then SIGKILL if it is still there after `grace`.
@@ -88,10 +84,6 @@ fn terminate(child: &mut Child, grace: Duration) {
     let _ = child.kill();
     let _ = child.wait();
 }
-
-/// The unit of `/proc/PID/stat`'s CPU times: the kernel's `USER_HZ`,
-/// 100 on every Linux architecture this runs on.
-const USER_HZ: u64 = 100;
 
 /// Starts this binary's bare server with `workers` HTTP workers (0: one per core).
 pub fn start_bare(workers: usize) -> anyhow::Result<ServerProcess> {

@@ -1,0 +1,185 @@
+//! A server's CPU time per request while it was loaded, from Linux's
+//! `/proc`: in all and by thread name, so a figure says where a request's
+//! time went (the committer, the HTTP workers, sled's IO pool), not only
+//! how many requests a second the shared machine allowed.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+/// The unit of `/proc/PID/stat`'s CPU times: the kernel's `USER_HZ`,
+/// 100 on every Linux architecture this runs on.
+pub const USER_HZ: u64 = 100;
+
+/// The command name and CPU ticks (user and system) of one `/proc/.../stat`
+/// line. The name is in parentheses and may hold spaces or parentheses of
+/// its own: utime and stime are the 12th and 13th fields after its last `)`.
+pub fn stat_ticks(stat: &str) -> Option<(&str, u64)> {
+    let (head, rest) = stat.rsplit_once(')')?;
+    let (_, comm) = head.split_once('(')?;
+    let mut fields = rest.split_whitespace().skip(11);
+    let user: u64 = fields.next()?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    Some((comm, user + system))
+}
+
+/// The group a thread is counted in: its name without a trailing
+/// `-<number>`, so a pool's threads (`sled-io-0`, `sled-io-1`) add up.
+fn group(comm: &str) -> &str {
+    match comm.rsplit_once('-') {
+        Some((pool, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => pool,
+        _ => comm,
+    }
+}
+
+/// CPU ticks a process has used: in all (threads that ended included) and
+/// by thread group (threads alive when read).
+#[derive(Debug, Clone, Default)]
+pub struct Ticks {
+    total: u64,
+    threads: BTreeMap<String, u64>,
+}
+
+impl Ticks {
+    /// Reads process `pid`'s ticks; `None` when its `/proc` entry is gone
+    /// or unreadable (not Linux). A thread that ends while it is read is
+    /// left out.
+    pub fn of(pid: u32) -> Option<Ticks> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let (_, total) = stat_ticks(&stat)?;
+        let mut threads = BTreeMap::new();
+        for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+            .ok()?
+            .flatten()
+        {
+            let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+                continue;
+            };
+            if let Some((comm, ticks)) = stat_ticks(&stat) {
+                *threads.entry(group(comm).to_owned()).or_default() += ticks;
+            }
+        }
+        Some(Ticks { total, threads })
+    }
+}
+
+/// CPU time per request between two readings, in all and by thread group.
+#[derive(Debug, Clone, Serialize)]
+pub struct CpuUse {
+    /// Every thread's, microseconds per request.
+    pub us_per_request: f64,
+    /// By thread group, the largest first; groups under 1 µs left out.
+    pub threads: Vec<ThreadUse>,
+}
+
+/// One thread group's CPU time per request.
+#[derive(Debug, Clone, Serialize)]
+pub struct ThreadUse {
+    /// Its name (a pool's without the number).
+    pub name: String,
+    /// Microseconds per request.
+    pub us_per_request: f64,
+}
+
+impl CpuUse {
+    /// What was used from `before` to `after` over `requests`; `None`
+    /// without requests.
+    pub fn between(before: &Ticks, after: &Ticks, requests: u64) -> Option<CpuUse> {
+        if requests == 0 {
+            return None;
+        }
+        let per_request = |ticks: u64| ticks as f64 * 1e6 / USER_HZ as f64 / requests as f64;
+        let mut threads: Vec<ThreadUse> = after
+            .threads
+            .iter()
+            .map(|(name, ticks)| {
+                let earlier = before.threads.get(name).copied().unwrap_or(0);
+                ThreadUse {
+                    name: name.clone(),
+                    us_per_request: per_request(ticks.saturating_sub(earlier)),
+                }
+            })
+            .filter(|t| t.us_per_request >= 1.0)
+            .collect();
+        threads.sort_by(|a, b| b.us_per_request.total_cmp(&a.us_per_request));
+        Some(CpuUse {
+            us_per_request: per_request(after.total.saturating_sub(before.total)),
+            threads,
+        })
+    }
+
+    /// One line: the total, then each group.
+    pub fn text(&self) -> String {
+        let groups: Vec<String> = self
+            .threads
+            .iter()
+            .map(|t| format!("{} {:.0}", t.name, t.us_per_request))
+            .collect();
+        format!(
+            "CPU per request {:.1} µs ({})",
+            self.us_per_request,
+            groups.join(", ")
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stat_line_gives_its_name_and_ticks_even_with_spaces_and_parentheses_in_the_name() {
+        let line = "4242 (actix-rt|system:0 (x)) S 1 4242 4242 0 -1 4194560 \
+                    100 0 0 0 1234 567 0 0 20 0 9 0 100 0 0";
+        assert_eq!(
+            stat_ticks(line),
+            Some(("actix-rt|system:0 (x)", 1234 + 567))
+        );
+        assert_eq!(stat_ticks("4242 (cut"), None);
+        assert_eq!(stat_ticks("4242 (short) S 1 2"), None);
+    }
+
+    #[test]
+    fn a_pool_is_counted_as_one_group() {
+        assert_eq!(group("sled-io-12"), "sled-io");
+        assert_eq!(group("hookd-committer"), "hookd-committer");
+        assert_eq!(group("tokio-rt-worker"), "tokio-rt-worker");
+        assert_eq!(group("odd-"), "odd-");
+    }
+
+    #[test]
+    fn use_per_request_is_the_difference_over_the_requests() {
+        let before = Ticks {
+            total: 100,
+            threads: BTreeMap::from([("committer".into(), 40), ("http".into(), 50)]),
+        };
+        let after = Ticks {
+            total: 400,
+            threads: BTreeMap::from([
+                ("committer".into(), 140),
+                ("http".into(), 250),
+                ("late".into(), 0),
+            ]),
+        };
+        let used = CpuUse::between(&before, &after, 10_000).unwrap();
+        // 300 ticks of 10 ms over 10,000 requests: 300 µs each.
+        assert_eq!(used.us_per_request, 300.0);
+        let groups: Vec<(&str, f64)> = used
+            .threads
+            .iter()
+            .map(|t| (t.name.as_str(), t.us_per_request))
+            .collect();
+        assert_eq!(groups, [("http", 200.0), ("committer", 100.0)]);
+        assert_eq!(
+            used.text(),
+            "CPU per request 300.0 µs (http 200, committer 100)"
+        );
+        assert!(CpuUse::between(&before, &after, 0).is_none());
+    }
+
+    #[test]
+    fn this_process_can_be_read() {
+        let ticks = Ticks::of(std::process::id()).expect("own /proc entry");
+        assert!(!ticks.threads.is_empty());
+    }
+}
