@@ -34,7 +34,7 @@ fn group(comm: &str) -> &str {
 
 /// CPU ticks a process has used: in all (threads that ended included) and
 /// by thread group (threads alive when read).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug)]
 pub struct Ticks {
     total: u64,
     threads: BTreeMap<String, u64>,
@@ -64,7 +64,7 @@ impl Ticks {
 }
 
 /// CPU time per request between two readings, in all and by thread group.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Serialize)]
 pub struct CpuUse {
     /// Every thread's, microseconds per request.
     pub us_per_request: f64,
@@ -73,7 +73,7 @@ pub struct CpuUse {
 }
 
 /// One thread group's CPU time per request.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Serialize)]
 pub struct ThreadUse {
     /// Its name (a pool's without the number).
     pub name: String,
