@@ -448,6 +448,7 @@ impl Run<'_> {
             p50_ms: r.delivery.latency_ms.p50,
             p99_ms: r.delivery.latency_ms.p99,
             cpu_us: None,
+            switches: None,
         };
         let delivered_off = Base::mean(delivered(&before), delivered(&after));
         let figures = [

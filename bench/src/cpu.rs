@@ -1,7 +1,8 @@
-//! A server's CPU time per request while it was loaded, from Linux's
-//! `/proc`: in all and by thread name, so a figure says where a request's
-//! time went (the committer, the HTTP workers, sled's IO pool), not only
-//! how many requests a second the shared machine allowed.
+//! A server's CPU time and context switches per request while it was
+//! loaded, from Linux's `/proc`: in all and by thread name, so a figure
+//! says where a request's time went (the committer, the HTTP workers,
+//! sled's IO pool) and how often each thread slept and woke for it, not
+//! only how many requests a second the shared machine allowed.
 
 use std::collections::BTreeMap;
 
@@ -23,6 +24,19 @@ pub fn stat_ticks(stat: &str) -> Option<(&str, u64)> {
     Some((comm, user + system))
 }
 
+/// The context switches, voluntary and not, of one `/proc/.../status`.
+pub fn status_switches(status: &str) -> Option<u64> {
+    let field = |name: &str| -> Option<u64> {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))?
+            .trim()
+            .parse()
+            .ok()
+    };
+    Some(field("voluntary_ctxt_switches")? + field("nonvoluntary_ctxt_switches")?)
+}
+
 /// The group a thread is counted in: its name without a trailing
 /// `-<number>`, so a pool's threads (`sled-io-0`, `sled-io-1`) add up.
 fn group(comm: &str) -> &str {
@@ -32,18 +46,27 @@ fn group(comm: &str) -> &str {
     }
 }
 
-/// CPU ticks a process has used: in all (threads that ended included) and
-/// by thread group (threads alive when read).
+/// CPU ticks a process has used, in all (threads that ended included) and
+/// by thread group (threads alive when read), and the context switches of
+/// each group (Linux counts them per thread only, so a thread that ended
+/// takes its own with it).
 #[derive(Debug)]
 pub struct Ticks {
     total: u64,
-    threads: BTreeMap<String, u64>,
+    threads: BTreeMap<String, Group>,
+}
+
+/// What one thread group has used.
+#[derive(Debug, Default, Clone, Copy)]
+struct Group {
+    ticks: u64,
+    switches: u64,
 }
 
 impl Ticks {
-    /// Reads process `pid`'s ticks; `None` when its `/proc` entry is gone
-    /// or unreadable (not Linux). A thread that ends while it is read is
-    /// left out.
+    /// Reads process `pid`'s ticks and context switches; `None` when its
+    /// `/proc` entry is gone or unreadable (not Linux). A thread that ends
+    /// while it is read is left out.
     pub fn of(pid: u32) -> Option<Ticks> {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
         let (_, total) = stat_ticks(&stat)?;
@@ -52,33 +75,42 @@ impl Ticks {
             .ok()?
             .flatten()
         {
-            let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+            let read = |file: &str| std::fs::read_to_string(task.path().join(file)).ok();
+            let (Some(stat), Some(status)) = (read("stat"), read("status")) else {
                 continue;
             };
             if let Some((comm, ticks)) = stat_ticks(&stat) {
-                *threads.entry(group(comm).to_owned()).or_default() += ticks;
+                let used: &mut Group = threads.entry(group(comm).to_owned()).or_default();
+                used.ticks += ticks;
+                used.switches += status_switches(&status).unwrap_or(0);
             }
         }
         Some(Ticks { total, threads })
     }
 }
 
-/// CPU time per request between two readings, in all and by thread group.
+/// CPU time and context switches per request between two readings, in
+/// all and by thread group.
 #[derive(Debug, Serialize)]
 pub struct CpuUse {
     /// Every thread's, microseconds per request.
     pub us_per_request: f64,
-    /// By thread group, the largest first; groups under 1 µs left out.
+    /// Context switches per request of the threads alive at both readings.
+    pub switches_per_request: f64,
+    /// By thread group, the largest CPU time first; groups under 1 µs and
+    /// 0.01 switches per request left out.
     pub threads: Vec<ThreadUse>,
 }
 
-/// One thread group's CPU time per request.
+/// One thread group's CPU time and context switches per request.
 #[derive(Debug, Serialize)]
 pub struct ThreadUse {
     /// Its name (a pool's without the number).
     pub name: String,
     /// Microseconds per request.
     pub us_per_request: f64,
+    /// Context switches per request.
+    pub switches_per_request: f64,
 }
 
 impl CpuUse {
@@ -88,37 +120,49 @@ impl CpuUse {
         if requests == 0 {
             return None;
         }
-        let per_request = |ticks: u64| ticks as f64 * 1e6 / USER_HZ as f64 / requests as f64;
+        let per_request = |n: u64| n as f64 / requests as f64;
+        let us_per_request = |ticks: u64| per_request(ticks) * 1e6 / USER_HZ as f64;
         let mut threads: Vec<ThreadUse> = after
             .threads
             .iter()
-            .map(|(name, ticks)| {
-                let earlier = before.threads.get(name).copied().unwrap_or(0);
+            .map(|(name, now)| {
+                let earlier = before.threads.get(name).copied().unwrap_or_default();
                 ThreadUse {
                     name: name.clone(),
-                    us_per_request: per_request(ticks.saturating_sub(earlier)),
+                    us_per_request: us_per_request(now.ticks.saturating_sub(earlier.ticks)),
+                    switches_per_request: per_request(
+                        now.switches.saturating_sub(earlier.switches),
+                    ),
                 }
             })
-            .filter(|t| t.us_per_request >= 1.0)
             .collect();
+        let switches_per_request = threads.iter().map(|t| t.switches_per_request).sum();
+        threads.retain(|t| t.us_per_request >= 1.0 || t.switches_per_request >= 0.01);
         threads.sort_by(|a, b| b.us_per_request.total_cmp(&a.us_per_request));
         Some(CpuUse {
-            us_per_request: per_request(after.total.saturating_sub(before.total)),
+            us_per_request: us_per_request(after.total.saturating_sub(before.total)),
+            switches_per_request,
             threads,
         })
     }
 
-    /// One line: the total, then each group.
+    /// Two lines: the CPU time in all, then by group; the context switches
+    /// in all, then by group (the same groups, in the same order).
     pub fn text(&self) -> String {
-        let groups: Vec<String> = self
-            .threads
-            .iter()
-            .map(|t| format!("{} {:.0}", t.name, t.us_per_request))
-            .collect();
-        format!(
-            "CPU per request {:.1} µs ({})",
-            self.us_per_request,
+        let groups = |figure: fn(&ThreadUse) -> String| -> String {
+            let groups: Vec<String> = self
+                .threads
+                .iter()
+                .map(|t| format!("{} {}", t.name, figure(t)))
+                .collect();
             groups.join(", ")
+        };
+        format!(
+            "CPU per request {:.1} µs ({})\n  context switches per request {:.2} ({})",
+            self.us_per_request,
+            groups(|t| format!("{:.0}", t.us_per_request)),
+            self.switches_per_request,
+            groups(|t| format!("{:.2}", t.switches_per_request)),
         )
     }
 }
@@ -140,6 +184,19 @@ mod tests {
     }
 
     #[test]
+    fn a_status_gives_both_kinds_of_context_switch() {
+        let status = "Name:\thookd-committer\nState:\tS (sleeping)\n\
+                      voluntary_ctxt_switches:\t1200\n\
+                      nonvoluntary_ctxt_switches:\t34\n";
+        assert_eq!(status_switches(status), Some(1234));
+        assert_eq!(status_switches("voluntary_ctxt_switches:\t5\n"), None);
+        assert_eq!(
+            status_switches("voluntary_ctxt_switches: x\nnonvoluntary_ctxt_switches: 1\n"),
+            None
+        );
+    }
+
+    #[test]
     fn a_pool_is_counted_as_one_group() {
         assert_eq!(group("sled-io-12"), "sled-io");
         assert_eq!(group("hookd-committer"), "hookd-committer");
@@ -149,30 +206,47 @@ mod tests {
 
     #[test]
     fn use_per_request_is_the_difference_over_the_requests() {
+        let group = |ticks, switches| Group { ticks, switches };
         let before = Ticks {
             total: 100,
-            threads: BTreeMap::from([("committer".into(), 40), ("http".into(), 50)]),
+            threads: BTreeMap::from([
+                ("committer".into(), group(40, 1_000)),
+                ("http".into(), group(50, 3_000)),
+                ("log".into(), group(1, 500)),
+            ]),
         };
         let after = Ticks {
             total: 400,
             threads: BTreeMap::from([
-                ("committer".into(), 140),
-                ("http".into(), 250),
-                ("late".into(), 0),
+                ("committer".into(), group(140, 6_000)),
+                ("http".into(), group(250, 13_000)),
+                ("log".into(), group(1, 3_000)),
+                ("late".into(), group(0, 60)),
             ]),
         };
         let used = CpuUse::between(&before, &after, 10_000).unwrap();
         // 300 ticks of 10 ms over 10,000 requests: 300 µs each.
         assert_eq!(used.us_per_request, 300.0);
-        let groups: Vec<(&str, f64)> = used
+        // 17,560 switches over 10,000 requests; `late`'s 60 count in all,
+        // but the group is left out of the list (under 0.01 and 1 µs).
+        assert!((used.switches_per_request - 1.756).abs() < 1e-9);
+        let groups: Vec<(&str, f64, f64)> = used
             .threads
             .iter()
-            .map(|t| (t.name.as_str(), t.us_per_request))
+            .map(|t| (t.name.as_str(), t.us_per_request, t.switches_per_request))
             .collect();
-        assert_eq!(groups, [("http", 200.0), ("committer", 100.0)]);
+        assert_eq!(
+            groups,
+            [
+                ("http", 200.0, 1.0),
+                ("committer", 100.0, 0.5),
+                ("log", 0.0, 0.25)
+            ]
+        );
         assert_eq!(
             used.text(),
-            "CPU per request 300.0 µs (http 200, committer 100)"
+            "CPU per request 300.0 µs (http 200, committer 100, log 0)\n  \
+             context switches per request 1.76 (http 1.00, committer 0.50, log 0.25)"
         );
         assert!(CpuUse::between(&before, &after, 0).is_none());
     }
@@ -181,5 +255,9 @@ mod tests {
     fn this_process_can_be_read() {
         let ticks = Ticks::of(std::process::id()).expect("own /proc entry");
         assert!(!ticks.threads.is_empty());
+        // A thread that slept has switched at least once.
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        let after = Ticks::of(std::process::id()).expect("own /proc entry");
+        assert!(after.threads.values().map(|g| g.switches).sum::<u64>() > 0);
     }
 }

@@ -38,6 +38,11 @@ pub struct Figure {
     pub cpu_us_per_request: Option<f64>,
     /// The same of the baseline run.
     pub baseline_cpu_us_per_request: Option<f64>,
+    /// The server's context switches per request of the figure's run
+    /// (`None` where they were not read, as the CPU time).
+    pub switches_per_request: Option<f64>,
+    /// The same of the baseline run.
+    pub baseline_switches_per_request: Option<f64>,
     /// Requests of the figure's run not answered 2xx, or events not arrived.
     pub failures: u64,
 }
@@ -53,6 +58,8 @@ pub struct Base {
     pub p99_ms: f64,
     /// The server's CPU time per request, microseconds, if it was read.
     pub cpu_us: Option<f64>,
+    /// The server's context switches per request, if they were read.
+    pub switches: Option<f64>,
 }
 
 impl Base {
@@ -63,6 +70,7 @@ impl Base {
             p50_ms: summary.latency_ms.p50,
             p99_ms: summary.latency_ms.p99,
             cpu_us: summary.cpu.as_ref().map(|c| c.us_per_request),
+            switches: summary.cpu.as_ref().map(|c| c.switches_per_request),
         }
     }
 
@@ -73,6 +81,7 @@ impl Base {
             p50_ms: (a.p50_ms + b.p50_ms) / 2.0,
             p99_ms: (a.p99_ms + b.p99_ms) / 2.0,
             cpu_us: a.cpu_us.zip(b.cpu_us).map(|(a, b)| (a + b) / 2.0),
+            switches: a.switches.zip(b.switches).map(|(a, b)| (a + b) / 2.0),
         }
     }
 }
@@ -101,6 +110,8 @@ impl Figure {
             baseline_p99_ms: base.map(|b| b.p99_ms),
             cpu_us_per_request: value.cpu_us,
             baseline_cpu_us_per_request: base.and_then(|b| b.cpu_us),
+            switches_per_request: value.switches,
+            baseline_switches_per_request: base.and_then(|b| b.switches),
             failures,
         }
     }
@@ -133,6 +144,7 @@ impl Figure {
             p50_ms: d.arrival_ms.p50,
             p99_ms: d.arrival_ms.p99,
             cpu_us: None,
+            switches: None,
         };
         Figure::new(
             name,
@@ -153,6 +165,7 @@ impl Figure {
             p50_ms: d.latency_ms.p50,
             p99_ms: d.latency_ms.p99,
             cpu_us: None,
+            switches: None,
         };
         let accepted = Base::of(&report.load);
         Figure::new(
@@ -164,21 +177,18 @@ impl Figure {
             Some(Base {
                 value: d.accepted_per_sec,
                 cpu_us: None,
+                switches: None,
                 ..accepted
             }),
         )
     }
 }
 
-/// The CPU column of a figure: its run's µs per request, then its
-/// baseline's in parentheses; `-` where one was not read.
-fn cpu_column(f: &Figure) -> String {
-    let us = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
-    format!(
-        "{} ({})",
-        us(f.cpu_us_per_request),
-        us(f.baseline_cpu_us_per_request)
-    )
+/// A per-request column of a figure: its run's, then its baseline's in
+/// parentheses, each with `decimals`; `-` where one was not read.
+fn per_request_column(figure: Option<f64>, baseline: Option<f64>, decimals: usize) -> String {
+    let cell = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.decimals$}"));
+    format!("{} ({})", cell(figure), cell(baseline))
 }
 
 /// A phase that did not run, and why.
@@ -222,7 +232,7 @@ impl Report {
     /// The table of every figure, then the skipped phases.
     pub fn text(&self) -> String {
         let mut out = format!(
-            "\nevery ratio, commit {}\n{:<28} {:>14} {:<12} {:>14}  {:<46} {:>7} {:>9} {:>9} {:>17}\n",
+            "\nevery ratio, commit {}\n{:<28} {:>14} {:<12} {:>14}  {:<46} {:>7} {:>9} {:>9} {:>17} {:>22}\n",
             self.commit.as_deref().unwrap_or("unknown"),
             "figure",
             "value",
@@ -233,10 +243,11 @@ impl Report {
             "p50 ms",
             "p99 ms",
             "CPU µs/req (base)",
+            "switches/req (base)",
         );
         for f in &self.figures {
             out += &format!(
-                "{:<28} {:>14.0} {:<12} {:>14} {:<46} {:>7} {:>9.3} {:>9.3} {:>17}{}\n",
+                "{:<28} {:>14.0} {:<12} {:>14} {:<46} {:>7} {:>9.3} {:>9.3} {:>17} {:>22}{}\n",
                 f.name,
                 f.value,
                 f.unit,
@@ -245,7 +256,8 @@ impl Report {
                 f.ratio.map_or("-".into(), |r| format!("{r:.3}")),
                 f.p50_ms,
                 f.p99_ms,
-                cpu_column(f),
+                per_request_column(f.cpu_us_per_request, f.baseline_cpu_us_per_request, 1),
+                per_request_column(f.switches_per_request, f.baseline_switches_per_request, 2),
                 match f.failures {
                     0 => String::new(),
                     n => format!("  ({n} failures)"),
@@ -269,6 +281,7 @@ mod tests {
             p50_ms: 1.0,
             p99_ms: 4.0,
             cpu_us: Some(value / 100.0),
+            switches: Some(value / 40_000.0),
         }
     }
 
@@ -327,6 +340,8 @@ mod tests {
             "baseline_p99_ms",
             "cpu_us_per_request",
             "baseline_cpu_us_per_request",
+            "switches_per_request",
+            "baseline_switches_per_request",
             "failures",
         ] {
             assert!(figure.get(key).is_some(), "{key} missing: {figure}");
@@ -338,6 +353,7 @@ mod tests {
         let text = report.text();
         assert!(text.contains("commit 0123abc"), "{text}");
         assert!(text.contains("160.0 (900.0)"), "{text}");
+        assert!(text.contains("0.40 (2.25)"), "{text}");
         assert!(
             text.contains("postgres: skipped (no --postgres-url)"),
             "{text}"
