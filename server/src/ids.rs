@@ -1,6 +1,10 @@
 //! Typed, prefixed identifiers so a tenant id is never mistaken for an event id.
 
-use std::fmt;
+use std::{
+    collections::VecDeque,
+    fmt,
+    sync::{Mutex, PoisonError},
+};
 
 use serde::{Deserialize, Serialize};
 
@@ -59,6 +63,61 @@ impl DeliveryId {
     pub fn generate() -> Self {
         DeliveryId(format!("dlv_{}", ulid::Ulid::new()))
     }
+
+    /// A fresh delivery id that names its own place in a queue: its time is
+    /// `due_ms`, and the top 64 bits of its random part are a sequence
+    /// number with the high bit set, so the place [`DeliveryId::queue_slot`]
+    /// derives from it is never one an engine numbers from a counter. Ids
+    /// made for the same millisecond take consecutive numbers, so they sort
+    /// (and their places queue) in the order they were made.
+    pub fn due_at(due_ms: i64) -> Self {
+        let ms = due_ms.max(0) as u64;
+        let fresh = ulid::Ulid::new().random();
+        let seq = {
+            let mut recent = RECENT_SLOTS.lock().unwrap_or_else(PoisonError::into_inner);
+            let seq = match recent.iter().position(|(at, _)| *at == ms) {
+                Some(i) => recent
+                    .remove(i)
+                    .map_or(first_seq(fresh), |(_, last)| last + 1),
+                None => first_seq(fresh),
+            };
+            recent.push_back((ms, seq));
+            if recent.len() > RECENT_MILLISECONDS {
+                recent.pop_front();
+            }
+            seq
+        };
+        let random = (u128::from(seq) << 16) | (fresh & 0xffff);
+        DeliveryId(format!("dlv_{}", ulid::Ulid::from_parts(ms, random)))
+    }
+
+    /// The due time and sequence number an id made by
+    /// [`DeliveryId::due_at`] names: its time, then the top 64 bits of its
+    /// random part. `None` for an id that is not `dlv_` and a ULID with
+    /// that bit set.
+    pub fn queue_slot(&self) -> Option<(i64, u64)> {
+        let ulid = ulid::Ulid::from_string(self.0.strip_prefix("dlv_")?).ok()?;
+        let random = ulid.random();
+        (random & SLOT_BIT != 0).then(|| (ulid.timestamp_ms() as i64, (random >> 16) as u64))
+    }
+}
+
+/// The high bit of a ULID's 80 random bits.
+const SLOT_BIT: u128 = 1 << 79;
+
+/// The last sequence number [`DeliveryId::due_at`] gave in each of the
+/// milliseconds it made ids for most recently, the latest last (a thread
+/// late for one, or a test's clock of its own, goes on with that
+/// millisecond's numbers).
+static RECENT_SLOTS: Mutex<VecDeque<(u64, u64)>> = Mutex::new(VecDeque::new());
+
+/// How many milliseconds [`RECENT_SLOTS`] keeps.
+const RECENT_MILLISECONDS: usize = 64;
+
+/// The first sequence number of a millisecond: random, with the high bit
+/// set and room below it for 2^62 more.
+fn first_seq(random: u128) -> u64 {
+    (1 << 63) | ((random >> 16) as u64 & ((1 << 62) - 1))
 }
 
 impl RequestId {
@@ -79,6 +138,35 @@ mod tests {
         assert!(a.as_str().starts_with("dlv_"));
         assert_ne!(a, b);
         assert!(RequestId::generate().as_str().starts_with("req_"));
+    }
+
+    #[test]
+    fn ids_due_at_a_time_name_their_slots_in_the_order_they_were_made() {
+        // Far past any clock another test reads, so none comes between.
+        let (ms, next) = (4_000_000_000_000, 4_000_000_000_001);
+        let a = DeliveryId::due_at(ms);
+        let b = DeliveryId::due_at(ms);
+        let c = DeliveryId::due_at(next);
+        let late = DeliveryId::due_at(ms);
+        let d = DeliveryId::due_at(next);
+        assert!(a.as_str().starts_with("dlv_") && a.as_str().len() == 30);
+        assert!(
+            a < b && b < late && c < d,
+            "{a:?} {b:?} {late:?} {c:?} {d:?}"
+        );
+        let slots = [&a, &b, &c, &late, &d].map(|id| id.queue_slot().unwrap());
+        let dues = slots.map(|(due, _)| due);
+        assert_eq!(dues, [ms, ms, next, ms, next]);
+        assert_eq!(slots[1].1, slots[0].1 + 1, "consecutive in one millisecond");
+        assert_eq!(slots[3].1, slots[1].1 + 1, "and one made late for it");
+        assert_eq!(slots[4].1, slots[2].1 + 1, "whatever came between");
+        assert!(slots.iter().all(|(_, seq)| *seq >= 1 << 63), "{slots:?}");
+        assert_eq!(DeliveryId::new("dlv_1").queue_slot(), None);
+        let not_a_delivery = DeliveryId::new("evt_01ARZ3NDEKTSV4RRFFQ69G5FAV");
+        assert_eq!(not_a_delivery.queue_slot(), None);
+        // An id whose random part has the bit clear names no slot.
+        let clear = format!("dlv_{}", ulid::Ulid::from_parts(5, 1));
+        assert_eq!(DeliveryId::new(clear).queue_slot(), None);
     }
 
     /// Stored records written before `TenantId` validated still load: the

@@ -304,7 +304,8 @@ fn new_delivery(
         .collect();
     let (trace_id, span_id, sampled) = spans::span_ids(&msg.trace);
     let delivery_id = DeliveryId::generate();
-    let fan_out = fan_out(snapshot.settings(), msg, (headers.0, view), &delivery_id);
+    let ids = (&delivery_id, now_ms);
+    let fan_out = fan_out(snapshot.settings(), msg, (headers.0, view), ids);
     let meta = EventMeta {
         event_id: event_id.clone(),
         delivery_id,

@@ -104,12 +104,14 @@ pub(super) struct FanOut {
 /// Runs the event through the filters of the tenant's routes, the default
 /// one (whose delivery is `default_id`) included. `read` is the headers and
 /// the body as filters see it (a form's JSON view); both are read only when
-/// one of its routes has a filter.
+/// one of its routes has a filter. Each copy's id is due at `due_ms`
+/// ([`DeliveryId::due_at`]): an engine may file the copy under the queue
+/// entry its id names.
 pub(super) fn fan_out(
     settings: &TenantSettings,
     msg: &Ingest,
     read: (&HeaderMap, &[u8]),
-    default_id: &DeliveryId,
+    (default_id, due_ms): (&DeliveryId, i64),
 ) -> FanOut {
     let (default_passes, passes) = passing(settings, msg, read);
     let copies: Vec<RouteCopy> = settings
@@ -120,7 +122,7 @@ pub(super) fn fan_out(
         .map(|(route, _)| RouteCopy {
             route: route.name.clone(),
             scope: route.scope.clone(),
-            delivery_id: DeliveryId::generate(),
+            delivery_id: DeliveryId::due_at(due_ms),
         })
         .collect();
     let receipt = match (default_passes, copies.is_empty()) {

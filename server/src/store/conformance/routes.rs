@@ -13,15 +13,16 @@ use crate::{
     },
 };
 
-/// The copies of `event` for routes `routes` of tenant `acme`.
-fn copies(routes: &[&str]) -> Vec<RouteCopy> {
+/// The copies of an event due at `due_ms` for routes `routes` of tenant
+/// `acme`, with ids as the gate makes them.
+fn copies(routes: &[&str], due_ms: i64) -> Vec<RouteCopy> {
     let acme = TenantId::try_from("acme").unwrap();
     routes
         .iter()
         .map(|route| RouteCopy {
             route: (*route).to_owned(),
             scope: acme.route_scope(route),
-            delivery_id: DeliveryId::generate(),
+            delivery_id: DeliveryId::due_at(due_ms),
         })
         .collect()
 }
@@ -34,7 +35,7 @@ fn scope(engine: &Engine, route: &str) -> TenantStore {
 pub(super) async fn a_fan_out_is_one_commit_and_a_duplicate_writes_none(engine: Engine) {
     let data = tenant(&engine, "acme");
     let mut item = new_delivery("evt_fan", 1_000, None);
-    item.copies = copies(&["audit", "pull"]);
+    item.copies = copies(&["audit", "pull"], item.due_ms);
     let (first, others) = (item.meta.delivery_id.clone(), item.copies.clone());
     assert_eq!(data.commit(item).await.unwrap(), CommitOutcome::Accepted);
     assert_eq!(data.queue(None, 10).unwrap().len(), 1);
@@ -55,7 +56,7 @@ pub(super) async fn a_fan_out_is_one_commit_and_a_duplicate_writes_none(engine: 
     }
 
     let mut again = new_delivery("evt_fan", 2_000, None);
-    again.copies = copies(&["audit", "pull"]);
+    again.copies = copies(&["audit", "pull"], again.due_ms);
     assert_eq!(
         data.commit(again).await.unwrap(),
         CommitOutcome::Duplicate(first)
@@ -68,7 +69,7 @@ pub(super) async fn a_fan_out_is_one_commit_and_a_duplicate_writes_none(engine: 
 pub(super) async fn route_queues_are_apart(engine: Engine) {
     let data = tenant(&engine, "acme");
     let mut item = new_delivery("evt_apart", 1_000, None);
-    item.copies = copies(&["audit"]);
+    item.copies = copies(&["audit"], item.due_ms);
     let audit_id = item.copies[0].delivery_id.clone();
     data.commit(item).await.unwrap();
     let audit = scope(&engine, "audit");
@@ -116,7 +117,7 @@ pub(super) async fn a_route_copy_keeps_its_event_when_the_default_delivery_goes(
     };
 
     let mut item = new_delivery("evt_kept", 1_000, None);
-    item.copies = copies(&["audit", "pull"]);
+    item.copies = copies(&["audit", "pull"], item.due_ms);
     item.routes = RouteCopy::listed(&item.meta.delivery_id, &item.copies);
     let (default, kept) = (item.meta.delivery_id.clone(), item.copies.clone());
     data.commit(item).await.unwrap();
@@ -147,7 +148,7 @@ pub(super) async fn a_route_copy_keeps_its_event_when_the_default_delivery_goes(
     assert_eq!(&event.body[..], br#"{"event":"evt_kept"}"#);
 
     let mut item = new_delivery("evt_purged", 10_000, None);
-    item.copies = copies(&["audit"]);
+    item.copies = copies(&["audit"], item.due_ms);
     item.routes = RouteCopy::listed(&item.meta.delivery_id, &item.copies);
     let purged = item.copies.clone();
     data.commit(item).await.unwrap();
@@ -158,4 +159,117 @@ pub(super) async fn a_route_copy_keeps_its_event_when_the_default_delivery_goes(
     );
     assert!(data.event(&dead_default).unwrap().is_none());
     assert_copies_read_whole(&engine, &purged, br#"{"event":"evt_purged"}"#);
+}
+
+/// A route's copy, from its receipt until its first attempt and after:
+/// found by id, listed newest first page by page among the route's other
+/// deliveries, pulled, acknowledged and attempted as any delivery, and its
+/// queue counted; and when the default route's delivery goes before the
+/// copy was ever attempted, the copy keeps its event.
+pub(super) async fn a_route_copy_is_a_delivery_from_its_receipt_on(engine: Engine) {
+    let data = tenant(&engine, "acme");
+    let mut copies_in_order = Vec::new();
+    let mut defaults = Vec::new();
+    for (n, at) in [1_000, 2_000, 3_000, 4_000].into_iter().enumerate() {
+        let mut item = new_delivery(&format!("evt_receipt_{n}"), at, None);
+        item.copies = copies(&["audit"], item.due_ms);
+        item.routes = RouteCopy::listed(&item.meta.delivery_id, &item.copies);
+        copies_in_order.push(item.copies[0].delivery_id.clone());
+        defaults.push(item.meta.delivery_id.clone());
+        assert_eq!(data.commit(item).await.unwrap(), CommitOutcome::Accepted);
+    }
+    let audit = scope(&engine, "audit");
+    let newest_first: Vec<DeliveryId> = copies_in_order.iter().rev().cloned().collect();
+    let listed = |status, before: Option<&DeliveryId>, limit| -> Vec<DeliveryId> {
+        audit
+            .deliveries(status, before, limit)
+            .unwrap()
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect()
+    };
+    assert_eq!(listed(None, None, 10), newest_first);
+    assert_eq!(listed(None, None, 2), newest_first[..2]);
+    assert_eq!(listed(None, Some(&newest_first[1]), 10), newest_first[2..]);
+    assert!(listed(Some(DeliveryStatus::Delivered), None, 10).is_empty());
+    assert_eq!(audit.counts().unwrap().depth, 4);
+    for (n, id) in copies_in_order.iter().enumerate() {
+        let state = audit.state(id).unwrap().unwrap();
+        assert_eq!(
+            (state.status, state.attempts, state.received_at_ms),
+            (DeliveryStatus::Pending, 0, 1_000 * (n as i64 + 1))
+        );
+    }
+
+    // The newest is attempted and delivered; the oldest acknowledged
+    // without ever being pulled; the second pulled, then acknowledged.
+    let (entry, id) = audit
+        .queue(None, 10)
+        .unwrap()
+        .into_iter()
+        .find(|(_, id)| *id == newest_first[0])
+        .unwrap();
+    audit
+        .record_attempt(&entry, &id, &attempt(1, 5_000), &Next::Delivered, 5_000)
+        .unwrap()
+        .unwrap();
+    assert_eq!(audit.ack(&copies_in_order[..1], 5_000).unwrap(), 1);
+    let pull = crate::store::api::PullRequest {
+        max: 1,
+        max_bytes: 1 << 20,
+        visibility_ms: 30_000,
+        window_ms: 3_600_000,
+        now_ms: 5_000,
+    };
+    let pulled = audit.pull(pull).unwrap();
+    assert_eq!(pulled.len(), 1);
+    assert_eq!(pulled[0].0.meta.delivery_id, copies_in_order[1]);
+    assert_eq!(pulled[0].1, 1, "its first attempt");
+    assert_eq!(&pulled[0].0.body[..], br#"{"event":"evt_receipt_1"}"#);
+    assert_eq!(audit.ack(&copies_in_order[1..2], 6_000).unwrap(), 1);
+    assert_eq!(audit.ack(&copies_in_order[1..2], 6_000).unwrap(), 0);
+
+    assert_eq!(listed(None, None, 10), newest_first, "the order holds");
+    let statuses: Vec<DeliveryStatus> = audit
+        .deliveries(None, None, 10)
+        .unwrap()
+        .into_iter()
+        .map(|(_, state)| state.status)
+        .collect();
+    use DeliveryStatus::{Delivered, Pending};
+    assert_eq!(statuses, [Delivered, Pending, Delivered, Delivered]);
+    assert_eq!(
+        listed(Some(Pending), None, 10),
+        [copies_in_order[2].clone()]
+    );
+    assert_eq!(audit.counts().unwrap().depth, 1);
+
+    // The default route's delivery of the third event is delivered and
+    // swept while its copy was never attempted: the copy keeps the event.
+    let (entry, id) = data
+        .queue(None, 10)
+        .unwrap()
+        .into_iter()
+        .find(|(_, id)| *id == defaults[2])
+        .unwrap();
+    data.record_attempt(&entry, &id, &attempt(1, 7_000), &Next::Delivered, 7_000)
+        .unwrap()
+        .unwrap();
+    let sweep = SweepRequest {
+        delivered_before_ms: 8_000,
+        idem_before_ms: 0,
+        dead_before_ms: 0,
+        batch: 100,
+    };
+    assert_eq!(data.sweep(&sweep, &mut Vec::new()).unwrap().delivered, 1);
+    assert!(data.event(&defaults[2]).unwrap().is_none());
+    let kept = &copies_in_order[2];
+    let event = audit.event(kept).unwrap().unwrap();
+    assert_eq!(
+        (&event.meta.delivery_id, &event.body[..]),
+        (kept, &br#"{"event":"evt_receipt_2"}"#[..])
+    );
+    let state = audit.state(kept).unwrap().unwrap();
+    assert_eq!((state.status, state.attempts), (Pending, 0));
+    assert_eq!(listed(Some(Pending), None, 10), std::slice::from_ref(kept));
 }

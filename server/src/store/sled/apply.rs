@@ -15,10 +15,11 @@ use sled::{
 
 use super::{
     api::{CommitOutcome, NewDelivery},
-    deliveries::shared,
+    deliveries::{receipt, shared},
     gauges::{Delta, LiveCounts},
     records::{
-        decode, encode, queue_key, DeliveryState, EventMeta, IdempotencyRecord, StoredEvent,
+        decode, encode, queue_key, queue_key_due_ms, DeliveryState, EventMeta, IdempotencyRecord,
+        StoredEvent,
     },
     tree,
     wal::record::{self, Batch, Op},
@@ -205,17 +206,18 @@ struct Encoded<'a> {
     deliveries: Vec<EncodedDelivery<'a>>,
 }
 
-/// One route's delivery of a write: its stored event (none for a route's
-/// copy whose state names the default route's, [`shared`]), state and
-/// either its queue entry or (final at receipt) its key in the delivered
-/// index, in its route's scope.
+/// One route's delivery of a write, in its route's scope: its stored event
+/// (none for a route's copy whose state names the default route's,
+/// [`shared`]), its state record (none for a copy filed as a receipt,
+/// [`receipt`]), and either its queue entry or (final at receipt) its key
+/// in the delivered index.
 struct EncodedDelivery<'a> {
     trees: &'a TenantTrees,
     delivery_id: &'a str,
-    queue_key: Option<[u8; 16]>,
+    queue: Option<([u8; 16], Vec<u8>)>,
     done_key: Option<Vec<u8>>,
     event: Option<Vec<u8>>,
-    state: Vec<u8>,
+    state: Option<Vec<u8>>,
 }
 
 impl Encoded<'_> {
@@ -252,15 +254,12 @@ impl Encoded<'_> {
                 let key = t.events.key(d.delivery_id);
                 insert(views.events, tree::EVENTS, &key, event)?;
             }
-            insert(
-                views.state,
-                tree::STATE,
-                &t.state.key(d.delivery_id),
-                &d.state,
-            )?;
-            if let Some(key) = d.queue_key {
-                let id = d.delivery_id.as_bytes();
-                insert(views.queue, tree::QUEUE, &t.queue.key(key), id)?;
+            if let Some(state) = &d.state {
+                let key = t.state.key(d.delivery_id);
+                insert(views.state, tree::STATE, &key, state)?;
+            }
+            if let Some((key, value)) = &d.queue {
+                insert(views.queue, tree::QUEUE, &t.queue.key(key), value)?;
                 queued.push(t.gauges.clone());
             }
             if let Some(key) = &d.done_key {
@@ -298,13 +297,14 @@ impl<'a> Encoded<'a> {
         };
         let key = queue_key(delivery.due_ms, item.trees.sequence()?);
         let (state, done_key) = delivery.received(&key);
+        let id = meta.delivery_id.as_str();
         let mut deliveries = vec![EncodedDelivery {
             trees: &item.trees,
-            delivery_id: meta.delivery_id.as_str(),
-            queue_key: done_key.is_none().then_some(key),
+            delivery_id: id,
+            queue: done_key.is_none().then(|| (key, id.as_bytes().to_vec())),
             done_key,
             event: Some(StoredEvent::encode(meta, &delivery.body)),
-            state: encode(&state),
+            state: Some(encode(&state)),
         }];
         let holder = match delivery.copies.is_empty() {
             true => None,
@@ -344,26 +344,40 @@ impl<'a> Encoded<'a> {
 }
 
 impl<'a> EncodedDelivery<'a> {
-    /// Route copy `id` of `delivery`'s event, in `trees`: queued, with its
-    /// own stored event, or none and the default route's named in its state.
+    /// Route copy `id` of `delivery`'s event, in `trees`, queued: with its
+    /// own stored event, or none and the default route's named in its
+    /// state. A copy naming the default route's event whose id names its
+    /// queue entry ([`receipt`]) is filed as a receipt, with no state
+    /// record.
     fn new(
         trees: &'a TenantTrees,
         delivery: &NewDelivery,
         (event, event_in): (Option<Vec<u8>>, Option<String>),
         id: &'a DeliveryId,
     ) -> Result<EncodedDelivery<'a>> {
-        let queue_key = queue_key(delivery.due_ms, trees.sequence()?);
+        let slot = receipt::key_of(id).filter(|key| {
+            event_in.is_some() && queue_key_due_ms(key) == Some(delivery.due_ms.max(0))
+        });
+        let queue_key = match slot {
+            Some(key) => key,
+            None => queue_key(delivery.due_ms, trees.sequence()?),
+        };
         let received_at_ms = delivery.meta.received_at_ms;
         let mut state = DeliveryState::pending(delivery.event_id.clone(), received_at_ms);
         state.queue_key = Some(hex::encode(queue_key));
         state.event_in = event_in;
+        let state = encode(&state);
+        let (state, entry) = match slot {
+            Some(_) => (None, receipt::encode(id, &state)),
+            None => (Some(state), id.as_str().as_bytes().to_vec()),
+        };
         Ok(EncodedDelivery {
             trees,
             delivery_id: id.as_str(),
-            queue_key: Some(queue_key),
+            queue: Some((queue_key, entry)),
             done_key: None,
             event,
-            state: encode(&state),
+            state,
         })
     }
 }

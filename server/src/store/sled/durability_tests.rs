@@ -84,7 +84,7 @@ pub(super) fn fanned_out(
         .map(|route| RouteCopy {
             route: (*route).to_owned(),
             scope: tenant.route_scope(route),
-            delivery_id: DeliveryId::generate(),
+            delivery_id: DeliveryId::due_at(item.due_ms),
         })
         .collect();
     item.routes = RouteCopy::listed(&item.meta.delivery_id, &item.copies);

@@ -98,22 +98,24 @@ impl TenantData for TenantTrees {
         before: Option<&DeliveryId>,
         limit: usize,
     ) -> Result<Vec<(DeliveryId, DeliveryState)>> {
-        let mut out = Vec::new();
-        for entry in self
+        let records = self
             .state
             .range(None, before.map(|b| b.as_str().as_bytes()))
             .rev()
-        {
+            .map(|entry| {
+                let (key, value) = entry?;
+                let id = DeliveryId::new(String::from_utf8_lossy(&key).into_owned());
+                Ok((id, decode::<DeliveryState>(&value)?))
+            });
+        let receipts = deliveries::receipt::newest_first(self, before);
+        let mut out = Vec::new();
+        for entry in newest_first(records, receipts) {
             if out.len() >= limit {
                 break;
             }
-            let (key, value) = entry?;
-            let state: DeliveryState = decode(&value)?;
+            let (id, state) = entry?;
             if status.is_none_or(|s| s == state.status) {
-                out.push((
-                    DeliveryId::new(String::from_utf8_lossy(&key).into_owned()),
-                    state,
-                ));
+                out.push((id, state));
             }
         }
         Ok(out)
@@ -146,10 +148,7 @@ impl TenantData for TenantTrees {
             .take(limit)
             .map(|entry| {
                 let (key, value) = entry?;
-                Ok((
-                    key.to_vec(),
-                    DeliveryId::new(String::from_utf8_lossy(&value).into_owned()),
-                ))
+                Ok((key.to_vec(), deliveries::receipt::entry_id(&value)))
             })
             .collect()
     }
@@ -393,4 +392,26 @@ impl CatalogRows for SledRows {
                 sled::transaction::TransactionError::Abort(key) => Error::AlreadyExists(key),
             })
     }
+}
+
+/// Two lists of deliveries, each newest first (ids descending), as one.
+/// An error ends the list after it.
+fn newest_first<I, J>(a: I, b: J) -> impl Iterator<Item = Result<(DeliveryId, DeliveryState)>>
+where
+    I: Iterator<Item = Result<(DeliveryId, DeliveryState)>>,
+    J: Iterator<Item = Result<(DeliveryId, DeliveryState)>>,
+{
+    let (mut a, mut b) = (a.peekable(), b.peekable());
+    std::iter::from_fn(move || {
+        let take_a = match (a.peek(), b.peek()) {
+            (None, None) => return None,
+            (Some(_), None) | (Some(Err(_)), _) => true,
+            (None, Some(_)) | (_, Some(Err(_))) => false,
+            (Some(Ok((x, _))), Some(Ok((y, _)))) => x > y,
+        };
+        match take_a {
+            true => a.next(),
+            false => b.next(),
+        }
+    })
 }

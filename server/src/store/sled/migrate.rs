@@ -31,9 +31,11 @@ use crate::{
 /// which a hookd of layout 4 would not read, 6 a route's copy of an event
 /// storing no event of its own, its state naming the default route's
 /// delivery's (`deliveries/shared.rs`), which a hookd of layout 5 would
-/// not find.
+/// not find, 7 a route's copy pending since receipt filed as one queue
+/// entry holding its state, with no state record (`deliveries/receipt.rs`),
+/// which a hookd of layout 6 would take for an unknown delivery.
 /// Recorded in the data dir once it is reached.
-pub(super) const LAYOUT: u32 = 6;
+pub(super) const LAYOUT: u32 = 7;
 /// The tree and key that record the layout of a data dir.
 const LAYOUT_TREE: &str = "hookd/layout";
 const LAYOUT_KEY: &str = "version";

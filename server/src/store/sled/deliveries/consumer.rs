@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use sled::Transactional;
 
 use super::{
-    abort, claim, counted, flatten, load_event, settle, tallied, tx_state, DeliveryId,
+    abort, claim, counted, flatten, load_event, receipt, settle, tallied, tx_current, DeliveryId,
     DeliveryStatus, Error, Outcome, Result, Settle, StoredEvent, TenantTrees,
 };
 use crate::{
@@ -39,7 +39,7 @@ pub fn pull(trees: &TenantTrees, request: &PullRequest) -> Result<Vec<(StoredEve
             break;
         }
         let (key, value) = kv?;
-        let delivery_id = DeliveryId::new(String::from_utf8_lossy(&value).into_owned());
+        let delivery_id = receipt::entry_id(&value);
         if handed.contains(&delivery_id) {
             continue;
         }
@@ -141,7 +141,7 @@ pub fn ack(trees: &TenantTrees, ids: &[DeliveryId], now_ms: i64) -> Result<u32> 
                     trees.done.tx(done),
                 );
                 tallied(|tally| {
-                    let Some(mut state) = tx_state(states, id)? else {
+                    let Some(mut state) = tx_current(queue, states, id)? else {
                         return Ok(false);
                     };
                     if state.status != DeliveryStatus::Pending {
@@ -178,7 +178,7 @@ pub fn nack(trees: &TenantTrees, ids: &[DeliveryId], now_ms: i64) -> Result<u32>
             .transaction(|(queue, states)| {
                 let (queue, states) = (trees.queue.tx(queue), trees.state.tx(states));
                 tallied(|tally| {
-                    let Some(mut state) = tx_state(states, id)? else {
+                    let Some(mut state) = tx_current(queue, states, id)? else {
                         return Ok(false);
                     };
                     let Some(old) = state.queue_key.as_ref().and_then(|k| hex::decode(k).ok())

@@ -3,6 +3,7 @@
 //! in [`retention`].
 
 mod consumer;
+pub(super) mod receipt;
 mod retention;
 mod round;
 pub(super) mod shared;
@@ -60,11 +61,10 @@ pub fn load_event(trees: &TenantTrees, delivery_id: &DeliveryId) -> Result<Optio
 
 /// The state of a delivery.
 pub fn load_state(trees: &TenantTrees, delivery_id: &DeliveryId) -> Result<Option<DeliveryState>> {
-    trees
-        .state
-        .get(delivery_id.as_str())?
-        .map(|v| decode(&v))
-        .transpose()
+    match trees.state.get(delivery_id.as_str())? {
+        Some(value) => decode(&value).map(Some),
+        None => receipt::load(&trees.queue, delivery_id),
+    }
 }
 
 /// Every attempt of a delivery, in order.
@@ -186,10 +186,10 @@ fn claim(
     tally: &Tally,
 ) -> TxResult<Option<DeliveryState>> {
     match queue.get(queue_entry)? {
-        Some(named) if named.as_ref() == delivery_id.as_str().as_bytes() => {}
+        Some(named) if receipt::names(&named, delivery_id) => {}
         _ => return Ok(None),
     }
-    match tx_state(states, delivery_id)? {
+    match tx_current(queue, states, delivery_id)? {
         Some(state) if holds_entry(&state, queue_entry) => Ok(Some(state)),
         _ => {
             tally.queue_removed(queue.remove(queue_entry)?);
@@ -198,11 +198,24 @@ fn claim(
     }
 }
 
-/// The state of a delivery as a transaction sees it.
+/// The state record of a delivery as a transaction sees it.
 fn tx_state(states: TxKeyspace<'_>, delivery_id: &DeliveryId) -> TxResult<Option<DeliveryState>> {
     match states.get(delivery_id.as_str())? {
         None => Ok(None),
         Some(value) => decode(&value).map(Some).or_else(abort),
+    }
+}
+
+/// The state of a delivery as a transaction sees it: its state record, else
+/// the receipt its id names ([`receipt`]).
+fn tx_current(
+    queue: TxKeyspace<'_>,
+    states: TxKeyspace<'_>,
+    delivery_id: &DeliveryId,
+) -> TxResult<Option<DeliveryState>> {
+    match tx_state(states, delivery_id)? {
+        Some(state) => Ok(Some(state)),
+        None => receipt::tx_load(queue, delivery_id),
     }
 }
 
@@ -248,7 +261,7 @@ pub fn redeliver(
                 trees.dead.tx(dead),
             );
             let tally = Tally::default();
-            let Some(old) = tx_state(states, delivery_id)? else {
+            let Some(old) = tx_current(queue, states, delivery_id)? else {
                 return abort(Error::NotFound(format!("delivery {delivery_id}")));
             };
             let was_dead = redeliverable(&old, delivery_id, resend).or_else(abort)?;

@@ -10,11 +10,11 @@
 
 use sled::Transactional;
 
-use super::{abort, flatten, load_state, tx_state, TenantTrees};
+use super::{abort, flatten, load_state, receipt, tx_state, TenantTrees};
 use crate::{
     error::{Error, Result},
     ids::DeliveryId,
-    store::records::{DeliveryState, EventMeta, StoredEvent},
+    store::records::{encode, DeliveryState, EventMeta, StoredEvent},
 };
 
 /// What a copy's state names: the holder's key in the events tree. Keys
@@ -89,15 +89,31 @@ pub(super) fn hand_over(trees: &TenantTrees, holder_id: &DeliveryId) -> Result<(
             ..holder.meta.clone()
         };
         let whole = StoredEvent::encode(&meta, &holder.body);
-        (copy.state.tree(), copy.events.tree())
-            .transaction(|(states, events)| {
-                let (states, events) = (copy.state.tx(states), copy.events.tx(events));
+        (copy.state.tree(), copy.events.tree(), copy.queue.tree())
+            .transaction(|(states, events, queue)| {
+                let (states, events, queue) = (
+                    copy.state.tx(states),
+                    copy.events.tx(events),
+                    copy.queue.tx(queue),
+                );
                 let names = |s: &DeliveryState| s.event_in.is_some() && s.event_in == named;
-                if !copy.is_dropped()
-                    && tx_state(states, id)?.is_some_and(|s| names(&s))
-                    && events.get(id.as_str())?.is_none()
-                {
+                if copy.is_dropped() || events.get(id.as_str())?.is_some() {
+                    return Ok(());
+                }
+                // A copy still filed as a receipt gets its state record too,
+                // so its event goes wherever its state goes.
+                let (state, recorded) = match tx_state(states, id)? {
+                    Some(state) => (state, true),
+                    None => match receipt::tx_load(queue, id)? {
+                        Some(state) => (state, false),
+                        None => return Ok(()),
+                    },
+                };
+                if names(&state) {
                     events.insert(id.as_str(), whole.as_slice())?;
+                    if !recorded {
+                        states.insert(id.as_str(), encode(&state))?;
+                    }
                 }
                 Ok(())
             })
@@ -178,8 +194,11 @@ mod tests {
         let event = StoredEvent::decode(&stored).unwrap();
         assert_eq!(
             (event.meta.delivery_id, &event.body[..]),
-            (kept.1, &b"{}"[..])
+            (kept.1.clone(), &b"{}"[..])
         );
+        // A copy filed as a receipt gets its state record with the event.
+        assert!(kept.0.state.get(kept.1.as_str()).unwrap().is_some());
         assert_eq!(going.0.events.get(going.1.as_str()).unwrap(), None);
+        assert_eq!(going.0.state.get(going.1.as_str()).unwrap(), None);
     }
 }
