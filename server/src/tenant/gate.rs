@@ -303,7 +303,7 @@ fn new_delivery(
         .filter_map(|name| Some(((*name).to_owned(), headers.header(name)?.to_owned())))
         .collect();
     let (trace_id, span_id, sampled) = spans::span_ids(&msg.trace);
-    let delivery_id = DeliveryId::generate();
+    let delivery_id = DeliveryId::due_at(now_ms);
     let ids = (&delivery_id, now_ms);
     let fan_out = fan_out(snapshot.settings(), msg, (headers.0, view), ids);
     let meta = EventMeta {

@@ -140,7 +140,7 @@ pub(super) fn new_delivery(event: &str, at_ms: i64, content_key: Option<&[u8]>) 
         event_id: EventId::new(event),
         meta: EventMeta {
             event_id: EventId::new(event),
-            delivery_id: DeliveryId::generate(),
+            delivery_id: DeliveryId::due_at(at_ms),
             request_id: RequestId::generate(),
             received_at_ms: at_ms,
             headers: vec![("content-type".into(), "application/json".into())],

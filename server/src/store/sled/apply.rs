@@ -295,16 +295,26 @@ impl<'a> Encoded<'a> {
             received_at_ms: meta.received_at_ms,
             event_id,
         };
-        let key = queue_key(delivery.due_ms, item.trees.sequence()?);
+        let slot = own_place(&meta.delivery_id, delivery.due_ms);
+        let key = match slot {
+            Some(key) => key,
+            None => queue_key(delivery.due_ms, item.trees.sequence()?),
+        };
         let (state, done_key) = delivery.received(&key);
-        let id = meta.delivery_id.as_str();
+        let (state, queue) = match done_key {
+            None => {
+                let (state, entry) = filed(&meta.delivery_id, encode(&state), slot.is_some());
+                (state, Some((key, entry)))
+            }
+            Some(_) => (Some(encode(&state)), None),
+        };
         let mut deliveries = vec![EncodedDelivery {
             trees: &item.trees,
-            delivery_id: id,
-            queue: done_key.is_none().then(|| (key, id.as_bytes().to_vec())),
+            delivery_id: meta.delivery_id.as_str(),
+            queue,
             done_key,
             event: Some(StoredEvent::encode(meta, &delivery.body)),
-            state: Some(encode(&state)),
+            state,
         }];
         let holder = match delivery.copies.is_empty() {
             true => None,
@@ -355,9 +365,7 @@ impl<'a> EncodedDelivery<'a> {
         (event, event_in): (Option<Vec<u8>>, Option<String>),
         id: &'a DeliveryId,
     ) -> Result<EncodedDelivery<'a>> {
-        let slot = receipt::key_of(id).filter(|key| {
-            event_in.is_some() && queue_key_due_ms(key) == Some(delivery.due_ms.max(0))
-        });
+        let slot = own_place(id, delivery.due_ms).filter(|_| event_in.is_some());
         let queue_key = match slot {
             Some(key) => key,
             None => queue_key(delivery.due_ms, trees.sequence()?),
@@ -366,11 +374,7 @@ impl<'a> EncodedDelivery<'a> {
         let mut state = DeliveryState::pending(delivery.event_id.clone(), received_at_ms);
         state.queue_key = Some(hex::encode(queue_key));
         state.event_in = event_in;
-        let state = encode(&state);
-        let (state, entry) = match slot {
-            Some(_) => (None, receipt::encode(id, &state)),
-            None => (Some(state), id.as_str().as_bytes().to_vec()),
-        };
+        let (state, entry) = filed(id, encode(&state), slot.is_some());
         Ok(EncodedDelivery {
             trees,
             delivery_id: id.as_str(),
@@ -379,5 +383,21 @@ impl<'a> EncodedDelivery<'a> {
             event,
             state,
         })
+    }
+}
+
+/// The queue key delivery `id`, due at `due_ms`, names ([`receipt`]), if
+/// it names one for that time.
+fn own_place(id: &DeliveryId, due_ms: i64) -> Option<[u8; 16]> {
+    receipt::key_of(id).filter(|key| queue_key_due_ms(key) == Some(due_ms.max(0)))
+}
+
+/// A queued delivery's state record and queue entry: filed as a receipt
+/// (no state record, the entry holding the state) under its own place, or
+/// the state record and an entry naming it.
+fn filed(id: &DeliveryId, state: Vec<u8>, own_place: bool) -> (Option<Vec<u8>>, Vec<u8>) {
+    match own_place {
+        true => (None, receipt::encode(id, &state)),
+        false => (Some(state), id.as_str().as_bytes().to_vec()),
     }
 }

@@ -266,14 +266,26 @@ impl TenantTrees {
     /// Marks the tenant dropped and removes all its keys.
     fn clear(&self) -> Result<()> {
         self.mark_dropped();
+        // A delivery filed in the queue has no state record: the queue
+        // names its event, so it is read before it goes.
+        let filed: Vec<sled::IVec> = self
+            .queue
+            .iter()
+            .filter_map(|entry| {
+                let filed = entry.map(|(_, value)| deliveries::receipt::filed_id(&value));
+                filed.transpose()
+            })
+            .collect::<sled::Result<_>>()?;
         // The queue first: an attempt that commits after it finds no entry
         // to claim and writes nothing.
         for space in [&self.queue, &self.dead] {
             space.clear()?;
         }
-        // The events are not one range: every one is named by a state key.
+        // The events are not one range: every one is named by a state key
+        // or by a filed delivery's queue entry.
         let states = self.state.iter().map(|entry| entry.map(|(id, _)| id));
-        self.events.remove_each(states)?;
+        self.events
+            .remove_each(states.chain(filed.into_iter().map(Ok)))?;
         for space in self.ranges() {
             space.clear()?;
         }

@@ -11,6 +11,7 @@
 //! retention, a dropped tenant) removes its redirects too.
 
 use super::{
+    deliveries,
     keyspace::Keyspace,
     records::{decode, encode, RedirectRecord},
     TenantTrees,
@@ -51,12 +52,14 @@ pub(super) fn record(
     redirect: &RedirectRecord,
 ) -> Result<()> {
     use sled::Transactional;
-    let (states, attempts): (&Keyspace, &Keyspace) = (&trees.state, &trees.attempts);
+    let (states, attempts, queue): (&Keyspace, &Keyspace, &Keyspace) =
+        (&trees.state, &trees.attempts, &trees.queue);
     let key = redirect_key(delivery_id, redirect);
     let value = encode(redirect);
-    (states.tree(), attempts.tree())
-        .transaction(|(state_view, attempt_view)| {
-            if states.tx(state_view).get(delivery_id.as_str())?.is_none() {
+    (states.tree(), attempts.tree(), queue.tree())
+        .transaction(|(state_view, attempt_view, queue_view)| {
+            let (state_view, queue_view) = (states.tx(state_view), queue.tx(queue_view));
+            if deliveries::tx_current(queue_view, state_view, delivery_id)?.is_none() {
                 return sled::transaction::abort(Error::NotFound(format!(
                     "delivery {delivery_id}"
                 )));

@@ -208,7 +208,7 @@ fn tx_state(states: TxKeyspace<'_>, delivery_id: &DeliveryId) -> TxResult<Option
 
 /// The state of a delivery as a transaction sees it: its state record, else
 /// the receipt its id names ([`receipt`]).
-fn tx_current(
+pub(super) fn tx_current(
     queue: TxKeyspace<'_>,
     states: TxKeyspace<'_>,
     delivery_id: &DeliveryId,

@@ -38,6 +38,13 @@ pub(in crate::store::sled) fn entry_id(value: &[u8]) -> DeliveryId {
     DeliveryId::new(String::from_utf8_lossy(id).into_owned())
 }
 
+/// The delivery id of a queue entry that is a receipt; `None` for an entry
+/// naming a delivery whose state record holds its state.
+pub(in crate::store::sled) fn filed_id(value: &[u8]) -> Option<IVec> {
+    let end = value.iter().position(|b| *b == b'\n')?;
+    Some(IVec::from(&value[..end]))
+}
+
 /// Whether a queue entry names `delivery_id`.
 pub(super) fn names(value: &[u8], delivery_id: &DeliveryId) -> bool {
     value.split(|b| *b == b'\n').next() == Some(delivery_id.as_str().as_bytes())
@@ -134,8 +141,7 @@ mod tests {
 
     /// The acknowledging commit files a listed copy as one insert: no state
     /// record, and a queue entry under the key its id names holding its id
-    /// and pending state. The default route's delivery is written as
-    /// before. What changes the copy writes its state record.
+    /// and pending state. What changes the copy writes its state record.
     #[tokio::test]
     async fn a_copy_is_one_queue_entry_until_it_changes() {
         let dir = tempfile::tempdir().unwrap();
@@ -145,8 +151,7 @@ mod tests {
         let (holder, copy) = (item.meta.delivery_id.clone(), item.copies[0].clone());
         let data = store.tenant(&acme).unwrap();
         assert_eq!(data.commit(item).await.unwrap(), CommitOutcome::Accepted);
-        let own = store.tenant_trees(&acme).unwrap();
-        assert!(own.state.get(holder.as_str()).unwrap().is_some());
+        assert!(data.state(&holder).unwrap().is_some());
         let audit = store.tenant_trees(&copy.scope).unwrap();
         let id = &copy.delivery_id;
         assert_eq!(audit.state.get(id.as_str()).unwrap(), None);
@@ -175,6 +180,8 @@ mod tests {
         assert!(!names(b"dlv_12\n{}", &id));
         assert_eq!(entry_id(b"dlv_1\n{}"), id);
         assert_eq!(entry_id(b"dlv_1"), id);
+        assert_eq!(filed_id(b"dlv_1\n{}").as_deref(), Some(&b"dlv_1"[..]));
+        assert_eq!(filed_id(b"dlv_1"), None);
         assert_eq!(state_in(b"dlv_1", &id).unwrap(), None);
         assert_eq!(state_in(b"dlv_12\n{}", &id).unwrap(), None);
     }
