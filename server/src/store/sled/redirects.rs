@@ -28,12 +28,6 @@ fn delivery_prefix(delivery_id: &DeliveryId) -> Vec<u8> {
     prefix
 }
 
-/// Whether a key under [`delivery_prefix`] is an attempt's (a 4-byte
-/// attempt number follows the prefix) rather than a redirect's.
-pub(super) fn is_attempt_key(delivery_id: &DeliveryId, key: &[u8]) -> bool {
-    key.len() == delivery_id.as_str().len() + 1 + 4
-}
-
 /// `delivery_id / 'r'`, the start time (big-endian) and the request id:
 /// a delivery's redirects sort by when they were sent.
 fn redirect_key(delivery_id: &DeliveryId, redirect: &RedirectRecord) -> Vec<u8> {

@@ -67,6 +67,13 @@ pub fn load_state(trees: &TenantTrees, delivery_id: &DeliveryId) -> Result<Optio
     }
 }
 
+/// Whether a key under a delivery's prefix in the attempts tree (its id and
+/// `/`) is an attempt's, a 4-byte attempt number after the prefix, rather
+/// than a redirect's ([`super::redirects`]).
+fn is_attempt_key(delivery_id: &DeliveryId, key: &[u8]) -> bool {
+    key.len() == delivery_id.as_str().len() + 1 + 4
+}
+
 /// Every attempt of a delivery, in order.
 pub fn load_attempts(trees: &TenantTrees, delivery_id: &DeliveryId) -> Result<Vec<AttemptRecord>> {
     let mut prefix = delivery_id.as_str().as_bytes().to_vec();
@@ -74,7 +81,7 @@ pub fn load_attempts(trees: &TenantTrees, delivery_id: &DeliveryId) -> Result<Ve
     let mut attempts = Vec::new();
     for kv in trees.attempts.scan_prefix(prefix) {
         let (key, value) = kv?;
-        if super::redirects::is_attempt_key(delivery_id, &key) {
+        if is_attempt_key(delivery_id, &key) {
             attempts.push(decode(&value)?);
         }
     }
