@@ -308,11 +308,7 @@ mod tests {
             format!("dlv_{}", ulid::Ulid::from_parts(1_000, 2)),
         ];
         {
-            let db = sled::Config::new()
-                .path(dir.path().join(LEGACY_DIR))
-                .segment_size(crate::store::sled::SEGMENT_SIZE)
-                .open()
-                .unwrap();
+            let db = old_db(dir.path());
             let old = db.open_tree(TENANT_FIRST_EVENTS).unwrap();
             for (tenant, id) in [("acme", &ids[0]), ("beta", &ids[1])] {
                 old.insert(format!("{tenant}/{id}"), event(id)).unwrap();
@@ -341,11 +337,7 @@ mod tests {
     fn old_per_tenant_trees_are_moved_into_the_shared_ones() {
         let dir = tempfile::tempdir().unwrap();
         {
-            let db = sled::Config::new()
-                .path(dir.path().join(LEGACY_DIR))
-                .segment_size(crate::store::sled::SEGMENT_SIZE)
-                .open()
-                .unwrap();
+            let db = old_db(dir.path());
             let state =
                 crate::store::records::DeliveryState::pending(crate::ids::EventId::new("evt_1"), 5);
             db.open_tree("t/acme/state")
@@ -384,16 +376,14 @@ mod tests {
         assert_eq!(other.gauges().queue_depth(), 1);
     }
 
-    /// The old layout's database. Without a flusher thread, which could
-    /// still hold the directory's lock for a moment after the last handle
-    /// is dropped, the migration can open it right after; the tests flush.
+    /// The old layout's database, without a flusher thread (the tests
+    /// flush), opened once sled's threads of its last opening let go.
     fn old_db(dir: &std::path::Path) -> sled::Db {
-        sled::Config::new()
+        let config = sled::Config::new()
             .path(dir.join(LEGACY_DIR))
             .segment_size(crate::store::sled::SEGMENT_SIZE)
-            .flush_every_ms(None)
-            .open()
-            .unwrap()
+            .flush_every_ms(None);
+        crate::store::sled::open_when_unlocked(&config).unwrap()
     }
 
     /// Writes one queue entry of tenant `acme` in the per-tenant layout.

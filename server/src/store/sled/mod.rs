@@ -468,9 +468,35 @@ fn recover(
 
 /// Opens the sled database at `path` with hookd's settings.
 fn open_db(path: &Path, cache_bytes: u64) -> Result<sled::Db> {
-    Ok(sled::Config::new()
+    let config = sled::Config::new()
         .path(path)
         .segment_size(SEGMENT_SIZE)
-        .cache_capacity(cache_bytes)
-        .open()?)
+        .cache_capacity(cache_bytes);
+    Ok(open_when_unlocked(&config)?)
+}
+
+/// How long opening a database waits for its file lock: sled's threads of
+/// a database just closed in this process (the one under `data_dir/sled`,
+/// upgraded before it is moved) let go of the file a moment after its last
+/// handle is dropped. A lock another process holds is refused after it.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Opens the database of `config`, waiting up to [`LOCK_WAIT`] while its
+/// file is locked.
+fn open_when_unlocked(config: &sled::Config) -> sled::Result<sled::Db> {
+    let deadline = std::time::Instant::now() + LOCK_WAIT;
+    loop {
+        match config.open() {
+            Err(e) if is_locked(&e) && std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            opened => return opened,
+        }
+    }
+}
+
+/// Whether sled refused to open a database because its file is locked
+/// (sled says so only in the error's text).
+fn is_locked(e: &sled::Error) -> bool {
+    matches!(e, sled::Error::Io(io) if io.to_string().starts_with("could not acquire lock"))
 }
