@@ -96,9 +96,19 @@ impl DeliveryId {
     /// random part. `None` for an id that is not `dlv_` and a ULID with
     /// that bit set.
     pub fn queue_slot(&self) -> Option<(i64, u64)> {
-        let ulid = ulid::Ulid::from_string(self.0.strip_prefix("dlv_")?).ok()?;
+        let ulid = self.ulid()?;
         let random = ulid.random();
         (random & SLOT_BIT != 0).then(|| (ulid.timestamp_ms() as i64, (random >> 16) as u64))
+    }
+
+    /// The time of a `dlv_` and ULID id (Unix ms).
+    pub fn time_ms(&self) -> Option<i64> {
+        Some(self.ulid()?.timestamp_ms() as i64)
+    }
+
+    /// The ULID of a `dlv_` id.
+    fn ulid(&self) -> Option<ulid::Ulid> {
+        ulid::Ulid::from_string(self.0.strip_prefix("dlv_")?).ok()
     }
 }
 

@@ -1,11 +1,11 @@
-//! A route's copy of an event, pending since it was received, is one queue
-//! entry and no state record: its id names the entry
-//! ([`DeliveryId::queue_slot`]), and the entry holds the id, a newline and
-//! the copy's state. The acknowledging commit then writes one insert per
-//! copy instead of two. Whatever changes the copy (its first attempt, a
-//! pull, an ack, its holder handing it the event) writes its state record
-//! as for any other delivery, and the state record is the copy's state from
-//! then on; every queue entry made after that holds only the id. Reading a
+//! A delivery pending since its event was received (the default route's,
+//! or a route's copy) is one queue entry and no state record: its id names
+//! the entry ([`DeliveryId::queue_slot`]), and the entry holds the id, a
+//! newline and the delivery's state. The acknowledging commit then writes
+//! one insert per route instead of two. Whatever changes the delivery (its
+//! first attempt, a pull, an ack, a copy's holder handing it the event)
+//! writes its state record, and the state record is its state from then
+//! on; every queue entry made after that holds only the id. Reading a
 //! delivery's state reads its state record, else the receipt its id names.
 
 use sled::IVec;
@@ -20,45 +20,48 @@ use crate::{
     },
 };
 
-/// The queue key a copy filed as a receipt is under.
+/// The queue key a delivery filed as a receipt is under.
 pub(in crate::store::sled) fn key_of(delivery_id: &DeliveryId) -> Option<[u8; 16]> {
     let (due_ms, seq) = delivery_id.queue_slot()?;
     Some(queue_key(due_ms, seq))
 }
 
-/// The queue entry of copy `delivery_id` filed as a receipt with `state`.
+/// The queue entry of `delivery_id` filed as a receipt with `state`.
 pub(in crate::store::sled) fn encode(delivery_id: &DeliveryId, state: &[u8]) -> Vec<u8> {
     [delivery_id.as_str().as_bytes(), b"\n", state].concat()
 }
 
-/// The delivery id a queue entry names (a receipt's, or a plain entry's
-/// whole value).
+/// A queue entry's two parts: the delivery id it names, and the state a
+/// receipt holds (`None` for an entry holding the id alone).
+fn parts(value: &[u8]) -> (&[u8], Option<&[u8]>) {
+    match value.iter().position(|b| *b == b'\n') {
+        Some(end) => (&value[..end], Some(&value[end + 1..])),
+        None => (value, None),
+    }
+}
+
+/// The delivery id a queue entry names.
 pub(in crate::store::sled) fn entry_id(value: &[u8]) -> DeliveryId {
-    let id = value.split(|b| *b == b'\n').next().unwrap_or_default();
-    DeliveryId::new(String::from_utf8_lossy(id).into_owned())
+    DeliveryId::new(String::from_utf8_lossy(parts(value).0).into_owned())
 }
 
 /// The delivery id of a queue entry that is a receipt; `None` for an entry
 /// naming a delivery whose state record holds its state.
 pub(in crate::store::sled) fn filed_id(value: &[u8]) -> Option<IVec> {
-    let end = value.iter().position(|b| *b == b'\n')?;
-    Some(IVec::from(&value[..end]))
+    let (id, state) = parts(value);
+    state.map(|_| IVec::from(id))
 }
 
 /// Whether a queue entry names `delivery_id`.
 pub(super) fn names(value: &[u8], delivery_id: &DeliveryId) -> bool {
-    value.split(|b| *b == b'\n').next() == Some(delivery_id.as_str().as_bytes())
+    parts(value).0 == delivery_id.as_str().as_bytes()
 }
 
 /// The state a receipt of `delivery_id` holds, if `value` is one.
 fn state_in(value: &[u8], delivery_id: &DeliveryId) -> Result<Option<DeliveryState>> {
-    let id = delivery_id.as_str().as_bytes();
-    match value
-        .strip_prefix(id)
-        .and_then(|rest| rest.strip_prefix(b"\n"))
-    {
-        Some(state) => decode(state).map(Some),
-        None => Ok(None),
+    match parts(value) {
+        (id, Some(state)) if id == delivery_id.as_str().as_bytes() => decode(state).map(Some),
+        _ => Ok(None),
     }
 }
 
@@ -87,7 +90,7 @@ pub(super) fn tx_load(
     }
 }
 
-/// The copies of `trees` filed as receipts with no state record, newest
+/// The deliveries of `trees` filed as receipts with no state record, newest
 /// first, with ids below `before`. Receipts are keyed by their ids' time
 /// and random part, so the queue holds them in id order; the other entries
 /// (retries, pulls hidden for a while) are passed over.
@@ -95,18 +98,14 @@ pub(in crate::store::sled) fn newest_first<'a>(
     trees: &'a TenantTrees,
     before: Option<&'a DeliveryId>,
 ) -> impl Iterator<Item = Result<(DeliveryId, DeliveryState)>> + 'a {
-    let below = before.and_then(time_ms).map(|ms| queue_key(ms + 1, 0));
+    let below = before
+        .and_then(DeliveryId::time_ms)
+        .map(|ms| queue_key(ms + 1, 0));
     trees
         .queue
         .range(None, below.as_ref().map(|k| &k[..]))
         .rev()
         .filter_map(move |entry| receipt_of(trees, entry, before).transpose())
-}
-
-/// The time of a `dlv_` ULID id.
-fn time_ms(delivery_id: &DeliveryId) -> Option<i64> {
-    let ulid = ulid::Ulid::from_string(delivery_id.as_str().strip_prefix("dlv_")?).ok()?;
-    Some(ulid.timestamp_ms() as i64)
 }
 
 /// A queue entry as an unwritten receipt below `before`, else `None`.
