@@ -61,10 +61,22 @@ pub fn load_event(trees: &TenantTrees, delivery_id: &DeliveryId) -> Result<Optio
 
 /// The state of a delivery.
 pub fn load_state(trees: &TenantTrees, delivery_id: &DeliveryId) -> Result<Option<DeliveryState>> {
-    match trees.state.get(delivery_id.as_str())? {
-        Some(value) => decode(&value).map(Some),
-        None => receipt::load(&trees.queue, delivery_id),
+    let record = || -> Result<Option<DeliveryState>> {
+        trees
+            .state
+            .get(delivery_id.as_str())?
+            .map(|value| decode(&value))
+            .transpose()
+    };
+    if let Some(state) = record()? {
+        return Ok(Some(state));
     }
+    if let Some(state) = receipt::load(&trees.queue, delivery_id)? {
+        return Ok(Some(state));
+    }
+    // Changed between the two reads: the transaction that took its receipt
+    // away wrote its state record (each read sees a transaction whole).
+    record()
 }
 
 /// Whether a key under a delivery's prefix in the attempts tree (its id and
