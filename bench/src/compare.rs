@@ -449,6 +449,7 @@ impl Run<'_> {
             p99_ms: r.delivery.latency_ms.p99,
             cpu_us: None,
             switches: None,
+            written: None,
         };
         let delivered_off = Base::mean(delivered(&before), delivered(&after));
         let figures = [

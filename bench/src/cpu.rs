@@ -1,8 +1,9 @@
-//! A server's CPU time and context switches per request while it was
-//! loaded, from Linux's `/proc`: in all and by thread name, so a figure
-//! says where a request's time went (the committer, the HTTP workers,
-//! sled's IO pool) and how often each thread slept and woke for it, not
-//! only how many requests a second the shared machine allowed.
+//! A server's CPU time, context switches and bytes written per request
+//! while it was loaded, from Linux's `/proc`: in all and by thread name,
+//! so a figure says where a request's time went (the committer, the HTTP
+//! workers, sled's IO pool), how often each thread slept and woke for it
+//! and how much each wrote to files for it, not only how many requests a
+//! second the shared machine allowed.
 
 use std::collections::BTreeMap;
 
@@ -37,6 +38,18 @@ pub fn status_switches(status: &str) -> Option<u64> {
     Some(field("voluntary_ctxt_switches")? + field("nonvoluntary_ctxt_switches")?)
 }
 
+/// The bytes passed to write calls (`wchar`) of one `/proc/.../io`: what a
+/// thread or process wrote to files and pipes, whether or not it reached
+/// the disk yet. A socket written with `send`, as the HTTP workers do, is
+/// not counted.
+pub fn io_written(io: &str) -> Option<u64> {
+    io.lines()
+        .find_map(|line| line.strip_prefix("wchar:"))?
+        .trim()
+        .parse()
+        .ok()
+}
+
 /// The group a thread is counted in: its name without a trailing
 /// `-<number>`, so a pool's threads (`sled-io-0`, `sled-io-1`) add up.
 fn group(comm: &str) -> &str {
@@ -46,13 +59,16 @@ fn group(comm: &str) -> &str {
     }
 }
 
-/// CPU ticks a process has used, in all (threads that ended included) and
-/// by thread group (threads alive when read), and the context switches of
-/// each group (Linux counts them per thread only, so a thread that ended
-/// takes its own with it).
+/// CPU ticks a process has used and bytes it has written, in all (threads
+/// that ended included) and by thread group (threads alive when read), and
+/// the context switches of each group (Linux counts them per thread only,
+/// so a thread that ended takes its own with it).
 #[derive(Debug)]
 pub struct Ticks {
     total: u64,
+    /// `None` where `/proc/PID/io` cannot be read (a kernel without task
+    /// IO accounting).
+    written: Option<u64>,
     threads: BTreeMap<String, Group>,
 }
 
@@ -61,15 +77,19 @@ pub struct Ticks {
 struct Group {
     ticks: u64,
     switches: u64,
+    written: u64,
 }
 
 impl Ticks {
-    /// Reads process `pid`'s ticks and context switches; `None` when its
-    /// `/proc` entry is gone or unreadable (not Linux). A thread that ends
-    /// while it is read is left out.
+    /// Reads process `pid`'s ticks, context switches and bytes written;
+    /// `None` when its `/proc` entry is gone or unreadable (not Linux). A
+    /// thread that ends while it is read is left out.
     pub fn of(pid: u32) -> Option<Ticks> {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
         let (_, total) = stat_ticks(&stat)?;
+        let written = std::fs::read_to_string(format!("/proc/{pid}/io"))
+            .ok()
+            .and_then(|io| io_written(&io));
         let mut threads = BTreeMap::new();
         for task in std::fs::read_dir(format!("/proc/{pid}/task"))
             .ok()?
@@ -83,26 +103,35 @@ impl Ticks {
                 let used: &mut Group = threads.entry(group(comm).to_owned()).or_default();
                 used.ticks += ticks;
                 used.switches += status_switches(&status).unwrap_or(0);
+                used.written += read("io").and_then(|io| io_written(&io)).unwrap_or(0);
             }
         }
-        Some(Ticks { total, threads })
+        Some(Ticks {
+            total,
+            written,
+            threads,
+        })
     }
 }
 
-/// CPU time and context switches per request between two readings, in
-/// all and by thread group.
+/// CPU time, context switches and bytes written per request between two
+/// readings, in all and by thread group.
 #[derive(Debug, Serialize)]
 pub struct CpuUse {
     /// Every thread's, microseconds per request.
     pub us_per_request: f64,
     /// Context switches per request of the threads alive at both readings.
     pub switches_per_request: f64,
-    /// By thread group, the largest CPU time first; groups under 1 µs and
-    /// 0.01 switches per request left out.
+    /// Bytes every thread passed to write calls per request ([`io_written`]);
+    /// `None` where they could not be read.
+    pub written_bytes_per_request: Option<f64>,
+    /// By thread group, the largest CPU time first; groups under 1 µs,
+    /// 0.01 switches and 1 byte written per request left out.
     pub threads: Vec<ThreadUse>,
 }
 
-/// One thread group's CPU time and context switches per request.
+/// One thread group's CPU time, context switches and bytes written per
+/// request.
 #[derive(Debug, Serialize)]
 pub struct ThreadUse {
     /// Its name (a pool's without the number).
@@ -111,6 +140,8 @@ pub struct ThreadUse {
     pub us_per_request: f64,
     /// Context switches per request.
     pub switches_per_request: f64,
+    /// Bytes passed to write calls per request.
+    pub written_bytes_per_request: f64,
 }
 
 impl CpuUse {
@@ -133,37 +164,61 @@ impl CpuUse {
                     switches_per_request: per_request(
                         now.switches.saturating_sub(earlier.switches),
                     ),
+                    written_bytes_per_request: per_request(
+                        now.written.saturating_sub(earlier.written),
+                    ),
                 }
             })
             .collect();
         let switches_per_request = threads.iter().map(|t| t.switches_per_request).sum();
-        threads.retain(|t| t.us_per_request >= 1.0 || t.switches_per_request >= 0.01);
+        threads.retain(|t| {
+            t.us_per_request >= 1.0
+                || t.switches_per_request >= 0.01
+                || t.written_bytes_per_request >= 1.0
+        });
         threads.sort_by(|a, b| b.us_per_request.total_cmp(&a.us_per_request));
         Some(CpuUse {
             us_per_request: us_per_request(after.total.saturating_sub(before.total)),
             switches_per_request,
+            written_bytes_per_request: before
+                .written
+                .zip(after.written)
+                .map(|(before, after)| per_request(after.saturating_sub(before))),
             threads,
         })
     }
 
-    /// Two lines: the CPU time in all, then by group; the context switches
-    /// in all, then by group (the same groups, in the same order).
+    /// Three lines: the CPU time in all, then by group; the context
+    /// switches in all, then by group; the bytes written in all, then by
+    /// the groups that wrote (the same groups, in the same order). The
+    /// third is left out where the bytes written could not be read.
     pub fn text(&self) -> String {
-        let groups = |figure: fn(&ThreadUse) -> String| -> String {
+        let groups = |figure: fn(&ThreadUse) -> Option<String>| -> String {
             let groups: Vec<String> = self
                 .threads
                 .iter()
-                .map(|t| format!("{} {}", t.name, figure(t)))
+                .filter_map(|t| Some(format!("{} {}", t.name, figure(t)?)))
                 .collect();
             groups.join(", ")
         };
-        format!(
+        let mut text = format!(
             "CPU per request {:.1} µs ({})\n  context switches per request {:.2} ({})",
             self.us_per_request,
-            groups(|t| format!("{:.0}", t.us_per_request)),
+            groups(|t| Some(format!("{:.0}", t.us_per_request))),
             self.switches_per_request,
-            groups(|t| format!("{:.2}", t.switches_per_request)),
-        )
+            groups(|t| Some(format!("{:.2}", t.switches_per_request))),
+        );
+        if let Some(written) = self.written_bytes_per_request {
+            text += &format!("\n  bytes written per request {written:.0}");
+            let writers = groups(|t| {
+                (t.written_bytes_per_request >= 1.0)
+                    .then(|| format!("{:.0}", t.written_bytes_per_request))
+            });
+            if !writers.is_empty() {
+                text += &format!(" ({writers})");
+            }
+        }
+        text
     }
 }
 
@@ -197,6 +252,15 @@ mod tests {
     }
 
     #[test]
+    fn an_io_file_gives_the_bytes_passed_to_write_calls() {
+        let io = "rchar: 10\nwchar: 8002\nsyscr: 1\nsyscw: 2\n\
+                  read_bytes: 0\nwrite_bytes: 4096\ncancelled_write_bytes: 0\n";
+        assert_eq!(io_written(io), Some(8002));
+        assert_eq!(io_written("rchar: 10\n"), None);
+        assert_eq!(io_written("wchar: lots\n"), None);
+    }
+
+    #[test]
     fn a_pool_is_counted_as_one_group() {
         assert_eq!(group("sled-io-12"), "sled-io");
         assert_eq!(group("hookd-committer"), "hookd-committer");
@@ -206,49 +270,89 @@ mod tests {
 
     #[test]
     fn use_per_request_is_the_difference_over_the_requests() {
-        let group = |ticks, switches| Group { ticks, switches };
+        let group = |ticks, switches, written| Group {
+            ticks,
+            switches,
+            written,
+        };
         let before = Ticks {
             total: 100,
+            written: Some(1_000_000),
             threads: BTreeMap::from([
-                ("committer".into(), group(40, 1_000)),
-                ("http".into(), group(50, 3_000)),
-                ("log".into(), group(1, 500)),
+                ("committer".into(), group(40, 1_000, 0)),
+                ("http".into(), group(50, 3_000, 0)),
+                ("log".into(), group(1, 500, 500_000)),
+                ("checkpoint".into(), group(0, 0, 100_000)),
             ]),
         };
         let after = Ticks {
             total: 400,
+            written: Some(21_000_000),
             threads: BTreeMap::from([
-                ("committer".into(), group(140, 6_000)),
-                ("http".into(), group(250, 13_000)),
-                ("log".into(), group(1, 3_000)),
-                ("late".into(), group(0, 60)),
+                ("committer".into(), group(140, 6_000, 0)),
+                ("http".into(), group(250, 13_000, 0)),
+                ("log".into(), group(1, 3_000, 18_500_000)),
+                ("checkpoint".into(), group(0, 0, 1_100_000)),
+                ("late".into(), group(0, 60, 0)),
             ]),
         };
         let used = CpuUse::between(&before, &after, 10_000).unwrap();
         // 300 ticks of 10 ms over 10,000 requests: 300 µs each.
         assert_eq!(used.us_per_request, 300.0);
         // 17,560 switches over 10,000 requests; `late`'s 60 count in all,
-        // but the group is left out of the list (under 0.01 and 1 µs).
+        // but the group is left out of the list (under 0.01, 1 µs and 1
+        // byte). `checkpoint` used no CPU and never switched, but wrote.
         assert!((used.switches_per_request - 1.756).abs() < 1e-9);
-        let groups: Vec<(&str, f64, f64)> = used
+        // 20 MB over 10,000 requests in all, threads that ended included.
+        assert_eq!(used.written_bytes_per_request, Some(2_000.0));
+        let groups: Vec<(&str, f64, f64, f64)> = used
             .threads
             .iter()
-            .map(|t| (t.name.as_str(), t.us_per_request, t.switches_per_request))
+            .map(|t| {
+                let name = t.name.as_str();
+                (
+                    name,
+                    t.us_per_request,
+                    t.switches_per_request,
+                    t.written_bytes_per_request,
+                )
+            })
             .collect();
         assert_eq!(
             groups,
             [
-                ("http", 200.0, 1.0),
-                ("committer", 100.0, 0.5),
-                ("log", 0.0, 0.25)
+                ("http", 200.0, 1.0, 0.0),
+                ("committer", 100.0, 0.5, 0.0),
+                ("checkpoint", 0.0, 0.0, 100.0),
+                ("log", 0.0, 0.25, 1_800.0),
             ]
         );
         assert_eq!(
             used.text(),
-            "CPU per request 300.0 µs (http 200, committer 100, log 0)\n  \
-             context switches per request 1.76 (http 1.00, committer 0.50, log 0.25)"
+            "CPU per request 300.0 µs (http 200, committer 100, checkpoint 0, log 0)\n  \
+             context switches per request 1.76 (http 1.00, committer 0.50, checkpoint 0.00, \
+             log 0.25)\n  \
+             bytes written per request 2000 (checkpoint 100, log 1800)"
         );
-        assert!(CpuUse::between(&before, &after, 0).is_none());
+        let unread = Ticks {
+            written: None,
+            ..after
+        };
+        let used = CpuUse::between(&before, &unread, 10_000).unwrap();
+        assert_eq!(used.written_bytes_per_request, None);
+        assert!(!used.text().contains("bytes written"), "{}", used.text());
+        let silent = Ticks {
+            written: Some(21_000_000),
+            threads: BTreeMap::from([("http".into(), group(250, 13_000, 0))]),
+            ..unread
+        };
+        let used = CpuUse::between(&before, &silent, 10_000).unwrap();
+        assert!(
+            used.text().ends_with("bytes written per request 2000"),
+            "{}",
+            used.text()
+        );
+        assert!(CpuUse::between(&before, &unread, 0).is_none());
     }
 
     #[test]
@@ -257,7 +361,14 @@ mod tests {
         assert!(!ticks.threads.is_empty());
         // A thread that slept has switched at least once.
         std::thread::sleep(std::time::Duration::from_millis(1));
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("written"), [0u8; 4096]).unwrap();
         let after = Ticks::of(std::process::id()).expect("own /proc entry");
         assert!(after.threads.values().map(|g| g.switches).sum::<u64>() > 0);
+        // This thread wrote 4 KiB to a file in between.
+        let (Some(before), Some(after)) = (ticks.written, after.written) else {
+            panic!("/proc/self/io unreadable");
+        };
+        assert!(after - before >= 4096, "{before} -> {after}");
     }
 }

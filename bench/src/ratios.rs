@@ -43,6 +43,11 @@ pub struct Figure {
     pub switches_per_request: Option<f64>,
     /// The same of the baseline run.
     pub baseline_switches_per_request: Option<f64>,
+    /// The bytes the server passed to write calls per request of the
+    /// figure's run (`None` where they were not read, as the CPU time).
+    pub written_bytes_per_request: Option<f64>,
+    /// The same of the baseline run.
+    pub baseline_written_bytes_per_request: Option<f64>,
     /// Requests of the figure's run not answered 2xx, or events not arrived.
     pub failures: u64,
 }
@@ -60,6 +65,8 @@ pub struct Base {
     pub cpu_us: Option<f64>,
     /// The server's context switches per request, if they were read.
     pub switches: Option<f64>,
+    /// The bytes the server wrote per request, if they were read.
+    pub written: Option<f64>,
 }
 
 impl Base {
@@ -71,6 +78,10 @@ impl Base {
             p99_ms: summary.latency_ms.p99,
             cpu_us: summary.cpu.as_ref().map(|c| c.us_per_request),
             switches: summary.cpu.as_ref().map(|c| c.switches_per_request),
+            written: summary
+                .cpu
+                .as_ref()
+                .and_then(|c| c.written_bytes_per_request),
         }
     }
 
@@ -82,6 +93,7 @@ impl Base {
             p99_ms: (a.p99_ms + b.p99_ms) / 2.0,
             cpu_us: a.cpu_us.zip(b.cpu_us).map(|(a, b)| (a + b) / 2.0),
             switches: a.switches.zip(b.switches).map(|(a, b)| (a + b) / 2.0),
+            written: a.written.zip(b.written).map(|(a, b)| (a + b) / 2.0),
         }
     }
 }
@@ -112,6 +124,8 @@ impl Figure {
             baseline_cpu_us_per_request: base.and_then(|b| b.cpu_us),
             switches_per_request: value.switches,
             baseline_switches_per_request: base.and_then(|b| b.switches),
+            written_bytes_per_request: value.written,
+            baseline_written_bytes_per_request: base.and_then(|b| b.written),
             failures,
         }
     }
@@ -145,6 +159,7 @@ impl Figure {
             p99_ms: d.arrival_ms.p99,
             cpu_us: None,
             switches: None,
+            written: None,
         };
         Figure::new(
             name,
@@ -166,6 +181,7 @@ impl Figure {
             p99_ms: d.latency_ms.p99,
             cpu_us: None,
             switches: None,
+            written: None,
         };
         let accepted = Base::of(&report.load);
         Figure::new(
@@ -178,6 +194,7 @@ impl Figure {
                 value: d.accepted_per_sec,
                 cpu_us: None,
                 switches: None,
+                written: None,
                 ..accepted
             }),
         )
@@ -232,7 +249,7 @@ impl Report {
     /// The table of every figure, then the skipped phases.
     pub fn text(&self) -> String {
         let mut out = format!(
-            "\nevery ratio, commit {}\n{:<28} {:>14} {:<12} {:>14}  {:<46} {:>7} {:>9} {:>9} {:>17} {:>22}\n",
+            "\nevery ratio, commit {}\n{:<28} {:>14} {:<12} {:>14}  {:<46} {:>7} {:>9} {:>9} {:>17} {:>22} {:>22}\n",
             self.commit.as_deref().unwrap_or("unknown"),
             "figure",
             "value",
@@ -244,10 +261,11 @@ impl Report {
             "p99 ms",
             "CPU µs/req (base)",
             "switches/req (base)",
+            "written B/req (base)",
         );
         for f in &self.figures {
             out += &format!(
-                "{:<28} {:>14.0} {:<12} {:>14} {:<46} {:>7} {:>9.3} {:>9.3} {:>17} {:>22}{}\n",
+                "{:<28} {:>14.0} {:<12} {:>14} {:<46} {:>7} {:>9.3} {:>9.3} {:>17} {:>22} {:>22}{}\n",
                 f.name,
                 f.value,
                 f.unit,
@@ -258,6 +276,11 @@ impl Report {
                 f.p99_ms,
                 per_request_column(f.cpu_us_per_request, f.baseline_cpu_us_per_request, 1),
                 per_request_column(f.switches_per_request, f.baseline_switches_per_request, 2),
+                per_request_column(
+                    f.written_bytes_per_request,
+                    f.baseline_written_bytes_per_request,
+                    0
+                ),
                 match f.failures {
                     0 => String::new(),
                     n => format!("  ({n} failures)"),
@@ -282,6 +305,7 @@ mod tests {
             p99_ms: 4.0,
             cpu_us: Some(value / 100.0),
             switches: Some(value / 40_000.0),
+            written: Some(value / 10.0),
         }
     }
 
@@ -342,6 +366,8 @@ mod tests {
             "baseline_cpu_us_per_request",
             "switches_per_request",
             "baseline_switches_per_request",
+            "written_bytes_per_request",
+            "baseline_written_bytes_per_request",
             "failures",
         ] {
             assert!(figure.get(key).is_some(), "{key} missing: {figure}");
@@ -354,6 +380,7 @@ mod tests {
         assert!(text.contains("commit 0123abc"), "{text}");
         assert!(text.contains("160.0 (900.0)"), "{text}");
         assert!(text.contains("0.40 (2.25)"), "{text}");
+        assert!(text.contains("1600 (9000)"), "{text}");
         assert!(
             text.contains("postgres: skipped (no --postgres-url)"),
             "{text}"
