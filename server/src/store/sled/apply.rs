@@ -303,7 +303,7 @@ impl<'a> Encoded<'a> {
         let (state, done_key) = delivery.received(&key);
         let (state, queue) = match done_key {
             None => {
-                let (state, entry) = filed(&meta.delivery_id, encode(&state), slot.is_some());
+                let (state, entry) = filed(&meta.delivery_id, &state, slot.as_ref());
                 (state, Some((key, entry)))
             }
             Some(_) => (Some(encode(&state)), None),
@@ -374,7 +374,7 @@ impl<'a> EncodedDelivery<'a> {
         let mut state = DeliveryState::pending(delivery.event_id.clone(), received_at_ms);
         state.queue_key = Some(hex::encode(queue_key));
         state.event_in = event_in;
-        let (state, entry) = filed(id, encode(&state), slot.is_some());
+        let (state, entry) = filed(id, &state, slot.as_ref());
         Ok(EncodedDelivery {
             trees,
             delivery_id: id.as_str(),
@@ -393,11 +393,16 @@ fn own_place(id: &DeliveryId, due_ms: i64) -> Option<[u8; 16]> {
 }
 
 /// A queued delivery's state record and queue entry: filed as a receipt
-/// (no state record, the entry holding the state) under its own place, or
-/// the state record and an entry naming it.
-fn filed(id: &DeliveryId, state: Vec<u8>, own_place: bool) -> (Option<Vec<u8>>, Vec<u8>) {
-    match own_place {
-        true => (None, receipt::encode(id, &state)),
-        false => (Some(state), id.as_str().as_bytes().to_vec()),
+/// (no state record, the entry holding the state) under its own place,
+/// when a receipt holds all of its state, or the state record and an entry
+/// naming it.
+fn filed(
+    id: &DeliveryId,
+    state: &DeliveryState,
+    own_place: Option<&[u8; 16]>,
+) -> (Option<Vec<u8>>, Vec<u8>) {
+    match own_place.filter(|key| receipt::holds(state, key)) {
+        Some(_) => (None, receipt::encode(id, state)),
+        None => (Some(encode(state)), id.as_str().as_bytes().to_vec()),
     }
 }

@@ -33,9 +33,12 @@ use crate::{
 /// delivery's (`deliveries/shared.rs`), which a hookd of layout 5 would
 /// not find, 7 a route's copy pending since receipt filed as one queue
 /// entry holding its state, with no state record (`deliveries/receipt.rs`),
-/// which a hookd of layout 6 would take for an unknown delivery.
+/// which a hookd of layout 6 would take for an unknown delivery, 8 such an
+/// entry holding only what its state holds beyond that of every delivery
+/// pending since receipt, which a hookd of layout 7 could not read (a
+/// layout-7 entry reads the same under layout 8, so nothing is moved).
 /// Recorded in the data dir once it is reached.
-pub(super) const LAYOUT: u32 = 7;
+pub(super) const LAYOUT: u32 = 8;
 /// The tree and key that record the layout of a data dir.
 const LAYOUT_TREE: &str = "hookd/layout";
 const LAYOUT_KEY: &str = "version";

@@ -1,24 +1,81 @@
 //! A delivery pending since its event was received (the default route's,
 //! or a route's copy) is one queue entry and no state record: its id names
 //! the entry ([`DeliveryId::queue_slot`]), and the entry holds the id, a
-//! newline and the delivery's state. The acknowledging commit then writes
-//! one insert per route instead of two. Whatever changes the delivery (its
+//! newline and what its state holds beyond that of every delivery pending
+//! since receipt ([`Held`]). The acknowledging commit then writes one
+//! insert per route instead of two. Whatever changes the delivery (its
 //! first attempt, a pull, an ack, a copy's holder handing it the event)
 //! writes its state record, and the state record is its state from then
 //! on; every queue entry made after that holds only the id. Reading a
 //! delivery's state reads its state record, else the receipt its id names.
 
+use serde::{Deserialize, Serialize};
 use sled::IVec;
 
 use super::{abort, TenantTrees, TxKeyspace, TxResult};
 use crate::{
     error::Result,
-    ids::DeliveryId,
+    ids::{DeliveryId, EventId},
     store::{
-        records::{decode, queue_key, DeliveryState},
+        records::{decode, encode as json, queue_key, DeliveryState, DeliveryStatus, RouteOutcome},
         sled::Keyspace,
     },
 };
+
+/// What a receipt holds of its delivery's state. The rest is the same for
+/// every delivery pending since receipt: no attempt yet, due when
+/// received, queued under the key its id names ([`state_of`] makes it
+/// again). Receipts of storage layout 7 held the whole state; read as
+/// this, they give the same state, since they held nothing else.
+#[derive(Serialize)]
+struct Held<'a> {
+    event_id: &'a EventId,
+    received_at_ms: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    event_in: Option<&'a str>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    routes: &'a [RouteOutcome],
+}
+
+/// [`Held`] as read back.
+#[derive(Deserialize)]
+struct Read {
+    event_id: EventId,
+    received_at_ms: i64,
+    #[serde(default)]
+    event_in: Option<String>,
+    #[serde(default)]
+    routes: Vec<RouteOutcome>,
+}
+
+/// The state of the delivery a receipt under `key` holds `read` of.
+fn state_of(read: Read, key: &[u8; 16]) -> DeliveryState {
+    let mut state = DeliveryState::pending(read.event_id, read.received_at_ms);
+    state.queue_key = Some(hex::encode(key));
+    state.event_in = read.event_in;
+    state.routes = read.routes;
+    state
+}
+
+/// Whether `state`, of a delivery queued under `key`, is all a receipt
+/// keeps: pending since receipt, nothing about it that [`Held`] leaves
+/// out. A delivery whose state is not is written with a state record.
+pub(in crate::store::sled) fn holds(state: &DeliveryState, key: &[u8; 16]) -> bool {
+    let mut queued = [0u8; 16];
+    let under_key = state
+        .queue_key
+        .as_deref()
+        .is_some_and(|hex| hex::decode_to_slice(hex, &mut queued).is_ok() && queued == *key);
+    under_key
+        && state.status == DeliveryStatus::Pending
+        && state.attempts == 0
+        && state.next_attempt_at_ms == Some(state.received_at_ms)
+        && state.last_error.is_none()
+        && state.last_status.is_none()
+        && state.finished_at_ms.is_none()
+        && state.redelivery_of.is_none()
+        && state.redelivered_as.is_none()
+}
 
 /// The queue key a delivery filed as a receipt is under.
 pub(in crate::store::sled) fn key_of(delivery_id: &DeliveryId) -> Option<[u8; 16]> {
@@ -26,9 +83,16 @@ pub(in crate::store::sled) fn key_of(delivery_id: &DeliveryId) -> Option<[u8; 16
     Some(queue_key(due_ms, seq))
 }
 
-/// The queue entry of `delivery_id` filed as a receipt with `state`.
-pub(in crate::store::sled) fn encode(delivery_id: &DeliveryId, state: &[u8]) -> Vec<u8> {
-    [delivery_id.as_str().as_bytes(), b"\n", state].concat()
+/// The queue entry of `delivery_id` filed as a receipt of `state` (which
+/// [`holds`] all of).
+pub(in crate::store::sled) fn encode(delivery_id: &DeliveryId, state: &DeliveryState) -> Vec<u8> {
+    let held = json(&Held {
+        event_id: &state.event_id,
+        received_at_ms: state.received_at_ms,
+        event_in: state.event_in.as_deref(),
+        routes: &state.routes,
+    });
+    [delivery_id.as_str().as_bytes(), b"\n", &held].concat()
 }
 
 /// A queue entry's two parts: the delivery id it names, and the state a
@@ -59,10 +123,13 @@ pub(super) fn names(value: &[u8], delivery_id: &DeliveryId) -> bool {
 
 /// The state a receipt of `delivery_id` holds, if `value` is one.
 fn state_in(value: &[u8], delivery_id: &DeliveryId) -> Result<Option<DeliveryState>> {
-    match parts(value) {
-        (id, Some(state)) if id == delivery_id.as_str().as_bytes() => decode(state).map(Some),
-        _ => Ok(None),
+    let (Some(key), (id, Some(held))) = (key_of(delivery_id), parts(value)) else {
+        return Ok(None);
+    };
+    if id != delivery_id.as_str().as_bytes() {
+        return Ok(None);
     }
+    Ok(Some(state_of(decode(held)?, &key)))
 }
 
 /// The state of `delivery_id` filed as a receipt in `queue`, if it is.
@@ -161,6 +228,14 @@ mod tests {
         let state = load(&audit.queue, id).unwrap().unwrap();
         assert_eq!(state.status, DeliveryStatus::Pending);
         assert_eq!(state.queue_key, Some(hex::encode(key)));
+        assert_eq!(state.next_attempt_at_ms, Some(state.received_at_ms));
+        assert!(state.event_in.is_some());
+        // The entry holds what is the copy's own, not what every pending
+        // delivery's state says.
+        let held = std::str::from_utf8(&value).unwrap();
+        for field in ["status", "attempts", "next_attempt_at_ms", "queue_key"] {
+            assert!(!held.contains(field), "{field} in {held}");
+        }
 
         let route = store.tenant(&copy.scope).unwrap();
         assert_eq!(route.ack(std::slice::from_ref(id), 5_000).unwrap(), 1);
@@ -168,6 +243,62 @@ mod tests {
         let recorded: DeliveryState = decode(&recorded).unwrap();
         assert_eq!(recorded.status, DeliveryStatus::Delivered);
         assert_eq!(audit.queue.get(key).unwrap(), None);
+    }
+
+    /// A delivery pending since receipt, as the acknowledging commit makes
+    /// it, under the queue key its id names.
+    fn pending(id: &DeliveryId) -> ([u8; 16], DeliveryState) {
+        let key = key_of(id).unwrap();
+        let mut state = DeliveryState::pending(EventId::new("evt_1"), id.time_ms().unwrap());
+        state.queue_key = Some(hex::encode(key));
+        state.event_in = Some("holder".into());
+        state.routes = vec![RouteOutcome {
+            route: "audit".into(),
+            delivery_id: Some(DeliveryId::new("dlv_2")),
+            filtered: false,
+        }];
+        (key, state)
+    }
+
+    /// What a receipt leaves out is made again on reading, so the state
+    /// reads back whole; and a receipt of storage layout 7, which held the
+    /// whole state, reads the same.
+    #[test]
+    fn a_receipt_reads_back_the_whole_state_and_so_does_a_layout_7_one() {
+        let id = DeliveryId::due_at(1_700_000_000_000);
+        let (key, state) = pending(&id);
+        assert!(holds(&state, &key));
+        let entry = encode(&id, &state);
+        assert_eq!(state_in(&entry, &id).unwrap(), Some(state.clone()));
+        let layout_7 = [id.as_str().as_bytes(), b"\n", &json(&state)].concat();
+        assert!(entry.len() + 80 < layout_7.len(), "{} against {}", entry.len(), layout_7.len());
+        assert_eq!(state_in(&layout_7, &id).unwrap(), Some(state));
+        assert!(state_in(&[id.as_str().as_bytes(), b"\n{}"].concat(), &id).is_err());
+    }
+
+    /// A state with anything a receipt leaves out is not filed as one.
+    #[test]
+    fn only_a_state_pending_since_receipt_under_its_own_key_is_held() {
+        let id = DeliveryId::due_at(1_700_000_000_000);
+        let (key, state) = pending(&id);
+        let changed: [fn(&mut DeliveryState); 10] = [
+            |s| s.status = DeliveryStatus::Delivered,
+            |s| s.attempts = 1,
+            |s| s.next_attempt_at_ms = Some(s.received_at_ms + 1),
+            |s| s.last_error = Some("refused".into()),
+            |s| s.last_status = Some(500),
+            |s| s.finished_at_ms = Some(1),
+            |s| s.redelivery_of = Some(DeliveryId::new("dlv_0")),
+            |s| s.redelivered_as = Some(DeliveryId::new("dlv_3")),
+            |s| s.queue_key = Some(hex::encode([0u8; 16])),
+            |s| s.queue_key = None,
+        ];
+        for change in changed {
+            let mut other = state.clone();
+            change(&mut other);
+            assert!(!holds(&other, &key), "{other:?}");
+        }
+        assert!(!holds(&state, &[0u8; 16]));
     }
 
     #[test]
