@@ -145,9 +145,22 @@ struct TenantMark {
     dropped: Arc<AtomicBool>,
 }
 
-/// One tenant's keyspaces in the shared trees.
+/// One tenant's keyspaces in the shared trees: a handle as cheap to clone
+/// as an `Arc`, which the acknowledging commit takes of the tenant and of
+/// each of its routes for every event.
 #[derive(Clone)]
-pub struct TenantTrees {
+pub struct TenantTrees(Arc<Keyspaces>);
+
+impl std::ops::Deref for TenantTrees {
+    type Target = Keyspaces;
+
+    fn deref(&self) -> &Keyspaces {
+        &self.0
+    }
+}
+
+/// What a [`TenantTrees`] handle holds.
+pub struct Keyspaces {
     tenant: TenantId,
     db: sled::Db,
     committer: Committer,
@@ -171,6 +184,9 @@ pub struct TenantTrees {
     dropped: Arc<AtomicBool>,
     /// The engine, for the trees of this tenant's other routes.
     store: SledStore,
+    /// The trees of this tenant's route scopes this handle was asked for,
+    /// kept until their scope is dropped.
+    routes: Mutex<HashMap<TenantId, TenantTrees>>,
 }
 
 impl TenantTrees {
@@ -179,7 +195,7 @@ impl TenantTrees {
         let prefix = keyspace::tenant_prefix(tenant);
         let space =
             |i: usize| Keyspace::new(shared.0[i].clone(), prefix.clone(), SHARED_TREES[i].layout);
-        TenantTrees {
+        TenantTrees(Arc::new(Keyspaces {
             tenant: tenant.clone(),
             db: db.clone(),
             committer: store.committer.clone(),
@@ -193,13 +209,21 @@ impl TenantTrees {
             gauges: mark.gauges.clone(),
             dropped: mark.dropped.clone(),
             store: store.clone(),
-        }
+            routes: Mutex::default(),
+        }))
     }
 
     /// The trees of route scope `scope` (of this tenant), in the same
-    /// shared trees, so one transaction writes both.
+    /// shared trees, so one transaction writes both: kept from an earlier
+    /// call unless the scope was dropped since, then asked of the engine.
     pub(super) fn route_trees(&self, scope: &TenantId) -> Result<TenantTrees> {
-        self.store.tenant_trees(scope)
+        let mut routes = self.routes.lock().expect("route trees lock");
+        if let Some(trees) = routes.get(scope).filter(|trees| !trees.is_dropped()) {
+            return Ok(trees.clone());
+        }
+        let trees = self.store.tenant_trees(scope)?;
+        routes.insert(scope.clone(), trees.clone());
+        Ok(trees)
     }
 
     /// The tenant these trees belong to.
@@ -354,16 +378,13 @@ impl SledStore {
         if let Some(mark) = marks.get(tenant) {
             return Ok(TenantTrees::new(self, tenant, mark));
         }
-        let mut trees = TenantTrees::new(self, tenant, &TenantMark::default());
-        let gauges = Arc::new(LiveCounts::count(&trees.queue, &trees.dead)?);
-        trees.gauges = gauges.clone();
-        marks.insert(
-            tenant.clone(),
-            TenantMark {
-                gauges,
-                dropped: trees.dropped.clone(),
-            },
-        );
+        let counting = TenantTrees::new(self, tenant, &TenantMark::default());
+        let mark = TenantMark {
+            gauges: Arc::new(LiveCounts::count(&counting.queue, &counting.dead)?),
+            dropped: counting.dropped.clone(),
+        };
+        let trees = TenantTrees::new(self, tenant, &mark);
+        marks.insert(tenant.clone(), mark);
         Ok(trees)
     }
 
@@ -499,4 +520,31 @@ fn open_when_unlocked(config: &sled::Config) -> sled::Result<sled::Db> {
 /// (sled says so only in the error's text).
 fn is_locked(e: &sled::Error) -> bool {
     matches!(e, sled::Error::Io(io) if io.to_string().starts_with("could not acquire lock"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tenant's handle keeps the trees of its routes, which the
+    /// acknowledging commit takes for every event, until the route is
+    /// dropped: then it asks the engine again, and the fresh handle takes
+    /// writes.
+    #[tokio::test]
+    async fn a_route_scope_is_kept_until_it_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, _committer) = SledStore::open(dir.path(), 64, false).unwrap();
+        let acme = TenantId::try_from("acme").unwrap();
+        let scope = acme.route_scope("audit");
+        let trees = store.tenant_trees(&acme).unwrap();
+        let first = trees.route_trees(&scope).unwrap();
+        assert!(Arc::ptr_eq(&first.0, &trees.route_trees(&scope).unwrap().0));
+
+        store.drop_tenant_trees(&scope).await.unwrap();
+        assert!(first.is_dropped());
+        let fresh = trees.route_trees(&scope).unwrap();
+        assert!(!fresh.is_dropped());
+        assert!(!Arc::ptr_eq(&first.0, &fresh.0));
+        assert!(Arc::ptr_eq(&fresh.0, &trees.route_trees(&scope).unwrap().0));
+    }
 }

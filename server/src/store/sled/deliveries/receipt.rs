@@ -271,7 +271,12 @@ mod tests {
         let entry = encode(&id, &state);
         assert_eq!(state_in(&entry, &id).unwrap(), Some(state.clone()));
         let layout_7 = [id.as_str().as_bytes(), b"\n", &json(&state)].concat();
-        assert!(entry.len() + 80 < layout_7.len(), "{} against {}", entry.len(), layout_7.len());
+        assert!(
+            entry.len() + 80 < layout_7.len(),
+            "{} against {}",
+            entry.len(),
+            layout_7.len()
+        );
         assert_eq!(state_in(&layout_7, &id).unwrap(), Some(state));
         assert!(state_in(&[id.as_str().as_bytes(), b"\n{}"].concat(), &id).is_err());
     }
