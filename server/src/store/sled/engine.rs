@@ -98,27 +98,17 @@ impl TenantData for TenantTrees {
         before: Option<&DeliveryId>,
         limit: usize,
     ) -> Result<Vec<(DeliveryId, DeliveryState)>> {
-        let records = self
-            .state
-            .range(None, before.map(|b| b.as_str().as_bytes()))
-            .rev()
-            .map(|entry| {
-                let (key, value) = entry?;
-                let id = DeliveryId::new(String::from_utf8_lossy(&key).into_owned());
-                Ok((id, decode::<DeliveryState>(&value)?))
-            });
-        let receipts = deliveries::receipt::newest_first(self, before);
-        let mut out = Vec::new();
-        for entry in newest_first(records, receipts) {
-            if out.len() >= limit {
-                break;
-            }
-            let (id, state) = entry?;
-            if status.is_none_or(|s| s == state.status) {
-                out.push((id, state));
-            }
-        }
-        Ok(out)
+        let first = newest_first(
+            self.state_records(None, before),
+            deliveries::receipt::newest_first(self, before),
+        );
+        let rescan = |from: Option<DeliveryId>| self.state_records(from, before);
+        listed(
+            first,
+            rescan,
+            |s| status.is_none_or(|w| w == s.status),
+            limit,
+        )
     }
 
     fn dead_letters(
@@ -224,6 +214,24 @@ impl TenantData for TenantTrees {
 }
 
 impl TenantTrees {
+    /// This tenant's state records with ids from `from` (inclusive) to
+    /// `before`, newest first.
+    fn state_records(
+        &self,
+        from: Option<DeliveryId>,
+        before: Option<&DeliveryId>,
+    ) -> impl Iterator<Item = Result<(DeliveryId, DeliveryState)>> + '_ {
+        let from = from.map(|id| id.as_str().as_bytes().to_vec());
+        self.state
+            .range(from.as_deref(), before.map(|b| b.as_str().as_bytes()))
+            .rev()
+            .map(|entry| {
+                let (key, value) = entry?;
+                let id = DeliveryId::new(String::from_utf8_lossy(&key).into_owned());
+                Ok((id, decode::<DeliveryState>(&value)?))
+            })
+    }
+
     /// What a change made to sled directly returned, once it is counted
     /// as one a round of attempts may have read before it is checkpointed
     /// (counted even when it failed: it may have changed something).
@@ -394,6 +402,50 @@ impl CatalogRows for SledRows {
     }
 }
 
+/// A page of at most `limit` deliveries newest first, those `wanted` of
+/// `first` (state records and receipts merged), read twice where needed.
+/// A delivery's first change turns its receipt into its state record in
+/// one transaction, so a listing that reads both while it happens can see
+/// it twice (kept once, as its state record says) or miss it: the state
+/// records were read past it before, the queue after. So the state records
+/// the page spans are read again once it is made (`rescan`, from its
+/// oldest id when it is full, else from the start): a delivery missed was
+/// changed while the page was read, and its record is there now. Records
+/// found then that the page holds replace them; a page grown past `limit`
+/// loses its oldest, which the next page lists.
+fn listed<F, R>(
+    first: impl Iterator<Item = Result<(DeliveryId, DeliveryState)>>,
+    rescan: F,
+    wanted: impl Fn(&DeliveryState) -> bool,
+    limit: usize,
+) -> Result<Vec<(DeliveryId, DeliveryState)>>
+where
+    F: FnOnce(Option<DeliveryId>) -> R,
+    R: Iterator<Item = Result<(DeliveryId, DeliveryState)>>,
+{
+    let mut page = std::collections::BTreeMap::new();
+    for entry in first {
+        if page.len() >= limit {
+            break;
+        }
+        let (id, state) = entry?;
+        if wanted(&state) {
+            page.insert(id, state);
+        }
+    }
+    let from = match page.len() >= limit {
+        true => page.keys().next().cloned(),
+        false => None,
+    };
+    for entry in rescan(from) {
+        let (id, state) = entry?;
+        if wanted(&state) {
+            page.insert(id, state);
+        }
+    }
+    Ok(page.into_iter().rev().take(limit).collect())
+}
+
 /// Two lists of deliveries, each newest first (ids descending), as one.
 /// An error ends the list after it.
 fn newest_first<I, J>(a: I, b: J) -> impl Iterator<Item = Result<(DeliveryId, DeliveryState)>>
@@ -414,4 +466,83 @@ where
             false => b.next(),
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::EventId;
+
+    type Listed = Result<(DeliveryId, DeliveryState)>;
+
+    fn delivery(n: u32, status: DeliveryStatus) -> (DeliveryId, DeliveryState) {
+        let mut state = DeliveryState::pending(EventId::new(format!("evt_{n}")), 1_000);
+        state.status = status;
+        (DeliveryId::new(format!("dlv_{n:02}")), state)
+    }
+
+    fn ids(page: &[(DeliveryId, DeliveryState)]) -> Vec<&str> {
+        page.iter().map(|(id, _)| id.as_str()).collect()
+    }
+
+    /// Delivery 5 changed while the page was read: its receipt went before
+    /// the queue was read there, its state record came after the records
+    /// were read past it. The second read of the records finds it.
+    #[test]
+    fn a_delivery_changed_while_a_page_is_read_is_listed_from_the_second_read() {
+        use DeliveryStatus::{Delivered, Pending};
+        let first: Vec<Listed> = [9, 7, 6, 3, 2].map(|n| Ok(delivery(n, Pending))).into();
+        let records =
+            [9, 7, 6, 5, 3, 2].map(|n| delivery(n, if n == 5 { Delivered } else { Pending }));
+        let mut asked = None;
+        let rescan = |from: Option<DeliveryId>| {
+            asked = Some(from.clone());
+            records
+                .clone()
+                .into_iter()
+                .filter(move |(id, _)| from.as_ref().is_none_or(|f| id >= f))
+                .map(Ok)
+        };
+        let page = listed(first.into_iter(), rescan, |_| true, 4).unwrap();
+        // A full page of four is read again from its oldest, delivery 3;
+        // delivery 5 joins it and pushes delivery 3 to the next page.
+        assert_eq!(asked, Some(Some(DeliveryId::new("dlv_03"))));
+        assert_eq!(ids(&page), ["dlv_09", "dlv_07", "dlv_06", "dlv_05"]);
+        assert_eq!(page[3].1.status, Delivered);
+    }
+
+    /// Delivery 5 read from its receipt and then from its state record is
+    /// listed once, as its record says; a page that is not full is read
+    /// again from the start, and what the filter refuses stays out.
+    #[test]
+    fn a_delivery_read_twice_is_listed_once_as_its_state_record_says() {
+        use DeliveryStatus::{Dead, Delivered, Pending};
+        let first: Vec<Listed> = vec![
+            Ok(delivery(7, Pending)),
+            Ok(delivery(5, Pending)),
+            Ok(delivery(5, Delivered)),
+            Ok(delivery(4, Dead)),
+        ];
+        let rescan = |from: Option<DeliveryId>| {
+            assert_eq!(from, None);
+            [
+                delivery(7, Pending),
+                delivery(5, Delivered),
+                delivery(4, Dead),
+            ]
+            .into_iter()
+            .map(Ok)
+        };
+        let wanted = |s: &DeliveryState| s.status != Dead;
+        let page = listed(first.into_iter(), rescan, wanted, 10).unwrap();
+        assert_eq!(ids(&page), ["dlv_07", "dlv_05"]);
+        assert_eq!(page[1].1.status, Delivered);
+    }
+
+    #[test]
+    fn an_error_ends_the_listing() {
+        let first: Vec<Listed> = vec![Err(Error::Corrupt("torn".into()))];
+        let rescan = |_: Option<DeliveryId>| std::iter::empty();
+        assert!(listed(first.into_iter(), rescan, |_| true, 10).is_err());
+    }
 }
