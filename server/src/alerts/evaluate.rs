@@ -29,6 +29,23 @@ use crate::{
 /// How often queue counts are read from storage, at most.
 const STORAGE_EVERY_MS: i64 = 15_000;
 
+/// How late a queue whose oldest pending delivery was due at `due_ms` is at
+/// `now`, in whole seconds: the backlog rule's reading.
+fn lag_secs(due_ms: i64, now: i64) -> u64 {
+    u64::try_from((now - due_ms).max(0) / 1000).unwrap_or_default()
+}
+
+/// Whether stepping the backlog rule (`rule`) for a queue whose oldest
+/// pending delivery was due at `oldest_due_ms` would find nothing to do at
+/// `now`, its condition being quiet: the queue is empty, its lag is below
+/// the threshold, or the rule is off. A queue's lag grows with the clock,
+/// but until it reaches the threshold its reading does not hold, so a
+/// tenant with a backlog is evaluated once its lag could open an alert,
+/// not at every tick.
+fn backlog_idle(rule: Rule, oldest_due_ms: Option<i64>, now: i64) -> bool {
+    oldest_due_ms.is_none_or(|due| !rule.enabled || lag_secs(due, now) < rule.threshold)
+}
+
 /// Evaluates every tenant's conditions until the task is dropped.
 pub async fn run(alerts: Alerts) {
     let clock = alerts.inner.registry.clock().clone();
@@ -402,9 +419,10 @@ fn measure(count: u64, rule: Rule) -> Measure {
 impl TenantState {
     /// True when evaluating the tenant at `now` could change nothing, so
     /// the evaluation is skipped: nothing counted since the last one, the
-    /// same routes and settings, no storage reading due and no queue whose
-    /// age grows with the clock, no expiring key, and every condition
-    /// quiet. Most tenants most of the time.
+    /// same routes and settings, no storage reading due, no queue late
+    /// enough for the backlog rule ([`backlog_idle`]), no expiring key,
+    /// and every condition quiet. Most tenants most of the time, a tenant
+    /// with a backlog too.
     fn quiet(&self, handle: &TenantHandle, now: i64) -> bool {
         let Some(seen) = &self.seen else {
             return false;
@@ -415,7 +433,13 @@ impl TenantState {
             && self
                 .storage_read_at
                 .is_some_and(|at| now - at < STORAGE_EVERY_MS)
-            && self.storage.iter().all(|(_, c)| c.oldest_due_ms.is_none())
+            && self.storage.iter().all(|(_, counts)| {
+                backlog_idle(
+                    self.settings.rules.get(AlertType::BacklogLagExceeded),
+                    counts.oldest_due_ms,
+                    now,
+                )
+            })
             && self.conditions.iter().all(|((kind, _), c)| {
                 *kind != AlertType::SecretPreviousExpiring
                     && c.is_quiet(now, self.settings.rules.get(*kind).window_ms)
@@ -527,9 +551,7 @@ fn readings(
             route.clone(),
             Level::AtLeast(counts.dead),
         ));
-        let lag = counts.oldest_due_ms.map_or(0, |due| {
-            u64::try_from((now - due).max(0) / 1000).unwrap_or_default()
-        });
+        let lag = counts.oldest_due_ms.map_or(0, |due| lag_secs(due, now));
         out.push((
             AlertType::BacklogLagExceeded,
             route.clone(),
@@ -537,4 +559,34 @@ fn readings(
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(enabled: bool, threshold: u64) -> Rule {
+        Rule {
+            enabled,
+            threshold,
+            window_ms: 60_000,
+            mode: FailingMode::FirstFailure,
+        }
+    }
+
+    /// A backlog is idle for the rule until its lag reaches the threshold
+    /// (the reading that would hold), and always when the rule is off.
+    #[test]
+    fn a_backlog_wakes_the_rule_once_its_lag_reaches_the_threshold() {
+        let (on, off, now) = (rule(true, 300), rule(false, 300), 1_000_000);
+        assert!(backlog_idle(on, None, now));
+        assert!(backlog_idle(on, Some(now - 299_999), now));
+        assert!(!backlog_idle(on, Some(now - 300_000), now));
+        assert!(!backlog_idle(on, Some(now - 3_600_000), now));
+        assert!(backlog_idle(off, Some(now - 3_600_000), now));
+        // Due in the future (a retry): no lag.
+        assert!(backlog_idle(on, Some(now + 5_000), now));
+        assert!(!backlog_idle(rule(true, 0), Some(now + 5_000), now));
+        assert_eq!(lag_secs(now - 299_999, now), 299);
+    }
 }
