@@ -72,6 +72,9 @@ pub(crate) struct TenantState {
     /// What its last evaluation read from; `None` before the first one and
     /// after its alert settings changed.
     seen: Option<Seen>,
+    /// Whether the evaluation under way has met its tenant running: the
+    /// states left unvisited at its end are dropped.
+    visited: bool,
 }
 
 /// What a tenant's evaluation read from: the version of its signals, its
@@ -141,27 +144,27 @@ impl Alerts {
     fn evaluate(&self, now: i64) -> Vec<Queued> {
         let handles = self.inner.registry.handles();
         let mut tenants = self.inner.tenants.lock().expect("alerts lock");
-        let running: HashMap<&TenantId, &Arc<Signals>> = handles
-            .iter()
-            .map(|h| (h.data().tenant(), &h.signals))
-            .collect();
-        tenants.retain(|id, state| {
-            let kept = running
-                .get(id)
-                .is_some_and(|signals| Arc::ptr_eq(signals, &state.incarnation));
-            if !kept {
-                state.uncount_open();
-            }
-            kept
-        });
         let mut queued = Vec::new();
         for handle in handles {
             let id = handle.data().tenant();
-            if tenants
-                .get(id)
-                .is_some_and(|state| state.quiet(&handle, now))
-            {
-                continue;
+            // A state is the running tenant's while it was read from the
+            // same signals; a tenant created again after a delete starts
+            // afresh.
+            let created_again = match tenants.get_mut(id) {
+                Some(state) if Arc::ptr_eq(&handle.signals, &state.incarnation) => {
+                    state.visited = true;
+                    if state.quiet(&handle, now) {
+                        continue;
+                    }
+                    false
+                }
+                Some(_) => true,
+                None => false,
+            };
+            if created_again {
+                if let Some(gone) = tenants.remove(id) {
+                    gone.uncount_open();
+                }
             }
             let id = id.clone();
             if !tenants.contains_key(&id) {
@@ -188,6 +191,14 @@ impl Alerts {
             self.resolve_gone(on, state, gone, now, &mut queued);
             state.seen = Some(seen);
         }
+        // The states no running tenant visited are of tenants gone.
+        tenants.retain(|_, state| {
+            let kept = std::mem::take(&mut state.visited);
+            if !kept {
+                state.uncount_open();
+            }
+            kept
+        });
         queued
     }
 
@@ -241,6 +252,7 @@ impl Alerts {
             storage: Vec::new(),
             storage_read_at: None,
             seen: None,
+            visited: true,
         })
     }
 
