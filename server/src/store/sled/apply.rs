@@ -295,15 +295,11 @@ impl<'a> Encoded<'a> {
             received_at_ms: meta.received_at_ms,
             event_id,
         };
-        let slot = own_place(&meta.delivery_id, delivery.due_ms);
-        let key = match slot {
-            Some(key) => key,
-            None => queue_key(delivery.due_ms, item.trees.sequence()?),
-        };
+        let (key, own) = place(&item.trees, &meta.delivery_id, delivery.due_ms, true)?;
         let (state, done_key) = delivery.received(&key);
         let (state, queue) = match done_key {
             None => {
-                let (state, entry) = filed(&meta.delivery_id, &state, slot.as_ref());
+                let (state, entry) = filed(&meta.delivery_id, &state, &key, own);
                 (state, Some((key, entry)))
             }
             Some(_) => (Some(encode(&state)), None),
@@ -365,16 +361,12 @@ impl<'a> EncodedDelivery<'a> {
         (event, event_in): (Option<Vec<u8>>, Option<String>),
         id: &'a DeliveryId,
     ) -> Result<EncodedDelivery<'a>> {
-        let slot = own_place(id, delivery.due_ms).filter(|_| event_in.is_some());
-        let queue_key = match slot {
-            Some(key) => key,
-            None => queue_key(delivery.due_ms, trees.sequence()?),
-        };
+        let (queue_key, own) = place(trees, id, delivery.due_ms, event_in.is_some())?;
         let received_at_ms = delivery.meta.received_at_ms;
         let mut state = DeliveryState::pending(delivery.event_id.clone(), received_at_ms);
         state.queue_key = Some(hex::encode(queue_key));
         state.event_in = event_in;
-        let (state, entry) = filed(id, &state, slot.as_ref());
+        let (state, entry) = filed(id, &state, &queue_key, own);
         Ok(EncodedDelivery {
             trees,
             delivery_id: id.as_str(),
@@ -386,23 +378,36 @@ impl<'a> EncodedDelivery<'a> {
     }
 }
 
-/// The queue key delivery `id`, due at `due_ms`, names ([`receipt`]), if
-/// it names one for that time.
-fn own_place(id: &DeliveryId, due_ms: i64) -> Option<[u8; 16]> {
-    receipt::key_of(id).filter(|key| queue_key_due_ms(key) == Some(due_ms.max(0)))
+/// Where new delivery `id`, due at `due_ms`, is queued, and whether that
+/// is its own place: the queue key its id names ([`receipt`]) when it may
+/// be filed there (`fileable`) and names one for that time, else the next
+/// key of `trees`' counter.
+fn place(
+    trees: &TenantTrees,
+    id: &DeliveryId,
+    due_ms: i64,
+    fileable: bool,
+) -> Result<([u8; 16], bool)> {
+    let own =
+        receipt::key_of(id).filter(|key| fileable && queue_key_due_ms(key) == Some(due_ms.max(0)));
+    match own {
+        Some(key) => Ok((key, true)),
+        None => Ok((queue_key(due_ms, trees.sequence()?), false)),
+    }
 }
 
 /// A queued delivery's state record and queue entry: filed as a receipt
-/// (no state record, the entry holding the state) under its own place,
-/// when a receipt holds all of its state, or the state record and an entry
-/// naming it.
+/// (no state record, the entry holding the state) under `key` when that is
+/// its own place and a receipt holds all of its state, or the state record
+/// and an entry naming it.
 fn filed(
     id: &DeliveryId,
     state: &DeliveryState,
-    own_place: Option<&[u8; 16]>,
+    key: &[u8; 16],
+    own: bool,
 ) -> (Option<Vec<u8>>, Vec<u8>) {
-    match own_place.filter(|key| receipt::holds(state, key)) {
-        Some(_) => (None, receipt::encode(id, state)),
-        None => (Some(encode(state)), id.as_str().as_bytes().to_vec()),
+    match own && receipt::holds(state, key) {
+        true => (None, receipt::encode(id, state)),
+        false => (Some(encode(state)), id.as_str().as_bytes().to_vec()),
     }
 }
