@@ -9,7 +9,8 @@
 //!   `--scale-runs` times in a row, the store growing, each run against
 //!   the one-tenant hookd of `unique`;
 //! - `routes`: hookd with `--routes` routes per tenant (the others pulled:
-//!   the fan-out in the acknowledging commit) against one route;
+//!   the fan-out in the acknowledging commit) against a one-route hookd
+//!   run beside it;
 //! - `forward`: delivered/s to a local sink against accepted/s, then
 //!   `forward_backlog`: a backlog accepted in pull mode drained after a
 //!   restart with a destination (forwarding alone), against the accepted/s
@@ -17,6 +18,11 @@
 //! - `postgres`: hookd on PostgreSQL (`--postgres-url`) against sled;
 //! - `features`: alerts (an operator sink, every rule on) and adaptive
 //!   concurrency on, against both off in the runs before and after.
+//!
+//! With `--rounds N`, `unique`, `duplicates` and `routes` run N rounds, each
+//! the figure's run and its baseline's back to back (the baseline first in
+//! the first round, second in the next, and so on), and the figure is the
+//! round with the median ratio; every round's ratio is printed with it.
 
 use std::{fmt::Write as _, net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
@@ -104,6 +110,11 @@ pub struct CompareArgs {
     /// every accepted event is written once per route in the acknowledging commit.
     #[arg(long, default_value_t = 3)]
     routes: usize,
+    /// Rounds of the `unique`, `duplicates` and `routes` phases (1..=21):
+    /// each runs the figure and its baseline back to back, in alternating
+    /// order, and the figure is the round with the median ratio.
+    #[arg(long, default_value_t = 1)]
+    rounds: usize,
     /// Tenants of the `tenants` phase.
     #[arg(long, default_value_t = 10_000)]
     scale_tenants: usize,
@@ -142,6 +153,9 @@ impl CompareArgs {
         }
         if self.scale_tenants == 0 || self.scale_runs == 0 || self.forward_tenants == 0 {
             bail!("--scale-tenants, --scale-runs and --forward-tenants must be at least 1");
+        }
+        if !(1..=21).contains(&self.rounds) {
+            bail!("--rounds must be between 1 and 21, got {}", self.rounds);
         }
         if self.forward_backlog == Some(0) {
             bail!("--forward-backlog must be at least 1");
@@ -245,18 +259,52 @@ impl Run<'_> {
         format!("hookd sled, {} tenant(s), 1 route", self.spec.tenants.len())
     }
 
-    /// The bare server and hookd under the same deliveries of `spec`.
-    async fn head_to_head(&self, spec: &PlanSpec) -> anyhow::Result<Comparison> {
+    /// The bare server and hookd under the same deliveries of `spec`, the
+    /// bare server measured first in even rounds and second in odd ones.
+    async fn head_to_head(&self, spec: &PlanSpec, round: usize) -> anyhow::Result<Comparison> {
         let hookd = servers::start_hookd(&self.hookd(spec.tenants.clone())).await?;
         let bare = servers::start_bare(self.args.workers)?;
         // Signed once both servers are up, so hookd's start does not age the timestamps.
         let plan = Arc::new(Plan::build(spec)?);
+        let hookd_first = round % 2 == 1;
+        let mut hookd_summary = None;
+        if hookd_first {
+            hookd_summary =
+                Some(measure_process("hookd", &plan, &self.at(hookd.addr), Some(&hookd)).await);
+        }
         let bare_summary = measure_process("bare", &plan, &self.at(bare.addr), Some(&bare)).await;
         bare.stop(Duration::from_secs(5));
-        let hookd_summary =
-            measure_process("hookd", &plan, &self.at(hookd.addr), Some(&hookd)).await;
+        let hookd_summary = match hookd_summary {
+            Some(summary) => summary,
+            None => measure_process("hookd", &plan, &self.at(hookd.addr), Some(&hookd)).await,
+        };
         hookd.stop(Duration::from_secs(30));
         Ok(Comparison::new(bare_summary, hookd_summary))
+    }
+
+    /// `--rounds` head-to-heads of `spec`, each printed; returns the median
+    /// round's comparison and its figure `name`, with every round's ratio.
+    async fn rounds_of(&self, name: &str, spec: &PlanSpec) -> anyhow::Result<(Comparison, Figure)> {
+        let mut comparisons = Vec::new();
+        let mut figures = Vec::new();
+        for round in 0..self.args.rounds {
+            self.say(&self.round_title(name, round));
+            let comparison = self.head_to_head(spec, round).await?;
+            self.say(&comparison.text());
+            let bare = Base::of(&comparison.bare);
+            figures.push(Figure::ingest(name, &comparison.hookd, "bare", Some(bare)));
+            comparisons.push(comparison);
+        }
+        let (median, figure) = Figure::median_round(figures).expect("at least one round");
+        Ok((comparisons.swap_remove(median), figure))
+    }
+
+    /// The heading of a round of figure `name`, when there are several.
+    fn round_title(&self, name: &str, round: usize) -> String {
+        match self.args.rounds {
+            1 => String::new(),
+            n => format!("{name}: round {} of {n}\n", round + 1),
+        }
     }
 
     /// One hookd started as `hookd` says, loaded once with `spec`.
@@ -282,16 +330,13 @@ impl Run<'_> {
     }
 
     async fn unique(&mut self) -> anyhow::Result<()> {
-        let comparison = self.head_to_head(&self.spec).await?;
-        self.say(&comparison.text());
         let name = if self.spec.dup_ratio == 0.0 {
             "unique"
         } else {
             "ingest"
         };
-        let bare = Base::of(&comparison.bare);
+        let (comparison, figure) = self.rounds_of(name, &self.spec).await?;
         self.one_route = Some(Base::of(&comparison.hookd));
-        let figure = Figure::ingest(name, &comparison.hookd, "bare", Some(bare));
         self.report.figures.push(figure);
         self.report.set_head_to_head(comparison);
         Ok(())
@@ -302,10 +347,7 @@ impl Run<'_> {
             dup_ratio: 1.0,
             ..self.spec.clone()
         };
-        let comparison = self.head_to_head(&spec).await?;
-        self.say(&comparison.text());
-        let bare = Base::of(&comparison.bare);
-        let figure = Figure::ingest("duplicates", &comparison.hookd, "bare", Some(bare));
+        let (_, figure) = self.rounds_of("duplicates", &spec).await?;
         self.report.figures.push(figure);
         Ok(())
     }
@@ -333,20 +375,37 @@ impl Run<'_> {
         Ok(())
     }
 
+    /// `--routes` routes against one, each round running both hookds back
+    /// to back (one route first in even rounds, second in odd ones).
     async fn routes(&mut self) -> anyhow::Result<()> {
         let routes = self.args.routes;
-        let hookd = HookdSpec {
+        let name = format!("routes_{routes}");
+        let one = self.hookd(self.spec.tenants.clone());
+        let several = HookdSpec {
             pulled_routes: routes - 1,
-            ..self.hookd(self.spec.tenants.clone())
+            ..one.clone()
         };
         let label = format!("hookd, {routes} routes");
-        let summary = self.single(&label, &hookd, &self.spec).await?;
-        let figure = Figure::ingest(
-            format!("routes_{routes}"),
-            &summary,
-            self.one_route_name(),
-            self.one_route,
-        );
+        let one_label = self.one_route_name();
+        let mut figures = Vec::new();
+        for round in 0..self.args.rounds {
+            self.say(&self.round_title(&name, round));
+            let (base, summary) = if round % 2 == 1 {
+                let summary = self.single(&label, &several, &self.spec).await?;
+                (self.single(&one_label, &one, &self.spec).await?, summary)
+            } else {
+                let base = self.single(&one_label, &one, &self.spec).await?;
+                (base, self.single(&label, &several, &self.spec).await?)
+            };
+            let baseline = format!("{one_label}, same round");
+            figures.push(Figure::ingest(
+                &name,
+                &summary,
+                baseline,
+                Some(Base::of(&base)),
+            ));
+        }
+        let (_, figure) = Figure::median_round(figures).expect("at least one round");
         self.report.figures.push(figure);
         Ok(())
     }

@@ -48,8 +48,13 @@ pub struct Figure {
     pub written_bytes_per_request: Option<f64>,
     /// The same of the baseline run.
     pub baseline_written_bytes_per_request: Option<f64>,
-    /// Requests of the figure's run not answered 2xx, or events not arrived.
+    /// Requests of the figure's run not answered 2xx, or events not arrived
+    /// (of every round's runs, for a figure of several rounds).
     pub failures: u64,
+    /// Every round's ratio in the order run, for a figure measured in
+    /// several rounds (`--rounds`); the figure is the median round's.
+    /// Empty for a figure of one run.
+    pub round_ratios: Vec<Option<f64>>,
 }
 
 /// A 2xx/s baseline: its figure and percentiles.
@@ -127,7 +132,31 @@ impl Figure {
             written_bytes_per_request: value.written,
             baseline_written_bytes_per_request: base.and_then(|b| b.written),
             failures,
+            round_ratios: Vec::new(),
         }
+    }
+
+    /// Of one figure measured in several rounds, each against its own
+    /// baseline, the round whose ratio is the median (the lower of the two
+    /// middle ones for an even count; a round without a ratio counts as the
+    /// lowest), with every round's ratio in the order run and every round's
+    /// failures. Returns the round's index too. `None` without rounds.
+    pub fn median_round(rounds: Vec<Figure>) -> Option<(usize, Figure)> {
+        let ratio = |f: &Figure| f.ratio.unwrap_or(f64::NEG_INFINITY);
+        let mut order: Vec<usize> = (0..rounds.len()).collect();
+        order.sort_by(|&a, &b| ratio(&rounds[a]).total_cmp(&ratio(&rounds[b])));
+        let median = *order.get(rounds.len().checked_sub(1)? / 2)?;
+        let failures = rounds.iter().map(|f| f.failures).sum();
+        let round_ratios = match rounds.len() {
+            1 => Vec::new(),
+            _ => rounds.iter().map(|f| f.ratio).collect(),
+        };
+        let figure = Figure {
+            failures,
+            round_ratios,
+            ..rounds.into_iter().nth(median)?
+        };
+        Some((median, figure))
     }
 
     /// A hookd load's 2xx/s against `base`.
@@ -287,6 +316,19 @@ impl Report {
                 },
             );
         }
+        for f in self.figures.iter().filter(|f| f.round_ratios.len() > 1) {
+            let ratios: Vec<String> = f
+                .round_ratios
+                .iter()
+                .map(|r| r.map_or("-".into(), |r| format!("{r:.3}")))
+                .collect();
+            out += &format!(
+                "{}: {} rounds, ratios {} in the order run; the row above is the median round's\n",
+                f.name,
+                f.round_ratios.len(),
+                ratios.join(" "),
+            );
+        }
         for s in &self.skipped {
             out += &format!("{}: skipped ({})\n", s.phase, s.reason);
         }
@@ -369,6 +411,7 @@ mod tests {
             "written_bytes_per_request",
             "baseline_written_bytes_per_request",
             "failures",
+            "round_ratios",
         ] {
             assert!(figure.get(key).is_some(), "{key} missing: {figure}");
         }
@@ -385,5 +428,80 @@ mod tests {
             text.contains("postgres: skipped (no --postgres-url)"),
             "{text}"
         );
+    }
+
+    fn round(value: f64, baseline: f64, failures: u64) -> Figure {
+        Figure::new(
+            "routes_3",
+            "2xx/s",
+            base(value),
+            failures,
+            "1 route",
+            Some(base(baseline)),
+        )
+    }
+
+    #[test]
+    fn several_rounds_give_the_median_round_with_every_ratio() {
+        let rounds = vec![
+            round(900.0, 1000.0, 0),
+            round(700.0, 1000.0, 2),
+            round(800.0, 1000.0, 0),
+            round(950.0, 1000.0, 1),
+            round(600.0, 1000.0, 0),
+        ];
+        let (index, figure) = Figure::median_round(rounds).unwrap();
+        assert_eq!(index, 2);
+        assert_eq!((figure.value, figure.ratio), (800.0, Some(0.8)));
+        assert_eq!(
+            figure.round_ratios,
+            [Some(0.9), Some(0.7), Some(0.8), Some(0.95), Some(0.6)]
+        );
+        assert_eq!(figure.failures, 3, "every round's failures count");
+        let report = Report {
+            figures: vec![figure],
+            ..Report::default()
+        };
+        let text = report.text();
+        assert!(
+            text.contains(
+                "routes_3: 5 rounds, ratios 0.900 0.700 0.800 0.950 0.600 in the order run"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn an_even_count_of_rounds_gives_the_lower_middle_one() {
+        let rounds = vec![
+            round(900.0, 1000.0, 0),
+            round(500.0, 1000.0, 0),
+            round(800.0, 1000.0, 0),
+            round(600.0, 1000.0, 0),
+        ];
+        let (index, figure) = Figure::median_round(rounds).unwrap();
+        assert_eq!((index, figure.ratio), (3, Some(0.6)));
+    }
+
+    #[test]
+    fn one_round_is_the_figure_as_it_was_and_a_round_without_ratio_is_lowest() {
+        let (index, one) = Figure::median_round(vec![round(900.0, 1000.0, 1)]).unwrap();
+        assert_eq!((index, one.ratio, one.failures), (0, Some(0.9), 1));
+        assert!(one.round_ratios.is_empty());
+        assert!(!Report {
+            figures: vec![one],
+            ..Report::default()
+        }
+        .text()
+        .contains("rounds"));
+        let rounds = vec![
+            round(900.0, 0.0, 0),
+            round(800.0, 1000.0, 0),
+            round(700.0, 1000.0, 0),
+        ];
+        let (index, figure) = Figure::median_round(rounds).unwrap();
+        assert_eq!((index, figure.ratio), (2, Some(0.7)));
+        assert_eq!(figure.round_ratios, [None, Some(0.8), Some(0.7)]);
+        assert!(Figure::median_round(Vec::new()).is_none());
     }
 }

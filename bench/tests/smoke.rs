@@ -186,6 +186,53 @@ fn compare_prints_every_ratio_in_one_run() {
     assert_eq!(count(&report["hookd"], "statuses", "202"), 40, "{report}");
 }
 
+/// With `--rounds 2`, each paired figure is the median of two rounds run
+/// in alternating order, with both rounds' ratios; `--rounds 0` is refused.
+#[test]
+fn compare_rounds_give_each_figure_every_rounds_ratio() {
+    let report = bench_json(
+        "compare",
+        &[
+            "--workers",
+            "2",
+            "--ready-timeout-secs",
+            "60",
+            "--count",
+            "30",
+            "-c",
+            "2",
+            "--phases",
+            "unique,routes",
+            "--rounds",
+            "2",
+        ],
+    );
+    assert_eq!(figures(&report), ["unique", "routes_3"], "{report}");
+    for figure in report["figures"].as_array().unwrap() {
+        let rounds = figure["round_ratios"].as_array().expect("round_ratios");
+        assert_eq!(rounds.len(), 2, "{figure}");
+        assert!(rounds.iter().all(|r| r.as_f64().unwrap() > 0.0), "{figure}");
+        assert!(rounds.contains(&figure["ratio"]), "{figure}");
+    }
+    assert!(
+        report["figures"][1]["baseline_name"]
+            .as_str()
+            .unwrap()
+            .ends_with("same round"),
+        "{report}"
+    );
+    let refused = Command::new(env!("CARGO_BIN_EXE_hookd-bench"))
+        .args(["compare", "--rounds", "0"])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("--rounds must be between 1 and 21"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+}
+
 /// A database of its own on the test server named by
 /// `HOOKD_TEST_POSTGRES_URL` (made with `psql`), or `None` to skip.
 fn postgres_database() -> Option<String> {
