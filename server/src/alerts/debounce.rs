@@ -72,15 +72,19 @@ pub struct Window {
 }
 
 impl Window {
-    /// True when, its total unchanged, the window would count nothing at
-    /// `now_ms` and keep as it is: at most one sample, of a total of 0 or as
-    /// old as the window.
-    pub fn settled(&self, now_ms: i64, window_ms: i64) -> bool {
-        self.samples.len() <= 1
-            && self
-                .samples
-                .front()
-                .is_none_or(|&(at, seen)| seen == 0 || at <= now_ms - window_ms)
+    /// From when, its total unchanged, the window would count nothing and
+    /// keep as it is: holding at most one sample, of a total of 0 (at once)
+    /// or once that sample is as old as the window. `None` while it holds
+    /// more: only counting again settles it.
+    pub fn settled_from(&self, window_ms: i64) -> Option<i64> {
+        match self.samples.len() {
+            0 => Some(i64::MIN),
+            1 => Some(match self.samples[0] {
+                (_, 0) => i64::MIN,
+                (at, _) => at.saturating_add(window_ms),
+            }),
+            _ => None,
+        }
     }
 
     /// Records `total` at `now_ms`; answers how many occurred within the
@@ -176,23 +180,35 @@ mod tests {
         assert_eq!(w.count(200_000, 12, WINDOW), 0);
     }
 
+    /// Whether `w` is settled at `now_ms`.
+    fn settled(w: &Window, now_ms: i64, window_ms: i64) -> bool {
+        w.settled_from(window_ms).is_some_and(|from| from <= now_ms)
+    }
+
     /// A window is settled once its last change is as old as the window:
     /// counting again, the total unchanged, gives 0 and keeps it as it is.
     #[test]
     fn a_window_settles_a_window_after_its_last_change() {
         let mut w = Window::default();
-        assert!(w.settled(0, WINDOW), "an empty window");
+        assert_eq!(w.settled_from(WINDOW), Some(i64::MIN));
+        assert!(settled(&w, 0, WINDOW), "an empty window");
         assert_eq!(w.count(0, 0, WINDOW), 0);
-        assert!(w.settled(1000, WINDOW), "nothing counted yet");
+        assert!(settled(&w, 1000, WINDOW), "nothing counted yet");
         w.count(1000, 3, WINDOW);
-        assert!(!w.settled(1000, WINDOW));
-        assert!(!w.settled(WINDOW, WINDOW), "the 3 still counts");
+        assert_eq!(
+            w.settled_from(WINDOW),
+            None,
+            "two samples: counting settles it"
+        );
+        assert!(!settled(&w, 1000, WINDOW));
+        assert!(!settled(&w, WINDOW, WINDOW), "the 3 still counts");
         assert_eq!(w.count(WINDOW + 1000, 3, WINDOW), 0);
-        assert!(w.settled(WINDOW + 1000, WINDOW));
+        assert_eq!(w.settled_from(WINDOW), Some(1000 + WINDOW));
+        assert!(settled(&w, WINDOW + 1000, WINDOW));
         assert_eq!(w.count(WINDOW + 2000, 3, WINDOW), 0);
-        assert!(w.settled(WINDOW + 2000, WINDOW));
+        assert!(settled(&w, WINDOW + 2000, WINDOW));
         w.count(WINDOW + 3000, 4, WINDOW);
-        assert!(!w.settled(WINDOW + 3000, WINDOW));
+        assert!(!settled(&w, WINDOW + 3000, WINDOW));
     }
 
     /// A quiet condition (its total unchanged, as for most tenants most of

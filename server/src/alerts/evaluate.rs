@@ -1,11 +1,21 @@
 //! The evaluator: a task on the server's clock that, every
-//! `alerts.evaluate_every_secs`, reads each running tenant's signals (and,
-//! every [`STORAGE_EVERY_MS`], its routes' queue counts and its keys),
-//! steps each condition's gate and, on a transition, stores the alert and
-//! queues one notification to each of the tenant's sinks. Off the ingest
-//! path: its storage work runs on the blocking pool.
+//! `alerts.evaluate_every_secs`, reads the running tenants that may have
+//! something new: those whose signals changed or that the registry
+//! started, changed or stopped since (the [`Touched`](super::Touched)
+//! list), and those whose own schedule is due (a storage reading every
+//! [`STORAGE_EVERY_MS`], a backlog about to reach its threshold, a window
+//! about to settle, an open alert, an expiring key). For each it steps each
+//! condition's gate
+//! and, on a transition, stores the alert and queues one notification to
+//! each of the tenant's sinks. A quiet tenant costs nothing until one of
+//! these comes. Off the ingest path: its storage work runs on the blocking
+//! pool.
 
-use std::{collections::HashMap, sync::Arc};
+use std::{
+    cmp::Reverse,
+    collections::{BinaryHeap, HashMap, HashSet},
+    sync::Arc,
+};
 
 use futures_util::future::BoxFuture;
 use hookd_proto::domain::AlertType;
@@ -35,15 +45,24 @@ fn lag_secs(due_ms: i64, now: i64) -> u64 {
     u64::try_from((now - due_ms).max(0) / 1000).unwrap_or_default()
 }
 
-/// Whether stepping the backlog rule (`rule`) for a queue whose oldest
-/// pending delivery was due at `oldest_due_ms` would find nothing to do at
-/// `now`, its condition being quiet: the queue is empty, its lag is below
-/// the threshold, or the rule is off. A queue's lag grows with the clock,
-/// but until it reaches the threshold its reading does not hold, so a
-/// tenant with a backlog is evaluated once its lag could open an alert,
-/// not at every tick.
-fn backlog_idle(rule: Rule, oldest_due_ms: Option<i64>, now: i64) -> bool {
-    oldest_due_ms.is_none_or(|due| !rule.enabled || lag_secs(due, now) < rule.threshold)
+/// From when stepping the backlog rule (`rule`) for a queue whose oldest
+/// pending delivery was due at `oldest_due_ms` could find something to do:
+/// once the queue's lag reaches the threshold (`i64::MAX`: never, the queue
+/// being empty or the rule off; `None`: at once, a threshold of 0). A
+/// queue's lag grows with the clock, but until it reaches the threshold its
+/// reading does not hold, so a tenant with a backlog is evaluated once its
+/// lag could open an alert, not at every tick.
+fn backlog_wakes_at(rule: Rule, oldest_due_ms: Option<i64>) -> Option<i64> {
+    match oldest_due_ms {
+        Some(_) if !rule.enabled => Some(i64::MAX),
+        None => Some(i64::MAX),
+        Some(_) if rule.threshold == 0 => None,
+        Some(due) => {
+            let threshold_ms =
+                i64::try_from(rule.threshold.saturating_mul(1000)).unwrap_or(i64::MAX);
+            Some(due.saturating_add(threshold_ms))
+        }
+    }
 }
 
 /// Evaluates every tenant's conditions until the task is dropped.
@@ -72,9 +91,75 @@ pub(crate) struct TenantState {
     /// What its last evaluation read from; `None` before the first one and
     /// after its alert settings changed.
     seen: Option<Seen>,
-    /// Whether the evaluation under way has met its tenant running: the
-    /// states left unvisited at its end are dropped.
-    visited: bool,
+    /// When it is next read unless it is touched first, while that is in
+    /// the [`Book`]'s schedule.
+    wakes_at: Option<i64>,
+}
+
+/// Every running tenant's conditions, and when each is read next.
+#[derive(Default)]
+pub(crate) struct Book {
+    states: HashMap<TenantId, TenantState>,
+    /// (when, tenant): an entry whose time is no longer its state's
+    /// `wakes_at` is stale and skipped.
+    schedule: BinaryHeap<Reverse<(i64, TenantId)>>,
+    /// Tenants whose state could not be loaded: tried again at each tick.
+    failed: HashSet<TenantId>,
+    /// Whether every running tenant was read once (at the first tick):
+    /// from then on only touched and scheduled ones are.
+    walked: bool,
+}
+
+impl Book {
+    /// Puts new alert settings in force for `tenant`; the next tick reads it.
+    pub(crate) fn reload(&mut self, tenant: &TenantId, settings: Resolved) {
+        if let Some(state) = self.states.get_mut(tenant) {
+            state.reload(settings);
+            state.wakes_at = Some(i64::MIN);
+            self.schedule.push(Reverse((i64::MIN, tenant.clone())));
+        }
+    }
+
+    /// The tenants whose schedule is due at `now`, taken off it.
+    fn due(&mut self, now: i64) -> Vec<TenantId> {
+        let mut due = Vec::new();
+        while self
+            .schedule
+            .peek()
+            .is_some_and(|Reverse((at, _))| *at <= now)
+        {
+            let Some(Reverse((at, id))) = self.schedule.pop() else {
+                break;
+            };
+            if let Some(state) = self.states.get_mut(&id).filter(|s| s.wakes_at == Some(at)) {
+                state.wakes_at = None;
+                due.push(id);
+            }
+        }
+        due
+    }
+
+    /// Schedules `id`'s next reading after one at `now`: when its quiet
+    /// ends, or at the next tick if it is not quiet.
+    fn schedule(&mut self, id: &TenantId, now: i64) {
+        let Some(state) = self.states.get_mut(id) else {
+            return;
+        };
+        let at = state.quiet_until(now).unwrap_or(now.saturating_add(1));
+        if state.wakes_at != Some(at) {
+            state.wakes_at = Some(at);
+            self.schedule.push(Reverse((at, id.clone())));
+        }
+    }
+
+    /// Drops the state of a tenant no longer running (deleted: its alerts
+    /// went with it).
+    fn forget(&mut self, id: &TenantId) {
+        self.failed.remove(id);
+        if let Some(gone) = self.states.remove(id) {
+            gone.uncount_open();
+        }
+    }
 }
 
 /// What a tenant's evaluation read from: the version of its signals, its
@@ -95,13 +180,14 @@ struct Condition {
 }
 
 impl Condition {
-    /// True when stepping it again, its reading unchanged, would do
-    /// nothing: no alert, a closed gate, not holding, a settled window.
-    fn is_quiet(&self, now: i64, window_ms: i64) -> bool {
-        self.alert.is_none()
-            && !self.gate.is_open()
-            && !self.holds
-            && self.window.settled(now, window_ms)
+    /// From when stepping it again, its reading unchanged, would do
+    /// nothing: no alert, a closed gate, not holding, a settled window
+    /// ([`Window::settled_from`]); `None` while one of them is not so.
+    fn quiet_from(&self, window_ms: i64) -> Option<i64> {
+        if self.alert.is_some() || self.gate.is_open() || self.holds {
+            return None;
+        }
+        self.window.settled_from(window_ms)
     }
 }
 
@@ -140,66 +226,79 @@ impl Alerts {
         }
     }
 
-    /// Steps every running tenant's conditions (blocks on storage).
+    /// Steps the conditions of every running tenant that may have
+    /// something new at `now` (blocks on storage): all of them at the first
+    /// tick, then the touched and the scheduled ones.
     fn evaluate(&self, now: i64) -> Vec<Queued> {
-        let handles = self.inner.registry.handles();
-        let mut tenants = self.inner.tenants.lock().expect("alerts lock");
+        let registry = &self.inner.registry;
+        let mut book = self.inner.tenants.lock().expect("alerts lock");
+        let touched = registry.touched().take();
+        let handles = if book.walked {
+            let mut ids: HashSet<TenantId> = touched.into_iter().collect();
+            ids.extend(book.failed.drain());
+            ids.extend(book.due(now));
+            let mut handles = Vec::with_capacity(ids.len());
+            for id in ids {
+                match registry.get(id.as_str()) {
+                    Some(handle) => handles.push(handle),
+                    None => book.forget(&id),
+                }
+            }
+            handles
+        } else {
+            book.walked = true;
+            registry.handles()
+        };
         let mut queued = Vec::new();
         for handle in handles {
-            let id = handle.data().tenant();
-            // A state is the running tenant's while it was read from the
-            // same signals; a tenant created again after a delete starts
-            // afresh.
-            let created_again = match tenants.get_mut(id) {
-                Some(state) if Arc::ptr_eq(&handle.signals, &state.incarnation) => {
-                    state.visited = true;
-                    if state.quiet(&handle, now) {
-                        continue;
-                    }
-                    false
-                }
-                Some(_) => true,
-                None => false,
-            };
-            if created_again {
-                if let Some(gone) = tenants.remove(id) {
-                    gone.uncount_open();
-                }
-            }
-            let id = id.clone();
-            if !tenants.contains_key(&id) {
-                match self.load(&id, &handle) {
-                    Ok(state) => tenants.insert(id.clone(), state),
-                    Err(e) => {
-                        tracing::error!(tenant = %id, error = %e, "loading the tenant's alerts failed");
-                        continue;
-                    }
-                };
-            }
-            let state = tenants.get_mut(&id).expect("inserted above");
-            let seen = Seen {
-                version: handle.signals.version(),
-                routes: handle.routes.clone(),
-                settings: handle.settings(),
-            };
-            let readings = readings(&handle, state, now);
-            let gone = state.gone(&readings);
-            let on = (&id, &handle.metrics);
-            for (kind, subject, level) in readings {
-                self.step(on, state, (kind, subject, level), now, &mut queued);
-            }
-            self.resolve_gone(on, state, gone, now, &mut queued);
-            state.seen = Some(seen);
+            self.visit(&mut book, &handle, now, &mut queued);
         }
-        // The states no running tenant visited are of tenants gone.
-        tenants.retain(|_, state| {
-            let kept = std::mem::take(&mut state.visited);
-            if !kept {
-                state.uncount_open();
-            }
-            kept
-        });
         queued
+    }
+
+    /// Reads one running tenant at `now` unless it is quiet, then
+    /// schedules its next reading.
+    fn visit(&self, book: &mut Book, handle: &TenantHandle, now: i64, queued: &mut Vec<Queued>) {
+        // Before anything is read: a change from now on lists it again.
+        handle.signals.visited();
+        let id = handle.data().tenant().clone();
+        // A state is the running tenant's while it was read from the same
+        // signals; a tenant created again after a delete starts afresh.
+        match book.states.get(&id) {
+            Some(state) if !Arc::ptr_eq(&handle.signals, &state.incarnation) => book.forget(&id),
+            Some(state) if state.quiet(handle, now) => {
+                book.schedule(&id, now);
+                return;
+            }
+            _ => {}
+        }
+        if !book.states.contains_key(&id) {
+            match self.load(&id, handle) {
+                Ok(state) => {
+                    book.states.insert(id.clone(), state);
+                }
+                Err(e) => {
+                    tracing::error!(tenant = %id, error = %e, "loading the tenant's alerts failed");
+                    book.failed.insert(id);
+                    return;
+                }
+            }
+        }
+        let state = book.states.get_mut(&id).expect("inserted above");
+        let seen = Seen {
+            version: handle.signals.version(),
+            routes: handle.routes.clone(),
+            settings: handle.settings(),
+        };
+        let readings = readings(handle, state, now);
+        let gone = state.gone(&readings);
+        let on = (&id, &handle.metrics);
+        for (kind, subject, level) in readings {
+            self.step(on, state, (kind, subject, level), now, queued);
+        }
+        self.resolve_gone(on, state, gone, now, queued);
+        state.seen = Some(seen);
+        book.schedule(&id, now);
     }
 
     /// Drops the conditions in `gone` and resolves their open alerts, at
@@ -252,7 +351,7 @@ impl Alerts {
             storage: Vec::new(),
             storage_read_at: None,
             seen: None,
-            visited: true,
+            wakes_at: None,
         })
     }
 
@@ -431,10 +530,9 @@ fn measure(count: u64, rule: Rule) -> Measure {
 impl TenantState {
     /// True when evaluating the tenant at `now` could change nothing, so
     /// the evaluation is skipped: nothing counted since the last one, the
-    /// same routes and settings, no storage reading due, no queue late
-    /// enough for the backlog rule ([`backlog_idle`]), no expiring key,
-    /// and every condition quiet. Most tenants most of the time, a tenant
-    /// with a backlog too.
+    /// same routes and settings, and quiet by the clock
+    /// ([`TenantState::quiet_until`]). Most tenants most of the time, a
+    /// tenant with a backlog too.
     fn quiet(&self, handle: &TenantHandle, now: i64) -> bool {
         let Some(seen) = &self.seen else {
             return false;
@@ -442,20 +540,29 @@ impl TenantState {
         seen.version == handle.signals.version()
             && Arc::ptr_eq(&seen.routes, &handle.routes)
             && Arc::ptr_eq(&seen.settings, &handle.settings())
-            && self
-                .storage_read_at
-                .is_some_and(|at| now - at < STORAGE_EVERY_MS)
-            && self.storage.iter().all(|(_, counts)| {
-                backlog_idle(
-                    self.settings.rules.get(AlertType::BacklogLagExceeded),
-                    counts.oldest_due_ms,
-                    now,
-                )
-            })
-            && self.conditions.iter().all(|((kind, _), c)| {
-                *kind != AlertType::SecretPreviousExpiring
-                    && c.is_quiet(now, self.settings.rules.get(*kind).window_ms)
-            })
+            && self.quiet_until(now).is_some()
+    }
+
+    /// Until when, nothing being counted meanwhile, evaluating the tenant
+    /// could change nothing: its next storage reading, the moment a queue's
+    /// lag could reach the backlog rule's threshold ([`backlog_wakes_at`]).
+    /// `None` when it is not quiet at `now`: a storage reading is due, a
+    /// condition is not quiet (an open alert, a gate open or a reading that
+    /// holds, a window yet to settle), or a key expires.
+    fn quiet_until(&self, now: i64) -> Option<i64> {
+        let mut until = self.storage_read_at?.saturating_add(STORAGE_EVERY_MS);
+        let backlog = self.settings.rules.get(AlertType::BacklogLagExceeded);
+        for (_, counts) in &self.storage {
+            until = until.min(backlog_wakes_at(backlog, counts.oldest_due_ms)?);
+        }
+        for ((kind, _), condition) in &self.conditions {
+            let window_ms = self.settings.rules.get(*kind).window_ms;
+            if *kind == AlertType::SecretPreviousExpiring || condition.quiet_from(window_ms)? > now
+            {
+                return None;
+            }
+        }
+        (now < until).then_some(until)
     }
 
     /// Puts new alert settings in force; the next evaluation reads the
@@ -588,9 +695,20 @@ mod tests {
 
     /// A backlog is idle for the rule until its lag reaches the threshold
     /// (the reading that would hold), and always when the rule is off.
+    /// Whether the backlog rule finds nothing to do at `now`.
+    fn backlog_idle(rule: Rule, oldest_due_ms: Option<i64>, now: i64) -> bool {
+        backlog_wakes_at(rule, oldest_due_ms).is_some_and(|at| now < at)
+    }
+
     #[test]
     fn a_backlog_wakes_the_rule_once_its_lag_reaches_the_threshold() {
         let (on, off, now) = (rule(true, 300), rule(false, 300), 1_000_000);
+        assert_eq!(backlog_wakes_at(on, Some(now)), Some(now + 300_000));
+        assert_eq!(backlog_wakes_at(off, Some(now)), Some(i64::MAX));
+        assert_eq!(
+            backlog_wakes_at(rule(true, u64::MAX), Some(now)),
+            Some(i64::MAX)
+        );
         assert!(backlog_idle(on, None, now));
         assert!(backlog_idle(on, Some(now - 299_999), now));
         assert!(!backlog_idle(on, Some(now - 300_000), now));
@@ -600,5 +718,141 @@ mod tests {
         assert!(backlog_idle(on, Some(now + 5_000), now));
         assert!(!backlog_idle(rule(true, 0), Some(now + 5_000), now));
         assert_eq!(lag_secs(now - 299_999, now), 299);
+    }
+
+    /// The state of a tenant `id` with one route whose queue's oldest
+    /// delivery was due at `oldest_due_ms`, read from storage at `read_at`,
+    /// nothing counted.
+    fn state(id: &TenantId, read_at: i64, oldest_due_ms: Option<i64>) -> TenantState {
+        let config = crate::config::Config::with_defaults(std::path::Path::new("/tmp"));
+        let metrics = crate::metrics::Metrics::new(&crate::metrics::tests::config(16));
+        TenantState {
+            incarnation: Arc::default(),
+            metrics: metrics.tenant(id),
+            settings: Resolved {
+                rules: crate::alerts::Rules::defaults(&config.alerts),
+                view: None,
+                sinks: Vec::new(),
+            },
+            conditions: HashMap::new(),
+            storage: vec![(
+                "default".to_owned(),
+                QueueCounts {
+                    depth: u64::from(oldest_due_ms.is_some()),
+                    dead: 0,
+                    oldest_due_ms,
+                },
+            )],
+            storage_read_at: Some(read_at),
+            seen: None,
+            wakes_at: None,
+        }
+    }
+
+    /// A quiet tenant is read again when its next storage reading is due
+    /// or its backlog could reach the rule's threshold, not at each tick;
+    /// one that is not quiet, at the next tick; a rescheduled or forgotten
+    /// one's old entry is skipped; reloaded settings make it due at once.
+    #[test]
+    fn a_quiet_tenant_is_read_again_only_when_its_schedule_comes() {
+        let (acme, now) = (TenantId::try_from("acme").unwrap(), 1_000_000);
+        let mut book = Book::default();
+        book.states.insert(acme.clone(), state(&acme, now, None));
+        book.schedule(&acme, now);
+        assert_eq!(book.states[&acme].wakes_at, Some(now + STORAGE_EVERY_MS));
+        assert!(book.due(now + STORAGE_EVERY_MS - 1).is_empty());
+        assert_eq!(
+            book.due(now + STORAGE_EVERY_MS),
+            std::slice::from_ref(&acme)
+        );
+        assert!(book.due(now + STORAGE_EVERY_MS).is_empty(), "taken off");
+
+        // A backlog: read again once its lag could reach the threshold.
+        let threshold_ms = {
+            let rule = book.states[&acme]
+                .settings
+                .rules
+                .get(AlertType::BacklogLagExceeded);
+            i64::try_from(rule.threshold).unwrap() * 1000
+        };
+        let due = now - threshold_ms + 2_000;
+        book.states
+            .insert(acme.clone(), state(&acme, now, Some(due)));
+        book.schedule(&acme, now);
+        assert_eq!(book.states[&acme].wakes_at, Some(now + 2_000));
+
+        // Rescheduled sooner (an open alert: at the next tick): the entry
+        // of the later time is skipped when it comes.
+        let open = Condition {
+            holds: true,
+            ..Condition::default()
+        };
+        let tenant = book.states.get_mut(&acme).unwrap();
+        tenant
+            .conditions
+            .insert((AlertType::RouteFailing, "default".into()), open);
+        assert_eq!(tenant.quiet_until(now), None);
+        book.schedule(&acme, now);
+        assert_eq!(book.due(now + 1), std::slice::from_ref(&acme));
+        assert!(
+            book.due(now + 2_000).is_empty(),
+            "the stale entry is skipped"
+        );
+
+        // Forgotten: its entries are skipped; reloaded: due at once.
+        book.schedule(&acme, now + 1);
+        book.forget(&acme);
+        assert!(book.due(i64::MAX).is_empty());
+        book.states.insert(acme.clone(), state(&acme, now, None));
+        let config = crate::config::Config::with_defaults(std::path::Path::new("/tmp"));
+        let resolved = Resolved {
+            rules: crate::alerts::Rules::defaults(&config.alerts),
+            view: None,
+            sinks: Vec::new(),
+        };
+        book.reload(&acme, resolved);
+        assert!(book.states[&acme].seen.is_none());
+        assert_eq!(book.due(now), [acme]);
+    }
+
+    /// A tenant is not quiet while a storage reading is due, a window is
+    /// yet to settle, or a previous key expires.
+    #[test]
+    fn a_tenant_is_quiet_until_its_first_reason_to_be_read() {
+        let (acme, now) = (TenantId::try_from("acme").unwrap(), 1_000_000);
+        let mut tenant = state(&acme, now, None);
+        assert_eq!(tenant.quiet_until(now), Some(now + STORAGE_EVERY_MS));
+        assert_eq!(tenant.quiet_until(now + STORAGE_EVERY_MS), None);
+        tenant.storage_read_at = None;
+        assert_eq!(tenant.quiet_until(now), None, "never read");
+        tenant.storage_read_at = Some(now);
+        let window_ms = tenant
+            .settings
+            .rules
+            .get(AlertType::VerificationFailureSpike)
+            .window_ms;
+        let mut counted = Condition::default();
+        counted.window.count(now - 1_000, 3, window_ms);
+        tenant.conditions.insert(
+            (AlertType::VerificationFailureSpike, String::new()),
+            counted,
+        );
+        assert_eq!(tenant.quiet_until(now), None, "its window has not settled");
+        assert_eq!(
+            tenant.quiet_until(now - 1_000 + window_ms),
+            None,
+            "a storage reading is due by then"
+        );
+        tenant.storage_read_at = Some(now - 1_000 + window_ms);
+        assert_eq!(
+            tenant.quiet_until(now - 1_000 + window_ms),
+            Some(now - 1_000 + window_ms + STORAGE_EVERY_MS),
+            "settled: quiet until the next reading"
+        );
+        tenant.conditions.insert(
+            (AlertType::SecretPreviousExpiring, "k1".into()),
+            Condition::default(),
+        );
+        assert_eq!(tenant.quiet_until(now - 1_000 + window_ms), None);
     }
 }

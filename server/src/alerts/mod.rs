@@ -28,11 +28,11 @@ pub use self::{
     evaluate::run,
     records::{AlertRecord, AlertRows, StoredSettings, StoredSink, StoredState, SINK_KID},
     rules::{RuleOverride, Rules},
-    signals::Signals,
+    signals::{Signals, Touched},
     sinks::SINK_NAMES,
 };
 use self::{
-    evaluate::TenantState,
+    evaluate::Book,
     sinks::{Sink, SinkDelivery, SinkHandle, OPERATOR_SINK, TENANT_SINK},
 };
 use crate::{
@@ -69,7 +69,7 @@ struct Inner {
     operator: Option<Sink>,
     config_tenants: HashMap<String, TenantAlertsConfig>,
     policy: Arc<AddressPolicy>,
-    tenants: Mutex<HashMap<TenantId, TenantState>>,
+    tenants: Mutex<Book>,
 }
 
 /// A tenant's alert settings as they run.
@@ -123,7 +123,7 @@ impl Alerts {
     /// Stops every sink's dispatcher (at shutdown, with the routes'):
     /// notifications in flight stay queued and are sent after a restart.
     pub fn stop_sinks(&self) {
-        self.inner.tenants.lock().expect("alerts lock").clear();
+        *self.inner.tenants.lock().expect("alerts lock") = Book::default();
     }
 
     /// The stored alerts.
@@ -164,10 +164,11 @@ impl Alerts {
     /// Puts the tenant's stored settings in force now (its sinks restart).
     pub fn reload(&self, tenant: &TenantId) -> Result<()> {
         let resolved = self.resolve(tenant, true)?;
-        let mut tenants = self.inner.tenants.lock().expect("alerts lock");
-        if let Some(state) = tenants.get_mut(tenant) {
-            state.reload(resolved);
-        }
+        self.inner
+            .tenants
+            .lock()
+            .expect("alerts lock")
+            .reload(tenant, resolved);
         Ok(())
     }
 

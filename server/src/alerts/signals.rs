@@ -1,19 +1,39 @@
 //! Where conditions arise: one tenant's occurrence counters. The ingest
-//! path only bumps an atomic (no lock, no allocation, no await); a route's
-//! dispatcher, off that path, counts per route under a short lock. The
-//! evaluator reads the totals at each tick.
+//! path bumps an atomic (no await; a lock and an allocation only for the
+//! first change after each evaluation of the tenant, which puts it on the
+//! evaluator's list); a route's dispatcher, off that path, counts per route
+//! under a short lock. The evaluator reads the totals of the tenants on its
+//! list at its next tick.
 
-use std::{
-    collections::HashMap,
-    sync::{
-        atomic::{AtomicU64, Ordering},
-        Mutex,
-    },
+use std::collections::HashMap;
+use std::sync::{
+    atomic::{AtomicBool, AtomicU64, Ordering},
+    Arc, Mutex,
 };
 
 use hookd_proto::domain::AlertType;
 
-use crate::store::lifecycle::Next;
+use crate::{ids::TenantId, store::lifecycle::Next};
+
+/// The tenants the evaluator must read at its next tick, whatever their
+/// schedule: their signals changed, or the registry started, changed or
+/// stopped them. Shared by the registry and every tenant's [`Signals`].
+#[derive(Debug, Default)]
+pub struct Touched {
+    ids: Mutex<Vec<TenantId>>,
+}
+
+impl Touched {
+    /// Puts `id` on the list.
+    pub fn touch(&self, id: &TenantId) {
+        self.ids.lock().expect("touched lock").push(id.clone());
+    }
+
+    /// The list so far, emptied.
+    pub(crate) fn take(&self) -> Vec<TenantId> {
+        std::mem::take(&mut *self.ids.lock().expect("touched lock"))
+    }
+}
 
 /// Position of a type in [`AlertType::ALL`].
 pub(crate) fn index(kind: AlertType) -> usize {
@@ -45,6 +65,11 @@ pub struct Signals {
     /// Counts every change, so the evaluator can tell a tenant with
     /// nothing new from one it must read again.
     changes: AtomicU64,
+    /// Whether the tenant is on the evaluator's list since a change.
+    listed: AtomicBool,
+    /// The tenant, and the list a change puts it on (none for signals no
+    /// evaluator reads).
+    list: Option<(TenantId, Arc<Touched>)>,
 }
 
 impl Default for Signals {
@@ -53,23 +78,52 @@ impl Default for Signals {
             tenant: std::array::from_fn(|_| AtomicU64::new(0)),
             routes: Mutex::default(),
             changes: AtomicU64::new(0),
+            listed: AtomicBool::new(false),
+            list: None,
         }
     }
 }
 
 impl Signals {
+    /// The signals of `tenant`, whose changes put it on `touched`.
+    pub fn of(tenant: TenantId, touched: Arc<Touched>) -> Self {
+        Signals {
+            list: Some((tenant, touched)),
+            ..Signals::default()
+        }
+    }
+
+    /// Counts a change, and puts the tenant on the evaluator's list unless
+    /// it is there since an earlier one. Sequentially consistent with
+    /// [`Signals::visited`] and [`Signals::version`]: a change the
+    /// evaluator's reading missed always lists the tenant again.
+    fn changed(&self) {
+        self.changes.fetch_add(1, Ordering::SeqCst);
+        if let Some((tenant, touched)) = &self.list {
+            if !self.listed.swap(true, Ordering::SeqCst) {
+                touched.touch(tenant);
+            }
+        }
+    }
+
+    /// Called by the evaluator before it reads the tenant: a change from
+    /// now on lists it again.
+    pub(crate) fn visited(&self) {
+        self.listed.store(false, Ordering::SeqCst);
+    }
+
     /// Counts one occurrence of a tenant-wide condition (a refused
     /// signature, a rate-limited or contract-rejected delivery, a refused
     /// handshake). Lock-free.
     pub fn bump(&self, kind: AlertType) {
         self.tenant[index(kind)].fetch_add(1, Ordering::Relaxed);
-        self.changes.fetch_add(1, Ordering::Release);
+        self.changed();
     }
 
     /// How many changes were counted so far: read before the totals, a
     /// version unchanged since means the totals did not change either.
     pub(crate) fn version(&self) -> u64 {
-        self.changes.load(Ordering::Acquire)
+        self.changes.load(Ordering::SeqCst)
     }
 
     /// The total of a tenant-wide condition.
@@ -104,7 +158,8 @@ impl Signals {
             Some(reading) => change(reading),
             None => change(routes.entry(route.to_owned()).or_default()),
         }
-        self.changes.fetch_add(1, Ordering::Release);
+        drop(routes);
+        self.changed();
     }
 
     /// Every route's reading, by name.
@@ -163,5 +218,29 @@ mod tests {
             signals.routes(),
         );
         assert_eq!(signals.version(), reported);
+    }
+
+    #[test]
+    fn a_change_lists_the_tenant_once_until_it_is_visited() {
+        let touched = Arc::new(Touched::default());
+        let acme = TenantId::try_from("acme").unwrap();
+        let signals = Signals::of(acme.clone(), touched.clone());
+        assert!(touched.take().is_empty());
+        signals.bump(AlertType::VerificationFailureSpike);
+        signals.outcome("orders", &Next::Delivered, false);
+        assert_eq!(
+            touched.take(),
+            std::slice::from_ref(&acme),
+            "listed once for two changes"
+        );
+        signals.bump(AlertType::HandshakeFailed);
+        assert!(touched.take().is_empty(), "still listed: not visited since");
+        signals.visited();
+        assert!(touched.take().is_empty(), "a visit lists nothing");
+        signals.outcome("orders", &Next::Delivered, false);
+        assert_eq!(touched.take(), [acme]);
+        let detached = Signals::default();
+        detached.bump(AlertType::IngestRateLimited);
+        assert_eq!(detached.total(AlertType::IngestRateLimited), 1);
     }
 }

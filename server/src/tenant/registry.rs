@@ -18,7 +18,7 @@ use super::{
     snapshot::Snapshot,
 };
 use crate::{
-    alerts::Signals,
+    alerts::{Signals, Touched},
     catalog::{self, contracts::ContractStore, follow::Tenants},
     clock::SharedClock,
     config::{ForwardSettings, RateLimitConfig, TenantSettings},
@@ -64,6 +64,9 @@ pub struct TenantHandle {
 #[derive(Clone)]
 pub struct Registry {
     tenants: Arc<RwLock<HashMap<TenantId, TenantHandle>>>,
+    /// The tenants started, changed or stopped, and those whose signals
+    /// changed, since the alert evaluator last read them.
+    touched: Arc<Touched>,
     /// Stored tenants that could not start, with why: their ingest answers
     /// 503 until an update fixes them or they are deleted.
     unavailable: Arc<RwLock<HashMap<String, String>>>,
@@ -100,6 +103,7 @@ impl Registry {
         telemetry.metrics().windows().begin(clock.now_ms());
         Registry {
             tenants: Arc::default(),
+            touched: Arc::default(),
             unavailable: Arc::default(),
             arbiters: Arc::new(arbiters),
             store,
@@ -194,9 +198,10 @@ impl Registry {
         let contracts = self.compiled_contracts(&settings, &TenantContracts::default(), None);
         let first = Snapshot::of(settings.clone(), Arc::new(contracts));
         let actor = Arc::new(ActorSlot::new(arbiter.clone(), first, parts));
-        let signals = self
-            .get(settings.id.as_str())
-            .map_or_else(Arc::default, |old| old.signals.clone());
+        let signals = self.get(settings.id.as_str()).map_or_else(
+            || Arc::new(Signals::of(settings.id.clone(), self.touched.clone())),
+            |old| old.signals.clone(),
+        );
         let dispatchers = self.dispatchers(&settings, &routes, &signals)?;
         let mut tenants = self.tenants.write().expect("registry lock");
         let rejection_budget = tenants.get(&settings.id).map_or_else(
@@ -216,6 +221,7 @@ impl Registry {
         };
         let old = tenants.insert(settings.id.clone(), handle);
         drop(tenants);
+        self.touched.touch(&settings.id);
         if let Some(old) = old {
             old.stop();
         }
@@ -344,10 +350,13 @@ impl Registry {
     pub fn reconfigure(&self, settings: TenantSettings) -> Result<()> {
         let handle = self.running(settings.id.as_str())?;
         let _one_at_a_time = self.changes.lock().unwrap_or_else(PoisonError::into_inner);
-        handle.actor.change(Change::Settings {
+        let id = settings.id.clone();
+        let changed = handle.actor.change(Change::Settings {
             settings: Arc::new(settings),
             contracts: None,
-        })
+        });
+        self.touched.touch(&id);
+        changed
     }
 
     /// New settings for a running tenant, in force for its next delivery:
@@ -369,6 +378,7 @@ impl Registry {
         }
         let dispatchers = self.dispatchers(&settings, &handle.routes, &handle.signals)?;
         let contracts = self.compiled_contracts(&settings, &handle.contracts(), None);
+        let id = settings.id.clone();
         let applied = handle.actor.change(Change::Settings {
             settings: Arc::new(settings),
             contracts: Some(contracts),
@@ -380,6 +390,7 @@ impl Registry {
         for old in old {
             old.abort();
         }
+        self.touched.touch(&id);
         applied
     }
 
@@ -408,7 +419,9 @@ impl Registry {
         let _one_at_a_time = self.changes.lock().unwrap_or_else(PoisonError::into_inner);
         let snapshot = handle.snapshot();
         let set = self.compiled_contracts(snapshot.settings(), snapshot.contracts(), fresh);
-        handle.actor.change(Change::Contracts(set))
+        let changed = handle.actor.change(Change::Contracts(set));
+        self.touched.touch(&snapshot.settings().id);
+        changed
     }
 
     /// The contracts in force for a running tenant.
@@ -423,6 +436,7 @@ impl Registry {
         let removed = self.tenants.write().expect("registry lock").remove(id);
         if let Some(handle) = &removed {
             handle.stop();
+            self.touched.touch(handle.data().tenant());
         }
         removed.is_some()
     }
@@ -538,6 +552,12 @@ impl Registry {
     /// The storage the tenants write to.
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// The tenants started, changed or stopped, and those whose signals
+    /// changed, since the alert evaluator last took them.
+    pub(crate) fn touched(&self) -> &Touched {
+        &self.touched
     }
 
     /// Every running tenant's handle.
