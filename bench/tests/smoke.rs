@@ -40,13 +40,19 @@ fn hookd_bin() -> PathBuf {
 /// Runs `hookd-bench compare --json` with `args`, its `unique` phase only
 /// (bare server and hookd side by side), and returns its JSON.
 fn compare(args: &[&str]) -> Value {
+    compare_phases("unique", args)
+}
+
+/// Runs `hookd-bench compare --json` with `args` and only `phases`
+/// (comma-separated), two HTTP workers, and returns its JSON.
+fn compare_phases(phases: &str, args: &[&str]) -> Value {
     let mut all = vec![
         "--workers",
         "2",
         "--ready-timeout-secs",
         "60",
         "--phases",
-        "unique",
+        phases,
     ];
     all.extend_from_slice(args);
     bench_json("compare", &all)
@@ -190,22 +196,9 @@ fn compare_prints_every_ratio_in_one_run() {
 /// in alternating order, with both rounds' ratios; `--rounds 0` is refused.
 #[test]
 fn compare_rounds_give_each_figure_every_rounds_ratio() {
-    let report = bench_json(
-        "compare",
-        &[
-            "--workers",
-            "2",
-            "--ready-timeout-secs",
-            "60",
-            "--count",
-            "30",
-            "-c",
-            "2",
-            "--phases",
-            "unique,routes",
-            "--rounds",
-            "2",
-        ],
+    let report = compare_phases(
+        "unique,routes",
+        &["--count", "30", "-c", "2", "--rounds", "2"],
     );
     assert_eq!(figures(&report), ["unique", "routes_3"], "{report}");
     for figure in report["figures"].as_array().unwrap() {
@@ -261,22 +254,9 @@ fn compare_measures_postgres_against_sled_when_given_a_url() {
         eprintln!("skipped: HOOKD_TEST_POSTGRES_URL is not set");
         return;
     };
-    let report = bench_json(
-        "compare",
-        &[
-            "--workers",
-            "2",
-            "--ready-timeout-secs",
-            "60",
-            "--count",
-            "30",
-            "-c",
-            "2",
-            "--phases",
-            "postgres,unique",
-            "--postgres-url",
-            &url,
-        ],
+    let report = compare_phases(
+        "postgres,unique",
+        &["--count", "30", "-c", "2", "--postgres-url", &url],
     );
     assert_eq!(figures(&report), ["unique", "postgres"], "{report}");
     assert!(report["skipped"].as_array().unwrap().is_empty(), "{report}");
