@@ -24,11 +24,14 @@
 //! the first round, second in the next, and so on), and the figure is the
 //! round with the median ratio; every round's ratio is printed with it.
 
-use std::{fmt::Write as _, net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
+use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
 use anyhow::bail;
 use clap::{Args, ValueEnum};
 
+mod configs;
+
+use self::configs::{alerts_off, alerts_on, postgres_config};
 use crate::{
     backlog,
     forward::{self, ForwardReport},
@@ -48,22 +51,6 @@ use crate::{
 /// Deliveries in the `forward_backlog` figure's backlog without
 /// `--forward-backlog` or `--count`.
 const DEFAULT_BACKLOG: usize = 60_000;
-/// The Standard Webhooks secret the operator's alert sink is given.
-const ALERT_SINK_SECRET: &str = "whsec_YWxlcnQtc2luay1zZWNyZXQtZm9yLWhvb2tkLWJlbmNo";
-/// Every alert type of `[alerts.rules]` (server/config.default.toml).
-const ALERT_TYPES: [&str; 10] = [
-    "route.failing",
-    "route.circuit_opened",
-    "deadletters.depth_exceeded",
-    "verification.failure_spike",
-    "ingest.rate_limited",
-    "contract.rejection_spike",
-    "secret.previous_expiring",
-    "backlog.lag_exceeded",
-    "transform.failing",
-    "handshake.failed",
-];
-
 /// One part of `compare`; they run in this order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
 pub enum Phase {
@@ -533,31 +520,6 @@ impl Run<'_> {
     }
 }
 
-/// hookd's storage on the PostgreSQL at `url`.
-fn postgres_config(url: &str) -> String {
-    format!("\n[storage]\nbackend = \"postgres\"\n\n[storage.postgres]\nurl = {url:?}\n")
-}
-
-/// Every alert rule off, no sink.
-fn alerts_off() -> String {
-    let mut out = String::new();
-    for name in ALERT_TYPES {
-        let _ = write!(out, "\n[alerts.rules.{name:?}]\nenabled = false\n");
-    }
-    out
-}
-
-/// Every alert rule on (the defaults) and the operator's sink at `url`.
-fn alerts_on(url: &str) -> String {
-    let mut out = format!(
-        "\n[alerts.sink]\nurl = {url:?}\nsecret = {ALERT_SINK_SECRET:?}\nformat = \"standard\"\n"
-    );
-    for name in ALERT_TYPES {
-        let _ = write!(out, "\n[alerts.rules.{name:?}]\nenabled = true\n");
-    }
-    out
-}
-
 /// `git rev-parse HEAD` of the current directory, if it is a git checkout.
 fn git_head() -> Option<String> {
     let output = std::process::Command::new("git")
@@ -641,19 +603,5 @@ mod tests {
             let err = parse(flags).unwrap().check().unwrap_err().to_string();
             assert!(err.contains(expected), "{flags:?}: {err}");
         }
-    }
-
-    #[test]
-    fn the_generated_configs_name_every_alert_type_and_the_store() {
-        let off = alerts_off();
-        assert_eq!(off.matches("enabled = false").count(), ALERT_TYPES.len());
-        assert!(off.contains("[alerts.rules.\"route.failing\"]"), "{off}");
-        assert!(!off.contains("[alerts.sink]"), "{off}");
-        let on = alerts_on("http://127.0.0.1:9/alerts");
-        assert_eq!(on.matches("enabled = true").count(), ALERT_TYPES.len());
-        assert!(on.contains("url = \"http://127.0.0.1:9/alerts\""), "{on}");
-        let pg = postgres_config("postgres://u@127.0.0.1/b");
-        assert!(pg.contains("backend = \"postgres\""), "{pg}");
-        assert!(pg.contains("url = \"postgres://u@127.0.0.1/b\""), "{pg}");
     }
 }
