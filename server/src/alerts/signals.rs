@@ -5,10 +5,12 @@
 //! under a short lock. The evaluator reads the totals of the tenants on its
 //! list at its next tick.
 
-use std::collections::HashMap;
-use std::sync::{
-    atomic::{AtomicBool, AtomicU64, Ordering},
-    Arc, Mutex,
+use std::{
+    collections::HashMap,
+    sync::{
+        atomic::{AtomicBool, AtomicU64, Ordering},
+        Arc, Mutex,
+    },
 };
 
 use hookd_proto::domain::AlertType;
@@ -114,7 +116,8 @@ impl Signals {
 
     /// Counts one occurrence of a tenant-wide condition (a refused
     /// signature, a rate-limited or contract-rejected delivery, a refused
-    /// handshake). Lock-free.
+    /// handshake). Lock-free but for the first change after each reading
+    /// of the tenant, which puts it on the evaluator's list.
     pub fn bump(&self, kind: AlertType) {
         self.tenant[index(kind)].fetch_add(1, Ordering::Relaxed);
         self.changed();
