@@ -5,11 +5,10 @@
 //! list), and those whose own schedule is due (a storage reading every
 //! [`STORAGE_EVERY_MS`], a backlog about to reach its threshold, a window
 //! about to settle, an open alert, an expiring key). For each it steps each
-//! condition's gate
-//! and, on a transition, stores the alert and queues one notification to
-//! each of the tenant's sinks. A quiet tenant costs nothing until one of
-//! these comes. Off the ingest path: its storage work runs on the blocking
-//! pool.
+//! condition's gate and, on a transition, stores the alert and queues one
+//! notification to each of the tenant's sinks. A quiet tenant costs nothing
+//! until one of these comes. Off the ingest path: its storage work runs on
+//! the blocking pool.
 
 mod schedule;
 
