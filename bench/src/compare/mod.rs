@@ -24,12 +24,12 @@
 //! the first round, second in the next, and so on), and the figure is the
 //! round with the median ratio; every round's ratio is printed with it.
 
+mod configs;
+
 use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
 use anyhow::bail;
 use clap::{Args, ValueEnum};
-
-mod configs;
 
 use self::configs::{alerts_off, alerts_on, postgres_config};
 use crate::{
@@ -51,6 +51,7 @@ use crate::{
 /// Deliveries in the `forward_backlog` figure's backlog without
 /// `--forward-backlog` or `--count`.
 const DEFAULT_BACKLOG: usize = 60_000;
+
 /// One part of `compare`; they run in this order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
 pub enum Phase {
@@ -253,18 +254,14 @@ impl Run<'_> {
         let bare = servers::start_bare(self.args.workers)?;
         // Signed once both servers are up, so hookd's start does not age the timestamps.
         let plan = Arc::new(Plan::build(spec)?);
-        let hookd_first = round % 2 == 1;
-        let mut hookd_summary = None;
-        if hookd_first {
-            hookd_summary =
-                Some(measure_process("hookd", &plan, &self.at(hookd.addr), Some(&hookd)).await);
-        }
-        let bare_summary = measure_process("bare", &plan, &self.at(bare.addr), Some(&bare)).await;
-        bare.stop(Duration::from_secs(5));
-        let hookd_summary = match hookd_summary {
-            Some(summary) => summary,
-            None => measure_process("hookd", &plan, &self.at(hookd.addr), Some(&hookd)).await,
+        let bare_run = async {
+            let summary = measure_process("bare", &plan, &self.at(bare.addr), Some(&bare)).await;
+            bare.stop(Duration::from_secs(5));
+            summary
         };
+        let hookd_opts = self.at(hookd.addr);
+        let hookd_run = measure_process("hookd", &plan, &hookd_opts, Some(&hookd));
+        let (bare_summary, hookd_summary) = in_round_order(round, bare_run, hookd_run).await;
         hookd.stop(Duration::from_secs(30));
         Ok(Comparison::new(bare_summary, hookd_summary))
     }
@@ -377,13 +374,13 @@ impl Run<'_> {
         let mut figures = Vec::new();
         for round in 0..self.args.rounds {
             self.say(&self.round_title(&name, round));
-            let (base, summary) = if round % 2 == 1 {
-                let summary = self.single(&label, &several, &self.spec).await?;
-                (self.single(&one_label, &one, &self.spec).await?, summary)
-            } else {
-                let base = self.single(&one_label, &one, &self.spec).await?;
-                (base, self.single(&label, &several, &self.spec).await?)
-            };
+            let (base, summary) = in_round_order(
+                round,
+                self.single(&one_label, &one, &self.spec),
+                self.single(&label, &several, &self.spec),
+            )
+            .await;
+            let (base, summary) = (base?, summary?);
             let baseline = format!("{one_label}, same round");
             figures.push(Figure::ingest(
                 &name,
@@ -520,6 +517,22 @@ impl Run<'_> {
     }
 }
 
+/// Runs `baseline` and `figure` one after the other: the baseline first
+/// in even rounds, second in odd ones. Returns (baseline, figure).
+async fn in_round_order<T>(
+    round: usize,
+    baseline: impl std::future::Future<Output = T>,
+    figure: impl std::future::Future<Output = T>,
+) -> (T, T) {
+    if round % 2 == 1 {
+        let figure = figure.await;
+        (baseline.await, figure)
+    } else {
+        let baseline = baseline.await;
+        (baseline, figure.await)
+    }
+}
+
 /// `git rev-parse HEAD` of the current directory, if it is a git checkout.
 fn git_head() -> Option<String> {
     let output = std::process::Command::new("git")
@@ -602,6 +615,28 @@ mod tests {
         ] {
             let err = parse(flags).unwrap().check().unwrap_err().to_string();
             assert!(err.contains(expected), "{flags:?}: {err}");
+        }
+    }
+
+    /// The baseline runs first in even rounds and second in odd ones; the
+    /// answer is (baseline, figure) either way.
+    #[test]
+    fn rounds_alternate_which_side_runs_first() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        for (round, first) in [(0, "baseline"), (1, "figure"), (2, "baseline")] {
+            let order = std::cell::RefCell::new(Vec::new());
+            let side = |name: &'static str| {
+                let order = &order;
+                async move {
+                    order.borrow_mut().push(name);
+                    name
+                }
+            };
+            let answer = runtime.block_on(in_round_order(round, side("baseline"), side("figure")));
+            assert_eq!(answer, ("baseline", "figure"));
+            assert_eq!(order.borrow()[0], first, "round {round}");
         }
     }
 }
