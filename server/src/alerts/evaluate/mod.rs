@@ -167,13 +167,17 @@ impl Alerts {
         let id = handle.data().tenant().clone();
         // A state is the running tenant's while it was read from the same
         // signals; a tenant created again after a delete starts afresh.
-        match book.states.get(&id) {
-            Some(state) if !Arc::ptr_eq(&handle.signals, &state.incarnation) => book.forget(&id),
-            Some(state) if state.quiet(handle, now) => {
-                book.schedule(&id, now);
-                return;
+        let quiet = match book.states.get(&id) {
+            Some(state) if !Arc::ptr_eq(&handle.signals, &state.incarnation) => {
+                book.forget(&id);
+                None
             }
-            _ => {}
+            Some(state) => state.quiet(handle, now),
+            None => None,
+        };
+        if let Some(until) = quiet {
+            book.wake_at(&id, until);
+            return;
         }
         if !book.states.contains_key(&id) {
             match self.load(&id, handle) {

@@ -82,10 +82,18 @@ impl Book {
     /// Schedules `id`'s next reading after one at `now`: when its quiet
     /// ends, or at the next tick if it is not quiet.
     pub(super) fn schedule(&mut self, id: &TenantId, now: i64) {
-        let Some(state) = self.states.get_mut(id) else {
+        let Some(state) = self.states.get(id) else {
             return;
         };
         let at = state.quiet_until(now).unwrap_or(now.saturating_add(1));
+        self.wake_at(id, at);
+    }
+
+    /// Schedules `id`'s next reading at `at`.
+    pub(super) fn wake_at(&mut self, id: &TenantId, at: i64) {
+        let Some(state) = self.states.get_mut(id) else {
+            return;
+        };
         if state.wakes_at != Some(at) {
             state.wakes_at = Some(at);
             self.schedule.push(Reverse((at, id.clone())));
@@ -105,7 +113,8 @@ impl Book {
 impl Condition {
     /// From when stepping it again, its reading unchanged, would do
     /// nothing: no alert, a closed gate, not holding, a settled window
-    /// ([`Window::settled_from`]); `None` while one of them is not so.
+    /// ([`Window::settled_from`](crate::alerts::debounce::Window::settled_from));
+    /// `None` while one of them is not so.
     fn quiet_from(&self, window_ms: i64) -> Option<i64> {
         if self.alert.is_some() || self.gate.is_open() || self.holds {
             return None;
@@ -115,19 +124,17 @@ impl Condition {
 }
 
 impl TenantState {
-    /// True when evaluating the tenant at `now` could change nothing, so
-    /// the evaluation is skipped: nothing counted since the last one, the
-    /// same routes and settings, and quiet by the clock
-    /// ([`TenantState::quiet_until`]). Most tenants most of the time, a
-    /// tenant with a backlog too.
-    pub(super) fn quiet(&self, handle: &TenantHandle, now: i64) -> bool {
-        let Some(seen) = &self.seen else {
-            return false;
-        };
-        seen.version == handle.signals.version()
+    /// Until when evaluating the tenant could change nothing, if it could
+    /// change nothing at `now`, so the evaluation is skipped: nothing
+    /// counted since the last one, the same routes and settings, and quiet
+    /// by the clock ([`TenantState::quiet_until`]). Most tenants most of
+    /// the time, a tenant with a backlog too.
+    pub(super) fn quiet(&self, handle: &TenantHandle, now: i64) -> Option<i64> {
+        let seen = self.seen.as_ref()?;
+        let unchanged = seen.version == handle.signals.version()
             && Arc::ptr_eq(&seen.routes, &handle.routes)
-            && Arc::ptr_eq(&seen.settings, &handle.settings())
-            && self.quiet_until(now).is_some()
+            && Arc::ptr_eq(&seen.settings, &handle.settings());
+        unchanged.then(|| self.quiet_until(now)).flatten()
     }
 
     /// Until when, nothing being counted meanwhile, evaluating the tenant
