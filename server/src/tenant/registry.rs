@@ -350,12 +350,11 @@ impl Registry {
     pub fn reconfigure(&self, settings: TenantSettings) -> Result<()> {
         let handle = self.running(settings.id.as_str())?;
         let _one_at_a_time = self.changes.lock().unwrap_or_else(PoisonError::into_inner);
-        let id = settings.id.clone();
         let changed = handle.actor.change(Change::Settings {
             settings: Arc::new(settings),
             contracts: None,
         });
-        self.touched.touch(&id);
+        self.touched.touch(handle.data().tenant());
         changed
     }
 
@@ -378,7 +377,6 @@ impl Registry {
         }
         let dispatchers = self.dispatchers(&settings, &handle.routes, &handle.signals)?;
         let contracts = self.compiled_contracts(&settings, &handle.contracts(), None);
-        let id = settings.id.clone();
         let applied = handle.actor.change(Change::Settings {
             settings: Arc::new(settings),
             contracts: Some(contracts),
@@ -390,7 +388,7 @@ impl Registry {
         for old in old {
             old.abort();
         }
-        self.touched.touch(&id);
+        self.touched.touch(handle.data().tenant());
         applied
     }
 
@@ -420,7 +418,7 @@ impl Registry {
         let snapshot = handle.snapshot();
         let set = self.compiled_contracts(snapshot.settings(), snapshot.contracts(), fresh);
         let changed = handle.actor.change(Change::Contracts(set));
-        self.touched.touch(&snapshot.settings().id);
+        self.touched.touch(handle.data().tenant());
         changed
     }
 
