@@ -2,8 +2,7 @@
 //! each count it starts hookd with that many config-file tenants and
 //! measures the time from spawning the process to a ready `/readyz`, the
 //! resident memory once idle, then the throughput and resident memory of a
-//! run that spreads deliveries over every tenant. [`growing`] loads one
-//! hookd several times in a row, its store growing, for `compare`.
+//! run that spreads deliveries over every tenant.
 
 use std::{sync::Arc, time::Instant};
 
@@ -11,9 +10,8 @@ use serde::Serialize;
 
 use crate::{
     load::LoadOptions,
-    measure, measure_process,
+    measure,
     plan::{self, Plan, PlanSpec},
-    report::Summary,
     servers::{self, HookdSpec},
 };
 
@@ -83,31 +81,6 @@ pub async fn run(
         });
     }
     Ok(rows)
-}
-
-/// Starts hookd as `hookd` says (with `plan`'s tenants) and loads it
-/// `runs` times in a row, each run with deliveries of its own, so each
-/// finds the store the runs before it wrote.
-pub async fn growing(
-    hookd: &HookdSpec,
-    plan: &PlanSpec,
-    opts: &LoadOptions,
-    runs: usize,
-) -> anyhow::Result<Vec<Summary>> {
-    let process = servers::start_hookd(hookd).await?;
-    let opts = LoadOptions {
-        addr: process.addr,
-        ..opts.clone()
-    };
-    let mut summaries = Vec::with_capacity(runs);
-    for run in 1..=runs {
-        // Signed just before its run, so the runs before do not age it.
-        let plan = Arc::new(Plan::build(plan)?);
-        let label = format!("hookd, {} tenants, run {run}", hookd.tenants.len());
-        summaries.push(measure_process(&label, &plan, &opts, Some(&process)).await);
-    }
-    process.stop(std::time::Duration::from_secs(30));
-    Ok(summaries)
 }
 
 /// The rows as a table, with memory per tenant over the first row's.

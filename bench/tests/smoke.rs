@@ -190,6 +190,19 @@ fn compare_prints_every_ratio_in_one_run() {
     );
     assert_eq!(report["skipped"][0]["phase"], "postgres", "{report}");
     assert_eq!(count(&report["hookd"], "statuses", "202"), 40, "{report}");
+    // Each run into the many tenants' hookd is against a run of its own
+    // into a one-tenant hookd beside it.
+    for (run, figure) in report["figures"].as_array().unwrap()[2..4]
+        .iter()
+        .enumerate()
+    {
+        let baseline = figure["baseline_name"].as_str().unwrap();
+        assert!(
+            baseline.ends_with(&format!("run {} beside it", run + 1)),
+            "{figure}"
+        );
+        assert!(figure["ratio"].as_f64().unwrap() > 0.0, "{figure}");
+    }
 }
 
 /// With `--rounds 2`, each paired figure is the median of two rounds run

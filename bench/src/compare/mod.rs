@@ -6,8 +6,9 @@
 //!   given: unique deliveries unless `--dup-ratio` says otherwise);
 //! - `duplicates`: the same with every timed request a replay;
 //! - `tenants`: one hookd with `--scale-tenants` tenants, loaded
-//!   `--scale-runs` times in a row, the store growing, each run against
-//!   the one-tenant hookd of `unique`;
+//!   `--scale-runs` times in a row, the store growing, each run against a
+//!   run of a one-tenant hookd loaded beside it as often (both stores grow
+//!   alike), the two back to back in alternating order;
 //! - `routes`: hookd with `--routes` routes per tenant (the others pulled:
 //!   the fan-out in the acknowledging commit) against a one-route hookd
 //!   run beside it;
@@ -41,7 +42,6 @@ use crate::{
     positive_secs,
     ratios::{Base, Figure, Report, Skipped},
     report::{Comparison, Summary},
-    scale,
     scenario::Scenario,
     servers::{self, HookdSpec},
     sink::{Reply, Sink},
@@ -336,6 +336,11 @@ impl Run<'_> {
         Ok(())
     }
 
+    /// `--scale-runs` runs into a hookd of `--scale-tenants` tenants, each
+    /// against a run into a one-tenant hookd started beside it, the two back
+    /// to back (the one-tenant run first in the first run, second in the
+    /// next, and so on). Both hookds stay up for all their runs, so each
+    /// run finds the store its runs before it wrote.
     async fn tenants(&mut self) -> anyhow::Result<()> {
         let n = self.args.scale_tenants;
         let tenants = plan::tenant_ids(&self.args.load.tenant_pattern, n)?;
@@ -343,19 +348,31 @@ impl Run<'_> {
             tenants: tenants.clone(),
             ..self.spec.clone()
         };
-        let summaries = scale::growing(
-            &self.hookd(tenants),
-            &spec,
-            &self.opts,
-            self.args.scale_runs,
-        )
-        .await?;
-        for (i, summary) in summaries.iter().enumerate() {
+        let many = servers::start_hookd(&self.hookd(tenants)).await?;
+        let one = servers::start_hookd(&self.hookd(self.spec.tenants.clone())).await?;
+        let one_label = self.one_route_name();
+        for run in 1..=self.args.scale_runs {
+            // Signed just before their run, so the runs before do not age them.
+            let (one_plan, plan) = (
+                Arc::new(Plan::build(&self.spec)?),
+                Arc::new(Plan::build(&spec)?),
+            );
+            let label = format!("hookd, {n} tenants, run {run}");
+            let (base, summary) = in_round_order(
+                run - 1,
+                measure_process(&one_label, &one_plan, &self.at(one.addr), Some(&one)),
+                measure_process(&label, &plan, &self.at(many.addr), Some(&many)),
+            )
+            .await;
+            self.say(&base.text());
             self.say(&summary.text());
-            let name = format!("tenants_{n}_run{}", i + 1);
-            let figure = Figure::ingest(name, summary, self.one_route_name(), self.one_route);
+            let name = format!("tenants_{n}_run{run}");
+            let baseline = format!("{one_label}, run {run} beside it");
+            let figure = Figure::ingest(name, &summary, baseline, Some(Base::of(&base)));
             self.report.figures.push(figure);
         }
+        many.stop(Duration::from_secs(30));
+        one.stop(Duration::from_secs(30));
         Ok(())
     }
 
