@@ -80,9 +80,12 @@ pub struct SweepRequest {
     pub idem_before_ms: i64,
     /// Dead letters dead before this (Unix ms) are deleted.
     pub dead_before_ms: i64,
-    /// At most this many delivered events, this many dead letters and this
-    /// many idempotency records scanned per call.
+    /// At most this many delivered events and this many dead letters per
+    /// call.
     pub batch: usize,
+    /// At most this many idempotency records scanned per call; none when 0
+    /// (the scan's cursor is then left where it was).
+    pub idem_scan: usize,
 }
 
 /// One tenant's deliveries. Changes to one delivery are compare-and-set

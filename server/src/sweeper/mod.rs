@@ -5,9 +5,15 @@
 //! rejections. A pass is sized to what is due: it gives each tenant one
 //! bounded batch in turn, yielding between batches, and goes round again
 //! until no tenant has anything due left, so a busy tenant is swept as fast
-//! as it writes and cannot hold up the others.
+//! as it writes and cannot hold up the others. Idempotency records, which
+//! only a scan of every record finds old, are scanned in cycles spread
+//! over many passes ([`pacing`]).
+
+mod pacing;
 
 use std::sync::Arc;
+
+use self::pacing::{Budget, Pacing, Progress};
 
 use crate::{
     config::RetentionConfig,
@@ -56,6 +62,7 @@ impl Due {
                 idem_before_ms: before(retention.idempotency_secs),
                 dead_before_ms: before(retention.dead_secs),
                 batch: retention.sweep_batch,
+                idem_scan: retention.sweep_batch,
             },
             rejections_before_ms: before(retention.delivered_secs),
         }
@@ -79,9 +86,11 @@ pub async fn run(registry: Registry, retention: RetentionConfig) {
         tracing::warn!("{warning}");
     }
     let interval = std::time::Duration::from_secs_f64(retention.sweep_interval_secs);
+    let mut pacing = Pacing::new(&retention);
     loop {
         tokio::time::sleep(interval).await;
-        let due = Due::at(&retention, registry.clock().now_ms());
+        let now_ms = registry.clock().now_ms();
+        let due = Due::at(&retention, now_ms);
         let tenants = registry
             .handles()
             .into_iter()
@@ -96,7 +105,7 @@ pub async fn run(registry: Registry, retention: RetentionConfig) {
             .rejections()
             .inspect_err(|e| tracing::error!(error = %e, "rejections cannot be swept"))
             .ok();
-        let removed = pass(tenants, rejections, &due).await;
+        let removed = paced_pass(&mut pacing, tenants, rejections, &due, now_ms).await;
         if removed.total() > 0 {
             tracing::info!(
                 delivered = removed.data.delivered,
@@ -113,23 +122,55 @@ pub async fn run(registry: Registry, retention: RetentionConfig) {
 
 /// One pass: every tenant in turn gets one bounded step, round after round,
 /// until none has anything due; a tenant whose step fails is left for the
-/// next pass.
+/// next pass. Each tenant's idempotency log is scanned whole.
 pub async fn pass(
     tenants: Vec<TenantStore>,
     rejections: Option<Arc<dyn RejectionLog>>,
     due: &Due,
 ) -> Removed {
-    let mut open: Vec<Sweeping> = tenants.into_iter().map(Sweeping::new).collect();
+    let open = tenants
+        .into_iter()
+        .map(|data| Sweeping::new(data, Budget::whole()))
+        .collect();
+    sweep(open, rejections, due).await.0
+}
+
+/// A pass at `now_ms` whose idempotency scans `pacing` sizes, and which
+/// tells `pacing` how far each got.
+async fn paced_pass(
+    pacing: &mut Pacing,
+    tenants: Vec<TenantStore>,
+    rejections: Option<Arc<dyn RejectionLog>>,
+    due: &Due,
+    now_ms: i64,
+) -> Removed {
+    let open = tenants
+        .into_iter()
+        .map(|data| {
+            let budget = pacing.budget(data.tenant(), now_ms);
+            Sweeping::new(data, budget)
+        })
+        .collect();
+    let (removed, swept) = sweep(open, rejections, due).await;
+    pacing.passed(swept.into_iter().map(Sweeping::into_progress));
+    removed
+}
+
+/// Steps every tenant of `all` in turn until none has anything due.
+async fn sweep(
+    mut all: Vec<Sweeping>,
+    rejections: Option<Arc<dyn RejectionLog>>,
+    due: &Due,
+) -> (Removed, Vec<Sweeping>) {
     let mut removed = Removed::default();
-    while !open.is_empty() {
-        for sweeping in &mut open {
+    while all.iter().any(Sweeping::is_due) {
+        for sweeping in all.iter_mut().filter(|s| s.is_due()) {
             sweeping.step(rejections.clone(), due, &mut removed).await;
             tokio::task::yield_now().await;
         }
-        open.retain(Sweeping::is_due);
     }
     removed.data.more = false;
-    removed
+    (removed, all)
 }
 
 /// One tenant in a pass: where its idempotency scan is and what is left.
@@ -138,16 +179,35 @@ struct Sweeping {
     cursor: Vec<u8>,
     data_due: bool,
     rejections_due: bool,
+    /// Idempotency records this pass may still scan.
+    idem_left: usize,
+    /// Idempotency records scanned in this pass, at most.
+    idem_scanned: u64,
+    /// Whether the scan reached the end of the log.
+    idem_ended: bool,
 }
 
 impl Sweeping {
-    fn new(data: TenantStore) -> Sweeping {
+    fn new(data: TenantStore, budget: Budget) -> Sweeping {
         Sweeping {
             data,
-            cursor: Vec::new(),
+            cursor: budget.cursor,
             data_due: true,
             rejections_due: true,
+            idem_left: budget.records,
+            idem_scanned: 0,
+            idem_ended: false,
         }
+    }
+
+    /// Its handle and how far its idempotency scan got.
+    fn into_progress(self) -> (TenantId, Progress) {
+        let progress = Progress {
+            cursor: self.cursor,
+            scanned: self.idem_scanned,
+            ended: self.idem_ended,
+        };
+        (self.data.tenant().clone(), progress)
     }
 
     fn is_due(&self) -> bool {
@@ -163,17 +223,23 @@ impl Sweeping {
         removed: &mut Removed,
     ) {
         let (data, tenant) = (self.data.clone(), self.data.tenant().clone());
-        let (due, cursor) = (*due, std::mem::take(&mut self.cursor));
+        let idem_scan = match self.idem_ended {
+            true => 0,
+            false => due.data.batch.min(self.idem_left),
+        };
+        let request = SweepRequest {
+            idem_scan,
+            ..due.data
+        };
+        let (rejections_before_ms, cursor) = (due.rejections_before_ms, self.cursor.clone());
         let (sweep_data, sweep_rejections) = (self.data_due, self.rejections_due);
         let outcome = blocking(move || {
             let mut cursor = cursor;
-            let swept = sweep_data.then(|| data.sweep(&due.data, &mut cursor));
+            let swept = sweep_data.then(|| data.sweep(&request, &mut cursor));
             let rejected = match rejections {
-                Some(log) if sweep_rejections => Some(log.sweep(
-                    data.tenant().as_str(),
-                    due.rejections_before_ms,
-                    due.data.batch,
-                )),
+                Some(log) if sweep_rejections => {
+                    Some(log.sweep(data.tenant().as_str(), rejections_before_ms, request.batch))
+                }
                 _ => None,
             };
             Ok((swept, rejected, cursor))
@@ -184,9 +250,14 @@ impl Sweeping {
             (self.data_due, self.rejections_due) = (false, false);
             return;
         };
-        self.cursor = cursor;
         self.data_due = match swept {
             Some(Ok(swept)) => {
+                if idem_scan > 0 {
+                    self.idem_left -= idem_scan;
+                    self.idem_scanned += idem_scan as u64;
+                    self.idem_ended = cursor.is_empty();
+                }
+                self.cursor = cursor;
                 removed.data += swept;
                 swept.more
             }

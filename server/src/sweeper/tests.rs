@@ -82,3 +82,49 @@ async fn a_pass_removes_all_that_is_due_one_batch_per_tenant_in_turn() {
         "nothing left: {again:?}"
     );
 }
+
+/// A paced pass scans a tenant's idempotency log whole a cycle after it
+/// first saw it, then in cycles spread over passes: a cycle's passes go on
+/// from where the one before stopped, and none scans between cycles.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paced_passes_scan_the_idempotency_log_in_cycles() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _committer) = SledStore::open(dir.path(), 64, false).unwrap();
+    let acme = store.tenant(&TenantId::try_from("acme").unwrap()).unwrap();
+    delivered(&acme, "evt", 30, 1_000).await;
+    // Cycles of a second (a 24th of 24 s), ten passes each.
+    let retention = RetentionConfig {
+        idempotency_secs: 24,
+        delivered_secs: 86_400,
+        dead_secs: 86_400,
+        sweep_interval_secs: 0.1,
+        sweep_batch: 10,
+    };
+    let mut pacing = pacing::Pacing::new(&retention);
+    let seen = paced_at(&mut pacing, &acme, &retention, 1_500).await;
+    assert_eq!(seen.steps, 1, "no scan in the first cycle: {seen:?}");
+    let first = paced_at(&mut pacing, &acme, &retention, 2_500).await;
+    assert_eq!((first.data.idempotency, first.steps), (0, 4), "{first:?}");
+    // Every record expired at 25 000. The cycle begun then scans ten
+    // records a pass (the forty the first one counted, and a quarter, over
+    // ten passes, at least a batch), each pass on from the last.
+    for (now_ms, forgotten) in [(26_000, 10), (26_100, 10), (26_200, 10), (26_300, 0)] {
+        let pass = paced_at(&mut pacing, &acme, &retention, now_ms).await;
+        assert_eq!(pass.data.idempotency, forgotten, "at {now_ms}: {pass:?}");
+    }
+    assert!(acme.idempotency(b"evt_29").unwrap().is_none());
+    // The cycle began at 26 000; the next begins at 27 000.
+    let between = paced_at(&mut pacing, &acme, &retention, 26_900).await;
+    assert_eq!(between.steps, 1, "no scan between cycles: {between:?}");
+}
+
+/// One paced pass over `data` at `now_ms`.
+async fn paced_at(
+    pacing: &mut pacing::Pacing,
+    data: &TenantStore,
+    retention: &RetentionConfig,
+    now_ms: i64,
+) -> Removed {
+    let due = Due::at(retention, now_ms);
+    paced_pass(pacing, vec![data.clone()], None, &due, now_ms).await
+}

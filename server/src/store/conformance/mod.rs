@@ -31,7 +31,10 @@ use alerts::{
 use pull::{concurrent_pulls_never_share_a_delivery, pull_ack_nack};
 use redirects::redirects_are_kept_with_their_delivery;
 use resend::a_delivered_delivery_is_resent_once_by_concurrent_calls_that_ask_so;
-use retention::{dead_letters_and_redelivered_originals_go, steps_remove_more_than_one_batch};
+use retention::{
+    dead_letters_and_redelivered_originals_go, steps_remove_more_than_one_batch,
+    the_idempotency_scan_is_sized_apart,
+};
 use routes::{
     a_fan_out_is_one_commit_and_a_duplicate_writes_none,
     a_route_copy_is_a_delivery_from_its_receipt_on,
@@ -109,6 +112,7 @@ engines!(
     dead_letters_page_newest_first,
     sweep_forgets_old_work,
     steps_remove_more_than_one_batch,
+    the_idempotency_scan_is_sized_apart,
     dead_letters_and_redelivered_originals_go,
     catalog_rows_are_atomic,
     a_catalog_row_is_created_once,
@@ -358,6 +362,7 @@ async fn sweep_forgets_old_work(engine: Engine) {
         idem_before_ms: 5_000,
         dead_before_ms: 0,
         batch: 100,
+        idem_scan: 100,
     };
     let mut cursor = Vec::new();
     let swept = data.sweep(&request, &mut cursor).unwrap();

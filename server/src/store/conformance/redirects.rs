@@ -75,6 +75,7 @@ pub(super) async fn redirects_are_kept_with_their_delivery(engine: Engine) {
         idem_before_ms: 0,
         dead_before_ms: 0,
         batch: 100,
+        idem_scan: 100,
     };
     assert_eq!(data.sweep(&request, &mut Vec::new()).unwrap().delivered, 1);
     assert!(data.redirects(&id).unwrap().is_empty(), "swept with it");

@@ -56,6 +56,7 @@ fn due(batch: usize) -> SweepRequest {
         idem_before_ms: 5_000,
         dead_before_ms: 5_000,
         batch,
+        idem_scan: batch,
     }
 }
 
@@ -126,6 +127,46 @@ pub(super) async fn steps_remove_more_than_one_batch(engine: Engine) {
     assert!(data.idempotency(b"evt_d0").unwrap().is_none());
     let (kept, _) = log.list("acme", &Default::default(), 100, None).unwrap();
     assert_eq!(kept.len(), 1);
+}
+
+/// A step that scans no idempotency records (`idem_scan` 0) still removes
+/// the deliveries that are due, forgets no record and leaves the scan's
+/// cursor where it was; steps that scan fewer records than their batch
+/// carry the cursor on until every old record is forgotten.
+pub(super) async fn the_idempotency_scan_is_sized_apart(engine: Engine) {
+    let data = tenant(&engine, "acme");
+    for n in 0..5 {
+        settled(&data, &format!("evt_old{n}"), Next::Delivered, 1_000).await;
+    }
+    settled(&data, "evt_fresh", Next::Delivered, 9_000).await;
+    let none = SweepRequest {
+        idem_scan: 0,
+        ..due(100)
+    };
+    let mut cursor = b"where it was".to_vec();
+    let step = data.sweep(&none, &mut cursor).unwrap();
+    assert_eq!((step.delivered, step.idempotency), (5, 0), "{step:?}");
+    assert!(
+        !step.more,
+        "nothing else is due when no scan is asked for: {step:?}"
+    );
+    assert_eq!(cursor, b"where it was");
+    assert!(data.idempotency(b"evt_old0").unwrap().is_some());
+
+    let (removed, steps) = sweep_all(
+        &data,
+        &SweepRequest {
+            idem_scan: 2,
+            ..due(100)
+        },
+    );
+    assert_eq!(removed.idempotency, 5, "{removed:?}");
+    assert_eq!(
+        steps, 4,
+        "six records, two a step, then one that finds the end"
+    );
+    assert!(data.idempotency(b"evt_old4").unwrap().is_none());
+    assert!(data.idempotency(b"evt_fresh").unwrap().is_some());
 }
 
 pub(super) async fn dead_letters_and_redelivered_originals_go(engine: Engine) {

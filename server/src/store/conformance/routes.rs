@@ -114,6 +114,7 @@ pub(super) async fn a_route_copy_keeps_its_event_when_the_default_delivery_goes(
         idem_before_ms: 0,
         dead_before_ms,
         batch: 100,
+        idem_scan: 100,
     };
 
     let mut item = new_delivery("evt_kept", 1_000, None);
@@ -260,6 +261,7 @@ pub(super) async fn a_route_copy_is_a_delivery_from_its_receipt_on(engine: Engin
         idem_before_ms: 0,
         dead_before_ms: 0,
         batch: 100,
+        idem_scan: 100,
     };
     assert_eq!(data.sweep(&sweep, &mut Vec::new()).unwrap().delivered, 1);
     assert!(data.event(&defaults[2]).unwrap().is_none());

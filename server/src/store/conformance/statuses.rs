@@ -101,6 +101,7 @@ pub(super) async fn filtered_and_unrouted_are_final_at_receipt_and_swept(engine:
         idem_before_ms: 0,
         dead_before_ms: 0,
         batch: 100,
+        idem_scan: 100,
     };
     let swept = data.sweep(&request, &mut Vec::new()).unwrap();
     assert_eq!(swept.delivered, 2, "{swept:?}");
@@ -151,6 +152,7 @@ pub(super) async fn a_transform_failure_is_a_dead_letter_and_a_drop_is_final(eng
         idem_before_ms: 0,
         dead_before_ms: 0,
         batch: 100,
+        idem_scan: 100,
     };
     let swept = data.sweep(&request, &mut Vec::new()).unwrap();
     assert_eq!((swept.delivered, swept.originals), (1, 1), "{swept:?}");

@@ -22,7 +22,7 @@ use crate::{
 
 /// One bounded step of retention from the idempotency scan position
 /// `from`; returns what it removed and the scan's next position (empty:
-/// it reached the end).
+/// it reached the end; `from` itself when the step scans none).
 pub(super) async fn sweep(
     db: &Db,
     tenant: &str,
@@ -34,7 +34,12 @@ pub(super) async fn sweep(
     let mut swept = Swept::default();
     let delivered_full = sweep_delivered(&mut client, tenant, request, batch, &mut swept).await?;
     let dead_full = sweep_dead(&mut client, tenant, request, batch, &mut swept).await?;
-    let next = sweep_idempotency(&**client, tenant, request, batch, from, &mut swept).await?;
+    if request.idem_scan == 0 {
+        swept.more = delivered_full || dead_full;
+        return Ok((swept, from));
+    }
+    let scan = i64::try_from(request.idem_scan).unwrap_or(i64::MAX);
+    let next = sweep_idempotency(&**client, tenant, request, scan, from, &mut swept).await?;
     swept.more = delivered_full || dead_full || !next.is_empty();
     Ok((swept, next))
 }
@@ -199,9 +204,9 @@ async fn delete_deliveries(tx: &impl GenericClient, tenant: &str, ids: &[String]
     Ok(())
 }
 
-/// Scans up to `batch` idempotency records from `from`, forgetting those
-/// received before the cut-off; returns the next position (empty: the
-/// scan reached the end).
+/// Scans up to `batch` idempotency records (the request's `idem_scan`)
+/// from `from`, forgetting those received before the cut-off; returns the
+/// next position (empty: the scan reached the end).
 async fn sweep_idempotency(
     client: &impl GenericClient,
     tenant: &str,

@@ -16,9 +16,9 @@ use crate::{
 };
 
 /// One bounded step of retention: up to `batch` delivered events and
-/// `batch` dead letters past their retention, and `batch` idempotency
+/// `batch` dead letters past their retention, and `idem_scan` idempotency
 /// records scanned from `idem_cursor` (left where the scan stopped; empty
-/// once it reached the end).
+/// once it reached the end; untouched when `idem_scan` is 0).
 pub fn sweep(
     trees: &TenantTrees,
     request: &SweepRequest,
@@ -27,8 +27,11 @@ pub fn sweep(
     let mut swept = Swept::default();
     let delivered_full = sweep_delivered(trees, request, &mut swept)?;
     let dead_full = sweep_dead(trees, request, &mut swept)?;
-    sweep_idempotency(trees, request, idem_cursor, &mut swept)?;
-    swept.more = delivered_full || dead_full || !idem_cursor.is_empty();
+    let scanning = request.idem_scan > 0;
+    if scanning {
+        sweep_idempotency(trees, request, idem_cursor, &mut swept)?;
+    }
+    swept.more = delivered_full || dead_full || (scanning && !idem_cursor.is_empty());
     Ok(swept)
 }
 
@@ -109,7 +112,7 @@ fn delete_originals(
     Ok(deleted)
 }
 
-/// Scans up to `batch` idempotency records from `cursor`, forgetting those
+/// Scans up to `idem_scan` idempotency records from `cursor`, forgetting those
 /// received before the cut-off; the cursor is left after the last one
 /// scanned, or empty once the scan reached the end.
 fn sweep_idempotency(
@@ -129,12 +132,12 @@ fn sweep_idempotency(
             swept.idempotency += 1;
         }
         last = Some(key);
-        if scanned >= request.batch {
+        if scanned >= request.idem_scan {
             break;
         }
     }
     *cursor = match last {
-        Some(key) if scanned >= request.batch => {
+        Some(key) if scanned >= request.idem_scan => {
             let mut next = key.to_vec();
             next.push(0);
             next

@@ -77,6 +77,7 @@ fn sweep_removes_only_expired_records_in_bounded_batches() {
             idem_before_ms: 10_000,
             dead_before_ms: 0,
             batch: 3,
+            idem_scan: 3,
         },
         &mut cursor,
     )
@@ -91,6 +92,7 @@ fn sweep_removes_only_expired_records_in_bounded_batches() {
                 idem_before_ms: 10_000,
                 dead_before_ms: 0,
                 batch: 3,
+                idem_scan: 3,
             },
             &mut cursor,
         )
