@@ -1,7 +1,9 @@
 //! Everything a scrape reads of tenant and storage state, in one place
 //! ([`read_storage`]): the running tenants' routes' queue and dead-letter gauges
 //! (kept by storage as entries come and go), the most overdue queue entry,
-//! and the group committer's counts. Its cost does not grow with backlog.
+//! and the group committer's counts. On sled its cost does not grow with
+//! backlog; on PostgreSQL every route's counts are read in one statement
+//! per thousand routes.
 
 use std::{collections::BTreeMap, sync::Arc};
 
@@ -44,18 +46,19 @@ pub struct TenantSource {
 /// counts; the age of the oldest due entry is measured against `now_ms`.
 pub fn read_storage(tenants: &[TenantSource], store: &dyn Storage, now_ms: i64) -> StorageReadings {
     let mut queues: BTreeMap<(String, String), QueueGauges> = BTreeMap::new();
-    for tenant in tenants {
+    let data: Vec<TenantStore> = tenants.iter().map(|t| t.data.clone()).collect();
+    let counts = store.counts_of(&data).unwrap_or_else(|e| {
+        tracing::warn!(routes = data.len(), error = %e, "queue counts cannot be read");
+        Vec::new()
+    });
+    for (i, tenant) in tenants.iter().enumerate() {
         let labels = (
             tenant.metrics.tenant_label().to_owned(),
             tenant.metrics.route_label().to_owned(),
         );
         let g = queues.entry(labels).or_default();
-        let counts = match tenant.data.counts() {
-            Ok(counts) => counts,
-            Err(e) => {
-                tracing::warn!(tenant = %tenant.data.tenant(), error = %e, "queue counts cannot be read");
-                continue;
-            }
+        let Some(counts) = counts.get(i) else {
+            continue;
         };
         g.depth += counts.depth;
         g.dead += counts.dead;

@@ -330,6 +330,13 @@ pub trait Storage: Send + Sync + 'static {
     /// Group-commit figures.
     fn commit_figures(&self) -> CommitFigures;
 
+    /// The queue counts of each of `tenants` (handles made by this engine),
+    /// in order: by default each asked of its handle; an engine whose
+    /// counts are a query reads them all in a few.
+    fn counts_of(&self, tenants: &[TenantStore]) -> Result<Vec<QueueCounts>> {
+        tenants.iter().map(|t| t.counts()).collect()
+    }
+
     /// Writes everything out now (at shutdown).
     fn flush(&self) -> Result<()>;
 

@@ -18,6 +18,7 @@ use crate::{
 };
 
 mod alerts;
+mod counts;
 mod pull;
 mod redirects;
 mod resend;
@@ -28,6 +29,7 @@ use alerts::{
     a_sink_queue_is_apart_from_the_tenants_deliveries, alerts_are_kept_per_tenant_newest_first,
     an_alert_written_leaves_the_catalog_version,
 };
+use counts::counts_of_many_tenants_are_each_their_own;
 use pull::{concurrent_pulls_never_share_a_delivery, pull_ack_nack};
 use redirects::redirects_are_kept_with_their_delivery;
 use resend::a_delivered_delivery_is_resent_once_by_concurrent_calls_that_ask_so;
@@ -113,6 +115,7 @@ engines!(
     sweep_forgets_old_work,
     steps_remove_more_than_one_batch,
     the_idempotency_scan_is_sized_apart,
+    counts_of_many_tenants_are_each_their_own,
     dead_letters_and_redelivered_originals_go,
     catalog_rows_are_atomic,
     a_catalog_row_is_created_once,

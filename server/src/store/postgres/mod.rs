@@ -13,6 +13,7 @@
 mod batch;
 mod committer;
 mod connect;
+mod counts;
 mod delivery_rows;
 mod migrate;
 mod pull;
@@ -44,7 +45,9 @@ use tokio_postgres::{error::SqlState, GenericClient};
 use self::connect::{pool, probe, session_config};
 pub use migrate::migrate;
 
-use super::api::{CatalogRows, CommitFigures, Fence, RejectionLog, Storage, TenantStore};
+use super::api::{
+    CatalogRows, CommitFigures, Fence, QueueCounts, RejectionLog, Storage, TenantStore,
+};
 use crate::{
     error::{Error, Result},
     ids::TenantId,
@@ -446,6 +449,11 @@ impl Storage for PgStore {
             batches: self.inner.figures.batches.load(Ordering::Relaxed),
             writes: self.inner.figures.writes.load(Ordering::Relaxed),
         }
+    }
+
+    fn counts_of(&self, tenants: &[TenantStore]) -> Result<Vec<QueueCounts>> {
+        let ids: Vec<String> = tenants.iter().map(|t| t.tenant().to_string()).collect();
+        self.run(|db| async move { counts::counts_of(&db, &ids).await })
     }
 
     fn flush(&self) -> Result<()> {

@@ -34,8 +34,8 @@ use crate::{
         lifecycle::{Next, Resend, Swept},
         records::RedirectRecord,
         records::{
-            decode, queue_key, queue_key_due_ms, AttemptRecord, DeadLetter, DeliveryState,
-            DeliveryStatus, IdempotencyRecord, StoredEvent,
+            decode, queue_key, AttemptRecord, DeadLetter, DeliveryState, DeliveryStatus,
+            IdempotencyRecord, StoredEvent,
         },
         CommitOutcome, NewDelivery,
     },
@@ -120,22 +120,8 @@ impl TenantData for PgTenant {
 
     fn counts(&self) -> Result<QueueCounts> {
         self.run(|db, tenant| async move {
-            let row = db
-                .side_client()
-                .await?
-                .query_one(
-                    "SELECT (SELECT count(*) FROM hookd_queue WHERE tenant = $1), \
-                            (SELECT count(*) FROM hookd_dead WHERE tenant = $1), \
-                            (SELECT qkey FROM hookd_queue WHERE tenant = $1 ORDER BY qkey LIMIT 1)",
-                    &[&tenant],
-                )
-                .await
-                .map_err(pg)?;
-            Ok(QueueCounts {
-                depth: row.get::<_, i64>(0) as u64,
-                dead: row.get::<_, i64>(1) as u64,
-                oldest_due_ms: row.get::<_, Option<&[u8]>>(2).and_then(queue_key_due_ms),
-            })
+            let mut counts = super::counts::counts_of(&db, &[tenant]).await?;
+            Ok(counts.pop().unwrap_or_default())
         })
     }
 
