@@ -11,7 +11,10 @@
 
 mod pacing;
 
-use std::sync::Arc;
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+};
 
 use self::pacing::{Budget, Pacing, Progress};
 
@@ -19,7 +22,7 @@ use crate::{
     config::RetentionConfig,
     ids::TenantId,
     store::{
-        api::{blocking, RejectionLog, SweepRequest, TenantStore},
+        api::{blocking, RejectionLog, Storage, SweepRequest, TenantStore},
         lifecycle::Swept,
     },
     tenant::Registry,
@@ -69,13 +72,35 @@ impl Due {
     }
 }
 
-/// The queues of `tenant`'s alert sinks (`crate::alerts`), swept like its
-/// routes'.
-fn alert_sinks(registry: &Registry, tenant: &TenantId) -> Vec<TenantStore> {
-    crate::alerts::SINK_NAMES
-        .into_iter()
-        .filter_map(|sink| registry.store().tenant(&tenant.alert_scope(sink)).ok())
-        .collect()
+/// The queues of each tenant's alert sinks (`crate::alerts`), swept like
+/// its routes', kept from pass to pass: asking the engine for a handle is a
+/// catalog query on PostgreSQL, two per tenant per pass otherwise. They are
+/// made again when the tenant's data handle changes (the tenant was
+/// deleted and made again) and dropped with the tenant.
+#[derive(Default)]
+struct SinkHandles(HashMap<TenantId, (TenantStore, Vec<TenantStore>)>);
+
+impl SinkHandles {
+    /// The sink handles of the tenant whose data handle is `data`.
+    fn of(&mut self, store: &dyn Storage, data: &TenantStore) -> Vec<TenantStore> {
+        let tenant = data.tenant();
+        if let Some((owner, sinks)) = self.0.get(tenant) {
+            if Arc::ptr_eq(owner, data) {
+                return sinks.clone();
+            }
+        }
+        let sinks: Vec<TenantStore> = crate::alerts::SINK_NAMES
+            .into_iter()
+            .filter_map(|sink| store.tenant(&tenant.alert_scope(sink)).ok())
+            .collect();
+        self.0.insert(tenant.clone(), (data.clone(), sinks.clone()));
+        sinks
+    }
+
+    /// Drops the handles of every tenant not in `tenants`.
+    fn keep(&mut self, tenants: &HashSet<TenantId>) {
+        self.0.retain(|tenant, _| tenants.contains(tenant));
+    }
 }
 
 /// Sweeps forever; dropped with the server. The registry holds every
@@ -87,19 +112,21 @@ pub async fn run(registry: Registry, retention: RetentionConfig) {
     }
     let interval = std::time::Duration::from_secs_f64(retention.sweep_interval_secs);
     let mut pacing = Pacing::new(&retention);
+    let mut sinks = SinkHandles::default();
     loop {
         tokio::time::sleep(interval).await;
         let now_ms = registry.clock().now_ms();
         let due = Due::at(&retention, now_ms);
-        let tenants = registry
-            .handles()
-            .into_iter()
+        let handles = registry.handles();
+        let tenants = handles
+            .iter()
             .flat_map(|h| {
                 let mut data: Vec<_> = h.routes.iter().map(|r| r.data.clone()).collect();
-                data.extend(alert_sinks(&registry, h.data().tenant()));
+                data.extend(sinks.of(&**registry.store(), h.data()));
                 data
             })
             .collect();
+        sinks.keep(&handles.iter().map(|h| h.data().tenant().clone()).collect());
         let rejections = registry
             .store()
             .rejections()

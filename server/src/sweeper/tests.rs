@@ -128,3 +128,34 @@ async fn paced_at(
     let due = Due::at(retention, now_ms);
     paced_pass(pacing, vec![data.clone()], None, &due, now_ms).await
 }
+
+/// A tenant's alert-sink handles are made once and kept while its data
+/// handle is the same; a new data handle (the tenant made again) gets new
+/// ones, and a tenant gone from the registry is dropped.
+#[test]
+fn sink_handles_are_kept_while_the_tenants_data_handle_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _committer) = SledStore::open(dir.path(), 64, false).unwrap();
+    let acme = TenantId::try_from("acme").unwrap();
+    let data = store.tenant(&acme).unwrap();
+    let mut sinks = SinkHandles::default();
+
+    let first = sinks.of(&store, &data);
+    assert_eq!(first.len(), crate::alerts::SINK_NAMES.len());
+    assert_eq!(
+        first[0].tenant(),
+        &acme.alert_scope(crate::alerts::SINK_NAMES[0])
+    );
+    let again = sinks.of(&store, &data);
+    assert!(first.iter().zip(&again).all(|(a, b)| Arc::ptr_eq(a, b)));
+
+    let made_again = store.tenant(&acme).unwrap();
+    let fresh = sinks.of(&store, &made_again);
+    assert!(
+        !Arc::ptr_eq(&first[0], &fresh[0]),
+        "a new data handle, new sink handles"
+    );
+
+    sinks.keep(&HashSet::new());
+    assert!(sinks.0.is_empty());
+}
