@@ -11,9 +11,11 @@
 //! the blocking pool.
 
 mod schedule;
+#[cfg(test)]
+mod tests;
 
 use std::{
-    collections::{HashMap, HashSet},
+    collections::{hash_map::Entry, HashMap, HashSet},
     sync::Arc,
 };
 
@@ -30,9 +32,10 @@ use super::{
 };
 use crate::{
     config::TenantSettings,
+    error::Result,
     ids::TenantId,
     metrics::TenantMetrics,
-    store::api::{blocking, QueueCounts},
+    store::api::{blocking, QueueCounts, TenantStore},
     tenant::{RouteHandle, TenantHandle},
 };
 pub(crate) use schedule::Book;
@@ -152,16 +155,31 @@ impl Alerts {
             book.walked = true;
             registry.handles()
         };
+        let read: Vec<TenantHandle> = handles
+            .into_iter()
+            .filter(|handle| self.admit(&mut book, handle, now))
+            .collect();
+        let due = read
+            .iter()
+            .map(|h| {
+                let state = book.states.get(h.data().tenant());
+                state
+                    .is_some_and(|s| s.storage_due(now))
+                    .then(|| h.routes.iter().map(|r| r.data.clone()).collect())
+            })
+            .collect();
+        let counts = read_counts(due, |data| registry.store().counts_of(data));
         let mut queued = Vec::new();
-        for handle in handles {
-            self.visit(&mut book, &handle, now, &mut queued);
+        for (handle, counts) in read.iter().zip(counts) {
+            self.visit(&mut book, handle, now, counts, &mut queued);
         }
         queued
     }
 
-    /// Reads one running tenant at `now` unless it is quiet, then
-    /// schedules its next reading.
-    fn visit(&self, book: &mut Book, handle: &TenantHandle, now: i64, queued: &mut Vec<Queued>) {
+    /// Whether one running tenant is read at `now`: not while it is quiet
+    /// (its next reading scheduled instead), nor when its state cannot be
+    /// loaded (tried again at the next tick).
+    fn admit(&self, book: &mut Book, handle: &TenantHandle, now: i64) -> bool {
         // Before anything is read: a change from now on lists it again.
         handle.signals.visited();
         let id = handle.data().tenant().clone();
@@ -177,27 +195,42 @@ impl Alerts {
         };
         if let Some(until) = quiet {
             book.wake_at(&id, until);
-            return;
+            return false;
         }
-        if !book.states.contains_key(&id) {
-            match self.load(&id, handle) {
+        if let Entry::Vacant(vacant) = book.states.entry(id) {
+            match self.load(vacant.key(), handle) {
                 Ok(state) => {
-                    book.states.insert(id.clone(), state);
+                    vacant.insert(state);
                 }
                 Err(e) => {
+                    let id = vacant.into_key();
                     tracing::error!(tenant = %id, error = %e, "loading the tenant's alerts failed");
                     book.failed.insert(id);
-                    return;
+                    return false;
                 }
             }
         }
-        let state = book.states.get_mut(&id).expect("inserted above");
+        true
+    }
+
+    /// Steps the conditions of a tenant [`Alerts::admit`] let through, its
+    /// queue counts read as `counts`, then schedules its next reading.
+    fn visit(
+        &self,
+        book: &mut Book,
+        handle: &TenantHandle,
+        now: i64,
+        counts: Counts,
+        queued: &mut Vec<Queued>,
+    ) {
+        let id = handle.data().tenant().clone();
+        let state = book.states.get_mut(&id).expect("admitted with its state");
         let seen = Seen {
             version: handle.signals.version(),
             routes: handle.routes.clone(),
             settings: handle.settings(),
         };
-        let readings = readings(handle, state, now);
+        let readings = readings(handle, state, now, counts);
         let gone = state.gone(&readings);
         let on = (&id, &handle.metrics);
         for (kind, subject, level) in readings {
@@ -230,7 +263,7 @@ impl Alerts {
     }
 
     /// A tenant's settings, its sinks started, and its alerts still open.
-    fn load(&self, id: &TenantId, handle: &TenantHandle) -> crate::error::Result<TenantState> {
+    fn load(&self, id: &TenantId, handle: &TenantHandle) -> Result<TenantState> {
         let metrics = &handle.metrics;
         let settings = self.resolve(id, true)?;
         let mut conditions = HashMap::new();
@@ -435,6 +468,12 @@ fn measure(count: u64, rule: Rule) -> Measure {
 }
 
 impl TenantState {
+    /// Whether its queue counts are to be read at `now`.
+    fn storage_due(&self, now: i64) -> bool {
+        self.storage_read_at
+            .is_none_or(|at| now - at >= STORAGE_EVERY_MS)
+    }
+
     /// Puts new alert settings in force; the next evaluation reads the
     /// tenant again.
     pub(crate) fn reload(&mut self, settings: Resolved) {
@@ -462,11 +501,53 @@ impl TenantState {
     }
 }
 
-/// Everything a tenant's conditions read as now.
+/// A tenant's queue counts at one evaluation.
+#[derive(Debug, PartialEq)]
+enum Counts {
+    /// Its last reading is recent enough: it stands.
+    NotDue,
+    /// Read now: one per route, in the order of its routes.
+    Read(Vec<QueueCounts>),
+    /// Due, but the read failed: the last reading stands until the next.
+    Failed,
+}
+
+/// The queue counts of the tenants `due` names (each due one's routes'
+/// handles; `None` for one whose last reading stands), read for all of them
+/// with one call of `read` (the engine's `counts_of`: on PostgreSQL a
+/// statement per thousand routes, not one per route), in order.
+fn read_counts(
+    due: Vec<Option<Vec<TenantStore>>>,
+    read: impl FnOnce(&[TenantStore]) -> Result<Vec<QueueCounts>>,
+) -> Vec<Counts> {
+    let data: Vec<TenantStore> = due.iter().flatten().flatten().cloned().collect();
+    if data.is_empty() {
+        return due.iter().map(|_| Counts::NotDue).collect();
+    }
+    let read = read(&data).unwrap_or_else(|e| {
+        tracing::warn!(routes = data.len(), error = %e, "reading queue counts for alerts failed; the last readings stand");
+        Vec::new()
+    });
+    let mut at = 0;
+    due.into_iter()
+        .map(|routes| {
+            let Some(routes) = routes else {
+                return Counts::NotDue;
+            };
+            let of = at..at + routes.len();
+            at = of.end;
+            read.get(of)
+                .map_or(Counts::Failed, |c| Counts::Read(c.to_vec()))
+        })
+        .collect()
+}
+
+/// Everything a tenant's conditions read as now, its queue counts as `counts`.
 fn readings(
     handle: &TenantHandle,
     state: &mut TenantState,
     now: i64,
+    counts: Counts,
 ) -> Vec<(AlertType, String, Level)> {
     let signals = &handle.signals;
     let mut out: Vec<(AlertType, String, Level)> = [
@@ -516,23 +597,18 @@ fn readings(
             level,
         ));
     }
-    if state
-        .storage_read_at
-        .is_none_or(|at| now - at >= STORAGE_EVERY_MS)
-    {
-        state.storage_read_at = Some(now);
-        let before = std::mem::take(&mut state.storage);
-        state.storage = handle
-            .routes
-            .iter()
-            .filter_map(|route| match route.data.counts() {
-                Ok(counts) => Some((route.name.clone(), counts)),
-                Err(e) => {
-                    tracing::warn!(tenant = %handle.data().tenant(), route = %route.name, error = %e, "reading queue counts for alerts failed; the last reading stands");
-                    before.iter().find(|(name, _)| *name == route.name).cloned()
-                }
-            })
-            .collect();
+    match counts {
+        Counts::NotDue => {}
+        Counts::Read(read) => {
+            state.storage_read_at = Some(now);
+            state.storage = handle
+                .routes
+                .iter()
+                .map(|r| r.name.clone())
+                .zip(read)
+                .collect();
+        }
+        Counts::Failed => state.storage_read_at = Some(now),
     }
     for (route, counts) in &state.storage {
         out.push((
