@@ -142,7 +142,7 @@ fn due(batch: usize) -> Due {
 async fn timed(store: &Store, tenants: &[TenantStore], batch: usize) -> (Removed, f64) {
     let log = store.rejections().expect("rejections");
     let started = Instant::now();
-    let removed = pass(tenants.to_vec(), Some(log), &due(batch)).await;
+    let removed = pass(store.clone(), tenants.to_vec(), Some(log), &due(batch)).await;
     (removed, started.elapsed().as_secs_f64())
 }
 

@@ -231,6 +231,14 @@ pub trait TenantData: Send + Sync + 'static {
     /// removed says whether more may be due ([`Swept::more`]): a pass calls
     /// it again, with the cursor it left, until nothing is.
     fn sweep(&self, request: &SweepRequest, cursor: &mut Vec<u8>) -> Result<Swept>;
+
+    /// Whether a step of retention under `request` would find delivered
+    /// events or dead letters past their cut-offs (the idempotency scan
+    /// aside): a pass steps the tenant only then, or when its scan is due.
+    /// By default always: the step itself finds out.
+    fn sweep_due(&self, _request: &SweepRequest) -> Result<bool> {
+        Ok(true)
+    }
 }
 
 /// A process's hold on a tenant's forwarding lease, as a claim returned
@@ -337,6 +345,13 @@ pub trait Storage: Send + Sync + 'static {
         tenants.iter().map(|t| t.counts()).collect()
     }
 
+    /// [`TenantData::sweep_due`] of each of `tenants` (handles made by this
+    /// engine), in order: by default each asked of its handle; an engine
+    /// whose answer is a query reads them all in a few.
+    fn sweep_due(&self, tenants: &[TenantStore], request: &SweepRequest) -> Result<Vec<bool>> {
+        tenants.iter().map(|t| t.sweep_due(request)).collect()
+    }
+
     /// Writes everything out now (at shutdown).
     fn flush(&self) -> Result<()>;
 
@@ -400,6 +415,10 @@ pub trait RejectionLog: Send + Sync + 'static {
     /// Deletes up to `batch` of the tenant's rejections older than
     /// `before_ms`; returns how many went.
     fn sweep(&self, tenant_id: &str, before_ms: i64, batch: usize) -> Result<usize>;
+
+    /// Whether each of `tenants` has rejections recorded before
+    /// `before_ms`, in order: a pass sweeps only those.
+    fn sweep_due(&self, tenants: &[String], before_ms: i64) -> Result<Vec<bool>>;
 }
 
 /// A catalog row changed in one atomic write.

@@ -5,7 +5,7 @@ use super::*;
 use crate::{
     ids::{DeliveryId, EventId, RequestId},
     store::{
-        api::Storage,
+        api::{Rejection, Storage},
         lifecycle::Next,
         records::{AttemptRecord, EventMeta},
         NewDelivery, SledStore,
@@ -48,7 +48,7 @@ async fn delivered(data: &TenantStore, prefix: &str, n: usize, at_ms: i64) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pass_removes_all_that_is_due_one_batch_per_tenant_in_turn() {
     let dir = tempfile::tempdir().unwrap();
-    let (store, _committer) = SledStore::open(dir.path(), 64, false).unwrap();
+    let store: Store = Arc::new(SledStore::open(dir.path(), 64, false).unwrap().0);
     let tenant = |id: &str| store.tenant(&TenantId::try_from(id).unwrap()).unwrap();
     let (busy, quiet) = (tenant("busy"), tenant("quiet"));
     delivered(&busy, "evt_busy", 35, 1_000).await;
@@ -63,7 +63,7 @@ async fn a_pass_removes_all_that_is_due_one_batch_per_tenant_in_turn() {
     };
     let due = Due::at(&retention, 10_000);
 
-    let removed = pass(vec![busy.clone(), quiet.clone()], None, &due).await;
+    let removed = pass(store.clone(), vec![busy.clone(), quiet.clone()], None, &due).await;
 
     assert_eq!(
         (removed.data.delivered, removed.data.idempotency),
@@ -75,7 +75,7 @@ async fn a_pass_removes_all_that_is_due_one_batch_per_tenant_in_turn() {
     assert_eq!(removed.steps, 5, "{removed:?}");
     assert_eq!(busy.deliveries(None, None, 100).unwrap().len(), 2);
     assert!(quiet.deliveries(None, None, 100).unwrap().is_empty());
-    let again = pass(vec![busy, quiet], None, &due).await;
+    let again = pass(store.clone(), vec![busy, quiet], None, &due).await;
     assert_eq!(
         (again.total(), again.steps),
         (0, 2),
@@ -89,7 +89,7 @@ async fn a_pass_removes_all_that_is_due_one_batch_per_tenant_in_turn() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paced_passes_scan_the_idempotency_log_in_cycles() {
     let dir = tempfile::tempdir().unwrap();
-    let (store, _committer) = SledStore::open(dir.path(), 64, false).unwrap();
+    let store: Store = Arc::new(SledStore::open(dir.path(), 64, false).unwrap().0);
     let acme = store.tenant(&TenantId::try_from("acme").unwrap()).unwrap();
     delivered(&acme, "evt", 30, 1_000).await;
     // Cycles of a second (a 24th of 24 s), ten passes each.
@@ -101,32 +101,95 @@ async fn paced_passes_scan_the_idempotency_log_in_cycles() {
         sweep_batch: 10,
     };
     let mut pacing = pacing::Pacing::new(&retention);
-    let seen = paced_at(&mut pacing, &acme, &retention, 1_500).await;
-    assert_eq!(seen.steps, 1, "no scan in the first cycle: {seen:?}");
-    let first = paced_at(&mut pacing, &acme, &retention, 2_500).await;
+    let seen = paced_at(&mut pacing, &store, &acme, &retention, 1_500).await;
+    assert_eq!(
+        seen.steps, 0,
+        "nothing due, no scan in the first cycle: {seen:?}"
+    );
+    let first = paced_at(&mut pacing, &store, &acme, &retention, 2_500).await;
     assert_eq!((first.data.idempotency, first.steps), (0, 4), "{first:?}");
     // Every record expired at 25 000. The cycle begun then scans ten
     // records a pass (the forty the first one counted, and a quarter, over
     // ten passes, at least a batch), each pass on from the last.
     for (now_ms, forgotten) in [(26_000, 10), (26_100, 10), (26_200, 10), (26_300, 0)] {
-        let pass = paced_at(&mut pacing, &acme, &retention, now_ms).await;
+        let pass = paced_at(&mut pacing, &store, &acme, &retention, now_ms).await;
         assert_eq!(pass.data.idempotency, forgotten, "at {now_ms}: {pass:?}");
     }
     assert!(acme.idempotency(b"evt_29").unwrap().is_none());
     // The cycle began at 26 000; the next begins at 27 000.
-    let between = paced_at(&mut pacing, &acme, &retention, 26_900).await;
-    assert_eq!(between.steps, 1, "no scan between cycles: {between:?}");
+    let between = paced_at(&mut pacing, &store, &acme, &retention, 26_900).await;
+    assert_eq!(between.steps, 0, "no scan between cycles: {between:?}");
 }
 
 /// One paced pass over `data` at `now_ms`.
 async fn paced_at(
     pacing: &mut pacing::Pacing,
+    store: &Store,
     data: &TenantStore,
     retention: &RetentionConfig,
     now_ms: i64,
 ) -> Removed {
     let due = Due::at(retention, now_ms);
-    paced_pass(pacing, vec![data.clone()], None, &due, now_ms).await
+    paced_pass(
+        pacing,
+        store.clone(),
+        vec![data.clone()],
+        None,
+        &due,
+        now_ms,
+    )
+    .await
+}
+
+/// A pass asks the engine once which tenants have anything due and steps
+/// only those (and those whose idempotency scan is due): of four tenants,
+/// the one with a delivered event past its retention and the one with an
+/// old rejection; not the one whose event is recent nor the idle one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pass_steps_only_the_tenants_with_something_due() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Store = Arc::new(SledStore::open(dir.path(), 64, false).unwrap().0);
+    let tenant = |id: &str| store.tenant(&TenantId::try_from(id).unwrap()).unwrap();
+    let (old, recent, idle, refused) = (
+        tenant("old"),
+        tenant("recent"),
+        tenant("idle"),
+        tenant("refused"),
+    );
+    delivered(&old, "evt_old", 1, 1_000).await;
+    delivered(&recent, "evt_recent", 1, 9_000).await;
+    let log = store.rejections().unwrap();
+    log.record(Rejection {
+        tenant_id: "refused".into(),
+        at_ms: 1_000,
+        request_id: "req_1".into(),
+        code: "BAD_SIGNATURE".into(),
+        reason: "no key matched".into(),
+        signature_valid: false,
+        body_bytes: 2,
+        body: b"{}".to_vec(),
+    })
+    .unwrap();
+    let retention = RetentionConfig {
+        idempotency_secs: 86_400,
+        delivered_secs: 5,
+        dead_secs: 5,
+        sweep_interval_secs: 60.0,
+        sweep_batch: 10,
+    };
+    let due = Due::at(&retention, 10_000);
+    let mut pacing = pacing::Pacing::new(&retention);
+    let tenants = vec![old.clone(), recent.clone(), idle, refused];
+
+    let removed = paced_pass(&mut pacing, store.clone(), tenants, Some(log), &due, 10_000).await;
+
+    assert_eq!(
+        (removed.data.delivered, removed.rejections, removed.steps),
+        (1, 1, 2),
+        "{removed:?}"
+    );
+    assert!(old.deliveries(None, None, 10).unwrap().is_empty());
+    assert_eq!(recent.deliveries(None, None, 10).unwrap().len(), 1);
 }
 
 /// A tenant's alert-sink handles are made once and kept while its data

@@ -35,7 +35,7 @@ use redirects::redirects_are_kept_with_their_delivery;
 use resend::a_delivered_delivery_is_resent_once_by_concurrent_calls_that_ask_so;
 use retention::{
     dead_letters_and_redelivered_originals_go, steps_remove_more_than_one_batch,
-    the_idempotency_scan_is_sized_apart,
+    sweep_due_names_each_tenant_with_something_due, the_idempotency_scan_is_sized_apart,
 };
 use routes::{
     a_fan_out_is_one_commit_and_a_duplicate_writes_none,
@@ -115,6 +115,7 @@ engines!(
     sweep_forgets_old_work,
     steps_remove_more_than_one_batch,
     the_idempotency_scan_is_sized_apart,
+    sweep_due_names_each_tenant_with_something_due,
     counts_of_many_tenants_are_each_their_own,
     dead_letters_and_redelivered_originals_go,
     catalog_rows_are_atomic,

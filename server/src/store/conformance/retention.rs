@@ -169,6 +169,35 @@ pub(super) async fn the_idempotency_scan_is_sized_apart(engine: Engine) {
     assert!(data.idempotency(b"evt_fresh").unwrap().is_some());
 }
 
+/// The engine says, for many tenants at once and in order, which have
+/// delivered events or dead letters past their cut-offs, and which have
+/// rejections recorded before one; once swept, none.
+pub(super) async fn sweep_due_names_each_tenant_with_something_due(engine: Engine) {
+    let [done, dead_letter, fresh, idle] =
+        ["old-done", "old-dead", "fresh", "idle"].map(|id| tenant(&engine, id));
+    settled(&done, "evt_done", Next::Delivered, 1_000).await;
+    settled(&dead_letter, "evt_dead", dead(), 1_000).await;
+    settled(&fresh, "evt_fresh", Next::Delivered, 9_000).await;
+    settled(&fresh, "evt_fresh_dead", dead(), 9_000).await;
+    let all = [done.clone(), dead_letter.clone(), fresh, idle];
+    assert_eq!(
+        engine.store.sweep_due(&all, &due(100)).unwrap(),
+        [true, true, false, false]
+    );
+    sweep_all(&done, &due(100));
+    sweep_all(&dead_letter, &due(100));
+    assert_eq!(engine.store.sweep_due(&all, &due(100)).unwrap(), [false; 4]);
+    assert!(engine.store.sweep_due(&[], &due(100)).unwrap().is_empty());
+
+    let log = engine.store.rejections().unwrap();
+    log.record(rejection("refused", 1_000, 0)).unwrap();
+    log.record(rejection("recent", 9_000, 1)).unwrap();
+    let ids = ["recent", "idle", "refused"].map(String::from);
+    assert_eq!(log.sweep_due(&ids, 5_000).unwrap(), [false, false, true]);
+    assert_eq!(sweep_rejections(&*log, "refused", 10), 1);
+    assert_eq!(log.sweep_due(&ids, 5_000).unwrap(), [false; 3]);
+}
+
 pub(super) async fn dead_letters_and_redelivered_originals_go(engine: Engine) {
     let data = tenant(&engine, "acme");
     let plain = settled(&data, "evt_plain", dead(), 1_000).await;

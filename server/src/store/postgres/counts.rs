@@ -7,7 +7,7 @@ use super::{pg, Db};
 use crate::{error::Result, store::api::QueueCounts, store::records::queue_key_due_ms};
 
 /// Tenants counted by one statement, at most.
-const CHUNK: usize = 1_000;
+pub(super) const CHUNK: usize = 1_000;
 
 /// One row per tenant of the array, in its order.
 const COUNTS: &str = "SELECT \

@@ -46,7 +46,8 @@ use self::connect::{pool, probe, session_config};
 pub use migrate::migrate;
 
 use super::api::{
-    CatalogRows, CommitFigures, Fence, QueueCounts, RejectionLog, Storage, TenantStore,
+    CatalogRows, CommitFigures, Fence, QueueCounts, RejectionLog, Storage, SweepRequest,
+    TenantStore,
 };
 use crate::{
     error::{Error, Result},
@@ -454,6 +455,12 @@ impl Storage for PgStore {
     fn counts_of(&self, tenants: &[TenantStore]) -> Result<Vec<QueueCounts>> {
         let ids: Vec<String> = tenants.iter().map(|t| t.tenant().to_string()).collect();
         self.run(|db| async move { counts::counts_of(&db, &ids).await })
+    }
+
+    fn sweep_due(&self, tenants: &[TenantStore], request: &SweepRequest) -> Result<Vec<bool>> {
+        let ids: Vec<String> = tenants.iter().map(|t| t.tenant().to_string()).collect();
+        let request = *request;
+        self.run(|db| async move { retention::sweep_due(&db, &ids, &request).await })
     }
 
     fn flush(&self) -> Result<()> {

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use tokio_postgres::GenericClient;
 
-use super::{pg, Db};
+use super::{counts::CHUNK, pg, Db};
 use crate::{
     error::Result,
     ids::DeliveryId,
@@ -42,6 +42,37 @@ pub(super) async fn sweep(
     let next = sweep_idempotency(&**client, tenant, request, scan, from, &mut swept).await?;
     swept.more = delivered_full || dead_full || !next.is_empty();
     Ok((swept, next))
+}
+
+/// Which of `tenants` have delivered events or dead letters past
+/// `request`'s cut-offs, in order: one statement per [`CHUNK`] tenants, each
+/// the first key of an index range of its tenant.
+pub(super) async fn sweep_due(
+    db: &Db,
+    tenants: &[String],
+    request: &SweepRequest,
+) -> Result<Vec<bool>> {
+    let delivered = (request.delivered_before_ms.max(0) as u64)
+        .to_be_bytes()
+        .to_vec();
+    let dead = (request.dead_before_ms.max(0) as u64)
+        .to_be_bytes()
+        .to_vec();
+    let client = db.side_client().await?;
+    let mut due = Vec::with_capacity(tenants.len());
+    for chunk in tenants.chunks(CHUNK) {
+        let rows = client
+            .query(
+                "SELECT EXISTS (SELECT 1 FROM hookd_done d WHERE d.tenant = t.tenant AND d.dkey < $2) \
+                 OR EXISTS (SELECT 1 FROM hookd_dead x WHERE x.tenant = t.tenant AND x.dkey < $3) \
+                 FROM unnest($1::text[]) WITH ORDINALITY AS t(tenant, n) ORDER BY t.n",
+                &[&chunk, &delivered, &dead],
+            )
+            .await
+            .map_err(pg)?;
+        due.extend(rows.iter().map(|row| row.get::<_, bool>(0)));
+    }
+    Ok(due)
 }
 
 /// The delivered events finished before the cut-off, oldest first (rows
@@ -114,12 +145,14 @@ async fn sweep_dead(
     }
     let mut states = lock_states(&*tx, tenant, &ids).await?;
     states.retain(|_, state| state.status.is_dead_letter());
-    tx.execute(
-        "DELETE FROM hookd_dead WHERE tenant = $1 AND dkey = ANY($2)",
-        &[&tenant, &keys],
-    )
-    .await
-    .map_err(pg)?;
+    if !keys.is_empty() {
+        tx.execute(
+            "DELETE FROM hookd_dead WHERE tenant = $1 AND dkey = ANY($2)",
+            &[&tenant, &keys],
+        )
+        .await
+        .map_err(pg)?;
+    }
     let dead: Vec<String> = states.keys().cloned().collect();
     let originals = originals_of(&*tx, tenant, &states).await?;
     delete_deliveries(&*tx, tenant, &dead).await?;

@@ -211,6 +211,10 @@ impl TenantData for TenantTrees {
         }
         Ok(swept)
     }
+
+    fn sweep_due(&self, request: &SweepRequest) -> Result<bool> {
+        deliveries::sweep_due(self, request)
+    }
 }
 
 impl TenantTrees {

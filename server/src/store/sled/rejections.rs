@@ -144,6 +144,18 @@ impl RejectionLog for Rejections {
         }
         Ok(swept)
     }
+
+    fn sweep_due(&self, tenants: &[String], before_ms: i64) -> Result<Vec<bool>> {
+        tenants
+            .iter()
+            .map(|tenant_id| {
+                let start = prefix(tenant_id);
+                let end = format!("{start}{:016}", before_ms.max(0));
+                let first = self.tree.range(start.as_bytes()..end.as_bytes()).next();
+                Ok(first.transpose()?.is_some())
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]

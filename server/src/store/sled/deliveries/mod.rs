@@ -14,7 +14,7 @@ use sled::{
 };
 
 pub use consumer::{ack, nack, pull};
-pub use retention::sweep;
+pub use retention::{sweep, sweep_due};
 pub(super) use round::{record_round, RoundAttempt};
 
 use super::{

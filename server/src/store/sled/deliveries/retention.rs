@@ -35,6 +35,25 @@ pub fn sweep(
     Ok(swept)
 }
 
+/// Whether a step would find delivered events or dead letters past their
+/// cut-offs: the first key of each range, no more.
+pub fn sweep_due(trees: &TenantTrees, request: &SweepRequest) -> Result<bool> {
+    let delivered = (request.delivered_before_ms.max(0) as u64).to_be_bytes();
+    let dead = (request.dead_before_ms.max(0) as u64).to_be_bytes();
+    Ok(trees
+        .done
+        .range(None, Some(&delivered))
+        .next()
+        .transpose()?
+        .is_some()
+        || trees
+            .dead
+            .range(None, Some(&dead))
+            .next()
+            .transpose()?
+            .is_some())
+}
+
 /// The delivered events finished before the cut-off, oldest first; true
 /// when the batch was full.
 fn sweep_delivered(trees: &TenantTrees, request: &SweepRequest, swept: &mut Swept) -> Result<bool> {
