@@ -88,6 +88,19 @@ pub struct SweepRequest {
     pub idem_scan: usize,
 }
 
+impl SweepRequest {
+    /// The key below which delivered events are due: the finish time their
+    /// index keys begin with, big-endian.
+    pub fn delivered_cutoff(&self) -> [u8; 8] {
+        (self.delivered_before_ms.max(0) as u64).to_be_bytes()
+    }
+
+    /// The key below which dead letters are due, likewise by time of death.
+    pub fn dead_cutoff(&self) -> [u8; 8] {
+        (self.dead_before_ms.max(0) as u64).to_be_bytes()
+    }
+}
+
 /// One tenant's deliveries. Changes to one delivery are compare-and-set
 /// transactions, so concurrent writers (the dispatcher, consumers, the
 /// control plane) never leave a delivery half-changed or a queue entry

@@ -52,12 +52,8 @@ pub(super) async fn sweep_due(
     tenants: &[String],
     request: &SweepRequest,
 ) -> Result<Vec<bool>> {
-    let delivered = (request.delivered_before_ms.max(0) as u64)
-        .to_be_bytes()
-        .to_vec();
-    let dead = (request.dead_before_ms.max(0) as u64)
-        .to_be_bytes()
-        .to_vec();
+    let (delivered, dead) = (request.delivered_cutoff(), request.dead_cutoff());
+    let (delivered, dead) = (delivered.as_slice(), dead.as_slice());
     let client = db.side_client().await?;
     let mut due = Vec::with_capacity(tenants.len());
     for chunk in tenants.chunks(CHUNK) {
@@ -84,9 +80,7 @@ async fn sweep_delivered(
     batch: i64,
     swept: &mut Swept,
 ) -> Result<bool> {
-    let cutoff = (request.delivered_before_ms.max(0) as u64)
-        .to_be_bytes()
-        .to_vec();
+    let cutoff = request.delivered_cutoff().to_vec();
     let tx = client.transaction().await.map_err(pg)?;
     let done = tx
         .query(
@@ -125,9 +119,7 @@ async fn sweep_dead(
     batch: i64,
     swept: &mut Swept,
 ) -> Result<bool> {
-    let cutoff = (request.dead_before_ms.max(0) as u64)
-        .to_be_bytes()
-        .to_vec();
+    let cutoff = request.dead_cutoff().to_vec();
     let tx = client.transaction().await.map_err(pg)?;
     let rows = tx
         .query(

@@ -38,8 +38,7 @@ pub fn sweep(
 /// Whether a step would find delivered events or dead letters past their
 /// cut-offs: the first key of each range, no more.
 pub fn sweep_due(trees: &TenantTrees, request: &SweepRequest) -> Result<bool> {
-    let delivered = (request.delivered_before_ms.max(0) as u64).to_be_bytes();
-    let dead = (request.dead_before_ms.max(0) as u64).to_be_bytes();
+    let (delivered, dead) = (request.delivered_cutoff(), request.dead_cutoff());
     Ok(trees
         .done
         .range(None, Some(&delivered))
@@ -57,7 +56,7 @@ pub fn sweep_due(trees: &TenantTrees, request: &SweepRequest) -> Result<bool> {
 /// The delivered events finished before the cut-off, oldest first; true
 /// when the batch was full.
 fn sweep_delivered(trees: &TenantTrees, request: &SweepRequest, swept: &mut Swept) -> Result<bool> {
-    let cutoff = (request.delivered_before_ms.max(0) as u64).to_be_bytes();
+    let cutoff = request.delivered_cutoff();
     let keys = trees
         .done
         .range(None, Some(&cutoff))
@@ -79,7 +78,7 @@ fn sweep_delivered(trees: &TenantTrees, request: &SweepRequest, swept: &mut Swep
 /// only if it is still dead (a concurrent redelivery wins); true when the
 /// batch was full.
 fn sweep_dead(trees: &TenantTrees, request: &SweepRequest, swept: &mut Swept) -> Result<bool> {
-    let cutoff = (request.dead_before_ms.max(0) as u64).to_be_bytes();
+    let cutoff = request.dead_cutoff();
     let entries = trees
         .dead
         .range(None, Some(&cutoff))
