@@ -357,5 +357,18 @@ fn failed(tenant: &TenantId, what: &str, e: &crate::error::Error) -> bool {
     false
 }
 
+/// Tests' retention: everything kept `secs`, a pass a minute, batches of
+/// `batch`; a test changes what it needs apart with `..`.
+#[cfg(test)]
+fn retention(secs: u64, batch: usize) -> RetentionConfig {
+    RetentionConfig {
+        idempotency_secs: secs,
+        delivered_secs: secs,
+        dead_secs: secs,
+        sweep_interval_secs: 60.0,
+        sweep_batch: batch,
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -152,13 +152,7 @@ mod tests {
 
     /// A day's idempotency retention (cycles of an hour), a pass a minute.
     fn pacing() -> Pacing {
-        Pacing::new(&RetentionConfig {
-            idempotency_secs: 86_400,
-            delivered_secs: 86_400,
-            dead_secs: 86_400,
-            sweep_interval_secs: 60.0,
-            sweep_batch: 1_000,
-        })
+        Pacing::new(&super::super::retention(86_400, 1_000))
     }
 
     fn acme() -> TenantId {
@@ -243,13 +237,7 @@ mod tests {
 
     #[test]
     fn a_short_retention_cycles_every_pass() {
-        let mut pacing = Pacing::new(&RetentionConfig {
-            idempotency_secs: 5,
-            delivered_secs: 5,
-            dead_secs: 5,
-            sweep_interval_secs: 60.0,
-            sweep_batch: 10,
-        });
+        let mut pacing = Pacing::new(&super::super::retention(5, 10));
         pacing.budget(&acme(), 0);
         pacing.passed([progress(b"", 0, false)]);
         assert_eq!(pacing.budget(&acme(), 60_000), Budget::whole());

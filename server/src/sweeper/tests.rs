@@ -54,13 +54,7 @@ async fn a_pass_removes_all_that_is_due_one_batch_per_tenant_in_turn() {
     delivered(&busy, "evt_busy", 35, 1_000).await;
     delivered(&busy, "evt_new", 2, 9_000).await;
     delivered(&quiet, "evt_quiet", 1, 1_000).await;
-    let retention = RetentionConfig {
-        idempotency_secs: 5,
-        delivered_secs: 5,
-        dead_secs: 5,
-        sweep_interval_secs: 60.0,
-        sweep_batch: 10,
-    };
+    let retention = retention(5, 10);
     let due = Due::at(&retention, 10_000);
 
     let removed = pass(store.clone(), vec![busy.clone(), quiet.clone()], None, &due).await;
@@ -95,10 +89,8 @@ async fn paced_passes_scan_the_idempotency_log_in_cycles() {
     // Cycles of a second (a 24th of 24 s), ten passes each.
     let retention = RetentionConfig {
         idempotency_secs: 24,
-        delivered_secs: 86_400,
-        dead_secs: 86_400,
         sweep_interval_secs: 0.1,
-        sweep_batch: 10,
+        ..retention(86_400, 10)
     };
     let mut pacing = pacing::Pacing::new(&retention);
     let seen = paced_at(&mut pacing, &store, &acme, &retention, 1_500).await;
@@ -172,10 +164,7 @@ async fn a_pass_steps_only_the_tenants_with_something_due() {
     .unwrap();
     let retention = RetentionConfig {
         idempotency_secs: 86_400,
-        delivered_secs: 5,
-        dead_secs: 5,
-        sweep_interval_secs: 60.0,
-        sweep_batch: 10,
+        ..retention(5, 10)
     };
     let due = Due::at(&retention, 10_000);
     let mut pacing = pacing::Pacing::new(&retention);

@@ -170,21 +170,10 @@ impl RejectionLog for PgRejections {
     fn sweep_due(&self, tenants: &[String], before_ms: i64) -> Result<Vec<bool>> {
         let tenants = tenants.to_vec();
         self.store.run(|db| async move {
-            let client = db.side_client().await?;
-            let mut due = Vec::with_capacity(tenants.len());
-            for chunk in tenants.chunks(super::counts::CHUNK) {
-                let rows = client
-                    .query(
-                        "SELECT EXISTS (SELECT 1 FROM hookd_rejections r \
-                         WHERE r.tenant = t.tenant AND r.at_ms < $2) \
-                         FROM unnest($1::text[]) WITH ORDINALITY AS t(tenant, n) ORDER BY t.n",
-                        &[&chunk, &before_ms],
-                    )
-                    .await
-                    .map_err(pg)?;
-                due.extend(rows.iter().map(|row| row.get::<_, bool>(0)));
-            }
-            Ok(due)
+            let sql = "SELECT EXISTS (SELECT 1 FROM hookd_rejections r \
+                       WHERE r.tenant = t.tenant AND r.at_ms < $2) \
+                       FROM unnest($1::text[]) WITH ORDINALITY AS t(tenant, n) ORDER BY t.n";
+            super::counts::per_tenant(&db, sql, &tenants, &[&before_ms], |row| row.get(0)).await
         })
     }
 }

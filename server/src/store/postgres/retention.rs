@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use tokio_postgres::GenericClient;
 
-use super::{counts::CHUNK, pg, Db};
+use super::{counts::per_tenant, pg, Db};
 use crate::{
     error::Result,
     ids::DeliveryId,
@@ -45,7 +45,7 @@ pub(super) async fn sweep(
 }
 
 /// Which of `tenants` have delivered events or dead letters past
-/// `request`'s cut-offs, in order: one statement per [`CHUNK`] tenants, each
+/// `request`'s cut-offs, in order: one statement per thousand tenants, each
 /// the first key of an index range of its tenant.
 pub(super) async fn sweep_due(
     db: &Db,
@@ -53,22 +53,12 @@ pub(super) async fn sweep_due(
     request: &SweepRequest,
 ) -> Result<Vec<bool>> {
     let (delivered, dead) = (request.delivered_cutoff(), request.dead_cutoff());
+    let sql =
+        "SELECT EXISTS (SELECT 1 FROM hookd_done d WHERE d.tenant = t.tenant AND d.dkey < $2) \
+               OR EXISTS (SELECT 1 FROM hookd_dead x WHERE x.tenant = t.tenant AND x.dkey < $3) \
+               FROM unnest($1::text[]) WITH ORDINALITY AS t(tenant, n) ORDER BY t.n";
     let (delivered, dead) = (delivered.as_slice(), dead.as_slice());
-    let client = db.side_client().await?;
-    let mut due = Vec::with_capacity(tenants.len());
-    for chunk in tenants.chunks(CHUNK) {
-        let rows = client
-            .query(
-                "SELECT EXISTS (SELECT 1 FROM hookd_done d WHERE d.tenant = t.tenant AND d.dkey < $2) \
-                 OR EXISTS (SELECT 1 FROM hookd_dead x WHERE x.tenant = t.tenant AND x.dkey < $3) \
-                 FROM unnest($1::text[]) WITH ORDINALITY AS t(tenant, n) ORDER BY t.n",
-                &[&chunk, &delivered, &dead],
-            )
-            .await
-            .map_err(pg)?;
-        due.extend(rows.iter().map(|row| row.get::<_, bool>(0)));
-    }
-    Ok(due)
+    per_tenant(db, sql, tenants, &[&delivered, &dead], |row| row.get(0)).await
 }
 
 /// The delivered events finished before the cut-off, oldest first (rows
