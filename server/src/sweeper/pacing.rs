@@ -155,6 +155,15 @@ mod tests {
         Pacing::new(&super::super::retention(86_400, 1_000))
     }
 
+    /// `acme` seen at 0, its first cycle's budget given at an hour.
+    fn at_first_cycle() -> Pacing {
+        let mut pacing = pacing();
+        pacing.budget(&acme(), 0);
+        pacing.passed([progress(b"", 0, false)]);
+        pacing.budget(&acme(), HOUR_MS);
+        pacing
+    }
+
     fn acme() -> TenantId {
         TenantId::try_from("acme").unwrap()
     }
@@ -209,10 +218,7 @@ mod tests {
 
     #[test]
     fn a_handle_a_pass_did_not_see_is_forgotten_and_waits_a_cycle_again() {
-        let mut pacing = pacing();
-        pacing.budget(&acme(), 0);
-        pacing.passed([progress(b"", 0, false)]);
-        pacing.budget(&acme(), HOUR_MS);
+        let mut pacing = at_first_cycle();
         pacing.passed([progress(b"", 10, true)]);
         pacing.passed([]);
         assert_eq!(pacing.budget(&acme(), 2 * HOUR_MS).records, 0);
@@ -222,10 +228,7 @@ mod tests {
 
     #[test]
     fn a_scan_that_stopped_short_of_the_end_is_not_a_whole_cycle() {
-        let mut pacing = pacing();
-        pacing.budget(&acme(), 0);
-        pacing.passed([progress(b"", 0, false)]);
-        pacing.budget(&acme(), HOUR_MS);
+        let mut pacing = at_first_cycle();
         // A failed step: stopped with no cursor, not at the end.
         pacing.passed([progress(b"", 0, false)]);
         assert_eq!(
