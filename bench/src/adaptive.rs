@@ -304,6 +304,7 @@ async fn run_shape(args: &AdaptiveArgs, shape: Shape) -> anyhow::Result<(Vec<Sec
         request_timeout: Duration::from_secs(10),
         progress: false,
         record_accepted: false,
+        pace: None,
     };
     let order = Arc::new(plan.order.clone());
     let load = tokio::spawn(async move { run_phase(plan, order, &opts, "backlog").await });

@@ -195,6 +195,7 @@ pub async fn measure(
     let opts = LoadOptions {
         record_accepted: true,
         duration: None,
+        pace: None,
         ..opts.clone()
     };
     let dir = tempfile::tempdir().context("cannot create a data dir for hookd")?;

@@ -190,6 +190,7 @@ pub async fn run(args: HostileArgs) -> anyhow::Result<()> {
                 connections: 4,
                 duration: None,
                 progress: false,
+                pace: None,
                 ..opts.clone()
             };
             let sent = run_phase(

@@ -1,6 +1,7 @@
 //! The load driver: N keep-alive HTTP/1.1 connections, each sending the next
-//! planned request as soon as its previous answer is read, until the plan or
-//! the time runs out. Latency is recorded per request in an HDR histogram.
+//! planned request as soon as its previous answer is read (or, paced, at the
+//! request's planned instant), until the plan or the time runs out. Latency
+//! is recorded per request in an HDR histogram.
 
 use std::{
     collections::BTreeMap,
@@ -39,6 +40,11 @@ pub struct LoadOptions {
     pub progress: bool,
     /// Keep the pool index and instant of every 202 answer (`PhaseResult::accepted`).
     pub record_accepted: bool,
+    /// Send at a fixed rate: request `i` goes out `i` gaps after the start
+    /// (on the first free connection), and its latency counts from that
+    /// planned instant, so a slow answer is never hidden by the requests it
+    /// held back. `None` sends as fast as the connections are answered.
+    pub pace: Option<Duration>,
 }
 
 /// What one phase measured.
@@ -97,6 +103,7 @@ pub async fn run_phase(
                 deadline,
                 timeout: opts.request_timeout,
                 record_accepted: opts.record_accepted,
+                pace: opts.pace.map(|gap| (start, gap)),
             };
             tokio::spawn(worker.run())
         })
@@ -208,6 +215,7 @@ struct Worker {
     deadline: Option<Instant>,
     timeout: Duration,
     record_accepted: bool,
+    pace: Option<(Instant, Duration)>,
 }
 
 impl Worker {
@@ -222,6 +230,10 @@ impl Worker {
             let Some(&pool_index) = self.order.get(i) else {
                 break;
             };
+            let planned = self.pace.map(|(start, gap)| start + gap * i as u32);
+            if planned.is_some_and(|p| self.deadline.is_some_and(|d| p >= d)) {
+                break;
+            }
             let conn = match sender.take() {
                 Some(conn) => conn,
                 None => match tokio::time::timeout(self.timeout, connect(self.addr)).await {
@@ -244,7 +256,13 @@ impl Worker {
             if (pool_index as usize) < self.plan.seed_len {
                 stats.sent_duplicates += 1;
             }
-            let started = Instant::now();
+            let started = match planned {
+                Some(planned) => {
+                    tokio::time::sleep_until(planned.into()).await;
+                    planned
+                }
+                None => Instant::now(),
+            };
             let outcome = tokio::time::timeout(self.timeout, send(conn, delivery, self.addr)).await;
             match outcome {
                 Ok(Ok((status, conn))) => {

@@ -156,6 +156,11 @@ struct LoadArgs {
     /// A request unanswered this many seconds counts as an error.
     #[arg(long, default_value_t = 10.0)]
     timeout_secs: f64,
+    /// Send at this many requests a second in all (paced, open loop) instead
+    /// of as fast as the connections are answered; latency then counts from
+    /// each request's planned instant. Give enough --connections to keep up.
+    #[arg(long, conflicts_with = "count")]
+    rate: Option<f64>,
     /// Random seed for which requests are duplicates.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -182,10 +187,13 @@ impl LoadArgs {
         let requests = match (self.count, self.duration()?) {
             (Some(count), _) => count,
             (None, Some(d)) => self.max_requests.unwrap_or_else(|| {
-                // Duplicates cost no memory of their own: plan more requests
-                // when more of them are duplicates (up to four times as many).
-                let per_sec = PLANNED_UNIQUE_PER_SEC / (1.0 - self.dup_ratio).max(0.25);
-                ((d.as_secs_f64() * per_sec) as usize).clamp(1, PLANNED_MAX)
+                let per_sec = match self.rate {
+                    Some(rate) => rate,
+                    // Duplicates cost no memory of their own: plan more requests
+                    // when more of them are duplicates (up to four times as many).
+                    None => PLANNED_UNIQUE_PER_SEC / (1.0 - self.dup_ratio).max(0.25),
+                };
+                ((d.as_secs_f64() * per_sec).ceil() as usize).clamp(1, PLANNED_MAX)
             }),
             (None, None) => unreachable!("a run without --count has a duration"),
         };
@@ -215,7 +223,19 @@ impl LoadArgs {
             request_timeout,
             progress: !self.json,
             record_accepted: false,
+            pace: self.pace()?,
         })
+    }
+
+    /// The gap between two paced requests, from `--rate`.
+    fn pace(&self) -> anyhow::Result<Option<Duration>> {
+        let Some(rate) = self.rate else {
+            return Ok(None);
+        };
+        match Duration::try_from_secs_f64(1.0 / rate) {
+            Ok(gap) if rate > 0.0 && !gap.is_zero() => Ok(Some(gap)),
+            _ => bail!("--rate must be a positive number of requests a second, got {rate}"),
+        }
     }
 }
 
@@ -322,6 +342,7 @@ async fn measure_process(
         let order = Arc::new((0..plan.seed_len as u32).collect::<Vec<_>>());
         let seed_opts = LoadOptions {
             duration: None,
+            pace: None,
             ..opts.clone()
         };
         Some(run_phase(plan.clone(), order, &seed_opts, &format!("{server} seed")).await)
