@@ -239,19 +239,28 @@ impl Dispatcher {
         let mut writing: Option<Recording> = None;
         let mut waiting = Waiting::default();
         let mut busy: HashSet<Vec<u8>> = HashSet::new();
+        // Whether to look at the queue on this turn: not right after
+        // attempts finished, whose slots stay held until their round is
+        // durable, so nothing new could start.
+        let (mut look, mut wake_at) = (true, 0);
         loop {
             let now = self.clock.now_ms();
-            let wake_at = match self.lease.holds().await {
-                // Another process forwards the tenant; ask again soon.
-                None => now + MAX_IDLE_MS,
-                Some(fence) => match self.start_due(now, &fence, &mut in_flight, &mut busy).await {
-                    Ok(wake_at) => wake_at,
-                    Err(e) => {
-                        tracing::error!(tenant = %self.tenant, route = %self.route, error = %e, "reading the delivery queue failed");
-                        now + MAX_IDLE_MS
+            if look {
+                wake_at = match self.lease.holds().await {
+                    // Another process forwards the tenant; ask again soon.
+                    None => now + MAX_IDLE_MS,
+                    Some(fence) => {
+                        match self.start_due(now, &fence, &mut in_flight, &mut busy).await {
+                            Ok(wake_at) => wake_at,
+                            Err(e) => {
+                                tracing::error!(tenant = %self.tenant, route = %self.route, error = %e, "reading the delivery queue failed");
+                                now + MAX_IDLE_MS
+                            }
+                        }
                     }
-                },
-            };
+                };
+            }
+            look = true;
             // On the server's clock, so a test's clock drives retries,
             // Retry-After, breaker cooldowns and the delivery rate.
             let sleep = self
@@ -267,6 +276,7 @@ impl Dispatcher {
                     if writing.is_none() {
                         writing = Some(self.write(std::mem::take(&mut waiting)));
                     }
+                    look = false;
                 }
                 Some((keys, recorded)) = OptionFuture::from(writing.as_mut()), if writing.is_some() => {
                     for key in &keys {
