@@ -1,5 +1,5 @@
 //! Fault injection for tests: a [`SyncOps`] that records every sync and can
-//! be made to fail or to wait, a switch that makes the next batch of writes holding a
+//! be made to fail, a switch that makes the next batch of writes holding a
 //! tenant's delivery fail as a storage error (and one for the next read of
 //! a delivery's state), and one that makes a tenant
 //! actor panic on its next delivery. Compiled only into unit tests and builds with the
@@ -12,9 +12,8 @@ use std::{
     path::{Path, PathBuf},
     sync::{
         atomic::{AtomicBool, Ordering},
-        Arc, Condvar, Mutex,
+        Arc, Mutex,
     },
-    time::{Duration, Instant},
 };
 
 use crate::store::{OsSync, SyncOps};
@@ -33,22 +32,14 @@ pub enum Synced {
     Dir(PathBuf),
 }
 
-/// Longest a sync waits while [`FaultSync::hold`] is in force, so a test
-/// that fails before its release cannot hang the server it stops.
-const HOLD_LIMIT: Duration = Duration::from_secs(30);
-
 /// Real syncs, recorded in order; after [`FaultSync::fail_from_now`] every
 /// sync fails instead, as a dead disk would, and [`FaultSync::fail_once`]
 /// fails only the next one, as Linux reports a writeback error only once.
-/// Between [`FaultSync::hold`] and [`FaultSync::release`] every sync waits,
-/// as on a disk that is slow to answer.
 #[derive(Debug, Default)]
 pub struct FaultSync {
     log: Mutex<Vec<Synced>>,
     failing: AtomicBool,
     fail_next: AtomicBool,
-    held: Mutex<bool>,
-    released: Condvar,
 }
 
 impl FaultSync {
@@ -67,34 +58,12 @@ impl FaultSync {
         self.fail_next.store(true, Ordering::SeqCst);
     }
 
-    /// Every later sync waits until [`FaultSync::release`] (at most 30 s).
-    pub fn hold(&self) {
-        *self.held.lock().expect("sync hold") = true;
-    }
-
-    /// The syncs waiting since [`FaultSync::hold`] go on, and later ones
-    /// no longer wait.
-    pub fn release(&self) {
-        *self.held.lock().expect("sync hold") = false;
-        self.released.notify_all();
-    }
-
     /// The syncs done so far, in order.
     pub fn synced(&self) -> Vec<Synced> {
         self.log.lock().expect("sync log").clone()
     }
 
     fn check(&self) -> io::Result<()> {
-        let deadline = Instant::now() + HOLD_LIMIT;
-        let mut held = self.held.lock().expect("sync hold");
-        while *held {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                break;
-            }
-            held = self.released.wait_timeout(held, left).expect("sync hold").0;
-        }
-        drop(held);
         if self.failing.load(Ordering::SeqCst) || self.fail_next.swap(false, Ordering::SeqCst) {
             return Err(io::Error::other("injected fsync failure"));
         }

@@ -9,7 +9,7 @@
 
 use std::{collections::HashSet, future::Future, pin::Pin, sync::Arc};
 
-use futures_util::{future::OptionFuture, stream::FuturesUnordered, FutureExt, StreamExt};
+use futures_util::{stream::FuturesUnordered, FutureExt, StreamExt};
 use tokio::sync::Notify;
 
 use super::{
@@ -75,18 +75,6 @@ struct Sent {
 }
 
 type InFlight = Pin<Box<dyn Future<Output = Done> + Send>>;
-
-/// A round being written: its queue keys (busy until it is durable) and
-/// the outcomes to report then.
-type Recording = Pin<Box<dyn Future<Output = (Vec<Vec<u8>>, Vec<Recorded>)> + Send>>;
-
-/// Outcomes decided and not yet written, with their queue keys: one round
-/// is written at a time, and what finishes meanwhile is the next round.
-#[derive(Default)]
-struct Waiting {
-    keys: Vec<Vec<u8>>,
-    decided: Vec<Decided>,
-}
 
 /// Whether the attempt at `key` may be sent under `fence`: always on an
 /// engine that serves one process; on a shared one, while the lease is
@@ -227,40 +215,22 @@ impl Dispatcher {
 
     /// Runs until the task is dropped (at shutdown). Anything in flight then
     /// stays queued and is sent again after a restart.
-    ///
-    /// A finished attempt's outcome is written with the next round while
-    /// the loop goes on starting deliveries in the free slots (one round is
-    /// written at a time; what finishes meanwhile waits for the next). Its
-    /// queue entry stays busy, never taken again and holding its slot, until
-    /// that round is durable: at most `max_in_flight` attempts are ever sent
-    /// without their outcome on disk, so a crash sends at most that many again.
     pub async fn run(mut self) {
         let mut in_flight: FuturesUnordered<InFlight> = FuturesUnordered::new();
-        let mut writing: Option<Recording> = None;
-        let mut waiting = Waiting::default();
         let mut busy: HashSet<Vec<u8>> = HashSet::new();
-        // Whether to look at the queue on this turn: not right after
-        // attempts finished, whose slots stay held until their round is
-        // durable, so nothing new could start.
-        let (mut look, mut wake_at) = (true, 0);
         loop {
             let now = self.clock.now_ms();
-            if look {
-                wake_at = match self.lease.holds().await {
-                    // Another process forwards the tenant; ask again soon.
-                    None => now + MAX_IDLE_MS,
-                    Some(fence) => {
-                        match self.start_due(now, &fence, &mut in_flight, &mut busy).await {
-                            Ok(wake_at) => wake_at,
-                            Err(e) => {
-                                tracing::error!(tenant = %self.tenant, route = %self.route, error = %e, "reading the delivery queue failed");
-                                now + MAX_IDLE_MS
-                            }
-                        }
+            let wake_at = match self.lease.holds().await {
+                // Another process forwards the tenant; ask again soon.
+                None => now + MAX_IDLE_MS,
+                Some(fence) => match self.start_due(now, &fence, &mut in_flight, &mut busy).await {
+                    Ok(wake_at) => wake_at,
+                    Err(e) => {
+                        tracing::error!(tenant = %self.tenant, route = %self.route, error = %e, "reading the delivery queue failed");
+                        now + MAX_IDLE_MS
                     }
-                };
-            }
-            look = true;
+                },
+            };
             // On the server's clock, so a test's clock drives retries,
             // Retry-After, breaker cooldowns and the delivery rate.
             let sleep = self
@@ -272,20 +242,7 @@ impl Dispatcher {
                     while let Some(Some(more)) = in_flight.next().now_or_never() {
                         finished.push(more);
                     }
-                    self.decide_all(finished, in_flight.len(), &mut waiting);
-                    if writing.is_none() {
-                        writing = Some(self.write(std::mem::take(&mut waiting)));
-                    }
-                    look = false;
-                }
-                Some((keys, recorded)) = OptionFuture::from(writing.as_mut()), if writing.is_some() => {
-                    for key in &keys {
-                        busy.remove(key);
-                    }
-                    for outcome in recorded {
-                        self.report(outcome);
-                    }
-                    writing = (!waiting.keys.is_empty()).then(|| self.write(std::mem::take(&mut waiting)));
+                    self.finish_all(finished, &mut busy).await;
                 }
                 _ = self.wake.notified() => {}
                 _ = sleep => {}
@@ -310,7 +267,7 @@ impl Dispatcher {
         }
         let allowed = self.limit.allowed(now);
         self.limit_gauge.set(self.limit.current());
-        if let Some(resumes) = self.held_back(now, busy.len(), allowed) {
+        if let Some(resumes) = self.held_back(now, in_flight.len(), allowed) {
             return Ok(wake_at.min(resumes));
         }
         let (data, limit) = (
@@ -328,7 +285,7 @@ impl Dispatcher {
             if busy.contains(&key) {
                 continue;
             }
-            if busy.len() >= allowed {
+            if in_flight.len() + starting.len() >= allowed {
                 break;
             }
             if let Some(route) = &self.settings.transform {
@@ -381,7 +338,7 @@ impl Dispatcher {
     /// When nothing can start now (every slot in use, the breaker shut, the
     /// route's transform backing off): when to look again, so the queue is
     /// not read on every wake-up of the tenant's ingest for nothing.
-    fn held_back(&self, now: i64, in_use: usize, allowed: usize) -> Option<i64> {
+    fn held_back(&self, now: i64, in_flight: usize, allowed: usize) -> Option<i64> {
         let idle = now + MAX_IDLE_MS;
         if let Some(route) = self.settings.transform.as_deref() {
             if let Some(resumes) = transform::paused_until(route, now) {
@@ -393,7 +350,7 @@ impl Dispatcher {
             BreakerState::HalfOpen => true,
             BreakerState::Open { until_ms } => now < until_ms,
         };
-        (in_use >= allowed || shut).then_some(idle)
+        (in_flight >= allowed || shut).then_some(idle)
     }
 
     /// Sends one attempt once it is claimed under `fence` (on a store
@@ -453,34 +410,28 @@ impl Dispatcher {
         })
     }
 
-    /// Decides what each finished attempt leads to (breaker, retry policy,
-    /// adaptive limit: at once) and adds it to `waiting`, the next round.
-    /// `still_in_flight`: the attempts still waiting for their destinations.
-    fn decide_all(&mut self, finished: Vec<Done>, still_in_flight: usize, waiting: &mut Waiting) {
+    /// Records finished attempts as one round, which returns once the
+    /// records are on disk, then reports them: an attempt reported done is
+    /// never sent again after a crash.
+    async fn finish_all(&mut self, finished: Vec<Done>, busy: &mut HashSet<Vec<u8>>) {
         let now = self.clock.now_ms();
-        let in_use = still_in_flight + finished.len();
-        for done in finished {
-            let cut = match &done.tried {
-                Tried::Sent(sent) => self.limit.observe_attempt(&sent.result, now, in_use),
-                _ => false,
-            };
-            waiting.keys.push(done.key.clone());
-            let decided = self.decide(done, now, cut);
-            waiting.decided.push(decided);
-        }
+        let in_use = busy.len();
+        let decided: Vec<Decided> = finished
+            .into_iter()
+            .map(|done| {
+                busy.remove(&done.key);
+                let cut = match &done.tried {
+                    Tried::Sent(sent) => self.limit.observe_attempt(&sent.result, now, in_use),
+                    _ => false,
+                };
+                self.decide(done, now, cut)
+            })
+            .collect();
         self.limit_gauge.set(self.limit.current());
-    }
-
-    /// Writes `round` as one round, which ends once the records are on disk,
-    /// with their keys and the outcomes to report: an attempt reported done
-    /// is never sent again after a crash.
-    fn write(&self, round: Waiting) -> Recording {
-        let (data, tenant, route) = (self.data.clone(), self.tenant.clone(), self.route.clone());
-        let now = self.clock.now_ms();
-        Box::pin(async move {
-            let recorded = write_round(&data, (&tenant, &route), round.decided, now).await;
-            (round.keys, recorded)
-        })
+        let recorded = write_round(&self.data, (&self.tenant, &self.route), decided, now).await;
+        for outcome in recorded {
+            self.report(outcome);
+        }
     }
 
     /// What a finished attempt leads to (retry policy, circuit breaker),

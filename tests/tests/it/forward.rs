@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use hmac::{Hmac, KeyInit, Mac};
 use hookd_sdk::signature::{verify, Scheme, Secret};
-use hookd_server::testing::{faults::FaultSync, DeliveryEvent, DeliveryEventKind, SharedSync};
+use hookd_server::testing::{DeliveryEvent, DeliveryEventKind};
 use reqwest::StatusCode;
 use sha2::Sha256;
 use tokio::sync::broadcast;
@@ -133,42 +133,6 @@ async fn server_error_is_retried_then_delivered() {
     assert_eq!(got[1].header("hookd-attempt"), Some("2"));
     assert_eq!(got[0].header("webhook-id"), got[1].header("webhook-id"));
     assert_eq!(sent_at(&got[1]), NOW + 60, "retried on the schedule");
-}
-
-/// A delivery goes out in a free slot while another slot's outcome still
-/// waits for its sync: a slow disk, or a committer busy with other routes'
-/// rounds, never holds back a route that has room.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_free_slot_sends_while_another_outcome_waits_for_its_sync() {
-    let dest = Receiver::start(Reply::Status(204)).await;
-    dest.script([Reply::Status(500), Reply::Hang(Duration::from_millis(200))]);
-    let sync = FaultSync::new();
-    let s = TestServer::start_with_sync(
-        &tenant(
-            "shop",
-            &dest.url,
-            "max_in_flight = 2",
-            "",
-            "schedule_secs = [60]",
-        ),
-        sync.clone() as SharedSync,
-    );
-    let mut feed = s.server().registry().feed().subscribe();
-    let retried = send(&s, "shop", "evt_retried").await;
-    wait_event(&mut feed, &retried, DeliveryEventKind::RetryScheduled).await;
-    let slow = send(&s, "shop", "evt_slow").await;
-    dest.wait_for(2, WAIT).await;
-    // evt_slow's answer comes 200 ms after it arrived; its outcome then
-    // waits for a sync that does not come.
-    sync.hold();
-    tokio::time::sleep(Duration::from_millis(1000)).await;
-    s.clock.advance_ms(60_000);
-    let got = dest.wait_for(3, Duration::from_secs(5)).await;
-    assert_eq!(got[2].header("webhook-id"), Some("evt_retried"));
-    sync.release();
-    wait_event(&mut feed, &slow, DeliveryEventKind::Delivered).await;
-    wait_event(&mut feed, &retried, DeliveryEventKind::Delivered).await;
-    assert_eq!(dest.received().len(), 3, "each attempt sent once");
 }
 
 #[tokio::test]
