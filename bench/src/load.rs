@@ -123,8 +123,11 @@ pub async fn run_phase(
         sent_duplicates: total.sent_duplicates,
         latency: total.latency,
         elapsed,
-        plan_exhausted: opts.duration.is_some_and(|d| elapsed < d)
-            && next.load(Ordering::Relaxed) >= order.len(),
+        plan_exhausted: opts.duration.is_some_and(|d| match opts.pace {
+            // Paced: the plan's instants stop more than a gap short of the end.
+            Some(gap) => gap * (order.len() as u32 + 1) <= d,
+            None => elapsed < d && next.load(Ordering::Relaxed) >= order.len(),
+        }),
         started: start,
         accepted: total.accepted,
     }

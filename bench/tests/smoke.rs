@@ -367,6 +367,25 @@ fn the_forward_scenario_delivers_every_accepted_event_once() {
     assert_eq!(report["tenants"], 2);
 }
 
+/// `hookd-bench forward --rate R`: R requests a second for the duration,
+/// spread over it (not sent as fast as hookd answers), each arriving once.
+#[test]
+fn a_paced_forward_run_sends_at_its_rate_for_its_duration() {
+    let report = bench_json(
+        "forward",
+        &small_forward(&["--rate", "200", "--duration-secs", "1"]),
+    );
+    let load = &report["load"];
+    assert_eq!(count(load, "statuses", "202"), 200, "{load}");
+    assert_eq!(load["plan_exhausted"], false, "{load}");
+    let elapsed = load["elapsed_secs"].as_f64().unwrap();
+    assert!(
+        elapsed >= 0.99,
+        "the last of 200 requests at 200/s goes out at 995 ms: {load}"
+    );
+    every_one_arrived_once(&report["delivery"], 200);
+}
+
 /// `hookd-bench forward --backlog N`: N deliveries accepted in pull mode,
 /// hookd restarted on the same data dir with a destination, and every one
 /// of them arrives at the sink once; the report names the drain's figure.
