@@ -28,12 +28,19 @@ impl TokenBucket {
 
     /// Takes one token, or says how many whole seconds until one is there.
     pub fn try_take(&mut self, now_ms: i64) -> Result<(), u64> {
+        self.whole(now_ms)?;
+        self.tokens -= 1.0;
+        Ok(())
+    }
+
+    /// How many whole tokens there are at `now_ms` (at least one), taking
+    /// none; or how many whole seconds until one is there.
+    pub fn whole(&mut self, now_ms: i64) -> Result<usize, u64> {
         let elapsed = (now_ms - self.last_ms).max(0) as f64;
         self.tokens = (self.tokens + elapsed * self.per_ms).min(self.burst);
         self.last_ms = now_ms.max(self.last_ms);
         if self.tokens >= 1.0 {
-            self.tokens -= 1.0;
-            Ok(())
+            Ok(self.tokens as usize)
         } else {
             let wait_ms = (1.0 - self.tokens) / self.per_ms;
             Err(((wait_ms / 1000.0).ceil() as u64).max(1))
@@ -70,6 +77,24 @@ impl RejectionBudget {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn whole_counts_the_tokens_there_without_taking_one() {
+        let mut b = TokenBucket::new(
+            RateLimitConfig {
+                per_sec: 2.0,
+                burst: 3,
+            },
+            0,
+        );
+        assert_eq!(b.whole(0), Ok(3));
+        assert_eq!(b.whole(0), Ok(3), "counting takes nothing");
+        for _ in 0..3 {
+            b.try_take(0).unwrap();
+        }
+        assert_eq!(b.whole(0), Err(1), "empty: a token in 500 ms, said as 1 s");
+        assert_eq!(b.whole(1_000), Ok(2));
+    }
 
     #[test]
     fn burst_then_refill() {

@@ -274,20 +274,38 @@ impl Dispatcher {
             self.data.clone(),
             busy.len() + self.settings.max_in_flight + 1,
         );
-        let entries = blocking(move || data.queue(None, limit)).await?;
-        let mut starting = Vec::new();
-        for (key, delivery_id) in entries {
-            let due = queue_key_due_ms(&key).unwrap_or_default();
-            if due > now {
-                wake_at = wake_at.min(due);
-                break;
+        let room = match self.room(now, allowed.saturating_sub(in_flight.len())) {
+            Ok(room) => room,
+            Err(resumes) => return Ok(wake_at.min(resumes)),
+        };
+        // One trip to the blocking pool: the queue, and the state and event
+        // of each due delivery there is room for.
+        let skip = busy.clone();
+        let (picked, due_at) = blocking(move || -> Result<_> {
+            let mut picked = Vec::new();
+            let mut due_at = None;
+            for (key, id) in data.queue(None, limit)? {
+                let due = queue_key_due_ms(&key).unwrap_or_default();
+                if due > now {
+                    due_at = Some(due);
+                    break;
+                }
+                if skip.contains(&key) {
+                    continue;
+                }
+                if picked.len() >= room {
+                    break;
+                }
+                let stored = (data.state(&id)?, data.event(&id)?);
+                picked.push((key, id, stored));
             }
-            if busy.contains(&key) {
-                continue;
-            }
-            if in_flight.len() + starting.len() >= allowed {
-                break;
-            }
+            Ok((picked, due_at))
+        })
+        .await?;
+        if let Some(due) = due_at {
+            wake_at = wake_at.min(due);
+        }
+        for (key, delivery_id, stored) in picked {
             if let Some(route) = &self.settings.transform {
                 if let Err(resumes) = transform::admit(route, now) {
                     wake_at = wake_at.min(resumes);
@@ -304,35 +322,32 @@ impl Dispatcher {
                 break;
             }
             busy.insert(key.clone());
-            starting.push((key, delivery_id));
-        }
-        if starting.is_empty() {
-            return Ok(wake_at);
-        }
-        // One trip to the blocking pool for the whole round's reads.
-        let keys: Vec<Vec<u8>> = starting.iter().map(|(key, _)| key.clone()).collect();
-        let data = self.data.clone();
-        let loaded = blocking(move || {
-            starting
-                .into_iter()
-                .map(|(key, id)| {
-                    let stored = (data.state(&id)?, data.event(&id)?);
-                    Ok((key, id, stored))
-                })
-                .collect::<Result<Vec<_>>>()
-        })
-        .await;
-        // A failed read leaves the round's entries to the next pass instead
-        // of busy (skipped) for good.
-        let loaded = loaded.inspect_err(|_| {
-            for key in &keys {
-                busy.remove(key);
-            }
-        })?;
-        for (key, delivery_id, stored) in loaded {
             in_flight.push(self.attempt(key, delivery_id, stored, now, fence.clone()));
         }
         Ok(wake_at)
+    }
+
+    /// How many attempts may start now by what does not depend on the
+    /// delivery: the free slots, the delivery rate's whole tokens, one probe
+    /// while the breaker is not closed, one run while the transform backs
+    /// off. `Err`: when a token is there, if the rate has none now. Each
+    /// delivery still takes its own turn of these checks; this only bounds
+    /// how many are read for them.
+    fn room(&mut self, now: i64, free: usize) -> std::result::Result<usize, i64> {
+        let mut room = free;
+        if let Some(rate) = &mut self.rate {
+            match rate.whole(now) {
+                Ok(tokens) => room = room.min(tokens),
+                Err(wait_secs) => return Err(now + (wait_secs as i64 * 1000).min(MAX_IDLE_MS)),
+            }
+        }
+        let one_only = self.breaker.state() != BreakerState::Closed
+            || self
+                .settings
+                .transform
+                .as_deref()
+                .is_some_and(transform::backing_off);
+        Ok(if one_only { room.min(1) } else { room })
     }
 
     /// When nothing can start now (every slot in use, the breaker shut, the

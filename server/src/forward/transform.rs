@@ -60,6 +60,12 @@ pub(crate) fn admit(route: &RouteTransform, now_ms: i64) -> Result<(), i64> {
     route.share.backoff.admit(now_ms, &route.limits)
 }
 
+/// Whether `route` backs off from a transform that keeps overrunning its
+/// limits: then one attempt per interval starts.
+pub(crate) fn backing_off(route: &RouteTransform) -> bool {
+    route.share.backoff.backing_off()
+}
+
 /// When the next attempt through `route` may start, if the route backs off
 /// until after `now_ms`.
 pub(crate) fn paused_until(route: &RouteTransform, now_ms: i64) -> Option<i64> {

@@ -73,6 +73,14 @@ impl Backoff {
         Ok(())
     }
 
+    /// Whether the route backs off now (one run per interval).
+    pub fn backing_off(&self) -> bool {
+        self.0
+            .lock()
+            .expect("transform back-off lock")
+            .backing_off()
+    }
+
     /// When the next run may start, if the route backs off and that is
     /// after `now_ms`; takes no turn.
     pub fn paused_until(&self, now_ms: i64) -> Option<i64> {
