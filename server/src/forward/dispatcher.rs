@@ -45,6 +45,12 @@ use crate::{
 /// Longest the loop sleeps without looking at the queue again.
 const MAX_IDLE_MS: i64 = 1000;
 
+/// When to look again for the delivery rate's next token, `wait_secs`
+/// from `now` (at most [`MAX_IDLE_MS`] away).
+fn token_due(now: i64, wait_secs: u64) -> i64 {
+    now + (wait_secs as i64 * 1000).min(MAX_IDLE_MS)
+}
+
 struct Done {
     key: Vec<u8>,
     delivery_id: DeliveryId,
@@ -314,7 +320,7 @@ impl Dispatcher {
             }
             if let Some(rate) = &mut self.rate {
                 if let Err(wait_secs) = rate.try_take(now) {
-                    wake_at = wake_at.min(now + (wait_secs as i64 * 1000).min(MAX_IDLE_MS));
+                    wake_at = wake_at.min(token_due(now, wait_secs));
                     break;
                 }
             }
@@ -338,7 +344,7 @@ impl Dispatcher {
         if let Some(rate) = &mut self.rate {
             match rate.whole(now) {
                 Ok(tokens) => room = room.min(tokens),
-                Err(wait_secs) => return Err(now + (wait_secs as i64 * 1000).min(MAX_IDLE_MS)),
+                Err(wait_secs) => return Err(token_due(now, wait_secs)),
             }
         }
         let one_only = self.breaker.state() != BreakerState::Closed
