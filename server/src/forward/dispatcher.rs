@@ -273,17 +273,14 @@ impl Dispatcher {
         }
         let allowed = self.limit.allowed(now);
         self.limit_gauge.set(self.limit.current());
-        if let Some(resumes) = self.held_back(now, in_flight.len(), allowed) {
-            return Ok(wake_at.min(resumes));
-        }
+        let room = match self.room(now, in_flight.len(), allowed) {
+            Ok(room) => room,
+            Err(resumes) => return Ok(wake_at.min(resumes)),
+        };
         let (data, limit) = (
             self.data.clone(),
             busy.len() + self.settings.max_in_flight + 1,
         );
-        let room = match self.room(now, allowed.saturating_sub(in_flight.len())) {
-            Ok(room) => room,
-            Err(resumes) => return Ok(wake_at.min(resumes)),
-        };
         // One trip to the blocking pool: the queue, and the state and event
         // of each due delivery there is room for.
         let skip = busy.clone();
@@ -336,11 +333,30 @@ impl Dispatcher {
     /// How many attempts may start now by what does not depend on the
     /// delivery: the free slots, the delivery rate's whole tokens, one probe
     /// while the breaker is not closed, one run while the transform backs
-    /// off. `Err`: when a token is there, if the rate has none now. Each
-    /// delivery still takes its own turn of these checks; this only bounds
-    /// how many are read for them.
-    fn room(&mut self, now: i64, free: usize) -> std::result::Result<usize, i64> {
-        let mut room = free;
+    /// off. Each delivery still takes its own turn of these checks; this
+    /// only bounds how many are read for them. `Err`, when nothing can start
+    /// (every slot in use, the breaker shut, the transform paused, no token):
+    /// when to look again, so the queue is not read on every wake-up of the
+    /// tenant's ingest for nothing.
+    fn room(
+        &mut self,
+        now: i64,
+        in_flight: usize,
+        allowed: usize,
+    ) -> std::result::Result<usize, i64> {
+        let transform = self.settings.transform.as_deref();
+        if let Some(resumes) = transform.and_then(|route| transform::paused_until(route, now)) {
+            return Err(resumes);
+        }
+        let shut = match self.breaker.state() {
+            BreakerState::Closed => false,
+            BreakerState::HalfOpen => true,
+            BreakerState::Open { until_ms } => now < until_ms,
+        };
+        if in_flight >= allowed || shut {
+            return Err(now + MAX_IDLE_MS);
+        }
+        let mut room = allowed - in_flight;
         if let Some(rate) = &mut self.rate {
             match rate.whole(now) {
                 Ok(tokens) => room = room.min(tokens),
@@ -348,30 +364,8 @@ impl Dispatcher {
             }
         }
         let one_only = self.breaker.state() != BreakerState::Closed
-            || self
-                .settings
-                .transform
-                .as_deref()
-                .is_some_and(transform::backing_off);
+            || transform.is_some_and(transform::backing_off);
         Ok(if one_only { room.min(1) } else { room })
-    }
-
-    /// When nothing can start now (every slot in use, the breaker shut, the
-    /// route's transform backing off): when to look again, so the queue is
-    /// not read on every wake-up of the tenant's ingest for nothing.
-    fn held_back(&self, now: i64, in_flight: usize, allowed: usize) -> Option<i64> {
-        let idle = now + MAX_IDLE_MS;
-        if let Some(route) = self.settings.transform.as_deref() {
-            if let Some(resumes) = transform::paused_until(route, now) {
-                return Some(resumes);
-            }
-        }
-        let shut = match self.breaker.state() {
-            BreakerState::Closed => false,
-            BreakerState::HalfOpen => true,
-            BreakerState::Open { until_ms } => now < until_ms,
-        };
-        (in_flight >= allowed || shut).then_some(idle)
     }
 
     /// Sends one attempt once it is claimed under `fence` (on a store
