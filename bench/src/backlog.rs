@@ -189,8 +189,8 @@ pub async fn measure(
     opts: &LoadOptions,
 ) -> anyhow::Result<BacklogReport> {
     scenario.check(spec)?;
-    if scenario.routes != 1 {
-        bail!("--backlog measures the default route alone: leave --routes at 1");
+    if scenario.routes != 1 || scenario.alone {
+        bail!("--backlog measures the default route alone: leave --routes at 1, without --alone");
     }
     let opts = LoadOptions {
         record_accepted: true,
@@ -351,6 +351,7 @@ mod tests {
             route_replies: Vec::new(),
             tenant_keys: String::new(),
             extra_config: String::new(),
+            alone: false,
         };
         let spec = PlanSpec {
             scheme: hookd_sdk::signature::Scheme::Standard,

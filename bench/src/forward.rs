@@ -73,6 +73,13 @@ pub struct ForwardArgs {
     /// slow route beside it.
     #[arg(long = "route-reply")]
     route_replies: Vec<Reply>,
+    /// Also load a tenant `alone` whose one route forwards to a sink of its
+    /// own answering 204, in the same run and at the same share of the load
+    /// (requests go round robin over the tenants): the default route's
+    /// latency is reported against it, with the machine's noise the same
+    /// on both sides.
+    #[arg(long)]
+    alone: bool,
     #[command(flatten)]
     load: LoadArgs,
 }
@@ -90,7 +97,13 @@ pub struct ForwardReport {
     pub delivery: Delivery,
     /// The same for each other route's sink (`r1`, `r2`, ...).
     pub routes: Vec<Delivery>,
+    /// With `--alone`: what arrived from the tenant whose only route is
+    /// the default route's kind, loaded in the same run.
+    pub alone: Option<Delivery>,
 }
+
+/// The tenant `--alone` adds, with one route and nothing beside it.
+pub const ALONE_TENANT: &str = "alone";
 
 /// Accepted events against their arrivals at the sink.
 #[derive(Debug, Serialize)]
@@ -251,6 +264,20 @@ impl ForwardReport {
                 p99 = r.latency_ms.p99,
             );
         }
+        if let Some(a) = &self.alone {
+            out += &format!(
+                "  tenant {ALONE_TENANT}, its one route loaded in the same run: arrived {arr} (missing {miss}, \
+                 duplicates {dup}); 202 -> arrival ms p50 {p50:.3} p99 {p99:.3}\n  \
+                 the default route against it: p50 {r50:.2}x, p99 {r99:.2}x\n",
+                arr = a.arrived,
+                miss = a.missing,
+                dup = a.duplicates,
+                p50 = a.latency_ms.p50,
+                p99 = a.latency_ms.p99,
+                r50 = ratio(l.p50, a.latency_ms.p50),
+                r99 = ratio(l.p99, a.latency_ms.p99),
+            );
+        }
         if d.arrived_before_202 > 0 {
             out += &format!(
                 "  note: {} events arrived before their 202 was read (latency counted as 0)\n",
@@ -264,6 +291,15 @@ impl ForwardReport {
             );
         }
         out
+    }
+}
+
+/// `x / base`, or 0 for a base of 0.
+fn ratio(x: f64, base: f64) -> f64 {
+    if base > 0.0 {
+        x / base
+    } else {
+        0.0
     }
 }
 
@@ -290,6 +326,7 @@ pub async fn run(args: ForwardArgs) -> anyhow::Result<()> {
         route_replies: args.route_replies.clone(),
         tenant_keys: String::new(),
         extra_config: String::new(),
+        alone: args.alone,
     };
     if let Some(backlog) = args.backlog {
         if backlog == 0 {
@@ -325,6 +362,9 @@ pub async fn measure(
     opts: &LoadOptions,
 ) -> anyhow::Result<ForwardReport> {
     scenario.check(spec)?;
+    if scenario.alone && spec.tenants.iter().any(|t| t == ALONE_TENANT) {
+        bail!("--alone adds the tenant {ALONE_TENANT:?}: choose another --tenant-pattern");
+    }
     let opts = LoadOptions {
         record_accepted: true,
         ..opts.clone()
@@ -336,7 +376,11 @@ pub async fn measure(
             Sink::start(scenario.sink_workers, reply.unwrap_or(Reply::Status(204)))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let hookd_spec = HookdSpec {
+    let alone_sink = match scenario.alone {
+        true => Some(Sink::start(scenario.sink_workers, Reply::Status(204))?),
+        false => None,
+    };
+    let mut hookd_spec = HookdSpec {
         binary: scenario.hookd.clone(),
         tenants: spec.tenants.clone(),
         scheme: spec.scheme,
@@ -358,11 +402,23 @@ pub async fn measure(
                 .collect(),
         }),
         pulled_routes: 0,
-        extra_config: scenario.extra_config.clone(),
+        extra_config: String::new(),
     };
+    let mut plan_spec = spec.clone();
+    if let Some(alone) = &alone_sink {
+        let destination = DestinationSpec {
+            url: format!("http://{}/sink", alone.addr),
+            routes: Vec::new(),
+            ..hookd_spec.destination.clone().expect("set above")
+        };
+        hookd_spec.extra_config =
+            servers::tenant_table(&hookd_spec, ALONE_TENANT, Some(&destination));
+        plan_spec.tenants.push(ALONE_TENANT.to_owned());
+    }
+    hookd_spec.extra_config += &scenario.extra_config;
     let hookd = servers::start_hookd(&hookd_spec).await?;
     // Signed once hookd is up, so its start does not age the timestamps.
-    let plan = Arc::new(Plan::build(spec)?);
+    let plan = Arc::new(Plan::build(&plan_spec)?);
     let opts = LoadOptions {
         addr: hookd.addr,
         ..opts
@@ -370,28 +426,42 @@ pub async fn measure(
     let order = Arc::new(plan.order.clone());
     let timed = run_phase(plan.clone(), order, &opts, "hookd forward").await;
     let load_end = timed.started + timed.elapsed;
-    let accepted: HashMap<String, Instant> = timed
-        .accepted
-        .iter()
-        .map(|&(i, at)| (plan.pool[i as usize].event_id.clone(), at))
-        .collect();
+    let alone_path = format!("/hooks/{ALONE_TENANT}");
+    let (mut accepted, mut alone_accepted) = (HashMap::new(), HashMap::new());
+    for &(i, at) in &timed.accepted {
+        let delivery = &plan.pool[i as usize];
+        let side = match alone_sink.is_some() && delivery.path == alone_path {
+            true => &mut alone_accepted,
+            false => &mut accepted,
+        };
+        side.insert(delivery.event_id.clone(), at);
+    }
     for sink in std::iter::once(&sink).chain(&route_sinks) {
         drain(sink, &accepted, scenario.drain_timeout, opts.progress).await;
     }
+    if let Some(alone) = &alone_sink {
+        drain(
+            alone,
+            &alone_accepted,
+            scenario.drain_timeout,
+            opts.progress,
+        )
+        .await;
+    }
     hookd.stop(Duration::from_secs(30));
-    let tally = |sink: &Sink| {
+    let tally = |sink: &Sink, accepted: &HashMap<String, Instant>| {
         Delivery::tally(
-            &accepted,
+            accepted,
             &sink.arrivals.snapshot(),
             sink.arrivals.without_id(),
             timed.started,
             load_end,
         )
     };
-    let delivery = tally(&sink);
-    let routes = route_sinks.iter().map(tally).collect();
-    sink.stop().await;
-    for sink in route_sinks {
+    let delivery = tally(&sink, &accepted);
+    let routes = route_sinks.iter().map(|s| tally(s, &accepted)).collect();
+    let alone = alone_sink.as_ref().map(|s| tally(s, &alone_accepted));
+    for sink in std::iter::once(sink).chain(route_sinks).chain(alone_sink) {
         sink.stop().await;
     }
     Ok(ForwardReport {
@@ -400,6 +470,7 @@ pub async fn measure(
         load: Summary::new("hookd", opts.connections, &timed, None),
         delivery,
         routes,
+        alone,
     })
 }
 

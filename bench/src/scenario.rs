@@ -47,6 +47,9 @@ pub struct Scenario {
     pub tenant_keys: String,
     /// More of hookd's config file (e.g. an `[alerts]` section).
     pub extra_config: String,
+    /// Also load the tenant [`crate::forward::ALONE_TENANT`], one route
+    /// and nothing beside it, in the same run.
+    pub alone: bool,
 }
 
 impl Scenario {

@@ -178,47 +178,53 @@ pub fn hookd_config(spec: &HookdSpec) -> String {
         spec.workers
     );
     for id in &spec.tenants {
-        let _ = write!(
-            out,
-            "\n[[tenants]]\nid = {id:?}\nscheme = {scheme:?}\ntolerance_secs = {tol}\n\
-             max_body_bytes = {max}\n",
-            scheme = spec.scheme.as_str(),
-            tol = spec.tolerance_secs,
-            max = spec.max_body_bytes,
-        );
-        if let Some(dest) = &spec.destination {
-            let _ = writeln!(out, "max_in_flight = {}", dest.max_in_flight);
-            out.push_str(&dest.tenant_keys);
-        }
-        let _ = write!(
-            out,
-            "[[tenants.secrets]]\nkid = {kid:?}\nsecret = {secret:?}\n",
-            kid = spec.kid,
-            secret = spec.secret,
-        );
-        for n in 1..=spec.pulled_routes {
-            let _ = write!(out, "[[tenants.routes]]\nname = \"p{n}\"\n");
-        }
-        if let Some(dest) = &spec.destination {
-            let _ = write!(
-                out,
-                "[tenants.destination]\nurl = {url:?}\nsecret = {secret:?}\n",
-                url = dest.url.replace("{tenant}", id),
-                secret = dest.secret,
-            );
-            for (i, url) in dest.routes.iter().enumerate() {
-                let _ = write!(
-                    out,
-                    "[[tenants.routes]]\nname = \"r{n}\"\nmax_in_flight = {mif}\n\
-                     [tenants.routes.destination]\nurl = {url:?}\nsecret = {secret:?}\n",
-                    n = i + 1,
-                    mif = dest.max_in_flight,
-                    secret = dest.secret,
-                );
-            }
-        }
+        out += &tenant_table(spec, id, spec.destination.as_ref());
     }
     out.push_str(&spec.extra_config);
+    out
+}
+
+/// The table of tenant `id`, with `spec`'s scheme, secret, limits and
+/// pulled routes, forwarding to `destination` (`None`: pull mode).
+pub fn tenant_table(spec: &HookdSpec, id: &str, destination: Option<&DestinationSpec>) -> String {
+    let mut out = format!(
+        "\n[[tenants]]\nid = {id:?}\nscheme = {scheme:?}\ntolerance_secs = {tol}\n\
+         max_body_bytes = {max}\n",
+        scheme = spec.scheme.as_str(),
+        tol = spec.tolerance_secs,
+        max = spec.max_body_bytes,
+    );
+    if let Some(dest) = destination {
+        let _ = writeln!(out, "max_in_flight = {}", dest.max_in_flight);
+        out.push_str(&dest.tenant_keys);
+    }
+    let _ = write!(
+        out,
+        "[[tenants.secrets]]\nkid = {kid:?}\nsecret = {secret:?}\n",
+        kid = spec.kid,
+        secret = spec.secret,
+    );
+    for n in 1..=spec.pulled_routes {
+        let _ = write!(out, "[[tenants.routes]]\nname = \"p{n}\"\n");
+    }
+    if let Some(dest) = destination {
+        let _ = write!(
+            out,
+            "[tenants.destination]\nurl = {url:?}\nsecret = {secret:?}\n",
+            url = dest.url.replace("{tenant}", id),
+            secret = dest.secret,
+        );
+        for (i, url) in dest.routes.iter().enumerate() {
+            let _ = write!(
+                out,
+                "[[tenants.routes]]\nname = \"r{n}\"\nmax_in_flight = {mif}\n\
+                 [tenants.routes.destination]\nurl = {url:?}\nsecret = {secret:?}\n",
+                n = i + 1,
+                mif = dest.max_in_flight,
+                secret = dest.secret,
+            );
+        }
+    }
     out
 }
 

@@ -386,6 +386,26 @@ fn a_paced_forward_run_sends_at_its_rate_for_its_duration() {
     every_one_arrived_once(&report["delivery"], 200);
 }
 
+/// `hookd-bench forward --alone`: the tenant `alone` is loaded in the same
+/// run, round robin with the others; its events arrive at a sink of its
+/// own, each once, and the report tallies them apart from the others'.
+#[test]
+fn an_alone_tenant_is_loaded_and_tallied_beside_the_others() {
+    let report = bench_json(
+        "forward",
+        &small_forward(&["--count", "300", "--routes", "2", "--alone"]),
+    );
+    let load = &report["load"];
+    assert_eq!(count(load, "statuses", "202"), 300, "{load}");
+    let (delivery, alone) = (&report["delivery"], &report["alone"]);
+    assert_eq!(delivery["accepted"], 200, "{delivery}");
+    assert_eq!(alone["accepted"], 100, "{alone}");
+    every_one_arrived_once(delivery, 200);
+    every_one_arrived_once(&report["routes"][0], 200);
+    every_one_arrived_once(alone, 100);
+    assert_eq!(report["tenants"], 2);
+}
+
 /// `hookd-bench forward --backlog N`: N deliveries accepted in pull mode,
 /// hookd restarted on the same data dir with a destination, and every one
 /// of them arrives at the sink once; the report names the drain's figure.

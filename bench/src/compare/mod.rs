@@ -426,6 +426,7 @@ impl Run<'_> {
             route_replies: Vec::new(),
             tenant_keys: tenant_keys.to_owned(),
             extra_config,
+            alone: false,
         }
     }
 
