@@ -6,7 +6,9 @@
 //! phase its transform returns the request unchanged, in a `hostile` phase
 //! it is `while (true) {}`, which runs until its CPU budget stops it, for
 //! every event of the backlog. Phases alternate, and the report compares
-//! `bench-0`'s ingest p99 in the two.
+//! `bench-0`'s ingest p99 in the two. With `--side-by-side` the two phases
+//! of a round run at the same time, in two hookd processes loaded at once,
+//! so both meet the same moments of the machine.
 
 use std::{fmt::Write as _, net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
@@ -58,6 +60,10 @@ pub struct HostileArgs {
     /// endless run spins before its budget stops it.
     #[arg(long, default_value_t = 50)]
     budget_ms: u64,
+    /// Run each round's benign and hostile phase at the same time, each in
+    /// its own hookd with its own load (`--rate` then applies to each).
+    #[arg(long)]
+    side_by_side: bool,
     #[command(flatten)]
     load: LoadArgs,
 }
@@ -89,6 +95,10 @@ pub struct HostileReport {
     pub p99_ratio: f64,
     /// Median throughput ratio, hostile phases against benign ones.
     pub throughput_ratio: f64,
+    /// Whether each round's two phases ran at the same time.
+    pub side_by_side: bool,
+    /// Each round's p99 ratio, hostile phase against benign, in order.
+    pub round_p99_ratios: Vec<f64>,
 }
 
 impl HostileReport {
@@ -113,6 +123,24 @@ impl HostileReport {
             out,
             "median p99: benign {:.3} ms, hostile {:.3} ms; p99 ratio {:.3}; throughput ratio {:.3}",
             self.benign_p99_ms, self.hostile_p99_ms, self.p99_ratio, self.throughput_ratio
+        );
+        let rounds: Vec<String> = self
+            .round_p99_ratios
+            .iter()
+            .map(|r| format!("{r:.3}"))
+            .collect();
+        let mut sorted = self.round_p99_ratios.clone();
+        sorted.sort_by(f64::total_cmp);
+        let _ = writeln!(
+            out,
+            "p99 ratio by round{}: {} (median {:.3})",
+            if self.side_by_side {
+                ", both phases at once"
+            } else {
+                ""
+            },
+            rounds.join(" "),
+            sorted.get(sorted.len() / 2).copied().unwrap_or(0.0),
         );
         out
     }
@@ -158,68 +186,33 @@ pub async fn run(args: HostileArgs) -> anyhow::Result<()> {
     let spec = load.plan_spec()?;
     let opts = load.options(SocketAddr::from(([127, 0, 0, 1], 0)))?;
     let tolerance_secs = 300 + 4 * opts.duration.map_or(0, |d| d.as_secs());
-    let sink = Sink::start(1, Reply::Status(204))?;
     let mut phases = Vec::new();
+    let mut round_p99_ratios = Vec::new();
+    let phase = |name, code| Arm {
+        args: &args,
+        spec: &spec,
+        opts: &opts,
+        tolerance_secs,
+        name,
+        code,
+    };
     for _ in 0..args.rounds {
-        for (name, code) in [("benign", BENIGN), ("hostile", SPIN)] {
-            let hookd_spec = HookdSpec {
-                binary: args.hookd.clone().unwrap_or_else(servers::default_hookd),
-                tenants: spec.tenants.clone(),
-                scheme: spec.scheme,
-                secret: spec.secret.clone(),
-                kid: spec.kid.clone(),
-                tolerance_secs,
-                max_body_bytes: (1 << 20).max(2 * spec.body_size),
-                workers: 0,
-                log_filter: args.hookd_log_filter.clone(),
-                ready_timeout: Duration::from_secs(args.ready_timeout_secs),
-                destination: None,
-                pulled_routes: 0,
-                extra_config: hostile_tenant(&args, &spec, tolerance_secs, sink.addr, code),
-            };
-            let hookd = servers::start_hookd(&hookd_spec).await?;
-            let before = sink.arrivals.requests();
-            let backlog = Arc::new(Plan::build(&PlanSpec {
-                tenants: vec![HOSTILE.to_owned()],
-                requests: args.backlog,
-                dup_ratio: 0.0,
-                ..spec.clone()
-            })?);
-            let backlog_opts = LoadOptions {
-                addr: hookd.addr,
-                connections: 4,
-                duration: None,
-                progress: false,
-                pace: None,
-                ..opts.clone()
-            };
-            let sent = run_phase(
-                backlog.clone(),
-                Arc::new(backlog.order.clone()),
-                &backlog_opts,
-                "backlog",
-            )
-            .await;
-            let plan = Arc::new(Plan::build(&spec)?);
-            let summary = measure(
-                &format!("bench-0 beside a {name} transform"),
-                &plan,
-                &LoadOptions {
-                    addr: hookd.addr,
-                    ..opts.clone()
-                },
-            )
-            .await;
-            hookd.stop(Duration::from_secs(30));
-            phases.push(Phase {
-                transform: name,
-                backlog_accepted: sent.statuses.get(&202).copied().unwrap_or(0),
-                backlog_forwarded: sink.arrivals.requests() - before,
-                load: summary,
-            });
-        }
+        let (benign, hostile) = (phase("benign", BENIGN), phase("hostile", SPIN));
+        let (benign, hostile) = match args.side_by_side {
+            true => {
+                let (b, h) = tokio::join!(benign.start(), hostile.start());
+                let (b, h) = (b?, h?);
+                tokio::join!(b.load(), h.load())
+            }
+            false => {
+                let b = benign.start().await?.load().await;
+                let h = hostile.start().await?.load().await;
+                (b, h)
+            }
+        };
+        round_p99_ratios.push(hostile.load.latency_ms.p99 / benign.load.latency_ms.p99);
+        phases.extend([benign, hostile]);
     }
-    sink.stop().await;
     let median = |name: &str, f: &dyn Fn(&Summary) -> f64| {
         let mut v: Vec<f64> = phases
             .iter()
@@ -238,6 +231,8 @@ pub async fn run(args: HostileArgs) -> anyhow::Result<()> {
         p99_ratio: hostile_p99_ms / benign_p99_ms,
         throughput_ratio: median("hostile", &rps) / median("benign", &rps),
         phases,
+        side_by_side: args.side_by_side,
+        round_p99_ratios,
     };
     if load.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -245,4 +240,102 @@ pub async fn run(args: HostileArgs) -> anyhow::Result<()> {
         print!("{}", report.text());
     }
     Ok(())
+}
+
+/// One phase to run: its name and the hostile route's transform.
+struct Arm<'a> {
+    args: &'a HostileArgs,
+    spec: &'a PlanSpec,
+    opts: &'a LoadOptions,
+    tolerance_secs: u64,
+    name: &'static str,
+    code: &'static str,
+}
+
+/// A phase whose hookd is up and whose backlog was sent.
+struct Started<'a> {
+    arm: Arm<'a>,
+    hookd: servers::ServerProcess,
+    /// The hostile route's sink, this phase's own.
+    sink: Sink,
+    backlog_accepted: u64,
+    /// `bench-0`'s deliveries, signed once hookd is up.
+    plan: Arc<Plan>,
+}
+
+impl<'a> Arm<'a> {
+    /// Starts the phase's hookd and sends the hostile tenant its backlog.
+    async fn start(self) -> anyhow::Result<Started<'a>> {
+        let (args, spec) = (self.args, self.spec);
+        let sink = Sink::start(1, Reply::Status(204))?;
+        let hookd_spec = HookdSpec {
+            binary: args.hookd.clone().unwrap_or_else(servers::default_hookd),
+            tenants: spec.tenants.clone(),
+            scheme: spec.scheme,
+            secret: spec.secret.clone(),
+            kid: spec.kid.clone(),
+            tolerance_secs: self.tolerance_secs,
+            max_body_bytes: (1 << 20).max(2 * spec.body_size),
+            workers: 0,
+            log_filter: args.hookd_log_filter.clone(),
+            ready_timeout: Duration::from_secs(args.ready_timeout_secs),
+            destination: None,
+            pulled_routes: 0,
+            extra_config: hostile_tenant(args, spec, self.tolerance_secs, sink.addr, self.code),
+        };
+        let hookd = servers::start_hookd(&hookd_spec).await?;
+        let backlog = Arc::new(Plan::build(&PlanSpec {
+            tenants: vec![HOSTILE.to_owned()],
+            requests: args.backlog,
+            dup_ratio: 0.0,
+            ..spec.clone()
+        })?);
+        let backlog_opts = LoadOptions {
+            addr: hookd.addr,
+            connections: 4,
+            duration: None,
+            progress: false,
+            pace: None,
+            ..self.opts.clone()
+        };
+        let sent = run_phase(
+            backlog.clone(),
+            Arc::new(backlog.order.clone()),
+            &backlog_opts,
+            "backlog",
+        )
+        .await;
+        Ok(Started {
+            backlog_accepted: sent.statuses.get(&202).copied().unwrap_or(0),
+            plan: Arc::new(Plan::build(spec)?),
+            hookd,
+            sink,
+            arm: self,
+        })
+    }
+}
+
+impl Started<'_> {
+    /// Loads `bench-0`, stops hookd and returns the phase's figures.
+    async fn load(self) -> Phase {
+        let arm = &self.arm;
+        let summary = measure(
+            &format!("bench-0 beside a {} transform", arm.name),
+            &self.plan,
+            &LoadOptions {
+                addr: self.hookd.addr,
+                ..arm.opts.clone()
+            },
+        )
+        .await;
+        self.hookd.stop(Duration::from_secs(30));
+        let phase = Phase {
+            transform: arm.name,
+            backlog_accepted: self.backlog_accepted,
+            backlog_forwarded: self.sink.arrivals.requests(),
+            load: summary,
+        };
+        self.sink.stop().await;
+        phase
+    }
 }

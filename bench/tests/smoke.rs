@@ -406,6 +406,42 @@ fn an_alone_tenant_is_loaded_and_tallied_beside_the_others() {
     assert_eq!(report["tenants"], 2);
 }
 
+/// `hookd-bench hostile --side-by-side`: each round's benign and hostile
+/// phase run at once in two hookd processes, each loaded in full; the
+/// endless transform forwards nothing, and the round's ratio is reported.
+#[test]
+fn the_hostile_scenario_runs_both_phases_side_by_side() {
+    let report = bench_json(
+        "hostile",
+        &[
+            "--rounds",
+            "1",
+            "--backlog",
+            "4",
+            "--side-by-side",
+            "--count",
+            "200",
+            "-c",
+            "4",
+        ],
+    );
+    let phases = report["phases"].as_array().unwrap();
+    let names: Vec<&str> = phases
+        .iter()
+        .map(|p| p["transform"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["benign", "hostile"], "{report}");
+    for phase in phases {
+        assert_eq!(phase["backlog_accepted"], 4, "{phase}");
+        assert_eq!(count(&phase["load"], "statuses", "202"), 200, "{phase}");
+    }
+    assert_eq!(phases[1]["backlog_forwarded"], 0, "{report}");
+    assert_eq!(report["side_by_side"], true);
+    let ratios = report["round_p99_ratios"].as_array().unwrap();
+    assert_eq!(ratios.len(), 1, "{report}");
+    assert!(ratios[0].as_f64().unwrap() > 0.0, "{report}");
+}
+
 /// `hookd-bench forward --backlog N`: N deliveries accepted in pull mode,
 /// hookd restarted on the same data dir with a destination, and every one
 /// of them arrives at the sink once; the report names the drain's figure.
