@@ -24,7 +24,7 @@ use crate::{
     load::{run_phase, LoadOptions},
     plan::{Plan, PlanSpec},
     positive_secs,
-    report::{Latency, Summary},
+    report::{ratio, Latency, Summary},
     scenario::{drain, Scenario, SINK_SECRET},
     servers::{self, DestinationSpec, HookdSpec},
     sink::{Arrival, Reply, Sink},
@@ -294,15 +294,6 @@ impl ForwardReport {
     }
 }
 
-/// `x / base`, or 0 for a base of 0.
-fn ratio(x: f64, base: f64) -> f64 {
-    if base > 0.0 {
-        x / base
-    } else {
-        0.0
-    }
-}
-
 /// Runs the scenario and prints its report.
 pub async fn run(args: ForwardArgs) -> anyhow::Result<()> {
     let load = &args.load;
@@ -436,17 +427,12 @@ pub async fn measure(
         };
         side.insert(delivery.event_id.clone(), at);
     }
-    for sink in std::iter::once(&sink).chain(&route_sinks) {
-        drain(sink, &accepted, scenario.drain_timeout, opts.progress).await;
-    }
-    if let Some(alone) = &alone_sink {
-        drain(
-            alone,
-            &alone_accepted,
-            scenario.drain_timeout,
-            opts.progress,
-        )
-        .await;
+    let awaited = std::iter::once(&sink)
+        .chain(&route_sinks)
+        .map(|s| (s, &accepted))
+        .chain(alone_sink.iter().map(|s| (s, &alone_accepted)));
+    for (sink, accepted) in awaited {
+        drain(sink, accepted, scenario.drain_timeout, opts.progress).await;
     }
     hookd.stop(Duration::from_secs(30));
     let tally = |sink: &Sink, accepted: &HashMap<String, Instant>| {

@@ -20,7 +20,7 @@ use crate::{
     load::{run_phase, LoadOptions},
     measure,
     plan::{Plan, PlanSpec},
-    report::Summary,
+    report::{ratio, Summary},
     scenario::SINK_SECRET,
     servers::{self, HookdSpec},
     sink::{Reply, Sink},
@@ -129,8 +129,6 @@ impl HostileReport {
             .iter()
             .map(|r| format!("{r:.3}"))
             .collect();
-        let mut sorted = self.round_p99_ratios.clone();
-        sorted.sort_by(f64::total_cmp);
         let _ = writeln!(
             out,
             "p99 ratio by round{}: {} (median {:.3})",
@@ -140,7 +138,7 @@ impl HostileReport {
                 ""
             },
             rounds.join(" "),
-            sorted.get(sorted.len() / 2).copied().unwrap_or(0.0),
+            median(self.round_p99_ratios.clone()),
         );
         out
     }
@@ -210,26 +208,29 @@ pub async fn run(args: HostileArgs) -> anyhow::Result<()> {
                 (b, h)
             }
         };
-        round_p99_ratios.push(hostile.load.latency_ms.p99 / benign.load.latency_ms.p99);
+        round_p99_ratios.push(ratio(
+            hostile.load.latency_ms.p99,
+            benign.load.latency_ms.p99,
+        ));
         phases.extend([benign, hostile]);
     }
-    let median = |name: &str, f: &dyn Fn(&Summary) -> f64| {
-        let mut v: Vec<f64> = phases
-            .iter()
-            .filter(|p| p.transform == name)
-            .map(|p| f(&p.load))
-            .collect();
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
+    let of_phases = |name: &str, f: &dyn Fn(&Summary) -> f64| {
+        median(
+            phases
+                .iter()
+                .filter(|p| p.transform == name)
+                .map(|p| f(&p.load))
+                .collect(),
+        )
     };
     let p99 = |s: &Summary| s.latency_ms.p99;
     let rps = |s: &Summary| s.ok_rps;
-    let (benign_p99_ms, hostile_p99_ms) = (median("benign", &p99), median("hostile", &p99));
+    let (benign_p99_ms, hostile_p99_ms) = (of_phases("benign", &p99), of_phases("hostile", &p99));
     let report = HostileReport {
         benign_p99_ms,
         hostile_p99_ms,
-        p99_ratio: hostile_p99_ms / benign_p99_ms,
-        throughput_ratio: median("hostile", &rps) / median("benign", &rps),
+        p99_ratio: ratio(hostile_p99_ms, benign_p99_ms),
+        throughput_ratio: ratio(of_phases("hostile", &rps), of_phases("benign", &rps)),
         phases,
         side_by_side: args.side_by_side,
         round_p99_ratios,
@@ -240,6 +241,13 @@ pub async fn run(args: HostileArgs) -> anyhow::Result<()> {
         print!("{}", report.text());
     }
     Ok(())
+}
+
+/// The middle value of `values` (the upper of the two middle ones for an
+/// even count), 0 for none.
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(0.0)
 }
 
 /// One phase to run: its name and the hostile route's transform.

@@ -182,11 +182,7 @@ pub struct Comparison {
 impl Comparison {
     /// Puts both sides side by side.
     pub fn new(bare: Summary, hookd: Summary) -> Comparison {
-        let ratio = if bare.ok_rps > 0.0 {
-            hookd.ok_rps / bare.ok_rps
-        } else {
-            0.0
-        };
+        let ratio = ratio(hookd.ok_rps, bare.ok_rps);
         Comparison { bare, hookd, ratio }
     }
 
@@ -202,5 +198,14 @@ impl Comparison {
             self.hookd.latency_ms.p99,
             self.bare.latency_ms.p99,
         )
+    }
+}
+
+/// `x / base`, or 0 for a base of 0.
+pub fn ratio(x: f64, base: f64) -> f64 {
+    if base > 0.0 {
+        x / base
+    } else {
+        0.0
     }
 }
