@@ -1,9 +1,10 @@
-//! A server's CPU time, context switches and bytes written per request
-//! while it was loaded, from Linux's `/proc`: in all and by thread name,
-//! so a figure says where a request's time went (the committer, the HTTP
-//! workers, sled's IO pool), how often each thread slept and woke for it
-//! and how much each wrote to files for it, not only how many requests a
-//! second the shared machine allowed.
+//! A server's CPU time, context switches, page faults and bytes written per
+//! request while it was loaded, from Linux's `/proc`: in all and by thread
+//! name, so a figure says where a request's time went (the committer, the
+//! HTTP workers, sled's IO pool), how often each thread slept and woke for
+//! it, how often it touched memory the kernel had to hand it first, and how
+//! much each wrote to files for it, not only how many requests a second the
+//! shared machine allowed.
 
 use std::collections::BTreeMap;
 
@@ -17,12 +18,24 @@ pub const USER_HZ: u64 = 100;
 /// line. The name is in parentheses and may hold spaces or parentheses of
 /// its own: utime and stime are the 12th and 13th fields after its last `)`.
 pub fn stat_ticks(stat: &str) -> Option<(&str, u64)> {
+    let (comm, fields) = stat_fields(stat)?;
+    let user = fields.get(11)?.parse::<u64>().ok()?;
+    let system = fields.get(12)?.parse::<u64>().ok()?;
+    Some((comm, user + system))
+}
+
+/// The minor page faults (`minflt`, the 8th field after the name) of one
+/// `/proc/.../stat` line: each a first touch of memory the kernel had to
+/// map (and zero) before the thread could use it, with no disk read.
+pub fn stat_minor_faults(stat: &str) -> Option<u64> {
+    stat_fields(stat)?.1.get(7)?.parse().ok()
+}
+
+/// The command name of a `/proc/.../stat` line and the fields after it.
+fn stat_fields(stat: &str) -> Option<(&str, Vec<&str>)> {
     let (head, rest) = stat.rsplit_once(')')?;
     let (_, comm) = head.split_once('(')?;
-    let mut fields = rest.split_whitespace().skip(11);
-    let user: u64 = fields.next()?.parse().ok()?;
-    let system: u64 = fields.next()?.parse().ok()?;
-    Some((comm, user + system))
+    Some((comm, rest.split_whitespace().collect()))
 }
 
 /// The context switches, voluntary and not, of one `/proc/.../status`.
@@ -59,13 +72,15 @@ fn group(comm: &str) -> &str {
     }
 }
 
-/// CPU ticks a process has used and bytes it has written, in all (threads
-/// that ended included) and by thread group (threads alive when read), and
-/// the context switches of each group (Linux counts them per thread only,
-/// so a thread that ended takes its own with it).
+/// CPU ticks a process has used, its minor page faults and bytes it has
+/// written, in all (threads that ended included) and by thread group
+/// (threads alive when read), and the context switches of each group
+/// (Linux counts them per thread only, so a thread that ended takes its
+/// own with it).
 #[derive(Debug)]
 pub struct Ticks {
     total: u64,
+    faults: u64,
     /// `None` where `/proc/PID/io` cannot be read (a kernel without task
     /// IO accounting).
     written: Option<u64>,
@@ -77,16 +92,19 @@ pub struct Ticks {
 struct Group {
     ticks: u64,
     switches: u64,
+    faults: u64,
     written: u64,
 }
 
 impl Ticks {
-    /// Reads process `pid`'s ticks, context switches and bytes written;
+    /// Reads process `pid`'s ticks, context switches, page faults and bytes
+    /// written;
     /// `None` when its `/proc` entry is gone or unreadable (not Linux). A
     /// thread that ends while it is read is left out.
     pub fn of(pid: u32) -> Option<Ticks> {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
         let (_, total) = stat_ticks(&stat)?;
+        let faults = stat_minor_faults(&stat)?;
         let written = std::fs::read_to_string(format!("/proc/{pid}/io"))
             .ok()
             .and_then(|io| io_written(&io));
@@ -103,35 +121,40 @@ impl Ticks {
                 let used: &mut Group = threads.entry(group(comm).to_owned()).or_default();
                 used.ticks += ticks;
                 used.switches += status_switches(&status).unwrap_or(0);
+                used.faults += stat_minor_faults(&stat).unwrap_or(0);
                 used.written += read("io").and_then(|io| io_written(&io)).unwrap_or(0);
             }
         }
         Some(Ticks {
             total,
+            faults,
             written,
             threads,
         })
     }
 }
 
-/// CPU time, context switches and bytes written per request between two
-/// readings, in all and by thread group.
+/// CPU time, context switches, page faults and bytes written per request
+/// between two readings, in all and by thread group.
 #[derive(Debug, Serialize)]
 pub struct CpuUse {
     /// Every thread's, microseconds per request.
     pub us_per_request: f64,
     /// Context switches per request of the threads alive at both readings.
     pub switches_per_request: f64,
+    /// Every thread's minor page faults per request ([`stat_minor_faults`]).
+    pub faults_per_request: f64,
     /// Bytes every thread passed to write calls per request ([`io_written`]);
     /// `None` where they could not be read.
     pub written_bytes_per_request: Option<f64>,
     /// By thread group, the largest CPU time first; groups under 1 µs,
-    /// 0.01 switches and 1 byte written per request left out.
+    /// 0.01 switches, 0.01 page faults and 1 byte written per request left
+    /// out.
     pub threads: Vec<ThreadUse>,
 }
 
-/// One thread group's CPU time, context switches and bytes written per
-/// request.
+/// One thread group's CPU time, context switches, page faults and bytes
+/// written per request.
 #[derive(Debug, Serialize)]
 pub struct ThreadUse {
     /// Its name (a pool's without the number).
@@ -140,6 +163,8 @@ pub struct ThreadUse {
     pub us_per_request: f64,
     /// Context switches per request.
     pub switches_per_request: f64,
+    /// Minor page faults per request.
+    pub faults_per_request: f64,
     /// Bytes passed to write calls per request.
     pub written_bytes_per_request: f64,
 }
@@ -164,6 +189,7 @@ impl CpuUse {
                     switches_per_request: per_request(
                         now.switches.saturating_sub(earlier.switches),
                     ),
+                    faults_per_request: per_request(now.faults.saturating_sub(earlier.faults)),
                     written_bytes_per_request: per_request(
                         now.written.saturating_sub(earlier.written),
                     ),
@@ -174,12 +200,14 @@ impl CpuUse {
         threads.retain(|t| {
             t.us_per_request >= 1.0
                 || t.switches_per_request >= 0.01
+                || t.faults_per_request >= 0.01
                 || t.written_bytes_per_request >= 1.0
         });
         threads.sort_by(|a, b| b.us_per_request.total_cmp(&a.us_per_request));
         Some(CpuUse {
             us_per_request: us_per_request(after.total.saturating_sub(before.total)),
             switches_per_request,
+            faults_per_request: per_request(after.faults.saturating_sub(before.faults)),
             written_bytes_per_request: before
                 .written
                 .zip(after.written)
@@ -188,10 +216,11 @@ impl CpuUse {
         })
     }
 
-    /// Three lines: the CPU time in all, then by group; the context
-    /// switches in all, then by group; the bytes written in all, then by
-    /// the groups that wrote (the same groups, in the same order). The
-    /// third is left out where the bytes written could not be read.
+    /// Four lines: the CPU time in all, then by group; the context
+    /// switches in all, then by group; the page faults in all, then by the
+    /// groups that had any; the bytes written in all, then by the groups
+    /// that wrote (the same groups, in the same order). The last is left
+    /// out where the bytes written could not be read.
     pub fn text(&self) -> String {
         let groups = |figure: fn(&ThreadUse) -> Option<String>| -> String {
             let groups: Vec<String> = self
@@ -208,15 +237,23 @@ impl CpuUse {
             self.switches_per_request,
             groups(|t| Some(format!("{:.2}", t.switches_per_request))),
         );
+        // A figure in all, then by the groups that had any of it.
+        let line = |label: &str, all: String, figure: fn(&ThreadUse) -> Option<String>| match groups(
+            figure,
+        ) {
+            by if by.is_empty() => format!("\n  {label} {all}"),
+            by => format!("\n  {label} {all} ({by})"),
+        };
+        text += &line(
+            "page faults per request",
+            format!("{:.2}", self.faults_per_request),
+            |t| (t.faults_per_request >= 0.01).then(|| format!("{:.2}", t.faults_per_request)),
+        );
         if let Some(written) = self.written_bytes_per_request {
-            text += &format!("\n  bytes written per request {written:.0}");
-            let writers = groups(|t| {
+            text += &line("bytes written per request", format!("{written:.0}"), |t| {
                 (t.written_bytes_per_request >= 1.0)
                     .then(|| format!("{:.0}", t.written_bytes_per_request))
             });
-            if !writers.is_empty() {
-                text += &format!(" ({writers})");
-            }
         }
         text
     }
@@ -227,15 +264,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_stat_line_gives_its_name_and_ticks_even_with_spaces_and_parentheses_in_the_name() {
+    fn a_stat_line_gives_its_name_ticks_and_faults_even_with_spaces_and_parentheses_in_the_name() {
         let line = "4242 (actix-rt|system:0 (x)) S 1 4242 4242 0 -1 4194560 \
                     100 0 0 0 1234 567 0 0 20 0 9 0 100 0 0";
         assert_eq!(
             stat_ticks(line),
             Some(("actix-rt|system:0 (x)", 1234 + 567))
         );
+        assert_eq!(stat_minor_faults(line), Some(100));
         assert_eq!(stat_ticks("4242 (cut"), None);
         assert_eq!(stat_ticks("4242 (short) S 1 2"), None);
+        assert_eq!(stat_minor_faults("4242 (short) S 1 2"), None);
     }
 
     #[test]
@@ -270,30 +309,33 @@ mod tests {
 
     #[test]
     fn use_per_request_is_the_difference_over_the_requests() {
-        let group = |ticks, switches, written| Group {
+        let group = |ticks, switches, faults, written| Group {
             ticks,
             switches,
+            faults,
             written,
         };
         let before = Ticks {
             total: 100,
+            faults: 50_000,
             written: Some(1_000_000),
             threads: BTreeMap::from([
-                ("committer".into(), group(40, 1_000, 0)),
-                ("http".into(), group(50, 3_000, 0)),
-                ("log".into(), group(1, 500, 500_000)),
-                ("checkpoint".into(), group(0, 0, 100_000)),
+                ("committer".into(), group(40, 1_000, 30_000, 0)),
+                ("http".into(), group(50, 3_000, 10_000, 0)),
+                ("log".into(), group(1, 500, 100, 500_000)),
+                ("checkpoint".into(), group(0, 0, 0, 100_000)),
             ]),
         };
         let after = Ticks {
             total: 400,
+            faults: 65_000,
             written: Some(21_000_000),
             threads: BTreeMap::from([
-                ("committer".into(), group(140, 6_000, 0)),
-                ("http".into(), group(250, 13_000, 0)),
-                ("log".into(), group(1, 3_000, 18_500_000)),
-                ("checkpoint".into(), group(0, 0, 1_100_000)),
-                ("late".into(), group(0, 60, 0)),
+                ("committer".into(), group(140, 6_000, 39_000, 0)),
+                ("http".into(), group(250, 13_000, 12_000, 0)),
+                ("log".into(), group(1, 3_000, 150, 18_500_000)),
+                ("checkpoint".into(), group(0, 0, 0, 1_100_000)),
+                ("late".into(), group(0, 60, 0, 0)),
             ]),
         };
         let used = CpuUse::between(&before, &after, 10_000).unwrap();
@@ -303,9 +345,11 @@ mod tests {
         // but the group is left out of the list (under 0.01, 1 µs and 1
         // byte). `checkpoint` used no CPU and never switched, but wrote.
         assert!((used.switches_per_request - 1.756).abs() < 1e-9);
-        // 20 MB over 10,000 requests in all, threads that ended included.
+        // 20 MB over 10,000 requests in all, threads that ended included;
+        // 15,000 page faults in all, `log`'s 50 under 0.01 per request.
         assert_eq!(used.written_bytes_per_request, Some(2_000.0));
-        let groups: Vec<(&str, f64, f64, f64)> = used
+        assert_eq!(used.faults_per_request, 1.5);
+        let groups: Vec<(&str, f64, f64, f64, f64)> = used
             .threads
             .iter()
             .map(|t| {
@@ -314,6 +358,7 @@ mod tests {
                     name,
                     t.us_per_request,
                     t.switches_per_request,
+                    t.faults_per_request,
                     t.written_bytes_per_request,
                 )
             })
@@ -321,10 +366,10 @@ mod tests {
         assert_eq!(
             groups,
             [
-                ("http", 200.0, 1.0, 0.0),
-                ("committer", 100.0, 0.5, 0.0),
-                ("checkpoint", 0.0, 0.0, 100.0),
-                ("log", 0.0, 0.25, 1_800.0),
+                ("http", 200.0, 1.0, 0.2, 0.0),
+                ("committer", 100.0, 0.5, 0.9, 0.0),
+                ("checkpoint", 0.0, 0.0, 0.0, 100.0),
+                ("log", 0.0, 0.25, 0.005, 1_800.0),
             ]
         );
         assert_eq!(
@@ -332,6 +377,7 @@ mod tests {
             "CPU per request 300.0 µs (http 200, committer 100, checkpoint 0, log 0)\n  \
              context switches per request 1.76 (http 1.00, committer 0.50, checkpoint 0.00, \
              log 0.25)\n  \
+             page faults per request 1.50 (http 0.20, committer 0.90)\n  \
              bytes written per request 2000 (checkpoint 100, log 1800)"
         );
         let unread = Ticks {
@@ -343,12 +389,13 @@ mod tests {
         assert!(!used.text().contains("bytes written"), "{}", used.text());
         let silent = Ticks {
             written: Some(21_000_000),
-            threads: BTreeMap::from([("http".into(), group(250, 13_000, 0))]),
+            threads: BTreeMap::from([("http".into(), group(250, 13_000, 10_000, 0))]),
             ..unread
         };
         let used = CpuUse::between(&before, &silent, 10_000).unwrap();
         assert!(
-            used.text().ends_with("bytes written per request 2000"),
+            used.text()
+                .ends_with("page faults per request 1.50\n  bytes written per request 2000"),
             "{}",
             used.text()
         );
@@ -363,8 +410,13 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(1));
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("written"), [0u8; 4096]).unwrap();
+        // Memory this process never touched: the kernel maps it on the
+        // first write to each page.
+        let fresh = std::hint::black_box(vec![1u8; 4 << 20]);
         let after = Ticks::of(std::process::id()).expect("own /proc entry");
+        drop(fresh);
         assert!(after.threads.values().map(|g| g.switches).sum::<u64>() > 0);
+        assert!(after.faults > ticks.faults, "{ticks:?} -> {after:?}");
         // This thread wrote 4 KiB to a file in between.
         let (Some(before), Some(after)) = (ticks.written, after.written) else {
             panic!("/proc/self/io unreadable");

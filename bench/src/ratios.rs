@@ -43,6 +43,11 @@ pub struct Figure {
     pub switches_per_request: Option<f64>,
     /// The same of the baseline run.
     pub baseline_switches_per_request: Option<f64>,
+    /// The server's minor page faults per request of the figure's run
+    /// (`None` where they were not read, as the CPU time).
+    pub faults_per_request: Option<f64>,
+    /// The same of the baseline run.
+    pub baseline_faults_per_request: Option<f64>,
     /// The bytes the server passed to write calls per request of the
     /// figure's run (`None` where they were not read, as the CPU time).
     pub written_bytes_per_request: Option<f64>,
@@ -70,6 +75,8 @@ pub struct Base {
     pub cpu_us: Option<f64>,
     /// The server's context switches per request, if they were read.
     pub switches: Option<f64>,
+    /// The server's minor page faults per request, if they were read.
+    pub faults: Option<f64>,
     /// The bytes the server wrote per request, if they were read.
     pub written: Option<f64>,
 }
@@ -83,10 +90,25 @@ impl Base {
             p99_ms: summary.latency_ms.p99,
             cpu_us: summary.cpu.as_ref().map(|c| c.us_per_request),
             switches: summary.cpu.as_ref().map(|c| c.switches_per_request),
+            faults: summary.cpu.as_ref().map(|c| c.faults_per_request),
             written: summary
                 .cpu
                 .as_ref()
                 .and_then(|c| c.written_bytes_per_request),
+        }
+    }
+
+    /// A rate and its percentiles with none of the server's use read (a
+    /// forwarding figure, measured at the sink).
+    pub fn rate(value: f64, p50_ms: f64, p99_ms: f64) -> Base {
+        Base {
+            value,
+            p50_ms,
+            p99_ms,
+            cpu_us: None,
+            switches: None,
+            faults: None,
+            written: None,
         }
     }
 
@@ -98,6 +120,7 @@ impl Base {
             p99_ms: (a.p99_ms + b.p99_ms) / 2.0,
             cpu_us: a.cpu_us.zip(b.cpu_us).map(|(a, b)| (a + b) / 2.0),
             switches: a.switches.zip(b.switches).map(|(a, b)| (a + b) / 2.0),
+            faults: a.faults.zip(b.faults).map(|(a, b)| (a + b) / 2.0),
             written: a.written.zip(b.written).map(|(a, b)| (a + b) / 2.0),
         }
     }
@@ -129,6 +152,8 @@ impl Figure {
             baseline_cpu_us_per_request: base.and_then(|b| b.cpu_us),
             switches_per_request: value.switches,
             baseline_switches_per_request: base.and_then(|b| b.switches),
+            faults_per_request: value.faults,
+            baseline_faults_per_request: base.and_then(|b| b.faults),
             written_bytes_per_request: value.written,
             baseline_written_bytes_per_request: base.and_then(|b| b.written),
             failures,
@@ -182,14 +207,7 @@ impl Figure {
     /// backlog; the percentiles are from `/readyz` to each event's arrival.
     pub fn drained(name: impl Into<String>, report: &BacklogReport) -> Figure {
         let d = &report.drain;
-        let value = Base {
-            value: d.delivered_per_sec,
-            p50_ms: d.arrival_ms.p50,
-            p99_ms: d.arrival_ms.p99,
-            cpu_us: None,
-            switches: None,
-            written: None,
-        };
+        let value = Base::rate(d.delivered_per_sec, d.arrival_ms.p50, d.arrival_ms.p99);
         Figure::new(
             name,
             "delivered/s",
@@ -204,14 +222,7 @@ impl Figure {
     /// percentiles are from each 202 to the event's arrival.
     pub fn forwarded(name: impl Into<String>, report: &ForwardReport) -> Figure {
         let d = &report.delivery;
-        let value = Base {
-            value: d.delivered_per_sec,
-            p50_ms: d.latency_ms.p50,
-            p99_ms: d.latency_ms.p99,
-            cpu_us: None,
-            switches: None,
-            written: None,
-        };
+        let value = Base::rate(d.delivered_per_sec, d.latency_ms.p50, d.latency_ms.p99);
         let accepted = Base::of(&report.load);
         Figure::new(
             name,
@@ -219,13 +230,11 @@ impl Figure {
             value,
             d.missing + report.load.failures(),
             "accepted/s of the same run",
-            Some(Base {
-                value: d.accepted_per_sec,
-                cpu_us: None,
-                switches: None,
-                written: None,
-                ..accepted
-            }),
+            Some(Base::rate(
+                d.accepted_per_sec,
+                accepted.p50_ms,
+                accepted.p99_ms,
+            )),
         )
     }
 }
@@ -278,7 +287,7 @@ impl Report {
     /// The table of every figure, then the skipped phases.
     pub fn text(&self) -> String {
         let mut out = format!(
-            "\nevery ratio, commit {}\n{:<28} {:>14} {:<12} {:>14}  {:<46} {:>7} {:>9} {:>9} {:>17} {:>22} {:>22}\n",
+            "\nevery ratio, commit {}\n{:<28} {:>14} {:<12} {:>14}  {:<46} {:>7} {:>9} {:>9} {:>17} {:>22} {:>22} {:>22}\n",
             self.commit.as_deref().unwrap_or("unknown"),
             "figure",
             "value",
@@ -290,11 +299,12 @@ impl Report {
             "p99 ms",
             "CPU µs/req (base)",
             "switches/req (base)",
+            "faults/req (base)",
             "written B/req (base)",
         );
         for f in &self.figures {
             out += &format!(
-                "{:<28} {:>14.0} {:<12} {:>14} {:<46} {:>7} {:>9.3} {:>9.3} {:>17} {:>22} {:>22}{}\n",
+                "{:<28} {:>14.0} {:<12} {:>14} {:<46} {:>7} {:>9.3} {:>9.3} {:>17} {:>22} {:>22} {:>22}{}\n",
                 f.name,
                 f.value,
                 f.unit,
@@ -305,6 +315,7 @@ impl Report {
                 f.p99_ms,
                 per_request_column(f.cpu_us_per_request, f.baseline_cpu_us_per_request, 1),
                 per_request_column(f.switches_per_request, f.baseline_switches_per_request, 2),
+                per_request_column(f.faults_per_request, f.baseline_faults_per_request, 2),
                 per_request_column(
                     f.written_bytes_per_request,
                     f.baseline_written_bytes_per_request,
@@ -347,6 +358,7 @@ mod tests {
             p99_ms: 4.0,
             cpu_us: Some(value / 100.0),
             switches: Some(value / 40_000.0),
+            faults: Some(value / 20_000.0),
             written: Some(value / 10.0),
         }
     }
@@ -408,6 +420,8 @@ mod tests {
             "baseline_cpu_us_per_request",
             "switches_per_request",
             "baseline_switches_per_request",
+            "faults_per_request",
+            "baseline_faults_per_request",
             "written_bytes_per_request",
             "baseline_written_bytes_per_request",
             "failures",
@@ -423,6 +437,7 @@ mod tests {
         assert!(text.contains("commit 0123abc"), "{text}");
         assert!(text.contains("160.0 (900.0)"), "{text}");
         assert!(text.contains("0.40 (2.25)"), "{text}");
+        assert!(text.contains("0.80 (4.50)"), "{text}");
         assert!(text.contains("1600 (9000)"), "{text}");
         assert!(
             text.contains("postgres: skipped (no --postgres-url)"),

@@ -504,13 +504,9 @@ impl Run<'_> {
         let after = self.forward_once(&off).await?;
         let off_name = "both off (mean of the runs before and after)";
         let ingest_off = Base::mean(Base::of(&before.load), Base::of(&after.load));
-        let delivered = |r: &ForwardReport| Base {
-            value: r.delivery.delivered_per_sec,
-            p50_ms: r.delivery.latency_ms.p50,
-            p99_ms: r.delivery.latency_ms.p99,
-            cpu_us: None,
-            switches: None,
-            written: None,
+        let delivered = |r: &ForwardReport| {
+            let d = &r.delivery;
+            Base::rate(d.delivered_per_sec, d.latency_ms.p50, d.latency_ms.p99)
         };
         let delivered_off = Base::mean(delivered(&before), delivered(&after));
         let figures = [
