@@ -1,26 +1,23 @@
-//! A tenant's replay cache: a hit (a duplicate answered without
-//! touching storage), a miss (every new delivery looks first) and the insert
-//! that follows an accepted delivery, on a cache full at the default capacity.
+//! The replay cache: a hit (a duplicate answered without touching storage),
+//! a miss (every new delivery looks first) and the insert that follows an
+//! accepted delivery, on a cache full at the default capacity.
 //!
-//! The cache is the one `Gate::new` builds (`tenant::replay_cache`):
-//! keys `id:<event id>`, values (event id, delivery id), `max_capacity` =
-//! the default `replay_cache_capacity` (100,000) and a time to live of twice
-//! the default tolerance (600 s).
+//! The cache is the one every tenant's gate shares (`tenant::replay_cache`):
+//! keys `id:<event id>` in one tenant's scope, values (event id, delivery
+//! id), `max_capacity` = the default `[limits] replay_cache_keys` (500,000)
+//! and each key kept twice the default tolerance (600 s).
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use hookd_server::{
+    config::LimitsConfig,
     ids::{DeliveryId, EventId},
-    testing::{replay_cache, ReplayCache},
+    testing::{replay_cache, ReplayCache, ReplayScope},
 };
 
-/// The default `replay_cache_capacity`.
-const CAPACITY: u64 = 100_000;
+/// The default `[limits] replay_cache_keys`.
+const CAPACITY: u64 = LimitsConfig::DEFAULT_REPLAY_CACHE_KEYS;
 /// The default `tolerance_secs`; entries are kept twice as long.
 const TOLERANCE_SECS: u64 = 300;
-
-fn default_cache() -> ReplayCache {
-    replay_cache(CAPACITY, TOLERANCE_SECS)
-}
 
 fn key(n: u64) -> Vec<u8> {
     format!("id:msg_bench_{n:012}").into_bytes()
@@ -33,25 +30,26 @@ fn value(n: u64) -> (EventId, DeliveryId) {
     )
 }
 
-fn full_cache() -> ReplayCache {
-    let cache = default_cache();
+fn full_cache(scope: ReplayScope) -> ReplayCache {
+    let cache = replay_cache(CAPACITY);
     for n in 0..CAPACITY {
-        cache.insert(key(n), value(n));
+        cache.insert(scope.key(key(n)), value(n));
     }
     cache.run_pending_tasks();
     cache
 }
 
 fn replay(c: &mut Criterion) {
-    let cache = full_cache();
+    let scope = ReplayScope::new(TOLERANCE_SECS);
+    let cache = full_cache(scope);
     let present: Vec<Vec<u8>> = (0..CAPACITY).step_by(97).map(key).collect();
     assert!(
-        present.iter().all(|k| cache.contains_key(k)),
+        present.iter().all(|k| cache.contains_key(&scope.lookup(k))),
         "hits must hit"
     );
     let absent: Vec<Vec<u8>> = (0..1024).map(|n| key(CAPACITY * 10 + n)).collect();
     assert!(
-        absent.iter().all(|k| !cache.contains_key(k)),
+        absent.iter().all(|k| !cache.contains_key(&scope.lookup(k))),
         "misses must miss"
     );
 
@@ -60,21 +58,21 @@ fn replay(c: &mut Criterion) {
     group.bench_function("hit", |b| {
         b.iter(|| {
             i = (i + 1) % present.len();
-            cache.get(&present[i]).expect("a hit")
+            cache.get(&scope.lookup(&present[i])).expect("a hit")
         });
     });
     let mut i = 0;
     group.bench_function("miss", |b| {
         b.iter(|| {
             i = (i + 1) % absent.len();
-            assert!(cache.get(&absent[i]).is_none());
+            assert!(cache.get(&scope.lookup(&absent[i])).is_none());
         });
     });
     let mut n = CAPACITY * 100;
     group.bench_function("insert_new", |b| {
         b.iter(|| {
             n += 1;
-            cache.insert(key(n), value(n));
+            cache.insert(scope.key(key(n)), value(n));
         });
     });
     group.finish();

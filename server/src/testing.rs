@@ -25,7 +25,7 @@ pub use crate::{
     },
     sweeper::{pass, Due, Removed},
     telemetry::Spans,
-    tenant::{replay_cache, Gate, ReplayCache},
+    tenant::{replay_cache, Gate, ReplayCache, ReplayScope},
 };
 
 /// Fault injection for the crash and durability tests.

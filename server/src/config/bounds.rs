@@ -196,6 +196,8 @@ pub const SWEEP_BATCH: Count = count(1, 1_000_000);
 pub const DECOMPRESSION_RATIO: Count = count(2, 100_000);
 /// `limits.tenant_idle_secs`: longer than any request may take.
 pub const TENANT_IDLE_SECS: Count = count(60, DAY);
+/// `limits.replay_cache_keys`.
+pub const REPLAY_CACHE_KEYS: Count = count(1, 100_000_000);
 
 // Alerts (`[alerts]`, `[tenants.alerts]`, SetAlertSettings).
 

@@ -223,9 +223,13 @@ pub struct LimitsConfig {
     /// Largest `max_body_bytes` any tenant may have (file or control plane).
     pub tenant_max_body_bytes: usize,
     /// Seconds without a delivery after which a tenant's actor (with its
-    /// replay cache and rate limiter) is stopped; it starts again on the
+    /// replay scope and rate limiter) is stopped; it starts again on the
     /// next delivery.
     pub tenant_idle_secs: u64,
+    /// Keys the replay cache every tenant shares holds at most; full, the
+    /// least recently used goes first, and a resend of its delivery is
+    /// caught by the durable idempotency log instead.
+    pub replay_cache_keys: u64,
     /// How many refusals per tenant are recorded for `ListRejections` and
     /// the dashboard, per kind (bad signature, refused content): beyond it
     /// a refusal is still answered and counted, but not written, so a
@@ -235,6 +239,13 @@ pub struct LimitsConfig {
     /// 64 KiB): a bigger ratio is a decompression bomb, refused with 413
     /// `COMPRESSION_RATIO_TOO_HIGH` while it is being decoded.
     pub max_decompression_ratio: u64,
+}
+
+impl LimitsConfig {
+    /// `replay_cache_keys` by default (`config.default.toml`): the keys of
+    /// five tenants at the per-tenant default each had before the cache
+    /// was shared.
+    pub const DEFAULT_REPLAY_CACHE_KEYS: u64 = 500_000;
 }
 
 /// Forwarding settings that are not per tenant.
@@ -409,6 +420,8 @@ impl Config {
             self.limits.tenant_max_body_bytes,
         )?;
         bounds::TENANT_IDLE_SECS.check("limits.tenant_idle_secs", self.limits.tenant_idle_secs)?;
+        bounds::REPLAY_CACHE_KEYS
+            .check("limits.replay_cache_keys", self.limits.replay_cache_keys)?;
         bounds::DECOMPRESSION_RATIO.check(
             "limits.max_decompression_ratio",
             self.limits.max_decompression_ratio,

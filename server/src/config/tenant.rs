@@ -83,7 +83,10 @@ pub struct TenantConfig {
     /// the default, the decoded body ([`SignedBody::Decoded`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signed_body: Option<SignedBody>,
-    /// Entries in the replay cache; older ones fall back to the idempotency log.
+    /// Accepted, bounds checked and ignored: each tenant once had a replay
+    /// cache of this many keys; every tenant now shares one, of `[limits]
+    /// replay_cache_keys` keys. Kept so that config files and stored
+    /// tenants that set it still load.
     #[serde(default = "default_replay_capacity")]
     pub replay_cache_capacity: u64,
     /// Optional limit on accepted deliveries.
@@ -249,8 +252,6 @@ pub struct TenantSettings {
     pub verify_token: Option<SecretString>,
     /// Which bytes of a compressed body the signature covers.
     pub signed_body: SignedBody,
-    /// Replay cache entries.
-    pub replay_cache_capacity: u64,
     /// Optional rate limit.
     pub rate_limit: Option<RateLimitConfig>,
     /// The current secret.
@@ -419,7 +420,6 @@ impl TenantConfig {
             public_url: self.public_url.clone(),
             verify_token,
             signed_body: self.signed_body.unwrap_or_default(),
-            replay_cache_capacity: self.replay_cache_capacity,
             rate_limit: self.rate_limit,
             current,
             previous,

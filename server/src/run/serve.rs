@@ -217,6 +217,7 @@ fn start_registry(
     )
     .with_forward_cas(forward_cas)
     .with_rejection_records(config.limits.rejection_records)
+    .with_replay_cache_keys(config.limits.replay_cache_keys)
     .with_forward_lease(Duration::from_secs(
         config.storage.postgres.forward_lease_secs,
     ));

@@ -1,5 +1,5 @@
 //! The durable half of an ingest, run once the checks passed (commit, then
-//! wake the dispatcher, publish, fill the replay cache), what an accepted
+//! wake the dispatcher, publish, fill the tenant's replay scope), what an accepted
 //! delivery tells about its sender, and a contract rejection's look-up in the
 //! idempotency log.
 
@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use tokio::sync::Notify;
 
-use super::replay::{ReplayCache, ReplayKeys};
+use super::replay::{Replay, ReplayKeys};
 
 /// What wakes the dispatchers of a tenant's routes, the default one first.
 pub(super) type Wakes = Arc<[Arc<Notify>]>;
@@ -25,10 +25,11 @@ use crate::{
 };
 
 /// The durable half of one ingest, awaited by the worker once the checks
-/// passed: commit, then wake the dispatcher, publish, fill the replay cache.
+/// passed: commit, then wake the dispatcher, publish, fill the tenant's
+/// replay scope.
 pub(super) struct Commit {
     pub(super) data: TenantStore,
-    pub(super) replay: ReplayCache,
+    pub(super) replay: Replay,
     /// The dispatchers of the tenant's routes, the default one first.
     pub(super) wake: Wakes,
     pub(super) feed: DeliveryFeed,
@@ -96,9 +97,7 @@ impl Commit {
                 (first_event_id, first, true, Vec::new(), Receipt::Queued)
             }
         };
-        for key in replay_keys.into_all() {
-            replay.insert(key, (event_id.clone(), delivery_id.clone()));
-        }
+        replay.remember(replay_keys, &event_id, &delivery_id);
         Ok(IngestOutcome {
             event_id,
             delivery_id,

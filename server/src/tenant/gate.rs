@@ -1,12 +1,12 @@
 //! A tenant's ingest gate: the checks the HTTP worker that read a delivery
 //! runs (verify, replay check, body checks, contracts, rate limit) against
 //! the snapshot its tenant's actor published ([`super::snapshot`]), the
-//! replay cache ([`super::replay`]) and the rate limiter; the durable write
-//! and what follows it is [`super::commit`]. No thread hand-off before the
-//! commit: the worker that holds the request does all of it. The actor
-//! (`actor.rs`) owns the gate: it alone publishes the snapshot, retunes the
-//! limiter and the replay cache when the settings change, and resets the
-//! gate after a panic.
+//! tenant's scope in the shared replay cache ([`super::replay`]) and the
+//! rate limiter; the durable write and what follows it is
+//! [`super::commit`]. No thread hand-off before the commit: the worker that
+//! holds the request does all of it. The actor (`actor.rs`) owns the gate:
+//! it alone publishes the snapshot, retunes the limiter and the replay
+//! scope when the settings change, and resets the gate after a panic.
 
 use std::{
     panic::AssertUnwindSafe,
@@ -19,14 +19,14 @@ use tokio::sync::Notify;
 use super::{
     commit::{Commit, ContractRejection, SenderFacts, Wakes},
     headers::SignedHeaders,
-    replay::{replay_cache, ReplayCache, ReplayKeys},
+    replay::{replay_cache, Replay, ReplayCache, ReplayKeys},
     routes::fan_out,
     snapshot::{Published, Snapshot},
     validate::{content_event_id, is_form, validate_body, Body, EventIdSource},
 };
 use crate::{
     clock::SharedClock,
-    config::{EventIdRule, TenantSettings},
+    config::{EventIdRule, LimitsConfig, TenantSettings},
     contracts::TenantContracts,
     feed::DeliveryFeed,
     ids::{DeliveryId, EventId, TenantId},
@@ -54,11 +54,6 @@ fn full_limiter(settings: &TenantSettings, now_ms: i64) -> Option<TokenBucket> {
         .map(|limit| TokenBucket::new(limit, now_ms))
 }
 
-/// The replay cache `settings` ask for.
-fn replay_cache_of(settings: &TenantSettings) -> ReplayCache {
-    replay_cache(settings.replay_cache_capacity, settings.tolerance_secs)
-}
-
 /// What a gate writes to and reports through, besides its tenant's state.
 #[derive(Clone)]
 pub(super) struct GateParts {
@@ -68,13 +63,15 @@ pub(super) struct GateParts {
     pub feed: DeliveryFeed,
     pub spans: Spans,
     pub senders: Option<Arc<SenderMetrics>>,
+    /// The replay cache every tenant's gate shares.
+    pub replay: ReplayCache,
 }
 
 /// One tenant's ingest gate.
 pub struct Gate {
     published: Arc<Published>,
     limiter: Mutex<Option<TokenBucket>>,
-    replay: RwLock<ReplayCache>,
+    replay: RwLock<Replay>,
     parts: GateParts,
 }
 
@@ -98,6 +95,7 @@ impl Gate {
             feed,
             spans,
             senders: None,
+            replay: replay_cache(LimitsConfig::DEFAULT_REPLAY_CACHE_KEYS),
         };
         Gate::on(Arc::new(Published::new(snapshot)), parts)
     }
@@ -107,7 +105,7 @@ impl Gate {
         let settings = published.load().settings().clone();
         Gate {
             limiter: Mutex::new(full_limiter(&settings, parts.clock.now_ms())),
-            replay: RwLock::new(replay_cache_of(&settings)),
+            replay: RwLock::new(Replay::new(parts.replay.clone(), settings.tolerance_secs)),
             published,
             parts,
         }
@@ -125,18 +123,17 @@ impl Gate {
     }
 
     /// Settings change from `old` to `new` (the actor's change): a changed
-    /// rate limit starts full, a changed tolerance or capacity starts an
-    /// empty replay cache (the durable log still catches resends); what did
-    /// not change carries on.
+    /// rate limit starts full, a changed tolerance starts a new, empty
+    /// replay scope (the durable log still catches resends); what did not
+    /// change carries on.
     pub(super) fn retune(&self, old: &TenantSettings, new: &TenantSettings) {
         if old.rate_limit != new.rate_limit {
             *self.limiter.lock().unwrap_or_else(PoisonError::into_inner) =
                 full_limiter(new, self.parts.clock.now_ms());
         }
-        if (old.replay_cache_capacity, old.tolerance_secs)
-            != (new.replay_cache_capacity, new.tolerance_secs)
-        {
-            *self.replay.write().unwrap_or_else(PoisonError::into_inner) = replay_cache_of(new);
+        if old.tolerance_secs != new.tolerance_secs {
+            *self.replay.write().unwrap_or_else(PoisonError::into_inner) =
+                Replay::new(self.parts.replay.clone(), new.tolerance_secs);
         }
     }
 
@@ -154,7 +151,7 @@ impl Gate {
         self.snapshot().settings().id.clone()
     }
 
-    fn replay(&self) -> ReplayCache {
+    fn replay(&self) -> Replay {
         self.replay
             .read()
             .unwrap_or_else(PoisonError::into_inner)
@@ -193,7 +190,7 @@ impl Gate {
     fn prepare(
         &self,
         snapshot: &Snapshot,
-        replay: &ReplayCache,
+        replay: &Replay,
         msg: &Ingest,
     ) -> Result<Prepared, IngestError> {
         let s = snapshot.settings();
@@ -221,7 +218,7 @@ impl Gate {
         })?;
 
         let keys = ReplayKeys::of(s.scheme, &verified, signed_body);
-        if let Some((event_id, delivery_id)) = keys.all().find_map(|key| replay.get(key)) {
+        if let Some((event_id, delivery_id)) = replay.first(&keys) {
             return Ok(Prepared::Duplicate(IngestOutcome {
                 event_id,
                 delivery_id,
@@ -411,7 +408,10 @@ mod tests {
     use actix::Actor;
 
     use super::{
-        super::actor::{Change, TenantActor},
+        super::{
+            actor::{Change, TenantActor},
+            replay::{Scope as ReplayScope, ScopedKey},
+        },
         *,
     };
     use crate::{
@@ -534,10 +534,10 @@ mod tests {
         assert!(!run(&gate, &signed(FIRST, "msg_2")).unwrap().duplicate);
     }
 
-    fn entry(n: u32) -> (Vec<u8>, (EventId, DeliveryId)) {
+    fn entry(scope: ReplayScope, n: u32) -> (ScopedKey, (EventId, DeliveryId)) {
         let id = format!("evt_{n}");
         (
-            format!("id:{id}").into_bytes(),
+            scope.key(format!("id:{id}").into_bytes()),
             (EventId::new(id), DeliveryId::generate()),
         )
     }
@@ -548,10 +548,11 @@ mod tests {
     #[test]
     fn a_full_replay_cache_keeps_the_newest_deliveries() {
         let capacity = 1_000;
-        let cache = replay_cache(capacity, 300);
+        let cache = replay_cache(capacity);
+        let scope = ReplayScope::new(300);
         let fill = |range: std::ops::Range<u32>| {
             for n in range {
-                let (key, value) = entry(n);
+                let (key, value) = entry(scope, n);
                 assert!(cache.get(&key).is_none(), "a new delivery misses first");
                 cache.insert(key, value);
             }
@@ -560,7 +561,7 @@ mod tests {
         fill(0..capacity as u32);
         fill(capacity as u32..2 * capacity as u32);
         let kept = (capacity as u32..2 * capacity as u32)
-            .filter(|n| cache.contains_key(&entry(*n).0))
+            .filter(|n| cache.contains_key(&entry(scope, *n).0))
             .count();
         assert_eq!(
             kept, capacity as usize,

@@ -18,6 +18,6 @@ mod validate;
 pub use gate::Gate;
 pub use handshake::HandshakeRequest;
 pub use registry::{Registry, TenantHandle};
-pub use replay::{replay_cache, ReplayCache};
+pub use replay::{replay_cache, ReplayCache, Scope as ReplayScope};
 pub use routes::RouteHandle;
 pub(crate) use validate::pasted_event_id;

@@ -13,6 +13,7 @@ use futures_util::future::AbortHandle;
 use super::{
     actor::Change,
     gate::GateParts,
+    replay::{replay_cache, ReplayCache},
     routes::{self, RouteHandle},
     slot::ActorSlot,
     snapshot::Snapshot,
@@ -21,7 +22,7 @@ use crate::{
     alerts::{Signals, Touched},
     catalog::{self, contracts::ContractStore, follow::Tenants},
     clock::SharedClock,
-    config::{ForwardSettings, RateLimitConfig, TenantSettings},
+    config::{ForwardSettings, LimitsConfig, RateLimitConfig, TenantSettings},
     contracts::{Contract, TenantContracts},
     error::{Error, Result},
     feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
@@ -86,6 +87,8 @@ pub struct Registry {
     forwarding: ForwardRuntime,
     /// Each tenant's rejection-recording budget (`[limits.rejection_records]`).
     rejection_records: RateLimitConfig,
+    /// The replay cache every tenant's gate keeps its scope in.
+    replay: ReplayCache,
 }
 
 impl Registry {
@@ -118,7 +121,15 @@ impl Registry {
                 per_sec: 1.0,
                 burst: 100,
             },
+            replay: replay_cache(LimitsConfig::DEFAULT_REPLAY_CACHE_KEYS),
         }
+    }
+
+    /// The registry with one replay cache of at most `keys` keys for every
+    /// tenant (`[limits] replay_cache_keys`).
+    pub fn with_replay_cache_keys(mut self, keys: u64) -> Self {
+        self.replay = replay_cache(keys);
+        self
     }
 
     /// The registry with each tenant recording at most `budget` of its
@@ -194,6 +205,7 @@ impl Registry {
             feed: self.feed.clone(),
             spans: self.telemetry.spans().clone(),
             senders: Some(senders),
+            replay: self.replay.clone(),
         };
         let contracts = self.compiled_contracts(&settings, &TenantContracts::default(), None);
         let first = Snapshot::of(settings.clone(), Arc::new(contracts));
