@@ -271,8 +271,21 @@ pub struct TenantSettings {
 }
 
 impl TenantConfig {
-    /// Replay-cache entries a tenant gets when it names none.
+    /// The default of the unused `replay_cache_capacity`.
     pub const DEFAULT_REPLAY_CACHE_CAPACITY: u64 = 100_000;
+
+    /// The warning to log at start when this tenant sets
+    /// `replay_cache_capacity` to anything but its default: it no longer
+    /// does anything.
+    pub fn replay_cache_capacity_warning(&self) -> Option<String> {
+        (self.replay_cache_capacity != Self::DEFAULT_REPLAY_CACHE_CAPACITY).then(|| {
+            format!(
+                "tenant {}: replay_cache_capacity = {} is deprecated and ignored: every tenant \
+                 shares one replay cache, bounded by [limits] replay_cache_keys; remove the key",
+                self.id, self.replay_cache_capacity
+            )
+        })
+    }
 
     /// [`resolve`](Self::resolve), with `max_body_bytes` also under the
     /// operator's cap (`limits.tenant_max_body_bytes`): how the config file,

@@ -254,6 +254,23 @@ fn the_unused_scan_limit_still_loads_and_a_set_one_is_warned_about() {
 }
 
 #[test]
+fn a_tenant_replay_cache_capacity_still_loads_and_a_set_one_is_warned_about() {
+    let c = load_str(&tenant("replay_cache_capacity = 5000\n")).unwrap();
+    let warning = c.tenants[0].replay_cache_capacity_warning().unwrap();
+    assert!(
+        warning.contains("replay_cache_capacity = 5000") && warning.contains("replay_cache_keys"),
+        "{warning}"
+    );
+    let unset = load_str(&tenant("")).unwrap();
+    assert_eq!(unset.tenants[0].replay_cache_capacity_warning(), None);
+    assert_eq!(
+        unset.limits.replay_cache_keys,
+        LimitsConfig::DEFAULT_REPLAY_CACHE_KEYS,
+        "config.default.toml and the constant agree"
+    );
+}
+
+#[test]
 fn tls_files_are_checked_at_load_naming_the_key() {
     let e = load_str("[grpc.tls]\ncert_file = \"/nonexistent/grpc.pem\"\n")
         .unwrap_err()

@@ -25,7 +25,7 @@ use crate::{
         Catalog, Resolver,
     },
     clock::SharedClock,
-    config::{parse_addr, Config, StorageBackend, TenantSettings},
+    config::{parse_addr, Config, StorageBackend, TenantConfig, TenantSettings},
     egress::AddressPolicy,
     error::{Error, Result},
     keyring::{load_admin_token, MasterKey},
@@ -152,7 +152,13 @@ pub async fn run(
     listeners: Listeners,
     shutdown: impl Future<Output = ()> + 'static,
 ) -> Result<()> {
-    if let Some(warning) = config.metrics.scan_limit_warning() {
+    let warnings = std::iter::once(config.metrics.scan_limit_warning()).chain(
+        config
+            .tenants
+            .iter()
+            .map(TenantConfig::replay_cache_capacity_warning),
+    );
+    for warning in warnings.flatten() {
         tracing::warn!("{warning}");
     }
     let tenants = config
