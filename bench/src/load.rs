@@ -226,15 +226,12 @@ impl Worker {
         let mut stats = WorkerStats::new();
         let mut sender: Option<SendRequest<Full<Bytes>>> = None;
         loop {
-            if self.deadline.is_some_and(|d| Instant::now() >= d) {
-                break;
-            }
             let i = self.next.fetch_add(1, Ordering::Relaxed);
             let Some(&pool_index) = self.order.get(i) else {
                 break;
             };
             let planned = self.pace.map(|(start, gap)| start + gap * i as u32);
-            if planned.is_some_and(|p| self.deadline.is_some_and(|d| p >= d)) {
+            if past_the_end(planned, Instant::now(), self.deadline) {
                 break;
             }
             let conn = match sender.take() {
@@ -285,6 +282,14 @@ impl Worker {
         }
         stats
     }
+}
+
+/// Whether a request is past the end of a run with `deadline`: paced, when
+/// its `planned` instant is, so a request planned inside the run is sent
+/// however late its connection gets to it and a slow answer is counted,
+/// never skipped; as fast as answered, when the time is up at `now`.
+fn past_the_end(planned: Option<Instant>, now: Instant, deadline: Option<Instant>) -> bool {
+    deadline.is_some_and(|deadline| planned.unwrap_or(now) >= deadline)
 }
 
 /// Opens one keep-alive HTTP/1.1 connection.
@@ -346,4 +351,25 @@ pub async fn get_status(addr: SocketAddr, path: &str) -> Result<StatusCode, Stri
         .await
         .map_err(|e| e.to_string())?;
     Ok(response.status())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_paced_request_planned_inside_the_run_is_sent_however_late() {
+        let start = Instant::now();
+        let deadline = Some(start + Duration::from_secs(1));
+        let late = start + Duration::from_secs(2);
+        let planned = |ms| Some(start + Duration::from_millis(ms));
+        assert!(!past_the_end(planned(995), late, deadline));
+        assert!(past_the_end(planned(1_000), start, deadline));
+        assert!(
+            past_the_end(None, late, deadline),
+            "unpaced: the time is up"
+        );
+        assert!(!past_the_end(None, start, deadline));
+        assert!(!past_the_end(planned(5_000), late, None), "no deadline");
+    }
 }
