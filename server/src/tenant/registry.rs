@@ -358,7 +358,7 @@ impl Registry {
 
     /// New secrets for a running tenant (a rotation or a revocation), in
     /// force for its next delivery: its actor publishes them; its
-    /// dispatcher, replay cache and rate limit carry on.
+    /// dispatcher, replay scope and rate limit carry on.
     pub fn reconfigure(&self, settings: TenantSettings) -> Result<()> {
         let handle = self.running(settings.id.as_str())?;
         let _one_at_a_time = self.changes.lock().unwrap_or_else(PoisonError::into_inner);
@@ -372,7 +372,7 @@ impl Registry {
 
     /// New settings for a running tenant, in force for its next delivery:
     /// its actor publishes them with its contracts compiled for them, keeps
-    /// its replay cache and rate limiter unless their settings changed, and
+    /// its replay scope and rate limiter unless their settings changed, and
     /// its dispatcher restarts on the new destination (attempts in flight
     /// stay queued and are sent again).
     ///

@@ -22,7 +22,7 @@ use crate::ids::{DeliveryId, EventId};
 ///
 /// One cache for the process, not one per tenant: a moka cache allocates
 /// and writes its read and write logs (two channels of 384 slots) when it
-/// is built, about 40 KiB, so 10,000 tenants started held 420 MB more and
+/// is built, about 40 KiB, so 10,000 tenants started held about 410 MB more and
 /// each tenant's first deliveries paid for mapping that memory; and a cache
 /// that sees less than a delivery every 300 ms runs its maintenance on
 /// nearly every one (docs/benchmarks.md).

@@ -1,8 +1,8 @@
 //! Where a tenant's actor and its ingest gate live: started on the tenant's
 //! first delivery or change and stopped once the tenant has been quiet for
 //! `[limits] tenant_idle_secs`. A quiet tenant costs its handle and its
-//! published snapshot, not a gate with a replay cache and a rate limiter;
-//! the durable idempotency log keeps duplicates out while the replay cache
+//! published snapshot, not a gate with a replay scope and a rate limiter;
+//! the durable idempotency log keeps duplicates out while the replay scope
 //! is gone. At most one actor runs per tenant: one taking a change is not
 //! stopped as idle until the change is in force.
 
