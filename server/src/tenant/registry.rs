@@ -379,7 +379,7 @@ impl Registry {
     /// When its routes are not the same ones (one added or removed), the
     /// tenant is started anew instead: its gate writes to and wakes the new
     /// set, a new route gets its dispatcher and a removed one loses it. Its
-    /// replay cache and rate limiter then start empty and full (a
+    /// replay scope and rate limiter then start empty and full (a
     /// duplicate is still found in the idempotency log).
     pub fn update(&self, settings: TenantSettings) -> Result<()> {
         let handle = self.running(settings.id.as_str())?;
