@@ -19,7 +19,7 @@ use tokio::sync::Notify;
 use super::{
     commit::{Commit, ContractRejection, SenderFacts, Wakes},
     headers::SignedHeaders,
-    replay::{replay_cache, Replay, ReplayCache, ReplayKeys},
+    replay::{replay_cache, Replay, ReplayCache, ReplayKeys, Scope},
     routes::fan_out,
     snapshot::{Published, Snapshot},
     validate::{content_event_id, is_form, validate_body, Body, EventIdSource},
@@ -71,7 +71,8 @@ pub(super) struct GateParts {
 pub struct Gate {
     published: Arc<Published>,
     limiter: Mutex<Option<TokenBucket>>,
-    replay: RwLock<Replay>,
+    /// The tenant's scope in `parts.replay`.
+    scope: RwLock<Scope>,
     parts: GateParts,
 }
 
@@ -105,7 +106,7 @@ impl Gate {
         let settings = published.load().settings().clone();
         Gate {
             limiter: Mutex::new(full_limiter(&settings, parts.clock.now_ms())),
-            replay: RwLock::new(Replay::new(parts.replay.clone(), settings.tolerance_secs)),
+            scope: RwLock::new(Scope::new(settings.tolerance_secs)),
             published,
             parts,
         }
@@ -132,8 +133,8 @@ impl Gate {
                 full_limiter(new, self.parts.clock.now_ms());
         }
         if old.tolerance_secs != new.tolerance_secs {
-            *self.replay.write().unwrap_or_else(PoisonError::into_inner) =
-                Replay::new(self.parts.replay.clone(), new.tolerance_secs);
+            *self.scope.write().unwrap_or_else(PoisonError::into_inner) =
+                Scope::new(new.tolerance_secs);
         }
     }
 
@@ -152,10 +153,8 @@ impl Gate {
     }
 
     fn replay(&self) -> Replay {
-        self.replay
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        let scope = *self.scope.read().unwrap_or_else(PoisonError::into_inner);
+        Replay::new(self.parts.replay.clone(), scope)
     }
 
     /// Checks the body against the tenant's contracts. Returns the event

@@ -124,12 +124,9 @@ pub struct Replay {
 }
 
 impl Replay {
-    /// A new scope in `cache` for a tenant with `tolerance_secs`.
-    pub fn new(cache: ReplayCache, tolerance_secs: u64) -> Replay {
-        Replay {
-            cache,
-            scope: Scope::new(tolerance_secs),
-        }
+    /// `scope` in `cache`.
+    pub fn new(cache: ReplayCache, scope: Scope) -> Replay {
+        Replay { cache, scope }
     }
 
     /// The first delivery of the event one of `keys` names, if this scope
@@ -231,7 +228,7 @@ mod tests {
     #[test]
     fn a_gate_finds_what_it_remembered_under_any_of_the_keys() {
         let cache = replay_cache(100);
-        let replay = Replay::new(cache.clone(), 300);
+        let replay = Replay::new(cache.clone(), Scope::new(300));
         let keys = || ReplayKeys {
             id: Some(b"id:evt_1".to_vec()),
             content: Some(b"sig:digest".to_vec()),
@@ -246,7 +243,7 @@ mod tests {
         let found = Some((event_id, delivery_id));
         assert_eq!(replay.first(&keys()), found);
         assert_eq!(replay.first(&by_content), found);
-        let restarted = Replay::new(cache, 300);
+        let restarted = Replay::new(cache, Scope::new(300));
         assert_eq!(restarted.first(&keys()), None, "a new scope starts empty");
     }
 
