@@ -24,6 +24,8 @@
 //! the figure's run and its baseline's back to back (the baseline first in
 //! the first round, second in the next, and so on), and the figure is the
 //! round with the median ratio; every round's ratio is printed with it.
+//! In `tenants` each of the `--scale-runs` runs is N such rounds into the
+//! same two hookds, so the stores grow through every round.
 
 mod configs;
 
@@ -98,7 +100,8 @@ pub struct CompareArgs {
     /// every accepted event is written once per route in the acknowledging commit.
     #[arg(long, default_value_t = 3)]
     routes: usize,
-    /// Rounds of the `unique`, `duplicates` and `routes` phases (1..=21):
+    /// Rounds of the `unique`, `duplicates` and `routes` phases and of each
+    /// run of `tenants` (1..=21):
     /// each runs the figure and its baseline back to back, in alternating
     /// order, and the figure is the round with the median ratio.
     #[arg(long, default_value_t = 1)]
@@ -339,8 +342,10 @@ impl Run<'_> {
     /// `--scale-runs` runs into a hookd of `--scale-tenants` tenants, each
     /// against a run into a one-tenant hookd started beside it, the two back
     /// to back (the one-tenant run first in the first run, second in the
-    /// next, and so on). Both hookds stay up for all their runs, so each
-    /// run finds the store its runs before it wrote.
+    /// next, and so on). With `--rounds`, each run is that many such pairs,
+    /// the order alternating on, and its figure the round with the median
+    /// ratio. Both hookds stay up for all their runs, so each run finds the
+    /// store its runs (and rounds) before it wrote.
     async fn tenants(&mut self) -> anyhow::Result<()> {
         let n = self.args.scale_tenants;
         let tenants = plan::tenant_ids(&self.args.load.tenant_pattern, n)?;
@@ -352,23 +357,29 @@ impl Run<'_> {
         let one = servers::start_hookd(&self.hookd(self.spec.tenants.clone())).await?;
         let one_label = self.one_route_name();
         for run in 1..=self.args.scale_runs {
-            // Signed just before their run, so the runs before do not age them.
-            let (one_plan, plan) = (
-                Arc::new(Plan::build(&self.spec)?),
-                Arc::new(Plan::build(&spec)?),
-            );
-            let label = format!("hookd, {n} tenants, run {run}");
-            let (base, summary) = in_round_order(
-                run - 1,
-                measure_process(&one_label, &one_plan, &self.at(one.addr), Some(&one)),
-                measure_process(&label, &plan, &self.at(many.addr), Some(&many)),
-            )
-            .await;
-            self.say(&base.text());
-            self.say(&summary.text());
             let name = format!("tenants_{n}_run{run}");
+            let label = format!("hookd, {n} tenants, run {run}");
             let baseline = format!("{one_label}, run {run} beside it");
-            let figure = Figure::ingest(name, &summary, baseline, Some(Base::of(&base)));
+            let mut figures = Vec::new();
+            for round in 0..self.args.rounds {
+                self.say(&self.round_title(&name, round));
+                // Signed just before their round, so the rounds before do not age them.
+                let (one_plan, plan) = (
+                    Arc::new(Plan::build(&self.spec)?),
+                    Arc::new(Plan::build(&spec)?),
+                );
+                let (base, summary) = in_round_order(
+                    run - 1 + round,
+                    measure_process(&one_label, &one_plan, &self.at(one.addr), Some(&one)),
+                    measure_process(&label, &plan, &self.at(many.addr), Some(&many)),
+                )
+                .await;
+                self.say(&base.text());
+                self.say(&summary.text());
+                let base = Some(Base::of(&base));
+                figures.push(Figure::ingest(&name, &summary, &baseline, base));
+            }
+            let (_, figure) = Figure::median_round(figures).expect("at least one round");
             self.report.figures.push(figure);
         }
         many.stop(Duration::from_secs(30));
