@@ -294,6 +294,23 @@ impl Run<'_> {
         }
     }
 
+    /// `--rounds` rounds of figure `name`, each headed (when there are
+    /// several) and made by `round`; returns the round with the median
+    /// ratio, with every round's ratio.
+    async fn median_of<F, Fut>(&self, name: &str, mut round: F) -> anyhow::Result<Figure>
+    where
+        F: FnMut(usize) -> Fut,
+        Fut: std::future::Future<Output = anyhow::Result<Figure>>,
+    {
+        let mut figures = Vec::new();
+        for n in 0..self.args.rounds {
+            self.say(&self.round_title(name, n));
+            figures.push(round(n).await?);
+        }
+        let (_, figure) = Figure::median_round(figures).expect("at least one round");
+        Ok(figure)
+    }
+
     /// One hookd started as `hookd` says, loaded once with `spec`.
     async fn single(
         &self,
@@ -356,32 +373,38 @@ impl Run<'_> {
         let many = servers::start_hookd(&self.hookd(tenants)).await?;
         let one = servers::start_hookd(&self.hookd(self.spec.tenants.clone())).await?;
         let one_label = self.one_route_name();
-        for run in 1..=self.args.scale_runs {
+        let (this, spec) = (&*self, &spec);
+        let mut figures = Vec::new();
+        for run in 1..=this.args.scale_runs {
             let name = format!("tenants_{n}_run{run}");
             let label = format!("hookd, {n} tenants, run {run}");
             let baseline = format!("{one_label}, run {run} beside it");
-            let mut figures = Vec::new();
-            for round in 0..self.args.rounds {
-                self.say(&self.round_title(&name, round));
-                // Signed just before their round, so the rounds before do not age them.
-                let (one_plan, plan) = (
-                    Arc::new(Plan::build(&self.spec)?),
-                    Arc::new(Plan::build(&spec)?),
-                );
-                let (base, summary) = in_round_order(
-                    run - 1 + round,
-                    measure_process(&one_label, &one_plan, &self.at(one.addr), Some(&one)),
-                    measure_process(&label, &plan, &self.at(many.addr), Some(&many)),
-                )
-                .await;
-                self.say(&base.text());
-                self.say(&summary.text());
-                let base = Some(Base::of(&base));
-                figures.push(Figure::ingest(&name, &summary, &baseline, base));
-            }
-            let (_, figure) = Figure::median_round(figures).expect("at least one round");
-            self.report.figures.push(figure);
+            let figure = this
+                .median_of(&name, |round| {
+                    let (one, many) = (&one, &many);
+                    let (name, label, one_label, baseline) = (&name, &label, &one_label, &baseline);
+                    async move {
+                        // Signed just before their round, so the rounds before do not age them.
+                        let (one_plan, plan) = (
+                            Arc::new(Plan::build(&this.spec)?),
+                            Arc::new(Plan::build(spec)?),
+                        );
+                        let (base, summary) = in_round_order(
+                            (run - 1) * this.args.rounds + round,
+                            measure_process(one_label, &one_plan, &this.at(one.addr), Some(one)),
+                            measure_process(label, &plan, &this.at(many.addr), Some(many)),
+                        )
+                        .await;
+                        this.say(&base.text());
+                        this.say(&summary.text());
+                        let base = Some(Base::of(&base));
+                        Ok(Figure::ingest(name, &summary, baseline, base))
+                    }
+                })
+                .await?;
+            figures.push(figure);
         }
+        self.report.figures.extend(figures);
         many.stop(Duration::from_secs(30));
         one.stop(Duration::from_secs(30));
         Ok(())
@@ -399,25 +422,24 @@ impl Run<'_> {
         };
         let label = format!("hookd, {routes} routes");
         let one_label = self.one_route_name();
-        let mut figures = Vec::new();
-        for round in 0..self.args.rounds {
-            self.say(&self.round_title(&name, round));
-            let (base, summary) = in_round_order(
-                round,
-                self.single(&one_label, &one, &self.spec),
-                self.single(&label, &several, &self.spec),
-            )
-            .await;
-            let (base, summary) = (base?, summary?);
-            let baseline = format!("{one_label}, same round");
-            figures.push(Figure::ingest(
-                &name,
-                &summary,
-                baseline,
-                Some(Base::of(&base)),
-            ));
-        }
-        let (_, figure) = Figure::median_round(figures).expect("at least one round");
+        let baseline = format!("{one_label}, same round");
+        let this = &*self;
+        let figure = this
+            .median_of(&name, |round| {
+                let (one, several) = (&one, &several);
+                let (name, label, one_label, baseline) = (&name, &label, &one_label, &baseline);
+                async move {
+                    let (base, summary) = in_round_order(
+                        round,
+                        this.single(one_label, one, &this.spec),
+                        this.single(label, several, &this.spec),
+                    )
+                    .await;
+                    let base = Some(Base::of(&base?));
+                    Ok(Figure::ingest(name, &summary?, baseline, base))
+                }
+            })
+            .await?;
         self.report.figures.push(figure);
         Ok(())
     }
