@@ -73,21 +73,23 @@ impl DeliveryId {
     pub fn due_at(due_ms: i64) -> Self {
         let ms = due_ms.max(0) as u64;
         let fresh = ulid::Ulid::new().random();
-        let seq = {
-            let mut recent = RECENT_SLOTS.lock().unwrap_or_else(PoisonError::into_inner);
-            let seq = match recent.iter().position(|(at, _)| *at == ms) {
-                Some(i) => recent
-                    .remove(i)
-                    .map_or(first_seq(fresh), |(_, last)| last + 1),
-                None => first_seq(fresh),
-            };
-            recent.push_back((ms, seq));
-            if recent.len() > RECENT_MILLISECONDS {
-                recent.pop_front();
-            }
-            seq
-        };
-        let random = (u128::from(seq) << 16) | (fresh & 0xffff);
+        let seq = next_seq(ms, fresh);
+        DeliveryId::in_slot(ms, seq, (fresh & 0xffff) as u16)
+    }
+
+    /// A fresh delivery id that names the same place in a queue as the ids
+    /// made just before it: up to [`SHARED_SLOT_IDS`] ids made within
+    /// [`SHARED_SLOT_MS`] of the first share its time and sequence number
+    /// ([`DeliveryId::due_at`]) and differ in their last 16 bits. Their
+    /// place is due no later than `due_ms`. An engine may file the
+    /// deliveries that share a place as one queue entry, one insert for
+    /// them all when they are written together.
+    pub fn sharing(due_ms: i64) -> Self {
+        SHARED_SLOT.next(due_ms)
+    }
+
+    fn in_slot(ms: u64, seq: u64, low: u16) -> Self {
+        let random = (u128::from(seq) << 16) | u128::from(low);
         DeliveryId(format!("dlv_{}", ulid::Ulid::from_parts(ms, random)))
     }
 
@@ -123,6 +125,61 @@ static RECENT_SLOTS: Mutex<VecDeque<(u64, u64)>> = Mutex::new(VecDeque::new());
 
 /// How many milliseconds [`RECENT_SLOTS`] keeps.
 const RECENT_MILLISECONDS: usize = 64;
+
+/// The next sequence number of millisecond `ms` (the first one random,
+/// from `fresh`).
+fn next_seq(ms: u64, fresh: u128) -> u64 {
+    let mut recent = RECENT_SLOTS.lock().unwrap_or_else(PoisonError::into_inner);
+    let seq = match recent.iter().position(|(at, _)| *at == ms) {
+        Some(i) => recent
+            .remove(i)
+            .map_or(first_seq(fresh), |(_, last)| last + 1),
+        None => first_seq(fresh),
+    };
+    recent.push_back((ms, seq));
+    if recent.len() > RECENT_MILLISECONDS {
+        recent.pop_front();
+    }
+    seq
+}
+
+/// The place [`DeliveryId::sharing`] gives its ids now: its time, its
+/// sequence number and how many ids it gave. Tests keep one of their own
+/// to make ids that surely share a place.
+pub(crate) struct SharedSlot(Mutex<Option<(u64, u64, u16)>>);
+
+impl SharedSlot {
+    pub(crate) const fn new() -> Self {
+        SharedSlot(Mutex::new(None))
+    }
+
+    /// The next id [`DeliveryId::sharing`] would give from this place.
+    pub(crate) fn next(&self, due_ms: i64) -> DeliveryId {
+        let ms = due_ms.max(0) as u64;
+        let (at, seq, index) = {
+            let mut open = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            let (at, seq, index) = match *open {
+                Some((at, seq, next))
+                    if at <= ms && ms - at < SHARED_SLOT_MS && next < SHARED_SLOT_IDS =>
+                {
+                    (at, seq, next)
+                }
+                _ => (ms, next_seq(ms, ulid::Ulid::new().random()), 0),
+            };
+            *open = Some((at, seq, index + 1));
+            (at, seq, index)
+        };
+        DeliveryId::in_slot(at, seq, index)
+    }
+}
+
+static SHARED_SLOT: SharedSlot = SharedSlot::new();
+
+/// Most ids that share one place.
+pub const SHARED_SLOT_IDS: u16 = 64;
+
+/// How long after its first id a place is given to more (ms).
+const SHARED_SLOT_MS: u64 = 8;
 
 /// The first sequence number of a millisecond: random, with the high bit
 /// set and room below it for 2^62 more.
@@ -177,6 +234,39 @@ mod tests {
         // An id whose random part has the bit clear names no slot.
         let clear = format!("dlv_{}", ulid::Ulid::from_parts(5, 1));
         assert_eq!(DeliveryId::new(clear).queue_slot(), None);
+    }
+
+    #[test]
+    fn ids_made_together_share_a_place_until_it_is_full_or_old() {
+        // Far past any clock another test reads, so none shares with them.
+        let (slot, ms) = (SharedSlot::new(), 4_100_000_000_000);
+        let sharing = |ms| slot.next(ms);
+        let first = sharing(ms);
+        let place = first.queue_slot().unwrap();
+        assert_eq!(place.0, ms);
+        let mut ids = vec![first];
+        ids.extend((1..SHARED_SLOT_IDS).map(|_| sharing(ms + 1)));
+        assert!(ids.iter().all(|id| id.queue_slot() == Some(place)));
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "in the order made");
+        let full = sharing(ms + 1);
+        assert_ne!(
+            full.queue_slot(),
+            Some(place),
+            "a place holds at most {SHARED_SLOT_IDS}"
+        );
+        assert_eq!(full.queue_slot().unwrap().0, ms + 1);
+        let (next, late) = (full.queue_slot(), sharing(ms + 1 + SHARED_SLOT_MS as i64));
+        assert_ne!(
+            late.queue_slot(),
+            next,
+            "a place is given out for a few ms only"
+        );
+        let earlier = sharing(ms);
+        assert_eq!(
+            earlier.queue_slot().unwrap().0,
+            ms,
+            "never due later than asked"
+        );
     }
 
     /// Stored records written before `TenantId` validated still load: the

@@ -104,9 +104,10 @@ pub(super) struct FanOut {
 /// Runs the event through the filters of the tenant's routes, the default
 /// one (whose delivery is `default_id`) included. `read` is the headers and
 /// the body as filters see it (a form's JSON view); both are read only when
-/// one of its routes has a filter. Each copy's id is due at `due_ms`
-/// ([`DeliveryId::due_at`]): an engine may file the copy under the queue
-/// entry its id names.
+/// one of its routes has a filter. Each copy's id is due at `due_ms` and
+/// shares its place with the copies made just before it
+/// ([`DeliveryId::sharing`]): an engine may file the copies of one place
+/// as one queue entry.
 pub(super) fn fan_out(
     settings: &TenantSettings,
     msg: &Ingest,
@@ -122,7 +123,7 @@ pub(super) fn fan_out(
         .map(|(route, _)| RouteCopy {
             route: route.name.clone(),
             scope: route.scope.clone(),
-            delivery_id: DeliveryId::due_at(due_ms),
+            delivery_id: DeliveryId::sharing(due_ms),
         })
         .collect();
     let receipt = match (default_passes, copies.is_empty()) {

@@ -40,7 +40,8 @@ use retention::{
 use routes::{
     a_fan_out_is_one_commit_and_a_duplicate_writes_none,
     a_route_copy_is_a_delivery_from_its_receipt_on,
-    a_route_copy_keeps_its_event_when_the_default_delivery_goes, route_queues_are_apart,
+    a_route_copy_keeps_its_event_when_the_default_delivery_goes,
+    copies_sharing_a_place_are_each_a_delivery, route_queues_are_apart,
 };
 use statuses::{
     a_transform_failure_is_a_dead_letter_and_a_drop_is_final,
@@ -128,6 +129,7 @@ engines!(
     route_queues_are_apart,
     a_route_copy_keeps_its_event_when_the_default_delivery_goes,
     a_route_copy_is_a_delivery_from_its_receipt_on,
+    copies_sharing_a_place_are_each_a_delivery,
     filtered_and_unrouted_are_final_at_receipt_and_swept,
     a_transform_failure_is_a_dead_letter_and_a_drop_is_final,
     a_delivered_delivery_is_resent_once_by_concurrent_calls_that_ask_so,

@@ -22,7 +22,7 @@ fn copies(routes: &[&str], due_ms: i64) -> Vec<RouteCopy> {
         .map(|route| RouteCopy {
             route: (*route).to_owned(),
             scope: acme.route_scope(route),
-            delivery_id: DeliveryId::due_at(due_ms),
+            delivery_id: DeliveryId::sharing(due_ms),
         })
         .collect()
 }
@@ -274,4 +274,129 @@ pub(super) async fn a_route_copy_is_a_delivery_from_its_receipt_on(engine: Engin
     let state = audit.state(kept).unwrap().unwrap();
     assert_eq!((state.status, state.attempts), (Pending, 0));
     assert_eq!(listed(Some(Pending), None, 10), std::slice::from_ref(kept));
+}
+
+/// Copies whose ids share a place (as the gate makes them, and as an
+/// engine may file them together) are each a delivery of their own: listed,
+/// counted, attempted, acknowledged and pulled one by one, whether they were
+/// written in one commit or in several.
+pub(super) async fn copies_sharing_a_place_are_each_a_delivery(engine: Engine) {
+    let data = tenant(&engine, "acme");
+    let slot = crate::ids::SharedSlot::new();
+    let acme = TenantId::try_from("acme").unwrap();
+    let item = |n: i64| {
+        let mut item = new_delivery(&format!("evt_place_{n}"), 1_000 + n, None);
+        item.copies = vec![RouteCopy {
+            route: "audit".into(),
+            scope: acme.route_scope("audit"),
+            delivery_id: slot.next(item.due_ms),
+        }];
+        item.routes = RouteCopy::listed(&item.meta.delivery_id, &item.copies);
+        item
+    };
+    let mut ids = Vec::new();
+    for n in 0..3 {
+        let item = item(n);
+        ids.push(item.copies[0].delivery_id.clone());
+        assert_eq!(data.commit(item).await.unwrap(), CommitOutcome::Accepted);
+    }
+    let (fourth, fifth) = (item(3), item(4));
+    ids.extend([&fourth, &fifth].map(|i| i.copies[0].delivery_id.clone()));
+    let (a, b) = tokio::join!(data.commit(fourth), data.commit(fifth));
+    assert_eq!(
+        (a.unwrap(), b.unwrap()),
+        (CommitOutcome::Accepted, CommitOutcome::Accepted)
+    );
+    let place = ids[0].queue_slot().unwrap();
+    assert!(ids.iter().all(|id| id.queue_slot() == Some(place)));
+
+    let audit = scope(&engine, "audit");
+    let queued = |after: Option<&[u8]>| audit.queue(after, 10).unwrap();
+    let mut listed: Vec<DeliveryId> = queued(None).into_iter().map(|(_, id)| id).collect();
+    listed.sort();
+    assert_eq!(listed, ids, "each copy listed once");
+    let entries = queued(None);
+    let mut keys: Vec<&Vec<u8>> = entries.iter().map(|(key, _)| key).collect();
+    keys.dedup();
+    assert_eq!(keys.len(), 5, "each handed out under an entry of its own");
+    assert_eq!(queued(Some(&entries[1].0)), entries[2..], "paged after one");
+    assert_eq!(audit.counts().unwrap().depth, 5);
+    for (n, id) in ids.iter().enumerate() {
+        let event = audit.event(id).unwrap().unwrap();
+        assert_eq!(
+            event.body,
+            format!(r#"{{"event":"evt_place_{n}"}}"#).into_bytes()
+        );
+        let state = audit.state(id).unwrap().unwrap();
+        assert_eq!((state.status, state.attempts), (DeliveryStatus::Pending, 0));
+    }
+
+    // One is delivered, one dead-lettered, one acknowledged, one pulled:
+    // each leaves the others where they were.
+    let entry_of = |id: &DeliveryId| queued(None).into_iter().find(|(_, i)| i == id).unwrap().0;
+    let delivered = audit
+        .record_attempt(
+            &entry_of(&ids[2]),
+            &ids[2],
+            &attempt(1, 2_000),
+            &Next::Delivered,
+            2_000,
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(delivered.status, DeliveryStatus::Delivered);
+    let dead = Next::Dead {
+        reason: "gave up".into(),
+    };
+    let state = audit
+        .record_attempt(
+            &entry_of(&ids[0]),
+            &ids[0],
+            &attempt(1, 2_000),
+            &dead,
+            2_000,
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(state.status, DeliveryStatus::Dead);
+    assert_eq!(audit.ack(&ids[3..4], 2_000).unwrap(), 1);
+    let left: Vec<DeliveryId> = queued(None).into_iter().map(|(_, id)| id).collect();
+    assert_eq!(left, [ids[1].clone(), ids[4].clone()]);
+    assert_eq!(audit.counts().unwrap().depth, 2);
+    let pull = crate::store::api::PullRequest {
+        max: 1,
+        max_bytes: 1 << 20,
+        visibility_ms: 30_000,
+        window_ms: 3_600_000,
+        now_ms: 2_000,
+    };
+    let pulled = audit.pull(pull).unwrap();
+    assert_eq!(pulled.len(), 1);
+    assert_eq!(pulled[0].0.meta.delivery_id, ids[1]);
+    assert_eq!(
+        audit.counts().unwrap().depth,
+        2,
+        "a pulled delivery stays queued"
+    );
+    let state = audit.state(&ids[4]).unwrap().unwrap();
+    assert_eq!((state.status, state.attempts), (DeliveryStatus::Pending, 0));
+    assert!(audit
+        .record_attempt(
+            &entry_of(&ids[4]),
+            &ids[4],
+            &attempt(1, 3_000),
+            &Next::Delivered,
+            3_000
+        )
+        .unwrap()
+        .is_some());
+    assert_eq!(audit.ack(&ids[1..2], 3_000).unwrap(), 1);
+    assert!(queued(None).is_empty());
+    assert_eq!(audit.counts().unwrap().depth, 0);
+    let statuses: Vec<DeliveryStatus> = ids
+        .iter()
+        .map(|id| audit.state(id).unwrap().unwrap().status)
+        .collect();
+    use DeliveryStatus::{Dead, Delivered};
+    assert_eq!(statuses, [Dead, Delivered, Delivered, Delivered, Delivered]);
 }

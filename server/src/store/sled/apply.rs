@@ -6,7 +6,7 @@
 //! makes a logged record's inserts again. A tenant dropped meanwhile fails
 //! only its own writes.
 
-use std::sync::Arc;
+use std::{collections::HashMap, sync::Arc};
 
 use sled::{
     transaction::{TransactionError, TransactionalTree},
@@ -16,6 +16,7 @@ use sled::{
 use super::{
     api::{CommitOutcome, NewDelivery},
     deliveries::{receipt, shared},
+    entry,
     gauges::{Delta, LiveCounts},
     records::{
         decode, encode, queue_key, queue_key_due_ms, DeliveryState, EventMeta, IdempotencyRecord,
@@ -133,10 +134,12 @@ fn transaction(
             done,
         };
         let (mut batch, mut queued) = (Batch::default(), Vec::new());
+        let mut filed = Filed::default();
         let firsts = live
             .iter()
-            .map(|e| e.apply(&views, &mut batch, &mut queued))
+            .map(|e| e.apply(&views, &mut batch, &mut queued, &mut filed))
             .collect::<TxResult<Vec<_>>>()?;
+        filed.write(views.queue, &mut batch, &mut queued)?;
         if !batch.is_empty() {
             mark_applied(marker, lsn)?;
         }
@@ -169,6 +172,20 @@ pub(super) fn apply_record(
         match op? {
             Op::Insert(index, key, value) => drop(tree(index)?.insert(key, value)?),
             Op::Remove(index, key) => drop(tree(index)?.remove(key)?),
+            Op::AddRecords(index, key, records) => {
+                let tree = tree(index)?;
+                let held = tree.get(key)?;
+                tree.insert(key, entry::joined(held.as_deref(), records))?;
+            }
+            Op::TakeRecord(index, key, id) => {
+                let tree = tree(index)?;
+                let rest = tree.get(key)?.and_then(|held| entry::without(&held, id));
+                match rest {
+                    Some(Some(rest)) => drop(tree.insert(key, rest)?),
+                    Some(None) => drop(tree.remove(key)?),
+                    None => {}
+                }
+            }
         }
     }
     marker.insert(APPLIED_KEY, &lsn.to_be_bytes())?;
@@ -228,6 +245,7 @@ impl Encoded<'_> {
         views: &Views<'_>,
         batch: &mut Batch,
         queued: &mut Vec<Arc<LiveCounts>>,
+        filed: &mut Filed,
     ) -> TxResult<Option<IVec>> {
         let idem = &self.trees.idem;
         let id_key = idem.key(self.event_id);
@@ -258,9 +276,15 @@ impl Encoded<'_> {
                 let key = t.state.key(d.delivery_id);
                 insert(views.state, tree::STATE, &key, state)?;
             }
-            if let Some((key, value)) = &d.queue {
-                insert(views.queue, tree::QUEUE, &t.queue.key(key), value)?;
-                queued.push(t.gauges.clone());
+            match &d.queue {
+                Some((key, receipt)) if d.state.is_none() => {
+                    filed.add(t.queue.key(key), receipt, &t.gauges);
+                }
+                Some((key, value)) => {
+                    insert(views.queue, tree::QUEUE, &t.queue.key(key), value)?;
+                    queued.push(t.gauges.clone());
+                }
+                None => {}
             }
             if let Some(key) = &d.done_key {
                 insert(views.done, tree::DONE, &t.done.key(key), &[])?;
@@ -271,6 +295,53 @@ impl Encoded<'_> {
         }
         insert(views.idem, tree::IDEM, &id_key, &self.idem)?;
         Ok(None)
+    }
+}
+
+/// The receipts of a batch's new deliveries, one group for each queue
+/// entry: deliveries whose ids share a place ([`DeliveryId::sharing`])
+/// are written as one entry, added to the one an earlier batch made there.
+#[derive(Default)]
+struct Filed {
+    at: HashMap<Vec<u8>, usize>,
+    groups: Vec<Group>,
+}
+
+/// One entry's new receipts: its key, the records, the gauges of its
+/// tenant and how many there are.
+type Group = (Vec<u8>, Vec<u8>, Arc<LiveCounts>, i64);
+
+impl Filed {
+    fn add(&mut self, key: Vec<u8>, receipt: &[u8], gauges: &Arc<LiveCounts>) {
+        match self.at.get(&key) {
+            Some(&i) => {
+                let (_, records, _, count) = &mut self.groups[i];
+                records.push(entry::SEPARATOR);
+                records.extend_from_slice(receipt);
+                *count += 1;
+            }
+            None => {
+                self.at.insert(key.clone(), self.groups.len());
+                self.groups.push((key, receipt.to_vec(), gauges.clone(), 1));
+            }
+        }
+    }
+
+    /// Writes each group into its entry, the log recording the records
+    /// added, and counts them in their tenants' gauges.
+    fn write(
+        self,
+        queue: &TransactionalTree,
+        batch: &mut Batch,
+        queued: &mut Vec<Arc<LiveCounts>>,
+    ) -> TxResult<()> {
+        for (key, records, gauges, count) in self.groups {
+            let held = queue.get(&key)?;
+            queue.insert(key.as_slice(), entry::joined(held.as_deref(), &records))?;
+            batch.add_records(tree::QUEUE, &key, &records);
+            queued.extend((0..count).map(|_| gauges.clone()));
+        }
+        Ok(())
     }
 }
 
@@ -380,16 +451,17 @@ impl<'a> EncodedDelivery<'a> {
 
 /// Where new delivery `id`, due at `due_ms`, is queued, and whether that
 /// is its own place: the queue key its id names ([`receipt`]) when it may
-/// be filed there (`fileable`) and names one for that time, else the next
-/// key of `trees`' counter.
+/// be filed there (`fileable`) and names one due no later (ids that share
+/// a place are due when the first was made), else the next key of
+/// `trees`' counter.
 fn place(
     trees: &TenantTrees,
     id: &DeliveryId,
     due_ms: i64,
     fileable: bool,
 ) -> Result<([u8; 16], bool)> {
-    let own =
-        receipt::key_of(id).filter(|key| fileable && queue_key_due_ms(key) == Some(due_ms.max(0)));
+    let due = |key: &[u8; 16]| queue_key_due_ms(key).is_some_and(|at| at <= due_ms.max(0));
+    let own = receipt::key_of(id).filter(|key| fileable && due(key));
     match own {
         Some(key) => Ok((key, true)),
         None => Ok((queue_key(due_ms, trees.sequence()?), false)),

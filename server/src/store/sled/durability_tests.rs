@@ -70,7 +70,8 @@ pub(super) fn delivery(event_id: &str, body: Bytes) -> NewDelivery {
     }
 }
 
-/// [`delivery`] fanned out to `routes` of `tenant` too, each copy listed
+/// [`delivery`] fanned out to `routes` of `tenant` too, each copy sharing
+/// its place as the gate makes copies ([`DeliveryId::sharing`]) and listed
 /// on the default route's delivery as the gate lists it.
 pub(super) fn fanned_out(
     event_id: &str,
@@ -84,7 +85,7 @@ pub(super) fn fanned_out(
         .map(|route| RouteCopy {
             route: (*route).to_owned(),
             scope: tenant.route_scope(route),
-            delivery_id: DeliveryId::due_at(item.due_ms),
+            delivery_id: DeliveryId::sharing(item.due_ms),
         })
         .collect();
     item.routes = RouteCopy::listed(&item.meta.delivery_id, &item.copies);

@@ -132,15 +132,21 @@ impl TenantData for TenantTrees {
     }
 
     fn queue(&self, after: Option<&[u8]>, limit: usize) -> Result<Vec<(QueueKey, DeliveryId)>> {
-        let from = after.map(|a| [a, &[0]].concat());
-        self.queue
-            .range(from.as_deref(), None)
-            .take(limit)
-            .map(|entry| {
-                let (key, value) = entry?;
-                Ok((key.to_vec(), deliveries::receipt::entry_id(&value)))
-            })
-            .collect()
+        let mut out = Vec::new();
+        let from = after.map(deliveries::receipt::place);
+        for entry in self.queue.range(from, None) {
+            let (key, value) = entry?;
+            let listed = deliveries::receipt::listed(&key, &value).into_iter();
+            let after_it =
+                |(entry, _): &(QueueKey, DeliveryId)| after.is_none_or(|a| entry[..] > *a);
+            for listed in listed.filter(after_it) {
+                if out.len() >= limit {
+                    return Ok(out);
+                }
+                out.push(listed);
+            }
+        }
+        Ok(out)
     }
 
     fn record_attempt(

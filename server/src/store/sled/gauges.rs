@@ -10,7 +10,7 @@ use std::{
     sync::atomic::{AtomicI64, Ordering},
 };
 
-use super::Keyspace;
+use super::{entry, Keyspace};
 use crate::error::Result;
 
 /// Queue depth and dead letters of one tenant.
@@ -23,17 +23,17 @@ pub struct LiveCounts {
 impl LiveCounts {
     /// Counts what the trees hold now (the one scan, at boot).
     pub(super) fn count(queue: &Keyspace, dead: &Keyspace) -> Result<LiveCounts> {
-        let count = |space: &Keyspace| -> Result<i64> {
+        let count = |space: &Keyspace, each: fn(&[u8]) -> i64| -> Result<i64> {
             let mut n = 0;
             for entry in space.iter() {
-                entry?;
-                n += 1;
+                n += each(&entry?.1);
             }
             Ok(n)
         };
+        let deliveries = |value: &[u8]| entry::records(value).count() as i64;
         Ok(LiveCounts {
-            queued: AtomicI64::new(count(queue)?),
-            dead: AtomicI64::new(count(dead)?),
+            queued: AtomicI64::new(count(queue, deliveries)?),
+            dead: AtomicI64::new(count(dead, |_| 1)?),
         })
     }
 
@@ -59,10 +59,10 @@ impl LiveCounts {
     }
 }
 
-/// Queue entries and dead letters added (positive) or removed (negative).
+/// Queued deliveries and dead letters added (positive) or removed (negative).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Delta {
-    /// Queue entries.
+    /// Queued deliveries (one queue entry may hold several, [`super::entry`]).
     pub queued: i64,
     /// Dead letters.
     pub dead: i64,
@@ -89,6 +89,12 @@ impl Tally {
     /// A queue remove that found `old`.
     pub fn queue_removed(&self, old: Option<sled::IVec>) {
         bump(&self.queued, -i64::from(old.is_some()));
+    }
+
+    /// A delivery's record taken out of a queue entry shared by several
+    /// (`taken`: it was there).
+    pub fn queue_taken(&self, taken: bool) {
+        bump(&self.queued, -i64::from(taken));
     }
 
     /// A dead-letter insert that replaced `old`.

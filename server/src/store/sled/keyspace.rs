@@ -18,7 +18,7 @@ use std::{cell::RefCell, ops::Bound, sync::Arc};
 
 use sled::{transaction::TransactionalTree, IVec};
 
-use super::wal::record::Batch;
+use super::{entry, wal::record::Batch};
 use crate::ids::TenantId;
 
 /// The key prefix of one tenant in every shared tree.
@@ -292,6 +292,27 @@ impl TxKeyspace<'_> {
             log.borrow_mut().remove(index, &key);
         }
         Ok(self.view.remove(key)?)
+    }
+
+    /// Takes the record of delivery `id` out of the queue entry `key`
+    /// ([`entry`]), removing the entry with its last record; the log
+    /// records only the record taken. Whether there was one.
+    pub(super) fn take_record(&self, key: impl AsRef<[u8]>, id: &[u8]) -> TxResult<bool> {
+        let key = self.key(key);
+        let Some(value) = self.view.get(&key)? else {
+            return Ok(false);
+        };
+        let Some(rest) = entry::without(&value, id) else {
+            return Ok(false);
+        };
+        if let Some((log, index)) = self.log {
+            log.borrow_mut().take_record(index, &key, id);
+        }
+        match rest {
+            Some(rest) => drop(self.view.insert(key, rest)?),
+            None => drop(self.view.remove(key)?),
+        }
+        Ok(true)
     }
 }
 

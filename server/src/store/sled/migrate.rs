@@ -36,9 +36,13 @@ use crate::{
 /// which a hookd of layout 6 would take for an unknown delivery, 8 such an
 /// entry holding only what its state holds beyond that of every delivery
 /// pending since receipt, which a hookd of layout 7 could not read (a
-/// layout-7 entry reads the same under layout 8, so nothing is moved).
+/// layout-7 entry reads the same under layout 8, so nothing is moved), 9
+/// one queue entry holding the receipts of several deliveries and the
+/// log's records adding and taking such receipts one by one
+/// (`entry.rs`), which a hookd of layout 8 would misread (a layout-8 entry
+/// is an entry of one receipt under layout 9, so nothing is moved).
 /// Recorded in the data dir once it is reached.
-pub(super) const LAYOUT: u32 = 8;
+pub(super) const LAYOUT: u32 = 9;
 /// The tree and key that record the layout of a data dir.
 const LAYOUT_TREE: &str = "hookd/layout";
 const LAYOUT_KEY: &str = "version";

@@ -11,6 +11,7 @@ pub mod deliveries;
 #[cfg(test)]
 mod durability_tests;
 mod engine;
+mod entry;
 mod gauges;
 #[cfg(any(test, feature = "fault-injection"))]
 pub mod inject;
@@ -295,11 +296,13 @@ impl TenantTrees {
         let filed: Vec<sled::IVec> = self
             .queue
             .iter()
-            .filter_map(|entry| {
-                let filed = entry.map(|(_, value)| deliveries::receipt::filed_id(&value));
-                filed.transpose()
+            .map(|entry| {
+                entry.map(|(_, value)| deliveries::receipt::filed_ids(&value).collect::<Vec<_>>())
             })
-            .collect::<sled::Result<_>>()?;
+            .collect::<sled::Result<Vec<_>>>()?
+            .into_iter()
+            .flatten()
+            .collect();
         // The queue first: an attempt that commits after it finds no entry
         // to claim and writes nothing.
         for space in [&self.queue, &self.dead] {

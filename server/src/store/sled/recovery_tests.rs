@@ -192,3 +192,116 @@ async fn a_fanned_out_event_comes_back_from_the_log_with_its_copies() {
         assert_eq!(&event.body[..], b"{\"n\":1}");
     }
 }
+
+/// Copies sharing a place are one queue entry, made by one commit and
+/// added to by the next; a round takes one record out of it. After a crash
+/// that kept none of it in sled the log gives back exactly that: the
+/// entry without the delivered copy, the others still pending in it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_entry_shared_by_copies_comes_back_from_the_log_record_by_record() {
+    let (live, crashed) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (store, thread) = SledStore::open(live.path(), 64, true).unwrap();
+    let trees = store.tenant_trees(&tenant()).unwrap();
+    copy_dir(&sled_path(live.path()), &sled_path(crashed.path()));
+    let slot = crate::ids::SharedSlot::new();
+    let mut ids = Vec::new();
+    let mut route = None;
+    for n in 0..3 {
+        let mut item = fanned_out(
+            &format!("evt_{n}"),
+            Bytes::from_static(b"{}"),
+            &tenant(),
+            &["a"],
+        );
+        item.copies[0].delivery_id = slot.next(item.due_ms);
+        item.routes = crate::store::api::RouteCopy::listed(&item.meta.delivery_id, &item.copies);
+        ids.push(item.copies[0].delivery_id.clone());
+        let copy = store.tenant_trees(&item.copies[0].scope).unwrap();
+        route = Some(copy.clone());
+        let outcome = store.committer().commit(trees.clone(), vec![copy], item);
+        assert_eq!(outcome.await.unwrap(), CommitOutcome::Accepted);
+    }
+    let route = route.unwrap();
+    assert_eq!(route.queue.iter().count(), 1, "one entry for the three");
+    let queued = route.queue(None, 10).unwrap();
+    let first = queued.iter().find(|(_, id)| *id == ids[0]).unwrap();
+    let round = vec![FinishedAttempt {
+        entry: first.0.clone(),
+        id: first.1.clone(),
+        record: AttemptRecord::answered(200, 1_000),
+        next: Next::Delivered,
+        fence: Fence {
+            owner: "p".into(),
+            epoch: 0,
+        },
+    }];
+    let states = Arc::new(route.clone())
+        .record_attempts(round, 1_001)
+        .await
+        .unwrap();
+    assert!(matches!(states[..], [Ok(Some(_))]), "{states:?}");
+    copy_dir(&wal_path(live.path()), &wal_path(crashed.path()));
+    drop((trees, route, store));
+    thread.join().unwrap();
+
+    let (store, _thread) = SledStore::open(crashed.path(), 64, true).unwrap();
+    let route = store.tenant_trees(&tenant().route_scope("a")).unwrap();
+    let status = |id| route.state(id).unwrap().unwrap().status;
+    assert_eq!(status(&ids[0]), DeliveryStatus::Delivered);
+    let left: Vec<DeliveryId> = route
+        .queue(None, 10)
+        .unwrap()
+        .into_iter()
+        .map(|(_, id)| id)
+        .collect();
+    assert_eq!(left, ids[1..]);
+    assert_eq!(route.counts().unwrap().depth, 2);
+    assert_eq!(route.queue.iter().count(), 1);
+    for id in &ids[1..] {
+        assert_eq!(status(id), DeliveryStatus::Pending);
+        assert!(route.event(id).unwrap().is_some());
+    }
+}
+
+/// The log's record changes replay as what they add and take, so a change
+/// sled made in between (a pull, an ack: not in the log) is never undone
+/// by a replay that rewrote the whole entry.
+#[test]
+fn a_replayed_record_change_keeps_what_other_changes_left_in_the_entry() {
+    use super::wal::record::{Batch, Op};
+    let db = sled::Config::new().temporary(true).open().unwrap();
+    let (queue, marker) = (db.open_tree("queue").unwrap(), db.open_tree("wal").unwrap());
+    queue.insert("k", &b"dlv_a\n{}\x1edlv_b\n{}"[..]).unwrap();
+    let replay = |lsn, record: fn(&mut Batch)| {
+        let mut batch = Batch::default();
+        record(&mut batch);
+        let sealed = batch.seal(lsn);
+        // The ops follow the record's 16-byte header.
+        let ops = &sealed.bytes()[16..];
+        assert!(super::wal::record::ops(ops).all(|op| !matches!(op, Ok(Op::Insert(..)))));
+        super::apply::apply_record(std::slice::from_ref(&queue), &marker, lsn, ops).unwrap();
+    };
+    // b was pulled (sled only); the log then adds c and takes a.
+    queue.insert("k", &b"dlv_a\n{}"[..]).unwrap();
+    replay(1, |b| b.add_records(0, b"k", b"dlv_c\n{}"));
+    assert_eq!(
+        queue.get("k").unwrap().unwrap(),
+        &b"dlv_a\n{}\x1edlv_c\n{}"[..]
+    );
+    replay(2, |b| b.take_record(0, b"k", b"dlv_a"));
+    assert_eq!(queue.get("k").unwrap().unwrap(), &b"dlv_c\n{}"[..]);
+    replay(3, |b| b.take_record(0, b"k", b"dlv_b"));
+    assert_eq!(
+        queue.get("k").unwrap().unwrap(),
+        &b"dlv_c\n{}"[..],
+        "b was gone"
+    );
+    replay(4, |b| b.take_record(0, b"k", b"dlv_c"));
+    assert_eq!(
+        queue.get("k").unwrap(),
+        None,
+        "the last record takes the entry"
+    );
+    replay(5, |b| b.add_records(0, b"k", b"dlv_d\n{}"));
+    assert_eq!(queue.get("k").unwrap().unwrap(), &b"dlv_d\n{}"[..]);
+}

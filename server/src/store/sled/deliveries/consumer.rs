@@ -35,28 +35,29 @@ pub fn pull(trees: &TenantTrees, request: &PullRequest) -> Result<Vec<(StoredEve
     let mut handed = HashSet::new();
     let mut bytes = 0;
     for kv in trees.queue.range(None, Some(&queue_key(now_ms + 1, 0))) {
-        if out.len() >= max {
-            break;
-        }
         let (key, value) = kv?;
-        let delivery_id = receipt::entry_id(&value);
-        if handed.contains(&delivery_id) {
-            continue;
-        }
-        let Some(event) = load_event(trees, &delivery_id)? else {
-            super::drop_queue_entry(trees, &key)?;
-            continue;
-        };
-        let size = event.size();
-        if !out.is_empty() && bytes + size > max_bytes {
-            break;
-        }
-        let hidden_until = queue_key(now_ms + visibility_ms, trees.sequence()?);
-        let taken = hand_out(trees, &key, &delivery_id, &hidden_until, request)?;
-        if let Some(attempt) = taken {
-            bytes += size;
-            handed.insert(delivery_id);
-            out.push((event, attempt));
+        for (entry, delivery_id) in receipt::listed(&key, &value) {
+            if out.len() >= max {
+                return Ok(out);
+            }
+            if handed.contains(&delivery_id) {
+                continue;
+            }
+            let Some(event) = load_event(trees, &delivery_id)? else {
+                super::drop_queue_entry(trees, &entry)?;
+                continue;
+            };
+            let size = event.size();
+            if !out.is_empty() && bytes + size > max_bytes {
+                return Ok(out);
+            }
+            let hidden_until = queue_key(now_ms + visibility_ms, trees.sequence()?);
+            let taken = hand_out(trees, &key, &delivery_id, &hidden_until, request)?;
+            if let Some(attempt) = taken {
+                bytes += size;
+                handed.insert(delivery_id);
+                out.push((event, attempt));
+            }
         }
     }
     Ok(out)
@@ -97,7 +98,7 @@ fn hand_out(
                 state.attempts += 1;
                 state.next_attempt_at_ms = Some(now_ms + request.visibility_ms);
                 state.queue_key = Some(hex::encode(hidden_until));
-                tally.queue_removed(queue.remove(key)?);
+                receipt::take(queue, key, delivery_id, tally)?;
                 tally.queue_inserted(queue.insert(&hidden_until[..], delivery_id.as_str())?);
                 states.insert(delivery_id.as_str(), encode(&state))?;
                 Ok(Some(state.attempts))
@@ -151,7 +152,7 @@ pub fn ack(trees: &TenantTrees, ids: &[DeliveryId], now_ms: i64) -> Result<u32> 
                         let key = hex::decode(&key).or_else(|e| {
                             abort(Error::Corrupt(format!("queue key of {id}: {e}")))
                         })?;
-                        tally.queue_removed(queue.remove(key)?);
+                        receipt::take(queue, &key, id, tally)?;
                     }
                     state.status = DeliveryStatus::Delivered;
                     state.finished_at_ms = Some(now_ms);
@@ -194,7 +195,7 @@ pub fn nack(trees: &TenantTrees, ids: &[DeliveryId], now_ms: i64) -> Result<u32>
                     }
                     state.queue_key = Some(hex::encode(new));
                     state.next_attempt_at_ms = Some(now_ms);
-                    tally.queue_removed(queue.remove(old)?);
+                    receipt::take(queue, &old, id, tally)?;
                     tally.queue_inserted(queue.insert(&new[..], id.as_str())?);
                     states.insert(id.as_str(), encode(&state))?;
                     Ok(true)

@@ -172,7 +172,7 @@ fn settle(
     } = *outcome;
     let id = delivery_id.as_str();
     let done = settled(state, delivery_id, attempt, next, retry_seq, now_ms);
-    trees.tally.queue_removed(trees.queue.remove(queue_entry)?);
+    receipt::take(trees.queue, queue_entry, delivery_id, trees.tally)?;
     if let Some(key) = done.requeue {
         trees
             .tally
@@ -204,14 +204,15 @@ fn claim(
     delivery_id: &DeliveryId,
     tally: &Tally,
 ) -> TxResult<Option<DeliveryState>> {
-    match queue.get(queue_entry)? {
+    let key = receipt::place(queue_entry);
+    match queue.get(key)? {
         Some(named) if receipt::names(&named, delivery_id) => {}
         _ => return Ok(None),
     }
     match tx_current(queue, states, delivery_id)? {
-        Some(state) if holds_entry(&state, queue_entry) => Ok(Some(state)),
+        Some(state) if holds_entry(&state, key) => Ok(Some(state)),
         _ => {
-            tally.queue_removed(queue.remove(queue_entry)?);
+            receipt::take(queue, key, delivery_id, tally)?;
             Ok(None)
         }
     }
@@ -243,11 +244,27 @@ fn abort<T>(e: Error) -> TxResult<T> {
     Err(ConflictableTransactionError::Abort(e))
 }
 
-/// Drops a queue entry whose event is gone (purged or swept).
+/// Drops a queue entry whose event is gone (purged or swept): for an
+/// entry handed out as one receipt of several ([`receipt::listed`]), that
+/// receipt alone.
 pub fn drop_queue_entry(trees: &TenantTrees, queue_entry: &[u8]) -> Result<()> {
-    let tally = Tally::default();
-    tally.queue_removed(trees.queue.remove(queue_entry)?);
-    trees.gauges.apply(tally.delta());
+    let key = receipt::place(queue_entry);
+    let id = &queue_entry[key.len()..];
+    let result = trees
+        .queue
+        .tree()
+        .transaction(|view| {
+            let queue = trees.queue.tx(view);
+            tallied(|tally| {
+                match id.is_empty() {
+                    true => tally.queue_removed(queue.remove(key)?),
+                    false => tally.queue_taken(queue.take_record(key, id)?),
+                }
+                Ok(())
+            })
+        })
+        .map_err(flatten)?;
+    counted(trees, result);
     Ok(())
 }
 

@@ -12,13 +12,13 @@
 use serde::{Deserialize, Serialize};
 use sled::IVec;
 
-use super::{abort, TenantTrees, TxKeyspace, TxResult};
+use super::{abort, Tally, TenantTrees, TxKeyspace, TxResult};
 use crate::{
     error::Result,
     ids::{DeliveryId, EventId},
     store::{
         records::{decode, encode as json, queue_key, DeliveryState, DeliveryStatus, RouteOutcome},
-        sled::Keyspace,
+        sled::{entry, Keyspace},
     },
 };
 
@@ -95,40 +95,86 @@ pub(in crate::store::sled) fn encode(delivery_id: &DeliveryId, state: &DeliveryS
     [delivery_id.as_str().as_bytes(), b"\n", &held].concat()
 }
 
-/// A queue entry's two parts: the delivery id it names, and the state a
-/// receipt holds (`None` for an entry holding the id alone).
-fn parts(value: &[u8]) -> (&[u8], Option<&[u8]>) {
-    match value.iter().position(|b| *b == b'\n') {
-        Some(end) => (&value[..end], Some(&value[end + 1..])),
-        None => (value, None),
-    }
+/// The deliveries a queue entry names, in the order they were filed.
+pub(in crate::store::sled) fn entry_ids(value: &[u8]) -> impl Iterator<Item = DeliveryId> + '_ {
+    entry::records(value).map(|record| id_of(entry::parts(record).0))
 }
 
-/// The delivery id a queue entry names.
-pub(in crate::store::sled) fn entry_id(value: &[u8]) -> DeliveryId {
-    DeliveryId::new(String::from_utf8_lossy(parts(value).0).into_owned())
+fn id_of(id: &[u8]) -> DeliveryId {
+    DeliveryId::new(String::from_utf8_lossy(id).into_owned())
 }
 
-/// The delivery id of a queue entry that is a receipt; `None` for an entry
-/// naming a delivery whose state record holds its state.
-pub(in crate::store::sled) fn filed_id(value: &[u8]) -> Option<IVec> {
-    let (id, state) = parts(value);
-    state.map(|_| IVec::from(id))
+/// The deliveries of a queue entry filed as receipts (none for an entry
+/// naming a delivery whose state record holds its state).
+pub(in crate::store::sled) fn filed_ids(value: &[u8]) -> impl Iterator<Item = IVec> + '_ {
+    entry::records(value).filter_map(|record| match entry::parts(record) {
+        (id, Some(_)) => Some(IVec::from(id)),
+        (_, None) => None,
+    })
+}
+
+/// The deliveries a queue entry under `key` names, each with the entry
+/// the store hands out for it: the key, and for a receipt the key and its
+/// id (receipts share entries, [`entry`]), sorted.
+pub(in crate::store::sled) fn listed(key: &[u8], value: &[u8]) -> Vec<(Vec<u8>, DeliveryId)> {
+    let mut listed: Vec<(Vec<u8>, DeliveryId)> = entry::records(value)
+        .map(|record| match entry::parts(record) {
+            (id, Some(_)) => ([key, id].concat(), id_of(id)),
+            (id, None) => (key.to_vec(), id_of(id)),
+        })
+        .collect();
+    listed.sort();
+    listed
+}
+
+/// The queue key of an entry as the store hands it out ([`listed`]).
+pub(in crate::store::sled) fn place(entry: &[u8]) -> &[u8] {
+    &entry[..entry.len().min(QUEUE_KEY_LEN)]
+}
+
+/// The length of a queue key: due time and sequence number.
+const QUEUE_KEY_LEN: usize = 16;
+
+/// The record of `delivery_id` in a queue entry: what it holds, `None`
+/// for an entry naming it by its id alone.
+fn record_of<'v>(value: &'v [u8], delivery_id: &DeliveryId) -> Option<Option<&'v [u8]>> {
+    let id = delivery_id.as_str().as_bytes();
+    entry::records(value).find_map(|record| match entry::parts(record) {
+        (named, held) if named == id => Some(held),
+        _ => None,
+    })
 }
 
 /// Whether a queue entry names `delivery_id`.
 pub(super) fn names(value: &[u8], delivery_id: &DeliveryId) -> bool {
-    parts(value).0 == delivery_id.as_str().as_bytes()
+    record_of(value, delivery_id).is_some()
 }
 
-/// The state a receipt of `delivery_id` holds, if `value` is one.
+/// Takes `delivery_id` out of the queue entry under `key` (counted in
+/// `tally`): its record alone from an entry of receipts, which others may
+/// share, else the whole entry, which names it alone.
+pub(super) fn take(
+    queue: TxKeyspace<'_>,
+    key: &[u8],
+    delivery_id: &DeliveryId,
+    tally: &Tally,
+) -> TxResult<()> {
+    let key = place(key);
+    let filed = queue
+        .get(key)?
+        .is_some_and(|value| matches!(record_of(&value, delivery_id), Some(Some(_))));
+    match filed {
+        true => tally.queue_taken(queue.take_record(key, delivery_id.as_str().as_bytes())?),
+        false => tally.queue_removed(queue.remove(key)?),
+    }
+    Ok(())
+}
+
+/// The state a receipt of `delivery_id` holds, if `value` holds one.
 fn state_in(value: &[u8], delivery_id: &DeliveryId) -> Result<Option<DeliveryState>> {
-    let (Some(key), (id, Some(held))) = (key_of(delivery_id), parts(value)) else {
+    let (Some(key), Some(Some(held))) = (key_of(delivery_id), record_of(value, delivery_id)) else {
         return Ok(None);
     };
-    if id != delivery_id.as_str().as_bytes() {
-        return Ok(None);
-    }
     Ok(Some(state_of(decode(held)?, &key)))
 }
 
@@ -172,24 +218,35 @@ pub(in crate::store::sled) fn newest_first<'a>(
         .queue
         .range(None, below.as_ref().map(|k| &k[..]))
         .rev()
-        .filter_map(move |entry| receipt_of(trees, entry, before).transpose())
+        .flat_map(move |entry| match receipts_in(trees, entry, before) {
+            Ok(receipts) => receipts.into_iter().map(Ok).collect(),
+            Err(e) => vec![Err(e)],
+        })
 }
 
-/// A queue entry as an unwritten receipt below `before`, else `None`.
-fn receipt_of(
+/// The unwritten receipts a queue entry holds below `before`, newest first.
+fn receipts_in(
     trees: &TenantTrees,
     entry: sled::Result<(IVec, IVec)>,
     before: Option<&DeliveryId>,
-) -> Result<Option<(DeliveryId, DeliveryState)>> {
+) -> Result<Vec<(DeliveryId, DeliveryState)>> {
     let (key, value) = entry?;
-    let id = entry_id(&value);
-    if before.is_some_and(|b| id >= *b) || key_of(&id).as_ref().map(|k| &k[..]) != Some(&key[..]) {
-        return Ok(None);
+    let mut receipts = Vec::new();
+    for id in entry_ids(&value) {
+        if before.is_some_and(|b| id >= *b)
+            || key_of(&id).as_ref().map(|k| &k[..]) != Some(&key[..])
+        {
+            continue;
+        }
+        if trees.state.get(id.as_str())?.is_some() {
+            continue;
+        }
+        if let Some(state) = state_in(&value, &id)? {
+            receipts.push((id, state));
+        }
     }
-    if trees.state.get(id.as_str())?.is_some() {
-        return Ok(None);
-    }
-    Ok(state_in(&value, &id)?.map(|state| (id, state)))
+    receipts.sort_by(|a, b| b.0.cmp(&a.0));
+    Ok(receipts)
 }
 
 #[cfg(test)]
@@ -224,7 +281,10 @@ mod tests {
         let key = key_of(id).unwrap();
         let value = audit.queue.get(key).unwrap().unwrap();
         assert!(names(&value, id));
-        assert_eq!(&entry_id(&value), id);
+        assert_eq!(
+            entry_ids(&value).collect::<Vec<_>>(),
+            std::slice::from_ref(id)
+        );
         let state = load(&audit.queue, id).unwrap().unwrap();
         assert_eq!(state.status, DeliveryStatus::Pending);
         assert_eq!(state.queue_key, Some(hex::encode(key)));
@@ -313,10 +373,27 @@ mod tests {
         assert!(names(b"dlv_1\n{\"status\":\"pending\"}", &id));
         assert!(!names(b"dlv_12", &id));
         assert!(!names(b"dlv_12\n{}", &id));
-        assert_eq!(entry_id(b"dlv_1\n{}"), id);
-        assert_eq!(entry_id(b"dlv_1"), id);
-        assert_eq!(filed_id(b"dlv_1\n{}").as_deref(), Some(&b"dlv_1"[..]));
-        assert_eq!(filed_id(b"dlv_1"), None);
+        let ids = |value: &[u8]| entry_ids(value).collect::<Vec<_>>();
+        assert_eq!(ids(b"dlv_1\n{}"), std::slice::from_ref(&id));
+        assert_eq!(ids(b"dlv_1"), std::slice::from_ref(&id));
+        let filed = |value: &[u8]| filed_ids(value).collect::<Vec<_>>();
+        assert_eq!(filed(b"dlv_1\n{}"), [IVec::from("dlv_1")]);
+        assert!(filed(b"dlv_1").is_empty());
+        // An entry of several receipts names each of them.
+        let shared = b"dlv_2\n{}\x1edlv_1\n{}";
+        assert!(names(shared, &id) && names(shared, &DeliveryId::new("dlv_2")));
+        assert!(!names(shared, &DeliveryId::new("dlv_3")));
+        assert_eq!(filed(shared).len(), 2);
+        let key = [7u8; 16];
+        let several = listed(&key, shared);
+        assert_eq!(several[0], ([&key[..], b"dlv_1"].concat(), id.clone()));
+        assert_eq!(several[1].1, DeliveryId::new("dlv_2"));
+        assert_eq!(
+            place(&several[1].0),
+            key,
+            "each handed out under the entry's key"
+        );
+        assert_eq!(listed(&key, b"dlv_1"), [(key.to_vec(), id.clone())]);
         assert_eq!(state_in(b"dlv_1", &id).unwrap(), None);
         assert_eq!(state_in(b"dlv_12\n{}", &id).unwrap(), None);
     }

@@ -3,7 +3,9 @@
 //! `len: u32 | crc32: u32 | lsn: u64 | ops`, little endian, where `len`
 //! counts the bytes after the crc and the crc covers the same bytes; each op
 //! is `tree: u8 | key_len: u32 | value_len: u32 | key | value`, a remove
-//! marked by [`REMOVE`] in the tree byte (and no value). A record is
+//! marked by [`REMOVE`] in the tree byte (and no value). [`RECORDS`] in
+//! the tree byte makes an insert the records added to a queue entry and a
+//! remove the id of the record taken out of one ([`super::super::entry`]). A record is
 //! built in place ([`Batch`]), so the buffer the committer fills is the one
 //! the log writes, and read back by [`ops`] for the live apply and for the
 //! replay after a crash alike.
@@ -19,6 +21,10 @@ const MAX_RECORD: usize = 1 << 30;
 
 /// The bit of an op's tree byte that makes it a remove.
 const REMOVE: u8 = 0x80;
+
+/// The bit of an op's tree byte that makes it a change to one record of
+/// a queue entry.
+const RECORDS: u8 = 0x40;
 
 /// A batch of inserts and removes being built, in its on-disk form.
 #[derive(Debug)]
@@ -45,6 +51,19 @@ impl Batch {
     pub fn remove(&mut self, tree: u8, key: &[u8]) {
         debug_assert!(tree & REMOVE == 0, "tree {tree} out of range");
         self.push(tree | REMOVE, key, &[]);
+    }
+
+    /// Records `records` added to the queue entry `key` of shared tree `tree`.
+    pub fn add_records(&mut self, tree: u8, key: &[u8], records: &[u8]) {
+        debug_assert!(tree & (REMOVE | RECORDS) == 0, "tree {tree} out of range");
+        self.push(tree | RECORDS, key, records);
+    }
+
+    /// Records the record of delivery `id` taken out of the queue entry
+    /// `key` of shared tree `tree`.
+    pub fn take_record(&mut self, tree: u8, key: &[u8], id: &[u8]) {
+        debug_assert!(tree & (REMOVE | RECORDS) == 0, "tree {tree} out of range");
+        self.push(tree | REMOVE | RECORDS, key, id);
     }
 
     fn push(&mut self, tree: u8, key: &[u8], value: &[u8]) {
@@ -134,6 +153,11 @@ pub enum Op<'a> {
     Insert(u8, &'a [u8], &'a [u8]),
     /// The tree's index and the key.
     Remove(u8, &'a [u8]),
+    /// The tree's index, a queue entry's key and the records added to it.
+    AddRecords(u8, &'a [u8], &'a [u8]),
+    /// The tree's index, a queue entry's key and the id of the delivery
+    /// whose record was taken out of it.
+    TakeRecord(u8, &'a [u8], &'a [u8]),
 }
 
 /// The ops of a record, in the order they were recorded; an
@@ -168,9 +192,14 @@ fn split_op(bytes: &[u8]) -> Option<(Op<'_>, &[u8])> {
     let rest = &rest[8..];
     let key = rest.get(..key_len)?;
     let value = rest.get(key_len..key_len + value_len)?;
-    let op = match tree & REMOVE {
-        0 => Op::Insert(tree, key, value),
-        _ if value.is_empty() => Op::Remove(tree & !REMOVE, key),
+    let index = tree & !(REMOVE | RECORDS);
+    let op = match tree & (REMOVE | RECORDS) {
+        0 => Op::Insert(index, key, value),
+        REMOVE if value.is_empty() => Op::Remove(index, key),
+        RECORDS => Op::AddRecords(index, key, value),
+        flags if flags == REMOVE | RECORDS && !value.is_empty() => {
+            Op::TakeRecord(index, key, value)
+        }
         _ => return None,
     };
     Some((op, &rest[key_len + value_len..]))
@@ -186,6 +215,8 @@ mod tests {
         batch.insert(1, b"acme/dlv_1", b"event");
         batch.insert(0, b"acme/evt_1", b"");
         batch.remove(2, b"acme/q1");
+        batch.add_records(2, b"acme/q2", b"dlv_2\n{}");
+        batch.take_record(2, b"acme/q2", b"dlv_2");
         batch.seal(7)
     }
 
@@ -208,6 +239,8 @@ mod tests {
                 Op::Insert(1, &b"acme/dlv_1"[..], &b"event"[..]),
                 Op::Insert(0, &b"acme/evt_1"[..], &b""[..]),
                 Op::Remove(2, &b"acme/q1"[..]),
+                Op::AddRecords(2, &b"acme/q2"[..], &b"dlv_2\n{}"[..]),
+                Op::TakeRecord(2, &b"acme/q2"[..], &b"dlv_2"[..]),
             ]
         );
     }
@@ -233,5 +266,7 @@ mod tests {
         assert!(first.is_err());
         let remove_with_a_value = [REMOVE | 1, 1, 0, 0, 0, 1, 0, 0, 0, b'k', b'v'];
         assert!(ops(&remove_with_a_value).next().unwrap().is_err());
+        let take_of_no_id = [REMOVE | RECORDS | 1, 1, 0, 0, 0, 0, 0, 0, 0, b'k'];
+        assert!(ops(&take_of_no_id).next().unwrap().is_err());
     }
 }
