@@ -152,7 +152,8 @@ pub(super) fn names(value: &[u8], delivery_id: &DeliveryId) -> bool {
 
 /// Takes `delivery_id` out of the queue entry under `key` (counted in
 /// `tally`): its record alone from an entry of receipts, which others may
-/// share, else the whole entry, which names it alone.
+/// share, else the whole entry, which names one delivery alone. An entry
+/// of receipts that holds none of `delivery_id` is left as it is.
 pub(super) fn take(
     queue: TxKeyspace<'_>,
     key: &[u8],
@@ -160,12 +161,16 @@ pub(super) fn take(
     tally: &Tally,
 ) -> TxResult<()> {
     let key = place(key);
-    let filed = queue
-        .get(key)?
-        .is_some_and(|value| matches!(record_of(&value, delivery_id), Some(Some(_))));
-    match filed {
-        true => tally.queue_taken(queue.take_record(key, delivery_id.as_str().as_bytes())?),
-        false => tally.queue_removed(queue.remove(key)?),
+    let Some(value) = queue.get(key)? else {
+        return Ok(());
+    };
+    let receipts = entry::records(&value).any(|record| entry::parts(record).1.is_some());
+    match (record_of(&value, delivery_id), receipts) {
+        (Some(Some(_)), _) => {
+            tally.queue_taken(queue.take_record(key, delivery_id.as_str().as_bytes())?);
+        }
+        (_, true) => {}
+        (_, false) => tally.queue_removed(queue.remove(key)?),
     }
     Ok(())
 }
@@ -303,6 +308,41 @@ mod tests {
         let recorded: DeliveryState = decode(&recorded).unwrap();
         assert_eq!(recorded.status, DeliveryStatus::Delivered);
         assert_eq!(audit.queue.get(key).unwrap(), None);
+    }
+
+    /// A take takes a delivery's record alone out of an entry of receipts,
+    /// leaves an entry of other deliveries' receipts as it is, and removes
+    /// an entry naming a delivery by its id whole.
+    #[test]
+    fn a_take_leaves_other_deliveries_receipts_where_they_are() {
+        use crate::store::sled::keyspace::{tenant_prefix, Layout};
+        let db = sled::Config::new().temporary(true).open().unwrap();
+        let prefix = tenant_prefix(&TenantId::try_from("t").unwrap());
+        let queue = Keyspace::new(db.open_tree("q").unwrap(), prefix, Layout::TenantFirst);
+        let take_out = |key: &[u8], id: &str| {
+            let id = DeliveryId::new(id);
+            let delta = queue
+                .tree()
+                .transaction(|view| {
+                    let tally = Tally::default();
+                    take(queue.tx(view), key, &id, &tally)?;
+                    Ok(tally.delta())
+                })
+                .unwrap();
+            delta.queued
+        };
+        let (shared, plain) = ([1u8; 16], [2u8; 16]);
+        queue
+            .insert(shared, &b"dlv_a\n{}\x1edlv_b\n{}"[..])
+            .unwrap();
+        queue.insert(plain, "dlv_c").unwrap();
+        assert_eq!(take_out(&shared, "dlv_z"), 0, "holds none of it");
+        assert_eq!(take_out(&shared, "dlv_a"), -1);
+        assert_eq!(queue.get(shared).unwrap().unwrap(), &b"dlv_b\n{}"[..]);
+        assert_eq!(take_out(&[&shared[..], b"dlv_b"].concat(), "dlv_b"), -1);
+        assert_eq!(queue.get(shared).unwrap(), None);
+        assert_eq!(take_out(&plain, "dlv_c"), -1);
+        assert_eq!((queue.get(plain).unwrap(), queue.len()), (None, 0));
     }
 
     /// A delivery pending since receipt, as the acknowledging commit makes
