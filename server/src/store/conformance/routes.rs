@@ -27,6 +27,17 @@ fn copies(routes: &[&str], due_ms: i64) -> Vec<RouteCopy> {
         .collect()
 }
 
+/// A pull of one delivery at `now_ms`.
+fn one_pull(now_ms: i64) -> crate::store::api::PullRequest {
+    crate::store::api::PullRequest {
+        max: 1,
+        max_bytes: 1 << 20,
+        visibility_ms: 30_000,
+        window_ms: 3_600_000,
+        now_ms,
+    }
+}
+
 fn scope(engine: &Engine, route: &str) -> TenantStore {
     let acme = TenantId::try_from("acme").unwrap();
     engine.store.tenant(&acme.route_scope(route)).unwrap()
@@ -215,14 +226,7 @@ pub(super) async fn a_route_copy_is_a_delivery_from_its_receipt_on(engine: Engin
         .unwrap()
         .unwrap();
     assert_eq!(audit.ack(&copies_in_order[..1], 5_000).unwrap(), 1);
-    let pull = crate::store::api::PullRequest {
-        max: 1,
-        max_bytes: 1 << 20,
-        visibility_ms: 30_000,
-        window_ms: 3_600_000,
-        now_ms: 5_000,
-    };
-    let pulled = audit.pull(pull).unwrap();
+    let pulled = audit.pull(one_pull(5_000)).unwrap();
     assert_eq!(pulled.len(), 1);
     assert_eq!(pulled[0].0.meta.delivery_id, copies_in_order[1]);
     assert_eq!(pulled[0].1, 1, "its first attempt");
@@ -363,14 +367,7 @@ pub(super) async fn copies_sharing_a_place_are_each_a_delivery(engine: Engine) {
     let left: Vec<DeliveryId> = queued(None).into_iter().map(|(_, id)| id).collect();
     assert_eq!(left, [ids[1].clone(), ids[4].clone()]);
     assert_eq!(audit.counts().unwrap().depth, 2);
-    let pull = crate::store::api::PullRequest {
-        max: 1,
-        max_bytes: 1 << 20,
-        visibility_ms: 30_000,
-        window_ms: 3_600_000,
-        now_ms: 2_000,
-    };
-    let pulled = audit.pull(pull).unwrap();
+    let pulled = audit.pull(one_pull(2_000)).unwrap();
     assert_eq!(pulled.len(), 1);
     assert_eq!(pulled[0].0.meta.delivery_id, ids[1]);
     assert_eq!(
