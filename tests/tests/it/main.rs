@@ -25,6 +25,7 @@ mod hmac_scheme;
 mod idle;
 mod ingest;
 mod keys;
+mod layout_8;
 mod limits;
 mod messages;
 mod pg_server;
