@@ -179,7 +179,7 @@ static SHARED_SLOT: SharedSlot = SharedSlot::new();
 pub const SHARED_SLOT_IDS: u16 = 64;
 
 /// How long after its first id a place is given to more (ms).
-const SHARED_SLOT_MS: u64 = 8;
+pub const SHARED_SLOT_MS: u64 = 8;
 
 /// The first sequence number of a millisecond: random, with the high bit
 /// set and room below it for 2^62 more.
