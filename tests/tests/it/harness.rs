@@ -322,3 +322,21 @@ pub fn now_secs() -> i64 {
         .unwrap()
         .as_secs() as i64
 }
+
+/// Puts the data dir fixture `name` (`tests/fixtures/{name}`: sled's
+/// `store/conf` and `store/db`, and the `sled` file) in place of `data`'s
+/// store, with no write-ahead log beside it: the fixture's hookd was
+/// stopped gracefully, so sled holds all it wrote.
+pub fn put_fixture(data: &Path, name: &str) {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(name);
+    for dir in ["store", "wal"] {
+        let _ = std::fs::remove_dir_all(data.join(dir));
+    }
+    std::fs::create_dir_all(data.join("store")).unwrap();
+    for file in ["conf", "db"] {
+        std::fs::copy(from.join("store").join(file), data.join("store").join(file)).unwrap();
+    }
+    std::fs::copy(from.join("sled"), data.join("sled")).unwrap();
+}

@@ -11,7 +11,7 @@ use hookd_sdk::client::proto::DeliveryStatus;
 use reqwest::StatusCode;
 
 use crate::{
-    harness::{TestServer, DEST_SECRET},
+    harness::{put_fixture, TestServer, DEST_SECRET},
     receiver::{Receiver, Reply},
 };
 
@@ -33,17 +33,9 @@ fn config(url: &str) -> String {
     )
 }
 
-/// Puts the fixture in place of `data`'s store, with no log beside it.
+/// Puts the fixture in place of `data`'s store.
 fn fixture(data: &Path) {
-    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/layout-8-sled");
-    for dir in ["store", "wal"] {
-        let _ = std::fs::remove_dir_all(data.join(dir));
-    }
-    std::fs::create_dir_all(data.join("store")).unwrap();
-    for file in ["conf", "db"] {
-        std::fs::copy(from.join("store").join(file), data.join("store").join(file)).unwrap();
-    }
-    std::fs::copy(from.join("sled"), data.join("sled")).unwrap();
+    put_fixture(data, "layout-8-sled");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -15,7 +15,7 @@ use hookd_sdk::client::{
 use reqwest::StatusCode;
 
 use crate::{
-    harness::{TestServer, ADMIN_TOKEN, DEST_SECRET},
+    harness::{put_fixture, TestServer, ADMIN_TOKEN, DEST_SECRET},
     postgres::{Cluster, MASTER_KEY},
 };
 
@@ -42,13 +42,7 @@ fn config(extra: &str) -> String {
 
 /// Puts the fixture in place of `data`'s store.
 fn fixture(data: &Path) {
-    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pre-routes-sled");
-    let _ = std::fs::remove_dir_all(data.join("store"));
-    std::fs::create_dir_all(data.join("store")).unwrap();
-    for file in ["conf", "db"] {
-        std::fs::copy(from.join("store").join(file), data.join("store").join(file)).unwrap();
-    }
-    std::fs::copy(from.join("sled"), data.join("sled")).unwrap();
+    put_fixture(data, "pre-routes-sled");
 }
 
 #[tokio::test(flavor = "multi_thread")]
