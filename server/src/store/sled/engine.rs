@@ -134,11 +134,10 @@ impl TenantData for TenantTrees {
     fn queue(&self, after: Option<&[u8]>, limit: usize) -> Result<Vec<(QueueKey, DeliveryId)>> {
         let mut out = Vec::new();
         let from = after.map(deliveries::receipt::place);
+        let after_it = |(entry, _): &(QueueKey, DeliveryId)| after.is_none_or(|a| entry[..] > *a);
         for entry in self.queue.range(from, None) {
             let (key, value) = entry?;
             let listed = deliveries::receipt::listed(&key, &value).into_iter();
-            let after_it =
-                |(entry, _): &(QueueKey, DeliveryId)| after.is_none_or(|a| entry[..] > *a);
             for listed in listed.filter(after_it) {
                 if out.len() >= limit {
                     return Ok(out);

@@ -249,19 +249,13 @@ fn abort<T>(e: Error) -> TxResult<T> {
 /// receipt alone.
 pub fn drop_queue_entry(trees: &TenantTrees, queue_entry: &[u8]) -> Result<()> {
     let key = receipt::place(queue_entry);
-    let id = &queue_entry[key.len()..];
+    let id = DeliveryId::new(String::from_utf8_lossy(&queue_entry[key.len()..]));
     let result = trees
         .queue
         .tree()
         .transaction(|view| {
             let queue = trees.queue.tx(view);
-            tallied(|tally| {
-                match id.is_empty() {
-                    true => tally.queue_removed(queue.remove(key)?),
-                    false => tally.queue_taken(queue.take_record(key, id)?),
-                }
-                Ok(())
-            })
+            tallied(|tally| receipt::take(queue, key, &id, tally))
         })
         .map_err(flatten)?;
     counted(trees, result);

@@ -98,11 +98,6 @@ pub(in crate::store::sled) fn encode(delivery_id: &DeliveryId, state: &DeliveryS
     [delivery_id.as_str().as_bytes(), b"\n", &held].concat()
 }
 
-/// The deliveries a queue entry names, in the order they were filed.
-pub(in crate::store::sled) fn entry_ids(value: &[u8]) -> impl Iterator<Item = DeliveryId> + '_ {
-    entry::records(value).map(|record| id_of(entry::parts(record).0))
-}
-
 fn id_of(id: &[u8]) -> DeliveryId {
     DeliveryId::new(String::from_utf8_lossy(id).into_owned())
 }
@@ -240,18 +235,18 @@ fn receipts_in(
 ) -> Result<Vec<(DeliveryId, DeliveryState)>> {
     let (key, value) = entry?;
     let mut receipts = Vec::new();
-    for id in entry_ids(&value) {
-        if before.is_some_and(|b| id >= *b)
-            || key_of(&id).as_ref().map(|k| &k[..]) != Some(&key[..])
-        {
+    for record in entry::records(&value) {
+        let (id, Some(held)) = entry::parts(record) else {
+            continue;
+        };
+        let id = id_of(id);
+        let Some(own) = key_of(&id).filter(|own| own[..] == key[..]) else {
+            continue;
+        };
+        if before.is_some_and(|b| id >= *b) || trees.state.get(id.as_str())?.is_some() {
             continue;
         }
-        if trees.state.get(id.as_str())?.is_some() {
-            continue;
-        }
-        if let Some(state) = state_in(&value, &id)? {
-            receipts.push((id, state));
-        }
+        receipts.push((id, state_of(decode(held)?, &own)));
     }
     receipts.sort_by(|a, b| b.0.cmp(&a.0));
     Ok(receipts)
@@ -289,10 +284,8 @@ mod tests {
         let key = key_of(id).unwrap();
         let value = audit.queue.get(key).unwrap().unwrap();
         assert!(names(&value, id));
-        assert_eq!(
-            entry_ids(&value).collect::<Vec<_>>(),
-            std::slice::from_ref(id)
-        );
+        let named: Vec<DeliveryId> = listed(&key, &value).into_iter().map(|(_, id)| id).collect();
+        assert_eq!(named, std::slice::from_ref(id));
         let state = load(&audit.queue, id).unwrap().unwrap();
         assert_eq!(state.status, DeliveryStatus::Pending);
         assert_eq!(state.queue_key, Some(hex::encode(key)));
@@ -416,7 +409,12 @@ mod tests {
         assert!(names(b"dlv_1\n{\"status\":\"pending\"}", &id));
         assert!(!names(b"dlv_12", &id));
         assert!(!names(b"dlv_12\n{}", &id));
-        let ids = |value: &[u8]| entry_ids(value).collect::<Vec<_>>();
+        let ids = |value: &[u8]| -> Vec<DeliveryId> {
+            listed(&[0; 16], value)
+                .into_iter()
+                .map(|(_, id)| id)
+                .collect()
+        };
         assert_eq!(ids(b"dlv_1\n{}"), std::slice::from_ref(&id));
         assert_eq!(ids(b"dlv_1"), std::slice::from_ref(&id));
         let filed = |value: &[u8]| filed_ids(value).collect::<Vec<_>>();
