@@ -2,12 +2,18 @@
 //! list, an amount at least a bound, a nested metadata key present and a
 //! header prefix; for an event that passes and one that fails on its type.
 //! Before measuring, it checks with a counting allocator that evaluation
-//! allocates nothing (`cargo test` runs that check as well).
+//! allocates nothing (`cargo test` runs that check as well). Then the
+//! costliest evaluation hookd lets a filter make: four `$in` lists of
+//! 1,000 numbers against a body of 200,000 numbers, stopped by its step budget,
+//! once with the steps a filter gets on the HTTP worker and once with
+//! those it gets on a filter thread: what one request's filter can cost.
 
 use std::{alloc::System, hint::black_box};
 
 use criterion::Criterion;
-use hookd_server::testing::{FilterInput, RouteFilter};
+use hookd_server::testing::{
+    FilterInput, OverBudget, RouteFilter, Steps, INLINE_STEPS, MAX_FILTER_STEPS,
+};
 use serde_json::{json, Value};
 use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
 
@@ -82,6 +88,22 @@ fn event(kind: &str) -> Value {
     })
 }
 
+/// A filter of four `$in` lists of 1,000 numbers (the most items a list
+/// may hold) none of which is in a body of 200,000 numbers: 800 million
+/// comparisons unbounded.
+fn costliest() -> (RouteFilter, Value) {
+    let lists: Vec<Value> = (0..4)
+        .map(|n| {
+            let list: Vec<u64> = (1 + n * 1_000..=(n + 1) * 1_000).collect();
+            json!({ "$in": list })
+        })
+        .collect();
+    let spec = json!({ "body": { "n": { "$or": lists } } });
+    let filter = RouteFilter::compile(&spec).expect("compiles");
+    let body = json!({ "n": vec![0; 200_000] });
+    (filter, body)
+}
+
 fn input(body: &Value) -> FilterInput<'_> {
     FilterInput {
         body,
@@ -96,7 +118,11 @@ fn assert_allocation_free(filter: &RouteFilter, body: &Value, expected: bool) {
     let input = input(body);
     let region = Region::new(GLOBAL);
     for _ in 0..1_000 {
-        assert_eq!(black_box(filter).matches(black_box(&input)), expected);
+        let steps = Steps::new(MAX_FILTER_STEPS);
+        assert_eq!(
+            black_box(filter).matches(black_box(&input), &steps),
+            Ok(expected)
+        );
     }
     let stats = region.change();
     assert_eq!(
@@ -127,7 +153,24 @@ fn main() {
     for (name, body) in [("passes", &passing), ("fails_on_type", &failing)] {
         let input = input(body);
         group.bench_function(name, |b| {
-            b.iter(|| black_box(&filter).matches(black_box(&input)))
+            b.iter(|| {
+                let steps = Steps::new(MAX_FILTER_STEPS);
+                black_box(&filter).matches(black_box(&input), &steps)
+            })
+        });
+    }
+    let (costly, body) = costliest();
+    let input = self::input(&body);
+    for (name, budget) in [
+        ("out_of_inline_steps", INLINE_STEPS),
+        ("out_of_steps", MAX_FILTER_STEPS),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let steps = Steps::new(budget);
+                let verdict = black_box(&costly).matches(black_box(&input), &steps);
+                assert_eq!(verdict, Err(OverBudget));
+            })
         });
     }
     group.finish();

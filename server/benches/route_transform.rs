@@ -1,8 +1,10 @@
 //! A route transform at forward time on a ~1 KiB JSON `order.paid` body:
-//! the whole of `Transform::run` as the dispatcher will call it — a fresh
-//! QuickJS runtime and context, the code's top level, the request parsed in,
-//! the handler, the result serialized and validated — for the identity
-//! transform and for a small rewrite (path, a header, a reshaped body).
+//! the whole of `Transform::run` as the dispatcher will call it — the job
+//! sent to a worker process (this package's `hookd` binary) and its answer
+//! read back, and in the worker a fresh QuickJS runtime and context, the
+//! code's top level, the request parsed in, the handler, the result
+//! serialized — then validated — for the identity transform and for a
+//! small rewrite (path, a header, a reshaped body).
 //! Criterion gives the mean; `percentiles` then times [`RUNS`] single runs
 //! of each and prints their p50 and p99 in microseconds: the latency a
 //! transform adds to one forward (a route without one runs none of it).
@@ -16,7 +18,11 @@ use std::{
 use criterion::{criterion_group, criterion_main, Criterion};
 use hookd_server::{
     ids::{DeliveryId, EventId, TenantId},
-    testing::{Transform, TransformBody, TransformContext, TransformLimits, TransformRequest},
+    testing::{
+        RouteShare, Transform, TransformBody, TransformContext, TransformLimits, TransformPool,
+        TransformRequest,
+    },
+    use_transform_worker,
 };
 use serde_json::{json, Value};
 
@@ -83,7 +89,19 @@ fn context() -> TransformContext {
     }
 }
 
+/// A runtime to await runs on, a route's share, with the workers started
+/// from this package's `hookd`.
+fn setup() -> (tokio::runtime::Runtime, std::sync::Arc<RouteShare>) {
+    use_transform_worker(env!("CARGO_BIN_EXE_hookd").into());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    (runtime, TransformPool::shared().route_share())
+}
+
 fn bench(c: &mut Criterion) {
+    let (runtime, share) = setup();
     let request = request();
     let context = context();
     let limits = TransformLimits::default();
@@ -92,11 +110,11 @@ fn bench(c: &mut Criterion) {
         serde_json::to_vec(&payload()).expect("json").len()
     );
     for (name, code) in [("identity", IDENTITY), ("rewrite", REWRITE)] {
-        let transform = Transform::compile(code, 1).expect("compiles");
+        let transform = Transform::new(code, 1).expect("takes the code");
         c.bench_function(&format!("route_transform/{name}"), |b| {
             b.iter(|| {
-                transform
-                    .run(black_box(&request), &context, &limits)
+                runtime
+                    .block_on(transform.run(&share, black_box(&request), &context, &limits))
                     .expect("runs")
             })
         });
@@ -111,16 +129,17 @@ fn quantile(sorted: &[Duration], q: f64) -> Duration {
 
 /// Times [`RUNS`] single runs of each transform and prints p50 and p99.
 fn percentiles(_: &mut Criterion) {
+    let (runtime, share) = setup();
     let request = request();
     let context = context();
     let limits = TransformLimits::default();
     for (name, code) in [("identity", IDENTITY), ("rewrite", REWRITE)] {
-        let transform = Transform::compile(code, 1).expect("compiles");
+        let transform = Transform::new(code, 1).expect("takes the code");
         let mut times: Vec<Duration> = (0..RUNS)
             .map(|_| {
                 let start = Instant::now();
-                transform
-                    .run(black_box(&request), &context, &limits)
+                runtime
+                    .block_on(transform.run(&share, black_box(&request), &context, &limits))
                     .expect("runs");
                 start.elapsed()
             })

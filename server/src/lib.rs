@@ -39,6 +39,10 @@ mod tls;
 pub use app::Server;
 pub use error::{Error, ErrorCode, Result};
 pub use keyring::KeySources;
+pub use routes::transform::{
+    pool::{use_worker_program as use_transform_worker, WORKER_ARG as TRANSFORM_WORKER_ARG},
+    worker::serve as transform_worker,
+};
 pub use run::{run, Listeners, Runtime};
 pub use store::postgres::migrate as migrate_postgres;
 pub use store::{SharedSync, SyncOps};

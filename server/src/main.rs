@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand};
 use hookd_server::{
     clock::SystemClock,
     config::{Config, LogFormat, Overrides},
-    init_logging, KeySources, OtlpExport, Runtime, Server,
+    init_logging, transform_worker, KeySources, OtlpExport, Runtime, Server, TRANSFORM_WORKER_ARG,
 };
 
 /// Every request allocates its body, headers and records on one thread and
@@ -64,6 +64,11 @@ enum Command {
 }
 
 fn main() -> anyhow::Result<()> {
+    // hookd runs tenants' transforms in copies of itself started this way,
+    // with an empty environment; nothing else is read or started.
+    if std::env::args_os().nth(1).as_deref() == Some(TRANSFORM_WORKER_ARG.as_ref()) {
+        std::process::exit(transform_worker());
+    }
     let cli = Cli::parse();
     let overrides = Overrides {
         data_dir: cli.data_dir,

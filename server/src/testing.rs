@@ -8,8 +8,11 @@ pub use crate::{
     contracts::{Contract, ContractSource, ContractSpec, Policy, TenantContracts},
     feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
     ingest::Ingest,
-    routes::filter::{FilterError, FilterInput, RouteFilter},
+    routes::filter::{
+        FilterError, FilterInput, OverBudget, RouteFilter, Steps, INLINE_STEPS, MAX_FILTER_STEPS,
+    },
     routes::transform::{
+        pool::{RouteShare, TransformPool, KILL_MARGIN, WATCH_INTERVAL},
         InvalidLimits, Oversize, Transform, TransformBody, TransformContext, TransformError,
         TransformLimits, TransformOutcome, TransformRequest,
     },

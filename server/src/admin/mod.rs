@@ -429,6 +429,10 @@ impl ControlBackend for Backend {
     }
 
     async fn create_route(&self, tenant_id: &str, route: NewRoute) -> ApiResult<RouteView> {
+        if let Some(code) = &route.transform {
+            let limits = (route.transform_cpu_ms, route.transform_memory_mib);
+            self.check_transform(tenant_id, code, limits).await?;
+        }
         let tenant_id = tenant_id.to_owned();
         self.durably(move |b| b.add_route(&tenant_id, route)).await
     }
@@ -439,6 +443,10 @@ impl ControlBackend for Backend {
         name: &str,
         patch: RoutePatch,
     ) -> ApiResult<RouteView> {
+        if let Some(Some(code)) = &patch.transform {
+            let limits = self.patched_limits(tenant_id, name, &patch);
+            self.check_transform(tenant_id, code, limits).await?;
+        }
         let (tenant_id, name) = (tenant_id.to_owned(), name.to_owned());
         self.durably(move |b| b.change_route(&tenant_id, &name, patch))
             .await

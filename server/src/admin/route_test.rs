@@ -5,6 +5,8 @@
 
 use std::{borrow::Cow, sync::Arc};
 
+use tokio::sync::Semaphore;
+
 use hookd_control::{
     model::{RouteTest, RouteTestResult, RouteUnderTest, TestEvent, TestedRequest},
     Error as ApiError, Result as ApiResult,
@@ -17,8 +19,8 @@ use crate::{
     forward::{apply_transform, Transformed},
     ids::{DeliveryId, EventId, RequestId},
     routes::{
-        filter::{FilterInput, RouteFilter},
-        transform::{pool::TransformPool, Transform, TransformLimits},
+        filter::{pool::FilterPool, FilterInput, RouteFilter, Steps, MAX_FILTER_STEPS},
+        transform::{Transform, TransformLimits},
     },
     store::records::{EventMeta, StoredEvent},
     tenant::pasted_event_id,
@@ -44,7 +46,9 @@ const PASTED_EVENT_ID: &str = "evt_test";
 
 impl Backend {
     /// Runs `test` on tenant `tenant_id`'s route: storage is read on the
-    /// blocking pool, the transform in its sandbox there.
+    /// blocking pool; the transform runs in a worker on the route's share
+    /// (an unsaved route's on the tenant's own), never on the control
+    /// plane's threads.
     pub(super) async fn try_route(
         &self,
         tenant_id: &str,
@@ -55,38 +59,25 @@ impl Backend {
         let (under, sample) = self
             .blocking(move |b| Ok((b.route_under_test(&id, route)?, b.sample(&id, test.event)?)))
             .await?;
-        let input_body: serde_json::Value =
-            serde_json::from_slice(&sample.event.body).unwrap_or_default();
-        let headers: Vec<(&str, &str)> = sample
-            .event
-            .meta
-            .headers
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        let query: Vec<(Cow<'_, str>, Cow<'_, str>)> =
-            form_urlencoded::parse(sample.query.as_bytes()).collect();
-        let query: Vec<(&str, &str)> = query
-            .iter()
-            .map(|(k, v)| (k.as_ref(), v.as_ref()))
-            .collect();
-        let input = FilterInput {
-            body: &input_body,
-            headers: &headers,
-            path: &sample.path,
-            query: &query,
-        };
-        let (matched, filter_result) = match &under.filter {
-            None => (true, "the route has no filter"),
-            Some(filter) if filter.matches(&input) => (true, "the filter passes the event"),
-            Some(_) => (
-                false,
-                "the filter does not pass the event: the route would not get it",
-            ),
+        let (matched, filter_result) = match under.filter.clone() {
+            None => (true, "the route has no filter".to_owned()),
+            Some(filter) => {
+                let share = self.tenant_filter_share(tenant_id)?;
+                let event = (
+                    sample.event.body.clone(),
+                    sample.event.meta.headers.clone(),
+                    sample.path.clone(),
+                    sample.query.clone(),
+                );
+                FilterPool::shared()
+                    .run(&share, move || filter_verdict(&filter, event))
+                    .await
+                    .map_err(|_| ApiError::Internal("the filter's evaluation failed".into()))?
+            }
         };
         let mut result = RouteTestResult {
             matched,
-            filter_result: filter_result.to_owned(),
+            filter_result,
             transform_version: under.transform.as_ref().map(|t| t.transform.version()),
             ..RouteTestResult::default()
         };
@@ -94,6 +85,14 @@ impl Backend {
             transformed(&under, &sample.event, &mut result).await;
         }
         Ok(result)
+    }
+
+    /// The tenant's turn on the filter threads, or `NotFound`.
+    fn tenant_filter_share(&self, tenant_id: &str) -> ApiResult<Arc<Semaphore>> {
+        self.registry
+            .get(tenant_id)
+            .map(|handle| handle.filter_share.clone())
+            .ok_or_else(|| ApiError::NotFound(format!("tenant {tenant_id}")))
     }
 
     fn route_under_test(&self, tenant_id: &str, route: RouteUnderTest) -> ApiResult<UnderTest> {
@@ -135,14 +134,14 @@ impl Backend {
                     .transpose()?;
                 let transform = transform
                     .map(|code| {
-                        let compiled = Transform::compile(&code, version_of(&code))
+                        let compiled = Transform::new(&code, version_of(&code))
                             .map_err(|e| ApiError::InvalidArgument(format!("transform: {e}")))?;
                         Ok::<_, ApiError>(Arc::new(RouteTransform {
                             transform: compiled,
                             limits: TransformLimits::default(),
                             tenant: settings.id.clone(),
                             route: "test".into(),
-                            share: TransformPool::shared().route_share(),
+                            share: self.tenant_transform_share(tenant_id)?,
                         }))
                     })
                     .transpose()?;
@@ -248,5 +247,38 @@ async fn transformed(under: &UnderTest, event: &StoredEvent, result: &mut RouteT
         }
         Transformed::Drop => result.dropped = true,
         Transformed::Failed(why) => result.transform_error = Some(why),
+    }
+}
+
+/// Whether `filter` passes the event (its body, headers, ingest path and
+/// query) within the step budget ingest gives it, and why, in words.
+fn filter_verdict(
+    filter: &RouteFilter,
+    (body, headers, path, query): (Vec<u8>, Vec<(String, String)>, String, String),
+) -> (bool, String) {
+    let body: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+    let headers: Vec<(&str, &str)> = headers
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let query: Vec<(Cow<'_, str>, Cow<'_, str>)> =
+        form_urlencoded::parse(query.as_bytes()).collect();
+    let query: Vec<(&str, &str)> = query
+        .iter()
+        .map(|(k, v)| (k.as_ref(), v.as_ref()))
+        .collect();
+    let input = FilterInput {
+        body: &body,
+        headers: &headers,
+        path: &path,
+        query: &query,
+    };
+    match filter.matches(&input, &Steps::new(MAX_FILTER_STEPS)) {
+        Ok(true) => (true, "the filter passes the event".into()),
+        Ok(false) => (
+            false,
+            "the filter does not pass the event: the route would not get it".into(),
+        ),
+        Err(over) => (false, format!("{over}: the route would not get it")),
     }
 }

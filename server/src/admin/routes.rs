@@ -4,6 +4,8 @@
 //! through the registry as an update; those of a config-file tenant are
 //! read-only here. The `default` route is the tenant's own destination.
 
+use std::{sync::Arc, time::Duration};
+
 use hookd_control::{
     model::{
         NewRoute, RouteBreaker, RouteConcurrency, RoutePatch, RouteRetry, RouteView, TenantPatch,
@@ -17,7 +19,7 @@ use crate::{
     catalog::{SecretSet, StoredRoute, TenantRecord},
     config::{BreakerConfig, ForwardSettings, RateLimitConfig, RetryConfig, TenantSettings},
     ids::TenantId,
-    routes::transform::TransformLimits,
+    routes::transform::{pool::RouteShare, Transform, TransformLimits},
 };
 
 /// Concurrency of a route when the caller gives none.
@@ -28,6 +30,59 @@ const DEFAULT_TRANSFORM_CPU_MS: u64 = defaults::TRANSFORM_CPU_MS as u64;
 const DEFAULT_TRANSFORM_MEMORY_MIB: usize = defaults::TRANSFORM_MEMORY_MIB as usize;
 
 impl Backend {
+    /// The share of the transform workers a tenant's control-plane runs
+    /// take, or `NotFound`.
+    pub(super) fn tenant_transform_share(&self, tenant_id: &str) -> ApiResult<Arc<RouteShare>> {
+        self.registry
+            .get(tenant_id)
+            .map(|handle| handle.transform_share.clone())
+            .ok_or_else(|| ApiError::NotFound(format!("tenant {tenant_id}")))
+    }
+
+    /// The check a transform gets when it is saved: its top level runs in a
+    /// worker, within the route's limits (`cpu_ms`, `memory_mib`; the
+    /// defaults where `None`), on the tenant's share, and must register a
+    /// handler. A failure is `INVALID_ARGUMENT` naming `transform`. Limits
+    /// out of bounds are left to the route's resolution, which names them.
+    pub(super) async fn check_transform(
+        &self,
+        tenant_id: &str,
+        code: &str,
+        (cpu_ms, memory_mib): (Option<u32>, Option<u32>),
+    ) -> ApiResult<()> {
+        let share = self.tenant_transform_share(tenant_id)?;
+        let refused = |e| ApiError::InvalidArgument(format!("transform: {e}"));
+        let transform = Transform::new(code, 0).map_err(refused)?;
+        let cpu = cpu_ms.map_or(DEFAULT_TRANSFORM_CPU_MS, u64::from);
+        let memory = memory_mib.map_or(DEFAULT_TRANSFORM_MEMORY_MIB, |m| m as usize);
+        let Ok(limits) = TransformLimits::new(memory << 20, Duration::from_millis(cpu)) else {
+            return Ok(());
+        };
+        transform.check(&share, &limits).await.map_err(refused)
+    }
+
+    /// The limits, as [`Backend::check_transform`] takes them, that route
+    /// `name` runs its transform with after `patch`.
+    pub(super) fn patched_limits(
+        &self,
+        tenant_id: &str,
+        name: &str,
+        patch: &RoutePatch,
+    ) -> (Option<u32>, Option<u32>) {
+        let now = self.running_settings(tenant_id).ok().and_then(|settings| {
+            let route = settings.routes.iter().find(|r| r.name == name)?;
+            let limits = route.forward.as_ref()?.transform.as_ref()?.limits;
+            Some((
+                limits.cpu().as_millis() as u32,
+                (limits.memory_bytes() >> 20) as u32,
+            ))
+        });
+        (
+            patch.transform_cpu_ms.unwrap_or(now.map(|n| n.0)),
+            patch.transform_memory_mib.unwrap_or(now.map(|n| n.1)),
+        )
+    }
+
     /// The settings a tenant runs with now, or `NotFound`.
     pub(super) fn running_settings(
         &self,

@@ -187,7 +187,7 @@ pub(super) fn resolve_routes(
                     };
                     InvalidSetting::new(format!("{key}.{field}"), e)
                 })?;
-                let transform = Transform::compile(code, version_of(code))
+                let transform = Transform::new(code, version_of(code))
                     .map_err(|e| InvalidSetting::new(format!("{key}.transform"), e))?;
                 forward.transform = Some(Arc::new(RouteTransform {
                     transform,

@@ -1,6 +1,6 @@
 //! A route's transform at forward time: the request hookd would send (the
 //! destination's path and query, the kept headers, the stored body) goes
-//! through the route's JavaScript on the transform threads, within its memory
+//! through the route's JavaScript in a transform worker, within its memory
 //! and CPU budget; what comes back is sent instead, signed as sent. The
 //! stored event is never changed, so a fixed transform can be redelivered.
 //! Each run's end is counted in the route's back-off
@@ -12,9 +12,8 @@ use std::sync::Arc;
 use crate::{
     config::RouteTransform,
     routes::transform::{
-        backoff::is_overrun,
-        pool::{Stopped, TransformPool},
-        TransformBody, TransformContext, TransformError, TransformOutcome, TransformRequest,
+        backoff::is_overrun, TransformBody, TransformContext, TransformError, TransformOutcome,
+        TransformRequest,
     },
     store::records::StoredEvent,
 };
@@ -125,23 +124,20 @@ async fn run(
         delivery_id: event.meta.delivery_id.clone(),
         attempt,
     };
-    let run = route.clone();
-    let ran = TransformPool::shared()
-        .run(&route.share, move || {
-            run.transform.run(&request, &context, &run.limits)
-        })
+    let ran = route
+        .transform
+        .run(&route.share, &request, &context, &route.limits)
         .await;
-    let overran = matches!(&ran, Ok(Err(e)) if is_overrun(e));
+    let overran = matches!(&ran, Err(e) if is_overrun(e));
     (rewritten(ran), overran)
 }
 
 /// A run's result as what to send.
-fn rewritten(ran: Result<Result<TransformOutcome, TransformError>, Stopped>) -> Transformed {
+fn rewritten(ran: Result<TransformOutcome, TransformError>) -> Transformed {
     match ran {
-        Err(stopped) => Transformed::Failed(stopped.to_string()),
-        Ok(Err(e)) => Transformed::Failed(e.to_string()),
-        Ok(Ok(TransformOutcome::Drop)) => Transformed::Drop,
-        Ok(Ok(TransformOutcome::Send(sent))) => {
+        Err(e) => Transformed::Failed(e.to_string()),
+        Ok(TransformOutcome::Drop) => Transformed::Drop,
+        Ok(TransformOutcome::Send(sent)) => {
             let path_and_query = match sent.query.is_empty() {
                 true => sent.path,
                 false => format!("{}?{}", sent.path, sent.query),

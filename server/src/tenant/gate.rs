@@ -9,15 +9,18 @@
 //! scope when the settings change, and resets the gate after a panic.
 
 use std::{
+    borrow::Cow,
     panic::AssertUnwindSafe,
     sync::{Arc, Mutex, PoisonError, RwLock},
 };
 
+use bytes::Bytes;
 use hookd_sdk::signature::{self, Delivery, HeaderSource};
-use tokio::sync::Notify;
+use tokio::sync::{Notify, Semaphore};
 
 use super::{
     commit::{Commit, ContractRejection, SenderFacts, Wakes},
+    filters::{filter_inline, FilterWork, Passes},
     headers::SignedHeaders,
     replay::{replay_cache, Replay, ReplayCache, ReplayKeys, Scope},
     routes::fan_out,
@@ -33,6 +36,7 @@ use crate::{
     ingest::{Answer, BodyError, Ingest, IngestError, IngestOutcome},
     metrics::{SenderMetrics, TypeOutcome},
     rate_limit::TokenBucket,
+    routes::filter::pool::FilterPool,
     store::{
         api::{Receipt, TenantStore},
         records::EventMeta,
@@ -65,6 +69,8 @@ pub(super) struct GateParts {
     pub senders: Option<Arc<SenderMetrics>>,
     /// The replay cache every tenant's gate shares.
     pub replay: ReplayCache,
+    /// The tenant's turn on the filter threads: one evaluation at a time.
+    pub filter_share: Arc<Semaphore>,
 }
 
 /// One tenant's ingest gate.
@@ -97,6 +103,7 @@ impl Gate {
             spans,
             senders: None,
             replay: replay_cache(LimitsConfig::DEFAULT_REPLAY_CACHE_KEYS),
+            filter_share: FilterPool::tenant_share(),
         };
         Gate::on(Arc::new(Published::new(snapshot)), parts)
     }
@@ -265,15 +272,24 @@ impl Gate {
                 })?;
         }
 
+        let view = match checked.form_json {
+            Some(json) => Cow::Owned(Bytes::from(json)),
+            None => Cow::Borrowed(&msg.body),
+        };
+        let filters = filter_inline(s, msg, (headers.0, view), &event_id);
+        let mut item = Box::new(new_delivery(
+            snapshot, msg, &headers, event_id, &keys, now_ms,
+        ));
+        let filters = match filters {
+            Ok(passes) => {
+                item.fan_out(s, &passes);
+                None
+            }
+            Err(work) => Some(work),
+        };
         Ok(Prepared::New {
-            item: Box::new(new_delivery(
-                snapshot,
-                msg,
-                (&headers, view),
-                event_id,
-                &keys,
-                now_ms,
-            )),
+            item,
+            filters,
             replay_keys: keys,
             sender: SenderFacts {
                 event_type,
@@ -285,11 +301,12 @@ impl Gate {
 }
 
 /// The write an accepted delivery makes: the event with the headers worth
-/// passing on, its trace ids and its idempotency keys.
+/// passing on, its trace ids and its idempotency keys; the copies its
+/// routes' filters make are added by [`NewDelivery::fan_out`].
 fn new_delivery(
     snapshot: &Snapshot,
     msg: &Ingest,
-    (headers, view): (&SignedHeaders<'_>, &[u8]),
+    headers: &SignedHeaders<'_>,
     event_id: EventId,
     keys: &ReplayKeys,
     now_ms: i64,
@@ -299,12 +316,9 @@ fn new_delivery(
         .filter_map(|name| Some(((*name).to_owned(), headers.header(name)?.to_owned())))
         .collect();
     let (trace_id, span_id, sampled) = spans::span_ids(&msg.trace);
-    let delivery_id = DeliveryId::due_at(now_ms);
-    let ids = (&delivery_id, now_ms);
-    let fan_out = fan_out(snapshot.settings(), msg, (headers.0, view), ids);
     let meta = EventMeta {
         event_id: event_id.clone(),
-        delivery_id,
+        delivery_id: DeliveryId::due_at(now_ms),
         request_id: msg.request_id.clone(),
         received_at_ms: now_ms,
         headers: kept,
@@ -318,9 +332,21 @@ fn new_delivery(
         meta,
         body: msg.body.clone(),
         due_ms: now_ms,
-        copies: fan_out.copies,
-        receipt: fan_out.receipt,
-        routes: fan_out.routes,
+        copies: Vec::new(),
+        receipt: Receipt::Queued,
+        routes: Vec::new(),
+    }
+}
+
+impl NewDelivery {
+    /// Adds the copies, receipt and route outcomes the filters' verdicts
+    /// `passes` make.
+    fn fan_out(&mut self, settings: &TenantSettings, passes: &Passes) {
+        let ids = (&self.meta.delivery_id, self.due_ms);
+        let fan_out = fan_out(settings, passes, ids);
+        self.copies = fan_out.copies;
+        self.receipt = fan_out.receipt;
+        self.routes = fan_out.routes;
     }
 }
 
@@ -332,6 +358,9 @@ enum Prepared {
     New {
         replay_keys: ReplayKeys,
         item: Box<NewDelivery>,
+        /// Filters that need a filter thread to decide: the copies are
+        /// added to `item` once they have.
+        filters: Option<FilterWork>,
         sender: SenderFacts,
     },
 }
@@ -379,7 +408,8 @@ impl Gate {
             }
             Ok(Prepared::New {
                 replay_keys,
-                item,
+                mut item,
+                filters,
                 sender,
             }) => {
                 let commit = Commit {
@@ -393,7 +423,19 @@ impl Gate {
                     senders: self.parts.senders.clone(),
                     tolerance_secs: snapshot.settings().tolerance_secs,
                 };
-                Answer::later(commit.run(*item, replay_keys, sender))
+                let Some(filters) = filters else {
+                    return Answer::later(commit.run(*item, replay_keys, sender));
+                };
+                let settings = snapshot.settings().clone();
+                let share = self.parts.filter_share.clone();
+                Answer::later(async move {
+                    let passes = FilterPool::shared()
+                        .run(&share, move || filters.finish())
+                        .await
+                        .map_err(|_| IngestError::ActorPanicked)?;
+                    item.fan_out(&settings, &passes);
+                    commit.run(*item, replay_keys, sender).await
+                })
             }
         }
     }

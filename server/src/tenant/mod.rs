@@ -5,6 +5,7 @@
 
 mod actor;
 mod commit;
+mod filters;
 mod gate;
 mod handshake;
 mod headers;

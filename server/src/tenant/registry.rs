@@ -9,6 +9,7 @@ use std::{
 
 use actix::ArbiterHandle;
 use futures_util::future::AbortHandle;
+use tokio::sync::Semaphore;
 
 use super::{
     actor::Change,
@@ -31,6 +32,10 @@ use crate::{
     ingest::{Answer, Ingest},
     metrics::TenantMetrics,
     rate_limit::RejectionBudget,
+    routes::{
+        filter::pool::FilterPool,
+        transform::pool::{RouteShare, TransformPool},
+    },
     store::{
         api::{Store, TenantStore},
         lifecycle::Resend,
@@ -56,6 +61,14 @@ pub struct TenantHandle {
     pub rejection_budget: Arc<RejectionBudget>,
     /// Its occurrence counters for alerts; kept across restarts too.
     pub signals: Arc<Signals>,
+    /// The share of the transform workers its control-plane runs take (a
+    /// route's check when saved, an unsaved route's test), so that however
+    /// many of them it asks for, it holds at most a route's share; kept
+    /// across restarts too.
+    pub transform_share: Arc<RouteShare>,
+    /// Its turn on the filter threads, which its gate and its route tests
+    /// take: one evaluation at a time; kept across restarts too.
+    pub filter_share: Arc<Semaphore>,
     /// The dispatchers of its routes that forward; replaced when it is
     /// updated.
     dispatchers: Arc<Mutex<Vec<AbortHandle>>>,
@@ -198,7 +211,16 @@ impl Registry {
         let routes: Arc<[RouteHandle]> =
             RouteHandle::all(sources, &settings, data.clone(), &metrics, previous)?.into();
         let senders = self.telemetry.metrics().senders().label(metrics.label());
+        let running = self.get(settings.id.as_str());
+        let filter_share = running
+            .as_ref()
+            .map_or_else(FilterPool::tenant_share, |old| old.filter_share.clone());
+        let transform_share = running.as_ref().map_or_else(
+            || TransformPool::shared().route_share(),
+            |old| old.transform_share.clone(),
+        );
         let parts = GateParts {
+            filter_share: filter_share.clone(),
             data: data.clone(),
             clock: self.clock.clone(),
             wake: routes.iter().map(|r| r.wake.clone()).collect(),
@@ -229,6 +251,8 @@ impl Registry {
             metrics,
             rejection_budget,
             signals,
+            filter_share,
+            transform_share,
             dispatchers: Arc::new(Mutex::new(dispatchers)),
         };
         let old = tenants.insert(settings.id.clone(), handle);

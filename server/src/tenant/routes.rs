@@ -5,18 +5,17 @@
 
 use std::sync::Arc;
 
-use actix_web::http::header::HeaderMap;
 use tokio::sync::Notify;
 
 use hookd_proto::domain::DEFAULT_ROUTE;
+
+use super::filters::Passes;
 
 use crate::{
     config::{ForwardSettings, TenantSettings},
     error::Result,
     ids::{DeliveryId, TenantId},
-    ingest::Ingest,
     metrics::{Metrics, RouteMetrics, TenantMetrics},
-    routes::filter::FilterInput,
     store::{
         api::{Receipt, RouteCopy},
         records::RouteOutcome,
@@ -101,24 +100,23 @@ pub(super) struct FanOut {
     pub(super) routes: Vec<RouteOutcome>,
 }
 
-/// Runs the event through the filters of the tenant's routes, the default
-/// one (whose delivery is `default_id`) included. `read` is the headers and
-/// the body as filters see it (a form's JSON view); both are read only when
-/// one of its routes has a filter. Each copy's id is due at `due_ms` and
+/// The copies, the default route's receipt and each route's outcome that
+/// `passes` (the filters' verdicts on the event) make, the default route's
+/// delivery being `default_id`. Each copy's id is due at `due_ms` and
 /// shares its place with the copies made just before it
 /// ([`DeliveryId::sharing`]): an engine may file the copies of one place
 /// as one queue entry.
 pub(super) fn fan_out(
     settings: &TenantSettings,
-    msg: &Ingest,
-    read: (&HeaderMap, &[u8]),
+    passes: &Passes,
     (default_id, due_ms): (&DeliveryId, i64),
 ) -> FanOut {
-    let (default_passes, passes) = passing(settings, msg, read);
+    let default_passes = passes.default;
+    let passes = &passes.routes;
     let copies: Vec<RouteCopy> = settings
         .routes
         .iter()
-        .zip(&passes)
+        .zip(passes)
         .filter(|(_, passes)| **passes)
         .map(|(route, _)| RouteCopy {
             route: route.name.clone(),
@@ -139,7 +137,7 @@ pub(super) fn fan_out(
             filtered: !default_passes,
         });
         let mut got = copies.iter();
-        for (route, passes) in settings.routes.iter().zip(&passes) {
+        for (route, passes) in settings.routes.iter().zip(passes) {
             routes.push(RouteOutcome {
                 route: route.name.clone(),
                 delivery_id: passes
@@ -154,39 +152,4 @@ pub(super) fn fan_out(
         receipt,
         routes,
     }
-}
-
-/// Whether the default route's filter passes the event, and each other
-/// route's (in order).
-fn passing(
-    settings: &TenantSettings,
-    msg: &Ingest,
-    (headers, body): (&HeaderMap, &[u8]),
-) -> (bool, Vec<bool>) {
-    let filters =
-        std::iter::once(&settings.filter).chain(settings.routes.iter().map(|r| &r.filter));
-    if filters.clone().all(Option::is_none) {
-        return (true, vec![true; settings.routes.len()]);
-    }
-    let body: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
-    let header_pairs: Vec<(&str, &str)> = headers
-        .iter()
-        .filter_map(|(name, value)| Some((name.as_str(), value.to_str().ok()?)))
-        .collect();
-    let query: Vec<(std::borrow::Cow<'_, str>, std::borrow::Cow<'_, str>)> =
-        form_urlencoded::parse(msg.query.as_bytes()).collect();
-    let query_pairs: Vec<(&str, &str)> = query
-        .iter()
-        .map(|(k, v)| (k.as_ref(), v.as_ref()))
-        .collect();
-    let path = format!("/hooks/{}", settings.id);
-    let input = FilterInput {
-        body: &body,
-        headers: &header_pairs,
-        path: &path,
-        query: &query_pairs,
-    };
-    let mut passes = filters.map(|filter| filter.as_ref().is_none_or(|f| f.matches(&input)));
-    let default = passes.next().unwrap_or(true);
-    (default, passes.collect())
 }

@@ -263,6 +263,8 @@ fn try_start_on(
     // A test's gRPC clients live on the runtime that is blocked dropping the
     // server, so they cannot hang up: don't wait for them.
     config.grpc.shutdown_grace_secs = 0.0;
+    // This test binary is not hookd: transforms run in the built one.
+    hookd_server::use_transform_worker(crate::process::hookd_bin().to_owned());
     Server::start(config, Runtime::new(clock).with_sync(sync))
 }
 

@@ -153,7 +153,9 @@ fn check_items(items: &[Value], path: &Path<'_>) -> Result<(), FilterError> {
     Ok(())
 }
 
-/// Compiles filters, counting their nodes against [`MAX_NODES`].
+/// Compiles filters, counting their nodes (every operator, filter value
+/// and literal, each item of a `$in` list or of a literal array or object
+/// included) against [`MAX_NODES`].
 struct Compiler {
     nodes: usize,
 }
@@ -168,16 +170,19 @@ impl Compiler {
     }
 
     fn node(&mut self, filter: &Value, path: &Path<'_>) -> Result<Node, FilterError> {
-        self.count(path)?;
         match filter {
             Value::Array(items) => {
+                self.count(path)?;
                 check_items(items, path)?;
                 let items = items.iter().enumerate();
                 let nodes = items.map(|(i, item)| self.node(item, &path.index(i)));
                 Ok(Node::All(nodes.collect::<Result<_, _>>()?))
             }
-            Value::Object(entries) => self.object(entries, path),
-            primitive => Ok(Node::Primitive(literal(primitive, path)?)),
+            Value::Object(entries) => {
+                self.count(path)?;
+                self.object(entries, path)
+            }
+            primitive => Ok(Node::Primitive(self.literal(primitive, path)?)),
         }
     }
 
@@ -208,10 +213,10 @@ impl Compiler {
     fn op(&mut self, name: &str, operand: &Value, path: &Path<'_>) -> Result<Op, FilterError> {
         self.count(path)?;
         Ok(match name {
-            "$eq" => Op::Eq(literal(operand, path)?),
-            "$neq" => Op::Neq(literal(operand, path)?),
-            "$in" => Op::In(among(operand, path)?),
-            "$nin" => Op::Nin(among(operand, path)?),
+            "$eq" => Op::Eq(self.literal(operand, path)?),
+            "$neq" => Op::Neq(self.literal(operand, path)?),
+            "$in" => Op::In(self.among(operand, path)?),
+            "$nin" => Op::Nin(self.among(operand, path)?),
             "$gt" => Op::Compare(Compare::Gt, bound(operand, path)?),
             "$gte" => Op::Compare(Compare::Gte, bound(operand, path)?),
             "$lt" => Op::Compare(Compare::Lt, bound(operand, path)?),
@@ -242,43 +247,50 @@ impl Compiler {
             _ => Err(path.error("expects a non-empty array of filters")),
         }
     }
-}
 
-fn literal(value: &Value, path: &Path<'_>) -> Result<Literal, FilterError> {
-    Ok(match value {
-        Value::Null => Literal::Null,
-        Value::Bool(b) => Literal::Bool(*b),
-        Value::Number(n) => Literal::Number(n.clone()),
-        Value::String(s) => {
-            check_text(s, path, "")?;
-            Literal::String(s.as_str().into())
+    /// A literal of the spec, each of its items and members counted.
+    fn literal(&mut self, value: &Value, path: &Path<'_>) -> Result<Literal, FilterError> {
+        self.count(path)?;
+        Ok(match value {
+            Value::Null => Literal::Null,
+            Value::Bool(b) => Literal::Bool(*b),
+            Value::Number(n) => Literal::Number(n.clone()),
+            Value::String(s) => {
+                check_text(s, path, "")?;
+                Literal::String(s.as_str().into())
+            }
+            Value::Array(items) => Literal::Array(self.literals(items, path)?),
+            Value::Object(entries) => {
+                path.enter()?;
+                let mut fields = Vec::with_capacity(entries.len());
+                for (key, value) in entries {
+                    let at = path.key(key);
+                    check_text(key, &at, "field name ")?;
+                    fields.push((key.as_str().into(), self.literal(value, &at)?));
+                }
+                Literal::Object(fields.into())
+            }
+        })
+    }
+
+    fn literals(
+        &mut self,
+        items: &[Value],
+        path: &Path<'_>,
+    ) -> Result<Box<[Literal]>, FilterError> {
+        check_items(items, path)?;
+        let items = items.iter().enumerate();
+        items
+            .map(|(i, item)| self.literal(item, &path.index(i)))
+            .collect()
+    }
+
+    fn among(&mut self, operand: &Value, path: &Path<'_>) -> Result<Among, FilterError> {
+        match operand {
+            Value::String(_) => Ok(Among::Text(text(operand, path)?)),
+            Value::Array(items) => Ok(Among::List(self.literals(items, path)?)),
+            _ => Err(path.error("expects an array or a string")),
         }
-        Value::Array(items) => Literal::Array(literals(items, path)?),
-        Value::Object(entries) => {
-            path.enter()?;
-            let fields = entries.iter().map(|(key, value)| {
-                let at = path.key(key);
-                check_text(key, &at, "field name ")?;
-                Ok((key.as_str().into(), literal(value, &at)?))
-            });
-            Literal::Object(fields.collect::<Result<_, _>>()?)
-        }
-    })
-}
-
-fn literals(items: &[Value], path: &Path<'_>) -> Result<Box<[Literal]>, FilterError> {
-    check_items(items, path)?;
-    let items = items.iter().enumerate();
-    items
-        .map(|(i, item)| literal(item, &path.index(i)))
-        .collect()
-}
-
-fn among(operand: &Value, path: &Path<'_>) -> Result<Among, FilterError> {
-    match operand {
-        Value::String(_) => Ok(Among::Text(text(operand, path)?)),
-        Value::Array(items) => Ok(Among::List(literals(items, path)?)),
-        _ => Err(path.error("expects an array or a string")),
     }
 }
 

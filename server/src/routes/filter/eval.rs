@@ -1,8 +1,14 @@
 //! Evaluating a compiled filter against one event. Nothing here allocates:
 //! the walk borrows the tree and the input, and every comparison works on
-//! borrowed strings and numbers.
+//! borrowed strings and numbers. Every node applied to a value, every item
+//! looked through and every literal compared takes a step of the
+//! evaluation's [`Steps`] (a long string or header list takes one per
+//! [`BYTES_PER_STEP`] bytes or [`PAIRS_PER_STEP`] pairs more); once they are
+//! spent every node answers at once, and the caller learns the evaluation
+//! ran out ([`Steps::spent`]), so its cost is bounded whatever the filter
+//! and the body.
 
-use std::cmp::Ordering;
+use std::{cell::Cell, cmp::Ordering};
 
 use serde_json::{Number, Value};
 
@@ -11,15 +17,65 @@ use super::{
     FilterInput,
 };
 
-/// Whether every part present matches.
-pub(super) fn matches(parts: &Parts, input: &FilterInput<'_>) -> bool {
+/// Bytes of a string searched for a part that cost one more step.
+pub(super) const BYTES_PER_STEP: usize = 256;
+/// Header or query pairs looked through for a name that cost one more step.
+pub(super) const PAIRS_PER_STEP: usize = 16;
+
+/// The steps an evaluation may still take.
+#[derive(Debug)]
+pub struct Steps(Cell<u64>);
+
+impl Steps {
+    /// `steps` to take.
+    pub fn new(steps: u64) -> Self {
+        Steps(Cell::new(steps))
+    }
+
+    /// Steps not taken yet.
+    pub fn left(&self) -> u64 {
+        self.0.get()
+    }
+
+    /// Whether an evaluation ran out: then its answer means nothing.
+    pub fn spent(&self) -> bool {
+        self.0.get() == 0
+    }
+
+    /// Takes `n` steps; false (and none left) when fewer remain.
+    fn take(&self, n: u64) -> bool {
+        match self.0.get().checked_sub(n) {
+            Some(left) => {
+                self.0.set(left);
+                true
+            }
+            None => {
+                self.0.set(0);
+                false
+            }
+        }
+    }
+}
+
+/// Whether every part present matches, unless `steps` ran out (see
+/// [`Steps::spent`]).
+pub(super) fn matches(parts: &Parts, input: &FilterInput<'_>, steps: &Steps) -> bool {
     let part = |node: &Option<Node>, view: View<'_>| {
-        node.as_ref().is_none_or(|node| node.eval(Some(view)))
+        node.as_ref()
+            .is_none_or(|node| node.eval(Some(view), steps))
     };
     part(&parts.body, View::Json(input.body))
         && part(&parts.path, View::Text(input.path))
         && part(&parts.headers, View::Pairs(input.headers, Names::AnyCase))
         && part(&parts.query, View::Pairs(input.query, Names::Exact))
+}
+
+/// `any` over `items` that stops once the steps are spent.
+fn any_item<'a>(items: &'a [Value], steps: &Steps, test: impl Fn(&'a Value) -> bool) -> bool {
+    items
+        .iter()
+        .take_while(|_| !steps.spent())
+        .any(|item| steps.take(1) && test(item))
 }
 
 /// How the names of a pairs view compare.
@@ -60,10 +116,13 @@ impl<'a> View<'a> {
 
     /// The field `name` of an object (`None` for anything else). A repeated
     /// header or query name gives its first value.
-    fn field(self, name: &str) -> Option<View<'a>> {
+    fn field(self, name: &str, steps: &Steps) -> Option<View<'a>> {
         match self {
             View::Json(Value::Object(fields)) => fields.get(name).map(View::Json),
             View::Pairs(pairs, names) => {
+                if !steps.take((pairs.len() / PAIRS_PER_STEP) as u64) {
+                    return None;
+                }
                 let same = |key: &str| match names {
                     Names::AnyCase => key.eq_ignore_ascii_case(name),
                     Names::Exact => key == name,
@@ -78,16 +137,19 @@ impl<'a> View<'a> {
     }
 
     /// Deep equality with a literal of the spec.
-    fn equals(self, literal: &Literal) -> bool {
+    fn equals(self, literal: &Literal, steps: &Steps) -> bool {
         match (self, literal) {
-            (View::Text(s), Literal::String(l)) => s == &**l,
-            (View::Json(value), literal) => json_equals(value, literal),
+            (View::Text(s), Literal::String(l)) => steps.take(1) && s == &**l,
+            (View::Json(value), literal) => json_equals(value, literal, steps),
             _ => false,
         }
     }
 }
 
-fn json_equals(value: &Value, literal: &Literal) -> bool {
+fn json_equals(value: &Value, literal: &Literal, steps: &Steps) -> bool {
+    if !steps.take(1) {
+        return false;
+    }
     match (value, literal) {
         (Value::Null, Literal::Null) => true,
         (Value::Bool(v), Literal::Bool(l)) => v == l,
@@ -98,13 +160,13 @@ fn json_equals(value: &Value, literal: &Literal) -> bool {
                 && items
                     .iter()
                     .zip(literals.iter())
-                    .all(|(v, l)| json_equals(v, l))
+                    .all(|(v, l)| json_equals(v, l, steps))
         }
         (Value::Object(fields), Literal::Object(literals)) => {
             fields.len() == literals.len()
                 && literals
                     .iter()
-                    .all(|(key, l)| fields.get(&**key).is_some_and(|v| json_equals(v, l)))
+                    .all(|(key, l)| fields.get(&**key).is_some_and(|v| json_equals(v, l, steps)))
         }
         _ => false,
     }
@@ -125,16 +187,23 @@ fn number_order(a: &Number, b: &Number) -> Option<Ordering> {
 
 impl Node {
     /// Whether this filter matches `value` (`None`: a missing field).
-    fn eval(&self, value: Option<View<'_>>) -> bool {
+    fn eval(&self, value: Option<View<'_>>, steps: &Steps) -> bool {
+        if !steps.take(1) {
+            return false;
+        }
         match self {
             Node::Primitive(literal) => value.is_some_and(|value| match value.items() {
-                Some(items) => items.iter().any(|item| self.eval(Some(View::Json(item)))),
-                None => value.equals(literal),
+                Some(items) => any_item(items, steps, |item| {
+                    self.eval(Some(View::Json(item)), steps)
+                }),
+                None => value.equals(literal, steps),
             }),
             Node::All(filters) => value.and_then(View::items).is_some_and(|items| {
-                filters
-                    .iter()
-                    .all(|filter| items.iter().any(|item| filter.eval(Some(View::Json(item)))))
+                filters.iter().all(|filter| {
+                    any_item(items, steps, |item| {
+                        filter.eval(Some(View::Json(item)), steps)
+                    })
+                })
             }),
             Node::Object {
                 entries,
@@ -144,39 +213,44 @@ impl Node {
                     return value.is_some();
                 }
                 if let Some(items) = value.and_then(View::items).filter(|_| *has_fields) {
-                    return items.iter().any(|item| self.eval(Some(View::Json(item))));
+                    return any_item(items, steps, |item| {
+                        self.eval(Some(View::Json(item)), steps)
+                    });
                 }
-                entries.iter().all(|entry| entry.eval(value))
+                entries.iter().all(|entry| entry.eval(value, steps))
             }
         }
     }
 }
 
 impl Entry {
-    fn eval(&self, value: Option<View<'_>>) -> bool {
+    fn eval(&self, value: Option<View<'_>>, steps: &Steps) -> bool {
         match self {
             Entry::Field(name, filter) => match value {
-                Some(map) if map.is_map() => filter.eval(map.field(name)),
+                Some(map) if map.is_map() => filter.eval(map.field(name, steps), steps),
                 _ => false,
             },
-            Entry::Op(op) => op.eval(value),
+            Entry::Op(op) => op.eval(value, steps),
         }
     }
 }
 
 impl Op {
     /// Only `$exist`, `$or`, `$and` and `$not` can match a missing value.
-    fn eval(&self, value: Option<View<'_>>) -> bool {
+    fn eval(&self, value: Option<View<'_>>, steps: &Steps) -> bool {
+        if !steps.take(1) {
+            return false;
+        }
         let present = |test: &dyn Fn(View<'_>) -> bool| value.is_some_and(test);
         match self {
             Op::Exist(wanted) => value.is_some() == *wanted,
-            Op::Or(filters) => filters.iter().any(|filter| filter.eval(value)),
-            Op::And(filters) => filters.iter().all(|filter| filter.eval(value)),
-            Op::Not(filter) => !filter.eval(value),
-            Op::Eq(literal) => present(&|v| v.equals(literal)),
-            Op::Neq(literal) => present(&|v| !v.equals(literal)),
-            Op::In(among) => present(&|v| contains(v, among) == Some(true)),
-            Op::Nin(among) => present(&|v| contains(v, among) == Some(false)),
+            Op::Or(filters) => filters.iter().any(|filter| filter.eval(value, steps)),
+            Op::And(filters) => filters.iter().all(|filter| filter.eval(value, steps)),
+            Op::Not(filter) => !filter.eval(value, steps),
+            Op::Eq(literal) => present(&|v| v.equals(literal, steps)),
+            Op::Neq(literal) => present(&|v| !v.equals(literal, steps)),
+            Op::In(among) => present(&|v| contains(v, among, steps) == Some(true)),
+            Op::Nin(among) => present(&|v| contains(v, among, steps) == Some(false)),
             Op::Compare(compare, bound) => {
                 present(&|v| order(v, bound).is_some_and(|o| compare.holds(o)))
             }
@@ -189,19 +263,25 @@ impl Op {
 }
 
 /// What `$in` answers, or `None` where it does not apply (a type mismatch).
-fn contains(value: View<'_>, among: &Among) -> Option<bool> {
+fn contains(value: View<'_>, among: &Among, steps: &Steps) -> Option<bool> {
     match (among, value.items()) {
-        (Among::Text(part), Some(items)) => {
-            Some(items.iter().any(|item| item.as_str() == Some(&**part)))
-        }
-        (Among::Text(part), None) => value.text().map(|text| text.contains(&**part)),
-        (Among::List(list), Some(items)) => Some(
-            items
-                .iter()
-                .any(|item| list.iter().any(|l| View::Json(item).equals(l))),
-        ),
+        (Among::Text(part), Some(items)) => Some(any_item(items, steps, |item| {
+            item.as_str() == Some(&**part)
+        })),
+        (Among::Text(part), None) => value.text().map(|text| {
+            steps.take(1 + (text.len() / BYTES_PER_STEP) as u64) && text.contains(&**part)
+        }),
+        (Among::List(list), Some(items)) => Some(any_item(items, steps, |item| {
+            list.iter()
+                .take_while(|_| !steps.spent())
+                .any(|l| View::Json(item).equals(l, steps))
+        })),
         (Among::List(_), None) if value.is_map() => None,
-        (Among::List(list), None) => Some(list.iter().any(|l| value.equals(l))),
+        (Among::List(list), None) => Some(
+            list.iter()
+                .take_while(|_| !steps.spent())
+                .any(|l| value.equals(l, steps)),
+        ),
     }
 }
 

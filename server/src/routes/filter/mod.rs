@@ -50,12 +50,21 @@
 //!   missing value included.
 //!
 //! Bounds, checked at compile with the JSON pointer of the offence:
-//! [`MAX_SPEC_BYTES`], [`MAX_DEPTH`], [`MAX_NODES`], [`MAX_ARRAY_ITEMS`],
-//! [`MAX_STRING_BYTES`].
+//! [`MAX_SPEC_BYTES`], [`MAX_DEPTH`], [`MAX_NODES`] (every literal counts,
+//! each item of a `$in` list included), [`MAX_ARRAY_ITEMS`],
+//! [`MAX_STRING_BYTES`]. Evaluation is bounded too, whatever the body: it
+//! counts its steps ([`Steps`]; one per node applied to a value, per item
+//! looked through and per literal compared) and stops when they run out
+//! ([`RouteFilter::matches`] then says [`OverBudget`]). The ingest path
+//! gives each filter [`INLINE_STEPS`] on the HTTP worker and, if that is
+//! not enough, [`MAX_FILTER_STEPS`] on a filter thread (`pool.rs`), all of
+//! an event's filters together at most [`MAX_EVENT_FILTER_STEPS`]; a
+//! filter out of steps does not pass the event.
 
 mod compile;
 mod eval;
 mod node;
+pub mod pool;
 #[cfg(test)]
 mod tests;
 
@@ -63,12 +72,25 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+pub use eval::Steps;
+
 /// Largest spec, in bytes of compact JSON.
 pub const MAX_SPEC_BYTES: usize = 64 * 1024;
 /// Deepest nesting of objects and arrays within one part of a spec.
 pub const MAX_DEPTH: usize = 16;
-/// Most filter nodes (filter values and operators) in a whole spec.
-pub const MAX_NODES: usize = 1_000;
+/// Most filter nodes (filter values, operators and literals, each item of a
+/// list counted) in a whole spec.
+pub const MAX_NODES: usize = 4_096;
+/// Steps a filter may take on the HTTP worker that holds the request: a
+/// few tens of microseconds. A filter that needs more is evaluated again
+/// on a filter thread.
+pub const INLINE_STEPS: u64 = 20_000;
+/// Steps a filter may take on a filter thread (about 3 ms of one core,
+/// docs/benchmarks.md); past them it does not pass the event.
+pub const MAX_FILTER_STEPS: u64 = 1_000_000;
+/// Steps all of a tenant's filters may take together on one event (about
+/// 11 ms): once they are spent, the filters not yet evaluated do not pass.
+pub const MAX_EVENT_FILTER_STEPS: u64 = 4 * MAX_FILTER_STEPS;
 /// Most items in any one array of a spec.
 pub const MAX_ARRAY_ITEMS: usize = 1_000;
 /// Longest string (field name or value) in a spec, in bytes.
@@ -110,6 +132,11 @@ pub struct FilterError {
     pub reason: String,
 }
 
+/// A filter ran out of its steps before it could decide.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the filter ran out of its budget of {MAX_FILTER_STEPS} steps on this event")]
+pub struct OverBudget;
+
 impl RouteFilter {
     /// Validates `spec` against the syntax and bounds and compiles it.
     pub fn compile(spec: &Value) -> Result<Self, FilterError> {
@@ -120,9 +147,14 @@ impl RouteFilter {
         })))
     }
 
-    /// Whether the event passes every part of the filter. Allocates nothing.
-    pub fn matches(&self, input: &FilterInput<'_>) -> bool {
-        eval::matches(&self.0.parts, input)
+    /// Whether the event passes every part of the filter, taking at most
+    /// `steps`: [`OverBudget`] when they run out first. Allocates nothing.
+    pub fn matches(&self, input: &FilterInput<'_>, steps: &Steps) -> Result<bool, OverBudget> {
+        let matched = eval::matches(&self.0.parts, input, steps);
+        match steps.spent() {
+            true => Err(OverBudget),
+            false => Ok(matched),
+        }
     }
 
     /// The spec this filter was compiled from, for display.

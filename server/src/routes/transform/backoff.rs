@@ -1,13 +1,14 @@
 //! A route's back-off from a transform that keeps overrunning its limits:
 //! after [`OVERRUNS_BEFORE_BACKOFF`] runs in a row stopped at their CPU
-//! budget, wall-clock limit or memory limit, the route starts at most one
+//! budget, wall-clock limit or memory limit, that returned a request over
+//! its size cap or whose worker process stopped, the route starts at most one
 //! run per [`interval`] until a run ends within its
 //! limits. Nothing is skipped or failed by it: the deliveries waiting stay
 //! queued, and each one still gets its run, later.
 
 use std::{sync::Mutex, time::Duration};
 
-use super::{TransformError, TransformLimits};
+use super::{Oversize, TransformError, TransformLimits};
 
 /// Overruns in a row after which the route backs off.
 pub const OVERRUNS_BEFORE_BACKOFF: u32 = 3;
@@ -54,6 +55,8 @@ pub fn is_overrun(error: &TransformError) -> bool {
         TransformError::Timeout { .. }
             | TransformError::Starved { .. }
             | TransformError::OutOfMemory { .. }
+            | TransformError::TooLarge(Oversize::Output)
+            | TransformError::Stopped(_)
     )
 }
 
@@ -167,6 +170,9 @@ mod tests {
         assert!(is_overrun(&TransformError::Timeout { budget }));
         assert!(is_overrun(&TransformError::Starved { limit: budget }));
         assert!(is_overrun(&TransformError::OutOfMemory { limit_bytes: 1 }));
+        assert!(is_overrun(&TransformError::TooLarge(Oversize::Output)));
+        assert!(is_overrun(&TransformError::Stopped("killed".into())));
+        assert!(!is_overrun(&TransformError::TooLarge(Oversize::Code)));
         assert!(!is_overrun(&TransformError::Threw("x".into())));
         assert!(!is_overrun(&TransformError::StackOverflow));
     }

@@ -4,8 +4,10 @@
 
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 /// What was too large.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Oversize {
     /// The transform's source code, over [`super::MAX_CODE_BYTES`].
     Code,
@@ -13,8 +15,9 @@ pub enum Oversize {
     Output,
 }
 
-/// A transform that failed to compile or to run.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// A transform that failed to compile or to run. Serializable: a worker
+/// process sends it to hookd.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
 pub enum TransformError {
     /// The code does not parse as JavaScript; the engine's message, with its
     /// line.
@@ -29,7 +32,8 @@ pub enum TransformError {
     /// [`super::MAX_MESSAGE_BYTES`]. The text is the transform author's.
     #[error("transform threw: {0}")]
     Threw(String),
-    /// Stopped by the interrupt once its CPU budget had elapsed.
+    /// Stopped once its CPU budget had elapsed: by the engine's interrupt,
+    /// or by hookd killing its worker process within the margin after.
     #[error("transform exceeded its CPU budget of {} ms", .budget.as_millis())]
     Timeout {
         /// The budget it ran with.
@@ -66,4 +70,8 @@ pub enum TransformError {
     /// The body is neither JSON nor UTF-8 text, so no transform can take it.
     #[error("the body is not UTF-8 text; transforms take JSON or text bodies")]
     NotText,
+    /// The worker process running it stopped or could not be started
+    /// (e.g. it went past the process's memory cap).
+    #[error("the transform's process stopped: {0}")]
+    Stopped(String),
 }

@@ -4,7 +4,12 @@
 //!
 //! The stored event is never touched: [`Transform::run`] takes a copy of the
 //! request and returns what to send, so the event stays as its sender signed
-//! it. Each run gets a fresh runtime and context (nothing leaks between runs,
+//! it. Every run happens in a worker process (`worker.rs`, the hookd binary
+//! started as `hookd transform-worker`), never in hookd itself, and hookd
+//! enforces its budget from outside (`pool.rs`): it kills the worker once
+//! the run has used its CPU budget plus [`pool::KILL_MARGIN`], whatever the
+//! script is doing, even inside a built-in's own loop. Inside the worker
+//! each run gets a fresh runtime and context (nothing leaks between runs,
 //! routes or tenants), a memory limit, a stack limit and an interrupt that
 //! stops the script once it has used its CPU budget (the thread's own CPU
 //! time, so waiting for a core is not charged) or, if it is kept waiting
@@ -15,7 +20,9 @@
 //! network or file system, no `performance` clock. `console` exists and
 //! discards what it is given, so pasted code that logs still runs. `eval` and
 //! `Function` work, but they only compile more code into the same sandbox:
-//! there is no host function for them to reach.
+//! there is no host function for them to reach. No tenant code runs when a
+//! route is loaded ([`Transform::new`]): its top level runs when it is
+//! saved ([`Transform::check`]) and in each run.
 //!
 //! Why QuickJS through `rquickjs` (0.14, maintained, the QuickJS-ng sources
 //! compiled in by `cc`, no other native dependency): it embeds in-process in
@@ -29,10 +36,10 @@
 //! The handler is the Hookdeck form, `addHandler("transform", (request,
 //! context) => request)`, or a top-level `function transform(request,
 //! context)`. `docs/routes.md` (`## Transforms`) is the user's reference.
-//! Runs are synchronous; the dispatcher runs them on the [`pool`]'s threads,
-//! which are in the idle scheduling class so that a busy transform yields
-//! its core to ingest and to other tenants' work, with at least 1 MiB of
-//! stack to spare (the engine's own limit is [`MAX_STACK_BYTES`]).
+//! The dispatcher and the control plane await runs on the [`pool`]'s
+//! workers, which are in the idle scheduling class so that a busy transform
+//! yields its core to ingest and to other tenants' work (the engine's stack
+//! limit is [`MAX_STACK_BYTES`], well inside the worker's main thread's).
 
 pub mod backoff;
 mod error;
@@ -41,12 +48,16 @@ pub mod pool;
 mod sandbox;
 #[cfg(test)]
 mod tests;
+mod wire;
+pub mod worker;
 
 use std::{fmt, time::Duration};
 
 pub use error::{Oversize, TransformError};
 use hookd_proto::domain::defaults;
+use pool::{RouteShare, TransformPool};
 use serde_json::{json, Map, Value};
+use wire::{Answer, Job};
 
 use crate::ids::{DeliveryId, EventId, TenantId};
 
@@ -270,21 +281,92 @@ impl fmt::Debug for Transform {
 }
 
 impl Transform {
-    /// Checks that `code` is at most [`MAX_CODE_BYTES`], parses, and
-    /// registers a handler when its top level runs under the default limits.
-    pub fn compile(code: &str, version: u32) -> Result<Transform, TransformError> {
+    /// Takes `code` (at most [`MAX_CODE_BYTES`]) as a route's transform.
+    /// Nothing runs here: a tenant's code never runs while hookd starts,
+    /// resolves a tenant or follows another replica's change. Whether it
+    /// parses and registers a handler is [`Transform::check`]ed when it is
+    /// saved, and every run fails with the reason if it does not.
+    pub fn new(code: &str, version: u32) -> Result<Transform, TransformError> {
         if code.len() > MAX_CODE_BYTES {
             return Err(TransformError::TooLarge(Oversize::Code));
         }
-        sandbox::check(code, &TransformLimits::default())?;
         Ok(Transform {
             code: code.to_owned(),
             version,
         })
     }
 
-    /// Runs the handler on a copy of `request` in a fresh sandbox.
-    pub fn run(
+    /// Runs the code's top level in a worker within `limits` on `share`
+    /// and checks that it registers a handler.
+    pub async fn check(
+        &self,
+        share: &RouteShare,
+        limits: &TransformLimits,
+    ) -> Result<(), TransformError> {
+        let job = Job::Check {
+            code: self.code.clone(),
+            limits: *limits,
+        };
+        match TransformPool::shared().run(share, job).await.answer? {
+            Answer::Checked => Ok(()),
+            Answer::Failed(e) => Err(e),
+            _ => Err(TransformError::Stopped(
+                "the transform worker answered another job".into(),
+            )),
+        }
+    }
+
+    /// Runs the handler on a copy of `request` in a fresh sandbox of a
+    /// worker, on `share`.
+    pub async fn run(
+        &self,
+        share: &RouteShare,
+        request: &TransformRequest,
+        context: &TransformContext,
+        limits: &TransformLimits,
+    ) -> Result<TransformOutcome, TransformError> {
+        self.run_measured(share, request, context, limits).await.0
+    }
+
+    /// [`Transform::run`], with the CPU time its worker spent on it.
+    pub async fn run_measured(
+        &self,
+        share: &RouteShare,
+        request: &TransformRequest,
+        context: &TransformContext,
+        limits: &TransformLimits,
+    ) -> (Result<TransformOutcome, TransformError>, Duration) {
+        let input = request.to_json().to_string();
+        // The engine could not hold it parsed within its memory limit.
+        if input.len() > limits.memory_bytes() {
+            let limit_bytes = limits.memory_bytes();
+            return (
+                Err(TransformError::OutOfMemory { limit_bytes }),
+                Duration::ZERO,
+            );
+        }
+        let job = Job::Run {
+            code: self.code.clone(),
+            input,
+            context: context.to_json().to_string(),
+            limits: *limits,
+        };
+        let ran = TransformPool::shared().run(share, job).await;
+        let outcome = ran.answer.and_then(|answer| match answer {
+            Answer::Drop => Ok(TransformOutcome::Drop),
+            Answer::Send(json) => output::read(&json, &request.method).map(TransformOutcome::Send),
+            Answer::Failed(e) => Err(e),
+            Answer::Checked => Err(TransformError::Stopped(
+                "the transform worker answered another job".into(),
+            )),
+        });
+        (outcome, ran.cpu)
+    }
+
+    /// [`Transform::run`] on the calling thread, without a worker: for the
+    /// sandbox's own tests.
+    #[cfg(test)]
+    fn run_here(
         &self,
         request: &TransformRequest,
         context: &TransformContext,

@@ -18,7 +18,10 @@ use rquickjs::{
     Context, Ctx, Error, Function, Object, Runtime, Value,
 };
 
-use super::{TransformError, TransformLimits, MAX_MESSAGE_BYTES, MAX_STACK_BYTES};
+use super::{
+    wire::MAX_RESULT_JSON_BYTES, Oversize, TransformError, TransformLimits, MAX_MESSAGE_BYTES,
+    MAX_STACK_BYTES,
+};
 
 /// The built-ins a transform gets: no `performance` clock, no WeakRef
 /// finalizers (they would need a job loop), nothing from outside the
@@ -150,7 +153,12 @@ fn serialize<'js>(
             other => other,
         })?;
     let json = json.ok_or_else(|| bad("the request cannot be serialized"))?;
-    json.to_string().map(Some).map_err(|e| failed.on(ctx, e))
+    // Measured in the engine's own memory before a byte is copied out.
+    let json = json.to_cstring().map_err(|e| failed.on(ctx, e))?;
+    if json.len() > MAX_RESULT_JSON_BYTES {
+        return Err(TransformError::TooLarge(Oversize::Output));
+    }
+    Ok(Some(json.as_str().to_owned()))
 }
 
 fn bad(why: &str) -> TransformError {

@@ -32,12 +32,19 @@ fn context() -> TransformContext {
     }
 }
 
+/// [`Transform::new`] and the check a save makes, on this thread.
+fn compile(code: &str, version: u32) -> Result<Transform, TransformError> {
+    let transform = Transform::new(code, version)?;
+    sandbox::check(code, &TransformLimits::default())?;
+    Ok(transform)
+}
+
 fn run(code: &str) -> Result<TransformOutcome, TransformError> {
     run_with(code, &TransformLimits::default())
 }
 
 fn run_with(code: &str, limits: &TransformLimits) -> Result<TransformOutcome, TransformError> {
-    Transform::compile(code, 1)?.run(&request(), &context(), limits)
+    compile(code, 1)?.run_here(&request(), &context(), limits)
 }
 
 fn sent(code: &str) -> TransformRequest {
@@ -114,14 +121,14 @@ fn context_names_the_delivery_and_has_an_empty_env() {
 
 #[test]
 fn text_body_reaches_the_handler_as_a_string() {
-    let transform = Transform::compile(
+    let transform = compile(
         r#"addHandler("transform", (r) => ({ ...r, body: typeof r.body + ":" + r.body }))"#,
         1,
     )
     .expect("compiles");
     let mut input = request();
     input.body = TransformBody::from_bytes(b"a=1&b=2").expect("text");
-    let out = transform.run(&input, &context(), &TransformLimits::default());
+    let out = transform.run_here(&input, &context(), &TransformLimits::default());
     match out {
         Ok(TransformOutcome::Send(out)) => {
             assert_eq!(out.body, TransformBody::Text("string:a=1&b=2".into()))
@@ -173,11 +180,11 @@ fn a_thrown_string_and_a_long_message_are_kept_short() {
 #[test]
 fn compile_refuses_bad_syntax_no_handler_and_oversized_code() {
     assert!(matches!(
-        Transform::compile("addHandler('transform', (r) => {", 1),
+        compile("addHandler('transform', (r) => {", 1),
         Err(TransformError::Syntax(_))
     ));
     assert_eq!(
-        Transform::compile("const x = 1;", 1).map(|_| ()),
+        compile("const x = 1;", 1).map(|_| ()),
         Err(TransformError::NoHandler)
     );
     let big = format!(
@@ -185,10 +192,10 @@ fn compile_refuses_bad_syntax_no_handler_and_oversized_code() {
         "x".repeat(MAX_CODE_BYTES)
     );
     assert_eq!(
-        Transform::compile(&big, 1).map(|_| ()),
+        compile(&big, 1).map(|_| ()),
         Err(TransformError::TooLarge(Oversize::Code))
     );
-    let ok = Transform::compile("function transform(r) { return r }", 7).expect("compiles");
+    let ok = compile("function transform(r) { return r }", 7).expect("compiles");
     assert_eq!(ok.version(), 7);
     assert_eq!(ok.code(), "function transform(r) { return r }");
 }
@@ -196,7 +203,7 @@ fn compile_refuses_bad_syntax_no_handler_and_oversized_code() {
 #[test]
 fn a_syntax_error_names_its_line() {
     assert_eq!(
-        Transform::compile("function transform(r) {\n\n  let = ;\n}", 1).map(|_| ()),
+        compile("function transform(r) {\n\n  let = ;\n}", 1).map(|_| ()),
         Err(TransformError::Syntax(
             "unexpected token in expression: ';' (line 3)".into()
         ))
@@ -242,11 +249,11 @@ fn a_runtime_syntax_error_thrown_by_the_code_is_a_throw() {
 #[test]
 fn an_endless_loop_is_stopped_within_its_budget() {
     let code = r#"addHandler("transform", (r) => { while (true) {} })"#;
-    let transform = Transform::compile(code, 1).expect("compiles");
+    let transform = compile(code, 1).expect("compiles");
     let limits = TransformLimits::default();
     let started = Instant::now();
     let err = transform
-        .run(&request(), &context(), &limits)
+        .run_here(&request(), &context(), &limits)
         .expect_err("stopped");
     let took = started.elapsed();
     assert_eq!(
@@ -268,7 +275,7 @@ fn an_endless_loop_is_stopped_within_its_budget() {
 #[test]
 fn an_endless_loop_at_the_top_level_fails_compile_with_a_timeout() {
     assert_eq!(
-        Transform::compile("for (;;) {}", 1).map(|_| ()),
+        compile("for (;;) {}", 1).map(|_| ()),
         Err(TransformError::Timeout {
             budget: DEFAULT_CPU
         })
@@ -368,9 +375,9 @@ fn runs_do_not_see_each_others_globals() {
             Object.prototype.polluted = true;
             return { ...r, body: seen };
         });"#;
-    let transform = Transform::compile(code, 1).expect("compiles");
+    let transform = compile(code, 1).expect("compiles");
     for _ in 0..2 {
-        match transform.run(&request(), &context(), &TransformLimits::default()) {
+        match transform.run_here(&request(), &context(), &TransformLimits::default()) {
             Ok(TransformOutcome::Send(out)) => {
                 assert_eq!(out.body, TransformBody::Text("fresh".into()))
             }

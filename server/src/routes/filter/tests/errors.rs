@@ -133,16 +133,46 @@ fn depth_is_bounded() {
 
 #[test]
 fn filter_nodes_are_bounded() {
-    assert_eq!(MAX_NODES, 1_000);
+    assert_eq!(MAX_NODES, 4_096);
     // The root object and `$or` are two nodes; each item is one more.
     let items = |n: usize| Value::Array(vec![json!(0); n]);
-    RouteFilter::compile(&json!({"body": {"$or": items(MAX_NODES - 2)}}))
-        .expect("1000 nodes compile");
-    let pointer = format!("/body/$or/{}", MAX_NODES - 2);
+    RouteFilter::compile(&json!({"body": {"$or": items(1_000)}})).expect("1002 nodes compile");
+    // Nested in objects, the items take more of them.
+    let spread = |n: usize| {
+        let ors: Vec<Value> = (0..n).map(|_| json!({"$or": items(1_000)})).collect();
+        json!({ "body": { "$and": ors } })
+    };
+    RouteFilter::compile(&spread(4)).expect("4010 nodes compile");
     assert_refused(
-        json!({"body": {"$or": items(MAX_NODES - 1)}}),
-        &pointer,
-        "more than 1000 filter nodes",
+        spread(5),
+        "/body/$and/4/$or/84",
+        "more than 4096 filter nodes",
+    );
+}
+
+#[test]
+fn every_literal_of_a_list_counts_as_a_node() {
+    // Five lists of 1,000 literals: two nodes for the root and `$or`, two
+    // for each list's object and `$in`, and one for each literal.
+    let list = |len: u64| json!({ "$in": (0..len).collect::<Vec<_>>() });
+    let lists = |last: u64| {
+        let mut lists: Vec<Value> = (0..4).map(|_| list(1_000)).collect();
+        lists.push(list(last));
+        json!({ "body": { "$or": lists } })
+    };
+    RouteFilter::compile(&lists(84)).expect("4096 nodes compile");
+    assert_refused(
+        lists(85),
+        "/body/$or/4/$in/84",
+        "more than 4096 filter nodes",
+    );
+    let literal = json!({ "body": { "$eq": { "a": (0..1_000).collect::<Vec<_>>() } } });
+    RouteFilter::compile(&literal).expect("1004 nodes compile");
+    let literals: Vec<Value> = (0..5).map(|_| literal["body"].clone()).collect();
+    assert_refused(
+        json!({ "body": { "$and": literals } }),
+        "/body/$and/4/$eq/a/74",
+        "more than 4096 filter nodes",
     );
 }
 

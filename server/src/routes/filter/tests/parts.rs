@@ -35,21 +35,21 @@ fn header_names_compare_case_insensitively() {
     let body = json!({});
     let input = event(&body, HEADERS, "/", &[]);
     assert!(
-        compiled(json!({"headers": {"stripe-signature": {"$startsWith": "t="}}})).matches(&input)
+        compiled(json!({"headers": {"stripe-signature": {"$startsWith": "t="}}})).decides(&input)
     );
-    assert!(compiled(json!({"headers": {"CONTENT-TYPE": "application/json"}})).matches(&input));
-    assert!(!compiled(json!({"headers": {"content-type": "application/JSON"}})).matches(&input));
-    assert!(compiled(json!({"headers": {"x-repeat": "first"}})).matches(&input));
-    assert!(!compiled(json!({"headers": {"x-repeat": "second"}})).matches(&input));
-    assert!(compiled(json!({"headers": {"authorization": {"$exist": false}}})).matches(&input));
-    assert!(!compiled(json!({"headers": {"authorization": {"$exist": true}}})).matches(&input));
+    assert!(compiled(json!({"headers": {"CONTENT-TYPE": "application/json"}})).decides(&input));
+    assert!(!compiled(json!({"headers": {"content-type": "application/JSON"}})).decides(&input));
+    assert!(compiled(json!({"headers": {"x-repeat": "first"}})).decides(&input));
+    assert!(!compiled(json!({"headers": {"x-repeat": "second"}})).decides(&input));
+    assert!(compiled(json!({"headers": {"authorization": {"$exist": false}}})).decides(&input));
+    assert!(!compiled(json!({"headers": {"authorization": {"$exist": true}}})).decides(&input));
     assert!(compiled(
         json!({"headers": {"$or": [{"x-a": "1"}, {"content-type": {"$endsWith": "/json"}}]}})
     )
-    .matches(&input));
+    .decides(&input));
     assert!(
         !compiled(json!({"headers": {"$eq": {"content-type": "application/json"}}}))
-            .matches(&input)
+            .decides(&input)
     );
 }
 
@@ -58,10 +58,10 @@ fn header_values_are_strings() {
     let body = json!({});
     let headers = [("x-count", "5")];
     let input = event(&body, &headers, "/", &[]);
-    assert!(compiled(json!({"headers": {"x-count": "5"}})).matches(&input));
-    assert!(!compiled(json!({"headers": {"x-count": 5}})).matches(&input));
-    assert!(!compiled(json!({"headers": {"x-count": {"$gte": 1}}})).matches(&input));
-    assert!(compiled(json!({"headers": {"x-count": {"$gte": "1"}}})).matches(&input));
+    assert!(compiled(json!({"headers": {"x-count": "5"}})).decides(&input));
+    assert!(!compiled(json!({"headers": {"x-count": 5}})).decides(&input));
+    assert!(!compiled(json!({"headers": {"x-count": {"$gte": 1}}})).decides(&input));
+    assert!(compiled(json!({"headers": {"x-count": {"$gte": "1"}}})).decides(&input));
 }
 
 #[test]
@@ -69,23 +69,23 @@ fn query_pairs_match_by_exact_name() {
     let body = json!({});
     let query = [("page", "2"), ("mode", "live"), ("page", "3")];
     let input = event(&body, &[], "/", &query);
-    assert!(compiled(json!({"query": {"page": "2"}})).matches(&input));
-    assert!(!compiled(json!({"query": {"page": "3"}})).matches(&input));
-    assert!(!compiled(json!({"query": {"Page": "2"}})).matches(&input));
-    assert!(compiled(json!({"query": {"mode": {"$in": ["live", "test"]}}})).matches(&input));
-    assert!(compiled(json!({"query": {"debug": {"$exist": false}}})).matches(&input));
+    assert!(compiled(json!({"query": {"page": "2"}})).decides(&input));
+    assert!(!compiled(json!({"query": {"page": "3"}})).decides(&input));
+    assert!(!compiled(json!({"query": {"Page": "2"}})).decides(&input));
+    assert!(compiled(json!({"query": {"mode": {"$in": ["live", "test"]}}})).decides(&input));
+    assert!(compiled(json!({"query": {"debug": {"$exist": false}}})).decides(&input));
 }
 
 #[test]
 fn the_path_is_a_string_at_the_root() {
     let body = json!({});
     let input = event(&body, &[], "/hooks/acme/orders", &[]);
-    assert!(compiled(json!({"path": "/hooks/acme/orders"})).matches(&input));
-    assert!(!compiled(json!({"path": "/hooks/acme"})).matches(&input));
-    assert!(compiled(json!({"path": {"$startsWith": "/hooks/"}})).matches(&input));
-    assert!(compiled(json!({"path": {"$in": "/acme/"}})).matches(&input));
-    assert!(compiled(json!({"path": {"$not": {"$in": "/health"}}})).matches(&input));
-    assert!(!compiled(json!({"path": {"segment": "x"}})).matches(&input));
+    assert!(compiled(json!({"path": "/hooks/acme/orders"})).decides(&input));
+    assert!(!compiled(json!({"path": "/hooks/acme"})).decides(&input));
+    assert!(compiled(json!({"path": {"$startsWith": "/hooks/"}})).decides(&input));
+    assert!(compiled(json!({"path": {"$in": "/acme/"}})).decides(&input));
+    assert!(compiled(json!({"path": {"$not": {"$in": "/health"}}})).decides(&input));
+    assert!(!compiled(json!({"path": {"segment": "x"}})).decides(&input));
 }
 
 #[test]
@@ -99,7 +99,7 @@ fn every_given_part_must_match() {
         "query": {"v": "1"},
         "path": {"$endsWith": "/acme"}
     });
-    assert!(compiled(all.clone()).matches(&input));
+    assert!(compiled(all.clone()).decides(&input));
     for (part, wrong) in [
         ("body", json!({"type": "x"})),
         ("headers", json!({"x": "y"})),
@@ -109,11 +109,11 @@ fn every_given_part_must_match() {
         let mut spec = all.clone();
         spec[part] = wrong;
         assert!(
-            !compiled(spec).matches(&input),
+            !compiled(spec).decides(&input),
             "{part} alone fails the event"
         );
     }
-    assert!(compiled(json!({})).matches(&input));
+    assert!(compiled(json!({})).decides(&input));
 }
 
 #[test]
