@@ -275,9 +275,9 @@ fn a_replayed_record_change_keeps_what_other_changes_left_in_the_entry() {
     let replay = |lsn, record: fn(&mut Batch)| {
         let mut batch = Batch::default();
         record(&mut batch);
-        let sealed = batch.seal(lsn);
-        // The ops follow the record's 16-byte header.
-        let ops = &sealed.bytes()[16..];
+        let sealed = batch.seal(lsn, lsn - 1);
+        // The ops follow the record's 24-byte header.
+        let ops = &sealed.bytes()[24..];
         assert!(super::wal::record::ops(ops).all(|op| !matches!(op, Ok(Op::Insert(..)))));
         super::apply::apply_record(std::slice::from_ref(&queue), &marker, lsn, ops).unwrap();
     };
