@@ -94,7 +94,8 @@ impl Shared {
             tracing::error!(
                 error = %e,
                 "{what} failed: storage is poisoned, every write is refused with 503 \
-                 and /readyz fails until hookd is restarted; check the disk and the kernel log"
+                 and /readyz and /healthz fail until hookd is restarted; check the disk and \
+                 the kernel log"
             );
         }
     }
