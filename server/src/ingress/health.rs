@@ -6,8 +6,19 @@ use serde_json::json;
 use super::{request_id_of, AppState};
 use crate::error::{ApiError, ErrorCode};
 
-/// Alive: the process answers HTTP.
-pub async fn healthz() -> HttpResponse {
+/// Alive: the process answers HTTP and its storage can take writes again
+/// without a restart. A poisoned sled store refuses every write until
+/// hookd restarts and recovers from what is on disk, so liveness fails
+/// then: the supervisor's restart is the recovery (and, while the disk is
+/// still full, a start that fails and is retried).
+pub async fn healthz(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    if state.registry.store().needs_restart() {
+        return ApiError::new(
+            ErrorCode::StorageUnavailable,
+            "storage: a write or fsync failed; hookd takes no writes until it is restarted",
+        )
+        .to_response(&request_id_of(&req));
+    }
     HttpResponse::Ok().json(json!({"status": "ok"}))
 }
 

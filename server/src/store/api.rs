@@ -333,6 +333,12 @@ pub trait Storage: Send + Sync + 'static {
     /// False once a write or sync failed: nothing more is acknowledged.
     fn is_healthy(&self) -> bool;
 
+    /// True once the engine takes writes again only after hookd restarts
+    /// and recovers from what is on disk (sled, after a failed write or
+    /// sync); an engine that heals by itself (PostgreSQL answering again)
+    /// never needs it. Liveness fails then, so a supervisor restarts hookd.
+    fn needs_restart(&self) -> bool;
+
     /// Resolves once everything written before the call is durable.
     fn durable_barrier(&self) -> BoxFuture<'static, Result<()>>;
 

@@ -82,6 +82,40 @@ async fn a_failed_write_answers_503_until_a_restart() {
     );
 }
 
+/// A full disk fails the log's sync; space returns (the syncs after it
+/// succeed), but a failed fsync leaves the page cache unknown, so the store
+/// stays poisoned: every write 503, and liveness fails too (`/healthz`
+/// 503), so a supervisor restarts hookd, which is the recovery: after the
+/// restart liveness holds and writes are taken again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_poisoned_store_fails_liveness_until_the_restart_that_recovers_it() {
+    let sync = FaultSync::new();
+    let mut s = TestServer::start_with_sync(ACME, sync.clone() as SharedSync);
+    assert_eq!(post_order(&s, "evt_1").await.status, StatusCode::ACCEPTED);
+    assert_eq!(s.get("/healthz").await.status(), StatusCode::OK);
+
+    sync.fail_once();
+    assert_eq!(
+        post_order(&s, "evt_2").await.status,
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    let answer = post_order(&s, "evt_3").await;
+    assert_eq!(
+        (answer.status, answer.code()),
+        (StatusCode::SERVICE_UNAVAILABLE, "STORAGE_UNAVAILABLE"),
+        "the disk has room again, the store is still poisoned: {:?}",
+        answer.body
+    );
+    let live = s.get("/healthz").await;
+    assert_eq!(live.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let live: serde_json::Value = live.json().await.unwrap();
+    assert_eq!(live["code"], "STORAGE_UNAVAILABLE", "{live}");
+
+    s.restart(ACME);
+    assert_eq!(s.get("/healthz").await.status(), StatusCode::OK);
+    assert_eq!(post_order(&s, "evt_3").await.status, StatusCode::ACCEPTED);
+}
+
 /// The sync of the batch holding evt_2 fails once (as Linux reports a
 /// writeback error once): its retry, new events and known events all get
 /// 503 STORAGE_UNAVAILABLE and /readyz fails, until a restart.

@@ -11,6 +11,7 @@ mod compressed;
 mod contracts;
 mod control;
 mod crash;
+mod damaged_data;
 mod dashboard;
 mod durability;
 mod edge;

@@ -120,6 +120,56 @@ impl HookdProcess {
         }
     }
 
+    /// Starts hookd on `data` and `config` expecting it to refuse to start:
+    /// returns what it wrote to stderr once it exited unsuccessfully; fails
+    /// the test if it began serving or did not exit, bounded.
+    pub fn refused(data: &Path, config: &Path) -> String {
+        let mut child = Command::new(hookd_bin())
+            .args([
+                "--data-dir",
+                data.to_str().unwrap(),
+                "--config",
+                config.to_str().unwrap(),
+            ])
+            .args(["--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"])
+            .env("HOOKD_DASHBOARD__ADDR", "127.0.0.1:0")
+            .env_remove("RUST_LOG")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let lines = std::thread::spawn(move || {
+            let mut lines = Vec::new();
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let serving = line.contains("http listening on ");
+                lines.push(line);
+                if serving {
+                    return (lines.join("\n"), true);
+                }
+            }
+            (lines.join("\n"), false)
+        });
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !lines.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let hung = !lines.is_finished();
+        if hung {
+            let _ = child.kill();
+        }
+        let (stderr, serving) = lines.join().unwrap();
+        if serving {
+            let _ = child.kill();
+        }
+        let status = child.wait().unwrap();
+        assert!(
+            !hung && !serving && !status.success(),
+            "hookd did not refuse to start ({status}):\n{stderr}"
+        );
+        stderr
+    }
+
     /// POSTs `body` to acme, signed with its current secret at `ts`.
     pub async fn post(&self, event_id: &str, ts: i64, body: &[u8]) -> (StatusCode, Value) {
         let mut req = reqwest::Client::new().post(format!("{}/hooks/acme", self.base));

@@ -404,6 +404,10 @@ impl Storage for PgStore {
         self.inner.healthy.load(Ordering::SeqCst)
     }
 
+    fn needs_restart(&self) -> bool {
+        false
+    }
+
     fn durable_barrier(&self) -> BoxFuture<'static, Result<()>> {
         // Every write commits with synchronous_commit on before it answers:
         // what was written before is durable already.

@@ -259,6 +259,10 @@ impl Storage for SledStore {
         SledStore::is_healthy(self)
     }
 
+    fn needs_restart(&self) -> bool {
+        !SledStore::is_healthy(self)
+    }
+
     fn durable_barrier(&self) -> BoxFuture<'static, Result<()>> {
         let committer = self.committer.clone();
         async move { committer.barrier().await }.boxed()

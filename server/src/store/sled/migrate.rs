@@ -40,9 +40,12 @@ use crate::{
 /// one queue entry holding the receipts of several deliveries and the
 /// log's records adding and taking such receipts one by one
 /// (`entry.rs`), which a hookd of layout 8 would misread (a layout-8 entry
-/// is an entry of one receipt under layout 9, so nothing is moved).
-/// Recorded in the data dir once it is reached.
-pub(super) const LAYOUT: u32 = 9;
+/// is an entry of one receipt under layout 9, so nothing is moved), 10
+/// the log's records carrying the last record synced before them (format
+/// 2, `wal/record.rs`), which a hookd of layout 9 would take for a log of
+/// an unknown format (this one still reads a layout-9 log, so nothing is
+/// moved). Recorded in the data dir once it is reached.
+pub(super) const LAYOUT: u32 = 10;
 /// The tree and key that record the layout of a data dir.
 const LAYOUT_TREE: &str = "hookd/layout";
 const LAYOUT_KEY: &str = "version";

@@ -354,12 +354,16 @@ impl SledStore {
         migrate::move_legacy_dir(data_dir, sync.as_ref(), cache_bytes)?;
         let path = sled_path(data_dir);
         std::fs::create_dir_all(&path)?;
-        let db = open_db(&path, cache_bytes)?;
-        let shared = SharedTrees::open(&db)?;
-        let mut syncer = sync::Syncer::open(&path, sync.clone())?;
-        migrate::upgrade(&db, &path, &shared.0, &SHARED_TREES, &mut syncer)?;
-        migrate::fence_legacy_dir(data_dir, sync.as_ref())?;
-        let stage = recover(data_dir, &db, &shared, sync, syncer)?;
+        let opened = (|| {
+            let db = open_db(&path, cache_bytes)?;
+            let shared = SharedTrees::open(&db)?;
+            let mut syncer = sync::Syncer::open(&path, sync.clone())?;
+            migrate::upgrade(&db, &path, &shared.0, &SHARED_TREES, &mut syncer)?;
+            migrate::fence_legacy_dir(data_dir, sync.as_ref())?;
+            let stage = recover(data_dir, &db, &shared, sync, syncer)?;
+            Ok((db, shared, stage))
+        })();
+        let (db, shared, stage) = opened.map_err(|e| damage_named(&path, e))?;
         let poisoned = Arc::new(AtomicBool::new(false));
         let (committer, handle) = Committer::start(stage, batch_max, poisoned.clone())?;
         Ok((
@@ -488,6 +492,47 @@ fn recover(
         syncer,
         applied: last,
     })
+}
+
+/// `e`, or, when it is sled finding its own files at `path` damaged, an
+/// error that names them and says what to do. The write-ahead log holds
+/// only what was written since sled's last checkpoints, so hookd cannot
+/// rebuild the damaged records from it.
+fn damage_named(path: &Path, e: crate::error::Error) -> crate::error::Error {
+    let at = match &e {
+        crate::error::Error::Storage {
+            source: Some(source),
+            ..
+        } => match source.downcast_ref::<sled::Error>() {
+            Some(sled::Error::Corruption { at, .. }) => *at,
+            _ => return e,
+        },
+        _ => return e,
+    };
+    let file = match at {
+        Some(sled::DiskPtr::Inline(offset)) => {
+            format!("{} at byte offset {offset}", path.join("db").display())
+        }
+        Some(sled::DiskPtr::Blob(_, blob)) => path
+            .join("blobs")
+            .join(blob.to_string())
+            .display()
+            .to_string(),
+        None => format!(
+            "{} (its log `db`, a `snap.*` snapshot or a file in `blobs/`)",
+            path.display()
+        ),
+    };
+    crate::error::Error::storage(
+        format!(
+            "the database is damaged: sled read corrupted data in {file}, and the write-ahead \
+             log holds only the writes since sled's last checkpoint, so hookd cannot rebuild \
+             it; hookd does not start and changed nothing. Keep a copy of the data dir ({}) as evidence, then restore the \
+             data dir from a backup: see \"A damaged database\" in docs/durability.md",
+            path.parent().unwrap_or(path).display()
+        ),
+        Some(Box::new(e)),
+    )
 }
 
 /// Opens the sled database at `path` with hookd's settings.

@@ -94,7 +94,8 @@ impl Shared {
             tracing::error!(
                 error = %e,
                 "{what} failed: storage is poisoned, every write is refused with 503 \
-                 and /readyz fails until hookd is restarted; check the disk and the kernel log"
+                 and /readyz and /healthz fail until hookd is restarted; check the disk and \
+                 the kernel log"
             );
         }
     }
@@ -173,6 +174,10 @@ pub(super) struct Pipeline {
     /// The last record applied to sled (in memory): what a checkpoint
     /// makes durable.
     applied: Arc<AtomicU64>,
+    /// The last record durable in the log (or in sled), which each record
+    /// carries: recovery tells by it a damaged record from one torn by a
+    /// crash before its sync.
+    synced: Arc<AtomicU64>,
     threads: Vec<JoinHandle<()>>,
 }
 
@@ -195,7 +200,7 @@ impl Pipeline {
             let lsn = self.next_lsn;
             self.next_lsn += 1;
             self.applied.store(lsn, Ordering::SeqCst);
-            batch.seal(lsn)
+            batch.seal(lsn, self.synced.load(Ordering::SeqCst))
         });
         self.to_log.send(Decided { record, answers }).is_ok()
     }
@@ -229,6 +234,8 @@ pub(super) fn start(stage: Stage, shared: Shared) -> Result<(Sender<Waiter>, Pip
     let (to_log, from_committer) = sync_channel::<Decided>(LOG_GROUP_MAX);
     let (checkpoints, waiters) = std::sync::mpsc::channel::<Waiter>();
     let applied_now = Arc::new(AtomicU64::new(applied));
+    let synced = Arc::new(AtomicU64::new(applied));
+    let log_synced = synced.clone();
     let checkpointer = Checkpointer {
         db,
         syncer,
@@ -239,7 +246,7 @@ pub(super) fn start(stage: Stage, shared: Shared) -> Result<(Sender<Waiter>, Pip
     let threads = vec![
         std::thread::Builder::new()
             .name("hookd-log".into())
-            .spawn(move || write_log(log, from_committer, shared))?,
+            .spawn(move || write_log(log, from_committer, shared, log_synced))?,
         std::thread::Builder::new()
             .name("hookd-checkpoint".into())
             .spawn(move || checkpointer.run(waiters))?,
@@ -252,6 +259,7 @@ pub(super) fn start(stage: Stage, shared: Shared) -> Result<(Sender<Waiter>, Pip
             marker,
             next_lsn: applied + 1,
             applied: applied_now,
+            synced,
             threads,
         },
     ))
@@ -269,7 +277,8 @@ const GATHER_MAX: Duration = Duration::from_millis(1);
 /// sync's time (at most [`GATHER_MAX`]) for more: the writers it just
 /// answered send their next write within that, and join this sync instead
 /// of waiting a whole one for the next (a lone writer is never held).
-fn write_log(mut log: Log, batches: Receiver<Decided>, shared: Shared) {
+/// After each sync, `synced` is the last record it made durable.
+fn write_log(mut log: Log, batches: Receiver<Decided>, shared: Shared, synced: Arc<AtomicU64>) {
     let mut gather = Duration::ZERO;
     while let Ok(first) = batches.recv() {
         let group = gather_group(first, &batches, gather);
@@ -294,7 +303,8 @@ fn write_log(mut log: Log, batches: Receiver<Decided>, shared: Shared) {
             true => (started.elapsed() / 8).min(GATHER_MAX),
             false => Duration::ZERO,
         };
-        if !records.is_empty() {
+        if let Some(record) = records.last() {
+            synced.store(record.lsn(), Ordering::SeqCst);
             shared.stats.batches.fetch_add(1, Ordering::Relaxed);
         }
         shared

@@ -1,7 +1,11 @@
 //! One record of the write-ahead log: a batch of inserts into and removes
 //! from the shared trees, numbered and checksummed. On disk a record is
-//! `len: u32 | crc32: u32 | lsn: u64 | ops`, little endian, where `len`
-//! counts the bytes after the crc and the crc covers the same bytes; each op
+//! `len: u32 | crc32: u32 | lsn: u64 | synced: u64 | ops`, little endian,
+//! where `len` counts the bytes after the crc and the crc covers the same
+//! bytes, and `synced` is the last record known durable when this one was
+//! sealed: a whole record after a damaged one tells recovery whether the
+//! damaged one had been synced (so acknowledged) or was torn by the crash
+//! ([`super::recover`]). Format 1 had no `synced`, and is still read. Each op
 //! is `tree: u8 | key_len: u32 | value_len: u32 | key | value`, a remove
 //! marked by [`REMOVE`] in the tree byte (and no value). [`RECORDS`] in
 //! the tree byte makes an insert the records added to a queue entry and a
@@ -12,8 +16,28 @@
 
 use crate::error::{Error, Result};
 
-/// Bytes before a record's ops: length, checksum, sequence number.
-pub(super) const HEADER: usize = 16;
+/// Bytes before a record's ops: length, checksum, sequence number, the
+/// last record durable when it was sealed.
+const HEADER: usize = 24;
+
+/// The layout of the records of a segment, named in its first bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Format {
+    /// `len | crc32 | lsn | ops`, written by hookd before storage layout 10.
+    V1,
+    /// `len | crc32 | lsn | synced | ops`.
+    V2,
+}
+
+impl Format {
+    /// Bytes before a record's ops.
+    pub(super) fn header(self) -> usize {
+        match self {
+            Format::V1 => 16,
+            Format::V2 => HEADER,
+        }
+    }
+}
 
 /// The longest record the log accepts back (a batch of the largest bodies
 /// hookd takes is far below it): a longer length field is damage.
@@ -80,9 +104,12 @@ impl Batch {
         self.buf.len() == HEADER
     }
 
-    /// Numbers the batch `lsn` and seals it: the bytes to append.
-    pub fn seal(mut self, lsn: u64) -> Sealed {
+    /// Numbers the batch `lsn` and seals it: the bytes to append. `synced`
+    /// is the last record durable now (every one numbered up to it is on
+    /// disk, in the log or in sled).
+    pub fn seal(mut self, lsn: u64, synced: u64) -> Sealed {
         self.buf[8..16].copy_from_slice(&lsn.to_le_bytes());
+        self.buf[16..24].copy_from_slice(&synced.to_le_bytes());
         let len = len32(&self.buf[8..]);
         let crc = crc32fast::hash(&self.buf[8..]);
         self.buf[0..4].copy_from_slice(&len.to_le_bytes());
@@ -117,33 +144,48 @@ impl Sealed {
 /// What reading a record at the start of `bytes` found.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum Read<'a> {
-    /// A whole record: its number, its ops and its length on disk.
-    Record { lsn: u64, ops: &'a [u8], len: usize },
+    /// A whole record: its number, the last record durable when it was
+    /// sealed (format 2), its ops and its length on disk.
+    Record {
+        lsn: u64,
+        synced: Option<u64>,
+        ops: &'a [u8],
+        len: usize,
+    },
     /// No record starts here: the end of what was written (zeros or nothing).
     End,
     /// A record cut short or whose checksum fails: a write the crash tore.
     Torn,
 }
 
-/// Reads the record at the start of `bytes`.
-pub(super) fn read(bytes: &[u8]) -> Read<'_> {
+/// Reads the record of `format` at the start of `bytes`.
+pub(super) fn read(bytes: &[u8], format: Format) -> Read<'_> {
     if bytes.len() < 8 || bytes[..8] == [0; 8] {
         return Read::End;
     }
     let len = u32::from_le_bytes(bytes[0..4].try_into().expect("4 bytes")) as usize;
     let crc = u32::from_le_bytes(bytes[4..8].try_into().expect("4 bytes"));
-    if !(8..=MAX_RECORD).contains(&len) || bytes.len() < 8 + len {
+    if !(format.header() - 8..=MAX_RECORD).contains(&len) || bytes.len() < 8 + len {
         return Read::Torn;
     }
     let body = &bytes[8..8 + len];
     if crc32fast::hash(body) != crc {
         return Read::Torn;
     }
+    let word = |at: usize| u64::from_le_bytes(body[at..at + 8].try_into().expect("8 bytes"));
     Read::Record {
-        lsn: u64::from_le_bytes(body[..8].try_into().expect("8 bytes")),
-        ops: &body[8..],
+        lsn: word(0),
+        synced: (format == Format::V2).then(|| word(8)),
+        ops: &body[format.header() - 8..],
         len: 8 + len,
     }
+}
+
+/// The number of the record that would start at `bytes` (of either
+/// format), if it were whole: a cheap look before [`read`] checks its
+/// checksum.
+pub(super) fn number_at(bytes: &[u8]) -> Option<u64> {
+    Some(u64::from_le_bytes(bytes.get(8..16)?.try_into().ok()?))
 }
 
 /// One op of a record.
@@ -217,7 +259,7 @@ mod tests {
         batch.remove(2, b"acme/q1");
         batch.add_records(2, b"acme/q2", b"dlv_2\n{}");
         batch.take_record(2, b"acme/q2", b"dlv_2");
-        batch.seal(7)
+        batch.seal(7, 5)
     }
 
     #[test]
@@ -225,13 +267,14 @@ mod tests {
         let sealed = sealed();
         let Read::Record {
             lsn,
+            synced,
             ops: bytes,
             len,
-        } = read(sealed.bytes())
+        } = read(sealed.bytes(), Format::V2)
         else {
             panic!("a whole record");
         };
-        assert_eq!((lsn, len), (7, sealed.bytes().len()));
+        assert_eq!((lsn, synced, len), (7, Some(5), sealed.bytes().len()));
         let ops: Vec<Op> = ops(bytes).collect::<Result<_>>().unwrap();
         assert_eq!(
             ops,
@@ -250,13 +293,37 @@ mod tests {
         let sealed = sealed();
         let bytes = sealed.bytes();
         for cut in [9, bytes.len() - 1] {
-            assert_eq!(read(&bytes[..cut]), Read::Torn, "cut at {cut}");
+            assert_eq!(read(&bytes[..cut], Format::V2), Read::Torn, "cut at {cut}");
         }
         let mut flipped = bytes.to_vec();
         *flipped.last_mut().unwrap() ^= 1;
-        assert_eq!(read(&flipped), Read::Torn);
-        assert_eq!(read(&[0; 64]), Read::End);
-        assert_eq!(read(&[]), Read::End);
+        assert_eq!(read(&flipped, Format::V2), Read::Torn);
+        assert_eq!(read(&[0; 64], Format::V2), Read::End);
+        assert_eq!(read(&[], Format::V2), Read::End);
+    }
+
+    /// A record of format 1 (no `synced`) reads back with its ops whole.
+    #[test]
+    fn a_format_1_record_reads_back() {
+        let mut body = 9u64.to_le_bytes().to_vec();
+        body.extend_from_slice(&[1, 1, 0, 0, 0, 1, 0, 0, 0, b'k', b'v']);
+        let mut bytes = (body.len() as u32).to_le_bytes().to_vec();
+        bytes.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
+        bytes.extend_from_slice(&body);
+        let Read::Record {
+            lsn,
+            synced,
+            ops: found,
+            len,
+        } = read(&bytes, Format::V1)
+        else {
+            panic!("a whole record");
+        };
+        assert_eq!((lsn, synced, len), (9, None, bytes.len()));
+        assert_eq!(
+            ops(found).collect::<Result<Vec<_>>>().unwrap(),
+            vec![Op::Insert(1, &b"k"[..], &b"v"[..])]
+        );
     }
 
     #[test]
