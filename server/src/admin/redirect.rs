@@ -80,7 +80,9 @@ impl Backend {
             .user_agent(concat!("hookd/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| ApiError::Internal(format!("redirect client: {e}")))?;
-        let result = send_attempt(&client, &settings, &event, 1, self.now_ms(), &[]).await;
+        let result = send_attempt(&client, &settings, &event, (1, self.now_ms()), &[], None)
+            .await
+            .expect("an attempt without a lease is always sent");
         let record = result.record;
         tracing::info!(
             tenant = %tenant_id,

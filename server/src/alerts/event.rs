@@ -94,15 +94,16 @@ pub fn body(format: SinkFormat, event: &Value) -> Vec<u8> {
         SinkFormat::Standard => event.clone(),
         SinkFormat::Slack => {
             let subject = event["subject"].as_str().unwrap_or_default();
-            let on = match subject.is_empty() {
-                true => String::new(),
-                false => format!(" ({subject})"),
+            let tenant = event["tenant"].as_str().unwrap_or_default();
+            let on = match (tenant.is_empty(), subject.is_empty()) {
+                (true, _) => String::new(),
+                (false, true) => format!(" for tenant {tenant}"),
+                (false, false) => format!(" for tenant {tenant} ({subject})"),
             };
             json!({
                 "text": format!(
-                    "hookd: {} for tenant {}{on}: {}",
+                    "hookd: {}{on}: {}",
                     event["type"].as_str().unwrap_or_default(),
-                    event["tenant"].as_str().unwrap_or_default(),
                     event["summary"].as_str().unwrap_or_default(),
                 )
             })
@@ -123,5 +124,8 @@ mod tests {
             body,
             json!({"text": "hookd: route.circuit_closed for tenant acme (orders): closed"})
         );
+        let digest = json!({"type": "alerts.digest", "tenant": "", "summary": "3 held back"});
+        let text: Value = serde_json::from_slice(&super::body(SinkFormat::Slack, &digest)).unwrap();
+        assert_eq!(text, json!({"text": "hookd: alerts.digest: 3 held back"}));
     }
 }

@@ -3,11 +3,14 @@
 //! server's clock ([`run`]), each (tenant, type, subject) transition-gated
 //! and debounced ([`debounce`]), stored on every engine ([`records`]) and
 //! notified, signed, through the tenant's and the operator's sinks, each a
-//! durable queue with a dispatcher of its own ([`sinks`]).
+//! durable queue with a dispatcher of its own ([`sinks`]), the operator's
+//! held to a budget across tenants ([`operator`]); resolved alerts are
+//! kept `alerts.retention_secs`.
 
 mod debounce;
 mod evaluate;
 mod event;
+mod operator;
 mod records;
 mod rules;
 mod signals;
@@ -33,6 +36,7 @@ pub use self::{
 };
 use self::{
     evaluate::Book,
+    operator::OperatorBudget,
     sinks::{Sink, SinkDelivery, SinkHandle, OPERATOR_SINK, TENANT_SINK},
 };
 use crate::{
@@ -67,6 +71,11 @@ struct Inner {
     delivery: SinkDelivery,
     every_ms: i64,
     operator: Option<Sink>,
+    /// What the operator's sink may still get in its window (taken after
+    /// `tenants` when both are held).
+    operator_budget: Mutex<OperatorBudget>,
+    /// How long a resolved alert is kept, ms.
+    retention_ms: i64,
     config_tenants: HashMap<String, TenantAlertsConfig>,
     policy: Arc<AddressPolicy>,
     tenants: Mutex<Book>,
@@ -113,6 +122,12 @@ impl Alerts {
                 },
                 every_ms: ms(config.evaluate_every_secs).max(1),
                 operator,
+                operator_budget: Mutex::new(OperatorBudget::new(
+                    config.operator_max_per_window,
+                    ms(config.operator_window_secs),
+                )),
+                retention_ms: i64::try_from(config.retention_secs.saturating_mul(1000))
+                    .unwrap_or(i64::MAX),
                 config_tenants,
                 policy,
                 tenants: Mutex::default(),

@@ -174,6 +174,29 @@ impl AlertRows {
         )])
     }
 
+    /// Removes the tenant's alerts resolved at or before `before_ms`; hands
+    /// back how many, and when the earliest resolved one it keeps resolved.
+    pub fn expire(&self, tenant: &str, before_ms: i64) -> Result<(usize, Option<i64>)> {
+        let mut changes = Vec::new();
+        let mut kept: Option<i64> = None;
+        for alert in self.all(tenant)? {
+            let Some(resolved) = alert
+                .resolved_at_ms
+                .filter(|_| alert.state == StoredState::Resolved)
+            else {
+                continue;
+            };
+            match resolved <= before_ms {
+                true => changes.push(RowChange::Remove(Table::Alerts, alert.key())),
+                false => kept = Some(kept.map_or(resolved, |k| k.min(resolved))),
+            }
+        }
+        if !changes.is_empty() {
+            self.rows.apply(&changes)?;
+        }
+        Ok((changes.len(), kept))
+    }
+
     /// Removes every alert and the settings of a deleted tenant.
     pub fn drop_tenant(&self, tenant: &str) -> Result<()> {
         let mut changes: Vec<RowChange> = self

@@ -63,6 +63,8 @@ pub struct Sink {
 
 /// A running sink; dropping it stops its dispatcher (its queue stays).
 pub struct SinkHandle {
+    /// `alerts` (the tenant's) or `operator`.
+    name: &'static str,
     format: SinkFormat,
     data: TenantStore,
     wake: Arc<Notify>,
@@ -109,11 +111,18 @@ impl SinkHandle {
             settings,
         )?;
         Ok(SinkHandle {
+            name: sink.name,
             format: sink.format,
             data,
             wake,
             abort,
         })
+    }
+
+    /// Whether this is the operator's sink (its notifications are held to
+    /// the operator's budget).
+    pub fn is_operator(&self) -> bool {
+        self.name == OPERATOR_SINK
     }
 
     /// How this sink's events are written.

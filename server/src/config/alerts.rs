@@ -26,6 +26,15 @@ pub struct AlertsConfig {
     pub sink_retry_window_secs: f64,
     /// Timeout of one attempt to a sink.
     pub sink_timeout_secs: f64,
+    /// Most notifications the operator's sink gets in one
+    /// `operator_window_secs`, of every tenant together; the rest are held
+    /// back and named in one digest when the window ends.
+    pub operator_max_per_window: u64,
+    /// The operator's sink's window.
+    pub operator_window_secs: f64,
+    /// How long a resolved alert is kept after it resolved, seconds; open
+    /// and acknowledged alerts are kept while they hold.
+    pub retention_secs: u64,
     /// The operator's sink: every tenant's events go there too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sink: Option<SinkConfig>,
@@ -135,6 +144,13 @@ impl AlertsConfig {
         bounds::RETRY_WINDOW_SECS
             .check("alerts.sink_retry_window_secs", self.sink_retry_window_secs)?;
         bounds::FORWARD_TIMEOUT_SECS.check("alerts.sink_timeout_secs", self.sink_timeout_secs)?;
+        bounds::ALERT_OPERATOR_MAX.check(
+            "alerts.operator_max_per_window",
+            self.operator_max_per_window,
+        )?;
+        bounds::ALERT_WINDOW_SECS
+            .check("alerts.operator_window_secs", self.operator_window_secs)?;
+        bounds::ALERT_RETENTION_SECS.check("alerts.retention_secs", self.retention_secs)?;
         if let Some(sink) = &self.sink {
             sink.validate("alerts.sink")?;
         }

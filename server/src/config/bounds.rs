@@ -218,6 +218,11 @@ pub const ALERT_WINDOW_SECS: Real = Real {
     max: DAY as f64,
 };
 
+/// `alerts.operator_max_per_window`.
+pub const ALERT_OPERATOR_MAX: Count = count(1, 100_000);
+/// `alerts.retention_secs`: from a minute to ten years.
+pub const ALERT_RETENTION_SECS: Count = count(60, 3_650 * DAY);
+
 /// A `usize` setting as a [`Count`] check.
 pub fn check_usize(bound: Count, key: &str, value: usize) -> Result<(), InvalidSetting> {
     bound.check(key, u64::try_from(value).unwrap_or(u64::MAX))

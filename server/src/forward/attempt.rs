@@ -1,7 +1,8 @@
 //! One forward attempt: POST the original body, signed in Standard Webhooks
 //! form with the tenant's destination secret, and classify the answer. A
 //! request that cannot be built, or whose destination address the policy
-//! denies, is never sent and never retried.
+//! denies, is never sent and never retried. An attempt claimed under a
+//! forwarding lease ends before the lease does ([`send_by`]).
 
 use std::time::{Duration, Instant};
 
@@ -37,21 +38,48 @@ pub struct AttemptResult {
     pub elapsed: Duration,
 }
 
+/// How long before the lease it was claimed under runs out an attempt ends
+/// at the latest: what it leaves for closing the connection and for the
+/// clocks of hookd and the database to drift apart.
+pub const LEASE_MARGIN: Duration = Duration::from_secs(1);
+
+/// When an attempt claimed under a lease that had `left` to run must have
+/// ended: [`LEASE_MARGIN`] before `left` after `asked`, when the claim was
+/// asked for (the database read its clock after that, so the lease ends no
+/// sooner).
+pub fn send_by(asked: Instant, left: Duration) -> Instant {
+    asked + left.saturating_sub(LEASE_MARGIN)
+}
+
+/// The whole attempt's timeout: the destination's, cut to what is left
+/// until `send_by`; `None` once nothing is left (it is not sent).
+fn time_left(timeout: Duration, send_by: Option<Instant>, now: Instant) -> Option<Duration> {
+    match send_by {
+        None => Some(timeout),
+        Some(by) => Some(by.checked_duration_since(now)?)
+            .filter(|left| !left.is_zero())
+            .map(|left| left.min(timeout)),
+    }
+}
+
 /// Headers of a forwarded delivery, besides the signature.
 pub const ATTEMPT_HEADER: &str = "hookd-attempt";
 /// Carries hookd's delivery id to the destination.
 pub const DELIVERY_ID_HEADER: &str = "hookd-delivery-id";
 
 /// Sends attempt number `attempt` of `event` to the tenant's destination,
-/// with `trace_headers` (the attempt's `traceparent`).
+/// with `trace_headers` (the attempt's `traceparent`), ended by `send_by`
+/// at the latest (the request's timeout cut to it). `None`: `send_by` came
+/// before the request could leave (after a slow transform, or a stall),
+/// so nothing was sent.
 pub async fn send(
     client: &reqwest::Client,
     settings: &ForwardSettings,
     event: &StoredEvent,
-    attempt: u32,
-    now_ms: i64,
+    (attempt, now_ms): (u32, i64),
     trace_headers: &[(String, String)],
-) -> AttemptResult {
+    send_by: Option<Instant>,
+) -> Option<AttemptResult> {
     let request_id = RequestId::generate();
     let started = Instant::now();
     let version = settings.transform.as_ref().map(|t| t.transform.version());
@@ -63,7 +91,9 @@ pub async fn send(
             Transformed::Drop => {
                 let note = b"dropped by the route's transform: nothing was sent".to_vec();
                 let answer = (None, note, Verdict::Dropped, (String::new(), String::new()));
-                return result(answer, attempt, now_ms, started, request_id, version);
+                return Some(result(
+                    answer, attempt, now_ms, started, request_id, version,
+                ));
             }
             Transformed::Failed(why) => {
                 let error = format!("transform_failed: {why}");
@@ -73,10 +103,13 @@ pub async fn send(
                     Verdict::TransformFailed,
                     ("transform_failed".to_owned(), error),
                 );
-                return result(answer, attempt, now_ms, started, request_id, version);
+                return Some(result(
+                    answer, attempt, now_ms, started, request_id, version,
+                ));
             }
         },
     };
+    let timeout = time_left(settings.timeout, send_by, Instant::now())?;
     let target = Target {
         event,
         attempt,
@@ -85,8 +118,8 @@ pub async fn send(
         request_id: &request_id,
         rewrite: rewrite.as_ref(),
     };
-    let answer = match build(client, settings, &target) {
-        Ok(request) => execute(client, request, settings, now_ms).await,
+    let answer = match build(client, settings, &target, timeout) {
+        Ok(request) => execute(client, request, (settings, timeout), now_ms).await,
         Err(error) => (
             None,
             Vec::new(),
@@ -94,7 +127,9 @@ pub async fn send(
             ("unsendable".to_owned(), error.to_string()),
         ),
     };
-    result(answer, attempt, now_ms, started, request_id, version)
+    Some(result(
+        answer, attempt, now_ms, started, request_id, version,
+    ))
 }
 
 /// What one attempt sends: the stored event, or what the route's
@@ -152,13 +187,15 @@ enum Unsendable {
     Url(String),
 }
 
-/// Builds the signed request, or says why it cannot be sent: a part that is
-/// no valid URL or header value, or a literal destination address the
-/// policy denies (names are checked when they are resolved).
+/// Builds the signed request, timed out after `timeout`, or says why it
+/// cannot be sent: a part that is no valid URL or header value, or a
+/// literal destination address the policy denies (names are checked when
+/// they are resolved).
 fn build(
     client: &reqwest::Client,
     settings: &ForwardSettings,
     target: &Target<'_>,
+    timeout: Duration,
 ) -> Result<reqwest::Request, Unsendable> {
     let Target {
         event,
@@ -188,7 +225,7 @@ fn build(
     };
     let mut request = client
         .post(url)
-        .timeout(settings.timeout)
+        .timeout(timeout)
         .header("x-request-id", request_id.as_str())
         .header(ATTEMPT_HEADER, attempt.to_string())
         .header(DELIVERY_ID_HEADER, meta.delivery_id.as_str());
@@ -223,12 +260,12 @@ fn build(
 /// failure, its class and plain words.
 type Answer = (Option<u16>, Vec<u8>, Verdict, (String, String));
 
-/// Sends a built request and classifies the answer; the failure is given
-/// as its class and its plain words.
+/// Sends a built request (timed out after `timeout`) and classifies the
+/// answer; the failure is given as its class and its plain words.
 async fn execute(
     client: &reqwest::Client,
     request: reqwest::Request,
-    settings: &ForwardSettings,
+    (settings, timeout): (&ForwardSettings, Duration),
     now_ms: i64,
 ) -> Answer {
     match client.execute(request).await {
@@ -267,7 +304,7 @@ async fn execute(
                 )
             }
             None => {
-                let error = describe(&e, settings);
+                let error = describe(&e, settings, timeout);
                 (
                     None,
                     Vec::new(),
@@ -310,16 +347,24 @@ fn root_cause(e: &reqwest::Error) -> &(dyn std::error::Error + 'static) {
 
 /// Plain words for a transport failure: what went wrong first ("dns lookup
 /// failed", "tls handshake failed", "connection reset", "response ended
-/// early", "could not connect"), then the innermost cause.
-fn describe(e: &reqwest::Error, settings: &ForwardSettings) -> String {
+/// early", "could not connect"), then the innermost cause; a timeout says
+/// when `timeout` (the whole attempt's) was cut short by the lease.
+fn describe(e: &reqwest::Error, settings: &ForwardSettings, timeout: Duration) -> String {
     if e.is_timeout() {
-        if e.is_connect() {
+        let cut = timeout < settings.timeout;
+        if e.is_connect() && !(cut && timeout <= settings.connect_timeout) {
             return format!(
                 "connect timeout after {:.1} s",
                 settings.connect_timeout.as_secs_f64()
             );
         }
-        return format!("timeout after {:.1} s", settings.timeout.as_secs_f64());
+        if cut {
+            return format!(
+                "timeout after {:.1} s, before the forwarding lease it was sent under ends",
+                timeout.as_secs_f64()
+            );
+        }
+        return format!("timeout after {:.1} s", timeout.as_secs_f64());
     }
     let chain: Vec<&(dyn std::error::Error + 'static)> =
         std::iter::successors(Some(e as &(dyn std::error::Error + 'static)), |e| {
@@ -412,6 +457,91 @@ mod tests {
         }
     }
 
+    /// An attempt claimed under a lease ends [`LEASE_MARGIN`] before it:
+    /// its timeout is the destination's cut to what is left, and it is not
+    /// sent once nothing is.
+    #[test]
+    fn an_attempt_under_a_lease_is_timed_out_before_the_lease_ends() {
+        let (asked, timeout) = (Instant::now(), Duration::from_secs(30));
+        let by = send_by(asked, Duration::from_secs(15));
+        assert_eq!(by, asked + Duration::from_secs(14));
+        assert_eq!(time_left(timeout, None, asked), Some(timeout));
+        assert_eq!(
+            time_left(timeout, Some(by), asked),
+            Some(Duration::from_secs(14))
+        );
+        let late = asked + Duration::from_secs(10);
+        assert_eq!(
+            time_left(timeout, Some(by), late),
+            Some(Duration::from_secs(4))
+        );
+        let short = Duration::from_secs(2);
+        assert_eq!(
+            time_left(short, Some(by), asked),
+            Some(short),
+            "a shorter timeout stands"
+        );
+        assert_eq!(time_left(timeout, Some(by), by), None);
+        assert_eq!(
+            time_left(timeout, Some(by), by + Duration::from_secs(1)),
+            None
+        );
+        assert_eq!(
+            send_by(asked, Duration::from_millis(500)),
+            asked,
+            "a lease about to end"
+        );
+    }
+
+    /// A destination that never answers holds an attempt under a lease only
+    /// until its `send_by`, far below the destination's 30 s timeout; one
+    /// whose `send_by` passed is not sent at all.
+    #[tokio::test]
+    async fn a_hanging_destination_is_cut_off_at_the_leases_deadline() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hooks", listener.local_addr().unwrap());
+        let held = tokio::spawn(async move {
+            let mut open = Vec::new();
+            loop {
+                let (conn, _) = listener.accept().await.unwrap();
+                open.push(conn);
+            }
+        });
+        let mut settings = settings(&url);
+        settings.timeout = Duration::from_secs(30);
+        let client = reqwest::Client::new();
+        let started = Instant::now();
+        let by = send_by(started, Duration::from_millis(1_500));
+        let result = send(&client, &settings, &event("evt_ok"), (1, 0), &[], Some(by))
+            .await
+            .expect("sent while the lease lasts");
+        let took = started.elapsed();
+        assert!(
+            took >= Duration::from_millis(450) && took < Duration::from_secs(5),
+            "{took:?}"
+        );
+        assert!(matches!(result.verdict, Verdict::Retryable { .. }));
+        assert!(
+            result.error.starts_with("timeout after 0.")
+                && result
+                    .error
+                    .ends_with("before the forwarding lease it was sent under ends"),
+            "{}",
+            result.error
+        );
+        let past = send(
+            &client,
+            &settings,
+            &event("evt_ok"),
+            (1, 0),
+            &[],
+            Some(Instant::now()),
+        )
+        .await;
+        assert!(past.is_none(), "nothing is sent past its deadline");
+        held.abort();
+    }
+
     /// A destination that counts the connections it accepts.
     fn counting_listener() -> (String, std::net::TcpListener) {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -443,7 +573,9 @@ mod tests {
                 "invalid URL",
             ),
         ] {
-            let result = send(&client, &settings, &event, 1, 0, &[]).await;
+            let result = send(&client, &settings, &event, (1, 0), &[], None)
+                .await
+                .expect("without a lease it is sent");
             assert_eq!(
                 result.verdict,
                 Verdict::Unsendable,
@@ -472,11 +604,12 @@ mod tests {
             &reqwest::Client::new(),
             &settings,
             &event("evt_ok"),
-            1,
-            0,
+            (1, 0),
             &[],
+            None,
         )
-        .await;
+        .await
+        .expect("without a lease it is sent");
         assert_eq!(result.verdict, Verdict::Unsendable, "{}", result.error);
         assert_eq!(
             result.error,
@@ -492,11 +625,12 @@ mod tests {
             &reqwest::Client::new(),
             &settings,
             &event("evt_ok"),
-            1,
-            0,
+            (1, 0),
             &[],
+            None,
         )
-        .await;
+        .await
+        .expect("without a lease it is sent");
         assert!(
             result.error.starts_with("could not connect"),
             "allowed, so tried: {}",

@@ -7,7 +7,7 @@
 //! the control plane gets a client whose resolver enforces the destination
 //! address policy, with no redirects and no proxy.
 
-use std::{collections::HashSet, future::Future, pin::Pin, sync::Arc};
+use std::{collections::HashSet, future::Future, pin::Pin, sync::Arc, time::Instant};
 
 use futures_util::{stream::FuturesUnordered, FutureExt, StreamExt};
 use tokio::sync::Notify;
@@ -65,7 +65,8 @@ enum Tried {
     /// The queued delivery had no stored event.
     NoEvent,
     /// The lease passed elsewhere (or the entry moved on) before it was
-    /// sent: nothing was sent, nothing is written.
+    /// sent, or would end before it could be: nothing was sent, nothing is
+    /// written.
     Fenced,
     /// An attempt was made.
     Sent(Box<Sent>),
@@ -82,20 +83,29 @@ struct Sent {
 
 type InFlight = Pin<Box<dyn Future<Output = Done> + Send>>;
 
-/// Whether the attempt at `key` may be sent under `fence`: always on an
-/// engine that serves one process; on a shared one, while the lease is
-/// still `fence` and the entry still queued (a failed check counts as no).
-async fn claimed(data: TenantStore, key: &[u8], id: &DeliveryId, fence: &Fence) -> bool {
+/// Whether the attempt at `key` may be sent under `fence`, and by when it
+/// must have ended ([`attempt::send_by`]): on an engine that serves one
+/// process, always and without a deadline; on a shared one, while the lease
+/// is still `fence` and the entry still queued, by shortly before the lease
+/// ends (`None`: not at all; a failed check counts as no).
+async fn claimed(
+    data: TenantStore,
+    key: &[u8],
+    id: &DeliveryId,
+    fence: &Fence,
+) -> Option<Option<Instant>> {
     if !fence.is_shared() {
-        return true;
+        return Some(None);
     }
     let (key, id, fence) = (key.to_vec(), id.clone(), fence.clone());
+    let asked = Instant::now();
     blocking(move || data.claim_attempt(&key, &id, &fence))
         .await
         .unwrap_or_else(|e| {
             tracing::warn!(error = %e, "claiming a forward attempt failed; not sent now");
-            false
+            None
         })
+        .map(|left| Some(attempt::send_by(asked, left)))
 }
 
 /// What a [`Dispatcher`] is built from.
@@ -370,7 +380,8 @@ impl Dispatcher {
 
     /// Sends one attempt once it is claimed under `fence` (on a store
     /// shared by several processes: the claim checks the lease is still
-    /// this process's, right before the send).
+    /// this process's, right before the send, and the send ends before the
+    /// lease does).
     fn attempt(
         &self,
         key: Vec<u8>,
@@ -400,17 +411,27 @@ impl Dispatcher {
         let data = self.data.clone();
         Box::pin(async move {
             let accepted_at_ms = state.received_at_ms;
-            if !claimed(data, &key, &delivery_id, &fence).await {
-                return Done {
-                    key,
-                    delivery_id,
-                    accepted_at_ms,
-                    tried: Tried::Fenced,
-                    fence,
-                };
-            }
-            let result =
-                attempt::send(&client, &settings, &event, number, now, &trace_headers).await;
+            let fenced = |key, delivery_id, fence| Done {
+                key,
+                delivery_id,
+                accepted_at_ms,
+                tried: Tried::Fenced,
+                fence,
+            };
+            let Some(send_by) = claimed(data, &key, &delivery_id, &fence).await else {
+                return fenced(key, delivery_id, fence);
+            };
+            let sent = attempt::send(
+                &client,
+                &settings,
+                &event,
+                (number, now),
+                &trace_headers,
+                send_by,
+            );
+            let Some(result) = sent.await else {
+                return fenced(key, delivery_id, fence);
+            };
             Done {
                 key,
                 delivery_id,
@@ -464,7 +485,7 @@ impl Dispatcher {
                 return Decided::NoEvent { key: done.key };
             }
             Tried::Fenced => {
-                tracing::info!(tenant = %self.tenant, route = %self.route, delivery_id = %done.delivery_id, "forwarding lease passed elsewhere (or the delivery moved on) before the attempt; not sent");
+                tracing::info!(tenant = %self.tenant, route = %self.route, delivery_id = %done.delivery_id, "forwarding lease passed elsewhere or about to end (or the delivery moved on) before the attempt; not sent");
                 self.lease.recheck();
                 return Decided::Fenced;
             }

@@ -13,7 +13,7 @@ mod rejected;
 use actix_web::{
     body::MessageBody,
     dev::{ServiceRequest, ServiceResponse},
-    http::header::{HeaderName, HeaderValue},
+    http::header::{HeaderName, HeaderValue, X_CONTENT_TYPE_OPTIONS},
     middleware::Next,
     web, HttpMessage, HttpRequest, HttpResponse,
 };
@@ -60,17 +60,21 @@ pub fn configure_metrics(state: AppState) -> impl FnOnce(&mut web::ServiceConfig
 }
 
 /// Gives every request an id, stores it for handlers and echoes it in
-/// `X-Request-Id` on every answer.
-pub async fn request_id(
+/// `X-Request-Id` on every answer; marks every answer
+/// `X-Content-Type-Options: nosniff`, so a browser never reads what a
+/// sender chose to be echoed (Meta's `hub.challenge`, an error's message)
+/// as anything but the content type it is answered with.
+pub async fn answer_headers(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
     let id = RequestId::generate();
     req.extensions_mut().insert(id.clone());
     let mut res = next.call(req).await?;
+    let headers = res.headers_mut();
+    headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     if let Ok(value) = HeaderValue::from_str(id.as_str()) {
-        res.headers_mut()
-            .insert(HeaderName::from_static("x-request-id"), value);
+        headers.insert(HeaderName::from_static("x-request-id"), value);
     }
     Ok(res)
 }

@@ -2,8 +2,9 @@
 //! acknowledged alerts now) and `hookd_alert_notifications_total{tenant,
 //! type,outcome}` (`queued`: written to a sink's queue, whose attempts are
 //! `hookd_forward_attempts_total` of route `~alerts` or `~operator`;
-//! `failed`: it could not be queued). Series appear with a type's first
-//! alert.
+//! `failed`: it could not be queued; `held`: the operator's sink's budget
+//! held it back for the window's digest). Series appear with a type's
+//! first alert.
 
 use hookd_proto::domain::AlertType;
 use prometheus_client::metrics::{counter::Counter, family::Family, gauge::Gauge};
@@ -54,6 +55,14 @@ impl AlertMetrics {
             "outcome",
             if queued { "queued" } else { "failed" }.to_owned(),
         ));
+        self.notifications.get_or_create(&labels).inc();
+    }
+
+    /// A notification about `kind` to the operator's sink was held back
+    /// for the window's digest.
+    pub fn held(&self, kind: AlertType) {
+        let mut labels = self.labels(kind);
+        labels.push(("outcome", "held".to_owned()));
         self.notifications.get_or_create(&labels).inc();
     }
 }

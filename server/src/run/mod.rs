@@ -15,6 +15,7 @@ use opentelemetry_sdk::trace::SdkTracerProvider;
 use self::serve::{Serving, Tls};
 
 mod background;
+mod private;
 mod serve;
 
 use crate::{
@@ -152,6 +153,12 @@ pub async fn run(
     listeners: Listeners,
     shutdown: impl Future<Output = ()> + 'static,
 ) -> Result<()> {
+    private::keep_private(&config.data_dir).map_err(|e| {
+        Error::config(
+            "data_dir",
+            format!("{} cannot be made private: {e}", config.data_dir.display()),
+        )
+    })?;
     let warnings = std::iter::once(config.metrics.scan_limit_warning()).chain(
         config
             .tenants

@@ -314,7 +314,7 @@ fn http_server(
                 ingress::header_limit(max_header_bytes, unrouted.clone(), req, next)
             }))
             .wrap(from_fn(ingress::close_unread_body))
-            .wrap(from_fn(ingress::request_id))
+            .wrap(from_fn(ingress::answer_headers))
             .configure(ingress::configure(state.clone()))
     })
     .workers(workers)
@@ -338,7 +338,7 @@ fn metrics_server(
 ) -> Result<actix_web::dev::Server> {
     Ok(HttpServer::new(move || {
         App::new()
-            .wrap(from_fn(ingress::request_id))
+            .wrap(from_fn(ingress::answer_headers))
             .configure(ingress::configure_metrics(state.clone()))
     })
     .workers(1)

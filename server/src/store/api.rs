@@ -11,7 +11,7 @@
 //! [`Storage::durable_barrier`], [`Storage::drop_tenant_trees`]) wait for
 //! durability without blocking.
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
@@ -176,11 +176,17 @@ pub trait TenantData: Send + Sync + 'static {
 
     /// Whether an attempt at `entry` may be sent now: `entry` is still
     /// queued for `id` and `fence` is still the tenant's forwarding lease,
-    /// unexpired (one check). An engine that serves one process grants
-    /// every lease: there is nothing to check.
-    fn claim_attempt(&self, entry: &[u8], id: &DeliveryId, fence: &Fence) -> Result<bool> {
+    /// unexpired (one check); if so, how long the lease has left, on the
+    /// clock that times it (`None`: it may not). An engine that serves one
+    /// process grants every lease for ever: there is nothing to check.
+    fn claim_attempt(
+        &self,
+        entry: &[u8],
+        id: &DeliveryId,
+        fence: &Fence,
+    ) -> Result<Option<Duration>> {
         let _ = (entry, id, fence);
-        Ok(true)
+        Ok(Some(Duration::MAX))
     }
 
     /// [`TenantData::record_attempt`], only while `fence` is still the

@@ -175,3 +175,48 @@ fn a_listener_that_cannot_bind_is_named_with_its_address_and_setting() {
         "names the setting that moves it: {stderr}"
     );
 }
+
+/// Every directory and file under `root` with its permission bits.
+fn modes_under(root: &std::path::Path) -> Vec<(String, bool, u32)> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::new();
+    let mut open = vec![root.to_path_buf()];
+    while let Some(path) = open.pop() {
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        out.push((
+            path.display().to_string(),
+            meta.is_dir(),
+            meta.mode() & 0o777,
+        ));
+        if meta.is_dir() {
+            open.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        }
+    }
+    out
+}
+
+/// A fresh data dir is `0700` and every file hookd writes in it (the
+/// store, the write-ahead log, the master key and admin token) `0600`,
+/// whatever the umask it was started with: no other local account reads
+/// a tenant's payloads.
+#[tokio::test]
+async fn the_data_dir_and_every_file_in_it_are_private() {
+    let (_dir, data, config) = setup();
+    let mut hookd = HookdProcess::spawn(&data, &config, &[]);
+    let body = order("evt_private");
+    assert_eq!(
+        hookd.post("msg_private", now(), &body).await.0,
+        StatusCode::ACCEPTED
+    );
+    let check = |when: &str| {
+        let modes = modes_under(&data);
+        assert!(modes.len() > 3, "{when}: {modes:?}");
+        for (path, is_dir, mode) in modes {
+            let want = if is_dir { 0o700 } else { 0o600 };
+            assert_eq!(mode, want, "{when}: {path} is {mode:o}");
+        }
+    };
+    check("running");
+    assert!(hookd.terminate().success());
+    check("stopped");
+}

@@ -388,3 +388,125 @@ async fn a_meta_tenant_made_over_the_api_keeps_its_sealed_verify_token() {
 async fn meta_get(s: &TestServer, path: &str) -> (StatusCode, String, String) {
     raw(s, reqwest::Method::GET, path, &[], Vec::new()).await
 }
+
+/// Every answer of the ingress says `X-Content-Type-Options: nosniff`: a
+/// browser sent to hookd never takes an echoed challenge (or an error's
+/// message) for HTML or script.
+#[tokio::test]
+async fn every_ingress_answer_says_nosniff() {
+    let s = TestServer::start(&tenants());
+    let client = reqwest::Client::new();
+    let send =
+        |method: reqwest::Method, path: &str, (headers, body): (Vec<(String, String)>, Vec<u8>)| {
+            let mut req = client.request(method, format!("{}{path}", s.base));
+            for (name, value) in headers {
+                req = req.header(name, value);
+            }
+            req.body(body).send()
+        };
+    let meta = |token: &str| {
+        format!("/hooks/meta?hub.mode=subscribe&hub.challenge=%3Cscript%3E1%3C/script%3E&hub.verify_token={token}")
+    };
+    let event = json!({"id": "evt_nosniff", "type": "charge.succeeded", "data": {}});
+    let get = reqwest::Method::GET;
+    let post = reqwest::Method::POST;
+    let cases = [
+        (
+            "the Meta challenge",
+            get.clone(),
+            meta(VERIFY_TOKEN),
+            (Vec::new(), Vec::new()),
+            StatusCode::OK,
+        ),
+        (
+            "a refused Meta token",
+            get.clone(),
+            meta("guess"),
+            (Vec::new(), Vec::new()),
+            StatusCode::FORBIDDEN,
+        ),
+        (
+            "a GET that is no handshake",
+            get.clone(),
+            "/hooks/stripe".to_owned(),
+            (Vec::new(), Vec::new()),
+            StatusCode::METHOD_NOT_ALLOWED,
+        ),
+        (
+            "an accepted event",
+            post.clone(),
+            "/hooks/stripe".to_owned(),
+            signed(Scheme::Stripe, &shared(), &event, &[]),
+            StatusCode::ACCEPTED,
+        ),
+        (
+            "a duplicate",
+            post.clone(),
+            "/hooks/stripe".to_owned(),
+            signed(Scheme::Stripe, &shared(), &event, &[]),
+            StatusCode::OK,
+        ),
+        (
+            "an unsigned event",
+            post.clone(),
+            "/hooks/stripe".to_owned(),
+            (Vec::new(), b"{}".to_vec()),
+            StatusCode::UNAUTHORIZED,
+        ),
+        (
+            "an unknown tenant",
+            post.clone(),
+            "/hooks/nobody".to_owned(),
+            (Vec::new(), b"{}".to_vec()),
+            StatusCode::NOT_FOUND,
+        ),
+        (
+            "a head too large",
+            post.clone(),
+            "/hooks/stripe".to_owned(),
+            (
+                vec![("x-pad".to_owned(), "p".repeat(20_000))],
+                b"{}".to_vec(),
+            ),
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+        ),
+        (
+            "no route",
+            get.clone(),
+            "/elsewhere".to_owned(),
+            (Vec::new(), Vec::new()),
+            StatusCode::NOT_FOUND,
+        ),
+        (
+            "/healthz",
+            get.clone(),
+            "/healthz".to_owned(),
+            (Vec::new(), Vec::new()),
+            StatusCode::OK,
+        ),
+        (
+            "/readyz",
+            get.clone(),
+            "/readyz".to_owned(),
+            (Vec::new(), Vec::new()),
+            StatusCode::OK,
+        ),
+    ];
+    for (what, method, path, request, status) in cases {
+        let res = send(method, &path, request).await.unwrap();
+        assert_eq!(res.status(), status, "{what}");
+        assert_eq!(
+            res.headers()
+                .get_all("x-content-type-options")
+                .iter()
+                .collect::<Vec<_>>(),
+            ["nosniff"],
+            "{what}"
+        );
+        if status == StatusCode::OK && what == "the Meta challenge" {
+            let content_type = res.headers()["content-type"].to_str().unwrap().to_owned();
+            assert!(content_type.starts_with("text/plain"), "{content_type}");
+            assert_eq!(res.text().await.unwrap(), "<script>1</script>");
+        }
+    }
+}

@@ -35,6 +35,7 @@ mod pki;
 mod postgres;
 mod postgres_catalog;
 mod postgres_clock;
+mod postgres_lease;
 mod postgres_load;
 mod postgres_restart;
 mod pre_routes;

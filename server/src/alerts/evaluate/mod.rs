@@ -6,9 +6,11 @@
 //! [`STORAGE_EVERY_MS`], a backlog about to reach its threshold, a window
 //! about to settle, an open alert, an expiring key). For each it steps each
 //! condition's gate and, on a transition, stores the alert and queues one
-//! notification to each of the tenant's sinks. A quiet tenant costs nothing
-//! until one of these comes. Off the ingest path: its storage work runs on
-//! the blocking pool.
+//! notification to each of the tenant's sinks (the operator's within its
+//! budget, [`OperatorBudget`]: the rest in one digest when its window
+//! ends), and removes its alerts resolved longer ago than
+//! `alerts.retention_secs`. A quiet tenant costs nothing until one of these
+//! comes. Off the ingest path: its storage work runs on the blocking pool.
 
 mod schedule;
 #[cfg(test)]
@@ -25,6 +27,7 @@ use hookd_proto::domain::AlertType;
 use super::{
     debounce::{Gate, Transition, Window},
     event::{self, Measure},
+    operator::{Digest, OperatorBudget},
     records::{AlertRecord, StoredState},
     rules::{FailingMode, Rule},
     signals::{RouteReading, Signals},
@@ -78,6 +81,9 @@ pub(crate) struct TenantState {
     /// When it is next read unless it is touched first, while that is in
     /// the [`Book`]'s schedule.
     wakes_at: Option<i64>,
+    /// When its earliest stored resolved alert passes the retention; `None`
+    /// while it has none.
+    expires_at: Option<i64>,
 }
 
 /// What a tenant's evaluation read from: the version of its signals, its
@@ -97,8 +103,19 @@ struct Condition {
     holds: bool,
 }
 
-/// A notification being queued, with what counts it.
-type Queued = (Arc<TenantMetrics>, AlertType, BoxFuture<'static, bool>);
+/// A notification being queued, with what counts it (a digest: nothing).
+type Queued = (
+    Option<(Arc<TenantMetrics>, AlertType)>,
+    BoxFuture<'static, bool>,
+);
+
+/// What an evaluation queues, and the operator's budget it is held to.
+struct Outbox<'a> {
+    queued: Vec<Queued>,
+    operator: &'a mut OperatorBudget,
+    /// When an alert of the tenant being visited last resolved.
+    resolved_at: Option<i64>,
+}
 
 /// What a condition reads as.
 #[derive(Debug, Clone, Copy)]
@@ -119,8 +136,11 @@ impl Alerts {
         match blocking(move || Ok(alerts.evaluate(now))).await {
             Ok(queued) => {
                 let wrote = !queued.is_empty();
-                for (metrics, kind, queue) in queued {
-                    metrics.alerts().notified(kind, queue.await);
+                for (counted, queue) in queued {
+                    let queued = queue.await;
+                    if let Some((metrics, kind)) = counted {
+                        metrics.alerts().notified(kind, queued);
+                    }
                 }
                 if wrote {
                     if let Err(e) = self.inner.registry.store().durable_barrier().await {
@@ -138,6 +158,15 @@ impl Alerts {
     fn evaluate(&self, now: i64) -> Vec<Queued> {
         let registry = &self.inner.registry;
         let mut book = self.inner.tenants.lock().expect("alerts lock");
+        let mut budget = self.inner.operator_budget.lock().expect("alerts lock");
+        let mut out = Outbox {
+            queued: Vec::new(),
+            operator: &mut budget,
+            resolved_at: None,
+        };
+        if let Some(digest) = out.operator.roll(now) {
+            self.digest(&book, &digest, now, &mut out.queued);
+        }
         let touched = registry.touched().take();
         let handles = if book.walked {
             let mut ids: HashSet<TenantId> = touched.into_iter().collect();
@@ -169,11 +198,56 @@ impl Alerts {
             })
             .collect();
         let counts = read_counts(due, |data| registry.store().counts_of(data));
-        let mut queued = Vec::new();
         for (handle, counts) in read.iter().zip(counts) {
-            self.visit(&mut book, handle, now, counts, &mut queued);
+            self.visit(&mut book, handle, now, counts, &mut out);
         }
-        queued
+        out.queued
+    }
+
+    /// Queues the operator's digest of what its last window held back,
+    /// through the operator's sink's queue of the first tenant it names
+    /// that still runs (of any running tenant, else: logged, not sent).
+    fn digest(&self, book: &Book, digest: &Digest, now: i64, queued: &mut Vec<Queued>) {
+        let sink = digest.tenants().chain(book.states.keys()).find_map(|id| {
+            book.states
+                .get(id)?
+                .settings
+                .sinks
+                .iter()
+                .find(|s| s.is_operator())
+        });
+        let Some(sink) = sink else {
+            tracing::warn!(
+                held_back = digest.held_back,
+                "the operator's alert digest has no sink to go through (no tenant runs); not sent"
+            );
+            return;
+        };
+        let id = format!("ntf_{}", ulid::Ulid::new());
+        tracing::warn!(held_back = digest.held_back, notification = %id, "alert notifications to the operator's sink were held back; one digest sent");
+        let body = event::body(sink.format(), &digest.event(&id));
+        queued.push((None, sink.queue(&id, body, now)));
+    }
+
+    /// Removes the tenant's alerts resolved longer ago than the retention
+    /// (a failure is tried again at its next reading).
+    fn expire(&self, id: &TenantId, state: &mut TenantState, now: i64) {
+        let retention = self.inner.retention_ms;
+        match self
+            .inner
+            .rows
+            .expire(id.as_str(), now.saturating_sub(retention))
+        {
+            Ok((removed, kept)) => {
+                state.expires_at = kept.map(|at| at.saturating_add(retention));
+                if removed > 0 {
+                    tracing::info!(tenant = %id, removed, "resolved alerts past alerts.retention_secs removed");
+                }
+            }
+            Err(e) => {
+                tracing::error!(tenant = %id, error = %e, "removing expired alerts failed");
+            }
+        }
     }
 
     /// Whether one running tenant is read at `now`: not while it is quiet
@@ -221,7 +295,7 @@ impl Alerts {
         handle: &TenantHandle,
         now: i64,
         counts: Counts,
-        queued: &mut Vec<Queued>,
+        out: &mut Outbox<'_>,
     ) {
         let id = handle.data().tenant().clone();
         let state = book.states.get_mut(&id).expect("admitted with its state");
@@ -233,10 +307,18 @@ impl Alerts {
         let readings = readings(handle, state, now, counts);
         let gone = state.gone(&readings);
         let on = (&id, &handle.metrics);
+        out.resolved_at = None;
         for (kind, subject, level) in readings {
-            self.step(on, state, (kind, subject, level), now, queued);
+            self.step(on, state, (kind, subject, level), now, out);
         }
-        self.resolve_gone(on, state, gone, now, queued);
+        self.resolve_gone(on, state, gone, now, out);
+        if let Some(at) = out.resolved_at.take() {
+            let expires = at.saturating_add(self.inner.retention_ms);
+            state.expires_at = Some(state.expires_at.map_or(expires, |e| e.min(expires)));
+        }
+        if state.expires_at.is_some_and(|at| at <= now) {
+            self.expire(&id, state, now);
+        }
         state.seen = Some(seen);
         book.schedule(&id, now);
     }
@@ -249,7 +331,7 @@ impl Alerts {
         state: &mut TenantState,
         gone: Vec<(AlertType, String)>,
         now: i64,
-        queued: &mut Vec<Queued>,
+        out: &mut Outbox<'_>,
     ) {
         for (kind, subject) in gone {
             let open = state.conditions.remove(&(kind, subject));
@@ -258,7 +340,7 @@ impl Alerts {
             };
             let m = measure(0, state.settings.rules.get(kind));
             let alert = self.resolved(on.0, alert, Resolution::Gone(gone_reason(kind)), now);
-            self.notify(on, &state.settings, alert, (kind, m), queued);
+            self.notify(on, &state.settings, alert, (kind, m), out);
         }
     }
 
@@ -267,13 +349,16 @@ impl Alerts {
         let metrics = &handle.metrics;
         let settings = self.resolve(id, true)?;
         let mut conditions = HashMap::new();
+        let mut resolved: Option<i64> = None;
         for alert in self.inner.rows.all(id.as_str())? {
+            if alert.state == StoredState::Resolved {
+                let at = alert.resolved_at_ms.unwrap_or(alert.last_seen_at_ms);
+                resolved = Some(resolved.map_or(at, |r| r.min(at)));
+                continue;
+            }
             let Ok(kind) = alert.alert_type.parse::<AlertType>() else {
                 continue;
             };
-            if alert.state == StoredState::Resolved {
-                continue;
-            }
             metrics.alerts().opened(kind);
             let condition = Condition {
                 gate: Gate::opened_at(alert.opened_at_ms),
@@ -292,6 +377,7 @@ impl Alerts {
             storage_read_at: None,
             seen: None,
             wakes_at: None,
+            expires_at: resolved.map(|at| at.saturating_add(self.inner.retention_ms)),
         })
     }
 
@@ -304,7 +390,7 @@ impl Alerts {
         state: &mut TenantState,
         (kind, subject, level): (AlertType, String, Level),
         now: i64,
-        queued: &mut Vec<Queued>,
+        out: &mut Outbox<'_>,
     ) {
         let tenant = on.0;
         let rule = state.settings.rules.get(kind);
@@ -323,7 +409,7 @@ impl Alerts {
             if let Some(alert) = condition.alert.take() {
                 *condition = Condition::default();
                 let alert = self.resolved(tenant, alert, Resolution::Gone("rule disabled"), now);
-                self.notify(on, &state.settings, alert, (kind, m), queued);
+                self.notify(on, &state.settings, alert, (kind, m), out);
             }
             return;
         }
@@ -355,7 +441,7 @@ impl Alerts {
                 return;
             }
         };
-        if let Some(alert) = self.notify(on, &state.settings, alert, (kind, m), queued) {
+        if let Some(alert) = self.notify(on, &state.settings, alert, (kind, m), out) {
             condition.alert = Some(alert);
         }
     }
@@ -412,21 +498,33 @@ impl Alerts {
     }
 
     /// Queues one notification of `alert`'s transition to each sink of
-    /// `settings` and stores it; the alert back while it stays open.
+    /// `settings` (the operator's while its budget lasts) and stores it;
+    /// the alert back while it stays open.
     fn notify(
         &self,
         (tenant, metrics): (&TenantId, &Arc<TenantMetrics>),
         settings: &Resolved,
         mut alert: AlertRecord,
         (kind, m): (AlertType, Measure),
-        queued: &mut Vec<Queued>,
+        out: &mut Outbox<'_>,
     ) -> Option<AlertRecord> {
         let now = alert.resolved_at_ms.unwrap_or(alert.opened_at_ms);
         let id = format!("ntf_{}", ulid::Ulid::new());
         let body = event::event(&id, &alert, kind, m);
+        let event_type = match alert.state {
+            StoredState::Resolved => {
+                out.resolved_at = Some(now);
+                kind.resolved_event_type()
+            }
+            _ => kind.as_str(),
+        };
         for sink in &settings.sinks {
+            if sink.is_operator() && !out.operator.admit(now, tenant, event_type) {
+                metrics.alerts().held(kind);
+                continue;
+            }
             let queue = sink.queue(&id, event::body(sink.format(), &body), now);
-            queued.push((metrics.clone(), kind, queue));
+            out.queued.push((Some((metrics.clone(), kind)), queue));
             alert.notifications += 1;
         }
         match alert.state {

@@ -227,6 +227,7 @@ mod tests {
             storage_read_at: Some(read_at),
             seen: None,
             wakes_at: None,
+            expires_at: None,
         }
     }
 

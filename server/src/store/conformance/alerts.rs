@@ -26,6 +26,52 @@ fn alert(tenant: &str, n: u64) -> AlertRecord {
     }
 }
 
+/// Resolved alerts go once their resolution is old enough; open and
+/// acknowledged ones, and other tenants' alerts, stay.
+pub(super) async fn resolved_alerts_expire_and_open_ones_stay(engine: Engine) {
+    let rows = AlertRows::new(engine.store.catalog_rows().unwrap());
+    let resolved = |n: u64, at: i64| AlertRecord {
+        state: StoredState::Resolved,
+        resolved_at_ms: Some(at),
+        ..alert("acme", n)
+    };
+    let acknowledged = AlertRecord {
+        state: StoredState::Acknowledged,
+        acknowledged_at_ms: Some(2_000),
+        ..alert("acme", 3)
+    };
+    for alert in [
+        resolved(0, 5_000),
+        resolved(1, 9_000),
+        resolved(2, 7_000),
+        acknowledged.clone(),
+        alert("acme", 4),
+        AlertRecord {
+            state: StoredState::Resolved,
+            resolved_at_ms: Some(1),
+            ..alert("acme-eu", 5)
+        },
+    ] {
+        rows.put(&alert).unwrap();
+    }
+    assert_eq!(rows.expire("acme", 4_999).unwrap(), (0, Some(5_000)));
+    assert_eq!(rows.expire("acme", 7_000).unwrap(), (2, Some(9_000)));
+    let left: Vec<String> = rows
+        .all("acme")
+        .unwrap()
+        .into_iter()
+        .map(|a| a.subject)
+        .collect();
+    assert_eq!(left, ["route-4", "route-3", "route-1"]);
+    assert_eq!(rows.expire("acme", i64::MAX).unwrap(), (1, None));
+    assert_eq!(rows.all("acme").unwrap(), [alert("acme", 4), acknowledged]);
+    assert_eq!(
+        rows.all("acme-eu").unwrap().len(),
+        1,
+        "another tenant's stay"
+    );
+}
+
 pub(super) async fn alerts_are_kept_per_tenant_newest_first(engine: Engine) {
     let rows = AlertRows::new(engine.store.catalog_rows().unwrap());
     for n in 0..3 {

@@ -27,7 +27,7 @@ mod routes;
 mod statuses;
 use alerts::{
     a_sink_queue_is_apart_from_the_tenants_deliveries, alerts_are_kept_per_tenant_newest_first,
-    an_alert_written_leaves_the_catalog_version,
+    an_alert_written_leaves_the_catalog_version, resolved_alerts_expire_and_open_ones_stay,
 };
 use counts::counts_of_many_tenants_are_each_their_own;
 use pull::{concurrent_pulls_never_share_a_delivery, pull_ack_nack};
@@ -134,6 +134,7 @@ engines!(
     a_transform_failure_is_a_dead_letter_and_a_drop_is_final,
     a_delivered_delivery_is_resent_once_by_concurrent_calls_that_ask_so,
     alerts_are_kept_per_tenant_newest_first,
+    resolved_alerts_expire_and_open_ones_stay,
     a_sink_queue_is_apart_from_the_tenants_deliveries,
     an_alert_written_leaves_the_catalog_version,
 );

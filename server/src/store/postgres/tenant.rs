@@ -11,6 +11,7 @@ use std::{
         atomic::{AtomicBool, Ordering},
         Arc,
     },
+    time::Duration,
 };
 
 use futures_util::{future::BoxFuture, FutureExt};
@@ -305,7 +306,12 @@ impl TenantData for PgTenant {
         self.record(entry, id, attempt, next, now_ms, None)
     }
 
-    fn claim_attempt(&self, entry: &[u8], id: &DeliveryId, fence: &Fence) -> Result<bool> {
+    fn claim_attempt(
+        &self,
+        entry: &[u8],
+        id: &DeliveryId,
+        fence: &Fence,
+    ) -> Result<Option<Duration>> {
         let (entry, id, fence) = (entry.to_vec(), id.to_string(), fence.clone());
         self.run(|db, tenant| async move {
             transitions::may_attempt(&db, &tenant, &entry, &id, &fence).await

@@ -5,6 +5,8 @@
 //! before it is sent and recorded only while the tenant's forwarding lease
 //! is still the sender's ([`Fence`]).
 
+use std::time::Duration;
+
 use tokio_postgres::GenericClient;
 
 use super::{
@@ -125,27 +127,29 @@ pub(super) async fn settle(
 
 /// Whether the attempt at `entry` may be sent: `entry` is still queued for
 /// `id` and the tenant's lease is still `fence`, unexpired, in one
-/// statement on the database's clock.
+/// statement on the database's clock; if so, how long the lease has left
+/// (whole milliseconds, rounded down).
 pub(super) async fn may_attempt(
     db: &Db,
     tenant: &str,
     entry: &[u8],
     id: &str,
     fence: &Fence,
-) -> Result<bool> {
+) -> Result<Option<Duration>> {
     let owner: &str = &fence.owner;
     let live = db
         .client()
         .await?
         .query_opt(
-            "SELECT 1 FROM hookd_queue q JOIN hookd_forward_leases l ON l.tenant = q.tenant \
+            "SELECT floor(extract(epoch FROM l.expires_at - now()) * 1000)::bigint \
+             FROM hookd_queue q JOIN hookd_forward_leases l ON l.tenant = q.tenant \
              WHERE q.tenant = $1 AND q.qkey = $2 AND q.delivery_id = $3 \
              AND l.owner = $4 AND l.epoch = $5 AND l.expires_at > now()",
             &[&tenant, &entry, &id, &owner, &fence.epoch],
         )
         .await
         .map_err(pg)?;
-    Ok(live.is_some())
+    Ok(live.map(|row| Duration::from_millis(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0))))
 }
 
 /// An attempt to record, as the dispatcher finished it.

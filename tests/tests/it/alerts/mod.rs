@@ -6,6 +6,7 @@
 //! the settings' checks are in `issues`.
 
 mod issues;
+mod operator;
 mod stale;
 mod types;
 
