@@ -33,7 +33,7 @@ use crate::{
 
 /// Native loops of the engine that run for hours, or allocate without
 /// bound, without reaching the interrupt: each an expression.
-const NATIVE_LOOPS: [(&str, &str); 17] = [
+const NATIVE_LOOPS: [(&str, &str); 19] = [
     ("join", r#"Array.prototype.join.call({ length: 1e15 }, "")"#),
     ("toString", "Array.prototype.toString.call(Object.assign(Object.create(Array.prototype), { length: 1e15 }))"),
     ("toLocaleString", "Array.prototype.toLocaleString.call({ length: 1e15 })"),
@@ -45,6 +45,11 @@ const NATIVE_LOOPS: [(&str, &str); 17] = [
     ("includes", "Array.prototype.includes.call({ length: 1e15 }, 1)"),
     ("forEach over holes", "Array.prototype.forEach.call({ length: 1e15 }, () => {})"),
     ("sort of an array-like", "Array.prototype.sort.call({ length: 1e15 })"),
+    ("flat", "Array.prototype.flat.call({ length: 1e15 })"),
+    (
+        "concat of a spreadable array-like",
+        "[].concat({ length: 1e15, [Symbol.isConcatSpreadable]: true })",
+    ),
     ("typed-array sort", "new Float64Array(1 << 20).map((_, i) => (i * 7919) % 1000003).sort()"),
     ("repeat", r#""ab".repeat(2 ** 28)"#),
     ("padStart", r#""x".padStart(2 ** 29, "yz")"#),
