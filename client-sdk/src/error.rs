@@ -66,4 +66,4 @@ pub enum InvalidSecret {
 }
 
 /// A scheme name from configuration that hookd does not implement.
-pub use hookd_proto::domain::UnknownScheme;
+pub use hookd_domain::UnknownScheme;

@@ -39,7 +39,7 @@ mod zoom;
 
 pub use crate::error::{InvalidSecret, UnknownScheme, VerifyError};
 pub use headers::{HeaderLookup, HeaderSource};
-pub use hookd_proto::domain::Scheme;
+pub use hookd_domain::Scheme;
 pub use secret::Secret;
 
 use codec::Tag;

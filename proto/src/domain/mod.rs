@@ -1,18 +1,16 @@
 //! hookd's shared vocabulary, written by hand: the words the SDK, the control
-//! plane and the server all use (signature schemes, tenant ids, delivery
-//! statuses and event kinds, rate limits, secret states and the tenant defaults), each defined once here. Parsing
-//! from outside input is a `TryFrom` (or `FromStr`) with a small typed error.
+//! plane and the server all use. Those free of the wire (signature schemes,
+//! tenant ids, rate limits, secret states, alert types, the `hmac` spec and
+//! the tenant defaults) are `hookd-domain`'s, re-exported here; delivery
+//! statuses and event kinds, which mirror `hookd.v1` enums, and the wire
+//! form of the `hmac` spec are defined here. Parsing from outside input is a
+//! `TryFrom` (or `FromStr`) with a small typed error.
 
-mod alert;
 mod delivery;
 mod hmac;
-mod scheme;
-mod tenant;
 
-pub use alert::{AlertType, UnknownAlertType};
 pub use delivery::{DeliveryEventKind, DeliveryStatus, InvalidDeliveryStatus};
-pub use hmac::HmacFields;
-pub use scheme::{Scheme, UnknownScheme};
-pub use tenant::{
-    defaults, InvalidSecretState, InvalidTenantId, RateLimit, SecretState, TenantId, DEFAULT_ROUTE,
+pub use hookd_domain::{
+    defaults, AlertType, HmacFields, InvalidSecretState, InvalidTenantId, RateLimit, Scheme,
+    SecretState, TenantId, UnknownAlertType, UnknownScheme, DEFAULT_ROUTE,
 };

@@ -9,7 +9,7 @@ mod template;
 mod tests;
 mod wire;
 
-pub use hookd_proto::domain::HmacFields;
+pub use hookd_domain::HmacFields;
 use template::{Part, Slot, Template};
 pub use wire::{sign_hmac, verify_hmac, CannotSign};
 

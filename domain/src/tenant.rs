@@ -8,7 +8,7 @@ use std::{borrow::Borrow, fmt};
 /// config file, the control plane and `hookctl apply`, defined here only.
 pub mod defaults {
     /// The signature scheme when none is named.
-    pub const SCHEME: super::super::Scheme = super::super::Scheme::Standard;
+    pub const SCHEME: crate::Scheme = crate::Scheme::Standard;
     /// Allowed clock distance of a signed timestamp, both ways, in seconds.
     pub const TOLERANCE_SECS: u64 = 300;
     /// Largest body accepted: 1 MiB.
