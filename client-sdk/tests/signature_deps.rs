@@ -9,7 +9,7 @@ fn the_signature_code_alone_depends_on_no_grpc_crate() {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let tree = Command::new(cargo)
         .args(["tree", "-p", "hookd-sdk", "--no-default-features"])
-        .args(["-e", "normal", "--prefix", "none", "--offline"])
+        .args(["-e", "normal", "--prefix", "none"])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("cargo tree runs");
