@@ -14,7 +14,7 @@ use crate::{
     config::Config,
     error::{Error, Result},
     run::{run, Listeners, Runtime},
-    tenant::Registry,
+    tenant::{Registry, Services},
     tls::CertSource,
 };
 
@@ -22,6 +22,8 @@ use crate::{
 pub struct Server {
     /// Dropped before joining: it holds storage open.
     registry: Option<Registry>,
+    /// Dropped with the registry: they hold storage too.
+    services: Option<Arc<Services>>,
     /// Dropped with the registry: it holds storage too.
     control: Option<Arc<dyn hookd_control::ControlBackend>>,
     http_addr: SocketAddr,
@@ -74,6 +76,7 @@ impl Server {
         };
         Ok(Server {
             registry: Some(started.registry),
+            services: Some(started.services),
             control: Some(started.control),
             http_addr,
             grpc_addr,
@@ -106,6 +109,14 @@ impl Server {
         self.registry
             .as_ref()
             .expect("registry lives until shutdown")
+    }
+
+    /// What the tenants share: storage, the clock, the live delivery feed
+    /// and telemetry.
+    pub fn services(&self) -> &Services {
+        self.services
+            .as_ref()
+            .expect("services live until shutdown")
     }
 
     /// Re-reads every TLS certificate and key file (what SIGHUP does): new
@@ -151,6 +162,7 @@ impl Server {
 
     fn join_thread(&mut self) -> Result<()> {
         self.registry = None;
+        self.services = None;
         self.control = None;
         match self.thread.take() {
             Some(t) => t.join().map_err(|_| Error::panicked("hookd-main thread"))?,

@@ -143,7 +143,7 @@ pub enum IngestError {
     /// The tenant's checks panicked on this delivery; its actor's supervisor
     /// restarts them.
     #[error("hookd failed while handling this delivery; it was not accepted, retry later")]
-    ActorPanicked,
+    ChecksPanicked,
 }
 
 /// Why an authentic body was refused by the body checks.

@@ -6,6 +6,7 @@ use std::fmt;
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
+use subtle::ConstantTimeEq;
 use zeroize::Zeroizing;
 
 use super::{pair, Scheme};
@@ -236,6 +237,18 @@ fn discord_key(secret: &str) -> Result<(KeyKind, Vec<u8>), InvalidSecret> {
     }
     Ok((KeyKind::Ed25519Seed, key))
 }
+
+/// Two secrets are the same when their kid, kind and key bytes are; the
+/// key bytes are compared in constant time.
+impl PartialEq for Secret {
+    fn eq(&self, other: &Secret) -> bool {
+        self.kid == other.kid
+            && self.kind == other.kind
+            && bool::from(self.key().ct_eq(other.key()))
+    }
+}
+
+impl Eq for Secret {}
 
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -68,12 +68,12 @@ impl Backend {
                 .map(|state| state.received_at_ms),
             None => None,
         };
-        let own_label = handle.metrics.label() == tenant_id;
+        let own_label = handle.state().metrics.label() == tenant_id;
         let breaker_open = (own_label && handle.settings().forward.is_some())
-            .then(|| handle.metrics.breaker_open());
-        let rejections = self.registry.store().rejections().map_err(api)?;
+            .then(|| handle.state().metrics.breaker_open());
+        let rejections = self.services.store.rejections().map_err(api)?;
         let now = self.now_ms();
-        let telemetry = self.registry.telemetry();
+        let telemetry = &self.services.telemetry;
         let windows = telemetry.metrics().windows();
         if let Some((from, until)) = windows.to_seed(handle.data().tenant(), now) {
             let received = accepted_between(&handle, from, until)?;
@@ -99,17 +99,17 @@ impl Backend {
         let counts = handle.data().counts().map_err(api)?;
         let median_clock_skew_secs = own_label
             .then(|| {
-                let metrics = self.registry.telemetry().metrics();
+                let metrics = self.services.telemetry.metrics();
                 metrics
                     .senders()
-                    .label(handle.metrics.label())
+                    .label(handle.state().metrics.label())
                     .median_skew_secs()
             })
             .flatten();
         let handshake = Handshake::of(handle.settings().scheme)
             .filter(|_| own_label)
             .map(|kind| {
-                let state = handle.metrics.handshakes().state();
+                let state = handle.state().metrics.handshakes().state();
                 HandshakeActivity {
                     handshake: kind.as_str().to_owned(),
                     answered: state.answered,

@@ -13,7 +13,7 @@ use hookd_control::{
 
 use super::{api, Backend};
 use crate::{
-    catalog::contracts::NewContract,
+    catalog::contracts::{ContractStore, NewContract},
     contracts::{Contract, ContractSource, ContractSpec, TenantContracts, MAX_CONTRACTS},
     ingest::BodyError,
     tenant::TenantHandle,
@@ -27,9 +27,12 @@ impl Backend {
     }
 
     fn contracts_of(&self, tenant_id: &str) -> ApiResult<Arc<TenantContracts>> {
-        self.registry
-            .contracts(tenant_id)
-            .ok_or_else(|| ApiError::NotFound(format!("tenant {tenant_id}")))
+        Ok(self.running(tenant_id)?.snapshot().contracts().clone())
+    }
+
+    /// The contracts saved over the control plane.
+    fn saved_contracts(&self) -> ApiResult<ContractStore> {
+        ContractStore::open(&*self.services.store).map_err(api)
     }
 
     /// Refuses a change to a (type, version) the config file declares.
@@ -91,9 +94,7 @@ impl Backend {
         let checked = Contract::compile(spec.clone(), &handle.settings().contracts.policy, source)
             .map_err(|e| ApiError::InvalidArgument(format!("contract.{e}")))?;
         let record = self
-            .registry
-            .saved_contracts()
-            .map_err(api)?
+            .saved_contracts()?
             .put(
                 &handle.settings().id,
                 NewContract {
@@ -131,9 +132,7 @@ impl Backend {
         let handle = self.running(tenant_id)?;
         self.writable(&handle, event_type, version)?;
         let removed = self
-            .registry
-            .saved_contracts()
-            .map_err(api)?
+            .saved_contracts()?
             .delete(&handle.settings().id, event_type, version)
             .map_err(api)?;
         if !removed {
@@ -150,8 +149,8 @@ impl Backend {
         tenant_id: &str,
         fresh: Option<Contract>,
     ) -> ApiResult<()> {
-        self.registry
-            .reload_contracts(tenant_id, fresh)
+        self.running(tenant_id)?
+            .reload_contracts(fresh)
             .map_err(api)
     }
 

@@ -141,7 +141,7 @@ impl Backend {
 
     /// Waits until every write made so far is on disk.
     pub(super) async fn durable(&self) -> ApiResult<()> {
-        self.registry.store().durable_barrier().await.map_err(api)
+        self.services.store.durable_barrier().await.map_err(api)
     }
 
     /// Pulls for a pull-mode tenant; answers once the hand-out (the
@@ -226,7 +226,7 @@ pub(super) async fn blocking<T: Send + 'static>(
 pub(super) fn named_route(handle: &TenantHandle, name: Option<&str>) -> ApiResult<RouteHandle> {
     let name = name.unwrap_or(DEFAULT_ROUTE);
     handle
-        .routes
+        .routes()
         .iter()
         .find(|route| route.name == name)
         .cloned()

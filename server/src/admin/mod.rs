@@ -35,7 +35,7 @@ use crate::{
     alerts::Alerts,
     catalog::{Catalog, Resolver},
     error::Error,
-    tenant::Registry,
+    tenant::{Registry, Services},
 };
 
 /// Implements the control plane over the running server. Cheap to clone:
@@ -43,6 +43,7 @@ use crate::{
 #[derive(Clone)]
 pub struct Backend {
     registry: Registry,
+    services: Arc<Services>,
     catalog: Catalog,
     /// Tenants declared in the config file: read-only over the API.
     config_tenants: Arc<HashSet<String>>,
@@ -65,7 +66,7 @@ impl Backend {
     /// at most `watches_per_token` WatchDeliveries streams; `alerts` keeps
     /// the tenants' alerts.
     pub fn new(
-        registry: Registry,
+        (registry, services): (Registry, Arc<Services>),
         catalog: Catalog,
         config_tenants: HashSet<String>,
         admin_token: SecretString,
@@ -75,6 +76,7 @@ impl Backend {
     ) -> Self {
         Backend {
             registry,
+            services,
             catalog,
             config_tenants: Arc::new(config_tenants),
             admin_token,
@@ -108,16 +110,16 @@ impl Backend {
         &self,
         work: impl FnOnce(&Backend) -> ApiResult<T> + Send + 'static,
     ) -> ApiResult<T> {
-        if !self.registry.store().is_healthy() {
+        if !self.services.store.is_healthy() {
             return Err(api(Error::StoragePoisoned));
         }
         let out = self.blocking(work).await?;
-        self.registry.store().durable_barrier().await.map_err(api)?;
+        self.services.store.durable_barrier().await.map_err(api)?;
         Ok(out)
     }
 
     fn now_ms(&self) -> i64 {
-        self.registry.clock().now_ms()
+        self.services.clock.now_ms()
     }
 }
 
@@ -145,11 +147,11 @@ fn api(e: Error) -> ApiError {
 #[tonic::async_trait]
 impl ControlBackend for Backend {
     fn is_ready(&self) -> bool {
-        self.registry.store().is_healthy() && self.registry.all_running()
+        self.services.store.is_healthy() && self.registry.all_running()
     }
 
     fn tracer(&self) -> Option<opentelemetry::global::BoxedTracer> {
-        let tracer = self.registry.telemetry().spans().tracer().clone();
+        let tracer = self.services.telemetry.spans().tracer().clone();
         Some(opentelemetry::global::BoxedTracer::new(Box::new(tracer)))
     }
 
@@ -457,8 +459,8 @@ impl ControlBackend for Backend {
         let scope = self
             .durably(move |b| b.take_route(&tenant_id, &name, force))
             .await?;
-        self.registry
-            .store()
+        self.services
+            .store
             .drop_tenant_trees(&scope)
             .await
             .map_err(api)

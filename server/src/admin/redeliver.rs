@@ -222,7 +222,7 @@ fn purge(handle: &TenantHandle, selection: Selection) -> ApiResult<u64> {
         Pick::Ids(ids) => {
             let routes = match selection.route.as_deref() {
                 Some(name) => vec![named_route(handle, Some(name))?],
-                None => handle.routes.to_vec(),
+                None => handle.routes().to_vec(),
             };
             let ids: HashSet<String> = ids.into_iter().collect();
             (

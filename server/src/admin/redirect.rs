@@ -37,8 +37,8 @@ impl Backend {
         let event = self.stored_event(tenant_id, delivery_id)?;
         let event_type = self
             .registry
-            .contracts(tenant_id)
-            .and_then(|contracts| contracts.event_type(&event.body));
+            .get(tenant_id)
+            .and_then(|handle| handle.snapshot().contracts().event_type(&event.body));
         Ok(DeliveryContent {
             event_type,
             request_id: event.meta.request_id.to_string(),

@@ -21,8 +21,8 @@ impl Backend {
             signature_valid: filter.signature_valid,
         };
         let (items, next_token) = self
-            .registry
-            .store()
+            .services
+            .store
             .rejections()
             .and_then(|r| {
                 r.list(

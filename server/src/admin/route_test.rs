@@ -91,7 +91,7 @@ impl Backend {
     fn tenant_filter_share(&self, tenant_id: &str) -> ApiResult<Arc<Semaphore>> {
         self.registry
             .get(tenant_id)
-            .map(|handle| handle.filter_share.clone())
+            .map(|handle| handle.state().filter_share.clone())
             .ok_or_else(|| ApiError::NotFound(format!("tenant {tenant_id}")))
     }
 

@@ -35,7 +35,7 @@ impl Backend {
     pub(super) fn tenant_transform_share(&self, tenant_id: &str) -> ApiResult<Arc<RouteShare>> {
         self.registry
             .get(tenant_id)
-            .map(|handle| handle.transform_share.clone())
+            .map(|handle| handle.state().transform_share.clone())
             .ok_or_else(|| ApiError::NotFound(format!("tenant {tenant_id}")))
     }
 
@@ -104,7 +104,7 @@ impl Backend {
         let mut views = views_of(&handle.settings(), self.config_tenants.contains(tenant_id));
         for view in &mut views {
             view.concurrency_limit = handle
-                .routes
+                .routes()
                 .iter()
                 .find(|route| route.name == view.name)
                 .and_then(|route| route.metrics.concurrency_limit())
@@ -158,7 +158,7 @@ impl Backend {
         };
         record.tenant.routes.push(route);
         let scope = record.tenant.id.route_scope(&new.name);
-        self.registry.store().clear_tenant(&scope).map_err(api)?;
+        self.services.store.clear_tenant(&scope).map_err(api)?;
         let settings = self.apply_routes(&record, &secrets)?;
         tracing::info!(tenant = %tenant_id, route = %new.name, "route created");
         view_named(&settings, &new.name)
@@ -272,8 +272,8 @@ impl Backend {
         }
         let scope = record.tenant.id.route_scope(name);
         let queued = self
-            .registry
-            .store()
+            .services
+            .store
             .tenant(&scope)
             .and_then(|data| data.counts());
         let queued = queued.map_err(api)?.depth;

@@ -77,7 +77,10 @@ impl Backend {
         self.catalog.put(record, secrets).map_err(api)?;
         let applied = match change {
             Changed::Settings => self.registry.start_tenant(settings.clone()),
-            Changed::Secrets => self.registry.reconfigure(settings.clone()),
+            Changed::Secrets => self
+                .registry
+                .running(settings.id.as_str())
+                .and_then(|running| running.rotate(settings.clone())),
         };
         applied.map_err(api)?;
         Ok(settings)
@@ -258,20 +261,20 @@ impl Backend {
             })
             .await?;
         // Its watches end, and its tokens' sessions and watches with them.
-        self.registry.feed().close(&tenant);
+        self.services.feed.close(&tenant);
         self.revoked();
         let scopes = routes.iter().map(|route| tenant.route_scope(route));
         let sinks = crate::alerts::SINK_NAMES.map(|sink| tenant.alert_scope(sink));
         for scope in scopes.chain(sinks).chain(std::iter::once(tenant.clone())) {
-            self.registry
-                .store()
+            self.services
+                .store
                 .drop_tenant_trees(&scope)
                 .await
                 .map_err(api)?;
         }
         let id = tenant_id.to_owned();
         self.durably(move |b| {
-            let rejections = b.registry.store().rejections().map_err(api)?;
+            let rejections = b.services.store.rejections().map_err(api)?;
             rejections.drop_tenant(&id).map_err(api)?;
             b.alerts.rows().drop_tenant(&id).map_err(api)
         })

@@ -53,7 +53,7 @@ impl Backend {
                 revoked: self.clone().ended(grant.clone(), None, signal).boxed(),
                 ..Ends::never()
             };
-            let receiver = self.registry.feed().subscribe();
+            let receiver = self.services.feed.subscribe();
             return Ok(watch::from_broadcast(
                 receiver,
                 |e| Some(event_view(e)),
@@ -63,7 +63,7 @@ impl Backend {
         let tenant = TenantId::try_from(tenant_id)
             .map_err(|e| ApiError::InvalidArgument(format!("tenant_id: {e}")))?;
         let incarnation = self.incarnation(tenant_id).await?;
-        let receiver = self.registry.feed().subscribe_tenant(&tenant);
+        let receiver = self.services.feed.subscribe_tenant(&tenant);
         // Deleted (and its channel closed) between the two looks: refuse
         // rather than watch whatever comes next under the id.
         if self.incarnation(tenant_id).await? != incarnation {
@@ -96,10 +96,7 @@ impl Backend {
         mut signal: signal::Receiver<u64>,
     ) -> ApiError {
         loop {
-            let recheck = self
-                .registry
-                .clock()
-                .sleep_until(self.now_ms() + RECHECK_MS);
+            let recheck = self.services.clock.sleep_until(self.now_ms() + RECHECK_MS);
             tokio::select! {
                 _ = signal.changed() => {}
                 () = recheck => {}

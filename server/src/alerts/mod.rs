@@ -45,7 +45,7 @@ use crate::{
     error::Result,
     ids::TenantId,
     keyring::{Binding, MasterKey},
-    tenant::Registry,
+    tenant::{Registry, Services},
 };
 
 /// A sink's secret as configured: a Standard Webhooks `whsec_` secret.
@@ -65,6 +65,7 @@ pub struct Alerts {
 
 struct Inner {
     registry: Registry,
+    services: Arc<Services>,
     rows: AlertRows,
     key: MasterKey,
     defaults: Rules,
@@ -93,13 +94,13 @@ impl Alerts {
     /// config file's tenants' `[tenants.alerts]` in `config_tenants`; sinks
     /// set over the API are held to `policy`, their secrets sealed by `key`.
     pub fn new(
-        registry: Registry,
+        (registry, services): (Registry, Arc<Services>),
         config: &AlertsConfig,
         config_tenants: HashMap<String, TenantAlertsConfig>,
         (key, policy): (MasterKey, Arc<AddressPolicy>),
     ) -> Result<Alerts> {
         let ms = |secs: f64| (secs * 1000.0).round() as i64;
-        let rows = AlertRows::new(registry.store().catalog_rows()?);
+        let rows = AlertRows::new(services.store.catalog_rows()?);
         let operator = config
             .sink
             .as_ref()
@@ -107,6 +108,7 @@ impl Alerts {
         Ok(Alerts {
             inner: Arc::new(Inner {
                 registry,
+                services,
                 rows,
                 key,
                 defaults: Rules::defaults(config),
@@ -221,7 +223,7 @@ impl Alerts {
         if start {
             for sink in own.iter().chain(&inner.operator) {
                 sinks.push(SinkHandle::start(
-                    &inner.registry,
+                    &inner.services,
                     tenant,
                     sink,
                     &inner.delivery,

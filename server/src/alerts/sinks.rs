@@ -23,7 +23,7 @@ use crate::{
         records::EventMeta,
         NewDelivery, TenantStore,
     },
-    tenant::Registry,
+    tenant::Services,
 };
 
 /// The tenant's own sink's name (its scope is `tenant~~alerts`).
@@ -80,12 +80,12 @@ impl Drop for SinkHandle {
 impl SinkHandle {
     /// Starts `sink`'s dispatcher for `tenant`.
     pub fn start(
-        registry: &Registry,
+        services: &Services,
         tenant: &TenantId,
         sink: &Sink,
         delivery: &SinkDelivery,
     ) -> Result<SinkHandle> {
-        let data = registry.store().tenant(&tenant.alert_scope(sink.name))?;
+        let data = services.store.tenant(&tenant.alert_scope(sink.name))?;
         let wake = Arc::new(Notify::new());
         let settings = ForwardSettings {
             url: sink.url.clone(),
@@ -104,11 +104,13 @@ impl SinkHandle {
             ca_certs: Vec::new(),
             transform: None,
         };
-        let abort = registry.start_sink_dispatcher(
-            tenant,
-            &format!("~{}", sink.name),
+        let name = format!("~{}", sink.name);
+        let metrics = services.telemetry.metrics();
+        let abort = services.start_dispatcher(
+            (tenant, &name),
             (data.clone(), wake.clone()),
-            settings,
+            (&settings, metrics.route(&metrics.tenant(tenant), &name)),
+            None,
         )?;
         Ok(SinkHandle {
             name: sink.name,

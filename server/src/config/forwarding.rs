@@ -357,6 +357,34 @@ pub struct ForwardSettings {
     pub transform: Option<Arc<RouteTransform>>,
 }
 
+/// The same forwarding: a dispatcher started for one needs no restart for
+/// the other. Private CAs cannot be compared: a destination with any is
+/// never the same.
+impl PartialEq for ForwardSettings {
+    fn eq(&self, other: &ForwardSettings) -> bool {
+        self.url == other.url
+            && self.secret == other.secret
+            && self.timeout == other.timeout
+            && self.connect_timeout == other.connect_timeout
+            && self.schedule_ms == other.schedule_ms
+            && self.window_ms == other.window_ms
+            && self.jitter == other.jitter
+            && self.max_in_flight == other.max_in_flight
+            && self.delivery_rate == other.delivery_rate
+            && self.breaker_threshold == other.breaker_threshold
+            && self.breaker_cooldown_ms == other.breaker_cooldown_ms
+            && self.concurrency == other.concurrency
+            && self.address_policy == other.address_policy
+            && self.ca_certs.is_empty()
+            && other.ca_certs.is_empty()
+            && match (&self.transform, &other.transform) {
+                (None, None) => true,
+                (Some(a), Some(b)) => a.transform == b.transform && a.limits == b.limits,
+                _ => false,
+            }
+    }
+}
+
 /// A route's transform with what its handler is told of the route.
 #[derive(Debug)]
 pub struct RouteTransform {

@@ -194,7 +194,7 @@ impl DeniedAddress {
 }
 
 /// The default deny list plus the networks the operator allows.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AddressPolicy {
     allow: Vec<IpNet>,
 }

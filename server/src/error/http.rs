@@ -297,7 +297,7 @@ impl From<&IngestError> for ApiError {
             }
             IngestError::TenantDeleted(tenant) => ApiError::new(ErrorCode::TenantNotFound, message)
                 .detail("tenant_id", tenant.as_str()),
-            IngestError::ActorPanicked => {
+            IngestError::ChecksPanicked => {
                 ApiError::new(ErrorCode::InternalError, message).retry_after(1)
             }
         }
@@ -498,7 +498,7 @@ mod tests {
             "storage refusals ask for a retry"
         );
         assert_eq!(
-            answer(IngestError::ActorPanicked),
+            answer(IngestError::ChecksPanicked),
             (
                 ErrorCode::InternalError,
                 "hookd failed while handling this delivery; it was not accepted, retry later"

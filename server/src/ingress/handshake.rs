@@ -5,7 +5,6 @@
 //! (`hookd_handshakes_total`), never stored or forwarded as an event.
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use hookd_proto::domain::AlertType;
 use hookd_sdk::signature::handshake::{HandshakeError, Reply};
 
 use super::{method_not_allowed, request_id_of, AppState};
@@ -13,7 +12,8 @@ use crate::{
     error::{ApiError, ErrorCode},
     ids::RequestId,
     ingest::IngestError,
-    tenant::{HandshakeRequest, Registry, TenantHandle},
+    report,
+    tenant::{HandshakeRequest, Services, TenantHandle},
 };
 
 /// `GET /hooks/{tenant_id}`: Meta's and Okta's handshakes; any other `GET`
@@ -24,7 +24,7 @@ pub async fn get(req: HttpRequest, tenant: &str, state: web::Data<AppState>) -> 
         .get(tenant)
         .filter(|handle| handle.settings().enabled);
     let answered =
-        handle.and_then(|handle| answer(&handle, &state.registry, &req, b"", &request_id_of(&req)));
+        handle.and_then(|handle| answer(&handle, &state.services, &req, b"", &request_id_of(&req)));
     match answered {
         Some(Ok(reply)) => respond(reply),
         Some(Err(refusal)) => refusal.to_response(&request_id_of(&req)),
@@ -36,7 +36,7 @@ pub async fn get(req: HttpRequest, tenant: &str, state: web::Data<AppState>) -> 
 /// the handshake `handle`'s scheme expects; `None` otherwise.
 pub(super) fn answer(
     handle: &TenantHandle,
-    registry: &Registry,
+    services: &Services,
     req: &HttpRequest,
     body: &[u8],
     request_id: &RequestId,
@@ -47,40 +47,12 @@ pub(super) fn answer(
         query: req.query_string(),
         body,
     };
-    let now_ms = registry.clock().now_ms();
-    let result = handle.handshake(&request, now_ms)?;
-    let tenant = handle.metrics.label();
-    let kind = hookd_sdk::signature::handshake::Handshake::of(handle.settings().scheme)
-        .expect("a tenant that answered a handshake expects one");
-    Some(match result {
-        Ok(reply) => {
-            tracing::info!(
-                tenant = %tenant,
-                handshake = reply.handshake.as_str(),
-                request_id = %request_id,
-                "handshake answered"
-            );
-            handle.metrics.handshakes().answered(kind, now_ms);
-            Ok(reply)
-        }
-        Err(error) => {
-            let refusal = refusal(&error, handle.settings().tolerance_secs);
-            handle.signals.bump(AlertType::HandshakeFailed);
-            tracing::warn!(
-                tenant = %tenant,
-                handshake = kind.as_str(),
-                request_id = %request_id,
-                code = refusal.code.as_str(),
-                reason = %refusal.message,
-                "handshake refused"
-            );
-            handle
-                .metrics
-                .handshakes()
-                .refused(kind, now_ms, refusal.code.as_str());
-            Err(refusal)
-        }
-    })
+    let now_ms = services.clock.now_ms();
+    let result = handle
+        .handshake(&request, now_ms)?
+        .map_err(|error| refusal(&error, handle.settings().tolerance_secs));
+    report::handshake(handle, request_id, now_ms, result.as_ref());
+    Some(result)
 }
 
 /// The provider's expected answer: 200 with its body.

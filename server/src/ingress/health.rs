@@ -12,7 +12,7 @@ use crate::error::{ApiError, ErrorCode};
 /// then: the supervisor's restart is the recovery (and, while the disk is
 /// still full, a start that fails and is retried).
 pub async fn healthz(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
-    if state.registry.store().needs_restart() {
+    if state.services.store.needs_restart() {
         return ApiError::new(
             ErrorCode::StorageUnavailable,
             "storage: a write or fsync failed; hookd takes no writes until it is restarted",
@@ -25,7 +25,7 @@ pub async fn healthz(req: HttpRequest, state: web::Data<AppState>) -> HttpRespon
 /// Ready: storage accepts durable writes and every tenant actor runs.
 pub async fn readyz(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
     let mut problems = Vec::new();
-    if !state.registry.store().is_healthy() {
+    if !state.services.store.is_healthy() {
         problems.push(
             "storage: unavailable (sled: a write or fsync failed, restart hookd once the disk \
              is sound; postgres: the database does not answer, hookd resumes once it does)",

@@ -3,14 +3,12 @@
 //! one the tenant's scheme expects ([`super::handshake`]), else run it
 //! through the tenant's ingest gate, answer.
 
-use std::time::Instant;
-
 use actix_web::{
     http::{header::CONTENT_LENGTH, Method},
     web, HttpRequest, HttpResponse,
 };
 use futures_util::StreamExt;
-use hookd_proto::domain::{AlertType, DeliveryStatus, DEFAULT_ROUTE};
+use hookd_proto::domain::{DeliveryStatus, DEFAULT_ROUTE};
 use serde::Serialize;
 
 use hookd_sdk::signature::handshake::Reply;
@@ -18,17 +16,16 @@ use hookd_sdk::signature::handshake::Reply;
 use super::{
     body::BodyBuffer,
     encoding::{DecodeError, Encoding, Inflater, Unsupported},
-    handshake, rejected, request_id_of, AppState, EdgeLimits,
+    handshake, request_id_of, AppState,
 };
 use crate::{
     config::{SignedBody, TenantSettings},
     error::{ApiError, ErrorCode},
     ids::{DeliveryId, EventId, RequestId},
-    ingest::{BodyError, Ingest, IngestError, IngestOutcome},
-    metrics::{window::Counted, IngestResult},
+    ingest::{Ingest, IngestOutcome},
+    report::{IngestReport, Refusal},
     store::api::Receipt,
-    telemetry::spans::{self, IngestRecord},
-    tenant::{Registry, TenantHandle},
+    tenant::TenantHandle,
 };
 
 /// Everything under `/hooks`: `POST /hooks/{tenant_id}` is a delivery,
@@ -58,84 +55,57 @@ fn tenant_of(req: &HttpRequest) -> Option<&str> {
     (!rest.is_empty() && !rest.contains('/')).then_some(rest)
 }
 
-/// The ingest handler: one `hookd.ingest` span, one log line and the
-/// counters of the tenant's label for every request.
+/// The ingest handler: reads the request, hands it to the tenant's gate
+/// and answers; what it became is reported once ([`crate::report`]).
 async fn ingest(
     req: HttpRequest,
     tenant: String,
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> HttpResponse {
-    let started = Instant::now();
     let request_id = request_id_of(&req);
-    let telemetry = state.registry.telemetry();
-    let trace = telemetry.spans().start_ingest(&req);
-    let trace_id = spans::trace_id(&trace);
     let handle = state.registry.get(&tenant);
+    let report = IngestReport::start(
+        &state.services,
+        &req,
+        (&tenant, handle.as_ref()),
+        &request_id,
+    );
     let admitted = accept(
         &req,
         payload,
-        (handle.as_ref(), &state.registry),
-        &state.limits,
+        (handle.as_ref(), &state),
         &tenant,
         &request_id,
-        &trace,
+        report.trace(),
     )
     .await;
     let result = match admitted {
         Ok(Admitted::Handshake(reply)) => return handshake::respond(reply),
         Ok(Admitted::Event(outcome)) => Ok(outcome),
-        Err(refusal) => Err(refusal),
+        Err(refusal) => {
+            let answer = refusal.answer();
+            Err((refusal, answer))
+        }
     };
-    IngestRecord {
-        tenant: &tenant,
-        request_id: &request_id,
-        scheme: handle.as_ref().map(|h| h.settings().scheme),
-        result: result.as_ref(),
-    }
-    .end(&trace);
-    let (response, kind, counted) = match result {
+    let response = match &result {
         Ok(outcome) => {
-            tracing::info!(
-                tenant = %tenant,
-                event_id = %outcome.event_id,
-                delivery_id = %outcome.delivery_id,
-                request_id = %request_id,
-                trace_id = %trace_id,
-                duplicate = outcome.duplicate,
-                "delivery accepted"
-            );
             // A duplicate's answer names no routes: no settings to read.
             let settings = handle
                 .as_ref()
                 .filter(|_| !outcome.duplicate)
                 .map(|h| h.settings());
-            let body = Answered::of(&outcome, &request_id, settings.as_deref());
-            if outcome.duplicate {
-                let ok = HttpResponse::Ok().json(body);
-                (ok, IngestResult::Duplicate, Counted::Duplicate)
-            } else {
-                let accepted = HttpResponse::Accepted().json(body);
-                (accepted, IngestResult::Accepted, Counted::Accepted)
+            let body = Answered::of(outcome, &request_id, settings.as_deref());
+            match outcome.duplicate {
+                true => HttpResponse::Ok().json(body),
+                false => HttpResponse::Accepted().json(body),
             }
         }
-        Err(e) => {
-            tracing::warn!(
-                tenant = %tenant,
-                request_id = %request_id,
-                trace_id = %trace_id,
-                code = e.code.as_str(),
-                reason = %e.message,
-                "delivery rejected"
-            );
-            let response = e.to_response(&request_id);
-            (response, IngestResult::Rejected, Counted::Rejected(e.code))
-        }
+        Err((_, answer)) => answer.to_response(&request_id),
     };
-    count(&state.registry, handle.as_ref(), counted);
-    telemetry
-        .metrics()
-        .ingest_latency(kind, started.elapsed(), spans::sampled_trace_id(&trace));
+    report
+        .finish(result.as_ref().map_err(|(r, a)| (r, a)))
+        .await;
     response
 }
 
@@ -212,25 +182,6 @@ impl<'a> Answered<'a> {
     }
 }
 
-/// Counts a request in its label's counters and, for a running tenant, in
-/// its last-day windows at the server's clock.
-fn count(registry: &Registry, handle: Option<&TenantHandle>, counted: Counted) {
-    let telemetry = registry.telemetry();
-    let metrics = telemetry.metrics();
-    let counters = handle.map_or(metrics.other(), |h| &h.metrics);
-    match counted {
-        Counted::Accepted => counters.accepted(),
-        Counted::Duplicate => counters.duplicate(),
-        Counted::Rejected(code) => counters.rejected(code),
-    }
-    if let Some(handle) = handle {
-        let now_ms = registry.clock().now_ms();
-        metrics
-            .windows()
-            .record(handle.data().tenant(), now_ms, counted);
-    }
-}
-
 /// What a request that passed became: an event, or a handshake's answer.
 enum Admitted {
     Event(IngestOutcome),
@@ -240,14 +191,14 @@ enum Admitted {
 async fn accept(
     req: &HttpRequest,
     payload: web::Payload,
-    (handle, registry): (Option<&TenantHandle>, &Registry),
-    limits: &EdgeLimits,
+    (handle, state): (Option<&TenantHandle>, &AppState),
     tenant: &str,
     request_id: &RequestId,
     trace: &opentelemetry::Context,
-) -> Result<Admitted, ApiError> {
+) -> Result<Admitted, Refusal> {
+    let limits = &state.limits;
     let Some(handle) = handle else {
-        return Err(match registry.unavailable(tenant) {
+        return Err(match state.registry.unavailable(tenant) {
             Some(_) => ApiError::new(
                 ErrorCode::TenantUnavailable,
                 format!("tenant {tenant:?} cannot run until an operator fixes its settings"),
@@ -256,13 +207,12 @@ async fn accept(
             .retry_after(60),
             None => ApiError::new(ErrorCode::TenantNotFound, format!("no tenant {tenant:?}"))
                 .detail("tenant_id", tenant),
-        });
+        }
+        .into());
     };
     if !handle.settings().enabled {
-        return Err(ApiError::new(
-            ErrorCode::TenantDisabled,
-            format!("tenant {tenant:?} is disabled"),
-        ));
+        let disabled = format!("tenant {tenant:?} is disabled");
+        return Err(ApiError::new(ErrorCode::TenantDisabled, disabled).into());
     }
     let settings = handle.settings();
     let reading = Reading {
@@ -274,8 +224,8 @@ async fn accept(
     let ReadBody { body, wire } = actix_rt::time::timeout(limits.body_timeout, read)
         .await
         .map_err(|_| limits.timed_out())??;
-    if let Some(answer) = handshake::answer(handle, registry, req, &body, request_id) {
-        return answer.map(Admitted::Handshake);
+    if let Some(answer) = handshake::answer(handle, &state.services, req, &body, request_id) {
+        return answer.map(Admitted::Handshake).map_err(Refusal::from);
     }
     let outcome = handle
         .ingest(Ingest {
@@ -288,31 +238,9 @@ async fn accept(
             trace: trace.clone(),
         })
         .await;
-    match outcome {
-        Ok(outcome) => Ok(Admitted::Event(outcome)),
-        Err(rejection) => {
-            if let Some(kind) = alert_of(&rejection) {
-                handle.signals.bump(kind);
-            }
-            let answer = ApiError::from(&rejection);
-            rejected::record(registry, handle, request_id, &rejection, &answer, &body).await;
-            Err(answer)
-        }
-    }
-}
-
-/// The alert a refused delivery counts toward, if any.
-fn alert_of(rejection: &IngestError) -> Option<AlertType> {
-    match rejection {
-        IngestError::Verify { .. } => Some(AlertType::VerificationFailureSpike),
-        IngestError::RateLimited { .. } => Some(AlertType::IngestRateLimited),
-        IngestError::Body(
-            BodyError::ContractViolation { .. }
-            | BodyError::ContractCheckTooCostly { .. }
-            | BodyError::UnknownEventType { .. },
-        ) => Some(AlertType::ContractRejectionSpike),
-        _ => None,
-    }
+    outcome
+        .map(Admitted::Event)
+        .map_err(|error| Refusal::Gate { error, body })
 }
 
 /// How one request's body is to be read: the tenant's limit (on the bytes

@@ -14,19 +14,19 @@ use crate::{
 /// The scrape handler.
 pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
     let format = Format::negotiate(req.headers().get(ACCEPT).and_then(|v| v.to_str().ok()));
-    let registry = state.registry.clone();
+    let (registry, services) = (state.registry.clone(), state.services.clone());
     let scraped = web::block(move || {
         let tenants: Vec<TenantSource> = registry
             .handles()
             .iter()
-            .flat_map(|h| h.routes.iter())
+            .flat_map(|h| h.routes().to_vec())
             .map(|route| TenantSource {
                 data: route.data.clone(),
                 metrics: route.metrics.clone(),
             })
             .collect();
-        let storage = read_storage(&tenants, &**registry.store(), registry.clock().now_ms());
-        scrape(registry.telemetry().metrics(), &storage, format)
+        let storage = read_storage(&tenants, &*services.store, services.clock.now_ms());
+        scrape(services.telemetry.metrics(), &storage, format)
     })
     .await;
     match scraped {

@@ -8,7 +8,8 @@ mod handshake;
 mod health;
 mod hooks;
 mod metrics;
-mod rejected;
+
+use std::sync::Arc;
 
 use actix_web::{
     body::MessageBody,
@@ -21,7 +22,7 @@ use actix_web::{
 use crate::{
     error::{ApiError, ErrorCode},
     ids::RequestId,
-    tenant::Registry,
+    tenant::{Registry, Services},
 };
 
 pub use edge::{close_unread_body, header_limit, EdgeLimits};
@@ -31,6 +32,8 @@ pub use edge::{close_unread_body, header_limit, EdgeLimits};
 pub struct AppState {
     /// Running tenants.
     pub registry: Registry,
+    /// What the tenants share: storage, clock, feed, telemetry.
+    pub services: Arc<Services>,
     /// Head size and body deadline.
     pub limits: EdgeLimits,
 }
@@ -38,7 +41,7 @@ pub struct AppState {
 /// Registers every route on an actix-web app.
 pub fn configure(state: AppState) -> impl FnOnce(&mut web::ServiceConfig) {
     move |cfg| {
-        if state.registry.telemetry().metrics().on_public_port() {
+        if state.services.telemetry.metrics().on_public_port() {
             cfg.route("/metrics", web::get().to(metrics::metrics));
         }
         cfg.app_data(web::Data::new(state))

@@ -3,7 +3,7 @@
 //! catalog follower. They hold the registry (so storage) and are stopped
 //! before storage is flushed.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 use tokio::task::JoinHandle;
 
@@ -12,7 +12,7 @@ use crate::{
     alerts::{self, Alerts},
     config::{Config, StorageBackend},
     sweeper,
-    tenant::Registry,
+    tenant::{Registry, Services},
 };
 
 /// How often tenants are checked for idle actors.
@@ -27,14 +27,17 @@ impl Background {
     /// Starts the tasks on the current actix runtime.
     pub(crate) fn start(
         config: &Config,
-        registry: &Registry,
+        (registry, services): (&Registry, &Arc<Services>),
         follower: Follower,
         alerts: Alerts,
     ) -> Background {
         let mut tasks = vec![
             actix_rt::spawn(alerts::run(alerts)),
-            actix_rt::spawn(sweeper::run(registry.clone(), config.retention.clone())),
-            actix_rt::spawn(reap_idle_actors(
+            actix_rt::spawn(sweeper::run(
+                (registry.clone(), services.clone()),
+                config.retention.clone(),
+            )),
+            actix_rt::spawn(reap_idle_gates(
                 registry.clone(),
                 Duration::from_secs(config.limits.tenant_idle_secs),
             )),
@@ -58,12 +61,12 @@ impl Background {
     }
 }
 
-/// Stops the actors of tenants without a delivery for `idle`, every
+/// Drops the ingest gates of tenants without a delivery for `idle`, every
 /// [`REAP_EVERY`], forever.
-async fn reap_idle_actors(registry: Registry, idle: Duration) {
+async fn reap_idle_gates(registry: Registry, idle: Duration) {
     let idle_ms = i64::try_from(idle.as_millis()).unwrap_or(i64::MAX);
     loop {
         tokio::time::sleep(REAP_EVERY).await;
-        registry.stop_idle_actors(idle_ms);
+        registry.stop_idle_gates(idle_ms);
     }
 }

@@ -35,7 +35,7 @@ use crate::{
         postgres::{PgOptions, PgStore},
         OsSync, SharedSync, SledStore,
     },
-    tenant::Registry,
+    tenant::{Registry, Services},
     tls::CertSource,
 };
 
@@ -138,6 +138,7 @@ fn listen(key: &str, value: &str) -> Result<TcpListener> {
 /// What a started hookd hands back to [`crate::Server`].
 pub(crate) struct Started {
     pub(crate) registry: Registry,
+    pub(crate) services: Arc<Services>,
     pub(crate) certs: Vec<Arc<CertSource>>,
     /// The control plane, for tests below gRPC.
     pub(crate) control: Arc<dyn hookd_control::ControlBackend>,
@@ -244,7 +245,7 @@ impl Runtime {
 /// backend over them, and a follower of changes other processes make.
 pub(crate) fn start_tenants(
     config: &Config,
-    registry: &Registry,
+    (registry, services): (&Registry, &Arc<Services>),
     tenants: Vec<TenantSettings>,
 ) -> Result<(Backend, Follower)> {
     let key = MasterKey::load(&config.keys, &config.data_dir)?;
@@ -258,12 +259,12 @@ pub(crate) fn start_tenants(
         .filter_map(|t| Some((t.id.clone(), t.alerts.clone()?)))
         .collect();
     let alerts = Alerts::new(
-        registry.clone(),
+        (registry.clone(), services.clone()),
         &config.alerts,
         config_alerts,
         (key.clone(), address_policy.clone()),
     )?;
-    let catalog = Catalog::open(registry.store().clone(), key, config_ids.clone())?;
+    let catalog = Catalog::open(services.store.clone(), key, config_ids.clone())?;
     for tenant in tenants {
         registry.start_tenant(tenant)?;
     }
@@ -272,7 +273,7 @@ pub(crate) fn start_tenants(
     // makes while they start is newer than it, so the first poll applies it.
     let follower = Follower::new(
         Arc::new(registry.clone()),
-        registry.store().clone(),
+        services.store.clone(),
         catalog.clone(),
         resolver.clone(),
     )?;
@@ -287,7 +288,7 @@ pub(crate) fn start_tenants(
         }
     }
     let backend = Backend::new(
-        registry.clone(),
+        (registry.clone(), services.clone()),
         catalog,
         config_ids,
         admin_token,

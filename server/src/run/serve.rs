@@ -21,7 +21,7 @@ use crate::{
     ingress::{self, AppState},
     store::api::{blocking, Store},
     telemetry::Telemetry,
-    tenant::Registry,
+    tenant::{Registry, Services},
     tls::{self, ListenerTls},
 };
 
@@ -84,8 +84,13 @@ pub(crate) async fn serve(serving: Serving) -> Result<()> {
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(2);
-    let (arbiters, registry, backend, follower) =
-        start_registry(&config, &runtime, store, tenants, cores)?;
+    let RunningTenants {
+        arbiters,
+        registry,
+        services,
+        backend,
+        follower,
+    } = start_registry(&config, &runtime, store, tenants, cores)?;
     let alerts = backend.alerts().clone();
     let control: Arc<dyn hookd_control::ControlBackend> = backend.clone();
     let certs = [&tls.http, &tls.grpc, &tls.dashboard]
@@ -96,6 +101,7 @@ pub(crate) async fn serve(serving: Serving) -> Result<()> {
     let listening = Listening::new(&listeners, &tls)?;
     let state = AppState {
         registry: registry.clone(),
+        services: services.clone(),
         limits: ingress::EdgeLimits::new(&config.http, &config.limits),
     };
     let server = http_server(&config, state.clone(), cores, listeners.http, tls.http)?;
@@ -119,9 +125,10 @@ pub(crate) async fn serve(serving: Serving) -> Result<()> {
     )?;
 
     actix_rt::spawn(stop_http_on(shutdown, http_handle, side.handles.clone()));
-    let background = Background::start(&config, &registry, follower, alerts.clone());
+    let background = Background::start(&config, (&registry, &services), follower, alerts.clone());
     runtime.report_ready(Started {
         registry: registry.clone(),
+        services: services.clone(),
         certs,
         control,
     });
@@ -143,8 +150,9 @@ pub(crate) async fn serve(serving: Serving) -> Result<()> {
         Ok(())
     })
     .await;
-    registry.store().flush()?;
+    services.store.flush()?;
     drop(registry);
+    drop(services);
     tracing::info!("shutdown complete");
     served.map_err(Error::from)
 }
@@ -168,7 +176,7 @@ impl SideServers {
         [metrics, dashboard]: [Option<std::net::TcpListener>; 2],
         dashboard_tls: Option<ListenerTls>,
     ) -> Result<SideServers> {
-        let clock = state.registry.clock().clone();
+        let clock = state.services.clock.clone();
         let metrics = metrics
             .map(|listener| metrics_server(config, state, listener))
             .transpose()?;
@@ -198,20 +206,29 @@ impl SideServers {
     }
 }
 
+/// The tenants started, the arbiters their actors run on, what they share,
+/// the control plane over them and the follower of other processes' changes.
+struct RunningTenants {
+    arbiters: Vec<actix_rt::Arbiter>,
+    registry: Registry,
+    services: Arc<Services>,
+    backend: Arc<Backend>,
+    follower: Follower,
+}
+
 fn start_registry(
     config: &Config,
     runtime: &Runtime,
     store: Store,
     tenants: Vec<TenantSettings>,
     cores: usize,
-) -> Result<(Vec<actix_rt::Arbiter>, Registry, Arc<Backend>, Follower)> {
+) -> Result<RunningTenants> {
     let forward_cas = config.forward.ca_certs()?;
     let arbiters: Vec<actix_rt::Arbiter> = (0..cores).map(|_| actix_rt::Arbiter::new()).collect();
-    let registry = Registry::new(
-        arbiters.iter().map(|a| a.handle()).collect(),
-        ForwardRuntime::new(cores)?,
+    let services = Services::new(
         store,
         runtime.clock().clone(),
+        ForwardRuntime::new(cores)?,
         DeliveryFeed::default(),
         Telemetry::new(runtime.tracer_provider(), &config.metrics),
     )
@@ -221,8 +238,19 @@ fn start_registry(
     .with_forward_lease(Duration::from_secs(
         config.storage.postgres.forward_lease_secs,
     ));
-    match start_tenants(config, &registry, tenants) {
-        Ok((backend, follower)) => Ok((arbiters, registry, Arc::new(backend), follower)),
+    let services = Arc::new(services);
+    let registry = Registry::new(
+        arbiters.iter().map(|a| a.handle()).collect(),
+        services.clone(),
+    );
+    match start_tenants(config, (&registry, &services), tenants) {
+        Ok((backend, follower)) => Ok(RunningTenants {
+            arbiters,
+            registry,
+            services,
+            backend: Arc::new(backend),
+            follower,
+        }),
         Err(e) => {
             stop_arbiters(arbiters);
             Err(e)
@@ -306,7 +334,7 @@ fn http_server(
         config.http.workers
     };
     let max_header_bytes = config.http.max_header_bytes;
-    let unrouted = state.registry.telemetry().metrics().other().clone();
+    let unrouted = state.services.telemetry.metrics().other().clone();
     let server = HttpServer::new(move || {
         let unrouted = unrouted.clone();
         App::new()

@@ -25,7 +25,7 @@ use crate::{
         api::{blocking, RejectionLog, Storage, Store, SweepRequest, TenantStore},
         lifecycle::Swept,
     },
-    tenant::Registry,
+    tenant::{Registry, Services},
 };
 
 /// What a pass removed, over every tenant.
@@ -104,9 +104,9 @@ impl SinkHandles {
 }
 
 /// Sweeps forever; dropped with the server. The registry holds every
-/// tenant that started, with its data handle, whether its actor runs or
+/// tenant that started, with its data handle, whether its gate runs or
 /// stopped idle, so a tenant quiet since its data was written is swept too.
-pub async fn run(registry: Registry, retention: RetentionConfig) {
+pub async fn run((registry, services): (Registry, Arc<Services>), retention: RetentionConfig) {
     if let Some(warning) = retention.sender_retry_warning() {
         tracing::warn!("{warning}");
     }
@@ -115,24 +115,24 @@ pub async fn run(registry: Registry, retention: RetentionConfig) {
     let mut sinks = SinkHandles::default();
     loop {
         tokio::time::sleep(interval).await;
-        let now_ms = registry.clock().now_ms();
+        let now_ms = services.clock.now_ms();
         let due = Due::at(&retention, now_ms);
         let handles = registry.handles();
         let tenants = handles
             .iter()
             .flat_map(|h| {
-                let mut data: Vec<_> = h.routes.iter().map(|r| r.data.clone()).collect();
-                data.extend(sinks.of(&**registry.store(), h.data()));
+                let mut data: Vec<_> = h.routes().iter().map(|r| r.data.clone()).collect();
+                data.extend(sinks.of(&*services.store, &h.data()));
                 data
             })
             .collect();
         sinks.keep(&handles.iter().map(|h| h.data().tenant().clone()).collect());
-        let rejections = registry
-            .store()
+        let rejections = services
+            .store
             .rejections()
             .inspect_err(|e| tracing::error!(error = %e, "rejections cannot be swept"))
             .ok();
-        let store = registry.store().clone();
+        let store = services.store.clone();
         let removed = paced_pass(&mut pacing, store, tenants, rejections, &due, now_ms).await;
         if removed.total() > 0 {
             tracing::info!(

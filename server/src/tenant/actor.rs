@@ -1,33 +1,87 @@
-//! The tenant actor: the one owner and only writer of its tenant's state.
-//! Every change to the tenant (new settings: a secret rotated or revoked,
-//! an update; new contracts) is a message to it, handled in order on its
-//! arbiter's thread: it rebuilds what the change touches (the rate limiter,
-//! the replay cache) and publishes the next immutable [`Snapshot`], in
-//! force for the next delivery once the sender's `send` returns. Deliveries
-//! do not pass through its mailbox: the HTTP worker that read one runs the
-//! checks against the gate the actor owns (see `gate.rs`), reading the
-//! published snapshot, so a delivery costs no hop to the actor's thread and
-//! back. It runs while the tenant takes deliveries or changes (started on
-//! the first, stopped when idle, see `slot.rs`) and, when a delivery's
-//! checks panic, is stopped and restarted by its actix `Supervisor`, which
-//! rebuilds what the panic may have left half changed.
+//! The tenant actor: the one owner and only writer of its running tenant —
+//! the snapshot of settings, contracts and routes it publishes, each
+//! route's dispatcher, its ingest gate. Every change is a [`Change`]
+//! message handled in order on its arbiter's thread, so the mailbox is the
+//! order of changes; the handler restarts only what the change touched.
 
 use std::sync::Arc;
 
 use actix::{Actor, ActorContext, Context, Handler, Message, Supervised};
 
-use super::{gate::Gate, snapshot::Snapshot};
-use crate::{config::TenantSettings, contracts::TenantContracts};
+use super::{
+    routes::{self, RouteHandle},
+    services::Services,
+    snapshot::Snapshot,
+    state::{Running, TenantState},
+};
+use crate::{
+    catalog,
+    config::{ForwardSettings, TenantSettings},
+    contracts::{Contract, TenantContracts},
+    error::{Error, Result},
+};
 
 /// One tenant's actor.
 pub struct TenantActor {
-    gate: Arc<Gate>,
+    state: Arc<TenantState>,
+    services: Arc<Services>,
 }
 
 impl TenantActor {
-    /// The actor owning `gate`.
-    pub(super) fn new(gate: Arc<Gate>) -> Self {
-        TenantActor { gate }
+    /// The actor of the tenant whose running state is `state`.
+    pub(super) fn new(state: Arc<TenantState>, services: Arc<Services>) -> Self {
+        TenantActor { state, services }
+    }
+
+    /// The contracts of `settings`' tenant as saved now, reusing those
+    /// `previous` compiled and `fresh` (see [`catalog::assemble`]).
+    pub(super) fn contracts(
+        services: &Services,
+        settings: &TenantSettings,
+        previous: &TenantContracts,
+        fresh: Option<Contract>,
+    ) -> TenantContracts {
+        let saved = catalog::contracts::ContractStore::open(&*services.store)
+            .and_then(|c| c.list(&settings.id));
+        let saved = saved.unwrap_or_else(|e| {
+            tracing::error!(tenant = %settings.id, error = %e, "saved contracts cannot be read; only the config file's are in force");
+            Vec::new()
+        });
+        catalog::assemble(&settings.id, &settings.contracts, saved, previous, fresh)
+    }
+
+    /// New settings: the routes they name (those kept keep their handle),
+    /// a dispatcher started for each route whose forwarding is new or
+    /// changed, those of removed routes stopped, then the snapshot
+    /// published. Nothing changes unless all of it could be built.
+    fn settle(&mut self, settings: Arc<TenantSettings>, contracts: TenantContracts) -> Result<()> {
+        let now = self.state.snapshot();
+        let routes =
+            RouteHandle::all(&self.services, &settings, &self.state.metrics, now.routes())?;
+        let forwarding = routes::forwarding(&settings);
+        let before = routes::forwarding(now.settings());
+        let changed: Vec<(&RouteHandle, &ForwardSettings)> = routes
+            .iter()
+            .zip(&forwarding)
+            .filter(|(route, forward)| {
+                let old = now.routes().iter().position(|r| r.name == route.name);
+                old.and_then(|i| before[i]) != **forward
+            })
+            .filter_map(|(route, forward)| Some((route, (*forward)?)))
+            .collect();
+        let started = self.state.start_dispatchers(&self.services, &changed)?;
+        let names: Vec<&str> = routes
+            .iter()
+            .zip(&forwarding)
+            .filter(|(_, forward)| forward.is_some())
+            .map(|(route, _)| route.name.as_str())
+            .collect();
+        self.state.running(|running: &mut Running| {
+            running.replace(started, &names);
+        })?;
+        let next = Snapshot::of(settings, Arc::new(contracts), routes.into());
+        self.state.publish(next);
+        Ok(())
     }
 }
 
@@ -35,59 +89,75 @@ impl Actor for TenantActor {
     type Context = Context<Self>;
 }
 
-/// Run under an actix `Supervisor`: stopped after a panic, it is restarted
-/// and resets its gate. It stops for good once its tenant is removed or
-/// idle (no address left).
+/// Run under an actix `Supervisor`: stopped after a panic in a delivery's
+/// checks, it is restarted and resets its gate. It stops for good once its
+/// tenant is removed (no address left).
 impl Supervised for TenantActor {
     fn restarting(&mut self, _ctx: &mut Self::Context) {
-        self.gate.reset();
-        tracing::warn!(tenant = %self.gate.tenant(), "tenant actor restarted after a panic in its ingest");
+        self.state.reset_gate();
+        tracing::warn!(tenant = %self.state.id(), "tenant actor restarted after a panic in a delivery's checks");
     }
 }
 
 /// A delivery's checks panicked: restart.
 #[derive(Message)]
 #[rtype(result = "()")]
-pub(super) struct Panicked;
+pub(super) struct ChecksPanicked;
 
-impl Handler<Panicked> for TenantActor {
+impl Handler<ChecksPanicked> for TenantActor {
     type Result = ();
 
-    fn handle(&mut self, _msg: Panicked, ctx: &mut Self::Context) {
+    fn handle(&mut self, _msg: ChecksPanicked, ctx: &mut Self::Context) {
         ctx.stop();
     }
 }
 
-/// A change to the tenant's state.
+/// A change to the running tenant.
 #[derive(Message)]
-#[rtype(result = "()")]
+#[rtype(result = "Result<()>")]
 pub(super) enum Change {
-    /// New settings (a secret rotated or revoked, an update), with the
-    /// contracts compiled for them, or `None` to keep those in force.
-    Settings {
-        settings: Arc<TenantSettings>,
-        contracts: Option<TenantContracts>,
-    },
-    /// The tenant's contracts changed.
-    Contracts(TenantContracts),
+    /// New secrets (a rotation or a revocation): in force for the next
+    /// delivery; routes, dispatchers and contracts carry on.
+    Secrets(Arc<TenantSettings>),
+    /// New settings (an update): its contracts read again, each route
+    /// restarted only if its forwarding changed.
+    Settings(Arc<TenantSettings>),
+    /// The tenant's saved contracts changed; `fresh` is one just saved,
+    /// compiled to check it.
+    Contracts { fresh: Option<Contract> },
 }
 
 impl Handler<Change> for TenantActor {
-    type Result = ();
+    type Result = Result<()>;
 
-    fn handle(&mut self, change: Change, _ctx: &mut Self::Context) {
-        let now = self.gate.snapshot();
-        let next = match change {
-            Change::Settings {
-                settings,
-                contracts,
-            } => {
-                self.gate.retune(now.settings(), &settings);
-                let contracts = contracts.map_or_else(|| now.contracts().clone(), Arc::new);
-                Snapshot::of(settings, contracts)
+    fn handle(&mut self, change: Change, _ctx: &mut Self::Context) -> Result<()> {
+        if self.state.is_stopped() {
+            return Err(Error::stopped("tenant actor"));
+        }
+        let now = self.state.snapshot();
+        let services = self.services.clone();
+        match change {
+            Change::Secrets(settings) => {
+                self.state.retune(now.settings(), &settings);
+                let next = Snapshot::of(settings, now.contracts().clone(), now.routes().clone());
+                self.state.publish(next);
             }
-            Change::Contracts(set) => Snapshot::of(now.settings().clone(), Arc::new(set)),
-        };
-        self.gate.publish(next);
+            Change::Settings(settings) => {
+                let contracts = Self::contracts(&services, &settings, now.contracts(), None);
+                self.settle(settings.clone(), contracts)?;
+                self.state.retune(now.settings(), &settings);
+            }
+            Change::Contracts { fresh } => {
+                let contracts = Self::contracts(&services, now.settings(), now.contracts(), fresh);
+                let next = Snapshot::of(
+                    now.settings().clone(),
+                    Arc::new(contracts),
+                    now.routes().clone(),
+                );
+                self.state.publish(next);
+            }
+        }
+        self.services.touched().touch(&self.state.id());
+        Ok(())
     }
 }

@@ -5,12 +5,10 @@
 
 use std::sync::Arc;
 
-use tokio::sync::Notify;
-
-use super::replay::{Replay, ReplayKeys};
-
-/// What wakes the dispatchers of a tenant's routes, the default one first.
-pub(super) type Wakes = Arc<[Arc<Notify>]>;
+use super::{
+    replay::{Replay, ReplayKeys},
+    routes::RouteHandle,
+};
 use crate::{
     error::Error,
     feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
@@ -30,8 +28,8 @@ use crate::{
 pub(super) struct Commit {
     pub(super) data: TenantStore,
     pub(super) replay: Replay,
-    /// The dispatchers of the tenant's routes, the default one first.
-    pub(super) wake: Wakes,
+    /// The tenant's routes, whose dispatchers it wakes.
+    pub(super) routes: Arc<[RouteHandle]>,
     pub(super) feed: DeliveryFeed,
     pub(super) tenant: TenantId,
     pub(super) request_id: RequestId,
@@ -61,7 +59,7 @@ impl Commit {
         let committed = committed.map_err(|e| self.rejected(&event_id, &new_id, e));
         let Commit {
             replay,
-            wake,
+            routes: running,
             feed,
             tenant,
             span,
@@ -74,8 +72,8 @@ impl Commit {
         let (event_id, delivery_id, duplicate, routes, receipt) = match outcome {
             CommitOutcome::Accepted => {
                 sender.record(senders.as_deref(), tenant.as_str(), tolerance_secs);
-                for wake in wake.iter() {
-                    wake.notify_one();
+                for route in running.iter() {
+                    route.wake.notify_one();
                 }
                 let ids = std::iter::once(&new_id).chain(routes.iter().map(|(_, id)| id));
                 for id in ids {

@@ -15,26 +15,29 @@ use std::{
 };
 
 use bytes::Bytes;
+use hookd_proto::domain::DEFAULT_ROUTE;
 use hookd_sdk::signature::{self, Delivery, HeaderSource};
 use tokio::sync::{Notify, Semaphore};
 
 use super::{
-    commit::{Commit, ContractRejection, SenderFacts, Wakes},
+    commit::{Commit, ContractRejection, SenderFacts},
     filters::{filter_inline, FilterWork, Passes},
     headers::SignedHeaders,
     replay::{replay_cache, Replay, ReplayCache, ReplayKeys, Scope},
-    routes::fan_out,
+    routes::{fan_out, RouteHandle},
     snapshot::{Published, Snapshot},
     validate::{content_event_id, is_form, validate_body, Body, EventIdSource},
 };
 use crate::{
     clock::SharedClock,
-    config::{EventIdRule, LimitsConfig, TenantSettings},
+    config::{
+        EventIdRule, LimitsConfig, MetricsConfig, TenantSettings, DEPRECATED_SCAN_LIMIT_DEFAULT,
+    },
     contracts::TenantContracts,
     feed::DeliveryFeed,
-    ids::{DeliveryId, EventId, TenantId},
+    ids::{DeliveryId, EventId},
     ingest::{Answer, BodyError, Ingest, IngestError, IngestOutcome},
-    metrics::{SenderMetrics, TypeOutcome},
+    metrics::{Metrics, SenderMetrics, TypeOutcome},
     rate_limit::TokenBucket,
     routes::filter::pool::FilterPool,
     store::{
@@ -63,7 +66,6 @@ fn full_limiter(settings: &TenantSettings, now_ms: i64) -> Option<TokenBucket> {
 pub(super) struct GateParts {
     pub data: TenantStore,
     pub clock: SharedClock,
-    pub wake: Wakes,
     pub feed: DeliveryFeed,
     pub spans: Spans,
     pub senders: Option<Arc<SenderMetrics>>,
@@ -94,11 +96,23 @@ impl Gate {
         feed: DeliveryFeed,
         spans: Spans,
     ) -> Self {
-        let snapshot = Snapshot::of(settings, Arc::new(TenantContracts::default()));
+        let metrics = Metrics::new(&MetricsConfig {
+            enabled: false,
+            addr: None,
+            max_tenant_labels: 1,
+            scan_limit: DEPRECATED_SCAN_LIMIT_DEFAULT,
+        });
+        let route = RouteHandle {
+            name: DEFAULT_ROUTE.to_owned(),
+            data: data.clone(),
+            wake,
+            metrics: metrics.route(&metrics.tenant(&settings.id), DEFAULT_ROUTE),
+        };
+        let contracts = Arc::new(TenantContracts::default());
+        let snapshot = Snapshot::of(settings, contracts, Arc::new([route]));
         let parts = GateParts {
             data,
             clock,
-            wake: Arc::new([wake]),
             feed,
             spans,
             senders: None,
@@ -124,12 +138,6 @@ impl Gate {
         self.published.load()
     }
 
-    /// Puts `next` in force for every delivery from now on (the actor's
-    /// change).
-    pub(super) fn publish(&self, next: Snapshot) {
-        self.published.publish(next);
-    }
-
     /// Settings change from `old` to `new` (the actor's change): a changed
     /// rate limit starts full, a changed tolerance starts a new, empty
     /// replay scope (the durable log still catches resends); what did not
@@ -152,11 +160,6 @@ impl Gate {
         let limiter = full_limiter(self.snapshot().settings(), self.parts.clock.now_ms());
         *self.limiter.lock().unwrap_or_else(PoisonError::into_inner) = limiter;
         self.limiter.clear_poison();
-    }
-
-    /// The tenant this gate takes deliveries for.
-    pub(super) fn tenant(&self) -> TenantId {
-        self.snapshot().settings().id.clone()
     }
 
     fn replay(&self) -> Replay {
@@ -398,7 +401,7 @@ impl Gate {
         let Ok(prepared) = prepared else {
             tracing::error!(tenant = %tenant, request_id = %msg.request_id, "tenant ingest panicked; its actor's supervisor restarts it");
             panicked();
-            return Answer::now(Err(IngestError::ActorPanicked));
+            return Answer::now(Err(IngestError::ChecksPanicked));
         };
         match prepared {
             Err(e) => Answer::now(Err(e)),
@@ -415,7 +418,7 @@ impl Gate {
                 let commit = Commit {
                     data: self.parts.data.clone(),
                     replay,
-                    wake: self.parts.wake.clone(),
+                    routes: snapshot.routes().clone(),
                     feed: self.parts.feed.clone(),
                     span: IngestSpan::new(self.parts.spans.start_child(span, COMMIT_SPAN, tenant)),
                     tenant: tenant.clone(),
@@ -432,7 +435,7 @@ impl Gate {
                     let passes = FilterPool::shared()
                         .run(&share, move || filters.finish())
                         .await
-                        .map_err(|_| IngestError::ActorPanicked)?;
+                        .map_err(|_| IngestError::ChecksPanicked)?;
                     item.fan_out(&settings, &passes);
                     commit.run(*item, replay_keys, sender).await
                 })
@@ -446,13 +449,8 @@ mod tests {
     use actix_web::http::header::HeaderMap;
     use hookd_sdk::signature::{sign, Scheme, Secret};
 
-    use actix::Actor;
-
     use super::{
-        super::{
-            actor::{Change, TenantActor},
-            replay::{Scope as ReplayScope, ScopedKey},
-        },
+        super::replay::{Scope as ReplayScope, ScopedKey},
         *,
     };
     use crate::{
@@ -463,7 +461,6 @@ mod tests {
 
     const NOW_SECS: i64 = 1_700_000_000;
     const FIRST: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
-    const SECOND: &str = "whsec_AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=";
 
     fn settings(secret: &str, rate_limit: Option<serde_json::Value>) -> Arc<TenantSettings> {
         let mut config = serde_json::json!({
@@ -515,43 +512,6 @@ mod tests {
             .build()
             .unwrap()
             .block_on(async { answer.await })
-    }
-
-    /// Sends `change` to an actor owning `gate` and waits until it is in
-    /// force.
-    fn change(gate: &Arc<Gate>, change: Change) {
-        let gate = gate.clone();
-        actix_rt::System::new()
-            .block_on(async move { TenantActor::new(gate).start().send(change).await.unwrap() });
-    }
-
-    /// The actor publishes a rotated secret to the gate it owns: the very
-    /// next delivery is checked against it.
-    #[test]
-    fn a_rotated_secret_is_in_force_for_the_next_delivery() {
-        let dir = tempfile::tempdir().unwrap();
-        let (gate, _store) = gate(dir.path(), settings(FIRST, None));
-        let gate = Arc::new(gate);
-        let rotated = signed(SECOND, "msg_1");
-        assert!(matches!(
-            run(&gate, &rotated),
-            Err(IngestError::Verify { .. })
-        ));
-        let settings = settings(SECOND, None);
-        let contracts = None;
-        change(
-            &gate,
-            Change::Settings {
-                settings,
-                contracts,
-            },
-        );
-        let outcome = run(&gate, &rotated).expect("accepted under the new secret");
-        assert!(!outcome.duplicate);
-        assert!(matches!(
-            run(&gate, &signed(FIRST, "msg_2")),
-            Err(IngestError::Verify { .. })
-        ));
     }
 
     /// A reset (the actor restarting after a panic) rebuilds the rate

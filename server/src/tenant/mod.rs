@@ -1,24 +1,33 @@
-//! Tenants: the ingest gate each runs its deliveries through, the actix
-//! actor that owns it and is the only writer of its tenant's state (the
-//! snapshot of settings, keys and contracts it publishes), the registry
-//! that routes to them, and the checks a delivery passes inside its tenant.
+//! Tenants: each running tenant's actor, the one owner of its state (the
+//! snapshot of settings, keys, contracts and routes it publishes, its
+//! route dispatchers, its ingest gate), the registry mapping ids to them,
+//! the services they share, and the checks a delivery passes inside its
+//! tenant.
 
 mod actor;
 mod commit;
 mod filters;
 mod gate;
+mod handle;
 mod handshake;
 mod headers;
 mod registry;
 mod replay;
 mod routes;
+mod services;
 mod slot;
 mod snapshot;
+mod state;
+#[cfg(test)]
+mod tests;
 mod validate;
 
 pub use gate::Gate;
+pub use handle::TenantHandle;
 pub use handshake::HandshakeRequest;
-pub use registry::{Registry, TenantHandle};
+pub use registry::Registry;
 pub use replay::{replay_cache, ReplayCache, Scope as ReplayScope};
 pub use routes::RouteHandle;
+pub use services::Services;
+
 pub(crate) use validate::pasted_event_id;

@@ -9,17 +9,17 @@ use tokio::sync::Notify;
 
 use hookd_proto::domain::DEFAULT_ROUTE;
 
-use super::filters::Passes;
+use super::{filters::Passes, services::Services};
 
 use crate::{
     config::{ForwardSettings, TenantSettings},
     error::Result,
     ids::{DeliveryId, TenantId},
-    metrics::{Metrics, RouteMetrics, TenantMetrics},
+    metrics::{RouteMetrics, TenantMetrics},
     store::{
         api::{Receipt, RouteCopy},
         records::RouteOutcome,
-        Store, TenantStore,
+        TenantStore,
     },
 };
 
@@ -37,29 +37,49 @@ pub struct RouteHandle {
 }
 
 impl RouteHandle {
-    /// The routes of `settings`, the default one (on `default`, the
-    /// tenant's own data) first, their metrics under the tenant's label
-    /// `tenant`; those also among `previous` keep their wake ([`wake_of`]).
-    pub(super) fn all(
-        (store, metrics): (&Store, &Metrics),
+    /// The routes of a tenant starting under `settings`: the default one on
+    /// `data` (the tenant's own) first, their metrics under the tenant's
+    /// label `tenant`.
+    pub(super) fn first(
+        services: &Services,
         settings: &TenantSettings,
-        default: TenantStore,
+        data: &TenantStore,
         tenant: &Arc<TenantMetrics>,
-        previous: &[RouteHandle],
     ) -> Result<Vec<RouteHandle>> {
-        let mut routes = vec![RouteHandle {
+        let default = RouteHandle {
             name: DEFAULT_ROUTE.to_owned(),
-            data: default,
-            wake: wake_of(previous, DEFAULT_ROUTE),
-            metrics: metrics.route(tenant, DEFAULT_ROUTE),
-        }];
+            data: data.clone(),
+            wake: Arc::new(Notify::new()),
+            metrics: services.telemetry.metrics().route(tenant, DEFAULT_ROUTE),
+        };
+        RouteHandle::all(services, settings, tenant, &[default])
+    }
+
+    /// The routes of `settings`, the default one (`running[0]`) first;
+    /// those already `running` (same name, same scope) keep their handle,
+    /// so their dispatcher's wake and counters carry on.
+    pub(super) fn all(
+        services: &Services,
+        settings: &TenantSettings,
+        tenant: &Arc<TenantMetrics>,
+        running: &[RouteHandle],
+    ) -> Result<Vec<RouteHandle>> {
+        let mut routes = vec![running[0].clone()];
         for route in &settings.routes {
-            routes.push(RouteHandle {
-                name: route.name.clone(),
-                data: store.tenant(&route.scope)?,
-                wake: wake_of(previous, &route.name),
-                metrics: metrics.route(tenant, &route.name),
-            });
+            let kept = running
+                .iter()
+                .skip(1)
+                .find(|r| r.name == route.name && *r.scope() == route.scope);
+            let handle = match kept {
+                Some(kept) => kept.clone(),
+                None => RouteHandle {
+                    name: route.name.clone(),
+                    data: services.store.tenant(&route.scope)?,
+                    wake: Arc::new(Notify::new()),
+                    metrics: services.telemetry.metrics().route(tenant, &route.name),
+                },
+            };
+            routes.push(handle);
         }
         Ok(routes)
     }
@@ -68,16 +88,6 @@ impl RouteHandle {
     pub fn scope(&self) -> &TenantId {
         self.data.tenant()
     }
-}
-
-/// The wake of route `name` among the `previous` routes of a tenant started
-/// anew, or a new one: a delivery the previous gate is still committing then
-/// wakes the new dispatcher of its route.
-pub(super) fn wake_of(previous: &[RouteHandle], name: &str) -> Arc<Notify> {
-    previous
-        .iter()
-        .find(|r| r.name == name)
-        .map_or_else(|| Arc::new(Notify::new()), |r| r.wake.clone())
 }
 
 /// The forwarding of each route of `settings` (default first; `None`:

@@ -1,151 +1,98 @@
-//! Where a tenant's actor and its ingest gate live: started on the tenant's
-//! first delivery or change and stopped once the tenant has been quiet for
-//! `[limits] tenant_idle_secs`. A quiet tenant costs its handle and its
-//! published snapshot, not a gate with a replay scope and a rate limiter;
-//! the durable idempotency log keeps duplicates out while the replay scope
-//! is gone. At most one actor runs per tenant: one taking a change is not
-//! stopped as idle until the change is in force.
+//! Where a tenant's ingest gate lives: started on its first delivery and
+//! dropped once the tenant has been quiet for `[limits] tenant_idle_secs`,
+//! so a quiet tenant costs its published snapshot, not a replay scope and
+//! a rate limiter; the durable idempotency log keeps duplicates out while
+//! the replay scope is gone.
 
-use std::sync::{Arc, Mutex};
-
-use actix::{Addr, ArbiterHandle, Supervisor};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use super::{
-    actor::{Change, Panicked, TenantActor},
     gate::{Gate, GateParts},
-    snapshot::{Published, Snapshot},
+    snapshot::Published,
 };
 use crate::{
-    error::{Error, Result},
+    config::TenantSettings,
     ingest::{Answer, Ingest},
 };
 
-/// One tenant's actor, when it runs, and the snapshot it publishes.
-pub struct ActorSlot {
-    arbiter: ArbiterHandle,
-    parts: GateParts,
+/// One tenant's gate, when it runs.
+pub(crate) struct GateSlot {
     published: Arc<Published>,
-    state: Mutex<SlotState>,
+    parts: GateParts,
+    running: Mutex<Option<Started>>,
 }
 
-#[derive(Default)]
-struct SlotState {
-    running: Option<Running>,
-    /// Changes sent to the running actor and not yet in force.
-    changing: usize,
-}
-
-struct Running {
-    addr: Addr<TenantActor>,
+struct Started {
     gate: Arc<Gate>,
     last_used_ms: i64,
 }
 
-impl ActorSlot {
-    /// An empty slot for a tenant starting as `first`: the actor starts on
-    /// `arbiter` when first asked for.
-    pub(super) fn new(arbiter: ArbiterHandle, first: Snapshot, parts: GateParts) -> Self {
-        ActorSlot {
-            arbiter,
+impl GateSlot {
+    /// An empty slot: the gate starts when first asked for.
+    pub(super) fn new(published: Arc<Published>, parts: GateParts) -> Self {
+        GateSlot {
+            published,
             parts,
-            published: Arc::new(Published::new(first)),
-            state: Mutex::default(),
+            running: Mutex::default(),
         }
     }
 
-    /// The tenant's state in force.
-    pub fn snapshot(&self) -> Arc<Snapshot> {
-        self.published.load()
-    }
-
-    /// Runs one delivery through the tenant's gate on the calling thread,
-    /// starting the actor and its gate first if they are not running.
-    pub fn ingest(&self, msg: Ingest<'_>) -> Answer {
+    /// Runs one delivery through the gate on the calling thread, starting
+    /// it first if it is not running.
+    pub(super) fn ingest(&self, msg: Ingest<'_>, panicked: impl FnOnce()) -> Answer {
         let gate = {
-            let mut state = self.state.lock().expect("actor slot lock");
-            self.running(&mut state).gate.clone()
-        };
-        gate.answer(msg, || self.restart())
-    }
-
-    /// Sends `change` to the tenant's actor (started for it if it is not
-    /// running) and blocks until it is in force: the next delivery is
-    /// checked under it. Called off the async workers (the control plane's
-    /// and the catalog follower's blocking threads).
-    pub(super) fn change(&self, change: Change) -> Result<()> {
-        let addr = {
-            let mut state = self.state.lock().expect("actor slot lock");
-            state.changing += 1;
-            self.running(&mut state).addr.clone()
-        };
-        let done = futures_executor::block_on(addr.send(change));
-        self.state.lock().expect("actor slot lock").changing -= 1;
-        done.map_err(|_| Error::stopped("tenant actor"))
-    }
-
-    /// The running actor, started now (with its gate) if it is not running.
-    fn running<'s>(&self, state: &'s mut SlotState) -> &'s mut Running {
-        let now_ms = self.parts.clock.now_ms();
-        let alive = state.running.as_ref().is_some_and(|r| r.addr.connected());
-        if !alive {
-            let gate = Arc::new(Gate::on(self.published.clone(), self.parts.clone()));
-            state.running = Some(Running {
-                addr: self.start(gate.clone()),
-                gate,
+            let mut running = self.lock();
+            let now_ms = self.parts.clock.now_ms();
+            let started = running.get_or_insert_with(|| Started {
+                gate: Arc::new(Gate::on(self.published.clone(), self.parts.clone())),
                 last_used_ms: now_ms,
             });
+            started.last_used_ms = started.last_used_ms.max(now_ms);
+            started.gate.clone()
+        };
+        gate.answer(msg, panicked)
+    }
+
+    /// Settings change from `old` to `new`: a running gate retunes what
+    /// changed; one started later reads the new settings.
+    pub(super) fn retune(&self, old: &TenantSettings, new: &TenantSettings) {
+        if let Some(started) = self.lock().as_ref() {
+            started.gate.retune(old, new);
         }
-        let running = state.running.as_mut().expect("started above");
-        running.last_used_ms = running.last_used_ms.max(now_ms);
-        running
     }
 
-    /// A delivery's checks panicked: the running actor restarts and resets
-    /// its gate.
-    fn restart(&self) {
-        let state = self.state.lock().expect("actor slot lock");
-        if let Some(running) = &state.running {
-            running.addr.do_send(Panicked);
+    /// Rebuilds what a panic may have left half changed in a running gate.
+    pub(super) fn reset(&self) {
+        if let Some(started) = self.lock().as_ref() {
+            started.gate.reset();
         }
     }
 
-    /// Starts the actor on its arbiter's thread, under a supervisor that
-    /// restarts it after a panic.
-    fn start(&self, gate: Arc<Gate>) -> Addr<TenantActor> {
-        Supervisor::start_in_arbiter(&self.arbiter, move |_| TenantActor::new(gate))
-    }
-
-    /// Stops the actor when nothing asked for it for `idle_ms`, nor for as
+    /// Drops the gate when nothing asked for it for `idle_ms`, nor for as
     /// long as its rate limiter takes to fill up again (a limiter dropped
-    /// earlier would forget a burst it rejected), and no change waits for
-    /// it. Requests still holding its gate finish first. True when it was
-    /// stopped.
-    pub fn stop_if_idle(&self, now_ms: i64, idle_ms: i64) -> bool {
-        let refill_ms = self.snapshot().settings().rate_limit.map_or(0, |limit| {
+    /// earlier would forget a burst it rejected). Requests still holding
+    /// it finish first. True when it was dropped.
+    pub(crate) fn stop_if_idle(&self, now_ms: i64, idle_ms: i64) -> bool {
+        let settings = self.published.load().settings().clone();
+        let refill_ms = settings.rate_limit.map_or(0, |limit| {
             (f64::from(limit.burst) / limit.per_sec * 1000.0).ceil() as i64
         });
-        let mut state = self.state.lock().expect("actor slot lock");
-        let idle = state.changing == 0
-            && state
-                .running
-                .as_ref()
-                .is_some_and(|r| now_ms - r.last_used_ms >= idle_ms.max(refill_ms));
+        let mut running = self.lock();
+        let idle = running
+            .as_ref()
+            .is_some_and(|s| now_ms - s.last_used_ms >= idle_ms.max(refill_ms));
         if idle {
-            state.running = None;
+            *running = None;
         }
         idle
     }
 
-    /// True while the actor runs.
-    pub fn is_running(&self) -> bool {
-        let state = self.state.lock().expect("actor slot lock");
-        state.running.is_some()
+    /// True while the gate runs.
+    pub(crate) fn is_running(&self) -> bool {
+        self.lock().is_some()
     }
 
-    /// False only when the actor was started and can no longer take
-    /// messages; a tenant whose actor waits for its first delivery is fine.
-    pub fn healthy(&self) -> bool {
-        let state = self.state.lock().expect("actor slot lock");
-        state.running.as_ref().is_none_or(|r| r.addr.connected())
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Started>> {
+        self.running.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

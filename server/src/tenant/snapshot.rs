@@ -1,15 +1,16 @@
-//! What a tenant's deliveries are checked against: its settings, signing
-//! keys and contracts as one immutable [`Snapshot`], published whole by the
-//! tenant's actor (`actor.rs`, the only writer) and read without a lock
-//! hop by the HTTP workers, the ingress and the control plane. The
-//! [`Published`] cell outlives the actor's idle stops, so a tenant's state
-//! is held once, wherever it runs.
+//! What a tenant's deliveries are checked against and written to: its
+//! settings, signing keys, contracts and routes as one immutable
+//! [`Snapshot`], published whole by the tenant's actor (the only writer)
+//! and read without a hop by the HTTP workers and the control plane.
 
 use std::sync::{Arc, PoisonError, RwLock};
 
 use hookd_sdk::signature::Secret;
 
-use super::replay::{bounded_by_id, content_idem_key, ReplayKeys};
+use super::{
+    replay::{bounded_by_id, content_idem_key, ReplayKeys},
+    routes::RouteHandle,
+};
 use crate::{config::TenantSettings, contracts::TenantContracts};
 
 /// One consistent set of a tenant's state; replaced whole by its actor.
@@ -20,11 +21,17 @@ pub struct Snapshot {
     /// When the previous secret stops being accepted (Unix seconds).
     previous_expires_at: Option<i64>,
     contracts: Arc<TenantContracts>,
+    /// Its routes, the default one (its own data) first.
+    routes: Arc<[RouteHandle]>,
 }
 
 impl Snapshot {
     /// The snapshot of `settings` with `contracts` in force.
-    pub(super) fn of(settings: Arc<TenantSettings>, contracts: Arc<TenantContracts>) -> Snapshot {
+    pub(super) fn of(
+        settings: Arc<TenantSettings>,
+        contracts: Arc<TenantContracts>,
+        routes: Arc<[RouteHandle]>,
+    ) -> Snapshot {
         let mut keys = vec![settings.current.clone()];
         let mut previous_expires_at = None;
         if let Some((previous, expiry)) = &settings.previous {
@@ -36,6 +43,7 @@ impl Snapshot {
             keys,
             previous_expires_at,
             contracts,
+            routes,
         }
     }
 
@@ -47,6 +55,11 @@ impl Snapshot {
     /// The tenant's contracts in force.
     pub fn contracts(&self) -> &Arc<TenantContracts> {
         &self.contracts
+    }
+
+    /// The tenant's routes, the default one (its own data) first.
+    pub fn routes(&self) -> &Arc<[RouteHandle]> {
+        &self.routes
     }
 
     /// The secrets a delivery may be signed with right now: the current one,

@@ -41,7 +41,7 @@ async fn gauge_of(s: &TestServer, name: &str, tenant: &str) -> f64 {
 /// Sends three events to `tenant` one after the other, each delivered
 /// before the next: an adaptive limit of 1 doubles to 2, then to 4.
 async fn three_delivered(s: &TestServer, tenant: &str) {
-    let mut feed = s.server().registry().feed().subscribe();
+    let mut feed = s.server().services().feed.subscribe();
     for i in 0..3 {
         let id = send(s, tenant, &format!("evt_ok_{i}")).await;
         wait_event(&mut feed, &id, DeliveryEventKind::Delivered).await;
@@ -63,7 +63,7 @@ async fn an_adaptive_limit_grows_while_answered_and_a_503_cuts_it_but_not_a_fixe
         "",
     ) + &tenant("fixed", &fixed.url, "max_in_flight = 8", "", "");
     let s = TestServer::start(&config);
-    let mut feed = s.server().registry().feed().subscribe();
+    let mut feed = s.server().services().feed.subscribe();
     let other = send(&s, "fixed", "evt_f").await;
     wait_event(&mut feed, &other, DeliveryEventKind::RetryScheduled).await;
     assert_eq!(limit_of(&s, "fixed").await, 8.0, "max_in_flight, fixed");
@@ -95,7 +95,7 @@ async fn a_retry_after_pauses_an_adaptive_route_and_leaves_its_limit() {
         "",
     ));
     three_delivered(&s, "shop").await;
-    let mut feed = s.server().registry().feed().subscribe();
+    let mut feed = s.server().services().feed.subscribe();
     let told = send(&s, "shop", "evt_told").await;
     wait_event(&mut feed, &told, DeliveryEventKind::RetryScheduled).await;
     send(&s, "shop", "evt_next").await;
@@ -127,7 +127,7 @@ async fn a_burst_of_503s_above_the_floor_cuts_the_limit_and_leaves_the_breaker_s
     assert_eq!(limit_of(&s, "shop").await, 4.0, "1, doubled twice");
     // Six 503s, more than the breaker's five: three cuts take the limit
     // from 4 to its floor of 1, so at most three of them count.
-    let mut feed = s.server().registry().feed().subscribe();
+    let mut feed = s.server().services().feed.subscribe();
     let names: Vec<String> = (0..6).map(|i| format!("evt_busy_{i}")).collect();
     let ids: Vec<String> =
         futures_util::future::join_all(names.iter().map(|name| send(&s, "shop", name))).await;

@@ -224,7 +224,7 @@ async fn tenant_delete_answers_only_after_a_sync() {
     let before = log_syncs(&sync);
     admin.delete_tenant("gone").await.unwrap();
     assert!(log_syncs(&sync) > before, "delete answered without a sync");
-    let store = s.server().registry().store();
+    let store = s.server().services().store.clone();
     let rows = store.catalog_rows().unwrap();
     assert_eq!(rows.get(Table::Tenants, "gone").unwrap(), None);
     assert_eq!(

@@ -29,7 +29,7 @@ use crate::{
 /// reason containing `reason`, and returns the stored attempt errors.
 async fn retried_with_reason(url: &str, reason: &str) -> Vec<String> {
     let s = TestServer::start_live(&tenant("shop", url, "", "", "schedule_secs = [0.05]"));
-    let mut feed = s.server().registry().feed().subscribe();
+    let mut feed = s.server().services().feed.subscribe();
     let body = order("evt_fault");
     let answer = s
         .post("shop", &signed("evt_fault", now_secs(), &body), &body)

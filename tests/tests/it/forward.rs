@@ -53,7 +53,7 @@ pub async fn wait_event(
 async fn delivered_once_byte_for_byte_and_signed_for_the_tenant() {
     let dest = Receiver::start(Reply::Status(204)).await;
     let s = TestServer::start_live(&tenant("shop", &dest.url, "", "", ""));
-    let mut feed = s.server().registry().feed().subscribe();
+    let mut feed = s.server().services().feed.subscribe();
     let body = order("evt_fwd");
     let a = s
         .post("shop", &signed("msg_fwd", now_secs(), &body), &body)
@@ -121,7 +121,7 @@ async fn server_error_is_retried_then_delivered() {
     let dest = Receiver::start(Reply::Status(200)).await;
     dest.script([Reply::Status(503)]);
     let s = TestServer::start(&tenant("shop", &dest.url, "", "", "schedule_secs = [60]"));
-    let mut feed = s.server().registry().feed().subscribe();
+    let mut feed = s.server().services().feed.subscribe();
     let id = send(&s, "shop", "evt_503").await;
     let retry = wait_event(&mut feed, &id, DeliveryEventKind::RetryScheduled).await;
     assert_eq!(retry.status_code, Some(503));
@@ -145,7 +145,7 @@ async fn client_error_dead_letters_after_exactly_one_attempt() {
         "",
         "schedule_secs = [60]",
     ));
-    let mut feed = s.server().registry().feed().subscribe();
+    let mut feed = s.server().services().feed.subscribe();
     let id = send(&s, "shop", "evt_400").await;
     let dead = wait_event(&mut feed, &id, DeliveryEventKind::DeadLettered).await;
     assert!(dead.reason.as_deref().unwrap().contains("400"), "{dead:?}");
@@ -173,7 +173,7 @@ async fn retry_after_is_honoured() {
         "",
         "schedule_secs = [1]",
     ));
-    let mut feed = s.server().registry().feed().subscribe();
+    let mut feed = s.server().services().feed.subscribe();
     let id = send(&s, "shop", "evt_429").await;
     wait_event(&mut feed, &id, DeliveryEventKind::RetryScheduled).await;
     // Past the schedule's 1 s: a retry due then would go before the marker.
@@ -203,7 +203,7 @@ async fn timeouts_are_retried() {
         "timeout_secs = 0.3",
         "schedule_secs = [60]",
     ));
-    let mut feed = s.server().registry().feed().subscribe();
+    let mut feed = s.server().services().feed.subscribe();
     let id = send(&s, "shop", "evt_slow").await;
     let retry = wait_event(&mut feed, &id, DeliveryEventKind::RetryScheduled).await;
     assert!(
@@ -224,7 +224,7 @@ async fn exhausted_window_dead_letters_with_the_last_reason() {
         "",
         "schedule_secs = [10]\nwindow_secs = 35",
     ));
-    let mut feed = s.server().registry().feed().subscribe();
+    let mut feed = s.server().services().feed.subscribe();
     let id = send(&s, "shop", "evt_window").await;
     // Attempts at 0, 10, 20 and 30 s; a fifth at 40 s lies past the window.
     for _ in 0..3 {
@@ -245,7 +245,7 @@ async fn exhausted_window_dead_letters_with_the_last_reason() {
 async fn dead_letter_is_redelivered_as_a_new_delivery() {
     let dest = Receiver::start(Reply::Status(400)).await;
     let s = TestServer::start_live(&tenant("shop", &dest.url, "", "", ""));
-    let mut feed = s.server().registry().feed().subscribe();
+    let mut feed = s.server().services().feed.subscribe();
     let id = send(&s, "shop", "evt_redo").await;
     wait_event(&mut feed, &id, DeliveryEventKind::DeadLettered).await;
 
@@ -275,7 +275,7 @@ async fn circuit_breaker_pauses_a_failing_destination() {
         "",
         "schedule_secs = [1]",
     ));
-    let mut feed = s.server().registry().feed().subscribe();
+    let mut feed = s.server().services().feed.subscribe();
     let id = send(&s, "shop", "evt_cb").await;
     wait_event(&mut feed, &id, DeliveryEventKind::RetryScheduled).await;
     s.clock.advance_ms(1_000);
@@ -362,7 +362,7 @@ async fn delivery_rate_spaces_out_forwards() {
 async fn without_an_exporter_the_destination_gets_the_senders_trace_and_sampling() {
     let dest = Receiver::start(Reply::Status(204)).await;
     let s = TestServer::start_live(&tenant("shop", &dest.url, "", "", ""));
-    let mut feed = s.server().registry().feed().subscribe();
+    let mut feed = s.server().services().feed.subscribe();
     let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
     for (event_id, flags) in [
         ("evt_unsampled", Some("00")),

@@ -1,5 +1,5 @@
-//! Tenant actors start on a tenant's first delivery and stop once it has
-//! been quiet for `limits.tenant_idle_secs`; nothing a stopped actor knew is
+//! Tenant gates start on a tenant's first delivery and are dropped once it has
+//! been quiet for `limits.tenant_idle_secs`; nothing a dropped gate knew is
 //! needed for a correct answer.
 
 use reqwest::StatusCode;
@@ -15,29 +15,25 @@ fn two_tenants() -> String {
 const IDLE_MS: i64 = 300_000;
 
 #[tokio::test]
-async fn actors_start_on_the_first_delivery_and_stop_when_idle() {
+async fn gates_start_on_the_first_delivery_and_stop_when_idle() {
     let s = TestServer::start(&two_tenants());
     let registry = s.server().registry();
-    assert_eq!(registry.running_actors(), 0, "no actor before any delivery");
+    assert_eq!(registry.running_gates(), 0, "no gate before any delivery");
 
     let body = order("evt_idle_1");
     let first = s
         .post("acme", &signed("evt_idle_1", NOW, &body), &body)
         .await;
     assert_eq!(first.status, StatusCode::ACCEPTED, "{:?}", first.body);
-    assert_eq!(registry.running_actors(), 1, "only acme's actor runs");
+    assert_eq!(registry.running_gates(), 1, "only acme's gate runs");
 
     s.clock.advance_ms(IDLE_MS - 1);
-    assert_eq!(
-        registry.stop_idle_actors(IDLE_MS),
-        0,
-        "not idle long enough"
-    );
+    assert_eq!(registry.stop_idle_gates(IDLE_MS), 0, "not idle long enough");
     s.clock.advance_ms(1);
-    assert_eq!(registry.stop_idle_actors(IDLE_MS), 1);
-    assert_eq!(registry.running_actors(), 0);
+    assert_eq!(registry.stop_idle_gates(IDLE_MS), 1);
+    assert_eq!(registry.running_gates(), 0);
 
-    // The replay cache went with the actor: the durable log still knows the
+    // The replay cache went with the gate: the durable log still knows the
     // event, and the resend is answered as the duplicate it is.
     let now = NOW + IDLE_MS / 1000;
     let resend = s
@@ -45,7 +41,7 @@ async fn actors_start_on_the_first_delivery_and_stop_when_idle() {
         .await;
     assert_eq!(resend.status, StatusCode::OK, "{:?}", resend.body);
     assert_eq!(resend.body["delivery_id"], first.body["delivery_id"]);
-    assert_eq!(registry.running_actors(), 1, "started again by the resend");
+    assert_eq!(registry.running_gates(), 1, "started again by the resend");
 
     let body = order("evt_idle_2");
     let next = s
@@ -55,7 +51,7 @@ async fn actors_start_on_the_first_delivery_and_stop_when_idle() {
 }
 
 #[tokio::test]
-async fn an_actor_is_kept_until_its_rate_limiter_has_filled_up_again() {
+async fn a_gate_is_kept_until_its_rate_limiter_has_filled_up_again() {
     // 10 tokens at one per 100 s: refilled 1,000 s after the last delivery.
     let toml = ACME.replace(
         "max_body_bytes",
@@ -76,7 +72,7 @@ async fn an_actor_is_kept_until_its_rate_limiter_has_filled_up_again() {
     }
     s.clock.advance_ms(IDLE_MS);
     assert_eq!(
-        registry.stop_idle_actors(IDLE_MS),
+        registry.stop_idle_gates(IDLE_MS),
         0,
         "a limiter still short of tokens is kept"
     );
@@ -87,5 +83,5 @@ async fn an_actor_is_kept_until_its_rate_limiter_has_filled_up_again() {
     assert_eq!(answer.status, StatusCode::ACCEPTED, "3 tokens came back");
 
     s.clock.advance_ms(1_000_000);
-    assert_eq!(registry.stop_idle_actors(IDLE_MS), 1);
+    assert_eq!(registry.stop_idle_gates(IDLE_MS), 1);
 }

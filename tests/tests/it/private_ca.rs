@@ -23,7 +23,7 @@ use crate::{
 /// returns the event's reason.
 async fn forward_once(toml: &str, kind: DeliveryEventKind) -> Option<String> {
     let s = TestServer::start_live(toml);
-    let mut feed = s.server().registry().feed().subscribe();
+    let mut feed = s.server().services().feed.subscribe();
     let body = order("evt_ca");
     let answer = s
         .post("shop", &signed("evt_ca", now_secs(), &body), &body)

@@ -1,6 +1,6 @@
 //! Retention through a running server: the sweeper removes a tenant's
 //! delivered events and dead letters past their retention although the
-//! tenant's actor stopped idle long before; the real binary refuses an
+//! tenant's gate dropped idle long before; the real binary refuses an
 //! idempotency retention below a tenant's retry window and warns about one
 //! below the longest sender retry window.
 
@@ -43,7 +43,7 @@ async fn an_idle_tenants_delivered_events_and_dead_letters_are_swept() {
     );
     let s = TestServer::start(&config);
     let registry = s.server().registry();
-    let mut feed = registry.feed().subscribe();
+    let mut feed = s.server().services().feed.subscribe();
     let dead = send(&s, "shop", "evt_dead").await;
     wait_event(&mut feed, &dead, DeliveryEventKind::DeadLettered).await;
     dest.set_default(Reply::Status(200));
@@ -51,8 +51,8 @@ async fn an_idle_tenants_delivered_events_and_dead_letters_are_swept() {
     wait_event(&mut feed, &delivered, DeliveryEventKind::Delivered).await;
 
     s.clock.advance_ms(HOUR_MS + 1_000);
-    assert_eq!(registry.stop_idle_actors(300_000), 1, "shop's actor stops");
-    assert_eq!(registry.running_actors(), 0);
+    assert_eq!(registry.stop_idle_gates(300_000), 1, "shop's gate stops");
+    assert_eq!(registry.running_gates(), 0);
 
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
@@ -67,7 +67,7 @@ async fn an_idle_tenants_delivered_events_and_dead_letters_are_swept() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert_eq!(registry.running_actors(), 0, "sweeping starts no actor");
+    assert_eq!(registry.running_gates(), 0, "sweeping starts no gate");
 }
 
 /// A config file holding `toml` and a data dir, in a fresh temp dir.

@@ -340,7 +340,7 @@ async fn the_default_route_bad_filters_and_queued_deletes_are_refused_as_documen
     assert!(admin.get_delivery("shop", &queued).await.is_ok());
     let scope = TenantId::try_from("shop").unwrap().route_scope("audit");
     let stored = || {
-        let data = s.server().registry().store().tenant(&scope).unwrap();
+        let data = s.server().services().store.tenant(&scope).unwrap();
         data.deliveries(None, None, 10).unwrap().len()
     };
     assert_eq!(stored(), 1);
@@ -373,7 +373,7 @@ async fn deleting_a_tenant_drops_its_routes_data_too() {
     assert_eq!(accepted.status, StatusCode::ACCEPTED, "{:?}", accepted.body);
     let scope = TenantId::try_from("shop").unwrap().route_scope("audit");
     let stored = || {
-        let data = s.server().registry().store().tenant(&scope).unwrap();
+        let data = s.server().services().store.tenant(&scope).unwrap();
         data.deliveries(None, None, 10).unwrap().len()
     };
     assert_eq!(stored(), 1, "the route's copy is stored in its scope");

@@ -165,7 +165,7 @@ async fn a_throwing_transform_dead_letters_its_delivery_as_transform_failed() {
     let code = r#"addHandler("transform", (request) => { throw new Error("no amount"); });"#;
     let config = tenant("shop", &sink.url, "", "", "") + &transformed("broken", &sink.url, code);
     let s = TestServer::start_live(&config);
-    let mut feed = s.server().registry().feed().subscribe();
+    let mut feed = s.server().services().feed.subscribe();
     let accepted = post(&s, "evt_x").await;
     let broken = accepted.body["deliveries"][1]["delivery_id"]
         .as_str()
@@ -195,7 +195,7 @@ async fn a_dropping_transform_settles_its_delivery_as_dropped() {
     let code = r#"addHandler("transform", (request) => null);"#;
     let config = tenant("shop", &sink.url, "", "", "") + &transformed("picky", &other.url, code);
     let s = TestServer::start_live(&config);
-    let mut feed = s.server().registry().feed().subscribe();
+    let mut feed = s.server().services().feed.subscribe();
     let accepted = post(&s, "evt_drop").await;
     let picky = accepted.body["deliveries"][1]["delivery_id"]
         .as_str()
@@ -237,7 +237,7 @@ async fn a_transform_that_keeps_overrunning_backs_off_and_its_deliveries_wait_qu
     let top = format!("max_in_flight = 1\ntransform_cpu_ms = 5\ntransform = '''\n{spin}\n'''");
     let config = tenant("shop", &sink.url, "", "", "") + &route("spin", &sink.url, &top);
     let s = TestServer::start(&config);
-    let mut feed = s.server().registry().feed().subscribe();
+    let mut feed = s.server().services().feed.subscribe();
     let mut ids = Vec::new();
     for n in 0..6 {
         let accepted = post(&s, &format!("evt_spin{n}")).await;

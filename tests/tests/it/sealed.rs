@@ -74,7 +74,7 @@ async fn a_tenant_whose_secrets_do_not_open_can_still_be_deleted() {
             .await
             .unwrap();
     }
-    let rows = s.server().registry().store().catalog_rows().unwrap();
+    let rows = s.server().services().store.catalog_rows().unwrap();
     let alpha = rows.get(Table::Secrets, "alpha").unwrap().unwrap();
     rows.apply(&[RowChange::Put(Table::Secrets, "beta".into(), alpha)])
         .unwrap();

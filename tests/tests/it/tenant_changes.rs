@@ -2,7 +2,7 @@
 //! revocation, a settings change and a contract change made over real gRPC
 //! are each in force for the very next delivery over real HTTP, and none of
 //! them is lost while at least 1,000 concurrent deliveries race them and the
-//! tenant's actor is stopped as idle between any two of them.
+//! tenant's gate is dropped as idle between any two of them.
 
 use std::{
     sync::{
@@ -113,7 +113,7 @@ async fn each_change_is_in_force_for_the_next_delivery_and_none_is_lost_in_a_rac
         tokio::spawn(async move {
             let mut stopped = 0;
             while !done.load(Ordering::SeqCst) {
-                stopped += s.server().registry().stop_idle_actors(0);
+                stopped += s.server().registry().stop_idle_gates(0);
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
             stopped
@@ -169,7 +169,7 @@ async fn each_change_is_in_force_for_the_next_delivery_and_none_is_lost_in_a_rac
         "{} deliveries raced",
         answers.len()
     );
-    assert!(stopped > 0, "the actor was stopped as idle during the race");
+    assert!(stopped > 0, "the gate was dropped as idle during the race");
     let unexpected: Vec<_> = answers
         .iter()
         .filter(|status| ![StatusCode::ACCEPTED, StatusCode::UNAUTHORIZED].contains(status))
@@ -180,7 +180,7 @@ async fn each_change_is_in_force_for_the_next_delivery_and_none_is_lost_in_a_rac
     );
 
     all_four_in_force(&s, (&old.0, &old.1), (&new.0, &new.1), "settled").await;
-    s.server().registry().stop_idle_actors(0);
+    s.server().registry().stop_idle_gates(0);
     all_four_in_force(&s, (&old.0, &old.1), (&new.0, &new.1), "restarted").await;
     let view = admin.get_tenant("race").await.unwrap();
     assert_eq!(view.required_fields, ["customer"]);

@@ -225,7 +225,7 @@ async fn a_tenant_watch_is_not_pushed_behind_by_other_tenants_events() {
     let mut feed = admin.watch_deliveries("acme").await.unwrap();
     let busy = TenantId::try_from("busy").unwrap();
     for n in 0..20_000 {
-        s.server().registry().feed().publish(DeliveryEvent {
+        s.server().services().feed.publish(DeliveryEvent {
             kind: DeliveryEventKind::Accepted,
             tenant: busy.clone(),
             delivery_id: DeliveryId::new(format!("dlv_{n}")),

@@ -54,7 +54,7 @@ fn lag_secs(due_ms: i64, now: i64) -> u64 {
 
 /// Evaluates every tenant's conditions until the task is dropped.
 pub async fn run(alerts: Alerts) {
-    let clock = alerts.inner.registry.clock().clone();
+    let clock = alerts.inner.services.clock.clone();
     loop {
         let now = clock.now_ms();
         alerts.tick(now).await;
@@ -143,7 +143,7 @@ impl Alerts {
                     }
                 }
                 if wrote {
-                    if let Err(e) = self.inner.registry.store().durable_barrier().await {
+                    if let Err(e) = self.inner.services.store.durable_barrier().await {
                         tracing::error!(error = %e, "making alerts durable failed");
                     }
                 }
@@ -167,7 +167,7 @@ impl Alerts {
         if let Some(digest) = out.operator.roll(now) {
             self.digest(&book, &digest, now, &mut out.queued);
         }
-        let touched = registry.touched().take();
+        let touched = self.inner.services.touched().take();
         let handles = if book.walked {
             let mut ids: HashSet<TenantId> = touched.into_iter().collect();
             ids.extend(book.failed.drain());
@@ -194,10 +194,10 @@ impl Alerts {
                 let state = book.states.get(h.data().tenant());
                 state
                     .is_some_and(|s| s.storage_due(now))
-                    .then(|| h.routes.iter().map(|r| r.data.clone()).collect())
+                    .then(|| h.routes().iter().map(|r| r.data.clone()).collect())
             })
             .collect();
-        let counts = read_counts(due, |data| registry.store().counts_of(data));
+        let counts = read_counts(due, |data| self.inner.services.store.counts_of(data));
         for (handle, counts) in read.iter().zip(counts) {
             self.visit(&mut book, handle, now, counts, &mut out);
         }
@@ -255,12 +255,12 @@ impl Alerts {
     /// loaded (tried again at the next tick).
     fn admit(&self, book: &mut Book, handle: &TenantHandle, now: i64) -> bool {
         // Before anything is read: a change from now on lists it again.
-        handle.signals.visited();
+        handle.state().signals.visited();
         let id = handle.data().tenant().clone();
         // A state is the running tenant's while it was read from the same
         // signals; a tenant created again after a delete starts afresh.
         let quiet = match book.states.get(&id) {
-            Some(state) if !Arc::ptr_eq(&handle.signals, &state.incarnation) => {
+            Some(state) if !Arc::ptr_eq(&handle.state().signals, &state.incarnation) => {
                 book.forget(&id);
                 None
             }
@@ -300,13 +300,13 @@ impl Alerts {
         let id = handle.data().tenant().clone();
         let state = book.states.get_mut(&id).expect("admitted with its state");
         let seen = Seen {
-            version: handle.signals.version(),
-            routes: handle.routes.clone(),
+            version: handle.state().signals.version(),
+            routes: handle.routes().clone(),
             settings: handle.settings(),
         };
         let readings = readings(handle, state, now, counts);
         let gone = state.gone(&readings);
-        let on = (&id, &handle.metrics);
+        let on = (&id, &handle.state().metrics);
         out.resolved_at = None;
         for (kind, subject, level) in readings {
             self.step(on, state, (kind, subject, level), now, out);
@@ -346,7 +346,7 @@ impl Alerts {
 
     /// A tenant's settings, its sinks started, and its alerts still open.
     fn load(&self, id: &TenantId, handle: &TenantHandle) -> Result<TenantState> {
-        let metrics = &handle.metrics;
+        let metrics = &handle.state().metrics;
         let settings = self.resolve(id, true)?;
         let mut conditions = HashMap::new();
         let mut resolved: Option<i64> = None;
@@ -369,7 +369,7 @@ impl Alerts {
             conditions.insert((kind, alert.subject.clone()), condition);
         }
         Ok(TenantState {
-            incarnation: handle.signals.clone(),
+            incarnation: handle.state().signals.clone(),
             metrics: metrics.clone(),
             settings,
             conditions,
@@ -647,7 +647,7 @@ fn readings(
     now: i64,
     counts: Counts,
 ) -> Vec<(AlertType, String, Level)> {
-    let signals = &handle.signals;
+    let signals = &handle.state().signals;
     let mut out: Vec<(AlertType, String, Level)> = [
         AlertType::VerificationFailureSpike,
         AlertType::IngestRateLimited,
@@ -661,7 +661,7 @@ fn readings(
     // Every route of the tenant now, read as zero until its dispatcher
     // reports (after a restart); a deleted route's reports are not read.
     let reported: HashMap<String, RouteReading> = signals.routes().into_iter().collect();
-    for route in handle.routes.iter().map(|r| r.name.clone()) {
+    for route in handle.routes().iter().map(|r| r.name.clone()) {
         let r = reported.get(&route).copied().unwrap_or_default();
         let failing = match mode {
             FailingMode::FirstFailure => r.failed,
@@ -700,7 +700,7 @@ fn readings(
         Counts::Read(read) => {
             state.storage_read_at = Some(now);
             state.storage = handle
-                .routes
+                .routes()
                 .iter()
                 .map(|r| r.name.clone())
                 .zip(read)

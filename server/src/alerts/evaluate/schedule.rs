@@ -131,8 +131,8 @@ impl TenantState {
     /// the time, a tenant with a backlog too.
     pub(super) fn quiet(&self, handle: &TenantHandle, now: i64) -> Option<i64> {
         let seen = self.seen.as_ref()?;
-        let unchanged = seen.version == handle.signals.version()
-            && Arc::ptr_eq(&seen.routes, &handle.routes)
+        let unchanged = seen.version == handle.state().signals.version()
+            && Arc::ptr_eq(&seen.routes, &handle.routes())
             && Arc::ptr_eq(&seen.settings, &handle.settings());
         unchanged.then(|| self.quiet_until(now)).flatten()
     }

@@ -265,7 +265,7 @@ pub enum TransformOutcome {
 }
 
 /// A route's compiled transform: code known to parse and register a handler.
-#[derive(Clone)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Transform {
     code: String,
     version: u32,

@@ -44,7 +44,7 @@ async fn setup(dest: &Receiver) -> Setup {
         tenant("other", &dest.url, "", "", "")
     );
     let s = TestServer::start_live(&toml);
-    let mut feed = s.server().registry().feed().subscribe();
+    let mut feed = s.server().services().feed.subscribe();
     let dead_id = send(&s, "shop", "evt_dash").await;
     wait_event(&mut feed, &dead_id, DeliveryEventKind::DeadLettered).await;
     let base = format!("http://{}", s.server().dashboard_addr().unwrap());

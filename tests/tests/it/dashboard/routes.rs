@@ -137,7 +137,7 @@ async fn the_routes_page_lists_a_config_file_tenants_routes() {
 async fn a_routes_dead_letters_page_lists_that_routes_and_not_the_defaults() {
     let dest = Receiver::start(Reply::Status(400)).await;
     let s = TestServer::start_live(&config(&dest.url));
-    let mut feed = s.server().registry().feed().subscribe();
+    let mut feed = s.server().services().feed.subscribe();
     let default_id = send(&s, "shop", "evt_both").await;
     wait_event(&mut feed, &default_id, DeliveryEventKind::DeadLettered).await;
     let admin = s.admin().await;

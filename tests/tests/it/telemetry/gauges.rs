@@ -79,7 +79,7 @@ async fn gauges_follow_deliveries_through_redelivery_purge_and_restart() {
         tenant("sink", &dest.url, "", "", "")
     );
     let mut s = TestServer::start_live(&config);
-    let mut feed = s.server().registry().feed().subscribe();
+    let mut feed = s.server().services().feed.subscribe();
 
     let delivered = send(&s, "sink", "evt_g0").await;
     wait_event(&mut feed, &delivered, DeliveryEventKind::Delivered).await;

@@ -46,7 +46,7 @@ async fn counters_match_a_scripted_mix_exactly() {
         tenant("sink", &sink_dest.url, "", "", ""),
     );
     let s = TestServer::start_live(&config);
-    let mut feed = s.server().registry().feed().subscribe();
+    let mut feed = s.server().services().feed.subscribe();
     let ts = now_secs();
     let post = |tenant: &'static str, id: String, ts: i64, body: Vec<u8>, sent: Vec<u8>| {
         let s = &s;

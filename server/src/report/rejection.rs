@@ -20,14 +20,14 @@ use crate::{
         api::blocking,
         api::{Rejection, KEPT_BODY_BYTES},
     },
-    tenant::{Registry, TenantHandle},
+    tenant::{Services, TenantHandle},
 };
 
 /// Records `rejection` (answered as `answer`) of `body` sent to `tenant`,
 /// when it is one the dashboard lists, and returns once the record is
 /// durable; a storage failure is logged, never passed to the sender.
 pub(super) async fn record(
-    registry: &Registry,
+    services: &Services,
     handle: &TenantHandle,
     request_id: &RequestId,
     rejection: &IngestError,
@@ -39,9 +39,13 @@ pub(super) async fn record(
         _ if matches!(answer.code.status().as_u16(), 400 | 422) => true,
         _ => return,
     };
-    let at_ms = registry.clock().now_ms();
-    if !handle.rejection_budget.try_take(signature_valid, at_ms) {
-        handle.metrics.unrecorded(signature_valid);
+    let at_ms = services.clock.now_ms();
+    if !handle
+        .state()
+        .rejection_budget
+        .try_take(signature_valid, at_ms)
+    {
+        handle.state().metrics.unrecorded(signature_valid);
         return;
     }
     let settings = handle.settings();
@@ -60,7 +64,7 @@ pub(super) async fn record(
             Vec::new()
         },
     };
-    let store = registry.store().clone();
+    let store = services.store.clone();
     let writer = store.clone();
     let written = blocking(move || writer.rejections()?.record(rejection)).await;
     let durable = match written {
