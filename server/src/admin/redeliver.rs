@@ -19,11 +19,12 @@ use crate::{
     contracts::TenantContracts,
     error::Error,
     ids::DeliveryId,
+    routes::RouteHandle,
     store::{
         lifecycle::Resend,
         records::{DeadLetter, DeliveryStatus},
     },
-    tenant::{RouteHandle, TenantHandle},
+    tenant::TenantHandle,
 };
 
 /// How many delivered deliveries one storage read lists while a filter

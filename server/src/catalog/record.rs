@@ -11,12 +11,11 @@ use hookd_sdk::signature::HmacFields;
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    config::{
-        BreakerConfig, DestinationConfig, RateLimitConfig, RetryConfig, RouteConfig, TenantConfig,
-    },
+    config::{BreakerConfig, DestinationConfig, RateLimitConfig, RetryConfig, TenantConfig},
     contracts::{UnknownEventTypes, DEFAULT_TYPE_FIELD, DEFAULT_VERSION_FIELD},
     error::{Error, Result},
     ids::TenantId,
+    routes::RouteConfig,
     store::records::{decode, encode},
 };
 

@@ -14,22 +14,19 @@ use serde::{Deserialize, Serialize};
 
 use super::{bounds, secrets::load_secret};
 use crate::{
-    egress::AddressPolicy,
-    error::InvalidSetting,
-    ids::TenantId,
-    routes::transform::{pool::RouteShare, Transform, TransformLimits},
+    egress::AddressPolicy, error::InvalidSetting, routes::transform::apply::RouteTransform,
 };
 
 /// The forwarding fields of one route, with the key prefix its errors name
 /// (`routes[1] (audit).`, empty for the default route).
-pub(super) struct Forwarding<'a> {
-    pub(super) key: String,
-    pub(super) destination: Option<&'a DestinationConfig>,
-    pub(super) retry: &'a RetryConfig,
-    pub(super) max_in_flight: usize,
-    pub(super) delivery_rate: Option<RateLimitConfig>,
-    pub(super) breaker: &'a BreakerConfig,
-    pub(super) concurrency: ConcurrencySettings,
+pub(crate) struct Forwarding<'a> {
+    pub(crate) key: String,
+    pub(crate) destination: Option<&'a DestinationConfig>,
+    pub(crate) retry: &'a RetryConfig,
+    pub(crate) max_in_flight: usize,
+    pub(crate) delivery_rate: Option<RateLimitConfig>,
+    pub(crate) breaker: &'a BreakerConfig,
+    pub(crate) concurrency: ConcurrencySettings,
 }
 
 /// How a route's concurrency limit moves (docs/routes.md#adaptive-concurrency):
@@ -68,12 +65,12 @@ impl ConcurrencySettings {
 
 /// Off by default: a route keeps the fixed `max_in_flight` it was tuned
 /// for until its operator turns adaptation on.
-pub(super) fn default_adaptive_concurrency() -> bool {
+pub(crate) fn default_adaptive_concurrency() -> bool {
     false
 }
 
 /// The floor of an adaptive limit unless a route sets one.
-pub(super) fn default_min_in_flight() -> usize {
+pub(crate) fn default_min_in_flight() -> usize {
     1
 }
 
@@ -186,7 +183,7 @@ fn default_cooldown() -> f64 {
 
 /// The retry window of a tenant that sets none, as every tenant created
 /// over the control plane does.
-pub(super) fn default_window() -> f64 {
+pub(crate) fn default_window() -> f64 {
     defaults::RETRY_WINDOW_SECS
 }
 
@@ -208,7 +205,7 @@ impl DestinationConfig {
 
 impl Forwarding<'_> {
     /// Every number of these forwarding fields against [`bounds`].
-    pub(super) fn check_bounds(&self) -> Result<(), InvalidSetting> {
+    pub(crate) fn check_bounds(&self) -> Result<(), InvalidSetting> {
         let key = |name: &str| format!("{}{name}", self.key);
         bounds::check_usize(
             bounds::MAX_IN_FLIGHT,
@@ -266,7 +263,7 @@ impl Forwarding<'_> {
     }
 
     /// The forward settings of these fields (`None`: pull mode).
-    pub(super) fn settings(&self) -> Result<Option<ForwardSettings>, InvalidSetting> {
+    pub(crate) fn settings(&self) -> Result<Option<ForwardSettings>, InvalidSetting> {
         self.destination
             .map(|d| self.forward_settings(d))
             .transpose()
@@ -383,20 +380,4 @@ impl PartialEq for ForwardSettings {
                 _ => false,
             }
     }
-}
-
-/// A route's transform with what its handler is told of the route.
-#[derive(Debug)]
-pub struct RouteTransform {
-    /// The compiled code and its version.
-    pub transform: Transform,
-    /// Its memory and CPU budget.
-    pub limits: TransformLimits,
-    /// The tenant the route belongs to.
-    pub tenant: TenantId,
-    /// The route's name.
-    pub route: String,
-    /// Its share of the transform threads and its back-off
-    /// (`routes::transform::pool`).
-    pub share: Arc<RouteShare>,
 }

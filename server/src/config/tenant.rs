@@ -14,14 +14,13 @@ use serde::{Deserialize, Serialize};
 pub(super) use super::forwarding::default_window;
 pub use super::forwarding::{
     BreakerConfig, ConcurrencySettings, DestinationConfig, ForwardSettings, RateLimitConfig,
-    RetryConfig, RouteTransform,
+    RetryConfig,
 };
 pub use super::secrets::{load_secret, SecretSourceError};
 use super::{
     bounds,
     event_id::EventIdRule,
     forwarding::{default_adaptive_concurrency, default_min_in_flight, Forwarding},
-    route::{resolve_routes, RouteConfig, RouteSettings},
 };
 use crate::{
     contracts::{
@@ -31,6 +30,7 @@ use crate::{
     egress::AddressPolicy,
     error::InvalidSetting,
     ids::TenantId,
+    routes::config::{resolve_routes, RouteConfig, RouteSettings},
     routes::filter::RouteFilter,
 };
 

@@ -19,7 +19,6 @@ use super::{
     lease::{ForwardLease, LeaseTerms},
     policy::{next_step, Verdict},
     round::{write_round, Decided, Recorded},
-    transform,
 };
 use crate::{
     alerts::Signals,
@@ -31,6 +30,7 @@ use crate::{
     ids::{DeliveryId, RequestId, TenantId},
     metrics::{BreakerGauge, ConcurrencyGauge, RouteMetrics, TransformRun},
     rate_limit::TokenBucket,
+    routes::transform::apply as transform,
     store::{
         api::{blocking, Fence, Store, TenantStore},
         lifecycle::Next,

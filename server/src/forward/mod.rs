@@ -11,10 +11,9 @@ mod lease;
 pub mod policy;
 mod round;
 mod runtime;
-mod transform;
 
+pub(crate) use crate::routes::transform::apply::{preview as apply_transform, Transformed};
 pub(crate) use attempt::send as send_attempt;
 pub use dispatcher::{Dispatcher, DispatcherParts};
 pub use lease::LeaseTerms;
 pub use runtime::ForwardRuntime;
-pub(crate) use transform::{preview as apply_transform, Transformed};

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use actix::{Actor, ActorContext, Context, Handler, Message, Supervised};
 
 use super::{
-    routes::{self, RouteHandle},
     services::Services,
     snapshot::Snapshot,
     state::{Running, TenantState},
@@ -19,6 +18,7 @@ use crate::{
     config::{ForwardSettings, TenantSettings},
     contracts::{Contract, TenantContracts},
     error::{Error, Result},
+    routes::{handle as routes, RouteHandle},
 };
 
 /// One tenant's actor.
@@ -56,8 +56,12 @@ impl TenantActor {
     /// published. Nothing changes unless all of it could be built.
     fn settle(&mut self, settings: Arc<TenantSettings>, contracts: TenantContracts) -> Result<()> {
         let now = self.state.snapshot();
-        let routes =
-            RouteHandle::all(&self.services, &settings, &self.state.metrics, now.routes())?;
+        let routes = RouteHandle::all(
+            (&self.services.store, self.services.telemetry.metrics()),
+            &settings,
+            &self.state.metrics,
+            now.routes(),
+        )?;
         let forwarding = routes::forwarding(&settings);
         let before = routes::forwarding(now.settings());
         let changed: Vec<(&RouteHandle, &ForwardSettings)> = routes

@@ -5,16 +5,14 @@
 
 use std::sync::Arc;
 
-use super::{
-    replay::{Replay, ReplayKeys},
-    routes::RouteHandle,
-};
+use super::replay::{Replay, ReplayKeys};
 use crate::{
     error::Error,
     feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
     ids::{DeliveryId, EventId, RequestId, TenantId},
     ingest::{BodyError, IngestError, IngestOutcome},
     metrics::{SenderMetrics, TypeOutcome},
+    routes::RouteHandle,
     store::{
         api::{blocking, Receipt, TenantStore},
         CommitOutcome, NewDelivery,

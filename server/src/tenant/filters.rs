@@ -18,19 +18,10 @@ use crate::{
     ids::EventId,
     ingest::Ingest,
     routes::filter::{
-        FilterInput, OverBudget, RouteFilter, Steps, INLINE_STEPS, MAX_EVENT_FILTER_STEPS,
+        FilterInput, OverBudget, Passes, RouteFilter, Steps, INLINE_STEPS, MAX_EVENT_FILTER_STEPS,
         MAX_FILTER_STEPS,
     },
 };
-
-/// Whether each filter passes an event.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Passes {
-    /// The default route's.
-    pub(super) default: bool,
-    /// Each other route's, in order.
-    pub(super) routes: Vec<bool>,
-}
 
 /// What the filters read of an event, owned, for a filter thread.
 pub(super) struct FilterWork {

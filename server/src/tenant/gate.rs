@@ -21,10 +21,9 @@ use tokio::sync::{Notify, Semaphore};
 
 use super::{
     commit::{Commit, ContractRejection, SenderFacts},
-    filters::{filter_inline, FilterWork, Passes},
+    filters::{filter_inline, FilterWork},
     headers::SignedHeaders,
     replay::{replay_cache, Replay, ReplayCache, ReplayKeys, Scope},
-    routes::{fan_out, RouteHandle},
     snapshot::{Published, Snapshot},
     validate::{content_event_id, is_form, validate_body, Body, EventIdSource},
 };
@@ -39,7 +38,11 @@ use crate::{
     ingest::{Answer, BodyError, Ingest, IngestError, IngestOutcome},
     metrics::{Metrics, SenderMetrics, TypeOutcome},
     rate_limit::TokenBucket,
-    routes::filter::pool::FilterPool,
+    routes::{
+        filter::{pool::FilterPool, Passes},
+        handle::fan_out,
+        RouteHandle,
+    },
     store::{
         api::{Receipt, TenantStore},
         records::EventMeta,

@@ -7,7 +7,6 @@ use actix::Addr;
 
 use super::{
     actor::{Change, ChecksPanicked, TenantActor},
-    routes::RouteHandle,
     snapshot::Snapshot,
     state::TenantState,
 };
@@ -17,6 +16,7 @@ use crate::{
     error::{Error, Result},
     ids::DeliveryId,
     ingest::{Answer, Ingest},
+    routes::RouteHandle,
     store::api::TenantStore,
 };
 

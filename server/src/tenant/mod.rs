@@ -13,7 +13,6 @@ mod handshake;
 mod headers;
 mod registry;
 mod replay;
-mod routes;
 mod services;
 mod slot;
 mod snapshot;
@@ -27,7 +26,6 @@ pub use handle::TenantHandle;
 pub use handshake::HandshakeRequest;
 pub use registry::Registry;
 pub use replay::{replay_cache, ReplayCache, Scope as ReplayScope};
-pub use routes::RouteHandle;
 pub use services::Services;
 
 pub(crate) use validate::pasted_event_id;

@@ -9,10 +9,7 @@ use std::{
 
 use actix::{ArbiterHandle, Supervisor};
 
-use super::{
-    actor::TenantActor, handle::TenantHandle, routes, routes::RouteHandle, services::Services,
-    state::TenantState,
-};
+use super::{actor::TenantActor, handle::TenantHandle, services::Services, state::TenantState};
 use crate::{
     catalog::follow::Tenants,
     config::TenantSettings,
@@ -20,6 +17,7 @@ use crate::{
     error::{Error, Result},
     feed::{DeliveryEvent, DeliveryEventKind},
     ids::{DeliveryId, TenantId},
+    routes::{handle as routes, RouteHandle},
     store::lifecycle::Resend,
 };
 

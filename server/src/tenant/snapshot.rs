@@ -7,11 +7,8 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use hookd_sdk::signature::Secret;
 
-use super::{
-    replay::{bounded_by_id, content_idem_key, ReplayKeys},
-    routes::RouteHandle,
-};
-use crate::{config::TenantSettings, contracts::TenantContracts};
+use super::replay::{bounded_by_id, content_idem_key, ReplayKeys};
+use crate::{config::TenantSettings, contracts::TenantContracts, routes::RouteHandle};
 
 /// One consistent set of a tenant's state; replaced whole by its actor.
 pub struct Snapshot {

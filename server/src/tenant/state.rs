@@ -13,7 +13,6 @@ use tokio::sync::Semaphore;
 
 use super::{
     gate::GateParts,
-    routes::RouteHandle,
     services::Services,
     slot::GateSlot,
     snapshot::{Published, Snapshot},
@@ -29,6 +28,7 @@ use crate::{
     routes::{
         filter::pool::FilterPool,
         transform::pool::{RouteShare, TransformPool},
+        RouteHandle,
     },
     store::api::TenantStore,
 };
@@ -108,7 +108,8 @@ impl TenantState {
             ),
             replay: services.replay.clone(),
         };
-        let routes = RouteHandle::first(services, &settings, &parts.data, &metrics)?;
+        let sources = (&services.store, &**services.telemetry.metrics());
+        let routes = RouteHandle::first(sources, &settings, &parts.data, &metrics)?;
         let signals = Arc::new(Signals::of(settings.id.clone(), services.touched.clone()));
         let now_ms = services.clock.now_ms();
         let first = Snapshot::of(settings, Arc::new(contracts), routes.into());

@@ -38,8 +38,9 @@ use crate::{
     error::Result,
     ids::TenantId,
     metrics::TenantMetrics,
+    routes::RouteHandle,
     store::api::{blocking, QueueCounts, TenantStore},
-    tenant::{RouteHandle, TenantHandle},
+    tenant::TenantHandle,
 };
 pub(crate) use schedule::Book;
 

@@ -96,6 +96,15 @@ pub const MAX_ARRAY_ITEMS: usize = 1_000;
 /// Longest string (field name or value) in a spec, in bytes.
 pub const MAX_STRING_BYTES: usize = 4 * 1024;
 
+/// Whether each filter passes an event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Passes {
+    /// The default route's.
+    pub(crate) default: bool,
+    /// Each other route's, in order.
+    pub(crate) routes: Vec<bool>,
+}
+
 /// A route's compiled filter. Cheap to clone; keeps its source spec.
 #[derive(Debug, Clone)]
 pub struct RouteFilter(Arc<Compiled>);

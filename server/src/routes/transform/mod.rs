@@ -41,6 +41,7 @@
 //! yields its core to ingest and to other tenants' work (the engine's stack
 //! limit is [`MAX_STACK_BYTES`], well inside the worker's main thread's).
 
+pub(crate) mod apply;
 pub mod backoff;
 mod error;
 mod output;

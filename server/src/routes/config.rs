@@ -8,22 +8,22 @@
 use hookd_proto::domain::{defaults, DEFAULT_ROUTE};
 use serde::{Deserialize, Serialize};
 
-use super::forwarding::{
-    default_adaptive_concurrency, default_min_in_flight, BreakerConfig, ConcurrencySettings,
-    DestinationConfig, ForwardSettings, Forwarding, RateLimitConfig, RetryConfig, RouteTransform,
-};
 use std::{sync::Arc, time::Duration};
 
 use sha2::{Digest, Sha256};
 
 use crate::{
+    config::forwarding::{
+        default_adaptive_concurrency, default_min_in_flight, BreakerConfig, ConcurrencySettings,
+        DestinationConfig, ForwardSettings, Forwarding, RateLimitConfig, RetryConfig,
+    },
     error::InvalidSetting,
     ids::TenantId,
     routes::{
         filter::RouteFilter,
         transform::{
-            pool::TransformPool, InvalidLimits, Transform, TransformLimits, DEFAULT_CPU,
-            DEFAULT_MEMORY_BYTES,
+            apply::RouteTransform, pool::TransformPool, InvalidLimits, Transform, TransformLimits,
+            DEFAULT_CPU, DEFAULT_MEMORY_BYTES,
         },
     },
 };
@@ -116,7 +116,7 @@ pub struct RouteSettings {
 
 /// Validates `routes` of tenant `tenant`: names valid and unique, at most
 /// [`MAX_ROUTES`] with the default one, every number in bounds.
-pub(super) fn resolve_routes(
+pub(crate) fn resolve_routes(
     tenant: &TenantId,
     routes: &[RouteConfig],
 ) -> Result<Vec<RouteSettings>, InvalidSetting> {

@@ -10,13 +10,29 @@
 use std::sync::Arc;
 
 use crate::{
-    config::RouteTransform,
+    ids::TenantId,
     routes::transform::{
-        backoff::is_overrun, TransformBody, TransformContext, TransformError, TransformOutcome,
-        TransformRequest,
+        backoff::is_overrun, pool::RouteShare, Transform, TransformBody, TransformContext,
+        TransformError, TransformLimits, TransformOutcome, TransformRequest,
     },
     store::records::StoredEvent,
 };
+
+/// A route's transform with what its handler is told of the route.
+#[derive(Debug)]
+pub struct RouteTransform {
+    /// The compiled code and its version.
+    pub transform: Transform,
+    /// Its memory and CPU budget.
+    pub limits: TransformLimits,
+    /// The tenant the route belongs to.
+    pub tenant: TenantId,
+    /// The route's name.
+    pub route: String,
+    /// Its share of the transform threads and its back-off
+    /// (`routes::transform::pool`).
+    pub share: Arc<RouteShare>,
+}
 
 /// Headers a transform may not set: hookd's own, the signature's and the
 /// framing ones the client computes.

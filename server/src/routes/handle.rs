@@ -1,4 +1,5 @@
-//! A running tenant's routes: each has its own storage scope (the default
+//! A running tenant's routes and what they make of an accepted event: each
+//! route has its own storage scope (the default
 //! route's is the tenant's own), the wake of its own dispatcher and that
 //! dispatcher, so a slow or failing destination only ever holds up its own
 //! route's deliveries.
@@ -9,17 +10,16 @@ use tokio::sync::Notify;
 
 use hookd_proto::domain::DEFAULT_ROUTE;
 
-use super::{filters::Passes, services::Services};
-
 use crate::{
     config::{ForwardSettings, TenantSettings},
     error::Result,
     ids::{DeliveryId, TenantId},
-    metrics::{RouteMetrics, TenantMetrics},
+    metrics::{Metrics, RouteMetrics, TenantMetrics},
+    routes::filter::Passes,
     store::{
         api::{Receipt, RouteCopy},
         records::RouteOutcome,
-        TenantStore,
+        Store, TenantStore,
     },
 };
 
@@ -40,8 +40,8 @@ impl RouteHandle {
     /// The routes of a tenant starting under `settings`: the default one on
     /// `data` (the tenant's own) first, their metrics under the tenant's
     /// label `tenant`.
-    pub(super) fn first(
-        services: &Services,
+    pub(crate) fn first(
+        sources: (&Store, &Metrics),
         settings: &TenantSettings,
         data: &TenantStore,
         tenant: &Arc<TenantMetrics>,
@@ -50,16 +50,16 @@ impl RouteHandle {
             name: DEFAULT_ROUTE.to_owned(),
             data: data.clone(),
             wake: Arc::new(Notify::new()),
-            metrics: services.telemetry.metrics().route(tenant, DEFAULT_ROUTE),
+            metrics: sources.1.route(tenant, DEFAULT_ROUTE),
         };
-        RouteHandle::all(services, settings, tenant, &[default])
+        RouteHandle::all(sources, settings, tenant, &[default])
     }
 
     /// The routes of `settings`, the default one (`running[0]`) first;
     /// those already `running` (same name, same scope) keep their handle,
     /// so their dispatcher's wake and counters carry on.
-    pub(super) fn all(
-        services: &Services,
+    pub(crate) fn all(
+        (store, metrics): (&Store, &Metrics),
         settings: &TenantSettings,
         tenant: &Arc<TenantMetrics>,
         running: &[RouteHandle],
@@ -74,9 +74,9 @@ impl RouteHandle {
                 Some(kept) => kept.clone(),
                 None => RouteHandle {
                     name: route.name.clone(),
-                    data: services.store.tenant(&route.scope)?,
+                    data: store.tenant(&route.scope)?,
                     wake: Arc::new(Notify::new()),
-                    metrics: services.telemetry.metrics().route(tenant, &route.name),
+                    metrics: metrics.route(tenant, &route.name),
                 },
             };
             routes.push(handle);
@@ -92,22 +92,22 @@ impl RouteHandle {
 
 /// The forwarding of each route of `settings` (default first; `None`:
 /// pulled), in the order of [`RouteHandle::all`].
-pub(super) fn forwarding(settings: &TenantSettings) -> Vec<Option<&ForwardSettings>> {
+pub(crate) fn forwarding(settings: &TenantSettings) -> Vec<Option<&ForwardSettings>> {
     std::iter::once(settings.forward.as_ref())
         .chain(settings.routes.iter().map(|r| r.forward.as_ref()))
         .collect()
 }
 
 /// What a tenant's routes make of an accepted event.
-pub(super) struct FanOut {
+pub(crate) struct FanOut {
     /// A delivery for each other route whose filter passes the event (or
     /// that has none).
-    pub(super) copies: Vec<RouteCopy>,
+    pub(crate) copies: Vec<RouteCopy>,
     /// How the default route's delivery is written.
-    pub(super) receipt: Receipt,
+    pub(crate) receipt: Receipt,
     /// What each route made of it, the default route first; empty for a
     /// tenant without other routes.
-    pub(super) routes: Vec<RouteOutcome>,
+    pub(crate) routes: Vec<RouteOutcome>,
 }
 
 /// The copies, the default route's receipt and each route's outcome that
@@ -116,7 +116,7 @@ pub(super) struct FanOut {
 /// shares its place with the copies made just before it
 /// ([`DeliveryId::sharing`]): an engine may file the copies of one place
 /// as one queue entry.
-pub(super) fn fan_out(
+pub(crate) fn fan_out(
     settings: &TenantSettings,
     passes: &Passes,
     (default_id, due_ms): (&DeliveryId, i64),
