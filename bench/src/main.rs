@@ -6,7 +6,8 @@
 //! `--backlog`, a stored backlog's drain after a restart, ingest idle);
 //! `hostile` measures what one tenant's endless transform costs another;
 //! `adaptive` measures adaptive concurrency against a sink of fixed
-//! capacity. See docs/benchmarks.md.
+//! capacity; `results` prints the latest figure of each scenario recorded
+//! in bench/results. See docs/benchmarks.md.
 
 mod adaptive;
 mod background;
@@ -21,6 +22,7 @@ mod load;
 mod plan;
 mod ratios;
 mod report;
+mod results;
 mod scale;
 mod scenario;
 mod servers;
@@ -99,6 +101,9 @@ enum Command {
     /// (also after the capacity doubles), the 503 share, and how fairly
     /// many tenants share one sink.
     Adaptive(adaptive::AdaptiveArgs),
+    /// The latest figure of each scenario recorded in bench/results/*.json,
+    /// as the markdown table docs/benchmarks.md shows (or written into it).
+    Results(results::ResultsArgs),
     /// The bare server `compare` starts (internal).
     #[command(hide = true)]
     BareServer {
@@ -286,6 +291,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
         Command::Forward(args) => forward::run(args).await,
         Command::Hostile(args) => hostile::run(args).await,
         Command::Adaptive(args) => adaptive::run(args).await,
+        Command::Results(args) => results::run(args),
         Command::BareServer { .. } => unreachable!("served without a tokio runtime"),
     }
 }
