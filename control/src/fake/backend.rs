@@ -14,9 +14,9 @@ use crate::{
         CreatedToken, DeadLetterFilter, DeadLetterView, DeliveryContent, DeliveryStatus,
         DeliveryView, Grant, NewTenant, Page, PageRequest, Pick, Principal, ProvidedSecret,
         PulledDelivery, Redelivered, RejectionFilter, RejectionView, RotatedSecret, SecretInfo,
-        SecretState, Selection, TenantActivity, TenantPatch, TenantView, TokenBinding, TokenInfo,
+        Selection, TenantActivity, TenantPatch, TenantView, TokenBinding, TokenInfo,
     },
-    model::{NewRoute, RoutePatch, RouteTest, RouteTestResult, RouteView},
+    model::{NewRoute, RoutePatch, RouteTest, RouteTestResult, RouteView, DEFAULT_ROUTE},
 };
 
 #[tonic::async_trait]
@@ -58,6 +58,7 @@ impl ControlBackend for FakeBackend {
             ..tenant(&new.tenant_id, new.destination_url)
         };
         tenants.insert(new.tenant_id.clone(), view.clone());
+        self.keys.forget(&new.tenant_id);
         let secret = shown(new.secret, "whsec_c2VjcmV0");
         Ok(CreatedTenant {
             tenant: view,
@@ -119,6 +120,7 @@ impl ControlBackend for FakeBackend {
         self.called("delete_tenant");
         self.tenant(tenant_id)?;
         self.tenants.lock().unwrap().remove(tenant_id);
+        self.keys.forget(tenant_id);
         Ok(())
     }
 
@@ -130,55 +132,41 @@ impl ControlBackend for FakeBackend {
     ) -> Result<RotatedSecret> {
         self.called("rotate_secret");
         self.tenant(tenant_id)?;
+        let (kid, previous_kid, previous_expires_at_ms) = self.keys.rotate(tenant_id, overlap_secs);
         Ok(RotatedSecret {
-            kid: "k2".into(),
+            kid,
             secret: shown(secret, "whsec_bmV3"),
-            previous_kid: "k1".into(),
-            previous_expires_at_ms: 1_700_000_000_000 + overlap_secs as i64 * 1000,
+            previous_kid,
+            previous_expires_at_ms,
         })
     }
 
     async fn list_secrets(&self, tenant_id: &str) -> Result<Vec<SecretInfo>> {
         self.called("list_secrets");
         self.tenant(tenant_id)?;
-        Ok(vec![SecretInfo {
-            kid: "k1".into(),
-            state: SecretState::Current,
-            created_at_ms: 1_700_000_000_000,
-            expires_at_ms: None,
-        }])
+        Ok(self.keys.secrets(tenant_id))
     }
 
     async fn revoke_secret(&self, tenant_id: &str, kid: &str) -> Result<()> {
         self.called("revoke_secret");
         self.tenant(tenant_id)?;
-        match kid {
-            "k1" => Err(Error::FailedPrecondition(
-                "k1 is the current secret; rotate first".into(),
-            )),
-            _ => Err(Error::NotFound(format!("tenant has no secret \"{kid}\""))),
-        }
+        self.keys.revoke(tenant_id, kid)
     }
 
-    async fn create_token(&self, tenant_id: &str, _description: &str) -> Result<CreatedToken> {
+    async fn create_token(&self, tenant_id: &str, description: &str) -> Result<CreatedToken> {
         self.called("create_token");
         self.tenant(tenant_id)?;
-        Ok(CreatedToken {
-            token_id: "tok_1".into(),
-            token: "hkt_new".into(),
-        })
+        Ok(self.keys.issue(tenant_id, description))
     }
 
-    async fn list_tokens(&self, _tenant_id: Option<&str>) -> Result<Vec<TokenInfo>> {
+    async fn list_tokens(&self, tenant_id: Option<&str>) -> Result<Vec<TokenInfo>> {
         self.called("list_tokens");
-        Ok(vec![])
+        Ok(self.keys.tokens(tenant_id))
     }
 
     async fn revoke_token(&self, token_id: &str) -> Result<()> {
         self.called("revoke_token");
-        Err(Error::NotFound(format!(
-            "no token has the id \"{token_id}\""
-        )))
+        self.keys.revoke_token(token_id)
     }
 
     async fn list_deliveries(
@@ -307,7 +295,7 @@ impl ControlBackend for FakeBackend {
         self.known_route(tenant_id, selection.route_or_default())?;
         self.selections.lock().unwrap().push(selection.clone());
         let (originals, more, dry_run) = match &selection.pick {
-            Pick::Ids(ids) => (ids.clone(), false, false),
+            Pick::Ids(ids) => (self.redeliverable(tenant_id, ids)?, false, false),
             Pick::Matching(m) => {
                 let (ids, more) = self.matching(tenant_id, selection.route_or_default(), m);
                 (ids, more, m.dry_run)
@@ -316,11 +304,7 @@ impl ControlBackend for FakeBackend {
         if dry_run {
             return Ok(Redelivered::of(&originals, Vec::new(), more));
         }
-        self.dead_letters
-            .lock()
-            .unwrap()
-            .retain(|d| d.tenant_id != tenant_id || !originals.contains(&d.delivery_id));
-        let new_ids = originals.iter().map(|id| format!("{id}-again")).collect();
+        let new_ids = self.redelivered(tenant_id, &originals);
         Ok(Redelivered::of(&originals, new_ids, more))
     }
 
@@ -361,10 +345,12 @@ impl ControlBackend for FakeBackend {
         Ok(vec![])
     }
 
-    async fn ack(&self, tenant_id: &str, delivery_ids: Vec<String>) -> Result<u32> {
+    /// Acks nothing: the fake hands out no pulled deliveries, and hookd
+    /// skips ids that are not pulled ones.
+    async fn ack(&self, tenant_id: &str, _delivery_ids: Vec<String>) -> Result<u32> {
         self.called("ack");
         self.tenant(tenant_id)?;
-        Ok(delivery_ids.len() as u32)
+        Ok(0)
     }
 
     async fn nack(&self, tenant_id: &str, _delivery_ids: Vec<String>) -> Result<()> {
@@ -446,7 +432,11 @@ impl ControlBackend for FakeBackend {
         patch: RoutePatch,
     ) -> Result<RouteView> {
         self.called("update_route");
-        self.routes.update(&self.tenant(tenant_id)?, name, patch)
+        let route = self.routes.update(&self.tenant(tenant_id)?, name, patch)?;
+        if name == DEFAULT_ROUTE {
+            self.keep_default_route(&route);
+        }
+        Ok(route)
     }
 
     async fn delete_route(&self, tenant_id: &str, name: &str, _force: bool) -> Result<()> {

@@ -17,6 +17,7 @@ use tokio::sync::broadcast;
 
 mod alerts;
 mod backend;
+mod keys;
 mod redeliver;
 mod routes;
 mod server;
@@ -28,7 +29,7 @@ use crate::{
     error::{Error, Result},
     model::{
         AlertView, DeadLetterView, DeliveryEventView, DeliveryView, PageRequest, ProvidedSecret,
-        Scheme, Selection, TenantView,
+        RouteView, Scheme, Selection, TenantView,
     },
 };
 
@@ -50,6 +51,7 @@ pub struct FakeBackend {
     page_limit: AtomicU32,
     routes: routes::FakeRoutes,
     alerts: alerts::FakeAlerts,
+    keys: keys::FakeKeys,
     /// Events sent here reach watchers.
     pub events: broadcast::Sender<DeliveryEventView>,
 }
@@ -81,6 +83,7 @@ impl FakeBackend {
             page_limit: AtomicU32::new(u32::MAX),
             routes: routes::FakeRoutes::default(),
             alerts: alerts::FakeAlerts::default(),
+            keys: keys::FakeKeys::default(),
             events: broadcast::channel(4).0,
         }
     }
@@ -145,6 +148,15 @@ impl FakeBackend {
 
     fn called(&self, method: &'static str) {
         self.calls.lock().unwrap().push(method);
+    }
+
+    /// What the default route's change does to its tenant, as in hookd: the
+    /// route is the tenant's own destination and concurrency.
+    fn keep_default_route(&self, route: &RouteView) {
+        if let Some(view) = self.tenants.lock().unwrap().get_mut(&route.tenant_id) {
+            view.destination_url = route.destination_url.clone();
+            view.max_in_flight = route.max_in_flight;
+        }
     }
 
     fn tenant(&self, tenant_id: &str) -> Result<TenantView> {
