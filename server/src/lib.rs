@@ -13,7 +13,6 @@ mod catalog;
 pub mod clock;
 pub mod config;
 mod contracts;
-mod dashboard;
 mod egress;
 mod error;
 #[cfg(any(test, feature = "fault-injection"))]

@@ -16,6 +16,8 @@ use std::{
 use tokio::sync::broadcast;
 
 mod alerts;
+mod backend;
+mod keys;
 mod redeliver;
 mod routes;
 mod server;
@@ -24,18 +26,11 @@ pub use alerts::{alert, ACKNOWLEDGED_AT_MS, GENERATED_SINK_SECRET};
 pub use server::FakeServer;
 
 use crate::{
-    backend::{ControlBackend, EventStream},
     error::{Error, Result},
-    model::{AlertFilter, AlertSettingsView, AlertView, NewAlertSettings, SetAlertSettingsOutcome},
     model::{
-        AttemptView, ContractCheck, ContractDef, ContractList, ContractView, CreatedTenant,
-        CreatedToken, DeadLetterFilter, DeadLetterView, DeliveryContent, DeliveryEventView,
-        DeliveryStatus, DeliveryView, Grant, NewTenant, Page, PageRequest, Pick, Principal,
-        ProvidedSecret, PulledDelivery, Redelivered, RejectionFilter, RejectionView, RotatedSecret,
-        Scheme, SecretInfo, SecretState, Selection, TenantActivity, TenantPatch, TenantView,
-        TokenBinding, TokenInfo,
+        AlertView, DeadLetterView, DeliveryEventView, DeliveryView, PageRequest, ProvidedSecret,
+        RouteView, Scheme, Selection, TenantView,
     },
-    model::{NewRoute, RoutePatch, RouteTest, RouteTestResult, RouteView},
 };
 
 /// The admin's bearer token.
@@ -56,6 +51,7 @@ pub struct FakeBackend {
     page_limit: AtomicU32,
     routes: routes::FakeRoutes,
     alerts: alerts::FakeAlerts,
+    keys: keys::FakeKeys,
     /// Events sent here reach watchers.
     pub events: broadcast::Sender<DeliveryEventView>,
 }
@@ -87,6 +83,7 @@ impl FakeBackend {
             page_limit: AtomicU32::new(u32::MAX),
             routes: routes::FakeRoutes::default(),
             alerts: alerts::FakeAlerts::default(),
+            keys: keys::FakeKeys::default(),
             events: broadcast::channel(4).0,
         }
     }
@@ -153,6 +150,15 @@ impl FakeBackend {
         self.calls.lock().unwrap().push(method);
     }
 
+    /// What the default route's change does to its tenant, as in hookd: the
+    /// route is the tenant's own destination and concurrency.
+    fn keep_default_route(&self, route: &RouteView) {
+        if let Some(view) = self.tenants.lock().unwrap().get_mut(&route.tenant_id) {
+            view.destination_url = route.destination_url.clone();
+            view.max_in_flight = route.max_in_flight;
+        }
+    }
+
     fn tenant(&self, tenant_id: &str) -> Result<TenantView> {
         self.tenants
             .lock()
@@ -191,483 +197,5 @@ pub fn tenant(tenant_id: &str, destination_url: Option<String>) -> TenantView {
         public_url: None,
         has_verify_token: false,
         created_at_ms: 1_700_000_000_000,
-    }
-}
-
-#[tonic::async_trait]
-impl ControlBackend for FakeBackend {
-    fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::Relaxed)
-    }
-
-    fn authenticate(&self, bearer_token: &str) -> Option<Grant> {
-        match bearer_token {
-            ADMIN => Some(Grant::admin()),
-            ACME => Some(Grant {
-                principal: Principal::Tenant("acme".into()),
-                binding: Some(TokenBinding {
-                    token_id: "tok_acme".into(),
-                    tenant_incarnation: "fake".into(),
-                }),
-            }),
-            _ => None,
-        }
-    }
-
-    async fn still_valid(&self, _grant: &Grant) -> bool {
-        true
-    }
-
-    async fn create_tenant(&self, new: NewTenant) -> Result<CreatedTenant> {
-        self.called("create_tenant");
-        let mut tenants = self.tenants.lock().unwrap();
-        if tenants.contains_key(&new.tenant_id) {
-            return Err(Error::AlreadyExists(format!(
-                "tenant \"{}\" already exists",
-                new.tenant_id
-            )));
-        }
-        let view = TenantView {
-            public_url: new.public_url,
-            has_verify_token: new.verify_token.is_some(),
-            ..tenant(&new.tenant_id, new.destination_url)
-        };
-        tenants.insert(new.tenant_id.clone(), view.clone());
-        let secret = shown(new.secret, "whsec_c2VjcmV0");
-        Ok(CreatedTenant {
-            tenant: view,
-            kid: "k1".into(),
-            secret,
-            destination_secret: "whsec_ZGVzdA==".into(),
-        })
-    }
-
-    async fn get_tenant(&self, tenant_id: &str) -> Result<TenantView> {
-        self.called("get_tenant");
-        self.tenant(tenant_id)
-    }
-
-    async fn list_tenants(&self, page: PageRequest) -> Result<Page<TenantView>> {
-        self.called("list_tenants");
-        let size = self.page_size(&page);
-        let tenants = self.tenants.lock().unwrap();
-        let after = page.token.unwrap_or_default();
-        let mut items: Vec<TenantView> = tenants
-            .values()
-            .filter(|t| t.tenant_id > after)
-            .take(size + 1)
-            .cloned()
-            .collect();
-        let next_token = (items.len() > size).then(|| {
-            items.truncate(size);
-            items
-                .last()
-                .map(|t| t.tenant_id.clone())
-                .unwrap_or_default()
-        });
-        Ok(Page { items, next_token })
-    }
-
-    async fn update_tenant(&self, tenant_id: &str, patch: TenantPatch) -> Result<TenantView> {
-        self.called("update_tenant");
-        let mut view = self.tenant(tenant_id)?;
-        if let Some(enabled) = patch.enabled {
-            view.enabled = enabled;
-        }
-        if let Some(url) = patch.destination_url {
-            view.destination_url = url;
-        }
-        if let Some(url) = patch.public_url {
-            view.public_url = url;
-        }
-        if let Some(token) = patch.verify_token {
-            view.has_verify_token = token.is_some();
-        }
-        self.tenants
-            .lock()
-            .unwrap()
-            .insert(tenant_id.into(), view.clone());
-        Ok(view)
-    }
-
-    async fn delete_tenant(&self, tenant_id: &str) -> Result<()> {
-        self.called("delete_tenant");
-        self.tenant(tenant_id)?;
-        self.tenants.lock().unwrap().remove(tenant_id);
-        Ok(())
-    }
-
-    async fn rotate_secret(
-        &self,
-        tenant_id: &str,
-        overlap_secs: u64,
-        secret: Option<ProvidedSecret>,
-    ) -> Result<RotatedSecret> {
-        self.called("rotate_secret");
-        self.tenant(tenant_id)?;
-        Ok(RotatedSecret {
-            kid: "k2".into(),
-            secret: shown(secret, "whsec_bmV3"),
-            previous_kid: "k1".into(),
-            previous_expires_at_ms: 1_700_000_000_000 + overlap_secs as i64 * 1000,
-        })
-    }
-
-    async fn list_secrets(&self, tenant_id: &str) -> Result<Vec<SecretInfo>> {
-        self.called("list_secrets");
-        self.tenant(tenant_id)?;
-        Ok(vec![SecretInfo {
-            kid: "k1".into(),
-            state: SecretState::Current,
-            created_at_ms: 1_700_000_000_000,
-            expires_at_ms: None,
-        }])
-    }
-
-    async fn revoke_secret(&self, tenant_id: &str, kid: &str) -> Result<()> {
-        self.called("revoke_secret");
-        self.tenant(tenant_id)?;
-        match kid {
-            "k1" => Err(Error::FailedPrecondition(
-                "k1 is the current secret; rotate first".into(),
-            )),
-            _ => Err(Error::NotFound(format!("tenant has no secret \"{kid}\""))),
-        }
-    }
-
-    async fn create_token(&self, tenant_id: &str, _description: &str) -> Result<CreatedToken> {
-        self.called("create_token");
-        self.tenant(tenant_id)?;
-        Ok(CreatedToken {
-            token_id: "tok_1".into(),
-            token: "hkt_new".into(),
-        })
-    }
-
-    async fn list_tokens(&self, _tenant_id: Option<&str>) -> Result<Vec<TokenInfo>> {
-        self.called("list_tokens");
-        Ok(vec![])
-    }
-
-    async fn revoke_token(&self, token_id: &str) -> Result<()> {
-        self.called("revoke_token");
-        Err(Error::NotFound(format!(
-            "no token has the id \"{token_id}\""
-        )))
-    }
-
-    async fn list_deliveries(
-        &self,
-        tenant_id: &str,
-        route: &str,
-        status: Option<DeliveryStatus>,
-        page: PageRequest,
-    ) -> Result<Page<DeliveryView>> {
-        self.called("list_deliveries");
-        self.known_route(tenant_id, route)?;
-        let items = self
-            .deliveries
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|d| d.tenant_id == tenant_id && d.route == route)
-            .filter(|d| status.is_none_or(|s| s == d.status))
-            .take(page.size as usize)
-            .map(|d| DeliveryView {
-                attempts: vec![],
-                ..d.clone()
-            })
-            .collect();
-        Ok(Page {
-            items,
-            next_token: None,
-        })
-    }
-
-    async fn get_delivery(&self, tenant_id: &str, delivery_id: &str) -> Result<DeliveryView> {
-        self.called("get_delivery");
-        self.tenant(tenant_id)?;
-        self.deliveries
-            .lock()
-            .unwrap()
-            .iter()
-            .find(|d| d.tenant_id == tenant_id && d.delivery_id == delivery_id)
-            .cloned()
-            .ok_or_else(|| Error::NotFound(format!("no delivery has the id \"{delivery_id}\"")))
-    }
-
-    async fn get_delivery_content(
-        &self,
-        tenant_id: &str,
-        delivery_id: &str,
-    ) -> Result<DeliveryContent> {
-        self.called("get_delivery_content");
-        let delivery = self.get_delivery(tenant_id, delivery_id).await?;
-        Ok(DeliveryContent {
-            request_id: "req_fake".into(),
-            headers: vec![("content-type".into(), "application/json".into())],
-            body: format!(r#"{{"event_id":"{}"}}"#, delivery.event_id).into_bytes(),
-            event_type: None,
-        })
-    }
-
-    async fn redirect(
-        &self,
-        _by: &Principal,
-        tenant_id: &str,
-        delivery_id: &str,
-        url: &str,
-    ) -> Result<AttemptView> {
-        self.called("redirect");
-        self.get_delivery(tenant_id, delivery_id).await?;
-        Err(Error::FailedPrecondition(format!(
-            "the fake backend sends nothing (to {url})"
-        )))
-    }
-
-    async fn tenant_activity(&self, tenant_id: &str) -> Result<TenantActivity> {
-        self.called("tenant_activity");
-        self.tenant(tenant_id)?;
-        Ok(TenantActivity::default())
-    }
-
-    async fn list_rejections(
-        &self,
-        tenant_id: &str,
-        _filter: RejectionFilter,
-        _page: PageRequest,
-    ) -> Result<Page<RejectionView>> {
-        self.called("list_rejections");
-        self.tenant(tenant_id)?;
-        Ok(Page {
-            items: Vec::new(),
-            next_token: None,
-        })
-    }
-
-    async fn list_dead_letters(
-        &self,
-        tenant_id: &str,
-        route: &str,
-        filter: DeadLetterFilter,
-        page: PageRequest,
-    ) -> Result<Page<DeadLetterView>> {
-        self.called("list_dead_letters");
-        self.known_route(tenant_id, route)?;
-        let size = self.page_size(&page);
-        let start: usize = match page.token.as_deref() {
-            None => 0,
-            Some(token) => token
-                .parse()
-                .map_err(|_| Error::InvalidArgument("page_token: not one of mine".into()))?,
-        };
-        let matching: Vec<DeadLetterView> = self
-            .dead_letters
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|d| d.tenant_id == tenant_id && d.route == route)
-            .filter(|d| filter.matches(d.dead_at_ms, &d.reason))
-            .cloned()
-            .collect();
-        let end = (start + size).min(matching.len());
-        Ok(Page {
-            items: matching.get(start..end).unwrap_or_default().to_vec(),
-            next_token: (end < matching.len()).then(|| end.to_string()),
-        })
-    }
-
-    async fn redeliver(&self, tenant_id: &str, selection: Selection) -> Result<Redelivered> {
-        self.called("redeliver");
-        self.known_route(tenant_id, selection.route_or_default())?;
-        self.selections.lock().unwrap().push(selection.clone());
-        let (originals, more, dry_run) = match &selection.pick {
-            Pick::Ids(ids) => (ids.clone(), false, false),
-            Pick::Matching(m) => {
-                let (ids, more) = self.matching(tenant_id, selection.route_or_default(), m);
-                (ids, more, m.dry_run)
-            }
-        };
-        if dry_run {
-            return Ok(Redelivered::of(&originals, Vec::new(), more));
-        }
-        self.dead_letters
-            .lock()
-            .unwrap()
-            .retain(|d| d.tenant_id != tenant_id || !originals.contains(&d.delivery_id));
-        let new_ids = originals.iter().map(|id| format!("{id}-again")).collect();
-        Ok(Redelivered::of(&originals, new_ids, more))
-    }
-
-    async fn purge_dead_letters(&self, tenant_id: &str, selection: Selection) -> Result<u64> {
-        self.called("purge_dead_letters");
-        self.known_route(tenant_id, selection.route_or_default())?;
-        self.selections.lock().unwrap().push(selection.clone());
-        Ok(match selection.pick {
-            Pick::Ids(ids) => ids.len() as u64,
-            Pick::Matching(_) => 0,
-        })
-    }
-
-    async fn watch(&self, _grant: &Grant, tenant_id: Option<&str>) -> Result<EventStream> {
-        self.called("watch");
-        if let Some(id) = tenant_id {
-            self.tenant(id)?;
-        }
-        Ok(crate::watch::from_broadcast(
-            self.events.subscribe(),
-            Some,
-            crate::watch::Ends::never(),
-        ))
-    }
-
-    async fn pull(
-        &self,
-        tenant_id: &str,
-        _max: u32,
-        _visibility: u32,
-    ) -> Result<Vec<PulledDelivery>> {
-        self.called("pull");
-        if self.tenant(tenant_id)?.destination_url.is_some() {
-            return Err(Error::FailedPrecondition(format!(
-                "tenant \"{tenant_id}\" has a destination_url; hookd forwards its deliveries"
-            )));
-        }
-        Ok(vec![])
-    }
-
-    async fn ack(&self, tenant_id: &str, delivery_ids: Vec<String>) -> Result<u32> {
-        self.called("ack");
-        self.tenant(tenant_id)?;
-        Ok(delivery_ids.len() as u32)
-    }
-
-    async fn nack(&self, tenant_id: &str, _delivery_ids: Vec<String>) -> Result<()> {
-        self.called("nack");
-        self.tenant(tenant_id)?;
-        Ok(())
-    }
-
-    async fn put_contract(&self, tenant_id: &str, contract: ContractDef) -> Result<ContractView> {
-        self.called("put_contract");
-        self.tenant(tenant_id)?;
-        Ok(ContractView {
-            contract,
-            revision: 1,
-            updated_at_ms: 1_700_000_000_000,
-            from_config: false,
-            required_fields: vec![],
-        })
-    }
-
-    async fn get_contract(
-        &self,
-        tenant_id: &str,
-        event_type: &str,
-        _version: Option<&str>,
-    ) -> Result<ContractView> {
-        self.called("get_contract");
-        self.tenant(tenant_id)?;
-        Err(Error::NotFound(format!("no contract for {event_type:?}")))
-    }
-
-    async fn list_contracts(&self, tenant_id: &str) -> Result<ContractList> {
-        self.called("list_contracts");
-        self.tenant(tenant_id)?;
-        Ok(ContractList {
-            contracts: vec![],
-            type_field: "type".into(),
-            version_field: "version".into(),
-            unknown_event_types: "accept".into(),
-        })
-    }
-
-    async fn delete_contract(
-        &self,
-        tenant_id: &str,
-        event_type: &str,
-        _version: Option<&str>,
-    ) -> Result<()> {
-        self.called("delete_contract");
-        self.tenant(tenant_id)?;
-        Err(Error::NotFound(format!("no contract for {event_type:?}")))
-    }
-
-    async fn validate_payload(&self, tenant_id: &str, _payload: Vec<u8>) -> Result<ContractCheck> {
-        self.called("validate_payload");
-        self.tenant(tenant_id)?;
-        Ok(ContractCheck::default())
-    }
-
-    async fn list_routes(&self, tenant_id: &str) -> Result<Vec<RouteView>> {
-        self.called("list_routes");
-        Ok(self.routes.list(&self.tenant(tenant_id)?))
-    }
-
-    async fn get_route(&self, tenant_id: &str, name: &str) -> Result<RouteView> {
-        self.called("get_route");
-        self.routes.get(&self.tenant(tenant_id)?, name)
-    }
-
-    async fn create_route(&self, tenant_id: &str, route: NewRoute) -> Result<RouteView> {
-        self.called("create_route");
-        self.routes.create(&self.tenant(tenant_id)?, route)
-    }
-
-    async fn update_route(
-        &self,
-        tenant_id: &str,
-        name: &str,
-        patch: RoutePatch,
-    ) -> Result<RouteView> {
-        self.called("update_route");
-        self.routes.update(&self.tenant(tenant_id)?, name, patch)
-    }
-
-    async fn delete_route(&self, tenant_id: &str, name: &str, _force: bool) -> Result<()> {
-        self.called("delete_route");
-        self.routes.delete(&self.tenant(tenant_id)?, name)
-    }
-
-    async fn test_route(&self, tenant_id: &str, test: RouteTest) -> Result<RouteTestResult> {
-        self.called("test_route");
-        Ok(self.routes.test(&self.tenant(tenant_id)?, test))
-    }
-
-    async fn get_alert_settings(&self, tenant_id: &str) -> Result<AlertSettingsView> {
-        self.called("get_alert_settings");
-        Ok(self.alerts.settings(&self.tenant(tenant_id)?))
-    }
-
-    async fn set_alert_settings(
-        &self,
-        tenant_id: &str,
-        settings: NewAlertSettings,
-    ) -> Result<SetAlertSettingsOutcome> {
-        self.called("set_alert_settings");
-        let (settings, generated_secret) = self.alerts.set(&self.tenant(tenant_id)?, settings)?;
-        Ok(SetAlertSettingsOutcome {
-            settings,
-            generated_secret,
-        })
-    }
-
-    async fn list_alerts(
-        &self,
-        tenant_id: &str,
-        filter: AlertFilter,
-        page: PageRequest,
-    ) -> Result<Page<AlertView>> {
-        self.called("list_alerts");
-        self.tenant(tenant_id)?;
-        let size = self.page_size(&page);
-        self.alerts
-            .list(tenant_id, &filter, page.token.as_deref(), size)
-    }
-
-    async fn acknowledge_alert(&self, tenant_id: &str, alert_id: &str) -> Result<AlertView> {
-        self.called("acknowledge_alert");
-        self.tenant(tenant_id)?;
-        self.alerts.acknowledge(tenant_id, alert_id)
     }
 }

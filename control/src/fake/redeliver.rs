@@ -1,5 +1,5 @@
-//! The fake's routes of deliveries: which routes a tenant has, and the
-//! deliveries a redelivery by filter takes.
+//! The fake's routes of deliveries: which routes a tenant has, the
+//! deliveries a redelivery takes, and what redelivering them leaves.
 
 use super::FakeBackend;
 use crate::{
@@ -59,5 +59,50 @@ impl FakeBackend {
         let more = found.len() > MAX_REDELIVER_PER_CALL;
         found.truncate(MAX_REDELIVER_PER_CALL);
         (found.into_iter().map(|(_, id)| id).collect(), more)
+    }
+
+    /// `ids`, if every one may be redelivered, as hookd allows: a seeded
+    /// delivery of the tenant that is settled and not yet redelivered, or
+    /// a seeded dead letter. All or nothing: an unknown id is `NotFound`,
+    /// one redelivered or pending `FailedPrecondition`.
+    pub(super) fn redeliverable(&self, tenant_id: &str, ids: &[String]) -> Result<Vec<String>> {
+        let deliveries = self.deliveries.lock().unwrap();
+        let dead = self.dead_letters.lock().unwrap();
+        for id in ids {
+            let delivery = deliveries
+                .iter()
+                .find(|d| d.tenant_id == tenant_id && &d.delivery_id == id);
+            match delivery {
+                Some(d) if d.status.may_be_redelivered() => {}
+                Some(d) => {
+                    return Err(Error::FailedPrecondition(match &d.redelivered_as {
+                        Some(as_id) => format!("delivery {id} was already redelivered as {as_id}"),
+                        None => format!("delivery {id} is {}", d.status.as_str()),
+                    }))
+                }
+                None if dead
+                    .iter()
+                    .any(|d| d.tenant_id == tenant_id && &d.delivery_id == id) => {}
+                None => return Err(Error::NotFound(format!("delivery {id}"))),
+            }
+        }
+        Ok(ids.to_vec())
+    }
+
+    /// Redelivers `originals`: their dead letters go, their deliveries are
+    /// marked redelivered as the new ids (`{id}-again`), which it returns.
+    pub(super) fn redelivered(&self, tenant_id: &str, originals: &[String]) -> Vec<String> {
+        let again = |id: &str| format!("{id}-again");
+        self.dead_letters
+            .lock()
+            .unwrap()
+            .retain(|d| d.tenant_id != tenant_id || !originals.contains(&d.delivery_id));
+        for d in self.deliveries.lock().unwrap().iter_mut() {
+            if d.tenant_id == tenant_id && originals.contains(&d.delivery_id) {
+                d.status = DeliveryStatus::Redelivered;
+                d.redelivered_as = Some(again(&d.delivery_id));
+            }
+        }
+        originals.iter().map(|id| again(id)).collect()
     }
 }

@@ -1,8 +1,9 @@
 //! The fake's routes: kept per tenant in memory, `default` made from the
-//! tenant's own destination, with the refusals RouteService documents
-//! (a taken name, the `default` route's limits) and no compiling.
+//! tenant's own destination (and its own filter), with the refusals
+//! RouteService documents (a taken name, the `default` route's limits, a
+//! filter that is not JSON) and no compiling.
 
-use std::sync::Mutex;
+use std::{collections::BTreeMap, sync::Mutex};
 
 use crate::{
     error::{Error, Result},
@@ -12,9 +13,24 @@ use crate::{
     },
 };
 
-/// Routes besides `default`, of every tenant, in creation order.
+/// Routes besides `default`, of every tenant, in creation order, and the
+/// filters of the `default` routes that have one.
 #[derive(Default)]
-pub(super) struct FakeRoutes(Mutex<Vec<RouteView>>);
+pub(super) struct FakeRoutes {
+    named: Mutex<Vec<RouteView>>,
+    default_filters: Mutex<BTreeMap<String, String>>,
+}
+
+/// `filter` if it is JSON; hookd compiles it too, the fake only parses it.
+fn filter(filter: Option<String>) -> Result<Option<String>> {
+    match filter {
+        Some(json) => match serde_json::from_str::<serde_json::Value>(&json) {
+            Ok(_) => Ok(Some(json)),
+            Err(e) => Err(Error::InvalidArgument(format!("filter_json: {e}"))),
+        },
+        None => Ok(None),
+    }
+}
 
 /// A route of `tenant_id` with the default retries and breaker.
 fn view(tenant_id: &str, name: &str, url: Option<String>, max_in_flight: u32) -> RouteView {
@@ -65,13 +81,19 @@ fn concurrency(concurrency: RouteConcurrency, max_in_flight: u32) -> Result<Rout
 
 impl FakeRoutes {
     pub(super) fn list(&self, tenant: &TenantView) -> Vec<RouteView> {
-        let default = view(
+        let mut default = view(
             &tenant.tenant_id,
             "default",
             tenant.destination_url.clone(),
             tenant.max_in_flight,
         );
-        let routes = self.0.lock().unwrap();
+        default.filter_json = self
+            .default_filters
+            .lock()
+            .unwrap()
+            .get(&tenant.tenant_id)
+            .cloned();
+        let routes = self.named.lock().unwrap();
         let own = routes.iter().filter(|r| r.tenant_id == tenant.tenant_id);
         std::iter::once(default).chain(own.cloned()).collect()
     }
@@ -94,10 +116,10 @@ impl FakeRoutes {
             new.max_in_flight.unwrap_or(8),
         );
         route.concurrency = concurrency(new.concurrency, route.max_in_flight)?;
-        route.filter_json = new.filter_json;
+        route.filter_json = filter(new.filter_json)?;
         route.transform_version = new.transform.as_ref().map(|code| code.len() as u32);
         route.transform = new.transform;
-        self.0.lock().unwrap().push(route.clone());
+        self.named.lock().unwrap().push(route.clone());
         Ok(route)
     }
 
@@ -116,8 +138,11 @@ impl FakeRoutes {
         if let Some(url) = patch.destination_url {
             route.destination_url = url;
         }
-        if let Some(filter) = patch.filter_json {
-            route.filter_json = filter;
+        if let Some(max_in_flight) = patch.max_in_flight {
+            route.max_in_flight = max_in_flight.unwrap_or(8);
+        }
+        if let Some(json) = patch.filter_json {
+            route.filter_json = filter(json)?;
         }
         let asked = RouteConcurrency {
             adaptive: patch
@@ -135,7 +160,14 @@ impl FakeRoutes {
             route.transform_version = code.as_ref().map(|c| c.len() as u32);
             route.transform = code;
         }
-        let mut routes = self.0.lock().unwrap();
+        if name == "default" {
+            let mut filters = self.default_filters.lock().unwrap();
+            match &route.filter_json {
+                Some(json) => filters.insert(tenant.tenant_id.clone(), json.clone()),
+                None => filters.remove(&tenant.tenant_id),
+            };
+        }
+        let mut routes = self.named.lock().unwrap();
         if let Some(stored) = routes
             .iter_mut()
             .find(|r| r.tenant_id == tenant.tenant_id && r.name == name)
@@ -152,7 +184,7 @@ impl FakeRoutes {
             ));
         }
         self.get(tenant, name)?;
-        self.0
+        self.named
             .lock()
             .unwrap()
             .retain(|r| !(r.tenant_id == tenant.tenant_id && r.name == name));

@@ -1,4 +1,7 @@
-//! `[dashboard]`: the delivery dashboard served on an address of its own.
+//! `[dashboard]`: the delivery dashboard served on an address of its own,
+//! checked here and handed to `hookd-dashboard` as its settings.
+
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -7,6 +10,11 @@ use crate::error::{Error, Result};
 
 /// Longest a dashboard session may stay idle: one day.
 const MAX_SESSION_IDLE_SECS: u64 = 86_400;
+
+const _: () = assert!(
+    bounds::DASHBOARD_TAILS_TOTAL.max + 50 < hookd_dashboard::MAX_CONNECTIONS as u64,
+    "live tails must leave connections for pages"
+);
 
 /// Delivery dashboard settings.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -28,6 +36,18 @@ pub struct DashboardConfig {
 }
 
 impl DashboardConfig {
+    /// What the dashboard serves with; a client has `request_head_timeout`
+    /// (the ingress's, from `http.request_timeout_secs`) to send a head.
+    pub(crate) fn settings(&self, request_head_timeout: Duration) -> hookd_dashboard::Settings {
+        hookd_dashboard::Settings {
+            session_idle_secs: self.session_idle_secs,
+            session_max_secs: self.session_max_secs,
+            tail_streams_per_session: self.tail_streams_per_session,
+            tail_streams_total: self.tail_streams_total,
+            request_head_timeout,
+        }
+    }
+
     /// Checks the keys, naming the key in the error.
     pub(super) fn validate(&self) -> Result<()> {
         parse_addr("dashboard.addr", &self.addr)?;

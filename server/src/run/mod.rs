@@ -15,6 +15,7 @@ use opentelemetry_sdk::trace::SdkTracerProvider;
 use self::serve::{Serving, Tls};
 
 mod background;
+mod dashboard;
 mod private;
 mod serve;
 

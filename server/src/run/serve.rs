@@ -9,12 +9,11 @@ use std::{
 use actix_web::{dev::ServerHandle, middleware::from_fn, App, HttpServer};
 use tokio::sync::oneshot;
 
-use super::{background::Background, start_tenants, Listeners, Runtime, Started};
+use super::{background::Background, dashboard, start_tenants, Listeners, Runtime, Started};
 use crate::catalog::follow::Follower;
 use crate::{
     admin::Backend,
     config::{Config, TenantSettings},
-    dashboard,
     error::{Error, Result},
     feed::DeliveryFeed,
     forward::ForwardRuntime,

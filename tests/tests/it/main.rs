@@ -4,6 +4,7 @@
 mod adaptive;
 mod alerts;
 mod apply;
+mod backend_contract;
 mod binary;
 mod bounds;
 mod cli;

@@ -5,7 +5,7 @@ use futures_util::StreamExt;
 
 use super::*;
 use crate::model::{
-    AttemptView, DeliveryEventKind, DeliveryEventView, DeliveryStatus, DeliveryView,
+    AttemptView, DeadLetterView, DeliveryEventKind, DeliveryEventView, DeliveryStatus, DeliveryView,
 };
 
 fn event(tenant_id: &str, delivery_id: &str) -> DeliveryEventView {
@@ -138,6 +138,18 @@ async fn shutdown_ends_open_watch_streams() {
 #[tokio::test]
 async fn redeliver_answers_the_new_ids_in_request_order() {
     let backend = Arc::new(FakeBackend::new());
+    for id in ["dlv_1", "dlv_2"] {
+        backend.add_dead_letter(DeadLetterView {
+            tenant_id: "acme".into(),
+            delivery_id: id.into(),
+            event_id: "evt_1".into(),
+            reason: "410 Gone".into(),
+            dead_at_ms: 10,
+            attempt_count: 1,
+            last_status_code: Some(410),
+            route: "default".into(),
+        });
+    }
     let (api, _stop) = deliveries(&backend);
     let redeliver = pb::RedeliverRequest {
         tenant_id: "acme".into(),

@@ -1,13 +1,18 @@
-//! The delivery dashboard: server-rendered pages on `dashboard.addr` for
-//! support and on-call people. It reaches deliveries, dead letters and
-//! secrets only through [`ControlBackend`], signs in with the same tokens
-//! as the gRPC control plane and enforces the same tenant scoping. Every
-//! asset is embedded; the only script is the live tail's, served from here
-//! so the Content-Security-Policy can stay `default-src 'self'`.
+//! hookd's delivery dashboard: server-rendered pages for support and
+//! on-call people. It reaches deliveries, dead letters and secrets only
+//! through [`ControlBackend`], signs in with the same tokens as the gRPC
+//! control plane and enforces the same tenant scoping. Every asset is
+//! embedded; the only script is the live tail's, served from here so the
+//! Content-Security-Policy can stay `default-src 'self'`. hookd hands it
+//! its [`Settings`], a [`Clock`], a bound listener and, under TLS, a ready
+//! rustls configuration.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 mod alerts;
 mod assets;
 mod auth;
+mod clock;
 mod csrf;
 mod dead;
 mod deliveries;
@@ -26,21 +31,38 @@ use std::{
 
 use actix_web::{middleware::DefaultHeaders, web, App, HttpServer};
 use hookd_control::ControlBackend;
-use hookd_proto::domain::TenantId;
+use hookd_domain::TenantId;
 
-use crate::{clock::SharedClock, config::Config, error::Result, tls::ListenerTls};
+pub use clock::{Clock, SharedClock};
 use error::DashError;
+pub use error::{Error, Result};
 use session::{SessionRules, Sessions};
 
+/// What hookd's `[dashboard]` and `[http]` config sections decide.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// A session ends after this many seconds without a request.
+    pub session_idle_secs: u64,
+    /// A session ends this many seconds after sign-in, however busy.
+    pub session_max_secs: u64,
+    /// Most live tails one session holds open at once.
+    pub tail_streams_per_session: usize,
+    /// Most live tails of all sessions together; kept at least 50 below
+    /// [`MAX_CONNECTIONS`] so pages are still answered.
+    pub tail_streams_total: usize,
+    /// How long a client has to send a request's head.
+    pub request_head_timeout: Duration,
+}
+
 /// What every dashboard request shares.
-pub(crate) struct Dashboard {
+struct Dashboard {
     backend: Arc<dyn ControlBackend>,
     sessions: Sessions,
     /// The server's clock: session ages, live-tail keep-alives.
     clock: SharedClock,
     /// Live tails of every session together.
     tails: Arc<AtomicUsize>,
-    /// `dashboard.tail_streams_per_session` and `dashboard.tail_streams_total`.
+    /// [`Settings::tail_streams_per_session`] and [`Settings::tail_streams_total`].
     tail_caps: TailCaps,
 }
 
@@ -51,30 +73,26 @@ struct TailCaps {
     total: usize,
 }
 
-/// Connections the dashboard serves at once; `dashboard.tail_streams_total`
+/// Connections the dashboard serves at once; [`Settings::tail_streams_total`]
 /// stays below it so live tails cannot take them all.
-const MAX_CONNECTIONS: usize = 256;
-const _: () = assert!(
-    crate::config::bounds::DASHBOARD_TAILS_TOTAL.max + 50 < MAX_CONNECTIONS as u64,
-    "live tails must leave connections for pages"
-);
+pub const MAX_CONNECTIONS: usize = 256;
 
 /// Only this origin's styles, script and forms; never framed.
 const CSP: &str = "default-src 'self'; img-src 'self'; form-action 'self'; \
                    frame-ancestors 'none'; base-uri 'none'; object-src 'none'";
 
-/// The dashboard on `listener` (with TLS when `tls` is given), running once
-/// awaited; sessions age on `clock`.
-pub(crate) fn server(
-    config: &Config,
+/// The dashboard on `listener` (with TLS when `tls` is given, its cookies
+/// then `Secure`), running once awaited; sessions age on `clock`.
+pub fn server(
+    settings: &Settings,
     backend: Arc<dyn ControlBackend>,
     clock: SharedClock,
     listener: std::net::TcpListener,
-    tls: Option<ListenerTls>,
+    tls: Option<rustls::ServerConfig>,
 ) -> Result<actix_web::dev::Server> {
     let rules = SessionRules {
-        idle: Duration::from_secs(config.dashboard.session_idle_secs),
-        max_age_ms: (config.dashboard.session_max_secs as i64).saturating_mul(1000),
+        idle: Duration::from_secs(settings.session_idle_secs),
+        max_age_ms: (settings.session_max_secs as i64).saturating_mul(1000),
         secure: tls.is_some(),
     };
     let state = web::Data::new(Dashboard {
@@ -83,8 +101,8 @@ pub(crate) fn server(
         clock,
         tails: Arc::default(),
         tail_caps: TailCaps {
-            per_session: config.dashboard.tail_streams_per_session,
-            total: config.dashboard.tail_streams_total,
+            per_session: settings.tail_streams_per_session,
+            total: settings.tail_streams_total,
         },
     });
     let server = HttpServer::new(move || {
@@ -101,11 +119,11 @@ pub(crate) fn server(
     })
     .workers(1)
     .max_connections(MAX_CONNECTIONS)
-    .client_request_timeout(config.http.head_timeout())
+    .client_request_timeout(settings.request_head_timeout)
     .disable_signals()
     .shutdown_timeout(1);
     let server = match tls {
-        Some(listener_tls) => server.listen_rustls_0_23(listener, listener_tls.config)?,
+        Some(tls) => server.listen_rustls_0_23(listener, tls)?,
         None => server.listen(listener)?,
     };
     Ok(server.run())

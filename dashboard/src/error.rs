@@ -1,10 +1,22 @@
-//! What a dashboard request can fail with, and the page each failure shows.
+//! What starting the dashboard can fail with, and what a dashboard request
+//! can fail with and the page each failure shows.
 
 use actix_web::{http::StatusCode, HttpResponse, ResponseError};
 use hookd_control::Error as ApiError;
 use maud::html;
 
 use super::layout;
+
+/// Why the dashboard could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Its listener could not be served on (with TLS or without).
+    #[error("dashboard listener: {0}")]
+    Listen(#[from] std::io::Error),
+}
+
+/// The dashboard's start-up result.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Why a dashboard request was rejected.
 #[derive(Debug, thiserror::Error)]

@@ -9,7 +9,7 @@ use hookd_control::model::{
     PastedEvent, RouteTest, RouteTestResult, RouteUnderTest, RouteView, TestEvent, TestedRequest,
     DEFAULT_ROUTE,
 };
-use hookd_proto::domain::TenantId;
+use hookd_domain::TenantId;
 use maud::{html, Markup};
 use serde::Deserialize;
 
