@@ -25,7 +25,6 @@ mod ingress;
 mod keyring;
 mod metrics;
 mod rate_limit;
-mod report;
 mod routes;
 mod run;
 mod store;

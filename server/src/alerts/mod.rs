@@ -23,8 +23,6 @@ use std::{
 };
 
 use hookd_control::model::{AlertSettingsView, AlertSinkFormat, AlertSinkView};
-use hookd_proto::domain::Scheme;
-use hookd_sdk::signature::Secret;
 use secrecy::{ExposeSecret, SecretString};
 
 pub use self::{
@@ -48,14 +46,7 @@ use crate::{
     tenant::{Registry, Services},
 };
 
-/// A sink's secret as configured: a Standard Webhooks `whsec_` secret.
-pub fn sink_secret(secret: &SecretString) -> std::result::Result<Secret, String> {
-    let raw = secret.expose_secret();
-    if !raw.starts_with("whsec_") {
-        return Err("must be a Standard Webhooks secret, whsec_ and base64".to_owned());
-    }
-    Secret::from_provider(Scheme::Standard, SINK_KID, raw).map_err(|e| e.to_string())
-}
+pub use crate::config::sink_secret;
 
 /// The alerts of every tenant of this process. Cheap to clone.
 #[derive(Clone)]

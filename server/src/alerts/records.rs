@@ -114,8 +114,7 @@ pub struct StoredSettings {
     pub rules: Vec<RuleOverride>,
 }
 
-/// The binding a sink's secret is sealed under.
-pub const SINK_KID: &str = "alert-sink";
+pub use crate::config::SINK_KID;
 
 /// Alerts and alert settings in the catalog's rows.
 #[derive(Clone)]

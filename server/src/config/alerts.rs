@@ -6,7 +6,9 @@
 use std::collections::BTreeMap;
 
 use hookd_proto::domain::AlertType;
-use secrecy::SecretString;
+use hookd_proto::domain::Scheme;
+use hookd_sdk::signature::Secret;
+use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 
 use super::bounds;
@@ -190,7 +192,7 @@ impl SinkConfig {
                 format!("{:?} must be an http:// or https:// URL", self.url),
             ));
         }
-        crate::alerts::sink_secret(&self.secret)
+        sink_secret(&self.secret)
             .map(|_| ())
             .map_err(|e| InvalidSetting::new(format!("{key}.secret"), e))
     }
@@ -245,3 +247,15 @@ pub fn check_rule(
         )),
     }
 }
+
+/// A sink's secret as configured: a Standard Webhooks `whsec_` secret.
+pub fn sink_secret(secret: &SecretString) -> std::result::Result<Secret, String> {
+    let raw = secret.expose_secret();
+    if !raw.starts_with("whsec_") {
+        return Err("must be a Standard Webhooks secret, whsec_ and base64".to_owned());
+    }
+    Secret::from_provider(Scheme::Standard, SINK_KID, raw).map_err(|e| e.to_string())
+}
+
+/// The binding a sink's secret is sealed under.
+pub const SINK_KID: &str = "alert-sink";

@@ -35,8 +35,8 @@ mod tests;
 
 pub use crate::tls::{GrpcTlsConfig, HttpTlsConfig};
 pub use alerts::{
-    check_rule, AlertsConfig, RuleConfig, SinkConfig, SinkFormat, TenantAlertsConfig,
-    TenantRuleConfig,
+    check_rule, sink_secret, AlertsConfig, RuleConfig, SinkConfig, SinkFormat, TenantAlertsConfig,
+    TenantRuleConfig, SINK_KID,
 };
 pub use bounds::{FRAMEWORK_MAX_HEAD_BYTES, MAX_BODY_LIMIT};
 pub use dashboard::DashboardConfig;

@@ -7,7 +7,6 @@ use std::{
     cell::{Cell, RefCell},
     pin::Pin,
     rc::Rc,
-    sync::Arc,
     task::{Context, Poll},
     time::Duration,
 };
@@ -27,7 +26,7 @@ use crate::{
     config::{HttpConfig, LimitsConfig},
     error::{ApiError, ErrorCode},
     ids::RequestId,
-    metrics::TenantMetrics,
+    tenant::report::EdgeReport,
 };
 
 /// The per-request limits of the HTTP edge.
@@ -79,10 +78,10 @@ pub fn head_bytes(req: &ServiceRequest) -> usize {
 
 /// Refuses a request whose head is larger than `limit` with
 /// `HEADERS_TOO_LARGE`, before any handler (or body read) runs, and counts
-/// it in `counters` (the `other` label: no tenant is looked up for it).
+/// it in `edge` (the `other` label: no tenant is looked up for it).
 pub async fn header_limit(
     limit: usize,
-    counters: Arc<TenantMetrics>,
+    edge: EdgeReport,
     req: ServiceRequest,
     next: Next<BoxBody>,
 ) -> Result<ServiceResponse<EitherBody<BoxBody>>, actix_web::Error> {
@@ -96,7 +95,7 @@ pub async fn header_limit(
         .cloned()
         .unwrap_or_else(RequestId::generate);
     tracing::warn!(request_id = %request_id, head_bytes = size, limit_bytes = limit, "request head too large");
-    counters.rejected(ErrorCode::HeadersTooLarge);
+    edge.refused(ErrorCode::HeadersTooLarge);
     let answer = ApiError::new(
         ErrorCode::HeadersTooLarge,
         format!("the request head is {size} bytes; at most {limit} are accepted"),

@@ -12,8 +12,7 @@ use crate::{
     error::{ApiError, ErrorCode},
     ids::RequestId,
     ingest::IngestError,
-    report,
-    tenant::{HandshakeRequest, Services, TenantHandle},
+    tenant::{report, HandshakeRequest, Services, TenantHandle},
 };
 
 /// `GET /hooks/{tenant_id}`: Meta's and Okta's handshakes; any other `GET`

@@ -23,9 +23,11 @@ use crate::{
     error::{ApiError, ErrorCode},
     ids::{DeliveryId, EventId, RequestId},
     ingest::{Ingest, IngestOutcome},
-    report::{IngestReport, Refusal},
     store::api::Receipt,
-    tenant::TenantHandle,
+    tenant::{
+        report::{IngestReport, Refusal},
+        TenantHandle,
+    },
 };
 
 /// Everything under `/hooks`: `POST /hooks/{tenant_id}` is a delivery,

@@ -7,7 +7,6 @@ mod encoding;
 mod handshake;
 mod health;
 mod hooks;
-mod metrics;
 
 use std::sync::Arc;
 
@@ -41,23 +40,10 @@ pub struct AppState {
 /// Registers every route on an actix-web app.
 pub fn configure(state: AppState) -> impl FnOnce(&mut web::ServiceConfig) {
     move |cfg| {
-        if state.services.telemetry.metrics().on_public_port() {
-            cfg.route("/metrics", web::get().to(metrics::metrics));
-        }
         cfg.app_data(web::Data::new(state))
             .service(web::scope("/hooks").default_service(web::to(hooks::route)))
             .route("/healthz", web::get().to(health::healthz))
             .route("/readyz", web::get().to(health::readyz))
-            .default_service(web::to(route_not_found));
-    }
-}
-
-/// Registers the routes of the separate metrics address (`metrics.addr`):
-/// `GET /metrics` and nothing else.
-pub fn configure_metrics(state: AppState) -> impl FnOnce(&mut web::ServiceConfig) {
-    move |cfg| {
-        cfg.app_data(web::Data::new(state))
-            .route("/metrics", web::get().to(metrics::metrics))
             .default_service(web::to(route_not_found));
     }
 }
@@ -90,7 +76,7 @@ pub fn request_id_of(req: &HttpRequest) -> RequestId {
         .unwrap_or_else(RequestId::generate)
 }
 
-pub(super) async fn route_not_found(req: HttpRequest) -> HttpResponse {
+pub(crate) async fn route_not_found(req: HttpRequest) -> HttpResponse {
     ApiError::new(
         ErrorCode::RouteNotFound,
         format!(

@@ -17,6 +17,7 @@ use self::serve::{Serving, Tls};
 mod background;
 mod dashboard;
 mod private;
+mod scrape;
 mod serve;
 
 use crate::{

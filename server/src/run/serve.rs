@@ -6,10 +6,12 @@ use std::{
     future::Future, net::SocketAddr, pin::Pin, sync::Arc, thread::JoinHandle, time::Duration,
 };
 
-use actix_web::{dev::ServerHandle, middleware::from_fn, App, HttpServer};
+use actix_web::{dev::ServerHandle, middleware::from_fn, web, App, HttpServer};
 use tokio::sync::oneshot;
 
-use super::{background::Background, dashboard, start_tenants, Listeners, Runtime, Started};
+use super::{
+    background::Background, dashboard, scrape, start_tenants, Listeners, Runtime, Started,
+};
 use crate::catalog::follow::Follower;
 use crate::{
     admin::Backend,
@@ -20,7 +22,7 @@ use crate::{
     ingress::{self, AppState},
     store::api::{blocking, Store},
     telemetry::Telemetry,
-    tenant::{Registry, Services},
+    tenant::{report::EdgeReport, Registry, Services},
     tls::{self, ListenerTls},
 };
 
@@ -333,16 +335,21 @@ fn http_server(
         config.http.workers
     };
     let max_header_bytes = config.http.max_header_bytes;
-    let unrouted = state.services.telemetry.metrics().other().clone();
+    let edge = EdgeReport::of(&state.services);
+    let public_metrics = state.services.telemetry.metrics().on_public_port();
     let server = HttpServer::new(move || {
-        let unrouted = unrouted.clone();
-        App::new()
+        let edge = edge.clone();
+        let app = App::new()
             .wrap(from_fn(move |req, next| {
-                ingress::header_limit(max_header_bytes, unrouted.clone(), req, next)
+                ingress::header_limit(max_header_bytes, edge.clone(), req, next)
             }))
             .wrap(from_fn(ingress::close_unread_body))
-            .wrap(from_fn(ingress::answer_headers))
-            .configure(ingress::configure(state.clone()))
+            .wrap(from_fn(ingress::answer_headers));
+        let app = match public_metrics {
+            true => app.route("/metrics", web::get().to(scrape::metrics)),
+            false => app,
+        };
+        app.configure(ingress::configure(state.clone()))
     })
     .workers(workers)
     .max_connections(config.http.max_connections)
@@ -366,7 +373,7 @@ fn metrics_server(
     Ok(HttpServer::new(move || {
         App::new()
             .wrap(from_fn(ingress::answer_headers))
-            .configure(ingress::configure_metrics(state.clone()))
+            .configure(scrape::configure_metrics(state.clone()))
     })
     .workers(1)
     .max_connections(64)

@@ -13,6 +13,7 @@ mod handshake;
 mod headers;
 mod registry;
 mod replay;
+pub(crate) mod report;
 mod services;
 mod slot;
 mod snapshot;

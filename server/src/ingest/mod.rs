@@ -5,6 +5,8 @@
 //! answer; telemetry and the ingress read these types without reaching into
 //! the tenant module.
 
+mod answer;
+
 use std::{
     future::{Future, IntoFuture},
     pin::Pin,

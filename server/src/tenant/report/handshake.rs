@@ -4,7 +4,8 @@
 use hookd_proto::domain::AlertType;
 use hookd_sdk::signature::handshake::{Handshake, Reply};
 
-use crate::{error::ApiError, ids::RequestId, tenant::TenantHandle};
+use super::super::TenantHandle;
+use crate::{error::ApiError, ids::RequestId};
 
 /// Reports the handshake `handle`'s tenant answered with `result` at
 /// `now_ms`, a refusal as its answer.

@@ -8,18 +8,18 @@ mod handshake;
 pub(crate) use handshake::handshake;
 mod rejection;
 
-use std::time::Instant;
+use std::{sync::Arc, time::Instant};
 
 use actix_web::{web::Bytes, HttpRequest};
 use hookd_proto::domain::AlertType;
 
+use super::{Services, TenantHandle};
 use crate::{
-    error::ApiError,
+    error::{ApiError, ErrorCode},
     ids::RequestId,
     ingest::{BodyError, IngestError, IngestOutcome},
-    metrics::{window::Counted, IngestResult},
+    metrics::{window::Counted, IngestResult, TenantMetrics},
     telemetry::spans::{self, IngestRecord},
-    tenant::{Services, TenantHandle},
 };
 
 /// Why a request to `/hooks` was not accepted.
@@ -165,5 +165,22 @@ fn alert_of(rejection: &IngestError) -> Option<AlertType> {
             | BodyError::UnknownEventType { .. },
         ) => Some(AlertType::ContractRejectionSpike),
         _ => None,
+    }
+}
+
+/// The counters of requests refused before any tenant is looked up (a
+/// request head too large), under the `other` label.
+#[derive(Clone)]
+pub(crate) struct EdgeReport(Arc<TenantMetrics>);
+
+impl EdgeReport {
+    /// The report of refusals at the edge of `services`' process.
+    pub(crate) fn of(services: &Services) -> Self {
+        EdgeReport(services.telemetry.metrics().other().clone())
+    }
+
+    /// Counts one request refused with `code`.
+    pub(crate) fn refused(&self, code: ErrorCode) {
+        self.0.rejected(code);
     }
 }

@@ -12,6 +12,7 @@
 //! write; rejections beyond it are answered the same and only counted, in
 //! `hookd_rejections_unrecorded_total`.
 
+use super::super::{Services, TenantHandle};
 use crate::{
     error::ApiError,
     ids::RequestId,
@@ -20,7 +21,6 @@ use crate::{
         api::blocking,
         api::{Rejection, KEPT_BODY_BYTES},
     },
-    tenant::{Services, TenantHandle},
 };
 
 /// Records `rejection` (answered as `answer`) of `body` sent to `tenant`,

@@ -5,11 +5,21 @@
 
 use actix_web::{http::header::ACCEPT, web, HttpRequest, HttpResponse};
 
-use super::{request_id_of, AppState};
 use crate::{
     error::{ApiError, ErrorCode},
+    ingress::{request_id_of, route_not_found, AppState},
     metrics::{read_storage, scrape, Format, TenantSource},
 };
+
+/// Registers the routes of the separate metrics address (`metrics.addr`):
+/// `GET /metrics` and nothing else.
+pub(crate) fn configure_metrics(state: AppState) -> impl FnOnce(&mut web::ServiceConfig) {
+    move |cfg| {
+        cfg.app_data(web::Data::new(state))
+            .route("/metrics", web::get().to(metrics))
+            .default_service(web::to(route_not_found));
+    }
+}
 
 /// The scrape handler.
 pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
