@@ -30,6 +30,7 @@ pub use tenant::{Fence, FencedAttempt, FinishedAttempt, TenantData};
 use crate::{
     error::{Error, Result},
     ids::TenantId,
+    records::queue_key_due_ms,
 };
 
 /// One tenant's data in a storage engine.
@@ -38,8 +39,27 @@ pub type TenantStore = Arc<dyn TenantData>;
 /// The engine behind the process.
 pub type Store = Arc<dyn Storage>;
 
-/// A queue entry's key: opaque to callers, ordered by when it is due.
-pub type QueueKey = Vec<u8>;
+/// A queue entry's key as its engine hands it out: ordered by when the
+/// entry is due, its bytes read by that engine alone.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct QueueKey(Vec<u8>);
+
+impl QueueKey {
+    /// When the entry is due (Unix ms).
+    pub fn due_ms(&self) -> i64 {
+        queue_key_due_ms(&self.0).unwrap_or_default()
+    }
+
+    /// The key an engine keeps as `bytes`.
+    pub(crate) fn from_bytes(bytes: Vec<u8>) -> QueueKey {
+        QueueKey(bytes)
+    }
+
+    /// The bytes the engine keeps it as.
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
 
 /// A dead letter's key in the dead-letter index: opaque, ordered by time.
 pub type DeadKey = Vec<u8>;

@@ -78,14 +78,14 @@ pub trait TenantData: Send + Sync + 'static {
     ) -> Result<Vec<(DeadKey, DeadLetter)>>;
 
     /// Queue entries in due order, after `after`: at most `limit`.
-    fn queue(&self, after: Option<&[u8]>, limit: usize) -> Result<Vec<(QueueKey, DeliveryId)>>;
+    fn queue(&self, after: Option<&QueueKey>, limit: usize) -> Result<Vec<(QueueKey, DeliveryId)>>;
 
     /// Records one attempt and its consequence, only while `entry` is still
     /// the delivery's live queue entry; `None` when it moved on (nothing was
     /// recorded, a stale entry was dropped).
     fn record_attempt(
         &self,
-        entry: &[u8],
+        entry: &QueueKey,
         id: &DeliveryId,
         attempt: &AttemptRecord,
         next: &Next,
@@ -99,7 +99,7 @@ pub trait TenantData: Send + Sync + 'static {
     /// process grants every lease for ever: there is nothing to check.
     fn claim_attempt(
         &self,
-        entry: &[u8],
+        entry: &QueueKey,
         id: &DeliveryId,
         fence: &Fence,
     ) -> Result<Option<Duration>> {
@@ -142,7 +142,7 @@ pub trait TenantData: Send + Sync + 'static {
     }
 
     /// Drops a queue entry whose event is gone.
-    fn drop_queue_entry(&self, entry: &[u8]) -> Result<()>;
+    fn drop_queue_entry(&self, entry: &QueueKey) -> Result<()>;
 
     /// Queues a dead or delivered delivery again as a new delivery; of
     /// concurrent calls for a dead letter exactly one succeeds, and so for
@@ -202,7 +202,7 @@ impl Fence {
 #[derive(Debug, Clone, Copy)]
 pub struct FencedAttempt<'a> {
     /// The queue entry it was started from.
-    pub entry: &'a [u8],
+    pub entry: &'a QueueKey,
     /// Its delivery.
     pub id: &'a DeliveryId,
     /// What happened.
@@ -216,7 +216,7 @@ pub struct FencedAttempt<'a> {
 #[derive(Debug, Clone)]
 pub struct FinishedAttempt {
     /// The queue entry it was started from.
-    pub entry: Vec<u8>,
+    pub entry: QueueKey,
     /// Its delivery.
     pub id: DeliveryId,
     /// What happened.

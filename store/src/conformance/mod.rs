@@ -4,7 +4,9 @@
 //! [`super::postgres::testing`]).
 
 use super::{
-    api::{PullRequest, Receipt, RejectionLog, RowChange, SweepRequest, Table, TenantStore},
+    api::{
+        PullRequest, QueueKey, Receipt, RejectionLog, RowChange, SweepRequest, Table, TenantStore,
+    },
     api::{Rejection, RejectionFilter},
     lifecycle::{Next, Resend},
     records::{AttemptRecord, DeliveryStatus, EventMeta},
@@ -128,7 +130,7 @@ fn attempt(n: u32, at_ms: i64) -> AttemptRecord {
 }
 
 /// The live queue entry of the only queued delivery.
-fn only_entry(data: &TenantStore) -> (Vec<u8>, DeliveryId) {
+fn only_entry(data: &TenantStore) -> (QueueKey, DeliveryId) {
     let mut queue = data.queue(None, 10).unwrap();
     assert_eq!(queue.len(), 1, "one queue entry: {queue:?}");
     queue.remove(0)

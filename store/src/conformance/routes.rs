@@ -5,7 +5,7 @@
 
 use super::{attempt, kill, new_delivery, tenant, Engine};
 use crate::{
-    api::{CommitOutcome, RouteCopy, SweepRequest, TenantStore},
+    api::{CommitOutcome, QueueKey, RouteCopy, SweepRequest, TenantStore},
     ids::{DeliveryId, TenantId},
     lifecycle::{Next, Resend},
     records::DeliveryStatus,
@@ -313,12 +313,12 @@ pub(super) async fn copies_sharing_a_place_are_each_a_delivery(engine: Engine) {
     assert!(ids.iter().all(|id| id.queue_slot() == Some(place)));
 
     let audit = scope(&engine, "audit");
-    let queued = |after: Option<&[u8]>| audit.queue(after, 10).unwrap();
+    let queued = |after: Option<&QueueKey>| audit.queue(after, 10).unwrap();
     let mut listed: Vec<DeliveryId> = queued(None).into_iter().map(|(_, id)| id).collect();
     listed.sort();
     assert_eq!(listed, ids, "each copy listed once");
     let entries = queued(None);
-    let mut keys: Vec<&Vec<u8>> = entries.iter().map(|(key, _)| key).collect();
+    let mut keys: Vec<&QueueKey> = entries.iter().map(|(key, _)| key).collect();
     keys.dedup();
     assert_eq!(keys.len(), 5, "each handed out under an entry of its own");
     assert_eq!(queued(Some(&entries[1].0)), entries[2..], "paged after one");

@@ -271,8 +271,8 @@ impl TenantData for PgTenant {
         Ok(out)
     }
 
-    fn queue(&self, after: Option<&[u8]>, limit: usize) -> Result<Vec<(QueueKey, DeliveryId)>> {
-        let after = after.map(<[u8]>::to_vec);
+    fn queue(&self, after: Option<&QueueKey>, limit: usize) -> Result<Vec<(QueueKey, DeliveryId)>> {
+        let after = after.map(|key| key.as_bytes().to_vec());
         let limit = limit as i64;
         self.run(|db, tenant| async move {
             let rows = db
@@ -287,29 +287,33 @@ impl TenantData for PgTenant {
                 .map_err(pg)?;
             Ok(rows
                 .iter()
-                .map(|r| (r.get(0), DeliveryId::new(r.get::<_, String>(1))))
+                .map(|r| {
+                    let key = QueueKey::from_bytes(r.get(0));
+                    (key, DeliveryId::new(r.get::<_, String>(1)))
+                })
                 .collect())
         })
     }
 
     fn record_attempt(
         &self,
-        entry: &[u8],
+        entry: &QueueKey,
         id: &DeliveryId,
         attempt: &AttemptRecord,
         next: &Next,
         now_ms: i64,
     ) -> Result<Option<DeliveryState>> {
-        self.record(entry, id, attempt, next, now_ms, None)
+        self.record(entry.as_bytes(), id, attempt, next, now_ms, None)
     }
 
     fn claim_attempt(
         &self,
-        entry: &[u8],
+        entry: &QueueKey,
         id: &DeliveryId,
         fence: &Fence,
     ) -> Result<Option<Duration>> {
-        let (entry, id, fence) = (entry.to_vec(), id.to_string(), fence.clone());
+        let entry = entry.as_bytes().to_vec();
+        let (id, fence) = (id.to_string(), fence.clone());
         self.run(|db, tenant| async move {
             transitions::may_attempt(&db, &tenant, &entry, &id, &fence).await
         })
@@ -327,11 +331,11 @@ impl TenantData for PgTenant {
             record,
             fence,
         } = attempt;
-        self.record(entry, id, record, next, now_ms, Some(fence))
+        self.record(entry.as_bytes(), id, record, next, now_ms, Some(fence))
     }
 
-    fn drop_queue_entry(&self, entry: &[u8]) -> Result<()> {
-        let entry = entry.to_vec();
+    fn drop_queue_entry(&self, entry: &QueueKey) -> Result<()> {
+        let entry = entry.as_bytes().to_vec();
         self.run(
             |db, tenant| async move { delete_queue(&**db.client().await?, &tenant, &entry).await },
         )

@@ -197,7 +197,7 @@ async fn a_tenant_delete_waits_for_a_forwarding_transaction_instead_of_deadlocki
     let entry_locked = forwarding
         .execute(
             "SELECT 1 FROM hookd_queue WHERE tenant = 'acme' AND qkey = $1 FOR UPDATE",
-            &[&entry],
+            &[&entry.as_bytes()],
         )
         .await;
     let committed = forwarding.batch_execute("COMMIT").await;

@@ -393,7 +393,7 @@ mod tests {
         let mut queued = TenantData::queue(&trees, None, 10).unwrap().into_iter();
         let mut round = || {
             let (entry, id) = queued.next().unwrap();
-            let round = delivered(entry, id, &trees);
+            let round = delivered(entry.as_bytes().to_vec(), id, &trees);
             let committer = committer.clone();
             async move {
                 let answer = committer.ask(|reply| Request::Round(round, reply));

@@ -131,10 +131,11 @@ impl TenantData for TenantTrees {
         Ok(out)
     }
 
-    fn queue(&self, after: Option<&[u8]>, limit: usize) -> Result<Vec<(QueueKey, DeliveryId)>> {
+    fn queue(&self, after: Option<&QueueKey>, limit: usize) -> Result<Vec<(QueueKey, DeliveryId)>> {
         let mut out = Vec::new();
+        let after = after.map(QueueKey::as_bytes);
         let from = after.map(deliveries::receipt::place);
-        let after_it = |(entry, _): &(QueueKey, DeliveryId)| after.is_none_or(|a| entry[..] > *a);
+        let after_it = |(entry, _): &(Vec<u8>, DeliveryId)| after.is_none_or(|a| entry[..] > *a);
         for entry in self.queue.range(from, None) {
             let (key, value) = entry?;
             let listed = deliveries::receipt::listed(&key, &value).into_iter();
@@ -142,7 +143,8 @@ impl TenantData for TenantTrees {
                 if out.len() >= limit {
                     return Ok(out);
                 }
-                out.push(listed);
+                let (entry, id) = listed;
+                out.push((QueueKey::from_bytes(entry), id));
             }
         }
         Ok(out)
@@ -150,14 +152,19 @@ impl TenantData for TenantTrees {
 
     fn record_attempt(
         &self,
-        entry: &[u8],
+        entry: &QueueKey,
         id: &DeliveryId,
         attempt: &AttemptRecord,
         next: &Next,
         now_ms: i64,
     ) -> Result<Option<DeliveryState>> {
         self.direct(deliveries::record_attempt(
-            self, entry, id, attempt, next, now_ms,
+            self,
+            entry.as_bytes(),
+            id,
+            attempt,
+            next,
+            now_ms,
         ))
     }
 
@@ -170,7 +177,7 @@ impl TenantData for TenantTrees {
             .into_iter()
             .map(|a| RoundAttempt {
                 trees: (*self).clone(),
-                entry: a.entry,
+                entry: a.entry.as_bytes().to_vec(),
                 id: a.id,
                 record: a.record,
                 next: a.next,
@@ -181,8 +188,8 @@ impl TenantData for TenantTrees {
         async move { committer.record_round(round).await }.boxed()
     }
 
-    fn drop_queue_entry(&self, entry: &[u8]) -> Result<()> {
-        self.direct(deliveries::drop_queue_entry(self, entry))
+    fn drop_queue_entry(&self, entry: &QueueKey) -> Result<()> {
+        self.direct(deliveries::drop_queue_entry(self, entry.as_bytes()))
     }
 
     fn redeliver(&self, id: &DeliveryId, now_ms: i64, resend: Resend) -> Result<DeliveryId> {

@@ -14,10 +14,10 @@ use super::{
     CommitOutcome, SledStore,
 };
 use crate::{
-    api::{Fence, FinishedAttempt, TenantData},
+    api::{Fence, FinishedAttempt, QueueKey, TenantData},
     ids::{DeliveryId, TenantId},
     lifecycle::Next,
-    records::{queue_key_due_ms, AttemptRecord, DeliveryStatus},
+    records::{AttemptRecord, DeliveryStatus},
 };
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -119,7 +119,7 @@ async fn rounds_of_attempts_sled_never_made_durable_come_back_from_the_log() {
         owner: "p".into(),
         epoch: 0,
     };
-    let finished = |(entry, id): &(Vec<u8>, DeliveryId), status, next| FinishedAttempt {
+    let finished = |(entry, id): &(QueueKey, DeliveryId), status, next| FinishedAttempt {
         entry: entry.clone(),
         id: id.clone(),
         record: AttemptRecord::answered(status, 1_000),
@@ -150,7 +150,7 @@ async fn rounds_of_attempts_sled_never_made_durable_come_back_from_the_log() {
     let now_queued = trees.queue(None, 10).unwrap();
     assert_eq!(now_queued.len(), 1, "only the retry is queued");
     assert_eq!(&now_queued[0].1, retried);
-    assert_eq!(queue_key_due_ms(&now_queued[0].0), Some(60_000));
+    assert_eq!(now_queued[0].0.due_ms(), 60_000);
     assert_eq!(trees.counts().unwrap().depth, 1);
 }
 
