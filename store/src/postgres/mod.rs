@@ -1,14 +1,5 @@
-//! The storage API ([`super::api`]) on a shared PostgreSQL (14 or newer),
-//! so that any number of hookd processes serve the same tenants:
-//! [`PgStore`] is the [`Storage`], [`tenant::PgTenant`] a tenant's
-//! [`super::api::TenantData`], [`rows::PgRows`] the catalog's rows.
-//!
-//! The API's methods block by contract; the engine owns a small tokio
-//! runtime that runs every database future, and a caller waits for the
-//! answer on a plain channel, so a call never panics whatever thread (or
-//! runtime) it comes from. New deliveries are group-committed by one task
-//! ([`committer`]): one transaction per batch, answered after `COMMIT`
-//! (with `synchronous_commit` on).
+//! The storage engine on a shared PostgreSQL (14 or newer), so that any
+//! number of hookd processes serve the same tenants: [`PgStore`] and its schema.
 
 mod batch;
 mod committer;
@@ -255,7 +246,16 @@ pub(crate) struct Figures {
     writes: AtomicU64,
 }
 
-/// The storage engine on PostgreSQL (cheap to clone).
+/// The storage engine on PostgreSQL (cheap to clone): the [`Storage`];
+/// [`tenant::PgTenant`] is a tenant's [`super::api::TenantData`],
+/// [`rows::PgRows`] the catalog's rows.
+///
+/// The API's methods block by contract; the engine owns a small tokio
+/// runtime that runs every database future, and a caller waits for the
+/// answer on a plain channel, so a call never panics whatever thread (or
+/// runtime) it comes from. New deliveries are group-committed by one task
+/// ([`committer`]): one transaction per batch, answered after `COMMIT`
+/// (with `synchronous_commit` on).
 #[derive(Clone)]
 pub struct PgStore {
     inner: Arc<Inner>,

@@ -1,9 +1,5 @@
-//! The embedded engine, durable storage on one sled `Db`: seven trees shared by every tenant
-//! (`data/idem`, `events_by_time`, `queue`, `state`, `attempts`, `dead`,
-//! `done`), each key prefixed by its tenant, the stored events' by time
-//! and tenant (see [`TenantTrees`] and [`keyspace`]), and the group
-//! committer that makes writes durable in a write-ahead log ([`wal`])
-//! before it applies them to sled.
+//! The embedded storage engine: every tenant's deliveries in one sled `Db`,
+//! made durable by a group committer's write-ahead log ([`wal`]).
 
 mod apply;
 mod committer;
@@ -320,7 +316,12 @@ impl TenantTrees {
     }
 }
 
-/// The process's storage: the sled database and its committer.
+/// The process's storage: the sled database and its committer. Seven
+/// trees are shared by every tenant (`data/idem`, `events_by_time`,
+/// `queue`, `state`, `attempts`, `dead`, `done`), each key prefixed by its
+/// tenant, the stored events' by time and tenant (see [`TenantTrees`] and
+/// [`keyspace`]); the committer makes writes durable in a write-ahead log
+/// ([`wal`]) before it applies them to sled.
 #[derive(Clone)]
 pub struct SledStore {
     db: sled::Db,
