@@ -119,6 +119,7 @@ impl MasterKey {
     }
 
     /// A key from raw bytes (tests).
+    #[cfg(test)]
     pub fn from_bytes(key: [u8; 32]) -> MasterKey {
         MasterKey(XChaCha20Poly1305::new_from_slice(&key).expect("32-byte key"))
     }
@@ -189,6 +190,22 @@ impl MasterKey {
                     "stored secrets cannot be decrypted: wrong HOOKD_MASTER_KEY?",
                 )
             })
+    }
+}
+
+/// What the master key seals for the shared database's key check.
+const KEY_CHECK: Binding<'static> = Binding {
+    tenant: "hookd",
+    kid: "key-check",
+};
+
+impl crate::store::postgres::KeyCheck for MasterKey {
+    fn sealed_check(&self) -> Vec<u8> {
+        self.seal(b"hookd master key check", KEY_CHECK)
+    }
+
+    fn opens_check(&self, sealed: &[u8]) -> bool {
+        self.open(sealed, KEY_CHECK).is_ok()
     }
 }
 

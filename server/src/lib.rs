@@ -19,7 +19,6 @@ mod error;
 mod faults;
 mod feed;
 mod forward;
-pub mod ids;
 mod ingest;
 mod ingress;
 mod keyring;
@@ -27,7 +26,6 @@ mod metrics;
 mod rate_limit;
 mod routes;
 mod run;
-mod store;
 mod sweeper;
 mod telemetry;
 mod tenant;
@@ -37,6 +35,9 @@ mod tls;
 
 pub use app::Server;
 pub use error::{Error, ErrorCode, Result};
+pub use hookd_domain::ids;
+/// Storage: the neutral API, both engines and their records.
+use hookd_store as store;
 pub use keyring::KeySources;
 pub use routes::transform::{
     pool::{use_worker_program as use_transform_worker, WORKER_ARG as TRANSFORM_WORKER_ARG},

@@ -7,6 +7,8 @@
 //! held to a budget across tenants ([`operator`]); resolved alerts are
 //! kept `alerts.retention_secs`.
 
+#[cfg(test)]
+mod conformance;
 mod debounce;
 mod evaluate;
 mod event;

@@ -32,9 +32,9 @@ use crate::{
     rate_limit::TokenBucket,
     routes::transform::apply as transform,
     store::{
-        api::{blocking, Fence, Store, TenantStore},
+        api::{blocking, Fence, QueueKey, Store, TenantStore},
         lifecycle::Next,
-        records::{queue_key_due_ms, DeliveryState, StoredEvent},
+        records::{DeliveryState, StoredEvent},
     },
     telemetry::{
         spans::{self, ForwardRecord, ForwardTarget},
@@ -52,7 +52,7 @@ fn token_due(now: i64, wait_secs: u64) -> i64 {
 }
 
 struct Done {
-    key: Vec<u8>,
+    key: QueueKey,
     delivery_id: DeliveryId,
     accepted_at_ms: i64,
     tried: Tried,
@@ -90,14 +90,14 @@ type InFlight = Pin<Box<dyn Future<Output = Done> + Send>>;
 /// ends (`None`: not at all; a failed check counts as no).
 async fn claimed(
     data: TenantStore,
-    key: &[u8],
+    key: &QueueKey,
     id: &DeliveryId,
     fence: &Fence,
 ) -> Option<Option<Instant>> {
     if !fence.is_shared() {
         return Some(None);
     }
-    let (key, id, fence) = (key.to_vec(), id.clone(), fence.clone());
+    let (key, id, fence) = (key.clone(), id.clone(), fence.clone());
     let asked = Instant::now();
     blocking(move || data.claim_attempt(&key, &id, &fence))
         .await
@@ -233,7 +233,7 @@ impl Dispatcher {
     /// stays queued and is sent again after a restart.
     pub async fn run(mut self) {
         let mut in_flight: FuturesUnordered<InFlight> = FuturesUnordered::new();
-        let mut busy: HashSet<Vec<u8>> = HashSet::new();
+        let mut busy: HashSet<QueueKey> = HashSet::new();
         loop {
             let now = self.clock.now_ms();
             let wake_at = match self.lease.holds().await {
@@ -272,7 +272,7 @@ impl Dispatcher {
         now: i64,
         fence: &Fence,
         in_flight: &mut FuturesUnordered<InFlight>,
-        busy: &mut HashSet<Vec<u8>>,
+        busy: &mut HashSet<QueueKey>,
     ) -> Result<i64> {
         let mut wake_at = now + MAX_IDLE_MS;
         if let Some(reopens) = self.breaker.reopens_at() {
@@ -298,7 +298,7 @@ impl Dispatcher {
             let mut picked = Vec::new();
             let mut due_at = None;
             for (key, id) in data.queue(None, limit)? {
-                let due = queue_key_due_ms(&key).unwrap_or_default();
+                let due = key.due_ms();
                 if due > now {
                     due_at = Some(due);
                     break;
@@ -384,7 +384,7 @@ impl Dispatcher {
     /// lease does).
     fn attempt(
         &self,
-        key: Vec<u8>,
+        key: QueueKey,
         delivery_id: DeliveryId,
         stored: (Option<DeliveryState>, Option<StoredEvent>),
         now: i64,
@@ -449,7 +449,7 @@ impl Dispatcher {
     /// Records finished attempts as one round, which returns once the
     /// records are on disk, then reports them: an attempt reported done is
     /// never sent again after a crash.
-    async fn finish_all(&mut self, finished: Vec<Done>, busy: &mut HashSet<Vec<u8>>) {
+    async fn finish_all(&mut self, finished: Vec<Done>, busy: &mut HashSet<QueueKey>) {
         let now = self.clock.now_ms();
         let in_use = busy.len();
         let decided: Vec<Decided> = finished

@@ -8,7 +8,7 @@ use super::attempt::AttemptResult;
 use crate::{
     ids::{DeliveryId, RequestId, TenantId},
     store::{
-        api::{blocking, Fence, FinishedAttempt, TenantStore},
+        api::{blocking, Fence, FinishedAttempt, QueueKey, TenantStore},
         lifecycle::Next,
         records::DeliveryState,
     },
@@ -28,11 +28,11 @@ pub(super) struct Recorded {
 /// A finished attempt with its outcome decided, to be written.
 pub(super) enum Decided {
     /// The queued delivery had no stored event: its queue entry goes.
-    NoEvent { key: Vec<u8> },
+    NoEvent { key: QueueKey },
     /// Not sent: nothing to write.
     Fenced,
     Attempted {
-        key: Vec<u8>,
+        key: QueueKey,
         delivery_id: DeliveryId,
         next: Next,
         result: Box<AttemptResult>,

@@ -14,10 +14,10 @@ use std::{
 
 use actix_web::http::header::{HeaderMap, HeaderName, HeaderValue};
 use bytes::Bytes;
-use hookd_proto::domain::DeliveryStatus;
 use hookd_sdk::signature::VerifyError;
 
 use crate::ids::{DeliveryId, EventId, RequestId, TenantId};
+pub use crate::store::api::Receipt;
 
 /// One inbound delivery, body already read within the tenant's limit.
 pub struct Ingest<'a> {
@@ -227,30 +227,4 @@ pub struct Violation {
     pub keyword: String,
     /// What was expected, without the body's own values.
     pub expected: String,
-}
-
-/// How the default route's delivery of a new event is written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Receipt {
-    /// Queued for forwarding or pulling: its filter passed the event (or
-    /// it has none).
-    Queued,
-    /// Its filter did not pass the event but another route's did: final
-    /// as [`DeliveryStatus::Filtered`].
-    Filtered,
-    /// No route's filter passed the event: final as
-    /// [`DeliveryStatus::Unrouted`].
-    Unrouted,
-}
-
-impl Receipt {
-    /// The status a delivery written at receipt as this is final in;
-    /// `None` for one that is queued.
-    pub fn settled(self) -> Option<DeliveryStatus> {
-        match self {
-            Receipt::Queued => None,
-            Receipt::Filtered => Some(DeliveryStatus::Filtered),
-            Receipt::Unrouted => Some(DeliveryStatus::Unrouted),
-        }
-    }
 }

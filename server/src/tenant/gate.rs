@@ -344,9 +344,14 @@ fn new_delivery(
     }
 }
 
-impl NewDelivery {
+/// A new delivery as the filters' verdicts fan it out to routes.
+trait FanOut {
     /// Adds the copies, receipt and route outcomes the filters' verdicts
     /// `passes` make.
+    fn fan_out(&mut self, settings: &TenantSettings, passes: &Passes);
+}
+
+impl FanOut for NewDelivery {
     fn fan_out(&mut self, settings: &TenantSettings, passes: &Passes) {
         let ids = (&self.meta.delivery_id, self.due_ms);
         let fan_out = fan_out(settings, passes, ids);

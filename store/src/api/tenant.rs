@@ -1,0 +1,240 @@
+//! The tenant-scope API: one tenant's deliveries ([`TenantData`]) and the
+//! values a forward attempt crosses it with ([`Fence`], [`FencedAttempt`],
+//! [`FinishedAttempt`]).
+
+use std::{sync::Arc, time::Duration};
+
+use futures_util::future::BoxFuture;
+
+use super::{
+    blocking, CommitOutcome, DeadKey, NewDelivery, PullRequest, QueueCounts, QueueKey, SweepRequest,
+};
+use crate::{
+    error::Result,
+    ids::{DeliveryId, TenantId},
+    lifecycle::{Next, Resend, Swept},
+    records::{
+        AttemptRecord, DeadLetter, DeliveryState, DeliveryStatus, IdempotencyRecord,
+        RedirectRecord, StoredEvent,
+    },
+};
+
+/// One tenant's deliveries. Changes to one delivery are compare-and-set
+/// transactions, so concurrent writers (the dispatcher, consumers, the
+/// control plane) never leave a delivery half-changed or a queue entry
+/// that no state points at.
+pub trait TenantData: Send + Sync + 'static {
+    /// The tenant.
+    fn tenant(&self) -> &TenantId;
+
+    /// False once the engine failed a write or sync: nothing more is
+    /// acknowledged, not even a duplicate from a cache.
+    fn is_healthy(&self) -> bool;
+
+    /// Records a new delivery durably (group-committed); the future resolves
+    /// once it is on disk, or names the first delivery of a duplicate.
+    fn commit(&self, item: NewDelivery) -> BoxFuture<'static, Result<CommitOutcome>>;
+
+    /// Queue depth, dead letters and the oldest due entry.
+    fn counts(&self) -> Result<QueueCounts>;
+
+    /// The stored event of a delivery.
+    fn event(&self, id: &DeliveryId) -> Result<Option<StoredEvent>>;
+
+    /// The state of a delivery.
+    fn state(&self, id: &DeliveryId) -> Result<Option<DeliveryState>>;
+
+    /// Every attempt of a delivery, in order.
+    fn attempts(&self, id: &DeliveryId) -> Result<Vec<AttemptRecord>>;
+
+    /// Records a redirect of a delivery with it (removed with the
+    /// delivery); the delivery's state is not touched. A delivery that is
+    /// not there is `NotFound`. Durable after [`super::Storage::durable_barrier`].
+    fn record_redirect(&self, id: &DeliveryId, redirect: &RedirectRecord) -> Result<()>;
+
+    /// Every redirect of a delivery, oldest first.
+    fn redirects(&self, id: &DeliveryId) -> Result<Vec<RedirectRecord>>;
+
+    /// The idempotency record under an event id or content key, if the log
+    /// still holds it.
+    fn idempotency(&self, key: &[u8]) -> Result<Option<IdempotencyRecord>>;
+
+    /// Deliveries newest first, with ids below `before`, of `status` if
+    /// given: at most `limit`.
+    fn deliveries(
+        &self,
+        status: Option<DeliveryStatus>,
+        before: Option<&DeliveryId>,
+        limit: usize,
+    ) -> Result<Vec<(DeliveryId, DeliveryState)>>;
+
+    /// Dead letters newest first, with keys below `before`, that `keep`
+    /// accepts: at most `limit`.
+    fn dead_letters(
+        &self,
+        before: Option<&[u8]>,
+        limit: usize,
+        keep: &dyn Fn(&DeadLetter) -> bool,
+    ) -> Result<Vec<(DeadKey, DeadLetter)>>;
+
+    /// Queue entries in due order, after `after`: at most `limit`.
+    fn queue(&self, after: Option<&QueueKey>, limit: usize) -> Result<Vec<(QueueKey, DeliveryId)>>;
+
+    /// Records one attempt and its consequence, only while `entry` is still
+    /// the delivery's live queue entry; `None` when it moved on (nothing was
+    /// recorded, a stale entry was dropped).
+    fn record_attempt(
+        &self,
+        entry: &QueueKey,
+        id: &DeliveryId,
+        attempt: &AttemptRecord,
+        next: &Next,
+        now_ms: i64,
+    ) -> Result<Option<DeliveryState>>;
+
+    /// Whether an attempt at `entry` may be sent now: `entry` is still
+    /// queued for `id` and `fence` is still the tenant's forwarding lease,
+    /// unexpired (one check); if so, how long the lease has left, on the
+    /// clock that times it (`None`: it may not). An engine that serves one
+    /// process grants every lease for ever: there is nothing to check.
+    fn claim_attempt(
+        &self,
+        entry: &QueueKey,
+        id: &DeliveryId,
+        fence: &Fence,
+    ) -> Result<Option<Duration>> {
+        let _ = (entry, id, fence);
+        Ok(Some(Duration::MAX))
+    }
+
+    /// [`TenantData::record_attempt`], only while `fence` is still the
+    /// tenant's forwarding lease, checked in the statement that claims the
+    /// queue entry: `None` (nothing recorded) when it is not. An engine
+    /// that serves one process grants every lease.
+    fn record_fenced_attempt(
+        &self,
+        attempt: FencedAttempt<'_>,
+        next: &Next,
+        now_ms: i64,
+    ) -> Result<Option<DeliveryState>> {
+        let FencedAttempt {
+            entry, id, record, ..
+        } = attempt;
+        self.record_attempt(entry, id, record, next, now_ms)
+    }
+
+    /// Records a round of finished attempts, each as
+    /// [`TenantData::record_fenced_attempt`] would (each its own result, in
+    /// order), and returns once every one recorded is durable. An engine
+    /// may write the whole round at once; by default each is written on a
+    /// blocking thread and is durable when written.
+    fn record_attempts(
+        self: Arc<Self>,
+        round: Vec<FinishedAttempt>,
+        now_ms: i64,
+    ) -> BoxFuture<'static, Result<Vec<Result<Option<DeliveryState>>>>> {
+        Box::pin(blocking(move || {
+            Ok(round
+                .iter()
+                .map(|attempt| self.record_fenced_attempt(attempt.fenced(), &attempt.next, now_ms))
+                .collect())
+        }))
+    }
+
+    /// Drops a queue entry whose event is gone.
+    fn drop_queue_entry(&self, entry: &QueueKey) -> Result<()>;
+
+    /// Queues a dead or delivered delivery again as a new delivery; of
+    /// concurrent calls for a dead letter exactly one succeeds, and so for
+    /// a delivered one under [`Resend::Once`].
+    fn redeliver(&self, id: &DeliveryId, now_ms: i64, resend: Resend) -> Result<DeliveryId>;
+
+    /// Removes a dead letter with its event, state and attempts, only if it
+    /// is still dead; returns whether it was.
+    fn purge_dead_letter(&self, key: &[u8], letter: &DeadLetter) -> Result<bool>;
+
+    /// Hands out due deliveries of a pull-mode tenant, hiding each for the
+    /// visibility timeout; returns each with its attempt number.
+    fn pull(&self, request: PullRequest) -> Result<Vec<(StoredEvent, u32)>>;
+
+    /// Marks pulled deliveries delivered; returns how many were pending.
+    fn ack(&self, ids: &[DeliveryId], now_ms: i64) -> Result<u32>;
+
+    /// Makes pulled deliveries visible again; returns how many.
+    fn nack(&self, ids: &[DeliveryId], now_ms: i64) -> Result<u32>;
+
+    /// One bounded step of retention; `cursor` carries the position of the
+    /// idempotency scan between steps (empty: from the start). What it
+    /// removed says whether more may be due ([`Swept::more`]): a pass calls
+    /// it again, with the cursor it left, until nothing is.
+    fn sweep(&self, request: &SweepRequest, cursor: &mut Vec<u8>) -> Result<Swept>;
+
+    /// Whether a step of retention under `request` would find delivered
+    /// events or dead letters past their cut-offs (the idempotency scan
+    /// aside): a pass steps the tenant only then, or when its scan is due.
+    /// By default always: the step itself finds out.
+    fn sweep_due(&self, _request: &SweepRequest) -> Result<bool> {
+        Ok(true)
+    }
+}
+
+/// A process's hold on a tenant's forwarding lease, as a claim returned
+/// it: the attempts it starts and records are fenced with it, so a holder
+/// that stalled past its lease neither sends nor records once another
+/// process took the tenant over.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fence {
+    /// The holder (one id per process).
+    pub owner: Arc<str>,
+    /// Bumped each time the lease passes to another holder; 0 on an engine
+    /// that serves one process, where there is nothing to fence.
+    pub epoch: i64,
+}
+
+impl Fence {
+    /// Whether attempts must be checked against the lease at all.
+    pub fn is_shared(&self) -> bool {
+        self.epoch > 0
+    }
+}
+
+/// One attempt to record, with the lease it was sent under.
+#[derive(Debug, Clone, Copy)]
+pub struct FencedAttempt<'a> {
+    /// The queue entry it was started from.
+    pub entry: &'a QueueKey,
+    /// Its delivery.
+    pub id: &'a DeliveryId,
+    /// What happened.
+    pub record: &'a AttemptRecord,
+    /// The lease it was sent under.
+    pub fence: &'a Fence,
+}
+
+/// A finished attempt and what it leads to, owned, for
+/// [`TenantData::record_attempts`].
+#[derive(Debug, Clone)]
+pub struct FinishedAttempt {
+    /// The queue entry it was started from.
+    pub entry: QueueKey,
+    /// Its delivery.
+    pub id: DeliveryId,
+    /// What happened.
+    pub record: AttemptRecord,
+    /// What follows from it.
+    pub next: Next,
+    /// The lease it was sent under.
+    pub fence: Fence,
+}
+
+impl FinishedAttempt {
+    /// The attempt as [`TenantData::record_fenced_attempt`] takes it.
+    pub fn fenced(&self) -> FencedAttempt<'_> {
+        FencedAttempt {
+            entry: &self.entry,
+            id: &self.id,
+            record: &self.record,
+            fence: &self.fence,
+        }
+    }
+}
