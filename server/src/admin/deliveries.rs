@@ -12,13 +12,12 @@ use hookd_control::{
 use super::{api, Backend};
 use crate::{
     ids::DeliveryId,
-    routes::RouteHandle,
     store::{
         api::PullRequest,
         records::RedirectRecord,
         records::{DeadLetter, DeliveryState, DeliveryStatus},
     },
-    tenant::TenantHandle,
+    tenant::{RouteHandle, TenantHandle},
 };
 
 // A delivery at the largest body limit, with its headers and attempts, must

@@ -19,12 +19,11 @@ use crate::{
     contracts::TenantContracts,
     error::Error,
     ids::DeliveryId,
-    routes::RouteHandle,
     store::{
         lifecycle::Resend,
         records::{DeadLetter, DeliveryStatus},
     },
-    tenant::TenantHandle,
+    tenant::{RouteHandle, TenantHandle},
 };
 
 /// How many delivered deliveries one storage read lists while a filter

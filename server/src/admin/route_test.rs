@@ -15,9 +15,10 @@ use hookd_proto::domain::DEFAULT_ROUTE;
 
 use super::{api, Backend};
 use crate::{
+    config::version_of,
     forward::{apply_transform, Transformed},
     ids::{DeliveryId, EventId, RequestId},
-    routes::{config::version_of, transform::apply::RouteTransform},
+    routes::transform::apply::RouteTransform,
     routes::{
         filter::{pool::FilterPool, FilterInput, RouteFilter, Steps, MAX_FILTER_STEPS},
         transform::{Transform, TransformLimits},

@@ -11,11 +11,12 @@ use hookd_sdk::signature::HmacFields;
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    config::{BreakerConfig, DestinationConfig, RateLimitConfig, RetryConfig, TenantConfig},
+    config::{
+        BreakerConfig, DestinationConfig, RateLimitConfig, RetryConfig, RouteConfig, TenantConfig,
+    },
     contracts::{UnknownEventTypes, DEFAULT_TYPE_FIELD, DEFAULT_VERSION_FIELD},
     error::{Error, Result},
     ids::TenantId,
-    routes::RouteConfig,
     store::records::{decode, encode},
 };
 

@@ -19,14 +19,14 @@ use crate::{
 
 /// The forwarding fields of one route, with the key prefix its errors name
 /// (`routes[1] (audit).`, empty for the default route).
-pub(crate) struct Forwarding<'a> {
-    pub(crate) key: String,
-    pub(crate) destination: Option<&'a DestinationConfig>,
-    pub(crate) retry: &'a RetryConfig,
-    pub(crate) max_in_flight: usize,
-    pub(crate) delivery_rate: Option<RateLimitConfig>,
-    pub(crate) breaker: &'a BreakerConfig,
-    pub(crate) concurrency: ConcurrencySettings,
+pub(super) struct Forwarding<'a> {
+    pub(super) key: String,
+    pub(super) destination: Option<&'a DestinationConfig>,
+    pub(super) retry: &'a RetryConfig,
+    pub(super) max_in_flight: usize,
+    pub(super) delivery_rate: Option<RateLimitConfig>,
+    pub(super) breaker: &'a BreakerConfig,
+    pub(super) concurrency: ConcurrencySettings,
 }
 
 /// How a route's concurrency limit moves (docs/routes.md#adaptive-concurrency):
@@ -65,12 +65,12 @@ impl ConcurrencySettings {
 
 /// Off by default: a route keeps the fixed `max_in_flight` it was tuned
 /// for until its operator turns adaptation on.
-pub(crate) fn default_adaptive_concurrency() -> bool {
+pub(super) fn default_adaptive_concurrency() -> bool {
     false
 }
 
 /// The floor of an adaptive limit unless a route sets one.
-pub(crate) fn default_min_in_flight() -> usize {
+pub(super) fn default_min_in_flight() -> usize {
     1
 }
 
@@ -183,7 +183,7 @@ fn default_cooldown() -> f64 {
 
 /// The retry window of a tenant that sets none, as every tenant created
 /// over the control plane does.
-pub(crate) fn default_window() -> f64 {
+pub(super) fn default_window() -> f64 {
     defaults::RETRY_WINDOW_SECS
 }
 
@@ -205,7 +205,7 @@ impl DestinationConfig {
 
 impl Forwarding<'_> {
     /// Every number of these forwarding fields against [`bounds`].
-    pub(crate) fn check_bounds(&self) -> Result<(), InvalidSetting> {
+    pub(super) fn check_bounds(&self) -> Result<(), InvalidSetting> {
         let key = |name: &str| format!("{}{name}", self.key);
         bounds::check_usize(
             bounds::MAX_IN_FLIGHT,
@@ -263,7 +263,7 @@ impl Forwarding<'_> {
     }
 
     /// The forward settings of these fields (`None`: pull mode).
-    pub(crate) fn settings(&self) -> Result<Option<ForwardSettings>, InvalidSetting> {
+    pub(super) fn settings(&self) -> Result<Option<ForwardSettings>, InvalidSetting> {
         self.destination
             .map(|d| self.forward_settings(d))
             .transpose()

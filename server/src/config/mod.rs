@@ -20,13 +20,14 @@ mod alerts;
 pub mod bounds;
 mod dashboard;
 mod event_id;
-pub(crate) mod forwarding;
+mod forwarding;
 #[cfg(test)]
 mod hmac_tests;
 #[cfg(test)]
 mod hostile_tests;
 mod http;
 mod retention;
+mod route;
 mod secrets;
 mod storage;
 mod tenant;
@@ -42,6 +43,8 @@ pub use bounds::{FRAMEWORK_MAX_HEAD_BYTES, MAX_BODY_LIMIT};
 pub use dashboard::DashboardConfig;
 pub use event_id::{EventIdRule, IdPart, CONTENT_EVENT_ID_PREFIX};
 pub use retention::{RetentionConfig, LONGEST_SENDER_RETRY_SECS};
+pub(crate) use route::version_of;
+pub use route::{RouteConfig, RouteSettings, MAX_ROUTES};
 pub use storage::{PostgresConfig, StorageBackend};
 pub use tenant::{
     load_secret, BreakerConfig, ConcurrencySettings, DestinationConfig, ForwardSettings,

@@ -21,6 +21,7 @@ use super::{
     bounds,
     event_id::EventIdRule,
     forwarding::{default_adaptive_concurrency, default_min_in_flight, Forwarding},
+    route::{resolve_routes, RouteConfig, RouteSettings},
 };
 use crate::{
     contracts::{
@@ -30,7 +31,6 @@ use crate::{
     egress::AddressPolicy,
     error::InvalidSetting,
     ids::TenantId,
-    routes::config::{resolve_routes, RouteConfig, RouteSettings},
     routes::filter::RouteFilter,
 };
 

@@ -14,7 +14,7 @@ use hookd_proto::domain::DEFAULT_ROUTE;
 use prometheus_client::metrics::{counter::Counter, gauge::Gauge};
 
 use super::{exemplar, Families, Latency, TenantMetrics, OTHER_TENANT};
-use crate::{routes::MAX_ROUTES, store::lifecycle::Next};
+use crate::{config::MAX_ROUTES, store::lifecycle::Next};
 
 /// Route labels one tenant label holds, `default` included; the next share
 /// [`OTHER_ROUTE`].

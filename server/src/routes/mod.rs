@@ -1,13 +1,9 @@
-//! Routes: a tenant's destinations, each in one room. A route is declared
-//! and validated ([`config`]), runs as a handle its tenant's actor keeps
-//! and fans accepted events out to ([`handle`]), passes an event only if
-//! its optional filter matches it ([`filter`]), and may rewrite each
-//! request it sends with a sandboxed JavaScript transform ([`transform`]).
+//! Routes: the rule engines a tenant's routes run. An accepted event goes
+//! to every route whose optional filter matches it ([`filter`]); a route
+//! may rewrite each request it sends with a sandboxed JavaScript transform
+//! ([`transform`], compiled when the route is saved and applied at forward
+//! time). A route's declaration is config (`config/route.rs`), its running
+//! handle and fan-out the tenant's (`tenant/routes.rs`).
 
-pub mod config;
 pub mod filter;
-pub mod handle;
 pub mod transform;
-
-pub use config::{RouteConfig, MAX_ROUTES};
-pub use handle::RouteHandle;

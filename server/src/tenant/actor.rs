@@ -9,6 +9,7 @@ use std::sync::Arc;
 use actix::{Actor, ActorContext, Context, Handler, Message, Supervised};
 
 use super::{
+    routes::{self, RouteHandle},
     services::Services,
     snapshot::Snapshot,
     state::{Running, TenantState},
@@ -18,7 +19,6 @@ use crate::{
     config::{ForwardSettings, TenantSettings},
     contracts::{Contract, TenantContracts},
     error::{Error, Result},
-    routes::{handle as routes, RouteHandle},
 };
 
 /// One tenant's actor.

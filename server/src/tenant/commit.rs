@@ -5,14 +5,16 @@
 
 use std::sync::Arc;
 
-use super::replay::{Replay, ReplayKeys};
+use super::{
+    replay::{Replay, ReplayKeys},
+    routes::RouteHandle,
+};
 use crate::{
     error::Error,
     feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
     ids::{DeliveryId, EventId, RequestId, TenantId},
     ingest::{BodyError, IngestError, IngestOutcome},
     metrics::{SenderMetrics, TypeOutcome},
-    routes::RouteHandle,
     store::{
         api::{blocking, Receipt, TenantStore},
         CommitOutcome, NewDelivery,

@@ -24,6 +24,7 @@ use super::{
     filters::{filter_inline, FilterWork},
     headers::SignedHeaders,
     replay::{replay_cache, Replay, ReplayCache, ReplayKeys, Scope},
+    routes::{fan_out, RouteHandle},
     snapshot::{Published, Snapshot},
     validate::{content_event_id, is_form, validate_body, Body, EventIdSource},
 };
@@ -38,11 +39,7 @@ use crate::{
     ingest::{Answer, BodyError, Ingest, IngestError, IngestOutcome},
     metrics::{Metrics, SenderMetrics, TypeOutcome},
     rate_limit::TokenBucket,
-    routes::{
-        filter::{pool::FilterPool, Passes},
-        handle::fan_out,
-        RouteHandle,
-    },
+    routes::filter::{pool::FilterPool, Passes},
     store::{
         api::{Receipt, TenantStore},
         records::EventMeta,

@@ -7,6 +7,7 @@ use actix::Addr;
 
 use super::{
     actor::{Change, ChecksPanicked, TenantActor},
+    routes::RouteHandle,
     snapshot::Snapshot,
     state::TenantState,
 };
@@ -16,7 +17,6 @@ use crate::{
     error::{Error, Result},
     ids::DeliveryId,
     ingest::{Answer, Ingest},
-    routes::RouteHandle,
     store::api::TenantStore,
 };
 

@@ -14,6 +14,7 @@ mod headers;
 mod registry;
 mod replay;
 pub(crate) mod report;
+mod routes;
 mod services;
 mod slot;
 mod snapshot;
@@ -27,6 +28,7 @@ pub use handle::TenantHandle;
 pub use handshake::HandshakeRequest;
 pub use registry::Registry;
 pub use replay::{replay_cache, ReplayCache, Scope as ReplayScope};
+pub use routes::RouteHandle;
 pub use services::Services;
 
 pub(crate) use validate::pasted_event_id;

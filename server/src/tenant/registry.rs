@@ -9,7 +9,13 @@ use std::{
 
 use actix::{ArbiterHandle, Supervisor};
 
-use super::{actor::TenantActor, handle::TenantHandle, services::Services, state::TenantState};
+use super::{
+    actor::TenantActor,
+    handle::TenantHandle,
+    routes::{self, RouteHandle},
+    services::Services,
+    state::TenantState,
+};
 use crate::{
     catalog::follow::Tenants,
     config::TenantSettings,
@@ -17,7 +23,6 @@ use crate::{
     error::{Error, Result},
     feed::{DeliveryEvent, DeliveryEventKind},
     ids::{DeliveryId, TenantId},
-    routes::{handle as routes, RouteHandle},
     store::lifecycle::Resend,
 };
 

@@ -7,8 +7,11 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use hookd_sdk::signature::Secret;
 
-use super::replay::{bounded_by_id, content_idem_key, ReplayKeys};
-use crate::{config::TenantSettings, contracts::TenantContracts, routes::RouteHandle};
+use super::{
+    replay::{bounded_by_id, content_idem_key, ReplayKeys},
+    routes::RouteHandle,
+};
+use crate::{config::TenantSettings, contracts::TenantContracts};
 
 /// One consistent set of a tenant's state; replaced whole by its actor.
 pub struct Snapshot {

@@ -13,6 +13,7 @@ use tokio::sync::Semaphore;
 
 use super::{
     gate::GateParts,
+    routes::RouteHandle,
     services::Services,
     slot::GateSlot,
     snapshot::{Published, Snapshot},
@@ -28,7 +29,6 @@ use crate::{
     routes::{
         filter::pool::FilterPool,
         transform::pool::{RouteShare, TransformPool},
-        RouteHandle,
     },
     store::api::TenantStore,
 };

@@ -38,9 +38,8 @@ use crate::{
     error::Result,
     ids::TenantId,
     metrics::TenantMetrics,
-    routes::RouteHandle,
     store::api::{blocking, QueueCounts, TenantStore},
-    tenant::TenantHandle,
+    tenant::{RouteHandle, TenantHandle},
 };
 pub(crate) use schedule::Book;
 

@@ -92,7 +92,7 @@ impl RouteHandle {
 
 /// The forwarding of each route of `settings` (default first; `None`:
 /// pulled), in the order of [`RouteHandle::all`].
-pub(crate) fn forwarding(settings: &TenantSettings) -> Vec<Option<&ForwardSettings>> {
+pub(super) fn forwarding(settings: &TenantSettings) -> Vec<Option<&ForwardSettings>> {
     std::iter::once(settings.forward.as_ref())
         .chain(settings.routes.iter().map(|r| r.forward.as_ref()))
         .collect()
@@ -116,7 +116,7 @@ pub(crate) struct FanOut {
 /// shares its place with the copies made just before it
 /// ([`DeliveryId::sharing`]): an engine may file the copies of one place
 /// as one queue entry.
-pub(crate) fn fan_out(
+pub(super) fn fan_out(
     settings: &TenantSettings,
     passes: &Passes,
     (default_id, due_ms): (&DeliveryId, i64),

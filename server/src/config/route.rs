@@ -12,11 +12,11 @@ use std::{sync::Arc, time::Duration};
 
 use sha2::{Digest, Sha256};
 
+use super::forwarding::{
+    default_adaptive_concurrency, default_min_in_flight, BreakerConfig, ConcurrencySettings,
+    DestinationConfig, ForwardSettings, Forwarding, RateLimitConfig, RetryConfig,
+};
 use crate::{
-    config::forwarding::{
-        default_adaptive_concurrency, default_min_in_flight, BreakerConfig, ConcurrencySettings,
-        DestinationConfig, ForwardSettings, Forwarding, RateLimitConfig, RetryConfig,
-    },
     error::InvalidSetting,
     ids::TenantId,
     routes::{
@@ -116,7 +116,7 @@ pub struct RouteSettings {
 
 /// Validates `routes` of tenant `tenant`: names valid and unique, at most
 /// [`MAX_ROUTES`] with the default one, every number in bounds.
-pub(crate) fn resolve_routes(
+pub(super) fn resolve_routes(
     tenant: &TenantId,
     routes: &[RouteConfig],
 ) -> Result<Vec<RouteSettings>, InvalidSetting> {
