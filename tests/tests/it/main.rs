@@ -14,6 +14,7 @@ mod control;
 mod crash;
 mod damaged_data;
 mod dashboard;
+mod docs_paths;
 mod durability;
 mod edge;
 mod event_ids;
