@@ -18,7 +18,8 @@ use super::{
     breaker::{Breaker, BreakerState},
     lease::{ForwardLease, LeaseTerms},
     policy::{next_step, Verdict},
-    round::{write_round, Decided, Recorded},
+    report::ForwardReport,
+    round::{write_round, Decided},
 };
 use crate::{
     alerts::Signals,
@@ -26,9 +27,9 @@ use crate::{
     config::ForwardSettings,
     egress::{address::GuardedResolver, trust},
     error::Result,
-    feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
+    feed::DeliveryFeed,
     ids::{DeliveryId, RequestId, TenantId},
-    metrics::{BreakerGauge, ConcurrencyGauge, RouteMetrics, TransformRun},
+    metrics::{BreakerGauge, ConcurrencyGauge, RouteMetrics},
     rate_limit::TokenBucket,
     routes::transform::apply as transform,
     store::{
@@ -37,7 +38,7 @@ use crate::{
         records::{DeliveryState, StoredEvent},
     },
     telemetry::{
-        spans::{self, ForwardRecord, ForwardTarget},
+        spans::{self, ForwardTarget},
         Spans,
     },
 };
@@ -148,11 +149,11 @@ pub struct Dispatcher {
     client: reqwest::Client,
     clock: SharedClock,
     wake: Arc<Notify>,
-    feed: DeliveryFeed,
+    /// What each outcome tells: alert signals, counters, span, log, feed.
+    report: ForwardReport,
     breaker: Breaker,
     rate: Option<TokenBucket>,
     spans: Spans,
-    metrics: Arc<RouteMetrics>,
     breaker_gauge: BreakerGauge,
     /// How many attempts may be in flight now.
     limit: ConcurrencyLimit,
@@ -161,7 +162,6 @@ pub struct Dispatcher {
     target: ForwardTarget,
     /// Forwards start only while this process holds the tenant's lease.
     lease: ForwardLease,
-    signals: Option<Arc<Signals>>,
 }
 
 impl Dispatcher {
@@ -201,9 +201,18 @@ impl Dispatcher {
         }
         let client = builder.build()?;
         let target = ForwardTarget::of(&settings.url);
+        let report = ForwardReport {
+            tenant: tenant.clone(),
+            route: route.clone(),
+            scope: data.tenant().clone(),
+            metrics: metrics.clone(),
+            feed,
+            signals,
+            transformed: settings.transform.is_some(),
+        };
         Ok(Dispatcher {
             lease: ForwardLease::new(store, data.tenant().clone(), lease),
-            signals,
+            report,
             breaker_gauge: BreakerGauge::new(metrics.clone()),
             limit: ConcurrencyLimit::new(
                 settings.concurrency,
@@ -212,7 +221,6 @@ impl Dispatcher {
             ),
             limit_gauge: ConcurrencyGauge::new(metrics.clone()),
             spans,
-            metrics,
             target,
             breaker: Breaker::new(settings.breaker_threshold, settings.breaker_cooldown_ms),
             rate: settings
@@ -225,7 +233,6 @@ impl Dispatcher {
             client,
             clock,
             wake,
-            feed,
         })
     }
 
@@ -466,7 +473,7 @@ impl Dispatcher {
         self.limit_gauge.set(self.limit.current());
         let recorded = write_round(&self.data, (&self.tenant, &self.route), decided, now).await;
         for outcome in recorded {
-            self.report(outcome);
+            self.report.recorded(outcome);
         }
     }
 
@@ -503,12 +510,12 @@ impl Dispatcher {
             Verdict::Retryable { .. } if cut => self.breaker.on_cut(now),
             Verdict::Retryable { .. } => {
                 if self.breaker.on_failure(now) {
-                    tracing::warn!(tenant = %self.tenant, route = %self.route, destination = %self.target.host(), "circuit breaker open: destination failing, pausing forwards");
+                    self.report.breaker(&self.target, true);
                 }
             }
             Verdict::Success | Verdict::Permanent => {
                 if self.breaker.on_success() {
-                    tracing::info!(tenant = %self.tenant, route = %self.route, destination = %self.target.host(), "circuit breaker closed: destination answering again");
+                    self.report.breaker(&self.target, false);
                 }
             }
             Verdict::Unsendable | Verdict::Dropped | Verdict::TransformFailed => {
@@ -517,9 +524,7 @@ impl Dispatcher {
         }
         let breaker_open = self.breaker.state() != BreakerState::Closed;
         self.breaker_gauge.set(breaker_open);
-        if let Some(signals) = &self.signals {
-            signals.outcome(&self.route, &next, breaker_open);
-        }
+        self.report.decided(&next, breaker_open);
         if let Next::Retry { due_ms } = next {
             result.record.next_retry_at_ms = Some(due_ms);
         }
@@ -532,64 +537,5 @@ impl Dispatcher {
             trace,
             fence: done.fence,
         }
-    }
-
-    /// Metrics, span, log line and feed event of a durable outcome.
-    fn report(&self, outcome: Recorded) {
-        let Recorded {
-            delivery_id,
-            state,
-            next,
-            result,
-            request_id,
-            trace,
-            now,
-        } = outcome;
-        let attempt = result.record.attempt;
-        let error = match &next {
-            Next::Delivered | Next::Dropped => None,
-            Next::Retry { .. } => Some(result.error.as_str()),
-            Next::Dead { reason } | Next::TransformFailed { reason } => Some(reason.as_str()),
-        };
-        self.metrics
-            .forwarded(&next, result.elapsed, spans::sampled_trace_id(&trace));
-        if self.settings.transform.is_some() {
-            self.metrics.transformed(TransformRun::of(&next));
-        }
-        ForwardRecord {
-            outcome: &next,
-            status_code: result.record.status_code,
-            duration_ms: result.record.duration_ms,
-            error,
-            error_type: result.error_type.as_deref(),
-        }
-        .end(&trace);
-        let trace_id = spans::trace_id(&trace);
-        let attempt_request_id = &result.record.request_id;
-        match &next {
-            Next::Delivered => {
-                tracing::info!(tenant = %self.tenant, route = %self.route, event_id = %state.event_id, delivery_id = %delivery_id, request_id = %request_id, trace_id = %trace_id, attempt, attempt_request_id = %attempt_request_id, status = ?result.record.status_code, "forward delivered");
-            }
-            Next::Dropped => {
-                tracing::info!(tenant = %self.tenant, route = %self.route, event_id = %state.event_id, delivery_id = %delivery_id, request_id = %request_id, trace_id = %trace_id, attempt, attempt_request_id = %attempt_request_id, "dropped by the route's transform; nothing sent");
-            }
-            Next::Retry { due_ms } => {
-                tracing::warn!(tenant = %self.tenant, route = %self.route, event_id = %state.event_id, delivery_id = %delivery_id, request_id = %request_id, trace_id = %trace_id, attempt, attempt_request_id = %attempt_request_id, reason = %result.error, retry_in_ms = due_ms - now, "forward failed; retry scheduled");
-            }
-            Next::Dead { reason } | Next::TransformFailed { reason } => {
-                tracing::warn!(tenant = %self.tenant, route = %self.route, event_id = %state.event_id, delivery_id = %delivery_id, request_id = %request_id, trace_id = %trace_id, attempt, attempt_request_id = %attempt_request_id, reason = %reason, status = state.status.as_str(), "delivery dead-lettered");
-            }
-        }
-        let reason = error.map(str::to_owned);
-        self.feed.publish(DeliveryEvent {
-            kind: DeliveryEventKind::from(&next),
-            tenant: self.data.tenant().clone(),
-            delivery_id,
-            event_id: state.event_id,
-            at_ms: now,
-            attempt,
-            status_code: result.record.status_code,
-            reason,
-        });
     }
 }

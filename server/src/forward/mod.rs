@@ -9,6 +9,7 @@ mod breaker;
 mod dispatcher;
 mod lease;
 pub mod policy;
+mod report;
 mod round;
 mod runtime;
 
