@@ -20,7 +20,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use anyhow::bail;
+use anyhow::{bail, Context};
 use clap::Args;
 use hyper::body::Bytes;
 use serde::Serialize;
@@ -28,7 +28,7 @@ use serde::Serialize;
 use crate::{
     cpu,
     forward::Delivery,
-    load::{run_phase, LoadOptions},
+    load::{run_phase, LoadOptions, PhaseResult},
     plan::{Plan, PlanSpec},
     positive_secs,
     report::{median, ratio, Summary},
@@ -330,6 +330,24 @@ fn own_cpu_secs() -> f64 {
         .map_or(0.0, |ticks| ticks as f64 / cpu::USER_HZ as f64)
 }
 
+/// Runs `flood`'s load on a runtime in a thread of its own, so `quiet`'s
+/// requests never wait behind its tasks inside hookd-bench.
+async fn load_apart(plan: Arc<Plan>, opts: LoadOptions) -> anyhow::Result<PhaseResult> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("flood-load".into())
+        .spawn(move || {
+            let order = Arc::new(plan.order.clone());
+            let result = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map(|rt| rt.block_on(run_phase(plan, order, &opts, FLOOD)));
+            let _ = tx.send(result);
+        })
+        .context("cannot start the flood's load thread")?;
+    Ok(rx.await.context("the flood's load thread ended early")??)
+}
+
 /// The gap between two paced requests at `rate` a second.
 fn gap(flag: &str, rate: f64) -> anyhow::Result<Duration> {
     match Duration::try_from_secs_f64(1.0 / rate) {
@@ -487,11 +505,13 @@ impl Setup {
         let (quiet, flood) = tokio::join!(
             run_phase(quiet_plan.clone(), quiet_order, &quiet_opts, &label),
             async {
-                let plan = flood_plan.as_ref()?;
-                let order = Arc::new(plan.order.clone());
-                Some(run_phase(plan.clone(), order, &flood_opts, FLOOD).await)
+                match flood_plan {
+                    Some(plan) => load_apart(plan, flood_opts.clone()).await.map(Some),
+                    None => Ok(None),
+                }
             }
         );
+        let flood = flood?;
         let per_sec = |used: f64| used / quiet.elapsed.as_secs_f64();
         let hookd_cores = per_sec(hookd_cpu() - cpu_before.0);
         let bench_cores = per_sec(own_cpu_secs() - cpu_before.1);
