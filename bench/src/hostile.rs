@@ -20,7 +20,7 @@ use crate::{
     load::{run_phase, LoadOptions},
     measure,
     plan::{Plan, PlanSpec},
-    report::{ratio, Summary},
+    report::{median, ratio, Summary},
     scenario::SINK_SECRET,
     servers::{self, HookdSpec},
     sink::{Reply, Sink},
@@ -241,13 +241,6 @@ pub async fn run(args: HostileArgs) -> anyhow::Result<()> {
         print!("{}", report.text());
     }
     Ok(())
-}
-
-/// The middle value of `values` (the upper of the two middle ones for an
-/// even count), 0 for none.
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values.get(values.len() / 2).copied().unwrap_or(0.0)
 }
 
 /// One phase to run: its name and the hostile route's transform.

@@ -18,6 +18,7 @@ mod compare;
 mod cpu;
 mod forward;
 mod hostile;
+mod isolation;
 mod load;
 mod plan;
 mod ratios;
@@ -96,6 +97,10 @@ enum Command {
     /// endless loop, in alternating fresh hookd processes, and compare its
     /// ingest p99 with the same load beside a benign transform.
     Hostile(hostile::HostileArgs),
+    /// Load a quiet tenant alone, then beside a tenant flooding at many
+    /// times its rate (half badly signed) into a slow sink, in alternating
+    /// fresh hookd processes, and compare its ingest and delivery latency.
+    Isolation(isolation::IsolationArgs),
     /// Adaptive concurrency against a local sink of fixed capacity that
     /// answers 503 beyond it: the limit over time, how fast it settles
     /// (also after the capacity doubles), the 503 share, and how fairly
@@ -290,6 +295,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
         } => tenants(counts, hookd, hookd_log_filter, ready_timeout_secs, load).await,
         Command::Forward(args) => forward::run(args).await,
         Command::Hostile(args) => hostile::run(args).await,
+        Command::Isolation(args) => isolation::run(args).await,
         Command::Adaptive(args) => adaptive::run(args).await,
         Command::Results(args) => results::run(args),
         Command::BareServer { .. } => unreachable!("served without a tokio runtime"),

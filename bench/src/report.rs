@@ -209,3 +209,10 @@ pub fn ratio(x: f64, base: f64) -> f64 {
         0.0
     }
 }
+
+/// The middle value of `values` (the upper of the two middle ones for an
+/// even count), 0 for none.
+pub fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(0.0)
+}

@@ -477,3 +477,62 @@ fn the_forward_scenario_refuses_flags_it_cannot_measure() {
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
     }
 }
+
+/// `hookd-bench isolation`: a round of both phases in a second each;
+/// `quiet` is answered 202 and its events arrive in both, `flood` only
+/// beside it in the flooded phase, half of its requests refused for their
+/// signature, and every figure and ratio is a number.
+#[test]
+fn the_isolation_scenario_reports_both_phases_and_their_ratios() {
+    let report = bench_json(
+        "isolation",
+        &[
+            "--rounds",
+            "1",
+            "--duration-secs",
+            "1",
+            "--quiet-rate",
+            "50",
+            "--flood-factor",
+            "4",
+            "--slow-ms",
+            "50",
+            "-c",
+            "4",
+            "--drain-timeout-secs",
+            "30",
+        ],
+    );
+    let phases = report["phases"].as_array().unwrap();
+    let names: Vec<&str> = phases
+        .iter()
+        .map(|p| p["phase"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["alone", "flooded"], "{report}");
+    for phase in phases {
+        assert_eq!(count(&phase["quiet"], "statuses", "202"), 50, "{phase}");
+        every_one_arrived_once(&phase["delivery"], 50);
+        assert!(phase["quiet"]["latency_ms"]["p99"].as_f64().unwrap() > 0.0);
+    }
+    assert!(phases[0]["flood"].is_null(), "{report}");
+    let flood = &phases[1]["flood"];
+    assert_eq!(count(flood, "statuses", "202"), 100, "{flood}");
+    assert_eq!(count(flood, "statuses", "401"), 100, "{flood}");
+    for side in ["alone", "flooded"] {
+        for figure in [
+            "ingest_p50_ms",
+            "ingest_p99_ms",
+            "delivery_p50_ms",
+            "delivery_p99_ms",
+        ] {
+            let value = report[side][figure].as_f64();
+            assert!(value.is_some_and(|v| v > 0.0), "{side} {figure}: {report}");
+        }
+    }
+    for ratio in ["ingest_p99", "delivery_p50", "delivery_p99"] {
+        let value = report["ratios"][ratio].as_f64();
+        assert!(value.is_some_and(|v| v > 0.0), "{ratio}: {report}");
+    }
+    assert_eq!(report["round_ratios"].as_array().unwrap().len(), 1);
+    assert!(report["isolated"].is_boolean(), "{report}");
+}
