@@ -161,7 +161,7 @@ impl Handler<Change> for TenantActor {
                 self.state.publish(next);
             }
         }
-        self.services.touched().touch(&self.state.id());
+        self.services.touched().touch(self.state.id());
         Ok(())
     }
 }

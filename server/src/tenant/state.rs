@@ -35,6 +35,8 @@ use crate::{
 
 /// One running tenant.
 pub(crate) struct TenantState {
+    /// The tenant's id, which never changes while it runs.
+    id: TenantId,
     published: Arc<Published>,
     gate: GateSlot,
     /// The counters of its `tenant` label.
@@ -91,7 +93,8 @@ impl TenantState {
         contracts: crate::contracts::TenantContracts,
         data: TenantStore,
     ) -> Result<Arc<TenantState>> {
-        let metrics = services.telemetry.metrics().tenant(&settings.id);
+        let id = settings.id.clone();
+        let metrics = services.telemetry.metrics().tenant(&id);
         let filter_share = FilterPool::tenant_share();
         let parts = GateParts {
             filter_share: filter_share.clone(),
@@ -115,6 +118,7 @@ impl TenantState {
         let first = Snapshot::of(settings, Arc::new(contracts), routes.into());
         let published = Arc::new(Published::new(first));
         Ok(Arc::new(TenantState {
+            id,
             gate: GateSlot::new(published.clone(), parts),
             published,
             metrics,
@@ -127,8 +131,8 @@ impl TenantState {
     }
 
     /// The tenant's id.
-    pub(crate) fn id(&self) -> TenantId {
-        self.snapshot().settings().id.clone()
+    pub(crate) fn id(&self) -> &TenantId {
+        &self.id
     }
 
     /// Its settings, contracts and routes in force.
@@ -169,7 +173,7 @@ impl TenantState {
         services: &Services,
         routes: &[(&RouteHandle, &ForwardSettings)],
     ) -> Result<Vec<(String, AbortHandle)>> {
-        let tenant = self.id();
+        let tenant = self.id.clone();
         let mut started = Vec::with_capacity(routes.len());
         for (route, forward) in routes {
             let built = services.start_dispatcher(

@@ -149,7 +149,7 @@ impl<'a> IngestReport<'a> {
             let now_ms = self.services.clock.now_ms();
             metrics
                 .windows()
-                .record(handle.data().tenant(), now_ms, counted);
+                .record(handle.state().id(), now_ms, counted);
         }
     }
 }
