@@ -121,19 +121,7 @@ pub(super) fn readings(
             level,
         ));
     }
-    match counts {
-        Counts::NotDue => {}
-        Counts::Read(read) => {
-            state.storage_read_at = Some(now);
-            state.storage = handle
-                .routes()
-                .iter()
-                .map(|r| r.name.clone())
-                .zip(read)
-                .collect();
-        }
-        Counts::Failed => state.storage_read_at = Some(now),
-    }
+    keep_counts(handle, state, now, counts);
     for (route, counts) in &state.storage {
         out.push((
             AlertType::DeadLettersDepthExceeded,
@@ -148,4 +136,22 @@ pub(super) fn readings(
         ));
     }
     out
+}
+
+/// Keeps the queue counts read at `now` in `state`, one per route of the
+/// tenant; a failed read leaves the last reading standing until the next.
+fn keep_counts(handle: &TenantHandle, state: &mut TenantState, now: i64, counts: Counts) {
+    match counts {
+        Counts::NotDue => {}
+        Counts::Read(read) => {
+            state.storage_read_at = Some(now);
+            state.storage = handle
+                .routes()
+                .iter()
+                .map(|r| r.name.clone())
+                .zip(read)
+                .collect();
+        }
+        Counts::Failed => state.storage_read_at = Some(now),
+    }
 }
