@@ -371,30 +371,7 @@ pub async fn measure(
         true => Some(Sink::start(scenario.sink_workers, Reply::Status(204))?),
         false => None,
     };
-    let mut hookd_spec = HookdSpec {
-        binary: scenario.hookd.clone(),
-        tenants: spec.tenants.clone(),
-        scheme: spec.scheme,
-        secret: spec.secret.clone(),
-        kid: spec.kid.clone(),
-        tolerance_secs: 300 + 4 * opts.duration.map_or(0, |d| d.as_secs()),
-        max_body_bytes: (1 << 20).max(2 * spec.body_size),
-        workers: scenario.workers,
-        log_filter: scenario.log_filter.clone(),
-        ready_timeout: scenario.ready_timeout,
-        destination: Some(DestinationSpec {
-            url: format!("http://{}/sink", sink.addr),
-            secret: SINK_SECRET.to_owned(),
-            tenant_keys: scenario.tenant_keys.clone(),
-            max_in_flight: scenario.max_in_flight,
-            routes: route_sinks
-                .iter()
-                .map(|s| format!("http://{}/sink", s.addr))
-                .collect(),
-        }),
-        pulled_routes: 0,
-        extra_config: String::new(),
-    };
+    let mut hookd_spec = forwarding_hookd(scenario, spec, &opts, &sink, &route_sinks);
     let mut plan_spec = spec.clone();
     if let Some(alone) = &alone_sink {
         let destination = DestinationSpec {
@@ -417,16 +394,7 @@ pub async fn measure(
     let order = Arc::new(plan.order.clone());
     let timed = run_phase(plan.clone(), order, &opts, "hookd forward").await;
     let load_end = timed.started + timed.elapsed;
-    let alone_path = format!("/hooks/{ALONE_TENANT}");
-    let (mut accepted, mut alone_accepted) = (HashMap::new(), HashMap::new());
-    for &(i, at) in &timed.accepted {
-        let delivery = &plan.pool[i as usize];
-        let side = match alone_sink.is_some() && delivery.path == alone_path {
-            true => &mut alone_accepted,
-            false => &mut accepted,
-        };
-        side.insert(delivery.event_id.clone(), at);
-    }
+    let (accepted, alone_accepted) = accepted_by_side(&plan, &timed.accepted, alone_sink.is_some());
     let awaited = std::iter::once(&sink)
         .chain(&route_sinks)
         .map(|s| (s, &accepted))
@@ -458,6 +426,61 @@ pub async fn measure(
         routes,
         alone,
     })
+}
+
+/// hookd forwarding every tenant of `spec` to `sink`, and its extra routes
+/// to `route_sinks`, as `scenario` says.
+fn forwarding_hookd(
+    scenario: &Scenario,
+    spec: &PlanSpec,
+    opts: &LoadOptions,
+    sink: &Sink,
+    route_sinks: &[Sink],
+) -> HookdSpec {
+    HookdSpec {
+        binary: scenario.hookd.clone(),
+        tenants: spec.tenants.clone(),
+        scheme: spec.scheme,
+        secret: spec.secret.clone(),
+        kid: spec.kid.clone(),
+        tolerance_secs: 300 + 4 * opts.duration.map_or(0, |d| d.as_secs()),
+        max_body_bytes: (1 << 20).max(2 * spec.body_size),
+        workers: scenario.workers,
+        log_filter: scenario.log_filter.clone(),
+        ready_timeout: scenario.ready_timeout,
+        destination: Some(DestinationSpec {
+            url: format!("http://{}/sink", sink.addr),
+            secret: SINK_SECRET.to_owned(),
+            tenant_keys: scenario.tenant_keys.clone(),
+            max_in_flight: scenario.max_in_flight,
+            routes: route_sinks
+                .iter()
+                .map(|s| format!("http://{}/sink", s.addr))
+                .collect(),
+        }),
+        pulled_routes: 0,
+        extra_config: String::new(),
+    }
+}
+
+/// The event ids the load saw accepted, each with when its 202 came:
+/// everyone's, and apart from them the `--alone` tenant's (when `alone`).
+fn accepted_by_side(
+    plan: &Plan,
+    accepted_at: &[(u32, Instant)],
+    alone: bool,
+) -> (HashMap<String, Instant>, HashMap<String, Instant>) {
+    let alone_path = format!("/hooks/{ALONE_TENANT}");
+    let (mut accepted, mut alone_accepted) = (HashMap::new(), HashMap::new());
+    for &(i, at) in accepted_at {
+        let delivery = &plan.pool[i as usize];
+        let side = match alone && delivery.path == alone_path {
+            true => &mut alone_accepted,
+            false => &mut accepted,
+        };
+        side.insert(delivery.event_id.clone(), at);
+    }
+    (accepted, alone_accepted)
 }
 
 #[cfg(test)]

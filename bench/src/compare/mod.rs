@@ -28,31 +28,23 @@
 //! same two hookds, so the stores grow through every round.
 
 mod configs;
+mod forwarding;
+mod ingest;
+mod rounds;
 
-use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
+use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
 use anyhow::bail;
 use clap::{Args, ValueEnum};
 
-use self::configs::{alerts_off, alerts_on, postgres_config};
 use crate::{
-    backlog,
-    forward::{self, ForwardReport},
     load::LoadOptions,
-    measure_process,
-    plan::{self, Plan, PlanSpec},
+    plan::PlanSpec,
     positive_secs,
-    ratios::{Base, Figure, Report, Skipped},
-    report::{Comparison, Summary},
-    scenario::Scenario,
+    ratios::{Base, Report},
     servers::{self, HookdSpec},
-    sink::{Reply, Sink},
     LoadArgs,
 };
-
-/// Deliveries in the `forward_backlog` figure's backlog without
-/// `--forward-backlog` or `--count`.
-const DEFAULT_BACKLOG: usize = 60_000;
 
 /// One part of `compare`; they run in this order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
@@ -245,338 +237,11 @@ impl Run<'_> {
         }
     }
 
-    /// What the one-route baseline is called.
-    fn one_route_name(&self) -> String {
-        format!("hookd sled, {} tenant(s), 1 route", self.spec.tenants.len())
-    }
-
-    /// The bare server and hookd under the same deliveries of `spec`, the
-    /// bare server measured first in even rounds and second in odd ones.
-    async fn head_to_head(&self, spec: &PlanSpec, round: usize) -> anyhow::Result<Comparison> {
-        let hookd = servers::start_hookd(&self.hookd(spec.tenants.clone())).await?;
-        let bare = servers::start_bare(self.args.workers)?;
-        // Signed once both servers are up, so hookd's start does not age the timestamps.
-        let plan = Arc::new(Plan::build(spec)?);
-        let bare_run = async {
-            let summary = measure_process("bare", &plan, &self.at(bare.addr), Some(&bare)).await;
-            bare.stop(Duration::from_secs(5));
-            summary
-        };
-        let hookd_opts = self.at(hookd.addr);
-        let hookd_run = measure_process("hookd", &plan, &hookd_opts, Some(&hookd));
-        let (bare_summary, hookd_summary) = in_round_order(round, bare_run, hookd_run).await;
-        hookd.stop(Duration::from_secs(30));
-        Ok(Comparison::new(bare_summary, hookd_summary))
-    }
-
-    /// `--rounds` head-to-heads of `spec`, each printed; returns the median
-    /// round's comparison and its figure `name`, with every round's ratio.
-    async fn rounds_of(&self, name: &str, spec: &PlanSpec) -> anyhow::Result<(Comparison, Figure)> {
-        let mut comparisons = Vec::new();
-        let mut figures = Vec::new();
-        for round in 0..self.args.rounds {
-            self.say(&self.round_title(name, round));
-            let comparison = self.head_to_head(spec, round).await?;
-            self.say(&comparison.text());
-            let bare = Base::of(&comparison.bare);
-            figures.push(Figure::ingest(name, &comparison.hookd, "bare", Some(bare)));
-            comparisons.push(comparison);
-        }
-        let (median, figure) = Figure::median_round(figures).expect("at least one round");
-        Ok((comparisons.swap_remove(median), figure))
-    }
-
-    /// The heading of a round of figure `name`, when there are several.
-    fn round_title(&self, name: &str, round: usize) -> String {
-        match self.args.rounds {
-            1 => String::new(),
-            n => format!("{name}: round {} of {n}\n", round + 1),
-        }
-    }
-
-    /// `--rounds` rounds of figure `name`, each headed (when there are
-    /// several) and made by `round`; returns the round with the median
-    /// ratio, with every round's ratio.
-    async fn median_of<F, Fut>(&self, name: &str, mut round: F) -> anyhow::Result<Figure>
-    where
-        F: FnMut(usize) -> Fut,
-        Fut: std::future::Future<Output = anyhow::Result<Figure>>,
-    {
-        let mut figures = Vec::new();
-        for n in 0..self.args.rounds {
-            self.say(&self.round_title(name, n));
-            figures.push(round(n).await?);
-        }
-        let (_, figure) = Figure::median_round(figures).expect("at least one round");
-        Ok(figure)
-    }
-
-    /// One hookd started as `hookd` says, loaded once with `spec`.
-    async fn single(
-        &self,
-        label: &str,
-        hookd: &HookdSpec,
-        spec: &PlanSpec,
-    ) -> anyhow::Result<Summary> {
-        let process = servers::start_hookd(hookd).await?;
-        let plan = Arc::new(Plan::build(spec)?);
-        let summary = measure_process(label, &plan, &self.at(process.addr), Some(&process)).await;
-        process.stop(Duration::from_secs(30));
-        self.say(&summary.text());
-        Ok(summary)
-    }
-
     fn at(&self, addr: SocketAddr) -> LoadOptions {
         LoadOptions {
             addr,
             ..self.opts.clone()
         }
-    }
-
-    async fn unique(&mut self) -> anyhow::Result<()> {
-        let name = if self.spec.dup_ratio == 0.0 {
-            "unique"
-        } else {
-            "ingest"
-        };
-        let (comparison, figure) = self.rounds_of(name, &self.spec).await?;
-        self.one_route = Some(Base::of(&comparison.hookd));
-        self.report.figures.push(figure);
-        self.report.set_head_to_head(comparison);
-        Ok(())
-    }
-
-    async fn duplicates(&mut self) -> anyhow::Result<()> {
-        let spec = PlanSpec {
-            dup_ratio: 1.0,
-            ..self.spec.clone()
-        };
-        let (_, figure) = self.rounds_of("duplicates", &spec).await?;
-        self.report.figures.push(figure);
-        Ok(())
-    }
-
-    /// `--scale-runs` runs into a hookd of `--scale-tenants` tenants, each
-    /// against a run into a one-tenant hookd started beside it, the two back
-    /// to back (the one-tenant run first in the first run, second in the
-    /// next, and so on). With `--rounds`, each run is that many such pairs,
-    /// the order alternating on, and its figure the round with the median
-    /// ratio. Both hookds stay up for all their runs, so each run finds the
-    /// store its runs (and rounds) before it wrote.
-    async fn tenants(&mut self) -> anyhow::Result<()> {
-        let n = self.args.scale_tenants;
-        let tenants = plan::tenant_ids(&self.args.load.tenant_pattern, n)?;
-        let spec = PlanSpec {
-            tenants: tenants.clone(),
-            ..self.spec.clone()
-        };
-        let many = servers::start_hookd(&self.hookd(tenants)).await?;
-        let one = servers::start_hookd(&self.hookd(self.spec.tenants.clone())).await?;
-        let one_label = self.one_route_name();
-        let (this, spec) = (&*self, &spec);
-        let mut figures = Vec::new();
-        for run in 1..=this.args.scale_runs {
-            let name = format!("tenants_{n}_run{run}");
-            let label = format!("hookd, {n} tenants, run {run}");
-            let baseline = format!("{one_label}, run {run} beside it");
-            let figure = this
-                .median_of(&name, |round| {
-                    let (one, many) = (&one, &many);
-                    let (name, label, one_label, baseline) = (&name, &label, &one_label, &baseline);
-                    async move {
-                        // Signed just before their round, so the rounds before do not age them.
-                        let (one_plan, plan) = (
-                            Arc::new(Plan::build(&this.spec)?),
-                            Arc::new(Plan::build(spec)?),
-                        );
-                        let (base, summary) = in_round_order(
-                            (run - 1) * this.args.rounds + round,
-                            measure_process(one_label, &one_plan, &this.at(one.addr), Some(one)),
-                            measure_process(label, &plan, &this.at(many.addr), Some(many)),
-                        )
-                        .await;
-                        this.say(&base.text());
-                        this.say(&summary.text());
-                        let base = Some(Base::of(&base));
-                        Ok(Figure::ingest(name, &summary, baseline, base))
-                    }
-                })
-                .await?;
-            figures.push(figure);
-        }
-        self.report.figures.extend(figures);
-        many.stop(Duration::from_secs(30));
-        one.stop(Duration::from_secs(30));
-        Ok(())
-    }
-
-    /// `--routes` routes against one, each round running both hookds back
-    /// to back (one route first in even rounds, second in odd ones).
-    async fn routes(&mut self) -> anyhow::Result<()> {
-        let routes = self.args.routes;
-        let name = format!("routes_{routes}");
-        let one = self.hookd(self.spec.tenants.clone());
-        let several = HookdSpec {
-            pulled_routes: routes - 1,
-            ..one.clone()
-        };
-        let label = format!("hookd, {routes} routes");
-        let one_label = self.one_route_name();
-        let baseline = format!("{one_label}, same round");
-        let this = &*self;
-        let figure = this
-            .median_of(&name, |round| {
-                let (one, several) = (&one, &several);
-                let (name, label, one_label, baseline) = (&name, &label, &one_label, &baseline);
-                async move {
-                    let (base, summary) = in_round_order(
-                        round,
-                        this.single(one_label, one, &this.spec),
-                        this.single(label, several, &this.spec),
-                    )
-                    .await;
-                    let base = Some(Base::of(&base?));
-                    Ok(Figure::ingest(name, &summary?, baseline, base))
-                }
-            })
-            .await?;
-        self.report.figures.push(figure);
-        Ok(())
-    }
-
-    /// A forwarding scenario as `compare`'s flags say, with `tenant_keys`
-    /// and `extra_config` added to hookd's config.
-    fn scenario(&self, tenant_keys: &str, extra_config: String) -> Scenario {
-        Scenario {
-            hookd: self.hookd(Vec::new()).binary,
-            workers: self.args.workers,
-            log_filter: self.args.hookd_log_filter.clone(),
-            ready_timeout: Duration::from_secs(self.args.ready_timeout_secs),
-            max_in_flight: self.args.max_in_flight,
-            drain_timeout: Duration::from_secs_f64(self.args.drain_timeout_secs),
-            sink_workers: 1,
-            routes: 1,
-            route_replies: Vec::new(),
-            tenant_keys: tenant_keys.to_owned(),
-            extra_config,
-            alone: false,
-        }
-    }
-
-    /// Unique deliveries spread over the forwarding tenants.
-    fn forward_spec(&self) -> anyhow::Result<PlanSpec> {
-        Ok(PlanSpec {
-            tenants: plan::tenant_ids(&self.args.load.tenant_pattern, self.args.forward_tenants)?,
-            dup_ratio: 0.0,
-            ..self.spec.clone()
-        })
-    }
-
-    async fn forward_once(&self, scenario: &Scenario) -> anyhow::Result<ForwardReport> {
-        let report = forward::measure(scenario, &self.forward_spec()?, &self.opts).await?;
-        self.say(&report.text());
-        Ok(report)
-    }
-
-    async fn forward(&mut self) -> anyhow::Result<()> {
-        let scenario = self.scenario("", String::new());
-        let report = self.forward_once(&scenario).await?;
-        self.report
-            .figures
-            .push(Figure::forwarded("forward", &report));
-        let backlog = self.args.forward_backlog.or(self.args.load.count);
-        let spec = PlanSpec {
-            requests: backlog.unwrap_or(DEFAULT_BACKLOG),
-            ..self.forward_spec()?
-        };
-        let drained = backlog::measure(&scenario, &spec, &self.opts).await?;
-        self.say(&drained.text());
-        self.report
-            .figures
-            .push(Figure::drained("forward_backlog", &drained));
-        Ok(())
-    }
-
-    async fn postgres(&mut self) -> anyhow::Result<()> {
-        let Some(url) = self.args.postgres_url.clone() else {
-            let reason = "no --postgres-url or HOOKD_BENCH_POSTGRES_URL given".to_owned();
-            self.say(&format!("postgres: skipped ({reason})\n"));
-            self.report.skipped.push(Skipped {
-                phase: "postgres".into(),
-                reason,
-            });
-            return Ok(());
-        };
-        let hookd = HookdSpec {
-            extra_config: postgres_config(&url),
-            ..self.hookd(self.spec.tenants.clone())
-        };
-        let summary = self.single("hookd, postgres", &hookd, &self.spec).await?;
-        let figure = Figure::ingest("postgres", &summary, self.one_route_name(), self.one_route);
-        self.report.figures.push(figure);
-        Ok(())
-    }
-
-    /// Off, on, off: the two runs with the features off are the baseline
-    /// (their mean) and, against each other, the noise.
-    async fn features(&mut self) -> anyhow::Result<()> {
-        let off = self.scenario("", alerts_off());
-        let before = self.forward_once(&off).await?;
-        let alert_sink = Sink::start(1, Reply::Status(204))?;
-        let on = self.scenario(
-            "adaptive_concurrency = true\n",
-            alerts_on(&format!("http://{}/alerts", alert_sink.addr)),
-        );
-        let with = self.forward_once(&on).await;
-        let notifications = alert_sink.arrivals.requests();
-        alert_sink.stop().await;
-        let with = with?;
-        self.say(&format!(
-            "alerts on: the operator's sink received {notifications} notification(s)\n"
-        ));
-        let after = self.forward_once(&off).await?;
-        let off_name = "both off (mean of the runs before and after)";
-        let ingest_off = Base::mean(Base::of(&before.load), Base::of(&after.load));
-        let delivered = |r: &ForwardReport| {
-            let d = &r.delivery;
-            Base::rate(d.delivered_per_sec, d.latency_ms.p50, d.latency_ms.p99)
-        };
-        let delivered_off = Base::mean(delivered(&before), delivered(&after));
-        let figures = [
-            Figure::ingest("alerts_adaptive_on", &with.load, off_name, Some(ingest_off)),
-            Figure::new(
-                "alerts_adaptive_on_delivered",
-                "delivered/s",
-                delivered(&with),
-                with.delivery.missing,
-                off_name,
-                Some(delivered_off),
-            ),
-            Figure::ingest(
-                "alerts_adaptive_off_again",
-                &after.load,
-                "both off, the run before",
-                Some(Base::of(&before.load)),
-            ),
-        ];
-        self.report.figures.extend(figures);
-        Ok(())
-    }
-}
-
-/// Runs `baseline` and `figure` one after the other: the baseline first
-/// in even rounds, second in odd ones. Returns (baseline, figure).
-async fn in_round_order<T>(
-    round: usize,
-    baseline: impl std::future::Future<Output = T>,
-    figure: impl std::future::Future<Output = T>,
-) -> (T, T) {
-    if round % 2 == 1 {
-        let figure = figure.await;
-        (baseline.await, figure)
-    } else {
-        let baseline = baseline.await;
-        (baseline, figure.await)
     }
 }
 
@@ -594,7 +259,7 @@ fn git_head() -> Option<String> {
 mod tests {
     use clap::Parser;
 
-    use super::*;
+    use super::{rounds::in_round_order, *};
     use crate::{Cli, Command};
 
     fn parse(args: &[&str]) -> Result<CompareArgs, clap::Error> {

@@ -6,7 +6,9 @@
 
 use serde_json::Value;
 
-use super::{codec, verify_delivery, Delivery, HeaderSource, Scheme, Secret, VerifyError};
+use super::{
+    codec, verify_delivery, Delivery, HeaderSource, Scheme, Secret, Verified, VerifyError,
+};
 
 /// One provider's handshake.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -118,110 +120,172 @@ pub fn answer<H: HeaderSource + ?Sized>(
     if !delivery.method.eq_ignore_ascii_case(handshake.method()) {
         return None;
     }
-    let verified = |delivery: &Delivery<'_, H>| {
+    let asked = Asked {
+        handshake,
+        scheme,
+        delivery,
+        query,
+        tenant,
+    };
+    match handshake {
+        Handshake::SlackUrlVerification => asked.slack(),
+        Handshake::ZoomUrlValidation => asked.zoom(),
+        Handshake::MetaSubscribe => asked.meta(),
+        Handshake::TwitchCallbackVerification => asked.twitch(),
+        Handshake::DiscordPing => asked.discord(),
+        Handshake::OktaVerification => asked.okta(),
+    }
+}
+
+/// `Content-Type` of a JSON answer.
+const JSON: &str = "application/json";
+/// `Content-Type` of a plain-text answer.
+const TEXT: &str = "text/plain; charset=utf-8";
+
+/// A request of a tenant whose scheme makes `handshake`, being answered.
+struct Asked<'r, H: ?Sized> {
+    handshake: Handshake,
+    scheme: Scheme,
+    delivery: &'r Delivery<'r, H>,
+    query: &'r str,
+    tenant: &'r Answering<'r>,
+}
+
+impl<H: HeaderSource + ?Sized> Asked<'_, H> {
+    /// The request's signature, verified with the tenant's keys.
+    fn verified(&self) -> Result<Verified, HandshakeError> {
         verify_delivery(
-            scheme,
-            delivery,
-            tenant.keys,
-            tenant.now_unix,
-            tenant.tolerance_secs,
+            self.scheme,
+            self.delivery,
+            self.tenant.keys,
+            self.tenant.now_unix,
+            self.tenant.tolerance_secs,
         )
         .map_err(HandshakeError::Verify)
-    };
-    // Every event of these schemes passes here: a body that cannot be the
-    // handshake (it lacks the handshake's name) is not parsed.
-    let json = |marker: &str| {
-        let bytes = delivery.body;
+    }
+
+    /// The body as JSON, if it names `marker` and parses.
+    fn json(&self, marker: &str) -> Option<Value> {
+        // Every event of these schemes passes here: a body that cannot be the
+        // handshake (it lacks the handshake's name) is not parsed.
+        let bytes = self.delivery.body;
         let named = bytes.windows(marker.len()).any(|w| w == marker.as_bytes());
         named
             .then(|| serde_json::from_slice::<Value>(bytes).ok())
             .flatten()
-    };
-    let reply = |content_type, body| {
+    }
+
+    /// The answer `body`, sent as `content_type`.
+    fn reply(&self, content_type: &'static str, body: Vec<u8>) -> Result<Reply, HandshakeError> {
         Ok(Reply {
-            handshake,
+            handshake: self.handshake,
             content_type,
             body,
         })
-    };
-    const JSON: &str = "application/json";
-    const TEXT: &str = "text/plain; charset=utf-8";
-    Some(match handshake {
-        Handshake::SlackUrlVerification => {
-            let body = json("url_verification").filter(|b| b["type"] == "url_verification")?;
-            let challenge = string(&body["challenge"]);
-            verified(delivery).and_then(|_| {
-                let challenge = challenge.ok_or(HandshakeError::Malformed("no challenge"))?;
-                reply(
-                    JSON,
-                    serde_json::json!({ "challenge": challenge })
-                        .to_string()
-                        .into(),
-                )
-            })
+    }
+
+    /// Slack's `url_verification`: its challenge back, as JSON.
+    fn slack(&self) -> Option<Result<Reply, HandshakeError>> {
+        let body = self
+            .json("url_verification")
+            .filter(|b| b["type"] == "url_verification")?;
+        let challenge = string(&body["challenge"]);
+        Some(self.verified().and_then(|_| {
+            let challenge = challenge.ok_or(HandshakeError::Malformed("no challenge"))?;
+            self.reply(
+                JSON,
+                serde_json::json!({ "challenge": challenge })
+                    .to_string()
+                    .into(),
+            )
+        }))
+    }
+
+    /// Zoom's `endpoint.url_validation`: the plain token and its HMAC under
+    /// the key that verified.
+    fn zoom(&self) -> Option<Result<Reply, HandshakeError>> {
+        let body = self
+            .json("endpoint.url_validation")
+            .filter(|b| b["event"] == "endpoint.url_validation")?;
+        let token = string(&body["payload"]["plainToken"]);
+        Some(self.verified().and_then(|ok| {
+            let token = token.ok_or(HandshakeError::Malformed("no payload.plainToken"))?;
+            let key = self
+                .tenant
+                .keys
+                .iter()
+                .find(|key| key.kid() == ok.kid)
+                .expect("the key that verified is live");
+            let encrypted = hex::encode(codec::hmac_sha256(key.key(), token.as_bytes()));
+            let answer = serde_json::json!({ "plainToken": token, "encryptedToken": encrypted });
+            self.reply(JSON, answer.to_string().into())
+        }))
+    }
+
+    /// Meta's subscription: its challenge back when the verify token is the
+    /// tenant's.
+    fn meta(&self) -> Option<Result<Reply, HandshakeError>> {
+        let params = query_params(self.query);
+        let param = |name: &str| {
+            params
+                .iter()
+                .find(|(key, _)| key == name)
+                .map(|(_, value)| value.as_str())
+        };
+        if param("hub.mode") != Some("subscribe") {
+            return None;
         }
-        Handshake::ZoomUrlValidation => {
-            let body = json("endpoint.url_validation")
-                .filter(|b| b["event"] == "endpoint.url_validation")?;
-            let token = string(&body["payload"]["plainToken"]);
-            verified(delivery).and_then(|ok| {
-                let token = token.ok_or(HandshakeError::Malformed("no payload.plainToken"))?;
-                let key = tenant
-                    .keys
-                    .iter()
-                    .find(|key| key.kid() == ok.kid)
-                    .expect("the key that verified is live");
-                let encrypted = hex::encode(codec::hmac_sha256(key.key(), token.as_bytes()));
-                let answer =
-                    serde_json::json!({ "plainToken": token, "encryptedToken": encrypted });
-                reply(JSON, answer.to_string().into())
-            })
+        let presented = param("hub.verify_token").unwrap_or_default().as_bytes();
+        let matches = self
+            .tenant
+            .verify_token
+            .is_some_and(|token| bool::from(codec::token_matches(presented, token)));
+        Some(match (matches, param("hub.challenge")) {
+            (false, _) => Err(HandshakeError::BadVerifyToken),
+            (true, None) => Err(HandshakeError::Malformed("no hub.challenge")),
+            (true, Some(challenge)) => self.reply(TEXT, challenge.as_bytes().to_vec()),
+        })
+    }
+
+    /// Twitch's `webhook_callback_verification`: its challenge back, as text.
+    fn twitch(&self) -> Option<Result<Reply, HandshakeError>> {
+        let kind = self
+            .delivery
+            .headers
+            .header("Twitch-Eventsub-Message-Type")?;
+        if kind != "webhook_callback_verification" {
+            return None;
         }
-        Handshake::MetaSubscribe => {
-            let params = query_params(query);
-            let param = |name: &str| {
-                params
-                    .iter()
-                    .find(|(key, _)| key == name)
-                    .map(|(_, value)| value.as_str())
-            };
-            if param("hub.mode") != Some("subscribe") {
-                return None;
-            }
-            let presented = param("hub.verify_token").unwrap_or_default().as_bytes();
-            let matches = tenant
-                .verify_token
-                .is_some_and(|token| bool::from(codec::token_matches(presented, token)));
-            match (matches, param("hub.challenge")) {
-                (false, _) => Err(HandshakeError::BadVerifyToken),
-                (true, None) => Err(HandshakeError::Malformed("no hub.challenge")),
-                (true, Some(challenge)) => reply(TEXT, challenge.as_bytes().to_vec()),
-            }
-        }
-        Handshake::TwitchCallbackVerification => {
-            let kind = delivery.headers.header("Twitch-Eventsub-Message-Type")?;
-            if kind != "webhook_callback_verification" {
-                return None;
-            }
-            let challenge = json("challenge").and_then(|body| string(&body["challenge"]));
-            verified(delivery).and_then(|_| {
-                let challenge = challenge.ok_or(HandshakeError::Malformed("no challenge"))?;
-                reply(TEXT, challenge.into_bytes())
-            })
-        }
-        Handshake::DiscordPing => {
-            json("\"type\"").filter(|b| b["type"] == 1)?;
-            verified(delivery).and_then(|_| reply(JSON, br#"{"type":1}"#.to_vec()))
-        }
-        Handshake::OktaVerification => {
-            let challenge = delivery.headers.header("X-Okta-Verification-Challenge")?;
-            let challenge = challenge.to_owned();
-            verified(delivery).and_then(|_| {
-                let answer = serde_json::json!({ "verification": challenge });
-                reply(JSON, answer.to_string().into())
-            })
-        }
-    })
+        let challenge = self
+            .json("challenge")
+            .and_then(|body| string(&body["challenge"]));
+        Some(self.verified().and_then(|_| {
+            let challenge = challenge.ok_or(HandshakeError::Malformed("no challenge"))?;
+            self.reply(TEXT, challenge.into_bytes())
+        }))
+    }
+
+    /// Discord's PING: answered with a PONG of the same type.
+    fn discord(&self) -> Option<Result<Reply, HandshakeError>> {
+        self.json("\"type\"").filter(|b| b["type"] == 1)?;
+        Some(
+            self.verified()
+                .and_then(|_| self.reply(JSON, br#"{"type":1}"#.to_vec())),
+        )
+    }
+
+    /// Okta's verification: its challenge header back, as JSON.
+    fn okta(&self) -> Option<Result<Reply, HandshakeError>> {
+        let challenge = self
+            .delivery
+            .headers
+            .header("X-Okta-Verification-Challenge")?;
+        let challenge = challenge.to_owned();
+        Some(self.verified().and_then(|_| {
+            let answer = serde_json::json!({ "verification": challenge });
+            self.reply(JSON, answer.to_string().into())
+        }))
+    }
 }
 
 fn string(value: &Value) -> Option<String> {

@@ -148,63 +148,84 @@ pub(super) fn resolve_routes(
                 ));
             }
             names.push(&route.name);
-            let forwarding = Forwarding {
-                key: format!("{key} ({}).", route.name),
-                destination: route.destination.as_ref(),
-                retry: &route.retry,
-                max_in_flight: route.max_in_flight,
-                delivery_rate: route.delivery_rate,
-                breaker: &route.breaker,
-                concurrency: ConcurrencySettings {
-                    adaptive: route.adaptive_concurrency,
-                    min_in_flight: route.min_in_flight,
-                    latency_target_ms: route.latency_target_ms,
-                },
-            };
-            forwarding.check_bounds()?;
-            let filter = route
-                .filter
-                .as_ref()
-                .map(RouteFilter::compile)
-                .transpose()
-                .map_err(|e| InvalidSetting::new(format!("{key}.filter{}", e.pointer), e.reason))?;
-            let mut forward = forwarding.settings()?;
-            if let Some(code) = &route.transform {
-                let Some(forward) = forward.as_mut() else {
-                    return Err(InvalidSetting::new(
-                        format!("{key}.transform"),
-                        "a transform needs a destination (a pulled route sends nothing)",
-                    ));
-                };
-                let limits = TransformLimits::new(
-                    route.transform_memory_mib.saturating_mul(1 << 20),
-                    Duration::from_millis(route.transform_cpu_ms),
-                )
-                .map_err(|e| {
-                    let field = match e {
-                        InvalidLimits::Memory => "transform_memory_mib",
-                        InvalidLimits::Cpu => "transform_cpu_ms",
-                    };
-                    InvalidSetting::new(format!("{key}.{field}"), e)
-                })?;
-                let transform = Transform::new(code, version_of(code))
-                    .map_err(|e| InvalidSetting::new(format!("{key}.transform"), e))?;
-                forward.transform = Some(Arc::new(RouteTransform {
-                    transform,
-                    limits,
-                    tenant: tenant.clone(),
-                    route: route.name.clone(),
-                    share: TransformPool::shared().route_share(),
-                }));
-            }
-            Ok(RouteSettings {
-                name: route.name.clone(),
-                scope: tenant.route_scope(&route.name),
-                forward,
-                filter,
-            })
+            resolve_route(tenant, &key, route)
         })
         .collect()
+}
+
+/// Resolves route `route`, declared at `key`: its forwarding, filter and
+/// transform checked and compiled (its name is checked by the caller).
+fn resolve_route(
+    tenant: &TenantId,
+    key: &str,
+    route: &RouteConfig,
+) -> Result<RouteSettings, InvalidSetting> {
+    let forwarding = Forwarding {
+        key: format!("{key} ({}).", route.name),
+        destination: route.destination.as_ref(),
+        retry: &route.retry,
+        max_in_flight: route.max_in_flight,
+        delivery_rate: route.delivery_rate,
+        breaker: &route.breaker,
+        concurrency: ConcurrencySettings {
+            adaptive: route.adaptive_concurrency,
+            min_in_flight: route.min_in_flight,
+            latency_target_ms: route.latency_target_ms,
+        },
+    };
+    forwarding.check_bounds()?;
+    let filter = route
+        .filter
+        .as_ref()
+        .map(RouteFilter::compile)
+        .transpose()
+        .map_err(|e| InvalidSetting::new(format!("{key}.filter{}", e.pointer), e.reason))?;
+    let mut forward = forwarding.settings()?;
+    if let Some(code) = &route.transform {
+        let Some(forward) = forward.as_mut() else {
+            return Err(InvalidSetting::new(
+                format!("{key}.transform"),
+                "a transform needs a destination (a pulled route sends nothing)",
+            ));
+        };
+        forward.transform = Some(route_transform(tenant, key, route, code)?);
+    }
+    Ok(RouteSettings {
+        name: route.name.clone(),
+        scope: tenant.route_scope(&route.name),
+        forward,
+        filter,
+    })
+}
+
+/// Compiles the transform `code` of route `route`, declared at `key`, with
+/// its CPU and memory limits.
+fn route_transform(
+    tenant: &TenantId,
+    key: &str,
+    route: &RouteConfig,
+    code: &str,
+) -> Result<Arc<RouteTransform>, InvalidSetting> {
+    let limits = TransformLimits::new(
+        route.transform_memory_mib.saturating_mul(1 << 20),
+        Duration::from_millis(route.transform_cpu_ms),
+    )
+    .map_err(|e| {
+        let field = match e {
+            InvalidLimits::Memory => "transform_memory_mib",
+            InvalidLimits::Cpu => "transform_cpu_ms",
+        };
+        InvalidSetting::new(format!("{key}.{field}"), e)
+    })?;
+    let transform = Transform::new(code, version_of(code))
+        .map_err(|e| InvalidSetting::new(format!("{key}.transform"), e))?;
+    Ok(Arc::new(RouteTransform {
+        transform,
+        limits,
+        tenant: tenant.clone(),
+        route: route.name.clone(),
+        share: TransformPool::shared().route_share(),
+    }))
 }
 
 /// A transform's version: the first four bytes of the SHA-256 of its code,

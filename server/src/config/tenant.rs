@@ -270,6 +270,9 @@ pub struct TenantSettings {
     pub filter: Option<RouteFilter>,
 }
 
+/// A secret and when it stops being accepted (`None`: until removed).
+type Expiring = (Secret, Option<i64>);
+
 impl TenantConfig {
     /// The default of the unused `replay_cache_capacity`.
     pub const DEFAULT_REPLAY_CACHE_CAPACITY: u64 = 100_000;
@@ -374,37 +377,7 @@ impl TenantConfig {
             ));
         }
         let verify_token = self.verify_token(scheme)?;
-        let mut current = None;
-        let mut previous = None;
-        for (i, s) in self.secrets.iter().enumerate() {
-            let key = || format!("secrets[{i}] ({})", s.kid);
-            let raw = load_secret(
-                s.secret.as_ref(),
-                s.secret_env.as_deref(),
-                s.secret_file.as_deref(),
-            )
-            .map_err(|e| InvalidSetting::new(key(), e))?;
-            let secret = Secret::from_provider(scheme, s.kid.clone(), raw.expose_secret())
-                .map_err(|e| InvalidSetting::new(key(), e))?;
-            let state = s.state.unwrap_or(if i == 0 {
-                SecretState::Current
-            } else {
-                SecretState::Previous
-            });
-            let slot = match state {
-                SecretState::Current => &mut current,
-                SecretState::Previous => &mut previous,
-            };
-            if slot.is_some() {
-                return Err(InvalidSetting::new(
-                    format!("secrets[{i}]"),
-                    "at most one current and one previous secret",
-                ));
-            }
-            *slot = Some((secret, s.expires_at));
-        }
-        let (current, _) = current
-            .ok_or_else(|| InvalidSetting::new("secrets", "a current secret is required"))?;
+        let (current, previous) = self.secrets(scheme)?;
         let policy = Policy {
             type_field: self.type_field.clone(),
             version_field: self.version_field.clone(),
@@ -441,6 +414,43 @@ impl TenantConfig {
             contracts,
             routes,
         })
+    }
+
+    /// Loads the tenant's secrets: the current one, required, and the
+    /// previous one with when it expires, if any.
+    fn secrets(&self, scheme: Scheme) -> Result<(Secret, Option<Expiring>), InvalidSetting> {
+        let mut current = None;
+        let mut previous = None;
+        for (i, s) in self.secrets.iter().enumerate() {
+            let key = || format!("secrets[{i}] ({})", s.kid);
+            let raw = load_secret(
+                s.secret.as_ref(),
+                s.secret_env.as_deref(),
+                s.secret_file.as_deref(),
+            )
+            .map_err(|e| InvalidSetting::new(key(), e))?;
+            let secret = Secret::from_provider(scheme, s.kid.clone(), raw.expose_secret())
+                .map_err(|e| InvalidSetting::new(key(), e))?;
+            let state = s.state.unwrap_or(if i == 0 {
+                SecretState::Current
+            } else {
+                SecretState::Previous
+            });
+            let slot = match state {
+                SecretState::Current => &mut current,
+                SecretState::Previous => &mut previous,
+            };
+            if slot.is_some() {
+                return Err(InvalidSetting::new(
+                    format!("secrets[{i}]"),
+                    "at most one current and one previous secret",
+                ));
+            }
+            *slot = Some((secret, s.expires_at));
+        }
+        let (current, _) = current
+            .ok_or_else(|| InvalidSetting::new("secrets", "a current secret is required"))?;
+        Ok((current, previous))
     }
 }
 

@@ -245,6 +245,86 @@ pub struct Metrics {
     windows: window::IngestWindows,
 }
 
+/// Registers every metric family in `registry`, with its help text: the
+/// build info, the tenants' `families` and the `ingest` latencies.
+fn register(registry: &mut Registry, families: &Families, ingest: &LatencyFamily) {
+    registry.register(
+        "hookd_build",
+        "The version and commit hookd was built from",
+        Info::new(vec![
+            ("version", env!("CARGO_PKG_VERSION")),
+            ("commit", BUILD_COMMIT),
+        ]),
+    );
+    registry.register(
+        "hookd_deliveries_accepted",
+        "Deliveries acknowledged as new events (HTTP 202)",
+        families.accepted.clone(),
+    );
+    registry.register(
+        "hookd_deliveries_duplicate",
+        "Copies of already accepted events (HTTP 200, duplicate)",
+        families.duplicates.clone(),
+    );
+    registry.register(
+        "hookd_deliveries_rejected",
+        "Deliveries refused, by error code (docs/error-codes.md); every code from the start",
+        families.rejected.clone(),
+    );
+    registry.register(
+        "hookd_forward_attempts",
+        "Forward attempts by route and what followed: delivered, retry, dead, dropped or transform_failed",
+        families.forwards.clone(),
+    );
+    registry.register_with_unit(
+        "hookd_forward_duration",
+        "Duration of forward attempts, until the destination answered or failed",
+        Unit::Seconds,
+        families.forward_latency.clone(),
+    );
+    registry.register_with_unit(
+        "hookd_ingest_duration",
+        "Duration of POST /hooks requests, durable write included, by outcome",
+        Unit::Seconds,
+        ingest.clone(),
+    );
+    registry.register(
+        "hookd_circuit_breaker_open",
+        "Routes whose destination's circuit breaker is open or half-open (forwarding paused)",
+        families.breakers_open.clone(),
+    );
+    registry.register(
+        "hookd_route_concurrency_limit",
+        "Forwards a route may have in flight now: its adaptive limit, or max_in_flight (docs/routes.md#adaptive-concurrency); routes sharing a label sum",
+        families.concurrency_limits.clone(),
+    );
+    registry.register(
+        "hookd_transform_runs",
+        "Runs of a route's transform by outcome: ok (sent), dropped or failed",
+        families.transform_runs.clone(),
+    );
+    registry.register(
+        "hookd_handshakes",
+        "Provider handshakes (docs/providers.md) by handshake and outcome: answered or refused; never stored as events",
+        families.handshakes.clone(),
+    );
+    registry.register(
+        "hookd_rejections_unrecorded",
+        "Refusals answered but not recorded for ListRejections: the tenant's recording budget ([limits.rejection_records]) was spent",
+        families.unrecorded.clone(),
+    );
+    registry.register(
+        "hookd_alerts_open",
+        "Alerts open or acknowledged now, by type (docs/alerts.md)",
+        families.alerts_open.clone(),
+    );
+    registry.register(
+        "hookd_alert_notifications",
+        "Alert notifications by type and outcome: queued to a sink, or failed to queue",
+        families.alert_notifications.clone(),
+    );
+}
+
 impl Metrics {
     /// Empty metrics, with the label cap of `config`.
     pub fn new(config: &MetricsConfig) -> Self {
@@ -264,81 +344,7 @@ impl Metrics {
         };
         let ingest: LatencyFamily = Family::new_with_constructor(ingest_histogram);
         let mut registry = Registry::default();
-        registry.register(
-            "hookd_build",
-            "The version and commit hookd was built from",
-            Info::new(vec![
-                ("version", env!("CARGO_PKG_VERSION")),
-                ("commit", BUILD_COMMIT),
-            ]),
-        );
-        registry.register(
-            "hookd_deliveries_accepted",
-            "Deliveries acknowledged as new events (HTTP 202)",
-            families.accepted.clone(),
-        );
-        registry.register(
-            "hookd_deliveries_duplicate",
-            "Copies of already accepted events (HTTP 200, duplicate)",
-            families.duplicates.clone(),
-        );
-        registry.register(
-            "hookd_deliveries_rejected",
-            "Deliveries refused, by error code (docs/error-codes.md); every code from the start",
-            families.rejected.clone(),
-        );
-        registry.register(
-            "hookd_forward_attempts",
-            "Forward attempts by route and what followed: delivered, retry, dead, dropped or transform_failed",
-            families.forwards.clone(),
-        );
-        registry.register_with_unit(
-            "hookd_forward_duration",
-            "Duration of forward attempts, until the destination answered or failed",
-            Unit::Seconds,
-            families.forward_latency.clone(),
-        );
-        registry.register_with_unit(
-            "hookd_ingest_duration",
-            "Duration of POST /hooks requests, durable write included, by outcome",
-            Unit::Seconds,
-            ingest.clone(),
-        );
-        registry.register(
-            "hookd_circuit_breaker_open",
-            "Routes whose destination's circuit breaker is open or half-open (forwarding paused)",
-            families.breakers_open.clone(),
-        );
-        registry.register(
-            "hookd_route_concurrency_limit",
-            "Forwards a route may have in flight now: its adaptive limit, or max_in_flight (docs/routes.md#adaptive-concurrency); routes sharing a label sum",
-            families.concurrency_limits.clone(),
-        );
-        registry.register(
-            "hookd_transform_runs",
-            "Runs of a route's transform by outcome: ok (sent), dropped or failed",
-            families.transform_runs.clone(),
-        );
-        registry.register(
-            "hookd_handshakes",
-            "Provider handshakes (docs/providers.md) by handshake and outcome: answered or refused; never stored as events",
-            families.handshakes.clone(),
-        );
-        registry.register(
-            "hookd_rejections_unrecorded",
-            "Refusals answered but not recorded for ListRejections: the tenant's recording budget ([limits.rejection_records]) was spent",
-            families.unrecorded.clone(),
-        );
-        registry.register(
-            "hookd_alerts_open",
-            "Alerts open or acknowledged now, by type (docs/alerts.md)",
-            families.alerts_open.clone(),
-        );
-        registry.register(
-            "hookd_alert_notifications",
-            "Alert notifications by type and outcome: queued to a sink, or failed to queue",
-            families.alert_notifications.clone(),
-        );
+        register(&mut registry, &families, &ingest);
         let other = Arc::new(TenantMetrics::new(OTHER_TENANT, &families));
         Metrics {
             config: config.clone(),

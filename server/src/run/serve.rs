@@ -15,6 +15,7 @@ use super::{
 use crate::catalog::follow::Follower;
 use crate::{
     admin::Backend,
+    alerts::Alerts,
     config::{Config, TenantSettings},
     error::{Error, Result},
     feed::DeliveryFeed,
@@ -136,7 +137,24 @@ pub(crate) async fn serve(serving: Serving) -> Result<()> {
     listening.log();
     let served = server.await;
     side.finish().await;
+    let grpc = (grpc_stop_tx, grpc_thread);
+    stop_serving(background, grpc, arbiters, registry, services, &alerts).await?;
+    tracing::info!("shutdown complete");
+    served.map_err(Error::from)
+}
 
+/// Stops what serving started once the HTTP servers returned, in order:
+/// the background tasks, the gRPC server, the tenant arbiters, forwarding
+/// and the alert sinks; then releases the forwarding leases and flushes
+/// storage.
+async fn stop_serving(
+    background: Background,
+    (grpc_stop_tx, grpc_thread): (oneshot::Sender<()>, JoinHandle<()>),
+    arbiters: Vec<actix_rt::Arbiter>,
+    registry: Registry,
+    services: Arc<Services>,
+    alerts: &Alerts,
+) -> Result<()> {
     // The background tasks hold the registry, so storage: they must be gone
     // before [`crate::run`] waits for the committer.
     background.stop().await;
@@ -154,8 +172,7 @@ pub(crate) async fn serve(serving: Serving) -> Result<()> {
     services.store.flush()?;
     drop(registry);
     drop(services);
-    tracing::info!("shutdown complete");
-    served.map_err(Error::from)
+    Ok(())
 }
 
 /// The tenant arbiters (one per core), the registry with every tenant

@@ -16,7 +16,7 @@ use std::{
 
 use bytes::Bytes;
 use hookd_proto::domain::DEFAULT_ROUTE;
-use hookd_sdk::signature::{self, Delivery, HeaderSource};
+use hookd_sdk::signature::{self, Delivery, HeaderSource, Verified};
 use tokio::sync::{Notify, Semaphore};
 
 use super::{
@@ -26,7 +26,7 @@ use super::{
     replay::{replay_cache, Replay, ReplayCache, ReplayKeys, Scope},
     routes::{fan_out, RouteHandle},
     snapshot::{Published, Snapshot},
-    validate::{content_event_id, is_form, validate_body, Body, EventIdSource},
+    validate::{content_event_id, is_form, validate_body, Body, Checked, EventIdSource},
 };
 use crate::{
     clock::SharedClock,
@@ -237,24 +237,7 @@ impl Gate {
             }));
         }
 
-        let form = is_form(headers.header("content-type"));
-        let content_id;
-        let id_source = match s.event_id.for_body(form, s.event_id_field.is_some()) {
-            EventIdRule::SchemeHeader(name) => {
-                EventIdSource::Header(name, verified.header_event_id.as_deref())
-            }
-            EventIdRule::Content => {
-                content_id = content_event_id(&verified, signed_body);
-                EventIdSource::Content(&content_id)
-            }
-            rule => EventIdSource::Rule(rule),
-        };
-        let body = Body {
-            bytes: &msg.body,
-            form,
-            headers: &headers,
-        };
-        let checked = validate_body(&body, id_source, &s.required_fields)?;
+        let checked = checked_body(s, msg, &headers, &verified, signed_body)?;
         let event_id = checked.event_id;
         let view = checked.form_json.as_deref().unwrap_or(&msg.body);
         let event_type = match self.check_contract(snapshot, view, &event_id, &keys) {
@@ -262,18 +245,7 @@ impl Gate {
             Err(rejection) => return Ok(Prepared::Rejected(rejection)),
         };
 
-        if let Some(limiter) = self
-            .limiter
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_mut()
-        {
-            limiter
-                .try_take(now_ms)
-                .map_err(|wait| IngestError::RateLimited {
-                    retry_after_secs: wait,
-                })?;
-        }
+        self.take_token(now_ms)?;
 
         let view = match checked.form_json {
             Some(json) => Cow::Owned(Bytes::from(json)),
@@ -301,6 +273,54 @@ impl Gate {
             },
         })
     }
+
+    /// Takes a token from the tenant's rate limiter, if it has one, at
+    /// `now_ms`; refused with how long to wait when it is empty.
+    fn take_token(&self, now_ms: i64) -> Result<(), IngestError> {
+        if let Some(limiter) = self
+            .limiter
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_mut()
+        {
+            limiter
+                .try_take(now_ms)
+                .map_err(|wait| IngestError::RateLimited {
+                    retry_after_secs: wait,
+                })?;
+        }
+        Ok(())
+    }
+}
+
+/// The body checks of a verified delivery: its form decoded, its event id
+/// read as the tenant's rule says (for the body's type) and its required
+/// fields present.
+fn checked_body(
+    s: &TenantSettings,
+    msg: &Ingest,
+    headers: &SignedHeaders<'_>,
+    verified: &Verified,
+    signed_body: &[u8],
+) -> Result<Checked, BodyError> {
+    let form = is_form(headers.header("content-type"));
+    let content_id;
+    let id_source = match s.event_id.for_body(form, s.event_id_field.is_some()) {
+        EventIdRule::SchemeHeader(name) => {
+            EventIdSource::Header(name, verified.header_event_id.as_deref())
+        }
+        EventIdRule::Content => {
+            content_id = content_event_id(verified, signed_body);
+            EventIdSource::Content(&content_id)
+        }
+        rule => EventIdSource::Rule(rule),
+    };
+    let body = Body {
+        bytes: &msg.body,
+        form,
+        headers,
+    };
+    validate_body(&body, id_source, &s.required_fields)
 }
 
 /// The write an accepted delivery makes: the event with the headers worth

@@ -12,7 +12,9 @@
 //! `alerts.retention_secs`. A quiet tenant costs nothing until one of these
 //! comes. Off the ingest path: its storage work runs on the blocking pool.
 
+mod readings;
 mod schedule;
+mod step;
 #[cfg(test)]
 mod tests;
 
@@ -24,13 +26,13 @@ use std::{
 use futures_util::future::BoxFuture;
 use hookd_proto::domain::AlertType;
 
+use self::readings::{read_counts, readings, Counts, Level};
 use super::{
-    debounce::{Gate, Transition, Window},
-    event::{self, Measure},
+    debounce::{Gate, Window},
+    event,
     operator::{Digest, OperatorBudget},
     records::{AlertRecord, StoredState},
-    rules::{FailingMode, Rule},
-    signals::{RouteReading, Signals},
+    signals::Signals,
     Alerts, Resolved,
 };
 use crate::{
@@ -38,7 +40,7 @@ use crate::{
     error::Result,
     ids::TenantId,
     metrics::TenantMetrics,
-    store::api::{blocking, QueueCounts, TenantStore},
+    store::api::{blocking, QueueCounts},
     tenant::{RouteHandle, TenantHandle},
 };
 pub(crate) use schedule::Book;
@@ -115,17 +117,6 @@ struct Outbox<'a> {
     operator: &'a mut OperatorBudget,
     /// When an alert of the tenant being visited last resolved.
     resolved_at: Option<i64>,
-}
-
-/// What a condition reads as.
-#[derive(Debug, Clone, Copy)]
-enum Level {
-    /// A monotonic total: holds when its count in the window reaches the threshold.
-    Total(u64),
-    /// A value now: holds when it reaches the threshold.
-    AtLeast(u64),
-    /// Seconds left: holds when at most the threshold.
-    Within(u64),
 }
 
 impl Alerts {
@@ -323,27 +314,6 @@ impl Alerts {
         book.schedule(&id, now);
     }
 
-    /// Drops the conditions in `gone` and resolves their open alerts, at
-    /// once: a subject that went away cannot flap.
-    fn resolve_gone(
-        &self,
-        on: (&TenantId, &Arc<TenantMetrics>),
-        state: &mut TenantState,
-        gone: Vec<(AlertType, String)>,
-        now: i64,
-        out: &mut Outbox<'_>,
-    ) {
-        for (kind, subject) in gone {
-            let open = state.conditions.remove(&(kind, subject));
-            let Some(alert) = open.and_then(|c| c.alert) else {
-                continue;
-            };
-            let m = measure(0, state.settings.rules.get(kind));
-            let alert = self.resolved(on.0, alert, Resolution::Gone(gone_reason(kind)), now);
-            self.notify(on, &state.settings, alert, (kind, m), out);
-        }
-    }
-
     /// A tenant's settings, its sinks started, and its alerts still open.
     fn load(&self, id: &TenantId, handle: &TenantHandle) -> Result<TenantState> {
         let metrics = &handle.state().metrics;
@@ -380,189 +350,6 @@ impl Alerts {
             expires_at: resolved.map(|at| at.saturating_add(self.inner.retention_ms)),
         })
     }
-
-    /// Steps one condition; on a transition, stores it and queues its
-    /// notifications; while it stays open and holds, stores what changed of
-    /// its last sighting and occurrences (at most once per tick).
-    fn step(
-        &self,
-        on: (&TenantId, &Arc<TenantMetrics>),
-        state: &mut TenantState,
-        (kind, subject, level): (AlertType, String, Level),
-        now: i64,
-        out: &mut Outbox<'_>,
-    ) {
-        let tenant = on.0;
-        let rule = state.settings.rules.get(kind);
-        let condition = state.conditions.entry((kind, subject.clone())).or_default();
-        let (count, holds) = match level {
-            Level::Total(total) => {
-                let count = condition.window.count(now, total, rule.window_ms);
-                (count, count >= rule.threshold)
-            }
-            Level::AtLeast(value) => (value, value >= rule.threshold),
-            Level::Within(left) => (left, left <= rule.threshold),
-        };
-        condition.holds = rule.enabled && holds;
-        let m = measure(count, rule);
-        if !rule.enabled {
-            if let Some(alert) = condition.alert.take() {
-                *condition = Condition::default();
-                let alert = self.resolved(tenant, alert, Resolution::Gone("rule disabled"), now);
-                self.notify(on, &state.settings, alert, (kind, m), out);
-            }
-            return;
-        }
-        let alert = match condition.gate.step(now, holds, rule.window_ms) {
-            Some(Transition::Open) => AlertRecord {
-                id: format!("alr_{}", ulid::Ulid::new()),
-                tenant_id: tenant.to_string(),
-                alert_type: kind.as_str().to_owned(),
-                subject: subject.clone(),
-                state: StoredState::Open,
-                summary: event::summary(kind, &subject, m),
-                opened_at_ms: now,
-                last_seen_at_ms: now,
-                acknowledged_at_ms: None,
-                resolved_at_ms: None,
-                occurrences: count,
-                notifications: 0,
-            },
-            Some(Transition::Resolve) => {
-                let Some(held) = condition.alert.take() else {
-                    return;
-                };
-                self.resolved(tenant, held, Resolution::Cleared, now)
-            }
-            None => {
-                if let Some(alert) = condition.alert.as_mut().filter(|_| holds) {
-                    self.seen(tenant, alert, (now, count));
-                }
-                return;
-            }
-        };
-        if let Some(alert) = self.notify(on, &state.settings, alert, (kind, m), out) {
-            condition.alert = Some(alert);
-        }
-    }
-
-    /// The stored alert behind `held` (acknowledged there, perhaps),
-    /// resolved at `now`: its summary says why when its subject went away.
-    fn resolved(
-        &self,
-        tenant: &TenantId,
-        held: AlertRecord,
-        why: Resolution,
-        now: i64,
-    ) -> AlertRecord {
-        let mut alert = match self.inner.rows.get(tenant.as_str(), &held.id) {
-            Ok(Some(stored)) => stored,
-            _ => held.clone(),
-        };
-        alert.last_seen_at_ms = held.last_seen_at_ms.max(alert.last_seen_at_ms);
-        alert.occurrences = held.occurrences.max(alert.occurrences);
-        alert.state = StoredState::Resolved;
-        alert.resolved_at_ms = Some(now);
-        if let Resolution::Gone(reason) = why {
-            alert.summary = format!("{}; resolved: {reason}", alert.summary);
-        }
-        alert
-    }
-
-    /// Records that an open alert's condition still holds at `now` with
-    /// `count`: stored (over what the control plane changed, such as an
-    /// acknowledgement) only when its last sighting or occurrences changed.
-    fn seen(&self, tenant: &TenantId, alert: &mut AlertRecord, (now, count): (i64, u64)) {
-        let occurrences = alert.occurrences.max(count);
-        if (alert.last_seen_at_ms, alert.occurrences) == (now, occurrences) {
-            return;
-        }
-        alert.last_seen_at_ms = now;
-        alert.occurrences = occurrences;
-        let stored = match self.inner.rows.get(tenant.as_str(), &alert.id) {
-            Ok(Some(stored)) if stored.state != StoredState::Resolved => stored,
-            Ok(_) => return,
-            Err(e) => {
-                tracing::error!(tenant = %tenant, alert = %alert.id, error = %e, "reading an alert failed");
-                return;
-            }
-        };
-        let updated = AlertRecord {
-            last_seen_at_ms: now,
-            occurrences: occurrences.max(stored.occurrences),
-            ..stored
-        };
-        if let Err(e) = self.inner.rows.put(&updated) {
-            tracing::error!(tenant = %tenant, alert = %alert.id, error = %e, "storing an alert failed");
-        }
-    }
-
-    /// Queues one notification of `alert`'s transition to each sink of
-    /// `settings` (the operator's while its budget lasts) and stores it;
-    /// the alert back while it stays open.
-    fn notify(
-        &self,
-        (tenant, metrics): (&TenantId, &Arc<TenantMetrics>),
-        settings: &Resolved,
-        mut alert: AlertRecord,
-        (kind, m): (AlertType, Measure),
-        out: &mut Outbox<'_>,
-    ) -> Option<AlertRecord> {
-        let now = alert.resolved_at_ms.unwrap_or(alert.opened_at_ms);
-        let id = format!("ntf_{}", ulid::Ulid::new());
-        let body = event::event(&id, &alert, kind, m);
-        let event_type = match alert.state {
-            StoredState::Resolved => {
-                out.resolved_at = Some(now);
-                kind.resolved_event_type()
-            }
-            _ => kind.as_str(),
-        };
-        for sink in &settings.sinks {
-            if sink.is_operator() && !out.operator.admit(now, tenant, event_type) {
-                metrics.alerts().held(kind);
-                continue;
-            }
-            let queue = sink.queue(&id, event::body(sink.format(), &body), now);
-            out.queued.push((Some((metrics.clone(), kind)), queue));
-            alert.notifications += 1;
-        }
-        match alert.state {
-            StoredState::Resolved => metrics.alerts().resolved(kind),
-            _ => metrics.alerts().opened(kind),
-        }
-        if let Err(e) = self.inner.rows.put(&alert) {
-            tracing::error!(tenant = %tenant, alert = %alert.id, error = %e, "storing an alert failed");
-        }
-        tracing::warn!(tenant = %tenant, alert = %alert.id, alert_type = kind.as_str(), subject = %alert.subject, state = ?alert.state, "alert {}", if alert.state == StoredState::Resolved { "resolved" } else { "opened" });
-        (alert.state != StoredState::Resolved).then_some(alert)
-    }
-}
-
-/// Why an alert resolves.
-#[derive(Debug, Clone, Copy)]
-enum Resolution {
-    /// Its condition cleared.
-    Cleared,
-    /// Its subject or its rule went away (the words say which).
-    Gone(&'static str),
-}
-
-/// What went away when a condition of `kind` is no longer read at all.
-fn gone_reason(kind: AlertType) -> &'static str {
-    match kind {
-        AlertType::SecretPreviousExpiring => "key removed",
-        _ => "route removed",
-    }
-}
-
-/// What is reported of a count under `rule`.
-fn measure(count: u64, rule: Rule) -> Measure {
-    Measure {
-        count,
-        threshold: rule.threshold,
-        window_secs: (rule.window_ms / 1000) as u64,
-    }
 }
 
 impl TenantState {
@@ -597,129 +384,4 @@ impl TenantState {
             .cloned()
             .collect()
     }
-}
-
-/// A tenant's queue counts at one evaluation.
-#[derive(Debug, PartialEq)]
-enum Counts {
-    /// Its last reading is recent enough: it stands.
-    NotDue,
-    /// Read now: one per route, in the order of its routes.
-    Read(Vec<QueueCounts>),
-    /// Due, but the read failed: the last reading stands until the next.
-    Failed,
-}
-
-/// The queue counts of the tenants `due` names (each due one's routes'
-/// handles; `None` for one whose last reading stands), read for all of them
-/// with one call of `read` (the engine's `counts_of`: on PostgreSQL a
-/// statement per thousand routes, not one per route), in order.
-fn read_counts(
-    due: Vec<Option<Vec<TenantStore>>>,
-    read: impl FnOnce(&[TenantStore]) -> Result<Vec<QueueCounts>>,
-) -> Vec<Counts> {
-    let data: Vec<TenantStore> = due.iter().flatten().flatten().cloned().collect();
-    if data.is_empty() {
-        return due.iter().map(|_| Counts::NotDue).collect();
-    }
-    let read = read(&data).unwrap_or_else(|e| {
-        tracing::warn!(routes = data.len(), error = %e, "reading queue counts for alerts failed; the last readings stand");
-        Vec::new()
-    });
-    let mut at = 0;
-    due.into_iter()
-        .map(|routes| {
-            let Some(routes) = routes else {
-                return Counts::NotDue;
-            };
-            let of = at..at + routes.len();
-            at = of.end;
-            read.get(of)
-                .map_or(Counts::Failed, |c| Counts::Read(c.to_vec()))
-        })
-        .collect()
-}
-
-/// Everything a tenant's conditions read as now, its queue counts as `counts`.
-fn readings(
-    handle: &TenantHandle,
-    state: &mut TenantState,
-    now: i64,
-    counts: Counts,
-) -> Vec<(AlertType, String, Level)> {
-    let signals = &handle.state().signals;
-    let mut out: Vec<(AlertType, String, Level)> = [
-        AlertType::VerificationFailureSpike,
-        AlertType::IngestRateLimited,
-        AlertType::ContractRejectionSpike,
-        AlertType::HandshakeFailed,
-    ]
-    .into_iter()
-    .map(|kind| (kind, String::new(), Level::Total(signals.total(kind))))
-    .collect();
-    let mode = state.settings.rules.get(AlertType::RouteFailing).mode;
-    // Every route of the tenant now, read as zero until its dispatcher
-    // reports (after a restart); a deleted route's reports are not read.
-    let reported: HashMap<String, RouteReading> = signals.routes().into_iter().collect();
-    for route in handle.routes().iter().map(|r| r.name.clone()) {
-        let r = reported.get(&route).copied().unwrap_or_default();
-        let failing = match mode {
-            FailingMode::FirstFailure => r.failed,
-            FailingMode::LastAttempt => r.dead,
-        };
-        out.push((
-            AlertType::RouteFailing,
-            route.clone(),
-            Level::Total(failing),
-        ));
-        out.push((
-            AlertType::TransformFailing,
-            route.clone(),
-            Level::Total(r.transform_failed),
-        ));
-        let open = u64::from(r.breaker_open);
-        out.push((AlertType::RouteCircuitOpened, route, Level::AtLeast(open)));
-    }
-    if let Some((secret, Some(until))) = &handle.settings().previous {
-        // The overlap's end is in Unix seconds, the clock in ms.
-        let until_ms = until.saturating_mul(1000);
-        let left = u64::try_from((until_ms - now).max(0) / 1000).unwrap_or_default();
-        let level = if until_ms > now {
-            Level::Within(left)
-        } else {
-            Level::Within(u64::MAX)
-        };
-        out.push((
-            AlertType::SecretPreviousExpiring,
-            secret.kid().to_owned(),
-            level,
-        ));
-    }
-    match counts {
-        Counts::NotDue => {}
-        Counts::Read(read) => {
-            state.storage_read_at = Some(now);
-            state.storage = handle
-                .routes()
-                .iter()
-                .map(|r| r.name.clone())
-                .zip(read)
-                .collect();
-        }
-        Counts::Failed => state.storage_read_at = Some(now),
-    }
-    for (route, counts) in &state.storage {
-        out.push((
-            AlertType::DeadLettersDepthExceeded,
-            route.clone(),
-            Level::AtLeast(counts.dead),
-        ));
-        let lag = counts.oldest_due_ms.map_or(0, |due| lag_secs(due, now));
-        out.push((
-            AlertType::BacklogLagExceeded,
-            route.clone(),
-            Level::AtLeast(lag),
-        ));
-    }
-    out
 }

@@ -121,24 +121,8 @@ async fn run(client: &HookdClient, op: &Op, secrets: &Secrets) -> anyhow::Result
             secret,
             verify_token,
         } => {
-            let request = create_tenant(
-                id,
-                settings,
-                secrets.get(secret.as_ref()),
-                secrets.get(verify_token.as_ref()),
-            );
-            let created = client.create_tenant(request).await?;
-            if !settings.enabled {
-                let disable = update_tenant(id, settings, &["enabled"], None, secrets);
-                client.update_tenant(disable).await?;
-            }
-            if settings.default_filter.is_some() {
-                client.update_route(default_filter(id, settings)).await?;
-            }
-            return Ok(Made {
-                created: Some(created),
-                sink_secret: None,
-            });
+            let refs = (secret.as_ref(), verify_token.as_ref());
+            return create(client, (id, settings), refs, secrets).await;
         }
         Op::UpdateTenant {
             id,
@@ -200,23 +184,57 @@ async fn run(client: &HookdClient, op: &Op, secrets: &Secrets) -> anyhow::Result
             tenant,
             alerts,
             send_secret,
-        } => {
-            let secret = match send_secret {
-                true => secrets.get(alerts.sink_secret.as_ref()),
-                false => String::new(),
-            };
-            let answer = client
-                .set_alert_settings(tenant.as_str(), alert_settings(alerts, secret))
-                .await?;
-            let generated = answer.generated_secret;
-            return Ok(Made {
-                created: None,
-                sink_secret: (!generated.is_empty()).then_some(generated),
-            });
-        }
+        } => return set_alerts(client, tenant, alerts, *send_secret, secrets).await,
         Op::DeleteTenant { id } => client.delete_tenant(id.as_str()).await?,
     }
     Ok(Made::default())
+}
+
+/// Creates tenant `id` with its first secret and verify token read from
+/// `secrets`, then disables it and sets its default route's filter when
+/// `settings` say so.
+async fn create(
+    client: &HookdClient,
+    (id, settings): (&str, &TenantSettings),
+    (secret, verify_token): (Option<&SecretRef>, Option<&SecretRef>),
+    secrets: &Secrets,
+) -> anyhow::Result<Made> {
+    let request = create_tenant(id, settings, secrets.get(secret), secrets.get(verify_token));
+    let created = client.create_tenant(request).await?;
+    if !settings.enabled {
+        let disable = update_tenant(id, settings, &["enabled"], None, secrets);
+        client.update_tenant(disable).await?;
+    }
+    if settings.default_filter.is_some() {
+        client.update_route(default_filter(id, settings)).await?;
+    }
+    Ok(Made {
+        created: Some(created),
+        sink_secret: None,
+    })
+}
+
+/// Replaces `tenant`'s alert settings with `alerts` (the sink's secret sent
+/// when `send_secret`); the secret hookd generated for the sink, if any.
+async fn set_alerts(
+    client: &HookdClient,
+    tenant: &str,
+    alerts: &DesiredAlerts,
+    send_secret: bool,
+    secrets: &Secrets,
+) -> anyhow::Result<Made> {
+    let secret = match send_secret {
+        true => secrets.get(alerts.sink_secret.as_ref()),
+        false => String::new(),
+    };
+    let answer = client
+        .set_alert_settings(tenant, alert_settings(alerts, secret))
+        .await?;
+    let generated = answer.generated_secret;
+    Ok(Made {
+        created: None,
+        sink_secret: (!generated.is_empty()).then_some(generated),
+    })
 }
 
 /// The settings SetAlertSettings replaces the tenant's with: the file's sink
