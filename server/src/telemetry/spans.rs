@@ -85,7 +85,7 @@ impl ForwardTarget {
 /// span), a child of the ingest span however much later it runs, whose
 /// context travels to the destination as `traceparent`. HTTP attributes
 /// follow the OpenTelemetry semantic conventions; hookd's own are in the
-/// `hookd.` namespace ([`attrs`](super::attrs)). Span attributes carry ids,
+/// `hookd.` namespace (`super::attrs`). Span attributes carry ids,
 /// never secrets, tokens, URL queries or bodies.
 #[derive(Clone, Debug)]
 pub struct Spans {

@@ -50,15 +50,15 @@ pub(crate) struct Passes {
 /// Validated and compiled once ([`RouteFilter::compile`]) and evaluated on
 /// the ingest path without allocating ([`RouteFilter::matches`]). Bounds,
 /// checked at compile with the JSON pointer of the offence:
-/// [`MAX_SPEC_BYTES`], [`MAX_DEPTH`], [`MAX_NODES`] (every literal counts,
-/// each item of a `$in` list included), [`MAX_ARRAY_ITEMS`],
-/// [`MAX_STRING_BYTES`]. Evaluation is bounded too, whatever the body: it
+/// `MAX_SPEC_BYTES`, `MAX_DEPTH`, `MAX_NODES` (every literal counts,
+/// each item of a `$in` list included), `MAX_ARRAY_ITEMS`,
+/// `MAX_STRING_BYTES`. Evaluation is bounded too, whatever the body: it
 /// counts its steps ([`Steps`]; one per node applied to a value, per item
 /// looked through and per literal compared) and stops when they run out
 /// ([`RouteFilter::matches`] then says [`OverBudget`]). The ingest path
-/// gives each filter [`INLINE_STEPS`] on the HTTP worker and, if that is
-/// not enough, [`MAX_FILTER_STEPS`] on a filter thread ([`pool`]), all of
-/// an event's filters together at most [`MAX_EVENT_FILTER_STEPS`]; a
+/// gives each filter `INLINE_STEPS` on the HTTP worker and, if that is
+/// not enough, `MAX_FILTER_STEPS` on a filter thread (`pool`), all of
+/// an event's filters together at most `MAX_EVENT_FILTER_STEPS`; a
 /// filter out of steps does not pass the event.
 #[derive(Debug, Clone)]
 pub struct RouteFilter(Arc<Compiled>);

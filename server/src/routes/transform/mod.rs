@@ -232,15 +232,15 @@ pub enum TransformOutcome {
 /// request and returns what to send, so the event stays as its sender signed
 /// it. Every run happens in a worker process (`worker.rs`, the hookd binary
 /// started as `hookd transform-worker`), never in hookd itself, and hookd
-/// enforces its budget from outside ([`pool`]): it kills the worker once
-/// the run has used its CPU budget plus [`pool::KILL_MARGIN`], whatever the
+/// enforces its budget from outside (`pool`): it kills the worker once
+/// the run has used its CPU budget plus `pool::KILL_MARGIN`, whatever the
 /// script is doing, even inside a built-in's own loop. Inside the worker
 /// each run gets a fresh runtime and context (nothing leaks between runs,
 /// routes or tenants), a memory limit, a stack limit and an interrupt that
 /// stops the script once it has used its CPU budget (the thread's own CPU
 /// time, so waiting for a core is not charged) or, if it is kept waiting
-/// that long, at a wall-clock limit of [`WALL_FACTOR`] times the budget
-/// (at least [`MIN_WALL`]). The context holds the
+/// that long, at a wall-clock limit of `WALL_FACTOR` times the budget
+/// (at least `MIN_WALL`). The context holds the
 /// language's own built-ins (objects, JSON, Date, RegExp, Map/Set, typed
 /// arrays, Proxy, Promise) and nothing else: no module loader, no timers, no
 /// network or file system, no `performance` clock. `console` exists and
@@ -253,10 +253,10 @@ pub enum TransformOutcome {
 /// The handler is the Hookdeck form, `addHandler("transform", (request,
 /// context) => request)`, or a top-level `function transform(request,
 /// context)`. `docs/routes.md` (`## Transforms`) is the user's reference.
-/// The dispatcher and the control plane await runs on the [`pool`]'s
+/// The dispatcher and the control plane await runs on the `pool`'s
 /// workers, which are in the idle scheduling class so that a busy transform
 /// yields its core to ingest and to other tenants' work (the engine's stack
-/// limit is [`MAX_STACK_BYTES`], well inside the worker's main thread's).
+/// limit is `MAX_STACK_BYTES`, well inside the worker's main thread's).
 #[derive(Clone, PartialEq, Eq)]
 pub struct Transform {
     code: String,

@@ -52,7 +52,7 @@ type Work = Box<dyn FnOnce(&mut Host) + Send>;
 /// storage leave idle. Each route may run at most
 /// [`TransformPool::per_route`] transforms at once, so one route's backlog
 /// never holds every worker while another route's transforms wait; its
-/// [`RouteShare`] also holds the route's [`Backoff`] from a transform that
+/// [`RouteShare`] also holds the route's `Backoff` from a transform that
 /// keeps overrunning its limits.
 pub struct TransformPool {
     jobs: Mutex<mpsc::Sender<Work>>,
