@@ -20,7 +20,7 @@ use crate::{
 ///
 /// A delivery's lifecycle, the same on every engine and free of storage:
 /// what an attempt leads to ([`Next`]) and its consequence for the stored
-/// state ([`settled`]), when a delivery may be redelivered, how a pulled
+/// state (`settled`), when a delivery may be redelivered, how a pulled
 /// delivery nobody acknowledged ends, and what retention removes together.
 /// Each engine applies these in its own transactions; the conformance
 /// suite tests the engines, the tests here the rules.

@@ -48,7 +48,7 @@ pub struct NewContract {
 /// `contracts`, and its newest revision in `contract_revisions`, kept after
 /// a delete too, so each put gets a new revision number. A put removes the
 /// older revision rows (an older hookd kept every one), on every engine.
-/// Both go with the tenant when it is deleted ([`super::Catalog::delete`]).
+/// Both go with the tenant when it is deleted (`super::Catalog::delete`).
 #[derive(Clone)]
 pub struct ContractStore {
     rows: Arc<dyn CatalogRows>,

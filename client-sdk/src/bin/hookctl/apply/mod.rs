@@ -34,10 +34,10 @@ use crate::{
 ///
 /// `hookctl apply`, `diff` and `export`: hookd's tenants, routes, contracts and
 /// alert settings
-/// kept in a YAML file (docs/apply.md). The file is read ([`file`]), its
+/// kept in a YAML file (docs/apply.md). The file is read ([`file`](mod@file)), its
 /// defaults filled in ([`desired`]), compared with what hookd answers
 /// ([`current`]) into a [`plan::Plan`], which diff prints ([`render`]) and
-/// apply makes ([`execute`]); [`export`] writes hookd's state as a file.
+/// apply makes ([`execute`]); [`export`](mod@export) writes hookd's state as a file.
 async fn planned(
     client: impl Future<Output = anyhow::Result<HookdClient>>,
     args: &PlanArgs,
