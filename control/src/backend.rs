@@ -1,8 +1,5 @@
-//! [`ControlBackend`]: everything the control plane needs from the server,
-//! in domain terms. The services authenticate, authorize and validate before
-//! calling it, so an implementation can trust its arguments' shape (a
-//! well-formed tenant id, a clamped page size, no empty ids) but not that
-//! what they name exists.
+//! [`ControlBackend`]: everything the control plane needs from the server, in
+//! domain terms.
 
 use futures_util::stream::BoxStream;
 
@@ -35,6 +32,12 @@ pub const DEFAULT_WATCHES_PER_TOKEN: usize = 8;
 /// not exist, [`crate::Error::Unavailable`] when storage could not make a
 /// change durable (and then changed nothing), and
 /// [`crate::Error::Internal`] for anything the caller cannot act on.
+///
+/// [`ControlBackend`]: everything the control plane needs from the server,
+/// in domain terms. The services authenticate, authorize and validate before
+/// calling it, so an implementation can trust its arguments' shape (a
+/// well-formed tenant id, a clamped page size, no empty ids) but not that
+/// what they name exists.
 #[tonic::async_trait]
 pub trait ControlBackend: Send + Sync + 'static {
     /// True while storage is open and every tenant actor runs; drives

@@ -1,8 +1,5 @@
-//! A server span per control-plane RPC, named `{service}/{method}` and
-//! attributed as the OpenTelemetry RPC conventions ask (`rpc.system`,
-//! `rpc.service`, `rpc.method`, `rpc.grpc.status_code`); requests and
-//! responses are never read. A tower layer on the tonic server; health
-//! probes (`grpc.health.v1.Health`) are left out, they would flood traces.
+//! A server span per control-plane RPC, named `{service}/{method}`: a tower
+//! layer on the tonic server.
 
 use std::{
     future::Future,
@@ -27,6 +24,12 @@ use tower_service::Service;
 const UNTRACED_SERVICE: &str = "grpc.health.v1.Health";
 
 /// Wraps services in [`RpcTrace`]; without a tracer it passes calls through.
+///
+/// A server span per control-plane RPC, named `{service}/{method}` and
+/// attributed as the OpenTelemetry RPC conventions ask (`rpc.system`,
+/// `rpc.service`, `rpc.method`, `rpc.grpc.status_code`); requests and
+/// responses are never read. A tower layer on the tonic server; health
+/// probes (`grpc.health.v1.Health`) are left out, they would flood traces.
 #[derive(Clone, Default)]
 pub struct RpcTraceLayer {
     tracer: Option<Arc<BoxedTracer>>,

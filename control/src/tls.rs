@@ -1,8 +1,5 @@
-//! TLS in front of the control plane: accepts TCP connections and runs each
-//! handshake on a task of its own (so a slow or silent client delays nobody),
-//! handing tonic only connections whose handshake completed. The rustls
-//! configuration is the caller's, so its certificate resolver can swap
-//! certificates while hookd runs.
+//! TLS in front of the control plane: accepts TCP connections and hands tonic
+//! only those whose handshake completed.
 
 use std::{sync::Arc, time::Duration};
 
@@ -17,6 +14,12 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 const BACKLOG: usize = 128;
 
 /// The TLS connections accepted on `listener`, until the stream is dropped.
+///
+/// TLS in front of the control plane: accepts TCP connections and runs each
+/// handshake on a task of its own (so a slow or silent client delays nobody),
+/// handing tonic only connections whose handshake completed. The rustls
+/// configuration is the caller's, so its certificate resolver can swap
+/// certificates while hookd runs.
 pub(crate) fn incoming(
     listener: tokio::net::TcpListener,
     config: Arc<ServerConfig>,

@@ -1,8 +1,5 @@
 //! Turns the server's broadcast of delivery events into a watcher's
-//! [`EventStream`], ending it with UNAVAILABLE when the watcher falls behind
-//! rather than letting a slow client hold the broadcast back, and with the
-//! error its [`Ends`] resolves to once the watcher may no longer watch; and
-//! [`WatchSlots`], the count of open watches per token.
+//! [`EventStream`], and counts open watches per token ([`WatchSlots`]).
 
 use std::{
     collections::HashMap,
@@ -40,6 +37,12 @@ impl Ends {
 /// receiver ends the stream with [`Error::Unavailable`] (the watcher should
 /// reconnect and catch up with ListDeliveries); a closed one, or `ends`
 /// resolving first, with the error `ends` names.
+///
+/// Turns the server's broadcast of delivery events into a watcher's
+/// [`EventStream`], ending it with UNAVAILABLE when the watcher falls behind
+/// rather than letting a slow client hold the broadcast back, and with the
+/// error its [`Ends`] resolves to once the watcher may no longer watch; and
+/// [`WatchSlots`], the count of open watches per token.
 pub fn from_broadcast<T, F>(receiver: broadcast::Receiver<T>, view: F, ends: Ends) -> EventStream
 where
     T: Clone + Send + 'static,

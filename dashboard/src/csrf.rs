@@ -1,8 +1,4 @@
-//! The sign-in form's CSRF token, which only this server can make: a random
-//! nonce and the time it was issued, with an HMAC-SHA256 of both under a key
-//! made at start. Sign-in takes it from both the cookie and the form, and
-//! only while it is younger than [`SIGN_IN_TOKEN_MS`]; an equal pair the
-//! server did not issue (a planted cookie) is rejected.
+//! The sign-in form's CSRF token, which only this server can make.
 
 use hmac::{Hmac, KeyInit, Mac};
 use rand::RngCore;
@@ -16,6 +12,12 @@ pub(super) const SIGN_IN_TOKEN_MS: i64 = 3_600_000;
 
 /// The key sign-in tokens are made with; a restart makes a new one, so
 /// forms shown before it must be reloaded.
+///
+/// The sign-in form's CSRF token, which only this server can make: a random
+/// nonce and the time it was issued, with an HMAC-SHA256 of both under a key
+/// made at start. Sign-in takes it from both the cookie and the form, and
+/// only while it is younger than [`SIGN_IN_TOKEN_MS`]; an equal pair the
+/// server did not issue (a planted cookie) is rejected.
 pub(super) struct SignInKey([u8; 32]);
 
 impl SignInKey {

@@ -1,8 +1,5 @@
-//! A tenant's routes (each one's destination, concurrency and the limit it
-//! runs with now, filter and transform version), the route selector of the deliveries and dead
-//! letters pages, and "Try on a stored event": a route's filter and
-//! transform run through `test_route` on a stored delivery or a pasted
-//! body, showing the request it would send. Nothing is sent or stored.
+//! A tenant's routes, the route selector of the deliveries and dead letters
+//! pages, and "Try on a stored event".
 
 use actix_web::{web, HttpResponse};
 use hookd_control::model::{
@@ -117,6 +114,12 @@ pub(super) struct Tried {
 
 /// `GET /t/{tenant}/routes/{route}/test`: the form, the delivery id
 /// filled in when given.
+///
+/// A tenant's routes (each one's destination, concurrency and the limit it
+/// runs with now, filter and transform version), the route selector of the deliveries and dead
+/// letters pages, and "Try on a stored event": a route's filter and
+/// transform run through `test_route` on a stored delivery or a pasted
+/// body, showing the request it would send. Nothing is sent or stored.
 pub(super) async fn test_page(
     dash: web::Data<Dashboard>,
     signed: Signed,

@@ -1,11 +1,5 @@
-//! Dashboard sessions: a random id in an `HttpOnly`, `SameSite=Strict`
-//! cookie (`Secure` under TLS) naming a server-side entry bound to the
-//! token it signed in with (and, for a tenant token, to the incarnation of
-//! its tenant). Every request checks that the token still holds and that
-//! the session is younger than `dashboard.session_max_secs`; a session also
-//! ends after `dashboard.session_idle_secs` without use. Each session
-//! carries the CSRF token its state-changing forms must send, and counts
-//! the live tails it holds open.
+//! Dashboard sessions: a random id in a cookie naming a server-side entry
+//! bound to the token it signed in with.
 
 use std::sync::{
     atomic::{AtomicUsize, Ordering},
@@ -77,6 +71,15 @@ pub(super) struct SessionRules {
 }
 
 /// Every live session, by id.
+///
+/// Dashboard sessions: a random id in an `HttpOnly`, `SameSite=Strict`
+/// cookie (`Secure` under TLS) naming a server-side entry bound to the
+/// token it signed in with (and, for a tenant token, to the incarnation of
+/// its tenant). Every request checks that the token still holds and that
+/// the session is younger than `dashboard.session_max_secs`; a session also
+/// ends after `dashboard.session_idle_secs` without use. Each session
+/// carries the CSRF token its state-changing forms must send, and counts
+/// the live tails it holds open.
 #[derive(Clone)]
 pub(super) struct Sessions {
     live: Cache<String, Arc<Session>>,

@@ -1,10 +1,5 @@
 //! The live tail: a page listing delivery events as they happen, fed by
-//! server-sent events from the control plane's watch: one tenant's, or at
-//! `/tail` every tenant's for the admin token (each line naming its tenant)
-//! and the own tenant's for a tenant token. A session holds at most
-//! `dashboard.tail_streams_per_session` tails open, all sessions together
-//! at most `dashboard.tail_streams_total`; a tail ends when its session's
-//! token is revoked or its tenant deleted.
+//! server-sent events from the control plane's watch.
 
 use actix_web::{web, HttpResponse};
 use bytes::Bytes;
@@ -75,6 +70,14 @@ fn tail_list(intro: &str, src: &str) -> Markup {
 /// `GET /t/{tenant}/events`: `text/event-stream`, one JSON event per
 /// message; ends when the watcher falls behind or hookd stops (the browser
 /// then reconnects).
+///
+/// The live tail: a page listing delivery events as they happen, fed by
+/// server-sent events from the control plane's watch: one tenant's, or at
+/// `/tail` every tenant's for the admin token (each line naming its tenant)
+/// and the own tenant's for a tenant token. A session holds at most
+/// `dashboard.tail_streams_per_session` tails open, all sessions together
+/// at most `dashboard.tail_streams_total`; a tail ends when its session's
+/// token is revoked or its tenant deleted.
 pub(super) async fn events(
     dash: web::Data<Dashboard>,
     signed: Signed,

@@ -1,11 +1,5 @@
-//! Fault injection for tests: a switch that makes a tenant actor panic on
-//! its next delivery, beside storage's own (`hookd_store::inject`): a
-//! [`FaultSync`] that records every sync and can be made to fail, a switch
-//! that makes the next batch of writes holding a tenant's delivery fail as
-//! a storage error (and one for the next read of a delivery's state).
-//! Compiled only into unit tests and builds with the `fault-injection`
-//! feature (the integration tests); a production build of hookd cannot
-//! reach any of it.
+//! Fault injection for tests: a tenant actor's panic switch beside storage's
+//! own; only in unit tests and `fault-injection` builds, never in production.
 
 use crate::store::inject::TenantSwitch;
 pub use crate::store::inject::{fail_next_read, fail_next_write, FaultSync, Synced};

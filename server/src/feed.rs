@@ -1,9 +1,5 @@
 //! The live delivery feed: what happens to deliveries, as it happens, for
-//! `WatchDeliveries`, the dashboard's live tail and tests. (Not the webhook
-//! events themselves: those are stored in `store/`.) One channel carries
-//! every tenant's events, for the admin's watch of all; each watched tenant
-//! has a channel of its own, so a watcher of one tenant is woken only by
-//! that tenant's events and never falls behind because another is busy.
+//! `WatchDeliveries`, the dashboard's live tail and tests.
 
 use std::{
     collections::HashMap,
@@ -40,6 +36,13 @@ pub struct DeliveryEvent {
 
 /// Fan-out of [`DeliveryEvent`]s; slow watchers miss events rather than
 /// slowing deliveries down. Cheap to clone; clones share the channels.
+///
+/// The live delivery feed: what happens to deliveries, as it happens, for
+/// `WatchDeliveries`, the dashboard's live tail and tests. (Not the webhook
+/// events themselves: those are stored in `store/`.) One channel carries
+/// every tenant's events, for the admin's watch of all; each watched tenant
+/// has a channel of its own, so a watcher of one tenant is woken only by
+/// that tenant's events and never falls behind because another is busy.
 #[derive(Clone)]
 pub struct DeliveryFeed {
     all: broadcast::Sender<DeliveryEvent>,

@@ -1,14 +1,5 @@
-//! The master key that encrypts tenant secrets at rest, and the admin token.
-//! Both come from the environment or a file; on a first start without them
-//! hookd generates them into the data dir (mode 0600, written atomically)
-//! and says so.
-//!
-//! A sealed secret is `2 || nonce || ciphertext+tag` (XChaCha20-Poly1305)
-//! with its tenant id and kid as associated data, so a sealed value copied
-//! to another tenant or kid does not open. Rows written before that format
-//! (`nonce || ciphertext+tag`, no associated data) open only through
-//! [`MasterKey::open_legacy`], which the catalog uses once at start to
-//! rewrite them in the bound format.
+//! The master key that encrypts tenant secrets at rest, and the admin token,
+//! and where they come from.
 
 use std::{
     fs::{File, Permissions},
@@ -30,6 +21,10 @@ use crate::error::{Error, Result};
 
 /// Where the key material comes from, besides the data dir. `{:?}` shows
 /// whether a value is set, never the value.
+///
+/// Both the master key and the admin token come from the environment or a
+/// file; on a first start without them hookd generates them into the data
+/// dir (mode 0600, written atomically) and says so.
 #[derive(Debug, Clone, Default)]
 pub struct KeySources {
     /// `HOOKD_MASTER_KEY`: base64 of 32 bytes.
@@ -42,6 +37,13 @@ pub struct KeySources {
 
 /// Encrypts and decrypts small records (tenant secrets) with XChaCha20-Poly1305.
 /// The cipher zeroes its key when dropped.
+///
+/// A sealed secret is `2 || nonce || ciphertext+tag` (XChaCha20-Poly1305)
+/// with its tenant id and kid as associated data, so a sealed value copied
+/// to another tenant or kid does not open. Rows written before that format
+/// (`nonce || ciphertext+tag`, no associated data) open only through
+/// [`MasterKey::open_legacy`], which the catalog uses once at start to
+/// rewrite them in the bound format.
 #[derive(Clone)]
 pub struct MasterKey(XChaCha20Poly1305);
 

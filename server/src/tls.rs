@@ -1,8 +1,5 @@
-//! TLS for hookd's two listeners, from the PEM files named in `[http.tls]`
-//! and `[grpc.tls]`, with rustls (ring). Files are read and checked when the
-//! configuration is validated, so a missing file, a key that does not match
-//! its certificate or an empty CA file stops hookd at start with an error
-//! naming the key, never later on the first handshake.
+//! TLS for hookd's two listeners, from the PEM files named in `[http.tls]` and
+//! `[grpc.tls]`, with rustls (ring).
 
 use std::{
     path::{Path, PathBuf},
@@ -21,6 +18,12 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 
 /// `[http.tls]`: the ingress certificate.
+///
+/// TLS for hookd's two listeners, from the PEM files named in `[http.tls]`
+/// and `[grpc.tls]`, with rustls (ring). Files are read and checked when the
+/// configuration is validated, so a missing file, a key that does not match
+/// its certificate or an empty CA file stops hookd at start with an error
+/// naming the key, never later on the first handshake.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct HttpTlsConfig {

@@ -1,9 +1,5 @@
-//! A delivery's lifecycle, the same on every engine and free of storage:
-//! what an attempt leads to ([`Next`]) and its consequence for the stored
-//! state ([`settled`]), when a delivery may be redelivered, how a pulled
-//! delivery nobody acknowledged ends, and what retention removes together.
-//! Each engine applies these in its own transactions; the conformance
-//! suite tests the engines, the tests here the rules.
+//! A delivery's lifecycle, the same on every engine and free of storage: what
+//! an attempt leads to, redelivery, pulled deliveries' ends and retention.
 
 use hookd_proto::domain::DeliveryEventKind;
 
@@ -21,6 +17,13 @@ use crate::{
 /// live feed's event ([`DeliveryEventKind::from`]). How the destination
 /// answered, before the retry policy decides, is the forwarder's
 /// `Verdict`.
+///
+/// A delivery's lifecycle, the same on every engine and free of storage:
+/// what an attempt leads to ([`Next`]) and its consequence for the stored
+/// state (`settled`), when a delivery may be redelivered, how a pulled
+/// delivery nobody acknowledged ends, and what retention removes together.
+/// Each engine applies these in its own transactions; the conformance
+/// suite tests the engines, the tests here the rules.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Next {
     /// The destination took it.

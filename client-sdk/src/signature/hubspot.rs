@@ -1,8 +1,5 @@
-//! HubSpot (signature v3): `X-HubSpot-Signature-v3: <base64>`, HMAC-SHA256 of method +
-//! URI + body + `X-HubSpot-Request-Timestamp` (unix ms, as sent), keyed with the
-//! app's client secret as written. The URI is the public URL as called with the
-//! escapes HubSpot's docs list decoded. The body is a JSON array of events; the
-//! first one's `eventId` is the event id. The older v1/v2 headers are not accepted.
+//! HubSpot (signature v3): `X-HubSpot-Signature-v3`, an HMAC-SHA256 of method,
+//! URI, body and timestamp under the app's client secret.
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
@@ -31,6 +28,12 @@ const DECODED: [(&str, char); 12] = [
 ];
 
 /// The HubSpot scheme.
+///
+/// HubSpot (signature v3): `X-HubSpot-Signature-v3: <base64>`, HMAC-SHA256 of method +
+/// URI + body + `X-HubSpot-Request-Timestamp` (unix ms, as sent), keyed with the
+/// app's client secret as written. The URI is the public URL as called with the
+/// escapes HubSpot's docs list decoded. The body is a JSON array of events; the
+/// first one's `eventId` is the event id. The older v1/v2 headers are not accepted.
 pub(crate) struct Hubspot;
 
 impl SchemeImpl for Hubspot {

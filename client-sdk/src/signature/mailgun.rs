@@ -1,10 +1,5 @@
-//! Mailgun: the signature travels inside the body. JSON webhooks carry
-//! `{"signature": {"timestamp", "token", "signature"}, "event-data": {..}}`; the
-//! older form-encoded webhooks carry `timestamp`, `token` and `signature` fields.
-//! A body that is not a JSON object is read as a form.
-//! The signature is the hex HMAC-SHA256 of the timestamp followed by the token,
-//! under the webhook signing key: the event data itself is not covered. The token
-//! is unique per delivery, so the digest of what is signed keys replays.
+//! Mailgun: the hex HMAC-SHA256 of a timestamp and a token, carried inside the
+//! body (JSON or form), under the webhook signing key.
 
 use serde_json::{json, Map, Value};
 
@@ -20,6 +15,14 @@ const TOKEN: &str = "token";
 const TOKEN_LEN: usize = 50;
 
 /// The Mailgun scheme.
+///
+/// Mailgun: the signature travels inside the body. JSON webhooks carry
+/// `{"signature": {"timestamp", "token", "signature"}, "event-data": {..}}`; the
+/// older form-encoded webhooks carry `timestamp`, `token` and `signature` fields.
+/// A body that is not a JSON object is read as a form.
+/// The signature is the hex HMAC-SHA256 of the timestamp followed by the token,
+/// under the webhook signing key: the event data itself is not covered. The token
+/// is unique per delivery, so the digest of what is signed keys replays.
 pub(crate) struct Mailgun;
 
 impl SchemeImpl for Mailgun {

@@ -1,8 +1,5 @@
-//! Okta event hooks: the secret configured on the hook sent as is in
-//! `Authorization` (Okta's default header; Basic credentials included with their
-//! `Basic ` prefix), compared in constant time. Nothing is signed, so there is no
-//! timestamp and the body is not covered; the event id is the body's `eventId`.
-//! The one-time `GET` verification request is answered by the handshake, not here.
+//! Okta event hooks: the secret configured on the hook, sent as is in
+//! `Authorization` and compared in constant time.
 
 use super::codec;
 use super::{
@@ -13,6 +10,12 @@ use crate::error::VerifyError;
 const AUTHORIZATION: &str = "Authorization";
 
 /// The Okta event hook scheme.
+///
+/// Okta event hooks: the secret configured on the hook sent as is in
+/// `Authorization` (Okta's default header; Basic credentials included with their
+/// `Basic ` prefix), compared in constant time. Nothing is signed, so there is no
+/// timestamp and the body is not covered; the event id is the body's `eventId`.
+/// The one-time `GET` verification request is answered by the handshake, not here.
 pub(crate) struct Okta;
 
 impl SchemeImpl for Okta {

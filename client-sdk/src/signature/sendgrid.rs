@@ -1,9 +1,5 @@
-//! SendGrid signed event webhook: `X-Twilio-Email-Event-Webhook-Signature`, the
-//! base64 DER ECDSA P-256/SHA-256 signature of
-//! `X-Twilio-Email-Event-Webhook-Timestamp` (as sent) followed by the raw body.
-//! The tenant holds the verification key SendGrid shows (base64 DER
-//! `SubjectPublicKeyInfo`); the body is a JSON array of events, the first one's
-//! `sg_event_id` is the event id.
+//! SendGrid signed event webhook: an ECDSA P-256/SHA-256 signature of the
+//! timestamp and the raw body.
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
@@ -19,6 +15,13 @@ const SIGNATURE: &str = "X-Twilio-Email-Event-Webhook-Signature";
 const TIMESTAMP: &str = "X-Twilio-Email-Event-Webhook-Timestamp";
 
 /// The SendGrid scheme.
+///
+/// SendGrid signed event webhook: `X-Twilio-Email-Event-Webhook-Signature`, the
+/// base64 DER ECDSA P-256/SHA-256 signature of
+/// `X-Twilio-Email-Event-Webhook-Timestamp` (as sent) followed by the raw body.
+/// The tenant holds the verification key SendGrid shows (base64 DER
+/// `SubjectPublicKeyInfo`); the body is a JSON array of events, the first one's
+/// `sg_event_id` is the event id.
 pub(crate) struct Sendgrid;
 
 impl SchemeImpl for Sendgrid {

@@ -1,8 +1,5 @@
-//! Standard Webhooks (Svix): `webhook-id`, `webhook-timestamp` and a space-separated
-//! list of `v1,<base64>` HMAC-SHA256 signatures and `v1a,<base64>` Ed25519
-//! signatures over `id.timestamp.body`. A `whsec_` secret checks `v1`, a `whpk_`
-//! public key checks `v1a`. Svix sends the same format under `svix-` header names,
-//! so both read it through [`Names`].
+//! Standard Webhooks (Svix): `webhook-id`, `webhook-timestamp` and `v1`
+//! HMAC-SHA256 or `v1a` Ed25519 signatures over `id.timestamp.body`.
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
@@ -31,6 +28,12 @@ const NAMES: Names = Names {
 };
 
 /// The Standard Webhooks scheme.
+///
+/// Standard Webhooks (Svix): `webhook-id`, `webhook-timestamp` and a space-separated
+/// list of `v1,<base64>` HMAC-SHA256 signatures and `v1a,<base64>` Ed25519
+/// signatures over `id.timestamp.body`. A `whsec_` secret checks `v1`, a `whpk_`
+/// public key checks `v1a`. Svix sends the same format under `svix-` header names,
+/// so both read it through [`Names`].
 pub(crate) struct Standard;
 
 impl SchemeImpl for Standard {

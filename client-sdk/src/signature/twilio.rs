@@ -1,12 +1,5 @@
-//! Twilio: `X-Twilio-Signature: <base64>`, the HMAC-SHA1 under the auth token of
-//! the full public URL Twilio called followed, for a form body, by each
-//! parameter's name and value sorted by name (values of a repeated name sorted
-//! too, as Twilio's library does); with `X-Twilio-Webhooks-Signature-Settings`
-//! naming `algorithm=HMAC_SHA256` the HMAC is SHA-256. A JSON body is covered
-//! through the URL: Twilio adds `bodySHA256=<hex SHA-256 of the body>` to the query
-//! and signs the URL alone, and the body must match that digest. Like Twilio's
-//! library, the URL is tried both with and without its port. No timestamp; the
-//! event id is `I-Twilio-Idempotency-Token`.
+//! Twilio: `X-Twilio-Signature`, an HMAC under the auth token of the URL
+//! Twilio called (and, for a form body, its parameters).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -27,6 +20,16 @@ const IDEMPOTENCY_TOKEN: &str = "I-Twilio-Idempotency-Token";
 const BODY_DIGEST: &str = "bodySHA256";
 
 /// The Twilio scheme.
+///
+/// Twilio: `X-Twilio-Signature: <base64>`, the HMAC-SHA1 under the auth token of
+/// the full public URL Twilio called followed, for a form body, by each
+/// parameter's name and value sorted by name (values of a repeated name sorted
+/// too, as Twilio's library does); with `X-Twilio-Webhooks-Signature-Settings`
+/// naming `algorithm=HMAC_SHA256` the HMAC is SHA-256. A JSON body is covered
+/// through the URL: Twilio adds `bodySHA256=<hex SHA-256 of the body>` to the query
+/// and signs the URL alone, and the body must match that digest. Like Twilio's
+/// library, the URL is tried both with and without its port. No timestamp; the
+/// event id is `I-Twilio-Idempotency-Token`.
 pub(crate) struct Twilio;
 
 impl SchemeImpl for Twilio {

@@ -1,9 +1,5 @@
-//! An in-memory [`ControlBackend`] for tests: a few tenants, fixed tokens,
-//! deliveries and dead letters the test seeds, an event bus the test feeds,
-//! an optional cap on page sizes (to make clients page), and a log of which
-//! methods ran so a test can prove a refused call never reached the backend.
-//! The one fake control plane: this crate's tests use it, and so do the
-//! SDK's and hookctl's, through the `fake` feature and [`FakeServer`].
+//! An in-memory [`ControlBackend`] for tests: the one fake control plane, used
+//! by this crate's, the SDK's and hookctl's tests.
 
 use std::{
     collections::BTreeMap,
@@ -39,6 +35,13 @@ pub const ADMIN: &str = "admin-token";
 pub const ACME: &str = "acme-token";
 
 /// The fake backend; see the module documentation.
+///
+/// An in-memory [`ControlBackend`] for tests: a few tenants, fixed tokens,
+/// deliveries and dead letters the test seeds, an event bus the test feeds,
+/// an optional cap on page sizes (to make clients page), and a log of which
+/// methods ran so a test can prove a refused call never reached the backend.
+/// The one fake control plane: this crate's tests use it, and so do the
+/// SDK's and hookctl's, through the `fake` feature and [`FakeServer`].
 pub struct FakeBackend {
     tenants: Mutex<BTreeMap<String, TenantView>>,
     deliveries: Mutex<Vec<DeliveryView>>,

@@ -1,8 +1,5 @@
-//! The handlers of the route table: decode the assembled JSON into the
-//! RPC's request message, call the service the gRPC server uses with the
-//! caller's metadata, and encode its answer as JSON, or a stream's as
-//! server-sent events (one JSON message per `data:` event; a failure ends
-//! the stream with one `error` event carrying the error body).
+//! The handlers of the route table: JSON in, the service the gRPC server uses,
+//! JSON (or server-sent events) out.
 
 use std::{any::type_name, convert::Infallible, future::Future, sync::Arc};
 
@@ -24,6 +21,12 @@ use super::{
 
 /// A unary RPC of `service`: `call(service, request)` is the service's
 /// own method, e.g. `|s, r| async move { s.get_tenant(r).await }`.
+///
+/// The handlers of the route table: decode the assembled JSON into the
+/// RPC's request message, call the service the gRPC server uses with the
+/// caller's metadata, and encode its answer as JSON, or a stream's as
+/// server-sent events (one JSON message per `data:` event; a failure ends
+/// the stream with one `error` event carrying the error body).
 pub(crate) fn unary<S, Req, Resp, F, Fut>(service: &Arc<S>, call: F) -> Endpoint
 where
     S: Send + Sync + 'static,

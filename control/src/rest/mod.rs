@@ -1,11 +1,5 @@
-//! The REST/JSON face of the control plane, on the gRPC listener: every RPC
-//! of every `hookd.v1` service at a resource-style path (`routes.rs`), its
-//! request assembled from the path, the query and a JSON body in the proto3
-//! JSON mapping (`message.rs`), then handed, with the caller's metadata, to
-//! the same service the gRPC server calls (`call.rs`), so authentication,
-//! validation and the backend call are the gRPC ones. Errors are the gRPC
-//! status as JSON (`error.rs`); `GET /v1/openapi.json` is the OpenAPI 3.1
-//! document generated from the descriptor set and the table (`openapi/`).
+//! The REST/JSON face of the control plane, on the gRPC listener, and its
+//! OpenAPI document.
 
 mod call;
 mod error;
@@ -34,6 +28,15 @@ use table::{Call, Route, Table};
 
 /// The REST routes over `services`, to merge with the gRPC ones; their
 /// spans go to `tracer`.
+///
+/// The REST/JSON face of the control plane, on the gRPC listener: every RPC
+/// of every `hookd.v1` service at a resource-style path (`routes.rs`), its
+/// request assembled from the path, the query and a JSON body in the proto3
+/// JSON mapping (`message.rs`), then handed, with the caller's metadata, to
+/// the same service the gRPC server calls (`call.rs`), so authentication,
+/// validation and the backend call are the gRPC ones. Errors are the gRPC
+/// status as JSON (`error.rs`); `GET /v1/openapi.json` is the OpenAPI 3.1
+/// document generated from the descriptor set and the table (`openapi/`).
 pub(crate) fn router<B: ControlBackend>(
     services: &Services<B>,
     tracer: RestTracer,

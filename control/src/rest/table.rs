@@ -1,8 +1,5 @@
 //! The REST route table: each route's method, path template and the RPC it
-//! calls, with the handler that calls it. Templates are segments of literal
-//! text and `{field}` parameters, a parameter optionally followed by a
-//! literal `:verb` (`/v1/tenants/{tenant_id}/deliveries/{delivery_id}:redeliver`),
-//! each parameter naming a field of the RPC's request message.
+//! calls, with the handler that calls it.
 
 use std::sync::Arc;
 
@@ -34,6 +31,12 @@ pub(crate) struct Endpoint {
 }
 
 /// One REST route.
+///
+/// The REST route table: each route's method, path template and the RPC it
+/// calls, with the handler that calls it. Templates are segments of literal
+/// text and `{field}` parameters, a parameter optionally followed by a
+/// literal `:verb` (`/v1/tenants/{tenant_id}/deliveries/{delivery_id}:redeliver`),
+/// each parameter naming a field of the RPC's request message.
 pub(crate) struct Route {
     pub(crate) method: Method,
     pub(crate) path: &'static str,

@@ -1,9 +1,5 @@
 //! A server span per REST call, named `{METHOD} {route}` as the HTTP
-//! conventions ask (`GET /v1/tenants/{tenant_id}`), with
-//! `http.request.method`, `http.route`, `http.response.status_code` and the
-//! RPC it calls (`rpc.service`, `rpc.method`). Paths' values, queries,
-//! headers and bodies are never recorded. A 5xx answer marks it Error; a
-//! stream's span ends when its answer starts.
+//! conventions ask.
 
 use std::{future::Future, sync::Arc};
 
@@ -21,6 +17,13 @@ use opentelemetry_semantic_conventions::attribute::{
 use super::table::Route;
 
 /// Where REST spans go, if anywhere.
+///
+/// A server span per REST call, named `{METHOD} {route}` as the HTTP
+/// conventions ask (`GET /v1/tenants/{tenant_id}`), with
+/// `http.request.method`, `http.route`, `http.response.status_code` and the
+/// RPC it calls (`rpc.service`, `rpc.method`). Paths' values, queries,
+/// headers and bodies are never recorded. A 5xx answer marks it Error; a
+/// stream's span ends when its answer starts.
 #[derive(Clone, Default)]
 pub(crate) struct RestTracer {
     tracer: Option<Arc<BoxedTracer>>,

@@ -1,10 +1,5 @@
-//! hookd's shared vocabulary, written by hand: the words the SDK, the control
-//! plane and the server all use. Those free of the wire (signature schemes,
-//! tenant ids, rate limits, secret states, alert types, the `hmac` spec and
-//! the tenant defaults) are `hookd-domain`'s, re-exported here; delivery
-//! statuses and event kinds, which mirror `hookd.v1` enums, and the wire
-//! form of the `hmac` spec are defined here. Parsing from outside input is a
-//! `TryFrom` (or `FromStr`) with a small typed error.
+//! hookd's shared vocabulary, written by hand: `hookd-domain`'s re-exported, and
+//! the delivery statuses, event kinds and `hmac` wire form that mirror `hookd.v1`.
 
 mod delivery;
 mod hmac;

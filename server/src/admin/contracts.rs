@@ -1,8 +1,5 @@
-//! Event contracts over the control plane: checked against the cost bounds
-//! and the tenant's cap, saved durably in the contract store, and put in
-//! force as compiled for the check (the tenant's other contracts are kept
-//! as they are). Contracts from the config file are listed but read-only
-//! here.
+//! Event contracts over the control plane: checked, saved durably and put in
+//! force; the config file's are listed but read-only here.
 
 use std::sync::Arc;
 
@@ -71,6 +68,12 @@ impl Backend {
 
     /// Checks, compiles and saves `def`; the caller then puts the compiled
     /// contract in force.
+    ///
+    /// Event contracts over the control plane: checked against the cost bounds
+    /// and the tenant's cap, saved durably in the contract store, and put in
+    /// force as compiled for the check (the tenant's other contracts are kept
+    /// as they are). Contracts from the config file are listed but read-only
+    /// here.
     pub(super) fn save_contract(
         &self,
         tenant_id: &str,

@@ -1,8 +1,5 @@
-//! A tenant's routes for the control plane. Those of an API tenant are kept
-//! in its catalog record and resolved with it (so a filter, a transform or
-//! a number is checked as a config-file route's is), then put in force
-//! through the registry as an update; those of a config-file tenant are
-//! read-only here. The `default` route is the tenant's own destination.
+//! A tenant's routes for the control plane: an API tenant's kept in its catalog
+//! record and put in force as an update; a config-file tenant's read-only.
 
 use std::{sync::Arc, time::Duration};
 
@@ -122,6 +119,12 @@ impl Backend {
 
     /// Stores a new route in the tenant's record and puts it in force; it
     /// starts without data, whatever a route of its name left before.
+    ///
+    /// A tenant's routes for the control plane. Those of an API tenant are kept
+    /// in its catalog record and resolved with it (so a filter, a transform or
+    /// a number is checked as a config-file route's is), then put in force
+    /// through the registry as an update; those of a config-file tenant are
+    /// read-only here. The `default` route is the tenant's own destination.
     pub(super) fn add_route(&self, tenant_id: &str, new: NewRoute) -> ApiResult<RouteView> {
         let (mut record, secrets) = self.stored(tenant_id)?;
         let taken =

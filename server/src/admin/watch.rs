@@ -1,8 +1,4 @@
-//! WatchDeliveries and the dashboard's live tail over the delivery feed: a
-//! watch of one tenant subscribes to that tenant's channel alone and is
-//! bound to the tenant's incarnation; every watch re-checks its token when
-//! a token is revoked or a tenant deleted, and every [`RECHECK_MS`] besides
-//! (a revocation on another replica sends no signal here).
+//! WatchDeliveries and the dashboard's live tail over the delivery feed.
 
 use futures_util::FutureExt;
 use hookd_control::{
@@ -42,6 +38,12 @@ impl Backend {
 
     /// Events of one tenant (bound to its incarnation) or of all, for the
     /// holder of `grant`.
+    ///
+    /// WatchDeliveries and the dashboard's live tail over the delivery feed: a
+    /// watch of one tenant subscribes to that tenant's channel alone and is
+    /// bound to the tenant's incarnation; every watch re-checks its token when
+    /// a token is revoked or a tenant deleted, and every [`RECHECK_MS`] besides
+    /// (a revocation on another replica sends no signal here).
     pub(super) async fn watch_events(
         &self,
         grant: &Grant,

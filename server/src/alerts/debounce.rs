@@ -1,9 +1,5 @@
-//! The transition gate and debounce of one condition (tenant, type,
-//! subject), free of storage and time sources so it is tested alone: a
-//! notification only when the condition opens or resolves, and at most one
-//! opening and one resolution per rule window, so a flapping condition
-//! raises at most two notifications in any window and a condition that
-//! clears sends exactly one resolution.
+//! The transition gate and debounce of one condition (tenant, type, subject),
+//! free of storage and time sources.
 
 use std::collections::VecDeque;
 
@@ -17,6 +13,13 @@ pub enum Transition {
 }
 
 /// One condition's gate.
+///
+/// The transition gate and debounce of one condition (tenant, type,
+/// subject), free of storage and time sources so it is tested alone: a
+/// notification only when the condition opens or resolves, and at most one
+/// opening and one resolution per rule window, so a flapping condition
+/// raises at most two notifications in any window and a condition that
+/// clears sends exactly one resolution.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Gate {
     open: bool,

@@ -1,11 +1,5 @@
-//! Operational alerts (docs/alerts.md): conditions counted where they arise
-//! ([`Signals`], cheap on the ingest path), evaluated off the path on the
-//! server's clock ([`run`]), each (tenant, type, subject) transition-gated
-//! and debounced ([`debounce`]), stored on every engine ([`records`]) and
-//! notified, signed, through the tenant's and the operator's sinks, each a
-//! durable queue with a dispatcher of its own ([`sinks`]), the operator's
-//! held to a budget across tenants ([`operator`]); resolved alerts are
-//! kept `alerts.retention_secs`.
+//! Operational alerts (docs/alerts.md): their signals, evaluation, records and
+//! notification through the tenant's and the operator's sinks.
 
 #[cfg(test)]
 mod conformance;
@@ -51,6 +45,15 @@ use crate::{
 pub use crate::config::sink_secret;
 
 /// The alerts of every tenant of this process. Cheap to clone.
+///
+/// Operational alerts (docs/alerts.md): conditions counted where they arise
+/// ([`Signals`], cheap on the ingest path), evaluated off the path on the
+/// server's clock ([`run`]), each (tenant, type, subject) transition-gated
+/// and debounced ([`debounce`]), stored on every engine ([`records`]) and
+/// notified, signed, through the tenant's and the operator's sinks, each a
+/// durable queue with a dispatcher of its own ([`sinks`]), the operator's
+/// held to a budget across tenants ([`operator`]); resolved alerts are
+/// kept `alerts.retention_secs`.
 #[derive(Clone)]
 pub struct Alerts {
     inner: Arc<Inner>,

@@ -1,10 +1,5 @@
-//! The operator's sink's budget: it hears of every tenant, so a flood of
-//! openings across many tenants (unsigned requests to each) would reach it
-//! one notification each. At most `alerts.operator_max_per_window` go out in
-//! each `alerts.operator_window_secs`, of every tenant together; the rest
-//! are held back and counted, and when the window ends one digest names
-//! how many were held back and for which tenants and types. Free of
-//! storage and time sources, like the debounce.
+//! The operator's sink's budget: how many notifications of every tenant
+//! together go out in each window, and the digest of those held back.
 
 use std::collections::HashMap;
 
@@ -17,6 +12,14 @@ use crate::ids::TenantId;
 pub const DIGEST_LISTS: usize = 50;
 
 /// The operator's sink's window and what it held back in it.
+///
+/// The operator's sink's budget: it hears of every tenant, so a flood of
+/// openings across many tenants (unsigned requests to each) would reach it
+/// one notification each. At most `alerts.operator_max_per_window` go out in
+/// each `alerts.operator_window_secs`, of every tenant together; the rest
+/// are held back and counted, and when the window ends one digest names
+/// how many were held back and for which tenants and types. Free of
+/// storage and time sources, like the debounce.
 #[derive(Debug)]
 pub struct OperatorBudget {
     max: u64,

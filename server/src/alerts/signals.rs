@@ -1,9 +1,5 @@
-//! Where conditions arise: one tenant's occurrence counters. The ingest
-//! path bumps an atomic (no await; a lock and an allocation only for the
-//! first change after each evaluation of the tenant, which puts it on the
-//! evaluator's list); a route's dispatcher, off that path, counts per route
-//! under a short lock. The evaluator reads the totals of the tenants on its
-//! list at its next tick.
+//! Where conditions arise: one tenant's occurrence counters, bumped on the
+//! ingest path and by its routes' dispatchers.
 
 use std::{
     collections::HashMap,
@@ -60,6 +56,13 @@ pub(crate) struct RouteReading {
 
 /// One tenant's occurrence totals since it started, kept across restarts
 /// of its actor (the registry holds them beside the rejection budget).
+///
+/// Where conditions arise: one tenant's occurrence counters. The ingest
+/// path bumps an atomic (no await; a lock and an allocation only for the
+/// first change after each evaluation of the tenant, which puts it on the
+/// evaluator's list); a route's dispatcher, off that path, counts per route
+/// under a short lock. The evaluator reads the totals of the tenants on its
+/// list at its next tick.
 #[derive(Debug)]
 pub struct Signals {
     tenant: [AtomicU64; AlertType::ALL.len()],

@@ -1,10 +1,5 @@
-//! A tenant's alert sinks: each is a queue of its own in the delivery
-//! store (scope `tenant~~alerts` for the tenant's sink, `tenant~~operator`
-//! for the operator's), forwarded by a dispatcher of its own with its own
-//! slots, breaker and retries, so notifications are durable, retried and
-//! go out while the tenant's routes are saturated or their breaker is
-//! open. No route is named so: they never show among the tenant's
-//! deliveries, dead letters or routes.
+//! A tenant's alert sinks: the tenant's and the operator's, each a queue of its
+//! own in the delivery store with a dispatcher of its own.
 
 use std::{sync::Arc, time::Duration};
 
@@ -47,6 +42,14 @@ pub struct SinkDelivery {
 }
 
 /// A sink to start: where, how and with which secret.
+///
+/// A tenant's alert sinks: each is a queue of its own in the delivery
+/// store (scope `tenant~~alerts` for the tenant's sink, `tenant~~operator`
+/// for the operator's), forwarded by a dispatcher of its own with its own
+/// slots, breaker and retries, so notifications are durable, retried and
+/// go out while the tenant's routes are saturated or their breaker is
+/// open. No route is named so: they never show among the tenant's
+/// deliveries, dead letters or routes.
 #[derive(Clone)]
 pub struct Sink {
     /// `alerts` (the tenant's) or `operator`.

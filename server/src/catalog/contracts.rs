@@ -1,9 +1,5 @@
 //! Contracts saved over the control plane, per tenant, kept as catalog rows
-//! ([`CatalogRows`]): the contract in force for each (type, version) in
-//! `contracts`, and its newest revision in `contract_revisions`, kept after
-//! a delete too, so each put gets a new revision number. A put removes the
-//! older revision rows (an older hookd kept every one), on every engine.
-//! Both go with the tenant when it is deleted ([`super::Catalog::delete`]).
+//! ([`CatalogRows`]).
 
 use std::sync::{Arc, Mutex};
 
@@ -46,6 +42,13 @@ pub struct NewContract {
 }
 
 /// Saved contracts of every tenant.
+///
+/// Contracts saved over the control plane, per tenant, kept as catalog rows
+/// ([`CatalogRows`]): the contract in force for each (type, version) in
+/// `contracts`, and its newest revision in `contract_revisions`, kept after
+/// a delete too, so each put gets a new revision number. A put removes the
+/// older revision rows (an older hookd kept every one), on every engine.
+/// Both go with the tenant when it is deleted (`super::Catalog::delete`).
 #[derive(Clone)]
 pub struct ContractStore {
     rows: Arc<dyn CatalogRows>,

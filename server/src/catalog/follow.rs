@@ -1,12 +1,4 @@
-//! Following catalog changes made by other processes sharing the store:
-//! each poll reads [`crate::store::api::Storage::catalog_version`], and
-//! when it moved, compares every stored tenant's rows with those this
-//! process last wrote or applied (its own writes are known already), then
-//! starts tenants created elsewhere, updates those updated, swaps the
-//! secrets of those rotated and stops those deleted, and recompiles the
-//! contracts of every running tenant (config-file ones too) whose saved
-//! contracts changed. Tokens need nothing: they are read from the shared
-//! rows on every request.
+//! Following catalog changes made by other processes sharing the store.
 
 use std::{
     collections::{HashMap, HashSet},
@@ -56,6 +48,16 @@ pub fn start_stored(
 }
 
 /// What a follower needs to start stored tenants, and what it saw last.
+///
+/// Following catalog changes made by other processes sharing the store:
+/// each poll reads [`crate::store::api::Storage::catalog_version`], and
+/// when it moved, compares every stored tenant's rows with those this
+/// process last wrote or applied (its own writes are known already), then
+/// starts tenants created elsewhere, updates those updated, swaps the
+/// secrets of those rotated and stops those deleted, and recompiles the
+/// contracts of every running tenant (config-file ones too) whose saved
+/// contracts changed. Tokens need nothing: they are read from the shared
+/// rows on every request.
 pub struct Follower {
     tenants: Arc<dyn Tenants>,
     store: Store,

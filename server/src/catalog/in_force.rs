@@ -1,8 +1,5 @@
-//! A tenant's set as it is put in force: its config file's contracts, then
-//! those saved over the control plane. A saved contract already compiled
-//! and unchanged is kept as it is, so a save compiles only what it saved;
-//! the others are compiled without their example check (it passed when
-//! they were saved), under today's cost bounds.
+//! A tenant's set of contracts as it is put in force: its config file's, then
+//! those saved over the control plane.
 
 use std::sync::Arc;
 
@@ -16,6 +13,12 @@ use crate::{
 /// what `previous` compiled and `fresh` (the contract just saved, compiled
 /// to check it). A saved contract that no longer compiles is logged and
 /// left out; one the config file declares is ignored.
+///
+/// A tenant's set as it is put in force: its config file's contracts, then
+/// those saved over the control plane. A saved contract already compiled
+/// and unchanged is kept as it is, so a save compiles only what it saved;
+/// the others are compiled without their example check (it passed when
+/// they were saved), under today's cost bounds.
 pub fn assemble(
     tenant: &TenantId,
     config: &ConfigContracts,

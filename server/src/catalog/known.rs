@@ -1,8 +1,5 @@
-//! Each stored tenant's rows as this process last wrote or applied them,
-//! as hashes: the catalog records its own writes here, and the follower
-//! of other processes' changes ([`crate::run`]) compares against it; it
-//! also hashes each tenant's saved contracts, to recompile them when
-//! another process changed them.
+//! Each stored tenant's rows as this process last wrote or applied them, as
+//! hashes, and each tenant's saved contracts' hashes.
 
 use std::{
     collections::HashMap,
@@ -18,6 +15,12 @@ pub(crate) type Fingerprint = (u64, u64);
 pub(crate) type Known = Arc<Mutex<HashMap<String, Fingerprint>>>;
 
 /// The fingerprint of a tenant's record row and sealed secrets row.
+///
+/// Each stored tenant's rows as this process last wrote or applied them,
+/// as hashes: the catalog records its own writes here, and the follower
+/// of other processes' changes ([`crate::run`]) compares against it; it
+/// also hashes each tenant's saved contracts, to recompile them when
+/// another process changed them.
 pub(crate) fn fingerprint(record: &[u8], secrets: Option<&[u8]>) -> Fingerprint {
     (hash(Some(record)), hash(secrets))
 }

@@ -1,18 +1,5 @@
-//! Tenants created over the control plane, persisted through the storage
-//! engine's catalog rows ([`crate::store::api::CatalogRows`]): settings in
-//! `tenants`, secrets sealed with the master key in `secrets` (see
-//! [`sealed`] for the format), tenant-scoped API tokens (hashed) in
-//! `tokens`.
-//!
-//! Every tenant has an incarnation: a fresh id when it is created over the
-//! API, [`CONFIG_INCARNATION`] when it comes from the config file. A token
-//! remembers the incarnation it was made for and is honoured only while its
-//! tenant's current incarnation is the same, so a later tenant with a
-//! re-used id never inherits it. A delete removes the tenant record, its
-//! secrets and its tokens in one transaction that also leaves a marker in
-//! `tenant_drops`; the tenant's data trees are dropped after, and a marker a
-//! crash left behind is finished when the catalog next opens. A tenant
-//! created under a used id starts with no data of the one before.
+//! Tenants created over the control plane: their settings, sealed secrets and
+//! hashed API tokens, persisted through the storage engine's catalog rows.
 
 pub mod contracts;
 pub mod follow;
@@ -79,6 +66,22 @@ pub struct SecretSet {
 /// The control plane's persistent state. Writes are applied in memory;
 /// callers make them durable with [`crate::store::api::Storage::durable_barrier`]
 /// before they answer.
+///
+/// Tenants created over the control plane, persisted through the storage
+/// engine's catalog rows ([`crate::store::api::CatalogRows`]): settings in
+/// `tenants`, secrets sealed with the master key in `secrets` (see
+/// [`sealed`] for the format), tenant-scoped API tokens (hashed) in
+/// `tokens`.
+///
+/// Every tenant has an incarnation: a fresh id when it is created over the
+/// API, [`CONFIG_INCARNATION`] when it comes from the config file. A token
+/// remembers the incarnation it was made for and is honoured only while its
+/// tenant's current incarnation is the same, so a later tenant with a
+/// re-used id never inherits it. A delete removes the tenant record, its
+/// secrets and its tokens in one transaction that also leaves a marker in
+/// `tenant_drops`; the tenant's data trees are dropped after, and a marker a
+/// crash left behind is finished when the catalog next opens. A tenant
+/// created under a used id starts with no data of the one before.
 #[derive(Clone)]
 pub struct Catalog {
     store: Store,

@@ -1,10 +1,5 @@
 //! What the catalog keeps of a tenant created over the control plane: the
-//! settings the API can set, in a record of their own (not the config
-//! file's schema), with the tenant defaults applied once, when it is made.
-//! Records written by older versions held the config file's `TenantConfig`
-//! under `config`; they still load, and the catalog rewrites them in this
-//! form when it opens. Records written before routes could be made over the
-//! API have no `routes`; they load with none.
+//! settings the API can set, in a record of their own.
 
 use hookd_proto::domain::{defaults, Scheme};
 use hookd_sdk::signature::HmacFields;
@@ -21,6 +16,14 @@ use crate::{
 };
 
 /// The settings of a tenant created over the API.
+///
+/// What the catalog keeps of a tenant created over the control plane: the
+/// settings the API can set, in a record of their own (not the config
+/// file's schema), with the tenant defaults applied once, when it is made.
+/// Records written by older versions held the config file's `TenantConfig`
+/// under `config`; they still load, and the catalog rewrites them in this
+/// form when it opens. Records written before routes could be made over the
+/// API have no `routes`; they load with none.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StoredTenant {
     /// The tenant.

@@ -1,14 +1,4 @@
 //! How a tenant's secrets are kept in the `secrets` tree.
-//!
-//! Current format: `hks2` then JSON naming each secret's kid beside its
-//! sealed value. Every value is sealed on its own with the tenant id and its
-//! kid as associated data (the destination secret under the kid
-//! [`DESTINATION_KID`]), and its metadata (creation, expiry) is sealed with
-//! it. A value moved to another tenant or kid does not open.
-//!
-//! Legacy format (before secrets were bound): `nonce || ciphertext+tag` of
-//! the whole set's JSON, without associated data. The catalog rewrites such
-//! rows in the current format when it opens, and reads nothing else after.
 
 use base64::{engine::general_purpose::STANDARD, Engine};
 use secrecy::{ExposeSecret, SecretString};
@@ -80,6 +70,16 @@ struct LegacyEntry {
 }
 
 /// Seals `set` as the row of `tenant`.
+///
+/// Current format: `hks2` then JSON naming each secret's kid beside its
+/// sealed value. Every value is sealed on its own with the tenant id and its
+/// kid as associated data (the destination secret under the kid
+/// [`DESTINATION_KID`]), and its metadata (creation, expiry) is sealed with
+/// it. A value moved to another tenant or kid does not open.
+///
+/// Legacy format (before secrets were bound): `nonce || ciphertext+tag` of
+/// the whole set's JSON, without associated data. The catalog rewrites such
+/// rows in the current format when it opens, and reads nothing else after.
 pub fn seal(key: &MasterKey, tenant: &str, set: &SecretSet) -> Vec<u8> {
     let entry = |e: &SecretEntry| {
         let mut plain = Zeroizing::new(Vec::with_capacity(128 + e.secret.expose_secret().len()));

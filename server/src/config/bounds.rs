@@ -1,8 +1,4 @@
 //! The one set of bounds on every number an operator or a tenant can set.
-//! The config file and the control plane both validate through
-//! `TenantConfig::resolve` and `Config::validate`, which check here, so a
-//! value is either refused with an error naming its key or is small enough
-//! that no duration, timer or cache built from it can overflow or panic.
 
 use crate::error::InvalidSetting;
 
@@ -10,6 +6,12 @@ use crate::error::InvalidSetting;
 const DAY: u64 = 86_400;
 
 /// An inclusive range of whole numbers.
+///
+/// The one set of bounds on every number an operator or a tenant can set.
+/// The config file and the control plane both validate through
+/// `TenantConfig::resolve` and `Config::validate`, which check here, so a
+/// value is either refused with an error naming its key or is small enough
+/// that no duration, timer or cache built from it can overflow or panic.
 #[derive(Debug, Clone, Copy)]
 pub struct Count {
     /// Smallest allowed value.

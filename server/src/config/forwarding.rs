@@ -1,9 +1,5 @@
-//! The forwarding half of a route, as written and as validated: where it
-//! sends (`destination`), how it retries, how many attempts it keeps in
-//! flight, its rate and its circuit breaker, and a route's transform. The
-//! default route reads these keys from the tenant itself, any other route
-//! from its `[[tenants.routes]]` entry; both are validated here, naming the
-//! key with the route's prefix.
+//! The forwarding half of a route, as written and as validated: destination,
+//! retries, in-flight attempts, rate, circuit breaker and transform.
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
@@ -19,6 +15,13 @@ use crate::{
 
 /// The forwarding fields of one route, with the key prefix its errors name
 /// (`routes[1] (audit).`, empty for the default route).
+///
+/// The forwarding half of a route, as written and as validated: where it
+/// sends (`destination`), how it retries, how many attempts it keeps in
+/// flight, its rate and its circuit breaker, and a route's transform. The
+/// default route reads these keys from the tenant itself, any other route
+/// from its `[[tenants.routes]]` entry; both are validated here, naming the
+/// key with the route's prefix.
 pub(super) struct Forwarding<'a> {
     pub(super) key: String,
     pub(super) destination: Option<&'a DestinationConfig>,

@@ -1,12 +1,4 @@
-//! The check-time budget of a contract. Every subschema of a compiled
-//! schema carries a step keyword counting what the check spends there (one
-//! step per subschema applied in place, times the size of the value: one
-//! more per 256 bytes of a string, per 16 items of an array or members of
-//! an object), so a check
-//! that would run past its budget stops at once and the body is refused
-//! instead of holding the HTTP worker: [`MAX_CHECK_STEPS`] to decide
-//! whether a body passes, [`MAX_LISTING_STEPS`] to list why one fails. Counting steps rather than
-//! time makes the answer the same for the same body on any machine.
+//! The check-time budget of a contract, counted in steps.
 
 use std::{
     cell::Cell,
@@ -52,6 +44,15 @@ thread_local! {
 pub(super) struct OverBudget;
 
 /// Runs `check` with `steps`; stops it when they run out.
+///
+/// Every subschema of a compiled schema carries a step keyword counting
+/// what the check spends there (one step per subschema applied in place,
+/// times the size of the value: one more per 256 bytes of a string, per 16
+/// items of an array or members of an object), so a check that would run
+/// past its budget stops at once and the body is refused instead of holding
+/// the HTTP worker: [`MAX_CHECK_STEPS`] to decide whether a body passes,
+/// [`MAX_LISTING_STEPS`] to list why one fails. Counting steps rather than
+/// time makes the answer the same for the same body on any machine.
 pub(super) fn within_budget<T>(steps: u64, check: impl FnOnce() -> T) -> Result<T, OverBudget> {
     let outer = LEFT.replace(Some(steps));
     let result = catch_unwind(AssertUnwindSafe(check));

@@ -18,6 +18,9 @@ use super::{
 use crate::ingest::{BodyError, Violation};
 
 /// One tenant's contracts, compiled, by type then version.
+///
+/// Published with its tenant's snapshot; [`TenantContracts::check`] checks
+/// a body against it.
 #[derive(Debug, Default)]
 pub struct TenantContracts {
     policy: Policy,

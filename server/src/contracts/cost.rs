@@ -1,8 +1,4 @@
-//! The static cost bounds of a schema, checked before it is compiled (when
-//! a contract is saved and when a saved one is loaded): how many subschemas
-//! it has as written and with every `$ref` expanded, how deep its `$ref`s
-//! nest, and how many `pattern`s it holds and how long they are. The walk
-//! is linear in the schema's size, whatever the schema.
+//! The static cost bounds of a schema, checked before it is compiled.
 
 use std::collections::{HashMap, HashSet};
 
@@ -111,6 +107,12 @@ fn subschemas<'s>(keyword: &str, value: &'s Value) -> Vec<&'s Value> {
 pub(super) struct OverBounds(String);
 
 /// Checks `schema` against the bounds.
+///
+/// The static cost bounds of a schema, checked before it is compiled (when
+/// a contract is saved and when a saved one is loaded): how many subschemas
+/// it has as written and with every `$ref` expanded, how deep its `$ref`s
+/// nest, and how many `pattern`s it holds and how long they are. The walk
+/// is linear in the schema's size, whatever the schema.
 pub(super) fn check(schema: &Value) -> Result<(), OverBounds> {
     let mut walk = Walk {
         root: schema,

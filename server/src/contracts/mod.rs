@@ -1,8 +1,5 @@
 //! Event contracts: per tenant, a JSON Schema (draft 2020-12) for each event
-//! type and optional version, read from body fields the tenant names. This
-//! module compiles them ([`Contract`]), caches a tenant's compiled set
-//! ([`TenantContracts`], published with its tenant's snapshot) and checks
-//! a body against it ([`TenantContracts::check`]).
+//! type and optional version, read from body fields the tenant names.
 
 mod budget;
 mod check;

@@ -1,12 +1,5 @@
 //! The destination address policy: which addresses a destination set over
-//! the control plane may reach. Loopback, private, link-local (cloud
-//! metadata), shared (CGNAT), multicast, unspecified, broadcast and other
-//! non-global ranges are denied, also when written as IPv4-mapped, NAT64,
-//! IPv4-compatible or 6to4 IPv6 addresses; the operator widens the policy
-//! with `[forward] allow_networks`. The check runs on the address actually
-//! connected to: [`GuardedResolver`] for names (so DNS rebinding cannot get
-//! around it) and [`AddressPolicy::check_url`] for literal addresses, which
-//! never reach a resolver.
+//! the control plane may reach.
 
 use std::{
     fmt,
@@ -194,6 +187,15 @@ impl DeniedAddress {
 }
 
 /// The default deny list plus the networks the operator allows.
+///
+/// Loopback, private, link-local (cloud metadata), shared (CGNAT),
+/// multicast, unspecified, broadcast and other non-global ranges are
+/// denied, also when written as IPv4-mapped, NAT64, IPv4-compatible or 6to4
+/// IPv6 addresses; the operator widens the policy with `[forward]
+/// allow_networks`. The check runs on the address actually connected to:
+/// [`GuardedResolver`] for names (so DNS rebinding cannot get around it)
+/// and [`AddressPolicy::check_url`] for literal addresses, which never
+/// reach a resolver.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AddressPolicy {
     allow: Vec<IpNet>,

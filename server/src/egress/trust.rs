@@ -1,9 +1,5 @@
-//! Which certificate authorities forwards trust. Every destination trusts
-//! the system's roots (the platform store, or `SSL_CERT_FILE` /
-//! `SSL_CERT_DIR`) and the public web roots compiled into hookd, so a
-//! machine without a CA bundle still reaches public destinations; on top of
-//! them, a private CA for every destination (`[forward] ca_file`) and one per
-//! destination (`[tenants.destination] ca_file`).
+//! Which certificate authorities forwards trust: the system's roots, the
+//! public web roots compiled into hookd, and private CAs configured on top.
 
 use std::path::Path;
 
@@ -29,6 +25,13 @@ pub fn load_ca_file(key: &str, path: &Path) -> Result<Vec<Certificate>, InvalidS
 }
 
 /// `builder` trusting the built-in roots plus `extra` (private CAs).
+///
+/// Which certificate authorities forwards trust. Every destination trusts
+/// the system's roots (the platform store, or `SSL_CERT_FILE` /
+/// `SSL_CERT_DIR`) and the public web roots compiled into hookd, so a
+/// machine without a CA bundle still reaches public destinations; on top of
+/// them, a private CA for every destination (`[forward] ca_file`) and one per
+/// destination (`[tenants.destination] ca_file`).
 pub fn trust(
     mut builder: reqwest::ClientBuilder,
     extra: impl IntoIterator<Item = Certificate>,

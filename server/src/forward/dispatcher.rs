@@ -1,11 +1,5 @@
-//! One tenant's forwarding loop: takes due deliveries from its queue,
-//! runs at most `max_in_flight` attempts at once (so a slow destination only
-//! ever holds its own tenant's slots; fewer while an adaptive limit backs
-//! off, `forward/adaptive.rs`), and records every outcome. Outcomes
-//! are reported (log, metrics, feed) only once they are on disk, so after a
-//! crash only attempts still in flight are sent again. A destination set over
-//! the control plane gets a client whose resolver enforces the destination
-//! address policy, with no redirects and no proxy.
+//! One tenant's forwarding loop: takes due deliveries from its queue, runs the
+//! attempts and records every outcome.
 
 use std::{collections::HashSet, future::Future, pin::Pin, sync::Arc, time::Instant};
 
@@ -141,6 +135,15 @@ pub struct DispatcherParts {
 }
 
 /// The forwarding loop of one tenant.
+///
+/// One tenant's forwarding loop: takes due deliveries from its queue,
+/// runs at most `max_in_flight` attempts at once (so a slow destination only
+/// ever holds its own tenant's slots; fewer while an adaptive limit backs
+/// off, `forward/adaptive.rs`), and records every outcome. Outcomes
+/// are reported (log, metrics, feed) only once they are on disk, so after a
+/// crash only attempts still in flight are sent again. A destination set over
+/// the control plane gets a client whose resolver enforces the destination
+/// address policy, with no redirects and no proxy.
 pub struct Dispatcher {
     tenant: TenantId,
     route: String,

@@ -1,15 +1,5 @@
-//! A dispatcher's right to forward its tenant's deliveries
-//! ([`crate::store::api::Storage::claim_forwarding`]): of several processes
-//! sharing one store, one at a time holds a tenant's lease, so its
-//! `max_in_flight`, delivery rate and breaker hold for the tenant as a
-//! whole. The holder renews it every third of the lease; a process that
-//! does not hold it asks again every second, so it takes the tenant over
-//! soon after a dead holder's lease runs out (a process shutting down gives
-//! its leases up: [`crate::tenant::Registry::release_leases`]). Leases run
-//! on real time (the database's), never on a test's clock. A claim hands
-//! back the lease's [`Fence`]: each attempt is claimed and recorded under
-//! it, so a holder that stalled past its lease stays out once another took
-//! the tenant over.
+//! A dispatcher's right to forward its tenant's deliveries, held by one
+//! process at a time of several sharing one store.
 
 use std::{
     sync::Arc,
@@ -44,6 +34,19 @@ impl LeaseTerms {
 }
 
 /// One tenant's lease as its dispatcher sees it.
+///
+/// A dispatcher's right to forward its tenant's deliveries
+/// ([`crate::store::api::Storage::claim_forwarding`]): of several processes
+/// sharing one store, one at a time holds a tenant's lease, so its
+/// `max_in_flight`, delivery rate and breaker hold for the tenant as a
+/// whole. The holder renews it every third of the lease; a process that
+/// does not hold it asks again every second, so it takes the tenant over
+/// soon after a dead holder's lease runs out (a process shutting down gives
+/// its leases up: [`crate::tenant::Registry::release_leases`]). Leases run
+/// on real time (the database's), never on a test's clock. A claim hands
+/// back the lease's [`Fence`]: each attempt is claimed and recorded under
+/// it, so a holder that stalled past its lease stays out once another took
+/// the tenant over.
 pub(super) struct ForwardLease {
     store: Store,
     tenant: TenantId,

@@ -1,8 +1,5 @@
-//! A round of a dispatcher's finished attempts: what each one led to
-//! ([`Decided`]), and how the round is written (queue entries without an
-//! event dropped, the attempts recorded at once by
-//! [`crate::store::api::TenantData::record_attempts`], durable when it
-//! returns) into the outcomes the dispatcher then reports ([`Recorded`]).
+//! A round of a dispatcher's finished attempts: what each one led to, and how
+//! the round is written.
 
 use super::attempt::AttemptResult;
 use crate::{
@@ -45,6 +42,12 @@ pub(super) enum Decided {
 /// Writes a round of decided outcomes: queue entries with no event are
 /// dropped, the attempts recorded as one round (durable when it returns);
 /// returns the ones recorded, to report.
+///
+/// A round of a dispatcher's finished attempts: what each one led to
+/// ([`Decided`]), and how the round is written (queue entries without an
+/// event dropped, the attempts recorded at once by
+/// [`crate::store::api::TenantData::record_attempts`], durable when it
+/// returns) into the outcomes the dispatcher then reports ([`Recorded`]).
 pub(super) async fn write_round(
     data: &TenantStore,
     (tenant, route): (&TenantId, &str),

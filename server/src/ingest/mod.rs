@@ -1,9 +1,5 @@
-//! The ingest path's own vocabulary, free of HTTP routing: what the HTTP
-//! worker hands a tenant's ingest gate ([`Ingest`]), the gate's [`Answer`],
-//! what it answers for one delivery ([`IngestOutcome`]) or why it refused
-//! it ([`IngestError`]). `error.rs` turns an [`IngestError`] into the sender's
-//! answer; telemetry and the ingress read these types without reaching into
-//! the tenant module.
+//! The ingest path's own vocabulary, free of HTTP routing: [`Ingest`], the
+//! gate's [`Answer`], [`IngestOutcome`] and [`IngestError`].
 
 mod answer;
 
@@ -117,6 +113,10 @@ pub struct IngestOutcome {
 }
 
 /// Why a delivery was not accepted; nothing was stored or acknowledged.
+///
+/// `error.rs` turns an [`IngestError`] into the sender's answer; telemetry
+/// and the ingress read these types without reaching into the tenant
+/// module.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum IngestError {
     /// The signature or its timestamp did not check out.

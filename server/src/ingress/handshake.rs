@@ -1,8 +1,5 @@
 //! Handshakes at the HTTP edge: the checks Slack, Zoom, Meta, Twitch, Discord
-//! and Okta make of `/hooks/{tenant_id}` before they send events. Answered
-//! only for a tenant whose scheme expects that handshake and, where the
-//! provider signs it, only once the signature verifies; logged and counted
-//! (`hookd_handshakes_total`), never stored or forwarded as an event.
+//! and Okta make of `/hooks/{tenant_id}` before they send events.
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use hookd_sdk::signature::handshake::{HandshakeError, Reply};
@@ -33,6 +30,12 @@ pub async fn get(req: HttpRequest, tenant: &str, state: web::Data<AppState>) -> 
 
 /// The handshake answer to `req` with `body`, or its refusal, when it is
 /// the handshake `handle`'s scheme expects; `None` otherwise.
+///
+/// Handshakes at the HTTP edge: the checks Slack, Zoom, Meta, Twitch, Discord
+/// and Okta make of `/hooks/{tenant_id}` before they send events. Answered
+/// only for a tenant whose scheme expects that handshake and, where the
+/// provider signs it, only once the signature verifies; logged and counted
+/// (`hookd_handshakes_total`), never stored or forwarded as an event.
 pub(super) fn answer(
     handle: &TenantHandle,
     services: &Services,

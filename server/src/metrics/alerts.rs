@@ -1,10 +1,5 @@
-//! Alerts of one `tenant` label: `hookd_alerts_open{tenant,type}` (open or
-//! acknowledged alerts now) and `hookd_alert_notifications_total{tenant,
-//! type,outcome}` (`queued`: written to a sink's queue, whose attempts are
-//! `hookd_forward_attempts_total` of route `~alerts` or `~operator`;
-//! `failed`: it could not be queued; `held`: the operator's sink's budget
-//! held it back for the window's digest). Series appear with a type's
-//! first alert.
+//! Alerts of one `tenant` label: `hookd_alerts_open` and
+//! `hookd_alert_notifications_total`.
 
 use hookd_proto::domain::AlertType;
 use prometheus_client::metrics::{counter::Counter, family::Family, gauge::Gauge};
@@ -12,6 +7,14 @@ use prometheus_client::metrics::{counter::Counter, family::Family, gauge::Gauge}
 use super::Labels;
 
 /// One label's alert gauges and counters.
+///
+/// Alerts of one `tenant` label: `hookd_alerts_open{tenant,type}` (open or
+/// acknowledged alerts now) and `hookd_alert_notifications_total{tenant,
+/// type,outcome}` (`queued`: written to a sink's queue, whose attempts are
+/// `hookd_forward_attempts_total` of route `~alerts` or `~operator`;
+/// `failed`: it could not be queued; `held`: the operator's sink's budget
+/// held it back for the window's digest). Series appear with a type's
+/// first alert.
 pub struct AlertMetrics {
     label: String,
     open: Family<Labels, Gauge>,

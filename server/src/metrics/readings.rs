@@ -1,9 +1,5 @@
 //! Everything a scrape reads of tenant and storage state, in one place
-//! ([`read_storage`]): the running tenants' routes' queue and dead-letter gauges
-//! (kept by storage as entries come and go), the most overdue queue entry,
-//! and the group committer's counts. On sled its cost does not grow with
-//! backlog; on PostgreSQL every route's counts are read in one statement
-//! per thousand routes.
+//! ([`read_storage`]).
 
 use std::{collections::BTreeMap, sync::Arc};
 
@@ -44,6 +40,13 @@ pub struct TenantSource {
 
 /// Reads the queue gauges of every route of the running tenants and the committer's
 /// counts; the age of the oldest due entry is measured against `now_ms`.
+///
+/// Everything a scrape reads of tenant and storage state, in one place
+/// ([`read_storage`]): the running tenants' routes' queue and dead-letter gauges
+/// (kept by storage as entries come and go), the most overdue queue entry,
+/// and the group committer's counts. On sled its cost does not grow with
+/// backlog; on PostgreSQL every route's counts are read in one statement
+/// per thousand routes.
 pub fn read_storage(tenants: &[TenantSource], store: &dyn Storage, now_ms: i64) -> StorageReadings {
     let mut queues: BTreeMap<(String, String), QueueGauges> = BTreeMap::new();
     let data: Vec<TenantStore> = tenants.iter().map(|t| t.data.clone()).collect();

@@ -1,9 +1,5 @@
-//! The forwarding handles of one route: attempts by outcome, their latency,
-//! open circuit breakers, the concurrency limit and transform runs, labelled by its tenant's
-//! `tenant` label and a `route` label. Route labels are bounded per tenant
-//! label ([`MAX_ROUTE_LABELS`], then `other`); the routes of tenants past
-//! the tenant-label cap share `route="other"` (their default routes
-//! `route="default"`), so no route name of theirs becomes a label.
+//! The forwarding handles of one route, labelled by its tenant's `tenant`
+//! label and a `route` label.
 
 use std::sync::{
     atomic::{AtomicUsize, Ordering},
@@ -51,6 +47,13 @@ impl TransformRun {
 
 /// The handles of one (`tenant`, `route`) label pair. Every series of it
 /// exists from the start, at 0.
+///
+/// The forwarding handles of one route: attempts by outcome, their latency,
+/// open circuit breakers, the concurrency limit and transform runs, labelled by its tenant's
+/// `tenant` label and a `route` label. Route labels are bounded per tenant
+/// label ([`MAX_ROUTE_LABELS`], then `other`); the routes of tenants past
+/// the tenant-label cap share `route="other"` (their default routes
+/// `route="default"`), so no route name of theirs becomes a label.
 pub struct RouteMetrics {
     tenant: Arc<TenantMetrics>,
     route: String,

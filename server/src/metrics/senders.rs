@@ -1,8 +1,5 @@
-//! What senders send, per `tenant` label: the clock skew of accepted
-//! deliveries of timestamped schemes (hookd's clock minus the signed
-//! timestamp; a histogram and the median of the recent ones) and deliveries
-//! by event type (accepted, or refused by a contract), event-type label
-//! values capped per tenant label like tenant labels are.
+//! What senders send, per `tenant` label: clock skew of timestamped schemes
+//! and deliveries by event type.
 
 use std::{
     collections::{BTreeMap, VecDeque},
@@ -93,6 +90,12 @@ impl Skew {
 }
 
 /// The sender metrics of one `tenant` label.
+///
+/// What senders send, per `tenant` label: the clock skew of accepted
+/// deliveries of timestamped schemes (hookd's clock minus the signed
+/// timestamp; a histogram and the median of the recent ones) and deliveries
+/// by event type (accepted, or refused by a contract), event-type label
+/// values capped per tenant label like tenant labels are.
 pub struct SenderMetrics {
     label: String,
     skew: Mutex<Skew>,

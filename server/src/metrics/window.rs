@@ -1,11 +1,5 @@
-//! Ingest counts of each tenant over the last day, in one-minute buckets on
-//! hookd's clock, so the dashboard can show the last hour and day: accepted,
-//! duplicates and rejections by code. Kept in memory by each process; after
-//! a restart the accepted counts of the time before it are seeded once from
-//! the stored deliveries ([`IngestWindows::to_seed`]), while duplicates and
-//! rejections start at zero. A tenant's buckets older than a day are
-//! dropped as it records, and only running tenants record, so a sender
-//! cannot make entries.
+//! Ingest counts of each tenant over the last day, in one-minute buckets, for
+//! the dashboard's last hour and day.
 
 use std::{
     collections::{BTreeMap, HashMap, VecDeque},
@@ -57,6 +51,15 @@ struct TenantWindow {
 }
 
 /// Every tenant's buckets.
+///
+/// Ingest counts of each tenant over the last day, in one-minute buckets on
+/// hookd's clock, so the dashboard can show the last hour and day: accepted,
+/// duplicates and rejections by code. Kept in memory by each process; after
+/// a restart the accepted counts of the time before it are seeded once from
+/// the stored deliveries ([`IngestWindows::to_seed`]), while duplicates and
+/// rejections start at zero. A tenant's buckets older than a day are
+/// dropped as it records, and only running tenants record, so a sender
+/// cannot make entries.
 #[derive(Debug, Default)]
 pub struct IngestWindows {
     tenants: Mutex<HashMap<TenantId, TenantWindow>>,

@@ -1,8 +1,4 @@
-//! The data dir kept to hookd's own user: tenants' payloads, the log and
-//! the keys are read by no other local account. Once at start, the
-//! process's file-creation mask drops every group and other bit (so every
-//! file sled, the write-ahead log and the keyring create is `0600`, every
-//! directory `0700`), and what an older hookd left readable is tightened.
+//! The data dir kept to hookd's own user: read by no other local account.
 
 use std::{
     fs::Permissions,
@@ -19,6 +15,12 @@ const NOT_OURS: u32 = 0o077;
 /// Masks group and other bits off everything this process creates from
 /// now on (keeping any stricter mask it started with), creates `data_dir`
 /// `0700` and takes group and other bits off what is already in it.
+///
+/// The data dir kept to hookd's own user: tenants' payloads, the log and
+/// the keys are read by no other local account. Once at start, the
+/// process's file-creation mask drops every group and other bit (so every
+/// file sled, the write-ahead log and the keyring create is `0600`, every
+/// directory `0700`), and what an older hookd left readable is tightened.
 pub(super) fn keep_private(data_dir: &Path) -> io::Result<()> {
     let before = umask(Mode::from_raw_mode(NOT_OURS));
     umask(before | Mode::from_raw_mode(NOT_OURS));

@@ -1,13 +1,5 @@
-//! Retention: every `sweep_interval_secs`, one pass over every tenant the
-//! registry holds (whether its actor runs or has stopped idle) removes
-//! everything past its retention: delivered events, dead letters (and the
-//! originals they were redelivered from), idempotency records and recorded
-//! rejections. A pass is sized to what is due: it gives each tenant one
-//! bounded batch in turn, yielding between batches, and goes round again
-//! until no tenant has anything due left, so a busy tenant is swept as fast
-//! as it writes and cannot hold up the others. Idempotency records, which
-//! only a scan of every record finds old, are scanned in cycles spread
-//! over many passes ([`pacing`]).
+//! Retention: the periodic pass over every tenant that removes everything past
+//! its retention.
 
 mod pacing;
 
@@ -106,6 +98,17 @@ impl SinkHandles {
 /// Sweeps forever; dropped with the server. The registry holds every
 /// tenant that started, with its data handle, whether its gate runs or
 /// stopped idle, so a tenant quiet since its data was written is swept too.
+///
+/// Retention: every `sweep_interval_secs`, one pass over every tenant the
+/// registry holds (whether its actor runs or has stopped idle) removes
+/// everything past its retention: delivered events, dead letters (and the
+/// originals they were redelivered from), idempotency records and recorded
+/// rejections. A pass is sized to what is due: it gives each tenant one
+/// bounded batch in turn, yielding between batches, and goes round again
+/// until no tenant has anything due left, so a busy tenant is swept as fast
+/// as it writes and cannot hold up the others. Idempotency records, which
+/// only a scan of every record finds old, are scanned in cycles spread
+/// over many passes ([`pacing`]).
 pub async fn run((registry, services): (Registry, Arc<Services>), retention: RetentionConfig) {
     if let Some(warning) = retention.sender_retry_warning() {
         tracing::warn!("{warning}");

@@ -1,19 +1,4 @@
 //! How much of each data handle's idempotency log a pass scans.
-//!
-//! Idempotency records are keyed by event id, not by time, so the old ones
-//! are found only by reading every record. Read whole at every pass, that
-//! is the whole log (a week of events by default) every minute: work that
-//! grows with the log, not with what expires. So each handle's scan is a
-//! **cycle** over its log, begun at most once per cycle length (a 24th of
-//! the idempotency retention, and at least one pass) and spread over the
-//! passes of the cycle: each pass scans as many records as the handle's
-//! last whole cycle counted, divided by the passes in a cycle, and a
-//! quarter more for growth (at least one sweep batch). A handle's first
-//! cycle begins one cycle length after a start (or after the handle first
-//! appears), so a restart under load is not met by a scan of every log,
-//! and scans its log whole in one pass. Every record is read about 24
-//! times over its life, whatever the log's length, and one is forgotten at
-//! most about two cycles (a twelfth of the retention) after it expired.
 
 use std::collections::HashMap;
 
@@ -23,6 +8,21 @@ use crate::{config::RetentionConfig, ids::TenantId};
 const CYCLES_PER_RETENTION: i64 = 24;
 
 /// The scans of every data handle, kept from pass to pass.
+///
+/// Idempotency records are keyed by event id, not by time, so the old ones
+/// are found only by reading every record. Read whole at every pass, that
+/// is the whole log (a week of events by default) every minute: work that
+/// grows with the log, not with what expires. So each handle's scan is a
+/// **cycle** over its log, begun at most once per cycle length (a 24th of
+/// the idempotency retention, and at least one pass) and spread over the
+/// passes of the cycle: each pass scans as many records as the handle's
+/// last whole cycle counted, divided by the passes in a cycle, and a
+/// quarter more for growth (at least one sweep batch). A handle's first
+/// cycle begins one cycle length after a start (or after the handle first
+/// appears), so a restart under load is not met by a scan of every log,
+/// and scans its log whole in one pass. Every record is read about 24
+/// times over its life, whatever the log's length, and one is forgotten at
+/// most about two cycles (a twelfth of the retention) after it expired.
 pub struct Pacing {
     /// How often a handle's scan begins, at most.
     cycle_ms: i64,

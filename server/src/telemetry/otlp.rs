@@ -1,13 +1,5 @@
-//! OTLP export of spans, switched on by the standard OpenTelemetry
-//! variables, over gRPC or HTTP with protobuf bodies as
-//! `OTEL_EXPORTER_OTLP_PROTOCOL` (or `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`)
-//! says: `grpc` (the default) or `http/protobuf`. Both check an `https://`
-//! collector's certificate against the system's roots. The exporter lives
-//! on a small runtime of its own, never on an actix thread: flushing it
-//! from actix's current-thread runtime stalls and loses the spans. Spans
-//! leave through a batch processor (its own thread, bounded queue), so the
-//! request path never waits on the collector; [`OtlpExport::shutdown`]
-//! flushes what is left.
+//! OTLP export of spans over gRPC or HTTP, switched on by the standard
+//! OpenTelemetry variables.
 
 use std::time::Duration;
 
@@ -88,6 +80,17 @@ impl OtlpProtocol {
 
 /// A running OTLP pipeline: the tracer provider and the runtime its
 /// exporter runs on.
+///
+/// OTLP export of spans, switched on by the standard OpenTelemetry
+/// variables, over gRPC or HTTP with protobuf bodies as
+/// `OTEL_EXPORTER_OTLP_PROTOCOL` (or `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`)
+/// says: `grpc` (the default) or `http/protobuf`. Both check an `https://`
+/// collector's certificate against the system's roots. The exporter lives
+/// on a small runtime of its own, never on an actix thread: flushing it
+/// from actix's current-thread runtime stalls and loses the spans. Spans
+/// leave through a batch processor (its own thread, bounded queue), so the
+/// request path never waits on the collector; [`OtlpExport::shutdown`]
+/// flushes what is left.
 pub struct OtlpExport {
     provider: SdkTracerProvider,
     runtime: tokio::runtime::Runtime,

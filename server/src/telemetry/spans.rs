@@ -1,11 +1,5 @@
-//! The spans of one delivery: `hookd.ingest` per request (a server span, a
-//! child of the sender's `traceparent` when it sends one), `hookd.actor`
-//! and `hookd.commit` under it, and `hookd.forward` per attempt (a client
-//! span), a child of the ingest span however much later it runs, whose
-//! context travels to the destination as `traceparent`. HTTP attributes
-//! follow the OpenTelemetry semantic conventions; hookd's own are in the
-//! `hookd.` namespace ([`attrs`](super::attrs)). Span attributes carry ids,
-//! never secrets, tokens, URL queries or bodies.
+//! The spans of one delivery, from `hookd.ingest` to each attempt's
+//! `hookd.forward`, and the trace context they carry.
 
 use actix_web::{http::header::HeaderMap, HttpRequest};
 use hookd_sdk::signature::Scheme;
@@ -84,6 +78,15 @@ impl ForwardTarget {
 }
 
 /// Starts and ends hookd's spans on one tracer provider.
+///
+/// The spans of one delivery: `hookd.ingest` per request (a server span, a
+/// child of the sender's `traceparent` when it sends one), `hookd.actor`
+/// and `hookd.commit` under it, and `hookd.forward` per attempt (a client
+/// span), a child of the ingest span however much later it runs, whose
+/// context travels to the destination as `traceparent`. HTTP attributes
+/// follow the OpenTelemetry semantic conventions; hookd's own are in the
+/// `hookd.` namespace (`super::attrs`). Span attributes carry ids,
+/// never secrets, tokens, URL queries or bodies.
 #[derive(Clone, Debug)]
 pub struct Spans {
     tracer: SdkTracer,

@@ -1,8 +1,4 @@
-//! The tenant actor: the one owner and only writer of its running tenant —
-//! the snapshot of settings, contracts and routes it publishes, each
-//! route's dispatcher, its ingest gate. Every change is a [`Change`]
-//! message handled in order on its arbiter's thread, so the mailbox is the
-//! order of changes; the handler restarts only what the change touched.
+//! The tenant actor: the one owner and only writer of its running tenant.
 
 use std::sync::Arc;
 
@@ -22,6 +18,12 @@ use crate::{
 };
 
 /// One tenant's actor.
+///
+/// The tenant actor: the one owner and only writer of its running tenant —
+/// the snapshot of settings, contracts and routes it publishes, each
+/// route's dispatcher, its ingest gate. Every change is a [`Change`]
+/// message handled in order on its arbiter's thread, so the mailbox is the
+/// order of changes; the handler restarts only what the change touched.
 pub struct TenantActor {
     state: Arc<TenantState>,
     services: Arc<Services>,

@@ -1,11 +1,5 @@
 //! A tenant's route filters on an accepted event, under their step budget:
-//! each filter first gets [`INLINE_STEPS`] on the HTTP worker that holds
-//! the request (what nearly every filter needs); if one runs out there,
-//! every filter is evaluated again on a filter thread with
-//! [`MAX_FILTER_STEPS`] each and [`MAX_EVENT_FILTER_STEPS`] in all, so a
-//! costly filter never holds the worker (and the requests of other tenants
-//! it serves). A filter out of its steps there does not pass the event,
-//! and says so in the log.
+//! inline on the HTTP worker, then on a filter thread if that is not enough.
 
 use std::{borrow::Cow, sync::Arc};
 
@@ -36,6 +30,15 @@ pub(super) struct FilterWork {
 /// thread, or what a filter thread needs to decide them. `read` is the
 /// headers and the body as filters see it (a form's JSON view); both are
 /// read only when one of the routes has a filter.
+///
+/// A tenant's route filters on an accepted event, under their step budget:
+/// each filter first gets [`INLINE_STEPS`] on the HTTP worker that holds
+/// the request (what nearly every filter needs); if one runs out there,
+/// every filter is evaluated again on a filter thread with
+/// [`MAX_FILTER_STEPS`] each and [`MAX_EVENT_FILTER_STEPS`] in all, so a
+/// costly filter never holds the worker (and the requests of other tenants
+/// it serves). A filter out of its steps there does not pass the event,
+/// and says so in the log.
 pub(super) fn filter_inline(
     settings: &Arc<TenantSettings>,
     msg: &Ingest,

@@ -1,8 +1,5 @@
-//! Tenants: each running tenant's actor, the one owner of its state (the
-//! snapshot of settings, keys, contracts and routes it publishes, its
-//! route dispatchers, its ingest gate), the registry mapping ids to them,
-//! the services they share, and the checks a delivery passes inside its
-//! tenant.
+//! Tenants: each running tenant's actor, the registry mapping ids to them, the
+//! services they share, and the checks a delivery passes inside its tenant.
 
 mod actor;
 mod commit;

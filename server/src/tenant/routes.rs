@@ -1,8 +1,4 @@
-//! A running tenant's routes and what they make of an accepted event: each
-//! route has its own storage scope (the default
-//! route's is the tenant's own), the wake of its own dispatcher and that
-//! dispatcher, so a slow or failing destination only ever holds up its own
-//! route's deliveries.
+//! A running tenant's routes and what they make of an accepted event.
 
 use std::sync::Arc;
 
@@ -24,6 +20,12 @@ use crate::{
 };
 
 /// One route of a running tenant.
+///
+/// A running tenant's routes and what they make of an accepted event: each
+/// route has its own storage scope (the default
+/// route's is the tenant's own), the wake of its own dispatcher and that
+/// dispatcher, so a slow or failing destination only ever holds up its own
+/// route's deliveries.
 #[derive(Clone)]
 pub struct RouteHandle {
     /// Its name (`default` for the tenant's own destination).

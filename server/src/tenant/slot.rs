@@ -1,8 +1,5 @@
 //! Where a tenant's ingest gate lives: started on its first delivery and
-//! dropped once the tenant has been quiet for `[limits] tenant_idle_secs`,
-//! so a quiet tenant costs its published snapshot, not a replay scope and
-//! a rate limiter; the durable idempotency log keeps duplicates out while
-//! the replay scope is gone.
+//! dropped once the tenant has been quiet for `[limits] tenant_idle_secs`.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -16,6 +13,12 @@ use crate::{
 };
 
 /// One tenant's gate, when it runs.
+///
+/// Where a tenant's ingest gate lives: started on its first delivery and
+/// dropped once the tenant has been quiet for `[limits] tenant_idle_secs`,
+/// so a quiet tenant costs its published snapshot, not a replay scope and
+/// a rate limiter; the durable idempotency log keeps duplicates out while
+/// the replay scope is gone.
 pub(crate) struct GateSlot {
     published: Arc<Published>,
     parts: GateParts,

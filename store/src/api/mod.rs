@@ -1,17 +1,5 @@
-//! The storage API: what hookd asks of a storage engine, in its own
-//! vocabulary (deliveries, attempts, queue entries, dead letters, catalog
-//! rows), with no engine's types in it, and the values that cross it
-//! ([`NewDelivery`], [`CommitOutcome`], [`Rejection`], [`RejectionFilter`]).
-//! This file holds the store-wide API ([`Storage`]); one tenant's is in
-//! `tenant.rs`, the catalog's rows in `catalog.rs`, refusals in
-//! `rejections.rs`, a new event in `delivery.rs`. sled is the embedded
-//! engine ([`super::SledStore`]); PostgreSQL implements the same traits.
-//!
-//! Methods returning a value block on storage: call them on a blocking
-//! thread ([`blocking`]), never on an async worker. Methods returning a
-//! future ([`TenantData::commit`], [`TenantData::record_attempts`],
-//! [`Storage::durable_barrier`], [`Storage::drop_tenant_trees`]) wait for
-//! durability without blocking.
+//! The storage API: what hookd asks of a storage engine, in its own vocabulary
+//! and with no engine's types in it, and the store-wide trait ([`Storage`]).
 
 mod catalog;
 mod delivery;
@@ -135,6 +123,21 @@ pub struct CommitFigures {
 }
 
 /// A storage engine.
+///
+/// The storage API is what hookd asks of a storage engine, in its own
+/// vocabulary (deliveries, attempts, queue entries, dead letters, catalog
+/// rows), with no engine's types in it, and the values that cross it
+/// ([`NewDelivery`], [`CommitOutcome`], [`Rejection`], [`RejectionFilter`]).
+/// This trait is the store-wide API; one tenant's is in
+/// `tenant.rs`, the catalog's rows in `catalog.rs`, refusals in
+/// `rejections.rs`, a new event in `delivery.rs`. sled is the embedded
+/// engine ([`super::SledStore`]); PostgreSQL implements the same traits.
+///
+/// Methods returning a value block on storage: call them on a blocking
+/// thread ([`blocking`]), never on an async worker. Methods returning a
+/// future ([`TenantData::commit`], [`TenantData::record_attempts`],
+/// [`Storage::durable_barrier`], [`Storage::drop_tenant_trees`]) wait for
+/// durability without blocking.
 pub trait Storage: Send + Sync + 'static {
     /// A handle on one tenant's data (cheap; the first call may count its
     /// queue once).

@@ -1,8 +1,5 @@
-//! Conformance of retention: bounded sweep steps, taken until one says
-//! nothing more is due (as the sweeper's pass takes them), remove
-//! everything due however many batches it takes, and dead letters and the
-//! originals of redeliveries go once past their retention, while what is
-//! not due stays.
+//! Conformance of retention: bounded sweep steps remove everything due, dead
+//! letters and redeliveries' originals included, and leave what is not due.
 
 use super::{accepted, attempt, tenant, Engine};
 use crate::{

@@ -1,9 +1,5 @@
-//! Conformance of the statuses a route gives a delivery without sending
-//! it: a default delivery whose filter failed (`filtered`) or an event no
-//! route passed (`unrouted`) is final at receipt, never queued, keeps which
-//! route got which delivery, and goes with retention like a delivered one;
-//! a transform's failure is a dead letter (`transform_failed`), its drop
-//! final (`dropped`).
+//! Conformance of the statuses a route gives a delivery without sending it:
+//! `filtered`, `unrouted`, `transform_failed` and `dropped`.
 
 use super::{attempt, new_delivery, only_entry, tenant, Engine};
 use crate::{
@@ -21,6 +17,9 @@ fn outcome(route: &str, delivery_id: Option<&DeliveryId>, filtered: bool) -> Rou
     }
 }
 
+/// A default delivery whose filter failed (`filtered`) or an event no
+/// route passed (`unrouted`) is final at receipt, never queued, keeps which
+/// route got which delivery, and goes with retention like a delivered one.
 pub(super) async fn filtered_and_unrouted_are_final_at_receipt_and_swept(engine: Engine) {
     let data = tenant(&engine, "acme");
     let mut none = new_delivery("evt_none", 1_000, None);
@@ -113,6 +112,8 @@ pub(super) async fn filtered_and_unrouted_are_final_at_receipt_and_swept(engine:
     assert_eq!(&kept.body[..], br#"{"event":"evt_some"}"#);
 }
 
+/// A transform's failure is a dead letter (`transform_failed`), its drop
+/// final (`dropped`).
 pub(super) async fn a_transform_failure_is_a_dead_letter_and_a_drop_is_final(engine: Engine) {
     let data = tenant(&engine, "acme");
     let failed = super::accepted(&data, "evt_fail", 1_000).await;

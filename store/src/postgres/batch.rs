@@ -1,12 +1,5 @@
-//! One group commit's transaction on PostgreSQL in a fixed number of round
-//! trips, whatever the batch's size: the catalog check of its tenants, ONE
-//! multi-row `INSERT .. SELECT FROM unnest(..) ON CONFLICT DO NOTHING
-//! RETURNING` of every idempotency key (event ids and content keys), then,
-//! pipelined on the connection, the first deliveries of the keys that were
-//! known, the release of the keys of writes that turned out duplicates, and
-//! one multi-row insert each of the new events, states, queue entries and
-//! delivered-index keys; then `COMMIT`. The statements are prepared once
-//! per connection.
+//! One group commit's transaction on PostgreSQL, in a fixed number of round
+//! trips whatever the batch's size.
 
 use std::collections::{HashMap, HashSet};
 
@@ -47,6 +40,16 @@ type Key = (String, Vec<u8>);
 /// (the caller splits a batch so): the outcomes in their order, `None` for
 /// an item of a stored tenant no longer stored (deleted by any process),
 /// of which nothing is written.
+///
+/// One group commit's transaction on PostgreSQL in a fixed number of round
+/// trips, whatever the batch's size: the catalog check of its tenants, ONE
+/// multi-row `INSERT .. SELECT FROM unnest(..) ON CONFLICT DO NOTHING
+/// RETURNING` of every idempotency key (event ids and content keys), then,
+/// pipelined on the connection, the first deliveries of the keys that were
+/// known, the release of the keys of writes that turned out duplicates, and
+/// one multi-row insert each of the new events, states, queue entries and
+/// delivered-index keys; then `COMMIT`. The statements are prepared once
+/// per connection.
 pub(super) async fn commit(db: &Db, items: &[Item<'_>]) -> Result<Vec<Option<CommitOutcome>>> {
     let mut client = db.client().await?;
     let tx = client.transaction().await.map_err(pg)?;

@@ -1,12 +1,5 @@
-//! Group commit on PostgreSQL: one task takes the pending new deliveries
-//! (up to the batch size) and writes them in ONE transaction, with up to
-//! [`IN_FLIGHT`] such batches committing at once; each waiter is answered
-//! only after its batch's `COMMIT` returned. A unique `(tenant, key)` on the
-//! idempotency table makes the event id (and the content key) decide
-//! duplicates across every process: one multi-row `INSERT .. ON CONFLICT DO
-//! NOTHING RETURNING` per batch ([`batch`]), then the first deliveries of
-//! the known keys are read. A tenant's data is dropped by the same task,
-//! between batches.
+//! Group commit on PostgreSQL: one task writes the pending new deliveries in
+//! batches of one transaction each and answers their waiters.
 
 use std::{
     collections::HashSet,
@@ -45,6 +38,16 @@ enum Request {
 }
 
 /// Handle on the committer task.
+///
+/// Group commit on PostgreSQL: one task takes the pending new deliveries
+/// (up to the batch size) and writes them in ONE transaction, with up to
+/// [`IN_FLIGHT`] such batches committing at once; each waiter is answered
+/// only after its batch's `COMMIT` returned. A unique `(tenant, key)` on the
+/// idempotency table makes the event id (and the content key) decide
+/// duplicates across every process: one multi-row `INSERT .. ON CONFLICT DO
+/// NOTHING RETURNING` per batch ([`batch`]), then the first deliveries of
+/// the known keys are read. A tenant's data is dropped by the same task,
+/// between batches.
 #[derive(Clone)]
 pub(crate) struct Handle {
     tx: mpsc::Sender<Request>,

@@ -1,8 +1,5 @@
-//! Readings of many tenants (or route scopes) at once on PostgreSQL, one
-//! statement per [`CHUNK`] of them ([`per_tenant`]): queue depth, dead
-//! letters and the oldest due entry, so a scrape over 10,000 tenants is a
-//! few round trips instead of one per tenant. Each reading is one index
-//! range of its tenant.
+//! Readings of many tenants (or route scopes) at once on PostgreSQL: queue
+//! depth, dead letters and the oldest due entry.
 
 use tokio_postgres::{types::ToSql, Row};
 
@@ -16,6 +13,12 @@ const CHUNK: usize = 1_000;
 /// [`CHUNK`] on the side pool, the chunk as `$1` (a `text[]` it reads
 /// `WITH ORDINALITY`, one row per tenant in order) and `rest` after it,
 /// each row read by `value`.
+///
+/// Readings of many tenants (or route scopes) at once on PostgreSQL, one
+/// statement per [`CHUNK`] of them ([`per_tenant`]): queue depth, dead
+/// letters and the oldest due entry, so a scrape over 10,000 tenants is a
+/// few round trips instead of one per tenant. Each reading is one index
+/// range of its tenant.
 pub(super) async fn per_tenant<T>(
     db: &Db,
     sql: &str,

@@ -1,9 +1,4 @@
-//! Pull mode on PostgreSQL. A pull claims due queue entries with their
-//! states `FOR UPDATE SKIP LOCKED`: consumers on any replica pulling at
-//! once each get other deliveries, and none waits for another. Acks and
-//! nacks lock the state row first, like every other change of a delivery.
-//! Visibility runs on the database's clock, so a replica whose own clock
-//! is ahead never hands out what another just hid.
+//! Pull mode on PostgreSQL: pulls, acks and nacks.
 
 use std::collections::HashSet;
 
@@ -26,6 +21,13 @@ use crate::{
 /// timeout, in one transaction; one older than the retry window is
 /// dead-lettered instead. Stops before a delivery that would take the
 /// bytes handed out past `max_bytes` (the first goes out whatever its size).
+///
+/// Pull mode on PostgreSQL. A pull claims due queue entries with their
+/// states `FOR UPDATE SKIP LOCKED`: consumers on any replica pulling at
+/// once each get other deliveries, and none waits for another. Acks and
+/// nacks lock the state row first, like every other change of a delivery.
+/// Visibility runs on the database's clock, so a replica whose own clock
+/// is ahead never hands out what another just hid.
 pub(super) async fn pull(
     db: &Db,
     tenant: &str,

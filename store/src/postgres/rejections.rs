@@ -1,9 +1,4 @@
-//! Refused requests in `hookd_rejections`, one row each, keyed by tenant and
-//! `{time}/{request_id}` (16 zero-padded digits of Unix ms), so one tenant's
-//! rows sort by time as on the embedded engine; page tokens have the same
-//! form (`{tenant}/{key}`). Whether the signature was valid is a column as
-//! well as part of the record, so a listing filters in SQL and its pages
-//! are full.
+//! Refused requests on PostgreSQL, in `hookd_rejections`, one row each.
 
 use super::{pg, PgStore};
 use crate::{
@@ -14,6 +9,13 @@ use crate::{
 };
 
 /// The refused requests of one database.
+///
+/// Refused requests in `hookd_rejections`, one row each, keyed by tenant and
+/// `{time}/{request_id}` (16 zero-padded digits of Unix ms), so one tenant's
+/// rows sort by time as on the embedded engine; page tokens have the same
+/// form (`{tenant}/{key}`). Whether the signature was valid is a column as
+/// well as part of the record, so a listing filters in SQL and its pages
+/// are full.
 pub(super) struct PgRejections {
     store: PgStore,
 }

@@ -1,9 +1,5 @@
-//! Retention on PostgreSQL: one bounded step deletes delivered events and
-//! dead letters past their retention (each with its attempts and
-//! redirects, and the originals it was redelivered from) and forgets old
-//! idempotency records, and says whether more may be due. Each kind is one
-//! transaction that locks the delivery's state row before its dead letter,
-//! the order every other change of a delivery takes.
+//! Retention on PostgreSQL: bounded steps that delete what is past its
+//! retention.
 
 use std::collections::HashMap;
 
@@ -21,6 +17,13 @@ use crate::{
 /// One bounded step of retention from the idempotency scan position
 /// `from`; returns what it removed and the scan's next position (empty:
 /// it reached the end; `from` itself when the step scans none).
+///
+/// Retention on PostgreSQL: one bounded step deletes delivered events and
+/// dead letters past their retention (each with its attempts and
+/// redirects, and the originals it was redelivered from) and forgets old
+/// idempotency records, and says whether more may be due. Each kind is one
+/// transaction that locks the delivery's state row before its dead letter,
+/// the order every other change of a delivery takes.
 pub(super) async fn sweep(
     db: &Db,
     tenant: &str,

@@ -1,9 +1,4 @@
-//! The control plane's rows in one PostgreSQL table, `hookd_catalog`
-//! (table name, key, value); every change but an alert's bumps
-//! `hookd_catalog_version` in the same transaction, so other processes see
-//! it by polling. A row
-//! created ([`RowChange::Create`]) is one `INSERT .. ON CONFLICT DO
-//! NOTHING`: of processes creating one key at once, one wins.
+//! The control plane's rows in one PostgreSQL table, `hookd_catalog`.
 
 use super::{pg, PgStore};
 use crate::{
@@ -12,6 +7,13 @@ use crate::{
 };
 
 /// The catalog's rows of one database.
+///
+/// The control plane's rows in one PostgreSQL table, `hookd_catalog`
+/// (table name, key, value); every change but an alert's bumps
+/// `hookd_catalog_version` in the same transaction, so other processes see
+/// it by polling. A row
+/// created ([`RowChange::Create`]) is one `INSERT .. ON CONFLICT DO
+/// NOTHING`: of processes creating one key at once, one wins.
 pub(super) struct PgRows {
     store: PgStore,
 }

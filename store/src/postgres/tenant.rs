@@ -1,9 +1,4 @@
-//! One tenant's deliveries on PostgreSQL: its `TenantData` and the reads
-//! (the row helpers are [`super::delivery_rows`]). Every change of one delivery is a transaction that first
-//! locks the delivery's state row (`FOR UPDATE`) and then its queue entry
-//! and the rest, the same order everywhere (see [`super::transitions`]),
-//! so concurrent writers in any process serialise on the delivery
-//! (compare-and-set) instead of deadlocking.
+//! One tenant's deliveries on PostgreSQL: its `TenantData` and the reads.
 
 use std::{
     future::Future,
@@ -43,6 +38,13 @@ use crate::{
 const DEAD_PAGE: i64 = 256;
 
 /// A tenant's handle on the shared database.
+///
+/// One tenant's deliveries on PostgreSQL: its `TenantData` and the reads
+/// (the row helpers are [`super::delivery_rows`]). Every change of one delivery is a transaction that first
+/// locks the delivery's state row (`FOR UPDATE`) and then its queue entry
+/// and the rest, the same order everywhere (see [`super::transitions`]),
+/// so concurrent writers in any process serialise on the delivery
+/// (compare-and-set) instead of deadlocking.
 pub(crate) struct PgTenant {
     tenant: TenantId,
     db: Db,

@@ -1,9 +1,4 @@
-//! Changes of one delivery on PostgreSQL, as compare-and-set transactions:
-//! each locks the delivery's state row (`FOR UPDATE`) and then its queue
-//! entry, the same order everywhere, so concurrent writers in any process
-//! serialise on the delivery instead of deadlocking. An attempt is claimed
-//! before it is sent and recorded only while the tenant's forwarding lease
-//! is still the sender's ([`Fence`]).
+//! Changes of one delivery on PostgreSQL, as compare-and-set transactions.
 
 use std::time::Duration;
 
@@ -36,6 +31,13 @@ const FENCED_ENTRY: &str = "SELECT q.delivery_id FROM hookd_queue q \
 /// (locked) if `entry` names it and it is pending with `entry` as its live
 /// entry (and, with a `fence`, the tenant's lease is still that). An entry
 /// its delivery no longer points at is removed.
+///
+/// Changes of one delivery on PostgreSQL, as compare-and-set transactions:
+/// each locks the delivery's state row (`FOR UPDATE`) and then its queue
+/// entry, the same order everywhere, so concurrent writers in any process
+/// serialise on the delivery instead of deadlocking. An attempt is claimed
+/// before it is sent and recorded only while the tenant's forwarding lease
+/// is still the sender's ([`Fence`]).
 pub(super) async fn claim(
     tx: &impl GenericClient,
     tenant: &str,

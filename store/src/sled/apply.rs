@@ -1,10 +1,5 @@
-//! How the committer applies a batch: [`decide`] finds each write's
-//! outcome (new, or a duplicate of a record in sled or earlier in the
-//! batch) and inserts the new ones in ONE sled transaction over the shared
-//! trees, with the batch's number in the write-ahead log, while recording
-//! the same inserts as that log record. After a crash [`apply_record`]
-//! makes a logged record's inserts again. A tenant dropped meanwhile fails
-//! only its own writes.
+//! How the committer applies a batch to sled and records it in the write-ahead
+//! log, and how a logged record is applied again after a crash.
 
 use std::{collections::HashMap, sync::Arc};
 
@@ -69,6 +64,14 @@ type TxResult<T> = sled::transaction::ConflictableTransactionResult<T, Error>;
 /// same inserts are recorded, in order, as the batch's log record. The
 /// queue entries it made are counted in their tenants' gauges once it
 /// committed.
+///
+/// How the committer applies a batch: [`decide`] finds each write's
+/// outcome (new, or a duplicate of a record in sled or earlier in the
+/// batch) and inserts the new ones in ONE sled transaction over the shared
+/// trees, with the batch's number in the write-ahead log, while recording
+/// the same inserts as that log record. After a crash [`apply_record`]
+/// makes a logged record's inserts again. A tenant dropped meanwhile fails
+/// only its own writes.
 pub(super) fn decide(items: &[&Write], marker: &sled::Tree, lsn: u64) -> Result<Decided> {
     #[cfg(any(test, feature = "fault-injection"))]
     if items

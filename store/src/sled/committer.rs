@@ -1,18 +1,5 @@
-//! The group committer: a batch of pending writes is applied as one sled
-//! transaction and recorded as one record of the write-ahead log, which is
-//! appended and fdatasynced once; only then are its waiters answered.
-//! Concurrent requests share one fsync; none is acknowledged before it.
-//! The dispatchers' rounds of finished attempts go the same way: every
-//! round waiting is applied in one transaction after the batch's new
-//! deliveries and logged as one record ([`super::deliveries::record_round`]).
-//! sled itself is made durable by checkpoints ([`super::pipeline`]), which
-//! control-plane writes wait for (a durable barrier); a tenant's data is
-//! dropped on the committer thread, between batches.
-//!
-//! A failed apply, append or sync poisons the store: the failed writes may
-//! be in memory but never reach the disk (Linux reports a writeback error
-//! once), so nothing more is acknowledged, not even a duplicate, until a
-//! restart recovers from what really is on disk.
+//! The group committer: applies batches of pending writes and rounds of
+//! finished attempts to sled and the write-ahead log, and answers their waiters.
 
 use std::{
     sync::{
@@ -60,6 +47,22 @@ impl Request {
 }
 
 /// Handle to the committer's threads.
+///
+/// The group committer: a batch of pending writes is applied as one sled
+/// transaction and recorded as one record of the write-ahead log, which is
+/// appended and fdatasynced once; only then are its waiters answered.
+/// Concurrent requests share one fsync; none is acknowledged before it.
+/// The dispatchers' rounds of finished attempts go the same way: every
+/// round waiting is applied in one transaction after the batch's new
+/// deliveries and logged as one record ([`super::deliveries::record_round`]).
+/// sled itself is made durable by checkpoints ([`super::pipeline`]), which
+/// control-plane writes wait for (a durable barrier); a tenant's data is
+/// dropped on the committer thread, between batches.
+///
+/// A failed apply, append or sync poisons the store: the failed writes may
+/// be in memory but never reach the disk (Linux reports a writeback error
+/// once), so nothing more is acknowledged, not even a duplicate, until a
+/// restart recovers from what really is on disk.
 #[derive(Clone)]
 pub struct Committer {
     tx: mpsc::Sender<Request>,

@@ -1,20 +1,22 @@
-//! A queue entry's bytes. An entry names one delivery by its id (a retry,
-//! a pulled delivery hidden for a while, a redelivery), or holds the
-//! records of one or more deliveries filed as receipts
-//! ([`super::deliveries::receipt`]): each record is a delivery id, a
-//! newline and what its state holds, and records are separated by
-//! [`SEPARATOR`]. Deliveries whose ids share a place
-//! ([`crate::ids::DeliveryId::sharing`]) and are written in one batch are
-//! one entry, one insert for them all; one written later is added to it,
-//! and each is taken out of it alone. The write-ahead log records those
-//! two changes as what they add and take ([`super::wal::record::Op`]), so
-//! a replay never overwrites a record another change took or left.
+//! A queue entry's bytes: one delivery's id, or the records of one or more
+//! deliveries filed as receipts.
 
 /// Between two records of one entry: JSON escapes every control
 /// character and ids are ASCII, so no record holds it.
 pub(super) const SEPARATOR: u8 = 0x1e;
 
 /// The records of an entry, in the order they were filed.
+///
+/// An entry names one delivery by its id (a retry, a pulled delivery hidden
+/// for a while, a redelivery), or holds the records of one or more
+/// deliveries filed as receipts ([`super::deliveries::receipt`]): each
+/// record is a delivery id, a newline and what its state holds, and records
+/// are separated by [`SEPARATOR`]. Deliveries whose ids share a place
+/// ([`crate::ids::DeliveryId::sharing`]) and are written in one batch are
+/// one entry, one insert for them all; one written later is added to it,
+/// and each is taken out of it alone. The write-ahead log records those two
+/// changes as what they add and take ([`super::wal::record::Op`]), so a
+/// replay never overwrites a record another change took or left.
 pub(super) fn records(value: &[u8]) -> impl Iterator<Item = &[u8]> {
     value.split(|b| *b == SEPARATOR)
 }

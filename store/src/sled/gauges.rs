@@ -1,9 +1,5 @@
-//! Live counts of one tenant's queue and dead-letter index, kept by the
-//! storage functions that add and remove entries, so a metrics scrape reads
-//! two atomics instead of scanning trees. Counted once, by one scan, when a
-//! tenant's trees are first opened in a process; every transaction that
-//! changes the queue or the index counts what it really changed in a
-//! [`Tally`], applied only once the transaction committed.
+//! Live counts of one tenant's queue and dead-letter index, kept by the storage
+//! functions that add and remove entries.
 
 use std::{
     cell::Cell,
@@ -14,6 +10,13 @@ use super::{entry, Keyspace};
 use crate::error::Result;
 
 /// Queue depth and dead letters of one tenant.
+///
+/// Live counts of one tenant's queue and dead-letter index, kept by the
+/// storage functions that add and remove entries, so a metrics scrape reads
+/// two atomics instead of scanning trees. Counted once, by one scan, when a
+/// tenant's trees are first opened in a process; every transaction that
+/// changes the queue or the index counts what it really changed in a
+/// [`Tally`], applied only once the transaction committed.
 #[derive(Debug, Default)]
 pub struct LiveCounts {
     queued: AtomicI64,

@@ -1,9 +1,5 @@
-//! The storage half of fault injection: a [`SyncOps`] that records every
-//! sync and can be made to fail ([`FaultSync`]), a switch that makes the
-//! next batch of writes holding a tenant's delivery fail as a storage
-//! error, and one that makes the next read of a tenant's delivery state
-//! fail so. Compiled only into unit tests and builds with the
-//! `fault-injection` feature.
+//! The storage half of fault injection, compiled only into unit tests and
+//! builds with the `fault-injection` feature.
 
 use std::{
     collections::HashSet,
@@ -20,6 +16,13 @@ use super::{OsSync, SyncOps};
 
 /// A fault armed per tenant that fires once: keyed by tenant so tests in
 /// one process stay apart.
+///
+/// The storage half of fault injection: a [`SyncOps`] that records every
+/// sync and can be made to fail ([`FaultSync`]), a switch that makes the
+/// next batch of writes holding a tenant's delivery fail as a storage
+/// error, and one that makes the next read of a tenant's delivery state
+/// fail so. Compiled only into unit tests and builds with the
+/// `fault-injection` feature.
 #[derive(Debug)]
 pub struct TenantSwitch(Mutex<Option<HashSet<String>>>);
 

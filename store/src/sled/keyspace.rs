@@ -1,18 +1,5 @@
-//! One tenant's slice of a tree shared by every tenant: its keys are the
-//! tenant id and `/` followed by the key the storage functions use (tenant
-//! ids cannot contain `/`, so no tenant's range holds another's keys).
-//! [`Keyspace`] and [`TxKeyspace`] offer the few `sled::Tree` operations
-//! the store uses, adding the prefix to every key given and taking it off
-//! every key returned, so the store's functions read as if each tenant had
-//! its own trees. Adding a tenant writes nothing to sled's list of trees,
-//! and removing one is a range delete over a fixed set of trees.
-//!
-//! The stored events, the store's largest values, are laid out time first
-//! instead ([`Layout::TimeFirst`]): with the tenant first, every tenant's
-//! newest events sit in a leaf of their own, so a batch spread over 10,000
-//! tenants rewrites a different page per write and the pages being written
-//! soon outgrow sled's cache; time first, new events of every tenant land
-//! together at the end of the tree, as one tenant's do.
+//! One tenant's slice of a tree shared by every tenant: its keys, prefixed by
+//! the tenant id, and the few `sled::Tree` operations the store uses on them.
 
 use std::{cell::RefCell, ops::Bound, sync::Arc};
 
@@ -58,6 +45,22 @@ fn time_of(key: &[u8]) -> &[u8] {
 }
 
 /// One tenant's keys in a shared tree.
+///
+/// Its keys are the tenant id and `/` followed by the key the storage
+/// functions use (tenant ids cannot contain `/`, so no tenant's range holds
+/// another's keys). [`Keyspace`] and [`TxKeyspace`] offer the few
+/// `sled::Tree` operations the store uses, adding the prefix to every key
+/// given and taking it off every key returned, so the store's functions
+/// read as if each tenant had its own trees. Adding a tenant writes nothing
+/// to sled's list of trees, and removing one is a range delete over a fixed
+/// set of trees.
+///
+/// The stored events, the store's largest values, are laid out time first
+/// instead ([`Layout::TimeFirst`]): with the tenant first, every tenant's
+/// newest events sit in a leaf of their own, so a batch spread over 10,000
+/// tenants rewrites a different page per write and the pages being written
+/// soon outgrow sled's cache; time first, new events of every tenant land
+/// together at the end of the tree, as one tenant's do.
 #[derive(Clone)]
 pub(super) struct Keyspace {
     tree: sled::Tree,

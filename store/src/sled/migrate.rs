@@ -1,15 +1,5 @@
-//! Upgrades a data dir written by an older hookd: one that kept seven
-//! trees per tenant (`t/{tenant}/{kind}`), and one that kept the stored
-//! events tenant first (`data/events`). Each old tree is copied under the
-//! new keys and the copy made power-loss durable before the old tree is
-//! dropped, so a crash in between only repeats the copy (the same keys and
-//! values) at the next start. An entry that cannot be re-keyed stays in its
-//! old tree, never dropped. The layout reached is recorded, and a data dir
-//! of a newer layout than this hookd knows is refused untouched. The
-//! database of a layout-3 data dir lives in `store/`; `sled/`, where older
-//! releases kept it, is then a file saying so, which they cannot open as a
-//! database, so an older hookd refuses to start instead of running on a
-//! layout it does not know.
+//! Upgrades a data dir written by an older hookd to the present storage
+//! layout, and refuses one of a newer layout.
 
 use std::{fs::File, io::Write, path::Path};
 
@@ -53,6 +43,19 @@ const LAYOUT_KEY: &str = "version";
 /// Brings the data dir at `path` to [`LAYOUT`]: refuses a newer one, moves
 /// older trees into `trees` (the shared trees of `kinds`, events at
 /// `events`), then records the layout, durably through `syncer`.
+///
+/// Upgrades a data dir written by an older hookd: one that kept seven
+/// trees per tenant (`t/{tenant}/{kind}`), and one that kept the stored
+/// events tenant first (`data/events`). Each old tree is copied under the
+/// new keys and the copy made power-loss durable before the old tree is
+/// dropped, so a crash in between only repeats the copy (the same keys and
+/// values) at the next start. An entry that cannot be re-keyed stays in its
+/// old tree, never dropped. The layout reached is recorded, and a data dir
+/// of a newer layout than this hookd knows is refused untouched. The
+/// database of a layout-3 data dir lives in `store/`; `sled/`, where older
+/// releases kept it, is then a file saying so, which they cannot open as a
+/// database, so an older hookd refuses to start instead of running on a
+/// layout it does not know.
 pub(super) fn upgrade(
     db: &sled::Db,
     path: &Path,

@@ -1,15 +1,5 @@
-//! The committer's later stages, each on its own thread, so that applying
-//! batches and syncing the ones before overlap:
-//!
-//! 1. the log: takes every batch applied while it synced the last ones,
-//!    appends their records to the write-ahead log with one fdatasync
-//!    ([`super::wal::Log::append_all`]) and answers their waiters;
-//! 2. the checkpointer: every [`CHECKPOINT_INTERVAL`], or at once when a
-//!    durable barrier waits, flushes sled and fdatasyncs its files, then
-//!    recycles the log segments sled now holds, and answers the barriers.
-//!
-//! Batches reach the log in order, so no answer (a duplicate of a write in
-//! flight included) goes out before the write it depends on is in the log.
+//! The committer's later stages, each on its own thread: the log and the
+//! checkpointer.
 
 use std::{
     sync::{
@@ -223,6 +213,19 @@ impl Pipeline {
 }
 
 /// Starts the stages; returns where barriers are sent and the pipeline.
+///
+/// The committer's later stages, each on its own thread, so that applying
+/// batches and syncing the ones before overlap:
+///
+/// 1. the log: takes every batch applied while it synced the last ones,
+///    appends their records to the write-ahead log with one fdatasync
+///    ([`super::wal::Log::append_all`]) and answers their waiters;
+/// 2. the checkpointer: every [`CHECKPOINT_INTERVAL`], or at once when a
+///    durable barrier waits, flushes sled and fdatasyncs its files, then
+///    recycles the log segments sled now holds, and answers the barriers.
+///
+/// Batches reach the log in order, so no answer (a duplicate of a write in
+/// flight included) goes out before the write it depends on is in the log.
 pub(super) fn start(stage: Stage, shared: Shared) -> Result<(Sender<Waiter>, Pipeline)> {
     let Stage {
         db,

@@ -1,14 +1,5 @@
-//! Redirects: one delivery sent once, from the dashboard, to a URL the
-//! operator typed instead of the tenant's destination. Each is recorded
-//! with its delivery (who, when, where, what came back) and kept and
-//! deleted with it; a redirect is not an attempt: it changes neither the
-//! delivery's status, its attempt count nor its retry schedule.
-//!
-//! On sled a redirect lives in the `attempts` tree beside the delivery's
-//! attempts, under `delivery_id / 'r'`, the time it was sent and its
-//! request id (an attempt's key is `delivery_id /` and a 4-byte attempt
-//! number), so every path that removes a delivery's attempts (purge,
-//! retention, a dropped tenant) removes its redirects too.
+//! Redirects: one delivery sent once, from the dashboard, to a URL the operator
+//! typed; recorded with the delivery on sled, beside its attempts.
 
 use super::{
     deliveries,
@@ -40,6 +31,18 @@ fn redirect_key(delivery_id: &DeliveryId, redirect: &RedirectRecord) -> Vec<u8> 
 
 /// Records a redirect beside the delivery's attempts, in one transaction
 /// that first checks the delivery is still there.
+///
+/// Redirects: one delivery sent once, from the dashboard, to a URL the
+/// operator typed instead of the tenant's destination. Each is recorded
+/// with its delivery (who, when, where, what came back) and kept and
+/// deleted with it; a redirect is not an attempt: it changes neither the
+/// delivery's status, its attempt count nor its retry schedule.
+///
+/// On sled a redirect lives in the `attempts` tree beside the delivery's
+/// attempts, under `delivery_id / 'r'`, the time it was sent and its
+/// request id (an attempt's key is `delivery_id /` and a 4-byte attempt
+/// number), so every path that removes a delivery's attempts (purge,
+/// retention, a dropped tenant) removes its redirects too.
 pub(super) fn record(
     trees: &TenantTrees,
     delivery_id: &DeliveryId,

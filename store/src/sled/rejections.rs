@@ -1,13 +1,5 @@
-//! Refused requests of each tenant, for the dashboard and `ListRejections`
-//! (the [`RejectionLog`] of the embedded engine):
-//! content refused after a valid signature, kept with its first
-//! [`KEPT_BODY_BYTES`] bytes of body, and requests whose signature was bad
-//! or missing, kept without any body. One sled tree, `rejections`, keyed
-//! `{tenant}/{time}/{request_id}` with the time as 16 zero-padded digits of
-//! Unix ms, so one tenant's keys sort by time; kept for
-//! `retention.delivered_secs`. A record is durable once the committer's
-//! next group commit syncs the log ([`super::api::Storage::durable_barrier`]),
-//! which the ingress waits for before answering the refusal.
+//! Refused requests of each tenant, for the dashboard and `ListRejections`:
+//! the embedded engine's [`RejectionLog`], one sled tree.
 
 use super::{
     api::{Rejection, RejectionFilter, RejectionLog, KEPT_BODY_BYTES},
@@ -19,6 +11,17 @@ use crate::error::{Error, Result};
 pub(super) const TREE: &str = "rejections";
 
 /// The `rejections` tree.
+///
+/// Refused requests of each tenant, for the dashboard and `ListRejections`
+/// (the [`RejectionLog`] of the embedded engine):
+/// content refused after a valid signature, kept with its first
+/// [`KEPT_BODY_BYTES`] bytes of body, and requests whose signature was bad
+/// or missing, kept without any body. One sled tree, `rejections`, keyed
+/// `{tenant}/{time}/{request_id}` with the time as 16 zero-padded digits of
+/// Unix ms, so one tenant's keys sort by time; kept for
+/// `retention.delivered_secs`. A record is durable once the committer's
+/// next group commit syncs the log ([`super::api::Storage::durable_barrier`]),
+/// which the ingress waits for before answering the refusal.
 #[derive(Clone)]
 pub struct Rejections {
     tree: sled::Tree,

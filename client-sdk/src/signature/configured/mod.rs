@@ -1,8 +1,5 @@
 //! `scheme = "hmac"`: a verifier built from configuration alone, for the
-//! providers no preset covers. [`HmacFields`] (the shared vocabulary's) is
-//! the `[tenants.hmac]` table (or the API's message) as written; [`HmacSpec`] is it validated, with plain
-//! messages naming the field at fault. Verifying and signing with a spec are
-//! in `wire.rs`.
+//! providers no preset covers.
 
 mod template;
 #[cfg(test)]
@@ -99,6 +96,12 @@ pub(crate) enum Kind {
 
 /// A validated `[tenants.hmac]`: how to find, decode and check a signature
 /// with nothing but configuration.
+///
+/// `scheme = "hmac"`: a verifier built from configuration alone, for the
+/// providers no preset covers. [`HmacFields`] (the shared vocabulary's) is
+/// the `[tenants.hmac]` table (or the API's message) as written; [`HmacSpec`] is it validated, with plain
+/// messages naming the field at fault. Verifying and signing with a spec are
+/// in `wire.rs`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HmacSpec {
     fields: HmacFields,

@@ -1,8 +1,5 @@
 //! The OpenAPI 3.1 document of the REST face, generated from the descriptor
-//! set (types and the protos' comments, `schema.rs`) and the route table
-//! (paths, methods, parameters). `docs/openapi.json` is this document; a
-//! test fails when it is stale (`HOOKD_WRITE_OPENAPI=1 cargo test -p
-//! hookd-control --lib rest::tests::openapi` writes it anew).
+//! set and the route table.
 
 mod schema;
 
@@ -16,6 +13,12 @@ use super::{
 };
 
 /// The document for `table`.
+///
+/// The OpenAPI 3.1 document of the REST face, generated from the descriptor
+/// set (types and the protos' comments, `schema.rs`) and the route table
+/// (paths, methods, parameters). `docs/openapi.json` is this document; a
+/// test fails when it is stale (`HOOKD_WRITE_OPENAPI=1 cargo test -p
+/// hookd-control --lib rest::tests::openapi` writes it anew).
 pub(crate) fn document(table: &Table) -> Value {
     let mut paths = Map::new();
     paths.insert("/v1/openapi.json".into(), openapi_path());

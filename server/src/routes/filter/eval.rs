@@ -1,12 +1,4 @@
-//! Evaluating a compiled filter against one event. Nothing here allocates:
-//! the walk borrows the tree and the input, and every comparison works on
-//! borrowed strings and numbers. Every node applied to a value, every item
-//! looked through and every literal compared takes a step of the
-//! evaluation's [`Steps`] (a long string or header list takes one per
-//! [`BYTES_PER_STEP`] bytes or [`PAIRS_PER_STEP`] pairs more); once they are
-//! spent every node answers at once, and the caller learns the evaluation
-//! ran out ([`Steps::spent`]), so its cost is bounded whatever the filter
-//! and the body.
+//! Evaluating a compiled filter against one event, within a budget of steps.
 
 use std::{cell::Cell, cmp::Ordering};
 
@@ -59,6 +51,15 @@ impl Steps {
 
 /// Whether every part present matches, unless `steps` ran out (see
 /// [`Steps::spent`]).
+///
+/// Allocates nothing: the walk borrows the tree and the input, and
+/// every comparison works on borrowed strings and numbers. Every node
+/// applied to a value, every item looked through and every literal compared
+/// takes a step of the evaluation's [`Steps`] (a long string or header list
+/// takes one per [`BYTES_PER_STEP`] bytes or [`PAIRS_PER_STEP`] pairs
+/// more); once they are spent every node answers at once, and the caller
+/// learns the evaluation ran out ([`Steps::spent`]), so its cost is bounded
+/// whatever the filter and the body.
 pub(super) fn matches(parts: &Parts, input: &FilterInput<'_>, steps: &Steps) -> bool {
     let part = |node: &Option<Node>, view: View<'_>| {
         node.as_ref()

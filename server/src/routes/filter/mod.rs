@@ -1,65 +1,5 @@
 //! Route filters: a declarative JSON filter over an event's body, headers,
-//! query and path, in Hookdeck's filter syntax, validated and compiled once
-//! ([`RouteFilter::compile`]) and evaluated on the ingest path without
-//! allocating ([`RouteFilter::matches`]).
-//!
-//! A spec is `{"body": F, "headers": F, "query": F, "path": F}`, each part
-//! optional; an event matches when every part given matches. The body is
-//! JSON; the headers are an object of string values whose names compare
-//! case-insensitively; the query is an object of (decoded) string values;
-//! the path is a string. A repeated header or query name shows its first
-//! value. No implicit conversion happens anywhere: a header's `"5"` is a
-//! string, never the number 5.
-//!
-//! A filter `F` is matched against a value, which may be missing (a field
-//! the input does not have):
-//! - **A primitive** (string, number, boolean, `null`) matches an equal
-//!   primitive (numbers compare by value, so `1` equals `1.0`) or an array
-//!   that contains a match for it. Missing never matches, so `null` matches
-//!   a present `null` only.
-//! - **An array** `[F1, F2, …]` matches an array in which every `Fi` matches
-//!   some element ("contains all"); `[]` matches any array. Anything but an
-//!   array: no match.
-//! - **An object** is the conjunction of its entries. A field entry
-//!   `"name": F` needs an object and matches `F` against its field `name`
-//!   (possibly missing); an operator entry `"$op": …` applies to the value
-//!   itself. An object filter with at least one field entry, against an
-//!   array, matches when some element matches the whole object. `{}`
-//!   matches any present value. A field name starting with `$` is always an
-//!   operator, so such fields cannot be matched.
-//!
-//! Operators (each is a no-match on a missing value unless said otherwise,
-//! and a type mismatch is a no-match, never an error):
-//! - `$eq: V` / `$neq: V`: deep equality with `V` (object key order is
-//!   irrelevant, array order is not); `$neq` matches any present value not
-//!   deep-equal to `V`, of any type.
-//! - `$in: "s"`: a string that contains `s`, or an array with an element
-//!   equal to `"s"`. `$in: [V…]`: a non-object value equal to some `V`, or an
-//!   array with an element equal to some `V`. `$nin` is its negation where
-//!   `$in` applies (a string or array for a string operand; anything but an
-//!   object for a list) and a no-match elsewhere.
-//! - `$gt`, `$gte`, `$lt`, `$lte` with a number: a number, by value; with a
-//!   string: a string, by code point order (so ISO 8601 times in one
-//!   format compare as times).
-//! - `$startsWith: "s"` / `$endsWith: "s"`: a string with that prefix or
-//!   suffix.
-//! - `$exist: true` matches any present value (`null` included);
-//!   `$exist: false` matches a missing one only.
-//! - `$or: [F…]` / `$and: [F…]`: some / every `F` matches the value
-//!   (non-empty lists). `$not: F` matches exactly when `F` does not, a
-//!   missing value included.
-//!
-//! Bounds, checked at compile with the JSON pointer of the offence:
-//! [`MAX_SPEC_BYTES`], [`MAX_DEPTH`], [`MAX_NODES`] (every literal counts,
-//! each item of a `$in` list included), [`MAX_ARRAY_ITEMS`],
-//! [`MAX_STRING_BYTES`]. Evaluation is bounded too, whatever the body: it
-//! counts its steps ([`Steps`]; one per node applied to a value, per item
-//! looked through and per literal compared) and stops when they run out
-//! ([`RouteFilter::matches`] then says [`OverBudget`]). The ingest path
-//! gives each filter [`INLINE_STEPS`] on the HTTP worker and, if that is
-//! not enough, [`MAX_FILTER_STEPS`] on a filter thread (`pool.rs`), all of
-//! an event's filters together at most [`MAX_EVENT_FILTER_STEPS`]; a
-//! filter out of steps does not pass the event.
+//! query and path, in Hookdeck's filter syntax (semantics: docs/routes.md).
 
 mod compile;
 mod eval;
@@ -106,6 +46,20 @@ pub(crate) struct Passes {
 }
 
 /// A route's compiled filter. Cheap to clone; keeps its source spec.
+///
+/// Validated and compiled once ([`RouteFilter::compile`]) and evaluated on
+/// the ingest path without allocating ([`RouteFilter::matches`]). Bounds,
+/// checked at compile with the JSON pointer of the offence:
+/// `MAX_SPEC_BYTES`, `MAX_DEPTH`, `MAX_NODES` (every literal counts,
+/// each item of a `$in` list included), `MAX_ARRAY_ITEMS`,
+/// `MAX_STRING_BYTES`. Evaluation is bounded too, whatever the body: it
+/// counts its steps ([`Steps`]; one per node applied to a value, per item
+/// looked through and per literal compared) and stops when they run out
+/// ([`RouteFilter::matches`] then says [`OverBudget`]). The ingest path
+/// gives each filter `INLINE_STEPS` on the HTTP worker and, if that is
+/// not enough, `MAX_FILTER_STEPS` on a filter thread (`pool`), all of
+/// an event's filters together at most `MAX_EVENT_FILTER_STEPS`; a
+/// filter out of steps does not pass the event.
 #[derive(Debug, Clone)]
 pub struct RouteFilter(Arc<Compiled>);
 

@@ -1,11 +1,5 @@
-//! The filter threads: where a filter that needs more than
-//! [`super::INLINE_STEPS`] on the HTTP worker finishes its evaluation,
-//! within [`super::MAX_FILTER_STEPS`], so the worker and every other
-//! request it holds never wait on it. One thread per core, at a lower
-//! priority (nice 10 on Linux) than the HTTP workers, the committer and the
-//! dispatchers; a tenant runs at most one evaluation here at a time (the
-//! permit its gate holds), so a tenant of costly filters holds at most one
-//! thread while the others take everyone else's.
+//! The filter threads: where a filter that runs out of its inline steps on the
+//! HTTP worker finishes its evaluation.
 
 use std::{
     panic::{catch_unwind, AssertUnwindSafe},
@@ -18,6 +12,15 @@ use tokio::sync::{oneshot, Semaphore};
 type Job = Box<dyn FnOnce() + Send>;
 
 /// The shared filter threads.
+///
+/// The filter threads: where a filter that needs more than
+/// [`super::INLINE_STEPS`] on the HTTP worker finishes its evaluation,
+/// within [`super::MAX_FILTER_STEPS`], so the worker and every other
+/// request it holds never wait on it. One thread per core, at a lower
+/// priority (nice 10 on Linux) than the HTTP workers, the committer and the
+/// dispatchers; a tenant runs at most one evaluation here at a time (the
+/// permit its gate holds), so a tenant of costly filters holds at most one
+/// thread while the others take everyone else's.
 pub struct FilterPool {
     jobs: Mutex<mpsc::Sender<Job>>,
 }

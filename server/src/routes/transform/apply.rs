@@ -1,11 +1,5 @@
-//! A route's transform at forward time: the request hookd would send (the
-//! destination's path and query, the kept headers, the stored body) goes
-//! through the route's JavaScript in a transform worker, within its memory
-//! and CPU budget; what comes back is sent instead, signed as sent. The
-//! stored event is never changed, so a fixed transform can be redelivered.
-//! Each run's end is counted in the route's back-off
-//! (`routes::transform::backoff`), which the dispatcher asks before it
-//! starts an attempt ([`admit`]).
+//! A route's transform at forward time: the request hookd would send goes
+//! through the route's JavaScript, and what comes back is sent instead.
 
 use std::sync::Arc;
 
@@ -19,6 +13,15 @@ use crate::{
 };
 
 /// A route's transform with what its handler is told of the route.
+///
+/// A route's transform at forward time: the request hookd would send (the
+/// destination's path and query, the kept headers, the stored body) goes
+/// through the route's JavaScript in a transform worker, within its memory
+/// and CPU budget; what comes back is sent instead, signed as sent. The
+/// stored event is never changed, so a fixed transform can be redelivered.
+/// Each run's end is counted in the route's back-off
+/// (`routes::transform::backoff`), which the dispatcher asks before it
+/// starts an attempt ([`admit`]).
 #[derive(Debug)]
 pub struct RouteTransform {
     /// The compiled code and its version.

@@ -1,10 +1,4 @@
-//! A route's back-off from a transform that keeps overrunning its limits:
-//! after [`OVERRUNS_BEFORE_BACKOFF`] runs in a row stopped at their CPU
-//! budget, wall-clock limit or memory limit, that returned a request over
-//! its size cap or whose worker process stopped, the route starts at most one
-//! run per [`interval`] until a run ends within its
-//! limits. Nothing is skipped or failed by it: the deliveries waiting stay
-//! queued, and each one still gets its run, later.
+//! A route's back-off from a transform that keeps overrunning its limits.
 
 use std::{sync::Mutex, time::Duration};
 
@@ -21,6 +15,14 @@ pub const BACKOFF_FACTOR: u32 = 10;
 
 /// One route's overrun count and, while it backs off, when its next run
 /// may start. Shared by every attempt of the route.
+///
+/// A route's back-off from a transform that keeps overrunning its limits:
+/// after [`OVERRUNS_BEFORE_BACKOFF`] runs in a row stopped at their CPU
+/// budget, wall-clock limit or memory limit, that returned a request over
+/// its size cap or whose worker process stopped, the route starts at most one
+/// run per [`interval`] until a run ends within its
+/// limits. Nothing is skipped or failed by it: the deliveries waiting stay
+/// queued, and each one still gets its run, later.
 #[derive(Debug, Default)]
 pub struct Backoff(Mutex<State>);
 

@@ -1,45 +1,6 @@
 //! A route's transform: tenant JavaScript run at forward time in a sandboxed
-//! QuickJS engine (through `rquickjs`), which rewrites the request sent to
-//! that route's destination or drops the event for it.
-//!
-//! The stored event is never touched: [`Transform::run`] takes a copy of the
-//! request and returns what to send, so the event stays as its sender signed
-//! it. Every run happens in a worker process (`worker.rs`, the hookd binary
-//! started as `hookd transform-worker`), never in hookd itself, and hookd
-//! enforces its budget from outside (`pool.rs`): it kills the worker once
-//! the run has used its CPU budget plus [`pool::KILL_MARGIN`], whatever the
-//! script is doing, even inside a built-in's own loop. Inside the worker
-//! each run gets a fresh runtime and context (nothing leaks between runs,
-//! routes or tenants), a memory limit, a stack limit and an interrupt that
-//! stops the script once it has used its CPU budget (the thread's own CPU
-//! time, so waiting for a core is not charged) or, if it is kept waiting
-//! that long, at a wall-clock limit of [`WALL_FACTOR`] times the budget
-//! (at least [`MIN_WALL`]). The context holds the
-//! language's own built-ins (objects, JSON, Date, RegExp, Map/Set, typed
-//! arrays, Proxy, Promise) and nothing else: no module loader, no timers, no
-//! network or file system, no `performance` clock. `console` exists and
-//! discards what it is given, so pasted code that logs still runs. `eval` and
-//! `Function` work, but they only compile more code into the same sandbox:
-//! there is no host function for them to reach. No tenant code runs when a
-//! route is loaded ([`Transform::new`]): its top level runs when it is
-//! saved ([`Transform::check`]) and in each run.
-//!
-//! Why QuickJS through `rquickjs` (0.14, maintained, the QuickJS-ng sources
-//! compiled in by `cc`, no other native dependency): it embeds in-process in
-//! a few hundred KiB, a runtime starts in microseconds, and it has real
-//! limits — an allocator cap, a stack limit and an interrupt callback — with
-//! no I/O at all unless the host adds it. Boa has no memory cap or interrupt
-//! a host can rely on; `deno_core` brings V8 (tens of MiB, slow to build, I/O
-//! built into its ops design); a WebAssembly engine would need a JavaScript
-//! interpreter compiled to wasm on top, for the same limits at more cost.
-//!
-//! The handler is the Hookdeck form, `addHandler("transform", (request,
-//! context) => request)`, or a top-level `function transform(request,
-//! context)`. `docs/routes.md` (`## Transforms`) is the user's reference.
-//! The dispatcher and the control plane await runs on the [`pool`]'s
-//! workers, which are in the idle scheduling class so that a busy transform
-//! yields its core to ingest and to other tenants' work (the engine's stack
-//! limit is [`MAX_STACK_BYTES`], well inside the worker's main thread's).
+//! QuickJS engine that rewrites the request to the route's destination or
+//! drops the event for it.
 
 pub(crate) mod apply;
 pub mod backoff;
@@ -266,6 +227,36 @@ pub enum TransformOutcome {
 }
 
 /// A route's compiled transform: code known to parse and register a handler.
+///
+/// The stored event is never touched: [`Transform::run`] takes a copy of the
+/// request and returns what to send, so the event stays as its sender signed
+/// it. Every run happens in a worker process (`worker.rs`, the hookd binary
+/// started as `hookd transform-worker`), never in hookd itself, and hookd
+/// enforces its budget from outside (`pool`): it kills the worker once
+/// the run has used its CPU budget plus `pool::KILL_MARGIN`, whatever the
+/// script is doing, even inside a built-in's own loop. Inside the worker
+/// each run gets a fresh runtime and context (nothing leaks between runs,
+/// routes or tenants), a memory limit, a stack limit and an interrupt that
+/// stops the script once it has used its CPU budget (the thread's own CPU
+/// time, so waiting for a core is not charged) or, if it is kept waiting
+/// that long, at a wall-clock limit of `WALL_FACTOR` times the budget
+/// (at least `MIN_WALL`). The context holds the
+/// language's own built-ins (objects, JSON, Date, RegExp, Map/Set, typed
+/// arrays, Proxy, Promise) and nothing else: no module loader, no timers, no
+/// network or file system, no `performance` clock. `console` exists and
+/// discards what it is given, so pasted code that logs still runs. `eval` and
+/// `Function` work, but they only compile more code into the same sandbox:
+/// there is no host function for them to reach. No tenant code runs when a
+/// route is loaded ([`Transform::new`]): its top level runs when it is
+/// saved ([`Transform::check`]) and in each run.
+///
+/// The handler is the Hookdeck form, `addHandler("transform", (request,
+/// context) => request)`, or a top-level `function transform(request,
+/// context)`. `docs/routes.md` (`## Transforms`) is the user's reference.
+/// The dispatcher and the control plane await runs on the `pool`'s
+/// workers, which are in the idle scheduling class so that a busy transform
+/// yields its core to ingest and to other tenants' work (the engine's stack
+/// limit is `MAX_STACK_BYTES`, well inside the worker's main thread's).
 #[derive(Clone, PartialEq, Eq)]
 pub struct Transform {
     code: String,

@@ -1,22 +1,5 @@
-//! Where transforms run: one worker process per core (`worker.rs`), shared
-//! by every route of every tenant, each driven by a host thread of its own
-//! that sends it one job at a time and watches it. The engine stops a
-//! script at its CPU budget when it can (its interrupt, between bytecodes);
-//! the host enforces the budget from outside whatever the script does:
-//! every [`WATCH_INTERVAL`] it reads the CPU time the worker has used on
-//! the run, and kills the worker once that passes the budget by
-//! [`KILL_MARGIN`], or once the run has been going for its wall-clock limit
-//! plus the margin. A killed or dead worker is replaced for the next job.
-//! So a loop inside a built-in that never checks the interrupt costs at
-//! most its budget plus the margin, and no tenant's code keeps a thread.
-//!
-//! Workers run in the idle scheduling class (`SCHED_IDLE` on Linux), so a
-//! transform that spins takes only the CPU that ingest, forwarding and
-//! storage leave idle. Each route may run at most
-//! [`TransformPool::per_route`] transforms at once, so one route's backlog
-//! never holds every worker while another route's transforms wait; its
-//! [`RouteShare`] also holds the route's [`Backoff`] from a transform that
-//! keeps overrunning its limits.
+//! Where transforms run: the shared pool of worker processes, one per core,
+//! and each route's share of it.
 
 use std::{
     io::{self, Read, Write},
@@ -51,6 +34,26 @@ pub const WORKER_ARG: &str = "transform-worker";
 type Work = Box<dyn FnOnce(&mut Host) + Send>;
 
 /// The shared transform workers.
+///
+/// One worker process per core (`worker.rs`), shared
+/// by every route of every tenant, each driven by a host thread of its own
+/// that sends it one job at a time and watches it. The engine stops a
+/// script at its CPU budget when it can (its interrupt, between bytecodes);
+/// the host enforces the budget from outside whatever the script does:
+/// every [`WATCH_INTERVAL`] it reads the CPU time the worker has used on
+/// the run, and kills the worker once that passes the budget by
+/// [`KILL_MARGIN`], or once the run has been going for its wall-clock limit
+/// plus the margin. A killed or dead worker is replaced for the next job.
+/// So a loop inside a built-in that never checks the interrupt costs at
+/// most its budget plus the margin, and no tenant's code keeps a thread.
+///
+/// Workers run in the idle scheduling class (`SCHED_IDLE` on Linux), so a
+/// transform that spins takes only the CPU that ingest, forwarding and
+/// storage leave idle. Each route may run at most
+/// [`TransformPool::per_route`] transforms at once, so one route's backlog
+/// never holds every worker while another route's transforms wait; its
+/// [`RouteShare`] also holds the route's `Backoff` from a transform that
+/// keeps overrunning its limits.
 pub struct TransformPool {
     jobs: Mutex<mpsc::Sender<Work>>,
     threads: usize,

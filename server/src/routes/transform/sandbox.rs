@@ -1,8 +1,5 @@
-//! One QuickJS sandbox per run: a fresh runtime with the run's memory limit,
-//! the engine's stack limit and a deadline interrupt; a context with the
-//! language's built-ins only; a prelude (written in JavaScript, so no host
-//! function is reachable) that defines `addHandler` and a discarding
-//! `console`. Engine failures become [`TransformError`] kinds here.
+//! One QuickJS sandbox per run: runtime, context and prelude, and engine
+//! failures turned into [`TransformError`] kinds.
 
 use std::{
     sync::{
@@ -72,6 +69,12 @@ pub(super) fn check(code: &str, limits: &TransformLimits) -> Result<(), Transfor
 
 /// Runs the handler on the JSON `input` and `context`; `None` drops the
 /// event, else the JSON of the request the handler returned.
+///
+/// One QuickJS sandbox per run: a fresh runtime with the run's memory limit,
+/// the engine's stack limit and a deadline interrupt; a context with the
+/// language's built-ins only; a prelude (written in JavaScript, so no host
+/// function is reachable) that defines `addHandler` and a discarding
+/// `console`. Engine failures become [`TransformError`] kinds here.
 pub(super) fn run(
     code: &str,
     input: &str,

@@ -1,8 +1,5 @@
-//! The frames hookd and a transform worker process exchange over the
-//! worker's stdin and stdout: one request, then one answer, each a 4-byte
-//! big-endian length and that many bytes. Every length is checked against
-//! a cap before anything is allocated for it, so neither side can make the
-//! other hold more than the cap.
+//! The frames hookd and a transform worker process exchange over the worker's
+//! stdin and stdout.
 
 use std::io::{self, Read, Write};
 
@@ -29,6 +26,12 @@ const SEND: u8 = 2;
 const FAILED: u8 = 3;
 
 /// What a worker is asked to do.
+///
+/// The frames hookd and a transform worker process exchange over the
+/// worker's stdin and stdout: one request, then one answer, each a 4-byte
+/// big-endian length and that many bytes. Every length is checked against
+/// a cap before anything is allocated for it, so neither side can make the
+/// other hold more than the cap.
 #[derive(Debug, PartialEq)]
 pub(super) enum Job {
     /// Run the top level of `code` within `limits`.

@@ -1,10 +1,5 @@
-//! The transform worker process (`hookd transform-worker`, started by
-//! hookd, never by hand): reads jobs on stdin, runs each in a fresh
-//! sandbox and writes its answer on stdout, one at a time, until stdin
-//! closes. Before the first job it puts itself in the idle scheduling
-//! class, caps its data memory and asks the kernel to kill it when hookd
-//! exits. hookd kills it from outside when a run overstays its budget
-//! (`pool.rs`); this side only runs code.
+//! The transform worker process (`hookd transform-worker`, started by hookd,
+//! never by hand): runs jobs from stdin in a fresh sandbox each.
 
 use std::io::{self, BufReader, BufWriter};
 
@@ -20,6 +15,14 @@ const OWN_MEMORY_BYTES: usize = 96 << 20;
 
 /// Serves jobs until stdin closes; the process's exit code: 0 then, 2 on
 /// a broken frame.
+///
+/// The transform worker process (`hookd transform-worker`, started by
+/// hookd, never by hand): reads jobs on stdin, runs each in a fresh
+/// sandbox and writes its answer on stdout, one at a time, until stdin
+/// closes. Before the first job it puts itself in the idle scheduling
+/// class, caps its data memory and asks the kernel to kill it when hookd
+/// exits. hookd kills it from outside when a run overstays its budget
+/// (`pool.rs`); this side only runs code.
 pub fn serve() -> i32 {
     confine();
     let mut input = BufReader::new(io::stdin().lock());

@@ -1,16 +1,5 @@
 //! The one place a tenant's rejection is recorded for the dashboard and
-//! `ListRejections`: content rejected after a valid signature (any answer
-//! the sender can fix in the body: 400 or 422 other than a signature
-//! verdict, so content codes added later are recorded too) with the first
-//! 4 KiB of the body, and bad or missing signatures without any body.
-//! Overload and storage answers (429, 5xx) are not rejections of content.
-//! The record is written on the blocking pool, off the HTTP worker, and is
-//! durable before the rejection is answered: it waits for the store's next
-//! group commit (shared with the deliveries and rejections of the same
-//! moment), never for an fsync of its own. Each tenant records at most its
-//! budget (`[limits.rejection_records]`, one bucket per kind) before any
-//! write; rejections beyond it are answered the same and only counted, in
-//! `hookd_rejections_unrecorded_total`.
+//! `ListRejections`.
 
 use super::super::{Services, TenantHandle};
 use crate::{
@@ -26,6 +15,20 @@ use crate::{
 /// Records `rejection` (answered as `answer`) of `body` sent to `tenant`,
 /// when it is one the dashboard lists, and returns once the record is
 /// durable; a storage failure is logged, never passed to the sender.
+///
+/// The one place a tenant's rejection is recorded for the dashboard and
+/// `ListRejections`: content rejected after a valid signature (any answer
+/// the sender can fix in the body: 400 or 422 other than a signature
+/// verdict, so content codes added later are recorded too) with the first
+/// 4 KiB of the body, and bad or missing signatures without any body.
+/// Overload and storage answers (429, 5xx) are not rejections of content.
+/// The record is written on the blocking pool, off the HTTP worker, and is
+/// durable before the rejection is answered: it waits for the store's next
+/// group commit (shared with the deliveries and rejections of the same
+/// moment), never for an fsync of its own. Each tenant records at most its
+/// budget (`[limits.rejection_records]`, one bucket per kind) before any
+/// write; rejections beyond it are answered the same and only counted, in
+/// `hookd_rejections_unrecorded_total`.
 pub(super) async fn record(
     services: &Services,
     handle: &TenantHandle,

@@ -1,9 +1,5 @@
 //! `application/x-www-form-urlencoded` bodies (Twilio, older Mailgun): checked
-//! strictly (every `%` escape well formed, names and values UTF-8 once
-//! decoded, no empty name) and read as a flat JSON object of strings (a
-//! name sent more than once, as Twilio does for lists, holds the array of
-//! its values in order), which the event id, required fields, contracts and
-//! route filters see. The stored and forwarded body stays the raw form.
+//! strictly and read as a flat JSON object of strings.
 
 use serde_json::{Map, Value};
 
@@ -18,6 +14,13 @@ pub fn is_form(content_type: Option<&str>) -> bool {
 }
 
 /// The form as a JSON object of strings, or why it is not a valid form.
+///
+/// `application/x-www-form-urlencoded` bodies (Twilio, older Mailgun): checked
+/// strictly (every `%` escape well formed, names and values UTF-8 once
+/// decoded, no empty name) and read as a flat JSON object of strings (a
+/// name sent more than once, as Twilio does for lists, holds the array of
+/// its values in order), which the event id, required fields, contracts and
+/// route filters see. The stored and forwarded body stays the raw form.
 pub(super) fn to_json(body: &[u8]) -> Result<Vec<u8>, BodyError> {
     let mut fields = Map::new();
     let pairs = body.split(|b| *b == b'&').filter(|pair| !pair.is_empty());

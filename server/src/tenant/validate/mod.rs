@@ -1,10 +1,5 @@
-//! Body checks that run only after the signature is proven: the body's shape
-//! (a JSON object, a JSON array of events, or an
-//! `application/x-www-form-urlencoded` form, read as a flat object of
-//! strings: [`form`]), the event id from wherever the tenant's rule says
-//! ([`event_id`]), and the fields the tenant requires. Unknown fields are
-//! ignored. Rejections are [`BodyError`]s; `error.rs` decides what the
-//! sender sees.
+//! Body checks that run only after the signature is proven: the body's shape,
+//! the event id and the fields the tenant requires.
 
 mod event_id;
 mod form;
@@ -61,6 +56,14 @@ enum Top<'a> {
 /// Required fields are top-level fields of an object (or a form): a body
 /// that is a JSON array is accepted only when the tenant requires none and
 /// its event id is not a top-level field.
+///
+/// Body checks that run only after the signature is proven: the body's shape
+/// (a JSON object, a JSON array of events, or an
+/// `application/x-www-form-urlencoded` form, read as a flat object of
+/// strings: [`form`]), the event id from wherever the tenant's rule says
+/// ([`event_id`]), and the fields the tenant requires. Unknown fields are
+/// ignored. Rejections are [`BodyError`]s; `error.rs` decides what the
+/// sender sees.
 pub fn validate_body(
     body: &Body<'_>,
     id_source: EventIdSource<'_>,

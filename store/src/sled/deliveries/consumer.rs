@@ -1,8 +1,4 @@
-//! Pull mode: handing out, acknowledging and returning deliveries. Each
-//! change of one delivery is a compare-and-set in one sled transaction
-//! (sled runs transactions one at a time), so concurrent consumers never
-//! get one delivery within its visibility timeout and never leave a queue
-//! entry behind that no state points at.
+//! Pull mode on sled: handing out, acknowledging and returning deliveries.
 
 use std::collections::HashSet;
 
@@ -23,6 +19,12 @@ use crate::{
 /// attempt; one older than the retry window is dead-lettered instead. Stops
 /// before a delivery that would take the bodies and headers handed out past
 /// `max_bytes` (that one stays due); the first is handed out whatever its size.
+///
+/// Pull mode: handing out, acknowledging and returning deliveries. Each
+/// change of one delivery is a compare-and-set in one sled transaction
+/// (sled runs transactions one at a time), so concurrent consumers never
+/// get one delivery within its visibility timeout and never leave a queue
+/// entry behind that no state points at.
 pub fn pull(trees: &TenantTrees, request: &PullRequest) -> Result<Vec<(StoredEvent, u32)>> {
     let PullRequest {
         max,

@@ -1,16 +1,5 @@
-//! A delivery pending since its event was received (the default route's,
-//! or a route's copy) is a record in a queue entry and no state record: its
-//! id names the entry ([`DeliveryId::queue_slot`]), and its record holds
-//! the id, a newline and what its state holds beyond that of every delivery
-//! pending since receipt ([`Held`]). Copies whose ids share a place
-//! ([`DeliveryId::sharing`]) are records of one entry ([`entry`]), each
-//! taken out of it alone ([`take`]). The acknowledging commit then writes
-//! one insert per route instead of two, and for the copies of a route
-//! one per batch. Whatever changes the delivery (its
-//! first attempt, a pull, an ack, a copy's holder handing it the event)
-//! writes its state record, and the state record is its state from then
-//! on; every queue entry made after that holds only the id. Reading a
-//! delivery's state reads its state record, else the receipt its id names.
+//! Receipts: a delivery pending since its event was received, kept as a record
+//! in a queue entry with no state record of its own.
 
 use serde::{Deserialize, Serialize};
 use sled::IVec;
@@ -28,6 +17,20 @@ use crate::{
 /// received, queued under the key its id names ([`state_of`] makes it
 /// again). Receipts of storage layout 7 held the whole state; read as
 /// this, they give the same state, since they held nothing else.
+///
+/// A delivery pending since its event was received (the default route's,
+/// or a route's copy) is a record in a queue entry and no state record: its
+/// id names the entry ([`DeliveryId::queue_slot`]), and its record holds
+/// the id, a newline and what its state holds beyond that of every delivery
+/// pending since receipt ([`Held`]). Copies whose ids share a place
+/// ([`DeliveryId::sharing`]) are records of one entry ([`entry`]), each
+/// taken out of it alone ([`take`]). The acknowledging commit then writes
+/// one insert per route instead of two, and for the copies of a route
+/// one per batch. Whatever changes the delivery (its
+/// first attempt, a pull, an ack, a copy's holder handing it the event)
+/// writes its state record, and the state record is its state from then
+/// on; every queue entry made after that holds only the id. Reading a
+/// delivery's state reads its state record, else the receipt its id names.
 #[derive(Serialize)]
 struct Held<'a> {
     event_id: &'a EventId,

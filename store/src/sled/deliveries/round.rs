@@ -1,9 +1,5 @@
-//! A round of finished attempts, of any tenants and routes, recorded in ONE
-//! sled transaction, each attempt the same compare-and-set as
-//! [`super::record_attempt`]. The committer runs it between batches and,
-//! when it may, records every change the round made as one record of the
-//! write-ahead log, so the round is durable with the log's next fsync
-//! instead of a checkpoint of sled.
+//! A round of finished attempts, of any tenants and routes, recorded in one
+//! sled transaction.
 
 use std::cell::RefCell;
 
@@ -35,6 +31,13 @@ pub(in crate::sled) struct RoundAttempt {
 /// the transaction writes its number to `marker` as the last record sled
 /// holds; without, the round is durable with the next checkpoint. An error
 /// changed nothing.
+///
+/// A round of finished attempts, of any tenants and routes, recorded in ONE
+/// sled transaction, each attempt the same compare-and-set as
+/// [`super::record_attempt`]. The committer runs it between batches and,
+/// when it may, records every change the round made as one record of the
+/// write-ahead log, so the round is durable with the log's next fsync
+/// instead of a checkpoint of sled.
 pub(in crate::sled) fn record_round(
     round: &[RoundAttempt],
     marker: &sled::Tree,

@@ -1,12 +1,5 @@
-//! An event fanned out to several routes is stored once. A route's copy,
-//! written in the same commit as the default route's delivery (the
-//! holder), writes no stored event of its own: its state names the
-//! holder's ([`DeliveryState::event_in`], the events tree's key), and
-//! reading the copy's event reads the holder's under the copy's own
-//! delivery id. Before a holder's event is removed (retention, a purged
-//! dead letter, an original swept with its redelivery), it is written
-//! whole for every copy that still names it, so a copy never outlives the
-//! body it forwards. PostgreSQL keeps a whole event per copy.
+//! An event fanned out to several routes is stored once: a route's copy names
+//! the holder's stored event and reads it through the copy's own id.
 
 use sled::Transactional;
 
@@ -41,6 +34,16 @@ pub(super) fn gone(delivery_id: &DeliveryId) -> Error {
 
 /// The stored event of `delivery_id` in `trees`: its own, or, for a copy
 /// that has none, its holder's.
+///
+/// An event fanned out to several routes is stored once. A route's copy,
+/// written in the same commit as the default route's delivery (the
+/// holder), writes no stored event of its own: its state names the
+/// holder's ([`DeliveryState::event_in`], the events tree's key), and
+/// reading the copy's event reads the holder's under the copy's own
+/// delivery id. Before a holder's event is removed (retention, a purged
+/// dead letter, an original swept with its redelivery), it is written
+/// whole for every copy that still names it, so a copy never outlives the
+/// body it forwards. PostgreSQL keeps a whole event per copy.
 pub(super) fn load(trees: &TenantTrees, delivery_id: &DeliveryId) -> Result<Option<StoredEvent>> {
     if let Some(stored) = trees.events.get(delivery_id.as_str())? {
         return StoredEvent::decode(&stored).map(Some);

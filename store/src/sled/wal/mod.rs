@@ -1,27 +1,5 @@
-//! The write-ahead log that makes ingest durable: each batch of accepted
-//! deliveries, applied to sled in one transaction, is also one checksummed
-//! record ([`record`]); the log thread writes every record applied since
-//! its last sync to the active segment under `data_dir/wal/` and
-//! fdatasyncs once before any of their writers is answered. sled is made
-//! durable lazily by checkpoints (flush + fdatasync of its files), after
-//! which the segments sled holds are recycled. After a crash, [`recover`]
-//! hands every record past the last one sled holds (its number is written
-//! in each batch's transaction) to be applied again; a record the crash
-//! tore at the log's end was never acknowledged and is left out.
-//!
-//! Segments are named by the number of their first record
-//! (`{lsn:020}.wal`), start with an 8-byte magic and a version, and are
-//! replaced by a new one once [`SEGMENT_BYTES`] are written; a new
-//! segment's name is made durable (directory fsync) before a record in it
-//! is acknowledged. An fdatasync that makes a file longer must also commit
-//! the file system's journal (the new length and blocks), about a third of
-//! its cost on the disks measured, so segments are written over blocks
-//! already allocated and written: a spare prepared ahead (a header and
-//! zeros, synced once before it is renamed into place) or an old segment
-//! recycled. Records in a segment are numbered on from its name; the first
-//! that is not (zeros, an old segment's records, a torn write) ends it,
-//! unless whole records numbered on follow it: then it is damage, which
-//! [`recover`] refuses rather than drop what follows.
+//! The write-ahead log that makes ingest durable: its segments under
+//! `data_dir/wal/`, the log thread's appending end, and recovery.
 
 pub mod record;
 
@@ -302,6 +280,30 @@ struct Segment {
 type Closed = Arc<Mutex<Vec<(PathBuf, u64)>>>;
 
 /// The appending end of the log: one thread writes and syncs through it.
+///
+/// Each batch of accepted deliveries, applied to sled in one transaction,
+/// is also one checksummed record ([`record`]); the log thread writes every record applied since
+/// its last sync to the active segment under `data_dir/wal/` and
+/// fdatasyncs once before any of their writers is answered. sled is made
+/// durable lazily by checkpoints (flush + fdatasync of its files), after
+/// which the segments sled holds are recycled. After a crash, [`recover`]
+/// hands every record past the last one sled holds (its number is written
+/// in each batch's transaction) to be applied again; a record the crash
+/// tore at the log's end was never acknowledged and is left out.
+///
+/// Segments are named by the number of their first record
+/// (`{lsn:020}.wal`), start with an 8-byte magic and a version, and are
+/// replaced by a new one once [`SEGMENT_BYTES`] are written; a new
+/// segment's name is made durable (directory fsync) before a record in it
+/// is acknowledged. An fdatasync that makes a file longer must also commit
+/// the file system's journal (the new length and blocks), about a third of
+/// its cost on the disks measured, so segments are written over blocks
+/// already allocated and written: a spare prepared ahead (a header and
+/// zeros, synced once before it is renamed into place) or an old segment
+/// recycled. Records in a segment are numbered on from its name; the first
+/// that is not (zeros, an old segment's records, a torn write) ends it,
+/// unless whole records numbered on follow it: then it is damage, which
+/// [`recover`] refuses rather than drop what follows.
 pub struct Log {
     dir: PathBuf,
     dir_handle: File,

@@ -1,18 +1,5 @@
 //! One record of the write-ahead log: a batch of inserts into and removes
-//! from the shared trees, numbered and checksummed. On disk a record is
-//! `len: u32 | crc32: u32 | lsn: u64 | synced: u64 | ops`, little endian,
-//! where `len` counts the bytes after the crc and the crc covers the same
-//! bytes, and `synced` is the last record known durable when this one was
-//! sealed: a whole record after a damaged one tells recovery whether the
-//! damaged one had been synced (so acknowledged) or was torn by the crash
-//! ([`super::recover`]). Format 1 had no `synced`, and is still read. Each op
-//! is `tree: u8 | key_len: u32 | value_len: u32 | key | value`, a remove
-//! marked by [`REMOVE`] in the tree byte (and no value). [`RECORDS`] in
-//! the tree byte makes an insert the records added to a queue entry and a
-//! remove the id of the record taken out of one ([`super::super::entry`]). A record is
-//! built in place ([`Batch`]), so the buffer the committer fills is the one
-//! the log writes, and read back by [`ops`] for the live apply and for the
-//! replay after a crash alike.
+//! from the shared trees, numbered and checksummed; its on-disk format.
 
 use crate::error::{Error, Result};
 
@@ -51,6 +38,20 @@ const REMOVE: u8 = 0x80;
 const RECORDS: u8 = 0x40;
 
 /// A batch of inserts and removes being built, in its on-disk form.
+///
+/// On disk a record is `len: u32 | crc32: u32 | lsn: u64 | synced: u64 |
+/// ops`, little endian, where `len` counts the bytes after the crc and the
+/// crc covers the same bytes, and `synced` is the last record known durable
+/// when this one was sealed: a whole record after a damaged one tells
+/// recovery whether the damaged one had been synced (so acknowledged) or
+/// was torn by the crash ([`super::recover`]). Format 1 had no `synced`,
+/// and is still read. Each op is `tree: u8 | key_len: u32 | value_len: u32
+/// | key | value`, a remove marked by [`REMOVE`] in the tree byte (and no
+/// value). [`RECORDS`] in the tree byte makes an insert the records added
+/// to a queue entry and a remove the id of the record taken out of one
+/// ([`super::super::entry`]). A record is built in place ([`Batch`]), so
+/// the buffer the committer fills is the one the log writes, and read back
+/// by [`ops`] for the live apply and for the replay after a crash alike.
 #[derive(Debug)]
 pub struct Batch {
     buf: Vec<u8>,

@@ -1,9 +1,5 @@
 //! A tenant's alert settings as apply compares them (AlertService): its own
-//! sink and its rule overrides. GetAlertSettings answers every alert type
-//! with the operator's defaults filled in and says which types the tenant
-//! overrides; a rule the file names compares the keys the file sets, an
-//! override the file does not name shows as going back to the default, and
-//! the file's rules are sent whole, as the tenant's complete override list.
+//! sink and its rule overrides.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -58,6 +54,13 @@ impl Rule {
 }
 
 /// The alert settings the file wants for a tenant.
+///
+/// A tenant's alert settings as apply compares them (AlertService): its own
+/// sink and its rule overrides. GetAlertSettings answers every alert type
+/// with the operator's defaults filled in and says which types the tenant
+/// overrides; a rule the file names compares the keys the file sets, an
+/// override the file does not name shows as going back to the default, and
+/// the file's rules are sent whole, as the tenant's complete override list.
 #[derive(Debug, Clone, Default)]
 pub struct DesiredAlerts {
     /// `None`: no sink of the tenant's own (the operator's only).

@@ -1,9 +1,5 @@
-//! `hookctl apply`, `diff` and `export`: hookd's tenants, routes, contracts and
-//! alert settings
-//! kept in a YAML file (docs/apply.md). The file is read ([`file`]), its
-//! defaults filled in ([`desired`]), compared with what hookd answers
-//! ([`current`]) into a [`plan::Plan`], which diff prints ([`render`]) and
-//! apply makes ([`execute`]); [`export`] writes hookd's state as a file.
+//! `hookctl apply`, `diff` and `export`: hookd's tenants, routes, contracts
+//! and alert settings kept in a YAML file (docs/apply.md).
 
 mod alerts;
 mod current;
@@ -35,6 +31,13 @@ use crate::{
 /// The plan for the file `args` names, and the directory its relative secret
 /// paths start from. The file is read and checked before hookd is reached,
 /// so a typo fails the same with hookd down.
+///
+/// `hookctl apply`, `diff` and `export`: hookd's tenants, routes, contracts and
+/// alert settings
+/// kept in a YAML file (docs/apply.md). The file is read ([`file`](mod@file)), its
+/// defaults filled in ([`desired`]), compared with what hookd answers
+/// ([`current`]) into a [`plan::Plan`], which diff prints ([`render`]) and
+/// apply makes ([`execute`]); [`export`](mod@export) writes hookd's state as a file.
 async fn planned(
     client: impl Future<Output = anyhow::Result<HookdClient>>,
     args: &PlanArgs,

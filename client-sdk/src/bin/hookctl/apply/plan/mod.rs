@@ -1,8 +1,5 @@
 //! The planner: the file's tenants against hookd's, as the steps that make
-//! hookd match (create, update, delete per resource, field by field), in an
-//! order that respects dependencies: a tenant before its routes,
-//! contracts and alert settings, a tenant's deletions before its creations
-//! (freeing route slots), and whole tenants deleted last. Pure: no I/O, no secret read.
+//! hookd match, in an order that respects dependencies.
 
 #[cfg(test)]
 mod alert_tests;
@@ -35,6 +32,12 @@ pub struct Options {
 }
 
 /// Everything apply would do, and what it leaves alone and why.
+///
+/// The planner: the file's tenants against hookd's, as the steps that make
+/// hookd match (create, update, delete per resource, field by field), in an
+/// order that respects dependencies: a tenant before its routes,
+/// contracts and alert settings, a tenant's deletions before its creations
+/// (freeing route slots), and whole tenants deleted last. Pure: no I/O, no secret read.
 #[derive(Debug, Default, Serialize)]
 pub struct Plan {
     /// The changes, in the order apply makes them.
