@@ -8,12 +8,14 @@
 #![forbid(unsafe_code)]
 
 mod alert;
+mod delivery;
 mod hmac;
 pub mod ids;
 mod scheme;
 mod tenant;
 
 pub use alert::{AlertType, UnknownAlertType};
+pub use delivery::{DeliveryEventKind, DeliveryStatus};
 pub use hmac::HmacFields;
 pub use scheme::{Scheme, UnknownScheme};
 pub use tenant::{

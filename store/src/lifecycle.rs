@@ -1,7 +1,7 @@
 //! A delivery's lifecycle, the same on every engine and free of storage: what
 //! an attempt leads to, redelivery, pulled deliveries' ends and retention.
 
-use hookd_proto::domain::DeliveryEventKind;
+use hookd_domain::DeliveryEventKind;
 
 use super::records::{
     queue_key, time_key, AttemptRecord, DeadLetter, DeliveryState, DeliveryStatus, EventMeta,

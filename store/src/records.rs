@@ -131,7 +131,7 @@ impl StoredEvent {
 }
 
 /// Where a delivery stands; stored by its snake_case name.
-pub use hookd_proto::domain::DeliveryStatus;
+pub use hookd_domain::DeliveryStatus;
 
 /// The mutable state of one delivery. Absent fields are not written (a
 /// new delivery's record is its largest write after the event).

@@ -102,7 +102,7 @@ impl RouteCopy {
             delivery_id: Some(id.clone()),
             filtered: false,
         };
-        std::iter::once(outcome(hookd_proto::domain::DEFAULT_ROUTE, default))
+        std::iter::once(outcome(hookd_domain::DEFAULT_ROUTE, default))
             .chain(copies.iter().map(|c| outcome(&c.route, &c.delivery_id)))
             .collect()
     }
