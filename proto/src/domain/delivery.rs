@@ -1,6 +1,5 @@
-//! Where a delivery stands and what happens to it: one [`DeliveryStatus`]
-//! and one [`DeliveryEventKind`] for the store, the live feed, the control
-//! plane and the wire, with the conversions to and from `hookd.v1`.
+//! Where a delivery stands and what happens to it: one [`DeliveryStatus`] and
+//! one [`DeliveryEventKind`] for every layer, with the `hookd.v1` conversions.
 
 use crate::v1 as pb;
 
