@@ -1,9 +1,11 @@
-//! Compiles `hookd/v1/*.proto` with protox (pure Rust, no protoc needed), and
-//! keeps the encoded descriptor set for gRPC server reflection; with the
-//! `json` feature, also generates the proto3 JSON mapping (pbjson) from it.
+//! Compiles `hookd/v1/*.proto` with protox and keeps the encoded descriptor
+//! set; with the `json` feature, also the proto3 JSON mapping.
 
 use std::{env, fs, path::PathBuf};
 
+/// Compiles `hookd/v1/*.proto` with protox (pure Rust, no protoc needed), and
+/// keeps the encoded descriptor set for gRPC server reflection; with the
+/// `json` feature, also generates the proto3 JSON mapping (pbjson) from it.
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let protos = [
         "hookd/v1/tenant.proto",

@@ -1,9 +1,10 @@
-//! Build script: the commit hookd is built from, for `hookd_build_info`:
-//! `HOOKD_BUILD_COMMIT` if set (a build without `.git`, e.g. in a container),
-//! else `git rev-parse HEAD`, else "unknown".
+//! Build script: the commit hookd is built from, for `hookd_build_info`.
 
 use std::process::Command;
 
+/// Build script: the commit hookd is built from, for `hookd_build_info`:
+/// `HOOKD_BUILD_COMMIT` if set (a build without `.git`, e.g. in a container),
+/// else `git rev-parse HEAD`, else "unknown".
 fn main() {
     println!("cargo:rerun-if-env-changed=HOOKD_BUILD_COMMIT");
     let from_env = std::env::var("HOOKD_BUILD_COMMIT")

@@ -1,8 +1,5 @@
-//! Signature verification per scheme at 1 KiB, 16 KiB and 256 KiB bodies:
-//! parsing the request, the signature check (HMAC-SHA1/256, the header token,
-//! Ed25519, ECDSA P-256) and the tolerance, as the server runs them for every
-//! delivery. Every preset, Standard Webhooks' `v1a` (Ed25519) beside its `v1`,
-//! and a configured `hmac` tenant.
+//! Signature verification per scheme at 1 KiB, 16 KiB and 256 KiB bodies, as
+//! the server runs it for every delivery.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -115,6 +112,11 @@ fn cases() -> Vec<Case> {
     cases
 }
 
+/// Signature verification per scheme at 1 KiB, 16 KiB and 256 KiB bodies:
+/// parsing the request, the signature check (HMAC-SHA1/256, the header token,
+/// Ed25519, ECDSA P-256) and the tolerance, as the server runs them for every
+/// delivery. Every preset, Standard Webhooks' `v1a` (Ed25519) beside its `v1`,
+/// and a configured `hmac` tenant.
 fn verification(c: &mut Criterion) {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)

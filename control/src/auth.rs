@@ -1,6 +1,5 @@
-//! Who is calling and what they may touch: the bearer token from the
-//! `authorization` metadata, checked by the backend, and the rules every
-//! service applies to the resulting [`Principal`].
+//! Who is calling and what they may touch: the bearer token, checked by the
+//! backend, and the rules every service applies to the [`Principal`].
 
 use tonic::Request;
 
@@ -26,6 +25,10 @@ pub(crate) fn authenticate<B: ControlBackend, T>(
 
 /// [`authenticate`], keeping which token it was, for a call that outlives
 /// the check (a watch) and must ask again.
+///
+/// Who is calling and what they may touch: the bearer token from the
+/// `authorization` metadata, checked by the backend, and the rules every
+/// service applies to the resulting [`Principal`].
 pub(crate) fn grant<B: ControlBackend, T>(backend: &B, request: &Request<T>) -> Result<Grant> {
     request
         .metadata()

@@ -1,6 +1,5 @@
-//! A tenant's issues: its alerts (open, acknowledged, resolved), newest
-//! first, filtered by state, each open one with an Acknowledge button
-//! (a form carrying the page's CSRF token).
+//! A tenant's issues: its alerts, newest first, filtered by state, each open
+//! one with an Acknowledge button.
 
 use actix_web::{web, HttpResponse};
 use hookd_control::model::{AlertFilter, AlertState, PageRequest};
@@ -37,6 +36,10 @@ fn name(state: AlertState) -> &'static str {
 }
 
 /// `GET /t/{tenant}/alerts`: newest first.
+///
+/// A tenant's issues: its alerts (open, acknowledged, resolved), newest
+/// first, filtered by state, each open one with an Acknowledge button
+/// (a form carrying the page's CSRF token).
 pub(super) async fn list(
     dash: web::Data<Dashboard>,
     signed: Signed,

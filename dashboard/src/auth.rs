@@ -1,7 +1,4 @@
-//! Sign-in with the admin token or a tenant token, and sign-out. The
-//! sign-in form is protected against login CSRF by a token the server
-//! issued ([`super::csrf`]) in both a cookie and the form, and by rejecting
-//! posts a browser marks as coming from another site.
+//! Sign-in with the admin token or a tenant token, and sign-out.
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use hookd_control::model::Principal;
@@ -58,6 +55,11 @@ fn sign_in_form(
 }
 
 /// `POST /sign-in`: a session for a token the backend knows.
+///
+/// Sign-in with the admin token or a tenant token, and sign-out. The
+/// sign-in form is protected against login CSRF by a token the server
+/// issued ([`super::csrf`]) in both a cookie and the form, and by rejecting
+/// posts a browser marks as coming from another site.
 pub(super) async fn sign_in(
     dash: web::Data<Dashboard>,
     req: HttpRequest,

@@ -1,12 +1,15 @@
-//! The time the dashboard reads: session ages, sign-in form freshness and
-//! the live tail's keep-alives. hookd hands in its own clock, so a test that
-//! moves hookd's time moves the dashboard's too.
+//! The time the dashboard reads: session ages, sign-in form freshness and the
+//! live tail's keep-alives.
 
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 
 /// Source of the current time in milliseconds since the Unix epoch.
+///
+/// The time the dashboard reads: session ages, sign-in form freshness and
+/// the live tail's keep-alives. hookd hands in its own clock, so a test that
+/// moves hookd's time moves the dashboard's too.
 pub trait Clock: Send + Sync + 'static {
     /// Now, in Unix milliseconds.
     fn now_ms(&self) -> i64;

@@ -1,6 +1,5 @@
-//! A tenant's deliveries (filters, paging), one delivery with its content,
-//! every attempt and every recorded redirect, and Redirect of one delivery
-//! to a typed URL.
+//! A tenant's deliveries, one delivery with its content, attempts and
+//! redirects, and Redirect of one delivery to a typed URL.
 
 use actix_web::{web, HttpResponse};
 use hookd_control::model::{AttemptView, DeliveryStatus, DeliveryView, PageRequest, RedirectView};

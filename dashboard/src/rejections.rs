@@ -1,6 +1,4 @@
-//! Rejected requests of a tenant: content rejected after a valid signature
-//! (with the first 4 KiB of the body) and bad or missing signatures
-//! (without), findable by request id.
+//! Rejected requests of a tenant, findable by request id.
 
 use actix_web::{web, HttpResponse};
 use hookd_control::model::{PageRequest, RejectionFilter};
@@ -24,6 +22,10 @@ pub(super) struct Query {
 }
 
 /// `GET /t/{tenant}/rejections`: newest first.
+///
+/// Rejected requests of a tenant: content rejected after a valid signature
+/// (with the first 4 KiB of the body) and bad or missing signatures
+/// (without), findable by request id.
 pub(super) async fn list(
     dash: web::Data<Dashboard>,
     signed: Signed,

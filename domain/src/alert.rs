@@ -1,6 +1,5 @@
-//! The catalogue of operational alerts: every [`AlertType`] hookd can open,
-//! with the event type it sends when it opens and when it resolves
-//! (docs/alerts.md).
+//! The catalogue of operational alerts: every [`AlertType`] hookd can open and
+//! the event types it sends (docs/alerts.md).
 
 use std::{fmt, str::FromStr};
 

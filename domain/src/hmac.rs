@@ -1,11 +1,12 @@
 //! `HmacFields`: the `[tenants.hmac]` table of `scheme = "hmac"` as written,
-//! in the config file, the API and the catalog alike. The SDK validates it
-//! (`hookd_sdk::signature::HmacSpec`) and verifies with it; the API's
-//! `HmacSpec` message converts to and from it.
+//! in the config file, the API and the catalog alike.
 
 /// The `[tenants.hmac]` table as written: every field but `signature` is
 /// optional, and validation (`hookd_sdk::signature::HmacSpec::new`) names the
 /// first one at fault.
+///
+/// The SDK validates it (`hookd_sdk::signature::HmacSpec`) and verifies
+/// with it; the API's `HmacSpec` message converts to and from it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]

@@ -1,6 +1,5 @@
-//! The `Scheme` enum: the closed set of wire formats a tenant can choose, with the
-//! per-scheme facts the server needs besides the signature itself. The SDK, the
-//! control plane and the server all use this one type.
+//! The `Scheme` enum: the closed set of wire formats a tenant can choose, and
+//! the per-scheme facts the server needs.
 
 use std::fmt;
 use std::str::FromStr;
@@ -15,6 +14,10 @@ fn scheme_names() -> String {
 }
 
 /// Which provider's wire format a tenant's deliveries use; picked once per tenant.
+///
+/// The `Scheme` enum: the closed set of wire formats a tenant can choose, with the
+/// per-scheme facts the server needs besides the signature itself. The SDK, the
+/// control plane and the server all use this one type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Scheme {
     /// Standard Webhooks (Svix): `webhook-id`, `webhook-timestamp`, `webhook-signature`.

@@ -1,6 +1,5 @@
-//! Tenant vocabulary: the validating [`TenantId`], the [`RateLimit`], a
-//! secret's [`SecretState`] and the defaults a tenant (and each of its
-//! routes) gets for unset settings.
+//! Tenant vocabulary: [`TenantId`], [`RateLimit`], [`SecretState`] and the
+//! defaults a tenant (and each of its routes) gets for unset settings.
 
 use std::{borrow::Borrow, fmt};
 

@@ -1,12 +1,15 @@
-//! `Debug` for the requests that may carry a provider's secret: every field
-//! but the secret, which shows only whether it was given, so a request
-//! printed in a log or a panic never holds it.
+//! `Debug` for the requests that may carry a provider's secret, showing only
+//! whether the secret was given.
 
 use std::fmt;
 
 use crate::v1::{AlertSink, CreateTenantRequest, RotateSecretRequest, SetAlertSettingsResponse};
 
 /// What a secret field shows.
+///
+/// The `Debug` of a request that may carry a provider's secret shows every
+/// field but the secret, which shows only whether it was given, so a request
+/// printed in a log or a panic never holds it.
 fn given(secret: &str) -> &'static str {
     match secret.is_empty() {
         true => "",

@@ -1,11 +1,5 @@
-//! What the costliest contracts the save-time bounds accept cost at
-//! ingest, on bodies of about 1 MiB: a chain of 11 `anyOf` links each naming
-//! the next twice (the longest accepted) against a failing string, 64
-//! `anyOf` branches under an array (stopped by the check budget), and 32
-//! patterns near the regex heap limit over 1 MiB of strings; what compiling
-//! the costliest accepted contract costs (what a save, and a start, pays per
-//! contract); and the resident memory of 100 such contracts. Run with
-//! `cargo bench -p hookd-server --bench contract_cost`.
+//! What the costliest contracts the save-time bounds accept cost at ingest,
+//! to compile, and in resident memory.
 
 use std::{hint::black_box, sync::Arc};
 
@@ -72,6 +66,14 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
+/// What the costliest contracts the save-time bounds accept cost at
+/// ingest, on bodies of about 1 MiB: a chain of 11 `anyOf` links each naming
+/// the next twice (the longest accepted) against a failing string, 64
+/// `anyOf` branches under an array (stopped by the check budget), and 32
+/// patterns near the regex heap limit over 1 MiB of strings; what compiling
+/// the costliest accepted contract costs (what a save, and a start, pays per
+/// contract); and the resident memory of 100 such contracts. Run with
+/// `cargo bench -p hookd-server --bench contract_cost`.
 fn bench(c: &mut Criterion) {
     let set = TenantContracts::new(
         Policy::default(),

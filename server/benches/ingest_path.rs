@@ -1,15 +1,5 @@
-//! The durable half of ingest, piece by piece:
-//!
-//! - `committer/N`: N concurrent writers each committing one new delivery
-//!   through the embedded store's group committer, every answer after the
-//!   fdatasync that covers it (the real path: a temporary dir on the
-//!   machine's disk). Throughput is per delivery, so the figure shows how
-//!   many writes one fsync is shared by as N grows.
-//! - `gate/new` and `gate/duplicate`: one signed Standard Webhooks
-//!   delivery of 1 KiB run through a tenant's ingest gate as the HTTP worker
-//!   runs it, and answered (verify, replay cache, body checks, commit with
-//!   syncs off, so the hand-offs show rather than the disk), and a resend of
-//!   an accepted one, answered from the replay cache.
+//! The durable half of ingest, piece by piece: the group committer
+//! (`committer/N`) and a tenant's ingest gate (`gate/new`, `gate/duplicate`).
 
 use std::{sync::Arc, time::Instant};
 
@@ -54,6 +44,11 @@ fn delivery(n: u64) -> NewDelivery {
     }
 }
 
+/// `committer/N`: N concurrent writers each committing one new delivery
+/// through the embedded store's group committer, every answer after the
+/// fdatasync that covers it (the real path: a temporary dir on the
+/// machine's disk). Throughput is per delivery, so the figure shows how
+/// many writes one fsync is shared by as N grows.
 fn committer(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
     let (store, _committer) = SledStore::open(dir.path(), 1024, true).expect("store");
@@ -112,6 +107,11 @@ fn signed(n: u64) -> (HeaderMap, Bytes) {
     (Ingest::headers(signed), Bytes::from(body))
 }
 
+/// `gate/new` and `gate/duplicate`: one signed Standard Webhooks
+/// delivery of 1 KiB run through a tenant's ingest gate as the HTTP worker
+/// runs it, and answered (verify, replay cache, body checks, commit with
+/// syncs off, so the hand-offs show rather than the disk), and a resend of
+/// an accepted one, answered from the replay cache.
 fn gate(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
     let (store, _committer) = SledStore::open(dir.path(), 1024, false).expect("store");

@@ -1,11 +1,5 @@
-//! The replay cache: a hit (a duplicate answered without touching storage),
-//! a miss (every new delivery looks first) and the insert that follows an
-//! accepted delivery, on a cache full at the default capacity.
-//!
-//! The cache is the one every tenant's gate shares (`tenant::replay_cache`):
-//! keys `id:<event id>` in one tenant's scope, values (event id, delivery
-//! id), `max_capacity` = the default `[limits] replay_cache_keys` (500,000)
-//! and each key kept twice the default tolerance (600 s).
+//! The replay cache: a hit, a miss and the insert that follows an accepted
+//! delivery, on a cache full at the default capacity.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use hookd_server::{
@@ -39,6 +33,14 @@ fn full_cache(scope: ReplayScope) -> ReplayCache {
     cache
 }
 
+/// A hit (a duplicate answered without touching storage), a miss (every
+/// new delivery looks first) and the insert that follows an accepted
+/// delivery.
+///
+/// The cache is the one every tenant's gate shares (`tenant::replay_cache`):
+/// keys `id:<event id>` in one tenant's scope, values (event id, delivery
+/// id), `max_capacity` = the default `[limits] replay_cache_keys` (500,000)
+/// and each key kept twice the default tolerance (600 s).
 fn replay(c: &mut Criterion) {
     let scope = ReplayScope::new(TOLERANCE_SECS);
     let cache = full_cache(scope);

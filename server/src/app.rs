@@ -1,6 +1,5 @@
 //! [`Server`]: hookd on a thread of its own, a thin wrapper over
-//! [`crate::run`] that binds the listeners, waits until hookd accepts
-//! deliveries and keeps the means to reload TLS and to stop it.
+//! [`crate::run`].
 
 use std::{
     net::SocketAddr,
@@ -19,6 +18,10 @@ use crate::{
 };
 
 /// A running hookd: its bound addresses and the means to stop it.
+///
+/// [`Server`]: hookd on a thread of its own, a thin wrapper over
+/// [`crate::run`] that binds the listeners, waits until hookd accepts
+/// deliveries and keeps the means to reload TLS and to stop it.
 pub struct Server {
     /// Dropped before joining: it holds storage open.
     registry: Option<Registry>,

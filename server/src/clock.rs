@@ -1,6 +1,5 @@
-//! Wall-clock time behind a trait, so tests control time instead of sleeping:
-//! the clock tells the time and also sleeps, and a [`ManualClock`] wakes its
-//! sleepers when a test moves it.
+//! Wall-clock time behind a trait, so tests control time instead of sleeping
+//! ([`ManualClock`]).
 
 use std::{
     fmt,
@@ -12,6 +11,10 @@ use futures_util::future::BoxFuture;
 use tokio::sync::watch;
 
 /// Source of the current time in milliseconds since the Unix epoch.
+///
+/// Wall-clock time behind a trait, so tests control time instead of sleeping:
+/// the clock tells the time and also sleeps, and a [`ManualClock`] wakes its
+/// sleepers when a test moves it.
 pub trait Clock: Send + Sync + 'static {
     /// Now, in Unix milliseconds.
     fn now_ms(&self) -> i64;

@@ -1,6 +1,5 @@
-//! The `hookd` binary: flags, config, logging and span export, then the
-//! server library's [`Server::start`] (a thin wrapper over `hookd_server::run`)
-//! until a signal.
+//! The `hookd` binary: flags, config, logging and span export, then
+//! [`Server::start`] until a signal.
 
 use std::path::PathBuf;
 
@@ -63,6 +62,9 @@ enum Command {
     Migrate,
 }
 
+/// The `hookd` binary: flags, config, logging and span export, then the
+/// server library's [`Server::start`] (a thin wrapper over `hookd_server::run`)
+/// until a signal.
 fn main() -> anyhow::Result<()> {
     // hookd runs tenants' transforms in copies of itself started this way,
     // with an empty environment; nothing else is read or started.

@@ -1,12 +1,15 @@
-//! Token bucket: how many deliveries a tenant may have accepted (`rate_limit`)
-//! or forwarded (`delivery_rate`) per second, and how many of its rejections
-//! are recorded (`[limits.rejection_records]`).
+//! Token bucket: a tenant's accepted (`rate_limit`) and forwarded
+//! (`delivery_rate`) deliveries per second, and its recorded rejections.
 
 use std::sync::Mutex;
 
 use crate::config::RateLimitConfig;
 
 /// A token bucket refilled continuously at `per_sec`, holding up to `burst`.
+///
+/// Token bucket: how many deliveries a tenant may have accepted (`rate_limit`)
+/// or forwarded (`delivery_rate`) per second, and how many of its rejections
+/// are recorded (`[limits.rejection_records]`).
 #[derive(Debug, Clone)]
 pub struct TokenBucket {
     per_ms: f64,

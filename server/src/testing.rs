@@ -1,7 +1,5 @@
-//! What hookd's benchmarks and black-box tests reach below the public
-//! surface: storage engines, the ingest gate, contracts, the live feed and
-//! fault injection. Not a stable interface; integrators use [`crate::run`],
-//! [`crate::Server`] and [`crate::config`].
+//! What hookd's benchmarks and black-box tests reach below the public surface;
+//! not stable: integrators use [`crate::run`], [`crate::Server`], [`crate::config`].
 
 pub use crate::{
     catalog::contracts::{ContractStore, NewContract},

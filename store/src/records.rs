@@ -1,6 +1,5 @@
-//! The records hookd keeps, on every engine, and their byte encodings:
-//! idempotency records, stored events (metadata + raw body, byte for byte),
-//! delivery states, attempts, dead letters, redirects and queue keys.
+//! The records hookd keeps, on every engine, and their byte encodings (a
+//! stored event's raw body byte for byte).
 
 use serde::{Deserialize, Serialize};
 

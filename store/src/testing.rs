@@ -1,6 +1,5 @@
-//! What the conformance suites of hookd's crates share: an engine under
-//! test ([`Engine`]) on sled or on PostgreSQL, and [`engines!`](crate::engines)
-//! that runs each case on both. Not a stable interface.
+//! What the conformance suites of hookd's crates share: an engine under test
+//! ([`Engine`]) and [`engines!`](crate::engines); not a stable interface.
 
 use std::sync::Arc;
 
@@ -11,6 +10,9 @@ use crate::{
 };
 
 /// An engine under test and what must live as long as it.
+///
+/// An engine under test, on sled or on PostgreSQL; [`engines!`](crate::engines)
+/// runs each case on both.
 pub struct Engine {
     /// The engine.
     pub store: Store,

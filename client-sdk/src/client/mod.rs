@@ -1,6 +1,5 @@
-//! The typed admin client for hookd's gRPC control plane: one [`HookdClient`] over one
-//! channel (plaintext or TLS), a method per RPC of the `hookd.v1` services, and
-//! paging helpers.
+//! The typed admin client for hookd's gRPC control plane: [`HookdClient`], a
+//! method per RPC of the `hookd.v1` services, and paging helpers.
 
 mod alerts;
 mod auth;
@@ -80,6 +79,10 @@ macro_rules! limited {
 /// # Ok(())
 /// # }
 /// ```
+///
+/// The typed admin client for hookd's gRPC control plane: one [`HookdClient`] over one
+/// channel (plaintext or TLS), a method per RPC of the `hookd.v1` services, and
+/// paging helpers.
 #[derive(Clone)]
 pub struct HookdClient {
     tenants: TenantServiceClient<Authed>,

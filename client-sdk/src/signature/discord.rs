@@ -1,7 +1,5 @@
-//! Discord interactions: `X-Signature-Ed25519: <hex>`, the application key's
-//! Ed25519 signature of `X-Signature-Timestamp` (as sent) followed by the raw body.
-//! The tenant holds the public key Discord shows (hex); the event id is the
-//! body's `id`.
+//! Discord interactions: `X-Signature-Ed25519: <hex>`, an Ed25519 signature of
+//! `X-Signature-Timestamp` followed by the raw body.
 
 use super::codec;
 use super::{
@@ -14,6 +12,11 @@ const SIGNATURE: &str = "X-Signature-Ed25519";
 const TIMESTAMP: &str = "X-Signature-Timestamp";
 
 /// The Discord scheme.
+///
+/// Discord interactions: `X-Signature-Ed25519: <hex>`, the application key's
+/// Ed25519 signature of `X-Signature-Timestamp` (as sent) followed by the raw body.
+/// The tenant holds the public key Discord shows (hex); the event id is the
+/// body's `id`.
 pub(crate) struct Discord;
 
 impl SchemeImpl for Discord {

@@ -1,7 +1,5 @@
-//! GitLab: the webhook's secret token sent as is in `X-Gitlab-Token`, compared in
-//! constant time. Nothing is signed, so there is no timestamp and the body is not
-//! covered. The event id is `Idempotency-Key` (GitLab 17.4 and later, the same on
-//! every retry), else `X-Gitlab-Event-UUID` from older GitLab.
+//! GitLab: the webhook's secret token sent as is in `X-Gitlab-Token`, compared
+//! in constant time.
 
 use super::codec;
 use super::{
@@ -14,6 +12,11 @@ const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
 const EVENT_UUID: &str = "X-Gitlab-Event-UUID";
 
 /// The GitLab scheme.
+///
+/// GitLab: the webhook's secret token sent as is in `X-Gitlab-Token`, compared in
+/// constant time. Nothing is signed, so there is no timestamp and the body is not
+/// covered. The event id is `Idempotency-Key` (GitLab 17.4 and later, the same on
+/// every retry), else `X-Gitlab-Event-UUID` from older GitLab.
 pub(crate) struct Gitlab;
 
 impl SchemeImpl for Gitlab {

@@ -1,8 +1,5 @@
 //! Handshakes: the checks some providers make of an endpoint before they send
-//! it events (Slack, Zoom, Meta, Twitch, Discord, Okta), and the answers they
-//! expect. A handshake is answered only for a tenant whose scheme expects it
-//! and, where the provider signs it, only once its signature verifies; it is
-//! never an event.
+//! it events (Slack, Zoom, Meta, Twitch, Discord, Okta), and their answers.
 
 use serde_json::Value;
 
@@ -11,6 +8,11 @@ use super::{
 };
 
 /// One provider's handshake.
+///
+/// The checks some providers make of an endpoint before they send it events,
+/// and the answers they expect. A handshake is answered only for a tenant
+/// whose scheme expects it and, where the provider signs it, only once its
+/// signature verifies; it is never an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Handshake {
     /// Slack Events API: a signed `POST` of `{"type":"url_verification","challenge":…}`,

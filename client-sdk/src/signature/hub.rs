@@ -1,12 +1,15 @@
 //! The `X-Hub-Signature` family (GitHub, Meta, Intercom): one header holding
-//! `<algorithm>=<hex>`, an HMAC of the raw body, no timestamp; some senders add a
-//! delivery-id header.
+//! `<algorithm>=<hex>`, an HMAC of the raw body.
 
 use super::codec::{self, Hash};
 use super::{with_headers, Claims, HeaderSource, Message, Proof, Secret, Signed, Signing};
 use crate::error::VerifyError;
 
 /// One member of the family: where its signature lives and how it is made.
+///
+/// The `X-Hub-Signature` family (GitHub, Meta, Intercom): one header holding
+/// `<algorithm>=<hex>`, an HMAC of the raw body, no timestamp; some senders add a
+/// delivery-id header.
 pub(crate) struct Hub {
     /// The signature header.
     pub(crate) header: &'static str,

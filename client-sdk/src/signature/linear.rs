@@ -1,7 +1,5 @@
-//! Linear: `Linear-Signature: <hex>`, HMAC-SHA256 of the raw body keyed with the
-//! webhook's signing secret as written. The timestamp is signed inside the body:
-//! `webhookTimestamp`, unix milliseconds (Linear's `Linear-Timestamp` header is
-//! not signed and is ignored). The event id is the `Linear-Delivery` header.
+//! Linear: `Linear-Signature: <hex>`, HMAC-SHA256 of the raw body, with the
+//! timestamp signed inside the body.
 
 use serde::Deserialize;
 
@@ -16,6 +14,11 @@ const DELIVERY: &str = "Linear-Delivery";
 const TIMESTAMP_FIELD: &str = "webhookTimestamp";
 
 /// The Linear scheme.
+///
+/// Linear: `Linear-Signature: <hex>`, HMAC-SHA256 of the raw body keyed with the
+/// webhook's signing secret as written. The timestamp is signed inside the body:
+/// `webhookTimestamp`, unix milliseconds (Linear's `Linear-Timestamp` header is
+/// not signed and is ignored). The event id is the `Linear-Delivery` header.
 pub(crate) struct Linear;
 
 impl SchemeImpl for Linear {

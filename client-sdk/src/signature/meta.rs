@@ -1,7 +1,5 @@
-//! Meta (Facebook, WhatsApp, Instagram): `X-Hub-Signature-256: sha256=<hex>`, an
-//! HMAC-SHA256 of the raw body keyed with the app secret, no timestamp and no
-//! event id (the server keys the event by the digest of the body). The legacy
-//! SHA-1 `X-Hub-Signature` is not accepted.
+//! Meta (Facebook, WhatsApp, Instagram): `X-Hub-Signature-256: sha256=<hex>`,
+//! an HMAC-SHA256 of the raw body keyed with the app secret.
 
 use super::codec::Hash;
 use super::hub::Hub;
@@ -17,6 +15,11 @@ const HUB: Hub = Hub {
 };
 
 /// The Meta scheme.
+///
+/// Meta (Facebook, WhatsApp, Instagram): `X-Hub-Signature-256: sha256=<hex>`, an
+/// HMAC-SHA256 of the raw body keyed with the app secret, no timestamp and no
+/// event id (the server keys the event by the digest of the body). The legacy
+/// SHA-1 `X-Hub-Signature` is not accepted.
 pub(crate) struct Meta;
 
 impl SchemeImpl for Meta {

@@ -1,6 +1,5 @@
-//! Webhook signature schemes: parse a delivery, check its signature (an HMAC, a
-//! secret token or a key pair's signature) against the tenant's live keys and its
-//! timestamp against the tolerance; and sign.
+//! Webhook signature schemes: parse a delivery, check its signature against
+//! the tenant's live keys and its timestamp against the tolerance; and sign.
 
 mod codec;
 mod configured;

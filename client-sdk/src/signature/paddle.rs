@@ -1,7 +1,5 @@
-//! Paddle Billing: `Paddle-Signature: ts=<unix>;h1=<hex>[;h1=...]`, HMAC-SHA256 of
-//! `ts:body` keyed with the notification destination's secret key as written; during
-//! a rotation Paddle sends one `h1` per live key. The event id is the body's
-//! `event_id`.
+//! Paddle Billing: `Paddle-Signature: ts=<unix>;h1=<hex>[;h1=...]`, HMAC-SHA256
+//! of `ts:body`.
 
 use super::kv::{self, Shape};
 use super::{
@@ -21,6 +19,11 @@ const SHAPE: Shape = Shape {
 };
 
 /// The Paddle scheme.
+///
+/// Paddle Billing: `Paddle-Signature: ts=<unix>;h1=<hex>[;h1=...]`, HMAC-SHA256 of
+/// `ts:body` keyed with the notification destination's secret key as written; during
+/// a rotation Paddle sends one `h1` per live key. The event id is the body's
+/// `event_id`.
 pub(crate) struct Paddle;
 
 impl SchemeImpl for Paddle {

@@ -1,6 +1,5 @@
 //! Signatures made with a key pair: Ed25519 (Discord, Standard Webhooks `v1a`)
-//! and ECDSA P-256 over SHA-256 (SendGrid). Verification needs only the public
-//! key; signing, for `hookctl send` and tests, the private one.
+//! and ECDSA P-256 over SHA-256 (SendGrid).
 
 use ring::rand::SystemRandom;
 use ring::signature::{self, EcdsaKeyPair, Ed25519KeyPair, UnparsedPublicKey};
@@ -16,6 +15,10 @@ pub(crate) const P256_SPKI_PREFIX: [u8; 26] = [
 ];
 
 /// Whether `signature` is `public_key`'s Ed25519 signature of `message`.
+///
+/// Signatures made with a key pair: Ed25519 (Discord, Standard Webhooks `v1a`)
+/// and ECDSA P-256 over SHA-256 (SendGrid). Verification needs only the public
+/// key; signing, for `hookctl send` and tests, the private one.
 pub(crate) fn verify_ed25519(public_key: &[u8], message: &[u8], signature: &[u8]) -> bool {
     UnparsedPublicKey::new(&signature::ED25519, public_key)
         .verify(message, signature)

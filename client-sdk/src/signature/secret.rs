@@ -1,6 +1,5 @@
-//! `Secret`: one tenant key and its id, built from the string the provider hands
-//! out (a shared HMAC secret, or one half of a key pair), never printed and wiped
-//! from memory when dropped.
+//! `Secret`: one tenant key and its id, built from the string the provider
+//! hands out, never printed and wiped from memory when dropped.
 
 use std::fmt;
 
@@ -46,6 +45,10 @@ impl KeyKind {
 /// One signing key as the provider hands it out, tagged with the id the caller
 /// rotates it under so `Verified` can say which key matched. The key bytes
 /// are zeroed when the last copy is dropped.
+///
+/// `Secret`: one tenant key and its id, built from the string the provider hands
+/// out (a shared HMAC secret, or one half of a key pair), never printed and wiped
+/// from memory when dropped.
 #[derive(Clone)]
 pub struct Secret {
     kid: String,

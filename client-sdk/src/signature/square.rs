@@ -1,7 +1,5 @@
-//! Square: `x-square-hmacsha256-signature: <base64>`, HMAC-SHA256 of the notification
-//! URL (exactly as registered, query included) followed by the raw body, keyed with
-//! the subscription's signature key as written. No timestamp; the event id is the
-//! body's `event_id`. The legacy SHA-1 `x-square-signature` is not accepted.
+//! Square: `x-square-hmacsha256-signature: <base64>`, HMAC-SHA256 of the
+//! notification URL followed by the raw body.
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
@@ -16,6 +14,11 @@ use crate::error::VerifyError;
 const SIGNATURE: &str = "x-square-hmacsha256-signature";
 
 /// The Square scheme.
+///
+/// Square: `x-square-hmacsha256-signature: <base64>`, HMAC-SHA256 of the notification
+/// URL (exactly as registered, query included) followed by the raw body, keyed with
+/// the subscription's signature key as written. No timestamp; the event id is the
+/// body's `event_id`. The legacy SHA-1 `x-square-signature` is not accepted.
 pub(crate) struct Square;
 
 impl SchemeImpl for Square {

@@ -1,6 +1,5 @@
-//! Svix: the Standard Webhooks format under the names `svix-id`, `svix-timestamp`
-//! and `svix-signature` (`v1,<base64>` entries over `id.timestamp.body`), keyed
-//! with the base64 after `whsec_`.
+//! Svix: the Standard Webhooks format under the names `svix-id`,
+//! `svix-timestamp` and `svix-signature`.
 
 use super::standard::{self, Names};
 use super::{Claims, Delivery, HeaderSource, Message, SchemeImpl, Secret, Signing};
@@ -14,6 +13,10 @@ const NAMES: Names = Names {
 };
 
 /// The Svix scheme.
+///
+/// Svix: the Standard Webhooks format under the names `svix-id`, `svix-timestamp`
+/// and `svix-signature` (`v1,<base64>` entries over `id.timestamp.body`), keyed
+/// with the base64 after `whsec_`.
 pub(crate) struct Svix;
 
 impl SchemeImpl for Svix {

@@ -1,7 +1,5 @@
-//! Twitch EventSub: `Twitch-Eventsub-Message-Signature: sha256=<hex>`, HMAC-SHA256 of
-//! message id + timestamp + body (no separators) keyed with the subscription's
-//! secret as written. The timestamp is RFC 3339 with a fraction; the message id,
-//! unchanged across retries, is the event id.
+//! Twitch EventSub: `Twitch-Eventsub-Message-Signature: sha256=<hex>` over
+//! message id, timestamp and body.
 
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
@@ -18,6 +16,11 @@ const TIMESTAMP: &str = "Twitch-Eventsub-Message-Timestamp";
 const SIGNATURE: &str = "Twitch-Eventsub-Message-Signature";
 
 /// The Twitch EventSub scheme.
+///
+/// Twitch EventSub: `Twitch-Eventsub-Message-Signature: sha256=<hex>`, HMAC-SHA256 of
+/// message id + timestamp + body (no separators) keyed with the subscription's
+/// secret as written. The timestamp is RFC 3339 with a fraction; the message id,
+/// unchanged across retries, is the event id.
 pub(crate) struct Twitch;
 
 impl SchemeImpl for Twitch {

@@ -1,7 +1,5 @@
-//! Zoom: `x-zm-signature: v0=<hex>` over `v0:<x-zm-request-timestamp>:body` (Slack's
-//! format under Zoom's names), keyed with the app's webhook secret token as written.
-//! Zoom sends no event id, so the server keys the event by the signed content's
-//! digest.
+//! Zoom: `x-zm-signature: v0=<hex>`, Slack's format under Zoom's names, keyed
+//! with the app's webhook secret token as written.
 
 use super::v0::V0;
 use super::{Claims, Delivery, HeaderSource, Message, SchemeImpl, Secret, Signing};
@@ -13,6 +11,11 @@ const V0: V0 = V0 {
 };
 
 /// The Zoom scheme.
+///
+/// Zoom: `x-zm-signature: v0=<hex>` over `v0:<x-zm-request-timestamp>:body` (Slack's
+/// format under Zoom's names), keyed with the app's webhook secret token as written.
+/// Zoom sends no event id, so the server keys the event by the signed content's
+/// digest.
 pub(crate) struct Zoom;
 
 impl SchemeImpl for Zoom {

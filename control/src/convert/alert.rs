@@ -1,7 +1,5 @@
-//! AlertService requests to the domain and back. Alert types, rule numbers,
-//! the sink URL's shape and the sink secret's form are checked here, each
-//! refusal naming its field (`rules[2].window_secs`); whether the
-//! address policy allows the sink is the backend's to say.
+//! AlertService requests to the domain and back, each refusal naming its
+//! field.
 
 use base64::{engine::general_purpose::STANDARD, Engine};
 use hookd_proto::{domain::AlertType, v1 as pb};
@@ -25,6 +23,10 @@ fn invalid(message: String) -> Error {
     Error::InvalidArgument(message)
 }
 
+/// AlertService requests to the domain and back. Alert types, rule numbers,
+/// the sink URL's shape and the sink secret's form are checked here, each
+/// refusal naming its field (`rules[2].window_secs`); whether the
+/// address policy allows the sink is the backend's to say.
 impl TryFrom<pb::SetAlertSettingsRequest> for NewAlertSettings {
     type Error = Error;
 

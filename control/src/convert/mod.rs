@@ -1,6 +1,5 @@
-//! Proto <-> domain conversion and the request checks that go with it: a
-//! request that converts is one the backend can act on. Every failure is
-//! [`Error::InvalidArgument`] with a message naming the field.
+//! Proto <-> domain conversion and the request checks that go with it, each
+//! failure an [`Error::InvalidArgument`] naming the field.
 
 mod alert;
 mod consumer;
@@ -34,6 +33,10 @@ pub(crate) fn tenant_id(value: &str) -> Result<String> {
 }
 
 /// `value`, which must not be empty.
+///
+/// Proto <-> domain conversion and the request checks that go with it: a
+/// request that converts is one the backend can act on. Every failure is
+/// [`Error::InvalidArgument`] with a message naming the field.
 pub(crate) fn required(field: &str, value: &str) -> Result<String> {
     if value.is_empty() {
         return Err(Error::InvalidArgument(format!("{field} is required")));

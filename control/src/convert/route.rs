@@ -1,6 +1,5 @@
-//! RouteService requests to the domain and back. Names and URLs are checked
-//! for shape here; a filter's syntax and a transform's code are the
-//! backend's to check, since compiling them is the server's.
+//! RouteService requests to the domain and back, names and URLs checked for
+//! shape.
 
 use hookd_proto::{
     domain::{RateLimit, TenantId},
@@ -21,6 +20,10 @@ use crate::{
 };
 
 /// A well-formed route name (the rule of tenant ids), owned.
+///
+/// RouteService requests to the domain and back. Names and URLs are checked
+/// for shape here; a filter's syntax and a transform's code are the
+/// backend's to check, since compiling them is the server's.
 pub(crate) fn route_name(value: &str) -> Result<String> {
     if value.is_empty() {
         return Err(Error::InvalidArgument("name is required".into()));

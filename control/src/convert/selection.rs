@@ -1,6 +1,5 @@
-//! The deliveries a Redeliver or PurgeDeadLetters request selects, the
-//! route it names and the dead-letter filter: the checks that make a
-//! selection one the backend can act on.
+//! The deliveries a Redeliver or PurgeDeadLetters request selects, the route
+//! it names and the dead-letter filter, checked so the backend can act on them.
 
 use std::collections::HashSet;
 

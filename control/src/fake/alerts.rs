@@ -1,7 +1,5 @@
-//! The fake's alerts: settings kept per tenant in memory (every type of the
-//! catalogue filled in with one default rule), alerts a test seeds, and the
-//! acknowledge transitions AlertService documents. Nothing ever opens an
-//! alert by itself and nothing is sent.
+//! The fake's alerts: settings kept per tenant in memory, alerts a test seeds
+//! and AlertService's acknowledge transitions; nothing opens or is sent.
 
 use std::{collections::BTreeMap, sync::Mutex};
 
@@ -73,6 +71,11 @@ pub fn alert(tenant_id: &str, id: &str, kind: AlertType, opened_at_ms: i64) -> A
 }
 
 /// Settings and alerts of every tenant.
+///
+/// The fake's alerts: settings kept per tenant in memory (every type of the
+/// catalogue filled in with one default rule), alerts a test seeds, and the
+/// acknowledge transitions AlertService documents. Nothing ever opens an
+/// alert by itself and nothing is sent.
 #[derive(Default)]
 pub(super) struct FakeAlerts {
     settings: Mutex<BTreeMap<String, AlertSettingsView>>,

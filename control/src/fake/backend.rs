@@ -1,6 +1,5 @@
-//! What the fake answers as a [`ControlBackend`]: tenants, secrets and
-//! tokens, deliveries and dead letters, pulls, contracts, routes and alerts,
-//! each call logged in [`FakeBackend::calls`].
+//! What the fake answers as a [`ControlBackend`], each call logged in
+//! [`FakeBackend::calls`].
 
 use std::sync::atomic::Ordering;
 
@@ -19,6 +18,9 @@ use crate::{
     model::{NewRoute, RoutePatch, RouteTest, RouteTestResult, RouteView, DEFAULT_ROUTE},
 };
 
+/// What the fake answers as a [`ControlBackend`]: tenants, secrets and
+/// tokens, deliveries and dead letters, pulls, contracts, routes and alerts,
+/// each call logged in [`FakeBackend::calls`].
 #[tonic::async_trait]
 impl ControlBackend for FakeBackend {
     fn is_ready(&self) -> bool {

@@ -1,6 +1,4 @@
-//! The fake's signing secrets and tenant tokens, kept as hookd keeps them: a
-//! current secret per tenant and the previous one a rotation keeps until it
-//! is revoked; tokens listed until revoked, forgotten with their tenant.
+//! The fake's signing secrets and tenant tokens, kept as hookd keeps them.
 
 use std::{collections::BTreeMap, sync::Mutex};
 
@@ -13,6 +11,10 @@ use crate::{
 const MADE_AT_MS: i64 = 1_700_000_000_000;
 
 /// Secrets and tokens of every tenant.
+///
+/// The fake's signing secrets and tenant tokens, kept as hookd keeps them: a
+/// current secret per tenant and the previous one a rotation keeps until it
+/// is revoked; tokens listed until revoked, forgotten with their tenant.
 #[derive(Default)]
 pub(super) struct FakeKeys {
     /// A tenant's rotations so far and its previous secret; a tenant

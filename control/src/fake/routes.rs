@@ -1,7 +1,5 @@
-//! The fake's routes: kept per tenant in memory, `default` made from the
-//! tenant's own destination (and its own filter), with the refusals
-//! RouteService documents (a taken name, the `default` route's limits, a
-//! filter that is not JSON) and no compiling.
+//! The fake's routes: kept per tenant in memory, with the refusals
+//! RouteService documents and no compiling.
 
 use std::{collections::BTreeMap, sync::Mutex};
 
@@ -15,6 +13,11 @@ use crate::{
 
 /// Routes besides `default`, of every tenant, in creation order, and the
 /// filters of the `default` routes that have one.
+///
+/// The fake's routes: kept per tenant in memory, `default` made from the
+/// tenant's own destination (and its own filter), with the refusals
+/// RouteService documents (a taken name, the `default` route's limits, a
+/// filter that is not JSON) and no compiling.
 #[derive(Default)]
 pub(super) struct FakeRoutes {
     named: Mutex<Vec<RouteView>>,

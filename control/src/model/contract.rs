@@ -1,6 +1,5 @@
-//! Event contracts as the control plane sees them: one contract as written,
-//! as in force (with its revision and origin), a tenant's list with its
-//! policy, and the verdict on a sample payload.
+//! Event contracts as the control plane sees them: as written, as in force, a
+//! tenant's list with its policy, and the verdict on a sample payload.
 
 /// A contract as written by the caller.
 #[derive(Debug, Clone, PartialEq, Eq)]

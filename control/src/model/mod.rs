@@ -1,7 +1,5 @@
 //! The control plane's domain types: what [`crate::ControlBackend`] takes and
-//! returns. Protobuf's zero values ("0 means the default", "empty means
-//! none") are resolved into `Option`s and concrete values before the
-//! backend sees a request, so it never has to guess what a 0 meant.
+//! returns, protobuf's zero values resolved into `Option`s and values.
 
 mod alert;
 mod contract;

@@ -1,7 +1,5 @@
-//! The request message of a REST call as proto3 JSON: the body's object,
-//! with the path's parameters and the query's fields put in, each turned
-//! into the JSON its field takes (a query's `true`, an enum value by its
-//! name or its short name, `status=dead` for `DELIVERY_STATUS_DEAD`).
+//! The request message of a REST call as proto3 JSON: the body's object with
+//! the path's parameters and the query's fields put in.
 
 use std::sync::OnceLock;
 
@@ -30,6 +28,11 @@ pub(crate) fn method(rpc: &str) -> Option<MethodDescriptor> {
 /// The JSON object for a request of type `input`: `body` (empty, or a JSON
 /// object), then `params` from the path and the fields of `query`, each of
 /// which replaces the same field in the body.
+///
+/// The request message of a REST call as proto3 JSON: the body's object,
+/// with the path's parameters and the query's fields put in, each turned
+/// into the JSON its field takes (a query's `true`, an enum value by its
+/// name or its short name, `status=dead` for `DELIVERY_STATUS_DEAD`).
 pub(crate) fn assemble(
     input: &MessageDescriptor,
     params: Vec<(&'static str, String)>,

@@ -1,7 +1,5 @@
 //! The REST routes of the `hookd.v1` services: one line per route, each
-//! naming the RPC it calls and the service method that serves it. A new
-//! service adds its block here (and a field to `Services`); the tests then
-//! hold it to a route per RPC and to its authorization.
+//! naming the RPC it calls and the service method that serves it.
 
 use axum::http::Method;
 use hookd_proto::v1::{
@@ -26,6 +24,9 @@ macro_rules! rpc {
 }
 
 /// The route table over `services`, one route a line.
+///
+/// A new service adds its block here (and a field to `Services`); the tests
+/// then hold it to a route per RPC and to its authorization.
 #[rustfmt::skip]
 pub(crate) fn table<B: ControlBackend>(services: &Services<B>) -> Table {
     let mut t = Table::default();

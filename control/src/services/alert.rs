@@ -1,6 +1,5 @@
-//! `hookd.v1.AlertService`: a tenant's alert settings and its issues view,
-//! for the admin or the tenant's own token. Watching for conditions and
-//! sending alerts are the backend's; this layer authorizes and converts.
+//! `hookd.v1.AlertService`: a tenant's alert settings and its issues view, for
+//! the admin or the tenant's own token.
 
 use std::sync::Arc;
 
@@ -15,6 +14,10 @@ use crate::{
 };
 
 /// Serves AlertService from a backend.
+///
+/// `hookd.v1.AlertService`: a tenant's alert settings and its issues view,
+/// for the admin or the tenant's own token. Watching for conditions and
+/// sending alerts are the backend's; this layer authorizes and converts.
 pub(crate) struct AlertApi<B> {
     backend: Arc<B>,
 }

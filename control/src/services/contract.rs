@@ -1,6 +1,5 @@
 //! `hookd.v1.ContractService`: a tenant's event contracts, for the admin or
-//! the tenant's own token. Saving, deleting and checking are the backend's;
-//! this layer authorizes and converts.
+//! the tenant's own token.
 
 use std::sync::Arc;
 
@@ -10,6 +9,10 @@ use tonic::{Request, Response, Status};
 use crate::{auth::authorize_tenant, backend::ControlBackend, convert};
 
 /// Serves ContractService from a backend.
+///
+/// `hookd.v1.ContractService`: a tenant's event contracts, for the admin or
+/// the tenant's own token. Saving, deleting and checking are the backend's;
+/// this layer authorizes and converts.
 pub(crate) struct ContractApi<B> {
     backend: Arc<B>,
 }

@@ -1,7 +1,5 @@
-//! The `hookd.v1` services over a [`crate::ControlBackend`]. Each call
-//! authenticates, checks what the caller may touch, validates and converts
-//! the request, and makes one backend call; everything about state (does it
-//! exist, may it change now) is the backend's answer.
+//! The `hookd.v1` services over a [`crate::ControlBackend`]: authenticate,
+//! check, convert and make one backend call.
 
 use std::sync::Arc;
 
@@ -29,6 +27,11 @@ pub(crate) use token::TokenApi;
 
 /// One instance of each `hookd.v1` service over one backend, shared by the
 /// gRPC server and the REST face so both call the same code.
+///
+/// The `hookd.v1` services over a [`crate::ControlBackend`]. Each call
+/// authenticates, checks what the caller may touch, validates and converts
+/// the request, and makes one backend call; everything about state (does it
+/// exist, may it change now) is the backend's answer.
 pub(crate) struct Services<B> {
     pub(crate) tenants: Arc<TenantApi<B>>,
     pub(crate) secrets: Arc<SecretApi<B>>,

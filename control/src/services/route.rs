@@ -1,6 +1,5 @@
-//! `hookd.v1.RouteService`: a tenant's routes, for the admin or the
-//! tenant's own token. Storing, compiling and testing them are the
-//! backend's; this layer authorizes and converts.
+//! `hookd.v1.RouteService`: a tenant's routes, for the admin or the tenant's
+//! own token.
 
 use std::sync::Arc;
 
@@ -15,6 +14,10 @@ use crate::{
 };
 
 /// Serves RouteService from a backend.
+///
+/// `hookd.v1.RouteService`: a tenant's routes, for the admin or the
+/// tenant's own token. Storing, compiling and testing them are the
+/// backend's; this layer authorizes and converts.
 pub(crate) struct RouteApi<B> {
     backend: Arc<B>,
 }

@@ -1,7 +1,4 @@
-//! What a tenant is doing now, for the dashboard's overview: live queue and
-//! dead-letter counts, the oldest waiting delivery, the breaker, the ingest
-//! counts and the refusals recorded in the last hour and day (the accepted
-//! counts of the day before a restart seeded from the stored deliveries).
+//! What a tenant is doing now, for the dashboard's overview.
 
 use hookd_control::{
     model::{HandshakeActivity, IngestCounts, TenantActivity},
@@ -55,6 +52,10 @@ fn accepted_between(handle: &TenantHandle, from: i64, until: i64) -> ApiResult<V
 }
 
 impl Backend {
+    /// What a tenant is doing now, for the dashboard's overview: live queue and
+    /// dead-letter counts, the oldest waiting delivery, the breaker, the ingest
+    /// counts and the refusals recorded in the last hour and day (the accepted
+    /// counts of the day before a restart seeded from the stored deliveries).
     pub(super) fn activity(&self, tenant_id: &str) -> ApiResult<TenantActivity> {
         let handle = self.tenant(tenant_id)?;
         // Delivery ids are ULIDs: the smallest queued one was created first.

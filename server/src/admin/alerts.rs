@@ -1,6 +1,5 @@
-//! AlertService over the server: a tenant's alert settings (kept in the
-//! catalog's rows, the sink's secret sealed, in force when the call
-//! returns) and its alerts (the issues view), newest first.
+//! AlertService over the server: a tenant's alert settings and its alerts
+//! (the issues view).
 
 use base64::{engine::general_purpose::STANDARD, Engine};
 use hookd_control::{
@@ -40,6 +39,9 @@ impl Backend {
         self.alerts.settings_view(&id).map_err(api)
     }
 
+    /// AlertService over the server: a tenant's alert settings (kept in the
+    /// catalog's rows, the sink's secret sealed, in force when the call
+    /// returns) and its alerts (the issues view), newest first.
     pub(super) fn put_alert_settings(
         &self,
         tenant_id: &str,

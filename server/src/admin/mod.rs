@@ -1,6 +1,5 @@
 //! The server's side of the control plane: [`Backend`] implements
-//! `hookd_control::ControlBackend` over the registry, the catalog of
-//! API-created tenants and the delivery store.
+//! `hookd_control::ControlBackend`.
 
 mod activity;
 mod alerts;
@@ -40,6 +39,10 @@ use crate::{
 
 /// Implements the control plane over the running server. Cheap to clone:
 /// a clone carries a call's storage work to the blocking pool.
+///
+/// The server's side of the control plane: [`Backend`] implements
+/// `hookd_control::ControlBackend` over the registry, the catalog of
+/// API-created tenants and the delivery store.
 #[derive(Clone)]
 pub struct Backend {
     registry: Registry,

@@ -1,7 +1,5 @@
-//! Redelivery and purge over the control plane, each on a tenant's route:
-//! by id, or by filter (final status, time range, reason, event type) with
-//! a dry run that writes nothing. One call by filter takes at most
-//! [`MAX_REDELIVER_PER_CALL`] deliveries, oldest first.
+//! Redelivery and purge over the control plane, each on a tenant's route: by
+//! id, or by filter with a dry run.
 
 use std::collections::HashSet;
 
@@ -33,6 +31,11 @@ const DELIVERED_PAGE: usize = 500;
 impl Backend {
     /// Redelivers the selection (or, in a dry run, only finds it); answers
     /// once the new deliveries are durable.
+    ///
+    /// Redelivery and purge over the control plane, each on a tenant's route:
+    /// by id, or by filter (final status, time range, reason, event type) with
+    /// a dry run that writes nothing. One call by filter takes at most
+    /// [`MAX_REDELIVER_PER_CALL`] deliveries, oldest first.
     pub(super) async fn redeliver_selection(
         &self,
         tenant_id: &str,

@@ -1,7 +1,5 @@
-//! A delivery's stored content, and Redirect: one delivery sent once to a
-//! URL the operator typed instead of the tenant's destination, signed as a
-//! forward is, and recorded with the delivery (who, when, where, the
-//! outcome) without changing its status, its attempts or the tenant.
+//! A delivery's stored content, and Redirect: one delivery sent once to a URL
+//! the operator typed instead of the tenant's destination.
 
 use std::sync::Arc;
 
@@ -50,6 +48,11 @@ impl Backend {
     /// Sends the delivery once to `url` and records it with the delivery
     /// (durably, before answering); whatever the answer, it is never stored
     /// as an attempt and the delivery's state is not touched.
+    ///
+    /// A delivery's stored content, and Redirect: one delivery sent once to a
+    /// URL the operator typed instead of the tenant's destination, signed as a
+    /// forward is, and recorded with the delivery (who, when, where, the
+    /// outcome) without changing its status, its attempts or the tenant.
     pub(super) async fn redirect_once(
         &self,
         by: &Principal,

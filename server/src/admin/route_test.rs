@@ -1,7 +1,5 @@
-//! TestRoute: a route's filter and transform run on a stored or pasted
-//! event exactly as ingest and the dispatcher run them (the same filter
-//! input, the same transform call and its error text), and the request
-//! that would be sent is shown. Nothing is sent and nothing is stored.
+//! TestRoute: a route's filter and transform run on a stored or pasted event
+//! as ingest and the dispatcher run them; nothing is sent or stored.
 
 use std::{borrow::Cow, sync::Arc};
 
@@ -50,6 +48,11 @@ impl Backend {
     /// blocking pool; the transform runs in a worker on the route's share
     /// (an unsaved route's on the tenant's own), never on the control
     /// plane's threads.
+    ///
+    /// TestRoute: a route's filter and transform run on a stored or pasted
+    /// event exactly as ingest and the dispatcher run them (the same filter
+    /// input, the same transform call and its error text), and the request
+    /// that would be sent is shown. Nothing is sent and nothing is stored.
     pub(super) async fn try_route(
         &self,
         tenant_id: &str,

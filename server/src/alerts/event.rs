@@ -1,7 +1,5 @@
-//! The operational event a notification carries: a stable `type` (the
-//! alert type, or its resolved counterpart) and `version: 1`, the tenant,
-//! the subject, a summary in plain words, the counts and the times; and
-//! its Slack-compatible form (`{"text": ...}`).
+//! The operational event a notification carries, and its Slack-compatible
+//! form.
 
 use hookd_proto::domain::AlertType;
 use serde_json::{json, Value};
@@ -63,6 +61,11 @@ pub fn summary(kind: AlertType, subject: &str, m: Measure) -> String {
 
 /// The event of one notification about `alert`, of the transition its
 /// state records (resolved: the resolution, else the opening).
+///
+/// The operational event a notification carries: a stable `type` (the
+/// alert type, or its resolved counterpart) and `version: 1`, the tenant,
+/// the subject, a summary in plain words, the counts and the times; and
+/// its Slack-compatible form (`{"text": ...}`).
 pub fn event(notification_id: &str, alert: &AlertRecord, kind: AlertType, m: Measure) -> Value {
     let resolved = alert.state == StoredState::Resolved;
     let event_type = match resolved {

@@ -1,7 +1,5 @@
 //! Alerts and a tenant's alert settings as catalog rows, the same on every
-//! engine: `Table::Alerts` keyed `tenant/alr_<ulid>` (ids sort by time, so
-//! a tenant's newest are its last keys) and `Table::AlertSettings` keyed
-//! by tenant, the sink's secret sealed with the master key.
+//! engine.
 
 use std::sync::Arc;
 
@@ -117,6 +115,11 @@ pub struct StoredSettings {
 pub use crate::config::SINK_KID;
 
 /// Alerts and alert settings in the catalog's rows.
+///
+/// Alerts and a tenant's alert settings as catalog rows, the same on every
+/// engine: `Table::Alerts` keyed `tenant/alr_<ulid>` (ids sort by time, so
+/// a tenant's newest are its last keys) and `Table::AlertSettings` keyed
+/// by tenant, the sink's secret sealed with the master key.
 #[derive(Clone)]
 pub struct AlertRows {
     rows: Arc<dyn CatalogRows>,

@@ -1,7 +1,5 @@
-//! From a stored tenant to the settings it runs with: the one road, taken
-//! by the control plane (create, update, rotate, revoke), at boot and by
-//! the catalog follower, so a tenant stored here or by another replica runs
-//! under the same body cap and destination address policy.
+//! From a stored tenant to the settings it runs with: the one road, whoever
+//! takes it.
 
 use std::sync::Arc;
 
@@ -24,6 +22,11 @@ pub enum Unrunnable {
 }
 
 /// Resolves stored tenants under the operator's caps.
+///
+/// From a stored tenant to the settings it runs with: the one road, taken
+/// by the control plane (create, update, rotate, revoke), at boot and by
+/// the catalog follower, so a tenant stored here or by another replica runs
+/// under the same body cap and destination address policy.
 #[derive(Clone)]
 pub struct Resolver {
     /// `limits.tenant_max_body_bytes`.

@@ -1,6 +1,5 @@
-//! Tenant-scoped API tokens: only a hash of each is kept, with the tenant
-//! and the incarnation of it the token was made for. Rows: `id:{token_id}`
-//! holds the [`TokenRecord`], `h:{hash}` the token id.
+//! Tenant-scoped API tokens: only a hash of each is kept, with the tenant and
+//! the incarnation of it the token was made for.
 
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
@@ -16,6 +15,10 @@ use crate::{
 };
 
 /// A tenant-scoped API token, without its value.
+///
+/// Tenant-scoped API tokens: only a hash of each is kept, with the tenant
+/// and the incarnation of it the token was made for. Rows: `id:{token_id}`
+/// holds the [`TokenRecord`], `h:{hash}` the token id.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TokenRecord {
     /// Public id (`tok_…`).

@@ -1,7 +1,5 @@
-//! The `[alerts]` section as written (how often conditions are evaluated,
-//! how sinks are delivered to, the operator's sink and each alert type's
-//! default rule) and a config-file tenant's `[tenants.alerts]` (its own
-//! sink and rule overrides); checked here, against [`super::bounds`].
+//! The `[alerts]` section as written and a config-file tenant's
+//! `[tenants.alerts]`, checked here.
 
 use std::collections::BTreeMap;
 
@@ -15,6 +13,11 @@ use super::bounds;
 use crate::error::InvalidSetting;
 
 /// The `[alerts]` section.
+///
+/// The `[alerts]` section as written (how often conditions are evaluated,
+/// how sinks are delivered to, the operator's sink and each alert type's
+/// default rule) and a config-file tenant's `[tenants.alerts]` (its own
+/// sink and rule overrides); checked here, against [`super::bounds`].
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct AlertsConfig {

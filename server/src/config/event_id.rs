@@ -1,8 +1,5 @@
-//! Where a tenant's event id lives: the `event_id_field` setting's grammar
-//! (a top-level field, a JSON pointer, a header, a form field, or a template
-//! of several), parsed once when the tenant is resolved, and the rule a
-//! tenant runs with when it sets none (its scheme's header or body field,
-//! else the digest of the signed content).
+//! Where a tenant's event id lives: the `event_id_field` setting's grammar and
+//! the rule a tenant runs with when it sets none.
 
 use hookd_proto::domain::Scheme;
 
@@ -38,6 +35,12 @@ impl IdPart {
 }
 
 /// How a delivery's event id is found.
+///
+/// Where a tenant's event id lives: the `event_id_field` setting's grammar
+/// (a top-level field, a JSON pointer, a header, a form field, or a template
+/// of several), parsed once when the tenant is resolved, and the rule a
+/// tenant runs with when it sets none (its scheme's header or body field,
+/// else the digest of the signed content).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EventIdRule {
     /// Read from these parts, joined (one part: no template). `name` is the

@@ -1,9 +1,5 @@
-//! A tenant's routes besides the default one: each gets its own delivery of
-//! every accepted event, written in the same durable commit, and forwards it
-//! to its own destination (or queues it for pulling) with its own retries,
-//! concurrency, rate and breaker. The default route is the tenant's own
-//! `destination` and forwarding fields, so a tenant with no `routes` is
-//! exactly what it was before routes existed.
+//! A tenant's routes besides the default one, each with its own delivery of
+//! every accepted event and its own forwarding.
 
 use hookd_proto::domain::{defaults, DEFAULT_ROUTE};
 use serde::{Deserialize, Serialize};
@@ -32,6 +28,13 @@ use crate::{
 pub const MAX_ROUTES: usize = 16;
 
 /// One extra route, as declared in the config file (`[[tenants.routes]]`).
+///
+/// A tenant's routes besides the default one: each gets its own delivery of
+/// every accepted event, written in the same durable commit, and forwards it
+/// to its own destination (or queues it for pulling) with its own retries,
+/// concurrency, rate and breaker. The default route is the tenant's own
+/// `destination` and forwarding fields, so a tenant with no `routes` is
+/// exactly what it was before routes existed.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouteConfig {

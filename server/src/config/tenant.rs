@@ -1,7 +1,5 @@
 //! One tenant's configuration as written (file or control plane) and as it
 //! runs once validated: scheme, limits, secrets, forwarding and retries.
-//! Secret values are [`SecretString`]s: `{:?}` prints them redacted, they are
-//! never serialized, and their memory is zeroed when dropped.
 
 use std::{path::PathBuf, sync::Arc};
 
@@ -35,6 +33,9 @@ use crate::{
 };
 
 /// One tenant, as declared in the config file.
+///
+/// Secret values are [`SecretString`]s: `{:?}` prints them redacted, they are
+/// never serialized, and their memory is zeroed when dropped.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TenantConfig {

@@ -1,7 +1,4 @@
-//! A tenant's compiled contracts and the check of one body against them:
-//! find the contract of its type and version, list every violation (each
-//! with the JSON pointer that failed and what was expected, bounded), or
-//! apply the unknown-type policy.
+//! A tenant's compiled contracts and the check of one body against them.
 
 use std::{collections::HashMap, sync::Arc};
 
@@ -21,6 +18,11 @@ use crate::ingest::{BodyError, Violation};
 ///
 /// Published with its tenant's snapshot; [`TenantContracts::check`] checks
 /// a body against it.
+///
+/// A tenant's compiled contracts and the check of one body against them:
+/// find the contract of its type and version, list every violation (each
+/// with the JSON pointer that failed and what was expected, bounded), or
+/// apply the unknown-type policy.
 #[derive(Debug, Default)]
 pub struct TenantContracts {
     policy: Policy,

@@ -1,6 +1,4 @@
-//! One contract: checked as written (names, sizes, a schema within the
-//! cost bounds that compiles under draft 2020-12 with formats asserted, an
-//! example that passes it) and compiled once.
+//! One contract: checked as written and compiled once.
 
 use jsonschema::{PatternCache, PatternOptions, Validator};
 use serde_json::Value;
@@ -46,6 +44,10 @@ pub enum ContractSource {
 }
 
 /// A compiled contract.
+///
+/// One contract: checked as written (names, sizes, a schema within the
+/// cost bounds that compiles under draft 2020-12 with formats asserted, an
+/// example that passes it) and compiled once.
 pub struct Contract {
     spec: ContractSpec,
     required: Vec<String>,

@@ -1,7 +1,5 @@
 //! What hookd may reach and trust on the way out: the destination address
-//! policy (which addresses a destination set over the API may resolve to,
-//! enforced again at connect time) and the certificate authorities that
-//! destinations and collectors are trusted by.
+//! policy and the certificate authorities destinations and collectors trust.
 
 pub(crate) mod address;
 pub(crate) mod trust;

@@ -1,11 +1,11 @@
 //! hookd's internal error, typed by what a caller decides on, and its
-//! [`Result`]: the storage layer's, which every layer above shares. The
-//! HTTP face ([`ErrorCode`], [`ApiError`]) is in `error/http.rs`; the gRPC
-//! one is the control plane's mapping in `admin`.
+//! [`Result`]: the storage layer's, which every layer above shares.
 
 mod http;
 
 pub use hookd_store::error::{Error, Result};
+/// The HTTP face of the error, in `error/http.rs`; the gRPC one is the
+/// control plane's mapping in `admin`.
 pub use http::{ApiError, ErrorCode};
 
 /// A setting that is not valid, named by its key: what the checks of the

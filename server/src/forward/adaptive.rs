@@ -1,7 +1,5 @@
-//! Adaptive concurrency of one route (docs/routes.md#adaptive-concurrency):
-//! an AIMD limit between `min_in_flight` and `max_in_flight`, cut together
-//! with every other adaptive route to the same destination host, so routes
-//! sharing a host converge to equal shares and none starves another.
+//! Adaptive concurrency of one route: an AIMD limit cut together with every
+//! other adaptive route to the same destination host.
 
 use std::{
     collections::HashMap,
@@ -116,6 +114,11 @@ impl HostSignal {
 }
 
 /// The [`HostSignal`] of each destination host with an adaptive route.
+///
+/// Adaptive concurrency of one route (docs/routes.md#adaptive-concurrency):
+/// an AIMD limit between `min_in_flight` and `max_in_flight`, cut together
+/// with every other adaptive route to the same destination host, so routes
+/// sharing a host converge to equal shares and none starves another.
 #[derive(Debug, Default)]
 pub struct HostSignals(Mutex<HashMap<String, Weak<HostSignal>>>);
 

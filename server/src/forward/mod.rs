@@ -1,7 +1,5 @@
-//! Forwarding accepted events to each tenant's destination: the per-tenant
-//! dispatcher, one attempt, the retry policy, the circuit breaker and the
-//! adaptive concurrency limit. What a destination may resolve to and which
-//! CAs it is trusted by live in [`crate::egress`].
+//! Forwarding accepted events to each tenant's destination: the dispatcher,
+//! one attempt, the retry policy, the breaker and adaptive concurrency.
 
 mod adaptive;
 mod attempt;

@@ -1,6 +1,5 @@
-//! What a forwarding outcome tells, in one place: the tenant's alert
-//! signals when it is decided; the route's counters, the attempt's span,
-//! its log line and its feed event once it is durable.
+//! What a forwarding outcome tells, in one place: alert signals, counters,
+//! the attempt's span, its log line and its feed event.
 
 use std::sync::Arc;
 
@@ -15,6 +14,10 @@ use crate::{
 };
 
 /// The report of one route's forwarding outcomes.
+///
+/// What a forwarding outcome tells, in one place: the tenant's alert
+/// signals when it is decided; the route's counters, the attempt's span,
+/// its log line and its feed event once it is durable.
 pub(super) struct ForwardReport {
     pub(super) tenant: TenantId,
     pub(super) route: String,

@@ -1,7 +1,5 @@
 //! The runtime tenants' dispatchers run on: multi-threaded tokio, apart from
-//! the arbiters that run the tenant actors, so a tenant's forwarding does
-//! not wait behind its own ingest on one arbiter thread, and forwards of all
-//! tenants spread over every core.
+//! the arbiters that run the tenant actors.
 
 use std::{future::Future, io, sync::Arc};
 
@@ -9,6 +7,11 @@ use futures_util::future::{AbortHandle, Abortable};
 
 /// The forwarding runtime, shut down (without blocking) when its last
 /// handle goes.
+///
+/// The runtime tenants' dispatchers run on: multi-threaded tokio, apart from
+/// the arbiters that run the tenant actors, so a tenant's forwarding does
+/// not wait behind its own ingest on one arbiter thread, and forwards of all
+/// tenants spread over every core.
 #[derive(Clone)]
 pub struct ForwardRuntime(Arc<Owned>);
 

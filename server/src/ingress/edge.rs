@@ -1,7 +1,5 @@
 //! Limits of the public edge that actix does not enforce the way hookd
-//! needs: the size of the request head, answered with the standard error
-//! body, the deadline for the rest of a request once its head is in, and
-//! closing a connection whose request body was answered before it was read.
+//! needs.
 
 use std::{
     cell::{Cell, RefCell},
@@ -30,6 +28,11 @@ use crate::{
 };
 
 /// The per-request limits of the HTTP edge.
+///
+/// Limits of the public edge that actix does not enforce the way hookd
+/// needs: the size of the request head, answered with the standard error
+/// body, the deadline for the rest of a request once its head is in, and
+/// closing a connection whose request body was answered before it was read.
 #[derive(Debug, Clone, Copy)]
 pub struct EdgeLimits {
     /// Time the body gets once the head is in.

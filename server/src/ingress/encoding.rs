@@ -1,7 +1,5 @@
-//! Compressed request bodies (`Content-Encoding: gzip` or `deflate`):
-//! decoded as their chunks arrive into a buffer capped at the tenant's body
-//! limit and at `limits.max_decompression_ratio` times the bytes received,
-//! so a bomb costs hookd at most the limit in memory, never its full size.
+//! Compressed request bodies (`Content-Encoding: gzip` or `deflate`), decoded
+//! as their chunks arrive into a capped buffer.
 
 use std::io::{self, Write};
 
@@ -149,6 +147,11 @@ enum Decoder {
 }
 
 /// A compressed body being decoded, chunk by chunk.
+///
+/// Compressed request bodies (`Content-Encoding: gzip` or `deflate`):
+/// decoded as their chunks arrive into a buffer capped at the tenant's body
+/// limit and at `limits.max_decompression_ratio` times the bytes received,
+/// so a bomb costs hookd at most the limit in memory, never its full size.
 pub struct Inflater {
     decoder: Decoder,
     wire: usize,

@@ -1,7 +1,5 @@
-//! `POST /hooks/{tenant_id}`: route to the tenant, read the body within its
-//! limit (decoding a compressed one), answer it as a handshake if it is the
-//! one the tenant's scheme expects ([`super::handshake`]), else run it
-//! through the tenant's ingest gate, answer.
+//! `POST /hooks/{tenant_id}`: route to the tenant, read the body, and answer it
+//! as a handshake or through the tenant's ingest gate.
 
 use actix_web::{
     http::{header::CONTENT_LENGTH, Method},
@@ -36,6 +34,11 @@ use crate::{
 /// static prefix, taken without a pattern: a route with a `{tenant_id}`
 /// segment is matched by a regular expression on every request, about a
 /// twentieth of a duplicate's CPU.
+///
+/// `POST /hooks/{tenant_id}`: route to the tenant, read the body within its
+/// limit (decoding a compressed one), answer it as a handshake if it is the
+/// one the tenant's scheme expects (`super::handshake`), else run it
+/// through the tenant's ingest gate, answer.
 pub async fn route(
     req: HttpRequest,
     payload: web::Payload,

@@ -1,7 +1,5 @@
 //! Handshakes of one `tenant` label: `hookd_handshakes_total{handshake,
-//! outcome}` and what the dashboard shows of them (how many answered and
-//! refused since start, when last, why the last refusal). Series appear
-//! with a tenant's first handshake, since most schemes have none.
+//! outcome}` and what the dashboard shows of them.
 
 use std::sync::Mutex;
 
@@ -22,6 +20,11 @@ pub struct HandshakeState {
 }
 
 /// One label's handshake counters and state.
+///
+/// Handshakes of one `tenant` label: `hookd_handshakes_total{handshake,
+/// outcome}` and what the dashboard shows of them (how many answered and
+/// refused since start, when last, why the last refusal). Series appear
+/// with a tenant's first handshake, since most schemes have none.
 pub struct HandshakeMetrics {
     label: String,
     family: Family<Labels, Counter>,

@@ -1,10 +1,5 @@
-//! Prometheus metrics of one server, kept with `prometheus-client`:
-//! counters and histograms updated where things happen (each tenant label's
-//! handles are looked up once, when the tenant starts), gauges read from
-//! storage and `/proc` at scrape time ([`readings`], [`process`]), and the
-//! tenant-label cap. [`scrape`] renders the Prometheus text format, or
-//! OpenMetrics (with trace-id exemplars on the latency histograms) for a
-//! scraper that asks for it.
+//! Prometheus metrics of one server, kept with `prometheus-client`, and their
+//! scrape.
 
 mod alerts;
 mod handshakes;
@@ -234,6 +229,14 @@ struct TenantLabels {
 }
 
 /// Every metric of one server.
+///
+/// Prometheus metrics of one server, kept with `prometheus-client`:
+/// counters and histograms updated where things happen (each tenant label's
+/// handles are looked up once, when the tenant starts), gauges read from
+/// storage and `/proc` at scrape time ([`readings`], [`process`]), and the
+/// tenant-label cap. `scrape` renders the Prometheus text format, or
+/// OpenMetrics (with trace-id exemplars on the latency histograms) for a
+/// scraper that asks for it.
 pub struct Metrics {
     config: MetricsConfig,
     registry: Registry,

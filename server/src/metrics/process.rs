@@ -1,7 +1,5 @@
 //! The standard `process_*` metrics of the running hookd, read from
-//! `/proc/self` (Linux) at scrape time: CPU seconds, resident and virtual
-//! memory, open and maximum file descriptors, start time. Elsewhere, or if
-//! `/proc` cannot be read, they are left out.
+//! `/proc/self` (Linux) at scrape time.
 
 use std::fs;
 
@@ -27,6 +25,11 @@ pub struct ProcessStats {
 }
 
 /// Reads `/proc/self`; `None` where there is no `/proc`.
+///
+/// The standard `process_*` metrics of the running hookd, read from
+/// `/proc/self` (Linux) at scrape time: CPU seconds, resident and virtual
+/// memory, open and maximum file descriptors, start time. Elsewhere, or if
+/// `/proc` cannot be read, they are left out.
 pub fn read() -> Option<ProcessStats> {
     let stat = fs::read_to_string("/proc/self/stat").ok()?;
     let boot_time = fs::read_to_string("/proc/stat")

@@ -1,7 +1,5 @@
-//! A scrape: the registry of metrics kept as things happen, plus one built
-//! for this scrape from storage's readings and `/proc`, rendered in the
-//! Prometheus text format 0.0.4 or, when the scraper asks for it, in
-//! OpenMetrics 1.0 (the only one of the two that carries exemplars).
+//! A scrape: the metrics kept as things happen plus those read for it,
+//! rendered in the Prometheus text format or OpenMetrics.
 
 use std::sync::atomic::AtomicU64;
 
@@ -53,6 +51,11 @@ impl Format {
 
 /// Renders every metric in `format`: `metrics`, `storage` (read just
 /// before) and the process's own resources.
+///
+/// A scrape: the registry of metrics kept as things happen, plus one built
+/// for this scrape from storage's readings and `/proc`, rendered in the
+/// Prometheus text format 0.0.4 or, when the scraper asks for it, in
+/// OpenMetrics 1.0 (the only one of the two that carries exemplars).
 pub fn scrape(
     metrics: &Metrics,
     storage: &StorageReadings,

@@ -1,7 +1,5 @@
-//! The tasks a serving hookd runs beside its listeners: the alerts'
-//! evaluator, the retention sweeper, the reaper of idle tenant actors and, on a shared store, the
-//! catalog follower. They hold the registry (so storage) and are stopped
-//! before storage is flushed.
+//! The tasks a serving hookd runs beside its listeners, stopped before
+//! storage is flushed.
 
 use std::{sync::Arc, time::Duration};
 
@@ -19,6 +17,11 @@ use crate::{
 const REAP_EVERY: Duration = Duration::from_secs(15);
 
 /// The background tasks, running once started.
+///
+/// The tasks a serving hookd runs beside its listeners: the alerts'
+/// evaluator, the retention sweeper, the reaper of idle tenant actors and, on a shared store, the
+/// catalog follower. They hold the registry (so storage) and are stopped
+/// before storage is flushed.
 pub(crate) struct Background {
     tasks: Vec<JoinHandle<()>>,
 }

@@ -1,7 +1,5 @@
 //! The run seam: [`run`] serves one hookd on listeners bound by the caller
-//! until a shutdown future resolves, in the style of mini-redis's
-//! `server::run`. Runtime handles (clock, storage syncs, tracer provider)
-//! travel in [`Runtime`], never in [`Config`].
+//! until a shutdown future resolves.
 
 use std::{
     collections::HashSet,
@@ -150,6 +148,11 @@ pub(crate) struct Started {
 /// `shutdown` resolves; then finishes in-flight requests, flushes storage
 /// and returns once everything is closed. Must run inside an actix system
 /// (`actix_rt::System::new().block_on(run(..))`).
+///
+/// The run seam: [`run`] serves one hookd on listeners bound by the caller
+/// until a shutdown future resolves, in the style of mini-redis's
+/// `server::run`. Runtime handles (clock, storage syncs, tracer provider)
+/// travel in [`Runtime`], never in [`Config`].
 pub async fn run(
     config: Config,
     runtime: Runtime,

@@ -1,7 +1,5 @@
 //! `GET /metrics`: every metric in the Prometheus text format, or in
-//! OpenMetrics (with exemplars) when the scraper's `Accept` asks for it,
-//! rendered on actix's blocking pool, never on an HTTP worker. Served on
-//! the public address, or on `metrics.addr` alone when that is set.
+//! OpenMetrics (with exemplars) when the scraper's `Accept` asks for it.
 
 use actix_web::{http::header::ACCEPT, web, HttpRequest, HttpResponse};
 
@@ -22,6 +20,11 @@ pub(crate) fn configure_metrics(state: AppState) -> impl FnOnce(&mut web::Servic
 }
 
 /// The scrape handler.
+///
+/// `GET /metrics`: every metric in the Prometheus text format, or in
+/// OpenMetrics (with exemplars) when the scraper's `Accept` asks for it,
+/// rendered on actix's blocking pool, never on an HTTP worker. Served on
+/// the public address, or on `metrics.addr` alone when that is set.
 pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
     let format = Format::negotiate(req.headers().get(ACCEPT).and_then(|v| v.to_str().ok()));
     let (registry, services) = (state.registry.clone(), state.services.clone());

@@ -1,6 +1,5 @@
-//! What [`crate::run`] serves with: the tenant actors on their arbiters,
-//! the HTTP ingress (actix) and the gRPC control plane (tonic on its own
-//! runtime), and their graceful shutdown.
+//! What [`crate::run`] serves with: the tenant actors, the HTTP ingress and the
+//! gRPC control plane, and their graceful shutdown.
 
 use std::{
     future::Future, net::SocketAddr, pin::Pin, sync::Arc, thread::JoinHandle, time::Duration,
@@ -73,6 +72,10 @@ pub(crate) struct Serving {
 
 /// Serves until shutdown; returns once every thread it started is joined
 /// and storage is flushed.
+///
+/// What [`crate::run`] serves with: the tenant actors on their arbiters,
+/// the HTTP ingress (actix) and the gRPC control plane (tonic on its own
+/// runtime), and their graceful shutdown.
 pub(crate) async fn serve(serving: Serving) -> Result<()> {
     let Serving {
         config,

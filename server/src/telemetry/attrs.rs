@@ -1,11 +1,14 @@
-//! The names of hookd's own span attributes. Each is set under its
-//! `hookd.` name and, for one release, under the name it had before the
-//! namespace (`tenant`, `event_id`, ...), so queries and dashboards built on
-//! the old names keep working; docs/observability.md lists both.
+//! The names of hookd's own span attributes, each under its `hookd.` name and
+//! for one release under its old one.
 
 use opentelemetry::{KeyValue, Value};
 
 /// An attribute of hookd's own: its namespaced name and its old alias.
+///
+/// The names of hookd's own span attributes. Each is set under its
+/// `hookd.` name and, for one release, under the name it had before the
+/// namespace (`tenant`, `event_id`, ...), so queries and dashboards built on
+/// the old names keep working; docs/observability.md lists both.
 #[derive(Debug, Clone, Copy)]
 pub struct HookdAttr {
     /// The `hookd.`-namespaced name.

@@ -1,7 +1,5 @@
 //! Log output: text or JSON lines on stderr, filtered by `RUST_LOG` or the
-//! config, written by one log thread so that the threads that log (HTTP
-//! workers above all, one `delivery accepted` line per delivery) never
-//! take the stderr lock or make a write syscall themselves.
+//! config, written by one log thread.
 
 use std::{
     io::{BufWriter, IsTerminal, Write},
@@ -41,6 +39,11 @@ pub struct LogGuard {
 /// Installs the global log subscriber writing to stderr through a log
 /// thread. A second call is a no-op and returns an empty guard, so tests
 /// that start several servers in one process are fine.
+///
+/// Log output: text or JSON lines on stderr, filtered by `RUST_LOG` or the
+/// config, written by one log thread so that the threads that log (HTTP
+/// workers above all, one `delivery accepted` line per delivery) never
+/// take the stderr lock or make a write syscall themselves.
 pub fn init_logging(config: &LogConfig) -> LogGuard {
     if tracing::dispatcher::has_been_set() {
         return LogGuard { _worker: None };

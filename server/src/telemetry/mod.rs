@@ -1,6 +1,5 @@
-//! Telemetry: log output (text or JSON lines, filtered by `RUST_LOG` or the
-//! config), OpenTelemetry spans of the ingest and forward paths with their
-//! OTLP export, and the handle every component records spans and metrics to.
+//! Telemetry: log output, OpenTelemetry spans with their OTLP export, and the
+//! handle every component records spans and metrics to.
 
 pub mod attrs;
 mod logs;
@@ -18,6 +17,10 @@ use crate::{config::MetricsConfig, metrics::Metrics};
 
 /// What one server records to: its tracer and its metrics. Per server, not
 /// process-global, so servers in one test process keep apart.
+///
+/// Telemetry: log output (text or JSON lines, filtered by `RUST_LOG` or the
+/// config), OpenTelemetry spans of the ingest and forward paths with their
+/// OTLP export, and the handle every component records spans and metrics to.
 #[derive(Clone)]
 pub struct Telemetry {
     spans: Spans,

@@ -1,7 +1,5 @@
-//! The durable half of an ingest, run once the checks passed (commit, then
-//! wake the dispatcher, publish, fill the tenant's replay scope), what an accepted
-//! delivery tells about its sender, and a contract rejection's look-up in the
-//! idempotency log.
+//! The durable half of an ingest, what an accepted delivery tells about its
+//! sender, and a contract rejection's look-up in the idempotency log.
 
 use std::sync::Arc;
 
@@ -25,6 +23,11 @@ use crate::{
 /// The durable half of one ingest, awaited by the worker once the checks
 /// passed: commit, then wake the dispatcher, publish, fill the tenant's
 /// replay scope.
+///
+/// The durable half of an ingest, run once the checks passed (commit, then
+/// wake the dispatcher, publish, fill the tenant's replay scope), what an accepted
+/// delivery tells about its sender, and a contract rejection's look-up in the
+/// idempotency log.
 pub(super) struct Commit {
     pub(super) data: TenantStore,
     pub(super) replay: Replay,

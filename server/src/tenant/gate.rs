@@ -1,12 +1,5 @@
 //! A tenant's ingest gate: the checks the HTTP worker that read a delivery
-//! runs (verify, replay check, body checks, contracts, rate limit) against
-//! the snapshot its tenant's actor published ([`super::snapshot`]), the
-//! tenant's scope in the shared replay cache ([`super::replay`]) and the
-//! rate limiter; the durable write and what follows it is
-//! [`super::commit`]. No thread hand-off before the commit: the worker that
-//! holds the request does all of it. The actor (`actor.rs`) owns the gate:
-//! it alone publishes the snapshot, retunes the limiter and the replay
-//! scope when the settings change, and resets the gate after a panic.
+//! runs before the durable write, with no thread hand-off.
 
 use std::{
     borrow::Cow,
@@ -76,6 +69,16 @@ pub(super) struct GateParts {
 }
 
 /// One tenant's ingest gate.
+///
+/// A tenant's ingest gate: the checks the HTTP worker that read a delivery
+/// runs (verify, replay check, body checks, contracts, rate limit) against
+/// the snapshot its tenant's actor published (`super::snapshot`), the
+/// tenant's scope in the shared replay cache (`super::replay`) and the
+/// rate limiter; the durable write and what follows it is
+/// `super::commit`. No thread hand-off before the commit: the worker that
+/// holds the request does all of it. The actor (`actor.rs`) owns the gate:
+/// it alone publishes the snapshot, retunes the limiter and the replay
+/// scope when the settings change, and resets the gate after a panic.
 pub struct Gate {
     published: Arc<Published>,
     limiter: Mutex<Option<TokenBucket>>,

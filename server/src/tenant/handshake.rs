@@ -1,7 +1,5 @@
 //! A tenant's answer to its provider's handshake
-//! ([`hookd_sdk::signature::handshake`]): the keys, clock, tolerance and
-//! verify token come from the snapshot its actor published, as for a
-//! delivery, and nothing is stored.
+//! ([`hookd_sdk::signature::handshake`]).
 
 use actix_web::http::header::HeaderMap;
 use hookd_sdk::signature::{
@@ -13,6 +11,11 @@ use secrecy::ExposeSecret;
 use super::{headers::SignedHeaders, TenantHandle};
 
 /// A request that may be a handshake, as received.
+///
+/// A tenant's answer to its provider's handshake
+/// ([`hookd_sdk::signature::handshake`]): the keys, clock, tolerance and
+/// verify token come from the snapshot its actor published, as for a
+/// delivery, and nothing is stored.
 pub struct HandshakeRequest<'a> {
     pub method: &'a str,
     pub headers: &'a HeaderMap,

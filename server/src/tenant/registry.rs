@@ -1,6 +1,5 @@
-//! The map of running tenants: tenant id to the handle of its actor, and
-//! the stored tenants that could not start. Everything else about a
-//! running tenant is its actor's.
+//! The map of running tenants: tenant id to the handle of its actor, and the
+//! stored tenants that could not start.
 
 use std::{
     collections::HashMap,
@@ -27,6 +26,10 @@ use crate::{
 };
 
 /// All running tenants.
+///
+/// The map of running tenants: tenant id to the handle of its actor, and
+/// the stored tenants that could not start. Everything else about a
+/// running tenant is its actor's.
 #[derive(Clone)]
 pub struct Registry {
     tenants: Arc<RwLock<HashMap<TenantId, TenantHandle>>>,

@@ -1,7 +1,5 @@
 //! The replay cache every tenant's gate shares, each gate in a scope of its
-//! own, and the replay keys of one verified delivery: its signed event id,
-//! and a digest of what the signature covers for schemes that sign no
-//! timestamp.
+//! own, and the replay keys of one verified delivery.
 
 use std::{
     sync::atomic::{AtomicU64, Ordering},
@@ -117,6 +115,11 @@ impl Expiry<ScopedKey, (EventId, DeliveryId)> for KeptForItsScope {
 }
 
 /// A gate's view of the shared cache: the cache and the gate's scope in it.
+///
+/// The replay cache every tenant's gate shares, each gate in a scope of its
+/// own, and the replay keys of one verified delivery: its signed event id,
+/// and a digest of what the signature covers for schemes that sign no
+/// timestamp.
 #[derive(Clone)]
 pub struct Replay {
     cache: ReplayCache,

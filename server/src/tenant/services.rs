@@ -1,6 +1,5 @@
-//! What every running tenant shares with the rest of the process: storage,
-//! the clock, the live feed, telemetry, the replay cache and the forwarding
-//! runtime, held once and handed to whoever needs one of them.
+//! What every running tenant shares with the rest of the process, held once
+//! and handed to whoever needs one of them.
 
 use std::{sync::Arc, time::Duration};
 
@@ -24,6 +23,10 @@ use crate::{
 const DEFAULT_LEASE: Duration = Duration::from_secs(15);
 
 /// The process's shared services.
+///
+/// What every running tenant shares with the rest of the process: storage,
+/// the clock, the live feed, telemetry, the replay cache and the forwarding
+/// runtime, held once and handed to whoever needs one of them.
 #[derive(Clone)]
 pub struct Services {
     /// The storage every tenant writes to.

@@ -1,7 +1,5 @@
-//! What a tenant's deliveries are checked against and written to: its
-//! settings, signing keys, contracts and routes as one immutable
-//! [`Snapshot`], published whole by the tenant's actor (the only writer)
-//! and read without a hop by the HTTP workers and the control plane.
+//! What a tenant's deliveries are checked against and written to, as one
+//! immutable [`Snapshot`] its actor publishes whole.
 
 use std::sync::{Arc, PoisonError, RwLock};
 
@@ -14,6 +12,11 @@ use super::{
 use crate::{config::TenantSettings, contracts::TenantContracts};
 
 /// One consistent set of a tenant's state; replaced whole by its actor.
+///
+/// What a tenant's deliveries are checked against and written to: its
+/// settings, signing keys, contracts and routes as one immutable
+/// [`Snapshot`], published whole by the tenant's actor (the only writer)
+/// and read without a hop by the HTTP workers and the control plane.
 pub struct Snapshot {
     settings: Arc<TenantSettings>,
     /// Current secret, then the previous one if any.

@@ -1,7 +1,5 @@
 //! A running tenant's state, written by its actor alone and read without a
-//! hop by the HTTP workers and the control plane: the published snapshot,
-//! the ingest gate, the route dispatchers, its counters, rejection budget,
-//! alert signals and shares of the filter and transform threads.
+//! hop by the HTTP workers and the control plane.
 
 use std::{
     collections::HashMap,
@@ -34,6 +32,11 @@ use crate::{
 };
 
 /// One running tenant.
+///
+/// A running tenant's state, written by its actor alone and read without a
+/// hop by the HTTP workers and the control plane: the published snapshot,
+/// the ingest gate, the route dispatchers, its counters, rejection budget,
+/// alert signals and shares of the filter and transform threads.
 pub(crate) struct TenantState {
     /// The tenant's id, which never changes while it runs.
     id: TenantId,

@@ -1,6 +1,5 @@
-//! A new event as the ingest path hands it to storage ([`NewDelivery`],
-//! with its [`Receipt`] and [`RouteCopy`]s) and what became of it
-//! ([`CommitOutcome`]).
+//! A new event as the ingest path hands it to storage ([`NewDelivery`], with
+//! its [`Receipt`] and [`RouteCopy`]s) and what became of it ([`CommitOutcome`]).
 
 use crate::ids::{DeliveryId, EventId, TenantId};
 use crate::records::{time_key, DeliveryState, DeliveryStatus, EventMeta, RouteOutcome};

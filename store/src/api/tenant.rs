@@ -1,6 +1,5 @@
 //! The tenant-scope API: one tenant's deliveries ([`TenantData`]) and the
-//! values a forward attempt crosses it with ([`Fence`], [`FencedAttempt`],
-//! [`FinishedAttempt`]).
+//! values a forward attempt crosses it with.
 
 use std::{sync::Arc, time::Duration};
 
@@ -23,6 +22,9 @@ use crate::{
 /// transactions, so concurrent writers (the dispatcher, consumers, the
 /// control plane) never leave a delivery half-changed or a queue entry
 /// that no state points at.
+///
+/// The values a forward attempt crosses it with are [`Fence`],
+/// [`FencedAttempt`] and [`FinishedAttempt`].
 pub trait TenantData: Send + Sync + 'static {
     /// The tenant.
     fn tenant(&self) -> &TenantId;

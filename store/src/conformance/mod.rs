@@ -1,7 +1,5 @@
 //! One storage conformance suite, run against both engines: every case is a
-//! function of an engine ([`Engine`]), and `engines!` runs it on sled and
-//! on PostgreSQL (a fresh database per case, see
-//! [`super::postgres::testing`]).
+//! function of an engine ([`Engine`]) that `engines!` runs on each.
 
 use super::{
     api::{
@@ -78,6 +76,8 @@ crate::engines!(
     a_sink_queue_is_apart_from_the_tenants_deliveries,
 );
 
+/// `engines!` runs each case on sled and on PostgreSQL (a fresh database
+/// per case, see [`super::postgres::testing`]).
 fn tenant(engine: &Engine, id: &str) -> TenantStore {
     engine
         .store

@@ -1,7 +1,5 @@
 //! Conformance of redirects: recorded with their delivery, read back oldest
-//! first, never mixed with its attempts nor changing its state, refused for
-//! a delivery that is not there, and deleted with the delivery (purge,
-//! retention).
+//! first and deleted with it.
 
 use super::{accepted, attempt, kill, only_entry, tenant, Engine};
 use crate::{
@@ -24,6 +22,10 @@ fn redirect(by: RedirectedBy, at_ms: i64, status_code: Option<u16>) -> RedirectR
     }
 }
 
+/// Conformance of redirects: recorded with their delivery, read back oldest
+/// first, never mixed with its attempts nor changing its state, refused for
+/// a delivery that is not there, and deleted with the delivery (purge,
+/// retention).
 pub(super) async fn redirects_are_kept_with_their_delivery(engine: Engine) {
     let data = tenant(&engine, "acme");
     let id = accepted(&data, "evt_1", 1_000).await;

@@ -1,7 +1,5 @@
-//! Redelivery of a settled delivery that is no dead letter: by id it may
-//! be sent again however often (`Resend::Any`); by filter
-//! (`Resend::Once`) only one never redelivered is, so of concurrent calls
-//! exactly one makes a new delivery.
+//! Redelivery of a settled delivery that is no dead letter: by id however
+//! often (`Resend::Any`), by filter (`Resend::Once`) only once.
 
 use super::{accepted, attempt, only_entry, tenant, Engine};
 use crate::{
@@ -11,6 +9,10 @@ use crate::{
     records::DeliveryStatus,
 };
 
+/// Redelivery of a settled delivery that is no dead letter: by id it may
+/// be sent again however often (`Resend::Any`); by filter
+/// (`Resend::Once`) only one never redelivered is, so of concurrent calls
+/// exactly one makes a new delivery.
 pub(super) async fn a_delivered_delivery_is_resent_once_by_concurrent_calls_that_ask_so(
     engine: Engine,
 ) {

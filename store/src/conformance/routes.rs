@@ -1,7 +1,5 @@
-//! Conformance of fan-out: an event accepted for a tenant with routes gets
-//! one delivery per route, each in its route's scope, written in the one
-//! commit that records the event (a duplicate writes none), and each
-//! route's queue, states and dead letters are its own.
+//! Conformance of fan-out: one delivery per route, in one commit, each
+//! route's queue, states and dead letters its own.
 
 use super::{attempt, kill, new_delivery, tenant, Engine};
 use crate::{
@@ -41,6 +39,10 @@ fn scope(engine: &Engine, route: &str) -> TenantStore {
     engine.store.tenant(&acme.route_scope(route)).unwrap()
 }
 
+/// Conformance of fan-out: an event accepted for a tenant with routes gets
+/// one delivery per route, each in its route's scope, written in the one
+/// commit that records the event (a duplicate writes none), and each
+/// route's queue, states and dead letters are its own.
 pub(super) async fn a_fan_out_is_one_commit_and_a_duplicate_writes_none(engine: Engine) {
     let data = tenant(&engine, "acme");
     let mut item = new_delivery("evt_fan", 1_000, None);

@@ -1,6 +1,5 @@
 //! The rows of one delivery on PostgreSQL, as every change reads and writes
-//! them: its state (read under a row lock), its queue entry and its stored
-//! event.
+//! them.
 
 use tokio_postgres::GenericClient;
 
@@ -11,6 +10,10 @@ use crate::{
 };
 
 /// The delivery's state, its row locked until the transaction ends.
+///
+/// The rows of one delivery on PostgreSQL, as every change reads and writes
+/// them: its state (read under a row lock), its queue entry and its stored
+/// event.
 pub(super) async fn lock_state(
     tx: &impl GenericClient,
     tenant: &str,

@@ -1,6 +1,5 @@
 //! The schema's versioned migrations, embedded in the binary and applied in
-//! order under a PostgreSQL advisory lock, so replicas starting together
-//! never race; `hookd_schema_version` records each one applied.
+//! order under a PostgreSQL advisory lock.
 
 use secrecy::SecretString;
 
@@ -84,6 +83,10 @@ async fn apply_locked(client: &mut deadpool_postgres::Client) -> Result<usize> {
 
 /// `hookd migrate`: applies the migrations to the database at `url` (as
 /// every start does) and returns the schema version it is at.
+///
+/// The schema's versioned migrations, embedded in the binary and applied in
+/// order under a PostgreSQL advisory lock, so replicas starting together
+/// never race; `hookd_schema_version` records each one applied.
 pub fn migrate(url: SecretString, max_connections: usize) -> Result<usize> {
     let store = PgStore::open(PgOptions {
         url,

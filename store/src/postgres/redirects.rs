@@ -1,7 +1,4 @@
-//! Redirects of a delivery in `hookd_redirects`, one row each, keyed by
-//! tenant, delivery and the redirect's request id, read in the order they
-//! were sent. A foreign key on the delivery's state row deletes them with
-//! it.
+//! Redirects of a delivery in `hookd_redirects`, one row each.
 
 use tokio_postgres::GenericClient;
 
@@ -13,6 +10,11 @@ use crate::{
 };
 
 /// Inserts `redirect` if the delivery is there; `NotFound` if it is not.
+///
+/// Redirects of a delivery in `hookd_redirects`, one row each, keyed by
+/// tenant, delivery and the redirect's request id, read in the order they
+/// were sent. A foreign key on the delivery's state row deletes them with
+/// it.
 pub(super) async fn record(
     client: &impl GenericClient,
     tenant: &str,

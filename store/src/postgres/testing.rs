@@ -1,7 +1,5 @@
-//! Throwaway databases for the tests of both crates: each test creates its
-//! own database on the server `HOOKD_TEST_POSTGRES_URL` names, so tests run
-//! in parallel, and drops it after. Without that variable a test is skipped (with a line
-//! saying so), unless `HOOKD_REQUIRE_POSTGRES=1` makes that a failure.
+//! Throwaway databases for the tests of both crates, one per test on the
+//! server `HOOKD_TEST_POSTGRES_URL` names.
 
 use tokio_postgres::NoTls;
 
@@ -20,6 +18,11 @@ pub struct TestDatabase {
 /// # Panics
 /// When no server is configured but one is required, or it cannot be
 /// reached: a test has no better way to fail.
+///
+/// Throwaway databases for the tests of both crates: each test creates its
+/// own database on the server `HOOKD_TEST_POSTGRES_URL` names, so tests run
+/// in parallel, and drops it after. Without that variable a test is skipped (with a line
+/// saying so), unless `HOOKD_REQUIRE_POSTGRES=1` makes that a failure.
 pub fn test_database(prefix: &str) -> Option<TestDatabase> {
     let Ok(admin) = std::env::var("HOOKD_TEST_POSTGRES_URL") else {
         if std::env::var("HOOKD_REQUIRE_POSTGRES").as_deref() == Ok("1") {

@@ -1,6 +1,5 @@
 //! The storage API ([`super::api`]) on sled: [`TenantTrees`] is a tenant's
-//! [`TenantData`], [`SledStore`] the [`Storage`], and the catalog's tables are
-//! four sled trees.
+//! [`TenantData`], [`SledStore`] the [`Storage`].
 
 use std::sync::Arc;
 
@@ -28,6 +27,7 @@ use crate::{
     ids::{DeliveryId, TenantId},
 };
 
+/// The catalog's tables are four sled trees.
 impl TenantData for TenantTrees {
     fn tenant(&self) -> &TenantId {
         TenantTrees::tenant(self)

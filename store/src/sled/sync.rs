@@ -1,6 +1,5 @@
-//! What the committer makes power-loss durable after each `flush()`: the
-//! syscalls go through [`SyncOps`], so tests can record them or make them
-//! fail; production uses [`OsSync`].
+//! What the committer makes power-loss durable after each `flush()`, through
+//! [`SyncOps`] ([`OsSync`] in production).
 
 use std::{
     collections::{HashMap, HashSet},
@@ -13,6 +12,9 @@ use std::{
 };
 
 /// The file-system syncs the committer performs.
+///
+/// The syscalls go through here, so tests can record them or make them fail;
+/// production uses [`OsSync`].
 pub trait SyncOps: Send + Sync + 'static {
     /// Makes the data (and the size) of `file`, open at `path`, durable.
     fn sync_file(&self, path: &Path, file: &File) -> io::Result<()>;

@@ -1,6 +1,5 @@
-//! Where results go: an aligned table or field list for people (`--output table`, or
-//! `wide` with every field), or exactly one JSON or YAML document on stdout for scripts
-//! (`--output json|yaml`, `--json`); notes for people go to stderr in those modes.
+//! Where results go: a table or field list for people, or exactly one JSON or
+//! YAML document on stdout for scripts.
 
 use std::io::{self, Write};
 
@@ -23,6 +22,10 @@ pub enum OutputMode {
 }
 
 /// The output mode, threaded through every command.
+///
+/// Where results go: an aligned table or field list for people (`--output table`, or
+/// `wide` with every field), or exactly one JSON or YAML document on stdout for scripts
+/// (`--output json|yaml`, `--json`); notes for people go to stderr in those modes.
 #[derive(Debug, Clone, Copy)]
 pub struct Output {
     mode: OutputMode,

@@ -1,6 +1,5 @@
-//! How each hookd record looks to a person (table columns, field lists) and to a script
-//! (JSON with the proto's field names and raw Unix-ms times). Nothing here ever shows a
-//! secret: the records listed carry none.
+//! How each hookd record looks to a person (table columns, field lists) and
+//! to a script (JSON).
 
 use hookd_sdk::client::proto::{
     Attempt, ContractInfo, DeadLetter, Delivery, DeliveryEventKind, DeliveryStatus, Redirect,
@@ -10,6 +9,10 @@ use serde_json::{json, Value};
 use time::{format_description::well_known::Rfc3339, OffsetDateTime};
 
 /// A record type hookctl prints.
+///
+/// How each hookd record looks to a person (table columns, field lists) and to a script
+/// (JSON with the proto's field names and raw Unix-ms times). Nothing here ever shows a
+/// secret: the records listed carry none.
 pub trait View {
     /// Column names of the list table.
     const COLUMNS: &'static [&'static str];

@@ -1,6 +1,5 @@
 //! The signed-string template of `scheme = "hmac"`: literal text around
-//! `{timestamp}`, `{method}`, `{url}`, `{body}`, `{header:Name}` and
-//! `{/json/pointer}` placeholders (`{{` and `}}` write a brace).
+//! placeholders.
 
 use super::{InvalidHmacSpec, Location};
 
@@ -29,6 +28,10 @@ pub(crate) enum Slot {
 }
 
 /// A parsed template.
+///
+/// The signed-string template of `scheme = "hmac"`: literal text around
+/// `{timestamp}`, `{method}`, `{url}`, `{body}`, `{header:Name}` and
+/// `{/json/pointer}` placeholders (`{{` and `}}` write a brace).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Template {
     pub(crate) parts: Vec<Part>,

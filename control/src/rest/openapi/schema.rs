@@ -1,7 +1,5 @@
 //! JSON Schemas of the `hookd.v1` messages and enums in the proto3 JSON
-//! mapping (64-bit integers as strings, enums by name, bytes as base64,
-//! repeated fields as arrays, maps as objects, at most one field of a
-//! oneof), described by the protos' own comments.
+//! mapping, described by the protos' own comments.
 
 use prost_reflect::{
     prost_types::FileDescriptorProto, EnumDescriptor, FieldDescriptor, Kind, MessageDescriptor,
@@ -15,6 +13,11 @@ use crate::rest::message::pool;
 const PACKAGE: &str = "hookd.v1";
 
 /// Every message (but map entries) and enum of the package, by schema name.
+///
+/// JSON Schemas of the `hookd.v1` messages and enums in the proto3 JSON
+/// mapping (64-bit integers as strings, enums by name, bytes as base64,
+/// repeated fields as arrays, maps as objects, at most one field of a
+/// oneof), described by the protos' own comments.
 pub(super) fn components() -> Map<String, Value> {
     let mut schemas = Map::new();
     for message in pool().all_messages() {

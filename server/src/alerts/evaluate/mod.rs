@@ -1,16 +1,5 @@
-//! The evaluator: a task on the server's clock that, every
-//! `alerts.evaluate_every_secs`, reads the running tenants that may have
-//! something new: those whose signals changed or that the registry
-//! started, changed or stopped since (the [`Touched`](super::Touched)
-//! list), and those whose own schedule is due (a storage reading every
-//! [`STORAGE_EVERY_MS`], a backlog about to reach its threshold, a window
-//! about to settle, an open alert, an expiring key). For each it steps each
-//! condition's gate and, on a transition, stores the alert and queues one
-//! notification to each of the tenant's sinks (the operator's within its
-//! budget, [`OperatorBudget`]: the rest in one digest when its window
-//! ends), and removes its alerts resolved longer ago than
-//! `alerts.retention_secs`. A quiet tenant costs nothing until one of these
-//! comes. Off the ingest path: its storage work runs on the blocking pool.
+//! The evaluator: the task that, every `alerts.evaluate_every_secs`, steps the
+//! alert conditions of the tenants that may have something new.
 
 mod readings;
 mod schedule;
@@ -55,6 +44,20 @@ fn lag_secs(due_ms: i64, now: i64) -> u64 {
 }
 
 /// Evaluates every tenant's conditions until the task is dropped.
+///
+/// The evaluator: a task on the server's clock that, every
+/// `alerts.evaluate_every_secs`, reads the running tenants that may have
+/// something new: those whose signals changed or that the registry
+/// started, changed or stopped since (the [`Touched`](super::Touched)
+/// list), and those whose own schedule is due (a storage reading every
+/// `STORAGE_EVERY_MS`, a backlog about to reach its threshold, a window
+/// about to settle, an open alert, an expiring key). For each it steps each
+/// condition's gate and, on a transition, stores the alert and queues one
+/// notification to each of the tenant's sinks (the operator's within its
+/// budget, [`OperatorBudget`]: the rest in one digest when its window
+/// ends), and removes its alerts resolved longer ago than
+/// `alerts.retention_secs`. A quiet tenant costs nothing until one of these
+/// comes. Off the ingest path: its storage work runs on the blocking pool.
 pub async fn run(alerts: Alerts) {
     let clock = alerts.inner.services.clock.clone();
     loop {

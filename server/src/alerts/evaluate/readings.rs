@@ -1,6 +1,4 @@
-//! What a tenant's conditions read as at one evaluation: its signals'
-//! totals, its routes' reports, its previous key's expiry and its queue
-//! counts (read from storage for every due tenant at once).
+//! What a tenant's conditions read as at one evaluation.
 
 use std::collections::HashMap;
 
@@ -67,6 +65,10 @@ pub(super) fn read_counts(
 }
 
 /// Everything a tenant's conditions read as now, its queue counts as `counts`.
+///
+/// What a tenant's conditions read as at one evaluation: its signals'
+/// totals, its routes' reports, its previous key's expiry and its queue
+/// counts (read from storage for every due tenant at once).
 pub(super) fn readings(
     handle: &TenantHandle,
     state: &mut TenantState,

@@ -1,6 +1,5 @@
-//! Stepping one condition of a tenant: on a transition its alert is stored
-//! and one notification queued to each of the tenant's sinks; while it stays
-//! open and holds, its last sighting is stored.
+//! Stepping one condition of a tenant: its alert stored and its notifications
+//! queued on a transition, its last sighting while it holds.
 
 use std::sync::Arc;
 
@@ -44,6 +43,10 @@ impl Alerts {
     /// Steps one condition; on a transition, stores it and queues its
     /// notifications; while it stays open and holds, stores what changed of
     /// its last sighting and occurrences (at most once per tick).
+    ///
+    /// Stepping one condition of a tenant: on a transition its alert is stored
+    /// and one notification queued to each of the tenant's sinks; while it stays
+    /// open and holds, its last sighting is stored.
     pub(super) fn step(
         &self,
         on: (&TenantId, &Arc<TenantMetrics>),

@@ -1,8 +1,5 @@
 //! One forward attempt: POST the original body, signed in Standard Webhooks
-//! form with the tenant's destination secret, and classify the answer. A
-//! request that cannot be built, or whose destination address the policy
-//! denies, is never sent and never retried. An attempt claimed under a
-//! forwarding lease ends before the lease does ([`send_by`]).
+//! form with the tenant's destination secret, and classify the answer.
 
 use std::time::{Duration, Instant};
 
@@ -70,6 +67,10 @@ pub const DELIVERY_ID_HEADER: &str = "hookd-delivery-id";
 /// at the latest (the request's timeout cut to it). `None`: `send_by` came
 /// before the request could leave (after a slow transform, or a stall),
 /// so nothing was sent.
+///
+/// A request that cannot be built, or whose destination address the policy
+/// denies, is never sent and never retried. An attempt claimed under a
+/// forwarding lease ends before the lease does ([`send_by`]).
 pub async fn send(
     client: &reqwest::Client,
     settings: &ForwardSettings,

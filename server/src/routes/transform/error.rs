@@ -1,6 +1,5 @@
 //! Why a transform did not produce a request: the closed list of kinds a
-//! delivery records as its `transform_failed` reason. Display is short and
-//! plain, meant for operators, and never quotes the body.
+//! delivery records as its `transform_failed` reason.
 
 use std::time::Duration;
 
@@ -17,6 +16,10 @@ pub enum Oversize {
 
 /// A transform that failed to compile or to run. Serializable: a worker
 /// process sends it to hookd.
+///
+/// Why a transform did not produce a request: the closed list of kinds a
+/// delivery records as its `transform_failed` reason. Display is short and
+/// plain, meant for operators, and never quotes the body.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
 pub enum TransformError {
     /// The code does not parse as JavaScript; the engine's message, with its

@@ -1,6 +1,5 @@
 //! A route's transform: tenant JavaScript run at forward time in a sandboxed
-//! QuickJS engine that rewrites the request to the route's destination or
-//! drops the event for it.
+//! QuickJS engine that rewrites the request or drops the event for the route.
 
 pub(crate) mod apply;
 pub mod backoff;

@@ -1,6 +1,5 @@
-//! What a handler returned, checked before anything is sent: a path with a
-//! single leading `/`, a query and header names and values legal in HTTP,
-//! an object, array or string body, at most [`MAX_OUTPUT_BYTES`] in all.
+//! What a handler returned, checked before anything is sent, at most
+//! [`MAX_OUTPUT_BYTES`] in all.
 
 use std::collections::HashSet;
 
@@ -11,6 +10,10 @@ use super::{Oversize, TransformBody, TransformError, TransformRequest, MAX_OUTPU
 
 /// The request in `json` (the handler's result, serialized by the engine);
 /// `method` is the one the handler was given, which it may not change.
+///
+/// What a handler returned, checked before anything is sent: a path with a
+/// single leading `/`, a query and header names and values legal in HTTP,
+/// an object, array or string body, at most [`MAX_OUTPUT_BYTES`] in all.
 pub(super) fn read(json: &str, method: &str) -> Result<TransformRequest, TransformError> {
     let value: Value =
         serde_json::from_str(json).map_err(|e| bad(format!("the request cannot be read: {e}")))?;

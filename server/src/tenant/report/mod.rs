@@ -1,7 +1,4 @@
-//! What became of each request to `/hooks`, reported once: its
-//! `hookd.ingest` span, its log line, its label's counters and last-day
-//! windows, its latency, the alert signal a refusal counts toward and the
-//! budgeted record of a refused body ([`rejection`]).
+//! What became of each request to `/hooks`, reported once.
 
 mod handshake;
 
@@ -48,6 +45,11 @@ impl From<ApiError> for Refusal {
 }
 
 /// The report of one request to `/hooks`, started as it arrives.
+///
+/// What became of each request to `/hooks`, reported once: its
+/// `hookd.ingest` span, its log line, its label's counters and last-day
+/// windows, its latency, the alert signal a refusal counts toward and the
+/// budgeted record of a refused body ([`rejection`]).
 pub(crate) struct IngestReport<'a> {
     services: &'a Services,
     tenant: &'a str,

@@ -1,6 +1,4 @@
-//! The event id of one body under its tenant's rule: top-level fields, JSON
-//! pointers (read without building the whole document), headers and form
-//! fields, joined when the rule is a template; and the rule every id
+//! The event id of one body under its tenant's rule, and the rule every id
 //! follows.
 
 use std::collections::HashMap;
@@ -43,6 +41,11 @@ pub fn content_event_id(verified: &Verified, body: &[u8]) -> String {
 }
 
 /// The id `rule` finds in `body` (whose top level is `top`).
+///
+/// The event id of one body under its tenant's rule: top-level fields, JSON
+/// pointers (read without building the whole document), headers and form
+/// fields, joined when the rule is a template; and the rule every id
+/// follows.
 pub(super) fn from_rule(
     rule: &EventIdRule,
     top: &Top<'_>,

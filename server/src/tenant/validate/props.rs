@@ -1,6 +1,5 @@
 //! Property tests of the body checks: any body and any event-id source give
-//! an event id that follows the rule or one of the documented codes, never a
-//! panic.
+//! an event id that follows the rule or a documented code, never a panic.
 
 use proptest::prelude::*;
 use serde_json::json;

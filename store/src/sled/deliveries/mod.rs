@@ -1,6 +1,5 @@
-//! What happens to a delivery after it is accepted: attempts and outcomes,
-//! dead letters and redelivery, each as one sled transaction; retention
-//! in [`retention`].
+//! What happens to a delivery on sled after it is accepted, each change one
+//! transaction: attempts and outcomes, dead letters, redelivery, [`retention`].
 
 mod consumer;
 pub(super) mod receipt;

@@ -1,7 +1,5 @@
-//! Retention on sled: one bounded step deletes delivered events and dead
-//! letters past their retention (each with its attempts and redirects, and
-//! the originals it was redelivered from) and forgets old idempotency
-//! records, and says whether more may be due.
+//! Retention on sled: one bounded step of deletes, and whether more may be
+//! due.
 
 use super::{delete_delivery, load_state, purge_dead_letter};
 use crate::{
@@ -17,6 +15,11 @@ use crate::{
 /// `batch` dead letters past their retention, and `idem_scan` idempotency
 /// records scanned from `idem_cursor` (left where the scan stopped; empty
 /// once it reached the end; untouched when `idem_scan` is 0).
+///
+/// Retention on sled: one bounded step deletes delivered events and dead
+/// letters past their retention (each with its attempts and redirects, and
+/// the originals it was redelivered from) and forgets old idempotency
+/// records, and says whether more may be due.
 pub fn sweep(
     trees: &TenantTrees,
     request: &SweepRequest,

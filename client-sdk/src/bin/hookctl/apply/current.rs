@@ -1,6 +1,4 @@
-//! hookd's tenants as [`CurrentTenant`]s, read over the control plane: the
-//! tenants, then each API-created one's routes, contracts and alert
-//! settings.
+//! hookd's tenants as [`CurrentTenant`]s, read over the control plane.
 
 use hookd_proto::domain::AlertType;
 use hookd_sdk::client::{
@@ -17,6 +15,10 @@ use super::{
 };
 
 /// Every tenant the token may see, in id order.
+///
+/// hookd's tenants as [`CurrentTenant`]s, read over the control plane: the
+/// tenants, then each API-created one's routes, contracts and alert
+/// settings.
 pub async fn current(client: &HookdClient) -> anyhow::Result<Vec<CurrentTenant>> {
     let mut tenants = Vec::new();
     for tenant in client.list_all_tenants().await? {

@@ -1,7 +1,5 @@
 //! The file's tenants as [`DesiredTenant`]s: defaults filled in, and what
-//! serde cannot check refused with the path of the key at fault (a tenant
-//! named twice, an unknown scheme, an inline secret without
-//! `--allow-inline-secrets`, a `default` route with more than a filter).
+//! serde cannot check refused with the path of the key at fault.
 
 use std::collections::BTreeSet;
 
@@ -20,6 +18,11 @@ use super::{
 };
 
 /// The tenants the file wants, in its order.
+///
+/// The file's tenants as [`DesiredTenant`]s: defaults filled in, and what
+/// serde cannot check refused with the path of the key at fault (a tenant
+/// named twice, an unknown scheme, an inline secret without
+/// `--allow-inline-secrets`, a `default` route with more than a filter).
 pub fn desired(file: HookdFile, allow_inline_secrets: bool) -> anyhow::Result<Vec<DesiredTenant>> {
     let mut seen = BTreeSet::new();
     let mut tenants = Vec::new();

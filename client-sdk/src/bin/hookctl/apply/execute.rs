@@ -1,6 +1,4 @@
 //! Makes a [`Plan`]'s changes over the control plane, in the plan's order.
-//! Every secret the plan sends is read first, so a missing file or variable
-//! stops apply before it changes anything.
 
 use std::path::Path;
 
@@ -42,6 +40,10 @@ struct Made {
 
 /// Makes every change of `plan`, reporting each as it is made; secret file
 /// paths are relative to `base`.
+///
+/// Makes a [`Plan`]'s changes over the control plane, in the plan's order.
+/// Every secret the plan sends is read first, so a missing file or variable
+/// stops apply before it changes anything.
 pub async fn execute<'a>(
     client: &HookdClient,
     plan: &'a Plan,

@@ -1,6 +1,5 @@
-//! `hookctl export`: hookd's API-created tenants in the file format, every
-//! value written out (every alert type's rule among them) and secrets as `{env: ...}` references to fill in, so
-//! applying the export changes nothing.
+//! `hookctl export`: hookd's API-created tenants in the file format, secrets
+//! as `{env: ...}` references to fill in.
 
 use super::{
     alerts::CurrentAlerts,
@@ -21,6 +20,10 @@ pub const SINK_SECRET_ENV: &str = "HOOKD_ALERT_SECRET";
 
 /// The file for `tenants` (config-file tenants are left out: they are
 /// read-only over the API).
+///
+/// `hookctl export`: hookd's API-created tenants in the file format, every
+/// value written out (every alert type's rule among them) and secrets as `{env: ...}` references to fill in, so
+/// applying the export changes nothing.
 pub fn export(tenants: &[CurrentTenant]) -> HookdFile {
     HookdFile {
         version: Some(VERSION),

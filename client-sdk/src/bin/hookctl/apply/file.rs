@@ -1,6 +1,5 @@
-//! The file `apply`, `diff` and `export` speak (docs/apply.md): tenants with
-//! their routes, contracts and alert settings, every key checked (`deny_unknown_fields`), so a
-//! typo is an error naming where it is.
+//! The file `apply`, `diff` and `export` speak (docs/apply.md), every key
+//! checked.
 
 use std::{io::Read, path::Path};
 
@@ -15,6 +14,10 @@ use super::secret::SecretRef;
 pub const VERSION: u32 = 1;
 
 /// A whole file.
+///
+/// The file `apply`, `diff` and `export` speak (docs/apply.md): tenants with
+/// their routes, contracts and alert settings, every key checked (`deny_unknown_fields`), so a
+/// typo is an error naming where it is.
 #[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct HookdFile {

@@ -1,6 +1,5 @@
-//! How a plan reads to a person: one line per resource (`+` create, `~`
-//! update, `-` delete), then its fields as `old -> new`; secrets only as
-//! set, changed or removed.
+//! How a plan reads to a person: one line per resource, then its fields as
+//! `old -> new`.
 
 use std::fmt::Write;
 
@@ -9,6 +8,10 @@ use serde_json::Value;
 use super::plan::{Action, Change, Plan, SecretChange, Step};
 
 /// The whole plan as text, notes last.
+///
+/// How a plan reads to a person: one line per resource (`+` create, `~`
+/// update, `-` delete), then its fields as `old -> new`; secrets only as
+/// set, changed or removed.
 pub fn plan_text(plan: &Plan) -> String {
     let mut text = String::new();
     for step in &plan.changes {

@@ -1,6 +1,5 @@
 //! Secrets by reference: `{file: PATH}`, `{env: NAME}`, or inline `{value: ...}`
-//! only with `--allow-inline-secrets`. A reference is read only when apply
-//! sends its secret (a tenant's creation, or `--rotate-secrets`).
+//! only with `--allow-inline-secrets`.
 
 use std::path::{Path, PathBuf};
 
@@ -9,6 +8,10 @@ use serde::{Deserialize, Serialize};
 
 /// Where a secret is: written as a mapping of one key. Its `Debug` never
 /// shows an inline value.
+///
+/// Secrets by reference: `{file: PATH}`, `{env: NAME}`, or inline `{value: ...}`
+/// only with `--allow-inline-secrets`. A reference is read only when apply
+/// sends its secret (a tenant's creation, or `--rotate-secrets`).
 #[derive(Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(try_from = "RefKeys", into = "RefKeys")]
 pub enum SecretRef {

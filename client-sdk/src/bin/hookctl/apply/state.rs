@@ -1,6 +1,5 @@
-//! What apply compares: a tenant's settings, its routes and contracts, with
-//! every default filled in, so the file and hookd's answers compare field by
-//! field. [`Field`] lists are what diff prints and what updates send.
+//! What apply compares: a tenant's settings, routes and contracts, every
+//! default filled in; [`Field`] lists are what diff prints and updates send.
 
 use std::collections::BTreeMap;
 

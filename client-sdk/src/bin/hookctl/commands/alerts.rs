@@ -1,6 +1,5 @@
 //! `hookctl alerts list|ack|settings get|settings set`, and how an alert and a
-//! tenant's alert settings are printed. A sink's secret is printed only when hookd
-//! generated it, this once.
+//! tenant's alert settings are printed.
 
 use std::io::{self, Write};
 
@@ -20,6 +19,10 @@ use crate::{
 };
 
 /// Runs one `alerts` subcommand.
+///
+/// `hookctl alerts list|ack|settings get|settings set`, and how an alert and a
+/// tenant's alert settings are printed. A sink's secret is printed only when hookd
+/// generated it, this once.
 pub async fn run(client: &HookdClient, out: Output, command: AlertsCommand) -> anyhow::Result<()> {
     match command {
         AlertsCommand::List {

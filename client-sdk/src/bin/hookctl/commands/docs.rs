@@ -1,6 +1,5 @@
-//! `hookctl completions` and `hookctl man`: shell completion scripts and the
-//! manual page, both generated from the clap definitions, so they list exactly
-//! the commands and flags this binary has.
+//! `hookctl completions` and `hookctl man`, generated from the clap
+//! definitions, so they list exactly the commands and flags this binary has.
 
 use std::io::{self, Write};
 

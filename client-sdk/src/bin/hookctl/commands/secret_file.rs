@@ -1,12 +1,15 @@
-//! Secrets the operator supplies (`--secret-file PATH`, `-` for stdin): read
-//! from a file or a pipe, never from an argument, so they stay out of shell
-//! history and process lists.
+//! Secrets the operator supplies (`--secret-file PATH`, `-` for stdin), read
+//! from a file or a pipe, never from an argument.
 
 use std::{io::Read, path::Path};
 
 use anyhow::{bail, Context};
 
 /// The secret in `path` (`-`: stdin), one trailing line break dropped.
+///
+/// Secrets the operator supplies (`--secret-file PATH`, `-` for stdin): read
+/// from a file or a pipe, never from an argument, so they stay out of shell
+/// history and process lists.
 pub fn read_secret(path: &Path) -> anyhow::Result<String> {
     let mut text = String::new();
     if path == Path::new("-") {

@@ -1,6 +1,5 @@
-//! The contract sheet: what a sender needs to send a tenant webhooks it accepts, as
-//! Markdown (signing scheme, tolerance, event id, and every event type with its
-//! required fields, schema and example).
+//! The contract sheet: what a sender needs to send a tenant webhooks it
+//! accepts, as Markdown.
 
 use std::fmt::Write;
 
@@ -10,6 +9,10 @@ use hookd_sdk::{
 };
 
 /// The sheet of `tenant` with its contracts `list`.
+///
+/// The contract sheet: what a sender needs to send a tenant webhooks it accepts, as
+/// Markdown (signing scheme, tolerance, event id, and every event type with its
+/// required fields, schema and example).
 pub fn markdown(tenant: &Tenant, list: &ListContractsResponse) -> String {
     let mut md = String::new();
     let id = &tenant.tenant_id;

@@ -1,6 +1,5 @@
-//! A tenant's alert settings in the plan: one step, after the tenant's
-//! other resources, when the sink, a rule the file names or the sink's
-//! secret to send differs; nothing when the file has no `alerts:`.
+//! A tenant's alert settings in the plan: one step, after the tenant's other
+//! resources, when they differ.
 
 use super::{changed, created, Action, Change, Op, Options, Plan, Resource, SecretChange, Step};
 use crate::apply::{
@@ -58,6 +57,10 @@ pub(super) fn create(plan: &mut Plan, want: &DesiredTenant) {
 }
 
 /// An existing tenant's alert settings against hookd's.
+///
+/// A tenant's alert settings in the plan: one step, after the tenant's
+/// other resources, when the sink, a rule the file names or the sink's
+/// secret to send differs; nothing when the file has no `alerts:`.
 pub(super) fn update(
     plan: &mut Plan,
     want: &DesiredTenant,
