@@ -10,7 +10,7 @@ pub enum RowChange {
     Put(Table, String, Vec<u8>),
     /// Set a key that must not be set yet: if it is (whoever set it, in
     /// whichever process), the whole write fails with
-    /// [`Error::AlreadyExists`] and changes nothing.
+    /// `Error::AlreadyExists` and changes nothing.
     Create(Table, String, Vec<u8>),
     /// Remove a key of a table.
     Remove(Table, String),

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::Result;
 
 /// Refused requests of every tenant, for the dashboard and
-/// `ListRejections` (see [`super::rejections`] for what is kept). A record
+/// `ListRejections` (see `api::rejections` for what is kept). A record
 /// is durable after the next [`super::Storage::durable_barrier`]; the ingress
 /// waits for it before answering the refusal.
 pub trait RejectionLog: Send + Sync + 'static {

@@ -247,14 +247,14 @@ pub(crate) struct Figures {
 }
 
 /// The storage engine on PostgreSQL (cheap to clone): the [`Storage`];
-/// [`tenant::PgTenant`] is a tenant's [`super::api::TenantData`],
-/// [`rows::PgRows`] the catalog's rows.
+/// `PgTenant` is a tenant's [`super::api::TenantData`],
+/// `PgRows` the catalog's rows.
 ///
 /// The API's methods block by contract; the engine owns a small tokio
 /// runtime that runs every database future, and a caller waits for the
 /// answer on a plain channel, so a call never panics whatever thread (or
 /// runtime) it comes from. New deliveries are group-committed by one task
-/// ([`committer`]): one transaction per batch, answered after `COMMIT`
+/// (`committer`): one transaction per batch, answered after `COMMIT`
 /// (with `synchronous_commit` on).
 #[derive(Clone)]
 pub struct PgStore {
@@ -438,7 +438,7 @@ impl Storage for PgStore {
     }
 
     /// Only while no tenant of the id is stored: see
-    /// [`committer::clear_unless_stored`].
+    /// `committer::clear_unless_stored`.
     fn clear_tenant(&self, id: &TenantId) -> Result<()> {
         let (tenant, mark) = (id.to_string(), self.mark(id));
         self.run(|db| async move { committer::clear_unless_stored(&db, &tenant, &mark).await })?;

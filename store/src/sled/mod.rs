@@ -319,9 +319,9 @@ impl TenantTrees {
 /// The process's storage: the sled database and its committer. Seven
 /// trees are shared by every tenant (`data/idem`, `events_by_time`,
 /// `queue`, `state`, `attempts`, `dead`, `done`), each key prefixed by its
-/// tenant, the stored events' by time and tenant (see [`TenantTrees`] and
-/// [`keyspace`]); the committer makes writes durable in a write-ahead log
-/// ([`wal`]) before it applies them to sled.
+/// tenant, the stored events' by time and tenant (see `TenantTrees` and
+/// `keyspace`); the committer makes writes durable in a write-ahead log
+/// (`wal`) before it applies them to sled.
 #[derive(Clone)]
 pub struct SledStore {
     db: sled::Db,

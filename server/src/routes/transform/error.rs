@@ -8,9 +8,9 @@ use serde::{Deserialize, Serialize};
 /// What was too large.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Oversize {
-    /// The transform's source code, over [`super::MAX_CODE_BYTES`].
+    /// The transform's source code, over `MAX_CODE_BYTES`.
     Code,
-    /// The request the handler returned, over [`super::MAX_OUTPUT_BYTES`].
+    /// The request the handler returned, over `MAX_OUTPUT_BYTES`.
     Output,
 }
 
@@ -32,7 +32,7 @@ pub enum TransformError {
     )]
     NoHandler,
     /// The code threw: the thrown error's name and message, cut to
-    /// [`super::MAX_MESSAGE_BYTES`]. The text is the transform author's.
+    /// `MAX_MESSAGE_BYTES`. The text is the transform author's.
     #[error("transform threw: {0}")]
     Threw(String),
     /// Stopped once its CPU budget had elapsed: by the engine's interrupt,

@@ -56,10 +56,10 @@ pub struct TransformLimits {
 /// Limits outside their bounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum InvalidLimits {
-    /// The memory limit is outside [`MIN_MEMORY_BYTES`]..=[`MAX_MEMORY_BYTES`].
+    /// The memory limit is outside `MIN_MEMORY_BYTES..=MAX_MEMORY_BYTES`.
     #[error("transform memory must be between 1 MiB and 256 MiB")]
     Memory,
-    /// The CPU budget is zero or above [`MAX_CPU`].
+    /// The CPU budget is zero or above `MAX_CPU`.
     #[error("transform cpu must be above 0 and at most 1 s")]
     Cpu,
 }

@@ -188,7 +188,7 @@ pub struct TestRouteArgs {
     /// A header of the given body, `name: value`; repeat for several.
     #[arg(long = "header", value_name = "NAME: VALUE")]
     pub headers: Vec<String>,
-    /// The ingest path the filter sees (default /hooks/<tenant>).
+    /// The ingest path the filter sees (default `/hooks/<tenant>`).
     #[arg(long)]
     pub path: Option<String>,
     /// The ingest query string the filter sees, without `?`.
