@@ -4,15 +4,10 @@ use std::sync::Arc;
 
 use actix::{Actor, ActorContext, Context, Handler, Message, Supervised};
 
-use super::{
-    routes::{self, RouteHandle},
-    services::Services,
-    snapshot::Snapshot,
-    state::{Running, TenantState},
-};
+use super::{routes::RouteHandle, services::Services, snapshot::Snapshot, state::TenantState};
 use crate::{
     catalog,
-    config::{ForwardSettings, TenantSettings},
+    config::TenantSettings,
     contracts::{Contract, TenantContracts},
     error::{Error, Result},
 };
@@ -64,27 +59,8 @@ impl TenantActor {
             &self.state.metrics,
             now.routes(),
         )?;
-        let forwarding = routes::forwarding(&settings);
-        let before = routes::forwarding(now.settings());
-        let changed: Vec<(&RouteHandle, &ForwardSettings)> = routes
-            .iter()
-            .zip(&forwarding)
-            .filter(|(route, forward)| {
-                let old = now.routes().iter().position(|r| r.name == route.name);
-                old.and_then(|i| before[i]) != **forward
-            })
-            .filter_map(|(route, forward)| Some((route, (*forward)?)))
-            .collect();
-        let started = self.state.start_dispatchers(&self.services, &changed)?;
-        let names: Vec<&str> = routes
-            .iter()
-            .zip(&forwarding)
-            .filter(|(_, forward)| forward.is_some())
-            .map(|(route, _)| route.name.as_str())
-            .collect();
-        self.state.running(|running: &mut Running| {
-            running.replace(started, &names);
-        })?;
+        self.state
+            .forward(&self.services, (&routes, &settings), Some(&now))?;
         let next = Snapshot::of(settings, Arc::new(contracts), routes.into());
         self.state.publish(next);
         Ok(())

@@ -9,10 +9,7 @@ use std::{
 use actix::{ArbiterHandle, Supervisor};
 
 use super::{
-    actor::TenantActor,
-    handle::TenantHandle,
-    routes::{self, RouteHandle},
-    services::Services,
+    actor::TenantActor, handle::TenantHandle, routes::RouteHandle, services::Services,
     state::TenantState,
 };
 use crate::{
@@ -91,14 +88,7 @@ impl Registry {
         let contracts = TenantActor::contracts(services, &settings, &none, None);
         let state = TenantState::new(services, settings.clone(), contracts, data)?;
         let routes = state.snapshot().routes().clone();
-        let forwarding: Vec<(&RouteHandle, _)> = routes
-            .iter()
-            .zip(routes::forwarding(&settings))
-            .filter_map(|(route, forward)| Some((route, forward?)))
-            .collect();
-        let started = state.start_dispatchers(services, &forwarding)?;
-        let names: Vec<&str> = forwarding.iter().map(|(r, _)| r.name.as_str()).collect();
-        state.running(|running| running.replace(started, &names))?;
+        state.forward(services, (&routes, &settings), None)?;
         let arbiter = &self.arbiters[self.arbiter_index(&settings.id)];
         let (actor_state, actor_services) = (state.clone(), services.clone());
         let actor = Supervisor::start_in_arbiter(arbiter, move |_| {

@@ -11,7 +11,7 @@ use tokio::sync::Semaphore;
 
 use super::{
     gate::GateParts,
-    routes::RouteHandle,
+    routes::{self, RouteHandle},
     services::Services,
     slot::GateSlot,
     snapshot::{Published, Snapshot},
@@ -61,7 +61,7 @@ pub(crate) struct TenantState {
 
 /// The dispatchers of a tenant's routes.
 #[derive(Default)]
-pub(crate) struct Running {
+struct Running {
     dispatchers: HashMap<String, AbortHandle>,
     /// Set once the tenant is removed or the process stops: no dispatcher
     /// starts again.
@@ -71,7 +71,7 @@ pub(crate) struct Running {
 impl Running {
     /// Puts `started` in place of the dispatchers of the same routes and
     /// stops those of every route not in `forwarding` (removed, or pulled).
-    pub(crate) fn replace(&mut self, started: Vec<(String, AbortHandle)>, forwarding: &[&str]) {
+    fn replace(&mut self, started: Vec<(String, AbortHandle)>, forwarding: &[&str]) {
         for (name, abort) in started {
             if let Some(old) = self.dispatchers.insert(name, abort) {
                 old.abort();
@@ -169,9 +169,44 @@ impl TenantState {
         self.gate.reset();
     }
 
+    /// Runs a dispatcher for each of `routes` that forwards under
+    /// `settings`: starts those whose forwarding differs from what
+    /// `previous` (the snapshot in force, if any) had, keeps the others and
+    /// stops those of routes that no longer forward. Nothing changes unless
+    /// every new one could start.
+    pub(super) fn forward(
+        &self,
+        services: &Services,
+        (routes, settings): (&[RouteHandle], &TenantSettings),
+        previous: Option<&Snapshot>,
+    ) -> Result<()> {
+        let forwarding = routes::forwarding(settings);
+        let before = previous.map(|s| (s.routes(), routes::forwarding(s.settings())));
+        let changed: Vec<(&RouteHandle, &ForwardSettings)> = routes
+            .iter()
+            .zip(&forwarding)
+            .filter_map(|(route, forward)| Some((route, (*forward)?)))
+            .filter(|(route, forward)| {
+                let old = before.as_ref().and_then(|(running, was)| {
+                    let i = running.iter().position(|r| r.name == route.name)?;
+                    was[i]
+                });
+                old != Some(*forward)
+            })
+            .collect();
+        let started = self.start_dispatchers(services, &changed)?;
+        let names: Vec<&str> = routes
+            .iter()
+            .zip(&forwarding)
+            .filter(|(_, forward)| forward.is_some())
+            .map(|(route, _)| route.name.as_str())
+            .collect();
+        self.running(|running| running.replace(started, &names))
+    }
+
     /// Starts a dispatcher for each of `routes` (with their forwarding);
     /// none runs unless all could start.
-    pub(super) fn start_dispatchers(
+    fn start_dispatchers(
         &self,
         services: &Services,
         routes: &[(&RouteHandle, &ForwardSettings)],
@@ -199,7 +234,7 @@ impl TenantState {
     }
 
     /// Runs `change` on its dispatchers, unless the tenant was stopped.
-    pub(super) fn running<T>(&self, change: impl FnOnce(&mut Running) -> T) -> Result<T> {
+    fn running<T>(&self, change: impl FnOnce(&mut Running) -> T) -> Result<T> {
         let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
         if running.stopped {
             return Err(Error::stopped("tenant actor"));
