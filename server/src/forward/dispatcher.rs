@@ -27,9 +27,8 @@ use crate::{
     rate_limit::TokenBucket,
     routes::transform::apply as transform,
     store::{
-        api::{blocking, Fence, QueueKey, Store, TenantStore},
+        api::{blocking, DueEntry, Fence, QueueKey, Store, TenantStore},
         lifecycle::Next,
-        records::{DeliveryState, StoredEvent},
     },
     telemetry::{
         spans::{self, ForwardTarget},
@@ -78,29 +77,36 @@ struct Sent {
 
 type InFlight = Pin<Box<dyn Future<Output = Done> + Send>>;
 
-/// Whether the attempt at `key` may be sent under `fence`, and by when it
-/// must have ended ([`attempt::send_by`]): on an engine that serves one
+/// Whether each attempt of `entries` may be sent under `fence`, and by when
+/// it must have ended ([`attempt::send_by`]): on an engine that serves one
 /// process, always and without a deadline; on a shared one, while the lease
 /// is still `fence` and the entry still queued, by shortly before the lease
-/// ends (`None`: not at all; a failed check counts as no).
+/// ends (`None`: not at all; a failed check counts as no for all). One
+/// check for the whole batch, right before it is sent.
 async fn claimed(
-    data: TenantStore,
-    key: &QueueKey,
-    id: &DeliveryId,
+    data: &TenantStore,
+    entries: &[DueEntry],
     fence: &Fence,
-) -> Option<Option<Instant>> {
-    if !fence.is_shared() {
-        return Some(None);
+) -> Vec<Option<Option<Instant>>> {
+    if !fence.is_shared() || entries.is_empty() {
+        return vec![Some(None); entries.len()];
     }
-    let (key, id, fence) = (key.clone(), id.clone(), fence.clone());
+    let (data, fence) = (data.clone(), fence.clone());
+    let keys: Vec<(QueueKey, DeliveryId)> = entries
+        .iter()
+        .map(|e| (e.key.clone(), e.id.clone()))
+        .collect();
     let asked = Instant::now();
-    blocking(move || data.claim_attempt(&key, &id, &fence))
+    let count = keys.len();
+    blocking(move || data.claim_attempts(&keys, &fence))
         .await
         .unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "claiming a forward attempt failed; not sent now");
-            None
+            tracing::warn!(error = %e, "claiming forward attempts failed; not sent now");
+            vec![None; count]
         })
-        .map(|left| Some(attempt::send_by(asked, left)))
+        .into_iter()
+        .map(|left| left.map(|left| Some(attempt::send_by(asked, left))))
+        .collect()
 }
 
 /// What a [`Dispatcher`] is built from.
@@ -297,38 +303,15 @@ impl Dispatcher {
             Ok(room) => room,
             Err(resumes) => return Ok(wake_at.min(resumes)),
         };
-        let (data, limit) = (
-            self.data.clone(),
-            busy.len() + self.settings.max_in_flight + 1,
-        );
-        // One trip to the blocking pool: the queue, and the state and event
-        // of each due delivery there is room for.
-        let skip = busy.clone();
-        let (picked, due_at) = blocking(move || -> Result<_> {
-            let mut picked = Vec::new();
-            let mut due_at = None;
-            for (key, id) in data.queue(None, limit)? {
-                let due = key.due_ms();
-                if due > now {
-                    due_at = Some(due);
-                    break;
-                }
-                if skip.contains(&key) {
-                    continue;
-                }
-                if picked.len() >= room {
-                    break;
-                }
-                let stored = (data.state(&id)?, data.event(&id)?);
-                picked.push((key, id, stored));
-            }
-            Ok((picked, due_at))
-        })
-        .await?;
-        if let Some(due) = due_at {
-            wake_at = wake_at.min(due);
+        // One trip to the blocking pool: the due deliveries there is room
+        // for, with their states and events.
+        let (data, skip) = (self.data.clone(), busy.clone());
+        let due = blocking(move || data.due(now, room, &skip)).await?;
+        if let Some(next) = due.next_due_ms {
+            wake_at = wake_at.min(next);
         }
-        for (key, delivery_id, stored) in picked {
+        let mut admitted = Vec::new();
+        for entry in due.entries {
             if let Some(route) = &self.settings.transform {
                 if let Err(resumes) = transform::admit(route, now) {
                     wake_at = wake_at.min(resumes);
@@ -344,8 +327,12 @@ impl Dispatcher {
             if !self.breaker.admit(now) {
                 break;
             }
-            busy.insert(key.clone());
-            in_flight.push(self.attempt(key, delivery_id, stored, now, fence.clone()));
+            admitted.push(entry);
+        }
+        let claims = claimed(&self.data, &admitted, fence).await;
+        for (entry, send_by) in admitted.into_iter().zip(claims) {
+            busy.insert(entry.key.clone());
+            in_flight.push(self.attempt(entry, send_by, now, fence.clone()));
         }
         Ok(wake_at)
     }
@@ -388,24 +375,39 @@ impl Dispatcher {
         Ok(if one_only { room.min(1) } else { room })
     }
 
-    /// Sends one attempt once it is claimed under `fence` (on a store
-    /// shared by several processes: the claim checks the lease is still
-    /// this process's, right before the send, and the send ends before the
-    /// lease does).
+    /// Sends one attempt claimed under `fence` ([`claimed`]: on a store
+    /// shared by several processes, `send_by` is when the send must have
+    /// ended, before the lease does; `None`, the claim failed and nothing
+    /// is sent).
     fn attempt(
         &self,
-        key: QueueKey,
-        delivery_id: DeliveryId,
-        stored: (Option<DeliveryState>, Option<StoredEvent>),
+        entry: DueEntry,
+        send_by: Option<Option<Instant>>,
         now: i64,
         fence: Fence,
     ) -> InFlight {
-        let (Some(state), Some(event)) = stored else {
+        let DueEntry {
+            key,
+            id: delivery_id,
+            state,
+            event,
+        } = entry;
+        let (Some(state), Some(event)) = (state, event) else {
             return Box::pin(std::future::ready(Done {
                 key,
                 delivery_id,
                 accepted_at_ms: 0,
                 tried: Tried::NoEvent,
+                fence,
+            }));
+        };
+        let accepted_at_ms = state.received_at_ms;
+        let Some(send_by) = send_by else {
+            return Box::pin(std::future::ready(Done {
+                key,
+                delivery_id,
+                accepted_at_ms,
+                tried: Tried::Fenced,
                 fence,
             }));
         };
@@ -418,19 +420,7 @@ impl Dispatcher {
         );
         let trace_headers = spans::trace_headers(&trace);
         let (client, settings) = (self.client.clone(), self.settings.clone());
-        let data = self.data.clone();
         Box::pin(async move {
-            let accepted_at_ms = state.received_at_ms;
-            let fenced = |key, delivery_id, fence| Done {
-                key,
-                delivery_id,
-                accepted_at_ms,
-                tried: Tried::Fenced,
-                fence,
-            };
-            let Some(send_by) = claimed(data, &key, &delivery_id, &fence).await else {
-                return fenced(key, delivery_id, fence);
-            };
             let sent = attempt::send(
                 &client,
                 &settings,
@@ -439,18 +429,19 @@ impl Dispatcher {
                 &trace_headers,
                 send_by,
             );
-            let Some(result) = sent.await else {
-                return fenced(key, delivery_id, fence);
+            let tried = match sent.await {
+                Some(result) => Tried::Sent(Box::new(Sent {
+                    result,
+                    request_id: event.meta.request_id,
+                    trace,
+                })),
+                None => Tried::Fenced,
             };
             Done {
                 key,
                 delivery_id,
                 accepted_at_ms,
-                tried: Tried::Sent(Box::new(Sent {
-                    result,
-                    request_id: event.meta.request_id,
-                    trace,
-                })),
+                tried,
                 fence,
             }
         })

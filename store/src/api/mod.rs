@@ -13,7 +13,7 @@ use futures_util::future::BoxFuture;
 pub use catalog::{CatalogRows, RowChange, Table};
 pub use delivery::{CommitOutcome, NewDelivery, Receipt, RouteCopy};
 pub use rejections::{Rejection, RejectionFilter, RejectionLog, KEPT_BODY_BYTES};
-pub use tenant::{Fence, FencedAttempt, FinishedAttempt, TenantData};
+pub use tenant::{Due, DueEntry, Fence, FencedAttempt, FinishedAttempt, TenantData};
 
 use crate::{
     error::{Error, Result},

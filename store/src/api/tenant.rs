@@ -1,7 +1,7 @@
 //! The tenant-scope API: one tenant's deliveries ([`TenantData`]) and the
 //! values a forward attempt crosses it with.
 
-use std::{sync::Arc, time::Duration};
+use std::{collections::HashSet, sync::Arc, time::Duration};
 
 use futures_util::future::BoxFuture;
 
@@ -81,6 +81,48 @@ pub trait TenantData: Send + Sync + 'static {
 
     /// Queue entries in due order, after `after`: at most `limit`.
     fn queue(&self, after: Option<&QueueKey>, limit: usize) -> Result<Vec<(QueueKey, DeliveryId)>>;
+
+    /// The due deliveries at the head of the queue at `now_ms`, at most
+    /// `limit`, leaving out `busy` (those in flight), each with its state
+    /// and stored event; and when the first entry not yet due is due, if
+    /// one was seen. By default read entry by entry; an engine may read them
+    /// in one go.
+    fn due(&self, now_ms: i64, limit: usize, busy: &HashSet<QueueKey>) -> Result<Due> {
+        let mut due = Due::default();
+        for (key, id) in self.queue(None, busy.len() + limit + 1)? {
+            if key.due_ms() > now_ms {
+                due.next_due_ms = Some(key.due_ms());
+                break;
+            }
+            if busy.contains(&key) {
+                continue;
+            }
+            if due.entries.len() >= limit {
+                break;
+            }
+            let (state, event) = (self.state(&id)?, self.event(&id)?);
+            due.entries.push(DueEntry {
+                key,
+                id,
+                state,
+                event,
+            });
+        }
+        Ok(due)
+    }
+
+    /// [`TenantData::claim_attempt`] for each of `entries` under one
+    /// `fence`, in their order. An engine may check them all at once.
+    fn claim_attempts(
+        &self,
+        entries: &[(QueueKey, DeliveryId)],
+        fence: &Fence,
+    ) -> Result<Vec<Option<Duration>>> {
+        entries
+            .iter()
+            .map(|(entry, id)| self.claim_attempt(entry, id, fence))
+            .collect()
+    }
 
     /// Records one attempt and its consequence, only while `entry` is still
     /// the delivery's live queue entry; `None` when it moved on (nothing was
@@ -178,6 +220,28 @@ pub trait TenantData: Send + Sync + 'static {
     fn sweep_due(&self, _request: &SweepRequest) -> Result<bool> {
         Ok(true)
     }
+}
+
+/// What [`TenantData::due`] found at the head of the queue.
+#[derive(Debug, Default)]
+pub struct Due {
+    /// The due deliveries, in due order.
+    pub entries: Vec<DueEntry>,
+    /// When the first entry not yet due is due (Unix ms), if one was seen.
+    pub next_due_ms: Option<i64>,
+}
+
+/// A due queue entry, with what a forward attempt needs of its delivery.
+#[derive(Debug)]
+pub struct DueEntry {
+    /// The queue entry.
+    pub key: QueueKey,
+    /// Its delivery.
+    pub id: DeliveryId,
+    /// The delivery's state (`None`: gone).
+    pub state: Option<DeliveryState>,
+    /// The delivery's stored event (`None`: gone).
+    pub event: Option<StoredEvent>,
 }
 
 /// A process's hold on a tenant's forwarding lease, as a claim returned

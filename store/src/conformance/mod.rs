@@ -21,6 +21,7 @@ mod pull;
 mod redirects;
 mod resend;
 mod retention;
+mod rounds;
 mod routes;
 mod sinks;
 mod statuses;
@@ -31,6 +32,10 @@ use resend::a_delivered_delivery_is_resent_once_by_concurrent_calls_that_ask_so;
 use retention::{
     dead_letters_and_redelivered_originals_go, steps_remove_more_than_one_batch,
     sweep_due_names_each_tenant_with_something_due, the_idempotency_scan_is_sized_apart,
+};
+use rounds::{
+    a_passed_lease_claims_and_records_nothing, a_round_records_each_attempt_as_one_call_would,
+    due_reads_the_head_of_the_queue_with_each_delivery,
 };
 use routes::{
     a_fan_out_is_one_commit_and_a_duplicate_writes_none,
@@ -74,6 +79,9 @@ crate::engines!(
     a_transform_failure_is_a_dead_letter_and_a_drop_is_final,
     a_delivered_delivery_is_resent_once_by_concurrent_calls_that_ask_so,
     a_sink_queue_is_apart_from_the_tenants_deliveries,
+    due_reads_the_head_of_the_queue_with_each_delivery,
+    a_round_records_each_attempt_as_one_call_would,
+    a_passed_lease_claims_and_records_nothing,
 );
 
 /// `engines!` runs each case on sled and on PostgreSQL (a fresh database

@@ -11,6 +11,7 @@ mod pull;
 mod redirects;
 mod rejections;
 mod retention;
+mod round;
 mod rows;
 mod tenant;
 #[doc(hidden)]

@@ -1,6 +1,7 @@
 //! One tenant's deliveries on PostgreSQL: its `TenantData` and the reads.
 
 use std::{
+    collections::HashSet,
     future::Future,
     sync::{
         atomic::{AtomicBool, Ordering},
@@ -15,15 +16,16 @@ use tokio_postgres::GenericClient;
 use super::{
     block_on, committer,
     delivery_rows::{decoded_row, delete_queue, load_event, lock_state},
-    pg,
+    pg, round,
     transitions::{self, redeliver},
     Db,
 };
 use crate::{
     api::{
-        DeadKey, Fence, FencedAttempt, PullRequest, QueueCounts, QueueKey, SweepRequest, TenantData,
+        DeadKey, Due, Fence, FencedAttempt, FinishedAttempt, PullRequest, QueueCounts, QueueKey,
+        SweepRequest, TenantData,
     },
-    error::Result,
+    error::{Error, Result},
     ids::{DeliveryId, EventId, TenantId},
     lifecycle::{Next, Resend, Swept},
     records::RedirectRecord,
@@ -319,6 +321,38 @@ impl TenantData for PgTenant {
         self.run(|db, tenant| async move {
             transitions::may_attempt(&db, &tenant, &entry, &id, &fence).await
         })
+    }
+
+    fn due(&self, now_ms: i64, limit: usize, busy: &HashSet<QueueKey>) -> Result<Due> {
+        let busy = busy.clone();
+        self.run(|db, tenant| async move { round::due(&db, &tenant, now_ms, limit, &busy).await })
+    }
+
+    fn claim_attempts(
+        &self,
+        entries: &[(QueueKey, DeliveryId)],
+        fence: &Fence,
+    ) -> Result<Vec<Option<Duration>>> {
+        let (entries, fence) = (entries.to_vec(), fence.clone());
+        self.run(|db, tenant| async move { round::claim(&db, &tenant, &entries, &fence).await })
+    }
+
+    fn record_attempts(
+        self: Arc<Self>,
+        round: Vec<FinishedAttempt>,
+        now_ms: i64,
+    ) -> BoxFuture<'static, Result<Vec<Result<Option<DeliveryState>>>>> {
+        let (db, tenant) = (self.db.clone(), self.tenant.to_string());
+        let written = self
+            .runtime
+            .spawn(async move { round::record(&db, &tenant, &round, now_ms).await });
+        async move {
+            let recorded = written
+                .await
+                .map_err(|_| Error::stopped("forward round writer"))??;
+            Ok(recorded.into_iter().map(Ok).collect())
+        }
+        .boxed()
     }
 
     fn record_fenced_attempt(
