@@ -13,7 +13,7 @@ use super::{
     lease::{ForwardLease, LeaseTerms},
     policy::{next_step, Verdict},
     report::ForwardReport,
-    round::{write_round, Decided},
+    round::{write_round, Decided, Recorded},
 };
 use crate::{
     alerts::Signals,
@@ -76,6 +76,14 @@ struct Sent {
 }
 
 type InFlight = Pin<Box<dyn Future<Output = Done> + Send>>;
+
+/// A round being written: the queue entries it settles, and its outcomes
+/// once they are durable.
+type Writing = Pin<Box<dyn Future<Output = (Vec<QueueKey>, Vec<Recorded>)> + Send>>;
+
+/// Rounds a dispatcher writes at once: while one waits for its commit the
+/// next attempts are sent, so forwarding does not idle on the disk.
+const MAX_ROUNDS_WRITING: usize = 4;
 
 /// Whether each attempt of `entries` may be sent under `fence`, and by when
 /// it must have ended ([`attempt::send_by`]): on an engine that serves one
@@ -249,12 +257,15 @@ impl Dispatcher {
     /// stays queued and is sent again after a restart.
     pub async fn run(mut self) {
         let mut in_flight: FuturesUnordered<InFlight> = FuturesUnordered::new();
+        let mut writing: FuturesUnordered<Writing> = FuturesUnordered::new();
         let mut busy: HashSet<QueueKey> = HashSet::new();
         loop {
             let now = self.clock.now_ms();
             let wake_at = match self.lease.holds().await {
                 // Another process forwards the tenant; ask again soon.
                 None => now + MAX_IDLE_MS,
+                // Enough rounds are being written: wait for one to land.
+                Some(_) if writing.len() >= MAX_ROUNDS_WRITING => now + MAX_IDLE_MS,
                 Some(fence) => match self.start_due(now, &fence, &mut in_flight, &mut busy).await {
                     Ok(wake_at) => wake_at,
                     Err(e) => {
@@ -274,7 +285,15 @@ impl Dispatcher {
                     while let Some(Some(more)) = in_flight.next().now_or_never() {
                         finished.push(more);
                     }
-                    self.finish_all(finished, &mut busy).await;
+                    writing.push(self.finish_all(finished, in_flight.len()));
+                }
+                Some((keys, recorded)) = writing.next(), if !writing.is_empty() => {
+                    for key in &keys {
+                        busy.remove(key);
+                    }
+                    for outcome in recorded {
+                        self.report.recorded(outcome);
+                    }
                 }
                 _ = self.wake.notified() => {}
                 _ = sleep => {}
@@ -447,16 +466,18 @@ impl Dispatcher {
         })
     }
 
-    /// Records finished attempts as one round, which returns once the
-    /// records are on disk, then reports them: an attempt reported done is
-    /// never sent again after a crash.
-    async fn finish_all(&mut self, finished: Vec<Done>, busy: &mut HashSet<QueueKey>) {
+    /// Decides finished attempts and starts writing them as one round,
+    /// which ends once the records are on disk, with the queue entries the
+    /// round settled (busy until then, so no pass reads them again) and the
+    /// outcomes to report: an attempt reported done is never sent again
+    /// after a crash. `still_in_flight`: the attempts not finished yet.
+    fn finish_all(&mut self, finished: Vec<Done>, still_in_flight: usize) -> Writing {
         let now = self.clock.now_ms();
-        let in_use = busy.len();
+        let in_use = still_in_flight + finished.len();
+        let keys: Vec<QueueKey> = finished.iter().map(|done| done.key.clone()).collect();
         let decided: Vec<Decided> = finished
             .into_iter()
             .map(|done| {
-                busy.remove(&done.key);
                 let cut = match &done.tried {
                     Tried::Sent(sent) => self.limit.observe_attempt(&sent.result, now, in_use),
                     _ => false,
@@ -465,10 +486,11 @@ impl Dispatcher {
             })
             .collect();
         self.limit_gauge.set(self.limit.current());
-        let recorded = write_round(&self.data, (&self.tenant, &self.route), decided, now).await;
-        for outcome in recorded {
-            self.report.recorded(outcome);
-        }
+        let (data, tenant, route) = (self.data.clone(), self.tenant.clone(), self.route.clone());
+        Box::pin(async move {
+            let recorded = write_round(&data, (&tenant, &route), decided, now).await;
+            (keys, recorded)
+        })
     }
 
     /// What a finished attempt leads to (retry policy, circuit breaker),
