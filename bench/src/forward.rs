@@ -4,7 +4,9 @@
 //! 202 by event id), then waits until every accepted event has arrived at the
 //! sink (or the drain timeout passes) and reports delivered/s and the latency
 //! from each 202 to the event's arrival. With `--backlog N` it measures
-//! forwarding alone instead ([`backlog`]).
+//! forwarding alone instead ([`backlog`]). hookd stores its data in its
+//! embedded engine (sled), or with `--postgres-url` in PostgreSQL, in a
+//! database of the run's own ([`storage`]).
 
 mod delivery;
 
@@ -31,6 +33,7 @@ use crate::{
     scenario::{drain, Scenario, SINK_SECRET},
     servers::{self, DestinationSpec, HookdSpec},
     sink::{Reply, Sink},
+    storage::{self, Storage},
     LoadArgs,
 };
 
@@ -80,6 +83,13 @@ pub struct ForwardArgs {
     /// on both sides.
     #[arg(long)]
     alone: bool,
+    /// Run hookd on the PostgreSQL server at this URL instead of its
+    /// embedded engine (sled): each run creates an empty database of its
+    /// own there (`hookd_bench_<pid>_<random>`, named in place of the URL's)
+    /// and drops it at the end. The URL's user must be allowed to create
+    /// databases; hookd-bench connects without TLS.
+    #[arg(long, env = "HOOKD_BENCH_POSTGRES_URL", hide_env_values = true)]
+    postgres_url: Option<String>,
     #[command(flatten)]
     load: LoadArgs,
 }
@@ -87,6 +97,8 @@ pub struct ForwardArgs {
 /// What the forwarding scenario measured.
 #[derive(Debug, Serialize)]
 pub struct ForwardReport {
+    /// The engine hookd stored its data in: `sled` or `postgres`.
+    pub engine: &'static str,
     /// Tenants, each forwarding to the sink.
     pub tenants: usize,
     /// Each tenant's `max_in_flight`.
@@ -112,7 +124,8 @@ impl ForwardReport {
         let l = &d.latency_ms;
         let mut out = self.load.text();
         out += &format!(
-            "forwarding: {tenants} tenant(s), {routes} route(s) each, max_in_flight {mif}, sinks answering 204\n  \
+            "forwarding: {tenants} tenant(s), {routes} route(s) each, max_in_flight {mif}, \
+             sinks answering 204, engine {engine}\n  \
              accepted {acc} in {load:.2} s: {acc_rps:.0}/s\n  \
              arrived {arr} (missing {miss}, duplicates {dup}, unexpected {unx}, without id {noid})\n  \
              delivered {del:.0}/s over {span:.2} s from the first 202 to the last arrival; \
@@ -121,6 +134,7 @@ impl ForwardReport {
             tenants = self.tenants,
             routes = self.routes.len() + 1,
             mif = self.max_in_flight,
+            engine = self.engine,
             acc = d.accepted,
             load = d.load_secs,
             acc_rps = d.accepted_per_sec,
@@ -194,7 +208,33 @@ pub async fn run(args: ForwardArgs) -> anyhow::Result<()> {
     }
     let mut spec = load.plan_spec()?;
     let opts = load.options(SocketAddr::from(([127, 0, 0, 1], 0)))?;
-    let scenario = Scenario {
+    let scenario = scenario(&args)?;
+    // Refused before a database is made for it.
+    scenario.check(&spec)?;
+    let server = args.postgres_url.as_deref();
+    if let Some(backlog) = args.backlog {
+        if backlog == 0 {
+            bail!("--backlog must be at least 1");
+        }
+        spec.requests = backlog;
+        let (spec, opts) = (&spec, &opts);
+        let report = storage::with_fresh(server, |storage| {
+            let scenario = Scenario {
+                storage,
+                ..scenario
+            };
+            async move { backlog::measure(&scenario, spec, opts).await }
+        })
+        .await?;
+        return print_report(load.json, &report, BacklogReport::text);
+    }
+    let report = measure_on(server, &scenario, &spec, &opts).await?;
+    print_report(load.json, &report, ForwardReport::text)
+}
+
+/// The scenario `args` describe, on sled until a run is given its storage.
+fn scenario(args: &ForwardArgs) -> anyhow::Result<Scenario> {
+    Ok(Scenario {
         hookd: args.hookd.clone().unwrap_or_else(servers::default_hookd),
         workers: args.workers,
         log_filter: args.hookd_log_filter.clone(),
@@ -206,18 +246,27 @@ pub async fn run(args: ForwardArgs) -> anyhow::Result<()> {
         route_replies: args.route_replies.clone(),
         tenant_keys: String::new(),
         extra_config: String::new(),
+        storage: Storage::Sled,
         alone: args.alone,
-    };
-    if let Some(backlog) = args.backlog {
-        if backlog == 0 {
-            bail!("--backlog must be at least 1");
-        }
-        spec.requests = backlog;
-        let report = backlog::measure(&scenario, &spec, &opts).await?;
-        return print_report(load.json, &report, BacklogReport::text);
-    }
-    let report = measure(&scenario, &spec, &opts).await?;
-    print_report(load.json, &report, ForwardReport::text)
+    })
+}
+
+/// [`measure`] on fresh storage: sled, or a database of its own on the
+/// PostgreSQL server at `server`, dropped after the run.
+async fn measure_on(
+    server: Option<&str>,
+    scenario: &Scenario,
+    spec: &PlanSpec,
+    opts: &LoadOptions,
+) -> anyhow::Result<ForwardReport> {
+    storage::with_fresh(server, |storage| {
+        let scenario = Scenario {
+            storage,
+            ..scenario.clone()
+        };
+        async move { measure(&scenario, spec, opts).await }
+    })
+    .await
 }
 
 /// Prints `report` as JSON or as its text.
@@ -249,17 +298,7 @@ pub async fn measure(
         record_accepted: true,
         ..opts.clone()
     };
-    let sink = Sink::start(scenario.sink_workers, Reply::Status(204))?;
-    let route_sinks = (1..scenario.routes)
-        .map(|i| {
-            let reply = scenario.route_replies.get(i - 1).copied();
-            Sink::start(scenario.sink_workers, reply.unwrap_or(Reply::Status(204)))
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let alone_sink = match scenario.alone {
-        true => Some(Sink::start(scenario.sink_workers, Reply::Status(204))?),
-        false => None,
-    };
+    let (sink, route_sinks, alone_sink) = start_sinks(scenario)?;
     let mut hookd_spec = forwarding_hookd(scenario, spec, &opts, &sink, &route_sinks);
     let mut plan_spec = spec.clone();
     if let Some(alone) = &alone_sink {
@@ -273,6 +312,7 @@ pub async fn measure(
         plan_spec.tenants.push(ALONE_TENANT.to_owned());
     }
     hookd_spec.extra_config += &scenario.extra_config;
+    hookd_spec.extra_config += &scenario.storage.config();
     let hookd = servers::start_hookd(&hookd_spec).await?;
     // Signed once hookd is up, so its start does not age the timestamps.
     let plan = Arc::new(Plan::build(&plan_spec)?);
@@ -308,6 +348,7 @@ pub async fn measure(
         sink.stop().await;
     }
     Ok(ForwardReport {
+        engine: scenario.storage.engine(),
         tenants: spec.tenants.len(),
         max_in_flight: scenario.max_in_flight,
         load: Summary::new("hookd", opts.connections, &timed, None),
@@ -315,6 +356,23 @@ pub async fn measure(
         routes,
         alone,
     })
+}
+
+/// The default route's sink (answering 204), each other route's (as
+/// `scenario.route_replies` say) and, with `--alone`, the alone tenant's.
+fn start_sinks(scenario: &Scenario) -> anyhow::Result<(Sink, Vec<Sink>, Option<Sink>)> {
+    let sink = Sink::start(scenario.sink_workers, Reply::Status(204))?;
+    let route_sinks = (1..scenario.routes)
+        .map(|i| {
+            let reply = scenario.route_replies.get(i - 1).copied();
+            Sink::start(scenario.sink_workers, reply.unwrap_or(Reply::Status(204)))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let alone_sink = match scenario.alone {
+        true => Some(Sink::start(scenario.sink_workers, Reply::Status(204))?),
+        false => None,
+    };
+    Ok((sink, route_sinks, alone_sink))
 }
 
 /// hookd forwarding every tenant of `spec` to `sink`, and its extra routes
