@@ -6,9 +6,12 @@
 //! from each 202 to the event's arrival. With `--backlog N` it measures
 //! forwarding alone instead ([`backlog`]). hookd stores its data in its
 //! embedded engine (sled), or with `--postgres-url` in PostgreSQL, in a
-//! database of the run's own ([`storage`]).
+//! database of the run's own ([`storage`]). A paced run (`--rate`) also
+//! reports its steady state: second by second, and whether the backlog
+//! stayed flat ([`steady`]).
 
 mod delivery;
+mod steady;
 
 use std::{
     collections::HashMap,
@@ -23,6 +26,7 @@ use clap::Args;
 use serde::Serialize;
 
 pub use delivery::Delivery;
+use steady::Steady;
 
 use crate::{
     backlog::{self, BacklogReport},
@@ -112,6 +116,8 @@ pub struct ForwardReport {
     /// With `--alone`: what arrived from the tenant whose only route is
     /// the default route's kind, loaded in the same run.
     pub alone: Option<Delivery>,
+    /// For a paced load: the default route's steady state.
+    pub steady: Option<Steady>,
 }
 
 /// The tenant `--alone` adds, with one route and nothing beside it.
@@ -192,6 +198,9 @@ impl ForwardReport {
                 "  warning: {} accepted events had not arrived when the drain timed out\n",
                 d.missing
             );
+        }
+        if let Some(steady) = &self.steady {
+            out += &steady.text();
         }
         out
     }
@@ -299,20 +308,9 @@ pub async fn measure(
         ..opts.clone()
     };
     let (sink, route_sinks, alone_sink) = start_sinks(scenario)?;
-    let mut hookd_spec = forwarding_hookd(scenario, spec, &opts, &sink, &route_sinks);
-    let mut plan_spec = spec.clone();
-    if let Some(alone) = &alone_sink {
-        let destination = DestinationSpec {
-            url: format!("http://{}/sink", alone.addr),
-            routes: Vec::new(),
-            ..hookd_spec.destination.clone().expect("set above")
-        };
-        hookd_spec.extra_config =
-            servers::tenant_table(&hookd_spec, ALONE_TENANT, Some(&destination));
-        plan_spec.tenants.push(ALONE_TENANT.to_owned());
-    }
-    hookd_spec.extra_config += &scenario.extra_config;
-    hookd_spec.extra_config += &scenario.storage.config();
+    let hookd_spec = forwarding_hookd(scenario, spec, &opts, &sink, &route_sinks);
+    let (hookd_spec, plan_spec) =
+        add_alone_and_config(scenario, hookd_spec, spec.clone(), alone_sink.as_ref());
     let hookd = servers::start_hookd(&hookd_spec).await?;
     // Signed once hookd is up, so its start does not age the timestamps.
     let plan = Arc::new(Plan::build(&plan_spec)?);
@@ -331,6 +329,7 @@ pub async fn measure(
     for (sink, accepted) in awaited {
         drain(sink, accepted, scenario.drain_timeout, opts.progress).await;
     }
+    let drained = Instant::now();
     hookd.stop(Duration::from_secs(30));
     let tally = |sink: &Sink, accepted: &HashMap<String, Instant>| {
         Delivery::tally(
@@ -342,6 +341,15 @@ pub async fn measure(
         )
     };
     let delivery = tally(&sink, &accepted);
+    let steady = opts.pace.map(|gap| {
+        let run = (
+            timed.started,
+            opts.duration.unwrap_or(timed.elapsed),
+            drained,
+        );
+        let arrivals = sink.arrivals.snapshot();
+        Steady::of(1.0 / gap.as_secs_f64(), &accepted, &arrivals, run)
+    });
     let routes = route_sinks.iter().map(|s| tally(s, &accepted)).collect();
     let alone = alone_sink.as_ref().map(|s| tally(s, &alone_accepted));
     for sink in std::iter::once(sink).chain(route_sinks).chain(alone_sink) {
@@ -355,6 +363,7 @@ pub async fn measure(
         delivery,
         routes,
         alone,
+        steady,
     })
 }
 
@@ -373,6 +382,29 @@ fn start_sinks(scenario: &Scenario) -> anyhow::Result<(Sink, Vec<Sink>, Option<S
         false => None,
     };
     Ok((sink, route_sinks, alone_sink))
+}
+
+/// `hookd` and `spec` with the `--alone` tenant added, forwarding to
+/// `alone_sink` (when there is one), then `scenario`'s extra config and
+/// storage.
+fn add_alone_and_config(
+    scenario: &Scenario,
+    mut hookd: HookdSpec,
+    mut spec: PlanSpec,
+    alone_sink: Option<&Sink>,
+) -> (HookdSpec, PlanSpec) {
+    if let Some(alone) = alone_sink {
+        let destination = DestinationSpec {
+            url: format!("http://{}/sink", alone.addr),
+            routes: Vec::new(),
+            ..hookd.destination.clone().expect("every tenant forwards")
+        };
+        hookd.extra_config = servers::tenant_table(&hookd, ALONE_TENANT, Some(&destination));
+        spec.tenants.push(ALONE_TENANT.to_owned());
+    }
+    hookd.extra_config += &scenario.extra_config;
+    hookd.extra_config += &scenario.storage.config();
+    (hookd, spec)
 }
 
 /// hookd forwarding every tenant of `spec` to `sink`, and its extra routes

@@ -376,6 +376,7 @@ fn the_forward_scenario_delivers_every_accepted_event_once() {
     );
     assert_eq!(report["tenants"], 2);
     assert_eq!(report["engine"], "sled");
+    assert!(report["steady"].is_null(), "not paced: {report}");
 }
 
 /// The databases `hookd-bench forward` running as `pid` made on the
@@ -434,6 +435,16 @@ fn a_paced_forward_run_sends_at_its_rate_for_its_duration() {
         "the last of 200 requests at 200/s goes out at 995 ms: {load}"
     );
     every_one_arrived_once(&report["delivery"], 200);
+    let steady = &report["steady"];
+    assert_eq!(steady["offered_per_sec"], 200.0, "{steady}");
+    let series = steady["series"].as_array().unwrap();
+    let sum = |key: &str| series.iter().map(|s| s[key].as_u64().unwrap()).sum::<u64>();
+    assert_eq!((sum("accepted"), sum("delivered")), (200, 200), "{steady}");
+    let last = series.last().unwrap();
+    assert_eq!(last["backlog"], 0, "{steady}");
+    assert_eq!(last["backlog_age_secs"], 0.0, "{steady}");
+    // One second of load: nothing after the warm-up to judge.
+    assert_eq!(steady["verdict"]["shape"], "too_short", "{steady}");
 }
 
 /// `hookd-bench forward --alone`: the tenant `alone` is loaded in the same
