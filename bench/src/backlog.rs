@@ -6,7 +6,9 @@
 //! waits until every accepted event has arrived (by event id): delivered/s
 //! from the first arrival to the last (hookd forwards before `/readyz`
 //! answers), and hookd's CPU from `/readyz` on. The
-//! pull-mode queue is the push-mode queue after the restart.
+//! pull-mode queue is the push-mode queue after the restart. Both hookds
+//! run on the scenario's storage (on PostgreSQL, the same database: the
+//! backlog is there).
 
 use std::{
     collections::HashMap,
@@ -36,6 +38,8 @@ const STOP_GRACE: Duration = Duration::from_secs(60);
 /// What the backlog run measured.
 #[derive(Debug, Serialize)]
 pub struct BacklogReport {
+    /// The engine hookd stored the backlog in: `sled` or `postgres`.
+    pub engine: &'static str,
     /// Tenants, each with its share of the backlog.
     pub tenants: usize,
     /// Each tenant's `max_in_flight` after the restart.
@@ -143,7 +147,8 @@ impl BacklogReport {
         let a = &d.arrival_ms;
         let mut out = self.load.text();
         out += &format!(
-            "backlog drain: {tenants} tenant(s), max_in_flight {mif}, sink answering 204\n  \
+            "backlog drain: {tenants} tenant(s), max_in_flight {mif}, sink answering 204, \
+             engine {engine}\n  \
              backlog {backlog} accepted in pull mode; hookd restarted with a destination, \
              ready in {restart:.2} s\n  \
              arrived {arr} (missing {miss}, duplicates {dup}, unexpected {unx}, without id {noid}, \
@@ -153,6 +158,7 @@ impl BacklogReport {
              /readyz -> arrival ms  p50 {p50:.1}  p90 {p90:.1}  p99 {p99:.1}  max {max:.1}\n",
             tenants = self.tenants,
             mif = self.max_in_flight,
+            engine = self.engine,
             backlog = d.backlog,
             restart = d.restart_secs,
             arr = d.arrived,
@@ -242,6 +248,7 @@ pub async fn measure(
     );
     sink.stop().await;
     Ok(BacklogReport {
+        engine: scenario.storage.engine(),
         tenants: spec.tenants.len(),
         max_in_flight: scenario.max_in_flight,
         load,
@@ -272,7 +279,7 @@ fn hookd_spec(scenario: &Scenario, spec: &PlanSpec, sink: Option<String>) -> Hoo
             routes: Vec::new(),
         }),
         pulled_routes: 0,
-        extra_config: scenario.extra_config.clone(),
+        extra_config: scenario.extra_config.clone() + &scenario.storage.config(),
     }
 }
 
@@ -281,6 +288,7 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
+    use crate::storage::Storage;
 
     fn ms(t0: Instant, n: u64) -> Instant {
         t0 + Duration::from_millis(n)
@@ -338,7 +346,7 @@ mod tests {
     }
 
     #[test]
-    fn the_restart_forwards_to_the_sink_and_the_load_pulls() {
+    fn the_restart_forwards_to_the_sink_and_the_load_pulls_on_the_same_storage() {
         let scenario = Scenario {
             hookd: PathBuf::from("hookd"),
             workers: 0,
@@ -351,6 +359,7 @@ mod tests {
             route_replies: Vec::new(),
             tenant_keys: String::new(),
             extra_config: String::new(),
+            storage: Storage::Postgres("postgres://u@127.0.0.1/hookd_bench_1_2".into()),
             alone: false,
         };
         let spec = PlanSpec {
@@ -367,6 +376,8 @@ mod tests {
         };
         let pulled = servers::hookd_config(&hookd_spec(&scenario, &spec, None));
         assert!(!pulled.contains("destination"), "{pulled}");
+        let pg = "url = \"postgres://u@127.0.0.1/hookd_bench_1_2\"";
+        assert!(pulled.contains(pg), "{pulled}");
         let url = "http://127.0.0.1:9/sink".to_owned();
         let pushed = servers::hookd_config(&hookd_spec(&scenario, &spec, Some(url)));
         assert_eq!(
@@ -375,5 +386,6 @@ mod tests {
             "{pushed}"
         );
         assert_eq!(pushed.matches("max_in_flight = 8").count(), 2, "{pushed}");
+        assert!(pushed.contains(pg), "the same database: {pushed}");
     }
 }

@@ -4,7 +4,14 @@
 //! 202 by event id), then waits until every accepted event has arrived at the
 //! sink (or the drain timeout passes) and reports delivered/s and the latency
 //! from each 202 to the event's arrival. With `--backlog N` it measures
-//! forwarding alone instead ([`backlog`]).
+//! forwarding alone instead ([`backlog`]). hookd stores its data in its
+//! embedded engine (sled), or with `--postgres-url` in PostgreSQL, in a
+//! database of the run's own ([`storage`]). A paced run (`--rate`) also
+//! reports its steady state: second by second, and whether the backlog
+//! stayed flat ([`steady`]).
+
+mod delivery;
+mod steady;
 
 use std::{
     collections::HashMap,
@@ -16,23 +23,23 @@ use std::{
 
 use anyhow::bail;
 use clap::Args;
-use hdrhistogram::Histogram;
 use serde::Serialize;
+
+pub use delivery::Delivery;
+use steady::Steady;
 
 use crate::{
     backlog::{self, BacklogReport},
     load::{run_phase, LoadOptions},
     plan::{Plan, PlanSpec},
     positive_secs,
-    report::{ratio, Latency, Summary},
+    report::{ratio, Summary},
     scenario::{drain, Scenario, SINK_SECRET},
     servers::{self, DestinationSpec, HookdSpec},
-    sink::{Arrival, Reply, Sink},
+    sink::{Reply, Sink},
+    storage::{self, Storage},
     LoadArgs,
 };
-
-/// Longest 202-to-arrival latency the histogram holds, in microseconds (an hour).
-const MAX_LATENCY_US: u64 = 3_600_000_000;
 
 /// The flags of `hookd-bench forward`.
 #[derive(Debug, Args)]
@@ -80,6 +87,13 @@ pub struct ForwardArgs {
     /// on both sides.
     #[arg(long)]
     alone: bool,
+    /// Run hookd on the PostgreSQL server at this URL instead of its
+    /// embedded engine (sled): each run creates an empty database of its
+    /// own there (`hookd_bench_<pid>_<random>`, named in place of the URL's)
+    /// and drops it at the end. The URL's user must be allowed to create
+    /// databases; hookd-bench connects without TLS.
+    #[arg(long, env = "HOOKD_BENCH_POSTGRES_URL", hide_env_values = true)]
+    postgres_url: Option<String>,
     #[command(flatten)]
     load: LoadArgs,
 }
@@ -87,6 +101,8 @@ pub struct ForwardArgs {
 /// What the forwarding scenario measured.
 #[derive(Debug, Serialize)]
 pub struct ForwardReport {
+    /// The engine hookd stored its data in: `sled` or `postgres`.
+    pub engine: &'static str,
     /// Tenants, each forwarding to the sink.
     pub tenants: usize,
     /// Each tenant's `max_in_flight`.
@@ -100,121 +116,12 @@ pub struct ForwardReport {
     /// With `--alone`: what arrived from the tenant whose only route is
     /// the default route's kind, loaded in the same run.
     pub alone: Option<Delivery>,
+    /// For a paced load: the default route's steady state.
+    pub steady: Option<Steady>,
 }
 
 /// The tenant `--alone` adds, with one route and nothing beside it.
 pub const ALONE_TENANT: &str = "alone";
-
-/// Accepted events against their arrivals at the sink.
-#[derive(Debug, Serialize)]
-pub struct Delivery {
-    /// Deliveries answered 202 (accepted).
-    pub accepted: u64,
-    /// Seconds from the first request to the last answer of the load.
-    pub load_secs: f64,
-    /// Accepted per second over the load.
-    pub accepted_per_sec: f64,
-    /// Accepted events that arrived at the sink (each counted once).
-    pub arrived: u64,
-    /// Accepted events that had not arrived when the drain ended.
-    pub missing: u64,
-    /// Arrivals of an event id beyond its first.
-    pub duplicates: u64,
-    /// Event ids that arrived without a 202 seen for them (e.g. the answer timed out).
-    pub unexpected: u64,
-    /// Requests at the sink without a `webhook-id`.
-    pub without_id: u64,
-    /// Seconds from the first 202 to the last arrival.
-    pub span_secs: f64,
-    /// Arrived events per second over `span_secs`.
-    pub delivered_per_sec: f64,
-    /// Arrivals during the load, per second of the load.
-    pub delivered_per_sec_during_load: f64,
-    /// Seconds from the load's end to the last arrival.
-    pub drain_secs: f64,
-    /// Arrivals after the load, per second of `drain_secs`: forwarding with no ingest beside it.
-    pub delivered_per_sec_after_load: f64,
-    /// Events that arrived before hookd-bench read their 202 (their latency counts as 0).
-    pub arrived_before_202: u64,
-    /// From each accepted event's 202 to its first arrival, milliseconds.
-    pub latency_ms: Latency,
-}
-
-impl Delivery {
-    /// Tallies `arrivals` against the 202 instants in `accepted`, for a load
-    /// that ran from `load_start` to `load_end`.
-    pub fn tally(
-        accepted: &HashMap<String, Instant>,
-        arrivals: &HashMap<String, Arrival>,
-        without_id: u64,
-        load_start: Instant,
-        load_end: Instant,
-    ) -> Delivery {
-        let mut latency =
-            Histogram::<u64>::new_with_bounds(1, MAX_LATENCY_US, 3).expect("valid bounds");
-        let (mut arrived, mut before) = (0u64, 0u64);
-        let (mut during_load, mut after_load) = (0u64, 0u64);
-        let mut last_arrival: Option<Instant> = None;
-        for (id, accepted_at) in accepted {
-            let Some(arrival) = arrivals.get(id) else {
-                continue;
-            };
-            arrived += 1;
-            if arrival.first < *accepted_at {
-                before += 1;
-            }
-            let us = arrival
-                .first
-                .saturating_duration_since(*accepted_at)
-                .as_micros() as u64;
-            latency.saturating_record(us.clamp(1, MAX_LATENCY_US));
-        }
-        for arrival in arrivals.values() {
-            last_arrival = last_arrival.max(Some(arrival.first));
-            if arrival.first <= load_end {
-                during_load += 1;
-            } else {
-                after_load += 1;
-            }
-        }
-        let duplicates = arrivals.values().map(|a| u64::from(a.count - 1)).sum();
-        let unexpected = arrivals
-            .keys()
-            .filter(|id| !accepted.contains_key(*id))
-            .count() as u64;
-        let first_202 = accepted.values().min().copied();
-        let span = match (first_202, last_arrival) {
-            (Some(first), Some(last)) => last.saturating_duration_since(first),
-            _ => Duration::ZERO,
-        };
-        let load = load_end.saturating_duration_since(load_start);
-        let drain = last_arrival.map_or(Duration::ZERO, |l| l.saturating_duration_since(load_end));
-        let per_sec = |n: u64, d: Duration| {
-            if d.is_zero() {
-                0.0
-            } else {
-                n as f64 / d.as_secs_f64()
-            }
-        };
-        Delivery {
-            accepted: accepted.len() as u64,
-            load_secs: load.as_secs_f64(),
-            accepted_per_sec: per_sec(accepted.len() as u64, load),
-            arrived,
-            missing: accepted.len() as u64 - arrived,
-            duplicates,
-            unexpected,
-            without_id,
-            span_secs: span.as_secs_f64(),
-            delivered_per_sec: per_sec(arrived, span),
-            delivered_per_sec_during_load: per_sec(during_load, load),
-            drain_secs: drain.as_secs_f64(),
-            delivered_per_sec_after_load: per_sec(after_load, drain),
-            arrived_before_202: before,
-            latency_ms: Latency::of(&latency),
-        }
-    }
-}
 
 impl ForwardReport {
     /// The human-readable report.
@@ -223,7 +130,8 @@ impl ForwardReport {
         let l = &d.latency_ms;
         let mut out = self.load.text();
         out += &format!(
-            "forwarding: {tenants} tenant(s), {routes} route(s) each, max_in_flight {mif}, sinks answering 204\n  \
+            "forwarding: {tenants} tenant(s), {routes} route(s) each, max_in_flight {mif}, \
+             sinks answering 204, engine {engine}\n  \
              accepted {acc} in {load:.2} s: {acc_rps:.0}/s\n  \
              arrived {arr} (missing {miss}, duplicates {dup}, unexpected {unx}, without id {noid})\n  \
              delivered {del:.0}/s over {span:.2} s from the first 202 to the last arrival; \
@@ -232,6 +140,7 @@ impl ForwardReport {
             tenants = self.tenants,
             routes = self.routes.len() + 1,
             mif = self.max_in_flight,
+            engine = self.engine,
             acc = d.accepted,
             load = d.load_secs,
             acc_rps = d.accepted_per_sec,
@@ -290,6 +199,9 @@ impl ForwardReport {
                 d.missing
             );
         }
+        if let Some(steady) = &self.steady {
+            out += &steady.text();
+        }
         out
     }
 }
@@ -305,7 +217,33 @@ pub async fn run(args: ForwardArgs) -> anyhow::Result<()> {
     }
     let mut spec = load.plan_spec()?;
     let opts = load.options(SocketAddr::from(([127, 0, 0, 1], 0)))?;
-    let scenario = Scenario {
+    let scenario = scenario(&args)?;
+    // Refused before a database is made for it.
+    scenario.check(&spec)?;
+    let server = args.postgres_url.as_deref();
+    if let Some(backlog) = args.backlog {
+        if backlog == 0 {
+            bail!("--backlog must be at least 1");
+        }
+        spec.requests = backlog;
+        let (spec, opts) = (&spec, &opts);
+        let report = storage::with_fresh(server, |storage| {
+            let scenario = Scenario {
+                storage,
+                ..scenario
+            };
+            async move { backlog::measure(&scenario, spec, opts).await }
+        })
+        .await?;
+        return print_report(load.json, &report, BacklogReport::text);
+    }
+    let report = measure_on(server, &scenario, &spec, &opts).await?;
+    print_report(load.json, &report, ForwardReport::text)
+}
+
+/// The scenario `args` describe, on sled until a run is given its storage.
+fn scenario(args: &ForwardArgs) -> anyhow::Result<Scenario> {
+    Ok(Scenario {
         hookd: args.hookd.clone().unwrap_or_else(servers::default_hookd),
         workers: args.workers,
         log_filter: args.hookd_log_filter.clone(),
@@ -317,18 +255,27 @@ pub async fn run(args: ForwardArgs) -> anyhow::Result<()> {
         route_replies: args.route_replies.clone(),
         tenant_keys: String::new(),
         extra_config: String::new(),
+        storage: Storage::Sled,
         alone: args.alone,
-    };
-    if let Some(backlog) = args.backlog {
-        if backlog == 0 {
-            bail!("--backlog must be at least 1");
-        }
-        spec.requests = backlog;
-        let report = backlog::measure(&scenario, &spec, &opts).await?;
-        return print_report(load.json, &report, BacklogReport::text);
-    }
-    let report = measure(&scenario, &spec, &opts).await?;
-    print_report(load.json, &report, ForwardReport::text)
+    })
+}
+
+/// [`measure`] on fresh storage: sled, or a database of its own on the
+/// PostgreSQL server at `server`, dropped after the run.
+async fn measure_on(
+    server: Option<&str>,
+    scenario: &Scenario,
+    spec: &PlanSpec,
+    opts: &LoadOptions,
+) -> anyhow::Result<ForwardReport> {
+    storage::with_fresh(server, |storage| {
+        let scenario = Scenario {
+            storage,
+            ..scenario.clone()
+        };
+        async move { measure(&scenario, spec, opts).await }
+    })
+    .await
 }
 
 /// Prints `report` as JSON or as its text.
@@ -360,30 +307,10 @@ pub async fn measure(
         record_accepted: true,
         ..opts.clone()
     };
-    let sink = Sink::start(scenario.sink_workers, Reply::Status(204))?;
-    let route_sinks = (1..scenario.routes)
-        .map(|i| {
-            let reply = scenario.route_replies.get(i - 1).copied();
-            Sink::start(scenario.sink_workers, reply.unwrap_or(Reply::Status(204)))
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let alone_sink = match scenario.alone {
-        true => Some(Sink::start(scenario.sink_workers, Reply::Status(204))?),
-        false => None,
-    };
-    let mut hookd_spec = forwarding_hookd(scenario, spec, &opts, &sink, &route_sinks);
-    let mut plan_spec = spec.clone();
-    if let Some(alone) = &alone_sink {
-        let destination = DestinationSpec {
-            url: format!("http://{}/sink", alone.addr),
-            routes: Vec::new(),
-            ..hookd_spec.destination.clone().expect("set above")
-        };
-        hookd_spec.extra_config =
-            servers::tenant_table(&hookd_spec, ALONE_TENANT, Some(&destination));
-        plan_spec.tenants.push(ALONE_TENANT.to_owned());
-    }
-    hookd_spec.extra_config += &scenario.extra_config;
+    let (sink, route_sinks, alone_sink) = start_sinks(scenario)?;
+    let hookd_spec = forwarding_hookd(scenario, spec, &opts, &sink, &route_sinks);
+    let (hookd_spec, plan_spec) =
+        add_alone_and_config(scenario, hookd_spec, spec.clone(), alone_sink.as_ref());
     let hookd = servers::start_hookd(&hookd_spec).await?;
     // Signed once hookd is up, so its start does not age the timestamps.
     let plan = Arc::new(Plan::build(&plan_spec)?);
@@ -402,6 +329,7 @@ pub async fn measure(
     for (sink, accepted) in awaited {
         drain(sink, accepted, scenario.drain_timeout, opts.progress).await;
     }
+    let drained = Instant::now();
     hookd.stop(Duration::from_secs(30));
     let tally = |sink: &Sink, accepted: &HashMap<String, Instant>| {
         Delivery::tally(
@@ -413,19 +341,70 @@ pub async fn measure(
         )
     };
     let delivery = tally(&sink, &accepted);
+    let steady = opts.pace.map(|gap| {
+        let run = (
+            timed.started,
+            opts.duration.unwrap_or(timed.elapsed),
+            drained,
+        );
+        let arrivals = sink.arrivals.snapshot();
+        Steady::of(1.0 / gap.as_secs_f64(), &accepted, &arrivals, run)
+    });
     let routes = route_sinks.iter().map(|s| tally(s, &accepted)).collect();
     let alone = alone_sink.as_ref().map(|s| tally(s, &alone_accepted));
     for sink in std::iter::once(sink).chain(route_sinks).chain(alone_sink) {
         sink.stop().await;
     }
     Ok(ForwardReport {
+        engine: scenario.storage.engine(),
         tenants: spec.tenants.len(),
         max_in_flight: scenario.max_in_flight,
         load: Summary::new("hookd", opts.connections, &timed, None),
         delivery,
         routes,
         alone,
+        steady,
     })
+}
+
+/// The default route's sink (answering 204), each other route's (as
+/// `scenario.route_replies` say) and, with `--alone`, the alone tenant's.
+fn start_sinks(scenario: &Scenario) -> anyhow::Result<(Sink, Vec<Sink>, Option<Sink>)> {
+    let sink = Sink::start(scenario.sink_workers, Reply::Status(204))?;
+    let route_sinks = (1..scenario.routes)
+        .map(|i| {
+            let reply = scenario.route_replies.get(i - 1).copied();
+            Sink::start(scenario.sink_workers, reply.unwrap_or(Reply::Status(204)))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let alone_sink = match scenario.alone {
+        true => Some(Sink::start(scenario.sink_workers, Reply::Status(204))?),
+        false => None,
+    };
+    Ok((sink, route_sinks, alone_sink))
+}
+
+/// `hookd` and `spec` with the `--alone` tenant added, forwarding to
+/// `alone_sink` (when there is one), then `scenario`'s extra config and
+/// storage.
+fn add_alone_and_config(
+    scenario: &Scenario,
+    mut hookd: HookdSpec,
+    mut spec: PlanSpec,
+    alone_sink: Option<&Sink>,
+) -> (HookdSpec, PlanSpec) {
+    if let Some(alone) = alone_sink {
+        let destination = DestinationSpec {
+            url: format!("http://{}/sink", alone.addr),
+            routes: Vec::new(),
+            ..hookd.destination.clone().expect("every tenant forwards")
+        };
+        hookd.extra_config = servers::tenant_table(&hookd, ALONE_TENANT, Some(&destination));
+        spec.tenants.push(ALONE_TENANT.to_owned());
+    }
+    hookd.extra_config += &scenario.extra_config;
+    hookd.extra_config += &scenario.storage.config();
+    (hookd, spec)
 }
 
 /// hookd forwarding every tenant of `spec` to `sink`, and its extra routes
@@ -481,72 +460,4 @@ fn accepted_by_side(
         side.insert(delivery.event_id.clone(), at);
     }
     (accepted, alone_accepted)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ms(t0: Instant, n: u64) -> Instant {
-        t0 + Duration::from_millis(n)
-    }
-
-    #[test]
-    fn tally_counts_arrivals_missing_duplicates_and_rates() {
-        let t0 = Instant::now();
-        let accepted: HashMap<String, Instant> = [
-            ("a".to_owned(), ms(t0, 100)),
-            ("b".to_owned(), ms(t0, 200)),
-            ("c".to_owned(), ms(t0, 300)),
-            ("d".to_owned(), ms(t0, 400)),
-        ]
-        .into();
-        let arrival = |at, count| Arrival {
-            first: ms(t0, at),
-            count,
-        };
-        let arrivals: HashMap<String, Arrival> = [
-            ("a".to_owned(), arrival(110, 1)),
-            // Arrived before its 202 was read: latency 0.
-            ("b".to_owned(), arrival(190, 2)),
-            ("c".to_owned(), arrival(1100, 1)),
-            ("x".to_owned(), arrival(500, 1)),
-        ]
-        .into();
-        let d = Delivery::tally(&accepted, &arrivals, 1, t0, ms(t0, 1000));
-        assert_eq!(d.accepted, 4);
-        assert_eq!(d.arrived, 3);
-        assert_eq!(d.missing, 1);
-        assert_eq!(d.duplicates, 1);
-        assert_eq!(d.unexpected, 1);
-        assert_eq!(d.without_id, 1);
-        assert_eq!(d.arrived_before_202, 1);
-        assert!((d.load_secs - 1.0).abs() < 1e-9, "{d:?}");
-        assert!((d.accepted_per_sec - 4.0).abs() < 1e-9, "{d:?}");
-        // First 202 at 100 ms, last arrival at 1100 ms: 3 arrived in 1 s.
-        assert!((d.span_secs - 1.0).abs() < 1e-9, "{d:?}");
-        assert!((d.delivered_per_sec - 3.0).abs() < 1e-9, "{d:?}");
-        // a, b and x arrived within the 1 s load.
-        assert!(
-            (d.delivered_per_sec_during_load - 3.0).abs() < 1e-9,
-            "{d:?}"
-        );
-        assert!((d.drain_secs - 0.1).abs() < 1e-9, "{d:?}");
-        // c arrived 0.1 s after the load.
-        assert!(
-            (d.delivered_per_sec_after_load - 10.0).abs() < 1e-6,
-            "{d:?}"
-        );
-        assert!((d.latency_ms.max - 800.0).abs() < 1.0, "{d:?}");
-        assert!(d.latency_ms.p50 >= 9.0 && d.latency_ms.p50 <= 11.0, "{d:?}");
-    }
-
-    #[test]
-    fn tally_of_nothing_is_zero_not_nan() {
-        let t0 = Instant::now();
-        let d = Delivery::tally(&HashMap::new(), &HashMap::new(), 0, t0, t0);
-        assert_eq!(d.arrived, 0);
-        assert_eq!(d.delivered_per_sec, 0.0);
-        assert_eq!(d.accepted_per_sec, 0.0);
-    }
 }

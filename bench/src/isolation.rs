@@ -35,6 +35,7 @@ use crate::{
     scenario::{drain, Scenario, SINK_SECRET},
     servers::{self, DestinationSpec, HookdSpec},
     sink::{Reply, Sink},
+    storage::Storage,
     LoadArgs,
 };
 
@@ -415,6 +416,7 @@ impl Setup {
             route_replies: Vec::new(),
             tenant_keys: String::new(),
             extra_config: String::new(),
+            storage: Storage::Sled,
             alone: false,
         };
         scenario.check(&quiet)?;

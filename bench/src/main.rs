@@ -28,6 +28,7 @@ mod scale;
 mod scenario;
 mod servers;
 mod sink;
+mod storage;
 
 use std::{
     net::{SocketAddr, ToSocketAddrs},

@@ -15,6 +15,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::{
     plan::PlanSpec,
     sink::{Reply, Sink},
+    storage::Storage,
 };
 
 /// The Standard Webhooks secret hookd signs its forwards to the sink with.
@@ -47,6 +48,8 @@ pub struct Scenario {
     pub tenant_keys: String,
     /// More of hookd's config file (e.g. an `[alerts]` section).
     pub extra_config: String,
+    /// What hookd stores its data in.
+    pub storage: Storage,
     /// Also load the tenant [`crate::forward::ALONE_TENANT`], one route
     /// and nothing beside it, in the same run.
     pub alone: bool,

@@ -4,7 +4,7 @@
 
 use std::{
     path::PathBuf,
-    process::Command,
+    process::{Command, Stdio},
     sync::{Mutex, OnceLock},
 };
 
@@ -61,23 +61,33 @@ fn compare_phases(phases: &str, args: &[&str]) -> Value {
 /// Runs `hookd-bench <scenario> --json` against the debug hookd with
 /// `args`, expects success and returns its JSON.
 fn bench_json(scenario: &str, args: &[&str]) -> Value {
+    bench_json_and_pid(scenario, args).0
+}
+
+/// [`bench_json`], and the process id hookd-bench ran as.
+fn bench_json_and_pid(scenario: &str, args: &[&str]) -> (Value, u32) {
     let hookd = hookd_bin();
-    let output = Command::new(env!("CARGO_BIN_EXE_hookd-bench"))
+    let child = Command::new(env!("CARGO_BIN_EXE_hookd-bench"))
         .env_remove("HOOKD_BENCH_POSTGRES_URL")
         .arg(scenario)
         .arg("--hookd")
         .arg(&hookd)
         .arg("--json")
         .args(args)
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap();
+    let pid = child.id();
+    let output = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),
         "hookd-bench failed: {}\n{stdout}",
         String::from_utf8_lossy(&output.stderr)
     );
-    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+    let json = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"));
+    (json, pid)
 }
 
 fn count(side: &Value, map: &str, key: &str) -> u64 {
@@ -365,6 +375,47 @@ fn the_forward_scenario_delivers_every_accepted_event_once() {
         "{delivery}"
     );
     assert_eq!(report["tenants"], 2);
+    assert_eq!(report["engine"], "sled");
+    assert!(report["steady"].is_null(), "not paced: {report}");
+}
+
+/// The databases `hookd-bench forward` running as `pid` made on the
+/// server at `url` and left behind.
+fn databases_left(url: &str, pid: u32) -> String {
+    let query = format!("SELECT datname FROM pg_database WHERE datname ~ '^hookd_bench_{pid}_'");
+    let output = Command::new("psql")
+        .arg(url)
+        .args(["-Atc", &query])
+        .output()
+        .expect("psql runs");
+    assert!(output.status.success(), "psql failed: {output:?}");
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
+
+/// `hookd-bench forward --postgres-url`: hookd runs on a database of the
+/// run's own, made on the server and dropped after, once and with
+/// `--backlog` (both hookds on the same database: the backlog arrives).
+#[test]
+fn the_forward_scenario_runs_on_a_database_of_its_own_on_postgres() {
+    let Ok(url) = std::env::var("HOOKD_TEST_POSTGRES_URL") else {
+        eprintln!("skipped: HOOKD_TEST_POSTGRES_URL is not set");
+        return;
+    };
+    let pg = ["--postgres-url", url.as_str()];
+    let (report, pid) = bench_json_and_pid(
+        "forward",
+        &small_forward(&[&["--count", "200"][..], &pg].concat()),
+    );
+    assert_eq!(report["engine"], "postgres", "{report}");
+    every_one_arrived_once(&report["delivery"], 200);
+    assert_eq!(databases_left(&url, pid), "");
+    let (report, pid) = bench_json_and_pid(
+        "forward",
+        &small_forward(&[&["--backlog", "200"][..], &pg].concat()),
+    );
+    assert_eq!(report["engine"], "postgres", "{report}");
+    every_one_arrived_once(&report["drain"], 200);
+    assert_eq!(databases_left(&url, pid), "");
 }
 
 /// `hookd-bench forward --rate R`: R requests a second for the duration,
@@ -384,6 +435,16 @@ fn a_paced_forward_run_sends_at_its_rate_for_its_duration() {
         "the last of 200 requests at 200/s goes out at 995 ms: {load}"
     );
     every_one_arrived_once(&report["delivery"], 200);
+    let steady = &report["steady"];
+    assert_eq!(steady["offered_per_sec"], 200.0, "{steady}");
+    let series = steady["series"].as_array().unwrap();
+    let sum = |key: &str| series.iter().map(|s| s[key].as_u64().unwrap()).sum::<u64>();
+    assert_eq!((sum("accepted"), sum("delivered")), (200, 200), "{steady}");
+    let last = series.last().unwrap();
+    assert_eq!(last["backlog"], 0, "{steady}");
+    assert_eq!(last["backlog_age_secs"], 0.0, "{steady}");
+    // One second of load: nothing after the warm-up to judge.
+    assert_eq!(steady["verdict"]["shape"], "too_short", "{steady}");
 }
 
 /// `hookd-bench forward --alone`: the tenant `alone` is loaded in the same
@@ -455,6 +516,7 @@ fn the_forward_backlog_drains_every_accepted_event_after_a_restart() {
     every_one_arrived_once(drain, 200);
     assert!(drain["hookd_cpu_secs"].as_f64().unwrap() >= 0.0, "{drain}");
     assert_eq!(report["tenants"], 2);
+    assert_eq!(report["engine"], "sled");
 }
 
 /// `forward` refuses duplicates and an in-flight limit hookd would refuse,

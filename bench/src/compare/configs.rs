@@ -1,5 +1,6 @@
-//! The config text `compare` adds to hookd's for some phases: the store
-//! on PostgreSQL, and every alert rule off, or on with the operator's sink.
+//! The config text `compare` adds to hookd's for some phases: every alert
+//! rule off, or on with the operator's sink (the store on PostgreSQL is
+//! [`crate::storage`]'s).
 
 use std::fmt::Write as _;
 
@@ -18,11 +19,6 @@ const ALERT_TYPES: [&str; 10] = [
     "transform.failing",
     "handshake.failed",
 ];
-
-/// hookd's storage on the PostgreSQL at `url`.
-pub(super) fn postgres_config(url: &str) -> String {
-    format!("\n[storage]\nbackend = \"postgres\"\n\n[storage.postgres]\nurl = {url:?}\n")
-}
 
 /// Every alert rule off, no sink.
 pub(super) fn alerts_off() -> String {
@@ -49,7 +45,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_generated_configs_name_every_alert_type_and_the_store() {
+    fn the_generated_configs_name_every_alert_type() {
         let off = alerts_off();
         assert_eq!(off.matches("enabled = false").count(), ALERT_TYPES.len());
         assert!(off.contains("[alerts.rules.\"route.failing\"]"), "{off}");
@@ -57,8 +53,5 @@ mod tests {
         let on = alerts_on("http://127.0.0.1:9/alerts");
         assert_eq!(on.matches("enabled = true").count(), ALERT_TYPES.len());
         assert!(on.contains("url = \"http://127.0.0.1:9/alerts\""), "{on}");
-        let pg = postgres_config("postgres://u@127.0.0.1/b");
-        assert!(pg.contains("backend = \"postgres\""), "{pg}");
-        assert!(pg.contains("url = \"postgres://u@127.0.0.1/b\""), "{pg}");
     }
 }

@@ -15,6 +15,7 @@ use crate::{
     ratios::{Base, Figure},
     scenario::Scenario,
     sink::{Reply, Sink},
+    storage::Storage,
 };
 
 /// Deliveries in the `forward_backlog` figure's backlog without
@@ -37,6 +38,7 @@ impl Run<'_> {
             route_replies: Vec::new(),
             tenant_keys: tenant_keys.to_owned(),
             extra_config,
+            storage: Storage::Sled,
             alone: false,
         }
     }

@@ -3,13 +3,14 @@
 
 use std::{sync::Arc, time::Duration};
 
-use super::{configs::postgres_config, rounds::in_round_order, Run};
+use super::{rounds::in_round_order, Run};
 use crate::{
     measure_process,
     plan::{self, Plan, PlanSpec},
     ratios::{Base, Figure, Skipped},
     report::Summary,
     servers::{self, HookdSpec},
+    storage::postgres_config,
 };
 
 impl Run<'_> {
