@@ -82,8 +82,20 @@ type InFlight = Pin<Box<dyn Future<Output = Done> + Send>>;
 type Writing = Pin<Box<dyn Future<Output = (Vec<QueueKey>, Vec<Recorded>)> + Send>>;
 
 /// Rounds a dispatcher writes at once: while one waits for its commit the
-/// next attempts are sent, so forwarding does not idle on the disk.
+/// next attempts are sent and decided, and the outcomes decided meanwhile
+/// make the next round, so forwarding does not idle on the disk. At most
+/// this many times `max_in_flight` attempts are sent and not yet durable.
 const MAX_ROUNDS_WRITING: usize = 4;
+
+/// Outcomes decided and not yet in a round being written.
+#[derive(Default)]
+struct Unwritten {
+    /// The queue entries they settle.
+    keys: Vec<QueueKey>,
+    decided: Vec<Decided>,
+    /// When the last of them was decided.
+    now: i64,
+}
 
 /// Whether each attempt of `entries` may be sent under `fence`, and by when
 /// it must have ended ([`attempt::send_by`]): on an engine that serves one
@@ -259,13 +271,18 @@ impl Dispatcher {
         let mut in_flight: FuturesUnordered<InFlight> = FuturesUnordered::new();
         let mut writing: FuturesUnordered<Writing> = FuturesUnordered::new();
         let mut busy: HashSet<QueueKey> = HashSet::new();
+        let mut unwritten = Unwritten::default();
+        let most_unwritten = MAX_ROUNDS_WRITING * self.settings.max_in_flight;
         loop {
+            if !unwritten.keys.is_empty() && writing.len() < MAX_ROUNDS_WRITING {
+                writing.push(self.write(std::mem::take(&mut unwritten)));
+            }
             let now = self.clock.now_ms();
             let wake_at = match self.lease.holds().await {
                 // Another process forwards the tenant; ask again soon.
                 None => now + MAX_IDLE_MS,
-                // Enough rounds are being written: wait for one to land.
-                Some(_) if writing.len() >= MAX_ROUNDS_WRITING => now + MAX_IDLE_MS,
+                // Enough sent and not yet durable: wait for a round to land.
+                Some(_) if busy.len() - in_flight.len() >= most_unwritten => now + MAX_IDLE_MS,
                 Some(fence) => match self.start_due(now, &fence, &mut in_flight, &mut busy).await {
                     Ok(wake_at) => wake_at,
                     Err(e) => {
@@ -285,7 +302,7 @@ impl Dispatcher {
                     while let Some(Some(more)) = in_flight.next().now_or_never() {
                         finished.push(more);
                     }
-                    writing.push(self.finish_all(finished, in_flight.len()));
+                    self.decide_all(finished, in_flight.len(), &mut unwritten);
                 }
                 Some((keys, recorded)) = writing.next(), if !writing.is_empty() => {
                     for key in &keys {
@@ -466,30 +483,33 @@ impl Dispatcher {
         })
     }
 
-    /// Decides finished attempts and starts writing them as one round,
-    /// which ends once the records are on disk, with the queue entries the
-    /// round settled (busy until then, so no pass reads them again) and the
-    /// outcomes to report: an attempt reported done is never sent again
-    /// after a crash. `still_in_flight`: the attempts not finished yet.
-    fn finish_all(&mut self, finished: Vec<Done>, still_in_flight: usize) -> Writing {
+    /// Decides finished attempts (retry policy, breaker, adaptive limit)
+    /// at once and adds them to what the next round writes.
+    /// `still_in_flight`: the attempts not finished yet.
+    fn decide_all(&mut self, finished: Vec<Done>, still_in_flight: usize, to: &mut Unwritten) {
         let now = self.clock.now_ms();
         let in_use = still_in_flight + finished.len();
-        let keys: Vec<QueueKey> = finished.iter().map(|done| done.key.clone()).collect();
-        let decided: Vec<Decided> = finished
-            .into_iter()
-            .map(|done| {
-                let cut = match &done.tried {
-                    Tried::Sent(sent) => self.limit.observe_attempt(&sent.result, now, in_use),
-                    _ => false,
-                };
-                self.decide(done, now, cut)
-            })
-            .collect();
+        for done in finished {
+            let cut = match &done.tried {
+                Tried::Sent(sent) => self.limit.observe_attempt(&sent.result, now, in_use),
+                _ => false,
+            };
+            to.keys.push(done.key.clone());
+            to.decided.push(self.decide(done, now, cut));
+        }
+        to.now = now;
         self.limit_gauge.set(self.limit.current());
+    }
+
+    /// Writes decided outcomes as one round, which ends once the records
+    /// are on disk, with the queue entries the round settled (busy until
+    /// then, so no pass reads them again) and the outcomes to report: an
+    /// attempt reported done is never sent again after a crash.
+    fn write(&self, round: Unwritten) -> Writing {
         let (data, tenant, route) = (self.data.clone(), self.tenant.clone(), self.route.clone());
         Box::pin(async move {
-            let recorded = write_round(&data, (&tenant, &route), decided, now).await;
-            (keys, recorded)
+            let recorded = write_round(&data, (&tenant, &route), round.decided, round.now).await;
+            (round.keys, recorded)
         })
     }
 
