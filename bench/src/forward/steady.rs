@@ -230,6 +230,11 @@ impl Verdict {
         }
     }
 
+    /// Whether the backlog stayed flat.
+    pub fn is_flat(&self) -> bool {
+        self.shape == Shape::Flat
+    }
+
     /// One line: the verdict and the figures it rests on.
     pub fn text(&self) -> String {
         let word = match self.shape {
@@ -349,6 +354,7 @@ mod tests {
             "{}",
             v.text()
         );
+        assert!(v.is_flat());
         let one = Verdict::of(&s, 6).text();
         assert!(one.contains("flat: over second 6 (after"), "{one}");
     }
@@ -384,6 +390,7 @@ mod tests {
         assert_eq!((v.shape, v.delivered_off_percent), (Shape::NotFlat, 0.0));
         let v = Verdict::of(&steady_series(8, 1_000, 1_000, |_| 0.0), 5);
         assert_eq!(v.shape, Shape::TooShort, "{v:?}");
+        assert!(!v.is_flat());
         assert!(v.text().contains("--duration-secs 6"), "{}", v.text());
     }
 
