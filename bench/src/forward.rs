@@ -8,10 +8,12 @@
 //! embedded engine (sled), or with `--postgres-url` in PostgreSQL, in a
 //! database of the run's own ([`storage`]). A paced run (`--rate`) also
 //! reports its steady state: second by second, and whether the backlog
-//! stayed flat ([`steady`]).
+//! stayed flat ([`steady`]); `--rates` makes one paced run per rate and
+//! reports the highest whose backlog stayed flat ([`sweep`]).
 
 mod delivery;
 mod steady;
+mod sweep;
 
 use std::{
     collections::HashMap,
@@ -94,6 +96,17 @@ pub struct ForwardArgs {
     /// databases; hookd-bench connects without TLS.
     #[arg(long, env = "HOOKD_BENCH_POSTGRES_URL", hide_env_values = true)]
     postgres_url: Option<String>,
+    /// Paced runs one after another, one per rate (requests a second, in
+    /// the order given), each of --duration-secs (6 or more) with a fresh
+    /// hookd, sink and database: each run's steady verdict, then the
+    /// highest rate whose backlog stayed flat.
+    #[arg(
+        long,
+        value_name = "R1,R2,...",
+        value_delimiter = ',',
+        conflicts_with_all = ["rate", "backlog", "count"]
+    )]
+    rates: Vec<f64>,
     #[command(flatten)]
     load: LoadArgs,
 }
@@ -206,18 +219,22 @@ impl ForwardReport {
     }
 }
 
-/// Runs the scenario and prints its report.
-pub async fn run(args: ForwardArgs) -> anyhow::Result<()> {
-    let load = &args.load;
-    if load.dup_ratio > 0.0 {
+/// Runs the scenario (once, for a backlog, or once per `--rates` rate)
+/// and prints its report.
+pub async fn run(mut args: ForwardArgs) -> anyhow::Result<()> {
+    if args.load.dup_ratio > 0.0 {
         bail!("forward sends unique deliveries only: leave --dup-ratio at 0");
     }
-    if cfg!(debug_assertions) && !load.json {
+    if cfg!(debug_assertions) && !args.load.json {
         eprintln!("note: this is a debug build of hookd-bench; build it with --release to measure");
     }
+    let scenario = scenario(&args)?;
+    if !args.rates.is_empty() {
+        return sweep::run(&mut args, &scenario).await;
+    }
+    let load = &args.load;
     let mut spec = load.plan_spec()?;
     let opts = load.options(SocketAddr::from(([127, 0, 0, 1], 0)))?;
-    let scenario = scenario(&args)?;
     // Refused before a database is made for it.
     scenario.check(&spec)?;
     let server = args.postgres_url.as_deref();

@@ -37,6 +37,15 @@ impl Storage {
     }
 }
 
+/// The engine's name in reports for runs on `server` (a PostgreSQL URL,
+/// `None`: sled), whatever database each run gets there.
+pub fn engine_of(server: Option<&str>) -> &'static str {
+    match server {
+        Some(_) => "postgres",
+        None => "sled",
+    }
+}
+
 /// hookd's storage on the PostgreSQL at `url`.
 pub fn postgres_config(url: &str) -> String {
     format!("\n[storage]\nbackend = \"postgres\"\n\n[storage.postgres]\nurl = {url:?}\n")
@@ -258,6 +267,10 @@ mod tests {
         assert!(
             config.contains("url = \"postgres://u@127.0.0.1/b\""),
             "{config}"
+        );
+        assert_eq!(
+            (engine_of(None), engine_of(Some("postgres://h/db"))),
+            ("sled", "postgres")
         );
     }
 }

@@ -447,6 +447,38 @@ fn a_paced_forward_run_sends_at_its_rate_for_its_duration() {
     assert_eq!(steady["verdict"]["shape"], "too_short", "{steady}");
 }
 
+/// `hookd-bench forward --rates`: one paced run per rate, in order, each
+/// delivering every event once with its own steady state, and the
+/// sustained rate the highest of those whose verdict is flat.
+#[test]
+fn a_rates_sweep_runs_each_rate_and_names_the_highest_flat_one() {
+    let report = bench_json(
+        "forward",
+        &small_forward(&["--rates", "40,20", "--duration-secs", "6"]),
+    );
+    assert_eq!(report["engine"], "sled", "{report}");
+    let runs = report["runs"].as_array().unwrap();
+    let rates: Vec<f64> = runs
+        .iter()
+        .map(|r| r["rate_per_sec"].as_f64().unwrap())
+        .collect();
+    assert_eq!(rates, [40.0, 20.0], "{report}");
+    let mut flat = Vec::new();
+    for (run, rate) in runs.iter().zip([240, 120]) {
+        every_one_arrived_once(&run["delivery"], rate);
+        assert_eq!(run["engine"], "sled", "{run}");
+        let verdict = &run["steady"]["verdict"];
+        assert_eq!(verdict["to_second"], 6, "{verdict}");
+        match verdict["shape"].as_str() {
+            Some("flat") => flat.push(run["rate_per_sec"].as_f64().unwrap()),
+            Some("not_flat") => {}
+            other => panic!("a 6 s run is judged: {other:?}"),
+        }
+    }
+    let highest = flat.into_iter().reduce(f64::max);
+    assert_eq!(report["sustained_per_sec"].as_f64(), highest, "{report}");
+}
+
 /// `hookd-bench forward --alone`: the tenant `alone` is loaded in the same
 /// run, round robin with the others; its events arrive at a sink of its
 /// own, each once, and the report tallies them apart from the others'.

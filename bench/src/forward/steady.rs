@@ -230,6 +230,11 @@ impl Verdict {
         }
     }
 
+    /// Whether the backlog stayed flat.
+    pub fn is_flat(&self) -> bool {
+        self.shape == Shape::Flat
+    }
+
     /// One line: the verdict and the figures it rests on.
     pub fn text(&self) -> String {
         let word = match self.shape {
@@ -243,13 +248,16 @@ impl Verdict {
                 );
             }
         };
+        let (from, to) = (self.from_second, self.to_second);
+        let window = match from == to {
+            true => format!("second {to}"),
+            false => format!("seconds {from}-{to}"),
+        };
         format!(
-            "verdict: {word}: over seconds {from}-{to} (after a {WARMUP_SECS} s warm-up) delivered \
+            "verdict: {word}: over {window} (after a {WARMUP_SECS} s warm-up) delivered \
              {del:.0}/s against {acc:.0}/s accepted ({off:+.1} %, within ±{tol:.0} % for flat); \
-             backlog age {a0:.2} s at {WARMUP_SECS} s, {a1:.2} s at {to} s \
-             ({grow:+.2} s, at most +{lim:.0} s for flat)",
-            from = self.from_second,
-            to = self.to_second,
+             backlog age {a0:.3} s at {WARMUP_SECS} s, {a1:.3} s at {to} s \
+             ({grow:+.3} s, at most +{lim:.0} s for flat)",
             del = self.delivered_per_sec,
             acc = self.accepted_per_sec,
             off = self.delivered_off_percent,
@@ -346,6 +354,9 @@ mod tests {
             "{}",
             v.text()
         );
+        assert!(v.is_flat());
+        let one = Verdict::of(&s, 6).text();
+        assert!(one.contains("flat: over second 6 (after"), "{one}");
     }
 
     #[test]
@@ -367,7 +378,7 @@ mod tests {
             (v.age_at_warmup_end_secs, v.age_at_load_end_secs),
             (2.5, 5.0)
         );
-        assert!(v.text().contains("+2.50 s"), "{}", v.text());
+        assert!(v.text().contains("+2.500 s"), "{}", v.text());
         // Aging 0.4 s a second: 2 s older, still flat.
         let v = Verdict::of(&steady_series(10, 1_000, 1_000, |k| 0.4 * k as f64), 10);
         assert_eq!(v.shape, Shape::Flat, "{v:?}");
@@ -379,6 +390,7 @@ mod tests {
         assert_eq!((v.shape, v.delivered_off_percent), (Shape::NotFlat, 0.0));
         let v = Verdict::of(&steady_series(8, 1_000, 1_000, |_| 0.0), 5);
         assert_eq!(v.shape, Shape::TooShort, "{v:?}");
+        assert!(!v.is_flat());
         assert!(v.text().contains("--duration-secs 6"), "{}", v.text());
     }
 
