@@ -34,10 +34,13 @@ pub struct SweepRun {
 }
 
 impl SweepRun {
-    /// Whether the run's backlog stayed flat.
+    /// Whether the run's backlog stayed flat while hookd took in the rate
+    /// it was paced at (a rate not taken in is not sustained, however
+    /// flat what was taken in stayed).
     fn flat(&self) -> bool {
         let steady = self.report.steady.as_ref();
         steady.is_some_and(|s| s.verdict.is_flat())
+            && took_in(self.rate_per_sec, self.report.delivery.accepted_per_sec)
     }
 }
 
@@ -50,7 +53,10 @@ impl SweepReport {
                 Some(steady) => steady.verdict.text(),
                 None => "no steady state (not paced)".to_owned(),
             };
-            out += &format!("  {}/s: {verdict}\n", run.rate_per_sec);
+            out += &format!(
+                "  {}/s (accepted {:.0}/s): {verdict}\n",
+                run.rate_per_sec, run.report.delivery.accepted_per_sec
+            );
         }
         out + &sustained_line(self.engine, self.sustained_per_sec)
     }
@@ -104,6 +110,11 @@ fn check(args: &mut ForwardArgs, scenario: &Scenario, rates: &[f64]) -> anyhow::
         );
     }
     Ok(())
+}
+
+/// Whether `accepted_per_sec` is within 5 % of the `rate` asked for.
+fn took_in(rate: f64, accepted_per_sec: f64) -> bool {
+    accepted_per_sec >= 0.95 * rate
 }
 
 /// The highest of the rates (each with whether its backlog stayed flat)
@@ -178,6 +189,13 @@ mod tests {
         let mut args = parse(&["--rates", "1000,2000", "--duration-secs", "6"]).unwrap();
         let scenario = forward_scenario(&args).unwrap();
         check(&mut args, &scenario, &[1000.0, 2000.0]).unwrap();
+    }
+
+    #[test]
+    fn a_rate_accepted_more_than_5_percent_short_was_not_taken_in() {
+        assert!(took_in(3_000.0, 2_990.0));
+        assert!(took_in(3_000.0, 2_850.0));
+        assert!(!took_in(3_000.0, 2_378.0));
     }
 
     #[test]
