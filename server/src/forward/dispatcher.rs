@@ -97,36 +97,11 @@ struct Unwritten {
     now: i64,
 }
 
-/// Whether each attempt of `entries` may be sent under `fence`, and by when
-/// it must have ended ([`attempt::send_by`]): on an engine that serves one
-/// process, always and without a deadline; on a shared one, while the lease
-/// is still `fence` and the entry still queued, by shortly before the lease
-/// ends (`None`: not at all; a failed check counts as no for all). One
-/// check for the whole batch, right before it is sent.
-async fn claimed(
-    data: &TenantStore,
-    entries: &[DueEntry],
-    fence: &Fence,
-) -> Vec<Option<Option<Instant>>> {
-    if !fence.is_shared() || entries.is_empty() {
-        return vec![Some(None); entries.len()];
-    }
-    let (data, fence) = (data.clone(), fence.clone());
-    let keys: Vec<(QueueKey, DeliveryId)> = entries
-        .iter()
-        .map(|e| (e.key.clone(), e.id.clone()))
-        .collect();
-    let asked = Instant::now();
-    let count = keys.len();
-    blocking(move || data.claim_attempts(&keys, &fence))
-        .await
-        .unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "claiming forward attempts failed; not sent now");
-            vec![None; count]
-        })
-        .into_iter()
-        .map(|left| left.map(|left| Some(attempt::send_by(asked, left))))
-        .collect()
+/// By when an attempt read at `read_at` with `left` on its lease must have
+/// ended ([`attempt::send_by`]): on an engine that serves one process,
+/// never (`None`).
+fn send_by(read_at: Instant, left: std::time::Duration, fence: &Fence) -> Option<Instant> {
+    fence.is_shared().then(|| attempt::send_by(read_at, left))
 }
 
 /// What a [`Dispatcher`] is built from.
@@ -342,7 +317,8 @@ impl Dispatcher {
         // One trip to the blocking pool: the due deliveries there is room
         // for, with their states and events.
         let (data, skip) = (self.data.clone(), busy.clone());
-        let due = blocking(move || data.due(now, room, &skip)).await?;
+        let reading = fence.clone();
+        let due = blocking(move || data.due(now, (room, &skip), &reading)).await?;
         if let Some(next) = due.next_due_ms {
             wake_at = wake_at.min(next);
         }
@@ -365,9 +341,11 @@ impl Dispatcher {
             }
             admitted.push(entry);
         }
-        let claims = claimed(&self.data, &admitted, fence).await;
-        for (entry, send_by) in admitted.into_iter().zip(claims) {
+        // The lease was read with the entries, right before they are sent.
+        let read_at = Instant::now();
+        for entry in admitted {
             busy.insert(entry.key.clone());
+            let send_by = entry.send_for.map(|left| send_by(read_at, left, fence));
             in_flight.push(self.attempt(entry, send_by, now, fence.clone()));
         }
         Ok(wake_at)
@@ -427,6 +405,7 @@ impl Dispatcher {
             id: delivery_id,
             state,
             event,
+            ..
         } = entry;
         let (Some(state), Some(event)) = (state, event) else {
             return Box::pin(std::future::ready(Done {

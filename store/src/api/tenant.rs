@@ -83,11 +83,17 @@ pub trait TenantData: Send + Sync + 'static {
     fn queue(&self, after: Option<&QueueKey>, limit: usize) -> Result<Vec<(QueueKey, DeliveryId)>>;
 
     /// The due deliveries at the head of the queue at `now_ms`, at most
-    /// `limit`, leaving out `busy` (those in flight), each with its state
-    /// and stored event; and when the first entry not yet due is due, if
-    /// one was seen. By default read entry by entry; an engine may read them
-    /// in one go.
-    fn due(&self, now_ms: i64, limit: usize, busy: &HashSet<QueueKey>) -> Result<Due> {
+    /// `limit`, leaving out `busy` (those in flight), each with its state,
+    /// its stored event and how long `fence` lets it be sent (as
+    /// [`TenantData::claim_attempt`] says, checked as it is read); and when
+    /// the first entry not yet due is due, if one was seen. By default read
+    /// entry by entry; an engine may read them in one go.
+    fn due(
+        &self,
+        now_ms: i64,
+        (limit, busy): (usize, &HashSet<QueueKey>),
+        fence: &Fence,
+    ) -> Result<Due> {
         let mut due = Due::default();
         for (key, id) in self.queue(None, busy.len() + limit + 1)? {
             if key.due_ms() > now_ms {
@@ -100,28 +106,17 @@ pub trait TenantData: Send + Sync + 'static {
             if due.entries.len() >= limit {
                 break;
             }
+            let send_for = self.claim_attempt(&key, &id, fence)?;
             let (state, event) = (self.state(&id)?, self.event(&id)?);
             due.entries.push(DueEntry {
                 key,
                 id,
                 state,
                 event,
+                send_for,
             });
         }
         Ok(due)
-    }
-
-    /// [`TenantData::claim_attempt`] for each of `entries` under one
-    /// `fence`, in their order. An engine may check them all at once.
-    fn claim_attempts(
-        &self,
-        entries: &[(QueueKey, DeliveryId)],
-        fence: &Fence,
-    ) -> Result<Vec<Option<Duration>>> {
-        entries
-            .iter()
-            .map(|(entry, id)| self.claim_attempt(entry, id, fence))
-            .collect()
     }
 
     /// Records one attempt and its consequence, only while `entry` is still
@@ -242,6 +237,9 @@ pub struct DueEntry {
     pub state: Option<DeliveryState>,
     /// The delivery's stored event (`None`: gone).
     pub event: Option<StoredEvent>,
+    /// How long the forwarding lease it was read under has left (`None`:
+    /// it is no longer this process's, and nothing may be sent).
+    pub send_for: Option<Duration>,
 }
 
 /// A process's hold on a tenant's forwarding lease, as a claim returned

@@ -1,6 +1,6 @@
-//! Conformance of a forwarding pass: the due deliveries read at once, a
-//! batch of attempts claimed at once, a round of attempts recorded at once,
-//! each as the one-at-a-time calls would.
+//! Conformance of a forwarding pass: the due deliveries read at once with
+//! the lease, a round of attempts recorded at once, each as the
+//! one-at-a-time calls would.
 
 use std::collections::HashSet;
 
@@ -19,11 +19,17 @@ fn entries(data: &TenantStore) -> Vec<(crate::api::QueueKey, DeliveryId)> {
 
 pub(super) async fn due_reads_the_head_of_the_queue_with_each_delivery(engine: Engine) {
     let data = tenant(&engine, "acme");
+    let acme = TenantId::try_from("acme").unwrap();
+    let fence = engine
+        .store
+        .claim_forwarding(&acme, "me", 15_000)
+        .unwrap()
+        .unwrap();
     let first = accepted(&data, "evt_1", 1_000).await;
     let second = accepted(&data, "evt_2", 2_000).await;
     accepted(&data, "evt_3", 9_000).await;
     let queue = entries(&data);
-    let head = data.due(5_000, 10, &HashSet::new()).unwrap();
+    let head = data.due(5_000, (10, &HashSet::new()), &fence).unwrap();
     let ids: Vec<&DeliveryId> = head.entries.iter().map(|e| &e.id).collect();
     assert_eq!(ids, [&first, &second], "only what is due, in due order");
     assert_eq!(head.next_due_ms, Some(9_000), "the next one's due time");
@@ -34,14 +40,15 @@ pub(super) async fn due_reads_the_head_of_the_queue_with_each_delivery(engine: E
         entry.event.as_ref().unwrap().body,
         b"{\"event\":\"evt_2\"}"[..]
     );
+    assert!(entry.send_for.is_some(), "the holder of the lease may send");
     let busy: HashSet<_> = [queue[0].0.clone()].into();
-    let rest = data.due(5_000, 10, &busy).unwrap();
+    let rest = data.due(5_000, (10, &busy), &fence).unwrap();
     let ids: Vec<&DeliveryId> = rest.entries.iter().map(|e| &e.id).collect();
     assert_eq!(ids, [&second], "an entry in flight is left out");
-    let one = data.due(5_000, 1, &HashSet::new()).unwrap();
+    let one = data.due(5_000, (1, &HashSet::new()), &fence).unwrap();
     assert_eq!(one.entries.len(), 1, "at most the limit");
     assert_eq!(one.entries[0].id, first);
-    let none = data.due(500, 10, &HashSet::new()).unwrap();
+    let none = data.due(500, (10, &HashSet::new()), &fence).unwrap();
     assert!(none.entries.is_empty());
     assert_eq!(none.next_due_ms, Some(1_000));
 }
@@ -138,13 +145,33 @@ pub(super) async fn a_passed_lease_claims_and_records_nothing(engine: Engine) {
         .unwrap();
     let id = accepted(&data, "evt_1", 1_000).await;
     let (entry, _) = entries(&data).remove(0);
-    let other = DeliveryId::due_at(1_000);
-    let batch = [(entry.clone(), id.clone()), (entry.clone(), other)];
-    let stale_claims = data.claim_attempts(&batch, &stale).unwrap();
-    assert_eq!(stale_claims, [None, None], "the stale holder may not send");
-    let claims = data.claim_attempts(&batch, &current).unwrap();
-    assert!(claims[0].is_some(), "the holder may send");
-    assert_eq!(claims[1], None, "an entry that names another delivery");
+    let on_stale = data.due(2_000, (10, &HashSet::new()), &stale).unwrap();
+    assert_eq!(
+        on_stale.entries[0].send_for, None,
+        "the stale holder may not send"
+    );
+    let on_current = data.due(2_000, (10, &HashSet::new()), &current).unwrap();
+    let left = on_current.entries[0].send_for.expect("the holder may send");
+    assert!(
+        left > std::time::Duration::from_secs(10) && left <= std::time::Duration::from_secs(15),
+        "how long the 15 s lease has left: {left:?}"
+    );
+    let moved = FinishedAttempt {
+        entry: entry.clone(),
+        id: DeliveryId::due_at(1_000),
+        record: attempt(1, 2_000),
+        next: Next::Delivered,
+        fence: current.clone(),
+    };
+    let elsewhere = data
+        .clone()
+        .record_attempts(vec![moved], 2_000)
+        .await
+        .unwrap();
+    assert!(
+        elsewhere[0].as_ref().unwrap().is_none(),
+        "an entry that names another delivery is not taken: {elsewhere:?}"
+    );
     let finished = |fence| FinishedAttempt {
         entry: entry.clone(),
         id: id.clone(),

@@ -1,6 +1,6 @@
 //! A forwarding pass on PostgreSQL in a fixed number of round trips: the due
-//! deliveries read at once, a batch of attempts claimed at once, and a round
-//! of finished attempts recorded in one transaction.
+//! deliveries and the lease read at once, a round of finished attempts
+//! recorded in one transaction.
 
 use std::{
     collections::{HashMap, HashSet},
@@ -31,51 +31,60 @@ const DUE: &str = "SELECT q.qkey, q.delivery_id, s.state, e.event FROM hookd_que
 const NEXT_DUE: &str =
     "SELECT qkey FROM hookd_queue WHERE tenant = $1 AND qkey >= $2 ORDER BY qkey LIMIT 1";
 
-/// Which of the entries are still queued for their deliveries while the
-/// lease is still the fence's, and how long it has left (whole ms).
-const CLAIM: &str = "SELECT q.qkey, q.delivery_id, \
-     floor(extract(epoch FROM l.expires_at - now()) * 1000)::bigint \
-     FROM hookd_queue q JOIN hookd_forward_leases l ON l.tenant = q.tenant \
-     WHERE q.tenant = $1 AND q.qkey = ANY($2) \
-     AND l.owner = $3 AND l.epoch = $4 AND l.expires_at > now()";
+/// How long the lease has left while it is still the fence's (whole ms).
+const LEASE_LEFT: &str = "SELECT floor(extract(epoch FROM expires_at - now()) * 1000)::bigint \
+     FROM hookd_forward_leases \
+     WHERE tenant = $1 AND owner = $2 AND epoch = $3 AND expires_at > now()";
 
 /// The round's states, locked in delivery id order (the one order of every
 /// writer that locks several).
 const LOCK_STATES: &str = "SELECT delivery_id, state FROM hookd_states \
      WHERE tenant = $1 AND delivery_id = ANY($2) ORDER BY delivery_id FOR UPDATE";
 
-/// The round's queue entries under one fence, locked, while the lease is
-/// still that fence (its row share-locked, so no takeover commits first).
-const LOCK_ENTRIES: &str = "SELECT q.qkey, q.delivery_id FROM hookd_queue q \
-     JOIN hookd_forward_leases l ON l.tenant = q.tenant \
-     WHERE q.tenant = $1 AND q.qkey = ANY($2) \
-     AND l.owner = $3 AND l.epoch = $4 AND l.expires_at > now() \
-     ORDER BY q.qkey FOR UPDATE OF q FOR SHARE OF l";
+/// Takes the round's queue entries that still name their deliveries,
+/// under one fence, while the lease is still that fence (its row
+/// share-locked, so no takeover commits first): the entries taken.
+const TAKE_ENTRIES: &str = "WITH l AS (SELECT tenant FROM hookd_forward_leases \
+     WHERE tenant = $1 AND owner = $4 AND epoch = $5 AND expires_at > now() FOR SHARE) \
+     DELETE FROM hookd_queue q USING l, unnest($2::bytea[], $3::text[]) AS r(qkey, id) \
+     WHERE q.tenant = l.tenant AND q.qkey = r.qkey AND q.delivery_id = r.id \
+     RETURNING q.qkey";
 
 /// The due deliveries of `tenant` at `now_ms`: at most `limit`, leaving out
-/// `busy`, with their states and events; and when the next one is due.
+/// `busy`, with their states, events and how long `fence` lets them be
+/// sent; and when the next one is due. Three statements, one round trip.
 pub(super) async fn due(
     db: &Db,
     tenant: &str,
-    now_ms: i64,
-    limit: usize,
-    busy: &HashSet<QueueKey>,
+    (now_ms, limit, busy): (i64, usize, &HashSet<QueueKey>),
+    fence: &Fence,
 ) -> Result<Due> {
     let bound = queue_key(now_ms.saturating_add(1), 0).to_vec();
     let busy: Vec<&[u8]> = busy.iter().map(QueueKey::as_bytes).collect();
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let owner: &str = &fence.owner;
     let client = db.client().await?;
-    let (due, next) = (
+    let (due, next, lease) = (
         client.prepare_cached(DUE).await.map_err(pg)?,
         client.prepare_cached(NEXT_DUE).await.map_err(pg)?,
+        client.prepare_cached(LEASE_LEFT).await.map_err(pg)?,
     );
-    let (due_params, next_params): (&[&(dyn ToSql + Sync)], &[&(dyn ToSql + Sync)]) =
-        (&[&tenant, &bound, &busy, &limit], &[&tenant, &bound]);
-    let (rows, next) = futures_util::try_join!(
-        client.query(&due, due_params),
-        client.query_opt(&next, next_params),
+    let params: [&[&(dyn ToSql + Sync)]; 3] = [
+        &[&tenant, &bound, &busy, &limit],
+        &[&tenant, &bound],
+        &[&tenant, &owner, &fence.epoch],
+    ];
+    let (rows, next, lease) = futures_util::try_join!(
+        client.query(&due, params[0]),
+        client.query_opt(&next, params[1]),
+        client.query_opt(&lease, params[2]),
     )
     .map_err(pg)?;
+    let send_for = if fence.is_shared() {
+        lease.map(|row| Duration::from_millis(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0)))
+    } else {
+        Some(Duration::MAX)
+    };
     let mut entries = Vec::with_capacity(rows.len());
     for row in &rows {
         let state: Option<&[u8]> = row.get(2);
@@ -85,6 +94,7 @@ pub(super) async fn due(
             id: DeliveryId::new(row.get::<_, String>(1)),
             state: state.map(decode).transpose()?,
             event: event.map(StoredEvent::decode).transpose()?,
+            send_for,
         });
     }
     let next_due_ms = next.map(|row| QueueKey::from_bytes(row.get(0)).due_ms());
@@ -92,37 +102,6 @@ pub(super) async fn due(
         entries,
         next_due_ms,
     })
-}
-
-/// For each of `entries`, in order, whether it may be sent under `fence`
-/// and how long the lease has left: one statement on the database's clock.
-pub(super) async fn claim(
-    db: &Db,
-    tenant: &str,
-    entries: &[(QueueKey, DeliveryId)],
-    fence: &Fence,
-) -> Result<Vec<Option<Duration>>> {
-    let keys: Vec<&[u8]> = entries.iter().map(|(key, _)| key.as_bytes()).collect();
-    let owner: &str = &fence.owner;
-    let client = db.client().await?;
-    let statement = client.prepare_cached(CLAIM).await.map_err(pg)?;
-    let rows = client
-        .query(&statement, &[&tenant, &keys, &owner, &fence.epoch])
-        .await
-        .map_err(pg)?;
-    let live: HashMap<Vec<u8>, (String, i64)> = rows
-        .iter()
-        .map(|row| (row.get(0), (row.get(1), row.get(2))))
-        .collect();
-    Ok(entries
-        .iter()
-        .map(|(key, id)| match live.get(key.as_bytes()) {
-            Some((named, left)) if named == id.as_str() => {
-                Some(Duration::from_millis(u64::try_from(*left).unwrap_or(0)))
-            }
-            _ => None,
-        })
-        .collect())
 }
 
 /// Records a round of finished attempts in one transaction, each only
@@ -142,18 +121,16 @@ pub(super) async fn record(
         let mut client = db.client().await?;
         let tx = client.transaction().await.map_err(pg)?;
         let mut states = lock_states(&tx, tenant, round).await?;
-        let named = lock_entries(&tx, tenant, round).await?;
+        let taken = take_entries(&tx, tenant, round).await?;
         let mut writes = Writes::default();
         let mut recorded = Vec::with_capacity(round.len());
         for (attempt, seq) in round.iter().zip(&seqs) {
             let (entry, id) = (attempt.entry.as_bytes(), attempt.id.as_str());
-            if named.get(entry).map(String::as_str) != Some(id) {
+            if !taken.contains(entry) {
                 recorded.push(None);
                 continue;
             }
-            let state = states.remove(id).filter(|s| holds_entry(s, entry));
-            writes.unqueue.push(entry.to_vec());
-            let Some(state) = state else {
+            let Some(state) = states.remove(id).filter(|s| holds_entry(s, entry)) else {
                 recorded.push(None);
                 continue;
             };
@@ -191,39 +168,36 @@ async fn lock_states(
         .collect()
 }
 
-/// The round's queue entries whose fence is current, locked: entry ->
-/// the delivery it names.
-async fn lock_entries(
+/// Takes (deletes) the round's queue entries that still name their
+/// deliveries, while their fence is current: the entries taken. An entry
+/// taken whose delivery no longer holds it was stale, and goes too.
+async fn take_entries(
     tx: &Tx<'_>,
     tenant: &str,
     round: &[FinishedAttempt],
-) -> Result<HashMap<Vec<u8>, String>> {
+) -> Result<HashSet<Vec<u8>>> {
     let mut fences: Vec<&Fence> = round.iter().map(|a| &a.fence).collect();
     fences.sort_by_key(|f| (f.owner.clone(), f.epoch));
     fences.dedup();
-    let statement = tx.prepare_cached(LOCK_ENTRIES).await.map_err(pg)?;
-    let mut named = HashMap::new();
+    let statement = tx.prepare_cached(TAKE_ENTRIES).await.map_err(pg)?;
+    let mut taken = HashSet::new();
     for fence in fences {
-        let keys: Vec<&[u8]> = round
-            .iter()
-            .filter(|a| a.fence == *fence)
-            .map(|a| a.entry.as_bytes())
-            .collect();
+        let under: Vec<&FinishedAttempt> = round.iter().filter(|a| a.fence == *fence).collect();
+        let keys: Vec<&[u8]> = under.iter().map(|a| a.entry.as_bytes()).collect();
+        let ids: Vec<&str> = under.iter().map(|a| a.id.as_str()).collect();
         let owner: &str = &fence.owner;
         let rows = tx
-            .query(&statement, &[&tenant, &keys, &owner, &fence.epoch])
+            .query(&statement, &[&tenant, &keys, &ids, &owner, &fence.epoch])
             .await
             .map_err(pg)?;
-        named.extend(rows.iter().map(|row| (row.get(0), row.get(1))));
+        taken.extend(rows.iter().map(|row| row.get::<_, Vec<u8>>(0)));
     }
-    Ok(named)
+    Ok(taken)
 }
 
 /// What a round writes, column by column.
 #[derive(Default)]
 struct Writes {
-    /// Queue entries to remove: those settled, and stale ones.
-    unqueue: Vec<Vec<u8>>,
     /// Retries' new entries: key, delivery.
     requeue: (Vec<Vec<u8>>, Vec<String>),
     /// Dead letters: key, record.
@@ -265,7 +239,8 @@ impl Writes {
         self.attempts.2.push(encode(&attempt.record));
     }
 
-    /// Writes the round: one statement per table it touches.
+    /// Writes the round: one statement per table it touches, all sent at
+    /// once.
     async fn apply(self, tx: &Tx<'_>, tenant: &str) -> Result<()> {
         let (ids, statuses, states): (Vec<String>, Vec<&str>, Vec<Vec<u8>>) = {
             let mut columns = (Vec::new(), Vec::new(), Vec::new());
@@ -276,12 +251,7 @@ impl Writes {
             }
             columns
         };
-        let statements: [(&str, bool, Vec<&(dyn ToSql + Sync)>); 6] = [
-            (
-                "DELETE FROM hookd_queue WHERE tenant = $1 AND qkey = ANY($2)",
-                self.unqueue.is_empty(),
-                vec![&tenant, &self.unqueue],
-            ),
+        let statements: [(&str, bool, Vec<&(dyn ToSql + Sync)>); 5] = [
             (
                 "INSERT INTO hookd_queue (tenant, qkey, delivery_id) \
                  SELECT $1, * FROM unnest($2::bytea[], $3::text[])",
@@ -322,13 +292,19 @@ impl Writes {
                 ],
             ),
         ];
+        let mut prepared = Vec::new();
         for (sql, empty, params) in statements {
-            if empty {
-                continue;
+            if !empty {
+                prepared.push((tx.prepare_cached(sql).await.map_err(pg)?, params));
             }
-            let statement = tx.prepare_cached(sql).await.map_err(pg)?;
-            tx.execute(&statement, &params).await.map_err(pg)?;
         }
+        // Sent at once: one round trip for every table the round writes.
+        let writes = prepared
+            .iter()
+            .map(|(statement, params)| tx.execute(statement, params));
+        futures_util::future::try_join_all(writes)
+            .await
+            .map_err(pg)?;
         Ok(())
     }
 }

@@ -323,18 +323,16 @@ impl TenantData for PgTenant {
         })
     }
 
-    fn due(&self, now_ms: i64, limit: usize, busy: &HashSet<QueueKey>) -> Result<Due> {
-        let busy = busy.clone();
-        self.run(|db, tenant| async move { round::due(&db, &tenant, now_ms, limit, &busy).await })
-    }
-
-    fn claim_attempts(
+    fn due(
         &self,
-        entries: &[(QueueKey, DeliveryId)],
+        now_ms: i64,
+        (limit, busy): (usize, &HashSet<QueueKey>),
         fence: &Fence,
-    ) -> Result<Vec<Option<Duration>>> {
-        let (entries, fence) = (entries.to_vec(), fence.clone());
-        self.run(|db, tenant| async move { round::claim(&db, &tenant, &entries, &fence).await })
+    ) -> Result<Due> {
+        let (busy, fence) = (busy.clone(), fence.clone());
+        self.run(|db, tenant| async move {
+            round::due(&db, &tenant, (now_ms, limit, &busy), &fence).await
+        })
     }
 
     fn record_attempts(
