@@ -318,6 +318,8 @@ impl Dispatcher {
         // for, with their states and events.
         let (data, skip) = (self.data.clone(), busy.clone());
         let reading = fence.clone();
+        // Before the lease is read, so no attempt outlives it.
+        let asked = Instant::now();
         let due = blocking(move || data.due(now, (room, &skip), &reading)).await?;
         if let Some(next) = due.next_due_ms {
             wake_at = wake_at.min(next);
@@ -342,10 +344,9 @@ impl Dispatcher {
             admitted.push(entry);
         }
         // The lease was read with the entries, right before they are sent.
-        let read_at = Instant::now();
         for entry in admitted {
             busy.insert(entry.key.clone());
-            let send_by = entry.send_for.map(|left| send_by(read_at, left, fence));
+            let send_by = entry.send_for.map(|left| send_by(asked, left, fence));
             in_flight.push(self.attempt(entry, send_by, now, fence.clone()));
         }
         Ok(wake_at)
