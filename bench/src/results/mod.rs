@@ -19,8 +19,9 @@ pub use table::{latest_table, splice};
 /// The groups the current figures are shown under, in the order shown. A
 /// group is a heading of docs/benchmarks.md, so its anchor is what other
 /// documents link to.
-pub const GROUPS: [&str; 7] = [
+pub const GROUPS: [&str; 8] = [
     "Every ratio of `compare`",
+    "Forwarding",
     "Routes and isolation",
     "Many tenants",
     "Retention (`retention`)",

@@ -44,9 +44,9 @@ impl LeaseTerms {
 /// soon after a dead holder's lease runs out (a process shutting down gives
 /// its leases up: [`crate::tenant::Registry::release_leases`]). Leases run
 /// on real time (the database's), never on a test's clock. A claim hands
-/// back the lease's [`Fence`]: each attempt is claimed and recorded under
-/// it, so a holder that stalled past its lease stays out once another took
-/// the tenant over.
+/// back the lease's [`Fence`]: each pass reads its due deliveries and
+/// records its rounds under it, so a holder that stalled past its lease
+/// stays out once another took the tenant over.
 pub(super) struct ForwardLease {
     store: Store,
     tenant: TenantId,
