@@ -84,7 +84,8 @@ type Writing = Pin<Box<dyn Future<Output = (Vec<QueueKey>, Vec<Recorded>)> + Sen
 /// Rounds a dispatcher writes at once: while one waits for its commit the
 /// next attempts are sent and decided, and the outcomes decided meanwhile
 /// make the next round, so forwarding does not idle on the disk. At most
-/// this many times `max_in_flight` attempts are sent and not yet durable.
+/// `max_in_flight` attempts are finished and not yet durable, besides those
+/// in flight: after a crash at most twice `max_in_flight` are sent again.
 const MAX_ROUNDS_WRITING: usize = 4;
 
 /// Outcomes decided and not yet in a round being written.
@@ -247,7 +248,7 @@ impl Dispatcher {
         let mut writing: FuturesUnordered<Writing> = FuturesUnordered::new();
         let mut busy: HashSet<QueueKey> = HashSet::new();
         let mut unwritten = Unwritten::default();
-        let most_unwritten = MAX_ROUNDS_WRITING * self.settings.max_in_flight;
+        let most_unwritten = self.settings.max_in_flight;
         loop {
             if !unwritten.keys.is_empty() && writing.len() < MAX_ROUNDS_WRITING {
                 writing.push(self.write(std::mem::take(&mut unwritten)));

@@ -87,7 +87,10 @@ pub trait TenantData: Send + Sync + 'static {
     /// its stored event and how long `fence` lets it be sent (as
     /// [`TenantData::claim_attempt`] says, checked as it is read); and when
     /// the first entry not yet due is due, if one was seen. By default read
-    /// entry by entry; an engine may read them in one go.
+    /// entry by entry; an engine may read them in one go, and may start at
+    /// the lowest entry its last read returned or had in `busy`, reading
+    /// the whole queue at least once a second (an entry another process
+    /// wrote below that, its clock behind, waits at most that long).
     fn due(
         &self,
         now_ms: i64,

@@ -5,9 +5,9 @@ use std::{
     future::Future,
     sync::{
         atomic::{AtomicBool, Ordering},
-        Arc,
+        Arc, Mutex, PoisonError,
     },
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use futures_util::{future::BoxFuture, FutureExt};
@@ -57,6 +57,43 @@ pub(crate) struct PgTenant {
     /// Stored in the catalog when the handle was made: new deliveries are
     /// committed only while it still is (see [`committer`]).
     stored: bool,
+    /// Where the forwarding passes start reading the queue.
+    head: QueueHead,
+}
+
+/// Where a forwarding pass starts reading the tenant's queue: at the
+/// lowest entry the last pass found or had in flight, not at the index's
+/// start, whose entries delivered since are dead until a vacuum and cost
+/// every read a walk over them (milliseconds a pass under load). Another
+/// process can write an entry below it (its clock behind this one's), so
+/// at least once a second a pass reads from the start.
+#[derive(Default)]
+struct QueueHead(Mutex<Option<(Vec<u8>, Instant)>>);
+
+/// How long a pass may start from the last head before one reads the
+/// whole queue again.
+const HEAD_FOR: Duration = Duration::from_secs(1);
+
+impl QueueHead {
+    /// The key a pass starting `now` reads from (empty: the start, at
+    /// least once every [`HEAD_FOR`]).
+    fn from(&self, now: Instant) -> Vec<u8> {
+        let head = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        match &*head {
+            Some((key, since)) if now.duration_since(*since) < HEAD_FOR => key.clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// A pass that read from `from`, starting `now`, found `key` first.
+    fn seen(&self, (from, now): (&[u8], Instant), key: &[u8]) {
+        let mut head = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let since = match &*head {
+            Some((_, since)) if !from.is_empty() => *since,
+            _ => now,
+        };
+        *head = Some((key.to_vec(), since));
+    }
 }
 
 /// What a [`PgTenant`] shares with its engine.
@@ -88,6 +125,7 @@ impl PgTenant {
             healthy,
             dropped,
             stored,
+            head: QueueHead::default(),
         }
     }
 
@@ -329,10 +367,19 @@ impl TenantData for PgTenant {
         (limit, busy): (usize, &HashSet<QueueKey>),
         fence: &Fence,
     ) -> Result<Due> {
-        let (busy, fence) = (busy.clone(), fence.clone());
-        self.run(|db, tenant| async move {
-            round::due(&db, &tenant, (now_ms, limit, &busy), &fence).await
-        })
+        let (busy_keys, fence) = (busy.clone(), fence.clone());
+        let busy = busy_keys.clone();
+        let started = Instant::now();
+        let from = self.head.from(started);
+        let reading = from.clone();
+        let due = self.run(|db, tenant| async move {
+            round::due(&db, (&tenant, &reading), (now_ms, limit, &busy), &fence).await
+        })?;
+        let first = due.entries.first().map(|e| &e.key);
+        if let Some(lowest) = first.into_iter().chain(busy_keys.iter()).min() {
+            self.head.seen((&from, started), lowest.as_bytes());
+        }
+        Ok(due)
     }
 
     fn record_attempts(
@@ -475,4 +522,28 @@ async fn delete_delivery(tx: &impl GenericClient, tenant: &str, id: &str) -> Res
         .map_err(pg)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod head_tests {
+    use super::*;
+
+    #[test]
+    fn a_pass_reads_from_the_last_head_and_from_the_start_once_a_second() {
+        let head = QueueHead::default();
+        let t0 = Instant::now();
+        assert!(head.from(t0).is_empty(), "the first pass reads it all");
+        head.seen((&[], t0), b"k1");
+        let later = t0 + Duration::from_millis(400);
+        assert_eq!(head.from(later), b"k1");
+        head.seen((b"k1", later), b"k2");
+        assert_eq!(head.from(t0 + Duration::from_millis(900)), b"k2");
+        let second = t0 + HEAD_FOR;
+        assert!(
+            head.from(second).is_empty(),
+            "a second after the last full read, however often the head moved"
+        );
+        head.seen((&[], second), b"k0");
+        assert_eq!(head.from(second + Duration::from_millis(10)), b"k0");
+    }
 }

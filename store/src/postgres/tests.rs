@@ -376,3 +376,70 @@ async fn refusal_counts_since_a_time_are_read_through_an_index() {
         "{plan:#?}"
     );
 }
+
+/// A forwarding pass's read and its round's take stay index lookups on
+/// hookd's sessions when the queue grows from empty to a backlog: a plan
+/// fixed while it was empty (a prepared statement's generic plan, kept
+/// after five runs) would scan the whole queue on every pass.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pass_and_a_round_read_by_index_once_the_queue_has_grown() {
+    let Some(db) = database("round_plans") else {
+        return;
+    };
+    drop(replica(&db, 2));
+    let options = PgOptions {
+        url: db.url.clone().into(),
+        max_connections: 1,
+        statement_timeout_ms: 30_000,
+        batch_max: 64,
+    };
+    let config = super::connect::session_config(&options).unwrap();
+    let (client, connection) = config.connect(tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    let cases = [
+        (
+            super::round::DUE,
+            "text, bytea, bytea[], int8, bytea",
+            "'acme', '\\xff', '{}', 64, '\\x'",
+        ),
+        (
+            super::round::TAKE_ENTRIES,
+            "text, bytea[], text[], text, int8",
+            "'acme', '{\"\\\\x01\"}', '{d1}', 'me', 1",
+        ),
+    ];
+    // Each prepared and run more than five times while the queue is empty.
+    for (n, (sql, types, args)) in cases.iter().enumerate() {
+        let runs = format!("EXECUTE p{n}({args});").repeat(8);
+        client
+            .batch_execute(&format!("PREPARE p{n}({types}) AS {sql}; {runs}"))
+            .await
+            .unwrap();
+    }
+    // Then a backlog of 20,000 deliveries of 1 KiB arrives.
+    client
+        .batch_execute(
+            "INSERT INTO hookd_events SELECT 'acme', 'd' || n, convert_to(repeat('x', 1024), 'UTF8') \
+             FROM generate_series(1, 20000) n; \
+             INSERT INTO hookd_states SELECT 'acme', 'd' || n, 'pending', '\\x00' \
+             FROM generate_series(1, 20000) n; \
+             INSERT INTO hookd_queue SELECT 'acme', int8send(n), 'd' || n \
+             FROM generate_series(1, 20000) n",
+        )
+        .await
+        .unwrap();
+    for (n, (sql, _, args)) in cases.iter().enumerate() {
+        let mut lines = Vec::new();
+        let explain = format!("EXPLAIN EXECUTE p{n}({args})");
+        for message in client.simple_query(&explain).await.unwrap() {
+            if let tokio_postgres::SimpleQueryMessage::Row(row) = message {
+                lines.push(row.get(0).unwrap_or_default().to_owned());
+            }
+        }
+        let plan = lines.join("\n");
+        for table in ["hookd_queue", "hookd_states", "hookd_events"] {
+            let scan = format!("Seq Scan on {table}");
+            assert!(!plan.contains(&scan), "{sql}\n{plan}");
+        }
+    }
+}

@@ -196,7 +196,7 @@ async fn load_through_kill(
 
 /// Each of `expected` reached the sink once; a second copy only of an
 /// event of a tenant the dead replica forwarded (an attempt in flight or
-/// not yet recorded at the kill), at most 5 × `max_in_flight` per such
+/// not yet recorded at the kill), at most 2 × `max_in_flight` per such
 /// tenant (docs/durability.md).
 fn forwarded_once(sink: &Receiver, expected: &HashSet<String>, dead: &HashSet<String>) {
     let counts = forwarded(sink);
@@ -207,7 +207,7 @@ fn forwarded_once(sink: &Receiver, expected: &HashSet<String>, dead: &HashSet<St
     );
     let twice: Vec<(&String, &usize)> = counts.iter().filter(|(_, c)| **c > 1).collect();
     assert!(
-        twice.len() <= dead.len() * 5 * MAX_IN_FLIGHT,
+        twice.len() <= dead.len() * 2 * MAX_IN_FLIGHT,
         "forwarded more than once: {twice:?}"
     );
     for (id, count) in &twice {
