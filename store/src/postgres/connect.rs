@@ -25,7 +25,10 @@ pub(super) fn session_config(options: &PgOptions) -> Result<tokio_postgres::Conf
             "not a valid PostgreSQL connection URL",
         )
     })?;
-    let mut session = String::from("-c synchronous_commit=on");
+    // Every run of a prepared statement is planned for its parameters: the
+    // queue grows from empty to a backlog within seconds, and a generic
+    // plan made while it was small stays.
+    let mut session = String::from("-c synchronous_commit=on -c plan_cache_mode=force_custom_plan");
     if options.statement_timeout_ms > 0 {
         session.push_str(&format!(
             " -c statement_timeout={}",
