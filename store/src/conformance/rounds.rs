@@ -6,11 +6,21 @@ use std::collections::HashSet;
 
 use super::{accepted, attempt, tenant, Engine};
 use crate::{
-    api::{FinishedAttempt, TenantStore},
+    api::{Fence, FinishedAttempt, TenantStore},
     ids::{DeliveryId, TenantId},
     lifecycle::Next,
     records::DeliveryStatus,
 };
+
+/// `owner`'s hold on acme's forwarding lease, for `ttl_ms`.
+fn lease(engine: &Engine, owner: &str, ttl_ms: i64) -> Fence {
+    let acme = TenantId::try_from("acme").unwrap();
+    engine
+        .store
+        .claim_forwarding(&acme, owner, ttl_ms)
+        .unwrap()
+        .unwrap()
+}
 
 /// The queue's entries, in due order.
 fn entries(data: &TenantStore) -> Vec<(crate::api::QueueKey, DeliveryId)> {
@@ -19,12 +29,7 @@ fn entries(data: &TenantStore) -> Vec<(crate::api::QueueKey, DeliveryId)> {
 
 pub(super) async fn due_reads_the_head_of_the_queue_with_each_delivery(engine: Engine) {
     let data = tenant(&engine, "acme");
-    let acme = TenantId::try_from("acme").unwrap();
-    let fence = engine
-        .store
-        .claim_forwarding(&acme, "me", 15_000)
-        .unwrap()
-        .unwrap();
+    let fence = lease(&engine, "me", 15_000);
     let first = accepted(&data, "evt_1", 1_000).await;
     let second = accepted(&data, "evt_2", 2_000).await;
     accepted(&data, "evt_3", 9_000).await;
@@ -55,12 +60,7 @@ pub(super) async fn due_reads_the_head_of_the_queue_with_each_delivery(engine: E
 
 pub(super) async fn a_round_records_each_attempt_as_one_call_would(engine: Engine) {
     let data = tenant(&engine, "acme");
-    let acme = TenantId::try_from("acme").unwrap();
-    let fence = engine
-        .store
-        .claim_forwarding(&acme, "me", 15_000)
-        .unwrap()
-        .unwrap();
+    let fence = lease(&engine, "me", 15_000);
     let ids = [
         accepted(&data, "evt_ok", 1_000).await,
         accepted(&data, "evt_retry", 1_001).await,
@@ -132,17 +132,8 @@ pub(super) async fn a_passed_lease_claims_and_records_nothing(engine: Engine) {
         return;
     }
     let data = tenant(&engine, "acme");
-    let acme = TenantId::try_from("acme").unwrap();
-    let stale = engine
-        .store
-        .claim_forwarding(&acme, "stalled", -1)
-        .unwrap()
-        .unwrap();
-    let current = engine
-        .store
-        .claim_forwarding(&acme, "taking-over", 15_000)
-        .unwrap()
-        .unwrap();
+    let stale = lease(&engine, "stalled", -1);
+    let current = lease(&engine, "taking-over", 15_000);
     let id = accepted(&data, "evt_1", 1_000).await;
     let (entry, _) = entries(&data).remove(0);
     let on_stale = data.due(2_000, (10, &HashSet::new()), &stale).unwrap();

@@ -367,16 +367,22 @@ impl TenantData for PgTenant {
         (limit, busy): (usize, &HashSet<QueueKey>),
         fence: &Fence,
     ) -> Result<Due> {
+        let lowest_busy = busy.iter().min();
         let (busy_keys, fence) = (busy.clone(), fence.clone());
-        let busy = busy_keys.clone();
         let started = Instant::now();
         let from = self.head.from(started);
         let reading = from.clone();
         let due = self.run(|db, tenant| async move {
-            round::due(&db, (&tenant, &reading), (now_ms, limit, &busy), &fence).await
+            round::due(
+                &db,
+                (&tenant, &reading),
+                (now_ms, limit, &busy_keys),
+                &fence,
+            )
+            .await
         })?;
         let first = due.entries.first().map(|e| &e.key);
-        if let Some(lowest) = first.into_iter().chain(busy_keys.iter()).min() {
+        if let Some(lowest) = first.into_iter().chain(lowest_busy).min() {
             self.head.seen((&from, started), lowest.as_bytes());
         }
         Ok(due)
