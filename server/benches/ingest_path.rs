@@ -13,7 +13,7 @@ use hookd_server::{
     ids::{DeliveryId, EventId, RequestId, TenantId},
     testing::{
         DeliveryFeed, EventMeta, Gate, Ingest, NewDelivery, Receipt, SledStore, Spans, Storage,
-        TenantData,
+        TenantData, TenantSettings,
     },
 };
 use tokio::sync::Notify;
@@ -84,7 +84,7 @@ fn committer(c: &mut Criterion) {
     drop(store);
 }
 
-fn settings() -> hookd_server::config::TenantSettings {
+fn settings() -> TenantSettings {
     let config: TenantConfig = serde_json::from_value(serde_json::json!({
         "id": "bench",
         "scheme": "standard",
@@ -92,7 +92,7 @@ fn settings() -> hookd_server::config::TenantSettings {
         "secrets": [{ "kid": "k1", "secret": SECRET }],
     }))
     .expect("tenant config");
-    config.resolve_under(1024 * 1024).expect("tenant settings")
+    TenantSettings::resolve_under(&config, 1024 * 1024).expect("tenant settings")
 }
 
 /// The headers and body of one signed delivery.

@@ -9,9 +9,9 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use hookd_sdk::signature::{sign_message, Message, Scheme, Secret};
 use hookd_server::{
     clock::{ManualClock, SharedClock},
-    config::{TenantConfig, TenantSettings},
+    config::TenantConfig,
     ids::TenantId,
-    testing::{DeliveryFeed, Gate, Ingest, SledStore, Spans, Storage},
+    testing::{DeliveryFeed, Gate, Ingest, SledStore, Spans, Storage, TenantSettings},
 };
 use tokio::sync::Notify;
 
@@ -84,7 +84,7 @@ impl Case {
             "secrets": [{ "kid": "k1", "secret": self.held }],
         }))
         .expect("tenant config");
-        config.resolve_under(1024 * 1024).expect("tenant settings")
+        TenantSettings::resolve_under(&config, 1024 * 1024).expect("tenant settings")
     }
 
     /// About 1 KiB of JSON carrying event id `id` where the scheme reads it

@@ -43,7 +43,7 @@ pub use routes::transform::{
     pool::{use_worker_program as use_transform_worker, WORKER_ARG as TRANSFORM_WORKER_ARG},
     worker::serve as transform_worker,
 };
-pub use run::{run, Listeners, Runtime};
+pub use run::{check_tenants, run, Listeners, Runtime};
 pub use store::postgres::migrate as migrate_postgres;
 pub use store::{SharedSync, SyncOps};
 pub use telemetry::{init_logging, LogGuard, OtlpError, OtlpExport, OtlpProtocol};

@@ -26,7 +26,7 @@ pub use crate::{
     },
     sweeper::{pass, Due, Removed},
     telemetry::Spans,
-    tenant::{replay_cache, Gate, ReplayCache, ReplayScope},
+    tenant::{replay_cache, Gate, ReplayCache, ReplayScope, TenantSettings},
 };
 
 /// Fault injection for the crash and durability tests.

@@ -10,6 +10,7 @@ use hookd_control::{
 };
 
 use super::{api, Backend};
+use crate::routes::handle::RouteHandle;
 use crate::{
     ids::DeliveryId,
     store::{
@@ -17,7 +18,7 @@ use crate::{
         records::RedirectRecord,
         records::{DeadLetter, DeliveryState, DeliveryStatus},
     },
-    tenant::{RouteHandle, TenantHandle},
+    tenant::TenantHandle,
 };
 
 // A delivery at the largest body limit, with its headers and attempts, must

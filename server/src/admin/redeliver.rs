@@ -13,6 +13,7 @@ use super::{
     deliveries::{blocking, named_route},
     Backend,
 };
+use crate::routes::handle::RouteHandle;
 use crate::{
     contracts::TenantContracts,
     error::Error,
@@ -21,7 +22,7 @@ use crate::{
         lifecycle::Resend,
         records::{DeadLetter, DeliveryStatus},
     },
-    tenant::{RouteHandle, TenantHandle},
+    tenant::TenantHandle,
 };
 
 /// How many delivered deliveries one storage read lists while a filter

@@ -12,8 +12,8 @@ use hookd_control::{
 use hookd_proto::domain::DEFAULT_ROUTE;
 
 use super::{api, Backend};
+use crate::routes::settings::version_of;
 use crate::{
-    config::version_of,
     forward::{apply_transform, Transformed},
     ids::{DeliveryId, EventId, RequestId},
     routes::transform::apply::RouteTransform,

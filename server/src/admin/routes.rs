@@ -12,9 +12,11 @@ use hookd_control::{
 use hookd_proto::domain::{defaults, RateLimit, DEFAULT_ROUTE};
 
 use super::{api, tenants::Changed, Backend};
+use crate::routes::settings::ForwardSettings;
+use crate::tenant::TenantSettings;
 use crate::{
     catalog::{SecretSet, StoredRoute, TenantRecord},
-    config::{BreakerConfig, ForwardSettings, RateLimitConfig, RetryConfig, TenantSettings},
+    config::{BreakerConfig, RateLimitConfig, RetryConfig},
     ids::TenantId,
     routes::transform::{pool::RouteShare, Transform, TransformLimits},
 };

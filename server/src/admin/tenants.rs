@@ -13,9 +13,10 @@ use hookd_sdk::signature::Secret;
 use secrecy::{ExposeSecret, SecretString};
 
 use super::{api, Backend};
+use crate::tenant::TenantSettings;
 use crate::{
     catalog::{SecretSet, StoredTenant, TenantRecord},
-    config::{RateLimitConfig, TenantSettings},
+    config::RateLimitConfig,
     ids::TenantId,
 };
 

@@ -8,8 +8,9 @@ use hookd_proto::domain::defaults;
 use hookd_sdk::signature::Secret;
 use tokio::sync::Notify;
 
+use crate::routes::settings::ForwardSettings;
 use crate::{
-    config::{ConcurrencySettings, ForwardSettings, SinkFormat},
+    config::{ConcurrencySettings, SinkFormat},
     egress::AddressPolicy,
     error::Result,
     ids::{DeliveryId, EventId, RequestId, TenantId},

@@ -11,8 +11,8 @@ use super::{
     resolve::{Resolver, Unrunnable},
     Catalog,
 };
+use crate::tenant::TenantSettings;
 use crate::{
-    config::TenantSettings,
     error::Result,
     store::api::{CatalogRows, Store, Table},
 };

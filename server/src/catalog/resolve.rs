@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use super::{effective_config, Catalog, SecretSet, TenantRecord};
-use crate::{config::TenantSettings, egress::AddressPolicy, error::Error};
+use crate::tenant::TenantSettings;
+use crate::{egress::AddressPolicy, error::Error};
 
 /// Why a stored tenant cannot run.
 #[derive(Debug, thiserror::Error)]
@@ -56,9 +57,9 @@ impl Resolver {
         record: &TenantRecord,
         secrets: &SecretSet,
     ) -> Result<TenantSettings, Unrunnable> {
-        let settings = effective_config(record, secrets)
-            .resolve_under(self.body_cap)
-            .map_err(|e| Unrunnable::Invalid(e.to_string()))?;
+        let settings =
+            TenantSettings::resolve_under(&effective_config(record, secrets), self.body_cap)
+                .map_err(|e| Unrunnable::Invalid(e.to_string()))?;
         Ok(settings.with_address_policy(&self.address_policy))
     }
 

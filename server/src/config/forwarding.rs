@@ -1,17 +1,14 @@
-//! The forwarding half of a route, as written and as validated: destination,
-//! retries, in-flight attempts, rate, circuit breaker and transform.
+//! The forwarding half of a route as written: destination, retries,
+//! in-flight attempts, rate and circuit breaker, and their bounds.
 
-use std::{path::PathBuf, sync::Arc, time::Duration};
+use std::path::PathBuf;
 
-use hookd_proto::domain::{defaults, Scheme};
-use hookd_sdk::signature::Secret;
-use secrecy::{ExposeSecret, SecretString};
+use hookd_proto::domain::defaults;
+use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 
-use super::{bounds, secrets::load_secret};
-use crate::{
-    egress::AddressPolicy, error::InvalidSetting, routes::transform::apply::RouteTransform,
-};
+use super::bounds;
+use crate::error::InvalidSetting;
 
 /// The forwarding fields of one route, with the key prefix its errors name
 /// (`routes[1] (audit).`, empty for the default route).
@@ -22,14 +19,21 @@ use crate::{
 /// default route reads these keys from the tenant itself, any other route
 /// from its `[[tenants.routes]]` entry; both are validated here, naming the
 /// key with the route's prefix.
-pub(super) struct Forwarding<'a> {
-    pub(super) key: String,
-    pub(super) destination: Option<&'a DestinationConfig>,
-    pub(super) retry: &'a RetryConfig,
-    pub(super) max_in_flight: usize,
-    pub(super) delivery_rate: Option<RateLimitConfig>,
-    pub(super) breaker: &'a BreakerConfig,
-    pub(super) concurrency: ConcurrencySettings,
+pub struct Forwarding<'a> {
+    /// The prefix of every key its errors name.
+    pub key: String,
+    /// Where it sends; none: its deliveries wait to be pulled.
+    pub destination: Option<&'a DestinationConfig>,
+    /// Its retry schedule and window.
+    pub retry: &'a RetryConfig,
+    /// Its concurrency limit.
+    pub max_in_flight: usize,
+    /// Its forward rate limit.
+    pub delivery_rate: Option<RateLimitConfig>,
+    /// Its circuit breaker.
+    pub breaker: &'a BreakerConfig,
+    /// How its concurrency limit moves.
+    pub concurrency: ConcurrencySettings,
 }
 
 /// How a route's concurrency limit moves (docs/routes.md#adaptive-concurrency):
@@ -208,7 +212,7 @@ impl DestinationConfig {
 
 impl Forwarding<'_> {
     /// Every number of these forwarding fields against [`bounds`].
-    pub(super) fn check_bounds(&self) -> Result<(), InvalidSetting> {
+    pub fn check_bounds(&self) -> Result<(), InvalidSetting> {
         let key = |name: &str| format!("{}{name}", self.key);
         bounds::check_usize(
             bounds::MAX_IN_FLIGHT,
@@ -263,124 +267,5 @@ impl Forwarding<'_> {
             bounds::LATENCY_TARGET_MS.check(&key("latency_target_ms"), target)?;
         }
         Ok(())
-    }
-
-    /// The forward settings of these fields (`None`: pull mode).
-    pub(super) fn settings(&self) -> Result<Option<ForwardSettings>, InvalidSetting> {
-        self.destination
-            .map(|d| self.forward_settings(d))
-            .transpose()
-    }
-
-    fn forward_settings(
-        &self,
-        dest: &DestinationConfig,
-    ) -> Result<ForwardSettings, InvalidSetting> {
-        let key = |name: &str| format!("{}{name}", self.key);
-        if !(dest.url.starts_with("http://") || dest.url.starts_with("https://")) {
-            return Err(InvalidSetting::new(
-                key("destination.url"),
-                format!("{:?} must be an http:// or https:// URL", dest.url),
-            ));
-        }
-        let raw = load_secret(
-            dest.secret.as_ref(),
-            dest.secret_env.as_deref(),
-            dest.secret_file.as_deref(),
-        )
-        .map_err(|e| InvalidSetting::new(key("destination"), e))?;
-        let secret =
-            Secret::from_provider(Scheme::Standard, "dest", raw.expose_secret()).map_err(|e| {
-                InvalidSetting::new(
-                    key("destination.secret"),
-                    format!("{e} (a Standard Webhooks whsec_ secret)"),
-                )
-            })?;
-        let ca_certs = match &dest.ca_file {
-            Some(path) => crate::egress::load_ca_file(&key("destination.ca_file"), path)?,
-            None => Vec::new(),
-        };
-        let ms = |secs: f64| (secs * 1000.0).round() as i64;
-        Ok(ForwardSettings {
-            url: dest.url.clone(),
-            secret,
-            timeout: Duration::from_secs_f64(dest.timeout_secs),
-            connect_timeout: Duration::from_secs_f64(dest.connect_timeout_secs),
-            schedule_ms: self.retry.schedule_secs.iter().map(|s| ms(*s)).collect(),
-            window_ms: ms(self.retry.window_secs),
-            jitter: self.retry.jitter,
-            max_in_flight: self.max_in_flight,
-            delivery_rate: self.delivery_rate,
-            breaker_threshold: self.breaker.failure_threshold,
-            breaker_cooldown_ms: ms(self.breaker.cooldown_secs),
-            concurrency: self.concurrency,
-            address_policy: None,
-            ca_certs,
-            transform: None,
-        })
-    }
-}
-
-/// How one tenant's events are forwarded, validated.
-#[derive(Debug, Clone)]
-pub struct ForwardSettings {
-    /// Destination URL.
-    pub url: String,
-    /// Standard Webhooks secret hookd signs with.
-    pub secret: Secret,
-    /// Whole-request timeout.
-    pub timeout: Duration,
-    /// Connect timeout.
-    pub connect_timeout: Duration,
-    /// Delays between attempts (ms); the last repeats.
-    pub schedule_ms: Vec<i64>,
-    /// Retry window from acceptance (ms).
-    pub window_ms: i64,
-    /// Jitter fraction.
-    pub jitter: f64,
-    /// Concurrency limit.
-    pub max_in_flight: usize,
-    /// Optional forward rate limit.
-    pub delivery_rate: Option<RateLimitConfig>,
-    /// Consecutive failures that open the breaker.
-    pub breaker_threshold: u32,
-    /// Breaker cooldown (ms).
-    pub breaker_cooldown_ms: i64,
-    /// Whether and how the concurrency limit adapts.
-    pub concurrency: ConcurrencySettings,
-    /// The addresses the destination may reach; `None` for a destination
-    /// written in the operator's config file, which is trusted as written.
-    pub address_policy: Option<Arc<AddressPolicy>>,
-    /// The destination's own private CAs (`destination.ca_file`).
-    pub ca_certs: Vec<reqwest::Certificate>,
-    /// The route's transform, run on each request before it is signed.
-    pub transform: Option<Arc<RouteTransform>>,
-}
-
-/// The same forwarding: a dispatcher started for one needs no restart for
-/// the other. Private CAs cannot be compared: a destination with any is
-/// never the same.
-impl PartialEq for ForwardSettings {
-    fn eq(&self, other: &ForwardSettings) -> bool {
-        self.url == other.url
-            && self.secret == other.secret
-            && self.timeout == other.timeout
-            && self.connect_timeout == other.connect_timeout
-            && self.schedule_ms == other.schedule_ms
-            && self.window_ms == other.window_ms
-            && self.jitter == other.jitter
-            && self.max_in_flight == other.max_in_flight
-            && self.delivery_rate == other.delivery_rate
-            && self.breaker_threshold == other.breaker_threshold
-            && self.breaker_cooldown_ms == other.breaker_cooldown_ms
-            && self.concurrency == other.concurrency
-            && self.address_policy == other.address_policy
-            && self.ca_certs.is_empty()
-            && other.ca_certs.is_empty()
-            && match (&self.transform, &other.transform) {
-                (None, None) => true,
-                (Some(a), Some(b)) => a.transform == b.transform && a.limits == b.limits,
-                _ => false,
-            }
     }
 }

@@ -11,7 +11,8 @@ fn load_tenant(body: &str) -> Result<Config> {
         "[[tenants]]\nid = \"mg\"\n{body}\n[[tenants.secrets]]\nkid = \"k1\"\nsecret = \"s\"\n"
     );
     std::fs::write(&path, toml).unwrap();
-    Config::load(Some(&path), &Overrides::default())
+    let config = Config::load(Some(&path), &Overrides::default())?;
+    crate::check_tenants(&config).map(|()| config)
 }
 
 fn refused(body: &str) -> String {
@@ -28,7 +29,7 @@ fn a_good_table_loads_and_resolves_to_its_spec() {
          signed = \"{/signature/timestamp}{/signature/token}\"\ntimestamp = \"/signature/timestamp\"\n",
     )
     .unwrap();
-    let settings = config.tenants[0].resolve().unwrap();
+    let settings = crate::tenant::TenantSettings::resolve(&config.tenants[0]).unwrap();
     let spec = settings.hmac.expect("an hmac spec");
     assert!(spec.has_timestamp());
 }

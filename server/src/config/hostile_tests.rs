@@ -15,7 +15,8 @@ fn load(toml: &str) -> crate::error::Result<Config> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("hookd.toml");
     std::fs::write(&path, toml).unwrap();
-    Config::load(Some(&path), &Overrides::default())
+    let config = Config::load(Some(&path), &Overrides::default())?;
+    crate::check_tenants(&config).map(|()| config)
 }
 
 #[test]
@@ -154,6 +155,6 @@ fn the_largest_allowed_values_load() {
         )
     );
     let config = load(&toml).unwrap();
-    let settings = config.tenants[0].resolve().unwrap();
+    let settings = crate::tenant::TenantSettings::resolve(&config.tenants[0]).unwrap();
     assert_eq!(settings.tolerance_secs, 86_400);
 }

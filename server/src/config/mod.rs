@@ -43,13 +43,12 @@ pub use bounds::{FRAMEWORK_MAX_HEAD_BYTES, MAX_BODY_LIMIT};
 pub use dashboard::DashboardConfig;
 pub use event_id::{EventIdRule, IdPart, CONTENT_EVENT_ID_PREFIX};
 pub use retention::{RetentionConfig, LONGEST_SENDER_RETRY_SECS};
-pub(crate) use route::version_of;
-pub use route::{RouteConfig, RouteSettings, MAX_ROUTES};
+pub use route::{RouteConfig, MAX_ROUTES};
 pub use storage::{PostgresConfig, StorageBackend};
 pub use tenant::{
-    load_secret, BreakerConfig, ConcurrencySettings, DestinationConfig, ForwardSettings,
-    RateLimitConfig, RetryConfig, SecretConfig, SecretSourceError, SecretState, SignedBody,
-    TenantConfig, TenantSettings,
+    check_public_url, load_secret, BreakerConfig, ConcurrencySettings, DestinationConfig,
+    Forwarding, RateLimitConfig, RetryConfig, SecretConfig, SecretSourceError, SecretState,
+    SignedBody, TenantConfig,
 };
 
 /// The embedded defaults, every key documented.
@@ -275,7 +274,8 @@ pub struct Overrides {
 
 impl Config {
     /// Loads defaults, then `file`, then `HOOKD_*` env vars, then `overrides`,
-    /// and validates the result.
+    /// and validates the result as data; the start resolves each tenant
+    /// ([`check_tenants`](crate::check_tenants) does it without starting).
     pub fn load(file: Option<&Path>, overrides: &Overrides) -> Result<Config> {
         let mut figment = Figment::from(Toml::string(DEFAULT_TOML));
         if let Some(path) = file {
@@ -322,7 +322,9 @@ impl Config {
         config
     }
 
-    /// Checks every key once, naming the key in the error.
+    /// Checks every key once, naming the key in the error: a tenant's
+    /// numbers here; what it compiles and the secrets it loads when it is
+    /// resolved (`tenant::resolve_tenants`).
     pub fn validate(&self) -> Result<()> {
         parse_addr("http.addr", &self.http.addr)?;
         parse_addr("grpc.addr", &self.grpc.addr)?;
@@ -341,8 +343,8 @@ impl Config {
         self.forward.ca_certs()?;
         let mut seen = std::collections::HashSet::new();
         for (i, tenant) in self.tenants.iter().enumerate() {
-            tenant
-                .resolve_under(self.limits.tenant_max_body_bytes)
+            bounds::check_body_under_cap(self.limits.tenant_max_body_bytes, tenant.max_body_bytes)
+                .and_then(|()| tenant.check_bounds())
                 .map_err(|e| e.within(format_args!("tenants[{i}] ({})", tenant.id)))?;
             if let Some(alerts) = &tenant.alerts {
                 alerts

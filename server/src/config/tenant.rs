@@ -1,35 +1,27 @@
-//! One tenant's configuration as written (file or control plane) and as it
-//! runs once validated: scheme, limits, secrets, forwarding and retries.
+//! One tenant's configuration as written (file or control plane): scheme,
+//! limits, secrets, forwarding and retries, and their bounds.
 
 use std::{path::PathBuf, sync::Arc};
 
 pub use hookd_proto::domain::SecretState;
 use hookd_proto::domain::{defaults, Scheme};
-use hookd_sdk::signature::{HmacFields, HmacSpec, Secret};
-use secrecy::{ExposeSecret, SecretString};
+use hookd_sdk::signature::{HmacFields, HmacSpec};
+use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 
 pub(super) use super::forwarding::default_window;
 pub use super::forwarding::{
-    BreakerConfig, ConcurrencySettings, DestinationConfig, ForwardSettings, RateLimitConfig,
-    RetryConfig,
+    BreakerConfig, ConcurrencySettings, DestinationConfig, Forwarding, RateLimitConfig, RetryConfig,
 };
 pub use super::secrets::{load_secret, SecretSourceError};
 use super::{
     bounds,
-    event_id::EventIdRule,
-    forwarding::{default_adaptive_concurrency, default_min_in_flight, Forwarding},
-    route::{resolve_routes, RouteConfig, RouteSettings},
+    forwarding::{default_adaptive_concurrency, default_min_in_flight},
+    route::RouteConfig,
 };
 use crate::{
-    contracts::{
-        ConfigContracts, ContractConfig, Policy, UnknownEventTypes, DEFAULT_TYPE_FIELD,
-        DEFAULT_VERSION_FIELD,
-    },
-    egress::AddressPolicy,
+    contracts::{ContractConfig, UnknownEventTypes, DEFAULT_TYPE_FIELD, DEFAULT_VERSION_FIELD},
     error::InvalidSetting,
-    ids::TenantId,
-    routes::filter::RouteFilter,
 };
 
 /// One tenant, as declared in the config file.
@@ -226,54 +218,6 @@ fn default_max_in_flight() -> usize {
     defaults::MAX_IN_FLIGHT as usize
 }
 
-/// A tenant's settings after validation, with secrets loaded.
-#[derive(Debug, Clone)]
-pub struct TenantSettings {
-    /// The tenant id.
-    pub id: TenantId,
-    /// Signature scheme.
-    pub scheme: Scheme,
-    /// The spec `scheme = "hmac"` verifies with; `None` for every other scheme.
-    pub hmac: Option<Arc<HmacSpec>>,
-    /// Disabled tenants answer 403.
-    pub enabled: bool,
-    /// Timestamp tolerance in seconds.
-    pub tolerance_secs: u64,
-    /// Body limit in bytes.
-    pub max_body_bytes: usize,
-    /// Required body fields besides the event id.
-    pub required_fields: Vec<String>,
-    /// The `event_id_field` as set, for the control plane's views.
-    pub event_id_field: Option<String>,
-    /// Where the event id is read: the setting parsed, or the scheme's rule.
-    pub event_id: EventIdRule,
-    /// The public URL the provider calls, for the schemes that sign it.
-    pub public_url: Option<String>,
-    /// Meta's verify token, for its subscription handshake.
-    pub verify_token: Option<SecretString>,
-    /// Which bytes of a compressed body the signature covers.
-    pub signed_body: SignedBody,
-    /// Optional rate limit.
-    pub rate_limit: Option<RateLimitConfig>,
-    /// The current secret.
-    pub current: Secret,
-    /// The previous secret and when it stops being accepted (None = until removed).
-    pub previous: Option<(Secret, Option<i64>)>,
-    /// Forwarding, when the tenant has a destination (pull mode otherwise).
-    pub forward: Option<ForwardSettings>,
-    /// How long an unacknowledged delivery is retried (pull mode: pulled).
-    pub retry_window_ms: i64,
-    /// The contract policy and the config file's contracts, compiled.
-    pub contracts: Arc<ConfigContracts>,
-    /// Its routes besides the default one.
-    pub routes: Vec<RouteSettings>,
-    /// The default route's filter (`None`: every event).
-    pub filter: Option<RouteFilter>,
-}
-
-/// A secret and when it stops being accepted (`None`: until removed).
-type Expiring = (Secret, Option<i64>);
-
 impl TenantConfig {
     /// The default of the unused `replay_cache_capacity`.
     pub const DEFAULT_REPLAY_CACHE_CAPACITY: u64 = 100_000;
@@ -291,17 +235,9 @@ impl TenantConfig {
         })
     }
 
-    /// [`resolve`](Self::resolve), with `max_body_bytes` also under the
-    /// operator's cap (`limits.tenant_max_body_bytes`): how the config file,
-    /// the control plane and the boot of stored tenants all validate.
-    pub fn resolve_under(&self, body_cap: usize) -> Result<TenantSettings, InvalidSetting> {
-        bounds::check_body_under_cap(body_cap, self.max_body_bytes)?;
-        self.resolve()
-    }
-
     /// Every number of this tenant against [`bounds`], naming the key that
     /// is out of range. Checked the same for the config file and the API.
-    fn check_bounds(&self) -> Result<(), InvalidSetting> {
+    pub fn check_bounds(&self) -> Result<(), InvalidSetting> {
         bounds::TOLERANCE_SECS.check("tolerance_secs", self.tolerance_secs)?;
         bounds::check_usize(
             bounds::MAX_BODY_BYTES,
@@ -317,7 +253,7 @@ impl TenantConfig {
     }
 
     /// The default route's forwarding: the tenant's own fields.
-    fn forwarding(&self) -> Forwarding<'_> {
+    pub fn forwarding(&self) -> Forwarding<'_> {
         Forwarding {
             key: String::new(),
             destination: self.destination.as_ref(),
@@ -335,7 +271,7 @@ impl TenantConfig {
 
     /// The validated `[hmac]` table: required by `scheme = "hmac"`, refused
     /// with any other scheme.
-    fn hmac_spec(&self, scheme: Scheme) -> Result<Option<Arc<HmacSpec>>, InvalidSetting> {
+    pub fn hmac_spec(&self, scheme: Scheme) -> Result<Option<Arc<HmacSpec>>, InvalidSetting> {
         match (scheme, &self.hmac) {
             (Scheme::Hmac, Some(fields)) => HmacSpec::new(fields.clone())
                 .map(|spec| Some(Arc::new(spec)))
@@ -353,132 +289,6 @@ impl TenantConfig {
             )),
             (_, None) => Ok(None),
         }
-    }
-
-    /// Validates this tenant and loads its secrets.
-    pub fn resolve(&self) -> Result<TenantSettings, InvalidSetting> {
-        let Ok(id) = TenantId::try_from(self.id.as_str()) else {
-            return Err(InvalidSetting::new(
-                "id",
-                "must be 1-64 characters of a-z, 0-9, '-' or '_'",
-            ));
-        };
-        let scheme: Scheme = self
-            .scheme
-            .parse()
-            .map_err(|e| InvalidSetting::new("scheme", e))?;
-        let hmac = self.hmac_spec(scheme)?;
-        self.check_bounds()?;
-        let event_id = EventIdRule::resolve(scheme, self.event_id_field.as_deref())?;
-        check_public_url(scheme, self.public_url.as_deref())?;
-        if hmac.as_ref().is_some_and(|spec| spec.signs_url()) && self.public_url.is_none() {
-            return Err(InvalidSetting::new(
-                "public_url",
-                "the [hmac] template signs {url}, the URL the provider calls, so the tenant needs its public URL (e.g. https://hooks.example.com/hooks/<tenant>)",
-            ));
-        }
-        let verify_token = self.verify_token(scheme)?;
-        let (current, previous) = self.secrets(scheme)?;
-        let policy = Policy {
-            type_field: self.type_field.clone(),
-            version_field: self.version_field.clone(),
-            unknown: self.unknown_event_types,
-        };
-        let contracts = Arc::new(ConfigContracts::compile(policy, &self.contracts)?);
-        let forward = self.forwarding().settings()?;
-        let routes = resolve_routes(&id, &self.routes)?;
-        let filter = self
-            .filter
-            .as_ref()
-            .map(RouteFilter::compile)
-            .transpose()
-            .map_err(|e| InvalidSetting::new(format!("filter{}", e.pointer), e.reason))?;
-        Ok(TenantSettings {
-            filter,
-            id,
-            scheme,
-            hmac,
-            enabled: self.enabled,
-            tolerance_secs: self.tolerance_secs,
-            max_body_bytes: self.max_body_bytes,
-            required_fields: self.required_fields.clone(),
-            event_id_field: self.event_id_field.clone(),
-            event_id,
-            public_url: self.public_url.clone(),
-            verify_token,
-            signed_body: self.signed_body.unwrap_or_default(),
-            rate_limit: self.rate_limit,
-            current,
-            previous,
-            forward,
-            retry_window_ms: (self.retry.window_secs * 1000.0).round() as i64,
-            contracts,
-            routes,
-        })
-    }
-
-    /// Loads the tenant's secrets: the current one, required, and the
-    /// previous one with when it expires, if any.
-    fn secrets(&self, scheme: Scheme) -> Result<(Secret, Option<Expiring>), InvalidSetting> {
-        let mut current = None;
-        let mut previous = None;
-        for (i, s) in self.secrets.iter().enumerate() {
-            let key = || format!("secrets[{i}] ({})", s.kid);
-            let raw = load_secret(
-                s.secret.as_ref(),
-                s.secret_env.as_deref(),
-                s.secret_file.as_deref(),
-            )
-            .map_err(|e| InvalidSetting::new(key(), e))?;
-            let secret = Secret::from_provider(scheme, s.kid.clone(), raw.expose_secret())
-                .map_err(|e| InvalidSetting::new(key(), e))?;
-            let state = s.state.unwrap_or(if i == 0 {
-                SecretState::Current
-            } else {
-                SecretState::Previous
-            });
-            let slot = match state {
-                SecretState::Current => &mut current,
-                SecretState::Previous => &mut previous,
-            };
-            if slot.is_some() {
-                return Err(InvalidSetting::new(
-                    format!("secrets[{i}]"),
-                    "at most one current and one previous secret",
-                ));
-            }
-            *slot = Some((secret, s.expires_at));
-        }
-        let (current, _) = current
-            .ok_or_else(|| InvalidSetting::new("secrets", "a current secret is required"))?;
-        Ok((current, previous))
-    }
-}
-
-impl TenantConfig {
-    /// The verify token, read from where it is given; only the `meta`
-    /// scheme's handshake presents one, so any other scheme is refused one.
-    fn verify_token(&self, scheme: Scheme) -> Result<Option<SecretString>, InvalidSetting> {
-        let (inline, env, file) = (
-            self.verify_token.as_ref(),
-            self.verify_token_env.as_deref(),
-            self.verify_token_file.as_deref(),
-        );
-        if inline.is_none() && env.is_none() && file.is_none() {
-            return Ok(None);
-        }
-        if scheme != Scheme::Meta {
-            return Err(InvalidSetting::new(
-                "verify_token",
-                format!("only the meta scheme's handshake presents a verify token, not {scheme}'s"),
-            ));
-        }
-        let token =
-            load_secret(inline, env, file).map_err(|e| InvalidSetting::new("verify_token", e))?;
-        if token.expose_secret().is_empty() {
-            return Err(InvalidSetting::new("verify_token", "must not be empty"));
-        }
-        Ok(Some(token))
     }
 }
 
@@ -514,27 +324,4 @@ pub fn check_public_url(scheme: Scheme, url: Option<&str>) -> Result<(), Invalid
         )));
     }
     Ok(())
-}
-
-impl TenantSettings {
-    /// The URL a delivery with raw query string `query` was sent to, as the
-    /// provider called it: the public URL, then `?` and the query when
-    /// there is one. `None` without a public URL.
-    pub fn delivery_url(&self, query: &str) -> Option<String> {
-        let base = self.public_url.as_deref()?;
-        Some(match query.is_empty() {
-            true => base.to_owned(),
-            false => format!("{base}?{query}"),
-        })
-    }
-
-    /// Puts the destination under `policy`: for tenants whose destination
-    /// was set over the control plane (the config file's are trusted).
-    pub fn with_address_policy(mut self, policy: &Arc<AddressPolicy>) -> Self {
-        let routes = self.routes.iter_mut().filter_map(|r| r.forward.as_mut());
-        for forward in self.forward.iter_mut().chain(routes) {
-            forward.address_policy = Some(policy.clone());
-        }
-        self
-    }
 }

@@ -6,7 +6,8 @@ fn load_str(toml: &str) -> Result<Config> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("hookd.toml");
     std::fs::write(&path, toml).unwrap();
-    Config::load(Some(&path), &Overrides::default())
+    let config = Config::load(Some(&path), &Overrides::default())?;
+    crate::check_tenants(&config).map(|()| config)
 }
 
 #[test]
@@ -32,7 +33,7 @@ fn the_commented_tenant_example_loads_when_uncommented() {
         .collect::<String>()
         .replace("/etc/hookd/partner-ca.pem", &ca.display().to_string());
     let c = load_str(&example).unwrap_or_else(|e| panic!("{e}\n{example}"));
-    let t = c.tenants[0].resolve().unwrap();
+    let t = crate::tenant::TenantSettings::resolve(&c.tenants[0]).unwrap();
     assert_eq!(t.id.as_str(), "acme");
     let forward = t.forward.as_ref().expect("the example forwards");
     assert_eq!(forward.max_in_flight, 8);
@@ -72,7 +73,7 @@ fn tenant_with_inline_and_file_secrets_resolves() {
         secret_path
     ))
     .unwrap();
-    let t = c.tenants[0].resolve().unwrap();
+    let t = crate::tenant::TenantSettings::resolve(&c.tenants[0]).unwrap();
     assert_eq!(t.current.kid(), "k2");
     assert_eq!(t.previous.as_ref().unwrap().0.kid(), "k1");
 }
@@ -84,7 +85,13 @@ fn secrets_can_come_from_the_environment() {
         "[[tenants]]\nid = \"acme\"\nscheme = \"hookd\"\n[[tenants.secrets]]\nkid = \"k7\"\nsecret_env = \"HOOKD_TEST_SECRET_FROM_ENV\"\n",
     )
     .unwrap();
-    assert_eq!(c.tenants[0].resolve().unwrap().current.kid(), "k7");
+    assert_eq!(
+        crate::tenant::TenantSettings::resolve(&c.tenants[0])
+            .unwrap()
+            .current
+            .kid(),
+        "k7"
+    );
     let e = load_str(
         "[[tenants]]\nid = \"acme\"\n[[tenants.secrets]]\nkid = \"k1\"\nsecret_env = \"HOOKD_TEST_UNSET_VARIABLE\"\n",
     )
@@ -152,7 +159,7 @@ fn a_public_url_is_an_absolute_http_url_without_query_or_fragment() {
         "public_url = \"https://hooks.example.com/hooks/acme\"",
     ))
     .unwrap();
-    let t = c.tenants[0].resolve().unwrap();
+    let t = crate::tenant::TenantSettings::resolve(&c.tenants[0]).unwrap();
     assert_eq!(
         t.delivery_url("a=1&b=2").as_deref(),
         Some("https://hooks.example.com/hooks/acme?a=1&b=2")
@@ -209,7 +216,7 @@ fn an_event_id_rule_that_does_not_parse_names_the_key() {
         "{e}"
     );
     let c = load_str(&tenant("event_id_field = \"{/a}:{header:X-B}\"")).unwrap();
-    assert!(c.tenants[0].resolve().is_ok());
+    assert!(crate::tenant::TenantSettings::resolve(&c.tenants[0]).is_ok());
 }
 
 #[test]
@@ -299,9 +306,9 @@ fn tls_files_are_checked_at_load_naming_the_key() {
 #[test]
 fn a_verify_token_is_for_meta_tenants_only() {
     let resolved = |text: &str| {
-        load_str(text)
-            .map_err(|e| e.to_string())
-            .and_then(|c| c.tenants[0].resolve().map_err(|e| e.to_string()))
+        load_str(text).map_err(|e| e.to_string()).and_then(|c| {
+            crate::tenant::TenantSettings::resolve(&c.tenants[0]).map_err(|e| e.to_string())
+        })
     };
     let meta = |extra: &str| {
         resolved(&format!("[[tenants]]\nid = \"fb\"\nscheme = \"meta\"\n{extra}\n[[tenants.secrets]]\nkid = \"k1\"\nsecret = \"s\"\n"))
@@ -336,7 +343,10 @@ fn a_tenant_setting_no_retry_or_breaker_runs_with_the_shared_defaults() {
         "[[tenants]]\nid = \"acme\"\nscheme = \"hookd\"\n[[tenants.secrets]]\nkid = \"k1\"\nsecret = \"s\"\n[tenants.destination]\nurl = \"http://127.0.0.1:9/\"\nsecret = \"whsec_ZGVzdGluYXRpb24tc2VjcmV0LXZhbHVl\"\n",
     )
     .unwrap();
-    let forward = c.tenants[0].resolve().unwrap().forward.unwrap();
+    let forward = crate::tenant::TenantSettings::resolve(&c.tenants[0])
+        .unwrap()
+        .forward
+        .unwrap();
     let ms = |secs: f64| (secs * 1000.0) as i64;
     let schedule: Vec<i64> = defaults::RETRY_SCHEDULE_SECS.map(ms).to_vec();
     assert_eq!(forward.schedule_ms, schedule);

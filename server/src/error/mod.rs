@@ -1,7 +1,7 @@
 //! hookd's internal error, typed by what a caller decides on, and its
 //! [`Result`]: the storage layer's, which every layer above shares.
 
-mod http;
+pub mod http;
 
 pub use hookd_store::error::{Error, Result};
 /// The HTTP face of the error, in `error/http.rs`; the gRPC one is the

@@ -15,10 +15,10 @@ use super::{
     report::ForwardReport,
     round::{write_round, Decided, Recorded},
 };
+use crate::routes::settings::ForwardSettings;
 use crate::{
     alerts::Signals,
     clock::SharedClock,
-    config::ForwardSettings,
     egress::{address::GuardedResolver, trust},
     error::Result,
     feed::DeliveryFeed,

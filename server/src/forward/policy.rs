@@ -4,7 +4,8 @@ use std::time::SystemTime;
 
 use rand::Rng;
 
-use crate::{config::ForwardSettings, store::lifecycle::Next};
+use crate::routes::settings::ForwardSettings;
+use crate::store::lifecycle::Next;
 
 /// How an attempt ended, as far as retrying is concerned.
 #[derive(Debug, Clone, PartialEq, Eq)]

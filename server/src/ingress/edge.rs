@@ -22,7 +22,7 @@ use futures_util::{stream, Stream};
 
 use crate::{
     config::{HttpConfig, LimitsConfig},
-    error::{ApiError, ErrorCode},
+    error::http::{ApiError, ErrorCode},
     ids::RequestId,
     tenant::report::EdgeReport,
 };

@@ -6,7 +6,7 @@ use hookd_sdk::signature::handshake::{HandshakeError, Reply};
 
 use super::{method_not_allowed, request_id_of, AppState};
 use crate::{
-    error::{ApiError, ErrorCode},
+    error::http::{ApiError, ErrorCode},
     ids::RequestId,
     ingest::IngestError,
     tenant::{report, HandshakeRequest, Services, TenantHandle},

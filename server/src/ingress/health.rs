@@ -4,7 +4,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::json;
 
 use super::{request_id_of, AppState};
-use crate::error::{ApiError, ErrorCode};
+use crate::error::http::{ApiError, ErrorCode};
 
 /// Alive: the process answers HTTP and its storage can take writes again
 /// without a restart. A poisoned sled store refuses every write until

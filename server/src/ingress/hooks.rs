@@ -16,9 +16,10 @@ use super::{
     encoding::{DecodeError, Encoding, Inflater, Unsupported},
     handshake, request_id_of, AppState,
 };
+use crate::tenant::TenantSettings;
 use crate::{
-    config::{SignedBody, TenantSettings},
-    error::{ApiError, ErrorCode},
+    config::SignedBody,
+    error::http::{ApiError, ErrorCode},
     ids::{DeliveryId, EventId, RequestId},
     ingest::{Ingest, IngestOutcome},
     store::api::Receipt,

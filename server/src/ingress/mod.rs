@@ -19,7 +19,7 @@ use actix_web::{
 };
 
 use crate::{
-    error::{ApiError, ErrorCode},
+    error::http::{ApiError, ErrorCode},
     ids::RequestId,
     tenant::{Registry, Services},
 };

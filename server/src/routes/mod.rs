@@ -1,5 +1,8 @@
-//! Routes: the rule engines a tenant's routes run ([`filter`], [`transform`]);
-//! a route's declaration is config's, its running handle the tenant's.
+//! A route's room: its declaration resolved ([`settings`]), its running
+//! handle and fan-out ([`handle`]), and the rule engines it runs
+//! ([`filter`], [`transform`]).
 
 pub mod filter;
+pub mod handle;
+pub mod settings;
 pub mod transform;

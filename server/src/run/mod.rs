@@ -18,6 +18,7 @@ mod private;
 mod scrape;
 mod serve;
 
+use crate::tenant::{resolve_tenants, TenantSettings};
 use crate::{
     admin::Backend,
     alerts::Alerts,
@@ -26,7 +27,7 @@ use crate::{
         Catalog, Resolver,
     },
     clock::SharedClock,
-    config::{parse_addr, Config, StorageBackend, TenantConfig, TenantSettings},
+    config::{parse_addr, Config, StorageBackend, TenantConfig},
     egress::AddressPolicy,
     error::{Error, Result},
     keyring::{load_admin_token, MasterKey},
@@ -144,6 +145,13 @@ pub(crate) struct Started {
     pub(crate) control: Arc<dyn hookd_control::ControlBackend>,
 }
 
+/// Resolves every tenant of `config` as a start would (secrets loaded,
+/// contracts, filters and transforms compiled), starting nothing: what
+/// [`Config::load`] leaves to the start, checked ahead of it.
+pub fn check_tenants(config: &Config) -> Result<()> {
+    resolve_tenants(config).map(drop)
+}
+
 /// Opens storage, starts every tenant and serves on `listeners` until
 /// `shutdown` resolves; then finishes in-flight requests, flushes storage
 /// and returns once everything is closed. Must run inside an actix system
@@ -174,14 +182,7 @@ pub async fn run(
     for warning in warnings.flatten() {
         tracing::warn!("{warning}");
     }
-    let tenants = config
-        .tenants
-        .iter()
-        .map(|t| {
-            t.resolve_under(config.limits.tenant_max_body_bytes)
-                .map_err(|e| Error::config(format!("tenant {}", t.id), e))
-        })
-        .collect::<Result<Vec<TenantSettings>>>()?;
+    let tenants = resolve_tenants(&config)?;
     let tls = Tls::build(&config)?;
     let (store, committer): (Store, _) = match config.storage.backend {
         StorageBackend::Sled => {

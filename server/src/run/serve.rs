@@ -12,10 +12,11 @@ use super::{
     background::Background, dashboard, scrape, start_tenants, Listeners, Runtime, Started,
 };
 use crate::catalog::follow::Follower;
+use crate::tenant::TenantSettings;
 use crate::{
     admin::Backend,
     alerts::Alerts,
-    config::{Config, TenantSettings},
+    config::Config,
     error::{Error, Result},
     feed::DeliveryFeed,
     forward::ForwardRuntime,

@@ -4,10 +4,11 @@ use std::sync::Arc;
 
 use actix::{Actor, ActorContext, Context, Handler, Message, Supervised};
 
-use super::{routes::RouteHandle, services::Services, snapshot::Snapshot, state::TenantState};
+use super::{services::Services, snapshot::Snapshot, state::TenantState};
+use crate::routes::handle::RouteHandle;
+use crate::tenant::TenantSettings;
 use crate::{
     catalog,
-    config::TenantSettings,
     contracts::{Contract, TenantContracts},
     error::{Error, Result},
 };
@@ -55,7 +56,7 @@ impl TenantActor {
         let now = self.state.snapshot();
         let routes = RouteHandle::all(
             (&self.services.store, self.services.telemetry.metrics()),
-            &settings,
+            &settings.routes,
             &self.state.metrics,
             now.routes(),
         )?;

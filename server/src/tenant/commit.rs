@@ -3,10 +3,8 @@
 
 use std::sync::Arc;
 
-use super::{
-    replay::{Replay, ReplayKeys},
-    routes::RouteHandle,
-};
+use super::replay::{Replay, ReplayKeys};
+use crate::routes::handle::RouteHandle;
 use crate::{
     error::Error,
     feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},

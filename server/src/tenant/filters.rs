@@ -7,8 +7,8 @@ use actix_web::http::header::HeaderMap;
 use bytes::Bytes;
 use hookd_proto::domain::DEFAULT_ROUTE;
 
+use crate::tenant::TenantSettings;
 use crate::{
-    config::TenantSettings,
     ids::EventId,
     ingest::Ingest,
     routes::filter::{

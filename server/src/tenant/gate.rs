@@ -17,15 +17,14 @@ use super::{
     filters::{filter_inline, FilterWork},
     headers::SignedHeaders,
     replay::{replay_cache, Replay, ReplayCache, ReplayKeys, Scope},
-    routes::{fan_out, RouteHandle},
     snapshot::{Published, Snapshot},
     validate::{content_event_id, is_form, validate_body, Body, Checked, EventIdSource},
 };
+use crate::routes::handle::{fan_out, RouteHandle};
+use crate::tenant::TenantSettings;
 use crate::{
     clock::SharedClock,
-    config::{
-        EventIdRule, LimitsConfig, MetricsConfig, TenantSettings, DEPRECATED_SCAN_LIMIT_DEFAULT,
-    },
+    config::{EventIdRule, LimitsConfig, MetricsConfig, DEPRECATED_SCAN_LIMIT_DEFAULT},
     contracts::TenantContracts,
     feed::DeliveryFeed,
     ids::{DeliveryId, EventId},
@@ -374,7 +373,7 @@ trait FanOut {
 impl FanOut for NewDelivery {
     fn fan_out(&mut self, settings: &TenantSettings, passes: &Passes) {
         let ids = (&self.meta.delivery_id, self.due_ms);
-        let fan_out = fan_out(settings, passes, ids);
+        let fan_out = fan_out(&settings.routes, passes, ids);
         self.copies = fan_out.copies;
         self.receipt = fan_out.receipt;
         self.routes = fan_out.routes;
@@ -500,7 +499,7 @@ mod tests {
             config["rate_limit"] = limit;
         }
         let config: TenantConfig = serde_json::from_value(config).unwrap();
-        Arc::new(config.resolve_under(1024 * 1024).unwrap())
+        Arc::new(TenantSettings::resolve_under(&config, 1024 * 1024).unwrap())
     }
 
     /// A gate on a fresh store (syncs off), its clock at `NOW_SECS`.

@@ -7,12 +7,12 @@ use actix::Addr;
 
 use super::{
     actor::{Change, ChecksPanicked, TenantActor},
-    routes::RouteHandle,
     snapshot::Snapshot,
     state::TenantState,
 };
+use crate::routes::handle::RouteHandle;
+use crate::tenant::TenantSettings;
 use crate::{
-    config::TenantSettings,
     contracts::Contract,
     error::{Error, Result},
     ids::DeliveryId,

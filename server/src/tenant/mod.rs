@@ -11,8 +11,8 @@ mod headers;
 mod registry;
 mod replay;
 pub(crate) mod report;
-mod routes;
 mod services;
+mod settings;
 mod slot;
 mod snapshot;
 mod state;
@@ -25,7 +25,7 @@ pub use handle::TenantHandle;
 pub use handshake::HandshakeRequest;
 pub use registry::Registry;
 pub use replay::{replay_cache, ReplayCache, Scope as ReplayScope};
-pub use routes::RouteHandle;
 pub use services::Services;
+pub use settings::{resolve_tenants, TenantSettings};
 
 pub(crate) use validate::pasted_event_id;

@@ -8,13 +8,11 @@ use std::{
 
 use actix::{ArbiterHandle, Supervisor};
 
-use super::{
-    actor::TenantActor, handle::TenantHandle, routes::RouteHandle, services::Services,
-    state::TenantState,
-};
+use super::{actor::TenantActor, handle::TenantHandle, services::Services, state::TenantState};
+use crate::routes::handle::RouteHandle;
+use crate::tenant::TenantSettings;
 use crate::{
     catalog::follow::Tenants,
-    config::TenantSettings,
     contracts::TenantContracts,
     error::{Error, Result},
     feed::{DeliveryEvent, DeliveryEventKind},

@@ -6,10 +6,11 @@ use std::{sync::Arc, time::Duration};
 use tokio::sync::Notify;
 
 use super::replay::{replay_cache, ReplayCache};
+use crate::routes::settings::ForwardSettings;
 use crate::{
     alerts::{Signals, Touched},
     clock::SharedClock,
-    config::{ForwardSettings, LimitsConfig, RateLimitConfig},
+    config::{LimitsConfig, RateLimitConfig},
     error::{Error, Result},
     feed::DeliveryFeed,
     forward::{Dispatcher, DispatcherParts, ForwardRuntime, LeaseTerms},

@@ -7,10 +7,8 @@ use super::{
     gate::{Gate, GateParts},
     snapshot::Published,
 };
-use crate::{
-    config::TenantSettings,
-    ingest::{Answer, Ingest},
-};
+use crate::ingest::{Answer, Ingest};
+use crate::tenant::TenantSettings;
 
 /// One tenant's gate, when it runs.
 ///

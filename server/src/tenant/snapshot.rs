@@ -5,11 +5,10 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use hookd_sdk::signature::Secret;
 
-use super::{
-    replay::{bounded_by_id, content_idem_key, ReplayKeys},
-    routes::RouteHandle,
-};
-use crate::{config::TenantSettings, contracts::TenantContracts};
+use super::replay::{bounded_by_id, content_idem_key, ReplayKeys};
+use crate::contracts::TenantContracts;
+use crate::routes::handle::RouteHandle;
+use crate::tenant::TenantSettings;
 
 /// One consistent set of a tenant's state; replaced whole by its actor.
 ///

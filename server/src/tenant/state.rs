@@ -11,14 +11,15 @@ use tokio::sync::Semaphore;
 
 use super::{
     gate::GateParts,
-    routes::{self, RouteHandle},
     services::Services,
     slot::GateSlot,
     snapshot::{Published, Snapshot},
 };
+use crate::routes::handle::{forwarding, RouteHandle};
+use crate::routes::settings::ForwardSettings;
+use crate::tenant::TenantSettings;
 use crate::{
     alerts::Signals,
-    config::{ForwardSettings, TenantSettings},
     error::{Error, Result},
     ids::TenantId,
     ingest::{Answer, Ingest},
@@ -115,7 +116,7 @@ impl TenantState {
             replay: services.replay.clone(),
         };
         let sources = (&services.store, &**services.telemetry.metrics());
-        let routes = RouteHandle::first(sources, &settings, &parts.data, &metrics)?;
+        let routes = RouteHandle::first(sources, &settings.routes, &parts.data, &metrics)?;
         let signals = Arc::new(Signals::of(settings.id.clone(), services.touched.clone()));
         let now_ms = services.clock.now_ms();
         let first = Snapshot::of(settings, Arc::new(contracts), routes.into());
@@ -180,11 +181,14 @@ impl TenantState {
         (routes, settings): (&[RouteHandle], &TenantSettings),
         previous: Option<&Snapshot>,
     ) -> Result<()> {
-        let forwarding = routes::forwarding(settings);
-        let before = previous.map(|s| (s.routes(), routes::forwarding(s.settings())));
+        let now = forwarding(settings.forward.as_ref(), &settings.routes);
+        let before = previous.map(|s| {
+            let was = s.settings();
+            (s.routes(), forwarding(was.forward.as_ref(), &was.routes))
+        });
         let changed: Vec<(&RouteHandle, &ForwardSettings)> = routes
             .iter()
-            .zip(&forwarding)
+            .zip(&now)
             .filter_map(|(route, forward)| Some((route, (*forward)?)))
             .filter(|(route, forward)| {
                 let old = before.as_ref().and_then(|(running, was)| {
@@ -197,7 +201,7 @@ impl TenantState {
         let started = self.start_dispatchers(services, &changed)?;
         let names: Vec<&str> = routes
             .iter()
-            .zip(&forwarding)
+            .zip(&now)
             .filter(|(_, forward)| forward.is_some())
             .map(|(route, _)| route.name.as_str())
             .collect();

@@ -8,9 +8,10 @@ use futures_util::future::AbortHandle;
 use hookd_sdk::signature::{sign, Scheme, Secret};
 
 use super::{Registry, Services, TenantHandle};
+use crate::tenant::TenantSettings;
 use crate::{
     clock::{ManualClock, SharedClock},
-    config::{TenantConfig, TenantSettings},
+    config::TenantConfig,
     feed::DeliveryFeed,
     forward::ForwardRuntime,
     ingest::{Ingest, IngestError, IngestOutcome},
@@ -77,7 +78,7 @@ fn settings(
         config[key] = value.clone();
     }
     let config: TenantConfig = serde_json::from_value(config).unwrap();
-    config.resolve_under(1024 * 1024).unwrap()
+    TenantSettings::resolve_under(&config, 1024 * 1024).unwrap()
 }
 
 fn acme(running: &Running) -> TenantHandle {

@@ -111,7 +111,9 @@ fn load(toml: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("hookd.toml");
     std::fs::write(&file, toml).unwrap();
-    match Config::load(Some(&file), &Overrides::default()) {
+    match Config::load(Some(&file), &Overrides::default())
+        .and_then(|c| hookd_server::check_tenants(&c))
+    {
         Ok(_) => panic!("the config is accepted:\n{toml}"),
         Err(e) => e.to_string(),
     }

@@ -24,13 +24,14 @@ use super::{
     signals::Signals,
     Alerts, Resolved,
 };
+use crate::routes::handle::RouteHandle;
+use crate::tenant::TenantSettings;
 use crate::{
-    config::TenantSettings,
     error::Result,
     ids::TenantId,
     metrics::TenantMetrics,
     store::api::{blocking, QueueCounts},
-    tenant::{RouteHandle, TenantHandle},
+    tenant::TenantHandle,
 };
 pub(crate) use schedule::Book;
 

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 use hookd_sdk::signature::{sign, Scheme};
 
 use super::policy::{parse_retry_after, verdict_for_status, Verdict};
+use crate::routes::settings::ForwardSettings;
 use crate::{
-    config::ForwardSettings,
     egress::address::{denied_cause, DeniedAddress},
     ids::RequestId,
     routes::transform::apply::{self as transform, Rewritten, Transformed},

@@ -7,11 +7,13 @@ use tokio::sync::Notify;
 use hookd_proto::domain::DEFAULT_ROUTE;
 
 use crate::{
-    config::{ForwardSettings, TenantSettings},
     error::Result,
     ids::{DeliveryId, TenantId},
     metrics::{Metrics, RouteMetrics, TenantMetrics},
-    routes::filter::Passes,
+    routes::{
+        filter::Passes,
+        settings::{ForwardSettings, RouteSettings},
+    },
     store::{
         api::{Receipt, RouteCopy},
         records::RouteOutcome,
@@ -39,12 +41,12 @@ pub struct RouteHandle {
 }
 
 impl RouteHandle {
-    /// The routes of a tenant starting under `settings`: the default one on
-    /// `data` (the tenant's own) first, their metrics under the tenant's
-    /// label `tenant`.
+    /// The routes of a tenant starting with the other routes `others`: the
+    /// default one on `data` (the tenant's own) first, their metrics under
+    /// the tenant's label `tenant`.
     pub(crate) fn first(
         sources: (&Store, &Metrics),
-        settings: &TenantSettings,
+        others: &[RouteSettings],
         data: &TenantStore,
         tenant: &Arc<TenantMetrics>,
     ) -> Result<Vec<RouteHandle>> {
@@ -54,20 +56,20 @@ impl RouteHandle {
             wake: Arc::new(Notify::new()),
             metrics: sources.1.route(tenant, DEFAULT_ROUTE),
         };
-        RouteHandle::all(sources, settings, tenant, &[default])
+        RouteHandle::all(sources, others, tenant, &[default])
     }
 
-    /// The routes of `settings`, the default one (`running[0]`) first;
+    /// The default route (`running[0]`) and then `others`;
     /// those already `running` (same name, same scope) keep their handle,
     /// so their dispatcher's wake and counters carry on.
     pub(crate) fn all(
         (store, metrics): (&Store, &Metrics),
-        settings: &TenantSettings,
+        others: &[RouteSettings],
         tenant: &Arc<TenantMetrics>,
         running: &[RouteHandle],
     ) -> Result<Vec<RouteHandle>> {
         let mut routes = vec![running[0].clone()];
-        for route in &settings.routes {
+        for route in others {
             let kept = running
                 .iter()
                 .skip(1)
@@ -92,11 +94,14 @@ impl RouteHandle {
     }
 }
 
-/// The forwarding of each route of `settings` (default first; `None`:
-/// pulled), in the order of [`RouteHandle::all`].
-pub(super) fn forwarding(settings: &TenantSettings) -> Vec<Option<&ForwardSettings>> {
-    std::iter::once(settings.forward.as_ref())
-        .chain(settings.routes.iter().map(|r| r.forward.as_ref()))
+/// The forwarding of each route, the default one's (`default`) first, then
+/// `others`' (`None`: pulled), in the order of [`RouteHandle::all`].
+pub(crate) fn forwarding<'a>(
+    default: Option<&'a ForwardSettings>,
+    others: &'a [RouteSettings],
+) -> Vec<Option<&'a ForwardSettings>> {
+    std::iter::once(default)
+        .chain(others.iter().map(|r| r.forward.as_ref()))
         .collect()
 }
 
@@ -113,20 +118,20 @@ pub(crate) struct FanOut {
 }
 
 /// The copies, the default route's receipt and each route's outcome that
-/// `passes` (the filters' verdicts on the event) make, the default route's
+/// `passes` (the filters' verdicts on the event) make over the other
+/// routes `others`, the default route's
 /// delivery being `default_id`. Each copy's id is due at `due_ms` and
 /// shares its place with the copies made just before it
 /// ([`DeliveryId::sharing`]): an engine may file the copies of one place
 /// as one queue entry.
-pub(super) fn fan_out(
-    settings: &TenantSettings,
+pub(crate) fn fan_out(
+    others: &[RouteSettings],
     passes: &Passes,
     (default_id, due_ms): (&DeliveryId, i64),
 ) -> FanOut {
     let default_passes = passes.default;
     let passes = &passes.routes;
-    let copies: Vec<RouteCopy> = settings
-        .routes
+    let copies: Vec<RouteCopy> = others
         .iter()
         .zip(passes)
         .filter(|(_, passes)| **passes)
@@ -142,14 +147,14 @@ pub(super) fn fan_out(
         (false, true) => Receipt::Unrouted,
     };
     let mut routes = Vec::new();
-    if !settings.routes.is_empty() {
+    if !others.is_empty() {
         routes.push(RouteOutcome {
             route: DEFAULT_ROUTE.to_owned(),
             delivery_id: Some(default_id.clone()),
             filtered: !default_passes,
         });
         let mut got = copies.iter();
-        for (route, passes) in settings.routes.iter().zip(passes) {
+        for (route, passes) in others.iter().zip(passes) {
             routes.push(RouteOutcome {
                 route: route.name.clone(),
                 delivery_id: passes
