@@ -17,7 +17,7 @@ use crate::{
 /// The prefix of a Standard Webhooks secret.
 const SECRET_PREFIX: &str = "whsec_";
 /// The modes `route.failing` takes.
-const ROUTE_FAILING_MODES: [&str; 2] = ["first_failure", "last_attempt"];
+const ROUTE_FAILING_MODES: [&str; 3] = ["consecutive", "first_failure", "last_attempt"];
 
 fn invalid(message: String) -> Error {
     Error::InvalidArgument(message)
@@ -111,8 +111,8 @@ fn new_rule(field: &str, rule: pb::AlertRule) -> Result<AlertRuleView> {
         (Some(mode), AlertType::RouteFailing) if ROUTE_FAILING_MODES.contains(&mode.as_str()) => {}
         (Some(mode), AlertType::RouteFailing) => {
             return Err(invalid(format!(
-                "{field}.mode {mode:?}: route.failing takes first_failure or last_attempt"
-            )))
+            "{field}.mode {mode:?}: route.failing takes consecutive, first_failure or last_attempt"
+        )))
         }
         (Some(_), other) => {
             return Err(invalid(format!(

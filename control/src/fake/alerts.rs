@@ -20,14 +20,15 @@ pub const GENERATED_SINK_SECRET: &str = "whsec_ZmFrZS1zaW5r";
 pub const ACKNOWLEDGED_AT_MS: i64 = 1_700_000_100_000;
 
 /// The fake's default rule for every type: one occurrence in 300 s;
-/// `route.failing` on the last attempt.
+/// `route.failing` on three failed attempts in a row.
 fn default_rule(kind: AlertType) -> AlertRuleView {
+    let failing = kind == AlertType::RouteFailing;
     AlertRuleView {
         alert_type: kind.as_str().to_owned(),
         enabled: true,
-        threshold: 1,
+        threshold: if failing { 3 } else { 1 },
         window_secs: 300.0,
-        mode: (kind == AlertType::RouteFailing).then(|| "last_attempt".to_owned()),
+        mode: failing.then(|| "consecutive".to_owned()),
         overridden: false,
     }
 }

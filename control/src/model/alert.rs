@@ -56,7 +56,7 @@ pub struct AlertRuleView {
     pub threshold: u64,
     /// Counting window and debounce, in seconds.
     pub window_secs: f64,
-    /// `route.failing` only: `first_failure` or `last_attempt`.
+    /// `route.failing` only: `consecutive`, `first_failure` or `last_attempt`.
     pub mode: Option<String>,
     /// In a view: the tenant overrides this type (else it runs with the
     /// operator's default). Ignored in a request.

@@ -14,7 +14,7 @@ pub struct Measure {
     pub count: u64,
     /// The rule's threshold.
     pub threshold: u64,
-    /// The rule's window, seconds.
+    /// The rule's window, seconds; 0 for a run counted in a row.
     pub window_secs: u64,
 }
 
@@ -26,6 +26,9 @@ pub fn summary(kind: AlertType, subject: &str, m: Measure) -> String {
         window_secs,
     } = m;
     match kind {
+        AlertType::RouteFailing if window_secs == 0 => format!(
+            "route {subject}: the last {count} attempts failed (threshold {threshold} in a row); the destination is failing"
+        ),
         AlertType::RouteFailing => format!(
             "route {subject}: {count} failed forwards in {window_secs} s (threshold {threshold}); the destination is failing"
         ),
@@ -57,6 +60,14 @@ pub fn summary(kind: AlertType, subject: &str, m: Measure) -> String {
             "{count} provider handshakes refused in {window_secs} s (threshold {threshold})"
         ),
     }
+}
+
+/// The summary of a `route.failing` alert on route `subject` resolved
+/// because an attempt delivered, after `failed` failed in a row.
+pub fn recovered(subject: &str, failed: u64) -> String {
+    format!(
+        "route {subject}: delivering again: an attempt delivered after {failed} failed in a row"
+    )
 }
 
 /// The event of one notification about `alert`, of the transition its

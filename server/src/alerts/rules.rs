@@ -14,6 +14,8 @@ use crate::{
 /// What counts as a failing route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FailingMode {
+    /// The last `threshold` attempts all failed; open until one delivers.
+    InARow,
     /// Any failed attempt.
     FirstFailure,
     /// A delivery dead-lettered (its last attempt failed).
@@ -23,6 +25,7 @@ pub enum FailingMode {
 impl FailingMode {
     fn parse(mode: Option<&str>) -> Option<FailingMode> {
         match mode {
+            Some("consecutive") => Some(FailingMode::InARow),
             Some("first_failure") => Some(FailingMode::FirstFailure),
             Some("last_attempt") => Some(FailingMode::LastAttempt),
             _ => None,
@@ -31,6 +34,7 @@ impl FailingMode {
 
     fn as_str(self) -> &'static str {
         match self {
+            FailingMode::InARow => "consecutive",
             FailingMode::FirstFailure => "first_failure",
             FailingMode::LastAttempt => "last_attempt",
         }
@@ -106,7 +110,7 @@ impl Rules {
                 enabled: rule.enabled,
                 threshold: rule.threshold,
                 window_ms: (rule.window_secs * 1000.0).round() as i64,
-                mode: FailingMode::parse(rule.mode.as_deref()).unwrap_or(FailingMode::LastAttempt),
+                mode: FailingMode::parse(rule.mode.as_deref()).unwrap_or(FailingMode::InARow),
             }
         });
         Rules {

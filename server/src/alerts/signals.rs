@@ -50,6 +50,11 @@ pub(crate) struct RouteReading {
     pub(crate) dead: u64,
     /// Transforms that failed.
     pub(crate) transform_failed: u64,
+    /// Attempts that failed since the last one that delivered (any error:
+    /// refused, timed out, an error status).
+    pub(crate) failed_in_a_row: u64,
+    /// Attempts that delivered.
+    pub(crate) delivered: u64,
     /// The breaker is open now.
     pub(crate) breaker_open: bool,
 }
@@ -143,10 +148,18 @@ impl Signals {
         self.route(route, |reading| {
             reading.breaker_open = breaker_open;
             match next {
-                Next::Delivered | Next::Dropped => {}
-                Next::Retry { .. } => reading.failed += 1,
+                Next::Delivered => {
+                    reading.delivered += 1;
+                    reading.failed_in_a_row = 0;
+                }
+                Next::Dropped => {}
+                Next::Retry { .. } => {
+                    reading.failed += 1;
+                    reading.failed_in_a_row += 1;
+                }
                 Next::Dead { .. } => {
                     reading.failed += 1;
+                    reading.failed_in_a_row += 1;
                     reading.dead += 1;
                 }
                 Next::TransformFailed { .. } => {
@@ -198,14 +211,23 @@ mod tests {
             failed: 2,
             dead: 1,
             transform_failed: 0,
+            failed_in_a_row: 2,
+            delivered: 0,
             breaker_open: true,
+        };
+        let audit = RouteReading {
+            delivered: 1,
+            ..RouteReading::default()
         };
         assert_eq!(
             signals.routes(),
-            [
-                ("audit".to_owned(), RouteReading::default()),
-                ("orders".to_owned(), want)
-            ]
+            [("audit".to_owned(), audit), ("orders".to_owned(), want)]
+        );
+        signals.outcome("orders", &Next::Delivered, false);
+        let orders = signals.routes()[1].1;
+        assert_eq!(
+            (orders.failed_in_a_row, orders.delivered, orders.failed),
+            (0, 1, 2)
         );
     }
 

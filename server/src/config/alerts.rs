@@ -83,7 +83,7 @@ pub struct RuleConfig {
     pub threshold: u64,
     /// The counting window and the debounce.
     pub window_secs: f64,
-    /// `route.failing` only: `first_failure` or `last_attempt`.
+    /// `route.failing` only: `consecutive`, `first_failure` or `last_attempt`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
 }
@@ -127,7 +127,7 @@ fn enabled() -> bool {
 }
 
 /// The modes `route.failing` runs in.
-pub const FAILING_MODES: [&str; 2] = ["first_failure", "last_attempt"];
+pub const FAILING_MODES: [&str; 3] = ["consecutive", "first_failure", "last_attempt"];
 
 impl AlertsConfig {
     /// Checks every key of the section, naming it.
@@ -242,7 +242,7 @@ pub fn check_rule(
         Some(mode) if kind == AlertType::RouteFailing && FAILING_MODES.contains(&mode) => Ok(()),
         Some(mode) if kind == AlertType::RouteFailing => Err(InvalidSetting::new(
             format!("{key}.mode"),
-            format!("{mode:?} is no mode; use first_failure or last_attempt"),
+            format!("{mode:?} is no mode; use consecutive, first_failure or last_attempt"),
         )),
         Some(_) => Err(InvalidSetting::new(
             format!("{key}.mode"),

@@ -107,6 +107,9 @@ struct Condition {
     alert: Option<AlertRecord>,
     /// Whether it held at its last step (an enabled rule's).
     holds: bool,
+    /// A streak's deliveries when its alert was opened (or first read
+    /// open after a start): one more resolves it.
+    delivered_at_open: Option<u64>,
 }
 
 /// A notification being queued, with what counts it (a digest: nothing).
@@ -339,6 +342,7 @@ impl Alerts {
                 window: Window::default(),
                 alert: Some(alert.clone()),
                 holds: true,
+                delivered_at_open: None,
             };
             conditions.insert((kind, alert.subject.clone()), condition);
         }

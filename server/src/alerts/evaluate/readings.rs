@@ -21,6 +21,14 @@ pub(super) enum Level {
     AtLeast(u64),
     /// Seconds left: holds when at most the threshold.
     Within(u64),
+    /// Attempts that failed in a row and those that delivered so far:
+    /// holds from a run of the threshold until an attempt delivers.
+    Streak {
+        /// Failed since the last that delivered.
+        failed: u64,
+        /// Delivered, in all.
+        delivered: u64,
+    },
 }
 
 /// A tenant's queue counts at one evaluation.
@@ -92,14 +100,14 @@ pub(super) fn readings(
     for route in handle.routes().iter().map(|r| r.name.clone()) {
         let r = reported.get(&route).copied().unwrap_or_default();
         let failing = match mode {
-            FailingMode::FirstFailure => r.failed,
-            FailingMode::LastAttempt => r.dead,
+            FailingMode::InARow => Level::Streak {
+                failed: r.failed_in_a_row,
+                delivered: r.delivered,
+            },
+            FailingMode::FirstFailure => Level::Total(r.failed),
+            FailingMode::LastAttempt => Level::Total(r.dead),
         };
-        out.push((
-            AlertType::RouteFailing,
-            route.clone(),
-            Level::Total(failing),
-        ));
+        out.push((AlertType::RouteFailing, route.clone(), failing));
         out.push((
             AlertType::TransformFailing,
             route.clone(),

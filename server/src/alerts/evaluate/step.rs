@@ -65,9 +65,26 @@ impl Alerts {
             }
             Level::AtLeast(value) => (value, value >= rule.threshold),
             Level::Within(left) => (left, left <= rule.threshold),
+            Level::Streak { failed, delivered } => {
+                let since = match condition.gate.is_open() {
+                    true => *condition.delivered_at_open.get_or_insert(delivered),
+                    false => {
+                        condition.delivered_at_open = Some(delivered);
+                        delivered
+                    }
+                };
+                let open = condition.gate.is_open() && delivered == since;
+                (failed, open || failed >= rule.threshold)
+            }
         };
         condition.holds = rule.enabled && holds;
-        let m = measure(count, rule);
+        let m = match level {
+            Level::Streak { .. } => Measure {
+                window_secs: 0,
+                ..measure(count, rule)
+            },
+            _ => measure(count, rule),
+        };
         if !rule.enabled {
             if let Some(alert) = condition.alert.take() {
                 *condition = Condition::default();
@@ -95,7 +112,11 @@ impl Alerts {
                 let Some(held) = condition.alert.take() else {
                     return;
                 };
-                self.resolved(tenant, held, Resolution::Cleared, now)
+                let why = match level {
+                    Level::Streak { .. } => Resolution::Recovered,
+                    _ => Resolution::Cleared,
+                };
+                self.resolved(tenant, held, why, now)
             }
             None => {
                 if let Some(alert) = condition.alert.as_mut().filter(|_| holds) {
@@ -126,8 +147,14 @@ impl Alerts {
         alert.occurrences = held.occurrences.max(alert.occurrences);
         alert.state = StoredState::Resolved;
         alert.resolved_at_ms = Some(now);
-        if let Resolution::Gone(reason) = why {
-            alert.summary = format!("{}; resolved: {reason}", alert.summary);
+        match why {
+            Resolution::Gone(reason) => {
+                alert.summary = format!("{}; resolved: {reason}", alert.summary);
+            }
+            Resolution::Recovered => {
+                alert.summary = event::recovered(&alert.subject, alert.occurrences);
+            }
+            Resolution::Cleared => {}
         }
         alert
     }
@@ -207,6 +234,8 @@ impl Alerts {
 enum Resolution {
     /// Its condition cleared.
     Cleared,
+    /// Its destination delivered again after a run of failures.
+    Recovered,
     /// Its subject or its rule went away (the words say which).
     Gone(&'static str),
 }

@@ -284,8 +284,12 @@ async fn a_flapping_destination_raises_at_most_two_notifications_per_window() {
         "the breaker opened: {:?}",
         types(&events)
     );
-    for (at, _) in &events {
-        let within = events
+    let breaker: Vec<_> = events
+        .iter()
+        .filter(|(_, e)| e["type"].as_str().unwrap().starts_with("route.circuit_"))
+        .collect();
+    for (at, _) in &breaker {
+        let within = breaker
             .iter()
             .filter(|(t, _)| t >= at && t - at < 30)
             .count();
@@ -419,7 +423,7 @@ async fn a_dead_lettered_delivery_raises_route_failing_and_the_dead_letter_depth
     let dest = Receiver::start(Reply::Status(500)).await;
     let sink = Receiver::start(Reply::Status(200)).await;
     let tables = format!(
-        "window_secs = 2.0\nschedule_secs = [1.0]\n[tenants.alerts.sink]\nurl = \"{}\"\nsecret = \"{SINK_SECRET}\"\n[[tenants.alerts.rules]]\ntype = \"deadletters.depth_exceeded\"\nthreshold = 1\nwindow_secs = 30.0\n",
+        "window_secs = 2.0\nschedule_secs = [1.0]\n[tenants.alerts.sink]\nurl = \"{}\"\nsecret = \"{SINK_SECRET}\"\n[[tenants.alerts.rules]]\ntype = \"deadletters.depth_exceeded\"\nthreshold = 1\nwindow_secs = 30.0\n[[tenants.alerts.rules]]\ntype = \"route.failing\"\nthreshold = 1\nmode = \"last_attempt\"\n",
         sink.url
     );
     let s = TestServer::start_at(&tenant("acme", &dest.url, "", "", &tables), now_secs());
@@ -439,4 +443,55 @@ async fn a_dead_lettered_delivery_raises_route_failing_and_the_dead_letter_depth
         .unwrap();
     assert_eq!(failing.1["subject"], "default");
     assert!(dest.received().len() >= 2, "it was retried before it died");
+}
+
+/// The outage of a quiet tenant's destination: connections refused, its
+/// one delivery dead after three attempts. `route.failing` opens on the
+/// third failure in a row, stays open through the silence that follows
+/// (over three times its window), and resolves only once an attempt
+/// delivers, saying so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_destination_opens_route_failing_which_resolves_only_when_it_delivers_again() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = closed.local_addr().unwrap();
+    drop(closed);
+    let sink = Receiver::start(Reply::Status(200)).await;
+    let tables = format!(
+        "window_secs = 12.0\nschedule_secs = [5.0]\n[tenants.alerts.sink]\nurl = \"{}\"\nsecret = \"{SINK_SECRET}\"\n[[tenants.alerts.rules]]\ntype = \"route.failing\"\nwindow_secs = 60.0\n",
+        sink.url
+    );
+    let url = format!("http://{addr}/");
+    let s = TestServer::start_at(&tenant("acme", &url, "", "", &tables), now_secs());
+    let body = order("evt_refused");
+    let answer = s
+        .post("acme", &signed("evt_refused", s.clock_secs(), &body), &body)
+        .await;
+    assert!(answer.status.is_success(), "{answer:?}");
+    let secs = advance_until(&s, &sink, 1, 60).await;
+    assert!(secs <= 15, "opened on the third failure, {secs} s in");
+    let events = verified(&sink, SINK_SECRET);
+    assert_eq!(types(&events), ["route.failing"]);
+    let summary = events[0].1["summary"].as_str().unwrap();
+    assert!(summary.contains("the last 3 attempts failed"), "{summary}");
+    advance(&s, 200).await;
+    assert_eq!(
+        sink.received().len(),
+        1,
+        "silence after the dead letter is no recovery"
+    );
+    let dest = Receiver::start_on(addr, Reply::Status(200)).await;
+    let body = order("evt_back");
+    let answer = s
+        .post("acme", &signed("evt_back", s.clock_secs(), &body), &body)
+        .await;
+    assert!(answer.status.is_success(), "{answer:?}");
+    advance_until(&s, &sink, 2, 30).await;
+    assert_eq!(dest.received().len(), 1, "the new event delivered");
+    let events = verified(&sink, SINK_SECRET);
+    assert_eq!(types(&events), ["route.failing", "route.failing.resolved"]);
+    let summary = events[1].1["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("delivering again") && !summary.contains("is failing"),
+        "{summary}"
+    );
 }

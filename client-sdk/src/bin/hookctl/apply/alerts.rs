@@ -30,7 +30,7 @@ pub struct Rule {
     pub threshold: Option<u64>,
     /// The counting window and debounce.
     pub window_secs: Option<f64>,
-    /// `route.failing` only: `first_failure` or `last_attempt`.
+    /// `route.failing` only: `consecutive`, `first_failure` or `last_attempt`.
     pub mode: Option<String>,
 }
 

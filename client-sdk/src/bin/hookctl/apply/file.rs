@@ -132,7 +132,7 @@ pub struct AlertRuleEntry {
     /// Above 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window_secs: Option<f64>,
-    /// `route.failing` only: `first_failure` or `last_attempt`.
+    /// `route.failing` only: `consecutive`, `first_failure` or `last_attempt`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
 }

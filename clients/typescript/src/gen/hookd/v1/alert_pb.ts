@@ -130,9 +130,10 @@ export type AlertRule = Message<"hookd.v1.AlertRule"> & {
   windowSecs: number;
 
   /**
-   * route.failing only: "first_failure" (an attempt failed) or
-   * "last_attempt" (a delivery was dead-lettered). Empty: the default,
-   * "last_attempt".
+   * route.failing only: "consecutive" (the last `threshold` attempts all
+   * failed; open until an attempt delivers), "first_failure" (an attempt
+   * failed) or "last_attempt" (a delivery was dead-lettered). Empty: the
+   * default, "consecutive".
    *
    * @generated from field: string mode = 5;
    */
