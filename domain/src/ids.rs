@@ -66,6 +66,16 @@ impl DeliveryId {
         DeliveryId(format!("dlv_{}", ulid::Ulid::new()))
     }
 
+    /// A fresh delivery id made at `at_ms` (the caller's clock), naming no
+    /// place in a queue.
+    pub fn made_at(at_ms: i64) -> Self {
+        let random = ulid::Ulid::new().random() & !SLOT_BIT;
+        DeliveryId(format!(
+            "dlv_{}",
+            ulid::Ulid::from_parts(at_ms.max(0) as u64, random)
+        ))
+    }
+
     /// A fresh delivery id that names its own place in a queue: its time is
     /// `due_ms`, and the top 64 bits of its random part are a sequence
     /// number with the high bit set, so the place [`DeliveryId::queue_slot`]
@@ -112,7 +122,17 @@ impl DeliveryId {
 
     /// The ULID of a `dlv_` id.
     fn ulid(&self) -> Option<ulid::Ulid> {
-        ulid::Ulid::from_string(self.0.strip_prefix("dlv_")?).ok()
+        DeliveryId::ulid_of(&self.0)
+    }
+
+    fn ulid_of(id: &str) -> Option<ulid::Ulid> {
+        ulid::Ulid::from_string(id.strip_prefix("dlv_")?).ok()
+    }
+
+    /// When delivery `id` came to be (Unix ms): its acceptance, or its
+    /// redelivery; `None` for an id that is not `dlv_` and a ULID.
+    pub fn made_at_ms(id: &str) -> Option<i64> {
+        DeliveryId::ulid_of(id).map(|u| u.timestamp_ms() as i64)
     }
 }
 

@@ -10,8 +10,6 @@ use hookd_sdk::signature::handshake::Handshake;
 use super::{api, Backend};
 use crate::{ids::DeliveryId, tenant::TenantHandle};
 
-/// Most queue entries read looking for the oldest waiting delivery.
-const QUEUE_SCAN: usize = 10_000;
 /// Most recorded refusals counted per window.
 const REFUSED_CAP: usize = 100_000;
 const HOUR_MS: i64 = 3_600_000;
@@ -58,17 +56,7 @@ impl Backend {
     /// counts of the day before a restart seeded from the stored deliveries).
     pub(super) fn activity(&self, tenant_id: &str) -> ApiResult<TenantActivity> {
         let handle = self.tenant(tenant_id)?;
-        // Delivery ids are ULIDs: the smallest queued one was created first.
-        let queued = handle.data().queue(None, QUEUE_SCAN).map_err(api)?;
-        let oldest: Option<DeliveryId> = queued.into_iter().map(|(_, id)| id).min();
-        let oldest_pending_ms = match oldest {
-            Some(id) => handle
-                .data()
-                .state(&id)
-                .map_err(api)?
-                .map(|state| state.received_at_ms),
-            None => None,
-        };
+        let oldest_pending_ms = handle.data().counts().map_err(api)?.oldest_pending_ms;
         let own_label = handle.state().metrics.label() == tenant_id;
         let breaker_open = (own_label && handle.settings().forward.is_some())
             .then(|| handle.state().metrics.breaker_open());

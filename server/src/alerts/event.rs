@@ -14,8 +14,12 @@ pub struct Measure {
     pub count: u64,
     /// The rule's threshold.
     pub threshold: u64,
-    /// The rule's window, seconds; 0 for a run counted in a row.
+    /// The rule's window, seconds.
     pub window_secs: u64,
+    /// `route.failing` in `consecutive` mode: how long the route's oldest
+    /// queued delivery has waited, seconds (`count` is then the failed
+    /// attempts in a row).
+    pub waited_secs: Option<u64>,
 }
 
 /// The summary of a condition in plain words.
@@ -24,10 +28,15 @@ pub fn summary(kind: AlertType, subject: &str, m: Measure) -> String {
         count,
         threshold,
         window_secs,
+        waited_secs,
     } = m;
     match kind {
-        AlertType::RouteFailing if window_secs == 0 => format!(
+        AlertType::RouteFailing if waited_secs.is_some() && count >= threshold => format!(
             "route {subject}: the last {count} attempts failed (threshold {threshold} in a row); the destination is failing"
+        ),
+        AlertType::RouteFailing if waited_secs.is_some() => format!(
+            "route {subject}: its oldest delivery has waited {waited} s (over {window_secs} s) and the last {count} attempts failed; the destination is failing",
+            waited = waited_secs.unwrap_or_default()
         ),
         AlertType::RouteFailing => format!(
             "route {subject}: {count} failed forwards in {window_secs} s (threshold {threshold}); the destination is failing"

@@ -12,8 +12,10 @@ use crate::store::api::{Storage, TenantStore};
 pub struct QueueGauges {
     /// Deliveries queued, or pulled and not yet acknowledged.
     pub depth: u64,
-    /// How long the most overdue queued delivery has been due, in seconds.
-    pub oldest_due_secs: f64,
+    /// How long the oldest queued delivery has waited since it was
+    /// accepted or redelivered (one scheduled for a retry included), in
+    /// seconds.
+    pub oldest_pending_secs: f64,
     /// Dead letters.
     pub dead: u64,
 }
@@ -65,8 +67,9 @@ pub fn read_storage(tenants: &[TenantSource], store: &dyn Storage, now_ms: i64) 
         };
         g.depth += counts.depth;
         g.dead += counts.dead;
-        if let Some(due) = counts.oldest_due_ms {
-            g.oldest_due_secs = g.oldest_due_secs.max((now_ms - due).max(0) as f64 / 1000.0);
+        if let Some(since) = counts.oldest_pending_ms {
+            let waited = (now_ms - since).max(0) as f64 / 1000.0;
+            g.oldest_pending_secs = g.oldest_pending_secs.max(waited);
         }
     }
     let commits = store.commit_figures();

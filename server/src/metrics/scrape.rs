@@ -99,7 +99,7 @@ fn at_scrape(storage: &StorageReadings, process: Option<&process::ProcessStats>)
         depth
             .get_or_create(&labels)
             .set(i64::try_from(g.depth).unwrap_or(i64::MAX));
-        oldest.get_or_create(&labels).set(g.oldest_due_secs);
+        oldest.get_or_create(&labels).set(g.oldest_pending_secs);
         dead.get_or_create(&labels)
             .set(i64::try_from(g.dead).unwrap_or(i64::MAX));
     }
@@ -110,7 +110,7 @@ fn at_scrape(storage: &StorageReadings, process: Option<&process::ProcessStats>)
     );
     r.register(
         "hookd_queue_oldest_pending_seconds",
-        "How long the most overdue queued delivery has been due; 0 when none is due",
+        "How long the oldest queued delivery has waited since it was accepted or redelivered, one scheduled for a retry included; 0 when the queue is empty",
         oldest,
     );
     r.register(

@@ -62,6 +62,10 @@ pub struct QueueCounts {
     pub dead: u64,
     /// When the earliest queue entry is due (Unix ms), if any.
     pub oldest_due_ms: Option<i64>,
+    /// Since when the oldest delivery in the queue waits (Unix ms, when it
+    /// was accepted or redelivered), if any: a delivery scheduled for a
+    /// retry counts, though its entry is due later.
+    pub oldest_pending_ms: Option<i64>,
 }
 
 /// What a pull asks for.

@@ -1,8 +1,13 @@
-//! Conformance of the queue counts read for many tenants at once
-//! (`Storage::counts_of`): in order, each the same as its own handle's.
+//! Conformance of the queue counts: read for many tenants at once
+//! (`Storage::counts_of`) in order, each the same as its own handle's; the
+//! oldest pending delivery counted from its acceptance.
 
-use super::{accepted, kill, tenant, Engine};
-use crate::{api::QueueCounts, ids::TenantId};
+use super::{accepted, attempt, kill, tenant, Engine};
+use crate::{
+    api::QueueCounts,
+    ids::TenantId,
+    lifecycle::{Next, Resend},
+};
 
 pub(super) async fn counts_of_many_tenants_are_each_their_own(engine: Engine) {
     let (acme, globex) = (tenant(&engine, "acme"), tenant(&engine, "globex"));
@@ -24,4 +29,57 @@ pub(super) async fn counts_of_many_tenants_are_each_their_own(engine: Engine) {
     assert_eq!(read[3].depth, 1, "{read:?}");
     assert!(read[1].oldest_due_ms.is_some() && read[0].oldest_due_ms.is_none());
     assert!(engine.store.counts_of(&[]).unwrap().is_empty());
+}
+
+/// The oldest delivery in the queue is counted from when it was accepted,
+/// whether its entry is due now or scheduled for a retry later; a
+/// redelivery waits from when it was made; none once every delivery left
+/// the queue.
+pub(super) async fn the_oldest_pending_delivery_counts_one_scheduled_for_a_retry(engine: Engine) {
+    let data = tenant(&engine, "acme");
+    assert_eq!(data.counts().unwrap().oldest_pending_ms, None);
+    let first = accepted(&data, "evt_1", 1_000).await;
+    accepted(&data, "evt_2", 2_000).await;
+    let counts = data.counts().unwrap();
+    assert_eq!(
+        (counts.oldest_due_ms, counts.oldest_pending_ms),
+        (Some(1_000), Some(1_000))
+    );
+
+    let entry = data
+        .queue(None, 10)
+        .unwrap()
+        .into_iter()
+        .find(|(_, id)| *id == first)
+        .unwrap()
+        .0;
+    let retry = Next::Retry { due_ms: 600_000 };
+    data.record_attempt(&entry, &first, &attempt(1, 3_000), &retry, 3_000)
+        .unwrap()
+        .unwrap();
+    let counts = data.counts().unwrap();
+    assert_eq!(counts.oldest_due_ms, Some(2_000), "the retry is due later");
+    assert_eq!(
+        counts.oldest_pending_ms,
+        Some(1_000),
+        "it still waits since 1 s"
+    );
+
+    for (entry, id) in data.queue(None, 10).unwrap() {
+        let at = if id == first { 600_000 } else { 4_000 };
+        data.record_attempt(&entry, &id, &attempt(2, at), &Next::Delivered, at)
+            .unwrap()
+            .unwrap();
+    }
+    let counts = data.counts().unwrap();
+    assert_eq!((counts.depth, counts.oldest_pending_ms), (0, None));
+    let again = data.redeliver(&first, 700_000, Resend::Any).unwrap();
+    let counts = data.counts().unwrap();
+    assert_eq!(
+        counts.oldest_pending_ms,
+        Some(700_000),
+        "{again} waits since it was made"
+    );
+    let read = engine.store.counts_of(std::slice::from_ref(&data)).unwrap();
+    assert_eq!(read[0], counts);
 }

@@ -25,7 +25,10 @@ mod rounds;
 mod routes;
 mod sinks;
 mod statuses;
-use counts::counts_of_many_tenants_are_each_their_own;
+use counts::{
+    counts_of_many_tenants_are_each_their_own,
+    the_oldest_pending_delivery_counts_one_scheduled_for_a_retry,
+};
 use pull::{concurrent_pulls_never_share_a_delivery, pull_ack_nack};
 use redirects::redirects_are_kept_with_their_delivery;
 use resend::a_delivered_delivery_is_resent_once_by_concurrent_calls_that_ask_so;
@@ -63,6 +66,7 @@ crate::engines!(
     the_idempotency_scan_is_sized_apart,
     sweep_due_names_each_tenant_with_something_due,
     counts_of_many_tenants_are_each_their_own,
+    the_oldest_pending_delivery_counts_one_scheduled_for_a_retry,
     dead_letters_and_redelivered_originals_go,
     catalog_rows_are_atomic,
     a_catalog_row_is_created_once,

@@ -1,10 +1,10 @@
 //! Readings of many tenants (or route scopes) at once on PostgreSQL: queue
-//! depth, dead letters and the oldest due entry.
+//! depth, dead letters, the oldest due entry and the oldest delivery.
 
 use tokio_postgres::{types::ToSql, Row};
 
 use super::{pg, Db};
-use crate::{api::QueueCounts, error::Result, records::queue_key_due_ms};
+use crate::{api::QueueCounts, error::Result, ids::DeliveryId, records::queue_key_due_ms};
 
 /// Tenants read by one statement, at most.
 const CHUNK: usize = 1_000;
@@ -42,7 +42,9 @@ pub(super) async fn per_tenant<T>(
 const COUNTS: &str = "SELECT \
        (SELECT count(*) FROM hookd_queue q WHERE q.tenant = t.tenant), \
        (SELECT count(*) FROM hookd_dead d WHERE d.tenant = t.tenant), \
-       (SELECT qkey FROM hookd_queue q WHERE q.tenant = t.tenant ORDER BY qkey LIMIT 1) \
+       (SELECT qkey FROM hookd_queue q WHERE q.tenant = t.tenant ORDER BY qkey LIMIT 1), \
+       (SELECT delivery_id FROM hookd_queue q WHERE q.tenant = t.tenant \
+          ORDER BY delivery_id LIMIT 1) \
      FROM unnest($1::text[]) WITH ORDINALITY AS t(tenant, n) ORDER BY t.n";
 
 /// The counts of each of `tenants`, in order.
@@ -51,6 +53,9 @@ pub(super) async fn counts_of(db: &Db, tenants: &[String]) -> Result<Vec<QueueCo
         depth: row.get::<_, i64>(0) as u64,
         dead: row.get::<_, i64>(1) as u64,
         oldest_due_ms: row.get::<_, Option<&[u8]>>(2).and_then(queue_key_due_ms),
+        oldest_pending_ms: row
+            .get::<_, Option<&str>>(3)
+            .and_then(DeliveryId::made_at_ms),
     })
     .await
 }

@@ -213,7 +213,7 @@ pub(super) async fn redeliver(
     let Some(event) = load_event(tx, tenant, id).await? else {
         return Err(Error::NotFound(format!("event of {delivery_id}")));
     };
-    let new_id = DeliveryId::generate();
+    let new_id = DeliveryId::made_at(now_ms);
     let Redelivery {
         meta,
         state: new_state,

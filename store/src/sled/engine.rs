@@ -52,10 +52,19 @@ impl TenantData for TenantTrees {
             Some((key, _)) => queue_key_due_ms(&key),
             None => None,
         };
+        let pending = |id: &str| {
+            let state = deliveries::load_state(self, &DeliveryId::new(id))?;
+            Ok(state.is_some_and(|s| s.status == DeliveryStatus::Pending))
+        };
+        let oldest_pending_ms = self
+            .gauges
+            .oldest_pending(pending)?
+            .and_then(|id| DeliveryId::made_at_ms(&id));
         Ok(QueueCounts {
             depth: self.gauges.queue_depth(),
             dead: self.gauges.dead_letters(),
             oldest_due_ms,
+            oldest_pending_ms,
         })
     }
 

@@ -2,18 +2,24 @@
 //! functions that add and remove entries.
 
 use std::{
-    cell::Cell,
-    sync::atomic::{AtomicI64, Ordering},
+    cell::{Cell, RefCell},
+    collections::BTreeSet,
+    sync::{
+        atomic::{AtomicI64, Ordering},
+        Mutex,
+    },
 };
 
 use super::{entry, Keyspace};
 use crate::error::Result;
 
-/// Queue depth and dead letters of one tenant.
+/// Queue depth, dead letters and the deliveries in the queue of one tenant.
 ///
 /// Live counts of one tenant's queue and dead-letter index, kept by the
 /// storage functions that add and remove entries, so a metrics scrape reads
-/// two atomics instead of scanning trees. Counted once, by one scan, when a
+/// two atomics instead of scanning trees, and the oldest delivery still in
+/// the queue is the first of an ordered set of their ids (ULIDs: ordered by
+/// when each was accepted or redelivered). Counted once, by one scan, when a
 /// tenant's trees are first opened in a process; every transaction that
 /// changes the queue or the index counts what it really changed in a
 /// [`Tally`], applied only once the transaction committed.
@@ -21,7 +27,11 @@ use crate::error::Result;
 pub struct LiveCounts {
     queued: AtomicI64,
     dead: AtomicI64,
+    pending: Mutex<BTreeSet<Box<str>>>,
 }
+
+/// How many ids [`LiveCounts::oldest_pending`] checks at most in one call.
+const OLDEST_CHECKS: usize = 16;
 
 impl LiveCounts {
     /// Counts what the trees hold now (the one scan, at boot).
@@ -33,10 +43,19 @@ impl LiveCounts {
             }
             Ok(n)
         };
-        let deliveries = |value: &[u8]| entry::records(value).count() as i64;
+        let mut pending = BTreeSet::new();
+        let mut queued = 0;
+        for entry in queue.iter() {
+            let value = entry?.1;
+            for id in ids(&value) {
+                queued += 1;
+                pending.insert(id.into());
+            }
+        }
         Ok(LiveCounts {
-            queued: AtomicI64::new(count(queue, deliveries)?),
+            queued: AtomicI64::new(queued),
             dead: AtomicI64::new(count(dead, |_| 1)?),
+            pending: Mutex::new(pending),
         })
     }
 
@@ -48,6 +67,50 @@ impl LiveCounts {
         if delta.dead != 0 {
             self.dead.fetch_add(delta.dead, Ordering::Relaxed);
         }
+        if !delta.pending.is_empty() {
+            let mut pending = self.pending.lock().expect("pending ids lock");
+            for (added, id) in delta.pending {
+                match added {
+                    true => pending.insert(id),
+                    false => pending.remove(&id),
+                };
+            }
+        }
+    }
+
+    /// Records a committed new delivery `id` in the queue.
+    pub fn queued_one(&self, id: &str) {
+        self.queued.fetch_add(1, Ordering::Relaxed);
+        self.pending
+            .lock()
+            .expect("pending ids lock")
+            .insert(id.into());
+    }
+
+    /// The id of the oldest delivery in the queue for which `still` holds
+    /// (it is still pending, read from its state): an id for which it does
+    /// not is dropped from the set, at most [`OLDEST_CHECKS`] in one call,
+    /// so a change the set missed cannot hold its reading for ever.
+    pub fn oldest_pending(&self, still: impl Fn(&str) -> Result<bool>) -> Result<Option<Box<str>>> {
+        for _ in 0..OLDEST_CHECKS {
+            let first = self
+                .pending
+                .lock()
+                .expect("pending ids lock")
+                .first()
+                .cloned();
+            let Some(first) = first else {
+                return Ok(None);
+            };
+            if still(&first)? {
+                return Ok(Some(first));
+            }
+            self.pending
+                .lock()
+                .expect("pending ids lock")
+                .remove(&first);
+        }
+        Ok(None)
     }
 
     /// Deliveries in the queue: waiting, scheduled for a retry or pulled
@@ -62,13 +125,22 @@ impl LiveCounts {
     }
 }
 
-/// Queued deliveries and dead letters added (positive) or removed (negative).
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+/// Queued deliveries and dead letters added (positive) or removed
+/// (negative), and the ids of the deliveries that entered (`true`) or left
+/// (`false`) the queue, in order.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Delta {
     /// Queued deliveries (one queue entry may hold several, [`super::entry`]).
     pub queued: i64,
     /// Dead letters.
     pub dead: i64,
+    /// Ids that entered or left the queue.
+    pub pending: Vec<(bool, Box<str>)>,
+}
+
+/// The delivery ids a queue entry names.
+fn ids(value: &[u8]) -> impl Iterator<Item = &str> {
+    entry::records(value).filter_map(|record| std::str::from_utf8(entry::parts(record).0).ok())
 }
 
 /// What one change made to a tenant's queue and dead-letter index, counted
@@ -81,23 +153,36 @@ pub struct Delta {
 pub struct Tally {
     queued: Cell<i64>,
     dead: Cell<i64>,
+    pending: RefCell<Vec<(bool, Box<str>)>>,
 }
 
 impl Tally {
-    /// A queue insert that replaced `old`.
-    pub fn queue_inserted(&self, old: Option<sled::IVec>) {
+    /// A queue insert of one delivery, `id`, that replaced `old`.
+    pub fn queue_inserted(&self, old: Option<sled::IVec>, id: &str) {
         bump(&self.queued, i64::from(old.is_none()));
+        self.left(old.as_deref());
+        self.pending.borrow_mut().push((true, id.into()));
     }
 
     /// A queue remove that found `old`.
     pub fn queue_removed(&self, old: Option<sled::IVec>) {
         bump(&self.queued, -i64::from(old.is_some()));
+        self.left(old.as_deref());
     }
 
-    /// A delivery's record taken out of a queue entry shared by several
+    /// Delivery `id`'s record taken out of a queue entry shared by several
     /// (`taken`: it was there).
-    pub fn queue_taken(&self, taken: bool) {
+    pub fn queue_taken(&self, id: &str, taken: bool) {
         bump(&self.queued, -i64::from(taken));
+        if taken {
+            self.pending.borrow_mut().push((false, id.into()));
+        }
+    }
+
+    /// The deliveries of entry `old`, if any, left the queue.
+    fn left(&self, old: Option<&[u8]>) {
+        let mut pending = self.pending.borrow_mut();
+        pending.extend(old.into_iter().flat_map(ids).map(|id| (false, id.into())));
     }
 
     /// A dead-letter insert that replaced `old`.
@@ -115,6 +200,7 @@ impl Tally {
         Delta {
             queued: self.queued.get(),
             dead: self.dead.get(),
+            pending: self.pending.take(),
         }
     }
 }
@@ -180,6 +266,11 @@ mod tests {
         (trees.gauges.queue_depth(), trees.gauges.dead_letters())
     }
 
+    /// Since when the oldest queued delivery waits.
+    fn oldest(trees: &TenantTrees) -> Option<i64> {
+        TenantData::counts(trees).unwrap().oldest_pending_ms
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn counts_follow_every_change_and_are_counted_again_on_reopen() {
         let dir = tempfile::tempdir().unwrap();
@@ -233,6 +324,7 @@ mod tests {
         assert_eq!(counts(&trees), (1, 0));
         assert_eq!(deliveries::ack(&trees, &[c], 5_000).unwrap(), 1);
         assert_eq!(counts(&trees), (0, 0));
+        assert_eq!(oldest(&trees), None, "every delivery left the queue");
 
         let d = accept(&trees, "evt_d").await;
         attempt(&trees, &d, Next::Retry { due_ms: 9_000 });
@@ -246,6 +338,12 @@ mod tests {
             },
         );
         assert_eq!(counts(&trees), (2, 1));
+        let d_since = DeliveryId::made_at_ms(d.as_str());
+        assert_eq!(
+            oldest(&trees),
+            d_since,
+            "the retrying delivery is the oldest"
+        );
         assert_eq!(
             counts(&store.tenant_trees(&tenant).unwrap()),
             (2, 1),
@@ -255,7 +353,9 @@ mod tests {
         drop((trees, store));
         committer.join().unwrap();
         let (store, _committer) = SledStore::open(dir.path(), 16, false).unwrap();
-        assert_eq!(counts(&store.tenant_trees(&tenant).unwrap()), (2, 1));
+        let trees = store.tenant_trees(&tenant).unwrap();
+        assert_eq!(counts(&trees), (2, 1));
+        assert_eq!(oldest(&trees), d_since, "counted again from the queue");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

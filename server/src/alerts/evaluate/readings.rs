@@ -21,13 +21,16 @@ pub(super) enum Level {
     AtLeast(u64),
     /// Seconds left: holds when at most the threshold.
     Within(u64),
-    /// Attempts that failed in a row and those that delivered so far:
-    /// holds from a run of the threshold until an attempt delivers.
+    /// A destination's health: holds from a run of the threshold of failed
+    /// attempts, or from the oldest queued delivery waiting as long as the
+    /// rule's window, until an attempt delivers.
     Streak {
         /// Failed since the last that delivered.
         failed: u64,
         /// Delivered, in all.
         delivered: u64,
+        /// How long the oldest queued delivery has waited, in seconds.
+        waited_secs: u64,
     },
 }
 
@@ -94,6 +97,7 @@ pub(super) fn readings(
     .map(|kind| (kind, String::new(), Level::Total(signals.total(kind))))
     .collect();
     let mode = state.settings.rules.get(AlertType::RouteFailing).mode;
+    keep_counts(handle, state, now, counts);
     // Every route of the tenant now, read as zero until its dispatcher
     // reports (after a restart); a deleted route's reports are not read.
     let reported: HashMap<String, RouteReading> = signals.routes().into_iter().collect();
@@ -103,6 +107,12 @@ pub(super) fn readings(
             FailingMode::InARow => Level::Streak {
                 failed: r.failed_in_a_row,
                 delivered: r.delivered,
+                waited_secs: state
+                    .storage
+                    .iter()
+                    .find(|(name, _)| *name == route)
+                    .and_then(|(_, counts)| counts.oldest_pending_ms)
+                    .map_or(0, |since| lag_secs(since, now)),
             },
             FailingMode::FirstFailure => Level::Total(r.failed),
             FailingMode::LastAttempt => Level::Total(r.dead),
@@ -131,7 +141,6 @@ pub(super) fn readings(
             level,
         ));
     }
-    keep_counts(handle, state, now, counts);
     for (route, counts) in &state.storage {
         out.push((
             AlertType::DeadLettersDepthExceeded,

@@ -11,7 +11,10 @@ use hookd_proto::domain::AlertType;
 
 use super::{Condition, TenantState, STORAGE_EVERY_MS};
 use crate::{
-    alerts::{rules::Rule, Resolved},
+    alerts::{
+        rules::{FailingMode, Rule},
+        Resolved,
+    },
     ids::TenantId,
     tenant::TenantHandle,
 };
@@ -33,6 +36,19 @@ fn backlog_wakes_at(rule: Rule, oldest_due_ms: Option<i64>) -> Option<i64> {
                 i64::try_from(rule.threshold.saturating_mul(1000)).unwrap_or(i64::MAX);
             Some(due.saturating_add(threshold_ms))
         }
+    }
+}
+
+/// From when the oldest queued delivery of a route, waiting since
+/// `oldest_pending_ms`, has waited as long as `route.failing`'s window
+/// (`rule`, in `consecutive` mode): `i64::MAX` when nothing waits or the
+/// rule does not read the age.
+fn failing_wakes_at(rule: Rule, oldest_pending_ms: Option<i64>) -> i64 {
+    match oldest_pending_ms {
+        Some(since) if rule.enabled && rule.mode == FailingMode::InARow => {
+            since.saturating_add(rule.window_ms)
+        }
+        _ => i64::MAX,
     }
 }
 
@@ -139,15 +155,19 @@ impl TenantState {
 
     /// Until when, nothing being counted meanwhile, evaluating the tenant
     /// could change nothing: its next storage reading, the moment a queue's
-    /// lag could reach the backlog rule's threshold ([`backlog_wakes_at`]).
+    /// lag could reach the backlog rule's threshold ([`backlog_wakes_at`]),
+    /// the moment a route's oldest delivery could make it failing
+    /// ([`failing_wakes_at`]).
     /// `None` when it is not quiet at `now`: a storage reading is due, a
     /// condition is not quiet (an open alert, a gate open or a reading that
     /// holds, a window yet to settle), or a key expires.
     fn quiet_until(&self, now: i64) -> Option<i64> {
         let mut until = self.storage_read_at?.saturating_add(STORAGE_EVERY_MS);
         let backlog = self.settings.rules.get(AlertType::BacklogLagExceeded);
+        let failing = self.settings.rules.get(AlertType::RouteFailing);
         for (_, counts) in &self.storage {
             until = until.min(backlog_wakes_at(backlog, counts.oldest_due_ms)?);
+            until = until.min(failing_wakes_at(failing, counts.oldest_pending_ms));
         }
         for ((kind, _), condition) in &self.conditions {
             let window_ms = self.settings.rules.get(*kind).window_ms;
@@ -222,6 +242,7 @@ mod tests {
                     depth: u64::from(oldest_due_ms.is_some()),
                     dead: 0,
                     oldest_due_ms,
+                    oldest_pending_ms: oldest_due_ms,
                 },
             )],
             storage_read_at: Some(read_at),

@@ -65,7 +65,11 @@ impl Alerts {
             }
             Level::AtLeast(value) => (value, value >= rule.threshold),
             Level::Within(left) => (left, left <= rule.threshold),
-            Level::Streak { failed, delivered } => {
+            Level::Streak {
+                failed,
+                delivered,
+                waited_secs,
+            } => {
                 let since = match condition.gate.is_open() {
                     true => *condition.delivered_at_open.get_or_insert(delivered),
                     false => {
@@ -74,13 +78,14 @@ impl Alerts {
                     }
                 };
                 let open = condition.gate.is_open() && delivered == since;
-                (failed, open || failed >= rule.threshold)
+                let aged = waited_secs.saturating_mul(1000) >= rule.window_ms.max(0) as u64;
+                (failed, open || failed >= rule.threshold || aged)
             }
         };
         condition.holds = rule.enabled && holds;
         let m = match level {
-            Level::Streak { .. } => Measure {
-                window_secs: 0,
+            Level::Streak { waited_secs, .. } => Measure {
+                waited_secs: Some(waited_secs),
                 ..measure(count, rule)
             },
             _ => measure(count, rule),
@@ -254,5 +259,6 @@ fn measure(count: u64, rule: Rule) -> Measure {
         count,
         threshold: rule.threshold,
         window_secs: (rule.window_ms / 1000) as u64,
+        waited_secs: None,
     }
 }

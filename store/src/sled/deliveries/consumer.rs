@@ -101,7 +101,10 @@ fn hand_out(
                 state.next_attempt_at_ms = Some(now_ms + request.visibility_ms);
                 state.queue_key = Some(hex::encode(hidden_until));
                 receipt::take(queue, key, delivery_id, tally)?;
-                tally.queue_inserted(queue.insert(&hidden_until[..], delivery_id.as_str())?);
+                tally.queue_inserted(
+                    queue.insert(&hidden_until[..], delivery_id.as_str())?,
+                    delivery_id.as_str(),
+                );
                 states.insert(delivery_id.as_str(), encode(&state))?;
                 Ok(Some(state.attempts))
             })
@@ -198,7 +201,7 @@ pub fn nack(trees: &TenantTrees, ids: &[DeliveryId], now_ms: i64) -> Result<u32>
                     state.queue_key = Some(hex::encode(new));
                     state.next_attempt_at_ms = Some(now_ms);
                     receipt::take(queue, &old, id, tally)?;
-                    tally.queue_inserted(queue.insert(&new[..], id.as_str())?);
+                    tally.queue_inserted(queue.insert(&new[..], id.as_str())?, id.as_str());
                     states.insert(id.as_str(), encode(&state))?;
                     Ok(true)
                 })

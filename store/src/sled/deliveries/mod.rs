@@ -175,7 +175,7 @@ fn settle(
     if let Some(key) = done.requeue {
         trees
             .tally
-            .queue_inserted(trees.queue.insert(&key[..], id)?);
+            .queue_inserted(trees.queue.insert(&key[..], id)?, id);
     }
     if let Some((key, letter)) = &done.dead {
         trees
@@ -273,7 +273,7 @@ pub fn redeliver(
     now_ms: i64,
     resend: Resend,
 ) -> Result<DeliveryId> {
-    let new_id = DeliveryId::generate();
+    let new_id = DeliveryId::made_at(now_ms);
     let new_key = queue_key(now_ms, trees.sequence()?);
     let id = delivery_id.as_str();
     let result = (
@@ -314,7 +314,10 @@ pub fn redeliver(
             events.insert(new_id.as_str(), StoredEvent::encode(&meta, &event.body))?;
             states.insert(new_id.as_str(), encode(&state))?;
             states.insert(id, encode(&original))?;
-            tally.queue_inserted(queue.insert(&new_key[..], new_id.as_str())?);
+            tally.queue_inserted(
+                queue.insert(&new_key[..], new_id.as_str())?,
+                new_id.as_str(),
+            );
             tally.dead_removed(dead.remove(dead_key)?);
             Ok(tally.delta())
         })

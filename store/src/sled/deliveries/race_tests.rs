@@ -11,7 +11,7 @@ use super::*;
 use crate::api::{PullRequest, TenantData};
 use crate::{
     ids::{EventId, RequestId, TenantId},
-    {records::EventMeta, sled::gauges::Delta, SledStore},
+    {records::EventMeta, SledStore},
 };
 
 const THREADS: usize = 8;
@@ -51,7 +51,7 @@ fn pending(trees: &TenantTrees, n: usize, at_ms: i64) -> DeliveryId {
         .unwrap();
     trees.state.insert(id.as_str(), encode(&state)).unwrap();
     trees.queue.insert(key, id.as_str()).unwrap();
-    trees.gauges.apply(Delta { queued: 1, dead: 0 });
+    trees.gauges.queued_one(id.as_str());
     id
 }
 

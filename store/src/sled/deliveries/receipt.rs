@@ -166,7 +166,8 @@ pub(super) fn take(
     let receipts = entry::records(&value).any(|record| entry::parts(record).1.is_some());
     match (record_of(&value, delivery_id), receipts) {
         (Some(Some(_)), _) => {
-            tally.queue_taken(queue.take_record(key, delivery_id.as_str().as_bytes())?);
+            let taken = queue.take_record(key, delivery_id.as_str().as_bytes())?;
+            tally.queue_taken(delivery_id.as_str(), taken);
         }
         (_, true) => {}
         (_, false) => tally.queue_removed(queue.remove(key)?),

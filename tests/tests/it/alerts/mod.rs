@@ -495,3 +495,32 @@ async fn a_refused_destination_opens_route_failing_which_resolves_only_when_it_d
         "{summary}"
     );
 }
+
+/// A delivery that waits for its retry as long as the rule's window opens
+/// `route.failing` although too few attempts failed in a row to open it:
+/// the age of the oldest queued delivery counts, however quiet the route.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delivery_waiting_longer_than_the_window_opens_route_failing() {
+    let dest = Receiver::start(Reply::Status(503)).await;
+    let sink = Receiver::start(Reply::Status(200)).await;
+    let tables = format!(
+        "schedule_secs = [600.0]\n[tenants.alerts.sink]\nurl = \"{}\"\nsecret = \"{SINK_SECRET}\"\n[[tenants.alerts.rules]]\ntype = \"route.failing\"\nthreshold = 10\nwindow_secs = 60.0\n",
+        sink.url
+    );
+    let s = TestServer::start_at(&tenant("acme", &dest.url, "", "", &tables), now_secs());
+    let body = order("evt_waiting");
+    let answer = s
+        .post("acme", &signed("evt_waiting", s.clock_secs(), &body), &body)
+        .await;
+    assert!(answer.status.is_success(), "{answer:?}");
+    dest.wait_for(1, Duration::from_secs(10)).await;
+    let secs = advance_until(&s, &sink, 1, 120).await;
+    assert!((60..=80).contains(&secs), "opened {secs} s in");
+    let events = verified(&sink, SINK_SECRET);
+    assert_eq!(types(&events), ["route.failing"]);
+    let summary = events[0].1["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("its oldest delivery has waited") && summary.contains("over 60 s"),
+        "{summary}"
+    );
+}

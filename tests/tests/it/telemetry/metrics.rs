@@ -259,3 +259,33 @@ async fn metrics_can_be_switched_off() {
     let res = s.get("/metrics").await;
     assert_eq!(res.status(), StatusCode::NOT_FOUND);
 }
+
+/// A delivery waiting for its retry, its entry due in ten minutes, is the
+/// queue's oldest: the gauge counts how long it has waited since it was
+/// accepted, not how overdue the queue's first entry is.
+#[tokio::test]
+async fn the_oldest_pending_gauge_counts_a_delivery_waiting_for_its_retry() {
+    let dest = Receiver::start(Reply::Status(503)).await;
+    let s = TestServer::start_at(
+        &tenant("acme", &dest.url, "", "", "schedule_secs = [600.0]"),
+        now_secs(),
+    );
+    let body = order("evt_retrying");
+    let answer = s
+        .post(
+            "acme",
+            &signed("evt_retrying", s.clock_secs(), &body),
+            &body,
+        )
+        .await;
+    assert!(answer.status.is_success(), "{answer:?}");
+    dest.wait_for(1, WAIT).await;
+    s.clock.advance_ms(120_000);
+    let oldest = "hookd_queue_oldest_pending_seconds{tenant=\"acme\",route=\"default\"}";
+    let m = parse_metrics(&scrape(&s.base).await);
+    assert_eq!(
+        m["hookd_queue_depth{tenant=\"acme\",route=\"default\"}"],
+        1.0
+    );
+    assert!((120.0..180.0).contains(&m[oldest]), "{}", m[oldest]);
+}

@@ -131,7 +131,8 @@ export type AlertRule = Message<"hookd.v1.AlertRule"> & {
 
   /**
    * route.failing only: "consecutive" (the last `threshold` attempts all
-   * failed; open until an attempt delivers), "first_failure" (an attempt
+   * failed, or the oldest queued delivery waited `window_secs`; open until
+   * an attempt delivers), "first_failure" (an attempt
    * failed) or "last_attempt" (a delivery was dead-lettered). Empty: the
    * default, "consecutive".
    *
