@@ -13,7 +13,7 @@ use crate::{
         ProvidedSecret, PulledDelivery, Redelivered, RejectionFilter, RejectionView, RotatedSecret,
         SecretInfo, Selection, TenantActivity, TenantPatch, TenantView, TokenInfo,
     },
-    model::{NewRoute, RoutePatch, RouteTest, RouteTestResult, RouteView},
+    model::{NewRoute, RetriedNow, RetryNow, RoutePatch, RouteTest, RouteTestResult, RouteView},
 };
 
 /// A live feed of delivery events for one watcher. It ends after yielding
@@ -189,6 +189,16 @@ pub trait ControlBackend: Send + Sync + 'static {
     /// and then nothing changes. By filter, one another call redelivered
     /// meanwhile is skipped. A route the tenant lacks is `NotFound`.
     async fn redeliver(&self, tenant_id: &str, selection: Selection) -> Result<Redelivered>;
+
+    /// Makes the chosen deliveries waiting for their next retry due now,
+    /// their attempt counts unchanged, and wakes their routes; answers once
+    /// that is durable. By ids: an unknown id (on the request's route, or
+    /// on any route without one) is `NotFound` and nothing changes; one
+    /// not waiting for a retry is skipped. `All`: the route's waiting
+    /// deliveries, soonest due first, at most
+    /// [`crate::model::MAX_REDELIVER_PER_CALL`]. A route the tenant lacks
+    /// is `NotFound`.
+    async fn retry_now(&self, tenant_id: &str, request: RetryNow) -> Result<RetriedNow>;
 
     /// Deletes the selected dead letters and their stored bodies for good
     /// and returns how many went. Ids that are not dead letters of the

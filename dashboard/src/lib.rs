@@ -157,6 +157,10 @@ fn pages(cfg: &mut web::ServiceConfig) {
                 .route("/routes", web::get().to(routes::list))
                 .route("/routes/{route}/test", web::get().to(routes::test_page))
                 .route("/routes/{route}/test", web::post().to(routes::test))
+                .route(
+                    "/routes/{route}/retry-now",
+                    web::post().to(routes::retry_now),
+                )
                 .route("/tail", web::get().to(tail::page))
                 .route("/events", web::get().to(tail::events))
                 .route("/secrets", web::get().to(tenants::secrets))

@@ -3,8 +3,8 @@
 
 use actix_web::{web, HttpResponse};
 use hookd_control::model::{
-    PastedEvent, RouteTest, RouteTestResult, RouteUnderTest, RouteView, TestEvent, TestedRequest,
-    DEFAULT_ROUTE,
+    PastedEvent, RetriedNow, RetryNow, RouteTest, RouteTestResult, RouteUnderTest, RouteView,
+    TestEvent, TestedRequest, Waiting, DEFAULT_ROUTE,
 };
 use hookd_domain::TenantId;
 use maud::{html, Markup};
@@ -56,19 +56,7 @@ pub(super) async fn list(
     path: web::Path<String>,
 ) -> Result<HttpResponse, DashError> {
     let tenant = tenant_in_path(&signed, &path)?;
-    let routes = dash.backend.list_routes(&tenant).await?;
-    let body = html! {
-        div.scroll { table.routes {
-            caption { "Routes; " (DEFAULT_ROUTE) " is the tenant's own destination" }
-            thead { tr {
-                th scope="col" { "Route" } th scope="col" { "Destination" }
-                th scope="col" { "Max in flight" }
-                th scope="col" { "Concurrency limit now" } th scope="col" { "Filter" }
-                th scope="col" { "Transform" } th scope="col" { "Pages" }
-            } }
-            tbody { @for r in &routes { (row(&tenant, r)) } }
-        } }
-    };
+    let body = page(&dash, &signed, &tenant, None).await?;
     Ok(layout::html(layout::page(
         Some(signed.csrf()),
         Some(&tenant),
@@ -77,7 +65,64 @@ pub(super) async fn list(
     )))
 }
 
-fn row(tenant: &str, r: &RouteView) -> Markup {
+/// The routes page's body; `retried` is what a Retry now did on a route,
+/// shown above the table.
+async fn page(
+    dash: &Dashboard,
+    signed: &Signed,
+    tenant: &str,
+    retried: Option<(&str, RetriedNow)>,
+) -> Result<Markup, DashError> {
+    let routes = dash.backend.list_routes(tenant).await?;
+    Ok(html! {
+        @if let Some((route, done)) = &retried {
+            p role="status" #retried {
+                "Route " code { (route) } ": " (done.matched) " deliveries waiting for their retry are being attempted now"
+                @if done.more { " (more wait: retry again for the rest)" }
+                "."
+            }
+        }
+        div.scroll { table.routes {
+            caption { "Routes; " (DEFAULT_ROUTE) " is the tenant's own destination" }
+            thead { tr {
+                th scope="col" { "Route" } th scope="col" { "Destination" }
+                th scope="col" { "Max in flight" }
+                th scope="col" { "Concurrency limit now" } th scope="col" { "Filter" }
+                th scope="col" { "Transform" } th scope="col" { "Pages" }
+            } }
+            tbody { @for r in &routes { (row(tenant, r, signed)) } }
+        } }
+    })
+}
+
+/// `POST /t/{tenant}/routes/{route}/retry-now`: every delivery of the
+/// route waiting for its retry is attempted now (after its destination
+/// came back).
+pub(super) async fn retry_now(
+    dash: web::Data<Dashboard>,
+    signed: Signed,
+    path: web::Path<(String, String)>,
+    body: web::Bytes,
+) -> Result<HttpResponse, DashError> {
+    let (tenant, route) = path.into_inner();
+    let tenant = tenant_in_path(&signed, &tenant)?;
+    signed.form(&body)?;
+    let route = route_param(&route)?.to_owned();
+    let request = RetryNow {
+        route: Some(route.clone()),
+        pick: Waiting::All { dry_run: false },
+    };
+    let done = dash.backend.retry_now(&tenant, request).await?;
+    let body = page(&dash, &signed, &tenant, Some((&route, done))).await?;
+    Ok(layout::html(layout::page(
+        Some(signed.csrf()),
+        Some(&tenant),
+        "Routes",
+        body,
+    )))
+}
+
+fn row(tenant: &str, r: &RouteView, signed: &Signed) -> Markup {
     let on_route = layout::query(&[("route", &r.name)]);
     html! {
         tr {
@@ -100,6 +145,12 @@ fn row(tenant: &str, r: &RouteView) -> Markup {
                 li { a href={ "/t/" (tenant) "/deliveries" (on_route) } { "Deliveries" } }
                 li { a href={ "/t/" (tenant) "/dead-letters" (on_route) } { "Dead letters" } }
                 li { a href={ "/t/" (tenant) "/routes/" (r.name) "/test" } { "Try on an event" } }
+            }
+            @if r.destination_url.is_some() {
+                form.inline method="post" action={ "/t/" (tenant) "/routes/" (r.name) "/retry-now" } {
+                    (layout::csrf(signed.csrf()))
+                    button type="submit" title="Attempt every delivery waiting for its retry now" { "Retry waiting now" }
+                }
             } }
         }
     }

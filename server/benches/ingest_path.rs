@@ -16,7 +16,6 @@ use hookd_server::{
         TenantData, TenantSettings,
     },
 };
-use tokio::sync::Notify;
 
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 const NOW_SECS: i64 = 1_700_000_000;
@@ -126,7 +125,7 @@ fn gate(c: &mut Criterion) {
         Arc::new(settings()),
         data,
         clock,
-        Arc::new(Notify::new()),
+        Arc::default(),
         DeliveryFeed::default(),
         spans,
     );

@@ -13,7 +13,6 @@ use hookd_server::{
     ids::TenantId,
     testing::{DeliveryFeed, Gate, Ingest, SledStore, Spans, Storage, TenantSettings},
 };
-use tokio::sync::Notify;
 
 const NOW_SECS: i64 = 1_700_000_000;
 /// A Standard Webhooks shared secret.
@@ -140,7 +139,7 @@ fn schemes(c: &mut Criterion) {
             Arc::new(case.settings()),
             data,
             clock.clone(),
-            Arc::new(Notify::new()),
+            Arc::default(),
             DeliveryFeed::default(),
             spans.clone(),
         );

@@ -5,7 +5,8 @@ use futures_util::{stream::BoxStream, StreamExt, TryStreamExt};
 use hookd_proto::v1::{
     DeadLetter, Delivery, DeliveryEvent, DeliveryStatus, GetDeliveryRequest,
     ListDeadLettersRequest, ListDeadLettersResponse, ListDeliveriesRequest, ListDeliveriesResponse,
-    PurgeDeadLettersRequest, RedeliverRequest, RedeliverResponse, WatchDeliveriesRequest,
+    PurgeDeadLettersRequest, RedeliverRequest, RedeliverResponse, RetryNowRequest,
+    RetryNowResponse, WatchDeliveriesRequest,
 };
 
 use super::{paging::collect_pages, ClientError, HookdClient};
@@ -197,6 +198,38 @@ impl HookdClient {
             .deliveries
             .clone()
             .redeliver(request)
+            .await?
+            .into_inner())
+    }
+
+    /// Attempts deliveries waiting for their next retry now instead of on
+    /// their schedule (after the destination came back), without counting an
+    /// extra attempt: by id, or every waiting delivery of a route
+    /// (`all_waiting`, with `dry_run` to count them first). One call takes at
+    /// most 1,000; `more` says whether others wait.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: hookd_sdk::client::HookdClient) -> Result<(), hookd_sdk::client::ClientError> {
+    /// use hookd_sdk::client::proto::RetryNowRequest;
+    /// let done = client
+    ///     .retry_now(RetryNowRequest {
+    ///         tenant_id: "acme".into(),
+    ///         all_waiting: true,
+    ///         ..Default::default()
+    ///     })
+    ///     .await?;
+    /// println!("{} deliveries are being attempted now", done.matched);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn retry_now(
+        &self,
+        request: RetryNowRequest,
+    ) -> Result<RetryNowResponse, ClientError> {
+        Ok(self
+            .deliveries
+            .clone()
+            .retry_now(request)
             .await?
             .into_inner())
     }

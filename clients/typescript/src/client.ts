@@ -21,6 +21,7 @@ import {
   type ListDeadLettersRequestSchema,
   type ListDeliveriesRequestSchema,
   type RedeliverResponse,
+  type RetryNowResponse,
 } from "./gen/hookd/v1/delivery_pb.js";
 import { RejectionService } from "./gen/hookd/v1/rejection_pb.js";
 import { RouteService } from "./gen/hookd/v1/route_pb.js";
@@ -165,5 +166,14 @@ export class HookdClient {
   /** Redelivers dead (or delivered) deliveries by id; the answer lists the new ids in order. */
   redeliver(tenantId: string, deliveryIds: readonly string[]): Promise<RedeliverResponse> {
     return this.deliveries.redeliver({ tenantId, deliveryIds: [...deliveryIds] });
+  }
+
+  /**
+   * Attempts every delivery of `route` (empty: `default`) waiting for its retry now, without
+   * counting an extra attempt (at most 1,000 per call; `more` says others wait); `dryRun` only
+   * counts them.
+   */
+  retryNow(tenantId: string, route = "", dryRun = false): Promise<RetryNowResponse> {
+    return this.deliveries.retryNow({ tenantId, route, allWaiting: true, dryRun });
   }
 }

@@ -11,7 +11,7 @@ use hookd_proto::{
 use super::{non_empty, time_bound};
 use crate::{
     error::Error,
-    model::{DeadLetterFilter, DeliveryStatus, Matching, Pick, Selection},
+    model::{DeadLetterFilter, DeliveryStatus, Matching, Pick, RetryNow, Selection, Waiting},
     Result,
 };
 
@@ -68,6 +68,29 @@ impl TryFrom<pb::RedeliverRequest> for Selection {
             (true, true) => matching(&r).map(Pick::Matching),
         }?;
         Ok(Selection { route, pick })
+    }
+}
+
+impl TryFrom<pb::RetryNowRequest> for RetryNow {
+    type Error = Error;
+
+    fn try_from(r: pb::RetryNowRequest) -> Result<Self> {
+        let route = route(&r.route)?;
+        let pick = match (r.delivery_ids.is_empty(), r.all_waiting) {
+            (false, true) => Err(Error::InvalidArgument(
+                "set delivery_ids or all_waiting, not both".into(),
+            )),
+            (true, false) => Err(Error::InvalidArgument(
+                "set delivery_ids, or all_waiting to retry every waiting delivery of the route"
+                    .into(),
+            )),
+            (false, false) if r.dry_run => Err(Error::InvalidArgument(
+                "dry_run applies only with all_waiting".into(),
+            )),
+            (false, false) => distinct_ids(r.delivery_ids).map(Waiting::Ids),
+            (true, true) => Ok(Waiting::All { dry_run: r.dry_run }),
+        }?;
+        Ok(RetryNow { route, pick })
     }
 }
 

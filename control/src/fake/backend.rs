@@ -12,8 +12,9 @@ use crate::{
         AttemptView, ContractCheck, ContractDef, ContractList, ContractView, CreatedTenant,
         CreatedToken, DeadLetterFilter, DeadLetterView, DeliveryContent, DeliveryStatus,
         DeliveryView, Grant, NewTenant, Page, PageRequest, Pick, Principal, ProvidedSecret,
-        PulledDelivery, Redelivered, RejectionFilter, RejectionView, RotatedSecret, SecretInfo,
-        Selection, TenantActivity, TenantPatch, TenantView, TokenBinding, TokenInfo,
+        PulledDelivery, Redelivered, RejectionFilter, RejectionView, RetriedNow, RetryNow,
+        RotatedSecret, SecretInfo, Selection, TenantActivity, TenantPatch, TenantView,
+        TokenBinding, TokenInfo, Waiting,
     },
     model::{NewRoute, RoutePatch, RouteTest, RouteTestResult, RouteView, DEFAULT_ROUTE},
 };
@@ -308,6 +309,25 @@ impl ControlBackend for FakeBackend {
         }
         let new_ids = self.redelivered(tenant_id, &originals);
         Ok(Redelivered::of(&originals, new_ids, more))
+    }
+
+    async fn retry_now(&self, tenant_id: &str, request: RetryNow) -> Result<RetriedNow> {
+        self.called("retry_now");
+        let route = request.route.as_deref();
+        if let Some(route) = route {
+            self.known_route(tenant_id, route)?;
+        }
+        let (ids, dry_run) = match request.pick {
+            Waiting::Ids(ids) => (self.waiting_ids(tenant_id, route, &ids)?, false),
+            Waiting::All { dry_run } => (
+                self.waiting_on(tenant_id, route.unwrap_or(DEFAULT_ROUTE)),
+                dry_run,
+            ),
+        };
+        if !dry_run {
+            self.made_due(tenant_id, &ids);
+        }
+        Ok(RetriedNow::of(&ids, false))
     }
 
     async fn purge_dead_letters(&self, tenant_id: &str, selection: Selection) -> Result<u64> {

@@ -1,11 +1,14 @@
 //! The fake's routes of deliveries: which routes a tenant has, the
-//! deliveries a redelivery takes, and what redelivering them leaves.
+//! deliveries a redelivery or a retry now takes, and what they leave.
 
 use super::FakeBackend;
 use crate::{
     error::{Error, Result},
-    model::{DeliveryStatus, Matching, DEFAULT_ROUTE, MAX_REDELIVER_PER_CALL},
+    model::{DeliveryStatus, DeliveryView, Matching, DEFAULT_ROUTE, MAX_REDELIVER_PER_CALL},
 };
+
+/// The fake's now, for what it makes due.
+const NOW_MS: i64 = 1_700_000_000_000;
 
 impl FakeBackend {
     /// `route` of `tenant_id`, which must be the default one or added.
@@ -105,4 +108,61 @@ impl FakeBackend {
         }
         originals.iter().map(|id| again(id)).collect()
     }
+
+    /// Of `ids` (each a seeded delivery of the tenant, on `route` when
+    /// given, else `NotFound`), those waiting for a retry as hookd tells
+    /// them: pending after at least one attempt, with a next attempt set.
+    pub(super) fn waiting_ids(
+        &self,
+        tenant_id: &str,
+        route: Option<&str>,
+        ids: &[String],
+    ) -> Result<Vec<String>> {
+        let deliveries = self.deliveries.lock().unwrap();
+        let mut waiting = Vec::new();
+        for id in ids {
+            let found = deliveries.iter().find(|d| {
+                d.tenant_id == tenant_id
+                    && &d.delivery_id == id
+                    && route.is_none_or(|r| d.route == r)
+            });
+            match found {
+                Some(d) if is_waiting(d) => waiting.push(id.clone()),
+                Some(_) => {}
+                None => return Err(Error::NotFound(format!("delivery {id}"))),
+            }
+        }
+        Ok(waiting)
+    }
+
+    /// The seeded deliveries of the tenant's `route` waiting for a retry,
+    /// soonest due first.
+    pub(super) fn waiting_on(&self, tenant_id: &str, route: &str) -> Vec<String> {
+        let deliveries = self.deliveries.lock().unwrap();
+        let mut waiting: Vec<_> = deliveries
+            .iter()
+            .filter(|d| d.tenant_id == tenant_id && d.route == route && is_waiting(d))
+            .collect();
+        waiting.sort_by_key(|d| d.next_attempt_at_ms);
+        waiting
+            .into_iter()
+            .take(MAX_REDELIVER_PER_CALL)
+            .map(|d| d.delivery_id.clone())
+            .collect()
+    }
+
+    /// Makes the deliveries `ids` due at once: their next attempt is the
+    /// fake's now.
+    pub(super) fn made_due(&self, tenant_id: &str, ids: &[String]) {
+        for d in self.deliveries.lock().unwrap().iter_mut() {
+            if d.tenant_id == tenant_id && ids.contains(&d.delivery_id) {
+                d.next_attempt_at_ms = Some(NOW_MS);
+            }
+        }
+    }
+}
+
+/// Whether seeded delivery `d` waits for a retry.
+fn is_waiting(d: &DeliveryView) -> bool {
+    d.status == DeliveryStatus::Pending && d.attempt_count > 0 && d.next_attempt_at_ms.is_some()
 }

@@ -219,6 +219,52 @@ impl Matching {
     }
 }
 
+/// Deliveries waiting for their next retry, to attempt now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetryNow {
+    /// The route the request named; `None`: ids are looked for on every
+    /// route, `All` takes the default route's.
+    pub route: Option<String>,
+    /// Which of its deliveries.
+    pub pick: Waiting,
+}
+
+/// Which waiting deliveries a [`RetryNow`] takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Waiting {
+    /// These deliveries; none empty, no duplicates.
+    Ids(Vec<String>),
+    /// Every one of the route waiting for its retry, at most
+    /// [`MAX_REDELIVER_PER_CALL`] (soonest due first); `dry_run`: count
+    /// them and change nothing.
+    All {
+        /// Change nothing.
+        dry_run: bool,
+    },
+}
+
+/// What a retry now did (or, in a dry run, would do).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RetriedNow {
+    /// How many were (would be) made due now.
+    pub matched: u64,
+    /// Their ids, at most [`MAX_MATCHED_IDS`].
+    pub delivery_ids: Vec<String>,
+    /// More were waiting than one call takes.
+    pub more: bool,
+}
+
+impl RetriedNow {
+    /// The answer for making `ids` due, `more` when others waited beyond.
+    pub fn of(ids: &[String], more: bool) -> Self {
+        RetriedNow {
+            matched: ids.len() as u64,
+            delivery_ids: ids.iter().take(MAX_MATCHED_IDS).cloned().collect(),
+            more,
+        }
+    }
+}
+
 /// What a redelivery did (or, in a dry run, would do).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Redelivered {

@@ -16,8 +16,8 @@ pub use contract::{ContractCheck, ContractDef, ContractList, ContractView, Viola
 pub use delivery::{
     AttemptView, DeadLetterFilter, DeadLetterView, DeliveryContent, DeliveryEventKind,
     DeliveryEventView, DeliveryStatus, DeliveryView, Matching, Pick, PulledDelivery, Redelivered,
-    RedirectView, RouteOutcomeView, Selection, DEFAULT_ROUTE, MAX_MATCHED_IDS,
-    MAX_REDELIVER_PER_CALL,
+    RedirectView, RetriedNow, RetryNow, RouteOutcomeView, Selection, Waiting, DEFAULT_ROUTE,
+    MAX_MATCHED_IDS, MAX_REDELIVER_PER_CALL,
 };
 pub use rejection::{RejectionFilter, RejectionView};
 pub use route::{

@@ -12,7 +12,7 @@ use crate::{
     auth::{authorize_tenant, grant, require_tenant},
     backend::{ControlBackend, EventStream},
     convert,
-    model::{DeadLetterFilter, Principal, Selection},
+    model::{DeadLetterFilter, Principal, RetryNow, Selection},
     watch::{WatchSlot, WatchSlots},
 };
 
@@ -100,6 +100,20 @@ impl<B: ControlBackend> DeliveryService for DeliveryApi<B> {
             delivery_ids: done.delivery_ids,
             matched: done.matched,
             matched_ids: done.matched_ids,
+            more: done.more,
+        }))
+    }
+
+    async fn retry_now(
+        &self,
+        request: Request<pb::RetryNowRequest>,
+    ) -> Result<Response<pb::RetryNowResponse>, Status> {
+        let tenant_id = authorize_tenant(&*self.backend, &request, &request.get_ref().tenant_id)?;
+        let chosen = RetryNow::try_from(request.into_inner())?;
+        let done = self.backend.retry_now(&tenant_id, chosen).await?;
+        Ok(Response::new(pb::RetryNowResponse {
+            matched: done.matched,
+            delivery_ids: done.delivery_ids,
             more: done.more,
         }))
     }

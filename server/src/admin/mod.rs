@@ -8,6 +8,7 @@ mod deliveries;
 mod redeliver;
 mod redirect;
 mod rejections;
+mod retry_now;
 mod route_test;
 mod routes;
 mod tenants;
@@ -24,7 +25,7 @@ use hookd_control::{
         PulledDelivery, Redelivered, RejectionFilter, RejectionView, RotatedSecret, SecretInfo,
         Selection, TenantActivity, TenantPatch, TenantView, TokenBinding, TokenInfo,
     },
-    model::{NewRoute, RoutePatch, RouteTest, RouteTestResult, RouteView},
+    model::{NewRoute, RetriedNow, RetryNow, RoutePatch, RouteTest, RouteTestResult, RouteView},
     ControlBackend, Error as ApiError, EventStream, Result as ApiResult,
 };
 use secrecy::{ExposeSecret, SecretString};
@@ -333,6 +334,10 @@ impl ControlBackend for Backend {
 
     async fn purge_dead_letters(&self, tenant_id: &str, selection: Selection) -> ApiResult<u64> {
         self.purge(tenant_id, selection).await
+    }
+
+    async fn retry_now(&self, tenant_id: &str, request: RetryNow) -> ApiResult<RetriedNow> {
+        self.retry_waiting(tenant_id, request).await
     }
 
     async fn tenant_activity(&self, tenant_id: &str) -> ApiResult<TenantActivity> {

@@ -260,7 +260,6 @@ mod tests {
     use std::sync::Arc;
 
     use hookd_control::model::DeadLetterFilter;
-    use tokio::sync::Notify;
 
     use super::*;
     use crate::{
@@ -282,7 +281,7 @@ mod tests {
         RouteHandle {
             name: "audit".into(),
             data,
-            wake: Arc::new(Notify::new()),
+            wake: Arc::default(),
             metrics: metrics.route(&labels, "audit"),
         }
     }

@@ -6,8 +6,8 @@ use std::{sync::Arc, time::Duration};
 use futures_util::future::{AbortHandle, BoxFuture};
 use hookd_proto::domain::defaults;
 use hookd_sdk::signature::Secret;
-use tokio::sync::Notify;
 
+use crate::routes::handle::Wake;
 use crate::routes::settings::ForwardSettings;
 use crate::{
     config::{ConcurrencySettings, SinkFormat},
@@ -71,7 +71,7 @@ pub struct SinkHandle {
     name: &'static str,
     format: SinkFormat,
     data: TenantStore,
-    wake: Arc<Notify>,
+    wake: Arc<Wake>,
     abort: AbortHandle,
 }
 
@@ -90,7 +90,7 @@ impl SinkHandle {
         delivery: &SinkDelivery,
     ) -> Result<SinkHandle> {
         let data = services.store.tenant(&tenant.alert_scope(sink.name))?;
-        let wake = Arc::new(Notify::new());
+        let wake = Arc::new(Wake::default());
         let settings = ForwardSettings {
             url: sink.url.clone(),
             secret: sink.secret.clone(),
@@ -163,7 +163,7 @@ impl SinkHandle {
         Box::pin(async move {
             match committed.await {
                 Ok(CommitOutcome::Accepted) => {
-                    wake.notify_one();
+                    wake.queued();
                     true
                 }
                 Ok(_) => true,

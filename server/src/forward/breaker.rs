@@ -54,6 +54,17 @@ impl Breaker {
         }
     }
 
+    /// An operator said the destination is back (a retry now): an open
+    /// breaker lets its probe through from `now_ms` instead of after its
+    /// pause.
+    pub fn probe_now(&mut self, now_ms: i64) {
+        if let BreakerState::Open { until_ms } = self.state {
+            self.state = BreakerState::Open {
+                until_ms: until_ms.min(now_ms),
+            };
+        }
+    }
+
     /// When an open breaker lets its next probe through.
     pub fn reopens_at(&self) -> Option<i64> {
         match self.state {
@@ -143,5 +154,19 @@ mod tests {
         b.on_success();
         assert!(!b.on_failure(0));
         assert_eq!(b.state(), BreakerState::Closed);
+    }
+
+    #[test]
+    fn a_retry_now_lets_an_open_breakers_probe_through_at_once() {
+        let mut b = Breaker::new(1, 30_000);
+        b.probe_now(0);
+        assert_eq!(b.state(), BreakerState::Closed, "a closed breaker stays");
+        assert!(b.on_failure(0));
+        assert!(!b.admit(10));
+        b.probe_now(10);
+        assert!(b.admit(10), "the probe goes before the pause ends");
+        assert_eq!(b.state(), BreakerState::HalfOpen);
+        b.probe_now(10);
+        assert!(!b.admit(10), "still one probe at a time");
     }
 }

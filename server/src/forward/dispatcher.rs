@@ -4,7 +4,6 @@
 use std::{collections::HashSet, future::Future, pin::Pin, sync::Arc, time::Instant};
 
 use futures_util::{stream::FuturesUnordered, FutureExt, StreamExt};
-use tokio::sync::Notify;
 
 use super::{
     adaptive::{ConcurrencyLimit, HostSignals},
@@ -15,6 +14,7 @@ use super::{
     report::ForwardReport,
     round::{write_round, Decided, Recorded},
 };
+use crate::routes::handle::Wake;
 use crate::routes::settings::ForwardSettings;
 use crate::{
     alerts::Signals,
@@ -120,7 +120,7 @@ pub struct DispatcherParts {
     /// The clock it reads and sleeps on.
     pub clock: SharedClock,
     /// Notified when new work is queued.
-    pub wake: Arc<Notify>,
+    pub wake: Arc<Wake>,
     /// The live feed outcomes are published on.
     pub feed: DeliveryFeed,
     /// Starts the `hookd.forward` spans.
@@ -153,7 +153,7 @@ pub struct Dispatcher {
     settings: Arc<ForwardSettings>,
     client: reqwest::Client,
     clock: SharedClock,
-    wake: Arc<Notify>,
+    wake: Arc<Wake>,
     /// What each outcome tells: alert signals, counters, span, log, feed.
     report: ForwardReport,
     breaker: Breaker,
@@ -303,6 +303,9 @@ impl Dispatcher {
         busy: &mut HashSet<QueueKey>,
     ) -> Result<i64> {
         let mut wake_at = now + MAX_IDLE_MS;
+        if self.wake.take_retry_now() {
+            self.breaker.probe_now(now);
+        }
         if let Some(reopens) = self.breaker.reopens_at() {
             wake_at = wake_at.min(reopens);
         }

@@ -1,6 +1,9 @@
 //! A running tenant's routes and what they make of an accepted event.
 
-use std::sync::Arc;
+use std::sync::{
+    atomic::{AtomicBool, Ordering},
+    Arc,
+};
 
 use tokio::sync::Notify;
 
@@ -35,7 +38,7 @@ pub struct RouteHandle {
     /// Its deliveries in storage.
     pub data: TenantStore,
     /// Wakes its dispatcher when work is queued.
-    pub wake: Arc<Notify>,
+    pub wake: Arc<Wake>,
     /// Its forwarding metrics and the labels of its queue gauges.
     pub metrics: Arc<RouteMetrics>,
 }
@@ -53,7 +56,7 @@ impl RouteHandle {
         let default = RouteHandle {
             name: DEFAULT_ROUTE.to_owned(),
             data: data.clone(),
-            wake: Arc::new(Notify::new()),
+            wake: Arc::default(),
             metrics: sources.1.route(tenant, DEFAULT_ROUTE),
         };
         RouteHandle::all(sources, others, tenant, &[default])
@@ -79,7 +82,7 @@ impl RouteHandle {
                 None => RouteHandle {
                     name: route.name.clone(),
                     data: store.tenant(&route.scope)?,
-                    wake: Arc::new(Notify::new()),
+                    wake: Arc::default(),
                     metrics: metrics.route(tenant, &route.name),
                 },
             };
@@ -91,6 +94,39 @@ impl RouteHandle {
     /// The storage scope of this route.
     pub fn scope(&self) -> &TenantId {
         self.data.tenant()
+    }
+}
+
+/// What wakes a route's dispatcher: work queued, or an operator's retry
+/// now, which also lets an open breaker send its probe at once.
+#[derive(Debug, Default)]
+pub struct Wake {
+    notify: Notify,
+    retry_now: AtomicBool,
+}
+
+impl Wake {
+    /// Work was queued.
+    pub fn queued(&self) {
+        self.notify.notify_one();
+    }
+
+    /// An operator made waiting deliveries due: the destination is said to
+    /// be back.
+    pub fn retry_now(&self) {
+        self.retry_now.store(true, Ordering::SeqCst);
+        self.notify.notify_one();
+    }
+
+    /// Until the next [`Wake::queued`] or [`Wake::retry_now`] (one that
+    /// came while nobody waited counts).
+    pub async fn notified(&self) {
+        self.notify.notified().await;
+    }
+
+    /// Whether a retry now came since the last call.
+    pub fn take_retry_now(&self) -> bool {
+        self.retry_now.swap(false, Ordering::SeqCst)
     }
 }
 

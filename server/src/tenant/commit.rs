@@ -74,7 +74,7 @@ impl Commit {
             CommitOutcome::Accepted => {
                 sender.record(senders.as_deref(), tenant.as_str(), tolerance_secs);
                 for route in running.iter() {
-                    route.wake.notify_one();
+                    route.wake.queued();
                 }
                 let ids = std::iter::once(&new_id).chain(routes.iter().map(|(_, id)| id));
                 for id in ids {

@@ -10,7 +10,7 @@ use std::{
 use bytes::Bytes;
 use hookd_proto::domain::DEFAULT_ROUTE;
 use hookd_sdk::signature::{self, Delivery, HeaderSource, Verified};
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Semaphore;
 
 use super::{
     commit::{Commit, ContractRejection, SenderFacts},
@@ -20,6 +20,7 @@ use super::{
     snapshot::{Published, Snapshot},
     validate::{content_event_id, is_form, validate_body, Body, Checked, EventIdSource},
 };
+use crate::routes::handle::Wake;
 use crate::routes::handle::{fan_out, RouteHandle};
 use crate::tenant::TenantSettings;
 use crate::{
@@ -94,7 +95,7 @@ impl Gate {
         settings: Arc<TenantSettings>,
         data: TenantStore,
         clock: SharedClock,
-        wake: Arc<Notify>,
+        wake: Arc<Wake>,
         feed: DeliveryFeed,
         spans: Spans,
     ) -> Self {
@@ -512,7 +513,7 @@ mod tests {
             settings,
             data,
             clock,
-            Arc::new(Notify::new()),
+            Arc::default(),
             DeliveryFeed::default(),
             spans,
         );

@@ -214,7 +214,7 @@ impl Registry {
         let now = self.services.clock.now_ms();
         let new_id = route.data.redeliver(delivery_id, now, resend)?;
         let state = route.data.state(&new_id)?;
-        route.wake.notify_one();
+        route.wake.queued();
         tracing::info!(tenant = %tenant, route = %route.name, delivery_id = %delivery_id, new_delivery_id = %new_id, "dead letter redelivered");
         if let Some(state) = state {
             self.services.feed.publish(DeliveryEvent {

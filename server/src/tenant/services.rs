@@ -3,9 +3,8 @@
 
 use std::{sync::Arc, time::Duration};
 
-use tokio::sync::Notify;
-
 use super::replay::{replay_cache, ReplayCache};
+use crate::routes::handle::Wake;
 use crate::routes::settings::ForwardSettings;
 use crate::{
     alerts::{Signals, Touched},
@@ -120,7 +119,7 @@ impl Services {
     pub(crate) fn start_dispatcher(
         &self,
         (tenant, name): (&TenantId, &str),
-        (data, wake): (TenantStore, Arc<Notify>),
+        (data, wake): (TenantStore, Arc<Wake>),
         (settings, metrics): (&ForwardSettings, Arc<RouteMetrics>),
         signals: Option<Arc<Signals>>,
     ) -> Result<futures_util::future::AbortHandle> {

@@ -205,6 +205,12 @@ pub trait TenantData: Send + Sync + 'static {
     /// Makes pulled deliveries visible again; returns how many.
     fn nack(&self, ids: &[DeliveryId], now_ms: i64) -> Result<u32>;
 
+    /// Makes deliveries waiting for their next retry (pending, attempted
+    /// at least once, their entry due after `now_ms`) due at `now_ms`,
+    /// their attempt counts unchanged; returns how many. A delivery in
+    /// flight or due already is left as it is.
+    fn retry_now(&self, ids: &[DeliveryId], now_ms: i64) -> Result<u32>;
+
     /// One bounded step of retention; `cursor` carries the position of the
     /// idempotency scan between steps (empty: from the start). What it
     /// removed says whether more may be due ([`Swept::more`]): a pass calls

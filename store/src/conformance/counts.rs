@@ -83,3 +83,42 @@ pub(super) async fn the_oldest_pending_delivery_counts_one_scheduled_for_a_retry
     let read = engine.store.counts_of(std::slice::from_ref(&data)).unwrap();
     assert_eq!(read[0], counts);
 }
+
+/// A retry now makes a delivery waiting for its retry due at the caller's
+/// time, its attempts unchanged; one due already, or never attempted, is
+/// left as it is.
+pub(super) async fn retry_now_makes_a_waiting_delivery_due_at_once(engine: Engine) {
+    let data = tenant(&engine, "acme");
+    let waiting = accepted(&data, "evt_waiting", 1_000).await;
+    let fresh = accepted(&data, "evt_fresh", 2_000).await;
+    let entry = data
+        .queue(None, 10)
+        .unwrap()
+        .into_iter()
+        .find(|(_, id)| *id == waiting)
+        .unwrap()
+        .0;
+    let retry = Next::Retry { due_ms: 600_000 };
+    data.record_attempt(&entry, &waiting, &attempt(1, 3_000), &retry, 3_000)
+        .unwrap()
+        .unwrap();
+    let both = [waiting.clone(), fresh.clone()];
+    assert_eq!(
+        data.retry_now(&both, 10_000).unwrap(),
+        1,
+        "only the waiting one"
+    );
+    let queue = data.queue(None, 10).unwrap();
+    let due: Vec<_> = queue
+        .iter()
+        .map(|(key, id)| (id.clone(), key.due_ms()))
+        .collect();
+    assert!(due.contains(&(waiting.clone(), 10_000)), "{due:?}");
+    assert!(due.contains(&(fresh, 2_000)), "{due:?}");
+    let state = data.state(&waiting).unwrap().unwrap();
+    assert_eq!(
+        (state.attempts, state.next_attempt_at_ms),
+        (1, Some(10_000))
+    );
+    assert_eq!(data.retry_now(&both, 10_000).unwrap(), 0, "due already");
+}

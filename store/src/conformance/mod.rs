@@ -26,7 +26,7 @@ mod routes;
 mod sinks;
 mod statuses;
 use counts::{
-    counts_of_many_tenants_are_each_their_own,
+    counts_of_many_tenants_are_each_their_own, retry_now_makes_a_waiting_delivery_due_at_once,
     the_oldest_pending_delivery_counts_one_scheduled_for_a_retry,
 };
 use pull::{concurrent_pulls_never_share_a_delivery, pull_ack_nack};
@@ -67,6 +67,7 @@ crate::engines!(
     sweep_due_names_each_tenant_with_something_due,
     counts_of_many_tenants_are_each_their_own,
     the_oldest_pending_delivery_counts_one_scheduled_for_a_retry,
+    retry_now_makes_a_waiting_delivery_due_at_once,
     dead_letters_and_redelivered_originals_go,
     catalog_rows_are_atomic,
     a_catalog_row_is_created_once,

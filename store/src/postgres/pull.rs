@@ -182,12 +182,21 @@ pub(super) async fn ack(db: &Db, tenant: &str, ids: &[DeliveryId], now_ms: i64) 
     Ok(acked)
 }
 
-/// Makes pulled deliveries still hidden visible again, now on the
-/// database's clock (as their visibility was set); returns how many.
-pub(super) async fn nack(db: &Db, tenant: &str, ids: &[DeliveryId]) -> Result<u32> {
+/// Makes deliveries whose entry is due later (pulled ones still hidden,
+/// or ones waiting for their retry) due at `now` (`None`: now on the
+/// database's clock, as a pull's visibility was set); returns how many.
+pub(super) async fn make_due(
+    db: &Db,
+    tenant: &str,
+    ids: &[DeliveryId],
+    now: Option<i64>,
+) -> Result<u32> {
     let mut client = db.client().await?;
     let tx = client.transaction().await.map_err(pg)?;
-    let now_ms = db_now_ms(&*tx).await?;
+    let now_ms = match now {
+        Some(now_ms) => now_ms,
+        None => db_now_ms(&*tx).await?,
+    };
     let mut returned = 0;
     for id in sorted(ids) {
         let Some(state) = lock_state(&*tx, tenant, id.as_str()).await? else {

@@ -479,9 +479,17 @@ impl TenantData for PgTenant {
     }
 
     fn nack(&self, ids: &[DeliveryId], _now_ms: i64) -> Result<u32> {
-        // On the database's clock: see [`super::pull::nack`].
+        // On the database's clock: see [`super::pull::make_due`].
         let ids = ids.to_vec();
-        self.run(|db, tenant| async move { super::pull::nack(&db, &tenant, &ids).await })
+        self.run(|db, tenant| async move { super::pull::make_due(&db, &tenant, &ids, None).await })
+    }
+
+    fn retry_now(&self, ids: &[DeliveryId], now_ms: i64) -> Result<u32> {
+        // On the dispatchers' clock, which decides what is due.
+        let ids = ids.to_vec();
+        self.run(|db, tenant| async move {
+            super::pull::make_due(&db, &tenant, &ids, Some(now_ms)).await
+        })
     }
 
     fn sweep(&self, request: &SweepRequest, cursor: &mut Vec<u8>) -> Result<Swept> {

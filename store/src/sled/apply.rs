@@ -94,8 +94,8 @@ pub(super) fn decide(items: &[&Write], marker: &sled::Tree, lsn: u64) -> Result<
         Some(first) => transaction(&live, &first.trees.idem, marker, lsn)?,
         None => (Vec::new(), Batch::default(), Vec::new()),
     };
-    for (counts, id) in queued {
-        counts.queued_one(id);
+    for counts in queued {
+        counts.queued_one();
     }
     let mut firsts = firsts.into_iter();
     let outcomes = items
@@ -110,15 +110,15 @@ pub(super) fn decide(items: &[&Write], marker: &sled::Tree, lsn: u64) -> Result<
 }
 
 /// What the transaction gives back: each write's first record (`None`:
-/// new), the log record, and each delivery added to a queue.
-type Applied<'a> = (Vec<Option<IVec>>, Batch, Vec<Queued<'a>>);
+/// new), the log record, and the counts of each queue entry added.
+type Applied = (Vec<Option<IVec>>, Batch, Vec<Arc<LiveCounts>>);
 
-fn transaction<'a>(
-    live: &'a [Encoded<'a>],
+fn transaction(
+    live: &[Encoded<'_>],
     shared: &super::Keyspace,
     marker: &sled::Tree,
     lsn: u64,
-) -> Result<Applied<'a>> {
+) -> Result<Applied> {
     let first = live[0].trees;
     let trees = (
         shared.tree(),
@@ -240,15 +240,15 @@ struct EncodedDelivery<'a> {
     state: Option<Vec<u8>>,
 }
 
-impl<'a> Encoded<'a> {
+impl Encoded<'_> {
     /// Inserts this write (recording each insert in `batch`) unless its
     /// event id or content key is known: then its first record.
     fn apply(
         &self,
         views: &Views<'_>,
         batch: &mut Batch,
-        queued: &mut Vec<Queued<'a>>,
-        filed: &mut Filed<'a>,
+        queued: &mut Vec<Arc<LiveCounts>>,
+        filed: &mut Filed,
     ) -> TxResult<Option<IVec>> {
         let idem = &self.trees.idem;
         let id_key = idem.key(self.event_id);
@@ -281,11 +281,11 @@ impl<'a> Encoded<'a> {
             }
             match &d.queue {
                 Some((key, receipt)) if d.state.is_none() => {
-                    filed.add(t.queue.key(key), receipt, (&t.gauges, d.delivery_id));
+                    filed.add(t.queue.key(key), receipt, &t.gauges);
                 }
                 Some((key, value)) => {
                     insert(views.queue, tree::QUEUE, &t.queue.key(key), value)?;
-                    queued.push((t.gauges.clone(), d.delivery_id));
+                    queued.push(t.gauges.clone());
                 }
                 None => {}
             }
@@ -305,31 +305,27 @@ impl<'a> Encoded<'a> {
 /// entry: deliveries whose ids share a place ([`DeliveryId::sharing`])
 /// are written as one entry, added to the one an earlier batch made there.
 #[derive(Default)]
-struct Filed<'a> {
+struct Filed {
     at: HashMap<Vec<u8>, usize>,
-    groups: Vec<Group<'a>>,
+    groups: Vec<Group>,
 }
 
-/// A new delivery in the queue: its tenant's gauges and its id.
-type Queued<'a> = (Arc<LiveCounts>, &'a str);
-
 /// One entry's new receipts: its key, the records, the gauges of its
-/// tenant and the ids of its deliveries.
-type Group<'a> = (Vec<u8>, Vec<u8>, Arc<LiveCounts>, Vec<&'a str>);
+/// tenant and how many there are.
+type Group = (Vec<u8>, Vec<u8>, Arc<LiveCounts>, i64);
 
-impl<'a> Filed<'a> {
-    fn add(&mut self, key: Vec<u8>, receipt: &[u8], (gauges, id): (&Arc<LiveCounts>, &'a str)) {
+impl Filed {
+    fn add(&mut self, key: Vec<u8>, receipt: &[u8], gauges: &Arc<LiveCounts>) {
         match self.at.get(&key) {
             Some(&i) => {
-                let (_, records, _, ids) = &mut self.groups[i];
+                let (_, records, _, count) = &mut self.groups[i];
                 records.push(entry::SEPARATOR);
                 records.extend_from_slice(receipt);
-                ids.push(id);
+                *count += 1;
             }
             None => {
                 self.at.insert(key.clone(), self.groups.len());
-                self.groups
-                    .push((key, receipt.to_vec(), gauges.clone(), vec![id]));
+                self.groups.push((key, receipt.to_vec(), gauges.clone(), 1));
             }
         }
     }
@@ -340,13 +336,13 @@ impl<'a> Filed<'a> {
         self,
         queue: &TransactionalTree,
         batch: &mut Batch,
-        queued: &mut Vec<Queued<'a>>,
+        queued: &mut Vec<Arc<LiveCounts>>,
     ) -> TxResult<()> {
-        for (key, records, gauges, ids) in self.groups {
+        for (key, records, gauges, count) in self.groups {
             let held = queue.get(&key)?;
             queue.insert(key.as_slice(), entry::joined(held.as_deref(), &records))?;
             batch.add_records(tree::QUEUE, &key, &records);
-            queued.extend(ids.into_iter().map(|id| (gauges.clone(), id)));
+            queued.extend((0..count).map(|_| gauges.clone()));
         }
         Ok(())
     }

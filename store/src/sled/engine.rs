@@ -56,10 +56,14 @@ impl TenantData for TenantTrees {
             let state = deliveries::load_state(self, &DeliveryId::new(id))?;
             Ok(state.is_some_and(|s| s.status == DeliveryStatus::Pending))
         };
-        let oldest_pending_ms = self
+        let moved = self
             .gauges
-            .oldest_pending(pending)?
+            .oldest_moved(pending)?
             .and_then(|id| DeliveryId::made_at_ms(&id));
+        let oldest_pending_ms = match (oldest_due_ms, moved) {
+            (Some(due), Some(moved)) => Some(due.min(moved)),
+            (due, moved) => due.or(moved),
+        };
         Ok(QueueCounts {
             depth: self.gauges.queue_depth(),
             dead: self.gauges.dead_letters(),
@@ -222,6 +226,10 @@ impl TenantData for TenantTrees {
     }
 
     fn nack(&self, ids: &[DeliveryId], now_ms: i64) -> Result<u32> {
+        self.direct(deliveries::nack(self, ids, now_ms))
+    }
+
+    fn retry_now(&self, ids: &[DeliveryId], now_ms: i64) -> Result<u32> {
         self.direct(deliveries::nack(self, ids, now_ms))
     }
 

@@ -17,9 +17,12 @@ use crate::error::Result;
 ///
 /// Live counts of one tenant's queue and dead-letter index, kept by the
 /// storage functions that add and remove entries, so a metrics scrape reads
-/// two atomics instead of scanning trees, and the oldest delivery still in
-/// the queue is the first of an ordered set of their ids (ULIDs: ordered by
-/// when each was accepted or redelivered). Counted once, by one scan, when a
+/// two atomics instead of scanning trees. The oldest delivery still in the
+/// queue is the older of the queue's first entry (a new delivery's entry is
+/// due when it was accepted) and the first of an ordered set of the ids
+/// whose entries later changes wrote (ULIDs: ordered by when each was
+/// accepted or redelivered), so the ingest path adds nothing to the set.
+/// Counted once, by one scan, when a
 /// tenant's trees are first opened in a process; every transaction that
 /// changes the queue or the index counts what it really changed in a
 /// [`Tally`], applied only once the transaction committed.
@@ -78,20 +81,19 @@ impl LiveCounts {
         }
     }
 
-    /// Records a committed new delivery `id` in the queue.
-    pub fn queued_one(&self, id: &str) {
+    /// Records a committed new delivery in the queue. Its entry is due
+    /// when it was accepted, so the queue's first entry stands for it and
+    /// the set of moved ids is left alone: nothing more on the ingest path.
+    pub fn queued_one(&self) {
         self.queued.fetch_add(1, Ordering::Relaxed);
-        self.pending
-            .lock()
-            .expect("pending ids lock")
-            .insert(id.into());
     }
 
-    /// The id of the oldest delivery in the queue for which `still` holds
-    /// (it is still pending, read from its state): an id for which it does
-    /// not is dropped from the set, at most [`OLDEST_CHECKS`] in one call,
-    /// so a change the set missed cannot hold its reading for ever.
-    pub fn oldest_pending(&self, still: impl Fn(&str) -> Result<bool>) -> Result<Option<Box<str>>> {
+    /// The id of the oldest delivery whose entry a later change wrote (a
+    /// retry, a pull, a nack, a redelivery) for which `still` holds (it is
+    /// still pending, read from its state): an id for which it does not is
+    /// dropped from the set, at most [`OLDEST_CHECKS`] in one call, so a
+    /// change the set missed cannot hold its reading for ever.
+    pub fn oldest_moved(&self, still: impl Fn(&str) -> Result<bool>) -> Result<Option<Box<str>>> {
         for _ in 0..OLDEST_CHECKS {
             let first = self
                 .pending

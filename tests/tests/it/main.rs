@@ -52,6 +52,7 @@ mod rejections;
 mod replay;
 mod rest;
 mod retention;
+mod retry_now;
 mod route_service;
 mod route_settings;
 mod routes;

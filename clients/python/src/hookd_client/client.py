@@ -196,6 +196,18 @@ class HookdClient:
             delivery_pb2.RedeliverRequest(tenant_id=tenant_id, delivery_ids=list(delivery_ids))
         )
 
+    def retry_now(
+        self, tenant_id: str, route: str = "", dry_run: bool = False
+    ) -> delivery_pb2.RetryNowResponse:
+        """Attempts every delivery of ``route`` (empty: ``default``) waiting
+        for its retry now, without counting an extra attempt (at most 1,000
+        per call; ``more`` says others wait); ``dry_run`` only counts them."""
+        return self.deliveries.RetryNow(
+            delivery_pb2.RetryNowRequest(
+                tenant_id=tenant_id, all_waiting=True, route=route, dry_run=dry_run
+            )
+        )
+
     def watch_deliveries(self, tenant_id: str = "") -> Stream[delivery_pb2.DeliveryEvent]:
         """Streams a tenant's (empty: every visible tenant's) delivery events
         from now on, until ``cancel()``."""

@@ -51,7 +51,7 @@ fn pending(trees: &TenantTrees, n: usize, at_ms: i64) -> DeliveryId {
         .unwrap();
     trees.state.insert(id.as_str(), encode(&state)).unwrap();
     trees.queue.insert(key, id.as_str()).unwrap();
-    trees.gauges.queued_one(id.as_str());
+    trees.gauges.queued_one();
     id
 }
 

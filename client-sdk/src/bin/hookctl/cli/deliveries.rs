@@ -29,6 +29,26 @@ pub enum DeliveriesCommand {
         /// The delivery id (`dlv_...`).
         delivery_id: String,
     },
+    /// Attempt deliveries waiting for their next retry now (after the
+    /// destination came back), by id or the route's whole backlog; their
+    /// attempt counts do not change.
+    RetryNow {
+        /// The tenant id.
+        tenant: String,
+        /// Delivery ids (`dlv_...`); or `--all-waiting`.
+        delivery_ids: Vec<String>,
+        /// Every delivery of the route waiting for its retry (at most 1,000
+        /// per call, the soonest due first).
+        #[arg(long, conflicts_with = "delivery_ids")]
+        all_waiting: bool,
+        /// The route (default: any route for ids, `default` for
+        /// `--all-waiting`).
+        #[arg(long)]
+        route: Option<String>,
+        /// With `--all-waiting`: count them and change nothing.
+        #[arg(long, requires = "all_waiting")]
+        dry_run: bool,
+    },
 }
 
 /// `hookctl dead-letters ...`

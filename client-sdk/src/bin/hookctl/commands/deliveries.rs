@@ -1,13 +1,18 @@
-//! `hookctl deliveries list|get`.
+//! `hookctl deliveries list|get|retry-now`.
 
 use std::io::{self, Write};
 
 use hookd_sdk::client::{
-    proto::{DeliveryStatus, ListDeliveriesRequest},
+    proto::{DeliveryStatus, ListDeliveriesRequest, RetryNowRequest},
     HookdClient,
 };
+use serde_json::json;
 
-use crate::{cli::DeliveriesCommand, output::Output};
+use crate::{
+    cli::DeliveriesCommand,
+    output::{print, Output},
+    table::Table,
+};
 
 /// Runs one `deliveries` subcommand.
 pub async fn run(
@@ -57,5 +62,56 @@ pub async fn run(
             writeln!(io::stdout().lock())?;
             Ok(out.table(&delivery.attempts)?)
         }
+        DeliveriesCommand::RetryNow {
+            tenant,
+            delivery_ids,
+            all_waiting,
+            route,
+            dry_run,
+        } => {
+            let request = RetryNowRequest {
+                tenant_id: tenant.clone(),
+                delivery_ids,
+                all_waiting,
+                route: route.unwrap_or_default(),
+                dry_run,
+            };
+            retry_now(client, out, request).await
+        }
     }
+}
+
+/// Makes the deliveries `request` names due now and prints how many (in
+/// a dry run: would be), with their ids.
+async fn retry_now(
+    client: &HookdClient,
+    out: Output,
+    request: RetryNowRequest,
+) -> anyhow::Result<()> {
+    let answer = client.retry_now(request.clone()).await?;
+    if out.is_document() {
+        return Ok(out.document(&json!({
+            "dry_run": request.dry_run,
+            "matched": answer.matched,
+            "delivery_ids": answer.delivery_ids,
+            "more": answer.more,
+        }))?);
+    }
+    let verb = match request.dry_run {
+        true => "would attempt",
+        false => "attempting",
+    };
+    let more = match answer.more {
+        true => " (and more wait: one call takes at most 1,000)",
+        false => "",
+    };
+    out.line(&format!(
+        "{verb} {} deliveries of tenant {} now{more}",
+        answer.matched, request.tenant_id
+    ))?;
+    let mut table = Table::with_header(&["DELIVERY_ID"]);
+    for id in &answer.delivery_ids {
+        table.row(vec![id.clone()]);
+    }
+    Ok(print(&table)?)
 }

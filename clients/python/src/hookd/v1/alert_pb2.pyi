@@ -169,9 +169,11 @@ class AlertRule(_message.Message):
     opening and one resolution are sent per window. 0: the default.
     """
     mode: _builtins.str
-    """route.failing only: "first_failure" (an attempt failed) or
-    "last_attempt" (a delivery was dead-lettered). Empty: the default,
-    "last_attempt".
+    """route.failing only: "consecutive" (the last `threshold` attempts all
+    failed, or the oldest queued delivery waited `window_secs`; open until
+    an attempt delivers), "first_failure" (an attempt
+    failed) or "last_attempt" (a delivery was dead-lettered). Empty: the
+    default, "consecutive".
     """
     overridden: _builtins.bool
     """Output only: the tenant overrides this type; false: it runs with the

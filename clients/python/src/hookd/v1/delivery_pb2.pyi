@@ -770,6 +770,94 @@ class RedeliverResponse(_message.Message):
 Global___RedeliverResponse: _TypeAlias = RedeliverResponse  # noqa: Y015
 
 @_typing.final
+class RetryNowRequest(_message.Message):
+    """Chooses deliveries waiting for their next retry to attempt now: either
+    by id (delivery_ids), or every one of a route (all_waiting). Both or
+    neither, or dry_run without all_waiting, is INVALID_ARGUMENT.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TENANT_ID_FIELD_NUMBER: _builtins.int
+    DELIVERY_IDS_FIELD_NUMBER: _builtins.int
+    ALL_WAITING_FIELD_NUMBER: _builtins.int
+    ROUTE_FIELD_NUMBER: _builtins.int
+    DRY_RUN_FIELD_NUMBER: _builtins.int
+    tenant_id: _builtins.str
+    """The tenant owning the deliveries; required."""
+    all_waiting: _builtins.bool
+    """Every delivery of `route` waiting for its retry, at most 1,000 per call
+    (the soonest due first).
+    """
+    route: _builtins.str
+    """The route (empty: "default" with all_waiting, any route with
+    delivery_ids). An unknown route is NOT_FOUND.
+    """
+    dry_run: _builtins.bool
+    """With all_waiting: change nothing, and answer in `matched` (and
+    `delivery_ids`) what the same call without dry_run would make due now.
+    """
+    @_builtins.property
+    def delivery_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Deliveries to attempt now, on any route of the tenant (or on `route`
+        when set). An unknown id is NOT_FOUND and then nothing changes; one
+        not waiting for a retry (delivered, dead, in flight, due already, or
+        pulled) is skipped and not counted.
+        """
+
+    def __init__(
+        self,
+        *,
+        tenant_id: _builtins.str = ...,
+        delivery_ids: _abc.Iterable[_builtins.str] | None = ...,
+        all_waiting: _builtins.bool = ...,
+        route: _builtins.str = ...,
+        dry_run: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["all_waiting", b"all_waiting", "delivery_ids", b"delivery_ids", "dry_run", b"dry_run", "route", b"route", "tenant_id", b"tenant_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RetryNowRequest: _TypeAlias = RetryNowRequest  # noqa: Y015
+
+@_typing.final
+class RetryNowResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MATCHED_FIELD_NUMBER: _builtins.int
+    DELIVERY_IDS_FIELD_NUMBER: _builtins.int
+    MORE_FIELD_NUMBER: _builtins.int
+    matched: _builtins.int
+    """How many deliveries were made due now (with dry_run: would be). Their
+    attempt counts are unchanged; the route's dispatcher sends them as its
+    concurrency, rate and breaker allow.
+    """
+    more: _builtins.bool
+    """With all_waiting: more were waiting than one call takes (1,000); call
+    again for the rest.
+    """
+    @_builtins.property
+    def delivery_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Their ids, at most the first 100."""
+
+    def __init__(
+        self,
+        *,
+        matched: _builtins.int = ...,
+        delivery_ids: _abc.Iterable[_builtins.str] | None = ...,
+        more: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["delivery_ids", b"delivery_ids", "matched", b"matched", "more", b"more"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RetryNowResponse: _TypeAlias = RetryNowResponse  # noqa: Y015
+
+@_typing.final
 class PurgeDeadLettersRequest(_message.Message):
     """Chooses dead letters to purge: either by id (delivery_ids), or all of
     them (all, optionally only those dead before until_unix_ms). Both or

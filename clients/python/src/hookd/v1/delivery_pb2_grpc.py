@@ -61,6 +61,11 @@ class DeliveryServiceStub:
                 request_serializer=hookd_dot_v1_dot_delivery__pb2.PurgeDeadLettersRequest.SerializeToString,
                 response_deserializer=hookd_dot_v1_dot_delivery__pb2.PurgeDeadLettersResponse.FromString,
                 _registered_method=True)
+        self.RetryNow = channel.unary_unary(
+                '/hookd.v1.DeliveryService/RetryNow',
+                request_serializer=hookd_dot_v1_dot_delivery__pb2.RetryNowRequest.SerializeToString,
+                response_deserializer=hookd_dot_v1_dot_delivery__pb2.RetryNowResponse.FromString,
+                _registered_method=True)
         self.WatchDeliveries = channel.unary_stream(
                 '/hookd.v1.DeliveryService/WatchDeliveries',
                 request_serializer=hookd_dot_v1_dot_delivery__pb2.WatchDeliveriesRequest.SerializeToString,
@@ -116,6 +121,16 @@ class DeliveryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RetryNow(self, request, context):
+        """Attempts deliveries waiting for their next retry now instead of on
+        their schedule (after a destination came back), without counting an
+        extra attempt. Answers once the change is on disk.
+        Errors: INVALID_ARGUMENT, NOT_FOUND, UNAVAILABLE.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def WatchDeliveries(self, request, context):
         """Streams delivery events from now on (nothing from before the call),
         until the client cancels. Events are not stored for replay: a watcher
@@ -154,6 +169,11 @@ def add_DeliveryServiceServicer_to_server(servicer, server):
                     servicer.PurgeDeadLetters,
                     request_deserializer=hookd_dot_v1_dot_delivery__pb2.PurgeDeadLettersRequest.FromString,
                     response_serializer=hookd_dot_v1_dot_delivery__pb2.PurgeDeadLettersResponse.SerializeToString,
+            ),
+            'RetryNow': grpc.unary_unary_rpc_method_handler(
+                    servicer.RetryNow,
+                    request_deserializer=hookd_dot_v1_dot_delivery__pb2.RetryNowRequest.FromString,
+                    response_serializer=hookd_dot_v1_dot_delivery__pb2.RetryNowResponse.SerializeToString,
             ),
             'WatchDeliveries': grpc.unary_stream_rpc_method_handler(
                     servicer.WatchDeliveries,
@@ -298,6 +318,33 @@ class DeliveryService:
             '/hookd.v1.DeliveryService/PurgeDeadLetters',
             hookd_dot_v1_dot_delivery__pb2.PurgeDeadLettersRequest.SerializeToString,
             hookd_dot_v1_dot_delivery__pb2.PurgeDeadLettersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RetryNow(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/hookd.v1.DeliveryService/RetryNow',
+            hookd_dot_v1_dot_delivery__pb2.RetryNowRequest.SerializeToString,
+            hookd_dot_v1_dot_delivery__pb2.RetryNowResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -92,6 +92,12 @@ class DeliveryServiceStub:
     purged. Answers after the deletion is on disk.
     Errors: INVALID_ARGUMENT, NOT_FOUND (tenant), UNAVAILABLE.
     """
+    RetryNow: _grpc.UnaryUnaryMultiCallable[_delivery_pb2.RetryNowRequest, _delivery_pb2.RetryNowResponse]
+    """Attempts deliveries waiting for their next retry now instead of on
+    their schedule (after a destination came back), without counting an
+    extra attempt. Answers once the change is on disk.
+    Errors: INVALID_ARGUMENT, NOT_FOUND, UNAVAILABLE.
+    """
     WatchDeliveries: _grpc.UnaryStreamMultiCallable[_delivery_pb2.WatchDeliveriesRequest, _delivery_pb2.DeliveryEvent]
     """Streams delivery events from now on (nothing from before the call),
     until the client cancels. Events are not stored for replay: a watcher
@@ -128,6 +134,12 @@ class DeliveryServiceAsyncStub(DeliveryServiceStub):
     answers NOT_FOUND for them. A dead letter redelivered meanwhile is not
     purged. Answers after the deletion is on disk.
     Errors: INVALID_ARGUMENT, NOT_FOUND (tenant), UNAVAILABLE.
+    """
+    RetryNow: _aio.UnaryUnaryMultiCallable[_delivery_pb2.RetryNowRequest, _delivery_pb2.RetryNowResponse]  # type: ignore[assignment]
+    """Attempts deliveries waiting for their next retry now instead of on
+    their schedule (after a destination came back), without counting an
+    extra attempt. Answers once the change is on disk.
+    Errors: INVALID_ARGUMENT, NOT_FOUND, UNAVAILABLE.
     """
     WatchDeliveries: _aio.UnaryStreamMultiCallable[_delivery_pb2.WatchDeliveriesRequest, _delivery_pb2.DeliveryEvent]  # type: ignore[assignment]
     """Streams delivery events from now on (nothing from before the call),
@@ -192,6 +204,18 @@ class DeliveryServiceServicer(metaclass=_abc_1.ABCMeta):
         answers NOT_FOUND for them. A dead letter redelivered meanwhile is not
         purged. Answers after the deletion is on disk.
         Errors: INVALID_ARGUMENT, NOT_FOUND (tenant), UNAVAILABLE.
+        """
+
+    @_abc_1.abstractmethod
+    def RetryNow(
+        self,
+        request: _delivery_pb2.RetryNowRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_delivery_pb2.RetryNowResponse, _abc.Awaitable[_delivery_pb2.RetryNowResponse]]:
+        """Attempts deliveries waiting for their next retry now instead of on
+        their schedule (after a destination came back), without counting an
+        extra attempt. Answers once the change is on disk.
+        Errors: INVALID_ARGUMENT, NOT_FOUND, UNAVAILABLE.
         """
 
     @_abc_1.abstractmethod

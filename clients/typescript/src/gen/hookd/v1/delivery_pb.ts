@@ -46,7 +46,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file hookd/v1/delivery.proto.
  */
 export const file_hookd_v1_delivery: GenFile = /*@__PURE__*/
-  fileDesc("Chdob29rZC92MS9kZWxpdmVyeS5wcm90bxIIaG9va2QudjEiuQEKB0F0dGVtcHQSDwoHYXR0ZW1wdBgBIAEoDRIaChJzdGFydGVkX2F0X3VuaXhfbXMYAiABKAMSEwoLZHVyYXRpb25fbXMYAyABKAQSEwoLc3RhdHVzX2NvZGUYBCABKA0SDQoFZXJyb3IYBSABKAkSFQoNcmVzcG9uc2VfYm9keRgGIAEoDBIdChVuZXh0X3JldHJ5X2F0X3VuaXhfbXMYByABKAMSEgoKcmVxdWVzdF9pZBgIIAEoCSKJAwoIRGVsaXZlcnkSEQoJdGVuYW50X2lkGAEgASgJEhMKC2RlbGl2ZXJ5X2lkGAIgASgJEhAKCGV2ZW50X2lkGAMgASgJEigKBnN0YXR1cxgEIAEoDjIYLmhvb2tkLnYxLkRlbGl2ZXJ5U3RhdHVzEhsKE3JlY2VpdmVkX2F0X3VuaXhfbXMYBSABKAMSFQoNYXR0ZW1wdF9jb3VudBgGIAEoDRIfChduZXh0X2F0dGVtcHRfYXRfdW5peF9tcxgHIAEoAxISCgpsYXN0X2Vycm9yGAggASgJEhUKDXJlZGVsaXZlcnlfb2YYCSABKAkSFgoOcmVkZWxpdmVyZWRfYXMYCiABKAkSIwoIYXR0ZW1wdHMYCyADKAsyES5ob29rZC52MS5BdHRlbXB0EiUKCXJlZGlyZWN0cxgMIAMoCzISLmhvb2tkLnYxLlJlZGlyZWN0EiYKBnJvdXRlcxgNIAMoCzIWLmhvb2tkLnYxLlJvdXRlT3V0Y29tZRINCgVyb3V0ZRgOIAEoCSJECgxSb3V0ZU91dGNvbWUSDQoFcm91dGUYASABKAkSEwoLZGVsaXZlcnlfaWQYAiABKAkSEAoIZmlsdGVyZWQYAyABKAgijAEKCFJlZGlyZWN0EgoKAmJ5GAEgASgJEgsKA3VybBgCIAEoCRIaChJzdGFydGVkX2F0X3VuaXhfbXMYAyABKAMSEwoLZHVyYXRpb25fbXMYBCABKAQSEwoLc3RhdHVzX2NvZGUYBSABKA0SDQoFZXJyb3IYBiABKAkSEgoKcmVxdWVzdF9pZBgHIAEoCSKvAQoKRGVhZExldHRlchIRCgl0ZW5hbnRfaWQYASABKAkSEwoLZGVsaXZlcnlfaWQYAiABKAkSEAoIZXZlbnRfaWQYAyABKAkSDgoGcmVhc29uGAQgASgJEhcKD2RlYWRfYXRfdW5peF9tcxgFIAEoAxIVCg1hdHRlbXB0X2NvdW50GAYgASgNEhgKEGxhc3Rfc3RhdHVzX2NvZGUYByABKA0SDQoFcm91dGUYCCABKAkiigEKFUxpc3REZWxpdmVyaWVzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSKAoGc3RhdHVzGAIgASgOMhguaG9va2QudjEuRGVsaXZlcnlTdGF0dXMSEQoJcGFnZV9zaXplGAMgASgNEhIKCnBhZ2VfdG9rZW4YBCABKAkSDQoFcm91dGUYBSABKAkiWQoWTGlzdERlbGl2ZXJpZXNSZXNwb25zZRImCgpkZWxpdmVyaWVzGAEgAygLMhIuaG9va2QudjEuRGVsaXZlcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjwKEkdldERlbGl2ZXJ5UmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSEwoLZGVsaXZlcnlfaWQYAiABKAkiqAEKFkxpc3REZWFkTGV0dGVyc1JlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoDRISCgpwYWdlX3Rva2VuGAMgASgJEhUKDXNpbmNlX3VuaXhfbXMYBCABKAMSFQoNdW50aWxfdW5peF9tcxgFIAEoAxIXCg9yZWFzb25fY29udGFpbnMYBiABKAkSDQoFcm91dGUYByABKAkiXgoXTGlzdERlYWRMZXR0ZXJzUmVzcG9uc2USKgoMZGVhZF9sZXR0ZXJzGAEgAygLMhQuaG9va2QudjEuRGVhZExldHRlchIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAki9gEKEFJlZGVsaXZlclJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhQKDGRlbGl2ZXJ5X2lkcxgCIAMoCRIUCgxhbGxfbWF0Y2hpbmcYAyABKAgSFQoNc2luY2VfdW5peF9tcxgEIAEoAxIVCg11bnRpbF91bml4X21zGAUgASgDEhcKD3JlYXNvbl9jb250YWlucxgGIAEoCRINCgVyb3V0ZRgHIAEoCRIoCgZzdGF0dXMYCCABKA4yGC5ob29rZC52MS5EZWxpdmVyeVN0YXR1cxISCgpldmVudF90eXBlGAkgASgJEg8KB2RyeV9ydW4YCiABKAgiXQoRUmVkZWxpdmVyUmVzcG9uc2USFAoMZGVsaXZlcnlfaWRzGAEgAygJEg8KB21hdGNoZWQYAiABKAQSEwoLbWF0Y2hlZF9pZHMYAyADKAkSDAoEbW9yZRgEIAEoCCJ1ChdQdXJnZURlYWRMZXR0ZXJzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSFAoMZGVsaXZlcnlfaWRzGAIgAygJEgsKA2FsbBgDIAEoCBIVCg11bnRpbF91bml4X21zGAQgASgDEg0KBXJvdXRlGAUgASgJIioKGFB1cmdlRGVhZExldHRlcnNSZXNwb25zZRIOCgZwdXJnZWQYASABKAQiKwoWV2F0Y2hEZWxpdmVyaWVzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAki9wEKDURlbGl2ZXJ5RXZlbnQSKQoEa2luZBgBIAEoDjIbLmhvb2tkLnYxLkRlbGl2ZXJ5RXZlbnRLaW5kEhEKCXRlbmFudF9pZBgCIAEoCRITCgtkZWxpdmVyeV9pZBgDIAEoCRIQCghldmVudF9pZBgEIAEoCRISCgphdF91bml4X21zGAUgASgDEg8KB2F0dGVtcHQYBiABKA0SEwoLc3RhdHVzX2NvZGUYByABKA0SDgoGcmVhc29uGAggASgJEhYKDnJlZGVsaXZlcmVkX2FzGAkgASgJEh8KF25leHRfYXR0ZW1wdF9hdF91bml4X21zGAogASgDKsYCCg5EZWxpdmVyeVN0YXR1cxIfChtERUxJVkVSWV9TVEFUVVNfVU5TUEVDSUZJRUQQABIbChdERUxJVkVSWV9TVEFUVVNfUEVORElORxABEh0KGURFTElWRVJZX1NUQVRVU19ERUxJVkVSRUQQAhIYChRERUxJVkVSWV9TVEFUVVNfREVBRBADEh8KG0RFTElWRVJZX1NUQVRVU19SRURFTElWRVJFRBAEEh0KGURFTElWRVJZX1NUQVRVU19JTl9GTElHSFQQBRIcChhERUxJVkVSWV9TVEFUVVNfRklMVEVSRUQQBhIcChhERUxJVkVSWV9TVEFUVVNfVU5ST1VURUQQBxIkCiBERUxJVkVSWV9TVEFUVVNfVFJBTlNGT1JNX0ZBSUxFRBAIEhsKF0RFTElWRVJZX1NUQVRVU19EUk9QUEVEEAkq8gEKEURlbGl2ZXJ5RXZlbnRLaW5kEiMKH0RFTElWRVJZX0VWRU5UX0tJTkRfVU5TUEVDSUZJRUQQABIgChxERUxJVkVSWV9FVkVOVF9LSU5EX0FDQ0VQVEVEEAESIQodREVMSVZFUllfRVZFTlRfS0lORF9ERUxJVkVSRUQQAhInCiNERUxJVkVSWV9FVkVOVF9LSU5EX1JFVFJZX1NDSEVEVUxFRBADEiUKIURFTElWRVJZX0VWRU5UX0tJTkRfREVBRF9MRVRURVJFRBAEEiMKH0RFTElWRVJZX0VWRU5UX0tJTkRfUkVERUxJVkVSRUQQBTLwAwoPRGVsaXZlcnlTZXJ2aWNlElMKDkxpc3REZWxpdmVyaWVzEh8uaG9va2QudjEuTGlzdERlbGl2ZXJpZXNSZXF1ZXN0GiAuaG9va2QudjEuTGlzdERlbGl2ZXJpZXNSZXNwb25zZRI/CgtHZXREZWxpdmVyeRIcLmhvb2tkLnYxLkdldERlbGl2ZXJ5UmVxdWVzdBoSLmhvb2tkLnYxLkRlbGl2ZXJ5ElYKD0xpc3REZWFkTGV0dGVycxIgLmhvb2tkLnYxLkxpc3REZWFkTGV0dGVyc1JlcXVlc3QaIS5ob29rZC52MS5MaXN0RGVhZExldHRlcnNSZXNwb25zZRJECglSZWRlbGl2ZXISGi5ob29rZC52MS5SZWRlbGl2ZXJSZXF1ZXN0GhsuaG9va2QudjEuUmVkZWxpdmVyUmVzcG9uc2USWQoQUHVyZ2VEZWFkTGV0dGVycxIhLmhvb2tkLnYxLlB1cmdlRGVhZExldHRlcnNSZXF1ZXN0GiIuaG9va2QudjEuUHVyZ2VEZWFkTGV0dGVyc1Jlc3BvbnNlEk4KD1dhdGNoRGVsaXZlcmllcxIgLmhvb2tkLnYxLldhdGNoRGVsaXZlcmllc1JlcXVlc3QaFy5ob29rZC52MS5EZWxpdmVyeUV2ZW50MAFiBnByb3RvMw");
+  fileDesc("Chdob29rZC92MS9kZWxpdmVyeS5wcm90bxIIaG9va2QudjEiuQEKB0F0dGVtcHQSDwoHYXR0ZW1wdBgBIAEoDRIaChJzdGFydGVkX2F0X3VuaXhfbXMYAiABKAMSEwoLZHVyYXRpb25fbXMYAyABKAQSEwoLc3RhdHVzX2NvZGUYBCABKA0SDQoFZXJyb3IYBSABKAkSFQoNcmVzcG9uc2VfYm9keRgGIAEoDBIdChVuZXh0X3JldHJ5X2F0X3VuaXhfbXMYByABKAMSEgoKcmVxdWVzdF9pZBgIIAEoCSKJAwoIRGVsaXZlcnkSEQoJdGVuYW50X2lkGAEgASgJEhMKC2RlbGl2ZXJ5X2lkGAIgASgJEhAKCGV2ZW50X2lkGAMgASgJEigKBnN0YXR1cxgEIAEoDjIYLmhvb2tkLnYxLkRlbGl2ZXJ5U3RhdHVzEhsKE3JlY2VpdmVkX2F0X3VuaXhfbXMYBSABKAMSFQoNYXR0ZW1wdF9jb3VudBgGIAEoDRIfChduZXh0X2F0dGVtcHRfYXRfdW5peF9tcxgHIAEoAxISCgpsYXN0X2Vycm9yGAggASgJEhUKDXJlZGVsaXZlcnlfb2YYCSABKAkSFgoOcmVkZWxpdmVyZWRfYXMYCiABKAkSIwoIYXR0ZW1wdHMYCyADKAsyES5ob29rZC52MS5BdHRlbXB0EiUKCXJlZGlyZWN0cxgMIAMoCzISLmhvb2tkLnYxLlJlZGlyZWN0EiYKBnJvdXRlcxgNIAMoCzIWLmhvb2tkLnYxLlJvdXRlT3V0Y29tZRINCgVyb3V0ZRgOIAEoCSJECgxSb3V0ZU91dGNvbWUSDQoFcm91dGUYASABKAkSEwoLZGVsaXZlcnlfaWQYAiABKAkSEAoIZmlsdGVyZWQYAyABKAgijAEKCFJlZGlyZWN0EgoKAmJ5GAEgASgJEgsKA3VybBgCIAEoCRIaChJzdGFydGVkX2F0X3VuaXhfbXMYAyABKAMSEwoLZHVyYXRpb25fbXMYBCABKAQSEwoLc3RhdHVzX2NvZGUYBSABKA0SDQoFZXJyb3IYBiABKAkSEgoKcmVxdWVzdF9pZBgHIAEoCSKvAQoKRGVhZExldHRlchIRCgl0ZW5hbnRfaWQYASABKAkSEwoLZGVsaXZlcnlfaWQYAiABKAkSEAoIZXZlbnRfaWQYAyABKAkSDgoGcmVhc29uGAQgASgJEhcKD2RlYWRfYXRfdW5peF9tcxgFIAEoAxIVCg1hdHRlbXB0X2NvdW50GAYgASgNEhgKEGxhc3Rfc3RhdHVzX2NvZGUYByABKA0SDQoFcm91dGUYCCABKAkiigEKFUxpc3REZWxpdmVyaWVzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSKAoGc3RhdHVzGAIgASgOMhguaG9va2QudjEuRGVsaXZlcnlTdGF0dXMSEQoJcGFnZV9zaXplGAMgASgNEhIKCnBhZ2VfdG9rZW4YBCABKAkSDQoFcm91dGUYBSABKAkiWQoWTGlzdERlbGl2ZXJpZXNSZXNwb25zZRImCgpkZWxpdmVyaWVzGAEgAygLMhIuaG9va2QudjEuRGVsaXZlcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjwKEkdldERlbGl2ZXJ5UmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSEwoLZGVsaXZlcnlfaWQYAiABKAkiqAEKFkxpc3REZWFkTGV0dGVyc1JlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoDRISCgpwYWdlX3Rva2VuGAMgASgJEhUKDXNpbmNlX3VuaXhfbXMYBCABKAMSFQoNdW50aWxfdW5peF9tcxgFIAEoAxIXCg9yZWFzb25fY29udGFpbnMYBiABKAkSDQoFcm91dGUYByABKAkiXgoXTGlzdERlYWRMZXR0ZXJzUmVzcG9uc2USKgoMZGVhZF9sZXR0ZXJzGAEgAygLMhQuaG9va2QudjEuRGVhZExldHRlchIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAki9gEKEFJlZGVsaXZlclJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhQKDGRlbGl2ZXJ5X2lkcxgCIAMoCRIUCgxhbGxfbWF0Y2hpbmcYAyABKAgSFQoNc2luY2VfdW5peF9tcxgEIAEoAxIVCg11bnRpbF91bml4X21zGAUgASgDEhcKD3JlYXNvbl9jb250YWlucxgGIAEoCRINCgVyb3V0ZRgHIAEoCRIoCgZzdGF0dXMYCCABKA4yGC5ob29rZC52MS5EZWxpdmVyeVN0YXR1cxISCgpldmVudF90eXBlGAkgASgJEg8KB2RyeV9ydW4YCiABKAgiXQoRUmVkZWxpdmVyUmVzcG9uc2USFAoMZGVsaXZlcnlfaWRzGAEgAygJEg8KB21hdGNoZWQYAiABKAQSEwoLbWF0Y2hlZF9pZHMYAyADKAkSDAoEbW9yZRgEIAEoCCJvCg9SZXRyeU5vd1JlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhQKDGRlbGl2ZXJ5X2lkcxgCIAMoCRITCgthbGxfd2FpdGluZxgDIAEoCBINCgVyb3V0ZRgEIAEoCRIPCgdkcnlfcnVuGAUgASgIIkcKEFJldHJ5Tm93UmVzcG9uc2USDwoHbWF0Y2hlZBgBIAEoBBIUCgxkZWxpdmVyeV9pZHMYAiADKAkSDAoEbW9yZRgDIAEoCCJ1ChdQdXJnZURlYWRMZXR0ZXJzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSFAoMZGVsaXZlcnlfaWRzGAIgAygJEgsKA2FsbBgDIAEoCBIVCg11bnRpbF91bml4X21zGAQgASgDEg0KBXJvdXRlGAUgASgJIioKGFB1cmdlRGVhZExldHRlcnNSZXNwb25zZRIOCgZwdXJnZWQYASABKAQiKwoWV2F0Y2hEZWxpdmVyaWVzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAki9wEKDURlbGl2ZXJ5RXZlbnQSKQoEa2luZBgBIAEoDjIbLmhvb2tkLnYxLkRlbGl2ZXJ5RXZlbnRLaW5kEhEKCXRlbmFudF9pZBgCIAEoCRITCgtkZWxpdmVyeV9pZBgDIAEoCRIQCghldmVudF9pZBgEIAEoCRISCgphdF91bml4X21zGAUgASgDEg8KB2F0dGVtcHQYBiABKA0SEwoLc3RhdHVzX2NvZGUYByABKA0SDgoGcmVhc29uGAggASgJEhYKDnJlZGVsaXZlcmVkX2FzGAkgASgJEh8KF25leHRfYXR0ZW1wdF9hdF91bml4X21zGAogASgDKsYCCg5EZWxpdmVyeVN0YXR1cxIfChtERUxJVkVSWV9TVEFUVVNfVU5TUEVDSUZJRUQQABIbChdERUxJVkVSWV9TVEFUVVNfUEVORElORxABEh0KGURFTElWRVJZX1NUQVRVU19ERUxJVkVSRUQQAhIYChRERUxJVkVSWV9TVEFUVVNfREVBRBADEh8KG0RFTElWRVJZX1NUQVRVU19SRURFTElWRVJFRBAEEh0KGURFTElWRVJZX1NUQVRVU19JTl9GTElHSFQQBRIcChhERUxJVkVSWV9TVEFUVVNfRklMVEVSRUQQBhIcChhERUxJVkVSWV9TVEFUVVNfVU5ST1VURUQQBxIkCiBERUxJVkVSWV9TVEFUVVNfVFJBTlNGT1JNX0ZBSUxFRBAIEhsKF0RFTElWRVJZX1NUQVRVU19EUk9QUEVEEAkq8gEKEURlbGl2ZXJ5RXZlbnRLaW5kEiMKH0RFTElWRVJZX0VWRU5UX0tJTkRfVU5TUEVDSUZJRUQQABIgChxERUxJVkVSWV9FVkVOVF9LSU5EX0FDQ0VQVEVEEAESIQodREVMSVZFUllfRVZFTlRfS0lORF9ERUxJVkVSRUQQAhInCiNERUxJVkVSWV9FVkVOVF9LSU5EX1JFVFJZX1NDSEVEVUxFRBADEiUKIURFTElWRVJZX0VWRU5UX0tJTkRfREVBRF9MRVRURVJFRBAEEiMKH0RFTElWRVJZX0VWRU5UX0tJTkRfUkVERUxJVkVSRUQQBTKzBAoPRGVsaXZlcnlTZXJ2aWNlElMKDkxpc3REZWxpdmVyaWVzEh8uaG9va2QudjEuTGlzdERlbGl2ZXJpZXNSZXF1ZXN0GiAuaG9va2QudjEuTGlzdERlbGl2ZXJpZXNSZXNwb25zZRI/CgtHZXREZWxpdmVyeRIcLmhvb2tkLnYxLkdldERlbGl2ZXJ5UmVxdWVzdBoSLmhvb2tkLnYxLkRlbGl2ZXJ5ElYKD0xpc3REZWFkTGV0dGVycxIgLmhvb2tkLnYxLkxpc3REZWFkTGV0dGVyc1JlcXVlc3QaIS5ob29rZC52MS5MaXN0RGVhZExldHRlcnNSZXNwb25zZRJECglSZWRlbGl2ZXISGi5ob29rZC52MS5SZWRlbGl2ZXJSZXF1ZXN0GhsuaG9va2QudjEuUmVkZWxpdmVyUmVzcG9uc2USWQoQUHVyZ2VEZWFkTGV0dGVycxIhLmhvb2tkLnYxLlB1cmdlRGVhZExldHRlcnNSZXF1ZXN0GiIuaG9va2QudjEuUHVyZ2VEZWFkTGV0dGVyc1Jlc3BvbnNlEkEKCFJldHJ5Tm93EhkuaG9va2QudjEuUmV0cnlOb3dSZXF1ZXN0GhouaG9va2QudjEuUmV0cnlOb3dSZXNwb25zZRJOCg9XYXRjaERlbGl2ZXJpZXMSIC5ob29rZC52MS5XYXRjaERlbGl2ZXJpZXNSZXF1ZXN0GhcuaG9va2QudjEuRGVsaXZlcnlFdmVudDABYgZwcm90bzM");
 
 /**
  * One try at forwarding a delivery to the destination (or, for pull-mode
@@ -763,6 +763,99 @@ export const RedeliverResponseSchema: GenMessage<RedeliverResponse> = /*@__PURE_
   messageDesc(file_hookd_v1_delivery, 11);
 
 /**
+ * Chooses deliveries waiting for their next retry to attempt now: either
+ * by id (delivery_ids), or every one of a route (all_waiting). Both or
+ * neither, or dry_run without all_waiting, is INVALID_ARGUMENT.
+ *
+ * @generated from message hookd.v1.RetryNowRequest
+ */
+export type RetryNowRequest = Message<"hookd.v1.RetryNowRequest"> & {
+  /**
+   * The tenant owning the deliveries; required.
+   *
+   * @generated from field: string tenant_id = 1;
+   */
+  tenantId: string;
+
+  /**
+   * Deliveries to attempt now, on any route of the tenant (or on `route`
+   * when set). An unknown id is NOT_FOUND and then nothing changes; one
+   * not waiting for a retry (delivered, dead, in flight, due already, or
+   * pulled) is skipped and not counted.
+   *
+   * @generated from field: repeated string delivery_ids = 2;
+   */
+  deliveryIds: string[];
+
+  /**
+   * Every delivery of `route` waiting for its retry, at most 1,000 per call
+   * (the soonest due first).
+   *
+   * @generated from field: bool all_waiting = 3;
+   */
+  allWaiting: boolean;
+
+  /**
+   * The route (empty: "default" with all_waiting, any route with
+   * delivery_ids). An unknown route is NOT_FOUND.
+   *
+   * @generated from field: string route = 4;
+   */
+  route: string;
+
+  /**
+   * With all_waiting: change nothing, and answer in `matched` (and
+   * `delivery_ids`) what the same call without dry_run would make due now.
+   *
+   * @generated from field: bool dry_run = 5;
+   */
+  dryRun: boolean;
+};
+
+/**
+ * Describes the message hookd.v1.RetryNowRequest.
+ * Use `create(RetryNowRequestSchema)` to create a new message.
+ */
+export const RetryNowRequestSchema: GenMessage<RetryNowRequest> = /*@__PURE__*/
+  messageDesc(file_hookd_v1_delivery, 12);
+
+/**
+ * @generated from message hookd.v1.RetryNowResponse
+ */
+export type RetryNowResponse = Message<"hookd.v1.RetryNowResponse"> & {
+  /**
+   * How many deliveries were made due now (with dry_run: would be). Their
+   * attempt counts are unchanged; the route's dispatcher sends them as its
+   * concurrency, rate and breaker allow.
+   *
+   * @generated from field: uint64 matched = 1;
+   */
+  matched: bigint;
+
+  /**
+   * Their ids, at most the first 100.
+   *
+   * @generated from field: repeated string delivery_ids = 2;
+   */
+  deliveryIds: string[];
+
+  /**
+   * With all_waiting: more were waiting than one call takes (1,000); call
+   * again for the rest.
+   *
+   * @generated from field: bool more = 3;
+   */
+  more: boolean;
+};
+
+/**
+ * Describes the message hookd.v1.RetryNowResponse.
+ * Use `create(RetryNowResponseSchema)` to create a new message.
+ */
+export const RetryNowResponseSchema: GenMessage<RetryNowResponse> = /*@__PURE__*/
+  messageDesc(file_hookd_v1_delivery, 13);
+
+/**
  * Chooses dead letters to purge: either by id (delivery_ids), or all of
  * them (all, optionally only those dead before until_unix_ms). Both or
  * neither is INVALID_ARGUMENT.
@@ -815,7 +908,7 @@ export type PurgeDeadLettersRequest = Message<"hookd.v1.PurgeDeadLettersRequest"
  * Use `create(PurgeDeadLettersRequestSchema)` to create a new message.
  */
 export const PurgeDeadLettersRequestSchema: GenMessage<PurgeDeadLettersRequest> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_delivery, 12);
+  messageDesc(file_hookd_v1_delivery, 14);
 
 /**
  * @generated from message hookd.v1.PurgeDeadLettersResponse
@@ -834,7 +927,7 @@ export type PurgeDeadLettersResponse = Message<"hookd.v1.PurgeDeadLettersRespons
  * Use `create(PurgeDeadLettersResponseSchema)` to create a new message.
  */
 export const PurgeDeadLettersResponseSchema: GenMessage<PurgeDeadLettersResponse> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_delivery, 13);
+  messageDesc(file_hookd_v1_delivery, 15);
 
 /**
  * @generated from message hookd.v1.WatchDeliveriesRequest
@@ -854,7 +947,7 @@ export type WatchDeliveriesRequest = Message<"hookd.v1.WatchDeliveriesRequest"> 
  * Use `create(WatchDeliveriesRequestSchema)` to create a new message.
  */
 export const WatchDeliveriesRequestSchema: GenMessage<WatchDeliveriesRequest> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_delivery, 14);
+  messageDesc(file_hookd_v1_delivery, 16);
 
 /**
  * One change to one delivery, as it happens.
@@ -942,7 +1035,7 @@ export type DeliveryEvent = Message<"hookd.v1.DeliveryEvent"> & {
  * Use `create(DeliveryEventSchema)` to create a new message.
  */
 export const DeliveryEventSchema: GenMessage<DeliveryEvent> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_delivery, 15);
+  messageDesc(file_hookd_v1_delivery, 17);
 
 /**
  * Where a delivery is in its life.
@@ -1155,6 +1248,19 @@ export const DeliveryService: GenService<{
     methodKind: "unary";
     input: typeof PurgeDeadLettersRequestSchema;
     output: typeof PurgeDeadLettersResponseSchema;
+  },
+  /**
+   * Attempts deliveries waiting for their next retry now instead of on
+   * their schedule (after a destination came back), without counting an
+   * extra attempt. Answers once the change is on disk.
+   * Errors: INVALID_ARGUMENT, NOT_FOUND, UNAVAILABLE.
+   *
+   * @generated from rpc hookd.v1.DeliveryService.RetryNow
+   */
+  retryNow: {
+    methodKind: "unary";
+    input: typeof RetryNowRequestSchema;
+    output: typeof RetryNowResponseSchema;
   },
   /**
    * Streams delivery events from now on (nothing from before the call),
