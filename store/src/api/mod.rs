@@ -68,6 +68,19 @@ pub struct QueueCounts {
     pub oldest_pending_ms: Option<i64>,
 }
 
+impl QueueCounts {
+    /// Since when the oldest queued delivery waits, from the queue's first
+    /// entry due at `first_due_ms` (a new delivery's entry is due when it
+    /// was accepted) and the oldest delivery whose entry a later change
+    /// wrote (a retry, a pull, a retry now), made at `moved_ms`: the older.
+    pub fn oldest_pending(first_due_ms: Option<i64>, moved_ms: Option<i64>) -> Option<i64> {
+        match (first_due_ms, moved_ms) {
+            (Some(due), Some(moved)) => Some(due.min(moved)),
+            (due, moved) => due.or(moved),
+        }
+    }
+}
+
 /// What a pull asks for.
 #[derive(Debug, Clone, Copy)]
 pub struct PullRequest {

@@ -43,19 +43,23 @@ const COUNTS: &str = "SELECT \
        (SELECT count(*) FROM hookd_queue q WHERE q.tenant = t.tenant), \
        (SELECT count(*) FROM hookd_dead d WHERE d.tenant = t.tenant), \
        (SELECT qkey FROM hookd_queue q WHERE q.tenant = t.tenant ORDER BY qkey LIMIT 1), \
-       (SELECT delivery_id FROM hookd_queue q WHERE q.tenant = t.tenant \
+       (SELECT delivery_id FROM hookd_queue q WHERE q.tenant = t.tenant AND q.waiting \
           ORDER BY delivery_id LIMIT 1) \
      FROM unnest($1::text[]) WITH ORDINALITY AS t(tenant, n) ORDER BY t.n";
 
 /// The counts of each of `tenants`, in order.
 pub(super) async fn counts_of(db: &Db, tenants: &[String]) -> Result<Vec<QueueCounts>> {
-    per_tenant(db, COUNTS, tenants, &[], |row| QueueCounts {
-        depth: row.get::<_, i64>(0) as u64,
-        dead: row.get::<_, i64>(1) as u64,
-        oldest_due_ms: row.get::<_, Option<&[u8]>>(2).and_then(queue_key_due_ms),
-        oldest_pending_ms: row
+    per_tenant(db, COUNTS, tenants, &[], |row| {
+        let oldest_due_ms = row.get::<_, Option<&[u8]>>(2).and_then(queue_key_due_ms);
+        let waiting = row
             .get::<_, Option<&str>>(3)
-            .and_then(DeliveryId::made_at_ms),
+            .and_then(DeliveryId::made_at_ms);
+        QueueCounts {
+            depth: row.get::<_, i64>(0) as u64,
+            dead: row.get::<_, i64>(1) as u64,
+            oldest_due_ms,
+            oldest_pending_ms: QueueCounts::oldest_pending(oldest_due_ms, waiting),
+        }
     })
     .await
 }

@@ -72,12 +72,12 @@ pub(super) async fn delete_queue(tx: &impl GenericClient, tenant: &str, key: &[u
 pub(super) async fn insert_queue(
     tx: &impl GenericClient,
     tenant: &str,
-    key: &[u8],
-    id: &str,
+    (key, id): (&[u8], &str),
+    waiting: bool,
 ) -> Result<()> {
     tx.execute(
-        "INSERT INTO hookd_queue (tenant, qkey, delivery_id) VALUES ($1, $2, $3)",
-        &[&tenant, &key, &id],
+        "INSERT INTO hookd_queue (tenant, qkey, delivery_id, waiting) VALUES ($1, $2, $3, $4)",
+        &[&tenant, &key, &id, &waiting],
     )
     .await
     .map_err(pg)?;

@@ -15,7 +15,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (4, include_str!("migrations/0004_rejection_signature.sql")),
     (5, include_str!("migrations/0005_lease_epoch.sql")),
     (6, include_str!("migrations/0006_rejections_at.sql")),
-    (7, include_str!("migrations/0007_queue_by_delivery.sql")),
+    (7, include_str!("migrations/0007_queue_waiting.sql")),
 ];
 
 /// The advisory lock key that serialises migrations ("hookd" in ASCII).

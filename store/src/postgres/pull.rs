@@ -141,7 +141,7 @@ async fn take(
     state.next_attempt_at_ms = Some(visible_at);
     state.queue_key = Some(hex::encode(hidden_until));
     delete_queue(&**tx, tenant, &key).await?;
-    insert_queue(&**tx, tenant, &hidden_until, id.as_str()).await?;
+    insert_queue(&**tx, tenant, (&hidden_until, id.as_str()), true).await?;
     put_state(&**tx, tenant, id.as_str(), &state).await?;
     batch.bytes += size;
     batch.handed.insert(id);
@@ -216,7 +216,7 @@ pub(super) async fn make_due(
         state.queue_key = Some(hex::encode(new));
         state.next_attempt_at_ms = Some(now_ms);
         delete_queue(&*tx, tenant, &old).await?;
-        insert_queue(&*tx, tenant, &new, id.as_str()).await?;
+        insert_queue(&*tx, tenant, (&new, id.as_str()), true).await?;
         put_state(&*tx, tenant, id.as_str(), &state).await?;
         returned += 1;
     }

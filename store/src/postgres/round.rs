@@ -260,8 +260,8 @@ impl Writes {
         };
         let statements: [(&str, bool, Vec<&(dyn ToSql + Sync)>); 5] = [
             (
-                "INSERT INTO hookd_queue (tenant, qkey, delivery_id) \
-                 SELECT $1, * FROM unnest($2::bytea[], $3::text[])",
+                "INSERT INTO hookd_queue (tenant, qkey, delivery_id, waiting) \
+                 SELECT $1, *, true FROM unnest($2::bytea[], $3::text[])",
                 self.requeue.0.is_empty(),
                 vec![&tenant, &self.requeue.0, &self.requeue.1],
             ),

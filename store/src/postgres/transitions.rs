@@ -94,7 +94,7 @@ pub(super) async fn settle(
     let done = settled(state, delivery_id, attempt, next, retry_seq, now_ms);
     delete_queue(tx, tenant, entry).await?;
     if let Some(key) = done.requeue {
-        insert_queue(tx, tenant, &key, id).await?;
+        insert_queue(tx, tenant, (&key, id), true).await?;
     }
     if let Some((key, letter)) = &done.dead {
         tx.execute(
@@ -239,7 +239,7 @@ pub(super) async fn redeliver(
     .map_err(pg)?;
     put_state(tx, tenant, new_id.as_str(), &new_state).await?;
     put_state(tx, tenant, id, &old).await?;
-    insert_queue(tx, tenant, new_key, new_id.as_str()).await?;
+    insert_queue(tx, tenant, (new_key, new_id.as_str()), false).await?;
     tx.execute(
         "DELETE FROM hookd_dead WHERE tenant = $1 AND dkey = $2",
         &[&tenant, &dead_key],

@@ -60,10 +60,7 @@ impl TenantData for TenantTrees {
             .gauges
             .oldest_moved(pending)?
             .and_then(|id| DeliveryId::made_at_ms(&id));
-        let oldest_pending_ms = match (oldest_due_ms, moved) {
-            (Some(due), Some(moved)) => Some(due.min(moved)),
-            (due, moved) => due.or(moved),
-        };
+        let oldest_pending_ms = QueueCounts::oldest_pending(oldest_due_ms, moved);
         Ok(QueueCounts {
             depth: self.gauges.queue_depth(),
             dead: self.gauges.dead_letters(),
