@@ -3,10 +3,10 @@
 
 use futures_util::{stream::BoxStream, StreamExt, TryStreamExt};
 use hookd_proto::v1::{
-    DeadLetter, Delivery, DeliveryEvent, DeliveryStatus, GetDeliveryRequest,
-    ListDeadLettersRequest, ListDeadLettersResponse, ListDeliveriesRequest, ListDeliveriesResponse,
-    PurgeDeadLettersRequest, RedeliverRequest, RedeliverResponse, RetryNowRequest,
-    RetryNowResponse, WatchDeliveriesRequest,
+    DeadLetter, Delivery, DeliveryEvent, DeliveryStatus, Event, GetDeliveryRequest,
+    GetEventRequest, ListDeadLettersRequest, ListDeadLettersResponse, ListDeliveriesRequest,
+    ListDeliveriesResponse, PurgeDeadLettersRequest, RedeliverRequest, RedeliverResponse,
+    RetryNowRequest, RetryNowResponse, WatchDeliveriesRequest,
 };
 
 use super::{paging::collect_pages, ClientError, HookdClient};
@@ -103,6 +103,25 @@ impl HookdClient {
             .deliveries
             .clone()
             .get_delivery(request)
+            .await?
+            .into_inner())
+    }
+
+    /// The event a delivery carries: its stored headers and its body exactly
+    /// as received (`json` holds the text when the body is JSON).
+    pub async fn get_event(
+        &self,
+        tenant_id: impl Into<String>,
+        delivery_id: impl Into<String>,
+    ) -> Result<Event, ClientError> {
+        let request = GetEventRequest {
+            tenant_id: tenant_id.into(),
+            delivery_id: delivery_id.into(),
+        };
+        Ok(self
+            .deliveries
+            .clone()
+            .get_event(request)
             .await?
             .into_inner())
     }

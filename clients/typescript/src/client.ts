@@ -18,6 +18,7 @@ import {
   type DeadLetter,
   type Delivery,
   DeliveryService,
+  type Event,
   type ListDeadLettersRequestSchema,
   type ListDeliveriesRequestSchema,
   type RedeliverResponse,
@@ -161,6 +162,11 @@ export class HookdClient {
   /** One delivery with all its attempts. */
   getDelivery(tenantId: string, deliveryId: string): Promise<Delivery> {
     return this.deliveries.getDelivery({ tenantId, deliveryId });
+  }
+
+  /** The event a delivery carries: its stored headers and its body exactly as received. */
+  getEvent(tenantId: string, deliveryId: string): Promise<Event> {
+    return this.deliveries.getEvent({ tenantId, deliveryId });
   }
 
   /** Redelivers dead (or delivered) deliveries by id; the answer lists the new ids in order. */

@@ -51,6 +51,7 @@ pub(crate) fn table<B: ControlBackend>(services: &Services<B>) -> Table {
         .add(Method::GET, "/v1/tenants/{tenant_id}/dead-letters", "hookd.v1.DeliveryService/ListDeadLetters", rpc!(s, list_dead_letters))
         .add(Method::POST, "/v1/tenants/{tenant_id}/deliveries/{delivery_ids}:redeliver", "hookd.v1.DeliveryService/Redeliver", rpc!(s, redeliver))
         .add(Method::POST, "/v1/tenants/{tenant_id}/deliveries:redeliver", "hookd.v1.DeliveryService/Redeliver", rpc!(s, redeliver))
+        .add(Method::GET, "/v1/tenants/{tenant_id}/deliveries/{delivery_id}/event", "hookd.v1.DeliveryService/GetEvent", rpc!(s, get_event))
         .add(Method::POST, "/v1/tenants/{tenant_id}/deliveries/{delivery_ids}:retryNow", "hookd.v1.DeliveryService/RetryNow", rpc!(s, retry_now))
         .add(Method::POST, "/v1/tenants/{tenant_id}/deliveries:retryNow", "hookd.v1.DeliveryService/RetryNow", rpc!(s, retry_now))
         .add(Method::POST, "/v1/tenants/{tenant_id}/dead-letters:purge", "hookd.v1.DeliveryService/PurgeDeadLetters", rpc!(s, purge_dead_letters))

@@ -70,6 +70,37 @@ impl<B: ControlBackend> DeliveryService for DeliveryApi<B> {
         Ok(Response::new(delivery.into()))
     }
 
+    async fn get_event(
+        &self,
+        request: Request<pb::GetEventRequest>,
+    ) -> Result<Response<pb::Event>, Status> {
+        let tenant_id = authorize_tenant(&*self.backend, &request, &request.get_ref().tenant_id)?;
+        let delivery_id = convert::required("delivery_id", &request.get_ref().delivery_id)?;
+        let delivery = self.backend.get_delivery(&tenant_id, &delivery_id).await?;
+        let content = self
+            .backend
+            .get_delivery_content(&tenant_id, &delivery_id)
+            .await?;
+        let json = match serde_json::from_slice::<serde::de::IgnoredAny>(&content.body) {
+            Ok(_) => String::from_utf8(content.body.clone()).unwrap_or_default(),
+            Err(_) => String::new(),
+        };
+        Ok(Response::new(pb::Event {
+            tenant_id,
+            delivery_id,
+            event_id: delivery.event_id,
+            request_id: content.request_id,
+            headers: content
+                .headers
+                .into_iter()
+                .map(|(name, value)| pb::Header { name, value })
+                .collect(),
+            body: content.body,
+            json,
+            event_type: content.event_type.unwrap_or_default(),
+        }))
+    }
+
     async fn list_dead_letters(
         &self,
         request: Request<pb::ListDeadLettersRequest>,

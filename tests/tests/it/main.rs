@@ -22,6 +22,7 @@ mod event_sources;
 mod faults;
 mod filter_budget;
 mod forward;
+mod get_event;
 mod handshakes;
 mod harness;
 mod hmac_api;

@@ -189,6 +189,13 @@ class HookdClient:
             delivery_pb2.GetDeliveryRequest(tenant_id=tenant_id, delivery_id=delivery_id)
         )
 
+    def get_event(self, tenant_id: str, delivery_id: str) -> delivery_pb2.Event:
+        """The event a delivery carries: its stored headers and its body
+        exactly as received (``json`` holds the text when it is JSON)."""
+        return self.deliveries.GetEvent(
+            delivery_pb2.GetEventRequest(tenant_id=tenant_id, delivery_id=delivery_id)
+        )
+
     def redeliver(self, tenant_id: str, delivery_ids: Iterable[str]) -> delivery_pb2.RedeliverResponse:
         """Redelivers dead (or delivered) deliveries by id; the response
         lists the new deliveries' ids in the same order."""

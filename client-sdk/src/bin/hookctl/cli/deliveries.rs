@@ -29,6 +29,14 @@ pub enum DeliveriesCommand {
         /// The delivery id (`dlv_...`).
         delivery_id: String,
     },
+    /// Show the event a delivery carries: its stored headers and its body
+    /// exactly as received.
+    Event {
+        /// The tenant id.
+        tenant: String,
+        /// The delivery id (`dlv_...`).
+        delivery_id: String,
+    },
     /// Attempt deliveries waiting for their next retry now (after the
     /// destination came back), by id or the route's whole backlog; their
     /// attempt counts do not change.

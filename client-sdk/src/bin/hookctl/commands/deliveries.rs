@@ -62,6 +62,39 @@ pub async fn run(
             writeln!(io::stdout().lock())?;
             Ok(out.table(&delivery.attempts)?)
         }
+        DeliveriesCommand::Event {
+            tenant,
+            delivery_id,
+        } => {
+            let event = client.get_event(tenant, delivery_id).await?;
+            if out.is_document() {
+                let headers: serde_json::Map<_, _> = event
+                    .headers
+                    .iter()
+                    .map(|h| (h.name.clone(), json!(h.value)))
+                    .collect();
+                let body = match event.json.is_empty() {
+                    true => json!({ "base64": base64_of(&event.body) }),
+                    false => serde_json::from_str(&event.json)?,
+                };
+                return Ok(out.document(&json!({
+                    "delivery_id": event.delivery_id,
+                    "event_id": event.event_id,
+                    "event_type": event.event_type,
+                    "request_id": event.request_id,
+                    "headers": headers,
+                    "body": body,
+                }))?);
+            }
+            let mut stdout = io::stdout().lock();
+            writeln!(stdout, "event {} ({})", event.event_id, event.request_id)?;
+            for h in &event.headers {
+                writeln!(stdout, "{}: {}", h.name, h.value)?;
+            }
+            writeln!(stdout)?;
+            stdout.write_all(&event.body)?;
+            Ok(writeln!(stdout)?)
+        }
         DeliveriesCommand::RetryNow {
             tenant,
             delivery_ids,
@@ -79,6 +112,12 @@ pub async fn run(
             retry_now(client, out, request).await
         }
     }
+}
+
+/// `bytes` in standard base64, for a body that is not JSON.
+fn base64_of(bytes: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 /// Makes the deliveries `request` names due now and prints how many (in

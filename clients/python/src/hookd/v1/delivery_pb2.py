@@ -22,55 +22,60 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from hookd.v1 import consumer_pb2 as hookd_dot_v1_dot_consumer__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17hookd/v1/delivery.proto\x12\x08hookd.v1\"\xb9\x01\n\x07\x41ttempt\x12\x0f\n\x07\x61ttempt\x18\x01 \x01(\r\x12\x1a\n\x12started_at_unix_ms\x18\x02 \x01(\x03\x12\x13\n\x0b\x64uration_ms\x18\x03 \x01(\x04\x12\x13\n\x0bstatus_code\x18\x04 \x01(\r\x12\r\n\x05\x65rror\x18\x05 \x01(\t\x12\x15\n\rresponse_body\x18\x06 \x01(\x0c\x12\x1d\n\x15next_retry_at_unix_ms\x18\x07 \x01(\x03\x12\x12\n\nrequest_id\x18\x08 \x01(\t\"\x89\x03\n\x08\x44\x65livery\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65livery_id\x18\x02 \x01(\t\x12\x10\n\x08\x65vent_id\x18\x03 \x01(\t\x12(\n\x06status\x18\x04 \x01(\x0e\x32\x18.hookd.v1.DeliveryStatus\x12\x1b\n\x13received_at_unix_ms\x18\x05 \x01(\x03\x12\x15\n\rattempt_count\x18\x06 \x01(\r\x12\x1f\n\x17next_attempt_at_unix_ms\x18\x07 \x01(\x03\x12\x12\n\nlast_error\x18\x08 \x01(\t\x12\x15\n\rredelivery_of\x18\t \x01(\t\x12\x16\n\x0eredelivered_as\x18\n \x01(\t\x12#\n\x08\x61ttempts\x18\x0b \x03(\x0b\x32\x11.hookd.v1.Attempt\x12%\n\tredirects\x18\x0c \x03(\x0b\x32\x12.hookd.v1.Redirect\x12&\n\x06routes\x18\r \x03(\x0b\x32\x16.hookd.v1.RouteOutcome\x12\r\n\x05route\x18\x0e \x01(\t\"D\n\x0cRouteOutcome\x12\r\n\x05route\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65livery_id\x18\x02 \x01(\t\x12\x10\n\x08\x66iltered\x18\x03 \x01(\x08\"\x8c\x01\n\x08Redirect\x12\n\n\x02\x62y\x18\x01 \x01(\t\x12\x0b\n\x03url\x18\x02 \x01(\t\x12\x1a\n\x12started_at_unix_ms\x18\x03 \x01(\x03\x12\x13\n\x0b\x64uration_ms\x18\x04 \x01(\x04\x12\x13\n\x0bstatus_code\x18\x05 \x01(\r\x12\r\n\x05\x65rror\x18\x06 \x01(\t\x12\x12\n\nrequest_id\x18\x07 \x01(\t\"\xaf\x01\n\nDeadLetter\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65livery_id\x18\x02 \x01(\t\x12\x10\n\x08\x65vent_id\x18\x03 \x01(\t\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x17\n\x0f\x64\x65\x61\x64_at_unix_ms\x18\x05 \x01(\x03\x12\x15\n\rattempt_count\x18\x06 \x01(\r\x12\x18\n\x10last_status_code\x18\x07 \x01(\r\x12\r\n\x05route\x18\x08 \x01(\t\"\x8a\x01\n\x15ListDeliveriesRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12(\n\x06status\x18\x02 \x01(\x0e\x32\x18.hookd.v1.DeliveryStatus\x12\x11\n\tpage_size\x18\x03 \x01(\r\x12\x12\n\npage_token\x18\x04 \x01(\t\x12\r\n\x05route\x18\x05 \x01(\t\"Y\n\x16ListDeliveriesResponse\x12&\n\ndeliveries\x18\x01 \x03(\x0b\x32\x12.hookd.v1.Delivery\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"<\n\x12GetDeliveryRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65livery_id\x18\x02 \x01(\t\"\xa8\x01\n\x16ListDeadLettersRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\r\x12\x12\n\npage_token\x18\x03 \x01(\t\x12\x15\n\rsince_unix_ms\x18\x04 \x01(\x03\x12\x15\n\runtil_unix_ms\x18\x05 \x01(\x03\x12\x17\n\x0freason_contains\x18\x06 \x01(\t\x12\r\n\x05route\x18\x07 \x01(\t\"^\n\x17ListDeadLettersResponse\x12*\n\x0c\x64\x65\x61\x64_letters\x18\x01 \x03(\x0b\x32\x14.hookd.v1.DeadLetter\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\xf6\x01\n\x10RedeliverRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x14\n\x0c\x64\x65livery_ids\x18\x02 \x03(\t\x12\x14\n\x0c\x61ll_matching\x18\x03 \x01(\x08\x12\x15\n\rsince_unix_ms\x18\x04 \x01(\x03\x12\x15\n\runtil_unix_ms\x18\x05 \x01(\x03\x12\x17\n\x0freason_contains\x18\x06 \x01(\t\x12\r\n\x05route\x18\x07 \x01(\t\x12(\n\x06status\x18\x08 \x01(\x0e\x32\x18.hookd.v1.DeliveryStatus\x12\x12\n\nevent_type\x18\t \x01(\t\x12\x0f\n\x07\x64ry_run\x18\n \x01(\x08\"]\n\x11RedeliverResponse\x12\x14\n\x0c\x64\x65livery_ids\x18\x01 \x03(\t\x12\x0f\n\x07matched\x18\x02 \x01(\x04\x12\x13\n\x0bmatched_ids\x18\x03 \x03(\t\x12\x0c\n\x04more\x18\x04 \x01(\x08\"o\n\x0fRetryNowRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x14\n\x0c\x64\x65livery_ids\x18\x02 \x03(\t\x12\x13\n\x0b\x61ll_waiting\x18\x03 \x01(\x08\x12\r\n\x05route\x18\x04 \x01(\t\x12\x0f\n\x07\x64ry_run\x18\x05 \x01(\x08\"G\n\x10RetryNowResponse\x12\x0f\n\x07matched\x18\x01 \x01(\x04\x12\x14\n\x0c\x64\x65livery_ids\x18\x02 \x03(\t\x12\x0c\n\x04more\x18\x03 \x01(\x08\"u\n\x17PurgeDeadLettersRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x14\n\x0c\x64\x65livery_ids\x18\x02 \x03(\t\x12\x0b\n\x03\x61ll\x18\x03 \x01(\x08\x12\x15\n\runtil_unix_ms\x18\x04 \x01(\x03\x12\r\n\x05route\x18\x05 \x01(\t\"*\n\x18PurgeDeadLettersResponse\x12\x0e\n\x06purged\x18\x01 \x01(\x04\"+\n\x16WatchDeliveriesRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\"\xf7\x01\n\rDeliveryEvent\x12)\n\x04kind\x18\x01 \x01(\x0e\x32\x1b.hookd.v1.DeliveryEventKind\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12\x13\n\x0b\x64\x65livery_id\x18\x03 \x01(\t\x12\x10\n\x08\x65vent_id\x18\x04 \x01(\t\x12\x12\n\nat_unix_ms\x18\x05 \x01(\x03\x12\x0f\n\x07\x61ttempt\x18\x06 \x01(\r\x12\x13\n\x0bstatus_code\x18\x07 \x01(\r\x12\x0e\n\x06reason\x18\x08 \x01(\t\x12\x16\n\x0eredelivered_as\x18\t \x01(\t\x12\x1f\n\x17next_attempt_at_unix_ms\x18\n \x01(\x03*\xc6\x02\n\x0e\x44\x65liveryStatus\x12\x1f\n\x1b\x44\x45LIVERY_STATUS_UNSPECIFIED\x10\x00\x12\x1b\n\x17\x44\x45LIVERY_STATUS_PENDING\x10\x01\x12\x1d\n\x19\x44\x45LIVERY_STATUS_DELIVERED\x10\x02\x12\x18\n\x14\x44\x45LIVERY_STATUS_DEAD\x10\x03\x12\x1f\n\x1b\x44\x45LIVERY_STATUS_REDELIVERED\x10\x04\x12\x1d\n\x19\x44\x45LIVERY_STATUS_IN_FLIGHT\x10\x05\x12\x1c\n\x18\x44\x45LIVERY_STATUS_FILTERED\x10\x06\x12\x1c\n\x18\x44\x45LIVERY_STATUS_UNROUTED\x10\x07\x12$\n DELIVERY_STATUS_TRANSFORM_FAILED\x10\x08\x12\x1b\n\x17\x44\x45LIVERY_STATUS_DROPPED\x10\t*\xf2\x01\n\x11\x44\x65liveryEventKind\x12#\n\x1f\x44\x45LIVERY_EVENT_KIND_UNSPECIFIED\x10\x00\x12 \n\x1c\x44\x45LIVERY_EVENT_KIND_ACCEPTED\x10\x01\x12!\n\x1d\x44\x45LIVERY_EVENT_KIND_DELIVERED\x10\x02\x12\'\n#DELIVERY_EVENT_KIND_RETRY_SCHEDULED\x10\x03\x12%\n!DELIVERY_EVENT_KIND_DEAD_LETTERED\x10\x04\x12#\n\x1f\x44\x45LIVERY_EVENT_KIND_REDELIVERED\x10\x05\x32\xb3\x04\n\x0f\x44\x65liveryService\x12S\n\x0eListDeliveries\x12\x1f.hookd.v1.ListDeliveriesRequest\x1a .hookd.v1.ListDeliveriesResponse\x12?\n\x0bGetDelivery\x12\x1c.hookd.v1.GetDeliveryRequest\x1a\x12.hookd.v1.Delivery\x12V\n\x0fListDeadLetters\x12 .hookd.v1.ListDeadLettersRequest\x1a!.hookd.v1.ListDeadLettersResponse\x12\x44\n\tRedeliver\x12\x1a.hookd.v1.RedeliverRequest\x1a\x1b.hookd.v1.RedeliverResponse\x12Y\n\x10PurgeDeadLetters\x12!.hookd.v1.PurgeDeadLettersRequest\x1a\".hookd.v1.PurgeDeadLettersResponse\x12\x41\n\x08RetryNow\x12\x19.hookd.v1.RetryNowRequest\x1a\x1a.hookd.v1.RetryNowResponse\x12N\n\x0fWatchDeliveries\x12 .hookd.v1.WatchDeliveriesRequest\x1a\x17.hookd.v1.DeliveryEvent0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17hookd/v1/delivery.proto\x12\x08hookd.v1\x1a\x17hookd/v1/consumer.proto\"\xb9\x01\n\x07\x41ttempt\x12\x0f\n\x07\x61ttempt\x18\x01 \x01(\r\x12\x1a\n\x12started_at_unix_ms\x18\x02 \x01(\x03\x12\x13\n\x0b\x64uration_ms\x18\x03 \x01(\x04\x12\x13\n\x0bstatus_code\x18\x04 \x01(\r\x12\r\n\x05\x65rror\x18\x05 \x01(\t\x12\x15\n\rresponse_body\x18\x06 \x01(\x0c\x12\x1d\n\x15next_retry_at_unix_ms\x18\x07 \x01(\x03\x12\x12\n\nrequest_id\x18\x08 \x01(\t\"\x89\x03\n\x08\x44\x65livery\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65livery_id\x18\x02 \x01(\t\x12\x10\n\x08\x65vent_id\x18\x03 \x01(\t\x12(\n\x06status\x18\x04 \x01(\x0e\x32\x18.hookd.v1.DeliveryStatus\x12\x1b\n\x13received_at_unix_ms\x18\x05 \x01(\x03\x12\x15\n\rattempt_count\x18\x06 \x01(\r\x12\x1f\n\x17next_attempt_at_unix_ms\x18\x07 \x01(\x03\x12\x12\n\nlast_error\x18\x08 \x01(\t\x12\x15\n\rredelivery_of\x18\t \x01(\t\x12\x16\n\x0eredelivered_as\x18\n \x01(\t\x12#\n\x08\x61ttempts\x18\x0b \x03(\x0b\x32\x11.hookd.v1.Attempt\x12%\n\tredirects\x18\x0c \x03(\x0b\x32\x12.hookd.v1.Redirect\x12&\n\x06routes\x18\r \x03(\x0b\x32\x16.hookd.v1.RouteOutcome\x12\r\n\x05route\x18\x0e \x01(\t\"D\n\x0cRouteOutcome\x12\r\n\x05route\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65livery_id\x18\x02 \x01(\t\x12\x10\n\x08\x66iltered\x18\x03 \x01(\x08\"\x8c\x01\n\x08Redirect\x12\n\n\x02\x62y\x18\x01 \x01(\t\x12\x0b\n\x03url\x18\x02 \x01(\t\x12\x1a\n\x12started_at_unix_ms\x18\x03 \x01(\x03\x12\x13\n\x0b\x64uration_ms\x18\x04 \x01(\x04\x12\x13\n\x0bstatus_code\x18\x05 \x01(\r\x12\r\n\x05\x65rror\x18\x06 \x01(\t\x12\x12\n\nrequest_id\x18\x07 \x01(\t\"\xaf\x01\n\nDeadLetter\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65livery_id\x18\x02 \x01(\t\x12\x10\n\x08\x65vent_id\x18\x03 \x01(\t\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x17\n\x0f\x64\x65\x61\x64_at_unix_ms\x18\x05 \x01(\x03\x12\x15\n\rattempt_count\x18\x06 \x01(\r\x12\x18\n\x10last_status_code\x18\x07 \x01(\r\x12\r\n\x05route\x18\x08 \x01(\t\"\x8a\x01\n\x15ListDeliveriesRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12(\n\x06status\x18\x02 \x01(\x0e\x32\x18.hookd.v1.DeliveryStatus\x12\x11\n\tpage_size\x18\x03 \x01(\r\x12\x12\n\npage_token\x18\x04 \x01(\t\x12\r\n\x05route\x18\x05 \x01(\t\"Y\n\x16ListDeliveriesResponse\x12&\n\ndeliveries\x18\x01 \x03(\x0b\x32\x12.hookd.v1.Delivery\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"<\n\x12GetDeliveryRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65livery_id\x18\x02 \x01(\t\"9\n\x0fGetEventRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65livery_id\x18\x02 \x01(\t\"\xa8\x01\n\x05\x45vent\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65livery_id\x18\x02 \x01(\t\x12\x10\n\x08\x65vent_id\x18\x03 \x01(\t\x12\x12\n\nrequest_id\x18\x04 \x01(\t\x12!\n\x07headers\x18\x05 \x03(\x0b\x32\x10.hookd.v1.Header\x12\x0c\n\x04\x62ody\x18\x06 \x01(\x0c\x12\x0c\n\x04json\x18\x07 \x01(\t\x12\x12\n\nevent_type\x18\x08 \x01(\t\"\xa8\x01\n\x16ListDeadLettersRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\r\x12\x12\n\npage_token\x18\x03 \x01(\t\x12\x15\n\rsince_unix_ms\x18\x04 \x01(\x03\x12\x15\n\runtil_unix_ms\x18\x05 \x01(\x03\x12\x17\n\x0freason_contains\x18\x06 \x01(\t\x12\r\n\x05route\x18\x07 \x01(\t\"^\n\x17ListDeadLettersResponse\x12*\n\x0c\x64\x65\x61\x64_letters\x18\x01 \x03(\x0b\x32\x14.hookd.v1.DeadLetter\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\xf6\x01\n\x10RedeliverRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x14\n\x0c\x64\x65livery_ids\x18\x02 \x03(\t\x12\x14\n\x0c\x61ll_matching\x18\x03 \x01(\x08\x12\x15\n\rsince_unix_ms\x18\x04 \x01(\x03\x12\x15\n\runtil_unix_ms\x18\x05 \x01(\x03\x12\x17\n\x0freason_contains\x18\x06 \x01(\t\x12\r\n\x05route\x18\x07 \x01(\t\x12(\n\x06status\x18\x08 \x01(\x0e\x32\x18.hookd.v1.DeliveryStatus\x12\x12\n\nevent_type\x18\t \x01(\t\x12\x0f\n\x07\x64ry_run\x18\n \x01(\x08\"]\n\x11RedeliverResponse\x12\x14\n\x0c\x64\x65livery_ids\x18\x01 \x03(\t\x12\x0f\n\x07matched\x18\x02 \x01(\x04\x12\x13\n\x0bmatched_ids\x18\x03 \x03(\t\x12\x0c\n\x04more\x18\x04 \x01(\x08\"o\n\x0fRetryNowRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x14\n\x0c\x64\x65livery_ids\x18\x02 \x03(\t\x12\x13\n\x0b\x61ll_waiting\x18\x03 \x01(\x08\x12\r\n\x05route\x18\x04 \x01(\t\x12\x0f\n\x07\x64ry_run\x18\x05 \x01(\x08\"G\n\x10RetryNowResponse\x12\x0f\n\x07matched\x18\x01 \x01(\x04\x12\x14\n\x0c\x64\x65livery_ids\x18\x02 \x03(\t\x12\x0c\n\x04more\x18\x03 \x01(\x08\"u\n\x17PurgeDeadLettersRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x14\n\x0c\x64\x65livery_ids\x18\x02 \x03(\t\x12\x0b\n\x03\x61ll\x18\x03 \x01(\x08\x12\x15\n\runtil_unix_ms\x18\x04 \x01(\x03\x12\r\n\x05route\x18\x05 \x01(\t\"*\n\x18PurgeDeadLettersResponse\x12\x0e\n\x06purged\x18\x01 \x01(\x04\"+\n\x16WatchDeliveriesRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\"\xf7\x01\n\rDeliveryEvent\x12)\n\x04kind\x18\x01 \x01(\x0e\x32\x1b.hookd.v1.DeliveryEventKind\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12\x13\n\x0b\x64\x65livery_id\x18\x03 \x01(\t\x12\x10\n\x08\x65vent_id\x18\x04 \x01(\t\x12\x12\n\nat_unix_ms\x18\x05 \x01(\x03\x12\x0f\n\x07\x61ttempt\x18\x06 \x01(\r\x12\x13\n\x0bstatus_code\x18\x07 \x01(\r\x12\x0e\n\x06reason\x18\x08 \x01(\t\x12\x16\n\x0eredelivered_as\x18\t \x01(\t\x12\x1f\n\x17next_attempt_at_unix_ms\x18\n \x01(\x03*\xc6\x02\n\x0e\x44\x65liveryStatus\x12\x1f\n\x1b\x44\x45LIVERY_STATUS_UNSPECIFIED\x10\x00\x12\x1b\n\x17\x44\x45LIVERY_STATUS_PENDING\x10\x01\x12\x1d\n\x19\x44\x45LIVERY_STATUS_DELIVERED\x10\x02\x12\x18\n\x14\x44\x45LIVERY_STATUS_DEAD\x10\x03\x12\x1f\n\x1b\x44\x45LIVERY_STATUS_REDELIVERED\x10\x04\x12\x1d\n\x19\x44\x45LIVERY_STATUS_IN_FLIGHT\x10\x05\x12\x1c\n\x18\x44\x45LIVERY_STATUS_FILTERED\x10\x06\x12\x1c\n\x18\x44\x45LIVERY_STATUS_UNROUTED\x10\x07\x12$\n DELIVERY_STATUS_TRANSFORM_FAILED\x10\x08\x12\x1b\n\x17\x44\x45LIVERY_STATUS_DROPPED\x10\t*\xf2\x01\n\x11\x44\x65liveryEventKind\x12#\n\x1f\x44\x45LIVERY_EVENT_KIND_UNSPECIFIED\x10\x00\x12 \n\x1c\x44\x45LIVERY_EVENT_KIND_ACCEPTED\x10\x01\x12!\n\x1d\x44\x45LIVERY_EVENT_KIND_DELIVERED\x10\x02\x12\'\n#DELIVERY_EVENT_KIND_RETRY_SCHEDULED\x10\x03\x12%\n!DELIVERY_EVENT_KIND_DEAD_LETTERED\x10\x04\x12#\n\x1f\x44\x45LIVERY_EVENT_KIND_REDELIVERED\x10\x05\x32\xeb\x04\n\x0f\x44\x65liveryService\x12S\n\x0eListDeliveries\x12\x1f.hookd.v1.ListDeliveriesRequest\x1a .hookd.v1.ListDeliveriesResponse\x12?\n\x0bGetDelivery\x12\x1c.hookd.v1.GetDeliveryRequest\x1a\x12.hookd.v1.Delivery\x12\x36\n\x08GetEvent\x12\x19.hookd.v1.GetEventRequest\x1a\x0f.hookd.v1.Event\x12V\n\x0fListDeadLetters\x12 .hookd.v1.ListDeadLettersRequest\x1a!.hookd.v1.ListDeadLettersResponse\x12\x44\n\tRedeliver\x12\x1a.hookd.v1.RedeliverRequest\x1a\x1b.hookd.v1.RedeliverResponse\x12Y\n\x10PurgeDeadLetters\x12!.hookd.v1.PurgeDeadLettersRequest\x1a\".hookd.v1.PurgeDeadLettersResponse\x12\x41\n\x08RetryNow\x12\x19.hookd.v1.RetryNowRequest\x1a\x1a.hookd.v1.RetryNowResponse\x12N\n\x0fWatchDeliveries\x12 .hookd.v1.WatchDeliveriesRequest\x1a\x17.hookd.v1.DeliveryEvent0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'hookd.v1.delivery_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_DELIVERYSTATUS']._serialized_start=2562
-  _globals['_DELIVERYSTATUS']._serialized_end=2888
-  _globals['_DELIVERYEVENTKIND']._serialized_start=2891
-  _globals['_DELIVERYEVENTKIND']._serialized_end=3133
-  _globals['_ATTEMPT']._serialized_start=38
-  _globals['_ATTEMPT']._serialized_end=223
-  _globals['_DELIVERY']._serialized_start=226
-  _globals['_DELIVERY']._serialized_end=619
-  _globals['_ROUTEOUTCOME']._serialized_start=621
-  _globals['_ROUTEOUTCOME']._serialized_end=689
-  _globals['_REDIRECT']._serialized_start=692
-  _globals['_REDIRECT']._serialized_end=832
-  _globals['_DEADLETTER']._serialized_start=835
-  _globals['_DEADLETTER']._serialized_end=1010
-  _globals['_LISTDELIVERIESREQUEST']._serialized_start=1013
-  _globals['_LISTDELIVERIESREQUEST']._serialized_end=1151
-  _globals['_LISTDELIVERIESRESPONSE']._serialized_start=1153
-  _globals['_LISTDELIVERIESRESPONSE']._serialized_end=1242
-  _globals['_GETDELIVERYREQUEST']._serialized_start=1244
-  _globals['_GETDELIVERYREQUEST']._serialized_end=1304
-  _globals['_LISTDEADLETTERSREQUEST']._serialized_start=1307
-  _globals['_LISTDEADLETTERSREQUEST']._serialized_end=1475
-  _globals['_LISTDEADLETTERSRESPONSE']._serialized_start=1477
-  _globals['_LISTDEADLETTERSRESPONSE']._serialized_end=1571
-  _globals['_REDELIVERREQUEST']._serialized_start=1574
-  _globals['_REDELIVERREQUEST']._serialized_end=1820
-  _globals['_REDELIVERRESPONSE']._serialized_start=1822
-  _globals['_REDELIVERRESPONSE']._serialized_end=1915
-  _globals['_RETRYNOWREQUEST']._serialized_start=1917
-  _globals['_RETRYNOWREQUEST']._serialized_end=2028
-  _globals['_RETRYNOWRESPONSE']._serialized_start=2030
-  _globals['_RETRYNOWRESPONSE']._serialized_end=2101
-  _globals['_PURGEDEADLETTERSREQUEST']._serialized_start=2103
-  _globals['_PURGEDEADLETTERSREQUEST']._serialized_end=2220
-  _globals['_PURGEDEADLETTERSRESPONSE']._serialized_start=2222
-  _globals['_PURGEDEADLETTERSRESPONSE']._serialized_end=2264
-  _globals['_WATCHDELIVERIESREQUEST']._serialized_start=2266
-  _globals['_WATCHDELIVERIESREQUEST']._serialized_end=2309
-  _globals['_DELIVERYEVENT']._serialized_start=2312
-  _globals['_DELIVERYEVENT']._serialized_end=2559
-  _globals['_DELIVERYSERVICE']._serialized_start=3136
-  _globals['_DELIVERYSERVICE']._serialized_end=3699
+  _globals['_DELIVERYSTATUS']._serialized_start=2817
+  _globals['_DELIVERYSTATUS']._serialized_end=3143
+  _globals['_DELIVERYEVENTKIND']._serialized_start=3146
+  _globals['_DELIVERYEVENTKIND']._serialized_end=3388
+  _globals['_ATTEMPT']._serialized_start=63
+  _globals['_ATTEMPT']._serialized_end=248
+  _globals['_DELIVERY']._serialized_start=251
+  _globals['_DELIVERY']._serialized_end=644
+  _globals['_ROUTEOUTCOME']._serialized_start=646
+  _globals['_ROUTEOUTCOME']._serialized_end=714
+  _globals['_REDIRECT']._serialized_start=717
+  _globals['_REDIRECT']._serialized_end=857
+  _globals['_DEADLETTER']._serialized_start=860
+  _globals['_DEADLETTER']._serialized_end=1035
+  _globals['_LISTDELIVERIESREQUEST']._serialized_start=1038
+  _globals['_LISTDELIVERIESREQUEST']._serialized_end=1176
+  _globals['_LISTDELIVERIESRESPONSE']._serialized_start=1178
+  _globals['_LISTDELIVERIESRESPONSE']._serialized_end=1267
+  _globals['_GETDELIVERYREQUEST']._serialized_start=1269
+  _globals['_GETDELIVERYREQUEST']._serialized_end=1329
+  _globals['_GETEVENTREQUEST']._serialized_start=1331
+  _globals['_GETEVENTREQUEST']._serialized_end=1388
+  _globals['_EVENT']._serialized_start=1391
+  _globals['_EVENT']._serialized_end=1559
+  _globals['_LISTDEADLETTERSREQUEST']._serialized_start=1562
+  _globals['_LISTDEADLETTERSREQUEST']._serialized_end=1730
+  _globals['_LISTDEADLETTERSRESPONSE']._serialized_start=1732
+  _globals['_LISTDEADLETTERSRESPONSE']._serialized_end=1826
+  _globals['_REDELIVERREQUEST']._serialized_start=1829
+  _globals['_REDELIVERREQUEST']._serialized_end=2075
+  _globals['_REDELIVERRESPONSE']._serialized_start=2077
+  _globals['_REDELIVERRESPONSE']._serialized_end=2170
+  _globals['_RETRYNOWREQUEST']._serialized_start=2172
+  _globals['_RETRYNOWREQUEST']._serialized_end=2283
+  _globals['_RETRYNOWRESPONSE']._serialized_start=2285
+  _globals['_RETRYNOWRESPONSE']._serialized_end=2356
+  _globals['_PURGEDEADLETTERSREQUEST']._serialized_start=2358
+  _globals['_PURGEDEADLETTERSREQUEST']._serialized_end=2475
+  _globals['_PURGEDEADLETTERSRESPONSE']._serialized_start=2477
+  _globals['_PURGEDEADLETTERSRESPONSE']._serialized_end=2519
+  _globals['_WATCHDELIVERIESREQUEST']._serialized_start=2521
+  _globals['_WATCHDELIVERIESREQUEST']._serialized_end=2564
+  _globals['_DELIVERYEVENT']._serialized_start=2567
+  _globals['_DELIVERYEVENT']._serialized_end=2814
+  _globals['_DELIVERYSERVICE']._serialized_start=3391
+  _globals['_DELIVERYSERVICE']._serialized_end=4010
 # @@protoc_insertion_point(module_scope)

@@ -43,6 +43,7 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from hookd.v1 import consumer_pb2 as _consumer_pb2
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -561,6 +562,90 @@ class GetDeliveryRequest(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GetDeliveryRequest: _TypeAlias = GetDeliveryRequest  # noqa: Y015
+
+@_typing.final
+class GetEventRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TENANT_ID_FIELD_NUMBER: _builtins.int
+    DELIVERY_ID_FIELD_NUMBER: _builtins.int
+    tenant_id: _builtins.str
+    """The tenant owning the delivery."""
+    delivery_id: _builtins.str
+    """The delivery whose event to read; NOT_FOUND if the tenant has none with
+    this id (or it was purged).
+    """
+    def __init__(
+        self,
+        *,
+        tenant_id: _builtins.str = ...,
+        delivery_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["delivery_id", b"delivery_id", "tenant_id", b"tenant_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetEventRequest: _TypeAlias = GetEventRequest  # noqa: Y015
+
+@_typing.final
+class Event(_message.Message):
+    """What a delivery carries: the request as hookd stored it when it
+    accepted it.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TENANT_ID_FIELD_NUMBER: _builtins.int
+    DELIVERY_ID_FIELD_NUMBER: _builtins.int
+    EVENT_ID_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    HEADERS_FIELD_NUMBER: _builtins.int
+    BODY_FIELD_NUMBER: _builtins.int
+    JSON_FIELD_NUMBER: _builtins.int
+    EVENT_TYPE_FIELD_NUMBER: _builtins.int
+    tenant_id: _builtins.str
+    """The receiving tenant."""
+    delivery_id: _builtins.str
+    """The delivery it was read through."""
+    event_id: _builtins.str
+    """The sender's event id."""
+    request_id: _builtins.str
+    """req_<ulid> of the request that brought it."""
+    body: _builtins.bytes
+    """The body exactly as received; a compressed request's body as decoded."""
+    json: _builtins.str
+    """The body as JSON text when it is JSON (then equal to `body`); empty
+    otherwise.
+    """
+    event_type: _builtins.str
+    """The event type the body names in the tenant's type field, if any."""
+    @_builtins.property
+    def headers(self) -> _containers.RepeatedCompositeFieldContainer[_consumer_pb2.Header]:
+        """The headers kept with it (content type, the event type's), names
+        lowercase.
+        """
+
+    def __init__(
+        self,
+        *,
+        tenant_id: _builtins.str = ...,
+        delivery_id: _builtins.str = ...,
+        event_id: _builtins.str = ...,
+        request_id: _builtins.str = ...,
+        headers: _abc.Iterable[_consumer_pb2.Header] | None = ...,
+        body: _builtins.bytes = ...,
+        json: _builtins.str = ...,
+        event_type: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "delivery_id", b"delivery_id", "event_id", b"event_id", "event_type", b"event_type", "headers", b"headers", "json", b"json", "request_id", b"request_id", "tenant_id", b"tenant_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Event: _TypeAlias = Event  # noqa: Y015
 
 @_typing.final
 class ListDeadLettersRequest(_message.Message):

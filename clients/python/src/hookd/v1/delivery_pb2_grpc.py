@@ -46,6 +46,11 @@ class DeliveryServiceStub:
                 request_serializer=hookd_dot_v1_dot_delivery__pb2.GetDeliveryRequest.SerializeToString,
                 response_deserializer=hookd_dot_v1_dot_delivery__pb2.Delivery.FromString,
                 _registered_method=True)
+        self.GetEvent = channel.unary_unary(
+                '/hookd.v1.DeliveryService/GetEvent',
+                request_serializer=hookd_dot_v1_dot_delivery__pb2.GetEventRequest.SerializeToString,
+                response_deserializer=hookd_dot_v1_dot_delivery__pb2.Event.FromString,
+                _registered_method=True)
         self.ListDeadLetters = channel.unary_unary(
                 '/hookd.v1.DeliveryService/ListDeadLetters',
                 request_serializer=hookd_dot_v1_dot_delivery__pb2.ListDeadLettersRequest.SerializeToString,
@@ -88,6 +93,15 @@ class DeliveryServiceServicer:
 
     def GetDelivery(self, request, context):
         """One delivery with all its attempts. Errors: NOT_FOUND.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetEvent(self, request, context):
+        """The event a delivery carries: its stored headers and its body exactly
+        as received (plus the JSON text when it is JSON), under the same
+        authorization as GetDelivery. Errors: NOT_FOUND.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -154,6 +168,11 @@ def add_DeliveryServiceServicer_to_server(servicer, server):
                     servicer.GetDelivery,
                     request_deserializer=hookd_dot_v1_dot_delivery__pb2.GetDeliveryRequest.FromString,
                     response_serializer=hookd_dot_v1_dot_delivery__pb2.Delivery.SerializeToString,
+            ),
+            'GetEvent': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetEvent,
+                    request_deserializer=hookd_dot_v1_dot_delivery__pb2.GetEventRequest.FromString,
+                    response_serializer=hookd_dot_v1_dot_delivery__pb2.Event.SerializeToString,
             ),
             'ListDeadLetters': grpc.unary_unary_rpc_method_handler(
                     servicer.ListDeadLetters,
@@ -237,6 +256,33 @@ class DeliveryService:
             '/hookd.v1.DeliveryService/GetDelivery',
             hookd_dot_v1_dot_delivery__pb2.GetDeliveryRequest.SerializeToString,
             hookd_dot_v1_dot_delivery__pb2.Delivery.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetEvent(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/hookd.v1.DeliveryService/GetEvent',
+            hookd_dot_v1_dot_delivery__pb2.GetEventRequest.SerializeToString,
+            hookd_dot_v1_dot_delivery__pb2.Event.FromString,
             options,
             channel_credentials,
             insecure,

@@ -76,6 +76,11 @@ class DeliveryServiceStub:
     """
     GetDelivery: _grpc.UnaryUnaryMultiCallable[_delivery_pb2.GetDeliveryRequest, _delivery_pb2.Delivery]
     """One delivery with all its attempts. Errors: NOT_FOUND."""
+    GetEvent: _grpc.UnaryUnaryMultiCallable[_delivery_pb2.GetEventRequest, _delivery_pb2.Event]
+    """The event a delivery carries: its stored headers and its body exactly
+    as received (plus the JSON text when it is JSON), under the same
+    authorization as GetDelivery. Errors: NOT_FOUND.
+    """
     ListDeadLetters: _grpc.UnaryUnaryMultiCallable[_delivery_pb2.ListDeadLettersRequest, _delivery_pb2.ListDeadLettersResponse]
     """A tenant's dead letters, most recently dead first, optionally filtered.
     Errors: INVALID_ARGUMENT, NOT_FOUND.
@@ -119,6 +124,11 @@ class DeliveryServiceAsyncStub(DeliveryServiceStub):
     """
     GetDelivery: _aio.UnaryUnaryMultiCallable[_delivery_pb2.GetDeliveryRequest, _delivery_pb2.Delivery]  # type: ignore[assignment]
     """One delivery with all its attempts. Errors: NOT_FOUND."""
+    GetEvent: _aio.UnaryUnaryMultiCallable[_delivery_pb2.GetEventRequest, _delivery_pb2.Event]  # type: ignore[assignment]
+    """The event a delivery carries: its stored headers and its body exactly
+    as received (plus the JSON text when it is JSON), under the same
+    authorization as GetDelivery. Errors: NOT_FOUND.
+    """
     ListDeadLetters: _aio.UnaryUnaryMultiCallable[_delivery_pb2.ListDeadLettersRequest, _delivery_pb2.ListDeadLettersResponse]  # type: ignore[assignment]
     """A tenant's dead letters, most recently dead first, optionally filtered.
     Errors: INVALID_ARGUMENT, NOT_FOUND.
@@ -171,6 +181,17 @@ class DeliveryServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_delivery_pb2.Delivery, _abc.Awaitable[_delivery_pb2.Delivery]]:
         """One delivery with all its attempts. Errors: NOT_FOUND."""
+
+    @_abc_1.abstractmethod
+    def GetEvent(
+        self,
+        request: _delivery_pb2.GetEventRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_delivery_pb2.Event, _abc.Awaitable[_delivery_pb2.Event]]:
+        """The event a delivery carries: its stored headers and its body exactly
+        as received (plus the JSON text when it is JSON), under the same
+        authorization as GetDelivery. Errors: NOT_FOUND.
+        """
 
     @_abc_1.abstractmethod
     def ListDeadLetters(

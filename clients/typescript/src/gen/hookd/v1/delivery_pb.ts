@@ -40,13 +40,15 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { Header } from "./consumer_pb.js";
+import { file_hookd_v1_consumer } from "./consumer_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file hookd/v1/delivery.proto.
  */
 export const file_hookd_v1_delivery: GenFile = /*@__PURE__*/
-  fileDesc("Chdob29rZC92MS9kZWxpdmVyeS5wcm90bxIIaG9va2QudjEiuQEKB0F0dGVtcHQSDwoHYXR0ZW1wdBgBIAEoDRIaChJzdGFydGVkX2F0X3VuaXhfbXMYAiABKAMSEwoLZHVyYXRpb25fbXMYAyABKAQSEwoLc3RhdHVzX2NvZGUYBCABKA0SDQoFZXJyb3IYBSABKAkSFQoNcmVzcG9uc2VfYm9keRgGIAEoDBIdChVuZXh0X3JldHJ5X2F0X3VuaXhfbXMYByABKAMSEgoKcmVxdWVzdF9pZBgIIAEoCSKJAwoIRGVsaXZlcnkSEQoJdGVuYW50X2lkGAEgASgJEhMKC2RlbGl2ZXJ5X2lkGAIgASgJEhAKCGV2ZW50X2lkGAMgASgJEigKBnN0YXR1cxgEIAEoDjIYLmhvb2tkLnYxLkRlbGl2ZXJ5U3RhdHVzEhsKE3JlY2VpdmVkX2F0X3VuaXhfbXMYBSABKAMSFQoNYXR0ZW1wdF9jb3VudBgGIAEoDRIfChduZXh0X2F0dGVtcHRfYXRfdW5peF9tcxgHIAEoAxISCgpsYXN0X2Vycm9yGAggASgJEhUKDXJlZGVsaXZlcnlfb2YYCSABKAkSFgoOcmVkZWxpdmVyZWRfYXMYCiABKAkSIwoIYXR0ZW1wdHMYCyADKAsyES5ob29rZC52MS5BdHRlbXB0EiUKCXJlZGlyZWN0cxgMIAMoCzISLmhvb2tkLnYxLlJlZGlyZWN0EiYKBnJvdXRlcxgNIAMoCzIWLmhvb2tkLnYxLlJvdXRlT3V0Y29tZRINCgVyb3V0ZRgOIAEoCSJECgxSb3V0ZU91dGNvbWUSDQoFcm91dGUYASABKAkSEwoLZGVsaXZlcnlfaWQYAiABKAkSEAoIZmlsdGVyZWQYAyABKAgijAEKCFJlZGlyZWN0EgoKAmJ5GAEgASgJEgsKA3VybBgCIAEoCRIaChJzdGFydGVkX2F0X3VuaXhfbXMYAyABKAMSEwoLZHVyYXRpb25fbXMYBCABKAQSEwoLc3RhdHVzX2NvZGUYBSABKA0SDQoFZXJyb3IYBiABKAkSEgoKcmVxdWVzdF9pZBgHIAEoCSKvAQoKRGVhZExldHRlchIRCgl0ZW5hbnRfaWQYASABKAkSEwoLZGVsaXZlcnlfaWQYAiABKAkSEAoIZXZlbnRfaWQYAyABKAkSDgoGcmVhc29uGAQgASgJEhcKD2RlYWRfYXRfdW5peF9tcxgFIAEoAxIVCg1hdHRlbXB0X2NvdW50GAYgASgNEhgKEGxhc3Rfc3RhdHVzX2NvZGUYByABKA0SDQoFcm91dGUYCCABKAkiigEKFUxpc3REZWxpdmVyaWVzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSKAoGc3RhdHVzGAIgASgOMhguaG9va2QudjEuRGVsaXZlcnlTdGF0dXMSEQoJcGFnZV9zaXplGAMgASgNEhIKCnBhZ2VfdG9rZW4YBCABKAkSDQoFcm91dGUYBSABKAkiWQoWTGlzdERlbGl2ZXJpZXNSZXNwb25zZRImCgpkZWxpdmVyaWVzGAEgAygLMhIuaG9va2QudjEuRGVsaXZlcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjwKEkdldERlbGl2ZXJ5UmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSEwoLZGVsaXZlcnlfaWQYAiABKAkiqAEKFkxpc3REZWFkTGV0dGVyc1JlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoDRISCgpwYWdlX3Rva2VuGAMgASgJEhUKDXNpbmNlX3VuaXhfbXMYBCABKAMSFQoNdW50aWxfdW5peF9tcxgFIAEoAxIXCg9yZWFzb25fY29udGFpbnMYBiABKAkSDQoFcm91dGUYByABKAkiXgoXTGlzdERlYWRMZXR0ZXJzUmVzcG9uc2USKgoMZGVhZF9sZXR0ZXJzGAEgAygLMhQuaG9va2QudjEuRGVhZExldHRlchIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAki9gEKEFJlZGVsaXZlclJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhQKDGRlbGl2ZXJ5X2lkcxgCIAMoCRIUCgxhbGxfbWF0Y2hpbmcYAyABKAgSFQoNc2luY2VfdW5peF9tcxgEIAEoAxIVCg11bnRpbF91bml4X21zGAUgASgDEhcKD3JlYXNvbl9jb250YWlucxgGIAEoCRINCgVyb3V0ZRgHIAEoCRIoCgZzdGF0dXMYCCABKA4yGC5ob29rZC52MS5EZWxpdmVyeVN0YXR1cxISCgpldmVudF90eXBlGAkgASgJEg8KB2RyeV9ydW4YCiABKAgiXQoRUmVkZWxpdmVyUmVzcG9uc2USFAoMZGVsaXZlcnlfaWRzGAEgAygJEg8KB21hdGNoZWQYAiABKAQSEwoLbWF0Y2hlZF9pZHMYAyADKAkSDAoEbW9yZRgEIAEoCCJvCg9SZXRyeU5vd1JlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhQKDGRlbGl2ZXJ5X2lkcxgCIAMoCRITCgthbGxfd2FpdGluZxgDIAEoCBINCgVyb3V0ZRgEIAEoCRIPCgdkcnlfcnVuGAUgASgIIkcKEFJldHJ5Tm93UmVzcG9uc2USDwoHbWF0Y2hlZBgBIAEoBBIUCgxkZWxpdmVyeV9pZHMYAiADKAkSDAoEbW9yZRgDIAEoCCJ1ChdQdXJnZURlYWRMZXR0ZXJzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSFAoMZGVsaXZlcnlfaWRzGAIgAygJEgsKA2FsbBgDIAEoCBIVCg11bnRpbF91bml4X21zGAQgASgDEg0KBXJvdXRlGAUgASgJIioKGFB1cmdlRGVhZExldHRlcnNSZXNwb25zZRIOCgZwdXJnZWQYASABKAQiKwoWV2F0Y2hEZWxpdmVyaWVzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAki9wEKDURlbGl2ZXJ5RXZlbnQSKQoEa2luZBgBIAEoDjIbLmhvb2tkLnYxLkRlbGl2ZXJ5RXZlbnRLaW5kEhEKCXRlbmFudF9pZBgCIAEoCRITCgtkZWxpdmVyeV9pZBgDIAEoCRIQCghldmVudF9pZBgEIAEoCRISCgphdF91bml4X21zGAUgASgDEg8KB2F0dGVtcHQYBiABKA0SEwoLc3RhdHVzX2NvZGUYByABKA0SDgoGcmVhc29uGAggASgJEhYKDnJlZGVsaXZlcmVkX2FzGAkgASgJEh8KF25leHRfYXR0ZW1wdF9hdF91bml4X21zGAogASgDKsYCCg5EZWxpdmVyeVN0YXR1cxIfChtERUxJVkVSWV9TVEFUVVNfVU5TUEVDSUZJRUQQABIbChdERUxJVkVSWV9TVEFUVVNfUEVORElORxABEh0KGURFTElWRVJZX1NUQVRVU19ERUxJVkVSRUQQAhIYChRERUxJVkVSWV9TVEFUVVNfREVBRBADEh8KG0RFTElWRVJZX1NUQVRVU19SRURFTElWRVJFRBAEEh0KGURFTElWRVJZX1NUQVRVU19JTl9GTElHSFQQBRIcChhERUxJVkVSWV9TVEFUVVNfRklMVEVSRUQQBhIcChhERUxJVkVSWV9TVEFUVVNfVU5ST1VURUQQBxIkCiBERUxJVkVSWV9TVEFUVVNfVFJBTlNGT1JNX0ZBSUxFRBAIEhsKF0RFTElWRVJZX1NUQVRVU19EUk9QUEVEEAkq8gEKEURlbGl2ZXJ5RXZlbnRLaW5kEiMKH0RFTElWRVJZX0VWRU5UX0tJTkRfVU5TUEVDSUZJRUQQABIgChxERUxJVkVSWV9FVkVOVF9LSU5EX0FDQ0VQVEVEEAESIQodREVMSVZFUllfRVZFTlRfS0lORF9ERUxJVkVSRUQQAhInCiNERUxJVkVSWV9FVkVOVF9LSU5EX1JFVFJZX1NDSEVEVUxFRBADEiUKIURFTElWRVJZX0VWRU5UX0tJTkRfREVBRF9MRVRURVJFRBAEEiMKH0RFTElWRVJZX0VWRU5UX0tJTkRfUkVERUxJVkVSRUQQBTKzBAoPRGVsaXZlcnlTZXJ2aWNlElMKDkxpc3REZWxpdmVyaWVzEh8uaG9va2QudjEuTGlzdERlbGl2ZXJpZXNSZXF1ZXN0GiAuaG9va2QudjEuTGlzdERlbGl2ZXJpZXNSZXNwb25zZRI/CgtHZXREZWxpdmVyeRIcLmhvb2tkLnYxLkdldERlbGl2ZXJ5UmVxdWVzdBoSLmhvb2tkLnYxLkRlbGl2ZXJ5ElYKD0xpc3REZWFkTGV0dGVycxIgLmhvb2tkLnYxLkxpc3REZWFkTGV0dGVyc1JlcXVlc3QaIS5ob29rZC52MS5MaXN0RGVhZExldHRlcnNSZXNwb25zZRJECglSZWRlbGl2ZXISGi5ob29rZC52MS5SZWRlbGl2ZXJSZXF1ZXN0GhsuaG9va2QudjEuUmVkZWxpdmVyUmVzcG9uc2USWQoQUHVyZ2VEZWFkTGV0dGVycxIhLmhvb2tkLnYxLlB1cmdlRGVhZExldHRlcnNSZXF1ZXN0GiIuaG9va2QudjEuUHVyZ2VEZWFkTGV0dGVyc1Jlc3BvbnNlEkEKCFJldHJ5Tm93EhkuaG9va2QudjEuUmV0cnlOb3dSZXF1ZXN0GhouaG9va2QudjEuUmV0cnlOb3dSZXNwb25zZRJOCg9XYXRjaERlbGl2ZXJpZXMSIC5ob29rZC52MS5XYXRjaERlbGl2ZXJpZXNSZXF1ZXN0GhcuaG9va2QudjEuRGVsaXZlcnlFdmVudDABYgZwcm90bzM");
+  fileDesc("Chdob29rZC92MS9kZWxpdmVyeS5wcm90bxIIaG9va2QudjEiuQEKB0F0dGVtcHQSDwoHYXR0ZW1wdBgBIAEoDRIaChJzdGFydGVkX2F0X3VuaXhfbXMYAiABKAMSEwoLZHVyYXRpb25fbXMYAyABKAQSEwoLc3RhdHVzX2NvZGUYBCABKA0SDQoFZXJyb3IYBSABKAkSFQoNcmVzcG9uc2VfYm9keRgGIAEoDBIdChVuZXh0X3JldHJ5X2F0X3VuaXhfbXMYByABKAMSEgoKcmVxdWVzdF9pZBgIIAEoCSKJAwoIRGVsaXZlcnkSEQoJdGVuYW50X2lkGAEgASgJEhMKC2RlbGl2ZXJ5X2lkGAIgASgJEhAKCGV2ZW50X2lkGAMgASgJEigKBnN0YXR1cxgEIAEoDjIYLmhvb2tkLnYxLkRlbGl2ZXJ5U3RhdHVzEhsKE3JlY2VpdmVkX2F0X3VuaXhfbXMYBSABKAMSFQoNYXR0ZW1wdF9jb3VudBgGIAEoDRIfChduZXh0X2F0dGVtcHRfYXRfdW5peF9tcxgHIAEoAxISCgpsYXN0X2Vycm9yGAggASgJEhUKDXJlZGVsaXZlcnlfb2YYCSABKAkSFgoOcmVkZWxpdmVyZWRfYXMYCiABKAkSIwoIYXR0ZW1wdHMYCyADKAsyES5ob29rZC52MS5BdHRlbXB0EiUKCXJlZGlyZWN0cxgMIAMoCzISLmhvb2tkLnYxLlJlZGlyZWN0EiYKBnJvdXRlcxgNIAMoCzIWLmhvb2tkLnYxLlJvdXRlT3V0Y29tZRINCgVyb3V0ZRgOIAEoCSJECgxSb3V0ZU91dGNvbWUSDQoFcm91dGUYASABKAkSEwoLZGVsaXZlcnlfaWQYAiABKAkSEAoIZmlsdGVyZWQYAyABKAgijAEKCFJlZGlyZWN0EgoKAmJ5GAEgASgJEgsKA3VybBgCIAEoCRIaChJzdGFydGVkX2F0X3VuaXhfbXMYAyABKAMSEwoLZHVyYXRpb25fbXMYBCABKAQSEwoLc3RhdHVzX2NvZGUYBSABKA0SDQoFZXJyb3IYBiABKAkSEgoKcmVxdWVzdF9pZBgHIAEoCSKvAQoKRGVhZExldHRlchIRCgl0ZW5hbnRfaWQYASABKAkSEwoLZGVsaXZlcnlfaWQYAiABKAkSEAoIZXZlbnRfaWQYAyABKAkSDgoGcmVhc29uGAQgASgJEhcKD2RlYWRfYXRfdW5peF9tcxgFIAEoAxIVCg1hdHRlbXB0X2NvdW50GAYgASgNEhgKEGxhc3Rfc3RhdHVzX2NvZGUYByABKA0SDQoFcm91dGUYCCABKAkiigEKFUxpc3REZWxpdmVyaWVzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSKAoGc3RhdHVzGAIgASgOMhguaG9va2QudjEuRGVsaXZlcnlTdGF0dXMSEQoJcGFnZV9zaXplGAMgASgNEhIKCnBhZ2VfdG9rZW4YBCABKAkSDQoFcm91dGUYBSABKAkiWQoWTGlzdERlbGl2ZXJpZXNSZXNwb25zZRImCgpkZWxpdmVyaWVzGAEgAygLMhIuaG9va2QudjEuRGVsaXZlcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjwKEkdldERlbGl2ZXJ5UmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSEwoLZGVsaXZlcnlfaWQYAiABKAkiOQoPR2V0RXZlbnRSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRITCgtkZWxpdmVyeV9pZBgCIAEoCSKoAQoFRXZlbnQSEQoJdGVuYW50X2lkGAEgASgJEhMKC2RlbGl2ZXJ5X2lkGAIgASgJEhAKCGV2ZW50X2lkGAMgASgJEhIKCnJlcXVlc3RfaWQYBCABKAkSIQoHaGVhZGVycxgFIAMoCzIQLmhvb2tkLnYxLkhlYWRlchIMCgRib2R5GAYgASgMEgwKBGpzb24YByABKAkSEgoKZXZlbnRfdHlwZRgIIAEoCSKoAQoWTGlzdERlYWRMZXR0ZXJzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgNEhIKCnBhZ2VfdG9rZW4YAyABKAkSFQoNc2luY2VfdW5peF9tcxgEIAEoAxIVCg11bnRpbF91bml4X21zGAUgASgDEhcKD3JlYXNvbl9jb250YWlucxgGIAEoCRINCgVyb3V0ZRgHIAEoCSJeChdMaXN0RGVhZExldHRlcnNSZXNwb25zZRIqCgxkZWFkX2xldHRlcnMYASADKAsyFC5ob29rZC52MS5EZWFkTGV0dGVyEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSL2AQoQUmVkZWxpdmVyUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSFAoMZGVsaXZlcnlfaWRzGAIgAygJEhQKDGFsbF9tYXRjaGluZxgDIAEoCBIVCg1zaW5jZV91bml4X21zGAQgASgDEhUKDXVudGlsX3VuaXhfbXMYBSABKAMSFwoPcmVhc29uX2NvbnRhaW5zGAYgASgJEg0KBXJvdXRlGAcgASgJEigKBnN0YXR1cxgIIAEoDjIYLmhvb2tkLnYxLkRlbGl2ZXJ5U3RhdHVzEhIKCmV2ZW50X3R5cGUYCSABKAkSDwoHZHJ5X3J1bhgKIAEoCCJdChFSZWRlbGl2ZXJSZXNwb25zZRIUCgxkZWxpdmVyeV9pZHMYASADKAkSDwoHbWF0Y2hlZBgCIAEoBBITCgttYXRjaGVkX2lkcxgDIAMoCRIMCgRtb3JlGAQgASgIIm8KD1JldHJ5Tm93UmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSFAoMZGVsaXZlcnlfaWRzGAIgAygJEhMKC2FsbF93YWl0aW5nGAMgASgIEg0KBXJvdXRlGAQgASgJEg8KB2RyeV9ydW4YBSABKAgiRwoQUmV0cnlOb3dSZXNwb25zZRIPCgdtYXRjaGVkGAEgASgEEhQKDGRlbGl2ZXJ5X2lkcxgCIAMoCRIMCgRtb3JlGAMgASgIInUKF1B1cmdlRGVhZExldHRlcnNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIUCgxkZWxpdmVyeV9pZHMYAiADKAkSCwoDYWxsGAMgASgIEhUKDXVudGlsX3VuaXhfbXMYBCABKAMSDQoFcm91dGUYBSABKAkiKgoYUHVyZ2VEZWFkTGV0dGVyc1Jlc3BvbnNlEg4KBnB1cmdlZBgBIAEoBCIrChZXYXRjaERlbGl2ZXJpZXNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCSL3AQoNRGVsaXZlcnlFdmVudBIpCgRraW5kGAEgASgOMhsuaG9va2QudjEuRGVsaXZlcnlFdmVudEtpbmQSEQoJdGVuYW50X2lkGAIgASgJEhMKC2RlbGl2ZXJ5X2lkGAMgASgJEhAKCGV2ZW50X2lkGAQgASgJEhIKCmF0X3VuaXhfbXMYBSABKAMSDwoHYXR0ZW1wdBgGIAEoDRITCgtzdGF0dXNfY29kZRgHIAEoDRIOCgZyZWFzb24YCCABKAkSFgoOcmVkZWxpdmVyZWRfYXMYCSABKAkSHwoXbmV4dF9hdHRlbXB0X2F0X3VuaXhfbXMYCiABKAMqxgIKDkRlbGl2ZXJ5U3RhdHVzEh8KG0RFTElWRVJZX1NUQVRVU19VTlNQRUNJRklFRBAAEhsKF0RFTElWRVJZX1NUQVRVU19QRU5ESU5HEAESHQoZREVMSVZFUllfU1RBVFVTX0RFTElWRVJFRBACEhgKFERFTElWRVJZX1NUQVRVU19ERUFEEAMSHwobREVMSVZFUllfU1RBVFVTX1JFREVMSVZFUkVEEAQSHQoZREVMSVZFUllfU1RBVFVTX0lOX0ZMSUdIVBAFEhwKGERFTElWRVJZX1NUQVRVU19GSUxURVJFRBAGEhwKGERFTElWRVJZX1NUQVRVU19VTlJPVVRFRBAHEiQKIERFTElWRVJZX1NUQVRVU19UUkFOU0ZPUk1fRkFJTEVEEAgSGwoXREVMSVZFUllfU1RBVFVTX0RST1BQRUQQCSryAQoRRGVsaXZlcnlFdmVudEtpbmQSIwofREVMSVZFUllfRVZFTlRfS0lORF9VTlNQRUNJRklFRBAAEiAKHERFTElWRVJZX0VWRU5UX0tJTkRfQUNDRVBURUQQARIhCh1ERUxJVkVSWV9FVkVOVF9LSU5EX0RFTElWRVJFRBACEicKI0RFTElWRVJZX0VWRU5UX0tJTkRfUkVUUllfU0NIRURVTEVEEAMSJQohREVMSVZFUllfRVZFTlRfS0lORF9ERUFEX0xFVFRFUkVEEAQSIwofREVMSVZFUllfRVZFTlRfS0lORF9SRURFTElWRVJFRBAFMusECg9EZWxpdmVyeVNlcnZpY2USUwoOTGlzdERlbGl2ZXJpZXMSHy5ob29rZC52MS5MaXN0RGVsaXZlcmllc1JlcXVlc3QaIC5ob29rZC52MS5MaXN0RGVsaXZlcmllc1Jlc3BvbnNlEj8KC0dldERlbGl2ZXJ5EhwuaG9va2QudjEuR2V0RGVsaXZlcnlSZXF1ZXN0GhIuaG9va2QudjEuRGVsaXZlcnkSNgoIR2V0RXZlbnQSGS5ob29rZC52MS5HZXRFdmVudFJlcXVlc3QaDy5ob29rZC52MS5FdmVudBJWCg9MaXN0RGVhZExldHRlcnMSIC5ob29rZC52MS5MaXN0RGVhZExldHRlcnNSZXF1ZXN0GiEuaG9va2QudjEuTGlzdERlYWRMZXR0ZXJzUmVzcG9uc2USRAoJUmVkZWxpdmVyEhouaG9va2QudjEuUmVkZWxpdmVyUmVxdWVzdBobLmhvb2tkLnYxLlJlZGVsaXZlclJlc3BvbnNlElkKEFB1cmdlRGVhZExldHRlcnMSIS5ob29rZC52MS5QdXJnZURlYWRMZXR0ZXJzUmVxdWVzdBoiLmhvb2tkLnYxLlB1cmdlRGVhZExldHRlcnNSZXNwb25zZRJBCghSZXRyeU5vdxIZLmhvb2tkLnYxLlJldHJ5Tm93UmVxdWVzdBoaLmhvb2tkLnYxLlJldHJ5Tm93UmVzcG9uc2USTgoPV2F0Y2hEZWxpdmVyaWVzEiAuaG9va2QudjEuV2F0Y2hEZWxpdmVyaWVzUmVxdWVzdBoXLmhvb2tkLnYxLkRlbGl2ZXJ5RXZlbnQwAWIGcHJvdG8z", [file_hookd_v1_consumer]);
 
 /**
  * One try at forwarding a delivery to the destination (or, for pull-mode
@@ -523,6 +525,106 @@ export const GetDeliveryRequestSchema: GenMessage<GetDeliveryRequest> = /*@__PUR
   messageDesc(file_hookd_v1_delivery, 7);
 
 /**
+ * @generated from message hookd.v1.GetEventRequest
+ */
+export type GetEventRequest = Message<"hookd.v1.GetEventRequest"> & {
+  /**
+   * The tenant owning the delivery.
+   *
+   * @generated from field: string tenant_id = 1;
+   */
+  tenantId: string;
+
+  /**
+   * The delivery whose event to read; NOT_FOUND if the tenant has none with
+   * this id (or it was purged).
+   *
+   * @generated from field: string delivery_id = 2;
+   */
+  deliveryId: string;
+};
+
+/**
+ * Describes the message hookd.v1.GetEventRequest.
+ * Use `create(GetEventRequestSchema)` to create a new message.
+ */
+export const GetEventRequestSchema: GenMessage<GetEventRequest> = /*@__PURE__*/
+  messageDesc(file_hookd_v1_delivery, 8);
+
+/**
+ * What a delivery carries: the request as hookd stored it when it
+ * accepted it.
+ *
+ * @generated from message hookd.v1.Event
+ */
+export type Event = Message<"hookd.v1.Event"> & {
+  /**
+   * The receiving tenant.
+   *
+   * @generated from field: string tenant_id = 1;
+   */
+  tenantId: string;
+
+  /**
+   * The delivery it was read through.
+   *
+   * @generated from field: string delivery_id = 2;
+   */
+  deliveryId: string;
+
+  /**
+   * The sender's event id.
+   *
+   * @generated from field: string event_id = 3;
+   */
+  eventId: string;
+
+  /**
+   * req_<ulid> of the request that brought it.
+   *
+   * @generated from field: string request_id = 4;
+   */
+  requestId: string;
+
+  /**
+   * The headers kept with it (content type, the event type's), names
+   * lowercase.
+   *
+   * @generated from field: repeated hookd.v1.Header headers = 5;
+   */
+  headers: Header[];
+
+  /**
+   * The body exactly as received; a compressed request's body as decoded.
+   *
+   * @generated from field: bytes body = 6;
+   */
+  body: Uint8Array;
+
+  /**
+   * The body as JSON text when it is JSON (then equal to `body`); empty
+   * otherwise.
+   *
+   * @generated from field: string json = 7;
+   */
+  json: string;
+
+  /**
+   * The event type the body names in the tenant's type field, if any.
+   *
+   * @generated from field: string event_type = 8;
+   */
+  eventType: string;
+};
+
+/**
+ * Describes the message hookd.v1.Event.
+ * Use `create(EventSchema)` to create a new message.
+ */
+export const EventSchema: GenMessage<Event> = /*@__PURE__*/
+  messageDesc(file_hookd_v1_delivery, 9);
+
+/**
  * @generated from message hookd.v1.ListDeadLettersRequest
  */
 export type ListDeadLettersRequest = Message<"hookd.v1.ListDeadLettersRequest"> & {
@@ -582,7 +684,7 @@ export type ListDeadLettersRequest = Message<"hookd.v1.ListDeadLettersRequest"> 
  * Use `create(ListDeadLettersRequestSchema)` to create a new message.
  */
 export const ListDeadLettersRequestSchema: GenMessage<ListDeadLettersRequest> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_delivery, 8);
+  messageDesc(file_hookd_v1_delivery, 10);
 
 /**
  * @generated from message hookd.v1.ListDeadLettersResponse
@@ -608,7 +710,7 @@ export type ListDeadLettersResponse = Message<"hookd.v1.ListDeadLettersResponse"
  * Use `create(ListDeadLettersResponseSchema)` to create a new message.
  */
 export const ListDeadLettersResponseSchema: GenMessage<ListDeadLettersResponse> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_delivery, 9);
+  messageDesc(file_hookd_v1_delivery, 11);
 
 /**
  * Chooses deliveries to redeliver: either by id (delivery_ids), or every
@@ -715,7 +817,7 @@ export type RedeliverRequest = Message<"hookd.v1.RedeliverRequest"> & {
  * Use `create(RedeliverRequestSchema)` to create a new message.
  */
 export const RedeliverRequestSchema: GenMessage<RedeliverRequest> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_delivery, 10);
+  messageDesc(file_hookd_v1_delivery, 12);
 
 /**
  * @generated from message hookd.v1.RedeliverResponse
@@ -760,7 +862,7 @@ export type RedeliverResponse = Message<"hookd.v1.RedeliverResponse"> & {
  * Use `create(RedeliverResponseSchema)` to create a new message.
  */
 export const RedeliverResponseSchema: GenMessage<RedeliverResponse> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_delivery, 11);
+  messageDesc(file_hookd_v1_delivery, 13);
 
 /**
  * Chooses deliveries waiting for their next retry to attempt now: either
@@ -817,7 +919,7 @@ export type RetryNowRequest = Message<"hookd.v1.RetryNowRequest"> & {
  * Use `create(RetryNowRequestSchema)` to create a new message.
  */
 export const RetryNowRequestSchema: GenMessage<RetryNowRequest> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_delivery, 12);
+  messageDesc(file_hookd_v1_delivery, 14);
 
 /**
  * @generated from message hookd.v1.RetryNowResponse
@@ -853,7 +955,7 @@ export type RetryNowResponse = Message<"hookd.v1.RetryNowResponse"> & {
  * Use `create(RetryNowResponseSchema)` to create a new message.
  */
 export const RetryNowResponseSchema: GenMessage<RetryNowResponse> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_delivery, 13);
+  messageDesc(file_hookd_v1_delivery, 15);
 
 /**
  * Chooses dead letters to purge: either by id (delivery_ids), or all of
@@ -908,7 +1010,7 @@ export type PurgeDeadLettersRequest = Message<"hookd.v1.PurgeDeadLettersRequest"
  * Use `create(PurgeDeadLettersRequestSchema)` to create a new message.
  */
 export const PurgeDeadLettersRequestSchema: GenMessage<PurgeDeadLettersRequest> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_delivery, 14);
+  messageDesc(file_hookd_v1_delivery, 16);
 
 /**
  * @generated from message hookd.v1.PurgeDeadLettersResponse
@@ -927,7 +1029,7 @@ export type PurgeDeadLettersResponse = Message<"hookd.v1.PurgeDeadLettersRespons
  * Use `create(PurgeDeadLettersResponseSchema)` to create a new message.
  */
 export const PurgeDeadLettersResponseSchema: GenMessage<PurgeDeadLettersResponse> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_delivery, 15);
+  messageDesc(file_hookd_v1_delivery, 17);
 
 /**
  * @generated from message hookd.v1.WatchDeliveriesRequest
@@ -947,7 +1049,7 @@ export type WatchDeliveriesRequest = Message<"hookd.v1.WatchDeliveriesRequest"> 
  * Use `create(WatchDeliveriesRequestSchema)` to create a new message.
  */
 export const WatchDeliveriesRequestSchema: GenMessage<WatchDeliveriesRequest> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_delivery, 16);
+  messageDesc(file_hookd_v1_delivery, 18);
 
 /**
  * One change to one delivery, as it happens.
@@ -1035,7 +1137,7 @@ export type DeliveryEvent = Message<"hookd.v1.DeliveryEvent"> & {
  * Use `create(DeliveryEventSchema)` to create a new message.
  */
 export const DeliveryEventSchema: GenMessage<DeliveryEvent> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_delivery, 17);
+  messageDesc(file_hookd_v1_delivery, 19);
 
 /**
  * Where a delivery is in its life.
@@ -1211,6 +1313,18 @@ export const DeliveryService: GenService<{
     methodKind: "unary";
     input: typeof GetDeliveryRequestSchema;
     output: typeof DeliverySchema;
+  },
+  /**
+   * The event a delivery carries: its stored headers and its body exactly
+   * as received (plus the JSON text when it is JSON), under the same
+   * authorization as GetDelivery. Errors: NOT_FOUND.
+   *
+   * @generated from rpc hookd.v1.DeliveryService.GetEvent
+   */
+  getEvent: {
+    methodKind: "unary";
+    input: typeof GetEventRequestSchema;
+    output: typeof EventSchema;
   },
   /**
    * A tenant's dead letters, most recently dead first, optionally filtered.
