@@ -222,6 +222,33 @@ pub(super) async fn blocking<T: Send + 'static>(
         .map_err(|e| ApiError::Internal(format!("storage task failed: {e}")))?
 }
 
+/// Each of `ids` with its route and state: on `route` when named, else on
+/// whichever route of the tenant holds it; an id none holds is `NotFound`.
+pub(super) fn located(
+    handle: &TenantHandle,
+    route: Option<&str>,
+    ids: &[String],
+) -> ApiResult<Vec<(RouteHandle, DeliveryId, DeliveryState)>> {
+    let only = route
+        .map(|name| named_route(handle, Some(name)))
+        .transpose()?;
+    ids.iter()
+        .map(|id| {
+            let id = DeliveryId::new(id.as_str());
+            let route = match &only {
+                Some(route) => route.clone(),
+                None => handle.route_of(&id).map_err(api)?,
+            };
+            let state = route
+                .data
+                .state(&id)
+                .map_err(api)?
+                .ok_or_else(|| ApiError::NotFound(format!("delivery {id}")))?;
+            Ok((route, id, state))
+        })
+        .collect()
+}
+
 /// The tenant's route `name` (`None`: the default one); `NotFound`
 /// naming it when the tenant has none of that name.
 pub(super) fn named_route(handle: &TenantHandle, name: Option<&str>) -> ApiResult<RouteHandle> {

@@ -10,7 +10,7 @@ use hookd_control::{
 
 use super::{
     api,
-    deliveries::{blocking, named_route},
+    deliveries::{blocking, located, named_route},
     Backend,
 };
 use crate::routes::handle::RouteHandle;
@@ -108,31 +108,17 @@ fn by_ids(
     route: Option<&str>,
     ids: &[String],
 ) -> ApiResult<Vec<(RouteHandle, DeliveryId)>> {
-    let only = route
-        .map(|name| named_route(handle, Some(name)))
-        .transpose()?;
-    ids.iter()
-        .map(|id| {
-            let id = DeliveryId::new(id.as_str());
-            let route = match &only {
-                Some(route) => route.clone(),
-                None => handle.route_of(&id).map_err(api)?,
-            };
-            let state = route
-                .data
-                .state(&id)
-                .map_err(api)?
-                .ok_or_else(|| ApiError::NotFound(format!("delivery {id}")))?;
-            match (state.status, state.redelivered_as) {
-                (status, _) if status.may_be_redelivered() => Ok((route, id)),
-                (DeliveryStatus::Redelivered, Some(as_id)) => Err(ApiError::FailedPrecondition(
-                    format!("delivery {id} was already redelivered as {as_id}"),
-                )),
-                (other, _) => Err(ApiError::FailedPrecondition(format!(
-                    "delivery {id} is {}; only settled deliveries (dead, delivered, dropped, filtered or unrouted) can be redelivered",
-                    other.as_str()
-                ))),
-            }
+    located(handle, route, ids)?
+        .into_iter()
+        .map(|(route, id, state)| match (state.status, state.redelivered_as) {
+            (status, _) if status.may_be_redelivered() => Ok((route, id)),
+            (DeliveryStatus::Redelivered, Some(as_id)) => Err(ApiError::FailedPrecondition(
+                format!("delivery {id} was already redelivered as {as_id}"),
+            )),
+            (other, _) => Err(ApiError::FailedPrecondition(format!(
+                "delivery {id} is {}; only settled deliveries (dead, delivered, dropped, filtered or unrouted) can be redelivered",
+                other.as_str()
+            ))),
         })
         .collect()
 }

@@ -9,7 +9,7 @@ use hookd_proto::domain::DEFAULT_ROUTE;
 
 use super::{
     api,
-    deliveries::{blocking, named_route},
+    deliveries::{blocking, located, named_route},
     Backend,
 };
 use crate::{
@@ -80,24 +80,11 @@ fn by_ids(
     route: Option<&str>,
     ids: &[String],
 ) -> ApiResult<Vec<(RouteHandle, DeliveryId)>> {
-    let only = route
-        .map(|name| named_route(handle, Some(name)))
-        .transpose()?;
-    let mut chosen = Vec::new();
-    for id in ids {
-        let id = DeliveryId::new(id.as_str());
-        let route = match &only {
-            Some(route) => route.clone(),
-            None => handle.route_of(&id).map_err(api)?,
-        };
-        if route.data.state(&id).map_err(api)?.is_none() {
-            return Err(ApiError::NotFound(format!("delivery {id}")));
-        }
-        if forwarding(handle, &route).is_ok() {
-            chosen.push((route, id));
-        }
-    }
-    Ok(chosen)
+    Ok(located(handle, route, ids)?
+        .into_iter()
+        .filter(|(route, _, _)| forwarding(handle, route).is_ok())
+        .map(|(route, id, _)| (route, id))
+        .collect())
 }
 
 /// `route` forwards to a destination; a pulled route's deliveries wait for
