@@ -14,6 +14,7 @@ hookd_store::engines!(
 
 fn alert(tenant: &str, n: u64) -> AlertRecord {
     AlertRecord {
+        delivery_ids: vec![format!("dlv_{n}")],
         id: format!("alr_{}", ulid::Ulid::from_parts(1_000 + n, 0)),
         tenant_id: tenant.to_owned(),
         alert_type: "route.failing".into(),

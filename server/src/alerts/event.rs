@@ -92,7 +92,7 @@ pub fn event(notification_id: &str, alert: &AlertRecord, kind: AlertType, m: Mea
         true => kind.resolved_event_type(),
         false => kind.as_str(),
     };
-    json!({
+    let mut event = json!({
         "type": event_type,
         "version": 1,
         "id": notification_id,
@@ -108,7 +108,11 @@ pub fn event(notification_id: &str, alert: &AlertRecord, kind: AlertType, m: Mea
         "opened_at_unix_ms": alert.opened_at_ms,
         "last_seen_at_unix_ms": alert.last_seen_at_ms,
         "resolved_at_unix_ms": alert.resolved_at_ms,
-    })
+    });
+    if !alert.delivery_ids.is_empty() {
+        event["delivery_ids"] = json!(alert.delivery_ids);
+    }
+    event
 }
 
 /// The body a sink of `format` gets for `event`.

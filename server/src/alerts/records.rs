@@ -40,6 +40,10 @@ impl From<StoredState> for AlertState {
 pub struct AlertRecord {
     /// `alr_<ulid>`.
     pub id: String,
+    /// The deliveries behind it when it opened (`route.failing`: the
+    /// route's latest failed ones, newest last); empty for other types.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub delivery_ids: Vec<String>,
     /// The tenant.
     pub tenant_id: String,
     /// The alert type's name.

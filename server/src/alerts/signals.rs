@@ -2,7 +2,7 @@
 //! ingest path and by its routes' dispatchers.
 
 use std::{
-    collections::HashMap,
+    collections::{HashMap, VecDeque},
     sync::{
         atomic::{AtomicBool, AtomicU64, Ordering},
         Arc, Mutex,
@@ -11,7 +11,10 @@ use std::{
 
 use hookd_proto::domain::AlertType;
 
-use crate::{ids::TenantId, store::lifecycle::Next};
+use crate::{
+    ids::{DeliveryId, TenantId},
+    store::lifecycle::Next,
+};
 
 /// The tenants the evaluator must read at its next tick, whatever their
 /// schedule: their signals changed, or the registry started, changed or
@@ -32,6 +35,9 @@ impl Touched {
         std::mem::take(&mut *self.ids.lock().expect("touched lock"))
     }
 }
+
+/// Failed deliveries kept per route, for the alert that names them.
+const FAILED_IDS: usize = 5;
 
 /// Position of a type in [`AlertType::ALL`].
 pub(crate) fn index(kind: AlertType) -> usize {
@@ -72,6 +78,9 @@ pub(crate) struct RouteReading {
 pub struct Signals {
     tenant: [AtomicU64; AlertType::ALL.len()],
     routes: Mutex<HashMap<String, RouteReading>>,
+    /// Each route's latest failed deliveries, newest last, at most
+    /// [`FAILED_IDS`]; a delivered attempt empties them.
+    failed_ids: Mutex<HashMap<String, VecDeque<DeliveryId>>>,
     /// Counts every change, so the evaluator can tell a tenant with
     /// nothing new from one it must read again.
     changes: AtomicU64,
@@ -87,6 +96,7 @@ impl Default for Signals {
         Signals {
             tenant: std::array::from_fn(|_| AtomicU64::new(0)),
             routes: Mutex::default(),
+            failed_ids: Mutex::default(),
             changes: AtomicU64::new(0),
             listed: AtomicBool::new(false),
             list: None,
@@ -142,9 +152,29 @@ impl Signals {
         self.tenant[index(kind)].load(Ordering::Relaxed)
     }
 
-    /// Counts what an attempt on `route` led to, and its breaker's state
-    /// after it (called by the route's dispatcher).
-    pub(crate) fn outcome(&self, route: &str, next: &Next, breaker_open: bool) {
+    /// Counts what an attempt of delivery `id` on `route` led to, and its
+    /// breaker's state after it (called by the route's dispatcher).
+    pub(crate) fn outcome(
+        &self,
+        (route, id): (&str, &DeliveryId),
+        next: &Next,
+        breaker_open: bool,
+    ) {
+        let failed = matches!(next, Next::Retry { .. } | Next::Dead { .. });
+        if failed || matches!(next, Next::Delivered) {
+            let mut ids = self.failed_ids.lock().expect("signals lock");
+            let ids = ids.entry(route.to_owned()).or_default();
+            match failed {
+                true => {
+                    ids.retain(|held| held != id);
+                    ids.push_back(id.clone());
+                    if ids.len() > FAILED_IDS {
+                        ids.pop_front();
+                    }
+                }
+                false => ids.clear(),
+            }
+        }
         self.route(route, |reading| {
             reading.breaker_open = breaker_open;
             match next {
@@ -181,6 +211,15 @@ impl Signals {
         self.changed();
     }
 
+    /// The latest failed deliveries of `route`, newest last, since its last
+    /// delivered attempt.
+    pub(crate) fn failed_ids(&self, route: &str) -> Vec<String> {
+        let ids = self.failed_ids.lock().expect("signals lock");
+        ids.get(route)
+            .map(|ids| ids.iter().map(ToString::to_string).collect())
+            .unwrap_or_default()
+    }
+
     /// Every route's reading, by name.
     pub(crate) fn routes(&self) -> Vec<(String, RouteReading)> {
         let routes = self.routes.lock().expect("signals lock");
@@ -194,6 +233,10 @@ impl Signals {
 mod tests {
     use super::*;
 
+    fn id(n: u32) -> DeliveryId {
+        DeliveryId::new(format!("dlv_{n}"))
+    }
+
     #[test]
     fn outcomes_count_per_route_and_tenant_bumps_per_type() {
         let signals = Signals::default();
@@ -204,9 +247,9 @@ mod tests {
         let dead = Next::Dead {
             reason: "503".into(),
         };
-        signals.outcome("orders", &Next::Retry { due_ms: 1 }, false);
-        signals.outcome("orders", &dead, true);
-        signals.outcome("audit", &Next::Delivered, false);
+        signals.outcome(("orders", &id(1)), &Next::Retry { due_ms: 1 }, false);
+        signals.outcome(("orders", &id(2)), &dead, true);
+        signals.outcome(("audit", &id(3)), &Next::Delivered, false);
         let want = RouteReading {
             failed: 2,
             dead: 1,
@@ -223,11 +266,22 @@ mod tests {
             signals.routes(),
             [("audit".to_owned(), audit), ("orders".to_owned(), want)]
         );
-        signals.outcome("orders", &Next::Delivered, false);
+        assert_eq!(signals.failed_ids("orders"), ["dlv_1", "dlv_2"]);
+        for n in 3..10 {
+            signals.outcome(("orders", &id(n)), &Next::Retry { due_ms: 1 }, false);
+        }
+        let kept = signals.failed_ids("orders");
+        assert_eq!(kept.len(), FAILED_IDS, "the latest only: {kept:?}");
+        assert_eq!(kept.last().map(String::as_str), Some("dlv_9"));
+        signals.outcome(("orders", &id(1)), &Next::Delivered, false);
         let orders = signals.routes()[1].1;
         assert_eq!(
             (orders.failed_in_a_row, orders.delivered, orders.failed),
-            (0, 1, 2)
+            (0, 1, 9)
+        );
+        assert!(
+            signals.failed_ids("orders").is_empty(),
+            "a delivery clears them"
         );
     }
 
@@ -238,7 +292,7 @@ mod tests {
         signals.bump(AlertType::IngestRateLimited);
         let bumped = signals.version();
         assert!(bumped > start);
-        signals.outcome("orders", &Next::Delivered, false);
+        signals.outcome(("orders", &id(1)), &Next::Delivered, false);
         let reported = signals.version();
         assert!(reported > bumped);
         let _ = (
@@ -255,7 +309,7 @@ mod tests {
         let signals = Signals::of(acme.clone(), touched.clone());
         assert!(touched.take().is_empty());
         signals.bump(AlertType::VerificationFailureSpike);
-        signals.outcome("orders", &Next::Delivered, false);
+        signals.outcome(("orders", &id(1)), &Next::Delivered, false);
         assert_eq!(
             touched.take(),
             std::slice::from_ref(&acme),
@@ -265,7 +319,7 @@ mod tests {
         assert!(touched.take().is_empty(), "still listed: not visited since");
         signals.visited();
         assert!(touched.take().is_empty(), "a visit lists nothing");
-        signals.outcome("orders", &Next::Delivered, false);
+        signals.outcome(("orders", &id(1)), &Next::Delivered, false);
         assert_eq!(touched.take(), [acme]);
         let detached = Signals::default();
         detached.bump(AlertType::IngestRateLimited);

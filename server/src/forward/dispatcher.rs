@@ -544,7 +544,7 @@ impl Dispatcher {
         }
         let breaker_open = self.breaker.state() != BreakerState::Closed;
         self.breaker_gauge.set(breaker_open);
-        self.report.decided(&next, breaker_open);
+        self.report.decided(&done.delivery_id, &next, breaker_open);
         if let Next::Retry { due_ms } = next {
             result.record.next_retry_at_ms = Some(due_ms);
         }

@@ -7,7 +7,7 @@ use super::round::Recorded;
 use crate::{
     alerts::Signals,
     feed::{DeliveryEvent, DeliveryEventKind, DeliveryFeed},
-    ids::TenantId,
+    ids::{DeliveryId, TenantId},
     metrics::{RouteMetrics, TransformRun},
     store::lifecycle::Next,
     telemetry::spans::{self, ForwardRecord, ForwardTarget},
@@ -33,10 +33,11 @@ pub(super) struct ForwardReport {
 }
 
 impl ForwardReport {
-    /// An outcome decided (before it is written): the tenant's signals.
-    pub(super) fn decided(&self, next: &Next, breaker_open: bool) {
+    /// The outcome of delivery `id` decided (before it is written): the
+    /// tenant's signals.
+    pub(super) fn decided(&self, id: &DeliveryId, next: &Next, breaker_open: bool) {
         if let Some(signals) = &self.signals {
-            signals.outcome(&self.route, next, breaker_open);
+            signals.outcome((&self.route, id), next, breaker_open);
         }
     }
 

@@ -101,6 +101,10 @@ impl Alerts {
         let alert = match condition.gate.step(now, holds, rule.window_ms) {
             Some(Transition::Open) => AlertRecord {
                 id: format!("alr_{}", ulid::Ulid::new()),
+                delivery_ids: match kind {
+                    AlertType::RouteFailing => state.incarnation.failed_ids(&subject),
+                    _ => Vec::new(),
+                },
                 tenant_id: tenant.to_string(),
                 alert_type: kind.as_str().to_owned(),
                 subject: subject.clone(),

@@ -467,10 +467,16 @@ async fn a_refused_destination_opens_route_failing_which_resolves_only_when_it_d
         .post("acme", &signed("evt_refused", s.clock_secs(), &body), &body)
         .await;
     assert!(answer.status.is_success(), "{answer:?}");
+    let refused_id = answer.body["delivery_id"].clone();
     let secs = advance_until(&s, &sink, 1, 60).await;
     assert!(secs <= 15, "opened on the third failure, {secs} s in");
     let events = verified(&sink, SINK_SECRET);
     assert_eq!(types(&events), ["route.failing"]);
+    assert_eq!(
+        events[0].1["delivery_ids"],
+        serde_json::json!([refused_id]),
+        "the alert names the delivery behind it"
+    );
     let summary = events[0].1["summary"].as_str().unwrap();
     assert!(summary.contains("the last 3 attempts failed"), "{summary}");
     advance(&s, 200).await;
