@@ -95,7 +95,14 @@ pub(super) async fn list(
                     td { code { (a.alert_type) } }
                     td { (a.subject) }
                     td.state { (name(a.state)) }
-                    td { (a.summary) }
+                    td {
+                        (a.summary)
+                        @if !a.delivery_ids.is_empty() {
+                            ul.links.alert-deliveries { @for id in &a.delivery_ids {
+                                li { a href={ "/t/" (tenant) "/deliveries/" (id) } { code { (id) } } }
+                            } }
+                        }
+                    }
                     td { (layout::at(a.opened_at_unix_ms)) }
                     td { (layout::at(a.last_seen_at_unix_ms)) }
                     td { (a.resolved_at_unix_ms.map(layout::at).unwrap_or_else(|| "-".into())) }

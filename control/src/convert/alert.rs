@@ -234,6 +234,7 @@ impl From<AlertView> for pb::Alert {
             resolved_at_unix_ms: a.resolved_at_unix_ms.unwrap_or(0),
             occurrences: a.occurrences,
             notifications: a.notifications,
+            delivery_ids: a.delivery_ids,
         }
     }
 }

@@ -68,6 +68,7 @@ pub fn alert(tenant_id: &str, id: &str, kind: AlertType, opened_at_ms: i64) -> A
         resolved_at_unix_ms: None,
         occurrences: 1,
         notifications: 1,
+        delivery_ids: Vec::new(),
     }
 }
 

@@ -142,6 +142,9 @@ pub struct AlertView {
     pub occurrences: u64,
     /// Notifications sent for it.
     pub notifications: u32,
+    /// `route.failing`: the route's latest failed deliveries when it opened
+    /// (at most 5, newest last); empty for other types.
+    pub delivery_ids: Vec<String>,
 }
 
 /// Which alerts ListAlerts answers.

@@ -84,6 +84,7 @@ impl AlertRecord {
             resolved_at_unix_ms: self.resolved_at_ms,
             occurrences: self.occurrences,
             notifications: self.notifications,
+            delivery_ids: self.delivery_ids.clone(),
         }
     }
 

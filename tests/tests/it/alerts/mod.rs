@@ -477,6 +477,22 @@ async fn a_refused_destination_opens_route_failing_which_resolves_only_when_it_d
         serde_json::json!([refused_id]),
         "the alert names the delivery behind it"
     );
+    let listed = s.admin().await.list_all_alerts("acme", &[]).await.unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    let refused_id = refused_id.as_str().unwrap();
+    assert_eq!(listed[0].delivery_ids, [refused_id]);
+    let http = crate::dashboard::http::Http::new(&s);
+    let session = http.sign_in(crate::harness::ADMIN_TOKEN).await;
+    let page = http
+        .get(&session, "/t/acme/alerts")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains(&format!("href=\"/t/acme/deliveries/{refused_id}\"")),
+        "the Issues page links the delivery: {page}"
+    );
     let summary = events[0].1["summary"].as_str().unwrap();
     assert!(summary.contains("the last 3 attempts failed"), "{summary}");
     advance(&s, 200).await;

@@ -24,17 +24,17 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14hookd/v1/alert.proto\x12\x08hookd.v1\"g\n\tAlertSink\x12\x0b\n\x03url\x18\x01 \x01(\t\x12)\n\x06\x66ormat\x18\x02 \x01(\x0e\x32\x19.hookd.v1.AlertSinkFormat\x12\x0e\n\x06secret\x18\x03 \x01(\t\x12\x12\n\nhas_secret\x18\x04 \x01(\x08\"t\n\tAlertRule\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x0f\n\x07\x65nabled\x18\x02 \x01(\x08\x12\x11\n\tthreshold\x18\x03 \x01(\x04\x12\x13\n\x0bwindow_secs\x18\x04 \x01(\x01\x12\x0c\n\x04mode\x18\x05 \x01(\t\x12\x12\n\noverridden\x18\x06 \x01(\x08\"d\n\rAlertSettings\x12&\n\x04sink\x18\x01 \x01(\x0b\x32\x13.hookd.v1.AlertSinkH\x00\x88\x01\x01\x12\"\n\x05rules\x18\x02 \x03(\x0b\x32\x13.hookd.v1.AlertRuleB\x07\n\x05_sink\"\x9e\x02\n\x05\x41lert\x12\n\n\x02id\x18\x01 \x01(\t\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12\x0c\n\x04type\x18\x03 \x01(\t\x12\x0f\n\x07subject\x18\x04 \x01(\t\x12#\n\x05state\x18\x05 \x01(\x0e\x32\x14.hookd.v1.AlertState\x12\x0f\n\x07summary\x18\x06 \x01(\t\x12\x19\n\x11opened_at_unix_ms\x18\x07 \x01(\x03\x12\x1c\n\x14last_seen_at_unix_ms\x18\x08 \x01(\x03\x12\x1f\n\x17\x61\x63knowledged_at_unix_ms\x18\t \x01(\x03\x12\x1b\n\x13resolved_at_unix_ms\x18\n \x01(\x03\x12\x13\n\x0boccurrences\x18\x0b \x01(\x04\x12\x15\n\rnotifications\x18\x0c \x01(\r\",\n\x17GetAlertSettingsRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\"W\n\x17SetAlertSettingsRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12)\n\x08settings\x18\x02 \x01(\x0b\x32\x17.hookd.v1.AlertSettings\"_\n\x18SetAlertSettingsResponse\x12)\n\x08settings\x18\x01 \x01(\x0b\x32\x17.hookd.v1.AlertSettings\x12\x18\n\x10generated_secret\x18\x02 \x01(\t\"s\n\x11ListAlertsRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12$\n\x06states\x18\x02 \x03(\x0e\x32\x14.hookd.v1.AlertState\x12\x11\n\tpage_size\x18\x03 \x01(\r\x12\x12\n\npage_token\x18\x04 \x01(\t\"N\n\x12ListAlertsResponse\x12\x1f\n\x06\x61lerts\x18\x01 \x03(\x0b\x32\x0f.hookd.v1.Alert\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\">\n\x17\x41\x63knowledgeAlertRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x10\n\x08\x61lert_id\x18\x02 \x01(\t*N\n\x0f\x41lertSinkFormat\x12\x1e\n\x1a\x41LERT_SINK_FORMAT_STANDARD\x10\x00\x12\x1b\n\x17\x41LERT_SINK_FORMAT_SLACK\x10\x01*w\n\nAlertState\x12\x1b\n\x17\x41LERT_STATE_UNSPECIFIED\x10\x00\x12\x14\n\x10\x41LERT_STATE_OPEN\x10\x01\x12\x1c\n\x18\x41LERT_STATE_ACKNOWLEDGED\x10\x02\x12\x18\n\x14\x41LERT_STATE_RESOLVED\x10\x03\x32\xca\x02\n\x0c\x41lertService\x12N\n\x10GetAlertSettings\x12!.hookd.v1.GetAlertSettingsRequest\x1a\x17.hookd.v1.AlertSettings\x12Y\n\x10SetAlertSettings\x12!.hookd.v1.SetAlertSettingsRequest\x1a\".hookd.v1.SetAlertSettingsResponse\x12G\n\nListAlerts\x12\x1b.hookd.v1.ListAlertsRequest\x1a\x1c.hookd.v1.ListAlertsResponse\x12\x46\n\x10\x41\x63knowledgeAlert\x12!.hookd.v1.AcknowledgeAlertRequest\x1a\x0f.hookd.v1.Alertb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14hookd/v1/alert.proto\x12\x08hookd.v1\"g\n\tAlertSink\x12\x0b\n\x03url\x18\x01 \x01(\t\x12)\n\x06\x66ormat\x18\x02 \x01(\x0e\x32\x19.hookd.v1.AlertSinkFormat\x12\x0e\n\x06secret\x18\x03 \x01(\t\x12\x12\n\nhas_secret\x18\x04 \x01(\x08\"t\n\tAlertRule\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x0f\n\x07\x65nabled\x18\x02 \x01(\x08\x12\x11\n\tthreshold\x18\x03 \x01(\x04\x12\x13\n\x0bwindow_secs\x18\x04 \x01(\x01\x12\x0c\n\x04mode\x18\x05 \x01(\t\x12\x12\n\noverridden\x18\x06 \x01(\x08\"d\n\rAlertSettings\x12&\n\x04sink\x18\x01 \x01(\x0b\x32\x13.hookd.v1.AlertSinkH\x00\x88\x01\x01\x12\"\n\x05rules\x18\x02 \x03(\x0b\x32\x13.hookd.v1.AlertRuleB\x07\n\x05_sink\"\xb4\x02\n\x05\x41lert\x12\n\n\x02id\x18\x01 \x01(\t\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12\x0c\n\x04type\x18\x03 \x01(\t\x12\x0f\n\x07subject\x18\x04 \x01(\t\x12#\n\x05state\x18\x05 \x01(\x0e\x32\x14.hookd.v1.AlertState\x12\x0f\n\x07summary\x18\x06 \x01(\t\x12\x19\n\x11opened_at_unix_ms\x18\x07 \x01(\x03\x12\x1c\n\x14last_seen_at_unix_ms\x18\x08 \x01(\x03\x12\x1f\n\x17\x61\x63knowledged_at_unix_ms\x18\t \x01(\x03\x12\x1b\n\x13resolved_at_unix_ms\x18\n \x01(\x03\x12\x13\n\x0boccurrences\x18\x0b \x01(\x04\x12\x15\n\rnotifications\x18\x0c \x01(\r\x12\x14\n\x0c\x64\x65livery_ids\x18\r \x03(\t\",\n\x17GetAlertSettingsRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\"W\n\x17SetAlertSettingsRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12)\n\x08settings\x18\x02 \x01(\x0b\x32\x17.hookd.v1.AlertSettings\"_\n\x18SetAlertSettingsResponse\x12)\n\x08settings\x18\x01 \x01(\x0b\x32\x17.hookd.v1.AlertSettings\x12\x18\n\x10generated_secret\x18\x02 \x01(\t\"s\n\x11ListAlertsRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12$\n\x06states\x18\x02 \x03(\x0e\x32\x14.hookd.v1.AlertState\x12\x11\n\tpage_size\x18\x03 \x01(\r\x12\x12\n\npage_token\x18\x04 \x01(\t\"N\n\x12ListAlertsResponse\x12\x1f\n\x06\x61lerts\x18\x01 \x03(\x0b\x32\x0f.hookd.v1.Alert\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\">\n\x17\x41\x63knowledgeAlertRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x10\n\x08\x61lert_id\x18\x02 \x01(\t*N\n\x0f\x41lertSinkFormat\x12\x1e\n\x1a\x41LERT_SINK_FORMAT_STANDARD\x10\x00\x12\x1b\n\x17\x41LERT_SINK_FORMAT_SLACK\x10\x01*w\n\nAlertState\x12\x1b\n\x17\x41LERT_STATE_UNSPECIFIED\x10\x00\x12\x14\n\x10\x41LERT_STATE_OPEN\x10\x01\x12\x1c\n\x18\x41LERT_STATE_ACKNOWLEDGED\x10\x02\x12\x18\n\x14\x41LERT_STATE_RESOLVED\x10\x03\x32\xca\x02\n\x0c\x41lertService\x12N\n\x10GetAlertSettings\x12!.hookd.v1.GetAlertSettingsRequest\x1a\x17.hookd.v1.AlertSettings\x12Y\n\x10SetAlertSettings\x12!.hookd.v1.SetAlertSettingsRequest\x1a\".hookd.v1.SetAlertSettingsResponse\x12G\n\nListAlerts\x12\x1b.hookd.v1.ListAlertsRequest\x1a\x1c.hookd.v1.ListAlertsResponse\x12\x46\n\x10\x41\x63knowledgeAlert\x12!.hookd.v1.AcknowledgeAlertRequest\x1a\x0f.hookd.v1.Alertb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'hookd.v1.alert_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_ALERTSINKFORMAT']._serialized_start=1141
-  _globals['_ALERTSINKFORMAT']._serialized_end=1219
-  _globals['_ALERTSTATE']._serialized_start=1221
-  _globals['_ALERTSTATE']._serialized_end=1340
+  _globals['_ALERTSINKFORMAT']._serialized_start=1163
+  _globals['_ALERTSINKFORMAT']._serialized_end=1241
+  _globals['_ALERTSTATE']._serialized_start=1243
+  _globals['_ALERTSTATE']._serialized_end=1362
   _globals['_ALERTSINK']._serialized_start=34
   _globals['_ALERTSINK']._serialized_end=137
   _globals['_ALERTRULE']._serialized_start=139
@@ -42,19 +42,19 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ALERTSETTINGS']._serialized_start=257
   _globals['_ALERTSETTINGS']._serialized_end=357
   _globals['_ALERT']._serialized_start=360
-  _globals['_ALERT']._serialized_end=646
-  _globals['_GETALERTSETTINGSREQUEST']._serialized_start=648
-  _globals['_GETALERTSETTINGSREQUEST']._serialized_end=692
-  _globals['_SETALERTSETTINGSREQUEST']._serialized_start=694
-  _globals['_SETALERTSETTINGSREQUEST']._serialized_end=781
-  _globals['_SETALERTSETTINGSRESPONSE']._serialized_start=783
-  _globals['_SETALERTSETTINGSRESPONSE']._serialized_end=878
-  _globals['_LISTALERTSREQUEST']._serialized_start=880
-  _globals['_LISTALERTSREQUEST']._serialized_end=995
-  _globals['_LISTALERTSRESPONSE']._serialized_start=997
-  _globals['_LISTALERTSRESPONSE']._serialized_end=1075
-  _globals['_ACKNOWLEDGEALERTREQUEST']._serialized_start=1077
-  _globals['_ACKNOWLEDGEALERTREQUEST']._serialized_end=1139
-  _globals['_ALERTSERVICE']._serialized_start=1343
-  _globals['_ALERTSERVICE']._serialized_end=1673
+  _globals['_ALERT']._serialized_end=668
+  _globals['_GETALERTSETTINGSREQUEST']._serialized_start=670
+  _globals['_GETALERTSETTINGSREQUEST']._serialized_end=714
+  _globals['_SETALERTSETTINGSREQUEST']._serialized_start=716
+  _globals['_SETALERTSETTINGSREQUEST']._serialized_end=803
+  _globals['_SETALERTSETTINGSRESPONSE']._serialized_start=805
+  _globals['_SETALERTSETTINGSRESPONSE']._serialized_end=900
+  _globals['_LISTALERTSREQUEST']._serialized_start=902
+  _globals['_LISTALERTSREQUEST']._serialized_end=1017
+  _globals['_LISTALERTSRESPONSE']._serialized_start=1019
+  _globals['_LISTALERTSRESPONSE']._serialized_end=1097
+  _globals['_ACKNOWLEDGEALERTREQUEST']._serialized_start=1099
+  _globals['_ACKNOWLEDGEALERTREQUEST']._serialized_end=1161
+  _globals['_ALERTSERVICE']._serialized_start=1365
+  _globals['_ALERTSERVICE']._serialized_end=1695
 # @@protoc_insertion_point(module_scope)

@@ -247,6 +247,7 @@ class Alert(_message.Message):
     RESOLVED_AT_UNIX_MS_FIELD_NUMBER: _builtins.int
     OCCURRENCES_FIELD_NUMBER: _builtins.int
     NOTIFICATIONS_FIELD_NUMBER: _builtins.int
+    DELIVERY_IDS_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """`alr_<ulid>`."""
     tenant_id: _builtins.str
@@ -270,6 +271,12 @@ class Alert(_message.Message):
     """Occurrences counted while it was open."""
     notifications: _builtins.int
     """Notifications sent for it (opening and resolution), to every sink."""
+    @_builtins.property
+    def delivery_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """route.failing: the route's latest failed deliveries when it opened (at
+        most 5, newest last); empty for other types.
+        """
+
     def __init__(
         self,
         *,
@@ -285,10 +292,11 @@ class Alert(_message.Message):
         resolved_at_unix_ms: _builtins.int = ...,
         occurrences: _builtins.int = ...,
         notifications: _builtins.int = ...,
+        delivery_ids: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["acknowledged_at_unix_ms", b"acknowledged_at_unix_ms", "id", b"id", "last_seen_at_unix_ms", b"last_seen_at_unix_ms", "notifications", b"notifications", "occurrences", b"occurrences", "opened_at_unix_ms", b"opened_at_unix_ms", "resolved_at_unix_ms", b"resolved_at_unix_ms", "state", b"state", "subject", b"subject", "summary", b"summary", "tenant_id", b"tenant_id", "type", b"type"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["acknowledged_at_unix_ms", b"acknowledged_at_unix_ms", "delivery_ids", b"delivery_ids", "id", b"id", "last_seen_at_unix_ms", b"last_seen_at_unix_ms", "notifications", b"notifications", "occurrences", b"occurrences", "opened_at_unix_ms", b"opened_at_unix_ms", "resolved_at_unix_ms", b"resolved_at_unix_ms", "state", b"state", "subject", b"subject", "summary", b"summary", "tenant_id", b"tenant_id", "type", b"type"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
