@@ -223,11 +223,11 @@ impl TenantData for TenantTrees {
     }
 
     fn nack(&self, ids: &[DeliveryId], now_ms: i64) -> Result<u32> {
-        self.direct(deliveries::nack(self, ids, now_ms))
+        self.direct(deliveries::make_due(self, ids, now_ms))
     }
 
     fn retry_now(&self, ids: &[DeliveryId], now_ms: i64) -> Result<u32> {
-        self.direct(deliveries::nack(self, ids, now_ms))
+        self.direct(deliveries::make_due(self, ids, now_ms))
     }
 
     fn sweep(&self, request: &SweepRequest, cursor: &mut Vec<u8>) -> Result<Swept> {

@@ -322,7 +322,7 @@ mod tests {
             (1, 0),
             "a pulled delivery stays queued until acked"
         );
-        deliveries::nack(&trees, std::slice::from_ref(&c), 4_000).unwrap();
+        deliveries::make_due(&trees, std::slice::from_ref(&c), 4_000).unwrap();
         assert_eq!(counts(&trees), (1, 0));
         assert_eq!(deliveries::ack(&trees, &[c], 5_000).unwrap(), 1);
         assert_eq!(counts(&trees), (0, 0));

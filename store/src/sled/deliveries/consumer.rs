@@ -173,10 +173,11 @@ pub fn ack(trees: &TenantTrees, ids: &[DeliveryId], now_ms: i64) -> Result<u32> 
     Ok(acked)
 }
 
-/// Makes pulled deliveries visible again at once; returns how many. Only a
-/// delivery still hidden by a pull is returned: once its visibility timeout
-/// has passed it is visible anyway, and the nack is skipped.
-pub fn nack(trees: &TenantTrees, ids: &[DeliveryId], now_ms: i64) -> Result<u32> {
+/// Makes deliveries whose entry is due later (pulled ones still hidden, or
+/// ones waiting for their retry) due at `now_ms`, their attempt counts
+/// unchanged; returns how many. One due already (a pull whose visibility
+/// timeout passed) is left as it is.
+pub fn make_due(trees: &TenantTrees, ids: &[DeliveryId], now_ms: i64) -> Result<u32> {
     let mut returned = 0;
     for id in ids {
         let new = queue_key(now_ms, trees.sequence()?);

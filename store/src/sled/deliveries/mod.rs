@@ -12,7 +12,7 @@ use sled::{
     Transactional,
 };
 
-pub use consumer::{ack, nack, pull};
+pub use consumer::{ack, make_due, pull};
 pub use retention::{sweep, sweep_due};
 pub(super) use round::{record_round, RoundAttempt};
 

@@ -288,7 +288,10 @@ fn ack_after_the_visibility_timeout_counts_once_and_a_stale_nack_is_skipped() {
     // Consumer A's lease ran out; consumer B pulls it again.
     let later = 2_000 + VISIBLE_MS + 1;
     // A nack after the timeout is stale: the delivery is already visible.
-    assert_eq!(nack(&trees, std::slice::from_ref(&id), later).unwrap(), 0);
+    assert_eq!(
+        make_due(&trees, std::slice::from_ref(&id), later).unwrap(),
+        0
+    );
     let second = pull(
         &trees,
         &PullRequest {
@@ -311,7 +314,7 @@ fn ack_after_the_visibility_timeout_counts_once_and_a_stale_nack_is_skipped() {
         0
     );
     assert_eq!(
-        nack(&trees, std::slice::from_ref(&id), later + 3).unwrap(),
+        make_due(&trees, std::slice::from_ref(&id), later + 3).unwrap(),
         0
     );
     let state = load_state(&trees, &id).unwrap().unwrap();
@@ -356,7 +359,7 @@ fn concurrent_nacks_and_pulls_keep_one_queue_entry_per_delivery() {
         let shared = trees.clone();
         let pulled = at_once(move |i| {
             if i % 2 == 0 {
-                nack(&shared, &ids, 2_001).unwrap();
+                make_due(&shared, &ids, 2_001).unwrap();
                 Vec::new()
             } else {
                 pull(
