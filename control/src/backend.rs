@@ -306,6 +306,18 @@ pub trait ControlBackend: Send + Sync + 'static {
     /// unless `force`.
     async fn delete_route(&self, tenant_id: &str, name: &str, force: bool) -> Result<()>;
 
+    /// Holds a route durably: from its dispatcher's next pass on every
+    /// replica (within a second) nothing is sent, while events are still
+    /// accepted and stored on it, its waiting deliveries shown as `Held`.
+    /// Pausing a paused route changes nothing. An unknown route is
+    /// `NotFound`; a pulled one `FailedPrecondition`.
+    async fn pause_route(&self, tenant_id: &str, name: &str) -> Result<RouteView>;
+
+    /// Lets a paused route send again, its concurrency rising from one to
+    /// its limit over `ramp_secs`. Resuming a route that is not paused
+    /// changes nothing. An unknown route is `NotFound`.
+    async fn resume_route(&self, tenant_id: &str, name: &str, ramp_secs: u32) -> Result<RouteView>;
+
     /// Runs a route's filter and transform on an event; sends and stores
     /// nothing. An unknown route or delivery is `NotFound`; an inline
     /// filter or transform that does not compile is `InvalidArgument`.

@@ -161,6 +161,8 @@ fn pages(cfg: &mut web::ServiceConfig) {
                     "/routes/{route}/retry-now",
                     web::post().to(routes::retry_now),
                 )
+                .route("/routes/{route}/pause", web::post().to(routes::pause))
+                .route("/routes/{route}/resume", web::post().to(routes::resume))
                 .route("/tail", web::get().to(tail::page))
                 .route("/events", web::get().to(tail::events))
                 .route("/secrets", web::get().to(tenants::secrets))

@@ -4,7 +4,7 @@
 use actix_web::{web, HttpResponse};
 use hookd_control::model::{
     PastedEvent, RetriedNow, RetryNow, RouteTest, RouteTestResult, RouteUnderTest, RouteView,
-    TestEvent, TestedRequest, Waiting, DEFAULT_ROUTE,
+    TestEvent, TestedRequest, Waiting, DEFAULT_RAMP_SECS, DEFAULT_ROUTE,
 };
 use hookd_domain::TenantId;
 use maud::{html, Markup};
@@ -65,22 +65,38 @@ pub(super) async fn list(
     )))
 }
 
-/// The routes page's body; `retried` is what a Retry now did on a route,
-/// shown above the table.
+/// What an action on a route did, shown above the table.
+enum Done<'a> {
+    /// A Retry now: how many it made due.
+    Retried(&'a str, RetriedNow),
+    /// A Pause or Resume: the route, and whether it is paused now.
+    Held(String, bool),
+}
+
+/// The routes page's body, with what an action just did above the table.
 async fn page(
     dash: &Dashboard,
     signed: &Signed,
     tenant: &str,
-    retried: Option<(&str, RetriedNow)>,
+    done: Option<Done<'_>>,
 ) -> Result<Markup, DashError> {
     let routes = dash.backend.list_routes(tenant).await?;
     Ok(html! {
-        @if let Some((route, done)) = &retried {
-            p role="status" #retried {
+        @match &done {
+            Some(Done::Retried(route, done)) => p role="status" #retried {
                 "Route " code { (route) } ": " (done.matched) " deliveries waiting for their retry are being attempted now"
                 @if done.more { " (more wait: retry again for the rest)" }
                 "."
-            }
+            },
+            Some(Done::Held(route, paused)) => p role="status" #held {
+                "Route " code { (route) } ": "
+                @if *paused {
+                    "paused. Events are still accepted and stored; nothing is sent until you resume it."
+                } @else {
+                    "resumed. Its held deliveries are being sent, ramping up to its full concurrency."
+                }
+            },
+            None => {},
         }
         div.scroll { table.routes {
             caption { "Routes; " (DEFAULT_ROUTE) " is the tenant's own destination" }
@@ -88,7 +104,8 @@ async fn page(
                 th scope="col" { "Route" } th scope="col" { "Destination" }
                 th scope="col" { "Max in flight" }
                 th scope="col" { "Concurrency limit now" } th scope="col" { "Filter" }
-                th scope="col" { "Transform" } th scope="col" { "Pages" }
+                th scope="col" { "Transform" } th scope="col" { "State" }
+                th scope="col" { "Pages" }
             } }
             tbody { @for r in &routes { (row(tenant, r, signed)) } }
         } }
@@ -113,7 +130,62 @@ pub(super) async fn retry_now(
         pick: Waiting::All { dry_run: false },
     };
     let done = dash.backend.retry_now(&tenant, request).await?;
-    let body = page(&dash, &signed, &tenant, Some((&route, done))).await?;
+    let body = page(&dash, &signed, &tenant, Some(Done::Retried(&route, done))).await?;
+    Ok(layout::html(layout::page(
+        Some(signed.csrf()),
+        Some(&tenant),
+        "Routes",
+        body,
+    )))
+}
+
+/// `POST /t/{tenant}/routes/{route}/pause`: holds the route (events are
+/// still accepted and stored, nothing is sent).
+pub(super) async fn pause(
+    dash: web::Data<Dashboard>,
+    signed: Signed,
+    path: web::Path<(String, String)>,
+    body: web::Bytes,
+) -> Result<HttpResponse, DashError> {
+    hold(dash, signed, path.into_inner(), body, false).await
+}
+
+/// `POST /t/{tenant}/routes/{route}/resume`: lets a paused route send
+/// again at the default ramp.
+pub(super) async fn resume(
+    dash: web::Data<Dashboard>,
+    signed: Signed,
+    path: web::Path<(String, String)>,
+    body: web::Bytes,
+) -> Result<HttpResponse, DashError> {
+    hold(dash, signed, path.into_inner(), body, true).await
+}
+
+async fn hold(
+    dash: web::Data<Dashboard>,
+    signed: Signed,
+    (tenant, route): (String, String),
+    body: web::Bytes,
+    resume: bool,
+) -> Result<HttpResponse, DashError> {
+    let tenant = tenant_in_path(&signed, &tenant)?;
+    signed.form(&body)?;
+    let route = route_param(&route)?.to_owned();
+    let view = match resume {
+        false => dash.backend.pause_route(&tenant, &route).await?,
+        true => {
+            dash.backend
+                .resume_route(&tenant, &route, DEFAULT_RAMP_SECS)
+                .await?
+        }
+    };
+    let body = page(
+        &dash,
+        &signed,
+        &tenant,
+        Some(Done::Held(view.name, view.hold.paused)),
+    )
+    .await?;
     Ok(layout::html(layout::page(
         Some(signed.csrf()),
         Some(&tenant),
@@ -141,6 +213,15 @@ fn row(tenant: &str, r: &RouteView, signed: &Signed) -> Markup {
                 Some(v) => code { (version(v)) },
                 None => "none",
             } }
+            td.state { @if r.hold.paused {
+                strong { "paused" } ": held, nothing is sent"
+            } @else if r.hold.ramp_ends_at_ms.is_some() {
+                "ramping up after a resume"
+            } @else if r.destination_url.is_some() {
+                "sending"
+            } @else {
+                "waiting to be pulled"
+            } }
             td { ul.links {
                 li { a href={ "/t/" (tenant) "/deliveries" (on_route) } { "Deliveries" } }
                 li { a href={ "/t/" (tenant) "/dead-letters" (on_route) } { "Dead letters" } }
@@ -150,6 +231,17 @@ fn row(tenant: &str, r: &RouteView, signed: &Signed) -> Markup {
                 form.inline method="post" action={ "/t/" (tenant) "/routes/" (r.name) "/retry-now" } {
                     (layout::csrf(signed.csrf()))
                     button type="submit" title="Attempt every delivery waiting for its retry now" { "Retry waiting now" }
+                }
+                @if r.hold.paused {
+                    form.inline method="post" action={ "/t/" (tenant) "/routes/" (r.name) "/resume" } {
+                        (layout::csrf(signed.csrf()))
+                        button type="submit" title="Send again, ramping up over a minute" { "Resume" }
+                    }
+                } @else {
+                    form.inline method="post" action={ "/t/" (tenant) "/routes/" (r.name) "/pause" } {
+                        (layout::csrf(signed.csrf()))
+                        button type="submit" title="Keep accepting and storing; send nothing until resumed" { "Pause" }
+                    }
                 }
             } }
         }

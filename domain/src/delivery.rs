@@ -28,6 +28,10 @@ pub enum DeliveryStatus {
     TransformFailed,
     /// The route's transform dropped the event: nothing was sent. Final.
     Dropped,
+    /// Pending on a route an operator paused: not sent until it is
+    /// resumed. How a pending delivery is shown and filtered while its
+    /// route is paused; never stored.
+    Held,
 }
 
 impl DeliveryStatus {
@@ -42,6 +46,7 @@ impl DeliveryStatus {
             DeliveryStatus::Unrouted => "unrouted",
             DeliveryStatus::TransformFailed => "transform_failed",
             DeliveryStatus::Dropped => "dropped",
+            DeliveryStatus::Held => "held",
         }
     }
 
@@ -53,9 +58,12 @@ impl DeliveryStatus {
 
     /// Whether a delivery in this status may be redelivered: any final one
     /// (a dead letter, or delivered, dropped, filtered or unrouted), not
-    /// one still pending or already redelivered.
+    /// one still pending (or held) or already redelivered.
     pub fn may_be_redelivered(self) -> bool {
-        !matches!(self, DeliveryStatus::Pending | DeliveryStatus::Redelivered)
+        !matches!(
+            self,
+            DeliveryStatus::Pending | DeliveryStatus::Held | DeliveryStatus::Redelivered
+        )
     }
 }
 

@@ -1,9 +1,9 @@
-//! `RouteService` calls: create, read, list, change and delete a tenant's routes,
+//! `RouteService` calls: create, read, list, change, delete, pause and resume a tenant's routes,
 //! and test a route's filter and transform on an event without sending anything.
 
 use hookd_proto::v1::{
-    CreateRouteRequest, DeleteRouteRequest, GetRouteRequest, ListRoutesRequest, Route,
-    TestRouteRequest, TestRouteResponse, UpdateRouteRequest,
+    CreateRouteRequest, DeleteRouteRequest, GetRouteRequest, ListRoutesRequest, PauseRouteRequest,
+    ResumeRouteRequest, Route, TestRouteRequest, TestRouteResponse, UpdateRouteRequest,
 };
 
 use super::{ClientError, HookdClient};
@@ -74,6 +74,41 @@ impl HookdClient {
         };
         self.routes.clone().delete_route(request).await?;
         Ok(())
+    }
+
+    /// Holds a route: events are still accepted and stored on it, nothing is sent
+    /// until [`HookdClient::resume_route`] (on every replica within a second).
+    pub async fn pause_route(
+        &self,
+        tenant_id: impl Into<String>,
+        name: impl Into<String>,
+    ) -> Result<Route, ClientError> {
+        let request = PauseRouteRequest {
+            tenant_id: tenant_id.into(),
+            name: name.into(),
+        };
+        Ok(self.routes.clone().pause_route(request).await?.into_inner())
+    }
+
+    /// Lets a paused route send again, its forwards in flight rising from one to its
+    /// limit over `ramp_secs` (`None`: 60 s; `Some(0)`: at once).
+    pub async fn resume_route(
+        &self,
+        tenant_id: impl Into<String>,
+        name: impl Into<String>,
+        ramp_secs: Option<u32>,
+    ) -> Result<Route, ClientError> {
+        let request = ResumeRouteRequest {
+            tenant_id: tenant_id.into(),
+            name: name.into(),
+            ramp_secs,
+        };
+        Ok(self
+            .routes
+            .clone()
+            .resume_route(request)
+            .await?
+            .into_inner())
     }
 
     /// What a route (saved or given inline) would do with a stored or pasted event:

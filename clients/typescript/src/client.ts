@@ -25,7 +25,7 @@ import {
   type RetryNowResponse,
 } from "./gen/hookd/v1/delivery_pb.js";
 import { RejectionService } from "./gen/hookd/v1/rejection_pb.js";
-import { RouteService } from "./gen/hookd/v1/route_pb.js";
+import { type Route, RouteService } from "./gen/hookd/v1/route_pb.js";
 import { SecretService } from "./gen/hookd/v1/secret_pb.js";
 import {
   type CreateTenantRequestSchema,
@@ -181,5 +181,21 @@ export class HookdClient {
    */
   retryNow(tenantId: string, route = "", dryRun = false): Promise<RetryNowResponse> {
     return this.deliveries.retryNow({ tenantId, route, allWaiting: true, dryRun });
+  }
+
+  /**
+   * Holds a route: events are still accepted and stored on it, nothing is sent until
+   * `resumeRoute` (every replica within a second).
+   */
+  pauseRoute(tenantId: string, name = "default"): Promise<Route> {
+    return this.routes.pauseRoute({ tenantId, name });
+  }
+
+  /**
+   * Lets a paused route send again, its forwards in flight rising from one to its limit over
+   * `rampSecs` (absent: 60; 0: at once).
+   */
+  resumeRoute(tenantId: string, name = "default", rampSecs?: number): Promise<Route> {
+    return this.routes.resumeRoute({ tenantId, name, rampSecs });
   }
 }

@@ -12,7 +12,7 @@ mod tenant;
 pub(crate) use consumer::pull_limits;
 pub(crate) use contract::{contract_def, contract_key};
 pub(crate) use delivery::status_filter;
-pub(crate) use route::{route_name, route_test};
+pub(crate) use route::{ramp_secs, route_name, route_test};
 pub(crate) use selection::listed_route;
 pub(crate) use tenant::{overlap_secs, token_description};
 

@@ -14,7 +14,8 @@ use crate::{
     error::Error,
     model::{
         NewRoute, PastedEvent, RouteBreaker, RouteConcurrency, RoutePatch, RouteRetry, RouteTest,
-        RouteTestResult, RouteUnderTest, RouteView, TestEvent, TestedRequest,
+        RouteTestResult, RouteUnderTest, RouteView, TestEvent, TestedRequest, DEFAULT_RAMP_SECS,
+        MAX_RAMP_SECS,
     },
     Result,
 };
@@ -185,7 +186,22 @@ impl From<RouteView> for pb::Route {
             adaptive_concurrency: r.concurrency.adaptive,
             min_in_flight: r.concurrency.min_in_flight.unwrap_or(1),
             latency_target_ms: r.concurrency.latency_target_ms.unwrap_or_default(),
+            paused: r.hold.paused,
+            hold_changed_at_ms: r.hold.changed_at_ms.unwrap_or_default(),
+            ramp_ends_at_ms: r.hold.ramp_ends_at_ms.unwrap_or_default(),
         }
+    }
+}
+
+/// A resume's ramp in seconds: `DEFAULT_RAMP_SECS` when absent, at most
+/// `MAX_RAMP_SECS`.
+pub(crate) fn ramp_secs(asked: Option<u32>) -> Result<u32> {
+    match asked {
+        None => Ok(DEFAULT_RAMP_SECS),
+        Some(secs) if secs <= MAX_RAMP_SECS => Ok(secs),
+        Some(secs) => Err(Error::InvalidArgument(format!(
+            "ramp_secs: {secs} is more than {MAX_RAMP_SECS}"
+        ))),
     }
 }
 

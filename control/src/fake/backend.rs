@@ -466,6 +466,17 @@ impl ControlBackend for FakeBackend {
         self.routes.delete(&self.tenant(tenant_id)?, name)
     }
 
+    async fn pause_route(&self, tenant_id: &str, name: &str) -> Result<RouteView> {
+        self.called("pause_route");
+        self.routes.hold(&self.tenant(tenant_id)?, name, None)
+    }
+
+    async fn resume_route(&self, tenant_id: &str, name: &str, ramp_secs: u32) -> Result<RouteView> {
+        self.called("resume_route");
+        self.routes
+            .hold(&self.tenant(tenant_id)?, name, Some(ramp_secs))
+    }
+
     async fn test_route(&self, tenant_id: &str, test: RouteTest) -> Result<RouteTestResult> {
         self.called("test_route");
         Ok(self.routes.test(&self.tenant(tenant_id)?, test))

@@ -6,7 +6,7 @@ use std::{collections::BTreeMap, sync::Mutex};
 use crate::{
     error::{Error, Result},
     model::{
-        NewRoute, RouteBreaker, RouteConcurrency, RoutePatch, RouteRetry, RouteTest,
+        NewRoute, RouteBreaker, RouteConcurrency, RouteHold, RoutePatch, RouteRetry, RouteTest,
         RouteTestResult, RouteView, TenantView,
     },
 };
@@ -22,7 +22,12 @@ use crate::{
 pub(super) struct FakeRoutes {
     named: Mutex<Vec<RouteView>>,
     default_filters: Mutex<BTreeMap<String, String>>,
+    /// Paused and resumed routes, by tenant and name.
+    holds: Mutex<BTreeMap<(String, String), RouteHold>>,
 }
+
+/// When the fake says a route was paused or resumed (Unix ms).
+const HELD_AT_MS: i64 = 1_700_000_000_000;
 
 /// `filter` if it is JSON; hookd compiles it too, the fake only parses it.
 fn filter(filter: Option<String>) -> Result<Option<String>> {
@@ -64,6 +69,7 @@ fn view(tenant_id: &str, name: &str, url: Option<String>, max_in_flight: u32) ->
             min_in_flight: Some(1),
             latency_target_ms: None,
         },
+        hold: RouteHold::default(),
     }
 }
 
@@ -98,7 +104,61 @@ impl FakeRoutes {
             .cloned();
         let routes = self.named.lock().unwrap();
         let own = routes.iter().filter(|r| r.tenant_id == tenant.tenant_id);
-        std::iter::once(default).chain(own.cloned()).collect()
+        let holds = self.holds.lock().unwrap();
+        std::iter::once(default)
+            .chain(own.cloned())
+            .map(|mut route| {
+                let key = (route.tenant_id.clone(), route.name.clone());
+                route.hold = holds.get(&key).copied().unwrap_or_default();
+                route
+            })
+            .collect()
+    }
+
+    /// Pauses route `name` (`ramp_secs` `None`), or resumes it with that
+    /// ramp; a pulled route cannot be paused.
+    pub(super) fn hold(
+        &self,
+        tenant: &TenantView,
+        name: &str,
+        ramp_secs: Option<u32>,
+    ) -> Result<RouteView> {
+        let route = self.get(tenant, name)?;
+        let key = (tenant.tenant_id.clone(), name.to_owned());
+        let mut holds = self.holds.lock().unwrap();
+        match ramp_secs {
+            None if route.destination_url.is_none() => {
+                return Err(Error::FailedPrecondition(format!(
+                    "route {name} of tenant {} is pulled: stop pulling instead",
+                    tenant.tenant_id
+                )))
+            }
+            None if route.hold.paused => {}
+            None => {
+                holds.insert(
+                    key,
+                    RouteHold {
+                        paused: true,
+                        changed_at_ms: Some(HELD_AT_MS),
+                        ramp_ends_at_ms: None,
+                    },
+                );
+            }
+            Some(secs) if route.hold.paused => {
+                let resumed = HELD_AT_MS + 1_000;
+                holds.insert(
+                    key,
+                    RouteHold {
+                        paused: false,
+                        changed_at_ms: Some(resumed),
+                        ramp_ends_at_ms: (secs > 0).then_some(resumed + i64::from(secs) * 1000),
+                    },
+                );
+            }
+            Some(_) => {}
+        }
+        drop(holds);
+        self.get(tenant, name)
     }
 
     pub(super) fn get(&self, tenant: &TenantView, name: &str) -> Result<RouteView> {
@@ -191,6 +251,8 @@ impl FakeRoutes {
             .lock()
             .unwrap()
             .retain(|r| !(r.tenant_id == tenant.tenant_id && r.name == name));
+        let key = (tenant.tenant_id.clone(), name.to_owned());
+        self.holds.lock().unwrap().remove(&key);
         Ok(())
     }
 

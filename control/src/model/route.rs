@@ -58,6 +58,25 @@ pub struct RouteView {
     pub concurrency_limit: Option<u32>,
     /// Whether and how its limit adapts.
     pub concurrency: RouteConcurrency,
+    /// An operator's hold on it.
+    pub hold: RouteHold,
+}
+
+/// Longest ramp a resumed route may take to reach its full concurrency.
+pub const MAX_RAMP_SECS: u32 = 3_600;
+
+/// The ramp a resumed route takes unless the caller says.
+pub const DEFAULT_RAMP_SECS: u32 = 60;
+
+/// An operator's hold on a route (PauseRoute, ResumeRoute).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RouteHold {
+    /// Paused: accepting and storing, sending nothing.
+    pub paused: bool,
+    /// When it was last paused or resumed (Unix ms); `None`: never.
+    pub changed_at_ms: Option<i64>,
+    /// While a resumed route ramps up, when the ramp ends (Unix ms).
+    pub ramp_ends_at_ms: Option<i64>,
 }
 
 /// How a route's concurrency limit adapts (docs/routes.md, "Adaptive

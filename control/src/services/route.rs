@@ -84,6 +84,30 @@ impl<B: ControlBackend> RouteService for RouteApi<B> {
         Ok(Response::new(pb::DeleteRouteResponse {}))
     }
 
+    async fn pause_route(
+        &self,
+        request: Request<pb::PauseRouteRequest>,
+    ) -> Result<Response<pb::Route>, Status> {
+        let tenant_id = authorize_tenant(&*self.backend, &request, &request.get_ref().tenant_id)?;
+        let name = convert::route_name(&request.get_ref().name)?;
+        let route = self.backend.pause_route(&tenant_id, &name).await?;
+        Ok(Response::new(route.into()))
+    }
+
+    async fn resume_route(
+        &self,
+        request: Request<pb::ResumeRouteRequest>,
+    ) -> Result<Response<pb::Route>, Status> {
+        let tenant_id = authorize_tenant(&*self.backend, &request, &request.get_ref().tenant_id)?;
+        let name = convert::route_name(&request.get_ref().name)?;
+        let ramp_secs = convert::ramp_secs(request.get_ref().ramp_secs)?;
+        let route = self
+            .backend
+            .resume_route(&tenant_id, &name, ramp_secs)
+            .await?;
+        Ok(Response::new(route.into()))
+    }
+
     async fn test_route(
         &self,
         request: Request<pb::TestRouteRequest>,

@@ -22,6 +22,7 @@ impl From<DeliveryStatus> for pb::DeliveryStatus {
             DeliveryStatus::Unrouted => pb::DeliveryStatus::Unrouted,
             DeliveryStatus::TransformFailed => pb::DeliveryStatus::TransformFailed,
             DeliveryStatus::Dropped => pb::DeliveryStatus::Dropped,
+            DeliveryStatus::Held => pb::DeliveryStatus::Held,
         }
     }
 }
@@ -39,6 +40,7 @@ impl TryFrom<pb::DeliveryStatus> for DeliveryStatus {
             pb::DeliveryStatus::Unrouted => Ok(DeliveryStatus::Unrouted),
             pb::DeliveryStatus::TransformFailed => Ok(DeliveryStatus::TransformFailed),
             pb::DeliveryStatus::Dropped => Ok(DeliveryStatus::Dropped),
+            pb::DeliveryStatus::Held => Ok(DeliveryStatus::Held),
             pb::DeliveryStatus::Unspecified | pb::DeliveryStatus::InFlight => {
                 Err(InvalidDeliveryStatus(s))
             }
@@ -73,6 +75,7 @@ mod tests {
             DeliveryStatus::Unrouted,
             DeliveryStatus::TransformFailed,
             DeliveryStatus::Dropped,
+            DeliveryStatus::Held,
         ] {
             assert_eq!(
                 DeliveryStatus::try_from(pb::DeliveryStatus::from(status)),

@@ -45,6 +45,18 @@ impl Backend {
     ) -> ApiResult<Page<DeliveryView>> {
         let handle = self.tenant(tenant_id)?;
         let route = named_route(&handle, Some(route))?;
+        let held = route.hold.is_paused();
+        // While the route is paused its pending deliveries are held.
+        let status = match (status, held) {
+            (Some(DeliveryStatus::Held), true) => Some(DeliveryStatus::Pending),
+            (Some(DeliveryStatus::Held), false) | (Some(DeliveryStatus::Pending), true) => {
+                return Ok(Page {
+                    items: Vec::new(),
+                    next_token: None,
+                })
+            }
+            (status, _) => status,
+        };
         let before = page.token.clone().map(DeliveryId::new);
         let size = page.size as usize;
         let mut items = route
@@ -57,7 +69,7 @@ impl Backend {
         });
         let items = items
             .into_iter()
-            .map(|(id, state)| delivery_view(tenant_id, &route.name, id.to_string(), state))
+            .map(|(id, state)| delivery_view(tenant_id, &route, id.to_string(), state))
             .collect();
         Ok(Page {
             items,
@@ -100,7 +112,7 @@ impl Backend {
             attempts,
             routes,
             redirects: redirects.into_iter().map(redirect_view).collect(),
-            ..delivery_view(tenant_id, &route.name, delivery_id.to_owned(), state)
+            ..delivery_view(tenant_id, &route, delivery_id.to_owned(), state)
         })
     }
 
@@ -263,18 +275,23 @@ pub(super) fn named_route(handle: &TenantHandle, name: Option<&str>) -> ApiResul
         })
 }
 
-/// A delivery of route `route` without its attempts and redirects.
+/// A delivery of route `route` without its attempts and redirects: held
+/// while it is pending on a paused route.
 fn delivery_view(
     tenant_id: &str,
-    route: &str,
+    route: &RouteHandle,
     delivery_id: String,
     state: DeliveryState,
 ) -> DeliveryView {
+    let status = match state.status {
+        DeliveryStatus::Pending if route.hold.is_paused() => DeliveryStatus::Held,
+        status => status,
+    };
     DeliveryView {
         tenant_id: tenant_id.to_owned(),
         delivery_id,
         event_id: state.event_id.to_string(),
-        status: state.status,
+        status,
         received_at_ms: state.received_at_ms,
         attempt_count: state.attempts,
         next_attempt_at_ms: state.next_attempt_at_ms,
@@ -283,7 +300,7 @@ fn delivery_view(
         redelivered_as: state.redelivered_as.map(|d| d.to_string()),
         attempts: Vec::new(),
         redirects: Vec::new(),
-        route: route.to_owned(),
+        route: route.name.clone(),
         routes: Vec::new(),
     }
 }

@@ -5,6 +5,7 @@ mod activity;
 mod alerts;
 mod contracts;
 mod deliveries;
+mod hold;
 mod redeliver;
 mod redirect;
 mod rejections;
@@ -472,6 +473,24 @@ impl ControlBackend for Backend {
             .drop_tenant_trees(&scope)
             .await
             .map_err(api)
+    }
+
+    async fn pause_route(&self, tenant_id: &str, name: &str) -> ApiResult<RouteView> {
+        let (tenant_id, name) = (tenant_id.to_owned(), name.to_owned());
+        self.durably(move |b| b.hold_route(&tenant_id, &name, None))
+            .await
+    }
+
+    async fn resume_route(
+        &self,
+        tenant_id: &str,
+        name: &str,
+        ramp_secs: u32,
+    ) -> ApiResult<RouteView> {
+        let (tenant_id, name) = (tenant_id.to_owned(), name.to_owned());
+        let ramp_ms = i64::from(ramp_secs) * 1000;
+        self.durably(move |b| b.hold_route(&tenant_id, &name, Some(ramp_ms)))
+            .await
     }
 
     async fn test_route(&self, tenant_id: &str, test: RouteTest) -> ApiResult<RouteTestResult> {

@@ -268,6 +268,7 @@ mod tests {
             name: "audit".into(),
             data,
             wake: Arc::default(),
+            hold: Arc::default(),
             metrics: metrics.route(&labels, "audit"),
         }
     }

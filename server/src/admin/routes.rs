@@ -11,8 +11,10 @@ use hookd_control::{
 };
 use hookd_proto::domain::{defaults, RateLimit, DEFAULT_ROUTE};
 
-use super::{api, tenants::Changed, Backend};
+use super::{api, hold::hold_view, tenants::Changed, Backend};
+use crate::routes::hold::HoldRecord;
 use crate::routes::settings::ForwardSettings;
+use crate::store::api::{RowChange, Table};
 use crate::tenant::TenantSettings;
 use crate::{
     catalog::{SecretSet, StoredRoute, TenantRecord},
@@ -101,13 +103,14 @@ impl Backend {
             .get(tenant_id)
             .ok_or_else(|| ApiError::NotFound(format!("tenant {tenant_id}")))?;
         let mut views = views_of(&handle.settings(), self.config_tenants.contains(tenant_id));
+        let now_ms = self.now_ms();
         for view in &mut views {
-            view.concurrency_limit = handle
-                .routes()
-                .iter()
-                .find(|route| route.name == view.name)
-                .and_then(|route| route.metrics.concurrency_limit())
-                .map(|limit| limit as u32);
+            let routes = handle.routes();
+            let Some(route) = routes.iter().find(|route| route.name == view.name) else {
+                continue;
+            };
+            view.concurrency_limit = route.metrics.concurrency_limit().map(|limit| limit as u32);
+            view.hold = hold_view(route.hold.record(), now_ms);
         }
         Ok(views)
     }
@@ -288,6 +291,9 @@ impl Backend {
             )));
         }
         self.apply_routes(&record, &secrets)?;
+        let rows = self.services.store.catalog_rows().map_err(api)?;
+        let hold = RowChange::Remove(Table::Holds, HoldRecord::key(tenant_id, name));
+        rows.apply(&[hold]).map_err(api)?;
         tracing::info!(tenant = %tenant_id, route = %name, queued, "route deleted");
         Ok(scope)
     }
@@ -471,6 +477,7 @@ fn view(
                 latency_target_ms: f.concurrency.latency_target_ms.map(|ms| ms as u32),
             },
         ),
+        hold: Default::default(),
     }
 }
 

@@ -13,6 +13,7 @@ use hookd_sdk::signature::Secret;
 use secrecy::{ExposeSecret, SecretString};
 
 use super::{api, Backend};
+use crate::routes::hold::HoldRecord;
 use crate::tenant::TenantSettings;
 use crate::{
     catalog::{SecretSet, StoredTenant, TenantRecord},
@@ -277,6 +278,9 @@ impl Backend {
         self.durably(move |b| {
             let rejections = b.services.store.rejections().map_err(api)?;
             rejections.drop_tenant(&id).map_err(api)?;
+            let rows = b.services.store.catalog_rows().map_err(api)?;
+            let holds = HoldRecord::drop_tenant(&*rows, &id).map_err(api)?;
+            rows.apply(&holds).map_err(api)?;
             b.alerts.rows().drop_tenant(&id).map_err(api)
         })
         .await?;

@@ -112,7 +112,7 @@ impl SinkHandle {
         let metrics = services.telemetry.metrics();
         let abort = services.start_dispatcher(
             (tenant, &name),
-            (data.clone(), wake.clone()),
+            (data.clone(), wake.clone(), None),
             (&settings, metrics.route(&metrics.tenant(tenant), &name)),
             None,
         )?;

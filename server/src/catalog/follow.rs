@@ -11,6 +11,7 @@ use super::{
     resolve::{Resolver, Unrunnable},
     Catalog,
 };
+use crate::routes::hold::HoldRecord;
 use crate::tenant::TenantSettings;
 use crate::{
     error::Result,
@@ -31,6 +32,9 @@ pub trait Tenants: Send + Sync + 'static {
     fn unavailable(&self, id: &str, reason: String);
     /// Puts a running tenant's saved contracts in force again.
     fn reload_contracts(&self, id: &str) -> Result<()>;
+    /// Puts an operator's hold on a running tenant's route; false when no
+    /// such route runs here.
+    fn hold(&self, id: &str, route: &str, record: HoldRecord) -> bool;
 }
 
 /// Starts (or updates) tenant `id` as stored now; a tenant no longer
@@ -68,6 +72,8 @@ pub struct Follower {
     version: u64,
     /// Each tenant's saved contracts as last compiled here, hashed.
     contracts: HashMap<String, u64>,
+    /// Each route's hold as last put in force here, by `tenant/route`.
+    holds: HashMap<String, HoldRecord>,
 }
 
 impl Follower {
@@ -90,8 +96,10 @@ impl Follower {
             version: store.catalog_version()?,
             store,
             contracts: HashMap::new(),
+            holds: HashMap::new(),
         };
         follower.contracts = follower.contract_prints()?;
+        follower.holds = follower.stored_holds()?;
         let now = follower.fingerprints()?;
         *follower.catalog.known().lock().expect("known lock") = now;
         Ok(follower)
@@ -138,6 +146,32 @@ impl Follower {
         Ok(())
     }
 
+    fn stored_holds(&self) -> Result<HashMap<String, HoldRecord>> {
+        Ok(HoldRecord::all(&*self.rows)?
+            .into_iter()
+            .map(|(tenant, route, record)| (HoldRecord::key(&tenant, &route), record))
+            .collect())
+    }
+
+    /// Puts in force each route's hold paused or resumed since the last
+    /// poll (on any replica): a dispatcher here stops sending, or ramps
+    /// up, at its next pass.
+    fn follow_holds(&mut self) -> Result<()> {
+        let now = self.stored_holds()?;
+        for (key, record) in &now {
+            if self.holds.get(key) == Some(record) {
+                continue;
+            }
+            let (tenant, route) = key.split_once('/').unwrap_or((key, ""));
+            if self.tenants.hold(tenant, route, *record) {
+                let change = if record.paused { "paused" } else { "resumed" };
+                tracing::info!(tenant = %tenant, route = %route, change, "route held on another replica: applied here");
+            }
+        }
+        self.holds = now;
+        Ok(())
+    }
+
     /// One poll: applies what changed since the last. Blocks on storage.
     pub fn step(&mut self) -> Result<()> {
         let version = self.store.catalog_version()?;
@@ -176,6 +210,7 @@ impl Follower {
         }
         *self.catalog.known().lock().expect("known lock") = now;
         self.recompile_contracts()?;
+        self.follow_holds()?;
         self.version = version;
         Ok(())
     }

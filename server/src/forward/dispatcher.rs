@@ -15,6 +15,7 @@ use super::{
     round::{write_round, Decided, Recorded},
 };
 use crate::routes::handle::Wake;
+use crate::routes::hold::{Allowed, Hold, HoldRecord};
 use crate::routes::settings::ForwardSettings;
 use crate::{
     alerts::Signals,
@@ -121,6 +122,9 @@ pub struct DispatcherParts {
     pub clock: SharedClock,
     /// Notified when new work is queued.
     pub wake: Arc<Wake>,
+    /// An operator's hold on the route; `None` for an alert sink's own,
+    /// which nobody pauses.
+    pub hold: Option<Arc<Hold>>,
     /// The live feed outcomes are published on.
     pub feed: DeliveryFeed,
     /// Starts the `hookd.forward` spans.
@@ -154,6 +158,9 @@ pub struct Dispatcher {
     client: reqwest::Client,
     clock: SharedClock,
     wake: Arc<Wake>,
+    hold: Option<Arc<Hold>>,
+    /// The store, whose catalog keeps the route's hold.
+    store: Store,
     /// What each outcome tells: alert signals, counters, span, log, feed.
     report: ForwardReport,
     breaker: Breaker,
@@ -181,6 +188,7 @@ impl Dispatcher {
             settings,
             clock,
             wake,
+            hold,
             feed,
             spans,
             metrics,
@@ -216,7 +224,9 @@ impl Dispatcher {
             transformed: settings.transform.is_some(),
         };
         Ok(Dispatcher {
-            lease: ForwardLease::new(store, data.tenant().clone(), lease),
+            lease: ForwardLease::new(store.clone(), data.tenant().clone(), lease),
+            store,
+            hold,
             report,
             breaker_gauge: BreakerGauge::new(metrics.clone()),
             limit: ConcurrencyLimit::new(
@@ -249,6 +259,7 @@ impl Dispatcher {
         let mut busy: HashSet<QueueKey> = HashSet::new();
         let mut unwritten = Unwritten::default();
         let most_unwritten = self.settings.max_in_flight;
+        self.read_hold().await;
         loop {
             if !unwritten.keys.is_empty() && writing.len() < MAX_ROUNDS_WRITING {
                 writing.push(self.write(std::mem::take(&mut unwritten)));
@@ -294,6 +305,32 @@ impl Dispatcher {
         }
     }
 
+    /// Reads the route's stored hold unless it is known already (the
+    /// route ran here before): until it is read nothing is sent, so a
+    /// route paused before a restart stays paused across it.
+    async fn read_hold(&self) {
+        let Some(hold) = self.hold.clone() else {
+            return;
+        };
+        while !hold.is_known() {
+            let (store, tenant, route) = (
+                self.store.clone(),
+                self.tenant.to_string(),
+                self.route.clone(),
+            );
+            let read =
+                blocking(move || HoldRecord::load(&*store.catalog_rows()?, &tenant, &route)).await;
+            match read {
+                Ok(record) => hold.apply(record),
+                Err(e) => {
+                    tracing::error!(tenant = %self.tenant, route = %self.route, error = %e, "reading the route's hold failed; nothing is sent until it is read");
+                    let now = self.clock.now_ms();
+                    self.clock.sleep_until(now + MAX_IDLE_MS).await;
+                }
+            }
+        }
+    }
+
     /// Starts every due delivery there is room for; returns when to look again.
     async fn start_due(
         &mut self,
@@ -314,6 +351,11 @@ impl Dispatcher {
         }
         let allowed = self.limit.allowed(now);
         self.limit_gauge.set(self.limit.current());
+        let allowed = match self.hold.as_ref().map(|hold| hold.allowed(now, allowed)) {
+            None => allowed,
+            Some(Allowed::UpTo(allowed)) => allowed,
+            Some(Allowed::Nothing) => return Ok(wake_at),
+        };
         let room = match self.room(now, in_flight.len(), allowed) {
             Ok(room) => room,
             Err(resumes) => return Ok(wake_at.min(resumes)),

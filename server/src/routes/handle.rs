@@ -9,6 +9,7 @@ use tokio::sync::Notify;
 
 use hookd_proto::domain::DEFAULT_ROUTE;
 
+use super::hold::Hold;
 use crate::{
     error::Result,
     ids::{DeliveryId, TenantId},
@@ -39,6 +40,8 @@ pub struct RouteHandle {
     pub data: TenantStore,
     /// Wakes its dispatcher when work is queued.
     pub wake: Arc<Wake>,
+    /// An operator's hold on it, kept across changes of its settings.
+    pub hold: Arc<Hold>,
     /// Its forwarding metrics and the labels of its queue gauges.
     pub metrics: Arc<RouteMetrics>,
 }
@@ -57,6 +60,7 @@ impl RouteHandle {
             name: DEFAULT_ROUTE.to_owned(),
             data: data.clone(),
             wake: Arc::default(),
+            hold: Arc::default(),
             metrics: sources.1.route(tenant, DEFAULT_ROUTE),
         };
         RouteHandle::all(sources, others, tenant, &[default])
@@ -83,6 +87,7 @@ impl RouteHandle {
                     name: route.name.clone(),
                     data: store.tenant(&route.scope)?,
                     wake: Arc::default(),
+                    hold: Arc::default(),
                     metrics: metrics.route(tenant, &route.name),
                 },
             };

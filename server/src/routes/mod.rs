@@ -1,8 +1,9 @@
 //! A route's room: its declaration resolved ([`settings`]), its running
-//! handle and fan-out ([`handle`]), and the rule engines it runs
-//! ([`filter`], [`transform`]).
+//! handle and fan-out ([`handle`]), an operator's hold on it ([`hold`]),
+//! and the rule engines it runs ([`filter`], [`transform`]).
 
 pub mod filter;
 pub mod handle;
+pub mod hold;
 pub mod settings;
 pub mod transform;

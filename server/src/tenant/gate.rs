@@ -109,6 +109,7 @@ impl Gate {
             name: DEFAULT_ROUTE.to_owned(),
             data: data.clone(),
             wake,
+            hold: Arc::default(),
             metrics: metrics.route(&metrics.tenant(&settings.id), DEFAULT_ROUTE),
         };
         let contracts = Arc::new(TenantContracts::default());

@@ -11,6 +11,7 @@ use super::{
     state::TenantState,
 };
 use crate::routes::handle::RouteHandle;
+use crate::routes::hold::HoldRecord;
 use crate::tenant::TenantSettings;
 use crate::{
     contracts::Contract,
@@ -76,6 +77,18 @@ impl TenantHandle {
             }
         }
         Ok(routes[0].clone())
+    }
+
+    /// Puts an operator's hold (`record`, as stored) on route `name` and
+    /// wakes its dispatcher; false when the tenant has no such route.
+    pub fn hold_route(&self, name: &str, record: HoldRecord) -> bool {
+        let routes = self.routes();
+        let Some(route) = routes.iter().find(|r| r.name == name) else {
+            return false;
+        };
+        route.hold.apply(Some(record));
+        route.wake.queued();
+        true
     }
 
     /// New secrets (a rotation or a revocation), in force for the next

@@ -10,6 +10,7 @@ use actix::{ArbiterHandle, Supervisor};
 
 use super::{actor::TenantActor, handle::TenantHandle, services::Services, state::TenantState};
 use crate::routes::handle::RouteHandle;
+use crate::routes::hold::HoldRecord;
 use crate::tenant::TenantSettings;
 use crate::{
     catalog::follow::Tenants,
@@ -266,5 +267,10 @@ impl Tenants for Registry {
 
     fn reload_contracts(&self, id: &str) -> Result<()> {
         self.running(id)?.reload_contracts(None)
+    }
+
+    fn hold(&self, id: &str, route: &str, record: HoldRecord) -> bool {
+        self.get(id)
+            .is_some_and(|tenant| tenant.hold_route(route, record))
     }
 }

@@ -5,6 +5,7 @@ use std::{sync::Arc, time::Duration};
 
 use super::replay::{replay_cache, ReplayCache};
 use crate::routes::handle::Wake;
+use crate::routes::hold::Hold;
 use crate::routes::settings::ForwardSettings;
 use crate::{
     alerts::{Signals, Touched},
@@ -119,7 +120,7 @@ impl Services {
     pub(crate) fn start_dispatcher(
         &self,
         (tenant, name): (&TenantId, &str),
-        (data, wake): (TenantStore, Arc<Wake>),
+        (data, wake, hold): (TenantStore, Arc<Wake>, Option<Arc<Hold>>),
         (settings, metrics): (&ForwardSettings, Arc<RouteMetrics>),
         signals: Option<Arc<Signals>>,
     ) -> Result<futures_util::future::AbortHandle> {
@@ -131,6 +132,7 @@ impl Services {
             settings: settings.clone(),
             clock: self.clock.clone(),
             wake,
+            hold,
             feed: self.feed.clone(),
             spans: self.telemetry.spans().clone(),
             metrics,

@@ -220,7 +220,11 @@ impl TenantState {
         for (route, forward) in routes {
             let built = services.start_dispatcher(
                 (&tenant, &route.name),
-                (route.data.clone(), route.wake.clone()),
+                (
+                    route.data.clone(),
+                    route.wake.clone(),
+                    Some(route.hold.clone()),
+                ),
                 (forward, route.metrics.clone()),
                 Some(self.signals.clone()),
             );

@@ -48,6 +48,8 @@ pub enum Table {
     AlertSettings,
     /// Every tenant's alerts, by `tenant/alert id`.
     Alerts,
+    /// Routes an operator paused or resumed, by `tenant/route`.
+    Holds,
 }
 
 /// The control plane's persistent rows: a few small tables of opaque

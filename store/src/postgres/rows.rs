@@ -35,6 +35,7 @@ fn name(table: Table) -> &'static str {
         Table::ContractRevisions => "contract_revisions",
         Table::AlertSettings => "alert_settings",
         Table::Alerts => "alerts",
+        Table::Holds => "route_holds",
     }
 }
 

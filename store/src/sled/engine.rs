@@ -351,6 +351,7 @@ struct SledRows {
     revisions: sled::Tree,
     alert_settings: sled::Tree,
     alerts: sled::Tree,
+    holds: sled::Tree,
 }
 
 impl SledRows {
@@ -364,6 +365,7 @@ impl SledRows {
             revisions: db.open_tree("contract_revisions")?,
             alert_settings: db.open_tree("alert_settings")?,
             alerts: db.open_tree("alerts")?,
+            holds: db.open_tree("route_holds")?,
         })
     }
 
@@ -377,6 +379,7 @@ impl SledRows {
             Table::ContractRevisions => &self.revisions,
             Table::AlertSettings => &self.alert_settings,
             Table::Alerts => &self.alerts,
+            Table::Holds => &self.holds,
         }
     }
 }
@@ -406,6 +409,7 @@ impl CatalogRows for SledRows {
             &self.revisions,
             &self.alert_settings,
             &self.alerts,
+            &self.holds,
         ];
         trees
             .as_slice()

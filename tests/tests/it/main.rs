@@ -33,6 +33,7 @@ mod keys;
 mod layout_8;
 mod limits;
 mod messages;
+mod pause;
 mod pg_server;
 mod pki;
 mod postgres;

@@ -1,6 +1,6 @@
 //! A fake destination on 127.0.0.1: records every request it gets and
-//! answers as the test scripts (status codes, `Retry-After`, redirects, hangs),
-//! over plain HTTP or HTTPS with a certificate from a test CA.
+//! answers as the test scripts (status codes, `Retry-After`, redirects, hangs,
+//! a gate the test opens), over plain HTTP or HTTPS with a certificate from a test CA.
 
 use std::{
     collections::VecDeque,
@@ -37,6 +37,9 @@ pub enum Reply {
     Body(u16, usize),
     /// This (3xx) status with a `Location` header.
     Redirect(u16, String),
+    /// Wait until the test opens the gate ([`Receiver::open_gate`]), then
+    /// answer 200: what arrived and is not answered is in flight.
+    Gated,
 }
 
 /// One request the receiver got.
@@ -64,6 +67,8 @@ struct Shared {
     default: Mutex<Option<Reply>>,
     received: Mutex<Vec<Received>>,
     arrived: Notify,
+    /// Whether [`Reply::Gated`] answers.
+    gate: tokio::sync::watch::Sender<bool>,
 }
 
 /// A running fake destination.
@@ -148,6 +153,12 @@ impl Receiver {
         *self.shared.default.lock().unwrap() = Some(reply);
     }
 
+    /// Lets every request held by [`Reply::Gated`], and every later one,
+    /// be answered.
+    pub fn open_gate(&self) {
+        self.shared.gate.send_replace(true);
+    }
+
     /// Everything received so far.
     pub fn received(&self) -> Vec<Received> {
         self.shared.received.lock().unwrap().clone()
@@ -224,6 +235,13 @@ async fn handle(
         Reply::Body(code, len) => Response::builder()
             .status(code)
             .body(Full::new(Bytes::from(vec![b'x'; len]))),
+        Reply::Gated => {
+            let mut open = state.gate.subscribe();
+            let _ = open.wait_for(|open| *open).await;
+            Response::builder()
+                .status(200)
+                .body(Full::new(Bytes::new()))
+        }
         Reply::Hang(wait) => {
             tokio::time::sleep(wait).await;
             Response::builder()

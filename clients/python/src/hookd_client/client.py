@@ -17,6 +17,7 @@ from hookd.v1 import (
     delivery_pb2,
     delivery_pb2_grpc,
     rejection_pb2_grpc,
+    route_pb2,
     route_pb2_grpc,
     secret_pb2_grpc,
     tenant_pb2,
@@ -213,6 +214,21 @@ class HookdClient:
             delivery_pb2.RetryNowRequest(
                 tenant_id=tenant_id, all_waiting=True, route=route, dry_run=dry_run
             )
+        )
+
+    def pause_route(self, tenant_id: str, name: str = "default") -> route_pb2.Route:
+        """Holds a route: events are still accepted and stored on it,
+        nothing is sent until ``resume_route`` (every replica within a
+        second)."""
+        return self.routes.PauseRoute(route_pb2.PauseRouteRequest(tenant_id=tenant_id, name=name))
+
+    def resume_route(
+        self, tenant_id: str, name: str = "default", ramp_secs: int | None = None
+    ) -> route_pb2.Route:
+        """Lets a paused route send again, its forwards in flight rising from
+        one to its limit over ``ramp_secs`` (``None``: 60; 0: at once)."""
+        return self.routes.ResumeRoute(
+            route_pb2.ResumeRouteRequest(tenant_id=tenant_id, name=name, ramp_secs=ramp_secs)
         )
 
     def watch_deliveries(self, tenant_id: str = "") -> Stream[delivery_pb2.DeliveryEvent]:

@@ -173,6 +173,8 @@ pub enum StatusArg {
     TransformFailed,
     /// The route's transform dropped it.
     Dropped,
+    /// Waiting on a paused route.
+    Held,
 }
 
 impl From<StatusArg> for DeliveryStatus {
@@ -186,6 +188,7 @@ impl From<StatusArg> for DeliveryStatus {
             StatusArg::Unrouted => DeliveryStatus::Unrouted,
             StatusArg::TransformFailed => DeliveryStatus::TransformFailed,
             StatusArg::Dropped => DeliveryStatus::Dropped,
+            StatusArg::Held => DeliveryStatus::Held,
         }
     }
 }

@@ -35,6 +35,18 @@ pub enum RoutesCommand {
     /// Run a route's filter and transform on a stored delivery or a given body and
     /// show the request it would send; sends and stores nothing.
     Test(TestRouteArgs),
+    /// Hold a route: events are still accepted and stored on it, nothing is
+    /// sent until it is resumed (every replica within a second).
+    Pause(RouteKey),
+    /// Let a paused route send again, ramping up rather than all at once.
+    Resume {
+        #[command(flatten)]
+        key: RouteKey,
+        /// Seconds over which its forwards in flight rise from one to its
+        /// limit, 0-3600 (default 60; 0: at once).
+        #[arg(long)]
+        ramp_secs: Option<u32>,
+    },
 }
 
 /// One route of a tenant.

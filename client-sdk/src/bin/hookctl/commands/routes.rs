@@ -1,4 +1,4 @@
-//! `hookctl routes list|get|create|update|delete|test`, and how a route and a test's
+//! `hookctl routes list|get|create|update|delete|test|pause|resume`, and how a route and a test's
 //! result are printed.
 
 use std::path::{Path, PathBuf};
@@ -53,6 +53,13 @@ pub async fn run(client: &HookdClient, out: Output, command: RoutesCommand) -> a
         }
         RoutesCommand::Test(args) => {
             Ok(out.record(&client.test_route(test_request(args)?).await?)?)
+        }
+        RoutesCommand::Pause(key) => {
+            Ok(out.record(&client.pause_route(key.tenant, key.name).await?)?)
+        }
+        RoutesCommand::Resume { key, ramp_secs } => {
+            let route = client.resume_route(key.tenant, key.name, ramp_secs).await?;
+            Ok(out.record(&route)?)
         }
     }
 }
@@ -194,9 +201,15 @@ impl View for Route {
         "FILTER",
         "TRANSFORM",
         "SOURCE",
+        "STATE",
     ];
 
     fn cells(&self) -> Vec<String> {
+        let state = match (self.paused, self.ramp_ends_at_ms) {
+            (true, _) => "paused",
+            (false, 0) => "sending",
+            (false, _) => "ramping up",
+        };
         vec![
             self.name.clone(),
             match self.destination_url.is_empty() {
@@ -207,6 +220,7 @@ impl View for Route {
             or_dash(&self.filter_json),
             or_dash(&self.transform_version),
             if self.from_config { "config" } else { "api" }.to_owned(),
+            state.to_owned(),
         ]
     }
 
@@ -234,6 +248,9 @@ impl View for Route {
             "transform_cpu_ms": self.transform_cpu_ms,
             "transform_memory_mib": self.transform_memory_mib,
             "from_config": self.from_config,
+            "paused": self.paused,
+            "hold_changed_at_ms": self.hold_changed_at_ms,
+            "ramp_ends_at_ms": self.ramp_ends_at_ms,
         })
     }
 }

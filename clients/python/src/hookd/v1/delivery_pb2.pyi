@@ -95,6 +95,11 @@ class _DeliveryStatusEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Delive
     """
     DELIVERY_STATUS_DROPPED: _DeliveryStatus.ValueType  # 9
     """The route's transform dropped the event: nothing was sent. Final."""
+    DELIVERY_STATUS_HELD: _DeliveryStatus.ValueType  # 10
+    """Waiting on a paused route (PauseRoute): stored, not sent until the
+    route is resumed, then PENDING again. A view of a pending delivery;
+    no delivery is stored as HELD.
+    """
 
 class DeliveryStatus(_DeliveryStatus, metaclass=_DeliveryStatusEnumTypeWrapper):
     """Where a delivery is in its life."""
@@ -133,6 +138,11 @@ Redeliver, PurgeDeadLetters), reason `transform_failed: <why>`.
 """
 DELIVERY_STATUS_DROPPED: DeliveryStatus.ValueType  # 9
 """The route's transform dropped the event: nothing was sent. Final."""
+DELIVERY_STATUS_HELD: DeliveryStatus.ValueType  # 10
+"""Waiting on a paused route (PauseRoute): stored, not sent until the
+route is resumed, then PENDING again. A view of a pending delivery;
+no delivery is stored as HELD.
+"""
 Global___DeliveryStatus: _TypeAlias = DeliveryStatus  # noqa: Y015
 
 class _DeliveryEventKind:

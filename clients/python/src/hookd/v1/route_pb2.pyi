@@ -28,7 +28,7 @@ gRPC status codes returned by RouteService:
   - FAILED_PRECONDITION: CreateRoute, UpdateRoute or DeleteRoute on a
     tenant declared in the config file (change the file instead);
     DeleteRoute of `default`; DeleteRoute of a route with deliveries
-    still queued, without `force`.
+    still queued, without `force`; PauseRoute of a pulled route.
   - UNAVAILABLE: storage could not make the change durable; nothing was
     changed, retry later.
 """
@@ -165,6 +165,9 @@ class Route(_message.Message):
     ADAPTIVE_CONCURRENCY_FIELD_NUMBER: _builtins.int
     MIN_IN_FLIGHT_FIELD_NUMBER: _builtins.int
     LATENCY_TARGET_MS_FIELD_NUMBER: _builtins.int
+    PAUSED_FIELD_NUMBER: _builtins.int
+    HOLD_CHANGED_AT_MS_FIELD_NUMBER: _builtins.int
+    RAMP_ENDS_AT_MS_FIELD_NUMBER: _builtins.int
     tenant_id: _builtins.str
     """The tenant it belongs to."""
     name: _builtins.str
@@ -210,6 +213,17 @@ class Route(_message.Message):
     """Answers slower than this many ms cut an adaptive limit; 0: latency is
     no signal.
     """
+    paused: _builtins.bool
+    """Read only: an operator paused it (PauseRoute): it keeps accepting and
+    storing, its waiting deliveries read HELD, and nothing is sent until
+    ResumeRoute.
+    """
+    hold_changed_at_ms: _builtins.int
+    """Read only: when it was last paused or resumed (Unix ms); 0: never."""
+    ramp_ends_at_ms: _builtins.int
+    """Read only: while a resumed route ramps up, when the ramp ends (Unix
+    ms); 0: no ramp under way.
+    """
     @_builtins.property
     def delivery_rate(self) -> Global___RouteRate:
         """Its forwarding rate limit; absent: none."""
@@ -242,14 +256,76 @@ class Route(_message.Message):
         adaptive_concurrency: _builtins.bool = ...,
         min_in_flight: _builtins.int = ...,
         latency_target_ms: _builtins.int = ...,
+        paused: _builtins.bool = ...,
+        hold_changed_at_ms: _builtins.int = ...,
+        ramp_ends_at_ms: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["breaker", b"breaker", "delivery_rate", b"delivery_rate", "retry", b"retry"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["adaptive_concurrency", b"adaptive_concurrency", "breaker", b"breaker", "concurrency_limit", b"concurrency_limit", "delivery_rate", b"delivery_rate", "destination_url", b"destination_url", "filter_json", b"filter_json", "from_config", b"from_config", "latency_target_ms", b"latency_target_ms", "max_in_flight", b"max_in_flight", "min_in_flight", b"min_in_flight", "name", b"name", "retry", b"retry", "tenant_id", b"tenant_id", "transform", b"transform", "transform_cpu_ms", b"transform_cpu_ms", "transform_memory_mib", b"transform_memory_mib", "transform_version", b"transform_version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["adaptive_concurrency", b"adaptive_concurrency", "breaker", b"breaker", "concurrency_limit", b"concurrency_limit", "delivery_rate", b"delivery_rate", "destination_url", b"destination_url", "filter_json", b"filter_json", "from_config", b"from_config", "hold_changed_at_ms", b"hold_changed_at_ms", "latency_target_ms", b"latency_target_ms", "max_in_flight", b"max_in_flight", "min_in_flight", b"min_in_flight", "name", b"name", "paused", b"paused", "ramp_ends_at_ms", b"ramp_ends_at_ms", "retry", b"retry", "tenant_id", b"tenant_id", "transform", b"transform", "transform_cpu_ms", b"transform_cpu_ms", "transform_memory_mib", b"transform_memory_mib", "transform_version", b"transform_version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Route: _TypeAlias = Route  # noqa: Y015
+
+@_typing.final
+class PauseRouteRequest(_message.Message):
+    """Holds a route: from the next pass of its dispatcher on every replica
+    (within a second), nothing is sent; events are still accepted and
+    stored on it.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TENANT_ID_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    tenant_id: _builtins.str
+    name: _builtins.str
+    def __init__(
+        self,
+        *,
+        tenant_id: _builtins.str = ...,
+        name: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "tenant_id", b"tenant_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PauseRouteRequest: _TypeAlias = PauseRouteRequest  # noqa: Y015
+
+@_typing.final
+class ResumeRouteRequest(_message.Message):
+    """Lets a paused route send again, ramping up rather than all at once."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TENANT_ID_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    RAMP_SECS_FIELD_NUMBER: _builtins.int
+    tenant_id: _builtins.str
+    name: _builtins.str
+    ramp_secs: _builtins.int
+    """Seconds over which the number of forwards in flight rises from one to
+    the route's limit. Absent: 60; 0: at once; at most 3600.
+    """
+    def __init__(
+        self,
+        *,
+        tenant_id: _builtins.str = ...,
+        name: _builtins.str = ...,
+        ramp_secs: _builtins.int | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_ramp_secs", b"_ramp_secs", "ramp_secs", b"ramp_secs"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_ramp_secs", b"_ramp_secs", "name", b"name", "ramp_secs", b"ramp_secs", "tenant_id", b"tenant_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__ramp_secs: _TypeAlias = _typing.Literal["ramp_secs"]  # noqa: Y015
+    _WhichOneofArgType__ramp_secs: _TypeAlias = _typing.Literal["_ramp_secs", b"_ramp_secs"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__ramp_secs) -> _WhichOneofReturnType__ramp_secs | None: ...
+
+Global___ResumeRouteRequest: _TypeAlias = ResumeRouteRequest  # noqa: Y015
 
 @_typing.final
 class CreateRouteRequest(_message.Message):

@@ -65,6 +65,16 @@ class RouteServiceStub:
                 request_serializer=hookd_dot_v1_dot_route__pb2.TestRouteRequest.SerializeToString,
                 response_deserializer=hookd_dot_v1_dot_route__pb2.TestRouteResponse.FromString,
                 _registered_method=True)
+        self.PauseRoute = channel.unary_unary(
+                '/hookd.v1.RouteService/PauseRoute',
+                request_serializer=hookd_dot_v1_dot_route__pb2.PauseRouteRequest.SerializeToString,
+                response_deserializer=hookd_dot_v1_dot_route__pb2.Route.FromString,
+                _registered_method=True)
+        self.ResumeRoute = channel.unary_unary(
+                '/hookd.v1.RouteService/ResumeRoute',
+                request_serializer=hookd_dot_v1_dot_route__pb2.ResumeRouteRequest.SerializeToString,
+                response_deserializer=hookd_dot_v1_dot_route__pb2.Route.FromString,
+                _registered_method=True)
 
 
 class RouteServiceServicer:
@@ -119,6 +129,25 @@ class RouteServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def PauseRoute(self, request, context):
+        """Holds a route (docs/operations.md): it keeps accepting and storing,
+        sends nothing. Pausing a paused route changes nothing. Works on
+        config-file tenants too. Errors: NOT_FOUND, FAILED_PRECONDITION (a
+        pulled route: stop pulling instead), UNAVAILABLE.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResumeRoute(self, request, context):
+        """Lets a paused route send again at a ramp. Resuming a route that is
+        not paused changes nothing. Errors: INVALID_ARGUMENT (ramp_secs),
+        NOT_FOUND, UNAVAILABLE.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RouteServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -151,6 +180,16 @@ def add_RouteServiceServicer_to_server(servicer, server):
                     servicer.TestRoute,
                     request_deserializer=hookd_dot_v1_dot_route__pb2.TestRouteRequest.FromString,
                     response_serializer=hookd_dot_v1_dot_route__pb2.TestRouteResponse.SerializeToString,
+            ),
+            'PauseRoute': grpc.unary_unary_rpc_method_handler(
+                    servicer.PauseRoute,
+                    request_deserializer=hookd_dot_v1_dot_route__pb2.PauseRouteRequest.FromString,
+                    response_serializer=hookd_dot_v1_dot_route__pb2.Route.SerializeToString,
+            ),
+            'ResumeRoute': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResumeRoute,
+                    request_deserializer=hookd_dot_v1_dot_route__pb2.ResumeRouteRequest.FromString,
+                    response_serializer=hookd_dot_v1_dot_route__pb2.Route.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -316,6 +355,60 @@ class RouteService:
             '/hookd.v1.RouteService/TestRoute',
             hookd_dot_v1_dot_route__pb2.TestRouteRequest.SerializeToString,
             hookd_dot_v1_dot_route__pb2.TestRouteResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PauseRoute(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/hookd.v1.RouteService/PauseRoute',
+            hookd_dot_v1_dot_route__pb2.PauseRouteRequest.SerializeToString,
+            hookd_dot_v1_dot_route__pb2.Route.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResumeRoute(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/hookd.v1.RouteService/ResumeRoute',
+            hookd_dot_v1_dot_route__pb2.ResumeRouteRequest.SerializeToString,
+            hookd_dot_v1_dot_route__pb2.Route.FromString,
             options,
             channel_credentials,
             insecure,

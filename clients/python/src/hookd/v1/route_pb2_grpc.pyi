@@ -28,7 +28,7 @@ gRPC status codes returned by RouteService:
   - FAILED_PRECONDITION: CreateRoute, UpdateRoute or DeleteRoute on a
     tenant declared in the config file (change the file instead);
     DeleteRoute of `default`; DeleteRoute of a route with deliveries
-    still queued, without `force`.
+    still queued, without `force`; PauseRoute of a pulled route.
   - UNAVAILABLE: storage could not make the change durable; nothing was
     changed, retry later.
 """
@@ -85,6 +85,17 @@ class RouteServiceStub:
     """Runs a route's filter and transform on a stored or pasted event and
     shows the request it would send. Errors: INVALID_ARGUMENT, NOT_FOUND.
     """
+    PauseRoute: _grpc.UnaryUnaryMultiCallable[_route_pb2.PauseRouteRequest, _route_pb2.Route]
+    """Holds a route (docs/operations.md): it keeps accepting and storing,
+    sends nothing. Pausing a paused route changes nothing. Works on
+    config-file tenants too. Errors: NOT_FOUND, FAILED_PRECONDITION (a
+    pulled route: stop pulling instead), UNAVAILABLE.
+    """
+    ResumeRoute: _grpc.UnaryUnaryMultiCallable[_route_pb2.ResumeRouteRequest, _route_pb2.Route]
+    """Lets a paused route send again at a ramp. Resuming a route that is
+    not paused changes nothing. Errors: INVALID_ARGUMENT (ramp_secs),
+    NOT_FOUND, UNAVAILABLE.
+    """
 
 @_typing.type_check_only
 class RouteServiceAsyncStub(RouteServiceStub):
@@ -112,6 +123,17 @@ class RouteServiceAsyncStub(RouteServiceStub):
     TestRoute: _aio.UnaryUnaryMultiCallable[_route_pb2.TestRouteRequest, _route_pb2.TestRouteResponse]  # type: ignore[assignment]
     """Runs a route's filter and transform on a stored or pasted event and
     shows the request it would send. Errors: INVALID_ARGUMENT, NOT_FOUND.
+    """
+    PauseRoute: _aio.UnaryUnaryMultiCallable[_route_pb2.PauseRouteRequest, _route_pb2.Route]  # type: ignore[assignment]
+    """Holds a route (docs/operations.md): it keeps accepting and storing,
+    sends nothing. Pausing a paused route changes nothing. Works on
+    config-file tenants too. Errors: NOT_FOUND, FAILED_PRECONDITION (a
+    pulled route: stop pulling instead), UNAVAILABLE.
+    """
+    ResumeRoute: _aio.UnaryUnaryMultiCallable[_route_pb2.ResumeRouteRequest, _route_pb2.Route]  # type: ignore[assignment]
+    """Lets a paused route send again at a ramp. Resuming a route that is
+    not paused changes nothing. Errors: INVALID_ARGUMENT (ramp_secs),
+    NOT_FOUND, UNAVAILABLE.
     """
 
 class RouteServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -173,6 +195,29 @@ class RouteServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_route_pb2.TestRouteResponse, _abc.Awaitable[_route_pb2.TestRouteResponse]]:
         """Runs a route's filter and transform on a stored or pasted event and
         shows the request it would send. Errors: INVALID_ARGUMENT, NOT_FOUND.
+        """
+
+    @_abc_1.abstractmethod
+    def PauseRoute(
+        self,
+        request: _route_pb2.PauseRouteRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_route_pb2.Route, _abc.Awaitable[_route_pb2.Route]]:
+        """Holds a route (docs/operations.md): it keeps accepting and storing,
+        sends nothing. Pausing a paused route changes nothing. Works on
+        config-file tenants too. Errors: NOT_FOUND, FAILED_PRECONDITION (a
+        pulled route: stop pulling instead), UNAVAILABLE.
+        """
+
+    @_abc_1.abstractmethod
+    def ResumeRoute(
+        self,
+        request: _route_pb2.ResumeRouteRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_route_pb2.Route, _abc.Awaitable[_route_pb2.Route]]:
+        """Lets a paused route send again at a ramp. Resuming a route that is
+        not paused changes nothing. Errors: INVALID_ARGUMENT (ramp_secs),
+        NOT_FOUND, UNAVAILABLE.
         """
 
 def add_RouteServiceServicer_to_server(servicer: RouteServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -29,7 +29,7 @@
 //   - FAILED_PRECONDITION: CreateRoute, UpdateRoute or DeleteRoute on a
 //     tenant declared in the config file (change the file instead);
 //     DeleteRoute of `default`; DeleteRoute of a route with deliveries
-//     still queued, without `force`.
+//     still queued, without `force`; PauseRoute of a pulled route.
 //   - UNAVAILABLE: storage could not make the change durable; nothing was
 //     changed, retry later.
 
@@ -41,7 +41,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file hookd/v1/route.proto.
  */
 export const file_hookd_v1_route: GenFile = /*@__PURE__*/
-  fileDesc("ChRob29rZC92MS9yb3V0ZS5wcm90bxIIaG9va2QudjEiKwoJUm91dGVSYXRlEg8KB3Blcl9zZWMYASABKAESDQoFYnVyc3QYAiABKA0iSAoKUm91dGVSZXRyeRIVCg1zY2hlZHVsZV9zZWNzGAEgAygBEhMKC3dpbmRvd19zZWNzGAIgASgBEg4KBmppdHRlchgDIAEoASJACgxSb3V0ZUJyZWFrZXISGQoRZmFpbHVyZV90aHJlc2hvbGQYASABKA0SFQoNY29vbGRvd25fc2VjcxgCIAEoASLNAwoFUm91dGUSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSFwoPZGVzdGluYXRpb25fdXJsGAMgASgJEhUKDW1heF9pbl9mbGlnaHQYBCABKA0SKgoNZGVsaXZlcnlfcmF0ZRgFIAEoCzITLmhvb2tkLnYxLlJvdXRlUmF0ZRIjCgVyZXRyeRgGIAEoCzIULmhvb2tkLnYxLlJvdXRlUmV0cnkSJwoHYnJlYWtlchgHIAEoCzIWLmhvb2tkLnYxLlJvdXRlQnJlYWtlchITCgtmaWx0ZXJfanNvbhgIIAEoCRIRCgl0cmFuc2Zvcm0YCSABKAkSGQoRdHJhbnNmb3JtX3ZlcnNpb24YCiABKAkSEwoLZnJvbV9jb25maWcYCyABKAgSGAoQdHJhbnNmb3JtX2NwdV9tcxgMIAEoDRIcChR0cmFuc2Zvcm1fbWVtb3J5X21pYhgNIAEoDRIZChFjb25jdXJyZW5jeV9saW1pdBgOIAEoDRIcChRhZGFwdGl2ZV9jb25jdXJyZW5jeRgPIAEoCBIVCg1taW5faW5fZmxpZ2h0GBAgASgNEhkKEWxhdGVuY3lfdGFyZ2V0X21zGBEgASgNIo8DChJDcmVhdGVSb3V0ZVJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSFwoPZGVzdGluYXRpb25fdXJsGAMgASgJEhUKDW1heF9pbl9mbGlnaHQYBCABKA0SKgoNZGVsaXZlcnlfcmF0ZRgFIAEoCzITLmhvb2tkLnYxLlJvdXRlUmF0ZRIjCgVyZXRyeRgGIAEoCzIULmhvb2tkLnYxLlJvdXRlUmV0cnkSJwoHYnJlYWtlchgHIAEoCzIWLmhvb2tkLnYxLlJvdXRlQnJlYWtlchITCgtmaWx0ZXJfanNvbhgIIAEoCRIRCgl0cmFuc2Zvcm0YCSABKAkSGAoQdHJhbnNmb3JtX2NwdV9tcxgKIAEoDRIcChR0cmFuc2Zvcm1fbWVtb3J5X21pYhgLIAEoDRIcChRhZGFwdGl2ZV9jb25jdXJyZW5jeRgMIAEoCBIVCg1taW5faW5fZmxpZ2h0GA0gASgNEhkKEWxhdGVuY3lfdGFyZ2V0X21zGA4gASgNIjIKD0dldFJvdXRlUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSDAoEbmFtZRgCIAEoCSImChFMaXN0Um91dGVzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkiNQoSTGlzdFJvdXRlc1Jlc3BvbnNlEh8KBnJvdXRlcxgBIAMoCzIPLmhvb2tkLnYxLlJvdXRlIqYFChJVcGRhdGVSb3V0ZVJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSHAoPZGVzdGluYXRpb25fdXJsGAMgASgJSACIAQESGgoNbWF4X2luX2ZsaWdodBgEIAEoDUgBiAEBEi8KDWRlbGl2ZXJ5X3JhdGUYBSABKAsyEy5ob29rZC52MS5Sb3V0ZVJhdGVIAogBARIoCgVyZXRyeRgGIAEoCzIULmhvb2tkLnYxLlJvdXRlUmV0cnlIA4gBARIsCgdicmVha2VyGAcgASgLMhYuaG9va2QudjEuUm91dGVCcmVha2VySASIAQESGAoLZmlsdGVyX2pzb24YCCABKAlIBYgBARIWCgl0cmFuc2Zvcm0YCSABKAlIBogBARIdChB0cmFuc2Zvcm1fY3B1X21zGAogASgNSAeIAQESIQoUdHJhbnNmb3JtX21lbW9yeV9taWIYCyABKA1ICIgBARIhChRhZGFwdGl2ZV9jb25jdXJyZW5jeRgMIAEoCEgJiAEBEhoKDW1pbl9pbl9mbGlnaHQYDSABKA1ICogBARIeChFsYXRlbmN5X3RhcmdldF9tcxgOIAEoDUgLiAEBQhIKEF9kZXN0aW5hdGlvbl91cmxCEAoOX21heF9pbl9mbGlnaHRCEAoOX2RlbGl2ZXJ5X3JhdGVCCAoGX3JldHJ5QgoKCF9icmVha2VyQg4KDF9maWx0ZXJfanNvbkIMCgpfdHJhbnNmb3JtQhMKEV90cmFuc2Zvcm1fY3B1X21zQhcKFV90cmFuc2Zvcm1fbWVtb3J5X21pYkIXChVfYWRhcHRpdmVfY29uY3VycmVuY3lCEAoOX21pbl9pbl9mbGlnaHRCFAoSX2xhdGVuY3lfdGFyZ2V0X21zIkQKEkRlbGV0ZVJvdXRlUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSDAoEbmFtZRgCIAEoCRINCgVmb3JjZRgDIAEoCCIVChNEZWxldGVSb3V0ZVJlc3BvbnNlIioKC1JvdXRlSGVhZGVyEgwKBG5hbWUYASABKAkSDQoFdmFsdWUYAiABKAkiTgoLSW5saW5lUm91dGUSEwoLZmlsdGVyX2pzb24YASABKAkSEQoJdHJhbnNmb3JtGAIgASgJEhcKD2Rlc3RpbmF0aW9uX3VybBgDIAEoCSJgCgtQYXN0ZWRFdmVudBIMCgRib2R5GAEgASgMEiYKB2hlYWRlcnMYAiADKAsyFS5ob29rZC52MS5Sb3V0ZUhlYWRlchIMCgRwYXRoGAMgASgJEg0KBXF1ZXJ5GAQgASgJIrABChBUZXN0Um91dGVSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIOCgRuYW1lGAIgASgJSAASJwoGaW5saW5lGAMgASgLMhUuaG9va2QudjEuSW5saW5lUm91dGVIABIVCgtkZWxpdmVyeV9pZBgEIAEoCUgBEicKBnBhc3RlZBgFIAEoCzIVLmhvb2tkLnYxLlBhc3RlZEV2ZW50SAFCBwoFcm91dGVCBwoFZXZlbnQicgoNVGVzdGVkUmVxdWVzdBIOCgZtZXRob2QYASABKAkSDAoEcGF0aBgCIAEoCRINCgVxdWVyeRgDIAEoCRImCgdoZWFkZXJzGAQgAygLMhUuaG9va2QudjEuUm91dGVIZWFkZXISDAoEYm9keRgFIAEoDCKqAQoRVGVzdFJvdXRlUmVzcG9uc2USDwoHbWF0Y2hlZBgBIAEoCBIVCg1maWx0ZXJfcmVzdWx0GAIgASgJEg8KB2Ryb3BwZWQYAyABKAgSFwoPdHJhbnNmb3JtX2Vycm9yGAQgASgJEigKB3JlcXVlc3QYBSABKAsyFy5ob29rZC52MS5UZXN0ZWRSZXF1ZXN0EhkKEXRyYW5zZm9ybV92ZXJzaW9uGAYgASgJMp0DCgxSb3V0ZVNlcnZpY2USPAoLQ3JlYXRlUm91dGUSHC5ob29rZC52MS5DcmVhdGVSb3V0ZVJlcXVlc3QaDy5ob29rZC52MS5Sb3V0ZRI2CghHZXRSb3V0ZRIZLmhvb2tkLnYxLkdldFJvdXRlUmVxdWVzdBoPLmhvb2tkLnYxLlJvdXRlEkcKCkxpc3RSb3V0ZXMSGy5ob29rZC52MS5MaXN0Um91dGVzUmVxdWVzdBocLmhvb2tkLnYxLkxpc3RSb3V0ZXNSZXNwb25zZRI8CgtVcGRhdGVSb3V0ZRIcLmhvb2tkLnYxLlVwZGF0ZVJvdXRlUmVxdWVzdBoPLmhvb2tkLnYxLlJvdXRlEkoKC0RlbGV0ZVJvdXRlEhwuaG9va2QudjEuRGVsZXRlUm91dGVSZXF1ZXN0Gh0uaG9va2QudjEuRGVsZXRlUm91dGVSZXNwb25zZRJECglUZXN0Um91dGUSGi5ob29rZC52MS5UZXN0Um91dGVSZXF1ZXN0GhsuaG9va2QudjEuVGVzdFJvdXRlUmVzcG9uc2ViBnByb3RvMw");
+  fileDesc("ChRob29rZC92MS9yb3V0ZS5wcm90bxIIaG9va2QudjEiKwoJUm91dGVSYXRlEg8KB3Blcl9zZWMYASABKAESDQoFYnVyc3QYAiABKA0iSAoKUm91dGVSZXRyeRIVCg1zY2hlZHVsZV9zZWNzGAEgAygBEhMKC3dpbmRvd19zZWNzGAIgASgBEg4KBmppdHRlchgDIAEoASJACgxSb3V0ZUJyZWFrZXISGQoRZmFpbHVyZV90aHJlc2hvbGQYASABKA0SFQoNY29vbGRvd25fc2VjcxgCIAEoASKSBAoFUm91dGUSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSFwoPZGVzdGluYXRpb25fdXJsGAMgASgJEhUKDW1heF9pbl9mbGlnaHQYBCABKA0SKgoNZGVsaXZlcnlfcmF0ZRgFIAEoCzITLmhvb2tkLnYxLlJvdXRlUmF0ZRIjCgVyZXRyeRgGIAEoCzIULmhvb2tkLnYxLlJvdXRlUmV0cnkSJwoHYnJlYWtlchgHIAEoCzIWLmhvb2tkLnYxLlJvdXRlQnJlYWtlchITCgtmaWx0ZXJfanNvbhgIIAEoCRIRCgl0cmFuc2Zvcm0YCSABKAkSGQoRdHJhbnNmb3JtX3ZlcnNpb24YCiABKAkSEwoLZnJvbV9jb25maWcYCyABKAgSGAoQdHJhbnNmb3JtX2NwdV9tcxgMIAEoDRIcChR0cmFuc2Zvcm1fbWVtb3J5X21pYhgNIAEoDRIZChFjb25jdXJyZW5jeV9saW1pdBgOIAEoDRIcChRhZGFwdGl2ZV9jb25jdXJyZW5jeRgPIAEoCBIVCg1taW5faW5fZmxpZ2h0GBAgASgNEhkKEWxhdGVuY3lfdGFyZ2V0X21zGBEgASgNEg4KBnBhdXNlZBgSIAEoCBIaChJob2xkX2NoYW5nZWRfYXRfbXMYEyABKAMSFwoPcmFtcF9lbmRzX2F0X21zGBQgASgDIjQKEVBhdXNlUm91dGVSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJIlsKElJlc3VtZVJvdXRlUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIWCglyYW1wX3NlY3MYAyABKA1IAIgBAUIMCgpfcmFtcF9zZWNzIo8DChJDcmVhdGVSb3V0ZVJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSFwoPZGVzdGluYXRpb25fdXJsGAMgASgJEhUKDW1heF9pbl9mbGlnaHQYBCABKA0SKgoNZGVsaXZlcnlfcmF0ZRgFIAEoCzITLmhvb2tkLnYxLlJvdXRlUmF0ZRIjCgVyZXRyeRgGIAEoCzIULmhvb2tkLnYxLlJvdXRlUmV0cnkSJwoHYnJlYWtlchgHIAEoCzIWLmhvb2tkLnYxLlJvdXRlQnJlYWtlchITCgtmaWx0ZXJfanNvbhgIIAEoCRIRCgl0cmFuc2Zvcm0YCSABKAkSGAoQdHJhbnNmb3JtX2NwdV9tcxgKIAEoDRIcChR0cmFuc2Zvcm1fbWVtb3J5X21pYhgLIAEoDRIcChRhZGFwdGl2ZV9jb25jdXJyZW5jeRgMIAEoCBIVCg1taW5faW5fZmxpZ2h0GA0gASgNEhkKEWxhdGVuY3lfdGFyZ2V0X21zGA4gASgNIjIKD0dldFJvdXRlUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSDAoEbmFtZRgCIAEoCSImChFMaXN0Um91dGVzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkiNQoSTGlzdFJvdXRlc1Jlc3BvbnNlEh8KBnJvdXRlcxgBIAMoCzIPLmhvb2tkLnYxLlJvdXRlIqYFChJVcGRhdGVSb3V0ZVJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSHAoPZGVzdGluYXRpb25fdXJsGAMgASgJSACIAQESGgoNbWF4X2luX2ZsaWdodBgEIAEoDUgBiAEBEi8KDWRlbGl2ZXJ5X3JhdGUYBSABKAsyEy5ob29rZC52MS5Sb3V0ZVJhdGVIAogBARIoCgVyZXRyeRgGIAEoCzIULmhvb2tkLnYxLlJvdXRlUmV0cnlIA4gBARIsCgdicmVha2VyGAcgASgLMhYuaG9va2QudjEuUm91dGVCcmVha2VySASIAQESGAoLZmlsdGVyX2pzb24YCCABKAlIBYgBARIWCgl0cmFuc2Zvcm0YCSABKAlIBogBARIdChB0cmFuc2Zvcm1fY3B1X21zGAogASgNSAeIAQESIQoUdHJhbnNmb3JtX21lbW9yeV9taWIYCyABKA1ICIgBARIhChRhZGFwdGl2ZV9jb25jdXJyZW5jeRgMIAEoCEgJiAEBEhoKDW1pbl9pbl9mbGlnaHQYDSABKA1ICogBARIeChFsYXRlbmN5X3RhcmdldF9tcxgOIAEoDUgLiAEBQhIKEF9kZXN0aW5hdGlvbl91cmxCEAoOX21heF9pbl9mbGlnaHRCEAoOX2RlbGl2ZXJ5X3JhdGVCCAoGX3JldHJ5QgoKCF9icmVha2VyQg4KDF9maWx0ZXJfanNvbkIMCgpfdHJhbnNmb3JtQhMKEV90cmFuc2Zvcm1fY3B1X21zQhcKFV90cmFuc2Zvcm1fbWVtb3J5X21pYkIXChVfYWRhcHRpdmVfY29uY3VycmVuY3lCEAoOX21pbl9pbl9mbGlnaHRCFAoSX2xhdGVuY3lfdGFyZ2V0X21zIkQKEkRlbGV0ZVJvdXRlUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSDAoEbmFtZRgCIAEoCRINCgVmb3JjZRgDIAEoCCIVChNEZWxldGVSb3V0ZVJlc3BvbnNlIioKC1JvdXRlSGVhZGVyEgwKBG5hbWUYASABKAkSDQoFdmFsdWUYAiABKAkiTgoLSW5saW5lUm91dGUSEwoLZmlsdGVyX2pzb24YASABKAkSEQoJdHJhbnNmb3JtGAIgASgJEhcKD2Rlc3RpbmF0aW9uX3VybBgDIAEoCSJgCgtQYXN0ZWRFdmVudBIMCgRib2R5GAEgASgMEiYKB2hlYWRlcnMYAiADKAsyFS5ob29rZC52MS5Sb3V0ZUhlYWRlchIMCgRwYXRoGAMgASgJEg0KBXF1ZXJ5GAQgASgJIrABChBUZXN0Um91dGVSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIOCgRuYW1lGAIgASgJSAASJwoGaW5saW5lGAMgASgLMhUuaG9va2QudjEuSW5saW5lUm91dGVIABIVCgtkZWxpdmVyeV9pZBgEIAEoCUgBEicKBnBhc3RlZBgFIAEoCzIVLmhvb2tkLnYxLlBhc3RlZEV2ZW50SAFCBwoFcm91dGVCBwoFZXZlbnQicgoNVGVzdGVkUmVxdWVzdBIOCgZtZXRob2QYASABKAkSDAoEcGF0aBgCIAEoCRINCgVxdWVyeRgDIAEoCRImCgdoZWFkZXJzGAQgAygLMhUuaG9va2QudjEuUm91dGVIZWFkZXISDAoEYm9keRgFIAEoDCKqAQoRVGVzdFJvdXRlUmVzcG9uc2USDwoHbWF0Y2hlZBgBIAEoCBIVCg1maWx0ZXJfcmVzdWx0GAIgASgJEg8KB2Ryb3BwZWQYAyABKAgSFwoPdHJhbnNmb3JtX2Vycm9yGAQgASgJEigKB3JlcXVlc3QYBSABKAsyFy5ob29rZC52MS5UZXN0ZWRSZXF1ZXN0EhkKEXRyYW5zZm9ybV92ZXJzaW9uGAYgASgJMpcECgxSb3V0ZVNlcnZpY2USPAoLQ3JlYXRlUm91dGUSHC5ob29rZC52MS5DcmVhdGVSb3V0ZVJlcXVlc3QaDy5ob29rZC52MS5Sb3V0ZRI2CghHZXRSb3V0ZRIZLmhvb2tkLnYxLkdldFJvdXRlUmVxdWVzdBoPLmhvb2tkLnYxLlJvdXRlEkcKCkxpc3RSb3V0ZXMSGy5ob29rZC52MS5MaXN0Um91dGVzUmVxdWVzdBocLmhvb2tkLnYxLkxpc3RSb3V0ZXNSZXNwb25zZRI8CgtVcGRhdGVSb3V0ZRIcLmhvb2tkLnYxLlVwZGF0ZVJvdXRlUmVxdWVzdBoPLmhvb2tkLnYxLlJvdXRlEkoKC0RlbGV0ZVJvdXRlEhwuaG9va2QudjEuRGVsZXRlUm91dGVSZXF1ZXN0Gh0uaG9va2QudjEuRGVsZXRlUm91dGVSZXNwb25zZRJECglUZXN0Um91dGUSGi5ob29rZC52MS5UZXN0Um91dGVSZXF1ZXN0GhsuaG9va2QudjEuVGVzdFJvdXRlUmVzcG9uc2USOgoKUGF1c2VSb3V0ZRIbLmhvb2tkLnYxLlBhdXNlUm91dGVSZXF1ZXN0Gg8uaG9va2QudjEuUm91dGUSPAoLUmVzdW1lUm91dGUSHC5ob29rZC52MS5SZXN1bWVSb3V0ZVJlcXVlc3QaDy5ob29rZC52MS5Sb3V0ZWIGcHJvdG8z");
 
 /**
  * Forwarding rate limit of a route (token bucket).
@@ -273,6 +273,30 @@ export type Route = Message<"hookd.v1.Route"> & {
    * @generated from field: uint32 latency_target_ms = 17;
    */
   latencyTargetMs: number;
+
+  /**
+   * Read only: an operator paused it (PauseRoute): it keeps accepting and
+   * storing, its waiting deliveries read HELD, and nothing is sent until
+   * ResumeRoute.
+   *
+   * @generated from field: bool paused = 18;
+   */
+  paused: boolean;
+
+  /**
+   * Read only: when it was last paused or resumed (Unix ms); 0: never.
+   *
+   * @generated from field: int64 hold_changed_at_ms = 19;
+   */
+  holdChangedAtMs: bigint;
+
+  /**
+   * Read only: while a resumed route ramps up, when the ramp ends (Unix
+   * ms); 0: no ramp under way.
+   *
+   * @generated from field: int64 ramp_ends_at_ms = 20;
+   */
+  rampEndsAtMs: bigint;
 };
 
 /**
@@ -281,6 +305,64 @@ export type Route = Message<"hookd.v1.Route"> & {
  */
 export const RouteSchema: GenMessage<Route> = /*@__PURE__*/
   messageDesc(file_hookd_v1_route, 3);
+
+/**
+ * Holds a route: from the next pass of its dispatcher on every replica
+ * (within a second), nothing is sent; events are still accepted and
+ * stored on it.
+ *
+ * @generated from message hookd.v1.PauseRouteRequest
+ */
+export type PauseRouteRequest = Message<"hookd.v1.PauseRouteRequest"> & {
+  /**
+   * @generated from field: string tenant_id = 1;
+   */
+  tenantId: string;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message hookd.v1.PauseRouteRequest.
+ * Use `create(PauseRouteRequestSchema)` to create a new message.
+ */
+export const PauseRouteRequestSchema: GenMessage<PauseRouteRequest> = /*@__PURE__*/
+  messageDesc(file_hookd_v1_route, 4);
+
+/**
+ * Lets a paused route send again, ramping up rather than all at once.
+ *
+ * @generated from message hookd.v1.ResumeRouteRequest
+ */
+export type ResumeRouteRequest = Message<"hookd.v1.ResumeRouteRequest"> & {
+  /**
+   * @generated from field: string tenant_id = 1;
+   */
+  tenantId: string;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * Seconds over which the number of forwards in flight rises from one to
+   * the route's limit. Absent: 60; 0: at once; at most 3600.
+   *
+   * @generated from field: optional uint32 ramp_secs = 3;
+   */
+  rampSecs?: number | undefined;
+};
+
+/**
+ * Describes the message hookd.v1.ResumeRouteRequest.
+ * Use `create(ResumeRouteRequestSchema)` to create a new message.
+ */
+export const ResumeRouteRequestSchema: GenMessage<ResumeRouteRequest> = /*@__PURE__*/
+  messageDesc(file_hookd_v1_route, 5);
 
 /**
  * A new route. Zero values mean the default, as in CreateTenantRequest.
@@ -394,7 +476,7 @@ export type CreateRouteRequest = Message<"hookd.v1.CreateRouteRequest"> & {
  * Use `create(CreateRouteRequestSchema)` to create a new message.
  */
 export const CreateRouteRequestSchema: GenMessage<CreateRouteRequest> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_route, 4);
+  messageDesc(file_hookd_v1_route, 6);
 
 /**
  * @generated from message hookd.v1.GetRouteRequest
@@ -418,7 +500,7 @@ export type GetRouteRequest = Message<"hookd.v1.GetRouteRequest"> & {
  * Use `create(GetRouteRequestSchema)` to create a new message.
  */
 export const GetRouteRequestSchema: GenMessage<GetRouteRequest> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_route, 5);
+  messageDesc(file_hookd_v1_route, 7);
 
 /**
  * @generated from message hookd.v1.ListRoutesRequest
@@ -435,7 +517,7 @@ export type ListRoutesRequest = Message<"hookd.v1.ListRoutesRequest"> & {
  * Use `create(ListRoutesRequestSchema)` to create a new message.
  */
 export const ListRoutesRequestSchema: GenMessage<ListRoutesRequest> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_route, 6);
+  messageDesc(file_hookd_v1_route, 8);
 
 /**
  * @generated from message hookd.v1.ListRoutesResponse
@@ -455,7 +537,7 @@ export type ListRoutesResponse = Message<"hookd.v1.ListRoutesResponse"> & {
  * Use `create(ListRoutesResponseSchema)` to create a new message.
  */
 export const ListRoutesResponseSchema: GenMessage<ListRoutesResponse> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_route, 7);
+  messageDesc(file_hookd_v1_route, 9);
 
 /**
  * Changes some settings of a route. Only the fields that are set change.
@@ -569,7 +651,7 @@ export type UpdateRouteRequest = Message<"hookd.v1.UpdateRouteRequest"> & {
  * Use `create(UpdateRouteRequestSchema)` to create a new message.
  */
 export const UpdateRouteRequestSchema: GenMessage<UpdateRouteRequest> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_route, 8);
+  messageDesc(file_hookd_v1_route, 10);
 
 /**
  * @generated from message hookd.v1.DeleteRouteRequest
@@ -599,7 +681,7 @@ export type DeleteRouteRequest = Message<"hookd.v1.DeleteRouteRequest"> & {
  * Use `create(DeleteRouteRequestSchema)` to create a new message.
  */
 export const DeleteRouteRequestSchema: GenMessage<DeleteRouteRequest> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_route, 9);
+  messageDesc(file_hookd_v1_route, 11);
 
 /**
  * @generated from message hookd.v1.DeleteRouteResponse
@@ -612,7 +694,7 @@ export type DeleteRouteResponse = Message<"hookd.v1.DeleteRouteResponse"> & {
  * Use `create(DeleteRouteResponseSchema)` to create a new message.
  */
 export const DeleteRouteResponseSchema: GenMessage<DeleteRouteResponse> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_route, 10);
+  messageDesc(file_hookd_v1_route, 12);
 
 /**
  * A header of a TestRoute request or result.
@@ -636,7 +718,7 @@ export type RouteHeader = Message<"hookd.v1.RouteHeader"> & {
  * Use `create(RouteHeaderSchema)` to create a new message.
  */
 export const RouteHeaderSchema: GenMessage<RouteHeader> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_route, 11);
+  messageDesc(file_hookd_v1_route, 13);
 
 /**
  * A route that is not saved, for TestRoute: try code before saving it.
@@ -672,7 +754,7 @@ export type InlineRoute = Message<"hookd.v1.InlineRoute"> & {
  * Use `create(InlineRouteSchema)` to create a new message.
  */
 export const InlineRouteSchema: GenMessage<InlineRoute> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_route, 12);
+  messageDesc(file_hookd_v1_route, 14);
 
 /**
  * An event given in full, for TestRoute.
@@ -715,7 +797,7 @@ export type PastedEvent = Message<"hookd.v1.PastedEvent"> & {
  * Use `create(PastedEventSchema)` to create a new message.
  */
 export const PastedEventSchema: GenMessage<PastedEvent> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_route, 13);
+  messageDesc(file_hookd_v1_route, 15);
 
 /**
  * Runs a route's filter and transform on one event and shows the result.
@@ -775,7 +857,7 @@ export type TestRouteRequest = Message<"hookd.v1.TestRouteRequest"> & {
  * Use `create(TestRouteRequestSchema)` to create a new message.
  */
 export const TestRouteRequestSchema: GenMessage<TestRouteRequest> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_route, 14);
+  messageDesc(file_hookd_v1_route, 16);
 
 /**
  * The request a route would send.
@@ -821,7 +903,7 @@ export type TestedRequest = Message<"hookd.v1.TestedRequest"> & {
  * Use `create(TestedRequestSchema)` to create a new message.
  */
 export const TestedRequestSchema: GenMessage<TestedRequest> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_route, 15);
+  messageDesc(file_hookd_v1_route, 17);
 
 /**
  * @generated from message hookd.v1.TestRouteResponse
@@ -881,7 +963,7 @@ export type TestRouteResponse = Message<"hookd.v1.TestRouteResponse"> & {
  * Use `create(TestRouteResponseSchema)` to create a new message.
  */
 export const TestRouteResponseSchema: GenMessage<TestRouteResponse> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_route, 16);
+  messageDesc(file_hookd_v1_route, 18);
 
 /**
  * Creates, reads, changes, deletes and tests a tenant's routes.
@@ -954,6 +1036,31 @@ export const RouteService: GenService<{
     methodKind: "unary";
     input: typeof TestRouteRequestSchema;
     output: typeof TestRouteResponseSchema;
+  },
+  /**
+   * Holds a route (docs/operations.md): it keeps accepting and storing,
+   * sends nothing. Pausing a paused route changes nothing. Works on
+   * config-file tenants too. Errors: NOT_FOUND, FAILED_PRECONDITION (a
+   * pulled route: stop pulling instead), UNAVAILABLE.
+   *
+   * @generated from rpc hookd.v1.RouteService.PauseRoute
+   */
+  pauseRoute: {
+    methodKind: "unary";
+    input: typeof PauseRouteRequestSchema;
+    output: typeof RouteSchema;
+  },
+  /**
+   * Lets a paused route send again at a ramp. Resuming a route that is
+   * not paused changes nothing. Errors: INVALID_ARGUMENT (ramp_secs),
+   * NOT_FOUND, UNAVAILABLE.
+   *
+   * @generated from rpc hookd.v1.RouteService.ResumeRoute
+   */
+  resumeRoute: {
+    methodKind: "unary";
+    input: typeof ResumeRouteRequestSchema;
+    output: typeof RouteSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_hookd_v1_route, 0);
