@@ -9,11 +9,13 @@ use crate::{
     model::{
         AttemptView, ContractCheck, ContractDef, ContractList, ContractView, CreatedTenant,
         CreatedToken, DeadLetterFilter, DeadLetterView, DeliveryContent, DeliveryEventView,
-        DeliveryStatus, DeliveryView, Grant, NewTenant, Page, PageRequest, Principal,
+        DeliveryQuery, DeliveryView, Grant, NewTenant, Page, PageRequest, Principal,
         ProvidedSecret, PulledDelivery, Redelivered, RejectionFilter, RejectionView, RotatedSecret,
         SecretInfo, Selection, TenantActivity, TenantPatch, TenantView, TokenInfo,
     },
-    model::{NewRoute, RetriedNow, RetryNow, RoutePatch, RouteTest, RouteTestResult, RouteView},
+    model::{
+        Cancel, Matched, NewRoute, RetryNow, RoutePatch, RouteTest, RouteTestResult, RouteView,
+    },
 };
 
 /// A live feed of delivery events for one watcher. It ends after yielding
@@ -127,17 +129,26 @@ pub trait ControlBackend: Send + Sync + 'static {
     /// unknown or already revoked id is `NotFound`.
     async fn revoke_token(&self, token_id: &str) -> Result<()>;
 
-    /// The deliveries of the tenant's route `route` (a well-formed name),
-    /// newest first, without attempts; `status` `None` means any. A route
-    /// the tenant lacks is `NotFound` naming it; a foreign page token is
-    /// `InvalidArgument`.
+    /// The deliveries of the tenant's route `query.route` that `query`
+    /// passes, newest first, without attempts. A route the tenant lacks is
+    /// `NotFound` naming it; a foreign page token is `InvalidArgument`. A
+    /// page read by a body field may come back short (even empty) with a
+    /// next token: it read [`crate::model::MAX_BODIES_READ`] bodies.
     async fn list_deliveries(
         &self,
         tenant_id: &str,
-        route: &str,
-        status: Option<DeliveryStatus>,
+        query: DeliveryQuery,
         page: PageRequest,
     ) -> Result<Page<DeliveryView>>;
+
+    /// Every delivery whose id is `id`, or of an event whose id is `id`,
+    /// on every route of `tenant_id` (`None`: every tenant), at most
+    /// [`crate::model::MAX_SEARCH_RESULTS`], without attempts.
+    async fn search_deliveries(
+        &self,
+        tenant_id: Option<&str>,
+        id: &str,
+    ) -> Result<Vec<DeliveryView>>;
 
     /// One delivery with every attempt, oldest first. An id the tenant does
     /// not have (or that was purged) is `NotFound`.
@@ -198,7 +209,14 @@ pub trait ControlBackend: Send + Sync + 'static {
     /// deliveries, soonest due first, at most
     /// [`crate::model::MAX_REDELIVER_PER_CALL`]. A route the tenant lacks
     /// is `NotFound`.
-    async fn retry_now(&self, tenant_id: &str, request: RetryNow) -> Result<RetriedNow>;
+    async fn retry_now(&self, tenant_id: &str, request: RetryNow) -> Result<Matched>;
+
+    /// Dead-letters the chosen pending deliveries with reason `cancelled`,
+    /// sending nothing; answers once that is durable. By ids: an unknown
+    /// id is `NotFound` and nothing changes; one not pending is skipped.
+    /// `All`: the route's pending deliveries the filter passes, soonest due
+    /// first, at most [`crate::model::MAX_REDELIVER_PER_CALL`].
+    async fn cancel_deliveries(&self, tenant_id: &str, request: Cancel) -> Result<Matched>;
 
     /// Deletes the selected dead letters and their stored bodies for good
     /// and returns how many went. Ids that are not dead letters of the

@@ -2,7 +2,9 @@
 //! redirects, and Redirect of one delivery to a typed URL.
 
 use actix_web::{web, HttpResponse};
-use hookd_control::model::{AttemptView, DeliveryStatus, DeliveryView, PageRequest, RedirectView};
+use hookd_control::model::{
+    AttemptView, DeliveryQuery, DeliveryStatus, DeliveryView, PageRequest, RedirectView,
+};
 use maud::{html, Markup};
 use serde::Deserialize;
 
@@ -15,30 +17,7 @@ use super::{
 };
 
 /// Deliveries per page.
-const PAGE_SIZE: usize = 50;
-/// Most deliveries one page reads looking for an event id.
-const SCAN_LIMIT: usize = 5000;
-/// Most deliveries one page opens looking for an event type (the type is
-/// read from each one's body, skipping every other field).
-const TYPE_SCAN_LIMIT: usize = 1000;
-/// Most body bytes one page reads looking for an event type: 8 MiB. Past
-/// it the page ends with a link to read on.
-const TYPE_SCAN_BYTES: usize = 8 << 20;
-
-/// What one page spent opening bodies for the event-type filter.
-#[derive(Default)]
-struct Opened {
-    deliveries: usize,
-    bytes: usize,
-}
-
-impl Opened {
-    /// Whether the page may open no more.
-    fn spent(&self) -> bool {
-        self.deliveries >= TYPE_SCAN_LIMIT || self.bytes >= TYPE_SCAN_BYTES
-    }
-}
-
+const PAGE_SIZE: u32 = 50;
 /// The listing's filters, from the query string.
 #[derive(Debug, Default, Deserialize)]
 pub(super) struct Filters {
@@ -69,8 +48,9 @@ fn bound(field: &str, value: &str) -> Result<Option<i64>, DashError> {
 }
 
 /// The statuses the listing filters by, in the order the form offers them.
-const STATUSES: [DeliveryStatus; 8] = [
+const STATUSES: [DeliveryStatus; 9] = [
     DeliveryStatus::Pending,
+    DeliveryStatus::Held,
     DeliveryStatus::Delivered,
     DeliveryStatus::Dead,
     DeliveryStatus::TransformFailed,
@@ -107,111 +87,17 @@ struct Wanted<'a> {
 }
 
 impl Wanted<'_> {
-    fn narrowed(&self) -> bool {
-        !self.event_id.is_empty()
-            || self.event_type.is_some()
-            || self.since.is_some()
-            || self.until.is_some()
-    }
-
-    /// Whether `d` is of the wanted event type (always, without that
-    /// filter); each delivery opened to find out, and its body's bytes,
-    /// count in `opened`.
-    async fn of_type(
-        &self,
-        dash: &Dashboard,
-        tenant: &str,
-        d: &DeliveryView,
-        opened: &mut Opened,
-    ) -> Result<bool, DashError> {
-        let Some(wanted) = self.event_type else {
-            return Ok(true);
-        };
-        opened.deliveries += 1;
-        match dash
-            .backend
-            .get_delivery_content(tenant, &d.delivery_id)
-            .await
-        {
-            Ok(content) => {
-                opened.bytes += content.body.len();
-                Ok(content.event_type.as_deref() == Some(wanted))
-            }
-            // Purged since it was listed.
-            Err(hookd_control::Error::NotFound(_)) => Ok(false),
-            Err(e) => Err(e.into()),
+    /// What the backend is asked for.
+    fn query(&self) -> DeliveryQuery {
+        DeliveryQuery {
+            route: self.route.to_owned(),
+            status: self.status,
+            event_id: Some(self.event_id.to_owned()).filter(|id| !id.is_empty()),
+            event_type: self.event_type.map(str::to_owned),
+            since_ms: self.since,
+            until_ms: self.until,
+            body: None,
         }
-    }
-
-    fn keeps(&self, d: &DeliveryView) -> bool {
-        self.until.is_none_or(|until| d.received_at_ms < until)
-            && (self.event_id.is_empty() || d.event_id == self.event_id)
-    }
-}
-
-/// One page of the listing.
-struct Scanned {
-    /// The deliveries shown.
-    shown: Vec<DeliveryView>,
-    /// Where the next page starts.
-    next: Option<String>,
-    /// The event-type filter read all the bodies one page may.
-    spent: bool,
-}
-
-/// Up to a page of the tenant's deliveries `wanted` keeps, newest first,
-/// from `token` on, and the next page's token; reads at most
-/// [`SCAN_LIMIT`] deliveries looking, and opens at most [`TYPE_SCAN_LIMIT`]
-/// of them or [`TYPE_SCAN_BYTES`] of bodies.
-async fn scan(
-    dash: &Dashboard,
-    tenant: &str,
-    wanted: &Wanted<'_>,
-    mut token: Option<String>,
-) -> Result<Scanned, DashError> {
-    let mut shown: Vec<DeliveryView> = Vec::new();
-    let (mut read, mut opened) = (0, Opened::default());
-    loop {
-        let size = if wanted.narrowed() { 500 } else { PAGE_SIZE };
-        let page = PageRequest {
-            size: size as u32,
-            token: token.take(),
-        };
-        let got = dash
-            .backend
-            .list_deliveries(tenant, wanted.route, wanted.status, page)
-            .await?;
-        read += got.items.len();
-        let mut last = None;
-        let mut older_than_since = false;
-        for d in got.items {
-            last = Some(d.delivery_id.clone());
-            // Newest first (ids are time ordered): past `since`, stop.
-            if wanted.since.is_some_and(|since| d.received_at_ms < since) {
-                older_than_since = true;
-                break;
-            }
-            if wanted.keeps(&d) && wanted.of_type(dash, tenant, &d, &mut opened).await? {
-                shown.push(d);
-            }
-            if shown.len() == PAGE_SIZE || opened.spent() {
-                break;
-            }
-        }
-        let next = match got.next_token {
-            _ if older_than_since => None,
-            _ if shown.len() == PAGE_SIZE || opened.spent() => last,
-            Some(t) if read < SCAN_LIMIT => {
-                token = Some(t);
-                continue;
-            }
-            next => next,
-        };
-        return Ok(Scanned {
-            shown,
-            next,
-            spent: opened.spent(),
-        });
     }
 }
 
@@ -231,8 +117,15 @@ pub(super) async fn list(
         since: bound("since", &filters.since)?,
         until: bound("until", &filters.until)?,
     };
-    let token = (!filters.page.is_empty()).then(|| filters.page.clone());
-    let Scanned { shown, next, spent } = scan(&dash, &tenant, &wanted, token).await?;
+    let page = PageRequest {
+        size: PAGE_SIZE,
+        token: (!filters.page.is_empty()).then(|| filters.page.clone()),
+    };
+    let listed = dash
+        .backend
+        .list_deliveries(&tenant, wanted.query(), page)
+        .await?;
+    let (shown, next) = (listed.items, listed.next_token);
     let routes = selector(&dash, &tenant, wanted.route).await?;
     let event_id = wanted.event_id;
     let body = html! {
@@ -265,9 +158,6 @@ pub(super) async fn list(
             button type="submit" { "Filter" }
         }
         (table(&tenant, &shown))
-        @if spent && next.is_some() {
-            p role="status" { "This page stopped after opening " (TYPE_SCAN_LIMIT) " deliveries or " (TYPE_SCAN_BYTES >> 20) " MiB of bodies looking for this event type; older deliveries continue on the next page." }
-        }
         @if let Some(next) = &next {
             p { a rel="next" href={ "/t/" (tenant) "/deliveries" (layout::query(&[("route", wanted.route), ("status", &filters.status), ("event_id", event_id), ("event_type", &filters.event_type), ("since", &filters.since), ("until", &filters.until), ("page", next)])) } { "Older deliveries" } }
         }

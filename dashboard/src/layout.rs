@@ -129,9 +129,27 @@ pub(super) fn size(n: usize) -> String {
     }
 }
 
+/// A span of `ms` milliseconds, for people: in the largest whole unit.
+pub(super) fn span_ms(ms: u64) -> String {
+    match ms {
+        ms if ms % 3_600_000 == 0 => format!("{} h", ms / 3_600_000),
+        ms if ms % 60_000 == 0 => format!("{} min", ms / 60_000),
+        ms if ms % 1_000 == 0 => format!("{} s", ms / 1_000),
+        ms => format!("{ms} ms"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spans_read_in_their_largest_whole_unit() {
+        assert_eq!(span_ms(7_200_000), "2 h");
+        assert_eq!(span_ms(90_000), "90 s");
+        assert_eq!(span_ms(300_000), "5 min");
+        assert_eq!(span_ms(1_500), "1500 ms");
+    }
 
     #[test]
     fn times_round_trip_and_bodies_read_well() {

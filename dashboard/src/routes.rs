@@ -3,7 +3,7 @@
 
 use actix_web::{web, HttpResponse};
 use hookd_control::model::{
-    PastedEvent, RetriedNow, RetryNow, RouteTest, RouteTestResult, RouteUnderTest, RouteView,
+    Matched, PastedEvent, RetryNow, RouteTest, RouteTestResult, RouteUnderTest, RouteView,
     TestEvent, TestedRequest, Waiting, DEFAULT_RAMP_SECS, DEFAULT_ROUTE,
 };
 use hookd_domain::TenantId;
@@ -68,7 +68,7 @@ pub(super) async fn list(
 /// What an action on a route did, shown above the table.
 enum Done<'a> {
     /// A Retry now: how many it made due.
-    Retried(&'a str, RetriedNow),
+    Retried(&'a str, Matched),
     /// A Pause or Resume: the route, and whether it is paused now.
     Held(String, bool),
 }
@@ -102,7 +102,7 @@ async fn page(
             caption { "Routes; " (DEFAULT_ROUTE) " is the tenant's own destination" }
             thead { tr {
                 th scope="col" { "Route" } th scope="col" { "Destination" }
-                th scope="col" { "Max in flight" }
+                th scope="col" { "Max in flight" } th scope="col" { "Delay" }
                 th scope="col" { "Concurrency limit now" } th scope="col" { "Filter" }
                 th scope="col" { "Transform" } th scope="col" { "State" }
                 th scope="col" { "Pages" }
@@ -127,7 +127,10 @@ pub(super) async fn retry_now(
     let route = route_param(&route)?.to_owned();
     let request = RetryNow {
         route: Some(route.clone()),
-        pick: Waiting::All { dry_run: false },
+        pick: Waiting::All {
+            dry_run: false,
+            filter: Default::default(),
+        },
     };
     let done = dash.backend.retry_now(&tenant, request).await?;
     let body = page(&dash, &signed, &tenant, Some(Done::Retried(&route, done))).await?;
@@ -201,6 +204,7 @@ fn row(tenant: &str, r: &RouteView, signed: &Signed) -> Markup {
             th scope="row" { code { (r.name) } }
             td { @match &r.destination_url { Some(url) => code { (url) }, None => "pulled" } }
             td.max-in-flight { (r.max_in_flight) }
+            td.delay { @if r.delay_ms == 0 { "none" } @else { (layout::span_ms(r.delay_ms)) } }
             td.concurrency-limit { @match r.concurrency_limit {
                 Some(limit) => (limit),
                 None => "not forwarding",

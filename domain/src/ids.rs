@@ -115,6 +115,16 @@ impl DeliveryId {
         (random & SLOT_BIT != 0).then(|| (ulid.timestamp_ms() as i64, (random >> 16) as u64))
     }
 
+    /// The lowest id of time `ms` (Unix ms): every id made at `ms` or
+    /// later sorts at or above it, every id of an earlier time below, so
+    /// a time window is a range of ids. Names no delivery.
+    pub fn lowest_at(ms: i64) -> Self {
+        DeliveryId(format!(
+            "dlv_{}",
+            ulid::Ulid::from_parts(ms.max(0) as u64, 0)
+        ))
+    }
+
     /// The time of a `dlv_` and ULID id (Unix ms).
     pub fn time_ms(&self) -> Option<i64> {
         Some(self.ulid()?.timestamp_ms() as i64)

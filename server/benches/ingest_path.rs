@@ -40,6 +40,7 @@ fn delivery(n: u64) -> NewDelivery {
         copies: Vec::new(),
         receipt: Receipt::Queued,
         routes: Vec::new(),
+        event_type: None,
     }
 }
 

@@ -46,6 +46,7 @@ fn delivery(tenant: usize, n: usize, at_ms: i64) -> NewDelivery {
         copies: Vec::new(),
         receipt: Receipt::Queued,
         routes: Vec::new(),
+        event_type: None,
     }
 }
 

@@ -344,6 +344,7 @@ pub(crate) fn redelivery(
     }
     original.redelivered_as = Some(new_id.clone());
     let mut state = DeliveryState::pending(meta.event_id.clone(), now_ms);
+    state.event_type = original.event_type.clone();
     state.redelivery_of = Some(delivery_id.clone());
     state.queue_key = Some(hex::encode(new_key));
     Redelivery {

@@ -175,6 +175,11 @@ pub struct DeliveryState {
     /// until that one is removed and the event is written here whole.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_in: Option<String>,
+    /// The event's type, as the tenant's type field named it when it was
+    /// accepted (`ListDeliveries` filters by it); none for a body that
+    /// names none, and in deliveries stored before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_type: Option<String>,
 }
 
 /// What one route made of an accepted event, as kept on the default
@@ -209,6 +214,7 @@ impl DeliveryState {
             queue_key: None,
             routes: Vec::new(),
             event_in: None,
+            event_type: None,
         }
     }
 }

@@ -3,10 +3,11 @@
 
 use futures_util::{stream::BoxStream, StreamExt, TryStreamExt};
 use hookd_proto::v1::{
-    DeadLetter, Delivery, DeliveryEvent, DeliveryStatus, Event, GetDeliveryRequest,
-    GetEventRequest, ListDeadLettersRequest, ListDeadLettersResponse, ListDeliveriesRequest,
-    ListDeliveriesResponse, PurgeDeadLettersRequest, RedeliverRequest, RedeliverResponse,
-    RetryNowRequest, RetryNowResponse, WatchDeliveriesRequest,
+    CancelDeliveriesRequest, CancelDeliveriesResponse, DeadLetter, Delivery, DeliveryEvent,
+    DeliveryStatus, Event, GetDeliveryRequest, GetEventRequest, ListDeadLettersRequest,
+    ListDeadLettersResponse, ListDeliveriesRequest, ListDeliveriesResponse,
+    PurgeDeadLettersRequest, RedeliverRequest, RedeliverResponse, RetryNowRequest,
+    RetryNowResponse, SearchDeliveriesRequest, WatchDeliveriesRequest,
 };
 
 use super::{paging::collect_pages, ClientError, HookdClient};
@@ -62,14 +63,26 @@ impl HookdClient {
         route: impl Into<String>,
         status: DeliveryStatus,
     ) -> Result<Vec<Delivery>, ClientError> {
-        let (tenant_id, route) = (tenant_id.into(), route.into());
+        self.list_all_matching(ListDeliveriesRequest {
+            tenant_id: tenant_id.into(),
+            status: status.into(),
+            route: route.into(),
+            ..Default::default()
+        })
+        .await
+    }
+
+    /// Every delivery `filters` (a [`ListDeliveriesRequest`] whose paging fields are
+    /// ignored) finds, following pages until the last.
+    pub async fn list_all_matching(
+        &self,
+        filters: ListDeliveriesRequest,
+    ) -> Result<Vec<Delivery>, ClientError> {
         collect_pages(|page_token| {
             let request = ListDeliveriesRequest {
-                tenant_id: tenant_id.clone(),
-                status: status.into(),
                 page_size: 0,
                 page_token,
-                route: route.clone(),
+                ..filters.clone()
             };
             async move {
                 let page = self.list_deliveries(request).await?;
@@ -77,6 +90,37 @@ impl HookdClient {
             }
         })
         .await
+    }
+
+    /// Cancels pending deliveries (new, held or waiting for a retry), by id or by filter
+    /// (`all_pending`, `dry_run` first): each becomes a dead letter with reason `cancelled`
+    /// and nothing is sent; redeliverable like any dead letter.
+    pub async fn cancel_deliveries(
+        &self,
+        request: CancelDeliveriesRequest,
+    ) -> Result<CancelDeliveriesResponse, ClientError> {
+        Ok(self
+            .deliveries
+            .clone()
+            .cancel_deliveries(request)
+            .await?
+            .into_inner())
+    }
+
+    /// Every delivery whose id is `id`, or of an event whose id is `id`, on every route of
+    /// every tenant the token may read (the admin token: all; a tenant token: its own).
+    pub async fn search_deliveries(
+        &self,
+        id: impl Into<String>,
+    ) -> Result<Vec<Delivery>, ClientError> {
+        let request = SearchDeliveriesRequest { id: id.into() };
+        Ok(self
+            .deliveries
+            .clone()
+            .search_deliveries(request)
+            .await?
+            .into_inner()
+            .deliveries)
     }
 
     /// One delivery with every forwarding attempt, to see why it failed.

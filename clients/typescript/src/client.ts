@@ -15,6 +15,7 @@ import { ConsumerService } from "./gen/hookd/v1/consumer_pb.js";
 import { AlertService } from "./gen/hookd/v1/alert_pb.js";
 import { ContractService } from "./gen/hookd/v1/contract_pb.js";
 import {
+  type CancelDeliveriesResponse,
   type DeadLetter,
   type Delivery,
   DeliveryService,
@@ -181,6 +182,28 @@ export class HookdClient {
    */
   retryNow(tenantId: string, route = "", dryRun = false): Promise<RetryNowResponse> {
     return this.deliveries.retryNow({ tenantId, route, allWaiting: true, dryRun });
+  }
+
+  /**
+   * Cancels every pending delivery of `route` (empty: `default`), of `eventType` if given (at
+   * most 1,000 per call): each becomes a dead letter with reason `cancelled`, nothing is sent;
+   * `dryRun` only counts them.
+   */
+  cancelPending(
+    tenantId: string,
+    route = "",
+    eventType = "",
+    dryRun = false,
+  ): Promise<CancelDeliveriesResponse> {
+    return this.deliveries.cancelDeliveries({ tenantId, route, eventType, dryRun, allPending: true });
+  }
+
+  /**
+   * Every delivery whose id is `id`, or of an event whose id is `id`, on every tenant the token
+   * may read (the admin token: all; a tenant token: its own).
+   */
+  async searchDeliveries(id: string): Promise<Delivery[]> {
+    return (await this.deliveries.searchDeliveries({ id })).deliveries;
   }
 
   /**

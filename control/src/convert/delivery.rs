@@ -3,15 +3,77 @@
 
 use hookd_proto::v1 as pb;
 
-use super::{non_empty, status_code};
+use super::{listed_route, non_empty, status_code, time_bound};
 use crate::{
     error::Error,
     model::{
-        AttemptView, DeadLetterView, DeliveryEventView, DeliveryStatus, DeliveryView, RedirectView,
-        RouteOutcomeView,
+        AttemptView, BodyField, DeadLetterView, DeliveryEventView, DeliveryQuery, DeliveryStatus,
+        DeliveryView, RedirectView, RouteOutcomeView, MAX_BODY_WINDOW_MS,
     },
     Result,
 };
+
+impl TryFrom<&pb::ListDeliveriesRequest> for DeliveryQuery {
+    type Error = Error;
+
+    /// A listing's filters, checked: a well-formed route, a known status,
+    /// a window that is not upside down, a body field with a JSON value
+    /// and a window of at most 24 h.
+    fn try_from(r: &pb::ListDeliveriesRequest) -> Result<Self> {
+        let since_ms = time_bound("since_unix_ms", r.since_unix_ms)?;
+        let until_ms = time_bound("until_unix_ms", r.until_unix_ms)?;
+        if let (Some(since), Some(until)) = (since_ms, until_ms) {
+            if since > until {
+                return Err(Error::InvalidArgument(
+                    "since_unix_ms is after until_unix_ms".into(),
+                ));
+            }
+        }
+        let body = match (r.body_pointer.as_str(), r.body_value_json.as_str()) {
+            ("", "") => None,
+            ("", _) => {
+                return Err(Error::InvalidArgument(
+                    "body_value_json needs body_pointer".into(),
+                ))
+            }
+            (pointer, value) => Some(body_field(pointer, value, (since_ms, until_ms))?),
+        };
+        Ok(DeliveryQuery {
+            route: listed_route(&r.route)?,
+            status: status_filter(r.status)?,
+            event_id: non_empty(r.event_id.clone()),
+            event_type: non_empty(r.event_type.clone()),
+            since_ms,
+            until_ms,
+            body,
+        })
+    }
+}
+
+/// A body field filter: a JSON pointer, a JSON value, and a window of at
+/// most [`MAX_BODY_WINDOW_MS`] to read bodies in.
+fn body_field(pointer: &str, value: &str, window: (Option<i64>, Option<i64>)) -> Result<BodyField> {
+    if !pointer.starts_with('/') {
+        return Err(Error::InvalidArgument(format!(
+            "body_pointer {pointer:?} is not a JSON pointer: it starts with '/' (/data/object/customer)"
+        )));
+    }
+    let value = serde_json::from_str(value).map_err(|e| {
+        Error::InvalidArgument(format!(
+            "body_value_json is not JSON ({e}); a string is quoted: \"cus_123\""
+        ))
+    })?;
+    match window {
+        (Some(since), Some(until)) if until - since <= MAX_BODY_WINDOW_MS => Ok(BodyField {
+            pointer: pointer.to_owned(),
+            value,
+        }),
+        _ => Err(Error::InvalidArgument(
+            "body_pointer reads bodies: set since_unix_ms and until_unix_ms at most 24 h apart"
+                .into(),
+        )),
+    }
+}
 
 /// ListDeliveries' status filter: UNSPECIFIED means any status.
 pub(crate) fn status_filter(value: i32) -> Result<Option<DeliveryStatus>> {

@@ -11,7 +11,6 @@ mod tenant;
 
 pub(crate) use consumer::pull_limits;
 pub(crate) use contract::{contract_def, contract_key};
-pub(crate) use delivery::status_filter;
 pub(crate) use route::{ramp_secs, route_name, route_test};
 pub(crate) use selection::listed_route;
 pub(crate) use tenant::{overlap_secs, token_description};
@@ -84,7 +83,7 @@ fn non_empty(value: String) -> Option<String> {
 }
 
 /// A time bound where 0 leaves that end open; a negative time is refused.
-fn time_bound(field: &str, unix_ms: i64) -> Result<Option<i64>> {
+pub(crate) fn time_bound(field: &str, unix_ms: i64) -> Result<Option<i64>> {
     match unix_ms {
         0 => Ok(None),
         t if t < 0 => Err(Error::InvalidArgument(format!(

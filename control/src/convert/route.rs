@@ -86,6 +86,7 @@ impl TryFrom<pb::CreateRouteRequest> for NewRoute {
                 min_in_flight: in_flight(r.min_in_flight),
                 latency_target_ms: in_flight(r.latency_target_ms),
             },
+            delay_ms: (r.delay_ms != 0).then_some(r.delay_ms),
         })
     }
 }
@@ -107,6 +108,7 @@ impl TryFrom<pb::UpdateRouteRequest> for RoutePatch {
             adaptive_concurrency: r.adaptive_concurrency,
             min_in_flight: r.min_in_flight.map(in_flight),
             latency_target_ms: r.latency_target_ms.map(in_flight),
+            delay_ms: r.delay_ms.map(|ms| (ms != 0).then_some(ms)),
         })
     }
 }
@@ -189,6 +191,7 @@ impl From<RouteView> for pb::Route {
             paused: r.hold.paused,
             hold_changed_at_ms: r.hold.changed_at_ms.unwrap_or_default(),
             ramp_ends_at_ms: r.hold.ramp_ends_at_ms.unwrap_or_default(),
+            delay_ms: r.delay_ms,
         }
     }
 }

@@ -11,7 +11,10 @@ use hookd_proto::{
 use super::{non_empty, time_bound};
 use crate::{
     error::Error,
-    model::{DeadLetterFilter, DeliveryStatus, Matching, Pick, RetryNow, Selection, Waiting},
+    model::{
+        Cancel, DeadLetterFilter, DeliveryStatus, Matching, Pick, RetryNow, Selection, Waiting,
+        WaitingFilter,
+    },
     Result,
 };
 
@@ -75,23 +78,66 @@ impl TryFrom<pb::RetryNowRequest> for RetryNow {
     type Error = Error;
 
     fn try_from(r: pb::RetryNowRequest) -> Result<Self> {
-        let route = route(&r.route)?;
-        let pick = match (r.delivery_ids.is_empty(), r.all_waiting) {
-            (false, true) => Err(Error::InvalidArgument(
-                "set delivery_ids or all_waiting, not both".into(),
-            )),
-            (true, false) => Err(Error::InvalidArgument(
-                "set delivery_ids, or all_waiting to retry every waiting delivery of the route"
-                    .into(),
-            )),
-            (false, false) if r.dry_run => Err(Error::InvalidArgument(
-                "dry_run applies only with all_waiting".into(),
-            )),
-            (false, false) => distinct_ids(r.delivery_ids).map(Waiting::Ids),
-            (true, true) => Ok(Waiting::All { dry_run: r.dry_run }),
-        }?;
-        Ok(RetryNow { route, pick })
+        let filter = waiting_filter(r.event_type, r.since_unix_ms, r.until_unix_ms)?;
+        let asked = (r.delivery_ids, r.all_waiting, r.dry_run);
+        Ok(RetryNow {
+            route: route(&r.route)?,
+            pick: waiting(asked, filter, "all_waiting")?,
+        })
     }
+}
+
+impl TryFrom<pb::CancelDeliveriesRequest> for Cancel {
+    type Error = Error;
+
+    fn try_from(r: pb::CancelDeliveriesRequest) -> Result<Self> {
+        let filter = waiting_filter(r.event_type, r.since_unix_ms, r.until_unix_ms)?;
+        let asked = (r.delivery_ids, r.all_pending, r.dry_run);
+        Ok(Cancel {
+            route: route(&r.route)?,
+            pick: waiting(asked, filter, "all_pending")?,
+        })
+    }
+}
+
+/// Deliveries by id, or every one of the route (`all`, the flag's name)
+/// that `filter` passes; a dry run and a filter only with `all`.
+fn waiting(
+    (ids, all, dry_run): (Vec<String>, bool, bool),
+    filter: WaitingFilter,
+    flag: &str,
+) -> Result<Waiting> {
+    match (ids.is_empty(), all) {
+        (false, true) => Err(Error::InvalidArgument(format!(
+            "set delivery_ids or {flag}, not both"
+        ))),
+        (true, false) => Err(Error::InvalidArgument(format!(
+            "set delivery_ids, or {flag} to take every one of the route"
+        ))),
+        (false, false) if dry_run => Err(Error::InvalidArgument(format!(
+            "dry_run applies only with {flag}"
+        ))),
+        (false, false) if filter != WaitingFilter::default() => Err(Error::InvalidArgument(
+            format!("event_type, since_unix_ms and until_unix_ms apply only with {flag}"),
+        )),
+        (false, false) => distinct_ids(ids).map(Waiting::Ids),
+        (true, true) => Ok(Waiting::All { dry_run, filter }),
+    }
+}
+
+/// A filter of a route's pending deliveries: a type and a window that is
+/// not upside down.
+fn waiting_filter(
+    event_type: String,
+    since_unix_ms: i64,
+    until_unix_ms: i64,
+) -> Result<WaitingFilter> {
+    let window = filter(since_unix_ms, until_unix_ms, "")?;
+    Ok(WaitingFilter {
+        event_type: non_empty(event_type),
+        since_ms: window.since_ms,
+        until_ms: window.until_ms,
+    })
 }
 
 /// A redelivery by filter: a final status, and no reason for delivered ones.

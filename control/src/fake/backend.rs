@@ -3,20 +3,24 @@
 
 use std::sync::atomic::Ordering;
 
+use super::redeliver::{is_pending, is_waiting};
 use super::{shown, tenant, FakeBackend, ACME, ADMIN};
 use crate::{
     backend::{ControlBackend, EventStream},
     error::{Error, Result},
     model::{AlertFilter, AlertSettingsView, AlertView, NewAlertSettings, SetAlertSettingsOutcome},
     model::{
-        AttemptView, ContractCheck, ContractDef, ContractList, ContractView, CreatedTenant,
-        CreatedToken, DeadLetterFilter, DeadLetterView, DeliveryContent, DeliveryStatus,
-        DeliveryView, Grant, NewTenant, Page, PageRequest, Pick, Principal, ProvidedSecret,
-        PulledDelivery, Redelivered, RejectionFilter, RejectionView, RetriedNow, RetryNow,
+        AttemptView, Cancel, ContractCheck, ContractDef, ContractList, ContractView, CreatedTenant,
+        CreatedToken, DeadLetterFilter, DeadLetterView, DeliveryContent, DeliveryQuery,
+        DeliveryView, Grant, Matched, NewTenant, Page, PageRequest, Pick, Principal,
+        ProvidedSecret, PulledDelivery, Redelivered, RejectionFilter, RejectionView, RetryNow,
         RotatedSecret, SecretInfo, Selection, TenantActivity, TenantPatch, TenantView,
         TokenBinding, TokenInfo, Waiting,
     },
-    model::{NewRoute, RoutePatch, RouteTest, RouteTestResult, RouteView, DEFAULT_ROUTE},
+    model::{
+        NewRoute, RoutePatch, RouteTest, RouteTestResult, RouteView, DEFAULT_ROUTE,
+        MAX_SEARCH_RESULTS,
+    },
 };
 
 /// What the fake answers as a [`ControlBackend`]: tenants, secrets and
@@ -175,19 +179,21 @@ impl ControlBackend for FakeBackend {
     async fn list_deliveries(
         &self,
         tenant_id: &str,
-        route: &str,
-        status: Option<DeliveryStatus>,
+        query: DeliveryQuery,
         page: PageRequest,
     ) -> Result<Page<DeliveryView>> {
         self.called("list_deliveries");
-        self.known_route(tenant_id, route)?;
+        self.known_route(tenant_id, &query.route)?;
         let items = self
             .deliveries
             .lock()
             .unwrap()
             .iter()
-            .filter(|d| d.tenant_id == tenant_id && d.route == route)
-            .filter(|d| status.is_none_or(|s| s == d.status))
+            .filter(|d| d.tenant_id == tenant_id && d.route == query.route)
+            .filter(|d| query.status.is_none_or(|s| s == d.status))
+            .filter(|d| query.event_id.as_ref().is_none_or(|e| *e == d.event_id))
+            .filter(|d| query.since_ms.is_none_or(|t| d.received_at_ms >= t))
+            .filter(|d| query.until_ms.is_none_or(|t| d.received_at_ms < t))
             .take(page.size as usize)
             .map(|d| DeliveryView {
                 attempts: vec![],
@@ -198,6 +204,27 @@ impl ControlBackend for FakeBackend {
             items,
             next_token: None,
         })
+    }
+
+    async fn search_deliveries(
+        &self,
+        tenant_id: Option<&str>,
+        id: &str,
+    ) -> Result<Vec<DeliveryView>> {
+        self.called("search_deliveries");
+        Ok(self
+            .deliveries
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|d| tenant_id.is_none_or(|t| t == d.tenant_id))
+            .filter(|d| d.delivery_id == id || d.event_id == id)
+            .take(MAX_SEARCH_RESULTS)
+            .map(|d| DeliveryView {
+                attempts: vec![],
+                ..d.clone()
+            })
+            .collect())
     }
 
     async fn get_delivery(&self, tenant_id: &str, delivery_id: &str) -> Result<DeliveryView> {
@@ -311,23 +338,56 @@ impl ControlBackend for FakeBackend {
         Ok(Redelivered::of(&originals, new_ids, more))
     }
 
-    async fn retry_now(&self, tenant_id: &str, request: RetryNow) -> Result<RetriedNow> {
+    async fn retry_now(&self, tenant_id: &str, request: RetryNow) -> Result<Matched> {
         self.called("retry_now");
         let route = request.route.as_deref();
         if let Some(route) = route {
             self.known_route(tenant_id, route)?;
         }
         let (ids, dry_run) = match request.pick {
-            Waiting::Ids(ids) => (self.waiting_ids(tenant_id, route, &ids)?, false),
-            Waiting::All { dry_run } => (
-                self.waiting_on(tenant_id, route.unwrap_or(DEFAULT_ROUTE)),
+            Waiting::Ids(ids) => (
+                self.waiting_ids(tenant_id, route, (&ids, is_waiting))?,
+                false,
+            ),
+            Waiting::All { dry_run, filter } => (
+                self.waiting_on(
+                    tenant_id,
+                    route.unwrap_or(DEFAULT_ROUTE),
+                    (&filter, is_waiting),
+                ),
                 dry_run,
             ),
         };
         if !dry_run {
             self.made_due(tenant_id, &ids);
         }
-        Ok(RetriedNow::of(&ids, false))
+        Ok(Matched::of(&ids, false))
+    }
+
+    async fn cancel_deliveries(&self, tenant_id: &str, request: Cancel) -> Result<Matched> {
+        self.called("cancel_deliveries");
+        let route = request.route.as_deref();
+        if let Some(route) = route {
+            self.known_route(tenant_id, route)?;
+        }
+        let (ids, dry_run) = match request.pick {
+            Waiting::Ids(ids) => (
+                self.waiting_ids(tenant_id, route, (&ids, is_pending))?,
+                false,
+            ),
+            Waiting::All { dry_run, filter } => (
+                self.waiting_on(
+                    tenant_id,
+                    route.unwrap_or(DEFAULT_ROUTE),
+                    (&filter, is_pending),
+                ),
+                dry_run,
+            ),
+        };
+        if !dry_run {
+            self.cancelled(tenant_id, &ids);
+        }
+        Ok(Matched::of(&ids, false))
     }
 
     async fn purge_dead_letters(&self, tenant_id: &str, selection: Selection) -> Result<u64> {

@@ -4,7 +4,10 @@
 use super::FakeBackend;
 use crate::{
     error::{Error, Result},
-    model::{DeliveryStatus, DeliveryView, Matching, DEFAULT_ROUTE, MAX_REDELIVER_PER_CALL},
+    model::{
+        DeliveryStatus, DeliveryView, Matching, WaitingFilter, DEFAULT_ROUTE,
+        MAX_REDELIVER_PER_CALL,
+    },
 };
 
 /// The fake's now, for what it makes due.
@@ -116,7 +119,7 @@ impl FakeBackend {
         &self,
         tenant_id: &str,
         route: Option<&str>,
-        ids: &[String],
+        (ids, taken): (&[String], fn(&DeliveryView) -> bool),
     ) -> Result<Vec<String>> {
         let deliveries = self.deliveries.lock().unwrap();
         let mut waiting = Vec::new();
@@ -127,7 +130,7 @@ impl FakeBackend {
                     && route.is_none_or(|r| d.route == r)
             });
             match found {
-                Some(d) if is_waiting(d) => waiting.push(id.clone()),
+                Some(d) if taken(d) => waiting.push(id.clone()),
                 Some(_) => {}
                 None => return Err(Error::NotFound(format!("delivery {id}"))),
             }
@@ -137,11 +140,22 @@ impl FakeBackend {
 
     /// The seeded deliveries of the tenant's `route` waiting for a retry,
     /// soonest due first.
-    pub(super) fn waiting_on(&self, tenant_id: &str, route: &str) -> Vec<String> {
+    pub(super) fn waiting_on(
+        &self,
+        tenant_id: &str,
+        route: &str,
+        (filter, taken): (&WaitingFilter, fn(&DeliveryView) -> bool),
+    ) -> Vec<String> {
+        // The fake keeps no event types: it filters by the window alone.
+        let window = WaitingFilter {
+            event_type: None,
+            ..filter.clone()
+        };
         let deliveries = self.deliveries.lock().unwrap();
         let mut waiting: Vec<_> = deliveries
             .iter()
-            .filter(|d| d.tenant_id == tenant_id && d.route == route && is_waiting(d))
+            .filter(|d| d.tenant_id == tenant_id && d.route == route && taken(d))
+            .filter(|d| window.passes(None, d.received_at_ms))
             .collect();
         waiting.sort_by_key(|d| d.next_attempt_at_ms);
         waiting
@@ -163,6 +177,25 @@ impl FakeBackend {
 }
 
 /// Whether seeded delivery `d` waits for a retry.
-fn is_waiting(d: &DeliveryView) -> bool {
+/// Dead-letters the deliveries `ids` as cancelled.
+impl FakeBackend {
+    pub(super) fn cancelled(&self, tenant_id: &str, ids: &[String]) {
+        for d in self.deliveries.lock().unwrap().iter_mut() {
+            if d.tenant_id == tenant_id && ids.contains(&d.delivery_id) {
+                d.status = DeliveryStatus::Dead;
+                d.next_attempt_at_ms = None;
+                d.last_error = Some("cancelled".into());
+            }
+        }
+    }
+}
+
+/// Whether `d` is pending: new, held or waiting for a retry.
+pub(super) fn is_pending(d: &DeliveryView) -> bool {
+    matches!(d.status, DeliveryStatus::Pending | DeliveryStatus::Held)
+}
+
+/// Whether `d` waits for a retry.
+pub(super) fn is_waiting(d: &DeliveryView) -> bool {
     d.status == DeliveryStatus::Pending && d.attempt_count > 0 && d.next_attempt_at_ms.is_some()
 }

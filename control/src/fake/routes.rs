@@ -70,6 +70,7 @@ fn view(tenant_id: &str, name: &str, url: Option<String>, max_in_flight: u32) ->
             latency_target_ms: None,
         },
         hold: RouteHold::default(),
+        delay_ms: 0,
     }
 }
 
@@ -182,6 +183,7 @@ impl FakeRoutes {
         route.filter_json = filter(new.filter_json)?;
         route.transform_version = new.transform.as_ref().map(|code| code.len() as u32);
         route.transform = new.transform;
+        route.delay_ms = new.delay_ms.unwrap_or_default();
         self.named.lock().unwrap().push(route.clone());
         Ok(route)
     }
@@ -222,6 +224,9 @@ impl FakeRoutes {
         if let Some(code) = patch.transform {
             route.transform_version = code.as_ref().map(|c| c.len() as u32);
             route.transform = code;
+        }
+        if let Some(delay) = patch.delay_ms {
+            route.delay_ms = delay.unwrap_or_default();
         }
         if name == "default" {
             let mut filters = self.default_filters.lock().unwrap();

@@ -35,6 +35,62 @@ pub struct AttemptView {
     pub request_id: String,
 }
 
+/// Longest time window a listing by a body field may read: 24 h.
+pub const MAX_BODY_WINDOW_MS: i64 = 86_400_000;
+
+/// Most bodies one page of a listing by a body field reads.
+pub const MAX_BODIES_READ: usize = 10_000;
+
+/// Most deliveries a search by id answers.
+pub const MAX_SEARCH_RESULTS: usize = 100;
+
+/// Which of a tenant's deliveries a listing shows. Validated: times are
+/// not negative, `since_ms` is not after `until_ms`, a body field comes
+/// with a window of at most [`MAX_BODY_WINDOW_MS`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DeliveryQuery {
+    /// The route (a well-formed name).
+    pub route: String,
+    /// Only those in this status.
+    pub status: Option<DeliveryStatus>,
+    /// Only the deliveries of this event (the sender's event id).
+    pub event_id: Option<String>,
+    /// Only those of events of this type.
+    pub event_type: Option<String>,
+    /// Only those received at or after this time (Unix ms).
+    pub since_ms: Option<i64>,
+    /// Only those received before this time (Unix ms).
+    pub until_ms: Option<i64>,
+    /// Only those whose JSON body has this value at this pointer.
+    pub body: Option<BodyField>,
+}
+
+/// A value wanted at a JSON pointer of a delivery's body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BodyField {
+    /// An RFC 6901 pointer (`/data/object/customer`).
+    pub pointer: String,
+    /// The value wanted there.
+    pub value: serde_json::Value,
+}
+
+impl DeliveryQuery {
+    /// Whether a delivery received at `received_at_ms` is in the window.
+    pub fn in_window(&self, received_at_ms: i64) -> bool {
+        self.since_ms.is_none_or(|since| received_at_ms >= since)
+            && self.until_ms.is_none_or(|until| received_at_ms < until)
+    }
+}
+
+impl BodyField {
+    /// Whether `body` is JSON with `value` at `pointer`.
+    pub fn matches(&self, body: &[u8]) -> bool {
+        serde_json::from_slice::<serde_json::Value>(body)
+            .ok()
+            .is_some_and(|json| json.pointer(&self.pointer) == Some(&self.value))
+    }
+}
+
 /// One accepted webhook and what became of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeliveryView {
@@ -229,24 +285,62 @@ pub struct RetryNow {
     pub pick: Waiting,
 }
 
+/// Pending deliveries to cancel: each dead-lettered with reason
+/// `cancelled`, nothing sent; redeliverable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cancel {
+    /// The route the request named; `None`: ids are looked for on every
+    /// route, `All` takes the default route's.
+    pub route: Option<String>,
+    /// Which of its pending deliveries (`All`: every pending one, new,
+    /// held or waiting for a retry, that the filter passes).
+    pub pick: Waiting,
+}
+
 /// Which waiting deliveries a [`RetryNow`] takes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Waiting {
     /// These deliveries; none empty, no duplicates.
     Ids(Vec<String>),
-    /// Every one of the route waiting for its retry, at most
-    /// [`MAX_REDELIVER_PER_CALL`] (soonest due first); `dry_run`: count
-    /// them and change nothing.
+    /// Every one of the route waiting for its retry that `filter` passes,
+    /// at most [`MAX_REDELIVER_PER_CALL`] (soonest due first); `dry_run`:
+    /// count them and change nothing.
     All {
         /// Change nothing.
         dry_run: bool,
+        /// Which of them.
+        filter: WaitingFilter,
     },
 }
 
-/// What a retry now did (or, in a dry run, would do).
+/// Which of a route's waiting deliveries a retry now by filter takes.
+/// Validated: `since_ms` is not after `until_ms`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RetriedNow {
-    /// How many were (would be) made due now.
+pub struct WaitingFilter {
+    /// Only those of events of this type.
+    pub event_type: Option<String>,
+    /// Only those received at or after this time (Unix ms).
+    pub since_ms: Option<i64>,
+    /// Only those received before this time (Unix ms).
+    pub until_ms: Option<i64>,
+}
+
+impl WaitingFilter {
+    /// Whether a delivery of an event of `event_type`, received at
+    /// `received_at_ms`, passes.
+    pub fn passes(&self, event_type: Option<&str>, received_at_ms: i64) -> bool {
+        self.event_type
+            .as_deref()
+            .is_none_or(|wanted| event_type == Some(wanted))
+            && self.since_ms.is_none_or(|since| received_at_ms >= since)
+            && self.until_ms.is_none_or(|until| received_at_ms < until)
+    }
+}
+
+/// What a retry now or a cancel did (or, in a dry run, would do).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Matched {
+    /// How many were (would be) made due now, or cancelled.
     pub matched: u64,
     /// Their ids, at most [`MAX_MATCHED_IDS`].
     pub delivery_ids: Vec<String>,
@@ -254,10 +348,10 @@ pub struct RetriedNow {
     pub more: bool,
 }
 
-impl RetriedNow {
-    /// The answer for making `ids` due, `more` when others waited beyond.
+impl Matched {
+    /// The answer for acting on `ids`, `more` when others waited beyond.
     pub fn of(ids: &[String], more: bool) -> Self {
-        RetriedNow {
+        Matched {
             matched: ids.len() as u64,
             delivery_ids: ids.iter().take(MAX_MATCHED_IDS).cloned().collect(),
             more,

@@ -14,10 +14,11 @@ pub use alert::{
 };
 pub use contract::{ContractCheck, ContractDef, ContractList, ContractView, ViolationView};
 pub use delivery::{
-    AttemptView, DeadLetterFilter, DeadLetterView, DeliveryContent, DeliveryEventKind,
-    DeliveryEventView, DeliveryStatus, DeliveryView, Matching, Pick, PulledDelivery, Redelivered,
-    RedirectView, RetriedNow, RetryNow, RouteOutcomeView, Selection, Waiting, DEFAULT_ROUTE,
-    MAX_MATCHED_IDS, MAX_REDELIVER_PER_CALL,
+    AttemptView, BodyField, Cancel, DeadLetterFilter, DeadLetterView, DeliveryContent,
+    DeliveryEventKind, DeliveryEventView, DeliveryQuery, DeliveryStatus, DeliveryView, Matched,
+    Matching, Pick, PulledDelivery, Redelivered, RedirectView, RetryNow, RouteOutcomeView,
+    Selection, Waiting, WaitingFilter, DEFAULT_ROUTE, MAX_BODIES_READ, MAX_BODY_WINDOW_MS,
+    MAX_MATCHED_IDS, MAX_REDELIVER_PER_CALL, MAX_SEARCH_RESULTS,
 };
 pub use rejection::{RejectionFilter, RejectionView};
 pub use route::{

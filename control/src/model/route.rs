@@ -60,6 +60,9 @@ pub struct RouteView {
     pub concurrency: RouteConcurrency,
     /// An operator's hold on it.
     pub hold: RouteHold,
+    /// How long after acceptance each delivery waits before its first
+    /// attempt, in ms; 0: none.
+    pub delay_ms: u64,
 }
 
 /// Longest ramp a resumed route may take to reach its full concurrency.
@@ -117,6 +120,8 @@ pub struct NewRoute {
     pub transform_memory_mib: Option<u32>,
     /// Whether and how its limit adapts, not yet checked.
     pub concurrency: RouteConcurrency,
+    /// Each delivery's wait before its first attempt, in ms; `None`: none.
+    pub delay_ms: Option<u64>,
 }
 
 /// Changes to a route: `None` keeps a setting, `Some` replaces it.
@@ -146,6 +151,8 @@ pub struct RoutePatch {
     pub min_in_flight: Option<Option<u32>>,
     /// `Some(None)` removes the latency target.
     pub latency_target_ms: Option<Option<u32>>,
+    /// A new delay in ms; `Some(None)` removes it.
+    pub delay_ms: Option<Option<u64>>,
 }
 
 impl RoutePatch {
@@ -162,6 +169,7 @@ impl RoutePatch {
             || self.adaptive_concurrency.is_some()
             || self.min_in_flight.is_some()
             || self.latency_target_ms.is_some()
+            || self.delay_ms.is_some()
     }
 }
 

@@ -48,12 +48,15 @@ pub(crate) fn table<B: ControlBackend>(services: &Services<B>) -> Table {
     let s = &services.deliveries;
     t.add(Method::GET, "/v1/tenants/{tenant_id}/deliveries", "hookd.v1.DeliveryService/ListDeliveries", rpc!(s, list_deliveries))
         .add(Method::GET, "/v1/tenants/{tenant_id}/deliveries/{delivery_id}", "hookd.v1.DeliveryService/GetDelivery", rpc!(s, get_delivery))
+        .add(Method::GET, "/v1/deliveries:search", "hookd.v1.DeliveryService/SearchDeliveries", rpc!(s, search_deliveries))
         .add(Method::GET, "/v1/tenants/{tenant_id}/dead-letters", "hookd.v1.DeliveryService/ListDeadLetters", rpc!(s, list_dead_letters))
         .add(Method::POST, "/v1/tenants/{tenant_id}/deliveries/{delivery_ids}:redeliver", "hookd.v1.DeliveryService/Redeliver", rpc!(s, redeliver))
         .add(Method::POST, "/v1/tenants/{tenant_id}/deliveries:redeliver", "hookd.v1.DeliveryService/Redeliver", rpc!(s, redeliver))
         .add(Method::GET, "/v1/tenants/{tenant_id}/deliveries/{delivery_id}/event", "hookd.v1.DeliveryService/GetEvent", rpc!(s, get_event))
         .add(Method::POST, "/v1/tenants/{tenant_id}/deliveries/{delivery_ids}:retryNow", "hookd.v1.DeliveryService/RetryNow", rpc!(s, retry_now))
         .add(Method::POST, "/v1/tenants/{tenant_id}/deliveries:retryNow", "hookd.v1.DeliveryService/RetryNow", rpc!(s, retry_now))
+        .add(Method::POST, "/v1/tenants/{tenant_id}/deliveries/{delivery_ids}:cancel", "hookd.v1.DeliveryService/CancelDeliveries", rpc!(s, cancel_deliveries))
+        .add(Method::POST, "/v1/tenants/{tenant_id}/deliveries:cancel", "hookd.v1.DeliveryService/CancelDeliveries", rpc!(s, cancel_deliveries))
         .add(Method::POST, "/v1/tenants/{tenant_id}/dead-letters:purge", "hookd.v1.DeliveryService/PurgeDeadLetters", rpc!(s, purge_dead_letters))
         .add(Method::GET, "/v1/deliveries:watch", "hookd.v1.DeliveryService/WatchDeliveries", streaming(s, |s, r| async move { s.watch_deliveries(r).await }))
         .add(Method::GET, "/v1/tenants/{tenant_id}/deliveries:watch", "hookd.v1.DeliveryService/WatchDeliveries", streaming(s, |s, r| async move { s.watch_deliveries(r).await }));

@@ -101,9 +101,10 @@ async fn every_route_authorizes_as_grpc_does() {
             serde_json::from_str::<Value>(&text).unwrap()["code"],
             "UNAUTHENTICATED"
         );
-        // A tenant token may act on its own tenant only. Two calls name no
-        // tenant and a tenant token may make them, on its own: listing
-        // tenants (it sees itself) and watching.
+        // A tenant token may act on its own tenant only. Three calls name
+        // no tenant and a tenant token may make them, on its own: listing
+        // tenants (it sees itself), watching and searching (here without
+        // the id it requires).
         let (status, text) = call(&router, route.method.clone(), &path, Some(ACME), body).await;
         match route.path {
             "/v1/tenants" if route.method == Method::GET => {
@@ -113,6 +114,7 @@ async fn every_route_authorizes_as_grpc_does() {
                 assert_eq!(listed["tenants"][0]["tenantId"], "acme");
             }
             "/v1/deliveries:watch" => assert_eq!(status, StatusCode::OK, "{name}"),
+            "/v1/deliveries:search" => assert_eq!(status, StatusCode::BAD_REQUEST, "{name}"),
             _ => {
                 assert_eq!(
                     status,

@@ -12,7 +12,7 @@ use crate::{
     auth::{authorize_tenant, grant, require_tenant},
     backend::{ControlBackend, EventStream},
     convert,
-    model::{DeadLetterFilter, Principal, RetryNow, Selection},
+    model::{Cancel, DeadLetterFilter, DeliveryQuery, Principal, RetryNow, Selection},
     watch::{WatchSlot, WatchSlots},
 };
 
@@ -47,16 +47,31 @@ impl<B: ControlBackend> DeliveryService for DeliveryApi<B> {
     ) -> Result<Response<pb::ListDeliveriesResponse>, Status> {
         let tenant_id = authorize_tenant(&*self.backend, &request, &request.get_ref().tenant_id)?;
         let r = request.into_inner();
-        let status = convert::status_filter(r.status)?;
-        let route = convert::listed_route(&r.route)?;
+        let query = DeliveryQuery::try_from(&r)?;
         let page = convert::page(r.page_size, r.page_token);
         let page = self
             .backend
-            .list_deliveries(&tenant_id, &route, status, page)
+            .list_deliveries(&tenant_id, query, page)
             .await?;
         Ok(Response::new(pb::ListDeliveriesResponse {
             deliveries: page.items.into_iter().map(Into::into).collect(),
             next_page_token: page.next_token.unwrap_or_default(),
+        }))
+    }
+
+    async fn search_deliveries(
+        &self,
+        request: Request<pb::SearchDeliveriesRequest>,
+    ) -> Result<Response<pb::SearchDeliveriesResponse>, Status> {
+        let grant = grant(&*self.backend, &request)?;
+        let id = convert::required("id", request.get_ref().id.trim())?;
+        let scope = match &grant.principal {
+            Principal::Admin => None,
+            Principal::Tenant(own) => Some(own.as_str()),
+        };
+        let found = self.backend.search_deliveries(scope, &id).await?;
+        Ok(Response::new(pb::SearchDeliveriesResponse {
+            deliveries: found.into_iter().map(Into::into).collect(),
         }))
     }
 
@@ -143,6 +158,20 @@ impl<B: ControlBackend> DeliveryService for DeliveryApi<B> {
         let chosen = RetryNow::try_from(request.into_inner())?;
         let done = self.backend.retry_now(&tenant_id, chosen).await?;
         Ok(Response::new(pb::RetryNowResponse {
+            matched: done.matched,
+            delivery_ids: done.delivery_ids,
+            more: done.more,
+        }))
+    }
+
+    async fn cancel_deliveries(
+        &self,
+        request: Request<pb::CancelDeliveriesRequest>,
+    ) -> Result<Response<pb::CancelDeliveriesResponse>, Status> {
+        let tenant_id = authorize_tenant(&*self.backend, &request, &request.get_ref().tenant_id)?;
+        let chosen = Cancel::try_from(request.into_inner())?;
+        let done = self.backend.cancel_deliveries(&tenant_id, chosen).await?;
+        Ok(Response::new(pb::CancelDeliveriesResponse {
             matched: done.matched,
             delivery_ids: done.delivery_ids,
             more: done.more,

@@ -3,8 +3,9 @@
 
 use hookd_control::{
     model::{
-        AttemptView, DeadLetterFilter, DeadLetterView, DeliveryView, Page, PageRequest,
-        PulledDelivery, RedirectView, RouteOutcomeView, DEFAULT_ROUTE,
+        AttemptView, DeadLetterFilter, DeadLetterView, DeliveryQuery, DeliveryView, Page,
+        PageRequest, PulledDelivery, RedirectView, RouteOutcomeView, DEFAULT_ROUTE,
+        MAX_BODIES_READ, MAX_SEARCH_RESULTS,
     },
     Error as ApiError, Result as ApiResult,
 };
@@ -12,9 +13,9 @@ use hookd_control::{
 use super::{api, Backend};
 use crate::routes::handle::RouteHandle;
 use crate::{
-    ids::DeliveryId,
+    ids::{DeliveryId, SHARED_SLOT_MS},
     store::{
-        api::PullRequest,
+        api::{Listing, PullRequest},
         records::RedirectRecord,
         records::{DeadLetter, DeliveryState, DeliveryStatus},
     },
@@ -36,18 +37,22 @@ impl Backend {
             .ok_or_else(|| ApiError::NotFound(format!("tenant {tenant_id}")))
     }
 
+    /// The deliveries of a route that `query` passes, newest first: an
+    /// event's through the idempotency log, the others through the store's
+    /// id order (a window is a range of ids), its status and type filters,
+    /// and, for a body field, the bodies of those, at most
+    /// [`MAX_BODIES_READ`] a page.
     pub(super) fn deliveries(
         &self,
         tenant_id: &str,
-        route: &str,
-        status: Option<DeliveryStatus>,
+        query: &DeliveryQuery,
         page: PageRequest,
     ) -> ApiResult<Page<DeliveryView>> {
         let handle = self.tenant(tenant_id)?;
-        let route = named_route(&handle, Some(route))?;
+        let route = named_route(&handle, Some(&query.route))?;
         let held = route.hold.is_paused();
         // While the route is paused its pending deliveries are held.
-        let status = match (status, held) {
+        let status = match (query.status, held) {
             (Some(DeliveryStatus::Held), true) => Some(DeliveryStatus::Pending),
             (Some(DeliveryStatus::Held), false) | (Some(DeliveryStatus::Pending), true) => {
                 return Ok(Page {
@@ -57,24 +62,62 @@ impl Backend {
             }
             (status, _) => status,
         };
-        let before = page.token.clone().map(DeliveryId::new);
-        let size = page.size as usize;
-        let mut items = route
-            .data
-            .deliveries(status, before.as_ref(), size + 1)
-            .map_err(api)?;
-        let next_token = (items.len() > size).then(|| {
-            items.truncate(size);
-            items.last().map(|(id, _)| id.to_string())
-        });
-        let items = items
+        let listing = Listing {
+            status,
+            event_type: query.event_type.clone(),
+        };
+        let found = match &query.event_id {
+            Some(event_id) => Found {
+                items: of_event(&handle, &route, event_id)?
+                    .into_iter()
+                    .filter(|(_, state)| {
+                        listing.passes(state) && query.in_window(state.received_at_ms)
+                    })
+                    .collect(),
+                next: None,
+            },
+            None => listed(&route, query, &listing, page)?,
+        };
+        let items = found
+            .items
             .into_iter()
             .map(|(id, state)| delivery_view(tenant_id, &route, id.to_string(), state))
             .collect();
         Ok(Page {
             items,
-            next_token: next_token.flatten(),
+            next_token: found.next.map(|id| id.to_string()),
         })
+    }
+
+    /// Every delivery whose id is `id`, or of an event whose id is `id`,
+    /// on every route of `tenant_id` (`None`: of every running tenant), at
+    /// most [`MAX_SEARCH_RESULTS`].
+    pub(super) fn search(&self, tenant_id: Option<&str>, id: &str) -> ApiResult<Vec<DeliveryView>> {
+        let tenants = match tenant_id {
+            Some(one) => vec![self.tenant(one)?],
+            None => self.registry.handles(),
+        };
+        let mut found = Vec::new();
+        for handle in tenants {
+            let tenant = handle.settings().id.to_string();
+            let delivery = DeliveryId::new(id);
+            for route in handle.routes().iter() {
+                if found.len() >= MAX_SEARCH_RESULTS {
+                    return Ok(found);
+                }
+                let mut hits = match route.data.state(&delivery).map_err(api)? {
+                    Some(state) => vec![(delivery.clone(), state)],
+                    None => Vec::new(),
+                };
+                hits.extend(of_event(&handle, route, id)?);
+                found.extend(
+                    hits.into_iter()
+                        .map(|(d, state)| delivery_view(&tenant, route, d.to_string(), state)),
+                );
+            }
+        }
+        found.truncate(MAX_SEARCH_RESULTS);
+        Ok(found)
     }
 
     pub(super) fn delivery(&self, tenant_id: &str, delivery_id: &str) -> ApiResult<DeliveryView> {
@@ -273,6 +316,114 @@ pub(super) fn named_route(handle: &TenantHandle, name: Option<&str>) -> ApiResul
         .ok_or_else(|| {
             ApiError::NotFound(format!("route {name} of tenant {}", handle.settings().id))
         })
+}
+
+/// A page of deliveries as the store listed them, and where the next
+/// starts.
+struct Found {
+    items: Vec<(DeliveryId, DeliveryState)>,
+    next: Option<DeliveryId>,
+}
+
+/// The deliveries on `route` of event `event_id` (the sender's id), newest
+/// first: the first one the idempotency log names (on the default route,
+/// or the copy it names on `route`) and each redelivery of it.
+fn of_event(
+    handle: &TenantHandle,
+    route: &RouteHandle,
+    event_id: &str,
+) -> ApiResult<Vec<(DeliveryId, DeliveryState)>> {
+    let default = handle.data();
+    let Some(first) = default.idempotency(event_id.as_bytes()).map_err(api)? else {
+        return Ok(Vec::new());
+    };
+    let start = match route.name == DEFAULT_ROUTE {
+        true => Some(first.delivery_id),
+        false => default
+            .state(&first.delivery_id)
+            .map_err(api)?
+            .and_then(|state| {
+                let copy = state.routes.iter().find(|r| r.route == route.name)?;
+                copy.delivery_id.clone()
+            }),
+    };
+    let mut chain = Vec::new();
+    let mut next = start;
+    while let Some(id) = next.take() {
+        if chain.len() >= MAX_SEARCH_RESULTS {
+            break;
+        }
+        if let Some(state) = route.data.state(&id).map_err(api)? {
+            next = state.redelivered_as.clone();
+            chain.push((id, state));
+        }
+    }
+    chain.reverse();
+    Ok(chain)
+}
+
+/// One page of `route`'s deliveries that `listing` and `query` pass, from
+/// `page`'s token on: read from the store in id order within the query's
+/// window; with a body field, at most [`MAX_BODIES_READ`] bodies read.
+fn listed(
+    route: &RouteHandle,
+    query: &DeliveryQuery,
+    listing: &Listing,
+    page: PageRequest,
+) -> ApiResult<Found> {
+    let size = page.size as usize;
+    let token = page.token.map(DeliveryId::new);
+    // An id is made up to SHARED_SLOT_MS before its delivery is received.
+    let until = query.until_ms.map(DeliveryId::lowest_at);
+    let mut cursor = match (token, until) {
+        (Some(token), Some(until)) => Some(token.min(until)),
+        (token, until) => token.or(until),
+    };
+    let since = query
+        .since_ms
+        .map(|ms| DeliveryId::lowest_at(ms - SHARED_SLOT_MS as i64));
+    let chunk = match query.body {
+        Some(_) => 500,
+        None => size + 1,
+    };
+    let (mut items, mut read) = (Vec::new(), 0);
+    loop {
+        let batch = route
+            .data
+            .deliveries_in(listing, (cursor.as_ref(), since.as_ref()), chunk)
+            .map_err(api)?;
+        let exhausted = batch.len() < chunk;
+        for (id, state) in batch {
+            cursor = Some(id.clone());
+            if !query.in_window(state.received_at_ms) {
+                continue;
+            }
+            if let Some(field) = &query.body {
+                read += 1;
+                let event = route.data.event(&id).map_err(api)?;
+                let matched = event.is_some_and(|e| field.matches(&e.body));
+                if matched {
+                    items.push((id, state));
+                }
+                if read >= MAX_BODIES_READ && items.len() <= size {
+                    return Ok(Found {
+                        items,
+                        next: cursor,
+                    });
+                }
+            } else {
+                items.push((id, state));
+            }
+            if items.len() > size {
+                items.truncate(size);
+                let next = items.last().map(|(id, _)| id.clone());
+                return Ok(Found { items, next });
+            }
+        }
+        if exhausted {
+            return Ok(Found { items, next: None });
+        }
+    }
 }
 
 /// A delivery of route `route` without its attempts and redirects: held

@@ -6,10 +6,10 @@ mod alerts;
 mod contracts;
 mod deliveries;
 mod hold;
+mod pending;
 mod redeliver;
 mod redirect;
 mod rejections;
-mod retry_now;
 mod route_test;
 mod routes;
 mod tenants;
@@ -20,13 +20,13 @@ use std::{collections::HashSet, sync::Arc};
 use hookd_control::{
     model::{AlertFilter, AlertSettingsView, AlertView, NewAlertSettings, SetAlertSettingsOutcome},
     model::{
-        AttemptView, ContractCheck, ContractDef, ContractList, ContractView, CreatedTenant,
-        CreatedToken, DeadLetterFilter, DeadLetterView, DeliveryContent, DeliveryStatus,
+        AttemptView, Cancel, ContractCheck, ContractDef, ContractList, ContractView, CreatedTenant,
+        CreatedToken, DeadLetterFilter, DeadLetterView, DeliveryContent, DeliveryQuery,
         DeliveryView, Grant, NewTenant, Page, PageRequest, Principal, ProvidedSecret,
         PulledDelivery, Redelivered, RejectionFilter, RejectionView, RotatedSecret, SecretInfo,
         Selection, TenantActivity, TenantPatch, TenantView, TokenBinding, TokenInfo,
     },
-    model::{NewRoute, RetriedNow, RetryNow, RoutePatch, RouteTest, RouteTestResult, RouteView},
+    model::{Matched, NewRoute, RetryNow, RoutePatch, RouteTest, RouteTestResult, RouteView},
     ControlBackend, Error as ApiError, EventStream, Result as ApiResult,
 };
 use secrecy::{ExposeSecret, SecretString};
@@ -282,12 +282,21 @@ impl ControlBackend for Backend {
     async fn list_deliveries(
         &self,
         tenant_id: &str,
-        route: &str,
-        status: Option<DeliveryStatus>,
+        query: DeliveryQuery,
         page: PageRequest,
     ) -> ApiResult<Page<DeliveryView>> {
-        let (tenant_id, route) = (tenant_id.to_owned(), route.to_owned());
-        self.blocking(move |b| b.deliveries(&tenant_id, &route, status, page))
+        let tenant_id = tenant_id.to_owned();
+        self.blocking(move |b| b.deliveries(&tenant_id, &query, page))
+            .await
+    }
+
+    async fn search_deliveries(
+        &self,
+        tenant_id: Option<&str>,
+        id: &str,
+    ) -> ApiResult<Vec<DeliveryView>> {
+        let (tenant_id, id) = (tenant_id.map(str::to_owned), id.to_owned());
+        self.blocking(move |b| b.search(tenant_id.as_deref(), &id))
             .await
     }
 
@@ -337,8 +346,12 @@ impl ControlBackend for Backend {
         self.purge(tenant_id, selection).await
     }
 
-    async fn retry_now(&self, tenant_id: &str, request: RetryNow) -> ApiResult<RetriedNow> {
+    async fn retry_now(&self, tenant_id: &str, request: RetryNow) -> ApiResult<Matched> {
         self.retry_waiting(tenant_id, request).await
+    }
+
+    async fn cancel_deliveries(&self, tenant_id: &str, request: Cancel) -> ApiResult<Matched> {
+        self.cancel_pending(tenant_id, request).await
     }
 
     async fn tenant_activity(&self, tenant_id: &str) -> ApiResult<TenantActivity> {

@@ -305,6 +305,7 @@ mod tests {
             copies: Vec::new(),
             receipt: Receipt::Queued,
             routes: Vec::new(),
+            event_type: None,
         };
         assert_eq!(
             route.data.commit(item).await.unwrap(),

@@ -163,6 +163,7 @@ impl Backend {
             adaptive_concurrency: new.concurrency.adaptive,
             min_in_flight: floor(new.concurrency.min_in_flight),
             latency_target_ms: new.concurrency.latency_target_ms.map(u64::from),
+            delay_ms: new.delay_ms.unwrap_or_default(),
         };
         record.tenant.routes.push(route);
         let scope = record.tenant.id.route_scope(&new.name);
@@ -207,6 +208,9 @@ impl Backend {
         }
         if let Some(target) = patch.latency_target_ms {
             route.latency_target_ms = target.map(u64::from);
+        }
+        if let Some(delay) = patch.delay_ms {
+            route.delay_ms = delay.unwrap_or_default();
         }
         if let Some(rate) = patch.delivery_rate {
             route.delivery_rate = rate.map(rate_config);
@@ -409,7 +413,10 @@ fn views_of(settings: &TenantSettings, from_config: bool) -> Vec<RouteView> {
     );
     let others = settings.routes.iter().map(|r| {
         let filter = r.filter.as_ref().map(|f| f.spec().to_string());
-        view(&tenant, &r.name, r.forward.as_ref(), filter, from_config)
+        RouteView {
+            delay_ms: r.delay_ms as u64,
+            ..view(&tenant, &r.name, r.forward.as_ref(), filter, from_config)
+        }
     });
     std::iter::once(default).chain(others).collect()
 }
@@ -478,6 +485,7 @@ fn view(
             },
         ),
         hold: Default::default(),
+        delay_ms: 0,
     }
 }
 

@@ -158,6 +158,7 @@ impl SinkHandle {
             copies: Vec::new(),
             receipt: Receipt::Queued,
             routes: Vec::new(),
+            event_type: None,
         };
         let (committed, wake) = (self.data.commit(item), self.wake.clone());
         Box::pin(async move {

@@ -96,6 +96,13 @@ pub struct StoredRoute {
     /// Slower answers (ms) cut an adaptive limit; none: no target.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_target_ms: Option<u64>,
+    /// Each delivery's wait before its first attempt, in ms.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub delay_ms: u64,
+}
+
+fn is_zero(ms: &u64) -> bool {
+    *ms == 0
 }
 
 fn default_min_in_flight() -> usize {
@@ -130,6 +137,7 @@ impl StoredRoute {
             adaptive_concurrency: self.adaptive_concurrency,
             min_in_flight: self.min_in_flight,
             latency_target_ms: self.latency_target_ms,
+            delay_ms: self.delay_ms,
             ..RouteConfig::named(&self.name)
         }
     }
@@ -365,6 +373,7 @@ mod tests {
             adaptive_concurrency: true,
             min_in_flight: 2,
             latency_target_ms: Some(250),
+            delay_ms: 0,
         });
         let (again, _) = TenantRecord::decode(&TenantRecord::new(tenant, 1).encode()).unwrap();
         let config = again.tenant.to_config();

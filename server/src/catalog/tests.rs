@@ -236,6 +236,7 @@ fn a_delete_finished_after_a_crash_drops_the_routes_data_too() {
         adaptive_concurrency: false,
         min_in_flight: 1,
         latency_target_ms: None,
+        delay_ms: 0,
     });
     catalog
         .put(

@@ -66,6 +66,14 @@ pub struct RouteConfig {
     /// The transform's memory cap per run, in MiB (1..=256).
     #[serde(default = "default_transform_memory_mib")]
     pub transform_memory_mib: usize,
+    /// How long after acceptance each delivery waits before its first
+    /// attempt (or before it may be pulled), in ms (0..=86400000).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub delay_ms: u64,
+}
+
+fn is_zero(ms: &u64) -> bool {
+    *ms == 0
 }
 
 fn default_transform_cpu_ms() -> u64 {

@@ -161,8 +161,8 @@ pub(crate) struct FanOut {
 /// The copies, the default route's receipt and each route's outcome that
 /// `passes` (the filters' verdicts on the event) make over the other
 /// routes `others`, the default route's
-/// delivery being `default_id`. Each copy's id is due at `due_ms` and
-/// shares its place with the copies made just before it
+/// delivery being `default_id`. Each copy's id is due at `due_ms` plus its
+/// route's delay and shares its place with the copies made just before it
 /// ([`DeliveryId::sharing`]): an engine may file the copies of one place
 /// as one queue entry.
 pub(crate) fn fan_out(
@@ -179,7 +179,8 @@ pub(crate) fn fan_out(
         .map(|(route, _)| RouteCopy {
             route: route.name.clone(),
             scope: route.scope.clone(),
-            delivery_id: DeliveryId::sharing(due_ms),
+            delivery_id: DeliveryId::sharing(due_ms + route.delay_ms),
+            due_ms: due_ms + route.delay_ms,
         })
         .collect();
     let receipt = match (default_passes, copies.is_empty()) {

@@ -35,6 +35,7 @@ async fn delivered(data: &TenantStore, prefix: &str, n: usize, at_ms: i64) {
             copies: Vec::new(),
             receipt: crate::store::api::Receipt::Queued,
             routes: Vec::new(),
+            event_type: None,
         };
         data.commit(item).await.unwrap();
         let (entry, _) = data.queue(None, 1).unwrap().remove(0);

@@ -259,6 +259,7 @@ impl Gate {
         let mut item = Box::new(new_delivery(
             snapshot, msg, &headers, event_id, &keys, now_ms,
         ));
+        item.event_type.clone_from(&event_type);
         let filters = match filters {
             Ok(passes) => {
                 item.fan_out(s, &passes);
@@ -362,6 +363,7 @@ fn new_delivery(
         copies: Vec::new(),
         receipt: Receipt::Queued,
         routes: Vec::new(),
+        event_type: None,
     }
 }
 

@@ -31,6 +31,9 @@ pub struct NewDelivery {
     /// delivery; empty for a tenant without other routes (nothing is
     /// written then).
     pub routes: Vec<RouteOutcome>,
+    /// The event's type, kept on every delivery of it (and indexed where
+    /// the engine indexes it), if the body names one.
+    pub event_type: Option<String>,
 }
 
 impl NewDelivery {
@@ -42,6 +45,7 @@ impl NewDelivery {
     pub(crate) fn received(&self, queue_key: &[u8; 16]) -> (DeliveryState, Option<Vec<u8>>) {
         let mut state = DeliveryState::pending(self.event_id.clone(), self.meta.received_at_ms);
         state.routes = self.routes.clone();
+        state.event_type = self.event_type.clone();
         let Some(status) = self.receipt.settled() else {
             state.queue_key = Some(hex::encode(queue_key));
             return (state, None);
@@ -89,6 +93,9 @@ pub struct RouteCopy {
     pub scope: TenantId,
     /// The delivery it gets.
     pub delivery_id: DeliveryId,
+    /// When its first attempt is due (Unix ms): the event's
+    /// [`NewDelivery::due_ms`] plus the route's delay.
+    pub due_ms: i64,
 }
 
 impl RouteCopy {

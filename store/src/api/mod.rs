@@ -13,7 +13,9 @@ use futures_util::future::BoxFuture;
 pub use catalog::{CatalogRows, RowChange, Table};
 pub use delivery::{CommitOutcome, NewDelivery, Receipt, RouteCopy};
 pub use rejections::{Rejection, RejectionFilter, RejectionLog, KEPT_BODY_BYTES};
-pub use tenant::{Due, DueEntry, Fence, FencedAttempt, FinishedAttempt, TenantData};
+pub use tenant::{
+    Due, DueEntry, Fence, FencedAttempt, FinishedAttempt, Listing, TenantData, CANCELLED,
+};
 
 use crate::{
     error::{Error, Result},

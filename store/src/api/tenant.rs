@@ -10,7 +10,7 @@ use super::{
 };
 use crate::{
     error::Result,
-    ids::{DeliveryId, TenantId},
+    ids::{DeliveryId, RequestId, TenantId},
     lifecycle::{Next, Resend, Swept},
     records::{
         AttemptRecord, DeadLetter, DeliveryState, DeliveryStatus, IdempotencyRecord,
@@ -67,6 +67,23 @@ pub trait TenantData: Send + Sync + 'static {
         &self,
         status: Option<DeliveryStatus>,
         before: Option<&DeliveryId>,
+        limit: usize,
+    ) -> Result<Vec<(DeliveryId, DeliveryState)>> {
+        let filter = Listing {
+            status,
+            event_type: None,
+        };
+        self.deliveries_in(&filter, (before, None), limit)
+    }
+
+    /// Deliveries `filter` passes, newest first, with ids from `since`
+    /// (inclusive) up to `before` (exclusive): at most `limit`. An id's
+    /// order is its time ([`DeliveryId::time_ms`]), so a time window is a
+    /// range of ids, read in the engine's id order and never past it.
+    fn deliveries_in(
+        &self,
+        filter: &Listing,
+        range: (Option<&DeliveryId>, Option<&DeliveryId>),
         limit: usize,
     ) -> Result<Vec<(DeliveryId, DeliveryState)>>;
 
@@ -211,6 +228,47 @@ pub trait TenantData: Send + Sync + 'static {
     /// flight or due already is left as it is.
     fn retry_now(&self, ids: &[DeliveryId], now_ms: i64) -> Result<u32>;
 
+    /// Dead-letters pending deliveries (new, held or waiting for a retry)
+    /// with reason [`CANCELLED`], without sending them: each is recorded as
+    /// its last attempt, one nothing was sent for, under the
+    /// compare-and-set every attempt takes, so of a cancel and an attempt
+    /// racing one is recorded. Returns how many were pending. A cancelled
+    /// delivery is a dead letter like any other: redeliverable, purgeable.
+    fn cancel(&self, ids: &[DeliveryId], now_ms: i64) -> Result<u32> {
+        let mut cancelled = 0;
+        for id in ids {
+            let Some(state) = self.state(id)? else {
+                continue;
+            };
+            let entry = state.queue_key.as_deref().and_then(|k| hex::decode(k).ok());
+            let (DeliveryStatus::Pending, Some(entry)) = (state.status, entry) else {
+                continue;
+            };
+            let record = AttemptRecord {
+                attempt: state.attempts + 1,
+                started_at_ms: now_ms,
+                duration_ms: 0,
+                status_code: None,
+                error: Some("cancelled by an operator: nothing was sent".into()),
+                response_body: Vec::new(),
+                next_retry_at_ms: None,
+                request_id: RequestId::generate(),
+                transform_version: None,
+            };
+            let next = Next::Dead {
+                reason: CANCELLED.into(),
+            };
+            let entry = QueueKey::from_bytes(entry);
+            if self
+                .record_attempt(&entry, id, &record, &next, now_ms)?
+                .is_some()
+            {
+                cancelled += 1;
+            }
+        }
+        Ok(cancelled)
+    }
+
     /// One bounded step of retention; `cursor` carries the position of the
     /// idempotency scan between steps (empty: from the start). What it
     /// removed says whether more may be due ([`Swept::more`]): a pass calls
@@ -223,6 +281,29 @@ pub trait TenantData: Send + Sync + 'static {
     /// By default always: the step itself finds out.
     fn sweep_due(&self, _request: &SweepRequest) -> Result<bool> {
         Ok(true)
+    }
+}
+
+/// The reason of a dead letter an operator cancelled ([`TenantData::cancel`]).
+pub const CANCELLED: &str = "cancelled";
+
+/// Which deliveries [`TenantData::deliveries_in`] lists.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Listing {
+    /// Only those in this status.
+    pub status: Option<DeliveryStatus>,
+    /// Only those of this event type ([`DeliveryState::event_type`]).
+    pub event_type: Option<String>,
+}
+
+impl Listing {
+    /// Whether `state` passes.
+    pub fn passes(&self, state: &DeliveryState) -> bool {
+        self.status.is_none_or(|s| s == state.status)
+            && self
+                .event_type
+                .as_deref()
+                .is_none_or(|t| state.event_type.as_deref() == Some(t))
     }
 }
 

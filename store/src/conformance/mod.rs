@@ -3,7 +3,8 @@
 
 use super::{
     api::{
-        PullRequest, QueueKey, Receipt, RejectionLog, RowChange, SweepRequest, Table, TenantStore,
+        Listing, PullRequest, QueueKey, Receipt, RejectionLog, RouteCopy, RowChange, SweepRequest,
+        Table, TenantStore,
     },
     api::{Rejection, RejectionFilter},
     lifecycle::{Next, Resend},
@@ -54,9 +55,12 @@ use statuses::{
 
 crate::engines!(
     commit_and_duplicates,
+    listed_by_time,
+    listed_by_event_type,
     content_key_duplicates,
     concurrent_copies_make_one_delivery,
     record_attempt_is_a_compare_and_set,
+    a_cancel_dead_letters_pending_deliveries,
     redeliver_exactly_once_under_concurrency,
     pull_ack_nack,
     concurrent_pulls_never_share_a_delivery,
@@ -117,6 +121,7 @@ pub(super) fn new_delivery(event: &str, at_ms: i64, content_key: Option<&[u8]>) 
         copies: Vec::new(),
         receipt: Receipt::Queued,
         routes: Vec::new(),
+        event_type: None,
     }
 }
 
@@ -182,6 +187,98 @@ async fn commit_and_duplicates(engine: Engine) {
     accepted(&other, "evt_1", 1_000).await;
     let listed = data.deliveries(None, None, 10).unwrap();
     assert_eq!(listed.len(), 1, "one tenant's event id is not another's");
+}
+
+/// A time window is a range of ids: only the deliveries made in it are
+/// listed, newest first, with or without a status.
+async fn listed_by_time(engine: Engine) {
+    let data = tenant(&engine, "acme");
+    let mut made = Vec::new();
+    for n in 0..10 {
+        made.push(accepted(&data, &format!("evt_{n}"), 10_000 + n * 1_000).await);
+    }
+    let window = (
+        Some(&DeliveryId::lowest_at(17_001)),
+        Some(&DeliveryId::lowest_at(13_000)),
+    );
+    let any = Listing::default();
+    let listed: Vec<DeliveryId> = data
+        .deliveries_in(&any, window, 100)
+        .unwrap()
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    let want: Vec<DeliveryId> = made[3..=7].iter().rev().cloned().collect();
+    assert_eq!(listed, want);
+    let of = |status| Listing {
+        status: Some(status),
+        event_type: None,
+    };
+    let pending = data
+        .deliveries_in(&of(DeliveryStatus::Pending), window, 2)
+        .unwrap();
+    assert_eq!(pending.len(), 2);
+    assert_eq!(pending[0].0, made[7]);
+    let delivered = data
+        .deliveries_in(&of(DeliveryStatus::Delivered), window, 10)
+        .unwrap();
+    assert!(delivered.is_empty());
+    let from = data
+        .deliveries_in(&any, (None, Some(&DeliveryId::lowest_at(18_000))), 100)
+        .unwrap();
+    assert_eq!(from.len(), 2);
+}
+
+/// Each delivery keeps its event's type, the route copies too, and a
+/// listing by type finds exactly those of that type.
+async fn listed_by_event_type(engine: Engine) {
+    let data = tenant(&engine, "acme");
+    let scope = TenantId::try_from("acme").unwrap().route_scope("audit");
+    let audit = engine.store.tenant(&scope).unwrap();
+    let mut paid = Vec::new();
+    for n in 0..30 {
+        let mut item = new_delivery(&format!("evt_{n}"), 1_000 + n, None);
+        let kind = if n % 3 == 0 {
+            "invoice.paid"
+        } else {
+            "invoice.created"
+        };
+        item.event_type = Some(kind.to_owned());
+        if n % 10 == 0 {
+            item.event_type = None;
+        }
+        let copy = RouteCopy {
+            route: "audit".into(),
+            scope: scope.clone(),
+            delivery_id: DeliveryId::sharing(1_000 + n),
+            due_ms: 1_000 + n,
+        };
+        item.copies = vec![copy.clone()];
+        if item.event_type.as_deref() == Some("invoice.paid") {
+            paid.push((item.meta.delivery_id.clone(), copy.delivery_id));
+        }
+        assert_eq!(data.commit(item).await.unwrap(), CommitOutcome::Accepted);
+    }
+    let of_type = Listing {
+        status: None,
+        event_type: Some("invoice.paid".into()),
+    };
+    let listed: Vec<DeliveryId> = data
+        .deliveries_in(&of_type, (None, None), 100)
+        .unwrap()
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    let want: Vec<DeliveryId> = paid.iter().rev().map(|(id, _)| id.clone()).collect();
+    assert_eq!(listed, want);
+    let copies: Vec<DeliveryId> = audit
+        .deliveries_in(&of_type, (None, None), 100)
+        .unwrap()
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    let want: Vec<DeliveryId> = paid.iter().rev().map(|(_, id)| id.clone()).collect();
+    assert_eq!(copies, want, "a route's copy keeps the type");
 }
 
 async fn content_key_duplicates(engine: Engine) {
@@ -258,6 +355,52 @@ async fn record_attempt_is_a_compare_and_set(engine: Engine) {
         .deliveries(Some(DeliveryStatus::Delivered), None, 10)
         .unwrap();
     assert_eq!(delivered.len(), 1);
+}
+
+/// A cancel dead-letters pending deliveries (new, and waiting for a retry)
+/// with reason `cancelled`, without an attempt being sent; what is not
+/// pending is left; a cancelled one redelivers.
+async fn a_cancel_dead_letters_pending_deliveries(engine: Engine) {
+    let data = tenant(&engine, "acme");
+    let fresh = accepted(&data, "evt_1", 1_000).await;
+    let retrying = accepted(&data, "evt_2", 1_001).await;
+    let entry = data
+        .queue(None, 10)
+        .unwrap()
+        .into_iter()
+        .find(|(_, id)| *id == retrying)
+        .unwrap()
+        .0;
+    let retry = Next::Retry { due_ms: 9_000 };
+    data.record_attempt(&entry, &retrying, &attempt(1, 1_500), &retry, 1_500)
+        .unwrap()
+        .unwrap();
+    let unknown = DeliveryId::due_at(5);
+    let ids = [fresh.clone(), retrying.clone(), unknown];
+    assert_eq!(data.cancel(&ids, 2_000).unwrap(), 2);
+    for (id, attempts) in [(&fresh, 1), (&retrying, 2)] {
+        let state = data.state(id).unwrap().unwrap();
+        assert_eq!(state.status, DeliveryStatus::Dead);
+        assert_eq!(state.attempts, attempts);
+        let last = data.attempts(id).unwrap().pop().unwrap();
+        assert_eq!(last.status_code, None);
+        assert!(last.error.unwrap().starts_with("cancelled"));
+    }
+    assert!(data.queue(None, 10).unwrap().is_empty());
+    let letters = data.dead_letters(None, 10, &|_| true).unwrap();
+    assert_eq!(letters.len(), 2);
+    assert!(letters
+        .iter()
+        .all(|(_, l)| l.reason == crate::api::CANCELLED));
+    assert_eq!(data.counts().unwrap().dead, 2);
+    assert_eq!(
+        data.cancel(&ids, 2_100).unwrap(),
+        0,
+        "nothing pending is left"
+    );
+    let again = data.redeliver(&fresh, 3_000, Resend::Once).unwrap();
+    let state = data.state(&again).unwrap().unwrap();
+    assert_eq!(state.status, DeliveryStatus::Pending);
 }
 
 async fn redeliver_exactly_once_under_concurrency(engine: Engine) {

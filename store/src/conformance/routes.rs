@@ -19,6 +19,7 @@ fn copies(routes: &[&str], due_ms: i64) -> Vec<RouteCopy> {
             route: (*route).to_owned(),
             scope: acme.route_scope(route),
             delivery_id: DeliveryId::sharing(due_ms),
+            due_ms,
         })
         .collect()
 }
@@ -294,6 +295,7 @@ pub(super) async fn copies_sharing_a_place_are_each_a_delivery(engine: Engine) {
             route: "audit".into(),
             scope: acme.route_scope("audit"),
             delivery_id: slot.next(item.due_ms),
+            due_ms: item.due_ms,
         }];
         item.routes = RouteCopy::listed(&item.meta.delivery_id, &item.copies);
         item

@@ -39,6 +39,7 @@ pub(super) async fn filtered_and_unrouted_are_final_at_receipt_and_swept(engine:
         route: "audit".into(),
         scope: acme.route_scope("audit"),
         delivery_id: DeliveryId::due_at(some.due_ms),
+        due_ms: some.due_ms,
     };
     some.receipt = Receipt::Filtered;
     some.routes = vec![

@@ -225,8 +225,8 @@ type Blobs = Vec<Vec<u8>>;
 struct Rows {
     /// `hookd_events`: scope, delivery id, stored event.
     events: (Texts, Texts, Blobs),
-    /// `hookd_states`: scope, delivery id, status, state.
-    states: (Texts, Texts, Vec<&'static str>, Blobs),
+    /// `hookd_states`: scope, delivery id, status, state, event type.
+    states: (Texts, Texts, Vec<&'static str>, Blobs, Vec<Option<String>>),
     /// `hookd_queue`: scope, queue key, delivery id.
     queue: (Texts, Blobs, Texts),
     /// `hookd_done`: scope, delivered-index key.
@@ -250,8 +250,11 @@ impl Rows {
         for copy in &d.copies {
             let mut meta = d.meta.clone();
             meta.delivery_id = copy.delivery_id.clone();
+            let key = queue_key(copy.due_ms, sequence);
             let mut pending = DeliveryState::pending(d.event_id.clone(), meta.received_at_ms);
+            pending.next_attempt_at_ms = Some(copy.due_ms.max(meta.received_at_ms));
             pending.queue_key = Some(hex::encode(key));
+            pending.event_type = d.event_type.clone();
             let scope = copy.scope.as_str();
             self.delivery(scope, &meta, d, &pending);
             self.queued(scope, &key, &meta.delivery_id);
@@ -268,6 +271,7 @@ impl Rows {
         self.states.1.push(id.to_string());
         self.states.2.push(state.status.as_str());
         self.states.3.push(encode(state));
+        self.states.4.push(state.event_type.clone());
     }
 
     fn queued(&mut self, scope: &str, key: &[u8; 16], id: &DeliveryId) {
@@ -296,9 +300,9 @@ impl Rows {
                 vec![&e.0, &e.1, &e.2],
             ));
             work.push((
-                "INSERT INTO hookd_states (tenant, delivery_id, status, state) \
-                 SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[])",
-                vec![&s.0, &s.1, &s.2, &s.3],
+                "INSERT INTO hookd_states (tenant, delivery_id, status, state, event_type) \
+                 SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::text[])",
+                vec![&s.0, &s.1, &s.2, &s.3, &s.4],
             ));
         }
         if !self.queue.0.is_empty() {

@@ -50,9 +50,10 @@ pub(super) async fn put_state(
     state: &DeliveryState,
 ) -> Result<()> {
     tx.execute(
-        "INSERT INTO hookd_states (tenant, delivery_id, status, state) VALUES ($1, $2, $3, $4) \
+        "INSERT INTO hookd_states (tenant, delivery_id, status, state, event_type) \
+         VALUES ($1, $2, $3, $4, $5) \
          ON CONFLICT (tenant, delivery_id) DO UPDATE SET status = EXCLUDED.status, state = EXCLUDED.state",
-        &[&tenant, &id, &state.status.as_str(), &encode(state)],
+        &[&tenant, &id, &state.status.as_str(), &encode(state), &state.event_type],
     )
     .await
     .map_err(pg)?;

@@ -16,6 +16,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (5, include_str!("migrations/0005_lease_epoch.sql")),
     (6, include_str!("migrations/0006_rejections_at.sql")),
     (7, include_str!("migrations/0007_queue_waiting.sql")),
+    (8, include_str!("migrations/0008_states_event_type.sql")),
 ];
 
 /// The advisory lock key that serialises migrations ("hookd" in ASCII).

@@ -22,16 +22,15 @@ use super::{
 };
 use crate::{
     api::{
-        DeadKey, Due, Fence, FencedAttempt, FinishedAttempt, PullRequest, QueueCounts, QueueKey,
-        SweepRequest, TenantData,
+        DeadKey, Due, Fence, FencedAttempt, FinishedAttempt, Listing, PullRequest, QueueCounts,
+        QueueKey, SweepRequest, TenantData,
     },
     error::{Error, Result},
     ids::{DeliveryId, EventId, TenantId},
     lifecycle::{Next, Resend, Swept},
     records::RedirectRecord,
     records::{
-        decode, queue_key, AttemptRecord, DeadLetter, DeliveryState, DeliveryStatus,
-        IdempotencyRecord, StoredEvent,
+        decode, queue_key, AttemptRecord, DeadLetter, DeliveryState, IdempotencyRecord, StoredEvent,
     },
     CommitOutcome, NewDelivery,
 };
@@ -239,14 +238,16 @@ impl TenantData for PgTenant {
         })
     }
 
-    fn deliveries(
+    fn deliveries_in(
         &self,
-        status: Option<DeliveryStatus>,
-        before: Option<&DeliveryId>,
+        filter: &Listing,
+        (before, since): (Option<&DeliveryId>, Option<&DeliveryId>),
         limit: usize,
     ) -> Result<Vec<(DeliveryId, DeliveryState)>> {
         let before = before.map(|b| b.to_string());
-        let status = status.map(|s| s.as_str());
+        let since = since.map(|s| s.to_string());
+        let status = filter.status.map(|s| s.as_str());
+        let event_type = filter.event_type.clone();
         let limit = limit as i64;
         self.run(|db, tenant| async move {
             let rows = db
@@ -256,8 +257,10 @@ impl TenantData for PgTenant {
                     "SELECT delivery_id, state FROM hookd_states WHERE tenant = $1 \
                      AND ($2::text IS NULL OR delivery_id < $2) \
                      AND ($3::text IS NULL OR status = $3) \
+                     AND ($5::text IS NULL OR delivery_id >= $5) \
+                     AND ($6::text IS NULL OR event_type = $6) \
                      ORDER BY delivery_id DESC LIMIT $4",
-                    &[&tenant, &before, &status, &limit],
+                    &[&tenant, &before, &status, &limit, &since, &event_type],
                 )
                 .await
                 .map_err(pg)?;

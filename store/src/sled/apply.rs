@@ -9,7 +9,7 @@ use sled::{
 };
 
 use super::{
-    api::{CommitOutcome, NewDelivery},
+    api::{CommitOutcome, NewDelivery, RouteCopy},
     deliveries::{receipt, shared},
     entry,
     gauges::LiveCounts,
@@ -407,7 +407,7 @@ impl<'a> Encoded<'a> {
                 trees,
                 delivery,
                 (event, event_in),
-                &copy.delivery_id,
+                copy,
             )?);
         }
         Ok(Encoded {
@@ -433,13 +433,16 @@ impl<'a> EncodedDelivery<'a> {
         trees: &'a TenantTrees,
         delivery: &NewDelivery,
         (event, event_in): (Option<Vec<u8>>, Option<String>),
-        id: &'a DeliveryId,
+        copy: &'a RouteCopy,
     ) -> Result<EncodedDelivery<'a>> {
-        let (queue_key, own) = place(trees, id, delivery.due_ms, event_in.is_some())?;
+        let id = &copy.delivery_id;
+        let (queue_key, own) = place(trees, id, copy.due_ms, event_in.is_some())?;
         let received_at_ms = delivery.meta.received_at_ms;
         let mut state = DeliveryState::pending(delivery.event_id.clone(), received_at_ms);
+        state.next_attempt_at_ms = Some(copy.due_ms.max(received_at_ms));
         state.queue_key = Some(hex::encode(queue_key));
         state.event_in = event_in;
+        state.event_type = delivery.event_type.clone();
         let (state, entry) = filed(id, &state, &queue_key, own);
         Ok(EncodedDelivery {
             trees,

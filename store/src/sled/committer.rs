@@ -359,6 +359,7 @@ mod tests {
             copies: Vec::new(),
             receipt: crate::api::Receipt::Queued,
             routes: Vec::new(),
+            event_type: None,
         }
     }
 

@@ -67,6 +67,7 @@ pub(super) fn delivery(event_id: &str, body: Bytes) -> NewDelivery {
         copies: Vec::new(),
         receipt: crate::api::Receipt::Queued,
         routes: Vec::new(),
+        event_type: None,
     }
 }
 
@@ -86,6 +87,7 @@ pub(super) fn fanned_out(
             route: (*route).to_owned(),
             scope: tenant.route_scope(route),
             delivery_id: DeliveryId::sharing(item.due_ms),
+            due_ms: item.due_ms,
         })
         .collect();
     item.routes = RouteCopy::listed(&item.meta.delivery_id, &item.copies);

@@ -8,8 +8,9 @@ use sled::{transaction::ConflictableTransactionError, Transactional};
 
 use super::{
     api::{
-        CatalogRows, CommitFigures, DeadKey, Fence, FinishedAttempt, PullRequest, QueueCounts,
-        QueueKey, RejectionLog, RowChange, Storage, SweepRequest, Table, TenantData, TenantStore,
+        CatalogRows, CommitFigures, DeadKey, Fence, FinishedAttempt, Listing, PullRequest,
+        QueueCounts, QueueKey, RejectionLog, RowChange, Storage, SweepRequest, Table, TenantData,
+        TenantStore,
     },
     deliveries::{self, RoundAttempt},
     lifecycle::{Next, Resend, Swept},
@@ -102,23 +103,23 @@ impl TenantData for TenantTrees {
             .transpose()
     }
 
-    fn deliveries(
+    fn deliveries_in(
         &self,
-        status: Option<DeliveryStatus>,
-        before: Option<&DeliveryId>,
+        filter: &Listing,
+        (before, since): (Option<&DeliveryId>, Option<&DeliveryId>),
         limit: usize,
     ) -> Result<Vec<(DeliveryId, DeliveryState)>> {
+        let floor = since.cloned();
         let first = newest_first(
-            self.state_records(None, before),
+            self.state_records(floor.clone(), before),
             deliveries::receipt::newest_first(self, before),
-        );
-        let rescan = |from: Option<DeliveryId>| self.state_records(from, before);
-        listed(
-            first,
-            rescan,
-            |s| status.is_none_or(|w| w == s.status),
-            limit,
         )
+        .take_while(|entry| match (entry, &floor) {
+            (Ok((id, _)), Some(floor)) => id >= floor,
+            _ => true,
+        });
+        let rescan = |from: Option<DeliveryId>| self.state_records(from.max(floor.clone()), before);
+        listed(first, rescan, |s| filter.passes(s), limit)
     }
 
     fn dead_letters(

@@ -27,6 +27,7 @@ fn delivery_at(at_ms: u64, n: u128) -> NewDelivery {
         copies: Vec::new(),
         receipt: crate::api::Receipt::Queued,
         routes: Vec::new(),
+        event_type: None,
     }
 }
 

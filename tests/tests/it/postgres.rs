@@ -382,7 +382,7 @@ async fn hookd_migrate_applies_the_schema_for_operators() {
             "{}",
             String::from_utf8_lossy(&output.stderr)
         );
-        assert_eq!(stdout.trim(), "database schema at version 7");
+        assert_eq!(stdout.trim(), "database schema at version 8");
     }
 }
 

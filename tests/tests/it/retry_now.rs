@@ -77,6 +77,32 @@ async fn backlog_after_an_outage(storage: &str) {
     };
     assert!(!counted.more);
     assert_eq!(dest.received().len(), BACKLOG, "a dry run sends nothing");
+    // By filter: the type each delivery keeps, and when it was received.
+    let filtered = |event_type: &str, since_unix_ms: i64| {
+        admin.retry_now(RetryNowRequest {
+            dry_run: true,
+            event_type: event_type.into(),
+            since_unix_ms,
+            ..waiting.clone()
+        })
+    };
+    assert_eq!(
+        filtered("order.paid", 0).await.unwrap().matched as usize,
+        BACKLOG
+    );
+    assert_eq!(filtered("order.refunded", 0).await.unwrap().matched, 0);
+    let later = (s.clock_secs() + 1) * 1000;
+    assert_eq!(filtered("", later).await.unwrap().matched, 0);
+    let by_ids_with_a_filter = admin
+        .retry_now(RetryNowRequest {
+            tenant_id: "acme".into(),
+            delivery_ids: vec![ids[0].clone()],
+            event_type: "order.paid".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(by_ids_with_a_filter.code(), tonic::Code::InvalidArgument);
 
     dest.set_default(Reply::Status(200));
     let done = admin.retry_now(waiting.clone()).await.unwrap();

@@ -216,6 +216,30 @@ class HookdClient:
             )
         )
 
+    def cancel_pending(
+        self, tenant_id: str, route: str = "", event_type: str = "", dry_run: bool = False
+    ) -> delivery_pb2.CancelDeliveriesResponse:
+        """Cancels every pending delivery of ``route`` (empty: ``default``),
+        of ``event_type`` if given (at most 1,000 per call): each becomes a
+        dead letter with reason ``cancelled``, nothing is sent;
+        ``dry_run`` only counts them."""
+        return self.deliveries.CancelDeliveries(
+            delivery_pb2.CancelDeliveriesRequest(
+                tenant_id=tenant_id,
+                all_pending=True,
+                route=route,
+                event_type=event_type,
+                dry_run=dry_run,
+            )
+        )
+
+    def search_deliveries(self, id: str) -> list[delivery_pb2.Delivery]:
+        """Every delivery whose id is ``id``, or of an event whose id is
+        ``id``, on every tenant the token may read (the admin token: all;
+        a tenant token: its own)."""
+        found = self.deliveries.SearchDeliveries(delivery_pb2.SearchDeliveriesRequest(id=id))
+        return list(found.deliveries)
+
     def pause_route(self, tenant_id: str, name: str = "default") -> route_pb2.Route:
         """Holds a route: events are still accepted and stored on it,
         nothing is sent until ``resume_route`` (every replica within a

@@ -156,7 +156,12 @@ pub struct RouteSettings {
     pub forward: Option<ForwardSettings>,
     /// Which events it gets (`None`: every event).
     pub filter: Option<RouteFilter>,
+    /// How long after acceptance its first attempt is due (ms; 0: at once).
+    pub delay_ms: i64,
 }
+
+/// The longest a route may hold a delivery before its first attempt: 24 h.
+pub const MAX_DELAY_MS: u64 = 86_400_000;
 
 /// Validates `routes` of tenant `tenant`: names valid and unique, at most
 /// [`MAX_ROUTES`] with the default one, every number in bounds.
@@ -222,11 +227,18 @@ fn resolve_route(
         };
         forward.transform = Some(route_transform(tenant, key, route, code)?);
     }
+    if route.delay_ms > MAX_DELAY_MS {
+        return Err(InvalidSetting::new(
+            format!("{key}.delay_ms"),
+            format!("at most {MAX_DELAY_MS} (24 h)"),
+        ));
+    }
     Ok(RouteSettings {
         name: route.name.clone(),
         scope: tenant.route_scope(&route.name),
         forward,
         filter,
+        delay_ms: route.delay_ms as i64,
     })
 }
 

@@ -39,6 +39,8 @@ struct Held<'a> {
     event_in: Option<&'a str>,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     routes: &'a [RouteOutcome],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    event_type: Option<&'a str>,
 }
 
 /// [`Held`] as read back.
@@ -50,6 +52,8 @@ struct Read {
     event_in: Option<String>,
     #[serde(default)]
     routes: Vec<RouteOutcome>,
+    #[serde(default)]
+    event_type: Option<String>,
 }
 
 /// The state of the delivery a receipt under `key` holds `read` of.
@@ -58,6 +62,7 @@ fn state_of(read: Read, key: &[u8; 16]) -> DeliveryState {
     state.queue_key = Some(hex::encode(key));
     state.event_in = read.event_in;
     state.routes = read.routes;
+    state.event_type = read.event_type;
     state
 }
 
@@ -95,6 +100,7 @@ pub(in crate::sled) fn encode(delivery_id: &DeliveryId, state: &DeliveryState) -
         received_at_ms: state.received_at_ms,
         event_in: state.event_in.as_deref(),
         routes: &state.routes,
+        event_type: state.event_type.as_deref(),
     });
     [delivery_id.as_str().as_bytes(), b"\n", &held].concat()
 }

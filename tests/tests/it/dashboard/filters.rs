@@ -50,8 +50,11 @@ async fn deliveries_are_filtered_by_event_type() {
     b.quit().await;
 }
 
+/// The type is kept with each delivery at ingest: a page filtered by it
+/// reads no body, so 12 MiB of other events end in one page with nothing
+/// left to read on (it used to stop after 8 MiB of bodies).
 #[tokio::test]
-async fn the_event_type_filter_reads_a_bounded_number_of_bytes_per_page() {
+async fn the_event_type_filter_is_answered_without_reading_bodies() {
     let dest = Receiver::start(Reply::Status(204)).await;
     let s = TestServer::start(&tenant(
         "shop",
@@ -77,10 +80,16 @@ async fn the_event_type_filter_reads_a_bounded_number_of_bytes_per_page() {
     let page = first.text().await.unwrap();
     assert!(page.contains("No deliveries match."), "none is order.paid");
     assert!(
-        page.contains("rel=\"next\""),
-        "12 MiB of bodies read for one page, and no link to read on"
+        !page.contains("rel=\"next\""),
+        "every delivery was looked at without opening a body"
     );
-    assert!(page.contains("8 MiB"), "the page says why it stopped");
+    let other = http
+        .get(&session, "/t/shop/deliveries?event_type=order.other")
+        .await;
+    let page = other.text().await.unwrap();
+    for id in &ids {
+        assert!(page.contains(id.as_str()), "{id} is order.other");
+    }
 }
 
 #[tokio::test]

@@ -166,6 +166,7 @@ fn route_settings(route: Route) -> RouteSettings {
         adaptive_concurrency: route.adaptive_concurrency,
         min_in_flight: route.min_in_flight.max(1),
         latency_target_ms: route.latency_target_ms,
+        delay_ms: route.delay_ms,
     }
 }
 

@@ -165,6 +165,7 @@ fn default_filter(route: RouteEntry) -> anyhow::Result<Option<serde_json::Value>
         adaptive_concurrency,
         min_in_flight,
         latency_target_ms,
+        delay_ms,
     } = route;
     let others = destination_url.is_some()
         || max_in_flight.is_some()
@@ -176,7 +177,8 @@ fn default_filter(route: RouteEntry) -> anyhow::Result<Option<serde_json::Value>
         || transform_memory_mib.is_some()
         || adaptive_concurrency.is_some()
         || min_in_flight.is_some()
-        || latency_target_ms.is_some();
+        || latency_target_ms.is_some()
+        || delay_ms.is_some();
     if others {
         bail!(
             "the default route takes only `filter`: its destination_url and max_in_flight \
@@ -220,6 +222,7 @@ fn route_settings(route: RouteEntry) -> anyhow::Result<RouteSettings> {
         latency_target_ms: route
             .latency_target_ms
             .unwrap_or(defaults.latency_target_ms),
+        delay_ms: route.delay_ms.unwrap_or(defaults.delay_ms),
     })
 }
 

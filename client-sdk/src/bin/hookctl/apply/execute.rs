@@ -384,6 +384,7 @@ fn create_route(tenant: &str, name: &str, s: &RouteSettings) -> CreateRouteReque
         adaptive_concurrency: s.adaptive_concurrency,
         min_in_flight: s.min_in_flight,
         latency_target_ms: s.latency_target_ms,
+        delay_ms: s.delay_ms,
     }
 }
 
@@ -423,6 +424,7 @@ fn update_route(
             "adaptive_concurrency" => request.adaptive_concurrency = Some(s.adaptive_concurrency),
             "min_in_flight" => request.min_in_flight = Some(s.min_in_flight),
             "latency_target_ms" => request.latency_target_ms = Some(s.latency_target_ms),
+            "delay_ms" => request.delay_ms = Some(s.delay_ms),
             _ => {}
         }
     }

@@ -135,5 +135,6 @@ fn route(name: &str, r: &RouteSettings) -> RouteEntry {
         adaptive_concurrency: Some(r.adaptive_concurrency),
         min_in_flight: Some(r.min_in_flight),
         latency_target_ms: Some(r.latency_target_ms),
+        delay_ms: Some(r.delay_ms),
     }
 }

@@ -191,6 +191,10 @@ pub struct RouteEntry {
     /// Answers slower than this cut the adaptive limit; absent or 0: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_target_ms: Option<u32>,
+    /// Each delivery's wait before its first attempt, in ms; absent or 0:
+    /// none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<u64>,
 }
 
 /// A route's retries.

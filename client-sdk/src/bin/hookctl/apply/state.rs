@@ -187,6 +187,8 @@ pub struct RouteSettings {
     pub min_in_flight: u32,
     /// Answers slower than this cut the adaptive limit; 0: no target.
     pub latency_target_ms: u32,
+    /// Each delivery's wait before its first attempt, in ms; 0: none.
+    pub delay_ms: u64,
 }
 
 impl Default for RouteSettings {
@@ -211,6 +213,7 @@ impl Default for RouteSettings {
             adaptive_concurrency: false,
             min_in_flight: 1,
             latency_target_ms: 0,
+            delay_ms: 0,
         }
     }
 }
@@ -244,6 +247,7 @@ impl RouteSettings {
             ("adaptive_concurrency", json!(self.adaptive_concurrency)),
             ("min_in_flight", json!(self.min_in_flight)),
             ("latency_target_ms", json!(self.latency_target_ms)),
+            ("delay_ms", json!(self.delay_ms)),
         ]
     }
 }

@@ -8,7 +8,7 @@ use time::{format_description::well_known::Rfc3339, OffsetDateTime};
 /// `hookctl deliveries ...`
 #[derive(Debug, Subcommand)]
 pub enum DeliveriesCommand {
-    /// List a tenant's deliveries, newest first.
+    /// List a tenant's deliveries, newest first, optionally filtered.
     List {
         /// The tenant id.
         tenant: String,
@@ -18,9 +18,65 @@ pub enum DeliveriesCommand {
         /// The route whose deliveries (default: `default`).
         #[arg(long)]
         route: Option<String>,
+        /// Only the deliveries of this event (the sender's event id).
+        #[arg(long)]
+        event_id: Option<String>,
+        /// Only those of events of this type.
+        #[arg(long)]
+        event_type: Option<String>,
+        /// Only those received at or after this time (Unix ms or RFC 3339).
+        #[arg(long, value_parser = parse_time)]
+        since: Option<i64>,
+        /// Only those received before this time (Unix ms or RFC 3339).
+        #[arg(long, value_parser = parse_time)]
+        until: Option<i64>,
+        /// Only those whose JSON body has a value at a JSON pointer:
+        /// `/data/object/customer="cus_123"` (the value as JSON). Reads
+        /// bodies: needs --since and --until at most 24 h apart.
+        #[arg(long, value_parser = parse_body_field, requires_all = ["since", "until"])]
+        body: Option<(String, String)>,
         /// Paging flags.
         #[command(flatten)]
         page: PageArgs,
+    },
+    /// Cancel pending deliveries (new, held or waiting for a retry), by id or
+    /// by filter: each becomes a dead letter with reason `cancelled`, nothing
+    /// is sent; `dead-letters redeliver` brings one back.
+    Cancel {
+        /// The tenant id.
+        tenant: String,
+        /// Delivery ids (`dlv_...`); or `--all-pending`.
+        delivery_ids: Vec<String>,
+        /// Every pending delivery of the route the filters pass (at most
+        /// 1,000 per call, the soonest due first).
+        #[arg(long, conflicts_with = "delivery_ids")]
+        all_pending: bool,
+        /// The route (default: any route for ids, `default` for
+        /// `--all-pending`).
+        #[arg(long)]
+        route: Option<String>,
+        /// With `--all-pending`: count them and change nothing.
+        #[arg(long, requires = "all_pending")]
+        dry_run: bool,
+        /// With `--all-pending`: only those of events of this type.
+        #[arg(long, requires = "all_pending")]
+        event_type: Option<String>,
+        /// With `--all-pending`: only those received at or after this time
+        /// (Unix ms or RFC 3339).
+        #[arg(long, requires = "all_pending", value_parser = parse_time)]
+        since: Option<i64>,
+        /// With `--all-pending`: only those received before this time.
+        #[arg(long, requires = "all_pending", value_parser = parse_time)]
+        until: Option<i64>,
+        /// Confirm (not needed with --dry-run).
+        #[arg(long, required_unless_present = "dry_run")]
+        yes: bool,
+    },
+    /// Find a delivery id or an event id across every tenant the token may
+    /// read (the admin token: all of them).
+    Search {
+        /// A delivery id (`dlv_...`) or a sender's event id.
+        id: String,
     },
     /// Show one delivery with all its attempts.
     Get {
@@ -56,6 +112,16 @@ pub enum DeliveriesCommand {
         /// With `--all-waiting`: count them and change nothing.
         #[arg(long, requires = "all_waiting")]
         dry_run: bool,
+        /// With `--all-waiting`: only those of events of this type.
+        #[arg(long, requires = "all_waiting")]
+        event_type: Option<String>,
+        /// With `--all-waiting`: only those received at or after this time
+        /// (Unix ms or RFC 3339).
+        #[arg(long, requires = "all_waiting", value_parser = parse_time)]
+        since: Option<i64>,
+        /// With `--all-waiting`: only those received before this time.
+        #[arg(long, requires = "all_waiting", value_parser = parse_time)]
+        until: Option<i64>,
     },
 }
 
@@ -212,6 +278,18 @@ impl From<FinalStatusArg> for DeliveryStatus {
 }
 
 /// Accepts Unix milliseconds or an RFC 3339 time such as 2024-05-01T12:00:00Z.
+/// `POINTER=JSON`, split at the first `=`.
+fn parse_body_field(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((pointer, value)) if pointer.starts_with('/') => {
+            Ok((pointer.to_owned(), value.to_owned()))
+        }
+        _ => Err(format!(
+            "{text:?} is not POINTER=JSON: /data/object/customer=\"cus_123\""
+        )),
+    }
+}
+
 pub fn parse_time(text: &str) -> Result<i64, String> {
     if let Ok(unix_ms) = text.parse::<i64>() {
         return Ok(unix_ms);

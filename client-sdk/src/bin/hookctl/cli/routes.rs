@@ -114,6 +114,10 @@ pub struct CreateRouteArgs {
     /// (default: latency is no signal).
     #[arg(long)]
     pub latency_target_ms: Option<u32>,
+    /// Hold each delivery this many ms after acceptance before its first
+    /// attempt, up to 86400000 (24 h; default: none).
+    #[arg(long)]
+    pub delay_ms: Option<u64>,
 }
 
 /// Changes to a route; at least one is required.
@@ -178,6 +182,9 @@ pub struct UpdateRouteArgs {
     /// New latency target in ms; 0 removes it.
     #[arg(long, group = "change")]
     pub latency_target_ms: Option<u32>,
+    /// New delay before each delivery's first attempt in ms; 0 removes it.
+    #[arg(long, group = "change")]
+    pub delay_ms: Option<u64>,
 }
 
 /// `hookctl routes test ...`

@@ -1,9 +1,9 @@
-//! `hookctl deliveries list|get|retry-now`.
+//! `hookctl deliveries list|search|get|event|retry-now|cancel`.
 
 use std::io::{self, Write};
 
 use hookd_sdk::client::{
-    proto::{DeliveryStatus, ListDeliveriesRequest, RetryNowRequest},
+    proto::{CancelDeliveriesRequest, DeliveryStatus, ListDeliveriesRequest, RetryNowRequest},
     HookdClient,
 };
 use serde_json::json;
@@ -25,23 +25,36 @@ pub async fn run(
             tenant,
             status,
             route,
+            event_id,
+            event_type,
+            since,
+            until,
+            body,
             page,
         } => {
             let status = status.map_or(DeliveryStatus::Unspecified, DeliveryStatus::from);
+            let (body_pointer, body_value_json) = body.unwrap_or_default();
+            let filters = ListDeliveriesRequest {
+                tenant_id: tenant,
+                status: status.into(),
+                route: route.unwrap_or_default(),
+                event_id: event_id.unwrap_or_default(),
+                event_type: event_type.unwrap_or_default(),
+                since_unix_ms: since.unwrap_or_default(),
+                until_unix_ms: until.unwrap_or_default(),
+                body_pointer,
+                body_value_json,
+                ..Default::default()
+            };
             if page.all {
-                let route = route.unwrap_or_default();
-                let deliveries = client
-                    .list_all_route_deliveries(tenant, route, status)
-                    .await?;
+                let deliveries = client.list_all_matching(filters).await?;
                 return Ok(out.list("deliveries", &deliveries, Some(""))?);
             }
             let listed = client
                 .list_deliveries(ListDeliveriesRequest {
-                    tenant_id: tenant,
-                    status: status.into(),
                     page_size: page.page_size,
                     page_token: page.page_token,
-                    route: route.unwrap_or_default(),
+                    ..filters
                 })
                 .await?;
             Ok(out.list(
@@ -49,6 +62,52 @@ pub async fn run(
                 &listed.deliveries,
                 Some(&listed.next_page_token),
             )?)
+        }
+        DeliveriesCommand::Cancel {
+            tenant,
+            delivery_ids,
+            all_pending,
+            route,
+            dry_run,
+            event_type,
+            since,
+            until,
+            yes: _,
+        } => {
+            let request = CancelDeliveriesRequest {
+                tenant_id: tenant.clone(),
+                delivery_ids,
+                all_pending,
+                route: route.unwrap_or_default(),
+                dry_run,
+                event_type: event_type.unwrap_or_default(),
+                since_unix_ms: since.unwrap_or_default(),
+                until_unix_ms: until.unwrap_or_default(),
+            };
+            let answer = client.cancel_deliveries(request).await?;
+            let verb = if dry_run { "would cancel" } else { "cancelled" };
+            let text = format!(
+                "{verb} {} deliveries of tenant {tenant}{}",
+                answer.matched,
+                if answer.more {
+                    " (more are pending: run again for the rest)"
+                } else {
+                    ""
+                }
+            );
+            Ok(out.result(
+                &text,
+                &json!({
+                    "dry_run": dry_run,
+                    "matched": answer.matched,
+                    "delivery_ids": answer.delivery_ids,
+                    "more": answer.more,
+                }),
+            )?)
+        }
+        DeliveriesCommand::Search { id } => {
+            let found = client.search_deliveries(id).await?;
+            Ok(out.list("deliveries", &found, None)?)
         }
         DeliveriesCommand::Get {
             tenant,
@@ -101,6 +160,9 @@ pub async fn run(
             all_waiting,
             route,
             dry_run,
+            event_type,
+            since,
+            until,
         } => {
             let request = RetryNowRequest {
                 tenant_id: tenant.clone(),
@@ -108,6 +170,9 @@ pub async fn run(
                 all_waiting,
                 route: route.unwrap_or_default(),
                 dry_run,
+                event_type: event_type.unwrap_or_default(),
+                since_unix_ms: since.unwrap_or_default(),
+                until_unix_ms: until.unwrap_or_default(),
             };
             retry_now(client, out, request).await
         }

@@ -83,6 +83,7 @@ fn create_request(args: CreateRouteArgs) -> anyhow::Result<CreateRouteRequest> {
         adaptive_concurrency: args.adaptive_concurrency,
         min_in_flight: args.min_in_flight.unwrap_or_default(),
         latency_target_ms: args.latency_target_ms.unwrap_or_default(),
+        delay_ms: args.delay_ms.unwrap_or_default(),
     })
 }
 
@@ -113,6 +114,7 @@ fn update_request(args: UpdateRouteArgs) -> anyhow::Result<UpdateRouteRequest> {
             .then_some(args.adaptive_concurrency),
         min_in_flight: args.min_in_flight,
         latency_target_ms: args.latency_target_ms,
+        delay_ms: args.delay_ms,
     })
 }
 
@@ -248,6 +250,7 @@ impl View for Route {
             "transform_cpu_ms": self.transform_cpu_ms,
             "transform_memory_mib": self.transform_memory_mib,
             "from_config": self.from_config,
+            "delay_ms": self.delay_ms,
             "paused": self.paused,
             "hold_changed_at_ms": self.hold_changed_at_ms,
             "ramp_ends_at_ms": self.ramp_ends_at_ms,

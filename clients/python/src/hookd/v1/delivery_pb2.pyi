@@ -492,6 +492,12 @@ class ListDeliveriesRequest(_message.Message):
     PAGE_SIZE_FIELD_NUMBER: _builtins.int
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     ROUTE_FIELD_NUMBER: _builtins.int
+    EVENT_ID_FIELD_NUMBER: _builtins.int
+    SINCE_UNIX_MS_FIELD_NUMBER: _builtins.int
+    UNTIL_UNIX_MS_FIELD_NUMBER: _builtins.int
+    EVENT_TYPE_FIELD_NUMBER: _builtins.int
+    BODY_POINTER_FIELD_NUMBER: _builtins.int
+    BODY_VALUE_JSON_FIELD_NUMBER: _builtins.int
     tenant_id: _builtins.str
     """The tenant whose deliveries to list; required."""
     status: Global___DeliveryStatus.ValueType
@@ -504,6 +510,36 @@ class ListDeliveriesRequest(_message.Message):
     """The route whose deliveries to list; empty: "default". An unknown
     route is NOT_FOUND.
     """
+    event_id: _builtins.str
+    """Only the deliveries of this event (the sender's event id) on the
+    route: its first delivery and any redeliveries of it, found through
+    the idempotency log (docs/operations.md, "Find"); empty: any. An event
+    id the log no longer holds (past the replay window's retention) finds
+    nothing.
+    """
+    since_unix_ms: _builtins.int
+    """Only those received (or made by a redelivery) at or after this time;
+    0: no lower bound. A time window is a range of delivery ids, read in
+    id order.
+    """
+    until_unix_ms: _builtins.int
+    """Only those received before this time; 0: no upper bound."""
+    event_type: _builtins.str
+    """Only the deliveries of events of this type (as the tenant's type
+    field names it in the body; docs/contracts.md), from an index kept at
+    ingest; empty: any.
+    """
+    body_pointer: _builtins.str
+    """Only those whose JSON body has this value at this JSON pointer
+    (RFC 6901, `/data/object/customer`); empty: any. It reads bodies, so
+    it needs a window: since_unix_ms and until_unix_ms set, at most 24 h
+    apart; a page reads at most 10,000 bodies and then ends with a
+    next_page_token to read on (INVALID_ARGUMENT otherwise).
+    """
+    body_value_json: _builtins.str
+    """With body_pointer: the value wanted there, as JSON (`"cus_123"`,
+    `42`, `true`).
+    """
     def __init__(
         self,
         *,
@@ -512,10 +548,16 @@ class ListDeliveriesRequest(_message.Message):
         page_size: _builtins.int = ...,
         page_token: _builtins.str = ...,
         route: _builtins.str = ...,
+        event_id: _builtins.str = ...,
+        since_unix_ms: _builtins.int = ...,
+        until_unix_ms: _builtins.int = ...,
+        event_type: _builtins.str = ...,
+        body_pointer: _builtins.str = ...,
+        body_value_json: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["page_size", b"page_size", "page_token", b"page_token", "route", b"route", "status", b"status", "tenant_id", b"tenant_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["body_pointer", b"body_pointer", "body_value_json", b"body_value_json", "event_id", b"event_id", "event_type", b"event_type", "page_size", b"page_size", "page_token", b"page_token", "route", b"route", "since_unix_ms", b"since_unix_ms", "status", b"status", "tenant_id", b"tenant_id", "until_unix_ms", b"until_unix_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -546,6 +588,55 @@ class ListDeliveriesResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ListDeliveriesResponse: _TypeAlias = ListDeliveriesResponse  # noqa: Y015
+
+@_typing.final
+class SearchDeliveriesRequest(_message.Message):
+    """Finds a delivery or an event by id across every tenant the caller may
+    read (docs/operations.md, "Find").
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    id: _builtins.str
+    """A delivery id (`dlv_...`) or a sender's event id; required."""
+    def __init__(
+        self,
+        *,
+        id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["id", b"id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SearchDeliveriesRequest: _TypeAlias = SearchDeliveriesRequest  # noqa: Y015
+
+@_typing.final
+class SearchDeliveriesResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DELIVERIES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def deliveries(self) -> _containers.RepeatedCompositeFieldContainer[Global___Delivery]:
+        """Every delivery with that id, or of an event with that id, on every
+        route of every tenant the caller may read (a tenant token: its own),
+        at most 100, without attempts.
+        """
+
+    def __init__(
+        self,
+        *,
+        deliveries: _abc.Iterable[Global___Delivery] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deliveries", b"deliveries"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SearchDeliveriesResponse: _TypeAlias = SearchDeliveriesResponse  # noqa: Y015
 
 @_typing.final
 class GetDeliveryRequest(_message.Message):
@@ -878,6 +969,9 @@ class RetryNowRequest(_message.Message):
     ALL_WAITING_FIELD_NUMBER: _builtins.int
     ROUTE_FIELD_NUMBER: _builtins.int
     DRY_RUN_FIELD_NUMBER: _builtins.int
+    EVENT_TYPE_FIELD_NUMBER: _builtins.int
+    SINCE_UNIX_MS_FIELD_NUMBER: _builtins.int
+    UNTIL_UNIX_MS_FIELD_NUMBER: _builtins.int
     tenant_id: _builtins.str
     """The tenant owning the deliveries; required."""
     all_waiting: _builtins.bool
@@ -891,6 +985,16 @@ class RetryNowRequest(_message.Message):
     dry_run: _builtins.bool
     """With all_waiting: change nothing, and answer in `matched` (and
     `delivery_ids`) what the same call without dry_run would make due now.
+    """
+    event_type: _builtins.str
+    """With all_waiting: only those of events of this type; empty: any."""
+    since_unix_ms: _builtins.int
+    """With all_waiting: only those received at or after this time; 0: no
+    lower bound.
+    """
+    until_unix_ms: _builtins.int
+    """With all_waiting: only those received before this time; 0: no upper
+    bound.
     """
     @_builtins.property
     def delivery_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
@@ -908,14 +1012,118 @@ class RetryNowRequest(_message.Message):
         all_waiting: _builtins.bool = ...,
         route: _builtins.str = ...,
         dry_run: _builtins.bool = ...,
+        event_type: _builtins.str = ...,
+        since_unix_ms: _builtins.int = ...,
+        until_unix_ms: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["all_waiting", b"all_waiting", "delivery_ids", b"delivery_ids", "dry_run", b"dry_run", "route", b"route", "tenant_id", b"tenant_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["all_waiting", b"all_waiting", "delivery_ids", b"delivery_ids", "dry_run", b"dry_run", "event_type", b"event_type", "route", b"route", "since_unix_ms", b"since_unix_ms", "tenant_id", b"tenant_id", "until_unix_ms", b"until_unix_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___RetryNowRequest: _TypeAlias = RetryNowRequest  # noqa: Y015
+
+@_typing.final
+class CancelDeliveriesRequest(_message.Message):
+    """Cancels pending deliveries (new, held or waiting for a retry): each is
+    dead-lettered with reason `cancelled` and nothing is sent; like any dead
+    letter it can be redelivered or purged. Its last attempt says it was
+    cancelled. A delivery in flight when cancelled may still arrive.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TENANT_ID_FIELD_NUMBER: _builtins.int
+    DELIVERY_IDS_FIELD_NUMBER: _builtins.int
+    ALL_PENDING_FIELD_NUMBER: _builtins.int
+    ROUTE_FIELD_NUMBER: _builtins.int
+    DRY_RUN_FIELD_NUMBER: _builtins.int
+    EVENT_TYPE_FIELD_NUMBER: _builtins.int
+    SINCE_UNIX_MS_FIELD_NUMBER: _builtins.int
+    UNTIL_UNIX_MS_FIELD_NUMBER: _builtins.int
+    tenant_id: _builtins.str
+    """The tenant owning the deliveries; required."""
+    all_pending: _builtins.bool
+    """Every pending delivery of `route` that the filter below passes, at
+    most 1,000 per call (the soonest due first).
+    """
+    route: _builtins.str
+    """The route (empty: "default" with all_pending, any route with
+    delivery_ids). An unknown route is NOT_FOUND.
+    """
+    dry_run: _builtins.bool
+    """With all_pending: change nothing, and answer what the same call
+    without dry_run would cancel.
+    """
+    event_type: _builtins.str
+    """With all_pending: only those of events of this type; empty: any."""
+    since_unix_ms: _builtins.int
+    """With all_pending: only those received at or after this time; 0: no
+    lower bound.
+    """
+    until_unix_ms: _builtins.int
+    """With all_pending: only those received before this time; 0: no upper
+    bound.
+    """
+    @_builtins.property
+    def delivery_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Deliveries to cancel, on any route of the tenant (or on `route` when
+        set). An unknown id is NOT_FOUND and then nothing changes; one not
+        pending is skipped and not counted.
+        """
+
+    def __init__(
+        self,
+        *,
+        tenant_id: _builtins.str = ...,
+        delivery_ids: _abc.Iterable[_builtins.str] | None = ...,
+        all_pending: _builtins.bool = ...,
+        route: _builtins.str = ...,
+        dry_run: _builtins.bool = ...,
+        event_type: _builtins.str = ...,
+        since_unix_ms: _builtins.int = ...,
+        until_unix_ms: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["all_pending", b"all_pending", "delivery_ids", b"delivery_ids", "dry_run", b"dry_run", "event_type", b"event_type", "route", b"route", "since_unix_ms", b"since_unix_ms", "tenant_id", b"tenant_id", "until_unix_ms", b"until_unix_ms"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CancelDeliveriesRequest: _TypeAlias = CancelDeliveriesRequest  # noqa: Y015
+
+@_typing.final
+class CancelDeliveriesResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MATCHED_FIELD_NUMBER: _builtins.int
+    DELIVERY_IDS_FIELD_NUMBER: _builtins.int
+    MORE_FIELD_NUMBER: _builtins.int
+    matched: _builtins.int
+    """How many were cancelled (with dry_run: would be)."""
+    more: _builtins.bool
+    """With all_pending: more were pending than one call takes (1,000); call
+    again for the rest.
+    """
+    @_builtins.property
+    def delivery_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Their ids, at most the first 100."""
+
+    def __init__(
+        self,
+        *,
+        matched: _builtins.int = ...,
+        delivery_ids: _abc.Iterable[_builtins.str] | None = ...,
+        more: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["delivery_ids", b"delivery_ids", "matched", b"matched", "more", b"more"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CancelDeliveriesResponse: _TypeAlias = CancelDeliveriesResponse  # noqa: Y015
 
 @_typing.final
 class RetryNowResponse(_message.Message):

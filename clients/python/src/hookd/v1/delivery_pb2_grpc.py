@@ -51,6 +51,11 @@ class DeliveryServiceStub:
                 request_serializer=hookd_dot_v1_dot_delivery__pb2.GetEventRequest.SerializeToString,
                 response_deserializer=hookd_dot_v1_dot_delivery__pb2.Event.FromString,
                 _registered_method=True)
+        self.SearchDeliveries = channel.unary_unary(
+                '/hookd.v1.DeliveryService/SearchDeliveries',
+                request_serializer=hookd_dot_v1_dot_delivery__pb2.SearchDeliveriesRequest.SerializeToString,
+                response_deserializer=hookd_dot_v1_dot_delivery__pb2.SearchDeliveriesResponse.FromString,
+                _registered_method=True)
         self.ListDeadLetters = channel.unary_unary(
                 '/hookd.v1.DeliveryService/ListDeadLetters',
                 request_serializer=hookd_dot_v1_dot_delivery__pb2.ListDeadLettersRequest.SerializeToString,
@@ -71,6 +76,11 @@ class DeliveryServiceStub:
                 request_serializer=hookd_dot_v1_dot_delivery__pb2.RetryNowRequest.SerializeToString,
                 response_deserializer=hookd_dot_v1_dot_delivery__pb2.RetryNowResponse.FromString,
                 _registered_method=True)
+        self.CancelDeliveries = channel.unary_unary(
+                '/hookd.v1.DeliveryService/CancelDeliveries',
+                request_serializer=hookd_dot_v1_dot_delivery__pb2.CancelDeliveriesRequest.SerializeToString,
+                response_deserializer=hookd_dot_v1_dot_delivery__pb2.CancelDeliveriesResponse.FromString,
+                _registered_method=True)
         self.WatchDeliveries = channel.unary_stream(
                 '/hookd.v1.DeliveryService/WatchDeliveries',
                 request_serializer=hookd_dot_v1_dot_delivery__pb2.WatchDeliveriesRequest.SerializeToString,
@@ -84,8 +94,9 @@ class DeliveryServiceServicer:
     """
 
     def ListDeliveries(self, request, context):
-        """A tenant's deliveries, newest first, optionally of one status; without
-        attempts. Errors: INVALID_ARGUMENT, NOT_FOUND.
+        """A tenant's deliveries on one route, newest first, without attempts;
+        optionally of one status, one event, received in a time window.
+        Errors: INVALID_ARGUMENT, NOT_FOUND.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -102,6 +113,15 @@ class DeliveryServiceServicer:
         """The event a delivery carries: its stored headers and its body exactly
         as received (plus the JSON text when it is JSON), under the same
         authorization as GetDelivery. Errors: NOT_FOUND.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SearchDeliveries(self, request, context):
+        """Finds a delivery id or an event id across every tenant the caller may
+        read: the admin token searches all, a tenant token its own tenant.
+        Errors: INVALID_ARGUMENT (an empty id).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -145,6 +165,16 @@ class DeliveryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CancelDeliveries(self, request, context):
+        """Cancels pending deliveries by id or filter, dry run first: each
+        becomes a dead letter with reason `cancelled`, nothing sent. Answers
+        once the change is on disk. Errors: INVALID_ARGUMENT, NOT_FOUND,
+        UNAVAILABLE.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def WatchDeliveries(self, request, context):
         """Streams delivery events from now on (nothing from before the call),
         until the client cancels. Events are not stored for replay: a watcher
@@ -174,6 +204,11 @@ def add_DeliveryServiceServicer_to_server(servicer, server):
                     request_deserializer=hookd_dot_v1_dot_delivery__pb2.GetEventRequest.FromString,
                     response_serializer=hookd_dot_v1_dot_delivery__pb2.Event.SerializeToString,
             ),
+            'SearchDeliveries': grpc.unary_unary_rpc_method_handler(
+                    servicer.SearchDeliveries,
+                    request_deserializer=hookd_dot_v1_dot_delivery__pb2.SearchDeliveriesRequest.FromString,
+                    response_serializer=hookd_dot_v1_dot_delivery__pb2.SearchDeliveriesResponse.SerializeToString,
+            ),
             'ListDeadLetters': grpc.unary_unary_rpc_method_handler(
                     servicer.ListDeadLetters,
                     request_deserializer=hookd_dot_v1_dot_delivery__pb2.ListDeadLettersRequest.FromString,
@@ -193,6 +228,11 @@ def add_DeliveryServiceServicer_to_server(servicer, server):
                     servicer.RetryNow,
                     request_deserializer=hookd_dot_v1_dot_delivery__pb2.RetryNowRequest.FromString,
                     response_serializer=hookd_dot_v1_dot_delivery__pb2.RetryNowResponse.SerializeToString,
+            ),
+            'CancelDeliveries': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelDeliveries,
+                    request_deserializer=hookd_dot_v1_dot_delivery__pb2.CancelDeliveriesRequest.FromString,
+                    response_serializer=hookd_dot_v1_dot_delivery__pb2.CancelDeliveriesResponse.SerializeToString,
             ),
             'WatchDeliveries': grpc.unary_stream_rpc_method_handler(
                     servicer.WatchDeliveries,
@@ -283,6 +323,33 @@ class DeliveryService:
             '/hookd.v1.DeliveryService/GetEvent',
             hookd_dot_v1_dot_delivery__pb2.GetEventRequest.SerializeToString,
             hookd_dot_v1_dot_delivery__pb2.Event.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SearchDeliveries(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/hookd.v1.DeliveryService/SearchDeliveries',
+            hookd_dot_v1_dot_delivery__pb2.SearchDeliveriesRequest.SerializeToString,
+            hookd_dot_v1_dot_delivery__pb2.SearchDeliveriesResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -391,6 +458,33 @@ class DeliveryService:
             '/hookd.v1.DeliveryService/RetryNow',
             hookd_dot_v1_dot_delivery__pb2.RetryNowRequest.SerializeToString,
             hookd_dot_v1_dot_delivery__pb2.RetryNowResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CancelDeliveries(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/hookd.v1.DeliveryService/CancelDeliveries',
+            hookd_dot_v1_dot_delivery__pb2.CancelDeliveriesRequest.SerializeToString,
+            hookd_dot_v1_dot_delivery__pb2.CancelDeliveriesResponse.FromString,
             options,
             channel_credentials,
             insecure,

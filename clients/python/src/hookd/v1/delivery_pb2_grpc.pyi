@@ -71,8 +71,9 @@ class DeliveryServiceStub:
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> DeliveryServiceAsyncStub: ...
     ListDeliveries: _grpc.UnaryUnaryMultiCallable[_delivery_pb2.ListDeliveriesRequest, _delivery_pb2.ListDeliveriesResponse]
-    """A tenant's deliveries, newest first, optionally of one status; without
-    attempts. Errors: INVALID_ARGUMENT, NOT_FOUND.
+    """A tenant's deliveries on one route, newest first, without attempts;
+    optionally of one status, one event, received in a time window.
+    Errors: INVALID_ARGUMENT, NOT_FOUND.
     """
     GetDelivery: _grpc.UnaryUnaryMultiCallable[_delivery_pb2.GetDeliveryRequest, _delivery_pb2.Delivery]
     """One delivery with all its attempts. Errors: NOT_FOUND."""
@@ -80,6 +81,11 @@ class DeliveryServiceStub:
     """The event a delivery carries: its stored headers and its body exactly
     as received (plus the JSON text when it is JSON), under the same
     authorization as GetDelivery. Errors: NOT_FOUND.
+    """
+    SearchDeliveries: _grpc.UnaryUnaryMultiCallable[_delivery_pb2.SearchDeliveriesRequest, _delivery_pb2.SearchDeliveriesResponse]
+    """Finds a delivery id or an event id across every tenant the caller may
+    read: the admin token searches all, a tenant token its own tenant.
+    Errors: INVALID_ARGUMENT (an empty id).
     """
     ListDeadLetters: _grpc.UnaryUnaryMultiCallable[_delivery_pb2.ListDeadLettersRequest, _delivery_pb2.ListDeadLettersResponse]
     """A tenant's dead letters, most recently dead first, optionally filtered.
@@ -103,6 +109,12 @@ class DeliveryServiceStub:
     extra attempt. Answers once the change is on disk.
     Errors: INVALID_ARGUMENT, NOT_FOUND, UNAVAILABLE.
     """
+    CancelDeliveries: _grpc.UnaryUnaryMultiCallable[_delivery_pb2.CancelDeliveriesRequest, _delivery_pb2.CancelDeliveriesResponse]
+    """Cancels pending deliveries by id or filter, dry run first: each
+    becomes a dead letter with reason `cancelled`, nothing sent. Answers
+    once the change is on disk. Errors: INVALID_ARGUMENT, NOT_FOUND,
+    UNAVAILABLE.
+    """
     WatchDeliveries: _grpc.UnaryStreamMultiCallable[_delivery_pb2.WatchDeliveriesRequest, _delivery_pb2.DeliveryEvent]
     """Streams delivery events from now on (nothing from before the call),
     until the client cancels. Events are not stored for replay: a watcher
@@ -119,8 +131,9 @@ class DeliveryServiceAsyncStub(DeliveryServiceStub):
 
     def __init__(self, channel: _aio.Channel) -> None: ...
     ListDeliveries: _aio.UnaryUnaryMultiCallable[_delivery_pb2.ListDeliveriesRequest, _delivery_pb2.ListDeliveriesResponse]  # type: ignore[assignment]
-    """A tenant's deliveries, newest first, optionally of one status; without
-    attempts. Errors: INVALID_ARGUMENT, NOT_FOUND.
+    """A tenant's deliveries on one route, newest first, without attempts;
+    optionally of one status, one event, received in a time window.
+    Errors: INVALID_ARGUMENT, NOT_FOUND.
     """
     GetDelivery: _aio.UnaryUnaryMultiCallable[_delivery_pb2.GetDeliveryRequest, _delivery_pb2.Delivery]  # type: ignore[assignment]
     """One delivery with all its attempts. Errors: NOT_FOUND."""
@@ -128,6 +141,11 @@ class DeliveryServiceAsyncStub(DeliveryServiceStub):
     """The event a delivery carries: its stored headers and its body exactly
     as received (plus the JSON text when it is JSON), under the same
     authorization as GetDelivery. Errors: NOT_FOUND.
+    """
+    SearchDeliveries: _aio.UnaryUnaryMultiCallable[_delivery_pb2.SearchDeliveriesRequest, _delivery_pb2.SearchDeliveriesResponse]  # type: ignore[assignment]
+    """Finds a delivery id or an event id across every tenant the caller may
+    read: the admin token searches all, a tenant token its own tenant.
+    Errors: INVALID_ARGUMENT (an empty id).
     """
     ListDeadLetters: _aio.UnaryUnaryMultiCallable[_delivery_pb2.ListDeadLettersRequest, _delivery_pb2.ListDeadLettersResponse]  # type: ignore[assignment]
     """A tenant's dead letters, most recently dead first, optionally filtered.
@@ -151,6 +169,12 @@ class DeliveryServiceAsyncStub(DeliveryServiceStub):
     extra attempt. Answers once the change is on disk.
     Errors: INVALID_ARGUMENT, NOT_FOUND, UNAVAILABLE.
     """
+    CancelDeliveries: _aio.UnaryUnaryMultiCallable[_delivery_pb2.CancelDeliveriesRequest, _delivery_pb2.CancelDeliveriesResponse]  # type: ignore[assignment]
+    """Cancels pending deliveries by id or filter, dry run first: each
+    becomes a dead letter with reason `cancelled`, nothing sent. Answers
+    once the change is on disk. Errors: INVALID_ARGUMENT, NOT_FOUND,
+    UNAVAILABLE.
+    """
     WatchDeliveries: _aio.UnaryStreamMultiCallable[_delivery_pb2.WatchDeliveriesRequest, _delivery_pb2.DeliveryEvent]  # type: ignore[assignment]
     """Streams delivery events from now on (nothing from before the call),
     until the client cancels. Events are not stored for replay: a watcher
@@ -170,8 +194,9 @@ class DeliveryServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _delivery_pb2.ListDeliveriesRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_delivery_pb2.ListDeliveriesResponse, _abc.Awaitable[_delivery_pb2.ListDeliveriesResponse]]:
-        """A tenant's deliveries, newest first, optionally of one status; without
-        attempts. Errors: INVALID_ARGUMENT, NOT_FOUND.
+        """A tenant's deliveries on one route, newest first, without attempts;
+        optionally of one status, one event, received in a time window.
+        Errors: INVALID_ARGUMENT, NOT_FOUND.
         """
 
     @_abc_1.abstractmethod
@@ -191,6 +216,17 @@ class DeliveryServiceServicer(metaclass=_abc_1.ABCMeta):
         """The event a delivery carries: its stored headers and its body exactly
         as received (plus the JSON text when it is JSON), under the same
         authorization as GetDelivery. Errors: NOT_FOUND.
+        """
+
+    @_abc_1.abstractmethod
+    def SearchDeliveries(
+        self,
+        request: _delivery_pb2.SearchDeliveriesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_delivery_pb2.SearchDeliveriesResponse, _abc.Awaitable[_delivery_pb2.SearchDeliveriesResponse]]:
+        """Finds a delivery id or an event id across every tenant the caller may
+        read: the admin token searches all, a tenant token its own tenant.
+        Errors: INVALID_ARGUMENT (an empty id).
         """
 
     @_abc_1.abstractmethod
@@ -237,6 +273,18 @@ class DeliveryServiceServicer(metaclass=_abc_1.ABCMeta):
         their schedule (after a destination came back), without counting an
         extra attempt. Answers once the change is on disk.
         Errors: INVALID_ARGUMENT, NOT_FOUND, UNAVAILABLE.
+        """
+
+    @_abc_1.abstractmethod
+    def CancelDeliveries(
+        self,
+        request: _delivery_pb2.CancelDeliveriesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_delivery_pb2.CancelDeliveriesResponse, _abc.Awaitable[_delivery_pb2.CancelDeliveriesResponse]]:
+        """Cancels pending deliveries by id or filter, dry run first: each
+        becomes a dead letter with reason `cancelled`, nothing sent. Answers
+        once the change is on disk. Errors: INVALID_ARGUMENT, NOT_FOUND,
+        UNAVAILABLE.
         """
 
     @_abc_1.abstractmethod

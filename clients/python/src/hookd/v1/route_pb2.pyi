@@ -168,6 +168,7 @@ class Route(_message.Message):
     PAUSED_FIELD_NUMBER: _builtins.int
     HOLD_CHANGED_AT_MS_FIELD_NUMBER: _builtins.int
     RAMP_ENDS_AT_MS_FIELD_NUMBER: _builtins.int
+    DELAY_MS_FIELD_NUMBER: _builtins.int
     tenant_id: _builtins.str
     """The tenant it belongs to."""
     name: _builtins.str
@@ -224,6 +225,10 @@ class Route(_message.Message):
     """Read only: while a resumed route ramps up, when the ramp ends (Unix
     ms); 0: no ramp under way.
     """
+    delay_ms: _builtins.int
+    """How long after acceptance each delivery waits before its first
+    attempt (or before it may be pulled), in ms; 0: none.
+    """
     @_builtins.property
     def delivery_rate(self) -> Global___RouteRate:
         """Its forwarding rate limit; absent: none."""
@@ -259,10 +264,11 @@ class Route(_message.Message):
         paused: _builtins.bool = ...,
         hold_changed_at_ms: _builtins.int = ...,
         ramp_ends_at_ms: _builtins.int = ...,
+        delay_ms: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["breaker", b"breaker", "delivery_rate", b"delivery_rate", "retry", b"retry"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["adaptive_concurrency", b"adaptive_concurrency", "breaker", b"breaker", "concurrency_limit", b"concurrency_limit", "delivery_rate", b"delivery_rate", "destination_url", b"destination_url", "filter_json", b"filter_json", "from_config", b"from_config", "hold_changed_at_ms", b"hold_changed_at_ms", "latency_target_ms", b"latency_target_ms", "max_in_flight", b"max_in_flight", "min_in_flight", b"min_in_flight", "name", b"name", "paused", b"paused", "ramp_ends_at_ms", b"ramp_ends_at_ms", "retry", b"retry", "tenant_id", b"tenant_id", "transform", b"transform", "transform_cpu_ms", b"transform_cpu_ms", "transform_memory_mib", b"transform_memory_mib", "transform_version", b"transform_version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["adaptive_concurrency", b"adaptive_concurrency", "breaker", b"breaker", "concurrency_limit", b"concurrency_limit", "delay_ms", b"delay_ms", "delivery_rate", b"delivery_rate", "destination_url", b"destination_url", "filter_json", b"filter_json", "from_config", b"from_config", "hold_changed_at_ms", b"hold_changed_at_ms", "latency_target_ms", b"latency_target_ms", "max_in_flight", b"max_in_flight", "min_in_flight", b"min_in_flight", "name", b"name", "paused", b"paused", "ramp_ends_at_ms", b"ramp_ends_at_ms", "retry", b"retry", "tenant_id", b"tenant_id", "transform", b"transform", "transform_cpu_ms", b"transform_cpu_ms", "transform_memory_mib", b"transform_memory_mib", "transform_version", b"transform_version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -347,6 +353,7 @@ class CreateRouteRequest(_message.Message):
     ADAPTIVE_CONCURRENCY_FIELD_NUMBER: _builtins.int
     MIN_IN_FLIGHT_FIELD_NUMBER: _builtins.int
     LATENCY_TARGET_MS_FIELD_NUMBER: _builtins.int
+    DELAY_MS_FIELD_NUMBER: _builtins.int
     tenant_id: _builtins.str
     """The tenant; NOT_FOUND if there is none."""
     name: _builtins.str
@@ -372,6 +379,11 @@ class CreateRouteRequest(_message.Message):
     latency_target_ms: _builtins.int
     """Answers slower than this many ms (1 to 600000) cut an adaptive limit;
     0: latency is no signal.
+    """
+    delay_ms: _builtins.int
+    """Each delivery waits this long after acceptance before its first
+    attempt, in ms (at most 86400000, 24 h); 0: none. Durable: a restart
+    keeps the time each one is due.
     """
     @_builtins.property
     def delivery_rate(self) -> Global___RouteRate:
@@ -402,10 +414,11 @@ class CreateRouteRequest(_message.Message):
         adaptive_concurrency: _builtins.bool = ...,
         min_in_flight: _builtins.int = ...,
         latency_target_ms: _builtins.int = ...,
+        delay_ms: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["breaker", b"breaker", "delivery_rate", b"delivery_rate", "retry", b"retry"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["adaptive_concurrency", b"adaptive_concurrency", "breaker", b"breaker", "delivery_rate", b"delivery_rate", "destination_url", b"destination_url", "filter_json", b"filter_json", "latency_target_ms", b"latency_target_ms", "max_in_flight", b"max_in_flight", "min_in_flight", b"min_in_flight", "name", b"name", "retry", b"retry", "tenant_id", b"tenant_id", "transform", b"transform", "transform_cpu_ms", b"transform_cpu_ms", "transform_memory_mib", b"transform_memory_mib"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["adaptive_concurrency", b"adaptive_concurrency", "breaker", b"breaker", "delay_ms", b"delay_ms", "delivery_rate", b"delivery_rate", "destination_url", b"destination_url", "filter_json", b"filter_json", "latency_target_ms", b"latency_target_ms", "max_in_flight", b"max_in_flight", "min_in_flight", b"min_in_flight", "name", b"name", "retry", b"retry", "tenant_id", b"tenant_id", "transform", b"transform", "transform_cpu_ms", b"transform_cpu_ms", "transform_memory_mib", b"transform_memory_mib"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -504,6 +517,7 @@ class UpdateRouteRequest(_message.Message):
     ADAPTIVE_CONCURRENCY_FIELD_NUMBER: _builtins.int
     MIN_IN_FLIGHT_FIELD_NUMBER: _builtins.int
     LATENCY_TARGET_MS_FIELD_NUMBER: _builtins.int
+    DELAY_MS_FIELD_NUMBER: _builtins.int
     tenant_id: _builtins.str
     name: _builtins.str
     destination_url: _builtins.str
@@ -524,6 +538,10 @@ class UpdateRouteRequest(_message.Message):
     """New floor of an adaptive limit, 1 to max_in_flight; 0: the default, 1."""
     latency_target_ms: _builtins.int
     """New latency target in ms, 1 to 600000; 0 removes it."""
+    delay_ms: _builtins.int
+    """New delay in ms (at most 86400000); 0 removes it. Deliveries already
+    queued keep the time they are due.
+    """
     @_builtins.property
     def delivery_rate(self) -> Global___RouteRate:
         """New rate limit; set with per_sec 0 to remove it."""
@@ -553,15 +571,18 @@ class UpdateRouteRequest(_message.Message):
         adaptive_concurrency: _builtins.bool | None = ...,
         min_in_flight: _builtins.int | None = ...,
         latency_target_ms: _builtins.int | None = ...,
+        delay_ms: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_adaptive_concurrency", b"_adaptive_concurrency", "_breaker", b"_breaker", "_delivery_rate", b"_delivery_rate", "_destination_url", b"_destination_url", "_filter_json", b"_filter_json", "_latency_target_ms", b"_latency_target_ms", "_max_in_flight", b"_max_in_flight", "_min_in_flight", b"_min_in_flight", "_retry", b"_retry", "_transform", b"_transform", "_transform_cpu_ms", b"_transform_cpu_ms", "_transform_memory_mib", b"_transform_memory_mib", "adaptive_concurrency", b"adaptive_concurrency", "breaker", b"breaker", "delivery_rate", b"delivery_rate", "destination_url", b"destination_url", "filter_json", b"filter_json", "latency_target_ms", b"latency_target_ms", "max_in_flight", b"max_in_flight", "min_in_flight", b"min_in_flight", "retry", b"retry", "transform", b"transform", "transform_cpu_ms", b"transform_cpu_ms", "transform_memory_mib", b"transform_memory_mib"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_adaptive_concurrency", b"_adaptive_concurrency", "_breaker", b"_breaker", "_delay_ms", b"_delay_ms", "_delivery_rate", b"_delivery_rate", "_destination_url", b"_destination_url", "_filter_json", b"_filter_json", "_latency_target_ms", b"_latency_target_ms", "_max_in_flight", b"_max_in_flight", "_min_in_flight", b"_min_in_flight", "_retry", b"_retry", "_transform", b"_transform", "_transform_cpu_ms", b"_transform_cpu_ms", "_transform_memory_mib", b"_transform_memory_mib", "adaptive_concurrency", b"adaptive_concurrency", "breaker", b"breaker", "delay_ms", b"delay_ms", "delivery_rate", b"delivery_rate", "destination_url", b"destination_url", "filter_json", b"filter_json", "latency_target_ms", b"latency_target_ms", "max_in_flight", b"max_in_flight", "min_in_flight", b"min_in_flight", "retry", b"retry", "transform", b"transform", "transform_cpu_ms", b"transform_cpu_ms", "transform_memory_mib", b"transform_memory_mib"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_adaptive_concurrency", b"_adaptive_concurrency", "_breaker", b"_breaker", "_delivery_rate", b"_delivery_rate", "_destination_url", b"_destination_url", "_filter_json", b"_filter_json", "_latency_target_ms", b"_latency_target_ms", "_max_in_flight", b"_max_in_flight", "_min_in_flight", b"_min_in_flight", "_retry", b"_retry", "_transform", b"_transform", "_transform_cpu_ms", b"_transform_cpu_ms", "_transform_memory_mib", b"_transform_memory_mib", "adaptive_concurrency", b"adaptive_concurrency", "breaker", b"breaker", "delivery_rate", b"delivery_rate", "destination_url", b"destination_url", "filter_json", b"filter_json", "latency_target_ms", b"latency_target_ms", "max_in_flight", b"max_in_flight", "min_in_flight", b"min_in_flight", "name", b"name", "retry", b"retry", "tenant_id", b"tenant_id", "transform", b"transform", "transform_cpu_ms", b"transform_cpu_ms", "transform_memory_mib", b"transform_memory_mib"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_adaptive_concurrency", b"_adaptive_concurrency", "_breaker", b"_breaker", "_delay_ms", b"_delay_ms", "_delivery_rate", b"_delivery_rate", "_destination_url", b"_destination_url", "_filter_json", b"_filter_json", "_latency_target_ms", b"_latency_target_ms", "_max_in_flight", b"_max_in_flight", "_min_in_flight", b"_min_in_flight", "_retry", b"_retry", "_transform", b"_transform", "_transform_cpu_ms", b"_transform_cpu_ms", "_transform_memory_mib", b"_transform_memory_mib", "adaptive_concurrency", b"adaptive_concurrency", "breaker", b"breaker", "delay_ms", b"delay_ms", "delivery_rate", b"delivery_rate", "destination_url", b"destination_url", "filter_json", b"filter_json", "latency_target_ms", b"latency_target_ms", "max_in_flight", b"max_in_flight", "min_in_flight", b"min_in_flight", "name", b"name", "retry", b"retry", "tenant_id", b"tenant_id", "transform", b"transform", "transform_cpu_ms", b"transform_cpu_ms", "transform_memory_mib", b"transform_memory_mib"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__adaptive_concurrency: _TypeAlias = _typing.Literal["adaptive_concurrency"]  # noqa: Y015
     _WhichOneofArgType__adaptive_concurrency: _TypeAlias = _typing.Literal["_adaptive_concurrency", b"_adaptive_concurrency"]  # noqa: Y015
     _WhichOneofReturnType__breaker: _TypeAlias = _typing.Literal["breaker"]  # noqa: Y015
     _WhichOneofArgType__breaker: _TypeAlias = _typing.Literal["_breaker", b"_breaker"]  # noqa: Y015
+    _WhichOneofReturnType__delay_ms: _TypeAlias = _typing.Literal["delay_ms"]  # noqa: Y015
+    _WhichOneofArgType__delay_ms: _TypeAlias = _typing.Literal["_delay_ms", b"_delay_ms"]  # noqa: Y015
     _WhichOneofReturnType__delivery_rate: _TypeAlias = _typing.Literal["delivery_rate"]  # noqa: Y015
     _WhichOneofArgType__delivery_rate: _TypeAlias = _typing.Literal["_delivery_rate", b"_delivery_rate"]  # noqa: Y015
     _WhichOneofReturnType__destination_url: _TypeAlias = _typing.Literal["destination_url"]  # noqa: Y015
@@ -586,6 +607,8 @@ class UpdateRouteRequest(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType__adaptive_concurrency) -> _WhichOneofReturnType__adaptive_concurrency | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__breaker) -> _WhichOneofReturnType__breaker | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__delay_ms) -> _WhichOneofReturnType__delay_ms | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__delivery_rate) -> _WhichOneofReturnType__delivery_rate | None: ...
     @_typing.overload

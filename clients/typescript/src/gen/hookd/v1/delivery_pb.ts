@@ -48,7 +48,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file hookd/v1/delivery.proto.
  */
 export const file_hookd_v1_delivery: GenFile = /*@__PURE__*/
-  fileDesc("Chdob29rZC92MS9kZWxpdmVyeS5wcm90bxIIaG9va2QudjEiuQEKB0F0dGVtcHQSDwoHYXR0ZW1wdBgBIAEoDRIaChJzdGFydGVkX2F0X3VuaXhfbXMYAiABKAMSEwoLZHVyYXRpb25fbXMYAyABKAQSEwoLc3RhdHVzX2NvZGUYBCABKA0SDQoFZXJyb3IYBSABKAkSFQoNcmVzcG9uc2VfYm9keRgGIAEoDBIdChVuZXh0X3JldHJ5X2F0X3VuaXhfbXMYByABKAMSEgoKcmVxdWVzdF9pZBgIIAEoCSKJAwoIRGVsaXZlcnkSEQoJdGVuYW50X2lkGAEgASgJEhMKC2RlbGl2ZXJ5X2lkGAIgASgJEhAKCGV2ZW50X2lkGAMgASgJEigKBnN0YXR1cxgEIAEoDjIYLmhvb2tkLnYxLkRlbGl2ZXJ5U3RhdHVzEhsKE3JlY2VpdmVkX2F0X3VuaXhfbXMYBSABKAMSFQoNYXR0ZW1wdF9jb3VudBgGIAEoDRIfChduZXh0X2F0dGVtcHRfYXRfdW5peF9tcxgHIAEoAxISCgpsYXN0X2Vycm9yGAggASgJEhUKDXJlZGVsaXZlcnlfb2YYCSABKAkSFgoOcmVkZWxpdmVyZWRfYXMYCiABKAkSIwoIYXR0ZW1wdHMYCyADKAsyES5ob29rZC52MS5BdHRlbXB0EiUKCXJlZGlyZWN0cxgMIAMoCzISLmhvb2tkLnYxLlJlZGlyZWN0EiYKBnJvdXRlcxgNIAMoCzIWLmhvb2tkLnYxLlJvdXRlT3V0Y29tZRINCgVyb3V0ZRgOIAEoCSJECgxSb3V0ZU91dGNvbWUSDQoFcm91dGUYASABKAkSEwoLZGVsaXZlcnlfaWQYAiABKAkSEAoIZmlsdGVyZWQYAyABKAgijAEKCFJlZGlyZWN0EgoKAmJ5GAEgASgJEgsKA3VybBgCIAEoCRIaChJzdGFydGVkX2F0X3VuaXhfbXMYAyABKAMSEwoLZHVyYXRpb25fbXMYBCABKAQSEwoLc3RhdHVzX2NvZGUYBSABKA0SDQoFZXJyb3IYBiABKAkSEgoKcmVxdWVzdF9pZBgHIAEoCSKvAQoKRGVhZExldHRlchIRCgl0ZW5hbnRfaWQYASABKAkSEwoLZGVsaXZlcnlfaWQYAiABKAkSEAoIZXZlbnRfaWQYAyABKAkSDgoGcmVhc29uGAQgASgJEhcKD2RlYWRfYXRfdW5peF9tcxgFIAEoAxIVCg1hdHRlbXB0X2NvdW50GAYgASgNEhgKEGxhc3Rfc3RhdHVzX2NvZGUYByABKA0SDQoFcm91dGUYCCABKAkiigEKFUxpc3REZWxpdmVyaWVzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSKAoGc3RhdHVzGAIgASgOMhguaG9va2QudjEuRGVsaXZlcnlTdGF0dXMSEQoJcGFnZV9zaXplGAMgASgNEhIKCnBhZ2VfdG9rZW4YBCABKAkSDQoFcm91dGUYBSABKAkiWQoWTGlzdERlbGl2ZXJpZXNSZXNwb25zZRImCgpkZWxpdmVyaWVzGAEgAygLMhIuaG9va2QudjEuRGVsaXZlcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjwKEkdldERlbGl2ZXJ5UmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSEwoLZGVsaXZlcnlfaWQYAiABKAkiOQoPR2V0RXZlbnRSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRITCgtkZWxpdmVyeV9pZBgCIAEoCSKoAQoFRXZlbnQSEQoJdGVuYW50X2lkGAEgASgJEhMKC2RlbGl2ZXJ5X2lkGAIgASgJEhAKCGV2ZW50X2lkGAMgASgJEhIKCnJlcXVlc3RfaWQYBCABKAkSIQoHaGVhZGVycxgFIAMoCzIQLmhvb2tkLnYxLkhlYWRlchIMCgRib2R5GAYgASgMEgwKBGpzb24YByABKAkSEgoKZXZlbnRfdHlwZRgIIAEoCSKoAQoWTGlzdERlYWRMZXR0ZXJzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgNEhIKCnBhZ2VfdG9rZW4YAyABKAkSFQoNc2luY2VfdW5peF9tcxgEIAEoAxIVCg11bnRpbF91bml4X21zGAUgASgDEhcKD3JlYXNvbl9jb250YWlucxgGIAEoCRINCgVyb3V0ZRgHIAEoCSJeChdMaXN0RGVhZExldHRlcnNSZXNwb25zZRIqCgxkZWFkX2xldHRlcnMYASADKAsyFC5ob29rZC52MS5EZWFkTGV0dGVyEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSL2AQoQUmVkZWxpdmVyUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSFAoMZGVsaXZlcnlfaWRzGAIgAygJEhQKDGFsbF9tYXRjaGluZxgDIAEoCBIVCg1zaW5jZV91bml4X21zGAQgASgDEhUKDXVudGlsX3VuaXhfbXMYBSABKAMSFwoPcmVhc29uX2NvbnRhaW5zGAYgASgJEg0KBXJvdXRlGAcgASgJEigKBnN0YXR1cxgIIAEoDjIYLmhvb2tkLnYxLkRlbGl2ZXJ5U3RhdHVzEhIKCmV2ZW50X3R5cGUYCSABKAkSDwoHZHJ5X3J1bhgKIAEoCCJdChFSZWRlbGl2ZXJSZXNwb25zZRIUCgxkZWxpdmVyeV9pZHMYASADKAkSDwoHbWF0Y2hlZBgCIAEoBBITCgttYXRjaGVkX2lkcxgDIAMoCRIMCgRtb3JlGAQgASgIIm8KD1JldHJ5Tm93UmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSFAoMZGVsaXZlcnlfaWRzGAIgAygJEhMKC2FsbF93YWl0aW5nGAMgASgIEg0KBXJvdXRlGAQgASgJEg8KB2RyeV9ydW4YBSABKAgiRwoQUmV0cnlOb3dSZXNwb25zZRIPCgdtYXRjaGVkGAEgASgEEhQKDGRlbGl2ZXJ5X2lkcxgCIAMoCRIMCgRtb3JlGAMgASgIInUKF1B1cmdlRGVhZExldHRlcnNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIUCgxkZWxpdmVyeV9pZHMYAiADKAkSCwoDYWxsGAMgASgIEhUKDXVudGlsX3VuaXhfbXMYBCABKAMSDQoFcm91dGUYBSABKAkiKgoYUHVyZ2VEZWFkTGV0dGVyc1Jlc3BvbnNlEg4KBnB1cmdlZBgBIAEoBCIrChZXYXRjaERlbGl2ZXJpZXNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCSL3AQoNRGVsaXZlcnlFdmVudBIpCgRraW5kGAEgASgOMhsuaG9va2QudjEuRGVsaXZlcnlFdmVudEtpbmQSEQoJdGVuYW50X2lkGAIgASgJEhMKC2RlbGl2ZXJ5X2lkGAMgASgJEhAKCGV2ZW50X2lkGAQgASgJEhIKCmF0X3VuaXhfbXMYBSABKAMSDwoHYXR0ZW1wdBgGIAEoDRITCgtzdGF0dXNfY29kZRgHIAEoDRIOCgZyZWFzb24YCCABKAkSFgoOcmVkZWxpdmVyZWRfYXMYCSABKAkSHwoXbmV4dF9hdHRlbXB0X2F0X3VuaXhfbXMYCiABKAMq4AIKDkRlbGl2ZXJ5U3RhdHVzEh8KG0RFTElWRVJZX1NUQVRVU19VTlNQRUNJRklFRBAAEhsKF0RFTElWRVJZX1NUQVRVU19QRU5ESU5HEAESHQoZREVMSVZFUllfU1RBVFVTX0RFTElWRVJFRBACEhgKFERFTElWRVJZX1NUQVRVU19ERUFEEAMSHwobREVMSVZFUllfU1RBVFVTX1JFREVMSVZFUkVEEAQSHQoZREVMSVZFUllfU1RBVFVTX0lOX0ZMSUdIVBAFEhwKGERFTElWRVJZX1NUQVRVU19GSUxURVJFRBAGEhwKGERFTElWRVJZX1NUQVRVU19VTlJPVVRFRBAHEiQKIERFTElWRVJZX1NUQVRVU19UUkFOU0ZPUk1fRkFJTEVEEAgSGwoXREVMSVZFUllfU1RBVFVTX0RST1BQRUQQCRIYChRERUxJVkVSWV9TVEFUVVNfSEVMRBAKKvIBChFEZWxpdmVyeUV2ZW50S2luZBIjCh9ERUxJVkVSWV9FVkVOVF9LSU5EX1VOU1BFQ0lGSUVEEAASIAocREVMSVZFUllfRVZFTlRfS0lORF9BQ0NFUFRFRBABEiEKHURFTElWRVJZX0VWRU5UX0tJTkRfREVMSVZFUkVEEAISJwojREVMSVZFUllfRVZFTlRfS0lORF9SRVRSWV9TQ0hFRFVMRUQQAxIlCiFERUxJVkVSWV9FVkVOVF9LSU5EX0RFQURfTEVUVEVSRUQQBBIjCh9ERUxJVkVSWV9FVkVOVF9LSU5EX1JFREVMSVZFUkVEEAUy6wQKD0RlbGl2ZXJ5U2VydmljZRJTCg5MaXN0RGVsaXZlcmllcxIfLmhvb2tkLnYxLkxpc3REZWxpdmVyaWVzUmVxdWVzdBogLmhvb2tkLnYxLkxpc3REZWxpdmVyaWVzUmVzcG9uc2USPwoLR2V0RGVsaXZlcnkSHC5ob29rZC52MS5HZXREZWxpdmVyeVJlcXVlc3QaEi5ob29rZC52MS5EZWxpdmVyeRI2CghHZXRFdmVudBIZLmhvb2tkLnYxLkdldEV2ZW50UmVxdWVzdBoPLmhvb2tkLnYxLkV2ZW50ElYKD0xpc3REZWFkTGV0dGVycxIgLmhvb2tkLnYxLkxpc3REZWFkTGV0dGVyc1JlcXVlc3QaIS5ob29rZC52MS5MaXN0RGVhZExldHRlcnNSZXNwb25zZRJECglSZWRlbGl2ZXISGi5ob29rZC52MS5SZWRlbGl2ZXJSZXF1ZXN0GhsuaG9va2QudjEuUmVkZWxpdmVyUmVzcG9uc2USWQoQUHVyZ2VEZWFkTGV0dGVycxIhLmhvb2tkLnYxLlB1cmdlRGVhZExldHRlcnNSZXF1ZXN0GiIuaG9va2QudjEuUHVyZ2VEZWFkTGV0dGVyc1Jlc3BvbnNlEkEKCFJldHJ5Tm93EhkuaG9va2QudjEuUmV0cnlOb3dSZXF1ZXN0GhouaG9va2QudjEuUmV0cnlOb3dSZXNwb25zZRJOCg9XYXRjaERlbGl2ZXJpZXMSIC5ob29rZC52MS5XYXRjaERlbGl2ZXJpZXNSZXF1ZXN0GhcuaG9va2QudjEuRGVsaXZlcnlFdmVudDABYgZwcm90bzM", [file_hookd_v1_consumer]);
+  fileDesc("Chdob29rZC92MS9kZWxpdmVyeS5wcm90bxIIaG9va2QudjEiuQEKB0F0dGVtcHQSDwoHYXR0ZW1wdBgBIAEoDRIaChJzdGFydGVkX2F0X3VuaXhfbXMYAiABKAMSEwoLZHVyYXRpb25fbXMYAyABKAQSEwoLc3RhdHVzX2NvZGUYBCABKA0SDQoFZXJyb3IYBSABKAkSFQoNcmVzcG9uc2VfYm9keRgGIAEoDBIdChVuZXh0X3JldHJ5X2F0X3VuaXhfbXMYByABKAMSEgoKcmVxdWVzdF9pZBgIIAEoCSKJAwoIRGVsaXZlcnkSEQoJdGVuYW50X2lkGAEgASgJEhMKC2RlbGl2ZXJ5X2lkGAIgASgJEhAKCGV2ZW50X2lkGAMgASgJEigKBnN0YXR1cxgEIAEoDjIYLmhvb2tkLnYxLkRlbGl2ZXJ5U3RhdHVzEhsKE3JlY2VpdmVkX2F0X3VuaXhfbXMYBSABKAMSFQoNYXR0ZW1wdF9jb3VudBgGIAEoDRIfChduZXh0X2F0dGVtcHRfYXRfdW5peF9tcxgHIAEoAxISCgpsYXN0X2Vycm9yGAggASgJEhUKDXJlZGVsaXZlcnlfb2YYCSABKAkSFgoOcmVkZWxpdmVyZWRfYXMYCiABKAkSIwoIYXR0ZW1wdHMYCyADKAsyES5ob29rZC52MS5BdHRlbXB0EiUKCXJlZGlyZWN0cxgMIAMoCzISLmhvb2tkLnYxLlJlZGlyZWN0EiYKBnJvdXRlcxgNIAMoCzIWLmhvb2tkLnYxLlJvdXRlT3V0Y29tZRINCgVyb3V0ZRgOIAEoCSJECgxSb3V0ZU91dGNvbWUSDQoFcm91dGUYASABKAkSEwoLZGVsaXZlcnlfaWQYAiABKAkSEAoIZmlsdGVyZWQYAyABKAgijAEKCFJlZGlyZWN0EgoKAmJ5GAEgASgJEgsKA3VybBgCIAEoCRIaChJzdGFydGVkX2F0X3VuaXhfbXMYAyABKAMSEwoLZHVyYXRpb25fbXMYBCABKAQSEwoLc3RhdHVzX2NvZGUYBSABKA0SDQoFZXJyb3IYBiABKAkSEgoKcmVxdWVzdF9pZBgHIAEoCSKvAQoKRGVhZExldHRlchIRCgl0ZW5hbnRfaWQYASABKAkSEwoLZGVsaXZlcnlfaWQYAiABKAkSEAoIZXZlbnRfaWQYAyABKAkSDgoGcmVhc29uGAQgASgJEhcKD2RlYWRfYXRfdW5peF9tcxgFIAEoAxIVCg1hdHRlbXB0X2NvdW50GAYgASgNEhgKEGxhc3Rfc3RhdHVzX2NvZGUYByABKA0SDQoFcm91dGUYCCABKAkijQIKFUxpc3REZWxpdmVyaWVzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSKAoGc3RhdHVzGAIgASgOMhguaG9va2QudjEuRGVsaXZlcnlTdGF0dXMSEQoJcGFnZV9zaXplGAMgASgNEhIKCnBhZ2VfdG9rZW4YBCABKAkSDQoFcm91dGUYBSABKAkSEAoIZXZlbnRfaWQYBiABKAkSFQoNc2luY2VfdW5peF9tcxgHIAEoAxIVCg11bnRpbF91bml4X21zGAggASgDEhIKCmV2ZW50X3R5cGUYCSABKAkSFAoMYm9keV9wb2ludGVyGAogASgJEhcKD2JvZHlfdmFsdWVfanNvbhgLIAEoCSJZChZMaXN0RGVsaXZlcmllc1Jlc3BvbnNlEiYKCmRlbGl2ZXJpZXMYASADKAsyEi5ob29rZC52MS5EZWxpdmVyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiJQoXU2VhcmNoRGVsaXZlcmllc1JlcXVlc3QSCgoCaWQYASABKAkiQgoYU2VhcmNoRGVsaXZlcmllc1Jlc3BvbnNlEiYKCmRlbGl2ZXJpZXMYASADKAsyEi5ob29rZC52MS5EZWxpdmVyeSI8ChJHZXREZWxpdmVyeVJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhMKC2RlbGl2ZXJ5X2lkGAIgASgJIjkKD0dldEV2ZW50UmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSEwoLZGVsaXZlcnlfaWQYAiABKAkiqAEKBUV2ZW50EhEKCXRlbmFudF9pZBgBIAEoCRITCgtkZWxpdmVyeV9pZBgCIAEoCRIQCghldmVudF9pZBgDIAEoCRISCgpyZXF1ZXN0X2lkGAQgASgJEiEKB2hlYWRlcnMYBSADKAsyEC5ob29rZC52MS5IZWFkZXISDAoEYm9keRgGIAEoDBIMCgRqc29uGAcgASgJEhIKCmV2ZW50X3R5cGUYCCABKAkiqAEKFkxpc3REZWFkTGV0dGVyc1JlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoDRISCgpwYWdlX3Rva2VuGAMgASgJEhUKDXNpbmNlX3VuaXhfbXMYBCABKAMSFQoNdW50aWxfdW5peF9tcxgFIAEoAxIXCg9yZWFzb25fY29udGFpbnMYBiABKAkSDQoFcm91dGUYByABKAkiXgoXTGlzdERlYWRMZXR0ZXJzUmVzcG9uc2USKgoMZGVhZF9sZXR0ZXJzGAEgAygLMhQuaG9va2QudjEuRGVhZExldHRlchIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAki9gEKEFJlZGVsaXZlclJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhQKDGRlbGl2ZXJ5X2lkcxgCIAMoCRIUCgxhbGxfbWF0Y2hpbmcYAyABKAgSFQoNc2luY2VfdW5peF9tcxgEIAEoAxIVCg11bnRpbF91bml4X21zGAUgASgDEhcKD3JlYXNvbl9jb250YWlucxgGIAEoCRINCgVyb3V0ZRgHIAEoCRIoCgZzdGF0dXMYCCABKA4yGC5ob29rZC52MS5EZWxpdmVyeVN0YXR1cxISCgpldmVudF90eXBlGAkgASgJEg8KB2RyeV9ydW4YCiABKAgiXQoRUmVkZWxpdmVyUmVzcG9uc2USFAoMZGVsaXZlcnlfaWRzGAEgAygJEg8KB21hdGNoZWQYAiABKAQSEwoLbWF0Y2hlZF9pZHMYAyADKAkSDAoEbW9yZRgEIAEoCCKxAQoPUmV0cnlOb3dSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIUCgxkZWxpdmVyeV9pZHMYAiADKAkSEwoLYWxsX3dhaXRpbmcYAyABKAgSDQoFcm91dGUYBCABKAkSDwoHZHJ5X3J1bhgFIAEoCBISCgpldmVudF90eXBlGAYgASgJEhUKDXNpbmNlX3VuaXhfbXMYByABKAMSFQoNdW50aWxfdW5peF9tcxgIIAEoAyK5AQoXQ2FuY2VsRGVsaXZlcmllc1JlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhQKDGRlbGl2ZXJ5X2lkcxgCIAMoCRITCgthbGxfcGVuZGluZxgDIAEoCBINCgVyb3V0ZRgEIAEoCRIPCgdkcnlfcnVuGAUgASgIEhIKCmV2ZW50X3R5cGUYBiABKAkSFQoNc2luY2VfdW5peF9tcxgHIAEoAxIVCg11bnRpbF91bml4X21zGAggASgDIk8KGENhbmNlbERlbGl2ZXJpZXNSZXNwb25zZRIPCgdtYXRjaGVkGAEgASgEEhQKDGRlbGl2ZXJ5X2lkcxgCIAMoCRIMCgRtb3JlGAMgASgIIkcKEFJldHJ5Tm93UmVzcG9uc2USDwoHbWF0Y2hlZBgBIAEoBBIUCgxkZWxpdmVyeV9pZHMYAiADKAkSDAoEbW9yZRgDIAEoCCJ1ChdQdXJnZURlYWRMZXR0ZXJzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSFAoMZGVsaXZlcnlfaWRzGAIgAygJEgsKA2FsbBgDIAEoCBIVCg11bnRpbF91bml4X21zGAQgASgDEg0KBXJvdXRlGAUgASgJIioKGFB1cmdlRGVhZExldHRlcnNSZXNwb25zZRIOCgZwdXJnZWQYASABKAQiKwoWV2F0Y2hEZWxpdmVyaWVzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAki9wEKDURlbGl2ZXJ5RXZlbnQSKQoEa2luZBgBIAEoDjIbLmhvb2tkLnYxLkRlbGl2ZXJ5RXZlbnRLaW5kEhEKCXRlbmFudF9pZBgCIAEoCRITCgtkZWxpdmVyeV9pZBgDIAEoCRIQCghldmVudF9pZBgEIAEoCRISCgphdF91bml4X21zGAUgASgDEg8KB2F0dGVtcHQYBiABKA0SEwoLc3RhdHVzX2NvZGUYByABKA0SDgoGcmVhc29uGAggASgJEhYKDnJlZGVsaXZlcmVkX2FzGAkgASgJEh8KF25leHRfYXR0ZW1wdF9hdF91bml4X21zGAogASgDKuACCg5EZWxpdmVyeVN0YXR1cxIfChtERUxJVkVSWV9TVEFUVVNfVU5TUEVDSUZJRUQQABIbChdERUxJVkVSWV9TVEFUVVNfUEVORElORxABEh0KGURFTElWRVJZX1NUQVRVU19ERUxJVkVSRUQQAhIYChRERUxJVkVSWV9TVEFUVVNfREVBRBADEh8KG0RFTElWRVJZX1NUQVRVU19SRURFTElWRVJFRBAEEh0KGURFTElWRVJZX1NUQVRVU19JTl9GTElHSFQQBRIcChhERUxJVkVSWV9TVEFUVVNfRklMVEVSRUQQBhIcChhERUxJVkVSWV9TVEFUVVNfVU5ST1VURUQQBxIkCiBERUxJVkVSWV9TVEFUVVNfVFJBTlNGT1JNX0ZBSUxFRBAIEhsKF0RFTElWRVJZX1NUQVRVU19EUk9QUEVEEAkSGAoUREVMSVZFUllfU1RBVFVTX0hFTEQQCiryAQoRRGVsaXZlcnlFdmVudEtpbmQSIwofREVMSVZFUllfRVZFTlRfS0lORF9VTlNQRUNJRklFRBAAEiAKHERFTElWRVJZX0VWRU5UX0tJTkRfQUNDRVBURUQQARIhCh1ERUxJVkVSWV9FVkVOVF9LSU5EX0RFTElWRVJFRBACEicKI0RFTElWRVJZX0VWRU5UX0tJTkRfUkVUUllfU0NIRURVTEVEEAMSJQohREVMSVZFUllfRVZFTlRfS0lORF9ERUFEX0xFVFRFUkVEEAQSIwofREVMSVZFUllfRVZFTlRfS0lORF9SRURFTElWRVJFRBAFMqEGCg9EZWxpdmVyeVNlcnZpY2USUwoOTGlzdERlbGl2ZXJpZXMSHy5ob29rZC52MS5MaXN0RGVsaXZlcmllc1JlcXVlc3QaIC5ob29rZC52MS5MaXN0RGVsaXZlcmllc1Jlc3BvbnNlEj8KC0dldERlbGl2ZXJ5EhwuaG9va2QudjEuR2V0RGVsaXZlcnlSZXF1ZXN0GhIuaG9va2QudjEuRGVsaXZlcnkSNgoIR2V0RXZlbnQSGS5ob29rZC52MS5HZXRFdmVudFJlcXVlc3QaDy5ob29rZC52MS5FdmVudBJZChBTZWFyY2hEZWxpdmVyaWVzEiEuaG9va2QudjEuU2VhcmNoRGVsaXZlcmllc1JlcXVlc3QaIi5ob29rZC52MS5TZWFyY2hEZWxpdmVyaWVzUmVzcG9uc2USVgoPTGlzdERlYWRMZXR0ZXJzEiAuaG9va2QudjEuTGlzdERlYWRMZXR0ZXJzUmVxdWVzdBohLmhvb2tkLnYxLkxpc3REZWFkTGV0dGVyc1Jlc3BvbnNlEkQKCVJlZGVsaXZlchIaLmhvb2tkLnYxLlJlZGVsaXZlclJlcXVlc3QaGy5ob29rZC52MS5SZWRlbGl2ZXJSZXNwb25zZRJZChBQdXJnZURlYWRMZXR0ZXJzEiEuaG9va2QudjEuUHVyZ2VEZWFkTGV0dGVyc1JlcXVlc3QaIi5ob29rZC52MS5QdXJnZURlYWRMZXR0ZXJzUmVzcG9uc2USQQoIUmV0cnlOb3cSGS5ob29rZC52MS5SZXRyeU5vd1JlcXVlc3QaGi5ob29rZC52MS5SZXRyeU5vd1Jlc3BvbnNlElkKEENhbmNlbERlbGl2ZXJpZXMSIS5ob29rZC52MS5DYW5jZWxEZWxpdmVyaWVzUmVxdWVzdBoiLmhvb2tkLnYxLkNhbmNlbERlbGl2ZXJpZXNSZXNwb25zZRJOCg9XYXRjaERlbGl2ZXJpZXMSIC5ob29rZC52MS5XYXRjaERlbGl2ZXJpZXNSZXF1ZXN0GhcuaG9va2QudjEuRGVsaXZlcnlFdmVudDABYgZwcm90bzM", [file_hookd_v1_consumer]);
 
 /**
  * One try at forwarding a delivery to the destination (or, for pull-mode
@@ -462,6 +462,61 @@ export type ListDeliveriesRequest = Message<"hookd.v1.ListDeliveriesRequest"> & 
    * @generated from field: string route = 5;
    */
   route: string;
+
+  /**
+   * Only the deliveries of this event (the sender's event id) on the
+   * route: its first delivery and any redeliveries of it, found through
+   * the idempotency log (docs/operations.md, "Find"); empty: any. An event
+   * id the log no longer holds (past the replay window's retention) finds
+   * nothing.
+   *
+   * @generated from field: string event_id = 6;
+   */
+  eventId: string;
+
+  /**
+   * Only those received (or made by a redelivery) at or after this time;
+   * 0: no lower bound. A time window is a range of delivery ids, read in
+   * id order.
+   *
+   * @generated from field: int64 since_unix_ms = 7;
+   */
+  sinceUnixMs: bigint;
+
+  /**
+   * Only those received before this time; 0: no upper bound.
+   *
+   * @generated from field: int64 until_unix_ms = 8;
+   */
+  untilUnixMs: bigint;
+
+  /**
+   * Only the deliveries of events of this type (as the tenant's type
+   * field names it in the body; docs/contracts.md), from an index kept at
+   * ingest; empty: any.
+   *
+   * @generated from field: string event_type = 9;
+   */
+  eventType: string;
+
+  /**
+   * Only those whose JSON body has this value at this JSON pointer
+   * (RFC 6901, `/data/object/customer`); empty: any. It reads bodies, so
+   * it needs a window: since_unix_ms and until_unix_ms set, at most 24 h
+   * apart; a page reads at most 10,000 bodies and then ends with a
+   * next_page_token to read on (INVALID_ARGUMENT otherwise).
+   *
+   * @generated from field: string body_pointer = 10;
+   */
+  bodyPointer: string;
+
+  /**
+   * With body_pointer: the value wanted there, as JSON (`"cus_123"`,
+   * `42`, `true`).
+   *
+   * @generated from field: string body_value_json = 11;
+   */
+  bodyValueJson: string;
 };
 
 /**
@@ -498,6 +553,49 @@ export const ListDeliveriesResponseSchema: GenMessage<ListDeliveriesResponse> = 
   messageDesc(file_hookd_v1_delivery, 6);
 
 /**
+ * Finds a delivery or an event by id across every tenant the caller may
+ * read (docs/operations.md, "Find").
+ *
+ * @generated from message hookd.v1.SearchDeliveriesRequest
+ */
+export type SearchDeliveriesRequest = Message<"hookd.v1.SearchDeliveriesRequest"> & {
+  /**
+   * A delivery id (`dlv_...`) or a sender's event id; required.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message hookd.v1.SearchDeliveriesRequest.
+ * Use `create(SearchDeliveriesRequestSchema)` to create a new message.
+ */
+export const SearchDeliveriesRequestSchema: GenMessage<SearchDeliveriesRequest> = /*@__PURE__*/
+  messageDesc(file_hookd_v1_delivery, 7);
+
+/**
+ * @generated from message hookd.v1.SearchDeliveriesResponse
+ */
+export type SearchDeliveriesResponse = Message<"hookd.v1.SearchDeliveriesResponse"> & {
+  /**
+   * Every delivery with that id, or of an event with that id, on every
+   * route of every tenant the caller may read (a tenant token: its own),
+   * at most 100, without attempts.
+   *
+   * @generated from field: repeated hookd.v1.Delivery deliveries = 1;
+   */
+  deliveries: Delivery[];
+};
+
+/**
+ * Describes the message hookd.v1.SearchDeliveriesResponse.
+ * Use `create(SearchDeliveriesResponseSchema)` to create a new message.
+ */
+export const SearchDeliveriesResponseSchema: GenMessage<SearchDeliveriesResponse> = /*@__PURE__*/
+  messageDesc(file_hookd_v1_delivery, 8);
+
+/**
  * @generated from message hookd.v1.GetDeliveryRequest
  */
 export type GetDeliveryRequest = Message<"hookd.v1.GetDeliveryRequest"> & {
@@ -522,7 +620,7 @@ export type GetDeliveryRequest = Message<"hookd.v1.GetDeliveryRequest"> & {
  * Use `create(GetDeliveryRequestSchema)` to create a new message.
  */
 export const GetDeliveryRequestSchema: GenMessage<GetDeliveryRequest> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_delivery, 7);
+  messageDesc(file_hookd_v1_delivery, 9);
 
 /**
  * @generated from message hookd.v1.GetEventRequest
@@ -549,7 +647,7 @@ export type GetEventRequest = Message<"hookd.v1.GetEventRequest"> & {
  * Use `create(GetEventRequestSchema)` to create a new message.
  */
 export const GetEventRequestSchema: GenMessage<GetEventRequest> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_delivery, 8);
+  messageDesc(file_hookd_v1_delivery, 10);
 
 /**
  * What a delivery carries: the request as hookd stored it when it
@@ -622,7 +720,7 @@ export type Event = Message<"hookd.v1.Event"> & {
  * Use `create(EventSchema)` to create a new message.
  */
 export const EventSchema: GenMessage<Event> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_delivery, 9);
+  messageDesc(file_hookd_v1_delivery, 11);
 
 /**
  * @generated from message hookd.v1.ListDeadLettersRequest
@@ -684,7 +782,7 @@ export type ListDeadLettersRequest = Message<"hookd.v1.ListDeadLettersRequest"> 
  * Use `create(ListDeadLettersRequestSchema)` to create a new message.
  */
 export const ListDeadLettersRequestSchema: GenMessage<ListDeadLettersRequest> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_delivery, 10);
+  messageDesc(file_hookd_v1_delivery, 12);
 
 /**
  * @generated from message hookd.v1.ListDeadLettersResponse
@@ -710,7 +808,7 @@ export type ListDeadLettersResponse = Message<"hookd.v1.ListDeadLettersResponse"
  * Use `create(ListDeadLettersResponseSchema)` to create a new message.
  */
 export const ListDeadLettersResponseSchema: GenMessage<ListDeadLettersResponse> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_delivery, 11);
+  messageDesc(file_hookd_v1_delivery, 13);
 
 /**
  * Chooses deliveries to redeliver: either by id (delivery_ids), or every
@@ -817,7 +915,7 @@ export type RedeliverRequest = Message<"hookd.v1.RedeliverRequest"> & {
  * Use `create(RedeliverRequestSchema)` to create a new message.
  */
 export const RedeliverRequestSchema: GenMessage<RedeliverRequest> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_delivery, 12);
+  messageDesc(file_hookd_v1_delivery, 14);
 
 /**
  * @generated from message hookd.v1.RedeliverResponse
@@ -862,7 +960,7 @@ export type RedeliverResponse = Message<"hookd.v1.RedeliverResponse"> & {
  * Use `create(RedeliverResponseSchema)` to create a new message.
  */
 export const RedeliverResponseSchema: GenMessage<RedeliverResponse> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_delivery, 13);
+  messageDesc(file_hookd_v1_delivery, 15);
 
 /**
  * Chooses deliveries waiting for their next retry to attempt now: either
@@ -912,6 +1010,29 @@ export type RetryNowRequest = Message<"hookd.v1.RetryNowRequest"> & {
    * @generated from field: bool dry_run = 5;
    */
   dryRun: boolean;
+
+  /**
+   * With all_waiting: only those of events of this type; empty: any.
+   *
+   * @generated from field: string event_type = 6;
+   */
+  eventType: string;
+
+  /**
+   * With all_waiting: only those received at or after this time; 0: no
+   * lower bound.
+   *
+   * @generated from field: int64 since_unix_ms = 7;
+   */
+  sinceUnixMs: bigint;
+
+  /**
+   * With all_waiting: only those received before this time; 0: no upper
+   * bound.
+   *
+   * @generated from field: int64 until_unix_ms = 8;
+   */
+  untilUnixMs: bigint;
 };
 
 /**
@@ -919,7 +1040,121 @@ export type RetryNowRequest = Message<"hookd.v1.RetryNowRequest"> & {
  * Use `create(RetryNowRequestSchema)` to create a new message.
  */
 export const RetryNowRequestSchema: GenMessage<RetryNowRequest> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_delivery, 14);
+  messageDesc(file_hookd_v1_delivery, 16);
+
+/**
+ * Cancels pending deliveries (new, held or waiting for a retry): each is
+ * dead-lettered with reason `cancelled` and nothing is sent; like any dead
+ * letter it can be redelivered or purged. Its last attempt says it was
+ * cancelled. A delivery in flight when cancelled may still arrive.
+ *
+ * @generated from message hookd.v1.CancelDeliveriesRequest
+ */
+export type CancelDeliveriesRequest = Message<"hookd.v1.CancelDeliveriesRequest"> & {
+  /**
+   * The tenant owning the deliveries; required.
+   *
+   * @generated from field: string tenant_id = 1;
+   */
+  tenantId: string;
+
+  /**
+   * Deliveries to cancel, on any route of the tenant (or on `route` when
+   * set). An unknown id is NOT_FOUND and then nothing changes; one not
+   * pending is skipped and not counted.
+   *
+   * @generated from field: repeated string delivery_ids = 2;
+   */
+  deliveryIds: string[];
+
+  /**
+   * Every pending delivery of `route` that the filter below passes, at
+   * most 1,000 per call (the soonest due first).
+   *
+   * @generated from field: bool all_pending = 3;
+   */
+  allPending: boolean;
+
+  /**
+   * The route (empty: "default" with all_pending, any route with
+   * delivery_ids). An unknown route is NOT_FOUND.
+   *
+   * @generated from field: string route = 4;
+   */
+  route: string;
+
+  /**
+   * With all_pending: change nothing, and answer what the same call
+   * without dry_run would cancel.
+   *
+   * @generated from field: bool dry_run = 5;
+   */
+  dryRun: boolean;
+
+  /**
+   * With all_pending: only those of events of this type; empty: any.
+   *
+   * @generated from field: string event_type = 6;
+   */
+  eventType: string;
+
+  /**
+   * With all_pending: only those received at or after this time; 0: no
+   * lower bound.
+   *
+   * @generated from field: int64 since_unix_ms = 7;
+   */
+  sinceUnixMs: bigint;
+
+  /**
+   * With all_pending: only those received before this time; 0: no upper
+   * bound.
+   *
+   * @generated from field: int64 until_unix_ms = 8;
+   */
+  untilUnixMs: bigint;
+};
+
+/**
+ * Describes the message hookd.v1.CancelDeliveriesRequest.
+ * Use `create(CancelDeliveriesRequestSchema)` to create a new message.
+ */
+export const CancelDeliveriesRequestSchema: GenMessage<CancelDeliveriesRequest> = /*@__PURE__*/
+  messageDesc(file_hookd_v1_delivery, 17);
+
+/**
+ * @generated from message hookd.v1.CancelDeliveriesResponse
+ */
+export type CancelDeliveriesResponse = Message<"hookd.v1.CancelDeliveriesResponse"> & {
+  /**
+   * How many were cancelled (with dry_run: would be).
+   *
+   * @generated from field: uint64 matched = 1;
+   */
+  matched: bigint;
+
+  /**
+   * Their ids, at most the first 100.
+   *
+   * @generated from field: repeated string delivery_ids = 2;
+   */
+  deliveryIds: string[];
+
+  /**
+   * With all_pending: more were pending than one call takes (1,000); call
+   * again for the rest.
+   *
+   * @generated from field: bool more = 3;
+   */
+  more: boolean;
+};
+
+/**
+ * Describes the message hookd.v1.CancelDeliveriesResponse.
+ * Use `create(CancelDeliveriesResponseSchema)` to create a new message.
+ */
+export const CancelDeliveriesResponseSchema: GenMessage<CancelDeliveriesResponse> = /*@__PURE__*/
+  messageDesc(file_hookd_v1_delivery, 18);
 
 /**
  * @generated from message hookd.v1.RetryNowResponse
@@ -955,7 +1190,7 @@ export type RetryNowResponse = Message<"hookd.v1.RetryNowResponse"> & {
  * Use `create(RetryNowResponseSchema)` to create a new message.
  */
 export const RetryNowResponseSchema: GenMessage<RetryNowResponse> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_delivery, 15);
+  messageDesc(file_hookd_v1_delivery, 19);
 
 /**
  * Chooses dead letters to purge: either by id (delivery_ids), or all of
@@ -1010,7 +1245,7 @@ export type PurgeDeadLettersRequest = Message<"hookd.v1.PurgeDeadLettersRequest"
  * Use `create(PurgeDeadLettersRequestSchema)` to create a new message.
  */
 export const PurgeDeadLettersRequestSchema: GenMessage<PurgeDeadLettersRequest> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_delivery, 16);
+  messageDesc(file_hookd_v1_delivery, 20);
 
 /**
  * @generated from message hookd.v1.PurgeDeadLettersResponse
@@ -1029,7 +1264,7 @@ export type PurgeDeadLettersResponse = Message<"hookd.v1.PurgeDeadLettersRespons
  * Use `create(PurgeDeadLettersResponseSchema)` to create a new message.
  */
 export const PurgeDeadLettersResponseSchema: GenMessage<PurgeDeadLettersResponse> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_delivery, 17);
+  messageDesc(file_hookd_v1_delivery, 21);
 
 /**
  * @generated from message hookd.v1.WatchDeliveriesRequest
@@ -1049,7 +1284,7 @@ export type WatchDeliveriesRequest = Message<"hookd.v1.WatchDeliveriesRequest"> 
  * Use `create(WatchDeliveriesRequestSchema)` to create a new message.
  */
 export const WatchDeliveriesRequestSchema: GenMessage<WatchDeliveriesRequest> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_delivery, 18);
+  messageDesc(file_hookd_v1_delivery, 22);
 
 /**
  * One change to one delivery, as it happens.
@@ -1137,7 +1372,7 @@ export type DeliveryEvent = Message<"hookd.v1.DeliveryEvent"> & {
  * Use `create(DeliveryEventSchema)` to create a new message.
  */
 export const DeliveryEventSchema: GenMessage<DeliveryEvent> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_delivery, 19);
+  messageDesc(file_hookd_v1_delivery, 23);
 
 /**
  * Where a delivery is in its life.
@@ -1303,8 +1538,9 @@ export const DeliveryEventKindSchema: GenEnum<DeliveryEventKind> = /*@__PURE__*/
  */
 export const DeliveryService: GenService<{
   /**
-   * A tenant's deliveries, newest first, optionally of one status; without
-   * attempts. Errors: INVALID_ARGUMENT, NOT_FOUND.
+   * A tenant's deliveries on one route, newest first, without attempts;
+   * optionally of one status, one event, received in a time window.
+   * Errors: INVALID_ARGUMENT, NOT_FOUND.
    *
    * @generated from rpc hookd.v1.DeliveryService.ListDeliveries
    */
@@ -1334,6 +1570,18 @@ export const DeliveryService: GenService<{
     methodKind: "unary";
     input: typeof GetEventRequestSchema;
     output: typeof EventSchema;
+  },
+  /**
+   * Finds a delivery id or an event id across every tenant the caller may
+   * read: the admin token searches all, a tenant token its own tenant.
+   * Errors: INVALID_ARGUMENT (an empty id).
+   *
+   * @generated from rpc hookd.v1.DeliveryService.SearchDeliveries
+   */
+  searchDeliveries: {
+    methodKind: "unary";
+    input: typeof SearchDeliveriesRequestSchema;
+    output: typeof SearchDeliveriesResponseSchema;
   },
   /**
    * A tenant's dead letters, most recently dead first, optionally filtered.
@@ -1384,6 +1632,19 @@ export const DeliveryService: GenService<{
     methodKind: "unary";
     input: typeof RetryNowRequestSchema;
     output: typeof RetryNowResponseSchema;
+  },
+  /**
+   * Cancels pending deliveries by id or filter, dry run first: each
+   * becomes a dead letter with reason `cancelled`, nothing sent. Answers
+   * once the change is on disk. Errors: INVALID_ARGUMENT, NOT_FOUND,
+   * UNAVAILABLE.
+   *
+   * @generated from rpc hookd.v1.DeliveryService.CancelDeliveries
+   */
+  cancelDeliveries: {
+    methodKind: "unary";
+    input: typeof CancelDeliveriesRequestSchema;
+    output: typeof CancelDeliveriesResponseSchema;
   },
   /**
    * Streams delivery events from now on (nothing from before the call),
