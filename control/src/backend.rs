@@ -14,7 +14,8 @@ use crate::{
         SecretInfo, Selection, TenantActivity, TenantPatch, TenantView, TokenInfo,
     },
     model::{
-        Cancel, Matched, NewRoute, RetryNow, RoutePatch, RouteTest, RouteTestResult, RouteView,
+        Cancel, Matched, MetricsQuery, NewRoute, RetryNow, RouteMetricsView, RoutePatch, RouteTest,
+        RouteTestResult, RouteView,
     },
 };
 
@@ -335,6 +336,15 @@ pub trait ControlBackend: Send + Sync + 'static {
     /// its limit over `ramp_secs`. Resuming a route that is not paused
     /// changes nothing. An unknown route is `NotFound`.
     async fn resume_route(&self, tenant_id: &str, name: &str, ramp_secs: u32) -> Result<RouteView>;
+
+    /// A route's numbers by `query.step_ms` over `query.span_ms` up to
+    /// now, and its queue now. An unknown route is `NotFound`.
+    async fn route_metrics(
+        &self,
+        tenant_id: &str,
+        name: &str,
+        query: MetricsQuery,
+    ) -> Result<RouteMetricsView>;
 
     /// Runs a route's filter and transform on an event; sends and stores
     /// nothing. An unknown route or delivery is `NotFound`; an inline

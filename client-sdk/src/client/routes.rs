@@ -1,9 +1,11 @@
 //! `RouteService` calls: create, read, list, change, delete, pause and resume a tenant's routes,
+//! read its metrics,
 //! and test a route's filter and transform on an event without sending anything.
 
 use hookd_proto::v1::{
-    CreateRouteRequest, DeleteRouteRequest, GetRouteRequest, ListRoutesRequest, PauseRouteRequest,
-    ResumeRouteRequest, Route, TestRouteRequest, TestRouteResponse, UpdateRouteRequest,
+    CreateRouteRequest, DeleteRouteRequest, GetRouteMetricsRequest, GetRouteRequest,
+    ListRoutesRequest, PauseRouteRequest, ResumeRouteRequest, Route, RouteMetrics,
+    TestRouteRequest, TestRouteResponse, UpdateRouteRequest,
 };
 
 use super::{ClientError, HookdClient};
@@ -74,6 +76,28 @@ impl HookdClient {
         };
         self.routes.clone().delete_route(request).await?;
         Ok(())
+    }
+
+    /// A route's numbers by minute (`step_secs` 60) or hour (3600) over `span_secs` (at
+    /// most a day), and its queue now.
+    pub async fn route_metrics(
+        &self,
+        tenant_id: impl Into<String>,
+        name: impl Into<String>,
+        (step_secs, span_secs): (u32, u32),
+    ) -> Result<RouteMetrics, ClientError> {
+        let request = GetRouteMetricsRequest {
+            tenant_id: tenant_id.into(),
+            name: name.into(),
+            step_secs,
+            span_secs,
+        };
+        Ok(self
+            .routes
+            .clone()
+            .get_route_metrics(request)
+            .await?
+            .into_inner())
     }
 
     /// Holds a route: events are still accepted and stored on it, nothing is sent

@@ -26,7 +26,7 @@ import {
   type RetryNowResponse,
 } from "./gen/hookd/v1/delivery_pb.js";
 import { RejectionService } from "./gen/hookd/v1/rejection_pb.js";
-import { type Route, RouteService } from "./gen/hookd/v1/route_pb.js";
+import { type Route, type RouteMetrics, RouteService } from "./gen/hookd/v1/route_pb.js";
 import { SecretService } from "./gen/hookd/v1/secret_pb.js";
 import {
   type CreateTenantRequestSchema,
@@ -204,6 +204,16 @@ export class HookdClient {
    */
   async searchDeliveries(id: string): Promise<Delivery[]> {
     return (await this.deliveries.searchDeliveries({ id })).deliveries;
+  }
+
+  /** A route's numbers by minute (`stepSecs` 60) or hour (3600) over `spanSecs`, and its queue now. */
+  routeMetrics(
+    tenantId: string,
+    name = "default",
+    stepSecs = 60,
+    spanSecs = 3600,
+  ): Promise<RouteMetrics> {
+    return this.routes.getRouteMetrics({ tenantId, name, stepSecs, spanSecs });
   }
 
   /**

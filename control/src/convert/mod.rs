@@ -11,7 +11,7 @@ mod tenant;
 
 pub(crate) use consumer::pull_limits;
 pub(crate) use contract::{contract_def, contract_key};
-pub(crate) use route::{ramp_secs, route_name, route_test};
+pub(crate) use route::{metrics_query, ramp_secs, route_name, route_test};
 pub(crate) use selection::listed_route;
 pub(crate) use tenant::{overlap_secs, token_description};
 

@@ -13,9 +13,9 @@ use super::{
 use crate::{
     error::Error,
     model::{
-        NewRoute, PastedEvent, RouteBreaker, RouteConcurrency, RoutePatch, RouteRetry, RouteTest,
-        RouteTestResult, RouteUnderTest, RouteView, TestEvent, TestedRequest, DEFAULT_RAMP_SECS,
-        MAX_RAMP_SECS,
+        MetricsQuery, NewRoute, PastedEvent, RouteBreaker, RouteConcurrency, RouteMetricsView,
+        RoutePatch, RouteRetry, RouteTest, RouteTestResult, RouteUnderTest, RouteView, TestEvent,
+        TestedRequest, DEFAULT_RAMP_SECS, MAX_RAMP_SECS,
     },
     Result,
 };
@@ -192,6 +192,58 @@ impl From<RouteView> for pb::Route {
             hold_changed_at_ms: r.hold.changed_at_ms.unwrap_or_default(),
             ramp_ends_at_ms: r.hold.ramp_ends_at_ms.unwrap_or_default(),
             delay_ms: r.delay_ms,
+        }
+    }
+}
+
+/// A metrics query: points of a minute (the default) or an hour, over at
+/// most a day (0: an hour).
+pub(crate) fn metrics_query(step_secs: u32, span_secs: u32) -> Result<MetricsQuery> {
+    let step_ms = match step_secs {
+        0 | 60 => 60_000,
+        3600 => 3_600_000,
+        other => {
+            return Err(Error::InvalidArgument(format!(
+                "step_secs: {other} is neither 60 nor 3600"
+            )))
+        }
+    };
+    let span_ms = match span_secs {
+        0 => 3_600_000,
+        secs if secs <= 86_400 => i64::from(secs) * 1000,
+        other => {
+            return Err(Error::InvalidArgument(format!(
+                "span_secs: {other} is more than 86400 (a day)"
+            )))
+        }
+    };
+    Ok(MetricsQuery { step_ms, span_ms })
+}
+
+impl From<RouteMetricsView> for pb::RouteMetrics {
+    fn from(m: RouteMetricsView) -> Self {
+        pb::RouteMetrics {
+            tenant_id: m.tenant_id,
+            name: m.name,
+            points: m
+                .points
+                .into_iter()
+                .map(|p| pb::RouteMetricsPoint {
+                    start_unix_ms: p.start_ms,
+                    accepted: p.accepted,
+                    duplicates: p.duplicates,
+                    rejected: p.rejected,
+                    delivered: p.delivered,
+                    failed: p.failed,
+                    dead_lettered: p.dead_lettered,
+                    latency_p50_ms: p.latency_p50_ms.unwrap_or_default(),
+                    latency_p99_ms: p.latency_p99_ms.unwrap_or_default(),
+                })
+                .collect(),
+            queue_depth: m.queue_depth,
+            held: m.held,
+            dead_letters: m.dead_letters,
+            oldest_pending_age_ms: m.oldest_pending_age_ms.unwrap_or_default(),
         }
     }
 }

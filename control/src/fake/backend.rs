@@ -18,8 +18,8 @@ use crate::{
         TokenBinding, TokenInfo, Waiting,
     },
     model::{
-        NewRoute, RoutePatch, RouteTest, RouteTestResult, RouteView, DEFAULT_ROUTE,
-        MAX_SEARCH_RESULTS,
+        MetricsPoint, MetricsQuery, NewRoute, RouteMetricsView, RoutePatch, RouteTest,
+        RouteTestResult, RouteView, DEFAULT_ROUTE, MAX_SEARCH_RESULTS,
     },
 };
 
@@ -524,6 +524,28 @@ impl ControlBackend for FakeBackend {
     async fn delete_route(&self, tenant_id: &str, name: &str, _force: bool) -> Result<()> {
         self.called("delete_route");
         self.routes.delete(&self.tenant(tenant_id)?, name)
+    }
+
+    async fn route_metrics(
+        &self,
+        tenant_id: &str,
+        name: &str,
+        query: MetricsQuery,
+    ) -> Result<RouteMetricsView> {
+        self.called("route_metrics");
+        let route = self.routes.get(&self.tenant(tenant_id)?, name)?;
+        let points = (0..query.span_ms / query.step_ms)
+            .map(|i| MetricsPoint {
+                start_ms: i * query.step_ms,
+                ..MetricsPoint::default()
+            })
+            .collect();
+        Ok(RouteMetricsView {
+            tenant_id: route.tenant_id,
+            name: route.name,
+            points,
+            ..RouteMetricsView::default()
+        })
     }
 
     async fn pause_route(&self, tenant_id: &str, name: &str) -> Result<RouteView> {

@@ -22,9 +22,9 @@ pub use delivery::{
 };
 pub use rejection::{RejectionFilter, RejectionView};
 pub use route::{
-    NewRoute, PastedEvent, RouteBreaker, RouteConcurrency, RouteHold, RoutePatch, RouteRetry,
-    RouteTest, RouteTestResult, RouteUnderTest, RouteView, TestEvent, TestedRequest,
-    DEFAULT_RAMP_SECS, MAX_RAMP_SECS,
+    MetricsPoint, MetricsQuery, NewRoute, PastedEvent, RouteBreaker, RouteConcurrency, RouteHold,
+    RouteMetricsView, RoutePatch, RouteRetry, RouteTest, RouteTestResult, RouteUnderTest,
+    RouteView, TestEvent, TestedRequest, DEFAULT_RAMP_SECS, MAX_RAMP_SECS,
 };
 pub use tenant::{
     CreatedTenant, CreatedToken, HandshakeActivity, HmacFields, IngestCounts, NewTenant,

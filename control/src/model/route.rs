@@ -65,6 +65,58 @@ pub struct RouteView {
     pub delay_ms: u64,
 }
 
+/// What a metrics query asks for. Validated: `step_ms` is a minute or an
+/// hour, `span_ms` at most a day.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MetricsQuery {
+    /// Width of each point (ms).
+    pub step_ms: i64,
+    /// How far back (ms).
+    pub span_ms: i64,
+}
+
+/// One point of a route's metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MetricsPoint {
+    /// When it starts (Unix ms).
+    pub start_ms: i64,
+    /// The tenant's new deliveries.
+    pub accepted: u64,
+    /// The tenant's duplicates.
+    pub duplicates: u64,
+    /// The tenant's refused requests.
+    pub rejected: u64,
+    /// The route's attempts the destination took.
+    pub delivered: u64,
+    /// The route's failed attempts.
+    pub failed: u64,
+    /// The route's dead-lettered deliveries.
+    pub dead_lettered: u64,
+    /// Half the attempts finished within this many ms (a bin's bound).
+    pub latency_p50_ms: Option<u64>,
+    /// 99 % of them did.
+    pub latency_p99_ms: Option<u64>,
+}
+
+/// A route's metrics: points oldest first, and its queue now.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RouteMetricsView {
+    /// The tenant.
+    pub tenant_id: String,
+    /// The route.
+    pub name: String,
+    /// Oldest first.
+    pub points: Vec<MetricsPoint>,
+    /// Deliveries queued now.
+    pub queue_depth: u64,
+    /// Of those, held by a pause.
+    pub held: u64,
+    /// Dead letters now.
+    pub dead_letters: u64,
+    /// How long the oldest queued one has waited (ms).
+    pub oldest_pending_age_ms: Option<i64>,
+}
+
 /// Longest ramp a resumed route may take to reach its full concurrency.
 pub const MAX_RAMP_SECS: u32 = 3_600;
 

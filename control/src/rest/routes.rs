@@ -79,6 +79,7 @@ pub(crate) fn table<B: ControlBackend>(services: &Services<B>) -> Table {
         .add(Method::PATCH, "/v1/tenants/{tenant_id}/routes/{name}", "hookd.v1.RouteService/UpdateRoute", rpc!(s, update_route))
         .add(Method::DELETE, "/v1/tenants/{tenant_id}/routes/{name}", "hookd.v1.RouteService/DeleteRoute", rpc!(s, delete_route))
         .add(Method::POST, "/v1/tenants/{tenant_id}/routes/{name}:test", "hookd.v1.RouteService/TestRoute", rpc!(s, test_route))
+        .add(Method::GET, "/v1/tenants/{tenant_id}/routes/{name}/metrics", "hookd.v1.RouteService/GetRouteMetrics", rpc!(s, get_route_metrics))
         .add(Method::POST, "/v1/tenants/{tenant_id}/routes/{name}:pause", "hookd.v1.RouteService/PauseRoute", rpc!(s, pause_route))
         .add(Method::POST, "/v1/tenants/{tenant_id}/routes/{name}:resume", "hookd.v1.RouteService/ResumeRoute", rpc!(s, resume_route))
         .add(Method::POST, "/v1/tenants/{tenant_id}/routes:test", "hookd.v1.RouteService/TestRoute", rpc!(s, test_route));

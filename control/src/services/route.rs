@@ -108,6 +108,18 @@ impl<B: ControlBackend> RouteService for RouteApi<B> {
         Ok(Response::new(route.into()))
     }
 
+    async fn get_route_metrics(
+        &self,
+        request: Request<pb::GetRouteMetricsRequest>,
+    ) -> Result<Response<pb::RouteMetrics>, Status> {
+        let tenant_id = authorize_tenant(&*self.backend, &request, &request.get_ref().tenant_id)?;
+        let r = request.get_ref();
+        let name = convert::route_name(&r.name)?;
+        let query = convert::metrics_query(r.step_secs, r.span_secs)?;
+        let metrics = self.backend.route_metrics(&tenant_id, &name, query).await?;
+        Ok(Response::new(metrics.into()))
+    }
+
     async fn test_route(
         &self,
         request: Request<pb::TestRouteRequest>,

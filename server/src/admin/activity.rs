@@ -8,7 +8,7 @@ use hookd_control::{
 use hookd_sdk::signature::handshake::Handshake;
 
 use super::{api, Backend};
-use crate::{ids::DeliveryId, tenant::TenantHandle};
+use crate::{ids::DeliveryId, metrics::window::IngestWindows, tenant::TenantHandle};
 
 /// Most recorded refusals counted per window.
 const REFUSED_CAP: usize = 100_000;
@@ -22,6 +22,16 @@ const SEED_PAGE: usize = 1_000;
 /// Receive times in `[from, until)` of the tenant's stored deliveries that
 /// were accepted (not made by Redeliver), reading newest first at most
 /// [`SEED_SCAN`]; deliveries retention already removed are not counted.
+/// Seeds `windows` with the tenant's deliveries accepted before this
+/// process began counting, the first time they are asked for it.
+pub(super) fn seed(windows: &IngestWindows, handle: &TenantHandle, now_ms: i64) -> ApiResult<()> {
+    if let Some((from, until)) = windows.to_seed(handle.data().tenant(), now_ms) {
+        let received = accepted_between(handle, from, until)?;
+        windows.seed(handle.data().tenant(), &received);
+    }
+    Ok(())
+}
+
 fn accepted_between(handle: &TenantHandle, from: i64, until: i64) -> ApiResult<Vec<i64>> {
     let mut received = Vec::new();
     let mut before: Option<DeliveryId> = None;
@@ -64,10 +74,7 @@ impl Backend {
         let now = self.now_ms();
         let telemetry = &self.services.telemetry;
         let windows = telemetry.metrics().windows();
-        if let Some((from, until)) = windows.to_seed(handle.data().tenant(), now) {
-            let received = accepted_between(&handle, from, until)?;
-            windows.seed(handle.data().tenant(), &received);
-        }
+        seed(windows, &handle, now)?;
         let ingested = |span_ms: i64| {
             let counts = windows.counts(handle.data().tenant(), now, span_ms);
             IngestCounts {

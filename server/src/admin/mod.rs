@@ -6,6 +6,7 @@ mod alerts;
 mod contracts;
 mod deliveries;
 mod hold;
+mod metrics;
 mod pending;
 mod redeliver;
 mod redirect;
@@ -26,7 +27,10 @@ use hookd_control::{
         PulledDelivery, Redelivered, RejectionFilter, RejectionView, RotatedSecret, SecretInfo,
         Selection, TenantActivity, TenantPatch, TenantView, TokenBinding, TokenInfo,
     },
-    model::{Matched, NewRoute, RetryNow, RoutePatch, RouteTest, RouteTestResult, RouteView},
+    model::{
+        Matched, MetricsQuery, NewRoute, RetryNow, RouteMetricsView, RoutePatch, RouteTest,
+        RouteTestResult, RouteView,
+    },
     ControlBackend, Error as ApiError, EventStream, Result as ApiResult,
 };
 use secrecy::{ExposeSecret, SecretString};
@@ -486,6 +490,17 @@ impl ControlBackend for Backend {
             .drop_tenant_trees(&scope)
             .await
             .map_err(api)
+    }
+
+    async fn route_metrics(
+        &self,
+        tenant_id: &str,
+        name: &str,
+        query: MetricsQuery,
+    ) -> ApiResult<RouteMetricsView> {
+        let (tenant_id, name) = (tenant_id.to_owned(), name.to_owned());
+        self.blocking(move |b| b.metrics_of(&tenant_id, &name, query))
+            .await
     }
 
     async fn pause_route(&self, tenant_id: &str, name: &str) -> ApiResult<RouteView> {

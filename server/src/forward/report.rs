@@ -68,8 +68,11 @@ impl ForwardReport {
             Next::Retry { .. } => Some(result.error.as_str()),
             Next::Dead { reason } | Next::TransformFailed { reason } => Some(reason.as_str()),
         };
-        self.metrics
-            .forwarded(&next, result.elapsed, spans::sampled_trace_id(&trace));
+        self.metrics.forwarded(
+            (&next, now),
+            result.elapsed,
+            spans::sampled_trace_id(&trace),
+        );
         if self.transformed {
             self.metrics.transformed(TransformRun::of(&next));
         }

@@ -2,6 +2,7 @@
 //! scrape.
 
 mod alerts;
+pub mod forward_window;
 mod handshakes;
 pub mod process;
 pub mod readings;

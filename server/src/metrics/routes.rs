@@ -9,6 +9,7 @@ use std::sync::{
 use hookd_proto::domain::DEFAULT_ROUTE;
 use prometheus_client::metrics::{counter::Counter, gauge::Gauge};
 
+use super::forward_window::ForwardWindow;
 use super::{exemplar, Families, Latency, TenantMetrics, OTHER_TENANT};
 use crate::{config::MAX_ROUTES, store::lifecycle::Next};
 
@@ -64,6 +65,8 @@ pub struct RouteMetrics {
     /// This route's own limit (its label may be shared); 0: no dispatcher.
     own_limit: AtomicUsize,
     transforms: [Counter; TransformRun::LABELS.len()],
+    /// Its outcomes of the last day by minute, for the metrics query.
+    window: ForwardWindow,
 }
 
 impl RouteMetrics {
@@ -91,6 +94,7 @@ impl RouteMetrics {
                 .map(|o| families.transform_runs.get_or_create_owned(&with(o))),
             route: label,
             tenant,
+            window: ForwardWindow::default(),
         }
     }
 
@@ -104,17 +108,24 @@ impl RouteMetrics {
         &self.route
     }
 
-    /// Counts a forward attempt and its duration, with the attempt's trace
-    /// id (if sampled) as the exemplar of its bucket.
+    /// Counts a forward attempt recorded at `now_ms` and its duration,
+    /// with the attempt's trace id (if sampled) as the exemplar of its
+    /// bucket.
     pub fn forwarded(
         &self,
-        outcome: &Next,
+        (outcome, now_ms): (&Next, i64),
         elapsed: std::time::Duration,
         trace_id: Option<String>,
     ) {
         self.forwards[outcome.index()].inc();
         self.forward_latency
             .observe(elapsed.as_secs_f64(), exemplar(trace_id), None);
+        self.window.record(outcome, elapsed, now_ms);
+    }
+
+    /// Its outcomes of the last day, by minute.
+    pub fn window(&self) -> &ForwardWindow {
+        &self.window
     }
 
     /// The concurrency limit this route's dispatcher runs with now; `None`

@@ -164,6 +164,40 @@ impl IngestWindows {
         window.buckets = by_minute.into_values().collect();
     }
 
+    /// `tenant`'s counts from `since_ms` to `now_ms` in spans of `step_ms`
+    /// (a whole number of minutes), oldest first, as `(start, accepted,
+    /// duplicates, rejected)`; each span starts at a multiple of `step_ms`.
+    pub fn series(
+        &self,
+        tenant: &TenantId,
+        (since_ms, now_ms): (i64, i64),
+        step_ms: i64,
+    ) -> Vec<(i64, u64, u64, u64)> {
+        let step = step_ms.max(BUCKET_MS);
+        let first = since_ms.max(now_ms - WINDOW_MS);
+        let first = first - first.rem_euclid(step);
+        let mut out: Vec<(i64, u64, u64, u64)> = (first..=now_ms)
+            .step_by(step as usize)
+            .map(|start| (start, 0, 0, 0))
+            .collect();
+        let tenants = self.tenants.lock().expect("windows lock");
+        let Some(window) = tenants.get(tenant) else {
+            return out;
+        };
+        for bucket in &window.buckets {
+            let start = bucket.minute * BUCKET_MS;
+            if start < first {
+                continue;
+            }
+            if let Some(span) = out.get_mut(((start - first) / step) as usize) {
+                span.1 += bucket.accepted;
+                span.2 += bucket.duplicates;
+                span.3 += bucket.rejected.iter().map(|(_, n)| n).sum::<u64>();
+            }
+        }
+        out
+    }
+
     /// Forgets a tenant that stopped for good.
     pub fn forget(&self, tenant: &str) {
         self.tenants
@@ -181,6 +215,31 @@ mod tests {
 
     fn acme() -> TenantId {
         TenantId::try_from("acme").unwrap()
+    }
+
+    #[test]
+    fn a_series_sums_the_minutes_of_each_span() {
+        let w = IngestWindows::default();
+        let t0 = 1_700_000_000_000 - 1_700_000_000_000 % HOUR;
+        w.record(&acme(), t0 + 5, Counted::Accepted);
+        w.record(&acme(), t0 + 70_000, Counted::Accepted);
+        w.record(&acme(), t0 + 70_001, Counted::Duplicate);
+        w.record(
+            &acme(),
+            t0 + HOUR,
+            Counted::Rejected(ErrorCode::BadSignature),
+        );
+        let minutes = w.series(&acme(), (t0, t0 + 120_000), 60_000);
+        assert_eq!(
+            minutes,
+            [
+                (t0, 1, 0, 0),
+                (t0 + 60_000, 1, 1, 0),
+                (t0 + 120_000, 0, 0, 0)
+            ]
+        );
+        let hours = w.series(&acme(), (t0, t0 + HOUR), HOUR);
+        assert_eq!(hours, [(t0, 2, 1, 0), (t0 + HOUR, 0, 0, 1)]);
     }
 
     #[test]

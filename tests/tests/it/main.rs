@@ -58,6 +58,7 @@ mod replay;
 mod rest;
 mod retention;
 mod retry_now;
+mod route_metrics;
 mod route_service;
 mod route_settings;
 mod routes;

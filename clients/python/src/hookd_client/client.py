@@ -240,6 +240,17 @@ class HookdClient:
         found = self.deliveries.SearchDeliveries(delivery_pb2.SearchDeliveriesRequest(id=id))
         return list(found.deliveries)
 
+    def route_metrics(
+        self, tenant_id: str, name: str = "default", step_secs: int = 60, span_secs: int = 3600
+    ) -> route_pb2.RouteMetrics:
+        """A route's numbers by minute (``step_secs`` 60) or hour (3600) over
+        ``span_secs`` (at most a day), and its queue now."""
+        return self.routes.GetRouteMetrics(
+            route_pb2.GetRouteMetricsRequest(
+                tenant_id=tenant_id, name=name, step_secs=step_secs, span_secs=span_secs
+            )
+        )
+
     def pause_route(self, tenant_id: str, name: str = "default") -> route_pb2.Route:
         """Holds a route: events are still accepted and stored on it,
         nothing is sent until ``resume_route`` (every replica within a

@@ -38,6 +38,18 @@ pub enum RoutesCommand {
     /// Hold a route: events are still accepted and stored on it, nothing is
     /// sent until it is resumed (every replica within a second).
     Pause(RouteKey),
+    /// A route's numbers by minute or hour (accepted, delivered, failed,
+    /// latency) and its queue now.
+    Metrics {
+        #[command(flatten)]
+        key: RouteKey,
+        /// Width of each row in seconds: 60 or 3600.
+        #[arg(long, default_value_t = 60)]
+        step_secs: u32,
+        /// How far back in seconds, at most 86400.
+        #[arg(long, default_value_t = 3600)]
+        span_secs: u32,
+    },
     /// Let a paused route send again, ramping up rather than all at once.
     Resume {
         #[command(flatten)]

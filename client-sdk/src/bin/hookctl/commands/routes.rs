@@ -7,8 +7,8 @@ use anyhow::{bail, Context};
 use hookd_sdk::client::{
     proto::{
         test_route_request::{Event, Route as RouteChoice},
-        CreateRouteRequest, InlineRoute, PastedEvent, Route, RouteHeader, RouteRate,
-        TestRouteRequest, TestRouteResponse, UpdateRouteRequest,
+        CreateRouteRequest, InlineRoute, PastedEvent, Route, RouteHeader, RouteMetrics,
+        RouteMetricsPoint, RouteRate, TestRouteRequest, TestRouteResponse, UpdateRouteRequest,
     },
     HookdClient,
 };
@@ -53,6 +53,19 @@ pub async fn run(client: &HookdClient, out: Output, command: RoutesCommand) -> a
         }
         RoutesCommand::Test(args) => {
             Ok(out.record(&client.test_route(test_request(args)?).await?)?)
+        }
+        RoutesCommand::Metrics {
+            key,
+            step_secs,
+            span_secs,
+        } => {
+            let metrics = client
+                .route_metrics(key.tenant, key.name, (step_secs, span_secs))
+                .await?;
+            if out.is_document() {
+                return Ok(out.record(&metrics)?);
+            }
+            Ok(out.table(&metrics.points)?)
         }
         RoutesCommand::Pause(key) => {
             Ok(out.record(&client.pause_route(key.tenant, key.name).await?)?)
@@ -254,6 +267,82 @@ impl View for Route {
             "paused": self.paused,
             "hold_changed_at_ms": self.hold_changed_at_ms,
             "ramp_ends_at_ms": self.ramp_ends_at_ms,
+        })
+    }
+}
+
+impl View for RouteMetricsPoint {
+    const COLUMNS: &'static [&'static str] = &[
+        "FROM",
+        "ACCEPTED",
+        "DUPLICATES",
+        "REJECTED",
+        "DELIVERED",
+        "FAILED",
+        "DEAD",
+        "P50 MS",
+        "P99 MS",
+    ];
+
+    fn cells(&self) -> Vec<String> {
+        let ms = |v: u64| {
+            if v == 0 {
+                "-".to_owned()
+            } else {
+                v.to_string()
+            }
+        };
+        vec![
+            crate::view::when(self.start_unix_ms),
+            self.accepted.to_string(),
+            self.duplicates.to_string(),
+            self.rejected.to_string(),
+            self.delivered.to_string(),
+            self.failed.to_string(),
+            self.dead_lettered.to_string(),
+            ms(self.latency_p50_ms),
+            ms(self.latency_p99_ms),
+        ]
+    }
+
+    fn json(&self) -> Value {
+        json!({
+            "start_unix_ms": self.start_unix_ms,
+            "accepted": self.accepted,
+            "duplicates": self.duplicates,
+            "rejected": self.rejected,
+            "delivered": self.delivered,
+            "failed": self.failed,
+            "dead_lettered": self.dead_lettered,
+            "latency_p50_ms": self.latency_p50_ms,
+            "latency_p99_ms": self.latency_p99_ms,
+        })
+    }
+}
+
+impl View for RouteMetrics {
+    const COLUMNS: &'static [&'static str] = &["ROUTE", "QUEUE", "HELD", "DEAD", "OLDEST MS"];
+
+    fn cells(&self) -> Vec<String> {
+        vec![
+            self.name.clone(),
+            self.queue_depth.to_string(),
+            self.held.to_string(),
+            self.dead_letters.to_string(),
+            self.oldest_pending_age_ms.to_string(),
+        ]
+    }
+
+    fn json(&self) -> Value {
+        let points: Vec<Value> = self.points.iter().map(View::json).collect();
+        json!({
+            "tenant_id": self.tenant_id,
+            "name": self.name,
+            "points": points,
+            "queue_depth": self.queue_depth,
+            "held": self.held,
+            "dead_letters": self.dead_letters,
+            "oldest_pending_age_ms": self.oldest_pending_age_ms,
         })
     }
 }

@@ -334,6 +334,145 @@ class ResumeRouteRequest(_message.Message):
 Global___ResumeRouteRequest: _TypeAlias = ResumeRouteRequest  # noqa: Y015
 
 @_typing.final
+class GetRouteMetricsRequest(_message.Message):
+    """A route's numbers over time (docs/operations.md, "Watch"): what the
+    dashboard's charts draw.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TENANT_ID_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    STEP_SECS_FIELD_NUMBER: _builtins.int
+    SPAN_SECS_FIELD_NUMBER: _builtins.int
+    tenant_id: _builtins.str
+    name: _builtins.str
+    step_secs: _builtins.int
+    """Width of each point in seconds: 60 (the default) or 3600."""
+    span_secs: _builtins.int
+    """How far back in seconds, at most 86400 (a day); 0: an hour."""
+    def __init__(
+        self,
+        *,
+        tenant_id: _builtins.str = ...,
+        name: _builtins.str = ...,
+        step_secs: _builtins.int = ...,
+        span_secs: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "span_secs", b"span_secs", "step_secs", b"step_secs", "tenant_id", b"tenant_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetRouteMetricsRequest: _TypeAlias = GetRouteMetricsRequest  # noqa: Y015
+
+@_typing.final
+class RouteMetricsPoint(_message.Message):
+    """One point of a route's metrics: a minute or an hour."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    START_UNIX_MS_FIELD_NUMBER: _builtins.int
+    ACCEPTED_FIELD_NUMBER: _builtins.int
+    DUPLICATES_FIELD_NUMBER: _builtins.int
+    REJECTED_FIELD_NUMBER: _builtins.int
+    DELIVERED_FIELD_NUMBER: _builtins.int
+    FAILED_FIELD_NUMBER: _builtins.int
+    DEAD_LETTERED_FIELD_NUMBER: _builtins.int
+    LATENCY_P50_MS_FIELD_NUMBER: _builtins.int
+    LATENCY_P99_MS_FIELD_NUMBER: _builtins.int
+    start_unix_ms: _builtins.int
+    """When it starts (Unix ms)."""
+    accepted: _builtins.int
+    """The tenant's ingest, which every route shares: new deliveries,
+    duplicates answered, requests refused. Kept by each replica for what
+    it took in; after a restart the new deliveries of the day before are
+    counted again from storage, duplicates and refusals start at zero.
+    """
+    duplicates: _builtins.int
+    rejected: _builtins.int
+    delivered: _builtins.int
+    """This route's attempts recorded by the replica that forwards it (in
+    memory: they start at zero after a restart or a takeover): taken by
+    the destination (or dropped by the transform), failed (a retry
+    follows or it was dead-lettered), dead-lettered.
+    """
+    failed: _builtins.int
+    dead_lettered: _builtins.int
+    latency_p50_ms: _builtins.int
+    """The attempts' latency: half (and 99 %) finished within this many ms,
+    as the upper bound of a bin (5, 10, 25, 50, 100, 250, 500, 1000,
+    2500, 5000, 10000, 30000, 60000); 0: no attempt, or slower than a
+    minute.
+    """
+    latency_p99_ms: _builtins.int
+    def __init__(
+        self,
+        *,
+        start_unix_ms: _builtins.int = ...,
+        accepted: _builtins.int = ...,
+        duplicates: _builtins.int = ...,
+        rejected: _builtins.int = ...,
+        delivered: _builtins.int = ...,
+        failed: _builtins.int = ...,
+        dead_lettered: _builtins.int = ...,
+        latency_p50_ms: _builtins.int = ...,
+        latency_p99_ms: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted", b"accepted", "dead_lettered", b"dead_lettered", "delivered", b"delivered", "duplicates", b"duplicates", "failed", b"failed", "latency_p50_ms", b"latency_p50_ms", "latency_p99_ms", b"latency_p99_ms", "rejected", b"rejected", "start_unix_ms", b"start_unix_ms"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RouteMetricsPoint: _TypeAlias = RouteMetricsPoint  # noqa: Y015
+
+@_typing.final
+class RouteMetrics(_message.Message):
+    """A route's metrics: points oldest first, and its queue now."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TENANT_ID_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    POINTS_FIELD_NUMBER: _builtins.int
+    QUEUE_DEPTH_FIELD_NUMBER: _builtins.int
+    HELD_FIELD_NUMBER: _builtins.int
+    DEAD_LETTERS_FIELD_NUMBER: _builtins.int
+    OLDEST_PENDING_AGE_MS_FIELD_NUMBER: _builtins.int
+    tenant_id: _builtins.str
+    name: _builtins.str
+    queue_depth: _builtins.int
+    """From storage, now: deliveries queued (new, waiting for a retry or in
+    flight), how many of those are held (the route is paused), dead
+    letters, and how long the oldest queued one has waited (ms; 0: none).
+    """
+    held: _builtins.int
+    dead_letters: _builtins.int
+    oldest_pending_age_ms: _builtins.int
+    @_builtins.property
+    def points(self) -> _containers.RepeatedCompositeFieldContainer[Global___RouteMetricsPoint]: ...
+    def __init__(
+        self,
+        *,
+        tenant_id: _builtins.str = ...,
+        name: _builtins.str = ...,
+        points: _abc.Iterable[Global___RouteMetricsPoint] | None = ...,
+        queue_depth: _builtins.int = ...,
+        held: _builtins.int = ...,
+        dead_letters: _builtins.int = ...,
+        oldest_pending_age_ms: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["dead_letters", b"dead_letters", "held", b"held", "name", b"name", "oldest_pending_age_ms", b"oldest_pending_age_ms", "points", b"points", "queue_depth", b"queue_depth", "tenant_id", b"tenant_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RouteMetrics: _TypeAlias = RouteMetrics  # noqa: Y015
+
+@_typing.final
 class CreateRouteRequest(_message.Message):
     """A new route. Zero values mean the default, as in CreateTenantRequest."""
 

@@ -75,6 +75,11 @@ class RouteServiceStub:
                 request_serializer=hookd_dot_v1_dot_route__pb2.ResumeRouteRequest.SerializeToString,
                 response_deserializer=hookd_dot_v1_dot_route__pb2.Route.FromString,
                 _registered_method=True)
+        self.GetRouteMetrics = channel.unary_unary(
+                '/hookd.v1.RouteService/GetRouteMetrics',
+                request_serializer=hookd_dot_v1_dot_route__pb2.GetRouteMetricsRequest.SerializeToString,
+                response_deserializer=hookd_dot_v1_dot_route__pb2.RouteMetrics.FromString,
+                _registered_method=True)
 
 
 class RouteServiceServicer:
@@ -148,6 +153,14 @@ class RouteServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetRouteMetrics(self, request, context):
+        """A route's numbers by minute or hour over up to a day, and its queue
+        now. Errors: INVALID_ARGUMENT (step_secs, span_secs), NOT_FOUND.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RouteServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -190,6 +203,11 @@ def add_RouteServiceServicer_to_server(servicer, server):
                     servicer.ResumeRoute,
                     request_deserializer=hookd_dot_v1_dot_route__pb2.ResumeRouteRequest.FromString,
                     response_serializer=hookd_dot_v1_dot_route__pb2.Route.SerializeToString,
+            ),
+            'GetRouteMetrics': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetRouteMetrics,
+                    request_deserializer=hookd_dot_v1_dot_route__pb2.GetRouteMetricsRequest.FromString,
+                    response_serializer=hookd_dot_v1_dot_route__pb2.RouteMetrics.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -409,6 +427,33 @@ class RouteService:
             '/hookd.v1.RouteService/ResumeRoute',
             hookd_dot_v1_dot_route__pb2.ResumeRouteRequest.SerializeToString,
             hookd_dot_v1_dot_route__pb2.Route.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetRouteMetrics(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/hookd.v1.RouteService/GetRouteMetrics',
+            hookd_dot_v1_dot_route__pb2.GetRouteMetricsRequest.SerializeToString,
+            hookd_dot_v1_dot_route__pb2.RouteMetrics.FromString,
             options,
             channel_credentials,
             insecure,

@@ -96,6 +96,10 @@ class RouteServiceStub:
     not paused changes nothing. Errors: INVALID_ARGUMENT (ramp_secs),
     NOT_FOUND, UNAVAILABLE.
     """
+    GetRouteMetrics: _grpc.UnaryUnaryMultiCallable[_route_pb2.GetRouteMetricsRequest, _route_pb2.RouteMetrics]
+    """A route's numbers by minute or hour over up to a day, and its queue
+    now. Errors: INVALID_ARGUMENT (step_secs, span_secs), NOT_FOUND.
+    """
 
 @_typing.type_check_only
 class RouteServiceAsyncStub(RouteServiceStub):
@@ -134,6 +138,10 @@ class RouteServiceAsyncStub(RouteServiceStub):
     """Lets a paused route send again at a ramp. Resuming a route that is
     not paused changes nothing. Errors: INVALID_ARGUMENT (ramp_secs),
     NOT_FOUND, UNAVAILABLE.
+    """
+    GetRouteMetrics: _aio.UnaryUnaryMultiCallable[_route_pb2.GetRouteMetricsRequest, _route_pb2.RouteMetrics]  # type: ignore[assignment]
+    """A route's numbers by minute or hour over up to a day, and its queue
+    now. Errors: INVALID_ARGUMENT (step_secs, span_secs), NOT_FOUND.
     """
 
 class RouteServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -218,6 +226,16 @@ class RouteServiceServicer(metaclass=_abc_1.ABCMeta):
         """Lets a paused route send again at a ramp. Resuming a route that is
         not paused changes nothing. Errors: INVALID_ARGUMENT (ramp_secs),
         NOT_FOUND, UNAVAILABLE.
+        """
+
+    @_abc_1.abstractmethod
+    def GetRouteMetrics(
+        self,
+        request: _route_pb2.GetRouteMetricsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_route_pb2.RouteMetrics, _abc.Awaitable[_route_pb2.RouteMetrics]]:
+        """A route's numbers by minute or hour over up to a day, and its queue
+        now. Errors: INVALID_ARGUMENT (step_secs, span_secs), NOT_FOUND.
         """
 
 def add_RouteServiceServicer_to_server(servicer: RouteServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -41,7 +41,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file hookd/v1/route.proto.
  */
 export const file_hookd_v1_route: GenFile = /*@__PURE__*/
-  fileDesc("ChRob29rZC92MS9yb3V0ZS5wcm90bxIIaG9va2QudjEiKwoJUm91dGVSYXRlEg8KB3Blcl9zZWMYASABKAESDQoFYnVyc3QYAiABKA0iSAoKUm91dGVSZXRyeRIVCg1zY2hlZHVsZV9zZWNzGAEgAygBEhMKC3dpbmRvd19zZWNzGAIgASgBEg4KBmppdHRlchgDIAEoASJACgxSb3V0ZUJyZWFrZXISGQoRZmFpbHVyZV90aHJlc2hvbGQYASABKA0SFQoNY29vbGRvd25fc2VjcxgCIAEoASKkBAoFUm91dGUSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSFwoPZGVzdGluYXRpb25fdXJsGAMgASgJEhUKDW1heF9pbl9mbGlnaHQYBCABKA0SKgoNZGVsaXZlcnlfcmF0ZRgFIAEoCzITLmhvb2tkLnYxLlJvdXRlUmF0ZRIjCgVyZXRyeRgGIAEoCzIULmhvb2tkLnYxLlJvdXRlUmV0cnkSJwoHYnJlYWtlchgHIAEoCzIWLmhvb2tkLnYxLlJvdXRlQnJlYWtlchITCgtmaWx0ZXJfanNvbhgIIAEoCRIRCgl0cmFuc2Zvcm0YCSABKAkSGQoRdHJhbnNmb3JtX3ZlcnNpb24YCiABKAkSEwoLZnJvbV9jb25maWcYCyABKAgSGAoQdHJhbnNmb3JtX2NwdV9tcxgMIAEoDRIcChR0cmFuc2Zvcm1fbWVtb3J5X21pYhgNIAEoDRIZChFjb25jdXJyZW5jeV9saW1pdBgOIAEoDRIcChRhZGFwdGl2ZV9jb25jdXJyZW5jeRgPIAEoCBIVCg1taW5faW5fZmxpZ2h0GBAgASgNEhkKEWxhdGVuY3lfdGFyZ2V0X21zGBEgASgNEg4KBnBhdXNlZBgSIAEoCBIaChJob2xkX2NoYW5nZWRfYXRfbXMYEyABKAMSFwoPcmFtcF9lbmRzX2F0X21zGBQgASgDEhAKCGRlbGF5X21zGBUgASgEIjQKEVBhdXNlUm91dGVSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJIlsKElJlc3VtZVJvdXRlUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIWCglyYW1wX3NlY3MYAyABKA1IAIgBAUIMCgpfcmFtcF9zZWNzIqEDChJDcmVhdGVSb3V0ZVJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSFwoPZGVzdGluYXRpb25fdXJsGAMgASgJEhUKDW1heF9pbl9mbGlnaHQYBCABKA0SKgoNZGVsaXZlcnlfcmF0ZRgFIAEoCzITLmhvb2tkLnYxLlJvdXRlUmF0ZRIjCgVyZXRyeRgGIAEoCzIULmhvb2tkLnYxLlJvdXRlUmV0cnkSJwoHYnJlYWtlchgHIAEoCzIWLmhvb2tkLnYxLlJvdXRlQnJlYWtlchITCgtmaWx0ZXJfanNvbhgIIAEoCRIRCgl0cmFuc2Zvcm0YCSABKAkSGAoQdHJhbnNmb3JtX2NwdV9tcxgKIAEoDRIcChR0cmFuc2Zvcm1fbWVtb3J5X21pYhgLIAEoDRIcChRhZGFwdGl2ZV9jb25jdXJyZW5jeRgMIAEoCBIVCg1taW5faW5fZmxpZ2h0GA0gASgNEhkKEWxhdGVuY3lfdGFyZ2V0X21zGA4gASgNEhAKCGRlbGF5X21zGA8gASgEIjIKD0dldFJvdXRlUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSDAoEbmFtZRgCIAEoCSImChFMaXN0Um91dGVzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkiNQoSTGlzdFJvdXRlc1Jlc3BvbnNlEh8KBnJvdXRlcxgBIAMoCzIPLmhvb2tkLnYxLlJvdXRlIsoFChJVcGRhdGVSb3V0ZVJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSHAoPZGVzdGluYXRpb25fdXJsGAMgASgJSACIAQESGgoNbWF4X2luX2ZsaWdodBgEIAEoDUgBiAEBEi8KDWRlbGl2ZXJ5X3JhdGUYBSABKAsyEy5ob29rZC52MS5Sb3V0ZVJhdGVIAogBARIoCgVyZXRyeRgGIAEoCzIULmhvb2tkLnYxLlJvdXRlUmV0cnlIA4gBARIsCgdicmVha2VyGAcgASgLMhYuaG9va2QudjEuUm91dGVCcmVha2VySASIAQESGAoLZmlsdGVyX2pzb24YCCABKAlIBYgBARIWCgl0cmFuc2Zvcm0YCSABKAlIBogBARIdChB0cmFuc2Zvcm1fY3B1X21zGAogASgNSAeIAQESIQoUdHJhbnNmb3JtX21lbW9yeV9taWIYCyABKA1ICIgBARIhChRhZGFwdGl2ZV9jb25jdXJyZW5jeRgMIAEoCEgJiAEBEhoKDW1pbl9pbl9mbGlnaHQYDSABKA1ICogBARIeChFsYXRlbmN5X3RhcmdldF9tcxgOIAEoDUgLiAEBEhUKCGRlbGF5X21zGA8gASgESAyIAQFCEgoQX2Rlc3RpbmF0aW9uX3VybEIQCg5fbWF4X2luX2ZsaWdodEIQCg5fZGVsaXZlcnlfcmF0ZUIICgZfcmV0cnlCCgoIX2JyZWFrZXJCDgoMX2ZpbHRlcl9qc29uQgwKCl90cmFuc2Zvcm1CEwoRX3RyYW5zZm9ybV9jcHVfbXNCFwoVX3RyYW5zZm9ybV9tZW1vcnlfbWliQhcKFV9hZGFwdGl2ZV9jb25jdXJyZW5jeUIQCg5fbWluX2luX2ZsaWdodEIUChJfbGF0ZW5jeV90YXJnZXRfbXNCCwoJX2RlbGF5X21zIkQKEkRlbGV0ZVJvdXRlUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSDAoEbmFtZRgCIAEoCRINCgVmb3JjZRgDIAEoCCIVChNEZWxldGVSb3V0ZVJlc3BvbnNlIioKC1JvdXRlSGVhZGVyEgwKBG5hbWUYASABKAkSDQoFdmFsdWUYAiABKAkiTgoLSW5saW5lUm91dGUSEwoLZmlsdGVyX2pzb24YASABKAkSEQoJdHJhbnNmb3JtGAIgASgJEhcKD2Rlc3RpbmF0aW9uX3VybBgDIAEoCSJgCgtQYXN0ZWRFdmVudBIMCgRib2R5GAEgASgMEiYKB2hlYWRlcnMYAiADKAsyFS5ob29rZC52MS5Sb3V0ZUhlYWRlchIMCgRwYXRoGAMgASgJEg0KBXF1ZXJ5GAQgASgJIrABChBUZXN0Um91dGVSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIOCgRuYW1lGAIgASgJSAASJwoGaW5saW5lGAMgASgLMhUuaG9va2QudjEuSW5saW5lUm91dGVIABIVCgtkZWxpdmVyeV9pZBgEIAEoCUgBEicKBnBhc3RlZBgFIAEoCzIVLmhvb2tkLnYxLlBhc3RlZEV2ZW50SAFCBwoFcm91dGVCBwoFZXZlbnQicgoNVGVzdGVkUmVxdWVzdBIOCgZtZXRob2QYASABKAkSDAoEcGF0aBgCIAEoCRINCgVxdWVyeRgDIAEoCRImCgdoZWFkZXJzGAQgAygLMhUuaG9va2QudjEuUm91dGVIZWFkZXISDAoEYm9keRgFIAEoDCKqAQoRVGVzdFJvdXRlUmVzcG9uc2USDwoHbWF0Y2hlZBgBIAEoCBIVCg1maWx0ZXJfcmVzdWx0GAIgASgJEg8KB2Ryb3BwZWQYAyABKAgSFwoPdHJhbnNmb3JtX2Vycm9yGAQgASgJEigKB3JlcXVlc3QYBSABKAsyFy5ob29rZC52MS5UZXN0ZWRSZXF1ZXN0EhkKEXRyYW5zZm9ybV92ZXJzaW9uGAYgASgJMpcECgxSb3V0ZVNlcnZpY2USPAoLQ3JlYXRlUm91dGUSHC5ob29rZC52MS5DcmVhdGVSb3V0ZVJlcXVlc3QaDy5ob29rZC52MS5Sb3V0ZRI2CghHZXRSb3V0ZRIZLmhvb2tkLnYxLkdldFJvdXRlUmVxdWVzdBoPLmhvb2tkLnYxLlJvdXRlEkcKCkxpc3RSb3V0ZXMSGy5ob29rZC52MS5MaXN0Um91dGVzUmVxdWVzdBocLmhvb2tkLnYxLkxpc3RSb3V0ZXNSZXNwb25zZRI8CgtVcGRhdGVSb3V0ZRIcLmhvb2tkLnYxLlVwZGF0ZVJvdXRlUmVxdWVzdBoPLmhvb2tkLnYxLlJvdXRlEkoKC0RlbGV0ZVJvdXRlEhwuaG9va2QudjEuRGVsZXRlUm91dGVSZXF1ZXN0Gh0uaG9va2QudjEuRGVsZXRlUm91dGVSZXNwb25zZRJECglUZXN0Um91dGUSGi5ob29rZC52MS5UZXN0Um91dGVSZXF1ZXN0GhsuaG9va2QudjEuVGVzdFJvdXRlUmVzcG9uc2USOgoKUGF1c2VSb3V0ZRIbLmhvb2tkLnYxLlBhdXNlUm91dGVSZXF1ZXN0Gg8uaG9va2QudjEuUm91dGUSPAoLUmVzdW1lUm91dGUSHC5ob29rZC52MS5SZXN1bWVSb3V0ZVJlcXVlc3QaDy5ob29rZC52MS5Sb3V0ZWIGcHJvdG8z");
+  fileDesc("ChRob29rZC92MS9yb3V0ZS5wcm90bxIIaG9va2QudjEiKwoJUm91dGVSYXRlEg8KB3Blcl9zZWMYASABKAESDQoFYnVyc3QYAiABKA0iSAoKUm91dGVSZXRyeRIVCg1zY2hlZHVsZV9zZWNzGAEgAygBEhMKC3dpbmRvd19zZWNzGAIgASgBEg4KBmppdHRlchgDIAEoASJACgxSb3V0ZUJyZWFrZXISGQoRZmFpbHVyZV90aHJlc2hvbGQYASABKA0SFQoNY29vbGRvd25fc2VjcxgCIAEoASKkBAoFUm91dGUSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSFwoPZGVzdGluYXRpb25fdXJsGAMgASgJEhUKDW1heF9pbl9mbGlnaHQYBCABKA0SKgoNZGVsaXZlcnlfcmF0ZRgFIAEoCzITLmhvb2tkLnYxLlJvdXRlUmF0ZRIjCgVyZXRyeRgGIAEoCzIULmhvb2tkLnYxLlJvdXRlUmV0cnkSJwoHYnJlYWtlchgHIAEoCzIWLmhvb2tkLnYxLlJvdXRlQnJlYWtlchITCgtmaWx0ZXJfanNvbhgIIAEoCRIRCgl0cmFuc2Zvcm0YCSABKAkSGQoRdHJhbnNmb3JtX3ZlcnNpb24YCiABKAkSEwoLZnJvbV9jb25maWcYCyABKAgSGAoQdHJhbnNmb3JtX2NwdV9tcxgMIAEoDRIcChR0cmFuc2Zvcm1fbWVtb3J5X21pYhgNIAEoDRIZChFjb25jdXJyZW5jeV9saW1pdBgOIAEoDRIcChRhZGFwdGl2ZV9jb25jdXJyZW5jeRgPIAEoCBIVCg1taW5faW5fZmxpZ2h0GBAgASgNEhkKEWxhdGVuY3lfdGFyZ2V0X21zGBEgASgNEg4KBnBhdXNlZBgSIAEoCBIaChJob2xkX2NoYW5nZWRfYXRfbXMYEyABKAMSFwoPcmFtcF9lbmRzX2F0X21zGBQgASgDEhAKCGRlbGF5X21zGBUgASgEIjQKEVBhdXNlUm91dGVSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJIlsKElJlc3VtZVJvdXRlUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIWCglyYW1wX3NlY3MYAyABKA1IAIgBAUIMCgpfcmFtcF9zZWNzIl8KFkdldFJvdXRlTWV0cmljc1JlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEQoJc3RlcF9zZWNzGAMgASgNEhEKCXNwYW5fc2VjcxgEIAEoDSLMAQoRUm91dGVNZXRyaWNzUG9pbnQSFQoNc3RhcnRfdW5peF9tcxgBIAEoAxIQCghhY2NlcHRlZBgCIAEoBBISCgpkdXBsaWNhdGVzGAMgASgEEhAKCHJlamVjdGVkGAQgASgEEhEKCWRlbGl2ZXJlZBgFIAEoBBIOCgZmYWlsZWQYBiABKAQSFQoNZGVhZF9sZXR0ZXJlZBgHIAEoBBIWCg5sYXRlbmN5X3A1MF9tcxgIIAEoBBIWCg5sYXRlbmN5X3A5OV9tcxgJIAEoBCK0AQoMUm91dGVNZXRyaWNzEhEKCXRlbmFudF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEisKBnBvaW50cxgDIAMoCzIbLmhvb2tkLnYxLlJvdXRlTWV0cmljc1BvaW50EhMKC3F1ZXVlX2RlcHRoGAQgASgEEgwKBGhlbGQYBSABKAQSFAoMZGVhZF9sZXR0ZXJzGAYgASgEEh0KFW9sZGVzdF9wZW5kaW5nX2FnZV9tcxgHIAEoAyKhAwoSQ3JlYXRlUm91dGVSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEhcKD2Rlc3RpbmF0aW9uX3VybBgDIAEoCRIVCg1tYXhfaW5fZmxpZ2h0GAQgASgNEioKDWRlbGl2ZXJ5X3JhdGUYBSABKAsyEy5ob29rZC52MS5Sb3V0ZVJhdGUSIwoFcmV0cnkYBiABKAsyFC5ob29rZC52MS5Sb3V0ZVJldHJ5EicKB2JyZWFrZXIYByABKAsyFi5ob29rZC52MS5Sb3V0ZUJyZWFrZXISEwoLZmlsdGVyX2pzb24YCCABKAkSEQoJdHJhbnNmb3JtGAkgASgJEhgKEHRyYW5zZm9ybV9jcHVfbXMYCiABKA0SHAoUdHJhbnNmb3JtX21lbW9yeV9taWIYCyABKA0SHAoUYWRhcHRpdmVfY29uY3VycmVuY3kYDCABKAgSFQoNbWluX2luX2ZsaWdodBgNIAEoDRIZChFsYXRlbmN5X3RhcmdldF9tcxgOIAEoDRIQCghkZWxheV9tcxgPIAEoBCIyCg9HZXRSb3V0ZVJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkiJgoRTGlzdFJvdXRlc1JlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJIjUKEkxpc3RSb3V0ZXNSZXNwb25zZRIfCgZyb3V0ZXMYASADKAsyDy5ob29rZC52MS5Sb3V0ZSLKBQoSVXBkYXRlUm91dGVSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEhwKD2Rlc3RpbmF0aW9uX3VybBgDIAEoCUgAiAEBEhoKDW1heF9pbl9mbGlnaHQYBCABKA1IAYgBARIvCg1kZWxpdmVyeV9yYXRlGAUgASgLMhMuaG9va2QudjEuUm91dGVSYXRlSAKIAQESKAoFcmV0cnkYBiABKAsyFC5ob29rZC52MS5Sb3V0ZVJldHJ5SAOIAQESLAoHYnJlYWtlchgHIAEoCzIWLmhvb2tkLnYxLlJvdXRlQnJlYWtlckgEiAEBEhgKC2ZpbHRlcl9qc29uGAggASgJSAWIAQESFgoJdHJhbnNmb3JtGAkgASgJSAaIAQESHQoQdHJhbnNmb3JtX2NwdV9tcxgKIAEoDUgHiAEBEiEKFHRyYW5zZm9ybV9tZW1vcnlfbWliGAsgASgNSAiIAQESIQoUYWRhcHRpdmVfY29uY3VycmVuY3kYDCABKAhICYgBARIaCg1taW5faW5fZmxpZ2h0GA0gASgNSAqIAQESHgoRbGF0ZW5jeV90YXJnZXRfbXMYDiABKA1IC4gBARIVCghkZWxheV9tcxgPIAEoBEgMiAEBQhIKEF9kZXN0aW5hdGlvbl91cmxCEAoOX21heF9pbl9mbGlnaHRCEAoOX2RlbGl2ZXJ5X3JhdGVCCAoGX3JldHJ5QgoKCF9icmVha2VyQg4KDF9maWx0ZXJfanNvbkIMCgpfdHJhbnNmb3JtQhMKEV90cmFuc2Zvcm1fY3B1X21zQhcKFV90cmFuc2Zvcm1fbWVtb3J5X21pYkIXChVfYWRhcHRpdmVfY29uY3VycmVuY3lCEAoOX21pbl9pbl9mbGlnaHRCFAoSX2xhdGVuY3lfdGFyZ2V0X21zQgsKCV9kZWxheV9tcyJEChJEZWxldGVSb3V0ZVJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSDQoFZm9yY2UYAyABKAgiFQoTRGVsZXRlUm91dGVSZXNwb25zZSIqCgtSb3V0ZUhlYWRlchIMCgRuYW1lGAEgASgJEg0KBXZhbHVlGAIgASgJIk4KC0lubGluZVJvdXRlEhMKC2ZpbHRlcl9qc29uGAEgASgJEhEKCXRyYW5zZm9ybRgCIAEoCRIXCg9kZXN0aW5hdGlvbl91cmwYAyABKAkiYAoLUGFzdGVkRXZlbnQSDAoEYm9keRgBIAEoDBImCgdoZWFkZXJzGAIgAygLMhUuaG9va2QudjEuUm91dGVIZWFkZXISDAoEcGF0aBgDIAEoCRINCgVxdWVyeRgEIAEoCSKwAQoQVGVzdFJvdXRlUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSDgoEbmFtZRgCIAEoCUgAEicKBmlubGluZRgDIAEoCzIVLmhvb2tkLnYxLklubGluZVJvdXRlSAASFQoLZGVsaXZlcnlfaWQYBCABKAlIARInCgZwYXN0ZWQYBSABKAsyFS5ob29rZC52MS5QYXN0ZWRFdmVudEgBQgcKBXJvdXRlQgcKBWV2ZW50InIKDVRlc3RlZFJlcXVlc3QSDgoGbWV0aG9kGAEgASgJEgwKBHBhdGgYAiABKAkSDQoFcXVlcnkYAyABKAkSJgoHaGVhZGVycxgEIAMoCzIVLmhvb2tkLnYxLlJvdXRlSGVhZGVyEgwKBGJvZHkYBSABKAwiqgEKEVRlc3RSb3V0ZVJlc3BvbnNlEg8KB21hdGNoZWQYASABKAgSFQoNZmlsdGVyX3Jlc3VsdBgCIAEoCRIPCgdkcm9wcGVkGAMgASgIEhcKD3RyYW5zZm9ybV9lcnJvchgEIAEoCRIoCgdyZXF1ZXN0GAUgASgLMhcuaG9va2QudjEuVGVzdGVkUmVxdWVzdBIZChF0cmFuc2Zvcm1fdmVyc2lvbhgGIAEoCTLkBAoMUm91dGVTZXJ2aWNlEjwKC0NyZWF0ZVJvdXRlEhwuaG9va2QudjEuQ3JlYXRlUm91dGVSZXF1ZXN0Gg8uaG9va2QudjEuUm91dGUSNgoIR2V0Um91dGUSGS5ob29rZC52MS5HZXRSb3V0ZVJlcXVlc3QaDy5ob29rZC52MS5Sb3V0ZRJHCgpMaXN0Um91dGVzEhsuaG9va2QudjEuTGlzdFJvdXRlc1JlcXVlc3QaHC5ob29rZC52MS5MaXN0Um91dGVzUmVzcG9uc2USPAoLVXBkYXRlUm91dGUSHC5ob29rZC52MS5VcGRhdGVSb3V0ZVJlcXVlc3QaDy5ob29rZC52MS5Sb3V0ZRJKCgtEZWxldGVSb3V0ZRIcLmhvb2tkLnYxLkRlbGV0ZVJvdXRlUmVxdWVzdBodLmhvb2tkLnYxLkRlbGV0ZVJvdXRlUmVzcG9uc2USRAoJVGVzdFJvdXRlEhouaG9va2QudjEuVGVzdFJvdXRlUmVxdWVzdBobLmhvb2tkLnYxLlRlc3RSb3V0ZVJlc3BvbnNlEjoKClBhdXNlUm91dGUSGy5ob29rZC52MS5QYXVzZVJvdXRlUmVxdWVzdBoPLmhvb2tkLnYxLlJvdXRlEjwKC1Jlc3VtZVJvdXRlEhwuaG9va2QudjEuUmVzdW1lUm91dGVSZXF1ZXN0Gg8uaG9va2QudjEuUm91dGUSSwoPR2V0Um91dGVNZXRyaWNzEiAuaG9va2QudjEuR2V0Um91dGVNZXRyaWNzUmVxdWVzdBoWLmhvb2tkLnYxLlJvdXRlTWV0cmljc2IGcHJvdG8z");
 
 /**
  * Forwarding rate limit of a route (token bucket).
@@ -373,6 +373,174 @@ export const ResumeRouteRequestSchema: GenMessage<ResumeRouteRequest> = /*@__PUR
   messageDesc(file_hookd_v1_route, 5);
 
 /**
+ * A route's numbers over time (docs/operations.md, "Watch"): what the
+ * dashboard's charts draw.
+ *
+ * @generated from message hookd.v1.GetRouteMetricsRequest
+ */
+export type GetRouteMetricsRequest = Message<"hookd.v1.GetRouteMetricsRequest"> & {
+  /**
+   * @generated from field: string tenant_id = 1;
+   */
+  tenantId: string;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * Width of each point in seconds: 60 (the default) or 3600.
+   *
+   * @generated from field: uint32 step_secs = 3;
+   */
+  stepSecs: number;
+
+  /**
+   * How far back in seconds, at most 86400 (a day); 0: an hour.
+   *
+   * @generated from field: uint32 span_secs = 4;
+   */
+  spanSecs: number;
+};
+
+/**
+ * Describes the message hookd.v1.GetRouteMetricsRequest.
+ * Use `create(GetRouteMetricsRequestSchema)` to create a new message.
+ */
+export const GetRouteMetricsRequestSchema: GenMessage<GetRouteMetricsRequest> = /*@__PURE__*/
+  messageDesc(file_hookd_v1_route, 6);
+
+/**
+ * One point of a route's metrics: a minute or an hour.
+ *
+ * @generated from message hookd.v1.RouteMetricsPoint
+ */
+export type RouteMetricsPoint = Message<"hookd.v1.RouteMetricsPoint"> & {
+  /**
+   * When it starts (Unix ms).
+   *
+   * @generated from field: int64 start_unix_ms = 1;
+   */
+  startUnixMs: bigint;
+
+  /**
+   * The tenant's ingest, which every route shares: new deliveries,
+   * duplicates answered, requests refused. Kept by each replica for what
+   * it took in; after a restart the new deliveries of the day before are
+   * counted again from storage, duplicates and refusals start at zero.
+   *
+   * @generated from field: uint64 accepted = 2;
+   */
+  accepted: bigint;
+
+  /**
+   * @generated from field: uint64 duplicates = 3;
+   */
+  duplicates: bigint;
+
+  /**
+   * @generated from field: uint64 rejected = 4;
+   */
+  rejected: bigint;
+
+  /**
+   * This route's attempts recorded by the replica that forwards it (in
+   * memory: they start at zero after a restart or a takeover): taken by
+   * the destination (or dropped by the transform), failed (a retry
+   * follows or it was dead-lettered), dead-lettered.
+   *
+   * @generated from field: uint64 delivered = 5;
+   */
+  delivered: bigint;
+
+  /**
+   * @generated from field: uint64 failed = 6;
+   */
+  failed: bigint;
+
+  /**
+   * @generated from field: uint64 dead_lettered = 7;
+   */
+  deadLettered: bigint;
+
+  /**
+   * The attempts' latency: half (and 99 %) finished within this many ms,
+   * as the upper bound of a bin (5, 10, 25, 50, 100, 250, 500, 1000,
+   * 2500, 5000, 10000, 30000, 60000); 0: no attempt, or slower than a
+   * minute.
+   *
+   * @generated from field: uint64 latency_p50_ms = 8;
+   */
+  latencyP50Ms: bigint;
+
+  /**
+   * @generated from field: uint64 latency_p99_ms = 9;
+   */
+  latencyP99Ms: bigint;
+};
+
+/**
+ * Describes the message hookd.v1.RouteMetricsPoint.
+ * Use `create(RouteMetricsPointSchema)` to create a new message.
+ */
+export const RouteMetricsPointSchema: GenMessage<RouteMetricsPoint> = /*@__PURE__*/
+  messageDesc(file_hookd_v1_route, 7);
+
+/**
+ * A route's metrics: points oldest first, and its queue now.
+ *
+ * @generated from message hookd.v1.RouteMetrics
+ */
+export type RouteMetrics = Message<"hookd.v1.RouteMetrics"> & {
+  /**
+   * @generated from field: string tenant_id = 1;
+   */
+  tenantId: string;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * @generated from field: repeated hookd.v1.RouteMetricsPoint points = 3;
+   */
+  points: RouteMetricsPoint[];
+
+  /**
+   * From storage, now: deliveries queued (new, waiting for a retry or in
+   * flight), how many of those are held (the route is paused), dead
+   * letters, and how long the oldest queued one has waited (ms; 0: none).
+   *
+   * @generated from field: uint64 queue_depth = 4;
+   */
+  queueDepth: bigint;
+
+  /**
+   * @generated from field: uint64 held = 5;
+   */
+  held: bigint;
+
+  /**
+   * @generated from field: uint64 dead_letters = 6;
+   */
+  deadLetters: bigint;
+
+  /**
+   * @generated from field: int64 oldest_pending_age_ms = 7;
+   */
+  oldestPendingAgeMs: bigint;
+};
+
+/**
+ * Describes the message hookd.v1.RouteMetrics.
+ * Use `create(RouteMetricsSchema)` to create a new message.
+ */
+export const RouteMetricsSchema: GenMessage<RouteMetrics> = /*@__PURE__*/
+  messageDesc(file_hookd_v1_route, 8);
+
+/**
  * A new route. Zero values mean the default, as in CreateTenantRequest.
  *
  * @generated from message hookd.v1.CreateRouteRequest
@@ -493,7 +661,7 @@ export type CreateRouteRequest = Message<"hookd.v1.CreateRouteRequest"> & {
  * Use `create(CreateRouteRequestSchema)` to create a new message.
  */
 export const CreateRouteRequestSchema: GenMessage<CreateRouteRequest> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_route, 6);
+  messageDesc(file_hookd_v1_route, 9);
 
 /**
  * @generated from message hookd.v1.GetRouteRequest
@@ -517,7 +685,7 @@ export type GetRouteRequest = Message<"hookd.v1.GetRouteRequest"> & {
  * Use `create(GetRouteRequestSchema)` to create a new message.
  */
 export const GetRouteRequestSchema: GenMessage<GetRouteRequest> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_route, 7);
+  messageDesc(file_hookd_v1_route, 10);
 
 /**
  * @generated from message hookd.v1.ListRoutesRequest
@@ -534,7 +702,7 @@ export type ListRoutesRequest = Message<"hookd.v1.ListRoutesRequest"> & {
  * Use `create(ListRoutesRequestSchema)` to create a new message.
  */
 export const ListRoutesRequestSchema: GenMessage<ListRoutesRequest> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_route, 8);
+  messageDesc(file_hookd_v1_route, 11);
 
 /**
  * @generated from message hookd.v1.ListRoutesResponse
@@ -554,7 +722,7 @@ export type ListRoutesResponse = Message<"hookd.v1.ListRoutesResponse"> & {
  * Use `create(ListRoutesResponseSchema)` to create a new message.
  */
 export const ListRoutesResponseSchema: GenMessage<ListRoutesResponse> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_route, 9);
+  messageDesc(file_hookd_v1_route, 12);
 
 /**
  * Changes some settings of a route. Only the fields that are set change.
@@ -676,7 +844,7 @@ export type UpdateRouteRequest = Message<"hookd.v1.UpdateRouteRequest"> & {
  * Use `create(UpdateRouteRequestSchema)` to create a new message.
  */
 export const UpdateRouteRequestSchema: GenMessage<UpdateRouteRequest> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_route, 10);
+  messageDesc(file_hookd_v1_route, 13);
 
 /**
  * @generated from message hookd.v1.DeleteRouteRequest
@@ -706,7 +874,7 @@ export type DeleteRouteRequest = Message<"hookd.v1.DeleteRouteRequest"> & {
  * Use `create(DeleteRouteRequestSchema)` to create a new message.
  */
 export const DeleteRouteRequestSchema: GenMessage<DeleteRouteRequest> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_route, 11);
+  messageDesc(file_hookd_v1_route, 14);
 
 /**
  * @generated from message hookd.v1.DeleteRouteResponse
@@ -719,7 +887,7 @@ export type DeleteRouteResponse = Message<"hookd.v1.DeleteRouteResponse"> & {
  * Use `create(DeleteRouteResponseSchema)` to create a new message.
  */
 export const DeleteRouteResponseSchema: GenMessage<DeleteRouteResponse> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_route, 12);
+  messageDesc(file_hookd_v1_route, 15);
 
 /**
  * A header of a TestRoute request or result.
@@ -743,7 +911,7 @@ export type RouteHeader = Message<"hookd.v1.RouteHeader"> & {
  * Use `create(RouteHeaderSchema)` to create a new message.
  */
 export const RouteHeaderSchema: GenMessage<RouteHeader> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_route, 13);
+  messageDesc(file_hookd_v1_route, 16);
 
 /**
  * A route that is not saved, for TestRoute: try code before saving it.
@@ -779,7 +947,7 @@ export type InlineRoute = Message<"hookd.v1.InlineRoute"> & {
  * Use `create(InlineRouteSchema)` to create a new message.
  */
 export const InlineRouteSchema: GenMessage<InlineRoute> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_route, 14);
+  messageDesc(file_hookd_v1_route, 17);
 
 /**
  * An event given in full, for TestRoute.
@@ -822,7 +990,7 @@ export type PastedEvent = Message<"hookd.v1.PastedEvent"> & {
  * Use `create(PastedEventSchema)` to create a new message.
  */
 export const PastedEventSchema: GenMessage<PastedEvent> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_route, 15);
+  messageDesc(file_hookd_v1_route, 18);
 
 /**
  * Runs a route's filter and transform on one event and shows the result.
@@ -882,7 +1050,7 @@ export type TestRouteRequest = Message<"hookd.v1.TestRouteRequest"> & {
  * Use `create(TestRouteRequestSchema)` to create a new message.
  */
 export const TestRouteRequestSchema: GenMessage<TestRouteRequest> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_route, 16);
+  messageDesc(file_hookd_v1_route, 19);
 
 /**
  * The request a route would send.
@@ -928,7 +1096,7 @@ export type TestedRequest = Message<"hookd.v1.TestedRequest"> & {
  * Use `create(TestedRequestSchema)` to create a new message.
  */
 export const TestedRequestSchema: GenMessage<TestedRequest> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_route, 17);
+  messageDesc(file_hookd_v1_route, 20);
 
 /**
  * @generated from message hookd.v1.TestRouteResponse
@@ -988,7 +1156,7 @@ export type TestRouteResponse = Message<"hookd.v1.TestRouteResponse"> & {
  * Use `create(TestRouteResponseSchema)` to create a new message.
  */
 export const TestRouteResponseSchema: GenMessage<TestRouteResponse> = /*@__PURE__*/
-  messageDesc(file_hookd_v1_route, 18);
+  messageDesc(file_hookd_v1_route, 21);
 
 /**
  * Creates, reads, changes, deletes and tests a tenant's routes.
@@ -1086,6 +1254,17 @@ export const RouteService: GenService<{
     methodKind: "unary";
     input: typeof ResumeRouteRequestSchema;
     output: typeof RouteSchema;
+  },
+  /**
+   * A route's numbers by minute or hour over up to a day, and its queue
+   * now. Errors: INVALID_ARGUMENT (step_secs, span_secs), NOT_FOUND.
+   *
+   * @generated from rpc hookd.v1.RouteService.GetRouteMetrics
+   */
+  getRouteMetrics: {
+    methodKind: "unary";
+    input: typeof GetRouteMetricsRequestSchema;
+    output: typeof RouteMetricsSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_hookd_v1_route, 0);
