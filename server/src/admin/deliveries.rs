@@ -76,7 +76,15 @@ impl Backend {
                     .collect(),
                 next: None,
             },
-            None => listed(&route, query, &listing, page)?,
+            None => {
+                let settings = handle.settings();
+                let delay_ms = settings
+                    .routes
+                    .iter()
+                    .find(|r| r.name == route.name)
+                    .map_or(0, |r| r.delay_ms);
+                listed((&route, delay_ms), query, &listing, page)?
+            }
         };
         let items = found
             .items
@@ -364,17 +372,22 @@ fn of_event(
 
 /// One page of `route`'s deliveries that `listing` and `query` pass, from
 /// `page`'s token on: read from the store in id order within the query's
-/// window; with a body field, at most [`MAX_BODIES_READ`] bodies read.
+/// window; with a body field, at most [`MAX_BODIES_READ`] bodies read. A
+/// route with a delay of `delay_ms` names each delivery by when it is due,
+/// so its window reaches that much further.
 fn listed(
-    route: &RouteHandle,
+    (route, delay_ms): (&RouteHandle, i64),
     query: &DeliveryQuery,
     listing: &Listing,
     page: PageRequest,
 ) -> ApiResult<Found> {
     let size = page.size as usize;
     let token = page.token.map(DeliveryId::new);
-    // An id is made up to SHARED_SLOT_MS before its delivery is received.
-    let until = query.until_ms.map(DeliveryId::lowest_at);
+    // An id is made up to SHARED_SLOT_MS before its delivery is received
+    // (or due, on a delayed route).
+    let until = query
+        .until_ms
+        .map(|until| DeliveryId::lowest_at(until + delay_ms));
     let mut cursor = match (token, until) {
         (Some(token), Some(until)) => Some(token.min(until)),
         (token, until) => token.or(until),

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use hookd_sdk::client::{
-    proto::{CreateRouteRequest, UpdateRouteRequest},
+    proto::{CreateRouteRequest, ListDeliveriesRequest, UpdateRouteRequest},
     Code,
 };
 use hookd_server::testing::test_database;
@@ -66,6 +66,7 @@ async fn delayed(storage: &str) {
     let later = Receiver::start(Reply::Status(200)).await;
     let config = config(storage, &now, &later);
     let mut s = TestServer::start_at(&config, now_secs());
+    let first_received = s.clock_secs() * 1000;
     post(&s, "evt_1").await;
     now.wait_for(1, Duration::from_secs(10)).await;
     assert_eq!(after_quiet(&later).await, 0, "held for its delay");
@@ -85,6 +86,19 @@ async fn delayed(storage: &str) {
     let admin = s.admin().await;
     let route = admin.get_route("acme", "later").await.unwrap();
     assert_eq!(route.delay_ms, 60_000);
+    // A delayed delivery is found by when it was received, not when due.
+    let received = admin
+        .list_deliveries(ListDeliveriesRequest {
+            tenant_id: "acme".into(),
+            route: "later".into(),
+            until_unix_ms: first_received + 1,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .deliveries;
+    assert_eq!(received.len(), 1, "{received:?}");
+    assert_eq!(received[0].event_id, "evt_1");
 }
 
 /// Over RouteService: created with a delay, changed, refused past 24 h.
