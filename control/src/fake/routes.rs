@@ -197,7 +197,8 @@ impl FakeRoutes {
         let mut route = self.get(tenant, name)?;
         if name == "default" && patch.touches_more_than_the_default_takes() {
             return Err(Error::InvalidArgument(
-                "the default route has only destination_url, max_in_flight and filter_json".into(),
+                "the default route has only destination_url, max_in_flight, filter_json and delay_ms"
+                    .into(),
             ));
         }
         if let Some(url) = patch.destination_url {

@@ -221,7 +221,6 @@ impl RoutePatch {
             || self.adaptive_concurrency.is_some()
             || self.min_in_flight.is_some()
             || self.latency_target_ms.is_some()
-            || self.delay_ms.is_some()
     }
 }
 

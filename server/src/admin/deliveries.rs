@@ -78,11 +78,14 @@ impl Backend {
             },
             None => {
                 let settings = handle.settings();
-                let delay_ms = settings
-                    .routes
-                    .iter()
-                    .find(|r| r.name == route.name)
-                    .map_or(0, |r| r.delay_ms);
+                let delay_ms = match route.name.as_str() {
+                    DEFAULT_ROUTE => settings.delay_ms,
+                    name => settings
+                        .routes
+                        .iter()
+                        .find(|r| r.name == name)
+                        .map_or(0, |r| r.delay_ms),
+                };
                 listed((&route, delay_ms), query, &listing, page)?
             }
         };

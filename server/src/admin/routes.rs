@@ -242,14 +242,19 @@ impl Backend {
     fn change_default_route(&self, tenant_id: &str, patch: RoutePatch) -> ApiResult<RouteView> {
         if patch.touches_more_than_the_default_takes() {
             return Err(ApiError::InvalidArgument(
-                "the default route is the tenant's own destination: only destination_url, max_in_flight and filter_json may be set on it".into(),
+                "the default route is the tenant's own destination: only destination_url, max_in_flight, filter_json and delay_ms may be set on it".into(),
             ));
         }
-        if let Some(filter) = patch.filter_json {
+        if patch.filter_json.is_some() || patch.delay_ms.is_some() {
             let (mut record, secrets) = self.stored(tenant_id)?;
-            record.tenant.filter = filter.as_deref().map(filter_value).transpose()?;
+            if let Some(filter) = patch.filter_json {
+                record.tenant.filter = filter.as_deref().map(filter_value).transpose()?;
+            }
+            if let Some(delay) = patch.delay_ms {
+                record.tenant.delay_ms = delay.unwrap_or_default();
+            }
             self.apply_routes(&record, &secrets)?;
-            tracing::info!(tenant = %tenant_id, route = DEFAULT_ROUTE, "route filter updated");
+            tracing::info!(tenant = %tenant_id, route = DEFAULT_ROUTE, "route filter or delay updated");
         }
         if patch.destination_url.is_some() || patch.max_in_flight.is_some() {
             let tenant = TenantPatch {
@@ -404,13 +409,16 @@ fn view_named(settings: &TenantSettings, name: &str) -> ApiResult<RouteView> {
 /// Every route of a running tenant, `default` first.
 fn views_of(settings: &TenantSettings, from_config: bool) -> Vec<RouteView> {
     let tenant = settings.id.to_string();
-    let default = view(
-        &tenant,
-        DEFAULT_ROUTE,
-        settings.forward.as_ref(),
-        settings.filter.as_ref().map(|f| f.spec().to_string()),
-        from_config,
-    );
+    let default = RouteView {
+        delay_ms: settings.delay_ms as u64,
+        ..view(
+            &tenant,
+            DEFAULT_ROUTE,
+            settings.forward.as_ref(),
+            settings.filter.as_ref().map(|f| f.spec().to_string()),
+            from_config,
+        )
+    };
     let others = settings.routes.iter().map(|r| {
         let filter = r.filter.as_ref().map(|f| f.spec().to_string());
         RouteView {

@@ -57,6 +57,9 @@ pub struct StoredTenant {
     /// The default route's filter, as given; none: every event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filter: Option<serde_json::Value>,
+    /// The default route's delay before each first attempt, in ms.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub delay_ms: u64,
     /// Its routes besides `default`, in the order they were made.
     #[serde(default)]
     pub routes: Vec<StoredRoute>,
@@ -161,6 +164,7 @@ impl StoredTenant {
             max_in_flight: defaults::MAX_IN_FLIGHT as usize,
             routes: Vec::new(),
             filter: None,
+            delay_ms: 0,
         }
     }
 
@@ -202,6 +206,7 @@ impl StoredTenant {
             routes: self.routes.iter().map(StoredRoute::to_config).collect(),
             filter: self.filter.clone(),
             alerts: None,
+            delay_ms: self.delay_ms,
         }
     }
 
@@ -223,6 +228,7 @@ impl StoredTenant {
             max_in_flight: config.max_in_flight,
             routes: Vec::new(),
             filter: config.filter.clone(),
+            delay_ms: config.delay_ms,
         })
     }
 }

@@ -144,6 +144,15 @@ pub struct TenantConfig {
     /// every event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filter: Option<serde_json::Value>,
+    /// How long after acceptance the default route holds each delivery
+    /// before its first attempt (or before it may be pulled), in ms
+    /// (0..=86400000); other routes have their own.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub delay_ms: u64,
+}
+
+fn is_zero(ms: &u64) -> bool {
+    *ms == 0
 }
 
 /// Which bytes of a body sent with `Content-Encoding: gzip` or `deflate`

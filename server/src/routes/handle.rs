@@ -161,7 +161,8 @@ pub(crate) struct FanOut {
 /// The copies, the default route's receipt and each route's outcome that
 /// `passes` (the filters' verdicts on the event) make over the other
 /// routes `others`, the default route's
-/// delivery being `default_id`. Each copy's id is due at `due_ms` plus its
+/// delivery being `default_id`. Each copy's id is due at `due_ms` (when
+/// the event was accepted) plus its
 /// route's delay and shares its place with the copies made just before it
 /// ([`DeliveryId::sharing`]): an engine may file the copies of one place
 /// as one queue entry.

@@ -344,9 +344,11 @@ fn new_delivery(
         .filter_map(|name| Some(((*name).to_owned(), headers.header(name)?.to_owned())))
         .collect();
     let (trace_id, span_id, sampled) = spans::span_ids(&msg.trace);
+    // The default route's delay: its delivery is due (and named) then.
+    let due_ms = now_ms + snapshot.settings().delay_ms;
     let meta = EventMeta {
         event_id: event_id.clone(),
-        delivery_id: DeliveryId::due_at(now_ms),
+        delivery_id: DeliveryId::due_at(due_ms),
         request_id: msg.request_id.clone(),
         received_at_ms: now_ms,
         headers: kept,
@@ -359,7 +361,7 @@ fn new_delivery(
         event_id,
         meta,
         body: msg.body.clone(),
-        due_ms: now_ms,
+        due_ms,
         copies: Vec::new(),
         receipt: Receipt::Queued,
         routes: Vec::new(),
@@ -376,7 +378,8 @@ trait FanOut {
 
 impl FanOut for NewDelivery {
     fn fan_out(&mut self, settings: &TenantSettings, passes: &Passes) {
-        let ids = (&self.meta.delivery_id, self.due_ms);
+        // Each route's delay counts from acceptance.
+        let ids = (&self.meta.delivery_id, self.meta.received_at_ms);
         let fan_out = fan_out(&settings.routes, passes, ids);
         self.copies = fan_out.copies;
         self.receipt = fan_out.receipt;

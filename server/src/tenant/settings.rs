@@ -18,7 +18,9 @@ use crate::{
     ids::TenantId,
     routes::{
         filter::RouteFilter,
-        settings::{forward_settings, resolve_routes, ForwardSettings, RouteSettings},
+        settings::{
+            forward_settings, resolve_routes, ForwardSettings, RouteSettings, MAX_DELAY_MS,
+        },
     },
 };
 
@@ -65,6 +67,9 @@ pub struct TenantSettings {
     pub routes: Vec<RouteSettings>,
     /// The default route's filter (`None`: every event).
     pub filter: Option<RouteFilter>,
+    /// How long after acceptance the default route's first attempt is due
+    /// (ms; 0: at once).
+    pub delay_ms: i64,
 }
 
 /// A secret and when it stops being accepted (`None`: until removed).
@@ -115,6 +120,12 @@ impl TenantSettings {
         let contracts = Arc::new(ConfigContracts::compile(policy, &config.contracts)?);
         let forward = forward_settings(&config.forwarding())?;
         let routes = resolve_routes(&id, &config.routes)?;
+        if config.delay_ms > MAX_DELAY_MS {
+            return Err(InvalidSetting::new(
+                "delay_ms",
+                format!("at most {MAX_DELAY_MS} (24 h)"),
+            ));
+        }
         let filter = config
             .filter
             .as_ref()
@@ -142,6 +153,7 @@ impl TenantSettings {
             retry_window_ms: (config.retry.window_secs * 1000.0).round() as i64,
             contracts,
             routes,
+            delay_ms: config.delay_ms as i64,
         })
     }
 

@@ -44,6 +44,7 @@ impl NewDelivery {
     /// delivered one). A final one gets no queue entry.
     pub(crate) fn received(&self, queue_key: &[u8; 16]) -> (DeliveryState, Option<Vec<u8>>) {
         let mut state = DeliveryState::pending(self.event_id.clone(), self.meta.received_at_ms);
+        state.next_attempt_at_ms = Some(self.due_ms.max(self.meta.received_at_ms));
         state.routes = self.routes.clone();
         state.event_type = self.event_type.clone();
         let Some(status) = self.receipt.settled() else {

@@ -101,6 +101,50 @@ async fn delayed(storage: &str) {
     assert_eq!(received[0].event_id, "evt_1");
 }
 
+/// The default route's delay, from the config file's tenant and over
+/// UpdateRoute: the tenant's own destination gets each delivery that long
+/// after acceptance, while another route sends at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_route_holds_each_delivery_for_its_delay() {
+    let own = Receiver::start(Reply::Status(200)).await;
+    let other = Receiver::start(Reply::Status(200)).await;
+    let config = format!(
+        "{}[[tenants.routes]]\nname = \"now\"\n\
+         [tenants.routes.destination]\nurl = \"{}\"\nsecret = \"{DEST_SECRET}\"\n",
+        tenant("acme", &own.url, "delay_ms = 10000", "", ""),
+        other.url
+    );
+    let s = TestServer::start_at(&config, now_secs());
+    post(&s, "evt_d").await;
+    other.wait_for(1, Duration::from_secs(10)).await;
+    assert_eq!(
+        after_quiet(&own).await,
+        0,
+        "held for the default route's delay"
+    );
+    s.clock.advance_ms(10_000);
+    own.wait_for(1, Duration::from_secs(10)).await;
+    let admin = s.admin().await;
+    assert_eq!(
+        admin.get_route("acme", "default").await.unwrap().delay_ms,
+        10_000
+    );
+
+    let api = TestServer::start_at(LOCAL_DESTINATIONS, now_secs());
+    let admin = api.admin().await;
+    create_tenant(&admin, "shop", &own.url).await;
+    let changed = admin
+        .update_route(UpdateRouteRequest {
+            tenant_id: "shop".into(),
+            name: "default".into(),
+            delay_ms: Some(30_000),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(changed.delay_ms, 30_000);
+}
+
 /// Over RouteService: created with a delay, changed, refused past 24 h.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_routes_delay_is_set_over_the_api() {

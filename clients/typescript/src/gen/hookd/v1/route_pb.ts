@@ -727,9 +727,9 @@ export const ListRoutesResponseSchema: GenMessage<ListRoutesResponse> = /*@__PUR
 /**
  * Changes some settings of a route. Only the fields that are set change.
  * On `default` only destination_url and max_in_flight (with the same
- * effect as UpdateTenant) and filter_json (the default route's filter: an
- * event no route's filter passes is stored as UNROUTED) may be set; any
- * other field is INVALID_ARGUMENT.
+ * effect as UpdateTenant), filter_json (the default route's filter: an
+ * event no route's filter passes is stored as UNROUTED) and delay_ms may
+ * be set; any other field is INVALID_ARGUMENT.
  * Deliveries already queued on the route are forwarded under the new
  * settings (a fixed transform runs on their next attempt).
  *
