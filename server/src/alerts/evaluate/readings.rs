@@ -101,8 +101,18 @@ pub(super) fn readings(
     // Every route of the tenant now, read as zero until its dispatcher
     // reports (after a restart); a deleted route's reports are not read.
     let reported: HashMap<String, RouteReading> = signals.routes().into_iter().collect();
-    for route in handle.routes().iter().map(|r| r.name.clone()) {
+    for handle_of_route in handle.routes().iter() {
+        let route = handle_of_route.name.clone();
         let r = reported.get(&route).copied().unwrap_or_default();
+        // A delivery an operator holds waits by their choice: while the
+        // route is paused it has not waited at all, and after a resume it
+        // has waited since then.
+        let hold = handle_of_route.hold.record();
+        let waited_since = |since: i64| match hold {
+            Some(hold) if hold.paused => None,
+            Some(hold) => Some(since.max(hold.changed_at_ms)),
+            None => Some(since),
+        };
         let failing = match mode {
             FailingMode::InARow => Level::Streak {
                 failed: r.failed_in_a_row,
@@ -112,6 +122,7 @@ pub(super) fn readings(
                     .iter()
                     .find(|(name, _)| *name == route)
                     .and_then(|(_, counts)| counts.oldest_pending_ms)
+                    .and_then(waited_since)
                     .map_or(0, |since| lag_secs(since, now)),
             },
             FailingMode::FirstFailure => Level::Total(r.failed),

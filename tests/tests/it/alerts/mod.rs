@@ -518,6 +518,43 @@ async fn a_refused_destination_opens_route_failing_which_resolves_only_when_it_d
     );
 }
 
+/// A delivery held by a pause waits by the operator's choice: however long
+/// the route is paused, `route.failing` stays shut; after the resume its
+/// age counts from then.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_routes_held_deliveries_do_not_open_route_failing_until_it_resumes() {
+    let dest = Receiver::start(Reply::Status(503)).await;
+    let sink = Receiver::start(Reply::Status(200)).await;
+    let tables = format!(
+        "schedule_secs = [600.0]\n[tenants.alerts.sink]\nurl = \"{}\"\nsecret = \"{SINK_SECRET}\"\n[[tenants.alerts.rules]]\ntype = \"route.failing\"\nthreshold = 10\nwindow_secs = 60.0\n",
+        sink.url
+    );
+    let s = TestServer::start_at(&tenant("acme", &dest.url, "", "", &tables), now_secs());
+    let admin = s.admin().await;
+    admin.pause_route("acme", "default").await.unwrap();
+    let body = order("evt_held");
+    let answer = s
+        .post("acme", &signed("evt_held", s.clock_secs(), &body), &body)
+        .await;
+    assert!(answer.status.is_success(), "{answer:?}");
+    advance(&s, 120).await;
+    assert!(
+        sink.received().is_empty(),
+        "held by an operator, not failing"
+    );
+    admin
+        .resume_route("acme", "default", Some(0))
+        .await
+        .unwrap();
+    dest.wait_for(1, Duration::from_secs(10)).await;
+    let secs = advance_until(&s, &sink, 1, 120).await;
+    assert!(
+        (60..=80).contains(&secs),
+        "opened {secs} s after the resume"
+    );
+    assert_eq!(types(&verified(&sink, SINK_SECRET)), ["route.failing"]);
+}
+
 /// A delivery that waits for its retry as long as the rule's window opens
 /// `route.failing` although too few attempts failed in a row to open it:
 /// the age of the oldest queued delivery counts, however quiet the route.
