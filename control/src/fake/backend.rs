@@ -18,8 +18,8 @@ use crate::{
         TokenBinding, TokenInfo, Waiting,
     },
     model::{
-        MetricsPoint, MetricsQuery, NewRoute, RouteMetricsView, RoutePatch, RouteTest,
-        RouteTestResult, RouteView, DEFAULT_ROUTE, MAX_SEARCH_RESULTS,
+        MetricsQuery, NewRoute, RouteMetricsView, RoutePatch, RouteTest, RouteTestResult,
+        RouteView, DEFAULT_ROUTE, MAX_SEARCH_RESULTS,
     },
 };
 
@@ -533,19 +533,7 @@ impl ControlBackend for FakeBackend {
         query: MetricsQuery,
     ) -> Result<RouteMetricsView> {
         self.called("route_metrics");
-        let route = self.routes.get(&self.tenant(tenant_id)?, name)?;
-        let points = (0..query.span_ms / query.step_ms)
-            .map(|i| MetricsPoint {
-                start_ms: i * query.step_ms,
-                ..MetricsPoint::default()
-            })
-            .collect();
-        Ok(RouteMetricsView {
-            tenant_id: route.tenant_id,
-            name: route.name,
-            points,
-            ..RouteMetricsView::default()
-        })
+        self.routes.metrics(&self.tenant(tenant_id)?, name, query)
     }
 
     async fn pause_route(&self, tenant_id: &str, name: &str) -> Result<RouteView> {

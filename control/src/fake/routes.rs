@@ -6,8 +6,9 @@ use std::{collections::BTreeMap, sync::Mutex};
 use crate::{
     error::{Error, Result},
     model::{
-        NewRoute, RouteBreaker, RouteConcurrency, RouteHold, RoutePatch, RouteRetry, RouteTest,
-        RouteTestResult, RouteView, TenantView,
+        MetricsPoint, MetricsQuery, NewRoute, RouteBreaker, RouteConcurrency, RouteHold,
+        RouteMetricsView, RoutePatch, RouteRetry, RouteTest, RouteTestResult, RouteView,
+        TenantView,
     },
 };
 
@@ -260,6 +261,28 @@ impl FakeRoutes {
         let key = (tenant.tenant_id.clone(), name.to_owned());
         self.holds.lock().unwrap().remove(&key);
         Ok(())
+    }
+
+    /// Empty points over the span asked, and an empty queue.
+    pub(super) fn metrics(
+        &self,
+        tenant: &TenantView,
+        name: &str,
+        query: MetricsQuery,
+    ) -> Result<RouteMetricsView> {
+        let route = self.get(tenant, name)?;
+        let points = (0..query.span_ms / query.step_ms)
+            .map(|i| MetricsPoint {
+                start_ms: i * query.step_ms,
+                ..MetricsPoint::default()
+            })
+            .collect();
+        Ok(RouteMetricsView {
+            tenant_id: route.tenant_id,
+            name: route.name,
+            points,
+            ..RouteMetricsView::default()
+        })
     }
 
     /// Every test matches and shows no request.
