@@ -109,9 +109,10 @@ impl Backend {
             None => self.registry.handles(),
         };
         let mut found = Vec::new();
+        let delivery = DeliveryId::new(id);
         for handle in tenants {
             let tenant = handle.settings().id.to_string();
-            let delivery = DeliveryId::new(id);
+            let first = first_of(&handle, id)?;
             for route in handle.routes().iter() {
                 if found.len() >= MAX_SEARCH_RESULTS {
                     return Ok(found);
@@ -120,7 +121,9 @@ impl Backend {
                     Some(state) => vec![(delivery.clone(), state)],
                     None => Vec::new(),
                 };
-                hits.extend(of_event(&handle, route, id)?);
+                if let Some(first) = &first {
+                    hits.extend(chain_on(route, first)?);
+                }
                 found.extend(
                     hits.into_iter()
                         .map(|(d, state)| delivery_view(&tenant, route, d.to_string(), state)),
@@ -344,19 +347,40 @@ fn of_event(
     route: &RouteHandle,
     event_id: &str,
 ) -> ApiResult<Vec<(DeliveryId, DeliveryState)>> {
+    match first_of(handle, event_id)? {
+        Some(first) => chain_on(route, &first),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// The default route's first delivery of event `event_id`, as the
+/// idempotency log names it, with its state (which lists each route's
+/// copy), if the log still holds the id.
+fn first_of(
+    handle: &TenantHandle,
+    event_id: &str,
+) -> ApiResult<Option<(DeliveryId, Option<DeliveryState>)>> {
     let default = handle.data();
     let Some(first) = default.idempotency(event_id.as_bytes()).map_err(api)? else {
-        return Ok(Vec::new());
+        return Ok(None);
     };
+    let state = default.state(&first.delivery_id).map_err(api)?;
+    Ok(Some((first.delivery_id, state)))
+}
+
+/// The deliveries on `route` of the event whose first delivery is
+/// `first`, newest first: that one (or its copy on `route`) and each
+/// redelivery of it.
+fn chain_on(
+    route: &RouteHandle,
+    (first_id, first_state): &(DeliveryId, Option<DeliveryState>),
+) -> ApiResult<Vec<(DeliveryId, DeliveryState)>> {
     let start = match route.name == DEFAULT_ROUTE {
-        true => Some(first.delivery_id),
-        false => default
-            .state(&first.delivery_id)
-            .map_err(api)?
-            .and_then(|state| {
-                let copy = state.routes.iter().find(|r| r.route == route.name)?;
-                copy.delivery_id.clone()
-            }),
+        true => Some(first_id.clone()),
+        false => first_state.as_ref().and_then(|state| {
+            let copy = state.routes.iter().find(|r| r.route == route.name)?;
+            copy.delivery_id.clone()
+        }),
     };
     let mut chain = Vec::new();
     let mut next = start;
