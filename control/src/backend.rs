@@ -134,7 +134,8 @@ pub trait ControlBackend: Send + Sync + 'static {
     /// passes, newest first, without attempts. A route the tenant lacks is
     /// `NotFound` naming it; a foreign page token is `InvalidArgument`. A
     /// page read by a body field may come back short (even empty) with a
-    /// next token: it read [`crate::model::MAX_BODIES_READ`] bodies.
+    /// next token: it read [`crate::model::MAX_BODIES_READ`] bodies or
+    /// [`crate::model::MAX_BODY_BYTES_READ`] of them.
     async fn list_deliveries(
         &self,
         tenant_id: &str,

@@ -41,6 +41,9 @@ pub const MAX_BODY_WINDOW_MS: i64 = 86_400_000;
 /// Most bodies one page of a listing by a body field reads.
 pub const MAX_BODIES_READ: usize = 10_000;
 
+/// Most body bytes one page of a listing by a body field reads: 64 MiB.
+pub const MAX_BODY_BYTES_READ: usize = 64 << 20;
+
 /// Most deliveries a search by id answers.
 pub const MAX_SEARCH_RESULTS: usize = 100;
 

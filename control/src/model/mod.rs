@@ -17,8 +17,8 @@ pub use delivery::{
     AttemptView, BodyField, Cancel, DeadLetterFilter, DeadLetterView, DeliveryContent,
     DeliveryEventKind, DeliveryEventView, DeliveryQuery, DeliveryStatus, DeliveryView, Matched,
     Matching, Pick, PulledDelivery, Redelivered, RedirectView, RetryNow, RouteOutcomeView,
-    Selection, Waiting, WaitingFilter, DEFAULT_ROUTE, MAX_BODIES_READ, MAX_BODY_WINDOW_MS,
-    MAX_MATCHED_IDS, MAX_REDELIVER_PER_CALL, MAX_SEARCH_RESULTS,
+    Selection, Waiting, WaitingFilter, DEFAULT_ROUTE, MAX_BODIES_READ, MAX_BODY_BYTES_READ,
+    MAX_BODY_WINDOW_MS, MAX_MATCHED_IDS, MAX_REDELIVER_PER_CALL, MAX_SEARCH_RESULTS,
 };
 pub use rejection::{RejectionFilter, RejectionView};
 pub use route::{

@@ -5,7 +5,7 @@ use hookd_control::{
     model::{
         AttemptView, DeadLetterFilter, DeadLetterView, DeliveryQuery, DeliveryView, Page,
         PageRequest, PulledDelivery, RedirectView, RouteOutcomeView, DEFAULT_ROUTE,
-        MAX_BODIES_READ, MAX_SEARCH_RESULTS,
+        MAX_BODIES_READ, MAX_BODY_BYTES_READ, MAX_SEARCH_RESULTS,
     },
     Error as ApiError, Result as ApiResult,
 };
@@ -399,7 +399,8 @@ fn chain_on(
 
 /// One page of `route`'s deliveries that `listing` and `query` pass, from
 /// `page`'s token on: read from the store in id order within the query's
-/// window; with a body field, at most [`MAX_BODIES_READ`] bodies read. A
+/// window; with a body field, at most [`MAX_BODIES_READ`] bodies or
+/// [`MAX_BODY_BYTES_READ`] of them read. A
 /// route with a delay of `delay_ms` names each delivery by when it is due,
 /// so its window reaches that much further.
 fn listed(
@@ -426,7 +427,7 @@ fn listed(
         Some(_) => 500,
         None => size + 1,
     };
-    let (mut items, mut read) = (Vec::new(), 0);
+    let (mut items, mut read, mut bytes) = (Vec::new(), 0, 0);
     loop {
         let batch = route
             .data
@@ -441,11 +442,13 @@ fn listed(
             if let Some(field) = &query.body {
                 read += 1;
                 let event = route.data.event(&id).map_err(api)?;
+                bytes += event.as_ref().map_or(0, |e| e.body.len());
                 let matched = event.is_some_and(|e| field.matches(&e.body));
                 if matched {
                     items.push((id, state));
                 }
-                if read >= MAX_BODIES_READ && items.len() <= size {
+                let spent = read >= MAX_BODIES_READ || bytes >= MAX_BODY_BYTES_READ;
+                if spent && items.len() <= size {
                     return Ok(Found {
                         items,
                         next: cursor,

@@ -533,8 +533,8 @@ class ListDeliveriesRequest(_message.Message):
     """Only those whose JSON body has this value at this JSON pointer
     (RFC 6901, `/data/object/customer`); empty: any. It reads bodies, so
     it needs a window: since_unix_ms and until_unix_ms set, at most 24 h
-    apart; a page reads at most 10,000 bodies and then ends with a
-    next_page_token to read on (INVALID_ARGUMENT otherwise).
+    apart; a page reads at most 10,000 bodies or 64 MiB of them and then
+    ends with a next_page_token to read on (INVALID_ARGUMENT otherwise).
     """
     body_value_json: _builtins.str
     """With body_pointer: the value wanted there, as JSON (`"cus_123"`,

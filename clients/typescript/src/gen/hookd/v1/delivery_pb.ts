@@ -503,8 +503,8 @@ export type ListDeliveriesRequest = Message<"hookd.v1.ListDeliveriesRequest"> & 
    * Only those whose JSON body has this value at this JSON pointer
    * (RFC 6901, `/data/object/customer`); empty: any. It reads bodies, so
    * it needs a window: since_unix_ms and until_unix_ms set, at most 24 h
-   * apart; a page reads at most 10,000 bodies and then ends with a
-   * next_page_token to read on (INVALID_ARGUMENT otherwise).
+   * apart; a page reads at most 10,000 bodies or 64 MiB of them and then
+   * ends with a next_page_token to read on (INVALID_ARGUMENT otherwise).
    *
    * @generated from field: string body_pointer = 10;
    */
