@@ -17,6 +17,7 @@ use crate::{
         Cancel, Matched, MetricsQuery, NewRoute, RetryNow, RouteMetricsView, RoutePatch, RouteTest,
         RouteTestResult, RouteView,
     },
+    model::{NewReplay, ReplayAction, ReplayStarted, ReplayView},
 };
 
 /// A live feed of delivery events for one watcher. It ends after yielding
@@ -346,6 +347,27 @@ pub trait ControlBackend: Send + Sync + 'static {
         name: &str,
         query: MetricsQuery,
     ) -> Result<RouteMetricsView>;
+
+    /// Replays the tenant's stored events of `request`'s window into a
+    /// route other than `default`, or counts them (a dry run). An unknown
+    /// route is `NotFound`; `default` `InvalidArgument`; a route with a
+    /// replay not finished `FailedPrecondition`.
+    async fn replay_to_route(&self, tenant_id: &str, request: NewReplay) -> Result<ReplayStarted>;
+
+    /// One replay and its progress. An unknown one is `NotFound`.
+    async fn replay(&self, tenant_id: &str, replay_id: &str) -> Result<ReplayView>;
+
+    /// A tenant's replays (of `route` only, if given), newest first.
+    async fn replays(&self, tenant_id: &str, route: Option<&str>) -> Result<Vec<ReplayView>>;
+
+    /// Pauses, resumes or cancels a replay. An unknown one is `NotFound`;
+    /// one finished (done, or cancelled) `FailedPrecondition`.
+    async fn act_on_replay(
+        &self,
+        tenant_id: &str,
+        replay_id: &str,
+        action: ReplayAction,
+    ) -> Result<ReplayView>;
 
     /// Runs a route's filter and transform on an event; sends and stores
     /// nothing. An unknown route or delivery is `NotFound`; an inline

@@ -1,11 +1,12 @@
 //! `RouteService` calls: create, read, list, change, delete, pause and resume a tenant's routes,
-//! read its metrics,
+//! read its metrics, replay stored events into it,
 //! and test a route's filter and transform on an event without sending anything.
 
 use hookd_proto::v1::{
-    CreateRouteRequest, DeleteRouteRequest, GetRouteMetricsRequest, GetRouteRequest,
-    ListRoutesRequest, PauseRouteRequest, ResumeRouteRequest, Route, RouteMetrics,
-    TestRouteRequest, TestRouteResponse, UpdateRouteRequest,
+    CreateRouteRequest, DeleteRouteRequest, GetReplayRequest, GetRouteMetricsRequest,
+    GetRouteRequest, ListReplaysRequest, ListRoutesRequest, PauseRouteRequest, Replay,
+    ReplayActionRequest, ReplayToRouteRequest, ReplayToRouteResponse, ResumeRouteRequest, Route,
+    RouteMetrics, TestRouteRequest, TestRouteResponse, UpdateRouteRequest,
 };
 
 use super::{ClientError, HookdClient};
@@ -135,6 +136,97 @@ impl HookdClient {
             .into_inner())
     }
 
+    /// Replays stored events into a route at a rate (docs/operations.md, "Replay"),
+    /// or counts them with `dry_run` set (`count` in the answer).
+    pub async fn replay_to_route(
+        &self,
+        request: ReplayToRouteRequest,
+    ) -> Result<ReplayToRouteResponse, ClientError> {
+        Ok(self
+            .routes
+            .clone()
+            .replay_to_route(request)
+            .await?
+            .into_inner())
+    }
+
+    /// One replay and how far it got.
+    pub async fn get_replay(
+        &self,
+        tenant_id: impl Into<String>,
+        replay_id: impl Into<String>,
+    ) -> Result<Replay, ClientError> {
+        let request = GetReplayRequest {
+            tenant_id: tenant_id.into(),
+            replay_id: replay_id.into(),
+        };
+        Ok(self.routes.clone().get_replay(request).await?.into_inner())
+    }
+
+    /// A tenant's replays (into `route` only, if not empty), newest first.
+    pub async fn list_replays(
+        &self,
+        tenant_id: impl Into<String>,
+        route: impl Into<String>,
+    ) -> Result<Vec<Replay>, ClientError> {
+        let request = ListReplaysRequest {
+            tenant_id: tenant_id.into(),
+            route: route.into(),
+        };
+        Ok(self
+            .routes
+            .clone()
+            .list_replays(request)
+            .await?
+            .into_inner()
+            .replays)
+    }
+
+    /// Stops a running replay where it is.
+    pub async fn pause_replay(
+        &self,
+        tenant_id: impl Into<String>,
+        replay_id: impl Into<String>,
+    ) -> Result<Replay, ClientError> {
+        let request = replay_action(tenant_id, replay_id);
+        Ok(self
+            .routes
+            .clone()
+            .pause_replay(request)
+            .await?
+            .into_inner())
+    }
+
+    /// Runs a paused (or failed) replay on from where it stopped.
+    pub async fn resume_replay(
+        &self,
+        tenant_id: impl Into<String>,
+        replay_id: impl Into<String>,
+    ) -> Result<Replay, ClientError> {
+        let request = replay_action(tenant_id, replay_id);
+        Ok(self
+            .routes
+            .clone()
+            .resume_replay(request)
+            .await?
+            .into_inner())
+    }
+
+    /// Ends a replay for good; the deliveries it made stay.
+    pub async fn cancel_replay(
+        &self,
+        tenant_id: impl Into<String>,
+        replay_id: impl Into<String>,
+    ) -> Result<Replay, ClientError> {
+        let request = replay_action(tenant_id, replay_id);
+        Ok(self
+            .routes
+            .clone()
+            .cancel_replay(request)
+            .await?
+            .into_inner())
+    }
+
     /// What a route (saved or given inline) would do with a stored or pasted event:
     /// whether its filter passes it and the request its transform makes. Nothing is
     /// sent or stored.
@@ -143,5 +235,15 @@ impl HookdClient {
         request: TestRouteRequest,
     ) -> Result<TestRouteResponse, ClientError> {
         Ok(self.routes.clone().test_route(request).await?.into_inner())
+    }
+}
+
+fn replay_action(
+    tenant_id: impl Into<String>,
+    replay_id: impl Into<String>,
+) -> ReplayActionRequest {
+    ReplayActionRequest {
+        tenant_id: tenant_id.into(),
+        replay_id: replay_id.into(),
     }
 }

@@ -29,15 +29,10 @@ impl TryFrom<&pb::ListDeliveriesRequest> for DeliveryQuery {
                 ));
             }
         }
-        let body = match (r.body_pointer.as_str(), r.body_value_json.as_str()) {
-            ("", "") => None,
-            ("", _) => {
-                return Err(Error::InvalidArgument(
-                    "body_value_json needs body_pointer".into(),
-                ))
-            }
-            (pointer, value) => Some(body_field(pointer, value, (since_ms, until_ms))?),
-        };
+        let body = body_field(&r.body_pointer, &r.body_value_json)?;
+        if body.is_some() {
+            read_window(since_ms, until_ms)?;
+        }
         Ok(DeliveryQuery {
             route: listed_route(&r.route)?,
             status: status_filter(r.status)?,
@@ -50,9 +45,18 @@ impl TryFrom<&pb::ListDeliveriesRequest> for DeliveryQuery {
     }
 }
 
-/// A body field filter: a JSON pointer, a JSON value, and a window of at
-/// most [`MAX_BODY_WINDOW_MS`] to read bodies in.
-fn body_field(pointer: &str, value: &str, window: (Option<i64>, Option<i64>)) -> Result<BodyField> {
+/// A body field filter: a JSON pointer and a JSON value; none when both
+/// are empty.
+pub(crate) fn body_field(pointer: &str, value: &str) -> Result<Option<BodyField>> {
+    match (pointer, value) {
+        ("", "") => return Ok(None),
+        ("", _) => {
+            return Err(Error::InvalidArgument(
+                "body_value_json needs body_pointer".into(),
+            ))
+        }
+        _ => {}
+    }
     if !pointer.starts_with('/') {
         return Err(Error::InvalidArgument(format!(
             "body_pointer {pointer:?} is not a JSON pointer: it starts with '/' (/data/object/customer)"
@@ -63,11 +67,17 @@ fn body_field(pointer: &str, value: &str, window: (Option<i64>, Option<i64>)) ->
             "body_value_json is not JSON ({e}); a string is quoted: \"cus_123\""
         ))
     })?;
-    match window {
-        (Some(since), Some(until)) if until - since <= MAX_BODY_WINDOW_MS => Ok(BodyField {
-            pointer: pointer.to_owned(),
-            value,
-        }),
+    Ok(Some(BodyField {
+        pointer: pointer.to_owned(),
+        value,
+    }))
+}
+
+/// A listing that reads bodies needs a window of at most
+/// [`MAX_BODY_WINDOW_MS`].
+fn read_window(since_ms: Option<i64>, until_ms: Option<i64>) -> Result<()> {
+    match (since_ms, until_ms) {
+        (Some(since), Some(until)) if until - since <= MAX_BODY_WINDOW_MS => Ok(()),
         _ => Err(Error::InvalidArgument(
             "body_pointer reads bodies: set since_unix_ms and until_unix_ms at most 24 h apart"
                 .into(),

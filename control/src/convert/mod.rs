@@ -5,12 +5,14 @@ mod alert;
 mod consumer;
 mod contract;
 mod delivery;
+mod replay;
 mod route;
 mod selection;
 mod tenant;
 
 pub(crate) use consumer::pull_limits;
 pub(crate) use contract::{contract_def, contract_key};
+pub(crate) use replay::{new_replay, replay_id};
 pub(crate) use route::{metrics_query, ramp_secs, route_name, route_test};
 pub(crate) use selection::listed_route;
 pub(crate) use tenant::{overlap_secs, token_description};

@@ -21,6 +21,7 @@ use crate::{
         MetricsQuery, NewRoute, RouteMetricsView, RoutePatch, RouteTest, RouteTestResult,
         RouteView, DEFAULT_ROUTE, MAX_SEARCH_RESULTS,
     },
+    model::{NewReplay, ReplayAction, ReplayStarted, ReplayView},
 };
 
 /// What the fake answers as a [`ControlBackend`]: tenants, secrets and
@@ -534,6 +535,37 @@ impl ControlBackend for FakeBackend {
     ) -> Result<RouteMetricsView> {
         self.called("route_metrics");
         self.routes.metrics(&self.tenant(tenant_id)?, name, query)
+    }
+
+    async fn replay_to_route(&self, tenant_id: &str, request: NewReplay) -> Result<ReplayStarted> {
+        self.called("replay_to_route");
+        let tenant = self.tenant(tenant_id)?;
+        self.routes.get(&tenant, &request.route)?;
+        let deliveries = self.deliveries.lock().unwrap().clone();
+        self.replays.start(tenant_id, request, &deliveries)
+    }
+
+    async fn replay(&self, tenant_id: &str, replay_id: &str) -> Result<ReplayView> {
+        self.called("replay");
+        self.tenant(tenant_id)?;
+        self.replays.get(tenant_id, replay_id)
+    }
+
+    async fn replays(&self, tenant_id: &str, route: Option<&str>) -> Result<Vec<ReplayView>> {
+        self.called("replays");
+        self.tenant(tenant_id)?;
+        Ok(self.replays.list(tenant_id, route))
+    }
+
+    async fn act_on_replay(
+        &self,
+        tenant_id: &str,
+        replay_id: &str,
+        action: ReplayAction,
+    ) -> Result<ReplayView> {
+        self.called("act_on_replay");
+        self.tenant(tenant_id)?;
+        self.replays.act(tenant_id, replay_id, action)
     }
 
     async fn pause_route(&self, tenant_id: &str, name: &str) -> Result<RouteView> {

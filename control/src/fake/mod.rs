@@ -15,6 +15,7 @@ mod alerts;
 mod backend;
 mod keys;
 mod redeliver;
+mod replays;
 mod routes;
 mod server;
 
@@ -53,6 +54,7 @@ pub struct FakeBackend {
     ready: AtomicBool,
     page_limit: AtomicU32,
     routes: routes::FakeRoutes,
+    replays: replays::FakeReplays,
     alerts: alerts::FakeAlerts,
     keys: keys::FakeKeys,
     /// Events sent here reach watchers.
@@ -85,6 +87,7 @@ impl FakeBackend {
             ready: AtomicBool::new(true),
             page_limit: AtomicU32::new(u32::MAX),
             routes: routes::FakeRoutes::default(),
+            replays: replays::FakeReplays::default(),
             alerts: alerts::FakeAlerts::default(),
             keys: keys::FakeKeys::default(),
             events: broadcast::channel(4).0,

@@ -5,6 +5,7 @@ mod alert;
 mod contract;
 mod delivery;
 mod rejection;
+mod replay;
 mod route;
 mod tenant;
 
@@ -21,6 +22,10 @@ pub use delivery::{
     MAX_BODY_WINDOW_MS, MAX_MATCHED_IDS, MAX_REDELIVER_PER_CALL, MAX_SEARCH_RESULTS,
 };
 pub use rejection::{RejectionFilter, RejectionView};
+pub use replay::{
+    NewReplay, ReplayAction, ReplayCounts, ReplayStarted, ReplayState, ReplayView,
+    DEFAULT_REPLAY_RATE, MAX_REPLAY_RATE,
+};
 pub use route::{
     MetricsPoint, MetricsQuery, NewRoute, PastedEvent, RouteBreaker, RouteConcurrency, RouteHold,
     RouteMetricsView, RoutePatch, RouteRetry, RouteTest, RouteTestResult, RouteUnderTest,

@@ -82,7 +82,13 @@ pub(crate) fn table<B: ControlBackend>(services: &Services<B>) -> Table {
         .add(Method::GET, "/v1/tenants/{tenant_id}/routes/{name}/metrics", "hookd.v1.RouteService/GetRouteMetrics", rpc!(s, get_route_metrics))
         .add(Method::POST, "/v1/tenants/{tenant_id}/routes/{name}:pause", "hookd.v1.RouteService/PauseRoute", rpc!(s, pause_route))
         .add(Method::POST, "/v1/tenants/{tenant_id}/routes/{name}:resume", "hookd.v1.RouteService/ResumeRoute", rpc!(s, resume_route))
-        .add(Method::POST, "/v1/tenants/{tenant_id}/routes:test", "hookd.v1.RouteService/TestRoute", rpc!(s, test_route));
+        .add(Method::POST, "/v1/tenants/{tenant_id}/routes:test", "hookd.v1.RouteService/TestRoute", rpc!(s, test_route))
+        .add(Method::POST, "/v1/tenants/{tenant_id}/routes/{route}:replay", "hookd.v1.RouteService/ReplayToRoute", rpc!(s, replay_to_route))
+        .add(Method::GET, "/v1/tenants/{tenant_id}/replays", "hookd.v1.RouteService/ListReplays", rpc!(s, list_replays))
+        .add(Method::GET, "/v1/tenants/{tenant_id}/replays/{replay_id}", "hookd.v1.RouteService/GetReplay", rpc!(s, get_replay))
+        .add(Method::POST, "/v1/tenants/{tenant_id}/replays/{replay_id}:pause", "hookd.v1.RouteService/PauseReplay", rpc!(s, pause_replay))
+        .add(Method::POST, "/v1/tenants/{tenant_id}/replays/{replay_id}:resume", "hookd.v1.RouteService/ResumeReplay", rpc!(s, resume_replay))
+        .add(Method::POST, "/v1/tenants/{tenant_id}/replays/{replay_id}:cancel", "hookd.v1.RouteService/CancelReplay", rpc!(s, cancel_replay));
     let s = &services.alerts;
     t.add(Method::GET, "/v1/tenants/{tenant_id}/alert-settings", "hookd.v1.AlertService/GetAlertSettings", rpc!(s, get_alert_settings))
         .add(Method::PUT, "/v1/tenants/{tenant_id}/alert-settings", "hookd.v1.AlertService/SetAlertSettings", rpc!(s, set_alert_settings))

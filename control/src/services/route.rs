@@ -10,7 +10,7 @@ use crate::{
     auth::authorize_tenant,
     backend::ControlBackend,
     convert,
-    model::{NewRoute, RoutePatch},
+    model::{NewRoute, ReplayAction, RoutePatch},
 };
 
 /// Serves RouteService from a backend.
@@ -26,6 +26,20 @@ impl<B> RouteApi<B> {
     /// A service sharing `backend` with the others.
     pub(crate) fn new(backend: Arc<B>) -> Self {
         RouteApi { backend }
+    }
+}
+
+impl<B: ControlBackend> RouteApi<B> {
+    /// Pauses, resumes or cancels the replay `request` names.
+    async fn act_on_replay(
+        &self,
+        request: Request<pb::ReplayActionRequest>,
+        action: ReplayAction,
+    ) -> Result<Response<pb::Replay>, Status> {
+        let tenant_id = authorize_tenant(&*self.backend, &request, &request.get_ref().tenant_id)?;
+        let id = convert::replay_id(&request.get_ref().replay_id)?;
+        let replay = self.backend.act_on_replay(&tenant_id, &id, action).await?;
+        Ok(Response::new(replay.into()))
     }
 }
 
@@ -118,6 +132,62 @@ impl<B: ControlBackend> RouteService for RouteApi<B> {
         let query = convert::metrics_query(r.step_secs, r.span_secs)?;
         let metrics = self.backend.route_metrics(&tenant_id, &name, query).await?;
         Ok(Response::new(metrics.into()))
+    }
+
+    async fn replay_to_route(
+        &self,
+        request: Request<pb::ReplayToRouteRequest>,
+    ) -> Result<Response<pb::ReplayToRouteResponse>, Status> {
+        let tenant_id = authorize_tenant(&*self.backend, &request, &request.get_ref().tenant_id)?;
+        let asked = convert::new_replay(request.get_ref())?;
+        let started = self.backend.replay_to_route(&tenant_id, asked).await?;
+        Ok(Response::new(started.into()))
+    }
+
+    async fn get_replay(
+        &self,
+        request: Request<pb::GetReplayRequest>,
+    ) -> Result<Response<pb::Replay>, Status> {
+        let tenant_id = authorize_tenant(&*self.backend, &request, &request.get_ref().tenant_id)?;
+        let id = convert::replay_id(&request.get_ref().replay_id)?;
+        let replay = self.backend.replay(&tenant_id, &id).await?;
+        Ok(Response::new(replay.into()))
+    }
+
+    async fn list_replays(
+        &self,
+        request: Request<pb::ListReplaysRequest>,
+    ) -> Result<Response<pb::ListReplaysResponse>, Status> {
+        let tenant_id = authorize_tenant(&*self.backend, &request, &request.get_ref().tenant_id)?;
+        let route = match request.get_ref().route.as_str() {
+            "" => None,
+            name => Some(convert::route_name(name)?),
+        };
+        let replays = self.backend.replays(&tenant_id, route.as_deref()).await?;
+        Ok(Response::new(pb::ListReplaysResponse {
+            replays: replays.into_iter().map(Into::into).collect(),
+        }))
+    }
+
+    async fn pause_replay(
+        &self,
+        request: Request<pb::ReplayActionRequest>,
+    ) -> Result<Response<pb::Replay>, Status> {
+        self.act_on_replay(request, ReplayAction::Pause).await
+    }
+
+    async fn resume_replay(
+        &self,
+        request: Request<pb::ReplayActionRequest>,
+    ) -> Result<Response<pb::Replay>, Status> {
+        self.act_on_replay(request, ReplayAction::Resume).await
+    }
+
+    async fn cancel_replay(
+        &self,
+        request: Request<pb::ReplayActionRequest>,
+    ) -> Result<Response<pb::Replay>, Status> {
+        self.act_on_replay(request, ReplayAction::Cancel).await
     }
 
     async fn test_route(

@@ -11,6 +11,7 @@ mod pending;
 mod redeliver;
 mod redirect;
 mod rejections;
+mod replay;
 mod route_test;
 mod routes;
 mod tenants;
@@ -31,6 +32,7 @@ use hookd_control::{
         Matched, MetricsQuery, NewRoute, RetryNow, RouteMetricsView, RoutePatch, RouteTest,
         RouteTestResult, RouteView,
     },
+    model::{NewReplay, ReplayAction, ReplayStarted, ReplayView},
     ControlBackend, Error as ApiError, EventStream, Result as ApiResult,
 };
 use secrecy::{ExposeSecret, SecretString};
@@ -501,6 +503,31 @@ impl ControlBackend for Backend {
         let (tenant_id, name) = (tenant_id.to_owned(), name.to_owned());
         self.blocking(move |b| b.metrics_of(&tenant_id, &name, query))
             .await
+    }
+
+    async fn replay_to_route(
+        &self,
+        tenant_id: &str,
+        request: NewReplay,
+    ) -> ApiResult<ReplayStarted> {
+        self.start_replay(tenant_id, request).await
+    }
+
+    async fn replay(&self, tenant_id: &str, replay_id: &str) -> ApiResult<ReplayView> {
+        self.replay_view(tenant_id, replay_id).await
+    }
+
+    async fn replays(&self, tenant_id: &str, route: Option<&str>) -> ApiResult<Vec<ReplayView>> {
+        self.replay_views(tenant_id, route).await
+    }
+
+    async fn act_on_replay(
+        &self,
+        tenant_id: &str,
+        replay_id: &str,
+        action: ReplayAction,
+    ) -> ApiResult<ReplayView> {
+        self.steer_replay(tenant_id, replay_id, action).await
     }
 
     async fn pause_route(&self, tenant_id: &str, name: &str) -> ApiResult<RouteView> {

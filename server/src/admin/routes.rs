@@ -13,6 +13,7 @@ use hookd_proto::domain::{defaults, RateLimit, DEFAULT_ROUTE};
 
 use super::{api, hold::hold_view, tenants::Changed, Backend};
 use crate::routes::hold::HoldRecord;
+use crate::routes::replay::ReplayOrder;
 use crate::routes::settings::ForwardSettings;
 use crate::store::api::{RowChange, Table};
 use crate::tenant::TenantSettings;
@@ -301,8 +302,12 @@ impl Backend {
         }
         self.apply_routes(&record, &secrets)?;
         let rows = self.services.store.catalog_rows().map_err(api)?;
-        let hold = RowChange::Remove(Table::Holds, HoldRecord::key(tenant_id, name));
-        rows.apply(&[hold]).map_err(api)?;
+        let mut forgotten = vec![RowChange::Remove(
+            Table::Holds,
+            HoldRecord::key(tenant_id, name),
+        )];
+        forgotten.extend(ReplayOrder::forget(&*rows, tenant_id, Some(name)).map_err(api)?);
+        rows.apply(&forgotten).map_err(api)?;
         tracing::info!(tenant = %tenant_id, route = %name, queued, "route deleted");
         Ok(scope)
     }

@@ -14,6 +14,7 @@ use secrecy::{ExposeSecret, SecretString};
 
 use super::{api, Backend};
 use crate::routes::hold::HoldRecord;
+use crate::routes::replay::ReplayOrder;
 use crate::tenant::TenantSettings;
 use crate::{
     catalog::{SecretSet, StoredTenant, TenantRecord},
@@ -279,8 +280,9 @@ impl Backend {
             let rejections = b.services.store.rejections().map_err(api)?;
             rejections.drop_tenant(&id).map_err(api)?;
             let rows = b.services.store.catalog_rows().map_err(api)?;
-            let holds = HoldRecord::drop_tenant(&*rows, &id).map_err(api)?;
-            rows.apply(&holds).map_err(api)?;
+            let mut forgotten = HoldRecord::drop_tenant(&*rows, &id).map_err(api)?;
+            forgotten.extend(ReplayOrder::forget(&*rows, &id, None).map_err(api)?);
+            rows.apply(&forgotten).map_err(api)?;
             b.alerts.rows().drop_tenant(&id).map_err(api)
         })
         .await?;

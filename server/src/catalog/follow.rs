@@ -35,6 +35,10 @@ pub trait Tenants: Send + Sync + 'static {
     /// Puts an operator's hold on a running tenant's route; false when no
     /// such route runs here.
     fn hold(&self, id: &str, route: &str, record: HoldRecord) -> bool;
+    /// Runs replay `replay_id` of a running tenant as stored now (or
+    /// tells the one running that its order changed); false when the
+    /// tenant does not run here.
+    fn replay(&self, id: &str, replay_id: &str) -> bool;
 }
 
 /// Starts (or updates) tenant `id` as stored now; a tenant no longer
@@ -74,6 +78,8 @@ pub struct Follower {
     contracts: HashMap<String, u64>,
     /// Each route's hold as last put in force here, by `tenant/route`.
     holds: HashMap<String, HoldRecord>,
+    /// Each replay's order as last seen here, by `tenant/replay id`.
+    replays: HashMap<String, Vec<u8>>,
 }
 
 impl Follower {
@@ -97,9 +103,15 @@ impl Follower {
             store,
             contracts: HashMap::new(),
             holds: HashMap::new(),
+            replays: HashMap::new(),
         };
         follower.contracts = follower.contract_prints()?;
         follower.holds = follower.stored_holds()?;
+        follower.replays = follower
+            .rows
+            .scan(Table::Replays, "")?
+            .into_iter()
+            .collect();
         let now = follower.fingerprints()?;
         *follower.catalog.known().lock().expect("known lock") = now;
         Ok(follower)
@@ -172,6 +184,26 @@ impl Follower {
         Ok(())
     }
 
+    /// Hands each replay ordered, paused, resumed or cancelled since the
+    /// last poll (on any replica) to its tenant here: one running here
+    /// sees the change at its next step, one new starts (and runs where
+    /// the route's lease is held).
+    fn follow_replays(&mut self) -> Result<()> {
+        let now: HashMap<String, Vec<u8>> =
+            self.rows.scan(Table::Replays, "")?.into_iter().collect();
+        for (key, order) in &now {
+            if self.replays.get(key) == Some(order) {
+                continue;
+            }
+            let (tenant, id) = key.split_once('/').unwrap_or((key, ""));
+            if self.tenants.replay(tenant, id) {
+                tracing::info!(tenant = %tenant, replay = %id, "replay ordered or steered on another replica: followed here");
+            }
+        }
+        self.replays = now;
+        Ok(())
+    }
+
     /// One poll: applies what changed since the last. Blocks on storage.
     pub fn step(&mut self) -> Result<()> {
         let version = self.store.catalog_version()?;
@@ -211,6 +243,7 @@ impl Follower {
         *self.catalog.known().lock().expect("known lock") = now;
         self.recompile_contracts()?;
         self.follow_holds()?;
+        self.follow_replays()?;
         self.version = version;
         Ok(())
     }

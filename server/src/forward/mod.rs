@@ -7,6 +7,7 @@ mod breaker;
 mod dispatcher;
 mod lease;
 pub mod policy;
+mod replayer;
 mod report;
 mod round;
 mod runtime;
@@ -15,4 +16,5 @@ pub(crate) use crate::routes::transform::apply::{preview as apply_transform, Tra
 pub(crate) use attempt::send as send_attempt;
 pub use dispatcher::{Dispatcher, DispatcherParts};
 pub use lease::LeaseTerms;
+pub use replayer::{count as count_replay, FindRoute, ReplayTarget, Replayer, ReplayerParts};
 pub use runtime::ForwardRuntime;

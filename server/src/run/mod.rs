@@ -18,6 +18,8 @@ mod private;
 mod scrape;
 mod serve;
 
+use crate::catalog::follow::Tenants;
+use crate::routes::replay::{ReplayOrder, ReplayProgress};
 use crate::tenant::{resolve_tenants, TenantSettings};
 use crate::{
     admin::Backend,
@@ -246,6 +248,20 @@ impl Runtime {
     }
 }
 
+/// Runs again every replay still open (neither done nor cancelled) of a
+/// tenant running here: each carries on from its stored progress where
+/// the route's lease is held.
+fn resume_replays(registry: &Registry, services: &Services) -> Result<()> {
+    let rows = services.store.catalog_rows()?;
+    for (tenant, order) in ReplayOrder::all(&*rows, None)? {
+        let progress = ReplayProgress::load(&*rows, &tenant, &order.id)?;
+        if order.is_open(&progress) && registry.replay(&tenant, &order.id) {
+            tracing::info!(tenant = %tenant, replay = %order.id, route = %order.route, "replay resumed after a restart");
+        }
+    }
+    Ok(())
+}
+
 /// Starts the config file's tenants, then those created over the control
 /// plane (a config tenant wins an id clash), and builds the control-plane
 /// backend over them, and a follower of changes other processes make.
@@ -293,6 +309,7 @@ pub(crate) fn start_tenants(
             registry.mark_unavailable(&id, reason.to_string());
         }
     }
+    resume_replays(registry, services)?;
     let backend = Backend::new(
         (registry.clone(), services.clone()),
         catalog,

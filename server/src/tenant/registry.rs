@@ -273,4 +273,14 @@ impl Tenants for Registry {
         self.get(id)
             .is_some_and(|tenant| tenant.hold_route(route, record))
     }
+
+    fn replay(&self, id: &str, replay_id: &str) -> bool {
+        self.get(id).is_some_and(|tenant| {
+            let started = tenant.state().replay(&self.services, replay_id);
+            if let Err(e) = &started {
+                tracing::warn!(tenant = %id, replay = %replay_id, error = %e, "a replay cannot start here");
+            }
+            started.is_ok()
+        })
+    }
 }

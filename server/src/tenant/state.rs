@@ -3,11 +3,11 @@
 
 use std::{
     collections::HashMap,
-    sync::{Arc, Mutex, PoisonError},
+    sync::{atomic::AtomicBool, atomic::Ordering, Arc, Mutex, PoisonError},
 };
 
 use futures_util::future::AbortHandle;
-use tokio::sync::Semaphore;
+use tokio::sync::{Notify, Semaphore};
 
 use super::{
     gate::GateParts,
@@ -15,6 +15,7 @@ use super::{
     slot::GateSlot,
     snapshot::{Published, Snapshot},
 };
+use crate::forward::{FindRoute, ReplayTarget, Replayer, ReplayerParts};
 use crate::routes::handle::{forwarding, RouteHandle};
 use crate::routes::settings::ForwardSettings;
 use crate::tenant::TenantSettings;
@@ -60,13 +61,23 @@ pub(crate) struct TenantState {
     running: Mutex<Running>,
 }
 
-/// The dispatchers of a tenant's routes.
+/// The dispatchers of a tenant's routes and its replays running.
 #[derive(Default)]
 struct Running {
     dispatchers: HashMap<String, AbortHandle>,
+    /// By replay id.
+    replays: HashMap<String, RunningReplay>,
     /// Set once the tenant is removed or the process stops: no dispatcher
     /// starts again.
     stopped: bool,
+}
+
+/// A replay running: stopped with `abort`, told of a change to its order
+/// with `nudge`; `ended` once it ended by itself.
+struct RunningReplay {
+    abort: AbortHandle,
+    nudge: Arc<Notify>,
+    ended: Arc<AtomicBool>,
 }
 
 impl Running {
@@ -241,6 +252,56 @@ impl TenantState {
         Ok(started)
     }
 
+    /// Runs replay `id` (stored), or tells the one running that its order
+    /// changed; a replay that ended is started again (it reads its order
+    /// and progress, and ends at once if there is nothing left to do).
+    pub(crate) fn replay(&self, services: &Services, id: &str) -> Result<()> {
+        self.running(|running| {
+            running
+                .replays
+                .retain(|_, r| !r.ended.load(Ordering::SeqCst));
+            if let Some(replay) = running.replays.get(id) {
+                replay.nudge.notify_one();
+                return;
+            }
+            let (nudge, ended) = (Arc::new(Notify::new()), Arc::new(AtomicBool::new(false)));
+            let replayer = Replayer::new(ReplayerParts {
+                tenant: self.id.clone(),
+                replay_id: id.to_owned(),
+                store: services.store.clone(),
+                clock: services.clock.clone(),
+                lease: services.lease.clone(),
+                find: self.find_route(),
+                nudge: nudge.clone(),
+                ended: ended.clone(),
+            });
+            let abort = services.forwarding.spawn(replayer.run());
+            let replay = RunningReplay {
+                abort,
+                nudge,
+                ended,
+            };
+            running.replays.insert(id.to_owned(), replay);
+        })
+    }
+
+    /// Finds a route of this tenant as it runs now, for a replay.
+    pub(crate) fn find_route(&self) -> FindRoute {
+        let published = self.published.clone();
+        Arc::new(move |name: &str| {
+            let now = published.load();
+            let route = now.routes().iter().find(|r| r.name == name)?.clone();
+            let settings = now.settings();
+            let declared = settings.routes.iter().find(|r| r.name == name)?;
+            Some(ReplayTarget {
+                source: now.routes()[0].data.clone(),
+                route,
+                filter: declared.filter.clone(),
+                path: format!("/hooks/{}", settings.id),
+            })
+        })
+    }
+
     /// Runs `change` on its dispatchers, unless the tenant was stopped.
     fn running<T>(&self, change: impl FnOnce(&mut Running) -> T) -> Result<T> {
         let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
@@ -273,6 +334,9 @@ impl TenantState {
         running.stopped = true;
         for (_, abort) in running.dispatchers.drain() {
             abort.abort();
+        }
+        for (_, replay) in running.replays.drain() {
+            replay.abort.abort();
         }
     }
 }

@@ -50,6 +50,12 @@ pub enum Table {
     Alerts,
     /// Routes an operator paused or resumed, by `tenant/route`.
     Holds,
+    /// Replays of stored events into a route as an operator ordered them
+    /// (window, filter, rate, paused or cancelled), by `tenant/replay id`.
+    Replays,
+    /// How far each replay got (its cursor and counts), by `tenant/replay
+    /// id`: written as it runs, followed by no other process.
+    ReplayProgress,
 }
 
 /// The control plane's persistent rows: a few small tables of opaque

@@ -36,6 +36,8 @@ fn name(table: Table) -> &'static str {
         Table::AlertSettings => "alert_settings",
         Table::Alerts => "alerts",
         Table::Holds => "route_holds",
+        Table::Replays => "replays",
+        Table::ReplayProgress => "replay_progress",
     }
 }
 
@@ -79,9 +81,11 @@ impl CatalogRows for PgRows {
             let mut client = db.client().await?;
             let tx = client.transaction().await.map_err(pg)?;
             // The version row first: concurrent catalog writes queue on it.
-            // Alerts change as often as their conditions are seen and no
-            // other process follows them, so they alone bump nothing.
-            if changes.iter().any(|change| change.table() != Table::Alerts) {
+            // Alerts change as often as their conditions are seen, a
+            // replay's progress as often as it takes a step, and no other
+            // process follows either, so they alone bump nothing.
+            let unfollowed = |table| matches!(table, Table::Alerts | Table::ReplayProgress);
+            if changes.iter().any(|change| !unfollowed(change.table())) {
                 tx.execute(
                     "UPDATE hookd_catalog_version SET version = version + 1 WHERE id = 1",
                     &[],

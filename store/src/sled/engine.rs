@@ -353,6 +353,8 @@ struct SledRows {
     alert_settings: sled::Tree,
     alerts: sled::Tree,
     holds: sled::Tree,
+    replays: sled::Tree,
+    replay_progress: sled::Tree,
 }
 
 impl SledRows {
@@ -367,6 +369,8 @@ impl SledRows {
             alert_settings: db.open_tree("alert_settings")?,
             alerts: db.open_tree("alerts")?,
             holds: db.open_tree("route_holds")?,
+            replays: db.open_tree("replays")?,
+            replay_progress: db.open_tree("replay_progress")?,
         })
     }
 
@@ -381,6 +385,8 @@ impl SledRows {
             Table::AlertSettings => &self.alert_settings,
             Table::Alerts => &self.alerts,
             Table::Holds => &self.holds,
+            Table::Replays => &self.replays,
+            Table::ReplayProgress => &self.replay_progress,
         }
     }
 }
@@ -411,6 +417,8 @@ impl CatalogRows for SledRows {
             &self.alert_settings,
             &self.alerts,
             &self.holds,
+            &self.replays,
+            &self.replay_progress,
         ];
         trees
             .as_slice()

@@ -40,13 +40,26 @@ impl FilterPool {
         })
     }
 
+    /// The replay lane, started on first use: one thread where every
+    /// replay reads the events it walks and runs the route's filter on
+    /// them, at the filter threads' priority, so neither the HTTP workers
+    /// nor a tenant's live filters ever wait behind a replay.
+    pub fn replay_lane() -> &'static FilterPool {
+        static LANE: OnceLock<FilterPool> = OnceLock::new();
+        LANE.get_or_init(|| FilterPool::named("hookd-replay", 1))
+    }
+
     fn start(threads: usize) -> FilterPool {
+        FilterPool::named("hookd-filter", threads)
+    }
+
+    fn named(name: &str, threads: usize) -> FilterPool {
         let (jobs, queue) = mpsc::channel::<Job>();
         let queue = Arc::new(Mutex::new(queue));
         for n in 0..threads {
             let queue = Arc::clone(&queue);
             thread::Builder::new()
-                .name(format!("hookd-filter-{n}"))
+                .name(format!("{name}-{n}"))
                 .spawn(move || {
                     lower_priority();
                     loop {

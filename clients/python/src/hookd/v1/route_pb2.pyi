@@ -37,6 +37,7 @@ from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -47,6 +48,47 @@ else:
     from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class _ReplayState:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _ReplayStateEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ReplayState.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    REPLAY_STATE_UNSPECIFIED: _ReplayState.ValueType  # 0
+    REPLAY_STATE_RUNNING: _ReplayState.ValueType  # 1
+    """Making deliveries at its rate (or waiting to: on a shared store, only
+    the replica that forwards the route runs it).
+    """
+    REPLAY_STATE_PAUSED: _ReplayState.ValueType  # 2
+    """Paused by an operator: resumes where it stopped."""
+    REPLAY_STATE_CANCELLED: _ReplayState.ValueType  # 3
+    """Cancelled by an operator: the deliveries made stay, no more are made."""
+    REPLAY_STATE_DONE: _ReplayState.ValueType  # 4
+    """Every event of the window was looked at."""
+    REPLAY_STATE_FAILED: _ReplayState.ValueType  # 5
+    """It stopped on an error it cannot get past (last_error says which);
+    ResumeReplay tries again.
+    """
+
+class ReplayState(_ReplayState, metaclass=_ReplayStateEnumTypeWrapper): ...
+
+REPLAY_STATE_UNSPECIFIED: ReplayState.ValueType  # 0
+REPLAY_STATE_RUNNING: ReplayState.ValueType  # 1
+"""Making deliveries at its rate (or waiting to: on a shared store, only
+the replica that forwards the route runs it).
+"""
+REPLAY_STATE_PAUSED: ReplayState.ValueType  # 2
+"""Paused by an operator: resumes where it stopped."""
+REPLAY_STATE_CANCELLED: ReplayState.ValueType  # 3
+"""Cancelled by an operator: the deliveries made stay, no more are made."""
+REPLAY_STATE_DONE: ReplayState.ValueType  # 4
+"""Every event of the window was looked at."""
+REPLAY_STATE_FAILED: ReplayState.ValueType  # 5
+"""It stopped on an error it cannot get past (last_error says which);
+ResumeReplay tries again.
+"""
+Global___ReplayState: _TypeAlias = ReplayState  # noqa: Y015
 
 @_typing.final
 class RouteRate(_message.Message):
@@ -1044,3 +1086,276 @@ class TestRouteResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___TestRouteResponse: _TypeAlias = TestRouteResponse  # noqa: Y015
+
+@_typing.final
+class ReplayToRouteRequest(_message.Message):
+    """Replays stored events into a route (docs/operations.md, "Replay"): each
+    event the tenant accepted in the window, oldest first, gets one new
+    delivery on the route if its filter passes it now; its transform runs
+    when it is sent. An event the route has a delivery of already (it got
+    it when it arrived, or an earlier replay made one) is skipped, so no
+    event reaches the route twice.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TENANT_ID_FIELD_NUMBER: _builtins.int
+    ROUTE_FIELD_NUMBER: _builtins.int
+    SINCE_UNIX_MS_FIELD_NUMBER: _builtins.int
+    UNTIL_UNIX_MS_FIELD_NUMBER: _builtins.int
+    EVENT_TYPE_FIELD_NUMBER: _builtins.int
+    BODY_POINTER_FIELD_NUMBER: _builtins.int
+    BODY_VALUE_JSON_FIELD_NUMBER: _builtins.int
+    RATE_PER_SECOND_FIELD_NUMBER: _builtins.int
+    DRY_RUN_FIELD_NUMBER: _builtins.int
+    tenant_id: _builtins.str
+    route: _builtins.str
+    """A route other than `default` (every accepted event has its delivery
+    on `default` already: redeliver its dead letters instead).
+    """
+    since_unix_ms: _builtins.int
+    """The events accepted at or after this time (Unix ms); required."""
+    until_unix_ms: _builtins.int
+    """And before this time; 0: the time the replay is made. Never later
+    than that: events accepted after it reach the route live.
+    """
+    event_type: _builtins.str
+    """Only events of this type (as indexed at ingest); empty: any."""
+    body_pointer: _builtins.str
+    """Only events whose JSON body has body_value_json at this JSON pointer
+    (RFC 6901); empty: any.
+    """
+    body_value_json: _builtins.str
+    rate_per_second: _builtins.int
+    """At most this many deliveries made a second; 0: 100; at most 5,000."""
+    dry_run: _builtins.bool
+    """Count what the replay would make now, make nothing."""
+    def __init__(
+        self,
+        *,
+        tenant_id: _builtins.str = ...,
+        route: _builtins.str = ...,
+        since_unix_ms: _builtins.int = ...,
+        until_unix_ms: _builtins.int = ...,
+        event_type: _builtins.str = ...,
+        body_pointer: _builtins.str = ...,
+        body_value_json: _builtins.str = ...,
+        rate_per_second: _builtins.int = ...,
+        dry_run: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["body_pointer", b"body_pointer", "body_value_json", b"body_value_json", "dry_run", b"dry_run", "event_type", b"event_type", "rate_per_second", b"rate_per_second", "route", b"route", "since_unix_ms", b"since_unix_ms", "tenant_id", b"tenant_id", "until_unix_ms", b"until_unix_ms"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReplayToRouteRequest: _TypeAlias = ReplayToRouteRequest  # noqa: Y015
+
+@_typing.final
+class ReplayToRouteResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    COUNT_FIELD_NUMBER: _builtins.int
+    REPLAY_FIELD_NUMBER: _builtins.int
+    count: _builtins.int
+    """A dry run: the deliveries the replay would make now (the events that
+    match and pass the route's filter, less those the route has). A run:
+    0 (its progress counts what it made).
+    """
+    @_builtins.property
+    def replay(self) -> Global___Replay:
+        """The replay made; absent on a dry run."""
+
+    def __init__(
+        self,
+        *,
+        count: _builtins.int = ...,
+        replay: Global___Replay | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["replay", b"replay"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["count", b"count", "replay", b"replay"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReplayToRouteResponse: _TypeAlias = ReplayToRouteResponse  # noqa: Y015
+
+@_typing.final
+class Replay(_message.Message):
+    """A replay and how far it got."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    TENANT_ID_FIELD_NUMBER: _builtins.int
+    ROUTE_FIELD_NUMBER: _builtins.int
+    SINCE_UNIX_MS_FIELD_NUMBER: _builtins.int
+    UNTIL_UNIX_MS_FIELD_NUMBER: _builtins.int
+    EVENT_TYPE_FIELD_NUMBER: _builtins.int
+    BODY_POINTER_FIELD_NUMBER: _builtins.int
+    BODY_VALUE_JSON_FIELD_NUMBER: _builtins.int
+    RATE_PER_SECOND_FIELD_NUMBER: _builtins.int
+    STATE_FIELD_NUMBER: _builtins.int
+    CREATED_AT_MS_FIELD_NUMBER: _builtins.int
+    FINISHED_AT_MS_FIELD_NUMBER: _builtins.int
+    SCANNED_FIELD_NUMBER: _builtins.int
+    REPLAYED_FIELD_NUMBER: _builtins.int
+    NOT_MATCHED_FIELD_NUMBER: _builtins.int
+    FILTERED_FIELD_NUMBER: _builtins.int
+    ALREADY_ON_ROUTE_FIELD_NUMBER: _builtins.int
+    GONE_FIELD_NUMBER: _builtins.int
+    POSITION_UNIX_MS_FIELD_NUMBER: _builtins.int
+    LAST_ERROR_FIELD_NUMBER: _builtins.int
+    id: _builtins.str
+    """`rpl_` and a ULID."""
+    tenant_id: _builtins.str
+    route: _builtins.str
+    since_unix_ms: _builtins.int
+    until_unix_ms: _builtins.int
+    event_type: _builtins.str
+    body_pointer: _builtins.str
+    body_value_json: _builtins.str
+    rate_per_second: _builtins.int
+    state: Global___ReplayState.ValueType
+    created_at_ms: _builtins.int
+    """When it was made, and when it ended (done or cancelled; 0: not yet)."""
+    finished_at_ms: _builtins.int
+    scanned: _builtins.int
+    """Events of the window looked at so far, oldest first, and what became
+    of them: a delivery made on the route; skipped as the type or body
+    field did not match, the route's filter did not pass it, the route
+    had a delivery of it already, or its body is no longer stored.
+    """
+    replayed: _builtins.int
+    not_matched: _builtins.int
+    filtered: _builtins.int
+    already_on_route: _builtins.int
+    gone: _builtins.int
+    position_unix_ms: _builtins.int
+    """The acceptance time of the last event looked at (Unix ms); 0: none
+    yet.
+    """
+    last_error: _builtins.str
+    """Why the last step failed, if it did (it is tried again)."""
+    def __init__(
+        self,
+        *,
+        id: _builtins.str = ...,
+        tenant_id: _builtins.str = ...,
+        route: _builtins.str = ...,
+        since_unix_ms: _builtins.int = ...,
+        until_unix_ms: _builtins.int = ...,
+        event_type: _builtins.str = ...,
+        body_pointer: _builtins.str = ...,
+        body_value_json: _builtins.str = ...,
+        rate_per_second: _builtins.int = ...,
+        state: Global___ReplayState.ValueType = ...,
+        created_at_ms: _builtins.int = ...,
+        finished_at_ms: _builtins.int = ...,
+        scanned: _builtins.int = ...,
+        replayed: _builtins.int = ...,
+        not_matched: _builtins.int = ...,
+        filtered: _builtins.int = ...,
+        already_on_route: _builtins.int = ...,
+        gone: _builtins.int = ...,
+        position_unix_ms: _builtins.int = ...,
+        last_error: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["already_on_route", b"already_on_route", "body_pointer", b"body_pointer", "body_value_json", b"body_value_json", "created_at_ms", b"created_at_ms", "event_type", b"event_type", "filtered", b"filtered", "finished_at_ms", b"finished_at_ms", "gone", b"gone", "id", b"id", "last_error", b"last_error", "not_matched", b"not_matched", "position_unix_ms", b"position_unix_ms", "rate_per_second", b"rate_per_second", "replayed", b"replayed", "route", b"route", "scanned", b"scanned", "since_unix_ms", b"since_unix_ms", "state", b"state", "tenant_id", b"tenant_id", "until_unix_ms", b"until_unix_ms"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Replay: _TypeAlias = Replay  # noqa: Y015
+
+@_typing.final
+class GetReplayRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TENANT_ID_FIELD_NUMBER: _builtins.int
+    REPLAY_ID_FIELD_NUMBER: _builtins.int
+    tenant_id: _builtins.str
+    replay_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        tenant_id: _builtins.str = ...,
+        replay_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["replay_id", b"replay_id", "tenant_id", b"tenant_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetReplayRequest: _TypeAlias = GetReplayRequest  # noqa: Y015
+
+@_typing.final
+class ListReplaysRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TENANT_ID_FIELD_NUMBER: _builtins.int
+    ROUTE_FIELD_NUMBER: _builtins.int
+    tenant_id: _builtins.str
+    route: _builtins.str
+    """Only this route's; empty: every route's."""
+    def __init__(
+        self,
+        *,
+        tenant_id: _builtins.str = ...,
+        route: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["route", b"route", "tenant_id", b"tenant_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListReplaysRequest: _TypeAlias = ListReplaysRequest  # noqa: Y015
+
+@_typing.final
+class ListReplaysResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REPLAYS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def replays(self) -> _containers.RepeatedCompositeFieldContainer[Global___Replay]:
+        """Newest first."""
+
+    def __init__(
+        self,
+        *,
+        replays: _abc.Iterable[Global___Replay] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["replays", b"replays"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListReplaysResponse: _TypeAlias = ListReplaysResponse  # noqa: Y015
+
+@_typing.final
+class ReplayActionRequest(_message.Message):
+    """Pauses, resumes or cancels a replay."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TENANT_ID_FIELD_NUMBER: _builtins.int
+    REPLAY_ID_FIELD_NUMBER: _builtins.int
+    tenant_id: _builtins.str
+    replay_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        tenant_id: _builtins.str = ...,
+        replay_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["replay_id", b"replay_id", "tenant_id", b"tenant_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReplayActionRequest: _TypeAlias = ReplayActionRequest  # noqa: Y015

@@ -80,6 +80,36 @@ class RouteServiceStub:
                 request_serializer=hookd_dot_v1_dot_route__pb2.GetRouteMetricsRequest.SerializeToString,
                 response_deserializer=hookd_dot_v1_dot_route__pb2.RouteMetrics.FromString,
                 _registered_method=True)
+        self.ReplayToRoute = channel.unary_unary(
+                '/hookd.v1.RouteService/ReplayToRoute',
+                request_serializer=hookd_dot_v1_dot_route__pb2.ReplayToRouteRequest.SerializeToString,
+                response_deserializer=hookd_dot_v1_dot_route__pb2.ReplayToRouteResponse.FromString,
+                _registered_method=True)
+        self.GetReplay = channel.unary_unary(
+                '/hookd.v1.RouteService/GetReplay',
+                request_serializer=hookd_dot_v1_dot_route__pb2.GetReplayRequest.SerializeToString,
+                response_deserializer=hookd_dot_v1_dot_route__pb2.Replay.FromString,
+                _registered_method=True)
+        self.ListReplays = channel.unary_unary(
+                '/hookd.v1.RouteService/ListReplays',
+                request_serializer=hookd_dot_v1_dot_route__pb2.ListReplaysRequest.SerializeToString,
+                response_deserializer=hookd_dot_v1_dot_route__pb2.ListReplaysResponse.FromString,
+                _registered_method=True)
+        self.PauseReplay = channel.unary_unary(
+                '/hookd.v1.RouteService/PauseReplay',
+                request_serializer=hookd_dot_v1_dot_route__pb2.ReplayActionRequest.SerializeToString,
+                response_deserializer=hookd_dot_v1_dot_route__pb2.Replay.FromString,
+                _registered_method=True)
+        self.ResumeReplay = channel.unary_unary(
+                '/hookd.v1.RouteService/ResumeReplay',
+                request_serializer=hookd_dot_v1_dot_route__pb2.ReplayActionRequest.SerializeToString,
+                response_deserializer=hookd_dot_v1_dot_route__pb2.Replay.FromString,
+                _registered_method=True)
+        self.CancelReplay = channel.unary_unary(
+                '/hookd.v1.RouteService/CancelReplay',
+                request_serializer=hookd_dot_v1_dot_route__pb2.ReplayActionRequest.SerializeToString,
+                response_deserializer=hookd_dot_v1_dot_route__pb2.Replay.FromString,
+                _registered_method=True)
 
 
 class RouteServiceServicer:
@@ -161,6 +191,55 @@ class RouteServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReplayToRoute(self, request, context):
+        """Replays stored events into a route at a rate, or counts them (dry
+        run). At most one replay of a route runs (or is paused) at a time.
+        Errors: INVALID_ARGUMENT (the window, the rate, the body field,
+        `default`), NOT_FOUND, FAILED_PRECONDITION (another replay of the
+        route is not finished), UNAVAILABLE.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetReplay(self, request, context):
+        """One replay and its progress. Errors: NOT_FOUND.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListReplays(self, request, context):
+        """A tenant's replays, newest first. Errors: NOT_FOUND.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PauseReplay(self, request, context):
+        """Stops a running replay where it is. Errors: NOT_FOUND,
+        FAILED_PRECONDITION (done or cancelled).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResumeReplay(self, request, context):
+        """Runs a paused (or failed) replay on from where it stopped. Errors:
+        NOT_FOUND, FAILED_PRECONDITION (done or cancelled).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CancelReplay(self, request, context):
+        """Ends a replay for good; the deliveries it made stay. Errors:
+        NOT_FOUND, FAILED_PRECONDITION (done).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RouteServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -208,6 +287,36 @@ def add_RouteServiceServicer_to_server(servicer, server):
                     servicer.GetRouteMetrics,
                     request_deserializer=hookd_dot_v1_dot_route__pb2.GetRouteMetricsRequest.FromString,
                     response_serializer=hookd_dot_v1_dot_route__pb2.RouteMetrics.SerializeToString,
+            ),
+            'ReplayToRoute': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReplayToRoute,
+                    request_deserializer=hookd_dot_v1_dot_route__pb2.ReplayToRouteRequest.FromString,
+                    response_serializer=hookd_dot_v1_dot_route__pb2.ReplayToRouteResponse.SerializeToString,
+            ),
+            'GetReplay': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetReplay,
+                    request_deserializer=hookd_dot_v1_dot_route__pb2.GetReplayRequest.FromString,
+                    response_serializer=hookd_dot_v1_dot_route__pb2.Replay.SerializeToString,
+            ),
+            'ListReplays': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListReplays,
+                    request_deserializer=hookd_dot_v1_dot_route__pb2.ListReplaysRequest.FromString,
+                    response_serializer=hookd_dot_v1_dot_route__pb2.ListReplaysResponse.SerializeToString,
+            ),
+            'PauseReplay': grpc.unary_unary_rpc_method_handler(
+                    servicer.PauseReplay,
+                    request_deserializer=hookd_dot_v1_dot_route__pb2.ReplayActionRequest.FromString,
+                    response_serializer=hookd_dot_v1_dot_route__pb2.Replay.SerializeToString,
+            ),
+            'ResumeReplay': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResumeReplay,
+                    request_deserializer=hookd_dot_v1_dot_route__pb2.ReplayActionRequest.FromString,
+                    response_serializer=hookd_dot_v1_dot_route__pb2.Replay.SerializeToString,
+            ),
+            'CancelReplay': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelReplay,
+                    request_deserializer=hookd_dot_v1_dot_route__pb2.ReplayActionRequest.FromString,
+                    response_serializer=hookd_dot_v1_dot_route__pb2.Replay.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -454,6 +563,168 @@ class RouteService:
             '/hookd.v1.RouteService/GetRouteMetrics',
             hookd_dot_v1_dot_route__pb2.GetRouteMetricsRequest.SerializeToString,
             hookd_dot_v1_dot_route__pb2.RouteMetrics.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReplayToRoute(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/hookd.v1.RouteService/ReplayToRoute',
+            hookd_dot_v1_dot_route__pb2.ReplayToRouteRequest.SerializeToString,
+            hookd_dot_v1_dot_route__pb2.ReplayToRouteResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetReplay(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/hookd.v1.RouteService/GetReplay',
+            hookd_dot_v1_dot_route__pb2.GetReplayRequest.SerializeToString,
+            hookd_dot_v1_dot_route__pb2.Replay.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListReplays(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/hookd.v1.RouteService/ListReplays',
+            hookd_dot_v1_dot_route__pb2.ListReplaysRequest.SerializeToString,
+            hookd_dot_v1_dot_route__pb2.ListReplaysResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PauseReplay(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/hookd.v1.RouteService/PauseReplay',
+            hookd_dot_v1_dot_route__pb2.ReplayActionRequest.SerializeToString,
+            hookd_dot_v1_dot_route__pb2.Replay.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResumeReplay(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/hookd.v1.RouteService/ResumeReplay',
+            hookd_dot_v1_dot_route__pb2.ReplayActionRequest.SerializeToString,
+            hookd_dot_v1_dot_route__pb2.Replay.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CancelReplay(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/hookd.v1.RouteService/CancelReplay',
+            hookd_dot_v1_dot_route__pb2.ReplayActionRequest.SerializeToString,
+            hookd_dot_v1_dot_route__pb2.Replay.FromString,
             options,
             channel_credentials,
             insecure,

@@ -100,6 +100,29 @@ class RouteServiceStub:
     """A route's numbers by minute or hour over up to a day, and its queue
     now. Errors: INVALID_ARGUMENT (step_secs, span_secs), NOT_FOUND.
     """
+    ReplayToRoute: _grpc.UnaryUnaryMultiCallable[_route_pb2.ReplayToRouteRequest, _route_pb2.ReplayToRouteResponse]
+    """Replays stored events into a route at a rate, or counts them (dry
+    run). At most one replay of a route runs (or is paused) at a time.
+    Errors: INVALID_ARGUMENT (the window, the rate, the body field,
+    `default`), NOT_FOUND, FAILED_PRECONDITION (another replay of the
+    route is not finished), UNAVAILABLE.
+    """
+    GetReplay: _grpc.UnaryUnaryMultiCallable[_route_pb2.GetReplayRequest, _route_pb2.Replay]
+    """One replay and its progress. Errors: NOT_FOUND."""
+    ListReplays: _grpc.UnaryUnaryMultiCallable[_route_pb2.ListReplaysRequest, _route_pb2.ListReplaysResponse]
+    """A tenant's replays, newest first. Errors: NOT_FOUND."""
+    PauseReplay: _grpc.UnaryUnaryMultiCallable[_route_pb2.ReplayActionRequest, _route_pb2.Replay]
+    """Stops a running replay where it is. Errors: NOT_FOUND,
+    FAILED_PRECONDITION (done or cancelled).
+    """
+    ResumeReplay: _grpc.UnaryUnaryMultiCallable[_route_pb2.ReplayActionRequest, _route_pb2.Replay]
+    """Runs a paused (or failed) replay on from where it stopped. Errors:
+    NOT_FOUND, FAILED_PRECONDITION (done or cancelled).
+    """
+    CancelReplay: _grpc.UnaryUnaryMultiCallable[_route_pb2.ReplayActionRequest, _route_pb2.Replay]
+    """Ends a replay for good; the deliveries it made stay. Errors:
+    NOT_FOUND, FAILED_PRECONDITION (done).
+    """
 
 @_typing.type_check_only
 class RouteServiceAsyncStub(RouteServiceStub):
@@ -142,6 +165,29 @@ class RouteServiceAsyncStub(RouteServiceStub):
     GetRouteMetrics: _aio.UnaryUnaryMultiCallable[_route_pb2.GetRouteMetricsRequest, _route_pb2.RouteMetrics]  # type: ignore[assignment]
     """A route's numbers by minute or hour over up to a day, and its queue
     now. Errors: INVALID_ARGUMENT (step_secs, span_secs), NOT_FOUND.
+    """
+    ReplayToRoute: _aio.UnaryUnaryMultiCallable[_route_pb2.ReplayToRouteRequest, _route_pb2.ReplayToRouteResponse]  # type: ignore[assignment]
+    """Replays stored events into a route at a rate, or counts them (dry
+    run). At most one replay of a route runs (or is paused) at a time.
+    Errors: INVALID_ARGUMENT (the window, the rate, the body field,
+    `default`), NOT_FOUND, FAILED_PRECONDITION (another replay of the
+    route is not finished), UNAVAILABLE.
+    """
+    GetReplay: _aio.UnaryUnaryMultiCallable[_route_pb2.GetReplayRequest, _route_pb2.Replay]  # type: ignore[assignment]
+    """One replay and its progress. Errors: NOT_FOUND."""
+    ListReplays: _aio.UnaryUnaryMultiCallable[_route_pb2.ListReplaysRequest, _route_pb2.ListReplaysResponse]  # type: ignore[assignment]
+    """A tenant's replays, newest first. Errors: NOT_FOUND."""
+    PauseReplay: _aio.UnaryUnaryMultiCallable[_route_pb2.ReplayActionRequest, _route_pb2.Replay]  # type: ignore[assignment]
+    """Stops a running replay where it is. Errors: NOT_FOUND,
+    FAILED_PRECONDITION (done or cancelled).
+    """
+    ResumeReplay: _aio.UnaryUnaryMultiCallable[_route_pb2.ReplayActionRequest, _route_pb2.Replay]  # type: ignore[assignment]
+    """Runs a paused (or failed) replay on from where it stopped. Errors:
+    NOT_FOUND, FAILED_PRECONDITION (done or cancelled).
+    """
+    CancelReplay: _aio.UnaryUnaryMultiCallable[_route_pb2.ReplayActionRequest, _route_pb2.Replay]  # type: ignore[assignment]
+    """Ends a replay for good; the deliveries it made stay. Errors:
+    NOT_FOUND, FAILED_PRECONDITION (done).
     """
 
 class RouteServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -236,6 +282,65 @@ class RouteServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_route_pb2.RouteMetrics, _abc.Awaitable[_route_pb2.RouteMetrics]]:
         """A route's numbers by minute or hour over up to a day, and its queue
         now. Errors: INVALID_ARGUMENT (step_secs, span_secs), NOT_FOUND.
+        """
+
+    @_abc_1.abstractmethod
+    def ReplayToRoute(
+        self,
+        request: _route_pb2.ReplayToRouteRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_route_pb2.ReplayToRouteResponse, _abc.Awaitable[_route_pb2.ReplayToRouteResponse]]:
+        """Replays stored events into a route at a rate, or counts them (dry
+        run). At most one replay of a route runs (or is paused) at a time.
+        Errors: INVALID_ARGUMENT (the window, the rate, the body field,
+        `default`), NOT_FOUND, FAILED_PRECONDITION (another replay of the
+        route is not finished), UNAVAILABLE.
+        """
+
+    @_abc_1.abstractmethod
+    def GetReplay(
+        self,
+        request: _route_pb2.GetReplayRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_route_pb2.Replay, _abc.Awaitable[_route_pb2.Replay]]:
+        """One replay and its progress. Errors: NOT_FOUND."""
+
+    @_abc_1.abstractmethod
+    def ListReplays(
+        self,
+        request: _route_pb2.ListReplaysRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_route_pb2.ListReplaysResponse, _abc.Awaitable[_route_pb2.ListReplaysResponse]]:
+        """A tenant's replays, newest first. Errors: NOT_FOUND."""
+
+    @_abc_1.abstractmethod
+    def PauseReplay(
+        self,
+        request: _route_pb2.ReplayActionRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_route_pb2.Replay, _abc.Awaitable[_route_pb2.Replay]]:
+        """Stops a running replay where it is. Errors: NOT_FOUND,
+        FAILED_PRECONDITION (done or cancelled).
+        """
+
+    @_abc_1.abstractmethod
+    def ResumeReplay(
+        self,
+        request: _route_pb2.ReplayActionRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_route_pb2.Replay, _abc.Awaitable[_route_pb2.Replay]]:
+        """Runs a paused (or failed) replay on from where it stopped. Errors:
+        NOT_FOUND, FAILED_PRECONDITION (done or cancelled).
+        """
+
+    @_abc_1.abstractmethod
+    def CancelReplay(
+        self,
+        request: _route_pb2.ReplayActionRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_route_pb2.Replay, _abc.Awaitable[_route_pb2.Replay]]:
+        """Ends a replay for good; the deliveries it made stay. Errors:
+        NOT_FOUND, FAILED_PRECONDITION (done).
         """
 
 def add_RouteServiceServicer_to_server(servicer: RouteServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

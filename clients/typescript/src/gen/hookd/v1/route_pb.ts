@@ -33,15 +33,15 @@
 //   - UNAVAILABLE: storage could not make the change durable; nothing was
 //     changed, retry later.
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file hookd/v1/route.proto.
  */
 export const file_hookd_v1_route: GenFile = /*@__PURE__*/
-  fileDesc("ChRob29rZC92MS9yb3V0ZS5wcm90bxIIaG9va2QudjEiKwoJUm91dGVSYXRlEg8KB3Blcl9zZWMYASABKAESDQoFYnVyc3QYAiABKA0iSAoKUm91dGVSZXRyeRIVCg1zY2hlZHVsZV9zZWNzGAEgAygBEhMKC3dpbmRvd19zZWNzGAIgASgBEg4KBmppdHRlchgDIAEoASJACgxSb3V0ZUJyZWFrZXISGQoRZmFpbHVyZV90aHJlc2hvbGQYASABKA0SFQoNY29vbGRvd25fc2VjcxgCIAEoASKkBAoFUm91dGUSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSFwoPZGVzdGluYXRpb25fdXJsGAMgASgJEhUKDW1heF9pbl9mbGlnaHQYBCABKA0SKgoNZGVsaXZlcnlfcmF0ZRgFIAEoCzITLmhvb2tkLnYxLlJvdXRlUmF0ZRIjCgVyZXRyeRgGIAEoCzIULmhvb2tkLnYxLlJvdXRlUmV0cnkSJwoHYnJlYWtlchgHIAEoCzIWLmhvb2tkLnYxLlJvdXRlQnJlYWtlchITCgtmaWx0ZXJfanNvbhgIIAEoCRIRCgl0cmFuc2Zvcm0YCSABKAkSGQoRdHJhbnNmb3JtX3ZlcnNpb24YCiABKAkSEwoLZnJvbV9jb25maWcYCyABKAgSGAoQdHJhbnNmb3JtX2NwdV9tcxgMIAEoDRIcChR0cmFuc2Zvcm1fbWVtb3J5X21pYhgNIAEoDRIZChFjb25jdXJyZW5jeV9saW1pdBgOIAEoDRIcChRhZGFwdGl2ZV9jb25jdXJyZW5jeRgPIAEoCBIVCg1taW5faW5fZmxpZ2h0GBAgASgNEhkKEWxhdGVuY3lfdGFyZ2V0X21zGBEgASgNEg4KBnBhdXNlZBgSIAEoCBIaChJob2xkX2NoYW5nZWRfYXRfbXMYEyABKAMSFwoPcmFtcF9lbmRzX2F0X21zGBQgASgDEhAKCGRlbGF5X21zGBUgASgEIjQKEVBhdXNlUm91dGVSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJIlsKElJlc3VtZVJvdXRlUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIWCglyYW1wX3NlY3MYAyABKA1IAIgBAUIMCgpfcmFtcF9zZWNzIl8KFkdldFJvdXRlTWV0cmljc1JlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEQoJc3RlcF9zZWNzGAMgASgNEhEKCXNwYW5fc2VjcxgEIAEoDSLMAQoRUm91dGVNZXRyaWNzUG9pbnQSFQoNc3RhcnRfdW5peF9tcxgBIAEoAxIQCghhY2NlcHRlZBgCIAEoBBISCgpkdXBsaWNhdGVzGAMgASgEEhAKCHJlamVjdGVkGAQgASgEEhEKCWRlbGl2ZXJlZBgFIAEoBBIOCgZmYWlsZWQYBiABKAQSFQoNZGVhZF9sZXR0ZXJlZBgHIAEoBBIWCg5sYXRlbmN5X3A1MF9tcxgIIAEoBBIWCg5sYXRlbmN5X3A5OV9tcxgJIAEoBCK0AQoMUm91dGVNZXRyaWNzEhEKCXRlbmFudF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEisKBnBvaW50cxgDIAMoCzIbLmhvb2tkLnYxLlJvdXRlTWV0cmljc1BvaW50EhMKC3F1ZXVlX2RlcHRoGAQgASgEEgwKBGhlbGQYBSABKAQSFAoMZGVhZF9sZXR0ZXJzGAYgASgEEh0KFW9sZGVzdF9wZW5kaW5nX2FnZV9tcxgHIAEoAyKhAwoSQ3JlYXRlUm91dGVSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEhcKD2Rlc3RpbmF0aW9uX3VybBgDIAEoCRIVCg1tYXhfaW5fZmxpZ2h0GAQgASgNEioKDWRlbGl2ZXJ5X3JhdGUYBSABKAsyEy5ob29rZC52MS5Sb3V0ZVJhdGUSIwoFcmV0cnkYBiABKAsyFC5ob29rZC52MS5Sb3V0ZVJldHJ5EicKB2JyZWFrZXIYByABKAsyFi5ob29rZC52MS5Sb3V0ZUJyZWFrZXISEwoLZmlsdGVyX2pzb24YCCABKAkSEQoJdHJhbnNmb3JtGAkgASgJEhgKEHRyYW5zZm9ybV9jcHVfbXMYCiABKA0SHAoUdHJhbnNmb3JtX21lbW9yeV9taWIYCyABKA0SHAoUYWRhcHRpdmVfY29uY3VycmVuY3kYDCABKAgSFQoNbWluX2luX2ZsaWdodBgNIAEoDRIZChFsYXRlbmN5X3RhcmdldF9tcxgOIAEoDRIQCghkZWxheV9tcxgPIAEoBCIyCg9HZXRSb3V0ZVJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkiJgoRTGlzdFJvdXRlc1JlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJIjUKEkxpc3RSb3V0ZXNSZXNwb25zZRIfCgZyb3V0ZXMYASADKAsyDy5ob29rZC52MS5Sb3V0ZSLKBQoSVXBkYXRlUm91dGVSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEhwKD2Rlc3RpbmF0aW9uX3VybBgDIAEoCUgAiAEBEhoKDW1heF9pbl9mbGlnaHQYBCABKA1IAYgBARIvCg1kZWxpdmVyeV9yYXRlGAUgASgLMhMuaG9va2QudjEuUm91dGVSYXRlSAKIAQESKAoFcmV0cnkYBiABKAsyFC5ob29rZC52MS5Sb3V0ZVJldHJ5SAOIAQESLAoHYnJlYWtlchgHIAEoCzIWLmhvb2tkLnYxLlJvdXRlQnJlYWtlckgEiAEBEhgKC2ZpbHRlcl9qc29uGAggASgJSAWIAQESFgoJdHJhbnNmb3JtGAkgASgJSAaIAQESHQoQdHJhbnNmb3JtX2NwdV9tcxgKIAEoDUgHiAEBEiEKFHRyYW5zZm9ybV9tZW1vcnlfbWliGAsgASgNSAiIAQESIQoUYWRhcHRpdmVfY29uY3VycmVuY3kYDCABKAhICYgBARIaCg1taW5faW5fZmxpZ2h0GA0gASgNSAqIAQESHgoRbGF0ZW5jeV90YXJnZXRfbXMYDiABKA1IC4gBARIVCghkZWxheV9tcxgPIAEoBEgMiAEBQhIKEF9kZXN0aW5hdGlvbl91cmxCEAoOX21heF9pbl9mbGlnaHRCEAoOX2RlbGl2ZXJ5X3JhdGVCCAoGX3JldHJ5QgoKCF9icmVha2VyQg4KDF9maWx0ZXJfanNvbkIMCgpfdHJhbnNmb3JtQhMKEV90cmFuc2Zvcm1fY3B1X21zQhcKFV90cmFuc2Zvcm1fbWVtb3J5X21pYkIXChVfYWRhcHRpdmVfY29uY3VycmVuY3lCEAoOX21pbl9pbl9mbGlnaHRCFAoSX2xhdGVuY3lfdGFyZ2V0X21zQgsKCV9kZWxheV9tcyJEChJEZWxldGVSb3V0ZVJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSDQoFZm9yY2UYAyABKAgiFQoTRGVsZXRlUm91dGVSZXNwb25zZSIqCgtSb3V0ZUhlYWRlchIMCgRuYW1lGAEgASgJEg0KBXZhbHVlGAIgASgJIk4KC0lubGluZVJvdXRlEhMKC2ZpbHRlcl9qc29uGAEgASgJEhEKCXRyYW5zZm9ybRgCIAEoCRIXCg9kZXN0aW5hdGlvbl91cmwYAyABKAkiYAoLUGFzdGVkRXZlbnQSDAoEYm9keRgBIAEoDBImCgdoZWFkZXJzGAIgAygLMhUuaG9va2QudjEuUm91dGVIZWFkZXISDAoEcGF0aBgDIAEoCRINCgVxdWVyeRgEIAEoCSKwAQoQVGVzdFJvdXRlUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSDgoEbmFtZRgCIAEoCUgAEicKBmlubGluZRgDIAEoCzIVLmhvb2tkLnYxLklubGluZVJvdXRlSAASFQoLZGVsaXZlcnlfaWQYBCABKAlIARInCgZwYXN0ZWQYBSABKAsyFS5ob29rZC52MS5QYXN0ZWRFdmVudEgBQgcKBXJvdXRlQgcKBWV2ZW50InIKDVRlc3RlZFJlcXVlc3QSDgoGbWV0aG9kGAEgASgJEgwKBHBhdGgYAiABKAkSDQoFcXVlcnkYAyABKAkSJgoHaGVhZGVycxgEIAMoCzIVLmhvb2tkLnYxLlJvdXRlSGVhZGVyEgwKBGJvZHkYBSABKAwiqgEKEVRlc3RSb3V0ZVJlc3BvbnNlEg8KB21hdGNoZWQYASABKAgSFQoNZmlsdGVyX3Jlc3VsdBgCIAEoCRIPCgdkcm9wcGVkGAMgASgIEhcKD3RyYW5zZm9ybV9lcnJvchgEIAEoCRIoCgdyZXF1ZXN0GAUgASgLMhcuaG9va2QudjEuVGVzdGVkUmVxdWVzdBIZChF0cmFuc2Zvcm1fdmVyc2lvbhgGIAEoCTLkBAoMUm91dGVTZXJ2aWNlEjwKC0NyZWF0ZVJvdXRlEhwuaG9va2QudjEuQ3JlYXRlUm91dGVSZXF1ZXN0Gg8uaG9va2QudjEuUm91dGUSNgoIR2V0Um91dGUSGS5ob29rZC52MS5HZXRSb3V0ZVJlcXVlc3QaDy5ob29rZC52MS5Sb3V0ZRJHCgpMaXN0Um91dGVzEhsuaG9va2QudjEuTGlzdFJvdXRlc1JlcXVlc3QaHC5ob29rZC52MS5MaXN0Um91dGVzUmVzcG9uc2USPAoLVXBkYXRlUm91dGUSHC5ob29rZC52MS5VcGRhdGVSb3V0ZVJlcXVlc3QaDy5ob29rZC52MS5Sb3V0ZRJKCgtEZWxldGVSb3V0ZRIcLmhvb2tkLnYxLkRlbGV0ZVJvdXRlUmVxdWVzdBodLmhvb2tkLnYxLkRlbGV0ZVJvdXRlUmVzcG9uc2USRAoJVGVzdFJvdXRlEhouaG9va2QudjEuVGVzdFJvdXRlUmVxdWVzdBobLmhvb2tkLnYxLlRlc3RSb3V0ZVJlc3BvbnNlEjoKClBhdXNlUm91dGUSGy5ob29rZC52MS5QYXVzZVJvdXRlUmVxdWVzdBoPLmhvb2tkLnYxLlJvdXRlEjwKC1Jlc3VtZVJvdXRlEhwuaG9va2QudjEuUmVzdW1lUm91dGVSZXF1ZXN0Gg8uaG9va2QudjEuUm91dGUSSwoPR2V0Um91dGVNZXRyaWNzEiAuaG9va2QudjEuR2V0Um91dGVNZXRyaWNzUmVxdWVzdBoWLmhvb2tkLnYxLlJvdXRlTWV0cmljc2IGcHJvdG8z");
+  fileDesc("ChRob29rZC92MS9yb3V0ZS5wcm90bxIIaG9va2QudjEiKwoJUm91dGVSYXRlEg8KB3Blcl9zZWMYASABKAESDQoFYnVyc3QYAiABKA0iSAoKUm91dGVSZXRyeRIVCg1zY2hlZHVsZV9zZWNzGAEgAygBEhMKC3dpbmRvd19zZWNzGAIgASgBEg4KBmppdHRlchgDIAEoASJACgxSb3V0ZUJyZWFrZXISGQoRZmFpbHVyZV90aHJlc2hvbGQYASABKA0SFQoNY29vbGRvd25fc2VjcxgCIAEoASKkBAoFUm91dGUSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSFwoPZGVzdGluYXRpb25fdXJsGAMgASgJEhUKDW1heF9pbl9mbGlnaHQYBCABKA0SKgoNZGVsaXZlcnlfcmF0ZRgFIAEoCzITLmhvb2tkLnYxLlJvdXRlUmF0ZRIjCgVyZXRyeRgGIAEoCzIULmhvb2tkLnYxLlJvdXRlUmV0cnkSJwoHYnJlYWtlchgHIAEoCzIWLmhvb2tkLnYxLlJvdXRlQnJlYWtlchITCgtmaWx0ZXJfanNvbhgIIAEoCRIRCgl0cmFuc2Zvcm0YCSABKAkSGQoRdHJhbnNmb3JtX3ZlcnNpb24YCiABKAkSEwoLZnJvbV9jb25maWcYCyABKAgSGAoQdHJhbnNmb3JtX2NwdV9tcxgMIAEoDRIcChR0cmFuc2Zvcm1fbWVtb3J5X21pYhgNIAEoDRIZChFjb25jdXJyZW5jeV9saW1pdBgOIAEoDRIcChRhZGFwdGl2ZV9jb25jdXJyZW5jeRgPIAEoCBIVCg1taW5faW5fZmxpZ2h0GBAgASgNEhkKEWxhdGVuY3lfdGFyZ2V0X21zGBEgASgNEg4KBnBhdXNlZBgSIAEoCBIaChJob2xkX2NoYW5nZWRfYXRfbXMYEyABKAMSFwoPcmFtcF9lbmRzX2F0X21zGBQgASgDEhAKCGRlbGF5X21zGBUgASgEIjQKEVBhdXNlUm91dGVSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJIlsKElJlc3VtZVJvdXRlUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIWCglyYW1wX3NlY3MYAyABKA1IAIgBAUIMCgpfcmFtcF9zZWNzIl8KFkdldFJvdXRlTWV0cmljc1JlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEQoJc3RlcF9zZWNzGAMgASgNEhEKCXNwYW5fc2VjcxgEIAEoDSLMAQoRUm91dGVNZXRyaWNzUG9pbnQSFQoNc3RhcnRfdW5peF9tcxgBIAEoAxIQCghhY2NlcHRlZBgCIAEoBBISCgpkdXBsaWNhdGVzGAMgASgEEhAKCHJlamVjdGVkGAQgASgEEhEKCWRlbGl2ZXJlZBgFIAEoBBIOCgZmYWlsZWQYBiABKAQSFQoNZGVhZF9sZXR0ZXJlZBgHIAEoBBIWCg5sYXRlbmN5X3A1MF9tcxgIIAEoBBIWCg5sYXRlbmN5X3A5OV9tcxgJIAEoBCK0AQoMUm91dGVNZXRyaWNzEhEKCXRlbmFudF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEisKBnBvaW50cxgDIAMoCzIbLmhvb2tkLnYxLlJvdXRlTWV0cmljc1BvaW50EhMKC3F1ZXVlX2RlcHRoGAQgASgEEgwKBGhlbGQYBSABKAQSFAoMZGVhZF9sZXR0ZXJzGAYgASgEEh0KFW9sZGVzdF9wZW5kaW5nX2FnZV9tcxgHIAEoAyKhAwoSQ3JlYXRlUm91dGVSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEhcKD2Rlc3RpbmF0aW9uX3VybBgDIAEoCRIVCg1tYXhfaW5fZmxpZ2h0GAQgASgNEioKDWRlbGl2ZXJ5X3JhdGUYBSABKAsyEy5ob29rZC52MS5Sb3V0ZVJhdGUSIwoFcmV0cnkYBiABKAsyFC5ob29rZC52MS5Sb3V0ZVJldHJ5EicKB2JyZWFrZXIYByABKAsyFi5ob29rZC52MS5Sb3V0ZUJyZWFrZXISEwoLZmlsdGVyX2pzb24YCCABKAkSEQoJdHJhbnNmb3JtGAkgASgJEhgKEHRyYW5zZm9ybV9jcHVfbXMYCiABKA0SHAoUdHJhbnNmb3JtX21lbW9yeV9taWIYCyABKA0SHAoUYWRhcHRpdmVfY29uY3VycmVuY3kYDCABKAgSFQoNbWluX2luX2ZsaWdodBgNIAEoDRIZChFsYXRlbmN5X3RhcmdldF9tcxgOIAEoDRIQCghkZWxheV9tcxgPIAEoBCIyCg9HZXRSb3V0ZVJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkiJgoRTGlzdFJvdXRlc1JlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJIjUKEkxpc3RSb3V0ZXNSZXNwb25zZRIfCgZyb3V0ZXMYASADKAsyDy5ob29rZC52MS5Sb3V0ZSLKBQoSVXBkYXRlUm91dGVSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEhwKD2Rlc3RpbmF0aW9uX3VybBgDIAEoCUgAiAEBEhoKDW1heF9pbl9mbGlnaHQYBCABKA1IAYgBARIvCg1kZWxpdmVyeV9yYXRlGAUgASgLMhMuaG9va2QudjEuUm91dGVSYXRlSAKIAQESKAoFcmV0cnkYBiABKAsyFC5ob29rZC52MS5Sb3V0ZVJldHJ5SAOIAQESLAoHYnJlYWtlchgHIAEoCzIWLmhvb2tkLnYxLlJvdXRlQnJlYWtlckgEiAEBEhgKC2ZpbHRlcl9qc29uGAggASgJSAWIAQESFgoJdHJhbnNmb3JtGAkgASgJSAaIAQESHQoQdHJhbnNmb3JtX2NwdV9tcxgKIAEoDUgHiAEBEiEKFHRyYW5zZm9ybV9tZW1vcnlfbWliGAsgASgNSAiIAQESIQoUYWRhcHRpdmVfY29uY3VycmVuY3kYDCABKAhICYgBARIaCg1taW5faW5fZmxpZ2h0GA0gASgNSAqIAQESHgoRbGF0ZW5jeV90YXJnZXRfbXMYDiABKA1IC4gBARIVCghkZWxheV9tcxgPIAEoBEgMiAEBQhIKEF9kZXN0aW5hdGlvbl91cmxCEAoOX21heF9pbl9mbGlnaHRCEAoOX2RlbGl2ZXJ5X3JhdGVCCAoGX3JldHJ5QgoKCF9icmVha2VyQg4KDF9maWx0ZXJfanNvbkIMCgpfdHJhbnNmb3JtQhMKEV90cmFuc2Zvcm1fY3B1X21zQhcKFV90cmFuc2Zvcm1fbWVtb3J5X21pYkIXChVfYWRhcHRpdmVfY29uY3VycmVuY3lCEAoOX21pbl9pbl9mbGlnaHRCFAoSX2xhdGVuY3lfdGFyZ2V0X21zQgsKCV9kZWxheV9tcyJEChJEZWxldGVSb3V0ZVJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSDQoFZm9yY2UYAyABKAgiFQoTRGVsZXRlUm91dGVSZXNwb25zZSIqCgtSb3V0ZUhlYWRlchIMCgRuYW1lGAEgASgJEg0KBXZhbHVlGAIgASgJIk4KC0lubGluZVJvdXRlEhMKC2ZpbHRlcl9qc29uGAEgASgJEhEKCXRyYW5zZm9ybRgCIAEoCRIXCg9kZXN0aW5hdGlvbl91cmwYAyABKAkiYAoLUGFzdGVkRXZlbnQSDAoEYm9keRgBIAEoDBImCgdoZWFkZXJzGAIgAygLMhUuaG9va2QudjEuUm91dGVIZWFkZXISDAoEcGF0aBgDIAEoCRINCgVxdWVyeRgEIAEoCSKwAQoQVGVzdFJvdXRlUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSDgoEbmFtZRgCIAEoCUgAEicKBmlubGluZRgDIAEoCzIVLmhvb2tkLnYxLklubGluZVJvdXRlSAASFQoLZGVsaXZlcnlfaWQYBCABKAlIARInCgZwYXN0ZWQYBSABKAsyFS5ob29rZC52MS5QYXN0ZWRFdmVudEgBQgcKBXJvdXRlQgcKBWV2ZW50InIKDVRlc3RlZFJlcXVlc3QSDgoGbWV0aG9kGAEgASgJEgwKBHBhdGgYAiABKAkSDQoFcXVlcnkYAyABKAkSJgoHaGVhZGVycxgEIAMoCzIVLmhvb2tkLnYxLlJvdXRlSGVhZGVyEgwKBGJvZHkYBSABKAwiqgEKEVRlc3RSb3V0ZVJlc3BvbnNlEg8KB21hdGNoZWQYASABKAgSFQoNZmlsdGVyX3Jlc3VsdBgCIAEoCRIPCgdkcm9wcGVkGAMgASgIEhcKD3RyYW5zZm9ybV9lcnJvchgEIAEoCRIoCgdyZXF1ZXN0GAUgASgLMhcuaG9va2QudjEuVGVzdGVkUmVxdWVzdBIZChF0cmFuc2Zvcm1fdmVyc2lvbhgGIAEoCSLTAQoUUmVwbGF5VG9Sb3V0ZVJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEg0KBXJvdXRlGAIgASgJEhUKDXNpbmNlX3VuaXhfbXMYAyABKAMSFQoNdW50aWxfdW5peF9tcxgEIAEoAxISCgpldmVudF90eXBlGAUgASgJEhQKDGJvZHlfcG9pbnRlchgGIAEoCRIXCg9ib2R5X3ZhbHVlX2pzb24YByABKAkSFwoPcmF0ZV9wZXJfc2Vjb25kGAggASgNEg8KB2RyeV9ydW4YCSABKAgiSAoVUmVwbGF5VG9Sb3V0ZVJlc3BvbnNlEg0KBWNvdW50GAEgASgEEiAKBnJlcGxheRgCIAEoCzIQLmhvb2tkLnYxLlJlcGxheSK1AwoGUmVwbGF5EgoKAmlkGAEgASgJEhEKCXRlbmFudF9pZBgCIAEoCRINCgVyb3V0ZRgDIAEoCRIVCg1zaW5jZV91bml4X21zGAQgASgDEhUKDXVudGlsX3VuaXhfbXMYBSABKAMSEgoKZXZlbnRfdHlwZRgGIAEoCRIUCgxib2R5X3BvaW50ZXIYByABKAkSFwoPYm9keV92YWx1ZV9qc29uGAggASgJEhcKD3JhdGVfcGVyX3NlY29uZBgJIAEoDRIkCgVzdGF0ZRgKIAEoDjIVLmhvb2tkLnYxLlJlcGxheVN0YXRlEhUKDWNyZWF0ZWRfYXRfbXMYCyABKAMSFgoOZmluaXNoZWRfYXRfbXMYDCABKAMSDwoHc2Nhbm5lZBgNIAEoBBIQCghyZXBsYXllZBgOIAEoBBITCgtub3RfbWF0Y2hlZBgPIAEoBBIQCghmaWx0ZXJlZBgQIAEoBBIYChBhbHJlYWR5X29uX3JvdXRlGBEgASgEEgwKBGdvbmUYEiABKAQSGAoQcG9zaXRpb25fdW5peF9tcxgTIAEoAxISCgpsYXN0X2Vycm9yGBQgASgJIjgKEEdldFJlcGxheVJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhEKCXJlcGxheV9pZBgCIAEoCSI2ChJMaXN0UmVwbGF5c1JlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEg0KBXJvdXRlGAIgASgJIjgKE0xpc3RSZXBsYXlzUmVzcG9uc2USIQoHcmVwbGF5cxgBIAMoCzIQLmhvb2tkLnYxLlJlcGxheSI7ChNSZXBsYXlBY3Rpb25SZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIRCglyZXBsYXlfaWQYAiABKAkqqgEKC1JlcGxheVN0YXRlEhwKGFJFUExBWV9TVEFURV9VTlNQRUNJRklFRBAAEhgKFFJFUExBWV9TVEFURV9SVU5OSU5HEAESFwoTUkVQTEFZX1NUQVRFX1BBVVNFRBACEhoKFlJFUExBWV9TVEFURV9DQU5DRUxMRUQQAxIVChFSRVBMQVlfU1RBVEVfRE9ORRAEEhcKE1JFUExBWV9TVEFURV9GQUlMRUQQBTL/BwoMUm91dGVTZXJ2aWNlEjwKC0NyZWF0ZVJvdXRlEhwuaG9va2QudjEuQ3JlYXRlUm91dGVSZXF1ZXN0Gg8uaG9va2QudjEuUm91dGUSNgoIR2V0Um91dGUSGS5ob29rZC52MS5HZXRSb3V0ZVJlcXVlc3QaDy5ob29rZC52MS5Sb3V0ZRJHCgpMaXN0Um91dGVzEhsuaG9va2QudjEuTGlzdFJvdXRlc1JlcXVlc3QaHC5ob29rZC52MS5MaXN0Um91dGVzUmVzcG9uc2USPAoLVXBkYXRlUm91dGUSHC5ob29rZC52MS5VcGRhdGVSb3V0ZVJlcXVlc3QaDy5ob29rZC52MS5Sb3V0ZRJKCgtEZWxldGVSb3V0ZRIcLmhvb2tkLnYxLkRlbGV0ZVJvdXRlUmVxdWVzdBodLmhvb2tkLnYxLkRlbGV0ZVJvdXRlUmVzcG9uc2USRAoJVGVzdFJvdXRlEhouaG9va2QudjEuVGVzdFJvdXRlUmVxdWVzdBobLmhvb2tkLnYxLlRlc3RSb3V0ZVJlc3BvbnNlEjoKClBhdXNlUm91dGUSGy5ob29rZC52MS5QYXVzZVJvdXRlUmVxdWVzdBoPLmhvb2tkLnYxLlJvdXRlEjwKC1Jlc3VtZVJvdXRlEhwuaG9va2QudjEuUmVzdW1lUm91dGVSZXF1ZXN0Gg8uaG9va2QudjEuUm91dGUSSwoPR2V0Um91dGVNZXRyaWNzEiAuaG9va2QudjEuR2V0Um91dGVNZXRyaWNzUmVxdWVzdBoWLmhvb2tkLnYxLlJvdXRlTWV0cmljcxJQCg1SZXBsYXlUb1JvdXRlEh4uaG9va2QudjEuUmVwbGF5VG9Sb3V0ZVJlcXVlc3QaHy5ob29rZC52MS5SZXBsYXlUb1JvdXRlUmVzcG9uc2USOQoJR2V0UmVwbGF5EhouaG9va2QudjEuR2V0UmVwbGF5UmVxdWVzdBoQLmhvb2tkLnYxLlJlcGxheRJKCgtMaXN0UmVwbGF5cxIcLmhvb2tkLnYxLkxpc3RSZXBsYXlzUmVxdWVzdBodLmhvb2tkLnYxLkxpc3RSZXBsYXlzUmVzcG9uc2USPgoLUGF1c2VSZXBsYXkSHS5ob29rZC52MS5SZXBsYXlBY3Rpb25SZXF1ZXN0GhAuaG9va2QudjEuUmVwbGF5Ej8KDFJlc3VtZVJlcGxheRIdLmhvb2tkLnYxLlJlcGxheUFjdGlvblJlcXVlc3QaEC5ob29rZC52MS5SZXBsYXkSPwoMQ2FuY2VsUmVwbGF5Eh0uaG9va2QudjEuUmVwbGF5QWN0aW9uUmVxdWVzdBoQLmhvb2tkLnYxLlJlcGxheWIGcHJvdG8z");
 
 /**
  * Forwarding rate limit of a route (token bucket).
@@ -1159,6 +1159,385 @@ export const TestRouteResponseSchema: GenMessage<TestRouteResponse> = /*@__PURE_
   messageDesc(file_hookd_v1_route, 21);
 
 /**
+ * Replays stored events into a route (docs/operations.md, "Replay"): each
+ * event the tenant accepted in the window, oldest first, gets one new
+ * delivery on the route if its filter passes it now; its transform runs
+ * when it is sent. An event the route has a delivery of already (it got
+ * it when it arrived, or an earlier replay made one) is skipped, so no
+ * event reaches the route twice.
+ *
+ * @generated from message hookd.v1.ReplayToRouteRequest
+ */
+export type ReplayToRouteRequest = Message<"hookd.v1.ReplayToRouteRequest"> & {
+  /**
+   * @generated from field: string tenant_id = 1;
+   */
+  tenantId: string;
+
+  /**
+   * A route other than `default` (every accepted event has its delivery
+   * on `default` already: redeliver its dead letters instead).
+   *
+   * @generated from field: string route = 2;
+   */
+  route: string;
+
+  /**
+   * The events accepted at or after this time (Unix ms); required.
+   *
+   * @generated from field: int64 since_unix_ms = 3;
+   */
+  sinceUnixMs: bigint;
+
+  /**
+   * And before this time; 0: the time the replay is made. Never later
+   * than that: events accepted after it reach the route live.
+   *
+   * @generated from field: int64 until_unix_ms = 4;
+   */
+  untilUnixMs: bigint;
+
+  /**
+   * Only events of this type (as indexed at ingest); empty: any.
+   *
+   * @generated from field: string event_type = 5;
+   */
+  eventType: string;
+
+  /**
+   * Only events whose JSON body has body_value_json at this JSON pointer
+   * (RFC 6901); empty: any.
+   *
+   * @generated from field: string body_pointer = 6;
+   */
+  bodyPointer: string;
+
+  /**
+   * @generated from field: string body_value_json = 7;
+   */
+  bodyValueJson: string;
+
+  /**
+   * At most this many deliveries made a second; 0: 100; at most 5,000.
+   *
+   * @generated from field: uint32 rate_per_second = 8;
+   */
+  ratePerSecond: number;
+
+  /**
+   * Count what the replay would make now, make nothing.
+   *
+   * @generated from field: bool dry_run = 9;
+   */
+  dryRun: boolean;
+};
+
+/**
+ * Describes the message hookd.v1.ReplayToRouteRequest.
+ * Use `create(ReplayToRouteRequestSchema)` to create a new message.
+ */
+export const ReplayToRouteRequestSchema: GenMessage<ReplayToRouteRequest> = /*@__PURE__*/
+  messageDesc(file_hookd_v1_route, 22);
+
+/**
+ * @generated from message hookd.v1.ReplayToRouteResponse
+ */
+export type ReplayToRouteResponse = Message<"hookd.v1.ReplayToRouteResponse"> & {
+  /**
+   * A dry run: the deliveries the replay would make now (the events that
+   * match and pass the route's filter, less those the route has). A run:
+   * 0 (its progress counts what it made).
+   *
+   * @generated from field: uint64 count = 1;
+   */
+  count: bigint;
+
+  /**
+   * The replay made; absent on a dry run.
+   *
+   * @generated from field: hookd.v1.Replay replay = 2;
+   */
+  replay?: Replay | undefined;
+};
+
+/**
+ * Describes the message hookd.v1.ReplayToRouteResponse.
+ * Use `create(ReplayToRouteResponseSchema)` to create a new message.
+ */
+export const ReplayToRouteResponseSchema: GenMessage<ReplayToRouteResponse> = /*@__PURE__*/
+  messageDesc(file_hookd_v1_route, 23);
+
+/**
+ * A replay and how far it got.
+ *
+ * @generated from message hookd.v1.Replay
+ */
+export type Replay = Message<"hookd.v1.Replay"> & {
+  /**
+   * `rpl_` and a ULID.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string tenant_id = 2;
+   */
+  tenantId: string;
+
+  /**
+   * @generated from field: string route = 3;
+   */
+  route: string;
+
+  /**
+   * @generated from field: int64 since_unix_ms = 4;
+   */
+  sinceUnixMs: bigint;
+
+  /**
+   * @generated from field: int64 until_unix_ms = 5;
+   */
+  untilUnixMs: bigint;
+
+  /**
+   * @generated from field: string event_type = 6;
+   */
+  eventType: string;
+
+  /**
+   * @generated from field: string body_pointer = 7;
+   */
+  bodyPointer: string;
+
+  /**
+   * @generated from field: string body_value_json = 8;
+   */
+  bodyValueJson: string;
+
+  /**
+   * @generated from field: uint32 rate_per_second = 9;
+   */
+  ratePerSecond: number;
+
+  /**
+   * @generated from field: hookd.v1.ReplayState state = 10;
+   */
+  state: ReplayState;
+
+  /**
+   * When it was made, and when it ended (done or cancelled; 0: not yet).
+   *
+   * @generated from field: int64 created_at_ms = 11;
+   */
+  createdAtMs: bigint;
+
+  /**
+   * @generated from field: int64 finished_at_ms = 12;
+   */
+  finishedAtMs: bigint;
+
+  /**
+   * Events of the window looked at so far, oldest first, and what became
+   * of them: a delivery made on the route; skipped as the type or body
+   * field did not match, the route's filter did not pass it, the route
+   * had a delivery of it already, or its body is no longer stored.
+   *
+   * @generated from field: uint64 scanned = 13;
+   */
+  scanned: bigint;
+
+  /**
+   * @generated from field: uint64 replayed = 14;
+   */
+  replayed: bigint;
+
+  /**
+   * @generated from field: uint64 not_matched = 15;
+   */
+  notMatched: bigint;
+
+  /**
+   * @generated from field: uint64 filtered = 16;
+   */
+  filtered: bigint;
+
+  /**
+   * @generated from field: uint64 already_on_route = 17;
+   */
+  alreadyOnRoute: bigint;
+
+  /**
+   * @generated from field: uint64 gone = 18;
+   */
+  gone: bigint;
+
+  /**
+   * The acceptance time of the last event looked at (Unix ms); 0: none
+   * yet.
+   *
+   * @generated from field: int64 position_unix_ms = 19;
+   */
+  positionUnixMs: bigint;
+
+  /**
+   * Why the last step failed, if it did (it is tried again).
+   *
+   * @generated from field: string last_error = 20;
+   */
+  lastError: string;
+};
+
+/**
+ * Describes the message hookd.v1.Replay.
+ * Use `create(ReplaySchema)` to create a new message.
+ */
+export const ReplaySchema: GenMessage<Replay> = /*@__PURE__*/
+  messageDesc(file_hookd_v1_route, 24);
+
+/**
+ * @generated from message hookd.v1.GetReplayRequest
+ */
+export type GetReplayRequest = Message<"hookd.v1.GetReplayRequest"> & {
+  /**
+   * @generated from field: string tenant_id = 1;
+   */
+  tenantId: string;
+
+  /**
+   * @generated from field: string replay_id = 2;
+   */
+  replayId: string;
+};
+
+/**
+ * Describes the message hookd.v1.GetReplayRequest.
+ * Use `create(GetReplayRequestSchema)` to create a new message.
+ */
+export const GetReplayRequestSchema: GenMessage<GetReplayRequest> = /*@__PURE__*/
+  messageDesc(file_hookd_v1_route, 25);
+
+/**
+ * @generated from message hookd.v1.ListReplaysRequest
+ */
+export type ListReplaysRequest = Message<"hookd.v1.ListReplaysRequest"> & {
+  /**
+   * @generated from field: string tenant_id = 1;
+   */
+  tenantId: string;
+
+  /**
+   * Only this route's; empty: every route's.
+   *
+   * @generated from field: string route = 2;
+   */
+  route: string;
+};
+
+/**
+ * Describes the message hookd.v1.ListReplaysRequest.
+ * Use `create(ListReplaysRequestSchema)` to create a new message.
+ */
+export const ListReplaysRequestSchema: GenMessage<ListReplaysRequest> = /*@__PURE__*/
+  messageDesc(file_hookd_v1_route, 26);
+
+/**
+ * @generated from message hookd.v1.ListReplaysResponse
+ */
+export type ListReplaysResponse = Message<"hookd.v1.ListReplaysResponse"> & {
+  /**
+   * Newest first.
+   *
+   * @generated from field: repeated hookd.v1.Replay replays = 1;
+   */
+  replays: Replay[];
+};
+
+/**
+ * Describes the message hookd.v1.ListReplaysResponse.
+ * Use `create(ListReplaysResponseSchema)` to create a new message.
+ */
+export const ListReplaysResponseSchema: GenMessage<ListReplaysResponse> = /*@__PURE__*/
+  messageDesc(file_hookd_v1_route, 27);
+
+/**
+ * Pauses, resumes or cancels a replay.
+ *
+ * @generated from message hookd.v1.ReplayActionRequest
+ */
+export type ReplayActionRequest = Message<"hookd.v1.ReplayActionRequest"> & {
+  /**
+   * @generated from field: string tenant_id = 1;
+   */
+  tenantId: string;
+
+  /**
+   * @generated from field: string replay_id = 2;
+   */
+  replayId: string;
+};
+
+/**
+ * Describes the message hookd.v1.ReplayActionRequest.
+ * Use `create(ReplayActionRequestSchema)` to create a new message.
+ */
+export const ReplayActionRequestSchema: GenMessage<ReplayActionRequest> = /*@__PURE__*/
+  messageDesc(file_hookd_v1_route, 28);
+
+/**
+ * @generated from enum hookd.v1.ReplayState
+ */
+export enum ReplayState {
+  /**
+   * @generated from enum value: REPLAY_STATE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Making deliveries at its rate (or waiting to: on a shared store, only
+   * the replica that forwards the route runs it).
+   *
+   * @generated from enum value: REPLAY_STATE_RUNNING = 1;
+   */
+  RUNNING = 1,
+
+  /**
+   * Paused by an operator: resumes where it stopped.
+   *
+   * @generated from enum value: REPLAY_STATE_PAUSED = 2;
+   */
+  PAUSED = 2,
+
+  /**
+   * Cancelled by an operator: the deliveries made stay, no more are made.
+   *
+   * @generated from enum value: REPLAY_STATE_CANCELLED = 3;
+   */
+  CANCELLED = 3,
+
+  /**
+   * Every event of the window was looked at.
+   *
+   * @generated from enum value: REPLAY_STATE_DONE = 4;
+   */
+  DONE = 4,
+
+  /**
+   * It stopped on an error it cannot get past (last_error says which);
+   * ResumeReplay tries again.
+   *
+   * @generated from enum value: REPLAY_STATE_FAILED = 5;
+   */
+  FAILED = 5,
+}
+
+/**
+ * Describes the enum hookd.v1.ReplayState.
+ */
+export const ReplayStateSchema: GenEnum<ReplayState> = /*@__PURE__*/
+  enumDesc(file_hookd_v1_route, 0);
+
+/**
  * Creates, reads, changes, deletes and tests a tenant's routes.
  *
  * @generated from service hookd.v1.RouteService
@@ -1265,6 +1644,73 @@ export const RouteService: GenService<{
     methodKind: "unary";
     input: typeof GetRouteMetricsRequestSchema;
     output: typeof RouteMetricsSchema;
+  },
+  /**
+   * Replays stored events into a route at a rate, or counts them (dry
+   * run). At most one replay of a route runs (or is paused) at a time.
+   * Errors: INVALID_ARGUMENT (the window, the rate, the body field,
+   * `default`), NOT_FOUND, FAILED_PRECONDITION (another replay of the
+   * route is not finished), UNAVAILABLE.
+   *
+   * @generated from rpc hookd.v1.RouteService.ReplayToRoute
+   */
+  replayToRoute: {
+    methodKind: "unary";
+    input: typeof ReplayToRouteRequestSchema;
+    output: typeof ReplayToRouteResponseSchema;
+  },
+  /**
+   * One replay and its progress. Errors: NOT_FOUND.
+   *
+   * @generated from rpc hookd.v1.RouteService.GetReplay
+   */
+  getReplay: {
+    methodKind: "unary";
+    input: typeof GetReplayRequestSchema;
+    output: typeof ReplaySchema;
+  },
+  /**
+   * A tenant's replays, newest first. Errors: NOT_FOUND.
+   *
+   * @generated from rpc hookd.v1.RouteService.ListReplays
+   */
+  listReplays: {
+    methodKind: "unary";
+    input: typeof ListReplaysRequestSchema;
+    output: typeof ListReplaysResponseSchema;
+  },
+  /**
+   * Stops a running replay where it is. Errors: NOT_FOUND,
+   * FAILED_PRECONDITION (done or cancelled).
+   *
+   * @generated from rpc hookd.v1.RouteService.PauseReplay
+   */
+  pauseReplay: {
+    methodKind: "unary";
+    input: typeof ReplayActionRequestSchema;
+    output: typeof ReplaySchema;
+  },
+  /**
+   * Runs a paused (or failed) replay on from where it stopped. Errors:
+   * NOT_FOUND, FAILED_PRECONDITION (done or cancelled).
+   *
+   * @generated from rpc hookd.v1.RouteService.ResumeReplay
+   */
+  resumeReplay: {
+    methodKind: "unary";
+    input: typeof ReplayActionRequestSchema;
+    output: typeof ReplaySchema;
+  },
+  /**
+   * Ends a replay for good; the deliveries it made stay. Errors:
+   * NOT_FOUND, FAILED_PRECONDITION (done).
+   *
+   * @generated from rpc hookd.v1.RouteService.CancelReplay
+   */
+  cancelReplay: {
+    methodKind: "unary";
+    input: typeof ReplayActionRequestSchema;
+    output: typeof ReplaySchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_hookd_v1_route, 0);
