@@ -14,7 +14,10 @@ use std::{
 use futures_util::StreamExt;
 use hookd_control::{
     fake::{alert, FakeBackend, FakeServer, ADMIN, GENERATED_SINK_SECRET},
-    model::{AlertState, AlertView, DeadLetterView, DeliveryEventKind as Kind, DeliveryEventView},
+    model::{
+        AlertState, AlertView, DeadLetterView, DeliveryEventKind as Kind, DeliveryEventView,
+        DeliveryStatus, DeliveryView,
+    },
 };
 use hookd_proto::domain::AlertType;
 use hookd_sdk::client::{
@@ -557,4 +560,126 @@ async fn hookctl_alert_settings_refuse_bad_rules_and_secrets_without_echoing_the
         !out.contains("whsec_"),
         "a supplied secret is not shown: {out}"
     );
+}
+
+/// Event `n` of acme, delivered on `default`, received at `received_at_ms`.
+fn received(n: u32, received_at_ms: i64) -> DeliveryView {
+    DeliveryView {
+        tenant_id: "acme".into(),
+        delivery_id: format!("dlv_{n}"),
+        event_id: format!("evt_{n}"),
+        status: DeliveryStatus::Delivered,
+        received_at_ms,
+        attempt_count: 1,
+        next_attempt_at_ms: None,
+        last_error: None,
+        redelivery_of: None,
+        redelivered_as: None,
+        attempts: Vec::new(),
+        redirects: Vec::new(),
+        route: "default".into(),
+        routes: Vec::new(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hookctl_replays_a_window_into_a_route_and_steers_the_replay() {
+    let server = fake_hookd().await;
+    for (n, at) in [(1, 1_000), (2, 2_000), (3, 5_000)] {
+        server.backend.add_delivery(received(n, at));
+    }
+    admin(&server)
+        .await
+        .create_route(proto::CreateRouteRequest {
+            tenant_id: "acme".into(),
+            name: "crm".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let endpoint = server.endpoint.as_str();
+    let window = [
+        "routes", "replay", "acme", "crm", "--since", "1000", "--until", "5000",
+    ];
+
+    let (code, out, err) = hookctl(endpoint, &[&window[..], &["--dry-run"]].concat()).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(out, "2 events would be replayed into crm\n");
+    let open_ended = [
+        "--json",
+        "routes",
+        "replay",
+        "acme",
+        "crm",
+        "--since",
+        "1970-01-01T00:00:01Z",
+        "--dry-run",
+    ];
+    let (code, out, err) = hookctl(endpoint, &open_ended).await;
+    assert_eq!(code, Some(0), "{err}");
+    let document: serde_json::Value = serde_json::from_str(&out).expect("one JSON document");
+    assert_eq!(
+        (&document["count"], &document["dry_run"]),
+        (&3.into(), &true.into())
+    );
+    let (code, _, err) = hookctl(endpoint, &window[..4]).await;
+    assert_eq!(code, Some(2), "--since is required: {err}");
+
+    let run = [&["--json"][..], &window, &["--rate-per-sec", "20"]].concat();
+    let (code, out, err) = hookctl(endpoint, &run).await;
+    assert_eq!(code, Some(0), "{err}");
+    let document: serde_json::Value = serde_json::from_str(&out).expect("one JSON document");
+    assert_eq!(document["state"], "running", "{document}");
+    assert_eq!(document["rate_per_second"], 20, "{document}");
+    let id = document["id"].as_str().expect("an id").to_owned();
+    let (code, _, err) = hookctl(endpoint, &window).await;
+    assert_eq!(code, Some(5), "one replay of a route at a time: {err}");
+    assert!(err.contains("FAILED_PRECONDITION"), "{err}");
+
+    let (code, out, err) = hookctl(endpoint, &["routes", "replays", "list", "acme"]).await;
+    assert_eq!(code, Some(0), "{err}");
+    let mut lines = out.lines();
+    assert!(lines.next().is_some_and(|h| h.starts_with("ID ")), "{out}");
+    let row: Vec<&str> = lines
+        .next()
+        .expect("one replay")
+        .split_whitespace()
+        .collect();
+    assert_eq!(row, [id.as_str(), "crm", "running", "0/0", "-"], "{out}");
+    let (code, out, _) = hookctl(
+        endpoint,
+        &["routes", "replays", "list", "acme", "--route", "audit"],
+    )
+    .await;
+    assert_eq!((code, out.lines().count()), (Some(0), 1), "{out}");
+
+    for (action, state) in [
+        ("pause", "paused"),
+        ("resume", "running"),
+        ("cancel", "cancelled"),
+    ] {
+        let (code, out, err) = hookctl(endpoint, &["routes", "replays", action, "acme", &id]).await;
+        assert_eq!(code, Some(0), "{action}: {err}");
+        let shown: Vec<&str> = out
+            .lines()
+            .find(|line| line.starts_with("state"))
+            .map(|line| line.split_whitespace().collect())
+            .unwrap_or_default();
+        assert_eq!(shown, ["state:", state], "{action}: {out}");
+    }
+    let (code, _, err) = hookctl(endpoint, &["routes", "replays", "resume", "acme", &id]).await;
+    assert_eq!(code, Some(5), "a cancelled replay is finished: {err}");
+    let (code, out, err) = hookctl(
+        endpoint,
+        &["--json", "routes", "replays", "get", "acme", &id],
+    )
+    .await;
+    assert_eq!(code, Some(0), "{err}");
+    let document: serde_json::Value = serde_json::from_str(&out).expect("one JSON document");
+    assert_eq!(
+        (&document["state"], &document["until_unix_ms"]),
+        (&"cancelled".into(), &5_000.into())
+    );
+    let (code, _, err) = hookctl(endpoint, &["routes", "replays", "get", "acme", "rpl_nope"]).await;
+    assert_eq!(code, Some(3), "{err}");
 }

@@ -277,9 +277,8 @@ impl From<FinalStatusArg> for DeliveryStatus {
     }
 }
 
-/// Accepts Unix milliseconds or an RFC 3339 time such as 2024-05-01T12:00:00Z.
 /// `POINTER=JSON`, split at the first `=`.
-fn parse_body_field(text: &str) -> Result<(String, String), String> {
+pub fn parse_body_field(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
         Some((pointer, value)) if pointer.starts_with('/') => {
             Ok((pointer.to_owned(), value.to_owned()))
@@ -290,6 +289,7 @@ fn parse_body_field(text: &str) -> Result<(String, String), String> {
     }
 }
 
+/// Accepts Unix milliseconds or an RFC 3339 time such as 2024-05-01T12:00:00Z.
 pub fn parse_time(text: &str) -> Result<i64, String> {
     if let Ok(unix_ms) = text.parse::<i64>() {
         return Ok(unix_ms);

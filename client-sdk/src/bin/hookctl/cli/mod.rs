@@ -23,7 +23,10 @@ pub use apply::{ApplyArgs, ExportArgs, PlanArgs};
 pub use contracts::{ContractsCommand, PutContractArgs};
 pub use deliveries::{DeadLettersCommand, DeliveriesCommand, FilterArgs};
 pub use rejections::RejectionsCommand;
-pub use routes::{CreateRouteArgs, RouteCode, RoutesCommand, TestRouteArgs, UpdateRouteArgs};
+pub use routes::{
+    CreateRouteArgs, ReplayArgs, ReplaysCommand, RouteCode, RoutesCommand, TestRouteArgs,
+    UpdateRouteArgs,
+};
 
 use crate::{exit, output::OutputMode};
 
@@ -234,6 +237,77 @@ mod tests {
         assert!(redeliver(&["dlv_1", "dlv_2"]).is_ok());
         assert!(redeliver(&["--all-matching", "--reason-contains", "503"]).is_ok());
         assert!(redeliver(&["dlv_1", "--all-matching"]).is_err());
+    }
+
+    #[test]
+    fn a_replay_needs_its_start_and_takes_times_either_way() {
+        let replay = |extra: &[&str]| {
+            let argv = ["hookctl", "routes", "replay", "acme", "crm"];
+            Cli::try_parse_from(argv.iter().chain(extra))
+        };
+        assert!(replay(&[]).is_err(), "--since is required");
+        assert!(replay(&["--since", "yesterday"]).is_err());
+        let parsed = replay(&[
+            "--since",
+            "2024-05-01T12:00:00Z",
+            "--until",
+            "1714568400000",
+            "--event-type",
+            "order.paid",
+            "--body",
+            "/data/amount=7",
+            "--rate-per-sec",
+            "50",
+            "--dry-run",
+        ]);
+        let Command::Routes(RoutesCommand::Replay(args)) = parsed.unwrap().command else {
+            panic!("not routes replay");
+        };
+        assert_eq!((args.tenant.as_str(), args.route.as_str()), ("acme", "crm"));
+        assert_eq!(
+            (args.since, args.until),
+            (1_714_564_800_000, Some(1_714_568_400_000))
+        );
+        assert_eq!(args.event_type.as_deref(), Some("order.paid"));
+        assert_eq!(args.body, Some(("/data/amount".into(), "7".into())));
+        assert_eq!((args.rate_per_sec, args.dry_run), (Some(50), true));
+        let plain = replay(&["--since", "1714564800000"]).unwrap().command;
+        let Command::Routes(RoutesCommand::Replay(args)) = plain else {
+            panic!("not routes replay");
+        };
+        assert_eq!(
+            (args.until, args.rate_per_sec, args.dry_run),
+            (None, None, false)
+        );
+        for bad in [
+            &["--since", "0", "--rate-per-sec", "0"][..],
+            &["--since", "0", "--rate-per-sec", "5001"],
+            &["--since", "0", "--body", "amount=7"],
+        ] {
+            assert!(replay(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn replays_are_listed_and_steered_by_id() {
+        let replays = |args: &[&str]| {
+            let argv = ["hookctl", "routes", "replays"];
+            Cli::try_parse_from(argv.iter().chain(args)).map(|cli| cli.command)
+        };
+        for action in ["get", "pause", "resume", "cancel"] {
+            assert!(replays(&[action, "acme", "rpl_1"]).is_ok(), "{action}");
+            assert!(
+                replays(&[action, "acme"]).is_err(),
+                "{action} without an id"
+            );
+        }
+        let Ok(Command::Routes(RoutesCommand::Replays(ReplaysCommand::List { tenant, route }))) =
+            replays(&["list", "acme", "--route", "crm"])
+        else {
+            panic!("not routes replays list");
+        };
+        assert_eq!((tenant.as_str(), route.as_deref()), ("acme", Some("crm")));
+        assert!(replays(&["list"]).is_err(), "the tenant is required");
     }
 
     #[test]

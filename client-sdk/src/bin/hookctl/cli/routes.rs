@@ -1,9 +1,12 @@
 //! Flags of `hookctl routes`: a tenant's routes, their filters and transforms (each
-//! inline or from a file), and testing one on a stored or pasted event.
+//! inline or from a file), testing one on a stored or pasted event, and replaying
+//! stored events into one.
 
 use std::path::PathBuf;
 
 use clap::{ArgGroup, Args, Subcommand};
+
+use super::deliveries::{parse_body_field, parse_time};
 
 /// `hookctl routes ...`
 #[derive(Debug, Subcommand)]
@@ -59,6 +62,15 @@ pub enum RoutesCommand {
         #[arg(long)]
         ramp_secs: Option<u32>,
     },
+    /// Replay the events a tenant accepted in a window into a route, at a rate.
+    ///
+    /// Oldest first, each event gets one new delivery on the route (not `default`)
+    /// if the route's filter passes it now and the route has none of it yet;
+    /// --dry-run counts them.
+    Replay(ReplayArgs),
+    /// List, show, pause, resume and cancel a tenant's replays.
+    #[command(subcommand)]
+    Replays(ReplaysCommand),
 }
 
 /// One route of a tenant.
@@ -68,6 +80,65 @@ pub struct RouteKey {
     pub tenant: String,
     /// The route's name; `default` is the tenant's own destination.
     pub name: String,
+}
+
+/// `hookctl routes replay ...`
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The tenant id.
+    pub tenant: String,
+    /// The route to replay into; not `default`.
+    pub route: String,
+    /// The events accepted at or after this time (Unix ms or RFC 3339).
+    #[arg(long, value_parser = parse_time)]
+    pub since: i64,
+    /// And before this time (Unix ms or RFC 3339; default and latest: now).
+    #[arg(long, value_parser = parse_time)]
+    pub until: Option<i64>,
+    /// Only events of this type.
+    #[arg(long)]
+    pub event_type: Option<String>,
+    /// Only events whose JSON body has a value at a JSON pointer:
+    /// `/data/object/customer="cus_123"` (the value as JSON).
+    #[arg(long, value_parser = parse_body_field)]
+    pub body: Option<(String, String)>,
+    /// At most this many deliveries made a second, 1-5000 (default 100).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=5000))]
+    pub rate_per_sec: Option<u32>,
+    /// Count the deliveries it would make now; make nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// `hookctl routes replays ...`
+#[derive(Debug, Subcommand)]
+pub enum ReplaysCommand {
+    /// List a tenant's replays, newest first, with how far each got.
+    List {
+        /// The tenant id.
+        tenant: String,
+        /// Only the replays into this route.
+        #[arg(long)]
+        route: Option<String>,
+    },
+    /// Show one replay: its window, filters and rate, and what became of the
+    /// events it looked at.
+    Get(ReplayKey),
+    /// Stop a running replay where it is.
+    Pause(ReplayKey),
+    /// Run a paused (or failed) replay on from where it stopped.
+    Resume(ReplayKey),
+    /// End a replay for good; the deliveries it made stay.
+    Cancel(ReplayKey),
+}
+
+/// One replay of a tenant.
+#[derive(Debug, Args)]
+pub struct ReplayKey {
+    /// The tenant id.
+    pub tenant: String,
+    /// The replay id (`rpl_...`).
+    pub replay_id: String,
 }
 
 /// A filter and a transform, each inline or read from a file.

@@ -1,5 +1,6 @@
-//! `hookctl routes list|get|create|update|delete|test|pause|resume`, and how a route and a test's
-//! result are printed.
+//! `hookctl routes list|get|create|update|delete|test|pause|resume|metrics|replay` and
+//! `hookctl routes replays list|get|pause|resume|cancel`, and how a route, its metrics, a
+//! test's result and a replay are printed.
 
 use std::path::{Path, PathBuf};
 
@@ -7,17 +8,21 @@ use anyhow::{bail, Context};
 use hookd_sdk::client::{
     proto::{
         test_route_request::{Event, Route as RouteChoice},
-        CreateRouteRequest, InlineRoute, PastedEvent, Route, RouteHeader, RouteMetrics,
-        RouteMetricsPoint, RouteRate, TestRouteRequest, TestRouteResponse, UpdateRouteRequest,
+        CreateRouteRequest, InlineRoute, PastedEvent, Replay, ReplayState, ReplayToRouteRequest,
+        Route, RouteHeader, RouteMetrics, RouteMetricsPoint, RouteRate, TestRouteRequest,
+        TestRouteResponse, UpdateRouteRequest,
     },
     HookdClient,
 };
 use serde_json::{json, Value};
 
 use crate::{
-    cli::{CreateRouteArgs, RouteCode, RoutesCommand, TestRouteArgs, UpdateRouteArgs},
+    cli::{
+        CreateRouteArgs, ReplayArgs, ReplaysCommand, RouteCode, RoutesCommand, TestRouteArgs,
+        UpdateRouteArgs,
+    },
     output::Output,
-    view::{or_dash, View},
+    view::{or_dash, short_name, when, View},
 };
 
 /// Runs one `routes` subcommand.
@@ -74,7 +79,57 @@ pub async fn run(client: &HookdClient, out: Output, command: RoutesCommand) -> a
             let route = client.resume_route(key.tenant, key.name, ramp_secs).await?;
             Ok(out.record(&route)?)
         }
+        RoutesCommand::Replay(args) => replay(client, out, args).await,
+        RoutesCommand::Replays(command) => replays(client, out, command).await,
     }
+}
+
+/// Starts a replay and prints it, or in a dry run prints how many deliveries
+/// it would make now.
+async fn replay(client: &HookdClient, out: Output, args: ReplayArgs) -> anyhow::Result<()> {
+    let (body_pointer, body_value_json) = args.body.unwrap_or_default();
+    let request = ReplayToRouteRequest {
+        tenant_id: args.tenant,
+        route: args.route.clone(),
+        since_unix_ms: args.since,
+        until_unix_ms: args.until.unwrap_or_default(),
+        event_type: args.event_type.unwrap_or_default(),
+        body_pointer,
+        body_value_json,
+        rate_per_second: args.rate_per_sec.unwrap_or_default(),
+        dry_run: args.dry_run,
+    };
+    let answer = client.replay_to_route(request).await?;
+    match answer.replay {
+        Some(replay) => Ok(out.record(&replay)?),
+        None => {
+            let text = format!(
+                "{} events would be replayed into {}",
+                answer.count, args.route
+            );
+            Ok(out.result(
+                &text,
+                &json!({"dry_run": true, "route": args.route, "count": answer.count}),
+            )?)
+        }
+    }
+}
+
+/// Runs one `routes replays` subcommand.
+async fn replays(client: &HookdClient, out: Output, command: ReplaysCommand) -> anyhow::Result<()> {
+    let replay = match command {
+        ReplaysCommand::List { tenant, route } => {
+            let replays = client
+                .list_replays(tenant, route.unwrap_or_default())
+                .await?;
+            return Ok(out.list("replays", &replays, None)?);
+        }
+        ReplaysCommand::Get(key) => client.get_replay(key.tenant, key.replay_id).await?,
+        ReplaysCommand::Pause(key) => client.pause_replay(key.tenant, key.replay_id).await?,
+        ReplaysCommand::Resume(key) => client.resume_replay(key.tenant, key.replay_id).await?,
+        ReplaysCommand::Cancel(key) => client.cancel_replay(key.tenant, key.replay_id).await?,
+    };
+    Ok(out.record(&replay)?)
 }
 
 fn create_request(args: CreateRouteArgs) -> anyhow::Result<CreateRouteRequest> {
@@ -347,6 +402,81 @@ impl View for RouteMetrics {
     }
 }
 
+/// `REPLAY_STATE_RUNNING` -> `running`.
+fn replay_state_label(raw: i32) -> String {
+    ReplayState::try_from(raw)
+        .map(|state| short_name(state.as_str_name(), "REPLAY_STATE_"))
+        .unwrap_or_else(|_| raw.to_string())
+}
+
+impl View for Replay {
+    const COLUMNS: &'static [&'static str] =
+        &["ID", "ROUTE", "STATE", "REPLAYED/SCANNED", "POSITION"];
+
+    fn cells(&self) -> Vec<String> {
+        vec![
+            self.id.clone(),
+            self.route.clone(),
+            replay_state_label(self.state),
+            format!("{}/{}", self.replayed, self.scanned),
+            when(self.position_unix_ms),
+        ]
+    }
+
+    fn fields(&self) -> Vec<(&'static str, String)> {
+        let body = match self.body_pointer.as_str() {
+            "" => "-".to_owned(),
+            pointer => format!("{pointer}={}", self.body_value_json),
+        };
+        vec![
+            ("replay", self.id.clone()),
+            ("tenant", self.tenant_id.clone()),
+            ("route", self.route.clone()),
+            ("state", replay_state_label(self.state)),
+            ("since", when(self.since_unix_ms)),
+            ("until", when(self.until_unix_ms)),
+            ("event type", or_dash(&self.event_type)),
+            ("body", body),
+            ("rate", format!("{}/s", self.rate_per_second)),
+            ("created", when(self.created_at_ms)),
+            ("finished", when(self.finished_at_ms)),
+            ("position", when(self.position_unix_ms)),
+            ("scanned", self.scanned.to_string()),
+            ("replayed", self.replayed.to_string()),
+            ("not matched", self.not_matched.to_string()),
+            ("filtered", self.filtered.to_string()),
+            ("already on route", self.already_on_route.to_string()),
+            ("gone", self.gone.to_string()),
+            ("last error", or_dash(&self.last_error)),
+        ]
+    }
+
+    fn json(&self) -> Value {
+        json!({
+            "id": self.id,
+            "tenant_id": self.tenant_id,
+            "route": self.route,
+            "since_unix_ms": self.since_unix_ms,
+            "until_unix_ms": self.until_unix_ms,
+            "event_type": self.event_type,
+            "body_pointer": self.body_pointer,
+            "body_value_json": self.body_value_json,
+            "rate_per_second": self.rate_per_second,
+            "state": replay_state_label(self.state),
+            "created_at_ms": self.created_at_ms,
+            "finished_at_ms": self.finished_at_ms,
+            "scanned": self.scanned,
+            "replayed": self.replayed,
+            "not_matched": self.not_matched,
+            "filtered": self.filtered,
+            "already_on_route": self.already_on_route,
+            "gone": self.gone,
+            "position_unix_ms": self.position_unix_ms,
+            "last_error": self.last_error,
+        })
+    }
+}
+
 impl View for TestRouteResponse {
     const COLUMNS: &'static [&'static str] = &["FILTER", "TRANSFORM", "REQUEST"];
 
@@ -390,5 +520,40 @@ impl View for TestRouteResponse {
             "transform_version": self.transform_version,
             "request": request,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_replay_reads_as_its_state_progress_and_position() {
+        let replay = Replay {
+            id: "rpl_1".into(),
+            route: "crm".into(),
+            state: ReplayState::Paused.into(),
+            scanned: 60,
+            replayed: 12,
+            position_unix_ms: 1_714_564_800_999,
+            body_pointer: "/data/amount".into(),
+            body_value_json: "7".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            replay.cells(),
+            ["rpl_1", "crm", "paused", "12/60", "2024-05-01T12:00:00Z"]
+        );
+        let field = |name: &str| {
+            replay
+                .fields()
+                .into_iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, value)| value)
+        };
+        assert_eq!(field("body").as_deref(), Some("/data/amount=7"));
+        assert_eq!(field("finished").as_deref(), Some("-"));
+        assert_eq!(replay.json()["state"], "paused");
+        assert_eq!(replay_state_label(99), "99");
     }
 }
