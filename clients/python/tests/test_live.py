@@ -17,7 +17,7 @@ import pytest
 from standardwebhooks.webhooks import Webhook
 
 from conftest import Live
-from hookd.v1 import delivery_pb2, tenant_pb2
+from hookd.v1 import delivery_pb2, route_pb2, tenant_pb2
 from hookd_client import HookdClient, HookdError
 
 _T = TypeVar("_T")
@@ -116,6 +116,38 @@ def test_iterators_walk_every_page(live: Live, client: HookdClient) -> None:
     listed = [d.delivery_id for d in client.iter_deliveries(tenant_id, page_size=2)]
     # Newest first: by delivery id, which starts with the time of receipt.
     assert listed == sorted(sent, reverse=True), "every page, newest first"
+
+
+def test_stored_events_are_replayed_into_a_new_route(live: Live, client: HookdClient) -> None:
+    since_unix_ms = int(time.time() * 1000) - 60_000
+    created = client.create_tenant(new_tenant_id(), destination_url=f"{live.sink_url}/replayed")
+    tenant_id = created.tenant.tenant_id
+    for n in range(5):
+        send_signed(live, tenant_id, created.secret, f"evt_replay_{n}", '{"type":"order.paid"}')
+    client.routes.CreateRoute(
+        route_pb2.CreateRouteRequest(tenant_id=tenant_id, name="audit", destination_url=f"{live.sink_url}/audit")
+    )
+
+    counted = client.replay_to_route(tenant_id, "audit", since_unix_ms, event_type="order.paid", dry_run=True)
+    assert counted.count == 5 and not counted.HasField("replay"), counted
+    # One a second: it is still running while it is steered.
+    started = client.replay_to_route(tenant_id, "audit", since_unix_ms, rate_per_second=1)
+    replay_id = started.replay.id
+    assert replay_id.startswith("rpl_") and started.replay.state == route_pb2.REPLAY_STATE_RUNNING
+    assert client.pause_replay(tenant_id, replay_id).state == route_pb2.REPLAY_STATE_PAUSED
+    assert client.resume_replay(tenant_id, replay_id).state == route_pb2.REPLAY_STATE_RUNNING
+    cancelled = client.cancel_replay(tenant_id, replay_id)
+    assert cancelled.state == route_pb2.REPLAY_STATE_CANCELLED and cancelled.finished_at_ms > 0
+    assert client.get_replay(tenant_id, replay_id).state == route_pb2.REPLAY_STATE_CANCELLED
+    assert [r.id for r in client.list_replays(tenant_id, "audit")] == [replay_id]
+    assert client.list_replays(tenant_id, "default") == []
+
+    with pytest.raises(HookdError) as finished:
+        client.resume_replay(tenant_id, replay_id)
+    assert finished.value.code == grpc.StatusCode.FAILED_PRECONDITION
+    with pytest.raises(HookdError) as into_default:
+        client.replay_to_route(tenant_id, "default", since_unix_ms)
+    assert into_default.value.code == grpc.StatusCode.INVALID_ARGUMENT
 
 
 def test_errors_carry_the_grpc_code(live: Live, client: HookdClient) -> None:

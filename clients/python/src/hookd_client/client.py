@@ -266,6 +266,69 @@ class HookdClient:
             route_pb2.ResumeRouteRequest(tenant_id=tenant_id, name=name, ramp_secs=ramp_secs)
         )
 
+    def replay_to_route(
+        self,
+        tenant_id: str,
+        route: str,
+        since_unix_ms: int,
+        until_unix_ms: int = 0,
+        event_type: str = "",
+        body_pointer: str = "",
+        body_value_json: str = "",
+        rate_per_second: int = 0,
+        dry_run: bool = False,
+    ) -> route_pb2.ReplayToRouteResponse:
+        """Replays the events the tenant accepted from ``since_unix_ms`` to
+        ``until_unix_ms`` (0: now) into ``route`` (not ``default``), oldest
+        first, at most ``rate_per_second`` deliveries a second (0: 100): each
+        gets one delivery on the route if its filter passes it and the route
+        has none of it yet. ``event_type`` and ``body_pointer`` with
+        ``body_value_json`` narrow the events; ``dry_run`` only counts the
+        deliveries it would make (``count``), else ``replay`` is the replay
+        made."""
+        return self.routes.ReplayToRoute(
+            route_pb2.ReplayToRouteRequest(
+                tenant_id=tenant_id,
+                route=route,
+                since_unix_ms=since_unix_ms,
+                until_unix_ms=until_unix_ms,
+                event_type=event_type,
+                body_pointer=body_pointer,
+                body_value_json=body_value_json,
+                rate_per_second=rate_per_second,
+                dry_run=dry_run,
+            )
+        )
+
+    def get_replay(self, tenant_id: str, replay_id: str) -> route_pb2.Replay:
+        """One replay and how far it got."""
+        return self.routes.GetReplay(
+            route_pb2.GetReplayRequest(tenant_id=tenant_id, replay_id=replay_id)
+        )
+
+    def list_replays(self, tenant_id: str, route: str = "") -> list[route_pb2.Replay]:
+        """A tenant's replays (into ``route`` only, if given), newest first."""
+        listed = self.routes.ListReplays(route_pb2.ListReplaysRequest(tenant_id=tenant_id, route=route))
+        return list(listed.replays)
+
+    def pause_replay(self, tenant_id: str, replay_id: str) -> route_pb2.Replay:
+        """Stops a running replay where it is."""
+        return self.routes.PauseReplay(
+            route_pb2.ReplayActionRequest(tenant_id=tenant_id, replay_id=replay_id)
+        )
+
+    def resume_replay(self, tenant_id: str, replay_id: str) -> route_pb2.Replay:
+        """Runs a paused (or failed) replay on from where it stopped."""
+        return self.routes.ResumeReplay(
+            route_pb2.ReplayActionRequest(tenant_id=tenant_id, replay_id=replay_id)
+        )
+
+    def cancel_replay(self, tenant_id: str, replay_id: str) -> route_pb2.Replay:
+        """Ends a replay for good; the deliveries it made stay."""
+        return self.routes.CancelReplay(
+            route_pb2.ReplayActionRequest(tenant_id=tenant_id, replay_id=replay_id)
+        )
+
     def watch_deliveries(self, tenant_id: str = "") -> Stream[delivery_pb2.DeliveryEvent]:
         """Streams a tenant's (empty: every visible tenant's) delivery events
         from now on, until ``cancel()``."""
