@@ -3,6 +3,7 @@
 //! its progress after each step.
 
 use std::{
+    collections::HashMap,
     sync::{
         atomic::{AtomicBool, Ordering},
         Arc,
@@ -278,18 +279,42 @@ impl Replayer {
         verdicts: Vec<(DeliveryId, crate::store::records::DeliveryState, Verdict)>,
         progress: &mut ReplayProgress,
     ) -> Result<()> {
-        let mut pending = Vec::new();
+        let planned: HashMap<DeliveryId, DeliveryId> = progress.planned.drain(..).collect();
+        let mut writes = Vec::new();
         let mut outcomes = Vec::with_capacity(verdicts.len());
         for (id, state, verdict) in verdicts {
             let slot = match verdict {
-                Verdict::Make(new) => {
-                    pending.push(target.route.data.commit(*new));
+                Verdict::Make(mut new) => {
+                    if let Some(made) = planned.get(&id) {
+                        new.due_ms = made.time_ms().unwrap_or(new.due_ms);
+                        new.meta.delivery_id = made.clone();
+                    }
+                    progress
+                        .planned
+                        .push((id.clone(), new.meta.delivery_id.clone()));
+                    writes.push(*new);
                     None
                 }
                 Verdict::Skip(skip) => Some(skip),
             };
             outcomes.push((id, state.received_at_ms, slot));
         }
+        // Planned ids of events this step did not reach stay planned.
+        let last = outcomes.last().map(|(id, ..)| id.clone());
+        progress.planned.extend(
+            planned
+                .into_iter()
+                .filter(|(source, _)| last.as_ref().is_none_or(|last| source > last)),
+        );
+        progress.planned.sort();
+        if !writes.is_empty() {
+            self.store_progress(progress).await?;
+            self.parts.store.durable_barrier().await?;
+        }
+        let pending: Vec<_> = writes
+            .into_iter()
+            .map(|new| target.route.data.commit(new))
+            .collect();
         let mut written = join_all(pending).await.into_iter();
         for (id, received_at_ms, skip) in outcomes {
             let c = &mut progress.counts;
@@ -312,6 +337,10 @@ impl Replayer {
             progress.cursor = Some(id);
             progress.position_ms = Some(received_at_ms);
         }
+        let cursor = progress.cursor.clone();
+        progress
+            .planned
+            .retain(|(source, _)| cursor.as_ref().is_none_or(|c| source > c));
         Ok(())
     }
 

@@ -55,6 +55,7 @@ mod redeliver_routes;
 mod refusals_kill;
 mod rejections;
 mod replay;
+mod replay_kill;
 mod replay_route;
 mod rest;
 mod retention;

@@ -65,18 +65,26 @@ impl Cluster {
     pub(crate) fn on(url: String, tenants: &str, database: Option<TestDatabase>) -> Cluster {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("hookd.toml");
+        let cluster = Cluster {
+            dir,
+            config,
+            url,
+            _database: database,
+        };
+        cluster.set_tenants(tenants);
+        cluster
+    }
+
+    /// Writes the config again with `tenants`: replicas started from now
+    /// on run them.
+    pub(crate) fn set_tenants(&self, tenants: &str) {
+        let url = &self.url;
         let toml = format!(
             "[storage]\nbackend = \"postgres\"\n[storage.postgres]\nurl = \"{url}\"\n\
              forward_lease_secs = {LEASE_SECS}\ncatalog_poll_ms = 100\n\
              [forward]\nallow_networks = [\"127.0.0.1/32\"]\n{tenants}"
         );
-        std::fs::write(&config, toml).unwrap();
-        Cluster {
-            dir,
-            config,
-            url,
-            _database: database,
-        }
+        std::fs::write(&self.config, toml).unwrap();
     }
 
     /// Starts replica `n` with `key` as its master key.

@@ -98,6 +98,13 @@ pub struct ReplayProgress {
     /// It stopped on an error it cannot get past (the route is gone);
     /// a resume tries again.
     pub failed: bool,
+    /// The deliveries the step under way makes, as (the event's delivery
+    /// on `default`, the new delivery's id), stored durably before any of
+    /// them is written: a step done again after a crash makes those
+    /// missing under the same ids, so they queue in accept order among
+    /// those that were written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub planned: Vec<(DeliveryId, DeliveryId)>,
 }
 
 impl ReplayOrder {
