@@ -26,7 +26,14 @@ import {
   type RetryNowResponse,
 } from "./gen/hookd/v1/delivery_pb.js";
 import { RejectionService } from "./gen/hookd/v1/rejection_pb.js";
-import { type Route, type RouteMetrics, RouteService } from "./gen/hookd/v1/route_pb.js";
+import {
+  type Replay,
+  type ReplayToRouteRequestSchema,
+  type ReplayToRouteResponse,
+  type Route,
+  type RouteMetrics,
+  RouteService,
+} from "./gen/hookd/v1/route_pb.js";
 import { SecretService } from "./gen/hookd/v1/secret_pb.js";
 import {
   type CreateTenantRequestSchema,
@@ -62,6 +69,8 @@ export type TenantSettings = Omit<MessageInitShape<typeof CreateTenantRequestSch
 export type DeliveryFilter = Omit<MessageInitShape<typeof ListDeliveriesRequestSchema>, "$typeName" | "tenantId" | "pageToken">;
 /** ListDeadLetters' filters and page size. */
 export type DeadLetterFilter = Omit<MessageInitShape<typeof ListDeadLettersRequestSchema>, "$typeName" | "tenantId" | "pageToken">;
+/** ReplayToRoute's window (`sinceUnixMs` required), filters, rate and `dryRun`. */
+export type ReplayWindow = Omit<MessageInitShape<typeof ReplayToRouteRequestSchema>, "$typeName" | "tenantId" | "route">;
 
 function pem(value: Pem | undefined): string | Buffer | undefined {
   return value !== undefined && typeof value === "object" && "file" in value ? readFileSync(value.file) : value;
@@ -230,5 +239,42 @@ export class HookdClient {
    */
   resumeRoute(tenantId: string, name = "default", rampSecs?: number): Promise<Route> {
     return this.routes.resumeRoute({ tenantId, name, rampSecs });
+  }
+
+  /**
+   * Replays the events the tenant accepted in `window` (from `sinceUnixMs` to `untilUnixMs`,
+   * absent: now) into `route` (not `default`), oldest first, at most `ratePerSecond` deliveries a
+   * second (absent: 100): each gets one delivery on the route if its filter passes it and the
+   * route has none of it yet. `eventType` and `bodyPointer` with `bodyValueJson` narrow the
+   * events; `dryRun` only counts the deliveries it would make (`count`), else `replay` is the
+   * replay made.
+   */
+  replayToRoute(tenantId: string, route: string, window: ReplayWindow): Promise<ReplayToRouteResponse> {
+    return this.routes.replayToRoute({ ...window, tenantId, route });
+  }
+
+  /** One replay and how far it got. */
+  getReplay(tenantId: string, replayId: string): Promise<Replay> {
+    return this.routes.getReplay({ tenantId, replayId });
+  }
+
+  /** A tenant's replays (into `route` only, if given), newest first. */
+  async listReplays(tenantId: string, route = ""): Promise<Replay[]> {
+    return (await this.routes.listReplays({ tenantId, route })).replays;
+  }
+
+  /** Stops a running replay where it is. */
+  pauseReplay(tenantId: string, replayId: string): Promise<Replay> {
+    return this.routes.pauseReplay({ tenantId, replayId });
+  }
+
+  /** Runs a paused (or failed) replay on from where it stopped. */
+  resumeReplay(tenantId: string, replayId: string): Promise<Replay> {
+    return this.routes.resumeReplay({ tenantId, replayId });
+  }
+
+  /** Ends a replay for good; the deliveries it made stay. */
+  cancelReplay(tenantId: string, replayId: string): Promise<Replay> {
+    return this.routes.cancelReplay({ tenantId, replayId });
   }
 }

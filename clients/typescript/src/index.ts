@@ -13,6 +13,7 @@ export {
   HookdClient,
   type HookdClientOptions,
   type Pem,
+  type ReplayWindow,
   type TenantSettings,
 } from "./client.js";
 export * as consumer from "./gen/hookd/v1/consumer_pb.js";

@@ -6,7 +6,7 @@ import { describe, test } from "node:test";
 
 import { Webhook } from "standardwebhooks";
 
-import { Code, ConnectError, delivery, HookdClient } from "../src/index.js";
+import { Code, ConnectError, delivery, HookdClient, route } from "../src/index.js";
 
 const env = process.env;
 const live = env.HOOKD_GRPC_ADDR
@@ -169,6 +169,41 @@ describe("against a live hookd", { skip: live === undefined && "no live hookd: r
       assert.deepEqual(kinds, [delivery.DeliveryEventKind.ACCEPTED, delivery.DeliveryEventKind.DEAD_LETTERED]);
     } finally {
       stop.abort();
+      client.close();
+    }
+  });
+
+  test("stored events are replayed into a new route", async () => {
+    const client = new HookdClient({ address: grpcAddr, token });
+    try {
+      const sinceUnixMs = BigInt(Date.now() - 60_000);
+      const created = await client.createTenant(newTenantId(), { destinationUrl: `${sinkUrl}/replayed` });
+      const tenantId = created.tenant?.tenantId ?? "";
+      for (const n of [0, 1, 2, 3, 4]) {
+        await sendSigned(httpUrl, tenantId, created.secret, `evt_replay_${n}`, '{"type":"order.paid"}');
+      }
+      await client.routes.createRoute({ tenantId, name: "audit", destinationUrl: `${sinkUrl}/audit` });
+
+      const counted = await client.replayToRoute(tenantId, "audit", { sinceUnixMs, eventType: "order.paid", dryRun: true });
+      assert.equal(counted.count, 5n);
+      assert.equal(counted.replay, undefined);
+      // One a second: it is still running while it is steered.
+      const started = await client.replayToRoute(tenantId, "audit", { sinceUnixMs, ratePerSecond: 1 });
+      const replayId = started.replay?.id ?? "";
+      assert.match(replayId, /^rpl_/);
+      assert.equal(started.replay?.state, route.ReplayState.RUNNING);
+      assert.equal((await client.pauseReplay(tenantId, replayId)).state, route.ReplayState.PAUSED);
+      assert.equal((await client.resumeReplay(tenantId, replayId)).state, route.ReplayState.RUNNING);
+      const cancelled = await client.cancelReplay(tenantId, replayId);
+      assert.equal(cancelled.state, route.ReplayState.CANCELLED);
+      assert.ok(cancelled.finishedAtMs > 0n);
+      assert.equal((await client.getReplay(tenantId, replayId)).state, route.ReplayState.CANCELLED);
+      assert.deepEqual((await client.listReplays(tenantId, "audit")).map((r) => r.id), [replayId]);
+      assert.deepEqual(await client.listReplays(tenantId, "default"), []);
+
+      assert.equal((await refusal(client.resumeReplay(tenantId, replayId))).code, Code.FailedPrecondition);
+      assert.equal((await refusal(client.replayToRoute(tenantId, "default", { sinceUnixMs }))).code, Code.InvalidArgument);
+    } finally {
       client.close();
     }
   });
