@@ -40,6 +40,12 @@ const SCAN_PER_MADE: usize = 4;
 /// at its order again.
 const IDLE: Duration = Duration::from_secs(1);
 
+/// A replay makes nothing while its route has more than this many seconds
+/// of its rate queued (at least one step's worth): the route's live
+/// deliveries never queue behind more of a replay than that, and a
+/// destination that fails is not piled up on.
+const BACKLOG_SECS: u64 = 2;
+
 /// Longest a replay waits after a failed step before it tries again.
 const MOST_BACKOFF: Duration = Duration::from_secs(30);
 
@@ -170,6 +176,24 @@ impl Replayer {
                 progress = Some(now);
                 self.wait(IDLE).await;
                 continue;
+            }
+            let most = u64::from(order.rate_per_sec.div_ceil(STEPS_PER_SEC).max(1));
+            let ceiling = (u64::from(order.rate_per_sec) * BACKLOG_SECS).max(most);
+            let data = target.route.data.clone();
+            match blocking(move || data.counts()).await {
+                Ok(queued) if queued.depth >= ceiling => {
+                    progress = Some(now);
+                    self.wait(Duration::from_millis(u64::from(1000 / STEPS_PER_SEC)))
+                        .await;
+                    continue;
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(tenant = %p.tenant, replay = %p.replay_id, error = %e, "reading the route's queue failed");
+                    progress = Some(now);
+                    self.wait(IDLE).await;
+                    continue;
+                }
             }
             let walking = walk.take().unwrap_or_else(|| {
                 let window = (order.since_ms, order.until_ms);
