@@ -43,6 +43,7 @@ tenants:
     routes:
       - name: default
         filter: {body: {type: {$startsWith: "order."}}}
+        delay_ms: 250
       - name: audit
         destination_url: http://127.0.0.1:9/audit
         max_in_flight: 3
@@ -161,6 +162,11 @@ async fn a_second_apply_changes_nothing() {
     assert_eq!(forms.hmac.unwrap().prefix, "sha256=");
     let audit = admin.get_route("shop", "audit").await.unwrap();
     assert_eq!(audit.retry.unwrap().schedule_secs, [1.0, 5.0]);
+    let default = admin.get_route("shop", "default").await.unwrap();
+    assert_eq!(
+        default.delay_ms, 250,
+        "the default route's delay from the file"
+    );
     let contracts = admin.list_contracts("shop").await.unwrap().contracts;
     assert_eq!(contracts.len(), 1);
     assert_eq!(

@@ -56,6 +56,7 @@ async fn read(client: &HookdClient, tenant: Tenant) -> anyhow::Result<CurrentTen
     for route in client.list_routes(tenant.tenant_id.as_str()).await? {
         if route.name == "default" {
             current.state.settings.default_filter = stored_json(&route.filter_json);
+            current.state.settings.default_delay_ms = route.delay_ms;
         } else if route.from_config {
             current.read_only_routes.push(route.name);
         } else {
@@ -138,6 +139,7 @@ fn settings(tenant: &Tenant) -> TenantSettings {
         public_url: some(&tenant.public_url),
         hmac: tenant.hmac.clone().map(Into::into),
         default_filter: None,
+        default_delay_ms: 0,
     }
 }
 

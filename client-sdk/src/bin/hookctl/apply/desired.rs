@@ -69,7 +69,9 @@ fn tenant(entry: TenantEntry, allow_inline_secrets: bool) -> anyhow::Result<Desi
             bail!("{at}.name: route {:?} is named twice", route.name);
         }
         if route.name == "default" {
-            state.settings.default_filter = default_filter(route).with_context(|| at)?;
+            let (filter, delay_ms) = default_route(route).with_context(|| at)?;
+            state.settings.default_filter = filter;
+            state.settings.default_delay_ms = delay_ms.unwrap_or_default();
         } else {
             let name = route.name.clone();
             state
@@ -99,6 +101,7 @@ fn tenant(entry: TenantEntry, allow_inline_secrets: bool) -> anyhow::Result<Desi
         public_url: entry.public_url,
         hmac: entry.hmac,
         default_filter: state.settings.default_filter,
+        default_delay_ms: state.settings.default_delay_ms,
     };
     Ok(DesiredTenant {
         id: entry.id,
@@ -148,9 +151,9 @@ fn alerts(entry: AlertsEntry, allow_inline_secrets: bool) -> anyhow::Result<Desi
     Ok(want)
 }
 
-/// The `default` route takes only a filter: its destination and concurrency
-/// are the tenant's own.
-fn default_filter(route: RouteEntry) -> anyhow::Result<Option<serde_json::Value>> {
+/// The `default` route takes only a filter and a delay: its destination and
+/// concurrency are the tenant's own.
+fn default_route(route: RouteEntry) -> anyhow::Result<(Option<serde_json::Value>, Option<u64>)> {
     let RouteEntry {
         name: _,
         destination_url,
@@ -177,15 +180,15 @@ fn default_filter(route: RouteEntry) -> anyhow::Result<Option<serde_json::Value>
         || transform_memory_mib.is_some()
         || adaptive_concurrency.is_some()
         || min_in_flight.is_some()
-        || latency_target_ms.is_some()
-        || delay_ms.is_some();
+        || latency_target_ms.is_some();
     if others {
         bail!(
-            "the default route takes only `filter`: its destination_url and max_in_flight \
-             are the tenant's own keys"
+            "the default route takes only `filter` and `delay_ms`: its destination_url and \
+             max_in_flight are the tenant's own keys"
         );
     }
-    filter.map(json_value).transpose().context("filter")
+    let filter = filter.map(json_value).transpose().context("filter")?;
+    Ok((filter, delay_ms))
 }
 
 fn route_settings(route: RouteEntry) -> anyhow::Result<RouteSettings> {

@@ -134,8 +134,12 @@ async fn run(client: &HookdClient, op: &Op, secrets: &Secrets) -> anyhow::Result
         } => {
             let request = update_tenant(id, settings, fields, verify_token.as_ref(), secrets);
             client.update_tenant(request).await?;
-            if fields.contains(&"default_route_filter") {
-                client.update_route(default_filter(id, settings)).await?;
+            let filter = fields.contains(&"default_route_filter");
+            let delay = fields.contains(&"default_route_delay_ms");
+            if filter || delay {
+                client
+                    .update_route(default_route(id, settings, (filter, delay)))
+                    .await?;
             }
         }
         Op::RotateSecret { id, secret } => {
@@ -207,8 +211,12 @@ async fn create(
         let disable = update_tenant(id, settings, &["enabled"], None, secrets);
         client.update_tenant(disable).await?;
     }
-    if settings.default_filter.is_some() {
-        client.update_route(default_filter(id, settings)).await?;
+    let filter = settings.default_filter.is_some();
+    let delay = settings.default_delay_ms > 0;
+    if filter || delay {
+        client
+            .update_route(default_route(id, settings, (filter, delay)))
+            .await?;
     }
     Ok(Made {
         created: Some(created),
@@ -332,16 +340,23 @@ fn update_tenant(
     request
 }
 
-fn default_filter(id: &str, s: &TenantSettings) -> UpdateRouteRequest {
+/// The update of the `default` route's filter and delay, each only if
+/// asked (`(filter, delay)`).
+fn default_route(
+    id: &str,
+    s: &TenantSettings,
+    (filter, delay): (bool, bool),
+) -> UpdateRouteRequest {
+    let filter_json = s
+        .default_filter
+        .as_ref()
+        .map(|f| f.to_string())
+        .unwrap_or_default();
     UpdateRouteRequest {
         tenant_id: id.to_owned(),
         name: "default".to_owned(),
-        filter_json: Some(
-            s.default_filter
-                .as_ref()
-                .map(|f| f.to_string())
-                .unwrap_or_default(),
-        ),
+        filter_json: filter.then_some(filter_json),
+        delay_ms: delay.then_some(s.default_delay_ms),
         ..Default::default()
     }
 }

@@ -45,10 +45,11 @@ fn rate(rate: &Option<Rate>) -> Option<RateEntry> {
 fn tenant(have: &CurrentTenant) -> TenantEntry {
     let s = &have.state.settings;
     let mut routes: Vec<RouteEntry> = Vec::new();
-    if let Some(filter) = &s.default_filter {
+    if s.default_filter.is_some() || s.default_delay_ms > 0 {
         routes.push(RouteEntry {
             name: "default".into(),
-            filter: Some(filter.clone()),
+            filter: s.default_filter.clone(),
+            delay_ms: (s.default_delay_ms > 0).then_some(s.default_delay_ms),
             ..Default::default()
         });
     }

@@ -67,6 +67,8 @@ pub struct TenantSettings {
     pub hmac: Option<HmacFields>,
     /// The `default` route's filter; `None`: every event.
     pub default_filter: Option<Value>,
+    /// The `default` route's delay before each delivery's first attempt, ms.
+    pub default_delay_ms: u64,
 }
 
 impl Default for TenantSettings {
@@ -84,6 +86,7 @@ impl Default for TenantSettings {
             public_url: None,
             hmac: None,
             default_filter: None,
+            default_delay_ms: 0,
         }
     }
 }
@@ -109,6 +112,7 @@ impl TenantSettings {
                     .map_or(Value::Null, |f| hmac_json(&normalize(f))),
             ),
             ("default_route_filter", json!(self.default_filter)),
+            ("default_route_delay_ms", json!(self.default_delay_ms)),
         ]
     }
 }

@@ -237,18 +237,26 @@ fn an_event_id_field_change_is_refused_before_anything_changes() {
 }
 
 #[test]
-fn the_default_route_takes_only_a_filter() {
+fn the_default_route_takes_only_a_filter_and_a_delay() {
     let current = holding("tenants: [{id: acme}]");
-    let file = "tenants: [{id: acme, routes: [{name: default, filter: {body: {a: 1}}}]}]";
+    let file =
+        "tenants: [{id: acme, routes: [{name: default, filter: {body: {a: 1}}, delay_ms: 500}]}]";
     let plan = plan(&wanted(file), &current, Options::default()).unwrap();
     assert_eq!(heads(&plan), ["Update tenant acme"]);
     assert_eq!(
         plan.changes[0].fields,
-        [Change::Value {
-            field: "default_route_filter",
-            old: Value::Null,
-            new: json!({"body": {"a": 1}})
-        }]
+        [
+            Change::Value {
+                field: "default_route_filter",
+                old: Value::Null,
+                new: json!({"body": {"a": 1}})
+            },
+            Change::Value {
+                field: "default_route_delay_ms",
+                old: json!(0),
+                new: json!(500)
+            }
+        ]
     );
     let bad = "tenants: [{id: acme, routes: [{name: default, max_in_flight: 2}]}]";
     let err = desired(parse(bad).unwrap(), false).unwrap_err();
