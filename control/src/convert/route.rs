@@ -238,6 +238,7 @@ impl From<RouteMetricsView> for pb::RouteMetrics {
                     dead_lettered: p.dead_lettered,
                     latency_p50_ms: p.latency_p50_ms.unwrap_or_default(),
                     latency_p99_ms: p.latency_p99_ms.unwrap_or_default(),
+                    held: p.held,
                 })
                 .collect(),
             queue_depth: m.queue_depth,

@@ -96,6 +96,8 @@ pub struct MetricsPoint {
     pub latency_p50_ms: Option<u64>,
     /// 99 % of them did.
     pub latency_p99_ms: Option<u64>,
+    /// The most of the route's deliveries held by a pause at once.
+    pub held: u64,
 }
 
 /// A route's metrics: points oldest first, and its queue now.

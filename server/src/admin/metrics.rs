@@ -24,6 +24,14 @@ impl Backend {
         let windows = self.services.telemetry.metrics().windows();
         seed(windows, &handle, now)?;
         let ingest = windows.series(handle.data().tenant(), (since, now), query.step_ms);
+        let counts = route.data.counts().map_err(api)?;
+        let held = match route.hold.is_paused() {
+            true => counts.depth,
+            false => 0,
+        };
+        if held > 0 {
+            route.metrics.window().held(held, now);
+        }
         let forwards = route.metrics.window().series(since, now, query.step_ms);
         let points = ingest
             .iter()
@@ -39,20 +47,16 @@ impl Backend {
                     dead_lettered: forwarded.dead,
                     latency_p50_ms: forwarded.latency_ms(0.5),
                     latency_p99_ms: forwarded.latency_ms(0.99),
+                    held: forwarded.held,
                 },
             )
             .collect();
-        let counts = route.data.counts().map_err(api)?;
         Ok(RouteMetricsView {
             tenant_id: tenant_id.to_owned(),
             name: route.name.clone(),
             points,
             queue_depth: counts.depth,
-            held: if route.hold.is_paused() {
-                counts.depth
-            } else {
-                0
-            },
+            held,
             dead_letters: counts.dead,
             oldest_pending_age_ms: counts.oldest_pending_ms.map(|since| (now - since).max(0)),
         })

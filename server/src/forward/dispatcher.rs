@@ -40,6 +40,10 @@ use crate::{
 /// Longest the loop sleeps without looking at the queue again.
 const MAX_IDLE_MS: i64 = 1000;
 
+/// How often a paused route's held deliveries are counted for its
+/// metrics.
+const HELD_SAMPLE_MS: i64 = 10_000;
+
 /// When to look again for the delivery rate's next token, `wait_secs`
 /// from `now` (at most [`MAX_IDLE_MS`] away).
 fn token_due(now: i64, wait_secs: u64) -> i64 {
@@ -174,6 +178,8 @@ pub struct Dispatcher {
     target: ForwardTarget,
     /// Forwards start only while this process holds the tenant's lease.
     lease: ForwardLease,
+    /// When a paused route's held deliveries were last counted.
+    held_counted_ms: Option<i64>,
 }
 
 impl Dispatcher {
@@ -248,6 +254,7 @@ impl Dispatcher {
             client,
             clock,
             wake,
+            held_counted_ms: None,
         })
     }
 
@@ -354,7 +361,10 @@ impl Dispatcher {
         let allowed = match self.hold.as_ref().map(|hold| hold.allowed(now, allowed)) {
             None => allowed,
             Some(Allowed::UpTo(allowed)) => allowed,
-            Some(Allowed::Nothing) => return Ok(wake_at),
+            Some(Allowed::Nothing) => {
+                self.count_held(now).await;
+                return Ok(wake_at);
+            }
         };
         let room = match self.room(now, in_flight.len(), allowed) {
             Ok(room) => room,
@@ -396,6 +406,26 @@ impl Dispatcher {
             in_flight.push(self.attempt(entry, send_by, now, fence.clone()));
         }
         Ok(wake_at)
+    }
+
+    /// Counts a paused route's held deliveries into its metrics, at most
+    /// every [`HELD_SAMPLE_MS`].
+    async fn count_held(&mut self, now: i64) {
+        let paused = self.hold.as_ref().is_some_and(|hold| hold.is_paused());
+        let due = self
+            .held_counted_ms
+            .is_none_or(|at| now - at >= HELD_SAMPLE_MS || now < at);
+        if !paused || !due {
+            return;
+        }
+        self.held_counted_ms = Some(now);
+        let data = self.data.clone();
+        match blocking(move || data.counts()).await {
+            Ok(counts) => self.report.metrics.window().held(counts.depth, now),
+            Err(e) => {
+                tracing::warn!(tenant = %self.tenant, route = %self.route, error = %e, "counting a paused route's held deliveries failed")
+            }
+        }
     }
 
     /// How many attempts may start now by what does not depend on the

@@ -27,6 +27,8 @@ pub struct ForwardCounts {
     pub failed: u64,
     /// Of those, deliveries dead-lettered.
     pub dead: u64,
+    /// The most deliveries held by a pause at once.
+    pub held: u64,
     /// Attempts by latency bin ([`LATENCY_BOUNDS_MS`], then the rest).
     latency: [u64; LATENCY_BOUNDS_MS.len() + 1],
 }
@@ -55,6 +57,7 @@ impl ForwardCounts {
         self.delivered += other.delivered;
         self.failed += other.failed;
         self.dead += other.dead;
+        self.held = self.held.max(other.held);
         for (mine, theirs) in self.latency.iter_mut().zip(other.latency) {
             *mine += theirs;
         }
@@ -76,6 +79,32 @@ impl ForwardWindow {
     /// Counts one recorded attempt leading to `next` that took `elapsed`,
     /// at `now_ms`.
     pub fn record(&self, next: &Next, elapsed: Duration, now_ms: i64) {
+        self.at(now_ms, |bucket| {
+            match next {
+                Next::Delivered | Next::Dropped => bucket.delivered += 1,
+                Next::Retry { .. } => bucket.failed += 1,
+                Next::Dead { .. } | Next::TransformFailed { .. } => {
+                    bucket.failed += 1;
+                    bucket.dead += 1;
+                }
+            }
+            let ms = elapsed.as_millis() as u64;
+            let bin = LATENCY_BOUNDS_MS
+                .iter()
+                .position(|bound| ms <= *bound)
+                .unwrap_or(LATENCY_BOUNDS_MS.len());
+            bucket.latency[bin] += 1;
+        });
+    }
+
+    /// Records that `held` deliveries were held by a pause at `now_ms`.
+    pub fn held(&self, held: u64, now_ms: i64) {
+        self.at(now_ms, |bucket| bucket.held = bucket.held.max(held));
+    }
+
+    /// Runs `change` on the bucket of `now_ms`, made if need be, after
+    /// dropping those older than a day.
+    fn at(&self, now_ms: i64, change: impl FnOnce(&mut ForwardCounts)) {
         let start = now_ms - now_ms.rem_euclid(BUCKET_MS);
         let mut buckets = self.buckets.lock().expect("window lock");
         while buckets
@@ -91,21 +120,7 @@ impl ForwardWindow {
             });
         }
         // A clock set back counts into the newest bucket.
-        let bucket = buckets.back_mut().expect("a bucket was pushed");
-        match next {
-            Next::Delivered | Next::Dropped => bucket.delivered += 1,
-            Next::Retry { .. } => bucket.failed += 1,
-            Next::Dead { .. } | Next::TransformFailed { .. } => {
-                bucket.failed += 1;
-                bucket.dead += 1;
-            }
-        }
-        let ms = elapsed.as_millis() as u64;
-        let bin = LATENCY_BOUNDS_MS
-            .iter()
-            .position(|bound| ms <= *bound)
-            .unwrap_or(LATENCY_BOUNDS_MS.len());
-        bucket.latency[bin] += 1;
+        change(buckets.back_mut().expect("a bucket was pushed"));
     }
 
     /// The counts from `since_ms` to `now_ms` in spans of `step_ms` (a
@@ -183,6 +198,18 @@ mod tests {
         assert_eq!(span.latency_ms(0.5), Some(25));
         assert_eq!(span.latency_ms(0.99), Some(1_000));
         assert_eq!(ForwardCounts::default().latency_ms(0.5), None);
+    }
+
+    #[test]
+    fn held_is_the_most_seen_in_a_span() {
+        let window = ForwardWindow::default();
+        window.held(7, T0 + 1_000);
+        window.held(3, T0 + 11_000);
+        window.held(12, T0 + 61_000);
+        let minutes = window.series(T0, T0 + 120_000, 60_000);
+        let held: Vec<u64> = minutes.iter().map(|m| m.held).collect();
+        assert_eq!(held, [7, 12, 0]);
+        assert_eq!(window.series(T0, T0 + 120_000, 3_600_000)[0].held, 12);
     }
 
     #[test]

@@ -80,10 +80,26 @@ async fn a_routes_metrics_count_what_it_took_in_and_sent() {
     assert!(now.latency_p50_ms > 0 && now.latency_p99_ms >= now.latency_p50_ms);
     assert_eq!(m.queue_depth, 2, "two wait for their retry");
     assert_eq!(m.held, 0);
+    assert_eq!(sum(&m, |p| p.held), 0, "never paused");
 
     admin.pause_route("acme", "default").await.unwrap();
     let paused = metrics(&admin, |_| true).await;
     assert_eq!(paused.held, 2);
+    assert_eq!(paused.points.last().unwrap().held, 2, "held this minute");
+    admin
+        .resume_route("acme", "default", Some(0))
+        .await
+        .unwrap();
+    s.clock.advance_ms(60_000);
+    let later = metrics(&admin, |m| m.points.len() == 61).await;
+    assert_eq!(later.held, 0);
+    let minutes: Vec<u64> = later.points.iter().map(|p| p.held).collect();
+    assert_eq!(
+        minutes[minutes.len() - 2..],
+        [2, 0],
+        "the paused minute keeps its figure"
+    );
+    admin.pause_route("acme", "default").await.unwrap();
 
     let hours = admin
         .route_metrics("acme", "default", (3600, 86_400))

@@ -424,6 +424,7 @@ class RouteMetricsPoint(_message.Message):
     DEAD_LETTERED_FIELD_NUMBER: _builtins.int
     LATENCY_P50_MS_FIELD_NUMBER: _builtins.int
     LATENCY_P99_MS_FIELD_NUMBER: _builtins.int
+    HELD_FIELD_NUMBER: _builtins.int
     start_unix_ms: _builtins.int
     """When it starts (Unix ms)."""
     accepted: _builtins.int
@@ -449,6 +450,12 @@ class RouteMetricsPoint(_message.Message):
     minute.
     """
     latency_p99_ms: _builtins.int
+    held: _builtins.int
+    """The most of this route's deliveries held by a pause at once during
+    the span, as the replica forwarding the route saw them (sampled every
+    10 s while the route is paused, in memory like the attempts); 0:
+    never paused then.
+    """
     def __init__(
         self,
         *,
@@ -461,10 +468,11 @@ class RouteMetricsPoint(_message.Message):
         dead_lettered: _builtins.int = ...,
         latency_p50_ms: _builtins.int = ...,
         latency_p99_ms: _builtins.int = ...,
+        held: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted", b"accepted", "dead_lettered", b"dead_lettered", "delivered", b"delivered", "duplicates", b"duplicates", "failed", b"failed", "latency_p50_ms", b"latency_p50_ms", "latency_p99_ms", b"latency_p99_ms", "rejected", b"rejected", "start_unix_ms", b"start_unix_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted", b"accepted", "dead_lettered", b"dead_lettered", "delivered", b"delivered", "duplicates", b"duplicates", "failed", b"failed", "held", b"held", "latency_p50_ms", b"latency_p50_ms", "latency_p99_ms", b"latency_p99_ms", "rejected", b"rejected", "start_unix_ms", b"start_unix_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
