@@ -625,7 +625,7 @@ async fn hookctl_replays_a_window_into_a_route_and_steers_the_replay() {
     let (code, _, err) = hookctl(endpoint, &window[..4]).await;
     assert_eq!(code, Some(2), "--since is required: {err}");
 
-    let run = [&["--json"][..], &window, &["--rate-per-sec", "20"]].concat();
+    let run = [&["--json"][..], &window, &["--rate", "20"]].concat();
     let (code, out, err) = hookctl(endpoint, &run).await;
     assert_eq!(code, Some(0), "{err}");
     let document: serde_json::Value = serde_json::from_str(&out).expect("one JSON document");
@@ -636,7 +636,7 @@ async fn hookctl_replays_a_window_into_a_route_and_steers_the_replay() {
     assert_eq!(code, Some(5), "one replay of a route at a time: {err}");
     assert!(err.contains("FAILED_PRECONDITION"), "{err}");
 
-    let (code, out, err) = hookctl(endpoint, &["routes", "replays", "list", "acme"]).await;
+    let (code, out, err) = hookctl(endpoint, &["routes", "replays", "acme"]).await;
     assert_eq!(code, Some(0), "{err}");
     let mut lines = out.lines();
     assert!(lines.next().is_some_and(|h| h.starts_with("ID ")), "{out}");
@@ -646,19 +646,16 @@ async fn hookctl_replays_a_window_into_a_route_and_steers_the_replay() {
         .split_whitespace()
         .collect();
     assert_eq!(row, [id.as_str(), "crm", "running", "0/0", "-"], "{out}");
-    let (code, out, _) = hookctl(
-        endpoint,
-        &["routes", "replays", "list", "acme", "--route", "audit"],
-    )
-    .await;
+    let (code, out, _) =
+        hookctl(endpoint, &["routes", "replays", "acme", "--route", "audit"]).await;
     assert_eq!((code, out.lines().count()), (Some(0), 1), "{out}");
 
     for (action, state) in [
-        ("pause", "paused"),
-        ("resume", "running"),
-        ("cancel", "cancelled"),
+        ("replay-pause", "paused"),
+        ("replay-resume", "running"),
+        ("replay-cancel", "cancelled"),
     ] {
-        let (code, out, err) = hookctl(endpoint, &["routes", "replays", action, "acme", &id]).await;
+        let (code, out, err) = hookctl(endpoint, &["routes", action, "acme", &id]).await;
         assert_eq!(code, Some(0), "{action}: {err}");
         let shown: Vec<&str> = out
             .lines()
@@ -667,11 +664,11 @@ async fn hookctl_replays_a_window_into_a_route_and_steers_the_replay() {
             .unwrap_or_default();
         assert_eq!(shown, ["state:", state], "{action}: {out}");
     }
-    let (code, _, err) = hookctl(endpoint, &["routes", "replays", "resume", "acme", &id]).await;
+    let (code, _, err) = hookctl(endpoint, &["routes", "replay-resume", "acme", &id]).await;
     assert_eq!(code, Some(5), "a cancelled replay is finished: {err}");
     let (code, out, err) = hookctl(
         endpoint,
-        &["--json", "routes", "replays", "get", "acme", &id],
+        &["--json", "routes", "replay-status", "acme", &id],
     )
     .await;
     assert_eq!(code, Some(0), "{err}");
@@ -680,6 +677,6 @@ async fn hookctl_replays_a_window_into_a_route_and_steers_the_replay() {
         (&document["state"], &document["until_unix_ms"]),
         (&"cancelled".into(), &5_000.into())
     );
-    let (code, _, err) = hookctl(endpoint, &["routes", "replays", "get", "acme", "rpl_nope"]).await;
+    let (code, _, err) = hookctl(endpoint, &["routes", "replay-status", "acme", "rpl_nope"]).await;
     assert_eq!(code, Some(3), "{err}");
 }

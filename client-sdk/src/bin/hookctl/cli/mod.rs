@@ -24,8 +24,7 @@ pub use contracts::{ContractsCommand, PutContractArgs};
 pub use deliveries::{DeadLettersCommand, DeliveriesCommand, FilterArgs};
 pub use rejections::RejectionsCommand;
 pub use routes::{
-    CreateRouteArgs, ReplayArgs, ReplaysCommand, RouteCode, RoutesCommand, TestRouteArgs,
-    UpdateRouteArgs,
+    CreateRouteArgs, ReplayArgs, RouteCode, RoutesCommand, TestRouteArgs, UpdateRouteArgs,
 };
 
 use crate::{exit, output::OutputMode};
@@ -252,11 +251,11 @@ mod tests {
             "2024-05-01T12:00:00Z",
             "--until",
             "1714568400000",
-            "--event-type",
+            "--type",
             "order.paid",
             "--body",
             "/data/amount=7",
-            "--rate-per-sec",
+            "--rate",
             "50",
             "--dry-run",
         ]);
@@ -270,18 +269,20 @@ mod tests {
         );
         assert_eq!(args.event_type.as_deref(), Some("order.paid"));
         assert_eq!(args.body, Some(("/data/amount".into(), "7".into())));
-        assert_eq!((args.rate_per_sec, args.dry_run), (Some(50), true));
-        let plain = replay(&["--since", "1714564800000"]).unwrap().command;
-        let Command::Routes(RoutesCommand::Replay(args)) = plain else {
+        assert_eq!((args.rate, args.dry_run), (Some(50), true));
+        let plain = replay(&["--since", "1714564800000", "--event-type", "a.b"]);
+        let Command::Routes(RoutesCommand::Replay(args)) = plain.unwrap().command else {
             panic!("not routes replay");
         };
         assert_eq!(
-            (args.until, args.rate_per_sec, args.dry_run),
-            (None, None, false)
+            args.event_type.as_deref(),
+            Some("a.b"),
+            "as deliveries list"
         );
+        assert_eq!((args.until, args.rate, args.dry_run), (None, None, false));
         for bad in [
-            &["--since", "0", "--rate-per-sec", "0"][..],
-            &["--since", "0", "--rate-per-sec", "5001"],
+            &["--since", "0", "--rate", "0"][..],
+            &["--since", "0", "--rate", "5001"],
             &["--since", "0", "--body", "amount=7"],
         ] {
             assert!(replay(bad).is_err(), "{bad:?}");
@@ -290,24 +291,28 @@ mod tests {
 
     #[test]
     fn replays_are_listed_and_steered_by_id() {
-        let replays = |args: &[&str]| {
-            let argv = ["hookctl", "routes", "replays"];
-            Cli::try_parse_from(argv.iter().chain(args)).map(|cli| cli.command)
+        let routes = |args: &[&str]| {
+            Cli::try_parse_from(["hookctl", "routes"].iter().chain(args)).map(|cli| cli.command)
         };
-        for action in ["get", "pause", "resume", "cancel"] {
-            assert!(replays(&[action, "acme", "rpl_1"]).is_ok(), "{action}");
+        for command in [
+            "replay-status",
+            "replay-pause",
+            "replay-resume",
+            "replay-cancel",
+        ] {
+            assert!(routes(&[command, "acme", "rpl_1"]).is_ok(), "{command}");
             assert!(
-                replays(&[action, "acme"]).is_err(),
-                "{action} without an id"
+                routes(&[command, "acme"]).is_err(),
+                "{command} without an id"
             );
         }
-        let Ok(Command::Routes(RoutesCommand::Replays(ReplaysCommand::List { tenant, route }))) =
-            replays(&["list", "acme", "--route", "crm"])
+        let Ok(Command::Routes(RoutesCommand::Replays { tenant, route })) =
+            routes(&["replays", "acme", "--route", "crm"])
         else {
-            panic!("not routes replays list");
+            panic!("not routes replays");
         };
         assert_eq!((tenant.as_str(), route.as_deref()), ("acme", Some("crm")));
-        assert!(replays(&["list"]).is_err(), "the tenant is required");
+        assert!(routes(&["replays"]).is_err(), "the tenant is required");
     }
 
     #[test]

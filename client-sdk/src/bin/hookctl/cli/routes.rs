@@ -68,9 +68,23 @@ pub enum RoutesCommand {
     /// if the route's filter passes it now and the route has none of it yet;
     /// --dry-run counts them.
     Replay(ReplayArgs),
-    /// List, show, pause, resume and cancel a tenant's replays.
-    #[command(subcommand)]
-    Replays(ReplaysCommand),
+    /// List a tenant's replays, newest first, with how far each got.
+    Replays {
+        /// The tenant id.
+        tenant: String,
+        /// Only the replays into this route.
+        #[arg(long)]
+        route: Option<String>,
+    },
+    /// Show one replay: its window, filters and rate, and what became of the
+    /// events it looked at.
+    ReplayStatus(ReplayKey),
+    /// Stop a running replay where it is.
+    ReplayPause(ReplayKey),
+    /// Run a paused (or failed) replay on from where it stopped.
+    ReplayResume(ReplayKey),
+    /// End a replay for good; the deliveries it made stay.
+    ReplayCancel(ReplayKey),
 }
 
 /// One route of a tenant.
@@ -96,40 +110,18 @@ pub struct ReplayArgs {
     #[arg(long, value_parser = parse_time)]
     pub until: Option<i64>,
     /// Only events of this type.
-    #[arg(long)]
+    #[arg(long = "type", alias = "event-type", value_name = "TYPE")]
     pub event_type: Option<String>,
     /// Only events whose JSON body has a value at a JSON pointer:
     /// `/data/object/customer="cus_123"` (the value as JSON).
     #[arg(long, value_parser = parse_body_field)]
     pub body: Option<(String, String)>,
     /// At most this many deliveries made a second, 1-5000 (default 100).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=5000))]
-    pub rate_per_sec: Option<u32>,
+    #[arg(long, value_name = "PER_SEC", value_parser = clap::value_parser!(u32).range(1..=5000))]
+    pub rate: Option<u32>,
     /// Count the deliveries it would make now; make nothing.
     #[arg(long)]
     pub dry_run: bool,
-}
-
-/// `hookctl routes replays ...`
-#[derive(Debug, Subcommand)]
-pub enum ReplaysCommand {
-    /// List a tenant's replays, newest first, with how far each got.
-    List {
-        /// The tenant id.
-        tenant: String,
-        /// Only the replays into this route.
-        #[arg(long)]
-        route: Option<String>,
-    },
-    /// Show one replay: its window, filters and rate, and what became of the
-    /// events it looked at.
-    Get(ReplayKey),
-    /// Stop a running replay where it is.
-    Pause(ReplayKey),
-    /// Run a paused (or failed) replay on from where it stopped.
-    Resume(ReplayKey),
-    /// End a replay for good; the deliveries it made stay.
-    Cancel(ReplayKey),
 }
 
 /// One replay of a tenant.

@@ -1,6 +1,6 @@
-//! `hookctl routes list|get|create|update|delete|test|pause|resume|metrics|replay` and
-//! `hookctl routes replays list|get|pause|resume|cancel`, and how a route, its metrics, a
-//! test's result and a replay are printed.
+//! `hookctl routes list|get|create|update|delete|test|pause|resume|metrics`, `replay`,
+//! `replays` and `replay-status|replay-pause|replay-resume|replay-cancel`, and how a route,
+//! its metrics, a test's result and a replay are printed.
 
 use std::path::{Path, PathBuf};
 
@@ -17,10 +17,7 @@ use hookd_sdk::client::{
 use serde_json::{json, Value};
 
 use crate::{
-    cli::{
-        CreateRouteArgs, ReplayArgs, ReplaysCommand, RouteCode, RoutesCommand, TestRouteArgs,
-        UpdateRouteArgs,
-    },
+    cli::{CreateRouteArgs, ReplayArgs, RouteCode, RoutesCommand, TestRouteArgs, UpdateRouteArgs},
     output::Output,
     view::{or_dash, short_name, when, View},
 };
@@ -80,7 +77,24 @@ pub async fn run(client: &HookdClient, out: Output, command: RoutesCommand) -> a
             Ok(out.record(&route)?)
         }
         RoutesCommand::Replay(args) => replay(client, out, args).await,
-        RoutesCommand::Replays(command) => replays(client, out, command).await,
+        RoutesCommand::Replays { tenant, route } => {
+            let replays = client
+                .list_replays(tenant, route.unwrap_or_default())
+                .await?;
+            Ok(out.list("replays", &replays, None)?)
+        }
+        RoutesCommand::ReplayStatus(key) => {
+            Ok(out.record(&client.get_replay(key.tenant, key.replay_id).await?)?)
+        }
+        RoutesCommand::ReplayPause(key) => {
+            Ok(out.record(&client.pause_replay(key.tenant, key.replay_id).await?)?)
+        }
+        RoutesCommand::ReplayResume(key) => {
+            Ok(out.record(&client.resume_replay(key.tenant, key.replay_id).await?)?)
+        }
+        RoutesCommand::ReplayCancel(key) => {
+            Ok(out.record(&client.cancel_replay(key.tenant, key.replay_id).await?)?)
+        }
     }
 }
 
@@ -96,7 +110,7 @@ async fn replay(client: &HookdClient, out: Output, args: ReplayArgs) -> anyhow::
         event_type: args.event_type.unwrap_or_default(),
         body_pointer,
         body_value_json,
-        rate_per_second: args.rate_per_sec.unwrap_or_default(),
+        rate_per_second: args.rate.unwrap_or_default(),
         dry_run: args.dry_run,
     };
     let answer = client.replay_to_route(request).await?;
@@ -113,23 +127,6 @@ async fn replay(client: &HookdClient, out: Output, args: ReplayArgs) -> anyhow::
             )?)
         }
     }
-}
-
-/// Runs one `routes replays` subcommand.
-async fn replays(client: &HookdClient, out: Output, command: ReplaysCommand) -> anyhow::Result<()> {
-    let replay = match command {
-        ReplaysCommand::List { tenant, route } => {
-            let replays = client
-                .list_replays(tenant, route.unwrap_or_default())
-                .await?;
-            return Ok(out.list("replays", &replays, None)?);
-        }
-        ReplaysCommand::Get(key) => client.get_replay(key.tenant, key.replay_id).await?,
-        ReplaysCommand::Pause(key) => client.pause_replay(key.tenant, key.replay_id).await?,
-        ReplaysCommand::Resume(key) => client.resume_replay(key.tenant, key.replay_id).await?,
-        ReplaysCommand::Cancel(key) => client.cancel_replay(key.tenant, key.replay_id).await?,
-    };
-    Ok(out.record(&replay)?)
 }
 
 fn create_request(args: CreateRouteArgs) -> anyhow::Result<CreateRouteRequest> {
