@@ -19,6 +19,7 @@ mod deliveries;
 mod error;
 mod layout;
 mod rejections;
+mod replays;
 mod routes;
 mod session;
 mod tail;
@@ -163,6 +164,10 @@ fn pages(cfg: &mut web::ServiceConfig) {
                 )
                 .route("/routes/{route}/pause", web::post().to(routes::pause))
                 .route("/routes/{route}/resume", web::post().to(routes::resume))
+                .route("/replays", web::post().to(replays::start))
+                .route("/replays/{id}/pause", web::post().to(replays::pause))
+                .route("/replays/{id}/resume", web::post().to(replays::resume))
+                .route("/replays/{id}/cancel", web::post().to(replays::cancel))
                 .route("/tail", web::get().to(tail::page))
                 .route("/events", web::get().to(tail::events))
                 .route("/secrets", web::get().to(tenants::secrets))

@@ -1,5 +1,5 @@
-//! A tenant's routes, the route selector of the deliveries and dead letters
-//! pages, and "Try on a stored event".
+//! A tenant's routes (with their replays, `replays.rs`), the route selector
+//! of the deliveries and dead letters pages, and "Try on a stored event".
 
 use actix_web::{web, HttpResponse};
 use hookd_control::model::{
@@ -10,7 +10,13 @@ use hookd_domain::TenantId;
 use maud::{html, Markup};
 use serde::Deserialize;
 
-use super::{error::DashError, layout, session::Signed, tenant_in_path, Dashboard};
+use super::{
+    error::DashError,
+    layout,
+    replays::{self, Outcome, Typed},
+    session::Signed,
+    tenant_in_path, Dashboard,
+};
 
 /// The route a `route` field names: empty is the default route; a name
 /// that cannot be a route's is bad input (one the tenant lacks is the
@@ -65,15 +71,34 @@ pub(super) async fn list(
     )))
 }
 
-/// What an action on a route did, shown above the table.
-enum Done<'a> {
+/// What an action on a route or a replay did, shown above the table.
+pub(super) enum Done<'a> {
     /// A Retry now: how many it made due.
     Retried(&'a str, Matched),
     /// A Pause or Resume: the route, and whether it is paused now.
     Held(String, bool),
+    /// A replay counted, started, paused, resumed or cancelled.
+    Replay(Outcome),
 }
 
-/// The routes page's body, with what an action just did above the table.
+/// The routes page after an action, saying what it did.
+pub(super) async fn answer(
+    dash: &Dashboard,
+    signed: &Signed,
+    tenant: &str,
+    done: Done<'_>,
+) -> Result<HttpResponse, DashError> {
+    let body = page(dash, signed, tenant, Some(done)).await?;
+    Ok(layout::html(layout::page(
+        Some(signed.csrf()),
+        Some(tenant),
+        "Routes",
+        body,
+    )))
+}
+
+/// The routes page's body, with what an action just did above the table
+/// and the tenant's replays below it.
 async fn page(
     dash: &Dashboard,
     signed: &Signed,
@@ -81,6 +106,12 @@ async fn page(
     done: Option<Done<'_>>,
 ) -> Result<Markup, DashError> {
     let routes = dash.backend.list_routes(tenant).await?;
+    let replays = dash.backend.replays(tenant, None).await?;
+    let names: Vec<&str> = routes.iter().map(|r| r.name.as_str()).collect();
+    let typed = match &done {
+        Some(Done::Replay(Outcome::Counted(_, typed))) => typed.clone(),
+        _ => Typed::default(),
+    };
     Ok(html! {
         @match &done {
             Some(Done::Retried(route, done)) => p role="status" #retried {
@@ -96,6 +127,7 @@ async fn page(
                     "resumed. Its held deliveries are being sent, ramping up to its full concurrency."
                 }
             },
+            Some(Done::Replay(outcome)) => (replays::status(outcome)),
             None => {},
         }
         div.scroll { table.routes {
@@ -109,6 +141,7 @@ async fn page(
             } }
             tbody { @for r in &routes { (row(tenant, r, signed)) } }
         } }
+        (replays::section(tenant, signed.csrf(), &names, &replays, &typed))
     })
 }
 
@@ -133,13 +166,7 @@ pub(super) async fn retry_now(
         },
     };
     let done = dash.backend.retry_now(&tenant, request).await?;
-    let body = page(&dash, &signed, &tenant, Some(Done::Retried(&route, done))).await?;
-    Ok(layout::html(layout::page(
-        Some(signed.csrf()),
-        Some(&tenant),
-        "Routes",
-        body,
-    )))
+    answer(&dash, &signed, &tenant, Done::Retried(&route, done)).await
 }
 
 /// `POST /t/{tenant}/routes/{route}/pause`: holds the route (events are
@@ -182,19 +209,13 @@ async fn hold(
                 .await?
         }
     };
-    let body = page(
+    answer(
         &dash,
         &signed,
         &tenant,
-        Some(Done::Held(view.name, view.hold.paused)),
+        Done::Held(view.name, view.hold.paused),
     )
-    .await?;
-    Ok(layout::html(layout::page(
-        Some(signed.csrf()),
-        Some(&tenant),
-        "Routes",
-        body,
-    )))
+    .await
 }
 
 fn row(tenant: &str, r: &RouteView, signed: &Signed) -> Markup {

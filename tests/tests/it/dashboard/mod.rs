@@ -9,6 +9,7 @@ mod filters;
 mod history;
 pub(crate) mod http;
 mod redirect;
+mod replays;
 mod routes;
 mod sessions;
 mod tail;
