@@ -163,6 +163,10 @@ fn pages(cfg: &mut web::ServiceConfig) {
                     web::post().to(routes::retry_now),
                 )
                 .route("/routes/{route}/pause", web::post().to(routes::pause))
+                .route(
+                    "/routes/{route}/cancel-held",
+                    web::post().to(routes::cancel_held),
+                )
                 .route("/routes/{route}/resume", web::post().to(routes::resume))
                 .route("/replays", web::post().to(replays::start))
                 .route("/replays/{id}/pause", web::post().to(replays::pause))

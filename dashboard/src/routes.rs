@@ -3,7 +3,7 @@
 
 use actix_web::{web, HttpResponse};
 use hookd_control::model::{
-    Matched, PastedEvent, RetryNow, RouteTest, RouteTestResult, RouteUnderTest, RouteView,
+    Cancel, Matched, PastedEvent, RetryNow, RouteTest, RouteTestResult, RouteUnderTest, RouteView,
     TestEvent, TestedRequest, Waiting, DEFAULT_RAMP_SECS, DEFAULT_ROUTE,
 };
 use hookd_domain::TenantId;
@@ -77,6 +77,8 @@ pub(super) enum Done<'a> {
     Retried(&'a str, Matched),
     /// A Pause or Resume: the route, and whether it is paused now.
     Held(String, bool),
+    /// A Cancel held: how many were dead-lettered.
+    Cancelled(&'a str, Matched),
     /// A replay counted, started, paused, resumed or cancelled.
     Replay(Outcome),
 }
@@ -127,6 +129,11 @@ async fn page(
                     "resumed. Its held deliveries are being sent, ramping up to its full concurrency."
                 }
             },
+            Some(Done::Cancelled(route, done)) => p role="status" #cancelled {
+                "Route " code { (route) } ": " (done.matched) " held deliveries dead-lettered as cancelled, nothing sent; redeliver them from Dead letters"
+                @if done.more { " (more are held: cancel again for the rest)" }
+                "."
+            },
             Some(Done::Replay(outcome)) => (replays::status(outcome)),
             None => {},
         }
@@ -167,6 +174,35 @@ pub(super) async fn retry_now(
     };
     let done = dash.backend.retry_now(&tenant, request).await?;
     answer(&dash, &signed, &tenant, Done::Retried(&route, done)).await
+}
+
+/// `POST /t/{tenant}/routes/{route}/cancel-held`: every delivery a paused
+/// route holds is dead-lettered as cancelled, nothing sent (redeliverable).
+pub(super) async fn cancel_held(
+    dash: web::Data<Dashboard>,
+    signed: Signed,
+    path: web::Path<(String, String)>,
+    body: web::Bytes,
+) -> Result<HttpResponse, DashError> {
+    let (tenant, route) = path.into_inner();
+    let tenant = tenant_in_path(&signed, &tenant)?;
+    signed.form(&body)?;
+    let route = route_param(&route)?.to_owned();
+    let paused = dash.backend.get_route(&tenant, &route).await?.hold.paused;
+    if !paused {
+        return Err(DashError::Conflict(format!(
+            "route {route} is not paused: pause it before cancelling what it holds"
+        )));
+    }
+    let request = Cancel {
+        route: Some(route.clone()),
+        pick: Waiting::All {
+            dry_run: false,
+            filter: Default::default(),
+        },
+    };
+    let done = dash.backend.cancel_deliveries(&tenant, request).await?;
+    answer(&dash, &signed, &tenant, Done::Cancelled(&route, done)).await
 }
 
 /// `POST /t/{tenant}/routes/{route}/pause`: holds the route (events are
@@ -261,6 +297,10 @@ fn row(tenant: &str, r: &RouteView, signed: &Signed) -> Markup {
                     form.inline method="post" action={ "/t/" (tenant) "/routes/" (r.name) "/resume" } {
                         (layout::csrf(signed.csrf()))
                         button type="submit" title="Send again, ramping up over a minute" { "Resume" }
+                    }
+                    form.inline method="post" action={ "/t/" (tenant) "/routes/" (r.name) "/cancel-held" } {
+                        (layout::csrf(signed.csrf()))
+                        button type="submit" title="Dead-letter every held delivery as cancelled, sending nothing; redeliverable" { "Cancel held" }
                     }
                 } @else {
                     form.inline method="post" action={ "/t/" (tenant) "/routes/" (r.name) "/pause" } {

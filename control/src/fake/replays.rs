@@ -1,5 +1,6 @@
 //! The fake's replays: made, listed and steered in memory; a replay makes
-//! no deliveries here, a dry run counts the tenant's events in its window.
+//! no deliveries here, a dry run counts the tenant's events in its window
+//! (it knows neither types nor bodies nor filters).
 
 use std::sync::Mutex;
 
@@ -30,6 +31,11 @@ impl FakeReplays {
         asked: NewReplay,
         deliveries: &[DeliveryView],
     ) -> Result<ReplayStarted> {
+        if asked.route == DEFAULT_ROUTE {
+            return Err(Error::InvalidArgument(
+                "route: every accepted event has its delivery on default already".into(),
+            ));
+        }
         let until_ms = asked.until_ms.unwrap_or(MADE_AT_MS);
         if asked.dry_run {
             let count = deliveries

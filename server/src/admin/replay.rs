@@ -6,6 +6,7 @@
 use hookd_control::{
     model::{
         BodyField, NewReplay, ReplayAction, ReplayCounts, ReplayStarted, ReplayState, ReplayView,
+        DEFAULT_ROUTE, MAX_REPLAY_RATE,
     },
     Error as ApiError, Result as ApiResult,
 };
@@ -27,6 +28,17 @@ impl Backend {
         tenant_id: &str,
         asked: NewReplay,
     ) -> ApiResult<ReplayStarted> {
+        if asked.route == DEFAULT_ROUTE {
+            return Err(ApiError::InvalidArgument(
+                "route: every accepted event has its delivery on default already; replay into another route, or redeliver default's dead letters".into(),
+            ));
+        }
+        if !(1..=MAX_REPLAY_RATE).contains(&asked.rate_per_sec) {
+            return Err(ApiError::InvalidArgument(format!(
+                "rate_per_second: {} is not between 1 and {MAX_REPLAY_RATE}",
+                asked.rate_per_sec
+            )));
+        }
         let handle = self.tenant(tenant_id)?;
         let find = handle.state().find_route();
         let Some(target) = find(&asked.route) else {

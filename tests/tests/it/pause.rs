@@ -195,8 +195,24 @@ async fn rest_and_the_routes_page_pause_and_resume_a_route() {
     let text = page.text().await.unwrap();
     assert!(text.contains("paused. Events are still accepted"), "{text}");
     assert!(text.contains(">Resume<"), "{text}");
+    assert!(text.contains(">Cancel held<"), "{text}");
     let admin = s.admin().await;
     assert!(admin.get_route("acme", "default").await.unwrap().paused);
+    post_events(&s, "cancelled", 3).await;
+    let page = http
+        .submit(
+            &session,
+            "/t/acme/routes",
+            "/t/acme/routes/default/cancel-held",
+            &[],
+        )
+        .await;
+    let text = page.text().await.unwrap();
+    assert!(
+        text.contains("3 held deliveries dead-lettered as cancelled"),
+        "{text}"
+    );
+    assert_eq!(count(&admin, DeliveryStatus::Held).await, 0);
     let page = http
         .submit(
             &session,

@@ -112,7 +112,10 @@ impl TenantSettings {
                     .map_or(Value::Null, |f| hmac_json(&normalize(f))),
             ),
             ("default_route_filter", json!(self.default_filter)),
-            ("default_route_delay_ms", json!(self.default_delay_ms)),
+            (
+                "default_route_delay_ms",
+                json!((self.default_delay_ms > 0).then_some(self.default_delay_ms)),
+            ),
         ]
     }
 }

@@ -253,7 +253,7 @@ fn the_default_route_takes_only_a_filter_and_a_delay() {
             },
             Change::Value {
                 field: "default_route_delay_ms",
-                old: json!(0),
+                old: Value::Null,
                 new: json!(500)
             }
         ]
