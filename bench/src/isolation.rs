@@ -324,7 +324,7 @@ pub async fn run(args: IsolationArgs) -> anyhow::Result<()> {
 }
 
 /// The CPU time hookd-bench has used so far, seconds (Linux; zero elsewhere).
-fn own_cpu_secs() -> f64 {
+pub(crate) fn own_cpu_secs() -> f64 {
     std::fs::read_to_string("/proc/self/stat")
         .ok()
         .and_then(|stat| cpu::stat_ticks(&stat).map(|(_, ticks)| ticks))
@@ -350,7 +350,7 @@ async fn load_apart(plan: Arc<Plan>, opts: LoadOptions) -> anyhow::Result<PhaseR
 }
 
 /// The gap between two paced requests at `rate` a second.
-fn gap(flag: &str, rate: f64) -> anyhow::Result<Duration> {
+pub(crate) fn gap(flag: &str, rate: f64) -> anyhow::Result<Duration> {
     match Duration::try_from_secs_f64(1.0 / rate) {
         Ok(gap) if rate > 0.0 && !gap.is_zero() => Ok(gap),
         _ => bail!("{flag} must give a positive rate, got {rate} requests a second"),

@@ -22,6 +22,7 @@ mod isolation;
 mod load;
 mod plan;
 mod ratios;
+mod replay;
 mod report;
 mod results;
 mod scale;
@@ -102,6 +103,11 @@ enum Command {
     /// times its rate (half badly signed) into a slow sink, in alternating
     /// fresh hookd processes, and compare its ingest and delivery latency.
     Isolation(isolation::IsolationArgs),
+    /// Load a live tenant alone, then while another tenant's history is
+    /// replayed into a new route, in alternating fresh hookd processes
+    /// (the history made and hookd restarted in each), and compare its
+    /// ingest latency.
+    Replay(replay::ReplayArgs),
     /// Adaptive concurrency against a local sink of fixed capacity that
     /// answers 503 beyond it: the limit over time, how fast it settles
     /// (also after the capacity doubles), the 503 share, and how fairly
@@ -297,6 +303,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
         Command::Forward(args) => forward::run(args).await,
         Command::Hostile(args) => hostile::run(args).await,
         Command::Isolation(args) => isolation::run(args).await,
+        Command::Replay(args) => replay::run(args).await,
         Command::Adaptive(args) => adaptive::run(args).await,
         Command::Results(args) => results::run(args),
         Command::BareServer { .. } => unreachable!("served without a tokio runtime"),

@@ -23,6 +23,8 @@ pub struct ServerProcess {
     child: Child,
     /// Where it listens.
     pub addr: SocketAddr,
+    /// Where hookd's control plane (gRPC and REST) listens; `None` for the bare server.
+    pub grpc_addr: Option<SocketAddr>,
     /// Temp dir holding hookd's data, config and log, removed on drop;
     /// `None` when the caller owns the dir (or for the bare server).
     _dir: Option<tempfile::TempDir>,
@@ -112,6 +114,7 @@ pub fn start_bare(workers: usize) -> anyhow::Result<ServerProcess> {
     Ok(ServerProcess {
         child,
         addr,
+        grpc_addr: None,
         _dir: None,
     })
 }
@@ -169,6 +172,10 @@ pub struct DestinationSpec {
 /// The directive that keeps the line announcing hookd's addresses, which
 /// the bench reads to find the port, whatever filter is asked for.
 const ADDRESS_LINE_FILTER: &str = "hookd_server::run=info";
+
+/// The admin token of every hookd the bench starts (`HOOKD_ADMIN_TOKEN`),
+/// for calls to its control plane.
+pub const ADMIN_TOKEN: &str = "hookd-bench-admin-token";
 
 /// The config file declaring `spec`'s tenants.
 pub fn hookd_config(spec: &HookdSpec) -> String {
@@ -260,6 +267,7 @@ pub async fn start_hookd_in(spec: &HookdSpec, dir: &Path) -> anyhow::Result<Serv
         .env("HOOKD_LOG__FORMAT", "text")
         // Parallel runs (and a hookd already on 8081) must not collide.
         .env("HOOKD_DASHBOARD__ADDR", "127.0.0.1:0")
+        .env("HOOKD_ADMIN_TOKEN", ADMIN_TOKEN)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(log)
@@ -268,10 +276,17 @@ pub async fn start_hookd_in(spec: &HookdSpec, dir: &Path) -> anyhow::Result<Serv
     let mut process = ServerProcess {
         child,
         addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+        grpc_addr: None,
         _dir: None,
     };
     let deadline = Instant::now() + spec.ready_timeout;
-    process.addr = wait_for_addr(&mut process.child, &log_path, deadline)?;
+    process.addr = wait_for_addr(&mut process.child, &log_path, "http", deadline)?;
+    process.grpc_addr = Some(wait_for_addr(
+        &mut process.child,
+        &log_path,
+        "grpc",
+        deadline,
+    )?);
     loop {
         if let Ok(status) = get_status(process.addr, "/readyz").await {
             if status.is_success() {
@@ -289,12 +304,19 @@ pub async fn start_hookd_in(spec: &HookdSpec, dir: &Path) -> anyhow::Result<Serv
     }
 }
 
-/// Reads hookd's log until it names its HTTP address.
-fn wait_for_addr(child: &mut Child, log: &Path, deadline: Instant) -> anyhow::Result<SocketAddr> {
+/// Reads hookd's log until it names the address of its `listener`
+/// (`http`, `grpc`).
+fn wait_for_addr(
+    child: &mut Child,
+    log: &Path,
+    listener: &str,
+    deadline: Instant,
+) -> anyhow::Result<SocketAddr> {
+    let announced = format!("{listener} listening on ");
     loop {
         let text = std::fs::read_to_string(log).unwrap_or_default();
         let found = text.lines().find_map(|line| {
-            let rest = line.split("http listening on ").nth(1)?;
+            let rest = line.split(&announced).nth(1)?;
             let addr: String = rest
                 .chars()
                 .take_while(|c| !c.is_whitespace() && *c != '"')
@@ -305,10 +327,16 @@ fn wait_for_addr(child: &mut Child, log: &Path, deadline: Instant) -> anyhow::Re
             return Ok(addr);
         }
         if let Ok(Some(status)) = child.try_wait() {
-            bail!("hookd exited ({status}) before listening:\n{}", tail(log));
+            bail!(
+                "hookd exited ({status}) before its {listener} listener:\n{}",
+                tail(log)
+            );
         }
         if Instant::now() >= deadline {
-            bail!("hookd did not listen in time:\n{}", tail(log));
+            bail!(
+                "hookd's {listener} listener was not up in time:\n{}",
+                tail(log)
+            );
         }
         std::thread::sleep(Duration::from_millis(20));
     }

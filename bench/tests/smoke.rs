@@ -630,3 +630,60 @@ fn the_isolation_scenario_reports_both_phases_and_their_ratios() {
     assert_eq!(report["round_ratios"].as_array().unwrap().len(), 1);
     assert!(report["isolated"].is_boolean(), "{report}");
 }
+
+/// `hookd-bench replay`: a round of both phases in a second each; in both,
+/// `backfill`'s history is accepted whole before the restart and `live` is
+/// answered 202; only the replaying phase orders a replay, over REST with
+/// the admin token, and reads its progress; every figure is a number.
+#[test]
+fn the_replay_scenario_replays_beside_live_ingest_and_reports_the_ratio() {
+    let report = bench_json(
+        "replay",
+        &[
+            "--rounds",
+            "1",
+            "--duration-secs",
+            "1",
+            "--live-rate",
+            "50",
+            "--history",
+            "300",
+            "--replay-rate",
+            "100",
+            "-c",
+            "4",
+        ],
+    );
+    let phases = report["phases"].as_array().unwrap();
+    let names: Vec<&str> = phases
+        .iter()
+        .map(|p| p["phase"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["alone", "replaying"], "{report}");
+    for phase in phases {
+        assert_eq!(count(&phase["history"], "statuses", "202"), 300, "{phase}");
+        assert_eq!(count(&phase["live"], "statuses", "202"), 50, "{phase}");
+        assert!(phase["live"]["latency_ms"]["p99"].as_f64().unwrap() > 0.0);
+    }
+    assert!(phases[0]["replay"].is_null(), "{report}");
+    assert_eq!(phases[0]["crm_forwarded"], 0, "{report}");
+    let replay = &phases[1]["replay"];
+    assert!(
+        replay["id"].as_str().unwrap().starts_with("rpl_"),
+        "{replay}"
+    );
+    assert!(replay["replayed_at_end"].as_u64().unwrap() > 0, "{replay}");
+    assert!(replay["last_error"].is_null(), "{replay}");
+    for side in ["alone", "replaying"] {
+        for figure in ["ingest_p50_ms", "ingest_p99_ms"] {
+            let value = report[side][figure].as_f64();
+            assert!(value.is_some_and(|v| v > 0.0), "{side} {figure}: {report}");
+        }
+    }
+    assert!(
+        report["ingest_p99_ratio"].as_f64().unwrap() > 0.0,
+        "{report}"
+    );
+    assert_eq!(report["round_ratios"].as_array().unwrap().len(), 1);
+    assert!(report["within"].is_boolean(), "{report}");
+}
