@@ -30,8 +30,13 @@ use crate::{
     store::{api::blocking, CommitOutcome, Store},
 };
 
-/// Steps a second: a replay makes at most a fifth of its rate a step.
-const STEPS_PER_SEC: u32 = 5;
+/// Steps a second: a replay makes at most a tenth of its rate a step.
+const STEPS_PER_SEC: u32 = 10;
+
+/// Deliveries a step writes at once: a step's writes go to the committer
+/// live ingest shares a few at a time, so a live request never waits
+/// behind more than these in a group commit.
+const WRITES_AT_ONCE: usize = 16;
 
 /// Events one step looks at, at most, for each delivery it may make.
 const SCAN_PER_MADE: usize = 4;
@@ -335,11 +340,16 @@ impl Replayer {
             self.store_progress(progress).await?;
             self.parts.store.durable_barrier().await?;
         }
-        let pending: Vec<_> = writes
-            .into_iter()
-            .map(|new| target.route.data.commit(new))
-            .collect();
-        let mut written = join_all(pending).await.into_iter();
+        let mut results = Vec::with_capacity(writes.len());
+        let mut writes = writes.into_iter().peekable();
+        while writes.peek().is_some() {
+            let chunk = writes
+                .by_ref()
+                .take(WRITES_AT_ONCE)
+                .map(|new| target.route.data.commit(new));
+            results.extend(join_all(chunk).await);
+        }
+        let mut written = results.into_iter();
         for (id, received_at_ms, skip) in outcomes {
             let c = &mut progress.counts;
             match skip {

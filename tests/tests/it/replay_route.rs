@@ -200,8 +200,8 @@ async fn a_replay_is_paced_paused_resumed_and_cancelled() {
     s.restart(&config(&default.url, Some((&crm.url, &erp.url))));
     let admin = s.admin().await;
 
-    // 10 a second: 2 a step of the server's clock (5 steps a second).
-    let every = asked("erp", since_ms, "", 10);
+    // 20 a second: 2 a step of the server's clock (10 steps a second).
+    let every = asked("erp", since_ms, "", 20);
     assert_eq!(dry_run(&admin, &every).await, BEFORE as u64);
     let id = admin
         .replay_to_route(every.clone())
