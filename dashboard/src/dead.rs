@@ -8,8 +8,8 @@ use serde::Deserialize;
 
 use super::{
     error::DashError,
-    layout,
-    routes::{route_param, selector},
+    layout, route_param,
+    routes::selector,
     session::{PostedForm, Signed},
     tenant_in_path, Dashboard,
 };

@@ -9,11 +9,8 @@ use maud::{html, Markup};
 use serde::Deserialize;
 
 use super::{
-    error::DashError,
-    layout,
-    routes::{route_param, selector},
-    session::Signed,
-    tenant_in_path, Dashboard,
+    error::DashError, layout, route_param, routes::selector, session::Signed, tenant_in_path,
+    Dashboard,
 };
 
 /// Deliveries per page.

@@ -31,7 +31,7 @@ use std::{
 };
 
 use actix_web::{middleware::DefaultHeaders, web, App, HttpServer};
-use hookd_control::ControlBackend;
+use hookd_control::{model::DEFAULT_ROUTE, ControlBackend};
 use hookd_domain::TenantId;
 
 pub use clock::{Clock, SharedClock};
@@ -168,10 +168,16 @@ fn pages(cfg: &mut web::ServiceConfig) {
                     web::post().to(routes::cancel_held),
                 )
                 .route("/routes/{route}/resume", web::post().to(routes::resume))
-                .route("/replays", web::post().to(replays::start))
-                .route("/replays/{id}/pause", web::post().to(replays::pause))
-                .route("/replays/{id}/resume", web::post().to(replays::resume))
-                .route("/replays/{id}/cancel", web::post().to(replays::cancel))
+                .route("/replays", web::post().to(routes::start_replay))
+                .route("/replays/{id}/pause", web::post().to(routes::pause_replay))
+                .route(
+                    "/replays/{id}/resume",
+                    web::post().to(routes::resume_replay),
+                )
+                .route(
+                    "/replays/{id}/cancel",
+                    web::post().to(routes::cancel_replay),
+                )
                 .route("/tail", web::get().to(tail::page))
                 .route("/events", web::get().to(tail::events))
                 .route("/secrets", web::get().to(tenants::secrets))
@@ -180,6 +186,19 @@ fn pages(cfg: &mut web::ServiceConfig) {
         .default_service(web::to(|| async {
             Err::<actix_web::HttpResponse, _>(DashError::NotFound("no such page".into()))
         }));
+}
+
+/// The route a `route` field names: empty is the default route; a name
+/// that cannot be a route's is bad input (one the tenant lacks is the
+/// backend's `NotFound`).
+fn route_param(value: &str) -> Result<&str, DashError> {
+    match value.trim() {
+        "" => Ok(DEFAULT_ROUTE),
+        name if TenantId::is_valid(name) => Ok(name),
+        name => Err(DashError::BadInput(format!(
+            "route: {name:?} must be 1-64 characters of a-z, 0-9, '-' or '_'"
+        ))),
+    }
 }
 
 /// A tenant named in a path, well formed and visible to the signed-in

@@ -2,7 +2,6 @@
 //! replay of stored events into a route, the replays with how far each got,
 //! and Pause, Resume and Cancel.
 
-use actix_web::{web, HttpResponse};
 use hookd_control::model::{
     NewReplay, ReplayAction, ReplayState, ReplayView, DEFAULT_REPLAY_RATE, DEFAULT_ROUTE,
     MAX_REPLAY_RATE,
@@ -11,8 +10,7 @@ use maud::{html, Markup};
 
 use super::{
     error::DashError,
-    layout,
-    routes::{self, route_param, Done},
+    layout, route_param,
     session::{PostedForm, Signed},
     tenant_in_path, Dashboard,
 };
@@ -104,15 +102,15 @@ pub(super) enum Outcome {
 const DRY_RUN: &str = "dry_run";
 
 /// `POST /t/{tenant}/replays`: counts (Count) or starts (Replay) a replay
-/// of the form's window into its route.
+/// of the form's window into its route; the tenant and what it did.
 pub(super) async fn start(
-    dash: web::Data<Dashboard>,
-    signed: Signed,
-    path: web::Path<String>,
-    body: web::Bytes,
-) -> Result<HttpResponse, DashError> {
-    let tenant = tenant_in_path(&signed, &path)?;
-    let form = signed.form(&body)?;
+    dash: &Dashboard,
+    signed: &Signed,
+    path: &str,
+    body: &[u8],
+) -> Result<(String, Outcome), DashError> {
+    let tenant = tenant_in_path(signed, path)?;
+    let form = signed.form(body)?;
     let typed = Typed::from_form(&form);
     let asked = typed.replay(form.get(DRY_RUN).is_some())?;
     let started = dash.backend.replay_to_route(&tenant, asked).await?;
@@ -120,56 +118,25 @@ pub(super) async fn start(
         Some(replay) => Outcome::Started(Box::new(replay)),
         None => Outcome::Counted(started.count, typed),
     };
-    routes::answer(&dash, &signed, &tenant, Done::Replay(outcome)).await
+    Ok((tenant, outcome))
 }
 
-/// `POST /t/{tenant}/replays/{id}/pause`: stops a running replay where it is.
-pub(super) async fn pause(
-    dash: web::Data<Dashboard>,
-    signed: Signed,
-    path: web::Path<(String, String)>,
-    body: web::Bytes,
-) -> Result<HttpResponse, DashError> {
-    steer(dash, signed, path.into_inner(), body, ReplayAction::Pause).await
-}
-
-/// `POST /t/{tenant}/replays/{id}/resume`: runs a paused (or failed)
-/// replay on from where it stopped.
-pub(super) async fn resume(
-    dash: web::Data<Dashboard>,
-    signed: Signed,
-    path: web::Path<(String, String)>,
-    body: web::Bytes,
-) -> Result<HttpResponse, DashError> {
-    steer(dash, signed, path.into_inner(), body, ReplayAction::Resume).await
-}
-
-/// `POST /t/{tenant}/replays/{id}/cancel`: ends a replay for good; the
-/// deliveries it made stay.
-pub(super) async fn cancel(
-    dash: web::Data<Dashboard>,
-    signed: Signed,
-    path: web::Path<(String, String)>,
-    body: web::Bytes,
-) -> Result<HttpResponse, DashError> {
-    steer(dash, signed, path.into_inner(), body, ReplayAction::Cancel).await
-}
-
-async fn steer(
-    dash: web::Data<Dashboard>,
-    signed: Signed,
-    (tenant, id): (String, String),
-    body: web::Bytes,
+/// `POST /t/{tenant}/replays/{id}/pause|resume|cancel`: steers a replay;
+/// the tenant and what it did.
+pub(super) async fn steer(
+    dash: &Dashboard,
+    signed: &Signed,
+    (tenant, id): (&str, &str),
+    body: &[u8],
     action: ReplayAction,
-) -> Result<HttpResponse, DashError> {
-    let tenant = tenant_in_path(&signed, &tenant)?;
-    signed.form(&body)?;
+) -> Result<(String, Outcome), DashError> {
+    let tenant = tenant_in_path(signed, tenant)?;
+    signed.form(body)?;
     let replay = dash
         .backend
-        .act_on_replay(&tenant, replay_id(&id)?, action)
+        .act_on_replay(&tenant, replay_id(id)?, action)
         .await?;
-    let outcome = Outcome::Steered(Box::new(replay));
-    routes::answer(&dash, &signed, &tenant, Done::Replay(outcome)).await
+    Ok((tenant, Outcome::Steered(Box::new(replay))))
 }
 
 /// A replay id in a path: `rpl_` and letters and digits.

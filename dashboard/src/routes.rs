@@ -3,10 +3,9 @@
 
 use actix_web::{web, HttpResponse};
 use hookd_control::model::{
-    Cancel, Matched, PastedEvent, RetryNow, RouteTest, RouteTestResult, RouteUnderTest, RouteView,
-    TestEvent, TestedRequest, Waiting, DEFAULT_RAMP_SECS, DEFAULT_ROUTE,
+    Cancel, Matched, PastedEvent, ReplayAction, RetryNow, RouteTest, RouteTestResult,
+    RouteUnderTest, RouteView, TestEvent, TestedRequest, Waiting, DEFAULT_RAMP_SECS, DEFAULT_ROUTE,
 };
-use hookd_domain::TenantId;
 use maud::{html, Markup};
 use serde::Deserialize;
 
@@ -14,22 +13,10 @@ use super::{
     error::DashError,
     layout,
     replays::{self, Outcome, Typed},
+    route_param,
     session::Signed,
     tenant_in_path, Dashboard,
 };
-
-/// The route a `route` field names: empty is the default route; a name
-/// that cannot be a route's is bad input (one the tenant lacks is the
-/// backend's `NotFound`).
-pub(super) fn route_param(value: &str) -> Result<&str, DashError> {
-    match value.trim() {
-        "" => Ok(DEFAULT_ROUTE),
-        name if TenantId::is_valid(name) => Ok(name),
-        name => Err(DashError::BadInput(format!(
-            "route: {name:?} must be 1-64 characters of a-z, 0-9, '-' or '_'"
-        ))),
-    }
-}
 
 /// The route selector of a filter form, `chosen` selected.
 pub(super) async fn selector(
@@ -174,6 +161,62 @@ pub(super) async fn retry_now(
     };
     let done = dash.backend.retry_now(&tenant, request).await?;
     answer(&dash, &signed, &tenant, Done::Retried(&route, done)).await
+}
+
+/// `POST /t/{tenant}/replays`: counts (Count) or starts (Replay) a replay
+/// of the form's window into its route.
+pub(super) async fn start_replay(
+    dash: web::Data<Dashboard>,
+    signed: Signed,
+    path: web::Path<String>,
+    body: web::Bytes,
+) -> Result<HttpResponse, DashError> {
+    let (tenant, outcome) = replays::start(&dash, &signed, &path, &body).await?;
+    answer(&dash, &signed, &tenant, Done::Replay(outcome)).await
+}
+
+/// `POST /t/{tenant}/replays/{id}/pause`: stops a running replay where it is.
+pub(super) async fn pause_replay(
+    dash: web::Data<Dashboard>,
+    signed: Signed,
+    path: web::Path<(String, String)>,
+    body: web::Bytes,
+) -> Result<HttpResponse, DashError> {
+    steer_replay(dash, signed, path, body, ReplayAction::Pause).await
+}
+
+/// `POST /t/{tenant}/replays/{id}/resume`: runs a paused (or failed)
+/// replay on from where it stopped.
+pub(super) async fn resume_replay(
+    dash: web::Data<Dashboard>,
+    signed: Signed,
+    path: web::Path<(String, String)>,
+    body: web::Bytes,
+) -> Result<HttpResponse, DashError> {
+    steer_replay(dash, signed, path, body, ReplayAction::Resume).await
+}
+
+/// `POST /t/{tenant}/replays/{id}/cancel`: ends a replay for good; the
+/// deliveries it made stay.
+pub(super) async fn cancel_replay(
+    dash: web::Data<Dashboard>,
+    signed: Signed,
+    path: web::Path<(String, String)>,
+    body: web::Bytes,
+) -> Result<HttpResponse, DashError> {
+    steer_replay(dash, signed, path, body, ReplayAction::Cancel).await
+}
+
+async fn steer_replay(
+    dash: web::Data<Dashboard>,
+    signed: Signed,
+    path: web::Path<(String, String)>,
+    body: web::Bytes,
+    action: ReplayAction,
+) -> Result<HttpResponse, DashError> {
+    let (tenant, id) = path.into_inner();
+    let (tenant, outcome) = replays::steer(&dash, &signed, (&tenant, &id), &body, action).await?;
+    answer(&dash, &signed, &tenant, Done::Replay(outcome)).await
 }
 
 /// `POST /t/{tenant}/routes/{route}/cancel-held`: every delivery a paused
