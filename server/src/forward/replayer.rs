@@ -254,12 +254,7 @@ impl Replayer {
         progress: &mut ReplayProgress,
     ) -> (Walk, Result<Stepped>) {
         let most = order.rate_per_sec.div_ceil(STEPS_PER_SEC).max(1) as usize;
-        let judge = Judge {
-            route: order.route.clone(),
-            filter: target.filter.clone(),
-            path: target.path.clone(),
-            body: order.body_pointer.clone().zip(order.body_value.clone()),
-        };
+        let judge = judge(order, target);
         let source = target.source.clone();
         let now_ms = self.parts.clock.now_ms();
         let judged = FilterPool::replay_lane()
@@ -446,12 +441,7 @@ pub async fn count(order: &ReplayOrder, target: &ReplayTarget, now_ms: i64) -> R
         order.event_type.clone(),
         None,
     );
-    let judge = Arc::new(Judge {
-        route: order.route.clone(),
-        filter: target.filter.clone(),
-        path: target.path.clone(),
-        body: order.body_pointer.clone().zip(order.body_value.clone()),
-    });
+    let judge = Arc::new(judge(order, target));
     let (mut scanned, mut count) = (0u64, 0u64);
     while !walk.is_done() {
         let (source, route, judge) = (
@@ -487,4 +477,14 @@ pub async fn count(order: &ReplayOrder, target: &ReplayTarget, now_ms: i64) -> R
         }
     }
     Ok(count)
+}
+
+/// What `order`'s events are judged against on `target`.
+fn judge(order: &ReplayOrder, target: &ReplayTarget) -> Judge {
+    Judge {
+        route: order.route.clone(),
+        filter: target.filter.clone(),
+        path: target.path.clone(),
+        body: order.body_pointer.clone().zip(order.body_value.clone()),
+    }
 }
